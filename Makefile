@@ -1,0 +1,90 @@
+# stepcast: one entry point for build, check, bench, run, install.
+#
+#   make                  build build/stepcast (and whatever else is enabled)
+#   make check            all tests, again under ASan+UBSan, fuzz corpora replayed
+#   make bench            performance figures (see BENCHMARKS.md)
+#   make run              the main job on the embedded sample data
+#   make install          PREFIX=/usr/local
+#   make SANITIZE=address,undefined   build into build/asan with sanitizers
+#
+# Each folder lists its sources in its own module.mk; this file only knows how
+# to compile and link. Missing Debian packages are installed by scripts/deps.sh
+# before the first compile (it writes build/config.mk).
+
+VERSION := $(shell cat VERSION)
+PREFIX ?= /usr/local
+
+ifdef SANITIZE
+BUILD ?= build/asan
+else
+BUILD ?= build
+endif
+
+CONFIG := build/config.mk
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(CONFIG)
+endif
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wvla -Wformat=2 -Wstrict-prototypes \
+            -Wmissing-prototypes -Wno-missing-field-initializers -Wno-format-truncation
+ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -I. \
+             -DSTEPCAST_VERSION='"$(VERSION)"' $(WARNINGS) $(DEPS_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS)
+LIBS = $(DEPS_LIBS)
+
+ifdef SANITIZE
+ALL_CFLAGS += -O1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+LIBSTEPCAST := $(BUILD)/libstepcast.a
+
+# Filled by the module.mk files:
+CORE_SRCS :=    # library code of every layer, linked into all programs and tests
+BINS :=         # programs under $(BUILD)
+TEST_SRCS :=    # test cases, linked into $(BUILD)/tests/stepcast-tests
+FUZZ_TARGETS := # names of tests/fuzz/fuzz_<name>.c targets
+
+include common/module.mk model/module.mk estimator/module.mk api/module.mk \
+        daemon/module.mk clients/module.mk profiler/module.mk tests/module.mk
+
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all check bench run install clean deps
+.DEFAULT_GOAL := all
+
+all: $(BINS)
+
+$(CONFIG): scripts/deps.sh
+	@sh scripts/deps.sh $@
+
+deps:
+	@sh scripts/deps.sh $(CONFIG)
+
+$(BUILD)/obj/%.o: %.c $(CONFIG)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIBSTEPCAST): $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+check: $(CONFIG)
+	@sh tests/check.sh
+
+bench: $(CONFIG)
+	@sh tests/bench/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(filter-out %.so,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(filter %.so,$(BINS)),install -d $(DESTDIR)$(PREFIX)/lib && \
+	  install -m 755 $(filter %.so,$(BINS)) $(DESTDIR)$(PREFIX)/lib/)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,179 @@
+/* api/inspect_json.c: inspect results as JSON (inspect_json.h). */
+#include "api/inspect_json.h"
+
+#include <math.h>
+
+#include "model/inspect.h"
+#include "model/job.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+json_t *api_json_ms(int64_t ns)
+{
+    return json_real(round((double)ns) / 1e6);
+}
+
+static json_t *str_or_null(const struct model_trace *t, uint32_t id)
+{
+    return id == MODEL_NONE ? json_null() : json_string(model_str(t, id));
+}
+
+static json_t *int_or_null(int64_t v)
+{
+    return v < 0 ? json_null() : json_integer(v);
+}
+
+static json_t *track_name(const struct model_trace *t, uint32_t track)
+{
+    const struct model_track *k = &t->tracks[track];
+    return str_or_null(t, k->label);
+}
+
+static json_t *devices_json(const struct model_trace *t)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < t->n_devices; i++) {
+        const struct model_device *d = &t->devices[i];
+        json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
+                                           "id", int_or_null(d->id),
+                                           "name", str_or_null(t, d->name),
+                                           "memory_bytes", int_or_null(d->total_mem),
+                                           "sms", int_or_null(d->num_sms),
+                                           "compute_major", int_or_null(d->major),
+                                           "compute_minor", int_or_null(d->minor)));
+    }
+    return a;
+}
+
+static json_t *distributed_json(const struct model_trace *t)
+{
+    if (!t->has_distributed_info)
+        return json_null();
+    json_t *pgs = json_array();
+    for (size_t i = 0; pgs && i < t->n_pgs; i++) {
+        const struct model_pg *p = &t->pgs[i];
+        json_array_append_new(pgs, json_pack("{s:o, s:o, s:o, s:o}", "name", str_or_null(t, p->name),
+                                             "description", str_or_null(t, p->desc),
+                                             "size", int_or_null(p->size),
+                                             "ranks", str_or_null(t, p->ranks)));
+    }
+    return json_pack("{s:o, s:o, s:o}", "backend", str_or_null(t, t->backend),
+                     "nccl_version", str_or_null(t, t->nccl_version), "process_groups", pgs);
+}
+
+json_t *api_inspect_rank_json(const struct model_trace *t, const struct model_inspect *in)
+{
+    json_t *steps = json_array(), *cats = json_object(), *threads = json_array(),
+           *streams = json_array(), *colls = json_array(), *lacks = json_array();
+    if (!steps || !cats || !threads || !streams || !colls || !lacks)
+        goto fail;
+    for (size_t i = 0; i < t->n_steps; i++) {
+        const struct model_step *s = &t->steps[i];
+        json_array_append_new(steps, json_pack("{s:s, s:I, s:I, s:o, s:b}", "name", model_str(t, s->name),
+                                               "number", (json_int_t)s->number,
+                                               "start_ns", (json_int_t)s->start,
+                                               "duration_ms", api_json_ms(s->end - s->start),
+                                               "partial", s->partial));
+    }
+    for (size_t i = 0; i < t->n_cats; i++) {
+        const char *name = model_str(t, t->cats[i].name);
+        json_object_set_new(cats, *name ? name : "(none)", json_integer((json_int_t)t->cats[i].count));
+    }
+    for (size_t i = 0; i < in->n_threads; i++) {
+        const struct model_inspect_thread *h = &in->threads[i];
+        const struct model_track *k = &t->tracks[h->track];
+        json_array_append_new(threads, json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:o}",
+                                                 "pid", (json_int_t)k->pid, "tid", (json_int_t)k->tid,
+                                                 "name", track_name(t, h->track),
+                                                 "events", (json_int_t)h->events,
+                                                 "cpu_ops", (json_int_t)h->cpu_ops,
+                                                 "runtime_calls", (json_int_t)h->runtime_calls,
+                                                 "busy_ms", api_json_ms(h->busy_ns)));
+    }
+    for (size_t i = 0; i < in->n_streams; i++) {
+        const struct model_inspect_stream *s = &in->streams[i];
+        json_array_append_new(streams, json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o}",
+                                                 "device", (json_int_t)s->device,
+                                                 "stream", (json_int_t)s->stream,
+                                                 "name", track_name(t, s->track),
+                                                 "kernels", (json_int_t)s->kernels,
+                                                 "comm_kernels", (json_int_t)s->comm_kernels,
+                                                 "memcpys", (json_int_t)s->memcpys,
+                                                 "memsets", (json_int_t)s->memsets,
+                                                 "busy_ms", api_json_ms(s->busy_ns)));
+    }
+    for (size_t i = 0; i < in->n_colls; i++) {
+        const struct model_inspect_coll *c = &in->colls[i];
+        json_array_append_new(colls, json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
+                                               "name", c->name, "kernels", (json_int_t)c->kernels,
+                                               "cpu_ops", (json_int_t)c->cpu_ops,
+                                               "sized", (json_int_t)c->sized,
+                                               "min_nelems", int_or_null(c->min_nelems),
+                                               "max_nelems", int_or_null(c->max_nelems),
+                                               "total_bytes", int_or_null(c->total_bytes),
+                                               "dtype", str_or_null(t, c->dtype),
+                                               "kernel_ms", api_json_ms(c->kernel_ns)));
+    }
+    for (unsigned b = 0; b < MODEL_LACK_COUNT; b++)
+        if (in->lacks & (1u << b))
+            json_array_append_new(lacks, json_string(model_inspect_lack_name(b)));
+
+    return json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:{s:o, s:I, s:I, s:b}, s:o,"
+                     " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o,"
+                     " s:{s:I, s:I, s:I}, s:o}",
+                     "rank", (json_int_t)t->rank, "source", t->source,
+                     "world_size", int_or_null(t->world_size), "gpu", str_or_null(t, in->gpu_name),
+                     "devices", devices_json(t), "distributed", distributed_json(t),
+                     "time",
+                     "base_ns", t->has_base_time ? json_integer(t->base_time_ns) : json_null(),
+                     "first_ns", (json_int_t)t->first_ts, "last_ns", (json_int_t)t->last_end,
+                     "anchored", !t->time_unanchored,
+                     "steps", steps,
+                     "events",
+                     "entries", (json_int_t)t->n_entries, "complete", (json_int_t)t->n_events,
+                     "metadata", (json_int_t)t->n_metadata, "instants", (json_int_t)t->n_instants,
+                     "counters", (json_int_t)t->n_counters, "flows", (json_int_t)t->n_flows,
+                     "other_phases", (json_int_t)t->n_other_phase,
+                     "unknown_category", (json_int_t)t->n_unknown,
+                     "categories", cats, "threads", threads, "streams", streams,
+                     "collectives", colls,
+                     "launches",
+                     "runtime_calls", (json_int_t)in->runtime_calls,
+                     "gpu_without_launch", (json_int_t)in->gpu_without_launch,
+                     "launch_without_gpu", (json_int_t)in->launch_without_gpu,
+                     "lacks", lacks);
+fail:
+    json_decref(steps);
+    json_decref(cats);
+    json_decref(threads);
+    json_decref(streams);
+    json_decref(colls);
+    json_decref(lacks);
+    return NULL;
+}
+
+json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err)
+{
+    json_t *ranks = json_array();
+    if (!ranks)
+        goto oom;
+    for (size_t i = 0; i < job->n_ranks; i++) {
+        struct model_inspect *in;
+        int rc = model_inspect_trace(job->ranks[i], &in, err);
+        if (rc) {
+            json_decref(ranks);
+            return NULL;
+        }
+        json_t *r = api_inspect_rank_json(job->ranks[i], in);
+        model_inspect_free(in);
+        if (!r || json_array_append_new(ranks, r))
+            goto oom;
+    }
+    json_t *doc = json_pack("{s:s, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks);
+    if (doc)
+        return doc;
+oom:
+    json_decref(ranks);
+    sc_error_set(err, SC_ENOMEM, "out of memory");
+    return NULL;
+}

@@ -1,0 +1,26 @@
+/* api/inspect_json.h: the JSON document of `stepcast inspect --json`.
+ *
+ * One object for a whole job: {"stepcast_version":..,"ranks":[{...}, ...]}.
+ * The shape is documented in README.md ("inspect --json") and kept stable;
+ * the daemon serves the same object for a stored trace. */
+#ifndef API_INSPECT_JSON_H
+#define API_INSPECT_JSON_H
+
+#include <jansson.h>
+
+#include "common/error.h"
+
+struct model_job;
+struct model_trace;
+struct model_inspect;
+
+/* One rank's object. NULL when out of memory. */
+json_t *api_inspect_rank_json(const struct model_trace *t, const struct model_inspect *in);
+
+/* The whole document; NULL and *err filled on failure. */
+json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err);
+
+/* ns -> ms, rounded to the nanosecond, as a JSON real. */
+json_t *api_json_ms(int64_t ns);
+
+#endif

@@ -1,0 +1,28 @@
+/* clients/cli.h: what the stepcast subcommands share.
+ *
+ * Each subcommand is `int cmd_<name>(int argc, char **argv)` returning the
+ * process exit status: 0 success, 2 invalid input or usage, 1 anything
+ * else. Errors go to stderr as "stepcast: <message>". */
+#ifndef CLIENTS_CLI_H
+#define CLIENTS_CLI_H
+
+#include "common/error.h"
+
+struct model_job;
+struct model_load_opts;
+
+int cmd_inspect(int argc, char **argv);
+
+/* Print "stepcast: <msg>" and return the exit status for err. */
+int cli_fail(const struct sc_error *err);
+/* Print "stepcast: <fmt...>" and a hint to --help; return 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Load TRACE... with the given options; prints the error and returns the exit
+ * status on failure, 0 on success. */
+int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
+
+/* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
+int cli_print_json(void *json);
+
+#endif

@@ -1,0 +1,169 @@
+/* clients/cmd_inspect.c: `stepcast inspect`: what each rank's trace holds. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/inspect_json.h"
+#include "clients/cli.h"
+#include "clients/table.h"
+#include "model/inspect.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+static double ms(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+static const char *or_dash(const char *s)
+{
+    return s && *s ? s : "-";
+}
+
+static void print_rank(const struct model_trace *t, const struct model_inspect *in)
+{
+    printf("rank %" PRId64 "  %s\n", t->rank, t->source);
+    printf("  gpu: %s   world size: ", in->gpu_name != MODEL_NONE ? model_str(t, in->gpu_name) : "unknown");
+    if (t->world_size >= 0)
+        printf("%" PRId64 "\n", t->world_size);
+    else
+        printf("unknown\n");
+    printf("  events: %" PRIu64 " entries, %zu complete, %zu flows, %" PRIu64 " metadata",
+           t->n_entries, t->n_events, t->n_flows, t->n_metadata);
+    if (t->n_unknown)
+        printf(", %" PRIu64 " of unknown categories (not modelled)", t->n_unknown);
+    printf("\n\n");
+
+    if (t->n_steps) {
+        struct cli_table tb;
+        cli_table_init(&tb, "step", "duration ms", "partial", NULL);
+        for (size_t i = 0; i < t->n_steps; i++)
+            cli_table_rowf(&tb, "%s|%.3f|%s", model_str(t, t->steps[i].name),
+                           ms(t->steps[i].end - t->steps[i].start), t->steps[i].partial ? "yes" : "");
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+        printf("\n");
+    }
+
+    struct cli_table cats;
+    cli_table_init(&cats, "category", "events", "kind", NULL);
+    for (size_t i = 0; i < t->n_cats; i++)
+        cli_table_rowf(&cats, "%s|%" PRIu64 "|%s", or_dash(model_str(t, t->cats[i].name)),
+                       t->cats[i].count,
+                       t->cats[i].flow ? "flow" : model_event_kind_name(t->cats[i].kind));
+    cli_table_print(&cats, stdout, "  ");
+    cli_table_release(&cats);
+    printf("\n");
+
+    if (in->n_threads) {
+        struct cli_table tb;
+        cli_table_init(&tb, "thread", "name", "events", "cpu ops", "runtime", "busy ms", NULL);
+        for (size_t i = 0; i < in->n_threads; i++) {
+            const struct model_inspect_thread *h = &in->threads[i];
+            const struct model_track *k = &t->tracks[h->track];
+            cli_table_rowf(&tb, "%" PRId64 "/%" PRId64 "|%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%.3f",
+                           k->pid, k->tid, or_dash(model_str(t, k->label)), h->events, h->cpu_ops,
+                           h->runtime_calls, ms(h->busy_ns));
+        }
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+        printf("\n");
+    }
+    if (in->n_streams) {
+        struct cli_table tb;
+        cli_table_init(&tb, "gpu/stream", "kernels", "nccl", "memcpy", "memset", "busy ms", NULL);
+        for (size_t i = 0; i < in->n_streams; i++) {
+            const struct model_inspect_stream *s = &in->streams[i];
+            cli_table_rowf(&tb, "%" PRId64 "/%" PRId64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%.3f",
+                           s->device, s->stream, s->kernels, s->comm_kernels, s->memcpys, s->memsets,
+                           ms(s->busy_ns));
+        }
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+        printf("\n");
+    }
+    if (in->n_colls) {
+        struct cli_table tb;
+        cli_table_init(&tb, "collective", "kernels", "cpu ops", "sized", "nelems", "dtype", "kernel ms", NULL);
+        for (size_t i = 0; i < in->n_colls; i++) {
+            const struct model_inspect_coll *c = &in->colls[i];
+            char sizes[64] = "-";
+            if (c->min_nelems >= 0)
+                snprintf(sizes, sizeof sizes, c->min_nelems == c->max_nelems ? "%" PRId64 : "%" PRId64 "..%" PRId64,
+                         c->min_nelems, c->max_nelems);
+            cli_table_rowf(&tb, "%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%s|%s|%.3f", c->name, c->kernels,
+                           c->cpu_ops, c->sized, sizes,
+                           c->dtype != MODEL_NONE ? model_str(t, c->dtype) : "-", ms(c->kernel_ns));
+        }
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+        printf("\n");
+    }
+    if (in->lacks) {
+        printf("  lacks:\n");
+        for (unsigned b = 0; b < MODEL_LACK_COUNT; b++)
+            if (in->lacks & (1u << b))
+                printf("    %-18s %s\n", model_inspect_lack_name(b), model_inspect_lack_text(b));
+    } else {
+        printf("  lacks: nothing a replay needs\n");
+    }
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"step-marker", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct model_load_opts lo;
+    struct model_job *job = NULL;
+    int json = 0, c, rc;
+
+    model_load_opts_default(&lo);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jm:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'm': lo.step_marker = optarg; break;
+        case 'h':
+            printf("usage: stepcast inspect [--json] [--step-marker NAME] TRACE...\n");
+            return 0;
+        default: return cli_usage_error("inspect", "bad option");
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error("inspect", "no trace given");
+    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
+        return rc;
+    if (json) {
+        struct sc_error err;
+        json_t *doc = api_inspect_job_json(job, &err);
+        if (!doc) {
+            model_job_free(job);
+            return cli_fail(&err);
+        }
+        rc = cli_print_json(doc);
+        json_decref(doc);
+    } else {
+        for (size_t i = 0; i < job->n_ranks && rc == 0; i++) {
+            struct sc_error err;
+            struct model_inspect *in;
+            if (model_inspect_trace(job->ranks[i], &in, &err)) {
+                rc = cli_fail(&err);
+                break;
+            }
+            if (i)
+                printf("\n");
+            print_rank(job->ranks[i], in);
+            model_inspect_free(in);
+        }
+    }
+    model_job_free(job);
+    return rc;
+}

@@ -1,0 +1,88 @@
+/* clients/main.c: the stepcast command line: subcommand dispatch.
+ *
+ *   stepcast inspect [--json] TRACE...
+ *
+ * TRACE is a Kineto trace file (plain or gzip), a directory of per-rank
+ * files, or a tar archive of them. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clients/cli.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+static const char usage[] =
+    "usage: stepcast [--version] [--help] <command> [<args>]\n"
+    "\n"
+    "Trace-driven performance model of distributed training steps.\n"
+    "\n"
+    "commands:\n"
+    "  inspect [--json] [--step-marker NAME] TRACE...\n"
+    "      what each rank's trace holds: GPU, steps, events, threads and\n"
+    "      streams, collectives, and what a replay would lack\n"
+    "\n"
+    "TRACE is a Kineto trace (JSON, plain or gzip), a directory of per-rank\n"
+    "traces or a .tar(.gz) of them. Exit status: 0 success, 2 invalid input\n"
+    "or usage, 1 anything else.\n";
+
+int cli_fail(const struct sc_error *err)
+{
+    fprintf(stderr, "stepcast: %s\n", err->msg);
+    return sc_status_exit_code(err->code);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "stepcast%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'stepcast --help')\n");
+    return 2;
+}
+
+int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out)
+{
+    struct sc_error err;
+    if (model_job_load((const char *const *)paths, (size_t)n, opts, 0, out, &err))
+        return cli_fail(&err);
+    return 0;
+}
+
+int cli_print_json(void *json)
+{
+    int rc = json_dumpf(json, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) ? 1 : 0;
+    fputc('\n', stdout);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        {"inspect", cmd_inspect},
+    };
+
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("stepcast %s\n", STEPCAST_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            return cmds[i].fn(argc - 1, argv + 1);
+    return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
+}

@@ -1,0 +1,17 @@
+/* common/vec.h: growing a malloc'd array by doubling.
+ *
+ *     struct event *ev = NULL; size_t n = 0, cap = 0;
+ *     if (sc_vec_reserve((void **)&ev, &cap, n + 1, sizeof *ev)) goto oom;
+ *     ev[n++] = e;
+ *
+ * Capacity at least doubles, so appends are amortised O(1). */
+#ifndef COMMON_VEC_H
+#define COMMON_VEC_H
+
+#include <stddef.h>
+
+/* Make room for `need` elements of `elem` bytes. Returns 0, or -1 (the array
+ * is untouched) when out of memory or the size would overflow. */
+int sc_vec_reserve(void **arr, size_t *cap, size_t need, size_t elem);
+
+#endif

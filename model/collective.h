@@ -1,0 +1,44 @@
+/* model/collective.h: naming collectives and communication kernels.
+ *
+ * Collectives reach a trace under several spellings: PyTorch's "Collective
+ * name" arg ("allreduce", "all_to_allv", "_reduce_scatter_base"), NCCL and
+ * RCCL kernel names ("ncclKernel_AllReduce_RING_LL_Sum_float",
+ * "ncclDevKernel_SendRecv"). One operation enum serves ingest, the graph and
+ * the collective cost model. */
+#ifndef MODEL_COLLECTIVE_H
+#define MODEL_COLLECTIVE_H
+
+#include <stdint.h>
+
+enum model_coll_op {
+    MODEL_COLL_UNKNOWN,
+    MODEL_COLL_ALLREDUCE,
+    MODEL_COLL_ALLGATHER,
+    MODEL_COLL_REDUCESCATTER,
+    MODEL_COLL_ALLTOALL,
+    MODEL_COLL_BROADCAST,
+    MODEL_COLL_REDUCE,
+    MODEL_COLL_GATHER,
+    MODEL_COLL_SCATTER,
+    MODEL_COLL_SENDRECV,
+    MODEL_COLL_SEND,
+    MODEL_COLL_RECV,
+    MODEL_COLL_BARRIER,
+    MODEL_COLL_OP_COUNT
+};
+
+/* "allreduce", "allgather", ...; "unknown" for MODEL_COLL_UNKNOWN. */
+const char *model_coll_op_name(enum model_coll_op op);
+
+/* The operation a "Collective name" arg or a kernel name denotes. Case,
+ * underscores and PyTorch's prefixes and suffixes are ignored. */
+enum model_coll_op model_coll_op_parse(const char *name);
+
+/* Whether a kernel name is a communication kernel (NCCL or RCCL). */
+int model_is_comm_kernel(const char *kernel_name);
+
+/* Bytes per element of a PyTorch dtype name ("Float", "BFloat16", "c10::Half",
+ * "float32", ...), or 0 when unknown. */
+int model_dtype_bytes(const char *dtype);
+
+#endif

@@ -1,0 +1,337 @@
+/* model/inspect.c: per-rank summary of a trace (inspect.h). */
+#include "model/inspect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/i64map.h"
+#include "common/vec.h"
+#include "model/collective.h"
+#include "model/runtime_api.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+static const char *const lack_names[MODEL_LACK_COUNT] = {
+    "flows", "cuda_sync", "collective_sizes", "sampled",
+    "steps", "device_properties", "correlation", "time_anchor",
+};
+
+static const char *const lack_texts[MODEL_LACK_COUNT] = {
+    "no launch flows: launches are joined by correlation id only",
+    "no cuda_sync events: cross-stream waits are inferred from cudaEventRecord/cudaStreamWaitEvent",
+    "collectives without message sizes: their cost cannot be re-timed for other sizes",
+    "sampled: events were filtered out of this trace; a replay would miss work",
+    "no steps: no ProfilerStep#N annotation (name a marker with --step-marker)",
+    "no deviceProperties: the GPU type is unknown",
+    "GPU work without correlation ids: launches cannot be joined to kernels",
+    "relative timestamps without baseTimeNanoseconds: not placed in time",
+};
+
+const char *model_inspect_lack_name(unsigned i)
+{
+    return i < MODEL_LACK_COUNT ? lack_names[i] : "unknown";
+}
+
+const char *model_inspect_lack_text(unsigned i)
+{
+    return i < MODEL_LACK_COUNT ? lack_texts[i] : "unknown";
+}
+
+struct span {
+    uint32_t track;
+    int64_t ts, end;
+};
+
+static int by_ts(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* busy[track] += length of the union of each track's spans. Spans are
+ * grouped by track with a counting sort (stable, so each group keeps file
+ * order, which is usually time order already). */
+static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *busy)
+{
+    size_t *start = calloc(ntracks + 1, sizeof *start);
+    struct span *g = malloc((n ? n : 1) * sizeof *g);
+    if (!start || !g) {
+        free(start);
+        free(g);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        start[s[i].track + 1]++;
+    for (size_t k = 0; k < ntracks; k++)
+        start[k + 1] += start[k];
+    for (size_t i = 0; i < n; i++)
+        g[start[s[i].track]++] = s[i];
+    for (size_t k = 0, lo_i = 0; k < ntracks; k++) {
+        size_t hi_i = start[k]; /* after placement start[k] is the group's end */
+        struct span *v = g + lo_i;
+        size_t m = hi_i - lo_i;
+        lo_i = hi_i;
+        if (!m)
+            continue;
+        size_t i = 1;
+        while (i < m && v[i - 1].ts <= v[i].ts)
+            i++;
+        if (i < m)
+            qsort(v, m, sizeof *v, by_ts);
+        int64_t lo = v[0].ts, hi = v[0].end;
+        for (i = 1; i < m; i++) {
+            if (v[i].ts > hi) {
+                busy[k] += hi - lo;
+                lo = v[i].ts;
+                hi = v[i].end;
+            } else if (v[i].end > hi) {
+                hi = v[i].end;
+            }
+        }
+        busy[k] += hi - lo;
+    }
+    free(start);
+    free(g);
+    return 0;
+}
+
+static struct model_inspect_coll *coll_slot(struct model_inspect *in, size_t *cap,
+                                            const char *name)
+{
+    for (size_t i = 0; i < in->n_colls; i++)
+        if (strcmp(in->colls[i].name, name) == 0)
+            return &in->colls[i];
+    if (sc_vec_reserve((void **)&in->colls, cap, in->n_colls + 1, sizeof *in->colls))
+        return NULL;
+    struct model_inspect_coll *c = &in->colls[in->n_colls++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->min_nelems = c->max_nelems = c->total_bytes = -1;
+    c->dtype = MODEL_NONE;
+    return c;
+}
+
+static void coll_add(const struct model_trace *t, struct model_inspect_coll *c,
+                     const struct model_event *e, int is_kernel)
+{
+    const struct model_collective *m = NULL;
+    if (e->info != MODEL_NONE && t->infos[e->info].coll != MODEL_NONE)
+        m = &t->colls[t->infos[e->info].coll];
+    if (is_kernel) {
+        c->kernels++;
+        c->kernel_ns += e->dur;
+    } else {
+        c->cpu_ops++;
+    }
+    if (!m)
+        return;
+    int64_t nel = m->in_nelems > m->out_nelems ? m->in_nelems : m->out_nelems;
+    if (m->dtype != MODEL_NONE && c->dtype == MODEL_NONE)
+        c->dtype = m->dtype;
+    if (nel < 0)
+        return;
+    c->sized++;
+    if (c->min_nelems < 0 || nel < c->min_nelems)
+        c->min_nelems = nel;
+    if (nel > c->max_nelems)
+        c->max_nelems = nel;
+    int b = m->dtype != MODEL_NONE ? model_dtype_bytes(model_str(t, m->dtype)) : 0;
+    if (is_kernel && b)
+        c->total_bytes = (c->total_bytes < 0 ? 0 : c->total_bytes) + nel * b;
+}
+
+int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
+                        struct sc_error *err)
+{
+    struct model_inspect *in = calloc(1, sizeof *in);
+    int64_t *busy = calloc(t->n_tracks ? t->n_tracks : 1, sizeof *busy);
+    uint32_t *stream_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *stream_of);
+    uint32_t *thread_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *thread_of);
+    struct span *gspans = NULL, *cspans = NULL;
+    size_t ng = 0, nc = 0, gcap = 0, ccap = 0, coll_cap = 0, stream_cap = 0, thread_cap = 0;
+    struct sc_i64map launches = SC_I64MAP_INIT, gpu_corr = SC_I64MAP_INIT;
+    uint64_t runtime_total = 0, runtime_launch = 0, no_corr = 0, comm_kernels = 0;
+    int device = -1;
+
+    *out = NULL;
+    if (!in || !busy || !stream_of || !thread_of)
+        goto oom;
+    for (size_t i = 0; i < t->n_tracks; i++)
+        stream_of[i] = thread_of[i] = MODEL_NONE;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        const char *name = model_str(t, e->name);
+        if (model_kind_is_gpu(e->kind)) {
+            if (stream_of[e->track] == MODEL_NONE) {
+                if (sc_vec_reserve((void **)&in->streams, &stream_cap, in->n_streams + 1,
+                                   sizeof *in->streams))
+                    goto oom;
+                struct model_inspect_stream *p = &in->streams[in->n_streams];
+                memset(p, 0, sizeof *p);
+                p->track = (uint32_t)e->track;
+                p->device = t->tracks[e->track].pid;
+                p->stream = e->info != MODEL_NONE && t->infos[e->info].stream >= 0
+                                ? t->infos[e->info].stream
+                                : t->tracks[e->track].tid;
+                stream_of[e->track] = (uint32_t)in->n_streams++;
+            }
+            struct model_inspect_stream *s = &in->streams[stream_of[e->track]];
+            if (device < 0)
+                device = e->info != MODEL_NONE && t->infos[e->info].device >= 0
+                             ? t->infos[e->info].device
+                             : (int)t->tracks[e->track].pid;
+            if (e->kind == MODEL_EV_KERNEL) {
+                s->kernels++;
+                in->kernels++;
+                if (model_is_comm_kernel(name)) {
+                    s->comm_kernels++;
+                    comm_kernels++;
+                    enum model_coll_op op = model_coll_op_parse(name);
+                    struct model_inspect_coll *c = coll_slot(in, &coll_cap, op ? model_coll_op_name(op) : "unknown");
+                    if (!c)
+                        goto oom;
+                    coll_add(t, c, e, 1);
+                }
+            } else if (e->kind == MODEL_EV_MEMCPY) {
+                s->memcpys++;
+                in->memcpys++;
+            } else {
+                s->memsets++;
+                in->memsets++;
+            }
+            if (sc_vec_reserve((void **)&gspans, &gcap, ng + 1, sizeof *gspans))
+                goto oom;
+            gspans[ng++] = (struct span){e->track, e->ts, e->ts + e->dur};
+            if (e->correlation < 0)
+                no_corr++;
+            else if (sc_i64map_put(&gpu_corr, e->correlation, (uint32_t)i))
+                goto oom;
+        } else if (e->kind <= MODEL_EV_DRIVER) {
+            if (thread_of[e->track] == MODEL_NONE) {
+                if (sc_vec_reserve((void **)&in->threads, &thread_cap, in->n_threads + 1,
+                                   sizeof *in->threads))
+                    goto oom;
+                struct model_inspect_thread *p = &in->threads[in->n_threads];
+                memset(p, 0, sizeof *p);
+                p->track = e->track;
+                thread_of[e->track] = (uint32_t)in->n_threads++;
+            }
+            struct model_inspect_thread *th = &in->threads[thread_of[e->track]];
+            th->events++;
+            if (e->kind == MODEL_EV_CPU_OP)
+                th->cpu_ops++;
+            if (e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) {
+                th->runtime_calls++;
+                in->runtime_calls++;
+                runtime_total++;
+                if (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) {
+                    runtime_launch++;
+                    if (e->correlation >= 0 && sc_i64map_put(&launches, e->correlation, (uint32_t)i))
+                        goto oom;
+                }
+            }
+            if (e->kind != MODEL_EV_USER_ANNOTATION) {
+                if (sc_vec_reserve((void **)&cspans, &ccap, nc + 1, sizeof *cspans))
+                    goto oom;
+                cspans[nc++] = (struct span){e->track, e->ts, e->ts + e->dur};
+            }
+            if (e->kind == MODEL_EV_CPU_OP && e->info != MODEL_NONE &&
+                t->infos[e->info].coll != MODEL_NONE) {
+                const struct model_collective *m = &t->colls[t->infos[e->info].coll];
+                char raw[32];
+                enum model_coll_op op = m->name != MODEL_NONE ? model_coll_op_parse(model_str(t, m->name)) : MODEL_COLL_UNKNOWN;
+                snprintf(raw, sizeof raw, "%s",
+                         op ? model_coll_op_name(op) : m->name != MODEL_NONE ? model_str(t, m->name) : "unknown");
+                struct model_inspect_coll *c = coll_slot(in, &coll_cap, raw);
+                if (!c)
+                    goto oom;
+                coll_add(t, c, e, 0);
+            }
+        }
+    }
+    if (union_busy(gspans, ng, t->n_tracks, busy) || union_busy(cspans, nc, t->n_tracks, busy))
+        goto oom;
+    for (size_t i = 0; i < in->n_streams; i++)
+        in->streams[i].busy_ns = busy[in->streams[i].track];
+    for (size_t i = 0; i < in->n_threads; i++)
+        in->threads[i].busy_ns = busy[in->threads[i].track];
+
+    /* joins: GPU work without its launch, launches without their GPU work */
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        uint32_t v;
+        if (model_kind_is_gpu(e->kind) && e->correlation >= 0 &&
+            !sc_i64map_get(&launches, e->correlation, &v))
+            in->gpu_without_launch++;
+        if ((e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) && e->correlation >= 0 &&
+            (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) &&
+            !sc_i64map_get(&gpu_corr, e->correlation, &v))
+            in->launch_without_gpu++;
+    }
+
+    for (size_t i = 0; i < t->n_devices; i++)
+        if (t->devices[i].id == device || (device < 0 && i == 0))
+            in->gpu_name = t->devices[i].name;
+    if (!t->n_devices)
+        in->gpu_name = MODEL_NONE;
+
+    uint64_t syncs = 0;
+    for (size_t i = 0; i < t->n_cats; i++)
+        if (t->cats[i].kind == MODEL_EV_CUDA_SYNC)
+            syncs += t->cats[i].count;
+    int launch_flows = 0;
+    for (size_t i = 0; i < t->n_flows && !launch_flows; i++)
+        launch_flows = t->flows[i].kind == MODEL_FLOW_LAUNCH;
+    int sized = 0;
+    for (size_t i = 0; i < in->n_colls; i++)
+        sized |= in->colls[i].sized > 0;
+    if (!launch_flows && in->kernels)
+        in->lacks |= MODEL_LACK_FLOWS;
+    if (!syncs && in->kernels)
+        in->lacks |= MODEL_LACK_CUDA_SYNC;
+    if (comm_kernels && !sized)
+        in->lacks |= MODEL_LACK_COLL_SIZES;
+    /* a full CUDA trace always holds runtime calls besides launches
+     * (stream queries, event records, allocations); a filtered one may not */
+    if (runtime_total >= 100 && runtime_launch == runtime_total)
+        in->lacks |= MODEL_LACK_SAMPLED;
+    if (!t->n_steps)
+        in->lacks |= MODEL_LACK_STEPS;
+    if (!t->has_device_properties)
+        in->lacks |= MODEL_LACK_DEVICE_PROPERTIES;
+    if (no_corr)
+        in->lacks |= MODEL_LACK_CORRELATION;
+    if (t->time_unanchored)
+        in->lacks |= MODEL_LACK_TIME_ANCHOR;
+
+    free(busy);
+    free(stream_of);
+    free(thread_of);
+    free(gspans);
+    free(cspans);
+    sc_i64map_release(&launches);
+    sc_i64map_release(&gpu_corr);
+    *out = in;
+    return SC_OK;
+oom:
+    free(busy);
+    free(stream_of);
+    free(thread_of);
+    free(gspans);
+    free(cspans);
+    sc_i64map_release(&launches);
+    sc_i64map_release(&gpu_corr);
+    model_inspect_free(in);
+    return sc_error_set(err, SC_ENOMEM, "out of memory");
+}
+
+void model_inspect_free(struct model_inspect *in)
+{
+    if (!in)
+        return;
+    free(in->streams);
+    free(in->threads);
+    free(in->colls);
+    free(in);
+}

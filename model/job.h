@@ -1,0 +1,37 @@
+/* model/job.h: the traces of one training job, one per rank.
+ *
+ * A job is given as several files (one per rank), a directory of them, or a
+ * tar archive (.tar, .tar.gz) of them; each trace may be plain or gzip'd.
+ * A rank comes from the trace's distributedInfo.rank, else from its position
+ * in the order the files were given (directory and archive entries in name
+ * order). Two traces claiming one rank is an error. Files load in parallel. */
+#ifndef MODEL_JOB_H
+#define MODEL_JOB_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "model/trace.h"
+
+struct model_job {
+    struct model_trace **ranks; /* sorted by rank; owned */
+    int *rank_ids;              /* the rank of ranks[i] */
+    size_t n_ranks;
+};
+
+/* Load every trace named by paths[0..n). `threads` bounds the parallel
+ * loads (0: one per online CPU). */
+int model_job_load(const char *const *paths, size_t n, const struct model_load_opts *opts,
+                   unsigned threads, struct model_job **out, struct sc_error *err);
+
+/* A job of already loaded traces (taken over, also on failure), ranked as
+ * above. */
+int model_job_from_traces(struct model_trace **traces, size_t n, struct model_job **out,
+                          struct sc_error *err);
+
+void model_job_free(struct model_job *j); /* NULL-safe */
+
+/* Most ranks a job may have. */
+#define MODEL_MAX_RANKS 65536u
+
+#endif

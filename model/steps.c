@@ -1,0 +1,154 @@
+/* model/steps.c: finding step spans in a trace (steps.h). */
+#include "model/steps.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/i64map.h"
+#include "model/runtime_api.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+#define PROFILER_STEP "ProfilerStep#"
+
+static int by_start(const void *a, const void *b)
+{
+    const struct model_step *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+static int is_cpu_side(unsigned kind)
+{
+    return kind == MODEL_EV_CPU_OP || kind == MODEL_EV_USER_ANNOTATION ||
+           kind == MODEL_EV_PYTHON;
+}
+
+static int64_t parse_step_number(const char *s)
+{
+    int64_t n = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (n > (INT64_MAX - 9) / 10)
+            return -1;
+        n = n * 10 + (*s - '0');
+    }
+    return *s ? -1 : n;
+}
+
+/* The trace ends inside a step when launches in it have no GPU work in the
+ * trace and come after the last launch that has: the profiler stopped before
+ * the GPU work was recorded. Marks those steps partial. */
+static int mark_cut_tail(struct model_trace *t, struct model_step *steps, size_t n)
+{
+    struct sc_i64map gpu = SC_I64MAP_INIT;
+    int64_t last_matched = INT64_MIN;
+    uint32_t v;
+    int rc = 0;
+
+    for (size_t i = 0; i < t->n_events && !rc; i++)
+        if (model_kind_is_gpu(t->events[i].kind) && t->events[i].correlation >= 0)
+            rc = sc_i64map_put(&gpu, t->events[i].correlation, (uint32_t)i);
+    for (size_t pass = 0; pass < 2 && !rc; pass++)
+        for (size_t i = 0; i < t->n_events; i++) {
+            const struct model_event *e = &t->events[i];
+            if ((e->kind != MODEL_EV_RUNTIME && e->kind != MODEL_EV_DRIVER) || e->correlation < 0)
+                continue;
+            if (e->rt != MODEL_RT_LAUNCH && e->rt != MODEL_RT_LAUNCH_SYNC)
+                continue;
+            int has_gpu = sc_i64map_get(&gpu, e->correlation, &v);
+            if (pass == 0) {
+                if (has_gpu && e->ts > last_matched)
+                    last_matched = e->ts;
+            } else if (!has_gpu && e->ts > last_matched) {
+                for (size_t k = 0; k < n; k++)
+                    if (e->ts >= steps[k].start && e->ts < steps[k].end)
+                        steps[k].partial = 1;
+            }
+        }
+    sc_i64map_release(&gpu);
+    return rc;
+}
+
+int model_steps_find(struct model_trace *t, const char *marker, struct sc_error *err)
+{
+    size_t n = 0, mlen = marker ? strlen(marker) : 0;
+    struct model_step *steps = NULL;
+    uint8_t *is_marker = calloc(t->n_events ? t->n_events : 1, 1);
+
+    free(t->steps);
+    t->steps = NULL;
+    t->n_steps = 0;
+    if (!is_marker)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        const char *name = model_str(t, e->name);
+        if (marker ? is_cpu_side(e->kind) && strncmp(name, marker, mlen) == 0
+                   : e->kind == MODEL_EV_USER_ANNOTATION &&
+                         strncmp(name, PROFILER_STEP, sizeof PROFILER_STEP - 1) == 0)
+            is_marker[i] = 1, n++;
+    }
+    if (n == 0) {
+        free(is_marker);
+        return SC_OK;
+    }
+    steps = calloc(n, sizeof *steps);
+    if (!steps) {
+        free(is_marker);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        if (!is_marker[i])
+            continue;
+        const struct model_event *e = &t->events[i];
+        struct model_step *s = &steps[k++];
+        s->name = e->name;
+        s->start = e->ts;
+        s->end = e->ts + e->dur;
+        s->track = e->track;
+        s->event = (uint32_t)i;
+        s->number = marker ? 0 : parse_step_number(model_str(t, e->name) + sizeof PROFILER_STEP - 1);
+    }
+    qsort(steps, n, sizeof *steps, by_start);
+
+    if (marker) {
+        /* drop markers nested in the previous one, then span start to start */
+        size_t m = 0;
+        int64_t open_end = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            if (steps[i].start < open_end)
+                continue;
+            open_end = steps[i].end;
+            steps[m++] = steps[i];
+        }
+        n = m ? m - 1 : 0;
+        for (size_t i = 0; i < n; i++) {
+            char name[256];
+            steps[i].end = steps[i + 1].start;
+            steps[i].number = (int64_t)i + 1;
+            snprintf(name, sizeof name, "%s#%zu", marker, i + 1);
+            if (sc_strtab_intern(&t->strings, name, strlen(name), &steps[i].name)) {
+                free(steps);
+                free(is_marker);
+                return sc_error_set(err, SC_ENOMEM, "out of memory");
+            }
+        }
+    }
+    free(is_marker);
+    if (n && mark_cut_tail(t, steps, n)) {
+        free(steps);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    if (n == 0) {
+        free(steps);
+        return SC_OK;
+    }
+    t->steps = steps;
+    t->n_steps = n;
+    return SC_OK;
+}

@@ -1,0 +1,24 @@
+/* model/steps.h: where the training steps of a trace are (DESIGN.md §3).
+ *
+ * By default a step is a CPU-side `ProfilerStep#N` annotation (the
+ * user_annotation, not its gpu_user_annotation copy) and the measured step
+ * time is its span. With a marker, steps are delimited by CPU-side events
+ * whose name starts with the marker (`Optimizer.step` matches
+ * `Optimizer.step#SGD.step`): a step runs from one marker's start to the
+ * next's, so N markers give N-1 steps, named "<marker>#<k>" (k from 1).
+ * Markers nested inside a matched marker are ignored.
+ *
+ * A step is partial when it is not wholly inside the recorded window (the
+ * extent of the trace's other events): the trace starts or ends inside it. */
+#ifndef MODEL_STEPS_H
+#define MODEL_STEPS_H
+
+#include "common/error.h"
+
+struct model_trace;
+
+/* Fill t->steps (sorted by start) from t's events. A trace without any step
+ * gets none; that is not an error. */
+int model_steps_find(struct model_trace *t, const char *marker, struct sc_error *err);
+
+#endif

@@ -1,0 +1,532 @@
+/* model/stream.c: file, memory, gzip and tar streams (stream.h). */
+#include "model/stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/banned.h"
+
+void model_stream_close(struct model_stream *s)
+{
+    if (s)
+        s->close(s);
+}
+
+/* ---- file ---------------------------------------------------------------- */
+
+struct file_stream {
+    struct model_stream base;
+    int fd;
+};
+
+static ssize_t file_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct file_stream *f = (struct file_stream *)s;
+    for (;;) {
+        ssize_t r = read(f->fd, buf, n);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR) {
+            sc_error_set(err, SC_EIO, "read failed: %s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+static void file_close(struct model_stream *s)
+{
+    struct file_stream *f = (struct file_stream *)s;
+    close(f->fd);
+    free(f);
+}
+
+int model_stream_open_file(const char *path, struct model_stream **out, struct sc_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
+                            path, strerror(errno));
+    struct file_stream *f = malloc(sizeof *f);
+    if (!f) {
+        close(fd);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    f->base.read = file_read;
+    f->base.close = file_close;
+    f->fd = fd;
+    *out = &f->base;
+    return SC_OK;
+}
+
+int model_file_is_gzip(const char *path, int *is_gzip, struct sc_error *err)
+{
+    unsigned char magic[2] = {0, 0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
+                            path, strerror(errno));
+    ssize_t r = read(fd, magic, 2);
+    close(fd);
+    *is_gzip = r == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    return SC_OK;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+struct mem_stream {
+    struct model_stream base;
+    const unsigned char *p;
+    size_t left;
+};
+
+static ssize_t mem_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct mem_stream *m = (struct mem_stream *)s;
+    (void)err;
+    if (n > m->left)
+        n = m->left;
+    if (n > (size_t)SSIZE_MAX)
+        n = (size_t)SSIZE_MAX;
+    memcpy(buf, m->p, n);
+    m->p += n;
+    m->left -= n;
+    return (ssize_t)n;
+}
+
+static void mem_close(struct model_stream *s)
+{
+    free(s);
+}
+
+int model_stream_open_mem(const void *buf, size_t n, struct model_stream **out,
+                          struct sc_error *err)
+{
+    struct mem_stream *m = malloc(sizeof *m);
+    *out = NULL;
+    if (!m)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    m->base.read = mem_read;
+    m->base.close = mem_close;
+    m->p = buf;
+    m->left = n;
+    *out = &m->base;
+    return SC_OK;
+}
+
+/* ---- gzip or plain --------------------------------------------------------- */
+
+enum { DECODE_IN = 256 * 1024 };
+
+struct decoded_stream {
+    struct model_stream base;
+    struct model_stream *inner;
+    int own_inner;
+    int gzip;            /* 1: inflate; 0: pass through */
+    int between_members; /* a gzip member ended; another may follow */
+    int inner_eof;
+    z_stream z;
+    int64_t consumed; /* compressed bytes handed to inflate so far */
+    size_t len, pos;  /* in[pos..len) not yet consumed (plain mode) */
+    unsigned char in[DECODE_IN];
+};
+
+/* Refill d->in keeping unconsumed bytes; returns -1 on error. */
+static int decoded_refill(struct decoded_stream *d, struct sc_error *err)
+{
+    size_t keep = d->z.avail_in;
+    if (keep && d->z.next_in != d->in)
+        memmove(d->in, d->z.next_in, keep);
+    d->z.next_in = d->in;
+    while (!d->inner_eof && keep < DECODE_IN) {
+        ssize_t r = model_stream_read(d->inner, d->in + keep, DECODE_IN - keep, err);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            d->inner_eof = 1;
+        keep += (size_t)r;
+        if (r > 0)
+            break;
+    }
+    d->z.avail_in = (uInt)keep;
+    return 0;
+}
+
+/* After a member's end: skip zero padding, start the next member if one
+ * follows. Returns 1 if another member started, 0 at the end, -1 on error. */
+static int decoded_next_member(struct decoded_stream *d, struct sc_error *err)
+{
+    for (;;) {
+        while (d->z.avail_in && d->z.next_in[0] == 0) {
+            d->z.next_in++;
+            d->z.avail_in--;
+            d->consumed++;
+        }
+        if (d->z.avail_in < 2 && !d->inner_eof) {
+            if (decoded_refill(d, err))
+                return -1;
+            continue;
+        }
+        if (d->z.avail_in == 0)
+            return 0;
+        if (d->z.avail_in >= 2 && d->z.next_in[0] == 0x1f && d->z.next_in[1] == 0x8b) {
+            inflateReset(&d->z);
+            d->between_members = 0;
+            return 1;
+        }
+        sc_error_set(err, SC_EPARSE, "trailing data after the gzip stream at compressed byte %lld",
+                     (long long)d->consumed);
+        return -1;
+    }
+}
+
+static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct decoded_stream *d = (struct decoded_stream *)s;
+    if (!d->gzip) {
+        if (d->pos < d->len) {
+            size_t k = d->len - d->pos < n ? d->len - d->pos : n;
+            memcpy(buf, d->in + d->pos, k);
+            d->pos += k;
+            return (ssize_t)k;
+        }
+        return model_stream_read(d->inner, buf, n, err);
+    }
+    if (n > (1u << 30))
+        n = 1u << 30;
+    d->z.next_out = buf;
+    d->z.avail_out = (uInt)n;
+    while (d->z.avail_out == n) {
+        if (d->between_members) {
+            int r = decoded_next_member(d, err);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                break;
+        }
+        if (d->z.avail_in == 0) {
+            if (d->inner_eof) {
+                sc_error_set(err, SC_EPARSE,
+                             "truncated gzip stream: it ends at compressed byte %lld",
+                             (long long)d->consumed);
+                return -1;
+            }
+            if (decoded_refill(d, err))
+                return -1;
+            continue;
+        }
+        uInt before = d->z.avail_in;
+        int zr = inflate(&d->z, Z_NO_FLUSH);
+        d->consumed += before - d->z.avail_in;
+        if (zr == Z_STREAM_END) {
+            d->between_members = 1;
+        } else if (zr == Z_BUF_ERROR) {
+            if (d->inner_eof && d->z.avail_in == 0) {
+                sc_error_set(err, SC_EPARSE,
+                             "truncated gzip stream: it ends at compressed byte %lld",
+                             (long long)d->consumed);
+                return -1;
+            }
+            if (decoded_refill(d, err))
+                return -1;
+        } else if (zr != Z_OK) {
+            sc_error_set(err, SC_EPARSE, "corrupt gzip data at compressed byte %lld: %s",
+                         (long long)d->consumed, d->z.msg ? d->z.msg : "inflate failed");
+            return -1;
+        }
+    }
+    return (ssize_t)(n - d->z.avail_out);
+}
+
+static void decoded_close(struct model_stream *s)
+{
+    struct decoded_stream *d = (struct decoded_stream *)s;
+    if (d->gzip)
+        inflateEnd(&d->z);
+    if (d->own_inner)
+        model_stream_close(d->inner);
+    free(d);
+}
+
+int model_stream_open_decoded(struct model_stream *inner, int take_inner,
+                              struct model_stream **out, struct sc_error *err)
+{
+    struct decoded_stream *d = calloc(1, sizeof *d);
+    *out = NULL;
+    if (!d) {
+        if (take_inner)
+            model_stream_close(inner);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    d->base.read = decoded_read;
+    d->base.close = decoded_close;
+    d->inner = inner;
+    d->own_inner = take_inner;
+    /* read until two bytes are known (or the stream ends) to see the magic */
+    while (d->len < 2) {
+        ssize_t r = model_stream_read(inner, d->in + d->len, DECODE_IN - d->len, err);
+        if (r < 0) {
+            decoded_close(&d->base);
+            return err ? err->code : SC_EIO;
+        }
+        if (r == 0) {
+            d->inner_eof = 1;
+            break;
+        }
+        d->len += (size_t)r;
+    }
+    if (d->len >= 2 && d->in[0] == 0x1f && d->in[1] == 0x8b) {
+        d->gzip = 1;
+        if (inflateInit2(&d->z, 15 + 16) != Z_OK) {
+            d->gzip = 0;
+            decoded_close(&d->base);
+            return sc_error_set(err, SC_ENOMEM, "cannot start the gzip decoder");
+        }
+        d->z.next_in = d->in;
+        d->z.avail_in = (uInt)d->len;
+    }
+    *out = &d->base;
+    return SC_OK;
+}
+
+/* ---- tar ------------------------------------------------------------------- */
+
+enum { TAR_BLOCK = 512, TAR_NAME_MAX = 4096 };
+
+struct tar_member {
+    struct model_stream base;
+    struct model_tar *tar;
+};
+
+struct model_tar {
+    struct model_stream *in;
+    struct tar_member member;
+    uint64_t left; /* data bytes of the current member not yet read */
+    uint64_t pad;  /* padding after them */
+    int64_t offset;
+    char name[TAR_NAME_MAX];
+    char longname[TAR_NAME_MAX];
+    int have_longname;
+};
+
+/* Read exactly n bytes; 1 on success, 0 at a clean end before any byte, -1 on
+ * error (truncation included). */
+static int tar_read_full(struct model_tar *t, void *buf, size_t n, struct sc_error *err)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = model_stream_read(t->in, (char *)buf + got, n - got, err);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            if (got == 0)
+                return 0;
+            sc_error_set(err, SC_EPARSE, "truncated tar archive at byte %lld",
+                         (long long)(t->offset + (int64_t)got));
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    t->offset += (int64_t)n;
+    return 1;
+}
+
+static int tar_skip(struct model_tar *t, uint64_t n, struct sc_error *err)
+{
+    char buf[8192];
+    while (n) {
+        size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+        int r = tar_read_full(t, buf, k, err);
+        if (r <= 0) {
+            if (r == 0)
+                sc_error_set(err, SC_EPARSE, "truncated tar archive at byte %lld",
+                             (long long)t->offset);
+            return -1;
+        }
+        n -= k;
+    }
+    return 0;
+}
+
+static ssize_t tar_member_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct model_tar *t = ((struct tar_member *)s)->tar;
+    if (t->left == 0)
+        return 0;
+    if (n > t->left)
+        n = (size_t)t->left;
+    ssize_t r = model_stream_read(t->in, buf, n, err);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        sc_error_set(err, SC_EPARSE, "truncated tar archive at byte %lld", (long long)t->offset);
+        return -1;
+    }
+    t->left -= (uint64_t)r;
+    t->offset += r;
+    return r;
+}
+
+static void tar_member_close(struct model_stream *s)
+{
+    (void)s; /* owned by the tar */
+}
+
+static int tar_octal(const unsigned char *f, size_t n, uint64_t *v)
+{
+    uint64_t x = 0;
+    size_t i = 0;
+    if (f[0] & 0x80) { /* GNU base-256 */
+        x = f[0] & 0x7f;
+        for (i = 1; i < n; i++) {
+            if (x >> 55)
+                return -1;
+            x = (x << 8) | f[i];
+        }
+        *v = x;
+        return 0;
+    }
+    while (i < n && f[i] == ' ')
+        i++;
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
+        if (x >> 60)
+            return -1;
+        x = x * 8 + (uint64_t)(f[i] - '0');
+    }
+    for (; i < n; i++)
+        if (f[i] != ' ' && f[i] != '\0')
+            return -1;
+    *v = x;
+    return 0;
+}
+
+int model_tar_open(struct model_stream *in, struct model_tar **out, struct sc_error *err)
+{
+    struct model_tar *t = calloc(1, sizeof *t);
+    *out = NULL;
+    if (!t)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    t->in = in;
+    t->member.base.read = tar_member_read;
+    t->member.base.close = tar_member_close;
+    t->member.tar = t;
+    *out = t;
+    return SC_OK;
+}
+
+void model_tar_free(struct model_tar *t)
+{
+    free(t);
+}
+
+/* A pax extended header: take "path=" if present. */
+static int tar_read_pax(struct model_tar *t, uint64_t size, struct sc_error *err)
+{
+    if (size > 1u << 20)
+        return sc_error_set(err, SC_ELIMIT, "tar pax header of %llu bytes is over 1 MiB",
+                            (unsigned long long)size);
+    char *buf = malloc((size_t)size + 1);
+    if (!buf)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    if (tar_read_full(t, buf, (size_t)size, err) <= 0) {
+        free(buf);
+        return err ? err->code : SC_EPARSE;
+    }
+    buf[size] = '\0';
+    for (char *p = buf; p < buf + size;) {
+        char *end;
+        unsigned long len = strtoul(p, &end, 10);
+        if (end == p || *end != ' ' || len == 0 || len > (unsigned long)(buf + size - p))
+            break;
+        char *kv = end + 1, *rec_end = p + len;
+        if ((size_t)(rec_end - kv) > 5 && memcmp(kv, "path=", 5) == 0) {
+            size_t n = (size_t)(rec_end - kv - 5 - 1); /* drop trailing newline */
+            if (n >= TAR_NAME_MAX)
+                n = TAR_NAME_MAX - 1;
+            memcpy(t->longname, kv + 5, n);
+            t->longname[n] = '\0';
+            t->have_longname = 1;
+        }
+        p = rec_end;
+    }
+    free(buf);
+    return SC_OK;
+}
+
+int model_tar_next(struct model_tar *t, const char **name, struct model_stream **member,
+                   struct sc_error *err)
+{
+    unsigned char h[TAR_BLOCK];
+    *member = NULL;
+    *name = NULL;
+    if (tar_skip(t, t->left + t->pad, err))
+        return err ? err->code : SC_EPARSE;
+    t->left = t->pad = 0;
+    for (;;) {
+        int r = tar_read_full(t, h, TAR_BLOCK, err);
+        if (r < 0)
+            return err ? err->code : SC_EPARSE;
+        if (r == 0)
+            return SC_OK; /* end without the two zero blocks: accept */
+        int zero = 1;
+        for (int i = 0; i < TAR_BLOCK && zero; i++)
+            zero = h[i] == 0;
+        if (zero)
+            return SC_OK;
+        uint64_t sum = 0, want;
+        for (int i = 0; i < TAR_BLOCK; i++)
+            sum += (i >= 148 && i < 156) ? ' ' : h[i];
+        if (tar_octal(h + 148, 8, &want) || sum != want)
+            return sc_error_set(err, SC_EPARSE, "not a tar archive (bad header checksum at byte %lld)",
+                                (long long)(t->offset - TAR_BLOCK));
+        uint64_t size;
+        if (tar_octal(h + 124, 12, &size))
+            return sc_error_set(err, SC_EPARSE, "bad tar member size at byte %lld",
+                                (long long)(t->offset - TAR_BLOCK));
+        uint64_t pad = (TAR_BLOCK - size % TAR_BLOCK) % TAR_BLOCK;
+        char type = (char)h[156];
+        if (type == 'L') { /* GNU long name for the next member */
+            size_t n = size < TAR_NAME_MAX - 1 ? (size_t)size : TAR_NAME_MAX - 1;
+            if (tar_read_full(t, t->longname, n, err) <= 0 || tar_skip(t, size - n + pad, err))
+                return err ? err->code : SC_EPARSE;
+            t->longname[n] = '\0';
+            t->have_longname = 1;
+            continue;
+        }
+        if (type == 'x') {
+            if (tar_read_pax(t, size, err) || tar_skip(t, pad, err))
+                return err ? err->code : SC_EPARSE;
+            continue;
+        }
+        if (type != '0' && type != '\0' && type != '7') { /* dirs, links, globals */
+            if (tar_skip(t, size + pad, err))
+                return err ? err->code : SC_EPARSE;
+            t->have_longname = 0;
+            continue;
+        }
+        if (t->have_longname) {
+            memcpy(t->name, t->longname, sizeof t->name);
+            t->have_longname = 0;
+        } else {
+            char prefix[156], base[101];
+            memcpy(prefix, h + 345, 155);
+            prefix[155] = '\0';
+            memcpy(base, h, 100);
+            base[100] = '\0';
+            if (prefix[0] && memcmp(h + 257, "ustar", 5) == 0)
+                snprintf(t->name, sizeof t->name, "%s/%s", prefix, base);
+            else
+                snprintf(t->name, sizeof t->name, "%s", base);
+        }
+        t->left = size;
+        t->pad = pad;
+        *name = t->name;
+        *member = &t->member.base;
+        return SC_OK;
+    }
+}

@@ -1,0 +1,1 @@
+# profiler/: (nothing yet)

@@ -1,0 +1,86 @@
+#!/bin/sh
+# scripts/deps.sh: find what the build needs, install what is missing, write
+# the build's configuration.
+#
+# Every build target depends on the file this writes ($1, build/config.mk by
+# default), so on a fresh Debian 12 machine `make run` or `make check` installs
+# the Debian packages it needs (apt-get, as root or through sudo) before the
+# first compile. Checks are pkg-config modules and commands; nothing is
+# installed when they all pass. Set STEPCAST_NO_INSTALL=1 to only report.
+set -eu
+
+out=${1:-build/config.mk}
+
+# pkg-config module -> Debian package
+modules="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev gsl:libgsl-dev
+sqlite3:libsqlite3-dev zlib:zlib1g-dev libcurl:libcurl4-openssl-dev
+libcrypto:libssl-dev"
+# command -> Debian package (clang and its runtime build the fuzz targets;
+# python3 and wrk are the baselines and load generator of `make bench`)
+commands="cc:gcc pkg-config:pkg-config clang:clang python3:python3 wrk:wrk
+gzip:gzip tar:tar"
+
+missing=""
+add() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
+
+for pair in $commands; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || add "${pair#*:}"
+done
+if command -v pkg-config >/dev/null 2>&1; then
+    for pair in $modules; do
+        pkg-config --exists "${pair%%:*}" 2>/dev/null || add "${pair#*:}"
+    done
+else
+    for pair in $modules; do add "${pair#*:}"; done
+fi
+# libFuzzer's runtime ships apart from clang on Debian
+if command -v clang >/dev/null 2>&1; then
+    f=$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || true)
+    [ -f "$f" ] || add "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+else
+    add libclang-rt-14-dev
+fi
+
+if [ -n "$missing" ]; then
+    if [ "${STEPCAST_NO_INSTALL:-0}" = 1 ]; then
+        echo "deps: missing Debian packages:$missing" >&2
+        exit 1
+    fi
+    if [ "$(id -u)" = 0 ]; then sudo=""
+    elif command -v sudo >/dev/null 2>&1; then sudo="sudo"
+    else
+        echo "deps: missing Debian packages:$missing; run as root: apt-get install$missing" >&2
+        exit 1
+    fi
+    echo "deps: installing$missing" >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+    # shellcheck disable=SC2086
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto"
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+have_cupti=0
+cupti_lib=""
+if [ -f "$cuda_home/include/cupti.h" ]; then
+    for d in "$cuda_home/lib64" "$cuda_home/extras/CUPTI/lib64" "$cuda_home/lib"; do
+        if [ -e "$d/libcupti.so" ]; then have_cupti=1; cupti_lib=$d; break; fi
+    done
+fi
+
+mkdir -p "$(dirname "$out")"
+tmp="$out.tmp.$$"
+{
+    echo "# written by scripts/deps.sh; delete it to check again"
+    echo "DEPS_CFLAGS := $(pkg-config --cflags $pcmods)"
+    echo "DEPS_LIBS := $(pkg-config --libs $pcmods) -lpthread -lm"
+    echo "CUDA_HOME := $cuda_home"
+    echo "HAVE_CUPTI := $have_cupti"
+    echo "CUPTI_LIBDIR := $cupti_lib"
+} >"$tmp"
+mv "$tmp" "$out"
+if [ "$have_cupti" = 1 ]; then
+    echo "deps: CUPTI found in $cupti_lib; the profiler will be built" >&2
+else
+    echo "deps: no CUDA toolkit with CUPTI under $cuda_home (set CUDA_HOME); the profiler is not built" >&2
+fi

@@ -1,0 +1,11 @@
+# tests/: the C test runner and its cases (unit, golden, integration).
+TEST_SRCS += tests/runner.c $(wildcard tests/unit/*.c tests/golden/*.c tests/integration/*.c)
+TEST_BIN := $(BUILD)/tests/stepcast-tests
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(TEST_BIN): $(TEST_OBJS) $(LIBSTEPCAST)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJS) $(LIBSTEPCAST) $(LIBS)
+
+.PHONY: tests
+tests: $(TEST_BIN) $(BINS)
