@@ -34,9 +34,19 @@ ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -I. \
 ALL_LDFLAGS = $(LDFLAGS)
 LIBS = $(DEPS_LIBS)
 
+ifneq ($(findstring clang,$(CC)),)
+WARNINGS += -Wno-unknown-warning-option
+endif
+
 ifdef SANITIZE
 ALL_CFLAGS += -O1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# `make fuzz` builds the libFuzzer targets with clang into build/fuzz
+ifdef FUZZING
+ALL_CFLAGS += -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIBSTEPCAST := $(BUILD)/libstepcast.a
@@ -52,7 +62,8 @@ include common/module.mk model/module.mk estimator/module.mk api/module.mk \
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check bench run install clean deps
+.PHONY: all check bench run install clean deps fuzz fuzz-targets
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: $(BINS)
@@ -71,6 +82,14 @@ $(LIBSTEPCAST): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(AR) rcs $@ $^
+
+fuzz: $(CONFIG)
+	$(MAKE) BUILD=build/fuzz CC=clang FUZZING=1 fuzz-targets
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
 check: $(CONFIG)
 	@sh tests/check.sh

@@ -1,2 +1,2 @@
-# api/: JSON mapping (Jansson), routes, auth, OpenAPI.
-CORE_SRCS += api/inspect_json.c
+# api/: JSON mapping (Jansson), routes, request validation, auth, OpenAPI.
+CORE_SRCS += $(wildcard api/*.c)

@@ -1,6 +1,7 @@
-# clients/: the stepcast command line (local files; a remote daemon later).
-CORE_SRCS += clients/table.c
-CLI_SRCS := clients/main.c clients/cmd_inspect.c
+# clients/: the stepcast command line. clients/main.c dispatches to one
+# clients/cmd_<name>.c per subcommand; other files are shared helpers.
+CLI_SRCS := clients/main.c $(wildcard clients/cmd_*.c)
+CORE_SRCS += $(filter-out $(CLI_SRCS),$(wildcard clients/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/stepcast
 

@@ -87,9 +87,9 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         const char *name = model_str(t, e->name);
-        if (marker ? is_cpu_side(e->kind) && strncmp(name, marker, mlen) == 0
-                   : e->kind == MODEL_EV_USER_ANNOTATION &&
-                         strncmp(name, PROFILER_STEP, sizeof PROFILER_STEP - 1) == 0)
+        if (is_cpu_side(e->kind) &&
+            (marker ? strncmp(name, marker, mlen) == 0
+                    : strncmp(name, PROFILER_STEP, sizeof PROFILER_STEP - 1) == 0))
             is_marker[i] = 1, n++;
     }
     if (n == 0) {
@@ -116,16 +116,18 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
     }
     qsort(steps, n, sizeof *steps, by_start);
 
+    /* drop markers nested in the one before (an op and an annotation of the
+     * same name), then, for a marker, span start to start */
+    size_t m = 0;
+    int64_t open_end = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (steps[i].start < open_end)
+            continue;
+        open_end = steps[i].end;
+        steps[m++] = steps[i];
+    }
+    n = m;
     if (marker) {
-        /* drop markers nested in the previous one, then span start to start */
-        size_t m = 0;
-        int64_t open_end = INT64_MIN;
-        for (size_t i = 0; i < n; i++) {
-            if (steps[i].start < open_end)
-                continue;
-            open_end = steps[i].end;
-            steps[m++] = steps[i];
-        }
         n = m ? m - 1 : 0;
         for (size_t i = 0; i < n; i++) {
             char name[256];

@@ -1,12 +1,13 @@
 /* model/steps.h: where the training steps of a trace are (DESIGN.md §3).
  *
  * By default a step is a CPU-side `ProfilerStep#N` annotation (the
- * user_annotation, not its gpu_user_annotation copy) and the measured step
- * time is its span. With a marker, steps are delimited by CPU-side events
+ * user_annotation, or the Operator of old traces; never the
+ * gpu_user_annotation copy) and the measured step time is its span. With a marker, steps are delimited by CPU-side events
  * whose name starts with the marker (`Optimizer.step` matches
  * `Optimizer.step#SGD.step`): a step runs from one marker's start to the
  * next's, so N markers give N-1 steps, named "<marker>#<k>" (k from 1).
- * Markers nested inside a matched marker are ignored.
+ * In both modes a marker nested inside the one before (an op and an
+ * annotation of one name) is ignored.
  *
  * A step is partial when it is not wholly inside the recorded window (the
  * extent of the trace's other events): the trace starts or ends inside it. */

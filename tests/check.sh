@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tests/check.sh: what `make check` runs, in order:
+#   1. the build with -Werror (plain) and every test;
+#   2. the same tests again under ASan + UBSan (build/asan);
+#   3. every fuzz target's corpus replayed, then a short fuzzing run;
+#   4. the profiler's tests, when a CUDA toolkit with CUPTI is installed.
+# Each phase ends with a runner line `N passed, N failed`; the last line of
+# this script sums them. A phase that runs no test counts as a failure.
+set -u
+cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+passed=0
+failed=0
+
+# run a phase: NAME COMMAND...; adds its summary to the totals
+phase() {
+    local name=$1 log summary p f
+    shift
+    echo "== $name: $*"
+    log=$(mktemp)
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "== $name: no test summary (exit status $rc): counted as 1 failure"
+        failed=$((failed + 1))
+        return
+    fi
+    p=${summary%% passed*}
+    f=${summary#*, }
+    f=${f%% failed}
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        echo "== $name: ran no test: counted as 1 failure"
+        f=1
+    elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "== $name: exit status $rc: counted as 1 failure"
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+build() {
+    echo "== build: $*"
+    if ! $MAKE -j"$JOBS" -s "$@"; then
+        echo "== build failed: make $*"
+        failed=$((failed + 1))
+        return 1
+    fi
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+if build all tests; then
+    phase "tests" build/tests/stepcast-tests
+fi
+if build SANITIZE=address,undefined tests; then
+    phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests
+fi
+if build fuzz; then
+    phase "fuzz corpora" sh tests/fuzz/replay.sh build/fuzz
+fi
+if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then
+    if build profiler-tests; then
+        phase "profiler" sh profiler/tests/run.sh build
+    fi
+else
+    echo "== profiler: no CUDA toolkit with CUPTI: its tests do not run here"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,35 @@
+/* tests/fuzz/fuzz_trace.c: libFuzzer target for the trace reader.
+ *
+ * Feeds arbitrary bytes (plain JSON or gzip) to model_trace_load_mem with
+ * small limits and, when it loads, runs the per-rank analysis over it.
+ * Anything but a clean success or a clean error is a bug. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/inspect.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct model_load_opts o;
+    struct model_trace *t = NULL;
+    struct sc_error err;
+
+    model_load_opts_default(&o);
+    o.limits.max_events = 10000;
+    o.limits.max_item_bytes = 1 << 20;
+    o.limits.max_string = 64 << 10;
+    o.limits.max_depth = 32;
+    if (size && data[0] == 'M') /* some inputs exercise the marker mode */
+        o.step_marker = "aten::";
+    if (model_trace_load_mem(data, size, "fuzz", &o, &t, &err) == SC_OK) {
+        struct model_inspect *in = NULL;
+        if (model_inspect_trace(t, &in, &err) == SC_OK)
+            model_inspect_free(in);
+        model_trace_free(t);
+    }
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* tests/helpers.h: what test cases share besides check.h.
+ *
+ * Paths: the build directory (where stepcast and stepcastd are) is the
+ * parent of the test binary's directory; the shared real traces are
+ * ../shared/traces from the repository root, or $STEPCAST_SHARED/traces.
+ * Tests run from the repository root. */
+#ifndef TESTS_HELPERS_H
+#define TESTS_HELPERS_H
+
+#include <stddef.h>
+
+/* The build directory, e.g. "build" or "build/asan". */
+const char *th_build_dir(void);
+/* "<build>/<name>" in a static buffer. */
+const char *th_build_path(const char *name);
+/* ../shared/traces, or SKIP()s the test with a clear message when absent. */
+const char *th_shared_traces(void);
+/* "<shared traces>/<rel>", skipping when absent. */
+const char *th_shared_path(const char *rel);
+
+/* A fresh temporary directory (removed at exit of the test process). */
+const char *th_tmpdir(void);
+/* Write n bytes to "<tmpdir>/<name>"; returns the path (static buffer). */
+const char *th_write_file(const char *name, const void *data, size_t n);
+/* The whole file, NUL-terminated, from malloc; NULL on error. */
+char *th_read_file(const char *path, size_t *n);
+/* gzip data into "<tmpdir>/<name>"; returns the path. */
+const char *th_write_gzip(const char *name, const void *data, size_t n);
+
+/* Run argv (argv[0] a path), capture stdout and stderr (malloc'd, may be
+ * NULL to discard); returns the exit status, or -1 if it did not exit. */
+int th_run(char *const argv[], char **out, char **err);
+
+#endif
