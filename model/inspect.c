@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/i64map.h"
 #include "common/vec.h"
 #include "model/collective.h"
 #include "model/runtime_api.h"
@@ -43,10 +42,37 @@ struct span {
     int64_t ts, end;
 };
 
-static int by_ts(const void *a, const void *b)
+/* Sort v[0..n) by start with a natural merge sort (tmp holds n): spans
+ * arrive as a few sorted runs (old traces list CPU ops, then runtime calls),
+ * so this is a pass or two; any order stays O(n log n). */
+static void sort_spans(struct span *v, struct span *tmp, size_t n)
 {
-    const struct span *x = a, *y = b;
-    return (x->ts > y->ts) - (x->ts < y->ts);
+    for (;;) {
+        size_t runs = 0, lo = 0;
+        while (lo < n) {
+            size_t mid = lo + 1;
+            while (mid < n && v[mid - 1].ts <= v[mid].ts)
+                mid++;
+            size_t hi = mid;
+            if (hi < n) {
+                hi++;
+                while (hi < n && v[hi - 1].ts <= v[hi].ts)
+                    hi++;
+            }
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = v[j].ts < v[i].ts ? v[j++] : v[i++];
+            while (i < mid)
+                tmp[k++] = v[i++];
+            while (j < hi)
+                tmp[k++] = v[j++];
+            runs++;
+            lo = hi;
+        }
+        memcpy(v, tmp, n * sizeof *v);
+        if (runs <= 1)
+            return;
+    }
 }
 
 /* busy[track] += length of the union of each track's spans. Spans are
@@ -55,10 +81,11 @@ static int by_ts(const void *a, const void *b)
 static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *busy)
 {
     size_t *start = calloc(ntracks + 1, sizeof *start);
-    struct span *g = malloc((n ? n : 1) * sizeof *g);
-    if (!start || !g) {
+    struct span *g = malloc((n ? n : 1) * sizeof *g), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!start || !g || !tmp) {
         free(start);
         free(g);
+        free(tmp);
         return -1;
     }
     for (size_t i = 0; i < n; i++)
@@ -78,7 +105,7 @@ static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *b
         while (i < m && v[i - 1].ts <= v[i].ts)
             i++;
         if (i < m)
-            qsort(v, m, sizeof *v, by_ts);
+            sort_spans(v, tmp, m);
         int64_t lo = v[0].ts, hi = v[0].end;
         for (i = 1; i < m; i++) {
             if (v[i].ts > hi) {
@@ -93,6 +120,7 @@ static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *b
     }
     free(start);
     free(g);
+    free(tmp);
     return 0;
 }
 
@@ -150,7 +178,6 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     uint32_t *thread_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *thread_of);
     struct span *gspans = NULL, *cspans = NULL;
     size_t ng = 0, nc = 0, gcap = 0, ccap = 0, coll_cap = 0, stream_cap = 0, thread_cap = 0;
-    struct sc_i64map launches = SC_I64MAP_INIT, gpu_corr = SC_I64MAP_INIT;
     uint64_t runtime_total = 0, runtime_launch = 0, no_corr = 0, comm_kernels = 0;
     int device = -1;
 
@@ -205,8 +232,8 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
             gspans[ng++] = (struct span){e->track, e->ts, e->ts + e->dur};
             if (e->correlation < 0)
                 no_corr++;
-            else if (sc_i64map_put(&gpu_corr, e->correlation, (uint32_t)i))
-                goto oom;
+            else if (t->link[i] == MODEL_NONE)
+                in->gpu_without_launch++;
         } else if (e->kind <= MODEL_EV_DRIVER) {
             if (thread_of[e->track] == MODEL_NONE) {
                 if (sc_vec_reserve((void **)&in->threads, &thread_cap, in->n_threads + 1,
@@ -227,8 +254,8 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
                 runtime_total++;
                 if (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) {
                     runtime_launch++;
-                    if (e->correlation >= 0 && sc_i64map_put(&launches, e->correlation, (uint32_t)i))
-                        goto oom;
+                    if (e->correlation >= 0 && t->link[i] == MODEL_NONE)
+                        in->launch_without_gpu++;
                 }
             }
             if (e->kind != MODEL_EV_USER_ANNOTATION) {
@@ -256,19 +283,6 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
         in->streams[i].busy_ns = busy[in->streams[i].track];
     for (size_t i = 0; i < in->n_threads; i++)
         in->threads[i].busy_ns = busy[in->threads[i].track];
-
-    /* joins: GPU work without its launch, launches without their GPU work */
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        uint32_t v;
-        if (model_kind_is_gpu(e->kind) && e->correlation >= 0 &&
-            !sc_i64map_get(&launches, e->correlation, &v))
-            in->gpu_without_launch++;
-        if ((e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) && e->correlation >= 0 &&
-            (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) &&
-            !sc_i64map_get(&gpu_corr, e->correlation, &v))
-            in->launch_without_gpu++;
-    }
 
     for (size_t i = 0; i < t->n_devices; i++)
         if (t->devices[i].id == device || (device < 0 && i == 0))
@@ -310,8 +324,6 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     free(thread_of);
     free(gspans);
     free(cspans);
-    sc_i64map_release(&launches);
-    sc_i64map_release(&gpu_corr);
     *out = in;
     return SC_OK;
 oom:
@@ -320,8 +332,6 @@ oom:
     free(thread_of);
     free(gspans);
     free(cspans);
-    sc_i64map_release(&launches);
-    sc_i64map_release(&gpu_corr);
     model_inspect_free(in);
     return sc_error_set(err, SC_ENOMEM, "out of memory");
 }

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/i64map.h"
 #include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -42,24 +41,16 @@ static int64_t parse_step_number(const char *s)
 /* The trace ends inside a step when launches in it have no GPU work in the
  * trace and come after the last launch that has: the profiler stopped before
  * the GPU work was recorded. Marks those steps partial. */
-static int mark_cut_tail(struct model_trace *t, struct model_step *steps, size_t n)
+static void mark_cut_tail(const struct model_trace *t, struct model_step *steps, size_t n)
 {
-    struct sc_i64map gpu = SC_I64MAP_INIT;
     int64_t last_matched = INT64_MIN;
-    uint32_t v;
-    int rc = 0;
 
-    for (size_t i = 0; i < t->n_events && !rc; i++)
-        if (model_kind_is_gpu(t->events[i].kind) && t->events[i].correlation >= 0)
-            rc = sc_i64map_put(&gpu, t->events[i].correlation, (uint32_t)i);
-    for (size_t pass = 0; pass < 2 && !rc; pass++)
+    for (size_t pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < t->n_events; i++) {
             const struct model_event *e = &t->events[i];
-            if ((e->kind != MODEL_EV_RUNTIME && e->kind != MODEL_EV_DRIVER) || e->correlation < 0)
-                continue;
             if (e->rt != MODEL_RT_LAUNCH && e->rt != MODEL_RT_LAUNCH_SYNC)
                 continue;
-            int has_gpu = sc_i64map_get(&gpu, e->correlation, &v);
+            int has_gpu = t->link[i] != MODEL_NONE;
             if (pass == 0) {
                 if (has_gpu && e->ts > last_matched)
                     last_matched = e->ts;
@@ -69,8 +60,6 @@ static int mark_cut_tail(struct model_trace *t, struct model_step *steps, size_t
                         steps[k].partial = 1;
             }
         }
-    sc_i64map_release(&gpu);
-    return rc;
 }
 
 int model_steps_find(struct model_trace *t, const char *marker, struct sc_error *err)
@@ -142,10 +131,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         }
     }
     free(is_marker);
-    if (n && mark_cut_tail(t, steps, n)) {
-        free(steps);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
+    mark_cut_tail(t, steps, n);
     if (n == 0) {
         free(steps);
         return SC_OK;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/i64map.h"
 #include "common/vec.h"
 #include "model/runtime_api.h"
 #include "model/steps.h"
@@ -123,6 +124,7 @@ void model_trace_free(struct model_trace *t)
     free(t->devices);
     free(t->pgs);
     free(t->steps);
+    free(t->link);
     free(t->track_slots);
     free(t->cat_slots);
     free(t);
@@ -287,6 +289,77 @@ int model_trace_add_flow(struct model_trace *t, const struct model_flow *f)
     return 0;
 }
 
+static int is_gpu_side(unsigned kind)
+{
+    return model_kind_is_gpu(kind) || kind == MODEL_EV_CUDA_SYNC || kind == MODEL_EV_CUDA_EVENT;
+}
+
+/* Fill t->link. Correlation ids are usually dense (CUPTI counts them up), so
+ * the join is a direct table over their range; a sparse range uses a hash. */
+static int link_launches(struct model_trace *t)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t calls = 0;
+    struct sc_i64map map = SC_I64MAP_INIT;
+    uint32_t *table = NULL;
+
+    t->link = malloc((t->n_events ? t->n_events : 1) * sizeof *t->link);
+    if (!t->link)
+        return -1;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        t->link[i] = MODEL_NONE;
+        if ((e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) && e->correlation >= 0) {
+            calls++;
+            if (e->correlation < lo)
+                lo = e->correlation;
+            if (e->correlation > hi)
+                hi = e->correlation;
+        }
+    }
+    if (!calls)
+        return 0;
+    int dense = (uint64_t)(hi - lo) < 8 * (uint64_t)calls + 4096;
+    if (dense) {
+        size_t n = (size_t)(hi - lo) + 1;
+        if (!(table = malloc(n * sizeof *table)))
+            return -1;
+        memset(table, 0xff, n * sizeof *table);
+    }
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if ((e->kind != MODEL_EV_RUNTIME && e->kind != MODEL_EV_DRIVER) || e->correlation < 0)
+            continue;
+        if (dense)
+            table[e->correlation - lo] = (uint32_t)i;
+        else if (sc_i64map_put(&map, e->correlation, (uint32_t)i)) {
+            sc_i64map_release(&map);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        uint32_t call = MODEL_NONE;
+        if (!is_gpu_side(e->kind) || e->correlation < 0)
+            continue;
+        if (dense) {
+            if (e->correlation >= lo && e->correlation <= hi)
+                call = table[e->correlation - lo];
+        } else if (!sc_i64map_get(&map, e->correlation, &call)) {
+            call = MODEL_NONE;
+        }
+        if (call == MODEL_NONE)
+            continue;
+        t->link[i] = call;
+        if (model_kind_is_gpu(e->kind) &&
+            (t->link[call] == MODEL_NONE || t->events[t->link[call]].ts > e->ts))
+            t->link[call] = (uint32_t)i;
+    }
+    free(table);
+    sc_i64map_release(&map);
+    return 0;
+}
+
 /* Relative Kineto timestamps stay below three months in microseconds. */
 #define RELATIVE_TS_LIMIT_NS (7889238ll * 1000000000ll)
 
@@ -330,6 +403,8 @@ int model_trace_finish(struct model_trace *t, const struct model_load_opts *opts
     free(rt_of);
     for (size_t i = 0; i < t->n_flows; i++)
         t->flows[i].ts += base;
+    if (link_launches(t))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     if (t->n_events) {
         t->first_ts += base;
         t->last_end += base;

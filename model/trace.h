@@ -205,6 +205,12 @@ struct model_trace {
     size_t n_pgs, cap_pgs;
     struct model_step *steps;
     size_t n_steps;
+    /* launches joined to their GPU events by correlation id, per event:
+     * a kernel, copy, set, cuda_sync or cuda_event -> the runtime or driver
+     * call with its correlation; a call -> its first kernel, copy or set
+     * (a cudaGraphLaunch runs several, each linked back to it); else
+     * MODEL_NONE. Filled by model_trace_finish. */
+    uint32_t *link;
     uint32_t *track_slots; /* hash of tracks: index + 1, 0 = empty */
     size_t n_track_slots;
     uint32_t *cat_slots;   /* hash of cats by name id: index + 1 */

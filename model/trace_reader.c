@@ -155,20 +155,17 @@ static int at_sentinel(struct reader *r, const char *p)
 
 /* ---- whitespace and punctuation ------------------------------------------ */
 
+static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
 static inline int skip_ws(struct reader *r)
 {
     const char *p = r->p;
-    for (;;) {
-        char c = *p;
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-            p++;
-            continue;
-        }
-        r->p = p;
-        if (c == '\0')
-            return at_sentinel(r, p);
-        return R_OK;
-    }
+    while (is_ws[(unsigned char)*p])
+        p++;
+    r->p = p;
+    if (*p == '\0')
+        return at_sentinel(r, p);
+    return R_OK;
 }
 
 /* Skip whitespace, then require the byte c. */
@@ -404,6 +401,22 @@ static int lex_string(struct reader *r, struct slice *out)
 
 /* ---- numbers --------------------------------------------------------------- */
 
+/* Whether the 8 bytes at p are all ASCII digits, and their value. */
+static inline int eight_digits(const char *p, uint64_t *value)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+        0x3333333333333333ull)
+        return 0;
+    v -= 0x3030303030303030ull;
+    v = (v * 10) + (v >> 8);
+    v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    *value = v;
+    return 1;
+}
+
 static const uint64_t pow10_u64[20] = {
     1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
     100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
@@ -429,6 +442,12 @@ static int lex_number(struct reader *r, int scale, int64_t *out, int *is_int)
         if (*p >= '0' && *p <= '9')
             return fail_at(r, start, "number with a leading zero");
     } else if (*p >= '1' && *p <= '9') {
+        uint64_t eight;
+        while (digits <= 11 && eight_digits(p, &eight)) { /* the buffer pad makes 8 readable */
+            mant = mant * 100000000ull + eight;
+            digits += 8;
+            p += 8;
+        }
         for (; *p >= '0' && *p <= '9'; p++) {
             if (digits < 19)
                 mant = mant * 10 + (uint64_t)(*p - '0'), digits++;
@@ -706,7 +725,25 @@ static int get_idval(struct reader *r, struct idval *v, const char *what)
     return get_int(r, &v->num, what);
 }
 
-#define KEY_IS(k, lit) ((k).n == sizeof(lit) - 1 && memcmp((k).p, lit, sizeof(lit) - 1) == 0)
+/* Equality of n bytes, 8 at a time; n is a constant at every call, so this
+ * unrolls into a few loads and compares (a libc memcmp call costs more than
+ * the comparison on these short keys). */
+static inline int bytes_eq(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    for (; n >= 8; n -= 8, a += 8, b += 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+    }
+    for (; n; n--, a++, b++)
+        if (*a != *b)
+            return 0;
+    return 1;
+}
+
+#define KEY_IS(k, lit) ((k).n == sizeof(lit) - 1 && bytes_eq((k).p, lit, sizeof(lit) - 1))
 
 /* ---- one traceEvents entry ----------------------------------------------------- */
 
@@ -1770,6 +1807,7 @@ int model_trace_read(struct model_stream *in, const char *source,
     r.p = r.end = r.buf;
     for (;;) {
         const char *mark = r.p;
+        unsigned depth = r.depth; /* restored when the item is parsed again */
         if (state == TOP_DONE)
             rc = step_done(&r);
         else if (state == EV_FIRST || state == EV_NEXT)
@@ -1779,6 +1817,7 @@ int model_trace_read(struct model_stream *in, const char *source,
         if (rc == 1 && state == TOP_DONE)
             break;
         if (rc == R_MORE) {
+            r.depth = depth;
             if (refill(&r, mark) != R_OK) {
                 rc = err ? err->code : SC_EPARSE;
                 goto out;

@@ -11,3 +11,9 @@ $(TEST_BIN): $(TEST_OBJS) $(LIBSTEPCAST)
 tests: $(TEST_BIN) $(BINS)
 
 FUZZ_TARGETS += trace
+
+# gentrace: synthetic multi-rank traces (bench input, samples, replay checks)
+GENTRACE := $(BUILD)/gentrace
+$(GENTRACE): $(BUILD)/obj/tests/tools/gentrace.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS)
+tests: $(GENTRACE)

@@ -1,0 +1,295 @@
+/* daemon/blobs.c: content-addressed trace files (blobs.h). */
+#include "daemon/blobs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/failpoint.h"
+#include "common/banned.h"
+
+struct blob_store {
+    char blobs[PATH_MAX];
+    char tmp[PATH_MAX];
+};
+
+struct blob_writer {
+    struct blob_store *bs;
+    int fd;
+    uint64_t bytes;
+    int committed;
+    struct digest md;
+    char sha[DIGEST_HEX_LEN + 1];
+    char path[PATH_MAX];
+};
+
+static int mkdir_p(const char *path, struct sc_error *err)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return sc_error_set(err, SC_EIO, "cannot create '%s': %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST)
+        return sc_error_set(err, SC_EIO, "cannot create '%s': %s", buf, strerror(errno));
+    return SC_OK;
+}
+
+static int fsync_dir(const char *dir, struct sc_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return sc_error_set(err, SC_EIO, "cannot open '%s': %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    close(fd);
+    if (rc)
+        return sc_error_set(err, SC_EIO, "cannot fsync '%s': %s", dir, strerror(errno));
+    return SC_OK;
+}
+
+int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_error *err)
+{
+    struct blob_store *bs = calloc(1, sizeof *bs);
+    int rc;
+    *out = NULL;
+    if (!bs)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    snprintf(bs->blobs, sizeof bs->blobs, "%s/blobs", data_dir);
+    snprintf(bs->tmp, sizeof bs->tmp, "%s/tmp", data_dir);
+    if ((rc = mkdir_p(bs->blobs, err)) || (rc = mkdir_p(bs->tmp, err)) ||
+        (rc = fsync_dir(data_dir, err))) {
+        free(bs);
+        return rc;
+    }
+    *out = bs;
+    return SC_OK;
+}
+
+void blob_store_free(struct blob_store *bs)
+{
+    free(bs);
+}
+
+void blob_path(const struct blob_store *bs, const char *sha, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%.2s/%s", bs->blobs, sha, sha);
+}
+
+int blob_writer_new(struct blob_store *bs, struct blob_writer **out, struct sc_error *err)
+{
+    struct blob_writer *w = calloc(1, sizeof *w);
+    int rc;
+    *out = NULL;
+    if (!w)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    w->bs = bs;
+    snprintf(w->path, sizeof w->path, "%s/upload-XXXXXX", bs->tmp);
+    if ((w->fd = mkostemp(w->path, O_CLOEXEC)) < 0) {
+        rc = sc_error_set(err, SC_EIO, "cannot create a temp file in '%s': %s", bs->tmp,
+                          strerror(errno));
+        free(w);
+        return rc;
+    }
+    if ((rc = digest_init(&w->md, err))) {
+        w->committed = 0;
+        blob_writer_free(w);
+        return rc;
+    }
+    *out = w;
+    return SC_OK;
+}
+
+int blob_writer_write(struct blob_writer *w, const void *p, size_t n, struct sc_error *err)
+{
+    const char *c = p;
+    int first = w->bytes == 0 && n > 0;
+    int rc = digest_update(&w->md, p, n, err);
+    if (rc)
+        return rc;
+    for (size_t off = 0; off < n;) {
+        ssize_t k = write(w->fd, c + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return sc_error_set(err, SC_EIO, "cannot write '%s': %s", w->path,
+                                k < 0 ? strerror(errno) : "short write");
+        off += (size_t)k;
+    }
+    w->bytes += n;
+    if (first)
+        fp_hit("upload.mid_body");
+    return SC_OK;
+}
+
+uint64_t blob_writer_bytes(const struct blob_writer *w)
+{
+    return w->bytes;
+}
+
+const char *blob_writer_path(const struct blob_writer *w)
+{
+    return w->path;
+}
+
+int blob_writer_finish(struct blob_writer *w, char sha[DIGEST_HEX_LEN + 1], struct sc_error *err)
+{
+    int rc = digest_final(&w->md, w->sha, err);
+    if (rc)
+        return rc;
+    if (fsync(w->fd))
+        return sc_error_set(err, SC_EIO, "cannot fsync '%s': %s", w->path, strerror(errno));
+    memcpy(sha, w->sha, sizeof w->sha);
+    return SC_OK;
+}
+
+int blob_writer_commit(struct blob_writer *w, struct sc_error *err)
+{
+    char dir[PATH_MAX], dest[PATH_MAX];
+    struct stat st;
+    int rc, new_dir;
+    snprintf(dir, sizeof dir, "%s/%.2s", w->bs->blobs, w->sha);
+    blob_path(w->bs, w->sha, dest, sizeof dest);
+    new_dir = stat(dir, &st) != 0;
+    if (new_dir && mkdir(dir, 0755) && errno != EEXIST)
+        return sc_error_set(err, SC_EIO, "cannot create '%s': %s", dir, strerror(errno));
+    if (rename(w->path, dest))
+        return sc_error_set(err, SC_EIO, "cannot rename '%s' to '%s': %s", w->path, dest,
+                            strerror(errno));
+    w->committed = 1;
+    if ((rc = fsync_dir(dir, err)) || (new_dir && (rc = fsync_dir(w->bs->blobs, err))))
+        return rc;
+    return SC_OK;
+}
+
+void blob_writer_free(struct blob_writer *w)
+{
+    if (!w)
+        return;
+    digest_release(&w->md);
+    if (w->fd >= 0)
+        close(w->fd);
+    if (!w->committed)
+        unlink(w->path);
+    free(w);
+}
+
+int blob_remove(struct blob_store *bs, const char *sha, struct sc_error *err)
+{
+    char p[PATH_MAX];
+    blob_path(bs, sha, p, sizeof p);
+    if (unlink(p) && errno != ENOENT)
+        return sc_error_set(err, SC_EIO, "cannot remove '%s': %s", p, strerror(errno));
+    return SC_OK;
+}
+
+int blob_verify(struct blob_store *bs, const char *sha, uint64_t *bytes, struct sc_error *err)
+{
+    char p[PATH_MAX], got[DIGEST_HEX_LEN + 1], buf[1 << 16];
+    struct digest md;
+    int rc, fd;
+    *bytes = 0;
+    blob_path(bs, sha, p, sizeof p);
+    if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+        return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s", p,
+                            strerror(errno));
+    if ((rc = digest_init(&md, err))) {
+        close(fd);
+        return rc;
+    }
+    for (;;) {
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            rc = sc_error_set(err, SC_EIO, "cannot read '%s': %s", p, strerror(errno));
+            break;
+        }
+        if (k == 0)
+            break;
+        *bytes += (uint64_t)k;
+        if ((rc = digest_update(&md, buf, (size_t)k, err)))
+            break;
+    }
+    close(fd);
+    if (rc) {
+        digest_release(&md);
+        return rc;
+    }
+    if ((rc = digest_final(&md, got, err)))
+        return rc;
+    if (strcmp(got, sha) != 0)
+        return sc_error_set(err, SC_EINVAL, "blob '%s' hashes to %s", p, got);
+    return SC_OK;
+}
+
+static int remove_file(const char *path, int dry_run, struct sc_error *err)
+{
+    if (!dry_run && unlink(path) && errno != ENOENT)
+        return sc_error_set(err, SC_EIO, "cannot remove '%s': %s", path, strerror(errno));
+    return SC_OK;
+}
+
+int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), void *ctx,
+               int dry_run, struct blob_sweep_stats *st, struct sc_error *err)
+{
+    char p[PATH_MAX];
+    struct dirent *de;
+    int rc = SC_OK;
+    DIR *d;
+
+    memset(st, 0, sizeof *st);
+    if (!(d = opendir(bs->tmp)))
+        return sc_error_set(err, SC_EIO, "cannot read '%s': %s", bs->tmp, strerror(errno));
+    while (rc == SC_OK && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", bs->tmp, de->d_name);
+        st->temp_files++;
+        rc = remove_file(p, dry_run, err);
+    }
+    closedir(d);
+    if (rc || !(d = opendir(bs->blobs)))
+        return rc ? rc : sc_error_set(err, SC_EIO, "cannot read '%s': %s", bs->blobs, strerror(errno));
+    while (rc == SC_OK && (de = readdir(d))) {
+        char sub[PATH_MAX];
+        struct dirent *fe;
+        DIR *s;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", bs->blobs, de->d_name);
+        if (!(s = opendir(sub))) {
+            st->orphans++; /* a stray file where a folder belongs */
+            rc = remove_file(sub, dry_run, err);
+            continue;
+        }
+        while (rc == SC_OK && (fe = readdir(s))) {
+            struct stat fs;
+            if (!strcmp(fe->d_name, ".") || !strcmp(fe->d_name, ".."))
+                continue;
+            snprintf(p, sizeof p, "%s/%s", sub, fe->d_name);
+            if (digest_is_hex(fe->d_name) && !strncmp(fe->d_name, de->d_name, 2) &&
+                strlen(de->d_name) == 2 && keep(ctx, fe->d_name)) {
+                st->kept++;
+                if (stat(p, &fs) == 0)
+                    st->kept_bytes += (uint64_t)fs.st_size;
+                continue;
+            }
+            st->orphans++;
+            rc = remove_file(p, dry_run, err);
+        }
+        closedir(s);
+    }
+    closedir(d);
+    return rc;
+}

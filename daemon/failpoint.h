@@ -1,0 +1,22 @@
+/* daemon/failpoint.h: crash the daemon at a named point, for tests.
+ *
+ * STEPCAST_FAILPOINT=NAME makes the first fp_hit(NAME) kill the process
+ * with SIGKILL (as `kill -9` would), so tests can check that what is on
+ * disk after a crash at exactly that point is consistent. The points:
+ *
+ *   upload.mid_body      after the first chunk of an upload is on disk
+ *   upload.after_fsync   the blob is written and fsync'd, not yet renamed
+ *   upload.after_rename  the blob is in place, the catalog not committed
+ *   upload.after_commit  committed, the client not yet answered
+ *   delete.after_commit  rows deleted, unreferenced blobs not yet removed
+ *   build.after_load     a model's traces are loaded, its status not saved
+ *
+ * Unset (the normal case), fp_hit is one comparison. */
+#ifndef DAEMON_FAILPOINT_H
+#define DAEMON_FAILPOINT_H
+
+/* Read STEPCAST_FAILPOINT; call once at startup. */
+void fp_init(void);
+void fp_hit(const char *name);
+
+#endif
