@@ -854,7 +854,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
                 rc = get_int(r, &a->correlation, "correlation");
                 goto next;
             }
-            if (KEY_IS(k, "External id")) {
+            if (KEY_IS(k, "External id") || KEY_IS(k, "external id")) {
                 rc = get_int(r, &a->external_id, "External id");
                 goto next;
             }
