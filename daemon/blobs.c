@@ -95,12 +95,13 @@ int blob_writer_new(struct blob_store *bs, struct blob_writer **out, struct sc_e
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     w->bs = bs;
     snprintf(w->path, sizeof w->path, "%s/upload-XXXXXX", bs->tmp);
-    if ((w->fd = mkostemp(w->path, O_CLOEXEC)) < 0) {
+    if ((w->fd = mkstemp(w->path)) < 0) {
         rc = sc_error_set(err, SC_EIO, "cannot create a temp file in '%s': %s", bs->tmp,
                           strerror(errno));
         free(w);
         return rc;
     }
+    fcntl(w->fd, F_SETFD, FD_CLOEXEC);
     if ((rc = digest_init(&w->md, err))) {
         w->committed = 0;
         blob_writer_free(w);

@@ -1,0 +1,1013 @@
+/* daemon/store.c: the SQLite catalog (store.h).
+ *
+ * Statements are prepared once (SQLITE_PREPARE_PERSISTENT) and reused: the
+ * token lookup runs on every request. Each public function takes the mutex,
+ * runs its statements inside one transaction where it writes, and resets
+ * what it used. */
+#include "daemon/store.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "common/vec.h"
+#include "common/banned.h"
+
+/* Migration i takes the schema from version i to i + 1. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    "CREATE TABLE jobs("
+    "  id TEXT PRIMARY KEY,"
+    "  description TEXT,"
+    "  created_ns INTEGER NOT NULL,"
+    "  updated_ns INTEGER NOT NULL);"
+    "CREATE TABLE blobs("
+    "  sha256 TEXT PRIMARY KEY,"
+    "  bytes INTEGER NOT NULL,"
+    "  created_ns INTEGER NOT NULL);"
+    "CREATE TABLE traces("
+    "  job TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL,"
+    "  sha256 TEXT NOT NULL REFERENCES blobs(sha256),"
+    "  bytes INTEGER NOT NULL,"
+    "  events INTEGER NOT NULL,"
+    "  steps INTEGER NOT NULL,"
+    "  uploaded_ns INTEGER NOT NULL,"
+    "  PRIMARY KEY(job, rank));"
+    "CREATE INDEX traces_sha256 ON traces(sha256);"
+    "CREATE TABLE models("
+    "  id TEXT PRIMARY KEY,"
+    "  job TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    "  status TEXT NOT NULL CHECK(status IN ('building', 'ready', 'failed')),"
+    "  error TEXT,"
+    "  step_marker TEXT,"
+    "  steps TEXT,"
+    "  version TEXT NOT NULL,"
+    "  summary TEXT,"
+    "  created_ns INTEGER NOT NULL,"
+    "  finished_ns INTEGER);"
+    "CREATE INDEX models_job ON models(job);"
+    "CREATE TABLE model_traces("
+    "  model TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL,"
+    "  sha256 TEXT NOT NULL REFERENCES blobs(sha256),"
+    "  PRIMARY KEY(model, rank));"
+    "CREATE INDEX model_traces_sha256 ON model_traces(sha256);"
+    "CREATE TABLE validations("
+    "  id INTEGER PRIMARY KEY,"
+    "  model TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,"
+    "  step INTEGER,"
+    "  measured_ns INTEGER NOT NULL,"
+    "  predicted_ns INTEGER,"
+    "  created_ns INTEGER NOT NULL);"
+    "CREATE TABLE tokens("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT NOT NULL,"
+    "  scope TEXT NOT NULL CHECK(scope IN ('read', 'write', 'admin')),"
+    "  hash TEXT NOT NULL UNIQUE,"
+    "  created_ns INTEGER NOT NULL,"
+    "  revoked_ns INTEGER);",
+};
+
+enum stmt {
+    Q_BLOB_EXISTS, Q_BLOB_LIST, Q_BLOB_TOTALS, Q_BLOB_INSERT, Q_BLOB_GC,
+    Q_JOB_EXISTS, Q_JOB_UPSERT, Q_JOB_TOUCH, Q_JOB_GET, Q_JOB_LIST, Q_JOB_DELETE, Q_JOB_MODELS,
+    Q_TRACE_GET, Q_TRACE_LIST, Q_TRACE_UPSERT, Q_TRACE_COUNT,
+    Q_MODEL_INSERT, Q_MODEL_PIN, Q_MODEL_GET, Q_MODEL_LIST, Q_MODEL_LIST_JOB, Q_MODEL_TRACES,
+    Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING,
+    Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
+    Q_COUNT
+};
+
+#define JOB_COLS                                                                   \
+    "j.id, j.description, j.created_ns, j.updated_ns,"                             \
+    " (SELECT COUNT(*) FROM traces t WHERE t.job = j.id),"                         \
+    " (SELECT COALESCE(SUM(bytes), 0) FROM traces t WHERE t.job = j.id),"          \
+    " (SELECT COUNT(*) FROM models m WHERE m.job = j.id)"
+#define MODEL_COLS                                                                 \
+    "m.id, m.job, m.status, m.error, m.step_marker, m.steps, m.version, %s,"       \
+    " m.created_ns, COALESCE(m.finished_ns, 0),"                                   \
+    " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id)"
+#define TOKEN_COLS "id, name, scope, created_ns, COALESCE(revoked_ns, 0)"
+
+static const char *const sql[Q_COUNT] = {
+    [Q_BLOB_EXISTS] = "SELECT 1 FROM blobs WHERE sha256 = ?1",
+    [Q_BLOB_LIST] = "SELECT sha256 FROM blobs ORDER BY sha256",
+    [Q_BLOB_TOTALS] = "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM blobs",
+    [Q_BLOB_INSERT] = "INSERT OR IGNORE INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)",
+    [Q_BLOB_GC] = "DELETE FROM blobs WHERE"
+                  " NOT EXISTS (SELECT 1 FROM traces t WHERE t.sha256 = blobs.sha256) AND"
+                  " NOT EXISTS (SELECT 1 FROM model_traces m WHERE m.sha256 = blobs.sha256)"
+                  " RETURNING sha256",
+    [Q_JOB_EXISTS] = "SELECT 1 FROM jobs WHERE id = ?1",
+    [Q_JOB_UPSERT] = "INSERT INTO jobs(id, description, created_ns, updated_ns) VALUES(?1, ?2, ?3, ?3)"
+                     " ON CONFLICT(id) DO UPDATE SET description = excluded.description,"
+                     " updated_ns = excluded.updated_ns",
+    [Q_JOB_TOUCH] = "INSERT INTO jobs(id, description, created_ns, updated_ns) VALUES(?1, NULL, ?2, ?2)"
+                    " ON CONFLICT(id) DO UPDATE SET updated_ns = excluded.updated_ns",
+    [Q_JOB_GET] = "SELECT " JOB_COLS " FROM jobs j WHERE j.id = ?1",
+    [Q_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs j ORDER BY j.id",
+    [Q_JOB_DELETE] = "DELETE FROM jobs WHERE id = ?1",
+    [Q_JOB_MODELS] = "SELECT id FROM models WHERE job = ?1 ORDER BY id",
+    [Q_TRACE_GET] = "SELECT rank, sha256, bytes, events, steps, uploaded_ns FROM traces"
+                    " WHERE job = ?1 AND rank = ?2",
+    [Q_TRACE_LIST] = "SELECT rank, sha256, bytes, events, steps, uploaded_ns FROM traces"
+                     " WHERE job = ?1 ORDER BY rank",
+    [Q_TRACE_UPSERT] = "INSERT INTO traces(job, rank, sha256, bytes, events, steps, uploaded_ns)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(job, rank) DO UPDATE SET"
+                       " sha256 = excluded.sha256, bytes = excluded.bytes, events = excluded.events,"
+                       " steps = excluded.steps, uploaded_ns = excluded.uploaded_ns",
+    [Q_TRACE_COUNT] = "SELECT COUNT(*) FROM traces WHERE job = ?1",
+    [Q_MODEL_INSERT] = "INSERT INTO models(id, job, status, step_marker, steps, version, created_ns)"
+                       " VALUES(?1, ?2, 'building', ?3, ?4, ?5, ?6)",
+    [Q_MODEL_PIN] = "INSERT INTO model_traces(model, rank, sha256)"
+                    " SELECT ?1, rank, sha256 FROM traces WHERE job = ?2",
+    [Q_MODEL_GET] = NULL, /* built from MODEL_COLS in prep() */
+    [Q_MODEL_LIST] = NULL,
+    [Q_MODEL_LIST_JOB] = NULL,
+    [Q_MODEL_TRACES] = "SELECT x.rank, x.sha256, b.bytes FROM model_traces x"
+                       " JOIN blobs b ON b.sha256 = x.sha256 WHERE x.model = ?1 ORDER BY x.rank",
+    [Q_MODEL_FINISH] = "UPDATE models SET status = ?2, error = ?3, summary = ?4, finished_ns = ?5"
+                       " WHERE id = ?1",
+    [Q_MODEL_DELETE] = "DELETE FROM models WHERE id = ?1",
+    [Q_MODEL_BUILDING] = "SELECT id FROM models WHERE status = 'building' ORDER BY created_ns, id",
+    [Q_TOKEN_INSERT] = "INSERT INTO tokens(id, name, scope, hash, created_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_TOKEN_LOOKUP] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
+    [Q_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens ORDER BY created_ns, id",
+    [Q_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
+    [Q_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ns = ?2 WHERE id = ?1 AND revoked_ns IS NULL",
+    [Q_TOKEN_ADMINS] = "SELECT COUNT(*) FROM tokens WHERE scope = 'admin' AND revoked_ns IS NULL",
+};
+
+struct store {
+    sqlite3 *db;
+    pthread_mutex_t mu;
+    sqlite3_stmt *st[Q_COUNT];
+    char model_sql[3][512];
+};
+
+int64_t store_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void store_names_release(struct store_names *l)
+{
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int names_add(struct store_names *l, const char *s, struct sc_error *err)
+{
+    if (sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    snprintf(l->v[l->n++], STORE_NAME_MAX, "%s", s);
+    return SC_OK;
+}
+
+static int db_fail(struct store *s, struct sc_error *err, const char *what)
+{
+    int code = sqlite3_errcode(s->db);
+    enum sc_status st = code == SQLITE_NOMEM ? SC_ENOMEM : code == SQLITE_CONSTRAINT ? SC_EEXIST : SC_EIO;
+    return sc_error_set(err, st, "catalog: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+static int exec(struct store *s, const char *q, struct sc_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, q, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = sc_error_set(err, SC_EIO, "catalog: %s", msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return SC_OK;
+}
+
+static sqlite3_stmt *prep(struct store *s, enum stmt q, struct sc_error *err)
+{
+    if (!s->st[q]) {
+        const char *text = sql[q];
+        if (q == Q_MODEL_GET || q == Q_MODEL_LIST || q == Q_MODEL_LIST_JOB) {
+            char *buf = s->model_sql[q - Q_MODEL_GET], cols[400];
+            snprintf(cols, sizeof cols, MODEL_COLS, q == Q_MODEL_GET ? "m.summary" : "NULL");
+            snprintf(buf, sizeof s->model_sql[0], "SELECT %s FROM models m %s", cols,
+                     q == Q_MODEL_GET ? "WHERE m.id = ?1"
+                     : q == Q_MODEL_LIST ? "ORDER BY m.created_ns, m.id"
+                     : "WHERE m.job = ?1 ORDER BY m.created_ns, m.id");
+            text = buf;
+        }
+        if (sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL) != SQLITE_OK) {
+            db_fail(s, err, "prepare");
+            return NULL;
+        }
+    }
+    return s->st[q];
+}
+
+static void done(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* sqlite3_step to completion, for statements without rows. */
+static int run(struct store *s, sqlite3_stmt *st, struct sc_error *err, const char *what)
+{
+    int r = sqlite3_step(st);
+    int rc = r == SQLITE_DONE || r == SQLITE_ROW ? SC_OK : db_fail(s, err, what);
+    done(st);
+    return rc;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+static void col_copy(sqlite3_stmt *st, int i, char *out, size_t n)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    snprintf(out, n, "%s", t ? (const char *)t : "");
+}
+
+static int begin(struct store *s, struct sc_error *err)
+{
+    return exec(s, "BEGIN IMMEDIATE", err);
+}
+
+/* COMMIT when rc is OK, else ROLLBACK; returns the first failure. */
+static int end(struct store *s, int rc, struct sc_error *err)
+{
+    if (rc == SC_OK)
+        return exec(s, "COMMIT", err);
+    exec(s, "ROLLBACK", NULL);
+    return rc;
+}
+
+static int migrate(struct store *s, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int version = 0, rc;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(s, err, "read schema version");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version > STORE_SCHEMA_VERSION)
+        return sc_error_set(err, SC_EINVAL,
+                            "catalog schema version %d is newer than this stepcastd (%d)", version,
+                            STORE_SCHEMA_VERSION);
+    for (; version < STORE_SCHEMA_VERSION; version++) {
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", version + 1);
+        if ((rc = begin(s, err)))
+            return rc;
+        rc = exec(s, migrations[version], err);
+        if (rc == SC_OK)
+            rc = exec(s, bump, err);
+        if ((rc = end(s, rc, err)))
+            return rc;
+    }
+    return SC_OK;
+}
+
+int store_open(const char *path, struct store **out, struct sc_error *err)
+{
+    struct store *s = calloc(1, sizeof *s);
+    int rc;
+    *out = NULL;
+    if (!s)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = sc_error_set(err, SC_EIO, "cannot open catalog '%s': %s", path,
+                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        store_close(s);
+        return rc;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    if ((rc = exec(s, "PRAGMA journal_mode = WAL", err)) ||
+        (rc = exec(s, "PRAGMA synchronous = FULL", err)) ||
+        (rc = exec(s, "PRAGMA foreign_keys = ON", err)) || (rc = migrate(s, err))) {
+        sc_error_prefix(err, "'%s'", path);
+        store_close(s);
+        return rc;
+    }
+    *out = s;
+    return SC_OK;
+}
+
+void store_close(struct store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < Q_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int store_check(struct store *s, struct sc_error *err)
+{
+    static const char *const checks[] = {"PRAGMA integrity_check", "PRAGMA foreign_key_check"};
+    int rc = SC_OK;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < 2 && rc == SC_OK; i++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, checks[i], -1, &st, NULL) != SQLITE_OK) {
+            rc = db_fail(s, err, checks[i]);
+            break;
+        }
+        while (rc == SC_OK && sqlite3_step(st) == SQLITE_ROW) {
+            const unsigned char *t = sqlite3_column_text(st, 0);
+            if (i == 0 && t && strcmp((const char *)t, "ok") == 0)
+                continue;
+            rc = sc_error_set(err, SC_EINTERNAL, "%s: %s", checks[i], t ? (const char *)t : "violation");
+        }
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- helpers run under the mutex ---- */
+
+static int exists(struct store *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, q, err);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, key);
+    int r = sqlite3_step(st);
+    *yes = r == SQLITE_ROW;
+    int rc = r == SQLITE_ROW || r == SQLITE_DONE ? SC_OK : db_fail(s, err, "lookup");
+    done(st);
+    return rc;
+}
+
+static int names_query(struct store *s, enum stmt q, const char *key, struct store_names *out,
+                       struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, q, err);
+    int r, rc = SC_OK;
+    if (!st)
+        return err ? err->code : SC_EIO;
+    if (key)
+        bind_text(st, 1, key);
+    while (rc == SC_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
+        rc = names_add(out, (const char *)sqlite3_column_text(st, 0), err);
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, "query");
+    done(st);
+    return rc;
+}
+
+static int gc_blobs(struct store *s, struct store_names *freed, struct sc_error *err)
+{
+    return names_query(s, Q_BLOB_GC, NULL, freed, err);
+}
+
+static int count(struct store *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, q, err);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    if (key)
+        bind_text(st, 1, key);
+    int r = sqlite3_step(st);
+    int rc = r == SQLITE_ROW ? SC_OK : db_fail(s, err, "count");
+    *n = rc == SC_OK ? sqlite3_column_int64(st, 0) : 0;
+    done(st);
+    return rc;
+}
+
+#define LOCKED(s, expr)                                                            \
+    do {                                                                           \
+        pthread_mutex_lock(&(s)->mu);                                              \
+        int rc_ = (expr);                                                          \
+        pthread_mutex_unlock(&(s)->mu);                                            \
+        return rc_;                                                                \
+    } while (0)
+
+/* ---- blobs ---- */
+
+int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err)
+{
+    LOCKED(s, exists(s, Q_BLOB_EXISTS, sha, yes, err));
+}
+
+int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err)
+{
+    LOCKED(s, names_query(s, Q_BLOB_LIST, NULL, out, err));
+}
+
+static int blob_totals(struct store *s, int64_t *count_out, int64_t *bytes, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_BLOB_TOTALS, err);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    int rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "blob totals");
+    *count_out = rc ? 0 : sqlite3_column_int64(st, 0);
+    *bytes = rc ? 0 : sqlite3_column_int64(st, 1);
+    done(st);
+    return rc;
+}
+
+int store_blob_totals(struct store *s, int64_t *n, int64_t *bytes, struct sc_error *err)
+{
+    LOCKED(s, blob_totals(s, n, bytes, err));
+}
+
+/* ---- jobs ---- */
+
+static void read_job(sqlite3_stmt *st, struct api_job *j)
+{
+    col_copy(st, 0, j->id, sizeof j->id);
+    j->description = col_dup(st, 1);
+    j->created_ns = sqlite3_column_int64(st, 2);
+    j->updated_ns = sqlite3_column_int64(st, 3);
+    j->n_traces = sqlite3_column_int64(st, 4);
+    j->trace_bytes = sqlite3_column_int64(st, 5);
+    j->n_models = sqlite3_column_int64(st, 6);
+}
+
+static int job_put(struct store *s, const char *id, const char *desc, int *created,
+                   struct sc_error *err)
+{
+    int rc, yes = 0;
+    sqlite3_stmt *st;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK) {
+        if (!(st = prep(s, Q_JOB_UPSERT, err)))
+            rc = err ? err->code : SC_EIO;
+        else {
+            bind_text(st, 1, id);
+            bind_text(st, 2, desc);
+            sqlite3_bind_int64(st, 3, store_now_ns());
+            rc = run(s, st, err, "put job");
+        }
+    }
+    *created = !yes;
+    return end(s, rc, err);
+}
+
+int store_job_put(struct store *s, const char *id, const char *description, int *created,
+                  struct sc_error *err)
+{
+    LOCKED(s, job_put(s, id, description, created, err));
+}
+
+static int job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_JOB_GET, err);
+    int r, rc;
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, id);
+    r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        read_job(st, out);
+        rc = SC_OK;
+    } else {
+        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no job '%s'", id)
+                              : db_fail(s, err, "get job");
+    }
+    done(st);
+    return rc;
+}
+
+int store_job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
+{
+    LOCKED(s, job_get(s, id, out, err));
+}
+
+static int job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_JOB_LIST, err);
+    struct api_job *v = NULL;
+    size_t cap = 0, k = 0;
+    int r = SQLITE_DONE, rc = SC_OK;
+    *out = NULL;
+    *n = 0;
+    if (!st)
+        return err ? err->code : SC_EIO;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            break;
+        }
+        read_job(st, &v[k++]);
+    }
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, "list jobs");
+    done(st);
+    if (rc) {
+        api_jobs_free(v, k);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
+}
+
+int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
+{
+    LOCKED(s, job_list(s, out, n, err));
+}
+
+static int job_delete(struct store *s, const char *id, struct store_names *models,
+                      struct store_names *freed, struct sc_error *err)
+{
+    int rc, yes = 0;
+    sqlite3_stmt *st;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && !yes)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no job '%s'", id);
+    if (rc == SC_OK)
+        rc = names_query(s, Q_JOB_MODELS, id, models, err);
+    if (rc == SC_OK) {
+        if (!(st = prep(s, Q_JOB_DELETE, err)))
+            rc = err ? err->code : SC_EIO;
+        else {
+            bind_text(st, 1, id);
+            rc = run(s, st, err, "delete job");
+        }
+    }
+    if (rc == SC_OK)
+        rc = gc_blobs(s, freed, err);
+    return end(s, rc, err);
+}
+
+int store_job_delete(struct store *s, const char *id, struct store_names *models,
+                     struct store_names *freed, struct sc_error *err)
+{
+    LOCKED(s, job_delete(s, id, models, freed, err));
+}
+
+/* ---- traces ---- */
+
+static void read_trace(sqlite3_stmt *st, struct api_trace *t)
+{
+    t->rank = sqlite3_column_int64(st, 0);
+    col_copy(st, 1, t->sha256, sizeof t->sha256);
+    t->bytes = sqlite3_column_int64(st, 2);
+    t->events = sqlite3_column_int64(st, 3);
+    t->steps = sqlite3_column_int64(st, 4);
+    t->uploaded_ns = sqlite3_column_int64(st, 5);
+}
+
+static int trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
+                     struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_TRACE_GET, err);
+    int r, rc;
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, job);
+    sqlite3_bind_int64(st, 2, rank);
+    r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        read_trace(st, out);
+        rc = SC_OK;
+    } else {
+        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "job '%s' has no trace for rank %lld",
+                                             job, (long long)rank)
+                              : db_fail(s, err, "get trace");
+    }
+    done(st);
+    return rc;
+}
+
+int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
+                    struct sc_error *err)
+{
+    LOCKED(s, trace_get(s, job, rank, out, err));
+}
+
+/* Rows of (rank, sha256, bytes[, events, steps, uploaded_ns]) into an array. */
+static int trace_rows(struct store *s, enum stmt q, const char *key, int full,
+                      struct api_trace **out, size_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, q, err);
+    struct api_trace *v = NULL;
+    size_t cap = 0, k = 0;
+    int r = SQLITE_DONE, rc = SC_OK;
+    *out = NULL;
+    *n = 0;
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, key);
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            break;
+        }
+        memset(&v[k], 0, sizeof v[k]);
+        if (full) {
+            read_trace(st, &v[k]);
+        } else {
+            v[k].rank = sqlite3_column_int64(st, 0);
+            col_copy(st, 1, v[k].sha256, sizeof v[k].sha256);
+            v[k].bytes = sqlite3_column_int64(st, 2);
+        }
+        k++;
+    }
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, "list traces");
+    done(st);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
+}
+
+int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
+                     struct sc_error *err)
+{
+    LOCKED(s, trace_rows(s, Q_TRACE_LIST, job, 1, out, n, err));
+}
+
+static int trace_put(struct store *s, const char *job, const struct api_trace *t,
+                     struct store_names *freed, struct sc_error *err)
+{
+    int64_t now = store_now_ns();
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if (!(st = prep(s, Q_JOB_TOUCH, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, job);
+    sqlite3_bind_int64(st, 2, now);
+    if ((rc = run(s, st, err, "touch job")))
+        return end(s, rc, err);
+    if (!(st = prep(s, Q_BLOB_INSERT, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, t->sha256);
+    sqlite3_bind_int64(st, 2, t->bytes);
+    sqlite3_bind_int64(st, 3, now);
+    if ((rc = run(s, st, err, "insert blob")))
+        return end(s, rc, err);
+    if (!(st = prep(s, Q_TRACE_UPSERT, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, job);
+    sqlite3_bind_int64(st, 2, t->rank);
+    bind_text(st, 3, t->sha256);
+    sqlite3_bind_int64(st, 4, t->bytes);
+    sqlite3_bind_int64(st, 5, t->events);
+    sqlite3_bind_int64(st, 6, t->steps);
+    sqlite3_bind_int64(st, 7, now);
+    if ((rc = run(s, st, err, "put trace")))
+        return end(s, rc, err);
+    return end(s, gc_blobs(s, freed, err), err);
+}
+
+int store_trace_put(struct store *s, const char *job, const struct api_trace *t,
+                    struct store_names *freed, struct sc_error *err)
+{
+    LOCKED(s, trace_put(s, job, t, freed, err));
+}
+
+/* ---- models ---- */
+
+static void read_model(sqlite3_stmt *st, struct api_model *m)
+{
+    char status[16];
+    memset(m, 0, sizeof *m);
+    col_copy(st, 0, m->id, sizeof m->id);
+    col_copy(st, 1, m->job, sizeof m->job);
+    col_copy(st, 2, status, sizeof status);
+    m->status = !strcmp(status, "ready") ? API_MODEL_READY
+                : !strcmp(status, "failed") ? API_MODEL_FAILED : API_MODEL_BUILDING;
+    m->error = col_dup(st, 3);
+    m->step_marker = col_dup(st, 4);
+    m->steps = col_dup(st, 5);
+    col_copy(st, 6, m->version, sizeof m->version);
+    m->summary = col_dup(st, 7);
+    m->created_ns = sqlite3_column_int64(st, 8);
+    m->finished_ns = sqlite3_column_int64(st, 9);
+    m->n_ranks = sqlite3_column_int64(st, 10);
+}
+
+static int model_create(struct store *s, const struct api_model *m, struct sc_error *err)
+{
+    int rc, yes = 0;
+    int64_t n = 0;
+    sqlite3_stmt *st;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = exists(s, Q_JOB_EXISTS, m->job, &yes, err)) == SC_OK && !yes)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no job '%s'", m->job);
+    if (rc == SC_OK && (rc = count(s, Q_TRACE_COUNT, m->job, &n, err)) == SC_OK && n == 0)
+        rc = sc_error_set(err, SC_EINVAL, "job '%s' has no trace to build a model from", m->job);
+    if (rc == SC_OK) {
+        if (!(st = prep(s, Q_MODEL_INSERT, err)))
+            return end(s, err ? err->code : SC_EIO, err);
+        bind_text(st, 1, m->id);
+        bind_text(st, 2, m->job);
+        bind_text(st, 3, m->step_marker);
+        bind_text(st, 4, m->steps);
+        bind_text(st, 5, m->version);
+        sqlite3_bind_int64(st, 6, store_now_ns());
+        rc = run(s, st, err, "insert model");
+    }
+    if (rc == SC_OK) {
+        if (!(st = prep(s, Q_MODEL_PIN, err)))
+            return end(s, err ? err->code : SC_EIO, err);
+        bind_text(st, 1, m->id);
+        bind_text(st, 2, m->job);
+        rc = run(s, st, err, "pin traces");
+    }
+    return end(s, rc, err);
+}
+
+int store_model_create(struct store *s, const struct api_model *m, struct sc_error *err)
+{
+    LOCKED(s, model_create(s, m, err));
+}
+
+static int model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_MODEL_GET, err);
+    int r, rc;
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, id);
+    r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        read_model(st, out);
+        rc = SC_OK;
+    } else {
+        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id)
+                              : db_fail(s, err, "get model");
+    }
+    done(st);
+    return rc;
+}
+
+int store_model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
+{
+    LOCKED(s, model_get(s, id, out, err));
+}
+
+static int model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
+                      struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, err);
+    struct api_model *v = NULL;
+    size_t cap = 0, k = 0;
+    int r = SQLITE_DONE, rc = SC_OK;
+    *out = NULL;
+    *n = 0;
+    if (!st)
+        return err ? err->code : SC_EIO;
+    if (job)
+        bind_text(st, 1, job);
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            break;
+        }
+        read_model(st, &v[k++]);
+    }
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, "list models");
+    done(st);
+    if (rc) {
+        api_models_free(v, k);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
+}
+
+int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
+                     struct sc_error *err)
+{
+    LOCKED(s, model_list(s, job, out, n, err));
+}
+
+int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
+                       struct sc_error *err)
+{
+    LOCKED(s, trace_rows(s, Q_MODEL_TRACES, id, 0, out, n, err));
+}
+
+static int model_finish(struct store *s, const char *id, enum api_model_status status,
+                        const char *error, const char *summary, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if (!(st = prep(s, Q_MODEL_FINISH, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, id);
+    bind_text(st, 2, api_model_status_name(status));
+    bind_text(st, 3, error);
+    bind_text(st, 4, summary);
+    sqlite3_bind_int64(st, 5, store_now_ns());
+    rc = run(s, st, err, "finish model");
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id);
+    return end(s, rc, err);
+}
+
+int store_model_finish(struct store *s, const char *id, enum api_model_status st,
+                       const char *error, const char *summary, struct sc_error *err)
+{
+    LOCKED(s, model_finish(s, id, st, error, summary, err));
+}
+
+static int model_delete(struct store *s, const char *id, struct store_names *freed,
+                        struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if (!(st = prep(s, Q_MODEL_DELETE, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, id);
+    rc = run(s, st, err, "delete model");
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id);
+    if (rc == SC_OK)
+        rc = gc_blobs(s, freed, err);
+    return end(s, rc, err);
+}
+
+int store_model_delete(struct store *s, const char *id, struct store_names *freed,
+                       struct sc_error *err)
+{
+    LOCKED(s, model_delete(s, id, freed, err));
+}
+
+int store_model_building(struct store *s, struct store_names *out, struct sc_error *err)
+{
+    LOCKED(s, names_query(s, Q_MODEL_BUILDING, NULL, out, err));
+}
+
+/* ---- tokens ---- */
+
+static void read_token(sqlite3_stmt *st, struct api_token *t)
+{
+    char scope[16];
+    memset(t, 0, sizeof *t);
+    col_copy(st, 0, t->id, sizeof t->id);
+    col_copy(st, 1, t->name, sizeof t->name);
+    col_copy(st, 2, scope, sizeof scope);
+    if (api_scope_parse(scope, &t->scope))
+        t->scope = API_SCOPE_READ;
+    t->created_ns = sqlite3_column_int64(st, 3);
+    t->revoked_ns = sqlite3_column_int64(st, 4);
+}
+
+static int token_create(struct store *s, const struct api_token *t, const char *hash,
+                        struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if (!(st = prep(s, Q_TOKEN_INSERT, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    bind_text(st, 1, t->id);
+    bind_text(st, 2, t->name);
+    bind_text(st, 3, api_scope_name(t->scope));
+    bind_text(st, 4, hash);
+    sqlite3_bind_int64(st, 5, t->created_ns ? t->created_ns : store_now_ns());
+    rc = run(s, st, err, "create token");
+    return end(s, rc, err);
+}
+
+int store_token_create(struct store *s, const struct api_token *t, const char *hash,
+                       struct sc_error *err)
+{
+    LOCKED(s, token_create(s, t, hash, err));
+}
+
+static int token_one(struct store *s, enum stmt q, const char *key, struct api_token *out,
+                     struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, q, err);
+    int r, rc;
+    memset(out, 0, sizeof *out);
+    if (!st)
+        return err ? err->code : SC_EIO;
+    bind_text(st, 1, key);
+    r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        read_token(st, out);
+        rc = SC_OK;
+    } else {
+        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no such token")
+                              : db_fail(s, err, "get token");
+    }
+    done(st);
+    return rc;
+}
+
+int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
+                       struct sc_error *err)
+{
+    LOCKED(s, token_one(s, Q_TOKEN_LOOKUP, hash, out, err));
+}
+
+static int token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st = prep(s, Q_TOKEN_LIST, err);
+    struct api_token *v = NULL;
+    size_t cap = 0, k = 0;
+    int r = SQLITE_DONE, rc = SC_OK;
+    *out = NULL;
+    *n = 0;
+    if (!st)
+        return err ? err->code : SC_EIO;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            break;
+        }
+        read_token(st, &v[k++]);
+    }
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, "list tokens");
+    done(st);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
+}
+
+int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
+{
+    LOCKED(s, token_list(s, out, n, err));
+}
+
+static int token_revoke(struct store *s, const char *id, struct api_token *out,
+                        struct sc_error *err)
+{
+    int64_t admins = 0;
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = token_one(s, Q_TOKEN_GET, id, out, err)))
+        return end(s, rc, err);
+    if (out->revoked_ns)
+        return end(s, SC_OK, err); /* already revoked: nothing to do */
+    if ((rc = count(s, Q_TOKEN_ADMINS, NULL, &admins, err)))
+        return end(s, rc, err);
+    if (out->scope == API_SCOPE_ADMIN && admins <= 1)
+        return end(s, sc_error_set(err, SC_EEXIST, "token '%s' is the last active admin token", id),
+                   err);
+    if (!(st = prep(s, Q_TOKEN_REVOKE, err)))
+        return end(s, err ? err->code : SC_EIO, err);
+    out->revoked_ns = store_now_ns();
+    bind_text(st, 1, id);
+    sqlite3_bind_int64(st, 2, out->revoked_ns);
+    rc = run(s, st, err, "revoke token");
+    return end(s, rc, err);
+}
+
+int store_token_revoke(struct store *s, const char *id, struct api_token *out,
+                       struct sc_error *err)
+{
+    LOCKED(s, token_revoke(s, id, out, err));
+}
+
+int store_token_active_admins(struct store *s, int64_t *n, struct sc_error *err)
+{
+    LOCKED(s, count(s, Q_TOKEN_ADMINS, NULL, n, err));
+}

@@ -1,0 +1,115 @@
+/* daemon/store.h: the catalog: jobs, traces, models, validations, tokens.
+ *
+ * One SQLite database (<data>/catalog.db) in WAL mode with foreign keys on
+ * and synchronous=FULL, so a commit that returned is on disk. The schema is
+ * versioned (PRAGMA user_version) and migrated forward on open; a newer
+ * schema than this build knows is refused.
+ *
+ * Trace bytes are not here: a `blobs` row names a file of the blob store
+ * (blobs.h) by its SHA-256, and traces (the current trace of each rank of a
+ * job) and model_traces (the traces a model was built from) point at blob
+ * rows. A blob row exists only while something points at it: every function
+ * that drops references deletes the blob rows left unreferenced in the same
+ * transaction and hands their names back (`freed`) for the caller to unlink
+ * after the commit.
+ *
+ * Every function is one transaction, serialised by a mutex: any thread may
+ * call any function. Strings handed back are owned by the caller (release
+ * them with the matching *_release / *_free). */
+#ifndef DAEMON_STORE_H
+#define DAEMON_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/resources.h"
+#include "common/error.h"
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_NAME_MAX API_ID_MAX
+
+struct store;
+
+/* A growing list of names (ids or hashes). */
+struct store_names {
+    char (*v)[STORE_NAME_MAX];
+    size_t n, cap;
+};
+void store_names_release(struct store_names *l);
+
+/* Open or create the catalog and migrate it. */
+int store_open(const char *path, struct store **out, struct sc_error *err);
+void store_close(struct store *s); /* NULL-safe */
+
+/* PRAGMA integrity_check and foreign_key_check: SC_OK, or SC_EINTERNAL
+ * with what SQLite reported. */
+int store_check(struct store *s, struct sc_error *err);
+
+/* ---- blobs ---- */
+int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err);
+/* Every blob row, for sweeps and checks. */
+int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err);
+int store_blob_totals(struct store *s, int64_t *count, int64_t *bytes, struct sc_error *err);
+
+/* ---- jobs ---- */
+
+/* Create or replace a job's description (NULL: none). *created says which. */
+int store_job_put(struct store *s, const char *id, const char *description, int *created,
+                  struct sc_error *err);
+int store_job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err);
+int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err);
+/* Delete a job with its traces and models; `models` gets the ids of the
+ * models removed, `freed` the blobs left unreferenced. */
+int store_job_delete(struct store *s, const char *id, struct store_names *models,
+                     struct store_names *freed, struct sc_error *err);
+
+/* ---- traces ---- */
+
+int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
+                    struct sc_error *err);
+int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
+                     struct sc_error *err);
+/* Set the trace of (job, rank) to t (whose blob file is in place): creates
+ * the job if needed and the blob row if new. The blob the rank held before,
+ * if now unreferenced, goes to `freed`. */
+int store_trace_put(struct store *s, const char *job, const struct api_trace *t,
+                    struct store_names *freed, struct sc_error *err);
+
+/* ---- models ---- */
+
+/* Record a new model (status building, m->id, m->job, options, version) and
+ * pin the job's current traces to it. SC_ENOTFOUND: no such job;
+ * SC_EINVAL: the job has no trace. */
+int store_model_create(struct store *s, const struct api_model *m, struct sc_error *err);
+int store_model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err);
+/* All models, or a job's (job non-NULL); summaries are not loaded. */
+int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
+                     struct sc_error *err);
+/* The traces a model was built from, by rank (events/steps are 0). */
+int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
+                       struct sc_error *err);
+/* The end of a build: ready with a summary, or failed with an error.
+ * SC_ENOTFOUND when the model was deleted meanwhile. */
+int store_model_finish(struct store *s, const char *id, enum api_model_status st,
+                       const char *error, const char *summary, struct sc_error *err);
+int store_model_delete(struct store *s, const char *id, struct store_names *freed,
+                       struct sc_error *err);
+/* Ids of models still building (to requeue after a restart). */
+int store_model_building(struct store *s, struct store_names *out, struct sc_error *err);
+
+/* ---- tokens (the secret is never stored, only its hash) ---- */
+int store_token_create(struct store *s, const struct api_token *t, const char *hash,
+                       struct sc_error *err);
+/* The token whose hash this is (revoked ones too). SC_ENOTFOUND if none. */
+int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
+                       struct sc_error *err);
+int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err);
+/* Revoke; SC_EEXIST when it is the last active admin token. */
+int store_token_revoke(struct store *s, const char *id, struct api_token *out,
+                       struct sc_error *err);
+int store_token_active_admins(struct store *s, int64_t *n, struct sc_error *err);
+
+/* Wall-clock nanoseconds, as stored. */
+int64_t store_now_ns(void);
+
+#endif
