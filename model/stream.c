@@ -47,11 +47,22 @@ static void file_close(struct model_stream *s)
 
 int model_stream_open_file(const char *path, struct model_stream **out, struct sc_error *err)
 {
+    return model_stream_open_file_at(path, 0, out, err);
+}
+
+int model_stream_open_file_at(const char *path, int64_t offset, struct model_stream **out,
+                              struct sc_error *err)
+{
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
                             path, strerror(errno));
+    if (offset && lseek(fd, (off_t)offset, SEEK_SET) != (off_t)offset) {
+        int e = errno;
+        close(fd);
+        return sc_error_set(err, SC_EIO, "cannot seek in '%s': %s", path, strerror(e));
+    }
     struct file_stream *f = malloc(sizeof *f);
     if (!f) {
         close(fd);

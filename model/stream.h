@@ -32,6 +32,9 @@ void model_stream_close(struct model_stream *s);
 
 /* A file opened for reading. SC_ENOTFOUND when it does not exist. */
 int model_stream_open_file(const char *path, struct model_stream **out, struct sc_error *err);
+/* The same, reading from byte `offset` on. */
+int model_stream_open_file_at(const char *path, int64_t offset, struct model_stream **out,
+                              struct sc_error *err);
 
 /* The bytes buf[0..n), borrowed: buf must outlive the stream. */
 int model_stream_open_mem(const void *buf, size_t n, struct model_stream **out,

@@ -289,6 +289,135 @@ int model_trace_add_flow(struct model_trace *t, const struct model_flow *f)
     return 0;
 }
 
+int model_trace_append(struct model_trace *dst, const struct model_trace *src)
+{
+    uint32_t *str = malloc((src->strings.n ? src->strings.n : 1) * sizeof *str);
+    uint16_t *cat = malloc((src->n_cats ? src->n_cats : 1) * sizeof *cat);
+    uint32_t *trk = malloc((src->n_tracks ? src->n_tracks : 1) * sizeof *trk);
+    size_t info0 = dst->n_infos, coll0 = dst->n_colls, sync0 = dst->n_syncs;
+    int rc = -1;
+
+#define S(id) ((id) == MODEL_NONE ? MODEL_NONE : str[id])
+    if (!str || !cat || !trk)
+        goto out;
+    for (size_t i = 0; i < src->strings.n; i++)
+        if (sc_strtab_intern(&dst->strings, src->strings.strs[i].s, src->strings.strs[i].len, &str[i]))
+            goto out;
+    for (size_t i = 0; i < src->n_cats; i++) {
+        const struct model_cat *c = &src->cats[i];
+        if (model_trace_cat(dst, sc_strtab_str(&src->strings, c->name), sc_strtab_len(&src->strings, c->name),
+                            &cat[i]))
+            goto out;
+        dst->cats[cat[i]].count += c->count;
+    }
+    for (size_t i = 0; i < src->n_tracks; i++) {
+        const struct model_track *k = &src->tracks[i];
+        if (model_trace_track(dst, k->pid, S(k->pid_str), k->tid, S(k->tid_str), &trk[i]))
+            goto out;
+        if (k->label != MODEL_NONE)
+            dst->tracks[trk[i]].label = str[k->label];
+    }
+    for (size_t i = 0; i < src->n_colls; i++) {
+        struct model_collective c = src->colls[i];
+        uint32_t id;
+        c.name = S(c.name);
+        c.dtype = S(c.dtype);
+        c.pg_name = S(c.pg_name);
+        c.pg_desc = S(c.pg_desc);
+        c.pg_ranks = S(c.pg_ranks);
+        c.in_split = S(c.in_split);
+        c.out_split = S(c.out_split);
+        if (model_trace_add_coll(dst, &c, &id))
+            goto out;
+    }
+    for (size_t i = 0; i < src->n_syncs; i++) {
+        struct model_sync y = src->syncs[i];
+        uint32_t id;
+        y.sync_kind = S(y.sync_kind);
+        if (model_trace_add_sync(dst, &y, &id))
+            goto out;
+    }
+    for (size_t i = 0; i < src->n_infos; i++) {
+        struct model_info f = src->infos[i];
+        uint32_t id;
+        f.input_dims = S(f.input_dims);
+        f.input_types = S(f.input_types);
+        if (f.coll != MODEL_NONE)
+            f.coll += (uint32_t)coll0;
+        if (f.sync != MODEL_NONE)
+            f.sync += (uint32_t)sync0;
+        if (model_trace_add_info(dst, &f, &id))
+            goto out;
+    }
+    if (sc_vec_reserve((void **)&dst->events, &dst->cap_events, dst->n_events + src->n_events,
+                       sizeof *dst->events))
+        goto out;
+    for (size_t i = 0; i < src->n_events; i++) {
+        struct model_event e = src->events[i];
+        e.name = str[e.name];
+        e.track = trk[e.track];
+        e.cat = cat[e.cat];
+        if (e.info != MODEL_NONE)
+            e.info += (uint32_t)info0;
+        dst->events[dst->n_events++] = e;
+    }
+    for (size_t i = 0; i < src->n_flows; i++) {
+        struct model_flow f = src->flows[i];
+        f.track = trk[f.track];
+        f.cat = cat[f.cat];
+        if (model_trace_add_flow(dst, &f))
+            goto out;
+    }
+    for (size_t i = 0; i < src->n_devices; i++) {
+        struct model_device d = src->devices[i];
+        d.name = S(d.name);
+        if (sc_vec_reserve((void **)&dst->devices, &dst->cap_devices, dst->n_devices + 1,
+                           sizeof *dst->devices))
+            goto out;
+        dst->devices[dst->n_devices++] = d;
+    }
+    for (size_t i = 0; i < src->n_pgs; i++) {
+        struct model_pg g = src->pgs[i];
+        g.name = S(g.name);
+        g.desc = S(g.desc);
+        g.ranks = S(g.ranks);
+        if (sc_vec_reserve((void **)&dst->pgs, &dst->cap_pgs, dst->n_pgs + 1, sizeof *dst->pgs))
+            goto out;
+        dst->pgs[dst->n_pgs++] = g;
+    }
+    if (src->schema_version >= 0)
+        dst->schema_version = src->schema_version;
+    if (src->has_distributed_info) {
+        dst->has_distributed_info = 1;
+        dst->rank = src->rank;
+        dst->world_size = src->world_size;
+        dst->backend = S(src->backend);
+        dst->nccl_version = S(src->nccl_version);
+    }
+    if (src->has_base_time) {
+        dst->has_base_time = 1;
+        dst->base_time_ns = src->base_time_ns;
+    }
+    dst->has_device_properties |= src->has_device_properties;
+    dst->n_entries += src->n_entries;
+    dst->n_metadata += src->n_metadata;
+    dst->n_counters += src->n_counters;
+    dst->n_instants += src->n_instants;
+    dst->n_other_phase += src->n_other_phase;
+    dst->n_unknown += src->n_unknown;
+    if (src->first_ts < dst->first_ts)
+        dst->first_ts = src->first_ts;
+    if (src->last_end > dst->last_end)
+        dst->last_end = src->last_end;
+    rc = 0;
+#undef S
+out:
+    free(str);
+    free(cat);
+    free(trk);
+    return rc;
+}
+
 static int is_gpu_side(unsigned kind)
 {
     return model_kind_is_gpu(kind) || kind == MODEL_EV_CUDA_SYNC || kind == MODEL_EV_CUDA_EVENT;

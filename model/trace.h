@@ -278,6 +278,13 @@ int model_trace_add_coll(struct model_trace *t, const struct model_collective *c
 int model_trace_add_sync(struct model_trace *t, const struct model_sync *s, uint32_t *out);
 int model_trace_add_flow(struct model_trace *t, const struct model_flow *f);
 
+/* Append src's tables to dst (both unfinished), renumbering src's strings,
+ * categories, tracks and side records into dst's. src is left as it was.
+ * Top-level values src holds (distributedInfo, baseTimeNanoseconds, ...)
+ * replace dst's, as a later member of one document would. 0, or -1 when out
+ * of memory. */
+int model_trace_append(struct model_trace *dst, const struct model_trace *src);
+
 /* After the last event: apply baseTimeNanoseconds, classify tracks, find the
  * steps. Called by the reader; call it once after building by hand. */
 int model_trace_finish(struct model_trace *t, const struct model_load_opts *opts,

@@ -23,10 +23,15 @@
 #include "model/trace.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -35,7 +40,7 @@
 #include "model/stream.h"
 #include "common/banned.h"
 
-enum { R_OK = 0, R_MORE = 1, R_ERR = -1 };
+enum { RD_OK = 0, RD_MORE = 1, RD_STOP = 2, RD_ERR = -1 };
 enum { READ_CHUNK = 1 << 20, BUF_PAD = 64 };
 
 struct slice {
@@ -50,21 +55,48 @@ struct idval {
 };
 
 /* What one event's args hold that the tables keep. */
+struct raw_coll {
+    struct slice name, dtype, pg_name, pg_desc, pg_ranks, in_split, out_split;
+    int64_t in_nelems, out_nelems, group_size, seq, nccl_seq, peer;
+};
+
+struct raw_sync {
+    struct slice kind;
+    int64_t wait_on_stream, wait_corr, event_id;
+};
+
+/* Collective and sync fields are rare: they are set up only when an event
+ * has one (coll_of, sync_of), so most events initialise a small struct. */
 struct raw_args {
     int64_t correlation, external_id, stream, device, bytes;
     int32_t grid[3], block[3];
     struct slice input_dims, input_types;
-    /* collective */
-    struct slice coll_name, dtype, pg_name, pg_desc, pg_ranks, in_split, out_split;
-    int64_t in_nelems, out_nelems, group_size, seq, nccl_seq, peer;
-    int has_coll;
-    /* cuda_sync / cuda_event */
-    struct slice sync_kind;
-    int64_t wait_on_stream, wait_corr, event_id;
-    int has_sync;
-    /* metadata ("M") */
-    struct slice meta_name;
+    struct slice meta_name; /* args.name of metadata ("M") events */
+    int has_coll, has_sync;
+    struct raw_coll c;
+    struct raw_sync s;
 };
+
+static struct raw_coll *coll_of(struct raw_args *a)
+{
+    if (!a->has_coll) {
+        struct raw_coll *c = &a->c;
+        memset(c, 0, sizeof *c);
+        c->in_nelems = c->out_nelems = c->group_size = c->seq = c->nccl_seq = c->peer = -1;
+        a->has_coll = 1;
+    }
+    return &a->c;
+}
+
+static struct raw_sync *sync_of(struct raw_args *a)
+{
+    if (!a->has_sync) {
+        memset(&a->s, 0, sizeof a->s);
+        a->s.wait_on_stream = a->s.wait_corr = a->s.event_id = -1;
+        a->has_sync = 1;
+    }
+    return &a->s;
+}
 
 struct raw_event {
     struct slice ph, cat, name;
@@ -106,6 +138,18 @@ struct reader {
     uint32_t last_track;
     int64_t last_pid, last_tid;
     int have_last_track;
+
+    /* a part of a split parse (read_split): the guessed starts of later
+     * parts; reaching one at an event boundary ends this part there */
+    const int64_t *stops;
+    size_t n_stops, stop_idx;
+    int stop_hit; /* index into stops of the start reached, or -1 */
+
+    /* the last error, unformatted, so a part can renumber its event */
+    enum sc_status err_code;
+    int64_t err_off;
+    int err_in_events;
+    char err_text[320];
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -126,6 +170,10 @@ static int fail_at(struct reader *r, const char *at, const char *fmt, ...)
     else if (strncmp(msg, "range:", 6) == 0)
         code = SC_ENUMERIC;
     const char *text = code == SC_EPARSE ? msg : msg + 7;
+    r->err_code = code;
+    r->err_off = off;
+    r->err_in_events = r->in_events;
+    snprintf(r->err_text, sizeof r->err_text, "%s", text);
     if (r->in_events)
         sc_error_set(r->err, code, "'%s': byte %lld (traceEvents[%llu]): %s", r->source,
                      (long long)off, (unsigned long long)r->event_index, text);
@@ -135,11 +183,11 @@ static int fail_at(struct reader *r, const char *at, const char *fmt, ...)
         r->err->offset = off;
         r->err->event = r->in_events ? (int64_t)r->event_index : -1;
     }
-    return R_ERR;
+    return RD_ERR;
 }
 
 #define FAIL(r, ...) fail_at((r), NULL, __VA_ARGS__)
-#define OOM(r) (sc_error_set((r)->err, SC_ENOMEM, "'%s': out of memory", (r)->source), R_ERR)
+#define OOM(r) (sc_error_set((r)->err, SC_ENOMEM, "'%s': out of memory", (r)->source), RD_ERR)
 
 /* The parser met the sentinel at p: more input, or a NUL byte in the data. */
 static int at_sentinel(struct reader *r, const char *p)
@@ -147,7 +195,7 @@ static int at_sentinel(struct reader *r, const char *p)
     if (p < r->end)
         return fail_at(r, p, "NUL byte in the input");
     if (!r->eof)
-        return R_MORE;
+        return RD_MORE;
     if (r->in_events)
         return fail_at(r, p, "truncated JSON: the input ends inside this event");
     return fail_at(r, p, "truncated JSON: unexpected end of input");
@@ -160,12 +208,16 @@ static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1
 static inline int skip_ws(struct reader *r)
 {
     const char *p = r->p;
-    while (is_ws[(unsigned char)*p])
+    /* usually none or one (", "): decide those without a loop */
+    if (is_ws[(unsigned char)p[0]]) {
         p++;
+        while (is_ws[(unsigned char)*p])
+            p++;
+    }
     r->p = p;
     if (*p == '\0')
         return at_sentinel(r, p);
-    return R_OK;
+    return RD_OK;
 }
 
 /* Skip whitespace, then require the byte c. */
@@ -177,7 +229,7 @@ static inline int expect(struct reader *r, char c, const char *what)
     if (*r->p != c)
         return FAIL(r, "expected %s", what);
     r->p++;
-    return R_OK;
+    return RD_OK;
 }
 
 /* ---- strings --------------------------------------------------------------- */
@@ -288,7 +340,7 @@ static int lex_string_slow(struct reader *r, const char *body, const char *p, st
             if (out->n > r->lim->max_string)
                 return fail_at(r, body, "limit: string of %zu bytes is over the limit of %llu",
                                out->n, (unsigned long long)r->lim->max_string);
-            return R_OK;
+            return RD_OK;
         }
         if ((size_t)(p - body) > r->lim->max_string)
             return fail_at(r, body, "limit: string longer than the limit of %llu bytes",
@@ -316,7 +368,7 @@ static int lex_string_slow(struct reader *r, const char *body, const char *p, st
                 p += 4;
                 if (cp >= 0xd800 && cp <= 0xdbff) {
                     if (p + 6 > r->end && !r->eof)
-                        return R_MORE;
+                        return RD_MORE;
                     if (p + 6 <= r->end && p[0] == '\\' && p[1] == 'u' && hex4(p + 2, &lo) == 0 &&
                         lo >= 0xdc00 && lo <= 0xdfff) {
                         cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -358,9 +410,8 @@ static int lex_string_slow(struct reader *r, const char *body, const char *p, st
     }
 }
 
-/* A string at r->p (which must be '"'). *out borrows the buffer or scratch
- * until the end of the current item. */
-static int lex_string(struct reader *r, struct slice *out)
+/* A string at r->p that is not short, plain ASCII (see lex_string). */
+__attribute__((noinline)) static int lex_string_long(struct reader *r, struct slice *out)
 {
     const char *body = r->p + 1, *p = body;
     for (;;) {
@@ -376,7 +427,7 @@ static int lex_string(struct reader *r, struct slice *out)
             if (out->n > r->lim->max_string)
                 return fail_at(r, body, "limit: string of %zu bytes is over the limit of %llu",
                                out->n, (unsigned long long)r->lim->max_string);
-            return R_OK;
+            return RD_OK;
         }
         if (c == '\\')
             return lex_string_slow(r, body, p, out);
@@ -397,6 +448,30 @@ static int lex_string(struct reader *r, struct slice *out)
             return fail_at(r, body, "limit: string longer than the limit of %llu bytes",
                            (unsigned long long)r->lim->max_string);
     }
+}
+
+/* A string at r->p (which must be '"'). *out borrows the buffer or scratch
+ * until the end of the current item. Keys and most values are short plain
+ * ASCII: one 16-byte compare finds their closing quote inline. */
+static inline int lex_string(struct reader *r, struct slice *out)
+{
+#if defined(__SSE2__)
+    const char *body = r->p + 1;
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)body);
+    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    unsigned sp = (unsigned)_mm_movemask_epi8(
+                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                   _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
+                  (unsigned)_mm_movemask_epi8(v);
+    if (q && !(sp & ((q & (0u - q)) - 1))) {
+        unsigned n = (unsigned)__builtin_ctz(q);
+        out->p = body;
+        out->n = n;
+        r->p = body + n + 1;
+        return RD_OK;
+    }
+#endif
+    return lex_string_long(r, out);
 }
 
 /* ---- numbers --------------------------------------------------------------- */
@@ -496,12 +571,12 @@ static int lex_number(struct reader *r, int scale, int64_t *out, int *is_int)
         dexp += eneg ? -e : e;
     }
     if (*p == '\0' && p >= r->end && !r->eof)
-        return R_MORE; /* the number may go on in the next chunk */
+        return RD_MORE; /* the number may go on in the next chunk */
     r->p = p;
     if (is_int)
         *is_int = integral;
     if (!out)
-        return R_OK;
+        return RD_OK;
 
     int64_t e = dexp + scale;
     uint64_t v;
@@ -520,7 +595,7 @@ static int lex_number(struct reader *r, int scale, int64_t *out, int *is_int)
     if (v > (uint64_t)INT64_MAX + (uint64_t)neg)
         return fail_at(r, start, "range: number %.*s is out of range", (int)(p - start), start);
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return R_OK;
+    return RD_OK;
 }
 
 /* ---- generic values ---------------------------------------------------------- */
@@ -531,7 +606,7 @@ static int enter(struct reader *r)
 {
     if (++r->depth > r->lim->max_depth)
         return FAIL(r, "limit: nesting deeper than the limit of %u", r->lim->max_depth);
-    return R_OK;
+    return RD_OK;
 }
 
 static int skip_container(struct reader *r, char close)
@@ -545,7 +620,7 @@ static int skip_container(struct reader *r, char close)
     if (*r->p == close) {
         r->p++;
         r->depth--;
-        return R_OK;
+        return RD_OK;
     }
     for (;;) {
         if (close == '}') {
@@ -566,7 +641,7 @@ static int skip_container(struct reader *r, char close)
         if (*r->p == close) {
             r->p++;
             r->depth--;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
     }
@@ -576,7 +651,7 @@ static int lex_literal(struct reader *r, const char *lit, size_t n)
 {
     if ((size_t)(r->end - r->p) < n) {
         if (!r->eof && memcmp(r->p, lit, (size_t)(r->end - r->p)) == 0)
-            return R_MORE;
+            return RD_MORE;
         if (r->eof && memcmp(r->p, lit, (size_t)(r->end - r->p)) == 0)
             return at_sentinel(r, r->end);
         return FAIL(r, "invalid literal");
@@ -584,7 +659,7 @@ static int lex_literal(struct reader *r, const char *lit, size_t n)
     if (memcmp(r->p, lit, n) != 0)
         return FAIL(r, "invalid literal");
     r->p += n;
-    return R_OK;
+    return RD_OK;
 }
 
 /* Validate and step over any value (after whitespace). */
@@ -632,12 +707,12 @@ static int get_int(struct reader *r, int64_t *out, const char *what)
         int64_t v = 0;
         size_t i = s.n && s.p[0] == '-';
         if (i == s.n)
-            return R_OK;
+            return RD_OK;
         for (; i < s.n && s.p[i] >= '0' && s.p[i] <= '9' && v < INT64_MAX / 10; i++)
             v = v * 10 + (s.p[i] - '0');
         if (i == s.n)
             *out = s.n && s.p[0] == '-' ? -v : v;
-        return R_OK;
+        return RD_OK;
     }
     if (c != '-' && (c < '0' || c > '9'))
         return FAIL(r, "%s is not a number", what);
@@ -658,7 +733,7 @@ static int get_raw(struct reader *r, struct slice *out)
         return rc;
     out->p = start;
     out->n = (size_t)(r->p - start);
-    return R_OK;
+    return RD_OK;
 }
 
 /* Up to three integers of an array like [8,1,1] (grid, block). */
@@ -697,7 +772,7 @@ static int get_dim3(struct reader *r, int32_t v[3])
         return FAIL(r, "expected ',' or ']'");
     }
     r->depth--;
-    return R_OK;
+    return RD_OK;
 }
 
 /* A pid, tid or id: number or string. */
@@ -720,7 +795,7 @@ static int get_idval(struct reader *r, struct idval *v, const char *what)
             b--;
         for (size_t i = b; i < e; i++)
             v->num = v->num * 10 + (v->str.p[i] - '0');
-        return R_OK;
+        return RD_OK;
     }
     return get_int(r, &v->num, what);
 }
@@ -764,7 +839,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
     if (*r->p == '}') {
         r->p++;
         r->depth--;
-        return R_OK;
+        return RD_OK;
     }
     for (;;) {
         struct slice k;
@@ -777,8 +852,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
         switch (k.n) {
         case 3:
             if (KEY_IS(k, "Seq")) {
-                rc = get_int(r, &a->seq, "Seq");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->seq, "Seq");
                 goto next;
             }
             break;
@@ -802,8 +876,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
                 goto next;
             }
             if (KEY_IS(k, "dtype")) {
-                rc = get_raw(r, &a->dtype);
-                a->has_coll = 1;
+                rc = get_raw(r, &coll_of(a)->dtype);
                 goto next;
             }
             break;
@@ -819,18 +892,15 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 8:
             if (KEY_IS(k, "NCCL seq")) {
-                rc = get_int(r, &a->nccl_seq, "NCCL seq");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->nccl_seq, "NCCL seq");
                 goto next;
             }
             if (KEY_IS(k, "event_id")) {
-                rc = get_int(r, &a->event_id, "event_id");
-                a->has_sync = 1;
+                rc = get_int(r, &sync_of(a)->event_id, "event_id");
                 goto next;
             }
             if (KEY_IS(k, "Dst Rank") || KEY_IS(k, "Src Rank")) {
-                rc = get_int(r, &a->peer, "a peer rank");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->peer, "a peer rank");
                 goto next;
             }
             break;
@@ -844,8 +914,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
                 goto next;
             }
             if (KEY_IS(k, "Group size")) {
-                rc = get_int(r, &a->group_size, "Group size");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->group_size, "Group size");
                 goto next;
             }
             break;
@@ -861,47 +930,42 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 13:
             if (KEY_IS(k, "In msg nelems")) {
-                rc = get_int(r, &a->in_nelems, "In msg nelems");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->in_nelems, "In msg nelems");
                 goto next;
             }
             if (KEY_IS(k, "In split size")) {
-                rc = get_raw(r, &a->in_split);
+                rc = get_raw(r, &coll_of(a)->in_split);
                 goto next;
             }
             break;
         case 14:
             if (KEY_IS(k, "Out msg nelems")) {
-                rc = get_int(r, &a->out_nelems, "Out msg nelems");
-                a->has_coll = 1;
+                rc = get_int(r, &coll_of(a)->out_nelems, "Out msg nelems");
                 goto next;
             }
             if (KEY_IS(k, "Out split size")) {
-                rc = get_raw(r, &a->out_split);
+                rc = get_raw(r, &coll_of(a)->out_split);
                 goto next;
             }
             if (KEY_IS(k, "cuda_sync_kind")) {
-                rc = get_raw(r, &a->sync_kind);
-                a->has_sync = 1;
+                rc = get_raw(r, &sync_of(a)->kind);
                 goto next;
             }
             if (KEY_IS(k, "wait_on_stream")) {
-                rc = get_int(r, &a->wait_on_stream, "wait_on_stream");
-                a->has_sync = 1;
+                rc = get_int(r, &sync_of(a)->wait_on_stream, "wait_on_stream");
                 goto next;
             }
             break;
         case 15:
             if (KEY_IS(k, "Collective name")) {
-                rc = get_raw(r, &a->coll_name);
-                a->has_coll = 1;
+                rc = get_raw(r, &coll_of(a)->name);
                 goto next;
             }
             break;
         case 16:
             if (KEY_IS(k, "Process Group ID")) {
-                if (!a->pg_name.p)
-                    rc = get_raw(r, &a->pg_name);
+                if (!coll_of(a)->pg_name.p)
+                    rc = get_raw(r, &coll_of(a)->pg_name);
                 else
                     rc = skip_value(r);
                 goto next;
@@ -909,33 +973,31 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 18:
             if (KEY_IS(k, "Process Group Name")) {
-                rc = get_raw(r, &a->pg_name);
+                rc = get_raw(r, &coll_of(a)->pg_name);
                 goto next;
             }
             break;
         case 19:
             if (KEY_IS(k, "Process Group Ranks")) {
-                rc = get_raw(r, &a->pg_ranks);
+                rc = get_raw(r, &coll_of(a)->pg_ranks);
                 goto next;
             }
             break;
         case 21:
             if (KEY_IS(k, "wait_on_cuda_event_id")) {
-                rc = get_int(r, &a->event_id, "wait_on_cuda_event_id");
-                a->has_sync = 1;
+                rc = get_int(r, &sync_of(a)->event_id, "wait_on_cuda_event_id");
                 goto next;
             }
             break;
         case 25:
             if (KEY_IS(k, "Process Group Description")) {
-                rc = get_raw(r, &a->pg_desc);
+                rc = get_raw(r, &coll_of(a)->pg_desc);
                 goto next;
             }
             break;
         case 33:
             if (KEY_IS(k, "wait_on_cuda_event_record_corr_id")) {
-                rc = get_int(r, &a->wait_corr, "wait_on_cuda_event_record_corr_id");
-                a->has_sync = 1;
+                rc = get_int(r, &sync_of(a)->wait_corr, "wait_on_cuda_event_record_corr_id");
                 goto next;
             }
             break;
@@ -951,7 +1013,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
         if (*r->p == '}') {
             r->p++;
             r->depth--;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, "expected ',' or '}' in args");
     }
@@ -959,11 +1021,9 @@ static int parse_args(struct reader *r, struct raw_args *a)
 
 static void raw_event_init(struct raw_event *e)
 {
-    memset(e, 0, sizeof *e);
+    memset(e, 0, offsetof(struct raw_event, a) + offsetof(struct raw_args, c));
     struct raw_args *a = &e->a;
     a->correlation = a->external_id = a->stream = a->device = a->bytes = -1;
-    a->in_nelems = a->out_nelems = a->group_size = a->seq = a->nccl_seq = a->peer = -1;
-    a->wait_on_stream = a->wait_corr = a->event_id = -1;
 }
 
 /* Parse one traceEvents entry at r->p into *e. */
@@ -983,7 +1043,7 @@ static int parse_event(struct reader *r, struct raw_event *e)
     if (*r->p == '}') {
         r->p++;
         r->depth--;
-        return R_OK;
+        return RD_OK;
     }
     for (;;) {
         struct slice k;
@@ -1064,7 +1124,7 @@ static int parse_event(struct reader *r, struct raw_event *e)
         if (*r->p == '}') {
             r->p++;
             r->depth--;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, "expected ',' or '}'");
     }
@@ -1076,11 +1136,11 @@ static int intern(struct reader *r, struct slice s, uint32_t *id)
 {
     if (!s.p) {
         *id = MODEL_NONE;
-        return R_OK;
+        return RD_OK;
     }
     if (sc_strtab_intern(&r->t->strings, s.p, s.n, id))
         return OOM(r);
-    return R_OK;
+    return RD_OK;
 }
 
 static int category(struct reader *r, struct slice cat, uint16_t *out)
@@ -1089,7 +1149,7 @@ static int category(struct reader *r, struct slice cat, uint16_t *out)
         for (unsigned i = 0; i < sizeof r->cat_cache / sizeof r->cat_cache[0]; i++)
             if (r->cat_cache[i].n == cat.n && cat.n && memcmp(r->cat_cache[i].bytes, cat.p, cat.n) == 0) {
                 *out = r->cat_cache[i].cat;
-                return R_OK;
+                return RD_OK;
             }
     }
     if (model_trace_cat(r->t, cat.p ? cat.p : "", cat.n, out))
@@ -1100,7 +1160,7 @@ static int category(struct reader *r, struct slice cat, uint16_t *out)
         r->cat_cache[i].n = (uint8_t)cat.n;
         r->cat_cache[i].cat = *out;
     }
-    return R_OK;
+    return RD_OK;
 }
 
 static int track_of(struct reader *r, const struct raw_event *e, uint32_t *out)
@@ -1110,7 +1170,7 @@ static int track_of(struct reader *r, const struct raw_event *e, uint32_t *out)
     if (!e->pid.str.p && !e->tid.str.p && r->have_last_track && e->pid.num == r->last_pid &&
         e->tid.num == r->last_tid) {
         *out = r->last_track;
-        return R_OK;
+        return RD_OK;
     }
     if ((rc = intern(r, e->pid.str, &ps)) || (rc = intern(r, e->tid.str, &ts)))
         return rc;
@@ -1122,27 +1182,27 @@ static int track_of(struct reader *r, const struct raw_event *e, uint32_t *out)
         r->last_tid = e->tid.num;
         r->last_track = *out;
     }
-    return R_OK;
+    return RD_OK;
 }
 
 static int commit_collective(struct reader *r, const struct raw_args *a, uint32_t *out)
 {
     struct model_collective c;
     int rc;
-    if ((rc = intern(r, a->coll_name, &c.name)) || (rc = intern(r, a->dtype, &c.dtype)) ||
-        (rc = intern(r, a->pg_name, &c.pg_name)) || (rc = intern(r, a->pg_desc, &c.pg_desc)) ||
-        (rc = intern(r, a->pg_ranks, &c.pg_ranks)) || (rc = intern(r, a->in_split, &c.in_split)) ||
-        (rc = intern(r, a->out_split, &c.out_split)))
+    if ((rc = intern(r, a->c.name, &c.name)) || (rc = intern(r, a->c.dtype, &c.dtype)) ||
+        (rc = intern(r, a->c.pg_name, &c.pg_name)) || (rc = intern(r, a->c.pg_desc, &c.pg_desc)) ||
+        (rc = intern(r, a->c.pg_ranks, &c.pg_ranks)) || (rc = intern(r, a->c.in_split, &c.in_split)) ||
+        (rc = intern(r, a->c.out_split, &c.out_split)))
         return rc;
-    c.group_size = a->group_size > INT32_MAX ? INT32_MAX : (int32_t)a->group_size;
-    c.peer = a->peer > INT32_MAX ? INT32_MAX : (int32_t)a->peer;
-    c.in_nelems = a->in_nelems;
-    c.out_nelems = a->out_nelems;
-    c.seq = a->seq;
-    c.nccl_seq = a->nccl_seq;
+    c.group_size = a->c.group_size > INT32_MAX ? INT32_MAX : (int32_t)a->c.group_size;
+    c.peer = a->c.peer > INT32_MAX ? INT32_MAX : (int32_t)a->c.peer;
+    c.in_nelems = a->c.in_nelems;
+    c.out_nelems = a->c.out_nelems;
+    c.seq = a->c.seq;
+    c.nccl_seq = a->c.nccl_seq;
     if (model_trace_add_coll(r->t, &c, out))
         return OOM(r);
-    return R_OK;
+    return RD_OK;
 }
 
 static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind, uint32_t *out)
@@ -1154,7 +1214,7 @@ static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind
 
     *out = MODEL_NONE;
     if (!gpu_side && !a->input_dims.p && !a->has_coll)
-        return R_OK;
+        return RD_OK;
     info.bytes = a->bytes;
     info.stream = a->stream;
     info.device = a->device > INT32_MAX || a->device < INT32_MIN ? -1 : (int32_t)a->device;
@@ -1168,17 +1228,17 @@ static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind
         return rc;
     if (a->has_sync) {
         struct model_sync s;
-        if ((rc = intern(r, a->sync_kind, &s.sync_kind)))
+        if ((rc = intern(r, a->s.kind, &s.sync_kind)))
             return rc;
-        s.wait_on_stream = a->wait_on_stream;
-        s.wait_on_record_corr = a->wait_corr;
-        s.event_id = a->event_id;
+        s.wait_on_stream = a->s.wait_on_stream;
+        s.wait_on_record_corr = a->s.wait_corr;
+        s.event_id = a->s.event_id;
         if (model_trace_add_sync(r->t, &s, &info.sync))
             return OOM(r);
     }
     if (model_trace_add_info(r->t, &info, out))
         return OOM(r);
-    return R_OK;
+    return RD_OK;
 }
 
 static int commit_metadata(struct reader *r, const struct raw_event *e)
@@ -1187,11 +1247,11 @@ static int commit_metadata(struct reader *r, const struct raw_event *e)
     int rc;
     r->t->n_metadata++;
     if (!KEY_IS(e->name, "thread_name") || !e->a.meta_name.p)
-        return R_OK;
+        return RD_OK;
     if ((rc = track_of(r, e, &track)) || (rc = intern(r, e->a.meta_name, &label)))
         return rc;
     r->t->tracks[track].label = label;
-    return R_OK;
+    return RD_OK;
 }
 
 static int commit_event(struct reader *r, const struct raw_event *e)
@@ -1213,11 +1273,11 @@ static int commit_event(struct reader *r, const struct raw_event *e)
         return commit_metadata(r, e);
     case 'C':
         t->n_counters++;
-        return R_OK;
+        return RD_OK;
     case 'i':
     case 'I':
         t->n_instants++;
-        return R_OK;
+        return RD_OK;
     case 's':
     case 't':
     case 'f': {
@@ -1233,11 +1293,11 @@ static int commit_event(struct reader *r, const struct raw_event *e)
         f.kind = t->cats[cat].flow ? (uint8_t)(t->cats[cat].flow - 1) : MODEL_FLOW_OTHER;
         if (model_trace_add_flow(t, &f))
             return OOM(r);
-        return R_OK;
+        return RD_OK;
     }
     default:
         t->n_other_phase++;
-        return R_OK;
+        return RD_OK;
     }
 
     /* a complete event */
@@ -1270,7 +1330,7 @@ static int commit_event(struct reader *r, const struct raw_event *e)
         t->last_end = ev.ts + ev.dur;
     if (model_trace_add_event(t, &ev))
         return OOM(r);
-    return R_OK;
+    return RD_OK;
 }
 
 /* ---- top-level members ------------------------------------------------------------ */
@@ -1291,7 +1351,7 @@ static int parse_devices(struct reader *r, int commit)
     if (*r->p == ']') {
         r->p++;
         r->depth--;
-        return R_OK;
+        return RD_OK;
     }
     for (;;) {
         struct model_device d = {.id = -1, .name = MODEL_NONE, .total_mem = -1,
@@ -1372,7 +1432,7 @@ static int parse_devices(struct reader *r, int commit)
         if (*r->p == ']') {
             r->p++;
             r->depth--;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, "expected ',' or ']'");
     }
@@ -1395,7 +1455,7 @@ static int parse_pg_config(struct reader *r, int commit)
     if (*r->p == ']') {
         r->p++;
         r->depth--;
-        return R_OK;
+        return RD_OK;
     }
     for (;;) {
         struct slice name = {0}, desc = {0}, ranks = {0};
@@ -1468,7 +1528,7 @@ static int parse_pg_config(struct reader *r, int commit)
         if (*r->p == ']') {
             r->p++;
             r->depth--;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, "expected ',' or ']'");
     }
@@ -1536,7 +1596,7 @@ static int parse_distributed_info(struct reader *r, int commit)
         if ((rc = intern(r, backend, &t->backend)) || (rc = intern(r, nccl, &t->nccl_version)))
             return rc;
     }
-    return R_OK;
+    return RD_OK;
 }
 
 /* The value of a top-level member other than traceEvents. */
@@ -1559,7 +1619,7 @@ static int parse_member_value(struct reader *r, struct slice key, int commit)
             t->base_time_ns = v;
             t->has_base_time = 1;
         }
-        return R_OK;
+        return RD_OK;
     }
     if (KEY_IS(key, "schemaVersion")) {
         if ((rc = skip_ws(r)))
@@ -1569,7 +1629,7 @@ static int parse_member_value(struct reader *r, struct slice key, int commit)
                 return rc;
             if (commit)
                 t->schema_version = v;
-            return R_OK;
+            return RD_OK;
         }
         return skip_value(r);
     }
@@ -1621,7 +1681,7 @@ static int refill(struct reader *r, const char *mark)
         if (n < 0) {
             if (r->err)
                 sc_error_prefix(r->err, "'%s'", r->source);
-            return R_ERR;
+            return RD_ERR;
         }
         if (n == 0) {
             r->eof = 1;
@@ -1632,7 +1692,7 @@ static int refill(struct reader *r, const char *mark)
     memset(r->buf + r->len, 0, BUF_PAD);
     r->p = r->buf;
     r->end = r->buf + r->len;
-    return R_OK;
+    return RD_OK;
 }
 
 static int step_events(struct reader *r, int *state, int top_array)
@@ -1644,6 +1704,17 @@ static int step_events(struct reader *r, int *state, int top_array)
     if (*state == EV_NEXT) {
         if (*r->p == ',') {
             r->p++;
+            if (r->n_stops) {
+                if ((rc = skip_ws(r)))
+                    return rc;
+                int64_t off = r->base_off + (r->p - r->buf);
+                while (r->stop_idx < r->n_stops && r->stops[r->stop_idx] < off)
+                    r->stop_idx++;
+                if (r->stop_idx < r->n_stops && r->stops[r->stop_idx] == off) {
+                    r->stop_hit = (int)r->stop_idx;
+                    return RD_STOP;
+                }
+            }
         } else if (*r->p != ']') {
             return FAIL(r, "expected ',' or ']' after an event");
         }
@@ -1653,17 +1724,23 @@ static int step_events(struct reader *r, int *state, int top_array)
         r->depth--;
         r->in_events = 0;
         *state = top_array ? TOP_DONE : TOP_AFTER_MEMBER;
-        return R_OK;
+        return RD_OK;
     }
     if (r->event_index >= r->lim->max_events)
         return FAIL(r, "limit: more than %llu events", (unsigned long long)r->lim->max_events);
     r->scratch_len = 0;
-    if ((rc = parse_event(r, &e)) || (rc = commit_event(r, &e)))
+    const char *start = r->p;
+    if ((rc = parse_event(r, &e)))
+        return rc;
+    if ((uint64_t)(r->p - start) > r->lim->max_item_bytes)
+        return fail_at(r, start, "limit: an event of %zu bytes is larger than the limit of %llu bytes",
+                       (size_t)(r->p - start), (unsigned long long)r->lim->max_item_bytes);
+    if ((rc = commit_event(r, &e)))
         return rc;
     r->event_index++;
     r->t->n_entries++;
     *state = EV_NEXT;
-    return R_OK;
+    return RD_OK;
 }
 
 static int step_top(struct reader *r, int *state, int *top_array)
@@ -1672,8 +1749,10 @@ static int step_top(struct reader *r, int *state, int *top_array)
     int rc;
     switch (*state) {
     case TOP_BEGIN:
+        if (r->eof && r->p == r->end) /* nothing but whitespace */
+            return FAIL(r, "empty input: not a trace");
         if ((rc = skip_ws(r))) {
-            if (rc == R_ERR && r->eof && r->len == 0)
+            if (rc == RD_ERR && r->eof && r->p == r->end)
                 return FAIL(r, "empty input: not a trace");
             return rc;
         }
@@ -1689,14 +1768,14 @@ static int step_top(struct reader *r, int *state, int *top_array)
             r->saw_events = 1;
             *top_array = 1;
             *state = EV_FIRST;
-            return R_OK;
+            return RD_OK;
         }
         if (*r->p != '{')
             return FAIL(r, "not a trace: expected a JSON object");
         r->p++;
         r->depth = 1;
         *state = TOP_FIRST_MEMBER;
-        return R_OK;
+        return RD_OK;
     case TOP_FIRST_MEMBER:
     case TOP_MEMBER:
         if ((rc = skip_ws(r)))
@@ -1705,7 +1784,7 @@ static int step_top(struct reader *r, int *state, int *top_array)
             r->p++;
             r->depth = 0;
             *state = TOP_DONE;
-            return R_OK;
+            return RD_OK;
         }
         if (*r->p != '"')
             return FAIL(r, "expected a string key");
@@ -1724,7 +1803,7 @@ static int step_top(struct reader *r, int *state, int *top_array)
             r->in_events = 1;
             r->saw_events = 1;
             *state = EV_FIRST;
-            return R_OK;
+            return RD_OK;
         } else {
             /* validate the whole value first, so nothing is committed twice
              * if the input runs out inside it */
@@ -1732,13 +1811,16 @@ static int step_top(struct reader *r, int *state, int *top_array)
             size_t scratch = r->scratch_len;
             if ((rc = parse_member_value(r, key, 0)))
                 return rc;
+            if ((uint64_t)(r->p - value) > r->lim->max_item_bytes)
+                return fail_at(r, value, "limit: a top-level member of %zu bytes is larger than the limit of %llu bytes",
+                               (size_t)(r->p - value), (unsigned long long)r->lim->max_item_bytes);
             r->p = value;
             r->scratch_len = scratch;
             r->depth = 1;
             if ((rc = parse_member_value(r, key, 1)))
                 return rc;
             *state = TOP_AFTER_MEMBER;
-            return R_OK;
+            return RD_OK;
         }
     case TOP_AFTER_MEMBER:
         if ((rc = skip_ws(r)))
@@ -1746,13 +1828,13 @@ static int step_top(struct reader *r, int *state, int *top_array)
         if (*r->p == ',') {
             r->p++;
             *state = TOP_MEMBER;
-            return R_OK;
+            return RD_OK;
         }
         if (*r->p == '}') {
             r->p++;
             r->depth = 0;
             *state = TOP_DONE;
-            return R_OK;
+            return RD_OK;
         }
         return FAIL(r, "expected ',' or '}' at the top level");
     default:
@@ -1768,8 +1850,80 @@ static int step_done(struct reader *r)
         p++;
     r->p = p;
     if (*p == '\0' && p == r->end)
-        return r->eof ? 1 : R_MORE;
+        return r->eof ? 1 : RD_MORE;
     return FAIL(r, "trailing data after the JSON document");
+}
+
+/* Set up a reader on a (plain or gzip) stream. */
+static int reader_open(struct reader *r, struct model_stream *in, const char *source,
+                       const struct model_load_opts *opts, struct sc_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->source = source ? source : "(trace)";
+    r->lim = &opts->limits;
+    r->err = err;
+    r->stop_hit = -1;
+    if (model_stream_open_decoded(in, 0, &r->in, err))
+        return sc_error_prefix(err, "'%s'", r->source);
+    r->cap = 2 * READ_CHUNK;
+    r->buf = malloc(r->cap + BUF_PAD);
+    r->scratch_cap = 2 * r->cap;
+    r->scratch = malloc(r->scratch_cap + BUF_PAD);
+    if (!r->buf || !r->scratch || model_trace_new(r->source, &r->t, err))
+        return sc_error_set(err, SC_ENOMEM, "'%s': out of memory", r->source);
+    memset(r->buf, 0, BUF_PAD);
+    r->p = r->end = r->buf;
+    return SC_OK;
+}
+
+static void reader_close(struct reader *r)
+{
+    model_trace_free(r->t);
+    model_stream_close(r->in);
+    free(r->buf);
+    free(r->scratch);
+}
+
+/* Parse from the reader's state to the end of the document (SC_OK), to a
+ * later part's start (RD_STOP), or to an error (its status). */
+static int reader_run(struct reader *r, int state, int top_array)
+{
+    for (;;) {
+        const char *mark = r->p;
+        unsigned depth = r->depth; /* restored when the item is parsed again */
+        int rc;
+        if (state == TOP_DONE)
+            rc = step_done(r);
+        else if (state == EV_FIRST || state == EV_NEXT)
+            rc = step_events(r, &state, top_array);
+        else
+            rc = step_top(r, &state, &top_array);
+        if (rc == 1 && state == TOP_DONE)
+            break;
+        if (rc == RD_STOP)
+            return RD_STOP;
+        if (rc == RD_MORE) {
+            r->depth = depth;
+            if (refill(r, mark) != RD_OK)
+                return r->err ? r->err->code : SC_EPARSE;
+            continue;
+        }
+        if (rc == RD_ERR)
+            return r->err ? r->err->code : SC_EPARSE;
+    }
+    if (!r->saw_events)
+        return sc_error_set(r->err, SC_EPARSE, "'%s': no traceEvents array: not a Kineto trace",
+                            r->source);
+    return SC_OK;
+}
+
+static int finish(struct model_trace *t, const struct model_load_opts *opts, const char *source,
+                  struct sc_error *err)
+{
+    int rc = model_trace_finish(t, opts, err);
+    if (rc)
+        sc_error_prefix(err, "'%s'", source);
+    return rc;
 }
 
 int model_trace_read(struct model_stream *in, const char *source,
@@ -1778,84 +1932,207 @@ int model_trace_read(struct model_stream *in, const char *source,
 {
     struct model_load_opts dflt;
     struct reader r;
-    struct model_stream *dec = NULL;
-    int rc, state = TOP_BEGIN, top_array = 0;
+    int rc;
 
     *out = NULL;
     if (!opts) {
         model_load_opts_default(&dflt);
         opts = &dflt;
     }
-    memset(&r, 0, sizeof r);
-    r.source = source ? source : "(trace)";
-    r.lim = &opts->limits;
-    r.err = err;
-    if ((rc = model_stream_open_decoded(in, 0, &dec, err))) {
-        sc_error_prefix(err, "'%s'", r.source);
-        return rc;
+    if ((rc = reader_open(&r, in, source, opts, err)) == SC_OK &&
+        (rc = reader_run(&r, TOP_BEGIN, 0)) == SC_OK &&
+        (rc = finish(r.t, opts, r.source, err)) == SC_OK) {
+        *out = r.t;
+        r.t = NULL;
     }
-    r.in = dec;
-    r.cap = 2 * READ_CHUNK;
-    r.buf = malloc(r.cap + BUF_PAD);
-    r.scratch_cap = 2 * r.cap;
-    r.scratch = malloc(r.scratch_cap + BUF_PAD);
-    if (!r.buf || !r.scratch || model_trace_new(r.source, &r.t, err)) {
-        rc = sc_error_set(err, SC_ENOMEM, "'%s': out of memory", r.source);
-        goto out;
+    reader_close(&r);
+    return rc;
+}
+
+/* ---- split parse of a large plain file --------------------------------------
+ *
+ * The file is cut into parts at guessed event starts ('}' ',' '{' with any
+ * whitespace between). Each part is parsed on its own thread: part 0 from
+ * the top of the document, the others from their guessed start as events of
+ * traceEvents. A part runs until it reaches, at a true event boundary, the
+ * start of a later part; that proves the later part's start (it was parsed
+ * from exactly where a serial parse would be) and hands over to it. A part
+ * whose start was a bad guess is never handed to and its work is dropped, so
+ * the result (events, errors and their event indexes) is the serial one. */
+
+enum { SPLIT_MIN_PART = 8 << 20, SPLIT_MAX_PARTS = 8 };
+
+struct part {
+    const char *path;
+    const struct model_load_opts *opts;
+    int64_t start; /* 0: the document */
+    const int64_t *stops; /* the starts of the parts after it */
+    size_t n_stops;
+    struct reader r;
+    int rc;
+    struct sc_error err;
+};
+
+static void *part_run(void *arg)
+{
+    struct part *p = arg;
+    struct model_stream *in = NULL;
+    p->rc = model_stream_open_file_at(p->path, p->start, &in, &p->err);
+    if (p->rc == SC_OK)
+        p->rc = reader_open(&p->r, in, p->path, p->opts, &p->err);
+    if (p->rc == SC_OK) {
+        p->r.stops = p->stops;
+        p->r.n_stops = p->n_stops;
+        if (p->start == 0) {
+            p->rc = reader_run(&p->r, TOP_BEGIN, 0);
+        } else {
+            p->r.base_off = p->start;
+            p->r.depth = 2;
+            p->r.in_events = 1;
+            p->r.saw_events = 1;
+            p->rc = reader_run(&p->r, EV_FIRST, 0);
+        }
     }
-    memset(r.buf, 0, BUF_PAD);
-    r.p = r.end = r.buf;
-    for (;;) {
-        const char *mark = r.p;
-        unsigned depth = r.depth; /* restored when the item is parsed again */
-        if (state == TOP_DONE)
-            rc = step_done(&r);
-        else if (state == EV_FIRST || state == EV_NEXT)
-            rc = step_events(&r, &state, top_array);
-        else
-            rc = step_top(&r, &state, &top_array);
-        if (rc == 1 && state == TOP_DONE)
-            break;
-        if (rc == R_MORE) {
-            r.depth = depth;
-            if (refill(&r, mark) != R_OK) {
-                rc = err ? err->code : SC_EPARSE;
-                goto out;
-            }
+    model_stream_close(in);
+    return NULL;
+}
+
+/* The first event start after offset `from`, or -1. */
+static int64_t guess_event_start(int fd, int64_t from)
+{
+    char buf[1 << 16];
+    ssize_t n = pread(fd, buf, sizeof buf, from);
+    for (ssize_t i = 0; i < n; i++) {
+        if (buf[i] != '}')
             continue;
+        ssize_t j = i + 1;
+        while (j < n && is_ws[(unsigned char)buf[j]])
+            j++;
+        if (j >= n || buf[j] != ',')
+            continue;
+        for (j++; j < n && is_ws[(unsigned char)buf[j]]; j++)
+            ;
+        if (j < n && buf[j] == '{')
+            return from + j;
+    }
+    return -1;
+}
+
+/* The parts for a file, or 1 when it is not worth splitting. */
+static size_t plan_parts(const char *path, int64_t size, int64_t *starts)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t k = (size_t)(size / SPLIT_MIN_PART), n = 1;
+    if (cpus < 2 || k < 2)
+        return 1;
+    if (k > (size_t)cpus)
+        k = (size_t)cpus;
+    if (k > SPLIT_MAX_PARTS)
+        k = SPLIT_MAX_PARTS;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    starts[0] = 0;
+    for (size_t i = 1; i < k; i++) {
+        int64_t s = guess_event_start(fd, size / (int64_t)k * (int64_t)i);
+        if (s > starts[n - 1])
+            starts[n++] = s;
+    }
+    close(fd);
+    return n;
+}
+
+static int read_split(const char *path, const int64_t *starts, size_t n,
+                      const struct model_load_opts *opts, struct model_trace **out,
+                      struct sc_error *err)
+{
+    struct part parts[SPLIT_MAX_PARTS];
+    pthread_t tids[SPLIT_MAX_PARTS];
+    int started[SPLIT_MAX_PARTS] = {0};
+    int rc = SC_OK;
+
+    memset(parts, 0, sizeof parts);
+    for (size_t i = 0; i < n; i++) {
+        parts[i].path = path;
+        parts[i].opts = opts;
+        parts[i].start = starts[i];
+        parts[i].stops = starts + i + 1;
+        parts[i].n_stops = n - i - 1;
+    }
+    for (size_t i = 1; i < n; i++)
+        started[i] = pthread_create(&tids[i], NULL, part_run, &parts[i]) == 0;
+    part_run(&parts[0]);
+    for (size_t i = 1; i < n; i++)
+        if (started[i])
+            pthread_join(tids[i], NULL);
+        else
+            part_run(&parts[i]);
+
+    /* follow the chain of proven hand-overs from part 0 */
+    uint64_t base = 0;
+    struct model_trace *t = NULL;
+    for (size_t i = 0;;) {
+        struct part *p = &parts[i];
+        if (p->rc != SC_OK && p->rc != RD_STOP) {
+            rc = p->rc;
+            if (err) {
+                *err = p->err;
+                if (p->r.err_in_events && (int)p->r.err_code == p->rc)
+                    sc_error_set(err, p->rc, "'%s': byte %lld (traceEvents[%llu]): %s", path,
+                                 (long long)p->r.err_off,
+                                 (unsigned long long)(base + p->r.event_index), p->r.err_text);
+                err->offset = p->r.err_off;
+                err->event = p->r.err_in_events ? (int64_t)(base + p->r.event_index) : -1;
+            }
+            break;
         }
-        if (rc == R_ERR) {
-            rc = err ? err->code : SC_EPARSE;
-            goto out;
+        if (!t) {
+            t = p->r.t;
+            p->r.t = NULL;
+        } else if (model_trace_append(t, p->r.t)) {
+            rc = sc_error_set(err, SC_ENOMEM, "'%s': out of memory", path);
+            break;
         }
+        base += p->r.event_index;
+        if (p->rc == SC_OK)
+            break;
+        i = i + 1 + (size_t)p->r.stop_hit;
     }
-    if (!r.saw_events) {
-        rc = sc_error_set(err, SC_EPARSE, "'%s': no traceEvents array: not a Kineto trace",
-                          r.source);
-        goto out;
+    if (rc == SC_OK && base > opts->limits.max_events)
+        rc = sc_error_set(err, SC_ELIMIT, "'%s': more than %llu events", path,
+                          (unsigned long long)opts->limits.max_events);
+    if (rc == SC_OK && (rc = finish(t, opts, path, err)) == SC_OK) {
+        *out = t;
+        t = NULL;
     }
-    if ((rc = model_trace_finish(r.t, opts, err))) {
-        sc_error_prefix(err, "'%s'", r.source);
-        goto out;
-    }
-    *out = r.t;
-    r.t = NULL;
-    rc = SC_OK;
-out:
-    model_trace_free(r.t);
-    model_stream_close(dec);
-    free(r.buf);
-    free(r.scratch);
+    model_trace_free(t);
+    for (size_t i = 0; i < n; i++)
+        reader_close(&parts[i].r);
     return rc;
 }
 
 int model_trace_load_file(const char *path, const struct model_load_opts *opts,
                           struct model_trace **out, struct sc_error *err)
 {
+    struct model_load_opts dflt;
     struct model_stream *in;
-    int rc = model_stream_open_file(path, &in, err);
+    struct stat st;
+    int rc, gz = 1;
+
     *out = NULL;
-    if (rc)
+    if (!opts) {
+        model_load_opts_default(&dflt);
+        opts = &dflt;
+    }
+    /* a large plain file is parsed in parts on several threads */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 2 * SPLIT_MIN_PART &&
+        model_file_is_gzip(path, &gz, NULL) == SC_OK && !gz) {
+        int64_t starts[SPLIT_MAX_PARTS];
+        size_t n = plan_parts(path, st.st_size, starts);
+        if (n > 1)
+            return read_split(path, starts, n, opts, out, err);
+    }
+    if ((rc = model_stream_open_file(path, &in, err)))
         return rc;
     rc = model_trace_read(in, path, opts, out, err);
     model_stream_close(in);

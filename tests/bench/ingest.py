@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""tests/bench/ingest.py: trace ingest throughput and memory.
+
+For each file: `build/stepcast inspect FILE` (the same code path every command
+uses to load a trace) against `python3 -c 'import json; json.load(open(F))'`
+on the same decompressed file, best of 5 wall-clock runs each, and the peak
+RSS of each process (from wait4). Prints the figures with the commands."""
+import gzip, os, shutil, subprocess, sys, tempfile, time
+
+RUNS = 5
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+SHARED = os.environ.get("STEPCAST_SHARED", os.path.join(ROOT, "..", "shared"))
+
+
+def run(argv):
+    """(wall seconds, peak RSS bytes) of one run of argv."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if status != 0:
+        sys.exit("bench: %s failed: %s" % (" ".join(argv), err.strip()))
+    return dt, ru.ru_maxrss * 1024
+
+
+def best(argv):
+    runs = [run(argv) for _ in range(RUNS)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def bench(label, path):
+    size = os.path.getsize(path)
+    ours = [os.path.join(BUILD, "stepcast"), "inspect", path]
+    py = [sys.executable, "-c", "import json; json.load(open(%r))" % path]
+    t_ours, rss_ours = best(ours)
+    t_py, rss_py = best(py)
+    mb = size / 1e6
+    print("%s: %s (%.1f MB decompressed)" % (label, path, mb))
+    print("  %-62s %7.3f s  %7.1f MB/s  peak RSS %7.1f MB (%.2fx the file)"
+          % (" ".join(["stepcast", "inspect", os.path.basename(path)]), t_ours, mb / t_ours,
+             rss_ours / 1e6, rss_ours / size))
+    print("  %-62s %7.3f s  %7.1f MB/s  peak RSS %7.1f MB (%.2fx the file)"
+          % ("python3 -c 'import json; json.load(open(F))'", t_py, mb / t_py, rss_py / 1e6,
+             rss_py / size))
+    print("  ingest speed-up over json.load: %.1fx; peak RSS below the file size: %s"
+          % (t_py / t_ours, "yes" if rss_ours < size else "NO"))
+    return t_py / t_ours, rss_ours < size
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="stepcast-bench-")
+    try:
+        results = []
+        control = os.path.join(SHARED, "traces/HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz")
+        base_size = 34825284
+        if os.path.exists(control):
+            plain = os.path.join(tmp, "control.json")
+            with gzip.open(control, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            base_size = os.path.getsize(plain)
+            results.append(bench("real trace (trace_diff/control)", plain))
+            os.unlink(plain)
+        else:
+            print("real trace: %s is absent: skipped" % control)
+        # a synthetic trace at least 10x the real one, from the project's generator
+        gen = os.path.join(tmp, "synthetic")
+        steps = 1800
+        cmd = [os.path.join(BUILD, "gentrace"), "--ranks", "1", "--layers", "32", "--steps", str(steps), gen]
+        subprocess.run(cmd, check=True)
+        path = os.path.join(gen, "rank0.json")
+        print("synthetic trace: %s" % " ".join(cmd[0:1] + ["--ranks", "1", "--layers", "32", "--steps", str(steps)]))
+        size = os.path.getsize(path)
+        if size < 10 * base_size:
+            sys.exit("bench: the synthetic trace (%d bytes) is not 10x the real one" % size)
+        results.append(bench("synthetic trace (%.1fx the real one)" % (size / base_size), path))
+        ok = all(r[0] >= 10 and r[1] for r in results)
+        print("budget (DESIGN.md §9: >= 10x json.load, peak RSS below the file): %s" % ("met" if ok else "NOT met"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

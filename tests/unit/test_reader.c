@@ -1,0 +1,790 @@
+/* tests/unit/test_reader.c: the streaming trace reader on every dialect it
+ * must read and every kind of bad input it must refuse. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/inspect.h"
+#include "model/stream.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+static struct model_trace *load_str(const char *json, struct sc_error *err)
+{
+    struct model_trace *t = NULL;
+    model_trace_load_mem(json, strlen(json), "mem.json", NULL, &t, err);
+    return t;
+}
+
+static struct model_trace *load_fixture(const char *name)
+{
+    char path[256];
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    snprintf(path, sizeof path, "tests/fixtures/%s", name);
+    if (model_trace_load_file(path, NULL, &t, &err))
+        fprintf(stderr, "%s\n", err.msg);
+    return t;
+}
+
+/* The first complete event with this name, or NULL. */
+static const struct model_event *find(const struct model_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_events; i++)
+        if (strcmp(model_str(t, t->events[i].name), name) == 0)
+            return &t->events[i];
+    return NULL;
+}
+
+static uint64_t cat_count(const struct model_trace *t, const char *cat)
+{
+    for (size_t i = 0; i < t->n_cats; i++)
+        if (strcmp(model_str(t, t->cats[i].name), cat) == 0)
+            return t->cats[i].count;
+    return 0;
+}
+
+/* ---- what real traces hold -------------------------------------------------------- */
+
+TEST(reader_relative_ts_with_base_time)
+{
+    struct model_trace *t = load_fixture("cuda_sync.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK(t->has_base_time);
+    CHECK_EQ_INT(t->base_time_ns, 1727740800000000000ll);
+    const struct model_event *e = find(t, "producer_kernel");
+    CHECK(e != NULL);
+    CHECK_EQ_INT(e->ts, 1727740800000000000ll + 1020000);
+    CHECK_EQ_INT(e->dur, 300000);
+    CHECK(!t->time_unanchored);
+    model_trace_free(t);
+}
+
+TEST(reader_absolute_and_fractional_ns_ts)
+{
+    struct sc_error err;
+    /* absolute epoch microseconds with three decimals: 19 digits of ns */
+    struct model_trace *t = load_str("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+                                     "\"pid\":1,\"tid\":1,\"ts\":1712195495505772.8,\"dur\":63.813},"
+                                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,"
+                                     "\"ts\":1712195495505773.0001,\"dur\":1.5e2},"
+                                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"pid\":1,\"tid\":1,"
+                                     "\"ts\":17121954955057.735e2,\"dur\":0.0004}]}",
+                                     &err);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK_EQ_INT(find(t, "a")->ts, 1712195495505772800ll);
+    CHECK_EQ_INT(find(t, "a")->dur, 63813);
+    CHECK_EQ_INT(find(t, "b")->ts, 1712195495505773000ll); /* 0.1 ns rounds away */
+    CHECK_EQ_INT(find(t, "b")->dur, 150000);
+    CHECK_EQ_INT(find(t, "c")->ts, 1712195495505773500ll);
+    CHECK_EQ_INT(find(t, "c")->dur, 0);
+    CHECK(!t->has_base_time);
+    CHECK(!t->time_unanchored);
+    model_trace_free(t);
+}
+
+TEST(reader_relative_ts_without_base_is_unanchored)
+{
+    struct sc_error err;
+    struct model_trace *t = load_str("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+                                     "\"pid\":1,\"tid\":1,\"ts\":4458676522690.655,\"dur\":1}]}",
+                                     &err);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK(t->time_unanchored);
+        struct model_inspect *in;
+        CHECK(model_inspect_trace(t, &in, &err) == SC_OK);
+        CHECK(in->lacks & MODEL_LACK_TIME_ANCHOR);
+        model_inspect_free(in);
+    }
+    model_trace_free(t);
+}
+
+TEST(reader_real_trace_dialects)
+{
+    /* nccl_data: relative ts + base, ac2g and fwdbwd flows, distributedInfo
+     * with pg_config, collective args on record_param_comms and NCCL kernels */
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    const char *path = th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz");
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_entries, 40573);
+    CHECK_EQ_INT(cat_count(t, "ac2g"), 12514);
+    CHECK_EQ_INT(cat_count(t, "fwdbwd"), 1086);
+    CHECK_EQ_INT(cat_count(t, "kernel"), 2700);
+    CHECK_EQ_INT(t->rank, 0);
+    CHECK_EQ_INT(t->world_size, 2);
+    CHECK_EQ_INT(t->n_pgs, 1);
+    CHECK_STREQ(model_str(t, t->pgs[0].desc), "default_pg");
+    CHECK_STREQ(model_str(t, t->nccl_version), "2.17.1");
+    CHECK_EQ_INT(t->n_devices, 8);
+    CHECK_STREQ(model_str(t, t->devices[0].name), "NVIDIA A100-PG509-200");
+    CHECK_EQ_INT(t->devices[0].num_sms, 108);
+    size_t fwdbwd = 0, launch = 0;
+    for (size_t i = 0; i < t->n_flows; i++) {
+        fwdbwd += t->flows[i].kind == MODEL_FLOW_FWDBWD;
+        launch += t->flows[i].kind == MODEL_FLOW_LAUNCH;
+    }
+    CHECK_EQ_INT(fwdbwd, 1086);
+    CHECK_EQ_INT(launch, 12514);
+    /* the all-reduces carry their sizes (the fc layer's bucket: 2,049,000
+     * floats), on the kernel and on the op */
+    size_t kernel_colls = 0, op_colls = 0, fc_bucket = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->info == MODEL_NONE || t->infos[e->info].coll == MODEL_NONE)
+            continue;
+        const struct model_collective *c = &t->colls[t->infos[e->info].coll];
+        if (e->kind == MODEL_EV_KERNEL)
+            kernel_colls++;
+        else if (strcmp(model_str(t, e->name), "record_param_comms") == 0)
+            op_colls++;
+        fc_bucket += c->in_nelems == 2049000;
+        if (kernel_colls == 1 && e->kind == MODEL_EV_KERNEL) {
+            CHECK_STREQ(model_str(t, c->name), "allreduce");
+            CHECK_EQ_INT(c->group_size, 2);
+            CHECK_STREQ(model_str(t, c->dtype), "Float");
+            CHECK_STREQ(model_str(t, c->pg_ranks), "[0, 1]");
+        }
+    }
+    CHECK_EQ_INT(kernel_colls, 21);
+    CHECK_EQ_INT(op_colls, 27);
+    CHECK_EQ_INT(fc_bucket, 6); /* three steps, on the kernel and the op */
+    model_trace_free(t);
+}
+
+TEST(reader_async_cpu_to_gpu_flows_and_absolute_ts)
+{
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    const char *path = th_shared_path("HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz");
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    size_t launch = 0;
+    for (size_t i = 0; i < t->n_flows; i++)
+        launch += t->flows[i].kind == MODEL_FLOW_LAUNCH;
+    CHECK_EQ_INT(launch, 26815 + 9984);
+    CHECK_EQ_INT(t->n_steps, 6);
+    CHECK(t->first_ts > 1600000000000000000ll); /* absolute epoch ns */
+    model_trace_free(t);
+}
+
+TEST(reader_sampled_trace_loads_and_reports_what_it_lacks)
+{
+    struct model_trace *t = NULL;
+    struct model_inspect *in = NULL;
+    struct sc_error err;
+    const char *path = th_shared_path("HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz");
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    CHECK(model_inspect_trace(t, &in, &err) == SC_OK);
+    CHECK(in->lacks & MODEL_LACK_FLOWS);
+    CHECK(in->lacks & MODEL_LACK_DEVICE_PROPERTIES);
+    CHECK(in->lacks & MODEL_LACK_SAMPLED);
+    CHECK_EQ_INT(t->n_steps, 2);
+    model_inspect_free(in);
+    model_trace_free(t);
+}
+
+TEST(reader_full_trace_is_not_sampled)
+{
+    struct model_trace *t = NULL;
+    struct model_inspect *in = NULL;
+    struct sc_error err;
+    const char *path = th_shared_path("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz");
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    CHECK(model_inspect_trace(t, &in, &err) == SC_OK);
+    CHECK(!(in->lacks & MODEL_LACK_SAMPLED));
+    CHECK(!(in->lacks & MODEL_LACK_FLOWS));
+    CHECK(in->lacks & MODEL_LACK_COLL_SIZES);
+    CHECK(in->lacks & MODEL_LACK_CUDA_SYNC);
+    model_inspect_free(in);
+    model_trace_free(t);
+}
+
+TEST(reader_legacy_capitalised_categories)
+{
+    struct model_trace *t = load_fixture("legacy_caps.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    const struct model_event *k = find(t, "volta_sgemm_128x64_nn");
+    CHECK(k && k->kind == MODEL_EV_KERNEL);
+    CHECK(find(t, "aten::mm")->kind == MODEL_EV_CPU_OP);
+    CHECK(find(t, "cudaLaunchKernel")->kind == MODEL_EV_RUNTIME);
+    CHECK(find(t, "Memcpy HtoD (Pageable -> Device)")->kind == MODEL_EV_MEMCPY);
+    CHECK(find(t, "Memset (Device)")->kind == MODEL_EV_MEMSET);
+    /* string tid "stream 7": stream 7 from the digits and the args */
+    CHECK_EQ_INT(t->tracks[k->track].tid, 7);
+    CHECK_EQ_INT(t->infos[k->info].stream, 7);
+    CHECK_EQ_INT(k->external_id, 2); /* lowercase "external id" */
+    /* the kernel joins its launch by correlation */
+    CHECK(t->link[k - t->events] != MODEL_NONE);
+    CHECK_STREQ(model_str(t, t->events[t->link[k - t->events]].name), "cudaLaunchKernel");
+    /* ProfilerStep#N as an Operator of old traces */
+    CHECK_EQ_INT(t->n_steps, 2);
+    CHECK_EQ_INT(t->steps[0].number, 3);
+    CHECK_EQ_INT(t->steps[0].end - t->steps[0].start, 3000000);
+    /* "async" flows are launch flows */
+    CHECK_EQ_INT(t->n_flows, 2);
+    CHECK(t->flows[0].kind == MODEL_FLOW_LAUNCH);
+    model_trace_free(t);
+}
+
+TEST(reader_rocm_trace)
+{
+    struct model_trace *t = load_fixture("rocm.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    const struct model_event *k = find(t, "Cijk_Alik_Bljk_BBS_BH_MT128x128x64");
+    CHECK(k && k->kind == MODEL_EV_KERNEL);
+    CHECK_EQ_INT(t->infos[k->info].grid[0], 0); /* no grid or block: zeros */
+    const struct model_event *launch = find(t, "hipExtModuleLaunchKernel");
+    CHECK(launch && launch->kind == MODEL_EV_RUNTIME && launch->rt == 1 /* MODEL_RT_LAUNCH */);
+    CHECK(t->link[k - t->events] == (uint32_t)(launch - t->events));
+    CHECK(find(t, "hipStreamSynchronize")->rt == 3 /* MODEL_RT_SYNC_STREAM */);
+    const struct model_event *rccl = find(t, "rcclGenericKernel_AllReduce_RING_LL_Sum_bf16");
+    CHECK(rccl != NULL);
+    struct model_inspect *in;
+    struct sc_error err;
+    CHECK(model_inspect_trace(t, &in, &err) == SC_OK);
+    CHECK_EQ_INT(in->n_colls, 1);
+    CHECK_STREQ(in->colls[0].name, "allreduce");
+    CHECK_EQ_INT(in->colls[0].kernels, 1);
+    CHECK_EQ_INT(in->colls[0].max_nelems, 1048576);
+    CHECK_EQ_INT(in->colls[0].total_bytes, 2 * 1048576);
+    CHECK_STREQ(model_str(t, in->gpu_name), "AMD Instinct MI300X");
+    model_inspect_free(in);
+    CHECK_EQ_INT(t->rank, 1);
+    model_trace_free(t);
+}
+
+TEST(reader_cuda_sync_events)
+{
+    struct model_trace *t = load_fixture("cuda_sync.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    const struct model_event *w = find(t, "Stream Wait Event");
+    CHECK(w && w->kind == MODEL_EV_CUDA_SYNC);
+    const struct model_sync *s = &t->syncs[t->infos[w->info].sync];
+    CHECK_EQ_INT(s->wait_on_stream, 7);
+    CHECK_EQ_INT(s->wait_on_record_corr, 12);
+    CHECK_EQ_INT(s->event_id, 2);
+    CHECK_STREQ(model_str(t, s->sync_kind), "Stream Wait Event");
+    /* joined to the cudaStreamWaitEvent call */
+    CHECK_STREQ(model_str(t, t->events[t->link[w - t->events]].name), "cudaStreamWaitEvent");
+    const struct model_event *ev = find(t, "cudaEvent");
+    CHECK(ev && ev->kind == MODEL_EV_CUDA_EVENT);
+    CHECK_EQ_INT(t->syncs[t->infos[ev->info].sync].event_id, 2);
+    model_trace_free(t);
+}
+
+TEST(reader_graph_launch_runs_several_kernels)
+{
+    struct model_trace *t = load_fixture("graph_launch.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    const struct model_event *g = find(t, "cudaGraphLaunch");
+    uint32_t gi = (uint32_t)(g - t->events);
+    int linked = 0;
+    for (size_t i = 0; i < t->n_events; i++)
+        if (t->events[i].kind == MODEL_EV_KERNEL && t->link[i] == gi)
+            linked++;
+    CHECK_EQ_INT(linked, 3);
+    CHECK_STREQ(model_str(t, t->events[t->link[gi]].name), "graph_kernel_a"); /* the first */
+    CHECK(g->rt == 1 /* MODEL_RT_LAUNCH */);
+    model_trace_free(t);
+}
+
+TEST(reader_unknown_categories_kept_and_counted)
+{
+    struct model_trace *t = load_fixture("unknown_categories.json");
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_unknown, 2);
+    CHECK(find(t, "mtia_kernel")->kind == MODEL_EV_UNKNOWN);
+    CHECK(find(t, "custom work")->kind == MODEL_EV_UNKNOWN);
+    CHECK_EQ_INT(cat_count(t, "my_custom_category"), 1);
+    CHECK_EQ_INT(t->n_instants, 1);
+    CHECK_EQ_INT(t->n_counters, 1);
+    CHECK_EQ_INT(t->n_other_phase, 2); /* B and E */
+    CHECK_EQ_INT(t->n_entries, 8);
+    model_trace_free(t);
+}
+
+TEST(reader_array_format_and_escapes)
+{
+    struct sc_error err;
+    struct model_trace *t = load_str("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\u00e9\\ud83d\\ude00\\n\\\"q\\\"\","
+                                     "\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2}]",
+                                     &err);
+    CHECK(t != NULL);
+    if (t) {
+        CHECK_EQ_INT(t->n_events, 1);
+        CHECK_STREQ(model_str(t, t->events[0].name), "k\xc3\xa9\xf0\x9f\x98\x80\n\"q\"");
+    }
+    model_trace_free(t);
+}
+
+TEST(reader_gzip_and_concatenated_members)
+{
+    const char *json = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":1}]}";
+    const char *path = th_write_gzip("one.json.gz", json, strlen(json));
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    CHECK(t && t->n_events == 1);
+    model_trace_free(t);
+    /* two gzip members back to back decode as one stream */
+    size_t n1, n2;
+    const char *a = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",", *b = "\"name\":\"a\",\"ts\":5}]}";
+    char *g1 = th_read_file(th_write_gzip("a.gz", a, strlen(a)), &n1);
+    char *g2 = th_read_file(th_write_gzip("b.gz", b, strlen(b)), &n2);
+    char *both = malloc(n1 + n2);
+    memcpy(both, g1, n1);
+    memcpy(both + n1, g2, n2);
+    t = NULL;
+    CHECK(model_trace_load_mem(both, n1 + n2, "two-members", NULL, &t, &err) == SC_OK);
+    CHECK(t && t->n_events == 1);
+    model_trace_free(t);
+    free(g1);
+    free(g2);
+    free(both);
+}
+
+/* A stream that returns its bytes a few at a time, to exercise every
+ * refill boundary of the reader. */
+struct trickle {
+    struct model_stream base;
+    const char *p;
+    size_t left, step;
+};
+
+static ssize_t trickle_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct trickle *t = (struct trickle *)s;
+    (void)err;
+    if (n > t->step)
+        n = t->step;
+    if (n > t->left)
+        n = t->left;
+    memcpy(buf, t->p, n);
+    t->p += n;
+    t->left -= n;
+    return (ssize_t)n;
+}
+
+static void trickle_close(struct model_stream *s)
+{
+    (void)s;
+}
+
+TEST(reader_same_result_whatever_the_read_sizes)
+{
+    size_t n;
+    char *json = th_read_file("tests/fixtures/rocm.json", &n);
+    CHECK(json != NULL);
+    if (!json)
+        return;
+    struct model_trace *ref = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_mem(json, n, "ref", NULL, &ref, &err) == SC_OK);
+    for (size_t step = 1; step < 40 && ref; step += 3) {
+        struct trickle tr = {{trickle_read, trickle_close}, json, n, step};
+        struct model_trace *t = NULL;
+        CHECK(model_trace_read(&tr.base, "trickle", NULL, &t, &err) == SC_OK);
+        if (!t)
+            break;
+        CHECK_EQ_INT(t->n_events, ref->n_events);
+        CHECK_EQ_INT(t->n_flows, ref->n_flows);
+        for (size_t i = 0; i < t->n_events && i < ref->n_events; i++) {
+            CHECK_EQ_INT(t->events[i].ts, ref->events[i].ts);
+            CHECK_STREQ(model_str(t, t->events[i].name), model_str(ref, ref->events[i].name));
+        }
+        model_trace_free(t);
+    }
+    model_trace_free(ref);
+    free(json);
+}
+
+/* ---- steps --------------------------------------------------------------------------- */
+
+TEST(steps_profiler_step_cpu_side_only)
+{
+    struct sc_error err;
+    /* a gpu_user_annotation copy of ProfilerStep must not count */
+    struct model_trace *t = load_str(
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#5\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#5\",\"pid\":0,\"tid\":7,\"ts\":110,\"dur\":60},"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#6\",\"pid\":1,\"tid\":1,\"ts\":150,\"dur\":40}]}",
+        &err);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_steps, 2);
+    CHECK_EQ_INT(t->steps[0].number, 5);
+    CHECK_EQ_INT(t->steps[0].end - t->steps[0].start, 50000);
+    CHECK_EQ_INT(t->steps[1].number, 6);
+    model_trace_free(t);
+}
+
+TEST(steps_user_marker_prefix)
+{
+    struct model_load_opts o;
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    model_load_opts_default(&o);
+    o.step_marker = "Optimizer.step";
+    const char *json =
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Optimizer.step#SGD.step\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":5},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"Optimizer.step#SGD.step\",\"pid\":1,\"tid\":1,\"ts\":101,\"dur\":3},"
+        "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"Optimizer.step#SGD.step\",\"pid\":0,\"tid\":7,\"ts\":130,\"dur\":3},"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Optimizer.step#SGD.step\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":5},"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Optimizer.step#SGD.step\",\"pid\":1,\"tid\":1,\"ts\":320,\"dur\":5}]}";
+    CHECK(model_trace_load_mem(json, strlen(json), "m", &o, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    /* three markers (the nested op and the GPU copy do not count): two steps */
+    CHECK_EQ_INT(t->n_steps, 2);
+    CHECK_STREQ(model_str(t, t->steps[0].name), "Optimizer.step#1");
+    CHECK_EQ_INT(t->steps[0].end - t->steps[0].start, 100000);
+    CHECK_EQ_INT(t->steps[1].end - t->steps[1].start, 120000);
+    model_trace_free(t);
+}
+
+TEST(steps_real_marker_trace)
+{
+    struct model_load_opts o;
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    model_load_opts_default(&o);
+    o.step_marker = "Optimizer.step";
+    CHECK(model_trace_load_file(th_shared_path("param/et_replay/tests/inputs/linear_kineto.json.gz"), &o, &t,
+                                &err) == SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_steps, 39); /* 40 markers */
+    model_trace_free(t);
+}
+
+TEST(steps_partial_when_trace_ends_inside)
+{
+    struct sc_error err;
+    /* the last step launches a kernel the trace never recorded */
+    struct model_trace *t = load_str(
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":110,\"dur\":5,\"args\":{\"correlation\":1}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k1\",\"pid\":0,\"tid\":7,\"ts\":120,\"dur\":20,\"args\":{\"correlation\":1}},"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,\"tid\":1,\"ts\":150,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":160,\"dur\":5,\"args\":{\"correlation\":2}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k2\",\"pid\":0,\"tid\":7,\"ts\":170,\"dur\":20,\"args\":{\"correlation\":2}},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":190,\"dur\":5,\"args\":{\"correlation\":3}}]}",
+        &err);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_steps, 2);
+    CHECK(!t->steps[0].partial);
+    CHECK(t->steps[1].partial);
+    model_trace_free(t);
+}
+
+/* ---- bad input ------------------------------------------------------------------------ */
+
+/* Loading json must fail with code, a message holding `what`, and (when
+ * offset >= 0) that byte offset; an event index when event >= 0. */
+static void expect_error(const char *json, size_t n, enum sc_status code, const char *what,
+                         int64_t offset, int64_t event)
+{
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    int rc = model_trace_load_mem(json, n, "bad.json", NULL, &t, &err);
+    CHECK_EQ_INT(rc, code);
+    CHECK(t == NULL);
+    if (rc == SC_OK) {
+        model_trace_free(t);
+        return;
+    }
+    CHECK_CONTAINS(err.msg, "bad.json");
+    CHECK_CONTAINS(err.msg, what);
+    if (offset >= 0) {
+        CHECK_EQ_INT(err.offset, offset);
+        char at[64];
+        snprintf(at, sizeof at, "byte %lld", (long long)offset);
+        CHECK_CONTAINS(err.msg, at);
+    }
+    if (event >= 0) {
+        CHECK_EQ_INT(err.event, event);
+        char ev[64];
+        snprintf(ev, sizeof ev, "traceEvents[%lld]", (long long)event);
+        CHECK_CONTAINS(err.msg, ev);
+    }
+}
+
+#define EXPECT_ERROR(json, code, what, off, ev) expect_error(json, sizeof(json) - 1, code, what, off, ev)
+
+TEST(reader_rejects_empty_and_not_json)
+{
+    EXPECT_ERROR("", SC_EPARSE, "empty input", 0, -1);
+    EXPECT_ERROR("   \n ", SC_EPARSE, "empty input", -1, -1);
+    EXPECT_ERROR("hello", SC_EPARSE, "not a trace", 0, -1);
+    EXPECT_ERROR("{\"a\": tru}", SC_EPARSE, "invalid literal", -1, -1);
+    EXPECT_ERROR("{\"traceEvents\": [}", SC_EPARSE, "not an object", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [], \"x\": 1,}", SC_EPARSE, "expected a string key", -1, -1);
+    EXPECT_ERROR("{\"traceEvents\": []} {}", SC_EPARSE, "trailing data", 20, -1);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ts\": 01}]}", SC_EPARSE, "leading zero", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ts\": NaN}]}", SC_EPARSE, "ts is not a number", -1, 0);
+}
+
+TEST(reader_rejects_truncated_json)
+{
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1", SC_EPARSE, "truncated JSON", 36, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"M\"}, {\"ph\": \"X\", \"name\": \"ab", SC_EPARSE,
+                 "truncated JSON", -1, 1);
+    EXPECT_ERROR("{\"traceEvents\": [", SC_EPARSE, "truncated JSON", -1, -1);
+    EXPECT_ERROR("{\"schemaVersion\": 1", SC_EPARSE, "truncated JSON", -1, -1);
+}
+
+TEST(reader_rejects_truncated_gzip)
+{
+    const char *json = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"ts\":1,\"dur\":1},"
+                       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"ts\":2,\"dur\":1}]}";
+    size_t n;
+    char *gz = th_read_file(th_write_gzip("t.json.gz", json, strlen(json)), &n);
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    CHECK(n > 20);
+    for (size_t cut = 10; gz && cut < n; cut += 7) {
+        int rc = model_trace_load_mem(gz, cut, "cut.json.gz", NULL, &t, &err);
+        CHECK(rc == SC_EPARSE);
+        CHECK(t == NULL);
+        if (rc == SC_EPARSE && strstr(err.msg, "gzip") == NULL && strstr(err.msg, "truncated") == NULL)
+            CHECK_CONTAINS(err.msg, "gzip");
+    }
+    CHECK(model_trace_load_mem(gz, n - 4, "cut.json.gz", NULL, &t, &err) == SC_EPARSE);
+    CHECK_CONTAINS(err.msg, "truncated gzip");
+    /* garbage after a complete member */
+    char *junk = malloc(n + 3);
+    memcpy(junk, gz, n);
+    memcpy(junk + n, "abc", 3);
+    CHECK(model_trace_load_mem(junk, n + 3, "junk.json.gz", NULL, &t, &err) == SC_EPARSE);
+    CHECK_CONTAINS(err.msg, "trailing data after the gzip stream");
+    free(junk);
+    free(gz);
+}
+
+TEST(reader_rejects_nul_bytes)
+{
+    static const char json[] = "{\"traceEvents\": [{\"ph\": \"X\"\0, \"ts\": 1}]}";
+    expect_error(json, sizeof json - 1, SC_EPARSE, "NUL byte", 27, 0);
+    static const char in_string[] = "{\"traceEvents\": [{\"name\": \"a\0b\"}]}";
+    expect_error(in_string, sizeof in_string - 1, SC_EPARSE, "NUL byte", 28, 0);
+}
+
+TEST(reader_rejects_invalid_utf8)
+{
+    EXPECT_ERROR("{\"traceEvents\": [{\"name\": \"\xff\"}]}", SC_EPARSE, "invalid UTF-8", 27, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"name\": \"\xc0\xaf\"}]}", SC_EPARSE, "invalid UTF-8", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"name\": \"\xed\xa0\x80\"}]}", SC_EPARSE, "invalid UTF-8", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"x\": \"\xe2\x82\"}]}", SC_EPARSE, "invalid UTF-8", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"name\": \"a\tb\"}]}", SC_EPARSE, "control character", -1, 0);
+}
+
+TEST(reader_rejects_deep_nesting)
+{
+    size_t depth = 100000, n = 0;
+    char *json = malloc(5 * depth + 64);
+    n += (size_t)snprintf(json, 64, "{\"traceEvents\": [{\"args\": {\"x\": ");
+    for (size_t i = 0; i < depth; i++)
+        json[n++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        json[n++] = ']';
+    n += (size_t)snprintf(json + n, 16, "}}]}");
+    expect_error(json, n, SC_ELIMIT, "nesting deeper than the limit of 64", -1, 0);
+    /* and at the top level, outside traceEvents */
+    n = (size_t)snprintf(json, 64, "{\"other\": ");
+    for (size_t i = 0; i < depth; i++)
+        json[n++] = '{', json[n++] = '"', json[n++] = 'a', json[n++] = '"', json[n++] = ':';
+    expect_error(json, n, SC_ELIMIT, "nesting deeper", -1, -1);
+    free(json);
+}
+
+TEST(reader_rejects_out_of_range_numbers)
+{
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1e400, \"dur\": 1}]}", SC_ENUMERIC,
+                 "number 1e400 is out of range", 35, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": 99999999999999999999}]}",
+                 SC_ENUMERIC, "out of range", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{}, {\"ph\": \"X\", \"ts\": 9223372036854775.807, \"dur\": 1}]}",
+                 SC_ENUMERIC, "ts plus dur is out of range", -1, 1);
+    EXPECT_ERROR("{\"traceEvents\": [{\"args\": {\"correlation\": -1e99}}]}", SC_ENUMERIC, "out of range", -1, 0);
+    /* tiny numbers are zero, not errors */
+    struct sc_error err;
+    struct model_trace *t = load_str("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1e-400, \"dur\": 0}]}", &err);
+    CHECK(t && t->events[0].ts == 0);
+    model_trace_free(t);
+}
+
+TEST(reader_rejects_negative_durations)
+{
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": 2}, {\"ph\": \"X\", \"ts\": 1, \"dur\": -0.5}]}",
+                 SC_EPARSE, "negative dur", 77, 1);
+}
+
+TEST(reader_rejects_missing_or_bad_trace_events)
+{
+    EXPECT_ERROR("{\"schemaVersion\": 1}", SC_EPARSE, "no traceEvents array", -1, -1);
+    EXPECT_ERROR("{\"traceEvents\": {}}", SC_EPARSE, "traceEvents is not an array", 16, -1);
+    EXPECT_ERROR("{\"traceEvents\": \"x\"}", SC_EPARSE, "traceEvents is not an array", -1, -1);
+    EXPECT_ERROR("{\"traceEvents\": [], \"traceEvents\": []}", SC_EPARSE, "a second traceEvents", -1, -1);
+    EXPECT_ERROR("{\"traceEvents\": [1]}", SC_EPARSE, "not an object", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\"}]}", SC_EPARSE, "has no ts", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"name\": 5}]}", SC_EPARSE, "name is not a string", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"args\": []}]}", SC_EPARSE, "args is not an object", -1, 0);
+}
+
+/* A stream of `{"traceEvents":[{"name":"aaaa...` that never ends. */
+struct endless {
+    struct model_stream base;
+    size_t sent;
+};
+
+static ssize_t endless_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct endless *e = (struct endless *)s;
+    static const char head[] = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"";
+    (void)err;
+    if (e->sent >= (1ull << 30)) /* a 1 GB string */
+        return 0;
+    size_t k = 0;
+    for (; k < n && e->sent < sizeof head - 1; k++)
+        ((char *)buf)[k] = head[e->sent++];
+    memset((char *)buf + k, 'a', n - k);
+    e->sent += n - k;
+    return (ssize_t)n;
+}
+
+TEST(reader_rejects_a_1gb_string_without_buffering_it)
+{
+    struct endless e = {{endless_read, trickle_close}, 0};
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    int rc = model_trace_read(&e.base, "huge.json", NULL, &t, &err);
+    CHECK_EQ_INT(rc, SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "string longer than the limit of 16777216 bytes");
+    CHECK_CONTAINS(err.msg, "traceEvents[0]");
+    CHECK(e.sent < 128u << 20); /* stopped long before the end */
+}
+
+TEST(reader_limits_are_named_and_enforced)
+{
+    struct model_load_opts o;
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    model_load_opts_default(&o);
+    CHECK_EQ_INT(o.limits.max_events, 50000000);
+    CHECK_EQ_INT(o.limits.max_depth, 64);
+    o.limits.max_events = 2;
+    const char *json = "{\"traceEvents\": [{}, {}, {}]}";
+    CHECK_EQ_INT(model_trace_load_mem(json, strlen(json), "m", &o, &t, &err), SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "more than 2 events");
+    model_load_opts_default(&o);
+    o.limits.max_item_bytes = 64;
+    const char *big = "{\"traceEvents\": [{\"name\": \"0123456789012345678901234567890123456789012345678901234567890123456789\"}]}";
+    CHECK_EQ_INT(model_trace_load_mem(big, strlen(big), "m", &o, &t, &err), SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "larger than the limit of 64 bytes");
+    model_load_opts_default(&o);
+    o.limits.max_string = 8;
+    CHECK_EQ_INT(model_trace_load_mem(big, strlen(big), "m", &o, &t, &err), SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "the limit of 8 bytes");
+}
+
+/* ---- the parallel split of large plain files ---------------------------------------- */
+
+/* A plain trace of `n` events of one size, one of them (near the middle)
+ * named so that it holds what looks like an event boundary. */
+static const char *write_big_trace(size_t n, int bad_at_middle, int neg_dur_at, size_t *bytes)
+{
+    size_t cap = n * 200 + 256, len = 0;
+    char *buf = malloc(cap);
+    len += (size_t)snprintf(buf, cap, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = "aten::op";
+        if (bad_at_middle && i == n / 2)
+            name = "x}, {\\\"ph\\\": \\\"X\\\"}, {y";
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, \"tid\": %zu, "
+                                "\"ts\": %zu.500, \"dur\": %s, \"args\": {\"External id\": %zu}}",
+                                i ? ",\n  " : "  ", name, i % 3, 1000 + i, (int)i == neg_dur_at ? "-1" : "2", i);
+    }
+    len += (size_t)snprintf(buf + len, cap - len,
+                            "\n], \"distributedInfo\": {\"rank\": 3, \"world_size\": 4}}\n");
+    const char *path = th_write_file(bad_at_middle ? "big-bad.json" : "big.json", buf, len);
+    free(buf);
+    *bytes = len;
+    return path;
+}
+
+TEST(reader_split_parse_equals_serial_parse)
+{
+    size_t bytes, n = 200000;
+    const char *path = write_big_trace(n, 1, -1, &bytes);
+    CHECK(bytes > 16u << 20); /* big enough to be split */
+    struct model_trace *t = NULL, *ref = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    /* the serial parse: the same bytes through a stream */
+    size_t len;
+    char *json = th_read_file(path, &len);
+    CHECK(model_trace_load_mem(json, len, path, NULL, &ref, &err) == SC_OK);
+    free(json);
+    if (!t || !ref) {
+        model_trace_free(t);
+        model_trace_free(ref);
+        return;
+    }
+    CHECK_EQ_INT(t->n_events, n);
+    CHECK_EQ_INT(t->n_entries, ref->n_entries);
+    CHECK_EQ_INT(t->rank, 3); /* from after traceEvents */
+    CHECK_EQ_INT(t->world_size, 4);
+    CHECK_EQ_INT(t->n_tracks, ref->n_tracks);
+    int same = 1;
+    for (size_t i = 0; i < n && same; i++)
+        same = t->events[i].ts == ref->events[i].ts && t->events[i].external_id == (int64_t)i &&
+               strcmp(model_str(t, t->events[i].name), model_str(ref, ref->events[i].name)) == 0 &&
+               t->tracks[t->events[i].track].tid == (int64_t)(i % 3);
+    CHECK(same);
+    model_trace_free(t);
+    model_trace_free(ref);
+}
+
+TEST(reader_split_parse_reports_the_serial_error)
+{
+    size_t bytes, n = 200000;
+    const char *path = write_big_trace(n, 0, 180000, &bytes);
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    CHECK_EQ_INT(model_trace_load_file(path, NULL, &t, &err), SC_EPARSE);
+    CHECK(t == NULL);
+    CHECK_CONTAINS(err.msg, "traceEvents[180000]");
+    CHECK_CONTAINS(err.msg, "negative dur");
+    CHECK_EQ_INT(err.event, 180000);
+}
