@@ -61,7 +61,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_TOKEN_CREATE] = {"POST", "/v1/tokens", "createToken", API_SCOPE_ADMIN, API_BODY_JSON,
                              201, NULL, "400," E_AUTH ",413",
                              "create a token; the secret is in this reply only"},
-    [API_OP_TOKENS_LIST] = {"GET", "/v1/tokens", "listTokens", API_SCOPE_READ, API_BODY_NONE, 200,
+    [API_OP_TOKENS_LIST] = {"GET", "/v1/tokens", "listTokens", API_SCOPE_ADMIN, API_BODY_NONE, 200,
                             NULL, E_AUTH, "every token (without secrets)"},
     [API_OP_TOKEN_DELETE] = {"DELETE", "/v1/tokens/{id}", "deleteToken", API_SCOPE_ADMIN,
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409",
@@ -189,6 +189,33 @@ int api_route(const char *method, const char *path, int64_t max_ranks, enum api_
     api_fail(err, API_E_METHOD, "%s is not allowed here (allowed: %s)", method, allow);
     snprintf(err->allow, sizeof err->allow, "%s", allow);
     return SC_EINVAL;
+}
+
+/* Whether `name` is one of the "name:type:desc;..." entries of q. */
+static int query_declared(const char *q, const char *name)
+{
+    size_t n = strlen(name);
+    while (q && *q) {
+        if (strncmp(q, name, n) == 0 && q[n] == ':')
+            return 1;
+        q = strchr(q, ';');
+        q = q ? q + 1 : NULL;
+    }
+    return 0;
+}
+
+int api_check_query(enum api_op op, const char *const *keys, size_t n, struct api_reply *r)
+{
+    if (n > 16)
+        return api_fail(r, API_E_BAD_REQUEST, "more than 16 query parameters");
+    for (size_t i = 0; i < n; i++) {
+        if (!query_declared(ops[op].query, keys[i]))
+            return api_fail(r, API_E_BAD_REQUEST, "unknown query parameter '%.64s'", keys[i]);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(keys[i], keys[j]) == 0 && strcmp(keys[i], "scale") != 0)
+                return api_fail(r, API_E_BAD_REQUEST, "query parameter '%.64s' is repeated", keys[i]);
+    }
+    return SC_OK;
 }
 
 int api_route_methods(const char *path, char *out, size_t n)

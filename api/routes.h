@@ -77,6 +77,11 @@ int api_route(const char *method, const char *path, int64_t max_ranks, enum api_
  * 0 when the path is not served. */
 int api_route_methods(const char *path, char *out, size_t n);
 
+/* Check the query parameters of a request against the operation's list:
+ * unknown names, repeats (only `scale` repeats) and more than 16 are a 400
+ * bad_request in r. */
+int api_check_query(enum api_op op, const char *const *keys, size_t n, struct api_reply *r);
+
 /* Whether s is a valid identifier. */
 int api_id_valid(const char *s);
 

@@ -96,7 +96,8 @@ enum stmt {
 static const char *const sql[Q_COUNT] = {
     [Q_BLOB_EXISTS] = "SELECT 1 FROM blobs WHERE sha256 = ?1",
     [Q_BLOB_LIST] = "SELECT sha256 FROM blobs ORDER BY sha256",
-    [Q_BLOB_TOTALS] = "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM blobs",
+    [Q_BLOB_TOTALS] = "SELECT (SELECT COUNT(*) FROM jobs), (SELECT COUNT(*) FROM models),"
+                      " COUNT(*), COALESCE(SUM(bytes), 0) FROM blobs",
     [Q_BLOB_INSERT] = "INSERT OR IGNORE INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)",
     [Q_BLOB_GC] = "DELETE FROM blobs WHERE"
                   " NOT EXISTS (SELECT 1 FROM traces t WHERE t.sha256 = blobs.sha256) AND"
@@ -419,21 +420,26 @@ int store_blob_list(struct store *s, struct store_names *out, struct sc_error *e
     LOCKED(s, names_query(s, Q_BLOB_LIST, NULL, out, err));
 }
 
-static int blob_totals(struct store *s, int64_t *count_out, int64_t *bytes, struct sc_error *err)
+static int totals(struct store *s, struct store_totals *t, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_BLOB_TOTALS, err);
+    memset(t, 0, sizeof *t);
     if (!st)
         return err ? err->code : SC_EIO;
-    int rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "blob totals");
-    *count_out = rc ? 0 : sqlite3_column_int64(st, 0);
-    *bytes = rc ? 0 : sqlite3_column_int64(st, 1);
+    int rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "totals");
+    if (rc == SC_OK) {
+        t->jobs = sqlite3_column_int64(st, 0);
+        t->models = sqlite3_column_int64(st, 1);
+        t->blobs = sqlite3_column_int64(st, 2);
+        t->blob_bytes = sqlite3_column_int64(st, 3);
+    }
     done(st);
     return rc;
 }
 
-int store_blob_totals(struct store *s, int64_t *n, int64_t *bytes, struct sc_error *err)
+int store_totals(struct store *s, struct store_totals *t, struct sc_error *err)
 {
-    LOCKED(s, blob_totals(s, n, bytes, err));
+    LOCKED(s, totals(s, t, err));
 }
 
 /* ---- jobs ---- */

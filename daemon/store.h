@@ -49,7 +49,11 @@ int store_check(struct store *s, struct sc_error *err);
 int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err);
 /* Every blob row, for sweeps and checks. */
 int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err);
-int store_blob_totals(struct store *s, int64_t *count, int64_t *bytes, struct sc_error *err);
+
+struct store_totals {
+    int64_t jobs, models, blobs, blob_bytes;
+};
+int store_totals(struct store *s, struct store_totals *t, struct sc_error *err);
 
 /* ---- jobs ---- */
 

@@ -1,0 +1,199 @@
+/* api/encode.c: resources as JSON (encode.h). */
+#include "api/encode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/inspect_json.h"
+#include "api/json_reply.h"
+#include "model/job.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+/* A stored JSON text of our own making, or null. */
+static json_t *parsed(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+static json_t *job_json(const struct api_job *j)
+{
+    json_t *o = j->description ? json_loads(j->description, 0, NULL) : NULL;
+    if (!o || !json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    if (o && json_object_update_new(o, json_pack("{s:s, s:o, s:o, s:I, s:I, s:I}", "id", j->id,
+                                                 "created", api_json_time(j->created_ns),
+                                                 "updated", api_json_time(j->updated_ns),
+                                                 "n_ranks", (json_int_t)j->n_traces,
+                                                 "trace_bytes", (json_int_t)j->trace_bytes,
+                                                 "n_models", (json_int_t)j->n_models))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *trace_json(const char *job, const struct api_trace *t)
+{
+    json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:I, s:o}", "rank", (json_int_t)t->rank, "sha256",
+                          t->sha256, "bytes", (json_int_t)t->bytes, "events",
+                          (json_int_t)t->events, "steps", (json_int_t)t->steps, "uploaded",
+                          api_json_time(t->uploaded_ns));
+    if (o && job)
+        json_object_set_new(o, "job", json_string(job));
+    return o;
+}
+
+static json_t *model_json(const struct api_model *m)
+{
+    return json_pack("{s:s, s:s, s:s, s:f, s:o, s:s, s:I, s:{s:o, s:o}, s:o, s:o, s:o}", "id", m->id,
+                     "job", m->job, "status", api_model_status_name(m->status), "progress",
+                     m->progress, "error", str_or_null(m->error), "version", m->version, "n_ranks",
+                     (json_int_t)m->n_ranks, "options", "step_marker", str_or_null(m->step_marker),
+                     "steps", str_or_null(m->steps), "created", api_json_time(m->created_ns),
+                     "finished", api_json_time(m->finished_ns), "summary", parsed(m->summary));
+}
+
+static json_t *token_json(const struct api_token *t)
+{
+    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "id", t->id, "name", t->name, "scope",
+                     api_scope_name(t->scope), "created", api_json_time(t->created_ns), "revoked",
+                     api_json_time(t->revoked_ns));
+}
+
+/* {"<key>": [each(v[i])...]} */
+#define LIST_REPLY(r, key, v, n, each)                                             \
+    do {                                                                           \
+        json_t *a_ = json_array();                                                 \
+        for (size_t i_ = 0; a_ && i_ < (n); i_++)                                  \
+            if (json_array_append_new(a_, each)) {                                 \
+                json_decref(a_);                                                   \
+                a_ = NULL;                                                         \
+            }                                                                      \
+        return api_reply_json((r), 200, a_ ? json_pack("{s:o}", (key), a_) : NULL); \
+    } while (0)
+
+int api_reply_job(struct api_reply *r, unsigned status, const struct api_job *j,
+                  const struct api_trace *traces, size_t n_traces, const struct api_model *models,
+                  size_t n_models)
+{
+    json_t *o = job_json(j);
+    if (o && traces) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n_traces; i++)
+            json_array_append_new(a, trace_json(NULL, &traces[i]));
+        json_object_set_new(o, "traces", a);
+    }
+    if (o && models) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n_models; i++)
+            json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "id", models[i].id, "status",
+                                               api_model_status_name(models[i].status), "created",
+                                               api_json_time(models[i].created_ns)));
+        json_object_set_new(o, "models", a);
+    }
+    return api_reply_json(r, status, o);
+}
+
+int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n)
+{
+    LIST_REPLY(r, "jobs", v, n, job_json(&v[i_]));
+}
+
+int api_reply_trace(struct api_reply *r, unsigned status, const char *job, const struct api_trace *t)
+{
+    return api_reply_json(r, status, trace_json(job, t));
+}
+
+int api_reply_model(struct api_reply *r, unsigned status, const struct api_model *m)
+{
+    return api_reply_json(r, status, model_json(m));
+}
+
+int api_reply_model_accepted(struct api_reply *r, const struct api_model *m)
+{
+    json_t *o = model_json(m);
+    if (o)
+        json_object_set_new(o, "model", json_string(m->id));
+    return api_reply_json(r, 202, o);
+}
+
+int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n)
+{
+    LIST_REPLY(r, "models", v, n, model_json(&v[i_]));
+}
+
+int api_reply_token(struct api_reply *r, unsigned status, const struct api_token *t,
+                    const char *secret)
+{
+    json_t *o = token_json(t);
+    if (o && secret)
+        json_object_set_new(o, "token", json_string(secret));
+    return api_reply_json(r, status, o);
+}
+
+int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n)
+{
+    LIST_REPLY(r, "tokens", v, n, token_json(&v[i_]));
+}
+
+int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, size_t models,
+                      size_t blobs)
+{
+    return api_reply_json(r, 200, json_pack("{s:s, s:s, s:I, s:I}", "deleted", kind, "id", id,
+                                            "models", (json_int_t)models, "blobs_freed",
+                                            (json_int_t)blobs));
+}
+
+int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h)
+{
+    return api_reply_json(r, status,
+                          json_pack("{s:s, s:s, s:f, s:i, s:{s:i, s:i}}", "status", h->status,
+                                    "version", STEPCAST_VERSION, "uptime_s", h->uptime_s,
+                                    "schema", h->schema, "builds", "running",
+                                    (int)h->builds_running, "queued", (int)h->builds_queued));
+}
+
+static json_t *rank_summary(const struct model_trace *t, int rank)
+{
+    json_t *steps = json_array();
+    for (size_t i = 0; steps && i < t->n_steps; i++) {
+        const struct model_step *s = &t->steps[i];
+        json_array_append_new(steps, json_pack("{s:s, s:I, s:o, s:b}", "name", model_str(t, s->name),
+                                               "number", (json_int_t)s->number, "duration_ms",
+                                               api_json_ms(s->end - s->start), "partial",
+                                               s->partial));
+    }
+    return json_pack("{s:i, s:I, s:I, s:o}", "rank", rank, "entries", (json_int_t)t->n_entries,
+                     "events", (json_int_t)t->n_events, "steps", steps);
+}
+
+int api_model_summary(const struct model_job *job, char **text, struct sc_error *err)
+{
+    json_t *ranks = json_array();
+    uint64_t events = 0;
+    for (size_t i = 0; ranks && i < job->n_ranks; i++) {
+        events += job->ranks[i]->n_events;
+        if (json_array_append_new(ranks, rank_summary(job->ranks[i], job->rank_ids[i]))) {
+            json_decref(ranks);
+            ranks = NULL;
+        }
+    }
+    json_t *doc = ranks ? json_pack("{s:s, s:I, s:I, s:o}", "stepcast_version", STEPCAST_VERSION,
+                                    "n_ranks", (json_int_t)job->n_ranks, "events",
+                                    (json_int_t)events, "ranks", ranks)
+                        : NULL;
+    *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+    json_decref(doc);
+    return *text ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+}

@@ -1,0 +1,52 @@
+/* api/encode.h: API resources as JSON reply bodies.
+ *
+ * The shapes are documented in README.md ("API") and in the OpenAPI
+ * document; fields may be added, never renamed. Times are RFC 3339 UTC
+ * strings, sizes bytes, durations milliseconds. Each function fills the
+ * reply (status and body) and returns SC_OK, or SC_ENOMEM with a 503. */
+#ifndef API_ENCODE_H
+#define API_ENCODE_H
+
+#include <stddef.h>
+
+#include "api/reply.h"
+#include "api/resources.h"
+#include "common/error.h"
+
+struct model_job;
+
+/* A job; with traces/models (GET /v1/jobs/{job}) when given. */
+int api_reply_job(struct api_reply *r, unsigned status, const struct api_job *j,
+                  const struct api_trace *traces, size_t n_traces, const struct api_model *models,
+                  size_t n_models);
+int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n);
+
+int api_reply_trace(struct api_reply *r, unsigned status, const char *job, const struct api_trace *t);
+
+int api_reply_model(struct api_reply *r, unsigned status, const struct api_model *m);
+/* The 202 of a build request: the model with "model": its id. */
+int api_reply_model_accepted(struct api_reply *r, const struct api_model *m);
+int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n);
+
+/* With the secret when just created (shown once), else without. */
+int api_reply_token(struct api_reply *r, unsigned status, const struct api_token *t,
+                    const char *secret);
+int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n);
+
+/* {"deleted":"<kind>","id":..,"models":n,"blobs_freed":n} */
+int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, size_t models,
+                      size_t blobs);
+
+struct api_health {
+    const char *status; /* "ok" or "draining" */
+    double uptime_s;
+    int schema;
+    long builds_running, builds_queued;
+};
+int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h);
+
+/* The summary stored with a ready model: per rank its events and measured
+ * steps. *text is compact JSON from malloc. */
+int api_model_summary(const struct model_job *job, char **text, struct sc_error *err);
+
+#endif

@@ -1,0 +1,228 @@
+/* api/openapi.c: the OpenAPI 3 document (openapi.h). */
+#include "api/openapi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/reply.h"
+#include "api/routes.h"
+#include "common/banned.h"
+
+/* Schemas of the resources, as encode.c writes them. */
+static const char schemas[] =
+    "{"
+    "\"Error\":{\"type\":\"object\",\"required\":[\"error\"],\"properties\":{\"error\":{\"type\":\"object\","
+    " \"required\":[\"code\",\"message\"],\"properties\":{\"code\":{\"type\":\"string\"},"
+    " \"message\":{\"type\":\"string\"}}}}},"
+    "\"JobDescription\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    " \"config\":{\"type\":\"object\",\"description\":\"parallelism and model settings: tp, pp, dp, ep, cp,"
+    " sp, gpus, gpus_per_node, micro_batch, global_batch, layers, hidden, heads, ffn, seq_len, vocab"
+    " (positive integers) and any other scalar\",\"additionalProperties\":{\"oneOf\":[{\"type\":\"number\"},"
+    " {\"type\":\"string\"},{\"type\":\"boolean\"}]}},"
+    " \"hardware\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$\"},"
+    " \"description\":{\"type\":\"string\",\"maxLength\":1024}}},"
+    "\"Job\":{\"allOf\":[{\"$ref\":\"#/components/schemas/JobDescription\"},{\"type\":\"object\",\"properties\":{"
+    " \"id\":{\"type\":\"string\"},\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    " \"updated\":{\"type\":\"string\",\"format\":\"date-time\"},\"n_ranks\":{\"type\":\"integer\"},"
+    " \"trace_bytes\":{\"type\":\"integer\"},\"n_models\":{\"type\":\"integer\"},"
+    " \"traces\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Trace\"}},"
+    " \"models\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}]},"
+    "\"JobList\":{\"type\":\"object\",\"properties\":{\"jobs\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Job\"}}}},"
+    "\"Trace\":{\"type\":\"object\",\"properties\":{\"job\":{\"type\":\"string\"},\"rank\":{\"type\":\"integer\"},"
+    " \"sha256\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"events\":{\"type\":\"integer\"},"
+    " \"steps\":{\"type\":\"integer\"},\"uploaded\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+    "\"BuildRequest\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    " \"step_marker\":{\"type\":\"string\",\"description\":\"prefix of the CPU-side event that starts a step"
+    " (default: ProfilerStep#N)\"},\"steps\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(-[0-9]+)?$\"}}},"
+    "\"Model\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"job\":{\"type\":\"string\"},"
+    " \"status\":{\"type\":\"string\",\"enum\":[\"building\",\"ready\",\"failed\"]},"
+    " \"progress\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1},\"error\":{\"type\":\"string\",\"nullable\":true},"
+    " \"version\":{\"type\":\"string\"},\"n_ranks\":{\"type\":\"integer\"},"
+    " \"options\":{\"$ref\":\"#/components/schemas/BuildRequest\"},"
+    " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    " \"finished\":{\"type\":\"string\",\"format\":\"date-time\",\"nullable\":true},"
+    " \"summary\":{\"type\":\"object\",\"nullable\":true}}},"
+    "\"ModelList\":{\"type\":\"object\",\"properties\":{\"models\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Model\"}}}},"
+    "\"TokenRequest\":{\"type\":\"object\",\"required\":[\"scope\"],\"additionalProperties\":false,\"properties\":{"
+    " \"scope\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"admin\"]},\"name\":{\"type\":\"string\",\"maxLength\":127}}},"
+    "\"Token\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
+    " \"scope\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"admin\"]},"
+    " \"token\":{\"type\":\"string\",\"description\":\"the secret; in the creation reply only\"},"
+    " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    " \"revoked\":{\"type\":\"string\",\"format\":\"date-time\",\"nullable\":true}}},"
+    "\"TokenList\":{\"type\":\"object\",\"properties\":{\"tokens\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Token\"}}}},"
+    "\"Deleted\":{\"type\":\"object\",\"properties\":{\"deleted\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
+    " \"models\":{\"type\":\"integer\"},\"blobs_freed\":{\"type\":\"integer\"}}},"
+    "\"Health\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
+    " \"uptime_s\":{\"type\":\"number\"},\"schema\":{\"type\":\"integer\"},\"builds\":{\"type\":\"object\"}}},"
+    "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
+    "\"CriticalPath\":{\"type\":\"object\"},"
+    "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"}"
+    "}";
+
+/* The reply schema of each operation (a components/schemas name). */
+static const char *const reply_schema[API_OP_COUNT] = {
+    [API_OP_HEALTHZ] = "Health",          [API_OP_METRICS] = NULL,
+    [API_OP_OPENAPI] = NULL,              [API_OP_JOBS_LIST] = "JobList",
+    [API_OP_JOB_PUT] = "Job",             [API_OP_JOB_GET] = "Job",
+    [API_OP_JOB_DELETE] = "Deleted",      [API_OP_TRACE_PUT] = "Trace",
+    [API_OP_TRACE_GET] = "Trace",         [API_OP_MODEL_CREATE] = "Model",
+    [API_OP_MODELS_LIST] = "ModelList",   [API_OP_MODEL_GET] = "Model",
+    [API_OP_MODEL_DELETE] = "Deleted",    [API_OP_REPLAY] = "Replay",
+    [API_OP_CRITICAL_PATH] = "CriticalPath", [API_OP_TIMELINE] = "KinetoTrace",
+    [API_OP_TOKEN_CREATE] = "Token",      [API_OP_TOKENS_LIST] = "TokenList",
+    [API_OP_TOKEN_DELETE] = "Token",
+};
+
+static const char *const request_schema[API_OP_COUNT] = {
+    [API_OP_JOB_PUT] = "JobDescription",
+    [API_OP_MODEL_CREATE] = "BuildRequest",
+    [API_OP_TOKEN_CREATE] = "TokenRequest",
+};
+
+static json_t *ref(const char *name)
+{
+    char p[128];
+    snprintf(p, sizeof p, "#/components/schemas/%s", name);
+    return json_pack("{s:s}", "$ref", p);
+}
+
+static json_t *content(const char *type, json_t *schema)
+{
+    return json_pack("{s:{s:o}}", type, "schema", schema);
+}
+
+static json_t *parameters(const struct api_op_info *op)
+{
+    json_t *a = json_array();
+    if (strstr(op->path, "{job}"))
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "job", "in", "path",
+                                           "required", 1, "schema", "type", "string", "pattern",
+                                           "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+    if (strstr(op->path, "{rank}"))
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:i}}", "name", "rank", "in", "path",
+                                           "required", 1, "schema", "type", "integer", "minimum", 0));
+    if (strstr(op->path, "{id}"))
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "id", "in", "path",
+                                           "required", 1, "schema", "type", "string", "pattern",
+                                           "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+    /* "name:type:description;..." */
+    for (const char *q = op->query; q && *q;) {
+        const char *end = strchr(q, ';');
+        size_t n = end ? (size_t)(end - q) : strlen(q);
+        char item[256], *type, *desc;
+        snprintf(item, sizeof item, "%.*s", (int)n, q);
+        if ((type = strchr(item, ':')) && (desc = strchr(type + 1, ':'))) {
+            *type++ = '\0';
+            *desc++ = '\0';
+            json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:{s:s}}", "name", item, "in",
+                                               "query", "required", strcmp(item, "rank") == 0,
+                                               "description", desc, "schema", "type", type));
+        }
+        q = end ? end + 1 : q + n;
+    }
+    return a;
+}
+
+static json_t *responses(const struct api_op_info *op, enum api_op id)
+{
+    json_t *r = json_object();
+    char code[8], list[64];
+    json_t *ok;
+    if (id == API_OP_METRICS)
+        ok = content("text/plain", json_pack("{s:s}", "type", "string"));
+    else
+        ok = content("application/json", reply_schema[id] ? ref(reply_schema[id]) : json_pack("{s:s}", "type", "object"));
+    snprintf(code, sizeof code, "%u", op->success);
+    json_object_set_new(r, code, json_pack("{s:s, s:o}", "description", op->summary, "content", ok));
+    if (id == API_OP_TRACE_PUT || id == API_OP_JOB_PUT)
+        json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description",
+                                                id == API_OP_TRACE_PUT ? "identical bytes were already there"
+                                                                        : "the job existed: description replaced",
+                                                "content", content("application/json", ref(reply_schema[id]))));
+    snprintf(list, sizeof list, "%s", op->errors);
+    for (char *p = list; *p;) {
+        char *c = strchr(p, ',');
+        if (c)
+            *c = '\0';
+        json_object_set_new(r, p, json_pack("{s:s, s:o}", "description", "error (see the error codes)",
+                                            "content", content("application/json", ref("Error"))));
+        p = c ? c + 1 : p + strlen(p);
+    }
+    return r;
+}
+
+static json_t *operation(enum api_op id)
+{
+    const struct api_op_info *op = api_op_info(id);
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "operationId", op->id, "summary", op->summary,
+                          "parameters", parameters(op), "responses", responses(op, id));
+    if (!o)
+        return NULL;
+    if (op->scope != API_SCOPE_NONE) {
+        json_object_set_new(o, "security", json_pack("[{s:[]}]", "bearer"));
+        json_object_set_new(o, "x-scope", json_string(api_scope_name(op->scope)));
+    }
+    if (op->body == API_BODY_TRACE)
+        json_object_set_new(o, "requestBody",
+                            json_pack("{s:b, s:s, s:o}", "required", 1, "description",
+                                      "a Kineto trace, plain JSON or gzip (detected by content)",
+                                      "content", content("application/octet-stream",
+                                                         json_pack("{s:s, s:s}", "type", "string",
+                                                                   "format", "binary"))));
+    else if (op->body != API_BODY_NONE)
+        json_object_set_new(o, "requestBody",
+                            json_pack("{s:b, s:o}", "required", op->body == API_BODY_JSON, "content",
+                                      content("application/json", ref(request_schema[id]))));
+    return o;
+}
+
+static json_t *error_codes(void)
+{
+    json_t *a = json_array();
+    for (int c = API_E_NONE + 1; c < API_E_COUNT; c++) {
+        const struct api_code_info *ci = api_code_info((enum api_code)c);
+        json_array_append_new(a, json_pack("{s:s, s:i, s:s}", "code", ci->name, "status", (int)ci->http,
+                                           "meaning", ci->meaning));
+    }
+    return a;
+}
+
+int api_openapi_text(char **out, struct sc_error *err)
+{
+    json_error_t je;
+    json_t *paths = json_object();
+    json_t *comp = json_loads(schemas, 0, &je);
+    json_t *doc = NULL;
+    *out = NULL;
+    if (!comp) {
+        json_decref(paths);
+        return sc_error_set(err, SC_EINTERNAL, "openapi schemas: %s at %d", je.text, je.position);
+    }
+    for (int i = 0; paths && i < API_OP_COUNT; i++) {
+        const struct api_op_info *op = api_op_info((enum api_op)i);
+        char method[8];
+        size_t k;
+        for (k = 0; op->method[k] && k + 1 < sizeof method; k++)
+            method[k] = (char)(op->method[k] | 0x20);
+        method[k] = '\0';
+        json_t *item = json_object_get(paths, op->path);
+        if (!item) {
+            item = json_object();
+            json_object_set_new(paths, op->path, item);
+        }
+        json_object_set_new(item, method, operation((enum api_op)i));
+    }
+    doc = json_pack("{s:s, s:{s:s, s:s, s:s, s:o}, s:o, s:{s:o, s:{s:{s:s, s:s}}}}", "openapi", "3.0.3",
+                    "info", "title", "stepcast", "version", STEPCAST_VERSION, "description",
+                    "Trace-driven performance model of distributed training steps. Errors are "
+                    "{\"error\":{\"code\",\"message\"}} with the codes in x-error-codes.",
+                    "x-error-codes", error_codes(), "paths", paths, "components", "schemas", comp,
+                    "securitySchemes", "bearer", "type", "http", "scheme", "bearer");
+    *out = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return *out ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+}

@@ -1,0 +1,197 @@
+/* api/request.c: JSON request bodies (request.h). */
+#include "api/request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/routes.h"
+#include "common/banned.h"
+
+int api_json_precheck(const char *body, size_t n, const struct api_body_limits *l,
+                      struct api_reply *err)
+{
+    unsigned depth = 0;
+    int in_str = 0, esc = 0;
+    if (n > l->max_bytes)
+        return api_fail(err, API_E_TOO_LARGE, "body of %zu bytes is over the limit of %zu", n,
+                        l->max_bytes);
+    for (size_t i = 0; i < n; i++) {
+        char c = body[i];
+        if (in_str) {
+            if (esc)
+                esc = 0;
+            else if (c == '\\')
+                esc = 1;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > l->max_depth)
+                return api_fail(err, API_E_JSON_TOO_DEEP,
+                                "body nested deeper than %u levels (at byte %zu)", l->max_depth, i);
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
+        }
+    }
+    return SC_OK;
+}
+
+/* The body as an object: NULL (reply filled) when it is not one. An empty
+ * body is an empty object when `optional`. */
+static json_t *load_object(const char *body, size_t n, const struct api_body_limits *l,
+                           int optional, struct api_reply *err)
+{
+    json_error_t je;
+    json_t *doc;
+    size_t i = 0;
+    while (i < n && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
+        i++;
+    if (i == n) {
+        if (optional)
+            return json_object();
+        api_fail(err, API_E_INVALID_JSON, "the body is empty; this route takes a JSON object");
+        return NULL;
+    }
+    if (api_json_precheck(body, n, l, err))
+        return NULL;
+    if (!(doc = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je))) {
+        api_fail(err, API_E_INVALID_JSON, "body: %s (byte %d)", je.text, je.position);
+        return NULL;
+    }
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        api_fail(err, API_E_INVALID_JSON, "the body is not a JSON object");
+        return NULL;
+    }
+    return doc;
+}
+
+/* Every key of obj is in allowed (NULL-terminated), else the reply says which is not. */
+static int only_fields(json_t *obj, const char *const *allowed, struct api_reply *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach (obj, k, v) {
+        int ok = 0;
+        for (size_t i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(k, allowed[i]) == 0;
+        if (!ok)
+            return api_fail(err, API_E_INVALID_JSON, "unknown field '%.64s'", k);
+    }
+    return SC_OK;
+}
+
+/* A string field: absent is fine (out untouched); else 1..max bytes without
+ * control characters. */
+static int get_string(json_t *obj, const char *key, size_t max, char *out, size_t out_n,
+                      struct api_reply *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return SC_OK;
+    if (!json_is_string(v))
+        return api_fail(err, API_E_INVALID_JSON, "'%s' must be a string", key);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n > max || n >= out_n)
+        return api_fail(err, API_E_INVALID_JSON, "'%s' must be 1 to %zu bytes", key, max);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return api_fail(err, API_E_INVALID_JSON, "'%s' holds a control character", key);
+    memcpy(out, s, n + 1);
+    return SC_OK;
+}
+
+/* Parallelism degrees and sizes that must be positive integers. */
+static const char *const positive_keys[] = {"tp", "pp", "dp", "ep", "cp", "sp", "gpus",
+                                            "gpus_per_node", "micro_batch", "global_batch",
+                                            "layers", "hidden", "heads", "ffn", "seq_len", "vocab",
+                                            NULL};
+
+static int check_config(json_t *cfg, struct api_reply *err)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(cfg))
+        return api_fail(err, API_E_INVALID_JSON, "'config' must be an object");
+    if (json_object_size(cfg) > 64)
+        return api_fail(err, API_E_INVALID_JSON, "'config' has more than 64 fields");
+    json_object_foreach (cfg, k, v) {
+        if (strlen(k) > 64)
+            return api_fail(err, API_E_INVALID_JSON, "config field names are at most 64 bytes");
+        if (json_is_object(v) || json_is_array(v))
+            return api_fail(err, API_E_INVALID_JSON, "config.%s must be a number, string or boolean", k);
+        if (json_is_string(v) && json_string_length(v) > 256)
+            return api_fail(err, API_E_INVALID_JSON, "config.%s is longer than 256 bytes", k);
+        for (size_t i = 0; positive_keys[i]; i++)
+            if (strcmp(k, positive_keys[i]) == 0 &&
+                (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                 json_integer_value(v) > (1 << 30)))
+                return api_fail(err, API_E_INVALID_JSON, "config.%s must be a positive integer", k);
+    }
+    return SC_OK;
+}
+
+int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
+                   struct api_reply *err)
+{
+    static const char *const fields[] = {"config", "hardware", "description", NULL};
+    char hw[72] = "", desc[1025] = "";
+    json_t *doc = load_object(body, n, l, 1, err), *cfg;
+    int rc;
+    *canonical = NULL;
+    if (!doc)
+        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = only_fields(doc, fields, err)) || (rc = get_string(doc, "hardware", 64, hw, sizeof hw, err)) ||
+        (rc = get_string(doc, "description", 1024, desc, sizeof desc, err)))
+        goto out;
+    if (*hw && !api_id_valid(hw)) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'hardware' must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+        goto out;
+    }
+    if ((cfg = json_object_get(doc, "config")) && (rc = check_config(cfg, err)))
+        goto out;
+    if (!(*canonical = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS)))
+        rc = api_fail(err, API_E_UNAVAILABLE, "out of memory");
+out:
+    json_decref(doc);
+    return rc;
+}
+
+int api_decode_build(const char *body, size_t n, const struct api_body_limits *l,
+                     struct api_build_req *out, struct api_reply *err)
+{
+    static const char *const fields[] = {"step_marker", "steps", NULL};
+    json_t *doc = load_object(body, n, l, 1, err);
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!doc)
+        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = only_fields(doc, fields, err)) == SC_OK &&
+        (rc = get_string(doc, "step_marker", 255, out->step_marker, sizeof out->step_marker, err)) == SC_OK)
+        rc = get_string(doc, "steps", 63, out->steps, sizeof out->steps, err);
+    json_decref(doc);
+    return rc;
+}
+
+int api_decode_token(const char *body, size_t n, const struct api_body_limits *l,
+                     struct api_token_req *out, struct api_reply *err)
+{
+    static const char *const fields[] = {"scope", "name", NULL};
+    char scope[16] = "";
+    json_t *doc = load_object(body, n, l, 0, err);
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!doc)
+        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = only_fields(doc, fields, err)) == SC_OK &&
+        (rc = get_string(doc, "scope", 15, scope, sizeof scope, err)) == SC_OK &&
+        (rc = get_string(doc, "name", 127, out->name, sizeof out->name, err)) == SC_OK &&
+        api_scope_parse(scope, &out->scope))
+        rc = api_fail(err, API_E_INVALID_JSON, "'scope' must be \"read\", \"write\" or \"admin\"");
+    json_decref(doc);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* api/request.h: decoding and validating JSON request bodies.
+ *
+ * Bodies are untrusted. Before Jansson sees one, its size is checked
+ * against max_json_body and its nesting against max_json_depth by a scan
+ * that keeps no stack (Jansson would recurse up to its compiled-in depth
+ * otherwise); Jansson then rejects malformed JSON, invalid UTF-8 and NUL
+ * bytes. Each decoder accepts exactly its documented fields: an unknown
+ * field is an error, not silently ignored. Failures fill the reply with a
+ * 400/413 error and return its status. */
+#ifndef API_REQUEST_H
+#define API_REQUEST_H
+
+#include <stddef.h>
+
+#include "api/reply.h"
+#include "api/resources.h"
+
+struct api_body_limits {
+    size_t max_bytes;
+    unsigned max_depth;
+};
+
+/* Size and nesting only (no parse): SC_OK, or SC_ELIMIT / SC_EINVAL with
+ * the reply filled (too_large / json_too_deep). */
+int api_json_precheck(const char *body, size_t n, const struct api_body_limits *l,
+                      struct api_reply *err);
+
+/* PUT /v1/jobs/{job}: {"config":{...},"hardware":"...","description":"..."},
+ * all optional; an empty body is an empty description. *canonical gets the
+ * description as compact JSON with sorted keys (from malloc). */
+int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
+                   struct api_reply *err);
+
+/* POST /v1/jobs/{job}/models: {"step_marker":"...","steps":"A-B"}, both
+ * optional; an empty body takes the defaults. Unset fields are "". */
+struct api_build_req {
+    char step_marker[256];
+    char steps[64];
+};
+int api_decode_build(const char *body, size_t n, const struct api_body_limits *l,
+                     struct api_build_req *out, struct api_reply *err);
+
+/* POST /v1/tokens: {"scope":"read|write|admin","name":"..."} (name optional). */
+struct api_token_req {
+    enum api_scope scope;
+    char name[128];
+};
+int api_decode_token(const char *body, size_t n, const struct api_body_limits *l,
+                     struct api_token_req *out, struct api_reply *err);
+
+#endif

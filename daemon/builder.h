@@ -1,0 +1,56 @@
+/* daemon/builder.h: model builds on worker threads.
+ *
+ * POST /v1/jobs/{job}/models records a model as `building` and submits its
+ * id here; a worker builds it (built_model_build), stores its summary and
+ * status in the catalog, and puts the built model in the cache. HTTP
+ * threads never build, so queries stay fast while builds run. The queue is
+ * bounded (max-queued-builds). Models still `building` after a restart are
+ * submitted again at startup, so an accepted build is never lost.
+ *
+ * The same build serves cache misses of ready models (builder_load_ready,
+ * a cache_load_fn): after a restart or an eviction, a model is rebuilt from
+ * the traces it was made from. */
+#ifndef DAEMON_BUILDER_H
+#define DAEMON_BUILDER_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+struct blob_store;
+struct cache;
+struct metrics;
+struct model_load_opts;
+struct store;
+
+struct builder_env {
+    struct store *store;
+    struct blob_store *blobs;
+    struct cache *cache;
+    struct metrics *metrics;
+    const struct model_load_opts *load; /* limits; the marker is per model */
+    pthread_mutex_t *publish_mu;        /* held while a result is published or a model deleted */
+};
+
+struct builder;
+
+int builder_start(const struct builder_env *env, unsigned workers, size_t max_queued,
+                  struct builder **out, struct sc_error *err);
+/* Queue a build; SC_ELIMIT when the queue is full. */
+int builder_submit(struct builder *b, const char *id, struct sc_error *err);
+/* 1 and the fraction done when id is queued (0) or building here, else 0. */
+int builder_progress(struct builder *b, const char *id, double *fraction);
+void builder_counts(struct builder *b, long *running, long *queued);
+/* Stop taking builds and wait up to timeout_s for those running to finish;
+ * queued ones stay `building` in the catalog for the next start. Returns 1
+ * when every worker has stopped (builder_free may run), else 0. */
+int builder_stop(struct builder *b, double timeout_s);
+void builder_free(struct builder *b); /* after builder_stop returned 1 */
+
+/* cache_load_fn for ready models; ctx is the builder. SC_ENOTFOUND when the
+ * model does not exist, SC_EEXIST when it is not ready. */
+int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
+                       struct sc_error *err);
+
+#endif

@@ -1,0 +1,47 @@
+/* daemon/built.h: a built model in memory: the one build step, and the
+ * queries answered from it.
+ *
+ * built_model_build() is the whole build: it loads the traces a model was
+ * made from (blobs, by rank) into a struct model_job and derives from it
+ * what queries need. Builders call it for new models and the cache calls it
+ * to bring back a ready model after a restart or an eviction, so both give
+ * the same model. A built model is immutable; the rendered answers to
+ * queries are memoised in it (bounded), since the same replay of the same
+ * model is asked for again and again. */
+#ifndef DAEMON_BUILT_H
+#define DAEMON_BUILT_H
+
+#include <stddef.h>
+
+#include "api/reply.h"
+#include "api/resources.h"
+#include "api/routes.h"
+#include "common/error.h"
+
+struct blob_store;
+struct model_job;
+struct model_load_opts;
+
+struct built_model;
+
+typedef void (*built_progress_fn)(void *ctx, double fraction);
+
+/* Build model `id` from traces[0..n) (rank and sha256 used). progress, when
+ * non-NULL, is told the fraction done as ranks load. */
+int built_model_build(const char *id, const struct api_trace *traces, size_t n,
+                      struct blob_store *bs, const struct model_load_opts *opts,
+                      built_progress_fn progress, void *progress_ctx, struct built_model **out,
+                      struct sc_error *err);
+void built_model_free(struct built_model *m); /* NULL-safe */
+
+/* Bytes it holds (for the cache's budget), memo included at its bound. */
+size_t built_model_bytes(const struct built_model *m);
+const struct model_job *built_model_job(const struct built_model *m);
+
+/* A query on the model (replay, critical path, timeline) with its query
+ * parameters (key/value pairs of the URL), answered into r. *memo_hit says
+ * whether the answer was memoised. */
+int built_model_query(struct built_model *m, enum api_op op, const char *const *keys,
+                      const char *const *values, size_t n, struct api_reply *r, int *memo_hit);
+
+#endif

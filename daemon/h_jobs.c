@@ -1,0 +1,244 @@
+/* daemon/h_jobs.c: jobs and trace uploads (handlers.h).
+ *
+ * An upload reaches h_trace_put() already on disk: the HTTP layer streamed
+ * the body into a blob writer (a temp file, hashed as it arrived). Here it
+ * is fsync'd, validated by the trace reader from the file, and, unless the
+ * rank already holds these bytes or other ones, renamed into the blob
+ * store and committed; the reply goes out only after the commit. */
+#include "daemon/handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/encode.h"
+#include "daemon/blobs.h"
+#include "daemon/cache.h"
+#include "daemon/config.h"
+#include "daemon/failpoint.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/store.h"
+#include "model/stream.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+struct api_body_limits h_body_limits(const struct svc *s)
+{
+    struct api_body_limits l = {(size_t)s->cfg->max_json_body, (unsigned)s->cfg->max_json_depth};
+    return l;
+}
+
+void h_remove_blobs(struct svc *s, const struct store_names *freed)
+{
+    for (size_t i = 0; i < freed->n; i++) {
+        struct sc_error err;
+        if (blob_remove(s->blobs, freed->v[i], &err))
+            log_warn("store", "event=blob_remove_failed sha256=%s msg=\"%s\"", freed->v[i], err.msg);
+    }
+}
+
+void h_jobs_list(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_job *v;
+    struct sc_error err;
+    size_t n;
+    (void)q;
+    if (store_job_list(s->store, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    api_reply_jobs(r, v, n);
+    api_jobs_free(v, n);
+}
+
+void h_job_put(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct api_job job;
+    struct sc_error err;
+    char *desc = NULL;
+    int created = 0;
+    if (api_decode_job(q->body, q->body_len, &lim, &desc, r))
+        return;
+    if (store_job_put(s->store, q->params.job, desc, &created, &err) ||
+        store_job_get(s->store, q->params.job, &job, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+    } else {
+        api_reply_job(r, created ? 201 : 200, &job, NULL, 0, NULL, 0);
+        api_job_release(&job);
+    }
+    free(desc);
+}
+
+void h_job_get(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_job job;
+    struct api_trace *traces = NULL;
+    struct api_model *models = NULL;
+    size_t nt = 0, nm = 0;
+    struct sc_error err;
+    if (store_job_get(s->store, q->params.job, &job, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    if (store_trace_list(s->store, job.id, &traces, &nt, &err) ||
+        store_model_list(s->store, job.id, &models, &nm, &err))
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else
+        api_reply_job(r, 200, &job, traces, nt, models, nm);
+    free(traces);
+    api_models_free(models, nm);
+    api_job_release(&job);
+}
+
+void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct store_names models = {0}, freed = {0};
+    struct sc_error err;
+    int rc;
+    pthread_mutex_lock(&s->blob_mu);
+    pthread_mutex_lock(&s->publish_mu);
+    rc = store_job_delete(s->store, q->params.job, &models, &freed, &err);
+    for (size_t i = 0; rc == SC_OK && i < models.n; i++)
+        cache_remove(s->cache, models.v[i]);
+    pthread_mutex_unlock(&s->publish_mu);
+    if (rc == SC_OK) {
+        fp_hit("delete.after_commit");
+        h_remove_blobs(s, &freed);
+    }
+    pthread_mutex_unlock(&s->blob_mu);
+    if (rc)
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else {
+        log_info("store", "event=job_deleted job=%s models=%zu blobs_freed=%zu", q->params.job,
+                 models.n, freed.n);
+        api_reply_deleted(r, "job", q->params.job, models.n, freed.n);
+    }
+    store_names_release(&models);
+    store_names_release(&freed);
+}
+
+/* ?replace=true|false (default false); -1 when malformed. */
+static int replace_flag(const struct svc_request *q)
+{
+    const char *v = svc_query(q, "replace");
+    if (!v || !strcmp(v, "false") || !strcmp(v, "0"))
+        return 0;
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
+        return 1;
+    return -1;
+}
+
+/* Load the received file with the reader: the trace's counts, or an error
+ * reply naming the byte offset or event. */
+static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec, struct api_reply *r)
+{
+    struct model_stream *in;
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    int rc = model_stream_open_file(blob_writer_path(q->upload), &in, &err);
+    if (rc == SC_OK) {
+        rc = model_trace_read(in, "trace", &s->load, &t, &err);
+        model_stream_close(in);
+    }
+    if (rc)
+        return api_fail_status(r, &err, API_E_INVALID_TRACE);
+    if (t->rank >= 0 && t->rank != q->params.rank)
+        rc = api_fail(r, API_E_UNPROCESSABLE,
+                      "the trace is rank %lld (distributedInfo.rank) but was sent as rank %lld",
+                      (long long)t->rank, (long long)q->params.rank);
+    rec->events = (int64_t)t->n_entries;
+    rec->steps = (int64_t)t->n_steps;
+    model_trace_free(t);
+    return rc;
+}
+
+/* With blob_mu held: decide against the rank's current trace, then put the
+ * blob in place and commit. *result says what happened. */
+static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *rec, int replace,
+                        enum metrics_upload *result, struct api_reply *r)
+{
+    struct store_names freed = {0};
+    struct api_trace cur;
+    struct sc_error err;
+    int rc, have_blob = 0;
+
+    rc = store_trace_get(s->store, q->params.job, q->params.rank, &cur, &err);
+    if (rc == SC_OK && strcmp(cur.sha256, rec->sha256) == 0) {
+        *result = METRICS_UPLOAD_IDENTICAL;
+        *rec = cur;
+        return api_reply_trace(r, 200, q->params.job, &cur);
+    }
+    if (rc == SC_OK && !replace)
+        return api_fail(r, API_E_CONFLICT,
+                        "rank %lld of job '%s' already has another trace (sha256 %s); "
+                        "send ?replace=true to replace it",
+                        (long long)q->params.rank, q->params.job, cur.sha256);
+    if (rc != SC_OK && rc != SC_ENOTFOUND)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    if ((rc = store_blob_exists(s->store, rec->sha256, &have_blob, &err)) ||
+        (!have_blob && (rc = blob_writer_commit(q->upload, &err))))
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    fp_hit("upload.after_rename");
+    if ((rc = store_trace_put(s->store, q->params.job, rec, &freed, &err)))
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    fp_hit("upload.after_commit");
+    h_remove_blobs(s, &freed);
+    store_names_release(&freed);
+    *result = METRICS_UPLOAD_CREATED;
+    return SC_OK;
+}
+
+void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    enum metrics_upload result = METRICS_UPLOAD_REJECTED;
+    struct api_trace rec;
+    struct sc_error err;
+    int replace = replace_flag(q);
+
+    memset(&rec, 0, sizeof rec);
+    rec.rank = q->params.rank;
+    rec.bytes = (int64_t)blob_writer_bytes(q->upload);
+    if (replace < 0) {
+        api_fail(r, API_E_BAD_REQUEST, "replace must be true or false");
+        goto done;
+    }
+    if (rec.bytes == 0) {
+        api_fail(r, API_E_INVALID_TRACE, "the body is empty; send a Kineto trace (JSON or gzip)");
+        goto done;
+    }
+    if (blob_writer_finish(q->upload, rec.sha256, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        goto done;
+    }
+    fp_hit("upload.after_fsync");
+    if (validate(s, q, &rec, r))
+        goto done;
+    pthread_mutex_lock(&s->blob_mu);
+    int rc = commit_trace(s, q, &rec, replace, &result, r);
+    pthread_mutex_unlock(&s->blob_mu);
+    if (rc == SC_OK && result == METRICS_UPLOAD_CREATED) {
+        if (store_trace_get(s->store, q->params.job, q->params.rank, &rec, &err))
+            api_fail_status(r, &err, API_E_INTERNAL);
+        else
+            api_reply_trace(r, 201, q->params.job, &rec);
+    }
+done:
+    metrics_upload(s->metrics, (uint64_t)blob_writer_bytes(q->upload), result);
+    log_info("upload", "job=%s rank=%lld bytes=%lld sha256=%.16s result=%s events=%lld", q->params.job,
+             (long long)q->params.rank, (long long)blob_writer_bytes(q->upload),
+             rec.sha256[0] ? rec.sha256 : "-",
+             result == METRICS_UPLOAD_CREATED ? "created"
+             : result == METRICS_UPLOAD_IDENTICAL ? "identical" : "rejected",
+             (long long)rec.events);
+}
+
+void h_trace_get(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_trace t;
+    struct sc_error err;
+    if (store_trace_get(s->store, q->params.job, q->params.rank, &t, &err))
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else
+        api_reply_trace(r, 200, q->params.job, &t);
+}

@@ -1,0 +1,142 @@
+/* daemon/h_models.c: models: build requests, status, deletion, and the
+ * queries answered from a built model (handlers.h). */
+#include "daemon/handlers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api/encode.h"
+#include "daemon/builder.h"
+#include "daemon/built.h"
+#include "daemon/cache.h"
+#include "daemon/digest.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/store.h"
+#include "common/banned.h"
+
+/* Progress for the reply: 1 when ready, the builder's figure while building. */
+static void fill_progress(struct svc *s, struct api_model *m)
+{
+    double f = 0;
+    if (m->status == API_MODEL_BUILDING)
+        m->progress = builder_progress(s->builder, m->id, &f) ? f : 0;
+    else
+        m->progress = m->status == API_MODEL_READY ? 1 : 0;
+}
+
+void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct api_build_req req;
+    struct api_model m, made;
+    struct sc_error err;
+    char rnd[24];
+    int rc;
+
+    if (api_decode_build(q->body, q->body_len, &lim, &req, r))
+        return;
+    memset(&m, 0, sizeof m);
+    if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    snprintf(m.id, sizeof m.id, "m-%s", rnd);
+    snprintf(m.job, sizeof m.job, "%s", q->params.job);
+    snprintf(m.version, sizeof m.version, "%s", STEPCAST_VERSION);
+    m.step_marker = req.step_marker[0] ? req.step_marker : NULL;
+    m.steps = req.steps[0] ? req.steps : NULL;
+    if ((rc = store_model_create(s->store, &m, &err))) {
+        api_fail_status(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
+        return;
+    }
+    if (builder_submit(s->builder, m.id, &err)) {
+        struct store_names freed = {0};
+        store_model_delete(s->store, m.id, &freed, NULL); /* pins only: frees no blob */
+        store_names_release(&freed);
+        api_fail(r, API_E_BUSY, "%s", err.msg);
+        return;
+    }
+    log_info("build", "model=%s job=%s event=queued by=%s", m.id, m.job, q->caller.id);
+    if (store_model_get(s->store, m.id, &made, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    fill_progress(s, &made);
+    if (api_reply_model_accepted(r, &made) == SC_OK)
+        snprintf(r->location, sizeof r->location, "/v1/models/%s", made.id);
+    api_model_release(&made);
+}
+
+void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *job = svc_query(q, "job");
+    struct api_model *v;
+    struct sc_error err;
+    size_t n;
+    if (job && !api_id_valid(job)) {
+        api_fail(r, API_E_INVALID_ID, "job '%.64s' is not a valid identifier", job);
+        return;
+    }
+    if (store_model_list(s->store, job, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        fill_progress(s, &v[i]);
+    api_reply_models(r, v, n);
+    api_models_free(v, n);
+}
+
+void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_model m;
+    struct sc_error err;
+    if (store_model_get(s->store, q->params.id, &m, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    fill_progress(s, &m);
+    api_reply_model(r, 200, &m);
+    api_model_release(&m);
+}
+
+void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct store_names freed = {0};
+    struct sc_error err;
+    int rc;
+    pthread_mutex_lock(&s->blob_mu);
+    pthread_mutex_lock(&s->publish_mu);
+    rc = store_model_delete(s->store, q->params.id, &freed, &err);
+    if (rc == SC_OK)
+        cache_remove(s->cache, q->params.id);
+    pthread_mutex_unlock(&s->publish_mu);
+    if (rc == SC_OK)
+        h_remove_blobs(s, &freed);
+    pthread_mutex_unlock(&s->blob_mu);
+    if (rc)
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else
+        api_reply_deleted(r, "model", q->params.id, 1, freed.n);
+    store_names_release(&freed);
+}
+
+void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct cache_entry *e;
+    struct sc_error err;
+    int hit = 0, memo_hit = 0;
+    int rc = cache_get(s->cache, q->params.id, builder_load_ready, s->builder, &e, &hit, &err);
+    if (rc == SC_EEXIST) {
+        api_fail(r, API_E_NOT_READY, "%s", err.msg);
+        return;
+    }
+    if (rc) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    built_model_query(cache_value(e), q->op, q->qkey, q->qval, q->n_query, r, &memo_hit);
+    cache_release(s->cache, e);
+    metrics_memo(s->metrics, memo_hit);
+}

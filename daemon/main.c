@@ -1,0 +1,150 @@
+/* daemon/main.c: stepcastd, the stepcast service.
+ *
+ *   stepcastd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [...]
+ *   stepcastd --check [--data-dir DIR]     is the data directory consistent?
+ *   stepcastd --print-config [...]         the settings in effect, then exit
+ *   stepcastd --version | --help
+ *
+ * Settings: defaults, then the config file, then STEPCAST_* variables, then
+ * flags (config.h). SIGTERM or SIGINT drains: no new connections, requests
+ * and builds in flight finish (up to drain-timeout), then exit 0. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "daemon/failpoint.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "daemon/service.h"
+#include "daemon/store.h"
+#include "common/banned.h"
+
+static const char usage_head[] =
+    "usage: stepcastd [--config FILE] [settings...]\n"
+    "       stepcastd --check [--data-dir DIR]\n"
+    "       stepcastd --print-config [settings...] | --version | --help\n"
+    "\n"
+    "The stepcast service: a REST API over a durable store of traces and models.\n"
+    "Settings come from defaults, the config file (--config or STEPCAST_CONFIG),\n"
+    "STEPCAST_<NAME> variables, then flags. Settings:\n";
+
+static int write_port_file(const char *path, unsigned port)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%u\n", port) > 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path)) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon_config cfg;
+    struct sc_error err;
+    struct svc svc;
+    struct server *srv = NULL;
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    int n = 0, check = 0, print = 0, sig = 0;
+    uint16_t port = 0;
+    sigset_t stop;
+
+    if (!args)
+        return 1;
+    args[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--version")) {
+            printf("stepcastd %s\n", STEPCAST_VERSION);
+            free(args);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_head, stdout);
+            cfg_usage(stdout);
+            free(args);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--check"))
+            check = 1;
+        else if (!strcmp(argv[i], "--print-config"))
+            print = 1;
+        else
+            args[n++] = argv[i];
+    }
+    if (cfg_load(&cfg, n, args, &err)) {
+        fprintf(stderr, "stepcastd: %s\n(see 'stepcastd --help')\n", err.msg);
+        cfg_release(&cfg);
+        free(args);
+        return 2;
+    }
+    free(args);
+    log_threshold = (enum log_level)log_level_parse(cfg.log_level);
+    if (print || check) {
+        int rc = 0;
+        if (print)
+            cfg_print(&cfg, stdout);
+        else if (svc_check(cfg.data_dir, stdout, &err)) {
+            fprintf(stderr, "stepcastd: %s\n", err.msg);
+            rc = 1;
+        }
+        cfg_release(&cfg);
+        return rc;
+    }
+
+    /* signals: SIGTERM/SIGINT are taken by sigwait below; threads started
+     * from here on inherit the mask */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    fp_init();
+
+    if (svc_open(&svc, &cfg, &err)) {
+        log_error("main", "event=start_failed msg=\"%s\"", err.msg);
+        cfg_release(&cfg);
+        return 1;
+    }
+    if (server_start(&svc, &cfg, &srv, &port, &err)) {
+        log_error("main", "event=start_failed msg=\"%s\"", err.msg);
+        svc_stop_builds(&svc, 0);
+        svc_close(&svc);
+        cfg_release(&cfg);
+        return 1;
+    }
+    if (*cfg.port_file && write_port_file(cfg.port_file, port))
+        log_error("main", "event=port_file_failed path=%s errno=%d", cfg.port_file, errno);
+    log_info("main", "event=listening version=%s listen=%s port=%u data_dir=%s http_threads=%lld "
+             "build_workers=%lld cache_bytes=%lld schema=%d",
+             STEPCAST_VERSION, cfg.listen, port, cfg.data_dir, (long long)cfg.http_threads,
+             (long long)cfg.build_workers, (long long)cfg.cache_bytes, STORE_SCHEMA_VERSION);
+
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    log_info("main", "event=draining signal=%s timeout_s=%lld", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             (long long)cfg.drain_timeout);
+    server_drain(srv, (double)cfg.drain_timeout);
+    server_free(srv);
+    if (!svc_stop_builds(&svc, (double)cfg.drain_timeout)) {
+        /* a build still runs: leave it to the exit; its model stays
+         * `building` and is built again at the next start */
+        log_warn("main", "event=exit builds=interrupted");
+        return 0;
+    }
+    svc_close(&svc);
+    if (*cfg.port_file)
+        unlink(cfg.port_file);
+    log_info("main", "event=exit");
+    cfg_release(&cfg);
+    return 0;
+}

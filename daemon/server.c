@@ -1,0 +1,460 @@
+/* daemon/server.c: libmicrohttpd glue (server.h).
+ *
+ * The access handler is called first when the headers are in, then once per
+ * chunk of body, then with no data at the end. Everything that can refuse a
+ * request without its body (route, token, declared size, upload slots) is
+ * decided on the first call and answered at once, so a 16 GiB upload with a
+ * bad token costs nothing. A body that grows past its limit without having
+ * declared its size (chunked) closes the connection. */
+#include "daemon/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api/routes.h"
+#include "daemon/auth.h"
+#include "daemon/blobs.h"
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/service.h"
+#include "common/banned.h"
+
+#define MAX_ORIGINS 32
+
+struct server {
+    struct MHD_Daemon *d;
+    struct svc *svc;
+    const struct daemon_config *cfg;
+    atomic_uint_fast64_t next_id;
+    char *origins[MAX_ORIGINS]; /* allowed CORS origins; "*" for any */
+    size_t n_origins;
+};
+
+struct conn {
+    uint64_t id;
+    double t0;
+    int routed, counted, upload_slot, aborted;
+    struct svc_request req;
+    struct api_reply reply;
+    int have_reply;      /* an answer is ready (an error found early) */
+    enum api_body body;
+    char *json;          /* JSON body being collected */
+    size_t json_len, json_cap;
+    uint64_t bytes_in;
+    const char *origin;  /* the Origin header when it is allowed */
+    char method[16];
+    char path[512];
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static int origin_allowed(const struct server *srv, const char *origin)
+{
+    for (size_t i = 0; origin && i < srv->n_origins; i++)
+        if (!strcmp(srv->origins[i], "*") || !strcmp(srv->origins[i], origin))
+            return 1;
+    return 0;
+}
+
+static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct conn *cs = cls;
+    (void)kind;
+    if (cs->req.n_query < SVC_MAX_QUERY) {
+        cs->req.qkey[cs->req.n_query] = key;
+        cs->req.qval[cs->req.n_query] = value ? value : "";
+    }
+    cs->req.n_query++; /* counted past the bound, so the check can refuse */
+    return MHD_YES;
+}
+
+static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, struct conn *cs)
+{
+    struct api_reply *r = &cs->reply;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(r->len, r->body ? r->body : (void *)"", 
+                                        r->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    char id[32];
+    if (!resp)
+        return MHD_NO;
+    r->body = NULL; /* the response owns it now */
+    snprintf(id, sizeof id, "%" PRIu64, cs->id);
+    MHD_add_response_header(resp, "X-Request-Id", id);
+    if (r->content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (r->location[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (r->allow[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->retry_after) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%u", r->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (cs->origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", cs->origin);
+        MHD_add_response_header(resp, "Vary", "Origin");
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                "Location, Retry-After, X-Request-Id");
+        if (!strcmp(cs->method, "OPTIONS")) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", r->allow);
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, Content-Encoding");
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+        }
+    }
+    if (atomic_load(&srv->svc->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ok = MHD_queue_response(c, r->status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+/* A CORS preflight: the methods of the path, no token needed. */
+static void preflight(struct conn *cs, const char *path)
+{
+    char methods[64];
+    if (!api_route_methods(path, methods, sizeof methods)) {
+        api_fail(&cs->reply, API_E_NO_ROUTE, "no route for this path");
+        return;
+    }
+    api_reply_take(&cs->reply, 204, NULL, NULL, 0);
+    snprintf(cs->reply.allow, sizeof cs->reply.allow, "%s, OPTIONS", methods);
+}
+
+static int64_t declared_length(struct MHD_Connection *c)
+{
+    const char *v = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end;
+    if (!v)
+        return -1;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    return errno || end == v || n < 0 ? INT64_MAX : (int64_t)n;
+}
+
+/* The first call: decide what can be decided before the body. Sets
+ * cs->have_reply when the request is answered now. */
+static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs, const char *url)
+{
+    struct svc *s = srv->svc;
+    const struct api_op_info *op;
+    int64_t len = declared_length(c);
+    enum api_scope need;
+
+    cs->origin = origin_allowed(srv, header(c, "Origin")) ? header(c, "Origin") : NULL;
+    if (atomic_load(&s->draining)) {
+        api_fail(&cs->reply, API_E_UNAVAILABLE, "the server is shutting down");
+        goto answer;
+    }
+    if (!strcmp(cs->method, "OPTIONS")) {
+        preflight(cs, url);
+        goto answer;
+    }
+    if (api_route(cs->method, url, s->cfg->max_ranks, &cs->req.op, &cs->req.params, &cs->reply))
+        goto answer;
+    cs->routed = 1;
+    op = api_op_info(cs->req.op);
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, cs);
+    if (cs->req.n_query > SVC_MAX_QUERY) {
+        api_fail(&cs->reply, API_E_BAD_REQUEST, "more than %d query parameters", SVC_MAX_QUERY);
+        goto answer;
+    }
+    need = op->scope;
+    if (need == API_SCOPE_NONE && s->cfg->ops_need_token)
+        need = API_SCOPE_READ;
+    if (need != API_SCOPE_NONE &&
+        auth_check(s->store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), need, &cs->req.caller, &cs->reply))
+        goto answer;
+    cs->body = op->body;
+    if (op->body == API_BODY_TRACE) {
+        struct sc_error err;
+        if (len > s->cfg->max_body) {
+            api_fail(&cs->reply, API_E_TOO_LARGE, "a trace of %lld bytes is over max-body (%lld)",
+                     (long long)len, (long long)s->cfg->max_body);
+            goto answer;
+        }
+        if (atomic_fetch_add(&s->uploads, 1) >= s->cfg->max_uploads) {
+            atomic_fetch_sub(&s->uploads, 1);
+            api_fail(&cs->reply, API_E_BUSY, "%lld uploads are in progress (max-uploads)",
+                     (long long)s->cfg->max_uploads);
+            goto answer;
+        }
+        cs->upload_slot = 1;
+        if (blob_writer_new(s->blobs, &cs->req.upload, &err)) {
+            api_fail_status(&cs->reply, &err, API_E_INTERNAL);
+            goto answer;
+        }
+    } else if (len > s->cfg->max_json_body) {
+        api_fail(&cs->reply, API_E_TOO_LARGE, "a body of %lld bytes is over max-json-body (%lld)",
+                 (long long)len, (long long)s->cfg->max_json_body);
+        goto answer;
+    }
+    return;
+answer:
+    cs->have_reply = 1;
+}
+
+/* A chunk of body. Returns 0 to go on, -1 to close the connection. */
+static int consume(struct server *srv, struct conn *cs, const char *data, size_t n)
+{
+    const struct daemon_config *cfg = srv->cfg;
+    cs->bytes_in += n;
+    if (cs->body == API_BODY_TRACE) {
+        struct sc_error err;
+        if (cs->bytes_in > (uint64_t)cfg->max_body)
+            return -1;
+        if (!cs->have_reply && blob_writer_write(cs->req.upload, data, n, &err)) {
+            api_fail_status(&cs->reply, &err, API_E_INTERNAL);
+            cs->have_reply = 1; /* answered at the end of the body */
+        }
+        return 0;
+    }
+    if (cs->bytes_in > (uint64_t)cfg->max_json_body)
+        return -1;
+    if (cs->body == API_BODY_NONE)
+        return 0; /* read and dropped */
+    if (cs->json_len + n + 1 > cs->json_cap) {
+        size_t cap = (cs->json_len + n + 1) * 2;
+        char *p = realloc(cs->json, cap);
+        if (!p)
+            return -1;
+        cs->json = p;
+        cs->json_cap = cap;
+    }
+    memcpy(cs->json + cs->json_len, data, n);
+    cs->json_len += n;
+    cs->json[cs->json_len] = '\0';
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct server *srv = cls;
+    struct conn *cs = *con_cls;
+    (void)version;
+    if (!cs) {
+        if (!(cs = calloc(1, sizeof *cs)))
+            return MHD_NO;
+        *con_cls = cs;
+        cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
+        cs->t0 = mono_s();
+        cs->counted = 1;
+        atomic_fetch_add(&srv->svc->in_flight, 1);
+        snprintf(cs->method, sizeof cs->method, "%s", method);
+        snprintf(cs->path, sizeof cs->path, "%s", url);
+        begin(srv, c, cs, url);
+        return cs->have_reply ? send_reply(srv, c, cs) : MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (consume(srv, cs, upload_data, *upload_data_size)) {
+            cs->aborted = 1;
+            return MHD_NO;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (!cs->have_reply) {
+        cs->req.body = cs->json ? cs->json : "";
+        cs->req.body_len = cs->json_len;
+        svc_handle(srv->svc, &cs->req, &cs->reply);
+    }
+    return send_reply(srv, c, cs);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct server *srv = cls;
+    struct conn *cs = *con_cls;
+    char path[600];
+    (void)c;
+    if (!cs)
+        return;
+    double dt = mono_s() - cs->t0;
+    unsigned status = cs->reply.status;
+    int ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    metrics_request(srv->svc->metrics, cs->routed ? cs->req.op : API_OP_COUNT, ok ? status : 499, dt);
+    log_info("http", "req=%" PRIu64 " method=%s path=\"%s\" route=%s status=%u code=%s bytes_in=%" PRIu64
+             " ms=%.2f token=%s%s",
+             cs->id, cs->method, log_quote(cs->path, path, sizeof path),
+             cs->routed ? api_op_info(cs->req.op)->id : "-", ok ? status : 499,
+             cs->reply.code ? api_code_info(cs->reply.code)->name : "-", cs->bytes_in, dt * 1e3,
+             cs->req.caller.id[0] ? cs->req.caller.id : "-",
+             ok ? "" : cs->aborted ? " end=closed_over_limit" : " end=client_gone_or_timeout");
+    blob_writer_free(cs->req.upload);
+    if (cs->upload_slot)
+        atomic_fetch_sub(&srv->svc->uploads, 1);
+    if (cs->counted)
+        atomic_fetch_sub(&srv->svc->in_flight, 1);
+    api_reply_release(&cs->reply);
+    free(cs->json);
+    free(cs);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512], q[600];
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    log_warn("mhd", "msg=\"%s\"", log_quote(msg, q, sizeof q));
+}
+
+/* "HOST:PORT", "[V6]:PORT", "localhost:PORT" -> a socket address. */
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, int *v6, struct sc_error *err)
+{
+    char host[128];
+    const char *colon = strrchr(listen, ':');
+    char *end;
+    long port;
+    if (!colon || (size_t)(colon - listen) >= sizeof host)
+        return sc_error_set(err, SC_EINVAL, "listen: '%s' is not HOST:PORT", listen);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    errno = 0;
+    port = strtol(colon + 1, &end, 10);
+    if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
+        return sc_error_set(err, SC_EINVAL, "listen: bad port in '%s'", listen);
+    memset(ss, 0, sizeof *ss);
+    *v6 = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        host[strlen(host) - 1] = '\0';
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+            return sc_error_set(err, SC_EINVAL, "listen: bad IPv6 address in '%s'", listen);
+        *v6 = 1;
+        return SC_OK;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    if (!strcmp(host, "localhost"))
+        snprintf(host, sizeof host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+        return sc_error_set(err, SC_EINVAL, "listen: '%s' is not an IPv4 address (or [IPv6])", host);
+    return SC_OK;
+}
+
+static int parse_origins(struct server *srv, const char *list, struct sc_error *err)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        while (n && *p == ' ')
+            p++, n--;
+        size_t k = n;
+        while (k && p[k - 1] == ' ')
+            k--;
+        if (k) {
+            if (srv->n_origins == MAX_ORIGINS)
+                return sc_error_set(err, SC_EINVAL, "cors-origins: more than %d origins", MAX_ORIGINS);
+            if (!(srv->origins[srv->n_origins] = strndup(p, k)))
+                return sc_error_set(err, SC_ENOMEM, "out of memory");
+            srv->n_origins++;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return SC_OK;
+}
+
+int server_start(struct svc *s, const struct daemon_config *cfg, struct server **out,
+                 uint16_t *port, struct sc_error *err)
+{
+    struct server *srv = calloc(1, sizeof *srv);
+    struct sockaddr_storage ss;
+    int v6 = 0, rc;
+    *out = NULL;
+    if (!srv)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    srv->svc = s;
+    srv->cfg = cfg;
+    if ((rc = parse_listen(cfg->listen, &ss, &v6, err)) || (rc = parse_origins(srv, cfg->cors_origins, err))) {
+        server_free(srv);
+        return rc;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    srv->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_END);
+    if (!srv->d) {
+        rc = sc_error_set(err, SC_EIO, "cannot listen on %s (in use? see the log)", cfg->listen);
+        server_free(srv);
+        return rc;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : 0;
+    *out = srv;
+    return SC_OK;
+}
+
+void server_drain(struct server *srv, double timeout_s)
+{
+    atomic_store(&srv->svc->draining, 1);
+    MHD_socket fd = MHD_quiesce_daemon(srv->d);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    double deadline = mono_s() + timeout_s;
+    while (atomic_load(&srv->svc->in_flight) > 0 && mono_s() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    long left = atomic_load(&srv->svc->in_flight);
+    if (left)
+        log_warn("http", "event=drain_timeout requests_left=%ld", left);
+    MHD_stop_daemon(srv->d);
+    srv->d = NULL;
+}
+
+void server_free(struct server *srv)
+{
+    if (!srv)
+        return;
+    if (srv->d)
+        MHD_stop_daemon(srv->d);
+    for (size_t i = 0; i < srv->n_origins; i++)
+        free(srv->origins[i]);
+    free(srv);
+}

@@ -1,0 +1,205 @@
+/* daemon/service.c: opening, checking and closing the service; dispatch
+ * of requests to the handlers (service.h). */
+#include "daemon/service.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "api/openapi.h"
+#include "daemon/auth.h"
+#include "daemon/blobs.h"
+#include "daemon/builder.h"
+#include "daemon/built.h"
+#include "daemon/cache.h"
+#include "daemon/config.h"
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/store.h"
+#include "common/banned.h"
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* keep() of blob_sweep: is sha one of the (sorted) catalog rows? */
+static int in_catalog(void *ctx, const char *sha)
+{
+    const struct store_names *rows = ctx;
+    return rows->n && bsearch(sha, rows->v, rows->n, sizeof *rows->v, cmp_name) != NULL;
+}
+
+/* Remove temp files and blobs no row names; count rows whose blob is gone. */
+static int sweep(struct svc *s, struct sc_error *err)
+{
+    struct store_names rows = {0};
+    struct blob_sweep_stats st;
+    size_t missing = 0;
+    int rc = store_blob_list(s->store, &rows, err);
+    if (rc == SC_OK)
+        rc = blob_sweep(s->blobs, in_catalog, &rows, 0, &st, err);
+    for (size_t i = 0; rc == SC_OK && i < rows.n; i++) {
+        char p[PATH_MAX];
+        struct stat sb;
+        blob_path(s->blobs, rows.v[i], p, sizeof p);
+        if (stat(p, &sb))
+            missing++;
+    }
+    if (rc == SC_OK) {
+        log_info("store", "event=sweep blobs=%llu blob_bytes=%llu removed_temp=%llu removed_orphans=%llu",
+                 (unsigned long long)st.kept, (unsigned long long)st.kept_bytes,
+                 (unsigned long long)st.temp_files, (unsigned long long)st.orphans);
+        if (missing)
+            log_error("store", "event=missing_blobs count=%zu msg=\"catalog rows name blobs that are "
+                               "gone; run stepcastd --check\"", missing);
+    }
+    store_names_release(&rows);
+    return rc;
+}
+
+int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
+{
+    char path[PATH_MAX];
+    struct store_names building = {0};
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->started = mono_s();
+    pthread_mutex_init(&s->blob_mu, NULL);
+    pthread_mutex_init(&s->publish_mu, NULL);
+    model_load_opts_default(&s->load);
+    s->load.limits.max_events = (uint64_t)cfg->max_events;
+    snprintf(path, sizeof path, "%s/catalog.db", cfg->data_dir);
+    if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
+        (rc = store_open(path, &s->store, err)) || (rc = sweep(s, err)) ||
+        (rc = auth_bootstrap(s->store, cfg, err)) ||
+        (rc = cache_new((size_t)cfg->cache_bytes, (cache_free_fn)built_model_free, &s->cache, err)) ||
+        (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
+        goto fail;
+    s->openapi_len = strlen(s->openapi);
+    struct builder_env env = {s->store, s->blobs, s->cache, s->metrics, &s->load, &s->publish_mu};
+    if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
+                            &s->builder, err)))
+        goto fail;
+    /* builds a stop interrupted */
+    if ((rc = store_model_building(s->store, &building, err)))
+        goto fail;
+    for (size_t i = 0; i < building.n; i++) {
+        struct sc_error e;
+        if (builder_submit(s->builder, building.v[i], &e))
+            log_warn("build", "model=%s event=not_resubmitted msg=\"%s\"", building.v[i], e.msg);
+        else
+            log_info("build", "model=%s event=resubmitted", building.v[i]);
+    }
+    store_names_release(&building);
+    return SC_OK;
+fail:
+    svc_stop_builds(s, 0);
+    svc_close(s);
+    return rc;
+}
+
+int svc_stop_builds(struct svc *s, double timeout_s)
+{
+    return s->builder ? builder_stop(s->builder, timeout_s) : 1;
+}
+
+void svc_close(struct svc *s)
+{
+    builder_free(s->builder);
+    cache_free(s->cache);
+    metrics_free(s->metrics);
+    store_close(s->store);
+    blob_store_free(s->blobs);
+    free(s->openapi);
+    pthread_mutex_destroy(&s->blob_mu);
+    pthread_mutex_destroy(&s->publish_mu);
+    memset(s, 0, sizeof *s);
+}
+
+const char *svc_query(const struct svc_request *req, const char *key)
+{
+    for (size_t i = 0; i < req->n_query; i++)
+        if (strcmp(req->qkey[i], key) == 0)
+            return req->qval[i];
+    return NULL;
+}
+
+void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
+{
+    static void (*const handlers[API_OP_COUNT])(struct svc *, struct svc_request *, struct api_reply *) = {
+        [API_OP_HEALTHZ] = h_healthz,         [API_OP_METRICS] = h_metrics,
+        [API_OP_OPENAPI] = h_openapi,         [API_OP_JOBS_LIST] = h_jobs_list,
+        [API_OP_JOB_PUT] = h_job_put,         [API_OP_JOB_GET] = h_job_get,
+        [API_OP_JOB_DELETE] = h_job_delete,   [API_OP_TRACE_PUT] = h_trace_put,
+        [API_OP_TRACE_GET] = h_trace_get,     [API_OP_MODEL_CREATE] = h_model_create,
+        [API_OP_MODELS_LIST] = h_models_list, [API_OP_MODEL_GET] = h_model_get,
+        [API_OP_MODEL_DELETE] = h_model_delete, [API_OP_REPLAY] = h_model_query,
+        [API_OP_CRITICAL_PATH] = h_model_query, [API_OP_TIMELINE] = h_model_query,
+        [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
+        [API_OP_TOKEN_DELETE] = h_token_delete,
+    };
+    if (api_check_query(req->op, req->qkey, req->n_query, r))
+        return;
+    handlers[req->op](s, req, r);
+}
+
+/* ---- stepcastd --check ---- */
+
+int svc_check(const char *data_dir, FILE *report, struct sc_error *err)
+{
+    char path[PATH_MAX];
+    struct store *st = NULL;
+    struct blob_store *bs = NULL;
+    struct store_names rows = {0};
+    struct blob_sweep_stats sw;
+    struct sc_error e;
+    uint64_t bytes, total = 0;
+    size_t bad = 0;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/catalog.db", data_dir);
+    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(data_dir, &bs, err)))
+        goto out;
+    if (store_check(st, &e)) {
+        fprintf(report, "catalog: %s\n", e.msg);
+        bad++;
+    } else {
+        fprintf(report, "catalog: integrity_check ok, foreign keys ok\n");
+    }
+    if ((rc = store_blob_list(st, &rows, err)))
+        goto out;
+    for (size_t i = 0; i < rows.n; i++) {
+        if (blob_verify(bs, rows.v[i], &bytes, &e)) {
+            fprintf(report, "blob %s: %s\n", rows.v[i], e.msg);
+            bad++;
+        }
+        total += bytes;
+    }
+    fprintf(report, "blobs: %zu rows, %llu bytes verified\n", rows.n, (unsigned long long)total);
+    if ((rc = blob_sweep(bs, in_catalog, &rows, 1, &sw, err)))
+        goto out;
+    fprintf(report, "leftovers: %llu temp files, %llu blobs no row names\n",
+            (unsigned long long)sw.temp_files, (unsigned long long)sw.orphans);
+    bad += (size_t)(sw.temp_files + sw.orphans);
+    fprintf(report, "%s\n", bad ? "INCONSISTENT" : "consistent");
+    if (bad)
+        rc = sc_error_set(err, SC_EINTERNAL, "the data directory '%s' is not consistent", data_dir);
+out:
+    store_names_release(&rows);
+    store_close(st);
+    blob_store_free(bs);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/* daemon/service.h: stepcastd's state and the handling of one request.
+ *
+ * struct svc ties the parts together: the catalog, the blob store, the
+ * model cache and builders, the metrics. svc_open() brings the data
+ * directory to a consistent state first (migrations, then a sweep of temp
+ * files and blobs no row names), then starts the builders and resubmits
+ * the builds a stop interrupted. The HTTP layer (server.h) parses,
+ * routes and authenticates, then calls svc_handle() with a complete
+ * request; svc_handle() never sees libmicrohttpd. */
+#ifndef DAEMON_SERVICE_H
+#define DAEMON_SERVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "api/reply.h"
+#include "api/resources.h"
+#include "api/routes.h"
+#include "model/trace.h"
+#include "common/error.h"
+
+struct blob_store;
+struct blob_writer;
+struct builder;
+struct cache;
+struct daemon_config;
+struct metrics;
+struct store;
+
+struct svc {
+    const struct daemon_config *cfg;
+    struct store *store;
+    struct blob_store *blobs;
+    struct cache *cache;
+    struct builder *builder;
+    struct metrics *metrics;
+    struct model_load_opts load; /* trace limits from the config */
+    char *openapi;               /* the document, rendered once */
+    size_t openapi_len;
+    pthread_mutex_t blob_mu;     /* blob renames + commits vs. frees of blobs */
+    pthread_mutex_t publish_mu;  /* build results vs. model deletes */
+    atomic_long uploads;         /* uploads in progress */
+    atomic_long in_flight;       /* requests being handled */
+    atomic_int draining;
+    double started;              /* monotonic seconds */
+};
+
+#define SVC_MAX_QUERY 16
+
+struct svc_request {
+    enum api_op op;
+    struct api_params params;
+    struct api_token caller;       /* filled when the route needs a token */
+    const char *body;              /* JSON routes: the body (may be empty) */
+    size_t body_len;
+    struct blob_writer *upload;    /* trace uploads: the received body */
+    size_t n_query;
+    const char *qkey[SVC_MAX_QUERY], *qval[SVC_MAX_QUERY];
+};
+
+/* Open the data directory (creating it), check and sweep it, start the
+ * builders. */
+int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err);
+/* Stop the builders (see builder_stop); 1 when they all stopped. */
+int svc_stop_builds(struct svc *s, double timeout_s);
+/* Release everything; after svc_stop_builds returned 1. */
+void svc_close(struct svc *s);
+
+/* Answer a routed, authenticated request. */
+void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
+
+/* The first value of a query parameter, or NULL. */
+const char *svc_query(const struct svc_request *req, const char *key);
+
+/* stepcastd --check: is the data directory consistent? (integrity_check,
+ * foreign keys, every blob row's file present and hashing to its name, no
+ * temp file or blob that no row names). Writes a report; SC_OK when
+ * consistent, SC_EINTERNAL when not. Run it with the daemon stopped. */
+int svc_check(const char *data_dir, FILE *report, struct sc_error *err);
+
+#endif
