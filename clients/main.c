@@ -11,11 +11,12 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/remote.h"
 #include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
-    "usage: stepcast [--version] [--help] <command> [<args>]\n"
+    "usage: stepcast [--version] [--help] [--server URL [--token-file F]] <command> [<args>]\n"
     "\n"
     "Trace-driven performance model of distributed training steps.\n"
     "\n"
@@ -23,6 +24,15 @@ static const char usage[] =
     "  inspect [--json] [--step-marker NAME] TRACE...\n"
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
+    "\n"
+    "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
+    "from $STEPCAST_TOKEN or --token-file):\n"
+    "  upload --job J [--rank R] [--replace] FILE|DIR|TARBALL...\n"
+    "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
+    "  replay --model ID [--json] [--scale SPEC]... [--steps A-B]\n"
+    "  jobs [--json] [JOB] | jobs --delete JOB\n"
+    "  models [--json] [--job J] [ID] | models --delete ID\n"
+    "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
     "\n"
     "TRACE is a Kineto trace (JSON, plain or gzip), a directory of per-rank\n"
     "traces or a .tar(.gz) of them. Exit status: 0 success, 2 invalid input\n"
@@ -69,6 +79,25 @@ int main(int argc, char **argv)
         {"inspect", cmd_inspect},
     };
 
+    /* remote commands; with a server named, `replay` is the remote one */
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } remote_cmds[] = {
+        {"upload", cmd_upload}, {"build", cmd_build}, {"replay", cmd_remote_replay},
+        {"jobs", cmd_jobs},     {"models", cmd_models}, {"tokens", cmd_tokens},
+    };
+
+    /* global options before the command: --server URL, --token-file F */
+    while (argc >= 2 && (!strncmp(argv[1], "--server", 8) || !strncmp(argv[1], "--token-file", 12))) {
+        int server = argv[1][2] == 's';
+        const char *eq = strchr(argv[1], '='), *v = eq ? eq + 1 : argc >= 3 ? argv[2] : NULL;
+        if (!v || (!eq && argv[1][server ? 8 : 12] != '\0'))
+            return cli_usage_error(NULL, "%s needs a value", argv[1]);
+        remote_set_options(server ? v : NULL, server ? NULL : v);
+        argc -= eq ? 1 : 2;
+        argv += eq ? 1 : 2;
+    }
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;
@@ -81,6 +110,10 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
+    for (size_t i = 0; i < sizeof remote_cmds / sizeof remote_cmds[0]; i++)
+        if (strcmp(argv[1], remote_cmds[i].name) == 0 &&
+            (remote_configured() || strcmp(argv[1], "replay") != 0))
+            return remote_cmds[i].fn(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);

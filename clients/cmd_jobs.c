@@ -1,0 +1,101 @@
+/* clients/cmd_jobs.c: `stepcast jobs`: the jobs on the server.
+ *
+ *   stepcast jobs [--json]            every job: ranks, trace bytes, models
+ *   stepcast jobs [--json] JOB        one job: its traces and models
+ *   stepcast jobs --delete JOB        delete it (admin token) */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clients/cli.h"
+#include "clients/remote.h"
+#include "clients/table.h"
+#include "common/banned.h"
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
+}
+
+static long long num(json_t *o, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static void print_list(json_t *doc)
+{
+    struct cli_table tb;
+    size_t i;
+    json_t *j;
+    cli_table_init(&tb, "job", "ranks", "trace MB", "models", "hardware", "updated", NULL);
+    json_array_foreach (json_object_get(doc, "jobs"), i, j)
+        cli_table_rowf(&tb, "%s|%lld|%.1f|%lld|%s|%s", str(j, "id"), num(j, "n_ranks"),
+                       (double)num(j, "trace_bytes") / 1e6, num(j, "n_models"), str(j, "hardware"),
+                       str(j, "updated"));
+    cli_table_print(&tb, stdout, "");
+    cli_table_release(&tb);
+}
+
+static void print_job(json_t *j)
+{
+    struct cli_table tb;
+    size_t i;
+    json_t *t;
+    char *cfg = json_dumps(json_object_get(j, "config"), JSON_COMPACT | JSON_ENCODE_ANY);
+    printf("job %s  hardware: %s  config: %s\n\n", str(j, "id"), str(j, "hardware"),
+           cfg ? cfg : "null");
+    free(cfg);
+    cli_table_init(&tb, "rank", "sha256", "bytes", "events", "steps", "uploaded", NULL);
+    json_array_foreach (json_object_get(j, "traces"), i, t)
+        cli_table_rowf(&tb, "%lld|%.16s|%lld|%lld|%lld|%s", num(t, "rank"), str(t, "sha256"),
+                       num(t, "bytes"), num(t, "events"), num(t, "steps"), str(t, "uploaded"));
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+    printf("\n");
+    cli_table_init(&tb, "model", "status", "created", NULL);
+    json_array_foreach (json_object_get(j, "models"), i, t)
+        cli_table_rowf(&tb, "%s|%s|%s", str(t, "id"), str(t, "status"), str(t, "created"));
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+}
+
+int cmd_jobs(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"delete", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int json = 0, del = 0, c, rc;
+    char path[256];
+    void *doc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jdh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'd': del = 1; break;
+        case 'h': printf("usage: stepcast jobs [--json] [JOB] | jobs --delete JOB\n"); return 0;
+        default: return cli_usage_error("jobs", "bad option");
+        }
+    }
+    if (argc - optind > 1 || (del && argc - optind != 1))
+        return cli_usage_error("jobs", "usage: jobs [--json] [JOB] | jobs --delete JOB");
+    if (optind < argc)
+        snprintf(path, sizeof path, "/v1/jobs/%s", argv[optind]);
+    else
+        snprintf(path, sizeof path, "/v1/jobs");
+    if ((rc = remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)))
+        return rc;
+    if (json || del)
+        rc = cli_print_json(doc);
+    else if (optind < argc)
+        print_job(doc);
+    else
+        print_list(doc);
+    json_decref(doc);
+    return rc;
+}

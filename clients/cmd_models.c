@@ -1,0 +1,74 @@
+/* clients/cmd_models.c: `stepcast models`: the models on the server.
+ *
+ *   stepcast models [--json] [--job J]     every model (or a job's)
+ *   stepcast models [--json] ID            one model with its summary
+ *   stepcast models --delete ID            delete it (admin token) */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clients/cli.h"
+#include "clients/remote.h"
+#include "clients/table.h"
+#include "common/banned.h"
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
+}
+
+int cmd_models(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},     {"job", required_argument, NULL, 'J'},
+        {"delete", no_argument, NULL, 'd'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *job = NULL;
+    int json = 0, del = 0, c, rc;
+    char path[256];
+    void *doc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jJ:dh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'J': job = optarg; break;
+        case 'd': del = 1; break;
+        case 'h': printf("usage: stepcast models [--json] [--job J] [ID] | models --delete ID\n"); return 0;
+        default: return cli_usage_error("models", "bad option");
+        }
+    }
+    if (argc - optind > 1 || (del && argc - optind != 1) || (job && optind < argc))
+        return cli_usage_error("models", "usage: models [--json] [--job J] [ID] | models --delete ID");
+    if (optind < argc)
+        snprintf(path, sizeof path, "/v1/models/%s", argv[optind]);
+    else {
+        char esc[200] = "";
+        if (job)
+            remote_escape(job, esc, sizeof esc);
+        snprintf(path, sizeof path, "/v1/models%s%s", job ? "?job=" : "", esc);
+    }
+    if ((rc = remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)))
+        return rc;
+    if (json || del || optind < argc) {
+        rc = cli_print_json(doc);
+    } else {
+        struct cli_table tb;
+        size_t i;
+        json_t *m;
+        cli_table_init(&tb, "model", "job", "status", "ranks", "created", "finished", NULL);
+        json_array_foreach (json_object_get(doc, "models"), i, m)
+            cli_table_rowf(&tb, "%s|%s|%s|%lld|%s|%s", str(m, "id"), str(m, "job"), str(m, "status"),
+                           (long long)json_integer_value(json_object_get(m, "n_ranks")),
+                           str(m, "created"), str(m, "finished"));
+        cli_table_print(&tb, stdout, "");
+        cli_table_release(&tb);
+    }
+    json_decref(doc);
+    return rc;
+}

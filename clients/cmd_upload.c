@@ -1,0 +1,314 @@
+/* clients/cmd_upload.c: `stepcast upload`: send traces to a job on the server.
+ *
+ *   stepcast upload --job J --rank R [--replace] FILE
+ *   stepcast upload --job J [--replace] FILE|DIR|TARBALL...
+ *
+ * Without --rank, every trace given (files, the files of a directory in
+ * name order, the members of a .tar(.gz) in name order) is read here first:
+ * that checks it before it is sent and gives its rank, as `stepcast
+ * inspect` would (distributedInfo.rank, else its position). Each trace is
+ * then sent as it is on disk (gzip stays gzip), streamed. */
+#include <dirent.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "clients/cli.h"
+#include "clients/remote.h"
+#include "model/stream.h"
+#include "model/trace.h"
+#include "common/vec.h"
+#include "common/banned.h"
+
+struct unit {
+    char *path;  /* a file to send (a temp file for archive members) */
+    char *label; /* what the user gave, for messages */
+    long long rank;
+    int temp;
+};
+
+struct units {
+    struct unit *v;
+    size_t n, cap;
+    char tmpdir[PATH_MAX];
+};
+
+static int add_unit(struct units *u, const char *path, const char *label, int temp)
+{
+    if (sc_vec_reserve((void **)&u->v, &u->cap, u->n + 1, sizeof *u->v))
+        return -1;
+    struct unit *x = &u->v[u->n];
+    x->path = strdup(path);
+    x->label = strdup(label);
+    x->rank = -1;
+    x->temp = temp;
+    if (!x->path || !x->label) {
+        free(x->path);
+        free(x->label);
+        return -1;
+    }
+    u->n++;
+    return 0;
+}
+
+static void units_release(struct units *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        if (u->v[i].temp)
+            unlink(u->v[i].path);
+        free(u->v[i].path);
+        free(u->v[i].label);
+    }
+    free(u->v);
+    if (u->tmpdir[0])
+        rmdir(u->tmpdir);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Regular, non-hidden files of a directory, in name order. */
+static int add_dir(struct units *u, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (!d) {
+        fprintf(stderr, "stepcast: cannot read directory '%s'\n", dir);
+        return 2;
+    }
+    while ((de = readdir(d)) && rc == 0) {
+        char p[PATH_MAX];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] == '.' || stat(p, &st) || !S_ISREG(st.st_mode))
+            continue;
+        if (sc_vec_reserve((void **)&names, &cap, n + 1, sizeof *names) || !(names[n++] = strdup(p)))
+            rc = 1;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && names[i] && add_unit(u, names[i], names[i], 0))
+            rc = 1;
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && n == 0) {
+        fprintf(stderr, "stepcast: directory '%s' holds no trace files\n", dir);
+        rc = 2;
+    }
+    return rc;
+}
+
+/* Copy a stream into a new file. */
+static int copy_stream(struct model_stream *in, const char *dest, struct sc_error *err)
+{
+    FILE *f = fopen(dest, "wb");
+    char buf[1 << 16];
+    ssize_t k;
+    if (!f)
+        return sc_error_set(err, SC_EIO, "cannot create '%s'", dest);
+    while ((k = model_stream_read(in, buf, sizeof buf, err)) > 0)
+        if (fwrite(buf, 1, (size_t)k, f) != (size_t)k) {
+            fclose(f);
+            return sc_error_set(err, SC_EIO, "cannot write '%s'", dest);
+        }
+    if (fclose(f) || k < 0)
+        return k < 0 ? (int)err->code : sc_error_set(err, SC_EIO, "cannot write '%s'", dest);
+    return SC_OK;
+}
+
+/* The members of a tar archive as temp files, in name order; *is_tar 0
+ * (nothing added) when the file is not an archive holding files. */
+static int add_tar(struct units *u, const char *path, int *is_tar, struct sc_error *err)
+{
+    struct model_stream *f, *d;
+    struct model_tar *tar = NULL;
+    size_t first = u->n;
+    int rc;
+    *is_tar = 0;
+    if ((rc = model_stream_open_file(path, &f, err)) || (rc = model_stream_open_decoded(f, 1, &d, err)))
+        return rc;
+    if ((rc = model_tar_open(d, &tar, err)) == SC_OK) {
+        for (int k = 0;; k++) {
+            const char *name;
+            struct model_stream *m;
+            char dest[PATH_MAX + 32], label[PATH_MAX * 2];
+            if ((rc = model_tar_next(tar, &name, &m, err))) {
+                if (k == 0) /* the first header is not tar: a plain trace */
+                    rc = SC_OK;
+                break;
+            }
+            if (!m)
+                break;
+            *is_tar = 1;
+            const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+            if (base[0] == '.' || base[0] == '\0')
+                continue;
+            if (!u->tmpdir[0]) {
+                const char *t = getenv("TMPDIR");
+                snprintf(u->tmpdir, sizeof u->tmpdir, "%s/stepcast-upload-XXXXXX", t && *t ? t : "/tmp");
+                if (!mkdtemp(u->tmpdir)) {
+                    u->tmpdir[0] = '\0';
+                    rc = sc_error_set(err, SC_EIO, "cannot create a temp directory");
+                    break;
+                }
+            }
+            snprintf(dest, sizeof dest, "%s/m%06zu", u->tmpdir, u->n);
+            snprintf(label, sizeof label, "%s:%s", path, name);
+            if ((rc = copy_stream(m, dest, err)))
+                break;
+            if (add_unit(u, dest, label, 1)) {
+                unlink(dest);
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+                break;
+            }
+        }
+    }
+    model_tar_free(tar);
+    model_stream_close(d);
+    /* archive members rank in name order */
+    for (size_t i = first + 1; rc == SC_OK && i < u->n; i++)
+        for (size_t j = i; j > first && strcmp(u->v[j - 1].label, u->v[j].label) > 0; j--) {
+            struct unit t = u->v[j];
+            u->v[j] = u->v[j - 1];
+            u->v[j - 1] = t;
+        }
+    return rc;
+}
+
+/* Read each trace: it must load, and it says its rank. */
+static int find_ranks(struct units *u)
+{
+    struct model_load_opts lo;
+    model_load_opts_default(&lo);
+    for (size_t i = 0; i < u->n; i++) {
+        struct model_trace *t;
+        struct sc_error err;
+        if (model_trace_load_file(u->v[i].path, &lo, &t, &err)) {
+            fprintf(stderr, "stepcast: '%s': %s\n", u->v[i].label, err.msg);
+            return sc_status_exit_code(err.code);
+        }
+        u->v[i].rank = t->rank >= 0 ? t->rank : (long long)i;
+        model_trace_free(t);
+        for (size_t j = 0; j < i; j++)
+            if (u->v[j].rank == u->v[i].rank) {
+                fprintf(stderr, "stepcast: '%s' and '%s' are both rank %lld\n", u->v[j].label,
+                        u->v[i].label, u->v[i].rank);
+                return 2;
+            }
+    }
+    return 0;
+}
+
+static int send_one(struct remote *r, const char *job, const struct unit *x, int replace,
+                    int *created)
+{
+    struct remote_resp resp;
+    struct sc_error err;
+    char path[512];
+    json_int_t events = 0, bytes = 0;
+    const char *sha = "";
+    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/%lld/trace%s", job, x->rank,
+             replace ? "?replace=true" : "");
+    if (remote_put_file(r, path, x->path, &resp, &err))
+        return cli_fail(&err);
+    if (resp.status != 200 && resp.status != 201) {
+        fprintf(stderr, "stepcast: '%s' (rank %lld):\n", x->label, x->rank);
+        int rc = remote_fail(&resp);
+        remote_resp_release(&resp);
+        return rc;
+    }
+    json_t *doc = json_loads(resp.body, 0, NULL);
+    json_unpack(doc, "{s:s, s:I, s:I}", "sha256", &sha, "bytes", &bytes, "events", &events);
+    printf("rank %-5lld %-9s %.16s  %lld bytes, %lld events  %s\n", x->rank,
+           resp.status == 201 ? "created" : "identical", sha, (long long)bytes, (long long)events,
+           x->label);
+    *created += resp.status == 201;
+    json_decref(doc);
+    remote_resp_release(&resp);
+    return 0;
+}
+
+int cmd_upload(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"job", required_argument, NULL, 'j'}, {"rank", required_argument, NULL, 'r'},
+        {"replace", no_argument, NULL, 'R'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *job = NULL;
+    long long rank = -1;
+    int replace = 0, c, rc = 0, created = 0;
+    struct units u = {0};
+    struct remote r;
+    struct sc_error err;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "j:r:Rh", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j': job = optarg; break;
+        case 'r':
+            rank = strtoll(optarg, &end, 10);
+            if (*end || end == optarg || rank < 0)
+                return cli_usage_error("upload", "--rank takes a rank number");
+            break;
+        case 'R': replace = 1; break;
+        case 'h':
+            printf("usage: stepcast upload --job J [--rank R] [--replace] FILE|DIR|TARBALL...\n");
+            return 0;
+        default: return cli_usage_error("upload", "bad option");
+        }
+    }
+    if (!job)
+        return cli_usage_error("upload", "--job is required");
+    if (optind >= argc)
+        return cli_usage_error("upload", "no trace given");
+    if (rank >= 0 && argc - optind != 1)
+        return cli_usage_error("upload", "--rank takes exactly one FILE");
+    if (remote_open(&r, &err))
+        return cli_fail(&err);
+    if (rank >= 0) {
+        rc = add_unit(&u, argv[optind], argv[optind], 0) ? 1 : 0;
+        if (rc == 0)
+            u.v[0].rank = rank;
+    } else {
+        for (int i = optind; i < argc && rc == 0; i++) {
+            struct stat st;
+            int is_tar = 0;
+            if (stat(argv[i], &st)) {
+                fprintf(stderr, "stepcast: cannot open '%s': no such file\n", argv[i]);
+                rc = 2;
+            } else if (S_ISDIR(st.st_mode)) {
+                rc = add_dir(&u, argv[i]);
+            } else if (add_tar(&u, argv[i], &is_tar, &err)) {
+                rc = cli_fail(&err);
+            } else if (!is_tar && add_unit(&u, argv[i], argv[i], 0)) {
+                rc = 1;
+            }
+        }
+        if (rc == 0)
+            rc = find_ranks(&u);
+    }
+    for (size_t i = 0; i < u.n && rc == 0; i++)
+        rc = send_one(&r, job, &u.v[i], replace, &created);
+    if (rc == 0)
+        fprintf(stderr, "uploaded %zu trace%s to job %s (%d new)\n", u.n, u.n == 1 ? "" : "s", job,
+                created);
+    units_release(&u);
+    remote_close(&r);
+    return rc;
+}

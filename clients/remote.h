@@ -1,0 +1,70 @@
+/* clients/remote.h: the command line's remote mode: talking to stepcastd.
+ *
+ *   stepcast --server URL [--token-file F] <command> ...
+ *
+ * The server comes from --server or STEPCAST_SERVER, the token from
+ * STEPCAST_TOKEN or --token-file (never from the command line, where other
+ * users could read it). Requests go through libcurl; the server's JSON
+ * error bodies become "stepcast: <code>: <message>" and exit status 2 for
+ * a 4xx, 1 for anything else. The remote subcommands are declared here
+ * (one clients/cmd_<name>.c each). */
+#ifndef CLIENTS_REMOTE_H
+#define CLIENTS_REMOTE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+/* Global options given before the command (NULL: not given). */
+void remote_set_options(const char *server, const char *token_file);
+/* Whether a server was named (flag or environment). */
+int remote_configured(void);
+
+struct remote {
+    char base[1024];    /* the server URL without a trailing slash */
+    char auth[300];     /* "Authorization: Bearer ..." or "" */
+    void *curl;         /* CURL * */
+    int progress_tty;   /* stderr is a terminal */
+};
+
+struct remote_resp {
+    long status;   /* HTTP status */
+    char *body;    /* NUL-terminated, from malloc */
+    size_t len;
+    char location[512];
+};
+
+/* Connect settings; SC_EINVAL (and a message) when no server is named. */
+int remote_open(struct remote *r, struct sc_error *err);
+void remote_close(struct remote *r);
+void remote_resp_release(struct remote_resp *resp);
+
+/* method path [JSON body] -> response. Transport failures are SC_EIO. */
+int remote_call(struct remote *r, const char *method, const char *path, const char *json,
+                struct remote_resp *out, struct sc_error *err);
+/* PUT a file's bytes as they are (streamed, never read whole). */
+int remote_put_file(struct remote *r, const char *path, const char *file, struct remote_resp *out,
+                    struct sc_error *err);
+
+/* One call that answers JSON: opens the connection, sends, checks that the
+ * status is `expect`, parses the body into *doc (a json_t *, the caller
+ * decrefs it). Prints any failure; returns the exit status (0 on success). */
+int remote_json(const char *method, const char *path, const char *json, long expect, void **doc);
+
+/* For a response that is not 2xx: print the server's error and return the
+ * exit status (2 for 4xx, 1 otherwise). */
+int remote_fail(const struct remote_resp *resp);
+
+/* Percent-encode s for a query value into out (size n). */
+void remote_escape(const char *s, char *out, size_t n);
+
+/* The subcommands of remote mode. */
+int cmd_upload(int argc, char **argv);
+int cmd_build(int argc, char **argv);
+int cmd_remote_replay(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+int cmd_tokens(int argc, char **argv);
+
+#endif
