@@ -1,0 +1,54 @@
+/* profiler/tests/inject_real.c: loads libstepcast_prof.so the way the CUDA
+ * driver does (dlopen, then InitializeInjection) and, with "nccl", the way
+ * NCCL does (dlsym ncclProfiler_v5, then init), then exits normally so the
+ * exit handler runs. Prints what the entry points returned; the test
+ * (test_inject.c) checks this and the library's one message on stderr.
+ *
+ *   prof-inject-real LIBRARY [nccl]                                       */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/banned.h"
+
+struct nccl_v5 {
+    const char *name;
+    int (*init)(void **ctx, uint64_t id, int *mask, const char *name, int nnodes, int nranks,
+                int rank, void *logfn);
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl]\n");
+        return 2;
+    }
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        printf("dlopen failed: %s\n", dlerror());
+        return 1;
+    }
+    if (argc > 2 && strcmp(argv[2], "nccl") == 0) {
+        const struct nccl_v5 *t = dlsym(lib, "ncclProfiler_v5");
+        void *ctx = NULL;
+        int mask = -1;
+        if (!t) {
+            printf("no ncclProfiler_v5\n");
+            return 1;
+        }
+        printf("plugin %s init=%d mask=%d\n", t->name,
+               t->init(&ctx, 0x1234, &mask, "world", 1, 8, 3, NULL), mask);
+        return 0;
+    }
+    void *sym = dlsym(lib, "InitializeInjection");
+    int (*init)(void);
+    if (!sym) {
+        printf("no InitializeInjection\n");
+        return 1;
+    }
+    memcpy(&init, &sym, sizeof init);
+    int first = init(), second = init();
+    printf("InitializeInjection=%d again=%d\n", first, second);
+    return 0;
+}
