@@ -1,0 +1,460 @@
+/* tests/integration/svc_harness.c: starting stepcastd, HTTP calls, raw
+ * sockets, store fingerprints (svc_harness.h). */
+#include "tests/integration/svc_harness.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+void svc_dump_log(const struct svc_daemon *d)
+{
+    char *log = th_read_file(d->log, NULL);
+    if (log) {
+        size_t n = strlen(log);
+        fprintf(stderr, "---- daemon log (last 6000 bytes) ----\n%s\n----\n", n > 6000 ? log + n - 6000 : log);
+    }
+    free(log);
+}
+
+void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *args,
+               const char *const *env)
+{
+    const char *bin = th_build_path("stepcastd");
+    char *argv[64], data[PATH_MAX];
+    int n = 0;
+    if (data_dir) /* may be d->data itself (a restart) */
+        snprintf(data, sizeof data, "%s", data_dir);
+    else
+        snprintf(data, sizeof data, "%s/data", th_tmpdir());
+    memset(d, 0, sizeof *d);
+    memcpy(d->data, data, sizeof d->data);
+    snprintf(d->log, sizeof d->log, "%s/daemon.log", th_tmpdir());
+    snprintf(d->portfile, sizeof d->portfile, "%s/port", th_tmpdir());
+    unlink(d->portfile);
+    argv[n++] = (char *)bin;
+    argv[n++] = "--data-dir";
+    argv[n++] = d->data;
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--port-file";
+    argv[n++] = d->portfile;
+    argv[n++] = "--request-timeout";
+    argv[n++] = "5";
+    argv[n++] = "--drain-timeout";
+    argv[n++] = "20";
+    for (int i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        setenv("STEPCAST_ADMIN_TOKEN", SVC_ADMIN, 1);
+        unsetenv("STEPCAST_FAILPOINT");
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    d->pid = pid;
+    for (double t0 = now_s(); now_s() - t0 < 30;) {
+        char *p = th_read_file(d->portfile, NULL);
+        if (p && *p) {
+            d->port = (int)strtol(p, NULL, 10);
+            free(p);
+            snprintf(d->url, sizeof d->url, "http://127.0.0.1:%d", d->port);
+            return;
+        }
+        free(p);
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            d->pid = 0;
+            svc_dump_log(d);
+            sc_check_fail(__FILE__, __LINE__, "stepcastd exited at startup (status %d)", st);
+            exit(1);
+        }
+        sleep_ms(10);
+    }
+    svc_dump_log(d);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    d->pid = 0;
+    sc_check_fail(__FILE__, __LINE__, "stepcastd did not start in 30 s");
+    exit(1);
+}
+
+static int wait_status(pid_t pid, double timeout_s, int *status)
+{
+    for (double t0 = now_s(); now_s() - t0 < timeout_s; sleep_ms(5)) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+    return -1;
+}
+
+static int decode(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -999;
+}
+
+int svc_stop(struct svc_daemon *d)
+{
+    int st = 0;
+    if (!d->pid)
+        return -1000;
+    kill(d->pid, SIGTERM);
+    if (wait_status(d->pid, 60, &st)) {
+        svc_dump_log(d);
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &st, 0);
+        d->pid = 0;
+        return -1000;
+    }
+    d->pid = 0;
+    return decode(st);
+}
+
+void svc_kill9(struct svc_daemon *d)
+{
+    if (!d->pid)
+        return;
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = 0;
+}
+
+int svc_wait_exit(struct svc_daemon *d, double timeout_s)
+{
+    int st = 0;
+    if (!d->pid)
+        return -1000;
+    if (wait_status(d->pid, timeout_s, &st))
+        return -1000;
+    d->pid = 0;
+    return decode(st);
+}
+
+void svc_resp_release(struct svc_resp *r)
+{
+    free(r->body);
+    free(r->headers);
+    memset(r, 0, sizeof *r);
+}
+
+struct buf {
+    char *p;
+    size_t n;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+    struct buf *b = ctx;
+    size_t k = size * n;
+    char *q = realloc(b->p, b->n + k + 1);
+    if (!q)
+        return 0;
+    memcpy(q + b->n, p, k);
+    b->p = q;
+    b->n += k;
+    q[b->n] = '\0';
+    return k;
+}
+
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+long svc_call(const struct svc_daemon *d, const char *method, const char *path,
+              const struct svc_opts *o, struct svc_resp *out)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    struct buf body = {0}, hdr = {0};
+    struct curl_slist *h = NULL;
+    char url[4096], auth[512];
+    FILE *f = NULL;
+    long status = 0;
+    pthread_once(&once, curl_init_once);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    snprintf(url, sizeof url, "%s%s", d->url, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hdr);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    h = curl_slist_append(h, "Expect:");
+    if (o && o->token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
+        h = curl_slist_append(h, auth);
+    }
+    for (size_t i = 0; o && o->headers && o->headers[i]; i++)
+        h = curl_slist_append(h, o->headers[i]);
+    if (o && o->file) {
+        struct stat st;
+        if (!(f = fopen(o->file, "rb")) || fstat(fileno(f), &st)) {
+            sc_check_fail(__FILE__, __LINE__, "cannot open %s", o->file);
+            goto out;
+        }
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READDATA, f);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+    } else if (o && o->body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, o->body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->len);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+out:
+    if (f)
+        fclose(f);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (out) {
+        out->status = status;
+        out->body = body.p ? body.p : calloc(1, 1);
+        out->len = body.n;
+        out->headers = hdr.p ? hdr.p : calloc(1, 1);
+    } else {
+        free(body.p);
+        free(hdr.p);
+    }
+    return status;
+}
+
+long svc_admin(const struct svc_daemon *d, const char *method, const char *path, const char *body,
+               struct svc_resp *out)
+{
+    struct svc_opts o = {SVC_ADMIN, body, body ? strlen(body) : 0, NULL, NULL};
+    return svc_call(d, method, path, &o, out);
+}
+
+char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wait_s)
+{
+    struct sockaddr_in a;
+    struct buf got = {0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)d->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        if (fd >= 0)
+            close(fd);
+        return calloc(1, 1);
+    }
+    for (size_t off = 0; off < n;) {
+        ssize_t k = send(fd, (const char *)data + off, n - off, MSG_NOSIGNAL);
+        if (k <= 0)
+            break; /* the server may close before reading it all */
+        off += (size_t)k;
+    }
+    for (double t0 = now_s(); now_s() - t0 < wait_s;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        char b[65536];
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0)
+            break;
+        on_data(b, 1, (size_t)k, &got);
+    }
+    close(fd);
+    return got.p ? got.p : calloc(1, 1);
+}
+
+const char *svc_error_code(const struct svc_resp *r)
+{
+    static char code[64];
+    json_t *doc = json_loads(r->body ? r->body : "", 0, NULL);
+    const char *c = NULL;
+    json_unpack(doc, "{s:{s:s}}", "error", "code", &c);
+    snprintf(code, sizeof code, "%s", c ? c : "");
+    json_decref(doc);
+    return code;
+}
+
+const char *svc_json_str(const char *body, const char *key)
+{
+    static char v[256];
+    json_t *doc = json_loads(body ? body : "", 0, NULL);
+    const char *s = json_string_value(json_object_get(doc, key));
+    snprintf(v, sizeof v, "%s", s ? s : "");
+    json_decref(doc);
+    return v;
+}
+
+long long svc_json_int(const char *body, const char *key)
+{
+    json_t *doc = json_loads(body ? body : "", 0, NULL);
+    json_t *v = json_object_get(doc, key);
+    long long r = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+    json_decref(doc);
+    return r;
+}
+
+static void append(struct buf *b, const char *s)
+{
+    on_data((char *)s, 1, strlen(s), b);
+}
+
+static void list_dir(struct buf *b, const char *dir, int depth)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        char p[PATH_MAX], line[PATH_MAX + 64];
+        struct stat st;
+        if (names[i]->d_name[0] != '.') {
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]->d_name);
+            if (stat(p, &st) == 0) {
+                snprintf(line, sizeof line, "%s %lld\n", p, (long long)st.st_size);
+                append(b, line);
+                if (S_ISDIR(st.st_mode) && depth < 3)
+                    list_dir(b, p, depth + 1);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+char *svc_fingerprint(const struct svc_daemon *d)
+{
+    struct buf b = {0};
+    struct svc_resp r;
+    char p[PATH_MAX];
+    svc_admin(d, "GET", "/v1/jobs", NULL, &r);
+    append(&b, r.body);
+    json_t *doc = json_loads(r.body, 0, NULL);
+    size_t i;
+    json_t *j;
+    json_array_foreach (json_object_get(doc, "jobs"), i, j) {
+        struct svc_resp jr;
+        char path[256];
+        snprintf(path, sizeof path, "/v1/jobs/%s", json_string_value(json_object_get(j, "id")));
+        svc_admin(d, "GET", path, NULL, &jr);
+        append(&b, jr.body);
+        svc_resp_release(&jr);
+    }
+    json_decref(doc);
+    svc_resp_release(&r);
+    svc_admin(d, "GET", "/v1/models", NULL, &r);
+    append(&b, r.body);
+    svc_resp_release(&r);
+    svc_admin(d, "GET", "/v1/tokens", NULL, &r);
+    append(&b, r.body);
+    svc_resp_release(&r);
+    snprintf(p, sizeof p, "%s/blobs", d->data);
+    list_dir(&b, p, 0);
+    snprintf(p, sizeof p, "%s/tmp", d->data);
+    list_dir(&b, p, 0);
+    return b.p;
+}
+
+int svc_check(const char *data_dir, char **report)
+{
+    char *argv[] = {(char *)th_build_path("stepcastd"), "--check", "--data-dir", (char *)data_dir, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = th_run(argv, &out, &err);
+    if (rc != 0)
+        fprintf(stderr, "stepcastd --check: %s%s", out ? out : "", err ? err : "");
+    if (report)
+        *report = out;
+    else
+        free(out);
+    free(err);
+    return rc;
+}
+
+char *svc_small_trace(int rank, int ops, long seed, size_t *n)
+{
+    struct buf b = {0};
+    char line[512];
+    long t0 = 1000 + seed * 10000;
+    if (rank >= 0)
+        snprintf(line, sizeof line, "{\"schemaVersion\":1,\"distributedInfo\":{\"rank\":%d,\"world_size\":%d},"
+                 "\"traceEvents\":[", rank, rank + 1);
+    else
+        snprintf(line, sizeof line, "{\"schemaVersion\":1,\"traceEvents\":[");
+    append(&b, line);
+    snprintf(line, sizeof line,
+             "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,"
+             "\"ts\":%ld,\"dur\":%d}", t0, 20 * ops + 100);
+    append(&b, line);
+    for (int i = 0; i < ops; i++) {
+        snprintf(line, sizeof line,
+                 ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,"
+                 "\"ts\":%ld,\"dur\":10}", t0 + 10 + 20 * i);
+        append(&b, line);
+    }
+    append(&b, "]}");
+    *n = b.n;
+    return b.p;
+}
+
+const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s)
+{
+    static char status[32];
+    char path[256];
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    status[0] = '\0';
+    for (double t0 = now_s(); now_s() - t0 < timeout_s; sleep_ms(20)) {
+        struct svc_resp r;
+        svc_admin(d, "GET", path, NULL, &r);
+        snprintf(status, sizeof status, "%s", svc_json_str(r.body, "status"));
+        svc_resp_release(&r);
+        if (strcmp(status, "building") != 0)
+            break;
+    }
+    return status;
+}

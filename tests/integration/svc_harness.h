@@ -1,0 +1,90 @@
+/* tests/integration/svc_harness.h: a real stepcastd for tests.
+ *
+ * svc_start() runs build/.../stepcastd on 127.0.0.1 port 0 with a data
+ * directory under the test's temp dir and waits for its --port-file;
+ * svc_call() makes an HTTP request with libcurl; svc_raw() writes raw bytes
+ * on a socket (hostile inputs libcurl will not send). The daemon's log is
+ * kept in <dir>/daemon.log and printed when a test fails. */
+#ifndef TESTS_INTEGRATION_SVC_HARNESS_H
+#define TESTS_INTEGRATION_SVC_HARNESS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define SVC_ADMIN "admin-secret-0123456789abcdef"
+
+struct svc_daemon {
+    pid_t pid;
+    int port;
+    char data[PATH_MAX]; /* data directory */
+    char log[PATH_MAX];
+    char portfile[PATH_MAX];
+    char url[64];        /* http://127.0.0.1:PORT */
+};
+
+/* Start with the admin token SVC_ADMIN, --request-timeout 5 and the extra
+ * flags (NULL-terminated, may be NULL) and environment ("K=V", may be
+ * NULL). data_dir NULL: "<tmp>/data". Fails the test when it cannot. */
+void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *args,
+               const char *const *env);
+/* SIGTERM and wait; returns the exit status (-signal when killed). */
+int svc_stop(struct svc_daemon *d);
+/* SIGKILL and wait. */
+void svc_kill9(struct svc_daemon *d);
+/* Wait for the daemon to exit by itself (a failpoint); the status as above,
+ * or -1000 when it was still running after timeout_s. */
+int svc_wait_exit(struct svc_daemon *d, double timeout_s);
+
+struct svc_resp {
+    long status; /* 0 when the connection failed */
+    char *body;
+    size_t len;
+    char *headers; /* every header line */
+};
+void svc_resp_release(struct svc_resp *r);
+
+struct svc_opts {
+    const char *token;          /* NULL: no Authorization header */
+    const void *body;           /* request body, or NULL */
+    size_t len;
+    const char *file;           /* or a file as the body */
+    const char *const *headers; /* extra header lines, NULL-terminated */
+};
+
+long svc_call(const struct svc_daemon *d, const char *method, const char *path,
+              const struct svc_opts *o, struct svc_resp *out);
+/* The same with the admin token and a body (NULL for none); the response
+ * body is discarded when out is NULL. */
+long svc_admin(const struct svc_daemon *d, const char *method, const char *path, const char *body,
+               struct svc_resp *out);
+
+/* Connect, send n bytes, read until the server closes or wait_s passes.
+ * Returns what was read (from malloc, NUL-terminated). */
+char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wait_s);
+
+/* The "error.code" of a JSON error body, or "" (static buffer). */
+const char *svc_error_code(const struct svc_resp *r);
+/* A string or integer member of a JSON body ("" / -1 when absent). */
+const char *svc_json_str(const char *body, const char *key);
+long long svc_json_int(const char *body, const char *key);
+
+/* Everything the API and the blob folders show, to compare a store before
+ * and after a request that must not change it (from malloc). */
+char *svc_fingerprint(const struct svc_daemon *d);
+
+/* stepcastd --check on a data directory: its exit status; *report (may be
+ * NULL) gets the output. */
+int svc_check(const char *data_dir, char **report);
+
+/* A small valid trace: one ProfilerStep, `ops` cpu ops, a `seed` that
+ * makes its bytes unique; rank -1 leaves distributedInfo out. */
+char *svc_small_trace(int rank, int ops, long seed, size_t *n);
+
+/* Wait until GET /v1/models/{id} is no longer building; its status. */
+const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
+
+/* Print the daemon's log (for a failing test). */
+void svc_dump_log(const struct svc_daemon *d);
+
+#endif

@@ -1,0 +1,315 @@
+/* tests/integration/test_svc_units.c: the service's modules in-process:
+ * router, request decoders, model cache, config sources, blob store. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/routes.h"
+#include "daemon/blobs.h"
+#include "daemon/cache.h"
+#include "daemon/config.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+static int route(const char *method, const char *path, enum api_op *op, struct api_params *p,
+                 unsigned *status)
+{
+    struct api_reply r = {0};
+    int rc = api_route(method, path, 4096, op, p, &r);
+    *status = rc ? r.status : 200;
+    api_reply_release(&r);
+    return rc;
+}
+
+TEST(svc_router_matches_and_validates)
+{
+    enum api_op op;
+    struct api_params p;
+    unsigned st;
+    CHECK(route("PUT", "/v1/jobs/dlrm-1.a_b/ranks/7/trace", &op, &p, &st) == 0);
+    CHECK_EQ_INT(op, API_OP_TRACE_PUT);
+    CHECK_STREQ(p.job, "dlrm-1.a_b");
+    CHECK_EQ_INT(p.rank, 7);
+    CHECK(route("HEAD", "/v1/models/m-1/replay", &op, &p, &st) == 0);
+    CHECK_EQ_INT(op, API_OP_REPLAY);
+    CHECK_STREQ(p.id, "m-1");
+    CHECK(route("GET", "/v1/jobs/..", &op, &p, &st) && st == 400);
+    CHECK(route("GET", "/v1/jobs/.hidden", &op, &p, &st) && st == 400);
+    CHECK(route("GET", "/v1/jobs/a\\b", &op, &p, &st) && st == 400);
+    CHECK(route("GET", "/v1/jobs/../../etc/passwd", &op, &p, &st) && st == 404);
+    CHECK(route("GET", "/v1/jobs//x", &op, &p, &st) && st == 404);
+    CHECK(route("GET", "/v1/jobs/", &op, &p, &st) && st == 404);
+    CHECK(route("PUT", "/v1/jobs/a/ranks/-1/trace", &op, &p, &st) && st == 400);
+    CHECK(route("PUT", "/v1/jobs/a/ranks/4096/trace", &op, &p, &st) && st == 400);
+    CHECK(route("PUT", "/v1/jobs/a/ranks/007/trace", &op, &p, &st) && st == 400);
+    CHECK(route("PUT", "/v1/jobs/a/ranks/99999999999999999999/trace", &op, &p, &st) && st == 400);
+    CHECK(route("PUT", "/v1/jobs/a/ranks/4095/trace", &op, &p, &st) == 0);
+    char longid[100];
+    memset(longid, 'a', 65);
+    longid[65] = '\0';
+    char path[200];
+    snprintf(path, sizeof path, "/v1/jobs/%s", longid);
+    CHECK(route("GET", path, &op, &p, &st) && st == 400);
+    CHECK(route("POST", "/v1/jobs", &op, &p, &st) && st == 405);
+    CHECK(route("GET", "/nope", &op, &p, &st) && st == 404);
+    char methods[64];
+    CHECK(api_route_methods("/v1/jobs/x", methods, sizeof methods) == 3);
+    CHECK_STREQ(methods, "PUT, GET, DELETE");
+}
+
+static unsigned decode_job(const char *body, unsigned depth, char **canon)
+{
+    struct api_body_limits l = {1 << 20, depth};
+    struct api_reply r = {0};
+    unsigned st = api_decode_job(body, strlen(body), &l, canon, &r) ? r.status : 200;
+    api_reply_release(&r);
+    return st;
+}
+
+TEST(svc_request_decoders)
+{
+    char *c = NULL;
+    CHECK_EQ_INT(decode_job("{\"hardware\":\"h100-sxm\",\"config\":{\"tp\":2,\"pp\":2,\"dp\":4,\"zero\":1}}", 32, &c), 200);
+    CHECK_STREQ(c, "{\"config\":{\"dp\":4,\"pp\":2,\"tp\":2,\"zero\":1},\"hardware\":\"h100-sxm\"}");
+    free(c);
+    CHECK_EQ_INT(decode_job("", 32, &c), 200);
+    CHECK_STREQ(c, "{}");
+    free(c);
+    c = NULL;
+    CHECK_EQ_INT(decode_job("{\"config\":{\"tp\":0}}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"config\":{\"tp\":\"2\"}}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"config\":{\"x\":[1]}}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"hardware\":\"../x\"}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"other\":1}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("[1,2]", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"a\":1,\"a\":2}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"description\":\"\xff\"}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"config\":{}} trailing", 32, &c), 400);
+    CHECK(c == NULL);
+
+    /* depth: counted without recursion, strings ignored */
+    struct api_body_limits l = {1 << 20, 3};
+    struct api_reply r = {0};
+    CHECK_EQ_INT(api_json_precheck("[[[1]]]", 7, &l, &r), SC_OK);
+    CHECK(api_json_precheck("[[[[1]]]]", 9, &l, &r) != SC_OK);
+    CHECK_STREQ(api_code_info(r.code)->name, "json_too_deep");
+    api_reply_release(&r);
+    CHECK_EQ_INT(api_json_precheck("[\"[[[[\\\"[[[[\"]", 14, &l, &r), SC_OK);
+    size_t big = 100000;
+    char *deep = malloc(big);
+    memset(deep, '[', big);
+    l.max_depth = 32;
+    CHECK(api_json_precheck(deep, big, &l, &r) != SC_OK && r.status == 400);
+    api_reply_release(&r);
+    l.max_bytes = 1000;
+    CHECK(api_json_precheck(deep, big, &l, &r) != SC_OK && r.status == 413);
+    api_reply_release(&r);
+    free(deep);
+
+    struct api_build_req b;
+    l.max_bytes = 1 << 20;
+    CHECK_EQ_INT(api_decode_build("{\"step_marker\":\"Optimizer.step\",\"steps\":\"1-3\"}", 46, &l, &b, &r), SC_OK);
+    CHECK_STREQ(b.step_marker, "Optimizer.step");
+    CHECK_STREQ(b.steps, "1-3");
+    CHECK(api_decode_build("{\"step_marker\":\"\"}", 18, &l, &b, &r) != SC_OK);
+    api_reply_release(&r);
+    struct api_token_req t;
+    CHECK_EQ_INT(api_decode_token("{\"scope\":\"write\",\"name\":\"ci\"}", 29, &l, &t, &r), SC_OK);
+    CHECK_EQ_INT(t.scope, API_SCOPE_WRITE);
+    CHECK(api_decode_token("{\"scope\":\"root\"}", 16, &l, &t, &r) != SC_OK);
+    api_reply_release(&r);
+    CHECK(api_decode_token("", 0, &l, &t, &r) != SC_OK);
+    api_reply_release(&r);
+}
+
+/* ---- the model cache ---- */
+
+static atomic_int freed, loads;
+
+static void free_val(void *v)
+{
+    atomic_fetch_add(&freed, 1);
+    free(v);
+}
+
+static int load_val(void *ctx, const char *key, void **value, size_t *bytes, struct sc_error *err)
+{
+    (void)ctx;
+    atomic_fetch_add(&loads, 1);
+    usleep(50000); /* long enough for the other getters to pile up */
+    if (!strcmp(key, "bad"))
+        return sc_error_set(err, SC_EEXIST, "not ready");
+    *value = strdup(key);
+    *bytes = 100;
+    return SC_OK;
+}
+
+static struct cache *shared_cache;
+
+static void *getter(void *arg)
+{
+    struct cache_entry *e;
+    struct sc_error err;
+    int hit;
+    (void)arg;
+    if (cache_get(shared_cache, "k", load_val, NULL, &e, &hit, &err) == SC_OK) {
+        CHECK_STREQ(cache_value(e), "k");
+        cache_release(shared_cache, e);
+    } else {
+        CHECK(0);
+    }
+    return NULL;
+}
+
+TEST(svc_cache_lru_refcounts_single_flight)
+{
+    struct cache *c;
+    struct cache_entry *a, *b;
+    struct cache_stats st;
+    struct sc_error err;
+    int hit;
+    CHECK(cache_new(250, free_val, &c, &err) == SC_OK);
+    CHECK(cache_put(c, "a", strdup("a"), 100, &err) == SC_OK);
+    CHECK(cache_put(c, "b", strdup("b"), 100, &err) == SC_OK);
+    CHECK(cache_get(c, "a", NULL, NULL, &a, &hit, &err) == SC_OK && hit); /* a is now most recent */
+    CHECK(cache_put(c, "c", strdup("c"), 100, &err) == SC_OK);          /* over: b goes */
+    CHECK(cache_get(c, "b", NULL, NULL, &b, &hit, &err) == SC_ENOTFOUND);
+    CHECK_EQ_INT(atomic_load(&freed), 1);
+    cache_remove(c, "a"); /* referenced: detached, not freed */
+    CHECK_EQ_INT(atomic_load(&freed), 1);
+    CHECK_STREQ(cache_value(a), "a");
+    cache_release(c, a);
+    CHECK_EQ_INT(atomic_load(&freed), 2);
+    /* a pinned entry stays even over budget */
+    CHECK(cache_get(c, "c", NULL, NULL, &a, &hit, &err) == SC_OK);
+    CHECK(cache_put(c, "d", strdup("d"), 200, &err) == SC_OK);
+    cache_stats(c, &st);
+    CHECK_STREQ(cache_value(a), "c");
+    cache_release(c, a);
+    cache_stats(c, &st);
+    CHECK(st.bytes <= 250);
+    /* eight getters, one load */
+    shared_cache = c;
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, getter, NULL);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ_INT(atomic_load(&loads), 1);
+    /* a failed load is not cached and reports its error */
+    CHECK(cache_get(c, "bad", load_val, NULL, &a, &hit, &err) == SC_EEXIST);
+    CHECK_STREQ(err.msg, "not ready");
+    CHECK(cache_get(c, "bad", load_val, NULL, &a, &hit, &err) == SC_EEXIST);
+    CHECK_EQ_INT(atomic_load(&loads), 3);
+    cache_free(c);
+}
+
+/* ---- config: defaults < file < environment < flags ---- */
+
+TEST(svc_config_sources)
+{
+    struct daemon_config c;
+    struct sc_error err;
+    static const char text[] = "# settings\nhttp_threads = 3\nmax-ranks = 100\n"
+                               "cache-bytes = \"64M\"\nlog-level = warn\n";
+    const char *file = th_write_file("d.conf", text, sizeof text - 1);
+    char *argv1[] = {"stepcastd", "--config", (char *)file, "--max-ranks", "300", NULL};
+    setenv("STEPCAST_MAX_RANKS", "200", 1);
+    setenv("STEPCAST_MAX_BODY", "2G", 1);
+    CHECK(cfg_load(&c, 5, argv1, &err) == SC_OK);
+    CHECK_EQ_INT(c.max_ranks, 300);
+    CHECK_EQ_INT(c.http_threads, 3);
+    CHECK_EQ_INT(c.cache_bytes, 64 << 20);
+    CHECK_EQ_INT(c.max_body, 2ll << 30);
+    CHECK_STREQ(c.log_level, "warn");
+    CHECK_STREQ(c.data_dir, "./var");
+    cfg_release(&c);
+    char *argv2[] = {"stepcastd", "--config=" , NULL};
+    argv2[1] = malloc(strlen(file) + 10);
+    snprintf(argv2[1], strlen(file) + 10, "--config=%s", file);
+    CHECK(cfg_load(&c, 2, argv2, &err) == SC_OK);
+    CHECK_EQ_INT(c.max_ranks, 200);
+    cfg_release(&c);
+    unsetenv("STEPCAST_MAX_RANKS");
+    CHECK(cfg_load(&c, 2, argv2, &err) == SC_OK);
+    CHECK_EQ_INT(c.max_ranks, 100);
+    cfg_release(&c);
+    free(argv2[1]);
+    char *bad1[] = {"stepcastd", "--http-threads", "0", NULL};
+    CHECK(cfg_load(&c, 3, bad1, &err) == SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "out of range");
+    cfg_release(&c);
+    char *bad2[] = {"stepcastd", "--admin-token", "x", NULL};
+    CHECK(cfg_load(&c, 3, bad2, &err) == SC_EINVAL);
+    cfg_release(&c);
+    char *bad3[] = {"stepcastd", "--no-such", "1", NULL};
+    CHECK(cfg_load(&c, 3, bad3, &err) == SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "unknown option");
+    cfg_release(&c);
+    setenv("STEPCAST_LOG_LEVEL", "loud", 1);
+    char *ok[] = {"stepcastd", NULL};
+    CHECK(cfg_load(&c, 1, ok, &err) == SC_EINVAL);
+    cfg_release(&c);
+    unsetenv("STEPCAST_LOG_LEVEL");
+    unsetenv("STEPCAST_MAX_BODY");
+}
+
+static int keep_none(void *ctx, const char *sha)
+{
+    (void)ctx;
+    (void)sha;
+    return 0;
+}
+
+static int keep_all(void *ctx, const char *sha)
+{
+    (void)ctx;
+    (void)sha;
+    return 1;
+}
+
+TEST(svc_blob_store_write_commit_sweep)
+{
+    struct blob_store *bs;
+    struct blob_writer *w;
+    struct blob_sweep_stats st;
+    struct sc_error err;
+    char sha[DIGEST_HEX_LEN + 1], path[4096];
+    uint64_t n;
+    char data[256];
+    snprintf(data, sizeof data, "%s/blobdata", th_tmpdir());
+    CHECK(blob_store_open(data, &bs, &err) == SC_OK);
+    CHECK(blob_writer_new(bs, &w, &err) == SC_OK);
+    CHECK(blob_writer_write(w, "hello ", 6, &err) == SC_OK);
+    CHECK(blob_writer_write(w, "world", 5, &err) == SC_OK);
+    CHECK(blob_writer_finish(w, sha, &err) == SC_OK);
+    CHECK_STREQ(sha, "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    CHECK(blob_writer_commit(w, &err) == SC_OK);
+    blob_writer_free(w);
+    blob_path(bs, sha, path, sizeof path);
+    CHECK(access(path, R_OK) == 0);
+    CHECK(blob_verify(bs, sha, &n, &err) == SC_OK && n == 11);
+    /* an abandoned writer leaves nothing */
+    CHECK(blob_writer_new(bs, &w, &err) == SC_OK);
+    CHECK(blob_writer_write(w, "x", 1, &err) == SC_OK);
+    blob_writer_free(w);
+    CHECK(blob_sweep(bs, keep_all, NULL, 1, &st, &err) == SC_OK);
+    CHECK_EQ_INT(st.temp_files, 0);
+    CHECK_EQ_INT(st.kept, 1);
+    /* corruption is found */
+    FILE *f = fopen(path, "ab");
+    fputs("!", f);
+    fclose(f);
+    CHECK(blob_verify(bs, sha, &n, &err) == SC_EINVAL);
+    CHECK(blob_sweep(bs, keep_none, NULL, 0, &st, &err) == SC_OK);
+    CHECK_EQ_INT(st.orphans, 1);
+    CHECK(access(path, F_OK) != 0);
+    blob_store_free(bs);
+}
