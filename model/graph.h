@@ -1,0 +1,150 @@
+/* model/graph.h: the dependency graph of a job's training steps
+ * (DESIGN.md §4).
+ *
+ * Nodes are tasks on resources: a CPU thread (rank, pid, tid) runs its
+ * runtime calls in order, each after the host work (the measured gap) that
+ * preceded it; a GPU stream (rank, device, stream) runs its kernels, copies
+ * and sets in order. Edges say what else a task waits for:
+ *
+ *   launch        a call -> the GPU work it launched (correlation id)
+ *   event_sync    GPU work before cudaEventRecord -> the first work after
+ *                 cudaStreamWaitEvent on another stream (from cuda_sync
+ *                 events, else inferred and counted as inferred)
+ *   host_sync     GPU work -> the call that waits for it (stream, device and
+ *                 event syncs, blocking copies, polling loops): the call
+ *                 ends after that work does
+ *   launch_queue  GPU work starting -> a launch that found the queue full
+ *   inter_thread  a thread going idle -> another thread resuming after a
+ *                 long gap (a hand-off, e.g. forward -> backward)
+ *   collective    the same collective on every rank: it starts when the last
+ *                 rank's kernel is ready and lasts its intrinsic time
+ *
+ * Durations are measured durations of work. Waits hidden in them are cut
+ * out when the graph is built: a blocking call keeps only its intrinsic
+ * cost, a collective only its transfer time (with every rank: the shortest
+ * rank's kernel, i.e. the last to arrive; with one rank of a job: its
+ * traced time, reported as kept). Building reads measured start times to
+ * tell waits from work; the replay reads none but each step's origin.
+ *
+ * The graph owns its memory and is immutable once built: several replays
+ * may run on it at once. */
+#ifndef MODEL_GRAPH_H
+#define MODEL_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct model_job;
+
+/* A gap on a thread counts as a hand-off wait (inter_thread edge) when it
+ * holds an idle stretch (no CPU op running) at least this long and another
+ * thread of the rank went idle at most MODEL_HANDOFF_MAX_LATENCY_NS before
+ * it resumed. */
+#define MODEL_INTER_THREAD_GAP_NS 1000000
+#define MODEL_HANDOFF_MAX_LATENCY_NS 2000000
+
+struct model_graph_opts {
+    int64_t first_step, last_step; /* step numbers to model; -1 = all */
+    int64_t inter_thread_gap_ns;   /* default MODEL_INTER_THREAD_GAP_NS */
+    int use_cuda_sync;             /* 1: trust cuda_sync events when present */
+};
+
+void model_graph_opts_default(struct model_graph_opts *o);
+
+/* Set first_step/last_step from "A-B" or "A" (step numbers, A <= B).
+ * SC_EINVAL with a message otherwise. */
+int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err);
+
+enum model_task_kind {
+    MODEL_TASK_CALL,   /* a runtime or driver call on a CPU thread */
+    MODEL_TASK_MARKER, /* a step boundary on the step thread (no duration) */
+    MODEL_TASK_GPU,    /* a kernel, copy or set */
+    MODEL_TASK_COMM    /* a communication kernel */
+};
+
+enum model_edge_kind {
+    MODEL_EDGE_LAUNCH,
+    MODEL_EDGE_EVENT_SYNC,
+    MODEL_EDGE_HOST_SYNC,
+    MODEL_EDGE_LAUNCH_QUEUE,
+    MODEL_EDGE_INTER_THREAD,
+    MODEL_EDGE_KIND_COUNT
+};
+
+/* How an edge constrains its target: finish-to-start (the usual), start-to-
+ * start, finish-to-finish (the target cannot end before), start-to-finish. */
+enum model_edge_type { MODEL_FS, MODEL_SS, MODEL_FF, MODEL_SF };
+
+struct model_task {
+    int64_t dur;       /* ns, the intrinsic duration (comm: transfer time) */
+    int64_t gap;       /* ns of host work on the resource before it */
+    uint32_t res;      /* resource */
+    uint32_t event;    /* index of the source event in its rank's trace, or MODEL_NONE */
+    uint32_t group;    /* collective group, or MODEL_NONE */
+    uint16_t rank;     /* index into the job's ranks */
+    uint8_t kind;      /* enum model_task_kind */
+    uint8_t kept;      /* a collective that keeps its traced duration */
+};
+
+struct model_edge {
+    uint32_t from;
+    int32_t lat;  /* ns added to the constraint */
+    uint8_t type; /* enum model_edge_type */
+    uint8_t kind; /* enum model_edge_kind */
+    uint8_t inferred;
+};
+
+struct model_resource {
+    uint16_t rank;
+    uint8_t gpu;       /* a stream (1) or a thread (0) */
+    uint8_t comm;      /* a stream carrying communication kernels */
+    uint32_t track;    /* the track in the rank's trace */
+    uint32_t first, n; /* its tasks are first .. first + n - 1, in order */
+    int64_t origin;    /* ns, aligned clock: when the resource is first free */
+};
+
+/* Step k of rank r: its boundary markers and what the trace measured. */
+struct model_graph_step {
+    uint16_t rank;
+    uint32_t step;         /* index into the rank's trace steps */
+    uint32_t begin, end;   /* marker tasks */
+    int64_t measured_ns;
+    uint8_t partial;
+};
+
+struct model_graph {
+    const struct model_job *job; /* borrowed: must outlive the graph */
+    struct model_task *tasks;
+    size_t n_tasks;
+    struct model_edge *edges; /* predecessors of task i: edges[pred_at[i] .. pred_at[i + 1]) */
+    uint32_t *pred_at;
+    size_t n_edges;
+    struct model_resource *res;
+    size_t n_res;
+    struct model_graph_step *steps;
+    size_t n_steps;
+    uint32_t *succ_at, *succs; /* successors of task i (edge targets), CSR */
+    uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
+    size_t n_groups;
+    int64_t *clock_offset_ns; /* per rank: its clock minus rank 0's, from collectives */
+    /* what the build found, for reports and tests */
+    size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
+    size_t inferred_event_syncs, cuda_sync_event_syncs;
+    size_t collectives_matched, collectives_kept;
+    int64_t *launch_queue_depth; /* per rank, 0 when no plateau was found */
+};
+
+/* Build the graph of a job's steps. SC_EINVAL when there is no step to
+ * model (no ProfilerStep and no marker, or none in the range asked). */
+int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
+                      struct model_graph **out, struct sc_error *err);
+void model_graph_free(struct model_graph *g); /* NULL-safe */
+
+/* Bytes the graph holds (for caches that bound memory). */
+size_t model_graph_bytes(const struct model_graph *g);
+
+const char *model_edge_kind_name(enum model_edge_kind k);
+
+#endif

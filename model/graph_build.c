@@ -1,0 +1,1406 @@
+/* model/graph_build.c: building the dependency graph from event tables.
+ *
+ * Per rank: the steps asked for set a window (the first step's start to the
+ * last step's end). The runtime calls in it become tasks on their threads,
+ * in order, each with the measured host gap before it; step boundaries
+ * become marker tasks on the step thread; kernels, copies and sets launched
+ * in the window (or running in it with no launch in the trace: work spilled
+ * in from before) become tasks on their streams. Then each edge class is
+ * found (see graph.h), cutting the waits out of the durations that hid
+ * them. Across ranks, the same collective is grouped and the ranks' clocks
+ * are aligned on collective completions.
+ *
+ * Building reads measured times: to order tasks, to tell a wait from work
+ * and to pick among candidate dependencies. What a replay reads afterwards
+ * is only durations, gaps, latencies and each rank's origin. */
+#include "model/graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/i64map.h"
+#include "common/vec.h"
+#include "model/collective.h"
+#include "model/job.h"
+#include "model/runtime_api.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+/* A call ending this close after GPU work ended was waiting for it. */
+#define WAIT_END_TOL_NS 30000
+/* Slack for clock jitter when checking that an edge agrees with the trace. */
+#define ORDER_TOL_NS 2000
+/* Returning from a wait costs about this much when the trace cannot say. */
+#define DEFAULT_RETURN_NS 5000
+/* A call this much longer than its API's median is a candidate wait. */
+#define LONG_CALL_NS 50000
+/* Consecutive queries closer than this form one polling loop. */
+#define POLL_GAP_NS 200000
+
+struct pending_edge {
+    uint32_t to, from;
+    int32_t lat;
+    uint8_t type, kind, inferred;
+};
+
+/* A stream of one rank: its tasks and when each was launched. */
+struct stream {
+    uint32_t res;
+    uint32_t first, n;  /* tasks */
+    int64_t *lstart;    /* launch call start per task (prefix max), INT64_MIN if none */
+};
+
+/* Median duration of the calls of each API name (by name id). */
+struct api_median {
+    uint32_t *name;
+    int64_t *median;
+    size_t n;
+};
+
+struct rank_build {
+    const struct model_trace *t;
+    uint16_t rank;
+    int64_t origin, wend; /* the window, trace clock */
+    size_t step_lo, step_hi;
+    uint32_t *outer;   /* per event: the kept call it is nested in, else itself */
+    uint32_t *task_of; /* per event: its task, or MODEL_NONE */
+    struct stream *streams;
+    size_t n_streams, cap_streams;
+    uint32_t thread_lo, thread_hi; /* its thread resources */
+    int64_t launch_lat, return_lat;
+    struct api_median med;
+    uint32_t *records; /* cudaEventRecord call tasks, by start */
+    size_t n_records;
+};
+
+struct builder {
+    const struct model_job *job;
+    struct model_graph_opts o;
+    struct sc_error *err;
+    struct rank_build *rb;
+    /* per call task, along its thread: the first GPU task launched by it or
+     * a later call, the last launched by it or an earlier call, and the last
+     * cudaEventRecord up to it; per resource: its stream (MODEL_NONE for threads) */
+    uint32_t *next_gpu, *cur_gpu, *last_rec, *stream_ix;
+
+    struct model_task *tasks;
+    size_t n_tasks, cap_tasks;
+    int64_t *ts, *end; /* measured, trace clock, per task */
+    size_t cap_times;
+    uint32_t *wait_done; /* per task: already given a wait edge */
+    struct model_resource *res;
+    size_t n_res, cap_res;
+    struct pending_edge *edges;
+    size_t n_edges, cap_edges;
+    struct model_graph_step *steps;
+    size_t n_steps, cap_steps;
+    struct model_graph *g;
+};
+
+#define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int add_edge(struct builder *b, uint32_t from, uint32_t to, int64_t lat, uint8_t type,
+                    uint8_t kind, int inferred)
+{
+    if (from == to || from == MODEL_NONE || to == MODEL_NONE)
+        return SC_OK;
+    if (sc_vec_reserve((void **)&b->edges, &b->cap_edges, b->n_edges + 1, sizeof *b->edges))
+        return OOM(b);
+    if (lat > INT32_MAX)
+        lat = INT32_MAX;
+    if (lat < INT32_MIN)
+        lat = INT32_MIN;
+    b->edges[b->n_edges++] = (struct pending_edge){to, from, (int32_t)lat, type, kind, (uint8_t)inferred};
+    return SC_OK;
+}
+
+static int new_task(struct builder *b, const struct model_task *t, int64_t ts, int64_t end)
+{
+    if (sc_vec_reserve((void **)&b->tasks, &b->cap_tasks, b->n_tasks + 1, sizeof *b->tasks))
+        return OOM(b);
+    if (b->n_tasks + 1 > b->cap_times) {
+        size_t cap = b->cap_tasks;
+        int64_t *a = realloc(b->ts, cap * sizeof *a), *c;
+        if (!a)
+            return OOM(b);
+        b->ts = a;
+        if (!(c = realloc(b->end, cap * sizeof *c)))
+            return OOM(b);
+        b->end = c;
+        b->cap_times = cap;
+    }
+    if (b->n_tasks >= MODEL_NONE - 1)
+        return sc_error_set(b->err, SC_ELIMIT, "more than %u tasks", MODEL_NONE - 1);
+    b->tasks[b->n_tasks] = *t;
+    b->ts[b->n_tasks] = ts;
+    b->end[b->n_tasks] = end;
+    b->n_tasks++;
+    return SC_OK;
+}
+
+static int new_res(struct builder *b, uint16_t rank, int gpu, uint32_t track, int64_t origin)
+{
+    if (sc_vec_reserve((void **)&b->res, &b->cap_res, b->n_res + 1, sizeof *b->res))
+        return OOM(b);
+    b->res[b->n_res++] = (struct model_resource){rank, (uint8_t)gpu, 0, track, (uint32_t)b->n_tasks,
+                                                 0, origin};
+    return SC_OK;
+}
+
+/* ---- per-rank sequences ----------------------------------------------------------- */
+
+struct item {
+    int64_t t;     /* sort key: start time */
+    int64_t dur;
+    uint32_t event; /* event, or the step index for markers */
+    uint32_t track;
+    uint8_t prio;  /* order at equal times: step end, step begin, call */
+    uint8_t kind;  /* enum model_task_kind */
+};
+
+static int by_track_time(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->track != y->track)
+        return x->track < y->track ? -1 : 1;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->prio != y->prio)
+        return x->prio < y->prio ? -1 : 1;
+    if (x->dur != y->dur)
+        return x->dur > y->dur ? -1 : 1; /* an enclosing call first */
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+static int is_call(unsigned kind)
+{
+    return kind == MODEL_EV_RUNTIME || kind == MODEL_EV_DRIVER;
+}
+
+/* Select the steps in range and set the window. */
+static int rank_window(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    r->step_lo = t->n_steps;
+    r->step_hi = 0;
+    for (size_t i = 0; i < t->n_steps; i++) {
+        int64_t n = t->steps[i].number;
+        if ((b->o.first_step >= 0 && n < b->o.first_step) || (b->o.last_step >= 0 && n > b->o.last_step))
+            continue;
+        if (i < r->step_lo)
+            r->step_lo = i;
+        r->step_hi = i + 1;
+    }
+    if (r->step_lo >= r->step_hi)
+        return sc_error_set(b->err, SC_EINVAL, "'%s': no step to replay%s", t->source,
+                            t->n_steps ? " in the range asked" : ": no ProfilerStep#N (name a marker with --step-marker)");
+    r->origin = t->steps[r->step_lo].start;
+    r->wend = t->steps[r->step_hi - 1].end;
+    return SC_OK;
+}
+
+/* Threads: calls in the window (nested driver calls folded into the call
+ * around them) and step markers; one resource per thread. */
+static int rank_threads(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    struct item *items = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SC_OK;
+    uint32_t step_track = t->steps[r->step_lo].track;
+
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (!is_call(e->kind) || e->ts < r->origin || e->ts >= r->wend)
+            continue;
+        if (sc_vec_reserve((void **)&items, &cap, n + 1, sizeof *items))
+            goto oom;
+        items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, MODEL_TASK_CALL};
+    }
+    for (size_t k = r->step_lo; k < r->step_hi; k++) {
+        if (sc_vec_reserve((void **)&items, &cap, n + 2, sizeof *items))
+            goto oom;
+        items[n++] = (struct item){t->steps[k].start, 0, (uint32_t)k, step_track, 1, MODEL_TASK_MARKER};
+        items[n++] = (struct item){t->steps[k].end, 0, (uint32_t)k, step_track, 0, MODEL_TASK_MARKER};
+    }
+    qsort(items, n, sizeof *items, by_track_time);
+    r->thread_lo = (uint32_t)b->n_res;
+    for (size_t i = 0; i < n;) {
+        uint32_t track = items[i].track;
+        int64_t prev_end = r->origin, outer_end = INT64_MIN;
+        uint32_t outer = MODEL_NONE;
+        if ((rc = new_res(b, r->rank, 0, track, r->origin)))
+            goto out;
+        for (; i < n && items[i].track == track; i++) {
+            const struct item *it = &items[i];
+            struct model_task task = {0};
+            if (it->kind == MODEL_TASK_CALL) {
+                int64_t end = it->t + it->dur;
+                if (it->t < outer_end && end <= outer_end) { /* nested in the call before */
+                    r->outer[it->event] = outer;
+                    continue;
+                }
+                outer = it->event;
+                outer_end = end;
+                r->outer[it->event] = it->event;
+                r->task_of[it->event] = (uint32_t)b->n_tasks;
+                task.event = it->event;
+                task.dur = it->dur;
+            } else {
+                task.event = MODEL_NONE;
+                task.dur = 0;
+            }
+            task.kind = it->kind;
+            task.gap = max64(0, it->t - prev_end);
+            task.res = (uint32_t)(b->n_res - 1);
+            task.rank = r->rank;
+            task.group = MODEL_NONE;
+            if (it->kind == MODEL_TASK_MARKER) {
+                const struct model_step *s = &t->steps[it->event];
+                if (sc_vec_reserve((void **)&b->steps, &b->cap_steps, b->n_steps + 1, sizeof *b->steps))
+                    goto oom;
+                if (it->prio == 1) { /* begin */
+                    b->steps[b->n_steps++] = (struct model_graph_step){
+                        r->rank, it->event, (uint32_t)b->n_tasks, MODEL_NONE, s->end - s->start, s->partial};
+                } else {
+                    for (size_t k = b->n_steps; k-- > 0;)
+                        if (b->steps[k].rank == r->rank && b->steps[k].step == it->event) {
+                            b->steps[k].end = (uint32_t)b->n_tasks;
+                            break;
+                        }
+                }
+            }
+            if ((rc = new_task(b, &task, it->t, it->t + it->dur)))
+                goto out;
+            prev_end = max64(prev_end, it->t + it->dur);
+            b->res[b->n_res - 1].n++;
+        }
+    }
+    r->thread_hi = (uint32_t)b->n_res;
+out:
+    free(items);
+    return rc;
+oom:
+    free(items);
+    return OOM(b);
+}
+
+/* Streams: GPU work launched by a call in the window, or running in the
+ * window without a launch in it. */
+static int rank_streams(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    struct item *items = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SC_OK;
+
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (!model_kind_is_gpu(e->kind))
+            continue;
+        uint32_t call = t->link[i] == MODEL_NONE ? MODEL_NONE : r->outer[t->link[i]];
+        int launched_in = call != MODEL_NONE && r->task_of[call] != MODEL_NONE;
+        if (!launched_in) {
+            /* no launch in the window: keep it if it runs in the window and
+             * was not launched after it */
+            if (call != MODEL_NONE && t->events[call].ts >= r->wend)
+                continue;
+            if (t->link[i] != MODEL_NONE && t->events[t->link[i]].ts >= r->wend)
+                continue;
+            if (e->ts + e->dur <= r->origin || e->ts >= r->wend)
+                continue;
+        }
+        if (sc_vec_reserve((void **)&items, &cap, n + 1, sizeof *items))
+            goto oom;
+        uint8_t kind = e->kind == MODEL_EV_KERNEL && model_is_comm_kernel(model_str(t, e->name))
+                           ? MODEL_TASK_COMM
+                           : MODEL_TASK_GPU;
+        items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, kind};
+    }
+    qsort(items, n, sizeof *items, by_track_time);
+    for (size_t i = 0; i < n;) {
+        uint32_t track = items[i].track;
+        if ((rc = new_res(b, r->rank, 1, track, r->origin)))
+            goto out;
+        if (sc_vec_reserve((void **)&r->streams, &r->cap_streams, r->n_streams + 1, sizeof *r->streams))
+            goto oom;
+        struct stream *s = &r->streams[r->n_streams++];
+        s->res = (uint32_t)(b->n_res - 1);
+        s->first = (uint32_t)b->n_tasks;
+        s->n = 0;
+        s->lstart = NULL;
+        for (; i < n && items[i].track == track; i++) {
+            const struct item *it = &items[i];
+            struct model_task task = {0};
+            task.event = it->event;
+            task.dur = it->dur;
+            task.kind = it->kind;
+            task.res = (uint32_t)(b->n_res - 1);
+            task.rank = r->rank;
+            task.group = MODEL_NONE;
+            if (it->kind == MODEL_TASK_COMM)
+                b->res[b->n_res - 1].comm = 1;
+            r->task_of[it->event] = (uint32_t)b->n_tasks;
+            if ((rc = new_task(b, &task, it->t, it->t + it->dur)))
+                goto out;
+            b->res[b->n_res - 1].n++;
+            s->n++;
+        }
+        if (!(s->lstart = malloc(s->n * sizeof *s->lstart)))
+            goto oom;
+        int64_t m = INT64_MIN;
+        for (uint32_t k = 0; k < s->n; k++) {
+            uint32_t ev = b->tasks[s->first + k].event, call = t->link[ev];
+            if (call != MODEL_NONE)
+                m = max64(m, t->events[r->outer[call]].ts);
+            s->lstart[k] = m;
+        }
+    }
+out:
+    free(items);
+    return rc;
+oom:
+    free(items);
+    return OOM(b);
+}
+
+/* ---- lookups --------------------------------------------------------------------- */
+
+/* The last task of stream s launched before time `before`, or MODEL_NONE. */
+static uint32_t last_launched_before(const struct stream *s, int64_t before)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->lstart[mid] < before)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? s->first + (uint32_t)lo - 1 : MODEL_NONE;
+}
+
+static struct stream *stream_of_task(struct rank_build *r, const struct builder *b, uint32_t task)
+{
+    uint32_t i = b->stream_ix[b->tasks[task].res];
+    return i == MODEL_NONE ? NULL : &r->streams[i];
+}
+
+/* Fill next_gpu, cur_gpu and last_rec along each thread of the rank, and
+ * the rank's record calls. */
+static int thread_scans(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    size_t cap = 0;
+    for (size_t i = 0; i < r->n_streams; i++)
+        b->stream_ix[r->streams[i].res] = (uint32_t)i;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++) {
+        uint32_t first = b->res[res].first, last = first + b->res[res].n;
+        uint32_t cur = MODEL_NONE, rec = MODEL_NONE, next = MODEL_NONE;
+        for (uint32_t k = first; k < last; k++) {
+            uint32_t ev = b->tasks[k].event;
+            if (b->tasks[k].kind == MODEL_TASK_CALL) {
+                uint32_t gpu = t->link[ev];
+                if (gpu != MODEL_NONE && r->task_of[gpu] != MODEL_NONE)
+                    cur = r->task_of[gpu];
+                if (t->events[ev].rt == MODEL_RT_EVENT_RECORD) {
+                    rec = k;
+                    if (sc_vec_reserve((void **)&r->records, &cap, r->n_records + 1, sizeof *r->records))
+                        return OOM(b);
+                    r->records[r->n_records++] = k;
+                }
+            }
+            b->cur_gpu[k] = cur;
+            b->last_rec[k] = rec;
+        }
+        for (uint32_t k = last; k-- > first;) {
+            uint32_t ev = b->tasks[k].event;
+            if (b->tasks[k].kind == MODEL_TASK_CALL) {
+                uint32_t gpu = t->link[ev];
+                if (gpu != MODEL_NONE && r->task_of[gpu] != MODEL_NONE)
+                    next = r->task_of[gpu];
+            }
+            b->next_gpu[k] = next;
+        }
+    }
+    return SC_OK;
+}
+
+/* The first GPU task launched by the calls after call task c on its thread. */
+static uint32_t next_launched(const struct builder *b, uint32_t c)
+{
+    const struct model_resource *res = &b->res[b->tasks[c].res];
+    return c + 1 < res->first + res->n ? b->next_gpu[c + 1] : MODEL_NONE;
+}
+
+/* The last GPU work launched by calls up to c on its thread. */
+static uint32_t current_stream_task(const struct builder *b, uint32_t c)
+{
+    return b->cur_gpu[c];
+}
+
+/* ---- waits hidden in calls ----------------------------------------------------------- */
+
+/* Call task c waited for task x to finish (ff) or to start (!ff): an edge
+ * from x, and c keeps only the time after x as its duration. */
+static int add_wait(struct builder *b, struct rank_build *r, uint32_t c, uint32_t x, int ff,
+                    uint8_t kind)
+{
+    if (x == MODEL_NONE)
+        return SC_OK;
+    int64_t s = b->ts[c], e = b->end[c], at = ff ? b->end[x] : b->ts[x];
+    if (at > e + ORDER_TOL_NS)
+        return SC_OK; /* the trace says it did not wait for x */
+    int64_t lat;
+    if (at >= s) {
+        lat = e - at > 0 ? e - at : 0;
+        if (lat < b->tasks[c].dur)
+            b->tasks[c].dur = lat;
+    } else {
+        lat = min64(e - at, r->return_lat);
+    }
+    b->wait_done[c] = 1;
+    return add_edge(b, x, c, lat, ff ? MODEL_FF : MODEL_SF, kind, 0);
+}
+
+/* Among the streams' last tasks launched before call c, the one whose end
+ * the call most likely waited for: the latest end not after the call's. */
+static uint32_t awaited_task(struct builder *b, struct rank_build *r, uint32_t c, int *close)
+{
+    uint32_t best = MODEL_NONE;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        uint32_t x = last_launched_before(&r->streams[i], b->ts[c]);
+        if (x == MODEL_NONE || b->end[x] > b->end[c] + ORDER_TOL_NS)
+            continue;
+        if (best == MODEL_NONE || b->end[x] > b->end[best])
+            best = x;
+    }
+    *close = best != MODEL_NONE && b->end[c] - b->end[best] <= WAIT_END_TOL_NS;
+    return best;
+}
+
+/* The GPU task of the rank that ended last in [from, to + tol], or NONE. */
+static uint32_t gpu_ending_in(struct builder *b, struct rank_build *r, int64_t from, int64_t to)
+{
+    uint32_t best = MODEL_NONE;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        const struct stream *s = &r->streams[i];
+        /* tasks of a stream end in order: binary search the last ending by to */
+        size_t lo = 0, hi = s->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (b->end[s->first + mid] <= to + ORDER_TOL_NS)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!lo)
+            continue;
+        uint32_t x = s->first + (uint32_t)lo - 1;
+        if (b->end[x] >= from && (best == MODEL_NONE || b->end[x] > b->end[best]))
+            best = x;
+    }
+    return best;
+}
+
+static int is_pageable_dtoh(const char *name)
+{
+    return strstr(name, "Pageable") && (strstr(name, "DtoH") || strstr(name, "-> Pageable"));
+}
+
+static int is_pageable_htod(const char *name)
+{
+    return strstr(name, "Pageable") && (strstr(name, "HtoD") || strstr(name, "Pageable ->"));
+}
+
+static int cmp_name_dur(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static int api_medians(struct builder *b, struct rank_build *r, struct api_median *m)
+{
+    size_t n = 0;
+    int64_t *pairs = NULL;
+    memset(m, 0, sizeof *m);
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        n += b->res[res].n;
+    if (!(pairs = malloc((n ? n : 1) * 2 * sizeof *pairs)))
+        return OOM(b);
+    n = 0;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
+            if (b->tasks[k].kind == MODEL_TASK_CALL) {
+                pairs[2 * n] = r->t->events[b->tasks[k].event].name;
+                pairs[2 * n + 1] = b->tasks[k].dur;
+                n++;
+            }
+    qsort(pairs, n, 2 * sizeof *pairs, cmp_name_dur);
+    m->name = malloc((n ? n : 1) * sizeof *m->name);
+    m->median = malloc((n ? n : 1) * sizeof *m->median);
+    if (!m->name || !m->median) {
+        free(pairs);
+        return OOM(b);
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && pairs[2 * j] == pairs[2 * i])
+            j++;
+        m->name[m->n] = (uint32_t)pairs[2 * i];
+        m->median[m->n++] = pairs[2 * ((i + j) / 2) + 1];
+        i = j;
+    }
+    free(pairs);
+    return SC_OK;
+}
+
+static int64_t median_of(const struct api_median *m, uint32_t name)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->name[mid] < name)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n && m->name[lo] == name ? m->median[lo] : 0;
+}
+
+/* ---- calibration ------------------------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How soon GPU work starts after its launch call starts when its stream is
+ * idle (a low percentile: queueing only delays), and how soon a call
+ * returns after the GPU work it waited for. */
+static int calibrate_latencies(struct builder *b, struct rank_build *r)
+{
+    int64_t *v = NULL;
+    size_t n = 0, cap = 0;
+    r->launch_lat = 5000;
+    r->return_lat = DEFAULT_RETURN_NS;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        const struct stream *s = &r->streams[i];
+        for (uint32_t k = 0; k < s->n; k++) {
+            uint32_t task = s->first + k, call = r->t->link[b->tasks[task].event];
+            if (call == MODEL_NONE || r->task_of[r->outer[call]] == MODEL_NONE)
+                continue;
+            int64_t cs = r->t->events[r->outer[call]].ts;
+            if (k && b->end[task - 1] >= cs) /* the stream was busy: queued */
+                continue;
+            if (sc_vec_reserve((void **)&v, &cap, n + 1, sizeof *v)) {
+                free(v);
+                return OOM(b);
+            }
+            v[n++] = b->ts[task] - cs;
+        }
+    }
+    if (n) {
+        qsort(v, n, sizeof *v, cmp_i64);
+        r->launch_lat = max64(0, v[n / 10]);
+    }
+    free(v);
+    return SC_OK;
+}
+
+/* ---- edges of one rank ----------------------------------------------------------------- */
+
+static int launch_edges(struct builder *b, struct rank_build *r)
+{
+    for (size_t i = 0; i < r->n_streams; i++) {
+        const struct stream *s = &r->streams[i];
+        for (uint32_t k = 0; k < s->n; k++) {
+            uint32_t task = s->first + k, call = r->t->link[b->tasks[task].event];
+            if (call == MODEL_NONE)
+                continue;
+            uint32_t ct = r->task_of[r->outer[call]];
+            if (ct == MODEL_NONE)
+                continue;
+            int rc = add_edge(b, ct, task, r->launch_lat, MODEL_SS, MODEL_EDGE_LAUNCH, 0);
+            if (rc)
+                return rc;
+        }
+    }
+    return SC_OK;
+}
+
+/* Runtime calls by correlation id (for cuda_sync records that name them). */
+static int call_by_corr(struct builder *b, struct rank_build *r, struct sc_i64map *m)
+{
+    const struct model_trace *t = r->t;
+    for (size_t i = 0; i < t->n_events; i++)
+        if (is_call(t->events[i].kind) && t->events[i].correlation >= 0 &&
+            sc_i64map_put(m, t->events[i].correlation, (uint32_t)i))
+            return OOM(b);
+    return SC_OK;
+}
+
+static struct stream *stream_by_tid(struct builder *b, struct rank_build *r, int64_t stream)
+{
+    for (size_t i = 0; i < r->n_streams; i++) {
+        const struct model_resource *res = &b->res[r->streams[i].res];
+        if (r->t->tracks[res->track].tid == stream)
+            return &r->streams[i];
+    }
+    return NULL;
+}
+
+/* Exact edges from cuda_sync events: Stream Wait Event (stream -> stream),
+ * Event Sync, Stream Sync and Context Sync (stream -> the call). */
+static int cuda_sync_edges(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    struct sc_i64map by_corr = SC_I64MAP_INIT;
+    int rc = SC_OK, any = 0;
+    for (size_t i = 0; i < t->n_events && !any; i++)
+        any = t->events[i].kind == MODEL_EV_CUDA_SYNC;
+    if (!any || !b->o.use_cuda_sync)
+        return SC_OK;
+    if ((rc = call_by_corr(b, r, &by_corr)))
+        goto out;
+    for (size_t i = 0; i < t->n_events && rc == SC_OK; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->kind != MODEL_EV_CUDA_SYNC || e->info == MODEL_NONE || t->infos[e->info].sync == MODEL_NONE)
+            continue;
+        uint32_t call = t->link[i] == MODEL_NONE ? MODEL_NONE : r->outer[t->link[i]];
+        uint32_t ct = call == MODEL_NONE ? MODEL_NONE : r->task_of[call];
+        if (ct == MODEL_NONE)
+            continue;
+        const struct model_sync *sy = &t->syncs[t->infos[e->info].sync];
+        const char *kind = model_str(t, e->name);
+        uint32_t rec = MODEL_NONE, x = MODEL_NONE;
+        if (sy->wait_on_record_corr >= 0 && sc_i64map_get(&by_corr, sy->wait_on_record_corr, &rec)) {
+            struct stream *a = stream_by_tid(b, r, sy->wait_on_stream);
+            if (a)
+                x = last_launched_before(a, t->events[rec].ts);
+        }
+        if (strcmp(kind, "Stream Wait Event") == 0) {
+            uint32_t y = MODEL_NONE;
+            struct stream *bs = stream_by_tid(b, r, t->infos[e->info].stream);
+            if (bs) {
+                /* the first work on the waiting stream launched after the wait */
+                uint32_t before = last_launched_before(bs, b->ts[ct] + 1);
+                y = before == MODEL_NONE ? bs->first : before + 1;
+                if (y >= bs->first + bs->n)
+                    y = MODEL_NONE;
+            }
+            b->wait_done[ct] = 1;
+            if (x != MODEL_NONE && y != MODEL_NONE && b->end[x] <= b->ts[y] + ORDER_TOL_NS) {
+                rc = add_edge(b, x, y, 0, MODEL_FS, MODEL_EDGE_EVENT_SYNC, 0);
+                b->g->cuda_sync_event_syncs++;
+            }
+        } else if (strcmp(kind, "Event Sync") == 0) {
+            rc = add_wait(b, r, ct, x, 1, MODEL_EDGE_HOST_SYNC);
+        } else if (strcmp(kind, "Stream Sync") == 0) {
+            int64_t sid = sy->wait_on_stream >= 0 ? sy->wait_on_stream : t->infos[e->info].stream;
+            struct stream *s = stream_by_tid(b, r, sid);
+            if (s)
+                rc = add_wait(b, r, ct, last_launched_before(s, b->ts[ct]), 1, MODEL_EDGE_HOST_SYNC);
+        } else if (strcmp(kind, "Context Sync") == 0) {
+            for (size_t k = 0; k < r->n_streams && rc == SC_OK; k++)
+                rc = add_wait(b, r, ct, last_launched_before(&r->streams[k], b->ts[ct]), 1,
+                              MODEL_EDGE_HOST_SYNC);
+        }
+        b->wait_done[ct] = 1;
+    }
+out:
+    sc_i64map_release(&by_corr);
+    return rc;
+}
+
+/* cudaStreamWaitEvent without cuda_sync events: the waiting stream is where
+ * the thread launches next; the recorded stream is where the thread of the
+ * most recent cudaEventRecord last launched (the current stream then),
+ * else, only with evidence in the trace (the waiting work started right
+ * when it ended), the stream whose work it waited for. Every edge must agree
+ * with the trace's order. */
+static int inferred_event_edges(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    int rc = SC_OK;
+
+    for (uint32_t res = r->thread_lo; res < r->thread_hi && rc == SC_OK; res++) {
+        for (uint32_t w = b->res[res].first; w < b->res[res].first + b->res[res].n && rc == SC_OK; w++) {
+            if (b->tasks[w].kind != MODEL_TASK_CALL || b->wait_done[w] ||
+                t->events[b->tasks[w].event].rt != MODEL_RT_STREAM_WAIT)
+                continue;
+            uint32_t y = next_launched(b, w);
+            if (y == MODEL_NONE)
+                continue;
+            struct stream *ys = stream_of_task(r, b, y);
+            /* the record: the last on this thread before the wait, else any thread */
+            uint32_t rec = b->last_rec[w];
+            if (rec == MODEL_NONE) {
+                size_t lo = 0, hi = r->n_records;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (b->ts[r->records[mid]] < b->ts[w])
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (lo)
+                    rec = r->records[lo - 1];
+            }
+            if (rec == MODEL_NONE)
+                continue;
+            uint32_t x = MODEL_NONE;
+            uint32_t cur = current_stream_task(b, rec);
+            struct stream *as = cur == MODEL_NONE ? NULL : stream_of_task(r, b, cur);
+            if (as && as != ys) {
+                x = last_launched_before(as, b->ts[rec]);
+                if (x != MODEL_NONE && b->end[x] > b->ts[y] + ORDER_TOL_NS)
+                    x = MODEL_NONE;
+            }
+            if (x == MODEL_NONE) {
+                /* evidence: y started right after the candidate ended, later than
+                 * its launch and its stream allowed */
+                int64_t own_ready = b->ts[y];
+                uint32_t yc = t->link[b->tasks[y].event];
+                if (yc != MODEL_NONE)
+                    own_ready = t->events[r->outer[yc]].ts + r->launch_lat;
+                if (y > ys->first)
+                    own_ready = max64(own_ready, b->end[y - 1]);
+                for (size_t i = 0; i < r->n_streams; i++) {
+                    if (&r->streams[i] == ys)
+                        continue;
+                    uint32_t c = last_launched_before(&r->streams[i], b->ts[rec]);
+                    if (c == MODEL_NONE || b->end[c] > b->ts[y] + ORDER_TOL_NS)
+                        continue;
+                    if (b->ts[y] - b->end[c] <= 20000 && b->ts[y] - own_ready > 5000 &&
+                        (x == MODEL_NONE || b->end[c] > b->end[x]))
+                        x = c;
+                }
+            }
+            if (x == MODEL_NONE)
+                continue;
+            rc = add_edge(b, x, y, 0, MODEL_FS, MODEL_EDGE_EVENT_SYNC, 1);
+            b->g->inferred_event_syncs++;
+        }
+    }
+    return rc;
+}
+
+/* Syncs, blocking copies, polling loops and other calls that waited. */
+static int host_sync_edges(struct builder *b, struct rank_build *r)
+{
+    const struct model_trace *t = r->t;
+    const struct api_median *med = &r->med;
+    int rc = SC_OK;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi && rc == SC_OK; res++) {
+        uint32_t first = b->res[res].first, last = first + b->res[res].n;
+        for (uint32_t c = first; c < last && rc == SC_OK; c++) {
+            if (b->tasks[c].kind != MODEL_TASK_CALL || b->wait_done[c])
+                continue;
+            const struct model_event *e = &t->events[b->tasks[c].event];
+            uint32_t own = t->link[b->tasks[c].event];
+            uint32_t own_task = own == MODEL_NONE ? MODEL_NONE : r->task_of[own];
+            int close;
+            switch (e->rt) {
+            case MODEL_RT_SYNC_DEVICE:
+                for (size_t i = 0; i < r->n_streams && rc == SC_OK; i++)
+                    rc = add_wait(b, r, c, last_launched_before(&r->streams[i], b->ts[c]), 1,
+                                  MODEL_EDGE_HOST_SYNC);
+                continue;
+            case MODEL_RT_SYNC_STREAM:
+            case MODEL_RT_SYNC_EVENT: {
+                uint32_t x = awaited_task(b, r, c, &close);
+                if (!close) { /* it did not wait: assume the current stream */
+                    uint32_t cur = current_stream_task(b, c);
+                    struct stream *s = cur == MODEL_NONE ? NULL : stream_of_task(r, b, cur);
+                    if (s)
+                        x = last_launched_before(s, b->ts[c]);
+                }
+                rc = add_wait(b, r, c, x, 1, MODEL_EDGE_HOST_SYNC);
+                continue;
+            }
+            case MODEL_RT_LAUNCH_SYNC:
+                rc = add_wait(b, r, c, own_task, 1, MODEL_EDGE_HOST_SYNC);
+                continue;
+            case MODEL_RT_LAUNCH:
+                if (own_task != MODEL_NONE && t->events[own].kind == MODEL_EV_MEMCPY) {
+                    const char *name = model_str(t, t->events[own].name);
+                    if (is_pageable_dtoh(name)) {
+                        rc = add_wait(b, r, c, own_task, 1, MODEL_EDGE_HOST_SYNC);
+                        continue;
+                    }
+                    if (is_pageable_htod(name)) {
+                        rc = add_wait(b, r, c, own_task, 0, MODEL_EDGE_HOST_SYNC);
+                        continue;
+                    }
+                }
+                break;
+            case MODEL_RT_QUERY: {
+                /* a polling loop: queries back to back; it ends when GPU work does */
+                uint32_t end = c;
+                while (end + 1 < last && b->tasks[end + 1].kind == MODEL_TASK_CALL &&
+                       t->events[b->tasks[end + 1].event].rt == MODEL_RT_QUERY &&
+                       b->tasks[end + 1].gap <= POLL_GAP_NS)
+                    end++;
+                if (end > c) {
+                    uint32_t x = gpu_ending_in(b, r, b->ts[c], b->end[end]);
+                    if (x != MODEL_NONE && b->end[end] - b->end[x] <= WAIT_END_TOL_NS) {
+                        for (uint32_t k = c + 1; k < end; k++) {
+                            b->tasks[k].gap = 0;
+                            b->tasks[k].dur = 0;
+                            b->wait_done[k] = 1;
+                        }
+                        b->tasks[end].gap = 0;
+                        rc = add_wait(b, r, end, x, 1, MODEL_EDGE_HOST_SYNC);
+                    }
+                    c = end;
+                }
+                continue;
+            }
+            default:
+                break;
+            }
+            /* any other call much longer than usual that returned right after
+             * GPU work ended was waiting for it */
+            int64_t m = median_of(med, e->name);
+            if (b->tasks[c].dur > LONG_CALL_NS && b->tasks[c].dur > 4 * m) {
+                uint32_t x = gpu_ending_in(b, r, b->ts[c], b->end[c]);
+                if (x != MODEL_NONE && b->end[c] - b->end[x] <= WAIT_END_TOL_NS)
+                    rc = add_wait(b, r, c, x, 1, MODEL_EDGE_HOST_SYNC);
+            }
+        }
+    }
+    return rc;
+}
+
+/* The launch queue: when launches find it full (outstanding work plateaus
+ * at a depth Q and launches there take far longer than usual), launch j
+ * cannot return before GPU op j - Q has started. */
+struct op_ref {
+    int64_t lstart;
+    uint32_t task, call;
+};
+
+static int by_lstart(const void *a, const void *b)
+{
+    const struct op_ref *x = a, *y = b;
+    if (x->lstart != y->lstart)
+        return x->lstart < y->lstart ? -1 : 1;
+    return (x->task > y->task) - (x->task < y->task);
+}
+
+static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *depth_out)
+{
+    const struct model_trace *t = r->t;
+    struct op_ref *ops = NULL;
+    int64_t *starts = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SC_OK;
+    const struct api_median *med = &r->med;
+
+    *depth_out = 0;
+    for (size_t i = 0; i < r->n_streams; i++)
+        for (uint32_t k = 0; k < r->streams[i].n; k++) {
+            uint32_t task = r->streams[i].first + k, call = t->link[b->tasks[task].event];
+            if (call == MODEL_NONE || r->task_of[r->outer[call]] == MODEL_NONE)
+                continue;
+            if (sc_vec_reserve((void **)&ops, &cap, n + 1, sizeof *ops))
+                goto oom;
+            ops[n++] = (struct op_ref){t->events[r->outer[call]].ts, task, r->task_of[r->outer[call]]};
+        }
+    if (n < 64)
+        goto out;
+    qsort(ops, n, sizeof *ops, by_lstart);
+    if (!(starts = malloc(n * sizeof *starts)))
+        goto oom;
+    for (size_t j = 0; j < n; j++)
+        starts[j] = b->ts[ops[j].task];
+    qsort(starts, n, sizeof *starts, cmp_i64);
+    /* pending when each launch returns: launched so far minus started */
+    int64_t qmax = 0;
+    size_t *pending = malloc(n * sizeof *pending);
+    if (!pending)
+        goto oom;
+    for (size_t j = 0, started = 0; j < n; j++) {
+        int64_t ret = b->end[ops[j].call];
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (starts[mid] <= ret)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        started = lo;
+        pending[j] = j + 1 > started ? j + 1 - started : 0;
+        if ((int64_t)pending[j] > qmax)
+            qmax = (int64_t)pending[j];
+    }
+    size_t blocked = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t c = ops[j].call;
+        int64_t m = median_of(med, t->events[b->tasks[c].event].name);
+        if ((int64_t)pending[j] * 100 >= qmax * 95 && b->tasks[c].dur > 3 * m && b->tasks[c].dur > 20000)
+            blocked++;
+    }
+    if (qmax < 256 || blocked < 10) {
+        free(pending);
+        goto out;
+    }
+    *depth_out = qmax;
+    for (size_t j = (size_t)qmax; j < n && rc == SC_OK; j++) {
+        uint32_t c = ops[j].call, x = ops[j - (size_t)qmax].task;
+        int64_t m = median_of(med, t->events[b->tasks[c].event].name);
+        if (b->wait_done[c])
+            continue;
+        if ((int64_t)pending[j] * 100 >= qmax * 95 && b->tasks[c].dur > 3 * m)
+            b->tasks[c].dur = m; /* blocked: keep the usual cost of the call */
+        int64_t lat = min64(max64(0, b->end[c] - b->ts[x]), r->return_lat);
+        rc = add_edge(b, x, c, lat, MODEL_SF, MODEL_EDGE_LAUNCH_QUEUE, 0);
+    }
+    free(pending);
+out:
+    free(ops);
+    free(starts);
+    return rc;
+oom:
+    rc = OOM(b);
+    goto out;
+}
+
+/* ---- hand-offs between threads ------------------------------------------------------------ */
+
+struct span {
+    int64_t a, b;
+};
+
+static int by_span_start(const void *x, const void *y)
+{
+    const struct span *p = x, *q = y;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+/* The union of a thread's CPU op intervals, sorted. */
+static int busy_spans(struct builder *b, struct rank_build *r, uint32_t track, struct span **out,
+                      size_t *nout)
+{
+    const struct model_trace *t = r->t;
+    struct span *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->track != track || e->kind != MODEL_EV_CPU_OP || e->ts + e->dur < r->origin || e->ts > r->wend)
+            continue;
+        if (sc_vec_reserve((void **)&v, &cap, n + 1, sizeof *v)) {
+            free(v);
+            return OOM(b);
+        }
+        v[n++] = (struct span){e->ts, e->ts + e->dur};
+    }
+    qsort(v, n, sizeof *v, by_span_start);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[i].a <= v[m - 1].b) {
+            if (v[i].b > v[m - 1].b)
+                v[m - 1].b = v[i].b;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    *out = v;
+    *nout = m;
+    return SC_OK;
+}
+
+/* The longest stretch of [a, b] not covered by the busy spans. */
+static struct span longest_idle(const struct span *busy, size_t n, int64_t a, int64_t b)
+{
+    struct span best = {a, a};
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first span ending after a */
+        size_t mid = (lo + hi) / 2;
+        if (busy[mid].b <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t cur = a;
+    for (size_t i = lo; i < n && busy[i].a < b; i++) {
+        if (busy[i].a > cur && busy[i].a - cur > best.b - best.a)
+            best = (struct span){cur, busy[i].a};
+        if (busy[i].b > cur)
+            cur = busy[i].b;
+    }
+    if (b > cur && b - cur > best.b - best.a)
+        best = (struct span){cur, b};
+    return best;
+}
+
+static int inter_thread_edges(struct builder *b, struct rank_build *r)
+{
+    uint32_t nthreads = r->thread_hi - r->thread_lo;
+    struct span **busy = calloc(nthreads ? nthreads : 1, sizeof *busy);
+    size_t *nbusy = calloc(nthreads ? nthreads : 1, sizeof *nbusy);
+    int rc = SC_OK;
+    int64_t gap_min = b->o.inter_thread_gap_ns;
+
+    if (!busy || !nbusy) {
+        rc = OOM(b);
+        goto out;
+    }
+    for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++)
+        rc = busy_spans(b, r, b->res[r->thread_lo + i].track, &busy[i], &nbusy[i]);
+    for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++) {
+        const struct model_resource *rb = &b->res[r->thread_lo + i];
+        for (uint32_t k = rb->first + 1; k < rb->first + rb->n && rc == SC_OK; k++) {
+            int64_t p = b->end[k - 1], q = b->ts[k];
+            if (q - p < gap_min)
+                continue;
+            struct span idle = longest_idle(busy[i], nbusy[i], p, q);
+            if (idle.b - idle.a < gap_min)
+                continue;
+            /* another thread that went idle just before this one resumed */
+            uint32_t from = MODEL_NONE;
+            for (uint32_t j = 0; j < nthreads; j++) {
+                if (j == i)
+                    continue;
+                const struct model_resource *ra = &b->res[r->thread_lo + j];
+                /* the last of its tasks ending by idle.b (tasks end in order) */
+                size_t lo = 0, hi = ra->n;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (b->end[ra->first + mid] <= idle.b)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                if (!lo)
+                    continue;
+                uint32_t c = ra->first + (uint32_t)lo - 1;
+                int64_t e = b->end[c];
+                if (e < idle.b - MODEL_HANDOFF_MAX_LATENCY_NS || e < idle.a)
+                    continue;
+                int goes_idle = c + 1 >= ra->first + ra->n || b->ts[c + 1] >= idle.b + gap_min / 2;
+                if (goes_idle && (from == MODEL_NONE || e > b->end[from]))
+                    from = c;
+            }
+            if (from == MODEL_NONE)
+                continue;
+            b->tasks[k].gap = max64(0, b->tasks[k].gap - (q - idle.a));
+            rc = add_edge(b, from, k, q - b->end[from], MODEL_FS, MODEL_EDGE_INTER_THREAD, 1);
+        }
+    }
+out:
+    for (uint32_t i = 0; busy && i < nthreads; i++)
+        free(busy[i]);
+    free(busy);
+    free(nbusy);
+    return rc;
+}
+
+/* ---- collectives across ranks ------------------------------------------------------------ */
+
+struct comm_ref {
+    int64_t stream;   /* stream id */
+    uint32_t ordinal; /* position among the comm kernels of that stream */
+    uint16_t rank;
+    uint32_t task;
+};
+
+static int by_comm_key(const void *a, const void *b)
+{
+    const struct comm_ref *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->ordinal != y->ordinal)
+        return x->ordinal < y->ordinal ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Group the k-th communication kernel of each communication stream across
+ * the ranks that have that stream, when they all have it and it is the same
+ * operation; align clocks on their ends; give members their intrinsic time
+ * (the shortest member: the last to arrive waited for nobody). */
+static int collectives(struct builder *b)
+{
+    struct model_graph *g = b->g;
+    size_t nranks = b->job->n_ranks;
+    struct comm_ref *refs = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SC_OK;
+    int64_t **diffs = NULL;
+    size_t *ndiff = NULL, *capdiff = NULL;
+    uint32_t *gat = NULL, *gtasks = NULL, *seen = NULL, stamp = 0;
+    size_t ngroups = 0, gcap = 0, tcap = 0, ntasks_in = 0, want = 0;
+
+    for (size_t res = 0; res < b->n_res; res++) {
+        const struct model_resource *rs = &b->res[res];
+        if (!rs->gpu || !rs->comm)
+            continue;
+        int64_t sid = b->rb[rs->rank].t->tracks[rs->track].tid;
+        uint32_t ord = 0;
+        for (uint32_t k = rs->first; k < rs->first + rs->n; k++) {
+            if (b->tasks[k].kind != MODEL_TASK_COMM)
+                continue;
+            if (sc_vec_reserve((void **)&refs, &cap, n + 1, sizeof *refs))
+                goto oom;
+            refs[n++] = (struct comm_ref){sid, ord++, rs->rank, k};
+        }
+    }
+    qsort(refs, n, sizeof *refs, by_comm_key);
+    /* ranks per stream id: how many members a complete group has */
+    diffs = calloc(nranks, sizeof *diffs);
+    ndiff = calloc(nranks, sizeof *ndiff);
+    capdiff = calloc(nranks, sizeof *capdiff);
+    seen = calloc(nranks, sizeof *seen);
+    if (!diffs || !ndiff || !capdiff || !seen)
+        goto oom;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && refs[j].stream == refs[i].stream && refs[j].ordinal == refs[i].ordinal)
+            j++;
+        /* ranks having this stream at all */
+        if (i == 0 || refs[i].stream != refs[i - 1].stream) {
+            want = 0;
+            stamp++;
+            for (size_t q = i; q < n && refs[q].stream == refs[i].stream; q++)
+                if (seen[refs[q].rank] != stamp) {
+                    seen[refs[q].rank] = stamp;
+                    want++;
+                }
+        }
+        int same = j - i == want && want > 1;
+        const struct model_trace *t0 = b->rb[refs[i].rank].t;
+        enum model_coll_op op0 = model_coll_op_parse(model_str(t0, t0->events[b->tasks[refs[i].task].event].name));
+        for (size_t q = i + 1; q < j && same; q++) {
+            const struct model_trace *tq = b->rb[refs[q].rank].t;
+            same = model_coll_op_parse(model_str(tq, tq->events[b->tasks[refs[q].task].event].name)) == op0;
+        }
+        if (!same) {
+            for (size_t q = i; q < j; q++)
+                b->tasks[refs[q].task].kept = 1;
+            g->collectives_kept += j - i;
+            i = j;
+            continue;
+        }
+        int64_t intrinsic = INT64_MAX, ref_end = INT64_MIN;
+        for (size_t q = i; q < j; q++) {
+            intrinsic = min64(intrinsic, b->tasks[refs[q].task].dur);
+            if (refs[q].rank == refs[i].rank)
+                ref_end = b->end[refs[q].task];
+        }
+        if (sc_vec_reserve((void **)&gat, &gcap, ngroups + 2, sizeof *gat) ||
+            sc_vec_reserve((void **)&gtasks, &tcap, ntasks_in + (j - i), sizeof *gtasks))
+            goto oom;
+        gat[ngroups] = (uint32_t)ntasks_in;
+        for (size_t q = i; q < j; q++) {
+            struct model_task *task = &b->tasks[refs[q].task];
+            task->dur = intrinsic;
+            task->group = (uint32_t)ngroups;
+            gtasks[ntasks_in++] = refs[q].task;
+            if (refs[i].rank == 0) {
+                size_t rk = refs[q].rank;
+                if (sc_vec_reserve((void **)&diffs[rk], &capdiff[rk], ndiff[rk] + 1, sizeof **diffs))
+                    goto oom;
+                diffs[rk][ndiff[rk]++] = b->end[refs[q].task] - ref_end;
+            }
+        }
+        ngroups++;
+        g->collectives_matched++;
+        i = j;
+    }
+    if (sc_vec_reserve((void **)&gat, &gcap, ngroups + 1, sizeof *gat))
+        goto oom;
+    gat[ngroups] = (uint32_t)ntasks_in;
+    g->group_at = gat;
+    g->group_tasks = gtasks;
+    g->n_groups = ngroups;
+    gat = NULL;
+    gtasks = NULL;
+    for (size_t rk = 0; rk < nranks; rk++) {
+        if (ndiff[rk]) {
+            qsort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
+            g->clock_offset_ns[rk] = diffs[rk][ndiff[rk] / 2];
+        }
+    }
+out:
+    for (size_t rk = 0; diffs && rk < nranks; rk++)
+        free(diffs[rk]);
+    free(diffs);
+    free(ndiff);
+    free(capdiff);
+    free(seen);
+    free(refs);
+    free(gat);
+    free(gtasks);
+    return rc;
+oom:
+    rc = OOM(b);
+    goto out;
+}
+
+/* ---- assembling the graph ----------------------------------------------------------------- */
+
+static int assemble(struct builder *b)
+{
+    struct model_graph *g = b->g;
+    size_t n = b->n_tasks, m = b->n_edges;
+    uint32_t *fill = NULL;
+
+    g->pred_at = calloc(n + 1, sizeof *g->pred_at);
+    g->succ_at = calloc(n + 1, sizeof *g->succ_at);
+    g->edges = malloc((m ? m : 1) * sizeof *g->edges);
+    g->succs = malloc((m ? m : 1) * sizeof *g->succs);
+    fill = malloc((n + 1) * sizeof *fill);
+    if (!g->pred_at || !g->succ_at || !g->edges || !g->succs || !fill) {
+        free(fill);
+        return OOM(b);
+    }
+    for (size_t i = 0; i < m; i++) {
+        g->pred_at[b->edges[i].to + 1]++;
+        g->succ_at[b->edges[i].from + 1]++;
+        g->edges_by_kind[b->edges[i].kind]++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        g->pred_at[i + 1] += g->pred_at[i];
+        g->succ_at[i + 1] += g->succ_at[i];
+    }
+    memcpy(fill, g->pred_at, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < m; i++) {
+        const struct pending_edge *p = &b->edges[i];
+        g->edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred};
+    }
+    memcpy(fill, g->succ_at, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < m; i++)
+        g->succs[fill[b->edges[i].from]++] = b->edges[i].to;
+    free(fill);
+    g->n_edges = m;
+    g->tasks = b->tasks;
+    g->n_tasks = n;
+    g->res = b->res;
+    g->n_res = b->n_res;
+    g->steps = b->steps;
+    g->n_steps = b->n_steps;
+    b->tasks = NULL;
+    b->res = NULL;
+    b->steps = NULL;
+    return SC_OK;
+}
+
+int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
+                      struct model_graph **out, struct sc_error *err)
+{
+    struct builder b;
+    int rc = SC_OK;
+
+    *out = NULL;
+    memset(&b, 0, sizeof b);
+    b.job = job;
+    b.err = err;
+    if (opts)
+        b.o = *opts;
+    else
+        model_graph_opts_default(&b.o);
+    if (!job->n_ranks)
+        return sc_error_set(err, SC_EINVAL, "no trace to build a graph from");
+    b.g = calloc(1, sizeof *b.g);
+    b.rb = calloc(job->n_ranks, sizeof *b.rb);
+    if (!b.g || !b.rb) {
+        rc = OOM(&b);
+        goto out;
+    }
+    b.g->job = job;
+    b.g->clock_offset_ns = calloc(job->n_ranks, sizeof *b.g->clock_offset_ns);
+    b.g->launch_queue_depth = calloc(job->n_ranks, sizeof *b.g->launch_queue_depth);
+    if (!b.g->clock_offset_ns || !b.g->launch_queue_depth) {
+        rc = OOM(&b);
+        goto out;
+    }
+    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++) {
+        struct rank_build *r = &b.rb[i];
+        const struct model_trace *t = job->ranks[i];
+        r->t = t;
+        r->rank = (uint16_t)i;
+        r->outer = malloc((t->n_events ? t->n_events : 1) * sizeof *r->outer);
+        r->task_of = malloc((t->n_events ? t->n_events : 1) * sizeof *r->task_of);
+        if (!r->outer || !r->task_of) {
+            rc = OOM(&b);
+            break;
+        }
+        memset(r->outer, 0xff, t->n_events * sizeof *r->outer);
+        memset(r->task_of, 0xff, t->n_events * sizeof *r->task_of);
+        if ((rc = rank_window(&b, r)) || (rc = rank_threads(&b, r)) || (rc = rank_streams(&b, r)))
+            break;
+    }
+    if (rc == SC_OK) {
+        size_t n = b.n_tasks ? b.n_tasks : 1;
+        b.wait_done = calloc(n, sizeof *b.wait_done);
+        b.next_gpu = malloc(n * sizeof *b.next_gpu);
+        b.cur_gpu = malloc(n * sizeof *b.cur_gpu);
+        b.last_rec = malloc(n * sizeof *b.last_rec);
+        b.stream_ix = malloc((b.n_res ? b.n_res : 1) * sizeof *b.stream_ix);
+        if (!b.wait_done || !b.next_gpu || !b.cur_gpu || !b.last_rec || !b.stream_ix)
+            rc = OOM(&b);
+        else
+            memset(b.stream_ix, 0xff, b.n_res * sizeof *b.stream_ix);
+    }
+    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++) {
+        struct rank_build *r = &b.rb[i];
+        if ((rc = thread_scans(&b, r)) || (rc = api_medians(&b, r, &r->med)) ||
+            (rc = calibrate_latencies(&b, r)) || (rc = launch_edges(&b, r)) ||
+            (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
+            (rc = launch_queue_edges(&b, r, &b.g->launch_queue_depth[i])) ||
+            (rc = host_sync_edges(&b, r)) || (rc = inter_thread_edges(&b, r)))
+            break;
+    }
+    if (rc == SC_OK)
+        rc = collectives(&b);
+    if (rc == SC_OK) {
+        /* every rank starts at its first step's origin, on rank 0's clock */
+        for (size_t i = 0; i < b.n_res; i++)
+            b.res[i].origin = b.rb[b.res[i].rank].origin - b.g->clock_offset_ns[b.res[i].rank];
+        rc = assemble(&b);
+    }
+    if (rc == SC_OK) {
+        *out = b.g;
+        b.g = NULL;
+    }
+out:
+    for (size_t i = 0; b.rb && i < job->n_ranks; i++) {
+        free(b.rb[i].outer);
+        free(b.rb[i].task_of);
+        for (size_t k = 0; k < b.rb[i].n_streams; k++)
+            free(b.rb[i].streams[k].lstart);
+        free(b.rb[i].streams);
+        free(b.rb[i].med.name);
+        free(b.rb[i].med.median);
+        free(b.rb[i].records);
+    }
+    free(b.next_gpu);
+    free(b.cur_gpu);
+    free(b.last_rec);
+    free(b.stream_ix);
+    free(b.rb);
+    free(b.tasks);
+    free(b.ts);
+    free(b.end);
+    free(b.wait_done);
+    free(b.res);
+    free(b.edges);
+    free(b.steps);
+    model_graph_free(b.g);
+    return rc;
+}

@@ -1,0 +1,669 @@
+/* model/replay.c: the list-scheduler simulation and per-step results
+ * (replay.h).
+ *
+ * The simulation is Kahn's algorithm over the graph: a task is scheduled
+ * once its resource predecessor and every edge source are done. A
+ * collective's members are held until the last one is ready, then all end
+ * together. Should inference have left a cycle, the earliest blocked task is
+ * scheduled anyway and counted (`forced`), so a replay always finishes. */
+#include "model/replay.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vec.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+static const char *const bound_names[MODEL_BOUND_COUNT] = {
+    "gpu_compute", "communication", "host", "launch", "sync",
+};
+
+const char *model_bound_name(enum model_bound b)
+{
+    return (unsigned)b < MODEL_BOUND_COUNT ? bound_names[b] : "unknown";
+}
+
+void model_replay_opts_default(struct model_replay_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->critical_path = 1;
+}
+
+int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err)
+{
+    const char *p = spec;
+    char *end;
+    long rank = -1;
+
+    if (strncmp(p, "gpu", 3) != 0)
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': expected gpu=F or gpu@R=F", spec);
+    p += 3;
+    if (*p == '@') {
+        errno = 0;
+        rank = strtol(p + 1, &end, 10);
+        if (end == p + 1 || errno || rank < 0 || rank > 1000000)
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number",
+                                spec);
+        p = end;
+    }
+    if (*p != '=')
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': expected gpu=F or gpu@R=F", spec);
+    errno = 0;
+    double f = strtod(p + 1, &end);
+    if (end == p + 1 || *end || errno || !(f > 0) || f > 1000)
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': the factor must be a number in (0, 1000]",
+                            spec);
+    if (o->n_scales >= MODEL_REPLAY_MAX_SCALES)
+        return sc_error_set(err, SC_ELIMIT, "more than %d scales", MODEL_REPLAY_MAX_SCALES);
+    o->scales[o->n_scales++] = (struct model_replay_scale){(int)rank, f};
+    return SC_OK;
+}
+
+/* ---- simulation ------------------------------------------------------------------- */
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Per job-rank factor on GPU durations. */
+static int rank_factors(const struct model_graph *g, const struct model_replay_opts *o,
+                        double *f, struct sc_error *err)
+{
+    size_t n = g->job->n_ranks;
+    for (size_t i = 0; i < n; i++)
+        f[i] = 1.0;
+    for (size_t s = 0; o && s < o->n_scales; s++) {
+        const struct model_replay_scale *sc = &o->scales[s];
+        int found = sc->rank < 0;
+        for (size_t i = 0; i < n; i++)
+            if (sc->rank < 0 || g->job->rank_ids[i] == sc->rank) {
+                f[i] *= sc->gpu;
+                found = 1;
+            }
+        if (!found)
+            return sc_error_set(err, SC_EINVAL, "scale gpu@%d: the job has no rank %d", sc->rank,
+                                sc->rank);
+    }
+    return SC_OK;
+}
+
+static int64_t scaled(int64_t dur, double f)
+{
+    return f == 1.0 ? dur : (int64_t)llround((double)dur * f);
+}
+
+/* Task states during the simulation. */
+enum { PENDING, STARTED, FINISHED };
+
+struct sim {
+    const struct model_graph *g;
+    int64_t *start, *end;
+    uint32_t *indeg, *queue;
+    uint8_t *state;
+    uint32_t *gwait;
+    int64_t *gready;
+    double *gmax, *factor;
+    size_t tail, finished;
+};
+
+/* Mark task k finished and release what waited for it. */
+static void finish(struct sim *s, uint32_t k)
+{
+    const struct model_graph *g = s->g;
+    s->state[k] = FINISHED;
+    s->finished++;
+    for (uint32_t e = g->succ_at[k]; e < g->succ_at[k + 1]; e++) {
+        uint32_t v = g->succs[e];
+        if (s->indeg[v] && --s->indeg[v] == 0)
+            s->queue[s->tail++] = v;
+    }
+    const struct model_resource *r = &g->res[g->tasks[k].res];
+    if (k + 1 < r->first + r->n && s->indeg[k + 1] && --s->indeg[k + 1] == 0)
+        s->queue[s->tail++] = k + 1;
+}
+
+/* All members of a collective end together: the last ready plus its time. */
+static void finish_group(struct sim *s, uint32_t gi)
+{
+    const struct model_graph *g = s->g;
+    for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++) {
+        uint32_t k = g->group_tasks[m];
+        if (s->state[k] == PENDING) { /* only when forced past a cycle */
+            s->start[k] = s->gready[gi];
+            s->state[k] = STARTED;
+        }
+        s->end[k] = max64(s->start[k], s->gready[gi] + scaled(g->tasks[k].dur, s->gmax[gi]));
+    }
+    for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
+        finish(s, g->group_tasks[m]);
+}
+
+/* Schedule task i from what is known of its predecessors. */
+static void schedule(struct sim *s, uint32_t i)
+{
+    const struct model_graph *g = s->g;
+    const struct model_task *t = &g->tasks[i];
+    const struct model_resource *r = &g->res[t->res];
+    int64_t ready = (i == r->first ? r->origin : s->end[i - 1]) + t->gap;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+        const struct model_edge *ed = &g->edges[e];
+        if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
+            ready = max64(ready, s->end[ed->from] + ed->lat);
+        else if (ed->type == MODEL_SS && s->state[ed->from] != PENDING)
+            ready = max64(ready, s->start[ed->from] + ed->lat);
+    }
+    s->start[i] = ready;
+    s->state[i] = STARTED;
+    if (t->group != MODEL_NONE) {
+        uint32_t gi = t->group;
+        s->gready[gi] = max64(s->gready[gi], ready);
+        if (--s->gwait[gi] == 0)
+            finish_group(s, gi);
+        return; /* held until the last member is ready */
+    }
+    int64_t d = t->kind == MODEL_TASK_GPU || t->kind == MODEL_TASK_COMM ? scaled(t->dur, s->factor[t->rank])
+                                                                         : t->dur;
+    int64_t end = ready + d;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+        const struct model_edge *ed = &g->edges[e];
+        if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
+            end = max64(end, s->end[ed->from] + ed->lat);
+        else if (ed->type == MODEL_SF && s->state[ed->from] != PENDING)
+            end = max64(end, s->start[ed->from] + ed->lat);
+    }
+    s->end[i] = end;
+    finish(s, i);
+}
+
+/* Nothing is ready but tasks remain: a dependency cycle. Complete a
+ * collective that some member waits in, else schedule the first task whose
+ * resource predecessor is done. */
+static void break_cycle(struct sim *s)
+{
+    const struct model_graph *g = s->g;
+    for (uint32_t gi = 0; gi < g->n_groups; gi++)
+        if (s->gwait[gi] && s->gready[gi] != INT64_MIN) {
+            s->gwait[gi] = 0;
+            finish_group(s, gi);
+            return;
+        }
+    uint32_t pick = MODEL_NONE;
+    for (uint32_t i = 0; i < g->n_tasks && pick == MODEL_NONE; i++) {
+        if (s->state[i] != PENDING)
+            continue;
+        const struct model_resource *r = &g->res[g->tasks[i].res];
+        if (i == r->first || s->state[i - 1] == FINISHED)
+            pick = i;
+    }
+    for (uint32_t i = 0; i < g->n_tasks && pick == MODEL_NONE; i++)
+        if (s->state[i] == PENDING)
+            pick = i;
+    s->indeg[pick] = 0;
+    schedule(s, pick);
+}
+
+int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
+                          int64_t *start, int64_t *end, size_t *forced, struct sc_error *err)
+{
+    size_t n = g->n_tasks, ranks = g->job->n_ranks, ng = g->n_groups ? g->n_groups : 1;
+    struct sim s = {g, start, end};
+    size_t head = 0;
+    int rc = SC_OK;
+
+    *forced = 0;
+    s.indeg = malloc((n ? n : 1) * sizeof *s.indeg);
+    s.queue = malloc((n ? n : 1) * sizeof *s.queue);
+    s.state = calloc(n ? n : 1, 1);
+    s.gwait = malloc(ng * sizeof *s.gwait);
+    s.gready = malloc(ng * sizeof *s.gready);
+    s.gmax = malloc(ng * sizeof *s.gmax);
+    s.factor = malloc((ranks ? ranks : 1) * sizeof *s.factor);
+    if (!s.indeg || !s.queue || !s.state || !s.gwait || !s.gready || !s.gmax || !s.factor) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = rank_factors(g, o, s.factor, err)))
+        goto out;
+    for (size_t k = 0; k < g->n_res; k++) {
+        const struct model_resource *r = &g->res[k];
+        for (uint32_t i = r->first; i < r->first + r->n; i++) {
+            s.indeg[i] = (g->pred_at[i + 1] - g->pred_at[i]) + (i != r->first);
+            if (!s.indeg[i])
+                s.queue[s.tail++] = i;
+        }
+    }
+    for (size_t k = 0; k < g->n_groups; k++) {
+        s.gwait[k] = g->group_at[k + 1] - g->group_at[k];
+        s.gready[k] = INT64_MIN;
+        s.gmax[k] = 0;
+        for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
+            double f = s.factor[g->tasks[g->group_tasks[m]].rank];
+            if (f > s.gmax[k])
+                s.gmax[k] = f;
+        }
+    }
+    while (s.finished < n) {
+        if (head < s.tail) {
+            uint32_t i = s.queue[head++];
+            if (s.state[i] == PENDING)
+                schedule(&s, i);
+        } else {
+            ++*forced;
+            break_cycle(&s);
+        }
+    }
+out:
+    free(s.indeg);
+    free(s.queue);
+    free(s.state);
+    free(s.gwait);
+    free(s.gready);
+    free(s.gmax);
+    free(s.factor);
+    return rc;
+}
+
+/* ---- per-step results --------------------------------------------------------------- */
+
+struct span {
+    int64_t a, b;
+};
+
+struct spans {
+    struct span *v;
+    size_t n, cap;
+};
+
+static int spans_add(struct spans *s, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    if (sc_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return -1;
+    s->v[s->n++] = (struct span){a, b};
+    return 0;
+}
+
+static int by_a(const void *x, const void *y)
+{
+    const struct span *p = x, *q = y;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+/* Sort and merge into disjoint spans. */
+static void spans_merge(struct spans *s)
+{
+    size_t m = 0;
+    qsort(s->v, s->n, sizeof *s->v, by_a);
+    for (size_t i = 0; i < s->n; i++) {
+        if (m && s->v[i].a <= s->v[m - 1].b) {
+            if (s->v[i].b > s->v[m - 1].b)
+                s->v[m - 1].b = s->v[i].b;
+        } else {
+            s->v[m++] = s->v[i];
+        }
+    }
+    s->n = m;
+}
+
+/* The first span of s ending after t. */
+static size_t spans_seek(const struct spans *s, int64_t t)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid].b <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int64_t covered(const struct spans *s, int64_t a, int64_t b)
+{
+    int64_t sum = 0;
+    for (size_t i = spans_seek(s, a); i < s->n && s->v[i].a < b; i++) {
+        int64_t lo = s->v[i].a > a ? s->v[i].a : a, hi = s->v[i].b < b ? s->v[i].b : b;
+        if (hi > lo)
+            sum += hi - lo;
+    }
+    return sum;
+}
+
+/* The breakdown of [a, b) from the merged compute (c), communication (m)
+ * and host (h) spans: a sweep over the boundaries in the window. */
+static struct model_breakdown breakdown(const struct spans *c, const struct spans *m,
+                                        const struct spans *h, int64_t a, int64_t b)
+{
+    struct model_breakdown out = {0};
+    size_t ic = spans_seek(c, a), im = spans_seek(m, a), ih = spans_seek(h, a);
+    int64_t t = a;
+    while (t < b) {
+        int in_c = ic < c->n && c->v[ic].a <= t, in_m = im < m->n && m->v[im].a <= t,
+            in_h = ih < h->n && h->v[ih].a <= t;
+        int64_t next = b;
+        if (ic < c->n)
+            next = in_c ? (c->v[ic].b < next ? c->v[ic].b : next) : (c->v[ic].a < next ? c->v[ic].a : next);
+        if (im < m->n)
+            next = in_m ? (m->v[im].b < next ? m->v[im].b : next) : (m->v[im].a < next ? m->v[im].a : next);
+        if (ih < h->n)
+            next = in_h ? (h->v[ih].b < next ? h->v[ih].b : next) : (h->v[ih].a < next ? h->v[ih].a : next);
+        int64_t d = next - t;
+        if (in_c && in_m)
+            out.overlap += d;
+        else if (in_c)
+            out.compute_exposed += d;
+        else if (in_m)
+            out.comm_exposed += d;
+        else if (in_h)
+            out.host += d;
+        else
+            out.idle += d;
+        t = next;
+        if (in_c && c->v[ic].b <= t)
+            ic++;
+        if (in_m && m->v[im].b <= t)
+            im++;
+        if (in_h && h->v[ih].b <= t)
+            ih++;
+    }
+    return out;
+}
+
+/* When task i's resource became free for it. */
+static int64_t res_free(const struct model_graph *g, const int64_t *end, uint32_t i)
+{
+    const struct model_resource *r = &g->res[g->tasks[i].res];
+    return i == r->first ? r->origin : end[i - 1];
+}
+
+static uint8_t task_bound(const struct model_graph *g, uint32_t i)
+{
+    const struct model_task *t = &g->tasks[i];
+    if (t->kind == MODEL_TASK_GPU)
+        return MODEL_BOUND_GPU_COMPUTE;
+    if (t->kind == MODEL_TASK_COMM)
+        return MODEL_BOUND_COMMUNICATION;
+    if (t->kind == MODEL_TASK_CALL) {
+        const struct model_trace *tr = g->job->ranks[t->rank];
+        uint8_t rt = tr->events[t->event].rt;
+        if (rt == 1 /* launch */)
+            return MODEL_BOUND_LAUNCH;
+        if (rt >= 2 && rt != 6 /* record */)
+            return MODEL_BOUND_SYNC;
+    }
+    return MODEL_BOUND_HOST;
+}
+
+static uint8_t edge_bound(uint8_t kind)
+{
+    return kind == MODEL_EDGE_LAUNCH ? MODEL_BOUND_LAUNCH
+           : kind == MODEL_EDGE_INTER_THREAD ? MODEL_BOUND_HOST
+                                             : MODEL_BOUND_SYNC;
+}
+
+struct path {
+    struct model_replay_segment *v;
+    size_t n, cap;
+};
+
+static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t bound)
+{
+    if (b <= a)
+        return 0;
+    if (sc_vec_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
+        return -1;
+    p->v[p->n++] = (struct model_replay_segment){task, a, b, bound};
+    return 0;
+}
+
+/* Walk back from the end of task `last` to time `floor`, following at each
+ * task what set its end, then what set its start. Segments come out
+ * backwards and tile [floor, end[last]]. */
+static int critical_path(const struct model_graph *g, const int64_t *start, const int64_t *end,
+                         uint32_t last, int64_t floor, struct path *p)
+{
+    uint32_t i = last;
+    int at_end = 1;
+    int64_t cur = end[last];
+    for (size_t guard = 0; cur > floor && guard <= 4 * g->n_tasks + 16; guard++) {
+        const struct model_task *t = &g->tasks[i];
+        if (at_end) {
+            /* what set the end: its own duration, a finish-to-finish wait, or
+             * (a collective) the last member to be ready */
+            uint32_t by = MODEL_NONE;
+            uint8_t type = 0, kind = 0;
+            int64_t best = start[i] + (t->group == MODEL_NONE ? end[i] - start[i] : 0);
+            if (t->group != MODEL_NONE) {
+                uint32_t gi = t->group, last_ready = i;
+                for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
+                    if (start[g->group_tasks[m]] > start[last_ready])
+                        last_ready = g->group_tasks[m];
+                int64_t from = start[last_ready] > floor ? start[last_ready] : floor;
+                if (seg(p, i, from, cur, MODEL_BOUND_COMMUNICATION))
+                    return -1;
+                cur = from;
+                i = last_ready;
+                at_end = 0;
+                continue;
+            }
+            for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+                const struct model_edge *ed = &g->edges[e];
+                int64_t v = ed->type == MODEL_FF ? end[ed->from] + ed->lat
+                            : ed->type == MODEL_SF ? start[ed->from] + ed->lat
+                                                   : INT64_MIN;
+                if (v >= end[i] && v > best - 1) {
+                    by = ed->from;
+                    type = ed->type;
+                    kind = ed->kind;
+                    best = v;
+                }
+            }
+            if (by == MODEL_NONE) {
+                int64_t from = start[i] > floor ? start[i] : floor;
+                if (seg(p, i, from, cur, task_bound(g, i)))
+                    return -1;
+                cur = from;
+                at_end = 0;
+                continue;
+            }
+            int64_t from = type == MODEL_FF ? end[by] : start[by];
+            if (from < floor)
+                from = floor;
+            if (seg(p, i, from, cur, edge_bound(kind)))
+                return -1;
+            cur = from;
+            i = by;
+            at_end = type == MODEL_FF;
+            continue;
+        }
+        /* what set the start: the resource (and the host work before it) or
+         * an edge */
+        int64_t free_at = res_free(g, end, i);
+        uint32_t by = MODEL_NONE;
+        uint8_t type = 0, kind = 0;
+        int64_t best = free_at + t->gap;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            const struct model_edge *ed = &g->edges[e];
+            int64_t v = ed->type == MODEL_FS ? end[ed->from] + ed->lat
+                        : ed->type == MODEL_SS ? start[ed->from] + ed->lat
+                                               : INT64_MIN;
+            if (v > best) {
+                by = ed->from;
+                type = ed->type;
+                kind = ed->kind;
+                best = v;
+            }
+        }
+        const struct model_resource *r = &g->res[t->res];
+        if (by == MODEL_NONE) {
+            /* host work on the resource, then its previous task */
+            int64_t from = free_at > floor ? free_at : floor;
+            if (seg(p, i, from, cur, MODEL_BOUND_HOST))
+                return -1;
+            cur = from;
+            if (i == r->first)
+                break;
+            i--;
+            at_end = 1;
+            continue;
+        }
+        int64_t from = type == MODEL_FS ? end[by] : start[by];
+        if (from < floor)
+            from = floor;
+        if (seg(p, i, from, cur, edge_bound(kind)))
+            return -1;
+        cur = from;
+        i = by;
+        at_end = type == MODEL_FS;
+    }
+    if (cur > floor && seg(p, i, floor, cur, MODEL_BOUND_HOST)) /* reached an origin */
+        return -1;
+    return 0;
+}
+
+static int cmp_seg_start(const void *a, const void *b)
+{
+    const struct model_replay_segment *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
+                     struct model_replay **out, struct sc_error *err)
+{
+    struct model_replay_opts dflt;
+    struct model_replay *r = calloc(1, sizeof *r);
+    size_t ranks = g->job->n_ranks, n = g->n_tasks;
+    struct spans *c = NULL, *m = NULL, *h = NULL, *k = NULL;
+    struct path path = {0};
+    int rc = SC_OK;
+
+    *out = NULL;
+    if (!o) {
+        model_replay_opts_default(&dflt);
+        o = &dflt;
+    }
+    if (!r)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    r->g = g;
+    r->start = malloc((n ? n : 1) * sizeof *r->start);
+    r->end = malloc((n ? n : 1) * sizeof *r->end);
+    r->steps = calloc(g->n_steps ? g->n_steps : 1, sizeof *r->steps);
+    c = calloc(ranks, sizeof *c);
+    m = calloc(ranks, sizeof *m);
+    h = calloc(ranks, sizeof *h);
+    k = calloc(ranks, sizeof *k);
+    if (!r->start || !r->end || !r->steps || !c || !m || !h || !k) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = model_replay_simulate(g, o, r->start, r->end, &r->forced, err)))
+        goto out;
+
+    /* what each rank's resources were doing, for the breakdowns */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct model_task *t = &g->tasks[i];
+        int bad = 0;
+        switch (t->kind) {
+        case MODEL_TASK_GPU:
+            bad = spans_add(&c[t->rank], r->start[i], r->end[i]);
+            break;
+        case MODEL_TASK_COMM:
+            bad = spans_add(&m[t->rank], r->start[i], r->end[i]);
+            if (t->kept)
+                bad |= spans_add(&k[t->rank], r->start[i], r->end[i]);
+            break;
+        default: {
+            int64_t free_at = res_free(g, r->end, i);
+            bad = spans_add(&h[t->rank], r->start[i], r->end[i]) ||
+                  spans_add(&h[t->rank], free_at, free_at + t->gap);
+        }
+        }
+        if (bad) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ranks; i++) {
+        spans_merge(&c[i]);
+        spans_merge(&m[i]);
+        spans_merge(&h[i]);
+        spans_merge(&k[i]);
+    }
+    double sum = 0;
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_graph_step *gs = &g->steps[s];
+        struct model_replay_step *rs = &r->steps[r->n_steps++];
+        rs->rank = gs->rank;
+        rs->step = gs->step;
+        rs->partial = gs->partial;
+        rs->measured_ns = gs->measured_ns;
+        rs->start = r->start[gs->begin];
+        rs->end = gs->end == MODEL_NONE ? rs->start : r->end[gs->end];
+        rs->replayed_ns = rs->end - rs->start;
+        rs->error_pct = gs->measured_ns > 0
+                            ? (double)(rs->replayed_ns - gs->measured_ns) / (double)gs->measured_ns * 100.0
+                            : 0.0;
+        rs->breakdown = breakdown(&c[gs->rank], &m[gs->rank], &h[gs->rank], rs->start, rs->end);
+        rs->collective_kept_ns = covered(&k[gs->rank], rs->start, rs->end);
+        if (!rs->partial) {
+            double a = fabs(rs->error_pct);
+            sum += a;
+            if (a > r->max_abs_error_pct)
+                r->max_abs_error_pct = a;
+            r->n_scored++;
+        }
+        if (o->critical_path && gs->end != MODEL_NONE) {
+            size_t first = path.n;
+            if (critical_path(g, r->start, r->end, gs->end, rs->start, &path)) {
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+                goto out;
+            }
+            qsort(path.v + first, path.n - first, sizeof *path.v, cmp_seg_start);
+            rs->path_first = first;
+            rs->path_n = path.n - first;
+        }
+    }
+    r->mean_abs_error_pct = r->n_scored ? sum / (double)r->n_scored : 0.0;
+    r->segments = path.v;
+    r->n_segments = path.n;
+    path.v = NULL;
+    *out = r;
+    r = NULL;
+out:
+    for (size_t i = 0; i < ranks; i++) {
+        if (c)
+            free(c[i].v);
+        if (m)
+            free(m[i].v);
+        if (h)
+            free(h[i].v);
+        if (k)
+            free(k[i].v);
+    }
+    free(c);
+    free(m);
+    free(h);
+    free(k);
+    free(path.v);
+    model_replay_free(r);
+    return rc;
+}
+
+void model_replay_free(struct model_replay *r)
+{
+    if (!r)
+        return;
+    free(r->start);
+    free(r->end);
+    free(r->steps);
+    free(r->segments);
+    free(r);
+}

@@ -1,0 +1,103 @@
+/* model/replay.h: replaying a job's steps on its dependency graph.
+ *
+ * A list-scheduler simulation (DESIGN.md §4): every resource runs its tasks
+ * in order; a task starts when its resource is free (plus the host work
+ * before it) and its predecessors allow, and ends after its duration or
+ * when what it waits for (finish-to-finish edges) is done; a collective
+ * starts on every rank when the last rank's kernel is ready. It reads the
+ * graph's durations, gaps and latencies and each rank's origin, nothing
+ * measured besides.
+ *
+ * Results per (rank, step): the measured and replayed step time, the error,
+ * a breakdown that sums to the replayed step, the time the step spends in
+ * collectives that kept their traced duration, and the critical path as
+ * segments that tile the step. Several replays may run on one graph at once;
+ * a result borrows the graph. */
+#ifndef MODEL_REPLAY_H
+#define MODEL_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct model_graph;
+
+#define MODEL_REPLAY_MAX_SCALES 64
+
+struct model_replay_scale {
+    int rank;   /* -1: every rank */
+    double gpu; /* factor on GPU tasks' durations */
+};
+
+struct model_replay_opts {
+    struct model_replay_scale scales[MODEL_REPLAY_MAX_SCALES];
+    size_t n_scales;
+    int critical_path; /* compute the paths (1 by default) */
+};
+
+void model_replay_opts_default(struct model_replay_opts *o);
+
+/* Add a scale from "gpu=F" or "gpu@R=F" (0 < F <= 1000; R a rank index of
+ * the job, checked when the replay runs). Scales multiply. SC_EINVAL with a
+ * message saying what is wrong otherwise. */
+int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err);
+
+/* What bounds a segment of the critical path. */
+enum model_bound {
+    MODEL_BOUND_GPU_COMPUTE,
+    MODEL_BOUND_COMMUNICATION,
+    MODEL_BOUND_HOST,
+    MODEL_BOUND_LAUNCH,
+    MODEL_BOUND_SYNC,
+    MODEL_BOUND_COUNT
+};
+
+const char *model_bound_name(enum model_bound b);
+
+struct model_replay_segment {
+    uint32_t task;      /* the task it belongs to (for a host gap: the task after it) */
+    int64_t start, end; /* ns, replay clock */
+    uint8_t bound;      /* enum model_bound */
+};
+
+struct model_breakdown {
+    int64_t compute_exposed, overlap, comm_exposed, host, idle; /* ns; sum = step */
+};
+
+struct model_replay_step {
+    uint16_t rank;
+    uint32_t step;     /* index into the rank's trace steps */
+    int64_t measured_ns, replayed_ns;
+    int64_t start, end; /* replay clock */
+    double error_pct;  /* (replayed - measured) / measured x 100 */
+    uint8_t partial;
+    struct model_breakdown breakdown;
+    int64_t collective_kept_ns;
+    size_t path_first, path_n; /* segments, in time order */
+};
+
+struct model_replay {
+    const struct model_graph *g; /* borrowed */
+    int64_t *start, *end;        /* per task, ns, replay clock (rank 0's) */
+    struct model_replay_step *steps;
+    size_t n_steps;
+    struct model_replay_segment *segments;
+    size_t n_segments;
+    double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial */
+    size_t n_scored;
+    size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
+};
+
+int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
+                     struct model_replay **out, struct sc_error *err);
+void model_replay_free(struct model_replay *r); /* NULL-safe */
+
+/* Just the simulation: fill start[] and end[] (n_tasks each) with the
+ * scales applied; *forced gets the number of tasks scheduled ahead of a
+ * dependency cycle. For benchmarks and callers that need no per-step
+ * results. */
+int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
+                          int64_t *start, int64_t *end, size_t *forced, struct sc_error *err);
+
+#endif
