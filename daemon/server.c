@@ -330,6 +330,35 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     log_warn("mhd", "msg=\"%s\"", log_quote(msg, q, sizeof q));
 }
 
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding of paths and query values, except that an escape for a
+ * control byte (%00, %0a, ...) stays as written: decoded, a NUL would end
+ * the string early and turn /v1/jobs/a%00b/... into /v1/jobs/a. Left as
+ * text it fails identifier checks like any other bad character. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    char *w = s;
+    (void)cls;
+    (void)c;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+            hi * 16 + lo >= 0x20 && hi * 16 + lo != 0x7f) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 /* "HOST:PORT", "[V6]:PORT", "localhost:PORT" -> a socket address. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, int *v6, struct sc_error *err)
 {
@@ -418,6 +447,7 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, srv,
         MHD_OPTION_END);
     if (!srv->d) {
         rc = sc_error_set(err, SC_EIO, "cannot listen on %s (in use? see the log)", cfg->listen);

@@ -1,0 +1,288 @@
+/* tests/integration/test_svc_hostile.c: hostile input, each answered with
+ * the expected status and leaving the store exactly as it was. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+struct ctx {
+    struct svc_daemon d;
+    char *before;
+    char read_tok[128], revoked_tok[128];
+};
+
+/* The store must look exactly as before the request. */
+static void untouched(struct ctx *c, const char *what)
+{
+    char *now = svc_fingerprint(&c->d);
+    if (strcmp(now, c->before) != 0)
+        sc_check_fail(__FILE__, __LINE__, "%s changed the store:\n--- before\n%s--- after\n%s", what,
+                      c->before, now);
+    free(now);
+}
+
+/* A request with a status and error code expected. */
+static void expect(struct ctx *c, const char *method, const char *path, const char *token,
+                   const void *body, size_t n, const char *const *headers, long status,
+                   const char *code)
+{
+    struct svc_resp r;
+    struct svc_opts o = {token, body, n, NULL, headers};
+    long got = svc_call(&c->d, method, path, &o, &r);
+    if (got != status || (code && strcmp(svc_error_code(&r), code) != 0))
+        sc_check_fail(__FILE__, __LINE__, "%s %s: want %ld %s, got %ld %s", method, path, status,
+                      code ? code : "", got, r.body);
+    if (got >= 400 && !strstr(r.body, "{\"error\":{\"code\":\""))
+        sc_check_fail(__FILE__, __LINE__, "%s %s: error body is not the JSON error: %s", method, path,
+                      r.body);
+    svc_resp_release(&r);
+    untouched(c, path);
+}
+
+/* Raw bytes on a socket: the status line must start with `status_line`. */
+static void expect_raw(struct ctx *c, const char *what, const void *data, size_t n,
+                       const char *status_line, const char *body_has)
+{
+    char *got = svc_raw(&c->d, data, n, 5);
+    if (strncmp(got, status_line, strlen(status_line)) != 0 || (body_has && !strstr(got, body_has)))
+        sc_check_fail(__FILE__, __LINE__, "%s: want '%s' ... '%s', got '%.300s'", what, status_line,
+                      body_has ? body_has : "", got);
+    free(got);
+    untouched(c, what);
+}
+
+static void setup(struct ctx *c, const char *const *args)
+{
+    struct svc_resp r;
+    size_t n;
+    char *t = svc_small_trace(0, 3, 7, &n);
+    struct svc_opts up = {SVC_ADMIN, t, n, NULL, NULL};
+    svc_start(&c->d, NULL, args, NULL);
+    CHECK_EQ_INT(svc_call(&c->d, "PUT", "/v1/jobs/seed/ranks/0/trace", &up, NULL), 201);
+    free(t);
+    CHECK_EQ_INT(svc_admin(&c->d, "POST", "/v1/tokens", "{\"scope\":\"read\"}", &r), 201);
+    snprintf(c->read_tok, sizeof c->read_tok, "%s", svc_json_str(r.body, "token"));
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&c->d, "POST", "/v1/tokens", "{\"scope\":\"write\"}", &r), 201);
+    snprintf(c->revoked_tok, sizeof c->revoked_tok, "%s", svc_json_str(r.body, "token"));
+    char path[128];
+    snprintf(path, sizeof path, "/v1/tokens/%s", svc_json_str(r.body, "id"));
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&c->d, "DELETE", path, NULL, NULL), 200);
+    c->before = svc_fingerprint(&c->d);
+}
+
+TEST(svc_hostile_auth_and_bodies)
+{
+    struct ctx c;
+    size_t n;
+    char *good = svc_small_trace(1, 3, 9, &n);
+    setup(&c, NULL);
+    const char *up = "/v1/jobs/seed/ranks/1/trace";
+
+    /* tokens */
+    expect(&c, "PUT", up, NULL, good, n, NULL, 401, "unauthorized");
+    expect(&c, "PUT", up, "sct_0000000000000000000000000000000000000000", good, n, NULL, 401, "unauthorized");
+    expect(&c, "PUT", up, c.revoked_tok, good, n, NULL, 401, "unauthorized");
+    expect(&c, "PUT", up, c.read_tok, good, n, NULL, 403, "forbidden");
+    expect(&c, "DELETE", "/v1/jobs/seed", c.read_tok, NULL, 0, NULL, 403, "forbidden");
+    expect(&c, "GET", "/v1/jobs", "x", NULL, 0, NULL, 401, "unauthorized");
+
+    /* trace bodies */
+    const char *gz = th_write_gzip("good.json.gz", good, n);
+    size_t gzn;
+    char *gzb = th_read_file(gz, &gzn);
+    expect(&c, "PUT", up, SVC_ADMIN, gzb, gzn / 2, NULL, 400, "invalid_trace"); /* truncated gzip */
+    expect(&c, "PUT", up, SVC_ADMIN, gzb, 10, NULL, 400, "invalid_trace");
+    free(gzb);
+    expect(&c, "PUT", up, SVC_ADMIN, "this is not JSON", 16, NULL, 400, "invalid_trace");
+    expect(&c, "PUT", up, SVC_ADMIN, "{\"traceEvents\":[", 16, NULL, 400, "invalid_trace");
+    expect(&c, "PUT", up, SVC_ADMIN, "", 0, NULL, 400, "invalid_trace");
+    static const char bad_utf8[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"\xc3\x28\","
+                                   "\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1}]}";
+    expect(&c, "PUT", up, SVC_ADMIN, bad_utf8, sizeof bad_utf8 - 1, NULL, 400, "invalid_trace");
+    expect(&c, "PUT", up, SVC_ADMIN, "\x1f\x8b\x08\x00garbage", 12, NULL, 400, "invalid_trace");
+
+    /* JSON bodies */
+    expect(&c, "PUT", "/v1/jobs/x", SVC_ADMIN, "{\"description\":\"\xff\xfe\"}", 21, NULL, 400, "invalid_json");
+    expect(&c, "PUT", "/v1/jobs/x", SVC_ADMIN, "{\"config\":", 10, NULL, 400, "invalid_json");
+    expect(&c, "POST", "/v1/tokens", SVC_ADMIN, "null", 4, NULL, 400, "invalid_json");
+    size_t deep_n = 100000;
+    char *deep = malloc(deep_n + 1);
+    memset(deep, '[', deep_n);
+    expect(&c, "PUT", "/v1/jobs/x", SVC_ADMIN, deep, deep_n, NULL, 400, "json_too_deep");
+    for (size_t i = 0; i + 5 <= deep_n; i += 5)
+        memcpy(deep + i, "{\"a\":", 5);
+    expect(&c, "POST", "/v1/tokens", SVC_ADMIN, deep, deep_n, NULL, 400, "json_too_deep");
+    expect(&c, "POST", "/v1/jobs/seed/models", SVC_ADMIN, deep, deep_n, NULL, 400, "json_too_deep");
+    free(deep);
+    char *big = malloc((2u << 20) + 1);
+    memset(big, ' ', 2u << 20);
+    expect(&c, "PUT", "/v1/jobs/x", SVC_ADMIN, big, 2u << 20, NULL, 413, "too_large");
+    expect(&c, "GET", "/v1/jobs", SVC_ADMIN, big, 2u << 20, NULL, 413, "too_large");
+    free(big);
+
+    /* a 16 GiB declared body is refused before any of it is read */
+    static const char huge[] = "PUT /v1/jobs/seed/ranks/1/trace HTTP/1.1\r\nHost: x\r\n"
+                               "Authorization: Bearer " SVC_ADMIN "\r\n"
+                               "Content-Length: 17179869184\r\n\r\n{\"traceEvents\":[";
+    expect_raw(&c, "16 GiB declared", huge, sizeof huge - 1, "HTTP/1.1 413", "\"code\":\"too_large\"");
+    static const char huge_noauth[] = "PUT /v1/jobs/seed/ranks/1/trace HTTP/1.1\r\nHost: x\r\n"
+                                      "Content-Length: 17179869184\r\n\r\n";
+    expect_raw(&c, "16 GiB without a token", huge_noauth, sizeof huge_noauth - 1, "HTTP/1.1 401",
+               "\"code\":\"unauthorized\"");
+    /* a chunked JSON body past its limit closes the connection */
+    char chunked[4096];
+    int k = snprintf(chunked, sizeof chunked,
+                     "PUT /v1/jobs/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n", SVC_ADMIN);
+    char *stream = malloc((size_t)k + (3u << 20));
+    memcpy(stream, chunked, (size_t)k);
+    size_t sn = (size_t)k;
+    for (int i = 0; i < 40; i++) { /* 40 x 64 KiB: past the 1 MiB limit */
+        sn += (size_t)snprintf(stream + sn, 16, "10000\r\n");
+        memset(stream + sn, ' ', 65536);
+        sn += 65536;
+        memcpy(stream + sn, "\r\n", 2);
+        sn += 2;
+    }
+    char *got = svc_raw(&c.d, stream, sn, 5);
+    CHECK(strncmp(got, "HTTP/1.1 2", 10) != 0);
+    free(got);
+    free(stream);
+    untouched(&c, "chunked JSON over the limit");
+    free(good);
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+}
+
+TEST(svc_hostile_paths_and_protocol)
+{
+    struct ctx c;
+    size_t n;
+    char *good = svc_small_trace(-1, 3, 11, &n);
+    char outside[512];
+    const char *args[] = {"--request-timeout", "2", NULL};
+    setup(&c, args);
+
+    /* identifiers: traversal, separators, length */
+    expect(&c, "PUT", "/v1/jobs/../ranks/0/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/../../ranks/0/trace", SVC_ADMIN, good, n, NULL, 404, "no_route");
+    expect(&c, "PUT", "/v1/jobs/%2e%2e/ranks/0/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/..%2f..%2f..%2ftmp%2fx/ranks/0/trace", SVC_ADMIN, good, n, NULL, 404, "no_route");
+    expect(&c, "PUT", "/v1/jobs/.hidden/ranks/0/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/a%00b/ranks/0/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/a%0ab", SVC_ADMIN, NULL, 0, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/a%20b", SVC_ADMIN, NULL, 0, NULL, 400, "invalid_id");
+    expect(&c, "GET", "/v1/models/..%5c..%5cx", SVC_ADMIN, NULL, 0, NULL, 400, "invalid_id");
+    expect(&c, "DELETE", "/v1/tokens/%2e", SVC_ADMIN, NULL, 0, NULL, 400, "invalid_id");
+    expect(&c, "PUT", "/v1/jobs/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", SVC_ADMIN,
+           NULL, 0, NULL, 400, "invalid_id");
+    snprintf(outside, sizeof outside, "%s/tmp", th_tmpdir());
+    CHECK(access(outside, F_OK) != 0);
+
+    /* ranks */
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/-1/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_rank");
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/4096/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_rank");
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/18446744073709551617/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_rank");
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/1e3/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_rank");
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/+1/trace", SVC_ADMIN, good, n, NULL, 400, "invalid_rank");
+
+    /* routes and methods */
+    expect(&c, "GET", "/v2/jobs", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
+    expect(&c, "GET", "/v1/jobs/seed/ranks", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
+    expect(&c, "GET", "/", NULL, NULL, 0, NULL, 404, "no_route");
+    expect(&c, "POST", "/v1/jobs", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
+    expect(&c, "PATCH", "/v1/jobs/seed", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
+    expect(&c, "DELETE", "/v1/jobs/seed/ranks/0/trace", SVC_ADMIN, NULL, 0, NULL, 405, "method_not_allowed");
+    expect(&c, "GET", "/v1/jobs?x=1", SVC_ADMIN, NULL, 0, NULL, 400, "bad_request");
+
+    /* 1 MB of headers: refused by the HTTP layer (431), nothing reaches the API */
+    size_t hn = (1u << 20) + 200;
+    char *hdr = malloc(hn);
+    int k = snprintf(hdr, hn, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(hdr + k, 'a', 1u << 20);
+    memcpy(hdr + k + (1u << 20), "\r\n\r\n", 4);
+    expect_raw(&c, "1 MB of headers", hdr, (size_t)k + (1u << 20) + 4, "HTTP/1.1 431", NULL);
+    free(hdr);
+    /* not HTTP at all (a TLS hello): closed, or a 400 from the HTTP layer */
+    char *tls = svc_raw(&c.d, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15, 5);
+    CHECK(tls[0] == '\0' || strncmp(tls, "HTTP/1.1 400", 12) == 0);
+    free(tls);
+    untouched(&c, "not HTTP");
+
+    /* a client that sends nothing is closed after request-timeout (2 s),
+     * and does not hold others up meanwhile */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *g = svc_raw(&c.d, "", 0, 20);
+        _exit(g[0] == '\0' ? 0 : 1); /* closed without an answer */
+    }
+    usleep(100000);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ_INT(svc_call(&c.d, "GET", "/healthz", NULL, NULL), 200);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(dt > 1.5 && dt < 10);
+    /* and one that stops half-way through its headers */
+    expect_raw(&c, "half a request", "GET /v1/jobs HTTP/1.1\r\nHost:", 29, "", NULL);
+    untouched(&c, "slow clients");
+    free(good);
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+}
+
+TEST(svc_hostile_limits)
+{
+    struct ctx c;
+    struct svc_resp r;
+    size_t n;
+    char *many = svc_small_trace(-1, 40, 13, &n); /* 41 events */
+    const char *args[] = {"--max-events", "20", "--max-body", "4K", "--max-uploads", "1",
+                          "--max-ranks", "8", NULL};
+    setup(&c, args);
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/1/trace", SVC_ADMIN, many, n, NULL, 413, "too_large");
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/8/trace", SVC_ADMIN, many, n, NULL, 400, "invalid_rank");
+    char *big = malloc(8192);
+    memset(big, ' ', 8192);
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/1/trace", SVC_ADMIN, big, 8192, NULL, 413, "too_large");
+    free(big);
+    /* one upload at a time: a second one meanwhile is told to come back */
+    pid_t pid = fork();
+    if (pid == 0) {
+        char head[512];
+        int k = snprintf(head, sizeof head,
+                         "PUT /v1/jobs/seed/ranks/2/trace HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                         "Content-Length: 1000\r\n\r\n{\"traceEvents\":[", SVC_ADMIN);
+        char *g = svc_raw(&c.d, head, (size_t)k, 1.5); /* holds the slot, then gives up */
+        free(g);
+        _exit(0);
+    }
+    usleep(300000);
+    struct svc_opts up = {SVC_ADMIN, many, 100, NULL, NULL};
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up, &r), 429);
+    CHECK_STREQ(svc_error_code(&r), "busy");
+    CHECK_CONTAINS(r.headers, "Retry-After: 1");
+    svc_resp_release(&r);
+    waitpid(pid, NULL, 0);
+    untouched(&c, "limits");
+    free(many);
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+}
