@@ -1,0 +1,334 @@
+/* tests/integration/test_svc_store.c: durability of the store: restarts,
+ * kill -9 at every failpoint and mid-upload, SIGTERM draining, and many
+ * concurrent clients. "Consistent" is what stepcastd --check verifies:
+ * integrity_check ok, every row's blob present and hashing to its name, no
+ * blob or temp file that no row names; plus, here, everything acknowledged
+ * still there. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+static long put_trace(const struct svc_daemon *d, const char *job, int rank, const char *trace,
+                      size_t n, char *sha, size_t sha_n)
+{
+    char path[256];
+    struct svc_resp r;
+    struct svc_opts o = {SVC_ADMIN, trace, n, NULL, NULL};
+    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/%d/trace", job, rank);
+    long st = svc_call(d, "PUT", path, &o, &r);
+    if (sha)
+        snprintf(sha, sha_n, "%s", svc_json_str(r.body, "sha256"));
+    svc_resp_release(&r);
+    return st;
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    while (d && (de = readdir(d)))
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+TEST(svc_restart_keeps_everything)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    size_t n;
+    char model[80], path[256];
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/a", "{\"config\":{\"dp\":2},\"hardware\":\"a100\"}", NULL), 201);
+    for (int i = 0; i < 3; i++) {
+        char *t = svc_small_trace(i, 5 + i, 100 + i, &n);
+        CHECK_EQ_INT(put_trace(&d, i < 2 ? "a" : "b", i, t, n, NULL, 0), 201);
+        free(t);
+    }
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/a/models", NULL, &r), 202);
+    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, model, 30), "ready");
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/tokens", "{\"scope\":\"read\",\"name\":\"dash\"}", NULL), 201);
+    char *before = svc_fingerprint(&d);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+
+    svc_start(&d, d.data, NULL, NULL);
+    char *after = svc_fingerprint(&d);
+    CHECK_STREQ(after, before);
+    /* the model comes back into memory from its traces on first use */
+    snprintf(path, sizeof path, "/v1/models/%s/replay", model);
+    svc_admin(&d, "GET", path, NULL, &r);
+    CHECK(r.status == 200 || r.status == 501);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    char *log = th_read_file(d.log, NULL);
+    CHECK_CONTAINS(log, "event=reloaded");
+    free(log);
+    free(before);
+    free(after);
+}
+
+struct fp_case {
+    const char *point;
+    const char *action;   /* "upload", "delete", "build" */
+    int acked_after;      /* after the restart, the action's effect is there */
+    int leftover;         /* the crash leaves a temp file or an orphan blob */
+};
+
+static void failpoint_case(const struct fp_case *fc)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    size_t n;
+    char env[128], *t;
+    const char *envs[] = {env, NULL};
+    char sha_seed[80];
+
+    /* what is acknowledged before the crash must survive it */
+    svc_start(&d, NULL, NULL, NULL);
+    t = svc_small_trace(0, 4, 1, &n);
+    CHECK_EQ_INT(put_trace(&d, "keep", 0, t, n, sha_seed, sizeof sha_seed), 201);
+    free(t);
+    t = svc_small_trace(0, 6, 2, &n);
+    CHECK_EQ_INT(put_trace(&d, "doomed", 0, t, n, NULL, 0), 201);
+    free(t);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+
+    snprintf(env, sizeof env, "STEPCAST_FAILPOINT=%s", fc->point);
+    svc_start(&d, d.data, NULL, envs);
+    if (!strcmp(fc->action, "upload")) {
+        t = svc_small_trace(1, 2000, 3, &n); /* ~150 KB: several chunks */
+        CHECK_EQ_INT(put_trace(&d, "keep", 1, t, n, NULL, 0), 0); /* no answer: it died */
+        free(t);
+    } else if (!strcmp(fc->action, "delete")) {
+        CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/jobs/doomed", NULL, NULL), 0);
+    } else {
+        CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/keep/models", NULL, &r), 202);
+        svc_resp_release(&r);
+    }
+    CHECK_EQ_INT(svc_wait_exit(&d, 30), -SIGKILL);
+    /* what the crash left, before the restart sweeps it */
+    char *left = NULL;
+    CHECK_EQ_INT(svc_check(d.data, &left) != 0, fc->leftover);
+    free(left);
+
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/keep/ranks/0/trace", NULL, &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "sha256"), sha_seed);
+    svc_resp_release(&r);
+    if (!strcmp(fc->action, "upload")) {
+        CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/keep/ranks/1/trace", NULL, NULL),
+                     fc->acked_after ? 200 : 404);
+    } else if (!strcmp(fc->action, "delete")) {
+        CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/doomed", NULL, NULL), 404);
+    } else { /* the interrupted build is resubmitted and finishes */
+        CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/models?job=keep", NULL, &r), 200);
+        char id[80];
+        snprintf(id, sizeof id, "%.18s", strstr(r.body, "\"id\":\"") ? strstr(r.body, "\"id\":\"") + 6 : "");
+        svc_resp_release(&r);
+        CHECK_STREQ(svc_wait_model(&d, id, 30), "ready");
+    }
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    char *report = NULL;
+    if (svc_check(d.data, &report) != 0)
+        sc_check_fail(__FILE__, __LINE__, "failpoint %s: inconsistent", fc->point);
+    free(report);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d.data);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+TEST(svc_kill9_at_each_failpoint)
+{
+    static const struct fp_case cases[] = {
+        {"upload.mid_body", "upload", 0, 1},      {"upload.after_fsync", "upload", 0, 1},
+        {"upload.after_rename", "upload", 0, 1},  {"upload.after_commit", "upload", 1, 0},
+        {"delete.after_commit", "delete", 1, 1},  {"build.after_load", "build", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        failpoint_case(&cases[i]);
+}
+
+/* A client that sends headers and part of a body, and the rest later. */
+static int open_upload(const struct svc_daemon *d, const char *path, size_t total)
+{
+    struct sockaddr_in a;
+    char head[512];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)d->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a))
+        return -1;
+    int k = snprintf(head, sizeof head, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Length: %zu\r\n\r\n", path, SVC_ADMIN, total);
+    return send(fd, head, (size_t)k, MSG_NOSIGNAL) == k ? fd : -1;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t k = send(fd, p + off, n - off, MSG_NOSIGNAL);
+        if (k <= 0)
+            return -1;
+        off += (size_t)k;
+    }
+    return 0;
+}
+
+/* Wait until the daemon has a temp file (the upload is being received). */
+static int wait_temp(const struct svc_daemon *d)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/tmp", d->data);
+    for (int i = 0; i < 500; i++, usleep(10000))
+        if (count_files(tmp) > 0)
+            return 1;
+    return 0;
+}
+
+TEST(svc_kill9_mid_upload)
+{
+    struct svc_daemon d;
+    size_t n;
+    char *t = svc_small_trace(1, 3000, 5, &n), tmp[4200];
+    svc_start(&d, NULL, NULL, NULL);
+    char *seed = svc_small_trace(0, 3, 4, &n);
+    CHECK_EQ_INT(put_trace(&d, "j", 0, seed, n, NULL, 0), 201);
+    free(seed);
+    n = strlen(t);
+    int fd = open_upload(&d, "/v1/jobs/j/ranks/1/trace", n);
+    CHECK(fd >= 0);
+    CHECK(send_all(fd, t, n / 2) == 0);
+    CHECK(wait_temp(&d));
+    svc_kill9(&d);
+    close(fd);
+    snprintf(tmp, sizeof tmp, "%s/tmp", d.data);
+    CHECK_EQ_INT(count_files(tmp), 1); /* the half-received upload */
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_EQ_INT(count_files(tmp), 0); /* swept at start */
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/0/trace", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/1/trace", NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    free(t);
+}
+
+TEST(svc_sigterm_drains_requests_in_flight)
+{
+    struct svc_daemon d;
+    size_t n;
+    char *t = svc_small_trace(3, 3000, 6, &n), reply[512] = "";
+    svc_start(&d, NULL, NULL, NULL);
+    int fd = open_upload(&d, "/v1/jobs/j/ranks/3/trace", n);
+    CHECK(fd >= 0);
+    CHECK(send_all(fd, t, n / 2) == 0);
+    CHECK(wait_temp(&d));
+    kill(d.pid, SIGTERM);
+    usleep(300000);
+    /* draining: no new connections, but the upload in flight goes on */
+    CHECK_EQ_INT(svc_call(&d, "GET", "/healthz", NULL, NULL), 0);
+    CHECK(send_all(fd, t + n / 2, n - n / 2) == 0);
+    ssize_t k = recv(fd, reply, sizeof reply - 1, 0);
+    close(fd);
+    CHECK(k > 12 && strncmp(reply, "HTTP/1.1 201", 12) == 0);
+    CHECK_EQ_INT(svc_wait_exit(&d, 30), 0);
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/3/trace", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    free(t);
+}
+
+/* ---- 50 clients at once ---- */
+
+enum { CLIENTS = 50, JOBS = 5, UPLOADS = 2, READS = 6 };
+
+struct client {
+    const struct svc_daemon *d;
+    int id;
+    char sha[UPLOADS][80];
+};
+
+static atomic_int failures;
+
+static void *client_main(void *arg)
+{
+    struct client *c = arg;
+    char job[16];
+    snprintf(job, sizeof job, "c%d", c->id % JOBS);
+    for (int k = 0; k < UPLOADS; k++) {
+        size_t n;
+        char *t = svc_small_trace(-1, 3 + c->id % 7, c->id * UPLOADS + k, &n);
+        long st = put_trace(c->d, job, c->id / JOBS * UPLOADS + k, t, n, c->sha[k], sizeof c->sha[k]);
+        if (st != 201) {
+            fprintf(stderr, "client %d upload %d: %ld\n", c->id, k, st);
+            atomic_fetch_add(&failures, 1);
+        }
+        free(t);
+        for (int i = 0; i < READS / UPLOADS; i++) {
+            static const char *const paths[] = {"/healthz", "/v1/jobs", "/v1/models"};
+            char p[64];
+            snprintf(p, sizeof p, "%s", i == 0 ? paths[c->id % 3] : "/v1/jobs/");
+            if (i)
+                snprintf(p, sizeof p, "/v1/jobs/%s", job);
+            if (svc_admin(c->d, "GET", p, NULL, NULL) != 200) {
+                fprintf(stderr, "client %d GET %s failed\n", c->id, p);
+                atomic_fetch_add(&failures, 1);
+            }
+        }
+    }
+    return NULL;
+}
+
+TEST(svc_concurrent_clients)
+{
+    struct svc_daemon d;
+    static struct client cl[CLIENTS];
+    pthread_t th[CLIENTS];
+    const char *args[] = {"--max-uploads", "64", NULL};
+    svc_start(&d, NULL, args, NULL);
+    for (int i = 0; i < CLIENTS; i++) {
+        cl[i].d = &d;
+        cl[i].id = i;
+        pthread_create(&th[i], NULL, client_main, &cl[i]);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ_INT(atomic_load(&failures), 0);
+    /* no upload lost: every rank holds what its client sent */
+    for (int i = 0; i < CLIENTS; i++)
+        for (int k = 0; k < UPLOADS; k++) {
+            char p[128];
+            struct svc_resp r;
+            snprintf(p, sizeof p, "/v1/jobs/c%d/ranks/%d/trace", i % JOBS, i / JOBS * UPLOADS + k);
+            CHECK_EQ_INT(svc_admin(&d, "GET", p, NULL, &r), 200);
+            CHECK_STREQ(svc_json_str(r.body, "sha256"), cl[i].sha[k]);
+            svc_resp_release(&r);
+        }
+    struct svc_resp r;
+    svc_admin(&d, "GET", "/metrics", NULL, &r);
+    CHECK_CONTAINS(r.body, "stepcast_uploads_total{result=\"created\"} 100\n");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+}
