@@ -70,7 +70,7 @@ static int copy(char *dst, size_t n, const char *v)
     return 0;
 }
 
-int prof_config_load(struct prof_config *c, const char *(*get)(const char *name), char *why,
+int prof_config_load(struct prof_config *c, char *(*get)(const char *name), char *why,
                      size_t why_n)
 {
     const char *name = NULL, *v;

@@ -42,7 +42,7 @@ struct prof_config {
 
 /* Fill c from the environment as read by get (getenv in production). 0, or
  * -1 with the offending variable and value in why[]. */
-int prof_config_load(struct prof_config *c, const char *(*get)(const char *name), char *why,
+int prof_config_load(struct prof_config *c, char *(*get)(const char *name), char *why,
                      size_t why_n);
 
 #endif

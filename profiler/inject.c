@@ -32,15 +32,10 @@ static struct prof_config cfg;
 static struct prof_cupti cupti;
 static int loaded; /* 1: cfg and cupti are usable */
 
-static const char *env(const char *name)
-{
-    return getenv(name);
-}
-
 static void load(void)
 {
     char why[512];
-    if (prof_config_load(&cfg, env, why, sizeof why)) {
+    if (prof_config_load(&cfg, getenv, why, sizeof why)) {
         prof_log_fail("tracing disabled: %s; the job runs untraced", why);
         return;
     }

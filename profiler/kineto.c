@@ -53,13 +53,15 @@ static void row(struct writer *x, int gpu, uint32_t pid, int64_t tid)
                            (uint64_t)pid << 32 | (uint32_t)tid, 0);
 }
 
+/* Open an event object; cat NULL for metadata ("M") events, which have none. */
 static void begin_event(struct writer *x, char ph, const char *cat, const char *name, size_t name_n)
 {
     struct prof_json *w = x->w;
     char p[2] = {ph, 0};
     prof_json_begin_object(w);
     prof_json_kstr(w, "ph", p);
-    prof_json_kstr(w, "cat", cat);
+    if (cat)
+        prof_json_kstr(w, "cat", cat);
     prof_json_key(w, "name");
     prof_json_strn(w, name, name_n);
     x->events++;
@@ -678,7 +680,7 @@ static void meta_event(struct writer *x, const char *what, int64_t pid, int64_t 
                        const char *key, const char *sval, int64_t ival)
 {
     struct prof_json *w = x->w;
-    begin_event(x, 'M', "__metadata", what, strlen(what));
+    begin_event(x, 'M', NULL, what, strlen(what));
     prof_json_kint(w, "pid", pid);
     if (has_tid)
         prof_json_kint(w, "tid", tid);

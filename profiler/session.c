@@ -564,6 +564,7 @@ void prof_session_reset(void)
     if (atomic_load(&S.state) == PROF_RUNNING)
         undo();
     prof_pool_release(&S.pool);
+    prof_nccl_reset(prof_nccl());
     atomic_store(&S.state, PROF_OFF);
     S.output[0] = '\0';
 }

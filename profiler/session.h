@@ -39,7 +39,8 @@ const char *prof_session_output(void);
 /* Drain completed buffers now, as the flush thread does (tests). */
 void prof_session_drain(void);
 
-/* Forget the session (tests, after finish): the next start begins afresh. */
+/* Forget the session and the NCCL log (tests, after finish): the next
+ * start begins afresh. */
 void prof_session_reset(void);
 
 #endif

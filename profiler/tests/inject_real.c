@@ -37,8 +37,8 @@ int main(int argc, char **argv)
             printf("no ncclProfiler_v5\n");
             return 1;
         }
-        printf("plugin %s init=%d mask=%d\n", t->name,
-               t->init(&ctx, 0x1234, &mask, "world", 1, 8, 3, NULL), mask);
+        int rc = t->init(&ctx, 0x1234, &mask, "world", 1, 8, 3, NULL);
+        printf("plugin %s init=%d mask=%d\n", t->name, rc, mask);
         return 0;
     }
     void *sym = dlsym(lib, "InitializeInjection");
