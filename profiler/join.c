@@ -361,6 +361,12 @@ static void op_sizes(const char *func, uint64_t count, int nranks, int64_t *in, 
         *in = *out = all;
 }
 
+static int rooted(const char *func)
+{
+    return strcmp(func, "Broadcast") == 0 || strcmp(func, "Reduce") == 0 ||
+           strcmp(func, "Gather") == 0 || strcmp(func, "Scatter") == 0;
+}
+
 void prof_join_coll(const struct prof_join *j, const struct prof_nccl_unit *u, struct prof_coll *c)
 {
     const struct prof_nccl_comm *comm = u->comm < j->nl->n_comms ? &j->nl->comms[u->comm] : NULL;
@@ -371,7 +377,7 @@ void prof_join_coll(const struct prof_join *j, const struct prof_nccl_unit *u, s
     c->comm_id = comm ? comm->id : 0;
     c->comm_name = comm ? comm->name : "";
     c->seq = -1;
-    c->peer = -1;
+    c->peer = c->root = -1;
     c->n_ops = u->n_ops;
     c->func = c->nccl_dtype = c->algo = c->proto = "";
     for (uint32_t i = 0; i < u->n_ops; i++) {
@@ -388,6 +394,8 @@ void prof_join_coll(const struct prof_join *j, const struct prof_nccl_unit *u, s
         if (i == 0) {
             c->func = r->func;
             c->nccl_dtype = r->datatype;
+            if (r->kind == PROF_NCCL_K_COLL_API || r->kind == PROF_NCCL_K_COLL)
+                c->root = r->root;
             if (o->task) {
                 if (o->task->kind == PROF_NCCL_K_COLL)
                     c->seq = (int64_t)o->task->seq;
@@ -412,6 +420,8 @@ void prof_join_coll(const struct prof_join *j, const struct prof_nccl_unit *u, s
              u->n_ops > 1 && same_func ? "_coalesced" : "");
     if (u->n_ops != 1)
         c->peer = -1;
+    if (!rooted(c->func))
+        c->root = -1;
 }
 
 /* ---- building ------------------------------------------------------------------------- */

@@ -52,6 +52,7 @@ struct prof_coll {
     const char *dtype;      /* c10d's dtype name, or the NCCL one */
     int64_t in_nelems, out_nelems;
     int group_size, rank, peer; /* peer: single send/recv, else -1 */
+    int root;               /* rooted collectives (broadcast, reduce, ...), else -1 */
     uint64_t comm_id;
     const char *comm_name;
     int64_t seq;            /* NCCL's sequence number of the first op, -1 = unknown */

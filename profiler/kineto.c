@@ -169,6 +169,8 @@ static void coll_args(struct writer *x, const struct prof_nccl_unit *u)
     prof_json_kint(w, "Rank", c.rank);
     if (c.peer >= 0)
         prof_json_kint(w, strcmp(c.func, "Recv") == 0 ? "Src Rank" : "Dst Rank", c.peer);
+    if (c.root >= 0)
+        prof_json_kint(w, "NCCL root", c.root);
     if (c.seq >= 0)
         prof_json_kint(w, "NCCL seq", c.seq);
     prof_json_kstr(w, "NCCL func", c.func);

@@ -54,6 +54,7 @@ static struct {
     uint64_t clock_start[3];
     uint64_t cupti_dropped;
     uint64_t close_at; /* monotonic ns when a closed window is written, 0 = not closing */
+    int lost;          /* another CUPTI client took over: touch CUPTI no more */
     int hooks_registered;
     char output[4096];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -171,6 +172,20 @@ void prof_session_drain(void)
         S.cupti_dropped += dropped;
 }
 
+/* Add to the notes the trace carries (stepcast_profiler.notes). */
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
+{
+    size_t n = strlen(S.notes);
+    va_list ap;
+    if (n && n + 2 < sizeof S.notes) {
+        memcpy(S.notes + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(S.notes + n, sizeof S.notes - n, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- the flush thread --------------------------------------------------------------------- */
 
 static void *flusher(void *arg)
@@ -192,9 +207,15 @@ static void *flusher(void *arg)
             break;
         pthread_mutex_unlock(&S.mu);
         CUptiResult r = S.cupti.flush_all(0);
-        if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_NOT_READY)
-            snprintf(S.notes, sizeof S.notes, "periodic flush failed: %s (another CUPTI client "
-                                              "may have taken over)", cupti_err(r));
+        if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_NOT_READY) {
+            /* CUPTI finalized or reconfigured under us: another client took it */
+            S.lost = 1;
+            note("periodic flush: %s", cupti_err(r));
+            prof_log_fail("another CUPTI client took over CUPTI (flush: %s): tracing stopped, "
+                          "the trace keeps what was recorded before", cupti_err(r));
+            prof_session_finish();
+            return NULL;
+        }
         prof_session_drain();
         if (S.close_at && clock_ns(CLOCK_MONOTONIC) >= S.close_at) {
             prof_session_finish();
@@ -302,12 +323,6 @@ static int subscribe(void)
     return PROF_RUNNING;
 }
 
-static void note(const char *what, CUptiResult r)
-{
-    size_t n = strlen(S.notes);
-    snprintf(S.notes + n, sizeof S.notes - n, "%s%s: %s", n ? "; " : "", what, cupti_err(r));
-}
-
 /* Enable the activity kinds. PROF_RUNNING, or PROF_OFF (reported) when a
  * kind the trace cannot do without fails. */
 static int enable_kinds(void)
@@ -352,7 +367,7 @@ static int enable_kinds(void)
             snprintf(what, sizeof what, "cuptiActivityEnable(%s) failed: %s", kinds[i].name, cupti_err(r));
             return fail("%s (no GPU, or no CUDA driver?)", what);
         }
-        note(kinds[i].name, r);
+        note("%s: %s", kinds[i].name, cupti_err(r));
     }
     if (S.cupti.enable_runtime_api)
         for (size_t i = 0; i < sizeof quiet_runtime / sizeof quiet_runtime[0]; i++)
@@ -380,6 +395,7 @@ int prof_session_start(const struct prof_config *cfg, const struct prof_cupti *c
     S.output[0] = '\0';
     S.close_at = 0;
     S.cupti_dropped = 0;
+    S.lost = 0;
     S.stop = 0;
     S.pid = getpid();
     prof_log_set_quiet(cfg->quiet);
@@ -529,15 +545,27 @@ int prof_session_finish(void)
     if (!atomic_compare_exchange_strong(&S.state, &expected, PROF_FINISHING))
         return -1;
     stop_flusher();
-    CUptiResult r = S.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (r != CUPTI_SUCCESS)
-        note("final flush", r);
-    prof_session_drain();
-    for (int i = S.n_enabled - 1; i >= 0; i--)
-        S.cupti.disable(S.enabled[i]);
+    if (!S.lost) {
+        CUptiResult r = S.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        if (r != CUPTI_SUCCESS)
+            note("final flush: %s", cupti_err(r));
+    }
+    prof_session_drain(); /* what was completed is kept in any case */
+    if (!S.lost) {
+        for (int i = S.n_enabled - 1; i >= 0; i--)
+            S.cupti.disable(S.enabled[i]);
+        S.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        prof_session_drain();
+        /* a forced flush returns every buffer: one still out went to another
+         * client's callbacks */
+        size_t out = prof_pool_outstanding(&S.pool);
+        if (out) {
+            note("%zu activity buffers never came back", out);
+            prof_log_fail("another CUPTI client (torch.profiler?) took CUPTI's activity buffers "
+                          "during the run: the trace misses their records");
+        }
+    }
     S.n_enabled = 0;
-    S.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    prof_session_drain();
     prof_nccl_deactivate(prof_nccl());
     int rc = write_trace();
     if (S.subscribed)

@@ -419,8 +419,11 @@ static CUptiResult f_dropped(CUcontext c, uint32_t s, size_t *n)
 static CUptiResult f_flush(uint32_t flag)
 {
     cupti_log.flushes++;
-    cupti_log.forced_flushes += (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
-    return CUPTI_SUCCESS;
+    if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
+        cupti_log.forced_flushes++;
+        return CUPTI_SUCCESS;
+    }
+    return script.flush_error;
 }
 
 static CUptiResult f_push(CUpti_ExternalCorrelationKind k, uint64_t id)

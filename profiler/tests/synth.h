@@ -80,6 +80,7 @@ struct synth_cupti_script {
     const char *holder;             /* reported as the old subscriber */
     CUpti_ActivityKind failing_kind; /* cuptiActivityEnable fails for it ... */
     CUptiResult enable_error;       /* ... with this, when non-zero */
+    CUptiResult flush_error;        /* result of periodic (unforced) flushes */
 };
 
 struct synth_cupti_log {

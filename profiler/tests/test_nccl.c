@@ -162,6 +162,7 @@ TEST(prof_nccl_v5_joins_kernels_exactly)
         CHECK_STREQ(c.algo, "RING");
         CHECK_STREQ(c.proto, "LL");
         CHECK_EQ_INT(c.n_channels, 4);
+        CHECK_EQ_INT(c.root, -1);
     }
     prof_join_release(&j);
     prof_store_release(&st);
@@ -355,4 +356,42 @@ TEST(prof_nccl_names)
     CHECK(!prof_is_nccl_kernel("gemm"));
     char v[32];
     CHECK(prof_nccl_library_version(v, sizeof v) == NULL); /* no NCCL in this process */
+}
+
+TEST(prof_nccl_rooted_collective_keeps_its_root)
+{
+    struct prof_nccl_log *l = start_log();
+    void *ctx = NULL;
+    int mask;
+    CHECK_EQ_INT(ncclProfiler_v4.init(&ctx, &mask, "pp", 0x77, 1, 4, 0, NULL), 0);
+    void *p = v4_event(ctx, PROF_NCCL_GROUP, NULL, NULL, 0, 0, -1);
+    struct prof_nccl_descr_v4 d;
+    void *h = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = PROF_NCCL_COLL;
+    d.parent = p;
+    d.coll.func = "Broadcast";
+    d.coll.count = 9;
+    d.coll.root = 2;
+    d.coll.datatype = "ncclInt64";
+    CHECK_EQ_INT(ncclProfiler_v4.start_event(ctx, &h, &d), 0);
+    prof_nccl_deactivate(l);
+    struct prof_store st;
+    CHECK_EQ_INT(prof_store_init(&st, 0), 0);
+    add_kernel(&st, 3, 9, "ncclDevKernel_Broadcast_RING_LL");
+    struct prof_join j;
+    CHECK_EQ_INT(prof_join_build(&j, &st, l), 0);
+    const struct prof_nccl_unit *u = prof_join_unit(&j, 0);
+    CHECK(u != NULL);
+    if (u) {
+        struct prof_coll c;
+        prof_join_coll(&j, u, &c);
+        CHECK_STREQ(c.name, "broadcast");
+        CHECK_EQ_INT(c.root, 2);
+        CHECK_STREQ(c.dtype, "Long");
+        CHECK_EQ_INT(c.in_nelems, 9);
+    }
+    prof_join_release(&j);
+    prof_store_release(&st);
+    prof_nccl_reset(l);
 }

@@ -243,3 +243,66 @@ TEST(prof_session_step_window)
     model_trace_free(t);
     prof_session_reset();
 }
+
+/* Another client finalized CUPTI under us (torch.profiler's teardown): the
+ * periodic flush fails; tracing stops with one message, keeps what it had,
+ * and leaves the activity kinds alone (they may be the other client's now). */
+TEST(prof_session_steps_aside_when_taken_over)
+{
+    struct prof_config c;
+    struct prof_cupti fake;
+    struct synth_cupti_script s = {.version = 130001, .flush_error = CUPTI_ERROR_NOT_INITIALIZED};
+    struct synth_buf b;
+    struct prof_layout l;
+    capture_stderr();
+    config(&c);
+    c.flush_ms = 10;
+    synth_cupti_make(&fake, &s);
+    prof_layout_for_version(130001, &l);
+    synth_init(&b, &l, 0);
+    records(&b, 0, 1);
+    CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
+    synth_cupti_deliver(&b);
+    for (int i = 0; i < 500 && prof_session_state() != PROF_DONE; i++)
+        usleep(10000);
+    CHECK_EQ_INT(prof_session_state(), PROF_DONE);
+    CHECK_EQ_INT(synth_cupti_log()->disabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], 0);
+    CHECK_EQ_INT(synth_cupti_log()->unsubscribed, 1);
+    char *err = captured();
+    CHECK_EQ_INT(count_lines(err, "stepcast-prof: "), 1);
+    CHECK_CONTAINS(err, "another CUPTI client took over CUPTI");
+    free(err);
+    struct model_trace *t = NULL;
+    struct sc_error e;
+    CHECK_EQ_INT(model_trace_load_file(prof_session_output(), NULL, &t, &e), SC_OK);
+    CHECK(t && t->n_steps == 1);
+    model_trace_free(t);
+    synth_release(&b);
+    prof_session_reset();
+}
+
+/* A buffer lent to CUPTI that even the final forced flush does not return
+ * went to another client's callbacks: said once, the trace still written. */
+TEST(prof_session_notices_lost_buffers)
+{
+    struct prof_config c;
+    struct prof_cupti fake;
+    struct synth_cupti_script s = {.version = 130001};
+    uint8_t *buf = NULL;
+    size_t size = 0, max = 0;
+    capture_stderr();
+    config(&c);
+    synth_cupti_make(&fake, &s);
+    CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
+    synth_cupti_log()->request(&buf, &size, &max);
+    CHECK(buf != NULL && size == c.buffer_kb * 1024 && max == 0);
+    CHECK_EQ_INT(prof_session_finish(), 0);
+    char *err = captured();
+    CHECK_EQ_INT(count_lines(err, "stepcast-prof: "), 1);
+    CHECK_CONTAINS(err, "took CUPTI's activity buffers");
+    free(err);
+    char *text = th_read_file(prof_session_output(), NULL);
+    CHECK_CONTAINS(text, "1 activity buffers never came back");
+    free(text);
+    prof_session_reset();
+}
