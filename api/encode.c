@@ -8,6 +8,7 @@
 
 #include "api/inspect_json.h"
 #include "api/json_reply.h"
+#include "api/replay_json.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -162,6 +163,16 @@ int api_reply_health(struct api_reply *r, unsigned status, const struct api_heal
                                     "version", STEPCAST_VERSION, "uptime_s", h->uptime_s,
                                     "schema", h->schema, "builds", "running",
                                     (int)h->builds_running, "queued", (int)h->builds_queued));
+}
+
+int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank)
+{
+    json_t *doc = op == API_OP_TIMELINE ? api_timeline_json(rp, rank)
+                  : op == API_OP_CRITICAL_PATH ? api_critical_path_json(rp)
+                  : api_replay_json(rp);
+    if (!doc && op == API_OP_TIMELINE)
+        return api_fail(r, API_E_NOT_FOUND, "the model has no rank %d", rank);
+    return api_reply_json(r, 200, doc);
 }
 
 static json_t *rank_summary(const struct model_trace *t, int rank)

@@ -11,6 +11,7 @@
 
 #include "api/reply.h"
 #include "api/resources.h"
+#include "api/routes.h"
 #include "common/error.h"
 
 struct model_job;
@@ -44,6 +45,12 @@ struct api_health {
     long builds_running, builds_queued;
 };
 int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h);
+
+/* A replay as the reply of a model query: the replay document, the
+ * critical paths, or the timeline of `rank` (404 when the job has no such
+ * rank). */
+struct model_replay;
+int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank);
 
 /* The summary stored with a ready model: per rank its events and measured
  * steps. *text is compact JSON from malloc. */

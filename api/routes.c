@@ -43,19 +43,18 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a model"},
     [API_OP_REPLAY] = {"GET", "/v1/models/{id}/replay", "getReplay", API_SCOPE_READ, API_BODY_NONE,
                        200,
-                       "scale:string:scale durations, e.g. gpu=2 or gpu@3=2 (repeatable);"
-                       "steps:string:steps A-B",
+                       "scale:string:scale GPU work: gpu=F, or gpu@R=F for rank R (repeatable; "
+                       "factors multiply)",
                        "400," E_AUTH ",404,409,422,501",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",
                               API_SCOPE_READ, API_BODY_NONE, 200,
-                              "scale:string:as for replay;steps:string:steps A-B",
+                              "scale:string:as for replay",
                               "400," E_AUTH ",404,409,422,501",
                               "the critical path of the replayed step, segment by segment"},
     [API_OP_TIMELINE] = {"GET", "/v1/models/{id}/timeline", "getTimeline", API_SCOPE_READ,
                          API_BODY_NONE, 200,
-                         "rank:integer:the rank (required);scale:string:as for replay;"
-                         "steps:string:steps A-B",
+                         "rank:integer:the rank (required);scale:string:as for replay",
                          "400," E_AUTH ",404,409,422,501",
                          "the replayed timeline of one rank as a Kineto trace (opens in Perfetto)"},
     [API_OP_TOKEN_CREATE] = {"POST", "/v1/tokens", "createToken", API_SCOPE_ADMIN, API_BODY_JSON,

@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/graph.h"
 #include "model/trace.h"
 #include "common/banned.h"
 
@@ -48,12 +49,14 @@ static int build_from_catalog(struct builder *b, const char *id, const struct ap
                               struct sc_error *err)
 {
     struct model_load_opts opts = *b->env.load;
+    struct model_graph_opts go;
     struct api_trace *traces = NULL;
     size_t n = 0;
     int rc = store_model_traces(b->env.store, id, &traces, &n, err);
-    if (rc == SC_OK) {
+    model_graph_opts_default(&go);
+    if (rc == SC_OK && (!m->steps || (rc = model_graph_parse_steps(m->steps, &go, err)) == SC_OK)) {
         opts.step_marker = m->step_marker;
-        rc = built_model_build(id, traces, n, b->env.blobs, &opts, progress, pctx, out, err);
+        rc = built_model_build(id, traces, n, b->env.blobs, &opts, &go, progress, pctx, out, err);
     }
     free(traces);
     return rc;

@@ -1,20 +1,44 @@
-/* daemon/built.c: building a model from its traces; queries on it (built.h). */
+/* daemon/built.c: building a model from its traces; queries on it (built.h).
+ *
+ * Answers are memoised per model, keyed by the operation and its query
+ * string, up to a byte budget fixed when the model is built (so the cache
+ * can count it): a cached model answers a repeated query with a copy. */
 #include "daemon/built.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/encode.h"
 #include "daemon/blobs.h"
+#include "model/graph.h"
 #include "model/job.h"
+#include "model/replay.h"
 #include "model/trace.h"
 #include "common/banned.h"
+
+#define MEMO_MAX 32
+#define MEMO_MIN_BYTES (1u << 20)
+#define MEMO_MAX_BYTES (64u << 20)
+
+struct memo {
+    char key[512];
+    char *body; /* from malloc */
+    size_t len;
+    const char *content_type;
+};
 
 struct built_model {
     char id[API_ID_MAX];
     struct model_job *job;
-    size_t bytes;
+    struct model_graph *graph;
+    size_t bytes;      /* job + graph + memo budget */
+    size_t memo_cap;   /* bytes the memo may hold */
+    pthread_mutex_t mu;
+    struct memo memo[MEMO_MAX];
+    size_t n_memo, memo_bytes; /* memo[0] is the oldest */
 };
 
 /* What a trace's tables hold in memory. */
@@ -31,11 +55,12 @@ static size_t trace_bytes(const struct model_trace *t)
 
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
-                      built_progress_fn progress, void *progress_ctx, struct built_model **out,
-                      struct sc_error *err)
+                      const struct model_graph_opts *graph_opts, built_progress_fn progress,
+                      void *progress_ctx, struct built_model **out, struct sc_error *err)
 {
     struct model_trace **loaded = calloc(n ? n : 1, sizeof *loaded);
     struct built_model *m = calloc(1, sizeof *m);
+    size_t data = 0;
     int rc = SC_OK;
 
     *out = NULL;
@@ -45,7 +70,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     snprintf(m->id, sizeof m->id, "%s", id);
-    m->bytes = sizeof *m;
+    pthread_mutex_init(&m->mu, NULL);
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
         char path[PATH_MAX];
         blob_path(bs, traces[i].sha256, path, sizeof path);
@@ -54,7 +79,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
             break;
         }
         loaded[i]->rank = traces[i].rank; /* the rank it was uploaded as */
-        m->bytes += trace_bytes(loaded[i]);
+        data += trace_bytes(loaded[i]);
         if (progress)
             progress(progress_ctx, (double)(i + 1) / (double)(n + 1));
     }
@@ -64,10 +89,15 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
         for (size_t i = 0; i < n; i++)
             model_trace_free(loaded[i]);
     free(loaded);
+    if (rc == SC_OK && (rc = model_graph_build(m->job, graph_opts, &m->graph, err)) == SC_OK)
+        data += model_graph_bytes(m->graph);
     if (rc) {
         built_model_free(m);
         return rc;
     }
+    m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
+                  : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
+    m->bytes = sizeof *m + data + m->memo_cap;
     if (progress)
         progress(progress_ctx, 1.0);
     *out = m;
@@ -78,6 +108,10 @@ void built_model_free(struct built_model *m)
 {
     if (!m)
         return;
+    for (size_t i = 0; i < m->n_memo; i++)
+        free(m->memo[i].body);
+    pthread_mutex_destroy(&m->mu);
+    model_graph_free(m->graph);
     model_job_free(m->job);
     free(m);
 }
@@ -92,13 +126,97 @@ const struct model_job *built_model_job(const struct built_model *m)
     return m->job;
 }
 
+static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, const char *body,
+                      size_t len)
+{
+    char *b = malloc(len + 1);
+    if (!b)
+        return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+    memcpy(b, body, len);
+    b[len] = '\0';
+    api_reply_take(r, status, ctype, b, len);
+    return SC_OK;
+}
+
+static int memo_get(struct built_model *m, const char *key, struct api_reply *r)
+{
+    int found = 0;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n_memo && !found; i++)
+        if (strcmp(m->memo[i].key, key) == 0) {
+            found = 1;
+            copy_reply(r, 200, m->memo[i].content_type, m->memo[i].body, m->memo[i].len);
+        }
+    pthread_mutex_unlock(&m->mu);
+    return found;
+}
+
+/* Keep a copy of a 200 answer while it fits the budget; when full, the
+ * oldest entries go first. */
+static void memo_put(struct built_model *m, const char *key, const struct api_reply *r)
+{
+    char *copy;
+    if (r->len > m->memo_cap / 4 || !(copy = malloc(r->len + 1)))
+        return;
+    memcpy(copy, r->body, r->len);
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n_memo; i++)
+        if (strcmp(m->memo[i].key, key) == 0) { /* another request got here first */
+            pthread_mutex_unlock(&m->mu);
+            free(copy);
+            return;
+        }
+    while (m->n_memo && (m->n_memo == MEMO_MAX || m->memo_bytes + r->len > m->memo_cap)) {
+        m->memo_bytes -= m->memo[0].len; /* the oldest */
+        free(m->memo[0].body);
+        memmove(&m->memo[0], &m->memo[1], --m->n_memo * sizeof m->memo[0]);
+    }
+    struct memo *e = &m->memo[m->n_memo++];
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->body = copy;
+    e->len = r->len;
+    e->content_type = r->content_type;
+    m->memo_bytes += r->len;
+    pthread_mutex_unlock(&m->mu);
+}
+
 int built_model_query(struct built_model *m, enum api_op op, const char *const *keys,
                       const char *const *values, size_t n, struct api_reply *r, int *memo_hit)
 {
-    (void)keys;
-    (void)values;
-    (void)n;
+    struct model_replay_opts ro;
+    struct model_replay *rp = NULL;
+    struct sc_error err;
+    char key[512];
+    long rank = -1;
+    size_t k = (size_t)snprintf(key, sizeof key, "%s", api_op_info(op)->id);
+    int rc;
+
     *memo_hit = 0;
-    return api_fail(r, API_E_NOT_IMPLEMENTED, "%s on model '%s': the replay is not in this build yet",
-                    api_op_info(op)->id, m->id);
+    model_replay_opts_default(&ro);
+    ro.critical_path = op == API_OP_CRITICAL_PATH;
+    for (size_t i = 0; i < n; i++) {
+        if (k < sizeof key)
+            k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", keys[i], values[i]);
+        if (!strcmp(keys[i], "scale") && model_replay_parse_scale(values[i], &ro, &err))
+            return api_fail(r, API_E_BAD_REQUEST, "scale: %s", err.msg);
+        if (!strcmp(keys[i], "rank")) {
+            char *end;
+            rank = strtol(values[i], &end, 10);
+            if (*end || end == values[i] || rank < 0 || rank > INT_MAX)
+                return api_fail(r, API_E_BAD_REQUEST, "rank must be a rank number");
+        }
+    }
+    if (k >= sizeof key)
+        return api_fail(r, API_E_BAD_REQUEST, "the query is too long");
+    if (op == API_OP_TIMELINE && rank < 0)
+        return api_fail(r, API_E_BAD_REQUEST, "the timeline needs ?rank=R");
+    if ((*memo_hit = memo_get(m, key, r)))
+        return SC_OK;
+    if ((rc = model_replay_run(m->graph, &ro, &rp, &err)))
+        return api_fail_status(r, &err, API_E_BAD_REQUEST);
+    rc = api_reply_replay(r, op, rp, (int)rank);
+    model_replay_free(rp);
+    if (rc == SC_OK)
+        memo_put(m, key, r);
+    return rc;
 }

@@ -2,8 +2,8 @@
  * queries answered from it.
  *
  * built_model_build() is the whole build: it loads the traces a model was
- * made from (blobs, by rank) into a struct model_job and derives from it
- * what queries need. Builders call it for new models and the cache calls it
+ * made from (blobs, by rank) into a struct model_job and builds its
+ * dependency graph (model/graph.h), which replays then run on. Builders call it for new models and the cache calls it
  * to bring back a ready model after a restart or an eviction, so both give
  * the same model. A built model is immutable; the rendered answers to
  * queries are memoised in it (bounded), since the same replay of the same
@@ -19,6 +19,7 @@
 #include "common/error.h"
 
 struct blob_store;
+struct model_graph_opts;
 struct model_job;
 struct model_load_opts;
 
@@ -26,12 +27,13 @@ struct built_model;
 
 typedef void (*built_progress_fn)(void *ctx, double fraction);
 
-/* Build model `id` from traces[0..n) (rank and sha256 used). progress, when
- * non-NULL, is told the fraction done as ranks load. */
+/* Build model `id` from traces[0..n) (rank and sha256 used) with the load
+ * and graph options. progress, when non-NULL, is told the fraction done as
+ * ranks load. */
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
-                      built_progress_fn progress, void *progress_ctx, struct built_model **out,
-                      struct sc_error *err);
+                      const struct model_graph_opts *graph_opts, built_progress_fn progress,
+                      void *progress_ctx, struct built_model **out, struct sc_error *err);
 void built_model_free(struct built_model *m); /* NULL-safe */
 
 /* Bytes it holds (for the cache's budget), memo included at its bound. */
@@ -39,8 +41,9 @@ size_t built_model_bytes(const struct built_model *m);
 const struct model_job *built_model_job(const struct built_model *m);
 
 /* A query on the model (replay, critical path, timeline) with its query
- * parameters (key/value pairs of the URL), answered into r. *memo_hit says
- * whether the answer was memoised. */
+ * parameters (key/value pairs of the URL, checked against the route
+ * already), answered into r. *memo_hit says whether the answer was
+ * memoised. Thread-safe. */
 int built_model_query(struct built_model *m, enum api_op op, const char *const *keys,
                       const char *const *values, size_t n, struct api_reply *r, int *memo_hit);
 

@@ -13,6 +13,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/graph.h"
 #include "common/banned.h"
 
 /* Progress for the reply: 1 when ready, the builder's figure while building. */
@@ -30,12 +31,18 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_body_limits lim = h_body_limits(s);
     struct api_build_req req;
     struct api_model m, made;
+    struct model_graph_opts go;
     struct sc_error err;
     char rnd[24];
     int rc;
 
     if (api_decode_build(q->body, q->body_len, &lim, &req, r))
         return;
+    model_graph_opts_default(&go);
+    if (req.steps[0] && model_graph_parse_steps(req.steps, &go, &err)) {
+        api_fail(r, API_E_INVALID_JSON, "steps: %s", err.msg);
+        return;
+    }
     memset(&m, 0, sizeof m);
     if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,11 @@
 #include "common/banned.h"
 
 #define MAX_ORIGINS 32
+/* A request refused before its body is read still has that body on the
+ * way: closing on it can reset the connection before the client reads the
+ * answer. Bodies up to this size are read and dropped first; bigger ones
+ * are answered at once and the connection closed. */
+#define DISCARD_MAX (16u << 20)
 
 struct server {
     struct MHD_Daemon *d;
@@ -50,6 +56,7 @@ struct conn {
     struct svc_request req;
     struct api_reply reply;
     int have_reply;      /* an answer is ready (an error found early) */
+    int discard;         /* drop the body, then send the answer */
     enum api_body body;
     char *json;          /* JSON body being collected */
     size_t json_len, json_cap;
@@ -159,8 +166,23 @@ static int64_t declared_length(struct MHD_Connection *c)
     return errno || end == v || n < 0 ? INT64_MAX : (int64_t)n;
 }
 
+/* Whether an early answer can go now, or the body must be dropped first. */
+static int answer_now(struct MHD_Connection *c, int64_t len)
+{
+    const char *expect = header(c, MHD_HTTP_HEADER_EXPECT);
+    const char *te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (expect && !strcasecmp(expect, "100-continue"))
+        return 1; /* the client waits for a go-ahead before its body */
+    if (len < 0) { /* no length: a body only when chunked ("gzip, chunked" too) */
+        size_t n = te ? strlen(te) : 0;
+        return !(n >= 7 && !strcasecmp(te + n - 7, "chunked"));
+    }
+    return len == 0 || len > (int64_t)DISCARD_MAX;
+}
+
 /* The first call: decide what can be decided before the body. Sets
- * cs->have_reply when the request is answered now. */
+ * cs->have_reply when the request is answered early (cs->discard when its
+ * body must be dropped first). */
 static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs, const char *url)
 {
     struct svc *s = srv->svc;
@@ -219,6 +241,7 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     return;
 answer:
     cs->have_reply = 1;
+    cs->discard = !answer_now(c, len);
 }
 
 /* A chunk of body. Returns 0 to go on, -1 to close the connection. */
@@ -226,6 +249,8 @@ static int consume(struct server *srv, struct conn *cs, const char *data, size_t
 {
     const struct daemon_config *cfg = srv->cfg;
     cs->bytes_in += n;
+    if (cs->discard)
+        return cs->bytes_in > DISCARD_MAX ? -1 : 0;
     if (cs->body == API_BODY_TRACE) {
         struct sc_error err;
         if (cs->bytes_in > (uint64_t)cfg->max_body)
@@ -272,7 +297,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(cs->method, sizeof cs->method, "%s", method);
         snprintf(cs->path, sizeof cs->path, "%s", url);
         begin(srv, c, cs, url);
-        return cs->have_reply ? send_reply(srv, c, cs) : MHD_YES;
+        return cs->have_reply && !cs->discard ? send_reply(srv, c, cs) : MHD_YES;
     }
     if (*upload_data_size) {
         if (consume(srv, cs, upload_data, *upload_data_size)) {

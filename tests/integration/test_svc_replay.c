@@ -1,0 +1,201 @@
+/* tests/integration/test_svc_replay.c: the real traces through the
+ * service: the 8 DLRM ranks and a gzip HTA trace uploaded over HTTP, built,
+ * and their replay, critical path and timeline compared with what the
+ * local command line computes from the same files; then again after a
+ * restart, when the models come back from their stored traces. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+/* The document the local CLI prints for argv. */
+static json_t *cli_json(char **argv)
+{
+    char *out = NULL, *err = NULL;
+    int rc = th_run(argv, &out, &err);
+    json_t *doc = rc == 0 ? json_loads(out, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "%s %s: exit %d: %s\n", argv[0], argv[1], rc, err ? err : "");
+    free(out);
+    free(err);
+    return doc;
+}
+
+static json_t *http_json(const struct svc_daemon *d, const char *path)
+{
+    struct svc_resp r;
+    long st = svc_admin(d, "GET", path, NULL, &r);
+    json_t *doc = st == 200 ? json_loads(r.body, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "GET %s: %ld %.300s\n", path, st, r.body);
+    svc_resp_release(&r);
+    return doc;
+}
+
+static void check_same(json_t *http, json_t *cli, const char *what)
+{
+    if (!http || !cli || !json_equal(http, cli)) {
+        char *a = http ? json_dumps(http, JSON_COMPACT) : NULL, *b = cli ? json_dumps(cli, JSON_COMPACT) : NULL;
+        sc_check_fail(__FILE__, __LINE__, "%s: HTTP and CLI differ:\nHTTP %.600s\nCLI  %.600s", what,
+                      a ? a : "(none)", b ? b : "(none)");
+        free(a);
+        free(b);
+    }
+    json_decref(http);
+    json_decref(cli);
+}
+
+static char *build(const struct svc_daemon *d, const char *job)
+{
+    char path[128];
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
+    CHECK_EQ_INT(svc_admin(d, "POST", path, NULL, &r), 202);
+    char *id = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(d, id, 120), "ready");
+    return id;
+}
+
+struct fixture {
+    char dlrm_dir[4096];
+    char hta[4096];
+    char *files[8];
+};
+
+static void extract(struct fixture *f)
+{
+    char tar[4096]; /* th_shared_path() answers in one static buffer */
+    snprintf(tar, sizeof tar, "%s", th_shared_path("param/et_replay/tests/inputs/dlrm_kineto.tar.gz"));
+    snprintf(f->hta, sizeof f->hta, "%s",
+             th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"));
+    snprintf(f->dlrm_dir, sizeof f->dlrm_dir, "%s/dlrm", th_tmpdir());
+    mkdir(f->dlrm_dir, 0755);
+    char *argv[] = {"/bin/tar", "-xzf", tar, "-C", f->dlrm_dir, NULL};
+    CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+    snprintf(f->dlrm_dir + strlen(f->dlrm_dir), sizeof f->dlrm_dir - strlen(f->dlrm_dir), "/dlrm_kineto");
+    struct dirent **names;
+    int n = scandir(f->dlrm_dir, &names, NULL, alphasort), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.' && k < 8) {
+            char p[4400];
+            snprintf(p, sizeof p, "%s/%s", f->dlrm_dir, names[i]->d_name);
+            f->files[k++] = strdup(p);
+        }
+        free(names[i]);
+    }
+    free(names);
+    CHECK_EQ_INT(k, 8);
+}
+
+TEST(svc_replay_over_http_equals_cli)
+{
+    struct fixture f;
+    struct svc_daemon d;
+    char path[256];
+    char *stepcast = strdup(th_build_path("stepcast"));
+    extract(&f);
+    svc_start(&d, NULL, NULL, NULL);
+    for (int i = 0; i < 8; i++) {
+        struct svc_opts o = {SVC_ADMIN, NULL, 0, f.files[i], NULL};
+        snprintf(path, sizeof path, "/v1/jobs/dlrm/ranks/%d/trace", i);
+        CHECK_EQ_INT(svc_call(&d, "PUT", path, &o, NULL), 201);
+    }
+    struct svc_opts g = {SVC_ADMIN, NULL, 0, f.hta, NULL};
+    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/hta/ranks/0/trace", &g, NULL), 201);
+    char *dlrm = build(&d, "dlrm"), *hta = build(&d, "hta");
+
+    for (int pass = 0; pass < 2; pass++) { /* before and after a restart */
+        char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);
+        check_same(http_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
+        char *hta_argv[] = {stepcast, "replay", "--json", f.hta, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay", hta);
+        check_same(http_json(&d, path), cli_json(hta_argv), "hta replay");
+        char *scaled[] = {stepcast, "replay", "--json", "--scale", "gpu=2", "--scale", "gpu@3=1.5",
+                          f.dlrm_dir, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu=2&scale=gpu%%403=1.5", dlrm);
+        check_same(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
+        char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
+        check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");
+        snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
+        json_t *tl = http_json(&d, path);
+        CHECK(json_array_size(json_object_get(tl, "traceEvents")) > 1000);
+        json_decref(tl);
+        if (pass == 1)
+            break;
+        CHECK_EQ_INT(svc_stop(&d), 0);
+        svc_start(&d, d.data, NULL, NULL);
+    }
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=99", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 404);
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/timeline", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 400);
+    snprintf(path, sizeof path, "/v1/models/%s/replay?scale=cpu=2", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "bad_request");
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu%%4099=2", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    svc_resp_release(&r);
+    /* repeated queries come from the model's memo; the metrics count both */
+    snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 200);
+    svc_admin(&d, "GET", "/metrics", NULL, &r);
+    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{result=\"hit\"} ");
+    CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
+    CHECK(!strstr(r.body, "stepcast_model_cache_hits_total 0\n"));
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    for (int i = 0; i < 8; i++)
+        free(f.files[i]);
+    free(dlrm);
+    free(hta);
+    free(stepcast);
+}
+
+TEST(svc_build_options_and_not_ready)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    char path[256];
+    const char *linear = th_shared_path("param/et_replay/tests/inputs/linear_kineto.json.gz");
+    svc_start(&d, NULL, NULL, NULL);
+    struct svc_opts o = {SVC_ADMIN, NULL, 0, linear, NULL};
+    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/linear/ranks/0/trace", &o, NULL), 201);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/linear/models", "{\"steps\":\"9-2\"}", &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/linear/models",
+                           "{\"step_marker\":\"Optimizer.step\",\"steps\":\"3-5\"}", &r), 202);
+    char *id = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/replay", id);
+    svc_admin(&d, "GET", path, NULL, &r); /* ready already, or not yet */
+    CHECK(r.status == 200 || (r.status == 409 && !strcmp(svc_error_code(&r), "not_ready")));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, id, 120), "ready");
+    json_t *doc = http_json(&d, path);
+    json_t *steps = json_object_get(doc, "steps");
+    CHECK(json_array_size(steps) >= 1 && json_array_size(steps) <= 3);
+    json_decref(doc);
+    char *stepcast = strdup(th_build_path("stepcast"));
+    char *argv[] = {stepcast, "replay", "--json", "--step-marker", "Optimizer.step", "--steps", "3-5",
+                    (char *)linear, NULL};
+    check_same(http_json(&d, path), cli_json(argv), "linear replay with marker and steps");
+    free(stepcast);
+    free(id);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
