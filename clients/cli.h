@@ -12,6 +12,8 @@ struct model_job;
 struct model_load_opts;
 
 int cmd_inspect(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_critical_path(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -21,6 +23,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Load TRACE... with the given options; prints the error and returns the exit
  * status on failure, 0 on success. */
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
+
+/* Whether path is an existing directory. */
+int cli_is_dir(const char *path);
 
 /* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
 int cli_print_json(void *json);

@@ -16,6 +16,10 @@
  *   launch_queue  GPU work starting -> a launch that found the queue full
  *   inter_thread  a thread going idle -> another thread resuming after a
  *                 long gap (a hand-off, e.g. forward -> backward)
+ *   gpu_wait      GPU work -> GPU work on another stream of the device that
+ *                 was ready earlier yet started just as it ended: a wait the
+ *                 trace does not name (an event recorded out of sight, or
+ *                 the SMs held by a kernel that fills the device)
  *   collective    the same collective on every rank: it starts when the last
  *                 rank's kernel is ready and lasts its intrinsic time
  *
@@ -70,6 +74,7 @@ enum model_edge_kind {
     MODEL_EDGE_HOST_SYNC,
     MODEL_EDGE_LAUNCH_QUEUE,
     MODEL_EDGE_INTER_THREAD,
+    MODEL_EDGE_GPU_WAIT,
     MODEL_EDGE_KIND_COUNT
 };
 
@@ -125,7 +130,9 @@ struct model_graph {
     size_t n_res;
     struct model_graph_step *steps;
     size_t n_steps;
-    uint32_t *succ_at, *succs; /* successors of task i (edge targets), CSR */
+    /* successors of task i: succs[succ_at[i] .. succ_at[i + 1]), each the
+     * target task << 2 | its edge type */
+    uint32_t *succ_at, *succs;
     uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
     size_t n_groups;
     int64_t *clock_offset_ns; /* per rank: its clock minus rank 0's, from collectives */

@@ -139,8 +139,8 @@ static int new_task(struct builder *b, const struct model_task *t, int64_t ts, i
         b->end = c;
         b->cap_times = cap;
     }
-    if (b->n_tasks >= MODEL_NONE - 1)
-        return sc_error_set(b->err, SC_ELIMIT, "more than %u tasks", MODEL_NONE - 1);
+    if (b->n_tasks >= (1u << 30))
+        return sc_error_set(b->err, SC_ELIMIT, "more than %u tasks", 1u << 30);
     b->tasks[b->n_tasks] = *t;
     b->ts[b->n_tasks] = ts;
     b->end[b->n_tasks] = end;
@@ -295,6 +295,26 @@ oom:
     return OOM(b);
 }
 
+/* The call task that launched GPU event ev (through the call it is
+ * nested in), or MODEL_NONE when its launch is not in the window. */
+static uint32_t launch_task(const struct rank_build *r, uint32_t ev)
+{
+    uint32_t call = r->t->link[ev];
+    if (call == MODEL_NONE || r->outer[call] == MODEL_NONE)
+        return MODEL_NONE;
+    return r->task_of[r->outer[call]];
+}
+
+/* When GPU event ev was launched, in or out of the window; INT64_MIN when
+ * the trace does not hold its launch. */
+static int64_t launch_ts(const struct rank_build *r, uint32_t ev)
+{
+    uint32_t call = r->t->link[ev];
+    if (call == MODEL_NONE)
+        return INT64_MIN;
+    return r->t->events[r->outer[call] == MODEL_NONE ? call : r->outer[call]].ts;
+}
+
 /* Streams: GPU work launched by a call in the window, or running in the
  * window without a launch in it. */
 static int rank_streams(struct builder *b, struct rank_build *r)
@@ -308,14 +328,10 @@ static int rank_streams(struct builder *b, struct rank_build *r)
         const struct model_event *e = &t->events[i];
         if (!model_kind_is_gpu(e->kind))
             continue;
-        uint32_t call = t->link[i] == MODEL_NONE ? MODEL_NONE : r->outer[t->link[i]];
-        int launched_in = call != MODEL_NONE && r->task_of[call] != MODEL_NONE;
-        if (!launched_in) {
+        if (launch_task(r, (uint32_t)i) == MODEL_NONE) {
             /* no launch in the window: keep it if it runs in the window and
              * was not launched after it */
-            if (call != MODEL_NONE && t->events[call].ts >= r->wend)
-                continue;
-            if (t->link[i] != MODEL_NONE && t->events[t->link[i]].ts >= r->wend)
+            if (launch_ts(r, (uint32_t)i) >= r->wend)
                 continue;
             if (e->ts + e->dur <= r->origin || e->ts >= r->wend)
                 continue;
@@ -360,9 +376,7 @@ static int rank_streams(struct builder *b, struct rank_build *r)
             goto oom;
         int64_t m = INT64_MIN;
         for (uint32_t k = 0; k < s->n; k++) {
-            uint32_t ev = b->tasks[s->first + k].event, call = t->link[ev];
-            if (call != MODEL_NONE)
-                m = max64(m, t->events[r->outer[call]].ts);
+            m = max64(m, launch_ts(r, b->tasks[s->first + k].event));
             s->lstart[k] = m;
         }
     }
@@ -600,10 +614,10 @@ static int calibrate_latencies(struct builder *b, struct rank_build *r)
     for (size_t i = 0; i < r->n_streams; i++) {
         const struct stream *s = &r->streams[i];
         for (uint32_t k = 0; k < s->n; k++) {
-            uint32_t task = s->first + k, call = r->t->link[b->tasks[task].event];
-            if (call == MODEL_NONE || r->task_of[r->outer[call]] == MODEL_NONE)
+            uint32_t task = s->first + k, ct = launch_task(r, b->tasks[task].event);
+            if (ct == MODEL_NONE)
                 continue;
-            int64_t cs = r->t->events[r->outer[call]].ts;
+            int64_t cs = b->ts[ct];
             if (k && b->end[task - 1] >= cs) /* the stream was busy: queued */
                 continue;
             if (sc_vec_reserve((void **)&v, &cap, n + 1, sizeof *v)) {
@@ -628,10 +642,7 @@ static int launch_edges(struct builder *b, struct rank_build *r)
     for (size_t i = 0; i < r->n_streams; i++) {
         const struct stream *s = &r->streams[i];
         for (uint32_t k = 0; k < s->n; k++) {
-            uint32_t task = s->first + k, call = r->t->link[b->tasks[task].event];
-            if (call == MODEL_NONE)
-                continue;
-            uint32_t ct = r->task_of[r->outer[call]];
+            uint32_t task = s->first + k, ct = launch_task(r, b->tasks[task].event);
             if (ct == MODEL_NONE)
                 continue;
             int rc = add_edge(b, ct, task, r->launch_lat, MODEL_SS, MODEL_EDGE_LAUNCH, 0);
@@ -682,7 +693,7 @@ static int cuda_sync_edges(struct builder *b, struct rank_build *r)
             continue;
         uint32_t call = t->link[i] == MODEL_NONE ? MODEL_NONE : r->outer[t->link[i]];
         uint32_t ct = call == MODEL_NONE ? MODEL_NONE : r->task_of[call];
-        if (ct == MODEL_NONE)
+        if (ct == MODEL_NONE) /* its call is not in the window */
             continue;
         const struct model_sync *sy = &t->syncs[t->infos[e->info].sync];
         const char *kind = model_str(t, e->name);
@@ -760,13 +771,14 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
                 if (lo)
                     rec = r->records[lo - 1];
             }
-            if (rec == MODEL_NONE)
-                continue;
+            /* without a record in the trace (recorded before it, or through
+             * the driver), the recorded work was launched before the wait */
+            int64_t cutoff = rec != MODEL_NONE ? b->ts[rec] : b->ts[w];
             uint32_t x = MODEL_NONE;
-            uint32_t cur = current_stream_task(b, rec);
+            uint32_t cur = rec == MODEL_NONE ? MODEL_NONE : current_stream_task(b, rec);
             struct stream *as = cur == MODEL_NONE ? NULL : stream_of_task(r, b, cur);
             if (as && as != ys) {
-                x = last_launched_before(as, b->ts[rec]);
+                x = last_launched_before(as, cutoff);
                 if (x != MODEL_NONE && b->end[x] > b->ts[y] + ORDER_TOL_NS)
                     x = MODEL_NONE;
             }
@@ -774,15 +786,15 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
                 /* evidence: y started right after the candidate ended, later than
                  * its launch and its stream allowed */
                 int64_t own_ready = b->ts[y];
-                uint32_t yc = t->link[b->tasks[y].event];
+                uint32_t yc = launch_task(r, b->tasks[y].event);
                 if (yc != MODEL_NONE)
-                    own_ready = t->events[r->outer[yc]].ts + r->launch_lat;
+                    own_ready = b->ts[yc] + r->launch_lat;
                 if (y > ys->first)
                     own_ready = max64(own_ready, b->end[y - 1]);
                 for (size_t i = 0; i < r->n_streams; i++) {
                     if (&r->streams[i] == ys)
                         continue;
-                    uint32_t c = last_launched_before(&r->streams[i], b->ts[rec]);
+                    uint32_t c = last_launched_before(&r->streams[i], cutoff);
                     if (c == MODEL_NONE || b->end[c] > b->ts[y] + ORDER_TOL_NS)
                         continue;
                     if (b->ts[y] - b->end[c] <= 20000 && b->ts[y] - own_ready > 5000 &&
@@ -794,6 +806,68 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
                 continue;
             rc = add_edge(b, x, y, 0, MODEL_FS, MODEL_EDGE_EVENT_SYNC, 1);
             b->g->inferred_event_syncs++;
+        }
+    }
+    return rc;
+}
+
+/* GPU work that was ready (its launch and its stream allowed it) well
+ * before it started, and started just as work on another stream of the
+ * device ended, waited for that work: an event the trace does not show, or
+ * the SMs a kernel filling the device held until its tail. */
+#define GPU_WAIT_MIN_DELAY_NS 20000
+#define GPU_WAIT_BEFORE_NS 100000 /* it may start in the other's tail */
+#define GPU_WAIT_AFTER_NS 20000
+
+static int gpu_wait_edges(struct builder *b, struct rank_build *r)
+{
+    int rc = SC_OK;
+    for (size_t i = 0; i < r->n_streams && rc == SC_OK; i++) {
+        const struct stream *ys = &r->streams[i];
+        int64_t device = r->t->tracks[b->res[ys->res].track].pid;
+        for (uint32_t k = 0; k < ys->n && rc == SC_OK; k++) {
+            uint32_t y = ys->first + k, yc = launch_task(r, b->tasks[y].event);
+            int64_t ready = INT64_MIN;
+            if (k)
+                ready = b->end[y - 1];
+            if (yc != MODEL_NONE)
+                ready = max64(ready, b->ts[yc] + r->launch_lat);
+            if (ready == INT64_MIN || b->ts[y] - ready < GPU_WAIT_MIN_DELAY_NS)
+                continue;
+            uint32_t best = MODEL_NONE;
+            int64_t best_d = INT64_MAX;
+            for (size_t j = 0; j < r->n_streams; j++) {
+                const struct stream *xs = &r->streams[j];
+                if (j == i || r->t->tracks[b->res[xs->res].track].pid != device)
+                    continue;
+                /* the first task of xs ending after y.start - AFTER */
+                size_t lo = 0, hi = xs->n;
+                int64_t from = b->ts[y] - GPU_WAIT_AFTER_NS;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (b->end[xs->first + mid] < from)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                for (size_t q = lo; q < xs->n; q++) {
+                    uint32_t x = xs->first + (uint32_t)q;
+                    if (b->end[x] > b->ts[y] + GPU_WAIT_BEFORE_NS)
+                        break;
+                    if (b->ts[x] >= b->ts[y])
+                        continue;
+                    int64_t d = b->end[x] - b->ts[y];
+                    if (d < 0)
+                        d = -d;
+                    if (d < best_d) {
+                        best_d = d;
+                        best = x;
+                    }
+                }
+            }
+            if (best == MODEL_NONE)
+                continue;
+            rc = add_edge(b, best, y, b->ts[y] - b->end[best], MODEL_FS, MODEL_EDGE_GPU_WAIT, 1);
         }
     }
     return rc;
@@ -914,12 +988,12 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
     *depth_out = 0;
     for (size_t i = 0; i < r->n_streams; i++)
         for (uint32_t k = 0; k < r->streams[i].n; k++) {
-            uint32_t task = r->streams[i].first + k, call = t->link[b->tasks[task].event];
-            if (call == MODEL_NONE || r->task_of[r->outer[call]] == MODEL_NONE)
+            uint32_t task = r->streams[i].first + k, ct = launch_task(r, b->tasks[task].event);
+            if (ct == MODEL_NONE)
                 continue;
             if (sc_vec_reserve((void **)&ops, &cap, n + 1, sizeof *ops))
                 goto oom;
-            ops[n++] = (struct op_ref){t->events[r->outer[call]].ts, task, r->task_of[r->outer[call]]};
+            ops[n++] = (struct op_ref){b->ts[ct], task, ct};
         }
     if (n < 64)
         goto out;
@@ -1285,7 +1359,7 @@ static int assemble(struct builder *b)
     }
     memcpy(fill, g->succ_at, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < m; i++)
-        g->succs[fill[b->edges[i].from]++] = b->edges[i].to;
+        g->succs[fill[b->edges[i].from]++] = b->edges[i].to << 2 | b->edges[i].type;
     free(fill);
     g->n_edges = m;
     g->tasks = b->tasks;
@@ -1363,7 +1437,8 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
             (rc = calibrate_latencies(&b, r)) || (rc = launch_edges(&b, r)) ||
             (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
             (rc = launch_queue_edges(&b, r, &b.g->launch_queue_depth[i])) ||
-            (rc = host_sync_edges(&b, r)) || (rc = inter_thread_edges(&b, r)))
+            (rc = gpu_wait_edges(&b, r)) || (rc = host_sync_edges(&b, r)) ||
+            (rc = inter_thread_edges(&b, r)))
             break;
     }
     if (rc == SC_OK)

@@ -98,13 +98,19 @@ static int64_t scaled(int64_t dur, double f)
     return f == 1.0 ? dur : (int64_t)llround((double)dur * f);
 }
 
-/* Task states during the simulation. */
+/* The simulation schedules two events per task: its start and its finish.
+ * A start waits for the resource's previous finish and for its FS (finish)
+ * and SS (start) predecessors; a finish waits for its own start and its FF
+ * (finish) and SF (start) predecessors. A call that waits for the kernel it
+ * launched (start -> start, then finish -> finish) is thus no cycle.
+ * Events are numbered task * 2 + (0 start, 1 finish). */
 enum { PENDING, STARTED, FINISHED };
 
 struct sim {
     const struct model_graph *g;
     int64_t *start, *end;
-    uint32_t *indeg, *queue;
+    uint32_t *wait_s, *wait_f; /* events still awaited by each start and finish */
+    uint32_t *queue;
     uint8_t *state;
     uint32_t *gwait;
     int64_t *gready;
@@ -112,20 +118,50 @@ struct sim {
     size_t tail, finished;
 };
 
-/* Mark task k finished and release what waited for it. */
-static void finish(struct sim *s, uint32_t k)
+static void release(struct sim *s, uint32_t task, int finish_event)
+{
+    uint32_t *w = finish_event ? &s->wait_f[task] : &s->wait_s[task];
+    if (*w && --*w == 0)
+        s->queue[s->tail++] = task << 1 | (uint32_t)finish_event;
+}
+
+/* Tell the successors of task k that it started (fin = 0) or finished. */
+static void notify(struct sim *s, uint32_t k, int fin)
 {
     const struct model_graph *g = s->g;
-    s->state[k] = FINISHED;
-    s->finished++;
     for (uint32_t e = g->succ_at[k]; e < g->succ_at[k + 1]; e++) {
-        uint32_t v = g->succs[e];
-        if (s->indeg[v] && --s->indeg[v] == 0)
-            s->queue[s->tail++] = v;
+        uint32_t v = g->succs[e] >> 2, type = g->succs[e] & 3;
+        int from_finish = type == MODEL_FS || type == MODEL_FF;
+        if (from_finish == fin)
+            release(s, v, type == MODEL_FF || type == MODEL_SF);
     }
-    const struct model_resource *r = &g->res[g->tasks[k].res];
-    if (k + 1 < r->first + r->n && s->indeg[k + 1] && --s->indeg[k + 1] == 0)
-        s->queue[s->tail++] = k + 1;
+    if (fin) {
+        const struct model_resource *r = &g->res[g->tasks[k].res];
+        if (k + 1 < r->first + r->n)
+            release(s, k + 1, 0);
+    } else {
+        release(s, k, 1); /* its own finish */
+    }
+}
+
+static void do_finish(struct sim *s, uint32_t i)
+{
+    const struct model_graph *g = s->g;
+    const struct model_task *t = &g->tasks[i];
+    int64_t d = t->kind == MODEL_TASK_GPU || t->kind == MODEL_TASK_COMM ? scaled(t->dur, s->factor[t->rank])
+                                                                         : t->dur;
+    int64_t end = s->start[i] + d;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+        const struct model_edge *ed = &g->edges[e];
+        if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
+            end = max64(end, s->end[ed->from] + ed->lat);
+        else if (ed->type == MODEL_SF && s->state[ed->from] != PENDING)
+            end = max64(end, s->start[ed->from] + ed->lat);
+    }
+    s->end[i] = end;
+    s->state[i] = FINISHED;
+    s->finished++;
+    notify(s, i, 1);
 }
 
 /* All members of a collective end together: the last ready plus its time. */
@@ -137,15 +173,18 @@ static void finish_group(struct sim *s, uint32_t gi)
         if (s->state[k] == PENDING) { /* only when forced past a cycle */
             s->start[k] = s->gready[gi];
             s->state[k] = STARTED;
+            notify(s, k, 0);
         }
         s->end[k] = max64(s->start[k], s->gready[gi] + scaled(g->tasks[k].dur, s->gmax[gi]));
+        s->state[k] = FINISHED;
+        s->finished++;
+        s->wait_f[k] = 0;
     }
     for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
-        finish(s, g->group_tasks[m]);
+        notify(s, g->group_tasks[m], 1);
 }
 
-/* Schedule task i from what is known of its predecessors. */
-static void schedule(struct sim *s, uint32_t i)
+static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
     const struct model_task *t = &g->tasks[i];
@@ -161,29 +200,24 @@ static void schedule(struct sim *s, uint32_t i)
     s->start[i] = ready;
     s->state[i] = STARTED;
     if (t->group != MODEL_NONE) {
+        /* a collective member: its finish waits for every member's start */
         uint32_t gi = t->group;
         s->gready[gi] = max64(s->gready[gi], ready);
+        for (uint32_t e = g->succ_at[i]; e < g->succ_at[i + 1]; e++) {
+            uint32_t type = g->succs[e] & 3;
+            if (type == MODEL_SS || type == MODEL_SF)
+                release(s, g->succs[e] >> 2, type == MODEL_SF);
+        }
         if (--s->gwait[gi] == 0)
             finish_group(s, gi);
-        return; /* held until the last member is ready */
+        return;
     }
-    int64_t d = t->kind == MODEL_TASK_GPU || t->kind == MODEL_TASK_COMM ? scaled(t->dur, s->factor[t->rank])
-                                                                         : t->dur;
-    int64_t end = ready + d;
-    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-        const struct model_edge *ed = &g->edges[e];
-        if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
-            end = max64(end, s->end[ed->from] + ed->lat);
-        else if (ed->type == MODEL_SF && s->state[ed->from] != PENDING)
-            end = max64(end, s->start[ed->from] + ed->lat);
-    }
-    s->end[i] = end;
-    finish(s, i);
+    notify(s, i, 0);
 }
 
-/* Nothing is ready but tasks remain: a dependency cycle. Complete a
- * collective that some member waits in, else schedule the first task whose
- * resource predecessor is done. */
+/* Nothing is ready but events remain: a dependency cycle. Complete a
+ * collective that members wait in, else force the first pending event
+ * whose resource allows it. */
 static void break_cycle(struct sim *s)
 {
     const struct model_graph *g = s->g;
@@ -191,6 +225,12 @@ static void break_cycle(struct sim *s)
         if (s->gwait[gi] && s->gready[gi] != INT64_MIN) {
             s->gwait[gi] = 0;
             finish_group(s, gi);
+            return;
+        }
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (s->state[i] == STARTED && g->tasks[i].group == MODEL_NONE) {
+            s->wait_f[i] = 0;
+            do_finish(s, i);
             return;
         }
     uint32_t pick = MODEL_NONE;
@@ -204,8 +244,8 @@ static void break_cycle(struct sim *s)
     for (uint32_t i = 0; i < g->n_tasks && pick == MODEL_NONE; i++)
         if (s->state[i] == PENDING)
             pick = i;
-    s->indeg[pick] = 0;
-    schedule(s, pick);
+    s->wait_s[pick] = 0;
+    do_start(s, pick);
 }
 
 int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
@@ -217,14 +257,15 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     int rc = SC_OK;
 
     *forced = 0;
-    s.indeg = malloc((n ? n : 1) * sizeof *s.indeg);
-    s.queue = malloc((n ? n : 1) * sizeof *s.queue);
+    s.wait_s = malloc((n ? n : 1) * sizeof *s.wait_s);
+    s.wait_f = malloc((n ? n : 1) * sizeof *s.wait_f);
+    s.queue = malloc((n ? 2 * n : 1) * sizeof *s.queue);
     s.state = calloc(n ? n : 1, 1);
     s.gwait = malloc(ng * sizeof *s.gwait);
     s.gready = malloc(ng * sizeof *s.gready);
     s.gmax = malloc(ng * sizeof *s.gmax);
     s.factor = malloc((ranks ? ranks : 1) * sizeof *s.factor);
-    if (!s.indeg || !s.queue || !s.state || !s.gwait || !s.gready || !s.gmax || !s.factor) {
+    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gmax || !s.factor) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
@@ -233,11 +274,21 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     for (size_t k = 0; k < g->n_res; k++) {
         const struct model_resource *r = &g->res[k];
         for (uint32_t i = r->first; i < r->first + r->n; i++) {
-            s.indeg[i] = (g->pred_at[i + 1] - g->pred_at[i]) + (i != r->first);
-            if (!s.indeg[i])
-                s.queue[s.tail++] = i;
+            s.wait_s[i] = i != r->first;
+            s.wait_f[i] = 1; /* its start */
         }
     }
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            uint8_t type = g->edges[e].type;
+            if (type == MODEL_FS || type == MODEL_SS)
+                s.wait_s[i]++;
+            else
+                s.wait_f[i]++;
+        }
+    for (uint32_t i = 0; i < n; i++)
+        if (!s.wait_s[i])
+            s.queue[s.tail++] = i << 1;
     for (size_t k = 0; k < g->n_groups; k++) {
         s.gwait[k] = g->group_at[k + 1] - g->group_at[k];
         s.gready[k] = INT64_MIN;
@@ -250,16 +301,21 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     }
     while (s.finished < n) {
         if (head < s.tail) {
-            uint32_t i = s.queue[head++];
-            if (s.state[i] == PENDING)
-                schedule(&s, i);
+            uint32_t ev = s.queue[head++], i = ev >> 1;
+            if (!(ev & 1)) {
+                if (s.state[i] == PENDING)
+                    do_start(&s, i);
+            } else if (s.state[i] == STARTED && g->tasks[i].group == MODEL_NONE) {
+                do_finish(&s, i);
+            }
         } else {
             ++*forced;
             break_cycle(&s);
         }
     }
 out:
-    free(s.indeg);
+    free(s.wait_s);
+    free(s.wait_f);
     free(s.queue);
     free(s.state);
     free(s.gwait);
