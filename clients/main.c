@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -24,6 +25,12 @@ static const char usage[] =
     "  inspect [--json] [--step-marker NAME] TRACE...\n"
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
+    "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale gpu=F]...\n"
+    "         [--scale gpu@R=F]... [--timeline DIR] TRACE...\n"
+    "      rebuild each step from what its work costs: replayed against measured\n"
+    "      time, error, breakdown; --scale changes GPU durations (what-if)\n"
+    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
+    "      the chain of work and waits that sets each step's length\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -63,6 +70,12 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
     return 0;
 }
 
+int cli_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int cli_print_json(void *json)
 {
     int rc = json_dumpf(json, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) ? 1 : 0;
@@ -77,6 +90,8 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         {"inspect", cmd_inspect},
+        {"replay", cmd_replay},
+        {"critical-path", cmd_critical_path},
     };
 
     /* remote commands; with a server named, `replay` is the remote one */
