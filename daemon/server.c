@@ -57,6 +57,7 @@ struct conn {
     struct api_reply reply;
     int have_reply;      /* an answer is ready (an error found early) */
     int discard;         /* drop the body, then send the answer */
+    int recorded;        /* counted in the metrics */
     enum api_body body;
     char *json;          /* JSON body being collected */
     size_t json_len, json_cap;
@@ -138,6 +139,11 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, 
     }
     if (atomic_load(&srv->svc->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    /* counted before the client can see the answer, so a client reading
+     * /metrics next finds its request there */
+    metrics_request(srv->svc->metrics, cs->routed ? cs->req.op : API_OP_COUNT, r->status,
+                    mono_s() - cs->t0);
+    cs->recorded = 1;
     enum MHD_Result ok = MHD_queue_response(c, r->status, resp);
     MHD_destroy_response(resp);
     return ok;
@@ -327,7 +333,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     double dt = mono_s() - cs->t0;
     unsigned status = cs->reply.status;
     int ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
-    metrics_request(srv->svc->metrics, cs->routed ? cs->req.op : API_OP_COUNT, ok ? status : 499, dt);
+    if (!cs->recorded) /* ended without an answer */
+        metrics_request(srv->svc->metrics, cs->routed ? cs->req.op : API_OP_COUNT, 499, dt);
     log_info("http", "req=%" PRIu64 " method=%s path=\"%s\" route=%s status=%u code=%s bytes_in=%" PRIu64
              " ms=%.2f token=%s%s",
              cs->id, cs->method, log_quote(cs->path, path, sizeof path),
