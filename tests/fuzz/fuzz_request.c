@@ -1,0 +1,105 @@
+/* tests/fuzz/fuzz_request.c: libFuzzer target for request decoding.
+ *
+ * The first byte picks what the rest is fed to: a JSON body for each
+ * decoder (job description, build request, token request), or
+ * "METHOD PATH?QUERY" for the router and the query check. Small limits so
+ * the depth and size checks are reached. Anything but a clean success or
+ * a clean error reply (valid JSON with an error code) is a bug. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/routes.h"
+#include "common/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* An error reply must be the documented JSON error. */
+static void check_reply(const struct api_reply *r)
+{
+    if (!r->status || r->status < 400)
+        return;
+    json_t *doc = json_loadb(r->body, r->len, 0, NULL);
+    const char *code = NULL;
+    if (!doc || json_unpack(doc, "{s:{s:s}}", "error", "code", &code) || !code)
+        abort();
+    json_decref(doc);
+}
+
+static void route(const char *text, size_t n)
+{
+    char buf[2048], *sp, *q;
+    enum api_op op;
+    struct api_params p;
+    struct api_reply r = {0};
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    if (!(sp = strchr(buf, ' ')))
+        return;
+    *sp = '\0';
+    if ((q = strchr(sp + 1, '?')))
+        *q++ = '\0';
+    if (api_route(buf, sp + 1, 4096, &op, &p, &r) == SC_OK) {
+        const char *keys[8];
+        size_t k = 0;
+        for (char *a = q; a && *a && k < 8;) {
+            char *amp = strchr(a, '&');
+            if (amp)
+                *amp = '\0';
+            char *eq = strchr(a, '=');
+            if (eq)
+                *eq = '\0';
+            keys[k++] = a;
+            a = amp ? amp + 1 : NULL;
+        }
+        api_check_query(op, keys, k, &r);
+        if (p.job[0] && !api_id_valid(p.job))
+            abort();
+    }
+    check_reply(&r);
+    api_reply_release(&r);
+    char methods[64];
+    api_route_methods(sp + 1, methods, sizeof methods);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct api_body_limits l = {4096, 16};
+    struct api_reply r = {0};
+    const char *body = (const char *)data + 1;
+    size_t n = size ? size - 1 : 0;
+    if (size == 0)
+        return 0;
+    switch (data[0] % 4) {
+    case 0: {
+        char *canon = NULL;
+        if (api_decode_job(body, n, &l, &canon, &r) == SC_OK && !canon)
+            abort();
+        free(canon);
+        break;
+    }
+    case 1: {
+        struct api_build_req b;
+        api_decode_build(body, n, &l, &b, &r);
+        break;
+    }
+    case 2: {
+        struct api_token_req t;
+        api_decode_token(body, n, &l, &t, &r);
+        break;
+    }
+    default:
+        route(body, n);
+        break;
+    }
+    check_reply(&r);
+    api_reply_release(&r);
+    return 0;
+}

@@ -1,0 +1,547 @@
+/* tests/unit/test_graph.c: each edge class of the dependency graph on small
+ * fixtures, and the replay's response to changed durations: what depends
+ * on a longer kernel moves by exactly as much, what does not stays put. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/replay_json.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/replay.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/trace_builder.h"
+#include "common/banned.h"
+
+struct run {
+    struct model_job *job;
+    struct model_graph *g;
+    struct model_replay *r;
+};
+
+static int replay_with(struct run *run, const char *const *paths, size_t n,
+                       const struct model_graph_opts *go, const char *const *scales)
+{
+    struct model_replay_opts ro;
+    struct sc_error err;
+    memset(run, 0, sizeof *run);
+    model_replay_opts_default(&ro);
+    for (; scales && *scales; scales++)
+        CHECK(model_replay_parse_scale(*scales, &ro, &err) == SC_OK);
+    if (!(run->job = tb_job(paths, n)))
+        return -1;
+    if (model_graph_build(run->job, go, &run->g, &err) || model_replay_run(run->g, &ro, &run->r, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "replay failed: %s", err.msg);
+        return -1;
+    }
+    CHECK_EQ_INT(run->r->forced, 0);
+    return 0;
+}
+
+static int replay1(struct run *run, const char *path, const char *scale)
+{
+    const char *scales[] = {scale, NULL};
+    return replay_with(run, &path, 1, NULL, scales);
+}
+
+static void run_free(struct run *run)
+{
+    model_replay_free(run->r);
+    model_graph_free(run->g);
+    model_job_free(run->job);
+}
+
+/* Replayed step k (in job order), in microseconds. */
+static double step_us(const struct run *run, size_t k)
+{
+    return k < run->r->n_steps ? (double)run->r->steps[k].replayed_ns / 1000.0 : -1;
+}
+
+/* ---- thread order, launch, stream order, host sync ---------------------------------- */
+
+/* Main thread: a launch of k1 (stream 7), of k2 behind it, then a
+ * cudaStreamSynchronize that returns 5 us after k2 ends, host work, and
+ * the step's end. k1 lasts k1_us. */
+static const char *sync_fixture(const char *name, double k1_us, double other_us)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    double k1_end = 20 + k1_us, k2_end = k1_end + 100;
+    tb_step(&tb, 1, 0, k2_end + 5 + 200);
+    tb_launch(&tb, 10, 5, 7, "k1", 20, k1_us);
+    tb_launch(&tb, 16, 4, 7, "k2", k1_end, 100);
+    /* work on another stream nobody waits for */
+    tb_launch(&tb, 21, 4, 20, "other", 31, other_us);
+    int c = tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 26, k2_end + 5 - 26);
+    (void)c;
+    tb_op(&tb, TB_MAIN, "aten::add", k2_end + 50, 50); /* host work after the sync */
+    const char *p = tb_write(&tb, name);
+    tb_free(&tb);
+    return p;
+}
+
+TEST(graph_replay_reproduces_a_simple_step)
+{
+    struct run run;
+    if (replay1(&run, sync_fixture("s.json", 500, 50), NULL))
+        return;
+    CHECK_EQ_INT(run.r->n_steps, 1);
+    CHECK_NEAR(step_us(&run, 0), 20 + 500 + 100 + 5 + 200, 0.01);
+    CHECK_NEAR(run.r->steps[0].error_pct, 0, 1e-6);
+    CHECK(run.g->edges_by_kind[MODEL_EDGE_LAUNCH] == 3);
+    CHECK(run.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
+    run_free(&run);
+}
+
+TEST(graph_longer_kernel_before_sync_moves_host_work_by_as_much)
+{
+    struct run a, b;
+    double d = 300;
+    if (replay1(&a, sync_fixture("a.json", 500, 50), NULL) || replay1(&b, sync_fixture("b.json", 500 + d, 50), NULL))
+        return;
+    /* replay b's durations against a's: the step grows by exactly d */
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), d, 0.01);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_longer_kernel_nobody_waits_for_moves_nothing)
+{
+    struct run a, b;
+    if (replay1(&a, sync_fixture("c.json", 500, 50), NULL) || replay1(&b, sync_fixture("d.json", 500, 250), NULL))
+        return;
+    CHECK_NEAR(step_us(&b, 0), step_us(&a, 0), 0.01);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_gpu_scale_on_a_gpu_bound_step)
+{
+    struct run a, b;
+    const char *p = sync_fixture("e.json", 500, 50);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    /* k1 + k2 double (600 us more); host work and calls do not */
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 600, 0.01);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* ---- blocking copies --------------------------------------------------------------- */
+
+TEST(graph_pageable_copy_call_waits_for_its_copy)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1000);
+    tb_launch(&tb, 10, 5, 7, "long_kernel", 20, 700);
+    /* the copy queues behind the kernel; the call returns when it is done */
+    tb_copy(&tb, 16, 720 + 10 + 8 - 16, 7, "Memcpy DtoH (Device -> Pageable)", 720, 10);
+    const char *p = tb_write(&tb, "pageable.json");
+    tb_free(&tb);
+    struct run a, b;
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_NEAR(step_us(&a, 0), 1000, 0.01);
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 710, 0.01);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* ---- event sync -------------------------------------------------------------------- */
+
+TEST(graph_event_sync_from_cuda_sync_events)
+{
+    struct run a, b;
+    const char *p = "tests/fixtures/cuda_sync.json";
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->cuda_sync_event_syncs, 1);
+    CHECK_EQ_INT(a.g->inferred_event_syncs, 0);
+    /* the consumer kernel (s9) waits for the producer (s7): replayed after it */
+    const struct model_trace *t = a.job->ranks[0];
+    uint32_t prod = MODEL_NONE, cons = MODEL_NONE;
+    for (uint32_t i = 0; i < a.g->n_tasks; i++) {
+        if (a.g->tasks[i].event == MODEL_NONE)
+            continue;
+        const char *name = model_str(t, t->events[a.g->tasks[i].event].name);
+        if (!strcmp(name, "producer_kernel"))
+            prod = i;
+        if (!strcmp(name, "consumer_kernel"))
+            cons = i;
+    }
+    CHECK(prod != MODEL_NONE && cons != MODEL_NONE);
+    if (prod != MODEL_NONE && cons != MODEL_NONE) {
+        CHECK(a.r->start[cons] >= a.r->end[prod]);
+        CHECK(b.r->start[cons] >= b.r->end[prod]);
+        CHECK_NEAR((b.r->end[prod] - b.r->start[prod]) / 1000.0, 600, 0.01);
+    }
+    CHECK_NEAR(step_us(&a, 0), 1000, 0.5);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* record on s7 after k1, wait on s13, launch k2 on s13: k2 waits for k1 */
+static const char *event_fixture(const char *name, int with_wait)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 900);
+    tb_launch(&tb, 10, 5, 7, "k1", 20, 400);
+    if (with_wait) {
+        tb_call(&tb, TB_MAIN, "cudaEventRecord", 16, 2);
+        tb_call(&tb, TB_MAIN, "cudaStreamWaitEvent", 19, 2);
+        tb_launch(&tb, 22, 4, 13, "k2", 421, 100);
+    } else {
+        tb_launch(&tb, 22, 4, 13, "k2", 32, 100);
+    }
+    tb_call(&tb, TB_MAIN, "cudaDeviceSynchronize", 27, (with_wait ? 521 : 420) + 4 - 27);
+    const char *p = tb_write(&tb, name);
+    tb_free(&tb);
+    return p;
+}
+
+TEST(graph_event_sync_inferred_from_record_and_wait)
+{
+    struct run a, b;
+    const char *p = event_fixture("ev.json", 1);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->inferred_event_syncs, 1);
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_EVENT_SYNC], 1);
+    /* k1 400 -> 800 and k2 100 -> 200 in sequence: +500 */
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 500, 1.0);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_no_false_ordering_between_independent_streams)
+{
+    struct run a, b;
+    const char *p = event_fixture("noev.json", 0);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_EVENT_SYNC], 0);
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_GPU_WAIT], 0);
+    /* the streams run side by side: only the longer one (k1) sets the end */
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 400, 1.0);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_event_sync_inference_agrees_with_cuda_sync)
+{
+    /* the HTA critical-path traces carry cuda_sync events: infer without
+     * them and compare with what they say */
+    const char *p = th_shared_path("HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz");
+    struct model_graph_opts truth, inferred;
+    model_graph_opts_default(&truth);
+    model_graph_opts_default(&inferred);
+    inferred.use_cuda_sync = 0;
+    struct run a, b;
+    if (replay_with(&a, &p, 1, &truth, NULL) || replay_with(&b, &p, 1, &inferred, NULL))
+        return;
+    /* its Stream, Event and Context Syncs: inferred from the calls alone,
+     * the same waits */
+    CHECK(a.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4);
+    CHECK(b.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4); /* all but a lone query CUPTI called a sync */
+    /* the replayed step is the same either way (within 2%) */
+    CHECK_NEAR(step_us(&b, 0), step_us(&a, 0), 0.02 * step_us(&a, 0));
+    CHECK(fabs(a.r->steps[0].error_pct) < 5);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* ---- inter-thread hand-off ------------------------------------------------------------ */
+
+/* The side thread works (a launch and a sync on its kernel) while the main
+ * thread idles `idle_us`; main resumes 30 us after side goes idle. */
+static const char *handoff_fixture(const char *name, double kernel_us)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    double side_end = 200 + 10 + kernel_us + 5;
+    tb_step(&tb, 1, 0, side_end + 30 + 100);
+    tb_launch(&tb, 10, 5, 7, "forward", 20, 50);
+    tb_launch_on(&tb, TB_SIDE, 200, 5, 7, "backward", 210, kernel_us);
+    tb_call(&tb, TB_SIDE, "cudaStreamSynchronize", 206, side_end - 206);
+    tb_launch(&tb, side_end + 30, 5, 7, "optimizer", side_end + 40, 20);
+    const char *p = tb_write(&tb, name);
+    tb_free(&tb);
+    return p;
+}
+
+TEST(graph_inter_thread_hand_off)
+{
+    struct run a, b;
+    const char *p = handoff_fixture("ho.json", 3000);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 1);
+    CHECK_NEAR(step_us(&a, 0), 200 + 10 + 3000 + 5 + 30 + 100, 0.5);
+    /* the backward kernel doubles: the main thread resumes 3000 us later */
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 3000, 1.0);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_inter_thread_threshold_is_a_parameter)
+{
+    struct model_graph_opts o;
+    model_graph_opts_default(&o);
+    CHECK_EQ_INT(o.inter_thread_gap_ns, MODEL_INTER_THREAD_GAP_NS);
+    CHECK_EQ_INT(MODEL_INTER_THREAD_GAP_NS, 1000000);
+    o.inter_thread_gap_ns = 5000000; /* longer than the 3 ms idle */
+    const char *p = handoff_fixture("ho2.json", 3000);
+    struct run a;
+    if (replay_with(&a, &p, 1, &o, NULL))
+        return;
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
+    run_free(&a);
+    /* and a gap shorter than the default is host work, not a wait */
+    p = handoff_fixture("ho3.json", 500);
+    if (replay1(&a, p, NULL))
+        return;
+    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
+    run_free(&a);
+}
+
+/* ---- polling ------------------------------------------------------------------------ */
+
+TEST(graph_polling_loop_waits_for_the_gpu)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 700);
+    tb_launch(&tb, 10, 5, 7, "k", 20, 500);
+    for (int i = 0; i < 41; i++) /* queries every 12 us until the kernel ends */
+        tb_call(&tb, TB_MAIN, "cudaEventQuery", 40 + 12 * i, 2);
+    tb_op(&tb, TB_MAIN, "after", 530, 100);
+    const char *p = tb_write(&tb, "poll.json");
+    tb_free(&tb);
+    struct run a, b;
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK(a.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
+    CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 500, 5.0);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* ---- collectives and clocks ------------------------------------------------------------- */
+
+/* Two ranks: compute then an all-reduce; rank 1 launches later, so rank 0's
+ * all-reduce waits. Rank 1's clock runs `skew` us ahead. */
+static void collective_fixture(const char *names[2], double skew, double compute1_us)
+{
+    static char paths[2][512];
+    for (int r = 0; r < 2; r++) {
+        struct tb tb;
+        double off = r ? skew : 0, compute = r ? compute1_us : 200;
+        double arrive = 20 + compute + (r ? 300 : 0); /* rank 1's host is slower */
+        double end = 20 + 200 + 300 + 400;           /* both leave together */
+        tb_init(&tb, r, 2);
+        tb_step(&tb, 1, off, end + 10 + 50);
+        tb_launch(&tb, off + 10, 5, 7, "gemm", off + 20, compute);
+        tb_call(&tb, TB_MAIN, "cudaEventRecord", off + arrive - 16, 2);
+        tb_call(&tb, TB_MAIN, "cudaStreamWaitEvent", off + arrive - 13, 2);
+        int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", off + arrive - 10, 5);
+        tb_kernel_args(&tb, corr, 13, "ncclKernel_AllReduce_RING_LL_Sum_float", off + arrive, end - arrive,
+                       "\"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Out msg nelems\": 1024, "
+                       "\"Group size\": 2, \"dtype\": \"Float\", \"Process Group Name\": \"0\"");
+        tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", off + arrive, end + 10 - arrive);
+        snprintf(paths[r], sizeof paths[r], "%s", tb_write(&tb, r ? "coll1.json" : "coll0.json"));
+        names[r] = paths[r];
+        tb_free(&tb);
+    }
+}
+
+TEST(graph_collective_waits_for_the_last_rank)
+{
+    const char *p[2];
+    collective_fixture(p, 0, 200);
+    struct run a;
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    CHECK_EQ_INT(a.g->collectives_matched, 1);
+    CHECK_EQ_INT(a.g->collectives_kept, 0);
+    CHECK_EQ_INT(a.r->n_steps, 2);
+    /* both ranks reproduce their measured step */
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.5);
+    CHECK_NEAR(a.r->steps[1].error_pct, 0, 0.5);
+    /* the members end together */
+    uint32_t m0 = a.g->group_tasks[a.g->group_at[0]], m1 = a.g->group_tasks[a.g->group_at[0] + 1];
+    CHECK_EQ_INT(a.r->end[m0], a.r->end[m1]);
+    /* the intrinsic time is the last arriver's: 400 us */
+    CHECK_NEAR(a.g->tasks[m0].dur / 1000.0, 400, 0.01);
+    run_free(&a);
+}
+
+TEST(graph_straggler_propagates_through_the_collective)
+{
+    const char *p[2];
+    collective_fixture(p, 0, 200);
+    const char *slow[] = {"gpu@1=4", NULL};
+    struct run a, b;
+    if (replay_with(&a, p, 2, NULL, NULL) || replay_with(&b, p, 2, NULL, slow))
+        return;
+    /* rank 1's gemm: 200 -> 800 us; its all-reduce waits for it, so it
+     * arrives 300 us later than it did (it had 300 us of host slack), and
+     * the transfer, 4x slower on rank 1, takes 1200 us more; rank 0 waits
+     * for all of it */
+    CHECK(b.r->steps[1].replayed_ns > a.r->steps[1].replayed_ns);
+    CHECK(b.r->steps[0].replayed_ns > a.r->steps[0].replayed_ns);
+    CHECK_NEAR((b.r->steps[0].replayed_ns - a.r->steps[0].replayed_ns) / 1000.0, 300 + 1200, 2.0);
+    run_free(&a);
+    run_free(&b);
+}
+
+TEST(graph_clocks_aligned_on_collectives)
+{
+    const char *p[2];
+    collective_fixture(p, 5000, 200); /* rank 1's clock 5 ms ahead */
+    struct run a;
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    CHECK_NEAR(a.g->clock_offset_ns[1] / 1e6, 5.0, 0.001);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.5);
+    CHECK_NEAR(a.r->steps[1].error_pct, 0, 0.5);
+    run_free(&a);
+}
+
+TEST(graph_single_rank_keeps_collective_durations)
+{
+    const char *p[2];
+    collective_fixture(p, 0, 200);
+    struct run a;
+    if (replay_with(&a, p, 1, NULL, NULL)) /* rank 0 alone */
+        return;
+    CHECK_EQ_INT(a.g->collectives_kept, 1);
+    CHECK_NEAR(a.r->steps[0].collective_kept_ns / 1000.0, 700, 0.5); /* its traced 700 us */
+    run_free(&a);
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+static void check_step_accounting(const struct model_replay *r)
+{
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct model_replay_step *s = &r->steps[i];
+        const struct model_breakdown *b = &s->breakdown;
+        CHECK_EQ_INT(b->compute_exposed + b->overlap + b->comm_exposed + b->host + b->idle, s->replayed_ns);
+        int64_t sum = 0, cur = s->start;
+        for (size_t k = s->path_first; k < s->path_first + s->path_n; k++) {
+            const struct model_replay_segment *sg = &r->segments[k];
+            CHECK_EQ_INT(sg->start, cur); /* contiguous */
+            CHECK(sg->end > sg->start);
+            sum += sg->end - sg->start;
+            cur = sg->end;
+        }
+        CHECK_EQ_INT(sum, s->replayed_ns);
+    }
+}
+
+TEST(graph_breakdown_and_critical_path_sum_to_the_step)
+{
+    const char *p[2];
+    collective_fixture(p, 0, 200);
+    struct run a;
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_step_accounting(a.r);
+    run_free(&a);
+    if (replay1(&a, sync_fixture("acc.json", 500, 50), "gpu=3"))
+        return;
+    check_step_accounting(a.r);
+    run_free(&a);
+}
+
+TEST(graph_real_traces_accounting)
+{
+    const char *p = th_shared_path("param/et_replay/tests/inputs/dlrm_kineto.tar.gz");
+    struct run a;
+    if (replay_with(&a, &p, 1, NULL, NULL))
+        return;
+    check_step_accounting(a.r);
+    run_free(&a);
+    p = th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz");
+    if (replay_with(&a, &p, 1, NULL, NULL))
+        return;
+    check_step_accounting(a.r);
+    run_free(&a);
+}
+
+TEST(graph_timeline_is_a_trace_stepcast_reads_back)
+{
+    const char *p[2];
+    collective_fixture(p, 0, 200);
+    const char *slow[] = {"gpu=2", NULL};
+    struct run a;
+    if (replay_with(&a, p, 2, NULL, slow))
+        return;
+    for (int rank = 0; rank < 2; rank++) {
+        json_t *doc = api_timeline_json(a.r, rank);
+        CHECK(doc != NULL);
+        if (!doc)
+            continue;
+        char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        json_decref(doc);
+        struct model_trace *t = NULL;
+        struct sc_error err;
+        CHECK(model_trace_load_mem(text, strlen(text), "timeline", NULL, &t, &err) == SC_OK);
+        free(text);
+        if (!t)
+            continue;
+        CHECK_EQ_INT(t->rank, rank);
+        CHECK_EQ_INT(t->n_steps, 1);
+        /* the re-read step lasts what the replay said */
+        CHECK_NEAR((double)(t->steps[0].end - t->steps[0].start), (double)a.r->steps[rank].replayed_ns, 2.0);
+        model_trace_free(t);
+    }
+    CHECK(api_timeline_json(a.r, 7) == NULL);
+    run_free(&a);
+}
+
+TEST(graph_replay_rejects_bad_options)
+{
+    struct model_replay_opts o;
+    struct sc_error err;
+    model_replay_opts_default(&o);
+    CHECK_EQ_INT(model_replay_parse_scale("cpu=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu=abc", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu@x=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu@3=2", &o, &err), SC_OK);
+    struct model_graph_opts go;
+    model_graph_opts_default(&go);
+    CHECK_EQ_INT(model_graph_parse_steps("5-3", &go, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_graph_parse_steps("3-5", &go, &err), SC_OK);
+    CHECK_EQ_INT(go.first_step, 3);
+    CHECK_EQ_INT(go.last_step, 5);
+    /* a scale naming a rank the job lacks */
+    struct run a;
+    const char *path = sync_fixture("bad.json", 100, 10);
+    struct model_job *job = tb_job(&path, 1);
+    struct model_graph *g = NULL;
+    struct model_replay *r = NULL;
+    CHECK(job && model_graph_build(job, NULL, &g, &err) == SC_OK);
+    if (g) {
+        CHECK_EQ_INT(model_replay_run(g, &o, &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, "no rank 3");
+    }
+    model_graph_free(g);
+    model_job_free(job);
+    (void)a;
+    /* no step in the range */
+    model_graph_opts_default(&go);
+    go.first_step = 50;
+    go.last_step = 60;
+    job = tb_job(&path, 1);
+    CHECK(job && model_graph_build(job, &go, &g, &err) == SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no step to replay");
+    model_job_free(job);
+}
