@@ -18,9 +18,12 @@ void prof_pool_init(struct prof_pool *p, size_t buf_size, size_t max_buffers, in
     }
 }
 
+/* Move a slot from one state to another if it is in the first: a plain
+ * load first, so scanning busy slots costs no atomic read-modify-write. */
 static int cas(atomic_int *state, int from, int to)
 {
-    return atomic_compare_exchange_strong_explicit(state, &from, to, memory_order_acq_rel,
+    return atomic_load_explicit(state, memory_order_relaxed) == from &&
+           atomic_compare_exchange_strong_explicit(state, &from, to, memory_order_acq_rel,
                                                    memory_order_relaxed);
 }
 
@@ -87,8 +90,7 @@ int prof_pool_take(struct prof_pool *p, uint8_t **buf, size_t *valid)
 {
     for (int i = 0; i < PROF_POOL_SLOTS; i++) {
         struct prof_slot *s = &p->slots[i];
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) != PROF_SLOT_DONE ||
-            !cas(&s->state, PROF_SLOT_DONE, PROF_SLOT_BUSY))
+        if (!cas(&s->state, PROF_SLOT_DONE, PROF_SLOT_BUSY))
             continue;
         *buf = atomic_load_explicit(&s->buf, memory_order_relaxed);
         *valid = s->valid;

@@ -59,10 +59,16 @@ const struct prof_event *prof_join_wait(const struct prof_join *j, const struct 
     return e;
 }
 
-const struct prof_event *prof_join_launch(const struct prof_join *j, uint32_t corr)
+uint32_t prof_join_launch_index(const struct prof_join *j, uint32_t corr)
 {
     uint64_t idx;
-    return corr && prof_map_get(&j->api, corr, &idx) ? prof_store_at(j->st, (size_t)idx) : NULL;
+    return corr && prof_map_get(&j->api, corr, &idx) ? (uint32_t)idx : PROF_INVALID;
+}
+
+const struct prof_event *prof_join_launch(const struct prof_join *j, uint32_t corr)
+{
+    uint32_t i = prof_join_launch_index(j, corr);
+    return i == PROF_INVALID ? NULL : prof_store_at(j->st, i);
 }
 
 uint32_t prof_join_device(const struct prof_join *j, uint32_t context)

@@ -84,8 +84,10 @@ struct prof_join {
 int prof_join_build(struct prof_join *j, const struct prof_store *st, struct prof_nccl_log *nl);
 void prof_join_release(struct prof_join *j);
 
-/* The launching call of a GPU record, or NULL. */
+/* The launching call of a GPU record, or NULL; its index in the store, or
+ * PROF_INVALID. */
 const struct prof_event *prof_join_launch(const struct prof_join *j, uint32_t corr);
+uint32_t prof_join_launch_index(const struct prof_join *j, uint32_t corr);
 /* CUPTI's device for a context; PROF_INVALID when unknown. */
 uint32_t prof_join_device(const struct prof_join *j, uint32_t context);
 /* The CUDA_EVENT record a sync waits on, or NULL. */

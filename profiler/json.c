@@ -24,7 +24,7 @@ static void flush(struct prof_json *w)
     w->len = 0;
 }
 
-static void put(struct prof_json *w, const char *p, size_t n)
+static void put_slow(struct prof_json *w, const char *p, size_t n)
 {
     while (n && !w->error) {
         if (w->len == sizeof w->buf)
@@ -35,6 +35,16 @@ static void put(struct prof_json *w, const char *p, size_t n)
         p += k;
         n -= k;
     }
+}
+
+static inline void put(struct prof_json *w, const char *p, size_t n)
+{
+    if (w->len + n <= sizeof w->buf) { /* a failed writer's buffer is never flushed */
+        memcpy(w->buf + w->len, p, n);
+        w->len += n;
+        return;
+    }
+    put_slow(w, p, n);
 }
 
 static void putc_(struct prof_json *w, char c)
@@ -163,6 +173,18 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return len;
 }
 
+/* Whether 8 bytes need no escaping: none is a control byte, non-ASCII, a
+ * quote or a backslash (bit tricks testing all eight at once). */
+static int plain8(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t v, q, b;
+    memcpy(&v, p, 8);
+    q = v ^ (ones * '"');
+    b = v ^ (ones * '\\');
+    return !((v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs);
+}
+
 static void string(struct prof_json *w, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -170,6 +192,11 @@ static void string(struct prof_json *w, const char *s, size_t n)
     size_t i = 0, run = 0;
     putc_(w, '"');
     while (i < n) {
+        if (i + 8 <= n && plain8(p + i)) {
+            i += 8;
+            run += 8;
+            continue;
+        }
         unsigned c = p[i];
         if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
             i++;
@@ -212,9 +239,11 @@ static void string(struct prof_json *w, const char *s, size_t n)
 
 void prof_json_key(struct prof_json *w, const char *key)
 {
+    /* keys are the program's own ASCII literals: nothing to escape */
     item(w);
-    string(w, key, strlen(key));
-    putc_(w, ':');
+    putc_(w, '"');
+    put(w, key, strlen(key));
+    put(w, "\":", 2);
     w->after_key = 1;
 }
 

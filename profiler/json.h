@@ -38,6 +38,7 @@ void prof_json_begin_object(struct prof_json *w);
 void prof_json_end_object(struct prof_json *w);
 void prof_json_begin_array(struct prof_json *w);
 void prof_json_end_array(struct prof_json *w);
+/* A key: a literal of the program's, ASCII without quotes or backslashes. */
 void prof_json_key(struct prof_json *w, const char *key);
 void prof_json_str(struct prof_json *w, const char *s);
 void prof_json_strn(struct prof_json *w, const char *s, size_t n);

@@ -38,8 +38,10 @@ struct writer {
     struct prof_join j;
     struct prof_steps steps;
     struct prof_map marker_end; /* NVTX range id -> end time */
-    struct prof_map flow_started; /* correlation ids whose `s` flow is written */
+    uint32_t *launch;           /* per event: the index of its launch call, or PROF_INVALID */
+    uint8_t *flow_started;      /* per event: its `s` flow is written (launch calls) */
     struct prof_map cpu_rows, gpu_rows; /* (pid << 32 | tid) seen */
+    uint64_t last_row[2];       /* the last row added to each, to skip repeats */
     uint64_t base;
     uint64_t events, incomplete;
     const struct prof_device *last_device;
@@ -49,8 +51,17 @@ struct writer {
 
 static void row(struct writer *x, int gpu, uint32_t pid, int64_t tid)
 {
-    (void)prof_map_put_new(gpu ? &x->gpu_rows : &x->cpu_rows,
-                           (uint64_t)pid << 32 | (uint32_t)tid, 0);
+    uint64_t key = (uint64_t)pid << 32 | (uint32_t)tid;
+    if (x->last_row[gpu] == key + 1)
+        return;
+    x->last_row[gpu] = key + 1;
+    (void)prof_map_put_new(gpu ? &x->gpu_rows : &x->cpu_rows, key, 0);
+}
+
+/* The launch call of event i (found once, in collect()), or NULL. */
+static const struct prof_event *launch_of(const struct writer *x, size_t i)
+{
+    return x->launch[i] == PROF_INVALID ? NULL : prof_store_at(x->st, x->launch[i]);
 }
 
 /* Open an event object; cat NULL for metadata ("M") events, which have none. */
@@ -98,12 +109,13 @@ static void external_id(struct writer *x, uint32_t corr)
         prof_json_kuint(x->w, "External id", id);
 }
 
-static void flow(struct writer *x, const struct prof_event *gpu, const struct prof_event *launch)
+/* The ac2g arrow from a launch call (event index `li`) to its GPU work. */
+static void flow(struct writer *x, const struct prof_event *gpu, size_t li)
 {
     struct prof_json *w = x->w;
-    uint64_t dummy;
-    if (!prof_map_get(&x->flow_started, gpu->corr, &dummy)) {
-        (void)prof_map_put(&x->flow_started, gpu->corr, 1);
+    const struct prof_event *launch = prof_store_at(x->st, li);
+    if (!x->flow_started[li]) {
+        x->flow_started[li] = 1;
         begin_event(x, 's', "ac2g", "ac2g", 4);
         prof_json_kuint(w, "id", gpu->corr);
         prof_json_kint(w, "pid", launch->at.cpu.pid);
@@ -187,7 +199,6 @@ static void coll_args(struct writer *x, const struct prof_nccl_unit *u)
 static void kernel(struct writer *x, size_t index, const struct prof_event *e)
 {
     struct prof_json *w = x->w;
-    const struct prof_event *launch = prof_join_launch(&x->j, e->corr);
     const struct prof_device *d = device_info(x, e->at.gpu.device);
     const struct prof_nccl_unit *u = prof_join_unit(&x->j, index);
     name_event(x, 'X', "kernel", e->name);
@@ -216,8 +227,8 @@ static void kernel(struct writer *x, size_t index, const struct prof_event *e)
     prof_json_end_object(w);
     prof_json_end_object(w);
     row(x, 1, e->at.gpu.device, e->at.gpu.stream);
-    if (launch)
-        flow(x, e, launch);
+    if (x->launch[index] != PROF_INVALID)
+        flow(x, e, x->launch[index]);
 }
 
 static const char *copy_kind(unsigned k)
@@ -234,10 +245,9 @@ static const char *memory_kind(unsigned k)
     return k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
 }
 
-static void copy(struct writer *x, const struct prof_event *e)
+static void copy(struct writer *x, size_t index, const struct prof_event *e)
 {
     struct prof_json *w = x->w;
-    const struct prof_event *launch = prof_join_launch(&x->j, e->corr);
     char name[96];
     int n;
     if (e->type == PROF_EV_MEMSET)
@@ -267,8 +277,8 @@ static void copy(struct writer *x, const struct prof_event *e)
     prof_json_end_object(w);
     prof_json_end_object(w);
     row(x, 1, e->at.gpu.device, e->at.gpu.stream);
-    if (launch)
-        flow(x, e, launch);
+    if (x->launch[index] != PROF_INVALID)
+        flow(x, e, x->launch[index]);
 }
 
 /* ---- CPU side and synchronisation ------------------------------------------------------ */
@@ -444,10 +454,10 @@ static uint64_t marker_end(const struct writer *x, const struct prof_event *e)
 
 /* When an event happened from the CPU's point of view: its launch call for
  * GPU work, else its own start. 0 = not written. */
-static int event_span(const struct writer *x, const struct prof_event *e, uint64_t *start,
+static int event_span(const struct writer *x, size_t i, const struct prof_event *e, uint64_t *start,
                       uint64_t *end, uint64_t *cpu)
 {
-    const struct prof_event *launch;
+    const struct prof_event *launch = launch_of(x, i);
     *start = e->start;
     *end = e->end;
     *cpu = e->start;
@@ -455,11 +465,10 @@ static int event_span(const struct writer *x, const struct prof_event *e, uint64
     case PROF_EV_KERNEL:
     case PROF_EV_MEMCPY:
     case PROF_EV_MEMSET:
-        if ((launch = prof_join_launch(&x->j, e->corr)))
+        if (launch)
             *cpu = launch->start;
         break;
     case PROF_EV_CUDA_EVENT:
-        launch = prof_join_launch(&x->j, e->corr);
         *start = e->u.sync.device_ts ? e->u.sync.device_ts : launch ? launch->start : 0;
         *end = *start + 1000;
         *cpu = launch ? launch->start : *start;
@@ -516,7 +525,7 @@ static int collect(struct writer *x, struct item **out, size_t *n_out, uint64_t 
     for (size_t i = 0; i < st->n; i++) {
         const struct prof_event *e = prof_store_at(st, i);
         uint64_t s, en, cpu;
-        if (!event_span(x, e, &s, &en, &cpu)) {
+        if (!event_span(x, i, e, &s, &en, &cpu)) {
             x->incomplete += e->type != PROF_EV_EXT_CORR && e->type != PROF_EV_MARKER;
             continue;
         }
@@ -767,6 +776,16 @@ int prof_kineto_emit(struct prof_json *w, const struct prof_store *st, struct pr
     x.info = info;
     if (prof_join_build(&x.j, st, nl) || prof_steps_find(st, &x.j, &info->steps, &x.steps))
         goto out;
+    x.launch = malloc((st->n + 1) * sizeof *x.launch);
+    x.flow_started = calloc(st->n + 1, 1);
+    if (!x.launch || !x.flow_started)
+        goto out;
+    for (size_t i = 0; i < st->n; i++) {
+        const struct prof_event *e = prof_store_at(st, i);
+        int gpu = e->type == PROF_EV_KERNEL || e->type == PROF_EV_MEMCPY ||
+                  e->type == PROF_EV_MEMSET || e->type == PROF_EV_CUDA_EVENT;
+        x.launch[i] = gpu ? prof_join_launch_index(&x.j, e->corr) : PROF_INVALID;
+    }
     for (size_t i = 0; i < st->n; i++) {
         const struct prof_event *e = prof_store_at(st, i);
         if (e->type == PROF_EV_MARKER && e->sub == PROF_MARK_END &&
@@ -807,7 +826,7 @@ int prof_kineto_emit(struct prof_json *w, const struct prof_store *st, struct pr
         switch (e->type) {
         case PROF_EV_KERNEL: kernel(&x, it->index, e); break;
         case PROF_EV_MEMCPY:
-        case PROF_EV_MEMSET: copy(&x, e); break;
+        case PROF_EV_MEMSET: copy(&x, it->index, e); break;
         case PROF_EV_RUNTIME:
         case PROF_EV_DRIVER: api(&x, e); break;
         case PROF_EV_SYNC: sync_event(&x, e); break;
@@ -831,7 +850,8 @@ out:
     prof_join_release(&x.j);
     prof_steps_release(&x.steps);
     prof_map_release(&x.marker_end);
-    prof_map_release(&x.flow_started);
+    free(x.launch);
+    free(x.flow_started);
     prof_map_release(&x.cpu_rows);
     prof_map_release(&x.gpu_rows);
     return rc;

@@ -26,8 +26,8 @@ $(PROF_LIB): $(PROF_OBJS)
 	    $(PROF_OBJS) $(PROF_LIBS)
 
 # the test runner: unit tests, joins, the writer, the round trip through stepcast's reader
-PROF_TEST_SRCS := $(filter-out profiler/tests/inject_real.c profiler/tests/stress_pool.c,\
-                               $(wildcard profiler/tests/*.c))
+PROF_TEST_SRCS := $(filter-out profiler/tests/inject_real.c profiler/tests/stress_pool.c \
+                               profiler/tests/bench.c,$(wildcard profiler/tests/*.c))
 PROF_TEST_OBJS := $(PROF_TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 $(PROF_TEST_OBJS): ALL_CFLAGS += $(PROF_INC)
 PROF_TEST_BIN := $(BUILD)/tests/prof-tests
@@ -36,6 +36,15 @@ $(PROF_TEST_BIN): $(PROF_TEST_OBJS) $(PROF_OBJS) $(BUILD)/obj/tests/runner.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(PROF_TEST_OBJS) $(PROF_OBJS) $(BUILD)/obj/tests/runner.o \
 	    $(BUILD)/obj/tests/helpers.o $(LIBSTEPCAST) $(LIBS) $(PROF_LIBS)
+
+# `make bench`: tests/bench/bench_profiler.sh runs this
+PROF_BENCH_BIN := $(BUILD)/tests/prof-bench
+$(BUILD)/obj/profiler/tests/bench.o: ALL_CFLAGS += $(PROF_INC)
+$(PROF_BENCH_BIN): $(BUILD)/obj/profiler/tests/bench.o $(BUILD)/obj/profiler/tests/synth.o $(PROF_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PROF_LIBS)
+.PHONY: prof-bench
+prof-bench: $(PROF_BENCH_BIN)
 
 # InitializeInjection called for real, through dlopen of the built library
 PROF_INJECT_BIN := $(BUILD)/tests/prof-inject-real
@@ -68,7 +77,7 @@ endif
 endif
 
 .PHONY: profiler-tests
-profiler-tests:
+profiler-tests prof-bench:
 	@echo "profiler: no CUDA toolkit with CUPTI: nothing to build"
 
 endif
