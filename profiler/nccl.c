@@ -53,6 +53,12 @@ void prof_nccl_activate(struct prof_nccl_log *l, const struct prof_cupti *cupti,
     pthread_mutex_unlock(&l->mu);
 }
 
+void prof_nccl_forked(struct prof_nccl_log *l)
+{
+    __atomic_store_n(&l->active, 0, __ATOMIC_RELEASE);
+    pthread_mutex_init(&l->mu, NULL);
+}
+
 void prof_nccl_mark_injected(struct prof_nccl_log *l)
 {
     pthread_mutex_lock(&l->mu);
@@ -280,6 +286,8 @@ static int v5_start(void *context, void **handle, struct prof_nccl_descr_v5 *d)
     struct prof_nccl_log *l = &the_log;
     struct prof_nccl_rec *r = NULL;
     *handle = NULL;
+    if (!__atomic_load_n(&l->active, __ATOMIC_ACQUIRE))
+        return PROF_NCCL_SUCCESS;
     pthread_mutex_lock(&l->mu);
     switch (d->type) {
     case PROF_NCCL_GROUP_API:
@@ -335,6 +343,8 @@ static int v4_start(void *context, void **handle, struct prof_nccl_descr_v4 *d)
     struct prof_nccl_log *l = &the_log;
     struct prof_nccl_rec *r = NULL;
     *handle = NULL;
+    if (!__atomic_load_n(&l->active, __ATOMIC_ACQUIRE))
+        return PROF_NCCL_SUCCESS;
     pthread_mutex_lock(&l->mu);
     switch (d->type) {
     case PROF_NCCL_GROUP:

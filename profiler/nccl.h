@@ -94,6 +94,10 @@ void prof_nccl_activate(struct prof_nccl_log *l, const struct prof_cupti *cupti,
 /* Stop recording and ask NCCL to stop calling (its activation mask -> 0). */
 void prof_nccl_deactivate(struct prof_nccl_log *l);
 
+/* In a forked child (one thread): stop recording without taking the mutex,
+ * which a parent's thread may have held at fork time, and make it usable. */
+void prof_nccl_forked(struct prof_nccl_log *l);
+
 /* The record with this number, or NULL (dropped or never added). The log's
  * mutex must be held, or the log no longer active. */
 struct prof_nccl_rec *prof_nccl_get(struct prof_nccl_log *l, uint64_t number);

@@ -254,7 +254,7 @@ static void in_child(void)
     /* CUPTI's state is not valid in a forked child: never touch it there */
     atomic_store(&S.state, PROF_DONE);
     S.flusher_running = 0;
-    __atomic_store_n(&prof_nccl()->active, 0, __ATOMIC_RELEASE);
+    prof_nccl_forked(prof_nccl());
 }
 
 /* ---- start ---------------------------------------------------------------------------- */

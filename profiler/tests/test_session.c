@@ -1,7 +1,9 @@
 /* profiler/tests/test_session.c: the whole session driven through a fake
  * CUPTI: claiming CUPTI and stepping aside, failures turning tracing off
  * with one message, recording, the step window, the trace at the end. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +12,7 @@
 
 #include "model/trace.h"
 #include "profiler/config.h"
+#include "profiler/exports.h"
 #include "profiler/log.h"
 #include "profiler/session.h"
 #include "profiler/tests/synth.h"
@@ -304,5 +307,42 @@ TEST(prof_session_notices_lost_buffers)
     char *text = th_read_file(prof_session_output(), NULL);
     CHECK_CONTAINS(text, "1 activity buffers never came back");
     free(text);
+    prof_session_reset();
+}
+
+/* A forked child (a DataLoader worker) must not touch CUPTI nor write a
+ * trace; the parent's session goes on. */
+TEST(prof_session_forked_child_stays_out)
+{
+    struct prof_config c;
+    struct prof_cupti fake;
+    struct synth_cupti_script s = {.version = 130001};
+    config(&c);
+    synth_cupti_make(&fake, &s);
+    CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
+    int flushes = synth_cupti_log()->flushes;
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *ctx = NULL;
+        int mask = -1;
+        int ok = prof_session_state() == PROF_DONE && prof_session_finish() == -1 &&
+                 ncclProfiler_v5.init(&ctx, 1, &mask, "x", 1, 2, 0, NULL) == 0 && mask == 0 &&
+                 synth_cupti_log()->flushes == flushes;
+        /* _exit: the test harness's own exit handler would remove the temporary
+         * directory; the profiler's (prof_session_finish, checked above) is a no-op */
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ_INT(prof_session_state(), PROF_RUNNING);
+    CHECK_EQ_INT(prof_session_finish(), 0);
+    int files = 0;
+    DIR *d = opendir(c.dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        files += strncmp(e->d_name, "stepcast_", 9) == 0;
+    if (d)
+        closedir(d);
+    CHECK_EQ_INT(files, 1);
     prof_session_reset();
 }
