@@ -431,10 +431,16 @@ char *svc_small_trace(int rank, int ops, long seed, size_t *n)
              "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,"
              "\"ts\":%ld,\"dur\":%d}", t0, 20 * ops + 100);
     append(&b, line);
-    for (int i = 0; i < ops; i++) {
+    for (int i = 0; i < ops; i++) { /* an op, its kernel launch, the kernel */
+        long ts = t0 + 10 + 20 * i;
         snprintf(line, sizeof line,
                  ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,"
-                 "\"ts\":%ld,\"dur\":10}", t0 + 10 + 20 * i);
+                 "\"ts\":%ld,\"dur\":10}"
+                 ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+                 "\"tid\":1,\"ts\":%ld,\"dur\":4,\"args\":{\"correlation\":%d}}"
+                 ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,"
+                 "\"ts\":%ld,\"dur\":6,\"args\":{\"correlation\":%d,\"stream\":7,\"device\":0}}",
+                 ts, ts + 2, i + 1, ts + 8, i + 1);
         append(&b, line);
     }
     append(&b, "]}");

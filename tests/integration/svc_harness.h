@@ -77,8 +77,9 @@ char *svc_fingerprint(const struct svc_daemon *d);
  * NULL) gets the output. */
 int svc_check(const char *data_dir, char **report);
 
-/* A small valid trace: one ProfilerStep, `ops` cpu ops, a `seed` that
- * makes its bytes unique; rank -1 leaves distributedInfo out. */
+/* A small valid trace: one ProfilerStep, `ops` cpu ops each launching a
+ * kernel (1 + 3 x ops events), a `seed` that makes its bytes unique; rank
+ * -1 leaves distributedInfo out. */
 char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 
 /* Wait until GET /v1/models/{id} is no longer building; its status. */

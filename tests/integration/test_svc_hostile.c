@@ -252,7 +252,7 @@ TEST(svc_hostile_limits)
     struct ctx c;
     struct svc_resp r;
     size_t n;
-    char *many = svc_small_trace(-1, 40, 13, &n); /* 41 events */
+    char *many = svc_small_trace(-1, 40, 13, &n); /* 121 events */
     const char *args[] = {"--max-events", "20", "--max-body", "4K", "--max-uploads", "1",
                           "--max-ranks", "8", NULL};
     setup(&c, args);
