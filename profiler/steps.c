@@ -101,7 +101,10 @@ static int from_markers(const struct prof_store *st, const struct prof_step_rule
     return 0;
 }
 
-/* Kernel rule: a step from each boundary launch to the next. */
+/* Kernel rule: a step from each boundary launch to the next. An optimizer
+ * launches its kernel once per parameter group, back to back: a run of
+ * matching launches with no other kernel launched between them is one
+ * boundary, at its first launch. */
 static int from_kernels(const struct prof_store *st, const struct prof_join *j,
                         const struct prof_step_rule *r, struct prof_step *v, size_t *n)
 {
@@ -109,15 +112,20 @@ static int from_kernels(const struct prof_store *st, const struct prof_join *j,
     uint32_t *k = malloc((st->n + 1) * sizeof *k);
     if (!k)
         return -1;
-    for (size_t i = 0; i < st->n; i++) {
-        const struct prof_event *e = prof_store_at(st, i);
-        if (e->type == PROF_EV_KERNEL && prof_step_kernel_match(r, prof_store_str(st, e->name)))
+    for (size_t i = 0; i < st->n; i++)
+        if (prof_store_at(st, i)->type == PROF_EV_KERNEL)
             k[nk++] = (uint32_t)i;
-    }
     sort_store = st;
     qsort(k, nk, sizeof *k, by_corr);
+    int in_run = 0;
     for (size_t i = 0; i < nk; i++) {
         const struct prof_event *e = prof_store_at(st, k[i]);
+        int match = prof_step_kernel_match(r, prof_store_str(st, e->name));
+        if (!match || in_run) {
+            in_run = match;
+            continue;
+        }
+        in_run = 1;
         const struct prof_event *launch = prof_join_launch(j, e->corr);
         struct prof_step *s = &v[(*n)++];
         memset(s, 0, sizeof *s);
@@ -190,9 +198,12 @@ int prof_step_tracker_feed(struct prof_step_tracker *t, const struct prof_store 
                            const struct prof_event *e)
 {
     int64_t number;
-    if (e->type == PROF_EV_KERNEL && prof_step_kernel_match(&t->rule, prof_store_str(st, e->name))) {
+    if (e->type == PROF_EV_KERNEL && t->rule.kernel_substr && *t->rule.kernel_substr) {
+        int match = prof_step_kernel_match(&t->rule, prof_store_str(st, e->name));
+        int starts = match && !t->in_run;
+        t->in_run = match;
         /* boundaries arrive roughly in order; one out of order is not a new step */
-        if (t->ordinal && e->corr <= t->start_corr)
+        if (!starts || (t->ordinal && e->corr <= t->start_corr))
             return 0;
         t->ended = t->number;
         t->number = t->ordinal++;

@@ -8,8 +8,9 @@
  *    under emit_nvtx); N is the number that follows the prefix, else the
  *    range's ordinal;
  *  - a step-boundary kernel (STEPCAST_PROF_STEP_KERNEL=substring): a step
- *    starts at the CPU launch of each kernel whose name contains it (an
- *    optimizer kernel, say) and ends where the next starts.
+ *    starts at the CPU launch of a kernel whose name contains it (an
+ *    optimizer kernel, say) and ends where the next starts; matching kernels
+ *    launched back to back (one per parameter group) make one boundary.
  *
  * prof_steps_find() does this exactly when the trace is written; the
  * tracker below does it approximately while recording, to drop what comes
@@ -65,6 +66,7 @@ struct prof_step_tracker {
     uint32_t start_corr;    /* kernel rule: the boundary launch's correlation id */
     uint32_t marker_id;     /* NVTX rule: its range id */
     int64_t ended;          /* number of the latest step whose end was seen, -1 = none */
+    int in_run;             /* kernel rule: the last kernel seen matched */
 };
 
 void prof_step_tracker_init(struct prof_step_tracker *t, const struct prof_step_rule *r);

@@ -186,12 +186,14 @@ TEST(prof_steps_from_a_boundary_kernel)
     uint32_t name = prof_store_intern(&st, "multi_tensor_apply_kernel<adam>", 31);
     uint32_t other = prof_store_intern(&st, "gemm", 4);
     for (uint32_t i = 0; i < 3; i++) {
-        struct prof_event *api = add(&st, PROF_EV_RUNTIME, 10 + i, 1000 * (i + 1));
+        struct prof_event *api = add(&st, PROF_EV_RUNTIME, 100 * i + 10, 1000 * (i + 1));
         api->at.cpu.pid = 10;
         api->at.cpu.tid = 12;
-        struct prof_event *k = add(&st, PROF_EV_KERNEL, 10 + i, 1000 * (i + 1) + 500);
+        struct prof_event *k = add(&st, PROF_EV_KERNEL, 100 * i + 10, 1000 * (i + 1) + 500);
         k->name = name;
-        add(&st, PROF_EV_KERNEL, 20 + i, 1000 * (i + 1) + 600)->name = other;
+        /* the optimizer's next parameter groups, back to back: the same boundary */
+        add(&st, PROF_EV_KERNEL, 100 * i + 11, 1000 * (i + 1) + 550)->name = name;
+        add(&st, PROF_EV_KERNEL, 100 * i + 20, 1000 * (i + 1) + 600)->name = other;
     }
     struct prof_event *last = add(&st, PROF_EV_RUNTIME, 30, 3900);
     last->at.cpu.tid = 12;
@@ -231,10 +233,14 @@ TEST(prof_step_tracker_follows_steps_while_recording)
     prof_step_tracker_init(&t, &krule);
     struct prof_event *k = add(&st, PROF_EV_KERNEL, 40, 5000);
     k->name = prof_store_intern(&st, "adam_kernel", 11);
+    struct prof_event *g = add(&st, PROF_EV_KERNEL, 45, 5100);
+    g->name = prof_store_intern(&st, "gemm", 4);
     CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, k), 1);
     CHECK_EQ_INT(t.number, 0);
     CHECK_EQ_INT(t.start_corr, 40);
-    CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, k), 0); /* the same boundary again */
+    k->corr = 41;
+    CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, k), 0); /* back to back: the same boundary */
+    CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, g), 0);
     k->corr = 50;
     CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, k), 1);
     CHECK_EQ_INT(t.number, 1);
