@@ -816,8 +816,15 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
  * device ended, waited for that work: an event the trace does not show, or
  * the SMs a kernel filling the device held until its tail. */
 #define GPU_WAIT_MIN_DELAY_NS 20000
-#define GPU_WAIT_BEFORE_NS 100000 /* it may start in the other's tail */
 #define GPU_WAIT_AFTER_NS 20000
+
+/* How long before X's end work held back by X may start: the tail in which
+ * X's last blocks retire and free SMs (a quarter of X, 100 us to 1 ms). */
+static int64_t gpu_wait_tail(int64_t dur)
+{
+    int64_t t = dur / 4;
+    return t < 100000 ? 100000 : t > 1000000 ? 1000000 : t;
+}
 
 static int gpu_wait_edges(struct builder *b, struct rank_build *r)
 {
@@ -852,9 +859,9 @@ static int gpu_wait_edges(struct builder *b, struct rank_build *r)
                 }
                 for (size_t q = lo; q < xs->n; q++) {
                     uint32_t x = xs->first + (uint32_t)q;
-                    if (b->end[x] > b->ts[y] + GPU_WAIT_BEFORE_NS)
-                        break;
                     if (b->ts[x] >= b->ts[y])
+                        break; /* tasks of a stream start in order */
+                    if (b->end[x] > b->ts[y] + gpu_wait_tail(b->end[x] - b->ts[x]))
                         continue;
                     int64_t d = b->end[x] - b->ts[y];
                     if (d < 0)
@@ -1139,8 +1146,8 @@ static int inter_thread_edges(struct builder *b, struct rank_build *r)
         rc = busy_spans(b, r, b->res[r->thread_lo + i].track, &busy[i], &nbusy[i]);
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++) {
         const struct model_resource *rb = &b->res[r->thread_lo + i];
-        for (uint32_t k = rb->first + 1; k < rb->first + rb->n && rc == SC_OK; k++) {
-            int64_t p = b->end[k - 1], q = b->ts[k];
+        for (uint32_t k = rb->first; k < rb->first + rb->n && rc == SC_OK; k++) {
+            int64_t p = k == rb->first ? r->origin : b->end[k - 1], q = b->ts[k];
             if (q - p < gap_min)
                 continue;
             struct span idle = longest_idle(busy[i], nbusy[i], p, q);

@@ -1,0 +1,423 @@
+/* tests/golden/test_golden_replay.c: the replay of every shared trace with
+ * steps, pinned (tests/golden/replay/<name>.json), and its response to
+ * changed durations (DESIGN.md §4): a replay that copied measured waits
+ * would reproduce the measured steps and fail every check here. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/replay_json.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/replay.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/json_compare.h"
+#include "common/banned.h"
+
+#define HTA "HolisticTraceAnalysis/tests/data/"
+#define PARAM "param/et_replay/tests/inputs/"
+
+struct shared_trace {
+    const char *name, *path, *marker;
+};
+
+static const struct shared_trace traces[] = {
+    {"nccl_data", HTA "nccl_parser_config/nccl_data.json.gz", NULL},
+    {"negative_queue", HTA "negative_queue_length_values_check/rank0.json.gz", NULL},
+    {"control", HTA "trace_diff/control/control.json.gz", NULL},
+    {"test", HTA "trace_diff/test/test.json.gz", NULL},
+    {"ns_resolution", HTA "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL},
+    {"dlrm", PARAM "dlrm_kineto.tar.gz", NULL},
+    {"linear", PARAM "linear_kineto.json.gz", "Optimizer.step"},
+    {"resnet", PARAM "resnet_kineto.json.gz", "Optimizer.step"},
+    {"cuda_event_sync", HTA "critical_path/cuda_event_sync/event_sync_trace.json.gz", NULL},
+    {"sampled", HTA "trace_filter/sampled_rank-0.json.gz", NULL},
+};
+
+static const struct shared_trace *find_trace(const char *name)
+{
+    for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++)
+        if (strcmp(traces[i].name, name) == 0)
+            return &traces[i];
+    return NULL;
+}
+
+struct run {
+    struct model_job *job;
+    struct model_graph *g;
+    struct model_replay *r;
+};
+
+static void run_free(struct run *run)
+{
+    model_replay_free(run->r);
+    model_graph_free(run->g);
+    model_job_free(run->job);
+    memset(run, 0, sizeof *run);
+}
+
+static int load(const struct shared_trace *st, struct model_job **job)
+{
+    const char *path = th_shared_path(st->path);
+    struct model_load_opts lo;
+    struct sc_error err;
+    model_load_opts_default(&lo);
+    lo.step_marker = st->marker;
+    if (model_job_load(&path, 1, &lo, 0, job, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int replay(struct model_job *job, const char *scale, struct run *run)
+{
+    struct model_replay_opts ro;
+    struct sc_error err;
+    memset(run, 0, sizeof *run);
+    model_replay_opts_default(&ro);
+    if (scale)
+        CHECK(model_replay_parse_scale(scale, &ro, &err) == SC_OK);
+    if (model_graph_build(job, NULL, &run->g, &err) || model_replay_run(run->g, &ro, &run->r, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    CHECK_EQ_INT(run->r->forced, 0);
+    return 0;
+}
+
+static int load_replay(const char *name, const char *scale, struct run *run)
+{
+    const struct shared_trace *st = find_trace(name);
+    memset(run, 0, sizeof *run);
+    if (!st || load(st, &run->job))
+        return -1;
+    if (replay(run->job, scale, run)) {
+        model_job_free(run->job);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- golden replays ---------------------------------------------------------------------- */
+
+static void golden(const char *name)
+{
+    struct run run;
+    struct run keep;
+    if (load_replay(name, NULL, &run))
+        return;
+    keep = run;
+    json_t *doc = api_replay_json(run.r);
+    char path[256];
+    snprintf(path, sizeof path, "tests/golden/replay/%s.json", name);
+    CHECK(doc != NULL);
+    if (doc)
+        th_check_golden(path, doc, 1e-9, NULL);
+    json_decref(doc);
+    run_free(&keep);
+}
+
+TEST(golden_replay_nccl_data) { golden("nccl_data"); }
+TEST(golden_replay_negative_queue) { golden("negative_queue"); }
+TEST(golden_replay_control) { golden("control"); }
+TEST(golden_replay_test) { golden("test"); }
+TEST(golden_replay_ns_resolution) { golden("ns_resolution"); }
+TEST(golden_replay_dlrm) { golden("dlrm"); }
+TEST(golden_replay_linear) { golden("linear"); }
+TEST(golden_replay_resnet) { golden("resnet"); }
+TEST(golden_replay_cuda_event_sync) { golden("cuda_event_sync"); }
+TEST(golden_replay_sampled) { golden("sampled"); }
+
+/* ---- response to GPU speed ----------------------------------------------------------------- */
+
+/* Per step of rank index 0: the measured busy time of its busiest stream,
+ * counting kernels and copies but not communication kernels (their traced
+ * time includes waiting for peers). */
+static double busiest_stream_ms(const struct model_trace *t, const struct model_step *s)
+{
+    double best = 0;
+    for (size_t k = 0; k < t->n_tracks; k++) {
+        if (!t->tracks[k].is_gpu)
+            continue;
+        int64_t busy = 0, lo = INT64_MIN, hi = INT64_MIN;
+        for (size_t i = 0; i < t->n_events; i++) { /* a stream's events come in time order */
+            const struct model_event *e = &t->events[i];
+            if (e->track != k || !model_kind_is_gpu(e->kind) ||
+                (e->kind == MODEL_EV_KERNEL && !strncmp(model_str(t, e->name), "nccl", 4)))
+                continue;
+            int64_t a = e->ts > s->start ? e->ts : s->start, b = e->ts + e->dur < s->end ? e->ts + e->dur : s->end;
+            if (b <= a)
+                continue;
+            if (a > hi) {
+                if (hi > lo)
+                    busy += hi - lo;
+                lo = a;
+                hi = b;
+            } else if (b > hi) {
+                hi = b;
+            }
+        }
+        if (hi > lo)
+            busy += hi - lo;
+        if (busy / 1e6 > best)
+            best = busy / 1e6;
+    }
+    return best;
+}
+
+static double mean_replayed_ms(const struct model_replay *r)
+{
+    double sum = 0;
+    for (size_t i = 0; i < r->n_steps; i++)
+        sum += r->steps[i].replayed_ns / 1e6;
+    return r->n_steps ? sum / (double)r->n_steps : 0;
+}
+
+/* gpu=2: at least 1.9x the busiest stream's busy time, at most 2.1x the
+ * unscaled replay; returns the growth. */
+static double check_double_gpu(const char *name)
+{
+    const struct shared_trace *st = find_trace(name);
+    struct model_job *job = NULL;
+    struct run a, b;
+    if (!st || load(st, &job))
+        return 0;
+    if (replay(job, NULL, &a) || replay(job, "gpu=2", &b)) {
+        model_job_free(job);
+        return 0;
+    }
+    const struct model_trace *t = job->ranks[0];
+    double busy = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < a.r->n_steps; i++)
+        if (a.r->steps[i].rank == 0) {
+            busy += busiest_stream_ms(t, &t->steps[a.r->steps[i].step]);
+            n++;
+        }
+    busy /= n ? (double)n : 1;
+    double m1 = mean_replayed_ms(a.r), m2 = mean_replayed_ms(b.r);
+    printf("     %s: busiest stream %.3f ms/step; replay %.3f -> %.3f ms (x%.3f)\n", name, busy, m1, m2, m2 / m1);
+    CHECK(m2 >= 1.9 * busy);
+    CHECK(m2 <= 2.1 * m1);
+    model_replay_free(a.r);
+    model_graph_free(a.g);
+    model_replay_free(b.r);
+    model_graph_free(b.g);
+    model_job_free(job);
+    return m1 > 0 ? m2 / m1 : 0;
+}
+
+TEST(sensitivity_gpu_x2_nccl_data_is_host_bound) { CHECK(check_double_gpu("nccl_data") < 1.3); }
+TEST(sensitivity_gpu_x2_negative_queue) { check_double_gpu("negative_queue"); }
+TEST(sensitivity_gpu_x2_control) { check_double_gpu("control"); }
+TEST(sensitivity_gpu_x2_test) { check_double_gpu("test"); }
+TEST(sensitivity_gpu_x2_ns_resolution_is_gpu_bound) { CHECK(check_double_gpu("ns_resolution") >= 1.8); }
+TEST(sensitivity_gpu_x2_dlrm) { check_double_gpu("dlrm"); }
+TEST(sensitivity_gpu_x2_linear) { check_double_gpu("linear"); }
+TEST(sensitivity_gpu_x2_resnet) { check_double_gpu("resnet"); }
+
+/* gpu=0.5: a step whose busiest stream is busy at least 90% of it shrinks
+ * to at most 0.65x (copied waits could not shrink). */
+static void check_half_gpu(const char *name, size_t want_min)
+{
+    const struct shared_trace *st = find_trace(name);
+    struct model_job *job = NULL;
+    struct run a, b;
+    size_t checked = 0;
+    if (!st || load(st, &job))
+        return;
+    if (replay(job, NULL, &a) || replay(job, "gpu=0.5", &b)) {
+        model_job_free(job);
+        return;
+    }
+    for (size_t i = 0; i < a.r->n_steps; i++) {
+        const struct model_replay_step *s = &a.r->steps[i];
+        const struct model_trace *t = job->ranks[s->rank];
+        double busy = busiest_stream_ms(t, &t->steps[s->step]), measured = s->measured_ns / 1e6;
+        if (busy < 0.9 * measured || s->partial)
+            continue;
+        double ratio = (double)b.r->steps[i].replayed_ns / (double)s->replayed_ns;
+        printf("     %s step %zu: busy %.1f of %.1f ms; x0.5 -> %.3f of the replay\n", name, i, busy, measured, ratio);
+        CHECK(ratio <= 0.65);
+        checked++;
+    }
+    CHECK(checked >= want_min);
+    model_replay_free(a.r);
+    model_graph_free(a.g);
+    model_replay_free(b.r);
+    model_graph_free(b.g);
+    model_job_free(job);
+}
+
+TEST(sensitivity_gpu_half_ns_resolution) { check_half_gpu("ns_resolution", 4); }
+TEST(sensitivity_gpu_half_every_gpu_bound_step)
+{
+    static const char *const names[] = {"nccl_data", "negative_queue", "control", "test",
+                                        "dlrm", "linear", "resnet"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_half_gpu(names[i], 0);
+}
+
+/* ---- one kernel longer ---------------------------------------------------------------------------- */
+
+/* Replay graph g again with task i's duration grown by d (the same
+ * dependencies: only the duration changes, as a faster or slower kernel
+ * would). */
+static struct model_replay *replay_longer(struct model_graph *g, uint32_t i, int64_t d)
+{
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    g->tasks[i].dur += d;
+    if (model_replay_run(g, NULL, &r, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    g->tasks[i].dur -= d;
+    return r;
+}
+
+/* In the first step of rank 0, find a call whose end a wait on GPU work
+ * sets (a sync, a blocking copy): lengthen that GPU work by d and the call
+ * ends d later, and so does the host work after it, up to the next task
+ * that waits for something else. */
+static void check_longer_kernel_before_sync(const char *name)
+{
+    const struct shared_trace *st = find_trace(name);
+    struct model_job *job = NULL;
+    struct run a;
+    const int64_t d = 1000000; /* 1 ms */
+    if (!st || load(st, &job))
+        return;
+    if (replay(job, NULL, &a)) {
+        model_job_free(job);
+        return;
+    }
+    struct model_graph *g = a.g;
+    const struct model_graph_step *s0 = &g->steps[0];
+    uint32_t call = MODEL_NONE, gpu = MODEL_NONE;
+    for (uint32_t i = s0->begin; i < s0->end && call == MODEL_NONE; i++)
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            const struct model_edge *ed = &g->edges[e];
+            if (ed->type == MODEL_FF && ed->kind == MODEL_EDGE_HOST_SYNC &&
+                a.r->end[i] == a.r->end[ed->from] + ed->lat && a.r->end[i] > a.r->start[i] + g->tasks[i].dur) {
+                call = i;
+                gpu = ed->from;
+                break;
+            }
+        }
+    CHECK(call != MODEL_NONE);
+    if (call == MODEL_NONE) {
+        run_free(&a);
+        return;
+    }
+    struct model_replay *b = replay_longer(g, gpu, d);
+    if (b) {
+        CHECK_EQ_INT(b->end[call] - a.r->end[call], d);
+        /* the host work after it, until a task some other edge holds back */
+        size_t moved = 0;
+        for (uint32_t i = call + 1; i <= s0->end && g->pred_at[i] == g->pred_at[i + 1]; i++, moved++)
+            CHECK_EQ_INT(b->start[i] - a.r->start[i], d);
+        const struct model_trace *t = job->ranks[0];
+        printf("     %s: '%.40s' 1 ms longer: '%s' and the %zu host tasks after it move 1 ms\n", name,
+               model_str(t, t->events[g->tasks[gpu].event].name), model_str(t, t->events[g->tasks[call].event].name),
+               moved);
+        model_replay_free(b);
+    }
+    run_free(&a);
+}
+
+TEST(sensitivity_longer_kernel_before_sync_negative_queue) { check_longer_kernel_before_sync("negative_queue"); }
+TEST(sensitivity_longer_kernel_before_sync_control) { check_longer_kernel_before_sync("control"); }
+TEST(sensitivity_longer_kernel_before_sync_test) { check_longer_kernel_before_sync("test"); }
+TEST(sensitivity_longer_kernel_before_sync_dlrm) { check_longer_kernel_before_sync("dlrm"); }
+TEST(sensitivity_longer_kernel_before_sync_resnet) { check_longer_kernel_before_sync("resnet"); }
+
+/* Lengthen GPU work nothing waits for (no edge leaves it and it is last on
+ * its stream): no other task moves. */
+static void check_longer_independent_kernel(const char *name)
+{
+    const struct shared_trace *st = find_trace(name);
+    struct model_job *job = NULL;
+    struct run a;
+    if (!st || load(st, &job))
+        return;
+    if (replay(job, NULL, &a)) {
+        model_job_free(job);
+        return;
+    }
+    struct model_graph *g = a.g;
+    uint32_t pick = MODEL_NONE;
+    for (uint32_t k = 0; k < g->n_res && pick == MODEL_NONE; k++) {
+        const struct model_resource *r = &g->res[k];
+        if (!r->gpu || !r->n)
+            continue;
+        uint32_t last = r->first + r->n - 1;
+        if (g->succ_at[last] == g->succ_at[last + 1] && g->tasks[last].group == MODEL_NONE)
+            pick = last;
+    }
+    CHECK(pick != MODEL_NONE);
+    struct model_replay *b = pick == MODEL_NONE ? NULL : replay_longer(g, pick, 5000000);
+    if (b) {
+        size_t moved = 0;
+        for (uint32_t i = 0; i < g->n_tasks; i++)
+            moved += i != pick && (b->start[i] != a.r->start[i] || b->end[i] != a.r->end[i]);
+        CHECK_EQ_INT(moved, 0);
+        CHECK_EQ_INT(b->end[pick] - a.r->end[pick], 5000000);
+        model_replay_free(b);
+    }
+    run_free(&a);
+}
+
+TEST(sensitivity_longer_independent_kernel_control) { check_longer_independent_kernel("control"); }
+TEST(sensitivity_longer_independent_kernel_ns_resolution) { check_longer_independent_kernel("ns_resolution"); }
+TEST(sensitivity_longer_independent_kernel_dlrm) { check_longer_independent_kernel("dlrm"); }
+
+/* ---- a straggler across ranks ------------------------------------------------------------------------
+ * DLRM's steps are host-bound (about 1 ms of GPU work in 13-20 ms), so a
+ * 2x slower GPU reaches the others mostly through the collectives' own
+ * time; a replay that copied traced NCCL durations would not move them. */
+
+TEST(sensitivity_dlrm_straggler_propagates)
+{
+    const struct shared_trace *st = find_trace("dlrm");
+    struct model_job *job = NULL;
+    struct run base;
+    if (!st || load(st, &job))
+        return;
+    if (replay(job, NULL, &base)) {
+        model_job_free(job);
+        return;
+    }
+    size_t all_longer = 0;
+    for (int slow = 0; slow < 8; slow++) {
+        char spec[32];
+        struct run s;
+        snprintf(spec, sizeof spec, "gpu@%d=2", slow);
+        if (replay(job, spec, &s))
+            break;
+        /* every other rank's step is longer: it waits for the slow one */
+        size_t longer = 0;
+        double sum = 0;
+        printf("     rank %d 2x slower: the other ranks' steps grow by (us)", slow);
+        for (size_t i = 0; i < s.r->n_steps; i++) {
+            if (job->rank_ids[s.r->steps[i].rank] == slow)
+                continue;
+            int64_t dlt = s.r->steps[i].replayed_ns - base.r->steps[i].replayed_ns;
+            longer += dlt > 0;
+            sum += dlt / 1e3;
+            printf(" %.1f", dlt / 1e3);
+        }
+        printf("\n");
+        /* through the collective every slower GPU reaches the others */
+        CHECK(longer >= 6);
+        all_longer += longer == 7;
+        model_replay_free(s.r);
+        model_graph_free(s.g);
+    }
+    /* and the rank that arrives last (rank 7) holds up every other one */
+    CHECK(all_longer >= 1);
+    run_free(&base);
+}
