@@ -97,6 +97,10 @@ check: $(CONFIG)
 bench: $(CONFIG)
 	@sh tests/bench/bench.sh
 
+# the service on the embedded store under ./var, sample job loaded
+run: all
+	@sh daemon/run.sh $(BUILD)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(filter-out %.so,$(BINS)) $(DESTDIR)$(PREFIX)/bin/
