@@ -177,7 +177,8 @@ static int build_units(struct prof_join *j)
             r->parent && prof_map_put_new(&task_of_api, r->parent - 1, r->number))
             goto out;
     }
-    qsort(members, n_members, sizeof *members, cmp_pair);
+    if (n_members > 1)
+        qsort(members, n_members, sizeof *members, cmp_pair);
 
     for (uint64_t n = first; n < l->n; n++) {
         const struct prof_nccl_rec *launch = prof_nccl_get(l, n);
@@ -287,7 +288,8 @@ static int match_by_order(struct prof_join *j)
             kernels[nk++] = (uint32_t)i;
     }
     sort_kernels_store = st;
-    qsort(kernels, nk, sizeof *kernels, cmp_by_corr);
+    if (nk > 1)
+        qsort(kernels, nk, sizeof *kernels, cmp_by_corr);
 
     for (size_t k = 0; k < nk; k++) {
         const struct prof_event *e = prof_store_at(st, kernels[k]);
@@ -481,7 +483,8 @@ int prof_join_build(struct prof_join *j, const struct prof_store *st, struct pro
         if (prof_store_at(st, i)->type == PROF_EV_CUDA_EVENT)
             j->cuda_events[j->n_cuda_events++] = (uint32_t)i;
     sort_store = st;
-    qsort(j->cuda_events, j->n_cuda_events, sizeof *j->cuda_events, cmp_cuda_event);
+    if (j->n_cuda_events > 1)
+        qsort(j->cuda_events, j->n_cuda_events, sizeof *j->cuda_events, cmp_cuda_event);
 
     if (nl) {
         pthread_mutex_lock(&nl->mu);

@@ -546,7 +546,8 @@ static int collect(struct writer *x, struct item **out, size_t *n_out, uint64_t 
             continue;
         v[n++] = (struct item){r->start, r->end, (uint32_t)(k - first), IT_NCCL};
     }
-    qsort(v, n, sizeof *v, cmp_item);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_item);
     *out = v;
     *n_out = n;
     return 0;

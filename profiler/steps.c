@@ -116,7 +116,8 @@ static int from_kernels(const struct prof_store *st, const struct prof_join *j,
         if (prof_store_at(st, i)->type == PROF_EV_KERNEL)
             k[nk++] = (uint32_t)i;
     sort_store = st;
-    qsort(k, nk, sizeof *k, by_corr);
+    if (nk > 1)
+        qsort(k, nk, sizeof *k, by_corr);
     int in_run = 0;
     for (size_t i = 0; i < nk; i++) {
         const struct prof_event *e = prof_store_at(st, k[i]);
@@ -175,7 +176,8 @@ int prof_steps_find(const struct prof_store *st, const struct prof_join *j,
         free(v);
         return -1;
     }
-    qsort(v, n, sizeof *v, by_start);
+    if (n > 1)
+        qsort(v, n, sizeof *v, by_start);
     /* unnumbered steps take their ordinal */
     for (size_t i = 0; i < n; i++)
         if (v[i].number < 0)
