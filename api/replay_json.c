@@ -161,9 +161,9 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
                                                     "thread_name", "pid", (json_int_t)tk->pid, "tid",
                                                     (json_int_t)tk->tid, "args", "name",
                                                     model_str(t, tk->label)));
-        for (uint32_t i = res->first; i < res->first + res->n; i++) {
+        for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *task = &g->tasks[i];
-            int64_t free_at = i == res->first ? res->origin : r->end[i - 1];
+            int64_t free_at = g->prev[i] == MODEL_NONE ? res->origin : r->end[g->prev[i]];
             if (task->gap > 0 && !res->gpu)
                 json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}", "ph", "X",
                                                         "cat", "cpu_op", "name", "host work", "pid",

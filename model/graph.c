@@ -58,6 +58,8 @@ void model_graph_free(struct model_graph *g)
     if (!g)
         return;
     free(g->tasks);
+    free(g->prev);
+    free(g->next);
     free(g->edges);
     free(g->pred_at);
     free(g->res);
@@ -74,7 +76,7 @@ void model_graph_free(struct model_graph *g)
 size_t model_graph_bytes(const struct model_graph *g)
 {
     size_t ranks = g->job ? g->job->n_ranks : 0;
-    return sizeof *g + g->n_tasks * (sizeof *g->tasks + 2 * sizeof(uint32_t)) +
+    return sizeof *g + g->n_tasks * (sizeof *g->tasks + 4 * sizeof(uint32_t)) +
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + (g->n_groups + 1) * sizeof(uint32_t) +
            g->n_tasks * sizeof(uint32_t) + ranks * 2 * sizeof(int64_t);

@@ -106,7 +106,7 @@ struct model_resource {
     uint8_t gpu;       /* a stream (1) or a thread (0) */
     uint8_t comm;      /* a stream carrying communication kernels */
     uint32_t track;    /* the track in the rank's trace */
-    uint32_t first, n; /* its tasks are first .. first + n - 1, in order */
+    uint32_t first, last, n; /* its first and last task (linked by prev/next), how many */
     int64_t origin;    /* ns, aligned clock: when the resource is first free */
 };
 
@@ -119,9 +119,14 @@ struct model_graph_step {
     uint8_t partial;
 };
 
+/* Tasks are laid out in the order the trace ran them (measured start on
+ * rank 0's clock), which is about the order a replay reaches them: the
+ * simulation then walks memory nearly in sequence. A resource's tasks are
+ * linked in its order by prev/next (MODEL_NONE at the ends). */
 struct model_graph {
     const struct model_job *job; /* borrowed: must outlive the graph */
     struct model_task *tasks;
+    uint32_t *prev, *next;
     size_t n_tasks;
     struct model_edge *edges; /* predecessors of task i: edges[pred_at[i] .. pred_at[i + 1]) */
     uint32_t *pred_at;

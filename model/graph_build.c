@@ -152,8 +152,9 @@ static int new_res(struct builder *b, uint16_t rank, int gpu, uint32_t track, in
 {
     if (sc_vec_reserve((void **)&b->res, &b->cap_res, b->n_res + 1, sizeof *b->res))
         return OOM(b);
-    b->res[b->n_res++] = (struct model_resource){rank, (uint8_t)gpu, 0, track, (uint32_t)b->n_tasks,
-                                                 0, origin};
+    b->res[b->n_res++] = (struct model_resource){.rank = rank, .gpu = (uint8_t)gpu, .track = track,
+                                                 .first = (uint32_t)b->n_tasks, .last = MODEL_NONE,
+                                                 .origin = origin};
     return SC_OK;
 }
 
@@ -1335,12 +1336,86 @@ oom:
 
 /* ---- assembling the graph ----------------------------------------------------------------- */
 
+struct order_key {
+    int64_t t;
+    uint32_t i;
+};
+
+static int by_order_key(const void *x, const void *y)
+{
+    const struct order_key *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Lay the tasks out in measured time order (see graph.h), renumbering
+ * everything that names a task, and link each resource's tasks. Within a
+ * resource, times do not decrease, so the sort keeps each one's order. */
+static int reorder(struct builder *b)
+{
+    size_t n = b->n_tasks;
+    struct order_key *k = malloc((n ? n : 1) * sizeof *k);
+    uint32_t *to = malloc((n ? n : 1) * sizeof *to);
+    struct model_task *tasks = malloc((n ? n : 1) * sizeof *tasks);
+    struct model_graph *g = b->g;
+    g->prev = malloc((n ? n : 1) * sizeof *g->prev);
+    g->next = malloc((n ? n : 1) * sizeof *g->next);
+    if (!k || !to || !tasks || !g->prev || !g->next) {
+        free(k);
+        free(to);
+        free(tasks);
+        return OOM(b);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        k[i] = (struct order_key){b->ts[i] - g->clock_offset_ns[b->tasks[i].rank], i};
+    qsort(k, n, sizeof *k, by_order_key);
+    for (uint32_t j = 0; j < n; j++) {
+        to[k[j].i] = j;
+        tasks[j] = b->tasks[k[j].i];
+    }
+    for (size_t r = 0; r < b->n_res; r++) {
+        struct model_resource *res = &b->res[r];
+        uint32_t last = MODEL_NONE;
+        for (uint32_t i = res->first; i < res->first + res->n; i++) {
+            uint32_t j = to[i];
+            g->prev[j] = last;
+            if (last != MODEL_NONE)
+                g->next[last] = j;
+            last = j;
+        }
+        if (last != MODEL_NONE)
+            g->next[last] = MODEL_NONE;
+        res->last = last;
+        res->first = res->n ? to[res->first] : MODEL_NONE;
+    }
+    for (size_t e = 0; e < b->n_edges; e++) {
+        b->edges[e].from = to[b->edges[e].from];
+        b->edges[e].to = to[b->edges[e].to];
+    }
+    for (size_t s = 0; s < b->n_steps; s++) {
+        b->steps[s].begin = to[b->steps[s].begin];
+        if (b->steps[s].end != MODEL_NONE)
+            b->steps[s].end = to[b->steps[s].end];
+    }
+    for (size_t m = 0; m < (g->n_groups ? g->group_at[g->n_groups] : 0); m++)
+        g->group_tasks[m] = to[g->group_tasks[m]];
+    free(b->tasks);
+    b->tasks = tasks;
+    free(k);
+    free(to);
+    return SC_OK;
+}
+
 static int assemble(struct builder *b)
 {
     struct model_graph *g = b->g;
     size_t n = b->n_tasks, m = b->n_edges;
     uint32_t *fill = NULL;
+    int rc = reorder(b);
 
+    if (rc)
+        return rc;
     g->pred_at = calloc(n + 1, sizeof *g->pred_at);
     g->succ_at = calloc(n + 1, sizeof *g->succ_at);
     g->edges = malloc((m ? m : 1) * sizeof *g->edges);

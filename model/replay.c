@@ -136,9 +136,8 @@ static void notify(struct sim *s, uint32_t k, int fin)
             release(s, v, type == MODEL_FF || type == MODEL_SF);
     }
     if (fin) {
-        const struct model_resource *r = &g->res[g->tasks[k].res];
-        if (k + 1 < r->first + r->n)
-            release(s, k + 1, 0);
+        if (g->next[k] != MODEL_NONE)
+            release(s, g->next[k], 0);
     } else {
         release(s, k, 1); /* its own finish */
     }
@@ -188,8 +187,7 @@ static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
     const struct model_task *t = &g->tasks[i];
-    const struct model_resource *r = &g->res[t->res];
-    int64_t ready = (i == r->first ? r->origin : s->end[i - 1]) + t->gap;
+    int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + t->gap;
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
         if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
@@ -237,8 +235,7 @@ static void break_cycle(struct sim *s)
     for (uint32_t i = 0; i < g->n_tasks && pick == MODEL_NONE; i++) {
         if (s->state[i] != PENDING)
             continue;
-        const struct model_resource *r = &g->res[g->tasks[i].res];
-        if (i == r->first || s->state[i - 1] == FINISHED)
+        if (g->prev[i] == MODEL_NONE || s->state[g->prev[i]] == FINISHED)
             pick = i;
     }
     for (uint32_t i = 0; i < g->n_tasks && pick == MODEL_NONE; i++)
@@ -271,12 +268,9 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     }
     if ((rc = rank_factors(g, o, s.factor, err)))
         goto out;
-    for (size_t k = 0; k < g->n_res; k++) {
-        const struct model_resource *r = &g->res[k];
-        for (uint32_t i = r->first; i < r->first + r->n; i++) {
-            s.wait_s[i] = i != r->first;
-            s.wait_f[i] = 1; /* its start */
-        }
+    for (uint32_t i = 0; i < n; i++) {
+        s.wait_s[i] = g->prev[i] != MODEL_NONE;
+        s.wait_f[i] = 1; /* its start */
     }
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
@@ -436,8 +430,7 @@ static struct model_breakdown breakdown(const struct spans *c, const struct span
 /* When task i's resource became free for it. */
 static int64_t res_free(const struct model_graph *g, const int64_t *end, uint32_t i)
 {
-    const struct model_resource *r = &g->res[g->tasks[i].res];
-    return i == r->first ? r->origin : end[i - 1];
+    return g->prev[i] == MODEL_NONE ? g->res[g->tasks[i].res].origin : end[g->prev[i]];
 }
 
 static uint8_t task_bound(const struct model_graph *g, uint32_t i)
@@ -558,16 +551,15 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 best = v;
             }
         }
-        const struct model_resource *r = &g->res[t->res];
         if (by == MODEL_NONE) {
             /* host work on the resource, then its previous task */
             int64_t from = free_at > floor ? free_at : floor;
             if (seg(p, i, from, cur, MODEL_BOUND_HOST))
                 return -1;
             cur = from;
-            if (i == r->first)
+            if (g->prev[i] == MODEL_NONE)
                 break;
-            i--;
+            i = g->prev[i];
             at_end = 1;
             continue;
         }

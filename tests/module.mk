@@ -17,3 +17,8 @@ GENTRACE := $(BUILD)/gentrace
 $(GENTRACE): $(BUILD)/obj/tests/tools/gentrace.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBS)
 tests: $(GENTRACE)
+
+# bench-replay: replay speed (make bench)
+BENCH_REPLAY := $(BUILD)/bench-replay
+$(BENCH_REPLAY): $(BUILD)/obj/tests/bench/bench_replay.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)

@@ -298,7 +298,7 @@ static void check_longer_kernel_before_sync(const char *name)
     struct model_graph *g = a.g;
     const struct model_graph_step *s0 = &g->steps[0];
     uint32_t call = MODEL_NONE, gpu = MODEL_NONE;
-    for (uint32_t i = s0->begin; i < s0->end && call == MODEL_NONE; i++)
+    for (uint32_t i = s0->begin; i != s0->end && call == MODEL_NONE; i = g->next[i])
         for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
             const struct model_edge *ed = &g->edges[e];
             if (ed->type == MODEL_FF && ed->kind == MODEL_EDGE_HOST_SYNC &&
@@ -318,7 +318,8 @@ static void check_longer_kernel_before_sync(const char *name)
         CHECK_EQ_INT(b->end[call] - a.r->end[call], d);
         /* the host work after it, until a task some other edge holds back */
         size_t moved = 0;
-        for (uint32_t i = call + 1; i <= s0->end && g->pred_at[i] == g->pred_at[i + 1]; i++, moved++)
+        for (uint32_t i = g->next[call]; i != MODEL_NONE && g->pred_at[i] == g->pred_at[i + 1];
+             i = i == s0->end ? MODEL_NONE : g->next[i], moved++)
             CHECK_EQ_INT(b->start[i] - a.r->start[i], d);
         const struct model_trace *t = job->ranks[0];
         printf("     %s: '%.40s' 1 ms longer: '%s' and the %zu host tasks after it move 1 ms\n", name,
@@ -354,7 +355,7 @@ static void check_longer_independent_kernel(const char *name)
         const struct model_resource *r = &g->res[k];
         if (!r->gpu || !r->n)
             continue;
-        uint32_t last = r->first + r->n - 1;
+        uint32_t last = r->last;
         if (g->succ_at[last] == g->succ_at[last + 1] && g->tasks[last].group == MODEL_NONE)
             pick = last;
     }
