@@ -21,7 +21,7 @@ void prof_log_reset(void)
     atomic_store(&failed, 0);
 }
 
-static void emit(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void emit(const char *fmt, va_list ap)
 {
     char line[512];
     int n = snprintf(line, sizeof line, "stepcast-prof: ");
