@@ -92,7 +92,7 @@ $(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
 check: $(CONFIG)
-	@sh tests/check.sh
+	@bash tests/check.sh
 
 bench: $(CONFIG)
 	@sh tests/bench/bench.sh
