@@ -39,7 +39,7 @@ static const struct cfg_entry table[] = {
     {"port-file", CFG_STR, F(port_file), "", 0, 0, 0, "write the bound port here"},
     {"log-level", CFG_STR, F(log_level), "info", 0, 0, 0, "debug, info, warn, error or off"},
     {"admin-token", CFG_STR, F(admin_token), "", 0, 0, CFG_SECRET | CFG_NO_FLAG,
-     "first admin token when the store has none (STEPCAST_ADMIN_TOKEN)"},
+     "first admin token when the store has none"},
     {"admin-token-file", CFG_STR, F(admin_token_file), "", 0, 0, 0,
      "first admin token from this file (a new one is written there when absent)"},
     {"cors-origins", CFG_STR, F(cors_origins), "", 0, 0, 0,

@@ -7,14 +7,14 @@
 # runs wrk against GET /v1/models/{id}/replay on the cached model and
 # against /healthz. Prints requests/s and p99 latency with the commands.
 # Knobs: BUILD (build dir), DURATION (s, default 10), CONNECTIONS (16),
-# THREADS (wrk threads, 1), HTTP_THREADS (daemon, 2).
+# THREADS (wrk threads, 1), HTTP_THREADS (the daemon's, default its own: 4).
 set -eu
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-16}
 THREADS=${THREADS:-1}
-HTTP_THREADS=${HTTP_THREADS:-2}
+HTTP_THREADS=${HTTP_THREADS:-4}
 command -v wrk >/dev/null || { echo "bench_service: wrk is not installed (scripts/deps.sh installs it)"; exit 1; }
 tmp=$(mktemp -d)
 pid=""
