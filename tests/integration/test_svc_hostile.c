@@ -119,6 +119,7 @@ TEST(svc_hostile_auth_and_bodies)
     char *deep = malloc(deep_n + 1);
     memset(deep, '[', deep_n);
     expect(&c, "PUT", "/v1/jobs/x", SVC_ADMIN, deep, deep_n, NULL, 400, "json_too_deep");
+    expect(&c, "PUT", up, SVC_ADMIN, deep, deep_n, NULL, 400, "invalid_trace"); /* a trace, too */
     for (size_t i = 0; i + 5 <= deep_n; i += 5)
         memcpy(deep + i, "{\"a\":", 5);
     expect(&c, "POST", "/v1/tokens", SVC_ADMIN, deep, deep_n, NULL, 400, "json_too_deep");

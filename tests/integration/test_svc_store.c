@@ -332,3 +332,26 @@ TEST(svc_concurrent_clients)
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_check(d.data, NULL), 0);
 }
+
+TEST(svc_sigterm_finishes_builds_in_flight)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    size_t n;
+    char *t = svc_small_trace(0, 30000, 8, &n); /* 90,001 events: a build that takes a while */
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(put_trace(&d, "big", 0, t, n, NULL, 0), 201);
+    free(t);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/big/models", NULL, &r), 202);
+    char *id = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0); /* SIGTERM right after the build started */
+    char *log = th_read_file(d.log, NULL);
+    char *ready = log ? strstr(log, "event=ready") : NULL, *exited = log ? strstr(log, "comp=main event=exit") : NULL;
+    CHECK(ready && exited && ready < exited); /* it finished before the exit */
+    free(log);
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_STREQ(svc_wait_model(&d, id, 1), "ready");
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    free(id);
+}
