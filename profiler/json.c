@@ -74,6 +74,12 @@ int prof_json_open(struct prof_json *w, const char *path, int gzip)
     return 0;
 }
 
+void prof_json_open_stream(struct prof_json *w, FILE *f)
+{
+    memset(w, 0, offsetof(struct prof_json, buf));
+    w->sink = f;
+}
+
 void prof_json_open_null(struct prof_json *w)
 {
     memset(w, 0, offsetof(struct prof_json, buf));

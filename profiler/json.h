@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PROF_JSON_DEPTH 16
 
@@ -29,6 +30,8 @@ struct prof_json {
 
 /* Open path for writing (gzip when `gzip`). 0 or -1. */
 int prof_json_open(struct prof_json *w, const char *path, int gzip);
+/* Write to an open stream (open_memstream, say); closing the writer closes it. */
+void prof_json_open_stream(struct prof_json *w, FILE *f);
 /* Open on a memory-less sink that discards output, for measuring (bench). */
 void prof_json_open_null(struct prof_json *w);
 /* Flush and close. 0, or -1 if any write failed. */

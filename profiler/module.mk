@@ -63,6 +63,12 @@ $(PROF_TSAN_BIN): $(PROF_TSAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -fsanitize=%,$(ALL_LDFLAGS)) -fsanitize=thread -o $@ $^ -lpthread
 
+# `make fuzz`: names of any bytes -> a trace stepcast's reader loads (tests/fuzz/fuzz_prof_json.c)
+FUZZ_TARGETS += prof_json
+$(BUILD)/obj/tests/fuzz/fuzz_prof_json.o: ALL_CFLAGS += $(PROF_INC)
+$(BUILD)/fuzz_prof_json: $(BUILD)/obj/tests/fuzz/fuzz_prof_json.o $(PROF_OBJS) $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS) $(PROF_LIBS)
+
 .PHONY: profiler-tests
 profiler-tests: $(PROF_LIB) $(PROF_TEST_BIN) $(PROF_INJECT_BIN) $(PROF_TSAN_BIN) $(BUILD)/stepcast
 
