@@ -138,6 +138,9 @@ int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_co
     case SC_ENOMEM: c = API_E_UNAVAILABLE; break;
     default: c = API_E_INTERNAL; break;
     }
-    api_fail(r, c, "%s", err->msg);
+    if (c == API_E_INTERNAL) /* details (paths, SQLite's words) stay in the server's log */
+        api_fail(r, c, "the server failed (%s); its log has the details", sc_status_name(err->code));
+    else
+        api_fail(r, c, "%s", err->msg);
     return err->code ? (int)err->code : SC_EINTERNAL;
 }

@@ -66,7 +66,9 @@ int api_fail(struct api_reply *r, enum api_code code, const char *fmt, ...);
 /* An error reply for a library error: EPARSE/EINVAL -> `invalid` (the
  * caller says which 400 code fits), ELIMIT -> too_large, ENUMERIC ->
  * unprocessable, ENOTFOUND -> not_found, EEXIST -> conflict, ENOMEM ->
- * unavailable, others -> internal. Returns err->code. */
+ * unavailable, others -> internal, whose message does not repeat err's
+ * (it may name server paths): log err where that matters. Returns
+ * err->code. */
 int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_code invalid);
 
 /* A body the caller built (taken over): status and content type. */

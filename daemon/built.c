@@ -13,6 +13,7 @@
 
 #include "api/encode.h"
 #include "daemon/blobs.h"
+#include "daemon/service.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -213,7 +214,7 @@ int built_model_query(struct built_model *m, enum api_op op, const char *const *
     if ((*memo_hit = memo_get(m, key, r)))
         return SC_OK;
     if ((rc = model_replay_run(m->graph, &ro, &rp, &err)))
-        return api_fail_status(r, &err, API_E_BAD_REQUEST);
+        return svc_fail(r, &err, API_E_BAD_REQUEST);
     rc = api_reply_replay(r, op, rp, (int)rank);
     model_replay_free(rp);
     if (rc == SC_OK)

@@ -45,7 +45,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     }
     memset(&m, 0, sizeof m);
     if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
         return;
     }
     snprintf(m.id, sizeof m.id, "m-%s", rnd);
@@ -54,7 +54,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     m.step_marker = req.step_marker[0] ? req.step_marker : NULL;
     m.steps = req.steps[0] ? req.steps : NULL;
     if ((rc = store_model_create(s->store, &m, &err))) {
-        api_fail_status(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
+        svc_fail(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
         return;
     }
     if (builder_submit(s->builder, m.id, &err)) {
@@ -66,7 +66,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     }
     log_info("build", "model=%s job=%s event=queued by=%s", m.id, m.job, q->caller.id);
     if (store_model_get(s->store, m.id, &made, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
         return;
     }
     fill_progress(s, &made);
@@ -86,7 +86,7 @@ void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (store_model_list(s->store, job, &v, &n, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -100,7 +100,7 @@ void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_model m;
     struct sc_error err;
     if (store_model_get(s->store, q->params.id, &m, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
         return;
     }
     fill_progress(s, &m);
@@ -123,7 +123,7 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
         h_remove_blobs(s, &freed);
     pthread_mutex_unlock(&s->blob_mu);
     if (rc)
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
     else
         api_reply_deleted(r, "model", q->params.id, 1, freed.n);
     store_names_release(&freed);
@@ -140,7 +140,7 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (rc) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+        svc_fail(r, &err, API_E_INTERNAL);
         return;
     }
     built_model_query(cache_value(e), q->op, q->qkey, q->qval, q->n_query, r, &memo_hit);

@@ -129,6 +129,17 @@ void svc_close(struct svc *s)
     memset(s, 0, sizeof *s);
 }
 
+int svc_fail(struct api_reply *r, const struct sc_error *err, enum api_code invalid)
+{
+    int rc = api_fail_status(r, err, invalid);
+    if (r->status >= 500) {
+        char q[600];
+        log_error("handler", "status=%s msg=\"%s\"", sc_status_name(err->code),
+                  log_quote(err->msg, q, sizeof q));
+    }
+    return rc;
+}
+
 const char *svc_query(const struct svc_request *req, const char *key)
 {
     for (size_t i = 0; i < req->n_query; i++)

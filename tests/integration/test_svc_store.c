@@ -120,8 +120,9 @@ static void failpoint_case(const struct fp_case *fc)
         free(t);
     } else if (!strcmp(fc->action, "delete")) {
         CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/jobs/doomed", NULL, NULL), 0);
-    } else {
-        CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/keep/models", NULL, &r), 202);
+    } else { /* the build may crash the daemon before the 202 goes out */
+        long st = svc_admin(&d, "POST", "/v1/jobs/keep/models", NULL, &r);
+        CHECK(st == 202 || st == 0);
         svc_resp_release(&r);
     }
     CHECK_EQ_INT(svc_wait_exit(&d, 30), -SIGKILL);
