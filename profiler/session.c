@@ -28,6 +28,9 @@
 #define WINDOW_MARGIN_NS (10ull * 1000000000ull)
 /* after a window's last step: wait for its GPU work before writing */
 #define WINDOW_GRACE_MS 2000
+/* periodic flushes failing in a row, after records flowed, that mean CUPTI
+ * was taken over */
+#define FLUSH_FAILURES_LOST 3
 
 enum { MAX_KINDS = 16 };
 
@@ -55,6 +58,7 @@ static struct {
     uint64_t cupti_dropped;
     uint64_t close_at; /* monotonic ns when a closed window is written, 0 = not closing */
     int lost;          /* another CUPTI client took over: touch CUPTI no more */
+    int flush_failures; /* periodic flushes failed in a row */
     int hooks_registered;
     char output[4096];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -207,8 +211,12 @@ static void *flusher(void *arg)
             break;
         pthread_mutex_unlock(&S.mu);
         CUptiResult r = S.cupti.flush_all(0);
-        if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_NOT_READY) {
-            /* CUPTI finalized or reconfigured under us: another client took it */
+        S.flush_failures = r == CUPTI_SUCCESS || r == CUPTI_ERROR_NOT_READY ? 0 : S.flush_failures + 1;
+        if (S.flush_failures == 1 && !S.conv.records)
+            note("periodic flush: %s", cupti_err(r)); /* before any record: CUDA not yet in use */
+        if (S.flush_failures >= FLUSH_FAILURES_LOST && S.conv.records) {
+            /* records flowed, then CUPTI stopped answering: it was finalized or
+             * reconfigured by another client */
             S.lost = 1;
             note("periodic flush: %s", cupti_err(r));
             prof_log_fail("another CUPTI client took over CUPTI (flush: %s): tracing stopped, "
@@ -396,6 +404,7 @@ int prof_session_start(const struct prof_config *cfg, const struct prof_cupti *c
     S.close_at = 0;
     S.cupti_dropped = 0;
     S.lost = 0;
+    S.flush_failures = 0;
     S.stop = 0;
     S.pid = getpid();
     prof_log_set_quiet(cfg->quiet);
@@ -406,10 +415,12 @@ int prof_session_start(const struct prof_config *cfg, const struct prof_cupti *c
         return fail("CUPTI API version %u is older than CUDA 12.4's (22), the oldest supported",
                     version);
     }
-    if (mkdirs(cfg->dir))
-        return fail("cannot create or write the output directory '%s'", cfg->dir);
     if (subscribe() != PROF_RUNNING)
         return PROF_OFF;
+    if (mkdirs(cfg->dir)) {
+        undo();
+        return fail("cannot create or write the output directory '%s'", cfg->dir);
+    }
 
     size_t total = cfg->max_mb * MB, buf = cfg->buffer_kb * 1024;
     size_t n_bufs = total / 4 / buf;

@@ -284,6 +284,27 @@ TEST(prof_session_steps_aside_when_taken_over)
     prof_session_reset();
 }
 
+/* Before the job uses CUDA, flushes may fail: that is not a takeover. */
+TEST(prof_session_flush_failures_before_records_are_not_a_takeover)
+{
+    struct prof_config c;
+    struct prof_cupti fake;
+    struct synth_cupti_script s = {.version = 130001, .flush_error = CUPTI_ERROR_NOT_INITIALIZED};
+    capture_stderr();
+    config(&c);
+    c.flush_ms = 10;
+    synth_cupti_make(&fake, &s);
+    CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
+    usleep(200000);
+    CHECK(synth_cupti_log()->flushes >= 5);
+    CHECK_EQ_INT(prof_session_state(), PROF_RUNNING);
+    CHECK_EQ_INT(prof_session_finish(), 0);
+    char *err = captured();
+    CHECK_EQ_INT(count_lines(err, "stepcast-prof: "), 0);
+    free(err);
+    prof_session_reset();
+}
+
 /* A buffer lent to CUPTI that even the final forced flush does not return
  * went to another client's callbacks: said once, the trace still written. */
 TEST(prof_session_notices_lost_buffers)
