@@ -581,20 +581,10 @@ static void device_properties(struct writer *x)
     prof_json_end_array(w);
 }
 
-/* The communicator that stands for the job: the largest (the first of equals). */
-static const struct prof_nccl_comm *world_comm(const struct writer *x)
-{
-    const struct prof_nccl_comm *best = NULL;
-    for (size_t i = 0; x->nl && i < x->nl->n_comms; i++)
-        if (!best || x->nl->comms[i].nranks > best->nranks)
-            best = &x->nl->comms[i];
-    return best;
-}
-
 static void distributed_info(struct writer *x)
 {
     struct prof_json *w = x->w;
-    const struct prof_nccl_comm *world = world_comm(x);
+    const struct prof_nccl_comm *world = prof_nccl_world(x->nl);
     int64_t rank = world ? world->rank : x->info->rank;
     int64_t size = world ? world->nranks : x->info->world_size;
     prof_json_key(w, "distributedInfo");

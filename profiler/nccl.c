@@ -410,6 +410,15 @@ EXPORT const struct prof_nccl_v5 ncclProfiler_v5 = {"stepcast-prof", v5_init, v5
 EXPORT const struct prof_nccl_v4 ncclProfiler_v4 = {"stepcast-prof", v4_init, v4_start, stop,
                                                     record_state, finalize};
 
+const struct prof_nccl_comm *prof_nccl_world(const struct prof_nccl_log *l)
+{
+    const struct prof_nccl_comm *best = NULL;
+    for (size_t i = 0; l && i < l->n_comms; i++)
+        if (!best || l->comms[i].nranks > best->nranks)
+            best = &l->comms[i];
+    return best;
+}
+
 /* ---- NCCL's own entry points ---------------------------------------------------------- */
 
 /* The NCCL calls the profiler makes, resolved at run time (NCCL may be

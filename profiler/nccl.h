@@ -109,6 +109,10 @@ void prof_nccl_drop_before(struct prof_nccl_log *l, uint64_t t);
  * the plugin does not report it missing. */
 void prof_nccl_mark_injected(struct prof_nccl_log *l);
 
+/* The communicator that stands for the job: the largest (the first of
+ * equals), whose rank and size are the process's; NULL when none. */
+const struct prof_nccl_comm *prof_nccl_world(const struct prof_nccl_log *l);
+
 /* The NCCL library's version ("2.28.9") through its ncclGetVersion, when a
  * libnccl with that symbol is loaded; NULL otherwise. Writes into buf. */
 const char *prof_nccl_library_version(char *buf, size_t n);

@@ -168,8 +168,7 @@ void prof_session_drain(void)
         size_t before = S.store.n;
         prof_convert_buffer(&S.conv, S.cupti.get_next_record, buf, valid);
         prof_pool_give_back(&S.pool, i);
-        if (before <= S.store.n)
-            watch_steps(before);
+        watch_steps(before);
     }
     size_t dropped = 0;
     if (S.cupti.get_num_dropped && S.cupti.get_num_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS)
@@ -355,11 +354,26 @@ static int enable_kinds(void)
         {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", 0},
         {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", 0},
     };
-    /* getters called constantly that no dependency needs */
-    static const CUpti_CallbackId quiet_runtime[] = {3, 10, 11, 15, 17, 151, 200, 317, 324, 461};
-    static const CUpti_CallbackId quiet_driver[] = {2,   9,   16,  23,  85,  135, 303, 304, 310,
-                                                    392, 450, 499, 536, 626, 629, 677, 681, 683,
-                                                    686, 695, 729};
+    /* getters called constantly that no dependency needs (Kineto drops the
+     * first three of each list too) */
+#define RT(name) CUPTI_RUNTIME_TRACE_CBID_##name
+#define DRV(name) CUPTI_DRIVER_TRACE_CBID_##name
+    static const CUpti_CallbackId quiet_runtime[] = {
+        RT(cudaGetDevice_v3020), RT(cudaGetLastError_v3020), RT(cudaPeekAtLastError_v3020),
+        RT(cudaGetDeviceCount_v3020), RT(cudaFuncGetAttributes_v3020),
+        RT(cudaPointerGetAttributes_v4000), RT(cudaDeviceGetAttribute_v5000),
+        RT(cudaStreamIsCapturing_v10000), RT(cudaStreamGetCaptureInfo_v10010),
+        RT(cudaStreamGetCaptureInfo_v12030)};
+    static const CUpti_CallbackId quiet_driver[] = {
+        DRV(cuKernelGetAttribute), DRV(cuDevicePrimaryCtxGetState), DRV(cuCtxGetCurrent),
+        DRV(cuCtxSetCurrent), DRV(cuCtxGetDevice), DRV(cuCtxGetId), DRV(cuDriverGetVersion),
+        DRV(cuDeviceGetAttribute), DRV(cuFuncGetAttribute), DRV(cuPointerGetAttribute),
+        DRV(cuPointerGetAttributes), DRV(cuStreamIsCapturing), DRV(cuStreamGetCaptureInfo),
+        DRV(cuStreamGetCaptureInfo_v2), DRV(cuStreamGetCaptureInfo_v3), DRV(cuGetProcAddress),
+        DRV(cuGetProcAddress_v2), DRV(cuGetExportTable), DRV(cuModuleGetFunction),
+        DRV(cuLibraryGetKernel), DRV(cuKernelGetFunction)};
+#undef RT
+#undef DRV
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         CUpti_ActivityKind k = kinds[i].kind;
         if ((k == CUPTI_ACTIVITY_KIND_DRIVER && !S.cfg.driver) ||
@@ -489,16 +503,6 @@ static void read_comm(char *buf, size_t n)
     }
 }
 
-static int64_t nccl_rank(void)
-{
-    struct prof_nccl_log *l = prof_nccl();
-    const struct prof_nccl_comm *best = NULL;
-    for (size_t i = 0; i < l->n_comms; i++)
-        if (!best || l->comms[i].nranks > best->nranks)
-            best = &l->comms[i];
-    return best ? best->rank : -1;
-}
-
 static int write_trace(void)
 {
     static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
@@ -531,7 +535,8 @@ static int write_trace(void)
     info.window_last = S.cfg.window_last;
     info.notes = S.notes[0] ? S.notes : NULL;
 
-    int64_t rank = nccl_rank() >= 0 ? nccl_rank() : info.rank;
+    const struct prof_nccl_comm *world = prof_nccl_world(prof_nccl());
+    int64_t rank = world ? world->rank : info.rank;
     if (rank >= 0)
         snprintf(rank_part, sizeof rank_part, "_rank%lld", (long long)rank);
     snprintf(S.output, sizeof S.output, "%s/stepcast_%s_%u%s.pt.trace.json%s", S.cfg.dir, host,
