@@ -41,7 +41,8 @@ struct writer {
     uint32_t *launch;           /* per event: the index of its launch call, or PROF_INVALID */
     uint8_t *flow_started;      /* per event: its `s` flow is written (launch calls) */
     struct prof_map cpu_rows, gpu_rows; /* (pid << 32 | tid) seen */
-    uint64_t last_row[2];       /* the last row added to each, to skip repeats */
+    uint64_t last_row[2];       /* the last row added to each, to skip repeats ... */
+    uint8_t have_last_row[2];   /* ... once there is one */
     uint64_t base;
     uint64_t events, incomplete;
     const struct prof_device *last_device;
@@ -52,13 +53,14 @@ struct writer {
 static void row(struct writer *x, int gpu, uint32_t pid, int64_t tid)
 {
     uint64_t key = (uint64_t)pid << 32 | (uint32_t)tid;
-    if (x->last_row[gpu] == key + 1)
+    if (x->have_last_row[gpu] && x->last_row[gpu] == key)
         return;
-    x->last_row[gpu] = key + 1;
+    x->last_row[gpu] = key;
+    x->have_last_row[gpu] = 1;
     (void)prof_map_put_new(gpu ? &x->gpu_rows : &x->cpu_rows, key, 0);
 }
 
-/* The launch call of event i (found once, in collect()), or NULL. */
+/* The launch call of event i (looked up once, before collecting), or NULL. */
 static const struct prof_event *launch_of(const struct writer *x, size_t i)
 {
     return x->launch[i] == PROF_INVALID ? NULL : prof_store_at(x->st, x->launch[i]);
