@@ -4,7 +4,11 @@
  * exit handler runs. Prints what the entry points returned; the test
  * (test_inject.c) checks this and the library's one message on stderr.
  *
- *   prof-inject-real LIBRARY [nccl]                                       */
+ * With "nvtx", it calls InitializeInjectionNvtx2 as NVTX would (the test
+ * only does so with NVTX forwarding switched off: a real libcupti would
+ * need NVTX's export table).
+ *
+ *   prof-inject-real LIBRARY [nccl|nvtx]                                  */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +25,7 @@ struct nccl_v5 {
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl]\n");
+        fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl|nvtx]\n");
         return 2;
     }
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -39,6 +43,17 @@ int main(int argc, char **argv)
         }
         int rc = t->init(&ctx, 0x1234, &mask, "world", 1, 8, 3, NULL);
         printf("plugin %s init=%d mask=%d\n", t->name, rc, mask);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[2], "nvtx") == 0) {
+        void *nsym = dlsym(lib, "InitializeInjectionNvtx2");
+        int (*nvtx)(void *);
+        if (!nsym) {
+            printf("no InitializeInjectionNvtx2\n");
+            return 1;
+        }
+        memcpy(&nvtx, &nsym, sizeof nvtx);
+        printf("InitializeInjectionNvtx2=%d\n", nvtx(NULL));
         return 0;
     }
     void *sym = dlsym(lib, "InitializeInjection");
