@@ -9,9 +9,18 @@
 #define COMMON_VEC_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /* Make room for `need` elements of `elem` bytes. Returns 0, or -1 (the array
  * is untouched) when out of memory or the size would overflow. */
 int sc_vec_reserve(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* qsort that also takes an empty array, which may then be NULL (qsort's
+ * contract does not allow a NULL base even for no element). */
+static inline void sc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
 
 #endif

@@ -234,7 +234,7 @@ static int rank_threads(struct builder *b, struct rank_build *r)
         items[n++] = (struct item){t->steps[k].start, 0, (uint32_t)k, step_track, 1, MODEL_TASK_MARKER};
         items[n++] = (struct item){t->steps[k].end, 0, (uint32_t)k, step_track, 0, MODEL_TASK_MARKER};
     }
-    qsort(items, n, sizeof *items, by_track_time);
+    sc_sort(items, n, sizeof *items, by_track_time);
     r->thread_lo = (uint32_t)b->n_res;
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
@@ -344,7 +344,7 @@ static int rank_streams(struct builder *b, struct rank_build *r)
                            : MODEL_TASK_GPU;
         items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, kind};
     }
-    qsort(items, n, sizeof *items, by_track_time);
+    sc_sort(items, n, sizeof *items, by_track_time);
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
         if ((rc = new_res(b, r->rank, 1, track, r->origin)))
@@ -563,7 +563,7 @@ static int api_medians(struct builder *b, struct rank_build *r, struct api_media
                 pairs[2 * n + 1] = b->tasks[k].dur;
                 n++;
             }
-    qsort(pairs, n, 2 * sizeof *pairs, cmp_name_dur);
+    sc_sort(pairs, n, 2 * sizeof *pairs, cmp_name_dur);
     m->name = malloc((n ? n : 1) * sizeof *m->name);
     m->median = malloc((n ? n : 1) * sizeof *m->median);
     if (!m->name || !m->median) {
@@ -629,7 +629,7 @@ static int calibrate_latencies(struct builder *b, struct rank_build *r)
         }
     }
     if (n) {
-        qsort(v, n, sizeof *v, cmp_i64);
+        sc_sort(v, n, sizeof *v, cmp_i64);
         r->launch_lat = max64(0, v[n / 10]);
     }
     free(v);
@@ -1005,12 +1005,12 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
         }
     if (n < 64)
         goto out;
-    qsort(ops, n, sizeof *ops, by_lstart);
+    sc_sort(ops, n, sizeof *ops, by_lstart);
     if (!(starts = malloc(n * sizeof *starts)))
         goto oom;
     for (size_t j = 0; j < n; j++)
         starts[j] = b->ts[ops[j].task];
-    qsort(starts, n, sizeof *starts, cmp_i64);
+    sc_sort(starts, n, sizeof *starts, cmp_i64);
     /* pending when each launch returns: launched so far minus started */
     int64_t qmax = 0;
     size_t *pending = malloc(n * sizeof *pending);
@@ -1092,7 +1092,7 @@ static int busy_spans(struct builder *b, struct rank_build *r, uint32_t track, s
         }
         v[n++] = (struct span){e->ts, e->ts + e->dur};
     }
-    qsort(v, n, sizeof *v, by_span_start);
+    sc_sort(v, n, sizeof *v, by_span_start);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (m && v[i].a <= v[m - 1].b) {
@@ -1242,7 +1242,7 @@ static int collectives(struct builder *b)
             refs[n++] = (struct comm_ref){sid, ord++, rs->rank, k};
         }
     }
-    qsort(refs, n, sizeof *refs, by_comm_key);
+    sc_sort(refs, n, sizeof *refs, by_comm_key);
     /* ranks per stream id: how many members a complete group has */
     diffs = calloc(nranks, sizeof *diffs);
     ndiff = calloc(nranks, sizeof *ndiff);
@@ -1314,7 +1314,7 @@ static int collectives(struct builder *b)
     gtasks = NULL;
     for (size_t rk = 0; rk < nranks; rk++) {
         if (ndiff[rk]) {
-            qsort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
+            sc_sort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
             g->clock_offset_ns[rk] = diffs[rk][ndiff[rk] / 2];
         }
     }
@@ -1369,7 +1369,7 @@ static int reorder(struct builder *b)
     }
     for (uint32_t i = 0; i < n; i++)
         k[i] = (struct order_key){b->ts[i] - g->clock_offset_ns[b->tasks[i].rank], i};
-    qsort(k, n, sizeof *k, by_order_key);
+    sc_sort(k, n, sizeof *k, by_order_key);
     for (uint32_t j = 0; j < n; j++) {
         to[k[j].i] = j;
         tasks[j] = b->tasks[k[j].i];

@@ -71,7 +71,7 @@ static int expand_dir(const char *dir, struct path_list *l, struct sc_error *err
     closedir(d);
     if (l->n == first)
         return sc_error_set(err, SC_ENOTFOUND, "directory '%s' holds no trace files", dir);
-    qsort(l->v + first, l->n - first, sizeof *l->v, cmp_str);
+    sc_sort(l->v + first, l->n - first, sizeof *l->v, cmp_str);
     return SC_OK;
 }
 
@@ -285,7 +285,7 @@ int model_job_from_traces(struct model_trace **traces, size_t n, struct model_jo
         traces[i] = NULL;
     }
     j->n_ranks = n;
-    qsort(j->ranks, n, sizeof *j->ranks, cmp_rank);
+    sc_sort(j->ranks, n, sizeof *j->ranks, cmp_rank);
     for (size_t i = 0; i < n; i++) {
         j->rank_ids[i] = (int)j->ranks[i]->rank;
         if (i && j->ranks[i]->rank == j->ranks[i - 1]->rank) {
@@ -342,9 +342,11 @@ int model_job_load(const char *const *paths, size_t n, const struct model_load_o
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 break;
             }
-            memset(all.v + base, 0, files.n * sizeof *all.v);
+            if (files.n)
+                memset(all.v + base, 0, files.n * sizeof *all.v);
             all.n += files.n;
-            rc = load_files(files.v, files.n, opts, threads, all.v + base, err);
+            if (files.n)
+                rc = load_files(files.v, files.n, opts, threads, all.v + base, err);
             path_list_release(&files);
             memset(&files, 0, sizeof files);
             if (rc == SC_OK)

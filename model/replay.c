@@ -350,7 +350,7 @@ static int by_a(const void *x, const void *y)
 static void spans_merge(struct spans *s)
 {
     size_t m = 0;
-    qsort(s->v, s->n, sizeof *s->v, by_a);
+    sc_sort(s->v, s->n, sizeof *s->v, by_a);
     for (size_t i = 0; i < s->n; i++) {
         if (m && s->v[i].a <= s->v[m - 1].b) {
             if (s->v[i].b > s->v[m - 1].b)
@@ -674,7 +674,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
-            qsort(path.v + first, path.n - first, sizeof *path.v, cmp_seg_start);
+            sc_sort(path.v + first, path.n - first, sizeof *path.v, cmp_seg_start);
             rs->path_first = first;
             rs->path_n = path.n - first;
         }

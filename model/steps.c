@@ -7,6 +7,7 @@
 
 #include "model/runtime_api.h"
 #include "model/trace.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 #define PROFILER_STEP "ProfilerStep#"
@@ -103,7 +104,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         s->event = (uint32_t)i;
         s->number = marker ? 0 : parse_step_number(model_str(t, e->name) + sizeof PROFILER_STEP - 1);
     }
-    qsort(steps, n, sizeof *steps, by_start);
+    sc_sort(steps, n, sizeof *steps, by_start);
 
     /* drop markers nested in the one before (an op and an annotation of the
      * same name), then, for a marker, span start to start */
