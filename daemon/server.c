@@ -467,7 +467,9 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         server_free(srv);
         return rc;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon() races
+     * with its epoll workers over the listening socket and can abort */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (v6)
         flags |= MHD_USE_IPv6;
     srv->d = MHD_start_daemon(
