@@ -9,11 +9,11 @@
 #define E_AUTH "401,403"
 static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_HEALTHZ] = {"GET", "/healthz", "getHealth", API_SCOPE_NONE, API_BODY_NONE, 200, NULL,
-                        "503", "liveness: version, uptime, draining"},
+                        "401,503", "liveness: version, uptime, draining (a read token with ops-need-token)"},
     [API_OP_METRICS] = {"GET", "/metrics", "getMetrics", API_SCOPE_NONE, API_BODY_NONE, 200, NULL,
-                        "", "Prometheus text-format metrics"},
-    [API_OP_OPENAPI] = {"GET", "/v1/openapi.json", "getOpenapi", API_SCOPE_NONE, API_BODY_NONE, 200,
-                        NULL, "", "this document"},
+                        "401", "Prometheus text-format metrics (a read token with ops-need-token)"},
+    [API_OP_OPENAPI] = {"GET", "/v1/openapi.json", "getOpenapi", API_SCOPE_READ, API_BODY_NONE, 200,
+                        NULL, E_AUTH, "this document"},
     [API_OP_JOBS_LIST] = {"GET", "/v1/jobs", "listJobs", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                           E_AUTH, "every job with its trace and model counts"},
     [API_OP_JOB_PUT] = {"PUT", "/v1/jobs/{job}", "putJob", API_SCOPE_WRITE, API_BODY_JSON_OPT, 201,

@@ -50,7 +50,7 @@ struct api_op_info {
     const char *method;
     const char *path;    /* OpenAPI template: "/v1/jobs/{job}/ranks/{rank}/trace" */
     const char *id;      /* operationId, also the metrics label */
-    enum api_scope scope; /* API_SCOPE_NONE: no token needed (healthz, metrics, openapi) */
+    enum api_scope scope; /* API_SCOPE_NONE: no token needed (healthz, metrics) */
     enum api_body body;
     unsigned success;    /* the usual 2xx */
     const char *query;   /* "name:type:description;..." or NULL */
