@@ -98,7 +98,8 @@ static const struct cfg_entry *find(const char *name, size_t n)
     return NULL;
 }
 
-int cfg_parse_size(const char *s, int64_t *out)
+/* "64M", "1GiB", "4096" -> bytes; SC_EINVAL when it is not a size. */
+static int parse_size(const char *s, int64_t *out)
 {
     char *end;
     errno = 0;
@@ -138,7 +139,7 @@ static int parse_value(const struct cfg_entry *e, const char *value, int64_t *ou
             return SC_EINVAL;
         return SC_OK;
     case CFG_SIZE:
-        return cfg_parse_size(value, out);
+        return parse_size(value, out);
     case CFG_INT:
         errno = 0;
         *out = strtoll(value, &end, 10);
@@ -172,8 +173,9 @@ static int set_entry(struct daemon_config *c, const struct cfg_entry *e, const c
     return SC_OK;
 }
 
-int cfg_set(struct daemon_config *c, const char *name, const char *value, const char *origin,
-            struct sc_error *err)
+/* Set one setting by name from text; `origin` names the source in errors. */
+static int cfg_set(struct daemon_config *c, const char *name, const char *value, const char *origin,
+                   struct sc_error *err)
 {
     const struct cfg_entry *e = find(name, strlen(name));
     if (!e)

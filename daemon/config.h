@@ -50,10 +50,6 @@ struct daemon_config {
  * safe to release and err names the setting and the source. */
 int cfg_load(struct daemon_config *c, int argc, char **argv, struct sc_error *err);
 
-/* Set one setting by name from text; `origin` names the source in errors. */
-int cfg_set(struct daemon_config *c, const char *name, const char *value, const char *origin,
-            struct sc_error *err);
-
 void cfg_release(struct daemon_config *c);
 
 /* Every setting with its value as `name = value` (secrets masked). */
@@ -61,8 +57,5 @@ void cfg_print(const struct daemon_config *c, FILE *f);
 
 /* The settings as flags, with defaults and help, for --help. */
 void cfg_usage(FILE *f);
-
-/* Parse a size ("64M", "1GiB", "4096"); 0 or SC_EINVAL. */
-int cfg_parse_size(const char *s, int64_t *out);
 
 #endif
