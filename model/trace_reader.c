@@ -609,42 +609,68 @@ static int enter(struct reader *r)
     return RD_OK;
 }
 
-static int skip_container(struct reader *r, char close)
+/* Step into the object or array at r->p; *more is 0 when it closes at once. */
+static inline int open_container(struct reader *r, int *more)
 {
-    int rc;
-    if ((rc = enter(r)))
+    char close = *r->p == '{' ? '}' : ']';
+    int rc = enter(r);
+    if (rc)
         return rc;
     r->p++;
     if ((rc = skip_ws(r)))
         return rc;
+    *more = *r->p != close;
+    if (!*more) {
+        r->p++;
+        r->depth--;
+    }
+    return RD_OK;
+}
+
+/* The next member's "key": inside an object. */
+static inline int member_key(struct reader *r, struct slice *key)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p != '"')
+        return FAIL(r, "expected a string key");
+    if ((rc = lex_string(r, key)))
+        return rc;
+    return expect(r, ':', "':'");
+}
+
+/* After a member or element: *more is 1 past a ',', 0 past the closing bracket. */
+static inline int next_item(struct reader *r, char close, int *more)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p == ',') {
+        r->p++;
+        *more = 1;
+        return RD_OK;
+    }
     if (*r->p == close) {
         r->p++;
         r->depth--;
+        *more = 0;
         return RD_OK;
     }
-    for (;;) {
-        if (close == '}') {
-            struct slice key;
-            if ((rc = skip_ws(r)))
-                return rc;
-            if (*r->p != '"')
-                return FAIL(r, "expected a string key");
-            if ((rc = lex_string(r, &key)) || (rc = expect(r, ':', "':'")))
-                return rc;
-        }
-        if ((rc = skip_value(r)) || (rc = skip_ws(r)))
+    return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
+static int skip_container(struct reader *r, char close)
+{
+    int more, rc = open_container(r, &more);
+    while (!rc && more) {
+        struct slice key;
+        if (close == '}' && (rc = member_key(r, &key)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (*r->p == close) {
-            r->p++;
-            r->depth--;
-            return RD_OK;
-        }
-        return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+        if ((rc = skip_value(r)) || (rc = next_item(r, close, &more)))
+            return rc;
     }
+    return rc;
 }
 
 static int lex_literal(struct reader *r, const char *lit, size_t n)
@@ -739,39 +765,22 @@ static int get_raw(struct reader *r, struct slice *out)
 /* Up to three integers of an array like [8,1,1] (grid, block). */
 static int get_dim3(struct reader *r, int32_t v[3])
 {
-    int rc = skip_ws(r);
+    int more, rc = skip_ws(r);
     if (rc)
         return rc;
     if (*r->p != '[')
         return skip_value(r);
-    if ((rc = enter(r)))
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    for (int i = 0;; i++) {
-        if ((rc = skip_ws(r)))
-            return rc;
-        if (*r->p == ']' && i == 0) {
-            r->p++;
-            break;
-        }
+    for (int i = 0; more; i++) {
         int64_t x = 0;
         if ((rc = get_int(r, &x, "a dimension")))
             return rc;
         if (i < 3)
             v[i] = x > INT32_MAX ? INT32_MAX : x < 0 ? 0 : (int32_t)x;
-        if ((rc = skip_ws(r)))
+        if ((rc = next_item(r, ']', &more)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (*r->p == ']') {
-            r->p++;
-            break;
-        }
-        return FAIL(r, "expected ',' or ']'");
     }
-    r->depth--;
     return RD_OK;
 }
 
@@ -831,23 +840,12 @@ static int parse_args(struct reader *r, struct raw_args *a)
         return lex_literal(r, "null", 4);
     if (*r->p != '{')
         return FAIL(r, "args is not an object");
-    if ((rc = enter(r)))
+    int more;
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    if ((rc = skip_ws(r)))
-        return rc;
-    if (*r->p == '}') {
-        r->p++;
-        r->depth--;
-        return RD_OK;
-    }
-    for (;;) {
+    while (more) {
         struct slice k;
-        if ((rc = skip_ws(r)))
-            return rc;
-        if (*r->p != '"')
-            return FAIL(r, "expected a string key in args");
-        if ((rc = lex_string(r, &k)) || (rc = expect(r, ':', "':'")))
+        if ((rc = member_key(r, &k)))
             return rc;
         switch (k.n) {
         case 3:
@@ -1004,19 +1002,10 @@ static int parse_args(struct reader *r, struct raw_args *a)
         }
         rc = skip_value(r);
     next:
-        if (rc || (rc = skip_ws(r)))
+        if (rc || (rc = next_item(r, '}', &more)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (*r->p == '}') {
-            r->p++;
-            r->depth--;
-            return RD_OK;
-        }
-        return FAIL(r, "expected ',' or '}' in args");
     }
+    return RD_OK;
 }
 
 static void raw_event_init(struct raw_event *e)
@@ -1035,23 +1024,12 @@ static int parse_event(struct reader *r, struct raw_event *e)
     if (*r->p != '{')
         return FAIL(r, "a traceEvents entry is not an object");
     raw_event_init(e);
-    if ((rc = enter(r)))
+    int more;
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    if ((rc = skip_ws(r)))
-        return rc;
-    if (*r->p == '}') {
-        r->p++;
-        r->depth--;
-        return RD_OK;
-    }
-    for (;;) {
+    while (more) {
         struct slice k;
-        if ((rc = skip_ws(r)))
-            return rc;
-        if (*r->p != '"')
-            return FAIL(r, "expected a string key");
-        if ((rc = lex_string(r, &k)) || (rc = expect(r, ':', "':'")))
+        if ((rc = member_key(r, &k)))
             return rc;
         switch (k.n) {
         case 2:
@@ -1115,19 +1093,10 @@ static int parse_event(struct reader *r, struct raw_event *e)
         }
         rc = skip_value(r);
     next:
-        if (rc || (rc = skip_ws(r)))
+        if (rc || (rc = next_item(r, '}', &more)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (*r->p == '}') {
-            r->p++;
-            r->depth--;
-            return RD_OK;
-        }
-        return FAIL(r, "expected ',' or '}'");
     }
+    return RD_OK;
 }
 
 /* ---- committing an event to the tables ------------------------------------------ */
@@ -1338,26 +1307,19 @@ static int commit_event(struct reader *r, const struct raw_event *e)
 /* deviceProperties: [{"id":0,"name":"...","totalGlobalMem":..,...}, ...] */
 static int parse_devices(struct reader *r, int commit)
 {
-    int rc = skip_ws(r);
+    int more, rc = skip_ws(r);
     if (rc)
         return rc;
     if (*r->p != '[')
         return skip_value(r);
-    if ((rc = enter(r)))
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    if ((rc = skip_ws(r)))
-        return rc;
-    if (*r->p == ']') {
-        r->p++;
-        r->depth--;
-        return RD_OK;
-    }
-    for (;;) {
+    while (more) {
         struct model_device d = {.id = -1, .name = MODEL_NONE, .total_mem = -1,
                                  .major = -1, .minor = -1, .num_sms = -1};
         struct slice name = {0};
         int64_t major = -1, minor = -1, sms = -1;
+        int members;
         if ((rc = skip_ws(r)))
             return rc;
         if (*r->p != '{') {
@@ -1365,23 +1327,11 @@ static int parse_devices(struct reader *r, int commit)
                 return rc;
             goto next;
         }
-        if ((rc = enter(r)))
+        if ((rc = open_container(r, &members)))
             return rc;
-        r->p++;
-        if ((rc = skip_ws(r)))
-            return rc;
-        if (*r->p == '}') {
-            r->p++;
-            r->depth--;
-            goto next;
-        }
-        for (;;) {
+        while (members) {
             struct slice k;
-            if ((rc = skip_ws(r)))
-                return rc;
-            if (*r->p != '"')
-                return FAIL(r, "expected a string key");
-            if ((rc = lex_string(r, &k)) || (rc = expect(r, ':', "':'")))
+            if ((rc = member_key(r, &k)))
                 return rc;
             if (KEY_IS(k, "id"))
                 rc = get_int(r, &d.id, "id");
@@ -1397,18 +1347,8 @@ static int parse_devices(struct reader *r, int commit)
                 rc = get_int(r, &sms, "numSms");
             else
                 rc = skip_value(r);
-            if (rc || (rc = skip_ws(r)))
+            if (rc || (rc = next_item(r, '}', &members)))
                 return rc;
-            if (*r->p == ',') {
-                r->p++;
-                continue;
-            }
-            if (*r->p == '}') {
-                r->p++;
-                r->depth--;
-                break;
-            }
-            return FAIL(r, "expected ',' or '}'");
         }
         if (commit) {
             struct model_trace *t = r->t;
@@ -1423,168 +1363,100 @@ static int parse_devices(struct reader *r, int commit)
             t->devices[t->n_devices++] = d;
         }
     next:
-        if ((rc = skip_ws(r)))
+        if ((rc = next_item(r, ']', &more)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (*r->p == ']') {
-            r->p++;
-            r->depth--;
-            return RD_OK;
-        }
-        return FAIL(r, "expected ',' or ']'");
     }
+    return RD_OK;
 }
 
 /* distributedInfo: {"backend":..,"rank":..,"world_size":..,"nccl_version":..,
  * "pg_config":[{"pg_name":..,"pg_desc":..,"pg_size":..,"ranks":[..] or ".."}]} */
 static int parse_pg_config(struct reader *r, int commit)
 {
-    int rc = skip_ws(r);
+    int more, rc = skip_ws(r);
     if (rc)
         return rc;
     if (*r->p != '[')
         return skip_value(r);
-    if ((rc = enter(r)))
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    if ((rc = skip_ws(r)))
-        return rc;
-    if (*r->p == ']') {
-        r->p++;
-        r->depth--;
-        return RD_OK;
-    }
-    for (;;) {
+    while (more) {
         struct slice name = {0}, desc = {0}, ranks = {0};
         int64_t size = -1;
+        int members;
         if ((rc = skip_ws(r)))
             return rc;
         if (*r->p != '{') {
             if ((rc = skip_value(r)))
                 return rc;
-        } else {
-            if ((rc = enter(r)))
-                return rc;
-            r->p++;
-            if ((rc = skip_ws(r)))
-                return rc;
-            if (*r->p == '}') {
-                r->p++;
-                r->depth--;
-            } else {
-                for (;;) {
-                    struct slice k;
-                    if ((rc = skip_ws(r)))
-                        return rc;
-                    if (*r->p != '"')
-                        return FAIL(r, "expected a string key");
-                    if ((rc = lex_string(r, &k)) || (rc = expect(r, ':', "':'")))
-                        return rc;
-                    if (KEY_IS(k, "pg_name"))
-                        rc = get_raw(r, &name);
-                    else if (KEY_IS(k, "pg_desc"))
-                        rc = get_raw(r, &desc);
-                    else if (KEY_IS(k, "pg_size"))
-                        rc = get_int(r, &size, "pg_size");
-                    else if (KEY_IS(k, "ranks"))
-                        rc = get_raw(r, &ranks);
-                    else
-                        rc = skip_value(r);
-                    if (rc || (rc = skip_ws(r)))
-                        return rc;
-                    if (*r->p == ',') {
-                        r->p++;
-                        continue;
-                    }
-                    if (*r->p == '}') {
-                        r->p++;
-                        r->depth--;
-                        break;
-                    }
-                    return FAIL(r, "expected ',' or '}'");
-                }
-            }
-            if (commit) {
-                struct model_trace *t = r->t;
-                struct model_pg pg;
-                if ((rc = intern(r, name, &pg.name)) || (rc = intern(r, desc, &pg.desc)) ||
-                    (rc = intern(r, ranks, &pg.ranks)))
-                    return rc;
-                pg.size = size > INT32_MAX ? -1 : (int32_t)size;
-                if (sc_vec_reserve((void **)&t->pgs, &t->cap_pgs, t->n_pgs + 1, sizeof *t->pgs))
-                    return OOM(r);
-                t->pgs[t->n_pgs++] = pg;
-            }
+            goto next;
         }
-        if ((rc = skip_ws(r)))
+        if ((rc = open_container(r, &members)))
             return rc;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
+        while (members) {
+            struct slice k;
+            if ((rc = member_key(r, &k)))
+                return rc;
+            if (KEY_IS(k, "pg_name"))
+                rc = get_raw(r, &name);
+            else if (KEY_IS(k, "pg_desc"))
+                rc = get_raw(r, &desc);
+            else if (KEY_IS(k, "pg_size"))
+                rc = get_int(r, &size, "pg_size");
+            else if (KEY_IS(k, "ranks"))
+                rc = get_raw(r, &ranks);
+            else
+                rc = skip_value(r);
+            if (rc || (rc = next_item(r, '}', &members)))
+                return rc;
         }
-        if (*r->p == ']') {
-            r->p++;
-            r->depth--;
-            return RD_OK;
+        if (commit) {
+            struct model_trace *t = r->t;
+            struct model_pg pg;
+            if ((rc = intern(r, name, &pg.name)) || (rc = intern(r, desc, &pg.desc)) ||
+                (rc = intern(r, ranks, &pg.ranks)))
+                return rc;
+            pg.size = size > INT32_MAX ? -1 : (int32_t)size;
+            if (sc_vec_reserve((void **)&t->pgs, &t->cap_pgs, t->n_pgs + 1, sizeof *t->pgs))
+                return OOM(r);
+            t->pgs[t->n_pgs++] = pg;
         }
-        return FAIL(r, "expected ',' or ']'");
+    next:
+        if ((rc = next_item(r, ']', &more)))
+            return rc;
     }
+    return RD_OK;
 }
 
 static int parse_distributed_info(struct reader *r, int commit)
 {
     int64_t rank = -1, world = -1;
     struct slice backend = {0}, nccl = {0};
-    int rc = skip_ws(r);
+    int more, rc = skip_ws(r);
     if (rc)
         return rc;
     if (*r->p != '{')
         return skip_value(r);
-    if ((rc = enter(r)))
+    if ((rc = open_container(r, &more)))
         return rc;
-    r->p++;
-    if ((rc = skip_ws(r)))
-        return rc;
-    if (*r->p == '}') {
-        r->p++;
-        r->depth--;
-    } else {
-        for (;;) {
-            struct slice k;
-            if ((rc = skip_ws(r)))
-                return rc;
-            if (*r->p != '"')
-                return FAIL(r, "expected a string key");
-            if ((rc = lex_string(r, &k)) || (rc = expect(r, ':', "':'")))
-                return rc;
-            if (KEY_IS(k, "rank"))
-                rc = get_int(r, &rank, "distributedInfo.rank");
-            else if (KEY_IS(k, "world_size"))
-                rc = get_int(r, &world, "distributedInfo.world_size");
-            else if (KEY_IS(k, "backend"))
-                rc = get_raw(r, &backend);
-            else if (KEY_IS(k, "nccl_version"))
-                rc = get_raw(r, &nccl);
-            else if (KEY_IS(k, "pg_config"))
-                rc = parse_pg_config(r, commit);
-            else
-                rc = skip_value(r);
-            if (rc || (rc = skip_ws(r)))
-                return rc;
-            if (*r->p == ',') {
-                r->p++;
-                continue;
-            }
-            if (*r->p == '}') {
-                r->p++;
-                r->depth--;
-                break;
-            }
-            return FAIL(r, "expected ',' or '}'");
-        }
+    while (more) {
+        struct slice k;
+        if ((rc = member_key(r, &k)))
+            return rc;
+        if (KEY_IS(k, "rank"))
+            rc = get_int(r, &rank, "distributedInfo.rank");
+        else if (KEY_IS(k, "world_size"))
+            rc = get_int(r, &world, "distributedInfo.world_size");
+        else if (KEY_IS(k, "backend"))
+            rc = get_raw(r, &backend);
+        else if (KEY_IS(k, "nccl_version"))
+            rc = get_raw(r, &nccl);
+        else if (KEY_IS(k, "pg_config"))
+            rc = parse_pg_config(r, commit);
+        else
+            rc = skip_value(r);
+        if (rc || (rc = next_item(r, '}', &more)))
+            return rc;
     }
     if (commit) {
         struct model_trace *t = r->t;
