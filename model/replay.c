@@ -473,6 +473,28 @@ static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t boun
     return 0;
 }
 
+/* The edge into task i that sets its finish (FF, SF) or its start (FS, SS)
+ * latest, later than `after`; NULL when none does. */
+static const struct model_edge *latest_edge(const struct model_graph *g, const int64_t *start,
+                                            const int64_t *end, uint32_t i, int finish,
+                                            int64_t after)
+{
+    const struct model_edge *by = NULL;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+        const struct model_edge *ed = &g->edges[e];
+        int sets_finish = ed->type == MODEL_FF || ed->type == MODEL_SF;
+        if (sets_finish != finish)
+            continue;
+        int from_end = ed->type == MODEL_FF || ed->type == MODEL_FS;
+        int64_t v = (from_end ? end[ed->from] : start[ed->from]) + ed->lat;
+        if (v > after) {
+            by = ed;
+            after = v;
+        }
+    }
+    return by;
+}
+
 /* Walk back from the end of task `last` to time `floor`, following at each
  * task what set its end, then what set its start. Segments come out
  * backwards and tile [floor, end[last]]. */
@@ -484,12 +506,10 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
     int64_t cur = end[last];
     for (size_t guard = 0; cur > floor && guard <= 4 * g->n_tasks + 16; guard++) {
         const struct model_task *t = &g->tasks[i];
+        const struct model_edge *by;
         if (at_end) {
-            /* what set the end: its own duration, a finish-to-finish wait, or
-             * (a collective) the last member to be ready */
-            uint32_t by = MODEL_NONE;
-            uint8_t type = 0, kind = 0;
-            int64_t best = start[i] + (t->group == MODEL_NONE ? end[i] - start[i] : 0);
+            /* what set the end: (a collective) the last member to be ready,
+             * a finish-to-finish wait, or its own duration */
             if (t->group != MODEL_NONE) {
                 uint32_t gi = t->group, last_ready = i;
                 for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
@@ -503,19 +523,8 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 at_end = 0;
                 continue;
             }
-            for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-                const struct model_edge *ed = &g->edges[e];
-                int64_t v = ed->type == MODEL_FF ? end[ed->from] + ed->lat
-                            : ed->type == MODEL_SF ? start[ed->from] + ed->lat
-                                                   : INT64_MIN;
-                if (v >= end[i] && v > best - 1) {
-                    by = ed->from;
-                    type = ed->type;
-                    kind = ed->kind;
-                    best = v;
-                }
-            }
-            if (by == MODEL_NONE) {
+            by = latest_edge(g, start, end, i, 1, end[i] - 1);
+            if (!by) {
                 int64_t from = start[i] > floor ? start[i] : floor;
                 if (seg(p, i, from, cur, task_bound(g, i)))
                     return -1;
@@ -523,54 +532,32 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 at_end = 0;
                 continue;
             }
-            int64_t from = type == MODEL_FF ? end[by] : start[by];
-            if (from < floor)
-                from = floor;
-            if (seg(p, i, from, cur, edge_bound(kind)))
-                return -1;
-            cur = from;
-            i = by;
-            at_end = type == MODEL_FF;
-            continue;
-        }
-        /* what set the start: the resource (and the host work before it) or
-         * an edge */
-        int64_t free_at = res_free(g, end, i);
-        uint32_t by = MODEL_NONE;
-        uint8_t type = 0, kind = 0;
-        int64_t best = free_at + t->gap;
-        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-            const struct model_edge *ed = &g->edges[e];
-            int64_t v = ed->type == MODEL_FS ? end[ed->from] + ed->lat
-                        : ed->type == MODEL_SS ? start[ed->from] + ed->lat
-                                               : INT64_MIN;
-            if (v > best) {
-                by = ed->from;
-                type = ed->type;
-                kind = ed->kind;
-                best = v;
+        } else {
+            /* what set the start: an edge, or the resource (and the host
+             * work before it) */
+            int64_t free_at = res_free(g, end, i);
+            by = latest_edge(g, start, end, i, 0, free_at + t->gap);
+            if (!by) {
+                /* host work on the resource, then its previous task */
+                int64_t from = free_at > floor ? free_at : floor;
+                if (seg(p, i, from, cur, MODEL_BOUND_HOST))
+                    return -1;
+                cur = from;
+                if (g->prev[i] == MODEL_NONE)
+                    break;
+                i = g->prev[i];
+                at_end = 1;
+                continue;
             }
         }
-        if (by == MODEL_NONE) {
-            /* host work on the resource, then its previous task */
-            int64_t from = free_at > floor ? free_at : floor;
-            if (seg(p, i, from, cur, MODEL_BOUND_HOST))
-                return -1;
-            cur = from;
-            if (g->prev[i] == MODEL_NONE)
-                break;
-            i = g->prev[i];
-            at_end = 1;
-            continue;
-        }
-        int64_t from = type == MODEL_FS ? end[by] : start[by];
+        at_end = by->type == MODEL_FF || by->type == MODEL_FS;
+        int64_t from = at_end ? end[by->from] : start[by->from];
         if (from < floor)
             from = floor;
-        if (seg(p, i, from, cur, edge_bound(kind)))
+        if (seg(p, i, from, cur, edge_bound(by->kind)))
             return -1;
         cur = from;
-        i = by;
-        at_end = type == MODEL_FS;
+        i = by->from;
     }
     if (cur > floor && seg(p, i, floor, cur, MODEL_BOUND_HOST)) /* reached an origin */
         return -1;
