@@ -184,20 +184,25 @@ void svc_resp_release(struct svc_resp *r)
 
 struct buf {
     char *p;
-    size_t n;
+    size_t n, cap;
 };
 
+/* Append (libcurl's write callback too); capacity doubles. */
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
     struct buf *b = ctx;
     size_t k = size * n;
-    char *q = realloc(b->p, b->n + k + 1);
-    if (!q)
-        return 0;
-    memcpy(q + b->n, p, k);
-    b->p = q;
+    if (b->n + k + 1 > b->cap) {
+        size_t cap = (b->n + k + 1) * 2;
+        char *q = realloc(b->p, cap);
+        if (!q)
+            return 0;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, p, k);
     b->n += k;
-    q[b->n] = '\0';
+    b->p[b->n] = '\0';
     return k;
 }
 
