@@ -23,12 +23,21 @@ while [ ! -s var/port ]; do
     sleep 0.01
 done
 url="http://127.0.0.1:$(cat var/port)"
-token=$(cat var/admin.token)
+if [ -r var/admin.token ]; then
+    token=$(cat var/admin.token)
+else
+    echo "make run: var/admin.token is gone but the store has an admin token: restore the file," >&2
+    echo "or remove var/ to start afresh" >&2
+    kill -TERM $pid
+    wait $pid
+    exit 1
+fi
 export STEPCAST_SERVER="$url" STEPCAST_TOKEN="$token"
 
 model=""
 if ls data/sample/*.json* >/dev/null 2>&1; then
-    new=$("$B/stepcast" upload --job sample data/sample 2>&1 >/dev/null | sed -n 's/.*(\([0-9]*\) new).*/\1/p')
+    new=$("$B/stepcast" upload --job sample data/sample/*.json* 2>&1 >/dev/null |
+        sed -n 's/.*(\([0-9]*\) new).*/\1/p')
     model=$("$B/stepcast" models --job sample | awk '$3 == "ready" { m = $1 } END { print m }')
     if [ "${new:-1}" != 0 ] || [ -z "$model" ]; then
         model=$("$B/stepcast" build --job sample --wait)
