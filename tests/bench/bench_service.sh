@@ -45,6 +45,7 @@ elif ls data/sample/*.json* >/dev/null 2>&1; then
     input=data/sample
     what="data/sample"
 else
+    [ -x "$B/gentrace" ] || make -s BUILD="$B" "$B/gentrace"
     "$B/gentrace" --ranks 8 --steps 3 --gzip "$tmp/gen" >/dev/null
     input=$tmp/gen
     what="gentrace, 8 ranks x 3 steps"
