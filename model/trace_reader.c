@@ -1304,8 +1304,24 @@ static int commit_event(struct reader *r, const struct raw_event *e)
 
 /* ---- top-level members ------------------------------------------------------------ */
 
-/* deviceProperties: [{"id":0,"name":"...","totalGlobalMem":..,...}, ...] */
-static int parse_devices(struct reader *r, int commit)
+/* The object whose '{' is at r->p, each member's value read by
+ * member(r, key, ctx). */
+static int parse_object(struct reader *r, int (*member)(struct reader *, struct slice, void *),
+                        void *ctx)
+{
+    int more, rc = open_container(r, &more);
+    while (!rc && more) {
+        struct slice k;
+        if ((rc = member_key(r, &k)) || (rc = member(r, k, ctx)) ||
+            (rc = next_item(r, '}', &more)))
+            return rc;
+    }
+    return rc;
+}
+
+/* An array of objects: entry(r, commit) reads each object; other elements
+ * are skipped, and so is a value that is not an array. */
+static int parse_objects(struct reader *r, int (*entry)(struct reader *, int), int commit)
 {
     int more, rc = skip_ws(r);
     if (rc)
@@ -1315,160 +1331,143 @@ static int parse_devices(struct reader *r, int commit)
     if ((rc = open_container(r, &more)))
         return rc;
     while (more) {
-        struct model_device d = {.id = -1, .name = MODEL_NONE, .total_mem = -1,
-                                 .major = -1, .minor = -1, .num_sms = -1};
-        struct slice name = {0};
-        int64_t major = -1, minor = -1, sms = -1;
-        int members;
         if ((rc = skip_ws(r)))
             return rc;
-        if (*r->p != '{') {
-            if ((rc = skip_value(r)))
-                return rc;
-            goto next;
-        }
-        if ((rc = open_container(r, &members)))
-            return rc;
-        while (members) {
-            struct slice k;
-            if ((rc = member_key(r, &k)))
-                return rc;
-            if (KEY_IS(k, "id"))
-                rc = get_int(r, &d.id, "id");
-            else if (KEY_IS(k, "name"))
-                rc = get_raw(r, &name);
-            else if (KEY_IS(k, "totalGlobalMem"))
-                rc = get_int(r, &d.total_mem, "totalGlobalMem");
-            else if (KEY_IS(k, "computeMajor"))
-                rc = get_int(r, &major, "computeMajor");
-            else if (KEY_IS(k, "computeMinor"))
-                rc = get_int(r, &minor, "computeMinor");
-            else if (KEY_IS(k, "numSms"))
-                rc = get_int(r, &sms, "numSms");
-            else
-                rc = skip_value(r);
-            if (rc || (rc = next_item(r, '}', &members)))
-                return rc;
-        }
-        if (commit) {
-            struct model_trace *t = r->t;
-            if ((rc = intern(r, name, &d.name)))
-                return rc;
-            d.major = major > INT32_MAX ? -1 : (int32_t)major;
-            d.minor = minor > INT32_MAX ? -1 : (int32_t)minor;
-            d.num_sms = sms > INT32_MAX ? -1 : (int32_t)sms;
-            if (sc_vec_reserve((void **)&t->devices, &t->cap_devices, t->n_devices + 1,
-                               sizeof *t->devices))
-                return OOM(r);
-            t->devices[t->n_devices++] = d;
-        }
-    next:
-        if ((rc = next_item(r, ']', &more)))
+        rc = *r->p == '{' ? entry(r, commit) : skip_value(r);
+        if (rc || (rc = next_item(r, ']', &more)))
             return rc;
     }
+    return RD_OK;
+}
+
+/* deviceProperties: [{"id":0,"name":"...","totalGlobalMem":..,...}, ...] */
+struct device_fields {
+    struct model_device d;
+    struct slice name;
+    int64_t major, minor, sms;
+};
+
+static int device_member(struct reader *r, struct slice k, void *ctx)
+{
+    struct device_fields *f = ctx;
+    if (KEY_IS(k, "id"))
+        return get_int(r, &f->d.id, "id");
+    if (KEY_IS(k, "name"))
+        return get_raw(r, &f->name);
+    if (KEY_IS(k, "totalGlobalMem"))
+        return get_int(r, &f->d.total_mem, "totalGlobalMem");
+    if (KEY_IS(k, "computeMajor"))
+        return get_int(r, &f->major, "computeMajor");
+    if (KEY_IS(k, "computeMinor"))
+        return get_int(r, &f->minor, "computeMinor");
+    if (KEY_IS(k, "numSms"))
+        return get_int(r, &f->sms, "numSms");
+    return skip_value(r);
+}
+
+static int32_t int32_or_none(int64_t v)
+{
+    return v > INT32_MAX ? -1 : (int32_t)v;
+}
+
+static int device_entry(struct reader *r, int commit)
+{
+    struct device_fields f = {.d = {.id = -1, .name = MODEL_NONE, .total_mem = -1},
+                              .major = -1, .minor = -1, .sms = -1};
+    int rc = parse_object(r, device_member, &f);
+    if (rc || !commit)
+        return rc;
+    struct model_trace *t = r->t;
+    if ((rc = intern(r, f.name, &f.d.name)))
+        return rc;
+    f.d.major = int32_or_none(f.major);
+    f.d.minor = int32_or_none(f.minor);
+    f.d.num_sms = int32_or_none(f.sms);
+    if (sc_vec_reserve((void **)&t->devices, &t->cap_devices, t->n_devices + 1,
+                       sizeof *t->devices))
+        return OOM(r);
+    t->devices[t->n_devices++] = f.d;
     return RD_OK;
 }
 
 /* distributedInfo: {"backend":..,"rank":..,"world_size":..,"nccl_version":..,
  * "pg_config":[{"pg_name":..,"pg_desc":..,"pg_size":..,"ranks":[..] or ".."}]} */
-static int parse_pg_config(struct reader *r, int commit)
+struct pg_fields {
+    struct slice name, desc, ranks;
+    int64_t size;
+};
+
+static int pg_member(struct reader *r, struct slice k, void *ctx)
 {
-    int more, rc = skip_ws(r);
-    if (rc)
+    struct pg_fields *f = ctx;
+    if (KEY_IS(k, "pg_name"))
+        return get_raw(r, &f->name);
+    if (KEY_IS(k, "pg_desc"))
+        return get_raw(r, &f->desc);
+    if (KEY_IS(k, "pg_size"))
+        return get_int(r, &f->size, "pg_size");
+    if (KEY_IS(k, "ranks"))
+        return get_raw(r, &f->ranks);
+    return skip_value(r);
+}
+
+static int pg_entry(struct reader *r, int commit)
+{
+    struct pg_fields f = {.size = -1};
+    int rc = parse_object(r, pg_member, &f);
+    if (rc || !commit)
         return rc;
-    if (*r->p != '[')
-        return skip_value(r);
-    if ((rc = open_container(r, &more)))
+    struct model_trace *t = r->t;
+    struct model_pg pg;
+    if ((rc = intern(r, f.name, &pg.name)) || (rc = intern(r, f.desc, &pg.desc)) ||
+        (rc = intern(r, f.ranks, &pg.ranks)))
         return rc;
-    while (more) {
-        struct slice name = {0}, desc = {0}, ranks = {0};
-        int64_t size = -1;
-        int members;
-        if ((rc = skip_ws(r)))
-            return rc;
-        if (*r->p != '{') {
-            if ((rc = skip_value(r)))
-                return rc;
-            goto next;
-        }
-        if ((rc = open_container(r, &members)))
-            return rc;
-        while (members) {
-            struct slice k;
-            if ((rc = member_key(r, &k)))
-                return rc;
-            if (KEY_IS(k, "pg_name"))
-                rc = get_raw(r, &name);
-            else if (KEY_IS(k, "pg_desc"))
-                rc = get_raw(r, &desc);
-            else if (KEY_IS(k, "pg_size"))
-                rc = get_int(r, &size, "pg_size");
-            else if (KEY_IS(k, "ranks"))
-                rc = get_raw(r, &ranks);
-            else
-                rc = skip_value(r);
-            if (rc || (rc = next_item(r, '}', &members)))
-                return rc;
-        }
-        if (commit) {
-            struct model_trace *t = r->t;
-            struct model_pg pg;
-            if ((rc = intern(r, name, &pg.name)) || (rc = intern(r, desc, &pg.desc)) ||
-                (rc = intern(r, ranks, &pg.ranks)))
-                return rc;
-            pg.size = size > INT32_MAX ? -1 : (int32_t)size;
-            if (sc_vec_reserve((void **)&t->pgs, &t->cap_pgs, t->n_pgs + 1, sizeof *t->pgs))
-                return OOM(r);
-            t->pgs[t->n_pgs++] = pg;
-        }
-    next:
-        if ((rc = next_item(r, ']', &more)))
-            return rc;
-    }
+    pg.size = int32_or_none(f.size);
+    if (sc_vec_reserve((void **)&t->pgs, &t->cap_pgs, t->n_pgs + 1, sizeof *t->pgs))
+        return OOM(r);
+    t->pgs[t->n_pgs++] = pg;
     return RD_OK;
+}
+
+struct dist_fields {
+    int64_t rank, world;
+    struct slice backend, nccl;
+    int commit;
+};
+
+static int dist_member(struct reader *r, struct slice k, void *ctx)
+{
+    struct dist_fields *f = ctx;
+    if (KEY_IS(k, "rank"))
+        return get_int(r, &f->rank, "distributedInfo.rank");
+    if (KEY_IS(k, "world_size"))
+        return get_int(r, &f->world, "distributedInfo.world_size");
+    if (KEY_IS(k, "backend"))
+        return get_raw(r, &f->backend);
+    if (KEY_IS(k, "nccl_version"))
+        return get_raw(r, &f->nccl);
+    if (KEY_IS(k, "pg_config"))
+        return parse_objects(r, pg_entry, f->commit);
+    return skip_value(r);
 }
 
 static int parse_distributed_info(struct reader *r, int commit)
 {
-    int64_t rank = -1, world = -1;
-    struct slice backend = {0}, nccl = {0};
-    int more, rc = skip_ws(r);
+    struct dist_fields f = {.rank = -1, .world = -1, .commit = commit};
+    int rc = skip_ws(r);
     if (rc)
         return rc;
     if (*r->p != '{')
         return skip_value(r);
-    if ((rc = open_container(r, &more)))
+    if ((rc = parse_object(r, dist_member, &f)) || !commit)
         return rc;
-    while (more) {
-        struct slice k;
-        if ((rc = member_key(r, &k)))
-            return rc;
-        if (KEY_IS(k, "rank"))
-            rc = get_int(r, &rank, "distributedInfo.rank");
-        else if (KEY_IS(k, "world_size"))
-            rc = get_int(r, &world, "distributedInfo.world_size");
-        else if (KEY_IS(k, "backend"))
-            rc = get_raw(r, &backend);
-        else if (KEY_IS(k, "nccl_version"))
-            rc = get_raw(r, &nccl);
-        else if (KEY_IS(k, "pg_config"))
-            rc = parse_pg_config(r, commit);
-        else
-            rc = skip_value(r);
-        if (rc || (rc = next_item(r, '}', &more)))
-            return rc;
-    }
-    if (commit) {
-        struct model_trace *t = r->t;
-        if (rank < -1 || world < -1 || rank > INT32_MAX || world > INT32_MAX)
-            return FAIL(r, "distributedInfo has a negative or huge rank or world_size");
-        t->has_distributed_info = 1;
-        t->rank = rank;
-        t->world_size = world;
-        if ((rc = intern(r, backend, &t->backend)) || (rc = intern(r, nccl, &t->nccl_version)))
-            return rc;
-    }
-    return RD_OK;
+    struct model_trace *t = r->t;
+    if (f.rank < -1 || f.world < -1 || f.rank > INT32_MAX || f.world > INT32_MAX)
+        return FAIL(r, "distributedInfo has a negative or huge rank or world_size");
+    t->has_distributed_info = 1;
+    t->rank = f.rank;
+    t->world_size = f.world;
+    return (rc = intern(r, f.backend, &t->backend)) ? rc : intern(r, f.nccl, &t->nccl_version);
 }
 
 /* The value of a top-level member other than traceEvents. */
@@ -1480,7 +1479,7 @@ static int parse_member_value(struct reader *r, struct slice key, int commit)
     if (KEY_IS(key, "deviceProperties")) {
         if (commit)
             t->has_device_properties = 1;
-        return parse_devices(r, commit);
+        return parse_objects(r, device_entry, commit);
     }
     if (KEY_IS(key, "distributedInfo"))
         return parse_distributed_info(r, commit);
