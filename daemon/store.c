@@ -400,6 +400,60 @@ static int count(struct store *s, enum stmt q, const char *key, int64_t *n, stru
     return rc;
 }
 
+/* Reads the current row of a statement into one element of a result. */
+typedef void (*row_reader)(sqlite3_stmt *st, void *row);
+
+/* The one row of the bound statement st into *row, then st is done:
+ * SC_ENOTFOUND with err untouched when there is none, for the caller to say
+ * what is missing. */
+static int one_row(struct store *s, sqlite3_stmt *st, row_reader read, void *row,
+                   const char *what, struct sc_error *err)
+{
+    int r = sqlite3_step(st), rc = SC_OK;
+    if (r == SQLITE_ROW)
+        read(st, row);
+    else
+        rc = r == SQLITE_DONE ? SC_ENOTFOUND : db_fail(s, err, what);
+    done(st);
+    return rc;
+}
+
+/* Every row of the bound statement st into a new array of zeroed elements of
+ * `size` bytes, then st is done. On failure the rows read so far are given
+ * to release. */
+static int all_rows(struct store *s, sqlite3_stmt *st, row_reader read, size_t size,
+                    void (*release)(void *v, size_t n), void **out, size_t *n,
+                    const char *what, struct sc_error *err)
+{
+    char *v = NULL;
+    size_t cap = 0, k = 0;
+    int r, rc = SC_OK;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sc_vec_reserve((void **)&v, &cap, k + 1, size)) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            break;
+        }
+        memset(v + k * size, 0, size);
+        read(st, v + k++ * size);
+    }
+    if (rc == SC_OK && r != SQLITE_DONE)
+        rc = db_fail(s, err, what);
+    done(st);
+    if (rc) {
+        release(v, k);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
+}
+
+static void release_plain(void *v, size_t n)
+{
+    (void)n;
+    free(v);
+}
+
 #define LOCKED(s, expr)                                                            \
     do {                                                                           \
         pthread_mutex_lock(&(s)->mu);                                              \
@@ -444,8 +498,9 @@ int store_totals(struct store *s, struct store_totals *t, struct sc_error *err)
 
 /* ---- jobs ---- */
 
-static void read_job(sqlite3_stmt *st, struct api_job *j)
+static void read_job(sqlite3_stmt *st, void *row)
 {
+    struct api_job *j = row;
     col_copy(st, 0, j->id, sizeof j->id);
     j->description = col_dup(st, 1);
     j->created_ns = sqlite3_column_int64(st, 2);
@@ -485,21 +540,12 @@ int store_job_put(struct store *s, const char *id, const char *description, int 
 static int job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_JOB_GET, err);
-    int r, rc;
     memset(out, 0, sizeof *out);
     if (!st)
         return err ? err->code : SC_EIO;
     bind_text(st, 1, id);
-    r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        read_job(st, out);
-        rc = SC_OK;
-    } else {
-        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no job '%s'", id)
-                              : db_fail(s, err, "get job");
-    }
-    done(st);
-    return rc;
+    int rc = one_row(s, st, read_job, out, "get job", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no job '%s'", id) : rc;
 }
 
 int store_job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
@@ -507,33 +553,20 @@ int store_job_get(struct store *s, const char *id, struct api_job *out, struct s
     LOCKED(s, job_get(s, id, out, err));
 }
 
+static void release_jobs(void *v, size_t n)
+{
+    api_jobs_free(v, n);
+}
+
 static int job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_JOB_LIST, err);
-    struct api_job *v = NULL;
-    size_t cap = 0, k = 0;
-    int r = SQLITE_DONE, rc = SC_OK;
     *out = NULL;
     *n = 0;
     if (!st)
         return err ? err->code : SC_EIO;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            break;
-        }
-        read_job(st, &v[k++]);
-    }
-    if (rc == SC_OK && r != SQLITE_DONE)
-        rc = db_fail(s, err, "list jobs");
-    done(st);
-    if (rc) {
-        api_jobs_free(v, k);
-        return rc;
-    }
-    *out = v;
-    *n = k;
-    return SC_OK;
+    return all_rows(s, st, read_job, sizeof **out, release_jobs, (void **)out, n, "list jobs",
+                    err);
 }
 
 int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
@@ -573,11 +606,20 @@ int store_job_delete(struct store *s, const char *id, struct store_names *models
 
 /* ---- traces ---- */
 
-static void read_trace(sqlite3_stmt *st, struct api_trace *t)
+/* (rank, sha256, bytes) */
+static void read_trace_brief(sqlite3_stmt *st, void *row)
 {
+    struct api_trace *t = row;
     t->rank = sqlite3_column_int64(st, 0);
     col_copy(st, 1, t->sha256, sizeof t->sha256);
     t->bytes = sqlite3_column_int64(st, 2);
+}
+
+/* (rank, sha256, bytes, events, steps, uploaded_ns) */
+static void read_trace(sqlite3_stmt *st, void *row)
+{
+    struct api_trace *t = row;
+    read_trace_brief(st, t);
     t->events = sqlite3_column_int64(st, 3);
     t->steps = sqlite3_column_int64(st, 4);
     t->uploaded_ns = sqlite3_column_int64(st, 5);
@@ -587,23 +629,15 @@ static int trace_get(struct store *s, const char *job, int64_t rank, struct api_
                      struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_TRACE_GET, err);
-    int r, rc;
     memset(out, 0, sizeof *out);
     if (!st)
         return err ? err->code : SC_EIO;
     bind_text(st, 1, job);
     sqlite3_bind_int64(st, 2, rank);
-    r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        read_trace(st, out);
-        rc = SC_OK;
-    } else {
-        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "job '%s' has no trace for rank %lld",
-                                             job, (long long)rank)
-                              : db_fail(s, err, "get trace");
-    }
-    done(st);
-    return rc;
+    int rc = one_row(s, st, read_trace, out, "get trace", err);
+    return rc == SC_ENOTFOUND
+               ? sc_error_set(err, rc, "job '%s' has no trace for rank %lld", job, (long long)rank)
+               : rc;
 }
 
 int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
@@ -617,39 +651,13 @@ static int trace_rows(struct store *s, enum stmt q, const char *key, int full,
                       struct api_trace **out, size_t *n, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, q, err);
-    struct api_trace *v = NULL;
-    size_t cap = 0, k = 0;
-    int r = SQLITE_DONE, rc = SC_OK;
     *out = NULL;
     *n = 0;
     if (!st)
         return err ? err->code : SC_EIO;
     bind_text(st, 1, key);
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            break;
-        }
-        memset(&v[k], 0, sizeof v[k]);
-        if (full) {
-            read_trace(st, &v[k]);
-        } else {
-            v[k].rank = sqlite3_column_int64(st, 0);
-            col_copy(st, 1, v[k].sha256, sizeof v[k].sha256);
-            v[k].bytes = sqlite3_column_int64(st, 2);
-        }
-        k++;
-    }
-    if (rc == SC_OK && r != SQLITE_DONE)
-        rc = db_fail(s, err, "list traces");
-    done(st);
-    if (rc) {
-        free(v);
-        return rc;
-    }
-    *out = v;
-    *n = k;
-    return SC_OK;
+    return all_rows(s, st, full ? read_trace : read_trace_brief, sizeof **out, release_plain,
+                    (void **)out, n, "list traces", err);
 }
 
 int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
@@ -701,10 +709,10 @@ int store_trace_put(struct store *s, const char *job, const struct api_trace *t,
 
 /* ---- models ---- */
 
-static void read_model(sqlite3_stmt *st, struct api_model *m)
+static void read_model(sqlite3_stmt *st, void *row)
 {
+    struct api_model *m = row;
     char status[16];
-    memset(m, 0, sizeof *m);
     col_copy(st, 0, m->id, sizeof m->id);
     col_copy(st, 1, m->job, sizeof m->job);
     col_copy(st, 2, status, sizeof status);
@@ -760,21 +768,12 @@ int store_model_create(struct store *s, const struct api_model *m, struct sc_err
 static int model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_MODEL_GET, err);
-    int r, rc;
     memset(out, 0, sizeof *out);
     if (!st)
         return err ? err->code : SC_EIO;
     bind_text(st, 1, id);
-    r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        read_model(st, out);
-        rc = SC_OK;
-    } else {
-        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id)
-                              : db_fail(s, err, "get model");
-    }
-    done(st);
-    return rc;
+    int rc = one_row(s, st, read_model, out, "get model", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no model '%s'", id) : rc;
 }
 
 int store_model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
@@ -782,36 +781,23 @@ int store_model_get(struct store *s, const char *id, struct api_model *out, stru
     LOCKED(s, model_get(s, id, out, err));
 }
 
+static void release_models(void *v, size_t n)
+{
+    api_models_free(v, n);
+}
+
 static int model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
                       struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, err);
-    struct api_model *v = NULL;
-    size_t cap = 0, k = 0;
-    int r = SQLITE_DONE, rc = SC_OK;
     *out = NULL;
     *n = 0;
     if (!st)
         return err ? err->code : SC_EIO;
     if (job)
         bind_text(st, 1, job);
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            break;
-        }
-        read_model(st, &v[k++]);
-    }
-    if (rc == SC_OK && r != SQLITE_DONE)
-        rc = db_fail(s, err, "list models");
-    done(st);
-    if (rc) {
-        api_models_free(v, k);
-        return rc;
-    }
-    *out = v;
-    *n = k;
-    return SC_OK;
+    return all_rows(s, st, read_model, sizeof **out, release_models, (void **)out, n,
+                    "list models", err);
 }
 
 int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
@@ -883,10 +869,10 @@ int store_model_building(struct store *s, struct store_names *out, struct sc_err
 
 /* ---- tokens ---- */
 
-static void read_token(sqlite3_stmt *st, struct api_token *t)
+static void read_token(sqlite3_stmt *st, void *row)
 {
+    struct api_token *t = row;
     char scope[16];
-    memset(t, 0, sizeof *t);
     col_copy(st, 0, t->id, sizeof t->id);
     col_copy(st, 1, t->name, sizeof t->name);
     col_copy(st, 2, scope, sizeof scope);
@@ -924,21 +910,12 @@ static int token_one(struct store *s, enum stmt q, const char *key, struct api_t
                      struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, q, err);
-    int r, rc;
     memset(out, 0, sizeof *out);
     if (!st)
         return err ? err->code : SC_EIO;
     bind_text(st, 1, key);
-    r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        read_token(st, out);
-        rc = SC_OK;
-    } else {
-        rc = r == SQLITE_DONE ? sc_error_set(err, SC_ENOTFOUND, "no such token")
-                              : db_fail(s, err, "get token");
-    }
-    done(st);
-    return rc;
+    int rc = one_row(s, st, read_token, out, "get token", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no such token") : rc;
 }
 
 int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
@@ -950,30 +927,12 @@ int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
 static int token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
 {
     sqlite3_stmt *st = prep(s, Q_TOKEN_LIST, err);
-    struct api_token *v = NULL;
-    size_t cap = 0, k = 0;
-    int r = SQLITE_DONE, rc = SC_OK;
     *out = NULL;
     *n = 0;
     if (!st)
         return err ? err->code : SC_EIO;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sc_vec_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            break;
-        }
-        read_token(st, &v[k++]);
-    }
-    if (rc == SC_OK && r != SQLITE_DONE)
-        rc = db_fail(s, err, "list tokens");
-    done(st);
-    if (rc) {
-        free(v);
-        return rc;
-    }
-    *out = v;
-    *n = k;
-    return SC_OK;
+    return all_rows(s, st, read_token, sizeof **out, release_plain, (void **)out, n,
+                    "list tokens", err);
 }
 
 int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
