@@ -1,9 +1,11 @@
-/* clients/cmd_remote_replay.c: `stepcast replay --model ID` against a server.
+/* clients/cmd_remote_replay.c: `stepcast replay` and `stepcast critical-path`
+ * against a server:
  *
- *   stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--steps A-B]
+ *   stepcast --server URL replay --model ID [--json] [--scale SPEC]...
+ *   stepcast --server URL critical-path --model ID [--json] [--scale SPEC]...
  *
- * The server answers with the document `stepcast replay --json` prints
- * locally; this prints it (indented) as it came. */
+ * The server answers with the document the local command prints with
+ * --json; without --json it is shown as the same tables. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,48 +14,49 @@
 
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "clients/replay_print.h"
 #include "common/banned.h"
 
-int cmd_remote_replay(int argc, char **argv)
+static int remote_document(int argc, char **argv, const char *cmd, const char *route,
+                           int (*as_text)(const json_t *))
 {
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"json", no_argument, NULL, 'j'},
-        {"scale", required_argument, NULL, 's'}, {"steps", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"scale", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *model = NULL;
-    char path[2048], esc[512];
-    size_t n;
-    int c, rc;
+    char query[2048] = "", esc[512];
+    int c, rc, json = 0;
     struct remote r;
     struct remote_resp resp;
     struct sc_error err;
 
-    path[0] = '\0';
     optind = 1;
-    while ((c = getopt_long(argc, argv, "M:js:S:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "M:js:h", opts, NULL)) != -1) {
         switch (c) {
         case 'M': model = optarg; break;
-        case 'j': break; /* the server's answer is JSON */
-        case 's':
-        case 'S':
+        case 'j': json = 1; break;
+        case 's': {
+            size_t n = strlen(query);
             remote_escape(optarg, esc, sizeof esc);
-            n = strlen(path);
-            snprintf(path + n, sizeof path - n, "%c%s=%s", n ? '&' : '?', c == 's' ? "scale" : "steps", esc);
+            snprintf(query + n, sizeof query - n, "%cscale=%s", n ? '&' : '?', esc);
             break;
+        }
         case 'h':
-            printf("usage: stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--steps A-B]\n");
+            printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]...\n"
+                   "(steps and the step marker are chosen when the model is built)\n", cmd);
             return 0;
-        default: return cli_usage_error("replay", "bad option");
+        default: return cli_usage_error(cmd, "bad option");
         }
     }
     if (!model || optind != argc)
-        return cli_usage_error("replay", "with --server, replay takes --model ID (no trace files)");
+        return cli_usage_error(cmd, "with --server, %s takes --model ID (no trace files)", cmd);
     if (remote_open(&r, &err))
         return cli_fail(&err);
-    char full[2300];
-    snprintf(full, sizeof full, "/v1/models/%s/replay%s", model, path);
-    if (remote_call(&r, "GET", full, NULL, &resp, &err)) {
+    char path[2400];
+    snprintf(path, sizeof path, "/v1/models/%s/%s%s", model, route, query);
+    if (remote_call(&r, "GET", path, NULL, &resp, &err)) {
         remote_close(&r);
         return cli_fail(&err);
     }
@@ -61,10 +64,22 @@ int cmd_remote_replay(int argc, char **argv)
         rc = remote_fail(&resp);
     } else {
         json_t *doc = json_loads(resp.body, 0, NULL);
-        rc = doc ? cli_print_json(doc) : 1;
+        if (!doc)
+            fprintf(stderr, "stepcast: the server's answer is not JSON\n");
+        rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
         json_decref(doc);
     }
     remote_resp_release(&resp);
     remote_close(&r);
     return rc;
+}
+
+int cmd_remote_replay(int argc, char **argv)
+{
+    return remote_document(argc, argv, "replay", "replay", cli_print_replay);
+}
+
+int cmd_remote_critical_path(int argc, char **argv)
+{
+    return remote_document(argc, argv, "critical-path", "critical-path", cli_print_critical_path);
 }

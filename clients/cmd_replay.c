@@ -1,7 +1,6 @@
 /* clients/cmd_replay.c: `stepcast replay` and `stepcast critical-path`:
  * rebuild each step from what its work costs and report it. */
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,7 @@
 
 #include "api/replay_json.h"
 #include "clients/cli.h"
-#include "clients/table.h"
+#include "clients/replay_print.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -116,15 +115,12 @@ static int write_timelines(const struct run *run, const char *dir)
     return 0;
 }
 
-static double ms(int64_t ns)
+/* Print doc (taken) as JSON or as text. */
+static int print(json_t *doc, int json, int (*as_text)(const json_t *))
 {
-    return (double)ns / 1e6;
-}
-
-static const char *step_name(const struct run *run, const struct model_replay_step *s)
-{
-    const struct model_trace *t = run->job->ranks[s->rank];
-    return model_str(t, t->steps[s->step].name);
+    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
+    json_decref(doc);
+    return rc;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -134,38 +130,7 @@ int cmd_replay(int argc, char **argv)
     int json, rc = prepare(argc, argv, "replay", replay_usage, &run, &json, &timeline);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (json) {
-        json_t *doc = api_replay_json(run.replay);
-        rc = doc ? cli_print_json(doc) : 1;
-        json_decref(doc);
-    } else {
-        const struct model_replay *r = run.replay;
-        struct cli_table tb;
-        cli_table_init(&tb, "rank", "step", "measured ms", "replayed ms", "error %", "compute",
-                       "overlap", "comm", "host", "idle", "kept coll ms", NULL);
-        for (size_t i = 0; i < r->n_steps; i++) {
-            const struct model_replay_step *s = &r->steps[i];
-            const struct model_breakdown *b = &s->breakdown;
-            cli_table_rowf(&tb, "%d|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
-                           run.job->rank_ids[s->rank], step_name(&run, s), s->partial ? " (partial)" : "",
-                           ms(s->measured_ns), ms(s->replayed_ns), s->error_pct, ms(b->compute_exposed),
-                           ms(b->overlap), ms(b->comm_exposed), ms(b->host), ms(b->idle),
-                           ms(s->collective_kept_ns));
-        }
-        cli_table_print(&tb, stdout, "");
-        cli_table_release(&tb);
-        printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
-               r->mean_abs_error_pct, r->max_abs_error_pct, r->n_scored);
-        const struct model_graph *g = run.graph;
-        printf("graph: %zu tasks, %zu edges (%zu launch, %zu event sync of which %zu inferred, %zu host sync, "
-               "%zu launch queue, %zu inter-thread); %zu collectives matched across ranks, %zu kept\n",
-               g->n_tasks, g->n_edges, g->edges_by_kind[MODEL_EDGE_LAUNCH],
-               g->edges_by_kind[MODEL_EDGE_EVENT_SYNC], g->inferred_event_syncs,
-               g->edges_by_kind[MODEL_EDGE_HOST_SYNC], g->edges_by_kind[MODEL_EDGE_LAUNCH_QUEUE],
-               g->edges_by_kind[MODEL_EDGE_INTER_THREAD], g->collectives_matched, g->collectives_kept);
-        if (r->forced)
-            printf("warning: %zu tasks were scheduled ahead of a dependency cycle\n", r->forced);
-    }
+    rc = print(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
         rc = write_timelines(&run, timeline);
     run_release(&run);
@@ -178,39 +143,7 @@ int cmd_critical_path(int argc, char **argv)
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (json) {
-        json_t *doc = api_critical_path_json(run.replay);
-        rc = doc ? cli_print_json(doc) : 1;
-        json_decref(doc);
-    } else {
-        const struct model_replay *r = run.replay;
-        for (size_t i = 0; i < r->n_steps; i++) {
-            const struct model_replay_step *s = &r->steps[i];
-            int64_t by[MODEL_BOUND_COUNT] = {0};
-            for (size_t k = s->path_first; k < s->path_first + s->path_n; k++)
-                by[r->segments[k].bound] += r->segments[k].end - r->segments[k].start;
-            printf("%srank %d %s: %.3f ms replayed;", i ? "\n" : "", run.job->rank_ids[s->rank],
-                   step_name(&run, s), ms(s->replayed_ns));
-            for (int b = 0; b < MODEL_BOUND_COUNT; b++)
-                printf(" %s %.3f", model_bound_name((enum model_bound)b), ms(by[b]));
-            printf("\n");
-            struct cli_table tb;
-            cli_table_init(&tb, "start ms", "end ms", "bound", "resource", "task", NULL);
-            for (size_t k = s->path_first; k < s->path_first + s->path_n; k++) {
-                const struct model_replay_segment *sg = &r->segments[k];
-                const struct model_task *t = &run.graph->tasks[sg->task];
-                const struct model_resource *res = &run.graph->res[t->res];
-                const struct model_trace *tr = run.job->ranks[t->rank];
-                const char *name = t->event == MODEL_NONE ? "(step boundary)" : model_str(tr, tr->events[t->event].name);
-                cli_table_rowf(&tb, "%.3f|%.3f|%s|rank %d %s %" PRId64 "|%.80s", ms(sg->start - s->start),
-                               ms(sg->end - s->start), model_bound_name((enum model_bound)sg->bound),
-                               run.job->rank_ids[t->rank], res->gpu ? "stream" : "thread",
-                               tr->tracks[res->track].tid, name);
-            }
-            cli_table_print(&tb, stdout, "  ");
-            cli_table_release(&tb);
-        }
-    }
+    rc = print(api_critical_path_json(run.replay), json, cli_print_critical_path);
     run_release(&run);
     return rc;
 }

@@ -1,9 +1,7 @@
-/* clients/main.c: the stepcast command line: subcommand dispatch.
- *
- *   stepcast inspect [--json] TRACE...
- *
- * TRACE is a Kineto trace file (plain or gzip), a directory of per-rank
- * files, or a tar archive of them. */
+/* clients/main.c: the stepcast command line: global options, usage and
+ * subcommand dispatch. Local commands read traces (a Kineto trace file,
+ * plain or gzip, a directory of per-rank files, or a tar archive of them);
+ * remote commands talk to a stepcastd (clients/remote.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +34,8 @@ static const char usage[] =
     "from $STEPCAST_TOKEN or --token-file):\n"
     "  upload --job J [--rank R] [--replace] FILE|DIR|TARBALL...\n"
     "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
-    "  replay --model ID [--json] [--scale SPEC]... [--steps A-B]\n"
+    "  replay --model ID [--json] [--scale SPEC]...\n"
+    "  critical-path --model ID [--json] [--scale SPEC]...\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
@@ -94,13 +93,20 @@ int main(int argc, char **argv)
         {"critical-path", cmd_critical_path},
     };
 
-    /* remote commands; with a server named, `replay` is the remote one */
+    /* remote commands; those that are local commands too (`local`) are the
+     * remote ones only with a server named */
     static const struct {
         const char *name;
         int (*fn)(int, char **);
+        int local;
     } remote_cmds[] = {
-        {"upload", cmd_upload}, {"build", cmd_build}, {"replay", cmd_remote_replay},
-        {"jobs", cmd_jobs},     {"models", cmd_models}, {"tokens", cmd_tokens},
+        {"upload", cmd_upload, 0},
+        {"build", cmd_build, 0},
+        {"replay", cmd_remote_replay, 1},
+        {"critical-path", cmd_remote_critical_path, 1},
+        {"jobs", cmd_jobs, 0},
+        {"models", cmd_models, 0},
+        {"tokens", cmd_tokens, 0},
     };
 
     /* global options before the command: --server URL, --token-file F */
@@ -127,7 +133,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof remote_cmds / sizeof remote_cmds[0]; i++)
         if (strcmp(argv[1], remote_cmds[i].name) == 0 &&
-            (remote_configured() || strcmp(argv[1], "replay") != 0))
+            (remote_configured() || !remote_cmds[i].local))
             return remote_cmds[i].fn(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)

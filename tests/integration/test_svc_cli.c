@@ -1,6 +1,7 @@
 /* tests/integration/test_svc_cli.c: the command line's remote mode against
  * a real stepcastd: upload (directory, tarball, one rank), build --wait,
- * replay --model, jobs, models, tokens; and local mode beside it. */
+ * replay and critical-path --model (the same output as the local commands),
+ * jobs, models, tokens; and local mode beside it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +85,36 @@ TEST(svc_cli_remote_mode)
     snprintf(model, sizeof model, "%.*s", (int)strcspn(out, "\n"), out);
     free(out);
     CHECK(strncmp(model, "m-", 2) == 0);
-    char *remote = NULL, *local = NULL;
-    CHECK_EQ_INT(cli(&remote, NULL, "replay", "--model", model, "--json", NULL, NULL), 0);
-    unsetenv("STEPCAST_SERVER");
-    CHECK_EQ_INT(cli(&local, NULL, "replay", "--json", gen, NULL, NULL, NULL), 0);
-    json_t *a = json_loads(remote ? remote : "", 0, NULL), *b = json_loads(local ? local : "", 0, NULL);
-    CHECK(a && b && json_equal(a, b));
-    json_decref(a);
-    json_decref(b);
-    free(remote);
-    free(local);
+    /* replay and critical-path, as JSON and as tables, scaled too */
+    static const char *const forms[][3] = {
+        {"replay", "--json", NULL},          {"replay", NULL, NULL},
+        {"critical-path", "--json", NULL},   {"critical-path", NULL, NULL},
+        {"replay", "--scale", "gpu=2"},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char *remote = NULL, *local = NULL;
+        const char *const *f = forms[i];
+        setenv("STEPCAST_SERVER", d.url, 1);
+        CHECK_EQ_INT(cli(&remote, NULL, f[0], "--model", model, f[1], f[2], NULL), 0);
+        unsetenv("STEPCAST_SERVER");
+        const char *la[6] = {f[0]};
+        size_t n = 1;
+        for (int k = 1; k < 3 && f[k]; k++)
+            la[n++] = f[k];
+        la[n] = gen;
+        CHECK_EQ_INT(cli(&local, NULL, la[0], la[1], la[2], la[3], la[4], la[5]), 0);
+        CHECK(remote && local && strlen(remote) > 100);
+        if (f[1] && !strcmp(f[1], "--json")) {
+            json_t *a = json_loads(remote ? remote : "", 0, NULL), *b = json_loads(local ? local : "", 0, NULL);
+            CHECK(a && b && json_equal(a, b));
+            json_decref(a);
+            json_decref(b);
+        } else {
+            CHECK_STREQ(remote ? remote : "", local ? local : "");
+        }
+        free(remote);
+        free(local);
+    }
     CHECK_EQ_INT(cli(&out, NULL, "inspect", file, NULL, NULL, NULL, NULL), 0); /* local mode */
     CHECK_CONTAINS(out, "rank 1");
     free(out);

@@ -1,0 +1,98 @@
+/* clients/replay_print.c: the replay and critical-path documents as text
+ * (replay_print.h). They print from the JSON documents, so the local
+ * commands and the remote ones (which get those documents from stepcastd)
+ * show the same tables. */
+#include "clients/replay_print.h"
+
+#include <stdio.h>
+
+#include "clients/table.h"
+#include "common/banned.h"
+
+static double num(const json_t *obj, const char *key)
+{
+    return json_number_value(json_object_get(obj, key));
+}
+
+static long long count(const json_t *obj, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(obj, key));
+}
+
+static const char *text(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+int cli_print_replay(const json_t *doc)
+{
+    const json_t *steps = json_object_get(doc, "steps"), *s;
+    size_t i, scored = 0;
+    struct cli_table tb;
+    if (!json_is_array(steps)) {
+        fprintf(stderr, "stepcast: the replay document has no steps\n");
+        return 1;
+    }
+    cli_table_init(&tb, "rank", "step", "measured ms", "replayed ms", "error %", "compute",
+                   "overlap", "comm", "host", "idle", "kept coll ms", NULL);
+    json_array_foreach(steps, i, s) {
+        const json_t *b = json_object_get(s, "breakdown");
+        int partial = json_is_true(json_object_get(s, "partial"));
+        scored += !partial;
+        cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
+                       count(s, "rank"), text(s, "step"), partial ? " (partial)" : "",
+                       num(s, "measured_ms"), num(s, "replayed_ms"), num(s, "error_pct"),
+                       num(b, "compute_exposed"), num(b, "overlap"), num(b, "comm_exposed"),
+                       num(b, "host"), num(b, "idle"), num(s, "collective_kept_ms"));
+    }
+    cli_table_print(&tb, stdout, "");
+    cli_table_release(&tb);
+    printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
+           num(doc, "mean_abs_error_pct"), num(doc, "max_abs_error_pct"), scored);
+
+    const json_t *g = json_object_get(doc, "graph"), *v;
+    const char *kind;
+    const char *sep = "";
+    printf("graph: %lld tasks, %lld edges (", count(g, "tasks"), count(g, "edges"));
+    json_object_foreach((json_t *)json_object_get(g, "edges_by_kind"), kind, v) {
+        printf("%s%s %lld", sep, kind, (long long)json_integer_value(v));
+        sep = ", ";
+    }
+    printf("); event syncs: %lld inferred, %lld from cuda_sync; %lld collectives matched across "
+           "ranks, %lld kept\n",
+           count(g, "event_syncs_inferred"), count(g, "event_syncs_from_cuda_sync"),
+           count(g, "collectives_matched"), count(g, "collectives_kept"));
+    if (count(doc, "forced"))
+        printf("warning: %lld tasks were scheduled ahead of a dependency cycle\n",
+               count(doc, "forced"));
+    return 0;
+}
+
+int cli_print_critical_path(const json_t *doc)
+{
+    const json_t *steps = json_object_get(doc, "steps"), *s;
+    size_t i;
+    if (!json_is_array(steps)) {
+        fprintf(stderr, "stepcast: the critical-path document has no steps\n");
+        return 1;
+    }
+    json_array_foreach(steps, i, s) {
+        const json_t *v, *path = json_object_get(s, "path");
+        const char *bound;
+        size_t k;
+        printf("%srank %lld %s: %.3f ms replayed;", i ? "\n" : "", count(s, "rank"),
+               text(s, "step"), num(s, "replayed_ms"));
+        json_object_foreach((json_t *)json_object_get(s, "by_bound"), bound, v)
+            printf(" %s %.3f", bound, json_number_value(v));
+        printf("\n");
+        struct cli_table tb;
+        cli_table_init(&tb, "start ms", "end ms", "bound", "resource", "task", NULL);
+        json_array_foreach(path, k, v)
+            cli_table_rowf(&tb, "%.3f|%.3f|%s|%s|%.80s", num(v, "start_ms"), num(v, "end_ms"),
+                           text(v, "bound"), text(v, "resource"), text(v, "task"));
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+    }
+    return 0;
+}
