@@ -15,7 +15,8 @@ const char *th_build_dir(void);
 const char *th_build_path(const char *name);
 /* ../shared/traces, or SKIP()s the test with a clear message when absent. */
 const char *th_shared_traces(void);
-/* "<shared traces>/<rel>", skipping when absent. */
+/* "<shared traces>/<rel>" in a static buffer (the next call overwrites it),
+ * skipping when absent. */
 const char *th_shared_path(const char *rel);
 
 /* A fresh temporary directory (removed at exit of the test process). */
