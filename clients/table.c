@@ -26,19 +26,6 @@ void cli_table_init(struct cli_table *t, const char *first, ...)
     t->nrows = 1;
 }
 
-void cli_table_row(struct cli_table *t, const char *first, ...)
-{
-    va_list ap;
-    size_t base = t->nrows * t->ncols, i = 0;
-    if (sc_vec_reserve((void **)&t->cells, &t->cap, base + t->ncols, sizeof *t->cells))
-        abort();
-    va_start(ap, first);
-    for (const char *s = first; i < t->ncols; s = s ? va_arg(ap, const char *) : NULL)
-        t->cells[base + i++] = strdup(s ? s : "");
-    va_end(ap);
-    t->nrows++;
-}
-
 void cli_table_rowf(struct cli_table *t, const char *fmt, ...)
 {
     char line[4096];

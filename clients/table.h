@@ -2,7 +2,7 @@
  *
  *     struct cli_table tb;
  *     cli_table_init(&tb, "stream", "kernels", "busy ms", NULL);
- *     cli_table_row(&tb, "7", "220", "6.612", NULL);
+ *     cli_table_rowf(&tb, "%d|%zu|%.3f", 7, kernels, busy_ms);
  *     cli_table_print(&tb, stdout, "  ");
  *     cli_table_release(&tb);
  *
@@ -19,7 +19,6 @@ struct cli_table {
 };
 
 void cli_table_init(struct cli_table *t, const char *first, ...);
-void cli_table_row(struct cli_table *t, const char *first, ...);
 /* A row from printf-style cells: fmt is a format per cell separated by '|'. */
 void cli_table_rowf(struct cli_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_table_print(const struct cli_table *t, FILE *out, const char *indent);

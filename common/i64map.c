@@ -42,7 +42,7 @@ static int grow(struct sc_i64map *m)
     return 0;
 }
 
-static int put(struct sc_i64map *m, int64_t key, uint32_t val, int replace, uint32_t *existing)
+int sc_i64map_put(struct sc_i64map *m, int64_t key, uint32_t val)
 {
     if (key == EMPTY)
         return -1;
@@ -51,10 +51,7 @@ static int put(struct sc_i64map *m, int64_t key, uint32_t val, int replace, uint
     size_t j = slot_of(key, m->cap);
     while (m->keys[j] != EMPTY) {
         if (m->keys[j] == key) {
-            if (replace)
-                m->vals[j] = val;
-            if (existing)
-                *existing = m->vals[j];
+            m->vals[j] = val;
             return 0;
         }
         j = (j + 1) & (m->cap - 1);
@@ -62,19 +59,7 @@ static int put(struct sc_i64map *m, int64_t key, uint32_t val, int replace, uint
     m->keys[j] = key;
     m->vals[j] = val;
     m->n++;
-    if (existing)
-        *existing = val;
     return 0;
-}
-
-int sc_i64map_put(struct sc_i64map *m, int64_t key, uint32_t val)
-{
-    return put(m, key, val, 1, NULL);
-}
-
-int sc_i64map_put_new(struct sc_i64map *m, int64_t key, uint32_t val, uint32_t *existing)
-{
-    return put(m, key, val, 0, existing);
 }
 
 int sc_i64map_get(const struct sc_i64map *m, int64_t key, uint32_t *val)

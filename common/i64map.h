@@ -19,8 +19,6 @@ struct sc_i64map {
 
 /* Set key -> val (replacing). 0, or -1 when out of memory. */
 int sc_i64map_put(struct sc_i64map *m, int64_t key, uint32_t val);
-/* Insert only if absent; *existing gets the value present (or val). 0 / -1. */
-int sc_i64map_put_new(struct sc_i64map *m, int64_t key, uint32_t val, uint32_t *existing);
 /* 1 and *val if present, else 0. */
 int sc_i64map_get(const struct sc_i64map *m, int64_t key, uint32_t *val);
 void sc_i64map_release(struct sc_i64map *m);

@@ -61,21 +61,6 @@ void sc_strtab_release(struct sc_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
-uint32_t sc_strtab_find(const struct sc_strtab *t, const char *s, size_t n)
-{
-    if (!t->nslots)
-        return SC_STR_NONE;
-    uint32_t h = (uint32_t)sc_hash_bytes(s, n);
-    size_t i = h & (t->nslots - 1);
-    while (t->slots[i]) {
-        const struct sc_strtab_entry *e = &t->strs[t->slots[i] - 1];
-        if (e->hash == h && e->len == n && memcmp(e->s, s, n) == 0)
-            return t->slots[i] - 1;
-        i = (i + 1) & (t->nslots - 1);
-    }
-    return SC_STR_NONE;
-}
-
 int sc_strtab_intern(struct sc_strtab *t, const char *s, size_t n, uint32_t *id)
 {
     if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)

@@ -34,8 +34,6 @@ void sc_strtab_release(struct sc_strtab *t);
 
 /* Store s[0..n) once; *id gets its id. 0, or -1 when out of memory. */
 int sc_strtab_intern(struct sc_strtab *t, const char *s, size_t n, uint32_t *id);
-/* The id of s[0..n), or SC_STR_NONE if it was never interned. */
-uint32_t sc_strtab_find(const struct sc_strtab *t, const char *s, size_t n);
 
 static inline const char *sc_strtab_str(const struct sc_strtab *t, uint32_t id)
 {

@@ -40,11 +40,6 @@ __attribute__((constructor)) static void find_build_dir(void)
     snprintf(build_dir, sizeof build_dir, "%s", exe);
 }
 
-const char *th_build_dir(void)
-{
-    return build_dir;
-}
-
 const char *th_build_path(const char *name)
 {
     static char p[PATH_MAX];

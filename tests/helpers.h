@@ -9,9 +9,8 @@
 
 #include <stddef.h>
 
-/* The build directory, e.g. "build" or "build/asan". */
-const char *th_build_dir(void);
-/* "<build>/<name>" in a static buffer. */
+/* "<build>/<name>" in a static buffer; the build directory ("build",
+ * "build/asan") is the one the test runner was built in. */
 const char *th_build_path(const char *name);
 /* ../shared/traces, or SKIP()s the test with a clear message when absent. */
 const char *th_shared_traces(void);

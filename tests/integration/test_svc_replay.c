@@ -98,7 +98,7 @@ static void extract(struct fixture *f)
 
 TEST(svc_replay_over_http_equals_cli)
 {
-    struct fixture f;
+    struct fixture f = {0};
     struct svc_daemon d;
     char path[256];
     char *stepcast = strdup(th_build_path("stepcast"));
