@@ -78,7 +78,7 @@ else
 
 ifneq ($(wildcard $(CONFIG)),)
 ifeq ($(MAKELEVEL)$(filter clean,$(MAKECMDGOALS)),0)
-$(info profiler: no CUDA toolkit with CUPTI under $(or $(CUDA_HOME),/usr/local/cuda): libstepcast_prof.so is not built)
+$(info profiler: no CUDA toolkit with CUPTI under $(or $(CUDA_HOME),/usr/local/cuda): libstepcast_prof.so is not built (set CUDA_HOME))
 endif
 endif
 

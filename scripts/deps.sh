@@ -79,8 +79,7 @@ tmp="$out.tmp.$$"
     echo "CUPTI_LIBDIR := $cupti_lib"
 } >"$tmp"
 mv "$tmp" "$out"
+# (profiler/module.mk says in one line when the profiler is not built)
 if [ "$have_cupti" = 1 ]; then
     echo "deps: CUPTI found in $cupti_lib; the profiler will be built" >&2
-else
-    echo "deps: no CUDA toolkit with CUPTI under $cuda_home (set CUDA_HOME); the profiler is not built" >&2
 fi
