@@ -32,10 +32,20 @@
 #define ORDER_TOL_NS 2000
 /* Returning from a wait costs about this much when the trace cannot say. */
 #define DEFAULT_RETURN_NS 5000
+/* GPU work starts about this long after its launch call starts, when the
+ * trace has no launch onto an idle stream to calibrate with. */
+#define DEFAULT_LAUNCH_NS 5000
 /* A call this much longer than its API's median is a candidate wait. */
 #define LONG_CALL_NS 50000
 /* Consecutive queries closer than this form one polling loop. */
 #define POLL_GAP_NS 200000
+/* Evidence of an untraced cross-stream wait: the work started within
+ * EVIDENCE_AFTER_NS of the other stream's work ending, and more than
+ * EVIDENCE_DELAY_NS later than its launch and its own stream allowed. */
+#define EVIDENCE_AFTER_NS 20000
+#define EVIDENCE_DELAY_NS 5000
+/* A launch this long, at the launch queue's plateau, blocked on a full queue. */
+#define BLOCKED_LAUNCH_NS 20000
 
 struct pending_edge {
     uint32_t to, from;
@@ -610,7 +620,7 @@ static int calibrate_latencies(struct builder *b, struct rank_build *r)
 {
     int64_t *v = NULL;
     size_t n = 0, cap = 0;
-    r->launch_lat = 5000;
+    r->launch_lat = DEFAULT_LAUNCH_NS;
     r->return_lat = DEFAULT_RETURN_NS;
     for (size_t i = 0; i < r->n_streams; i++) {
         const struct stream *s = &r->streams[i];
@@ -798,7 +808,7 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
                     uint32_t c = last_launched_before(&r->streams[i], cutoff);
                     if (c == MODEL_NONE || b->end[c] > b->ts[y] + ORDER_TOL_NS)
                         continue;
-                    if (b->ts[y] - b->end[c] <= 20000 && b->ts[y] - own_ready > 5000 &&
+                    if (b->ts[y] - b->end[c] <= EVIDENCE_AFTER_NS && b->ts[y] - own_ready > EVIDENCE_DELAY_NS &&
                         (x == MODEL_NONE || b->end[c] > b->end[x]))
                         x = c;
                 }
@@ -1035,7 +1045,8 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
     for (size_t j = 0; j < n; j++) {
         uint32_t c = ops[j].call;
         int64_t m = median_of(med, t->events[b->tasks[c].event].name);
-        if ((int64_t)pending[j] * 100 >= qmax * 95 && b->tasks[c].dur > 3 * m && b->tasks[c].dur > 20000)
+        if ((int64_t)pending[j] * 100 >= qmax * 95 && b->tasks[c].dur > 3 * m &&
+            b->tasks[c].dur > BLOCKED_LAUNCH_NS)
             blocked++;
     }
     if (qmax < 256 || blocked < 10) {
