@@ -154,7 +154,8 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
 }
 
 /* With blob_mu held: decide against the rank's current trace, then put the
- * blob in place and commit. *result says what happened. */
+ * blob in place, commit and answer with the record committed. *result says
+ * what happened. */
 static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *rec, int replace,
                         enum metrics_upload *result, struct api_reply *r)
 {
@@ -186,7 +187,7 @@ static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *
     h_remove_blobs(s, &freed);
     store_names_release(&freed);
     *result = METRICS_UPLOAD_CREATED;
-    return SC_OK;
+    return api_reply_trace(r, 201, q->params.job, rec);
 }
 
 void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -215,14 +216,8 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (validate(s, q, &rec, r))
         goto done;
     pthread_mutex_lock(&s->blob_mu);
-    int rc = commit_trace(s, q, &rec, replace, &result, r);
+    commit_trace(s, q, &rec, replace, &result, r);
     pthread_mutex_unlock(&s->blob_mu);
-    if (rc == SC_OK && result == METRICS_UPLOAD_CREATED) {
-        if (store_trace_get(s->store, q->params.job, q->params.rank, &rec, &err))
-            svc_fail(r, &err, API_E_INTERNAL);
-        else
-            api_reply_trace(r, 201, q->params.job, &rec);
-    }
 done:
     metrics_upload(s->metrics, (uint64_t)blob_writer_bytes(q->upload), result);
     log_info("upload", "job=%s rank=%lld bytes=%lld sha256=%.16s result=%s events=%lld", q->params.job,

@@ -666,10 +666,10 @@ int store_trace_list(struct store *s, const char *job, struct api_trace **out, s
     LOCKED(s, trace_rows(s, Q_TRACE_LIST, job, 1, out, n, err));
 }
 
-static int trace_put(struct store *s, const char *job, const struct api_trace *t,
+static int trace_put(struct store *s, const char *job, struct api_trace *t,
                      struct store_names *freed, struct sc_error *err)
 {
-    int64_t now = store_now_ns();
+    int64_t now = t->uploaded_ns = store_now_ns();
     sqlite3_stmt *st;
     int rc;
     if ((rc = begin(s, err)))
@@ -701,7 +701,7 @@ static int trace_put(struct store *s, const char *job, const struct api_trace *t
     return end(s, gc_blobs(s, freed, err), err);
 }
 
-int store_trace_put(struct store *s, const char *job, const struct api_trace *t,
+int store_trace_put(struct store *s, const char *job, struct api_trace *t,
                     struct store_names *freed, struct sc_error *err)
 {
     LOCKED(s, trace_put(s, job, t, freed, err));

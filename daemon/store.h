@@ -74,9 +74,10 @@ int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_t
 int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err);
 /* Set the trace of (job, rank) to t (whose blob file is in place): creates
- * the job if needed and the blob row if new. The blob the rank held before,
- * if now unreferenced, goes to `freed`. */
-int store_trace_put(struct store *s, const char *job, const struct api_trace *t,
+ * the job if needed and the blob row if new, and sets t->uploaded_ns to the
+ * time stored. The blob the rank held before, if now unreferenced, goes to
+ * `freed`. */
+int store_trace_put(struct store *s, const char *job, struct api_trace *t,
                     struct store_names *freed, struct sc_error *err);
 
 /* ---- models ---- */
