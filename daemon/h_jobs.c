@@ -2,9 +2,10 @@
  *
  * An upload reaches h_trace_put() already on disk: the HTTP layer streamed
  * the body into a blob writer (a temp file, hashed as it arrived). Here it
- * is fsync'd, validated by the trace reader from the file, and, unless the
- * rank already holds these bytes or other ones, renamed into the blob
- * store and committed; the reply goes out only after the commit. */
+ * is validated by the trace reader from the file (a rejected upload costs
+ * no fsync), fsync'd, and, unless the rank already holds these bytes or
+ * other ones, renamed into the blob store and committed; the reply goes out
+ * only after the commit. */
 #include "daemon/handlers.h"
 
 #include <stdlib.h>
@@ -208,13 +209,13 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail(r, API_E_INVALID_TRACE, "the body is empty; send a Kineto trace (JSON or gzip)");
         goto done;
     }
+    if (validate(s, q, &rec, r))
+        goto done;
     if (blob_writer_finish(q->upload, rec.sha256, &err)) {
         svc_fail(r, &err, API_E_INTERNAL);
         goto done;
     }
     fp_hit("upload.after_fsync");
-    if (validate(s, q, &rec, r))
-        goto done;
     pthread_mutex_lock(&s->blob_mu);
     commit_trace(s, q, &rec, replace, &result, r);
     pthread_mutex_unlock(&s->blob_mu);
