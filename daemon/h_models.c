@@ -26,6 +26,26 @@ static void fill_progress(struct svc *s, struct api_model *m)
         m->progress = m->status == API_MODEL_READY ? 1 : 0;
 }
 
+/* Delete a model: its row and pins, its cached copy, then the blob files
+ * nothing else names. blob_mu keeps uploads from reusing a blob between
+ * the commit and the unlink; publish_mu keeps a finishing build from
+ * caching the model after it is gone. */
+static int delete_model(struct svc *s, const char *id, struct store_names *freed,
+                        struct sc_error *err)
+{
+    int rc;
+    pthread_mutex_lock(&s->blob_mu);
+    pthread_mutex_lock(&s->publish_mu);
+    rc = store_model_delete(s->store, id, freed, err);
+    if (rc == SC_OK)
+        cache_remove(s->cache, id);
+    pthread_mutex_unlock(&s->publish_mu);
+    if (rc == SC_OK)
+        h_remove_blobs(s, freed);
+    pthread_mutex_unlock(&s->blob_mu);
+    return rc;
+}
+
 void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
@@ -58,8 +78,9 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (builder_submit(s->builder, m.id, &err)) {
+        /* its pins may hold the last reference to a blob a rank replaced since */
         struct store_names freed = {0};
-        store_model_delete(s->store, m.id, &freed, NULL); /* pins only: frees no blob */
+        delete_model(s, m.id, &freed, NULL);
         store_names_release(&freed);
         api_fail(r, API_E_BUSY, "%s", err.msg);
         return;
@@ -112,17 +133,7 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct store_names freed = {0};
     struct sc_error err;
-    int rc;
-    pthread_mutex_lock(&s->blob_mu);
-    pthread_mutex_lock(&s->publish_mu);
-    rc = store_model_delete(s->store, q->params.id, &freed, &err);
-    if (rc == SC_OK)
-        cache_remove(s->cache, q->params.id);
-    pthread_mutex_unlock(&s->publish_mu);
-    if (rc == SC_OK)
-        h_remove_blobs(s, &freed);
-    pthread_mutex_unlock(&s->blob_mu);
-    if (rc)
+    if (delete_model(s, q->params.id, &freed, &err))
         svc_fail(r, &err, API_E_INTERNAL);
     else
         api_reply_deleted(r, "model", q->params.id, 1, freed.n);
