@@ -87,8 +87,9 @@ enum stmt {
     " (SELECT COUNT(*) FROM traces t WHERE t.job = j.id),"                         \
     " (SELECT COALESCE(SUM(bytes), 0) FROM traces t WHERE t.job = j.id),"          \
     " (SELECT COUNT(*) FROM models m WHERE m.job = j.id)"
-#define MODEL_COLS                                                                 \
-    "m.id, m.job, m.status, m.error, m.step_marker, m.steps, m.version, %s,"       \
+/* `summary`: the column, or NULL where lists leave it out */
+#define MODEL_COLS(summary)                                                        \
+    "m.id, m.job, m.status, m.error, m.step_marker, m.steps, m.version, " summary "," \
     " m.created_ns, COALESCE(m.finished_ns, 0),"                                   \
     " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id)"
 #define TOKEN_COLS "id, name, scope, created_ns, COALESCE(revoked_ns, 0)"
@@ -126,9 +127,10 @@ static const char *const sql[Q_COUNT] = {
                        " VALUES(?1, ?2, 'building', ?3, ?4, ?5, ?6)",
     [Q_MODEL_PIN] = "INSERT INTO model_traces(model, rank, sha256)"
                     " SELECT ?1, rank, sha256 FROM traces WHERE job = ?2",
-    [Q_MODEL_GET] = NULL, /* built from MODEL_COLS in prep() */
-    [Q_MODEL_LIST] = NULL,
-    [Q_MODEL_LIST_JOB] = NULL,
+    [Q_MODEL_GET] = "SELECT " MODEL_COLS("m.summary") " FROM models m WHERE m.id = ?1",
+    [Q_MODEL_LIST] = "SELECT " MODEL_COLS("NULL") " FROM models m ORDER BY m.created_ns, m.id",
+    [Q_MODEL_LIST_JOB] = "SELECT " MODEL_COLS("NULL") " FROM models m WHERE m.job = ?1"
+                         " ORDER BY m.created_ns, m.id",
     [Q_MODEL_TRACES] = "SELECT x.rank, x.sha256, b.bytes FROM model_traces x"
                        " JOIN blobs b ON b.sha256 = x.sha256 WHERE x.model = ?1 ORDER BY x.rank",
     [Q_MODEL_FINISH] = "UPDATE models SET status = ?2, error = ?3, summary = ?4, finished_ns = ?5"
@@ -147,7 +149,6 @@ struct store {
     sqlite3 *db;
     pthread_mutex_t mu;
     sqlite3_stmt *st[Q_COUNT];
-    char model_sql[3][512];
 };
 
 int64_t store_now_ns(void)
@@ -192,17 +193,7 @@ static int exec(struct store *s, const char *q, struct sc_error *err)
 static sqlite3_stmt *prep(struct store *s, enum stmt q, struct sc_error *err)
 {
     if (!s->st[q]) {
-        const char *text = sql[q];
-        if (q == Q_MODEL_GET || q == Q_MODEL_LIST || q == Q_MODEL_LIST_JOB) {
-            char *buf = s->model_sql[q - Q_MODEL_GET], cols[400];
-            snprintf(cols, sizeof cols, MODEL_COLS, q == Q_MODEL_GET ? "m.summary" : "NULL");
-            snprintf(buf, sizeof s->model_sql[0], "SELECT %s FROM models m %s", cols,
-                     q == Q_MODEL_GET ? "WHERE m.id = ?1"
-                     : q == Q_MODEL_LIST ? "ORDER BY m.created_ns, m.id"
-                     : "WHERE m.job = ?1 ORDER BY m.created_ns, m.id");
-            text = buf;
-        }
-        if (sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v3(s->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL) != SQLITE_OK) {
             db_fail(s, err, "prepare");
             return NULL;
         }
