@@ -19,6 +19,7 @@
 #include "profiler/cupti_api.h"
 #include "profiler/exports.h"
 #include "profiler/log.h"
+#include "profiler/nccl.h"
 #include "profiler/session.h"
 #include "common/banned.h"
 
@@ -53,6 +54,8 @@ static void load(void)
 
 EXPORT int InitializeInjection(void)
 {
+    /* whatever comes of it, the NCCL plugin must not report the injection missing */
+    prof_nccl_mark_injected(prof_nccl());
     pthread_once(&load_once, load);
     if (loaded)
         prof_session_start(&cfg, &cupti);

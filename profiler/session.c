@@ -408,7 +408,6 @@ int prof_session_start(const struct prof_config *cfg, const struct prof_cupti *c
     CUptiResult r;
     int expected = PROF_OFF;
 
-    prof_nccl_mark_injected(prof_nccl());
     if (atomic_load(&S.state) != PROF_OFF)
         return atomic_load(&S.state);
     S.cfg = *cfg;

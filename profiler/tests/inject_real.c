@@ -6,9 +6,10 @@
  *
  * With "nvtx", it calls InitializeInjectionNvtx2 as NVTX would (the test
  * only does so with NVTX forwarding switched off: a real libcupti would
- * need NVTX's export table).
+ * need NVTX's export table). With "both", InitializeInjection and then the
+ * NCCL plugin's init, as in a job that sets both variables.
  *
- *   prof-inject-real LIBRARY [nccl|nvtx]                                  */
+ *   prof-inject-real LIBRARY [nccl|nvtx|both]                             */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ struct nccl_v5 {
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl|nvtx]\n");
+        fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl|nvtx|both]\n");
         return 2;
     }
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -33,7 +34,17 @@ int main(int argc, char **argv)
         printf("dlopen failed: %s\n", dlerror());
         return 1;
     }
-    if (argc > 2 && strcmp(argv[2], "nccl") == 0) {
+    if (argc > 2 && strcmp(argv[2], "both") == 0) {
+        void *isym = dlsym(lib, "InitializeInjection");
+        int (*inject)(void);
+        if (!isym) {
+            printf("no InitializeInjection\n");
+            return 1;
+        }
+        memcpy(&inject, &isym, sizeof inject);
+        printf("InitializeInjection=%d\n", inject());
+    }
+    if (argc > 2 && (strcmp(argv[2], "nccl") == 0 || strcmp(argv[2], "both") == 0)) {
         const struct nccl_v5 *t = dlsym(lib, "ncclProfiler_v5");
         void *ctx = NULL;
         int mask = -1;

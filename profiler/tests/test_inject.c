@@ -97,6 +97,23 @@ TEST(prof_inject_real_nccl_plugin_alone)
     free(err);
 }
 
+/* Both variables set and tracing switched off (or failing): the one line
+ * says why; the plugin asks for nothing and does not also report the
+ * injection missing. */
+TEST(prof_inject_real_nccl_plugin_with_injection_off)
+{
+    char *out = NULL, *err = NULL;
+    setenv("STEPCAST_PROF", "0", 1);
+    CHECK_EQ_INT(run_helper("both", &out, &err), 0);
+    CHECK_CONTAINS(out, "InitializeInjection=1");
+    CHECK_CONTAINS(out, "plugin stepcast-prof init=0 mask=0");
+    CHECK_EQ_INT(lines(err, "stepcast-prof: "), 1);
+    CHECK_CONTAINS(err, "disabled by STEPCAST_PROF=0");
+    free(out);
+    free(err);
+    unsetenv("STEPCAST_PROF");
+}
+
 /* NVTX's entry point declines (NVTX then does nothing) when NVTX recording
  * or the profiler is switched off. */
 TEST(prof_inject_real_nvtx_switched_off)

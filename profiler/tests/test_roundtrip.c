@@ -22,6 +22,7 @@
 #include "profiler/config.h"
 #include "profiler/event.h"
 #include "profiler/exports.h"
+#include "profiler/nccl.h"
 #include "profiler/session.h"
 #include "profiler/tests/synth.h"
 #include "tests/check.h"
@@ -50,6 +51,7 @@ static void capture(int rank, const char *dir, char *out, size_t out_n)
     c.flush_ms = 60000;
     c.quiet = 1;
     synth_cupti_make(&fake, &s);
+    prof_nccl_mark_injected(prof_nccl()); /* as InitializeInjection does */
     CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
 
     /* NCCL: the communicator, then one all-reduce launched in its group */

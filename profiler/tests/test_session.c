@@ -14,6 +14,7 @@
 #include "profiler/config.h"
 #include "profiler/exports.h"
 #include "profiler/log.h"
+#include "profiler/nccl.h"
 #include "profiler/session.h"
 #include "profiler/tests/synth.h"
 #include "tests/check.h"
@@ -340,6 +341,7 @@ TEST(prof_session_forked_child_stays_out)
     struct synth_cupti_script s = {.version = 130001};
     config(&c);
     synth_cupti_make(&fake, &s);
+    prof_nccl_mark_injected(prof_nccl()); /* as InitializeInjection does */
     CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
     int flushes = synth_cupti_log()->flushes;
     pid_t pid = fork();
