@@ -105,7 +105,8 @@ int prof_config_load(struct prof_config *c, char *(*get)(const char *name), char
         c->max_mb = (size_t)x;
     }
     if (VAR("STEPCAST_PROF_BUFFER_KB")) {
-        if (parse_u64(v, 64, 256 * 1024, &x))
+        /* CUPTI's buffers get a quarter of the memory, and at least two fit */
+        if (parse_u64(v, 64, 256 * 1024, &x) || x * 8 > (uint64_t)c->max_mb * 1024)
             goto bad;
         c->buffer_kb = (size_t)x;
     }

@@ -9,7 +9,8 @@
  *                                   name contains this (instead of NVTX)
  *   STEPCAST_PROF_MAX_MB     1024   memory for records (buffers + events); past it
  *                                   records are dropped and counted
- *   STEPCAST_PROF_BUFFER_KB  4096   size of each buffer lent to CUPTI
+ *   STEPCAST_PROF_BUFFER_KB  4096   size of each buffer lent to CUPTI, at most an
+ *                                   eighth of STEPCAST_PROF_MAX_MB
  *   STEPCAST_PROF_FLUSH_MS   500    background flush period
  *   STEPCAST_PROF_DRIVER     1      record CUDA driver calls (noisy getters filtered)
  *   STEPCAST_PROF_NVTX       1      record NVTX ranges (needs NVTX_INJECTION64_PATH)

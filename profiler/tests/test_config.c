@@ -63,6 +63,13 @@ TEST(prof_config_values)
     CHECK_EQ_INT(load(&c, v2, why), 0);
     CHECK_EQ_INT(c.window_first, 7);
     CHECK_EQ_INT(c.window_last, -1);
+    /* a buffer of an eighth of the memory is the largest */
+    const char *const v4[] = {"STEPCAST_PROF_MAX_MB", "16", "STEPCAST_PROF_BUFFER_KB", "2048", NULL};
+    CHECK_EQ_INT(load(&c, v4, why), 0);
+    CHECK_EQ_INT(c.buffer_kb, 2048);
+    const char *const v5[] = {"STEPCAST_PROF_MAX_MB", "16", "STEPCAST_PROF_BUFFER_KB", "2056", NULL};
+    CHECK_EQ_INT(load(&c, v5, why), -1);
+    CHECK_CONTAINS(why, "STEPCAST_PROF_BUFFER_KB='2056'");
     const char *const v3[] = {"STEPCAST_PROF_STEPS", "3", NULL};
     CHECK_EQ_INT(load(&c, v3, why), 0);
     CHECK_EQ_INT(c.window_first, 3);
@@ -77,6 +84,7 @@ TEST(prof_config_rejects_bad_values)
         {"STEPCAST_PROF_MAX_MB", "1"},     {"STEPCAST_PROF_MAX_MB", "12abc"},
         {"STEPCAST_PROF_FLUSH_MS", "0"},   {"STEPCAST_PROF_BUFFER_KB", "-4"},
         {"STEPCAST_PROF_GZIP", "2"},
+        {"STEPCAST_PROF_BUFFER_KB", "262144"}, /* two would not fit in a quarter of 1024 MB */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct prof_config c;
