@@ -176,7 +176,8 @@ static int db_fail(struct store *s, struct sc_error *err, const char *what)
 {
     int code = sqlite3_errcode(s->db);
     enum sc_status st = code == SQLITE_NOMEM ? SC_ENOMEM : code == SQLITE_CONSTRAINT ? SC_EEXIST : SC_EIO;
-    return sc_error_set(err, st, "catalog: %s: %s", what, sqlite3_errmsg(s->db));
+    sc_error_set(err, st, "catalog: %s: %s", what, sqlite3_errmsg(s->db));
+    return st;
 }
 
 static int exec(struct store *s, const char *q, struct sc_error *err)
@@ -190,15 +191,14 @@ static int exec(struct store *s, const char *q, struct sc_error *err)
     return SC_OK;
 }
 
-static sqlite3_stmt *prep(struct store *s, enum stmt q, struct sc_error *err)
+/* Statement q, prepared on first use and kept. */
+static int prep(struct store *s, enum stmt q, sqlite3_stmt **st, struct sc_error *err)
 {
-    if (!s->st[q]) {
-        if (sqlite3_prepare_v3(s->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL) != SQLITE_OK) {
-            db_fail(s, err, "prepare");
-            return NULL;
-        }
-    }
-    return s->st[q];
+    if (!s->st[q] &&
+        sqlite3_prepare_v3(s->db, sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL) != SQLITE_OK)
+        return db_fail(s, err, "prepare");
+    *st = s->st[q];
+    return SC_OK;
 }
 
 static void done(sqlite3_stmt *st)
@@ -344,13 +344,14 @@ int store_check(struct store *s, struct sc_error *err)
 
 static int exists(struct store *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, q, err);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    sqlite3_stmt *st;
+    int rc = prep(s, q, &st, err);
+    if (rc)
+        return rc;
     bind_text(st, 1, key);
     int r = sqlite3_step(st);
     *yes = r == SQLITE_ROW;
-    int rc = r == SQLITE_ROW || r == SQLITE_DONE ? SC_OK : db_fail(s, err, "lookup");
+    rc = r == SQLITE_ROW || r == SQLITE_DONE ? SC_OK : db_fail(s, err, "lookup");
     done(st);
     return rc;
 }
@@ -358,10 +359,10 @@ static int exists(struct store *s, enum stmt q, const char *key, int *yes, struc
 static int names_query(struct store *s, enum stmt q, const char *key, struct store_names *out,
                        struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, q, err);
-    int r, rc = SC_OK;
-    if (!st)
-        return err ? err->code : SC_EIO;
+    sqlite3_stmt *st;
+    int r, rc = prep(s, q, &st, err);
+    if (rc)
+        return rc;
     if (key)
         bind_text(st, 1, key);
     while (rc == SC_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
@@ -379,13 +380,13 @@ static int gc_blobs(struct store *s, struct store_names *freed, struct sc_error 
 
 static int count(struct store *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, q, err);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    sqlite3_stmt *st;
+    int rc = prep(s, q, &st, err);
+    if (rc)
+        return rc;
     if (key)
         bind_text(st, 1, key);
-    int r = sqlite3_step(st);
-    int rc = r == SQLITE_ROW ? SC_OK : db_fail(s, err, "count");
+    rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "count");
     *n = rc == SC_OK ? sqlite3_column_int64(st, 0) : 0;
     done(st);
     return rc;
@@ -467,11 +468,12 @@ int store_blob_list(struct store *s, struct store_names *out, struct sc_error *e
 
 static int totals(struct store *s, struct store_totals *t, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_BLOB_TOTALS, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_BLOB_TOTALS, &st, err);
     memset(t, 0, sizeof *t);
-    if (!st)
-        return err ? err->code : SC_EIO;
-    int rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "totals");
+    if (rc)
+        return rc;
+    rc = sqlite3_step(st) == SQLITE_ROW ? SC_OK : db_fail(s, err, "totals");
     if (rc == SC_OK) {
         t->jobs = sqlite3_column_int64(st, 0);
         t->models = sqlite3_column_int64(st, 1);
@@ -509,9 +511,7 @@ static int job_put(struct store *s, const char *id, const char *desc, int *creat
     if ((rc = begin(s, err)))
         return rc;
     if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK) {
-        if (!(st = prep(s, Q_JOB_UPSERT, err)))
-            rc = err ? err->code : SC_EIO;
-        else {
+        if ((rc = prep(s, Q_JOB_UPSERT, &st, err)) == SC_OK) {
             bind_text(st, 1, id);
             bind_text(st, 2, desc);
             sqlite3_bind_int64(st, 3, store_now_ns());
@@ -530,12 +530,13 @@ int store_job_put(struct store *s, const char *id, const char *description, int 
 
 static int job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_JOB_GET, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_JOB_GET, &st, err);
     memset(out, 0, sizeof *out);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     bind_text(st, 1, id);
-    int rc = one_row(s, st, read_job, out, "get job", err);
+    rc = one_row(s, st, read_job, out, "get job", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no job '%s'", id) : rc;
 }
 
@@ -551,11 +552,12 @@ static void release_jobs(void *v, size_t n)
 
 static int job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_JOB_LIST, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_JOB_LIST, &st, err);
     *out = NULL;
     *n = 0;
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     return all_rows(s, st, read_job, sizeof **out, release_jobs, (void **)out, n, "list jobs",
                     err);
 }
@@ -577,9 +579,7 @@ static int job_delete(struct store *s, const char *id, struct store_names *model
     if (rc == SC_OK)
         rc = names_query(s, Q_JOB_MODELS, id, models, err);
     if (rc == SC_OK) {
-        if (!(st = prep(s, Q_JOB_DELETE, err)))
-            rc = err ? err->code : SC_EIO;
-        else {
+        if ((rc = prep(s, Q_JOB_DELETE, &st, err)) == SC_OK) {
             bind_text(st, 1, id);
             rc = run(s, st, err, "delete job");
         }
@@ -619,13 +619,14 @@ static void read_trace(sqlite3_stmt *st, void *row)
 static int trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
                      struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_TRACE_GET, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_TRACE_GET, &st, err);
     memset(out, 0, sizeof *out);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     bind_text(st, 1, job);
     sqlite3_bind_int64(st, 2, rank);
-    int rc = one_row(s, st, read_trace, out, "get trace", err);
+    rc = one_row(s, st, read_trace, out, "get trace", err);
     return rc == SC_ENOTFOUND
                ? sc_error_set(err, rc, "job '%s' has no trace for rank %lld", job, (long long)rank)
                : rc;
@@ -641,11 +642,12 @@ int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_t
 static int trace_rows(struct store *s, enum stmt q, const char *key, int full,
                       struct api_trace **out, size_t *n, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, q, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, q, &st, err);
     *out = NULL;
     *n = 0;
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     bind_text(st, 1, key);
     return all_rows(s, st, full ? read_trace : read_trace_brief, sizeof **out, release_plain,
                     (void **)out, n, "list traces", err);
@@ -665,21 +667,21 @@ static int trace_put(struct store *s, const char *job, struct api_trace *t,
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if (!(st = prep(s, Q_JOB_TOUCH, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_JOB_TOUCH, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, job);
     sqlite3_bind_int64(st, 2, now);
     if ((rc = run(s, st, err, "touch job")))
         return end(s, rc, err);
-    if (!(st = prep(s, Q_BLOB_INSERT, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_BLOB_INSERT, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, t->sha256);
     sqlite3_bind_int64(st, 2, t->bytes);
     sqlite3_bind_int64(st, 3, now);
     if ((rc = run(s, st, err, "insert blob")))
         return end(s, rc, err);
-    if (!(st = prep(s, Q_TRACE_UPSERT, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_TRACE_UPSERT, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, job);
     sqlite3_bind_int64(st, 2, t->rank);
     bind_text(st, 3, t->sha256);
@@ -731,8 +733,8 @@ static int model_create(struct store *s, const struct api_model *m, struct sc_er
     if (rc == SC_OK && (rc = count(s, Q_TRACE_COUNT, m->job, &n, err)) == SC_OK && n == 0)
         rc = sc_error_set(err, SC_EINVAL, "job '%s' has no trace to build a model from", m->job);
     if (rc == SC_OK) {
-        if (!(st = prep(s, Q_MODEL_INSERT, err)))
-            return end(s, err ? err->code : SC_EIO, err);
+        if ((rc = prep(s, Q_MODEL_INSERT, &st, err)))
+            return end(s, rc, err);
         bind_text(st, 1, m->id);
         bind_text(st, 2, m->job);
         bind_text(st, 3, m->step_marker);
@@ -742,8 +744,8 @@ static int model_create(struct store *s, const struct api_model *m, struct sc_er
         rc = run(s, st, err, "insert model");
     }
     if (rc == SC_OK) {
-        if (!(st = prep(s, Q_MODEL_PIN, err)))
-            return end(s, err ? err->code : SC_EIO, err);
+        if ((rc = prep(s, Q_MODEL_PIN, &st, err)))
+            return end(s, rc, err);
         bind_text(st, 1, m->id);
         bind_text(st, 2, m->job);
         rc = run(s, st, err, "pin traces");
@@ -758,12 +760,13 @@ int store_model_create(struct store *s, const struct api_model *m, struct sc_err
 
 static int model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_MODEL_GET, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_MODEL_GET, &st, err);
     memset(out, 0, sizeof *out);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     bind_text(st, 1, id);
-    int rc = one_row(s, st, read_model, out, "get model", err);
+    rc = one_row(s, st, read_model, out, "get model", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no model '%s'", id) : rc;
 }
 
@@ -780,11 +783,12 @@ static void release_models(void *v, size_t n)
 static int model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
                       struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, &st, err);
     *out = NULL;
     *n = 0;
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     if (job)
         bind_text(st, 1, job);
     return all_rows(s, st, read_model, sizeof **out, release_models, (void **)out, n,
@@ -810,8 +814,8 @@ static int model_finish(struct store *s, const char *id, enum api_model_status s
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if (!(st = prep(s, Q_MODEL_FINISH, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_MODEL_FINISH, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, id);
     bind_text(st, 2, api_model_status_name(status));
     bind_text(st, 3, error);
@@ -836,8 +840,8 @@ static int model_delete(struct store *s, const char *id, struct store_names *fre
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if (!(st = prep(s, Q_MODEL_DELETE, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_MODEL_DELETE, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, id);
     rc = run(s, st, err, "delete model");
     if (rc == SC_OK && sqlite3_changes(s->db) == 0)
@@ -880,8 +884,8 @@ static int token_create(struct store *s, const struct api_token *t, const char *
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if (!(st = prep(s, Q_TOKEN_INSERT, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_TOKEN_INSERT, &st, err)))
+        return end(s, rc, err);
     bind_text(st, 1, t->id);
     bind_text(st, 2, t->name);
     bind_text(st, 3, api_scope_name(t->scope));
@@ -900,12 +904,13 @@ int store_token_create(struct store *s, const struct api_token *t, const char *h
 static int token_one(struct store *s, enum stmt q, const char *key, struct api_token *out,
                      struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, q, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, q, &st, err);
     memset(out, 0, sizeof *out);
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     bind_text(st, 1, key);
-    int rc = one_row(s, st, read_token, out, "get token", err);
+    rc = one_row(s, st, read_token, out, "get token", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no such token") : rc;
 }
 
@@ -917,11 +922,12 @@ int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
 
 static int token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
 {
-    sqlite3_stmt *st = prep(s, Q_TOKEN_LIST, err);
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_TOKEN_LIST, &st, err);
     *out = NULL;
     *n = 0;
-    if (!st)
-        return err ? err->code : SC_EIO;
+    if (rc)
+        return rc;
     return all_rows(s, st, read_token, sizeof **out, release_plain, (void **)out, n,
                     "list tokens", err);
 }
@@ -948,8 +954,8 @@ static int token_revoke(struct store *s, const char *id, struct api_token *out,
     if (out->scope == API_SCOPE_ADMIN && admins <= 1)
         return end(s, sc_error_set(err, SC_EEXIST, "token '%s' is the last active admin token", id),
                    err);
-    if (!(st = prep(s, Q_TOKEN_REVOKE, err)))
-        return end(s, err ? err->code : SC_EIO, err);
+    if ((rc = prep(s, Q_TOKEN_REVOKE, &st, err)))
+        return end(s, rc, err);
     out->revoked_ns = store_now_ns();
     bind_text(st, 1, id);
     sqlite3_bind_int64(st, 2, out->revoked_ns);
