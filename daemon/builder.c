@@ -177,11 +177,12 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->idle, NULL);
     for (unsigned i = 0; i < workers; i++) {
-        if (pthread_create(&b->threads[i], NULL, worker, b)) {
+        int e = pthread_create(&b->threads[i], NULL, worker, b);
+        if (e) { /* pthread_create returns its error; errno is not set */
             b->workers = i;
             builder_stop(b, 0);
             builder_free(b);
-            return sc_error_set(err, SC_EIO, "cannot start build threads: %s", strerror(errno));
+            return sc_error_set(err, SC_EIO, "cannot start build threads: %s", strerror(e));
         }
         b->started++;
     }
