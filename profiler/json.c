@@ -100,14 +100,15 @@ int prof_json_close(struct prof_json *w)
     return w->error ? -1 : 0;
 }
 
-/* The separator before a value or key at the current level. */
+/* The separator before a value or key at the current level. Past
+ * PROF_JSON_DEPTH (an error already) there are no flags to keep. */
 static void item(struct prof_json *w)
 {
     if (w->after_key) {
         w->after_key = 0;
         return;
     }
-    if (w->depth > 0) {
+    if (w->depth > 0 && w->depth <= PROF_JSON_DEPTH) {
         if (w->has_items[w->depth - 1])
             putc_(w, ',');
         w->has_items[w->depth - 1] = 1;

@@ -159,3 +159,27 @@ TEST(prof_json_reports_write_errors)
     CHECK_EQ_INT(prof_json_close(w), -1);
     free(w);
 }
+
+/* Nesting past PROF_JSON_DEPTH is an error, and the writer's own state
+ * stays intact (the per-level flags end at that depth). */
+TEST(prof_json_too_deep_is_an_error)
+{
+    struct prof_json *w = malloc(sizeof *w);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(w && f);
+    prof_json_open_stream(w, f);
+    for (int i = 0; i < 40; i++) {
+        prof_json_begin_array(w);
+        prof_json_int(w, i);
+    }
+    for (int i = 0; i < 40; i++)
+        prof_json_end_array(w);
+    CHECK(w->len <= sizeof w->buf);
+    CHECK_EQ_INT(w->after_key, 0);
+    CHECK_EQ_INT(w->written, 0);
+    CHECK_EQ_INT(prof_json_close(w), -1);
+    free(w);
+    free(text);
+}
