@@ -31,10 +31,8 @@ uint8_t *prof_pool_get(struct prof_pool *p, size_t *size)
 {
     *size = p->buf_size;
     for (int i = 0; i < PROF_POOL_SLOTS; i++)
-        if (cas(&p->slots[i].state, PROF_SLOT_FREE, PROF_SLOT_CUPTI)) {
-            atomic_fetch_add(&p->lent, 1);
+        if (cas(&p->slots[i].state, PROF_SLOT_FREE, PROF_SLOT_CUPTI))
             return atomic_load_explicit(&p->slots[i].buf, memory_order_relaxed);
-        }
     /* no free buffer: allocate one into an empty slot, within the cap */
     for (int i = 0; i < PROF_POOL_SLOTS; i++) {
         if (atomic_load_explicit(&p->allocated, memory_order_relaxed) >= p->max_buffers)
@@ -50,7 +48,6 @@ uint8_t *prof_pool_get(struct prof_pool *p, size_t *size)
         }
         atomic_store_explicit(&p->slots[i].buf, (uint8_t *)b, memory_order_relaxed);
         atomic_store_explicit(&p->slots[i].state, PROF_SLOT_CUPTI, memory_order_release);
-        atomic_fetch_add(&p->lent, 1);
         return b;
     }
     if (p->allow_null) {

@@ -38,7 +38,6 @@ struct prof_pool {
     size_t max_buffers;       /* slots that may hold a buffer */
     int allow_null;           /* CUPTI accepts a NULL buffer (drops records) */
     atomic_size_t allocated;  /* buffers allocated in slots */
-    atomic_ullong lent;       /* requests served */
     atomic_ullong refused;    /* requests answered NULL */
     atomic_ullong loose;      /* loose buffers handed out */
     atomic_ullong lost_bytes; /* bytes of loose buffers discarded unread */
