@@ -241,25 +241,54 @@ static struct prof_nccl_rec *begin(struct prof_nccl_log *l, void *context, int k
     return r;
 }
 
-static void coll_fields(struct prof_nccl_rec *r, const struct prof_nccl_coll_v4 *c)
+/* The API-level call (v5): function, count, datatype, stream. */
+static void api_fields(struct prof_nccl_rec *r, const char *func, size_t count,
+                       const char *datatype, void *stream, bool graph_captured)
 {
-    r->seq = c->seq;
-    copy_str(r->func, sizeof r->func, c->func);
-    r->count = c->count;
-    r->root = c->root;
-    copy_str(r->datatype, sizeof r->datatype, c->datatype);
-    r->n_channels = c->n_channels;
-    copy_str(r->algo, sizeof r->algo, c->algo);
-    copy_str(r->proto, sizeof r->proto, c->proto);
+    copy_str(r->func, sizeof r->func, func);
+    r->count = count;
+    copy_str(r->datatype, sizeof r->datatype, datatype);
+    r->stream = (uint64_t)(uintptr_t)stream;
+    r->graph_captured = graph_captured;
 }
 
-static void p2p_fields(struct prof_nccl_rec *r, const struct prof_nccl_p2p_v4 *p)
+/* The events v4 and v5 describe alike (v5 appends to them): a kernel plan
+ * (Group) and the collectives and point-to-point operations in it. Mutex
+ * held; NULL for any other type. */
+static struct prof_nccl_rec *plan_event(struct prof_nccl_log *l, void *context, uint64_t type,
+                                        void *parent, const struct prof_nccl_coll_v4 *c,
+                                        const struct prof_nccl_p2p_v4 *p)
 {
-    copy_str(r->func, sizeof r->func, p->func);
-    copy_str(r->datatype, sizeof r->datatype, p->datatype);
-    r->count = p->count;
-    r->root = p->peer;
-    r->n_channels = p->n_channels;
+    struct prof_nccl_rec *r = NULL;
+    switch (type) {
+    case PROF_NCCL_GROUP:
+        r = begin(l, context, PROF_NCCL_K_GROUP, NULL);
+        break;
+    case PROF_NCCL_COLL:
+        if ((r = begin(l, context, PROF_NCCL_K_COLL, parent))) {
+            r->seq = c->seq;
+            copy_str(r->func, sizeof r->func, c->func);
+            r->count = c->count;
+            r->root = c->root;
+            copy_str(r->datatype, sizeof r->datatype, c->datatype);
+            r->n_channels = c->n_channels;
+            copy_str(r->algo, sizeof r->algo, c->algo);
+            copy_str(r->proto, sizeof r->proto, c->proto);
+        }
+        break;
+    case PROF_NCCL_P2P:
+        if ((r = begin(l, context, PROF_NCCL_K_P2P, parent))) {
+            copy_str(r->func, sizeof r->func, p->func);
+            copy_str(r->datatype, sizeof r->datatype, p->datatype);
+            r->count = p->count;
+            r->root = p->peer;
+            r->n_channels = p->n_channels;
+        }
+        break;
+    default:
+        break;
+    }
+    return r;
 }
 
 /* The launch whose external id this thread pushed (number + 1), 0 = none:
@@ -296,22 +325,15 @@ static int v5_start(void *context, void **handle, struct prof_nccl_descr_v5 *d)
         break;
     case PROF_NCCL_COLL_API:
         if ((r = begin(l, context, PROF_NCCL_K_COLL_API, d->parent))) {
-            copy_str(r->func, sizeof r->func, d->coll_api.func);
-            r->count = d->coll_api.count;
-            copy_str(r->datatype, sizeof r->datatype, d->coll_api.datatype);
+            api_fields(r, d->coll_api.func, d->coll_api.count, d->coll_api.datatype,
+                       d->coll_api.stream, d->coll_api.graph_captured);
             r->root = d->coll_api.root;
-            r->stream = (uint64_t)(uintptr_t)d->coll_api.stream;
-            r->graph_captured = d->coll_api.graph_captured;
         }
         break;
     case PROF_NCCL_P2P_API:
-        if ((r = begin(l, context, PROF_NCCL_K_P2P_API, d->parent))) {
-            copy_str(r->func, sizeof r->func, d->p2p_api.func);
-            r->count = d->p2p_api.count;
-            copy_str(r->datatype, sizeof r->datatype, d->p2p_api.datatype);
-            r->stream = (uint64_t)(uintptr_t)d->p2p_api.stream;
-            r->graph_captured = d->p2p_api.graph_captured;
-        }
+        if ((r = begin(l, context, PROF_NCCL_K_P2P_API, d->parent)))
+            api_fields(r, d->p2p_api.func, d->p2p_api.count, d->p2p_api.datatype,
+                       d->p2p_api.stream, d->p2p_api.graph_captured);
         break;
     case PROF_NCCL_KERNEL_LAUNCH:
         if ((r = begin(l, context, PROF_NCCL_K_KERNEL_LAUNCH, d->parent))) {
@@ -319,18 +341,8 @@ static int v5_start(void *context, void **handle, struct prof_nccl_descr_v5 *d)
             push_launch(l, r);
         }
         break;
-    case PROF_NCCL_GROUP:
-        r = begin(l, context, PROF_NCCL_K_GROUP, NULL);
-        break;
-    case PROF_NCCL_COLL:
-        if ((r = begin(l, context, PROF_NCCL_K_COLL, d->parent)))
-            coll_fields(r, &d->coll.c);
-        break;
-    case PROF_NCCL_P2P:
-        if ((r = begin(l, context, PROF_NCCL_K_P2P, d->parent)))
-            p2p_fields(r, &d->p2p.p);
-        break;
     default:
+        r = plan_event(l, context, d->type, d->parent, &d->coll.c, &d->p2p.p);
         break;
     }
     *handle = handle_of(r);
@@ -341,27 +353,11 @@ static int v5_start(void *context, void **handle, struct prof_nccl_descr_v5 *d)
 static int v4_start(void *context, void **handle, struct prof_nccl_descr_v4 *d)
 {
     struct prof_nccl_log *l = &the_log;
-    struct prof_nccl_rec *r = NULL;
     *handle = NULL;
     if (!__atomic_load_n(&l->active, __ATOMIC_ACQUIRE))
         return PROF_NCCL_SUCCESS;
     pthread_mutex_lock(&l->mu);
-    switch (d->type) {
-    case PROF_NCCL_GROUP:
-        r = begin(l, context, PROF_NCCL_K_GROUP, NULL);
-        break;
-    case PROF_NCCL_COLL:
-        if ((r = begin(l, context, PROF_NCCL_K_COLL, d->parent)))
-            coll_fields(r, &d->coll);
-        break;
-    case PROF_NCCL_P2P:
-        if ((r = begin(l, context, PROF_NCCL_K_P2P, d->parent)))
-            p2p_fields(r, &d->p2p);
-        break;
-    default:
-        break;
-    }
-    *handle = handle_of(r);
+    *handle = handle_of(plan_event(l, context, d->type, d->parent, &d->coll, &d->p2p));
     pthread_mutex_unlock(&l->mu);
     return PROF_NCCL_SUCCESS;
 }

@@ -169,6 +169,69 @@ TEST(prof_nccl_v5_joins_kernels_exactly)
     prof_nccl_reset(l);
 }
 
+/* v5 point-to-point: P2pApi (stream, count) and its P2p task (peer). */
+TEST(prof_nccl_v5_send_keeps_its_peer)
+{
+    struct prof_nccl_log *l = start_log();
+    void *ctx = NULL;
+    int mask = 0;
+    CHECK_EQ_INT(ncclProfiler_v5.init(&ctx, 0x99, &mask, "pp", 1, 4, 1, NULL), 0);
+    void *group = v5_event(ctx, PROF_NCCL_GROUP_API, NULL);
+    struct prof_nccl_descr_v5 d;
+    void *api = NULL, *task = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = PROF_NCCL_P2P_API;
+    d.parent = group;
+    d.p2p_api.func = "Send";
+    d.p2p_api.count = 256;
+    d.p2p_api.datatype = "ncclFloat16";
+    d.p2p_api.stream = (void *)0x55;
+    CHECK_EQ_INT(ncclProfiler_v5.start_event(ctx, &api, &d), 0);
+    ncclProfiler_v5.stop_event(api);
+    void *launch = v5_event(ctx, PROF_NCCL_KERNEL_LAUNCH, group);
+    uint64_t id = synth_cupti_log()->last_pushed;
+    ncclProfiler_v5.stop_event(launch);
+    memset(&d, 0, sizeof d);
+    d.type = PROF_NCCL_P2P;
+    d.parent = api;
+    d.p2p.p.func = "Send";
+    d.p2p.p.count = 256;
+    d.p2p.p.datatype = "ncclFloat16";
+    d.p2p.p.peer = 2;
+    d.p2p.p.n_channels = 2;
+    CHECK_EQ_INT(ncclProfiler_v5.start_event(ctx, &task, &d), 0);
+    ncclProfiler_v5.stop_event(task);
+    ncclProfiler_v5.stop_event(group);
+    const struct prof_nccl_rec *r = prof_nccl_get(l, (uint64_t)(uintptr_t)api - 1);
+    CHECK(r && r->kind == PROF_NCCL_K_P2P_API && r->stream == 0x55 && r->count == 256);
+    prof_nccl_deactivate(l);
+
+    struct prof_store st;
+    CHECK_EQ_INT(prof_store_init(&st, 0), 0);
+    struct prof_event *x = add(&st, PROF_EV_EXT_CORR, 60, 0);
+    x->u.ext.kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+    x->u.ext.id = id;
+    add_kernel(&st, 60, 5, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
+    struct prof_join j;
+    CHECK_EQ_INT(prof_join_build(&j, &st, l), 0);
+    CHECK_EQ_INT(j.nccl_exact, 1);
+    const struct prof_nccl_unit *u = prof_join_unit(&j, 1);
+    CHECK(u != NULL);
+    if (u) {
+        struct prof_coll c;
+        prof_join_coll(&j, u, &c);
+        CHECK_STREQ(c.name, "send");
+        CHECK_EQ_INT(c.peer, 2);
+        CHECK_EQ_INT(c.in_nelems, 256);
+        CHECK_STREQ(c.dtype, "Half");
+        CHECK_EQ_INT(c.n_channels, 2);
+        CHECK_EQ_INT(c.seq, -1);
+    }
+    prof_join_release(&j);
+    prof_store_release(&st);
+    prof_nccl_reset(l);
+}
+
 static void *v4_event(void *ctx, uint8_t type, void *parent, const char *func, size_t count,
                       uint64_t seq, int peer)
 {
