@@ -125,8 +125,8 @@ void prof_nccl_drop_before(struct prof_nccl_log *l, uint64_t t)
             old = c[i].start < t;
         if (!old)
             break;
-        free(c);
         l->bytes -= c ? PROF_NCCL_CHUNK * sizeof *c : 0;
+        free(c);
         dropped++;
     }
     if (dropped) {
@@ -415,32 +415,22 @@ const struct prof_nccl_comm *prof_nccl_world(const struct prof_nccl_log *l)
     return best;
 }
 
-/* ---- NCCL's own entry points ---------------------------------------------------------- */
+/* ---- NCCL's own version --------------------------------------------------------------- */
 
-/* The NCCL calls the profiler makes, resolved at run time (NCCL may be
- * linked statically, or not at all). */
-struct prof_nccl_api {
-    int (*get_version)(int *version);
-};
-
-static int nccl_api_load(struct prof_nccl_api *a)
+const char *prof_nccl_library_version(char *buf, size_t n)
 {
+    /* NCCL may be linked statically, or not at all: look where it would be */
     void *lib = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
     void *sym;
+    int (*get_version)(int *version);
+    int v = 0;
     if (!lib)
         lib = dlopen(NULL, RTLD_LAZY); /* the program and its global libraries */
     sym = lib ? dlsym(lib, "ncclGetVersion") : NULL;
     if (lib)
         dlclose(lib);
-    memcpy(&a->get_version, &sym, sizeof sym);
-    return sym ? 0 : -1;
-}
-
-const char *prof_nccl_library_version(char *buf, size_t n)
-{
-    struct prof_nccl_api a;
-    int v = 0;
-    if (nccl_api_load(&a) || a.get_version(&v) != PROF_NCCL_SUCCESS || v <= 0)
+    memcpy(&get_version, &sym, sizeof sym);
+    if (!sym || get_version(&v) != PROF_NCCL_SUCCESS || v <= 0)
         return NULL;
     if (v >= 10000) /* 2.9 and later: major * 10000 + minor * 100 + patch */
         snprintf(buf, n, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
@@ -466,30 +456,18 @@ const char *prof_nccl_c10d_name(const char *func)
     return NULL;
 }
 
-static const struct {
-    const char *nccl, *c10d;
-    int bytes;
-} dtypes[] = {
-    {"ncclInt8", "Char", 1},          {"ncclUint8", "Byte", 1},
-    {"ncclInt32", "Int", 4},          {"ncclUint32", "UInt32", 4},
-    {"ncclInt64", "Long", 8},         {"ncclUint64", "UInt64", 8},
-    {"ncclFloat16", "Half", 2},       {"ncclFloat32", "Float", 4},
-    {"ncclFloat64", "Double", 8},     {"ncclBfloat16", "BFloat16", 2},
-    {"ncclFloat8e4m3", "Float8_e4m3fn", 1}, {"ncclFloat8e5m2", "Float8_e5m2", 1},
-};
-
 const char *prof_nccl_c10d_dtype(const char *datatype)
 {
-    for (size_t i = 0; datatype && i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (strcmp(datatype, dtypes[i].nccl) == 0)
-            return dtypes[i].c10d;
+    static const char *const map[][2] = {
+        {"ncclInt8", "Char"},          {"ncclUint8", "Byte"},
+        {"ncclInt32", "Int"},          {"ncclUint32", "UInt32"},
+        {"ncclInt64", "Long"},         {"ncclUint64", "UInt64"},
+        {"ncclFloat16", "Half"},       {"ncclFloat32", "Float"},
+        {"ncclFloat64", "Double"},     {"ncclBfloat16", "BFloat16"},
+        {"ncclFloat8e4m3", "Float8_e4m3fn"}, {"ncclFloat8e5m2", "Float8_e5m2"},
+    };
+    for (size_t i = 0; datatype && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(datatype, map[i][0]) == 0)
+            return map[i][1];
     return NULL;
-}
-
-int prof_nccl_dtype_bytes(const char *datatype)
-{
-    for (size_t i = 0; datatype && i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (strcmp(datatype, dtypes[i].nccl) == 0)
-            return dtypes[i].bytes;
-    return 0;
 }

@@ -124,7 +124,5 @@ void prof_nccl_reset(struct prof_nccl_log *l);
 const char *prof_nccl_c10d_name(const char *func);
 /* c10d's dtype name for an NCCL datatype ("ncclFloat32" -> "Float"), NULL if unknown. */
 const char *prof_nccl_c10d_dtype(const char *datatype);
-/* Bytes per element of an NCCL datatype, 0 if unknown. */
-int prof_nccl_dtype_bytes(const char *datatype);
 
 #endif

@@ -413,8 +413,7 @@ TEST(prof_nccl_names)
     CHECK_STREQ(prof_nccl_c10d_dtype("ncclBfloat16"), "BFloat16");
     CHECK_STREQ(prof_nccl_c10d_dtype("ncclFloat16"), "Half");
     CHECK(prof_nccl_c10d_dtype("Unknown") == NULL);
-    CHECK_EQ_INT(prof_nccl_dtype_bytes("ncclFloat8e4m3"), 1);
-    CHECK_EQ_INT(prof_nccl_dtype_bytes("ncclFloat64"), 8);
+    CHECK_STREQ(prof_nccl_c10d_dtype("ncclFloat8e4m3"), "Float8_e4m3fn");
     CHECK(prof_is_nccl_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
     CHECK(!prof_is_nccl_kernel("gemm"));
     char v[32];
