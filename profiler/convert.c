@@ -74,7 +74,8 @@ static void kernel(struct prof_convert *c, const void *r, struct prof_event *e)
     e->name = prof_store_intern_shared(c->store, prof_rdstr(r, OFF_K_NAME));
 }
 
-static void memcpy_rec(const void *r, struct prof_event *e)
+/* A copy or a peer-to-peer copy: the two records agree up to the stream. */
+static void copy_head(const void *r, struct prof_event *e)
 {
     e->type = PROF_EV_MEMCPY;
     e->sub = prof_rd8(r, OFF_C_COPY_KIND);
@@ -86,6 +87,11 @@ static void memcpy_rec(const void *r, struct prof_event *e)
     e->at.gpu.device = prof_rd32(r, OFF_C_DEVICE);
     e->at.gpu.context = prof_rd32(r, OFF_C_CONTEXT);
     e->at.gpu.stream = prof_rd32(r, OFF_C_STREAM);
+}
+
+static void memcpy_rec(const void *r, struct prof_event *e)
+{
+    copy_head(r, e);
     e->corr = prof_rd32(r, OFF_C_CORR);
     e->u.copy.graph_node = prof_rd64(r, OFF_C_GRAPH_NODE);
     e->u.copy.graph_id = prof_rd32(r, OFF_C_GRAPH);
@@ -95,17 +101,8 @@ static void memcpy_rec(const void *r, struct prof_event *e)
 
 static void p2p(const void *r, struct prof_event *e)
 {
-    e->type = PROF_EV_MEMCPY;
+    copy_head(r, e);
     e->flags |= PROF_F_P2P;
-    e->sub = prof_rd8(r, OFF_P_COPY_KIND);
-    e->u.copy.src_kind = prof_rd8(r, OFF_P_SRC_KIND);
-    e->u.copy.dst_kind = prof_rd8(r, OFF_P_DST_KIND);
-    e->u.copy.bytes = prof_rd64(r, OFF_P_BYTES);
-    e->start = prof_rd64(r, OFF_P_START);
-    e->end = prof_rd64(r, OFF_P_END);
-    e->at.gpu.device = prof_rd32(r, OFF_P_DEVICE);
-    e->at.gpu.context = prof_rd32(r, OFF_P_CONTEXT);
-    e->at.gpu.stream = prof_rd32(r, OFF_P_STREAM);
     e->u.copy.src_device = prof_rd32(r, OFF_P_SRC_DEVICE);
     e->u.copy.src_context = prof_rd32(r, OFF_P_SRC_CONTEXT);
     e->u.copy.dst_device = prof_rd32(r, OFF_P_DST_DEVICE);

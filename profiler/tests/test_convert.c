@@ -98,7 +98,10 @@ static void check_common(const struct prof_store *s, const struct prof_convert *
             CHECK_EQ_INT(e->u.copy.bytes, 1 << 20);
             CHECK_EQ_INT(e->u.copy.src_device, 0);
             CHECK_EQ_INT(e->u.copy.dst_device, 1);
+            CHECK_EQ_INT(e->u.copy.dst_context, 2);
             CHECK_EQ_INT(e->at.gpu.stream, 14);
+            CHECK_EQ_INT(e->sub, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
+            CHECK_EQ_INT(e->corr, 9);
         }
     }
     CHECK((e = find(s, PROF_EV_MEMSET)) != NULL);

@@ -46,14 +46,16 @@ PIN2(OFF_C_STREAM, CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, streamId);
 PIN2(OFF_C_CORR, CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, correlationId);
 PIN2(OFF_C_GRAPH_NODE, CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, graphNodeId);
 PIN2(OFF_C_GRAPH, CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, graphId);
-/* peer-to-peer copies: MemcpyPtoP3, MemcpyPtoP4 */
-PIN2(OFF_P_COPY_KIND, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, copyKind);
-PIN2(OFF_P_BYTES, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, bytes);
-PIN2(OFF_P_START, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, start);
-PIN2(OFF_P_END, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, end);
-PIN2(OFF_P_DEVICE, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, deviceId);
-PIN2(OFF_P_CONTEXT, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, contextId);
-PIN2(OFF_P_STREAM, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, streamId);
+/* peer-to-peer copies: MemcpyPtoP3, MemcpyPtoP4, the same as copies up to the stream */
+PIN2(OFF_C_COPY_KIND, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, copyKind);
+PIN2(OFF_C_SRC_KIND, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, srcKind);
+PIN2(OFF_C_DST_KIND, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, dstKind);
+PIN2(OFF_C_BYTES, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, bytes);
+PIN2(OFF_C_START, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, start);
+PIN2(OFF_C_END, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, end);
+PIN2(OFF_C_DEVICE, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, deviceId);
+PIN2(OFF_C_CONTEXT, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, contextId);
+PIN2(OFF_C_STREAM, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, streamId);
 PIN2(OFF_P_SRC_DEVICE, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, srcDeviceId);
 PIN2(OFF_P_SRC_CONTEXT, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, srcContextId);
 PIN2(OFF_P_DST_DEVICE, CUpti_ActivityMemcpyPtoP3, CUpti_ActivityMemcpyPtoP4, dstDeviceId);
