@@ -215,17 +215,6 @@ out:
     return rc;
 }
 
-static const struct prof_store *sort_kernels_store;
-
-static int cmp_by_corr(const void *a, const void *b)
-{
-    const struct prof_event *x = prof_store_at(sort_kernels_store, *(const uint32_t *)a);
-    const struct prof_event *y = prof_store_at(sort_kernels_store, *(const uint32_t *)b);
-    if (x->corr != y->corr)
-        return x->corr < y->corr ? -1 : 1;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
 /* The NCCL function a kernel name names ("AllReduce"), or NULL (a generic
  * kernel that runs whatever its work list says). */
 static const char *kernel_func(const char *name)
@@ -287,9 +276,8 @@ static int match_by_order(struct prof_join *j)
             prof_is_nccl_kernel(prof_store_str(st, e->name)))
             kernels[nk++] = (uint32_t)i;
     }
-    sort_kernels_store = st;
-    if (nk > 1)
-        qsort(kernels, nk, sizeof *kernels, cmp_by_corr);
+    if (prof_store_sort_by_corr(st, kernels, nk))
+        goto out;
 
     for (size_t k = 0; k < nk; k++) {
         const struct prof_event *e = prof_store_at(st, kernels[k]);

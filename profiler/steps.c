@@ -56,15 +56,6 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static const struct prof_store *sort_store;
-
-static int by_corr(const void *a, const void *b)
-{
-    const struct prof_event *x = prof_store_at(sort_store, *(const uint32_t *)a);
-    const struct prof_event *y = prof_store_at(sort_store, *(const uint32_t *)b);
-    return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
-
 /* NVTX rule: the ranges whose name matches, numbered by name or ordinal. */
 static int from_markers(const struct prof_store *st, const struct prof_step_rule *r,
                         struct prof_step *v, size_t *n)
@@ -115,9 +106,10 @@ static int from_kernels(const struct prof_store *st, const struct prof_join *j,
     for (size_t i = 0; i < st->n; i++)
         if (prof_store_at(st, i)->type == PROF_EV_KERNEL)
             k[nk++] = (uint32_t)i;
-    sort_store = st;
-    if (nk > 1)
-        qsort(k, nk, sizeof *k, by_corr);
+    if (prof_store_sort_by_corr(st, k, nk)) {
+        free(k);
+        return -1;
+    }
     int in_run = 0;
     for (size_t i = 0; i < nk; i++) {
         const struct prof_event *e = prof_store_at(st, k[i]);

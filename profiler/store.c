@@ -99,6 +99,28 @@ struct prof_event *prof_store_add(struct prof_store *s)
     return e;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int prof_store_sort_by_corr(const struct prof_store *s, uint32_t *idx, size_t n)
+{
+    uint64_t *keys; /* correlation id, then index: one key, no sort context */
+    if (n < 2)
+        return 0;
+    if (!(keys = malloc(n * sizeof *keys)))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (uint64_t)prof_store_at(s, idx[i])->corr << 32 | idx[i];
+    qsort(keys, n, sizeof *keys, cmp_u64);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)keys[i];
+    free(keys);
+    return 0;
+}
+
 void prof_store_filter(struct prof_store *s, int (*keep)(const struct prof_event *e, void *arg),
                        void *arg)
 {

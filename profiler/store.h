@@ -79,6 +79,11 @@ static inline struct prof_event *prof_store_at(const struct prof_store *s, size_
     return &s->chunks[i / PROF_CHUNK_EVENTS][i % PROF_CHUNK_EVENTS];
 }
 
+/* Sort the event indices idx[0..n) by correlation id (the order of the
+ * calls that launched them), equal ids in index order. 0, or -1 out of
+ * memory (idx unchanged). */
+int prof_store_sort_by_corr(const struct prof_store *s, uint32_t *idx, size_t n);
+
 /* Drop the events for which keep() is false, keeping order. */
 void prof_store_filter(struct prof_store *s, int (*keep)(const struct prof_event *e, void *arg),
                        void *arg);
