@@ -17,17 +17,23 @@ int prof_is_nccl_kernel(const char *name)
 
 /* ---- CUDA events ---------------------------------------------------------------------- */
 
-static const struct prof_store *sort_store; /* qsort has no context argument */
-
-static int cmp_cuda_event(const void *a, const void *b)
+/* CUDA event records and the syncs that wait on them, ordered by (context,
+ * event id, correlation id): the fields sit in the same places in both. */
+static int event_order(const struct prof_event *x, const struct prof_event *y)
 {
-    const struct prof_event *x = prof_store_at(sort_store, *(const uint32_t *)a);
-    const struct prof_event *y = prof_store_at(sort_store, *(const uint32_t *)b);
     if (x->at.gpu.context != y->at.gpu.context)
         return x->at.gpu.context < y->at.gpu.context ? -1 : 1;
     if (x->u.sync.event_id != y->u.sync.event_id)
         return x->u.sync.event_id < y->u.sync.event_id ? -1 : 1;
     return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static const struct prof_store *sort_store; /* qsort has no context argument */
+
+static int cmp_cuda_event(const void *a, const void *b)
+{
+    return event_order(prof_store_at(sort_store, *(const uint32_t *)a),
+                       prof_store_at(sort_store, *(const uint32_t *)b));
 }
 
 const struct prof_event *prof_join_wait(const struct prof_join *j, const struct prof_event *s)
@@ -41,12 +47,7 @@ const struct prof_event *prof_join_wait(const struct prof_join *j, const struct 
     size_t lo = 0, hi = j->n_cuda_events;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        const struct prof_event *e = prof_store_at(j->st, j->cuda_events[mid]);
-        int before = e->at.gpu.context != s->at.gpu.context ? e->at.gpu.context < s->at.gpu.context
-                     : e->u.sync.event_id != s->u.sync.event_id
-                         ? e->u.sync.event_id < s->u.sync.event_id
-                         : e->corr < s->corr;
-        if (before)
+        if (event_order(prof_store_at(j->st, j->cuda_events[mid]), s) < 0)
             lo = mid + 1;
         else
             hi = mid;
