@@ -36,13 +36,6 @@ struct builder {
     struct slot *slots;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A model's traces and build options from the catalog, built. */
 static int build_from_catalog(struct builder *b, const char *id, const struct api_model *m,
                               built_progress_fn progress, void *pctx, struct built_model **out,
@@ -82,7 +75,7 @@ static void build_one(struct builder *b, struct slot *slot)
     struct built_model *bm = NULL;
     struct sc_error err;
     char *summary = NULL;
-    double t0 = now_s();
+    double t0 = metrics_clock();
     int rc;
 
     if ((rc = store_model_get(b->env.store, slot->id, &m, &err))) {
@@ -110,7 +103,7 @@ static void build_one(struct builder *b, struct slot *slot)
     }
     pthread_mutex_unlock(b->env.publish_mu);
 
-    double dt = now_s() - t0;
+    double dt = metrics_clock() - t0;
     metrics_build(b->env.metrics, rc == SC_OK, dt);
     if (rc == SC_OK)
         log_info("build", "model=%s event=ready ms=%.1f", m.id, dt * 1e3);

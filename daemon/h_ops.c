@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/encode.h"
 #include "daemon/auth.h"
@@ -17,9 +16,7 @@
 
 static double uptime(const struct svc *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - s->started;
+    return metrics_clock() - s->started;
 }
 
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r)

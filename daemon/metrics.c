@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/banned.h"
 
@@ -33,6 +34,13 @@ struct metrics {
     struct histogram build_time;
     atomic_uint_fast64_t memo[2]; /* miss, hit */
 };
+
+double metrics_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 int metrics_new(struct metrics **out, struct sc_error *err)
 {

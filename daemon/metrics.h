@@ -18,6 +18,10 @@ struct metrics;
 enum metrics_upload { METRICS_UPLOAD_CREATED, METRICS_UPLOAD_IDENTICAL, METRICS_UPLOAD_REJECTED,
                       METRICS_UPLOAD_N };
 
+/* Monotonic seconds: the clock of every duration recorded here, of the
+ * uptime and of the drain deadline. */
+double metrics_clock(void);
+
 int metrics_new(struct metrics **out, struct sc_error *err);
 void metrics_free(struct metrics *m);
 

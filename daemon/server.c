@@ -67,13 +67,6 @@ struct conn {
     char path[512];
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static const char *header(struct MHD_Connection *c, const char *name)
 {
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
@@ -142,7 +135,7 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, 
     /* counted before the client can see the answer, so a client reading
      * /metrics next finds its request there */
     metrics_request(srv->svc->metrics, cs->routed ? cs->req.op : API_OP_COUNT, r->status,
-                    mono_s() - cs->t0);
+                    metrics_clock() - cs->t0);
     cs->recorded = 1;
     enum MHD_Result ok = MHD_queue_response(c, r->status, resp);
     MHD_destroy_response(resp);
@@ -297,7 +290,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         *con_cls = cs;
         cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
-        cs->t0 = mono_s();
+        cs->t0 = metrics_clock();
         cs->counted = 1;
         atomic_fetch_add(&srv->svc->in_flight, 1);
         snprintf(cs->method, sizeof cs->method, "%s", method);
@@ -330,7 +323,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)c;
     if (!cs)
         return;
-    double dt = mono_s() - cs->t0;
+    double dt = metrics_clock() - cs->t0;
     unsigned status = cs->reply.status;
     int ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
     if (!cs->recorded) /* ended without an answer */
@@ -501,8 +494,8 @@ void server_drain(struct server *srv, double timeout_s)
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
-    double deadline = mono_s() + timeout_s;
-    while (atomic_load(&srv->svc->in_flight) > 0 && mono_s() < deadline) {
+    double deadline = metrics_clock() + timeout_s;
+    while (atomic_load(&srv->svc->in_flight) > 0 && metrics_clock() < deadline) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "api/openapi.h"
 #include "daemon/auth.h"
@@ -20,13 +19,6 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "common/banned.h"
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int cmp_name(const void *a, const void *b)
 {
@@ -76,7 +68,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
 
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
-    s->started = mono_s();
+    s->started = metrics_clock();
     pthread_mutex_init(&s->blob_mu, NULL);
     pthread_mutex_init(&s->publish_mu, NULL);
     model_load_opts_default(&s->load);

@@ -43,7 +43,7 @@ struct svc {
     atomic_long uploads;         /* uploads in progress */
     atomic_long in_flight;       /* requests being handled */
     atomic_int draining;
-    double started;              /* monotonic seconds */
+    double started;              /* metrics_clock() at start */
 };
 
 #define SVC_MAX_QUERY 16
