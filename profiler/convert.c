@@ -251,7 +251,6 @@ static int device(struct prof_convert *c, const void *r)
     d.warp_size = prof_rd32(r, OFF_D_WARP);
     d.sms = prof_rd32(r, OFF_D_SMS);
     d.max_warps_sm = prof_rd32(r, OFF_D_MAX_WARPS_SM);
-    d.max_blocks_sm = prof_rd32(r, OFF_D_MAX_BLOCKS_SM);
     d.smem_sm = prof_rd32(r, OFF_D_SMEM_SM);
     d.regs_sm = prof_rd32(r, OFF_D_REGS_SM);
     d.regs_block = prof_rd32(r, OFF_D_REGS_BLOCK);
@@ -259,7 +258,6 @@ static int device(struct prof_convert *c, const void *r)
     d.max_threads_block = prof_rd32(r, OFF_D_THREADS_BLOCK);
     d.major = prof_rd32(r, OFF_D_MAJOR);
     d.minor = prof_rd32(r, OFF_D_MINOR);
-    memcpy(d.uuid, (const char *)r + OFF_D_UUID, sizeof d.uuid);
     if (name) {
         d.name = prof_store_intern(c->store, name, strlen(name));
         if (c->layout->api_version >= API_13_0)
@@ -270,16 +268,8 @@ static int device(struct prof_convert *c, const void *r)
 
 static int context(struct prof_convert *c, const void *r)
 {
-    struct prof_context x = {prof_rd32(r, OFF_T_CONTEXT), prof_rd32(r, OFF_T_DEVICE),
-                             prof_rd16(r, OFF_T_NULL_STREAM)};
+    struct prof_context x = {prof_rd32(r, OFF_T_CONTEXT), prof_rd32(r, OFF_T_DEVICE)};
     return prof_store_put_context(c->store, &x) ? -1 : 1;
-}
-
-static int stream(struct prof_convert *c, const void *r)
-{
-    struct prof_stream_info s = {prof_rd32(r, OFF_R_CONTEXT), prof_rd32(r, OFF_R_STREAM),
-                                 prof_rd32(r, OFF_R_FLAG), (int32_t)prof_rd32(r, OFF_R_PRIORITY)};
-    return prof_store_put_stream(c->store, &s) ? -1 : 1;
 }
 
 int prof_convert_record(struct prof_convert *c, const void *r)
@@ -295,9 +285,6 @@ int prof_convert_record(struct prof_convert *c, const void *r)
         break;
     case PROF_REC_CONTEXT:
         rc = context(c, r);
-        break;
-    case PROF_REC_STREAM:
-        rc = stream(c, r);
         break;
     case PROF_REC_KERNEL:
     case PROF_REC_MEMCPY:

@@ -22,7 +22,6 @@ int prof_layout_for_version(uint32_t v, struct prof_layout *out)
         [PROF_REC_OVERHEAD] = 48,    /* Overhead2 (or 3: 56) */
         [PROF_REC_DEVICE] = 176,     /* Device4 (or 5: 184) */
         [PROF_REC_CONTEXT] = 24,     /* Context2 (or 3: 32) */
-        [PROF_REC_STREAM] = 24,      /* Stream */
         [PROF_REC_MARKER] = 56,      /* Marker2 */
         [PROF_REC_MARKER_DATA] = 32, /* MarkerData */
         [PROF_REC_NAME] = 32,        /* Name */
@@ -66,7 +65,6 @@ enum prof_rec prof_layout_rec_of_kind(uint32_t k)
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return PROF_REC_OVERHEAD;
     case CUPTI_ACTIVITY_KIND_DEVICE: return PROF_REC_DEVICE;
     case CUPTI_ACTIVITY_KIND_CONTEXT: return PROF_REC_CONTEXT;
-    case CUPTI_ACTIVITY_KIND_STREAM: return PROF_REC_STREAM;
     case CUPTI_ACTIVITY_KIND_MARKER: return PROF_REC_MARKER;
     case CUPTI_ACTIVITY_KIND_MARKER_DATA: return PROF_REC_MARKER_DATA;
     case CUPTI_ACTIVITY_KIND_NAME: return PROF_REC_NAME;

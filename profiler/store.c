@@ -75,7 +75,6 @@ void prof_store_release(struct prof_store *s)
     free(s->strings.slots);
     free(s->devices);
     free(s->contexts);
-    free(s->streams);
     memset(s, 0, sizeof *s);
 }
 
@@ -224,17 +223,4 @@ int prof_store_put_device(struct prof_store *s, const struct prof_device *d)
 int prof_store_put_context(struct prof_store *s, const struct prof_context *c)
 {
     PUT(contexts, n_contexts, cap_contexts, c, id);
-}
-
-int prof_store_put_stream(struct prof_store *s, const struct prof_stream_info *r)
-{
-    for (size_t i = 0; i < s->n_streams; i++)
-        if (s->streams[i].context == r->context && s->streams[i].stream == r->stream) {
-            s->streams[i] = *r;
-            return 0;
-        }
-    if (grow((void **)&s->streams, &s->cap_streams, s->n_streams + 1, sizeof *s->streams, &s->bytes))
-        return -1;
-    s->streams[s->n_streams++] = *r;
-    return 0;
 }

@@ -4,8 +4,8 @@
  * Events are appended by one thread only (the consumer that converts CUPTI
  * buffers), into fixed-size chunks, so an event's address never changes and
  * nothing is copied as the store grows. Strings are interned once and
- * referred to by id (0 is the empty string). Devices, contexts and streams
- * go to small side tables. Memory is bounded: past `max_bytes` new events
+ * referred to by id (0 is the empty string). Devices and contexts go to
+ * small side tables. Memory is bounded: past `max_bytes` new events
  * are counted as dropped instead of stored. Not thread-safe. */
 #ifndef PROFILER_STORE_H
 #define PROFILER_STORE_H
@@ -22,18 +22,12 @@ struct prof_device {
     uint32_t name;                 /* string id */
     uint64_t global_mem;           /* bytes */
     uint32_t sms, warp_size, major, minor;
-    uint32_t max_threads_block, max_warps_sm, max_blocks_sm;
+    uint32_t max_threads_block, max_warps_sm;
     uint32_t regs_block, regs_sm, smem_block, smem_sm;
-    uint8_t uuid[16];
 };
 
 struct prof_context {
-    uint32_t id, device, null_stream;
-};
-
-struct prof_stream_info {
-    uint32_t context, stream, flag;
-    int32_t priority;
+    uint32_t id, device;
 };
 
 struct prof_strings {
@@ -60,8 +54,6 @@ struct prof_store {
     size_t n_devices, cap_devices;
     struct prof_context *contexts;
     size_t n_contexts, cap_contexts;
-    struct prof_stream_info *streams;
-    size_t n_streams, cap_streams;
     size_t bytes;          /* memory held */
     size_t max_bytes;      /* 0 = unbounded */
     uint64_t dropped;      /* events not stored: over max_bytes or out of memory */
@@ -107,6 +99,5 @@ static inline size_t prof_store_strlen(const struct prof_store *s, uint32_t id)
 /* Side tables: replace the entry with the same id, or append. 0 / -1. */
 int prof_store_put_device(struct prof_store *s, const struct prof_device *d);
 int prof_store_put_context(struct prof_store *s, const struct prof_context *c);
-int prof_store_put_stream(struct prof_store *s, const struct prof_stream_info *r);
 
 #endif

@@ -204,21 +204,11 @@ void synth_device(struct synth_buf *b, uint32_t id, const char *name, uint32_t s
     d->maxSharedMemoryPerMultiprocessor = 233472;
 }
 
-void synth_context(struct synth_buf *b, uint32_t context, uint32_t device, uint16_t null_stream)
+void synth_context(struct synth_buf *b, uint32_t context, uint32_t device)
 {
     CUpti_ActivityContext2 *c = add(b, CUPTI_ACTIVITY_KIND_CONTEXT, PROF_REC_CONTEXT);
     c->contextId = context;
     c->deviceId = device;
-    c->nullStreamId = null_stream;
-}
-
-void synth_stream(struct synth_buf *b, uint32_t context, uint32_t stream, int32_t priority)
-{
-    CUpti_ActivityStream *s = add(b, CUPTI_ACTIVITY_KIND_STREAM, PROF_REC_STREAM);
-    s->contextId = context;
-    s->streamId = stream;
-    s->priority = (uint32_t)priority;
-    s->flag = CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING;
 }
 
 void synth_marker(struct synth_buf *b, uint32_t flags, uint64_t ts, uint32_t id, uint32_t pid,

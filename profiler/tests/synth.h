@@ -56,8 +56,7 @@ void synth_ext(struct synth_buf *b, uint32_t kind, uint64_t id, uint32_t corr);
 /* name is copied with malloc on 13.x (the converter frees it, as CUPTI 13 asks) */
 void synth_device(struct synth_buf *b, uint32_t id, const char *name, uint32_t sms,
                   uint64_t memory, uint32_t major, uint32_t minor);
-void synth_context(struct synth_buf *b, uint32_t context, uint32_t device, uint16_t null_stream);
-void synth_stream(struct synth_buf *b, uint32_t context, uint32_t stream, int32_t priority);
+void synth_context(struct synth_buf *b, uint32_t context, uint32_t device);
 void synth_marker(struct synth_buf *b, uint32_t flags, uint64_t ts, uint32_t id, uint32_t pid,
                   uint32_t tid, const char *name);
 void synth_overhead(struct synth_buf *b, uint32_t kind, uint64_t start, uint64_t end, uint32_t pid,

@@ -93,7 +93,7 @@ TEST(prof_join_launches_and_devices)
 {
     struct prof_store st;
     struct prof_join j;
-    struct prof_context ctx = {4, 2, 0};
+    struct prof_context ctx = {4, 2};
     CHECK_EQ_INT(prof_store_init(&st, 0), 0);
     CHECK_EQ_INT(prof_store_put_context(&st, &ctx), 0);
     add(&st, PROF_EV_DRIVER, 7, 100);

@@ -99,7 +99,7 @@ PIN2(OFF_E_EVENT, CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, eventId);
 PIN(OFF_E_DEVICE, CUpti_ActivityCudaEvent2, deviceId);
 PIN(OFF_E_DEVICE_TS, CUpti_ActivityCudaEvent2, deviceTimestamp);
 PIN(OFF_E_SYNC_ID, CUpti_ActivityCudaEvent2, cudaEventSyncId);
-/* external correlation, overhead, device, context, stream, marker, name */
+/* external correlation, overhead, device, context, marker, name */
 PIN(OFF_X_KIND, CUpti_ActivityExternalCorrelation, externalKind);
 PIN(OFF_X_ID, CUpti_ActivityExternalCorrelation, externalId);
 PIN(OFF_X_CORR, CUpti_ActivityExternalCorrelation, correlationId);
@@ -113,7 +113,6 @@ PIN2(OFF_D_GLOBAL_MEM, CUpti_ActivityDevice4, CUpti_ActivityDevice5, globalMemor
 PIN2(OFF_D_WARP, CUpti_ActivityDevice4, CUpti_ActivityDevice5, numThreadsPerWarp);
 PIN2(OFF_D_SMS, CUpti_ActivityDevice4, CUpti_ActivityDevice5, numMultiprocessors);
 PIN2(OFF_D_MAX_WARPS_SM, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxWarpsPerMultiprocessor);
-PIN2(OFF_D_MAX_BLOCKS_SM, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxBlocksPerMultiprocessor);
 PIN2(OFF_D_SMEM_SM, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxSharedMemoryPerMultiprocessor);
 PIN2(OFF_D_REGS_SM, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxRegistersPerMultiprocessor);
 PIN2(OFF_D_REGS_BLOCK, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxRegistersPerBlock);
@@ -122,16 +121,9 @@ PIN2(OFF_D_THREADS_BLOCK, CUpti_ActivityDevice4, CUpti_ActivityDevice5, maxThrea
 PIN2(OFF_D_MAJOR, CUpti_ActivityDevice4, CUpti_ActivityDevice5, computeCapabilityMajor);
 PIN2(OFF_D_MINOR, CUpti_ActivityDevice4, CUpti_ActivityDevice5, computeCapabilityMinor);
 PIN2(OFF_D_ID, CUpti_ActivityDevice4, CUpti_ActivityDevice5, id);
-PIN2(OFF_D_UUID, CUpti_ActivityDevice4, CUpti_ActivityDevice5, uuid);
 PIN2(OFF_D_NAME, CUpti_ActivityDevice4, CUpti_ActivityDevice5, name);
 PIN2(OFF_T_CONTEXT, CUpti_ActivityContext2, CUpti_ActivityContext3, contextId);
 PIN2(OFF_T_DEVICE, CUpti_ActivityContext2, CUpti_ActivityContext3, deviceId);
-PIN2(OFF_T_NULL_STREAM, CUpti_ActivityContext2, CUpti_ActivityContext3, nullStreamId);
-PIN(OFF_R_CONTEXT, CUpti_ActivityStream, contextId);
-PIN(OFF_R_STREAM, CUpti_ActivityStream, streamId);
-PIN(OFF_R_PRIORITY, CUpti_ActivityStream, priority);
-PIN(OFF_R_FLAG, CUpti_ActivityStream, flag);
-PIN(OFF_R_CORR, CUpti_ActivityStream, correlationId);
 PIN(OFF_M_FLAGS, CUpti_ActivityMarker2, flags);
 PIN(OFF_M_TIMESTAMP, CUpti_ActivityMarker2, timestamp);
 PIN(OFF_M_ID, CUpti_ActivityMarker2, id);
@@ -178,7 +170,6 @@ TEST(prof_layout_sizes_follow_the_version)
     CHECK_EQ_INT(l.size[PROF_REC_OVERHEAD], sizeof(CUpti_ActivityOverhead3));
     CHECK_EQ_INT(l.size[PROF_REC_DEVICE], sizeof(CUpti_ActivityDevice5));
     CHECK_EQ_INT(l.size[PROF_REC_CONTEXT], sizeof(CUpti_ActivityContext3));
-    CHECK_EQ_INT(l.size[PROF_REC_STREAM], sizeof(CUpti_ActivityStream));
     CHECK_EQ_INT(l.size[PROF_REC_MARKER], sizeof(CUpti_ActivityMarker2));
     CHECK_EQ_INT(l.size[PROF_REC_MARKER_DATA], sizeof(CUpti_ActivityMarkerData2));
     CHECK_EQ_INT(l.size[PROF_REC_NAME], sizeof(CUpti_ActivityName));
@@ -202,8 +193,7 @@ TEST(prof_layout_matches_the_real_iterator)
         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
         CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT,
         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
-        CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
-        CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_MARKER_DATA, CUPTI_ACTIVITY_KIND_NAME};
+        CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_MARKER_DATA, CUPTI_ACTIVITY_KIND_NAME};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         size_t size = l.size[prof_layout_rec_of_kind(kinds[i])];
         uint64_t storage[64] = {0};

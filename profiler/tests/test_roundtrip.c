@@ -104,7 +104,7 @@ static void capture(int rank, const char *dir, char *out, size_t out_n)
     synth_init(&b, &l, 0);
     uint64_t t = T0 + (uint64_t)rank * 5 * US;
     synth_device(&b, 0, "NVIDIA H100 80GB HBM3", 132, 85899345920ull, 9, 0);
-    synth_context(&b, CTX, 0, 0);
+    synth_context(&b, CTX, 0);
     synth_marker(&b, CUPTI_ACTIVITY_FLAG_MARKER_START, t, 1, PID, PID, "ProfilerStep#1");
     /* a copy, recorded as event 3 on the copy stream, waited on by compute */
     synth_api(&b, 1, 41, t + 10 * US, t + 15 * US, PID, PID, 1);
