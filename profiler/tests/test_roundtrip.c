@@ -301,7 +301,7 @@ TEST(prof_roundtrip_through_stepcast_ingest)
         if (t)
             check_rank(t, r);
         model_trace_free(t);
-        /* keep them for other tests */
+        /* keep them where people can look at them (profiler/README.md) */
         size_t n;
         char *text = th_read_file(path[r], &n);
         char keep[64];
@@ -316,19 +316,16 @@ TEST(prof_roundtrip_through_stepcast_ingest)
     }
 }
 
-/* The same files through `stepcast inspect --json`: nothing a replay needs
- * is reported missing. */
+/* Such traces through `stepcast inspect --json`: nothing a replay needs is
+ * reported missing. */
 TEST(prof_roundtrip_stepcast_inspect)
 {
-    char cli[4096], r0[4096], r1[4096];
+    char cli[4096], dir[4096], path[2][4096];
     snprintf(cli, sizeof cli, "%s", th_build_path("stepcast"));
-    snprintf(r0, sizeof r0, "%s", th_build_path("tests/prof-roundtrip-rank0.pt.trace.json"));
-    snprintf(r1, sizeof r1, "%s", th_build_path("tests/prof-roundtrip-rank1.pt.trace.json"));
-    FILE *f = fopen(r0, "rb");
-    if (!f)
-        SKIP("run prof_roundtrip_through_stepcast_ingest first (it writes %s)", r0);
-    fclose(f);
-    char *argv[] = {cli, "inspect", "--json", r0, r1, NULL};
+    snprintf(dir, sizeof dir, "%s/inspect", th_tmpdir());
+    for (int r = 0; r < 2; r++)
+        capture(r, dir, path[r], sizeof path[r]);
+    char *argv[] = {cli, "inspect", "--json", path[0], path[1], NULL};
     char *out = NULL, *err = NULL;
     int rc = th_run(argv, &out, &err);
     CHECK_EQ_INT(rc, 0);
