@@ -52,7 +52,7 @@ struct server {
 struct conn {
     uint64_t id;
     double t0;
-    int routed, counted, upload_slot, aborted;
+    int routed, upload_slot, aborted;
     struct svc_request req;
     struct api_reply reply;
     int have_reply;      /* an answer is ready (an error found early) */
@@ -291,7 +291,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = cs;
         cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
         cs->t0 = metrics_clock();
-        cs->counted = 1;
         atomic_fetch_add(&srv->svc->in_flight, 1);
         snprintf(cs->method, sizeof cs->method, "%s", method);
         snprintf(cs->path, sizeof cs->path, "%s", url);
@@ -338,8 +337,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     blob_writer_free(cs->req.upload);
     if (cs->upload_slot)
         atomic_fetch_sub(&srv->svc->uploads, 1);
-    if (cs->counted)
-        atomic_fetch_sub(&srv->svc->in_flight, 1);
+    atomic_fetch_sub(&srv->svc->in_flight, 1);
     api_reply_release(&cs->reply);
     free(cs->json);
     free(cs);
