@@ -22,13 +22,16 @@
 #include "common/banned.h"
 
 static const char *stderr_path;
+static int saved_stderr = -1;
 
-/* Send stderr to a file, to count the library's lines. */
+/* Send stderr to a file, to count the library's lines, until captured(). */
 static void capture_stderr(void)
 {
     stderr_path = th_write_file("stderr.txt", "", 0);
     int fd = open(stderr_path, O_WRONLY | O_TRUNC);
     CHECK(fd >= 0);
+    fflush(stderr);
+    saved_stderr = dup(2);
     dup2(fd, 2);
     close(fd);
 }
@@ -41,9 +44,16 @@ static int count_lines(const char *text, const char *prefix)
     return n;
 }
 
+/* What was written since capture_stderr(); stderr is the test's again, so
+ * a failing CHECK after this is seen. */
 static char *captured(void)
 {
     fflush(stderr);
+    if (saved_stderr >= 0) {
+        dup2(saved_stderr, 2);
+        close(saved_stderr);
+        saved_stderr = -1;
+    }
     return th_read_file(stderr_path, NULL);
 }
 
