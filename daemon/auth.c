@@ -42,15 +42,21 @@ static int create_with_secret(struct store *s, enum api_scope scope, const char 
     return store_token_create(s, out, hash, err);
 }
 
-int auth_token_create(struct store *s, enum api_scope scope, const char *name,
-                      struct api_token *out, char secret[AUTH_SECRET_MAX], struct sc_error *err)
+/* A fresh secret: "sct_" and 40 hex digits. */
+static int new_secret(char secret[AUTH_SECRET_MAX], struct sc_error *err)
 {
     char rnd[48];
     int rc = digest_random_hex(20, rnd, sizeof rnd, err);
-    if (rc)
-        return rc;
-    snprintf(secret, AUTH_SECRET_MAX, "sct_%s", rnd);
-    return create_with_secret(s, scope, name, secret, out, err);
+    if (rc == SC_OK)
+        snprintf(secret, AUTH_SECRET_MAX, "sct_%s", rnd);
+    return rc;
+}
+
+int auth_token_create(struct store *s, enum api_scope scope, const char *name,
+                      struct api_token *out, char secret[AUTH_SECRET_MAX], struct sc_error *err)
+{
+    int rc = new_secret(secret, err);
+    return rc ? rc : create_with_secret(s, scope, name, secret, out, err);
 }
 
 int auth_check(struct store *s, const char *authorization, enum api_scope need,
@@ -136,10 +142,8 @@ int auth_bootstrap(struct store *s, const struct daemon_config *cfg, struct sc_e
     } else if (*cfg->admin_token_file) {
         rc = read_secret(cfg->admin_token_file, secret, sizeof secret, err);
         if (rc == SC_ENOTFOUND) {
-            char rnd[48];
-            if ((rc = digest_random_hex(20, rnd, sizeof rnd, err)))
+            if ((rc = new_secret(secret, err)))
                 return rc;
-            snprintf(secret, sizeof secret, "sct_%s", rnd);
             fresh = 1;
         } else if (rc) {
             return rc;
