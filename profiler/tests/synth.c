@@ -246,6 +246,18 @@ void synth_other(struct synth_buf *b)
     n->name = "worker";
 }
 
+struct prof_event *synth_event(struct prof_store *s, int type, uint32_t corr, uint64_t start)
+{
+    struct prof_event *e = prof_store_add(s);
+    if (!e)
+        abort();
+    e->type = (uint8_t)type;
+    e->corr = corr;
+    e->start = start;
+    e->end = start + 10;
+    return e;
+}
+
 /* ---- iteration ---------------------------------------------------------------------- */
 
 static const struct prof_layout *iter_layout;

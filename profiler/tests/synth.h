@@ -27,6 +27,7 @@
 
 #include "profiler/cupti_api.h"
 #include "profiler/layout.h"
+#include "profiler/store.h"
 
 struct synth_buf {
     uint8_t *p;
@@ -63,6 +64,10 @@ void synth_overhead(struct synth_buf *b, uint32_t kind, uint64_t start, uint64_t
                     uint32_t tid);
 /* a record of an unrelated kind (skipped by the converter) */
 void synth_other(struct synth_buf *b);
+
+/* An event put straight into a store, for tests of what follows conversion
+ * (joins, steps): type, correlation id, start, and end 10 ns later. */
+struct prof_event *synth_event(struct prof_store *s, int type, uint32_t corr, uint64_t start);
 
 /* Step through a buffer as the libcupti of synth_set_layout's version does. */
 void synth_set_layout(const struct prof_layout *l);

@@ -8,23 +8,14 @@
 #include "profiler/join.h"
 #include "profiler/steps.h"
 #include "profiler/store.h"
+#include "profiler/tests/synth.h"
 #include "tests/check.h"
 #include "common/banned.h"
-
-static struct prof_event *add(struct prof_store *s, int type, uint32_t corr, uint64_t start)
-{
-    struct prof_event *e = prof_store_add(s);
-    e->type = (uint8_t)type;
-    e->corr = corr;
-    e->start = start;
-    e->end = start + 10;
-    return e;
-}
 
 static struct prof_event *record(struct prof_store *s, uint32_t corr, uint32_t ctx, uint32_t event,
                                  uint32_t stream, uint64_t sync_id)
 {
-    struct prof_event *e = add(s, PROF_EV_CUDA_EVENT, corr, 0);
+    struct prof_event *e = synth_event(s, PROF_EV_CUDA_EVENT, corr, 0);
     e->at.gpu.context = ctx;
     e->at.gpu.stream = stream;
     e->u.sync.event_id = event;
@@ -96,13 +87,13 @@ TEST(prof_join_launches_and_devices)
     struct prof_context ctx = {4, 2};
     CHECK_EQ_INT(prof_store_init(&st, 0), 0);
     CHECK_EQ_INT(prof_store_put_context(&st, &ctx), 0);
-    add(&st, PROF_EV_DRIVER, 7, 100);
-    add(&st, PROF_EV_RUNTIME, 7, 90);
-    add(&st, PROF_EV_DRIVER, 8, 95);
-    struct prof_event *k = add(&st, PROF_EV_KERNEL, 8, 200);
+    synth_event(&st, PROF_EV_DRIVER, 7, 100);
+    synth_event(&st, PROF_EV_RUNTIME, 7, 90);
+    synth_event(&st, PROF_EV_DRIVER, 8, 95);
+    struct prof_event *k = synth_event(&st, PROF_EV_KERNEL, 8, 200);
     k->at.gpu.context = 5;
     k->at.gpu.device = 1;
-    struct prof_event *x = add(&st, PROF_EV_EXT_CORR, 7, 0);
+    struct prof_event *x = synth_event(&st, PROF_EV_EXT_CORR, 7, 0);
     x->u.ext.kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
     x->u.ext.id = 99;
     CHECK_EQ_INT(prof_join_build(&j, &st, NULL), 0);
@@ -121,7 +112,7 @@ TEST(prof_join_launches_and_devices)
 
 static void marker(struct prof_store *s, int sub, uint64_t ts, uint32_t id, const char *name)
 {
-    struct prof_event *e = add(s, PROF_EV_MARKER, 0, ts);
+    struct prof_event *e = synth_event(s, PROF_EV_MARKER, 0, ts);
     e->sub = (uint8_t)sub;
     e->end = ts;
     e->u.marker.id = id;
@@ -186,16 +177,16 @@ TEST(prof_steps_from_a_boundary_kernel)
     uint32_t name = prof_store_intern(&st, "multi_tensor_apply_kernel<adam>", 31);
     uint32_t other = prof_store_intern(&st, "gemm", 4);
     for (uint32_t i = 0; i < 3; i++) {
-        struct prof_event *api = add(&st, PROF_EV_RUNTIME, 100 * i + 10, 1000 * (i + 1));
+        struct prof_event *api = synth_event(&st, PROF_EV_RUNTIME, 100 * i + 10, 1000 * (i + 1));
         api->at.cpu.pid = 10;
         api->at.cpu.tid = 12;
-        struct prof_event *k = add(&st, PROF_EV_KERNEL, 100 * i + 10, 1000 * (i + 1) + 500);
+        struct prof_event *k = synth_event(&st, PROF_EV_KERNEL, 100 * i + 10, 1000 * (i + 1) + 500);
         k->name = name;
         /* the optimizer's next parameter groups, back to back: the same boundary */
-        add(&st, PROF_EV_KERNEL, 100 * i + 11, 1000 * (i + 1) + 550)->name = name;
-        add(&st, PROF_EV_KERNEL, 100 * i + 20, 1000 * (i + 1) + 600)->name = other;
+        synth_event(&st, PROF_EV_KERNEL, 100 * i + 11, 1000 * (i + 1) + 550)->name = name;
+        synth_event(&st, PROF_EV_KERNEL, 100 * i + 20, 1000 * (i + 1) + 600)->name = other;
     }
-    struct prof_event *last = add(&st, PROF_EV_RUNTIME, 30, 3900);
+    struct prof_event *last = synth_event(&st, PROF_EV_RUNTIME, 30, 3900);
     last->at.cpu.tid = 12;
     last->end = 4100;
     CHECK_EQ_INT(prof_join_build(&j, &st, NULL), 0);
@@ -231,9 +222,9 @@ TEST(prof_step_tracker_follows_steps_while_recording)
 
     struct prof_step_rule krule = {NULL, "adam"};
     prof_step_tracker_init(&t, &krule);
-    struct prof_event *k = add(&st, PROF_EV_KERNEL, 40, 5000);
+    struct prof_event *k = synth_event(&st, PROF_EV_KERNEL, 40, 5000);
     k->name = prof_store_intern(&st, "adam_kernel", 11);
-    struct prof_event *g = add(&st, PROF_EV_KERNEL, 45, 5100);
+    struct prof_event *g = synth_event(&st, PROF_EV_KERNEL, 45, 5100);
     g->name = prof_store_intern(&st, "gemm", 4);
     CHECK_EQ_INT(prof_step_tracker_feed(&t, &st, k), 1);
     CHECK_EQ_INT(t.number, 0);

@@ -76,20 +76,10 @@ static void *v5_coll(void *ctx, void *api, void *plan, uint64_t seq, const char 
     return h;
 }
 
-static struct prof_event *add(struct prof_store *s, int type, uint32_t corr, uint64_t start)
-{
-    struct prof_event *e = prof_store_add(s);
-    e->type = (uint8_t)type;
-    e->corr = corr;
-    e->start = start;
-    e->end = start + 10;
-    return e;
-}
-
 static struct prof_event *add_kernel(struct prof_store *s, uint32_t corr, uint32_t stream,
                                      const char *name)
 {
-    struct prof_event *e = add(s, PROF_EV_KERNEL, corr, 1000 + corr);
+    struct prof_event *e = synth_event(s, PROF_EV_KERNEL, corr, 1000 + corr);
     e->at.gpu.stream = stream;
     e->name = prof_store_intern(s, name, strlen(name));
     return e;
@@ -128,8 +118,8 @@ TEST(prof_nccl_v5_joins_kernels_exactly)
     /* the CUPTI side: NCCL's cuLaunchKernelEx inside the bracket, and its kernel */
     struct prof_store st;
     CHECK_EQ_INT(prof_store_init(&st, 0), 0);
-    add(&st, PROF_EV_DRIVER, 50, 100);
-    struct prof_event *x = add(&st, PROF_EV_EXT_CORR, 50, 0);
+    synth_event(&st, PROF_EV_DRIVER, 50, 100);
+    struct prof_event *x = synth_event(&st, PROF_EV_EXT_CORR, 50, 0);
     x->u.ext.kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
     x->u.ext.id = id;
     add_kernel(&st, 50, 7, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
@@ -208,7 +198,7 @@ TEST(prof_nccl_v5_send_keeps_its_peer)
 
     struct prof_store st;
     CHECK_EQ_INT(prof_store_init(&st, 0), 0);
-    struct prof_event *x = add(&st, PROF_EV_EXT_CORR, 60, 0);
+    struct prof_event *x = synth_event(&st, PROF_EV_EXT_CORR, 60, 0);
     x->u.ext.kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
     x->u.ext.id = id;
     add_kernel(&st, 60, 5, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
