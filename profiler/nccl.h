@@ -20,8 +20,9 @@
  * Records are numbered in arrival order; a plugin handle is that number + 1,
  * so parents are found by number. Old numbers can be dropped (before a step
  * window opens) without moving the others. NCCL calls arrive from several
- * threads: one mutex guards the log; each call holds it for a few
- * stores. The joins to kernels happen when the trace is written (join.c). */
+ * threads: one mutex guards the log; each call holds it for a few stores
+ * (a launch also for CUPTI's push). The joins to kernels happen when the
+ * trace is written (join.c). */
 #ifndef PROFILER_NCCL_H
 #define PROFILER_NCCL_H
 

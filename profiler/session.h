@@ -1,10 +1,11 @@
 /* profiler/session.h: one process's tracing session, from InitializeInjection
  * to the trace file.
  *
- *   start    read the configuration, load CUPTI (cupti_api.h), claim it with
- *            a named subscriber (another client holding it = step aside),
- *            lend buffers (bufpool.h), enable the activity kinds, start the
- *            flush thread, register the exit handler and the fork guard;
+ *   start    with the configuration and the CUPTI table inject.c loaded:
+ *            claim CUPTI with a named subscriber (another client holding it
+ *            = step aside), lend buffers (bufpool.h), enable the activity
+ *            kinds, start the flush thread, register the exit handler and
+ *            the fork guard;
  *   record   CUPTI fills buffers; the flush thread asks for completed ones
  *            every STEPCAST_PROF_FLUSH_MS, converts them (convert.h) and
  *            watches for steps, dropping what precedes a step window;
