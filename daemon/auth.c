@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "daemon/blobs.h"
 #include "daemon/config.h"
 #include "daemon/digest.h"
 #include "daemon/log.h"
@@ -105,11 +106,19 @@ static int read_secret(const char *path, char *buf, size_t n, struct sc_error *e
     return SC_OK;
 }
 
-/* Write a new secret to path (0600), atomically. */
+/* Write a new secret to path (0600), atomically and durably: the catalog
+ * row made next must not outlive the file after a crash. */
 static int write_secret(const char *path, const char *secret, struct sc_error *err)
 {
-    char tmp[4200];
+    char tmp[4200], dir[4200], *slash;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(dir, sizeof dir, "%s", path);
+    if (!(slash = strrchr(dir, '/')))
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0'; /* "/x": the root */
+    else
+        *slash = '\0';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return sc_error_set(err, SC_EIO, "cannot create '%s': %s", tmp, strerror(errno));
@@ -120,7 +129,7 @@ static int write_secret(const char *path, const char *secret, struct sc_error *e
         unlink(tmp);
         return sc_error_set(err, SC_EIO, "cannot write '%s': %s", path, strerror(errno));
     }
-    return SC_OK;
+    return blob_fsync_dir(dir, err);
 }
 
 int auth_bootstrap(struct store *s, const struct daemon_config *cfg, struct sc_error *err)

@@ -46,7 +46,7 @@ static int mkdir_p(const char *path, struct sc_error *err)
     return SC_OK;
 }
 
-static int fsync_dir(const char *dir, struct sc_error *err)
+int blob_fsync_dir(const char *dir, struct sc_error *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -68,7 +68,7 @@ int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_err
     snprintf(bs->blobs, sizeof bs->blobs, "%s/blobs", data_dir);
     snprintf(bs->tmp, sizeof bs->tmp, "%s/tmp", data_dir);
     if ((rc = mkdir_p(bs->blobs, err)) || (rc = mkdir_p(bs->tmp, err)) ||
-        (rc = fsync_dir(data_dir, err))) {
+        (rc = blob_fsync_dir(data_dir, err))) {
         free(bs);
         return rc;
     }
@@ -168,7 +168,7 @@ int blob_writer_commit(struct blob_writer *w, struct sc_error *err)
         return sc_error_set(err, SC_EIO, "cannot rename '%s' to '%s': %s", w->path, dest,
                             strerror(errno));
     w->committed = 1;
-    if ((rc = fsync_dir(dir, err)) || (new_dir && (rc = fsync_dir(w->bs->blobs, err))))
+    if ((rc = blob_fsync_dir(dir, err)) || (new_dir && (rc = blob_fsync_dir(w->bs->blobs, err))))
         return rc;
     return SC_OK;
 }

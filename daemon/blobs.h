@@ -26,6 +26,10 @@ struct blob_writer;
 int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_error *err);
 void blob_store_free(struct blob_store *bs); /* NULL-safe */
 
+/* fsync a folder, so that a file created or renamed in it is durable
+ * (after the file's own fsync). */
+int blob_fsync_dir(const char *dir, struct sc_error *err);
+
 /* "<data>/blobs/ab/<sha>" into buf. */
 void blob_path(const struct blob_store *bs, const char *sha, char *buf, size_t n);
 
