@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -151,6 +152,36 @@ TEST(svc_tokens_and_scopes)
     CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", wr, NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs", NULL, NULL), 401);
     CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_admin_token_file)
+{
+    struct svc_daemon d;
+    struct stat st;
+    char file[PATH_MAX];
+    const char *env[] = {"STEPCAST_ADMIN_TOKEN=", NULL};
+    const char *args[] = {"--admin-token-file", file, NULL};
+    snprintf(file, sizeof file, "%s/admin.token", th_tmpdir());
+
+    /* no file yet: a fresh admin token is written there, readable by the owner only */
+    svc_start(&d, NULL, args, env);
+    char *secret = th_read_file(file, NULL);
+    CHECK(secret && strncmp(secret, "sct_", 4) == 0 && strlen(secret) == 45);
+    CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0600);
+    if (secret)
+        secret[strcspn(secret, "\n")] = '\0';
+    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", secret, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/tokens", NULL, NULL), 401);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+
+    /* a restart keeps the token and leaves the file as it is */
+    svc_start(&d, d.data, args, env);
+    char *again = th_read_file(file, NULL);
+    CHECK(again && secret && strncmp(again, secret, strlen(secret)) == 0);
+    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", secret, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    free(again);
+    free(secret);
 }
 
 TEST(svc_jobs_crud)
