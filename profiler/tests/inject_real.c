@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/banned.h"
@@ -23,8 +24,22 @@ struct nccl_v5 {
                 int rank, void *logfn);
 };
 
+/* The symbol `name` of the library; exits 1 saying so when it is missing. */
+static void *entry(void *lib, const char *name)
+{
+    void *p = dlsym(lib, name);
+    if (!p) {
+        printf("no %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
 int main(int argc, char **argv)
 {
+    const char *mode = argc > 2 ? argv[2] : "";
+    int (*inject)(void), (*nvtx)(void *);
+    void *sym;
     if (argc < 2) {
         fprintf(stderr, "usage: prof-inject-real LIBRARY [nccl|nvtx|both]\n");
         return 2;
@@ -34,47 +49,25 @@ int main(int argc, char **argv)
         printf("dlopen failed: %s\n", dlerror());
         return 1;
     }
-    if (argc > 2 && strcmp(argv[2], "both") == 0) {
-        void *isym = dlsym(lib, "InitializeInjection");
-        int (*inject)(void);
-        if (!isym) {
-            printf("no InitializeInjection\n");
-            return 1;
-        }
-        memcpy(&inject, &isym, sizeof inject);
-        printf("InitializeInjection=%d\n", inject());
+    if (strcmp(mode, "nvtx") == 0) {
+        sym = entry(lib, "InitializeInjectionNvtx2");
+        memcpy(&nvtx, &sym, sizeof nvtx);
+        printf("InitializeInjectionNvtx2=%d\n", nvtx(NULL));
+        return 0;
     }
-    if (argc > 2 && (strcmp(argv[2], "nccl") == 0 || strcmp(argv[2], "both") == 0)) {
-        const struct nccl_v5 *t = dlsym(lib, "ncclProfiler_v5");
+    sym = entry(lib, "InitializeInjection");
+    memcpy(&inject, &sym, sizeof inject);
+    if (strcmp(mode, "nccl") == 0 || strcmp(mode, "both") == 0) {
+        const struct nccl_v5 *t = entry(lib, "ncclProfiler_v5");
         void *ctx = NULL;
         int mask = -1;
-        if (!t) {
-            printf("no ncclProfiler_v5\n");
-            return 1;
-        }
+        if (strcmp(mode, "both") == 0)
+            printf("InitializeInjection=%d\n", inject());
         int rc = t->init(&ctx, 0x1234, &mask, "world", 1, 8, 3, NULL);
         printf("plugin %s init=%d mask=%d\n", t->name, rc, mask);
         return 0;
     }
-    if (argc > 2 && strcmp(argv[2], "nvtx") == 0) {
-        void *nsym = dlsym(lib, "InitializeInjectionNvtx2");
-        int (*nvtx)(void *);
-        if (!nsym) {
-            printf("no InitializeInjectionNvtx2\n");
-            return 1;
-        }
-        memcpy(&nvtx, &nsym, sizeof nvtx);
-        printf("InitializeInjectionNvtx2=%d\n", nvtx(NULL));
-        return 0;
-    }
-    void *sym = dlsym(lib, "InitializeInjection");
-    int (*init)(void);
-    if (!sym) {
-        printf("no InitializeInjection\n");
-        return 1;
-    }
-    memcpy(&init, &sym, sizeof init);
-    int first = init(), second = init();
+    int first = inject(), second = inject();
     printf("InitializeInjection=%d again=%d\n", first, second);
     return 0;
 }
