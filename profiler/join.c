@@ -253,29 +253,20 @@ static int match_by_order(struct prof_join *j)
     struct prof_map stream_comm = {0};
     int rc = -1;
 
-    if (!next)
+    if (!next || !(kernels = malloc((st->n + 1) * sizeof *kernels)))
         goto out;
-    for (size_t i = 0; i < st->n; i++) {
-        const struct prof_event *e = prof_store_at(st, i);
-        uint64_t u;
-        if (e->type == PROF_EV_KERNEL && !prof_map_get(&j->kernel_unit, i, &u) &&
-            prof_is_nccl_kernel(prof_store_str(st, e->name)))
-            nk++;
-    }
-    if (!nk || !j->n_units) {
-        j->nccl_kernels_unmatched += nk;
-        rc = 0;
-        goto out;
-    }
-    if (!(kernels = malloc(nk * sizeof *kernels)))
-        goto out;
-    nk = 0;
+    /* the NCCL kernels the exact join left */
     for (size_t i = 0; i < st->n; i++) {
         const struct prof_event *e = prof_store_at(st, i);
         uint64_t u;
         if (e->type == PROF_EV_KERNEL && !prof_map_get(&j->kernel_unit, i, &u) &&
             prof_is_nccl_kernel(prof_store_str(st, e->name)))
             kernels[nk++] = (uint32_t)i;
+    }
+    if (!nk || !j->n_units) {
+        j->nccl_kernels_unmatched += nk;
+        rc = 0;
+        goto out;
     }
     if (prof_store_sort_by_corr(st, kernels, nk))
         goto out;
