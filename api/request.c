@@ -39,34 +39,36 @@ int api_json_precheck(const char *body, size_t n, const struct api_body_limits *
     return SC_OK;
 }
 
-/* The body as an object: NULL (reply filled) when it is not one. An empty
- * body is an empty object when `optional`. */
-static json_t *load_object(const char *body, size_t n, const struct api_body_limits *l,
-                           int optional, struct api_reply *err)
+/* The body as an object into *out, or the status with the reply filled
+ * when it is not one. An empty body is an empty object when `optional`. */
+static int load_object(const char *body, size_t n, const struct api_body_limits *l, int optional,
+                       json_t **out, struct api_reply *err)
 {
     json_error_t je;
     json_t *doc;
     size_t i = 0;
+    int rc;
+    *out = NULL;
     while (i < n && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
         i++;
     if (i == n) {
-        if (optional)
-            return json_object();
-        api_fail(err, API_E_INVALID_JSON, "the body is empty; this route takes a JSON object");
-        return NULL;
+        if (!optional)
+            return api_fail(err, API_E_INVALID_JSON,
+                            "the body is empty; this route takes a JSON object");
+        if (!(*out = json_object()))
+            return api_fail(err, API_E_UNAVAILABLE, "out of memory");
+        return SC_OK;
     }
-    if (api_json_precheck(body, n, l, err))
-        return NULL;
-    if (!(doc = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je))) {
-        api_fail(err, API_E_INVALID_JSON, "body: %s (byte %d)", je.text, je.position);
-        return NULL;
-    }
+    if ((rc = api_json_precheck(body, n, l, err)))
+        return rc;
+    if (!(doc = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je)))
+        return api_fail(err, API_E_INVALID_JSON, "body: %s (byte %d)", je.text, je.position);
     if (!json_is_object(doc)) {
         json_decref(doc);
-        api_fail(err, API_E_INVALID_JSON, "the body is not a JSON object");
-        return NULL;
+        return api_fail(err, API_E_INVALID_JSON, "the body is not a JSON object");
     }
-    return doc;
+    *out = doc;
+    return SC_OK;
 }
 
 /* Every key of obj is in allowed (NULL-terminated), else the reply says which is not. */
@@ -140,11 +142,11 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
 {
     static const char *const fields[] = {"config", "hardware", "description", NULL};
     char hw[72] = "", desc[1025] = "";
-    json_t *doc = load_object(body, n, l, 1, err), *cfg;
+    json_t *doc, *cfg;
     int rc;
     *canonical = NULL;
-    if (!doc)
-        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = load_object(body, n, l, 1, &doc, err)))
+        return rc;
     if ((rc = only_fields(doc, fields, err)) || (rc = get_string(doc, "hardware", 64, hw, sizeof hw, err)) ||
         (rc = get_string(doc, "description", 1024, desc, sizeof desc, err)))
         goto out;
@@ -165,11 +167,11 @@ int api_decode_build(const char *body, size_t n, const struct api_body_limits *l
                      struct api_build_req *out, struct api_reply *err)
 {
     static const char *const fields[] = {"step_marker", "steps", NULL};
-    json_t *doc = load_object(body, n, l, 1, err);
+    json_t *doc;
     int rc;
     memset(out, 0, sizeof *out);
-    if (!doc)
-        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = load_object(body, n, l, 1, &doc, err)))
+        return rc;
     if ((rc = only_fields(doc, fields, err)) == SC_OK &&
         (rc = get_string(doc, "step_marker", 255, out->step_marker, sizeof out->step_marker, err)) == SC_OK)
         rc = get_string(doc, "steps", 63, out->steps, sizeof out->steps, err);
@@ -182,11 +184,11 @@ int api_decode_token(const char *body, size_t n, const struct api_body_limits *l
 {
     static const char *const fields[] = {"scope", "name", NULL};
     char scope[16] = "";
-    json_t *doc = load_object(body, n, l, 0, err);
+    json_t *doc;
     int rc;
     memset(out, 0, sizeof *out);
-    if (!doc)
-        return err->code == API_E_TOO_LARGE ? SC_ELIMIT : SC_EPARSE;
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
     if ((rc = only_fields(doc, fields, err)) == SC_OK &&
         (rc = get_string(doc, "scope", 15, scope, sizeof scope, err)) == SC_OK &&
         (rc = get_string(doc, "name", 127, out->name, sizeof out->name, err)) == SC_OK &&
