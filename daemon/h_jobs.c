@@ -220,9 +220,13 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     commit_trace(s, q, &rec, replace, &result, r);
     pthread_mutex_unlock(&s->blob_mu);
 done:
-    metrics_upload(s->metrics, (uint64_t)blob_writer_bytes(q->upload), result);
+    /* the temp file is gone (renamed into place, or removed) before the
+     * answer goes out, so a client that reads it finds no leftover */
+    blob_writer_free(q->upload);
+    q->upload = NULL;
+    metrics_upload(s->metrics, (uint64_t)rec.bytes, result);
     log_info("upload", "job=%s rank=%lld bytes=%lld sha256=%.16s result=%s events=%lld", q->params.job,
-             (long long)q->params.rank, (long long)blob_writer_bytes(q->upload),
+             (long long)q->params.rank, (long long)rec.bytes,
              rec.sha256[0] ? rec.sha256 : "-",
              result == METRICS_UPLOAD_CREATED ? "created"
              : result == METRICS_UPLOAD_IDENTICAL ? "identical" : "rejected",

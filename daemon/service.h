@@ -54,7 +54,8 @@ struct svc_request {
     struct api_token caller;       /* filled when the route needs a token */
     const char *body;              /* JSON routes: the body (may be empty) */
     size_t body_len;
-    struct blob_writer *upload;    /* trace uploads: the received body */
+    struct blob_writer *upload;    /* trace uploads: the received body; the
+                                    * handler frees it (and NULLs this) */
     size_t n_query;
     const char *qkey[SVC_MAX_QUERY], *qval[SVC_MAX_QUERY];
 };
