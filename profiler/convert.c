@@ -194,7 +194,7 @@ static void ext(const void *r, struct prof_event *e)
     e->corr = prof_rd32(r, OFF_X_CORR);
 }
 
-static void overhead(struct prof_convert *c, const void *r, struct prof_event *e)
+static void overhead(const void *r, struct prof_event *e)
 {
     e->type = PROF_EV_OVERHEAD;
     e->u.overhead.kind = prof_rd32(r, OFF_O_KIND);
@@ -210,10 +210,6 @@ static void overhead(struct prof_convert *c, const void *r, struct prof_event *e
         e->at.gpu.context = prof_rd32(r, OFF_O_OBJECT + 4);
         e->at.gpu.stream = prof_rd32(r, OFF_O_OBJECT + 8);
     }
-    /* CUPTI 13 hands the details to the client to free; they are not kept */
-    if (c->layout->api_version >= API_13_0 &&
-        prof_layout_has(c->layout, PROF_REC_OVERHEAD, OFF_O_DATA, 8))
-        free((void *)prof_rdstr(r, OFF_O_DATA));
 }
 
 static void marker(struct prof_convert *c, const void *r, struct prof_event *e)
@@ -258,11 +254,8 @@ static int device(struct prof_convert *c, const void *r)
     d.max_threads_block = prof_rd32(r, OFF_D_THREADS_BLOCK);
     d.major = prof_rd32(r, OFF_D_MAJOR);
     d.minor = prof_rd32(r, OFF_D_MINOR);
-    if (name) {
+    if (name)
         d.name = prof_store_intern(c->store, name, strlen(name));
-        if (c->layout->api_version >= API_13_0)
-            free((void *)name); /* CUPTI 13: "Client is responsible for freeing" */
-    }
     return prof_store_put_device(c->store, &d) ? -1 : 1;
 }
 
@@ -270,6 +263,19 @@ static int context(struct prof_convert *c, const void *r)
 {
     struct prof_context x = {prof_rd32(r, OFF_T_CONTEXT), prof_rd32(r, OFF_T_DEVICE)};
     return prof_store_put_context(c->store, &x) ? -1 : 1;
+}
+
+/* CUPTI 13 hands a device's name and an overhead record's details to the
+ * client ("Client is responsible for freeing this memory"): freed once the
+ * record is read, whether it was kept or not. The details are not kept. */
+static void free_handed_over(const struct prof_convert *c, enum prof_rec rec, const void *r)
+{
+    if (c->layout->api_version < API_13_0)
+        return;
+    if (rec == PROF_REC_DEVICE)
+        free((void *)prof_rdstr(r, OFF_D_NAME));
+    else if (rec == PROF_REC_OVERHEAD && prof_layout_has(c->layout, rec, OFF_O_DATA, 8))
+        free((void *)prof_rdstr(r, OFF_O_DATA));
 }
 
 int prof_convert_record(struct prof_convert *c, const void *r)
@@ -297,9 +303,6 @@ int prof_convert_record(struct prof_convert *c, const void *r)
     case PROF_REC_OVERHEAD:
     case PROF_REC_MARKER:
         if (!(e = prof_store_add(c->store))) {
-            /* what CUPTI handed over must still be freed */
-            if (rec == PROF_REC_OVERHEAD)
-                overhead(c, r, &(struct prof_event){0});
             rc = -1;
             break;
         }
@@ -312,7 +315,7 @@ int prof_convert_record(struct prof_convert *c, const void *r)
         case PROF_REC_SYNC: sync_rec(c, r, e); break;
         case PROF_REC_CUDA_EVENT: cuda_event(c, r, e); break;
         case PROF_REC_EXT: ext(r, e); break;
-        case PROF_REC_OVERHEAD: overhead(c, r, e); break;
+        case PROF_REC_OVERHEAD: overhead(r, e); break;
         default: marker(c, r, e); break;
         }
         rc = 1;
@@ -321,6 +324,7 @@ int prof_convert_record(struct prof_convert *c, const void *r)
         c->skipped++;
         return 0;
     }
+    free_handed_over(c, rec, r);
     if (rc < 0)
         c->dropped++;
     return rc;

@@ -270,3 +270,31 @@ TEST(prof_convert_counts_drops_over_the_cap)
     synth_release(&b);
     prof_store_release(&s);
 }
+
+/* What CUPTI 13 hands over to be freed (a device's name, an overhead
+ * record's details) goes through the same free whether the record is kept
+ * or dropped for want of room (a sanitized build reports a double or
+ * invalid free). */
+TEST(prof_convert_frees_what_cupti_hands_over_when_full)
+{
+    struct prof_layout l;
+    struct prof_store s;
+    struct prof_convert c;
+    struct synth_buf b;
+    CHECK_EQ_INT(prof_layout_for_version(130001, &l), 0);
+    synth_set_layout(&l);
+    synth_init(&b, &l, 0);
+    synth_device(&b, 0, "NVIDIA H100 80GB HBM3", 132, 85ull << 30, 9, 0);
+    synth_overhead(&b, CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 10, 20, 42, 44);
+    synth_overhead(&b, CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 30, 40, 42, 44);
+    /* no room for a chunk of events: every event is dropped */
+    CHECK_EQ_INT(prof_store_init(&s, 65536), 0);
+    prof_convert_init(&c, &l, &s, NULL);
+    CHECK_EQ_INT(prof_convert_buffer(&c, synth_next_record, b.p, b.len), 3);
+    CHECK_EQ_INT(s.n, 0);
+    CHECK_EQ_INT(s.dropped, 2);
+    CHECK_EQ_INT(s.n_devices, 1);
+    CHECK_STREQ(prof_store_str(&s, s.devices[0].name), "NVIDIA H100 80GB HBM3");
+    synth_release(&b);
+    prof_store_release(&s);
+}
