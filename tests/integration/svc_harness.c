@@ -406,7 +406,7 @@ char *svc_fingerprint(const struct svc_daemon *d)
     return b.p;
 }
 
-int svc_check(const char *data_dir, char **report)
+int svc_run_check(const char *data_dir, char **report)
 {
     char *argv[] = {(char *)th_build_path("stepcastd"), "--check", "--data-dir", (char *)data_dir, NULL};
     char *out = NULL, *err = NULL;

@@ -74,8 +74,9 @@ long long svc_json_int(const char *body, const char *key);
 char *svc_fingerprint(const struct svc_daemon *d);
 
 /* stepcastd --check on a data directory: its exit status; *report (may be
- * NULL) gets the output. */
-int svc_check(const char *data_dir, char **report);
+ * NULL) gets the output. (Not named svc_check: daemon/service.h has one in
+ * the library the tests link with.) */
+int svc_run_check(const char *data_dir, char **report);
 
 /* A small valid trace: one ProfilerStep, `ops` cpu ops each launching a
  * kernel (1 + 3 x ops events), a `seed` that makes its bytes unique; rank

@@ -229,7 +229,7 @@ TEST(svc_jobs_crud)
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/llm-7b", NULL, NULL), 404);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/jobs/llm-7b", NULL, NULL), 404);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
 }
 
 TEST(svc_upload_rules)
@@ -314,7 +314,7 @@ TEST(svc_upload_rules)
     CHECK_EQ_INT(svc_json_int(r.body, "rank"), 5);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
     free(a);
     free(b);
     free(other_rank);

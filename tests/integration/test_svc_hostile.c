@@ -163,7 +163,7 @@ TEST(svc_hostile_auth_and_bodies)
     free(good);
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
-    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
 }
 
 TEST(svc_hostile_paths_and_protocol)
@@ -245,7 +245,7 @@ TEST(svc_hostile_paths_and_protocol)
     free(good);
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
-    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
 }
 
 TEST(svc_hostile_limits)
@@ -285,5 +285,5 @@ TEST(svc_hostile_limits)
     free(many);
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
-    CHECK_EQ_INT(svc_check(c.d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
 }

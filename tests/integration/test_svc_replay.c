@@ -159,7 +159,7 @@ TEST(svc_replay_over_http_equals_cli)
     CHECK(!strstr(r.body, "stepcast_model_cache_hits_total 0\n"));
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
     for (int i = 0; i < 8; i++)
         free(f.files[i]);
     free(dlrm);

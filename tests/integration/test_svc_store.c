@@ -68,7 +68,7 @@ TEST(svc_restart_keeps_everything)
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/tokens", "{\"scope\":\"read\",\"name\":\"dash\"}", NULL), 201);
     char *before = svc_fingerprint(&d);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
 
     svc_start(&d, d.data, NULL, NULL);
     char *after = svc_fingerprint(&d);
@@ -128,7 +128,7 @@ static void failpoint_case(const struct fp_case *fc)
     CHECK_EQ_INT(svc_wait_exit(&d, 30), -SIGKILL);
     /* what the crash left, before the restart sweeps it */
     char *left = NULL;
-    CHECK_EQ_INT(svc_check(d.data, &left) != 0, fc->leftover);
+    CHECK_EQ_INT(svc_run_check(d.data, &left) != 0, fc->leftover);
     free(left);
 
     svc_start(&d, d.data, NULL, NULL);
@@ -149,7 +149,7 @@ static void failpoint_case(const struct fp_case *fc)
     }
     CHECK_EQ_INT(svc_stop(&d), 0);
     char *report = NULL;
-    if (svc_check(d.data, &report) != 0)
+    if (svc_run_check(d.data, &report) != 0)
         sc_check_fail(__FILE__, __LINE__, "failpoint %s: inconsistent", fc->point);
     free(report);
     char cmd[4200];
@@ -230,7 +230,7 @@ TEST(svc_kill9_mid_upload)
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/0/trace", NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/1/trace", NULL, NULL), 404);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
     free(t);
 }
 
@@ -256,7 +256,7 @@ TEST(svc_sigterm_drains_requests_in_flight)
     svc_start(&d, d.data, NULL, NULL);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/3/trace", NULL, NULL), 200);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
     free(t);
 }
 
@@ -331,7 +331,7 @@ TEST(svc_concurrent_clients)
     CHECK_CONTAINS(r.body, "stepcast_uploads_total{result=\"created\"} 100\n");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    CHECK_EQ_INT(svc_check(d.data, NULL), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
 }
 
 TEST(svc_sigterm_finishes_builds_in_flight)
