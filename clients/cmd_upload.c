@@ -75,6 +75,11 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int cmp_label(const void *a, const void *b)
+{
+    return strcmp(((const struct unit *)a)->label, ((const struct unit *)b)->label);
+}
+
 /* Regular, non-hidden files of a directory, in name order. */
 static int add_dir(struct units *u, const char *dir)
 {
@@ -97,8 +102,7 @@ static int add_dir(struct units *u, const char *dir)
             rc = 1;
     }
     closedir(d);
-    if (n)
-        qsort(names, n, sizeof *names, cmp_str);
+    sc_sort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         if (rc == 0 && names[i] && add_unit(u, names[i], names[i], 0))
             rc = 1;
@@ -180,12 +184,8 @@ static int add_tar(struct units *u, const char *path, int *is_tar, struct sc_err
     model_tar_free(tar);
     model_stream_close(d);
     /* archive members rank in name order */
-    for (size_t i = first + 1; rc == SC_OK && i < u->n; i++)
-        for (size_t j = i; j > first && strcmp(u->v[j - 1].label, u->v[j].label) > 0; j--) {
-            struct unit t = u->v[j];
-            u->v[j] = u->v[j - 1];
-            u->v[j - 1] = t;
-        }
+    if (rc == SC_OK)
+        sc_sort(u->v + first, u->n - first, sizeof *u->v, cmp_label);
     return rc;
 }
 
