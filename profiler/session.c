@@ -50,7 +50,7 @@ static struct {
     pthread_t flusher;
     int flusher_running;
     pthread_mutex_t mu; /* guards stop, with cv */
-    pthread_cond_t cv;
+    pthread_cond_t cv;  /* on CLOCK_MONOTONIC: a wall-clock step does not stall flushing */
     int stop;
     atomic_int state;
     pid_t pid;
@@ -59,9 +59,9 @@ static struct {
     uint64_t close_at; /* monotonic ns when a closed window is written, 0 = not closing */
     int lost;          /* another CUPTI client took over: touch CUPTI no more */
     int flush_failures; /* periodic flushes failed in a row */
-    int hooks_registered;
+    int hooks_registered; /* exit and fork hooks and cv, set up once per process */
     char output[4096];
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -197,7 +197,7 @@ static void *flusher(void *arg)
     pthread_mutex_lock(&S.mu);
     while (!S.stop) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += S.cfg.flush_ms / 1000;
         until.tv_nsec += (long)(S.cfg.flush_ms % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
@@ -456,17 +456,22 @@ int prof_session_start(const struct prof_config *cfg, const struct prof_cupti *c
     }
     clock_sample(S.clock_start);
     prof_nccl_activate(prof_nccl(), &S.cupti, left / 8);
+    if (!S.hooks_registered) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&S.cv, &ca);
+        pthread_condattr_destroy(&ca);
+        S.hooks_registered = 1;
+        atexit(at_exit);
+        pthread_atfork(NULL, NULL, in_child);
+    }
     if (pthread_create(&S.flusher, NULL, flusher, NULL)) {
         prof_nccl_deactivate(prof_nccl());
         undo();
         return fail("cannot start the flush thread");
     }
     S.flusher_running = 1;
-    if (!S.hooks_registered) {
-        S.hooks_registered = 1;
-        atexit(at_exit);
-        pthread_atfork(NULL, NULL, in_child);
-    }
     atomic_compare_exchange_strong(&S.state, &expected, PROF_RUNNING);
     prof_log_info("tracing with %s (CUPTI API %u, CUDA %s records) to %s", S.cupti.path, version,
                   S.layout.cuda, cfg->dir);
