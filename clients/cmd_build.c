@@ -79,7 +79,7 @@ int cmd_build(int argc, char **argv)
     struct remote r;
     struct remote_resp resp;
     struct sc_error err;
-    char path[256];
+    char path[256], esc[200];
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "j:m:s:wh", opts, NULL)) != -1) {
@@ -107,7 +107,8 @@ int cmd_build(int argc, char **argv)
         free(text);
         return cli_fail(&err);
     }
-    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
+    remote_escape(job, esc, sizeof esc);
+    snprintf(path, sizeof path, "/v1/jobs/%s/models", esc);
     rc = remote_call(&r, "POST", path, text, &resp, &err);
     free(text);
     if (rc) {

@@ -70,7 +70,7 @@ int cmd_jobs(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     int json = 0, del = 0, c, rc;
-    char path[256];
+    char path[256], esc[200];
     void *doc;
 
     optind = 1;
@@ -84,9 +84,10 @@ int cmd_jobs(int argc, char **argv)
     }
     if (argc - optind > 1 || (del && argc - optind != 1))
         return cli_usage_error("jobs", "usage: jobs [--json] [JOB] | jobs --delete JOB");
-    if (optind < argc)
-        snprintf(path, sizeof path, "/v1/jobs/%s", argv[optind]);
-    else
+    if (optind < argc) {
+        remote_escape(argv[optind], esc, sizeof esc);
+        snprintf(path, sizeof path, "/v1/jobs/%s", esc);
+    } else
         snprintf(path, sizeof path, "/v1/jobs");
     if ((rc = remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)))
         return rc;

@@ -30,7 +30,7 @@ int cmd_models(int argc, char **argv)
     };
     const char *job = NULL;
     int json = 0, del = 0, c, rc;
-    char path[256];
+    char path[256], esc[200] = "";
     void *doc;
 
     optind = 1;
@@ -45,10 +45,10 @@ int cmd_models(int argc, char **argv)
     }
     if (argc - optind > 1 || (del && argc - optind != 1) || (job && optind < argc))
         return cli_usage_error("models", "usage: models [--json] [--job J] [ID] | models --delete ID");
-    if (optind < argc)
-        snprintf(path, sizeof path, "/v1/models/%s", argv[optind]);
-    else {
-        char esc[200] = "";
+    if (optind < argc) {
+        remote_escape(argv[optind], esc, sizeof esc);
+        snprintf(path, sizeof path, "/v1/models/%s", esc);
+    } else {
         if (job)
             remote_escape(job, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/models%s%s", job ? "?job=" : "", esc);

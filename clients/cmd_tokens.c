@@ -52,7 +52,7 @@ static int create(int argc, char **argv)
 
 int cmd_tokens(int argc, char **argv)
 {
-    char path[256];
+    char path[256], esc[200];
     void *doc;
     int rc, json = argc == 2 && !strcmp(argv[1], "--json");
 
@@ -61,7 +61,8 @@ int cmd_tokens(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "revoke")) {
         if (argc != 3)
             return cli_usage_error("tokens", "usage: tokens revoke ID");
-        snprintf(path, sizeof path, "/v1/tokens/%s", argv[2]);
+        remote_escape(argv[2], esc, sizeof esc);
+        snprintf(path, sizeof path, "/v1/tokens/%s", esc);
         if ((rc = remote_json("DELETE", path, NULL, 200, &doc)))
             return rc;
         printf("revoked %s\n", str(doc, "id"));

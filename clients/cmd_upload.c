@@ -218,10 +218,11 @@ static int send_one(struct remote *r, const char *job, const struct unit *x, int
 {
     struct remote_resp resp;
     struct sc_error err;
-    char path[512];
+    char path[512], esc[200];
     json_int_t events = 0, bytes = 0;
     const char *sha = "";
-    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/%lld/trace%s", job, x->rank,
+    remote_escape(job, esc, sizeof esc);
+    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/%lld/trace%s", esc, x->rank,
              replace ? "?replace=true" : "");
     if (remote_put_file(r, path, x->path, &resp, &err))
         return cli_fail(&err);

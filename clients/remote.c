@@ -121,6 +121,9 @@ static int perform(struct remote *r, const char *method, const char *path,
     CURLcode cc;
     snprintf(url, sizeof url, "%s%s", r->base, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    /* as written: libcurl would otherwise resolve "/v1/jobs/../tokens/x" to
+     * "/v1/tokens/x", another resource than the one the user named */
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);

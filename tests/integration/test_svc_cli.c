@@ -142,6 +142,13 @@ TEST(svc_cli_remote_mode)
     CHECK_EQ_INT(cli(&out, NULL, "models", model, NULL, NULL, NULL, NULL), 0);
     CHECK_CONTAINS(out, "\"summary\"");
     free(out);
+    /* an identifier goes as one path segment, as written: never another resource */
+    CHECK_EQ_INT(cli(NULL, &err, "jobs", "--delete", "../tokens/t-000000000000", NULL, NULL, NULL), 2);
+    CHECK_CONTAINS(err, "no_route");
+    free(err);
+    CHECK_EQ_INT(cli(NULL, &err, "models", "a b?job=g", NULL, NULL, NULL, NULL), 2);
+    CHECK_CONTAINS(err, "invalid_id");
+    free(err);
 
     /* tokens: a read token reads, and is refused the rest */
     CHECK_EQ_INT(cli(&out, NULL, "tokens", "create", "--scope", "read", "--name", "ci"), 0);
