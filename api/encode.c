@@ -25,8 +25,9 @@ static json_t *parsed(const char *text)
     return v ? v : json_null();
 }
 
-static json_t *job_json(const struct api_job *j)
+static json_t *job_json(const void *row)
 {
+    const struct api_job *j = row;
     json_t *o = j->description ? json_loads(j->description, 0, NULL) : NULL;
     if (!o || !json_is_object(o)) {
         json_decref(o);
@@ -55,8 +56,9 @@ static json_t *trace_json(const char *job, const struct api_trace *t)
     return o;
 }
 
-static json_t *model_json(const struct api_model *m)
+static json_t *model_json(const void *row)
 {
+    const struct api_model *m = row;
     return json_pack("{s:s, s:s, s:s, s:f, s:o, s:s, s:I, s:{s:o, s:o}, s:o, s:o, s:o}", "id", m->id,
                      "job", m->job, "status", api_model_status_name(m->status), "progress",
                      m->progress, "error", str_or_null(m->error), "version", m->version, "n_ranks",
@@ -65,50 +67,65 @@ static json_t *model_json(const struct api_model *m)
                      "finished", api_json_time(m->finished_ns), "summary", parsed(m->summary));
 }
 
-static json_t *token_json(const struct api_token *t)
+static json_t *token_json(const void *row)
 {
+    const struct api_token *t = row;
     return json_pack("{s:s, s:s, s:s, s:o, s:o}", "id", t->id, "name", t->name, "scope",
                      api_scope_name(t->scope), "created", api_json_time(t->created_ns), "revoked",
                      api_json_time(t->revoked_ns));
 }
 
-/* {"<key>": [each(v[i])...]} */
-#define LIST_REPLY(r, key, v, n, each)                                             \
-    do {                                                                           \
-        json_t *a_ = json_array();                                                 \
-        for (size_t i_ = 0; a_ && i_ < (n); i_++)                                  \
-            if (json_array_append_new(a_, each)) {                                 \
-                json_decref(a_);                                                   \
-                a_ = NULL;                                                         \
-            }                                                                      \
-        return api_reply_json((r), 200, a_ ? json_pack("{s:o}", (key), a_) : NULL); \
-    } while (0)
+/* [each(row)...] over n rows of `size` bytes; NULL when out of memory. */
+static json_t *array_of(const void *rows, size_t n, size_t size, json_t *(*each)(const void *row))
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, each((const char *)rows + i * size))) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
+/* Set o[key] to a (stolen); o is dropped (NULL) when either is missing. */
+static json_t *with(json_t *o, const char *key, json_t *a)
+{
+    if (!o || !a || json_object_set_new(o, key, a)) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    return o;
+}
+
+/* The members of a job (GET /v1/jobs/{job}). */
+static json_t *job_trace_json(const void *row)
+{
+    return trace_json(NULL, row);
+}
+
+static json_t *job_model_json(const void *row)
+{
+    const struct api_model *m = row;
+    return json_pack("{s:s, s:s, s:o}", "id", m->id, "status", api_model_status_name(m->status),
+                     "created", api_json_time(m->created_ns));
+}
 
 int api_reply_job(struct api_reply *r, unsigned status, const struct api_job *j,
                   const struct api_trace *traces, size_t n_traces, const struct api_model *models,
                   size_t n_models)
 {
     json_t *o = job_json(j);
-    if (o && traces) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && i < n_traces; i++)
-            json_array_append_new(a, trace_json(NULL, &traces[i]));
-        json_object_set_new(o, "traces", a);
-    }
-    if (o && models) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && i < n_models; i++)
-            json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "id", models[i].id, "status",
-                                               api_model_status_name(models[i].status), "created",
-                                               api_json_time(models[i].created_ns)));
-        json_object_set_new(o, "models", a);
-    }
+    if (traces)
+        o = with(o, "traces", array_of(traces, n_traces, sizeof *traces, job_trace_json));
+    if (models)
+        o = with(o, "models", array_of(models, n_models, sizeof *models, job_model_json));
     return api_reply_json(r, status, o);
 }
 
 int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n)
 {
-    LIST_REPLY(r, "jobs", v, n, job_json(&v[i_]));
+    return api_reply_json(r, 200, with(json_object(), "jobs", array_of(v, n, sizeof *v, job_json)));
 }
 
 int api_reply_trace(struct api_reply *r, unsigned status, const char *job, const struct api_trace *t)
@@ -131,7 +148,8 @@ int api_reply_model_accepted(struct api_reply *r, const struct api_model *m)
 
 int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n)
 {
-    LIST_REPLY(r, "models", v, n, model_json(&v[i_]));
+    return api_reply_json(r, 200,
+                          with(json_object(), "models", array_of(v, n, sizeof *v, model_json)));
 }
 
 int api_reply_token(struct api_reply *r, unsigned status, const struct api_token *t,
@@ -145,7 +163,8 @@ int api_reply_token(struct api_reply *r, unsigned status, const struct api_token
 
 int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n)
 {
-    LIST_REPLY(r, "tokens", v, n, token_json(&v[i_]));
+    return api_reply_json(r, 200,
+                          with(json_object(), "tokens", array_of(v, n, sizeof *v, token_json)));
 }
 
 int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, size_t models,
