@@ -60,6 +60,13 @@ static int sweep(struct svc *s, struct sc_error *err)
     return rc;
 }
 
+/* cache_free_fn: calling built_model_free through a cast to another
+ * function type would be undefined behaviour. */
+static void free_built(void *m)
+{
+    built_model_free(m);
+}
+
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
 {
     char path[PATH_MAX];
@@ -77,7 +84,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
         (rc = store_open(path, &s->store, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
-        (rc = cache_new((size_t)cfg->cache_bytes, (cache_free_fn)built_model_free, &s->cache, err)) ||
+        (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
