@@ -47,9 +47,9 @@ static void route(const char *text, size_t n)
     if ((q = strchr(sp + 1, '?')))
         *q++ = '\0';
     if (api_route(buf, sp + 1, 4096, &op, &p, &r) == SC_OK) {
-        const char *keys[8];
+        const char *keys[17]; /* one past the 16 api_check_query takes */
         size_t k = 0;
-        for (char *a = q; a && *a && k < 8;) {
+        for (char *a = q; a && *a && k < sizeof keys / sizeof keys[0];) {
             char *amp = strchr(a, '&');
             if (amp)
                 *amp = '\0';
@@ -60,7 +60,9 @@ static void route(const char *text, size_t n)
             a = amp ? amp + 1 : NULL;
         }
         api_check_query(op, keys, k, &r);
-        if (p.job[0] && !api_id_valid(p.job))
+        /* what reaches a handler is valid: identifiers, and ranks in range */
+        if ((p.job[0] && !api_id_valid(p.job)) || (p.id[0] && !api_id_valid(p.id)) ||
+            p.rank >= 4096 || (strstr(api_op_info(op)->path, "{rank}") && p.rank < 0))
             abort();
     }
     check_reply(&r);
