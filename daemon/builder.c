@@ -233,7 +233,11 @@ int builder_stop(struct builder *b, double timeout_s)
     struct timespec deadline;
     int all = 1;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)timeout_s;
+    if (timeout_s > 0) {
+        long ns = deadline.tv_nsec + (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
+        deadline.tv_sec += (time_t)timeout_s + ns / 1000000000;
+        deadline.tv_nsec = ns % 1000000000;
+    }
     pthread_mutex_lock(&b->mu);
     b->stopping = 1;
     b->n = 0; /* queued builds stay `building` in the catalog */

@@ -18,6 +18,7 @@
 #include "daemon/config.h"
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
@@ -133,9 +134,12 @@ int main(int argc, char **argv)
         ;
     log_info("main", "event=draining signal=%s timeout_s=%lld", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.drain_timeout);
+    /* requests and builds run on together: one deadline bounds both */
+    double deadline = metrics_clock() + (double)cfg.drain_timeout;
     server_drain(srv, (double)cfg.drain_timeout);
     server_free(srv);
-    if (!svc_stop_builds(&svc, (double)cfg.drain_timeout)) {
+    double left = deadline - metrics_clock();
+    if (!svc_stop_builds(&svc, left > 0 ? left : 0)) {
         /* a build still runs: leave it to the exit; its model stays
          * `building` and is built again at the next start */
         log_warn("main", "event=exit builds=interrupted");
