@@ -410,16 +410,23 @@ static int one_row(struct store *s, sqlite3_stmt *st, row_reader read, void *row
     return rc;
 }
 
-/* Every row of the bound statement st into a new array of zeroed elements of
- * `size` bytes, then st is done. On failure the rows read so far are given
- * to release. */
-static int all_rows(struct store *s, sqlite3_stmt *st, row_reader read, size_t size,
+/* Every row of statement q (with ?1 = key, unless NULL) into a new array of
+ * zeroed elements of `size` bytes. On failure the rows read so far are
+ * given to release. */
+static int all_rows(struct store *s, enum stmt q, const char *key, row_reader read, size_t size,
                     void (*release)(void *v, size_t n), void **out, size_t *n,
                     const char *what, struct sc_error *err)
 {
+    sqlite3_stmt *st;
     char *v = NULL;
     size_t cap = 0, k = 0;
-    int r, rc = SC_OK;
+    int r, rc = prep(s, q, &st, err);
+    *out = NULL;
+    *n = 0;
+    if (rc)
+        return rc;
+    if (key)
+        bind_text(st, 1, key);
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         if (sc_vec_reserve((void **)&v, &cap, k + 1, size)) {
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -550,21 +557,10 @@ static void release_jobs(void *v, size_t n)
     api_jobs_free(v, n);
 }
 
-static int job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = prep(s, Q_JOB_LIST, &st, err);
-    *out = NULL;
-    *n = 0;
-    if (rc)
-        return rc;
-    return all_rows(s, st, read_job, sizeof **out, release_jobs, (void **)out, n, "list jobs",
-                    err);
-}
-
 int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
 {
-    LOCKED(s, job_list(s, out, n, err));
+    LOCKED(s, all_rows(s, Q_JOB_LIST, NULL, read_job, sizeof **out, release_jobs, (void **)out, n,
+                       "list jobs", err));
 }
 
 static int job_delete(struct store *s, const char *id, struct store_names *models,
@@ -638,25 +634,11 @@ int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_t
     LOCKED(s, trace_get(s, job, rank, out, err));
 }
 
-/* Rows of (rank, sha256, bytes[, events, steps, uploaded_ns]) into an array. */
-static int trace_rows(struct store *s, enum stmt q, const char *key, int full,
-                      struct api_trace **out, size_t *n, struct sc_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = prep(s, q, &st, err);
-    *out = NULL;
-    *n = 0;
-    if (rc)
-        return rc;
-    bind_text(st, 1, key);
-    return all_rows(s, st, full ? read_trace : read_trace_brief, sizeof **out, release_plain,
-                    (void **)out, n, "list traces", err);
-}
-
 int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err)
 {
-    LOCKED(s, trace_rows(s, Q_TRACE_LIST, job, 1, out, n, err));
+    LOCKED(s, all_rows(s, Q_TRACE_LIST, job, read_trace, sizeof **out, release_plain, (void **)out,
+                       n, "list traces", err));
 }
 
 static int trace_put(struct store *s, const char *job, struct api_trace *t,
@@ -780,31 +762,18 @@ static void release_models(void *v, size_t n)
     api_models_free(v, n);
 }
 
-static int model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
-                      struct sc_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = prep(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, &st, err);
-    *out = NULL;
-    *n = 0;
-    if (rc)
-        return rc;
-    if (job)
-        bind_text(st, 1, job);
-    return all_rows(s, st, read_model, sizeof **out, release_models, (void **)out, n,
-                    "list models", err);
-}
-
 int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
                      struct sc_error *err)
 {
-    LOCKED(s, model_list(s, job, out, n, err));
+    LOCKED(s, all_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, read_model, sizeof **out,
+                       release_models, (void **)out, n, "list models", err));
 }
 
 int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
                        struct sc_error *err)
 {
-    LOCKED(s, trace_rows(s, Q_MODEL_TRACES, id, 0, out, n, err));
+    LOCKED(s, all_rows(s, Q_MODEL_TRACES, id, read_trace_brief, sizeof **out, release_plain,
+                       (void **)out, n, "model traces", err));
 }
 
 static int model_finish(struct store *s, const char *id, enum api_model_status status,
@@ -920,21 +889,10 @@ int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
     LOCKED(s, token_one(s, Q_TOKEN_LOOKUP, hash, out, err));
 }
 
-static int token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = prep(s, Q_TOKEN_LIST, &st, err);
-    *out = NULL;
-    *n = 0;
-    if (rc)
-        return rc;
-    return all_rows(s, st, read_token, sizeof **out, release_plain, (void **)out, n,
-                    "list tokens", err);
-}
-
 int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
 {
-    LOCKED(s, token_list(s, out, n, err));
+    LOCKED(s, all_rows(s, Q_TOKEN_LIST, NULL, read_token, sizeof **out, release_plain,
+                       (void **)out, n, "list tokens", err));
 }
 
 static int token_revoke(struct store *s, const char *id, struct api_token *out,
