@@ -2,10 +2,10 @@
  *
  * The access handler is called first when the headers are in, then once per
  * chunk of body, then with no data at the end. Everything that can refuse a
- * request without its body (route, token, declared size, upload slots) is
- * decided on the first call and answered at once, so a 16 GiB upload with a
- * bad token costs nothing. A body that grows past its limit without having
- * declared its size (chunked) closes the connection. */
+ * request without its body (route, token, query, declared size, upload
+ * slots) is decided on the first call and answered at once, so a 16 GiB
+ * upload with a bad token costs nothing. A body that grows past its limit
+ * without having declared its size (chunked) closes the connection. */
 #include "daemon/server.h"
 
 #include <arpa/inet.h>
@@ -203,15 +203,14 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     cs->routed = 1;
     op = api_op_info(cs->req.op);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, cs);
-    if (cs->req.n_query > SVC_MAX_QUERY) {
-        api_fail(&cs->reply, API_E_BAD_REQUEST, "more than %d query parameters", SVC_MAX_QUERY);
-        goto answer;
-    }
     need = op->scope;
     if (need == API_SCOPE_NONE && s->cfg->ops_need_token)
         need = API_SCOPE_READ;
     if (need != API_SCOPE_NONE &&
         auth_check(s->store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), need, &cs->req.caller, &cs->reply))
+        goto answer;
+    /* unknown, repeated or too many (past SVC_MAX_QUERY) parameters */
+    if (api_check_query(cs->req.op, cs->req.qkey, cs->req.n_query, &cs->reply))
         goto answer;
     cs->body = op->body;
     if (op->body == API_BODY_TRACE) {

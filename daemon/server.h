@@ -1,11 +1,11 @@
 /* daemon/server.h: the HTTP server (libmicrohttpd, a pool of threads).
  *
  * Everything HTTP lives here: per request it routes (api/routes.h), checks
- * the token and the declared body size before reading any body, streams a
- * trace upload into a blob writer chunk by chunk (never holding it whole),
- * collects a JSON body up to its limit, hands the complete request to
- * svc_handle(), sends the reply with CORS headers, and writes one log line
- * and the metrics when the request ends, however it ends. */
+ * the token, the query and the declared body size before reading any body,
+ * streams a trace upload into a blob writer chunk by chunk (never holding it
+ * whole), collects a JSON body up to its limit, hands the complete request
+ * to svc_handle(), sends the reply with CORS headers, and writes one log
+ * line and the metrics when the request ends, however it ends. */
 #ifndef DAEMON_SERVER_H
 #define DAEMON_SERVER_H
 

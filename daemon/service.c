@@ -161,8 +161,6 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
         [API_OP_TOKEN_DELETE] = h_token_delete,
     };
-    if (api_check_query(req->op, req->qkey, req->n_query, r))
-        return;
     handlers[req->op](s, req, r);
 }
 

@@ -46,7 +46,7 @@ struct svc {
     double started;              /* metrics_clock() at start */
 };
 
-#define SVC_MAX_QUERY 16
+#define SVC_MAX_QUERY 16 /* the most api_check_query takes */
 
 struct svc_request {
     enum api_op op;
@@ -68,7 +68,8 @@ int svc_stop_builds(struct svc *s, double timeout_s);
 /* Release everything; after svc_stop_builds returned 1. */
 void svc_close(struct svc *s);
 
-/* Answer a routed, authenticated request. */
+/* Answer a routed, authenticated request whose query the server checked
+ * (api_check_query). */
 void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
 
 /* api_fail_status(), and a log line with the details when the failure is

@@ -140,6 +140,11 @@ TEST(svc_hostile_auth_and_bodies)
                                       "Content-Length: 17179869184\r\n\r\n";
     expect_raw(&c, "16 GiB without a token", huge_noauth, sizeof huge_noauth - 1, "HTTP/1.1 401",
                "\"code\":\"unauthorized\"");
+    static const char big_query[] = "PUT /v1/jobs/seed/ranks/1/trace?bogus=1 HTTP/1.1\r\nHost: x\r\n"
+                                    "Authorization: Bearer " SVC_ADMIN "\r\n"
+                                    "Content-Length: 1000000000\r\n\r\n";
+    expect_raw(&c, "1 GB with an unknown query parameter", big_query, sizeof big_query - 1,
+               "HTTP/1.1 400", "\"code\":\"bad_request\"");
     /* a chunked JSON body past its limit closes the connection */
     char chunked[4096];
     int k = snprintf(chunked, sizeof chunked,
