@@ -289,8 +289,9 @@ static void *client_main(void *arg)
         for (int i = 0; i < READS / UPLOADS; i++) {
             static const char *const paths[] = {"/healthz", "/v1/jobs", "/v1/models"};
             char p[64];
-            snprintf(p, sizeof p, "%s", i == 0 ? paths[c->id % 3] : "/v1/jobs/");
-            if (i)
+            if (i == 0)
+                snprintf(p, sizeof p, "%s", paths[c->id % 3]);
+            else
                 snprintf(p, sizeof p, "/v1/jobs/%s", job);
             if (svc_admin(c->d, "GET", p, NULL, NULL) != 200) {
                 fprintf(stderr, "client %d GET %s failed\n", c->id, p);
