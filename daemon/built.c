@@ -54,6 +54,18 @@ static size_t trace_bytes(const struct model_trace *t)
            t->strings.cap * sizeof *t->strings.strs + t->strings.nslots * sizeof(uint32_t);
 }
 
+/* The reader names a trace by its file, and a model's error is shown to API
+ * clients: name the blob by its hash there instead, keeping the server's
+ * paths to itself. */
+static void name_by_hash(struct sc_error *err, const char *path, const char *sha)
+{
+    char *at = strstr(err->msg, path), rest[sizeof err->msg];
+    if (at) {
+        snprintf(rest, sizeof rest, "%s", at + strlen(path));
+        snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", sha, rest);
+    }
+}
+
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
@@ -76,6 +88,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
         char path[PATH_MAX];
         blob_path(bs, traces[i].sha256, path, sizeof path);
         if ((rc = model_trace_load_file(path, opts, &loaded[i], err))) {
+            name_by_hash(err, path, traces[i].sha256);
             sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
             break;
         }

@@ -86,6 +86,31 @@ TEST(svc_restart_keeps_everything)
     free(after);
 }
 
+TEST(svc_build_of_a_lost_blob)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    size_t n;
+    char sha[80], path[4200], *t = svc_small_trace(0, 3, 21, &n);
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(put_trace(&d, "j", 0, t, n, sha, sizeof sha), 201);
+    free(t);
+    snprintf(path, sizeof path, "%s/blobs/%.2s/%s", d.data, sha, sha);
+    CHECK_EQ_INT(unlink(path), 0);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/j/models", NULL, &r), 202);
+    snprintf(path, sizeof path, "/v1/models/%s", svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, path + strlen("/v1/models/"), 30), "failed");
+    /* the error names the trace by rank and hash, never by a server path */
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
+    const char *e = svc_json_str(r.body, "error");
+    CHECK_CONTAINS(e, "rank 0");
+    CHECK_CONTAINS(e, sha);
+    CHECK(strstr(e, d.data) == NULL && strstr(e, "blobs/") == NULL);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
 struct fp_case {
     const char *point;
     const char *action;   /* "upload", "delete", "build" */
