@@ -30,4 +30,10 @@ int cli_is_dir(const char *path);
 /* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
 int cli_print_json(void *json);
 
+/* Members of a JSON object (a json_t *) for display: a string, or `none`
+ * when absent or not a string; a number, or 0. */
+const char *cli_json_str(const void *obj, const char *key, const char *none);
+long long cli_json_int(const void *obj, const char *key);
+double cli_json_num(const void *obj, const char *key);
+
 #endif

@@ -15,27 +15,16 @@
 #include "clients/table.h"
 #include "common/banned.h"
 
-static const char *str(json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "-";
-}
-
-static long long num(json_t *o, const char *key)
-{
-    return (long long)json_integer_value(json_object_get(o, key));
-}
-
 static void print_list(json_t *doc)
 {
     struct cli_table tb;
     size_t i;
     json_t *j;
     cli_table_init(&tb, "job", "ranks", "trace MB", "models", "hardware", "updated", NULL);
-    json_array_foreach (json_object_get(doc, "jobs"), i, j)
-        cli_table_rowf(&tb, "%s|%lld|%.1f|%lld|%s|%s", str(j, "id"), num(j, "n_ranks"),
-                       (double)num(j, "trace_bytes") / 1e6, num(j, "n_models"), str(j, "hardware"),
-                       str(j, "updated"));
+    json_array_foreach(json_object_get(doc, "jobs"), i, j) cli_table_rowf(
+        &tb, "%s|%lld|%.1f|%lld|%s|%s", cli_json_str(j, "id", "-"), cli_json_int(j, "n_ranks"),
+        (double)cli_json_int(j, "trace_bytes") / 1e6, cli_json_int(j, "n_models"),
+        cli_json_str(j, "hardware", "-"), cli_json_str(j, "updated", "-"));
     cli_table_print(&tb, stdout, "");
     cli_table_release(&tb);
 }
@@ -46,19 +35,21 @@ static void print_job(json_t *j)
     size_t i;
     json_t *t;
     char *cfg = json_dumps(json_object_get(j, "config"), JSON_COMPACT | JSON_ENCODE_ANY);
-    printf("job %s  hardware: %s  config: %s\n\n", str(j, "id"), str(j, "hardware"),
-           cfg ? cfg : "null");
+    printf("job %s  hardware: %s  config: %s\n\n", cli_json_str(j, "id", "-"),
+           cli_json_str(j, "hardware", "-"), cfg ? cfg : "null");
     free(cfg);
     cli_table_init(&tb, "rank", "sha256", "bytes", "events", "steps", "uploaded", NULL);
-    json_array_foreach (json_object_get(j, "traces"), i, t)
-        cli_table_rowf(&tb, "%lld|%.16s|%lld|%lld|%lld|%s", num(t, "rank"), str(t, "sha256"),
-                       num(t, "bytes"), num(t, "events"), num(t, "steps"), str(t, "uploaded"));
+    json_array_foreach(json_object_get(j, "traces"), i, t) cli_table_rowf(
+        &tb, "%lld|%.16s|%lld|%lld|%lld|%s", cli_json_int(t, "rank"),
+        cli_json_str(t, "sha256", "-"), cli_json_int(t, "bytes"), cli_json_int(t, "events"),
+        cli_json_int(t, "steps"), cli_json_str(t, "uploaded", "-"));
     cli_table_print(&tb, stdout, "  ");
     cli_table_release(&tb);
     printf("\n");
     cli_table_init(&tb, "model", "status", "created", NULL);
-    json_array_foreach (json_object_get(j, "models"), i, t)
-        cli_table_rowf(&tb, "%s|%s|%s", str(t, "id"), str(t, "status"), str(t, "created"));
+    json_array_foreach(json_object_get(j, "models"), i, t)
+        cli_table_rowf(&tb, "%s|%s|%s", cli_json_str(t, "id", "-"), cli_json_str(t, "status", "-"),
+                       cli_json_str(t, "created", "-"));
     cli_table_print(&tb, stdout, "  ");
     cli_table_release(&tb);
 }

@@ -15,12 +15,6 @@
 #include "clients/table.h"
 #include "common/banned.h"
 
-static const char *str(json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "-";
-}
-
 int cmd_models(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -39,12 +33,15 @@ int cmd_models(int argc, char **argv)
         case 'j': json = 1; break;
         case 'J': job = optarg; break;
         case 'd': del = 1; break;
-        case 'h': printf("usage: stepcast models [--json] [--job J] [ID] | models --delete ID\n"); return 0;
+        case 'h':
+            printf("usage: stepcast models [--json] [--job J] [ID] | models --delete ID\n");
+            return 0;
         default: return cli_usage_error("models", "bad option");
         }
     }
     if (argc - optind > 1 || (del && argc - optind != 1) || (job && optind < argc))
-        return cli_usage_error("models", "usage: models [--json] [--job J] [ID] | models --delete ID");
+        return cli_usage_error("models",
+                               "usage: models [--json] [--job J] [ID] | models --delete ID");
     if (optind < argc) {
         remote_escape(argv[optind], esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/models/%s", esc);
@@ -62,10 +59,10 @@ int cmd_models(int argc, char **argv)
         size_t i;
         json_t *m;
         cli_table_init(&tb, "model", "job", "status", "ranks", "created", "finished", NULL);
-        json_array_foreach (json_object_get(doc, "models"), i, m)
-            cli_table_rowf(&tb, "%s|%s|%s|%lld|%s|%s", str(m, "id"), str(m, "job"), str(m, "status"),
-                           (long long)json_integer_value(json_object_get(m, "n_ranks")),
-                           str(m, "created"), str(m, "finished"));
+        json_array_foreach(json_object_get(doc, "models"), i, m) cli_table_rowf(
+            &tb, "%s|%s|%s|%lld|%s|%s", cli_json_str(m, "id", "-"), cli_json_str(m, "job", "-"),
+            cli_json_str(m, "status", "-"), cli_json_int(m, "n_ranks"),
+            cli_json_str(m, "created", "-"), cli_json_str(m, "finished", "-"));
         cli_table_print(&tb, stdout, "");
         cli_table_release(&tb);
     }

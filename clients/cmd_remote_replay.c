@@ -54,8 +54,9 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
         return cli_usage_error(cmd, "with --server, %s takes --model ID (no trace files)", cmd);
     if (remote_open(&r, &err))
         return cli_fail(&err);
-    char path[2400];
-    snprintf(path, sizeof path, "/v1/models/%s/%s%s", model, route, query);
+    char path[2400], id[512];
+    remote_escape(model, id, sizeof id);
+    snprintf(path, sizeof path, "/v1/models/%s/%s%s", id, route, query);
     if (remote_call(&r, "GET", path, NULL, &resp, &err)) {
         remote_close(&r);
         return cli_fail(&err);

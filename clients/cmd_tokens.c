@@ -14,12 +14,6 @@
 #include "clients/table.h"
 #include "common/banned.h"
 
-static const char *str(json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "-";
-}
-
 static int create(int argc, char **argv)
 {
     const char *scope = NULL, *name = NULL;
@@ -31,7 +25,8 @@ static int create(int argc, char **argv)
         else if (!strcmp(argv[i], "--name") && i + 1 < argc)
             name = argv[++i];
         else
-            return cli_usage_error("tokens", "usage: tokens create --scope read|write|admin [--name NAME]");
+            return cli_usage_error("tokens",
+                                   "usage: tokens create --scope read|write|admin [--name NAME]");
     }
     if (!scope)
         return cli_usage_error("tokens", "create needs --scope read|write|admin");
@@ -44,8 +39,9 @@ static int create(int argc, char **argv)
     free(text);
     if (rc)
         return rc;
-    fprintf(stderr, "token %s (%s): the secret is shown once\n", str(doc, "id"), str(doc, "scope"));
-    printf("%s\n", str(doc, "token"));
+    fprintf(stderr, "token %s (%s): the secret is shown once\n", cli_json_str(doc, "id", "-"),
+            cli_json_str(doc, "scope", "-"));
+    printf("%s\n", cli_json_str(doc, "token", "-"));
     json_decref(doc);
     return 0;
 }
@@ -65,16 +61,18 @@ int cmd_tokens(int argc, char **argv)
         snprintf(path, sizeof path, "/v1/tokens/%s", esc);
         if ((rc = remote_json("DELETE", path, NULL, 200, &doc)))
             return rc;
-        printf("revoked %s\n", str(doc, "id"));
+        printf("revoked %s\n", cli_json_str(doc, "id", "-"));
         json_decref(doc);
         return 0;
     }
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: stepcast tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n");
+        printf("usage: stepcast tokens [--json] | tokens create --scope S [--name N] | tokens "
+               "revoke ID\n");
         return 0;
     }
     if (argc > 2 || (argc == 2 && !json))
-        return cli_usage_error("tokens", "usage: tokens [--json] | create --scope S [--name N] | revoke ID");
+        return cli_usage_error("tokens",
+                               "usage: tokens [--json] | create --scope S [--name N] | revoke ID");
     if ((rc = remote_json("GET", "/v1/tokens", NULL, 200, &doc)))
         return rc;
     if (json) {
@@ -84,9 +82,10 @@ int cmd_tokens(int argc, char **argv)
         size_t i;
         json_t *t;
         cli_table_init(&tb, "id", "name", "scope", "created", "revoked", NULL);
-        json_array_foreach (json_object_get(doc, "tokens"), i, t)
-            cli_table_rowf(&tb, "%s|%s|%s|%s|%s", str(t, "id"), str(t, "name"), str(t, "scope"),
-                           str(t, "created"), str(t, "revoked"));
+        json_array_foreach(json_object_get(doc, "tokens"), i, t)
+            cli_table_rowf(&tb, "%s|%s|%s|%s|%s", cli_json_str(t, "id", "-"),
+                           cli_json_str(t, "name", "-"), cli_json_str(t, "scope", "-"),
+                           cli_json_str(t, "created", "-"), cli_json_str(t, "revoked", "-"));
         cli_table_print(&tb, stdout, "");
         cli_table_release(&tb);
     }

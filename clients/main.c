@@ -82,6 +82,22 @@ int cli_print_json(void *json)
     return rc;
 }
 
+const char *cli_json_str(const void *obj, const char *key, const char *none)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : none;
+}
+
+long long cli_json_int(const void *obj, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(obj, key));
+}
+
+double cli_json_num(const void *obj, const char *key)
+{
+    return json_number_value(json_object_get(obj, key));
+}
+
 int main(int argc, char **argv)
 {
     static const struct {

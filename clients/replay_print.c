@@ -6,24 +6,9 @@
 
 #include <stdio.h>
 
+#include "clients/cli.h"
 #include "clients/table.h"
 #include "common/banned.h"
-
-static double num(const json_t *obj, const char *key)
-{
-    return json_number_value(json_object_get(obj, key));
-}
-
-static long long count(const json_t *obj, const char *key)
-{
-    return (long long)json_integer_value(json_object_get(obj, key));
-}
-
-static const char *text(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
-}
 
 int cli_print_replay(const json_t *doc)
 {
@@ -41,31 +26,33 @@ int cli_print_replay(const json_t *doc)
         int partial = json_is_true(json_object_get(s, "partial"));
         scored += !partial;
         cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
-                       count(s, "rank"), text(s, "step"), partial ? " (partial)" : "",
-                       num(s, "measured_ms"), num(s, "replayed_ms"), num(s, "error_pct"),
-                       num(b, "compute_exposed"), num(b, "overlap"), num(b, "comm_exposed"),
-                       num(b, "host"), num(b, "idle"), num(s, "collective_kept_ms"));
+                       cli_json_int(s, "rank"), cli_json_str(s, "step", ""),
+                       partial ? " (partial)" : "", cli_json_num(s, "measured_ms"),
+                       cli_json_num(s, "replayed_ms"), cli_json_num(s, "error_pct"),
+                       cli_json_num(b, "compute_exposed"), cli_json_num(b, "overlap"),
+                       cli_json_num(b, "comm_exposed"), cli_json_num(b, "host"),
+                       cli_json_num(b, "idle"), cli_json_num(s, "collective_kept_ms"));
     }
     cli_table_print(&tb, stdout, "");
     cli_table_release(&tb);
     printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
-           num(doc, "mean_abs_error_pct"), num(doc, "max_abs_error_pct"), scored);
+           cli_json_num(doc, "mean_abs_error_pct"), cli_json_num(doc, "max_abs_error_pct"), scored);
 
     const json_t *g = json_object_get(doc, "graph"), *v;
     const char *kind;
     const char *sep = "";
-    printf("graph: %lld tasks, %lld edges (", count(g, "tasks"), count(g, "edges"));
+    printf("graph: %lld tasks, %lld edges (", cli_json_int(g, "tasks"), cli_json_int(g, "edges"));
     json_object_foreach((json_t *)json_object_get(g, "edges_by_kind"), kind, v) {
         printf("%s%s %lld", sep, kind, (long long)json_integer_value(v));
         sep = ", ";
     }
     printf("); event syncs: %lld inferred, %lld from cuda_sync; %lld collectives matched across "
            "ranks, %lld kept\n",
-           count(g, "event_syncs_inferred"), count(g, "event_syncs_from_cuda_sync"),
-           count(g, "collectives_matched"), count(g, "collectives_kept"));
-    if (count(doc, "forced"))
+           cli_json_int(g, "event_syncs_inferred"), cli_json_int(g, "event_syncs_from_cuda_sync"),
+           cli_json_int(g, "collectives_matched"), cli_json_int(g, "collectives_kept"));
+    if (cli_json_int(doc, "forced"))
         printf("warning: %lld tasks were scheduled ahead of a dependency cycle\n",
-               count(doc, "forced"));
+               cli_json_int(doc, "forced"));
     return 0;
 }
 
@@ -81,16 +68,17 @@ int cli_print_critical_path(const json_t *doc)
         const json_t *v, *path = json_object_get(s, "path");
         const char *bound;
         size_t k;
-        printf("%srank %lld %s: %.3f ms replayed;", i ? "\n" : "", count(s, "rank"),
-               text(s, "step"), num(s, "replayed_ms"));
+        printf("%srank %lld %s: %.3f ms replayed;", i ? "\n" : "", cli_json_int(s, "rank"),
+               cli_json_str(s, "step", ""), cli_json_num(s, "replayed_ms"));
         json_object_foreach((json_t *)json_object_get(s, "by_bound"), bound, v)
             printf(" %s %.3f", bound, json_number_value(v));
         printf("\n");
         struct cli_table tb;
         cli_table_init(&tb, "start ms", "end ms", "bound", "resource", "task", NULL);
         json_array_foreach(path, k, v)
-            cli_table_rowf(&tb, "%.3f|%.3f|%s|%s|%.80s", num(v, "start_ms"), num(v, "end_ms"),
-                           text(v, "bound"), text(v, "resource"), text(v, "task"));
+            cli_table_rowf(&tb, "%.3f|%.3f|%s|%s|%.80s", cli_json_num(v, "start_ms"),
+                           cli_json_num(v, "end_ms"), cli_json_str(v, "bound", ""),
+                           cli_json_str(v, "resource", ""), cli_json_str(v, "task", ""));
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);
     }
