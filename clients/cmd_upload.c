@@ -8,7 +8,6 @@
  * that checks it before it is sent and gives its rank, as `stepcast
  * inspect` would (distributedInfo.rank, else its position). Each trace is
  * then sent as it is on disk (gzip stays gzip), streamed. */
-#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "model/job.h"
 #include "model/stream.h"
 #include "model/trace.h"
 #include "common/vec.h"
@@ -70,49 +70,20 @@ static void units_release(struct units *u)
         rmdir(u->tmpdir);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int cmp_label(const void *a, const void *b)
 {
     return strcmp(((const struct unit *)a)->label, ((const struct unit *)b)->label);
 }
 
-/* Regular, non-hidden files of a directory, in name order. */
-static int add_dir(struct units *u, const char *dir)
+/* A directory's trace files, in name order. */
+static int add_dir(struct units *u, const char *dir, struct sc_error *err)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    if (!d) {
-        fprintf(stderr, "stepcast: cannot read directory '%s'\n", dir);
-        return 2;
-    }
-    while ((de = readdir(d)) && rc == 0) {
-        char p[PATH_MAX];
-        struct stat st;
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        if (de->d_name[0] == '.' || stat(p, &st) || !S_ISREG(st.st_mode))
-            continue;
-        if (sc_vec_reserve((void **)&names, &cap, n + 1, sizeof *names) || !(names[n++] = strdup(p)))
-            rc = 1;
-    }
-    closedir(d);
-    sc_sort(names, n, sizeof *names, cmp_str);
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && names[i] && add_unit(u, names[i], names[i], 0))
-            rc = 1;
-        free(names[i]);
-    }
-    free(names);
-    if (rc == 0 && n == 0) {
-        fprintf(stderr, "stepcast: directory '%s' holds no trace files\n", dir);
-        rc = 2;
-    }
+    struct model_paths files = {0};
+    int rc = model_job_dir_files(dir, &files, err);
+    for (size_t i = 0; i < files.n && rc == SC_OK; i++)
+        if (add_unit(u, files.v[i], files.v[i], 0))
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    model_paths_release(&files);
     return rc;
 }
 
@@ -134,57 +105,43 @@ static int copy_stream(struct model_stream *in, const char *dest, struct sc_erro
     return SC_OK;
 }
 
-/* The members of a tar archive as temp files, in name order; *is_tar 0
- * (nothing added) when the file is not an archive holding files. */
-static int add_tar(struct units *u, const char *path, int *is_tar, struct sc_error *err)
+/* An archive member into a temp file. */
+static int copy_member(void *ctx, const char *name, const char *label, struct model_stream *in,
+                       struct sc_error *err)
 {
-    struct model_stream *f, *d;
-    struct model_tar *tar = NULL;
-    size_t first = u->n;
+    struct units *u = ctx;
+    char dest[PATH_MAX + 32];
     int rc;
-    *is_tar = 0;
-    if ((rc = model_stream_open_file(path, &f, err)) || (rc = model_stream_open_decoded(f, 1, &d, err)))
-        return rc;
-    if ((rc = model_tar_open(d, &tar, err)) == SC_OK) {
-        for (int k = 0;; k++) {
-            const char *name;
-            struct model_stream *m;
-            char dest[PATH_MAX + 32], label[PATH_MAX * 2];
-            if ((rc = model_tar_next(tar, &name, &m, err))) {
-                if (k == 0) /* the first header is not tar: a plain trace */
-                    rc = SC_OK;
-                break;
-            }
-            if (!m)
-                break;
-            *is_tar = 1;
-            const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-            if (base[0] == '.' || base[0] == '\0')
-                continue;
-            if (!u->tmpdir[0]) {
-                const char *t = getenv("TMPDIR");
-                snprintf(u->tmpdir, sizeof u->tmpdir, "%s/stepcast-upload-XXXXXX", t && *t ? t : "/tmp");
-                if (!mkdtemp(u->tmpdir)) {
-                    u->tmpdir[0] = '\0';
-                    rc = sc_error_set(err, SC_EIO, "cannot create a temp directory");
-                    break;
-                }
-            }
-            snprintf(dest, sizeof dest, "%s/m%06zu", u->tmpdir, u->n);
-            snprintf(label, sizeof label, "%s:%s", path, name);
-            if ((rc = copy_stream(m, dest, err)))
-                break;
-            if (add_unit(u, dest, label, 1)) {
-                unlink(dest);
-                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-                break;
-            }
+    (void)name;
+    if (!u->tmpdir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(u->tmpdir, sizeof u->tmpdir, "%s/stepcast-upload-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(u->tmpdir)) {
+            u->tmpdir[0] = '\0';
+            return sc_error_set(err, SC_EIO, "cannot create a temp directory");
         }
     }
-    model_tar_free(tar);
-    model_stream_close(d);
-    /* archive members rank in name order */
-    if (rc == SC_OK)
+    snprintf(dest, sizeof dest, "%s/m%06zu", u->tmpdir, u->n);
+    if ((rc = copy_stream(in, dest, err)))
+        return rc;
+    if (add_unit(u, dest, label, 1)) {
+        unlink(dest);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    return SC_OK;
+}
+
+/* A file: a trace, or an archive whose members become temp files, in name
+ * order. */
+static int add_file(struct units *u, const char *path, struct sc_error *err)
+{
+    size_t first = u->n;
+    int tar, rc = model_job_is_tar(path, &tar, err);
+    if (rc)
+        return rc;
+    if (!tar)
+        return add_unit(u, path, path, 0) ? sc_error_set(err, SC_ENOMEM, "out of memory") : SC_OK;
+    if ((rc = model_job_each_member(path, copy_member, u, err)) == SC_OK)
         sc_sort(u->v + first, u->n - first, sizeof *u->v, cmp_label);
     return rc;
 }
@@ -289,17 +246,12 @@ int cmd_upload(int argc, char **argv)
     } else {
         for (int i = optind; i < argc && rc == 0; i++) {
             struct stat st;
-            int is_tar = 0;
-            if (stat(argv[i], &st)) {
-                fprintf(stderr, "stepcast: cannot open '%s': no such file\n", argv[i]);
-                rc = 2;
-            } else if (S_ISDIR(st.st_mode)) {
-                rc = add_dir(&u, argv[i]);
-            } else if (add_tar(&u, argv[i], &is_tar, &err)) {
+            if (stat(argv[i], &st))
+                rc = sc_error_set(&err, SC_ENOTFOUND, "cannot open '%s': no such file", argv[i]);
+            else
+                rc = S_ISDIR(st.st_mode) ? add_dir(&u, argv[i], &err) : add_file(&u, argv[i], &err);
+            if (rc)
                 rc = cli_fail(&err);
-            } else if (!is_tar && add_unit(&u, argv[i], argv[i], 0)) {
-                rc = 1;
-            }
         }
         if (rc == 0)
             rc = find_ranks(&u);

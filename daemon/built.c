@@ -42,18 +42,6 @@ struct built_model {
     size_t n_memo, memo_bytes; /* memo[0] is the oldest */
 };
 
-/* What a trace's tables hold in memory. */
-static size_t trace_bytes(const struct model_trace *t)
-{
-    return sizeof *t + t->cap_events * sizeof *t->events + t->cap_infos * sizeof *t->infos +
-           t->cap_colls * sizeof *t->colls + t->cap_syncs * sizeof *t->syncs +
-           t->cap_flows * sizeof *t->flows + t->cap_tracks * sizeof *t->tracks +
-           t->cap_cats * sizeof *t->cats + t->cap_devices * sizeof *t->devices +
-           t->cap_pgs * sizeof *t->pgs + t->n_steps * sizeof *t->steps +
-           (t->n_track_slots + t->n_cat_slots) * sizeof(uint32_t) + t->strings.arena.bytes +
-           t->strings.cap * sizeof *t->strings.strs + t->strings.nslots * sizeof(uint32_t);
-}
-
 /* The reader names a trace by its file, and a model's error is shown to API
  * clients: name the blob by its hash there instead, keeping the server's
  * paths to itself. */
@@ -93,7 +81,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
             break;
         }
         loaded[i]->rank = traces[i].rank; /* the rank it was uploaded as */
-        data += trace_bytes(loaded[i]);
+        data += model_trace_bytes(loaded[i]);
         if (progress)
             progress(progress_ctx, (double)(i + 1) / (double)(n + 1));
     }

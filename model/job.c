@@ -14,12 +14,9 @@
 #include "model/stream.h"
 #include "common/banned.h"
 
-struct path_list {
-    char **v;
-    size_t n, cap;
-};
+/* ---- what TRACE... names ---- */
 
-static int path_add(struct path_list *l, const char *dir, const char *name)
+static int paths_add(struct model_paths *l, const char *dir, const char *name)
 {
     size_t need = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
     char *p = malloc(need);
@@ -35,11 +32,12 @@ static int path_add(struct path_list *l, const char *dir, const char *name)
     return 0;
 }
 
-static void path_list_release(struct path_list *l)
+void model_paths_release(struct model_paths *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
+    memset(l, 0, sizeof *l);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -47,12 +45,11 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Regular, non-hidden files of a directory, in name order. */
-static int expand_dir(const char *dir, struct path_list *l, struct sc_error *err)
+int model_job_dir_files(const char *dir, struct model_paths *out, struct sc_error *err)
 {
     DIR *d = opendir(dir);
     struct dirent *de;
-    size_t first = l->n;
+    size_t first = out->n;
     if (!d)
         return sc_error_set(err, SC_EIO, "cannot read directory '%s'", dir);
     while ((de = readdir(d))) {
@@ -63,20 +60,19 @@ static int expand_dir(const char *dir, struct path_list *l, struct sc_error *err
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (stat(path, &st) || !S_ISREG(st.st_mode))
             continue;
-        if (path_add(l, dir, de->d_name)) {
+        if (paths_add(out, dir, de->d_name)) {
             closedir(d);
             return sc_error_set(err, SC_ENOMEM, "out of memory");
         }
     }
     closedir(d);
-    if (l->n == first)
+    if (out->n == first)
         return sc_error_set(err, SC_ENOTFOUND, "directory '%s' holds no trace files", dir);
-    sc_sort(l->v + first, l->n - first, sizeof *l->v, cmp_str);
+    sc_sort(out->v + first, out->n - first, sizeof *out->v, cmp_str);
     return SC_OK;
 }
 
-/* Whether a file (after gzip) starts with a tar header. */
-static int is_tar(const char *path, int *yes, struct sc_error *err)
+int model_job_is_tar(const char *path, int *yes, struct sc_error *err)
 {
     struct model_stream *f, *d;
     unsigned char h[512];
@@ -105,24 +101,11 @@ static int is_tar(const char *path, int *yes, struct sc_error *err)
     return SC_OK;
 }
 
-struct loaded {
-    struct model_trace **v;
-    size_t n, cap;
-};
-
-static int loaded_add(struct loaded *l, struct model_trace *t)
-{
-    if (sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
-        return -1;
-    l->v[l->n++] = t;
-    return 0;
-}
-
-static int load_tar(const char *path, const struct model_load_opts *opts, struct loaded *out,
-                    struct sc_error *err)
+int model_job_each_member(const char *path, model_member_fn fn, void *ctx, struct sc_error *err)
 {
     struct model_stream *f, *d;
     struct model_tar *tar;
+    size_t seen = 0;
     int rc;
     if ((rc = model_stream_open_file(path, &f, err)))
         return rc;
@@ -132,12 +115,9 @@ static int load_tar(const char *path, const struct model_load_opts *opts, struct
         model_stream_close(d);
         return rc;
     }
-    struct path_list names = {0};
-    struct loaded mine = {0};
     for (;;) {
         const char *name;
         struct model_stream *m;
-        struct model_trace *t;
         char label[4096 + 64];
         if ((rc = model_tar_next(tar, &name, &m, err))) {
             sc_error_prefix(err, "'%s'", path);
@@ -149,40 +129,71 @@ static int load_tar(const char *path, const struct model_load_opts *opts, struct
         if (base[0] == '.' || base[0] == '\0')
             continue;
         snprintf(label, sizeof label, "%s:%s", path, name);
-        if ((rc = model_trace_read(m, label, opts, &t, err)))
+        if ((rc = fn(ctx, name, label, m, err)))
             break;
-        if (path_add(&names, NULL, name) || loaded_add(&mine, t)) {
-            model_trace_free(t);
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            break;
-        }
+        seen++;
     }
     model_tar_free(tar);
     model_stream_close(d);
-    if (rc == SC_OK && mine.n == 0)
+    if (rc == SC_OK && seen == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "archive '%s' holds no trace files", path);
-    if (rc == SC_OK) {
-        /* archive members rank in name order */
-        for (size_t i = 1; i < mine.n; i++)
-            for (size_t j = i; j > 0 && strcmp(names.v[j - 1], names.v[j]) > 0; j--) {
-                char *s = names.v[j];
-                names.v[j] = names.v[j - 1];
-                names.v[j - 1] = s;
-                struct model_trace *t = mine.v[j];
-                mine.v[j] = mine.v[j - 1];
-                mine.v[j - 1] = t;
-            }
-        for (size_t i = 0; i < mine.n && rc == SC_OK; i++) {
-            if (loaded_add(out, mine.v[i]))
-                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            else
-                mine.v[i] = NULL;
-        }
+    return rc;
+}
+
+/* ---- archives ---- */
+
+struct member_trace {
+    char *name;
+    struct model_trace *t;
+};
+
+struct members {
+    const struct model_load_opts *opts;
+    struct member_trace *v;
+    size_t n, cap;
+};
+
+static int load_member(void *ctx, const char *name, const char *label, struct model_stream *in,
+                       struct sc_error *err)
+{
+    struct members *l = ctx;
+    struct model_trace *t;
+    int rc = model_trace_read(in, label, l->opts, &t, err);
+    if (rc)
+        return rc;
+    char *copy = strdup(name);
+    if (!copy || sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        free(copy);
+        model_trace_free(t);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < mine.n; i++)
-        model_trace_free(mine.v[i]);
-    free(mine.v);
-    path_list_release(&names);
+    l->v[l->n++] = (struct member_trace){copy, t};
+    return SC_OK;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+    return strcmp(((const struct member_trace *)a)->name, ((const struct member_trace *)b)->name);
+}
+
+/* The traces of an archive, in member name order, appended to out[*n..]
+ * (room for them made with sc_vec_reserve on *cap). */
+static int load_tar(const char *path, const struct model_load_opts *opts,
+                    struct model_trace ***out, size_t *n, size_t *cap, struct sc_error *err)
+{
+    struct members l = {.opts = opts};
+    int rc = model_job_each_member(path, load_member, &l, err);
+    if (rc == SC_OK && sc_vec_reserve((void **)out, cap, *n + l.n, sizeof **out))
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    sc_sort(l.v, l.n, sizeof *l.v, cmp_member);
+    for (size_t i = 0; i < l.n; i++) {
+        if (rc == SC_OK)
+            (*out)[(*n)++] = l.v[i].t;
+        else
+            model_trace_free(l.v[i].t);
+        free(l.v[i].name);
+    }
+    free(l.v);
     return rc;
 }
 
@@ -315,11 +326,31 @@ void model_job_free(struct model_job *j)
     free(j);
 }
 
+/* Load the plain files gathered so far into all[*n..], then forget them. */
+static int flush_files(struct model_paths *files, const struct model_load_opts *opts,
+                       unsigned threads, struct model_trace ***all, size_t *n, size_t *cap,
+                       struct sc_error *err)
+{
+    int rc = SC_OK;
+    if (!files->n)
+        return SC_OK;
+    if (sc_vec_reserve((void **)all, cap, *n + files->n, sizeof **all))
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    if (rc == SC_OK) {
+        memset(*all + *n, 0, files->n * sizeof **all);
+        *n += files->n;
+        rc = load_files(files->v, files->n, opts, threads, *all + *n - files->n, err);
+    }
+    model_paths_release(files);
+    return rc;
+}
+
 int model_job_load(const char *const *paths, size_t n, const struct model_load_opts *opts,
                    unsigned threads, struct model_job **out, struct sc_error *err)
 {
-    struct path_list files = {0};
-    struct loaded all = {0};
+    struct model_paths files = {0};
+    struct model_trace **all = NULL;
+    size_t n_all = 0, cap_all = 0;
     int rc = SC_OK;
 
     *out = NULL;
@@ -332,45 +363,23 @@ int model_job_load(const char *const *paths, size_t n, const struct model_load_o
         if (stat(paths[i], &st))
             rc = sc_error_set(err, SC_ENOTFOUND, "cannot open '%s': no such file", paths[i]);
         else if (S_ISDIR(st.st_mode))
-            rc = expand_dir(paths[i], &files, err);
-        else if ((rc = is_tar(paths[i], &tar, err)) == SC_OK && !tar && path_add(&files, NULL, paths[i]))
+            rc = model_job_dir_files(paths[i], &files, err);
+        else if ((rc = model_job_is_tar(paths[i], &tar, err)) == SC_OK && !tar &&
+                 paths_add(&files, NULL, paths[i]))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-        if (rc == SC_OK && tar) {
-            /* flush the plain files before it, then the archive's members */
-            size_t base = all.n;
-            if (sc_vec_reserve((void **)&all.v, &all.cap, all.n + files.n, sizeof *all.v)) {
-                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-                break;
-            }
-            if (files.n)
-                memset(all.v + base, 0, files.n * sizeof *all.v);
-            all.n += files.n;
-            if (files.n)
-                rc = load_files(files.v, files.n, opts, threads, all.v + base, err);
-            path_list_release(&files);
-            memset(&files, 0, sizeof files);
-            if (rc == SC_OK)
-                rc = load_tar(paths[i], opts, &all, err);
-        }
+        if (rc == SC_OK && tar && (rc = flush_files(&files, opts, threads, &all, &n_all, &cap_all, err)) == SC_OK)
+            rc = load_tar(paths[i], opts, &all, &n_all, &cap_all, err);
     }
-    if (rc == SC_OK && files.n) {
-        size_t base = all.n;
-        if (sc_vec_reserve((void **)&all.v, &all.cap, all.n + files.n, sizeof *all.v)) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-        } else {
-            memset(all.v + base, 0, files.n * sizeof *all.v);
-            all.n += files.n;
-            rc = load_files(files.v, files.n, opts, threads, all.v + base, err);
-        }
-    }
-    path_list_release(&files);
+    if (rc == SC_OK)
+        rc = flush_files(&files, opts, threads, &all, &n_all, &cap_all, err);
+    model_paths_release(&files);
     if (rc == SC_OK) {
-        rc = model_job_from_traces(all.v, all.n, out, err);
-        free(all.v);
+        rc = model_job_from_traces(all, n_all, out, err);
+        free(all);
         return rc;
     }
-    for (size_t i = 0; i < all.n; i++)
-        model_trace_free(all.v[i]);
-    free(all.v);
+    for (size_t i = 0; i < n_all; i++)
+        model_trace_free(all[i]);
+    free(all);
     return rc;
 }

@@ -31,6 +31,29 @@ int model_job_from_traces(struct model_trace **traces, size_t n, struct model_jo
 
 void model_job_free(struct model_job *j); /* NULL-safe */
 
+/* ---- what TRACE... names (shared with the command line's upload) ---- */
+
+struct model_paths {
+    char **v; /* each from malloc */
+    size_t n, cap;
+};
+void model_paths_release(struct model_paths *l);
+
+/* Append a directory's regular, non-hidden files, in name order;
+ * SC_ENOTFOUND when it holds none. */
+int model_job_dir_files(const char *dir, struct model_paths *out, struct sc_error *err);
+/* Whether a file (after gzip) starts with a tar header. */
+int model_job_is_tar(const char *path, int *yes, struct sc_error *err);
+/* fn(ctx, name, label, in, err) for each non-hidden regular file of a
+ * tar(.gz) archive, in archive order (a job ranks them in name order): name
+ * as stored, label "ARCHIVE:name" for messages, in its bytes until fn
+ * returns. The first failure stops the walk; SC_ENOTFOUND when the archive
+ * holds no file. */
+struct model_stream;
+typedef int (*model_member_fn)(void *ctx, const char *name, const char *label,
+                               struct model_stream *in, struct sc_error *err);
+int model_job_each_member(const char *path, model_member_fn fn, void *ctx, struct sc_error *err);
+
 /* Most ranks a job may have. */
 #define MODEL_MAX_RANKS 65536u
 

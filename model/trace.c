@@ -130,6 +130,18 @@ void model_trace_free(struct model_trace *t)
     free(t);
 }
 
+size_t model_trace_bytes(const struct model_trace *t)
+{
+    return sizeof *t + t->cap_events * sizeof *t->events + t->cap_infos * sizeof *t->infos +
+           t->cap_colls * sizeof *t->colls + t->cap_syncs * sizeof *t->syncs +
+           t->cap_flows * sizeof *t->flows + t->cap_tracks * sizeof *t->tracks +
+           t->cap_cats * sizeof *t->cats + t->cap_devices * sizeof *t->devices +
+           t->cap_pgs * sizeof *t->pgs + t->n_steps * sizeof *t->steps +
+           (t->link ? t->n_events * sizeof *t->link : 0) +
+           (t->n_track_slots + t->n_cat_slots) * sizeof(uint32_t) + t->strings.arena.bytes +
+           t->strings.cap * sizeof *t->strings.strs + t->strings.nslots * sizeof(uint32_t);
+}
+
 /* Open addressing over dense records: slots hold index + 1, 0 is empty. The
  * table doubles at half load; `hash_of(i)` rehashes record i. */
 static int slots_grow(uint32_t **slots, size_t *nslots, size_t n,

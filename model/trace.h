@@ -257,6 +257,9 @@ int model_trace_load_mem(const void *buf, size_t n, const char *source,
 
 void model_trace_free(struct model_trace *t); /* NULL-safe */
 
+/* What a trace's tables hold in memory, in bytes. */
+size_t model_trace_bytes(const struct model_trace *t);
+
 static inline const char *model_str(const struct model_trace *t, uint32_t id)
 {
     return id == MODEL_NONE ? NULL : sc_strtab_str(&t->strings, id);
