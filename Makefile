@@ -43,7 +43,7 @@ ALL_CFLAGS += -O1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-fra
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# `make fuzz` builds the libFuzzer targets with clang into build/fuzz
+# `make fuzz` builds the libFuzzer targets with clang into build/fuzz (or BUILD=DIR)
 ifdef FUZZING
 ALL_CFLAGS += -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=address,undefined
@@ -84,7 +84,8 @@ $(LIBSTEPCAST): $(CORE_OBJS)
 	$(AR) rcs $@ $^
 
 fuzz: $(CONFIG)
-	$(MAKE) BUILD=build/fuzz CC=clang FUZZING=1 fuzz-targets
+	$(MAKE) BUILD=$(if $(filter command line,$(origin BUILD)),$(BUILD),build/fuzz) CC=clang \
+	    FUZZING=1 fuzz-targets
 
 fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 

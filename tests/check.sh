@@ -3,7 +3,8 @@
 #   1. the build with -Werror (plain) and every test;
 #   2. the same tests again under ASan + UBSan (build/asan);
 #   3. every fuzz target's corpus replayed, then a short fuzzing run;
-#   4. the profiler's tests, when a CUDA toolkit with CUPTI is installed.
+#   4. the profiler's tests, when a CUDA toolkit with CUPTI is installed, and
+#      its test runner again under ASan + UBSan.
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -66,6 +67,9 @@ fi
 if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then
     if build profiler-tests; then
         phase "profiler" sh profiler/tests/run.sh build
+    fi
+    if build SANITIZE=address,undefined profiler-tests; then
+        phase "profiler tests under ASan+UBSan" build/asan/tests/prof-tests
     fi
 else
     echo "== profiler: no CUDA toolkit with CUPTI: its tests do not run here"
