@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/openapi.h"
 #include "daemon/auth.h"
@@ -179,6 +180,8 @@ int svc_check(const char *data_dir, FILE *report, struct sc_error *err)
     int rc;
 
     snprintf(path, sizeof path, "%s/catalog.db", data_dir);
+    if (access(path, F_OK)) /* a check creates nothing */
+        return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': it has no catalog.db", data_dir);
     if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(data_dir, &bs, err)))
         goto out;
     if (store_check(st, &e)) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +47,20 @@ static int count_files(const char *dir)
     if (d)
         closedir(d);
     return n;
+}
+
+/* --check reads a store; where there is none it says so and creates nothing */
+TEST(svc_check_of_no_store_creates_nothing)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/empty", th_tmpdir());
+    CHECK_EQ_INT(mkdir(dir, 0755), 0);
+    char *argv[] = {(char *)th_build_path("stepcastd"), "--check", "--data-dir", dir, NULL};
+    char *err = NULL;
+    CHECK(th_run(argv, NULL, &err) != 0);
+    CHECK_CONTAINS(err, "no store");
+    free(err);
+    CHECK_EQ_INT(count_files(dir), 0);
 }
 
 TEST(svc_restart_keeps_everything)
