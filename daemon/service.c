@@ -3,6 +3,7 @@
 #include "daemon/service.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -98,9 +99,13 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         goto fail;
     for (size_t i = 0; i < building.n; i++) {
         struct sc_error e;
-        if (builder_submit(s->builder, building.v[i], &e))
+        if (builder_submit(s->builder, building.v[i], &e)) {
+            /* fail it rather than leave it `building` with no build behind it */
+            char why[sizeof e.msg + 64];
+            snprintf(why, sizeof why, "not rebuilt after a restart: %s; build it again", e.msg);
             log_warn("build", "model=%s event=not_resubmitted msg=\"%s\"", building.v[i], e.msg);
-        else
+            store_model_finish(s->store, building.v[i], API_MODEL_FAILED, why, NULL, NULL);
+        } else
             log_info("build", "model=%s event=resubmitted", building.v[i]);
     }
     store_names_release(&building);

@@ -21,6 +21,7 @@
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/integration/svc_harness.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 static long put_trace(const struct svc_daemon *d, const char *job, int rank, const char *trace,
@@ -61,6 +62,53 @@ TEST(svc_check_of_no_store_creates_nothing)
     CHECK_CONTAINS(err, "no store");
     free(err);
     CHECK_EQ_INT(count_files(dir), 0);
+}
+
+/* Builds a stop left `building` are built again at start; those beyond
+ * max-queued-builds fail with a reason instead of staying `building`. */
+TEST(svc_builds_left_building_at_start)
+{
+    static const char *const ids[] = {"m-left-a", "m-left-b", "m-left-c"};
+    struct svc_daemon d;
+    struct svc_resp r;
+    size_t n;
+    char *t = svc_small_trace(0, 4, 1, &n), catalog[4200];
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(put_trace(&d, "job", 0, t, n, NULL, 0), 201);
+    free(t);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+
+    /* what a stop in the middle of three builds leaves in the catalog */
+    struct store *st = NULL;
+    struct sc_error err;
+    snprintf(catalog, sizeof catalog, "%s/catalog.db", d.data);
+    CHECK_EQ_INT(store_open(catalog, &st, &err), SC_OK);
+    for (size_t i = 0; st && i < 3; i++) {
+        struct api_model m = {.status = API_MODEL_BUILDING};
+        snprintf(m.id, sizeof m.id, "%s", ids[i]);
+        snprintf(m.job, sizeof m.job, "job");
+        CHECK_EQ_INT(store_model_create(st, &m, &err), SC_OK);
+    }
+    store_close(st);
+
+    static const char *const args[] = {"--build-workers", "1", "--max-queued-builds", "1", NULL};
+    svc_start(&d, d.data, args, NULL);
+    int ready = 0, failed = 0;
+    for (size_t i = 0; i < 3; i++) {
+        char path[128];
+        const char *status = svc_wait_model(&d, ids[i], 30);
+        ready += !strcmp(status, "ready");
+        if (!strcmp(status, "failed")) {
+            failed++;
+            snprintf(path, sizeof path, "/v1/models/%s", ids[i]);
+            CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
+            CHECK_CONTAINS(r.body, "not rebuilt after a restart");
+            svc_resp_release(&r);
+        }
+    }
+    CHECK_EQ_INT(ready, 1);
+    CHECK_EQ_INT(failed, 2);
+    CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
 TEST(svc_restart_keeps_everything)
