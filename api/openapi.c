@@ -109,6 +109,9 @@ static json_t *parameters(const struct api_op_info *op)
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "id", "in", "path",
                                            "required", 1, "schema", "type", "string", "pattern",
                                            "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+    if (strstr(op->path, "{file}"))
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s}}", "name", "file", "in", "path",
+                                           "required", 1, "schema", "type", "string"));
     /* "name:type:description;..." */
     for (const char *q = op->query; q && *q;) {
         const char *end = strchr(q, ';');
@@ -134,6 +137,8 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
     json_t *ok;
     if (id == API_OP_METRICS)
         ok = content("text/plain", json_pack("{s:s}", "type", "string"));
+    else if (id == API_OP_DASHBOARD || id == API_OP_DASHBOARD_FILE)
+        ok = content("text/html", json_pack("{s:s}", "type", "string"));
     else
         ok = content("application/json", reply_schema[id] ? ref(reply_schema[id]) : json_pack("{s:s}", "type", "object"));
     snprintf(code, sizeof code, "%u", op->success);

@@ -34,6 +34,12 @@
 #include "common/banned.h"
 
 #define MAX_ORIGINS 32
+/* On every reply; what the dashboard (h_dashboard.c) needs and no more:
+ * its own scripts, styles, images and API, nothing inline, nothing from
+ * elsewhere. */
+#define DASHBOARD_CSP                                                                          \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "               \
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 /* A request refused before its body is read still has that body on the
  * way: closing on it can reset the connection before the client reads the
  * answer. Bodies up to this size are read and dropped first; bigger ones
@@ -107,6 +113,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, 
     if (r->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "Content-Security-Policy", DASHBOARD_CSP);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->location[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
     if (r->allow[0])
@@ -204,8 +212,9 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     op = api_op_info(cs->req.op);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, cs);
     need = op->scope;
-    if (need == API_SCOPE_NONE && s->cfg->ops_need_token)
-        need = API_SCOPE_READ;
+    if (need == API_SCOPE_NONE && s->cfg->ops_need_token &&
+        (cs->req.op == API_OP_HEALTHZ || cs->req.op == API_OP_METRICS))
+        need = API_SCOPE_READ; /* the dashboard's files stay open: it asks for a token */
     if (need != API_SCOPE_NONE &&
         auth_check(s->store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), need, &cs->req.caller, &cs->reply))
         goto answer;

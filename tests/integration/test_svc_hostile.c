@@ -206,7 +206,7 @@ TEST(svc_hostile_paths_and_protocol)
     /* routes and methods */
     expect(&c, "GET", "/v2/jobs", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
     expect(&c, "GET", "/v1/jobs/seed/ranks", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
-    expect(&c, "GET", "/", NULL, NULL, 0, NULL, 404, "no_route");
+    expect(&c, "GET", "/ui", NULL, NULL, 0, NULL, 404, "no_route");
     expect(&c, "POST", "/v1/jobs", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
     expect(&c, "PATCH", "/v1/jobs/seed", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
     expect(&c, "DELETE", "/v1/jobs/seed/ranks/0/trace", SVC_ADMIN, NULL, 0, NULL, 405, "method_not_allowed");
