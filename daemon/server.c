@@ -76,6 +76,22 @@ static const char *header(struct MHD_Connection *c, const char *name)
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
+/* A header's value without the blanks after it, which are not part of it
+ * (RFC 9110 5.5; libmicrohttpd strips only those before it). A value too
+ * long for buf comes back as it is. */
+static const char *trimmed_header(struct MHD_Connection *c, const char *name, char *buf, size_t cap)
+{
+    const char *v = header(c, name);
+    size_t n = v ? strlen(v) : 0;
+    if (!n || n >= cap || (v[n - 1] != ' ' && v[n - 1] != '\t'))
+        return v;
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return buf;
+}
+
 static int origin_allowed(const struct server *srv, const char *origin)
 {
     for (size_t i = 0; origin && i < srv->n_origins; i++)
@@ -193,6 +209,7 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     const struct api_op_info *op;
     int64_t len = declared_length(c);
     enum api_scope need;
+    char authorization[512];
 
     if (http_head_check(c, &cs->head, method, version, (size_t)s->cfg->max_header, &cs->reply)) {
         cs->have_reply = cs->close = 1; /* its body, if any, cannot be trusted to end where it says */
@@ -216,7 +233,8 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     if (need == API_SCOPE_NONE && s->cfg->ops_need_token)
         need = API_SCOPE_READ;
     if (need != API_SCOPE_NONE &&
-        auth_check(s->store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), need, &cs->req.caller, &cs->reply))
+        auth_check(s->store, trimmed_header(c, MHD_HTTP_HEADER_AUTHORIZATION, authorization, sizeof authorization),
+                   need, &cs->req.caller, &cs->reply))
         goto answer;
     /* unknown, repeated or too many (past SVC_MAX_QUERY) parameters */
     if (api_check_query(cs->req.op, cs->req.qkey, cs->req.n_query, &cs->reply))

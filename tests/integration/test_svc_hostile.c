@@ -401,3 +401,37 @@ TEST(svc_hostile_http_parsing)
     CHECK_EQ_INT(svc_stop(&c.d), 0);
     CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
 }
+
+TEST(svc_hostile_api_edges)
+{
+    struct ctx c;
+    struct svc_resp r;
+    setup(&c, NULL);
+
+    /* I: a job with no trace or model lists them as [] */
+    CHECK_EQ_INT(svc_admin(&c.d, "PUT", "/v1/jobs/empty", "{\"description\":\"d\"}", NULL), 201);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/v1/jobs/empty", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"traces\":[]");
+    CHECK_CONTAINS(r.body, "\"models\":[]");
+    svc_resp_release(&r);
+    free(c.before);
+    c.before = svc_fingerprint(&c.d);
+
+    /* I: a number out of range in a trace is an invalid trace (400) */
+    static const char huge_ts[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+                                  "\"pid\":1,\"tid\":1,\"ts\":1e400,\"dur\":1}]}";
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/1/trace", SVC_ADMIN, huge_ts, sizeof huge_ts - 1, NULL, 400,
+           "invalid_trace");
+
+    /* I: blanks around the token are not part of it (RFC 9110 5.5) */
+    char h[256];
+    snprintf(h, sizeof h, "Authorization: Bearer %s \t", SVC_ADMIN);
+    const char *hs[] = {h, NULL};
+    expect(&c, "GET", "/v1/jobs", NULL, NULL, 0, hs, 200, NULL);
+    snprintf(h, sizeof h, "Authorization: Bearer %s x", SVC_ADMIN);
+    expect(&c, "GET", "/v1/jobs", NULL, NULL, 0, hs, 401, "unauthorized");
+
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
+}
