@@ -29,6 +29,8 @@ static const char usage[] =
     "      time, error, breakdown; --scale changes GPU durations (what-if)\n"
     "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
+    "  hardware [--json] [ID]\n"
+    "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -107,6 +109,7 @@ int main(int argc, char **argv)
         {"inspect", cmd_inspect},
         {"replay", cmd_replay},
         {"critical-path", cmd_critical_path},
+        {"hardware", cmd_hardware},
     };
 
     /* remote commands; those that are local commands too (`local`) are the
