@@ -12,6 +12,7 @@
 #include <gsl/gsl_multifit.h>
 #include <jansson.h>
 
+#include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
 #include "common/banned.h"
 
@@ -63,6 +64,19 @@ double coll_bus_factor(enum model_coll_op k, int n)
     default:
         return 1.0;
     }
+}
+
+void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->base_us = COLL_BASE_US;
+    p->intra.busbw_gbps = hw->nvlink_gbps * COLL_INTRA_FRACTION;
+    p->intra.hop_us = COLL_NVLINK_HOP_US;
+    p->inter.busbw_gbps = hw->network_gbps * COLL_INTER_FRACTION;
+    p->inter.hop_us = COLL_NET_HOP_US;
+    p->nvls_gain = COLL_NVLS_GAIN;
+    p->nvls = hw->nvls;
+    p->sharp = hw->ib_sharp;
 }
 
 const char *coll_algo_name(enum coll_algo a)
