@@ -95,8 +95,8 @@ static enum model_coll_op kind_from_name(const char *name)
     return MODEL_COLL_UNKNOWN;
 }
 
-/* The busbw/algbw ratio of the largest rows, where rounding matters least. */
-static int ranks_from_ratio(const struct nct_run *r)
+/* The largest rows, where the two-decimal rounding matters least. */
+int nct_ranks_from_ratio(const struct nct_run *r)
 {
     size_t best = r->n_rows;
     for (size_t i = 0; i < r->n_rows; i++)
@@ -309,7 +309,7 @@ int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_ru
     r.nodes = (int)hosts.n;
     r.ranks = n_ranks;
     if (!r.ranks && r.kind != MODEL_COLL_UNKNOWN) {
-        r.ranks = ranks_from_ratio(&r);
+        r.ranks = nct_ranks_from_ratio(&r);
         r.ranks_derived = r.ranks > 0;
     }
     hosts_free(&hosts);

@@ -56,6 +56,11 @@ struct nct_run {
 int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_run *out,
               struct sc_error *err);
 
+/* The group size from the busbw/algbw ratio of the largest rows, for the
+ * run's kind (nct_parse does this when the file names no devices; call it
+ * again after naming the kind); 0 when the ratio does not tell. */
+int nct_ranks_from_ratio(const struct nct_run *r);
+
 void nct_run_release(struct nct_run *r); /* NULL-safe; leaves r empty */
 
 #endif

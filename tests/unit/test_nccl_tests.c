@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "estimator/collective_model.h"
+#include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -317,4 +318,51 @@ TEST(cluster_profile_round_trip_and_errors)
     CHECK_EQ_INT(cluster_profile_parse("{}", 2, gpu, sizeof gpu, &q, &err), SC_EPARSE);
     CHECK_CONTAINS(err.msg, "format");
     CHECK_EQ_INT(cluster_profile_parse("{", 1, gpu, sizeof gpu, &q, &err), SC_EPARSE);
+}
+
+TEST(calibrate_nccl_tests_command)
+{
+    /* the real program: fixture in, profile out, and the collective model
+     * loads what it wrote */
+    const char *out = th_write_file("profile.json", "", 0);
+    char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "h100-sxm",
+                    "--out", (char *)out, "tests/fixtures/nccl-tests/sendrecv-2node-synthetic.txt", NULL};
+    char *so = NULL, *se = NULL;
+    CHECK_EQ_INT(th_run(argv, &so, &se), 0);
+    CHECK_CONTAINS(so, "sendrecv, 2 ranks, 2 nodes");
+    CHECK_CONTAINS(so, "inter busbw 23.");
+    free(so);
+    free(se);
+    size_t n;
+    char *doc = th_read_file(out, &n), gpu[48];
+    CHECK(doc != NULL);
+    if (doc) {
+        struct coll_params p = {0};
+        struct sc_error err;
+        coll_params_from_hw(hw_profile_find("h100-sxm"), &p);
+        CHECK_EQ_INT(cluster_profile_parse(doc, n, gpu, sizeof gpu, &p, &err), SC_OK);
+        CHECK_STREQ(gpu, "h100-sxm");
+        CHECK_NEAR(p.inter.busbw_gbps, 24 / 1.005, 0.5);
+        CHECK_CONTAINS(doc, "\"kind\": \"sendrecv\"");
+        free(doc);
+    }
+    /* no GPU named anywhere: exit 2, said */
+    char *argv2[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--out", (char *)out,
+                     "--kind", "all_reduce", "tests/fuzz/corpus/nccl_tests/tagged.txt", NULL};
+    CHECK_EQ_INT(th_run(argv2, &so, &se), 2);
+    CHECK_CONTAINS(se, "--gpu");
+    free(so);
+    free(se);
+    /* a malformed row: the file and the byte */
+    char *argv3[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "h100-sxm", "--kind",
+                     "all_reduce", "--out", (char *)out, "tests/fuzz/corpus/nccl_tests/malformed.txt", NULL};
+    CHECK_EQ_INT(th_run(argv3, &so, &se), 2);
+    CHECK_CONTAINS(se, "malformed.txt': byte 0: malformed result row");
+    free(so);
+    free(se);
+    char *argv4[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "x.txt", NULL};
+    CHECK_EQ_INT(th_run(argv4, &so, &se), 2);
+    CHECK_CONTAINS(se, "--out");
+    free(so);
+    free(se);
 }
