@@ -29,6 +29,10 @@ static const char usage[] =
     "      time, error, breakdown; --scale changes GPU durations (what-if)\n"
     "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
+    "  hardware [--json] [ID]\n"
+    "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
+    "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
+    "      fit the collective model to nccl-tests outputs: a cluster profile\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -107,6 +111,8 @@ int main(int argc, char **argv)
         {"inspect", cmd_inspect},
         {"replay", cmd_replay},
         {"critical-path", cmd_critical_path},
+        {"hardware", cmd_hardware},
+        {"calibrate", cmd_calibrate},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

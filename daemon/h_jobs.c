@@ -85,8 +85,9 @@ void h_job_get(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (store_trace_list(s->store, job.id, &traces, &nt, &err) ||
         store_model_list(s->store, job.id, &models, &nm, &err))
         svc_fail(r, &err, API_E_INTERNAL);
-    else
-        api_reply_job(r, 200, &job, traces, nt, models, nm);
+    else /* none is an empty list, not an absent one */
+        api_reply_job(r, 200, &job, traces ? traces : (struct api_trace[1]){0}, nt,
+                      models ? models : (struct api_model[1]){0}, nm);
     free(traces);
     api_models_free(models, nm);
     api_job_release(&job);
@@ -142,6 +143,8 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
         rc = model_trace_read(in, "trace", &s->load, &t, &err);
         model_stream_close(in);
     }
+    if (rc && err.code == SC_ENUMERIC) /* a number out of range: as invalid as a bad byte */
+        return api_fail(r, API_E_INVALID_TRACE, "%s", err.msg);
     if (rc)
         return svc_fail(r, &err, API_E_INVALID_TRACE);
     if (t->rank >= 0 && t->rank != q->params.rank)

@@ -28,6 +28,7 @@
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/config.h"
+#include "daemon/http_head.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/service.h"
@@ -58,11 +59,14 @@ struct server {
 struct conn {
     uint64_t id;
     double t0;
+    struct http_head head;
+    int started;         /* the access handler has seen the request */
     int routed, upload_slot, aborted;
     struct svc_request req;
     struct api_reply reply;
     int have_reply;      /* an answer is ready (an error found early) */
     int discard;         /* drop the body, then send the answer */
+    int close;           /* close the connection after the answer */
     int recorded;        /* counted in the metrics */
     enum api_body body;
     char *json;          /* JSON body being collected */
@@ -76,6 +80,22 @@ struct conn {
 static const char *header(struct MHD_Connection *c, const char *name)
 {
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* A header's value without the blanks after it, which are not part of it
+ * (RFC 9110 5.5; libmicrohttpd strips only those before it). A value too
+ * long for buf comes back as it is. */
+static const char *trimmed_header(struct MHD_Connection *c, const char *name, char *buf, size_t cap)
+{
+    const char *v = header(c, name);
+    size_t n = v ? strlen(v) : 0;
+    if (!n || n >= cap || (v[n - 1] != ' ' && v[n - 1] != '\t'))
+        return v;
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return buf;
 }
 
 static int origin_allowed(const struct server *srv, const char *origin)
@@ -138,7 +158,7 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, 
             MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
         }
     }
-    if (atomic_load(&srv->svc->draining))
+    if (cs->close || atomic_load(&srv->svc->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     /* counted before the client can see the answer, so a client reading
      * /metrics next finds its request there */
@@ -190,13 +210,19 @@ static int answer_now(struct MHD_Connection *c, int64_t len)
 /* The first call: decide what can be decided before the body. Sets
  * cs->have_reply when the request is answered early (cs->discard when its
  * body must be dropped first). */
-static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs, const char *url)
+static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs, const char *url,
+                  const char *method, const char *version)
 {
     struct svc *s = srv->svc;
     const struct api_op_info *op;
     int64_t len = declared_length(c);
     enum api_scope need;
+    char authorization[512];
 
+    if (http_head_check(c, &cs->head, method, version, (size_t)s->cfg->max_header, &cs->reply)) {
+        cs->have_reply = cs->close = 1; /* its body, if any, cannot be trusted to end where it says */
+        return;
+    }
     cs->origin = origin_allowed(srv, header(c, "Origin")) ? header(c, "Origin") : NULL;
     if (atomic_load(&s->draining)) {
         api_fail(&cs->reply, API_E_UNAVAILABLE, "the server is shutting down");
@@ -216,7 +242,8 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
         (cs->req.op == API_OP_HEALTHZ || cs->req.op == API_OP_METRICS))
         need = API_SCOPE_READ; /* the dashboard's files stay open: it asks for a token */
     if (need != API_SCOPE_NONE &&
-        auth_check(s->store, header(c, MHD_HTTP_HEADER_AUTHORIZATION), need, &cs->req.caller, &cs->reply))
+        auth_check(s->store, trimmed_header(c, MHD_HTTP_HEADER_AUTHORIZATION, authorization, sizeof authorization),
+                   need, &cs->req.caller, &cs->reply))
         goto answer;
     /* unknown, repeated or too many (past SVC_MAX_QUERY) parameters */
     if (api_check_query(cs->req.op, cs->req.qkey, cs->req.n_query, &cs->reply))
@@ -292,17 +319,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
     struct server *srv = cls;
     struct conn *cs = *con_cls;
-    (void)version;
-    if (!cs) {
-        if (!(cs = calloc(1, sizeof *cs)))
-            return MHD_NO;
-        *con_cls = cs;
-        cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
-        cs->t0 = metrics_clock();
-        atomic_fetch_add(&srv->svc->in_flight, 1);
+    if (!cs) /* on_target() ran out of memory */
+        return MHD_NO;
+    if (!cs->started) {
+        cs->started = 1;
         snprintf(cs->method, sizeof cs->method, "%s", method);
         snprintf(cs->path, sizeof cs->path, "%s", url);
-        begin(srv, c, cs, url);
+        begin(srv, c, cs, url, method, version);
         return cs->have_reply && !cs->discard ? send_reply(srv, c, cs) : MHD_YES;
     }
     if (*upload_data_size) {
@@ -319,6 +342,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         svc_handle(srv->svc, &cs->req, &cs->reply);
     }
     return send_reply(srv, c, cs);
+}
+
+/* The request line is in: a request starts here, before libmicrohttpd
+ * parses its query and unescapes its path (see http_head.h). */
+static void *on_target(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct server *srv = cls;
+    struct conn *cs = calloc(1, sizeof *cs);
+    (void)c;
+    if (!cs)
+        return NULL;
+    cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
+    cs->t0 = metrics_clock();
+    atomic_fetch_add(&srv->svc->in_flight, 1);
+    http_head_note_target(&cs->head, uri, SVC_MAX_QUERY);
+    return cs;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -451,6 +490,14 @@ static int parse_origins(struct server *srv, const char *list, struct sc_error *
     return SC_OK;
 }
 
+/* libmicrohttpd's memory per connection: room for a head of max-header
+ * and the target, so that the handler refuses them with a JSON answer;
+ * past it libmicrohttpd answers 431 itself, with a plain body. */
+static size_t mhd_memory(const struct daemon_config *cfg)
+{
+    return 2 * (size_t)cfg->max_header + 4 * HTTP_HEAD_MAX_TARGET;
+}
+
 int server_start(struct svc *s, const struct daemon_config *cfg, struct server **out,
                  uint16_t *port, struct sc_error *err)
 {
@@ -478,10 +525,11 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, mhd_memory(cfg),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, srv,
+        MHD_OPTION_URI_LOG_CALLBACK, on_target, srv,
         MHD_OPTION_END);
     if (!srv->d) {
         rc = sc_error_set(err, SC_EIO, "cannot listen on %s (in use? see the log)", cfg->listen);

@@ -1,1 +1,17 @@
-# estimator/: (nothing yet)
+# estimator/: hardware profiles, cost models, synthesis and what-if (DESIGN.md §5).
+CORE_SRCS += estimator/hardware.c
+
+# the hardware profiles of data/hardware, compiled in (common/embedded.h)
+HARDWARE_FILES := $(sort $(wildcard data/hardware/*.json))
+CORE_SRCS += $(BUILD)/gen/hardware_data.c
+$(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
+
+# the kernel and collective cost models, and their calibration from
+# nccl-tests output and traces
+CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/nccl_tests.c \
+             estimator/gemm_samples.c
+
+# the nccl-tests output reader (estimator/nccl_tests.c)
+FUZZ_TARGETS += nccl_tests

@@ -40,7 +40,7 @@
 #include "model/stream.h"
 #include "common/banned.h"
 
-enum { RD_OK = 0, RD_MORE = 1, RD_STOP = 2, RD_ERR = -1 };
+enum { RD_OK = 0, RD_MORE = 1, RD_STOP = 2, RD_DONE = 3, RD_ERR = -1 };
 enum { READ_CHUNK = 1 << 20, BUF_PAD = 64 };
 
 struct slice {
@@ -1546,8 +1546,9 @@ static int refill(struct reader *r, const char *mark)
         if (!(r->scratch = malloc(r->scratch_cap + BUF_PAD)))
             return OOM(r);
     }
-    size_t want = r->len + (r->cap - r->len < READ_CHUNK ? r->cap - r->len : READ_CHUNK);
-    while (r->len < want) {
+    /* fill the buffer, so that where it ends depends on the data only, not
+     * on how the stream (a gzip decoder) hands it over */
+    while (r->len < r->cap) {
         ssize_t n = model_stream_read(r->in, r->buf + r->len, r->cap - r->len, r->err);
         if (n < 0) {
             if (r->err)
@@ -1713,7 +1714,9 @@ static int step_top(struct reader *r, int *state, int *top_array)
     }
 }
 
-/* After the document: only whitespace may follow. 1 when done. */
+/* After the document: only whitespace may follow, to the end of the input
+ * (RD_DONE), which is read to its end wherever the buffer ends: what comes
+ * after, a gzip trailer's CRC and size included, is checked. */
 static int step_done(struct reader *r)
 {
     const char *p = r->p;
@@ -1721,7 +1724,7 @@ static int step_done(struct reader *r)
         p++;
     r->p = p;
     if (*p == '\0' && p == r->end)
-        return r->eof ? 1 : RD_MORE;
+        return r->eof ? RD_DONE : RD_MORE;
     return FAIL(r, "trailing data after the JSON document");
 }
 
@@ -1769,7 +1772,7 @@ static int reader_run(struct reader *r, int state, int top_array)
             rc = step_events(r, &state, top_array);
         else
             rc = step_top(r, &state, &top_array);
-        if (rc == 1 && state == TOP_DONE)
+        if (rc == RD_DONE)
             break;
         if (rc == RD_STOP)
             return RD_STOP;

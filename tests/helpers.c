@@ -69,6 +69,18 @@ const char *th_shared_path(const char *rel)
     return p;
 }
 
+const char *th_shared_calibration(const char *rel)
+{
+    static char p[PATH_MAX];
+    struct stat st;
+    const char *env = getenv("STEPCAST_SHARED");
+    snprintf(p, sizeof p, "%s/calibration/%s", env && *env ? env : "../shared", rel);
+    if (stat(p, &st))
+        SKIP("the shared calibration file %s is not here: put the shared folder beside "
+             "the repository or set STEPCAST_SHARED", p);
+    return p;
+}
+
 static char tmp_root[PATH_MAX];
 
 static void remove_tmp(void)

@@ -17,6 +17,8 @@ const char *th_shared_traces(void);
 /* "<shared traces>/<rel>" in a static buffer (the next call overwrites it),
  * skipping when absent. */
 const char *th_shared_path(const char *rel);
+/* "<shared>/calibration/<rel>" (static buffer), skipping when absent. */
+const char *th_shared_calibration(const char *rel);
 
 /* A fresh temporary directory (removed at exit of the test process). */
 const char *th_tmpdir(void);

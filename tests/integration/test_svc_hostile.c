@@ -292,3 +292,146 @@ TEST(svc_hostile_limits)
     CHECK_EQ_INT(svc_stop(&c.d), 0);
     CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
 }
+
+/* A raw request: `head` up to the blank line, built with the admin token. */
+static size_t raw_request(char *buf, size_t cap, const char *line, size_t line_len, const char *headers)
+{
+    size_t n = 0;
+    memcpy(buf, line, line_len);
+    n += line_len;
+    n += (size_t)snprintf(buf + n, cap - n, "\r\nHost: x\r\nAuthorization: Bearer %s\r\n%s\r\n", SVC_ADMIN,
+                          headers);
+    return n;
+}
+
+TEST(svc_hostile_http_parsing)
+{
+    struct ctx c;
+    static char buf[1u << 17];
+    size_t n;
+    setup(&c, NULL);
+
+    /* A: a NUL or another control byte in the request line or a header */
+    static const char nul_target[] = "DELETE /v1/jobs/seed\0anything HTTP/1.1";
+    n = raw_request(buf, sizeof buf, nul_target, sizeof nul_target - 1, "");
+    expect_raw(&c, "NUL in the target", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    static const char nul_before_version[] = "DELETE /v1/jobs/seed\0 HTTP/1.1";
+    n = raw_request(buf, sizeof buf, nul_before_version, sizeof nul_before_version - 1, "");
+    expect_raw(&c, "NUL before the version", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    static const char nul_query[] = "DELETE /v1/jobs/seed\0?x=1 HTTP/1.1";
+    n = raw_request(buf, sizeof buf, nul_query, sizeof nul_query - 1, "");
+    expect_raw(&c, "NUL before a query", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    static const char ctl_target[] = "DELETE /v1/jobs/se\x01" "ed HTTP/1.1";
+    n = raw_request(buf, sizeof buf, ctl_target, sizeof ctl_target - 1, "");
+    expect_raw(&c, "a control byte in the target", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    static const char nul_method[] = "DELETE\0GET /v1/jobs/seed HTTP/1.1";
+    n = raw_request(buf, sizeof buf, nul_method, sizeof nul_method - 1, "");
+    expect_raw(&c, "NUL in the method", buf, n, "HTTP/1.1 400", NULL);
+    static const char del[] = "DELETE /v1/jobs/seed HTTP/1.1";
+    static const char nul_header[] = "X-Note: a\0b\r\n";
+    n = raw_request(buf, sizeof buf, del, sizeof del - 1, "");
+    n -= 2; /* before the blank line */
+    memcpy(buf + n, nul_header, sizeof nul_header - 1);
+    n += sizeof nul_header - 1;
+    memcpy(buf + n, "\r\n", 2);
+    n += 2;
+    expect_raw(&c, "NUL in a header", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    n = raw_request(buf, sizeof buf, del, sizeof del - 1, "X-Note: a\x01" "b\r\n");
+    expect_raw(&c, "a control byte in a header", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    /* the token itself followed by a NUL and more */
+    n = (size_t)snprintf(buf, sizeof buf, "DELETE /v1/jobs/seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s", SVC_ADMIN);
+    memcpy(buf + n, "\0junk\r\n\r\n", 9);
+    n += 9;
+    expect_raw(&c, "NUL after the token", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+
+    /* D: request smuggling */
+    size_t tn;
+    char *t = svc_small_trace(1, 3, 21, &tn);
+    char hdrs[256];
+    snprintf(hdrs, sizeof hdrs, "Content-Length: %zu\r\nContent-Length: %zu\r\n", tn, tn + 5);
+    static const char put[] = "PUT /v1/jobs/seed/ranks/1/trace HTTP/1.1";
+    n = raw_request(buf, sizeof buf, put, sizeof put - 1, hdrs);
+    memcpy(buf + n, t, tn);
+    expect_raw(&c, "two Content-Length", buf, n + tn, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    snprintf(hdrs, sizeof hdrs, "Content-Length: %zu\r\nTransfer-Encoding: chunked\r\n", tn);
+    n = raw_request(buf, sizeof buf, put, sizeof put - 1, hdrs);
+    memcpy(buf + n, t, tn);
+    expect_raw(&c, "Content-Length with Transfer-Encoding", buf, n + tn, "HTTP/1.1 400",
+               "\"code\":\"bad_request\"");
+    snprintf(hdrs, sizeof hdrs, "Content-Length: %zu\r\nContent-Length: %zu\r\n", tn, tn);
+    n = raw_request(buf, sizeof buf, put, sizeof put - 1, hdrs);
+    memcpy(buf + n, t, tn);
+    char *got = svc_raw(&c.d, buf, n + tn, 5); /* the same length twice is one length */
+    CHECK(strncmp(got, "HTTP/1.1 201", 12) == 0);
+    free(got);
+    free(t);
+    free(c.before);
+    c.before = svc_fingerprint(&c.d);
+
+    /* B: an over-long target, query or header set gets a JSON answer */
+    char *line = malloc(40000);
+    int k = snprintf(line, 40000, "GET /v1/jobs?");
+    for (int i = 0; i < 3000; i++)
+        k += snprintf(line + k, 40000 - (size_t)k, "a=1&");
+    k += snprintf(line + k, 40000 - (size_t)k, " HTTP/1.1");
+    n = raw_request(buf, sizeof buf, line, (size_t)k, "");
+    expect_raw(&c, "12 KB of query", buf, n, "HTTP/1.1 414", "\"code\":\"uri_too_long\"");
+    k = snprintf(line, 40000, "GET /v1/jobs?");
+    for (int i = 0; i < 600; i++)
+        k += snprintf(line + k, 40000 - (size_t)k, "a&");
+    k += snprintf(line + k, 40000 - (size_t)k, " HTTP/1.1");
+    n = raw_request(buf, sizeof buf, line, (size_t)k, "");
+    expect_raw(&c, "600 query parameters", buf, n, "HTTP/1.1 400", "\"code\":\"bad_request\"");
+    k = snprintf(line, 40000, "GET /v1/jobs/");
+    memset(line + k, 'a', 9000);
+    k += 9000;
+    k += snprintf(line + k, 40000 - (size_t)k, " HTTP/1.1");
+    n = raw_request(buf, sizeof buf, line, (size_t)k, "");
+    expect_raw(&c, "a 9 KB path", buf, n, "HTTP/1.1 414", "\"code\":\"uri_too_long\"");
+    char *many = malloc(100000);
+    k = 0;
+    for (int i = 0; i < 80; i++) /* over max-header (64K), under what the HTTP layer holds */
+        k += snprintf(many + k, 100000 - (size_t)k, "X-Pad-%d: %0900d\r\n", i, 0);
+    n = raw_request(buf, sizeof buf, "GET /v1/jobs HTTP/1.1", 21, many);
+    expect_raw(&c, "72 KB of headers", buf, n, "HTTP/1.1 431", "\"code\":\"headers_too_large\"");
+    free(many);
+    free(line);
+
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
+}
+
+TEST(svc_hostile_api_edges)
+{
+    struct ctx c;
+    struct svc_resp r;
+    setup(&c, NULL);
+
+    /* I: a job with no trace or model lists them as [] */
+    CHECK_EQ_INT(svc_admin(&c.d, "PUT", "/v1/jobs/empty", "{\"description\":\"d\"}", NULL), 201);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/v1/jobs/empty", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"traces\":[]");
+    CHECK_CONTAINS(r.body, "\"models\":[]");
+    svc_resp_release(&r);
+    free(c.before);
+    c.before = svc_fingerprint(&c.d);
+
+    /* I: a number out of range in a trace is an invalid trace (400) */
+    static const char huge_ts[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+                                  "\"pid\":1,\"tid\":1,\"ts\":1e400,\"dur\":1}]}";
+    expect(&c, "PUT", "/v1/jobs/seed/ranks/1/trace", SVC_ADMIN, huge_ts, sizeof huge_ts - 1, NULL, 400,
+           "invalid_trace");
+
+    /* I: blanks around the token are not part of it (RFC 9110 5.5) */
+    char h[256];
+    snprintf(h, sizeof h, "Authorization: Bearer %s \t", SVC_ADMIN);
+    const char *hs[] = {h, NULL};
+    expect(&c, "GET", "/v1/jobs", NULL, NULL, 0, hs, 200, NULL);
+    snprintf(h, sizeof h, "Authorization: Bearer %s x", SVC_ADMIN);
+    expect(&c, "GET", "/v1/jobs", NULL, NULL, 0, hs, 401, "unauthorized");
+
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
+}

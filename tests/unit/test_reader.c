@@ -788,3 +788,91 @@ TEST(reader_split_parse_reports_the_serial_error)
     CHECK_CONTAINS(err.msg, "negative dur");
     CHECK_EQ_INT(err.event, 180000);
 }
+
+/* ---- the end of the document, wherever the read buffer ends ------------------------ */
+
+/* The reader reads into a 2 MiB buffer: the first one ends at 2 MiB; a
+ * later one at the start of the item that crossed the end of the previous
+ * one, plus 2 MiB. An item is an event with the ',' before it. */
+enum { EVENT_BYTES = 100, READER_BUFFER = 2 << 20, FIRST_EVENT_AT = 16 };
+
+/* A trace of exactly `len` bytes: 100-byte events, then "]", blanks, "}". */
+static char *doc_of_length(size_t len)
+{
+    char *d = malloc(len + 64);
+    size_t n = (len - 17) / (EVENT_BYTES + 1), at = 0;
+    at += (size_t)snprintf(d, len + 64, "{\"traceEvents\":[");
+    for (size_t i = 0; i < n; i++) {
+        size_t start = at;
+        at += (size_t)snprintf(d + at, len + 64 - at, "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"", i ? "," : "");
+        size_t tail = 40; /* ","pid":1,"tid":1,"ts":NNNNNNN,"dur":1} */
+        size_t name = EVENT_BYTES + (i ? 1 : 0) - (at - start) - tail;
+        memset(d + at, 'a', name);
+        at += name;
+        at += (size_t)snprintf(d + at, len + 64 - at, "\",\"pid\":1,\"tid\":1,\"ts\":%07zu,\"dur\":1}", 1000000 + 2 * i);
+    }
+    d[at++] = ']';
+    while (at < len - 1)
+        d[at++] = ' ';
+    d[at++] = '}';
+    CHECK_EQ_INT(at, len);
+    return d;
+}
+
+static int loads(const char *name, const void *data, size_t n, int gzip, size_t cut, int flip)
+{
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    const char *path = gzip ? th_write_gzip(name, data, n) : th_write_file(name, data, n);
+    if (cut || flip) {
+        size_t fn;
+        char *f = th_read_file(path, &fn);
+        if (flip)
+            f[fn - 8] ^= 1; /* the CRC */
+        path = th_write_file(name, f, fn - cut);
+        free(f);
+    }
+    int rc = model_trace_load_file(path, NULL, &t, &err);
+    model_trace_free(t);
+    return rc;
+}
+
+TEST(reader_document_must_end_the_input_at_every_buffer_boundary)
+{
+    size_t item_across_first = FIRST_EVENT_AT - 1 +
+        (READER_BUFFER - (FIRST_EVENT_AT - 1)) / (EVENT_BYTES + 1) * (EVENT_BYTES + 1);
+    size_t bounds[2] = {READER_BUFFER, item_across_first + READER_BUFFER};
+    for (int b = 0; b < 2; b++) {
+        for (int delta = -1; delta <= 1; delta++) {
+            size_t len = bounds[b] + (size_t)(ptrdiff_t)delta;
+            char *d = doc_of_length(len + 4);
+            char *t = doc_of_length(len);
+            char what[64];
+            snprintf(what, sizeof what, "boundary %d%+d", b, delta);
+            if (!(loads("p.json", t, len, 0, 0, 0) == SC_OK))
+                sc_check_fail(__FILE__, __LINE__, "%s plain", what);
+            if (!(loads("g.json.gz", t, len, 1, 0, 0) == SC_OK))
+                sc_check_fail(__FILE__, __LINE__, "%s gzip", what);
+            memcpy(d, t, len);
+            memcpy(d + len, " \n\t ", 4);
+            if (!(loads("p.json", d, len + 4, 0, 0, 0) == SC_OK))
+                sc_check_fail(__FILE__, __LINE__, "%s plain, blanks after", what);
+            memcpy(d + len, "x", 1);
+            if (!(loads("p.json", d, len + 1, 0, 0, 0) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s plain, data after", what);
+            if (!(loads("g.json.gz", d, len + 1, 1, 0, 0) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s gzip, data after", what);
+            memcpy(d + len, "}", 1);
+            if (!(loads("p.json", d, len + 1, 0, 0, 0) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s plain, '}' after", what);
+            if (!(loads("g.json.gz", t, len, 1, 8, 0) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s gzip without its trailer", what);
+            if (!(loads("g.json.gz", t, len, 1, 3, 0) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s gzip, trailer cut", what);
+            if (!(loads("g.json.gz", t, len, 1, 0, 1) == SC_EPARSE))
+                sc_check_fail(__FILE__, __LINE__, "%s gzip, bad CRC", what);
+            free(d);
+            free(t);
+        }
+    }
+}

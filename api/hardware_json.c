@@ -1,0 +1,33 @@
+/* api/hardware_json.c: a hardware profile as JSON (hardware_json.h). */
+#include "api/hardware_json.h"
+
+#include "estimator/hardware.h"
+#include "common/banned.h"
+
+static json_t *dtype_table(const double *v)
+{
+    json_t *o = json_object();
+    for (int d = 0; o && d < HW_DTYPE_COUNT; d++)
+        if (v[d] > 0 && json_object_set_new(o, hw_dtype_name((enum hw_dtype)d), json_real(v[d]))) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
+json_t *api_hardware_json(const struct hw_profile *p)
+{
+    json_t *names = json_array();
+    for (int i = 0; names && i < p->n_device_names; i++)
+        if (json_array_append_new(names, json_string(p->device_names[i]))) {
+            json_decref(names);
+            names = NULL;
+        }
+    return json_pack("{s:s, s:s, s:i, s:f, s:f, s:o*, s:o*, s:f, s:f, s:i, s:f, s:b, s:b, s:o*}",
+                     "id", p->id, "name", p->name, "sm_count", p->sm_count, "hbm_gb", p->hbm_gb,
+                     "hbm_gbps", p->hbm_gbps, "peak_tflops", dtype_table(p->peak_tflops),
+                     "mamf_tflops", dtype_table(p->mamf_tflops), "nvlink_gbps", p->nvlink_gbps,
+                     "network_gbps", p->network_gbps, "gpus_per_node", p->gpus_per_node,
+                     "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
+                     "device_names", names);
+}

@@ -1,0 +1,13 @@
+/* api/hardware_json.h: hardware profiles (estimator/hardware.h) as JSON,
+ * in the data/hardware file format less its sources and notes. */
+#ifndef API_HARDWARE_JSON_H
+#define API_HARDWARE_JSON_H
+
+#include <jansson.h>
+
+struct hw_profile;
+
+/* A new object, or NULL when out of memory. */
+json_t *api_hardware_json(const struct hw_profile *p);
+
+#endif

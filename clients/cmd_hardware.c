@@ -1,0 +1,69 @@
+/* clients/cmd_hardware.c: `stepcast hardware [--json] [ID]`, the GPU
+ * profiles that estimates use (data/hardware). */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/hardware_json.h"
+#include "clients/cli.h"
+#include "estimator/hardware.h"
+#include "common/banned.h"
+
+static int print_one(const struct hw_profile *p, int as_json)
+{
+    if (as_json) {
+        json_t *o = api_hardware_json(p);
+        int rc = o ? cli_print_json(o) : 1;
+        json_decref(o);
+        return rc;
+    }
+    printf("%s: %s\n", p->id, p->name);
+    printf("  SMs %d, HBM %.0f GB at %.0f GB/s, %.0f W\n", p->sm_count, p->hbm_gb, p->hbm_gbps,
+           p->board_power_w);
+    printf("  dense peak TFLOP/s:");
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        if (p->peak_tflops[d] > 0)
+            printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->peak_tflops[d]);
+    printf("\n  NVLink domain of %d GPUs at %g GB/s per direction%s; network %g GB/s per direction\n",
+           p->gpus_per_node, p->nvlink_gbps, p->nvls ? " (NVLink SHARP)" : "", p->network_gbps);
+    for (int i = 0; i < p->n_device_names; i++)
+        printf("  traces name it \"%s\"\n", p->device_names[i]);
+    return 0;
+}
+
+int cmd_hardware(int argc, char **argv)
+{
+    int as_json = 0;
+    const char *id = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = 1;
+        else if (argv[i][0] == '-' || id)
+            return cli_usage_error("hardware", "unexpected argument '%s'", argv[i]);
+        else
+            id = argv[i];
+    }
+    if (id) {
+        const struct hw_profile *p = hw_profile_find(id);
+        if (!p) {
+            fprintf(stderr, "stepcast: no hardware profile '%s' (stepcast hardware lists them)\n", id);
+            return 2;
+        }
+        return print_one(p, as_json);
+    }
+    if (as_json) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < hw_profile_count(); i++)
+            if (json_array_append_new(a, api_hardware_json(hw_profile_at(i)))) {
+                json_decref(a);
+                a = NULL;
+            }
+        int rc = a ? cli_print_json(a) : 1;
+        json_decref(a);
+        return rc;
+    }
+    for (size_t i = 0; i < hw_profile_count(); i++)
+        print_one(hw_profile_at(i), 0);
+    return 0;
+}

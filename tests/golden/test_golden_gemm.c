@@ -1,0 +1,71 @@
+/* tests/golden/test_golden_gemm.c: GEMM shapes and kernel times extracted
+ * from the real traces of ../shared/traces (fp32 recommendation models on
+ * an A100 and a V100), and the kernel model's error on them.
+ *
+ * The expected counts and sums were computed from the JSON independently of
+ * stepcast (each launch's innermost enclosing CPU op on its thread, the
+ * kernels joined by correlation id). The error bounds guard the model's
+ * figures in BENCHMARKS.md against regressions; they are not a target. */
+#include <math.h>
+
+#include "estimator/gemm_samples.h"
+#include "estimator/kernel_model.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+#define TD "HolisticTraceAnalysis/tests/data/trace_diff/"
+
+static void golden(const char *rel, const char *profile, size_t samples, double m, double n, double k,
+                   size_t shape_count, double shape_us, size_t tf32, double max_median_err_pct)
+{
+    const char *path = th_shared_path(rel);
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    struct gemm_samples s = {0};
+    size_t skipped = 0, count = 0, n_tf32 = 0;
+    double sum = 0;
+
+    CHECK_EQ_INT(model_trace_load_file(path, NULL, &t, &err), SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(gemm_samples_from_trace(t, &s, &skipped, &err), SC_OK);
+    CHECK_EQ_INT(s.n, samples);
+    CHECK_EQ_INT(skipped, 0);
+    for (size_t i = 0; i < s.n; i++)
+        n_tf32 += s.v[i].dtype == HW_TF32;
+    CHECK_EQ_INT(n_tf32, tf32); /* fp32 ops the library ran on TF32 tensor cores */
+    for (size_t i = 0; i < s.n; i++)
+        if (s.v[i].m == m && s.v[i].n == n && s.v[i].k == k && s.v[i].batch == 1) {
+            count++;
+            sum += s.v[i].measured_us;
+        }
+    CHECK_EQ_INT(count, shape_count);
+    CHECK_NEAR(sum, shape_us, 1e-6);
+    const char *device = s.n ? gemm_device_name(t, s.v[0].device) : NULL;
+    const struct hw_profile *hw = device ? hw_profile_for_device(device) : NULL;
+    CHECK(hw != NULL);
+    if (hw) {
+        struct kernel_params p;
+        struct gemm_check c;
+        kernel_params_default(&p);
+        CHECK_STREQ(hw->id, profile);
+        CHECK_EQ_INT(gemm_samples_check(&p, hw, s.v, s.n, &c, &err), SC_OK);
+        CHECK_EQ_INT(c.n, samples);
+        CHECK(c.median_abs_pct < max_median_err_pct);
+    }
+    gemm_samples_release(&s);
+    model_trace_free(t);
+}
+
+TEST(golden_gemm_a100)
+{
+    /* aten::addmm [1024 x 100] x [100 x 256] etc.: 78 ops, 547 us of kernels */
+    golden(TD "control/control.json.gz", "a100-sxm4-40gb", 1776, 1024, 256, 100, 78, 547, 1638, 45);
+}
+
+TEST(golden_gemm_v100)
+{
+    golden(TD "test/test.json.gz", "v100-sxm2-16gb", 456, 1024, 96, 512, 78, 2993, 0, 60);
+}
