@@ -31,6 +31,9 @@ static const char usage[] =
     "      the chain of work and waits that sets each step's length\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
+    "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
+    "      the model of a spec from a Hugging Face config.json; a spec checked\n"
+    "      and written out with every default\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -110,6 +113,7 @@ int main(int argc, char **argv)
         {"replay", cmd_replay},
         {"critical-path", cmd_critical_path},
         {"hardware", cmd_hardware},
+        {"spec", cmd_spec},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

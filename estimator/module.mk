@@ -7,3 +7,8 @@ CORE_SRCS += $(BUILD)/gen/hardware_data.c
 $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
+
+# the spec, its parameter and FLOP counts, layer placement and memory model
+CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
+# `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
+FUZZ_TARGETS += spec
