@@ -33,6 +33,9 @@ static const char usage[] =
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
     "      fit the collective model to nccl-tests outputs: a cluster profile\n"
+    "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
+    "      the model of a spec from a Hugging Face config.json; a spec checked\n"
+    "      and written out with every default\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
         {"critical-path", cmd_critical_path},
         {"hardware", cmd_hardware},
         {"calibrate", cmd_calibrate},
+        {"spec", cmd_spec},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

@@ -47,16 +47,21 @@ const char *th_build_path(const char *name)
     return p;
 }
 
-const char *th_shared_traces(void)
+const char *th_shared_dir(const char *sub)
 {
     static char p[PATH_MAX];
     struct stat st;
     const char *env = getenv("STEPCAST_SHARED");
-    snprintf(p, sizeof p, "%s/traces", env && *env ? env : "../shared");
+    snprintf(p, sizeof p, "%s/%s", env && *env ? env : "../shared", sub);
     if (stat(p, &st) || !S_ISDIR(st.st_mode))
-        SKIP("the real traces are not here (%s): put the shared folder beside the "
-             "repository or set STEPCAST_SHARED", p);
+        SKIP("the shared folder %s is not here: put the shared folder beside the repository "
+             "or set STEPCAST_SHARED", p);
     return p;
+}
+
+const char *th_shared_traces(void)
+{
+    return th_shared_dir("traces");
 }
 
 const char *th_shared_path(const char *rel)

@@ -20,6 +20,10 @@ const char *th_shared_path(const char *rel);
 /* "<shared>/calibration/<rel>" (static buffer), skipping when absent. */
 const char *th_shared_calibration(const char *rel);
 
+/* "<shared>/<sub>" (../shared or $STEPCAST_SHARED), e.g. "models/hf", or
+ * SKIP()s the test with a clear message when that folder is absent. */
+const char *th_shared_dir(const char *sub);
+
 /* A fresh temporary directory (removed at exit of the test process). */
 const char *th_tmpdir(void);
 /* Write n bytes to "<tmpdir>/<name>"; returns the path (static buffer). */

@@ -1,0 +1,73 @@
+/* estimator/flops.c: parameter and FLOP counts (definitions in flops.h). */
+#include "estimator/flops.h"
+
+#include "common/banned.h"
+
+/* Weights of one MLP of FFN size ffn: two matrices, three when gated. */
+static double mlp_weights(const struct est_model *m, int64_t ffn)
+{
+    return (m->mlp == EST_MLP_SWIGLU ? 3.0 : 2.0) * (double)m->hidden * (double)ffn;
+}
+
+void est_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out)
+{
+    double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
+           kv = (double)(m->kv_heads * m->head_dim);
+    out->attention = h * q + 2 * h * kv + q * h;
+    out->norms = 2 * h;
+    if (est_model_layer_is_moe(m, i)) {
+        const struct est_moe *e = &m->moe;
+        double one = mlp_weights(m, e->ffn);
+        out->mlp = (double)e->shared_experts * one;
+        out->experts = (double)e->experts * one;
+        out->router = h * (double)e->experts;
+        out->active = out->attention + out->router + (double)(e->top_k + e->shared_experts) * one;
+    } else {
+        out->mlp = mlp_weights(m, m->ffn);
+        out->experts = out->router = 0;
+        out->active = out->attention + out->mlp;
+    }
+}
+
+void est_model_params(const struct est_model *m, struct est_params *out)
+{
+    double h = (double)m->hidden;
+    out->embedding = (double)m->vocab * h;
+    out->output = m->tied_embeddings ? 0 : out->embedding;
+    out->layers = h; /* the final norm */
+    out->active_gemm = (double)m->vocab * h; /* the output layer's GEMM runs either way */
+    for (int64_t i = 0; i < m->layers; i++) {
+        struct est_layer_params lp;
+        est_layer_params(m, i, &lp);
+        out->layers += lp.attention + lp.mlp + lp.experts + lp.router + lp.norms;
+        out->active_gemm += lp.active;
+    }
+    out->total = out->embedding + out->output + out->layers;
+}
+
+double est_attention_flops_fwd(const struct est_model *m)
+{
+    return 4.0 * (double)(m->heads * m->head_dim) * (double)m->seq;
+}
+
+double est_model_flops_per_token(const struct est_model *m)
+{
+    struct est_params p;
+    est_model_params(m, &p);
+    return 6 * p.active_gemm + 3 * (double)m->layers * est_attention_flops_fwd(m);
+}
+
+double est_hardware_flops_per_token(const struct est_model *m, enum est_recompute recompute)
+{
+    double flops = est_model_flops_per_token(m);
+    double attention = (double)m->layers * est_attention_flops_fwd(m);
+    if (recompute == EST_RECOMPUTE_SELECTIVE)
+        return flops + attention;
+    if (recompute == EST_RECOMPUTE_FULL) {
+        struct est_params p;
+        est_model_params(m, &p);
+        /* every transformer layer's forward again; not the output layer */
+        return flops + 2 * (p.active_gemm - (double)m->vocab * (double)m->hidden) + attention;
+    }
+    return flops;
+}

@@ -1,0 +1,211 @@
+/* estimator/memory.c: model states, activations and in-flight micro-batches
+ * per pipeline stage (the model is described in memory.h). */
+#include "estimator/memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/flops.h"
+#include "estimator/placement.h"
+#include "common/banned.h"
+
+/* Bytes of a stored weight or activation value: 4 in fp32 training, else
+ * 2 (fp8 and fp4 training keep 16-bit copies). */
+static double value_bytes(enum hw_dtype dtype)
+{
+    return dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
+}
+
+void est_model_states(double params, enum hw_dtype dtype, int zero_stage, int64_t shards,
+                      struct est_model_states *out)
+{
+    /* weights and gradients; Adam's momentum and variance, and fp32 master
+     * weights unless training in fp32 */
+    double w = value_bytes(dtype), o = w == 4 ? 8 : 12, d = (double)shards;
+    out->weights = params * w / (zero_stage >= 3 ? d : 1);
+    out->gradients = params * w / (zero_stage >= 2 ? d : 1);
+    out->optimizer = params * o / (zero_stage >= 1 ? d : 1);
+}
+
+/* Tokens of one micro-batch on one GPU before any tensor-parallel split. */
+static double micro_batch_tokens(const struct est_spec *s)
+{
+    return (double)(s->parallel.micro_batch * s->model.seq) / (double)s->parallel.cp;
+}
+
+/* What tensors replicated across tp are divided by: tp with sequence
+ * parallelism, else 1. */
+static double replicated_split(const struct est_spec *s)
+{
+    return s->options.sequence_parallel ? (double)s->parallel.tp : 1;
+}
+
+void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out)
+{
+    const struct est_model *m = &s->model;
+    double a = value_bytes(s->options.dtype), t = (double)s->parallel.tp, T = micro_batch_tokens(s);
+    double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
+           kv = (double)(m->kv_heads * m->head_dim), r = replicated_split(s);
+    double mats = m->mlp == EST_MLP_SWIGLU ? 3 : 2; /* activation input (+ gate) and output */
+
+    /* replicated: two norm inputs, QKV and MLP inputs (a bytes), two dropout masks (1) */
+    double replicated = T * h * (4 * a + 2) / r;
+    /* split by tp: Q, K, V, the output projection's input */
+    double attention = T * (2 * q + 2 * kv) * a / t;
+    /* softmax output, its dropout mask and the dropout output */
+    double scores = (2 * a + 1) * (double)s->parallel.micro_batch * (double)m->heads *
+                    (double)m->seq * (double)m->seq / (double)s->parallel.cp / t;
+    double mlp;
+    if (est_model_layer_is_moe(m, layer)) {
+        const struct est_moe *e = &m->moe;
+        double etp = (double)s->parallel.etp;
+        /* routed tokens gathered over etp ranks that hold T / tp each */
+        double routed = T * (double)e->top_k * etp / t;
+        mlp = T * mats * (double)(e->shared_experts * e->ffn) * a / t +
+              routed * (h * a + mats * (double)e->ffn * a / etp);
+    } else {
+        mlp = T * mats * (double)m->ffn * a / t;
+    }
+    out->full = replicated + attention + scores + mlp;
+    switch (s->options.recompute) {
+    case EST_RECOMPUTE_NONE: out->kept = out->full; break;
+    case EST_RECOMPUTE_SELECTIVE: out->kept = out->full - scores; break;
+    case EST_RECOMPUTE_FULL: out->kept = T * h * a / r; break;
+    }
+}
+
+/* Per-GPU parameters of one virtual stage, by how ZeRO shards them. */
+struct stage_params {
+    double dense;   /* sharded over dp x cp */
+    double experts; /* sharded over the expert data-parallel ranks */
+    double largest_layer; /* one layer's weights on this GPU (ZeRO-3 gathers) */
+};
+
+static void virtual_stage_params(const struct est_spec *s, const struct est_stage_layers *v,
+                                 struct stage_params *out)
+{
+    const struct est_model *m = &s->model;
+    const struct est_parallel *p = &s->parallel;
+    double t = (double)p->tp, experts_split = (double)(p->ep * p->etp);
+    double embedding = (double)m->vocab * (double)m->hidden / t;
+    memset(out, 0, sizeof *out);
+    for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
+        struct est_layer_params lp;
+        est_layer_params(m, i, &lp);
+        double dense = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
+        double experts = lp.experts / experts_split;
+        out->dense += dense;
+        out->experts += experts;
+        if (dense + experts > out->largest_layer)
+            out->largest_layer = dense + experts;
+    }
+    if (v->embedding)
+        out->dense += embedding;
+    if (v->loss) /* output layer (a copy of the embedding when tied), final norm */
+        out->dense += (m->tied_embeddings && v->embedding ? 0 : embedding) + (double)m->hidden;
+}
+
+/* Activation bytes of one virtual stage's forward pass of one micro-batch,
+ * and the largest layer's full activations (recomputed under full). */
+static void virtual_stage_activations(const struct est_spec *s, const struct est_stage_layers *v,
+                                      double *kept, double *largest_full)
+{
+    const struct est_model *m = &s->model;
+    double a = value_bytes(s->options.dtype), T = micro_batch_tokens(s), h = (double)m->hidden,
+           r = replicated_split(s), t = (double)s->parallel.tp;
+    *kept = *largest_full = 0;
+    for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
+        struct est_layer_activations la;
+        est_layer_activations(s, i, &la);
+        *kept += la.kept;
+        if (la.full > *largest_full)
+            *largest_full = la.full;
+    }
+    if (v->embedding) /* the embedding's dropout mask */
+        *kept += T * h / r;
+    if (v->loss) /* final norm and output layer inputs, fp32 logits */
+        *kept += 2 * T * h * a / r + 4 * T * (double)m->vocab / t;
+}
+
+/* How many of the first n forward passes on a rank are of model chunk c:
+ * Megatron runs pp micro-batches of chunk 0, then pp of chunk 1, ... */
+static int64_t passes_of_chunk(int64_t n, int64_t pp, int64_t vpp, int64_t c)
+{
+    int64_t group = pp * vpp, rest = n % group - c * pp;
+    return n / group * pp + (rest < 0 ? 0 : rest > pp ? pp : rest);
+}
+
+int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
+                        struct sc_error *err)
+{
+    const struct est_parallel *p = &s->parallel;
+    int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
+    double dense_shards = (double)(p->dp * p->cp),
+           expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
+    int zero = (int)s->options.zero_stage, rc;
+    struct est_stage_layers *place = calloc((size_t)nv, sizeof *place);
+    memset(out, 0, sizeof *out);
+    out->stages = calloc((size_t)pp, sizeof *out->stages);
+    if (!place || !out->stages) {
+        free(place);
+        free(out->stages);
+        out->stages = NULL;
+        return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages",
+                            (long long)pp);
+    }
+    out->n_stages = pp;
+    if ((rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
+        free(place);
+        est_memory_release(out);
+        return rc;
+    }
+    for (int64_t r = 0; r < pp; r++) {
+        struct est_stage_memory *st = &out->stages[r];
+        struct stage_params sp = {0};
+        double largest_full = 0;
+        /* the forward passes held at the peak: the warm-up ones and one more */
+        int64_t warmup = vpp > 1 ? 2 * (pp - r - 1) + (vpp - 1) * pp : pp - r - 1;
+        int64_t held = warmup + 1 < m * vpp ? warmup + 1 : m * vpp;
+        st->stage = r;
+        st->in_flight = held;
+        for (int64_t c = 0; c < vpp; c++) {
+            struct stage_params chunk;
+            double kept, full;
+            virtual_stage_params(s, &place[c * pp + r], &chunk);
+            sp.dense += chunk.dense;
+            sp.experts += chunk.experts;
+            if (chunk.largest_layer > sp.largest_layer)
+                sp.largest_layer = chunk.largest_layer;
+            virtual_stage_activations(s, &place[c * pp + r], &kept, &full);
+            st->activations += (double)passes_of_chunk(held, pp, vpp, c) * kept;
+            if (full > largest_full)
+                largest_full = full;
+        }
+        if (s->options.recompute == EST_RECOMPUTE_FULL)
+            st->activations += largest_full;
+
+        struct est_model_states dense, experts;
+        est_model_states(sp.dense, s->options.dtype, zero, (int64_t)dense_shards, &dense);
+        est_model_states(sp.experts, s->options.dtype, zero, (int64_t)expert_shards, &experts);
+        st->states.weights = dense.weights + experts.weights;
+        st->states.gradients = dense.gradients + experts.gradients;
+        st->states.optimizer = dense.optimizer + experts.optimizer;
+        if (zero >= 3) /* the layer computing and the one prefetched, gathered */
+            st->states.weights += 2 * sp.largest_layer * value_bytes(s->options.dtype);
+        st->total = st->states.weights + st->states.gradients + st->states.optimizer +
+                    st->activations;
+        if (st->total > out->stages[out->worst_stage].total)
+            out->worst_stage = r;
+    }
+    free(place);
+    out->gb_per_gpu = out->stages[out->worst_stage].total / 1e9;
+    out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
+    out->fits = out->gb_per_gpu <= out->capacity_gb;
+    return SC_OK;
+}
+
+void est_memory_release(struct est_memory *m)
+{
+    free(m->stages);
+    memset(m, 0, sizeof *m);
+}

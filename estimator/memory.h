@@ -1,0 +1,99 @@
+/* estimator/memory.h: the memory one GPU needs for a spec, per pipeline
+ * stage, and whether it fits.
+ *
+ * Model states (Rajbhandari et al. 2020, ZeRO): mixed-precision Adam keeps
+ * 2 bytes of 16-bit weights, 2 of gradients and 12 of optimizer state (fp32
+ * master weights, momentum, variance) per parameter; fp32 training 4 + 4 +
+ * 8 (no master copy). fp8 and fp4 training keep 16-bit weights as
+ * Transformer Engine does. ZeRO stage 1 (Megatron's distributed optimizer)
+ * shards the optimizer state over the data-parallel ranks, stage 2 the
+ * gradients too, stage 3 the weights too (plus a gathered copy of two
+ * layers' weights, the one computing and the one prefetched). Dense weights
+ * are split by tp and sharded over dp x cp; expert weights are split over
+ * ep x etp and sharded over the expert data-parallel ranks tp x cp x dp /
+ * (ep x etp); norms and routers are replicated within the tensor-parallel
+ * group.
+ *
+ * Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation
+ * in Large Transformer Models") are derived from the tensors each layer
+ * keeps for its backward, per micro-batch of T = micro_batch x seq / cp
+ * tokens, 16-bit values (fp32 training: 4 bytes), 1-byte dropout masks:
+ *   attention: norm input, QKV input, Q, K, V, the output projection's
+ *     input, dropout mask; unfused attention also keeps the softmax output,
+ *     its dropout mask and the dropout output (heads x seq x seq/cp each);
+ *   MLP: norm input, first matrix's input, the activation's input (gated:
+ *     gate and up, 2 x ffn) and output, dropout mask; an MoE layer keeps
+ *     these for its shared experts and, for top_k x T tokens, each routed
+ *     token's input and its expert's intermediates.
+ * The norms' and first matrices' inputs and the masks are replicated
+ * across tp unless sequence parallelism splits them; everything else is
+ * split by tp. With heads = kv_heads, ffn = 4 x hidden and a plain MLP this
+ * gives the paper's s·b·h·(34 + 5·a·s/h) without tp, s·b·h·(10 + 24/t +
+ * 5·a·s/(h·t)) with tp t, and the sum over t with sequence parallelism.
+ * Selective recomputation drops the attention-score tensors (as flash
+ * attention does: the same figure holds for it); full recomputation keeps
+ * each layer's input and, once per stage, one layer's activations while it
+ * is recomputed. The first stage also keeps the embedding's dropout mask;
+ * the last stage the final norm's and the output layer's inputs and the
+ * logits in fp32 (4 x T x vocab / tp bytes) for the cross-entropy.
+ *
+ * Micro-batches in flight: under 1F1B pipeline rank r holds min(pp - r, m)
+ * micro-batches' activations at its peak (m per step); under the
+ * interleaved schedule it holds the first min(2(pp - r - 1) + (vpp - 1)pp +
+ * 1, m x vpp) forward passes of its model chunks in Megatron's order.
+ *
+ * Not modelled: temporary buffers of a single kernel, communication
+ * buffers, the CUDA context and allocator fragmentation; those are what the
+ * reserve of EST_MEMORY_RESERVE_GB plus EST_MEMORY_RESERVE_FRACTION of the
+ * GPU's memory is kept for. GB = 1e9 bytes. */
+#ifndef ESTIMATOR_MEMORY_H
+#define ESTIMATOR_MEMORY_H
+
+#include <stdint.h>
+
+#include "estimator/spec.h"
+
+#define EST_MEMORY_RESERVE_GB 2.0        /* CUDA context, cuBLAS and NCCL workspaces */
+#define EST_MEMORY_RESERVE_FRACTION 0.05 /* allocator fragmentation */
+
+/* Bytes per GPU of parameters' weights, gradients and optimizer state. */
+struct est_model_states {
+    double weights, gradients, optimizer;
+};
+
+/* The model states of `params` parameters trained in dtype under ZeRO
+ * stage zero_stage (0-3) over `shards` data-parallel ranks, per GPU. */
+void est_model_states(double params, enum hw_dtype dtype, int zero_stage, int64_t shards,
+                      struct est_model_states *out);
+
+/* Bytes one transformer layer keeps per micro-batch on one GPU. */
+struct est_layer_activations {
+    double kept; /* under the spec's recomputation */
+    double full; /* without recomputation (held while the layer is recomputed) */
+};
+void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out);
+
+struct est_stage_memory {
+    int64_t stage;        /* pipeline rank */
+    struct est_model_states states;
+    double activations;   /* at the peak */
+    int64_t in_flight;    /* model-chunk forward passes held at the peak */
+    double total;         /* bytes at the peak */
+};
+
+struct est_memory {
+    struct est_stage_memory *stages; /* one per pipeline rank, malloc'd */
+    int64_t n_stages;
+    int64_t worst_stage;
+    double gb_per_gpu;  /* the worst stage's peak, GB */
+    double capacity_gb; /* the GPU's memory less the reserve */
+    int fits;           /* gb_per_gpu <= capacity_gb */
+};
+
+/* The memory of every pipeline stage of spec s on a GPU with hbm_gb of
+ * memory. Release with est_memory_release(). */
+int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
+                        struct sc_error *err);
+void est_memory_release(struct est_memory *m);
+
+#endif

@@ -1,0 +1,124 @@
+/* estimator/spec.h: the training-job spec that estimates are made from.
+ *
+ * A spec is one JSON document with four objects, model, parallel, cluster
+ * and options; data/spec.schema.json is its JSON Schema and README.md
+ * ("Estimating a configuration") documents each field. The format is
+ * stable: tools write it. Parsing is strict: an unknown key, a value of the
+ * wrong type or range, or a configuration that cannot run (heads not
+ * divisible by tp, ...) is SC_EINVAL with a message that starts with the
+ * field's JSON path, e.g. "parallel.tpp: unknown key". Absent keys take the
+ * documented defaults, so a parsed spec is complete.
+ *
+ * Two steps: est_spec_parse() checks everything that needs no hardware
+ * profile; est_spec_check_gpu() checks the GPU (it has a profile, and the
+ * dtype is one it computes in). est_spec_load() does both. */
+#ifndef ESTIMATOR_SPEC_H
+#define ESTIMATOR_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "estimator/hardware.h"
+
+enum est_mlp {
+    EST_MLP_GELU,  /* two matrices and any plain activation (GELU, ReLU, squared ReLU) */
+    EST_MLP_SWIGLU /* gated: three matrices, the first two fused (gate and up) */
+};
+enum est_schedule { EST_SCHEDULE_1F1B, EST_SCHEDULE_INTERLEAVED };
+enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL };
+
+struct est_moe {
+    int64_t experts;        /* routed experts; 0 = no MoE */
+    int64_t top_k;          /* experts per token */
+    int64_t ffn;            /* each expert's FFN size (default: model.ffn) */
+    int64_t shared_experts; /* experts every token passes through, each of size ffn */
+    int64_t every;          /* MoE in every `every`-th layer ... */
+    int64_t dense_layers;   /* ... after this many dense layers first */
+};
+
+struct est_model {
+    int64_t layers, hidden, heads;
+    int64_t kv_heads;  /* key/value heads (grouped-query attention when < heads) */
+    int64_t head_dim;  /* default hidden / heads */
+    int64_t ffn;       /* default 4 x hidden */
+    enum est_mlp mlp;
+    int64_t seq, vocab;
+    int tied_embeddings; /* the output layer reuses the input embedding's weights */
+    struct est_moe moe;
+};
+
+struct est_parallel {
+    int64_t tp, cp, pp, dp, ep;
+    int64_t etp;          /* expert tensor parallelism, default tp */
+    int64_t micro_batch;  /* sequences per micro-batch */
+    int64_t global_batch; /* sequences per step, default micro_batch x dp */
+    enum est_schedule schedule;
+    int64_t vpp;          /* virtual stages (model chunks) per pipeline rank */
+};
+
+struct est_cluster {
+    char gpu[48];            /* hardware profile id, e.g. "h100-sxm" */
+    int64_t gpus_per_node;   /* GPUs in one NVLink domain */
+    double intra_node_gbps;  /* GB/s per GPU per direction; 0 = the profile's */
+    double inter_node_gbps;  /* 0 = the profile's */
+    char profile[1024];      /* calibrated cluster profile (path), "" = none */
+    double gpu_hour_usd;     /* < 0 = not given */
+};
+
+struct est_options {
+    enum hw_dtype dtype; /* fp32, fp16, bf16, fp8 or fp4 */
+    enum est_recompute recompute;
+    int64_t zero_stage; /* 0-3; Megatron's distributed optimizer is stage 1 */
+    int sequence_parallel, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+    double train_tokens; /* 0 = not given */
+};
+
+struct est_spec {
+    struct est_model model;
+    struct est_parallel parallel;
+    struct est_cluster cluster;
+    struct est_options options;
+};
+
+/* Parse and check a spec document (text of len bytes, not NUL-terminated
+ * necessarily). *out is complete with defaults on success. Bad JSON is
+ * SC_EPARSE; everything else SC_EINVAL or SC_ELIMIT, the field named. */
+int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err);
+/* The GPU has a profile and computes in the spec's dtype; *profile (may be
+ * NULL) is set to it. SC_EINVAL naming cluster.gpu or options.dtype. */
+int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
+                       struct sc_error *err);
+/* est_spec_parse() then est_spec_check_gpu(). */
+int est_spec_load(const char *text, size_t len, struct est_spec *out,
+                  const struct hw_profile **profile, struct sc_error *err);
+
+/* A model with the defaults that depend on nothing else (mlp gelu, vocab
+ * 50257, moe.every 1) and 0 in every other field, meaning "not given". */
+void est_model_init(struct est_model *m);
+/* Fill the defaults that depend on other fields (kv_heads, head_dim, ffn,
+ * moe.ffn) and check what the model alone must satisfy. */
+int est_model_resolve(struct est_model *m, struct sc_error *err);
+
+/* Parse {"model":{...}}, a spec's model alone (what est_model_json writes). */
+int est_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err);
+
+/* The spec as JSON text with every default written out (malloc'd; NULL when
+ * out of memory). Parsing it again gives the same spec. */
+char *est_spec_json(const struct est_spec *spec);
+/* {"model":{...}} with every model field written out (malloc'd or NULL). */
+char *est_model_json(const struct est_model *model);
+
+/* GPUs the job uses: tp x cp x pp x dp. */
+int64_t est_spec_gpus(const struct est_spec *spec);
+/* Micro-batches per step on each pipeline: global_batch / (micro_batch x dp). */
+int64_t est_spec_micro_batches(const struct est_spec *spec);
+/* Whether transformer layer i (0-based) is an MoE layer. */
+int est_model_layer_is_moe(const struct est_model *model, int64_t i);
+
+/* Every key path the parser accepts ("model.layers", "model.moe.top_k",
+ * ...; objects too: "model", "model.moe"), NULL-terminated. The schema test
+ * compares it with data/spec.schema.json. */
+const char *const *est_spec_keys(void);
+
+#endif

@@ -1,0 +1,66 @@
+/* tests/fuzz/fuzz_spec.c: libFuzzer target for the spec parser and the
+ * Hugging Face config mapping.
+ *
+ * An input starting with 'H' is the rest fed to est_model_from_hf; any
+ * other is a spec. A spec that parses must be written out and read back to
+ * the same spec, and its parameter, FLOP and memory figures must come out
+ * without failing; a model mapped from a config must read back the same.
+ * Anything but a clean success or a clean error is a bug. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/flops.h"
+#include "estimator/hf_config.h"
+#include "estimator/memory.h"
+#include "estimator/spec.h"
+#include "common/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void model_reads_back(const struct est_model *m)
+{
+    struct est_model back;
+    struct sc_error err;
+    char *text = est_model_json(m);
+    memset(&back, 0, sizeof back);
+    if (!text || est_model_parse(text, strlen(text), &back, &err) ||
+        memcmp(&back, m, sizeof back) != 0)
+        abort();
+    free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct sc_error err;
+    if (size && data[0] == 'H') {
+        struct est_model m;
+        memset(&m, 0, sizeof m);
+        if (est_model_from_hf((const char *)data + 1, size - 1, 0, &m, NULL, &err) == SC_OK)
+            model_reads_back(&m);
+        return 0;
+    }
+    struct est_spec s, back;
+    memset(&s, 0, sizeof s);
+    if (est_spec_parse((const char *)data, size, &s, &err) != SC_OK)
+        return 0;
+    char *text = est_spec_json(&s);
+    memset(&back, 0, sizeof back);
+    if (!text || est_spec_parse(text, strlen(text), &back, &err) ||
+        memcmp(&back, &s, sizeof s) != 0)
+        abort();
+    free(text);
+    model_reads_back(&s.model);
+
+    struct est_params p;
+    struct est_memory mem;
+    est_model_params(&s.model, &p);
+    if (!(p.total > 0) || !(est_hardware_flops_per_token(&s.model, s.options.recompute) >=
+                            est_model_flops_per_token(&s.model)))
+        abort();
+    if (est_memory_estimate(&s, 80, &mem, &err) != SC_OK || mem.n_stages != s.parallel.pp ||
+        !(mem.gb_per_gpu > 0))
+        abort();
+    est_memory_release(&mem);
+    return 0;
+}

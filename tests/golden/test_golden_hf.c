@@ -1,0 +1,144 @@
+/* tests/golden/test_golden_hf.c: `spec from-hf` on every real Hugging Face
+ * config.json in ../shared/models/hf: each model field checked against the
+ * config's own fields for its family; what a spec cannot express refused
+ * with the feature named. Skips when the shared folder is absent. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "estimator/hf_config.h"
+#include "estimator/spec.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+static long long field(json_t *cfg, const char *key)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (!json_is_integer(v))
+        sc_check_fail(__FILE__, __LINE__, "config lacks %s", key);
+    return (long long)json_integer_value(v);
+}
+
+/* field, or fallback when the config does not give it */
+static long long field_or(json_t *cfg, const char *key, long long fallback)
+{
+    json_t *v = json_object_get(cfg, key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : fallback;
+}
+
+/* The model from config text must match the config's fields. Returns 1 when
+ * checked, 0 when refused as expected. */
+static int check_config(const char *name, const char *text, size_t n)
+{
+    json_t *cfg = json_loadb(text, n, 0, NULL);
+    const char *type = json_string_value(json_object_get(cfg, "model_type"));
+    struct est_model m;
+    struct sc_error err;
+    const char *from = NULL;
+    int rc = est_model_from_hf(text, n, 0, &m, &from, &err);
+    int checked = 0;
+    if (!type) {
+        sc_check_fail(__FILE__, __LINE__, "%s: no model_type", name);
+    } else if (!strcmp(type, "deepseek_v3")) {
+        CHECK_EQ_INT(rc, SC_EINVAL);
+        CHECK_CONTAINS(err.msg, "multi-head latent attention");
+    } else if (!strcmp(type, "gpt_oss")) {
+        /* sliding-window layers narrower than the sequence */
+        CHECK_EQ_INT(rc, SC_EINVAL);
+        CHECK_CONTAINS(err.msg, "sliding");
+        /* within the window every layer attends fully: mapped */
+        CHECK_EQ_INT(est_model_from_hf(text, n, field(cfg, "sliding_window"), &m, NULL, &err), SC_OK);
+        CHECK_EQ_INT(m.moe.experts, field(cfg, "num_local_experts"));
+        CHECK_EQ_INT(m.moe.top_k, field(cfg, "num_experts_per_tok"));
+        CHECK_EQ_INT(m.head_dim, field(cfg, "head_dim"));
+    } else if (rc) {
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", name, err.msg);
+    } else if (!strcmp(type, "gpt2")) {
+        CHECK_EQ_INT(m.layers, field(cfg, "n_layer"));
+        CHECK_EQ_INT(m.hidden, field(cfg, "n_embd"));
+        CHECK_EQ_INT(m.heads, field(cfg, "n_head"));
+        CHECK_EQ_INT(m.kv_heads, field(cfg, "n_head"));
+        CHECK_EQ_INT(m.ffn, field_or(cfg, "n_inner", 4 * field(cfg, "n_embd")));
+        CHECK_EQ_INT(m.seq, field(cfg, "n_positions"));
+        CHECK_EQ_INT(m.vocab, field(cfg, "vocab_size"));
+        CHECK_EQ_INT(m.mlp, EST_MLP_GELU);
+        CHECK(m.tied_embeddings);
+        checked = 1;
+    } else {
+        CHECK_EQ_INT(m.layers, field(cfg, "num_hidden_layers"));
+        CHECK_EQ_INT(m.hidden, field(cfg, "hidden_size"));
+        CHECK_EQ_INT(m.heads, field(cfg, "num_attention_heads"));
+        CHECK_EQ_INT(m.kv_heads, field_or(cfg, "num_key_value_heads", m.heads));
+        CHECK_EQ_INT(m.head_dim, field_or(cfg, "head_dim", m.hidden / m.heads));
+        CHECK_EQ_INT(m.ffn, field(cfg, "intermediate_size"));
+        CHECK_EQ_INT(m.vocab, field(cfg, "vocab_size"));
+        CHECK_EQ_INT(m.tied_embeddings, json_is_true(json_object_get(cfg, "tie_word_embeddings")));
+        json_t *rope = json_object_get(cfg, "rope_scaling");
+        CHECK_EQ_INT(m.seq, field_or(rope, "original_max_position_embeddings",
+                                     field(cfg, "max_position_embeddings")));
+        CHECK_EQ_INT(m.mlp, !strcmp(type, "gpt_neox") ? EST_MLP_GELU : EST_MLP_SWIGLU);
+        if (!strcmp(type, "mixtral")) {
+            CHECK_EQ_INT(m.moe.experts, field(cfg, "num_local_experts"));
+            CHECK_EQ_INT(m.moe.top_k, field(cfg, "num_experts_per_tok"));
+            CHECK_EQ_INT(m.moe.ffn, field(cfg, "intermediate_size"));
+        } else if (!strcmp(type, "qwen3_moe")) {
+            CHECK_EQ_INT(m.moe.experts, field(cfg, "num_experts"));
+            CHECK_EQ_INT(m.moe.top_k, field(cfg, "num_experts_per_tok"));
+            CHECK_EQ_INT(m.moe.ffn, field(cfg, "moe_intermediate_size"));
+            CHECK_EQ_INT(m.moe.every, field(cfg, "decoder_sparse_step"));
+            CHECK_EQ_INT(m.moe.dense_layers, json_array_size(json_object_get(cfg, "mlp_only_layers")));
+        } else {
+            CHECK_EQ_INT(m.moe.experts, 0);
+        }
+        checked = 1;
+    }
+    if (checked) {
+        /* what is written reads back the same, and --seq overrides */
+        char *out = est_model_json(&m);
+        struct est_model back;
+        memset(&back, 0, sizeof back);
+        CHECK_EQ_INT(est_model_parse(out, strlen(out), &back, &err), SC_OK);
+        CHECK(memcmp(&back, &m, sizeof m) == 0);
+        free(out);
+        CHECK_EQ_INT(est_model_from_hf(text, n, 4096, &m, NULL, &err), SC_OK);
+        CHECK_EQ_INT(m.seq, 4096);
+        CHECK(from != NULL);
+    }
+    json_decref(cfg);
+    return checked;
+}
+
+TEST(golden_hf_configs)
+{
+    const char *dir = th_shared_dir("models/hf");
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int files = 0, mapped = 0, qwen_moe = 0;
+    CHECK(d != NULL);
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        char path[1024];
+        size_t n;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *text = th_read_file(path, &n);
+        CHECK(text != NULL);
+        if (!text)
+            continue;
+        files++;
+        mapped += check_config(e->d_name, text, n);
+        qwen_moe += strstr(text, "\"qwen3_moe\"") != NULL;
+        free(text);
+    }
+    if (d)
+        closedir(d);
+    /* the folder's README lists 13 configs, two of them refused */
+    CHECK(files >= 13);
+    CHECK_EQ_INT(mapped, files - 2);
+    CHECK(qwen_moe >= 2);
+}

@@ -1,0 +1,245 @@
+/* tests/unit/test_memory.c: the memory model against the ZeRO paper's
+ * figures and Korthikanti et al.'s activation formulas, each recomputed
+ * here by hand; Megatron's layer placement over pipeline stages. */
+#include <stdio.h>
+#include <string.h>
+
+#include "estimator/flops.h"
+#include "estimator/memory.h"
+#include "estimator/placement.h"
+#include "estimator/spec.h"
+#include "tests/check.h"
+#include "common/banned.h"
+
+static struct est_spec spec(const char *json)
+{
+    struct est_spec s;
+    struct sc_error err;
+    memset(&s, 0, sizeof s);
+    if (est_spec_parse(json, strlen(json), &s, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", json, err.msg);
+    return s;
+}
+
+static double states_gb(const struct est_model_states *st)
+{
+    return (st->weights + st->gradients + st->optimizer) / 1e9;
+}
+
+TEST(memory_zero_paper_figures)
+{
+    /* Rajbhandari et al. 2020, Figure 1: 7.5B parameters, 64 GPUs,
+     * mixed-precision Adam (K = 12) */
+    static const double want[4] = {120, 31.4, 16.6, 1.9};
+    for (int stage = 0; stage <= 3; stage++) {
+        struct est_model_states st;
+        est_model_states(7.5e9, HW_BF16, stage, 64, &st);
+        CHECK_NEAR(states_gb(&st), want[stage], 0.05);
+    }
+    struct est_model_states st;
+    est_model_states(7.5e9, HW_FP16, 1, 64, &st);
+    CHECK_NEAR(st.weights, 2 * 7.5e9, 1);
+    CHECK_NEAR(st.gradients, 2 * 7.5e9, 1);
+    CHECK_NEAR(st.optimizer, 12 * 7.5e9 / 64, 1);
+    est_model_states(1e9, HW_FP32, 0, 8, &st); /* 4 + 4 + 8 */
+    CHECK_NEAR(states_gb(&st), 16, 1e-9);
+}
+
+/* Korthikanti et al. 2022's configuration of GPT-3 175B: seq 2048, hidden
+ * 12288, 96 heads, micro-batch 1, tensor parallelism 8. */
+static const char *gpt3(const char *parallel, const char *options)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf,
+             "{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,\"vocab\":51200},"
+             "\"parallel\":{%s},\"options\":{%s},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}",
+             parallel, options);
+    return buf;
+}
+
+TEST(memory_korthikanti_per_layer)
+{
+    double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+    struct est_layer_activations la;
+    struct est_spec sp = spec(gpt3("", ""));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, sbh * (34 + 5 * a * s / h), 0.5);
+
+    sp = spec(gpt3("\"tp\":8", ""));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 0.5);
+    CHECK_NEAR(la.kept, sbh * 23, 0.5); /* (10 + 3 + 10): the paper's Table 2 row */
+
+    sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true"));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, sbh * (34 + 5 * a * s / h) / t, 0.5);
+
+    sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true,\"recompute\":\"selective\""));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, sbh * 34 / t, 0.5);
+
+    sp = spec(gpt3("\"tp\":8", "\"recompute\":\"selective\""));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, sbh * (10 + 24 / t), 0.5);
+
+    sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true,\"recompute\":\"full\""));
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, 2 * sbh / t, 0.5);
+    CHECK_NEAR(la.full, sbh * (34 + 5 * a * s / h) / t, 0.5);
+
+    /* context parallelism divides everything by cp */
+    struct est_layer_activations cp2;
+    sp = spec(gpt3("\"tp\":8,\"cp\":2", "\"sequence_parallel\":true"));
+    est_layer_activations(&sp, 0, &cp2);
+    CHECK_NEAR(cp2.kept, sbh * (34 + 5 * a * s / h) / t / 2, 0.5);
+}
+
+TEST(memory_grouped_query_gated_and_moe_layers)
+{
+    /* Llama-3.1-8B's layer, tp 2 with sequence parallelism, micro-batch 2:
+     * by tensor, 2-byte values and 1-byte masks */
+    struct est_spec sp =
+        spec("{\"model\":{\"layers\":32,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336,"
+             "\"mlp\":\"swiglu\",\"seq\":8192,\"vocab\":128256},\"parallel\":{\"tp\":2,"
+             "\"micro_batch\":2},\"options\":{\"sequence_parallel\":true},\"cluster\":{\"gpu\":\"x\"}}");
+    double T = 2 * 8192, h = 4096, t = 2, q = 4096, kv = 1024, f = 14336;
+    double norms_inputs_masks = T * h * (2 + 2 + 2 + 2 + 1 + 1) / t;
+    double qkv_out = T * (q + kv + kv + q) * 2 / t;
+    double scores = 32 * T * 8192 * 5 / t; /* b x heads x s x s, 5 bytes */
+    double gated = T * (2 * f + f) * 2 / t;
+    struct est_layer_activations la;
+    est_layer_activations(&sp, 0, &la);
+    CHECK_NEAR(la.kept, norms_inputs_masks + qkv_out + scores + gated, 1);
+
+    /* an MoE layer: shared expert like a dense MLP, routed tokens x top_k
+     * with their input and intermediates split over etp */
+    sp = spec("{\"model\":{\"layers\":2,\"hidden\":64,\"heads\":4,\"seq\":128,\"mlp\":\"swiglu\","
+              "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":32,\"shared_experts\":1}},"
+              "\"parallel\":{\"tp\":2,\"etp\":1,\"ep\":2,\"dp\":2},"
+              "\"options\":{\"sequence_parallel\":true},\"cluster\":{\"gpu\":\"x\"}}");
+    T = 128;
+    h = 64;
+    double base = T * h * 10 / 2 + T * (4 * 64) * 2 / 2 + 4 * T * 128 * 5 / 2;
+    double shared = T * 3 * 32 * 2 / 2;
+    double routed = (T * 2 * 1 / 2) * (h * 2 + 3 * 32 * 2 / 1.0);
+    est_layer_activations(&sp, 1, &la);
+    CHECK_NEAR(la.kept, base + shared + routed, 1e-6);
+}
+
+TEST(memory_korthikanti_first_stage_in_flight)
+{
+    /* pipeline 8 over 96 layers, 64 micro-batches: under 1F1B the first
+     * stage holds 8 micro-batches of 12 layers = 96 layers' activations
+     * (plus the embedding's dropout mask per micro-batch) */
+    double sbh = 2048.0 * 12288, t = 8;
+    struct est_spec sp =
+        spec(gpt3("\"tp\":8,\"pp\":8,\"dp\":1,\"global_batch\":64",
+                  "\"sequence_parallel\":true,\"recompute\":\"selective\""));
+    struct est_memory mem;
+    struct sc_error err;
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(mem.n_stages, 8);
+    CHECK_EQ_INT(mem.stages[0].in_flight, 8);
+    CHECK_NEAR(mem.stages[0].activations, 8 * (12 * 34 * sbh / t + sbh / t), 1);
+    /* the last stage: one micro-batch, its norm and output-layer inputs and
+     * fp32 logits */
+    CHECK_EQ_INT(mem.stages[7].in_flight, 1);
+    CHECK_NEAR(mem.stages[7].activations,
+               12 * 34 * sbh / t + 2 * 2 * sbh / t + 4 * 2048.0 * 51200 / t, 1);
+    est_memory_release(&mem);
+
+    /* interleaved with 2 chunks: L (1 + (p - 1) / (p v)) = 138 layers */
+    sp = spec(gpt3("\"tp\":8,\"pp\":8,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":64",
+                   "\"sequence_parallel\":true,\"recompute\":\"selective\""));
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(mem.stages[0].in_flight, 23);
+    /* chunk 0 (with the embedding) runs 15 of the 23 forward passes */
+    CHECK_NEAR(mem.stages[0].activations, 138 * 34 * sbh / t + 15 * sbh / t, 1);
+    est_memory_release(&mem);
+
+    /* full recomputation: each layer's input per micro-batch in flight and
+     * one layer recomputed */
+    sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64",
+                   "\"sequence_parallel\":true,\"recompute\":\"full\""));
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_NEAR(mem.stages[0].activations,
+               8 * (12 * 2 * sbh / t + sbh / t) + sbh * (34 + 5 * 96 * 2048 / 12288.0) / t, 1);
+    est_memory_release(&mem);
+}
+
+TEST(memory_model_states_per_stage_and_fit)
+{
+    /* one stage, tp 2, dp 64, distributed optimizer: dense weights split
+     * by tp, norms replicated, optimizer sharded over dp */
+    struct est_spec sp = spec("{\"model\":{\"layers\":4,\"hidden\":1024,\"heads\":16,\"seq\":1024,"
+                              "\"vocab\":32000},\"parallel\":{\"tp\":2,\"dp\":64},\"options\":{"
+                              "\"zero_stage\":1},\"cluster\":{\"gpu\":\"x\"}}");
+    double h = 1024, per_gpu = 4 * (12 * h * h / 2 + 2 * h) + 2 * 32000 * h / 2 + h;
+    struct est_memory mem;
+    struct sc_error err;
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_NEAR(mem.stages[0].states.weights, 2 * per_gpu, 1e-3);
+    CHECK_NEAR(mem.stages[0].states.gradients, 2 * per_gpu, 1e-3);
+    CHECK_NEAR(mem.stages[0].states.optimizer, 12 * per_gpu / 64, 1e-3);
+    CHECK_NEAR(mem.capacity_gb, 80 * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB, 1e-9);
+    CHECK(mem.fits);
+    CHECK_NEAR(mem.gb_per_gpu * 1e9,
+               mem.stages[0].states.weights + mem.stages[0].states.gradients +
+                   mem.stages[0].states.optimizer + mem.stages[0].activations,
+               1e-3);
+    est_memory_release(&mem);
+
+    /* GPT-3 175B on 8 GPUs without pipeline: far over 80 GB */
+    sp = spec(gpt3("\"tp\":8", ""));
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK(!mem.fits);
+    CHECK(mem.gb_per_gpu > 175e9 * 16 / 8 / 1e9);
+    est_memory_release(&mem);
+
+    /* the worst stage is the peak: the first under 1F1B with no recompute */
+    sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64", "\"sequence_parallel\":true"));
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(mem.worst_stage, 0);
+    CHECK_NEAR(mem.gb_per_gpu, mem.stages[0].total / 1e9, 1e-9);
+    est_memory_release(&mem);
+}
+
+/* placement: layers per virtual stage */
+static void check_placement(int layers, int pp, int vpp, const int *want)
+{
+    struct est_stage_layers st[16];
+    struct sc_error err;
+    CHECK_EQ_INT(est_place_layers(layers, pp, vpp, st, &err), SC_OK);
+    int next = 0;
+    for (int i = 0; i < pp * vpp; i++) {
+        if (st[i].layers != want[i] || st[i].first_layer != next)
+            sc_check_fail(__FILE__, __LINE__, "%d layers on %d x %d: stage %d holds %d from %d, not %d",
+                          layers, pp, vpp, i, st[i].layers, st[i].first_layer, want[i]);
+        next += want[i];
+        CHECK_EQ_INT(st[i].embedding, i == 0);
+        CHECK_EQ_INT(st[i].loss, i == pp * vpp - 1);
+    }
+}
+
+TEST(placement_megatron_rules)
+{
+    check_placement(8, 4, 1, (const int[]){2, 2, 2, 2});
+    check_placement(8, 2, 2, (const int[]){2, 2, 2, 2});
+    /* 30 + 2 = 32 over 4: embedding and loss take a layer's place */
+    check_placement(30, 4, 1, (const int[]){7, 8, 8, 7});
+    /* 2 + 2 over 4: the first stage holds only the embedding */
+    check_placement(2, 4, 1, (const int[]){0, 1, 1, 0});
+    check_placement(10, 4, 1, (const int[]){2, 3, 3, 2});
+    /* 11 over 4, neither 11 nor 13 divides: 2 each, the remainder to the
+     * middle stages */
+    check_placement(11, 4, 1, (const int[]){2, 4, 3, 2});
+    check_placement(17, 5, 1, (const int[]){3, 4, 4, 3, 3});
+    /* 7 over 2: no middle stage, the first takes it */
+    check_placement(7, 2, 1, (const int[]){4, 3});
+    check_placement(5, 1, 1, (const int[]){5});
+
+    struct est_stage_layers st[8];
+    struct sc_error err;
+    CHECK_EQ_INT(est_place_layers(4, 7, 1, st, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "more than layers + 2");
+}
