@@ -33,6 +33,8 @@ static const char usage[] =
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
     "      fit the collective model to nccl-tests outputs: a cluster profile\n"
+    "  calibrate traces [--gpu ID] --out PROFILE.json TRACE...\n"
+    "      fit GEMM and collective costs to a job's own traces\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
