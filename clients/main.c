@@ -36,6 +36,8 @@ static const char usage[] =
     "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
     "      the model of a spec from a Hugging Face config.json; a spec checked\n"
     "      and written out with every default\n"
+    "  calibrate traces [--gpu ID] --out PROFILE.json TRACE...\n"
+    "      fit GEMM and collective costs to a job's own traces\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"

@@ -10,7 +10,6 @@
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
-#include <jansson.h>
 
 #include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
@@ -179,7 +178,7 @@ static size_t plans(const struct coll_params *p, enum model_coll_op k, int g, in
     }
 }
 
-static int check_params(const struct coll_params *p, struct sc_error *err)
+int coll_params_valid(const struct coll_params *p, struct sc_error *err)
 {
     if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
         !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
@@ -198,7 +197,7 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
                             g->ranks, g->ranks_per_domain);
     if (!(bytes >= 0) || !isfinite(bytes))
         return sc_error_set(err, SC_EINVAL, "collective size must be a finite number of bytes >= 0");
-    if (check_params(p, err))
+    if (coll_params_valid(p, err))
         return err->code;
     if (g->ranks == 1 && kind != MODEL_COLL_SENDRECV) {
         out->time_us = out->alpha_us = p->base_us; /* a local copy at most */
@@ -412,6 +411,13 @@ static const struct coll_measurement *pick(const struct coll_measurement *m, siz
     return best;
 }
 
+/* Only small messages measure latency: a fit of large ones has an alpha
+ * that is mostly the noise of its bandwidth term (or waits for peers). */
+static int latency_fit(const struct coll_fit *f)
+{
+    return f->alpha_fitted && f->size_lo < coll_fit_range_lo[1];
+}
+
 void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len)
 {
@@ -420,13 +426,13 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
     if (in) {
         const struct coll_fit *big = &in->fits[in->n_fits - 1], *small = &in->fits[0];
         plans(p, in->kind, in->ranks, 1, pl);
-        if (big->busbw_gbps > 0) {
+        if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1]) {
             p->intra.busbw_gbps = big->busbw_gbps / pl[0].intra_gain;
             say(report, report_len, "intra busbw %.1f GB/s from %s %s, %d ranks, sizes %.0f-%.0f B\n",
                 p->intra.busbw_gbps, in->source, coll_kind_name(in->kind), in->ranks, big->size_lo,
                 big->size_hi);
         }
-        if (small->alpha_fitted && pl[0].steps_intra > 0) {
+        if (latency_fit(small) && pl[0].steps_intra > 0) {
             p->intra.hop_us = fmax(0, small->alpha_us - p->base_us) / pl[0].steps_intra;
             say(report, report_len, "intra hop %.3f us from alpha %.2f us over %.0f steps (%s)\n",
                 p->intra.hop_us, small->alpha_us, pl[0].steps_intra, in->source);
@@ -438,7 +444,8 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
         if (g < 1 || g * d != x->ranks)
             return;
         plans(p, x->kind, g, d, pl);
-        if (big->busbw_gbps > 0 && pl[0].bytes_inter > 0) {
+        if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1] &&
+            pl[0].bytes_inter > 0) {
             double per_byte = coll_bus_factor(x->kind, x->ranks) / big->busbw_gbps;
             double intra = pl[0].bytes_intra > 0 ? pl[0].bytes_intra / (p->intra.busbw_gbps * pl[0].intra_gain) : 0;
             if (per_byte > 1.1 * intra) {
@@ -450,128 +457,11 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
                     p->inter.busbw_gbps, x->source);
             }
         }
-        if (small->alpha_fitted && pl[0].steps_inter > 0) {
+        if (latency_fit(small) && pl[0].steps_inter > 0) {
             double rest = small->alpha_us - p->base_us - pl[0].steps_intra * p->intra.hop_us;
             p->inter.hop_us = fmax(0, rest) / pl[0].steps_inter;
             say(report, report_len, "inter hop %.3f us from alpha %.2f us over %.0f steps (%s)\n",
                 p->inter.hop_us, small->alpha_us, pl[0].steps_inter, x->source);
         }
     }
-}
-
-/* ---- the cluster profile document ---- */
-
-#define PROFILE_FORMAT "stepcast-cluster-profile"
-#define PROFILE_VERSION 1
-
-static json_t *num_or_null(double v, int known)
-{
-    return known && isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *tier_json(const struct coll_tier *t)
-{
-    return json_pack("{s:f, s:f}", "busbw_gbps", t->busbw_gbps, "hop_us", t->hop_us);
-}
-
-void *cluster_profile_json(const char *gpu_id, const char *device_name,
-                           const struct coll_measurement *m, size_t n,
-                           const struct coll_params *p)
-{
-    json_t *ms = json_array();
-    for (size_t i = 0; ms && i < n; i++) {
-        json_t *fits = json_array();
-        for (size_t j = 0; fits && j < m[i].n_fits; j++) {
-            const struct coll_fit *f = &m[i].fits[j];
-            json_array_append_new(
-                fits, json_pack("{s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:f}", "size_min", f->size_lo,
-                                "size_max", f->size_hi, "alpha_us", num_or_null(f->alpha_us, f->alpha_fitted),
-                                "alpha_stderr_us", num_or_null(f->alpha_se_us, f->alpha_fitted),
-                                "busbw_gbps", num_or_null(f->busbw_gbps, f->busbw_gbps > 0),
-                                "busbw_stderr_gbps", num_or_null(f->busbw_se_gbps, f->busbw_gbps > 0),
-                                "points", (json_int_t)f->points, "rms_err_pct", f->rms_err_pct,
-                                "max_err_pct", f->max_err_pct));
-        }
-        json_array_append_new(ms, json_pack("{s:s, s:i, s:i, s:s, s:s, s:o}", "kind",
-                                            coll_kind_name(m[i].kind), "ranks", m[i].ranks, "nodes",
-                                            m[i].nodes, "tier", m[i].inter ? "inter" : "intra", "source",
-                                            m[i].source, "fits", fits ? fits : json_null()));
-    }
-    json_t *params = json_pack("{s:f, s:o, s:o, s:f, s:b, s:b}", "base_us", p->base_us, "intra",
-                               tier_json(&p->intra), "inter", tier_json(&p->inter), "nvls_gain",
-                               p->nvls_gain, "nvls", p->nvls, "sharp", p->sharp);
-    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:s, s:o, s:o}", "format", PROFILE_FORMAT, "version",
-                            PROFILE_VERSION, "gpu", gpu_id && *gpu_id ? json_string(gpu_id) : json_null(),
-                            "device_name", device_name && *device_name ? json_string(device_name) : json_null(),
-                            "source", "nccl-tests", "measurements", ms ? ms : json_null(), "collective",
-                            params ? params : json_null());
-    return doc;
-}
-
-static int get_num(json_t *obj, const char *key, const char *where, double *out, struct sc_error *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v)
-        return SC_OK; /* keeps the default */
-    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-        return sc_error_set(err, SC_EPARSE, "cluster profile: %s.%s must be a number >= 0", where, key);
-    *out = json_number_value(v);
-    return SC_OK;
-}
-
-int cluster_profile_parse(const char *json, size_t len, char *gpu_id, size_t gpu_id_len,
-                          struct coll_params *p, struct sc_error *err)
-{
-    json_error_t je;
-    json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    int status = SC_OK;
-    if (!doc)
-        return sc_error_set(err, SC_EPARSE, "cluster profile: %s (line %d)", je.text, je.line);
-    const char *fmt = json_string_value(json_object_get(doc, "format"));
-    json_t *c = json_object_get(doc, "collective"), *gpu = json_object_get(doc, "gpu");
-    if (!fmt || strcmp(fmt, PROFILE_FORMAT) != 0) {
-        status = sc_error_set(err, SC_EPARSE, "cluster profile: format must be \"%s\"", PROFILE_FORMAT);
-        goto out;
-    }
-    if (json_integer_value(json_object_get(doc, "version")) != PROFILE_VERSION) {
-        status = sc_error_set(err, SC_EPARSE, "cluster profile: version must be %d", PROFILE_VERSION);
-        goto out;
-    }
-    if (gpu && !json_is_null(gpu) && !json_is_string(gpu)) {
-        status = sc_error_set(err, SC_EPARSE, "cluster profile: gpu must be a string or null");
-        goto out;
-    }
-    snprintf(gpu_id, gpu_id_len, "%s", json_is_string(gpu) ? json_string_value(gpu) : "");
-    if (c && !json_is_object(c)) {
-        status = sc_error_set(err, SC_EPARSE, "cluster profile: collective must be an object");
-        goto out;
-    }
-    if (c) {
-        struct coll_params q = *p;
-        json_t *in = json_object_get(c, "intra"), *x = json_object_get(c, "inter");
-        if ((in && !json_is_object(in)) || (x && !json_is_object(x))) {
-            status = sc_error_set(err, SC_EPARSE, "cluster profile: collective.intra and .inter must be objects");
-            goto out;
-        }
-        if ((status = get_num(c, "base_us", "collective", &q.base_us, err)) ||
-            (status = get_num(c, "nvls_gain", "collective", &q.nvls_gain, err)) ||
-            (status = get_num(in, "busbw_gbps", "collective.intra", &q.intra.busbw_gbps, err)) ||
-            (status = get_num(in, "hop_us", "collective.intra", &q.intra.hop_us, err)) ||
-            (status = get_num(x, "busbw_gbps", "collective.inter", &q.inter.busbw_gbps, err)) ||
-            (status = get_num(x, "hop_us", "collective.inter", &q.inter.hop_us, err)))
-            goto out;
-        json_t *b;
-        if ((b = json_object_get(c, "nvls")))
-            q.nvls = json_is_true(b);
-        if ((b = json_object_get(c, "sharp")))
-            q.sharp = json_is_true(b);
-        if ((status = check_params(&q, err))) {
-            sc_error_prefix(err, "cluster profile");
-            goto out;
-        }
-        *p = q;
-    }
-out:
-    json_decref(doc);
-    return status;
 }

@@ -21,7 +21,7 @@
  *
  * Parameters come from a hardware profile (link bandwidth x a documented
  * achievable fraction, NCCL's latency constants) or from a cluster profile
- * written by `stepcast calibrate nccl-tests` (cluster_profile_* below). */
+ * written by `stepcast calibrate` (estimator/cluster_profile.h). */
 #ifndef ESTIMATOR_COLLECTIVE_MODEL_H
 #define ESTIMATOR_COLLECTIVE_MODEL_H
 
@@ -84,6 +84,9 @@ struct coll_params {
  * direction x fraction. */
 void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p);
 
+/* SC_EINVAL unless bandwidths are > 0 and latencies >= 0. */
+int coll_params_valid(const struct coll_params *p, struct sc_error *err);
+
 /* How a group is laid out: `ranks` members, `ranks_per_domain` of them in
  * each NVLink domain (1 .. ranks; ranks when the group is inside one). */
 struct coll_group {
@@ -133,7 +136,7 @@ struct coll_fit {
 int coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
                  struct sc_error *err);
 
-/* ---- cluster profiles (the JSON `stepcast calibrate` writes; README) ---- */
+/* ---- what a calibration measured ---- */
 
 struct coll_measurement {
     enum model_coll_op kind;
@@ -146,24 +149,13 @@ struct coll_measurement {
 
 /* Set what measurements tell of *p (which holds the GPU's defaults): intra
  * busbw from the largest-size fit of a one-domain measurement (all-reduce
- * first), its hop latency from the smallest-size fit's alpha less the base
- * latency, spread over the algorithm's steps; inter busbw and hop from a
+ * first) when it reaches 16 MiB, its hop latency from the fit of sizes
+ * below 64 KiB (alpha less the base latency, spread over the algorithm's
+ * steps); inter busbw and hop from a
  * multi-domain measurement by inverting the hierarchical model, where the
  * network bounds it. What nothing measured keeps its default. One line per
  * value set goes to `report` (if non-NULL), for the user. */
 void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len);
-
-/* The cluster profile document (a json_t *, new reference; NULL when out of
- * memory): the GPU, the measurements with each fit and its quality, and
- * the parameters the collective model uses. */
-void *cluster_profile_json(const char *gpu_id, const char *device_name,
-                           const struct coll_measurement *m, size_t n,
-                           const struct coll_params *p);
-/* Read a cluster profile: its GPU id (may be "" when the profile names
- * none) and its parameters, over the defaults *p holds. SC_EPARSE naming
- * the member on a bad document. */
-int cluster_profile_parse(const char *json, size_t len, char *gpu_id, size_t gpu_id_len,
-                          struct coll_params *p, struct sc_error *err);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit.h>
 #include <jansson.h>
 
 #include "common/vec.h"
@@ -268,52 +270,89 @@ void gemm_samples_release(struct gemm_samples *s)
     memset(s, 0, sizeof *s);
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return a < b ? -1 : a > b;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
-                       const struct gemm_sample *s, size_t n, struct gemm_check *out,
+                       const struct gemm_sample *s, size_t n, struct estimate_check *out,
                        struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (n == 0)
-        return SC_OK;
-    double *abs_pct = malloc(n * sizeof *abs_pct), *ratio = malloc(n * sizeof *ratio);
-    int status = SC_OK;
-    if (!abs_pct || !ratio) {
-        status = sc_error_set(err, SC_ENOMEM, "out of memory");
-        goto out;
-    }
+    double *ratio = malloc((n + 1) * sizeof *ratio);
     size_t m = 0;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) {
+    int status = SC_OK;
+    if (!ratio)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n && !status; i++) {
         struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
         struct gemm_estimate e;
         if (!(s[i].measured_us > 0))
             continue; /* a zero-length record: no error to speak of */
-        if ((status = kernel_gemm(p, hw, &g, &e, err)))
-            goto out;
-        ratio[m] = e.time_us / s[i].measured_us;
-        abs_pct[m] = fabs(ratio[m] - 1) * 100;
-        sum += abs_pct[m++];
+        if (!(status = kernel_gemm(p, hw, &g, &e, err)))
+            ratio[m++] = e.time_us / s[i].measured_us;
     }
-    out->n = m;
-    if (m) {
-        out->mean_abs_pct = sum / (double)m;
-        out->median_abs_pct = median(abs_pct, m);
-        out->median_ratio = median(ratio, m);
-    }
-out:
-    free(abs_pct);
+    if (!status && estimate_check_ratios(ratio, m, out))
+        status = sc_error_set(err, SC_ENOMEM, "out of memory");
     free(ratio);
+    return status;
+}
+
+#define MIN_FIT_SAMPLES 8
+
+int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+                     const struct gemm_sample *s, size_t n, struct kernel_params *out,
+                     struct gemm_fit *fit, struct sc_error *err)
+{
+    memset(fit, 0, sizeof *fit);
+    *out = *base;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += s[i].measured_us > 0;
+    if (m < MIN_FIT_SAMPLES)
+        return sc_error_set(err, SC_EINVAL, "%zu GEMMs with a time: at least %d are needed to fit", m,
+                            MIN_FIT_SAMPLES);
+    int status = gemm_samples_check(base, hw, s, n, &fit->before, err);
+    if (status)
+        return status;
+    gsl_matrix *X = gsl_matrix_alloc(m, 2), *cov = gsl_matrix_alloc(2, 2);
+    gsl_vector *y = gsl_vector_alloc(m), *b = gsl_vector_alloc(2);
+    gsl_multifit_robust_workspace *w = gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, m, 2);
+    if (!X || !cov || !y || !b || !w) {
+        status = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t row = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
+        struct gemm_estimate e;
+        if (!(s[i].measured_us > 0))
+            continue;
+        if ((status = kernel_gemm(base, hw, &g, &e, err)))
+            goto out;
+        double kernels = e.split_k > 1 ? 2 : 1, t = s[i].measured_us;
+        gsl_matrix_set(X, row, 0, kernels / t);
+        gsl_matrix_set(X, row, 1, (e.time_us - kernels * base->kernel_fixed_us) / t);
+        gsl_vector_set(y, row++, 1);
+    }
+    int st = gsl_multifit_robust(X, y, b, cov, w);
+    double fixed = gsl_vector_get(b, 0), inv_scale = gsl_vector_get(b, 1);
+    if ((st != GSL_SUCCESS && st != GSL_EMAXITER) || !isfinite(fixed) || !(inv_scale > 0)) {
+        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit failed (GSL: %s)", gsl_strerror(st));
+        goto out;
+    }
+    out->kernel_fixed_us = fixed;
+    out->gemm_ceiling_scale = base->gemm_ceiling_scale / inv_scale;
+    if ((status = kernel_params_check(out, err))) {
+        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit gives an unphysical value: %s", err->msg);
+        *out = *base;
+        goto out;
+    }
+    fit->samples = m;
+    fit->fixed_se_us = sqrt(gsl_matrix_get(cov, 0, 0));
+    fit->scale_se = base->gemm_ceiling_scale * sqrt(gsl_matrix_get(cov, 1, 1)) / (inv_scale * inv_scale);
+    status = gemm_samples_check(out, hw, s, n, &fit->after, err);
+out:
+    gsl_multifit_robust_free(w);
+    gsl_vector_free(b);
+    gsl_vector_free(y);
+    gsl_matrix_free(cov);
+    gsl_matrix_free(X);
     return status;
 }

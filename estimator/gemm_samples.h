@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "estimator/estimate_check.h"
 #include "estimator/hardware.h"
 #include "model/trace.h"
 
@@ -47,16 +48,26 @@ void gemm_samples_release(struct gemm_samples *s);
 
 struct kernel_params;
 
-/* The kernel model against measured samples (all of one GPU): absolute
- * errors |predicted / measured - 1| in percent, their median and mean, and
- * the median of predicted / measured (below 1: the model is fast). */
-struct gemm_check {
-    size_t n;
-    double median_abs_pct, mean_abs_pct, median_ratio;
-};
+/* The kernel model against measured samples (all of one GPU). */
 int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
-                       const struct gemm_sample *s, size_t n, struct gemm_check *out,
+                       const struct gemm_sample *s, size_t n, struct estimate_check *out,
                        struct sc_error *err);
+
+/* Fit the GEMM parameters a GPU's traces determine: kernel_fixed_us and
+ * gemm_ceiling_scale, by robust regression (GSL, bisquare) of the measured
+ * times on the model's kernel count and bound time (t = fixed x kernels +
+ * bound / scale), on relative residuals. *out is *base with the two set;
+ * `fit` says how well the model did before and after. SC_EINVAL with
+ * fewer than 8 samples; SC_ENUMERIC when the fit fails or gives a value
+ * outside its physical range (then *out is *base). */
+struct gemm_fit {
+    size_t samples;
+    struct estimate_check before, after;
+    double fixed_se_us, scale_se; /* standard errors */
+};
+int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+                     const struct gemm_sample *s, size_t n, struct kernel_params *out,
+                     struct gemm_fit *fit, struct sc_error *err);
 
 /* The trace's name of a device id ("NVIDIA A100-SXM4-80GB"), or NULL. */
 const char *gemm_device_name(const struct model_trace *t, int32_t device);

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     printf("%-16s %8s %6s %6s %6s %12s %10s %14s\n", "gpu", "samples", "fp32", "tf32", "other",
            "median_abs%", "mean_abs%", "median_ratio");
     for (size_t g = 0; g < n_gpus; g++) {
-        struct gemm_check c;
+        struct estimate_check c;
         if (gemm_samples_check(&p, gpus[g].hw, gpus[g].s.v, gpus[g].s.n, &c, &err)) {
             fprintf(stderr, "bench-gemm-model: %s\n", err.msg);
             return 1;

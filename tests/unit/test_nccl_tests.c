@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "estimator/cluster_profile.h"
 #include "estimator/collective_model.h"
 #include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
@@ -290,34 +291,56 @@ TEST(collective_model_extrapolates_from_a_fit)
 
 TEST(cluster_profile_round_trip_and_errors)
 {
-    struct coll_params p = hand_params(), q = {0};
+    struct cluster_profile w, r;
     struct coll_measurement m = {.kind = MODEL_COLL_SENDRECV, .ranks = 2, .nodes = 2, .inter = 1, .n_fits = 1};
     struct sc_error err;
-    char gpu[48];
+    memset(&w, 0, sizeof w);
+    snprintf(w.gpu, sizeof w.gpu, "h100-sxm");
+    snprintf(w.source, sizeof w.source, "nccl-tests");
+    w.coll = hand_params();
+    w.coll.sharp = 1;
+    kernel_params_default(&w.kernel);
+    w.kernel.kernel_fixed_us = 4.5;
+    w.has_kernel = 1;
     snprintf(m.source, sizeof m.source, "f.txt");
     m.fits[0].busbw_gbps = 24;
     m.fits[0].points = 4;
-    p.sharp = 1;
-    json_t *doc = cluster_profile_json("h100-sxm", "NVIDIA H100 80GB HBM3", &m, 1, &p);
+    json_t *doc = cluster_profile_json(&w, &m, 1);
     CHECK(doc != NULL);
     char *text = json_dumps(doc, 0);
     json_decref(doc);
-    q = hand_params();
-    q.intra.busbw_gbps = 1; /* overwritten by the profile */
-    CHECK_EQ_INT(cluster_profile_parse(text, strlen(text), gpu, sizeof gpu, &q, &err), SC_OK);
-    CHECK_STREQ(gpu, "h100-sxm");
-    CHECK_NEAR(q.intra.busbw_gbps, 100, 0);
-    CHECK_NEAR(q.inter.hop_us, 5, 0);
-    CHECK_EQ_INT(q.sharp, 1);
+    memset(&r, 0, sizeof r);
+    r.coll = hand_params();
+    r.coll.intra.busbw_gbps = 1; /* overwritten by the profile */
+    kernel_params_default(&r.kernel);
+    CHECK_EQ_INT(cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
+    CHECK_STREQ(r.gpu, "h100-sxm");
+    CHECK_STREQ(r.source, "nccl-tests");
+    CHECK_NEAR(r.coll.intra.busbw_gbps, 100, 0);
+    CHECK_NEAR(r.coll.inter.hop_us, 5, 0);
+    CHECK_EQ_INT(r.coll.sharp, 1);
+    CHECK_EQ_INT(r.has_kernel, 1);
+    CHECK_NEAR(r.kernel.kernel_fixed_us, 4.5, 0);
+    CHECK_NEAR(r.kernel.hbm_fraction, 0.86, 0);
     CHECK_CONTAINS(text, "\"alpha_us\": null"); /* not fitted: said, not invented */
     free(text);
-    const char *bad = "{\"format\":\"stepcast-cluster-profile\",\"version\":1,"
-                      "\"collective\":{\"intra\":{\"busbw_gbps\":-3}}}";
-    CHECK_EQ_INT(cluster_profile_parse(bad, strlen(bad), gpu, sizeof gpu, &q, &err), SC_EPARSE);
-    CHECK_CONTAINS(err.msg, "collective.intra.busbw_gbps");
-    CHECK_EQ_INT(cluster_profile_parse("{}", 2, gpu, sizeof gpu, &q, &err), SC_EPARSE);
-    CHECK_CONTAINS(err.msg, "format");
-    CHECK_EQ_INT(cluster_profile_parse("{", 1, gpu, sizeof gpu, &q, &err), SC_EPARSE);
+    const char *bad[][2] = {
+        {"{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{\"intra\":{\"busbw_gbps\":-3}}}",
+         "collective.intra.busbw_gbps"},
+        {"{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{\"intra\":{\"busbw_gbps\":0}}}",
+         "bandwidths must be > 0"},
+        {"{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"kernel\":{\"hbm_fraction\":7}}", "hbm_fraction"},
+        {"{\"format\":\"stepcast-cluster-profile\",\"version\":2}", "version"},
+        {"{}", "format"},
+        {"[1]", "format"},
+        {"{", "cluster profile"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct cluster_profile before = r;
+        CHECK_EQ_INT(cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
+        CHECK_CONTAINS(err.msg, bad[i][1]);
+        CHECK(memcmp(&before, &r, sizeof r) == 0); /* nothing half-applied */
+    }
 }
 
 TEST(calibrate_nccl_tests_command)
@@ -334,15 +357,17 @@ TEST(calibrate_nccl_tests_command)
     free(so);
     free(se);
     size_t n;
-    char *doc = th_read_file(out, &n), gpu[48];
+    char *doc = th_read_file(out, &n);
     CHECK(doc != NULL);
     if (doc) {
-        struct coll_params p = {0};
+        struct cluster_profile prof;
         struct sc_error err;
-        coll_params_from_hw(hw_profile_find("h100-sxm"), &p);
-        CHECK_EQ_INT(cluster_profile_parse(doc, n, gpu, sizeof gpu, &p, &err), SC_OK);
-        CHECK_STREQ(gpu, "h100-sxm");
-        CHECK_NEAR(p.inter.busbw_gbps, 24 / 1.005, 0.5);
+        memset(&prof, 0, sizeof prof);
+        coll_params_from_hw(hw_profile_find("h100-sxm"), &prof.coll);
+        CHECK_EQ_INT(cluster_profile_parse(doc, n, &prof, &err), SC_OK);
+        CHECK_STREQ(prof.gpu, "h100-sxm");
+        CHECK_EQ_INT(prof.has_kernel, 0);
+        CHECK_NEAR(prof.coll.inter.busbw_gbps, 24 / 1.005, 0.5);
         CHECK_CONTAINS(doc, "\"kind\": \"sendrecv\"");
         free(doc);
     }
