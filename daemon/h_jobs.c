@@ -146,7 +146,9 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
     struct sc_error err;
     int rc = model_stream_open_file(blob_writer_path(q->upload), &in, &err);
     if (rc == SC_OK) {
-        rc = model_trace_read(in, "trace", &s->load, &t, &err);
+        struct model_load_opts counting = s->load; /* memory bounded whatever the event count */
+        counting.count_only = 1;
+        rc = model_trace_read(in, "trace", &counting, &t, &err);
         model_stream_close(in);
     }
     if (rc && err.code == SC_ENUMERIC) /* a number out of range: as invalid as a bad byte */

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/integration/svc_harness.h"
@@ -657,6 +659,76 @@ TEST(svc_hostile_many_slow_clients)
         if (dr.fds[i] >= 0)
             close(dr.fds[i]);
     untouched(&c, "slow clients");
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+}
+
+/* A gzip trace of n tiny complete events under one step: megabytes that
+ * hold millions of events. */
+static const char *tiny_events_gzip(const char *name, long n)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", th_tmpdir(), name);
+    gzFile z = gzopen(path, "wb6");
+    CHECK(z != NULL);
+    gzprintf(z, "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\","
+                "\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":%ld}", 2 * n + 10);
+    for (long i = 0; i < n; i++)
+        gzprintf(z, ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":1}",
+                 2 * i + 1);
+    gzprintf(z, "]}");
+    CHECK_EQ_INT(gzclose(z), Z_OK);
+    return path;
+}
+
+/* The peak resident memory of a process (VmHWM), in bytes. */
+static long long peak_rss(pid_t pid)
+{
+    char path[64], *status;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    status = th_read_file(path, NULL);
+    const char *hwm = status ? strstr(status, "VmHWM:") : NULL;
+    long long kb = hwm ? strtoll(hwm + 6, NULL, 10) : -1;
+    free(status);
+    return kb * 1024;
+}
+
+TEST(svc_hostile_uploads_of_millions_of_events)
+{
+    struct ctx c;
+    enum { EVENTS = 3000000, UPLOADS = 3 };
+    const char *file = tiny_events_gzip("tiny.json.gz", EVENTS);
+    setup(&c, NULL);
+    /* F: validating uploads keeps no event: three at once stay small */
+    pid_t kids[UPLOADS];
+    for (int i = 0; i < UPLOADS; i++) {
+        if ((kids[i] = fork()) == 0) {
+            char path[64];
+            struct svc_opts o = {SVC_ADMIN, NULL, 0, file, NULL};
+            struct svc_resp r;
+            snprintf(path, sizeof path, "/v1/jobs/big/ranks/%d/trace", i);
+            long st = svc_call(&c.d, "PUT", path, &o, &r);
+            int ok = st == 201 && svc_json_int(r.body, "events") == EVENTS + 1 &&
+                     svc_json_int(r.body, "steps") == 1;
+            if (!ok)
+                fprintf(stderr, "%s: %ld %s\n", path, st, r.body);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < UPLOADS; i++) {
+        int st = 0;
+        waitpid(kids[i], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    long long peak = peak_rss(c.d.pid);
+    fprintf(stderr, "  daemon peak RSS after %d concurrent uploads of %d events: %.1f MB\n", UPLOADS,
+            EVENTS + 1, (double)peak / 1e6);
+#if defined(__SANITIZE_ADDRESS__)
+    (void)peak; /* ASan's shadow memory and quarantine are no measure of ours */
+#else
+    if (peak <= 0 || peak > (256ll << 20))
+        sc_check_fail(__FILE__, __LINE__, "peak RSS %lld bytes, over 256 MB", peak);
+#endif
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }
