@@ -3,7 +3,8 @@
  *   stepcast spec from-hf [--seq N] CONFIG.json   the "model" object of a
  *       spec from a Hugging Face config.json, on stdout
  *   stepcast spec check SPEC.json                 check a spec; print it
- *       with every default written out
+ *       with every default written out, and on stderr its GPUs,
+ *       parameters, FLOPs per token and memory per GPU
  *
  * Exit status 2 for an invalid config or spec, the field named. */
 #include <errno.h>
@@ -12,7 +13,9 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "estimator/flops.h"
 #include "estimator/hf_config.h"
+#include "estimator/memory.h"
 #include "estimator/spec.h"
 #include "common/banned.h"
 
@@ -103,12 +106,27 @@ static int check(int argc, char **argv)
         return cli_usage_error("spec", "%s", spec_usage);
     if (read_file(argv[1], &text, &n, &err))
         return cli_fail(&err);
-    int rc = est_spec_load(text, n, &spec, NULL, &err);
+    const struct hw_profile *hw;
+    int rc = est_spec_load(text, n, &spec, &hw, &err);
     free(text);
     if (rc) {
         sc_error_prefix(&err, "%s", argv[1]);
         return cli_fail(&err);
     }
+    /* what follows from it, on stderr: stdout stays the spec */
+    struct est_params params;
+    struct est_memory mem;
+    char fit[160];
+    est_model_params(&spec.model, &params);
+    if (est_memory_estimate(&spec, hw->hbm_gb, &mem, &err))
+        return cli_fail(&err);
+    est_memory_fit_text(&mem, fit, sizeof fit);
+    fprintf(stderr,
+            "%lld GPUs (%s); %.4g parameters, %.4g in the GEMMs a token passes; %.4g model "
+            "FLOPs per token; %s\n",
+            (long long)est_spec_gpus(&spec), hw->id, params.total, params.active_gemm,
+            est_model_flops_per_token(&spec.model), fit);
+    est_memory_release(&mem);
     return print_text(est_spec_json(&spec));
 }
 

@@ -2,6 +2,7 @@
  * per pipeline stage (the model is described in memory.h). */
 #include "estimator/memory.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,4 +209,11 @@ void est_memory_release(struct est_memory *m)
 {
     free(m->stages);
     memset(m, 0, sizeof *m);
+}
+
+void est_memory_fit_text(const struct est_memory *m, char *buf, size_t n)
+{
+    snprintf(buf, n, "pipeline stage %lld needs %.1f GB per GPU, %s the %.1f GB usable",
+             (long long)m->worst_stage, m->gb_per_gpu, m->fits ? "within" : "more than",
+             m->capacity_gb);
 }

@@ -49,6 +49,7 @@
 #ifndef ESTIMATOR_MEMORY_H
 #define ESTIMATOR_MEMORY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "estimator/spec.h"
@@ -95,5 +96,9 @@ struct est_memory {
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
 void est_memory_release(struct est_memory *m);
+
+/* One line on the fit, e.g. "pipeline stage 0 needs 93.2 GB per GPU, more
+ * than the 74.0 GB usable" (or "..., within the 74.0 GB usable"). */
+void est_memory_fit_text(const struct est_memory *m, char *buf, size_t n);
 
 #endif

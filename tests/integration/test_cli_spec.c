@@ -48,6 +48,8 @@ TEST(cli_spec_from_hf_and_check)
     CHECK_EQ_INT(est_spec_parse(out, out ? strlen(out) : 0, &s, &e), SC_OK);
     CHECK_EQ_INT(s.parallel.global_batch, 4);
     CHECK_CONTAINS(out, "\"zero_stage\": 0");
+    CHECK_CONTAINS(err, "32 GPUs (h100-sxm)");
+    CHECK_CONTAINS(err, "GB usable");
     free(out);
     free(err);
 

@@ -436,5 +436,45 @@ TEST(spec_schema_agrees_with_the_parser)
             sc_check_fail(__FILE__, __LINE__, "the parser takes %s; the schema lacks it", *k);
     CHECK_EQ_INT(json_object_size(paths), n);
     json_decref(paths);
+
+    /* the schema's required keys are the parser's: a document of them
+     * alone parses, and without any one of them it is refused naming it */
+    json_t *doc = json_object();
+    const char *key;
+    json_t *obj;
+    json_object_foreach (json_object_get(schema, "properties"), key, obj) {
+        size_t i;
+        json_t *req;
+        json_array_foreach (json_object_get(obj, "required"), i, req) {
+            json_t *v = schema_value(json_object_get(json_object_get(obj, "properties"),
+                                                     json_string_value(req)));
+            if (!json_object_get(doc, key))
+                json_object_set_new(doc, key, json_object());
+            json_object_set(json_object_get(doc, key), json_string_value(req), v);
+        }
+    }
+    CHECK_EQ_INT(json_array_size(json_object_get(schema, "required")), json_object_size(doc));
+    char *text = json_dumps(doc, 0);
+    struct est_spec s;
+    CHECK_EQ_INT(parse(text, &s, &err), SC_OK);
+    free(text);
+    json_t *sections = json_copy(doc);
+    json_object_foreach (sections, key, obj) {
+        const char *member;
+        json_t *v;
+        json_object_foreach (obj, member, v) {
+            json_t *without = json_deep_copy(doc);
+            char path[128];
+            json_object_del(json_object_get(without, key), member);
+            snprintf(path, sizeof path, "%s.%s: missing", key, member);
+            text = json_dumps(without, 0);
+            CHECK_EQ_INT(parse(text, &s, &err), SC_EINVAL);
+            CHECK_CONTAINS(err.msg, path);
+            free(text);
+            json_decref(without);
+        }
+    }
+    json_decref(sections);
+    json_decref(doc);
     json_decref(schema);
 }
