@@ -326,31 +326,33 @@ static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s,
 static int calibrate_traces(int argc, char **argv)
 {
     struct opts o = {.kind = MODEL_COLL_UNKNOWN};
-    char **paths = NULL;
-    int n_paths = 0, rc;
-    for (int i = 1; i < argc; i++) {
+    char **paths = calloc((size_t)argc, sizeof *paths);
+    int n_paths = 0, rc = 0;
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0) {
             if (!v)
-                return cli_usage_error(CMD, "%s needs a value", a);
-            *(a[2] == 'o' ? &o.out : &o.gpu) = v;
+                rc = cli_usage_error(CMD, "%s needs a value", a);
+            else
+                *(a[2] == 'o' ? &o.out : &o.gpu) = v;
             i++;
         } else if (a[0] == '-') {
-            return cli_usage_error(CMD, "unknown option '%s'", a);
+            rc = cli_usage_error(CMD, "unknown option '%s'", a);
         } else {
-            if (!paths)
-                paths = argv + i;
-            else if (paths + n_paths != argv + i)
-                return cli_usage_error(CMD, "options go before the traces");
-            n_paths++;
+            paths[n_paths++] = argv[i];
         }
     }
-    if (!n_paths)
-        return cli_usage_error(CMD, "no trace given");
-    if (!o.out)
-        return cli_usage_error(CMD, "--out PROFILE.json is required");
+    if (!rc && !n_paths)
+        rc = cli_usage_error(CMD, "no trace given");
+    if (!rc && !o.out)
+        rc = cli_usage_error(CMD, "--out PROFILE.json is required");
     struct model_job *job = NULL;
-    if ((rc = cli_load_job(paths, n_paths, NULL, &job)))
+    if (!rc)
+        rc = cli_load_job(paths, n_paths, NULL, &job);
+    free(paths);
+    if (rc)
         return rc;
 
     struct gemm_samples gemms = {0};

@@ -223,3 +223,15 @@ int th_run(char *const argv[], char **out, char **err)
     unlink(epath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+char *th_run_expect(char *const argv[], int status, const char *out_contains, const char *err_contains)
+{
+    char *out = NULL, *err = NULL;
+    CHECK_EQ_INT(th_run(argv, &out, &err), status);
+    if (out_contains)
+        CHECK_CONTAINS(out, out_contains);
+    if (err_contains)
+        CHECK_CONTAINS(err, err_contains);
+    free(err);
+    return out;
+}

@@ -37,4 +37,8 @@ const char *th_write_gzip(const char *name, const void *data, size_t n);
  * NULL to discard); returns the exit status, or -1 if it did not exit. */
 int th_run(char *const argv[], char **out, char **err);
 
+/* th_run, CHECKing its exit status and that its stdout and stderr contain
+ * the given texts (NULL: anything); returns its stdout (free it). */
+char *th_run_expect(char *const argv[], int status, const char *out_contains, const char *err_contains);
+
 #endif

@@ -81,12 +81,9 @@ TEST(golden_calibrate_traces)
     const char *out = th_write_file("traces-profile.json", "", 0);
     char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--out", (char *)out,
                     (char *)trace, NULL};
-    char *so = NULL, *se = NULL;
-    CHECK_EQ_INT(th_run(argv, &so, &se), 0);
-    CHECK_CONTAINS(so, "GEMMs: 1776 with shapes and times");
+    char *so = th_run_expect(argv, 0, "GEMMs: 1776 with shapes and times", NULL);
     CHECK_CONTAINS(so, "GPU profile a100-sxm4-40gb");
     free(so);
-    free(se);
     size_t n;
     char *doc = th_read_file(out, &n);
     CHECK(doc != NULL);
@@ -126,11 +123,8 @@ TEST(golden_calibrate_traces_collectives)
     const char *out = th_write_file("nccl-profile.json", "", 0);
     char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--out", (char *)out,
                     (char *)trace, NULL};
-    char *so = NULL, *se = NULL;
-    CHECK_EQ_INT(th_run(argv, &so, &se), 0);
-    CHECK_CONTAINS(so, "traces: all_reduce, 2 ranks, nodes not said, 15 rows");
+    char *so = th_run_expect(argv, 0, "traces: all_reduce, 2 ranks, nodes not said, 15 rows", NULL);
     CHECK_CONTAINS(so, "model with a100-sxm4-40gb's defaults: median error");
     CHECK_CONTAINS(so, "not fitted"); /* its GEMM ops carry no Input Dims */
     free(so);
-    free(se);
 }

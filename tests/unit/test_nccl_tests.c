@@ -350,12 +350,10 @@ TEST(calibrate_nccl_tests_command)
     const char *out = th_write_file("profile.json", "", 0);
     char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "h100-sxm",
                     "--out", (char *)out, "tests/fixtures/nccl-tests/sendrecv-2node-synthetic.txt", NULL};
-    char *so = NULL, *se = NULL;
-    CHECK_EQ_INT(th_run(argv, &so, &se), 0);
-    CHECK_CONTAINS(so, "sendrecv, 2 ranks, 2 nodes");
+    char *so = th_run_expect(argv, 0, "sendrecv, 2 ranks, 2 nodes", NULL);
     CHECK_CONTAINS(so, "inter busbw 23.");
+    CHECK_CONTAINS(so, "model with h100-sxm's defaults");
     free(so);
-    free(se);
     size_t n;
     char *doc = th_read_file(out, &n);
     CHECK(doc != NULL);
@@ -374,20 +372,14 @@ TEST(calibrate_nccl_tests_command)
     /* no GPU named anywhere: exit 2, said */
     char *argv2[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--out", (char *)out,
                      "--kind", "all_reduce", "tests/fuzz/corpus/nccl_tests/tagged.txt", NULL};
-    CHECK_EQ_INT(th_run(argv2, &so, &se), 2);
-    CHECK_CONTAINS(se, "--gpu");
-    free(so);
-    free(se);
+    free(th_run_expect(argv2, 2, NULL, "--gpu"));
     /* a malformed row: the file and the byte */
     char *argv3[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "h100-sxm", "--kind",
                      "all_reduce", "--out", (char *)out, "tests/fuzz/corpus/nccl_tests/malformed.txt", NULL};
-    CHECK_EQ_INT(th_run(argv3, &so, &se), 2);
-    CHECK_CONTAINS(se, "malformed.txt': byte 0: malformed result row");
-    free(so);
-    free(se);
+    free(th_run_expect(argv3, 2, NULL, "malformed.txt': byte 0: malformed result row"));
     char *argv4[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "x.txt", NULL};
-    CHECK_EQ_INT(th_run(argv4, &so, &se), 2);
-    CHECK_CONTAINS(se, "--out");
-    free(so);
-    free(se);
+    free(th_run_expect(argv4, 2, NULL, "--out"));
+    char *argv5[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "nope", "--out",
+                     (char *)out, "tests/fixtures/nccl-tests/sendrecv-2node-synthetic.txt", NULL};
+    free(th_run_expect(argv5, 2, NULL, "no hardware profile 'nope'"));
 }
