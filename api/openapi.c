@@ -134,7 +134,7 @@ static json_t *parameters(const struct api_op_info *op)
 static json_t *responses(const struct api_op_info *op, enum api_op id)
 {
     json_t *r = json_object();
-    char code[8], list[64];
+    char code[8], list[96];
     json_t *ok;
     if (id == API_OP_METRICS)
         ok = content("text/plain", json_pack("{s:s}", "type", "string"));
@@ -149,7 +149,8 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
                                                 id == API_OP_TRACE_PUT ? "identical bytes were already there"
                                                                         : "the job existed: description replaced",
                                                 "content", content("application/json", ref(reply_schema[id]))));
-    snprintf(list, sizeof list, "%s", op->errors);
+    /* the op's own, then what any request can get for its head */
+    snprintf(list, sizeof list, "%s,400,414,431", op->errors);
     for (char *p = list; *p;) {
         char *c = strchr(p, ',');
         if (c)

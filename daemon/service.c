@@ -117,7 +117,13 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         goto fail;
     for (size_t i = 0; i < building.n; i++) {
         struct sc_error e;
-        if (builder_submit(s->builder, building.v[i], &e)) {
+        /* the first max-queued-builds of them, whatever the workers have
+         * finished meanwhile: which ones fail must not depend on timing */
+        int over = i >= (size_t)cfg->max_queued_builds;
+        if (over)
+            sc_error_set(&e, SC_ELIMIT, "more than %lld builds were left building (max-queued-builds)",
+                         (long long)cfg->max_queued_builds);
+        if (over || builder_submit(s->builder, building.v[i], &e)) {
             /* fail it rather than leave it `building` with no build behind it */
             char why[sizeof e.msg + 64];
             snprintf(why, sizeof why, "not rebuilt after a restart: %s; build it again", e.msg);
