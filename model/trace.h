@@ -23,7 +23,9 @@
 #include "common/error.h"
 #include "common/strtab.h"
 
+#ifndef MODEL_NONE
 #define MODEL_NONE UINT32_MAX
+#endif
 
 /* What an event is, from its category through the alias table (trace.c):
  * current Kineto names, the capitalised names of old traces, ROCm's. */
