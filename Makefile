@@ -3,6 +3,7 @@
 #   make                  build build/stepcast (and whatever else is enabled)
 #   make check            all tests, again under ASan+UBSan, fuzz corpora replayed
 #   make bench            performance figures (see BENCHMARKS.md)
+#   make validate         estimates against measured step times (BENCHMARKS.md)
 #   make run              the main job on the embedded sample data
 #   make install          PREFIX=/usr/local
 #   make SANITIZE=address,undefined   build into build/asan with sanitizers
@@ -62,7 +63,7 @@ include common/module.mk model/module.mk estimator/module.mk api/module.mk \
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check bench run install clean deps fuzz fuzz-targets
+.PHONY: all check bench run install clean deps fuzz fuzz-targets validate
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -97,6 +98,11 @@ check: $(CONFIG)
 
 bench: $(CONFIG)
 	@sh tests/bench/bench.sh
+
+# the estimator against ../shared/validation (BENCHMARKS.md, "Validation")
+validate: $(CONFIG)
+	@$(MAKE) -s $(BUILD)/validate
+	@$(BUILD)/validate $${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
 
 # the service on the embedded store under ./var, sample job loaded
 run: all

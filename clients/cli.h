@@ -17,6 +17,7 @@ int cmd_critical_path(int argc, char **argv);
 int cmd_hardware(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -26,6 +27,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Load TRACE... with the given options; prints the error and returns the exit
  * status on failure, 0 on success. */
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
+
+/* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
+ * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */
+int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);

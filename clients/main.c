@@ -2,8 +2,10 @@
  * subcommand dispatch. Local commands read traces (a Kineto trace file,
  * plain or gzip, a directory of per-rank files, or a tar archive of them);
  * remote commands talk to a stepcastd (clients/remote.h). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -32,6 +34,9 @@ static const char usage[] =
     "      the chain of work and waits that sets each step's length\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
+    "  estimate --spec F [--detail stage|layer|kernel] [--json]\n"
+    "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
+    "      traced, from its spec: the step synthesised as a graph and replayed\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
     "      fit the collective model to nccl-tests outputs: a cluster profile\n"
     "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
@@ -79,6 +84,31 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
     return 0;
 }
 
+int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    *out = NULL;
+    *n = 0;
+    if (!f)
+        return sc_error_set(err, SC_ENOTFOUND, "%s: %s", path, strerror(errno));
+    if (!(buf = malloc(max + 1))) {
+        fclose(f);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    *n = fread(buf, 1, max + 1, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || *n > max) {
+        free(buf);
+        return sc_error_set(err, failed ? SC_EIO : SC_ELIMIT, "%s: %s (at most %zu bytes)", path,
+                            failed ? "read failed" : "too large", max);
+    }
+    buf[*n] = '\0';
+    *out = buf;
+    return SC_OK;
+}
+
 int cli_is_dir(const char *path)
 {
     struct stat st;
@@ -120,6 +150,7 @@ int main(int argc, char **argv)
         {"hardware", cmd_hardware},
         {"calibrate", cmd_calibrate},
         {"spec", cmd_spec},
+        {"estimate", cmd_estimate},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

@@ -20,3 +20,7 @@ FUZZ_TARGETS += nccl_tests
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
 FUZZ_TARGETS += spec
+
+# a training step synthesised from a spec, its estimate, and the estimates
+# checked against measured runs
+CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/validation.c

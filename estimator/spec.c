@@ -45,6 +45,8 @@ static const struct name_value recompute_names[] = {{"none", EST_RECOMPUTE_NONE}
                                                     {"selective", EST_RECOMPUTE_SELECTIVE},
                                                     {"full", EST_RECOMPUTE_FULL},
                                                     {NULL, 0}};
+static const struct name_value attention_names[] = {
+    {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
 static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_FP16},
                                                 {"bf16", HW_BF16}, {"fp8", HW_FP8},
                                                 {"fp4", HW_FP4},   {NULL, 0}};
@@ -98,6 +100,7 @@ static const struct field fields[] = {
     OBJ("options"),
     ENUM("options.dtype", options.dtype, dtype_names),
     ENUM("options.recompute", options.recompute, recompute_names),
+    ENUM("options.attention", options.attention, attention_names),
     INT("options.zero_stage", 0, 0, options.zero_stage, 0, 3),
     BOOL("options.sequence_parallel", options.sequence_parallel),
     BOOL("options.overlap_grad_reduce", options.overlap_grad_reduce),
@@ -108,7 +111,8 @@ static const struct field fields[] = {
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 _Static_assert(sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_schedule) == sizeof(int) &&
-                   sizeof(enum est_recompute) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int),
+                   sizeof(enum est_recompute) == sizeof(int) &&
+                   sizeof(enum est_attention) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int),
                "enum fields are written as int");
 
 const char *const *est_spec_keys(void)

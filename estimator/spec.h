@@ -26,6 +26,10 @@ enum est_mlp {
     EST_MLP_SWIGLU /* gated: three matrices, the first two fused (gate and up) */
 };
 enum est_schedule { EST_SCHEDULE_1F1B, EST_SCHEDULE_INTERLEAVED };
+enum est_attention {
+    EST_ATTENTION_FLASH,  /* one fused kernel (FlashAttention, cuDNN): the scores never in memory */
+    EST_ATTENTION_UNFUSED /* scores by a batched GEMM, a fused softmax and dropout, then P V */
+};
 enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL };
 
 struct est_moe {
@@ -69,6 +73,7 @@ struct est_cluster {
 struct est_options {
     enum hw_dtype dtype; /* fp32, fp16, bf16, fp8 or fp4 */
     enum est_recompute recompute;
+    enum est_attention attention;
     int64_t zero_stage; /* 0-3; Megatron's distributed optimizer is stage 1 */
     int sequence_parallel, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
     double train_tokens; /* 0 = not given */

@@ -27,3 +27,9 @@ $(BENCH_REPLAY): $(BUILD)/obj/tests/bench/bench_replay.o $(LIBSTEPCAST)
 BENCH_GEMM_MODEL := $(BUILD)/bench-gemm-model
 $(BENCH_GEMM_MODEL): $(BUILD)/obj/tests/bench/bench_gemm_model.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
+# validate: the spec-driven estimator against measured step times (make validate)
+VALIDATE := $(BUILD)/validate
+$(VALIDATE): $(BUILD)/obj/tests/tools/validate.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+tests: $(VALIDATE)

@@ -1,0 +1,118 @@
+/* estimator/estimate.c: synthesise, replay, and derive the figures of an
+ * estimate (estimate.h). */
+#include "estimator/estimate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/flops.h"
+#include "estimator/memory.h"
+#include "model/graph.h"
+#include "common/banned.h"
+
+/* Idle time of the rank's compute stream inside its step: the step less
+ * its busy time (the synthesiser labels that stream "compute"). */
+static double compute_idle_ms(const struct model_graph *g, const struct model_replay *rp,
+                              const struct model_replay_step *st)
+{
+    int64_t busy = 0, cur_s = 0, cur_e = -1;
+    for (size_t k = 0; k < g->n_res; k++) {
+        const struct model_resource *res = &g->res[k];
+        if (res->rank != st->rank || !res->gpu || strcmp(sc_strtab_str(&g->names, res->label), "compute") != 0)
+            continue;
+        for (uint32_t t = res->first; t != MODEL_NONE; t = g->next[t]) {
+            int64_t s = rp->start[t] > st->start ? rp->start[t] : st->start;
+            int64_t e = rp->end[t] < st->end ? rp->end[t] : st->end;
+            if (e <= s)
+                continue;
+            if (s > cur_e) { /* a stream's tasks do not overlap: intervals come in order */
+                if (cur_e > cur_s)
+                    busy += cur_e - cur_s;
+                cur_s = s;
+            }
+            if (e > cur_e)
+                cur_e = e;
+        }
+    }
+    if (cur_e > cur_s)
+        busy += cur_e - cur_s;
+    return (double)(st->end - st->start - busy) / 1e6;
+}
+
+int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                 enum est_detail detail, struct est_estimate *out, struct sc_error *err)
+{
+    struct model_graph *g = NULL;
+    struct model_replay *rp = NULL;
+    struct model_replay_opts ro;
+    struct est_memory mem;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = est_synth(s, hw, c, detail, &g, err)))
+        return rc;
+    model_replay_opts_default(&ro);
+    ro.critical_path = 0;
+    if ((rc = model_replay_run(g, &ro, &rp, err))) {
+        model_graph_free(g);
+        return rc;
+    }
+    if ((rc = est_memory_estimate(s, hw->hbm_gb, &mem, err))) {
+        model_replay_free(rp);
+        model_graph_free(g);
+        return rc;
+    }
+    out->stages = calloc(rp->n_steps ? rp->n_steps : 1, sizeof *out->stages);
+    if (!out->stages) {
+        est_memory_release(&mem);
+        model_replay_free(rp);
+        model_graph_free(g);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    int64_t slowest = -1;
+    for (size_t i = 0; i < rp->n_steps; i++) {
+        const struct model_replay_step *st = &rp->steps[i];
+        struct est_stage_estimate *e = &out->stages[out->n_stages++];
+        e->stage = (int)st->rank;
+        e->step_ms = (double)st->replayed_ns / 1e6;
+        e->memory_gb = st->rank < mem.n_stages ? mem.stages[st->rank].total / 1e9 : 0;
+        e->bubble_ms = compute_idle_ms(g, rp, st);
+        if (slowest < 0 || st->replayed_ns > rp->steps[slowest].replayed_ns)
+            slowest = (int64_t)i;
+    }
+    out->tasks = g->n_tasks;
+    out->step_ms = slowest >= 0 ? (double)rp->steps[slowest].replayed_ns / 1e6 : 0;
+    if (slowest >= 0)
+        out->breakdown = rp->steps[slowest].breakdown;
+
+    double step_s = out->step_ms / 1e3;
+    double tokens = (double)(s->parallel.global_batch * s->model.seq);
+    out->gpus = (double)est_spec_gpus(s);
+    out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
+    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
+    out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
+    out->hfu = peak > 0 ? est_hardware_flops_per_token(&s->model, s->options.recompute) * out->tokens_per_s / peak : 0;
+    out->memory_gb_per_gpu = mem.gb_per_gpu;
+    out->fits = mem.fits;
+    if (!mem.fits)
+        snprintf(out->fits_reason, sizeof out->fits_reason,
+                 "pipeline rank %lld needs %.1f GB; %s has %.1f GB after the %.1f GB reserve",
+                 (long long)mem.worst_stage, mem.gb_per_gpu, hw->id, mem.capacity_gb,
+                 hw->hbm_gb - mem.capacity_gb);
+    double gpu_hours = tokens > 0 ? out->gpus * step_s / 3600 / (tokens / 1e6) : 0;
+    out->gpu_hours_per_m_tokens = gpu_hours;
+    out->energy_kwh_per_m_tokens = gpu_hours * hw->board_power_w / 1000;
+    out->cost_usd_per_m_tokens = s->cluster.gpu_hour_usd >= 0 ? gpu_hours * s->cluster.gpu_hour_usd : -1;
+    out->time_to_train_days = s->options.train_tokens > 0 && out->tokens_per_s > 0 ?
+                                  s->options.train_tokens / out->tokens_per_s / 86400 : -1;
+    est_memory_release(&mem);
+    model_replay_free(rp);
+    model_graph_free(g);
+    return SC_OK;
+}
+
+void est_estimate_release(struct est_estimate *e)
+{
+    free(e->stages);
+    memset(e, 0, sizeof *e);
+}

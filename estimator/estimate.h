@@ -1,0 +1,44 @@
+/* estimator/estimate.h: the estimate of a spec: its synthesised step
+ * replayed, with throughput, utilisation, memory, cost and energy
+ * (DESIGN.md §5; the document `stepcast estimate --json` prints). */
+#ifndef ESTIMATOR_ESTIMATE_H
+#define ESTIMATOR_ESTIMATE_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "estimator/synth.h"
+#include "model/replay.h"
+
+struct est_stage_estimate {
+    int stage;
+    double step_ms;   /* this pipeline rank's replayed step */
+    double memory_gb; /* its peak memory */
+    double bubble_ms; /* its compute stream's idle time inside the step */
+};
+
+struct est_estimate {
+    double step_ms;      /* the slowest pipeline rank's step */
+    double tokens_per_s; /* whole job */
+    double mfu, hfu;     /* 0-1, over the dtype's dense peak */
+    double memory_gb_per_gpu;
+    int fits;
+    char fits_reason[256]; /* why it does not fit, or "" */
+    struct model_breakdown breakdown; /* of the slowest pipeline rank, ns */
+    struct est_stage_estimate *stages; /* one per pipeline rank, malloc'd */
+    size_t n_stages;
+    double gpus;
+    double gpu_hours_per_m_tokens;
+    double energy_kwh_per_m_tokens; /* at board power: an upper bound */
+    double cost_usd_per_m_tokens;   /* < 0: no price given */
+    double time_to_train_days;      /* < 0: no train_tokens given */
+    size_t tasks;                   /* in the synthesised graph */
+};
+
+/* Estimate spec s (checked by est_spec_load) with costs c at a level of
+ * detail. Release with est_estimate_release(). */
+int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                 enum est_detail detail, struct est_estimate *out, struct sc_error *err);
+void est_estimate_release(struct est_estimate *e);
+
+#endif

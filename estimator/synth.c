@@ -1,0 +1,1212 @@
+/* estimator/synth.c: a training step synthesised from a spec (synth.h).
+ *
+ * Three parts: the operations of one layer (and of the embedding, the
+ * loss and the optimizer) with their costs, computed once per kind of
+ * layer; the emitter, which turns a rank's sequence of operations into
+ * dispatches on its CPU thread and tasks on its streams, merging runs as
+ * the level of detail asks; and the schedule, which walks Megatron's
+ * pipeline schedule on every pipeline rank and wires the transfers between
+ * them. */
+#include "estimator/synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vec.h"
+#include "estimator/cluster_profile.h"
+#include "estimator/flops.h"
+#include "estimator/placement.h"
+#include "model/graph_builder.h"
+#include "model/kernel_family.h"
+#include "common/banned.h"
+
+static const char *const detail_names[] = {"stage", "layer", "kernel"};
+
+const char *est_detail_name(enum est_detail d)
+{
+    return (unsigned)d <= EST_DETAIL_KERNEL ? detail_names[d] : "?";
+}
+
+int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
+{
+    for (int d = 0; d <= EST_DETAIL_KERNEL; d++)
+        if (s && strcmp(s, detail_names[d]) == 0) {
+            *out = (enum est_detail)d;
+            return SC_OK;
+        }
+    return sc_error_set(err, SC_EINVAL, "--detail: '%s' is none of stage, layer, kernel", s ? s : "");
+}
+
+/* Default host dispatch cost per GPU operation, microseconds, and the
+ * busiest expert's load over the mean: see README "Cost models". */
+#define EST_HOST_OP_US 10.0
+#define EST_HOST_BWD_OP_US 10.0
+#define EST_HOST_COLL_US 10.0
+#define EST_MOE_IMBALANCE 1.25
+
+void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    kernel_params_default(&c->kernel);
+    coll_params_from_hw(hw, &c->coll);
+    if (spec && spec->cluster.intra_node_gbps > 0)
+        c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * COLL_INTRA_FRACTION;
+    if (spec && spec->cluster.inter_node_gbps > 0)
+        c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * COLL_INTER_FRACTION;
+    c->host_op_us = EST_HOST_OP_US;
+    c->host_bwd_op_us = EST_HOST_BWD_OP_US;
+    c->host_coll_us = EST_HOST_COLL_US;
+    c->moe_imbalance = EST_MOE_IMBALANCE;
+}
+
+int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
+                            struct sc_error *err)
+{
+    struct cluster_profile p;
+    memset(&p, 0, sizeof p);
+    p.coll = c->coll;
+    p.kernel = c->kernel;
+    if (cluster_profile_parse(json, len, &p, err))
+        return sc_error_prefix(err, "cluster.profile");
+    if (p.gpu[0] && strcmp(p.gpu, gpu) != 0)
+        return sc_error_set(err, SC_EINVAL, "cluster.profile: measured on %s, but cluster.gpu is %s", p.gpu,
+                            gpu);
+    c->coll = p.coll;
+    if (p.has_kernel)
+        c->kernel = p.kernel;
+    return SC_OK;
+}
+
+/* ---- operations and their costs ---- */
+
+enum op_special {
+    OP_PLAIN,
+    OP_CP_ATTENTION /* attention in a context-parallel ring: blocks and key/value exchanges */
+};
+
+struct op {
+    const char *name;
+    uint8_t cls;     /* MODEL_TASK_KERNEL or MODEL_TASK_COMM */
+    uint8_t sub;     /* kernel family or collective kind */
+    uint8_t special; /* enum op_special */
+    uint8_t ndisp;   /* host dispatches it takes (a fused sequence may take several) */
+    int64_t dur;     /* ns */
+    int64_t bytes;   /* a collective's size (nccl-tests convention) */
+    uint32_t group_size;
+};
+
+struct oplist {
+    struct op *v;
+    size_t n, cap;
+};
+
+/* What a spec makes of one rank's work, derived once. */
+struct shape {
+    enum hw_dtype dt;
+    double B;           /* bytes per element of activations */
+    double T;           /* tokens of a micro-batch on one rank: micro_batch x seq / cp */
+    double Tl;          /* tokens a norm or dropout sees: T / tp with sequence parallelism */
+    double h, hd, heads, kv, ffn, vocab;
+    double tp, cp;
+    int sp;             /* sequence parallelism on (and tp > 1) */
+    int flash;
+    struct coll_group tp_group, cp_group, ep_group, dp_group, edp_group, pp_pair, mp_group;
+};
+
+struct synth {
+    const struct est_spec *s;
+    const struct hw_profile *hw;
+    const struct est_costs *c;
+    enum est_detail detail;
+    struct shape sh;
+    struct model_gb *gb;
+    struct sc_error *err;
+    int failed;
+    /* per layer kind (0 dense, 1 MoE): forward, backward, recomputation */
+    struct oplist fwd[2], bwd[2], recompute[2];
+    struct oplist embed_fwd, embed_bwd, head_fwd, head_bwd;
+    /* the context-parallel ring's pieces */
+    int64_t cp_block_fwd, cp_block_bwd, cp_exchange_fwd, cp_exchange_bwd;
+};
+
+static int op_push(struct synth *y, struct oplist *l, const struct op *o)
+{
+    if (y->failed)
+        return -1;
+    if (sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+        y->failed = sc_error_set(y->err, SC_ENOMEM, "out of memory synthesising the step");
+        return -1;
+    }
+    l->v[l->n++] = *o;
+    return 0;
+}
+
+static int64_t ns(double us)
+{
+    return us > 0 ? (int64_t)llround(us * 1000.0) : 0;
+}
+
+static void gemm(struct synth *y, struct oplist *l, const char *name, double m, double n, double k,
+                 double batch)
+{
+    struct gemm_estimate e;
+    struct gemm_shape g = {m, n, k, batch, y->sh.dt};
+    if (y->failed)
+        return;
+    if (kernel_gemm(&y->c->kernel, y->hw, &g, &e, y->err)) {
+        y->failed = sc_error_prefix(y->err, "%s", name);
+        return;
+    }
+    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, MODEL_KF_GEMM, OP_PLAIN, 1, ns(e.time_us), 0, 0});
+}
+
+/* The two GEMMs of a GEMM's backward: input gradient and weight gradient. */
+static void gemm_bwd(struct synth *y, struct oplist *l, const char *dgrad, const char *wgrad, double m,
+                     double n, double k, double batch)
+{
+    gemm(y, l, dgrad, m, k, n, batch);
+    gemm(y, l, wgrad, k, n, m, batch);
+}
+
+static void mem_bytes(struct synth *y, struct oplist *l, const char *name, int family, double bytes)
+{
+    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, (uint8_t)family, OP_PLAIN, 1,
+                               ns(kernel_memory_us(&y->c->kernel, y->hw, bytes)), 0, 0});
+}
+
+static void mem(struct synth *y, struct oplist *l, const char *name, int family,
+                enum kernel_mem_kind kind, double elements)
+{
+    mem_bytes(y, l, name, family,
+              kernel_mem_bytes(kind, elements, y->sh.dt == HW_FP8 || y->sh.dt == HW_FP4 ? HW_BF16 : y->sh.dt,
+                               HW_FP32));
+}
+
+/* A linear layer's bias gradient: the output gradient summed over tokens.
+ * GPT-style models (plain MLP) have biases; gated (Llama-style) ones none. */
+static void bias_grad(struct synth *y, struct oplist *l, const char *name, double tokens, double n)
+{
+    if (y->s->model.mlp == EST_MLP_GELU)
+        mem_bytes(y, l, name, MODEL_KF_REDUCTION, tokens * n * y->sh.B);
+}
+
+/* A norm's backward: the input gradient, then its weights' gradient
+ * reduced over tokens. */
+static void norm_bwd(struct synth *y, struct oplist *l, const char *name, double tokens)
+{
+    mem(y, l, name, MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_BWD, tokens * y->sh.h);
+    mem_bytes(y, l, "norm weight gradient", MODEL_KF_NORMALIZATION, 2 * tokens * y->sh.h * y->sh.B);
+}
+
+static int64_t coll_ns(struct synth *y, enum model_coll_op op, const struct coll_group *g, double bytes)
+{
+    struct coll_estimate e;
+    if (y->failed || g->ranks <= 1)
+        return 0;
+    if (coll_estimate(&y->c->coll, op, g, bytes, &e, y->err)) {
+        y->failed = y->err->code;
+        return 0;
+    }
+    return ns(e.time_us);
+}
+
+static void coll(struct synth *y, struct oplist *l, const char *name, enum model_coll_op op,
+                 const struct coll_group *g, double bytes)
+{
+    if (g->ranks <= 1)
+        return;
+    op_push(y, l, &(struct op){name, MODEL_TASK_COMM, (uint8_t)op, OP_PLAIN, 1, coll_ns(y, op, g, bytes),
+                               (int64_t)bytes, (uint32_t)g->ranks});
+}
+
+/* Casts to fp8 before a GEMM (Transformer Engine quantises the input; the
+ * amax bookkeeping is one more small kernel). */
+static void fp8_cast(struct synth *y, struct oplist *l, const char *name, double elements)
+{
+    if (y->sh.dt != HW_FP8 && y->sh.dt != HW_FP4)
+        return;
+    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, MODEL_KF_FP8, OP_PLAIN, 1,
+                               ns(kernel_memory_us(&y->c->kernel, y->hw,
+                                                   kernel_mem_bytes(KERNEL_MEM_CAST, elements, y->sh.dt,
+                                                                    HW_BF16))), 0, 0});
+}
+
+/* Tensor-parallel collectives around a block: its input gathered (with
+ * sequence parallelism) and its output reduced. */
+static void tp_in(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    if (sh->tp <= 1)
+        return;
+    if (sh->sp)
+        coll(y, l, backward ? "tp reduce-scatter" : "tp all-gather",
+             backward ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLGATHER, &sh->tp_group, sh->T * sh->h * sh->B);
+    else if (backward)
+        coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * sh->h * sh->B);
+}
+
+static void tp_out(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    if (sh->tp <= 1)
+        return;
+    if (sh->sp)
+        coll(y, l, backward ? "tp all-gather" : "tp reduce-scatter",
+             backward ? MODEL_COLL_ALLGATHER : MODEL_COLL_REDUCESCATTER, &sh->tp_group, sh->T * sh->h * sh->B);
+    else if (!backward)
+        coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * sh->h * sh->B);
+}
+
+/* Attention as Megatron ran it before fused kernels: scores by a batched
+ * GEMM, a fused scale-mask-softmax, dropout on the probabilities, their
+ * product with the values, and the context transposed back to [s, b, h]. */
+static void unfused_attention(struct synth *y, struct oplist *l, double bh, double sq, int backward)
+{
+    const struct shape *sh = &y->sh;
+    double scores = bh * sq * sq, d = sh->hd;
+    if (!backward) {
+        gemm(y, l, "attention scores (baddbmm)", sq, sq, d, bh);
+        mem(y, l, "scale mask softmax", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_FWD, scores);
+        mem(y, l, "attention dropout", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, scores);
+        gemm(y, l, "attention context (bmm)", sq, d, sq, bh);
+        mem(y, l, "context transpose", MODEL_KF_COPY, KERNEL_MEM_UNARY, bh * sq * d);
+        return;
+    }
+    mem(y, l, "context transpose backward", MODEL_KF_COPY, KERNEL_MEM_UNARY, bh * sq * d);
+    gemm(y, l, "attention context dgrad (bmm)", sq, sq, d, bh);
+    gemm(y, l, "attention values dgrad (bmm)", sq, d, sq, bh);
+    mem(y, l, "attention dropout backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, scores);
+    mem(y, l, "scale mask softmax backward", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_BWD, scores);
+    gemm(y, l, "attention query dgrad (bmm)", sq, d, sq, bh);
+    gemm(y, l, "attention key dgrad (bmm)", sq, d, sq, bh);
+}
+
+static void attention_core(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    const struct est_spec *s = y->s;
+    double b = (double)s->parallel.micro_batch, heads = sh->heads / sh->tp, kv = fmax(1, sh->kv / sh->tp);
+    double sq = (double)s->model.seq / sh->cp;
+    double t = 0;
+    if (sh->cp > 1) {
+        op_push(y, l, &(struct op){"attention (context-parallel ring)", MODEL_TASK_KERNEL, MODEL_KF_ATTENTION,
+                                   OP_CP_ATTENTION, 1, 0, 0, 0});
+        return;
+    }
+    if (!sh->flash) {
+        unfused_attention(y, l, b * heads, sq, backward);
+        return;
+    }
+    struct attn_shape a = {b, heads, kv, sq, sq, sh->hd, 1, sh->dt == HW_FP8 || sh->dt == HW_FP4 ? HW_BF16 : sh->dt};
+    if (y->failed)
+        return;
+    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err))
+        y->failed = y->err->code;
+    op_push(y, l, &(struct op){backward ? "flash attention backward" : "flash attention", MODEL_TASK_KERNEL,
+                               MODEL_KF_ATTENTION, OP_PLAIN, 1, ns(t), 0, 0});
+}
+
+static void cp_pieces(struct synth *y)
+{
+    const struct shape *sh = &y->sh;
+    const struct est_spec *s = y->s;
+    double b = (double)s->parallel.micro_batch, heads = sh->heads / sh->tp, kv = fmax(1, sh->kv / sh->tp);
+    double blk = (double)s->model.seq / sh->cp, tf = 0, tb = 0;
+    struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt == HW_FP8 || sh->dt == HW_FP4 ? HW_BF16 : sh->dt};
+    if (sh->cp <= 1 || y->failed)
+        return;
+    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, 0, &tf, y->err) ||
+        kernel_flash_attention(&y->c->kernel, y->hw, &a, 1, &tb, y->err)) {
+        y->failed = y->err->code;
+        return;
+    }
+    y->cp_block_fwd = ns(tf);
+    y->cp_block_bwd = ns(tb);
+    double kv_bytes = 2 * b * blk * kv * sh->hd * sh->B;
+    struct coll_group pair = sh->cp_group;
+    pair.ranks = 2;
+    pair.ranks_per_domain = sh->cp_group.ranks_per_domain >= 2 ? 2 : 1;
+    y->cp_exchange_fwd = coll_ns(y, MODEL_COLL_SENDRECV, &pair, kv_bytes);
+    y->cp_exchange_bwd = coll_ns(y, MODEL_COLL_SENDRECV, &pair, 2 * kv_bytes);
+}
+
+static void attention_block(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    double qkv_n = (sh->heads + 2 * sh->kv) * sh->hd / sh->tp, proj_k = sh->heads * sh->hd / sh->tp;
+    if (!backward) {
+        mem(y, l, "input norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
+        tp_in(y, l, 0);
+        fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+        gemm(y, l, "qkv projection", sh->T, qkv_n, sh->h, 1);
+        attention_core(y, l, 0);
+        fp8_cast(y, l, "fp8 cast", sh->T * proj_k);
+        gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
+        tp_out(y, l, 0);
+        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        return;
+    }
+    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    tp_out(y, l, 1);
+    fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+    gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
+    bias_grad(y, l, "output projection bias gradient", sh->T, sh->h);
+    attention_core(y, l, 1);
+    fp8_cast(y, l, "fp8 cast", sh->T * qkv_n);
+    gemm_bwd(y, l, "qkv projection dgrad", "qkv projection wgrad", sh->T, qkv_n, sh->h, 1);
+    bias_grad(y, l, "qkv projection bias gradient", sh->T, qkv_n);
+    tp_in(y, l, 1);
+    norm_bwd(y, l, "input norm backward", sh->Tl);
+}
+
+/* A dense MLP of `ffn` (split by tp), or the shared experts of an MoE layer. */
+static void mlp(struct synth *y, struct oplist *l, double ffn, int backward)
+{
+    const struct shape *sh = &y->sh;
+    int gated = y->s->model.mlp == EST_MLP_SWIGLU;
+    double n1 = ffn * (gated ? 2 : 1) / sh->tp, n2 = ffn / sh->tp;
+    if (!backward) {
+        fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+        gemm(y, l, gated ? "mlp gate and up" : "mlp fc1", sh->T, n1, sh->h, 1);
+        mem(y, l, gated ? "swiglu" : "activation", MODEL_KF_ELEMENTWISE,
+            gated ? KERNEL_MEM_BINARY : KERNEL_MEM_UNARY, sh->T * n2);
+        fp8_cast(y, l, "fp8 cast", sh->T * n2);
+        gemm(y, l, gated ? "mlp down" : "mlp fc2", sh->T, sh->h, n2, 1);
+        return;
+    }
+    fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+    gemm_bwd(y, l, gated ? "mlp down dgrad" : "mlp fc2 dgrad", gated ? "mlp down wgrad" : "mlp fc2 wgrad",
+             sh->T, sh->h, n2, 1);
+    bias_grad(y, l, "mlp fc2 bias gradient", sh->T, sh->h);
+    mem(y, l, gated ? "swiglu backward" : "activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY,
+        sh->T * n1);
+    fp8_cast(y, l, "fp8 cast", sh->T * n1);
+    gemm_bwd(y, l, gated ? "mlp gate and up dgrad" : "mlp fc1 dgrad",
+             gated ? "mlp gate and up wgrad" : "mlp fc1 wgrad", sh->T, n1, sh->h, 1);
+    bias_grad(y, l, "mlp fc1 bias gradient", sh->T, n1);
+}
+
+/* An MoE block: router, permutation, all-to-all dispatch over ep, the
+ * local experts' grouped GEMMs on the busiest rank's tokens, combine. */
+static void moe(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    const struct est_moe *m = &y->s->model.moe;
+    int gated = y->s->model.mlp == EST_MLP_SWIGLU;
+    double etp = (double)y->s->parallel.etp, ep = (double)y->s->parallel.ep;
+    double tokens = sh->T / sh->tp; /* MoE runs on the sequence-parallel split */
+    double routed = tokens * (double)m->top_k, local = (double)m->experts / ep;
+    double per_expert = routed * ep / (double)m->experts * y->c->moe_imbalance;
+    double n1 = (double)m->ffn * (gated ? 2 : 1) / etp, n2 = (double)m->ffn / etp;
+    double a2a = routed * sh->h * sh->B;
+    if (!backward) {
+        gemm(y, l, "router", tokens, (double)m->experts, sh->h, 1);
+        mem(y, l, "router top-k", MODEL_KF_MOE, KERNEL_MEM_UNARY, tokens * (double)m->experts);
+        mem(y, l, "permute", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
+        coll(y, l, "moe dispatch", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
+        gemm(y, l, "expert fc1 (grouped)", per_expert, n1, sh->h, local);
+        mem(y, l, gated ? "expert swiglu" : "expert activation", MODEL_KF_ELEMENTWISE,
+            gated ? KERNEL_MEM_BINARY : KERNEL_MEM_UNARY, per_expert * local * n2);
+        gemm(y, l, "expert fc2 (grouped)", per_expert, sh->h, n2, local);
+        if (etp > 1)
+            coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER,
+                 &(struct coll_group){(int)etp, sh->tp_group.ranks_per_domain}, per_expert * local * sh->h * sh->B);
+        coll(y, l, "moe combine", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
+        mem(y, l, "unpermute", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
+        if (m->shared_experts > 0)
+            mlp(y, l, (double)(m->ffn * m->shared_experts), 0);
+        return;
+    }
+    if (m->shared_experts > 0)
+        mlp(y, l, (double)(m->ffn * m->shared_experts), 1);
+    mem(y, l, "unpermute backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
+    coll(y, l, "moe combine backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
+    if (etp > 1)
+        coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER,
+             &(struct coll_group){(int)etp, sh->tp_group.ranks_per_domain}, per_expert * local * sh->h * sh->B);
+    gemm_bwd(y, l, "expert fc2 dgrad (grouped)", "expert fc2 wgrad (grouped)", per_expert, sh->h, n2, local);
+    mem(y, l, "expert activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY, per_expert * local * n1);
+    gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
+    coll(y, l, "moe dispatch backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
+    mem(y, l, "permute backward", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
+    gemm_bwd(y, l, "router dgrad", "router wgrad", tokens, (double)m->experts, sh->h, 1);
+}
+
+static void mlp_block(struct synth *y, struct oplist *l, int is_moe, int backward)
+{
+    const struct shape *sh = &y->sh;
+    if (!backward) {
+        mem(y, l, "post-attention norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
+        tp_in(y, l, 0);
+        if (is_moe)
+            moe(y, l, 0);
+        else
+            mlp(y, l, sh->ffn, 0);
+        tp_out(y, l, 0);
+        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        return;
+    }
+    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    tp_out(y, l, 1);
+    if (is_moe)
+        moe(y, l, 1);
+    else
+        mlp(y, l, sh->ffn, 1);
+    tp_in(y, l, 1);
+    norm_bwd(y, l, "post-attention norm backward", sh->Tl);
+}
+
+static void layer_ops(struct synth *y, int is_moe)
+{
+    attention_block(y, &y->fwd[is_moe], 0);
+    mlp_block(y, &y->fwd[is_moe], is_moe, 0);
+    mlp_block(y, &y->bwd[is_moe], is_moe, 1);
+    attention_block(y, &y->bwd[is_moe], 1);
+    if (y->s->options.recompute == EST_RECOMPUTE_FULL) {
+        attention_block(y, &y->recompute[is_moe], 0);
+        mlp_block(y, &y->recompute[is_moe], is_moe, 0);
+    } else if (y->s->options.recompute == EST_RECOMPUTE_SELECTIVE) {
+        attention_core(y, &y->recompute[is_moe], 0);
+    }
+}
+
+static void embedding_and_loss_ops(struct synth *y)
+{
+    const struct shape *sh = &y->sh;
+    double v = sh->vocab / sh->tp, logits = sh->T * v;
+    mem(y, &y->embed_fwd, "embedding", MODEL_KF_EMBEDDING, KERNEL_MEM_UNARY, sh->T * sh->h);
+    tp_out(y, &y->embed_fwd, 0); /* the vocabulary-parallel lookup is summed over tp */
+    mem(y, &y->embed_fwd, "embedding dropout", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    mem(y, &y->embed_bwd, "embedding dropout backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    tp_out(y, &y->embed_bwd, 1);
+    mem(y, &y->embed_bwd, "embedding backward", MODEL_KF_EMBEDDING, KERNEL_MEM_BINARY, sh->T * sh->h);
+
+    mem(y, &y->head_fwd, "final norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
+    tp_in(y, &y->head_fwd, 0);
+    fp8_cast(y, &y->head_fwd, "fp8 cast", sh->T * sh->h);
+    gemm(y, &y->head_fwd, "output layer", sh->T, v, sh->h, 1);
+    /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
+     * exponentials and the target's logit, each all-reduced over tp */
+    op_push(y, &y->head_fwd, &(struct op){"cross entropy", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 3,
+                                          ns(kernel_memory_us(&y->c->kernel, y->hw, logits * 4 * 3)), 0, 0});
+    for (int i = 0; i < 3 && sh->tp > 1; i++)
+        coll(y, &y->head_fwd, "cross entropy all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * 4);
+    op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
+                                          ns(kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
+    gemm_bwd(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1);
+    tp_in(y, &y->head_bwd, 1);
+    norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);
+}
+
+/* Where a group's members sit: `stride` ranks apart in Megatron's order
+ * (tp fastest, then cp, dp, pp), so that ranks_per_domain of them share an
+ * NVLink domain of `per_node` GPUs. */
+static struct coll_group layout(int64_t ranks, int64_t stride, int64_t per_node)
+{
+    int64_t in = stride >= per_node ? 1 : per_node / stride;
+    if (in > ranks)
+        in = ranks;
+    if (in < 1)
+        in = 1;
+    return (struct coll_group){(int)ranks, (int)in};
+}
+
+static void shape_init(struct synth *y)
+{
+    const struct est_spec *s = y->s;
+    struct shape *sh = &y->sh;
+    int64_t tp = s->parallel.tp, cp = s->parallel.cp, dp = s->parallel.dp, pp = s->parallel.pp;
+    int64_t node = s->cluster.gpus_per_node, ep = s->parallel.ep, etp = s->parallel.etp;
+    sh->dt = s->options.dtype;
+    sh->B = sh->dt == HW_FP32 ? 4 : 2; /* fp8 and fp4 keep 16-bit activations between GEMMs */
+    sh->tp = (double)tp;
+    sh->cp = (double)cp;
+    sh->T = (double)(s->parallel.micro_batch * s->model.seq) / sh->cp;
+    sh->sp = s->options.sequence_parallel && tp > 1;
+    sh->Tl = sh->sp ? sh->T / sh->tp : sh->T;
+    sh->h = (double)s->model.hidden;
+    sh->hd = (double)s->model.head_dim;
+    sh->heads = (double)s->model.heads;
+    sh->kv = (double)s->model.kv_heads;
+    sh->ffn = (double)s->model.ffn;
+    sh->vocab = (double)s->model.vocab;
+    sh->flash = s->options.attention != EST_ATTENTION_UNFUSED;
+    sh->tp_group = layout(tp, 1, node);
+    sh->cp_group = layout(cp, tp, node);
+    sh->dp_group = layout(dp * cp, tp, node);
+    sh->ep_group = layout(ep, etp, node);
+    sh->edp_group = layout(tp * cp * dp / (ep * etp), ep * etp, node);
+    sh->pp_pair = layout(2, tp * cp * dp, node);
+    sh->mp_group = layout(tp * pp, 1, node);
+}
+
+/* ---- the emitter: a rank's operations as dispatches and tasks ---- */
+
+enum stream { ST_COMPUTE, ST_SEND, ST_RECV, ST_DP, ST_CP, ST_COUNT };
+static const char *const stream_labels[ST_COUNT] = {"compute", "pipeline send", "pipeline receive",
+                                                    "data-parallel", "context-parallel"};
+
+#define MAX_WAITS 8
+
+/* Operations not yet turned into tasks: a run on one stream that the level
+ * of detail lets merge. */
+struct run {
+    int n;
+    int stream;
+    int64_t cpu, gpu, first_cpu;
+    int64_t tail; /* max over its ops of (dispatched by then + GPU work from there on) */
+    uint8_t cls, sub;
+    int mixed;
+    const struct op *first;
+};
+
+struct rank {
+    uint16_t id;
+    uint32_t cpu, st[ST_COUNT];
+    uint32_t last[ST_COUNT]; /* the last task on each stream, or MODEL_NONE */
+    struct run run;
+    /* what the next task on each stream waits for */
+    uint32_t waits[ST_COUNT][MAX_WAITS];
+    int n_waits[ST_COUNT];
+    char region[96];         /* what a merged task is named after */
+    int backward;            /* emitting a backward pass */
+};
+
+static uint32_t add_task(struct synth *y, const struct model_task_spec *t)
+{
+    uint32_t id = MODEL_NONE;
+    if (!y->failed && model_gb_add_task(y->gb, t, &id))
+        y->failed = y->err->code;
+    return id;
+}
+
+static void add_edge(struct synth *y, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                     enum model_edge_type type, int64_t lat)
+{
+    if (!y->failed && from != MODEL_NONE && to != MODEL_NONE &&
+        model_gb_add_edge(y->gb, from, to, kind, type, lat, 0))
+        y->failed = y->err->code;
+}
+
+static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes, uint32_t size,
+                          const uint32_t *tasks, size_t n)
+{
+    uint32_t g = MODEL_NONE;
+    struct model_group_spec gs = {.op = op, .bytes = bytes, .dtype = hw_dtype_name(y->sh.dt),
+                                  .pg = NULL, .seq = -1, .size = size};
+    if (!y->failed && model_gb_add_group(y->gb, &gs, tasks, n, &g))
+        y->failed = y->err->code;
+    return g;
+}
+
+/* Turn the pending run into a host dispatch and a GPU task. */
+static void flush(struct synth *y, struct rank *r)
+{
+    struct run *u = &r->run;
+    if (u->n == 0)
+        return;
+    int single = u->n == 1;
+    const char *name = single ? u->first->name : r->region;
+    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                          .sub = MODEL_CALL_LAUNCH, .dur = u->cpu,
+                                                          .name = single ? "dispatch" : "dispatches",
+                                                          .tag = name});
+    uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[u->stream], .cls = u->cls,
+                                                          .sub = u->mixed ? MODEL_KF_OTHER : u->sub,
+                                                          .dur = u->gpu, .name = name, .tag = r->region});
+    /* it starts once its first dispatch is done, and it cannot end before
+     * any of its operations could have: dispatched, then it and the ones
+     * after it run (the FF latency counts from the last dispatch) */
+    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, u->first_cpu);
+    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, u->tail - u->cpu);
+    for (int i = 0; i < r->n_waits[u->stream]; i++)
+        add_edge(y, r->waits[u->stream][i], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+    r->n_waits[u->stream] = 0;
+    if (single && u->cls == MODEL_TASK_COMM && u->first->group_size > 1)
+        add_group(y, (enum model_coll_op)u->sub, u->first->bytes, u->first->group_size, &task, 1);
+    r->last[u->stream] = task;
+    memset(u, 0, sizeof *u);
+}
+
+/* The next task on `stream` waits for `task` (on another stream or rank). */
+static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
+{
+    if (task == MODEL_NONE)
+        return;
+    if (r->run.n > 0 && r->run.stream == stream)
+        flush(y, r);
+    for (int i = 0; i < r->n_waits[stream]; i++)
+        if (r->waits[stream][i] == task)
+            return;
+    if (r->n_waits[stream] == MAX_WAITS) {
+        y->failed = sc_error_set(y->err, SC_EINTERNAL, "a synthesised task waits on more than %d others",
+                                 MAX_WAITS);
+        return;
+    }
+    r->waits[stream][r->n_waits[stream]++] = task;
+}
+
+static void emit(struct synth *y, struct rank *r, int stream, const struct op *o)
+{
+    struct run *u = &r->run;
+    double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us
+                : r->backward                ? y->c->host_bwd_op_us
+                                             : y->c->host_op_us;
+    int64_t cpu = ns(us) * (o->ndisp ? o->ndisp : 1);
+    if (u->n > 0 && (u->stream != stream || r->n_waits[stream] > 0))
+        flush(y, r);
+    if (u->n == 0) {
+        u->stream = stream;
+        u->cls = o->cls;
+        u->sub = o->sub;
+        u->first = o;
+        u->first_cpu = cpu;
+    } else if (o->cls != u->cls || o->sub != u->sub) {
+        u->mixed |= o->sub != u->sub;
+        if (o->cls == MODEL_TASK_KERNEL)
+            u->cls = MODEL_TASK_KERNEL;
+    }
+    u->n++;
+    u->cpu += cpu;
+    u->gpu += o->dur;
+    u->tail = (u->tail > u->cpu ? u->tail : u->cpu) + o->dur;
+    if (y->detail == EST_DETAIL_KERNEL)
+        flush(y, r);
+}
+
+/* The last task on a stream, for other work to wait on. */
+static uint32_t anchor(struct synth *y, struct rank *r, int stream)
+{
+    if (r->run.n > 0 && r->run.stream == stream)
+        flush(y, r);
+    return r->last[stream];
+}
+
+/* A host synchronisation: the thread waits until every task in `on` is done. */
+static void host_sync(struct synth *y, struct rank *r, const char *name, const uint32_t *on, size_t n)
+{
+    flush(y, r);
+    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                          .sub = MODEL_CALL_SYNC, .dur = 0, .name = name});
+    for (size_t i = 0; i < n; i++)
+        add_edge(y, on[i], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
+}
+
+static void device_sync(struct synth *y, struct rank *r, const char *name)
+{
+    flush(y, r);
+    host_sync(y, r, name, r->last, ST_COUNT);
+}
+
+/* At layer detail a merged run ends with its layer. */
+static void layer_boundary(struct synth *y, struct rank *r)
+{
+    if (y->detail == EST_DETAIL_LAYER)
+        flush(y, r);
+}
+
+static void emit_cp_attention(struct synth *y, struct rank *r, int backward)
+{
+    int64_t steps = y->s->parallel.cp;
+    int64_t block = backward ? y->cp_block_bwd : y->cp_block_fwd;
+    int64_t xchg = backward ? y->cp_exchange_bwd : y->cp_exchange_fwd;
+    struct op blk = {backward ? "attention block backward" : "attention block", MODEL_TASK_KERNEL,
+                     MODEL_KF_ATTENTION, OP_PLAIN, 1, block, 0, 0};
+    struct op ex = {"context-parallel key/value exchange", MODEL_TASK_COMM, MODEL_COLL_SENDRECV, OP_PLAIN, 1,
+                    xchg, 0, 0};
+    /* exchange i runs beside block i; block i + 1 needs exchange i */
+    for (int64_t i = 0; i < steps; i++) {
+        uint32_t prev = anchor(y, r, ST_COMPUTE);
+        if (i + 1 < steps) {
+            wait_on(y, r, ST_CP, prev);
+            emit(y, r, ST_CP, &ex);
+            flush(y, r);
+        }
+        if (i > 0)
+            wait_on(y, r, ST_COMPUTE, r->last[ST_CP]);
+        emit(y, r, ST_COMPUTE, &blk);
+    }
+}
+
+static void emit_ops(struct synth *y, struct rank *r, const struct oplist *l, int backward)
+{
+    for (size_t i = 0; i < l->n && !y->failed; i++) {
+        if (l->v[i].special == OP_CP_ATTENTION)
+            emit_cp_attention(y, r, backward);
+        else
+            emit(y, r, ST_COMPUTE, &l->v[i]);
+    }
+}
+
+/* ---- gradient buckets ---- */
+
+/* Megatron-core's DDP bucket: at least 40 M parameters, and 1 M per
+ * data-parallel rank (distributed/param_and_grad_buffer.py). */
+static double bucket_params(const struct est_spec *s)
+{
+    double per_dp = 1e6 * (double)(s->parallel.dp * s->parallel.cp);
+    return per_dp > 40e6 ? per_dp : 40e6;
+}
+
+struct bucket_state {
+    double dense, experts; /* parameters gathered into the open bucket */
+};
+
+/* Parameters of transformer layer i on one rank, dense and expert. */
+static void layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts)
+{
+    struct est_layer_params p;
+    est_layer_params(&s->model, i, &p);
+    *dense = (p.attention + p.mlp) / (double)s->parallel.tp + p.norms + p.router;
+    *experts = p.experts / (double)(s->parallel.ep * s->parallel.etp);
+}
+
+static double grad_bytes(const struct est_spec *s)
+{
+    return s->options.dtype == HW_FP32 ? 4 : 2;
+}
+
+/* Reduce the open bucket's gradients (after the work emitted so far). */
+static void bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b)
+{
+    const struct est_spec *s = y->s;
+    enum model_coll_op op = s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
+    const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter";
+    uint32_t after = anchor(y, r, ST_COMPUTE);
+    double sizes[2] = {b->dense, b->experts};
+    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
+    for (int k = 0; k < 2; k++) {
+        if (sizes[k] <= 0 || groups[k]->ranks <= 1)
+            continue;
+        double bytes = sizes[k] * grad_bytes(s);
+        struct op o = {name, MODEL_TASK_COMM, (uint8_t)op, OP_PLAIN, 1, coll_ns(y, op, groups[k], bytes),
+                       (int64_t)bytes, (uint32_t)groups[k]->ranks};
+        wait_on(y, r, ST_DP, after);
+        emit(y, r, ST_DP, &o);
+        flush(y, r);
+    }
+    b->dense = b->experts = 0;
+}
+
+/* ---- the schedule ---- */
+
+struct p2p {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+enum { P2P_FWD_SEND, P2P_FWD_RECV, P2P_BWD_SEND, P2P_BWD_RECV, P2P_KINDS };
+
+struct pipeline {
+    int64_t pp, vpp, m; /* ranks, chunks per rank, micro-batches */
+    struct est_stage_layers *vstages;
+    struct p2p *p2p; /* [rank * P2P_KINDS + kind] */
+    uint32_t *grad_norm; /* per rank: its member of the gradient-norm all-reduce */
+    int64_t act_bytes;
+    int64_t p2p_dur;
+};
+
+static struct p2p *p2p_list(struct pipeline *p, int64_t rank, int kind)
+{
+    return &p->p2p[rank * P2P_KINDS + kind];
+}
+
+/* Post a pipeline transfer on the send or receive stream and remember it
+ * for pairing; the caller synchronises the device after a batch. */
+static void p2p_post(struct synth *y, struct pipeline *p, struct rank *r, int kind)
+{
+    int send = kind == P2P_FWD_SEND || kind == P2P_BWD_SEND;
+    int stream = send ? ST_SEND : ST_RECV;
+    struct op o = {send ? "pipeline send" : "pipeline receive", MODEL_TASK_COMM, MODEL_COLL_SENDRECV, OP_PLAIN,
+                   1, p->p2p_dur, p->act_bytes, 0 /* paired across ranks by pair_transfers */};
+    struct p2p *l = p2p_list(p, r->id, kind);
+    r->backward = 0;
+    if (send)
+        wait_on(y, r, stream, anchor(y, r, ST_COMPUTE));
+    flush(y, r);
+    emit(y, r, stream, &o);
+    flush(y, r);
+    if (!y->failed && sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        y->failed = sc_error_set(y->err, SC_ENOMEM, "out of memory synthesising the step");
+    if (!y->failed)
+        l->v[l->n++] = r->last[stream];
+}
+
+static int virtual_stage(const struct pipeline *p, int64_t rank, int64_t chunk)
+{
+    return (int)(chunk * p->pp + rank);
+}
+
+/* Run forward or backward of one micro-batch on one model chunk. */
+static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
+                     int backward, int last_mb, struct bucket_state *bucket)
+{
+    int v = virtual_stage(p, r->id, chunk);
+    const struct est_stage_layers *st = &p->vstages[v];
+    const struct est_spec *s = y->s;
+    int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    /* the pass starts on what the pipeline received */
+    if (sync_recv)
+        wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
+    snprintf(r->region, sizeof r->region, "%s mb %lld chunk %lld", backward ? "backward" : "forward",
+             (long long)mb, (long long)chunk);
+    r->backward = backward;
+    if (!backward) {
+        if (st->embedding)
+            emit_ops(y, r, &y->embed_fwd, 0);
+        for (int i = 0; i < st->layers && !y->failed; i++) {
+            int64_t layer = st->first_layer + i;
+            int is_moe = est_model_layer_is_moe(&s->model, layer);
+            if (y->detail == EST_DETAIL_LAYER)
+                snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
+            emit_ops(y, r, &y->fwd[is_moe], 0);
+            layer_boundary(y, r);
+        }
+        if (st->loss)
+            emit_ops(y, r, &y->head_fwd, 0);
+        return;
+    }
+    if (st->loss)
+        emit_ops(y, r, &y->head_bwd, 1);
+    for (int i = st->layers - 1; i >= 0 && !y->failed; i--) {
+        int64_t layer = st->first_layer + i;
+        int is_moe = est_model_layer_is_moe(&s->model, layer);
+        if (y->detail == EST_DETAIL_LAYER)
+            snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
+        emit_ops(y, r, &y->recompute[is_moe], 0);
+        emit_ops(y, r, &y->bwd[is_moe], 1);
+        layer_boundary(y, r);
+        if (last_mb) {
+            double dense, experts;
+            layer_rank_params(s, layer, &dense, &experts);
+            bucket->dense += dense;
+            bucket->experts += experts;
+            if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= bucket_params(s))
+                bucket_reduce(y, r, bucket);
+        }
+    }
+    if (st->embedding)
+        emit_ops(y, r, &y->embed_bwd, 1);
+    if (last_mb) {
+        double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
+        if (st->embedding || (st->loss && !s->model.tied_embeddings))
+            bucket->dense += emb * ((st->embedding ? 1 : 0) + (st->loss && !s->model.tied_embeddings ? 1 : 0));
+        if (s->options.overlap_grad_reduce)
+            bucket_reduce(y, r, bucket);
+    }
+}
+
+/* Post a batch of transfers (NULL-terminated kinds) then synchronise. */
+static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const int *kinds, int n)
+{
+    int posted = 0;
+    for (int i = 0; i < n; i++)
+        if (kinds[i] >= 0) {
+            p2p_post(y, p, r, kinds[i]);
+            posted = 1;
+        }
+    if (posted)
+        device_sync(y, r, "pipeline transfer synchronize");
+}
+
+/* Megatron's 1F1B schedule (pipeline_parallel/schedules.py,
+ * forward_backward_pipelining_without_interleaving). */
+static void schedule_1f1b(struct synth *y, struct pipeline *p, struct rank *r, struct bucket_state *b)
+{
+    int64_t pp = p->pp, m = p->m, rank = r->id;
+    int first = rank == 0, last = rank == pp - 1;
+    int64_t warmup = pp - rank - 1 < m ? pp - rank - 1 : m, steady = m - warmup;
+    int recv_f = first ? -1 : P2P_FWD_RECV, send_f = last ? -1 : P2P_FWD_SEND;
+    int recv_b = last ? -1 : P2P_BWD_RECV, send_b = first ? -1 : P2P_BWD_SEND;
+    int64_t fwd = 0, bwd = 0;
+    for (int64_t i = 0; i < warmup; i++) {
+        p2p_batch(y, p, r, (int[]){recv_f}, 1);
+        run_pass(y, p, r, 0, fwd++, 0, 0, b);
+        p2p_batch(y, p, r, (int[]){send_f}, 1);
+    }
+    if (steady > 0)
+        p2p_batch(y, p, r, (int[]){recv_f}, 1);
+    for (int64_t i = 0; i < steady; i++) {
+        int last_iter = i == steady - 1;
+        run_pass(y, p, r, 0, fwd++, 0, 0, b);
+        p2p_batch(y, p, r, (int[]){send_f, recv_b}, 2);
+        run_pass(y, p, r, 0, bwd, 1, bwd == m - 1, b);
+        bwd++;
+        if (last_iter)
+            p2p_batch(y, p, r, (int[]){send_b}, 1);
+        else
+            p2p_batch(y, p, r, (int[]){send_b, recv_f}, 2);
+    }
+    for (int64_t i = 0; i < warmup; i++) {
+        p2p_batch(y, p, r, (int[]){recv_b}, 1);
+        run_pass(y, p, r, 0, bwd, 1, bwd == m - 1, b);
+        bwd++;
+        p2p_batch(y, p, r, (int[]){send_b}, 1);
+    }
+}
+
+/* Megatron's interleaved schedule (forward_backward_pipelining_with_
+ * interleaving), without p2p overlap: virtual micro-batch k runs chunk
+ * (k / pp) % vpp forward, chunk vpp - 1 - (k / pp) % vpp backward. */
+static int64_t chunk_of(const struct pipeline *p, int64_t k, int forward)
+{
+    int64_t c = (k / p->pp) % p->vpp;
+    return forward ? c : p->vpp - 1 - c;
+}
+
+static int64_t mb_of(const struct pipeline *p, int64_t k)
+{
+    return (k / (p->pp * p->vpp)) * p->pp + k % p->pp;
+}
+
+static void schedule_interleaved(struct synth *y, struct pipeline *p, struct rank *r,
+                                 struct bucket_state *b)
+{
+    int64_t pp = p->pp, vpp = p->vpp, total = p->m * vpp, rank = r->id;
+    int first = rank == 0, last = rank == pp - 1;
+    int64_t warmup = (pp - rank - 1) * 2 + (vpp - 1) * pp;
+    if (warmup > total)
+        warmup = total;
+    int64_t steady = total - warmup;
+    /* the stage that would receive or send is virtual: rank 0 chunk 0 has
+     * no input, the last rank's last chunk no output */
+#define NEEDS_RECV_F(k) (!(first && chunk_of(p, (k), 1) == 0))
+#define HAS_SEND_F(k) (!(last && chunk_of(p, (k), 1) == vpp - 1))
+#define NEEDS_RECV_B(k) (!(last && chunk_of(p, (k), 0) == vpp - 1))
+#define HAS_SEND_B(k) (!(first && chunk_of(p, (k), 0) == 0))
+    p2p_batch(y, p, r, (int[]){NEEDS_RECV_F(0) ? P2P_FWD_RECV : -1}, 1);
+    for (int64_t k = 0; k < warmup; k++) {
+        int64_t c = chunk_of(p, k, 1);
+        run_pass(y, p, r, c, mb_of(p, k), 0, 0, b);
+        int recv_f = k + 1 < total && NEEDS_RECV_F(k + 1) ? P2P_FWD_RECV : -1;
+        int send_f = HAS_SEND_F(k) ? P2P_FWD_SEND : -1;
+        int recv_b = k == warmup - 1 && steady > 0 && NEEDS_RECV_B(0) ? P2P_BWD_RECV : -1;
+        p2p_batch(y, p, r, (int[]){send_f, recv_f, recv_b}, 3);
+    }
+    for (int64_t k = 0; k < steady; k++) {
+        int64_t kf = k + warmup, kb = k;
+        run_pass(y, p, r, chunk_of(p, kf, 1), mb_of(p, kf), 0, 0, b);
+        int64_t cb = chunk_of(p, kb, 0), mbb = mb_of(p, kb);
+        run_pass(y, p, r, cb, mbb, 1, mbb == p->m - 1, b);
+        int send_f = HAS_SEND_F(kf) ? P2P_FWD_SEND : -1;
+        int send_b = HAS_SEND_B(kb) ? P2P_BWD_SEND : -1;
+        int recv_f = kf + 1 < total && NEEDS_RECV_F(kf + 1) ? P2P_FWD_RECV : -1;
+        int recv_b = kb + 1 < total && NEEDS_RECV_B(kb + 1) ? P2P_BWD_RECV : -1;
+        p2p_batch(y, p, r, (int[]){send_f, send_b, recv_f, recv_b}, 4);
+    }
+    if (steady == 0)
+        p2p_batch(y, p, r, (int[]){NEEDS_RECV_B(0) ? P2P_BWD_RECV : -1}, 1);
+    for (int64_t kb = steady; kb < total; kb++) {
+        int64_t cb = chunk_of(p, kb, 0), mbb = mb_of(p, kb);
+        run_pass(y, p, r, cb, mbb, 1, mbb == p->m - 1, b);
+        int send_b = HAS_SEND_B(kb) ? P2P_BWD_SEND : -1;
+        int recv_b = kb + 1 < total && NEEDS_RECV_B(kb + 1) ? P2P_BWD_RECV : -1;
+        p2p_batch(y, p, r, (int[]){send_b, recv_b}, 2);
+    }
+#undef NEEDS_RECV_F
+#undef HAS_SEND_F
+#undef NEEDS_RECV_B
+#undef HAS_SEND_B
+}
+
+/* Parameters of pipeline rank r (for the optimizer and parameter gather). */
+static double rank_params(const struct est_spec *s, const struct pipeline *p, int64_t rank)
+{
+    double total = 0;
+    for (int64_t c = 0; c < p->vpp; c++) {
+        const struct est_stage_layers *st = &p->vstages[c * p->pp + rank];
+        for (int i = 0; i < st->layers; i++) {
+            double dense, experts;
+            layer_rank_params(s, st->first_layer + i, &dense, &experts);
+            total += dense + experts;
+        }
+        double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
+        total += (st->embedding ? emb : 0) + (st->loss && !s->model.tied_embeddings ? emb : 0);
+    }
+    return total;
+}
+
+static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint32_t *begin)
+{
+    const struct est_spec *s = y->s;
+    *begin = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_MARKER, .name = "step"});
+    /* the distributed optimizer's parameter all-gather of the previous
+     * step, overlapped with this step's forward */
+    if (s->options.zero_stage >= 1 && s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
+        double bytes = rank_params(s, p, r->id) * y->sh.B;
+        struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
+                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                       (uint32_t)y->sh.dp_group.ranks};
+        snprintf(r->region, sizeof r->region, "parameter gather");
+        emit(y, r, ST_DP, &o);
+        flush(y, r);
+        /* the first forward waits for it (layer-wise prefetch is finer) */
+        wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
+    }
+}
+
+static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct bucket_state *b,
+                     uint32_t begin)
+{
+    const struct est_spec *s = y->s;
+    double params = rank_params(s, p, r->id);
+    double shards = s->options.zero_stage >= 1 ? (double)(s->parallel.dp * s->parallel.cp) : 1;
+    if (!s->options.overlap_grad_reduce || b->dense + b->experts > 0) {
+        snprintf(r->region, sizeof r->region, "gradient reduction");
+        if (!s->options.overlap_grad_reduce) {
+            /* every bucket after the backward */
+            b->dense = params;
+            b->experts = 0;
+        }
+        bucket_reduce(y, r, b);
+    }
+    snprintf(r->region, sizeof r->region, "optimizer");
+    r->backward = 0;
+    wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
+    struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1,
+                      ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * grad_bytes(s))), 0, 0};
+    emit(y, r, ST_COMPUTE, &norm);
+    flush(y, r); /* the all-reduce below is a group member of its own */
+    struct op norm_ar = {"gradient norm all-reduce", MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, OP_PLAIN, 1,
+                         coll_ns(y, MODEL_COLL_ALLREDUCE, &y->sh.mp_group, 4), 4, 0};
+    emit(y, r, ST_COMPUTE, &norm_ar);
+    flush(y, r);
+    p->grad_norm[r->id] = r->last[ST_COMPUTE];
+    /* the step's loss and norm are read on the host: the optimizer runs
+     * after that synchronisation */
+    host_sync(y, r, "gradient norm .item()", &p->grad_norm[r->id], 1);
+    struct op adam = {"optimizer step", MODEL_TASK_KERNEL, MODEL_KF_OPTIMIZER, OP_PLAIN, 1,
+                      ns(kernel_memory_us(&y->c->kernel, y->hw,
+                                          kernel_mem_bytes(KERNEL_MEM_ADAM, params / shards,
+                                                           s->options.dtype == HW_FP32 ? HW_FP32 : HW_BF16,
+                                                           HW_FP32))), 0, 0};
+    emit(y, r, ST_COMPUTE, &adam);
+    if (s->options.zero_stage >= 1 && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
+        double bytes = params * y->sh.B;
+        struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
+                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                       (uint32_t)y->sh.dp_group.ranks};
+        emit(y, r, ST_COMPUTE, &o);
+    }
+    device_sync(y, r, "end of step synchronize");
+    uint32_t end = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_MARKER, .name = "step"});
+    if (!y->failed && model_gb_add_step(y->gb, &(struct model_step_spec){.rank = r->id, .begin = begin,
+                                                                         .end = end, .name = "step",
+                                                                         .measured_ns = -1,
+                                                                         .trace_step = MODEL_NONE}))
+        y->failed = y->err->code;
+}
+
+static int add_rank(struct synth *y, int64_t id, struct rank *r)
+{
+    memset(r, 0, sizeof *r);
+    if (model_gb_add_rank(y->gb, &(struct model_rank_spec){.id = (int)id}, &r->id))
+        return y->failed = y->err->code;
+    if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .label = "main thread",
+                                                              .pid = id, .tid = 1}, &r->cpu))
+        return y->failed = y->err->code;
+    for (int k = 0; k < ST_COUNT; k++) {
+        r->last[k] = MODEL_NONE;
+        if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .gpu = 1, .comm = k != ST_COMPUTE,
+                                                                  .label = stream_labels[k], .pid = id,
+                                                                  .tid = 7 + k}, &r->st[k]))
+            return y->failed = y->err->code;
+    }
+    return SC_OK;
+}
+
+static void pair_transfers(struct synth *y, struct pipeline *p)
+{
+    for (int64_t r = 0; r < p->pp && !y->failed; r++) {
+        struct p2p *fs = p2p_list(p, r, P2P_FWD_SEND), *fr = p2p_list(p, (r + 1) % p->pp, P2P_FWD_RECV);
+        struct p2p *bs = p2p_list(p, r, P2P_BWD_SEND), *br = p2p_list(p, (r + p->pp - 1) % p->pp, P2P_BWD_RECV);
+        if (fs->n != fr->n || bs->n != br->n) {
+            y->failed = sc_error_set(y->err, SC_EINTERNAL,
+                                     "pipeline rank %lld: %zu forward sends but %zu receives next, %zu backward sends but %zu receives before",
+                                     (long long)r, fs->n, fr->n, bs->n, br->n);
+            return;
+        }
+        for (size_t i = 0; i < fs->n; i++)
+            add_group(y, MODEL_COLL_SENDRECV, p->act_bytes, 2, (uint32_t[]){fs->v[i], fr->v[i]}, 2);
+        for (size_t i = 0; i < bs->n; i++)
+            add_group(y, MODEL_COLL_SENDRECV, p->act_bytes, 2, (uint32_t[]){bs->v[i], br->v[i]}, 2);
+    }
+    /* the gradient norm is reduced across every pipeline rank */
+    add_group(y, MODEL_COLL_ALLREDUCE, 4, (uint32_t)y->sh.mp_group.ranks, p->grad_norm, (size_t)p->pp);
+}
+
+static void synth_release(struct synth *y, struct pipeline *p)
+{
+    for (int k = 0; k < 2; k++) {
+        free(y->fwd[k].v);
+        free(y->bwd[k].v);
+        free(y->recompute[k].v);
+    }
+    free(y->embed_fwd.v);
+    free(y->embed_bwd.v);
+    free(y->head_fwd.v);
+    free(y->head_bwd.v);
+    if (p->p2p)
+        for (int64_t i = 0; i < p->pp * P2P_KINDS; i++)
+            free(p->p2p[i].v);
+    free(p->p2p);
+    free(p->vstages);
+    free(p->grad_norm);
+}
+
+int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+              enum est_detail detail, struct model_graph **out, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
+    *out = NULL;
+    if (p.vpp > 1 && p.m % p.pp != 0)
+        return sc_error_set(err, SC_EINVAL,
+                            "parallel.schedule: the interleaved schedule needs micro-batches (%lld) divisible by pp (%lld)",
+                            (long long)p.m, (long long)p.pp);
+    shape_init(&y);
+    p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
+    p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);
+    p.grad_norm = calloc((size_t)p.pp, sizeof *p.grad_norm);
+    y.gb = model_gb_new(err);
+    if (!p.vstages || !p.p2p || !p.grad_norm || !y.gb) {
+        synth_release(&y, &p);
+        model_gb_free(y.gb);
+        return sc_error_set(err, SC_ENOMEM, "out of memory synthesising the step");
+    }
+    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+        synth_release(&y, &p);
+        model_gb_free(y.gb);
+        return err->code;
+    }
+    p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
+    p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
+    layer_ops(&y, 0);
+    if (s->model.moe.experts > 0)
+        layer_ops(&y, 1);
+    embedding_and_loss_ops(&y);
+    cp_pieces(&y);
+    for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
+        struct rank r;
+        struct bucket_state b = {0, 0};
+        uint32_t begin;
+        if (add_rank(&y, rank, &r))
+            break;
+        step_begin(&y, &p, &r, &begin);
+        if (p.vpp > 1)
+            schedule_interleaved(&y, &p, &r, &b);
+        else
+            schedule_1f1b(&y, &p, &r, &b);
+        step_end(&y, &p, &r, &b, begin);
+    }
+    if (!y.failed)
+        pair_transfers(&y, &p);
+    synth_release(&y, &p);
+    if (y.failed) {
+        model_gb_free(y.gb);
+        return y.failed;
+    }
+    return model_gb_finish(y.gb, out, err);
+}

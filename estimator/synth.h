@@ -1,0 +1,70 @@
+/* estimator/synth.h: one training step synthesised from a spec as a
+ * dependency graph (DESIGN.md §5, road 2), for the replay to time.
+ *
+ * Each pipeline rank is one simulated rank: its data-parallel replicas and
+ * its tensor- and context-parallel peers behave alike, so they are not
+ * simulated; the collectives among them are one-member groups timed by the
+ * collective model for the whole group. A rank has a CPU thread that
+ * dispatches every GPU operation (each dispatch costs the host's per-op
+ * time), a compute stream, and streams for the pipeline's sends and
+ * receives, the data-parallel gradient and parameter collectives, and the
+ * context-parallel key/value exchange. The schedule is Megatron-LM's: 1F1B
+ * or interleaved, the combined pipeline transfers of its schedules each
+ * followed by a device synchronisation, gradient buckets reduced as the
+ * last micro-batch's backward produces them (overlap_grad_reduce), a
+ * gradient-norm all-reduce across the model-parallel ranks before the
+ * optimizer, and the distributed optimizer's parameter all-gather
+ * overlapped with the next forward (overlap_param_gather).
+ *
+ * Three levels of detail time the same step: `kernel` keeps every kernel
+ * and its dispatch as tasks; `layer` merges each run of consecutive GPU
+ * operations on one stream that nothing else waits on within a layer, and
+ * `stage` merges such runs across layers. A merged task keeps its dispatches
+ * as one host task: it cannot start before its first dispatch, nor end
+ * before its last dispatch plus its last operation. */
+#ifndef ESTIMATOR_SYNTH_H
+#define ESTIMATOR_SYNTH_H
+
+#include "common/error.h"
+#include "estimator/collective_model.h"
+#include "estimator/kernel_model.h"
+#include "estimator/spec.h"
+
+struct model_graph;
+
+enum est_detail { EST_DETAIL_STAGE, EST_DETAIL_LAYER, EST_DETAIL_KERNEL };
+
+const char *est_detail_name(enum est_detail d);
+/* "stage", "layer" or "kernel"; SC_EINVAL naming them otherwise. */
+int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err);
+
+/* What the synthesised work costs. */
+struct est_costs {
+    struct kernel_params kernel;
+    struct coll_params coll;
+    /* host time to dispatch one GPU operation, microseconds: in the
+     * forward pass (the framework's Python and dispatch, and the launch),
+     * in the backward pass (the autograd engine's C++ and the launch), and
+     * to issue one collective (the process group's bookkeeping and its
+     * stream synchronisation) */
+    double host_op_us, host_bwd_op_us, host_coll_us;
+    /* busiest expert's tokens over the mean under top-k routing */
+    double moe_imbalance;
+};
+
+/* The defaults on a GPU's profile (README "Cost models" cites each), with
+ * the spec's bandwidth overrides applied. */
+void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+
+/* Apply a cluster profile document (`stepcast calibrate ... --out`, the
+ * file a spec's cluster.profile names) over *c: the collective parameters,
+ * and the kernel ones when it holds them. SC_EINVAL when it was measured
+ * on another GPU than `gpu`; SC_EPARSE for a bad document. */
+int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
+                            struct sc_error *err);
+
+/* The graph of one step of spec s (which est_spec_load checked). */
+int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+              enum est_detail detail, struct model_graph **out, struct sc_error *err);
+
+#endif

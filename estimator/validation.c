@@ -1,0 +1,240 @@
+/* estimator/validation.c: measured runs, their specs, scores and fits
+ * (validation.h). */
+#include "estimator/validation.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+
+#include "common/vec.h"
+#include "estimator/estimate.h"
+#include "common/banned.h"
+
+#define MAX_ROWS 1000000
+#define COLUMNS 11
+
+static const char *const column_names[COLUMNS] = {
+    "GPUs", "global batch", "micro batch", "hidden size", "attention heads", "layers",
+    "sequence length", "tensor parallelism", "data parallelism", "pipeline parallelism", "iteration time"};
+
+int est_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
+                       struct sc_error *err)
+{
+    struct est_measured *v = NULL;
+    size_t cap = 0, count = 0, line = 0;
+    const char *p = text, *end = text + len;
+    *rows = NULL;
+    *n = 0;
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = eol ? eol : end;
+        line++;
+        size_t w = (size_t)(stop - p);
+        if (w && stop[-1] == '\r')
+            w--;
+        if (w == 0 || p[0] == '#') {
+            p = eol ? eol + 1 : end;
+            continue;
+        }
+        if (count == MAX_ROWS) {
+            free(v);
+            return sc_error_set(err, SC_ELIMIT, "more than %d rows", MAX_ROWS);
+        }
+        double f[COLUMNS];
+        const char *q = p, *qe = p + w;
+        for (int c = 0; c < COLUMNS; c++) {
+            char buf[64];
+            const char *comma = memchr(q, ',', (size_t)(qe - q));
+            const char *ce = c == COLUMNS - 1 ? qe : comma;
+            char *numend;
+            if (!ce || (c == COLUMNS - 1 && comma) || (size_t)(ce - q) >= sizeof buf || ce == q) {
+                free(v);
+                return sc_error_set(err, SC_EPARSE, "line %zu: %s: expected %d comma-separated numbers",
+                                    line, column_names[c], COLUMNS);
+            }
+            memcpy(buf, q, (size_t)(ce - q));
+            buf[ce - q] = '\0';
+            errno = 0;
+            f[c] = strtod(buf, &numend);
+            if (*numend || errno || !(f[c] > 0) || f[c] > 1e12 ||
+                (c < COLUMNS - 1 && f[c] != floor(f[c]))) {
+                free(v);
+                return sc_error_set(err, SC_EPARSE, "line %zu: %s: '%s' is not a positive %s", line,
+                                    column_names[c], buf, c < COLUMNS - 1 ? "whole number" : "number");
+            }
+            q = ce + 1;
+        }
+        if (sc_vec_reserve((void **)&v, &cap, count + 1, sizeof *v)) {
+            free(v);
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        }
+        struct est_measured *m = &v[count++];
+        m->gpus = (int64_t)f[0];
+        m->global_batch = (int64_t)f[1];
+        m->micro_batch = (int64_t)f[2];
+        m->hidden = (int64_t)f[3];
+        m->heads = (int64_t)f[4];
+        m->layers = (int64_t)f[5];
+        m->seq = (int64_t)f[6];
+        m->tp = (int64_t)f[7];
+        m->dp = (int64_t)f[8];
+        m->pp = (int64_t)f[9];
+        m->step_ms = f[10];
+        m->line = line;
+        if (m->gpus != m->tp * m->dp * m->pp) {
+            long long gpus = (long long)m->gpus, product = (long long)(m->tp * m->dp * m->pp);
+            free(v);
+            return sc_error_set(err, SC_EPARSE, "line %zu: %lld GPUs are not tp x dp x pp = %lld", line,
+                                gpus, product);
+        }
+        p = eol ? eol + 1 : end;
+    }
+    *rows = v;
+    *n = count;
+    return SC_OK;
+}
+
+int est_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
+                      const char *attention, struct est_spec *out, const struct hw_profile **hw,
+                      struct sc_error *err)
+{
+    char text[1024];
+    int len = snprintf(text, sizeof text,
+                       "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld,\"vocab\":50257},"
+                       "\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,"
+                       "\"global_batch\":%lld},\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":8},"
+                       "\"options\":{\"dtype\":\"%s\",\"attention\":\"%s\"}}",
+                       (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->seq,
+                       (long long)m->tp, (long long)m->pp, (long long)m->dp, (long long)m->micro_batch,
+                       (long long)m->global_batch, gpu, dtype, attention);
+    if (len < 0 || (size_t)len >= sizeof text)
+        return sc_error_set(err, SC_EINVAL, "line %zu: names too long", m->line);
+    if (est_spec_load(text, (size_t)len, out, hw, err))
+        return sc_error_prefix(err, "line %zu", m->line);
+    return SC_OK;
+}
+
+const struct est_fit_param est_fit_params[] = {
+    {"host_op_us", offsetof(struct est_costs, host_op_us), 1, 150},
+    {"host_bwd_op_us", offsetof(struct est_costs, host_bwd_op_us), 1, 150},
+    {"host_coll_us", offsetof(struct est_costs, host_coll_us), 1, 500},
+    {"kernel_fixed_us", offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, kernel_fixed_us), 2, 8},
+    {"gemm_ceiling_scale", offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, gemm_ceiling_scale),
+     0.5, 1},
+};
+const size_t est_n_fit_params = sizeof est_fit_params / sizeof est_fit_params[0];
+
+static double *param_at(struct est_costs *c, size_t i)
+{
+    return (double *)((char *)c + est_fit_params[i].offset);
+}
+
+int est_validate(const struct est_measured *rows, size_t n, const unsigned char *select,
+                 const struct est_spec *specs, const struct hw_profile *const *hws,
+                 const struct est_costs *c, enum est_detail detail, double *pred, struct est_score *out,
+                 struct sc_error *err)
+{
+    double sum = 0, sum_signed = 0, worst = 0;
+    size_t k = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        struct est_estimate e;
+        if (select && !select[i])
+            continue;
+        if (est_estimate(&specs[i], hws[i], c, detail, &e, err))
+            return sc_error_prefix(err, "line %zu", rows[i].line);
+        double ape = (e.step_ms - rows[i].step_ms) / rows[i].step_ms * 100;
+        if (pred)
+            pred[i] = e.step_ms;
+        est_estimate_release(&e);
+        sum += fabs(ape);
+        sum_signed += ape;
+        worst = fmax(worst, fabs(ape));
+        k++;
+    }
+    out->n = k;
+    out->mape = k ? sum / (double)k : 0;
+    out->bias = k ? sum_signed / (double)k : 0;
+    out->max_ape = worst;
+    return SC_OK;
+}
+
+struct fit_ctx {
+    const struct est_measured *rows;
+    size_t n;
+    const unsigned char *select;
+    const struct est_spec *specs;
+    const struct hw_profile *const *hws;
+    struct est_costs costs;
+    enum est_detail detail;
+    struct sc_error *err;
+    int failed;
+};
+
+/* The simplex moves in [0, 1] per parameter, mapped onto its range. */
+static double mape_at(const gsl_vector *x, void *arg)
+{
+    struct fit_ctx *f = arg;
+    struct est_costs c = f->costs;
+    struct est_score s;
+    for (size_t i = 0; i < est_n_fit_params; i++) {
+        double u = gsl_vector_get(x, i);
+        if (!(u >= 0 && u <= 1))
+            return 1e9;
+        *param_at(&c, i) = est_fit_params[i].lo + u * (est_fit_params[i].hi - est_fit_params[i].lo);
+    }
+    if (est_validate(f->rows, f->n, f->select, f->specs, f->hws, &c, f->detail, NULL, &s, f->err)) {
+        f->failed = f->err->code;
+        return 1e9;
+    }
+    return s.mape;
+}
+
+int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
+            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
+            enum est_detail detail, struct est_score *out, struct sc_error *err)
+{
+    struct fit_ctx f = {rows, n, select, specs, hws, *c, detail, err, 0};
+    gsl_multimin_function fn = {mape_at, est_n_fit_params, &f};
+    gsl_vector *x = gsl_vector_alloc(est_n_fit_params), *step = gsl_vector_alloc(est_n_fit_params);
+    gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
+                                                                est_n_fit_params);
+    int rc = SC_OK;
+    if (!x || !step || !m) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < est_n_fit_params; i++) {
+        double u = (*param_at(c, i) - est_fit_params[i].lo) / (est_fit_params[i].hi - est_fit_params[i].lo);
+        gsl_vector_set(x, i, fmin(fmax(u, 0.05), 0.95));
+        gsl_vector_set(step, i, 0.1);
+    }
+    gsl_multimin_fminimizer_set(m, &fn, x, step);
+    for (int it = 0; it < 200 && !f.failed; it++) {
+        if (gsl_multimin_fminimizer_iterate(m))
+            break;
+        if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS)
+            break;
+    }
+    if (f.failed) {
+        rc = f.failed;
+        goto done;
+    }
+    for (size_t i = 0; i < est_n_fit_params; i++)
+        *param_at(c, i) = est_fit_params[i].lo +
+                          gsl_vector_get(m->x, i) * (est_fit_params[i].hi - est_fit_params[i].lo);
+    rc = est_validate(rows, n, select, specs, hws, c, detail, NULL, out, err);
+done:
+    gsl_multimin_fminimizer_free(m);
+    gsl_vector_free(x);
+    gsl_vector_free(step);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* estimator/validation.h: measured step times of real runs, and how well
+ * estimates match them (DESIGN.md §5).
+ *
+ * The measurements come as CSV with the columns of
+ * ../shared/validation/vtrain_single_node_a100.csv: GPUs, global batch,
+ * micro batch, hidden size, attention heads, layers, sequence length,
+ * tensor, data and pipeline parallelism, iteration time (ms); a first line
+ * starting with '#' (or a UTF-8 byte-order mark and '#') is the header.
+ * Each row becomes a spec: a GPT model (4 x hidden FFN, plain MLP, GPT-2's
+ * vocabulary), Megatron's 1F1B schedule, the dtype and attention the caller
+ * names, on one NVLink domain of the given GPU. */
+#ifndef ESTIMATOR_VALIDATION_H
+#define ESTIMATOR_VALIDATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "estimator/synth.h"
+
+struct est_measured {
+    int64_t gpus, global_batch, micro_batch, hidden, heads, layers, seq, tp, dp, pp;
+    double step_ms;
+    size_t line; /* in the file, for messages */
+};
+
+/* Parse CSV text; *rows is malloc'd. SC_EPARSE naming the line and column
+ * for anything that is not a row of eleven positive numbers, or GPUs not
+ * tp x dp x pp; SC_ELIMIT past 1,000,000 rows. */
+int est_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
+                       struct sc_error *err);
+
+/* The spec of a measured run on GPU `gpu` in `dtype` ("fp16", ...) with
+ * `attention` ("flash" or "unfused"). */
+int est_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
+                      const char *attention, struct est_spec *out, const struct hw_profile **hw,
+                      struct sc_error *err);
+
+/* The parameters a validation may fit: hardware-level, each a field of
+ * est_costs (README "Cost models"). */
+struct est_fit_param {
+    const char *name;
+    size_t offset;   /* into struct est_costs */
+    double lo, hi;   /* the physically sensible range searched */
+};
+extern const struct est_fit_param est_fit_params[];
+extern const size_t est_n_fit_params;
+
+struct est_score {
+    double mape;      /* mean absolute percentage error, % */
+    double bias;      /* mean signed error, % */
+    double max_ape;
+    size_t n;
+};
+
+/* Estimate every row selected (select NULL: all) with costs c and score
+ * them. pred (may be NULL) gets each row's estimate in ms. */
+int est_validate(const struct est_measured *rows, size_t n, const unsigned char *select,
+                 const struct est_spec *specs, const struct hw_profile *const *hws,
+                 const struct est_costs *c, enum est_detail detail, double *pred, struct est_score *out,
+                 struct sc_error *err);
+
+/* Fit the parameters of est_fit_params (all of them, starting from *c) to
+ * the selected rows by minimising their MAPE with GSL's Nelder-Mead
+ * simplex; *c gets the fit. */
+int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
+            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
+            enum est_detail detail, struct est_score *out, struct sc_error *err);
+
+#endif

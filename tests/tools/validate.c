@@ -1,0 +1,173 @@
+/* tests/tools/validate.c: `make validate`: the spec-driven estimator
+ * against measured step times (estimator/validation.h).
+ *
+ *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
+ *            [--detail stage|layer|kernel] [--max-mape PCT] FILE.csv
+ *
+ * It scores the default costs on every row and by parallelism kind (which
+ * of TP, PP, DP exceed 1), then the grouped hold-out folds: the parameters
+ * that may be fitted (est_fit_params) fitted on one group of rows with GSL
+ * and scored on the other (hidden 1024 -> 2048, 2048 -> 1024, TP <= 2 ->
+ * TP 4 and 8). The last line is `N passed, N failed`, one check per score
+ * held against --max-mape (default 10%). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/validation.h"
+#include "common/banned.h"
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long len;
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len + 1)) && fread(buf, 1, (size_t)len, f) == (size_t)len) {
+        buf[len] = '\0';
+        *n = (size_t)len;
+    } else {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
+static int passed, failed;
+
+static void report(const char *what, const struct est_score *s, double limit)
+{
+    int ok = s->mape <= limit;
+    printf("%-4s %-34s %5zu rows  MAPE %6.2f%%  bias %+7.2f%%  max %6.1f%%\n", ok ? "ok" : "FAIL", what, s->n,
+           s->mape, s->bias, s->max_ape);
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+static void print_costs(const char *what, struct est_costs *c)
+{
+    printf("     %s:", what);
+    for (size_t i = 0; i < est_n_fit_params; i++)
+        printf(" %s=%.3f", est_fit_params[i].name,
+               *(double *)((char *)c + est_fit_params[i].offset));
+    printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"gpu", required_argument, NULL, 'g'},   {"dtype", required_argument, NULL, 't'},
+        {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
+        {"max-mape", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0},
+    };
+    const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused";
+    enum est_detail detail = EST_DETAIL_STAGE;
+    double limit = 10;
+    struct sc_error err;
+    int c;
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'g': gpu = optarg; break;
+        case 't': dtype = optarg; break;
+        case 'a': attention = optarg; break;
+        case 'd':
+            if (est_detail_parse(optarg, &detail, &err)) {
+                fprintf(stderr, "validate: %s\n", err.msg);
+                return 2;
+            }
+            break;
+        case 'm': limit = strtod(optarg, NULL); break;
+        default: return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] FILE.csv\n");
+        return 2;
+    }
+    size_t len, n;
+    char *text = slurp(argv[optind], &len);
+    struct est_measured *rows;
+    if (!text) {
+        fprintf(stderr, "validate: cannot read %s\n", argv[optind]);
+        return 2;
+    }
+    if (est_measured_parse(text, len, &rows, &n, &err)) {
+        fprintf(stderr, "validate: %s: %s\n", argv[optind], err.msg);
+        free(text);
+        return 2;
+    }
+    free(text);
+    struct est_spec *specs = calloc(n ? n : 1, sizeof *specs);
+    const struct hw_profile **hws = calloc(n ? n : 1, sizeof *hws);
+    unsigned char *train = calloc(n ? n : 1, 1), *test = calloc(n ? n : 1, 1);
+    if (!specs || !hws || !train || !test)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (est_measured_spec(&rows[i], gpu, dtype, attention, &specs[i], &hws[i], &err)) {
+            fprintf(stderr, "validate: %s\n", err.msg);
+            return 2;
+        }
+    struct est_costs base;
+    est_costs_default(hws[0], &specs[0], &base);
+    printf("validate: %zu measured steps of %s on %s, %s, %s attention, detail %s\n", n, argv[optind], gpu,
+           dtype, attention, est_detail_name(detail));
+    print_costs("default costs", &base);
+
+    struct est_score s;
+    if (est_validate(rows, n, NULL, specs, hws, &base, detail, NULL, &s, &err))
+        goto fail;
+    report("all rows, default costs", &s, limit);
+    static const char *const kinds[8] = {"none", "DP", "PP", "PP+DP", "TP", "TP+DP", "TP+PP", "TP+PP+DP"};
+    for (int k = 0; k < 8; k++) {
+        size_t any = 0;
+        for (size_t i = 0; i < n; i++) {
+            int kind = (rows[i].dp > 1) | (rows[i].pp > 1) << 1 | (rows[i].tp > 1) << 2;
+            test[i] = kind == k;
+            any += test[i];
+        }
+        if (!any)
+            continue;
+        char what[64];
+        snprintf(what, sizeof what, "kind %s", kinds[k]);
+        if (est_validate(rows, n, test, specs, hws, &base, detail, NULL, &s, &err))
+            goto fail;
+        report(what, &s, limit);
+    }
+    static const struct {
+        const char *name;
+        int by_hidden;
+        int64_t train_value; /* hidden, or the largest TP trained on */
+    } folds[] = {
+        {"fit hidden 1024, score 2048", 1, 1024},
+        {"fit hidden 2048, score 1024", 1, 2048},
+        {"fit TP <= 2, score TP 4 and 8", 0, 2},
+    };
+    for (size_t f = 0; f < sizeof folds / sizeof folds[0]; f++) {
+        struct est_costs fitted = base;
+        struct est_score fs;
+        for (size_t i = 0; i < n; i++) {
+            train[i] = folds[f].by_hidden ? rows[i].hidden == folds[f].train_value
+                                          : rows[i].tp <= folds[f].train_value;
+            test[i] = !train[i];
+        }
+        if (est_fit(rows, n, train, specs, hws, &fitted, detail, &fs, &err))
+            goto fail;
+        if (est_validate(rows, n, test, specs, hws, &fitted, detail, NULL, &s, &err))
+            goto fail;
+        printf("     %s: training MAPE %.2f%% on %zu rows\n", folds[f].name, fs.mape, fs.n);
+        print_costs("fitted", &fitted);
+        report(folds[f].name, &s, limit);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+fail:
+    fprintf(stderr, "validate: %s\n", err.msg);
+    printf("%d passed, %d failed\n", passed, failed + 1);
+    return 1;
+}
