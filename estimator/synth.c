@@ -813,27 +813,6 @@ static struct p2p *p2p_list(struct pipeline *p, int64_t rank, int kind)
     return &p->p2p[rank * P2P_KINDS + kind];
 }
 
-/* Post a pipeline transfer on the send or receive stream and remember it
- * for pairing; the caller synchronises the device after a batch. */
-static void p2p_post(struct synth *y, struct pipeline *p, struct rank *r, int kind)
-{
-    int send = kind == P2P_FWD_SEND || kind == P2P_BWD_SEND;
-    int stream = send ? ST_SEND : ST_RECV;
-    struct op o = {send ? "pipeline send" : "pipeline receive", MODEL_TASK_COMM, MODEL_COLL_SENDRECV, OP_PLAIN,
-                   1, p->p2p_dur, p->act_bytes, 0 /* paired across ranks by pair_transfers */};
-    struct p2p *l = p2p_list(p, r->id, kind);
-    r->backward = 0;
-    if (send)
-        wait_on(y, r, stream, anchor(y, r, ST_COMPUTE));
-    flush(y, r);
-    emit(y, r, stream, &o);
-    flush(y, r);
-    if (!y->failed && sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
-        y->failed = sc_error_set(y->err, SC_ENOMEM, "out of memory synthesising the step");
-    if (!y->failed)
-        l->v[l->n++] = r->last[stream];
-}
-
 static int virtual_stage(const struct pipeline *p, int64_t rank, int64_t chunk)
 {
     return (int)(chunk * p->pp + rank);
@@ -898,17 +877,54 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     }
 }
 
-/* Post a batch of transfers (NULL-terminated kinds) then synchronise. */
+static void p2p_remember(struct synth *y, struct pipeline *p, struct rank *r, int kind, uint32_t task)
+{
+    struct p2p *l = p2p_list(p, r->id, kind);
+    if (!y->failed && sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        y->failed = sc_error_set(y->err, SC_ENOMEM, "out of memory synthesising the step");
+    if (!y->failed)
+        l->v[l->n++] = task;
+}
+
+/* A batch of pipeline transfers (kinds < 0 are skipped) as Megatron posts
+ * them: one host call issues them all (host_coll_us each) and then
+ * synchronises the device, so it ends when they and all earlier work have.
+ * A send carries what the compute stream has produced so far; the
+ * transfers are paired across ranks by pair_transfers. */
 static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const int *kinds, int n)
 {
     int posted = 0;
     for (int i = 0; i < n; i++)
-        if (kinds[i] >= 0) {
-            p2p_post(y, p, r, kinds[i]);
-            posted = 1;
-        }
-    if (posted)
-        device_sync(y, r, "pipeline transfer synchronize");
+        posted += kinds[i] >= 0;
+    if (!posted)
+        return;
+    uint32_t produced = anchor(y, r, ST_COMPUTE);
+    flush(y, r);
+    int64_t issue = ns(y->c->host_coll_us);
+    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                          .sub = MODEL_CALL_SYNC, .dur = issue * posted,
+                                                          .name = "pipeline transfers and synchronize"});
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (kinds[i] < 0)
+            continue;
+        int send = kinds[i] == P2P_FWD_SEND || kinds[i] == P2P_BWD_SEND;
+        int stream = send ? ST_SEND : ST_RECV;
+        uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[stream], .cls = MODEL_TASK_COMM,
+                                                              .sub = MODEL_COLL_SENDRECV, .dur = p->p2p_dur,
+                                                              .name = send ? "pipeline send" : "pipeline receive",
+                                                              .tag = r->region});
+        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, issue * ++k);
+        if (send)
+            add_edge(y, produced, task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+        for (int w = 0; w < r->n_waits[stream]; w++)
+            add_edge(y, r->waits[stream][w], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+        r->n_waits[stream] = 0;
+        r->last[stream] = task;
+        p2p_remember(y, p, r, kinds[i], task);
+    }
+    for (int st = 0; st < ST_COUNT; st++)
+        add_edge(y, r->last[st], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
 }
 
 /* Megatron's 1F1B schedule (pipeline_parallel/schedules.py,
