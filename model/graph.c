@@ -15,6 +15,7 @@ static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
     [MODEL_EDGE_LAUNCH_QUEUE] = "launch_queue",
     [MODEL_EDGE_INTER_THREAD] = "inter_thread",
     [MODEL_EDGE_GPU_WAIT] = "gpu_wait",
+    [MODEL_EDGE_STEP_END] = "step_end",
 };
 
 const char *model_edge_kind_name(enum model_edge_kind k)

@@ -22,6 +22,11 @@
  *                 the SMs held by a kernel that fills the device)
  *   collective    the same collective on every rank: it starts when the last
  *                 rank's kernel is ready and lasts its intrinsic time
+ *   step_end      the last GPU task of each stream launched in a rank's last
+ *                 modelled step -> that step's end marker: the last step
+ *                 ends when its CPU annotation and all the work it launched
+ *                 have ended (work conservation; earlier steps end with
+ *                 their annotation, the next step's work queued behind)
  *
  * Durations are measured durations of work. Waits hidden in them are cut
  * out when the graph is built: a blocking call keeps only its intrinsic
@@ -109,6 +114,7 @@ enum model_edge_kind {
     MODEL_EDGE_LAUNCH_QUEUE,
     MODEL_EDGE_INTER_THREAD,
     MODEL_EDGE_GPU_WAIT,
+    MODEL_EDGE_STEP_END,
     MODEL_EDGE_KIND_COUNT
 };
 

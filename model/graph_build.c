@@ -1438,6 +1438,38 @@ oom:
     goto out;
 }
 
+/* Work conservation: the last modelled step of the rank ends when its
+ * annotation and all the GPU work launched in it have ended, measured and
+ * replayed alike. Per stream, the last task launched in the step (a stream
+ * runs in order, so it ends after the others) -> the step's end marker;
+ * the measured step is stretched to the latest such end. */
+static int step_end_edges(struct builder *b, struct rank_build *r)
+{
+    const struct model_step *last = &r->t->steps[r->step_hi - 1];
+    struct model_graph_step *gs = NULL;
+    int rc = SC_OK;
+
+    for (size_t k = b->n_steps; k-- > 0 && !gs;)
+        if (b->steps[k].rank == r->rank && b->steps[k].step == r->step_hi - 1)
+            gs = &b->steps[k];
+    if (!gs || gs->end == MODEL_NONE)
+        return SC_OK;
+    int64_t end = last->end;
+    for (size_t si = 0; si < r->n_streams && rc == SC_OK; si++) {
+        const struct stream *s = &r->streams[si];
+        for (uint32_t k = s->n; k-- > 0;) {
+            uint32_t task = s->first + k, ev = b->tasks[task].event;
+            if (launch_task(r, ev) == MODEL_NONE || launch_ts(r, ev) < last->start)
+                continue;
+            end = max64(end, b->end[task]);
+            rc = add_edge(b, task, gs->end, 0, MODEL_FS, MODEL_EDGE_STEP_END, 0);
+            break;
+        }
+    }
+    gs->measured_ns = end - last->start;
+    return rc;
+}
+
 /* ---- handing the graph over ---------------------------------------------------------------- */
 
 static uint8_t call_kind(enum model_rt_class rt)
@@ -1592,7 +1624,7 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
             (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
             (rc = launch_queue_edges(&b, r, &b.queue_depth[i])) ||
             (rc = gpu_wait_edges(&b, r)) || (rc = host_sync_edges(&b, r)) ||
-            (rc = inter_thread_edges(&b, r)))
+            (rc = inter_thread_edges(&b, r)) || (rc = step_end_edges(&b, r)))
             break;
     }
     if (rc == SC_OK)

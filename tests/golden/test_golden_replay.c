@@ -16,35 +16,8 @@
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/json_compare.h"
+#include "tests/shared_traces.h"
 #include "common/banned.h"
-
-#define HTA "HolisticTraceAnalysis/tests/data/"
-#define PARAM "param/et_replay/tests/inputs/"
-
-struct shared_trace {
-    const char *name, *path, *marker;
-};
-
-static const struct shared_trace traces[] = {
-    {"nccl_data", HTA "nccl_parser_config/nccl_data.json.gz", NULL},
-    {"negative_queue", HTA "negative_queue_length_values_check/rank0.json.gz", NULL},
-    {"control", HTA "trace_diff/control/control.json.gz", NULL},
-    {"test", HTA "trace_diff/test/test.json.gz", NULL},
-    {"ns_resolution", HTA "ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", NULL},
-    {"dlrm", PARAM "dlrm_kineto.tar.gz", NULL},
-    {"linear", PARAM "linear_kineto.json.gz", "Optimizer.step"},
-    {"resnet", PARAM "resnet_kineto.json.gz", "Optimizer.step"},
-    {"cuda_event_sync", HTA "critical_path/cuda_event_sync/event_sync_trace.json.gz", NULL},
-    {"sampled", HTA "trace_filter/sampled_rank-0.json.gz", NULL},
-};
-
-static const struct shared_trace *find_trace(const char *name)
-{
-    for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++)
-        if (strcmp(traces[i].name, name) == 0)
-            return &traces[i];
-    return NULL;
-}
 
 struct run {
     struct model_job *job;
@@ -58,20 +31,6 @@ static void run_free(struct run *run)
     model_graph_free(run->g);
     model_job_free(run->job);
     memset(run, 0, sizeof *run);
-}
-
-static int load(const struct shared_trace *st, struct model_job **job)
-{
-    const char *path = th_shared_path(st->path);
-    struct model_load_opts lo;
-    struct sc_error err;
-    model_load_opts_default(&lo);
-    lo.step_marker = st->marker;
-    if (model_job_load(&path, 1, &lo, 0, job, &err)) {
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-        return -1;
-    }
-    return 0;
 }
 
 static int replay(struct model_job *job, const char *scale, struct run *run)
@@ -94,9 +53,9 @@ static int replay(struct model_job *job, const char *scale, struct run *run)
 
 static int load_replay(const char *name, const char *scale, struct run *run)
 {
-    const struct shared_trace *st = find_trace(name);
+    const struct shared_trace *st = th_find_trace(name);
     memset(run, 0, sizeof *run);
-    if (!st || load(st, &run->job))
+    if (!st || th_load_trace(st, &run->job))
         return -1;
     if (replay(run->job, scale, run)) {
         model_job_free(run->job);
@@ -135,11 +94,15 @@ TEST(golden_replay_sampled) { golden("sampled"); }
 
 /* ---- response to GPU speed ----------------------------------------------------------------- */
 
-/* Per step of rank index 0: the measured busy time of its busiest stream,
+/* A measured step of a replay: the busy time of its rank's busiest stream
+ * over the step (which ends when its work does: work conservation),
  * counting kernels and copies but not communication kernels (their traced
  * time includes waiting for peers). */
-static double busiest_stream_ms(const struct model_trace *t, const struct model_step *s)
+static double busiest_stream_ms(const struct model_trace *t, const struct model_replay_step *rs)
 {
+    const struct model_step step = {.start = t->steps[rs->step].start,
+                                    .end = t->steps[rs->step].start + rs->measured_ns};
+    const struct model_step *s = &step;
     double best = 0;
     for (size_t k = 0; k < t->n_tracks; k++) {
         if (!t->tracks[k].is_gpu)
@@ -182,10 +145,10 @@ static double mean_replayed_ms(const struct model_replay *r)
  * unscaled replay; returns the growth. */
 static double check_double_gpu(const char *name)
 {
-    const struct shared_trace *st = find_trace(name);
+    const struct shared_trace *st = th_find_trace(name);
     struct model_job *job = NULL;
     struct run a, b;
-    if (!st || load(st, &job))
+    if (!st || th_load_trace(st, &job))
         return 0;
     if (replay(job, NULL, &a) || replay(job, "gpu=2", &b)) {
         model_job_free(job);
@@ -196,7 +159,7 @@ static double check_double_gpu(const char *name)
     size_t n = 0;
     for (size_t i = 0; i < a.r->n_steps; i++)
         if (a.r->steps[i].rank == 0) {
-            busy += busiest_stream_ms(t, &t->steps[a.r->steps[i].step]);
+            busy += busiest_stream_ms(t, &a.r->steps[i]);
             n++;
         }
     busy /= n ? (double)n : 1;
@@ -225,11 +188,11 @@ TEST(sensitivity_gpu_x2_resnet) { check_double_gpu("resnet"); }
  * to at most 0.65x (copied waits could not shrink). */
 static void check_half_gpu(const char *name, size_t want_min)
 {
-    const struct shared_trace *st = find_trace(name);
+    const struct shared_trace *st = th_find_trace(name);
     struct model_job *job = NULL;
     struct run a, b;
     size_t checked = 0;
-    if (!st || load(st, &job))
+    if (!st || th_load_trace(st, &job))
         return;
     if (replay(job, NULL, &a) || replay(job, "gpu=0.5", &b)) {
         model_job_free(job);
@@ -238,7 +201,7 @@ static void check_half_gpu(const char *name, size_t want_min)
     for (size_t i = 0; i < a.r->n_steps; i++) {
         const struct model_replay_step *s = &a.r->steps[i];
         const struct model_trace *t = job->ranks[s->rank];
-        double busy = busiest_stream_ms(t, &t->steps[s->step]), measured = s->measured_ns / 1e6;
+        double busy = busiest_stream_ms(t, s), measured = s->measured_ns / 1e6;
         if (busy < 0.9 * measured || s->partial)
             continue;
         double ratio = (double)b.r->steps[i].replayed_ns / (double)s->replayed_ns;
@@ -288,11 +251,11 @@ static struct model_replay *replay_longer(const struct model_graph *g, uint32_t 
  * that waits for something else. */
 static void check_longer_kernel_before_sync(const char *name)
 {
-    const struct shared_trace *st = find_trace(name);
+    const struct shared_trace *st = th_find_trace(name);
     struct model_job *job = NULL;
     struct run a;
     const int64_t d = 1000000; /* 1 ms */
-    if (!st || load(st, &job))
+    if (!st || th_load_trace(st, &job))
         return;
     if (replay(job, NULL, &a)) {
         model_job_free(job);
@@ -337,14 +300,15 @@ TEST(sensitivity_longer_kernel_before_sync_test) { check_longer_kernel_before_sy
 TEST(sensitivity_longer_kernel_before_sync_dlrm) { check_longer_kernel_before_sync("dlrm"); }
 TEST(sensitivity_longer_kernel_before_sync_resnet) { check_longer_kernel_before_sync("resnet"); }
 
-/* Lengthen GPU work nothing waits for (no edge leaves it and it is last on
- * its stream): no other task moves. */
+/* Lengthen GPU work nothing waits for but the end of the last step (it is
+ * last on its stream, and work conservation holds the step open until it
+ * ends): no other task moves, and the step ends no earlier than it. */
 static void check_longer_independent_kernel(const char *name)
 {
-    const struct shared_trace *st = find_trace(name);
+    const struct shared_trace *st = th_find_trace(name);
     struct model_job *job = NULL;
     struct run a;
-    if (!st || load(st, &job))
+    if (!st || th_load_trace(st, &job))
         return;
     if (replay(job, NULL, &a)) {
         model_job_free(job);
@@ -356,16 +320,22 @@ static void check_longer_independent_kernel(const char *name)
         const struct model_resource *r = &g->res[k];
         if (!r->gpu || !r->n)
             continue;
-        uint32_t last = r->last;
-        if (g->succ_at[last] == g->succ_at[last + 1] && g->tasks[last].group == MODEL_NONE)
+        uint32_t last = r->last, only_markers = 1;
+        for (uint32_t e = g->succ_at[last]; e < g->succ_at[last + 1]; e++)
+            only_markers &= g->tasks[g->succs[e] >> 2].cls == MODEL_TASK_MARKER;
+        if (only_markers && g->tasks[last].group == MODEL_NONE)
             pick = last;
     }
     CHECK(pick != MODEL_NONE);
     struct model_replay *b = pick == MODEL_NONE ? NULL : replay_longer(g, pick, 5000000);
     if (b) {
         size_t moved = 0;
-        for (uint32_t i = 0; i < g->n_tasks; i++)
-            moved += i != pick && (b->start[i] != a.r->start[i] || b->end[i] != a.r->end[i]);
+        for (uint32_t i = 0; i < g->n_tasks; i++) {
+            if (g->tasks[i].cls == MODEL_TASK_MARKER && b->start[i] != a.r->start[i])
+                CHECK(b->start[i] >= b->end[pick]);
+            else
+                moved += i != pick && (b->start[i] != a.r->start[i] || b->end[i] != a.r->end[i]);
+        }
         CHECK_EQ_INT(moved, 0);
         CHECK_EQ_INT(b->end[pick] - a.r->end[pick], 5000000);
         model_replay_free(b);
@@ -384,10 +354,10 @@ TEST(sensitivity_longer_independent_kernel_dlrm) { check_longer_independent_kern
 
 TEST(sensitivity_dlrm_straggler_propagates)
 {
-    const struct shared_trace *st = find_trace("dlrm");
+    const struct shared_trace *st = th_find_trace("dlrm");
     struct model_job *job = NULL;
     struct run base;
-    if (!st || load(st, &job))
+    if (!st || th_load_trace(st, &job))
         return;
     if (replay(job, NULL, &base)) {
         model_job_free(job);

@@ -31,7 +31,7 @@
 
 #include "common/banned.h"
 
-enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 64, MAX_BUCKETS = 64 };
+enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, MAX_BUCKETS = 64 };
 
 struct opts {
     int ranks, steps, layers, gzip, cuda_sync, slow_rank;

@@ -1,0 +1,24 @@
+/* tests/shared_traces.h: the shared real traces with steps that replay
+ * tests run on (../shared/traces), and loading one as a job. */
+#ifndef TESTS_SHARED_TRACES_H
+#define TESTS_SHARED_TRACES_H
+
+#include <stddef.h>
+
+struct model_job;
+
+struct shared_trace {
+    const char *name, *path, *marker; /* marker: the step marker, NULL for ProfilerStep#N */
+};
+
+extern const struct shared_trace th_traces[];
+extern const size_t th_n_traces;
+
+/* The trace named, or NULL. */
+const struct shared_trace *th_find_trace(const char *name);
+
+/* Load it as a one-trace job; SKIPs when the shared traces are absent,
+ * fails the test and returns -1 when it does not load. */
+int th_load_trace(const struct shared_trace *st, struct model_job **job);
+
+#endif
