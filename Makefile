@@ -68,7 +68,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 
 all: $(BINS)
 
-$(CONFIG): scripts/deps.sh
+$(CONFIG): scripts/deps.sh package-lock.json
 	@sh scripts/deps.sh $@
 
 deps:

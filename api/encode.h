@@ -43,6 +43,8 @@ struct api_health {
     double uptime_s;
     int schema;
     long builds_running, builds_queued;
+    int disk_full;            /* the data directory's disk has no room left */
+    uint64_t disk_free_bytes;
 };
 int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h);
 

@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "api/replay_json.h"
+#include "model/graph.h"
 #include "model/inspect.h"
 #include "model/job.h"
 #include "model/trace.h"
@@ -169,7 +171,22 @@ json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err)
         if (!r || json_array_append_new(ranks, r))
             goto oom;
     }
-    json_t *doc = json_pack("{s:s, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks);
+    /* the collectives matched across ranks, as a replay groups them; null
+     * when the job has no step to build a graph of */
+    struct model_graph *g = NULL;
+    struct sc_error gerr;
+    int rc = model_graph_build(job, NULL, &g, &gerr);
+    if (rc && rc != SC_EINVAL) {
+        json_decref(ranks);
+        sc_error_set(err, rc, "%s", gerr.msg);
+        return NULL;
+    }
+    json_t *groups = g ? api_collectives_json(g) : json_null();
+    model_graph_free(g);
+    if (!groups)
+        goto oom;
+    json_t *doc = json_pack("{s:s, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,
+                            "collective_groups", groups);
     if (doc)
         return doc;
 oom:

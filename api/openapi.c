@@ -57,7 +57,8 @@ static const char schemas[] =
     "\"Deleted\":{\"type\":\"object\",\"properties\":{\"deleted\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
     " \"models\":{\"type\":\"integer\"},\"blobs_freed\":{\"type\":\"integer\"}}},"
     "\"Health\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
-    " \"uptime_s\":{\"type\":\"number\"},\"schema\":{\"type\":\"integer\"},\"builds\":{\"type\":\"object\"}}},"
+    " \"uptime_s\":{\"type\":\"number\"},\"schema\":{\"type\":\"integer\"},\"builds\":{\"type\":\"object\"},"
+    " \"disk_full\":{\"type\":\"boolean\"},\"disk_free_bytes\":{\"type\":\"integer\"}}},"
     "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
     "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"}"
@@ -109,6 +110,9 @@ static json_t *parameters(const struct api_op_info *op)
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "id", "in", "path",
                                            "required", 1, "schema", "type", "string", "pattern",
                                            "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+    if (strstr(op->path, "{file}"))
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s}}", "name", "file", "in", "path",
+                                           "required", 1, "schema", "type", "string"));
     /* "name:type:description;..." */
     for (const char *q = op->query; q && *q;) {
         const char *end = strchr(q, ';');
@@ -130,10 +134,12 @@ static json_t *parameters(const struct api_op_info *op)
 static json_t *responses(const struct api_op_info *op, enum api_op id)
 {
     json_t *r = json_object();
-    char code[8], list[64];
+    char code[8], list[96];
     json_t *ok;
     if (id == API_OP_METRICS)
         ok = content("text/plain", json_pack("{s:s}", "type", "string"));
+    else if (id == API_OP_DASHBOARD || id == API_OP_DASHBOARD_FILE)
+        ok = content("text/html", json_pack("{s:s}", "type", "string"));
     else
         ok = content("application/json", reply_schema[id] ? ref(reply_schema[id]) : json_pack("{s:s}", "type", "object"));
     snprintf(code, sizeof code, "%u", op->success);
@@ -143,7 +149,8 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
                                                 id == API_OP_TRACE_PUT ? "identical bytes were already there"
                                                                         : "the job existed: description replaced",
                                                 "content", content("application/json", ref(reply_schema[id]))));
-    snprintf(list, sizeof list, "%s", op->errors);
+    /* the op's own, then what any request can get for its head */
+    snprintf(list, sizeof list, "%s,400,414,431", op->errors);
     for (char *p = list; *p;) {
         char *c = strchr(p, ',');
         if (c)

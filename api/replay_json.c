@@ -1,11 +1,13 @@
 /* api/replay_json.c: replay, critical path and timeline documents
- * (replay_json.h). */
+ * (replay_json.h). They read the graph (names, classes, resources, steps),
+ * never the trace, so a graph built without one reports like any other. */
 #include "api/replay_json.h"
 
 #include <math.h>
 #include <stdio.h>
 
 #include "api/inspect_json.h"
+#include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -19,8 +21,51 @@ static json_t *pct(double v)
 
 static const char *step_name(const struct model_replay *r, const struct model_replay_step *s)
 {
-    const struct model_trace *t = r->g->job->ranks[s->rank];
-    return model_str(t, t->steps[s->step].name);
+    return model_graph_str(r->g, r->g->steps[s - r->steps].name);
+}
+
+static int rank_id(const struct model_graph *g, uint16_t rank)
+{
+    return g->ranks[rank].id;
+}
+
+/* A duration in ms, or null when nothing was measured. */
+static json_t *ms_or_null(int64_t ns)
+{
+    return ns < 0 ? json_null() : api_json_ms(ns);
+}
+
+static json_t *str_or_null(const struct model_graph *g, uint32_t id)
+{
+    const char *v = model_graph_str(g, id);
+    return *v ? json_string(v) : json_null();
+}
+
+json_t *api_collectives_json(const struct model_graph *g)
+{
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < g->n_groups; k++) {
+        const struct model_coll_group *cg = &g->groups[k];
+        json_t *ranks = json_array();
+        int64_t transfer = 0;
+        for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
+            const struct model_task *t = &g->tasks[g->group_tasks[m]];
+            json_array_append_new(ranks, json_integer(g->ranks[t->rank].id));
+            if (t->dur > transfer)
+                transfer = t->dur;
+        }
+        json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "kind",
+                              model_coll_op_name((enum model_coll_op)cg->op), "bytes",
+                              cg->bytes < 0 ? json_null() : json_integer(cg->bytes), "dtype",
+                              str_or_null(g, cg->dtype), "process_group", str_or_null(g, cg->pg), "seq",
+                              cg->seq < 0 ? json_null() : json_integer(cg->seq), "group_size",
+                              (json_int_t)cg->size, "ranks", ranks, "transfer_ms", api_json_ms(transfer));
+        if (!c || json_array_append_new(out, c)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 static json_t *graph_json(const struct model_graph *g)
@@ -28,18 +73,18 @@ static json_t *graph_json(const struct model_graph *g)
     json_t *kinds = json_object(), *offsets = json_array(), *depths = json_array();
     for (int k = 0; k < MODEL_EDGE_KIND_COUNT; k++)
         json_object_set_new(kinds, model_edge_kind_name((enum model_edge_kind)k),
-                            json_integer((json_int_t)g->edges_by_kind[k]));
-    for (size_t i = 0; i < g->job->n_ranks; i++) {
-        json_array_append_new(offsets, api_json_ms(g->clock_offset_ns[i]));
-        json_array_append_new(depths, json_integer(g->launch_queue_depth[i]));
+                            json_integer((json_int_t)g->stats.edges_by_kind[k]));
+    for (size_t i = 0; i < g->n_ranks; i++) {
+        json_array_append_new(offsets, api_json_ms(g->ranks[i].clock_offset_ns));
+        json_array_append_new(depths, json_integer(g->ranks[i].launch_queue_depth));
     }
-    return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "tasks", (json_int_t)g->n_tasks,
+    return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "tasks", (json_int_t)g->n_tasks,
                      "edges", (json_int_t)g->n_edges, "edges_by_kind", kinds,
-                     "event_syncs_inferred", (json_int_t)g->inferred_event_syncs,
-                     "event_syncs_from_cuda_sync", (json_int_t)g->cuda_sync_event_syncs,
-                     "collectives_matched", (json_int_t)g->collectives_matched,
-                     "collectives_kept", (json_int_t)g->collectives_kept, "clock_offsets_ms", offsets,
-                     "launch_queue_depth", depths);
+                     "event_syncs_inferred", (json_int_t)g->stats.inferred_event_syncs,
+                     "event_syncs_from_cuda_sync", (json_int_t)g->stats.cuda_sync_event_syncs,
+                     "collectives_matched", (json_int_t)g->stats.collectives_matched,
+                     "collectives_kept", (json_int_t)g->stats.collectives_kept, "clock_offsets_ms", offsets,
+                     "launch_queue_depth", depths, "collectives", api_collectives_json(g));
 }
 
 json_t *api_replay_json(const struct model_replay *r)
@@ -52,9 +97,9 @@ json_t *api_replay_json(const struct model_replay *r)
         const struct model_breakdown *b = &s->breakdown;
         json_array_append_new(
             steps, json_pack("{s:i, s:s, s:o, s:o, s:o, s:b, s:{s:o, s:o, s:o, s:o, s:o}, s:o}", "rank",
-                             r->g->job->rank_ids[s->rank], "step", step_name(r, s), "measured_ms",
-                             api_json_ms(s->measured_ns), "replayed_ms", api_json_ms(s->replayed_ns),
-                             "error_pct", pct(s->error_pct), "partial", s->partial, "breakdown",
+                             rank_id(r->g, s->rank), "step", step_name(r, s), "measured_ms",
+                             ms_or_null(s->measured_ns), "replayed_ms", api_json_ms(s->replayed_ns),
+                             "error_pct", s->measured_ns < 0 ? json_null() : pct(s->error_pct), "partial", s->partial, "breakdown",
                              "compute_exposed", api_json_ms(b->compute_exposed), "overlap",
                              api_json_ms(b->overlap), "comm_exposed", api_json_ms(b->comm_exposed),
                              "host", api_json_ms(b->host), "idle", api_json_ms(b->idle),
@@ -69,21 +114,15 @@ json_t *api_replay_json(const struct model_replay *r)
 static json_t *resource_name(const struct model_graph *g, uint32_t task)
 {
     const struct model_resource *res = &g->res[g->tasks[task].res];
-    const struct model_trace *t = g->job->ranks[res->rank];
-    const struct model_track *k = &t->tracks[res->track];
     char buf[96];
-    snprintf(buf, sizeof buf, "rank %d %s %lld", g->job->rank_ids[res->rank],
-             res->gpu ? "stream" : "thread", (long long)k->tid);
+    snprintf(buf, sizeof buf, "rank %d %s %lld", rank_id(g, res->rank), res->gpu ? "stream" : "thread",
+             (long long)res->tid);
     return json_string(buf);
 }
 
 static const char *task_name(const struct model_graph *g, uint32_t task)
 {
-    const struct model_task *t = &g->tasks[task];
-    if (t->event == MODEL_NONE)
-        return "(step boundary)";
-    const struct model_trace *tr = g->job->ranks[t->rank];
-    return model_str(tr, tr->events[t->event].name);
+    return model_graph_str(g, g->src[task].name);
 }
 
 json_t *api_critical_path_json(const struct model_replay *r)
@@ -109,7 +148,7 @@ json_t *api_critical_path_json(const struct model_replay *r)
         for (int b = 0; b < MODEL_BOUND_COUNT; b++)
             json_object_set_new(totals, model_bound_name((enum model_bound)b), api_json_ms(by[b]));
         json_array_append_new(steps, json_pack("{s:i, s:s, s:o, s:o, s:o}", "rank",
-                                               r->g->job->rank_ids[s->rank], "step", step_name(r, s),
+                                               rank_id(r->g, s->rank), "step", step_name(r, s),
                                                "replayed_ms", api_json_ms(s->replayed_ns), "by_bound",
                                                totals, "path", path));
     }
@@ -123,23 +162,42 @@ static json_t *us(int64_t ns)
     return json_real((double)ns / 1000.0);
 }
 
-static const char *gpu_cat(const struct model_trace *t, const struct model_event *e)
+static const char *timeline_cat(const struct model_task *t)
 {
-    (void)t;
-    return e->kind == MODEL_EV_MEMCPY ? "gpu_memcpy" : e->kind == MODEL_EV_MEMSET ? "gpu_memset" : "kernel";
+    switch (t->cls) {
+    case MODEL_TASK_COPY:
+        return "gpu_memcpy";
+    case MODEL_TASK_SET:
+        return "gpu_memset";
+    case MODEL_TASK_KERNEL:
+    case MODEL_TASK_COMM:
+        return "kernel";
+    case MODEL_TASK_CALL:
+        return "cuda_runtime";
+    default:
+        return "cpu_op";
+    }
+}
+
+/* The call that launched GPU task i (its launch edge), or MODEL_NONE: the
+ * timeline links the two by a correlation id, the call's index + 1. */
+static uint32_t launched_by(const struct model_graph *g, uint32_t i)
+{
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+        if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
+            return g->edges[e].from;
+    return MODEL_NONE;
 }
 
 json_t *api_timeline_json(const struct model_replay *r, int rank)
 {
     const struct model_graph *g = r->g;
-    const struct model_job *job = g->job;
-    size_t ri = job->n_ranks;
-    for (size_t i = 0; i < job->n_ranks; i++)
-        if (job->rank_ids[i] == rank)
+    size_t ri = g->n_ranks;
+    for (size_t i = 0; i < g->n_ranks; i++)
+        if (g->ranks[i].id == rank)
             ri = i;
-    if (ri == job->n_ranks)
+    if (ri == g->n_ranks)
         return NULL;
-    const struct model_trace *t = job->ranks[ri];
     int64_t base = INT64_MAX;
     for (size_t k = 0; k < g->n_res; k++)
         if (g->res[k].rank == ri && g->res[k].origin < base)
@@ -155,34 +213,33 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
         const struct model_resource *res = &g->res[k];
         if (res->rank != ri)
             continue;
-        const struct model_track *tk = &t->tracks[res->track];
-        if (tk->label != MODEL_NONE)
+        const char *label = model_graph_str(g, res->label);
+        if (*label)
             json_array_append_new(events, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name",
-                                                    "thread_name", "pid", (json_int_t)tk->pid, "tid",
-                                                    (json_int_t)tk->tid, "args", "name",
-                                                    model_str(t, tk->label)));
+                                                    "thread_name", "pid", (json_int_t)res->pid, "tid",
+                                                    (json_int_t)res->tid, "args", "name", label));
         for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *task = &g->tasks[i];
             int64_t free_at = g->prev[i] == MODEL_NONE ? res->origin : r->end[g->prev[i]];
             if (task->gap > 0 && !res->gpu)
                 json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}", "ph", "X",
                                                         "cat", "cpu_op", "name", "host work", "pid",
-                                                        (json_int_t)tk->pid, "tid", (json_int_t)tk->tid,
+                                                        (json_int_t)res->pid, "tid", (json_int_t)res->tid,
                                                         "ts", us(free_at - base), "dur", us(task->gap)));
-            if (task->event == MODEL_NONE)
+            if (task->cls == MODEL_TASK_MARKER)
                 continue;
-            const struct model_event *e = &t->events[task->event];
-            json_t *args = json_pack("{s:I}", "correlation", (json_int_t)e->correlation);
-            if (e->external_id >= 0)
-                json_object_set_new(args, "External id", json_integer(e->external_id));
+            json_t *args = json_object();
+            uint32_t corr = res->gpu ? launched_by(g, i) : i;
+            if (corr != MODEL_NONE)
+                json_object_set_new(args, "correlation", json_integer((json_int_t)corr + 1));
             if (res->gpu) {
-                json_object_set_new(args, "stream", json_integer(tk->tid));
-                json_object_set_new(args, "device", json_integer(tk->pid));
+                json_object_set_new(args, "stream", json_integer(res->tid));
+                json_object_set_new(args, "device", json_integer(res->pid));
             }
             json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:o}", "ph", "X",
-                                                    "cat", res->gpu ? gpu_cat(t, e) : model_str(t, t->cats[e->cat].name),
-                                                    "name", model_str(t, e->name), "pid", (json_int_t)tk->pid,
-                                                    "tid", (json_int_t)tk->tid, "ts",
+                                                    "cat", timeline_cat(task), "name",
+                                                    model_graph_str(g, g->src[i].name), "pid",
+                                                    (json_int_t)res->pid, "tid", (json_int_t)res->tid, "ts",
                                                     us(r->start[i] - base), "dur",
                                                     us(r->end[i] - r->start[i]), "args", args));
         }
@@ -191,24 +248,25 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
         const struct model_replay_step *s = &r->steps[i];
         if (s->rank != ri)
             continue;
-        const struct model_step *ms = &t->steps[s->step];
-        const struct model_track *tk = &t->tracks[ms->track];
+        const struct model_resource *res = &g->res[g->tasks[g->steps[i].begin].res];
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:{s:o}}", "ph", "X",
-                                                "cat", "user_annotation", "name", model_str(t, ms->name),
-                                                "pid", (json_int_t)tk->pid, "tid", (json_int_t)tk->tid,
+                                                "cat", "user_annotation", "name", step_name(r, s),
+                                                "pid", (json_int_t)res->pid, "tid", (json_int_t)res->tid,
                                                 "ts", us(s->start - base), "dur", us(s->replayed_ns),
-                                                "args", "measured_ms", api_json_ms(s->measured_ns)));
+                                                "args", "measured_ms", ms_or_null(s->measured_ns)));
     }
-    for (size_t i = 0; i < t->n_devices; i++) {
+    /* the devices the trace describes, when the graph came from one */
+    const struct model_trace *t = g->job ? g->job->ranks[ri] : NULL;
+    for (size_t i = 0; t && i < t->n_devices; i++) {
         const struct model_device *d = &t->devices[i];
         json_array_append_new(devices, json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i}", "id", (json_int_t)d->id,
                                                  "name", model_str(t, d->name), "totalGlobalMem",
                                                  (json_int_t)d->total_mem, "computeMajor", d->major,
                                                  "computeMinor", d->minor, "numSms", d->num_sms));
     }
+    int64_t world = t && t->world_size >= 0 ? t->world_size : (int64_t)g->n_ranks;
     return json_pack("{s:i, s:o, s:{s:i, s:I}, s:s, s:I, s:s, s:o}", "schemaVersion", 1, "deviceProperties",
-                     devices, "distributedInfo", "rank", rank, "world_size",
-                     (json_int_t)(t->world_size >= 0 ? t->world_size : (int64_t)job->n_ranks),
+                     devices, "distributedInfo", "rank", rank, "world_size", (json_int_t)world,
                      "displayTimeUnit", "ms", "baseTimeNanoseconds", (json_int_t)base, "traceName",
                      "stepcast replay", "traceEvents", events);
 }

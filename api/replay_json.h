@@ -5,13 +5,21 @@
  * replay: {"steps":[{"rank":R,"step":"ProfilerStep#N","measured_ms":M,
  *   "replayed_ms":P,"error_pct":E,"partial":false,"breakdown":{...},
  *   "collective_kept_ms":C}, ...],"mean_abs_error_pct":X,
- *   "max_abs_error_pct":Y,"graph":{...}} — the surface tools rely on. */
+ *   "max_abs_error_pct":Y,"graph":{...,"collectives":[...]}} — the surface
+ *   tools rely on. */
 #ifndef API_REPLAY_JSON_H
 #define API_REPLAY_JSON_H
 
 #include <jansson.h>
 
+struct model_graph;
 struct model_replay;
+
+/* The collective groups of a graph: [{"kind","bytes","dtype",
+ * "process_group","seq","group_size","ranks":[...],"transfer_ms"}, ...]
+ * (unknown values null; bytes by the nccl-tests convention). NULL when out
+ * of memory. */
+json_t *api_collectives_json(const struct model_graph *g);
 
 json_t *api_replay_json(const struct model_replay *r);
 json_t *api_critical_path_json(const struct model_replay *r);

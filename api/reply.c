@@ -33,6 +33,7 @@ static const struct api_code_info codes[API_E_COUNT] = {
     [API_E_UNAVAILABLE] = {"unavailable", 503, "shutting down, or out of memory (see Retry-After)"},
     [API_E_URI_TOO_LONG] = {"uri_too_long", 414, "the request target (path and query) is over 8 KiB"},
     [API_E_HEADERS_TOO_LARGE] = {"headers_too_large", 431, "the request line and headers are over max-header"},
+    [API_E_NO_SPACE] = {"insufficient_storage", 507, "the data directory's disk is full: free space, or delete jobs or models"},
 };
 
 const struct api_code_info *api_code_info(enum api_code c)
@@ -138,6 +139,7 @@ int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_co
     case SC_ENOTFOUND: c = API_E_NOT_FOUND; break;
     case SC_EEXIST: c = API_E_CONFLICT; break;
     case SC_ENOMEM: c = API_E_UNAVAILABLE; break;
+    case SC_ENOSPC: c = API_E_NO_SPACE; break;
     default: c = API_E_INTERNAL; break;
     }
     if (c == API_E_INTERNAL) /* details (paths, SQLite's words) stay in the server's log */

@@ -17,7 +17,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_JOBS_LIST] = {"GET", "/v1/jobs", "listJobs", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                           E_AUTH, "every job with its trace and model counts"},
     [API_OP_JOB_PUT] = {"PUT", "/v1/jobs/{job}", "putJob", API_SCOPE_WRITE, API_BODY_JSON_OPT, 201,
-                        NULL, "400," E_AUTH ",413",
+                        NULL, "400," E_AUTH ",413,507",
                         "create a job or replace its description (200 when it existed)"},
     [API_OP_JOB_GET] = {"GET", "/v1/jobs/{job}", "getJob", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                         "400," E_AUTH ",404", "a job, its traces and its models"},
@@ -27,13 +27,13 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_TRACE_PUT] = {"PUT", "/v1/jobs/{job}/ranks/{rank}/trace", "putTrace", API_SCOPE_WRITE,
                           API_BODY_TRACE, 201,
                           "replace:boolean:replace a different trace already there",
-                          "400," E_AUTH ",409,413,422,429",
+                          "400," E_AUTH ",409,413,422,429,507",
                           "upload a rank's Kineto trace (plain or gzip); 200 when identical"},
     [API_OP_TRACE_GET] = {"GET", "/v1/jobs/{job}/ranks/{rank}/trace", "getTrace", API_SCOPE_READ,
                           API_BODY_NONE, 200, NULL, "400," E_AUTH ",404",
                           "a rank's trace metadata (hash, size, events, steps)"},
     [API_OP_MODEL_CREATE] = {"POST", "/v1/jobs/{job}/models", "createModel", API_SCOPE_WRITE,
-                             API_BODY_JSON_OPT, 202, NULL, "400," E_AUTH ",404,409,413,429",
+                             API_BODY_JSON_OPT, 202, NULL, "400," E_AUTH ",404,409,413,429,507",
                              "build a model from the job's current traces (poll Location)"},
     [API_OP_MODELS_LIST] = {"GET", "/v1/models", "listModels", API_SCOPE_READ, API_BODY_NONE, 200,
                             "job:string:only this job's models", "400," E_AUTH, "every model"},
@@ -43,8 +43,8 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a model"},
     [API_OP_REPLAY] = {"GET", "/v1/models/{id}/replay", "getReplay", API_SCOPE_READ, API_BODY_NONE,
                        200,
-                       "scale:string:scale GPU work: gpu=F, or gpu@R=F for rank R (repeatable; "
-                       "factors multiply)",
+                       "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, all, "
+                       "a task class, family:NAME or name:GLOB (repeatable; factors multiply; 0 <= F <= 1000)",
                        "400," E_AUTH ",404,409,422,501",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",
@@ -65,6 +65,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_TOKEN_DELETE] = {"DELETE", "/v1/tokens/{id}", "deleteToken", API_SCOPE_ADMIN,
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409",
                              "revoke a token (not the last admin token)"},
+    [API_OP_DASHBOARD] = {"GET", "/", "getDashboard", API_SCOPE_NONE, API_BODY_NONE, 200, NULL, "",
+                          "the web dashboard (it asks for a token)"},
+    [API_OP_DASHBOARD_FILE] = {"GET", "/ui/{file}", "getDashboardFile", API_SCOPE_NONE,
+                               API_BODY_NONE, 200, NULL, "404", "a file of the web dashboard"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)
@@ -84,13 +88,15 @@ int api_id_valid(const char *s)
     return n >= 1 && n <= 64;
 }
 
-/* Split a path into at most 8 segments; -1 when it has more, or empty
- * segments (//, a trailing /), or does not start with /. */
+/* Split a path into at most 8 segments (none for "/"); -1 when it has
+ * more, or empty segments (//, a trailing /), or does not start with /. */
 static int split(const char *path, const char *seg[8], size_t len[8])
 {
     int n = 0;
     if (*path != '/')
         return -1;
+    if (path[1] == '\0')
+        return 0;
     for (const char *p = path + 1;;) {
         const char *e = strchr(p, '/');
         size_t l = e ? (size_t)(e - p) : strlen(p);
@@ -158,7 +164,7 @@ int api_route(const char *method, const char *path, int64_t max_ranks, enum api_
     p->rank = -1;
     if (strcmp(method, "HEAD") == 0)
         method = "GET";
-    for (int i = 0; n > 0 && i < API_OP_COUNT; i++) {
+    for (int i = 0; n >= 0 && i < API_OP_COUNT; i++) {
         struct api_params tmp;
         memset(&tmp, 0, sizeof tmp);
         enum match m = match(ops[i].path, seg, len, n, max_ranks, &tmp, bad, sizeof bad);
@@ -184,7 +190,7 @@ int api_route(const char *method, const char *path, int64_t max_ranks, enum api_
         return api_fail(err, API_E_INVALID_ID,
                         "'%s' is not a valid identifier ([A-Za-z0-9][A-Za-z0-9._-]{0,63})", bad);
     if (!path_known)
-        return api_fail(err, API_E_NO_ROUTE, "no route for %s", n > 0 ? "this path" : "a malformed path");
+        return api_fail(err, API_E_NO_ROUTE, "no route for %s", n >= 0 ? "this path" : "a malformed path");
     api_fail(err, API_E_METHOD, "%s is not allowed here (allowed: %s)", method, allow);
     snprintf(err->allow, sizeof err->allow, "%s", allow);
     return SC_EINVAL;
@@ -224,7 +230,7 @@ int api_route_methods(const char *path, char *out, size_t n)
     char bad[96];
     int ns = split(path, seg, len), found = 0;
     out[0] = '\0';
-    for (int i = 0; ns > 0 && i < API_OP_COUNT; i++) {
+    for (int i = 0; ns >= 0 && i < API_OP_COUNT; i++) {
         struct api_params tmp;
         if (match(ops[i].path, seg, len, ns, INT64_MAX, &tmp, bad, sizeof bad) == NO_MATCH)
             continue;

@@ -5,7 +5,8 @@
  * the two cannot drift apart. Path parameters are checked here, before any
  * handler runs: identifiers must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}
  * (nothing else, so no path is ever built from request text) and ranks
- * must be decimal integers in [0, max_ranks). */
+ * must be decimal integers in [0, max_ranks). The dashboard's page is `/`
+ * and its files `/ui/{file}` (an identifier too). */
 #ifndef API_ROUTES_H
 #define API_ROUTES_H
 
@@ -35,6 +36,8 @@ enum api_op {
     API_OP_TOKEN_CREATE,
     API_OP_TOKENS_LIST,
     API_OP_TOKEN_DELETE,
+    API_OP_DASHBOARD,
+    API_OP_DASHBOARD_FILE,
     API_OP_COUNT
 };
 

@@ -15,6 +15,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
 int cmd_hardware(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */

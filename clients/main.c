@@ -23,17 +23,22 @@ static const char usage[] =
     "  inspect [--json] [--step-marker NAME] TRACE...\n"
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
-    "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale gpu=F]...\n"
-    "         [--scale gpu@R=F]... [--timeline DIR] TRACE...\n"
+    "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
+    "         [--timeline DIR] TRACE...\n"
     "      rebuild each step from what its work costs: replayed against measured\n"
-    "      time, error, breakdown; --scale changes GPU durations (what-if)\n"
+    "      time, error, breakdown; --scale changes durations (what-if): WHAT is\n"
+    "      gpu, all, a task class, family:NAME or name:GLOB\n"
     "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
+    "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
+    "      fit the collective model to nccl-tests outputs: a cluster profile\n"
     "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
     "      the model of a spec from a Hugging Face config.json; a spec checked\n"
     "      and written out with every default\n"
+    "  calibrate traces [--gpu ID] --out PROFILE.json TRACE...\n"
+    "      fit GEMM and collective costs to a job's own traces\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -113,6 +118,7 @@ int main(int argc, char **argv)
         {"replay", cmd_replay},
         {"critical-path", cmd_critical_path},
         {"hardware", cmd_hardware},
+        {"calibrate", cmd_calibrate},
         {"spec", cmd_spec},
     };
 

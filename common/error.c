@@ -45,6 +45,7 @@ const char *sc_status_name(enum sc_status code)
     case SC_ENOTFOUND: return "not_found";
     case SC_EEXIST: return "exists";
     case SC_EINTERNAL: return "internal";
+    case SC_ENOSPC: return "no_space";
     }
     return "unknown";
 }

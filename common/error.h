@@ -19,7 +19,8 @@ enum sc_status {
     SC_EIO,       /* the operating system refused a read or write */
     SC_ENOTFOUND, /* no such file or object */
     SC_EEXIST,    /* already exists with other content */
-    SC_EINTERNAL  /* a bug: an invariant did not hold */
+    SC_EINTERNAL, /* a bug: an invariant did not hold */
+    SC_ENOSPC     /* no space left on the device (or quota) for a write */
 };
 
 struct sc_error {

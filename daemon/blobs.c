@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "daemon/failpoint.h"
@@ -17,6 +18,7 @@
 struct blob_store {
     char blobs[PATH_MAX];
     char tmp[PATH_MAX];
+    char reserve[PATH_MAX];
 };
 
 struct blob_writer {
@@ -29,6 +31,12 @@ struct blob_writer {
     char path[PATH_MAX];
 };
 
+/* A failed write's status: SC_ENOSPC when the disk (or a quota) is full. */
+static enum sc_status io_status(void)
+{
+    return errno == ENOSPC || errno == EDQUOT ? SC_ENOSPC : SC_EIO;
+}
+
 static int mkdir_p(const char *path, struct sc_error *err)
 {
     char buf[PATH_MAX];
@@ -38,11 +46,11 @@ static int mkdir_p(const char *path, struct sc_error *err)
             continue;
         *p = '\0';
         if (mkdir(buf, 0755) && errno != EEXIST)
-            return sc_error_set(err, SC_EIO, "cannot create '%s': %s", buf, strerror(errno));
+            return sc_error_set(err, io_status(), "cannot create '%s': %s", buf, strerror(errno));
         *p = '/';
     }
     if (mkdir(buf, 0755) && errno != EEXIST)
-        return sc_error_set(err, SC_EIO, "cannot create '%s': %s", buf, strerror(errno));
+        return sc_error_set(err, io_status(), "cannot create '%s': %s", buf, strerror(errno));
     return SC_OK;
 }
 
@@ -54,7 +62,7 @@ int blob_fsync_dir(const char *dir, struct sc_error *err)
     int rc = fsync(fd);
     close(fd);
     if (rc)
-        return sc_error_set(err, SC_EIO, "cannot fsync '%s': %s", dir, strerror(errno));
+        return sc_error_set(err, io_status(), "cannot fsync '%s': %s", dir, strerror(errno));
     return SC_OK;
 }
 
@@ -67,6 +75,7 @@ int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_err
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     snprintf(bs->blobs, sizeof bs->blobs, "%s/blobs", data_dir);
     snprintf(bs->tmp, sizeof bs->tmp, "%s/tmp", data_dir);
+    snprintf(bs->reserve, sizeof bs->reserve, "%s/reserve", data_dir);
     if ((rc = mkdir_p(bs->blobs, err)) || (rc = mkdir_p(bs->tmp, err)) ||
         (rc = blob_fsync_dir(data_dir, err))) {
         free(bs);
@@ -74,6 +83,40 @@ int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_err
     }
     *out = bs;
     return SC_OK;
+}
+
+int blob_reserve_keep(struct blob_store *bs)
+{
+    struct stat st;
+    int fd = open(bs->reserve, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), rc = -1;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) == 0 && st.st_blocks * 512 >= (off_t)BLOB_RESERVE_BYTES)
+        rc = 0;
+    /* as much of it as there is room for, down to 64 KiB */
+    for (off_t n = BLOB_RESERVE_BYTES; rc && n >= (64 << 10); n /= 2)
+        if (posix_fallocate(fd, 0, n) == 0)
+            rc = n == (off_t)BLOB_RESERVE_BYTES ? 0 : -1, n = 0;
+    close(fd);
+    return rc;
+}
+
+int blob_reserve_release(struct blob_store *bs)
+{
+    struct stat st;
+    if (stat(bs->reserve, &st) != 0 || st.st_blocks == 0)
+        return 0;
+    return unlink(bs->reserve) == 0;
+}
+
+int blob_store_disk_full(const struct blob_store *bs, uint64_t *free_bytes)
+{
+    struct statvfs v;
+    *free_bytes = 0;
+    if (statvfs(bs->tmp, &v) != 0)
+        return -1;
+    *free_bytes = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+    return *free_bytes < BLOB_DISK_FULL_BELOW;
 }
 
 void blob_store_free(struct blob_store *bs)
@@ -96,7 +139,7 @@ int blob_writer_new(struct blob_store *bs, struct blob_writer **out, struct sc_e
     w->bs = bs;
     snprintf(w->path, sizeof w->path, "%s/upload-XXXXXX", bs->tmp);
     if ((w->fd = mkstemp(w->path)) < 0) {
-        rc = sc_error_set(err, SC_EIO, "cannot create a temp file in '%s': %s", bs->tmp,
+        rc = sc_error_set(err, io_status(), "cannot create a temp file in '%s': %s", bs->tmp,
                           strerror(errno));
         free(w);
         return rc;
@@ -123,7 +166,7 @@ int blob_writer_write(struct blob_writer *w, const void *p, size_t n, struct sc_
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
-            return sc_error_set(err, SC_EIO, "cannot write '%s': %s", w->path,
+            return sc_error_set(err, io_status(), "cannot write '%s': %s", w->path,
                                 k < 0 ? strerror(errno) : "short write");
         off += (size_t)k;
     }
@@ -149,7 +192,7 @@ int blob_writer_finish(struct blob_writer *w, char sha[DIGEST_HEX_LEN + 1], stru
     if (rc)
         return rc;
     if (fsync(w->fd))
-        return sc_error_set(err, SC_EIO, "cannot fsync '%s': %s", w->path, strerror(errno));
+        return sc_error_set(err, io_status(), "cannot fsync '%s': %s", w->path, strerror(errno));
     memcpy(sha, w->sha, sizeof w->sha);
     return SC_OK;
 }
@@ -163,9 +206,9 @@ int blob_writer_commit(struct blob_writer *w, struct sc_error *err)
     blob_path(w->bs, w->sha, dest, sizeof dest);
     new_dir = stat(dir, &st) != 0;
     if (new_dir && mkdir(dir, 0755) && errno != EEXIST)
-        return sc_error_set(err, SC_EIO, "cannot create '%s': %s", dir, strerror(errno));
+        return sc_error_set(err, io_status(), "cannot create '%s': %s", dir, strerror(errno));
     if (rename(w->path, dest))
-        return sc_error_set(err, SC_EIO, "cannot rename '%s' to '%s': %s", w->path, dest,
+        return sc_error_set(err, io_status(), "cannot rename '%s' to '%s': %s", w->path, dest,
                             strerror(errno));
     w->committed = 1;
     if ((rc = blob_fsync_dir(dir, err)) || (new_dir && (rc = blob_fsync_dir(w->bs->blobs, err))))
@@ -234,15 +277,17 @@ int blob_verify(struct blob_store *bs, const char *sha, uint64_t *bytes, struct 
     return SC_OK;
 }
 
-static int remove_file(const char *path, int dry_run, struct sc_error *err)
+static int remove_file(const char *path, int dry_run, FILE *list, struct sc_error *err)
 {
+    if (list)
+        fprintf(list, "leftover (the next start removes it): %s\n", path);
     if (!dry_run && unlink(path) && errno != ENOENT)
         return sc_error_set(err, SC_EIO, "cannot remove '%s': %s", path, strerror(errno));
     return SC_OK;
 }
 
 int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), void *ctx,
-               int dry_run, struct blob_sweep_stats *st, struct sc_error *err)
+               int dry_run, FILE *list, struct blob_sweep_stats *st, struct sc_error *err)
 {
     char p[PATH_MAX];
     struct dirent *de;
@@ -257,7 +302,7 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
             continue;
         snprintf(p, sizeof p, "%s/%s", bs->tmp, de->d_name);
         st->temp_files++;
-        rc = remove_file(p, dry_run, err);
+        rc = remove_file(p, dry_run, list, err);
     }
     closedir(d);
     if (rc || !(d = opendir(bs->blobs)))
@@ -271,7 +316,7 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
         snprintf(sub, sizeof sub, "%s/%s", bs->blobs, de->d_name);
         if (!(s = opendir(sub))) {
             st->orphans++; /* a stray file where a folder belongs */
-            rc = remove_file(sub, dry_run, err);
+            rc = remove_file(sub, dry_run, list, err);
             continue;
         }
         while (rc == SC_OK && (fe = readdir(s))) {
@@ -287,7 +332,7 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
                 continue;
             }
             st->orphans++;
-            rc = remove_file(p, dry_run, err);
+            rc = remove_file(p, dry_run, list, err);
         }
         closedir(s);
     }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/error.h"
 #include "daemon/digest.h"
@@ -25,6 +26,21 @@ struct blob_writer;
 /* Create (if needed) and open the blob folders under data_dir. */
 int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_error *err);
 void blob_store_free(struct blob_store *bs); /* NULL-safe */
+
+/* Below this much free space the disk counts as full (/healthz, start). */
+#define BLOB_DISK_FULL_BELOW (1u << 20)
+/* Free space for the data directory's files (for an unprivileged user);
+ * 1 when that is below BLOB_DISK_FULL_BELOW, 0 when not, -1 when unknown. */
+int blob_store_disk_full(const struct blob_store *bs, uint64_t *free_bytes);
+
+/* The reserve: a file of BLOB_RESERVE_BYTES in the data directory, kept
+ * while there is room, so that on a full disk a delete can release it and
+ * still commit (the catalog needs room for its log) and so free space. */
+#define BLOB_RESERVE_BYTES (2u << 20)
+/* Create or grow the reserve as far as there is room; 0 when it is whole. */
+int blob_reserve_keep(struct blob_store *bs);
+/* Remove the reserve: 1 when that freed space, 0 when there was none. */
+int blob_reserve_release(struct blob_store *bs);
 
 /* fsync a folder, so that a file created or renamed in it is durable
  * (after the file's own fsync). */
@@ -58,8 +74,9 @@ struct blob_sweep_stats {
 };
 
 /* Walk the blob folders: every temp file and every blob for which
- * keep(ctx, sha) returns 0 is an orphan, removed unless dry_run. */
+ * keep(ctx, sha) returns 0 is an orphan, removed unless dry_run, and its
+ * path written to `list` (a line each) when that is not NULL. */
 int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), void *ctx,
-               int dry_run, struct blob_sweep_stats *st, struct sc_error *err);
+               int dry_run, FILE *list, struct blob_sweep_stats *st, struct sc_error *err);
 
 #endif

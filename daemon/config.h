@@ -32,6 +32,9 @@ struct daemon_config {
     int64_t build_workers;
     int64_t max_connections;
     int64_t request_timeout; /* seconds a connection may stay idle */
+    int64_t head_timeout;    /* seconds for a request's line and headers */
+    int64_t min_body_rate;   /* bytes per second a request body keeps up */
+    int64_t max_connections_per_client; /* open connections from one address */
     int64_t drain_timeout;   /* seconds SIGTERM waits for requests and builds */
     int64_t max_body;        /* bytes of one trace upload */
     int64_t max_json_body;   /* bytes of one JSON request body */

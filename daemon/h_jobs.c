@@ -101,12 +101,18 @@ void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     pthread_mutex_lock(&s->blob_mu);
     pthread_mutex_lock(&s->publish_mu);
     rc = store_job_delete(s->store, q->params.job, &models, &freed, &err);
+    if (rc == SC_ENOSPC && blob_reserve_release(s->blobs)) { /* a full disk: what the reserve is for */
+        store_names_release(&models);
+        store_names_release(&freed);
+        rc = store_job_delete(s->store, q->params.job, &models, &freed, &err);
+    }
     for (size_t i = 0; rc == SC_OK && i < models.n; i++)
         cache_remove(s->cache, models.v[i]);
     pthread_mutex_unlock(&s->publish_mu);
     if (rc == SC_OK) {
         fp_hit("delete.after_commit");
         h_remove_blobs(s, &freed);
+        blob_reserve_keep(s->blobs);
     }
     pthread_mutex_unlock(&s->blob_mu);
     if (rc)
@@ -140,7 +146,9 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
     struct sc_error err;
     int rc = model_stream_open_file(blob_writer_path(q->upload), &in, &err);
     if (rc == SC_OK) {
-        rc = model_trace_read(in, "trace", &s->load, &t, &err);
+        struct model_load_opts counting = s->load; /* memory bounded whatever the event count */
+        counting.count_only = 1;
+        rc = model_trace_read(in, "trace", &counting, &t, &err);
         model_stream_close(in);
     }
     if (rc && err.code == SC_ENUMERIC) /* a number out of range: as invalid as a bad byte */

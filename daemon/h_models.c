@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
@@ -37,11 +38,17 @@ static int delete_model(struct svc *s, const char *id, struct store_names *freed
     pthread_mutex_lock(&s->blob_mu);
     pthread_mutex_lock(&s->publish_mu);
     rc = store_model_delete(s->store, id, freed, err);
+    if (rc == SC_ENOSPC && blob_reserve_release(s->blobs)) { /* a full disk: what the reserve is for */
+        store_names_release(freed);
+        rc = store_model_delete(s->store, id, freed, err);
+    }
     if (rc == SC_OK)
         cache_remove(s->cache, id);
     pthread_mutex_unlock(&s->publish_mu);
-    if (rc == SC_OK)
+    if (rc == SC_OK) {
         h_remove_blobs(s, freed);
+        blob_reserve_keep(s->blobs);
+    }
     pthread_mutex_unlock(&s->blob_mu);
     return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "api/encode.h"
 #include "daemon/auth.h"
+#include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/cache.h"
 #include "daemon/log.h"
@@ -73,6 +74,7 @@ void h_healthz(struct svc *s, struct svc_request *q, struct api_reply *r)
     h.uptime_s = uptime(s);
     h.schema = STORE_SCHEMA_VERSION;
     builder_counts(s->builder, &h.builds_running, &h.builds_queued);
+    h.disk_full = blob_store_disk_full(s->blobs, &h.disk_free_bytes) == 1;
     api_reply_health(r, draining ? 503 : 200, &h);
 }
 

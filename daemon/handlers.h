@@ -32,6 +32,9 @@ void h_healthz(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_openapi(struct svc *s, struct svc_request *q, struct api_reply *r);
 
+/* h_dashboard.c: the web dashboard's page and files */
+void h_dashboard(struct svc *s, struct svc_request *q, struct api_reply *r);
+
 /* Remove blob files the catalog no longer names (after the commit that
  * freed them); failures are logged, the next start sweeps what is left. */
 void h_remove_blobs(struct svc *s, const struct store_names *freed);

@@ -10,3 +10,15 @@ $(BUILD)/stepcastd: $(BUILD)/obj/daemon/main.o $(LIBSTEPCAST)
 
 # the request-body decoders (api/request.c)
 FUZZ_TARGETS += request
+
+# the web dashboard, built into stepcastd as a table of its files (dashboard.h)
+DASHBOARD_FILES := $(sort $(wildcard clients/dashboard/*.html clients/dashboard/*.css \
+                     clients/dashboard/*.js clients/dashboard/*.svg)) \
+                   node_modules/chart.js/dist/chart.umd.min.js
+DASHBOARD_C := $(BUILD)/gen/dashboard_files.c
+CORE_SRCS += $(DASHBOARD_C)
+$(DASHBOARD_C): daemon/dashboard_embed.sh $(DASHBOARD_FILES)
+	sh daemon/dashboard_embed.sh $@ $(DASHBOARD_FILES)
+# npm ci (in scripts/deps.sh) installs it
+node_modules/chart.js/dist/chart.umd.min.js:
+	sh scripts/deps.sh $(CONFIG)

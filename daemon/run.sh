@@ -3,8 +3,9 @@
 #
 # Starts stepcastd on the embedded default store under ./var (port 8750),
 # loads the sample job in data/sample/ when there is one and builds its
-# model, prints the URL, the admin token and an example query, then stays
-# in the foreground until Ctrl-C (the daemon drains and exits).
+# model, prints the URL, the admin token, the dashboard's URL and an example
+# query, then stays in the foreground until Ctrl-C (the daemon drains and
+# exits).
 set -eu
 B=${1:-build}
 mkdir -p var
@@ -49,6 +50,7 @@ fi
 echo
 echo "stepcastd $("$B/stepcastd" --version | cut -d' ' -f2) is serving $url (store: ./var, log: var/stepcastd.log)"
 echo "admin token: $token   (also in var/admin.token)"
+echo "dashboard:   $url/   (open it in a browser and paste the token)"
 if [ -n "$model" ]; then
     echo "the sample job's model: $model; try:"
     echo "  curl -H 'Authorization: Bearer $token' $url/v1/models/$model/replay"

@@ -28,6 +28,7 @@
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/config.h"
+#include "daemon/conn_guard.h"
 #include "daemon/http_head.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -35,6 +36,12 @@
 #include "common/banned.h"
 
 #define MAX_ORIGINS 32
+/* On every reply; what the dashboard (h_dashboard.c) needs and no more:
+ * its own scripts, styles, images and API, nothing inline, nothing from
+ * elsewhere. */
+#define DASHBOARD_CSP                                                                          \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "               \
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 /* A request refused before its body is read still has that body on the
  * way: closing on it can reset the connection before the client reads the
  * answer. Bodies up to this size are read and dropped first; bigger ones
@@ -43,6 +50,7 @@
 
 struct server {
     struct MHD_Daemon *d;
+    struct conn_guard *guard;
     struct svc *svc;
     const struct daemon_config *cfg;
     atomic_uint_fast64_t next_id;
@@ -54,6 +62,7 @@ struct conn {
     uint64_t id;
     double t0;
     struct http_head head;
+    struct conn_guard_entry *guarded; /* the connection's, in srv->guard */
     int started;         /* the access handler has seen the request */
     int routed, upload_slot, aborted;
     struct svc_request req;
@@ -127,6 +136,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *c, 
     if (r->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "Content-Security-Policy", DASHBOARD_CSP);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->location[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
     if (r->allow[0])
@@ -230,8 +241,9 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     op = api_op_info(cs->req.op);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, cs);
     need = op->scope;
-    if (need == API_SCOPE_NONE && s->cfg->ops_need_token)
-        need = API_SCOPE_READ;
+    if (need == API_SCOPE_NONE && s->cfg->ops_need_token &&
+        (cs->req.op == API_OP_HEALTHZ || cs->req.op == API_OP_METRICS))
+        need = API_SCOPE_READ; /* the dashboard's files stay open: it asks for a token */
     if (need != API_SCOPE_NONE &&
         auth_check(s->store, trimmed_header(c, MHD_HTTP_HEADER_AUTHORIZATION, authorization, sizeof authorization),
                    need, &cs->req.caller, &cs->reply))
@@ -242,6 +254,12 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
     cs->body = op->body;
     if (op->body == API_BODY_TRACE) {
         struct sc_error err;
+        uint64_t free_bytes;
+        if (blob_store_disk_full(s->blobs, &free_bytes) == 1) { /* the rest is kept for deletes */
+            api_fail(&cs->reply, API_E_NO_SPACE, "the data directory's disk is full (%llu bytes free)",
+                     (unsigned long long)free_bytes);
+            goto answer;
+        }
         if (len > s->cfg->max_body) {
             api_fail(&cs->reply, API_E_TOO_LARGE, "a trace of %lld bytes is over max-body (%lld)",
                      (long long)len, (long long)s->cfg->max_body);
@@ -313,13 +331,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cs) /* on_target() ran out of memory */
         return MHD_NO;
     if (!cs->started) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         cs->started = 1;
+        cs->guarded = ci ? ci->socket_context : NULL;
+        conn_guard_head_done(srv->guard, cs->guarded);
         snprintf(cs->method, sizeof cs->method, "%s", method);
         snprintf(cs->path, sizeof cs->path, "%s", url);
         begin(srv, c, cs, url, method, version);
         return cs->have_reply && !cs->discard ? send_reply(srv, c, cs) : MHD_YES;
     }
     if (*upload_data_size) {
+        conn_guard_body(srv->guard, cs->guarded, *upload_data_size);
         if (consume(srv, cs, upload_data, *upload_data_size)) {
             cs->aborted = 1;
             return MHD_NO;
@@ -327,6 +349,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         return MHD_YES;
     }
+    conn_guard_body_done(srv->guard, cs->guarded);
     if (!cs->have_reply) {
         cs->req.body = cs->json ? cs->json : "";
         cs->req.body_len = cs->json_len;
@@ -372,6 +395,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
              cs->reply.code ? api_code_info(cs->reply.code)->name : "-", cs->bytes_in, dt * 1e3,
              cs->req.caller.id[0] ? cs->req.caller.id : "-",
              ok ? "" : cs->aborted ? " end=closed_over_limit" : " end=client_gone_or_timeout");
+    conn_guard_request_done(srv->guard, cs->guarded);
     blob_writer_free(cs->req.upload);
     if (cs->upload_slot)
         atomic_fetch_sub(&srv->svc->uploads, 1);
@@ -380,6 +404,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(cs->json);
     free(cs);
     *con_cls = NULL;
+}
+
+/* Every connection, from accept to close, is followed by the guard. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct server *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        *socket_context = fd ? conn_guard_opened(srv->guard, fd->connect_fd, addr ? addr->client_addr : NULL)
+                             : NULL;
+    } else {
+        conn_guard_closed(srv->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 __attribute__((format(printf, 2, 0)))
@@ -504,6 +544,13 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         server_free(srv);
         return rc;
     }
+    struct conn_guard_limits lim = {(double)cfg->head_timeout, (double)cfg->min_body_rate,
+                                    (double)cfg->head_timeout, (size_t)cfg->max_connections,
+                                    (size_t)cfg->max_connections_per_client};
+    if ((rc = conn_guard_new(&lim, &srv->guard, err))) {
+        server_free(srv);
+        return rc;
+    }
     /* poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon() races
      * with its epoll workers over the listening socket and can abort */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -514,13 +561,16 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        /* the guard keeps max-connections by closing slow ones: room above
+         * it for the connections that do that */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections + 64u,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->request_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, mhd_memory(cfg),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 512u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, srv,
         MHD_OPTION_URI_LOG_CALLBACK, on_target, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_END);
     if (!srv->d) {
         rc = sc_error_set(err, SC_EIO, "cannot listen on %s (in use? see the log)", cfg->listen);
@@ -557,6 +607,7 @@ void server_free(struct server *srv)
         return;
     if (srv->d)
         MHD_stop_daemon(srv->d);
+    conn_guard_free(srv->guard);
     for (size_t i = 0; i < srv->n_origins; i++)
         free(srv->origins[i]);
     free(srv);

@@ -42,7 +42,7 @@ static int sweep(struct svc *s, struct sc_error *err)
     size_t missing = 0;
     int rc = store_blob_list(s->store, &rows, err);
     if (rc == SC_OK)
-        rc = blob_sweep(s->blobs, in_catalog, &rows, 0, &st, err);
+        rc = blob_sweep(s->blobs, in_catalog, &rows, 0, NULL, &st, err);
     for (size_t i = 0; rc == SC_OK && i < rows.n; i++) {
         char p[PATH_MAX];
         struct stat sb;
@@ -57,6 +57,11 @@ static int sweep(struct svc *s, struct sc_error *err)
         if (missing)
             log_error("store", "event=missing_blobs count=%zu msg=\"catalog rows name blobs that are "
                                "gone; run stepcastd --check\"", missing);
+        uint64_t free_bytes;
+        blob_reserve_keep(s->blobs);
+        if (blob_store_disk_full(s->blobs, &free_bytes) == 1)
+            log_warn("store", "event=disk_full free_bytes=%llu msg=\"reads are served; writes get 507 "
+                              "until space is freed (DELETE works)\"", (unsigned long long)free_bytes);
     }
     store_names_release(&rows);
     return rc;
@@ -67,6 +72,19 @@ static int sweep(struct svc *s, struct sc_error *err)
 static void free_built(void *m)
 {
     built_model_free(m);
+}
+
+/* Open the catalog. On a full disk SQLite cannot create its log and
+ * shared-memory files: the reserve (blobs.h) makes the room for them. */
+static int open_catalog(struct svc *s, const char *path, struct sc_error *err)
+{
+    int rc = store_open(path, &s->store, err);
+    if (rc && blob_reserve_release(s->blobs)) {
+        log_warn("store", "event=reserve_released msg=\"the catalog did not open (%s); trying again "
+                          "with the reserve's space\"", err->msg);
+        rc = store_open(path, &s->store, err);
+    }
+    return rc;
 }
 
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
@@ -84,7 +102,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     s->load.limits.max_events = (uint64_t)cfg->max_events;
     snprintf(path, sizeof path, "%s/catalog.db", cfg->data_dir);
     if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
-        (rc = store_open(path, &s->store, err)) || (rc = sweep(s, err)) ||
+        (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
@@ -99,7 +117,13 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         goto fail;
     for (size_t i = 0; i < building.n; i++) {
         struct sc_error e;
-        if (builder_submit(s->builder, building.v[i], &e)) {
+        /* the first max-queued-builds of them, whatever the workers have
+         * finished meanwhile: which ones fail must not depend on timing */
+        int over = i >= (size_t)cfg->max_queued_builds;
+        if (over)
+            sc_error_set(&e, SC_ELIMIT, "more than %lld builds were left building (max-queued-builds)",
+                         (long long)cfg->max_queued_builds);
+        if (over || builder_submit(s->builder, building.v[i], &e)) {
             /* fail it rather than leave it `building` with no build behind it */
             char why[sizeof e.msg + 64];
             snprintf(why, sizeof why, "not rebuilt after a restart: %s; build it again", e.msg);
@@ -165,7 +189,8 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_MODEL_DELETE] = h_model_delete, [API_OP_REPLAY] = h_model_query,
         [API_OP_CRITICAL_PATH] = h_model_query, [API_OP_TIMELINE] = h_model_query,
         [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
-        [API_OP_TOKEN_DELETE] = h_token_delete,
+        [API_OP_TOKEN_DELETE] = h_token_delete, [API_OP_DASHBOARD] = h_dashboard,
+        [API_OP_DASHBOARD_FILE] = h_dashboard,
     };
     handlers[req->op](s, req, r);
 }
@@ -205,11 +230,12 @@ int svc_check(const char *data_dir, FILE *report, struct sc_error *err)
         total += bytes;
     }
     fprintf(report, "blobs: %zu rows, %llu bytes verified\n", rows.n, (unsigned long long)total);
-    if ((rc = blob_sweep(bs, in_catalog, &rows, 1, &sw, err)))
+    /* what a crash leaves (temp files, blobs no row names) is harmless
+     * and removed by the next start: listed, not an inconsistency */
+    if ((rc = blob_sweep(bs, in_catalog, &rows, 1, report, &sw, err)))
         goto out;
     fprintf(report, "leftovers: %llu temp files, %llu blobs no row names\n",
             (unsigned long long)sw.temp_files, (unsigned long long)sw.orphans);
-    bad += (size_t)(sw.temp_files + sw.orphans);
     fprintf(report, "%s\n", bad ? "INCONSISTENT" : "consistent");
     if (bad)
         rc = sc_error_set(err, SC_EINTERNAL, "the data directory '%s' is not consistent", data_dir);

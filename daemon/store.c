@@ -175,7 +175,8 @@ static int names_add(struct store_names *l, const char *s, struct sc_error *err)
 static int db_fail(struct store *s, struct sc_error *err, const char *what)
 {
     int code = sqlite3_errcode(s->db);
-    enum sc_status st = code == SQLITE_NOMEM ? SC_ENOMEM : code == SQLITE_CONSTRAINT ? SC_EEXIST : SC_EIO;
+    enum sc_status st = code == SQLITE_NOMEM ? SC_ENOMEM : code == SQLITE_CONSTRAINT ? SC_EEXIST
+                        : code == SQLITE_FULL ? SC_ENOSPC : SC_EIO;
     sc_error_set(err, st, "catalog: %s: %s", what, sqlite3_errmsg(s->db));
     return st;
 }
@@ -184,7 +185,8 @@ static int exec(struct store *s, const char *q, struct sc_error *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, q, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = sc_error_set(err, SC_EIO, "catalog: %s", msg ? msg : sqlite3_errmsg(s->db));
+        int rc = sc_error_set(err, sqlite3_errcode(s->db) == SQLITE_FULL ? SC_ENOSPC : SC_EIO, "catalog: %s",
+                              msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return rc;
     }

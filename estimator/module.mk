@@ -8,6 +8,14 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
 
+# the kernel and collective cost models, and their calibration from
+# nccl-tests output and traces
+CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/nccl_tests.c \
+             estimator/gemm_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
+             estimator/estimate_check.c
+
+# the nccl-tests output reader (estimator/nccl_tests.c)
+FUZZ_TARGETS += nccl_tests
 # the spec, its parameter and FLOP counts, layer placement and memory model
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)

@@ -1,11 +1,11 @@
 /* model/graph.c: the graph's lifetime and names (graph.h); building is in
- * graph_build.c. */
+ * graph_builder.c (the public builder) and graph_build.c (from a trace). */
 #include "model/graph.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
@@ -20,6 +20,35 @@ static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
 const char *model_edge_kind_name(enum model_edge_kind k)
 {
     return (unsigned)k < MODEL_EDGE_KIND_COUNT ? edge_names[k] : "unknown";
+}
+
+static const char *const class_names[MODEL_TASK_CLASS_COUNT] = {
+    [MODEL_TASK_KERNEL] = "kernel", [MODEL_TASK_COPY] = "copy",     [MODEL_TASK_SET] = "set",
+    [MODEL_TASK_COMM] = "communication", [MODEL_TASK_CALL] = "call", [MODEL_TASK_HOST] = "host",
+    [MODEL_TASK_MARKER] = "marker",
+};
+
+static const char *const call_names[MODEL_CALL_KIND_COUNT] = {
+    [MODEL_CALL_OTHER] = "other", [MODEL_CALL_LAUNCH] = "launch", [MODEL_CALL_SYNC] = "sync",
+    [MODEL_CALL_MEMCPY] = "memcpy",
+};
+
+const char *model_task_class_name(enum model_task_class c)
+{
+    return (unsigned)c < MODEL_TASK_CLASS_COUNT ? class_names[c] : "unknown";
+}
+
+const char *model_call_kind_name(enum model_call_kind k)
+{
+    return (unsigned)k < MODEL_CALL_KIND_COUNT ? call_names[k] : "unknown";
+}
+
+int model_task_class_parse(const char *name)
+{
+    for (int c = 0; c < MODEL_TASK_CLASS_COUNT; c++)
+        if (strcmp(class_names[c], name) == 0)
+            return c;
+    return -1;
 }
 
 void model_graph_opts_default(struct model_graph_opts *o)
@@ -57,27 +86,29 @@ void model_graph_free(struct model_graph *g)
 {
     if (!g)
         return;
-    free(g->tasks);
-    free(g->prev);
-    free(g->next);
-    free(g->edges);
-    free(g->pred_at);
-    free(g->res);
-    free(g->steps);
-    free(g->succ_at);
-    free(g->succs);
-    free(g->group_at);
-    free(g->group_tasks);
-    free(g->clock_offset_ns);
-    free(g->launch_queue_depth);
+    sc_strtab_release(&g->names);
+    free((void *)g->tasks);
+    free((void *)g->src);
+    free((void *)g->prev);
+    free((void *)g->next);
+    free((void *)g->edges);
+    free((void *)g->pred_at);
+    free((void *)g->res);
+    free((void *)g->steps);
+    free((void *)g->ranks);
+    free((void *)g->succ_at);
+    free((void *)g->succs);
+    free((void *)g->groups);
+    free((void *)g->group_at);
+    free((void *)g->group_tasks);
     free(g);
 }
 
 size_t model_graph_bytes(const struct model_graph *g)
 {
-    size_t ranks = g->job ? g->job->n_ranks : 0;
-    return sizeof *g + g->n_tasks * (sizeof *g->tasks + 4 * sizeof(uint32_t)) +
+    size_t names = g->names.arena.bytes + g->names.n * sizeof *g->names.strs + g->names.nslots * sizeof(uint32_t);
+    return sizeof *g + names + g->n_tasks * (sizeof *g->tasks + sizeof *g->src + 4 * sizeof(uint32_t)) +
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
-           g->n_steps * sizeof *g->steps + (g->n_groups + 1) * sizeof(uint32_t) +
-           g->n_tasks * sizeof(uint32_t) + ranks * 2 * sizeof(int64_t);
+           g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
+           g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t);
 }

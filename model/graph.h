@@ -31,7 +31,9 @@
  * tell waits from work; the replay reads none but each step's origin.
  *
  * The graph owns its memory and is immutable once built: several replays
- * may run on it at once. */
+ * may run on it at once, each with its own durations (replay.h). Graphs
+ * are built through model/graph_builder.h, from a trace
+ * (model_graph_build) or piece by piece with no trace at all. */
 #ifndef MODEL_GRAPH_H
 #define MODEL_GRAPH_H
 
@@ -39,8 +41,13 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/strtab.h"
 
 struct model_job;
+
+#ifndef MODEL_NONE
+#define MODEL_NONE UINT32_MAX /* no task, event, group (as in trace.h) */
+#endif
 
 /* A gap on a thread counts as a hand-off wait (inter_thread edge) when it
  * holds an idle stretch (no CPU op running) at least this long and another
@@ -61,12 +68,39 @@ void model_graph_opts_default(struct model_graph_opts *o);
  * SC_EINVAL with a message otherwise. */
 int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err);
 
-enum model_task_kind {
-    MODEL_TASK_CALL,   /* a runtime or driver call on a CPU thread */
-    MODEL_TASK_MARKER, /* a step boundary on the step thread (no duration) */
-    MODEL_TASK_GPU,    /* a kernel, copy or set */
-    MODEL_TASK_COMM    /* a communication kernel */
+/* What a task is, set when the graph is built; the replay and every report
+ * read this, never the trace. `sub` refines it per class. */
+enum model_task_class {
+    MODEL_TASK_KERNEL, /* a compute kernel; sub: enum model_kernel_family */
+    MODEL_TASK_COPY,   /* a copy on a GPU stream */
+    MODEL_TASK_SET,    /* a memset on a GPU stream */
+    MODEL_TASK_COMM,   /* a communication kernel; sub: enum model_coll_op */
+    MODEL_TASK_CALL,   /* a runtime or driver call on a CPU thread; sub: enum model_call_kind */
+    MODEL_TASK_HOST,   /* host work on a CPU thread (an operator, a synthesised step's CPU time) */
+    MODEL_TASK_MARKER, /* a step boundary (no duration) */
+    MODEL_TASK_CLASS_COUNT
 };
+
+/* What a runtime call does to the timeline. */
+enum model_call_kind {
+    MODEL_CALL_OTHER,  /* no ordering effect (queries of attributes, allocs, event records) */
+    MODEL_CALL_LAUNCH, /* enqueues GPU work and returns */
+    MODEL_CALL_SYNC,   /* waits for GPU work (stream, device, event syncs, polling, stream waits) */
+    MODEL_CALL_MEMCPY, /* a blocking copy or set: enqueues GPU work and waits for it */
+    MODEL_CALL_KIND_COUNT
+};
+
+/* "kernel", "copy", ...; "unknown" out of range. */
+const char *model_task_class_name(enum model_task_class c);
+const char *model_call_kind_name(enum model_call_kind k);
+/* The class named (as model_task_class_name writes it), or -1. */
+int model_task_class_parse(const char *name);
+
+/* Whether a class runs on a GPU stream. */
+static inline int model_task_on_gpu(unsigned cls)
+{
+    return cls <= MODEL_TASK_COMM;
+}
 
 enum model_edge_kind {
     MODEL_EDGE_LAUNCH,
@@ -82,15 +116,24 @@ enum model_edge_kind {
  * start, finish-to-finish (the target cannot end before), start-to-finish. */
 enum model_edge_type { MODEL_FS, MODEL_SS, MODEL_FF, MODEL_SF };
 
+/* What the simulation reads per task (32 bytes); names and provenance are
+ * in model_task_src. */
 struct model_task {
     int64_t dur;       /* ns, the intrinsic duration (comm: transfer time) */
     int64_t gap;       /* ns of host work on the resource before it */
     uint32_t res;      /* resource */
-    uint32_t event;    /* index of the source event in its rank's trace, or MODEL_NONE */
     uint32_t group;    /* collective group, or MODEL_NONE */
-    uint16_t rank;     /* index into the job's ranks */
-    uint8_t kind;      /* enum model_task_kind */
+    uint16_t rank;     /* index into the graph's ranks */
+    uint8_t cls;       /* enum model_task_class */
+    uint8_t sub;       /* kernel family, collective kind or call kind (see the class) */
     uint8_t kept;      /* a collective that keeps its traced duration */
+};
+
+/* Where a task came from, and its name. */
+struct model_task_src {
+    uint32_t name;  /* string id in the graph's names */
+    uint32_t event; /* index of the source event in its rank's trace, or MODEL_NONE */
+    uint32_t tag;   /* string id of the synthesis step that made it, or MODEL_NONE */
 };
 
 struct model_edge {
@@ -105,48 +148,85 @@ struct model_resource {
     uint16_t rank;
     uint8_t gpu;       /* a stream (1) or a thread (0) */
     uint8_t comm;      /* a stream carrying communication kernels */
-    uint32_t track;    /* the track in the rank's trace */
+    uint32_t track;    /* the track in the rank's trace, or MODEL_NONE */
+    uint32_t label;    /* string id of its name ("" when none) */
     uint32_t first, last, n; /* its first and last task (linked by prev/next), how many */
-    int64_t origin;    /* ns, aligned clock: when the resource is first free */
+    int64_t pid, tid;  /* device and stream, or process and thread (timeline ids) */
+    int64_t origin;    /* ns, rank 0's clock: when the resource is first free */
 };
 
 /* Step k of rank r: its boundary markers and what the trace measured. */
 struct model_graph_step {
     uint16_t rank;
-    uint32_t step;         /* index into the rank's trace steps */
+    uint32_t step;         /* index into the rank's trace steps, or MODEL_NONE */
     uint32_t begin, end;   /* marker tasks */
-    int64_t measured_ns;
+    uint32_t name;         /* string id */
+    int64_t measured_ns;   /* -1 when nothing was measured (a synthesised step) */
     uint8_t partial;
 };
 
-/* Tasks are laid out in the order the trace ran them (measured start on
- * rank 0's clock), which is about the order a replay reaches them: the
- * simulation then walks memory nearly in sequence. A resource's tasks are
- * linked in its order by prev/next (MODEL_NONE at the ends). */
-struct model_graph {
-    const struct model_job *job; /* borrowed: must outlive the graph */
-    struct model_task *tasks;
-    uint32_t *prev, *next;
-    size_t n_tasks;
-    struct model_edge *edges; /* predecessors of task i: edges[pred_at[i] .. pred_at[i + 1]) */
-    uint32_t *pred_at;
-    size_t n_edges;
-    struct model_resource *res;
-    size_t n_res;
-    struct model_graph_step *steps;
-    size_t n_steps;
-    /* successors of task i: succs[succ_at[i] .. succ_at[i + 1]), each the
-     * target task << 2 | its edge type */
-    uint32_t *succ_at, *succs;
-    uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
-    size_t n_groups;
-    int64_t *clock_offset_ns; /* per rank: its clock minus rank 0's, from collectives */
-    /* what the build found, for reports and tests */
+struct model_graph_rank {
+    int id;                     /* the rank's number in its job */
+    int64_t clock_offset_ns;    /* its clock minus rank 0's, from collectives */
+    int64_t launch_queue_depth; /* 0 when no plateau was found */
+};
+
+/* A collective across ranks: what a cost model needs to know of it. Sizes
+ * follow the nccl-tests convention: all-reduce, broadcast, reduce: the
+ * buffer; all-gather: the total output; reduce-scatter: the total input;
+ * all-to-all: the total sent per rank; send/recv: the message. */
+struct model_coll_group {
+    uint8_t op;          /* enum model_coll_op */
+    int64_t bytes;       /* -1 when unknown */
+    uint32_t dtype;      /* string id ("" when unknown) */
+    uint32_t pg;         /* string id of the process group ("" when unknown) */
+    int64_t seq;         /* sequence number in the process group, -1 when unknown */
+    uint32_t size;       /* ranks taking part (may exceed the members: peers not modelled) */
+};
+
+/* What the build found, for reports and tests. */
+struct model_graph_stats {
     size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
     size_t inferred_event_syncs, cuda_sync_event_syncs;
     size_t collectives_matched, collectives_kept;
-    int64_t *launch_queue_depth; /* per rank, 0 when no plateau was found */
 };
+
+/* Tasks are laid out in the order the builder's keys give (a traced graph:
+ * measured start on rank 0's clock), which is about the order a replay
+ * reaches them: the simulation then walks memory nearly in sequence. A
+ * resource's tasks are linked in its order by prev/next (MODEL_NONE at the
+ * ends). The graph owns all its arrays; nothing writes into them once it is
+ * built. */
+struct model_graph {
+    const struct model_job *job; /* borrowed, or NULL for a graph built without a trace */
+    struct sc_strtab names;      /* task, resource, step and group strings */
+    const struct model_task *tasks;
+    const struct model_task_src *src;
+    const uint32_t *prev, *next;
+    size_t n_tasks;
+    const struct model_edge *edges; /* predecessors of task i: edges[pred_at[i] .. pred_at[i + 1]) */
+    const uint32_t *pred_at;
+    size_t n_edges;
+    const struct model_resource *res;
+    size_t n_res;
+    const struct model_graph_step *steps;
+    size_t n_steps;
+    const struct model_graph_rank *ranks;
+    size_t n_ranks;
+    /* successors of task i: succs[succ_at[i] .. succ_at[i + 1]), each the
+     * target task << 2 | its edge type */
+    const uint32_t *succ_at, *succs;
+    const struct model_coll_group *groups;
+    const uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
+    size_t n_groups;
+    struct model_graph_stats stats;
+};
+
+/* A string of the graph's names. */
+static inline const char *model_graph_str(const struct model_graph *g, uint32_t id)
+{
+    return sc_strtab_str(&g->names, id);
+}
 
 /* Build the graph of a job's steps. SC_EINVAL when there is no step to
  * model (no ProfilerStep and no marker, or none in the range asked). */

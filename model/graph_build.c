@@ -12,7 +12,9 @@
  *
  * Building reads measured times: to order tasks, to tell a wait from work
  * and to pick among candidate dependencies. What a replay reads afterwards
- * is only durations, gaps, latencies and each rank's origin. */
+ * is only durations, gaps, latencies and each rank's origin. The tasks,
+ * edges, steps and groups found here go into the graph through the public
+ * builder (graph_builder.h), each task with its class and source event. */
 #include "model/graph.h"
 
 #include <stdlib.h>
@@ -21,7 +23,9 @@
 #include "common/i64map.h"
 #include "common/vec.h"
 #include "model/collective.h"
+#include "model/graph_builder.h"
 #include "model/job.h"
+#include "model/kernel_family.h"
 #include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -49,8 +53,25 @@
 
 struct pending_edge {
     uint32_t to, from;
-    int32_t lat;
+    int64_t lat;
     uint8_t type, kind, inferred;
+};
+
+/* A task while the graph is found: what the graph will hold of it, and
+ * the trace event it came from (MODEL_NONE for a step marker). */
+struct btask {
+    int64_t dur, gap;
+    uint32_t res, event;
+    uint16_t rank;
+    uint8_t kind; /* enum model_task_class */
+    uint8_t kept;
+};
+
+/* A collective group found across ranks: its members' range in
+ * builder.group_tasks. */
+struct bgroup {
+    uint32_t first, n;
+    struct model_group_spec spec;
 };
 
 /* A stream of one rank: its tasks and when each was launched. */
@@ -93,7 +114,7 @@ struct builder {
      * cudaEventRecord up to it; per resource: its stream (MODEL_NONE for threads) */
     uint32_t *next_gpu, *cur_gpu, *last_rec, *stream_ix;
 
-    struct model_task *tasks;
+    struct btask *tasks;
     size_t n_tasks, cap_tasks;
     int64_t *ts, *end; /* measured, trace clock, per task */
     size_t cap_times;
@@ -104,7 +125,12 @@ struct builder {
     size_t n_edges, cap_edges;
     struct model_graph_step *steps;
     size_t n_steps, cap_steps;
-    struct model_graph *g;
+    struct bgroup *groups;
+    size_t n_groups, cap_groups;
+    uint32_t *group_tasks;
+    size_t n_group_tasks, cap_group_tasks;
+    int64_t *clock_offset, *queue_depth; /* per rank */
+    struct model_graph_stats stats;
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
@@ -126,15 +152,11 @@ static int add_edge(struct builder *b, uint32_t from, uint32_t to, int64_t lat, 
         return SC_OK;
     if (sc_vec_reserve((void **)&b->edges, &b->cap_edges, b->n_edges + 1, sizeof *b->edges))
         return OOM(b);
-    if (lat > INT32_MAX)
-        lat = INT32_MAX;
-    if (lat < INT32_MIN)
-        lat = INT32_MIN;
-    b->edges[b->n_edges++] = (struct pending_edge){to, from, (int32_t)lat, type, kind, (uint8_t)inferred};
+    b->edges[b->n_edges++] = (struct pending_edge){to, from, lat, type, kind, (uint8_t)inferred};
     return SC_OK;
 }
 
-static int new_task(struct builder *b, const struct model_task *t, int64_t ts, int64_t end)
+static int new_task(struct builder *b, const struct btask *t, int64_t ts, int64_t end)
 {
     if (sc_vec_reserve((void **)&b->tasks, &b->cap_tasks, b->n_tasks + 1, sizeof *b->tasks))
         return OOM(b);
@@ -254,7 +276,7 @@ static int rank_threads(struct builder *b, struct rank_build *r)
             goto out;
         for (; i < n && items[i].track == track; i++) {
             const struct item *it = &items[i];
-            struct model_task task = {0};
+            struct btask task = {0};
             if (it->kind == MODEL_TASK_CALL) {
                 int64_t end = it->t + it->dur;
                 if (it->t < outer_end && end <= outer_end) { /* nested in the call before */
@@ -275,14 +297,14 @@ static int rank_threads(struct builder *b, struct rank_build *r)
             task.gap = max64(0, it->t - prev_end);
             task.res = (uint32_t)(b->n_res - 1);
             task.rank = r->rank;
-            task.group = MODEL_NONE;
             if (it->kind == MODEL_TASK_MARKER) {
                 const struct model_step *s = &t->steps[it->event];
                 if (sc_vec_reserve((void **)&b->steps, &b->cap_steps, b->n_steps + 1, sizeof *b->steps))
                     goto oom;
                 if (it->prio == 1) { /* begin */
                     b->steps[b->n_steps++] = (struct model_graph_step){
-                        r->rank, it->event, (uint32_t)b->n_tasks, MODEL_NONE, s->end - s->start, s->partial};
+                        .rank = r->rank, .step = it->event, .begin = (uint32_t)b->n_tasks, .end = MODEL_NONE,
+                        .measured_ns = s->end - s->start, .partial = s->partial};
                 } else {
                     for (size_t k = b->n_steps; k-- > 0;)
                         if (b->steps[k].rank == r->rank && b->steps[k].step == it->event) {
@@ -349,9 +371,10 @@ static int rank_streams(struct builder *b, struct rank_build *r)
         }
         if (sc_vec_reserve((void **)&items, &cap, n + 1, sizeof *items))
             goto oom;
-        uint8_t kind = e->kind == MODEL_EV_KERNEL && model_is_comm_kernel(model_str(t, e->name))
-                           ? MODEL_TASK_COMM
-                           : MODEL_TASK_GPU;
+        uint8_t kind = e->kind == MODEL_EV_MEMCPY   ? MODEL_TASK_COPY
+                       : e->kind == MODEL_EV_MEMSET ? MODEL_TASK_SET
+                       : model_is_comm_kernel(model_str(t, e->name)) ? MODEL_TASK_COMM
+                                                                     : MODEL_TASK_KERNEL;
         items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, kind};
     }
     sc_sort(items, n, sizeof *items, by_track_time);
@@ -368,13 +391,12 @@ static int rank_streams(struct builder *b, struct rank_build *r)
         s->lstart = NULL;
         for (; i < n && items[i].track == track; i++) {
             const struct item *it = &items[i];
-            struct model_task task = {0};
+            struct btask task = {0};
             task.event = it->event;
             task.dur = it->dur;
             task.kind = it->kind;
             task.res = (uint32_t)(b->n_res - 1);
             task.rank = r->rank;
-            task.group = MODEL_NONE;
             if (it->kind == MODEL_TASK_COMM)
                 b->res[b->n_res - 1].comm = 1;
             r->task_of[it->event] = (uint32_t)b->n_tasks;
@@ -727,7 +749,7 @@ static int cuda_sync_edges(struct builder *b, struct rank_build *r)
             b->wait_done[ct] = 1;
             if (x != MODEL_NONE && y != MODEL_NONE && b->end[x] <= b->ts[y] + ORDER_TOL_NS) {
                 rc = add_edge(b, x, y, 0, MODEL_FS, MODEL_EDGE_EVENT_SYNC, 0);
-                b->g->cuda_sync_event_syncs++;
+                b->stats.cuda_sync_event_syncs++;
             }
         } else if (strcmp(kind, "Event Sync") == 0) {
             rc = add_wait(b, r, ct, x, 1, MODEL_EDGE_HOST_SYNC);
@@ -816,7 +838,7 @@ static int inferred_event_edges(struct builder *b, struct rank_build *r)
             if (x == MODEL_NONE)
                 continue;
             rc = add_edge(b, x, y, 0, MODEL_FS, MODEL_EDGE_EVENT_SYNC, 1);
-            b->g->inferred_event_syncs++;
+            b->stats.inferred_event_syncs++;
         }
     }
     return rc;
@@ -1206,55 +1228,133 @@ out:
 
 /* ---- collectives across ranks ------------------------------------------------------------ */
 
+/* A communication kernel and the key that finds it on the other ranks:
+ * its process group and sequence number where the trace has them, else
+ * its position among the communication kernels of its stream. */
 struct comm_ref {
+    const char *pg;   /* process group name, or NULL: keyed by stream */
+    int64_t seq;      /* sequence number in the process group */
     int64_t stream;   /* stream id */
     uint32_t ordinal; /* position among the comm kernels of that stream */
     uint16_t rank;
     uint32_t task;
+    int32_t size;     /* the process group's size, or -1 */
 };
+
+static int same_key(const struct comm_ref *x, const struct comm_ref *y)
+{
+    if ((x->pg == NULL) != (y->pg == NULL))
+        return 0;
+    if (x->pg)
+        return x->seq == y->seq && strcmp(x->pg, y->pg) == 0;
+    return x->stream == y->stream && x->ordinal == y->ordinal;
+}
 
 static int by_comm_key(const void *a, const void *b)
 {
     const struct comm_ref *x = a, *y = b;
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    if (x->ordinal != y->ordinal)
-        return x->ordinal < y->ordinal ? -1 : 1;
+    if ((x->pg == NULL) != (y->pg == NULL))
+        return x->pg ? -1 : 1;
+    if (x->pg) {
+        int c = strcmp(x->pg, y->pg);
+        if (c)
+            return c;
+        if (x->seq != y->seq)
+            return x->seq < y->seq ? -1 : 1;
+    } else {
+        if (x->stream != y->stream)
+            return x->stream < y->stream ? -1 : 1;
+        if (x->ordinal != y->ordinal)
+            return x->ordinal < y->ordinal ? -1 : 1;
+    }
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* Group the k-th communication kernel of each communication stream across
- * the ranks that have that stream, when they all have it and it is the same
- * operation; align clocks on their ends; give members their intrinsic time
- * (the shortest member: the last to arrive waited for nobody). */
+/* Whether two refs are of one process group (or, keyed by stream, one
+ * stream id). */
+static int same_set(const struct comm_ref *x, const struct comm_ref *y)
+{
+    if ((x->pg == NULL) != (y->pg == NULL))
+        return 0;
+    return x->pg ? strcmp(x->pg, y->pg) == 0 : x->stream == y->stream;
+}
+
+/* The collective metadata of a communication kernel's event, or NULL. */
+static const struct model_collective *coll_of(const struct model_trace *t, uint32_t ev)
+{
+    uint32_t info = t->events[ev].info;
+    if (info == MODEL_NONE || t->infos[info].coll == MODEL_NONE)
+        return NULL;
+    return &t->colls[t->infos[info].coll];
+}
+
+/* What a group of one collective carries, from its first member's event:
+ * its kind, its size in bytes (nccl-tests convention, graph.h), dtype,
+ * process group, sequence number and group size. */
+static struct model_group_spec group_spec(const struct builder *b, uint16_t rank, uint32_t task,
+                                          enum model_coll_op op, size_t members)
+{
+    const struct model_trace *t = b->rb[rank].t;
+    const struct model_collective *c = coll_of(t, b->tasks[task].event);
+    struct model_group_spec s = {.op = op, .bytes = -1, .seq = -1, .size = (uint32_t)members};
+    if (!c)
+        return s;
+    int dt = model_dtype_bytes(c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype));
+    int64_t nelems = c->in_nelems;
+    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
+        nelems = c->out_nelems;
+    if (dt > 0 && nelems >= 0)
+        s.bytes = nelems * dt;
+    s.dtype = c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype);
+    s.pg = c->pg_name == MODEL_NONE ? NULL : model_str(t, c->pg_name);
+    s.seq = c->seq;
+    if (c->group_size > 0 && (size_t)c->group_size >= members)
+        s.size = (uint32_t)c->group_size;
+    return s;
+}
+
+/* Group one collective's kernels across ranks: by process group and
+ * sequence number where the trace has them, else the k-th communication
+ * kernel of each communication stream across the ranks that have that
+ * stream. A group needs every rank of its process group (or every rank
+ * having the stream), one kernel each, all of the same operation. Align
+ * clocks on their ends; give members their intrinsic time (the shortest
+ * member: the last to arrive waited for nobody). */
 static int collectives(struct builder *b)
 {
-    struct model_graph *g = b->g;
     size_t nranks = b->job->n_ranks;
     struct comm_ref *refs = NULL;
     size_t n = 0, cap = 0;
     int rc = SC_OK;
     int64_t **diffs = NULL;
     size_t *ndiff = NULL, *capdiff = NULL;
-    uint32_t *gat = NULL, *gtasks = NULL, *seen = NULL, stamp = 0;
-    size_t ngroups = 0, gcap = 0, tcap = 0, ntasks_in = 0, want = 0;
+    uint32_t *seen = NULL, stamp = 0;
+    size_t want = 0;
 
     for (size_t res = 0; res < b->n_res; res++) {
         const struct model_resource *rs = &b->res[res];
         if (!rs->gpu || !rs->comm)
             continue;
-        int64_t sid = b->rb[rs->rank].t->tracks[rs->track].tid;
+        const struct model_trace *t = b->rb[rs->rank].t;
+        int64_t sid = t->tracks[rs->track].tid;
         uint32_t ord = 0;
         for (uint32_t k = rs->first; k < rs->first + rs->n; k++) {
             if (b->tasks[k].kind != MODEL_TASK_COMM)
                 continue;
             if (sc_vec_reserve((void **)&refs, &cap, n + 1, sizeof *refs))
                 goto oom;
-            refs[n++] = (struct comm_ref){sid, ord++, rs->rank, k};
+            struct comm_ref ref = {NULL, -1, sid, ord++, rs->rank, k, -1};
+            const struct model_collective *c = coll_of(t, b->tasks[k].event);
+            int64_t seq = c ? (c->seq >= 0 ? c->seq : c->nccl_seq) : -1;
+            if (c && c->pg_name != MODEL_NONE && seq >= 0) {
+                ref.pg = model_str(t, c->pg_name);
+                ref.seq = seq;
+                ref.size = c->group_size;
+            }
+            refs[n++] = ref;
         }
     }
     sc_sort(refs, n, sizeof *refs, by_comm_key);
-    /* ranks per stream id: how many members a complete group has */
     diffs = calloc(nranks, sizeof *diffs);
     ndiff = calloc(nranks, sizeof *ndiff);
     capdiff = calloc(nranks, sizeof *capdiff);
@@ -1263,19 +1363,23 @@ static int collectives(struct builder *b)
         goto oom;
     for (size_t i = 0; i < n;) {
         size_t j = i;
-        while (j < n && refs[j].stream == refs[i].stream && refs[j].ordinal == refs[i].ordinal)
+        while (j < n && same_key(&refs[j], &refs[i]))
             j++;
-        /* ranks having this stream at all */
-        if (i == 0 || refs[i].stream != refs[i - 1].stream) {
+        /* how many members a complete group has: the ranks having this
+         * stream (or process group) at all */
+        if (i == 0 || !same_set(&refs[i], &refs[i - 1])) {
             want = 0;
             stamp++;
-            for (size_t q = i; q < n && refs[q].stream == refs[i].stream; q++)
+            for (size_t q = i; q < n && same_set(&refs[q], &refs[i]); q++)
                 if (seen[refs[q].rank] != stamp) {
                     seen[refs[q].rank] = stamp;
                     want++;
                 }
         }
-        int same = j - i == want && want > 1;
+        size_t need = refs[i].pg && refs[i].size > 0 ? (size_t)refs[i].size : want;
+        int same = j - i == need && need > 1;
+        for (size_t q = i + 1; q < j && same; q++) /* one kernel per rank */
+            same = refs[q].rank != refs[q - 1].rank;
         const struct model_trace *t0 = b->rb[refs[i].rank].t;
         enum model_coll_op op0 = model_coll_op_parse(model_str(t0, t0->events[b->tasks[refs[i].task].event].name));
         for (size_t q = i + 1; q < j && same; q++) {
@@ -1285,7 +1389,7 @@ static int collectives(struct builder *b)
         if (!same) {
             for (size_t q = i; q < j; q++)
                 b->tasks[refs[q].task].kept = 1;
-            g->collectives_kept += j - i;
+            b->stats.collectives_kept += j - i;
             i = j;
             continue;
         }
@@ -1295,15 +1399,15 @@ static int collectives(struct builder *b)
             if (refs[q].rank == refs[i].rank)
                 ref_end = b->end[refs[q].task];
         }
-        if (sc_vec_reserve((void **)&gat, &gcap, ngroups + 2, sizeof *gat) ||
-            sc_vec_reserve((void **)&gtasks, &tcap, ntasks_in + (j - i), sizeof *gtasks))
+        if (sc_vec_reserve((void **)&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups) ||
+            sc_vec_reserve((void **)&b->group_tasks, &b->cap_group_tasks, b->n_group_tasks + (j - i),
+                           sizeof *b->group_tasks))
             goto oom;
-        gat[ngroups] = (uint32_t)ntasks_in;
+        b->groups[b->n_groups++] = (struct bgroup){(uint32_t)b->n_group_tasks, (uint32_t)(j - i),
+                                                   group_spec(b, refs[i].rank, refs[i].task, op0, j - i)};
         for (size_t q = i; q < j; q++) {
-            struct model_task *task = &b->tasks[refs[q].task];
-            task->dur = intrinsic;
-            task->group = (uint32_t)ngroups;
-            gtasks[ntasks_in++] = refs[q].task;
+            b->tasks[refs[q].task].dur = intrinsic;
+            b->group_tasks[b->n_group_tasks++] = refs[q].task;
             if (refs[i].rank == 0) {
                 size_t rk = refs[q].rank;
                 if (sc_vec_reserve((void **)&diffs[rk], &capdiff[rk], ndiff[rk] + 1, sizeof **diffs))
@@ -1311,22 +1415,13 @@ static int collectives(struct builder *b)
                 diffs[rk][ndiff[rk]++] = b->end[refs[q].task] - ref_end;
             }
         }
-        ngroups++;
-        g->collectives_matched++;
+        b->stats.collectives_matched++;
         i = j;
     }
-    if (sc_vec_reserve((void **)&gat, &gcap, ngroups + 1, sizeof *gat))
-        goto oom;
-    gat[ngroups] = (uint32_t)ntasks_in;
-    g->group_at = gat;
-    g->group_tasks = gtasks;
-    g->n_groups = ngroups;
-    gat = NULL;
-    gtasks = NULL;
     for (size_t rk = 0; rk < nranks; rk++) {
         if (ndiff[rk]) {
             sc_sort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
-            g->clock_offset_ns[rk] = diffs[rk][ndiff[rk] / 2];
+            b->clock_offset[rk] = diffs[rk][ndiff[rk] / 2];
         }
     }
 out:
@@ -1337,134 +1432,106 @@ out:
     free(capdiff);
     free(seen);
     free(refs);
-    free(gat);
-    free(gtasks);
     return rc;
 oom:
     rc = OOM(b);
     goto out;
 }
 
-/* ---- assembling the graph ----------------------------------------------------------------- */
+/* ---- handing the graph over ---------------------------------------------------------------- */
 
-struct order_key {
-    int64_t t;
-    uint32_t i;
-};
-
-static int by_order_key(const void *x, const void *y)
+static uint8_t call_kind(enum model_rt_class rt)
 {
-    const struct order_key *a = x, *b = y;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
+    switch (rt) {
+    case MODEL_RT_LAUNCH:
+        return MODEL_CALL_LAUNCH;
+    case MODEL_RT_LAUNCH_SYNC:
+        return MODEL_CALL_MEMCPY;
+    case MODEL_RT_SYNC_STREAM:
+    case MODEL_RT_SYNC_DEVICE:
+    case MODEL_RT_SYNC_EVENT:
+    case MODEL_RT_STREAM_WAIT:
+    case MODEL_RT_QUERY:
+        return MODEL_CALL_SYNC;
+    default:
+        return MODEL_CALL_OTHER;
+    }
 }
 
-/* Lay the tasks out in measured time order (see graph.h), renumbering
- * everything that names a task, and link each resource's tasks. Within a
- * resource, times do not decrease, so the sort keeps each one's order. */
-static int reorder(struct builder *b)
+/* A task's name and its refinement of the class (kernel family,
+ * collective kind, call kind). */
+static const char *task_name(const struct builder *b, const struct btask *k, int *sub)
 {
-    size_t n = b->n_tasks;
-    struct order_key *k = malloc((n ? n : 1) * sizeof *k);
-    uint32_t *to = malloc((n ? n : 1) * sizeof *to);
-    struct model_task *tasks = malloc((n ? n : 1) * sizeof *tasks);
-    struct model_graph *g = b->g;
-    g->prev = malloc((n ? n : 1) * sizeof *g->prev);
-    g->next = malloc((n ? n : 1) * sizeof *g->next);
-    if (!k || !to || !tasks || !g->prev || !g->next) {
-        free(k);
-        free(to);
-        free(tasks);
-        return OOM(b);
-    }
-    for (uint32_t i = 0; i < n; i++)
-        k[i] = (struct order_key){b->ts[i] - g->clock_offset_ns[b->tasks[i].rank], i};
-    sc_sort(k, n, sizeof *k, by_order_key);
-    for (uint32_t j = 0; j < n; j++) {
-        to[k[j].i] = j;
-        tasks[j] = b->tasks[k[j].i];
-    }
-    for (size_t r = 0; r < b->n_res; r++) {
-        struct model_resource *res = &b->res[r];
-        uint32_t last = MODEL_NONE;
-        for (uint32_t i = res->first; i < res->first + res->n; i++) {
-            uint32_t j = to[i];
-            g->prev[j] = last;
-            if (last != MODEL_NONE)
-                g->next[last] = j;
-            last = j;
-        }
-        if (last != MODEL_NONE)
-            g->next[last] = MODEL_NONE;
-        res->last = last;
-        res->first = res->n ? to[res->first] : MODEL_NONE;
-    }
-    for (size_t e = 0; e < b->n_edges; e++) {
-        b->edges[e].from = to[b->edges[e].from];
-        b->edges[e].to = to[b->edges[e].to];
-    }
-    for (size_t s = 0; s < b->n_steps; s++) {
-        b->steps[s].begin = to[b->steps[s].begin];
-        if (b->steps[s].end != MODEL_NONE)
-            b->steps[s].end = to[b->steps[s].end];
-    }
-    for (size_t m = 0; m < (g->n_groups ? g->group_at[g->n_groups] : 0); m++)
-        g->group_tasks[m] = to[g->group_tasks[m]];
-    free(b->tasks);
-    b->tasks = tasks;
-    free(k);
-    free(to);
-    return SC_OK;
+    const struct model_trace *t = b->rb[k->rank].t;
+    *sub = 0;
+    if (k->event == MODEL_NONE)
+        return "(step boundary)";
+    const struct model_event *e = &t->events[k->event];
+    const char *name = model_str(t, e->name);
+    if (k->kind == MODEL_TASK_KERNEL)
+        *sub = model_kernel_family(name);
+    else if (k->kind == MODEL_TASK_COMM)
+        *sub = model_coll_op_parse(name);
+    else if (k->kind == MODEL_TASK_CALL)
+        *sub = call_kind((enum model_rt_class)e->rt);
+    return name;
 }
 
-static int assemble(struct builder *b)
+/* Everything found, through the public builder: ranks, resources, tasks
+ * (laid out by measured start on rank 0's clock), edges, steps, groups. */
+static int emit(struct builder *b, struct model_graph **out)
 {
-    struct model_graph *g = b->g;
-    size_t n = b->n_tasks, m = b->n_edges;
-    uint32_t *fill = NULL;
-    int rc = reorder(b);
+    const struct model_job *job = b->job;
+    struct model_gb *gb = model_gb_new(b->err);
+    uint32_t id;
+    uint16_t rank;
+    int rc = SC_OK;
 
-    if (rc)
+    if (!gb)
+        return SC_ENOMEM;
+    model_gb_set_job(gb, job);
+    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++)
+        rc = model_gb_add_rank(gb, &(struct model_rank_spec){job->rank_ids[i], b->clock_offset[i], b->queue_depth[i]},
+                               &rank);
+    for (size_t i = 0; i < b->n_res && rc == SC_OK; i++) {
+        const struct model_resource *r = &b->res[i];
+        const struct model_trace *t = b->rb[r->rank].t;
+        const struct model_track *tk = &t->tracks[r->track];
+        struct model_res_spec rs = {.rank = r->rank, .gpu = r->gpu, .comm = r->comm,
+                                    .label = tk->label == MODEL_NONE ? NULL : model_str(t, tk->label),
+                                    .pid = tk->pid, .tid = tk->tid, .track = r->track, .has_track = 1,
+                                    .origin = b->rb[r->rank].origin - b->clock_offset[r->rank]};
+        rc = model_gb_add_resource(gb, &rs, &id);
+    }
+    /* tasks in index order: each resource's are contiguous and in its
+     * order, so the builder gives every task its index here as its id */
+    for (size_t i = 0; i < b->n_tasks && rc == SC_OK; i++) {
+        const struct btask *k = &b->tasks[i];
+        struct model_task_spec ts = {.res = k->res, .cls = k->kind, .dur = k->dur, .gap = k->gap,
+                                     .event = k->event, .has_event = k->event != MODEL_NONE, .kept = k->kept,
+                                     .order = b->ts[i] - b->clock_offset[k->rank]};
+        ts.name = task_name(b, k, &ts.sub);
+        rc = model_gb_add_task(gb, &ts, &id);
+    }
+    for (size_t i = 0; i < b->n_edges && rc == SC_OK; i++) {
+        const struct pending_edge *e = &b->edges[i];
+        rc = model_gb_add_edge(gb, e->from, e->to, e->kind, e->type, e->lat, e->inferred);
+    }
+    for (size_t i = 0; i < b->n_steps && rc == SC_OK; i++) {
+        const struct model_graph_step *s = &b->steps[i];
+        const struct model_trace *t = b->rb[s->rank].t;
+        rc = model_gb_add_step(gb, &(struct model_step_spec){s->rank, s->begin, s->end,
+                                                             model_str(t, t->steps[s->step].name),
+                                                             s->measured_ns, s->partial, s->step});
+    }
+    for (size_t i = 0; i < b->n_groups && rc == SC_OK; i++)
+        rc = model_gb_add_group(gb, &b->groups[i].spec, b->group_tasks + b->groups[i].first, b->groups[i].n, NULL);
+    if (rc) {
+        model_gb_free(gb);
         return rc;
-    g->pred_at = calloc(n + 1, sizeof *g->pred_at);
-    g->succ_at = calloc(n + 1, sizeof *g->succ_at);
-    g->edges = malloc((m ? m : 1) * sizeof *g->edges);
-    g->succs = malloc((m ? m : 1) * sizeof *g->succs);
-    fill = malloc((n + 1) * sizeof *fill);
-    if (!g->pred_at || !g->succ_at || !g->edges || !g->succs || !fill) {
-        free(fill);
-        return OOM(b);
     }
-    for (size_t i = 0; i < m; i++) {
-        g->pred_at[b->edges[i].to + 1]++;
-        g->succ_at[b->edges[i].from + 1]++;
-        g->edges_by_kind[b->edges[i].kind]++;
-    }
-    for (size_t i = 0; i < n; i++) {
-        g->pred_at[i + 1] += g->pred_at[i];
-        g->succ_at[i + 1] += g->succ_at[i];
-    }
-    memcpy(fill, g->pred_at, (n + 1) * sizeof *fill);
-    for (size_t i = 0; i < m; i++) {
-        const struct pending_edge *p = &b->edges[i];
-        g->edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred};
-    }
-    memcpy(fill, g->succ_at, (n + 1) * sizeof *fill);
-    for (size_t i = 0; i < m; i++)
-        g->succs[fill[b->edges[i].from]++] = b->edges[i].to << 2 | b->edges[i].type;
-    free(fill);
-    g->n_edges = m;
-    g->tasks = b->tasks;
-    g->n_tasks = n;
-    g->res = b->res;
-    g->n_res = b->n_res;
-    g->steps = b->steps;
-    g->n_steps = b->n_steps;
-    b->tasks = NULL;
-    b->res = NULL;
-    b->steps = NULL;
-    return SC_OK;
+    *model_gb_stats(gb) = b->stats;
+    return model_gb_finish(gb, out, b->err);
 }
 
 int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
@@ -1483,16 +1550,10 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
         model_graph_opts_default(&b.o);
     if (!job->n_ranks)
         return sc_error_set(err, SC_EINVAL, "no trace to build a graph from");
-    b.g = calloc(1, sizeof *b.g);
     b.rb = calloc(job->n_ranks, sizeof *b.rb);
-    if (!b.g || !b.rb) {
-        rc = OOM(&b);
-        goto out;
-    }
-    b.g->job = job;
-    b.g->clock_offset_ns = calloc(job->n_ranks, sizeof *b.g->clock_offset_ns);
-    b.g->launch_queue_depth = calloc(job->n_ranks, sizeof *b.g->launch_queue_depth);
-    if (!b.g->clock_offset_ns || !b.g->launch_queue_depth) {
+    b.clock_offset = calloc(job->n_ranks, sizeof *b.clock_offset);
+    b.queue_depth = calloc(job->n_ranks, sizeof *b.queue_depth);
+    if (!b.rb || !b.clock_offset || !b.queue_depth) {
         rc = OOM(&b);
         goto out;
     }
@@ -1529,23 +1590,15 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
         if ((rc = thread_scans(&b, r)) || (rc = api_medians(&b, r, &r->med)) ||
             (rc = calibrate_latencies(&b, r)) || (rc = launch_edges(&b, r)) ||
             (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
-            (rc = launch_queue_edges(&b, r, &b.g->launch_queue_depth[i])) ||
+            (rc = launch_queue_edges(&b, r, &b.queue_depth[i])) ||
             (rc = gpu_wait_edges(&b, r)) || (rc = host_sync_edges(&b, r)) ||
             (rc = inter_thread_edges(&b, r)))
             break;
     }
     if (rc == SC_OK)
         rc = collectives(&b);
-    if (rc == SC_OK) {
-        /* every rank starts at its first step's origin, on rank 0's clock */
-        for (size_t i = 0; i < b.n_res; i++)
-            b.res[i].origin = b.rb[b.res[i].rank].origin - b.g->clock_offset_ns[b.res[i].rank];
-        rc = assemble(&b);
-    }
-    if (rc == SC_OK) {
-        *out = b.g;
-        b.g = NULL;
-    }
+    if (rc == SC_OK)
+        rc = emit(&b, out);
 out:
     for (size_t i = 0; b.rb && i < job->n_ranks; i++) {
         free(b.rb[i].outer);
@@ -1569,6 +1622,9 @@ out:
     free(b.res);
     free(b.edges);
     free(b.steps);
-    model_graph_free(b.g);
+    free(b.groups);
+    free(b.group_tasks);
+    free(b.clock_offset);
+    free(b.queue_depth);
     return rc;
 }

@@ -9,14 +9,15 @@
 #include "model/replay.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/vec.h"
 #include "model/graph.h"
-#include "model/job.h"
-#include "model/trace.h"
+#include "model/kernel_family.h"
 #include "common/banned.h"
 
 static const char *const bound_names[MODEL_BOUND_COUNT] = {
@@ -34,34 +35,75 @@ void model_replay_opts_default(struct model_replay_opts *o)
     o->critical_path = 1;
 }
 
+int model_replay_add_factor(struct model_replay_opts *o, const struct model_replay_factor *f,
+                            struct sc_error *err)
+{
+    if (!(f->factor >= 0) || !isfinite(f->factor))
+        return sc_error_set(err, SC_EINVAL, "a factor must be a number >= 0");
+    if (!memchr(f->pattern, '\0', sizeof f->pattern))
+        return sc_error_set(err, SC_EINVAL, "a name pattern longer than %d bytes", MODEL_REPLAY_PATTERN_MAX - 1);
+    if (o->n_factors >= MODEL_REPLAY_MAX_FACTORS)
+        return sc_error_set(err, SC_ELIMIT, "more than %d factors", MODEL_REPLAY_MAX_FACTORS);
+    o->factors[o->n_factors++] = *f;
+    return SC_OK;
+}
+
+#define SCALE_USAGE "expected WHAT=F or WHAT@R=F, WHAT one of gpu, all, a task class, family:NAME, name:GLOB"
+
 int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err)
 {
-    const char *p = spec;
+    struct model_replay_factor f = {.rank = -1, .family = -1};
+    const char *eq = strrchr(spec, '='), *what_end;
     char *end;
-    long rank = -1;
 
-    if (strncmp(p, "gpu", 3) != 0)
-        return sc_error_set(err, SC_EINVAL, "bad scale '%s': expected gpu=F or gpu@R=F", spec);
-    p += 3;
-    if (*p == '@') {
-        errno = 0;
-        rank = strtol(p + 1, &end, 10);
-        if (end == p + 1 || errno || rank < 0 || rank > 1000000)
-            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number",
-                                spec);
-        p = end;
-    }
-    if (*p != '=')
-        return sc_error_set(err, SC_EINVAL, "bad scale '%s': expected gpu=F or gpu@R=F", spec);
+    if (!eq || eq == spec)
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': " SCALE_USAGE, spec);
     errno = 0;
-    double f = strtod(p + 1, &end);
-    if (end == p + 1 || *end || errno || !(f > 0) || f > 1000)
-        return sc_error_set(err, SC_EINVAL, "bad scale '%s': the factor must be a number in (0, 1000]",
-                            spec);
-    if (o->n_scales >= MODEL_REPLAY_MAX_SCALES)
-        return sc_error_set(err, SC_ELIMIT, "more than %d scales", MODEL_REPLAY_MAX_SCALES);
-    o->scales[o->n_scales++] = (struct model_replay_scale){(int)rank, f};
-    return SC_OK;
+    f.factor = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || errno || !(f.factor >= 0) || f.factor > 1000)
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': the factor must be a number in [0, 1000]", spec);
+    /* "@R" right before '=': a rank */
+    what_end = eq;
+    const char *at = eq;
+    while (at > spec && at[-1] >= '0' && at[-1] <= '9')
+        at--;
+    if (at > spec && at[-1] == '@') {
+        if (at == eq)
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number", spec);
+        errno = 0;
+        long rank = strtol(at, &end, 10);
+        if (errno || rank > 1000000)
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number", spec);
+        f.rank = (int)rank;
+        what_end = at - 1;
+    } else if (memchr(spec, '@', (size_t)(eq - spec)) && strncmp(spec, "name:", 5) != 0) {
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number", spec);
+    }
+    size_t n = (size_t)(what_end - spec);
+    char what[MODEL_REPLAY_PATTERN_MAX + 8];
+    if (n >= sizeof what)
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': " SCALE_USAGE, spec);
+    memcpy(what, spec, n);
+    what[n] = '\0';
+    int cls;
+    if (strcmp(what, "gpu") == 0) {
+        f.classes = MODEL_REPLAY_GPU_CLASSES;
+    } else if (strcmp(what, "all") == 0) {
+        f.classes = 0;
+    } else if (strncmp(what, "family:", 7) == 0) {
+        if ((f.family = model_kernel_family_parse(what + 7)) < 0)
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': no kernel family '%s'", spec, what + 7);
+        f.classes = 1u << MODEL_TASK_KERNEL;
+    } else if (strncmp(what, "name:", 5) == 0 && what[5]) {
+        if (strlen(what + 5) >= sizeof f.pattern)
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the name pattern is too long", spec);
+        snprintf(f.pattern, sizeof f.pattern, "%s", what + 5);
+    } else if ((cls = model_task_class_parse(what)) >= 0 && cls != MODEL_TASK_MARKER) {
+        f.classes = 1u << cls;
+    } else {
+        return sc_error_set(err, SC_EINVAL, "bad scale '%s': " SCALE_USAGE, spec);
+    }
+    return model_replay_add_factor(o, &f, err);
 }
 
 /* ---- simulation ------------------------------------------------------------------- */
@@ -71,31 +113,78 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* Per job-rank factor on GPU durations. */
-static int rank_factors(const struct model_graph *g, const struct model_replay_opts *o,
-                        double *f, struct sc_error *err)
+/* Whether factor f applies to task i by rank (rank_ix: the rank's index,
+ * -1 for any), class and family; the caller checks the name pattern. */
+static int factor_matches(const struct model_graph *g, const struct model_replay_factor *f, uint32_t i,
+                          int rank_ix)
 {
-    size_t n = g->job->n_ranks;
-    for (size_t i = 0; i < n; i++)
-        f[i] = 1.0;
-    for (size_t s = 0; o && s < o->n_scales; s++) {
-        const struct model_replay_scale *sc = &o->scales[s];
-        int found = sc->rank < 0;
-        for (size_t i = 0; i < n; i++)
-            if (sc->rank < 0 || g->job->rank_ids[i] == sc->rank) {
-                f[i] *= sc->gpu;
-                found = 1;
-            }
-        if (!found)
-            return sc_error_set(err, SC_EINVAL, "scale gpu@%d: the job has no rank %d", sc->rank,
-                                sc->rank);
-    }
-    return SC_OK;
+    const struct model_task *t = &g->tasks[i];
+    if (rank_ix >= 0 && t->rank != rank_ix)
+        return 0;
+    if (f->classes && !(f->classes >> t->cls & 1u))
+        return 0;
+    if (f->family >= 0 && (t->cls != MODEL_TASK_KERNEL || t->sub != f->family))
+        return 0;
+    return 1;
 }
 
-static int64_t scaled(int64_t dur, double f)
+/* Each task's duration for this replay: the graph's, times the factors
+ * that match it, or its override. */
+static int durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                     struct sc_error *err)
 {
-    return f == 1.0 ? dur : (int64_t)llround((double)dur * f);
+    size_t n = g->n_tasks;
+    double *f = NULL;
+    uint8_t *name_ok = NULL;
+    int rc = SC_OK;
+
+    for (size_t i = 0; i < n; i++)
+        dur[i] = g->tasks[i].dur;
+    if (!o || (!o->n_factors && !o->n_overrides))
+        return SC_OK;
+    f = malloc((n ? n : 1) * sizeof *f);
+    name_ok = malloc(g->names.n ? g->names.n : 1);
+    if (!f || !name_ok) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[i] = 1.0;
+    for (size_t k = 0; k < o->n_factors; k++) {
+        const struct model_replay_factor *fc = &o->factors[k];
+        int rank_ix = -1;
+        if (fc->rank >= 0) {
+            for (size_t r = 0; r < g->n_ranks && rank_ix < 0; r++)
+                if (g->ranks[r].id == fc->rank)
+                    rank_ix = (int)r;
+            if (rank_ix < 0) {
+                rc = sc_error_set(err, SC_EINVAL, "scale @%d: the job has no rank %d", fc->rank, fc->rank);
+                goto out;
+            }
+        }
+        if (fc->pattern[0]) /* match each distinct name once */
+            for (size_t s = 0; s < g->names.n; s++)
+                name_ok[s] = fnmatch(fc->pattern, model_graph_str(g, (uint32_t)s), 0) == 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (factor_matches(g, fc, i, rank_ix) && (!fc->pattern[0] || name_ok[g->src[i].name]))
+                f[i] *= fc->factor;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (f[i] != 1.0)
+            dur[i] = (int64_t)llround((double)dur[i] * f[i]);
+    for (size_t k = 0; k < o->n_overrides; k++) {
+        const struct model_replay_override *ov = &o->overrides[k];
+        if (ov->task >= n || ov->dur < 0) {
+            rc = sc_error_set(err, SC_EINVAL, "an override of task %u: %s", ov->task,
+                              ov->task >= n ? "no such task" : "a negative duration");
+            goto out;
+        }
+        dur[ov->task] = ov->dur;
+    }
+out:
+    free(f);
+    free(name_ok);
+    return rc;
 }
 
 /* The simulation schedules two events per task: its start and its finish.
@@ -113,8 +202,8 @@ struct sim {
     uint32_t *queue;
     uint8_t *state;
     uint32_t *gwait;
-    int64_t *gready;
-    double *gmax, *factor;
+    int64_t *gready, *gdur; /* per group: when its last member was ready, its longest member */
+    int64_t *dur;           /* per task, this replay's */
     size_t tail, finished;
 };
 
@@ -146,10 +235,7 @@ static void notify(struct sim *s, uint32_t k, int fin)
 static void do_finish(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
-    const struct model_task *t = &g->tasks[i];
-    int64_t d = t->kind == MODEL_TASK_GPU || t->kind == MODEL_TASK_COMM ? scaled(t->dur, s->factor[t->rank])
-                                                                         : t->dur;
-    int64_t end = s->start[i] + d;
+    int64_t end = s->start[i] + s->dur[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
         if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
@@ -174,7 +260,7 @@ static void finish_group(struct sim *s, uint32_t gi)
             s->state[k] = STARTED;
             notify(s, k, 0);
         }
-        s->end[k] = max64(s->start[k], s->gready[gi] + scaled(g->tasks[k].dur, s->gmax[gi]));
+        s->end[k] = max64(s->start[k], s->gready[gi] + s->gdur[gi]);
         s->state[k] = FINISHED;
         s->finished++;
         s->wait_f[k] = 0;
@@ -248,7 +334,7 @@ static void break_cycle(struct sim *s)
 int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
                           int64_t *start, int64_t *end, size_t *forced, struct sc_error *err)
 {
-    size_t n = g->n_tasks, ranks = g->job->n_ranks, ng = g->n_groups ? g->n_groups : 1;
+    size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
     size_t head = 0;
     int rc = SC_OK;
@@ -260,13 +346,13 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     s.state = calloc(n ? n : 1, 1);
     s.gwait = malloc(ng * sizeof *s.gwait);
     s.gready = malloc(ng * sizeof *s.gready);
-    s.gmax = malloc(ng * sizeof *s.gmax);
-    s.factor = malloc((ranks ? ranks : 1) * sizeof *s.factor);
-    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gmax || !s.factor) {
+    s.gdur = malloc(ng * sizeof *s.gdur);
+    s.dur = malloc((n ? n : 1) * sizeof *s.dur);
+    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gdur || !s.dur) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = rank_factors(g, o, s.factor, err)))
+    if ((rc = durations(g, o, s.dur, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;
@@ -286,12 +372,9 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     for (size_t k = 0; k < g->n_groups; k++) {
         s.gwait[k] = g->group_at[k + 1] - g->group_at[k];
         s.gready[k] = INT64_MIN;
-        s.gmax[k] = 0;
-        for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
-            double f = s.factor[g->tasks[g->group_tasks[m]].rank];
-            if (f > s.gmax[k])
-                s.gmax[k] = f;
-        }
+        s.gdur[k] = 0;
+        for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++)
+            s.gdur[k] = max64(s.gdur[k], s.dur[g->group_tasks[m]]);
     }
     while (s.finished < n) {
         if (head < s.tail) {
@@ -314,8 +397,8 @@ out:
     free(s.state);
     free(s.gwait);
     free(s.gready);
-    free(s.gmax);
-    free(s.factor);
+    free(s.gdur);
+    free(s.dur);
     return rc;
 }
 
@@ -436,19 +519,20 @@ static int64_t res_free(const struct model_graph *g, const int64_t *end, uint32_
 static uint8_t task_bound(const struct model_graph *g, uint32_t i)
 {
     const struct model_task *t = &g->tasks[i];
-    if (t->kind == MODEL_TASK_GPU)
+    switch (t->cls) {
+    case MODEL_TASK_KERNEL:
+    case MODEL_TASK_COPY:
+    case MODEL_TASK_SET:
         return MODEL_BOUND_GPU_COMPUTE;
-    if (t->kind == MODEL_TASK_COMM)
+    case MODEL_TASK_COMM:
         return MODEL_BOUND_COMMUNICATION;
-    if (t->kind == MODEL_TASK_CALL) {
-        const struct model_trace *tr = g->job->ranks[t->rank];
-        uint8_t rt = tr->events[t->event].rt;
-        if (rt == 1 /* launch */)
-            return MODEL_BOUND_LAUNCH;
-        if (rt >= 2 && rt != 6 /* record */)
-            return MODEL_BOUND_SYNC;
+    case MODEL_TASK_CALL:
+        return t->sub == MODEL_CALL_LAUNCH                                  ? MODEL_BOUND_LAUNCH
+               : t->sub == MODEL_CALL_SYNC || t->sub == MODEL_CALL_MEMCPY ? MODEL_BOUND_SYNC
+                                                                           : MODEL_BOUND_HOST;
+    default:
+        return MODEL_BOUND_HOST;
     }
-    return MODEL_BOUND_HOST;
 }
 
 static uint8_t edge_bound(uint8_t kind)
@@ -575,7 +659,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
 {
     struct model_replay_opts dflt;
     struct model_replay *r = calloc(1, sizeof *r);
-    size_t ranks = g->job->n_ranks, n = g->n_tasks;
+    size_t ranks = g->n_ranks, n = g->n_tasks;
     struct spans *c = NULL, *m = NULL, *h = NULL, *k = NULL;
     struct path path = {0};
     int rc = SC_OK;
@@ -606,8 +690,10 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     for (uint32_t i = 0; i < n; i++) {
         const struct model_task *t = &g->tasks[i];
         int bad = 0;
-        switch (t->kind) {
-        case MODEL_TASK_GPU:
+        switch (t->cls) {
+        case MODEL_TASK_KERNEL:
+        case MODEL_TASK_COPY:
+        case MODEL_TASK_SET:
             bad = spans_add(&c[t->rank], r->start[i], r->end[i]);
             break;
         case MODEL_TASK_COMM:
@@ -648,7 +734,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                             : 0.0;
         rs->breakdown = breakdown(&c[gs->rank], &m[gs->rank], &h[gs->rank], rs->start, rs->end);
         rs->collective_kept_ns = covered(&k[gs->rank], rs->start, rs->end);
-        if (!rs->partial) {
+        if (!rs->partial && gs->measured_ns > 0) {
             double a = fabs(rs->error_pct);
             sum += a;
             if (a > r->max_abs_error_pct)

@@ -4,9 +4,10 @@
  * in order; a task starts when its resource is free (plus the host work
  * before it) and its predecessors allow, and ends after its duration or
  * when what it waits for (finish-to-finish edges) is done; a collective
- * starts on every rank when the last rank's kernel is ready. It reads the
- * graph's durations, gaps and latencies and each rank's origin, nothing
- * measured besides.
+ * starts on every rank when the last rank's kernel is ready and lasts its
+ * longest member's duration. It reads the graph's durations (through the
+ * options' factors and overrides), gaps and latencies and each rank's
+ * origin, nothing measured besides.
  *
  * Results per (rank, step): the measured and replayed step time, the error,
  * a breakdown that sums to the replayed step, the time the step spends in
@@ -23,25 +24,54 @@
 
 struct model_graph;
 
-#define MODEL_REPLAY_MAX_SCALES 64
+#define MODEL_REPLAY_MAX_FACTORS 64
+#define MODEL_REPLAY_PATTERN_MAX 128
 
-struct model_replay_scale {
-    int rank;   /* -1: every rank */
-    double gpu; /* factor on GPU tasks' durations */
+/* Durations are an input of the replay: a factor multiplies the duration
+ * of every task it matches (all that match multiply); an override sets one
+ * task's duration outright. A factor may be 0: that work takes no time,
+ * what waits on other work still waits. The graph is not touched, so any
+ * number of what-ifs may run at once on one graph. */
+struct model_replay_factor {
+    int rank;          /* the rank's number in the job; -1: every rank */
+    uint32_t classes;  /* bit (1 << enum model_task_class) per class matched; 0: every class */
+    int family;        /* a kernel family (kernel tasks only); -1: any task */
+    char pattern[MODEL_REPLAY_PATTERN_MAX]; /* a glob over task names (fnmatch); "": any name */
+    double factor;     /* >= 0 */
 };
 
+struct model_replay_override {
+    uint32_t task; /* a task of the graph */
+    int64_t dur;   /* ns, >= 0 */
+};
+
+/* The classes that run on GPU streams: kernels, copies, sets, communication. */
+#define MODEL_REPLAY_GPU_CLASSES 0xfu
+
 struct model_replay_opts {
-    struct model_replay_scale scales[MODEL_REPLAY_MAX_SCALES];
-    size_t n_scales;
+    struct model_replay_factor factors[MODEL_REPLAY_MAX_FACTORS];
+    size_t n_factors;
+    const struct model_replay_override *overrides; /* borrowed; the last for a task wins */
+    size_t n_overrides;
     int critical_path; /* compute the paths (1 by default) */
 };
 
 void model_replay_opts_default(struct model_replay_opts *o);
 
-/* Add a scale from "gpu=F" or "gpu@R=F" (0 < F <= 1000; R a rank index of
- * the job, checked when the replay runs). Scales multiply. SC_EINVAL with a
- * message saying what is wrong otherwise. */
+/* Add a factor from "WHAT=F" or "WHAT@R=F", 0 <= F <= 1000, R a rank
+ * number of the job (checked when the replay runs). WHAT is
+ *   gpu                      every task on a GPU stream
+ *   all                      every task
+ *   kernel, copy, set, communication, call, host   one task class
+ *   family:NAME              kernels of a family (kernel_family.h: gemm, attention, ...)
+ *   name:GLOB                tasks whose name matches a glob ("*gemm*")
+ * SC_EINVAL with a message saying what is wrong otherwise. */
 int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err);
+
+/* Add a factor directly; SC_ELIMIT past MODEL_REPLAY_MAX_FACTORS, SC_EINVAL
+ * for a negative or non-finite factor or a pattern too long. */
+int model_replay_add_factor(struct model_replay_opts *o, const struct model_replay_factor *f,
+                            struct sc_error *err);
 
 /* What bounds a segment of the critical path. */
 enum model_bound {
@@ -67,8 +97,8 @@ struct model_breakdown {
 
 struct model_replay_step {
     uint16_t rank;
-    uint32_t step;     /* index into the rank's trace steps */
-    int64_t measured_ns, replayed_ns;
+    uint32_t step;     /* index into the rank's trace steps, or MODEL_NONE */
+    int64_t measured_ns, replayed_ns; /* measured_ns -1: not measured (error_pct 0, not scored) */
     int64_t start, end; /* replay clock */
     double error_pct;  /* (replayed - measured) / measured x 100 */
     uint8_t partial;
@@ -94,7 +124,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
 void model_replay_free(struct model_replay *r); /* NULL-safe */
 
 /* Just the simulation: fill start[] and end[] (n_tasks each) with the
- * scales applied; *forced gets the number of tasks scheduled ahead of a
+ * factors and overrides applied; *forced gets the number of tasks scheduled ahead of a
  * dependency cycle. For benchmarks and callers that need no per-step
  * results. */
 int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,

@@ -10,7 +10,7 @@
 #include "common/vec.h"
 #include "common/banned.h"
 
-#define PROFILER_STEP "ProfilerStep#"
+#define PROFILER_STEP MODEL_PROFILER_STEP
 
 static int by_start(const void *a, const void *b)
 {

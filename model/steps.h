@@ -18,6 +18,9 @@
 
 struct model_trace;
 
+/* The default step marker's prefix. */
+#define MODEL_PROFILER_STEP "ProfilerStep#"
+
 /* Fill t->steps (sorted by start) from t's events. A trace without any step
  * gets none; that is not an error. */
 int model_steps_find(struct model_trace *t, const char *marker, struct sc_error *err);

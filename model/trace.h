@@ -23,7 +23,9 @@
 #include "common/error.h"
 #include "common/strtab.h"
 
+#ifndef MODEL_NONE
 #define MODEL_NONE UINT32_MAX
+#endif
 
 /* What an event is, from its category through the alias table (trace.c):
  * current Kineto names, the capitalised names of old traces, ROCm's. */
@@ -177,7 +179,14 @@ void model_limits_default(struct model_limits *l);
 struct model_load_opts {
     struct model_limits limits;
     const char *step_marker; /* NULL: ProfilerStep#N; else a prefix (DESIGN.md §3) */
+    /* Validate and count only: every entry is read and checked as usual,
+     * but only the step markers are kept (up to MODEL_COUNT_ONLY_MARKERS),
+     * so memory stays bounded whatever the number of events. The trace
+     * then has its counts (n_entries), rank and steps, and no other event,
+     * flow or metadata. For checking uploads. */
+    int count_only;
 };
+#define MODEL_COUNT_ONLY_MARKERS 100000u
 
 void model_load_opts_default(struct model_load_opts *o);
 

@@ -37,6 +37,7 @@
 #endif
 
 #include "common/vec.h"
+#include "model/steps.h"
 #include "model/stream.h"
 #include "common/banned.h"
 
@@ -111,6 +112,8 @@ struct reader {
     struct model_stream *in;
     const char *source;
     const struct model_limits *lim;
+    const struct model_load_opts *opts;
+    size_t n_markers; /* step markers kept (count_only) */
     struct model_trace *t;
     struct sc_error *err;
     int eof;
@@ -1223,6 +1226,14 @@ static int commit_metadata(struct reader *r, const struct raw_event *e)
     return RD_OK;
 }
 
+/* Whether an event of this name can mark a step (count_only keeps those). */
+static int may_mark_step(const struct reader *r, struct slice name)
+{
+    const char *m = r->opts->step_marker ? r->opts->step_marker : MODEL_PROFILER_STEP;
+    size_t n = strlen(m);
+    return name.p && name.n >= n && memcmp(name.p, m, n) == 0;
+}
+
 static int commit_event(struct reader *r, const struct raw_event *e)
 {
     struct model_trace *t = r->t;
@@ -1239,7 +1250,7 @@ static int commit_event(struct reader *r, const struct raw_event *e)
     case 'X':
         break;
     case 'M':
-        return commit_metadata(r, e);
+        return r->opts->count_only ? RD_OK : commit_metadata(r, e);
     case 'C':
         t->n_counters++;
         return RD_OK;
@@ -1253,6 +1264,8 @@ static int commit_event(struct reader *r, const struct raw_event *e)
         struct model_flow f;
         if (!e->cat.p && (rc = category(r, e->cat, &cat)))
             return rc;
+        if (r->opts->count_only)
+            return RD_OK;
         if ((rc = track_of(r, e, &f.track)))
             return rc;
         f.id = e->id.str.p ? (int64_t)(sc_hash_bytes(e->id.str.p, e->id.str.n) >> 1) : e->id.num;
@@ -1281,6 +1294,16 @@ static int commit_event(struct reader *r, const struct raw_event *e)
     ev.dur = e->has_dur ? e->dur : 0;
     if (ev.ts > INT64_MAX - ev.dur)
         return fail_at(r, r->buf + e->ts_off, "range: ts plus dur is out of range");
+    if (r->opts->count_only) {
+        if (ev.ts < t->first_ts)
+            t->first_ts = ev.ts;
+        if (ev.ts + ev.dur > t->last_end)
+            t->last_end = ev.ts + ev.dur;
+        if (!may_mark_step(r, e->name))
+            return RD_OK;
+        if (++r->n_markers > MODEL_COUNT_ONLY_MARKERS)
+            return FAIL(r, "limit: more than %u step markers", MODEL_COUNT_ONLY_MARKERS);
+    }
     ev.correlation = e->a.correlation;
     ev.external_id = e->a.external_id;
     ev.cat = cat;
@@ -1735,6 +1758,7 @@ static int reader_open(struct reader *r, struct model_stream *in, const char *so
     memset(r, 0, sizeof *r);
     r->source = source ? source : "(trace)";
     r->lim = &opts->limits;
+    r->opts = opts;
     r->err = err;
     r->stop_hit = -1;
     if (model_stream_open_decoded(in, 0, &r->in, err))

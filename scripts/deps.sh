@@ -16,9 +16,15 @@ modules="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev gsl:libgsl-dev
 sqlite3:libsqlite3-dev zlib:zlib1g-dev libcurl:libcurl4-openssl-dev
 libcrypto:libssl-dev"
 # command -> Debian package (clang and its runtime build the fuzz targets;
-# python3 and wrk are the baselines and load generator of `make bench`)
+# python3 and wrk are the baselines and load generator of `make bench`;
+# node, npm and chromium build and test the dashboard)
 commands="cc:gcc pkg-config:pkg-config clang:clang python3:python3 wrk:wrk
-gzip:gzip tar:tar"
+gzip:gzip tar:tar node:nodejs npm:npm chromium:chromium"
+# module of Debian's /usr/bin/python3 -> Debian package: what installs the
+# Python client (clients/python) into a venv, offline (an interpreter
+# earlier on PATH, such as a pyenv build, may lack them)
+pymodules="ensurepip:python3-venv setuptools:python3-setuptools wheel:python3-wheel
+pip:python3-pip"
 
 missing=""
 add() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
@@ -32,6 +38,14 @@ if command -v pkg-config >/dev/null 2>&1; then
     done
 else
     for pair in $modules; do add "${pair#*:}"; done
+fi
+if [ -x /usr/bin/python3 ]; then
+    for pair in $pymodules; do
+        /usr/bin/python3 -c "import ${pair%%:*}" 2>/dev/null || add "${pair#*:}"
+    done
+else
+    add python3
+    for pair in $pymodules; do add "${pair#*:}"; done
 fi
 # libFuzzer's runtime ships apart from clang on Debian
 if command -v clang >/dev/null 2>&1; then
@@ -56,6 +70,20 @@ if [ -n "$missing" ]; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
     # shellcheck disable=SC2086
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+# the npm packages of package-lock.json (the dashboard's chart library, the
+# browser tests' driver) into node_modules/, again when the lock is newer;
+# no browser is downloaded: the tests drive Debian's chromium
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -f "$root/node_modules/.package-lock.json" ] ||
+    [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
+    if [ "${STEPCAST_NO_INSTALL:-0}" = 1 ]; then
+        echo "deps: node_modules/ is not installed from package-lock.json: npm ci" >&2
+        exit 1
+    fi
+    echo "deps: npm ci (package-lock.json)" >&2
+    (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --prefer-offline >&2)
 fi
 
 pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto"

@@ -9,7 +9,9 @@
  * function: no list to edit. tests/runner.c runs each test in its own child
  * process with a timeout, prints `ok`/`FAIL`/`skip` per test and ends with
  * the line `N passed, N failed`. A check that fails records the failure and
- * lets the test go on; SKIP() ends the test as skipped with a reason. */
+ * lets the test go on; REQUIRE is for preconditions: when it fails the test
+ * fails and ends there (what follows would only crash or mislead); SKIP()
+ * ends the test as skipped with a reason. */
 #ifndef TESTS_CHECK_H
 #define TESTS_CHECK_H
 
@@ -27,6 +29,7 @@ struct sc_test {
 void sc_test_register(struct sc_test *t);
 void sc_check_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+_Noreturn void sc_require_fail(const char *file, int line, const char *cond);
 _Noreturn void sc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int sc_check_failures;
 
@@ -43,6 +46,12 @@ extern int sc_check_failures;
     do {                                                                           \
         if (!(c))                                                                  \
             sc_check_fail(__FILE__, __LINE__, "CHECK(%s)", #c);                    \
+    } while (0)
+
+#define REQUIRE(c)                                                                 \
+    do {                                                                           \
+        if (!(c))                                                                  \
+            sc_require_fail(__FILE__, __LINE__, #c);                               \
     } while (0)
 
 #define CHECK_EQ_INT(a, b)                                                         \

@@ -4,7 +4,10 @@
 #   2. the same tests again under ASan + UBSan (build/asan);
 #   3. every fuzz target's corpus replayed, then a short fuzzing run;
 #   4. the profiler's tests, when a CUDA toolkit with CUPTI is installed, and
-#      its test runner again under ASan + UBSan.
+#      its test runner again under ASan + UBSan;
+#   5. the dashboard in Debian's chromium (tests/browser/dashboard.mjs);
+#   6. the Python client, installed into build/venv, against a live daemon
+#      (clients/python/tests/run.sh).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -73,6 +76,17 @@ if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then
     fi
 else
     echo "== profiler: no CUDA toolkit with CUPTI: its tests do not run here"
+fi
+
+if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    if build all; then
+        phase "dashboard in chromium" node tests/browser/dashboard.mjs build
+    fi
+else
+    echo "== dashboard: no chromium at ${CHROMIUM:-/usr/bin/chromium} (scripts/deps.sh installs it): its tests do not run here"
+fi
+if build all; then
+    phase "python client" sh clients/python/tests/run.sh build
 fi
 
 echo "$passed passed, $failed failed"

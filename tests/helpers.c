@@ -74,6 +74,18 @@ const char *th_shared_path(const char *rel)
     return p;
 }
 
+const char *th_shared_calibration(const char *rel)
+{
+    static char p[PATH_MAX];
+    struct stat st;
+    const char *env = getenv("STEPCAST_SHARED");
+    snprintf(p, sizeof p, "%s/calibration/%s", env && *env ? env : "../shared", rel);
+    if (stat(p, &st))
+        SKIP("the shared calibration file %s is not here: put the shared folder beside "
+             "the repository or set STEPCAST_SHARED", p);
+    return p;
+}
+
 static char tmp_root[PATH_MAX];
 
 static void remove_tmp(void)
@@ -210,4 +222,16 @@ int th_run(char *const argv[], char **out, char **err)
     unlink(opath);
     unlink(epath);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+char *th_run_expect(char *const argv[], int status, const char *out_contains, const char *err_contains)
+{
+    char *out = NULL, *err = NULL;
+    CHECK_EQ_INT(th_run(argv, &out, &err), status);
+    if (out_contains)
+        CHECK_CONTAINS(out, out_contains);
+    if (err_contains)
+        CHECK_CONTAINS(err, err_contains);
+    free(err);
+    return out;
 }

@@ -17,6 +17,8 @@ const char *th_shared_traces(void);
 /* "<shared traces>/<rel>" in a static buffer (the next call overwrites it),
  * skipping when absent. */
 const char *th_shared_path(const char *rel);
+/* "<shared>/calibration/<rel>" (static buffer), skipping when absent. */
+const char *th_shared_calibration(const char *rel);
 
 /* "<shared>/<sub>" (../shared or $STEPCAST_SHARED), e.g. "models/hf", or
  * SKIP()s the test with a clear message when that folder is absent. */
@@ -34,5 +36,9 @@ const char *th_write_gzip(const char *name, const void *data, size_t n);
 /* Run argv (argv[0] a path), capture stdout and stderr (malloc'd, may be
  * NULL to discard); returns the exit status, or -1 if it did not exit. */
 int th_run(char *const argv[], char **out, char **err);
+
+/* th_run, CHECKing its exit status and that its stdout and stderr contain
+ * the given texts (NULL: anything); returns its stdout (free it). */
+char *th_run_expect(char *const argv[], int status, const char *out_contains, const char *err_contains);
 
 #endif

@@ -22,3 +22,8 @@ tests: $(GENTRACE)
 BENCH_REPLAY := $(BUILD)/bench-replay
 $(BENCH_REPLAY): $(BUILD)/obj/tests/bench/bench_replay.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
+# bench-gemm-model: the kernel model's GEMM error on real traces (make bench)
+BENCH_GEMM_MODEL := $(BUILD)/bench-gemm-model
+$(BENCH_GEMM_MODEL): $(BUILD)/obj/tests/bench/bench_gemm_model.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)

@@ -44,6 +44,13 @@ void sc_check_fail(const char *file, int line, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+void sc_require_fail(const char *file, int line, const char *cond)
+{
+    sc_check_fail(file, line, "REQUIRE(%s): the test cannot go on", cond);
+    fflush(stdout);
+    exit(1);
+}
+
 void sc_test_skip(const char *fmt, ...)
 {
     va_list ap;

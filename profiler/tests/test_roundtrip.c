@@ -345,7 +345,7 @@ static uint32_t task_of(const struct model_graph *g, const struct model_job *job
     const struct model_trace *t = job->ranks[r];
     uint32_t index = (uint32_t)(e - t->events);
     for (uint32_t i = 0; i < g->n_tasks; i++)
-        if (g->tasks[i].rank == r && g->tasks[i].event == index)
+        if (g->tasks[i].rank == r && g->src[i].event == index)
             return i;
     return UINT32_MAX;
 }
@@ -387,10 +387,10 @@ TEST(prof_roundtrip_replays_with_its_edges)
     }
     /* every GPU op is launched by its call; both waits come from cuda_sync
      * events, none inferred; the all-reduce is one collective across ranks */
-    CHECK(g->edges_by_kind[MODEL_EDGE_LAUNCH] >= 8);
-    CHECK_EQ_INT(g->cuda_sync_event_syncs, 4);
-    CHECK_EQ_INT(g->inferred_event_syncs, 0);
-    CHECK_EQ_INT(g->collectives_matched, 1);
+    CHECK(g->stats.edges_by_kind[MODEL_EDGE_LAUNCH] >= 8);
+    CHECK_EQ_INT(g->stats.cuda_sync_event_syncs, 4);
+    CHECK_EQ_INT(g->stats.inferred_event_syncs, 0);
+    CHECK_EQ_INT(g->stats.collectives_matched, 1);
     CHECK_EQ_INT(g->n_groups, 1);
     CHECK_EQ_INT(g->n_steps, 2);
     for (int r = 0; r < 2; r++) {

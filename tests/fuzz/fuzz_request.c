@@ -2,7 +2,8 @@
  *
  * The first byte picks what the rest is fed to: a JSON body for each
  * decoder (job description, build request, token request), or
- * "METHOD PATH?QUERY" for the router and the query check. Small limits so
+ * "METHOD PATH?QUERY" for the router, the query check and the parser of
+ * each `scale` value (what a replay handler reads). Small limits so
  * the depth and size checks are reached. Anything but a clean success or
  * a clean error reply (valid JSON with an error code) is a bug. */
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/routes.h"
+#include "model/replay.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,7 +49,7 @@ static void route(const char *text, size_t n)
     if ((q = strchr(sp + 1, '?')))
         *q++ = '\0';
     if (api_route(buf, sp + 1, 4096, &op, &p, &r) == SC_OK) {
-        const char *keys[17]; /* one past the 16 api_check_query takes */
+        const char *keys[17], *values[17]; /* one past the 16 api_check_query takes */
         size_t k = 0;
         for (char *a = q; a && *a && k < sizeof keys / sizeof keys[0];) {
             char *amp = strchr(a, '&');
@@ -56,10 +58,21 @@ static void route(const char *text, size_t n)
             char *eq = strchr(a, '=');
             if (eq)
                 *eq = '\0';
+            values[k] = eq ? eq + 1 : "";
             keys[k++] = a;
             a = amp ? amp + 1 : NULL;
         }
-        api_check_query(op, keys, k, &r);
+        if (api_check_query(op, keys, k, &r) == SC_OK)
+            for (size_t i = 0; i < k; i++) {
+                struct model_replay_opts o;
+                struct sc_error err;
+                model_replay_opts_default(&o);
+                int rc = strcmp(keys[i], "scale") ? SC_OK : model_replay_parse_scale(values[i], &o, &err);
+                if (rc != SC_OK && rc != SC_EINVAL && rc != SC_ELIMIT)
+                    abort();
+                if (rc == SC_OK && o.n_factors != (strcmp(keys[i], "scale") ? 0u : 1u))
+                    abort();
+            }
         /* what reaches a handler is valid: identifiers, and ranks in range */
         if ((p.job[0] && !api_id_valid(p.job)) || (p.id[0] && !api_id_valid(p.id)) ||
             p.rank >= 4096 || (strstr(api_op_info(op)->path, "{rank}") && p.rank < 0))

@@ -31,5 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             model_inspect_free(in);
         model_trace_free(t);
     }
+    o.count_only = 1; /* as uploads are checked */
+    t = NULL;
+    if (model_trace_load_mem(data, size, "fuzz", &o, &t, &err) == SC_OK)
+        model_trace_free(t);
     return 0;
 }

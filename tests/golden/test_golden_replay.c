@@ -268,14 +268,17 @@ TEST(sensitivity_gpu_half_every_gpu_bound_step)
 /* Replay graph g again with task i's duration grown by d (the same
  * dependencies: only the duration changes, as a faster or slower kernel
  * would). */
-static struct model_replay *replay_longer(struct model_graph *g, uint32_t i, int64_t d)
+static struct model_replay *replay_longer(const struct model_graph *g, uint32_t i, int64_t d)
 {
     struct model_replay *r = NULL;
+    struct model_replay_opts o;
+    struct model_replay_override longer = {i, g->tasks[i].dur + d};
     struct sc_error err;
-    g->tasks[i].dur += d;
-    if (model_replay_run(g, NULL, &r, &err))
+    model_replay_opts_default(&o);
+    o.overrides = &longer;
+    o.n_overrides = 1;
+    if (model_replay_run(g, &o, &r, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    g->tasks[i].dur -= d;
     return r;
 }
 
@@ -321,10 +324,8 @@ static void check_longer_kernel_before_sync(const char *name)
         for (uint32_t i = g->next[call]; i != MODEL_NONE && g->pred_at[i] == g->pred_at[i + 1];
              i = i == s0->end ? MODEL_NONE : g->next[i], moved++)
             CHECK_EQ_INT(b->start[i] - a.r->start[i], d);
-        const struct model_trace *t = job->ranks[0];
         printf("     %s: '%.40s' 1 ms longer: '%s' and the %zu host tasks after it move 1 ms\n", name,
-               model_str(t, t->events[g->tasks[gpu].event].name), model_str(t, t->events[g->tasks[call].event].name),
-               moved);
+               model_graph_str(g, g->src[gpu].name), model_graph_str(g, g->src[call].name), moved);
         model_replay_free(b);
     }
     run_free(&a);

@@ -1,5 +1,6 @@
 /* tests/integration/svc_harness.c: starting stepcastd, HTTP calls, raw
  * sockets, store fingerprints (svc_harness.h). */
+#define _GNU_SOURCE /* unshare() and its CLONE_ flags */
 #include "tests/integration/svc_harness.h"
 
 #include <arpa/inet.h>
@@ -9,10 +10,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -283,20 +286,27 @@ long svc_admin(const struct svc_daemon *d, const char *method, const char *path,
     return svc_call(d, method, path, &o, out);
 }
 
-char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wait_s)
+int svc_connect(const struct svc_daemon *d)
 {
     struct sockaddr_in a;
-    struct buf got = {0};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_port = htons((uint16_t)d->port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-        if (fd >= 0)
-            close(fd);
-        return calloc(1, 1);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        fd = -1;
     }
+    return fd;
+}
+
+char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wait_s)
+{
+    struct buf got = {0};
+    int fd = svc_connect(d);
+    if (fd < 0)
+        return calloc(1, 1);
     for (size_t off = 0; off < n;) {
         ssize_t k = send(fd, (const char *)data + off, n - off, MSG_NOSIGNAL);
         if (k <= 0)
@@ -468,4 +478,60 @@ const char *svc_wait_model(const struct svc_daemon *d, const char *id, double ti
             break;
     }
     return status;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
+    if (fd >= 0)
+        close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+void svc_small_disk(const char *dir, size_t bytes)
+{
+    char opts[64], map[64];
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWNS) != 0) {
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+            SKIP("a small disk needs a mount namespace: not root, and no user namespaces (%s)",
+                 strerror(errno));
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+        write_text("/proc/self/setgroups", "deny");
+        if (write_text("/proc/self/uid_map", map))
+            SKIP("cannot map the user into a user namespace: %s", strerror(errno));
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+        write_text("/proc/self/gid_map", map);
+    }
+    /* nothing mounted here may reach the machine's other mount namespaces */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        SKIP("cannot make the mounts private: %s", strerror(errno));
+    mkdir(dir, 0755);
+    snprintf(opts, sizeof opts, "size=%zu", bytes);
+    if (mount("tmpfs", dir, "tmpfs", 0, opts) != 0)
+        SKIP("cannot mount a tmpfs on %s: %s", dir, strerror(errno));
+}
+
+size_t svc_fill_disk(const char *dir, const char *name, size_t leave)
+{
+    char path[PATH_MAX], block[4096];
+    size_t total = 0;
+    ssize_t n;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    CHECK(fd >= 0);
+    memset(block, 'f', sizeof block);
+    while ((n = write(fd, block, sizeof block)) > 0)
+        total += (size_t)n;
+    while ((n = write(fd, block, 1)) > 0) /* the last partial block */
+        total += (size_t)n;
+    CHECK(errno == ENOSPC);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    total = (size_t)st.st_size - (leave < (size_t)st.st_size ? leave : (size_t)st.st_size);
+    CHECK(ftruncate(fd, (off_t)total) == 0);
+    close(fd);
+    return total;
 }

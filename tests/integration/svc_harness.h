@@ -59,6 +59,9 @@ long svc_call(const struct svc_daemon *d, const char *method, const char *path,
 long svc_admin(const struct svc_daemon *d, const char *method, const char *path, const char *body,
                struct svc_resp *out);
 
+/* A socket connected to the daemon, or -1. */
+int svc_connect(const struct svc_daemon *d);
+
 /* Connect, send n bytes, read until the server closes or wait_s passes.
  * Returns what was read (from malloc, NUL-terminated). */
 char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wait_s);
@@ -85,6 +88,15 @@ char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 
 /* Wait until GET /v1/models/{id} is no longer building; its status. */
 const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
+
+/* A real small disk for this test process and the daemons it starts: a
+ * tmpfs of `bytes` mounted on `dir` (created) in a mount namespace of the
+ * test's own (as root, or in a user namespace where the kernel allows
+ * them). SKIP()s the test with the reason when neither works. */
+void svc_small_disk(const char *dir, size_t bytes);
+/* Fill the file system holding dir: a file `name` in it grows until the
+ * disk is full, then gives `leave` bytes back. Returns its size. */
+size_t svc_fill_disk(const char *dir, const char *name, size_t leave);
 
 /* Print the daemon's log (for a failing test). */
 void svc_dump_log(const struct svc_daemon *d);

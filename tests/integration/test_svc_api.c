@@ -327,7 +327,8 @@ static void concrete(const char *tmpl, char *out, size_t n)
     for (const char *p = tmpl; *p && o + 8 < n;) {
         if (*p == '{') {
             const char *e = strchr(p, '}');
-            const char *v = !strncmp(p, "{rank}", 6) ? "0" : !strncmp(p, "{job}", 5) ? "j" : "x-1";
+            const char *v = !strncmp(p, "{rank}", 6) ? "0" : !strncmp(p, "{job}", 5) ? "j"
+                            : !strncmp(p, "{file}", 6) ? "app.js" : "x-1";
             o += (size_t)snprintf(out + o, n - o, "%s", v);
             p = e + 1;
         } else {

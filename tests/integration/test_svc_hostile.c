@@ -1,12 +1,19 @@
 /* tests/integration/test_svc_hostile.c: hostile input, each answered with
  * the expected status and leaving the store exactly as it was. */
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -19,10 +26,16 @@ struct ctx {
     char read_tok[128], revoked_tok[128];
 };
 
-/* The store must look exactly as before the request. */
+/* The store must look exactly as before the request, once the daemon has
+ * finished with a connection the client dropped (up to 3 s). */
 static void untouched(struct ctx *c, const char *what)
 {
     char *now = svc_fingerprint(&c->d);
+    for (int i = 0; i < 30 && strcmp(now, c->before) != 0; i++) {
+        usleep(100000);
+        free(now);
+        now = svc_fingerprint(&c->d);
+    }
     if (strcmp(now, c->before) != 0)
         sc_check_fail(__FILE__, __LINE__, "%s changed the store:\n--- before\n%s--- after\n%s", what,
                       c->before, now);
@@ -59,13 +72,15 @@ static void expect_raw(struct ctx *c, const char *what, const void *data, size_t
     untouched(c, what);
 }
 
-static void setup(struct ctx *c, const char *const *args)
+/* A daemon (its data in data_dir, or the default) with a job "seed", a
+ * read token and a revoked write token. */
+static void setup_in(struct ctx *c, const char *data_dir, const char *const *args)
 {
     struct svc_resp r;
     size_t n;
     char *t = svc_small_trace(0, 3, 7, &n);
     struct svc_opts up = {SVC_ADMIN, t, n, NULL, NULL};
-    svc_start(&c->d, NULL, args, NULL);
+    svc_start(&c->d, data_dir, args, NULL);
     CHECK_EQ_INT(svc_call(&c->d, "PUT", "/v1/jobs/seed/ranks/0/trace", &up, NULL), 201);
     free(t);
     CHECK_EQ_INT(svc_admin(&c->d, "POST", "/v1/tokens", "{\"scope\":\"read\"}", &r), 201);
@@ -78,6 +93,11 @@ static void setup(struct ctx *c, const char *const *args)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&c->d, "DELETE", path, NULL, NULL), 200);
     c->before = svc_fingerprint(&c->d);
+}
+
+static void setup(struct ctx *c, const char *const *args)
+{
+    setup_in(c, NULL, args);
 }
 
 TEST(svc_hostile_auth_and_bodies)
@@ -206,7 +226,7 @@ TEST(svc_hostile_paths_and_protocol)
     /* routes and methods */
     expect(&c, "GET", "/v2/jobs", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
     expect(&c, "GET", "/v1/jobs/seed/ranks", SVC_ADMIN, NULL, 0, NULL, 404, "no_route");
-    expect(&c, "GET", "/", NULL, NULL, 0, NULL, 404, "no_route");
+    expect(&c, "GET", "/ui", NULL, NULL, 0, NULL, 404, "no_route");
     expect(&c, "POST", "/v1/jobs", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
     expect(&c, "PATCH", "/v1/jobs/seed", SVC_ADMIN, "{}", 2, NULL, 405, "method_not_allowed");
     expect(&c, "DELETE", "/v1/jobs/seed/ranks/0/trace", SVC_ADMIN, NULL, 0, NULL, 405, "method_not_allowed");
@@ -434,4 +454,287 @@ TEST(svc_hostile_api_edges)
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
     CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
+}
+
+/* The number of entries in a folder, . and .. aside. */
+static int entries(const char *dir)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+TEST(svc_hostile_full_disk)
+{
+    struct ctx c;
+    struct svc_resp r;
+    char disk[PATH_MAX], data[PATH_MAX + 16], tmp[PATH_MAX + 32], fill[PATH_MAX + 16];
+    size_t n;
+    snprintf(disk, sizeof disk, "%s/disk", th_tmpdir());
+    svc_small_disk(disk, 8u << 20);
+    snprintf(data, sizeof data, "%s/data", disk);
+    snprintf(tmp, sizeof tmp, "%s/tmp", data);
+    snprintf(fill, sizeof fill, "%s/fill", disk);
+    setup_in(&c, data, NULL);
+    char *t = svc_small_trace(1, 400, 31, &n); /* ~30 KB */
+    struct svc_opts up = {SVC_ADMIN, t, n, NULL, NULL};
+
+    /* H: an upload that fills the disk is 507 and leaves nothing behind */
+    size_t bn;
+    char *big = svc_small_trace(1, 40000, 32, &bn); /* ~3 MB */
+    struct svc_opts up_big = {SVC_ADMIN, big, bn, NULL, NULL};
+    svc_fill_disk(disk, "fill", 3u << 19);
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up_big, &r), 507);
+    CHECK_STREQ(svc_error_code(&r), "insufficient_storage");
+    svc_resp_release(&r);
+    untouched(&c, "an upload that fills the disk");
+    CHECK_EQ_INT(entries(tmp), 0);
+    free(big);
+    /* on a full disk, uploads are refused before their body */
+    svc_fill_disk(disk, "fill", 0);
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up, &r), 507);
+    CHECK_STREQ(svc_error_code(&r), "insufficient_storage");
+    svc_resp_release(&r);
+    untouched(&c, "an upload on a full disk");
+    CHECK_EQ_INT(entries(tmp), 0);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/healthz", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"disk_full\":true");
+    svc_resp_release(&r);
+    /* a build on a full disk */
+    CHECK_EQ_INT(svc_admin(&c.d, "POST", "/v1/jobs/seed/models", NULL, &r), 507);
+    CHECK_STREQ(svc_error_code(&r), "insufficient_storage");
+    svc_resp_release(&r);
+    untouched(&c, "a build on a full disk");
+
+    /* H: DELETE works on a full disk, and frees the space */
+    CHECK_EQ_INT(svc_admin(&c.d, "DELETE", "/v1/jobs/seed", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/v1/jobs/seed", NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+
+    /* H: the daemon starts on a full disk: reads served, writes 507, and says so */
+    svc_fill_disk(disk, "fill", 0);
+    svc_start(&c.d, data, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/v1/jobs", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/healthz", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"disk_full\":true");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up, NULL), 507);
+    CHECK_EQ_INT(entries(tmp), 0);
+    char *log = th_read_file(c.d.log, NULL);
+    CHECK_CONTAINS(log, "disk_full");
+    free(log);
+
+    /* space again: writes work again */
+    CHECK_EQ_INT(unlink(fill), 0);
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up, NULL), 201);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/healthz", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"disk_full\":false");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_run_check(data, NULL), 0);
+    free(t);
+    free(c.before);
+    umount2(disk, MNT_DETACH);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Send `drip` every `every` seconds until the server closes fd: the
+ * seconds that took, or -1 when it was still open after wait_s. */
+static double closed_after(int fd, const char *drip, double every, double wait_s)
+{
+    struct timespec t0;
+    double next = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (double t; (t = seconds_since(&t0)) < wait_s;) {
+        if (t >= next) {
+            if (send(fd, drip, strlen(drip), MSG_NOSIGNAL) < 0)
+                return t;
+            next = t + every;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0) {
+            char b[4096];
+            if (recv(fd, b, sizeof b, 0) <= 0)
+                return seconds_since(&t0);
+        }
+    }
+    return -1;
+}
+
+TEST(svc_hostile_slow_head_and_body)
+{
+    struct ctx c;
+    char head[512];
+    const char *args[] = {"--head-timeout", "2", "--min-body-rate", "1K", "--max-uploads", "1", NULL};
+    setup(&c, args);
+
+    /* E: a head sent a line at a time is never idle, but has a deadline */
+    int fd = svc_connect(&c.d);
+    CHECK(fd >= 0);
+    const char *line = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n";
+    CHECK(send(fd, line, strlen(line), MSG_NOSIGNAL) > 0);
+    double t = closed_after(fd, "X-Slow: 1\r\n", 0.5, 10);
+    close(fd);
+    if (t < 1.5 || t > 6)
+        sc_check_fail(__FILE__, __LINE__, "a slow head was closed after %.2f s (head-timeout 2)", t);
+
+    /* E: an upload that trickles loses its connection and its slot */
+    fd = svc_connect(&c.d);
+    CHECK(fd >= 0);
+    int k = snprintf(head, sizeof head,
+                     "PUT /v1/jobs/seed/ranks/1/trace HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Length: 100000\r\n\r\n{\"traceEvents\":[", SVC_ADMIN);
+    CHECK(send(fd, head, (size_t)k, MSG_NOSIGNAL) == k);
+    t = closed_after(fd, "          ", 0.5, 12);
+    close(fd);
+    if (t < 1.5 || t > 8)
+        sc_check_fail(__FILE__, __LINE__, "a 20 B/s upload was closed after %.2f s (min-body-rate 1K)", t);
+    untouched(&c, "a trickling upload");
+    size_t n;
+    char *tr = svc_small_trace(1, 3, 41, &n);
+    struct svc_opts up = {SVC_ADMIN, tr, n, NULL, NULL};
+    CHECK_EQ_INT(svc_call(&c.d, "PUT", "/v1/jobs/seed/ranks/1/trace", &up, NULL), 201);
+    free(tr);
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+    CHECK_EQ_INT(svc_run_check(c.d.data, NULL), 0);
+}
+
+enum { SLOW_CONNECTIONS = 600 };
+
+struct dripper {
+    int fds[SLOW_CONNECTIONS];
+    volatile int stop;
+};
+
+/* Keep every slow connection busy: a header line each second. */
+static void *drip_all(void *arg)
+{
+    struct dripper *dr = arg;
+    while (!dr->stop) {
+        for (int i = 0; i < SLOW_CONNECTIONS; i++)
+            if (dr->fds[i] >= 0 && send(dr->fds[i], "X: y\r\n", 6, MSG_NOSIGNAL) < 0) {
+                close(dr->fds[i]);
+                dr->fds[i] = -1;
+            }
+        usleep(1000000);
+    }
+    return NULL;
+}
+
+TEST(svc_hostile_many_slow_clients)
+{
+    struct ctx c;
+    struct dripper dr;
+    pthread_t tid;
+    setup(&c, NULL); /* the default limits */
+
+    /* E: 600 connections from this address, each sending a header line
+     * every second: /healthz from the same address still gets in */
+    for (int i = 0; i < SLOW_CONNECTIONS; i++) {
+        dr.fds[i] = svc_connect(&c.d);
+        if (dr.fds[i] >= 0 && send(dr.fds[i], "GET /v1/jobs HTTP/1.1\r\n", 23, MSG_NOSIGNAL) < 0) {
+            close(dr.fds[i]);
+            dr.fds[i] = -1;
+        }
+    }
+    dr.stop = 0;
+    CHECK_EQ_INT(pthread_create(&tid, NULL, drip_all, &dr), 0);
+    usleep(1500000);
+    double worst = 0;
+    for (int i = 0; i < 5; i++) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK_EQ_INT(svc_call(&c.d, "GET", "/healthz", NULL, NULL), 200);
+        double t = seconds_since(&t0);
+        worst = t > worst ? t : worst;
+        usleep(200000);
+    }
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", "/v1/jobs", NULL, NULL), 200);
+    fprintf(stderr, "  /healthz with %d slow connections from the same address: worst of 5 %.1f ms\n",
+            SLOW_CONNECTIONS, worst * 1e3);
+    dr.stop = 1;
+    pthread_join(tid, NULL);
+    for (int i = 0; i < SLOW_CONNECTIONS; i++)
+        if (dr.fds[i] >= 0)
+            close(dr.fds[i]);
+    untouched(&c, "slow clients");
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+}
+
+/* A gzip trace of n tiny complete events under one step: megabytes that
+ * hold millions of events. */
+static const char *tiny_events_gzip(const char *name, long n)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", th_tmpdir(), name);
+    gzFile z = gzopen(path, "wb6");
+    CHECK(z != NULL);
+    gzprintf(z, "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\","
+                "\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":%ld}", 2 * n + 10);
+    for (long i = 0; i < n; i++)
+        gzprintf(z, ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":1}",
+                 2 * i + 1);
+    gzprintf(z, "]}");
+    CHECK_EQ_INT(gzclose(z), Z_OK);
+    return path;
+}
+
+/* The peak resident memory of a process (VmHWM), in bytes. */
+static long long peak_rss(pid_t pid)
+{
+    char path[64], *status;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    status = th_read_file(path, NULL);
+    const char *hwm = status ? strstr(status, "VmHWM:") : NULL;
+    long long kb = hwm ? strtoll(hwm + 6, NULL, 10) : -1;
+    free(status);
+    return kb * 1024;
+}
+
+TEST(svc_hostile_uploads_of_millions_of_events)
+{
+    struct ctx c;
+    enum { EVENTS = 3000000, UPLOADS = 3 };
+    const char *file = tiny_events_gzip("tiny.json.gz", EVENTS);
+    setup(&c, NULL);
+    /* F: validating uploads keeps no event: three at once stay small */
+    pid_t kids[UPLOADS];
+    for (int i = 0; i < UPLOADS; i++) {
+        if ((kids[i] = fork()) == 0) {
+            char path[64];
+            struct svc_opts o = {SVC_ADMIN, NULL, 0, file, NULL};
+            struct svc_resp r;
+            snprintf(path, sizeof path, "/v1/jobs/big/ranks/%d/trace", i);
+            long st = svc_call(&c.d, "PUT", path, &o, &r);
+            int ok = st == 201 && svc_json_int(r.body, "events") == EVENTS + 1 &&
+                     svc_json_int(r.body, "steps") == 1;
+            if (!ok)
+                fprintf(stderr, "%s: %ld %s\n", path, st, r.body);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < UPLOADS; i++) {
+        int st = 0;
+        waitpid(kids[i], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    long long peak = peak_rss(c.d.pid);
+    fprintf(stderr, "  daemon peak RSS after %d concurrent uploads of %d events: %.1f MB\n", UPLOADS,
+            EVENTS + 1, (double)peak / 1e6);
+#if defined(__SANITIZE_ADDRESS__)
+    (void)peak; /* ASan's shadow memory and quarantine are no measure of ours */
+#else
+    if (peak <= 0 || peak > (256ll << 20))
+        sc_check_fail(__FILE__, __LINE__, "peak RSS %lld bytes, over 256 MB", peak);
+#endif
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
 }

@@ -301,7 +301,7 @@ TEST(svc_blob_store_write_commit_sweep)
     CHECK(blob_writer_new(bs, &w, &err) == SC_OK);
     CHECK(blob_writer_write(w, "x", 1, &err) == SC_OK);
     blob_writer_free(w);
-    CHECK(blob_sweep(bs, keep_all, NULL, 1, &st, &err) == SC_OK);
+    CHECK(blob_sweep(bs, keep_all, NULL, 1, NULL, &st, &err) == SC_OK);
     CHECK_EQ_INT(st.temp_files, 0);
     CHECK_EQ_INT(st.kept, 1);
     /* corruption is found */
@@ -309,7 +309,7 @@ TEST(svc_blob_store_write_commit_sweep)
     fputs("!", f);
     fclose(f);
     CHECK(blob_verify(bs, sha, &n, &err) == SC_EINVAL);
-    CHECK(blob_sweep(bs, keep_none, NULL, 0, &st, &err) == SC_OK);
+    CHECK(blob_sweep(bs, keep_none, NULL, 0, NULL, &st, &err) == SC_OK);
     CHECK_EQ_INT(st.orphans, 1);
     CHECK(access(path, F_OK) != 0);
     blob_store_free(bs);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -92,8 +93,8 @@ TEST(graph_replay_reproduces_a_simple_step)
     CHECK_EQ_INT(run.r->n_steps, 1);
     CHECK_NEAR(step_us(&run, 0), 20 + 500 + 100 + 5 + 200, 0.01);
     CHECK_NEAR(run.r->steps[0].error_pct, 0, 1e-6);
-    CHECK(run.g->edges_by_kind[MODEL_EDGE_LAUNCH] == 3);
-    CHECK(run.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
+    CHECK(run.g->stats.edges_by_kind[MODEL_EDGE_LAUNCH] == 3);
+    CHECK(run.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
     run_free(&run);
 }
 
@@ -160,15 +161,12 @@ TEST(graph_event_sync_from_cuda_sync_events)
     const char *p = "tests/fixtures/cuda_sync.json";
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK_EQ_INT(a.g->cuda_sync_event_syncs, 1);
-    CHECK_EQ_INT(a.g->inferred_event_syncs, 0);
+    CHECK_EQ_INT(a.g->stats.cuda_sync_event_syncs, 1);
+    CHECK_EQ_INT(a.g->stats.inferred_event_syncs, 0);
     /* the consumer kernel (s9) waits for the producer (s7): replayed after it */
-    const struct model_trace *t = a.job->ranks[0];
     uint32_t prod = MODEL_NONE, cons = MODEL_NONE;
     for (uint32_t i = 0; i < a.g->n_tasks; i++) {
-        if (a.g->tasks[i].event == MODEL_NONE)
-            continue;
-        const char *name = model_str(t, t->events[a.g->tasks[i].event].name);
+        const char *name = model_graph_str(a.g, a.g->src[i].name);
         if (!strcmp(name, "producer_kernel"))
             prod = i;
         if (!strcmp(name, "consumer_kernel"))
@@ -211,8 +209,8 @@ TEST(graph_event_sync_inferred_from_record_and_wait)
     const char *p = event_fixture("ev.json", 1);
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK_EQ_INT(a.g->inferred_event_syncs, 1);
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_EVENT_SYNC], 1);
+    CHECK_EQ_INT(a.g->stats.inferred_event_syncs, 1);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_EVENT_SYNC], 1);
     /* k1 400 -> 800 and k2 100 -> 200 in sequence: +500 */
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 500, 1.0);
     run_free(&a);
@@ -225,8 +223,8 @@ TEST(graph_no_false_ordering_between_independent_streams)
     const char *p = event_fixture("noev.json", 0);
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_EVENT_SYNC], 0);
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_GPU_WAIT], 0);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_EVENT_SYNC], 0);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_GPU_WAIT], 0);
     /* the streams run side by side: only the longer one (k1) sets the end */
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 400, 1.0);
     run_free(&a);
@@ -247,8 +245,8 @@ TEST(graph_event_sync_inference_agrees_with_cuda_sync)
         return;
     /* its Stream, Event and Context Syncs: inferred from the calls alone,
      * the same waits */
-    CHECK(a.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4);
-    CHECK(b.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4); /* all but a lone query CUPTI called a sync */
+    CHECK(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4);
+    CHECK(b.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 4); /* all but a lone query CUPTI called a sync */
     /* the replayed step is the same either way (within 2%) */
     CHECK_NEAR(step_us(&b, 0), step_us(&a, 0), 0.02 * step_us(&a, 0));
     CHECK(fabs(a.r->steps[0].error_pct) < 5);
@@ -281,7 +279,7 @@ TEST(graph_inter_thread_hand_off)
     const char *p = handoff_fixture("ho.json", 3000);
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 1);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_INTER_THREAD], 1);
     CHECK_NEAR(step_us(&a, 0), 200 + 10 + 3000 + 5 + 30 + 100, 0.5);
     /* the backward kernel doubles: the main thread resumes 3000 us later */
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 3000, 1.0);
@@ -300,13 +298,13 @@ TEST(graph_inter_thread_threshold_is_a_parameter)
     struct run a;
     if (replay_with(&a, &p, 1, &o, NULL))
         return;
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
     run_free(&a);
     /* and a gap shorter than the default is host work, not a wait */
     p = handoff_fixture("ho3.json", 500);
     if (replay1(&a, p, NULL))
         return;
-    CHECK_EQ_INT(a.g->edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_INTER_THREAD], 0);
     run_free(&a);
 }
 
@@ -326,7 +324,7 @@ TEST(graph_polling_loop_waits_for_the_gpu)
     struct run a, b;
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK(a.g->edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
+    CHECK(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 500, 5.0);
     run_free(&a);
     run_free(&b);
@@ -360,6 +358,78 @@ static void collective_fixture(const char *names[2], double skew, double compute
     }
 }
 
+/* Two ranks, one collective each, launched onto different stream ids (13
+ * and 21): only the process group and sequence number tell that they are
+ * one collective. `seq` < 0 leaves "Seq" out. */
+static void pg_fixture(const char *names[2], const char *coll, const char *kernel, long in_n, long out_n, long seq)
+{
+    static char paths[2][512];
+    for (int r = 0; r < 2; r++) {
+        struct tb tb;
+        char args[512];
+        double arrive = 20 + 200 + (r ? 300 : 0), end = 20 + 200 + 300 + 400;
+        tb_init(&tb, r, 2);
+        tb_step(&tb, 1, 0, end + 10 + 50);
+        tb_launch(&tb, 10, 5, 7, "gemm", 20, 200);
+        int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", arrive - 10, 5);
+        int n = snprintf(args, sizeof args,
+                         "\"Collective name\": \"%s\", \"In msg nelems\": %ld, \"Out msg nelems\": %ld, "
+                         "\"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": \"7\"",
+                         coll, in_n, out_n);
+        if (seq >= 0)
+            snprintf(args + n, sizeof args - (size_t)n, ", \"Seq\": %ld", seq);
+        tb_kernel_args(&tb, corr, r ? 21 : 13, kernel, arrive, end - arrive, args);
+        tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", arrive, end + 10 - arrive);
+        snprintf(paths[r], sizeof paths[r], "%s", tb_write(&tb, r ? "pg1.json" : "pg0.json"));
+        names[r] = paths[r];
+        tb_free(&tb);
+    }
+}
+
+TEST(graph_collectives_grouped_by_process_group_and_sequence)
+{
+    const char *p[2];
+    struct run a;
+    pg_fixture(p, "allreduce", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 1024, 1024, 5);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    CHECK_EQ_INT(a.g->stats.collectives_matched, 1);
+    REQUIRE(a.g->n_groups == 1);
+    const struct model_coll_group *cg = &a.g->groups[0];
+    CHECK_EQ_INT(cg->op, MODEL_COLL_ALLREDUCE);
+    CHECK_EQ_INT(cg->bytes, 1024 * 2); /* the buffer: 1024 bf16 */
+    CHECK_STREQ(model_graph_str(a.g, cg->dtype), "BFloat16");
+    CHECK_STREQ(model_graph_str(a.g, cg->pg), "7");
+    CHECK_EQ_INT(cg->seq, 5);
+    CHECK_EQ_INT(cg->size, 2);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.5);
+    CHECK_NEAR(a.r->steps[1].error_pct, 0, 0.5);
+    run_free(&a);
+    /* all-gather: the total output */
+    pg_fixture(p, "_allgather_base", "ncclDevKernel_AllGather_RING_LL", 512, 1024, 9);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    REQUIRE(a.g->n_groups == 1);
+    CHECK_EQ_INT(a.g->groups[0].op, MODEL_COLL_ALLGATHER);
+    CHECK_EQ_INT(a.g->groups[0].bytes, 1024 * 2);
+    run_free(&a);
+    /* reduce-scatter: the total input */
+    pg_fixture(p, "_reduce_scatter_base", "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", 1024, 512, 9);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    REQUIRE(a.g->n_groups == 1);
+    CHECK_EQ_INT(a.g->groups[0].bytes, 1024 * 2);
+    run_free(&a);
+    /* without a sequence number, by stream: 13 and 21 are no match, and
+     * each rank keeps its traced time */
+    pg_fixture(p, "allreduce", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 1024, 1024, -1);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    CHECK_EQ_INT(a.g->n_groups, 0);
+    CHECK_EQ_INT(a.g->stats.collectives_kept, 2);
+    run_free(&a);
+}
+
 TEST(graph_collective_waits_for_the_last_rank)
 {
     const char *p[2];
@@ -367,8 +437,8 @@ TEST(graph_collective_waits_for_the_last_rank)
     struct run a;
     if (replay_with(&a, p, 2, NULL, NULL))
         return;
-    CHECK_EQ_INT(a.g->collectives_matched, 1);
-    CHECK_EQ_INT(a.g->collectives_kept, 0);
+    CHECK_EQ_INT(a.g->stats.collectives_matched, 1);
+    CHECK_EQ_INT(a.g->stats.collectives_kept, 0);
     CHECK_EQ_INT(a.r->n_steps, 2);
     /* both ranks reproduce their measured step */
     CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.5);
@@ -407,7 +477,7 @@ TEST(graph_clocks_aligned_on_collectives)
     struct run a;
     if (replay_with(&a, p, 2, NULL, NULL))
         return;
-    CHECK_NEAR(a.g->clock_offset_ns[1] / 1e6, 5.0, 0.001);
+    CHECK_NEAR(a.g->ranks[1].clock_offset_ns / 1e6, 5.0, 0.001);
     CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.5);
     CHECK_NEAR(a.r->steps[1].error_pct, 0, 0.5);
     run_free(&a);
@@ -420,7 +490,7 @@ TEST(graph_single_rank_keeps_collective_durations)
     struct run a;
     if (replay_with(&a, p, 1, NULL, NULL)) /* rank 0 alone */
         return;
-    CHECK_EQ_INT(a.g->collectives_kept, 1);
+    CHECK_EQ_INT(a.g->stats.collectives_kept, 1);
     CHECK_NEAR(a.r->steps[0].collective_kept_ns / 1000.0, 700, 0.5); /* its traced 700 us */
     run_free(&a);
 }
@@ -512,7 +582,13 @@ TEST(graph_replay_rejects_bad_options)
     struct sc_error err;
     model_replay_opts_default(&o);
     CHECK_EQ_INT(model_replay_parse_scale("cpu=2", &o, &err), SC_EINVAL);
-    CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu=-1", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu=1001", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("family:nosuch=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("marker=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu@=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_OK); /* that work takes no time */
     CHECK_EQ_INT(model_replay_parse_scale("gpu=abc", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@x=2", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@3=2", &o, &err), SC_OK);

@@ -876,3 +876,37 @@ TEST(reader_document_must_end_the_input_at_every_buffer_boundary)
         }
     }
 }
+
+/* ---- counting only (upload validation) ------------------------------------------- */
+
+TEST(reader_count_only_counts_what_a_full_read_counts)
+{
+    static const char *const names[] = {"cuda_sync.json", "graph_launch.json", "legacy_caps.json", "rocm.json",
+                                        "unknown_categories.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256];
+        struct model_load_opts o;
+        struct model_trace *full = NULL, *counted = NULL;
+        struct sc_error err;
+        snprintf(path, sizeof path, "tests/fixtures/%s", names[i]);
+        model_load_opts_default(&o);
+        CHECK_EQ_INT(model_trace_load_file(path, &o, &full, &err), SC_OK);
+        o.count_only = 1;
+        CHECK_EQ_INT(model_trace_load_file(path, &o, &counted, &err), SC_OK);
+        CHECK_EQ_INT(counted->n_entries, full->n_entries);
+        CHECK_EQ_INT(counted->n_steps, full->n_steps);
+        CHECK_EQ_INT(counted->rank, full->rank);
+        CHECK(counted->n_events <= counted->n_steps * 2 + 1); /* step markers only */
+        model_trace_free(full);
+        model_trace_free(counted);
+    }
+    /* and it refuses what a full read refuses */
+    struct sc_error err;
+    struct model_load_opts o;
+    struct model_trace *t = NULL;
+    static const char bad[] = "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}]}";
+    model_load_opts_default(&o);
+    o.count_only = 1;
+    CHECK_EQ_INT(model_trace_load_mem(bad, sizeof bad - 1, "bad", &o, &t, &err), SC_EPARSE);
+    CHECK_CONTAINS(err.msg, "negative dur");
+}

@@ -1,0 +1,290 @@
+"""The client of stepcastd's REST API (README.md "API"): one method per
+route, each returning the API's JSON document as plain dicts and lists.
+
+Every request goes through :meth:`Client.request`, which sends the token,
+turns error replies into :class:`StepcastError` and retries answers that
+say when to come back (429 and 503 with ``Retry-After``). A route is one
+small method on top of it, for instance::
+
+    def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
+        return self.request("POST", _path("/v1/models/{}/whatif", model), json={"set": dict(set)})
+
+Identifiers go into paths as one escaped segment each (``_path``).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import __version__
+from .traces import PathLike, trace_units
+
+Doc = Dict[str, Any]
+# scale= of replay queries: {"gpu": 2, "gpu@1": 0.5} or ["gpu=2", "gpu@1=0.5"]
+Scale = Union[Mapping[str, float], Iterable[str], None]
+
+
+class StepcastError(Exception):
+    """An error answer of the API, or a request that got none.
+
+    ``code`` is the API's error code (``not_found``, ``busy``, ...; README.md
+    lists them), ``status`` the HTTP status, ``message`` what was wrong.
+    Failures without an HTTP answer have ``status`` None and the codes
+    ``unreachable`` (no connection), ``build_failed`` and ``timeout``
+    (:meth:`Client.wait`)."""
+
+    def __init__(self, status: Optional[int], code: str, message: str, *,
+                 request_id: Optional[str] = None, retry_after: Optional[float] = None):
+        super().__init__(f"{code} ({status}): {message}" if status else f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.retry_after = retry_after
+
+
+def _path(template: str, *params: Any) -> str:
+    """A path from a template with ``{}`` for each parameter, each escaped as
+    one path segment."""
+    return template.format(*(urllib.parse.quote(str(p), safe="") for p in params))
+
+
+def _scale_query(scale: Scale) -> List[Tuple[str, str]]:
+    if scale is None:
+        return []
+    if isinstance(scale, Mapping):
+        return [("scale", f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}") for k, v in scale.items()]
+    if isinstance(scale, str):
+        return [("scale", scale)]
+    return [("scale", s) for s in scale]
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class Client:
+    """A stepcastd at ``url`` (``http://127.0.0.1:8750``) with a token (read
+    scope queries; write uploads and builds; admin deletes and tokens).
+
+    ``token`` defaults to ``$STEPCAST_TOKEN``. ``retries`` is how many times
+    an answer with ``Retry-After`` (429 busy, 503 unavailable) is retried,
+    waiting what the server asks, at most ``max_wait`` seconds each time."""
+
+    def __init__(self, url: str, token: Optional[str] = None, *, timeout: float = 60.0,
+                 retries: int = 5, max_wait: float = 30.0):
+        self.url = url.rstrip("/")
+        self.token = token if token is not None else os.environ.get("STEPCAST_TOKEN")
+        self.timeout = timeout
+        self.retries = retries
+        self.max_wait = max_wait
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r})"
+
+    # ---- the one place requests are made ----
+
+    def request(self, method: str, path: str, *, query: Sequence[Tuple[str, Any]] = (),
+                json: Any = None, file: Optional[PathLike] = None, body: Optional[bytes] = None,
+                text: bool = False) -> Any:
+        """Send one request; the JSON answer (str with ``text``). ``json`` is
+        sent as a JSON body, ``file`` (streamed) or ``body`` as raw bytes."""
+        url = self.url + path
+        if query:
+            url += "?" + urllib.parse.urlencode([(k, str(v)) for k, v in query])
+        headers = {"User-Agent": f"stepcast-python/{__version__}", "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if json is not None:
+            body = jsonlib.dumps(json).encode()
+            headers["Content-Type"] = "application/json"
+        attempt = 0
+        while True:
+            try:
+                return self._send(method, url, headers, file, body, text)
+            except StepcastError as e:
+                if e.retry_after is None or attempt >= self.retries:
+                    raise
+                attempt += 1
+                time.sleep(min(e.retry_after, self.max_wait))
+
+    def _send(self, method: str, url: str, headers: Dict[str, str], file: Optional[PathLike],
+              body: Optional[bytes], text: bool) -> Any:
+        f = open(file, "rb") if file is not None else None
+        try:
+            data: Any = f if f is not None else body
+            h = dict(headers)
+            if f is not None:
+                h["Content-Length"] = str(os.fstat(f.fileno()).st_size)
+                h["Content-Type"] = "application/octet-stream"
+            req = urllib.request.Request(url, data=data, method=method, headers=h)
+            with urllib.request.urlopen(req, timeout=self.timeout) as res:
+                raw = res.read()
+        except urllib.error.HTTPError as e:
+            raise self._error(e) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise StepcastError(None, "unreachable", f"{self.url}: {reason}") from None
+        finally:
+            if f is not None:
+                f.close()
+        return raw.decode() if text else jsonlib.loads(raw) if raw else None
+
+    @staticmethod
+    def _error(e: urllib.error.HTTPError) -> StepcastError:
+        raw = e.read()
+        code, message = f"http_{e.code}", raw.decode(errors="replace").strip()[:500] or str(e.reason)
+        try:
+            err = jsonlib.loads(raw)["error"]
+            code, message = err["code"], err["message"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        retry = _retry_after(e.headers.get("Retry-After")) if e.code in (429, 503) else None
+        return StepcastError(e.code, code, message, request_id=e.headers.get("X-Request-Id"),
+                             retry_after=retry)
+
+    # ---- the service ----
+
+    def health(self) -> Doc:
+        """``GET /healthz``: status, version, uptime, builds."""
+        return self.request("GET", "/healthz")
+
+    def metrics(self) -> str:
+        """``GET /metrics``: the Prometheus text."""
+        return self.request("GET", "/metrics", text=True)
+
+    def openapi(self) -> Doc:
+        """``GET /v1/openapi.json``: the OpenAPI document of this server."""
+        return self.request("GET", "/v1/openapi.json")
+
+    # ---- jobs and traces ----
+
+    def jobs(self) -> Doc:
+        """``GET /v1/jobs``: ``{"jobs": [job, ...]}``."""
+        return self.request("GET", "/v1/jobs")
+
+    def job(self, job: str) -> Doc:
+        """``GET /v1/jobs/{job}``: the job with its traces and models."""
+        return self.request("GET", _path("/v1/jobs/{}", job))
+
+    def put_job(self, job: str, *, config: Optional[Mapping[str, Any]] = None,
+                hardware: Optional[str] = None, description: Optional[str] = None) -> Doc:
+        """``PUT /v1/jobs/{job}``: create the job or replace its description."""
+        body = {k: v for k, v in (("config", config), ("hardware", hardware),
+                                  ("description", description)) if v is not None}
+        return self.request("PUT", _path("/v1/jobs/{}", job), json=body)
+
+    def delete_job(self, job: str) -> Doc:
+        """``DELETE /v1/jobs/{job}`` (admin): the job, its traces and models."""
+        return self.request("DELETE", _path("/v1/jobs/{}", job))
+
+    def trace(self, job: str, rank: int) -> Doc:
+        """``GET /v1/jobs/{job}/ranks/{rank}/trace``: the trace's record."""
+        return self.request("GET", _path("/v1/jobs/{}/ranks/{}/trace", job, rank))
+
+    def upload_trace(self, job: str, rank: int, trace: Union[PathLike, bytes], *,
+                     replace: bool = False) -> Doc:
+        """``PUT /v1/jobs/{job}/ranks/{rank}/trace``: one rank's trace, a file
+        (streamed) or bytes, plain or gzip. 201 created, 200 identical."""
+        query = [("replace", "true")] if replace else []
+        path = _path("/v1/jobs/{}/ranks/{}/trace", job, rank)
+        if isinstance(trace, (bytes, bytearray)):
+            return self.request("PUT", path, query=query, body=bytes(trace))
+        return self.request("PUT", path, query=query, file=trace)
+
+    def upload(self, job: str, *paths: PathLike, replace: bool = False) -> List[Doc]:
+        """Upload the traces of files, directories and tar(.gz) archives, each
+        to the rank it names (``distributedInfo.rank``, else its position),
+        as ``stepcast upload`` does. Each is read and checked first; raises
+        ValueError for one that is no trace or two claiming one rank."""
+        if not paths:
+            raise ValueError("upload() needs a file, directory or archive")
+        with trace_units(paths) as units:
+            return [self.upload_trace(job, u.rank, u.path, replace=replace) for u in units]
+
+    # ---- models ----
+
+    def build(self, job: str, *, steps: Optional[str] = None, step_marker: Optional[str] = None,
+              wait: bool = True, progress: Optional[Callable[[float], None]] = None,
+              poll: float = 0.25, timeout: Optional[float] = None) -> Doc:
+        """``POST /v1/jobs/{job}/models``: build a model of the job's traces
+        (``steps`` "A-B", ``step_marker`` a CPU annotation's prefix). With
+        ``wait``, returns the finished model (see :meth:`wait`); else the
+        202 answer, ``{"model": ID, "status": "building", ...}``."""
+        body = {k: v for k, v in (("steps", steps), ("step_marker", step_marker)) if v is not None}
+        started = self.request("POST", _path("/v1/jobs/{}/models", job), json=body)
+        if not wait:
+            return started
+        return self.wait(started["model"], progress=progress, poll=poll, timeout=timeout)
+
+    def wait(self, model: str, *, progress: Optional[Callable[[float], None]] = None,
+             poll: float = 0.25, timeout: Optional[float] = None) -> Doc:
+        """Poll a model until its build ends; ``progress`` gets its progress
+        (0..1) at each poll. Returns the ready model; raises StepcastError
+        ``build_failed`` (its error as message) or ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            m = self.model(model)
+            if progress is not None:
+                progress(1.0 if m["status"] == "ready" else float(m.get("progress") or 0.0))
+            if m["status"] == "ready":
+                return m
+            if m["status"] != "building":
+                raise StepcastError(None, "build_failed", f"model {model}: {m.get('error') or m['status']}")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StepcastError(None, "timeout", f"model {model} is still building after {timeout} s")
+            time.sleep(poll)
+
+    def models(self, job: Optional[str] = None) -> Doc:
+        """``GET /v1/models[?job=J]``: ``{"models": [model, ...]}``."""
+        return self.request("GET", "/v1/models", query=[("job", job)] if job is not None else [])
+
+    def model(self, model: str) -> Doc:
+        """``GET /v1/models/{id}``: status, progress, error, summary."""
+        return self.request("GET", _path("/v1/models/{}", model))
+
+    def delete_model(self, model: str) -> Doc:
+        """``DELETE /v1/models/{id}`` (admin)."""
+        return self.request("DELETE", _path("/v1/models/{}", model))
+
+    def replay(self, model: str, scale: Scale = None) -> Doc:
+        """``GET /v1/models/{id}/replay``: predicted step time per rank and
+        step, error and breakdown; ``scale`` as ``{"gpu": 2, "gpu@1": 0.5}``
+        or ``["gpu=2"]``."""
+        return self.request("GET", _path("/v1/models/{}/replay", model), query=_scale_query(scale))
+
+    def critical_path(self, model: str, scale: Scale = None) -> Doc:
+        """``GET /v1/models/{id}/critical-path``: the replayed step's critical
+        path, segment by segment, and its time by bound."""
+        return self.request("GET", _path("/v1/models/{}/critical-path", model), query=_scale_query(scale))
+
+    def timeline(self, model: str, rank: int, scale: Scale = None) -> Doc:
+        """``GET /v1/models/{id}/timeline?rank=R``: rank R's replayed timeline
+        as a Kineto trace (``json.dump`` it to open in Perfetto)."""
+        return self.request("GET", _path("/v1/models/{}/timeline", model),
+                            query=[("rank", rank)] + _scale_query(scale))
+
+    # ---- tokens (admin) ----
+
+    def tokens(self) -> Doc:
+        """``GET /v1/tokens``: ``{"tokens": [...]}`` (without secrets)."""
+        return self.request("GET", "/v1/tokens")
+
+    def create_token(self, scope: str, name: Optional[str] = None) -> Doc:
+        """``POST /v1/tokens``: a new token; its secret (``"token"``) is in
+        this answer only."""
+        body = {"scope": scope, **({"name": name} if name is not None else {})}
+        return self.request("POST", "/v1/tokens", json=body)
+
+    def revoke_token(self, token_id: str) -> Doc:
+        """``DELETE /v1/tokens/{id}``: revoke a token (not the last admin one)."""
+        return self.request("DELETE", _path("/v1/tokens/{}", token_id))

@@ -1,0 +1,41 @@
+/* estimator/cluster_profile.h: the cluster profile document that `stepcast
+ * calibrate` writes and a spec names with `cluster.profile` (README,
+ * "calibrate").
+ *
+ *   {"format": "stepcast-cluster-profile", "version": 1,
+ *    "gpu": "a100-sxm4-40gb", "device_name": "...", "source": "nccl-tests",
+ *    "measurements": [...],      what was fitted, with each fit's quality
+ *    "collective": {...},        struct coll_params
+ *    "kernel": {..., "fit": {}}} struct kernel_params (calibrate traces)
+ *
+ * Reading it sets only what it holds: the caller starts from the GPU's
+ * defaults (coll_params_from_hw, kernel_params_default). */
+#ifndef ESTIMATOR_CLUSTER_PROFILE_H
+#define ESTIMATOR_CLUSTER_PROFILE_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "estimator/collective_model.h"
+#include "estimator/gemm_samples.h"
+#include "estimator/kernel_model.h"
+
+struct cluster_profile {
+    char gpu[48];          /* hardware profile id; "" when the document names none */
+    char device_name[96];  /* as the measurements named the GPU, or "" */
+    char source[32];       /* "nccl-tests" or "traces" */
+    struct coll_params coll;
+    int has_kernel;        /* the document holds kernel parameters */
+    struct kernel_params kernel;
+    struct gemm_fit kernel_fit; /* how they were fitted (written only) */
+};
+
+/* The document (a json_t *, new reference; NULL when out of memory). */
+void *cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n);
+
+/* Read a document over *p: gpu, device_name and source, and every
+ * parameter it holds. SC_EPARSE naming the member on a bad document;
+ * *p is unchanged then. */
+int cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err);
+
+#endif

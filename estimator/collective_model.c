@@ -1,0 +1,467 @@
+/* estimator/collective_model.c: the collective cost model, its fit to
+ * nccl-tests results and the cluster profile (collective_model.h). */
+#include "estimator/collective_model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit.h>
+
+#include "estimator/hardware.h"
+#include "estimator/nccl_tests.h"
+#include "common/banned.h"
+
+static const struct {
+    enum model_coll_op op;
+    const char *name;
+} kinds[] = {
+    {MODEL_COLL_ALLREDUCE, "all_reduce"}, {MODEL_COLL_ALLGATHER, "all_gather"},
+    {MODEL_COLL_REDUCESCATTER, "reduce_scatter"}, {MODEL_COLL_ALLTOALL, "alltoall"},
+    {MODEL_COLL_BROADCAST, "broadcast"}, {MODEL_COLL_REDUCE, "reduce"},
+    {MODEL_COLL_SENDRECV, "sendrecv"},
+};
+
+int coll_kind_modelled(enum model_coll_op k)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (kinds[i].op == k)
+            return 1;
+    return 0;
+}
+
+const char *coll_kind_name(enum model_coll_op k)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (kinds[i].op == k)
+            return kinds[i].name;
+    return "unknown";
+}
+
+enum model_coll_op coll_kind_from_name(const char *s)
+{
+    for (size_t i = 0; s && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].name, s) == 0)
+            return kinds[i].op;
+    return MODEL_COLL_UNKNOWN;
+}
+
+double coll_bus_factor(enum model_coll_op k, int n)
+{
+    if (n < 1)
+        n = 1;
+    switch (k) {
+    case MODEL_COLL_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
+    case MODEL_COLL_ALLGATHER:
+    case MODEL_COLL_REDUCESCATTER:
+    case MODEL_COLL_ALLTOALL:
+        return (double)(n - 1) / n;
+    default:
+        return 1.0;
+    }
+}
+
+void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->base_us = COLL_BASE_US;
+    p->intra.busbw_gbps = hw->nvlink_gbps * COLL_INTRA_FRACTION;
+    p->intra.hop_us = COLL_NVLINK_HOP_US;
+    p->inter.busbw_gbps = hw->network_gbps * COLL_INTER_FRACTION;
+    p->inter.hop_us = COLL_NET_HOP_US;
+    p->nvls_gain = COLL_NVLS_GAIN;
+    p->nvls = hw->nvls;
+    p->sharp = hw->ib_sharp;
+}
+
+const char *coll_algo_name(enum coll_algo a)
+{
+    static const char *const names[] = {"ring", "tree", "nvls", "direct"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
+}
+
+/* One algorithm over the two tiers: steps on each and the bytes each rank
+ * moves over each, as a fraction of S. */
+struct plan {
+    double steps_intra, steps_inter;
+    double bytes_intra, bytes_inter;
+    double intra_gain; /* busbw multiplier inside the domain (NVLS) */
+    enum coll_algo algo;
+};
+
+static double plan_time(const struct coll_params *p, const struct plan *pl, double bytes,
+                        struct coll_estimate *e)
+{
+    double alpha = p->base_us + pl->steps_intra * p->intra.hop_us + pl->steps_inter * p->inter.hop_us;
+    double t_intra = pl->bytes_intra > 0 ? pl->bytes_intra / (p->intra.busbw_gbps * pl->intra_gain) : 0;
+    double t_inter = pl->bytes_inter > 0 ? pl->bytes_inter / p->inter.busbw_gbps : 0;
+    /* GB/s = 1e3 bytes per microsecond */
+    double transfer = bytes * (t_intra > t_inter ? t_intra : t_inter) * 1e-3;
+    e->alpha_us = alpha;
+    e->transfer_us = transfer;
+    e->time_us = alpha + transfer;
+    e->algo = pl->algo;
+    return e->time_us;
+}
+
+/* The plans of a kind over g ranks per domain and d domains (n = g x d). */
+static size_t plans(const struct coll_params *p, enum model_coll_op k, int g, int d,
+                    struct plan *out)
+{
+    double n = (double)g * d;
+    struct plan ring = {.intra_gain = 1, .algo = COLL_ALGO_RING};
+    size_t np = 0;
+    switch (k) {
+    case MODEL_COLL_ALLREDUCE:
+        ring.steps_intra = 2.0 * (g - 1);
+        ring.bytes_intra = 2.0 * (g - 1) / g;
+        ring.steps_inter = 2.0 * (d - 1);
+        ring.bytes_inter = 2.0 * (d - 1) / d / g;
+        if (p->nvls && g > 1) { /* in-switch reduction in the domain */
+            ring.steps_intra = 2;
+            ring.intra_gain = p->nvls_gain;
+            ring.algo = COLL_ALGO_NVLS;
+        }
+        if (p->sharp && d > 1) { /* the shard goes up the switches once and back */
+            ring.steps_inter = 2;
+            ring.bytes_inter = 1.0 / g;
+        }
+        out[np++] = ring;
+        if (d > 2 && !p->sharp) { /* NCCL's double binary tree across domains */
+            struct plan tree = ring;
+            tree.steps_inter = 2.0 * ceil(log2((double)d));
+            tree.algo = ring.algo == COLL_ALGO_NVLS ? COLL_ALGO_NVLS : COLL_ALGO_TREE;
+            out[np++] = tree;
+        }
+        return np;
+    case MODEL_COLL_ALLGATHER:
+    case MODEL_COLL_REDUCESCATTER:
+        ring.steps_intra = g - 1;
+        ring.bytes_intra = (double)(g - 1) / g;
+        ring.steps_inter = d - 1;
+        ring.bytes_inter = (double)(d - 1) / d / g;
+        out[np++] = ring;
+        return np;
+    case MODEL_COLL_ALLTOALL:
+        ring.algo = COLL_ALGO_DIRECT;
+        ring.steps_intra = g - 1;
+        ring.bytes_intra = (g - 1) / n;
+        ring.steps_inter = n - g;
+        ring.bytes_inter = (n - g) / n;
+        out[np++] = ring;
+        return np;
+    case MODEL_COLL_BROADCAST:
+    case MODEL_COLL_REDUCE: /* a pipelined chain through every rank */
+        ring.steps_intra = g - 1;
+        ring.bytes_intra = g > 1 ? 1 : 0;
+        ring.steps_inter = d - 1;
+        ring.bytes_inter = d > 1 ? 1 : 0;
+        out[np++] = ring;
+        return np;
+    case MODEL_COLL_SENDRECV:
+        ring.algo = COLL_ALGO_DIRECT;
+        if (d > 1) {
+            ring.steps_inter = 1;
+            ring.bytes_inter = 1;
+        } else {
+            ring.steps_intra = 1;
+            ring.bytes_intra = 1;
+        }
+        out[np++] = ring;
+        return np;
+    default:
+        return 0;
+    }
+}
+
+int coll_params_valid(const struct coll_params *p, struct sc_error *err)
+{
+    if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
+        !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
+        return sc_error_set(err, SC_EINVAL, "collective parameters: bandwidths must be > 0, latencies >= 0");
+    return SC_OK;
+}
+
+int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
+                  double bytes, struct coll_estimate *out, struct sc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!coll_kind_modelled(kind))
+        return sc_error_set(err, SC_EINVAL, "no cost model for collective '%s'", model_coll_op_name(kind));
+    if (g->ranks < 1 || g->ranks_per_domain < 1 || g->ranks_per_domain > g->ranks)
+        return sc_error_set(err, SC_EINVAL, "collective group of %d ranks, %d per domain: need 1 <= per domain <= ranks",
+                            g->ranks, g->ranks_per_domain);
+    if (!(bytes >= 0) || !isfinite(bytes))
+        return sc_error_set(err, SC_EINVAL, "collective size must be a finite number of bytes >= 0");
+    if (coll_params_valid(p, err))
+        return err->code;
+    if (g->ranks == 1 && kind != MODEL_COLL_SENDRECV) {
+        out->time_us = out->alpha_us = p->base_us; /* a local copy at most */
+        return SC_OK;
+    }
+    int per = g->ranks_per_domain;
+    int domains = (g->ranks + per - 1) / per;
+    struct plan pl[2];
+    size_t np = plans(p, kind, per, domains, pl);
+    for (size_t i = 0; i < np; i++) {
+        struct coll_estimate e;
+        plan_time(p, &pl[i], bytes, &e);
+        if (i == 0 || e.time_us < out->time_us)
+            *out = e;
+    }
+    return SC_OK;
+}
+
+/* ---- fitting ---- */
+
+const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 16777216};
+
+struct sample {
+    double x; /* bytes x factor */
+    double t; /* us */
+};
+
+static void fit_quality(const struct sample *s, size_t n, double a, double c, struct coll_fit *f)
+{
+    double sum = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (a + c * s[i].x) / s[i].t - 1;
+        sum += e * e;
+        if (fabs(e) > mx)
+            mx = fabs(e);
+    }
+    f->rms_err_pct = 100 * sqrt(sum / (double)n);
+    f->max_err_pct = 100 * mx;
+}
+
+/* Robust fit of 1 = a/t + c x/t (relative residuals) over the columns
+ * asked: both (a, c), a alone (c = 0), or c alone (a = 0). */
+static int robust(const struct sample *s, size_t n, int use_a, int use_c, double *a, double *c,
+                  double *se_a, double *se_c)
+{
+    size_t p = (size_t)(use_a + use_c);
+    gsl_matrix *X = gsl_matrix_alloc(n, p);
+    gsl_vector *y = gsl_vector_alloc(n), *b = gsl_vector_alloc(p);
+    gsl_matrix *cov = gsl_matrix_alloc(p, p);
+    gsl_multifit_robust_workspace *w = gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, n, p);
+    int rc = -1;
+    if (X && y && b && cov && w) {
+        for (size_t i = 0; i < n; i++) {
+            size_t j = 0;
+            if (use_a)
+                gsl_matrix_set(X, i, j++, 1 / s[i].t);
+            if (use_c)
+                gsl_matrix_set(X, i, j, s[i].x / s[i].t);
+            gsl_vector_set(y, i, 1);
+        }
+        int st = gsl_multifit_robust(X, y, b, cov, w);
+        if (st == GSL_SUCCESS || st == GSL_EMAXITER) {
+            size_t j = 0;
+            *a = *se_a = *c = *se_c = 0;
+            if (use_a) {
+                *a = gsl_vector_get(b, 0);
+                *se_a = sqrt(gsl_matrix_get(cov, 0, 0));
+                j++;
+            }
+            if (use_c) {
+                *c = gsl_vector_get(b, j);
+                *se_c = sqrt(gsl_matrix_get(cov, j, j));
+            }
+            rc = isfinite(*a) && isfinite(*c) ? 0 : -1;
+        }
+    }
+    gsl_multifit_robust_free(w);
+    gsl_matrix_free(cov);
+    gsl_vector_free(b);
+    gsl_vector_free(y);
+    gsl_matrix_free(X);
+    return rc;
+}
+
+static int fit_range(const struct sample *s, size_t n, struct coll_fit *f, struct sc_error *err)
+{
+    double a = 0, c = 0, se_a = 0, se_c = 0;
+    memset(f, 0, sizeof *f);
+    f->points = n;
+    f->size_lo = INFINITY;
+    f->size_hi = 0;
+    if (robust(s, n, 1, 1, &a, &c, &se_a, &se_c))
+        return sc_error_set(err, SC_ENUMERIC, "robust fit of %zu samples failed", n);
+    if (c <= 0) { /* no growth with size: latency only */
+        if (robust(s, n, 1, 0, &a, &c, &se_a, &se_c))
+            return sc_error_set(err, SC_ENUMERIC, "robust fit of %zu samples failed", n);
+        c = 0;
+    } else if (a < 0) { /* unphysical: bandwidth only */
+        if (robust(s, n, 0, 1, &a, &c, &se_a, &se_c))
+            return sc_error_set(err, SC_ENUMERIC, "robust fit of %zu samples failed", n);
+        a = 0;
+    }
+    f->alpha_fitted = a > 0;
+    f->alpha_us = a;
+    f->alpha_se_us = se_a;
+    /* c in us per byte: busbw GB/s = 1e-3 / c */
+    f->busbw_gbps = c > 0 ? 1e-3 / c : 0;
+    f->busbw_se_gbps = c > 0 ? 1e-3 * se_c / (c * c) : 0;
+    fit_quality(s, n, a, c, f);
+    return SC_OK;
+}
+
+int coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
+                 struct sc_error *err)
+{
+    *n_out = 0;
+    if (!coll_kind_modelled(run->kind))
+        return sc_error_set(err, SC_EINVAL, "the collective is unknown: name it (--kind)");
+    if (run->ranks < 2)
+        return sc_error_set(err, SC_EINVAL, "the group size is unknown: give it (--ranks)");
+    double factor = coll_bus_factor(run->kind, run->ranks);
+    struct sample *s = malloc((run->n_rows * 2 + 1) * sizeof *s);
+    if (!s)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    int status = SC_OK;
+    for (int r = 0; r < COLL_FIT_RANGES && !status; r++) {
+        double hi = r + 1 < COLL_FIT_RANGES ? coll_fit_range_lo[r + 1] : INFINITY;
+        size_t n = 0;
+        double smin = INFINITY, smax = 0;
+        for (size_t i = 0; i < run->n_rows; i++) {
+            const struct nct_row *row = &run->rows[i];
+            if (!(row->bytes >= coll_fit_range_lo[r] && row->bytes < hi))
+                continue;
+            for (int g = 0; g < 2; g++)
+                if (row->time_us[g] > 0) {
+                    s[n].x = row->bytes * factor;
+                    s[n++].t = row->time_us[g];
+                    smin = fmin(smin, row->bytes);
+                    smax = fmax(smax, row->bytes);
+                }
+        }
+        if (n < 3)
+            continue;
+        struct coll_fit *f = &fits[*n_out];
+        status = fit_range(s, n, f, err);
+        if (!status) {
+            f->size_lo = smin;
+            f->size_hi = smax;
+            (*n_out)++;
+        }
+    }
+    if (!status && *n_out == 0) {
+        /* too few rows for any range (a single-size run): busbw alone */
+        size_t n = 0;
+        double smin = INFINITY, smax = 0, sum = 0;
+        for (size_t i = 0; i < run->n_rows; i++)
+            for (int g = 0; g < 2; g++)
+                if (run->rows[i].time_us[g] > 0 && run->rows[i].bytes > 0) {
+                    s[n].x = run->rows[i].bytes * factor;
+                    s[n].t = run->rows[i].time_us[g];
+                    sum += s[n].t / s[n].x;
+                    smin = fmin(smin, run->rows[i].bytes);
+                    smax = fmax(smax, run->rows[i].bytes);
+                    n++;
+                }
+        if (n == 0) {
+            status = sc_error_set(err, SC_EINVAL, "no result row with a size and a time to fit");
+        } else {
+            struct coll_fit *f = &fits[0];
+            memset(f, 0, sizeof *f);
+            double c = sum / (double)n;
+            f->points = n;
+            f->size_lo = smin;
+            f->size_hi = smax;
+            f->busbw_gbps = 1e-3 / c;
+            fit_quality(s, n, 0, c, f);
+            *n_out = 1;
+        }
+    }
+    free(s);
+    return status;
+}
+
+/* ---- measured parameters ---- */
+
+static void say(char *report, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *report, size_t len, const char *fmt, ...)
+{
+    if (!report || !len)
+        return;
+    size_t used = strlen(report);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(report + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The measurement to read a tier from: all-reduce first, then the most ranks. */
+static const struct coll_measurement *pick(const struct coll_measurement *m, size_t n, int inter)
+{
+    const struct coll_measurement *best = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].inter != inter || m[i].n_fits == 0 || (inter && m[i].nodes < 2))
+            continue;
+        int ar = m[i].kind == MODEL_COLL_ALLREDUCE, best_ar = best && best->kind == MODEL_COLL_ALLREDUCE;
+        if (!best || ar > best_ar || (ar == best_ar && m[i].ranks > best->ranks))
+            best = &m[i];
+    }
+    return best;
+}
+
+/* Only small messages measure latency: a fit of large ones has an alpha
+ * that is mostly the noise of its bandwidth term (or waits for peers). */
+static int latency_fit(const struct coll_fit *f)
+{
+    return f->alpha_fitted && f->size_lo < coll_fit_range_lo[1];
+}
+
+void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
+                       char *report, size_t report_len)
+{
+    const struct coll_measurement *in = pick(m, n, 0), *x = pick(m, n, 1);
+    struct plan pl[2];
+    if (in) {
+        const struct coll_fit *big = &in->fits[in->n_fits - 1], *small = &in->fits[0];
+        plans(p, in->kind, in->ranks, 1, pl);
+        if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1]) {
+            p->intra.busbw_gbps = big->busbw_gbps / pl[0].intra_gain;
+            say(report, report_len, "intra busbw %.1f GB/s from %s %s, %d ranks, sizes %.0f-%.0f B\n",
+                p->intra.busbw_gbps, in->source, coll_kind_name(in->kind), in->ranks, big->size_lo,
+                big->size_hi);
+        }
+        if (latency_fit(small) && pl[0].steps_intra > 0) {
+            p->intra.hop_us = fmax(0, small->alpha_us - p->base_us) / pl[0].steps_intra;
+            say(report, report_len, "intra hop %.3f us from alpha %.2f us over %.0f steps (%s)\n",
+                p->intra.hop_us, small->alpha_us, pl[0].steps_intra, in->source);
+        }
+    }
+    if (x) {
+        int g = x->ranks / x->nodes, d = x->nodes;
+        const struct coll_fit *big = &x->fits[x->n_fits - 1], *small = &x->fits[0];
+        if (g < 1 || g * d != x->ranks)
+            return;
+        plans(p, x->kind, g, d, pl);
+        if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1] &&
+            pl[0].bytes_inter > 0) {
+            double per_byte = coll_bus_factor(x->kind, x->ranks) / big->busbw_gbps;
+            double intra = pl[0].bytes_intra > 0 ? pl[0].bytes_intra / (p->intra.busbw_gbps * pl[0].intra_gain) : 0;
+            if (per_byte > 1.1 * intra) {
+                p->inter.busbw_gbps = pl[0].bytes_inter / per_byte;
+                say(report, report_len, "inter busbw %.1f GB/s from %s (%d nodes x %d)\n",
+                    p->inter.busbw_gbps, x->source, d, g);
+            } else {
+                say(report, report_len, "inter busbw kept at %.1f GB/s: %s is bound by NVLink, not the network\n",
+                    p->inter.busbw_gbps, x->source);
+            }
+        }
+        if (latency_fit(small) && pl[0].steps_inter > 0) {
+            double rest = small->alpha_us - p->base_us - pl[0].steps_intra * p->intra.hop_us;
+            p->inter.hop_us = fmax(0, rest) / pl[0].steps_inter;
+            say(report, report_len, "inter hop %.3f us from alpha %.2f us over %.0f steps (%s)\n",
+                p->inter.hop_us, small->alpha_us, pl[0].steps_inter, x->source);
+        }
+    }
+}

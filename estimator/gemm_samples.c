@@ -1,0 +1,358 @@
+/* estimator/gemm_samples.c: GEMM shapes and kernel times from a trace
+ * (gemm_samples.h).
+ *
+ * One sweep per CPU thread over its ops and launch calls in time order,
+ * with a stack of the ops open at each call, gives every launch its
+ * innermost op; the kernels then add their durations to the op's sample. */
+#include "estimator/gemm_samples.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit.h>
+#include <jansson.h>
+
+#include "common/vec.h"
+#include "estimator/kernel_model.h"
+#include "model/runtime_api.h"
+#include "common/banned.h"
+
+enum gemm_op { OP_NONE, OP_MM, OP_ADDMM, OP_BMM, OP_BADDBMM, OP_LINEAR, OP_MATMUL };
+
+static enum gemm_op gemm_op(const char *name)
+{
+    static const struct {
+        const char *name;
+        enum gemm_op op;
+    } ops[] = {
+        {"aten::mm", OP_MM},         {"aten::addmm", OP_ADDMM},   {"aten::bmm", OP_BMM},
+        {"aten::baddbmm", OP_BADDBMM}, {"aten::linear", OP_LINEAR}, {"aten::matmul", OP_MATMUL},
+    };
+    for (size_t i = 0; name && i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(name, ops[i].name) == 0)
+            return ops[i].op;
+    return OP_NONE;
+}
+
+/* The dims of input i as numbers; returns how many (0 when not a list of
+ * positive integers, at most 8). */
+static int dims_of(json_t *dims, size_t i, double *d)
+{
+    json_t *a = json_array_get(dims, i);
+    size_t n = json_array_size(a);
+    if (!json_is_array(a) || n == 0 || n > 8)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        json_t *v = json_array_get(a, j);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+            return 0;
+        d[j] = (double)json_integer_value(v);
+    }
+    return (int)n;
+}
+
+/* (M, N, K, batch) from an op's Input Dims; 0 on success. */
+static int shape_of(enum gemm_op op, const char *text, struct gemm_sample *s)
+{
+    json_t *dims = json_loads(text, 0, NULL);
+    double a[8], b[8];
+    int na, nb, rc = -1;
+    size_t first = op == OP_ADDMM || op == OP_BADDBMM ? 1 : 0; /* after the bias */
+    if (!json_is_array(dims))
+        goto out;
+    na = dims_of(dims, first, a);
+    nb = dims_of(dims, first + 1, b);
+    s->batch = 1;
+    switch (op) {
+    case OP_MM:
+    case OP_ADDMM: /* [M, K] x [K, N] */
+        if (na != 2 || nb != 2 || a[1] != b[0])
+            goto out;
+        s->m = a[0], s->k = a[1], s->n = b[1];
+        break;
+    case OP_BMM:
+    case OP_BADDBMM: /* [B, M, K] x [B, K, N] */
+        if (na != 3 || nb != 3 || a[0] != b[0] || a[2] != b[1])
+            goto out;
+        s->batch = a[0], s->m = a[1], s->k = a[2], s->n = b[2];
+        break;
+    case OP_LINEAR: /* [..., K] x [N, K]^T */
+        if (na < 1 || nb != 2 || a[na - 1] != b[1])
+            goto out;
+        s->m = 1;
+        for (int i = 0; i < na - 1; i++)
+            s->m *= a[i];
+        s->k = b[1], s->n = b[0];
+        break;
+    case OP_MATMUL: /* [..., M, K] x [K, N], or batched [B, M, K] x [B, K, N] */
+        if (na >= 2 && nb == 2 && a[na - 1] == b[0]) {
+            s->m = 1;
+            for (int i = 0; i < na - 1; i++)
+                s->m *= a[i];
+            s->k = b[0], s->n = b[1];
+        } else if (na == 3 && nb == 3 && a[0] == b[0] && a[2] == b[1]) {
+            s->batch = a[0], s->m = a[1], s->k = a[2], s->n = b[2];
+        } else {
+            goto out;
+        }
+        break;
+    default:
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(dims);
+    return rc;
+}
+
+/* The dtype of the first matrix operand from the op's Input type text. */
+static int dtype_of(enum gemm_op op, const char *text, enum hw_dtype *d)
+{
+    json_t *types = json_loads(text, 0, NULL);
+    size_t first = op == OP_ADDMM || op == OP_BADDBMM ? 1 : 0;
+    const char *t = json_string_value(json_array_get(types, first));
+    int rc = -1;
+    if (t) {
+        if (strncmp(t, "c10::", 5) == 0)
+            t += 5;
+        static const struct {
+            const char *name;
+            enum hw_dtype d;
+        } map[] = {{"float", HW_FP32}, {"Half", HW_FP16}, {"BFloat16", HW_BF16},
+                   {"Float8_e4m3fn", HW_FP8}, {"Float8_e5m2", HW_FP8}};
+        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+            if (strcmp(t, map[i].name) == 0) {
+                *d = map[i].d;
+                rc = 0;
+            }
+    }
+    json_decref(types);
+    return rc;
+}
+
+static int tf32_kernel(const char *name)
+{
+    return name && (strstr(name, "tf32") || strstr(name, "s1688") || strstr(name, "s16816"));
+}
+
+struct item {
+    int64_t ts, dur;
+    uint32_t track, event;
+    uint8_t is_call;
+};
+
+static int item_cmp(const void *pa, const void *pb)
+{
+    const struct item *a = pa, *b = pb;
+    if (a->track != b->track)
+        return a->track < b->track ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    if (a->is_call != b->is_call) /* an op starting with its call contains it */
+        return a->is_call ? 1 : -1;
+    if (a->dur != b->dur) /* the enclosing op first */
+        return a->dur > b->dur ? -1 : 1;
+    return a->event < b->event ? -1 : a->event > b->event;
+}
+
+const char *gemm_device_name(const struct model_trace *t, int32_t device)
+{
+    for (size_t i = 0; i < t->n_devices; i++)
+        if (t->devices[i].id == device)
+            return model_str(t, t->devices[i].name);
+    return NULL;
+}
+
+int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+                            struct sc_error *err)
+{
+    struct item *items = NULL;
+    size_t n_items = 0, cap = 0, n_skipped = 0;
+    uint32_t *op_of_call = NULL, *sample_of_op = NULL, *stack = NULL;
+    size_t depth = 0, stack_cap = 0, base = out->n;
+    int status = SC_OK;
+
+    if (!t->link)
+        return SC_OK; /* nothing joined: no kernel to attribute */
+    op_of_call = malloc(t->n_events * sizeof *op_of_call + 1);
+    sample_of_op = malloc(t->n_events * sizeof *sample_of_op + 1);
+    if (!op_of_call || !sample_of_op)
+        goto oom;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        op_of_call[i] = sample_of_op[i] = MODEL_NONE;
+        int call = (e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) &&
+                   (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) && t->link[i] != MODEL_NONE;
+        if (!call && e->kind != MODEL_EV_CPU_OP)
+            continue;
+        if (sc_vec_reserve((void **)&items, &cap, n_items + 1, sizeof *items))
+            goto oom;
+        items[n_items++] = (struct item){e->ts, e->dur, e->track, (uint32_t)i, (uint8_t)call};
+    }
+    qsort(items, n_items, sizeof *items, item_cmp);
+    for (size_t i = 0; i < n_items; i++) {
+        const struct item *it = &items[i];
+        if (i == 0 || it->track != items[i - 1].track)
+            depth = 0;
+        while (depth) {
+            const struct model_event *top = &t->events[stack[depth - 1]];
+            if (top->ts + top->dur >= it->ts)
+                break;
+            depth--;
+        }
+        if (it->is_call) {
+            if (depth)
+                op_of_call[it->event] = stack[depth - 1];
+            continue;
+        }
+        if (sc_vec_reserve((void **)&stack, &stack_cap, depth + 1, sizeof *stack))
+            goto oom;
+        stack[depth++] = it->event;
+    }
+    /* kernels add to the sample of their launch's innermost op */
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *k = &t->events[i];
+        if (k->kind != MODEL_EV_KERNEL || t->link[i] == MODEL_NONE)
+            continue;
+        uint32_t op = op_of_call[t->link[i]];
+        if (op == MODEL_NONE)
+            continue;
+        const struct model_event *o = &t->events[op];
+        enum gemm_op kind = gemm_op(model_str(t, o->name));
+        if (kind == OP_NONE)
+            continue;
+        uint32_t si = sample_of_op[op];
+        if (si == MODEL_NONE) {
+            struct gemm_sample s = {.device = -1, .op = op};
+            const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
+            const char *dims = in ? model_str(t, in->input_dims) : NULL;
+            const char *types = in ? model_str(t, in->input_types) : NULL;
+            if (!dims || !types || shape_of(kind, dims, &s) || dtype_of(kind, types, &s.dtype)) {
+                sample_of_op[op] = MODEL_NONE - 1; /* unreadable: skipped once */
+                n_skipped++;
+                continue;
+            }
+            if (sc_vec_reserve((void **)&out->v, &out->cap, out->n + 1, sizeof *out->v))
+                goto oom;
+            si = sample_of_op[op] = (uint32_t)(out->n++ - base);
+            out->v[base + si] = s;
+        } else if (si == MODEL_NONE - 1) {
+            continue;
+        }
+        struct gemm_sample *s = &out->v[base + si];
+        s->measured_us += (double)k->dur / 1000;
+        s->kernels++;
+        if (k->info != MODEL_NONE)
+            s->device = t->infos[k->info].device;
+        if (s->dtype == HW_FP32 && tf32_kernel(model_str(t, k->name)))
+            s->dtype = HW_TF32;
+    }
+    goto done;
+oom:
+    status = sc_error_set(err, SC_ENOMEM, "out of memory");
+done:
+    free(items);
+    free(op_of_call);
+    free(sample_of_op);
+    free(stack);
+    if (skipped)
+        *skipped = n_skipped;
+    return status;
+}
+
+void gemm_samples_release(struct gemm_samples *s)
+{
+    if (!s)
+        return;
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
+                       const struct gemm_sample *s, size_t n, struct estimate_check *out,
+                       struct sc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double *ratio = malloc((n + 1) * sizeof *ratio);
+    size_t m = 0;
+    int status = SC_OK;
+    if (!ratio)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n && !status; i++) {
+        struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
+        struct gemm_estimate e;
+        if (!(s[i].measured_us > 0))
+            continue; /* a zero-length record: no error to speak of */
+        if (!(status = kernel_gemm(p, hw, &g, &e, err)))
+            ratio[m++] = e.time_us / s[i].measured_us;
+    }
+    if (!status && estimate_check_ratios(ratio, m, out))
+        status = sc_error_set(err, SC_ENOMEM, "out of memory");
+    free(ratio);
+    return status;
+}
+
+#define MIN_FIT_SAMPLES 8
+
+int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+                     const struct gemm_sample *s, size_t n, struct kernel_params *out,
+                     struct gemm_fit *fit, struct sc_error *err)
+{
+    memset(fit, 0, sizeof *fit);
+    *out = *base;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += s[i].measured_us > 0;
+    if (m < MIN_FIT_SAMPLES)
+        return sc_error_set(err, SC_EINVAL, "%zu GEMMs with a time: at least %d are needed to fit", m,
+                            MIN_FIT_SAMPLES);
+    int status = gemm_samples_check(base, hw, s, n, &fit->before, err);
+    if (status)
+        return status;
+    gsl_matrix *X = gsl_matrix_alloc(m, 2), *cov = gsl_matrix_alloc(2, 2);
+    gsl_vector *y = gsl_vector_alloc(m), *b = gsl_vector_alloc(2);
+    gsl_multifit_robust_workspace *w = gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, m, 2);
+    if (!X || !cov || !y || !b || !w) {
+        status = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t row = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
+        struct gemm_estimate e;
+        if (!(s[i].measured_us > 0))
+            continue;
+        if ((status = kernel_gemm(base, hw, &g, &e, err)))
+            goto out;
+        double kernels = e.split_k > 1 ? 2 : 1, t = s[i].measured_us;
+        gsl_matrix_set(X, row, 0, kernels / t);
+        gsl_matrix_set(X, row, 1, (e.time_us - kernels * base->kernel_fixed_us) / t);
+        gsl_vector_set(y, row++, 1);
+    }
+    int st = gsl_multifit_robust(X, y, b, cov, w);
+    double fixed = gsl_vector_get(b, 0), inv_scale = gsl_vector_get(b, 1);
+    if ((st != GSL_SUCCESS && st != GSL_EMAXITER) || !isfinite(fixed) || !(inv_scale > 0)) {
+        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit failed (GSL: %s)", gsl_strerror(st));
+        goto out;
+    }
+    out->kernel_fixed_us = fixed;
+    out->gemm_ceiling_scale = base->gemm_ceiling_scale / inv_scale;
+    if ((status = kernel_params_check(out, err))) {
+        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit gives an unphysical value: %s", err->msg);
+        *out = *base;
+        goto out;
+    }
+    fit->samples = m;
+    fit->fixed_se_us = sqrt(gsl_matrix_get(cov, 0, 0));
+    fit->scale_se = base->gemm_ceiling_scale * sqrt(gsl_matrix_get(cov, 1, 1)) / (inv_scale * inv_scale);
+    status = gemm_samples_check(out, hw, s, n, &fit->after, err);
+out:
+    gsl_multifit_robust_free(w);
+    gsl_vector_free(b);
+    gsl_vector_free(y);
+    gsl_matrix_free(cov);
+    gsl_matrix_free(X);
+    return status;
+}

@@ -1,0 +1,467 @@
+/* model/graph_builder.c: the public way to build a graph (graph_builder.h):
+ * collecting ranks, resources, tasks, edges, steps and groups, then laying
+ * the tasks out and indexing the edges into the graph's arrays. */
+#include "model/graph_builder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vec.h"
+#include "model/collective.h"
+#include "model/kernel_family.h"
+#include "common/banned.h"
+
+/* Most tasks a graph may hold (ids, with the edge type, fit in 32 bits). */
+#define MAX_TASKS (1u << 30)
+
+struct pending_edge {
+    uint32_t to, from;
+    int32_t lat;
+    uint8_t type, kind, inferred;
+};
+
+struct model_gb {
+    struct sc_error *err;
+    int failed; /* the first error's code; then every call fails */
+    const struct model_job *job;
+    struct sc_strtab names;
+    struct model_graph_rank *ranks;
+    size_t n_ranks, cap_ranks;
+    struct model_resource *res;
+    size_t n_res, cap_res;
+    struct model_task *tasks;
+    struct model_task_src *src;
+    int64_t *order;
+    size_t n_tasks, cap_tasks, cap_src, cap_order;
+    struct pending_edge *edges;
+    size_t n_edges, cap_edges;
+    struct model_graph_step *steps;
+    size_t n_steps, cap_steps;
+    struct model_coll_group *groups;
+    uint32_t *group_at; /* n_groups + 1 */
+    size_t n_groups, cap_groups, cap_group_at;
+    uint32_t *group_tasks;
+    size_t n_members, cap_members;
+    struct model_graph_stats stats;
+};
+
+static int fail(struct model_gb *gb, int code, const char *what)
+{
+    gb->failed = code;
+    return sc_error_set(gb->err, code, "%s", what);
+}
+
+#define OOM(gb) fail((gb), SC_ENOMEM, "out of memory")
+
+static int intern(struct model_gb *gb, const char *s, uint32_t *id)
+{
+    if (sc_strtab_intern(&gb->names, s ? s : "", s ? strlen(s) : 0, id))
+        return OOM(gb);
+    return SC_OK;
+}
+
+struct model_gb *model_gb_new(struct sc_error *err)
+{
+    struct model_gb *gb = calloc(1, sizeof *gb);
+    if (!gb || sc_strtab_init(&gb->names)) {
+        free(gb);
+        sc_error_set(err, SC_ENOMEM, "out of memory");
+        return NULL;
+    }
+    gb->err = err;
+    return gb;
+}
+
+void model_gb_free(struct model_gb *gb)
+{
+    if (!gb)
+        return;
+    sc_strtab_release(&gb->names);
+    free(gb->ranks);
+    free(gb->res);
+    free(gb->tasks);
+    free(gb->src);
+    free(gb->order);
+    free(gb->edges);
+    free(gb->steps);
+    free(gb->groups);
+    free(gb->group_at);
+    free(gb->group_tasks);
+    free(gb);
+}
+
+void model_gb_set_job(struct model_gb *gb, const struct model_job *job)
+{
+    gb->job = job;
+}
+
+struct model_graph_stats *model_gb_stats(struct model_gb *gb)
+{
+    return &gb->stats;
+}
+
+size_t model_gb_n_tasks(const struct model_gb *gb)
+{
+    return gb->n_tasks;
+}
+
+int model_gb_add_rank(struct model_gb *gb, const struct model_rank_spec *s, uint16_t *rank)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (gb->n_ranks >= UINT16_MAX)
+        return fail(gb, SC_ELIMIT, "more than 65535 ranks");
+    if (sc_vec_reserve((void **)&gb->ranks, &gb->cap_ranks, gb->n_ranks + 1, sizeof *gb->ranks))
+        return OOM(gb);
+    gb->ranks[gb->n_ranks] = (struct model_graph_rank){s->id, s->clock_offset_ns, s->launch_queue_depth};
+    *rank = (uint16_t)gb->n_ranks++;
+    return SC_OK;
+}
+
+int model_gb_add_resource(struct model_gb *gb, const struct model_res_spec *s, uint32_t *res)
+{
+    uint32_t label;
+    if (gb->failed)
+        return gb->failed;
+    if (s->rank >= gb->n_ranks)
+        return fail(gb, SC_EINVAL, "a resource of a rank not added");
+    if (gb->n_res >= MAX_TASKS)
+        return fail(gb, SC_ELIMIT, "too many resources");
+    if (intern(gb, s->label, &label))
+        return gb->failed;
+    if (sc_vec_reserve((void **)&gb->res, &gb->cap_res, gb->n_res + 1, sizeof *gb->res))
+        return OOM(gb);
+    gb->res[gb->n_res] = (struct model_resource){
+        .rank = s->rank, .gpu = s->gpu != 0, .comm = s->comm != 0,
+        .track = s->has_track ? s->track : MODEL_NONE, .label = label,
+        .first = MODEL_NONE, .last = MODEL_NONE, .pid = s->pid, .tid = s->tid, .origin = s->origin};
+    *res = (uint32_t)gb->n_res++;
+    return SC_OK;
+}
+
+int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint32_t *task)
+{
+    struct model_task_src src = {0, MODEL_NONE, MODEL_NONE};
+    if (gb->failed)
+        return gb->failed;
+    if (s->res >= gb->n_res)
+        return fail(gb, SC_EINVAL, "a task on a resource not added");
+    if (s->cls < 0 || s->cls >= MODEL_TASK_CLASS_COUNT || s->sub < 0 || s->sub > UINT8_MAX)
+        return fail(gb, SC_EINVAL, "a task of no known class");
+    if (model_task_on_gpu((unsigned)s->cls) != gb->res[s->res].gpu)
+        return fail(gb, SC_EINVAL, "GPU work on a CPU thread, or CPU work on a GPU stream");
+    if (s->dur < 0 || s->gap < 0)
+        return fail(gb, SC_EINVAL, "a negative duration or gap");
+    if (gb->n_tasks >= MAX_TASKS)
+        return fail(gb, SC_ELIMIT, "more than 2^30 tasks");
+    if (intern(gb, s->name ? s->name : model_task_class_name((enum model_task_class)s->cls), &src.name))
+        return gb->failed;
+    if (s->tag && intern(gb, s->tag, &src.tag))
+        return gb->failed;
+    if (s->has_event)
+        src.event = s->event;
+    size_t need = gb->n_tasks + 1;
+    if (sc_vec_reserve((void **)&gb->tasks, &gb->cap_tasks, need, sizeof *gb->tasks) ||
+        sc_vec_reserve((void **)&gb->src, &gb->cap_src, need, sizeof *gb->src) ||
+        sc_vec_reserve((void **)&gb->order, &gb->cap_order, need, sizeof *gb->order))
+        return OOM(gb);
+    struct model_resource *r = &gb->res[s->res];
+    uint32_t id = (uint32_t)gb->n_tasks++;
+    gb->tasks[id] = (struct model_task){.dur = s->dur, .gap = s->gap, .res = s->res, .group = MODEL_NONE,
+                                        .rank = r->rank, .cls = (uint8_t)s->cls, .sub = (uint8_t)s->sub,
+                                        .kept = s->kept != 0};
+    gb->src[id] = src;
+    gb->order[id] = s->order;
+    if (s->cls == MODEL_TASK_COMM)
+        r->comm = 1;
+    if (r->first == MODEL_NONE)
+        r->first = id;
+    r->last = id;
+    r->n++;
+    *task = id;
+    return SC_OK;
+}
+
+int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                      enum model_edge_type type, int64_t lat, int inferred)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (from == to || from == MODEL_NONE || to == MODEL_NONE)
+        return SC_OK;
+    if (from >= gb->n_tasks || to >= gb->n_tasks)
+        return fail(gb, SC_EINVAL, "an edge between tasks not added");
+    if ((unsigned)kind >= MODEL_EDGE_KIND_COUNT || (unsigned)type > MODEL_SF)
+        return fail(gb, SC_EINVAL, "an edge of no known kind or type");
+    if (sc_vec_reserve((void **)&gb->edges, &gb->cap_edges, gb->n_edges + 1, sizeof *gb->edges))
+        return OOM(gb);
+    if (lat > INT32_MAX)
+        lat = INT32_MAX;
+    if (lat < INT32_MIN)
+        lat = INT32_MIN;
+    gb->edges[gb->n_edges++] =
+        (struct pending_edge){to, from, (int32_t)lat, (uint8_t)type, (uint8_t)kind, (uint8_t)(inferred != 0)};
+    return SC_OK;
+}
+
+static int is_marker_of(const struct model_gb *gb, uint32_t t, uint16_t rank)
+{
+    return t < gb->n_tasks && gb->tasks[t].cls == MODEL_TASK_MARKER && gb->tasks[t].rank == rank;
+}
+
+int model_gb_add_step(struct model_gb *gb, const struct model_step_spec *s)
+{
+    uint32_t name;
+    if (gb->failed)
+        return gb->failed;
+    if (s->rank >= gb->n_ranks || !is_marker_of(gb, s->begin, s->rank) ||
+        (s->end != MODEL_NONE && !is_marker_of(gb, s->end, s->rank)))
+        return fail(gb, SC_EINVAL, "a step whose begin or end is no marker task of its rank");
+    if (intern(gb, s->name, &name))
+        return gb->failed;
+    if (sc_vec_reserve((void **)&gb->steps, &gb->cap_steps, gb->n_steps + 1, sizeof *gb->steps))
+        return OOM(gb);
+    gb->steps[gb->n_steps++] = (struct model_graph_step){
+        .rank = s->rank, .step = s->trace_step, .begin = s->begin, .end = s->end, .name = name,
+        .measured_ns = s->measured_ns < 0 ? -1 : s->measured_ns, .partial = (uint8_t)(s->partial != 0)};
+    return SC_OK;
+}
+
+int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, const uint32_t *tasks,
+                       size_t n, uint32_t *group)
+{
+    struct model_coll_group cg;
+    if (gb->failed)
+        return gb->failed;
+    if (!n)
+        return fail(gb, SC_EINVAL, "a collective group without members");
+    if (s->op < 0 || s->op >= MODEL_COLL_OP_COUNT)
+        return fail(gb, SC_EINVAL, "a collective of no known kind");
+    for (size_t i = 0; i < n; i++) {
+        if (tasks[i] >= gb->n_tasks || gb->tasks[tasks[i]].cls != MODEL_TASK_COMM ||
+            gb->tasks[tasks[i]].group != MODEL_NONE)
+            return fail(gb, SC_EINVAL, "a collective member that is no communication task, or in a group already");
+        for (size_t k = 0; k < i; k++)
+            if (gb->tasks[tasks[k]].rank == gb->tasks[tasks[i]].rank)
+                return fail(gb, SC_EINVAL, "a collective group with two members on one rank");
+    }
+    if (s->size && s->size < n)
+        return fail(gb, SC_EINVAL, "a collective group smaller than its members");
+    if (intern(gb, s->dtype, &cg.dtype) || intern(gb, s->pg, &cg.pg))
+        return gb->failed;
+    cg.op = (uint8_t)s->op;
+    cg.bytes = s->bytes < 0 ? -1 : s->bytes;
+    cg.seq = s->seq < 0 ? -1 : s->seq;
+    cg.size = s->size ? s->size : (uint32_t)n;
+    if (sc_vec_reserve((void **)&gb->groups, &gb->cap_groups, gb->n_groups + 1, sizeof *gb->groups) ||
+        sc_vec_reserve((void **)&gb->group_at, &gb->cap_group_at, gb->n_groups + 2, sizeof *gb->group_at) ||
+        sc_vec_reserve((void **)&gb->group_tasks, &gb->cap_members, gb->n_members + n, sizeof *gb->group_tasks))
+        return OOM(gb);
+    uint32_t gi = (uint32_t)gb->n_groups++;
+    gb->groups[gi] = cg;
+    gb->group_at[gi] = (uint32_t)gb->n_members;
+    for (size_t i = 0; i < n; i++) {
+        gb->group_tasks[gb->n_members++] = tasks[i];
+        gb->tasks[tasks[i]].group = gi;
+    }
+    gb->group_at[gi + 1] = (uint32_t)gb->n_members;
+    if (group)
+        *group = gi;
+    return SC_OK;
+}
+
+/* ---- finishing ---------------------------------------------------------------------- */
+
+struct order_key {
+    int64_t t;
+    uint32_t i;
+};
+
+static int by_order_key(const void *x, const void *y)
+{
+    const struct order_key *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Lay the tasks out by their keys, renumbering everything that names a
+ * task, and link each resource's tasks in the order they were added (a
+ * key smaller than its resource predecessor's is raised to it, so the sort
+ * keeps each resource's order). */
+static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to)
+{
+    size_t n = gb->n_tasks;
+    struct order_key *k = malloc((n ? n : 1) * sizeof *k);
+    int64_t *last_key = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last_key);
+    uint32_t *last = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last);
+    struct model_task *tasks = malloc((n ? n : 1) * sizeof *tasks);
+    struct model_task_src *src = malloc((n ? n : 1) * sizeof *src);
+    uint32_t *prev = malloc((n ? n : 1) * sizeof *prev), *next = malloc((n ? n : 1) * sizeof *next);
+    if (!k || !last_key || !last || !tasks || !src || !prev || !next) {
+        free(k);
+        free(last_key);
+        free(last);
+        free(tasks);
+        free(src);
+        free(prev);
+        free(next);
+        return OOM(gb);
+    }
+    for (size_t r = 0; r < gb->n_res; r++) {
+        last_key[r] = INT64_MIN;
+        last[r] = MODEL_NONE;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = gb->tasks[i].res;
+        int64_t t = gb->order[i] > last_key[r] ? gb->order[i] : last_key[r];
+        last_key[r] = t;
+        k[i] = (struct order_key){t, i};
+    }
+    sc_sort(k, n, sizeof *k, by_order_key);
+    for (uint32_t j = 0; j < n; j++) {
+        to[k[j].i] = j;
+        tasks[j] = gb->tasks[k[j].i];
+        src[j] = gb->src[k[j].i];
+    }
+    for (uint32_t i = 0; i < n; i++) { /* in the order added: each resource's order */
+        uint32_t r = gb->tasks[i].res, j = to[i];
+        prev[j] = last[r];
+        next[j] = MODEL_NONE;
+        if (last[r] != MODEL_NONE)
+            next[last[r]] = j;
+        last[r] = j;
+    }
+    for (size_t r = 0; r < gb->n_res; r++) {
+        struct model_resource *res = &gb->res[r];
+        res->first = res->n ? to[res->first] : MODEL_NONE;
+        res->last = res->n ? to[res->last] : MODEL_NONE;
+    }
+    for (size_t e = 0; e < gb->n_edges; e++) {
+        gb->edges[e].from = to[gb->edges[e].from];
+        gb->edges[e].to = to[gb->edges[e].to];
+    }
+    for (size_t s = 0; s < gb->n_steps; s++) {
+        gb->steps[s].begin = to[gb->steps[s].begin];
+        if (gb->steps[s].end != MODEL_NONE)
+            gb->steps[s].end = to[gb->steps[s].end];
+    }
+    for (size_t m = 0; m < gb->n_members; m++)
+        gb->group_tasks[m] = to[gb->group_tasks[m]];
+    g->tasks = tasks;
+    g->src = src;
+    g->prev = prev;
+    g->next = next;
+    free(k);
+    free(last_key);
+    free(last);
+    return SC_OK;
+}
+
+/* Predecessor and successor lists from the pending edges. */
+static int index_edges(struct model_gb *gb, struct model_graph *g)
+{
+    size_t n = gb->n_tasks, m = gb->n_edges;
+    uint32_t *pred_at = calloc(n + 1, sizeof *pred_at), *succ_at = calloc(n + 1, sizeof *succ_at);
+    struct model_edge *edges = malloc((m ? m : 1) * sizeof *edges);
+    uint32_t *succs = malloc((m ? m : 1) * sizeof *succs), *fill = malloc((n + 1) * sizeof *fill);
+    if (!pred_at || !succ_at || !edges || !succs || !fill) {
+        free(pred_at);
+        free(succ_at);
+        free(edges);
+        free(succs);
+        free(fill);
+        return OOM(gb);
+    }
+    for (size_t i = 0; i < m; i++) {
+        pred_at[gb->edges[i].to + 1]++;
+        succ_at[gb->edges[i].from + 1]++;
+        gb->stats.edges_by_kind[gb->edges[i].kind]++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pred_at[i + 1] += pred_at[i];
+        succ_at[i + 1] += succ_at[i];
+    }
+    memcpy(fill, pred_at, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < m; i++) {
+        const struct pending_edge *p = &gb->edges[i];
+        edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred};
+    }
+    memcpy(fill, succ_at, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < m; i++)
+        succs[fill[gb->edges[i].from]++] = gb->edges[i].to << 2 | gb->edges[i].type;
+    free(fill);
+    g->edges = edges;
+    g->pred_at = pred_at;
+    g->succ_at = succ_at;
+    g->succs = succs;
+    g->n_edges = m;
+    return SC_OK;
+}
+
+int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t **map, struct sc_error *err)
+{
+    struct model_graph *g = NULL;
+    uint32_t *to = NULL;
+    int rc = gb->failed;
+
+    *out = NULL;
+    if (map)
+        *map = NULL;
+    gb->err = err;
+    if (rc) {
+        model_gb_free(gb);
+        return sc_error_set(err, rc, "the graph was not built: an earlier step failed");
+    }
+    memset(gb->stats.edges_by_kind, 0, sizeof gb->stats.edges_by_kind);
+    g = calloc(1, sizeof *g);
+    to = malloc((gb->n_tasks ? gb->n_tasks : 1) * sizeof *to);
+    if (!g || !to) {
+        rc = OOM(gb);
+        goto out;
+    }
+    if (!gb->group_at && sc_vec_reserve((void **)&gb->group_at, &gb->cap_group_at, 1, sizeof *gb->group_at)) {
+        rc = OOM(gb);
+        goto out;
+    }
+    gb->group_at[gb->n_groups] = (uint32_t)gb->n_members;
+    if ((rc = layout(gb, g, to)) || (rc = index_edges(gb, g)))
+        goto out;
+    g->job = gb->job;
+    g->names = gb->names;
+    memset(&gb->names, 0, sizeof gb->names);
+    g->n_tasks = gb->n_tasks;
+    g->res = gb->res;
+    g->n_res = gb->n_res;
+    g->steps = gb->steps;
+    g->n_steps = gb->n_steps;
+    g->ranks = gb->ranks;
+    g->n_ranks = gb->n_ranks;
+    g->groups = gb->groups;
+    g->group_at = gb->group_at;
+    g->group_tasks = gb->group_tasks;
+    g->n_groups = gb->n_groups;
+    g->stats = gb->stats;
+    gb->res = NULL;
+    gb->steps = NULL;
+    gb->ranks = NULL;
+    gb->groups = NULL;
+    gb->group_at = NULL;
+    gb->group_tasks = NULL;
+    *out = g;
+    g = NULL;
+    if (map) {
+        *map = to;
+        to = NULL;
+    }
+out:
+    model_graph_free(g);
+    free(to);
+    model_gb_free(gb);
+    return rc;
+}
+
+int model_gb_finish(struct model_gb *gb, struct model_graph **out, struct sc_error *err)
+{
+    return model_gb_finish_map(gb, out, NULL, err);
+}

@@ -1,0 +1,130 @@
+/* tests/golden/test_golden_gemm.c: GEMM shapes and kernel times extracted
+ * from the real traces of ../shared/traces (fp32 recommendation models on
+ * an A100 and a V100), and the kernel model's error on them.
+ *
+ * The expected counts and sums were computed from the JSON independently of
+ * stepcast (each launch's innermost enclosing CPU op on its thread, the
+ * kernels joined by correlation id). The error bounds guard the model's
+ * figures in BENCHMARKS.md against regressions; they are not a target. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/cluster_profile.h"
+#include "estimator/gemm_samples.h"
+#include "estimator/kernel_model.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+#define TD "HolisticTraceAnalysis/tests/data/trace_diff/"
+
+static void golden(const char *rel, const char *profile, size_t samples, double m, double n, double k,
+                   size_t shape_count, double shape_us, size_t tf32, double max_median_err_pct)
+{
+    const char *path = th_shared_path(rel);
+    struct model_trace *t = NULL;
+    struct sc_error err;
+    struct gemm_samples s = {0};
+    size_t skipped = 0, count = 0, n_tf32 = 0;
+    double sum = 0;
+
+    CHECK_EQ_INT(model_trace_load_file(path, NULL, &t, &err), SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(gemm_samples_from_trace(t, &s, &skipped, &err), SC_OK);
+    CHECK_EQ_INT(s.n, samples);
+    CHECK_EQ_INT(skipped, 0);
+    for (size_t i = 0; i < s.n; i++)
+        n_tf32 += s.v[i].dtype == HW_TF32;
+    CHECK_EQ_INT(n_tf32, tf32); /* fp32 ops the library ran on TF32 tensor cores */
+    for (size_t i = 0; i < s.n; i++)
+        if (s.v[i].m == m && s.v[i].n == n && s.v[i].k == k && s.v[i].batch == 1) {
+            count++;
+            sum += s.v[i].measured_us;
+        }
+    CHECK_EQ_INT(count, shape_count);
+    CHECK_NEAR(sum, shape_us, 1e-6);
+    const char *device = s.n ? gemm_device_name(t, s.v[0].device) : NULL;
+    const struct hw_profile *hw = device ? hw_profile_for_device(device) : NULL;
+    CHECK(hw != NULL);
+    if (hw) {
+        struct kernel_params p;
+        struct estimate_check c;
+        kernel_params_default(&p);
+        CHECK_STREQ(hw->id, profile);
+        CHECK_EQ_INT(gemm_samples_check(&p, hw, s.v, s.n, &c, &err), SC_OK);
+        CHECK_EQ_INT(c.n, samples);
+        CHECK(c.median_abs_pct < max_median_err_pct);
+    }
+    gemm_samples_release(&s);
+    model_trace_free(t);
+}
+
+TEST(golden_gemm_a100)
+{
+    /* aten::addmm [1024 x 100] x [100 x 256] etc.: 78 ops, 547 us of kernels */
+    golden(TD "control/control.json.gz", "a100-sxm4-40gb", 1776, 1024, 256, 100, 78, 547, 1638, 45);
+}
+
+TEST(golden_gemm_v100)
+{
+    golden(TD "test/test.json.gz", "v100-sxm2-16gb", 456, 1024, 96, 512, 78, 2993, 0, 60);
+}
+
+TEST(golden_calibrate_traces)
+{
+    /* the A100 trace's GEMMs fit the kernel model's fixed cost and ceiling:
+     * the fit must describe them better than the defaults do */
+    const char *trace = th_shared_path(TD "control/control.json.gz");
+    const char *out = th_write_file("traces-profile.json", "", 0);
+    char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--out", (char *)out,
+                    (char *)trace, NULL};
+    char *so = th_run_expect(argv, 0, "GEMMs: 1776 with shapes and times", NULL);
+    CHECK_CONTAINS(so, "GPU profile a100-sxm4-40gb");
+    free(so);
+    size_t n;
+    char *doc = th_read_file(out, &n);
+    CHECK(doc != NULL);
+    if (!doc)
+        return;
+    struct cluster_profile p;
+    struct sc_error err;
+    memset(&p, 0, sizeof p);
+    coll_params_from_hw(hw_profile_find("a100-sxm4-40gb"), &p.coll);
+    kernel_params_default(&p.kernel);
+    CHECK_EQ_INT(cluster_profile_parse(doc, n, &p, &err), SC_OK);
+    CHECK_EQ_INT(p.has_kernel, 1);
+    CHECK_STREQ(p.source, "traces");
+    free(doc);
+    /* the profile's parameters, checked on the same GEMMs */
+    struct model_trace *t = NULL;
+    struct gemm_samples s = {0};
+    struct kernel_params def;
+    struct estimate_check before, after;
+    kernel_params_default(&def);
+    CHECK_EQ_INT(model_trace_load_file(trace, NULL, &t, &err), SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(gemm_samples_from_trace(t, &s, NULL, &err), SC_OK);
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
+    CHECK_EQ_INT(gemm_samples_check(&def, hw, s.v, s.n, &before, &err), SC_OK);
+    CHECK_EQ_INT(gemm_samples_check(&p.kernel, hw, s.v, s.n, &after, &err), SC_OK);
+    CHECK(after.median_abs_pct < before.median_abs_pct);
+    gemm_samples_release(&s);
+    model_trace_free(t);
+}
+
+TEST(golden_calibrate_traces_collectives)
+{
+    /* rank 0 of a 2-rank ResNet-50 DDP job: its all-reduces carry sizes */
+    const char *trace = th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz");
+    const char *out = th_write_file("nccl-profile.json", "", 0);
+    char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--out", (char *)out,
+                    (char *)trace, NULL};
+    char *so = th_run_expect(argv, 0, "traces: all_reduce, 2 ranks, nodes not said, 15 rows", NULL);
+    CHECK_CONTAINS(so, "model with a100-sxm4-40gb's defaults: median error");
+    CHECK_CONTAINS(so, "not fitted"); /* its GEMM ops carry no Input Dims */
+    free(so);
+}

@@ -1,0 +1,357 @@
+/* tests/unit/test_graph_builder.c: graphs built through the public
+ * builder alone, with no trace: they replay, break down, give a critical
+ * path and write a timeline like traced ones, and their durations are an
+ * input of the replay (factors, overrides) with answers worked out by hand
+ * from the durations put in. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/replay_json.h"
+#include "model/collective.h"
+#include "model/graph.h"
+#include "model/graph_builder.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "common/banned.h"
+
+#define MS 1000000LL
+
+/* Per rank: a step thread with a begin marker, a GEMM of kernel_ms[r] on
+ * the compute stream launched at the step's start, then an all-reduce of
+ * 2 ms (16 MiB of floats) on the communication stream once the GEMM is
+ * done, and the end marker once the all-reduce is done. The all-reduces
+ * of all ranks form one group. */
+static struct model_graph *two_rank_graph(const double *kernel_ms, int n_ranks, uint32_t group_size)
+{
+    struct sc_error err;
+    struct model_gb *gb = model_gb_new(&err);
+    uint32_t ar[8];
+    REQUIRE(gb != NULL);
+    for (int r = 0; r < n_ranks; r++) {
+        uint16_t rank;
+        uint32_t cpu, gpu, net, begin, k, c, end;
+        REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = r}, &rank) == SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .label = "step", .pid = 1, .tid = 1},
+                                      &cpu) == SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .pid = 0, .tid = 7},
+                                      &gpu) == SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .pid = 0, .tid = 13},
+                                      &net) == SC_OK);
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER}, &begin) ==
+                SC_OK);
+        REQUIRE(model_gb_add_task(gb,
+                                  &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_KERNEL, .sub = MODEL_KF_GEMM,
+                                                            .dur = (int64_t)(kernel_ms[r] * MS), .name = "gemm",
+                                                            .tag = "forward"},
+                                  &k) == SC_OK);
+        REQUIRE(model_gb_add_task(gb,
+                                  &(struct model_task_spec){.res = net, .cls = MODEL_TASK_COMM,
+                                                            .sub = MODEL_COLL_ALLREDUCE, .dur = 2 * MS,
+                                                            .name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                                            .tag = "gradients"},
+                                  &c) == SC_OK);
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER}, &end) == SC_OK);
+        REQUIRE(model_gb_add_edge(gb, begin, k, MODEL_EDGE_LAUNCH, MODEL_FS, 0, 0) == SC_OK);
+        REQUIRE(model_gb_add_edge(gb, k, c, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0, 0) == SC_OK);
+        REQUIRE(model_gb_add_edge(gb, c, end, MODEL_EDGE_HOST_SYNC, MODEL_FS, 0, 0) == SC_OK);
+        REQUIRE(model_gb_add_step(gb, &(struct model_step_spec){.rank = rank, .begin = begin, .end = end,
+                                                                .name = "ProfilerStep#1", .measured_ns = -1,
+                                                                .trace_step = MODEL_NONE}) == SC_OK);
+        ar[r] = c;
+    }
+    struct model_group_spec gs = {.op = MODEL_COLL_ALLREDUCE, .bytes = 16 << 20, .dtype = "Float", .pg = "0",
+                                  .seq = 1, .size = group_size};
+    REQUIRE(model_gb_add_group(gb, &gs, ar, (size_t)n_ranks, NULL) == SC_OK);
+    struct model_graph *g = NULL;
+    REQUIRE(model_gb_finish(gb, &g, &err) == SC_OK);
+    return g;
+}
+
+/* Replay g with the given scales (NULL-terminated); the step time of each
+ * rank in ms goes to ms[]. */
+static void replay_ms(const struct model_graph *g, const char *const *scales, double *ms)
+{
+    struct model_replay_opts o;
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    model_replay_opts_default(&o);
+    for (; scales && *scales; scales++)
+        REQUIRE(model_replay_parse_scale(*scales, &o, &err) == SC_OK);
+    REQUIRE(model_replay_run(g, &o, &r, &err) == SC_OK);
+    CHECK_EQ_INT(r->forced, 0);
+    for (size_t i = 0; i < r->n_steps; i++)
+        ms[r->steps[i].rank] = (double)r->steps[i].replayed_ns / MS;
+    model_replay_free(r);
+}
+
+/* Every rank's step takes want ms with these scales. */
+static void expect_ms(const struct model_graph *g, const char *const *scales, double want)
+{
+    double ms[8];
+    replay_ms(g, scales, ms);
+    for (size_t r = 0; r < g->n_ranks; r++)
+        CHECK_NEAR(ms[r], want, 1e-9);
+}
+
+/* Two ranks, 10 ms and 15 ms of GEMM, then a 2 ms all-reduce: the
+ * all-reduce starts when the slower rank is ready (15 ms) on both, so both
+ * steps take 15 + 2 = 17 ms. */
+TEST(graph_api_two_ranks_wait_for_the_slower_kernel)
+{
+    const double k[] = {10, 15};
+    struct model_graph *g = two_rank_graph(k, 2, 0);
+    CHECK(g->job == NULL);
+    CHECK_EQ_INT(g->n_ranks, 2);
+    CHECK_EQ_INT(g->n_groups, 1);
+    expect_ms(g, NULL, 17);
+    /* rank 1's kernel at x0.5 (7.5 ms): rank 0 (10 ms) is now the last to
+     * be ready: 10 + 2 = 12 ms on both; by family, by name or by class */
+    const char *half_family[] = {"family:gemm@1=0.5", NULL}, *half_name[] = {"name:gem*@1=0.5", NULL},
+               *half_class[] = {"kernel@1=0.5", NULL};
+    expect_ms(g, half_family, 12);
+    expect_ms(g, half_name, 12);
+    expect_ms(g, half_class, 12);
+    /* the all-reduce at factor 0: it takes no time, the wait for rank 1's
+     * 15 ms kernel remains: 15 ms on both */
+    const char *no_comm[] = {"communication=0", NULL};
+    expect_ms(g, no_comm, 15);
+    model_graph_free(g);
+}
+
+TEST(graph_api_factors_and_overrides_from_first_principles)
+{
+    const double k[] = {10, 15};
+    struct model_graph *g = two_rank_graph(k, 2, 0);
+    /* every GPU task twice as long: max(20, 30) + 4 = 34 ms */
+    const char *gpu2[] = {"gpu=2", NULL};
+    expect_ms(g, gpu2, 34);
+    /* factors multiply: gpu=2 and kernel=0.25 leave kernels at x0.5 and
+     * the all-reduce at x2: max(5, 7.5) + 4 = 11.5 ms */
+    const char *mixed[] = {"gpu=2", "kernel=0.25", NULL};
+    expect_ms(g, mixed, 11.5);
+    /* one rank's link 3x slower: the collective lasts its longest member,
+     * 6 ms: 15 + 6 = 21 ms on both */
+    const char *slow_link[] = {"communication@1=3", NULL};
+    expect_ms(g, slow_link, 21);
+    /* a factor matching nothing changes nothing */
+    const char *nothing[] = {"family:attention=0", "copy=5", NULL};
+    expect_ms(g, nothing, 17);
+    /* an override of rank 0's GEMM to 20 ms: 20 + 2 = 22 ms on both */
+    uint32_t gemm0 = MODEL_NONE;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].rank == 0 && g->tasks[i].cls == MODEL_TASK_KERNEL)
+            gemm0 = i;
+    REQUIRE(gemm0 != MODEL_NONE);
+    CHECK_STREQ(model_graph_str(g, g->src[gemm0].name), "gemm");
+    CHECK_STREQ(model_graph_str(g, g->src[gemm0].tag), "forward");
+    CHECK_EQ_INT(g->src[gemm0].event, MODEL_NONE);
+    struct model_replay_override ov = {gemm0, 20 * MS};
+    struct model_replay_opts o;
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    model_replay_opts_default(&o);
+    o.overrides = &ov;
+    o.n_overrides = 1;
+    REQUIRE(model_replay_run(g, &o, &r, &err) == SC_OK);
+    CHECK_EQ_INT(r->steps[0].replayed_ns, 22 * MS);
+    CHECK_EQ_INT(r->steps[1].replayed_ns, 22 * MS);
+    model_replay_free(r);
+    /* the graph is untouched: a plain replay gives 17 ms again */
+    expect_ms(g, NULL, 17);
+    ov.task = (uint32_t)g->n_tasks;
+    CHECK_EQ_INT(model_replay_run(g, &o, &r, &err), SC_EINVAL);
+    CHECK(r == NULL);
+    model_graph_free(g);
+}
+
+/* Peers that behave alike, simulated as one rank: a one-member group of 8. */
+TEST(graph_api_one_member_collective)
+{
+    const double k[] = {10};
+    struct model_graph *g = two_rank_graph(k, 1, 8);
+    CHECK_EQ_INT(g->groups[0].size, 8);
+    CHECK_EQ_INT(g->group_at[1] - g->group_at[0], 1);
+    expect_ms(g, NULL, 12);
+    const char *slow[] = {"communication=4", NULL};
+    expect_ms(g, slow, 18);
+    model_graph_free(g);
+}
+
+/* The breakdown, the critical path and the timeline of a graph with no
+ * trace, figures from the durations put in. */
+TEST(graph_api_reports_without_a_trace)
+{
+    const double k[] = {10, 15};
+    struct model_graph *g = two_rank_graph(k, 2, 0);
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    REQUIRE(r->n_steps == 2);
+    /* rank 0: 10 ms of GEMM, then its all-reduce kernel runs 7 ms: 5 ms
+     * waiting for rank 1, 2 ms of transfer */
+    const struct model_breakdown *b0 = &r->steps[0].breakdown, *b1 = &r->steps[1].breakdown;
+    CHECK_EQ_INT(b0->compute_exposed, 10 * MS);
+    CHECK_EQ_INT(b0->idle, 0);
+    CHECK_EQ_INT(b0->comm_exposed, 7 * MS);
+    CHECK_EQ_INT(b1->compute_exposed, 15 * MS);
+    CHECK_EQ_INT(b1->comm_exposed, 2 * MS);
+    CHECK_EQ_INT(r->steps[0].measured_ns, -1);
+    CHECK_EQ_INT(r->n_scored, 0);
+    /* rank 0's critical path runs through rank 1's GEMM: 15 ms compute,
+     * then 2 ms of communication, tiling the step */
+    for (size_t s = 0; s < 2; s++) {
+        int64_t by[MODEL_BOUND_COUNT] = {0}, cur = r->steps[s].start;
+        for (size_t i = r->steps[s].path_first; i < r->steps[s].path_first + r->steps[s].path_n; i++) {
+            CHECK_EQ_INT(r->segments[i].start, cur);
+            cur = r->segments[i].end;
+            by[r->segments[i].bound] += r->segments[i].end - r->segments[i].start;
+        }
+        CHECK_EQ_INT(cur, r->steps[s].end);
+        CHECK_EQ_INT(by[MODEL_BOUND_GPU_COMPUTE], 15 * MS);
+        CHECK_EQ_INT(by[MODEL_BOUND_COMMUNICATION], 2 * MS);
+    }
+    /* replay and critical-path documents: no measured time, names from the graph */
+    json_t *doc = api_replay_json(r);
+    REQUIRE(doc != NULL);
+    json_t *s0 = json_array_get(json_object_get(doc, "steps"), 0);
+    CHECK(json_is_null(json_object_get(s0, "measured_ms")));
+    CHECK_STREQ(json_string_value(json_object_get(s0, "step")), "ProfilerStep#1");
+    json_decref(doc);
+    doc = api_critical_path_json(r);
+    REQUIRE(doc != NULL);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    CHECK_CONTAINS(text, "\"task\":\"gemm\"");
+    CHECK_CONTAINS(text, "rank 1 stream 7");
+    free(text);
+    json_decref(doc);
+    /* the timeline is a trace stepcast reads back: one 17 ms step, the
+     * GEMM as a kernel linked to nothing (it has no launch call) */
+    for (int rank = 0; rank < 2; rank++) {
+        doc = api_timeline_json(r, rank);
+        REQUIRE(doc != NULL);
+        text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        json_decref(doc);
+        struct model_trace *t = NULL;
+        CHECK(model_trace_load_mem(text, strlen(text), "timeline", NULL, &t, &err) == SC_OK);
+        CHECK_CONTAINS(text, "\"name\":\"gemm\"");
+        free(text);
+        if (!t)
+            continue;
+        CHECK_EQ_INT(t->n_steps, 1);
+        if (t->n_steps)
+            CHECK_NEAR((double)(t->steps[0].end - t->steps[0].start), 17.0 * MS, 2.0);
+        model_trace_free(t);
+    }
+    model_replay_free(r);
+    model_graph_free(g);
+}
+
+TEST(graph_api_rejects_what_cannot_be_a_graph)
+{
+    struct sc_error err;
+    struct model_gb *gb = model_gb_new(&err);
+    uint16_t rank;
+    uint32_t cpu, gpu, t1, t2, t3;
+    REQUIRE(gb != NULL);
+    CHECK_EQ_INT(model_gb_add_resource(gb, &(struct model_res_spec){.rank = 0}, &cpu), SC_EINVAL);
+    model_gb_free(gb);
+
+    gb = model_gb_new(&err);
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 0}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank}, &cpu) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1}, &gpu) == SC_OK);
+    /* a kernel on a CPU thread */
+    CHECK_EQ_INT(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_KERNEL}, &t1),
+                 SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "GPU work on a CPU thread");
+    /* after an error, every call fails, finish too */
+    CHECK_EQ_INT(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_CALL}, &t1),
+                 SC_EINVAL);
+    struct model_graph *g = NULL;
+    CHECK_EQ_INT(model_gb_finish(gb, &g, &err), SC_EINVAL);
+    CHECK(g == NULL);
+
+    gb = model_gb_new(&err);
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 0}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1}, &gpu) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_COMM, .dur = 5}, &t1) ==
+            SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_COMM, .dur = 5}, &t2) ==
+            SC_OK);
+    CHECK_EQ_INT(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_COPY, .dur = -1}, &t3),
+                 SC_EINVAL);
+    model_gb_free(gb);
+
+    gb = model_gb_new(&err);
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 0}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1}, &gpu) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_COMM, .dur = 5}, &t1) ==
+            SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_COMM, .dur = 5}, &t2) ==
+            SC_OK);
+    /* two members on one rank; a step whose markers are no markers */
+    uint32_t both[] = {t1, t2};
+    CHECK_EQ_INT(model_gb_add_group(gb, &(struct model_group_spec){.op = MODEL_COLL_ALLREDUCE}, both, 2, NULL),
+                 SC_EINVAL);
+    model_gb_free(gb);
+    gb = model_gb_new(&err);
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 0}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank}, &cpu) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_HOST, .dur = 5}, &t1) ==
+            SC_OK);
+    CHECK_EQ_INT(model_gb_add_step(gb, &(struct model_step_spec){.rank = rank, .begin = t1, .end = t1}), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no marker task");
+    model_gb_free(gb);
+}
+
+/* A resource runs its tasks in the order they were added, whatever the
+ * layout keys say. */
+TEST(graph_api_resource_order_is_the_order_added)
+{
+    struct sc_error err;
+    struct model_gb *gb = model_gb_new(&err);
+    uint16_t rank;
+    uint32_t cpu, a, b, c;
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 3}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank}, &cpu) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER, .order = 50}, &a) ==
+            SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_HOST, .dur = 4 * MS,
+                                                            .gap = MS, .order = 10},
+                              &b) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER, .order = 0}, &c) ==
+            SC_OK);
+    REQUIRE(model_gb_add_step(gb, &(struct model_step_spec){.rank = rank, .begin = a, .end = c, .name = "s",
+                                                            .measured_ns = 4 * MS}) == SC_OK);
+    struct model_graph *g = NULL;
+    uint32_t *map = NULL;
+    REQUIRE(model_gb_finish_map(gb, &g, &map, &err) == SC_OK);
+    CHECK_EQ_INT(g->prev[map[b]], map[a]);
+    CHECK_EQ_INT(g->next[map[b]], map[c]);
+    CHECK_STREQ(model_graph_str(g, g->src[map[b]].name), "host");
+    struct model_replay *r = NULL;
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    /* 1 ms of host work, then 4 ms: 5 ms, 25% over the 4 ms measured */
+    CHECK_EQ_INT(r->steps[0].replayed_ns, 5 * MS);
+    CHECK_NEAR(r->steps[0].error_pct, 25, 1e-9);
+    CHECK_EQ_INT(r->n_scored, 1);
+    const char *bad[] = {"gpu@2=2", NULL};
+    struct model_replay_opts o;
+    model_replay_opts_default(&o);
+    CHECK_EQ_INT(model_replay_parse_scale(bad[0], &o, &err), SC_OK);
+    model_replay_free(r);
+    r = NULL;
+    CHECK_EQ_INT(model_replay_run(g, &o, &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no rank 2");
+    free(map);
+    model_graph_free(g);
+}
