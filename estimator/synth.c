@@ -1178,10 +1178,6 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
     *out = NULL;
-    if (p.vpp > 1 && p.m % p.pp != 0)
-        return sc_error_set(err, SC_EINVAL,
-                            "parallel.schedule: the interleaved schedule needs micro-batches (%lld) divisible by pp (%lld)",
-                            (long long)p.m, (long long)p.pp);
     shape_init(&y);
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);
