@@ -37,6 +37,7 @@
 #endif
 
 #include "common/vec.h"
+#include "model/steps.h"
 #include "model/stream.h"
 #include "common/banned.h"
 
@@ -1791,7 +1792,9 @@ static int reader_run(struct reader *r, int state, int top_array)
 static int finish(struct model_trace *t, const struct model_load_opts *opts, const char *source,
                   struct sc_error *err)
 {
-    int rc = model_trace_finish(t, opts, err);
+    int rc = model_trace_finish(t, err);
+    if (rc == SC_OK)
+        rc = model_steps_find(t, opts ? opts->step_marker : NULL, err);
     if (rc)
         sc_error_prefix(err, "'%s'", source);
     return rc;
