@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 
+struct model_graph;
 struct model_job;
 struct model_trace;
 struct model_inspect;
@@ -19,6 +20,12 @@ json_t *api_inspect_rank_json(const struct model_trace *t, const struct model_in
 
 /* The whole document; NULL and *err filled on failure. */
 json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err);
+
+/* The collective groups of a graph (model/graph.h): [{"kind","bytes",
+ * "dtype","process_group","seq","group_size","ranks":[...],"transfer_ms"},
+ * ...] (unknown values null; bytes by the nccl-tests convention). NULL
+ * when out of memory. Shown by inspect and by the replay's "graph". */
+json_t *api_collectives_json(const struct model_graph *g);
 
 /* ns -> ms, rounded to the nanosecond, as a JSON real. */
 json_t *api_json_ms(int64_t ns);

@@ -4,9 +4,11 @@
 #ifndef API_JSON_REPLY_H
 #define API_JSON_REPLY_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
-#include "api/reply.h"
+struct api_reply;
 
 /* Serialise doc (stolen, also on failure) as the body with `status`.
  * SC_ENOMEM (and a 503 reply) when it cannot. */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 
 #include "api/inspect_json.h"
-#include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -33,39 +32,6 @@ static int rank_id(const struct model_graph *g, uint16_t rank)
 static json_t *ms_or_null(int64_t ns)
 {
     return ns < 0 ? json_null() : api_json_ms(ns);
-}
-
-static json_t *str_or_null(const struct model_graph *g, uint32_t id)
-{
-    const char *v = model_graph_str(g, id);
-    return *v ? json_string(v) : json_null();
-}
-
-json_t *api_collectives_json(const struct model_graph *g)
-{
-    json_t *out = json_array();
-    for (size_t k = 0; out && k < g->n_groups; k++) {
-        const struct model_coll_group *cg = &g->groups[k];
-        json_t *ranks = json_array();
-        int64_t transfer = 0;
-        for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
-            const struct model_task *t = &g->tasks[g->group_tasks[m]];
-            json_array_append_new(ranks, json_integer(g->ranks[t->rank].id));
-            if (t->dur > transfer)
-                transfer = t->dur;
-        }
-        json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "kind",
-                              model_coll_op_name((enum model_coll_op)cg->op), "bytes",
-                              cg->bytes < 0 ? json_null() : json_integer(cg->bytes), "dtype",
-                              str_or_null(g, cg->dtype), "process_group", str_or_null(g, cg->pg), "seq",
-                              cg->seq < 0 ? json_null() : json_integer(cg->seq), "group_size",
-                              (json_int_t)cg->size, "ranks", ranks, "transfer_ms", api_json_ms(transfer));
-        if (!c || json_array_append_new(out, c)) {
-            json_decref(out);
-            return NULL;
-        }
-    }
-    return out;
 }
 
 static json_t *graph_json(const struct model_graph *g)

@@ -12,14 +12,7 @@
 
 #include <jansson.h>
 
-struct model_graph;
 struct model_replay;
-
-/* The collective groups of a graph: [{"kind","bytes","dtype",
- * "process_group","seq","group_size","ranks":[...],"transfer_ms"}, ...]
- * (unknown values null; bytes by the nccl-tests convention). NULL when out
- * of memory. */
-json_t *api_collectives_json(const struct model_graph *g);
 
 json_t *api_replay_json(const struct model_replay *r);
 json_t *api_critical_path_json(const struct model_replay *r);

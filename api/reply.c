@@ -129,6 +129,14 @@ int api_fail(struct api_reply *r, enum api_code code, const char *fmt, ...)
     return code_status(code);
 }
 
+/* Set once at start, before requests are served; read by every handler. */
+static api_server_error_fn server_error_hook;
+
+void api_set_server_error_hook(api_server_error_fn fn)
+{
+    server_error_hook = fn;
+}
+
 int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_code invalid)
 {
     enum api_code c;
@@ -146,5 +154,7 @@ int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_co
         api_fail(r, c, "the server failed (%s); its log has the details", sc_status_name(err->code));
     else
         api_fail(r, c, "%s", err->msg);
+    if (r->status >= 500 && server_error_hook)
+        server_error_hook(err);
     return err->code ? (int)err->code : SC_EINTERNAL;
 }

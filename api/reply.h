@@ -70,9 +70,15 @@ int api_fail(struct api_reply *r, enum api_code code, const char *fmt, ...);
  * caller says which 400 code fits), ELIMIT -> too_large, ENUMERIC ->
  * unprocessable, ENOTFOUND -> not_found, EEXIST -> conflict, ENOMEM ->
  * unavailable, others -> internal, whose message does not repeat err's
- * (it may name server paths): log err where that matters. Returns
- * err->code. */
+ * (it may name server paths): the server error hook gets err for every
+ * 5xx. Returns err->code. */
 int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_code invalid);
+
+/* Who hears of failures on the server's side (a 5xx from
+ * api_fail_status), with the details the reply leaves out: the daemon's
+ * log. Set it once, before requests are answered; NULL: nobody. */
+typedef void (*api_server_error_fn)(const struct sc_error *err);
+void api_set_server_error_hook(api_server_error_fn fn);
 
 /* A body the caller built (taken over): status and content type. */
 void api_reply_take(struct api_reply *r, unsigned status, const char *content_type, char *body,

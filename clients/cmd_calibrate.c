@@ -79,37 +79,9 @@ static int load_run(const char *path, const struct opts *o, struct nct_run *run,
 {
     struct sc_error err;
     size_t len;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "stepcast: %s: %s\n", path, strerror(errno));
-        return 2;
-    }
-    char *text = NULL;
-    size_t cap = 0;
-    len = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            char *t = realloc(text, cap = cap ? cap * 2 : 65536 * 2);
-            if (!t || cap > (256u << 20)) {
-                free(t ? t : text);
-                fclose(f);
-                fprintf(stderr, "stepcast: %s: %s\n", path, t ? "over 256 MiB: not an nccl-tests output" : "out of memory");
-                return t ? 2 : 1;
-            }
-            text = t;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int io_error = ferror(f);
-    fclose(f);
-    if (io_error) {
-        free(text);
-        fprintf(stderr, "stepcast: %s: read error\n", path);
-        return 1;
-    }
+    char *text;
+    if (cli_read_file(path, 256u << 20, &text, &len, &err))
+        return cli_fail(&err);
     const char *base = strrchr(path, '/');
     int rc = nct_parse(text, len, base ? base + 1 : path, run, &err);
     free(text);

@@ -10,6 +10,8 @@
 #include "api/inspect_json.h"
 #include "clients/cli.h"
 #include "clients/table.h"
+#include "model/collective.h"
+#include "model/graph.h"
 #include "model/inspect.h"
 #include "model/job.h"
 #include "common/banned.h"
@@ -113,6 +115,47 @@ static void print_rank(const struct model_trace *t, const struct model_inspect *
     }
 }
 
+/* The collectives matched across ranks, as a replay groups them (nothing
+ * when the job has no step to build a graph of). */
+static int print_groups(const struct model_job *job)
+{
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    int rc = model_graph_build(job, NULL, &g, &err);
+    if (rc == SC_EINVAL)
+        return 0;
+    if (rc)
+        return cli_fail(&err);
+    if (g->n_groups) {
+        struct cli_table tb;
+        printf("\ncollectives across ranks (%zu):\n", g->n_groups);
+        cli_table_init(&tb, "kind", "bytes", "dtype", "group", "seq", "size", "ranks", "transfer ms", NULL);
+        for (size_t k = 0; k < g->n_groups; k++) {
+            const struct model_coll_group *cg = &g->groups[k];
+            char bytes[32] = "-", seq[32] = "-", ranks[96] = "";
+            size_t n = 0;
+            int64_t transfer = 0;
+            if (cg->bytes >= 0)
+                snprintf(bytes, sizeof bytes, "%" PRId64, cg->bytes);
+            if (cg->seq >= 0)
+                snprintf(seq, sizeof seq, "%" PRId64, cg->seq);
+            for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1] && n < sizeof ranks; m++) {
+                const struct model_task *t = &g->tasks[g->group_tasks[m]];
+                n += (size_t)snprintf(ranks + n, sizeof ranks - n, "%s%d", n ? "," : "", g->ranks[t->rank].id);
+                if (t->dur > transfer)
+                    transfer = t->dur;
+            }
+            const char *dtype = model_graph_str(g, cg->dtype), *pg = model_graph_str(g, cg->pg);
+            cli_table_rowf(&tb, "%s|%s|%s|%s|%s|%u|%s|%.3f", model_coll_op_name((enum model_coll_op)cg->op), bytes,
+                           *dtype ? dtype : "-", *pg ? pg : "-", seq, cg->size, ranks, ms(transfer));
+        }
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+    }
+    model_graph_free(g);
+    return 0;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -163,6 +206,8 @@ int cmd_inspect(int argc, char **argv)
             print_rank(job->ranks[i], in);
             model_inspect_free(in);
         }
+        if (rc == 0)
+            rc = print_groups(job);
     }
     model_job_free(job);
     return rc;

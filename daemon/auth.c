@@ -12,7 +12,6 @@
 #include "daemon/config.h"
 #include "daemon/digest.h"
 #include "daemon/log.h"
-#include "daemon/service.h"
 #include "daemon/store.h"
 #include "common/banned.h"
 
@@ -78,11 +77,11 @@ int auth_check(struct store *s, const char *authorization, enum api_scope need,
     if (!secret_valid(secret, strlen(secret)))
         return api_fail(r, API_E_UNAUTHORIZED, "unknown token");
     if (digest_hex(secret, strlen(secret), hash, &err))
-        return svc_fail(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_INTERNAL);
     if ((rc = store_token_lookup(s, hash, tok, &err))) {
         if (rc == SC_ENOTFOUND)
             return api_fail(r, API_E_UNAUTHORIZED, "unknown token");
-        return svc_fail(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_INTERNAL);
     }
     if (tok->revoked_ns)
         return api_fail(r, API_E_UNAUTHORIZED, "token '%s' was revoked", tok->id);

@@ -1,8 +1,10 @@
-/* daemon/built.c: building a model from its traces; queries on it (built.h).
+/* daemon/built.c: building a model from its traces, and its memo of
+ * answers (built.h).
  *
- * Answers are memoised per model, keyed by the operation and its query
- * string, up to a byte budget fixed when the model is built (so the cache
- * can count it): a cached model answers a repeated query with a copy. */
+ * Answers are memoised per model under the key the handler gives (the
+ * query's name and parameters), up to a byte budget fixed when the model is
+ * built (so the cache can count it): a cached model answers a repeated
+ * query with a copy. */
 #include "daemon/built.h"
 
 #include <limits.h>
@@ -11,12 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/encode.h"
 #include "daemon/blobs.h"
-#include "daemon/service.h"
 #include "model/graph.h"
 #include "model/job.h"
-#include "model/replay.h"
 #include "model/trace.h"
 #include "common/banned.h"
 
@@ -25,7 +24,7 @@
 #define MEMO_MAX_BYTES (64u << 20)
 
 struct memo {
-    char key[512];
+    char key[BUILT_MEMO_KEY_MAX];
     char *body; /* from malloc */
     size_t len;
     const char *content_type;
@@ -128,6 +127,11 @@ const struct model_job *built_model_job(const struct built_model *m)
     return m->job;
 }
 
+const struct model_graph *built_model_graph(const struct built_model *m)
+{
+    return m->graph;
+}
+
 static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, const char *body,
                       size_t len)
 {
@@ -140,7 +144,7 @@ static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, c
     return SC_OK;
 }
 
-static int memo_get(struct built_model *m, const char *key, struct api_reply *r)
+int built_memo_get(struct built_model *m, const char *key, struct api_reply *r)
 {
     int found = 0;
     pthread_mutex_lock(&m->mu);
@@ -153,9 +157,7 @@ static int memo_get(struct built_model *m, const char *key, struct api_reply *r)
     return found;
 }
 
-/* Keep a copy of a 200 answer while it fits the budget; when full, the
- * oldest entries go first. */
-static void memo_put(struct built_model *m, const char *key, const struct api_reply *r)
+void built_memo_put(struct built_model *m, const char *key, const struct api_reply *r)
 {
     char *copy;
     if (r->len > m->memo_cap / 4 || !(copy = malloc(r->len + 1)))
@@ -180,45 +182,4 @@ static void memo_put(struct built_model *m, const char *key, const struct api_re
     e->content_type = r->content_type;
     m->memo_bytes += r->len;
     pthread_mutex_unlock(&m->mu);
-}
-
-int built_model_query(struct built_model *m, enum api_op op, const char *const *keys,
-                      const char *const *values, size_t n, struct api_reply *r, int *memo_hit)
-{
-    struct model_replay_opts ro;
-    struct model_replay *rp = NULL;
-    struct sc_error err;
-    char key[512];
-    long rank = -1;
-    size_t k = (size_t)snprintf(key, sizeof key, "%s", api_op_info(op)->id);
-    int rc;
-
-    *memo_hit = 0;
-    model_replay_opts_default(&ro);
-    ro.critical_path = op == API_OP_CRITICAL_PATH;
-    for (size_t i = 0; i < n; i++) {
-        if (k < sizeof key)
-            k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", keys[i], values[i]);
-        if (!strcmp(keys[i], "scale") && model_replay_parse_scale(values[i], &ro, &err))
-            return api_fail(r, API_E_BAD_REQUEST, "scale: %s", err.msg);
-        if (!strcmp(keys[i], "rank")) {
-            char *end;
-            rank = strtol(values[i], &end, 10);
-            if (*end || end == values[i] || rank < 0 || rank > INT_MAX)
-                return api_fail(r, API_E_BAD_REQUEST, "rank must be a rank number");
-        }
-    }
-    if (k >= sizeof key)
-        return api_fail(r, API_E_BAD_REQUEST, "the query is too long");
-    if (op == API_OP_TIMELINE && rank < 0)
-        return api_fail(r, API_E_BAD_REQUEST, "the timeline needs ?rank=R");
-    if ((*memo_hit = memo_get(m, key, r)))
-        return SC_OK;
-    if ((rc = model_replay_run(m->graph, &ro, &rp, &err)))
-        return svc_fail(r, &err, API_E_BAD_REQUEST);
-    rc = api_reply_replay(r, op, rp, (int)rank);
-    model_replay_free(rp);
-    if (rc == SC_OK)
-        memo_put(m, key, r);
-    return rc;
 }

@@ -1,13 +1,14 @@
-/* daemon/built.h: a built model in memory: the one build step, and the
- * queries answered from it.
+/* daemon/built.h: a built model in memory: {job, graph, memo}.
  *
  * built_model_build() is the whole build: it loads the traces a model was
  * made from (blobs, by rank) into a struct model_job and builds its
- * dependency graph (model/graph.h), which replays then run on. Builders call it for new models and the cache calls it
- * to bring back a ready model after a restart or an eviction, so both give
- * the same model. A built model is immutable; the rendered answers to
- * queries are memoised in it (bounded), since the same replay of the same
- * model is asked for again and again. */
+ * dependency graph (model/graph.h), which replays then run on. Builders
+ * call it for new models and the cache calls it to bring back a ready
+ * model after a restart or an eviction, so both give the same model. A
+ * built model is immutable but for its memo: the rendered answers to
+ * queries, kept (bounded) since the same replay of the same model is asked
+ * for again and again. Handlers (handlers.h) parse queries, run them on
+ * the graph and render the answers; this file knows none of that. */
 #ifndef DAEMON_BUILT_H
 #define DAEMON_BUILT_H
 
@@ -15,10 +16,10 @@
 
 #include "api/reply.h"
 #include "api/resources.h"
-#include "api/routes.h"
 #include "common/error.h"
 
 struct blob_store;
+struct model_graph;
 struct model_graph_opts;
 struct model_job;
 struct model_load_opts;
@@ -40,11 +41,16 @@ void built_model_free(struct built_model *m); /* NULL-safe */
 size_t built_model_bytes(const struct built_model *m);
 const struct model_job *built_model_job(const struct built_model *m);
 
-/* A query on the model (replay, critical path, timeline) with its query
- * parameters (key/value pairs of the URL, checked against the route
- * already), answered into r. *memo_hit says whether the answer was
- * memoised. Thread-safe. */
-int built_model_query(struct built_model *m, enum api_op op, const char *const *keys,
-                      const char *const *values, size_t n, struct api_reply *r, int *memo_hit);
+const struct model_graph *built_model_graph(const struct built_model *m);
+
+/* Longest memo key (a query's name and parameters). */
+#define BUILT_MEMO_KEY_MAX 512
+
+/* The answer kept under key, copied into r: 1, else 0 (r untouched).
+ * Thread-safe. */
+int built_memo_get(struct built_model *m, const char *key, struct api_reply *r);
+/* Keep a copy of a 200 answer under key while it fits the memo's budget;
+ * when full, the oldest answers go first. Thread-safe. */
+void built_memo_put(struct built_model *m, const char *key, const struct api_reply *r);
 
 #endif

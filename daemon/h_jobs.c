@@ -45,7 +45,7 @@ void h_jobs_list(struct svc *s, struct svc_request *q, struct api_reply *r)
     size_t n;
     (void)q;
     if (store_job_list(s->store, &v, &n, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     api_reply_jobs(r, v, n);
@@ -63,7 +63,7 @@ void h_job_put(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     if (store_job_put(s->store, q->params.job, desc, &created, &err) ||
         store_job_get(s->store, q->params.job, &job, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     } else {
         api_reply_job(r, created ? 201 : 200, &job, NULL, 0, NULL, 0);
         api_job_release(&job);
@@ -79,12 +79,12 @@ void h_job_get(struct svc *s, struct svc_request *q, struct api_reply *r)
     size_t nt = 0, nm = 0;
     struct sc_error err;
     if (store_job_get(s->store, q->params.job, &job, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     if (store_trace_list(s->store, job.id, &traces, &nt, &err) ||
         store_model_list(s->store, job.id, &models, &nm, &err))
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     else /* none is an empty list, not an absent one */
         api_reply_job(r, 200, &job, traces ? traces : (struct api_trace[1]){0}, nt,
                       models ? models : (struct api_model[1]){0}, nm);
@@ -116,7 +116,7 @@ void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     }
     pthread_mutex_unlock(&s->blob_mu);
     if (rc)
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     else {
         log_info("store", "event=job_deleted job=%s models=%zu blobs_freed=%zu", q->params.job,
                  models.n, freed.n);
@@ -154,7 +154,7 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
     if (rc && err.code == SC_ENUMERIC) /* a number out of range: as invalid as a bad byte */
         return api_fail(r, API_E_INVALID_TRACE, "%s", err.msg);
     if (rc)
-        return svc_fail(r, &err, API_E_INVALID_TRACE);
+        return api_fail_status(r, &err, API_E_INVALID_TRACE);
     if (t->rank >= 0 && t->rank != q->params.rank)
         rc = api_fail(r, API_E_UNPROCESSABLE,
                       "the trace is rank %lld (distributedInfo.rank) but was sent as rank %lld",
@@ -188,13 +188,13 @@ static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *
                         "send ?replace=true to replace it",
                         (long long)q->params.rank, q->params.job, cur.sha256);
     if (rc != SC_OK && rc != SC_ENOTFOUND)
-        return svc_fail(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_INTERNAL);
     if ((rc = store_blob_exists(s->store, rec->sha256, &have_blob, &err)) ||
         (!have_blob && (rc = blob_writer_commit(q->upload, &err))))
-        return svc_fail(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_INTERNAL);
     fp_hit("upload.after_rename");
     if ((rc = store_trace_put(s->store, q->params.job, rec, &freed, &err)))
-        return svc_fail(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_INTERNAL);
     fp_hit("upload.after_commit");
     h_remove_blobs(s, &freed);
     store_names_release(&freed);
@@ -223,7 +223,7 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (validate(s, q, &rec, r))
         goto done;
     if (blob_writer_finish(q->upload, rec.sha256, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         goto done;
     }
     fp_hit("upload.after_fsync");
@@ -249,7 +249,7 @@ void h_trace_get(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_trace t;
     struct sc_error err;
     if (store_trace_get(s->store, q->params.job, q->params.rank, &t, &err))
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     else
         api_reply_trace(r, 200, q->params.job, &t);
 }

@@ -2,7 +2,9 @@
  * queries answered from a built model (handlers.h). */
 #include "daemon/handlers.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/encode.h"
@@ -15,6 +17,7 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "model/graph.h"
+#include "model/replay.h"
 #include "common/banned.h"
 
 /* Progress for the reply: 1 when ready, the builder's figure while building. */
@@ -72,7 +75,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     }
     memset(&m, 0, sizeof m);
     if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     snprintf(m.id, sizeof m.id, "m-%s", rnd);
@@ -81,7 +84,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     m.step_marker = req.step_marker[0] ? req.step_marker : NULL;
     m.steps = req.steps[0] ? req.steps : NULL;
     if ((rc = store_model_create(s->store, &m, &err))) {
-        svc_fail(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
+        api_fail_status(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
         return;
     }
     if (builder_submit(s->builder, m.id, &err)) {
@@ -94,7 +97,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     }
     log_info("build", "model=%s job=%s event=queued by=%s", m.id, m.job, q->caller.id);
     if (store_model_get(s->store, m.id, &made, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     fill_progress(s, &made);
@@ -114,7 +117,7 @@ void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (store_model_list(s->store, job, &v, &n, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -128,7 +131,7 @@ void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_model m;
     struct sc_error err;
     if (store_model_get(s->store, q->params.id, &m, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     fill_progress(s, &m);
@@ -141,10 +144,60 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct store_names freed = {0};
     struct sc_error err;
     if (delete_model(s, q->params.id, &freed, &err))
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     else
         api_reply_deleted(r, "model", q->params.id, 1, freed.n);
     store_names_release(&freed);
+}
+
+/* A replay, critical path or timeline of the model: the query's scales
+ * and rank, the memo, the replay, the answer rendered. */
+static void answer_replay(struct built_model *m, const struct svc_request *q, struct api_reply *r,
+                          int *memo_hit)
+{
+    struct model_replay_opts ro;
+    struct model_replay *rp = NULL;
+    struct sc_error err;
+    char key[BUILT_MEMO_KEY_MAX];
+    long rank = -1;
+    size_t k = (size_t)snprintf(key, sizeof key, "%s", api_op_info(q->op)->id);
+
+    model_replay_opts_default(&ro);
+    ro.critical_path = q->op == API_OP_CRITICAL_PATH;
+    for (size_t i = 0; i < q->n_query; i++) {
+        if (k < sizeof key)
+            k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", q->qkey[i], q->qval[i]);
+        if (!strcmp(q->qkey[i], "scale") && model_replay_parse_scale(q->qval[i], &ro, &err)) {
+            api_fail(r, API_E_BAD_REQUEST, "scale: %s", err.msg);
+            return;
+        }
+        if (!strcmp(q->qkey[i], "rank")) {
+            char *end;
+            rank = strtol(q->qval[i], &end, 10);
+            if (*end || end == q->qval[i] || rank < 0 || rank > INT_MAX) {
+                api_fail(r, API_E_BAD_REQUEST, "rank must be a rank number");
+                return;
+            }
+        }
+    }
+    if (k >= sizeof key) {
+        api_fail(r, API_E_BAD_REQUEST, "the query is too long");
+        return;
+    }
+    if (q->op == API_OP_TIMELINE && rank < 0) {
+        api_fail(r, API_E_BAD_REQUEST, "the timeline needs ?rank=R");
+        return;
+    }
+    if ((*memo_hit = built_memo_get(m, key, r)))
+        return;
+    if (model_replay_run(built_model_graph(m), &ro, &rp, &err)) {
+        api_fail_status(r, &err, API_E_BAD_REQUEST);
+        return;
+    }
+    int rc = api_reply_replay(r, q->op, rp, (int)rank);
+    model_replay_free(rp);
+    if (rc == SC_OK)
+        built_memo_put(m, key, r);
 }
 
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -158,10 +211,10 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (rc) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    built_model_query(cache_value(e), q->op, q->qkey, q->qval, q->n_query, r, &memo_hit);
+    answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
     metrics_memo(s->metrics, memo_hit);
 }

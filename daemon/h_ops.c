@@ -30,7 +30,7 @@ void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (api_decode_token(q->body, q->body_len, &lim, &req, r))
         return;
     if (auth_token_create(s->store, req.scope, req.name, &tok, secret, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     log_info("auth", "event=token_created id=%s scope=%s by=%s", tok.id, api_scope_name(tok.scope),
@@ -46,7 +46,7 @@ void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r)
     size_t n;
     (void)q;
     if (store_token_list(s->store, &v, &n, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     api_reply_tokens(r, v, n);
@@ -58,7 +58,7 @@ void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_token tok;
     struct sc_error err;
     if (store_token_revoke(s->store, q->params.id, &tok, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     log_info("auth", "event=token_revoked id=%s by=%s", tok.id, q->caller.id);
@@ -88,7 +88,7 @@ void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r)
     char *text = NULL;
     (void)q;
     if (store_totals(s->store, &tot, &err)) {
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     g.jobs = tot.jobs;
@@ -107,7 +107,7 @@ void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r)
     g.requests_in_flight = atomic_load(&s->in_flight);
     g.uptime_s = uptime(s);
     if (metrics_render(s->metrics, &g, &text, &len, &err))
-        svc_fail(r, &err, API_E_INTERNAL);
+        api_fail_status(r, &err, API_E_INTERNAL);
     else
         api_reply_take(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }

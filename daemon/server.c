@@ -273,7 +273,7 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
         }
         cs->upload_slot = 1;
         if (blob_writer_new(s->blobs, &cs->req.upload, &err)) {
-            svc_fail(&cs->reply, &err, API_E_INTERNAL);
+            api_fail_status(&cs->reply, &err, API_E_INTERNAL);
             goto answer;
         }
     } else if (len > s->cfg->max_json_body) {
@@ -299,7 +299,7 @@ static int consume(struct server *srv, struct conn *cs, const char *data, size_t
         if (cs->bytes_in > (uint64_t)cfg->max_body)
             return -1;
         if (!cs->have_reply && blob_writer_write(cs->req.upload, data, n, &err)) {
-            svc_fail(&cs->reply, &err, API_E_INTERNAL);
+            api_fail_status(&cs->reply, &err, API_E_INTERNAL);
             cs->have_reply = 1; /* answered at the end of the body */
         }
         return 0;

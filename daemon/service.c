@@ -16,7 +16,6 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
-#include "daemon/handlers.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
@@ -87,6 +86,13 @@ static int open_catalog(struct svc *s, const char *path, struct sc_error *err)
     return rc;
 }
 
+/* The details of a failure on the server's side, for its log. */
+static void log_server_error(const struct sc_error *err)
+{
+    char q[600];
+    log_error("handler", "status=%s msg=\"%s\"", sc_status_name(err->code), log_quote(err->msg, q, sizeof q));
+}
+
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
 {
     char path[PATH_MAX];
@@ -96,6 +102,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->started = metrics_clock();
+    api_set_server_error_hook(log_server_error);
     pthread_mutex_init(&s->blob_mu, NULL);
     pthread_mutex_init(&s->publish_mu, NULL);
     model_load_opts_default(&s->load);
@@ -158,16 +165,6 @@ void svc_close(struct svc *s)
     memset(s, 0, sizeof *s);
 }
 
-int svc_fail(struct api_reply *r, const struct sc_error *err, enum api_code invalid)
-{
-    int rc = api_fail_status(r, err, invalid);
-    if (r->status >= 500) {
-        char q[600];
-        log_error("handler", "status=%s msg=\"%s\"", sc_status_name(err->code),
-                  log_quote(err->msg, q, sizeof q));
-    }
-    return rc;
-}
 
 const char *svc_query(const struct svc_request *req, const char *key)
 {
@@ -175,24 +172,6 @@ const char *svc_query(const struct svc_request *req, const char *key)
         if (strcmp(req->qkey[i], key) == 0)
             return req->qval[i];
     return NULL;
-}
-
-void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
-{
-    static void (*const handlers[API_OP_COUNT])(struct svc *, struct svc_request *, struct api_reply *) = {
-        [API_OP_HEALTHZ] = h_healthz,         [API_OP_METRICS] = h_metrics,
-        [API_OP_OPENAPI] = h_openapi,         [API_OP_JOBS_LIST] = h_jobs_list,
-        [API_OP_JOB_PUT] = h_job_put,         [API_OP_JOB_GET] = h_job_get,
-        [API_OP_JOB_DELETE] = h_job_delete,   [API_OP_TRACE_PUT] = h_trace_put,
-        [API_OP_TRACE_GET] = h_trace_get,     [API_OP_MODEL_CREATE] = h_model_create,
-        [API_OP_MODELS_LIST] = h_models_list, [API_OP_MODEL_GET] = h_model_get,
-        [API_OP_MODEL_DELETE] = h_model_delete, [API_OP_REPLAY] = h_model_query,
-        [API_OP_CRITICAL_PATH] = h_model_query, [API_OP_TIMELINE] = h_model_query,
-        [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
-        [API_OP_TOKEN_DELETE] = h_token_delete, [API_OP_DASHBOARD] = h_dashboard,
-        [API_OP_DASHBOARD_FILE] = h_dashboard,
-    };
-    handlers[req->op](s, req, r);
 }
 
 /* ---- stepcastd --check ---- */

@@ -72,10 +72,6 @@ void svc_close(struct svc *s);
  * (api_check_query). */
 void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
 
-/* api_fail_status(), and a log line with the details when the failure is
- * the server's (5xx). */
-int svc_fail(struct api_reply *r, const struct sc_error *err, enum api_code invalid);
-
 /* The first value of a query parameter, or NULL. */
 const char *svc_query(const struct svc_request *req, const char *key);
 

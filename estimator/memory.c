@@ -129,11 +129,59 @@ static void virtual_stage_activations(const struct est_spec *s, const struct est
 }
 
 /* How many of the first n forward passes on a rank are of model chunk c:
- * Megatron runs pp micro-batches of chunk 0, then pp of chunk 1, ... */
+ * Megatron runs pp micro-batches of chunk 0, then the same pp of chunk 1,
+ * ... The first n backward passes hold as many of chunk vpp - 1 - c. */
 static int64_t passes_of_chunk(int64_t n, int64_t pp, int64_t vpp, int64_t c)
 {
     int64_t group = pp * vpp, rest = n % group - c * pp;
     return n / group * pp + (rest < 0 ? 0 : rest > pp ? pp : rest);
+}
+
+/* Activations held after `fwd` forward and `bwd` backward passes, chunk c
+ * holding kept[c] per pass. */
+static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, const double *kept)
+{
+    double held = 0;
+    for (int64_t c = 0; c < vpp; c++)
+        held += kept[c] * (double)(passes_of_chunk(fwd, pp, vpp, c) -
+                                   passes_of_chunk(bwd, pp, vpp, vpp - 1 - c));
+    return held;
+}
+
+/* The peak of activations pipeline rank r holds over a step of m
+ * micro-batches, and how many forward passes it holds then. Megatron's
+ * order: W warm-up forward passes (1F1B: pp - r - 1; interleaved: 2(pp -
+ * r - 1) + (vpp - 1)pp; at most m x vpp), then steady pairs, each one
+ * forward then one backward, then the rest of the backward passes. The
+ * peak is right after a steady forward, with W + 1 passes held; which
+ * chunks they are of repeats every pp x vpp pairs and changes only where a
+ * run of pp passes of one chunk ends, so those places are all looked at. */
+static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const double *kept,
+                        int64_t *passes)
+{
+    int64_t total = m * vpp, group = pp * vpp;
+    int64_t warmup = vpp > 1 ? 2 * (pp - r - 1) + (vpp - 1) * pp : pp - r - 1;
+    if (warmup >= total) {
+        *passes = total;
+        return held_after(total, 0, pp, vpp, kept);
+    }
+    int64_t steady = total - warmup, span = steady < group ? steady : group;
+    double peak = held_after(warmup + 1, 0, pp, vpp, kept);
+    *passes = warmup + 1;
+    /* pair i holds forward passes 0 .. warmup + i and backward 0 .. i - 1 */
+    for (int64_t start = 0; start < 2; start++) {
+        for (int64_t edge = start ? (pp - (warmup + 1) % pp) % pp : 0; edge <= span; edge += pp) {
+            for (int64_t i = edge - 1; i <= edge + 1; i++) {
+                if (i < 0 || i >= span)
+                    continue;
+                double held = held_after(warmup + 1 + i, i, pp, vpp, kept);
+                if (held > peak)
+                    peak = held;
+            }
+        }
+    }
+    double last = held_after(warmup + span, span - 1, pp, vpp, kept);
+    return last > peak ? last : peak;
 }
 
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
@@ -145,10 +193,12 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
            expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     int zero = (int)s->options.zero_stage, rc;
     struct est_stage_layers *place = calloc((size_t)nv, sizeof *place);
+    double *kept = calloc((size_t)vpp, sizeof *kept); /* per chunk of one rank */
     memset(out, 0, sizeof *out);
     out->stages = calloc((size_t)pp, sizeof *out->stages);
-    if (!place || !out->stages) {
+    if (!place || !kept || !out->stages) {
         free(place);
+        free(kept);
         free(out->stages);
         out->stages = NULL;
         return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages",
@@ -157,6 +207,7 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
     out->n_stages = pp;
     if ((rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
         free(place);
+        free(kept);
         est_memory_release(out);
         return rc;
     }
@@ -164,24 +215,20 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
         struct est_stage_memory *st = &out->stages[r];
         struct stage_params sp = {0};
         double largest_full = 0;
-        /* the forward passes held at the peak: the warm-up ones and one more */
-        int64_t warmup = vpp > 1 ? 2 * (pp - r - 1) + (vpp - 1) * pp : pp - r - 1;
-        int64_t held = warmup + 1 < m * vpp ? warmup + 1 : m * vpp;
-        st->stage = r;
-        st->in_flight = held;
         for (int64_t c = 0; c < vpp; c++) {
             struct stage_params chunk;
-            double kept, full;
+            double full;
             virtual_stage_params(s, &place[c * pp + r], &chunk);
             sp.dense += chunk.dense;
             sp.experts += chunk.experts;
             if (chunk.largest_layer > sp.largest_layer)
                 sp.largest_layer = chunk.largest_layer;
-            virtual_stage_activations(s, &place[c * pp + r], &kept, &full);
-            st->activations += (double)passes_of_chunk(held, pp, vpp, c) * kept;
+            virtual_stage_activations(s, &place[c * pp + r], &kept[c], &full);
             if (full > largest_full)
                 largest_full = full;
         }
+        st->stage = r;
+        st->activations = peak_held(pp, vpp, m, r, kept, &st->in_flight);
         if (s->options.recompute == EST_RECOMPUTE_FULL)
             st->activations += largest_full;
 
@@ -199,6 +246,7 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
             out->worst_stage = r;
     }
     free(place);
+    free(kept);
     out->gb_per_gpu = out->stages[out->worst_stage].total / 1e9;
     out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->fits = out->gb_per_gpu <= out->capacity_gb;

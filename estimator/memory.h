@@ -37,10 +37,15 @@
  * the last stage the final norm's and the output layer's inputs and the
  * logits in fp32 (4 x T x vocab / tp bytes) for the cross-entropy.
  *
- * Micro-batches in flight: under 1F1B pipeline rank r holds min(pp - r, m)
- * micro-batches' activations at its peak (m per step); under the
- * interleaved schedule it holds the first min(2(pp - r - 1) + (vpp - 1)pp +
- * 1, m x vpp) forward passes of its model chunks in Megatron's order.
+ * Micro-batches in flight: pipeline rank r runs its forward and backward
+ * passes in Megatron's order: W warm-up forward passes, pairs of one
+ * forward and one backward, the remaining backward passes; W = pp - r - 1
+ * under 1F1B, 2(pp - r - 1) + (vpp - 1)pp under the interleaved schedule
+ * (at most m x vpp, m micro-batches per step). Interleaved forward pass f
+ * runs model chunk (f mod pp·vpp) / pp, backward pass b chunk vpp - 1 -
+ * (b mod pp·vpp) / pp. Its peak holds W + 1 forward passes (1F1B: min(pp -
+ * r, m) micro-batches); with chunks of unequal size, the peak is the
+ * largest such set along that order.
  *
  * Not modelled: temporary buffers of a single kernel, communication
  * buffers, the CUDA context and allocator fragmentation; those are what the

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/collective_model.h"
 #include "common/banned.h"
 
 #define MAX_TOKENS 24
@@ -89,7 +88,7 @@ static enum model_coll_op kind_from_name(const char *name)
         if (!isalpha((unsigned char)*p))
             continue;
         enum model_coll_op op = model_coll_op_parse(p);
-        if (coll_kind_modelled(op))
+        if (op != MODEL_COLL_UNKNOWN)
             return op;
     }
     return MODEL_COLL_UNKNOWN;

@@ -411,6 +411,13 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     if ((rc = div_check(p->global_batch, p->micro_batch * p->dp, "parallel.global_batch",
                         "parallel.micro_batch x parallel.dp", err)))
         return rc;
+    if (p->schedule == EST_SCHEDULE_INTERLEAVED &&
+        (p->global_batch / (p->micro_batch * p->dp)) % p->pp)
+        return sc_error_set(err, SC_EINVAL,
+                            "parallel.global_batch: the interleaved schedule needs the "
+                            "micro-batches per step (%lld) divisible by parallel.pp (%lld)",
+                            (long long)(p->global_batch / (p->micro_batch * p->dp)),
+                            (long long)p->pp);
 
     /* MoE, laid out as Megatron-Core's parallel folding does */
     if (!m->moe.experts) {

@@ -559,7 +559,7 @@ struct run {
     int64_t tail; /* max over its ops of (dispatched by then + GPU work from there on) */
     uint8_t cls, sub;
     int mixed;
-    const struct op *first;
+    struct op first; /* a copy: operations may live on the caller's stack */
 };
 
 struct rank {
@@ -608,7 +608,7 @@ static void flush(struct synth *y, struct rank *r)
     if (u->n == 0)
         return;
     int single = u->n == 1;
-    const char *name = single ? u->first->name : r->region;
+    const char *name = single ? u->first.name : r->region;
     uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
                                                           .sub = MODEL_CALL_LAUNCH, .dur = u->cpu,
                                                           .name = single ? "dispatch" : "dispatches",
@@ -624,8 +624,8 @@ static void flush(struct synth *y, struct rank *r)
     for (int i = 0; i < r->n_waits[u->stream]; i++)
         add_edge(y, r->waits[u->stream][i], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
     r->n_waits[u->stream] = 0;
-    if (single && u->cls == MODEL_TASK_COMM && u->first->group_size > 1)
-        add_group(y, (enum model_coll_op)u->sub, u->first->bytes, u->first->group_size, &task, 1);
+    if (single && u->cls == MODEL_TASK_COMM && u->first.group_size > 1)
+        add_group(y, (enum model_coll_op)u->sub, u->first.bytes, u->first.group_size, &task, 1);
     r->last[u->stream] = task;
     memset(u, 0, sizeof *u);
 }
@@ -661,7 +661,7 @@ static void emit(struct synth *y, struct rank *r, int stream, const struct op *o
         u->stream = stream;
         u->cls = o->cls;
         u->sub = o->sub;
-        u->first = o;
+        u->first = *o;
         u->first_cpu = cpu;
     } else if (o->cls != u->cls || o->sub != u->sub) {
         u->mixed |= o->sub != u->sub;
@@ -1178,10 +1178,6 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
     *out = NULL;
-    if (p.vpp > 1 && p.m % p.pp != 0)
-        return sc_error_set(err, SC_EINVAL,
-                            "parallel.schedule: the interleaved schedule needs micro-batches (%lld) divisible by pp (%lld)",
-                            (long long)p.m, (long long)p.pp);
     shape_init(&y);
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);

@@ -42,6 +42,11 @@ int model_replay_add_factor(struct model_replay_opts *o, const struct model_repl
         return sc_error_set(err, SC_EINVAL, "a factor must be a number >= 0");
     if (!memchr(f->pattern, '\0', sizeof f->pattern))
         return sc_error_set(err, SC_EINVAL, "a name pattern longer than %d bytes", MODEL_REPLAY_PATTERN_MAX - 1);
+    size_t stars = 0; /* each '*' may multiply the work of matching a name */
+    for (const char *c = f->pattern; *c; c++)
+        stars += *c == '*';
+    if (stars > MODEL_REPLAY_PATTERN_STARS)
+        return sc_error_set(err, SC_EINVAL, "a name pattern with more than %d '*'", MODEL_REPLAY_PATTERN_STARS);
     if (o->n_factors >= MODEL_REPLAY_MAX_FACTORS)
         return sc_error_set(err, SC_ELIMIT, "more than %d factors", MODEL_REPLAY_MAX_FACTORS);
     o->factors[o->n_factors++] = *f;

@@ -26,6 +26,7 @@ struct model_graph;
 
 #define MODEL_REPLAY_MAX_FACTORS 64
 #define MODEL_REPLAY_PATTERN_MAX 128
+#define MODEL_REPLAY_PATTERN_STARS 8
 
 /* Durations are an input of the replay: a factor multiplies the duration
  * of every task it matches (all that match multiply); an override sets one
@@ -69,7 +70,8 @@ void model_replay_opts_default(struct model_replay_opts *o);
 int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err);
 
 /* Add a factor directly; SC_ELIMIT past MODEL_REPLAY_MAX_FACTORS, SC_EINVAL
- * for a negative or non-finite factor or a pattern too long. */
+ * for a negative or non-finite factor, or a pattern too long or with more
+ * than MODEL_REPLAY_PATTERN_STARS '*'. */
 int model_replay_add_factor(struct model_replay_opts *o, const struct model_replay_factor *f,
                             struct sc_error *err);
 

@@ -12,7 +12,6 @@
 #include "common/i64map.h"
 #include "common/vec.h"
 #include "model/runtime_api.h"
-#include "model/steps.h"
 #include "common/banned.h"
 
 static const char *const kind_names[MODEL_EV_KIND_COUNT] = {
@@ -504,8 +503,7 @@ static int link_launches(struct model_trace *t)
 /* Relative Kineto timestamps stay below three months in microseconds. */
 #define RELATIVE_TS_LIMIT_NS (7889238ll * 1000000000ll)
 
-int model_trace_finish(struct model_trace *t, const struct model_load_opts *opts,
-                       struct sc_error *err)
+int model_trace_finish(struct model_trace *t, struct sc_error *err)
 {
     int64_t base = t->has_base_time ? t->base_time_ns : 0;
     uint8_t *rt_of = malloc(t->strings.n ? t->strings.n : 1); /* class by name id */
@@ -552,5 +550,5 @@ int model_trace_finish(struct model_trace *t, const struct model_load_opts *opts
     } else {
         t->first_ts = t->last_end = 0;
     }
-    return model_steps_find(t, opts ? opts->step_marker : NULL, err);
+    return SC_OK;
 }

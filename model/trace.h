@@ -297,9 +297,9 @@ int model_trace_add_flow(struct model_trace *t, const struct model_flow *f);
  * of memory. */
 int model_trace_append(struct model_trace *dst, const struct model_trace *src);
 
-/* After the last event: apply baseTimeNanoseconds, classify tracks, find the
- * steps. Called by the reader; call it once after building by hand. */
-int model_trace_finish(struct model_trace *t, const struct model_load_opts *opts,
-                       struct sc_error *err);
+/* After the last event: apply baseTimeNanoseconds, classify tracks, link
+ * launches. Called by the reader (which then finds the steps,
+ * model_steps_find); call both once after building by hand. */
+int model_trace_finish(struct model_trace *t, struct sc_error *err);
 
 #endif

@@ -1818,7 +1818,9 @@ static int reader_run(struct reader *r, int state, int top_array)
 static int finish(struct model_trace *t, const struct model_load_opts *opts, const char *source,
                   struct sc_error *err)
 {
-    int rc = model_trace_finish(t, opts, err);
+    int rc = model_trace_finish(t, err);
+    if (rc == SC_OK)
+        rc = model_steps_find(t, opts ? opts->step_marker : NULL, err);
     if (rc)
         sc_error_prefix(err, "'%s'", source);
     return rc;

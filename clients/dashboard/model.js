@@ -9,11 +9,12 @@ import { el, errorBox, ms, pct, table } from './dom.js';
 import { routeSection } from './routes.js';
 
 const FACTORS = [0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4];
-// The replay's `scale=` kinds: GPU work, host work, communication.
+// The sliders, each scaling what the replay's `scale=WHAT=F` names: GPU
+// work, host work (runtime calls and host gaps), communication.
 const SCALES = [
-  { key: 'gpu', label: 'GPU work' },
-  { key: 'cpu', label: 'host work' },
-  { key: 'comm', label: 'communication' },
+  { key: 'gpu', label: 'GPU work', what: ['gpu'] },
+  { key: 'host', label: 'host work', what: ['call', 'host'] },
+  { key: 'comm', label: 'communication', what: ['communication'] },
 ];
 const TOP_WORK = 15;
 
@@ -23,10 +24,11 @@ function stepLabel(s) {
   return `r${s.rank} ${s.step}`;
 }
 
-// Whether the server takes scale=KIND=F (it answers 400 for kinds it lacks).
-async function scaleSupported(id, key) {
+// Whether the server takes scale=WHAT=F for each WHAT of a slider (it
+// answers 400 for one it lacks).
+async function scaleSupported(id, what) {
   try {
-    await api(path`/v1/models/${id}/replay`, { query: [['scale', `${key}=1`]] });
+    await api(path`/v1/models/${id}/replay`, { query: what.map(w => ['scale', `${w}=1`]) });
     return true;
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) return false;
@@ -93,13 +95,15 @@ function figures(parts, replay, cp) {
     { title: 'ms on the path (all steps)', num: true, cell: b => ms(b.ms) },
     { title: 'share %', num: true, cell: b => pct(b.share) },
   ], boundTotals(cp), { id: 'bounds' }));
+  const work = topWork(cp);
   parts.work.replaceChildren(table([
     { title: 'name', field: 'name', cell: w => el('span', { class: 'name' }, w.name) },
-    { title: 'family', cell: w => w.family || '—' },
+    // the family of a kernel, where the server's critical path names one
+    ...(work.some(w => w.family) ? [{ title: 'family', cell: w => w.family || '—' }] : []),
     { title: 'bound', cell: w => [...w.bounds].join(', ') },
     { title: 'ms on the path', num: true, field: 'ms', cell: w => ms(w.ms) },
     { title: 'segments', num: true, cell: w => w.count },
-  ], topWork(cp), { id: 'kernels' }));
+  ], work, { id: 'kernels' }));
 }
 
 function timelineDownload(id, n_ranks, scaleQuery) {
@@ -148,7 +152,8 @@ export async function modelView(view, id) {
   }
 
   const state = Object.fromEntries(SCALES.map(s => [s.key, 1]));
-  const scaleQuery = () => SCALES.filter(s => state[s.key] !== 1).map(s => ['scale', `${s.key}=${state[s.key]}`]);
+  const scaleQuery = () => SCALES.filter(s => state[s.key] !== 1)
+    .flatMap(s => s.what.map(w => ['scale', `${w}=${state[s.key]}`]));
   const parts = {
     summary: el('p', { id: 'summary' }),
     steps: el('div'),
@@ -182,7 +187,7 @@ export async function modelView(view, id) {
   }
 
   const controls = el('section', { id: 'scales', class: 'controls' }, el('h2', {}, 'Scale the replay'));
-  const supported = await Promise.all(SCALES.map(s => (s.key === 'gpu' ? true : scaleSupported(id, s.key))));
+  const supported = await Promise.all(SCALES.map(s => scaleSupported(id, s.what)));
   SCALES.forEach((s, i) => {
     const shown = el('output', { for: `scale-${s.key}` }, '×1');
     const input = el('input', {

@@ -39,7 +39,14 @@ int main(int argc, char **argv)
     }
     double t_build = now() - t0;
     int64_t *start = malloc(g->n_tasks * sizeof *start), *end = malloc(g->n_tasks * sizeof *end);
-    double best_sim = 1e30, best_full = 1e30, best_floor = 1e30;
+    double best_sim = 1e30, best_full = 1e30, best_floor = 1e30, best_what_if = 1e30;
+    /* a what-if: every GPU task x2, kernels named like a GEMM x0.5 */
+    struct model_replay_opts what_if;
+    model_replay_opts_default(&what_if);
+    if (model_replay_parse_scale("gpu=2", &what_if, &err) || model_replay_parse_scale("name:*gemm*=0.5", &what_if, &err)) {
+        fprintf(stderr, "bench-replay: %s\n", err.msg);
+        return 1;
+    }
     size_t forced = 0;
     volatile int64_t sink = 0;
     for (int i = 0; i < 5; i++) {
@@ -63,6 +70,12 @@ int main(int argc, char **argv)
         }
         double d = now();
         model_replay_free(r);
+        if (model_replay_simulate(g, &what_if, start, end, &forced, &err)) {
+            fprintf(stderr, "bench-replay: %s\n", err.msg);
+            return 1;
+        }
+        if (now() - d < best_what_if)
+            best_what_if = now() - d;
         if (b - a < best_floor)
             best_floor = b - a;
         if (c - b < best_sim)
@@ -76,6 +89,8 @@ int main(int argc, char **argv)
     printf("  simulation:            %8.2f ms  %6.2f M tasks/s  (%.1f ns/task; one pass over the same arrays: %.2f ms, %.1fx faster)\n",
            best_sim * 1e3, g->n_tasks / best_sim / 1e6, best_sim * 1e9 / g->n_tasks, best_floor * 1e3,
            best_sim / best_floor);
+    printf("  simulation, what-if:   %8.2f ms  %6.2f M tasks/s  (gpu=2 and name:*gemm*=0.5: durations from factors)\n",
+           best_what_if * 1e3, g->n_tasks / best_what_if / 1e6);
     printf("  replay with results:   %8.2f ms  %6.2f M tasks/s  (steps, breakdowns, critical paths)\n",
            best_full * 1e3, g->n_tasks / best_full / 1e6);
     printf("  budget (DESIGN.md §9: >= 10 M tasks/s on one core): %s\n",

@@ -232,7 +232,7 @@ test('model: the step figures on the page are the API\'s', async (ctx, page) => 
   page.check([PROBE]);
 });
 
-test('model: moving the GPU scale re-queries and redraws', async (ctx, page) => {
+test('model: moving the GPU and communication scales re-queries and redraws', async (ctx, page) => {
   await login(page, ctx.d);
   await openModel(page, ctx.d, ctx.models.sample);
   const before = await pageSteps(page);
@@ -246,14 +246,22 @@ test('model: moving the GPU scale re-queries and redraws', async (ctx, page) => 
   assert(JSON.stringify(after) === JSON.stringify(want), 'the scaled figures are the API\'s');
   assert(after.some((s, i) => Number(s.replayed) > 1.05 * Number(before[i].replayed)), 'replayed steps grew');
   assert(after.every((s, i) => s.measured === before[i].measured), 'measured steps stay');
-  // host and communication: enabled exactly when the server takes them
-  for (const kind of ['cpu', 'comm']) {
-    const res = await fetch(`${ctx.d.url}/v1/models/${ctx.models.sample}/replay?scale=${kind}=1`,
-      { headers: { Authorization: `Bearer ${ADMIN}` } });
-    const disabled = await page.$eval(`#scale-${kind}`, i => i.disabled);
-    assert(disabled === (res.status === 400), `scale ${kind}: disabled ${disabled}, server ${res.status}`);
-  }
-  await shot(page, 'dashboard-model-gpu-x2.png');
+  // then communication x0.5: both scales go to the server
+  await page.focus('#scale-comm');
+  await page.keyboard.press('ArrowLeft'); // x0.75
+  await page.keyboard.press('ArrowLeft'); // x0.5
+  await page.waitForSelector('#view[data-state=ready][data-scale="gpu=2&communication=0.5"]');
+  const both = await pageSteps(page);
+  const wantBoth = apiSteps(await call(ctx.d, 'GET',
+    `/v1/models/${ctx.models.sample}/replay?scale=gpu=2&scale=communication=0.5`));
+  assert(JSON.stringify(both) === JSON.stringify(wantBoth), 'the figures of both scales are the API\'s');
+  assert(both.some((s, i) => Number(s.replayed) < 0.98 * Number(after[i].replayed)), 'less communication, shorter steps');
+  // host work: runtime calls and host gaps, enabled when the server takes both
+  const res = await fetch(`${ctx.d.url}/v1/models/${ctx.models.sample}/replay?scale=call=1&scale=host=1`,
+    { headers: { Authorization: `Bearer ${ADMIN}` } });
+  const disabled = await page.$eval('#scale-host', i => i.disabled);
+  assert(disabled === (res.status !== 200), `scale host: disabled ${disabled}, server ${res.status}`);
+  await shot(page, 'dashboard-model-scaled.png');
   page.check([PROBE]);
 });
 

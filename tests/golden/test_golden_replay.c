@@ -217,11 +217,16 @@ static void check_half_gpu(const char *name, size_t want_min)
     model_job_free(job);
 }
 
+/* The GPU-bound traces: every step of theirs qualifies (ns_resolution's 4
+ * steps, 15 of resnet's); a replay that copied measured waits
+ * would check none of them and fail. */
 TEST(sensitivity_gpu_half_ns_resolution) { check_half_gpu("ns_resolution", 4); }
-TEST(sensitivity_gpu_half_every_gpu_bound_step)
+TEST(sensitivity_gpu_half_resnet) { check_half_gpu("resnet", 15); }
+/* The others are host-bound (no step's busiest stream reaches 90%): any
+ * step that does qualify must still shrink. */
+TEST(sensitivity_gpu_half_host_bound_traces)
 {
-    static const char *const names[] = {"nccl_data", "negative_queue", "control", "test",
-                                        "dlrm", "linear", "resnet"};
+    static const char *const names[] = {"nccl_data", "negative_queue", "control", "test", "dlrm", "linear"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_half_gpu(names[i], 0);
 }
@@ -346,50 +351,3 @@ static void check_longer_independent_kernel(const char *name)
 TEST(sensitivity_longer_independent_kernel_control) { check_longer_independent_kernel("control"); }
 TEST(sensitivity_longer_independent_kernel_ns_resolution) { check_longer_independent_kernel("ns_resolution"); }
 TEST(sensitivity_longer_independent_kernel_dlrm) { check_longer_independent_kernel("dlrm"); }
-
-/* ---- a straggler across ranks ------------------------------------------------------------------------
- * DLRM's steps are host-bound (about 1 ms of GPU work in 13-20 ms), so a
- * 2x slower GPU reaches the others mostly through the collectives' own
- * time; a replay that copied traced NCCL durations would not move them. */
-
-TEST(sensitivity_dlrm_straggler_propagates)
-{
-    const struct shared_trace *st = th_find_trace("dlrm");
-    struct model_job *job = NULL;
-    struct run base;
-    if (!st || th_load_trace(st, &job))
-        return;
-    if (replay(job, NULL, &base)) {
-        model_job_free(job);
-        return;
-    }
-    size_t all_longer = 0;
-    for (int slow = 0; slow < 8; slow++) {
-        char spec[32];
-        struct run s;
-        snprintf(spec, sizeof spec, "gpu@%d=2", slow);
-        if (replay(job, spec, &s))
-            break;
-        /* every other rank's step is longer: it waits for the slow one */
-        size_t longer = 0;
-        double sum = 0;
-        printf("     rank %d 2x slower: the other ranks' steps grow by (us)", slow);
-        for (size_t i = 0; i < s.r->n_steps; i++) {
-            if (job->rank_ids[s.r->steps[i].rank] == slow)
-                continue;
-            int64_t dlt = s.r->steps[i].replayed_ns - base.r->steps[i].replayed_ns;
-            longer += dlt > 0;
-            sum += dlt / 1e3;
-            printf(" %.1f", dlt / 1e3);
-        }
-        printf("\n");
-        /* through the collective every slower GPU reaches the others */
-        CHECK(longer >= 6);
-        all_longer += longer == 7;
-        model_replay_free(s.r);
-        model_graph_free(s.g);
-    }
-    /* and the rank that arrives last (rank 7) holds up every other one */
-    CHECK(all_longer >= 1);
-    run_free(&base);
-}

@@ -98,23 +98,53 @@ TEST(graph_replay_reproduces_a_simple_step)
     run_free(&run);
 }
 
+/* The first task named `name`, or MODEL_NONE. */
+static uint32_t task_named(const struct model_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (!strcmp(model_graph_str(g, g->src[i].name), name))
+            return i;
+    return MODEL_NONE;
+}
+
+/* One fixture, one graph; only k1's duration changes, through the replay
+ * options: k2, the sync's end and the step (the host work after the sync)
+ * move by exactly the change, worked out from the change alone. A replay that copied
+ * measured starts would not move at all. */
 TEST(graph_longer_kernel_before_sync_moves_host_work_by_as_much)
 {
     struct run a, b;
-    double d = 300;
-    if (replay1(&a, sync_fixture("a.json", 500, 50), NULL) || replay1(&b, sync_fixture("b.json", 500 + d, 50), NULL))
+    const char *p = sync_fixture("a.json", 500, 50);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "name:k1=1.6")) /* 500 -> 800 us */
         return;
-    /* replay b's durations against a's: the step grows by exactly d */
+    const double d = 300;
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), d, 0.01);
+    uint32_t k1 = task_named(a.g, "k1"), k2 = task_named(a.g, "k2"), sync = task_named(a.g, "cudaStreamSynchronize");
+    REQUIRE(k1 != MODEL_NONE && k2 != MODEL_NONE && sync != MODEL_NONE);
+    CHECK_NEAR((b.r->end[k1] - a.r->end[k1]) / 1000.0, d, 0.01);
+    CHECK_NEAR((b.r->start[k2] - a.r->start[k2]) / 1000.0, d, 0.01);
+    CHECK_NEAR((b.r->end[sync] - a.r->end[sync]) / 1000.0, d, 0.01);
+    /* the sync call itself started when it did: only its end waited */
+    CHECK_EQ_INT(b.r->start[sync], a.r->start[sync]);
     run_free(&a);
     run_free(&b);
 }
 
+/* One fixture; only "other" (on a stream nothing waits for) grows, 50 ->
+ * 250 us: it ends 200 us later and nothing else moves. */
 TEST(graph_longer_kernel_nobody_waits_for_moves_nothing)
 {
     struct run a, b;
-    if (replay1(&a, sync_fixture("c.json", 500, 50), NULL) || replay1(&b, sync_fixture("d.json", 500, 250), NULL))
+    const char *p = sync_fixture("c.json", 500, 50);
+    if (replay1(&a, p, NULL) || replay1(&b, p, "name:other=5"))
         return;
+    uint32_t other = task_named(a.g, "other");
+    REQUIRE(other != MODEL_NONE);
+    CHECK_NEAR((b.r->end[other] - a.r->end[other]) / 1000.0, 200, 0.01);
+    size_t moved = 0;
+    for (uint32_t i = 0; i < a.g->n_tasks; i++)
+        moved += i != other && (a.r->start[i] != b.r->start[i] || a.r->end[i] != b.r->end[i]);
+    CHECK_EQ_INT(moved, 0);
     CHECK_NEAR(step_us(&b, 0), step_us(&a, 0), 0.01);
     run_free(&a);
     run_free(&b);
@@ -470,6 +500,62 @@ TEST(graph_straggler_propagates_through_the_collective)
     run_free(&b);
 }
 
+/* Four ranks: a 200 us GEMM from 20 us, then (after host work) the
+ * all-reduce launched at 510 us, ready at 520 us; it waits for the GEMM
+ * through an event, so each rank has 300 us of slack before the GEMM would
+ * hold it back; all-reduce 400 us. */
+#define STRAGGLER_RANKS 4
+static void straggler_fixture(const char *names[STRAGGLER_RANKS])
+{
+    static char paths[STRAGGLER_RANKS][512];
+    for (int r = 0; r < STRAGGLER_RANKS; r++) {
+        struct tb tb;
+        char file[32];
+        double arrive = 520, end = 920;
+        tb_init(&tb, r, STRAGGLER_RANKS);
+        tb_step(&tb, 1, 0, end + 10 + 50);
+        tb_launch(&tb, 10, 5, 7, "gemm", 20, 200);
+        tb_call(&tb, TB_MAIN, "cudaEventRecord", 16, 2);
+        tb_call(&tb, TB_MAIN, "cudaStreamWaitEvent", arrive - 13, 2);
+        int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", arrive - 10, 5);
+        tb_kernel_args(&tb, corr, 13, "ncclKernel_AllReduce_RING_LL_Sum_float", arrive, end - arrive,
+                       "\"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Group size\": 4, "
+                       "\"dtype\": \"Float\", \"Process Group Name\": \"0\", \"Seq\": 1");
+        tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", arrive, end + 10 - arrive);
+        snprintf(file, sizeof file, "straggler%d.json", r);
+        snprintf(paths[r], sizeof paths[r], "%s", tb_write(&tb, file));
+        names[r] = paths[r];
+        tb_free(&tb);
+    }
+}
+
+/* Rank 2's GEMM x4: 800 us, ending at 820 us, 300 us past its slack: the
+ * all-reduce starts 300 us later on every rank, so every step grows by
+ * 300 us (within 1%). x2.5 (500 us) just uses up the slack: nothing grows. */
+TEST(graph_straggler_delays_every_rank_by_its_excess_over_the_slack)
+{
+    const char *p[STRAGGLER_RANKS];
+    straggler_fixture(p);
+    const char *slow[] = {"kernel@2=4", NULL}, *within[] = {"kernel@2=2.5", NULL};
+    struct run a, b, c;
+    if (replay_with(&a, p, STRAGGLER_RANKS, NULL, NULL))
+        return;
+    if (replay_with(&b, p, STRAGGLER_RANKS, NULL, slow) || replay_with(&c, p, STRAGGLER_RANKS, NULL, within)) {
+        run_free(&a);
+        return;
+    }
+    CHECK_EQ_INT(a.g->stats.collectives_matched, 1);
+    REQUIRE(a.r->n_steps == STRAGGLER_RANKS && b.r->n_steps == STRAGGLER_RANKS);
+    for (size_t i = 0; i < STRAGGLER_RANKS; i++) {
+        CHECK_NEAR(a.r->steps[i].error_pct, 0, 0.5);
+        CHECK_NEAR(step_us(&b, i) - step_us(&a, i), 300, 3.0);
+        CHECK_NEAR(step_us(&c, i) - step_us(&a, i), 0, 3.0);
+    }
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+}
+
 TEST(graph_clocks_aligned_on_collectives)
 {
     const char *p[2];
@@ -588,6 +674,8 @@ TEST(graph_replay_rejects_bad_options)
     CHECK_EQ_INT(model_replay_parse_scale("marker=2", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("=2", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("name:*a*a*a*a*a*a*a*a*b=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("name:*a*a*a*a*a*a*a*b=2", &o, &err), SC_OK);
     CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_OK); /* that work takes no time */
     CHECK_EQ_INT(model_replay_parse_scale("gpu=abc", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@x=2", &o, &err), SC_EINVAL);

@@ -1,6 +1,7 @@
 /* tests/unit/test_memory.c: the memory model against the ZeRO paper's
  * figures and Korthikanti et al.'s activation formulas, each recomputed
  * here by hand; Megatron's layer placement over pipeline stages. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,8 +154,11 @@ TEST(memory_korthikanti_first_stage_in_flight)
                    "\"sequence_parallel\":true,\"recompute\":\"selective\""));
     CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_EQ_INT(mem.stages[0].in_flight, 23);
-    /* chunk 0 (with the embedding) runs 15 of the 23 forward passes */
-    CHECK_NEAR(mem.stages[0].activations, 138 * 34 * sbh / t + 15 * sbh / t, 1);
+    /* chunk 0 holds the embedding: 15 of the first 23 forward passes are
+     * of it (micro-batches 0-7 and 8-14); after the next forward (chunk 0,
+     * micro-batch 15) the first backward frees a pass of chunk 1, so 16
+     * passes of chunk 0 are held until backward pass 8 frees one of it */
+    CHECK_NEAR(mem.stages[0].activations, 138 * 34 * sbh / t + 16 * sbh / t, 1);
     est_memory_release(&mem);
 
     /* full recomputation: each layer's input per micro-batch in flight and
@@ -242,4 +246,67 @@ TEST(placement_megatron_rules)
     struct sc_error err;
     CHECK_EQ_INT(est_place_layers(4, 7, 1, st, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "more than layers + 2");
+}
+
+/* The peak of activations along Megatron's pass order, simulated pass by
+ * pass, for pipelines whose chunks differ in size. */
+static void check_peak_by_simulation(const char *parallel)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"model\":{\"layers\":%s,\"hidden\":64,\"heads\":4,\"seq\":128,\"vocab\":1000},"
+             "\"parallel\":{%s},\"cluster\":{\"gpu\":\"h100-sxm\"}}",
+             strstr(parallel, "\"vpp\":3") ? "11" : strstr(parallel, "\"pp\":3") ? "7" : "10",
+             parallel);
+    struct est_spec sp = spec(text);
+    struct est_memory mem;
+    struct sc_error err;
+    struct est_stage_layers place[16];
+    int64_t pp = sp.parallel.pp, vpp = sp.parallel.vpp, m = est_spec_micro_batches(&sp);
+    double T = 128.0 * (double)sp.parallel.micro_batch, h = 64;
+    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(est_place_layers((int)sp.model.layers, (int)pp, (int)vpp, place, &err), SC_OK);
+    for (int64_t r = 0; r < pp; r++) {
+        double kept[8] = {0}, held = 0, peak = 0;
+        for (int64_t c = 0; c < vpp; c++) {
+            const struct est_stage_layers *v = &place[c * pp + r];
+            for (int i = v->first_layer; i < v->first_layer + v->layers; i++) {
+                struct est_layer_activations la;
+                est_layer_activations(&sp, i, &la);
+                kept[c] += la.kept;
+            }
+            kept[c] += v->embedding ? T * h : 0;                     /* dropout mask */
+            kept[c] += v->loss ? 2 * T * h * 2 + 4 * T * 1000 : 0; /* inputs, fp32 logits */
+        }
+        int64_t total = m * vpp, group = pp * vpp;
+        int64_t warmup = vpp > 1 ? 2 * (pp - r - 1) + (vpp - 1) * pp : pp - r - 1, f = 0, b = 0;
+        if (warmup > total)
+            warmup = total;
+        while (f < warmup)
+            held += kept[(f++ % group) / pp];
+        peak = held;
+        while (f < total) {
+            held += kept[(f++ % group) / pp];
+            if (held > peak)
+                peak = held;
+            held -= kept[vpp - 1 - (b++ % group) / pp];
+        }
+        if (fabs(mem.stages[r].activations - peak) > 1e-6 * peak)
+            sc_check_fail(__FILE__, __LINE__, "%s: rank %lld holds %.0f at its peak, not %.0f",
+                          parallel, (long long)r, mem.stages[r].activations, peak);
+    }
+    est_memory_release(&mem);
+}
+
+TEST(memory_peak_follows_megatron_order)
+{
+    /* 10 layers on 2 x 2 virtual stages: 2, 3, 3, 2 */
+    check_peak_by_simulation("\"pp\":2,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":4");
+    check_peak_by_simulation("\"pp\":2,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":18");
+    /* 11 layers on 2 x 3: 1, 3, 2, 2, 2, 1 */
+    check_peak_by_simulation("\"pp\":2,\"vpp\":3,\"schedule\":\"interleaved\",\"global_batch\":6");
+    check_peak_by_simulation("\"pp\":2,\"vpp\":3,\"schedule\":\"interleaved\",\"global_batch\":2");
+    /* 7 layers on 3 under 1F1B: 2, 3, 2; fewer micro-batches than stages too */
+    check_peak_by_simulation("\"pp\":3,\"global_batch\":5");
+    check_peak_by_simulation("\"pp\":3,\"global_batch\":2,\"micro_batch\":2");
 }

@@ -212,6 +212,9 @@ TEST(spec_rules_of_what_can_run)
     /* batches */
     check_rejected(spec_with("", "\"dp\":4,\"micro_batch\":2,\"global_batch\":12", "", NULL),
                    SC_EINVAL, "parallel.global_batch: 12 is not divisible");
+    check_rejected(spec_with("", "\"pp\":2,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":3",
+                             "", NULL),
+                   SC_EINVAL, "parallel.global_batch: the interleaved schedule needs");
     /* MoE and its parallel folding */
     check_rejected(spec_with("\"moe\":{\"experts\":8,\"top_k\":2}", "\"ep\":3,\"dp\":3", "", NULL),
                    SC_EINVAL, "model.moe.experts: 8 is not divisible by parallel.ep");
@@ -238,6 +241,7 @@ TEST(spec_rules_of_what_can_run)
     struct sc_error err;
     CHECK_EQ_INT(parse(spec_with("\"moe\":{\"experts\":8,\"top_k\":2}",
                                  "\"tp\":2,\"ep\":4,\"etp\":1,\"dp\":2,\"pp\":2,\"vpp\":3,"
+                                 "\"global_batch\":4,"
                                  "\"schedule\":\"interleaved\"",
                                  "\"sequence_parallel\":true", NULL),
                        &s, &err),

@@ -185,20 +185,3 @@ TEST(synth_tensor_parallelism_divides_the_gemms)
      * back some: between an eighth and a quarter */
     CHECK(t8 > t1 / 8 && t8 < t1 / 4);
 }
-
-TEST(synth_rejects_what_it_cannot_schedule)
-{
-    const char *spec = "{\"model\":{\"layers\":8,\"hidden\":512,\"heads\":8,\"seq\":512},"
-                       "\"parallel\":{\"pp\":4,\"micro_batch\":1,\"global_batch\":6,\"schedule\":\"interleaved\","
-                       "\"vpp\":2},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
-    struct est_spec s;
-    const struct hw_profile *hw;
-    struct est_costs c;
-    struct model_graph *g = NULL;
-    struct sc_error err;
-    CHECK(load(spec, &s, &hw) == SC_OK);
-    est_costs_default(hw, &s, &c);
-    CHECK(est_synth(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_EINVAL);
-    CHECK(strstr(err.msg, "parallel.schedule") != NULL);
-    CHECK(g == NULL);
-}

@@ -13,8 +13,8 @@ B=${1:-build}
 PY=/usr/bin/python3
 rm -rf "$B/venv" "$B/python-target" clients/python/build
 $PY -m venv --system-site-packages "$B/venv"
-"$B/venv/bin/pip" install -q --no-index --no-build-isolation ./clients/python
-$PY -m pip install -q --no-index --no-deps --no-build-isolation --target "$B/python-target" ./clients/python
+"$B/venv/bin/pip" install -q --root-user-action=ignore --no-index --no-build-isolation ./clients/python
+$PY -m pip install -q --root-user-action=ignore --no-index --no-deps --no-build-isolation --target "$B/python-target" ./clients/python
 PYTHONPATH="$B/python-target" $PY -c 'import stepcast, sys; sys.exit(stepcast.Client.__module__ != "stepcast.client")'
 rm -rf clients/python/build clients/python/stepcast.egg-info
 cd "$B/venv" # tests import the installed package, not the source tree

@@ -1,0 +1,24 @@
+/* daemon/dispatch.c: svc_handle() (service.h): a request to the handler of
+ * its operation (handlers.h). Apart from service.c so that the handlers,
+ * which use the service, and the service do not include each other. */
+#include "daemon/handlers.h"
+#include "daemon/service.h"
+#include "common/banned.h"
+
+void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
+{
+    static void (*const handlers[API_OP_COUNT])(struct svc *, struct svc_request *, struct api_reply *) = {
+        [API_OP_HEALTHZ] = h_healthz,         [API_OP_METRICS] = h_metrics,
+        [API_OP_OPENAPI] = h_openapi,         [API_OP_JOBS_LIST] = h_jobs_list,
+        [API_OP_JOB_PUT] = h_job_put,         [API_OP_JOB_GET] = h_job_get,
+        [API_OP_JOB_DELETE] = h_job_delete,   [API_OP_TRACE_PUT] = h_trace_put,
+        [API_OP_TRACE_GET] = h_trace_get,     [API_OP_MODEL_CREATE] = h_model_create,
+        [API_OP_MODELS_LIST] = h_models_list, [API_OP_MODEL_GET] = h_model_get,
+        [API_OP_MODEL_DELETE] = h_model_delete, [API_OP_REPLAY] = h_model_query,
+        [API_OP_CRITICAL_PATH] = h_model_query, [API_OP_TIMELINE] = h_model_query,
+        [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
+        [API_OP_TOKEN_DELETE] = h_token_delete, [API_OP_DASHBOARD] = h_dashboard,
+        [API_OP_DASHBOARD_FILE] = h_dashboard,
+    };
+    handlers[req->op](s, req, r);
+}

@@ -1,0 +1,143 @@
+/* tests/unit/test_common.c: common/: errors, arenas, interning, growing
+ * arrays and the int64 map, each against what its header promises. */
+#include <stdint.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/error.h"
+#include "common/i64map.h"
+#include "common/strtab.h"
+#include "common/vec.h"
+#include "tests/check.h"
+#include "common/banned.h"
+
+TEST(common_error_set_prefix_and_names)
+{
+    struct sc_error e;
+    e.offset = 7;
+    e.event = 9;
+    CHECK_EQ_INT(sc_error_set(&e, SC_EPARSE, "bad %s at %d", "token", 3), SC_EPARSE);
+    CHECK_EQ_INT(e.code, SC_EPARSE);
+    CHECK_STREQ(e.msg, "bad token at 3");
+    CHECK_EQ_INT(e.offset, -1); /* reset */
+    CHECK_EQ_INT(e.event, -1);
+    CHECK_EQ_INT(sc_error_prefix(&e, "%s", "rank0.json"), SC_EPARSE);
+    CHECK_STREQ(e.msg, "rank0.json: bad token at 3");
+    CHECK_EQ_INT(sc_error_set(NULL, SC_EIO, "nobody reads this"), SC_EIO);
+    /* a message longer than the record is cut, still terminated */
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    sc_error_set(&e, SC_ELIMIT, "%s", big);
+    CHECK_EQ_INT(strlen(e.msg), sizeof e.msg - 1);
+    CHECK_STREQ(sc_status_name(SC_EPARSE), "parse");
+    CHECK_STREQ(sc_status_name(SC_ELIMIT), "limit");
+    CHECK_EQ_INT(sc_status_exit_code(SC_EINVAL), 2);
+    CHECK_EQ_INT(sc_status_exit_code(SC_EPARSE), 2);
+    CHECK_EQ_INT(sc_status_exit_code(SC_ENOTFOUND), 2);
+    CHECK_EQ_INT(sc_status_exit_code(SC_EIO), 1);
+    CHECK_EQ_INT(sc_status_exit_code(SC_ENOMEM), 1);
+}
+
+TEST(common_arena_aligns_and_copies)
+{
+    struct sc_arena a = SC_ARENA_INIT;
+    void *p = sc_arena_alloc(&a, 3), *q = sc_arena_alloc(&a, 1), *z = sc_arena_alloc(&a, 0);
+    CHECK(p && q && z);
+    CHECK_EQ_INT((uintptr_t)p % 16, 0);
+    CHECK_EQ_INT((uintptr_t)q % 16, 0);
+    CHECK(p != q);
+    /* a block bigger than a chunk */
+    char *big = sc_arena_alloc(&a, 1 << 20);
+    REQUIRE(big != NULL);
+    memset(big, 1, 1 << 20);
+    char *s = sc_arena_strndup(&a, "hello world", 5);
+    CHECK_STREQ(s, "hello");
+    CHECK(a.bytes >= (1u << 20));
+    sc_arena_release(&a);
+    CHECK_EQ_INT(a.bytes, 0);
+    /* reusable after release */
+    CHECK(sc_arena_alloc(&a, 8) != NULL);
+    sc_arena_release(&a);
+}
+
+TEST(common_strtab_interns_once)
+{
+    struct sc_strtab t;
+    uint32_t a, b, c, e;
+    REQUIRE(sc_strtab_init(&t) == 0);
+    CHECK_STREQ(sc_strtab_str(&t, 0), ""); /* 0 is the empty string */
+    REQUIRE(sc_strtab_intern(&t, "gemm", 4, &a) == 0);
+    REQUIRE(sc_strtab_intern(&t, "gemm_kernel", 4, &b) == 0); /* the first 4 bytes: "gemm" */
+    REQUIRE(sc_strtab_intern(&t, "gemv", 4, &c) == 0);
+    REQUIRE(sc_strtab_intern(&t, "", 0, &e) == 0);
+    CHECK_EQ_INT(a, b);
+    CHECK(a != c);
+    CHECK_EQ_INT(e, 0);
+    CHECK_STREQ(sc_strtab_str(&t, c), "gemv");
+    CHECK_EQ_INT(sc_strtab_len(&t, a), 4);
+    /* bytes with NULs inside are their own strings; many strings grow the table */
+    uint32_t n1, n2;
+    REQUIRE(sc_strtab_intern(&t, "a\0b", 3, &n1) == 0);
+    REQUIRE(sc_strtab_intern(&t, "a\0c", 3, &n2) == 0);
+    CHECK(n1 != n2);
+    char name[32];
+    uint32_t ids[5000];
+    for (int i = 0; i < 5000; i++) {
+        int len = snprintf(name, sizeof name, "k%d", i);
+        REQUIRE(sc_strtab_intern(&t, name, (size_t)len, &ids[i]) == 0);
+    }
+    for (int i = 0; i < 5000; i += 97) {
+        uint32_t again;
+        int len = snprintf(name, sizeof name, "k%d", i);
+        REQUIRE(sc_strtab_intern(&t, name, (size_t)len, &again) == 0);
+        CHECK_EQ_INT(again, ids[i]);
+        CHECK_STREQ(sc_strtab_str(&t, ids[i]), name);
+    }
+    CHECK_EQ_INT(sc_hash_bytes("abc", 3), sc_hash_bytes("abc", 3));
+    CHECK(sc_hash_bytes("abc", 3) != sc_hash_bytes("abd", 3));
+    sc_strtab_release(&t);
+}
+
+TEST(common_vec_grows_and_refuses_overflow)
+{
+    int *v = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < 1000; i++) {
+        REQUIRE(sc_vec_reserve((void **)&v, &cap, (size_t)i + 1, sizeof *v) == 0);
+        v[i] = i;
+    }
+    CHECK(cap >= 1000);
+    CHECK_EQ_INT(v[999], 999);
+    size_t before = cap;
+    CHECK_EQ_INT(sc_vec_reserve((void **)&v, &cap, 10, sizeof *v), 0); /* no shrink */
+    CHECK_EQ_INT(cap, before);
+    /* a size that would overflow: refused, array untouched */
+    int *keep = v;
+    CHECK_EQ_INT(sc_vec_reserve((void **)&v, &cap, SIZE_MAX / 2, sizeof *v), -1);
+    CHECK(v == keep);
+    CHECK_EQ_INT(cap, before);
+    free(v);
+    sc_sort(NULL, 0, sizeof(int), NULL); /* an empty array may be NULL */
+}
+
+TEST(common_i64map_put_get_replace)
+{
+    struct sc_i64map m = SC_I64MAP_INIT;
+    uint32_t v = 0;
+    CHECK_EQ_INT(sc_i64map_get(&m, 5, &v), 0); /* empty */
+    for (int64_t k = -5000; k < 5000; k += 3)
+        REQUIRE(sc_i64map_put(&m, k * 1000003, (uint32_t)(k + 5000)) == 0);
+    for (int64_t k = -5000; k < 5000; k += 3) {
+        CHECK_EQ_INT(sc_i64map_get(&m, k * 1000003, &v), 1);
+        CHECK_EQ_INT(v, k + 5000);
+    }
+    CHECK_EQ_INT(sc_i64map_get(&m, 1, &v), 0);
+    REQUIRE(sc_i64map_put(&m, INT64_MAX, 7) == 0);
+    REQUIRE(sc_i64map_put(&m, INT64_MAX, 8) == 0); /* replaces */
+    CHECK_EQ_INT(sc_i64map_get(&m, INT64_MAX, &v), 1);
+    CHECK_EQ_INT(v, 8);
+    CHECK_EQ_INT(m.n, 3334 + 1);
+    sc_i64map_release(&m);
+    CHECK_EQ_INT(sc_i64map_get(&m, INT64_MAX, &v), 0);
+}
