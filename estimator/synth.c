@@ -42,8 +42,8 @@ int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
 /* Default host dispatch cost per GPU operation, microseconds, and the
  * busiest expert's load over the mean: see README "Cost models". */
 #define EST_HOST_OP_US 10.0
-#define EST_HOST_BWD_OP_US 10.0
 #define EST_HOST_COLL_US 10.0
+#define EST_HOST_WAIT 0.0
 #define EST_MOE_IMBALANCE 1.25
 
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
@@ -56,8 +56,8 @@ void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec,
     if (spec && spec->cluster.inter_node_gbps > 0)
         c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * COLL_INTER_FRACTION;
     c->host_op_us = EST_HOST_OP_US;
-    c->host_bwd_op_us = EST_HOST_BWD_OP_US;
     c->host_coll_us = EST_HOST_COLL_US;
+    c->host_wait = EST_HOST_WAIT;
     c->moe_imbalance = EST_MOE_IMBALANCE;
 }
 
@@ -571,7 +571,6 @@ struct rank {
     uint32_t waits[ST_COUNT][MAX_WAITS];
     int n_waits[ST_COUNT];
     char region[96];         /* what a merged task is named after */
-    int backward;            /* emitting a backward pass */
 };
 
 static uint32_t add_task(struct synth *y, const struct model_task_spec *t)
@@ -651,10 +650,9 @@ static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
 static void emit(struct synth *y, struct rank *r, int stream, const struct op *o)
 {
     struct run *u = &r->run;
-    double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us
-                : r->backward                ? y->c->host_bwd_op_us
-                                             : y->c->host_op_us;
+    double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us : y->c->host_op_us;
     int64_t cpu = ns(us) * (o->ndisp ? o->ndisp : 1);
+    int64_t wait = stream == ST_COMPUTE ? (int64_t)llround(y->c->host_wait * (double)o->dur) : 0;
     if (u->n > 0 && (u->stream != stream || r->n_waits[stream] > 0))
         flush(y, r);
     if (u->n == 0) {
@@ -669,9 +667,10 @@ static void emit(struct synth *y, struct rank *r, int stream, const struct op *o
             u->cls = MODEL_TASK_KERNEL;
     }
     u->n++;
-    u->cpu += cpu;
+    /* dispatched at u->cpu + cpu; the host then waits its share of it */
+    u->tail = (u->tail > u->cpu + cpu ? u->tail : u->cpu + cpu) + o->dur;
+    u->cpu += cpu + wait;
     u->gpu += o->dur;
-    u->tail = (u->tail > u->cpu ? u->tail : u->cpu) + o->dur;
     if (y->detail == EST_DETAIL_KERNEL)
         flush(y, r);
 }
@@ -831,7 +830,6 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
     snprintf(r->region, sizeof r->region, "%s mb %lld chunk %lld", backward ? "backward" : "forward",
              (long long)mb, (long long)chunk);
-    r->backward = backward;
     if (!backward) {
         if (st->embedding)
             emit_ops(y, r, &y->embed_fwd, 0);
@@ -1079,7 +1077,6 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
         bucket_reduce(y, r, b);
     }
     snprintf(r->region, sizeof r->region, "optimizer");
-    r->backward = 0;
     wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
     struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1,
                       ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * grad_bytes(s))), 0, 0};

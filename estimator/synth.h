@@ -42,12 +42,17 @@ int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err);
 struct est_costs {
     struct kernel_params kernel;
     struct coll_params coll;
-    /* host time to dispatch one GPU operation, microseconds: in the
-     * forward pass (the framework's Python and dispatch, and the launch),
-     * in the backward pass (the autograd engine's C++ and the launch), and
-     * to issue one collective (the process group's bookkeeping and its
-     * stream synchronisation) */
-    double host_op_us, host_bwd_op_us, host_coll_us;
+    /* host time to dispatch one GPU operation, microseconds (the
+     * framework's dispatch, in the forward pass or the autograd engine's,
+     * and the launch), and to issue one collective (the process group's
+     * bookkeeping and its stream synchronisation) */
+    double host_op_us, host_coll_us;
+    /* the share (0-1) of each GPU operation's time the host thread waits
+     * for after dispatching it: 0 when launches are asynchronous and the
+     * host runs ahead of the GPU; 1 when it blocks until each operation is
+     * done (a synchronising allocator, blocking launches), so host and GPU
+     * time add up */
+    double host_wait;
     /* busiest expert's tokens over the mean under top-k routing */
     double moe_imbalance;
 };

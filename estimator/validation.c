@@ -124,11 +124,10 @@ int est_measured_spec(const struct est_measured *m, const char *gpu, const char 
 
 const struct est_fit_param est_fit_params[] = {
     {"host_op_us", offsetof(struct est_costs, host_op_us), 1, 150},
-    {"host_bwd_op_us", offsetof(struct est_costs, host_bwd_op_us), 1, 150},
     {"host_coll_us", offsetof(struct est_costs, host_coll_us), 1, 500},
-    {"kernel_fixed_us", offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, kernel_fixed_us), 2, 8},
     {"gemm_ceiling_scale", offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, gemm_ceiling_scale),
      0.5, 1},
+    {"host_wait", offsetof(struct est_costs, host_wait), 0, 1},
 };
 const size_t est_n_fit_params = sizeof est_fit_params / sizeof est_fit_params[0];
 
@@ -218,10 +217,10 @@ int est_fit(const struct est_measured *rows, size_t n, const unsigned char *sele
         gsl_vector_set(step, i, 0.1);
     }
     gsl_multimin_fminimizer_set(m, &fn, x, step);
-    for (int it = 0; it < 200 && !f.failed; it++) {
+    for (int it = 0; it < 120 && !f.failed; it++) {
         if (gsl_multimin_fminimizer_iterate(m))
             break;
-        if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS)
+        if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 5e-3) == GSL_SUCCESS)
             break;
     }
     if (f.failed) {
