@@ -258,6 +258,7 @@ static int robust(const struct sample *s, size_t n, int use_a, int use_c, double
                 gsl_matrix_set(X, i, j, s[i].x / s[i].t);
             gsl_vector_set(y, i, 1);
         }
+        gsl_set_error_handler_off(); /* GSL's default handler aborts; its status is checked */
         int st = gsl_multifit_robust(X, y, b, cov, w);
         if (st == GSL_SUCCESS || st == GSL_EMAXITER) {
             size_t j = 0;

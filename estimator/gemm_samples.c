@@ -331,6 +331,7 @@ int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *
         gsl_matrix_set(X, row, 1, (e.time_us - kernels * base->kernel_fixed_us) / t);
         gsl_vector_set(y, row++, 1);
     }
+    gsl_set_error_handler_off(); /* GSL's default handler aborts; its status is checked */
     int st = gsl_multifit_robust(X, y, b, cov, w);
     double fixed = gsl_vector_get(b, 0), inv_scale = gsl_vector_get(b, 1);
     if ((st != GSL_SUCCESS && st != GSL_EMAXITER) || !isfinite(fixed) || !(inv_scale > 0)) {

@@ -216,6 +216,7 @@ int est_fit(const struct est_measured *rows, size_t n, const unsigned char *sele
         gsl_vector_set(x, i, fmin(fmax(u, 0.05), 0.95));
         gsl_vector_set(step, i, 0.1);
     }
+    gsl_set_error_handler_off(); /* GSL's default handler aborts; its status is checked */
     gsl_multimin_fminimizer_set(m, &fn, x, step);
     for (int it = 0; it < 120 && !f.failed; it++) {
         if (gsl_multimin_fminimizer_iterate(m))
