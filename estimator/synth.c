@@ -127,8 +127,9 @@ struct synth {
     /* per layer kind (0 dense, 1 MoE): forward, backward, recomputation */
     struct oplist fwd[2], bwd[2], recompute[2];
     struct oplist embed_fwd, embed_bwd, head_fwd, head_bwd;
-    /* the context-parallel ring's pieces */
-    int64_t cp_block_fwd, cp_block_bwd, cp_exchange_fwd, cp_exchange_bwd;
+    /* the context-parallel ring's pieces, [0] forward, [1] backward (a
+     * pending run points at them until it is flushed) */
+    struct op cp_block[2], cp_exchange[2];
 };
 
 static int op_push(struct synth *y, struct oplist *l, const struct op *o)
@@ -322,14 +323,19 @@ static void cp_pieces(struct synth *y)
         y->failed = y->err->code;
         return;
     }
-    y->cp_block_fwd = ns(tf);
-    y->cp_block_bwd = ns(tb);
     double kv_bytes = 2 * b * blk * kv * sh->hd * sh->B;
     struct coll_group pair = sh->cp_group;
     pair.ranks = 2;
     pair.ranks_per_domain = sh->cp_group.ranks_per_domain >= 2 ? 2 : 1;
-    y->cp_exchange_fwd = coll_ns(y, MODEL_COLL_SENDRECV, &pair, kv_bytes);
-    y->cp_exchange_bwd = coll_ns(y, MODEL_COLL_SENDRECV, &pair, 2 * kv_bytes);
+    for (int backward = 0; backward < 2; backward++) {
+        y->cp_block[backward] = (struct op){backward ? "attention block backward" : "attention block",
+                                            MODEL_TASK_KERNEL, MODEL_KF_ATTENTION, OP_PLAIN, 1,
+                                            ns(backward ? tb : tf), 0, 0};
+        y->cp_exchange[backward] = (struct op){"context-parallel key/value exchange", MODEL_TASK_COMM,
+                                               MODEL_COLL_SENDRECV, OP_PLAIN, 1,
+                                               coll_ns(y, MODEL_COLL_SENDRECV, &pair, (1 + backward) * kv_bytes),
+                                               0, 0};
+    }
 }
 
 static void attention_block(struct synth *y, struct oplist *l, int backward)
@@ -709,23 +715,18 @@ static void layer_boundary(struct synth *y, struct rank *r)
 static void emit_cp_attention(struct synth *y, struct rank *r, int backward)
 {
     int64_t steps = y->s->parallel.cp;
-    int64_t block = backward ? y->cp_block_bwd : y->cp_block_fwd;
-    int64_t xchg = backward ? y->cp_exchange_bwd : y->cp_exchange_fwd;
-    struct op blk = {backward ? "attention block backward" : "attention block", MODEL_TASK_KERNEL,
-                     MODEL_KF_ATTENTION, OP_PLAIN, 1, block, 0, 0};
-    struct op ex = {"context-parallel key/value exchange", MODEL_TASK_COMM, MODEL_COLL_SENDRECV, OP_PLAIN, 1,
-                    xchg, 0, 0};
+    const struct op *blk = &y->cp_block[backward], *ex = &y->cp_exchange[backward];
     /* exchange i runs beside block i; block i + 1 needs exchange i */
     for (int64_t i = 0; i < steps; i++) {
         uint32_t prev = anchor(y, r, ST_COMPUTE);
         if (i + 1 < steps) {
             wait_on(y, r, ST_CP, prev);
-            emit(y, r, ST_CP, &ex);
+            emit(y, r, ST_CP, ex);
             flush(y, r);
         }
         if (i > 0)
             wait_on(y, r, ST_COMPUTE, r->last[ST_CP]);
-        emit(y, r, ST_COMPUTE, &blk);
+        emit(y, r, ST_COMPUTE, blk);
     }
 }
 

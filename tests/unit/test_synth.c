@@ -107,6 +107,17 @@ TEST(synth_levels_of_detail_agree_within_one_percent)
     }
 }
 
+/* The default costs of a spec's GPU. */
+static int default_costs(const char *json, struct est_costs *c)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    int rc = load(json, &s, &hw);
+    if (rc == SC_OK)
+        est_costs_default(hw, &s, c);
+    return rc;
+}
+
 /* Host-bound: tiny kernels whose dispatch costs far more than they run.
  * The step is then the host's dispatch time: halving every host cost
  * halves it. */
@@ -114,11 +125,8 @@ TEST(synth_small_model_is_host_bound_at_every_detail)
 {
     const char *spec = "{\"model\":{\"layers\":2,\"hidden\":128,\"heads\":2,\"seq\":128,\"vocab\":1000},"
                        "\"parallel\":{\"micro_batch\":1,\"global_batch\":4},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
-    struct est_spec s;
-    const struct hw_profile *hw;
     struct est_costs c;
-    CHECK(load(spec, &s, &hw) == SC_OK);
-    est_costs_default(hw, &s, &c);
+    CHECK(default_costs(spec, &c) == SC_OK);
     c.host_op_us = c.host_coll_us = 100;
     double slow[3], fast[3];
     for (int d = 0; d < 3; d++)
@@ -140,11 +148,8 @@ TEST(synth_host_waiting_on_the_gpu_adds_host_time)
 {
     const char *spec = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048,\"vocab\":1024},"
                        "\"parallel\":{\"micro_batch\":2,\"global_batch\":4},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
-    struct est_spec s;
-    const struct hw_profile *hw;
     struct est_costs c;
-    CHECK(load(spec, &s, &hw) == SC_OK);
-    est_costs_default(hw, &s, &c);
+    CHECK(default_costs(spec, &c) == SC_OK);
     double t[2][3]; /* [host_wait][host 0, 25, 50 us] at kernel detail */
     for (int w = 0; w < 2; w++)
         for (int h = 0; h < 3; h++) {
