@@ -34,8 +34,7 @@ void h_dashboard(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     const char *want = q->op == API_OP_DASHBOARD ? "index.html" : q->params.id;
     (void)s;
-    for (size_t i = 0; i < dashboard_n_files; i++) {
-        const struct dashboard_file *f = &dashboard_files[i];
+    for (const struct sc_embedded *f = dashboard_files; f->name; f++) {
         if (strcmp(f->name, want) != 0)
             continue;
         char *copy = malloc(f->len ? f->len : 1);
@@ -43,7 +42,7 @@ void h_dashboard(struct svc *s, struct svc_request *q, struct api_reply *r)
             api_fail(r, API_E_UNAVAILABLE, "out of memory");
             return;
         }
-        memcpy(copy, f->bytes, f->len);
+        memcpy(copy, f->data, f->len);
         api_reply_take(r, 200, content_type(f->name), copy, f->len);
         return;
     }

@@ -17,8 +17,9 @@ DASHBOARD_FILES := $(sort $(wildcard clients/dashboard/*.html clients/dashboard/
                    node_modules/chart.js/dist/chart.umd.min.js
 DASHBOARD_C := $(BUILD)/gen/dashboard_files.c
 CORE_SRCS += $(DASHBOARD_C)
-$(DASHBOARD_C): daemon/dashboard_embed.sh $(DASHBOARD_FILES)
-	sh daemon/dashboard_embed.sh $@ $(DASHBOARD_FILES)
+$(DASHBOARD_C): scripts/embed.sh $(DASHBOARD_FILES)
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh dashboard_files $(DASHBOARD_FILES) >$@.tmp && mv $@.tmp $@
 # npm ci (in scripts/deps.sh) installs it
 node_modules/chart.js/dist/chart.umd.min.js:
 	sh scripts/deps.sh $(CONFIG)
