@@ -417,7 +417,7 @@ TEST(prof_roundtrip_replays_with_its_edges)
         /* the stream sync waits for the all-reduce */
         CHECK(has_edge(g, nccl, sync, MODEL_EDGE_HOST_SYNC));
         /* collectives: one group holding both ranks' kernels */
-        CHECK(nccl != UINT32_MAX && g->tasks[nccl].kind == MODEL_TASK_COMM && g->tasks[nccl].group == 0);
+        CHECK(nccl != UINT32_MAX && g->tasks[nccl].cls == MODEL_TASK_COMM && g->tasks[nccl].group == 0);
     }
     model_replay_opts_default(&ro);
     rc = model_replay_run(g, &ro, &rp, &err);
