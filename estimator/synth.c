@@ -248,16 +248,11 @@ static void tp_in(struct synth *y, struct oplist *l, int backward)
         coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * sh->h * sh->B);
 }
 
+/* At a block's output they are the input's, in the other direction: a
+ * reduce-scatter (or all-reduce) forward, an all-gather backward. */
 static void tp_out(struct synth *y, struct oplist *l, int backward)
 {
-    const struct shape *sh = &y->sh;
-    if (sh->tp <= 1)
-        return;
-    if (sh->sp)
-        coll(y, l, backward ? "tp all-gather" : "tp reduce-scatter",
-             backward ? MODEL_COLL_ALLGATHER : MODEL_COLL_REDUCESCATTER, &sh->tp_group, sh->T * sh->h * sh->B);
-    else if (!backward)
-        coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * sh->h * sh->B);
+    tp_in(y, l, !backward);
 }
 
 /* Attention as Megatron ran it before fused kernels: scores by a batched
