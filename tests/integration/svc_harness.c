@@ -340,7 +340,7 @@ const char *svc_error_code(const struct svc_resp *r)
 
 const char *svc_json_str(const char *body, const char *key)
 {
-    static char v[256];
+    static _Thread_local char v[256]; /* one per thread: concurrent clients call it */
     json_t *doc = json_loads(body ? body : "", 0, NULL);
     const char *s = json_string_value(json_object_get(doc, key));
     snprintf(v, sizeof v, "%s", s ? s : "");

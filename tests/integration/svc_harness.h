@@ -68,7 +68,8 @@ char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wai
 
 /* The "error.code" of a JSON error body, or "" (static buffer). */
 const char *svc_error_code(const struct svc_resp *r);
-/* A string or integer member of a JSON body ("" / -1 when absent). */
+/* A string or integer member of a JSON body ("" / -1 when absent); the
+ * string is in a buffer of the calling thread, overwritten by its next call. */
 const char *svc_json_str(const char *body, const char *key);
 long long svc_json_int(const char *body, const char *key);
 
