@@ -25,30 +25,6 @@
 static const char spec_usage[] = "usage: stepcast spec from-hf [--seq N] CONFIG.json\n"
                                  "       stepcast spec check SPEC.json\n";
 
-/* The whole file (malloc'd, NUL-terminated) in *out, its size in *n. */
-static int read_file(const char *path, char **out, size_t *n, struct sc_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    if (!f)
-        return sc_error_set(err, SC_ENOTFOUND, "%s: %s", path, strerror(errno));
-    if (!(buf = malloc(SPEC_FILE_MAX + 1))) {
-        fclose(f);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    *n = fread(buf, 1, SPEC_FILE_MAX + 1, f);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed || *n > SPEC_FILE_MAX) {
-        free(buf);
-        return sc_error_set(err, failed ? SC_EIO : SC_ELIMIT, "%s: %s", path,
-                            failed ? "read failed" : "larger than 1 MiB: not a spec");
-    }
-    buf[*n] = '\0';
-    *out = buf;
-    return SC_OK;
-}
-
 static int print_text(char *text)
 {
     if (!text) {
@@ -82,7 +58,7 @@ static int from_hf(int argc, char **argv)
     }
     if (!path)
         return cli_usage_error("spec", "from-hf needs CONFIG.json");
-    if (read_file(path, &text, &n, &err))
+    if (cli_read_file(path, SPEC_FILE_MAX, &text, &n, &err))
         return cli_fail(&err);
     int rc = est_model_from_hf(text, n, seq, &model, &seq_from, &err);
     free(text);
@@ -104,7 +80,7 @@ static int check(int argc, char **argv)
     size_t n;
     if (argc != 2 || argv[1][0] == '-')
         return cli_usage_error("spec", "%s", spec_usage);
-    if (read_file(argv[1], &text, &n, &err))
+    if (cli_read_file(argv[1], SPEC_FILE_MAX, &text, &n, &err))
         return cli_fail(&err);
     const struct hw_profile *hw;
     int rc = est_spec_load(text, n, &spec, &hw, &err);
