@@ -187,11 +187,11 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
         for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *task = &g->tasks[i];
             int64_t free_at = g->prev[i] == MODEL_NONE ? res->origin : r->end[g->prev[i]];
-            if (task->gap > 0 && !res->gpu)
+            if (r->gap[i] > 0 && !res->gpu)
                 json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}", "ph", "X",
                                                         "cat", "cpu_op", "name", "host work", "pid",
                                                         (json_int_t)res->pid, "tid", (json_int_t)res->tid,
-                                                        "ts", us(free_at - base), "dur", us(task->gap)));
+                                                        "ts", us(free_at - base), "dur", us(r->gap[i])));
             if (task->cls == MODEL_TASK_MARKER)
                 continue;
             json_t *args = json_object();

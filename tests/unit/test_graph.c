@@ -485,14 +485,14 @@ TEST(graph_straggler_propagates_through_the_collective)
 {
     const char *p[2];
     collective_fixture(p, 0, 200);
-    const char *slow[] = {"gpu@1=4", NULL};
+    const char *slow[] = {"gpu@1=4", "comm@1=4", NULL}; /* gpu leaves communication out */
     struct run a, b;
     if (replay_with(&a, p, 2, NULL, NULL) || replay_with(&b, p, 2, NULL, slow))
         return;
     /* rank 1's gemm: 200 -> 800 us; its all-reduce waits for it, so it
      * arrives 300 us later than it did (it had 300 us of host slack), and
-     * the transfer, 4x slower on rank 1, takes 1200 us more; rank 0 waits
-     * for all of it */
+     * the transfer, 4x slower on rank 1 (comm@1=4), takes 1200 us more;
+     * rank 0 waits for all of it */
     CHECK(b.r->steps[1].replayed_ns > a.r->steps[1].replayed_ns);
     CHECK(b.r->steps[0].replayed_ns > a.r->steps[0].replayed_ns);
     CHECK_NEAR((b.r->steps[0].replayed_ns - a.r->steps[0].replayed_ns) / 1000.0, 300 + 1200, 2.0);
@@ -667,7 +667,9 @@ TEST(graph_replay_rejects_bad_options)
     struct model_replay_opts o;
     struct sc_error err;
     model_replay_opts_default(&o);
-    CHECK_EQ_INT(model_replay_parse_scale("cpu=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("disk=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:x@=2", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu=-1", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu=1001", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("family:nosuch=2", &o, &err), SC_EINVAL);
@@ -679,6 +681,10 @@ TEST(graph_replay_rejects_bad_options)
     CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_OK); /* that work takes no time */
     CHECK_EQ_INT(model_replay_parse_scale("gpu=abc", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@x=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("comm=0", &o, &err), SC_OK);
+    CHECK_EQ_INT(model_replay_parse_scale("cpu=0.5", &o, &err), SC_OK);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:a*b@c=1", &o, &err), SC_OK); /* text, not a rank */
+    CHECK_STREQ(o.factors[o.n_factors - 1].pattern, "*a\\*b@c*");
     CHECK_EQ_INT(model_replay_parse_scale("gpu@3=2", &o, &err), SC_OK);
     struct model_graph_opts go;
     model_graph_opts_default(&go);
