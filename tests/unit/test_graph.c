@@ -15,6 +15,7 @@
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/shared_traces.h"
 #include "tests/trace_builder.h"
 #include "common/banned.h"
 
@@ -660,6 +661,48 @@ TEST(graph_timeline_is_a_trace_stepcast_reads_back)
     }
     CHECK(api_timeline_json(a.r, 7) == NULL);
     run_free(&a);
+}
+
+/* A replayed timeline keeps its trace's distributedInfo (HTA reads the
+ * rank and the process groups from it): written, read back by stepcast and
+ * as JSON. */
+TEST(graph_timeline_keeps_distributed_info)
+{
+    const char *args[] = {"--steps", "1", "--layers", "2", NULL};
+    struct model_job *job = th_gentrace_job(3, args);
+    struct model_graph *g = NULL;
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    if (!job)
+        return;
+    REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    json_t *doc = api_timeline_json(r, 2);
+    REQUIRE(doc != NULL);
+    json_t *di = json_object_get(doc, "distributedInfo");
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "rank")), 2);
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "world_size")), 3);
+    CHECK_STREQ(json_string_value(json_object_get(di, "backend")), "nccl");
+    CHECK_STREQ(json_string_value(json_object_get(di, "nccl_version")), "2.21.5");
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "pg_count")), 1);
+    json_t *pg = json_array_get(json_object_get(di, "pg_config"), 0);
+    CHECK_STREQ(json_string_value(json_object_get(pg, "pg_name")), "0");
+    CHECK_STREQ(json_string_value(json_object_get(pg, "pg_desc")), "default_pg");
+    CHECK_EQ_INT(json_integer_value(json_object_get(pg, "pg_size")), 3);
+    CHECK_STREQ(json_string_value(json_object_get(pg, "ranks")), "all");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    struct model_trace *t = NULL;
+    REQUIRE(text && model_trace_load_mem(text, strlen(text), "timeline", NULL, &t, &err) == SC_OK);
+    free(text);
+    CHECK_EQ_INT(t->rank, 2);
+    CHECK_EQ_INT(t->world_size, 3);
+    CHECK_EQ_INT(t->n_pgs, 1);
+    CHECK_STREQ(model_str(t, t->backend), "nccl");
+    model_trace_free(t);
+    model_replay_free(r);
+    model_graph_free(g);
+    model_job_free(job);
 }
 
 TEST(graph_replay_rejects_bad_options)
