@@ -17,7 +17,9 @@ static void print_text(const struct est_spec *s, const struct est_estimate *e)
 {
     printf("step %.2f ms   %.0f tokens/s   MFU %.1f%%   HFU %.1f%%   on %.0f x %s\n", e->step_ms,
            e->tokens_per_s, e->mfu * 100, e->hfu * 100, e->gpus, s->cluster.gpu);
-    printf("memory %.1f GB per GPU: %s\n", e->memory_gb_per_gpu, e->fits ? "fits" : e->fits_reason);
+    printf("memory %.1f GB per GPU (%s attention: %s): %s\n", e->memory_gb_per_gpu, e->memory_attention,
+           strcmp(e->memory_attention, "unfused") == 0 ? "the scores kept" : "softmax statistics, not the scores",
+           e->fits ? "fits" : e->fits_reason);
     printf("breakdown (slowest stage): compute %.2f ms, overlapped %.2f, communication %.2f, host %.2f, idle %.2f\n",
            e->breakdown.compute_exposed / 1e6, e->breakdown.overlap / 1e6, e->breakdown.comm_exposed / 1e6,
            e->breakdown.host / 1e6, e->breakdown.idle / 1e6);

@@ -93,6 +93,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
     out->hfu = peak > 0 ? est_hardware_flops_per_token(&s->model, s->options.recompute) * out->tokens_per_s / peak : 0;
     out->memory_gb_per_gpu = mem.gb_per_gpu;
+    out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
     out->fits = mem.fits;
     if (!mem.fits)
         snprintf(out->fits_reason, sizeof out->fits_reason,

@@ -19,19 +19,22 @@
  * keeps for its backward, per micro-batch of T = micro_batch x seq / cp
  * tokens, 16-bit values (fp32 training: 4 bytes), 1-byte dropout masks:
  *   attention: norm input, QKV input, Q, K, V, the output projection's
- *     input, dropout mask; unfused attention also keeps the softmax output,
- *     its dropout mask and the dropout output (heads x seq x seq/cp each);
+ *     input, dropout mask; unfused attention (options.attention) also keeps
+ *     the softmax output, its dropout mask and the dropout output (heads x
+ *     seq x seq/cp each: the paper's 5·a·s/h term); flash attention, the
+ *     default, keeps instead only the softmax statistics (one fp32
+ *     log-sum-exp per head and query row, 4 x heads x seq/cp bytes);
  *   MLP: norm input, first matrix's input, the activation's input (gated:
  *     gate and up, 2 x ffn) and output, dropout mask; an MoE layer keeps
  *     these for its shared experts and, for top_k x T tokens, each routed
  *     token's input and its expert's intermediates.
  * The norms' and first matrices' inputs and the masks are replicated
  * across tp unless sequence parallelism splits them; everything else is
- * split by tp. With heads = kv_heads, ffn = 4 x hidden and a plain MLP this
- * gives the paper's s·b·h·(34 + 5·a·s/h) without tp, s·b·h·(10 + 24/t +
- * 5·a·s/(h·t)) with tp t, and the sum over t with sequence parallelism.
- * Selective recomputation drops the attention-score tensors (as flash
- * attention does: the same figure holds for it); full recomputation keeps
+ * split by tp. With heads = kv_heads, ffn = 4 x hidden, a plain MLP and
+ * unfused attention this gives the paper's s·b·h·(34 + 5·a·s/h) without
+ * tp, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with tp t, and the sum over t with
+ * sequence parallelism. Selective recomputation drops the attention-score
+ * tensors (or flash attention's statistics); full recomputation keeps
  * each layer's input and, once per stage, one layer's activations while it
  * is recomputed. The first stage also keeps the embedding's dropout mask;
  * the last stage the final norm's and the output layer's inputs and the

@@ -47,14 +47,16 @@ TEST(memory_zero_paper_figures)
 }
 
 /* Korthikanti et al. 2022's configuration of GPT-3 175B: seq 2048, hidden
- * 12288, 96 heads, micro-batch 1, tensor parallelism 8. */
+ * 12288, 96 heads, micro-batch 1, tensor parallelism 8. Their formulas are
+ * for attention with the scores in memory: "attention":"unfused". */
 static const char *gpt3(const char *parallel, const char *options)
 {
     static char buf[1024];
     snprintf(buf, sizeof buf,
              "{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,\"vocab\":51200},"
-             "\"parallel\":{%s},\"options\":{%s},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}",
-             parallel, options);
+             "\"parallel\":{%s},\"options\":{\"attention\":\"unfused\"%s%s},"
+             "\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}",
+             parallel, *options ? "," : "", options);
     return buf;
 }
 
@@ -102,7 +104,7 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     struct est_spec sp =
         spec("{\"model\":{\"layers\":32,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336,"
              "\"mlp\":\"swiglu\",\"seq\":8192,\"vocab\":128256},\"parallel\":{\"tp\":2,"
-             "\"micro_batch\":2},\"options\":{\"sequence_parallel\":true},\"cluster\":{\"gpu\":\"x\"}}");
+             "\"micro_batch\":2},\"options\":{\"sequence_parallel\":true,\"attention\":\"unfused\"},\"cluster\":{\"gpu\":\"x\"}}");
     double T = 2 * 8192, h = 4096, t = 2, q = 4096, kv = 1024, f = 14336;
     double norms_inputs_masks = T * h * (2 + 2 + 2 + 2 + 1 + 1) / t;
     double qkv_out = T * (q + kv + kv + q) * 2 / t;
@@ -117,7 +119,7 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     sp = spec("{\"model\":{\"layers\":2,\"hidden\":64,\"heads\":4,\"seq\":128,\"mlp\":\"swiglu\","
               "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":32,\"shared_experts\":1}},"
               "\"parallel\":{\"tp\":2,\"etp\":1,\"ep\":2,\"dp\":2},"
-              "\"options\":{\"sequence_parallel\":true},\"cluster\":{\"gpu\":\"x\"}}");
+              "\"options\":{\"sequence_parallel\":true,\"attention\":\"unfused\"},\"cluster\":{\"gpu\":\"x\"}}");
     T = 128;
     h = 64;
     double base = T * h * 10 / 2 + T * (4 * 64) * 2 / 2 + 4 * T * 128 * 5 / 2;
@@ -125,6 +127,33 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     double routed = (T * 2 * 1 / 2) * (h * 2 + 3 * 32 * 2 / 1.0);
     est_layer_activations(&sp, 1, &la);
     CHECK_NEAR(la.kept, base + shared + routed, 1e-6);
+}
+
+TEST(memory_flash_attention_keeps_only_softmax_statistics)
+{
+    /* GPT-3's layer with tp 8: flash attention (the default) keeps neither
+     * the scores nor their dropout (the 5·a·s/h term of s·b·h·(10 + 24/t +
+     * 5·a·s/(h·t))), only one fp32 log-sum-exp per head and query row */
+    double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+    static const char flash[] =
+        "{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,\"vocab\":51200},"
+        "\"parallel\":{\"tp\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+    struct est_spec sp = spec(flash);
+    CHECK_EQ_INT(sp.options.attention, EST_ATTENTION_FLASH);
+    struct est_layer_activations fl, un;
+    est_layer_activations(&sp, 0, &fl);
+    sp = spec(gpt3("\"tp\":8", ""));
+    est_layer_activations(&sp, 0, &un);
+    double stats = 4 * b * a * s / t;
+    CHECK_NEAR(un.kept - fl.kept, sbh * 5 * a * s / (h * t) - stats, 0.5);
+    CHECK_NEAR(fl.kept, sbh * (10 + 24 / t) + stats, 0.5);
+    CHECK_NEAR(fl.full, fl.kept, 1e-9);
+    /* with sequence parallelism: s·b·h·34/t plus the statistics */
+    sp = spec("{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,\"vocab\":51200},"
+              "\"parallel\":{\"tp\":8},\"options\":{\"sequence_parallel\":true,\"attention\":\"flash\"},"
+              "\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}");
+    est_layer_activations(&sp, 0, &fl);
+    CHECK_NEAR(fl.kept, sbh * 34 / t + stats, 0.5);
 }
 
 TEST(memory_korthikanti_first_stage_in_flight)
