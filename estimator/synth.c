@@ -97,9 +97,26 @@ struct op {
     uint32_t group_size;
 };
 
+/* What a run of operations on the compute stream adds to a pending run
+ * (see struct run and run_add): computed once per list, so that at layer
+ * and stage detail a layer's operations are emitted in one step. */
+struct run_sum {
+    int n;               /* operations */
+    int64_t cpu;         /* host time: dispatches and the waits after them */
+    int64_t gpu;         /* GPU time */
+    int64_t first_cpu;   /* the first dispatch */
+    int64_t tail;        /* max over its ops of (host time before it + its dispatch + GPU work from there on) */
+    uint8_t cls, sub;    /* the first operation's */
+    uint8_t kernel;      /* any operation a kernel */
+    uint8_t mixed;       /* any operation of another sub than the first */
+    const struct op *first;
+};
+
 struct oplist {
     struct op *v;
     size_t n, cap;
+    struct run_sum sum;
+    int summed; /* sum holds the whole list (no operation that needs emitting alone) */
 };
 
 /* What a spec makes of one rank's work, derived once. */
@@ -554,12 +571,8 @@ static const char *const stream_labels[ST_COUNT] = {"compute", "pipeline send", 
 /* Operations not yet turned into tasks: a run on one stream that the level
  * of detail lets merge. */
 struct run {
-    int n;
     int stream;
-    int64_t cpu, gpu, first_cpu;
-    int64_t tail; /* max over its ops of (dispatched by then + GPU work from there on) */
-    uint8_t cls, sub;
-    int mixed;
+    struct run_sum sum;
     struct op first; /* a copy: operations may live on the caller's stack */
 };
 
@@ -567,6 +580,7 @@ struct rank {
     uint16_t id;
     uint32_t cpu, st[ST_COUNT];
     uint32_t last[ST_COUNT]; /* the last task on each stream, or MODEL_NONE */
+    uint32_t synced[ST_COUNT]; /* the last task on each stream a host synchronisation waited for */
     struct run run;
     /* what the next task on each stream waits for */
     uint32_t waits[ST_COUNT][MAX_WAITS];
@@ -605,27 +619,29 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
 static void flush(struct synth *y, struct rank *r)
 {
     struct run *u = &r->run;
-    if (u->n == 0)
+    const struct run_sum *m = &u->sum;
+    if (m->n == 0)
         return;
-    int single = u->n == 1;
+    int single = m->n == 1;
+    uint8_t cls = m->kernel ? MODEL_TASK_KERNEL : m->cls;
     const char *name = single ? u->first.name : r->region;
     uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
-                                                          .sub = MODEL_CALL_LAUNCH, .dur = u->cpu,
+                                                          .sub = MODEL_CALL_LAUNCH, .dur = m->cpu,
                                                           .name = single ? "dispatch" : "dispatches",
                                                           .tag = name});
-    uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[u->stream], .cls = u->cls,
-                                                          .sub = u->mixed ? MODEL_KF_OTHER : u->sub,
-                                                          .dur = u->gpu, .name = name, .tag = r->region});
+    uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[u->stream], .cls = cls,
+                                                          .sub = m->mixed ? MODEL_KF_OTHER : m->sub,
+                                                          .dur = m->gpu, .name = name, .tag = r->region});
     /* it starts once its first dispatch is done, and it cannot end before
      * any of its operations could have: dispatched, then it and the ones
      * after it run (the FF latency counts from the last dispatch) */
-    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, u->first_cpu);
-    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, u->tail - u->cpu);
+    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, m->first_cpu);
+    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, m->tail - m->cpu);
     for (int i = 0; i < r->n_waits[u->stream]; i++)
         add_edge(y, r->waits[u->stream][i], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
     r->n_waits[u->stream] = 0;
-    if (single && u->cls == MODEL_TASK_COMM && u->first.group_size > 1)
-        add_group(y, (enum model_coll_op)u->sub, u->first.bytes, u->first.group_size, &task, 1);
+    if (single && cls == MODEL_TASK_COMM && u->first.group_size > 1)
+        add_group(y, (enum model_coll_op)m->sub, u->first.bytes, u->first.group_size, &task, 1);
     r->last[u->stream] = task;
     memset(u, 0, sizeof *u);
 }
@@ -635,7 +651,7 @@ static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
 {
     if (task == MODEL_NONE)
         return;
-    if (r->run.n > 0 && r->run.stream == stream)
+    if (r->run.sum.n > 0 && r->run.stream == stream)
         flush(y, r);
     for (int i = 0; i < r->n_waits[stream]; i++)
         if (r->waits[stream][i] == task)
@@ -648,56 +664,119 @@ static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
     r->waits[stream][r->n_waits[stream]++] = task;
 }
 
-static void emit(struct synth *y, struct rank *r, int stream, const struct op *o)
+/* The host time of dispatching operation o on `stream`: *cpu the dispatch,
+ * *wait the share of its GPU time the host then waits for. */
+static void op_host(const struct synth *y, int stream, const struct op *o, int64_t *cpu, int64_t *wait)
+{
+    double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us : y->c->host_op_us;
+    *cpu = ns(us) * (o->ndisp ? o->ndisp : 1);
+    *wait = stream == ST_COMPUTE ? (int64_t)llround(y->c->host_wait * (double)o->dur) : 0;
+}
+
+static int64_t max_i64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Append summary a to b (b's operations after a's). The tail composes in
+ * max-plus arithmetic: a run dispatched from host time t0 whose GPU work
+ * ended by tail0 ends by max(tail0 + gpu, t0 + tail) after it. */
+static void sum_append(struct run_sum *b, const struct run_sum *a)
+{
+    if (b->n == 0) {
+        *b = *a;
+        return;
+    }
+    b->tail = max_i64(b->tail + a->gpu, b->cpu + a->tail);
+    b->mixed |= a->mixed || a->sub != b->sub;
+    b->kernel |= a->kernel;
+    b->cpu += a->cpu;
+    b->gpu += a->gpu;
+    b->n += a->n;
+}
+
+static void sum_op(const struct synth *y, int stream, const struct op *o, struct run_sum *out)
+{
+    int64_t cpu, wait;
+    op_host(y, stream, o, &cpu, &wait);
+    *out = (struct run_sum){.n = 1, .cpu = cpu + wait, .gpu = o->dur, .first_cpu = cpu, .tail = cpu + o->dur,
+                            .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
+}
+
+/* Summarise a list of operations on the compute stream, once its costs are
+ * known. */
+static void summarise(const struct synth *y, struct oplist *l)
+{
+    memset(&l->sum, 0, sizeof l->sum);
+    l->summed = 1;
+    for (size_t i = 0; i < l->n; i++) {
+        struct run_sum one;
+        if (l->v[i].special != OP_PLAIN)
+            l->summed = 0;
+        sum_op(y, ST_COMPUTE, &l->v[i], &one);
+        sum_append(&l->sum, &one);
+    }
+}
+
+/* Add operations (summarised) on `stream` to the pending run. */
+static void run_add(struct synth *y, struct rank *r, int stream, const struct run_sum *a)
 {
     struct run *u = &r->run;
-    double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us : y->c->host_op_us;
-    int64_t cpu = ns(us) * (o->ndisp ? o->ndisp : 1);
-    int64_t wait = stream == ST_COMPUTE ? (int64_t)llround(y->c->host_wait * (double)o->dur) : 0;
-    if (u->n > 0 && (u->stream != stream || r->n_waits[stream] > 0))
+    /* waits on this stream predate the run (wait_on flushes a run on its
+     * stream): they are the run's, so it goes on */
+    if (u->sum.n > 0 && u->stream != stream)
         flush(y, r);
-    if (u->n == 0) {
+    if (u->sum.n == 0) {
         u->stream = stream;
-        u->cls = o->cls;
-        u->sub = o->sub;
-        u->first = *o;
-        u->first_cpu = cpu;
-    } else if (o->cls != u->cls || o->sub != u->sub) {
-        u->mixed |= o->sub != u->sub;
-        if (o->cls == MODEL_TASK_KERNEL)
-            u->cls = MODEL_TASK_KERNEL;
+        u->first = *a->first;
     }
-    u->n++;
-    /* dispatched at u->cpu + cpu; the host then waits its share of it */
-    u->tail = (u->tail > u->cpu + cpu ? u->tail : u->cpu + cpu) + o->dur;
-    u->cpu += cpu + wait;
-    u->gpu += o->dur;
+    sum_append(&u->sum, a);
     if (y->detail == EST_DETAIL_KERNEL)
         flush(y, r);
+}
+
+static void emit(struct synth *y, struct rank *r, int stream, const struct op *o)
+{
+    struct run_sum one;
+    sum_op(y, stream, o, &one);
+    run_add(y, r, stream, &one);
 }
 
 /* The last task on a stream, for other work to wait on. */
 static uint32_t anchor(struct synth *y, struct rank *r, int stream)
 {
-    if (r->run.n > 0 && r->run.stream == stream)
+    if (r->run.sum.n > 0 && r->run.stream == stream)
         flush(y, r);
     return r->last[stream];
 }
 
-/* A host synchronisation: the thread waits until every task in `on` is done. */
-static void host_sync(struct synth *y, struct rank *r, const char *name, const uint32_t *on, size_t n)
+/* A host synchronisation: the thread waits until every task in `on` is
+ * done. Returns the call. */
+static uint32_t host_sync(struct synth *y, struct rank *r, const char *name, const uint32_t *on, size_t n)
 {
     flush(y, r);
     uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
                                                           .sub = MODEL_CALL_SYNC, .dur = 0, .name = name});
     for (size_t i = 0; i < n; i++)
         add_edge(y, on[i], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
+    return call;
+}
+
+/* Call `call` (a host synchronisation) waits for the last task of every
+ * stream. A task an earlier synchronisation of the thread waited for needs
+ * no edge: the thread's calls run in order, so `call` ends after it anyway. */
+static void sync_streams(struct synth *y, struct rank *r, uint32_t call)
+{
+    for (int st = 0; st < ST_COUNT; st++)
+        if (r->last[st] != r->synced[st]) {
+            add_edge(y, r->last[st], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
+            r->synced[st] = r->last[st];
+        }
 }
 
 static void device_sync(struct synth *y, struct rank *r, const char *name)
 {
-    flush(y, r);
-    host_sync(y, r, name, r->last, ST_COUNT);
+    sync_streams(y, r, host_sync(y, r, name, NULL, 0));
 }
 
 /* At layer detail a merged run ends with its layer. */
@@ -727,6 +806,11 @@ static void emit_cp_attention(struct synth *y, struct rank *r, int backward)
 
 static void emit_ops(struct synth *y, struct rank *r, const struct oplist *l, int backward)
 {
+    if (l->summed && y->detail != EST_DETAIL_KERNEL) {
+        if (l->n)
+            run_add(y, r, ST_COMPUTE, &l->sum);
+        return;
+    }
     for (size_t i = 0; i < l->n && !y->failed; i++) {
         if (l->v[i].special == OP_CP_ATTENTION)
             emit_cp_attention(y, r, backward);
@@ -917,8 +1001,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
         r->last[stream] = task;
         p2p_remember(y, p, r, kinds[i], task);
     }
-    for (int st = 0; st < ST_COUNT; st++)
-        add_edge(y, r->last[st], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
+    sync_streams(y, r, call);
 }
 
 /* Megatron's 1F1B schedule (pipeline_parallel/schedules.py,
@@ -1117,7 +1200,7 @@ static int add_rank(struct synth *y, int64_t id, struct rank *r)
                                                               .pid = id, .tid = 1}, &r->cpu))
         return y->failed = y->err->code;
     for (int k = 0; k < ST_COUNT; k++) {
-        r->last[k] = MODEL_NONE;
+        r->last[k] = r->synced[k] = MODEL_NONE;
         if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .gpu = 1, .comm = k != ST_COMPUTE,
                                                                   .label = stream_labels[k], .pid = id,
                                                                   .tid = 7 + k}, &r->st[k]))
@@ -1144,6 +1227,32 @@ static void pair_transfers(struct synth *y, struct pipeline *p)
     }
     /* the gradient norm is reduced across every pipeline rank */
     add_group(y, MODEL_COLL_ALLREDUCE, 4, (uint32_t)y->sh.mp_group.ranks, p->grad_norm, (size_t)p->pp);
+}
+
+/* About how many tasks and edges the step takes (more rather than fewer:
+ * room not used costs address space only), so that the builder's arrays
+ * are not grown and copied as the step is emitted. */
+static void reserve_room(struct synth *y, const struct pipeline *p)
+{
+    int64_t layers = 0, per_layer = 0;
+    for (int64_t v = 0; v < p->pp * p->vpp; v++)
+        layers = p->vstages[v].layers > layers ? p->vstages[v].layers : layers;
+    for (int k = 0; k < 2; k++) {
+        int64_t n = (int64_t)(y->fwd[k].n + y->recompute[k].n + y->bwd[k].n);
+        per_layer = n > per_layer ? n : per_layer;
+    }
+    per_layer += 6 * y->s->parallel.cp; /* the context-parallel ring's blocks and exchanges */
+    int64_t ops = 4; /* GPU runs of one micro-batch's forward and backward on one virtual stage */
+    if (y->detail == EST_DETAIL_LAYER)
+        ops += 2 * layers;
+    else if (y->detail == EST_DETAIL_KERNEL)
+        ops += layers * per_layer +
+               (int64_t)(y->embed_fwd.n + y->embed_bwd.n + y->head_fwd.n + y->head_bwd.n);
+    int64_t passes = p->pp * p->vpp * p->m, groups = passes * (ops / 2 + 4) + 64 * p->pp;
+    if (!y->failed && model_gb_reserve(y->gb, (size_t)(passes * (2 * ops + 10) + 64 * p->pp),
+                                       (size_t)(passes * (3 * ops + 24) + 64 * p->pp), (size_t)groups,
+                                       (size_t)(2 * groups)))
+        y->failed = y->err->code;
 }
 
 static void synth_release(struct synth *y, struct pipeline *p)
@@ -1193,6 +1302,16 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
         layer_ops(&y, 1);
     embedding_and_loss_ops(&y);
     cp_pieces(&y);
+    for (int k = 0; k < 2; k++) {
+        summarise(&y, &y.fwd[k]);
+        summarise(&y, &y.bwd[k]);
+        summarise(&y, &y.recompute[k]);
+    }
+    summarise(&y, &y.embed_fwd);
+    summarise(&y, &y.embed_bwd);
+    summarise(&y, &y.head_fwd);
+    summarise(&y, &y.head_bwd);
+    reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;
         struct bucket_state b = {0, 0};

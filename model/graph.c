@@ -90,15 +90,11 @@ void model_graph_free(struct model_graph *g)
     sc_strtab_release(&g->names);
     free((void *)g->tasks);
     free((void *)g->src);
-    free((void *)g->prev);
-    free((void *)g->next);
-    free((void *)g->edges);
-    free((void *)g->pred_at);
+    free((void *)g->prev); /* and next, pred_at, succ_at: one allocation (graph_builder.c) */
+    free((void *)g->edges); /* and succs */
     free((void *)g->res);
     free((void *)g->steps);
     free((void *)g->ranks);
-    free((void *)g->succ_at);
-    free((void *)g->succs);
     free((void *)g->groups);
     free((void *)g->group_at);
     free((void *)g->group_tasks);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hugepage.h"
 #include "common/vec.h"
 #include "model/collective.h"
 #include "model/kernel_family.h"
@@ -13,6 +14,7 @@
 
 /* Most tasks a graph may hold (ids, with the edge type, fit in 32 bits). */
 #define MAX_TASKS (1u << 30)
+#define NAME_CACHE 16 /* a power of two */
 
 struct pending_edge {
     uint32_t to, from;
@@ -31,8 +33,12 @@ struct model_gb {
     size_t n_res, cap_res;
     struct model_task *tasks;
     struct model_task_src *src;
-    int64_t *order;
-    size_t n_tasks, cap_tasks, cap_src, cap_order;
+    int64_t *order; /* layout keys; NULL while every key is 0 */
+    size_t n_tasks, cap_tasks;
+    /* the last strings interned, by the caller's pointer: a builder sees
+     * the same few names over and over (checked by content, so a buffer
+     * the caller rewrites is no problem) */
+    struct { const char *s; uint32_t id; } recent[NAME_CACHE];
     struct pending_edge *edges;
     size_t n_edges, cap_edges;
     struct model_graph_step *steps;
@@ -57,6 +63,26 @@ static int intern(struct model_gb *gb, const char *s, uint32_t *id)
 {
     if (sc_strtab_intern(&gb->names, s ? s : "", s ? strlen(s) : 0, id))
         return OOM(gb);
+    return SC_OK;
+}
+
+/* intern() for the names and tags of tasks and groups, through the cache
+ * of recent strings. */
+static int intern_recent(struct model_gb *gb, const char *s, uint32_t *id)
+{
+    if (!s) {
+        *id = 0; /* the empty string */
+        return SC_OK;
+    }
+    size_t slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & (NAME_CACHE - 1);
+    if (gb->recent[slot].s == s && strcmp(s, sc_strtab_str(&gb->names, gb->recent[slot].id)) == 0) {
+        *id = gb->recent[slot].id;
+        return SC_OK;
+    }
+    if (intern(gb, s, id))
+        return gb->failed;
+    gb->recent[slot].s = s;
+    gb->recent[slot].id = *id;
     return SC_OK;
 }
 
@@ -139,6 +165,39 @@ int model_gb_add_resource(struct model_gb *gb, const struct model_res_spec *s, u
     return SC_OK;
 }
 
+/* Room for `need` elements of `size` bytes in *p (capacity *cap): a new
+ * array on huge pages when large, else grown as sc_vec_reserve does. */
+static int reserve_array(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    if (*p || need > SIZE_MAX / size)
+        return sc_vec_reserve(p, cap, need, size);
+    if (!(*p = sc_huge_alloc(need * size)))
+        return -1;
+    *cap = need;
+    return 0;
+}
+
+/* Room for `cap` tasks in each per-task array. */
+static int reserve_tasks(struct model_gb *gb, size_t cap)
+{
+    size_t c_tasks = gb->cap_tasks, c_src = gb->cap_tasks, c_order = gb->cap_tasks;
+    if (reserve_array((void **)&gb->tasks, &c_tasks, cap, sizeof *gb->tasks) ||
+        reserve_array((void **)&gb->src, &c_src, cap, sizeof *gb->src) ||
+        (gb->order && reserve_array((void **)&gb->order, &c_order, cap, sizeof *gb->order)))
+        return OOM(gb);
+    gb->cap_tasks = cap;
+    return SC_OK;
+}
+
+/* The first task with a layout key: the tasks before it had key 0. */
+static int keep_order(struct model_gb *gb)
+{
+    gb->order = calloc(gb->cap_tasks, sizeof *gb->order);
+    return gb->order ? SC_OK : OOM(gb);
+}
+
 int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint32_t *task)
 {
     struct model_task_src src = {0, MODEL_NONE, MODEL_NONE};
@@ -154,24 +213,24 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
         return fail(gb, SC_EINVAL, "a negative duration or gap");
     if (gb->n_tasks >= MAX_TASKS)
         return fail(gb, SC_ELIMIT, "more than 2^30 tasks");
-    if (intern(gb, s->name ? s->name : model_task_class_name((enum model_task_class)s->cls), &src.name))
+    if (intern_recent(gb, s->name ? s->name : model_task_class_name((enum model_task_class)s->cls), &src.name))
         return gb->failed;
-    if (s->tag && intern(gb, s->tag, &src.tag))
+    if (s->tag && intern_recent(gb, s->tag, &src.tag))
         return gb->failed;
     if (s->has_event)
         src.event = s->event;
-    size_t need = gb->n_tasks + 1;
-    if (sc_vec_reserve((void **)&gb->tasks, &gb->cap_tasks, need, sizeof *gb->tasks) ||
-        sc_vec_reserve((void **)&gb->src, &gb->cap_src, need, sizeof *gb->src) ||
-        sc_vec_reserve((void **)&gb->order, &gb->cap_order, need, sizeof *gb->order))
-        return OOM(gb);
+    if (gb->n_tasks == gb->cap_tasks && reserve_tasks(gb, gb->cap_tasks ? 2 * gb->cap_tasks : 1024))
+        return gb->failed;
+    if (s->order && !gb->order && keep_order(gb))
+        return gb->failed;
     struct model_resource *r = &gb->res[s->res];
     uint32_t id = (uint32_t)gb->n_tasks++;
     gb->tasks[id] = (struct model_task){.dur = s->dur, .gap = s->gap, .res = s->res, .group = MODEL_NONE,
                                         .rank = r->rank, .cls = (uint8_t)s->cls, .sub = (uint8_t)s->sub,
                                         .kept = s->kept != 0};
     gb->src[id] = src;
-    gb->order[id] = s->order;
+    if (gb->order)
+        gb->order[id] = s->order;
     if (s->cls == MODEL_TASK_COMM)
         r->comm = 1;
     if (r->first == MODEL_NONE)
@@ -179,6 +238,22 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
     r->last = id;
     r->n++;
     *task = id;
+    return SC_OK;
+}
+
+int model_gb_reserve(struct model_gb *gb, size_t tasks, size_t edges, size_t groups, size_t members)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (tasks > MAX_TASKS || edges > (size_t)MAX_TASKS * 8 || groups > MAX_TASKS || members > (size_t)MAX_TASKS * 8)
+        return SC_OK; /* a hint too large to heed: the arrays grow as needed */
+    if (tasks > gb->cap_tasks && reserve_tasks(gb, tasks))
+        return gb->failed;
+    if (reserve_array((void **)&gb->edges, &gb->cap_edges, edges, sizeof *gb->edges) ||
+        reserve_array((void **)&gb->groups, &gb->cap_groups, groups, sizeof *gb->groups) ||
+        reserve_array((void **)&gb->group_at, &gb->cap_group_at, groups + 1, sizeof *gb->group_at) ||
+        reserve_array((void **)&gb->group_tasks, &gb->cap_members, members, sizeof *gb->group_tasks))
+        return OOM(gb);
     return SC_OK;
 }
 
@@ -247,7 +322,7 @@ int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, co
     }
     if (s->size && s->size < n)
         return fail(gb, SC_EINVAL, "a collective group smaller than its members");
-    if (intern(gb, s->dtype, &cg.dtype) || intern(gb, s->pg, &cg.pg))
+    if (intern_recent(gb, s->dtype, &cg.dtype) || intern_recent(gb, s->pg, &cg.pg))
         return gb->failed;
     cg.op = (uint8_t)s->op;
     cg.bytes = s->bytes < 0 ? -1 : s->bytes;
@@ -285,33 +360,84 @@ static int by_order_key(const void *x, const void *y)
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/* Whether the layout keys already come in the order the tasks were
+ * added (no key at all, as in a synthesised graph): then the layout is
+ * that order. Keys are raised to their resource predecessor's as in
+ * layout(). */
+static int keys_in_order(const struct model_gb *gb, int64_t *last_key)
+{
+    int64_t before = INT64_MIN;
+    if (!gb->order)
+        return 1;
+    for (size_t r = 0; r < gb->n_res; r++)
+        last_key[r] = INT64_MIN;
+    for (uint32_t i = 0; i < gb->n_tasks; i++) {
+        uint32_t r = gb->tasks[i].res;
+        int64_t t = gb->order[i] > last_key[r] ? gb->order[i] : last_key[r];
+        last_key[r] = t;
+        if (t < before)
+            return 0;
+        before = t;
+    }
+    return 1;
+}
+
+/* Link each resource's tasks in the order they were added; to[] gives
+ * each added task's place in the layout (NULL: the order added). */
+static void link_resources(const struct model_gb *gb, const uint32_t *to, uint32_t *last, uint32_t *prev,
+                           uint32_t *next)
+{
+    for (size_t r = 0; r < gb->n_res; r++)
+        last[r] = MODEL_NONE;
+    for (uint32_t i = 0; i < gb->n_tasks; i++) {
+        uint32_t r = gb->tasks[i].res, j = to ? to[i] : i;
+        prev[j] = last[r];
+        next[j] = MODEL_NONE;
+        if (last[r] != MODEL_NONE)
+            next[last[r]] = j;
+        last[r] = j;
+    }
+}
+
 /* Lay the tasks out by their keys, renumbering everything that names a
  * task, and link each resource's tasks in the order they were added (a
  * key smaller than its resource predecessor's is raised to it, so the sort
- * keeps each resource's order). */
-static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to)
+ * keeps each resource's order) into prev[] and next[] (n_tasks each). `to`
+ * (n_tasks) gets each added task's place; NULL when the caller needs no
+ * map. */
+static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint32_t *prev, uint32_t *next)
 {
     size_t n = gb->n_tasks;
-    struct order_key *k = malloc((n ? n : 1) * sizeof *k);
     int64_t *last_key = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last_key);
     uint32_t *last = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last);
-    struct model_task *tasks = malloc((n ? n : 1) * sizeof *tasks);
-    struct model_task_src *src = malloc((n ? n : 1) * sizeof *src);
-    uint32_t *prev = malloc((n ? n : 1) * sizeof *prev), *next = malloc((n ? n : 1) * sizeof *next);
-    if (!k || !last_key || !last || !tasks || !src || !prev || !next) {
-        free(k);
+    struct order_key *k = NULL;
+    struct model_task *tasks = NULL;
+    struct model_task_src *src = NULL;
+    uint32_t *own_to = NULL;
+    if (!last_key || !last)
+        goto oom;
+    if (keys_in_order(gb, last_key)) {
+        /* the arrays as they are: nothing moves, nothing is renumbered */
+        for (uint32_t i = 0; to && i < n; i++)
+            to[i] = i;
+        link_resources(gb, NULL, last, prev, next);
+        g->tasks = gb->tasks;
+        g->src = gb->src;
+        gb->tasks = NULL;
+        gb->src = NULL;
         free(last_key);
         free(last);
-        free(tasks);
-        free(src);
-        free(prev);
-        free(next);
-        return OOM(gb);
+        return SC_OK;
     }
-    for (size_t r = 0; r < gb->n_res; r++) {
+    k = malloc((n ? n : 1) * sizeof *k);
+    tasks = malloc((n ? n : 1) * sizeof *tasks);
+    src = malloc((n ? n : 1) * sizeof *src);
+    if (!to)
+        to = own_to = malloc((n ? n : 1) * sizeof *to);
+    if (!k || !tasks || !src || !to)
+        goto oom;
+    for (size_t r = 0; r < gb->n_res; r++)
         last_key[r] = INT64_MIN;
-        last[r] = MODEL_NONE;
-    }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = gb->tasks[i].res;
         int64_t t = gb->order[i] > last_key[r] ? gb->order[i] : last_key[r];
@@ -324,14 +450,7 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to)
         tasks[j] = gb->tasks[k[j].i];
         src[j] = gb->src[k[j].i];
     }
-    for (uint32_t i = 0; i < n; i++) { /* in the order added: each resource's order */
-        uint32_t r = gb->tasks[i].res, j = to[i];
-        prev[j] = last[r];
-        next[j] = MODEL_NONE;
-        if (last[r] != MODEL_NONE)
-            next[last[r]] = j;
-        last[r] = j;
-    }
+    link_resources(gb, to, last, prev, next);
     for (size_t r = 0; r < gb->n_res; r++) {
         struct model_resource *res = &gb->res[r];
         res->first = res->n ? to[res->first] : MODEL_NONE;
@@ -350,26 +469,31 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to)
         gb->group_tasks[m] = to[gb->group_tasks[m]];
     g->tasks = tasks;
     g->src = src;
-    g->prev = prev;
-    g->next = next;
     free(k);
     free(last_key);
     free(last);
+    free(own_to);
     return SC_OK;
+oom:
+    free(k);
+    free(last_key);
+    free(last);
+    free(tasks);
+    free(src);
+    free(own_to);
+    return OOM(gb);
 }
 
-/* Predecessor and successor lists from the pending edges. */
-static int index_edges(struct model_gb *gb, struct model_graph *g)
+/* Predecessor and successor lists from the pending edges, with their
+ * starts in pred_at[] and succ_at[] (n_tasks + 1 each, zeroed). The edges
+ * and the successors share one allocation, freed with g->edges. */
+static int index_edges(struct model_gb *gb, struct model_graph *g, uint32_t *pred_at, uint32_t *succ_at)
 {
     size_t n = gb->n_tasks, m = gb->n_edges;
-    uint32_t *pred_at = calloc(n + 1, sizeof *pred_at), *succ_at = calloc(n + 1, sizeof *succ_at);
-    struct model_edge *edges = malloc((m ? m : 1) * sizeof *edges);
-    uint32_t *succs = malloc((m ? m : 1) * sizeof *succs), *fill = malloc((n + 1) * sizeof *fill);
-    if (!pred_at || !succ_at || !edges || !succs || !fill) {
-        free(pred_at);
-        free(succ_at);
+    struct model_edge *edges = sc_huge_alloc((m ? m : 1) * (sizeof *edges + sizeof(uint32_t)));
+    uint32_t *succs = (uint32_t *)(edges + (m ? m : 1)), *fill = malloc((n + 1) * sizeof *fill);
+    if (!edges || !fill) {
         free(edges);
-        free(succs);
         free(fill);
         return OOM(gb);
     }
@@ -392,8 +516,6 @@ static int index_edges(struct model_gb *gb, struct model_graph *g)
         succs[fill[gb->edges[i].from]++] = gb->edges[i].to << 2 | gb->edges[i].type;
     free(fill);
     g->edges = edges;
-    g->pred_at = pred_at;
-    g->succ_at = succ_at;
     g->succs = succs;
     g->n_edges = m;
     return SC_OK;
@@ -415,8 +537,9 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     }
     memset(gb->stats.edges_by_kind, 0, sizeof gb->stats.edges_by_kind);
     g = calloc(1, sizeof *g);
-    to = malloc((gb->n_tasks ? gb->n_tasks : 1) * sizeof *to);
-    if (!g || !to) {
+    if (map)
+        to = malloc((gb->n_tasks ? gb->n_tasks : 1) * sizeof *to);
+    if (!g || (map && !to)) {
         rc = OOM(gb);
         goto out;
     }
@@ -425,7 +548,20 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
         goto out;
     }
     gb->group_at[gb->n_groups] = (uint32_t)gb->n_members;
-    if ((rc = layout(gb, g, to)) || (rc = index_edges(gb, g)))
+    /* per task: prev, next, pred_at, succ_at in one allocation (freed with
+     * g->prev), large enough for huge pages where one array alone is not */
+    size_t n = gb->n_tasks;
+    uint32_t *links = sc_huge_alloc((4 * n + 2) * sizeof *links);
+    if (!links) {
+        rc = OOM(gb);
+        goto out;
+    }
+    memset(links + 2 * n, 0, (2 * n + 2) * sizeof *links); /* pred_at, succ_at */
+    g->prev = links;
+    g->next = links + n;
+    g->pred_at = links + 2 * n;
+    g->succ_at = links + 3 * n + 1;
+    if ((rc = layout(gb, g, to, links, links + n)) || (rc = index_edges(gb, g, links + 2 * n, links + 3 * n + 1)))
         goto out;
     g->job = gb->job;
     g->names = gb->names;

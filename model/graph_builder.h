@@ -87,6 +87,12 @@ struct model_task_spec {
  * they are added. */
 int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint32_t *task);
 
+/* Room for `tasks` tasks, `edges` edges, `groups` collective groups and
+ * `members` members of groups in all, when the caller knows about how many
+ * it will add: a hint that saves growing the arrays (more may still be
+ * added; room not used costs address space only). */
+int model_gb_reserve(struct model_gb *gb, size_t tasks, size_t edges, size_t groups, size_t members);
+
 /* Task `to` waits for `from` as `type` says, `lat` ns later (clamped to
  * 32 bits). An edge from a task to itself or from/to MODEL_NONE is
  * dropped. */

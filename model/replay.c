@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hugepage.h"
 #include "common/vec.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -249,7 +250,8 @@ struct sim {
     uint8_t *state;
     uint32_t *gwait;
     int64_t *gready, *gdur; /* per group: when its last member was ready, its longest member */
-    const int64_t *dur, *gap; /* per task, this replay's */
+    int64_t *dur;           /* per task, this replay's */
+    const int64_t *gap;     /* per task, the host gaps this replay used */
     size_t tail, finished;
 };
 
@@ -278,7 +280,9 @@ static void notify(struct sim *s, uint32_t k, int fin)
     }
 }
 
-static void do_finish(struct sim *s, uint32_t i)
+/* Task i ends: its start plus its duration, or later as its finish-to-
+ * finish and start-to-finish predecessors say. */
+static void set_end(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
     int64_t end = s->start[i] + s->dur[i];
@@ -292,6 +296,11 @@ static void do_finish(struct sim *s, uint32_t i)
     s->end[i] = end;
     s->state[i] = FINISHED;
     s->finished++;
+}
+
+static void do_finish(struct sim *s, uint32_t i)
+{
+    set_end(s, i);
     notify(s, i, 1);
 }
 
@@ -342,6 +351,19 @@ static void do_start(struct sim *s, uint32_t i)
             finish_group(s, gi);
         return;
     }
+    if (s->wait_f[i] == 1) {
+        /* nothing but its own start holds its finish any more: it ends
+         * now, and its successors learn of both at once */
+        s->wait_f[i] = 0;
+        set_end(s, i);
+        for (uint32_t e = g->succ_at[i]; e < g->succ_at[i + 1]; e++) {
+            uint32_t type = g->succs[e] & 3;
+            release(s, g->succs[e] >> 2, type == MODEL_FF || type == MODEL_SF);
+        }
+        if (g->next[i] != MODEL_NONE)
+            release(s, g->next[i], 0);
+        return;
+    }
     notify(s, i, 0);
 }
 
@@ -384,24 +406,28 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
     size_t head = 0;
-    int64_t *dur = malloc((n ? n : 1) * sizeof *dur);
     int rc = SC_OK;
 
     *forced = 0;
-    s.wait_s = malloc((n ? n : 1) * sizeof *s.wait_s);
-    s.wait_f = malloc((n ? n : 1) * sizeof *s.wait_f);
-    s.queue = malloc((n ? 2 * n : 1) * sizeof *s.queue);
-    s.state = calloc(n ? n : 1, 1);
-    s.gwait = malloc(ng * sizeof *s.gwait);
-    s.gready = malloc(ng * sizeof *s.gready);
-    s.gdur = malloc(ng * sizeof *s.gdur);
-    s.dur = dur;
-    s.gap = gap;
-    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gdur || !dur) {
+    /* the scratch arrays in one allocation, large enough for huge pages:
+     * 64-bit ones first, then 32-bit ones, then bytes */
+    size_t words = 8 * (n + 2 * ng) + 4 * (4 * n + ng) + n;
+    int64_t *scratch = sc_huge_alloc(words);
+    if (!scratch) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = durations(g, o, dur, gap, err)))
+    s.dur = scratch;
+    s.gready = s.dur + n;
+    s.gdur = s.gready + ng;
+    s.wait_s = (uint32_t *)(s.gdur + ng);
+    s.wait_f = s.wait_s + n;
+    s.queue = s.wait_f + n;
+    s.gwait = s.queue + 2 * n;
+    s.state = (uint8_t *)(s.gwait + ng);
+    memset(s.state, 0, n);
+    s.gap = gap;
+    if ((rc = durations(g, o, s.dur, gap, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;
@@ -440,14 +466,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
         }
     }
 out:
-    free(s.wait_s);
-    free(s.wait_f);
-    free(s.queue);
-    free(s.state);
-    free(s.gwait);
-    free(s.gready);
-    free(s.gdur);
-    free(dur);
+    free(s.dur); /* the scratch */
     return rc;
 }
 
@@ -492,8 +511,11 @@ static int by_a(const void *x, const void *y)
 /* Sort and merge into disjoint spans. */
 static void spans_merge(struct spans *s)
 {
-    size_t m = 0;
-    sc_sort(s->v, s->n, sizeof *s->v, by_a);
+    size_t m = 0, sorted = 1;
+    for (size_t i = 1; i < s->n && sorted; i++) /* spans of one stream come in order */
+        sorted = s->v[i - 1].a <= s->v[i].a;
+    if (!sorted)
+        sc_sort(s->v, s->n, sizeof *s->v, by_a);
     for (size_t i = 0; i < s->n; i++) {
         if (m && s->v[i].a <= s->v[m - 1].b) {
             if (s->v[i].b > s->v[m - 1].b)
@@ -732,8 +754,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     if (!r)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     r->g = g;
-    r->start = malloc((n ? n : 1) * sizeof *r->start);
-    r->end = malloc((n ? n : 1) * sizeof *r->end);
+    r->start = sc_huge_alloc(2 * n * sizeof *r->start); /* and end: one allocation */
+    r->end = r->start ? r->start + n : NULL;
     r->gap = malloc((n ? n : 1) * sizeof *r->gap);
     r->steps = calloc(g->n_steps ? g->n_steps : 1, sizeof *r->steps);
     c = calloc(ranks, sizeof *c);
@@ -843,8 +865,7 @@ void model_replay_free(struct model_replay *r)
 {
     if (!r)
         return;
-    free(r->start);
-    free(r->end);
+    free(r->start); /* and end */
     free(r->gap);
     free(r->steps);
     free(r->segments);

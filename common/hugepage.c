@@ -1,0 +1,23 @@
+/* common/hugepage.c: large arrays on transparent huge pages (hugepage.h). */
+#include "common/hugepage.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "common/banned.h"
+
+void *sc_huge_alloc(size_t n)
+{
+    if (n < SC_HUGEPAGE_MIN)
+        return malloc(n ? n : 1);
+    if (n > SIZE_MAX - SC_HUGEPAGE_MIN)
+        return NULL;
+    size_t whole = (n + SC_HUGEPAGE_MIN - 1) / SC_HUGEPAGE_MIN * SC_HUGEPAGE_MIN;
+    void *p = aligned_alloc(SC_HUGEPAGE_MIN, whole);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        (void)madvise(p, whole, MADV_HUGEPAGE); /* a hint: refused is as good as ignored */
+#endif
+    return p;
+}

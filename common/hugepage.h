@@ -1,0 +1,23 @@
+/* common/hugepage.h: large arrays on transparent huge pages.
+ *
+ * The first touch of each 4 KiB page of a fresh array is a page fault; an
+ * array filled once and read a few times (a graph's, a replay's) can spend
+ * more time in those faults than in its own work, the more so in virtual
+ * machines where a fault is dear. Backed by 2 MiB pages, it takes one
+ * fault where 512 were. */
+#ifndef COMMON_HUGEPAGE_H
+#define COMMON_HUGEPAGE_H
+
+#include <stddef.h>
+
+/* Arrays from this size on are worth whole huge pages. */
+#define SC_HUGEPAGE_MIN ((size_t)2 << 20)
+
+/* Memory for an array of n bytes (uninitialised), released with free()
+ * and resizable with realloc() like malloc's. From SC_HUGEPAGE_MIN bytes on
+ * it starts on a huge page boundary and the kernel is advised to back it
+ * with huge pages (a hint: where the kernel offers none, it is ordinary
+ * memory). NULL when out of memory. */
+void *sc_huge_alloc(size_t n);
+
+#endif
