@@ -20,6 +20,7 @@
 
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "model/archive.h"
 #include "model/job.h"
 #include "model/stream.h"
 #include "model/trace.h"
@@ -136,7 +137,7 @@ static int copy_member(void *ctx, const char *name, const char *label, struct mo
 static int add_file(struct units *u, const char *path, struct sc_error *err)
 {
     size_t first = u->n;
-    int tar, rc = model_job_is_tar(path, &tar, err);
+    int tar, rc = model_archive_is_tar(path, &tar, err);
     if (rc)
         return rc;
     if (!tar)

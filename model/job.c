@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/vec.h"
+#include "model/archive.h"
 #include "model/stream.h"
 #include "common/banned.h"
 
@@ -72,69 +73,33 @@ int model_job_dir_files(const char *dir, struct model_paths *out, struct sc_erro
     return SC_OK;
 }
 
-int model_job_is_tar(const char *path, int *yes, struct sc_error *err)
-{
-    struct model_stream *f, *d;
-    unsigned char h[512];
-    size_t got = 0;
-    int rc;
-    *yes = 0;
-    if ((rc = model_stream_open_file(path, &f, err)))
-        return rc;
-    if ((rc = model_stream_open_decoded(f, 1, &d, err)))
-        return rc;
-    while (got < sizeof h) {
-        ssize_t r = model_stream_read(d, h + got, sizeof h - got, err);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    model_stream_close(d);
-    if (got == sizeof h) {
-        unsigned sum = 0, want = 0;
-        for (int i = 0; i < 512; i++)
-            sum += (i >= 148 && i < 156) ? ' ' : h[i];
-        for (int i = 148; i < 156 && h[i] >= '0' && h[i] <= '7'; i++)
-            want = want * 8 + (unsigned)(h[i] - '0');
-        *yes = sum == want && memcmp(h + 257, "ustar", 5) == 0;
-    }
-    return SC_OK;
-}
-
 int model_job_each_member(const char *path, model_member_fn fn, void *ctx, struct sc_error *err)
 {
-    struct model_stream *f, *d;
-    struct model_tar *tar;
+    struct model_archive *a;
     size_t seen = 0;
     int rc;
-    if ((rc = model_stream_open_file(path, &f, err)))
+    if ((rc = model_archive_open_file(path, &a, err)))
         return rc;
-    if ((rc = model_stream_open_decoded(f, 1, &d, err)))
-        return rc;
-    if ((rc = model_tar_open(d, &tar, err))) {
-        model_stream_close(d);
-        return rc;
-    }
     for (;;) {
         const char *name;
         struct model_stream *m;
         char label[4096 + 64];
-        if ((rc = model_tar_next(tar, &name, &m, err))) {
-            sc_error_prefix(err, "'%s'", path);
-            break;
-        }
-        if (!m)
+        if ((rc = model_archive_next(a, &name, &m, err)) || !m)
             break;
         const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
         if (base[0] == '.' || base[0] == '\0')
             continue;
+        if (seen == MODEL_MAX_RANKS) {
+            rc = sc_error_set(err, SC_ELIMIT, "archive '%s' holds more than %u trace files", path,
+                              MODEL_MAX_RANKS);
+            break;
+        }
         snprintf(label, sizeof label, "%s:%s", path, name);
         if ((rc = fn(ctx, name, label, m, err)))
             break;
         seen++;
     }
-    model_tar_free(tar);
-    model_stream_close(d);
+    model_archive_free(a);
     if (rc == SC_OK && seen == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "archive '%s' holds no trace files", path);
     return rc;
@@ -364,7 +329,7 @@ int model_job_load(const char *const *paths, size_t n, const struct model_load_o
             rc = sc_error_set(err, SC_ENOTFOUND, "cannot open '%s': no such file", paths[i]);
         else if (S_ISDIR(st.st_mode))
             rc = model_job_dir_files(paths[i], &files, err);
-        else if ((rc = model_job_is_tar(paths[i], &tar, err)) == SC_OK && !tar &&
+        else if ((rc = model_archive_is_tar(paths[i], &tar, err)) == SC_OK && !tar &&
                  paths_add(&files, NULL, paths[i]))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         if (rc == SC_OK && tar && (rc = flush_files(&files, opts, threads, &all, &n_all, &cap_all, err)) == SC_OK)

@@ -1,7 +1,8 @@
 /* model/job.h: the traces of one training job, one per rank.
  *
  * A job is given as several files (one per rank), a directory of them, or a
- * tar archive (.tar, .tar.gz) of them; each trace may be plain or gzip'd.
+ * tar archive (.tar, .tar.gz, .tar.xz, ...) of them; each trace may be
+ * plain or gzip'd.
  * A rank comes from the trace's distributedInfo.rank, else from its position
  * in the order the files were given (directory and archive entries in name
  * order). Two traces claiming one rank is an error. Files load in parallel. */
@@ -42,13 +43,12 @@ void model_paths_release(struct model_paths *l);
 /* Append a directory's regular, non-hidden files, in name order;
  * SC_ENOTFOUND when it holds none. */
 int model_job_dir_files(const char *dir, struct model_paths *out, struct sc_error *err);
-/* Whether a file (after gzip) starts with a tar header. */
-int model_job_is_tar(const char *path, int *yes, struct sc_error *err);
-/* fn(ctx, name, label, in, err) for each non-hidden regular file of a
- * tar(.gz) archive, in archive order (a job ranks them in name order): name
- * as stored, label "ARCHIVE:name" for messages, in its bytes until fn
- * returns. The first failure stops the walk; SC_ENOTFOUND when the archive
- * holds no file. */
+/* fn(ctx, name, label, in, err) for each non-hidden regular file of a tar
+ * archive, compressed or not (model/archive.h), in archive order (a job
+ * ranks them in name order): name as stored, label "ARCHIVE:name" for
+ * messages, in its bytes until fn returns. The first failure stops the
+ * walk; SC_ENOTFOUND when the archive holds no file, SC_ELIMIT when it
+ * holds more than MODEL_MAX_RANKS. */
 struct model_stream;
 typedef int (*model_member_fn)(void *ctx, const char *name, const char *label,
                                struct model_stream *in, struct sc_error *err);

@@ -1,9 +1,9 @@
 /* model/stream.h: byte streams the trace reader pulls from.
  *
- * A trace arrives as a file, a gzip file, a member of a tar archive (itself
- * gzip'd or not), or a buffer in memory (fuzzing, tests). Each is a stream
- * with one read call; streams stack (tar member -> gzip -> JSON) and the outer
- * one owns the inner one. Nothing here holds more than one fixed-size buffer,
+ * A trace arrives as a file, a gzip file, a member of a tar archive
+ * (model/archive.h), or a buffer in memory (fuzzing, tests). Each is a
+ * stream with one read call; streams stack (tar member -> gzip -> JSON) and
+ * the outer one owns the inner one. Nothing here holds more than one fixed-size buffer,
  * so memory stays bounded whatever the input size. */
 #ifndef MODEL_STREAM_H
 #define MODEL_STREAM_H
@@ -50,17 +50,5 @@ int model_stream_open_decoded(struct model_stream *inner, int take_inner,
 
 /* Set *is_gzip to whether the first bytes of path are the gzip magic. */
 int model_file_is_gzip(const char *path, int *is_gzip, struct sc_error *err);
-
-/* A tar archive read member by member (ustar, GNU long names, pax headers
- * skipped). The tar borrows `in`; the caller closes both. */
-struct model_tar;
-
-int model_tar_open(struct model_stream *in, struct model_tar **out, struct sc_error *err);
-/* The next regular file: *name (borrowed until the next call) and *member, a
- * stream of its bytes that stays valid until the next call (do not close it).
- * Returns SC_OK with *member NULL at the end of the archive. */
-int model_tar_next(struct model_tar *t, const char **name, struct model_stream **member,
-                   struct sc_error *err);
-void model_tar_free(struct model_tar *t);
 
 #endif

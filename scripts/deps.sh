@@ -14,7 +14,7 @@ out=${1:-build/config.mk}
 # pkg-config module -> Debian package
 modules="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev gsl:libgsl-dev
 sqlite3:libsqlite3-dev zlib:zlib1g-dev libcurl:libcurl4-openssl-dev
-libcrypto:libssl-dev"
+libcrypto:libssl-dev libarchive:libarchive-dev"
 # command -> Debian package (clang and its runtime build the fuzz targets;
 # python3 and wrk are the baselines and load generator of `make bench`;
 # node, npm and chromium build and test the dashboard)
@@ -86,7 +86,7 @@ if [ ! -f "$root/node_modules/.package-lock.json" ] ||
     (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --prefer-offline >&2)
 fi
 
-pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto"
+pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 have_cupti=0
 cupti_lib=""

@@ -10,7 +10,7 @@ $(TEST_BIN): $(TEST_OBJS) $(LIBSTEPCAST)
 .PHONY: tests
 tests: $(TEST_BIN) $(BINS)
 
-FUZZ_TARGETS += trace
+FUZZ_TARGETS += trace archive
 
 # gentrace: synthetic multi-rank traces (bench input, samples, replay checks)
 GENTRACE := $(BUILD)/gentrace

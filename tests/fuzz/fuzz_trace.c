@@ -8,6 +8,7 @@
 
 #include "model/inspect.h"
 #include "model/trace.h"
+#include "tests/fuzz/fuzz_limits.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,11 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct model_trace *t = NULL;
     struct sc_error err;
 
-    model_load_opts_default(&o);
-    o.limits.max_events = 10000;
-    o.limits.max_item_bytes = 1 << 20;
-    o.limits.max_string = 64 << 10;
-    o.limits.max_depth = 32;
+    fuzz_load_opts(&o);
     if (size && data[0] == 'M') /* some inputs exercise the marker mode */
         o.step_marker = "aten::";
     if (model_trace_load_mem(data, size, "fuzz", &o, &t, &err) == SC_OK) {

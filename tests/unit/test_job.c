@@ -147,6 +147,78 @@ TEST(job_missing_path_and_bad_archive)
     CHECK_CONTAINS(err.msg, "truncated JSON");
 }
 
+/* pax and GNU long names (over ustar's 100 + 155 bytes), each compression
+ * libarchive reads: the same job every time. */
+TEST(job_tarball_long_names_and_compressions)
+{
+    char dir[1024], cmd[4096];
+    const char *longdir = "a-directory-name-longer-than-the-hundred-bytes-of-a-ustar-name-field-"
+                          "so-only-pax-or-gnu-headers-can-hold-it";
+    snprintf(dir, sizeof dir, "%s/long/%s", th_tmpdir(), longdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    CHECK(system(cmd) == 0);
+    for (int r = 0; r < 3; r++) { /* th_write_file names files in the test's temp dir */
+        char name[1200];
+        snprintf(name, sizeof name, "long/%s/rank%d-%s.json", longdir, r, longdir);
+        rank_trace(".", name, r, 1);
+    }
+    static const struct {
+        const char *file, *tar_flags;
+    } archives[] = {
+        {"pax.tar", "--format=pax -cf"},       {"gnu.tar.gz", "--format=gnu -czf"},
+        {"pax.tar.xz", "--format=pax -cJf"},   {"gnu.tar.bz2", "--format=gnu -cjf"},
+        {"pax.tar.zst", "--format=pax --zstd -cf"},
+    };
+    for (size_t i = 0; i < sizeof archives / sizeof *archives; i++) {
+        char path[1200];
+        snprintf(cmd, sizeof cmd, "cd '%s/long' && tar %s '%s' '%s' 2>/dev/null", th_tmpdir(),
+                 archives[i].tar_flags, archives[i].file, longdir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "  (tar cannot write %s here: skipped)\n", archives[i].file);
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/long/%s", th_tmpdir(), archives[i].file);
+        const char *p = path;
+        struct model_job *job = NULL;
+        struct sc_error err;
+        int rc = model_job_load(&p, 1, NULL, 0, &job, &err);
+        if (rc != SC_OK)
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", archives[i].file, err.msg);
+        if (!job)
+            continue;
+        CHECK_EQ_INT(job->n_ranks, 3);
+        CHECK_EQ_INT(job->rank_ids[2], 2);
+        CHECK_CONTAINS(job->ranks[1]->source, "rank1-a-directory-name-longer");
+        CHECK_CONTAINS(job->ranks[1]->source, "-so-only-pax-or-gnu-headers-can-hold-it.json");
+        model_job_free(job);
+    }
+}
+
+/* A tar archive cut short, or with a corrupt header after the first, is an
+ * error naming the archive, not a job of what came before. */
+TEST(job_truncated_and_corrupt_tarballs)
+{
+    char cmd[2048], path[600];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && mkdir -p cut && head -c 20000 /dev/zero | tr '\\0' ' ' > cut/pad.json && "
+             "printf '{\"traceEvents\": []}' >> cut/pad.json && cp cut/pad.json cut/second.json && "
+             "tar cf cut.tar cut/pad.json cut/second.json && head -c 12000 cut.tar > short.tar && "
+             "cp cut.tar corrupt.tar && printf 'XXXXXXXX' | dd of=corrupt.tar bs=1 seek=%d conv=notrunc 2>/dev/null",
+             th_tmpdir(), 512 + 20480 + 148); /* second.json's header checksum */
+    CHECK(system(cmd) == 0);
+    const char *names[] = {"short.tar", "corrupt.tar"};
+    for (int i = 0; i < 2; i++) {
+        struct model_job *job = NULL;
+        struct sc_error err;
+        snprintf(path, sizeof path, "%s/%s", th_tmpdir(), names[i]);
+        const char *p = path;
+        CHECK_EQ_INT(model_job_load(&p, 1, NULL, 0, &job, &err), SC_EPARSE);
+        CHECK_CONTAINS(err.msg, names[i]);
+        CHECK(strstr(err.msg, "second.json") == NULL); /* the archive, not a member's JSON */
+        CHECK(job == NULL);
+    }
+}
+
 /* ---- the command line ------------------------------------------------------------ */
 
 static int cli(const char *a1, const char *a2, const char *a3, char **out, char **err)

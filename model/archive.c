@@ -1,0 +1,160 @@
+/* model/archive.c: tar archives through libarchive (archive.h). */
+#include "model/archive.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "model/stream.h"
+#include "common/banned.h"
+
+enum { ARCHIVE_BLOCK = 64 * 1024 };
+
+struct member_stream {
+    struct model_stream base;
+    struct model_archive *archive;
+};
+
+struct model_archive {
+    struct archive *a;
+    struct member_stream member;
+    char label[256]; /* the file or buffer, for messages */
+};
+
+static int archive_fail(struct model_archive *m, struct sc_error *err)
+{
+    const char *why = archive_error_string(m->a);
+    return sc_error_set(err, SC_EPARSE, "%s: %s", m->label, why ? why : "unreadable tar archive");
+}
+
+static ssize_t member_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
+{
+    struct model_archive *m = ((struct member_stream *)s)->archive;
+    la_ssize_t r = archive_read_data(m->a, buf, n);
+    if (r < 0) {
+        archive_fail(m, err);
+        return -1;
+    }
+    return (ssize_t)r;
+}
+
+static void member_close(struct model_stream *s)
+{
+    (void)s; /* owned by the archive */
+}
+
+/* A reader of tar formats and the compressions libarchive does itself (no
+ * external programs). */
+static int archive_start(const char *label, struct model_archive **out, struct sc_error *err)
+{
+    struct model_archive *m = calloc(1, sizeof *m);
+    *out = NULL;
+    if (!m || !(m->a = archive_read_new())) {
+        free(m);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    snprintf(m->label, sizeof m->label, "%s", label);
+    m->member.base.read = member_read;
+    m->member.base.close = member_close;
+    m->member.archive = m;
+    archive_read_support_format_tar(m->a); /* ustar, pax, GNU, v7 */
+    archive_read_support_filter_gzip(m->a);
+    archive_read_support_filter_bzip2(m->a);
+    archive_read_support_filter_xz(m->a);
+    archive_read_support_filter_lzma(m->a);
+    archive_read_support_filter_zstd(m->a);
+    archive_read_support_filter_lz4(m->a);
+    archive_read_support_filter_compress(m->a);
+    *out = m;
+    return SC_OK;
+}
+
+static int archive_opened(struct model_archive *m, int r, struct model_archive **out,
+                          struct sc_error *err)
+{
+    if (r != ARCHIVE_OK) {
+        int rc = archive_errno(m->a) == ENOENT
+                     ? sc_error_set(err, SC_ENOTFOUND, "cannot open '%s'", m->label)
+                     : archive_fail(m, err);
+        model_archive_free(m);
+        return rc;
+    }
+    *out = m;
+    return SC_OK;
+}
+
+int model_archive_open_file(const char *path, struct model_archive **out, struct sc_error *err)
+{
+    struct model_archive *m;
+    int rc = archive_start(path, &m, err);
+    if (rc)
+        return rc;
+    return archive_opened(m, archive_read_open_filename(m->a, path, ARCHIVE_BLOCK), out, err);
+}
+
+int model_archive_open_mem(const void *buf, size_t n, const char *label, struct model_archive **out,
+                           struct sc_error *err)
+{
+    struct model_archive *m;
+    int rc = archive_start(label, &m, err);
+    if (rc)
+        return rc;
+    /* libarchive takes a non-const pointer but only reads */
+    return archive_opened(m, archive_read_open_memory(m->a, (void *)(uintptr_t)buf, n), out, err);
+}
+
+int model_archive_next(struct model_archive *m, const char **name, struct model_stream **member,
+                       struct sc_error *err)
+{
+    *name = NULL;
+    *member = NULL;
+    for (;;) {
+        struct archive_entry *e;
+        int r = archive_read_next_header(m->a, &e);
+        if (r == ARCHIVE_EOF)
+            return SC_OK;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+            return archive_fail(m, err);
+        if (archive_entry_filetype(e) != AE_IFREG)
+            continue;
+        const char *n = archive_entry_pathname(e);
+        if (!n)
+            n = archive_entry_pathname_utf8(e);
+        *name = n ? n : "";
+        *member = &m->member.base;
+        return SC_OK;
+    }
+}
+
+void model_archive_free(struct model_archive *m)
+{
+    if (!m)
+        return;
+    archive_read_free(m->a);
+    free(m);
+}
+
+int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
+{
+    struct model_archive *m;
+    struct archive_entry *e;
+    struct sc_error ignored;
+    *yes = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
+                            path, strerror(errno));
+    fclose(f);
+    if (model_archive_open_file(path, &m, &ignored))
+        return SC_OK; /* unreadable as an archive: not one */
+    int r = archive_read_next_header(m->a, &e);
+    *yes = r == ARCHIVE_OK || r == ARCHIVE_WARN;
+    model_archive_free(m);
+    return SC_OK;
+}
