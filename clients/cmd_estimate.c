@@ -36,6 +36,32 @@ static void print_text(const struct est_spec *s, const struct est_estimate *e)
         printf("time to train: %.1f days at this step time, without failures\n", e->time_to_train_days);
 }
 
+int cli_load_spec(const char *path, struct est_spec *spec, const struct hw_profile **hw,
+                  struct est_costs *costs)
+{
+    struct sc_error err;
+    size_t n;
+    char *text;
+    int rc;
+    if (cli_read_file(path, 1 << 20, &text, &n, &err))
+        return cli_fail(&err);
+    rc = est_spec_load(text, n, spec, hw, &err);
+    free(text);
+    if (rc)
+        return cli_fail(&err);
+    est_costs_default(*hw, spec, costs);
+    if (spec->cluster.profile[0]) {
+        char *profile = NULL;
+        rc = cli_read_file(spec->cluster.profile, 16 << 20, &profile, &n, &err);
+        if (!rc)
+            rc = est_costs_apply_profile(costs, profile, n, spec->cluster.gpu, &err);
+        free(profile);
+        if (rc)
+            return cli_fail(&err);
+    }
+    return 0;
+}
+
 int cmd_estimate(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -68,28 +94,12 @@ int cmd_estimate(int argc, char **argv)
     if (!spec_path || optind < argc)
         return cli_usage_error("estimate", spec_path ? "unexpected argument '%s'" : "--spec F is required",
                                optind < argc ? argv[optind] : "");
-    size_t n;
-    char *text;
-    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
     struct est_spec spec;
     const struct hw_profile *hw;
-    rc = est_spec_load(text, n, &spec, &hw, &err);
-    free(text);
-    if (rc)
-        return cli_fail(&err);
     struct est_costs costs;
     struct est_estimate e;
-    est_costs_default(hw, &spec, &costs);
-    if (spec.cluster.profile[0]) {
-        char *profile = NULL;
-        rc = cli_read_file(spec.cluster.profile, 16 << 20, &profile, &n, &err);
-        if (!rc)
-            rc = est_costs_apply_profile(&costs, profile, n, spec.cluster.gpu, &err);
-        free(profile);
-        if (rc)
-            return cli_fail(&err);
-    }
+    if ((rc = cli_load_spec(spec_path, &spec, &hw, &costs)))
+        return rc;
     if (est_estimate(&spec, hw, &costs, detail, &e, &err))
         return cli_fail(&err);
     if (json) {
