@@ -155,6 +155,40 @@ static uint32_t launched_by(const struct model_graph *g, uint32_t i)
     return MODEL_NONE;
 }
 
+/* The distributedInfo of rank `rank`'s timeline: the trace's (backend,
+ * NCCL version, process groups) where it had one, so that tools reading
+ * replayed timelines (HTA) tell the ranks apart and find their groups. */
+static json_t *distributed_info(const struct model_trace *t, int rank, int64_t world)
+{
+    json_t *d = json_pack("{s:i, s:I}", "rank", rank, "world_size", (json_int_t)world);
+    if (!d || !t || !t->has_distributed_info)
+        return d;
+    if (t->backend != MODEL_NONE)
+        json_object_set_new(d, "backend", json_string(model_str(t, t->backend)));
+    if (t->nccl_version != MODEL_NONE)
+        json_object_set_new(d, "nccl_version", json_string(model_str(t, t->nccl_version)));
+    if (!t->n_pgs)
+        return d;
+    json_t *pgs = json_array();
+    for (size_t i = 0; pgs && i < t->n_pgs; i++) {
+        const struct model_pg *pg = &t->pgs[i];
+        const char *ranks = model_str(t, pg->ranks);
+        /* a list of ranks was kept as its JSON text, anything else as text */
+        json_t *rv = ranks && ranks[0] == '[' ? json_loads(ranks, 0, NULL) : NULL;
+        json_t *o = json_pack("{s:s?, s:s?}", "pg_name", model_str(t, pg->name), "pg_desc", model_str(t, pg->desc));
+        if (!o)
+            continue;
+        if (pg->size >= 0)
+            json_object_set_new(o, "pg_size", json_integer(pg->size));
+        if (ranks)
+            json_object_set_new(o, "ranks", rv ? rv : json_string(ranks));
+        json_array_append_new(pgs, o);
+    }
+    json_object_set_new(d, "pg_count", json_integer((json_int_t)t->n_pgs));
+    json_object_set_new(d, "pg_config", pgs);
+    return d;
+}
+
 json_t *api_timeline_json(const struct model_replay *r, int rank)
 {
     const struct model_graph *g = r->g;
@@ -187,11 +221,11 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
         for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *task = &g->tasks[i];
             int64_t free_at = g->prev[i] == MODEL_NONE ? res->origin : r->end[g->prev[i]];
-            if (task->gap > 0 && !res->gpu)
+            if (r->gap[i] > 0 && !res->gpu)
                 json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}", "ph", "X",
                                                         "cat", "cpu_op", "name", "host work", "pid",
                                                         (json_int_t)res->pid, "tid", (json_int_t)res->tid,
-                                                        "ts", us(free_at - base), "dur", us(task->gap)));
+                                                        "ts", us(free_at - base), "dur", us(r->gap[i])));
             if (task->cls == MODEL_TASK_MARKER)
                 continue;
             json_t *args = json_object();
@@ -231,8 +265,8 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
                                                  "computeMinor", d->minor, "numSms", d->num_sms));
     }
     int64_t world = t && t->world_size >= 0 ? t->world_size : (int64_t)g->n_ranks;
-    return json_pack("{s:i, s:o, s:{s:i, s:I}, s:s, s:I, s:s, s:o}", "schemaVersion", 1, "deviceProperties",
-                     devices, "distributedInfo", "rank", rank, "world_size", (json_int_t)world,
+    return json_pack("{s:i, s:o, s:o, s:s, s:I, s:s, s:o}", "schemaVersion", 1, "deviceProperties", devices,
+                     "distributedInfo", distributed_info(t, rank, world),
                      "displayTimeUnit", "ms", "baseTimeNanoseconds", (json_int_t)base, "traceName",
                      "stepcast replay", "traceEvents", events);
 }

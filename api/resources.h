@@ -49,6 +49,8 @@ struct api_model {
     int64_t created_ns, finished_ns; /* finished_ns 0 while building */
     int64_t n_ranks;
     double progress;   /* 0..1; filled by the daemon for the reply */
+    int queued;        /* building but not started (waits for a worker or
+                        * memory); filled by the daemon for the reply */
 };
 void api_model_release(struct api_model *m);
 void api_models_free(struct api_model *v, size_t n);

@@ -43,8 +43,9 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a model"},
     [API_OP_REPLAY] = {"GET", "/v1/models/{id}/replay", "getReplay", API_SCOPE_READ, API_BODY_NONE,
                        200,
-                       "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, all, "
-                       "a task class, family:NAME or name:GLOB (repeatable; factors multiply; 0 <= F <= 1000)",
+                       "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, comm, cpu, "
+                       "all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
+                       "multiply; 0 <= F <= 1000)",
                        "400," E_AUTH ",404,409,422,501",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",

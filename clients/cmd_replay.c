@@ -20,7 +20,8 @@
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
     "                       [--timeline DIR] TRACE...\n"
-    "       WHAT: gpu, all, kernel, copy, set, communication, call, host, family:NAME, name:GLOB\n";
+    "       WHAT: gpu, comm, cpu, all, kernel, copy, set, communication, call, host,\n"
+    "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n";
 

@@ -29,7 +29,7 @@ static const char usage[] =
     "         [--timeline DIR] TRACE...\n"
     "      rebuild each step from what its work costs: replayed against measured\n"
     "      time, error, breakdown; --scale changes durations (what-if): WHAT is\n"
-    "      gpu, all, a task class, family:NAME or name:GLOB\n"
+    "      gpu, comm, cpu, all, a task class, kernel:TEXT, family:NAME or name:GLOB\n"
     "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
     "  hardware [--json] [ID]\n"

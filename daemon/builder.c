@@ -21,16 +21,22 @@
 struct slot {
     char id[API_ID_MAX]; /* "" when idle */
     double progress;
+    int waiting; /* taken from the queue, not yet admitted */
 };
 
 struct builder {
     struct builder_env env;
     pthread_mutex_t mu;
-    pthread_cond_t work, idle;
+    pthread_cond_t work, idle, released;
     char (*queue)[API_ID_MAX]; /* ring */
     size_t cap, head, n;
-    unsigned workers, running;
+    unsigned workers, running, waiting;
     int stopping;
+    /* admission: one worker at a time holds the turn, from taking the
+     * queue's head until that build is admitted (or fails), so builds start
+     * in the order they were queued */
+    int turn_taken;
+    uint64_t in_use; /* estimated bytes of the builds admitted */
     pthread_t *threads;
     unsigned started;
     struct slot *slots;
@@ -68,6 +74,64 @@ static void on_progress(void *ctx, double f)
     pthread_mutex_unlock(&p->b->mu);
 }
 
+/* Give up the admission turn (with b->mu held). */
+static void end_turn(struct builder *b, struct slot *slot)
+{
+    if (slot->waiting) {
+        slot->waiting = 0;
+        b->waiting--;
+        b->turn_taken = 0;
+        pthread_cond_broadcast(&b->work);
+    }
+}
+
+/* The build's memory estimate against the budget: SC_OK once it is
+ * admitted (*need reserved), SC_ELIMIT when it can never fit, another
+ * error when it cannot be estimated; SC_EEXIST when the builder stops
+ * while it waits (the model stays `building` for the next start). */
+static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc_error *err)
+{
+    struct api_trace *traces = NULL;
+    uint64_t events = 0;
+    size_t n = 0;
+    int rc = store_model_traces(b->env.store, slot->id, &traces, &n, err);
+    if (rc == SC_OK)
+        rc = built_model_estimate(traces, n, b->env.blobs, b->env.load, need, &events, err);
+    free(traces);
+    uint64_t budget = b->env.memory_budget;
+    if (rc == SC_OK && *need > budget)
+        rc = sc_error_set(err, SC_ELIMIT,
+                          "the build needs an estimated %.1f MiB (%llu events at %d bytes each, plus "
+                          "%.0f MiB), more than the daemon's memory budget for builds, %.1f MiB "
+                          "(memory-budget): it can never run here",
+                          (double)*need / 1048576.0, (unsigned long long)events,
+                          BUILT_BYTES_PER_EVENT, (double)BUILT_BYTES_FIXED / 1048576.0,
+                          (double)budget / 1048576.0);
+    pthread_mutex_lock(&b->mu);
+    if (rc == SC_OK && b->in_use + *need > budget) {
+        log_info("build", "model=%s event=waiting_for_memory need=%llu in_use=%llu budget=%llu",
+                 slot->id, (unsigned long long)*need, (unsigned long long)b->in_use,
+                 (unsigned long long)budget);
+        while (!b->stopping && b->in_use + *need > budget)
+            pthread_cond_wait(&b->released, &b->mu);
+    }
+    if (rc == SC_OK && b->stopping)
+        rc = SC_EEXIST;
+    if (rc == SC_OK)
+        b->in_use += *need;
+    end_turn(b, slot);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static void release(struct builder *b, uint64_t need)
+{
+    pthread_mutex_lock(&b->mu);
+    b->in_use -= need;
+    pthread_cond_broadcast(&b->released);
+    pthread_mutex_unlock(&b->mu);
+}
+
 static void build_one(struct builder *b, struct slot *slot)
 {
     struct progress_ctx pc = {b, slot};
@@ -75,6 +139,7 @@ static void build_one(struct builder *b, struct slot *slot)
     struct built_model *bm = NULL;
     struct sc_error err;
     char *summary = NULL;
+    uint64_t need = 0;
     double t0 = metrics_clock();
     int rc;
 
@@ -87,9 +152,18 @@ static void build_one(struct builder *b, struct slot *slot)
         api_model_release(&m);
         return;
     }
-    log_info("build", "model=%s job=%s event=start ranks=%lld", m.id, m.job, (long long)m.n_ranks);
-    rc = build_from_catalog(b, slot->id, &m, on_progress, &pc, &bm, &err);
-    fp_hit("build.after_load");
+    rc = admit(b, slot, &need, &err);
+    if (rc == SC_EEXIST) { /* stopping: built at the next start */
+        api_model_release(&m);
+        return;
+    }
+    if (rc == SC_OK) {
+        log_info("build", "model=%s job=%s event=start ranks=%lld estimate=%llu", m.id, m.job,
+                 (long long)m.n_ranks, (unsigned long long)need);
+        rc = build_from_catalog(b, slot->id, &m, on_progress, &pc, &bm, &err);
+        fp_hit("build.after_load");
+    } else
+        need = 0;
     if (rc == SC_OK)
         rc = api_model_summary(built_model_job(bm), &summary, &err);
 
@@ -115,6 +189,8 @@ static void build_one(struct builder *b, struct slot *slot)
     built_model_free(bm);
     free(summary);
     api_model_release(&m);
+    if (need)
+        release(b, need);
 }
 
 static void *worker(void *arg)
@@ -122,7 +198,7 @@ static void *worker(void *arg)
     struct builder *b = arg;
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        while (!b->stopping && b->n == 0)
+        while (!b->stopping && (b->n == 0 || b->turn_taken))
             pthread_cond_wait(&b->work, &b->mu);
         if (b->stopping)
             break;
@@ -132,14 +208,18 @@ static void *worker(void *arg)
                 slot = &b->slots[i];
         memcpy(slot->id, b->queue[b->head], sizeof slot->id);
         slot->progress = 0;
+        slot->waiting = 1;
+        b->turn_taken = 1;
         b->head = (b->head + 1) % b->cap;
         b->n--;
         b->running++;
+        b->waiting++;
         pthread_mutex_unlock(&b->mu);
 
         build_one(b, slot);
 
         pthread_mutex_lock(&b->mu);
+        end_turn(b, slot); /* when it ended before admission */
         slot->id[0] = '\0';
         b->running--;
         pthread_cond_broadcast(&b->idle);
@@ -169,6 +249,7 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->idle, NULL);
+    pthread_cond_init(&b->released, NULL);
     for (unsigned i = 0; i < workers; i++) {
         int e = pthread_create(&b->threads[i], NULL, worker, b);
         if (e) { /* pthread_create returns its error; errno is not set */
@@ -202,18 +283,20 @@ int builder_submit(struct builder *b, const char *id, struct sc_error *err)
     return rc;
 }
 
-int builder_progress(struct builder *b, const char *id, double *fraction)
+int builder_progress(struct builder *b, const char *id, double *fraction, int *queued)
 {
     int found = 0;
     pthread_mutex_lock(&b->mu);
     for (unsigned i = 0; i < b->workers && !found; i++)
         if (strcmp(b->slots[i].id, id) == 0) {
             *fraction = b->slots[i].progress;
+            *queued = b->slots[i].waiting;
             found = 1;
         }
     for (size_t i = 0; i < b->n && !found; i++)
         if (strcmp(b->queue[(b->head + i) % b->cap], id) == 0) {
             *fraction = 0;
+            *queued = 1;
             found = 1;
         }
     pthread_mutex_unlock(&b->mu);
@@ -223,8 +306,8 @@ int builder_progress(struct builder *b, const char *id, double *fraction)
 void builder_counts(struct builder *b, long *running, long *queued)
 {
     pthread_mutex_lock(&b->mu);
-    *running = (long)b->running;
-    *queued = (long)b->n;
+    *running = (long)(b->running - b->waiting);
+    *queued = (long)(b->n + b->waiting);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -242,6 +325,7 @@ int builder_stop(struct builder *b, double timeout_s)
     b->stopping = 1;
     b->n = 0; /* queued builds stay `building` in the catalog */
     pthread_cond_broadcast(&b->work);
+    pthread_cond_broadcast(&b->released);
     while (b->running > 0 && all)
         if (pthread_cond_timedwait(&b->idle, &b->mu, &deadline) == ETIMEDOUT)
             all = b->running == 0;
@@ -260,6 +344,7 @@ void builder_free(struct builder *b)
         return;
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->idle);
+    pthread_cond_destroy(&b->released);
     pthread_mutex_destroy(&b->mu);
     free(b->queue);
     free(b->threads);

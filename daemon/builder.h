@@ -7,6 +7,14 @@
  * bounded (max-queued-builds). Models still `building` after a restart are
  * submitted again at startup, so an accepted build is never lost.
  *
+ * Builds are admitted under a memory budget (memory-budget): each one's
+ * peak is estimated from its event count (built_model_estimate); a build
+ * starts when its estimate fits beside those running, in the order builds
+ * were queued (the head waits, and the rest behind it, until memory is
+ * released); a build whose estimate exceeds the whole budget fails with
+ * that reason. Reloads of ready models (builder_load_ready) serve queries
+ * and are not held back by it.
+ *
  * The same build serves cache misses of ready models (builder_load_ready,
  * a cache_load_fn): after a restart or an eviction, a model is rebuilt from
  * the traces it was made from. */
@@ -15,6 +23,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -31,6 +40,7 @@ struct builder_env {
     struct metrics *metrics;
     const struct model_load_opts *load; /* limits; the marker is per model */
     pthread_mutex_t *publish_mu;        /* held while a result is published or a model deleted */
+    uint64_t memory_budget;             /* estimated bytes of the builds running at once */
 };
 
 struct builder;
@@ -39,8 +49,9 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
                   struct builder **out, struct sc_error *err);
 /* Queue a build; SC_ELIMIT when the queue is full. */
 int builder_submit(struct builder *b, const char *id, struct sc_error *err);
-/* 1 and the fraction done when id is queued (0) or building here, else 0. */
-int builder_progress(struct builder *b, const char *id, double *fraction);
+/* 1, the fraction done and whether it is still queued (waiting for a
+ * worker or for memory) when id is queued or building here, else 0. */
+int builder_progress(struct builder *b, const char *id, double *fraction, int *queued);
 void builder_counts(struct builder *b, long *running, long *queued);
 /* Stop taking builds and wait up to timeout_s for those running to finish;
  * queued ones stay `building` in the catalog for the next start. Returns 1

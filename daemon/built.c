@@ -105,6 +105,35 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     return SC_OK;
 }
 
+int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
+                         const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
+                         struct sc_error *err)
+{
+    struct model_load_opts counting = *opts;
+    uint64_t sum = 0;
+    counting.count_only = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (traces[i].events >= 0) {
+            sum += (uint64_t)traces[i].events;
+            continue;
+        }
+        char path[PATH_MAX];
+        struct model_trace *t;
+        blob_path(bs, traces[i].sha256, path, sizeof path);
+        int rc = model_trace_load_file(path, &counting, &t, err);
+        if (rc) {
+            name_by_hash(err, path, traces[i].sha256);
+            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
+            return rc;
+        }
+        sum += (uint64_t)t->n_entries;
+        model_trace_free(t);
+    }
+    *events = sum;
+    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT;
+    return SC_OK;
+}
+
 void built_model_free(struct built_model *m)
 {
     if (!m)

@@ -13,6 +13,7 @@
 #define DAEMON_BUILT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api/reply.h"
 #include "api/resources.h"
@@ -36,6 +37,20 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err);
 void built_model_free(struct built_model *m); /* NULL-safe */
+
+/* The peak memory a build of traces[0..n) is estimated to take:
+ * BUILT_BYTES_FIXED plus BUILT_BYTES_PER_EVENT for each event. Measured as
+ * the daemon's peak RSS during a build less before it, over the events
+ * built (README "Build memory"): 88 to 196 bytes per event on the shared
+ * traces and gentrace jobs of 25,000 to 1 million events, up to 4 MiB
+ * more on small ones; the constants round that up. A trace's events are
+ * traces[i].events, or counted from its blob (streaming, bounded memory)
+ * when that is negative (unknown). *events gets their sum. */
+#define BUILT_BYTES_PER_EVENT 256
+#define BUILT_BYTES_FIXED (4u << 20)
+int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
+                         const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
+                         struct sc_error *err);
 
 /* Bytes it holds (for the cache's budget), memo included at its bound. */
 size_t built_model_bytes(const struct built_model *m);

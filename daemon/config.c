@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "daemon/log.h"
 #include "common/banned.h"
@@ -69,6 +70,9 @@ static const struct cfg_entry table[] = {
     {"max-header", CFG_SIZE, F(max_header), "64K", 4 * KiB, 16 * MiB, 0,
      "bytes of the request line and headers (per-connection memory)"},
     {"cache-bytes", CFG_SIZE, F(cache_bytes), "1G", 1 * MiB, 1 * TiB, 0, "memory for built models (LRU)"},
+    {"memory-budget", CFG_SIZE, F(memory_budget), "0", 0, 64 * TiB, 0,
+     "estimated memory of the model builds running at once; more wait, in order (0: half of "
+     "physical memory)"},
     {"ops-need-token", CFG_BOOL, F(ops_need_token), "false", 0, 1, 0,
      "/healthz and /metrics need a read token"},
 };
@@ -301,6 +305,12 @@ static int validate(struct daemon_config *c, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL, "data-dir is empty");
     if (!strrchr(c->listen, ':'))
         return sc_error_set(err, SC_EINVAL, "listen: '%s' is not HOST:PORT", c->listen);
+    if (c->memory_budget == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages <= 0 || page <= 0)
+            return sc_error_set(err, SC_EINVAL, "memory-budget: the physical memory is unknown; set it");
+        c->memory_budget = (int64_t)pages * page / 2;
+    }
     return SC_OK;
 }
 

@@ -20,14 +20,17 @@
 #include "model/replay.h"
 #include "common/banned.h"
 
-/* Progress for the reply: 1 when ready, the builder's figure while building. */
+/* Progress for the reply: 1 when ready, the builder's figure while
+ * building, and whether the build still waits for a worker or memory. */
 static void fill_progress(struct svc *s, struct api_model *m)
 {
     double f = 0;
+    int queued = 0;
     if (m->status == API_MODEL_BUILDING)
-        m->progress = builder_progress(s->builder, m->id, &f) ? f : 0;
+        m->progress = builder_progress(s->builder, m->id, &f, &queued) ? f : 0;
     else
         m->progress = m->status == API_MODEL_READY ? 1 : 0;
+    m->queued = queued;
 }
 
 /* Delete a model: its row and pins, its cached copy, then the blob files

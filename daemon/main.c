@@ -126,9 +126,10 @@ int main(int argc, char **argv)
     if (*cfg.port_file && write_port_file(cfg.port_file, port))
         log_error("main", "event=port_file_failed path=%s errno=%d", cfg.port_file, errno);
     log_info("main", "event=listening version=%s listen=%s port=%u data_dir=%s http_threads=%lld "
-             "build_workers=%lld cache_bytes=%lld schema=%d",
+             "build_workers=%lld cache_bytes=%lld memory_budget=%lld schema=%d",
              STEPCAST_VERSION, cfg.listen, port, cfg.data_dir, (long long)cfg.http_threads,
-             (long long)cfg.build_workers, (long long)cfg.cache_bytes, STORE_SCHEMA_VERSION);
+             (long long)cfg.build_workers, (long long)cfg.cache_bytes, (long long)cfg.memory_budget,
+             STORE_SCHEMA_VERSION);
 
     while (sigwait(&stop, &sig) != 0)
         ;

@@ -115,7 +115,9 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
-    struct builder_env env = {s->store, s->blobs, s->cache, s->metrics, &s->load, &s->publish_mu};
+    struct builder_env env = {s->store,    s->blobs,       s->cache,
+                              s->metrics,  &s->load,       &s->publish_mu,
+                              (uint64_t)cfg->memory_budget};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
                             &s->builder, err)))
         goto fail;

@@ -131,7 +131,11 @@ static const char *const sql[Q_COUNT] = {
     [Q_MODEL_LIST] = "SELECT " MODEL_COLS("NULL") " FROM models m ORDER BY m.created_ns, m.id",
     [Q_MODEL_LIST_JOB] = "SELECT " MODEL_COLS("NULL") " FROM models m WHERE m.job = ?1"
                          " ORDER BY m.created_ns, m.id",
-    [Q_MODEL_TRACES] = "SELECT x.rank, x.sha256, b.bytes FROM model_traces x"
+    /* events: as counted when the blob was uploaded, -1 when no rank
+     * holds that blob any more */
+    [Q_MODEL_TRACES] = "SELECT x.rank, x.sha256, b.bytes,"
+                       " COALESCE((SELECT t.events FROM traces t WHERE t.sha256 = x.sha256 LIMIT 1), -1)"
+                       " FROM model_traces x"
                        " JOIN blobs b ON b.sha256 = x.sha256 WHERE x.model = ?1 ORDER BY x.rank",
     [Q_MODEL_FINISH] = "UPDATE models SET status = ?2, error = ?3, summary = ?4, finished_ns = ?5"
                        " WHERE id = ?1",
@@ -595,13 +599,14 @@ int store_job_delete(struct store *s, const char *id, struct store_names *models
 
 /* ---- traces ---- */
 
-/* (rank, sha256, bytes) */
+/* (rank, sha256, bytes, events) */
 static void read_trace_brief(sqlite3_stmt *st, void *row)
 {
     struct api_trace *t = row;
     t->rank = sqlite3_column_int64(st, 0);
     col_copy(st, 1, t->sha256, sizeof t->sha256);
     t->bytes = sqlite3_column_int64(st, 2);
+    t->events = sqlite3_column_int64(st, 3);
 }
 
 /* (rank, sha256, bytes, events, steps, uploaded_ns) */
@@ -609,7 +614,6 @@ static void read_trace(sqlite3_stmt *st, void *row)
 {
     struct api_trace *t = row;
     read_trace_brief(st, t);
-    t->events = sqlite3_column_int64(st, 3);
     t->steps = sqlite3_column_int64(st, 4);
     t->uploaded_ns = sqlite3_column_int64(st, 5);
 }

@@ -90,7 +90,9 @@ int store_model_get(struct store *s, const char *id, struct api_model *out, stru
 /* All models, or a job's (job non-NULL); summaries are not loaded. */
 int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
                      struct sc_error *err);
-/* The traces a model was built from, by rank (events/steps are 0). */
+/* The traces a model was built from, by rank: rank, sha256, bytes and
+ * events (-1 when unknown: no rank of any job holds that blob any more);
+ * steps and uploaded_ns are 0. */
 int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
                        struct sc_error *err);
 /* The end of a build: ready with a summary, or failed with an error.

@@ -53,7 +53,27 @@ int model_replay_add_factor(struct model_replay_opts *o, const struct model_repl
     return SC_OK;
 }
 
-#define SCALE_USAGE "expected WHAT=F or WHAT@R=F, WHAT one of gpu, all, a task class, family:NAME, name:GLOB"
+#define SCALE_USAGE                                                                                   \
+    "expected WHAT=F or WHAT@R=F, WHAT one of gpu, comm, cpu, all, a task class, kernel:TEXT, "       \
+    "family:NAME, name:GLOB"
+
+/* The glob of names that contain `text` ("*text*", glob characters
+ * escaped); -1 when it does not fit. */
+static int contains_glob(const char *text, char *glob, size_t size)
+{
+    size_t n = 0;
+    glob[n++] = '*';
+    for (const char *c = text; *c; c++) {
+        if (n + 3 >= size)
+            return -1;
+        if (strchr("*?[\\", *c))
+            glob[n++] = '\\';
+        glob[n++] = *c;
+    }
+    glob[n++] = '*';
+    glob[n] = '\0';
+    return 0;
+}
 
 int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, struct sc_error *err)
 {
@@ -81,7 +101,8 @@ int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, stru
             return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number", spec);
         f.rank = (int)rank;
         what_end = at - 1;
-    } else if (memchr(spec, '@', (size_t)(eq - spec)) && strncmp(spec, "name:", 5) != 0) {
+    } else if (memchr(spec, '@', (size_t)(eq - spec)) && strncmp(spec, "name:", 5) != 0 &&
+               strncmp(spec, "kernel:", 7) != 0) {
         return sc_error_set(err, SC_EINVAL, "bad scale '%s': the rank after '@' must be a number", spec);
     }
     size_t n = (size_t)(what_end - spec);
@@ -93,8 +114,18 @@ int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, stru
     int cls;
     if (strcmp(what, "gpu") == 0) {
         f.classes = MODEL_REPLAY_GPU_CLASSES;
+    } else if (strcmp(what, "comm") == 0) {
+        f.classes = 1u << MODEL_TASK_COMM;
+    } else if (strcmp(what, "cpu") == 0) {
+        f.classes = MODEL_REPLAY_CPU_CLASSES;
+        f.host_gaps = 1;
     } else if (strcmp(what, "all") == 0) {
         f.classes = 0;
+        f.host_gaps = 1;
+    } else if (strncmp(what, "kernel:", 7) == 0 && what[7]) {
+        if (contains_glob(what + 7, f.pattern, sizeof f.pattern))
+            return sc_error_set(err, SC_EINVAL, "bad scale '%s': the kernel name text is too long", spec);
+        f.classes = 1u << MODEL_TASK_KERNEL | 1u << MODEL_TASK_COMM;
     } else if (strncmp(what, "family:", 7) == 0) {
         if ((f.family = model_kernel_family_parse(what + 7)) < 0)
             return sc_error_set(err, SC_EINVAL, "bad scale '%s': no kernel family '%s'", spec, what + 7);
@@ -133,28 +164,31 @@ static int factor_matches(const struct model_graph *g, const struct model_replay
     return 1;
 }
 
-/* Each task's duration for this replay: the graph's, times the factors
- * that match it, or its override. */
+/* Each task's duration and the host work before it for this replay: the
+ * graph's, times the factors that match, or its override. */
 static int durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
-                     struct sc_error *err)
+                     int64_t *gap, struct sc_error *err)
 {
     size_t n = g->n_tasks;
-    double *f = NULL;
+    double *f = NULL, *fg = NULL;
     uint8_t *name_ok = NULL;
     int rc = SC_OK;
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         dur[i] = g->tasks[i].dur;
+        gap[i] = g->tasks[i].gap;
+    }
     if (!o || (!o->n_factors && !o->n_overrides))
         return SC_OK;
     f = malloc((n ? n : 1) * sizeof *f);
+    fg = malloc((n ? n : 1) * sizeof *fg);
     name_ok = malloc(g->names.n ? g->names.n : 1);
-    if (!f || !name_ok) {
+    if (!f || !fg || !name_ok) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++)
-        f[i] = 1.0;
+        f[i] = fg[i] = 1.0;
     for (size_t k = 0; k < o->n_factors; k++) {
         const struct model_replay_factor *fc = &o->factors[k];
         int rank_ix = -1;
@@ -170,13 +204,19 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
         if (fc->pattern[0]) /* match each distinct name once */
             for (size_t s = 0; s < g->names.n; s++)
                 name_ok[s] = fnmatch(fc->pattern, model_graph_str(g, (uint32_t)s), 0) == 0;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
             if (factor_matches(g, fc, i, rank_ix) && (!fc->pattern[0] || name_ok[g->src[i].name]))
                 f[i] *= fc->factor;
+            if (fc->host_gaps && !g->res[g->tasks[i].res].gpu && (rank_ix < 0 || g->tasks[i].rank == rank_ix))
+                fg[i] *= fc->factor;
+        }
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (f[i] != 1.0)
             dur[i] = (int64_t)llround((double)dur[i] * f[i]);
+        if (fg[i] != 1.0)
+            gap[i] = (int64_t)llround((double)gap[i] * fg[i]);
+    }
     for (size_t k = 0; k < o->n_overrides; k++) {
         const struct model_replay_override *ov = &o->overrides[k];
         if (ov->task >= n || ov->dur < 0) {
@@ -188,6 +228,7 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     }
 out:
     free(f);
+    free(fg);
     free(name_ok);
     return rc;
 }
@@ -208,7 +249,7 @@ struct sim {
     uint8_t *state;
     uint32_t *gwait;
     int64_t *gready, *gdur; /* per group: when its last member was ready, its longest member */
-    int64_t *dur;           /* per task, this replay's */
+    const int64_t *dur, *gap; /* per task, this replay's */
     size_t tail, finished;
 };
 
@@ -278,7 +319,7 @@ static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
     const struct model_task *t = &g->tasks[i];
-    int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + t->gap;
+    int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + s->gap[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
         if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
@@ -336,12 +377,14 @@ static void break_cycle(struct sim *s)
     do_start(s, pick);
 }
 
-int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
-                          int64_t *start, int64_t *end, size_t *forced, struct sc_error *err)
+/* model_replay_simulate, the host gaps it used left in gap[] (n_tasks). */
+static int simulate(const struct model_graph *g, const struct model_replay_opts *o, int64_t *start,
+                    int64_t *end, int64_t *gap, size_t *forced, struct sc_error *err)
 {
     size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
     size_t head = 0;
+    int64_t *dur = malloc((n ? n : 1) * sizeof *dur);
     int rc = SC_OK;
 
     *forced = 0;
@@ -352,12 +395,13 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     s.gwait = malloc(ng * sizeof *s.gwait);
     s.gready = malloc(ng * sizeof *s.gready);
     s.gdur = malloc(ng * sizeof *s.gdur);
-    s.dur = malloc((n ? n : 1) * sizeof *s.dur);
-    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gdur || !s.dur) {
+    s.dur = dur;
+    s.gap = gap;
+    if (!s.wait_s || !s.wait_f || !s.queue || !s.state || !s.gwait || !s.gready || !s.gdur || !dur) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = durations(g, o, s.dur, err)))
+    if ((rc = durations(g, o, dur, gap, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;
@@ -403,7 +447,18 @@ out:
     free(s.gwait);
     free(s.gready);
     free(s.gdur);
-    free(s.dur);
+    free(dur);
+    return rc;
+}
+
+int model_replay_simulate(const struct model_graph *g, const struct model_replay_opts *o,
+                          int64_t *start, int64_t *end, size_t *forced, struct sc_error *err)
+{
+    int64_t *gap = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *gap);
+    if (!gap)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    int rc = simulate(g, o, start, end, gap, forced, err);
+    free(gap);
     return rc;
 }
 
@@ -588,7 +643,7 @@ static const struct model_edge *latest_edge(const struct model_graph *g, const i
  * task what set its end, then what set its start. Segments come out
  * backwards and tile [floor, end[last]]. */
 static int critical_path(const struct model_graph *g, const int64_t *start, const int64_t *end,
-                         uint32_t last, int64_t floor, struct path *p)
+                         const int64_t *gap, uint32_t last, int64_t floor, struct path *p)
 {
     uint32_t i = last;
     int at_end = 1;
@@ -625,7 +680,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
             /* what set the start: an edge, or the resource (and the host
              * work before it) */
             int64_t free_at = res_free(g, end, i);
-            by = latest_edge(g, start, end, i, 0, free_at + t->gap);
+            by = latest_edge(g, start, end, i, 0, free_at + gap[i]);
             if (!by) {
                 /* host work on the resource, then its previous task */
                 int64_t from = free_at > floor ? free_at : floor;
@@ -679,16 +734,17 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     r->g = g;
     r->start = malloc((n ? n : 1) * sizeof *r->start);
     r->end = malloc((n ? n : 1) * sizeof *r->end);
+    r->gap = malloc((n ? n : 1) * sizeof *r->gap);
     r->steps = calloc(g->n_steps ? g->n_steps : 1, sizeof *r->steps);
     c = calloc(ranks, sizeof *c);
     m = calloc(ranks, sizeof *m);
     h = calloc(ranks, sizeof *h);
     k = calloc(ranks, sizeof *k);
-    if (!r->start || !r->end || !r->steps || !c || !m || !h || !k) {
+    if (!r->start || !r->end || !r->gap || !r->steps || !c || !m || !h || !k) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = model_replay_simulate(g, o, r->start, r->end, &r->forced, err)))
+    if ((rc = simulate(g, o, r->start, r->end, r->gap, &r->forced, err)))
         goto out;
 
     /* what each rank's resources were doing, for the breakdowns */
@@ -709,7 +765,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         default: {
             int64_t free_at = res_free(g, r->end, i);
             bad = spans_add(&h[t->rank], r->start[i], r->end[i]) ||
-                  spans_add(&h[t->rank], free_at, free_at + t->gap);
+                  spans_add(&h[t->rank], free_at, free_at + r->gap[i]);
         }
         }
         if (bad) {
@@ -748,7 +804,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         }
         if (o->critical_path && gs->end != MODEL_NONE) {
             size_t first = path.n;
-            if (critical_path(g, r->start, r->end, gs->end, rs->start, &path)) {
+            if (critical_path(g, r->start, r->end, r->gap, gs->end, rs->start, &path)) {
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
@@ -789,6 +845,7 @@ void model_replay_free(struct model_replay *r)
         return;
     free(r->start);
     free(r->end);
+    free(r->gap);
     free(r->steps);
     free(r->segments);
     free(r);

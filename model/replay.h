@@ -21,24 +21,26 @@
 #include <stdint.h>
 
 #include "common/error.h"
-
-struct model_graph;
+#include "model/graph.h"
 
 #define MODEL_REPLAY_MAX_FACTORS 64
 #define MODEL_REPLAY_PATTERN_MAX 128
 #define MODEL_REPLAY_PATTERN_STARS 8
 
 /* Durations are an input of the replay: a factor multiplies the duration
- * of every task it matches (all that match multiply); an override sets one
- * task's duration outright. A factor may be 0: that work takes no time,
- * what waits on other work still waits. The graph is not touched, so any
- * number of what-ifs may run at once on one graph. */
+ * of every task it matches (all that match multiply), and with host_gaps
+ * the host work (gap) before every task on a CPU thread of its ranks; an
+ * override sets one task's duration outright. A factor may be 0: that work
+ * takes no time, what waits on other work still waits. The graph is not
+ * touched, so any number of what-ifs may run at once on one graph. */
 struct model_replay_factor {
     int rank;          /* the rank's number in the job; -1: every rank */
     uint32_t classes;  /* bit (1 << enum model_task_class) per class matched; 0: every class */
     int family;        /* a kernel family (kernel tasks only); -1: any task */
     char pattern[MODEL_REPLAY_PATTERN_MAX]; /* a glob over task names (fnmatch); "": any name */
     double factor;     /* >= 0 */
+    int host_gaps;     /* 1: also every host gap on the rank's CPU threads (class, family
+                          and name are not asked of a gap) */
 };
 
 struct model_replay_override {
@@ -46,8 +48,11 @@ struct model_replay_override {
     int64_t dur;   /* ns, >= 0 */
 };
 
-/* The classes that run on GPU streams: kernels, copies, sets, communication. */
-#define MODEL_REPLAY_GPU_CLASSES 0xfu
+/* What `gpu` scales: the GPU work that is not communication (kernels,
+ * copies, sets); what `cpu` scales besides host gaps: runtime calls and
+ * host work tasks. */
+#define MODEL_REPLAY_GPU_CLASSES (1u << MODEL_TASK_KERNEL | 1u << MODEL_TASK_COPY | 1u << MODEL_TASK_SET)
+#define MODEL_REPLAY_CPU_CLASSES (1u << MODEL_TASK_CALL | 1u << MODEL_TASK_HOST)
 
 struct model_replay_opts {
     struct model_replay_factor factors[MODEL_REPLAY_MAX_FACTORS];
@@ -61,9 +66,15 @@ void model_replay_opts_default(struct model_replay_opts *o);
 
 /* Add a factor from "WHAT=F" or "WHAT@R=F", 0 <= F <= 1000, R a rank
  * number of the job (checked when the replay runs). WHAT is
- *   gpu                      every task on a GPU stream
- *   all                      every task
+ *   gpu                      GPU work but communication: kernels, copies, sets
+ *   comm                     communication: a collective's transfer time (its
+ *                            members still wait for the last to arrive), the
+ *                            whole traced time of one kept for untraced peers
+ *   cpu                      host work: runtime calls, host tasks, host gaps
+ *   all                      every task and every host gap
  *   kernel, copy, set, communication, call, host   one task class
+ *   kernel:TEXT              kernels (communication kernels too) whose name
+ *                            contains TEXT (case matters)
  *   family:NAME              kernels of a family (kernel_family.h: gemm, attention, ...)
  *   name:GLOB                tasks whose name matches a glob ("*gemm*")
  * SC_EINVAL with a message saying what is wrong otherwise. */
@@ -112,6 +123,7 @@ struct model_replay_step {
 struct model_replay {
     const struct model_graph *g; /* borrowed */
     int64_t *start, *end;        /* per task, ns, replay clock (rank 0's) */
+    int64_t *gap;                /* per task, ns: the host work before it in this replay */
     struct model_replay_step *steps;
     size_t n_steps;
     struct model_replay_segment *segments;

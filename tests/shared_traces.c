@@ -1,6 +1,8 @@
 /* tests/shared_traces.c: the shared real traces with steps (shared_traces.h). */
 #include "tests/shared_traces.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/job.h"
@@ -45,4 +47,41 @@ int th_load_trace(const struct shared_trace *st, struct model_job **job)
         return -1;
     }
     return 0;
+}
+
+struct model_job *th_gentrace_job(int ranks, const char *const *args)
+{
+    char dir[4096], a_ranks[16], bin[4096];
+    char *argv[40];
+    size_t n = 0;
+    static int serial;
+    snprintf(dir, sizeof dir, "%s/gen%d", th_tmpdir(), serial++);
+    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
+    snprintf(a_ranks, sizeof a_ranks, "%d", ranks);
+    argv[n++] = bin;
+    argv[n++] = "--ranks";
+    argv[n++] = a_ranks;
+    for (; args && *args && n + 2 < sizeof argv / sizeof argv[0]; args++)
+        argv[n++] = (char *)*args;
+    argv[n++] = dir;
+    argv[n] = NULL;
+    free(th_run_expect(argv, 0, NULL, NULL));
+    char **paths = calloc((size_t)ranks, sizeof *paths);
+    struct model_job *job = NULL;
+    CHECK(paths != NULL);
+    for (int r = 0; paths && r < ranks; r++) {
+        paths[r] = malloc(4200);
+        CHECK(paths[r] != NULL);
+        if (paths[r])
+            snprintf(paths[r], 4200, "%s/rank%d.json", dir, r);
+    }
+    struct model_load_opts lo;
+    struct sc_error err;
+    model_load_opts_default(&lo);
+    if (paths && model_job_load((const char *const *)paths, (size_t)ranks, &lo, 0, &job, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    for (int r = 0; paths && r < ranks; r++)
+        free(paths[r]);
+    free(paths);
+    return job;
 }

@@ -1,5 +1,6 @@
 /* tests/shared_traces.h: the shared real traces with steps that replay
- * tests run on (../shared/traces), and loading one as a job. */
+ * tests run on (../shared/traces), and loading one as a job; synthetic jobs
+ * written by tests/tools/gentrace. */
 #ifndef TESTS_SHARED_TRACES_H
 #define TESTS_SHARED_TRACES_H
 
@@ -20,5 +21,10 @@ const struct shared_trace *th_find_trace(const char *name);
 /* Load it as a one-trace job; SKIPs when the shared traces are absent,
  * fails the test and returns -1 when it does not load. */
 int th_load_trace(const struct shared_trace *st, struct model_job **job);
+
+/* A job of `ranks` ranks written by gentrace into a fresh folder with the
+ * further options `args` (NULL-terminated, may be NULL), loaded; NULL (the
+ * test failed) when it cannot be written or loaded. */
+struct model_job *th_gentrace_job(int ranks, const char *const *args);
 
 #endif

@@ -112,39 +112,17 @@ TEST(invariant_work_conserved_every_shared_trace)
     }
 }
 
-/* A gentrace job in a fresh folder, loaded; NULL on failure. */
+/* A gentrace job of one slow rank (rank 0 at `slow`x); NULL on failure. */
 static struct model_job *gentrace_job(int ranks, int steps, int layers, unsigned seed, double slow)
 {
-    char dir[4096], a_ranks[16], a_steps[16], a_layers[16], a_seed[16], a_slow[32], bin[4096];
-    static int serial;
-    snprintf(dir, sizeof dir, "%s/gen%d", th_tmpdir(), serial++);
-    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
-    snprintf(a_ranks, sizeof a_ranks, "%d", ranks);
+    char a_steps[16], a_layers[16], a_seed[16], a_slow[32];
     snprintf(a_steps, sizeof a_steps, "%d", steps);
     snprintf(a_layers, sizeof a_layers, "%d", layers);
     snprintf(a_seed, sizeof a_seed, "%u", seed);
     snprintf(a_slow, sizeof a_slow, "%g", slow);
-    char *argv[] = {bin, "--ranks", a_ranks, "--steps", a_steps, "--layers", a_layers, "--seed", a_seed,
-                    "--slow-rank", "0", "--slow-factor", a_slow, dir, NULL};
-    char *out = th_run_expect(argv, 0, NULL, NULL);
-    free(out);
-    char **paths = malloc((size_t)ranks * sizeof *paths);
-    CHECK(paths != NULL);
-    for (int r = 0; r < ranks; r++) {
-        paths[r] = malloc(4200);
-        CHECK(paths[r] != NULL);
-        snprintf(paths[r], 4200, "%s/rank%d.json", dir, r);
-    }
-    struct model_load_opts lo;
-    struct model_job *job = NULL;
-    struct sc_error err;
-    model_load_opts_default(&lo);
-    if (model_job_load((const char *const *)paths, (size_t)ranks, &lo, 0, &job, &err))
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    for (int r = 0; r < ranks; r++)
-        free(paths[r]);
-    free(paths);
-    return job;
+    const char *args[] = {"--steps", a_steps, "--layers", a_layers, "--seed", a_seed,
+                          "--slow-rank", "0", "--slow-factor", a_slow, NULL};
+    return th_gentrace_job(ranks, args);
 }
 
 /* Random jobs (a fixed seed: the same ones every run), then one of 512

@@ -33,6 +33,7 @@ static void run_free(struct run *run)
     memset(run, 0, sizeof *run);
 }
 
+/* scale: NULL, or scales separated by spaces ("gpu=2 comm=2") */
 static int replay(struct model_job *job, const char *scale, struct run *run)
 {
     struct model_replay_opts ro;
@@ -41,8 +42,13 @@ static int replay(struct model_job *job, const char *scale, struct run *run)
     run->g = NULL;
     run->r = NULL;
     model_replay_opts_default(&ro);
-    if (scale)
-        CHECK(model_replay_parse_scale(scale, &ro, &err) == SC_OK);
+    for (const char *p = scale; p && *p;) {
+        char one[160];
+        size_t n = strcspn(p, " ");
+        snprintf(one, sizeof one, "%.*s", (int)n, p);
+        CHECK(model_replay_parse_scale(one, &ro, &err) == SC_OK);
+        p += n + (p[n] == ' ');
+    }
     if (model_graph_build(job, NULL, &run->g, &err) || model_replay_run(run->g, &ro, &run->r, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
@@ -141,8 +147,9 @@ static double mean_replayed_ms(const struct model_replay *r)
     return r->n_steps ? sum / (double)r->n_steps : 0;
 }
 
-/* gpu=2: at least 1.9x the busiest stream's busy time, at most 2.1x the
- * unscaled replay; returns the growth. */
+/* Every GPU stream's work twice as long (gpu=2 and comm=2: `gpu` leaves
+ * communication out): at least 1.9x the busiest stream's busy time, at
+ * most 2.1x the unscaled replay; returns the growth. */
 static double check_double_gpu(const char *name)
 {
     const struct shared_trace *st = th_find_trace(name);
@@ -150,7 +157,7 @@ static double check_double_gpu(const char *name)
     struct run a, b;
     if (!st || th_load_trace(st, &job))
         return 0;
-    if (replay(job, NULL, &a) || replay(job, "gpu=2", &b)) {
+    if (replay(job, NULL, &a) || replay(job, "gpu=2 comm=2", &b)) {
         model_job_free(job);
         return 0;
     }
@@ -184,8 +191,9 @@ TEST(sensitivity_gpu_x2_dlrm) { check_double_gpu("dlrm"); }
 TEST(sensitivity_gpu_x2_linear) { check_double_gpu("linear"); }
 TEST(sensitivity_gpu_x2_resnet) { check_double_gpu("resnet"); }
 
-/* gpu=0.5: a step whose busiest stream is busy at least 90% of it shrinks
- * to at most 0.65x (copied waits could not shrink). */
+/* Every GPU stream's work at x0.5 (gpu and comm): a step whose busiest
+ * stream is busy at least 90% of it shrinks to at most 0.65x (copied waits
+ * could not shrink). */
 static void check_half_gpu(const char *name, size_t want_min)
 {
     const struct shared_trace *st = th_find_trace(name);
@@ -194,7 +202,7 @@ static void check_half_gpu(const char *name, size_t want_min)
     size_t checked = 0;
     if (!st || th_load_trace(st, &job))
         return;
-    if (replay(job, NULL, &a) || replay(job, "gpu=0.5", &b)) {
+    if (replay(job, NULL, &a) || replay(job, "gpu=0.5 comm=0.5", &b)) {
         model_job_free(job);
         return;
     }

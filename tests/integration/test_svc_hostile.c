@@ -738,3 +738,99 @@ TEST(svc_hostile_uploads_of_millions_of_events)
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }
+
+/* Upload `file` as rank 0 of job and ask for a model of it: its id. */
+static void upload_and_build(struct ctx *c, const char *job, const char *file, char *id, size_t size)
+{
+    char path[128];
+    struct svc_opts o = {SVC_ADMIN, NULL, 0, file, NULL};
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/0/trace", job);
+    CHECK_EQ_INT(svc_call(&c->d, "PUT", path, &o, NULL), 201);
+    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
+    CHECK_EQ_INT(svc_admin(&c->d, "POST", path, NULL, &r), 202);
+    snprintf(id, size, "%s", svc_json_str(r.body, "id"));
+    svc_resp_release(&r);
+}
+
+/* GET /v1/models/{id}: whether it is building and still queued. */
+static int model_queued(struct ctx *c, const char *id)
+{
+    char path[128];
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    CHECK_EQ_INT(svc_admin(&c->d, "GET", path, NULL, &r), 200);
+    int queued = strstr(r.body, "\"status\":\"building\"") && strstr(r.body, "\"queued\":true");
+    svc_resp_release(&r);
+    return queued;
+}
+
+/* The offset in the daemon's log of the first line holding both a and b,
+ * or -1. */
+static long log_offset(struct ctx *c, const char *a, const char *b)
+{
+    char *log = th_read_file(c->d.log, NULL);
+    long at = -1;
+    for (char *line = log; line && *line && at < 0;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        if (strstr(line, a) && strstr(line, b))
+            at = line - log;
+        line = end ? end + 1 : line + strlen(line);
+    }
+    free(log);
+    return at;
+}
+
+TEST(svc_hostile_build_over_the_memory_budget)
+{
+    struct ctx c;
+    char big[64], small[64], path[128];
+    struct svc_resp r;
+    const char *args[] = {"--memory-budget", "8M", NULL};
+    const char *file = tiny_events_gzip("budget.json.gz", 100000);
+    setup(&c, args);
+    /* 100,001 events: an estimated 28 MiB, never within 8 MiB */
+    upload_and_build(&c, "big", file, big, sizeof big);
+    CHECK_STREQ(svc_wait_model(&c.d, big, 30), "failed");
+    snprintf(path, sizeof path, "/v1/models/%s", big);
+    CHECK_EQ_INT(svc_admin(&c.d, "GET", path, NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "more than the daemon's memory budget for builds");
+    CHECK_CONTAINS(r.body, "memory-budget");
+    CHECK_CONTAINS(r.body, "100001 events");
+    svc_resp_release(&r);
+    /* a small job still builds under it */
+    CHECK_EQ_INT(svc_admin(&c.d, "POST", "/v1/jobs/seed/models", NULL, &r), 202);
+    snprintf(small, sizeof small, "%s", svc_json_str(r.body, "id"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&c.d, small, 30), "ready");
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+}
+
+TEST(svc_hostile_builds_wait_for_memory_in_order)
+{
+    struct ctx c;
+    char a[64], b[64], data[PATH_MAX];
+    /* 300,001 events: an estimated 77 MiB each; both fit 120M, not at once */
+    const char *args[] = {"--memory-budget", "120M", NULL};
+    const char *file = tiny_events_gzip("queued.json.gz", 300000);
+    setup(&c, args);
+    snprintf(data, sizeof data, "%s", c.d.data);
+    upload_and_build(&c, "a", file, a, sizeof a);
+    upload_and_build(&c, "b", file, b, sizeof b);
+    CHECK(model_queued(&c, b)); /* a is being built (two workers are free) */
+    /* the restart while b waits loses nothing: both are built after it */
+    svc_kill9(&c.d);
+    svc_start(&c.d, data, args, NULL);
+    CHECK(model_queued(&c, b));
+    CHECK_STREQ(svc_wait_model(&c.d, a, 60), "ready");
+    CHECK_STREQ(svc_wait_model(&c.d, b, 60), "ready");
+    /* b started once a had finished, not beside it */
+    long a_ready = log_offset(&c, a, "event=ready"), b_start = log_offset(&c, b, "event=start");
+    CHECK(log_offset(&c, b, "event=waiting_for_memory") >= 0);
+    CHECK(a_ready >= 0 && b_start > a_ready);
+    free(c.before);
+    CHECK_EQ_INT(svc_stop(&c.d), 0);
+}

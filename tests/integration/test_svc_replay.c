@@ -142,7 +142,7 @@ TEST(svc_replay_over_http_equals_cli)
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/timeline", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 400);
-    snprintf(path, sizeof path, "/v1/models/%s/replay?scale=cpu=2", dlrm);
+    snprintf(path, sizeof path, "/v1/models/%s/replay?scale=disk=2", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
     CHECK_STREQ(svc_error_code(&r), "bad_request");
     svc_resp_release(&r);

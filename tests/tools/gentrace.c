@@ -12,11 +12,12 @@
  * has arrived plus its transfer time; CPU calls that wait last as long as
  * what they wait for. So the traces are consistent the way real ones are,
  * and a replay of them can be checked against a run generated with other
- * durations (--gpu-scale, --slow-rank).
+ * durations (--gpu-scale: GPU work and transfers, --comm-scale: transfers
+ * only, --slow-rank: one rank's kernels).
  *
  *   gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]
- *            [--gpu-scale F] [--slow-rank R --slow-factor F] [--cuda-sync]
- *            OUTDIR
+ *            [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]
+ *            [--cuda-sync] OUTDIR
  *
  * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
 #include <errno.h>
@@ -35,7 +36,7 @@ enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, 
 
 struct opts {
     int ranks, steps, layers, gzip, cuda_sync, slow_rank;
-    double gpu_scale, slow_factor;
+    double gpu_scale, comm_scale, slow_factor;
     uint64_t seed;
 };
 
@@ -332,7 +333,7 @@ static void resolve_collectives(struct rank *ks, int buckets)
             last = max64(last, max64(ks[r].bucket_ready[b], prev_end));
         double bytes = 4.0 * 4096 * 4096 * per_bucket;
         int64_t transfer = (int64_t)(2.0 * (O.ranks - 1) / O.ranks * bytes / 80.0) + 15000; /* 80 GB/s */
-        int64_t end = last + (int64_t)((double)transfer * O.gpu_scale);
+        int64_t end = last + (int64_t)((double)transfer * O.gpu_scale * O.comm_scale);
         for (int r = 0; r < O.ranks; r++) {
             struct rank *k = &ks[r];
             int64_t start = max64(k->bucket_ready[b], prev_end);
@@ -430,11 +431,12 @@ int main(int argc, char **argv)
         {"layers", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 'x'},
         {"gzip", no_argument, NULL, 'z'}, {"gpu-scale", required_argument, NULL, 'g'},
         {"slow-rank", required_argument, NULL, 'R'}, {"slow-factor", required_argument, NULL, 'F'},
-        {"cuda-sync", no_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+        {"cuda-sync", no_argument, NULL, 'c'}, {"comm-scale", required_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     O = (struct opts){.ranks = 2, .steps = 3, .layers = 8, .seed = 1, .gpu_scale = 1.0,
-                      .slow_rank = -1, .slow_factor = 1.0};
+                      .comm_scale = 1.0, .slow_rank = -1, .slow_factor = 1.0};
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
         case 'r': O.ranks = (int)strtol(optarg, NULL, 10); break;
@@ -446,14 +448,16 @@ int main(int argc, char **argv)
         case 'R': O.slow_rank = (int)strtol(optarg, NULL, 10); break;
         case 'F': O.slow_factor = strtod(optarg, NULL); break;
         case 'c': O.cuda_sync = 1; break;
+        case 'C': O.comm_scale = strtod(optarg, NULL); break;
         default:
             fprintf(stderr, "usage: gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]\n"
-                            "                [--gpu-scale F] [--slow-rank R --slow-factor F] [--cuda-sync] OUTDIR\n");
+                            "                [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]\n"
+                            "                [--cuda-sync] OUTDIR\n");
             return 2;
         }
     }
     if (optind + 1 != argc || O.ranks < 1 || O.ranks > MAX_RANKS || O.steps < 1 || O.layers < 1 ||
-        O.gpu_scale <= 0) {
+        O.gpu_scale <= 0 || !(O.comm_scale >= 0)) {
         fprintf(stderr, "gentrace: bad arguments (ranks 1..%d, steps and layers >= 1, OUTDIR)\n", MAX_RANKS);
         return 2;
     }

@@ -15,6 +15,7 @@
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/shared_traces.h"
 #include "tests/trace_builder.h"
 #include "common/banned.h"
 
@@ -485,14 +486,14 @@ TEST(graph_straggler_propagates_through_the_collective)
 {
     const char *p[2];
     collective_fixture(p, 0, 200);
-    const char *slow[] = {"gpu@1=4", NULL};
+    const char *slow[] = {"gpu@1=4", "comm@1=4", NULL}; /* gpu leaves communication out */
     struct run a, b;
     if (replay_with(&a, p, 2, NULL, NULL) || replay_with(&b, p, 2, NULL, slow))
         return;
     /* rank 1's gemm: 200 -> 800 us; its all-reduce waits for it, so it
      * arrives 300 us later than it did (it had 300 us of host slack), and
-     * the transfer, 4x slower on rank 1, takes 1200 us more; rank 0 waits
-     * for all of it */
+     * the transfer, 4x slower on rank 1 (comm@1=4), takes 1200 us more;
+     * rank 0 waits for all of it */
     CHECK(b.r->steps[1].replayed_ns > a.r->steps[1].replayed_ns);
     CHECK(b.r->steps[0].replayed_ns > a.r->steps[0].replayed_ns);
     CHECK_NEAR((b.r->steps[0].replayed_ns - a.r->steps[0].replayed_ns) / 1000.0, 300 + 1200, 2.0);
@@ -662,12 +663,56 @@ TEST(graph_timeline_is_a_trace_stepcast_reads_back)
     run_free(&a);
 }
 
+/* A replayed timeline keeps its trace's distributedInfo (HTA reads the
+ * rank and the process groups from it): written, read back by stepcast and
+ * as JSON. */
+TEST(graph_timeline_keeps_distributed_info)
+{
+    const char *args[] = {"--steps", "1", "--layers", "2", NULL};
+    struct model_job *job = th_gentrace_job(3, args);
+    struct model_graph *g = NULL;
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    if (!job)
+        return;
+    REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    json_t *doc = api_timeline_json(r, 2);
+    REQUIRE(doc != NULL);
+    json_t *di = json_object_get(doc, "distributedInfo");
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "rank")), 2);
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "world_size")), 3);
+    CHECK_STREQ(json_string_value(json_object_get(di, "backend")), "nccl");
+    CHECK_STREQ(json_string_value(json_object_get(di, "nccl_version")), "2.21.5");
+    CHECK_EQ_INT(json_integer_value(json_object_get(di, "pg_count")), 1);
+    json_t *pg = json_array_get(json_object_get(di, "pg_config"), 0);
+    CHECK_STREQ(json_string_value(json_object_get(pg, "pg_name")), "0");
+    CHECK_STREQ(json_string_value(json_object_get(pg, "pg_desc")), "default_pg");
+    CHECK_EQ_INT(json_integer_value(json_object_get(pg, "pg_size")), 3);
+    CHECK_STREQ(json_string_value(json_object_get(pg, "ranks")), "all");
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    struct model_trace *t = NULL;
+    REQUIRE(text && model_trace_load_mem(text, strlen(text), "timeline", NULL, &t, &err) == SC_OK);
+    free(text);
+    CHECK_EQ_INT(t->rank, 2);
+    CHECK_EQ_INT(t->world_size, 3);
+    CHECK_EQ_INT(t->n_pgs, 1);
+    CHECK_STREQ(model_str(t, t->backend), "nccl");
+    model_trace_free(t);
+    model_replay_free(r);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
 TEST(graph_replay_rejects_bad_options)
 {
     struct model_replay_opts o;
     struct sc_error err;
     model_replay_opts_default(&o);
-    CHECK_EQ_INT(model_replay_parse_scale("cpu=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("disk=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:x@=2", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu=-1", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu=1001", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("family:nosuch=2", &o, &err), SC_EINVAL);
@@ -679,6 +724,10 @@ TEST(graph_replay_rejects_bad_options)
     CHECK_EQ_INT(model_replay_parse_scale("gpu=0", &o, &err), SC_OK); /* that work takes no time */
     CHECK_EQ_INT(model_replay_parse_scale("gpu=abc", &o, &err), SC_EINVAL);
     CHECK_EQ_INT(model_replay_parse_scale("gpu@x=2", &o, &err), SC_EINVAL);
+    CHECK_EQ_INT(model_replay_parse_scale("comm=0", &o, &err), SC_OK);
+    CHECK_EQ_INT(model_replay_parse_scale("cpu=0.5", &o, &err), SC_OK);
+    CHECK_EQ_INT(model_replay_parse_scale("kernel:a*b@c=1", &o, &err), SC_OK); /* text, not a rank */
+    CHECK_STREQ(o.factors[o.n_factors - 1].pattern, "*a\\*b@c*");
     CHECK_EQ_INT(model_replay_parse_scale("gpu@3=2", &o, &err), SC_OK);
     struct model_graph_opts go;
     model_graph_opts_default(&go);

@@ -126,13 +126,15 @@ TEST(graph_api_factors_and_overrides_from_first_principles)
 {
     const double k[] = {10, 15};
     struct model_graph *g = two_rank_graph(k, 2, 0);
-    /* every GPU task twice as long: max(20, 30) + 4 = 34 ms */
-    const char *gpu2[] = {"gpu=2", NULL};
-    expect_ms(g, gpu2, 34);
+    /* every GPU task but communication twice as long: max(20, 30) + 2 =
+     * 32 ms; with communication too (comm=2): 34 ms */
+    const char *gpu2[] = {"gpu=2", NULL}, *gpu2_comm2[] = {"gpu=2", "comm=2", NULL};
+    expect_ms(g, gpu2, 32);
+    expect_ms(g, gpu2_comm2, 34);
     /* factors multiply: gpu=2 and kernel=0.25 leave kernels at x0.5 and
-     * the all-reduce at x2: max(5, 7.5) + 4 = 11.5 ms */
+     * the all-reduce as it was: max(5, 7.5) + 2 = 9.5 ms */
     const char *mixed[] = {"gpu=2", "kernel=0.25", NULL};
-    expect_ms(g, mixed, 11.5);
+    expect_ms(g, mixed, 9.5);
     /* one rank's link 3x slower: the collective lasts its longest member,
      * 6 ms: 15 + 6 = 21 ms on both */
     const char *slow_link[] = {"communication@1=3", NULL};
