@@ -2,6 +2,7 @@
  * `stepcast estimate` synthesises and replays, written as one Kineto trace
  * per pipeline stage (estimator/synth_trace.h), for `stepcast replay`,
  * trace viewers and anything else that reads profiler traces. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -31,6 +32,19 @@ static int write_rank(const struct est_spec *s, const struct hw_profile *hw, enu
     if (rc == SC_OK)
         printf("%s\n", path);
     return rc;
+}
+
+static int dir_is_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    int empty = 1;
+    if (!d)
+        return 0;
+    while (empty && (de = readdir(d)))
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
 }
 
 int cmd_synth(int argc, char **argv)
@@ -77,6 +91,10 @@ int cmd_synth(int argc, char **argv)
     }
     if (!cli_is_dir(out)) {
         sc_error_set(&err, SC_EINVAL, "--out %s: not a directory", out);
+        return cli_fail(&err);
+    }
+    if (!dir_is_empty(out)) { /* a replay of DIR would mix in what it holds */
+        sc_error_set(&err, SC_EINVAL, "--out %s: not empty; give a new or empty directory", out);
         return cli_fail(&err);
     }
     struct model_graph *g = NULL;

@@ -74,6 +74,11 @@ TEST(cli_synth_bad_input)
     char *argv_bad[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)bad_path, "--out", dir, NULL};
     free(th_run_expect(argv_bad, 2, NULL, "tp"));
 
+    /* --out holds files already: a replay of it would mix them in */
+    snprintf(dir, sizeof dir, "%s", th_tmpdir());
+    char *argv_full[] = {(char *)th_build_path("stepcast"), "synth", "--spec", spec_path, "--out", dir, NULL};
+    free(th_run_expect(argv_full, 2, NULL, "not empty"));
+
     /* --out names a file */
     char *argv_file[] = {(char *)th_build_path("stepcast"), "synth", "--spec", spec_path, "--out", spec_path, NULL};
     free(th_run_expect(argv_file, 2, NULL, "not a directory"));
