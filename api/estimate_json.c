@@ -3,7 +3,10 @@
 
 #include <math.h>
 
+#include <string.h>
+
 #include "api/inspect_json.h"
+#include "api/ledger.h"
 #include "estimator/estimate.h"
 #include "common/banned.h"
 
@@ -46,4 +49,15 @@ json_t *api_estimate_json(const struct est_estimate *e)
                      num_or_null(e->time_to_train_days), "tasks", (json_int_t)e->tasks, "notes",
                      "energy counts the GPUs alone at board power (an upper bound); time_to_train_days assumes "
                      "this step time throughout, with no failures or restarts");
+}
+
+char *api_estimate_text(const struct est_estimate *e, const struct ledger_band *band, size_t *len)
+{
+    json_t *doc = api_estimate_json(e);
+    char *text = NULL;
+    if (doc && !json_object_set_new(doc, "band", ledger_band_json(band, API_LEDGER_ESTIMATE, e->step_ms)))
+        text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    json_decref(doc);
+    *len = text ? strlen(text) : 0;
+    return text;
 }

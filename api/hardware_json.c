@@ -1,6 +1,8 @@
 /* api/hardware_json.c: a hardware profile as JSON (hardware_json.h). */
 #include "api/hardware_json.h"
 
+#include "api/json_reply.h"
+#include "api/reply.h"
 #include "estimator/hardware.h"
 #include "common/banned.h"
 
@@ -30,4 +32,23 @@ json_t *api_hardware_json(const struct hw_profile *p)
                      "network_gbps", p->network_gbps, "gpus_per_node", p->gpus_per_node,
                      "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
                      "device_names", names);
+}
+
+int api_reply_hardware_list(struct api_reply *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < hw_profile_count(); i++)
+        if (json_array_append_new(a, api_hardware_json(hw_profile_at(i)))) {
+            json_decref(a);
+            a = NULL;
+        }
+    return api_reply_json(r, 200, a ? json_pack("{s:o}", "hardware", a) : NULL);
+}
+
+int api_reply_hardware(struct api_reply *r, const char *id)
+{
+    const struct hw_profile *p = hw_profile_find(id);
+    if (!p)
+        return api_fail(r, API_E_NOT_FOUND, "no hardware profile '%s' (GET /v1/hardware lists them)", id);
+    return api_reply_json(r, 200, api_hardware_json(p));
 }

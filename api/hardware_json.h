@@ -10,4 +10,11 @@ struct hw_profile;
 /* A new object, or NULL when out of memory. */
 json_t *api_hardware_json(const struct hw_profile *p);
 
+struct api_reply;
+
+/* GET /v1/hardware: {"hardware":[...]} sorted by id. */
+int api_reply_hardware_list(struct api_reply *r);
+/* GET /v1/hardware/{id}: the profile, or a 404 naming the known ids. */
+int api_reply_hardware(struct api_reply *r, const char *id);
+
 #endif

@@ -63,7 +63,37 @@ static const char schemas[] =
     " \"disk_full\":{\"type\":\"boolean\"},\"disk_free_bytes\":{\"type\":\"integer\"}}},"
     "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
-    "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"}"
+    "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"},"
+    "\"Spec\":{\"type\":\"object\",\"description\":\"the training-job spec (data/spec.schema.json; README"
+    " 'Estimating a configuration'); cluster.profile names a calibration of GET /v1/calibrations\"},"
+    "\"Estimate\":{\"type\":\"object\",\"description\":\"the document of `stepcast estimate --json`, with"
+    " band: {kind, entries, coverage 0.8, ratio_lo, ratio_hi, lo_ms, hi_ms} (10th-90th percentile of measured /"
+    " predicted over the ledger's out-of-sample estimate entries), or {kind, entries, needed} below 10 entries\"},"
+    "\"Hardware\":{\"type\":\"object\",\"description\":\"a data/hardware profile\"},"
+    "\"HardwareList\":{\"type\":\"object\",\"properties\":{\"hardware\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Hardware\"}}}},"
+    "\"Calibration\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    " \"gpu\":{\"type\":\"string\"},\"source\":{\"type\":\"string\",\"enum\":[\"nccl-tests\",\"traces\"]},"
+    " \"model\":{\"type\":\"string\",\"nullable\":true},\"sha256\":{\"type\":\"string\"},"
+    " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+    " \"profile\":{\"type\":\"object\",\"description\":\"the cluster profile document\"},"
+    " \"report\":{\"type\":\"string\",\"description\":\"what the fits said\"}}},"
+    "\"CalibrationList\":{\"type\":\"object\",\"properties\":{\"calibrations\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Calibration\"}}}},"
+    "\"ValidationRequest\":{\"type\":\"object\",\"required\":[\"measured_step_ms\"],\"additionalProperties\":false,"
+    " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (501 until"
+    " this build has what-ifs); spec: estimate\",\"properties\":{"
+    " \"model\":{\"type\":\"string\",\"nullable\":true},\"spec\":{\"type\":\"object\",\"nullable\":true},"
+    " \"set\":{\"type\":\"object\",\"nullable\":true},\"measured_step_ms\":{\"type\":\"number\",\"exclusiveMinimum\":0},"
+    " \"source\":{\"type\":\"string\",\"maxLength\":255},\"run_at\":{\"type\":\"string\",\"maxLength\":39},"
+    " \"in_sample\":{\"type\":\"boolean\",\"description\":\"a run the estimator was fitted on\"}}},"
+    "\"Validation\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},"
+    " \"model\":{\"type\":\"string\",\"nullable\":true},\"kind\":{\"type\":\"string\",\"enum\":[\"replay\",\"whatif\",\"estimate\"]},"
+    " \"measured_step_ms\":{\"type\":\"number\"},\"predicted_step_ms\":{\"type\":\"number\",\"nullable\":true},"
+    " \"error_pct\":{\"type\":\"number\",\"nullable\":true,\"description\":\"(predicted - measured) / measured x 100\"},"
+    " \"version\":{\"type\":\"string\"},\"calibration\":{\"type\":\"string\",\"nullable\":true},"
+    " \"in_sample\":{\"type\":\"boolean\"}}},"
+    "\"Ledger\":{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Validation\"}},"
+    " \"mape\":{\"type\":\"object\"},\"by_model\":{\"type\":\"object\"},\"by_kind\":{\"type\":\"object\"},"
+    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}}"
     "}";
 
 /* The reply schema of each operation (a components/schemas name). */
@@ -78,12 +108,19 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_CRITICAL_PATH] = "CriticalPath", [API_OP_TIMELINE] = "KinetoTrace",
     [API_OP_TOKEN_CREATE] = "Token",      [API_OP_TOKENS_LIST] = "TokenList",
     [API_OP_TOKEN_DELETE] = "Token",
+    [API_OP_ESTIMATE] = "Estimate",       [API_OP_HARDWARE_LIST] = "HardwareList",
+    [API_OP_HARDWARE_GET] = "Hardware",   [API_OP_CALIBRATION_NCCL] = "Calibration",
+    [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
+    [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
+    [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_JOB_PUT] = "JobDescription",
     [API_OP_MODEL_CREATE] = "BuildRequest",
     [API_OP_TOKEN_CREATE] = "TokenRequest",
+    [API_OP_ESTIMATE] = "Spec",
+    [API_OP_VALIDATION_CREATE] = "ValidationRequest",
 };
 
 static json_t *ref(const char *name)
@@ -151,6 +188,10 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
                                                 id == API_OP_TRACE_PUT ? "identical bytes were already there"
                                                                         : "the job existed: description replaced",
                                                 "content", content("application/json", ref(reply_schema[id]))));
+    if (id == API_OP_CALIBRATION_NCCL || id == API_OP_MODEL_CALIBRATION)
+        json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description",
+                                                "a calibration of that name existed: replaced",
+                                                "content", content("application/json", ref(reply_schema[id]))));
     /* the op's own, then what any request can get for its head */
     snprintf(list, sizeof list, "%s,400,414,431", op->errors);
     for (char *p = list; *p;) {
@@ -182,6 +223,11 @@ static json_t *operation(enum api_op id)
                                       "content", content("application/octet-stream",
                                                          json_pack("{s:s, s:s}", "type", "string",
                                                                    "format", "binary"))));
+    else if (op->body == API_BODY_TEXT)
+        json_object_set_new(o, "requestBody",
+                            json_pack("{s:b, s:s, s:o}", "required", 1, "description",
+                                      "the text output of one nccl-tests run (up to max-json-body)", "content",
+                                      content("text/plain", json_pack("{s:s}", "type", "string"))));
     else if (op->body != API_BODY_NONE)
         json_object_set_new(o, "requestBody",
                             json_pack("{s:b, s:o}", "required", op->body == API_BODY_JSON, "content",

@@ -34,6 +34,7 @@ static const struct api_code_info codes[API_E_COUNT] = {
     [API_E_URI_TOO_LONG] = {"uri_too_long", 414, "the request target (path and query) is over 8 KiB"},
     [API_E_HEADERS_TOO_LARGE] = {"headers_too_large", 431, "the request line and headers are over max-header"},
     [API_E_NO_SPACE] = {"insufficient_storage", 507, "the data directory's disk is full: free space, or delete jobs or models"},
+    [API_E_INVALID_SPEC] = {"invalid_spec", 400, "the spec is invalid: the message starts with the field's path"},
 };
 
 const struct api_code_info *api_code_info(enum api_code c)

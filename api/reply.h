@@ -36,6 +36,7 @@ enum api_code {
     API_E_URI_TOO_LONG,    /* 414 the request target is over its limit */
     API_E_HEADERS_TOO_LARGE, /* 431 the request line and headers are over max-header */
     API_E_NO_SPACE,        /* 507 the data directory's disk is full */
+    API_E_INVALID_SPEC,    /* 400 the spec is invalid (the message names the field) */
     API_E_COUNT
 };
 

@@ -2,6 +2,7 @@
 #include "api/request.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -195,5 +196,75 @@ int api_decode_token(const char *body, size_t n, const struct api_body_limits *l
         api_scope_parse(scope, &out->scope))
         rc = api_fail(err, API_E_INVALID_JSON, "'scope' must be \"read\", \"write\" or \"admin\"");
     json_decref(doc);
+    return rc;
+}
+
+void api_validation_req_release(struct api_validation_req *v)
+{
+    free(v->spec);
+    free(v->set);
+    v->spec = v->set = NULL;
+}
+
+/* An object member as compact JSON text, or NULL when absent or null. */
+static int object_text(json_t *obj, const char *key, char **out, struct api_reply *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return SC_OK;
+    if (!json_is_object(v))
+        return api_fail(err, API_E_INVALID_JSON, "'%s' must be an object or null", key);
+    if (!(*out = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS)))
+        return api_fail(err, API_E_UNAVAILABLE, "out of memory");
+    return SC_OK;
+}
+
+int api_decode_validation(const char *body, size_t n, const struct api_body_limits *l,
+                          struct api_validation_req *out, struct api_reply *err)
+{
+    static const char *const fields[] = {"model", "spec", "set", "measured_step_ms", "source", "run_at",
+                                         "in_sample", NULL};
+    json_t *doc, *v;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
+    if ((rc = only_fields(doc, fields, err)))
+        goto done;
+    v = json_object_get(doc, "model");
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v) || !api_id_valid(json_string_value(v))) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'model' must be a model id or null");
+            goto done;
+        }
+        snprintf(out->model, sizeof out->model, "%s", json_string_value(v));
+    }
+    v = json_object_get(doc, "measured_step_ms");
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e12) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'measured_step_ms' must be a number above 0 (and at most 1e12)");
+        goto done;
+    }
+    out->measured_ms = json_number_value(v);
+    v = json_object_get(doc, "in_sample");
+    if (v && !json_is_boolean(v)) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'in_sample' must be a boolean");
+        goto done;
+    }
+    out->in_sample = v && json_is_true(v);
+    if ((rc = get_string(doc, "source", 255, out->source, sizeof out->source, err)) ||
+        (rc = get_string(doc, "run_at", 39, out->run_at, sizeof out->run_at, err)) ||
+        (rc = object_text(doc, "spec", &out->spec, err)) || (rc = object_text(doc, "set", &out->set, err)))
+        goto done;
+    if (!out->model[0] && !out->spec)
+        rc = api_fail(err, API_E_INVALID_JSON, "give 'model' (a replay or, with 'set', a what-if) or 'spec' (an estimate)");
+    else if (out->model[0] && out->spec)
+        rc = api_fail(err, API_E_INVALID_JSON, "give 'model' or 'spec', not both");
+    else if (out->set && !out->model[0])
+        rc = api_fail(err, API_E_INVALID_JSON, "'set' is a what-if of a model: give 'model' too");
+done:
+    json_decref(doc);
+    if (rc)
+        api_validation_req_release(out);
     return rc;
 }

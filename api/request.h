@@ -48,4 +48,21 @@ struct api_token_req {
 int api_decode_token(const char *body, size_t n, const struct api_body_limits *l,
                      struct api_token_req *out, struct api_reply *err);
 
+/* POST /v1/validations: {"model":ID|null,"spec":{...}|null,"set":{...}|null,
+ * "measured_step_ms":N,"source":"...","run_at":"...","in_sample":bool}:
+ * measured_step_ms required (> 0, finite); model, spec or both absent is
+ * an error, as is set without model, or model with spec. The spec and set
+ * are handed back as compact JSON text (from malloc) for their own
+ * parsers. */
+struct api_validation_req {
+    char model[API_ID_MAX]; /* "" when none */
+    char *spec, *set;       /* or NULL */
+    double measured_ms;
+    char source[256], run_at[40];
+    int in_sample;
+};
+int api_decode_validation(const char *body, size_t n, const struct api_body_limits *l,
+                          struct api_validation_req *out, struct api_reply *err);
+void api_validation_req_release(struct api_validation_req *v);
+
 #endif

@@ -70,6 +70,45 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                           "the web dashboard (it asks for a token)"},
     [API_OP_DASHBOARD_FILE] = {"GET", "/ui/{file}", "getDashboardFile", API_SCOPE_NONE,
                                API_BODY_NONE, 200, NULL, "404", "a file of the web dashboard"},
+    [API_OP_ESTIMATE] = {"POST", "/v1/estimate", "postEstimate", API_SCOPE_READ, API_BODY_JSON, 200,
+                         "detail:string:stage (default), layer or kernel",
+                         "400," E_AUTH ",413,422",
+                         "the estimate of a spec (as `stepcast estimate --json`), with an error band "
+                         "once the ledger allows one; memoised by spec, calibration and version"},
+    [API_OP_HARDWARE_LIST] = {"GET", "/v1/hardware", "listHardware", API_SCOPE_READ, API_BODY_NONE, 200,
+                              NULL, E_AUTH, "every GPU hardware profile"},
+    [API_OP_HARDWARE_GET] = {"GET", "/v1/hardware/{id}", "getHardware", API_SCOPE_READ, API_BODY_NONE, 200,
+                             NULL, "400," E_AUTH ",404", "one GPU hardware profile"},
+    [API_OP_CALIBRATION_NCCL] = {"POST", "/v1/calibrations/nccl-tests", "calibrateNcclTests", API_SCOPE_WRITE,
+                                 API_BODY_TEXT, 201,
+                                 "name:string:the calibration's name (required);gpu:string:hardware profile "
+                                 "id when the output does not name its GPU;kind:string:the collective when the "
+                                 "output does not say it;ranks:integer:group size;nodes:integer:hosts",
+                                 "400," E_AUTH ",413,422,507",
+                                 "one nccl-tests output -> the named cluster profile (200 when it replaced one)"},
+    [API_OP_CALIBRATIONS_LIST] = {"GET", "/v1/calibrations", "listCalibrations", API_SCOPE_READ,
+                                  API_BODY_NONE, 200, NULL, E_AUTH, "every calibration (without documents)"},
+    [API_OP_CALIBRATION_GET] = {"GET", "/v1/calibrations/{id}", "getCalibration", API_SCOPE_READ,
+                                API_BODY_NONE, 200, NULL, "400," E_AUTH ",404",
+                                "a calibration: its cluster profile and the report of its fits"},
+    [API_OP_MODEL_CALIBRATION] = {"POST", "/v1/models/{id}/calibration", "calibrateModel", API_SCOPE_WRITE,
+                                  API_BODY_NONE, 201,
+                                  "name:string:the calibration's name (required);gpu:string:hardware profile "
+                                  "id when the traces do not name their GPU",
+                                  "400," E_AUTH ",404,409,422,507",
+                                  "fit the kernel and collective models to a built model's traces -> the "
+                                  "named cluster profile (200 when it replaced one)"},
+    [API_OP_VALIDATION_CREATE] = {"POST", "/v1/validations", "createValidation", API_SCOPE_WRITE,
+                                  API_BODY_JSON, 201, NULL, "400," E_AUTH ",404,409,413,422,501,507",
+                                  "a measured step time with stepcast's prediction for it, made now; "
+                                  "the entry and its error"},
+    [API_OP_VALIDATIONS_LIST] = {"GET", "/v1/validations", "listValidations", API_SCOPE_READ, API_BODY_NONE,
+                                 200,
+                                 "model:string:one model's entries;kind:string:replay, whatif or estimate;"
+                                 "in_sample:boolean:count in-sample entries in the MAPE too",
+                                 "400," E_AUTH, "the ledger: entries, MAPE per model, kind and month, bands"},
+    [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
+                                  API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -38,6 +38,16 @@ enum api_op {
     API_OP_TOKEN_DELETE,
     API_OP_DASHBOARD,
     API_OP_DASHBOARD_FILE,
+    API_OP_ESTIMATE,
+    API_OP_HARDWARE_LIST,
+    API_OP_HARDWARE_GET,
+    API_OP_CALIBRATION_NCCL,
+    API_OP_CALIBRATIONS_LIST,
+    API_OP_CALIBRATION_GET,
+    API_OP_MODEL_CALIBRATION,
+    API_OP_VALIDATION_CREATE,
+    API_OP_VALIDATIONS_LIST,
+    API_OP_VALIDATION_DELETE,
     API_OP_COUNT
 };
 
@@ -46,7 +56,8 @@ enum api_body {
     API_BODY_NONE,     /* ignored (and not read) */
     API_BODY_JSON,     /* a JSON object, required */
     API_BODY_JSON_OPT, /* a JSON object, or nothing */
-    API_BODY_TRACE     /* a trace, streamed to disk */
+    API_BODY_TRACE,    /* a trace, streamed to disk */
+    API_BODY_TEXT      /* plain text (nccl-tests output), required; as JSON bodies: buffered, max-json-body */
 };
 
 struct api_op_info {

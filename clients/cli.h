@@ -36,11 +36,12 @@ int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc
 struct est_spec;
 struct est_costs;
 struct hw_profile;
-/* The spec in file `path`, checked, its GPU's profile, and the costs of
- * the synthesised step (the GPU's defaults, or cluster.profile's); prints
- * the error and returns the exit status on failure, 0 on success. */
-int cli_load_spec(const char *path, struct est_spec *spec, const struct hw_profile **hw,
-                  struct est_costs *costs);
+/* The spec text[0..n), checked, its GPU's profile, and the costs of the
+ * synthesised step: the GPU's defaults, or cluster.profile's (a file as
+ * named, else NAME.json in `calibrations` when not NULL). Prints the error
+ * and returns the exit status on failure, 0 on success. */
+int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+                  const struct hw_profile **hw, struct est_costs *costs);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);

@@ -1,60 +1,89 @@
 /* clients/cmd_estimate.c: `stepcast estimate --spec F`: the step time,
  * throughput, utilisation, memory and cost of a configuration nobody has
- * traced, from its spec (estimator/estimate.h). */
+ * traced, from its spec (estimator/estimate.h).
+ *
+ * Locally a spec's cluster.profile is a cluster profile file: the path as
+ * given, else NAME.json in the --calibrations DIR. With a server
+ * (`stepcast --server URL estimate ...`) the spec is posted to
+ * POST /v1/estimate, where cluster.profile names one of the server's
+ * calibrations, and the answer (with its error band from the server's
+ * ledger) is printed the same way. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "api/estimate_json.h"
 #include "clients/cli.h"
+#include "clients/remote.h"
 #include "estimator/estimate.h"
 #include "common/banned.h"
 
-static void print_text(const struct est_spec *s, const struct est_estimate *e)
+static double num(const json_t *o, const char *key)
 {
-    printf("step %.2f ms   %.0f tokens/s   MFU %.1f%%   HFU %.1f%%   on %.0f x %s\n", e->step_ms,
-           e->tokens_per_s, e->mfu * 100, e->hfu * 100, e->gpus, s->cluster.gpu);
-    printf("memory %.1f GB per GPU (%s attention: %s): %s\n", e->memory_gb_per_gpu, e->memory_attention,
-           strcmp(e->memory_attention, "unfused") == 0 ? "the scores kept" : "softmax statistics, not the scores",
-           e->fits ? "fits" : e->fits_reason);
-    printf("breakdown (slowest stage): compute %.2f ms, overlapped %.2f, communication %.2f, host %.2f, idle %.2f\n",
-           e->breakdown.compute_exposed / 1e6, e->breakdown.overlap / 1e6, e->breakdown.comm_exposed / 1e6,
-           e->breakdown.host / 1e6, e->breakdown.idle / 1e6);
-    printf("%-8s %12s %12s %12s\n", "stage", "step ms", "memory GB", "bubble ms");
-    for (size_t i = 0; i < e->n_stages; i++)
-        printf("%-8d %12.2f %12.2f %12.2f\n", e->stages[i].stage, e->stages[i].step_ms, e->stages[i].memory_gb,
-               e->stages[i].bubble_ms);
-    printf("per million tokens: %.3f GPU-hours, %.2f kWh (GPUs at board power: an upper bound)",
-           e->gpu_hours_per_m_tokens, e->energy_kwh_per_m_tokens);
-    if (e->cost_usd_per_m_tokens >= 0)
-        printf(", $%.2f", e->cost_usd_per_m_tokens);
-    printf("\n");
-    if (e->time_to_train_days >= 0)
-        printf("time to train: %.1f days at this step time, without failures\n", e->time_to_train_days);
+    return json_number_value(json_object_get(o, key));
 }
 
-int cli_load_spec(const char *path, struct est_spec *spec, const struct hw_profile **hw,
-                  struct est_costs *costs)
+static void print_text(const json_t *d, const char *gpu)
+{
+    const json_t *b = json_object_get(d, "breakdown"), *band = json_object_get(d, "band");
+    const char *reason = json_string_value(json_object_get(d, "fits_reason")), *attention;
+    size_t i;
+    json_t *st;
+    printf("step %.2f ms   %.0f tokens/s   MFU %.1f%%   HFU %.1f%%   on %.0f x %s\n", num(d, "step_ms"),
+           num(d, "tokens_per_s"), num(d, "mfu") * 100, num(d, "hfu") * 100, num(d, "gpus"), gpu);
+    if (json_is_object(band) && json_object_get(band, "lo_ms"))
+        printf("band %.2f - %.2f ms (80%% of %lld ledger entries fell so around their estimate)\n",
+               num(band, "lo_ms"), num(band, "hi_ms"), (long long)json_integer_value(json_object_get(band, "entries")));
+    attention = json_string_value(json_object_get(d, "memory_attention"));
+    printf("memory %.1f GB per GPU (%s attention: %s): %s\n", num(d, "memory_gb_per_gpu"),
+           attention ? attention : "flash",
+           attention && strcmp(attention, "unfused") == 0 ? "the scores kept" : "softmax statistics, not the scores",
+           json_is_true(json_object_get(d, "fits")) ? "fits" : reason ? reason : "does not fit");
+    printf("breakdown (slowest stage): compute %.2f ms, overlapped %.2f, communication %.2f, host %.2f, idle %.2f\n",
+           num(b, "compute_exposed"), num(b, "overlap"), num(b, "comm_exposed"), num(b, "host"), num(b, "idle"));
+    printf("%-8s %12s %12s %12s\n", "stage", "step ms", "memory GB", "bubble ms");
+    json_array_foreach (json_object_get(d, "per_stage"), i, st)
+        printf("%-8lld %12.2f %12.2f %12.2f\n", (long long)json_integer_value(json_object_get(st, "stage")),
+               num(st, "step_ms"), num(st, "memory_gb"), num(st, "bubble_ms"));
+    printf("per million tokens: %.3f GPU-hours, %.2f kWh (GPUs at board power: an upper bound)",
+           num(d, "gpu_hours_per_m_tokens"), num(d, "energy_kwh_per_m_tokens"));
+    if (json_is_number(json_object_get(d, "cost_usd_per_m_tokens")))
+        printf(", $%.2f", num(d, "cost_usd_per_m_tokens"));
+    printf("\n");
+    if (json_is_number(json_object_get(d, "time_to_train_days")))
+        printf("time to train: %.1f days at this step time, without failures\n", num(d, "time_to_train_days"));
+}
+
+/* cluster.profile: the file as named, else NAME.json in `dir`. */
+static int read_profile(const char *name, const char *dir, char **text, size_t *n, struct sc_error *err)
+{
+    char path[4096];
+    if (!dir || access(name, F_OK) == 0 || strchr(name, '/'))
+        return cli_read_file(name, 16 << 20, text, n, err);
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    if (access(path, F_OK) != 0)
+        return sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no file '%s', nor '%s'", name, path);
+    return cli_read_file(path, 16 << 20, text, n, err);
+}
+
+int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+                  const struct hw_profile **hw, struct est_costs *costs)
 {
     struct sc_error err;
-    size_t n;
-    char *text;
     int rc;
-    if (cli_read_file(path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
-    rc = est_spec_load(text, n, spec, hw, &err);
-    free(text);
-    if (rc)
+    if (est_spec_load(text, n, spec, hw, &err))
         return cli_fail(&err);
     est_costs_default(*hw, spec, costs);
     if (spec->cluster.profile[0]) {
         char *profile = NULL;
-        rc = cli_read_file(spec->cluster.profile, 16 << 20, &profile, &n, &err);
+        size_t len;
+        rc = read_profile(spec->cluster.profile, calibrations, &profile, &len, &err);
         if (!rc)
-            rc = est_costs_apply_profile(costs, profile, n, spec->cluster.gpu, &err);
+            rc = est_costs_apply_profile(costs, profile, len, spec->cluster.gpu, &err);
         free(profile);
         if (rc)
             return cli_fail(&err);
@@ -62,31 +91,67 @@ int cli_load_spec(const char *path, struct est_spec *spec, const struct hw_profi
     return 0;
 }
 
+/* The estimate document of a spec, made here. */
+static int estimate_here(const char *text, size_t n, const char *calibrations, enum est_detail detail,
+                         json_t **doc, char *gpu, size_t gpu_n)
+{
+    struct est_spec spec;
+    const struct hw_profile *hw;
+    struct est_costs costs;
+    struct est_estimate e;
+    struct sc_error err;
+    int rc;
+    if ((rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs)))
+        return rc;
+    snprintf(gpu, gpu_n, "%s", spec.cluster.gpu);
+    if (est_estimate(&spec, hw, &costs, detail, &e, &err))
+        return cli_fail(&err);
+    *doc = api_estimate_json(&e);
+    est_estimate_release(&e);
+    return *doc ? 0 : 1;
+}
+
+/* The estimate document of a spec, from the server. */
+static int estimate_remote(const char *text, enum est_detail detail, json_t **doc, char *gpu, size_t gpu_n)
+{
+    char path[64];
+    json_t *spec = json_loads(text, 0, NULL);
+    snprintf(gpu, gpu_n, "%s", json_string_value(json_object_get(json_object_get(spec, "cluster"), "gpu"))
+                                   ? json_string_value(json_object_get(json_object_get(spec, "cluster"), "gpu"))
+                                   : "?");
+    json_decref(spec);
+    snprintf(path, sizeof path, "/v1/estimate?detail=%s", est_detail_name(detail));
+    return remote_json("POST", path, text, 200, (void **)doc);
+}
+
 int cmd_estimate(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"spec", required_argument, NULL, 's'},
         {"detail", required_argument, NULL, 'd'},
+        {"calibrations", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *spec_path = NULL;
+    const char *spec_path = NULL, *calibrations = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
     int json = 0, c, rc;
     struct sc_error err;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:d:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:d:c:jh", opts, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
         case 'd':
             if (est_detail_parse(optarg, &detail, &err))
                 return cli_fail(&err);
             break;
+        case 'c': calibrations = optarg; break;
         case 'j': json = 1; break;
         case 'h':
-            printf("usage: stepcast estimate --spec F [--detail stage|layer|kernel] [--json]\n");
+            printf("usage: stepcast [--server URL] estimate --spec F [--detail stage|layer|kernel] "
+                   "[--calibrations DIR] [--json]\n");
             return 0;
         default: return cli_usage_error("estimate", "bad option");
         }
@@ -94,22 +159,22 @@ int cmd_estimate(int argc, char **argv)
     if (!spec_path || optind < argc)
         return cli_usage_error("estimate", spec_path ? "unexpected argument '%s'" : "--spec F is required",
                                optind < argc ? argv[optind] : "");
-    struct est_spec spec;
-    const struct hw_profile *hw;
-    struct est_costs costs;
-    struct est_estimate e;
-    if ((rc = cli_load_spec(spec_path, &spec, &hw, &costs)))
-        return rc;
-    if (est_estimate(&spec, hw, &costs, detail, &e, &err))
+    if (calibrations && remote_configured())
+        return cli_usage_error("estimate", "--calibrations is local: the server's spec names its own calibrations");
+    size_t n;
+    char *text, gpu[64] = "";
+    json_t *doc = NULL;
+    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
         return cli_fail(&err);
-    if (json) {
-        json_t *doc = api_estimate_json(&e);
-        rc = doc ? cli_print_json(doc) : 1;
-        json_decref(doc);
-    } else {
-        print_text(&spec, &e);
-        rc = 0;
+    rc = remote_configured() ? estimate_remote(text, detail, &doc, gpu, sizeof gpu)
+                             : estimate_here(text, n, calibrations, detail, &doc, gpu, sizeof gpu);
+    free(text);
+    if (!rc) {
+        if (json)
+            rc = cli_print_json(doc);
+        else
+            print_text(doc, gpu);
     }
-    est_estimate_release(&e);
+    json_decref(doc);
     return rc;
 }

@@ -1,12 +1,16 @@
 /* clients/cmd_hardware.c: `stepcast hardware [--json] [ID]`, the GPU
- * profiles that estimates use (data/hardware). */
+ * profiles that estimates use (data/hardware): those built in here, or
+ * with a server (`stepcast --server URL hardware ...`) the server's, from
+ * GET /v1/hardware[/ID]. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "api/hardware_json.h"
 #include "clients/cli.h"
+#include "clients/remote.h"
 #include "estimator/hardware.h"
 #include "common/banned.h"
 
@@ -32,6 +36,36 @@ static int print_one(const struct hw_profile *p, int as_json)
     return 0;
 }
 
+/* A profile document of the server's, printed as the local ones are. */
+static int print_doc(json_t *o, int as_json)
+{
+    struct hw_profile p;
+    struct sc_error err;
+    char *text = json_dumps(o, JSON_COMPACT);
+    int rc = text && !as_json ? hw_profile_parse(text, strlen(text), &p, &err) : 1;
+    free(text);
+    return rc ? cli_print_json(o) : print_one(&p, 0);
+}
+
+static int hardware_remote(const char *id, int as_json)
+{
+    char path[256], esc[200];
+    json_t *doc, *p;
+    size_t i;
+    int rc;
+    remote_escape(id ? id : "", esc, sizeof esc);
+    snprintf(path, sizeof path, "/v1/hardware%s%s", id ? "/" : "", esc);
+    if ((rc = remote_json("GET", path, NULL, 200, (void **)&doc)))
+        return rc;
+    if (id || as_json)
+        rc = print_doc(doc, as_json);
+    else
+        json_array_foreach (json_object_get(doc, "hardware"), i, p)
+            rc |= print_doc(p, 0);
+    json_decref(doc);
+    return rc;
+}
+
 int cmd_hardware(int argc, char **argv)
 {
     int as_json = 0;
@@ -44,6 +78,8 @@ int cmd_hardware(int argc, char **argv)
         else
             id = argv[i];
     }
+    if (remote_configured())
+        return hardware_remote(id, as_json);
     if (id) {
         const struct hw_profile *p = hw_profile_find(id);
         if (!p) {

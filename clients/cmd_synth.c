@@ -53,25 +53,27 @@ int cmd_synth(int argc, char **argv)
         {"spec", required_argument, NULL, 's'},
         {"out", required_argument, NULL, 'o'},
         {"detail", required_argument, NULL, 'd'},
+        {"calibrations", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *spec_path = NULL, *out = NULL;
+    const char *spec_path = NULL, *out = NULL, *calibrations = NULL;
     enum est_detail detail = EST_DETAIL_KERNEL;
     int c, rc;
     struct sc_error err;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:o:d:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:o:d:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
         case 'o': out = optarg; break;
+        case 'c': calibrations = optarg; break;
         case 'd':
             if (est_detail_parse(optarg, &detail, &err))
                 return cli_fail(&err);
             break;
         case 'h':
-            printf("usage: stepcast synth --spec F --out DIR [--detail kernel|layer|stage]\n");
+            printf("usage: stepcast synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n");
             return 0;
         default: return cli_usage_error("synth", "bad option");
         }
@@ -83,7 +85,13 @@ int cmd_synth(int argc, char **argv)
     struct est_spec spec;
     const struct hw_profile *hw;
     struct est_costs costs;
-    if ((rc = cli_load_spec(spec_path, &spec, &hw, &costs)))
+    size_t n;
+    char *text;
+    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
+        return cli_fail(&err);
+    rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs);
+    free(text);
+    if (rc)
         return rc;
     if (mkdir(out, 0777) && errno != EEXIST) {
         sc_error_set(&err, SC_EIO, "%s: %s", out, strerror(errno));

@@ -37,7 +37,7 @@ static const char usage[] =
     "  estimate --spec F [--detail stage|layer|kernel] [--json]\n"
     "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
     "      traced, from its spec: the step synthesised as a graph and replayed\n"
-    "  synth --spec F --out DIR [--detail kernel|layer|stage]\n"
+    "  synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n"
     "      the synthesised step as per-rank Kineto traces (one per pipeline\n"
     "      stage, marked synthetic) that replay re-ingests\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"

@@ -167,6 +167,17 @@ int remote_call(struct remote *r, const char *method, const char *path, const ch
     return perform(r, method, path, h, out, err);
 }
 
+int remote_post_text(struct remote *r, const char *path, const char *text, size_t len,
+                     struct remote_resp *out, struct sc_error *err)
+{
+    struct curl_slist *h = curl_slist_append(base_headers(r), "Content-Type: text/plain");
+    memset(out, 0, sizeof *out);
+    curl_easy_reset(r->curl);
+    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, text);
+    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    return perform(r, "POST", path, h, out, err);
+}
+
 int remote_put_file(struct remote *r, const char *path, const char *file, struct remote_resp *out,
                     struct sc_error *err)
 {

@@ -43,6 +43,9 @@ void remote_resp_release(struct remote_resp *resp);
 /* method path [JSON body] -> response. Transport failures are SC_EIO. */
 int remote_call(struct remote *r, const char *method, const char *path, const char *json,
                 struct remote_resp *out, struct sc_error *err);
+/* POST text (len bytes, Content-Type: text/plain) -> response. */
+int remote_post_text(struct remote *r, const char *path, const char *text, size_t len,
+                     struct remote_resp *out, struct sc_error *err);
 /* PUT a file's bytes as they are (streamed, never read whole). */
 int remote_put_file(struct remote *r, const char *path, const char *file, struct remote_resp *out,
                     struct sc_error *err);

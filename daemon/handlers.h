@@ -8,6 +8,8 @@
 #include "api/request.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
+#include "estimator/spec.h"
+#include "estimator/synth.h"
 
 /* h_jobs.c: jobs and trace uploads */
 void h_jobs_list(struct svc *s, struct svc_request *q, struct api_reply *r);
@@ -34,6 +36,32 @@ void h_openapi(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_dashboard.c: the web dashboard's page and files */
 void h_dashboard(struct svc *s, struct svc_request *q, struct api_reply *r);
+
+/* h_estimate.c: estimates, hardware profiles, calibrations */
+void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_hardware(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_calibrations(struct svc *s, struct svc_request *q, struct api_reply *r);
+
+/* A posted spec: parsed and checked, its cluster.profile resolved to a
+ * stored calibration and applied to the costs. */
+struct h_spec {
+    struct est_spec spec;
+    const struct hw_profile *hw;
+    struct est_costs costs;
+    char calibration[API_ID_MAX + 16]; /* "NAME@SHA12", or "" for the defaults */
+    char calib_sha[API_ID_MAX];        /* the calibration document's hash, or "" */
+    char *canonical;                   /* the spec with every default, JSON */
+};
+/* SC_OK, or the status with r filled (400 invalid_spec naming the field). */
+int h_spec_load(struct svc *s, const char *text, size_t len, struct h_spec *out, struct api_reply *r);
+void h_spec_release(struct h_spec *h);
+
+/* h_validations.c: the validation ledger */
+void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* Remove blob files the catalog no longer names (after the commit that
  * freed them); failures are logged, the next start sweeps what is left. */

@@ -112,6 +112,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
+        (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
@@ -158,6 +159,7 @@ void svc_close(struct svc *s)
 {
     builder_free(s->builder);
     cache_free(s->cache);
+    cache_free(s->answers);
     metrics_free(s->metrics);
     store_close(s->store);
     blob_store_free(s->blobs);

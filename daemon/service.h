@@ -44,7 +44,12 @@ struct svc {
     atomic_long in_flight;       /* requests being handled */
     atomic_int draining;
     double started;              /* metrics_clock() at start */
+    struct cache *answers;       /* memoised estimates (h_estimate.c) */
+    atomic_long ledger_changes;  /* ledger writes since start: part of the memo's key */
 };
+
+/* Bytes of memoised estimate documents kept (least recently used go). */
+#define SVC_ANSWERS_BYTES (32u << 20)
 
 #define SVC_MAX_QUERY 16 /* the most api_check_query takes */
 

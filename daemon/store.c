@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "api/ledger.h"
 #include "common/vec.h"
 #include "common/banned.h"
 
@@ -70,6 +71,37 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  hash TEXT NOT NULL UNIQUE,"
     "  created_ns INTEGER NOT NULL,"
     "  revoked_ns INTEGER);",
+    /* 2: the validation ledger (entries without a model, outliving their
+     * model, with the prediction made at post time) and calibrations */
+    "CREATE TABLE ledger("
+    "  id INTEGER PRIMARY KEY,"
+    "  model TEXT,"
+    "  kind TEXT NOT NULL CHECK(kind IN ('replay', 'whatif', 'estimate')),"
+    "  spec TEXT,"
+    "  set_json TEXT,"
+    "  measured_ms REAL NOT NULL,"
+    "  predicted_ms REAL,"
+    "  source TEXT,"
+    "  run_at TEXT,"
+    "  version TEXT NOT NULL,"
+    "  calibration TEXT,"
+    "  in_sample INTEGER NOT NULL DEFAULT 0,"
+    "  created_ns INTEGER NOT NULL);"
+    "INSERT INTO ledger(id, model, kind, measured_ms, predicted_ms, source, version, created_ns)"
+    "  SELECT id, model, 'replay', measured_ns / 1e6, predicted_ns / 1e6,"
+    "         CASE WHEN step IS NULL THEN NULL ELSE 'step ' || step END, '', created_ns FROM validations;"
+    "DROP TABLE validations;"
+    "ALTER TABLE ledger RENAME TO validations;"
+    "CREATE INDEX validations_model ON validations(model);"
+    "CREATE TABLE calibrations("
+    "  name TEXT PRIMARY KEY,"
+    "  gpu TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  model TEXT,"
+    "  sha256 TEXT NOT NULL,"
+    "  document TEXT NOT NULL,"
+    "  report TEXT,"
+    "  created_ns INTEGER NOT NULL);",
 };
 
 enum stmt {
@@ -79,6 +111,8 @@ enum stmt {
     Q_MODEL_INSERT, Q_MODEL_PIN, Q_MODEL_GET, Q_MODEL_LIST, Q_MODEL_LIST_JOB, Q_MODEL_TRACES,
     Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING,
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
+    Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
+    Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
     Q_COUNT
 };
 
@@ -93,6 +127,10 @@ enum stmt {
     " m.created_ns, COALESCE(m.finished_ns, 0),"                                   \
     " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id)"
 #define TOKEN_COLS "id, name, scope, created_ns, COALESCE(revoked_ns, 0)"
+#define CALIB_COLS "name, gpu, source, model, sha256, created_ns"
+#define VALID_COLS                                                                 \
+    "id, model, kind, spec, set_json, measured_ms, COALESCE(predicted_ms, 0), source, run_at," \
+    " version, calibration, in_sample, created_ns"
 
 static const char *const sql[Q_COUNT] = {
     [Q_BLOB_EXISTS] = "SELECT 1 FROM blobs WHERE sha256 = ?1",
@@ -147,6 +185,20 @@ static const char *const sql[Q_COUNT] = {
     [Q_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
     [Q_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ns = ?2 WHERE id = ?1 AND revoked_ns IS NULL",
     [Q_TOKEN_ADMINS] = "SELECT COUNT(*) FROM tokens WHERE scope = 'admin' AND revoked_ns IS NULL",
+    [Q_CALIB_PUT] = "INSERT INTO calibrations(name, gpu, source, model, sha256, document, report, created_ns)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(name) DO UPDATE SET"
+                    " gpu = excluded.gpu, source = excluded.source, model = excluded.model,"
+                    " sha256 = excluded.sha256, document = excluded.document, report = excluded.report,"
+                    " created_ns = excluded.created_ns",
+    [Q_CALIB_GET] = "SELECT " CALIB_COLS ", document, report FROM calibrations WHERE name = ?1",
+    [Q_CALIB_LIST] = "SELECT " CALIB_COLS ", NULL, NULL FROM calibrations ORDER BY name",
+    [Q_CALIB_EXISTS] = "SELECT 1 FROM calibrations WHERE name = ?1",
+    [Q_VALID_INSERT] = "INSERT INTO validations(model, kind, spec, set_json, measured_ms, predicted_ms, source,"
+                       " run_at, version, calibration, in_sample, created_ns)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (?1 IS NULL OR model = ?1)"
+                     " AND (?2 IS NULL OR kind = ?2) ORDER BY id",
+    [Q_VALID_DELETE] = "DELETE FROM validations WHERE id = ?1",
 };
 
 struct store {
@@ -936,4 +988,180 @@ int store_token_revoke(struct store *s, const char *id, struct api_token *out,
 int store_token_active_admins(struct store *s, int64_t *n, struct sc_error *err)
 {
     LOCKED(s, count(s, Q_TOKEN_ADMINS, NULL, n, err));
+}
+
+/* ---- calibrations ---- */
+
+static void read_calibration(sqlite3_stmt *st, void *row)
+{
+    struct api_calibration *c = row;
+    col_copy(st, 0, c->name, sizeof c->name);
+    col_copy(st, 1, c->gpu, sizeof c->gpu);
+    col_copy(st, 2, c->source, sizeof c->source);
+    col_copy(st, 3, c->model, sizeof c->model);
+    col_copy(st, 4, c->sha256, sizeof c->sha256);
+    c->created_ns = sqlite3_column_int64(st, 5);
+    c->document = col_dup(st, 6);
+    c->report = col_dup(st, 7);
+}
+
+static int calibration_put(struct store *s, struct api_calibration *c, int *created, struct sc_error *err)
+{
+    int rc, yes = 0;
+    sqlite3_stmt *st;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = exists(s, Q_CALIB_EXISTS, c->name, &yes, err)) == SC_OK &&
+        (rc = prep(s, Q_CALIB_PUT, &st, err)) == SC_OK) {
+        c->created_ns = store_now_ns();
+        bind_text(st, 1, c->name);
+        bind_text(st, 2, c->gpu);
+        bind_text(st, 3, c->source);
+        bind_text(st, 4, c->model[0] ? c->model : NULL);
+        bind_text(st, 5, c->sha256);
+        bind_text(st, 6, c->document);
+        bind_text(st, 7, c->report);
+        sqlite3_bind_int64(st, 8, c->created_ns);
+        rc = run(s, st, err, "put calibration");
+    }
+    *created = !yes;
+    return end(s, rc, err);
+}
+
+int store_calibration_put(struct store *s, struct api_calibration *c, int *created, struct sc_error *err)
+{
+    LOCKED(s, calibration_put(s, c, created, err));
+}
+
+static int calibration_get(struct store *s, const char *name, struct api_calibration *out,
+                           struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_CALIB_GET, &st, err);
+    memset(out, 0, sizeof *out);
+    if (rc)
+        return rc;
+    bind_text(st, 1, name);
+    rc = one_row(s, st, read_calibration, out, "get calibration", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no calibration '%s'", name) : rc;
+}
+
+int store_calibration_get(struct store *s, const char *name, struct api_calibration *out,
+                          struct sc_error *err)
+{
+    LOCKED(s, calibration_get(s, name, out, err));
+}
+
+static void release_calibrations(void *v, size_t n)
+{
+    api_calibrations_free(v, n);
+}
+
+int store_calibration_list(struct store *s, struct api_calibration **out, size_t *n, struct sc_error *err)
+{
+    LOCKED(s, all_rows(s, Q_CALIB_LIST, NULL, read_calibration, sizeof **out, release_calibrations,
+                       (void **)out, n, "list calibrations", err));
+}
+
+/* ---- the validation ledger ---- */
+
+static void read_validation(sqlite3_stmt *st, void *row)
+{
+    struct api_validation *v = row;
+    char kind[16];
+    v->id = sqlite3_column_int64(st, 0);
+    col_copy(st, 1, v->model, sizeof v->model);
+    col_copy(st, 2, kind, sizeof kind);
+    if (api_ledger_kind_parse(kind, &v->kind))
+        v->kind = API_LEDGER_REPLAY;
+    v->spec = col_dup(st, 3);
+    v->set = col_dup(st, 4);
+    v->measured_ms = sqlite3_column_double(st, 5);
+    v->predicted_ms = sqlite3_column_double(st, 6);
+    col_copy(st, 7, v->source, sizeof v->source);
+    col_copy(st, 8, v->run_at, sizeof v->run_at);
+    col_copy(st, 9, v->version, sizeof v->version);
+    col_copy(st, 10, v->calibration, sizeof v->calibration);
+    v->in_sample = sqlite3_column_int(st, 11) != 0;
+    v->created_ns = sqlite3_column_int64(st, 12);
+}
+
+static int validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    for (size_t i = 0; i < n && rc == SC_OK; i++) {
+        if ((rc = prep(s, Q_VALID_INSERT, &st, err)))
+            break;
+        v[i].created_ns = store_now_ns();
+        bind_text(st, 1, v[i].model[0] ? v[i].model : NULL);
+        bind_text(st, 2, api_ledger_kind_name(v[i].kind));
+        bind_text(st, 3, v[i].spec);
+        bind_text(st, 4, v[i].set);
+        sqlite3_bind_double(st, 5, v[i].measured_ms);
+        if (v[i].predicted_ms > 0)
+            sqlite3_bind_double(st, 6, v[i].predicted_ms);
+        bind_text(st, 7, v[i].source[0] ? v[i].source : NULL);
+        bind_text(st, 8, v[i].run_at[0] ? v[i].run_at : NULL);
+        bind_text(st, 9, v[i].version);
+        bind_text(st, 10, v[i].calibration[0] ? v[i].calibration : NULL);
+        sqlite3_bind_int(st, 11, v[i].in_sample != 0);
+        sqlite3_bind_int64(st, 12, v[i].created_ns);
+        if ((rc = run(s, st, err, "add validation")) == SC_OK)
+            v[i].id = sqlite3_last_insert_rowid(s->db);
+    }
+    return end(s, rc, err);
+}
+
+int store_validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err)
+{
+    LOCKED(s, validation_add(s, v, n, err));
+}
+
+static void release_validations(void *v, size_t n)
+{
+    api_validations_free(v, n);
+}
+
+static int validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
+                           size_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_VALID_LIST, &st, err);
+    *out = NULL;
+    *n = 0;
+    if (rc)
+        return rc;
+    bind_text(st, 2, kind);
+    /* all_rows binds ?1 */
+    return all_rows(s, Q_VALID_LIST, model, read_validation, sizeof **out, release_validations, (void **)out, n,
+                    "list validations", err);
+}
+
+int store_validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
+                          size_t *n, struct sc_error *err)
+{
+    LOCKED(s, validation_list(s, model, kind, out, n, err));
+}
+
+static int validation_delete(struct store *s, int64_t id, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, Q_VALID_DELETE, &st, err)))
+        return end(s, rc, err);
+    sqlite3_bind_int64(st, 1, id);
+    rc = run(s, st, err, "delete validation");
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no validation %lld", (long long)id);
+    return end(s, rc, err);
+}
+
+int store_validation_delete(struct store *s, int64_t id, struct sc_error *err)
+{
+    LOCKED(s, validation_delete(s, id, err));
 }

@@ -22,10 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/ledger.h"
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -115,6 +116,26 @@ int store_token_list(struct store *s, struct api_token **out, size_t *n, struct 
 int store_token_revoke(struct store *s, const char *id, struct api_token *out,
                        struct sc_error *err);
 int store_token_active_admins(struct store *s, int64_t *n, struct sc_error *err);
+
+/* ---- calibrations: cluster profiles by name ---- */
+
+/* Create or replace calibration c->name (sets c->created_ns); *created
+ * says which. */
+int store_calibration_put(struct store *s, struct api_calibration *c, int *created, struct sc_error *err);
+/* With its document and report. SC_ENOTFOUND if none. */
+int store_calibration_get(struct store *s, const char *name, struct api_calibration *out,
+                          struct sc_error *err);
+/* All, without documents and reports, by name. */
+int store_calibration_list(struct store *s, struct api_calibration **out, size_t *n, struct sc_error *err);
+
+/* ---- the validation ledger (api/ledger.h) ---- */
+
+/* Add entries v[0..n) in one transaction; sets their id and created_ns. */
+int store_validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err);
+/* Entries by id, of one model and/or kind (NULL: any). */
+int store_validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
+                          size_t *n, struct sc_error *err);
+int store_validation_delete(struct store *s, int64_t id, struct sc_error *err);
 
 /* Wall-clock nanoseconds, as stored. */
 int64_t store_now_ns(void);

@@ -12,7 +12,7 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 # nccl-tests output and traces
 CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/nccl_tests.c \
              estimator/gemm_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
-             estimator/estimate_check.c
+             estimator/estimate_check.c estimator/calibrate.c
 
 # the nccl-tests output reader (estimator/nccl_tests.c)
 FUZZ_TARGETS += nccl_tests

@@ -1,7 +1,7 @@
 /* tests/fuzz/fuzz_request.c: libFuzzer target for request decoding.
  *
  * The first byte picks what the rest is fed to: a JSON body for each
- * decoder (job description, build request, token request), or
+ * decoder (job description, build request, token request, ledger entry), or
  * "METHOD PATH?QUERY" for the router, the query check and the parser of
  * each `scale` value (what a replay handler reads). Small limits so
  * the depth and size checks are reached. Anything but a clean success or
@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size ? size - 1 : 0;
     if (size == 0)
         return 0;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0: {
         char *canon = NULL;
         if (api_decode_job(body, n, &l, &canon, &r) == SC_OK && !canon)
@@ -108,6 +108,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2: {
         struct api_token_req t;
         api_decode_token(body, n, &l, &t, &r);
+        break;
+    }
+    case 4: {
+        struct api_validation_req v;
+        if (api_decode_validation(body, n, &l, &v, &r) == SC_OK && !(v.measured_ms > 0))
+            abort();
+        api_validation_req_release(&v);
         break;
     }
     default:

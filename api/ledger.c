@@ -1,0 +1,258 @@
+/* api/ledger.c: ledger records, MAPE, bands and their JSON (ledger.h). */
+#include "api/ledger.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/json_reply.h"
+#include "common/banned.h"
+
+static const char *const kind_names[API_LEDGER_KIND_COUNT] = {"replay", "whatif", "estimate"};
+
+const char *api_ledger_kind_name(enum api_ledger_kind k)
+{
+    return (unsigned)k < API_LEDGER_KIND_COUNT ? kind_names[k] : "unknown";
+}
+
+int api_ledger_kind_parse(const char *s, enum api_ledger_kind *out)
+{
+    for (int i = 0; i < API_LEDGER_KIND_COUNT; i++)
+        if (strcmp(s, kind_names[i]) == 0) {
+            *out = (enum api_ledger_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+void api_validation_release(struct api_validation *v)
+{
+    if (!v)
+        return;
+    free(v->spec);
+    free(v->set);
+    v->spec = v->set = NULL;
+}
+
+void api_validations_free(struct api_validation *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        api_validation_release(&v[i]);
+    free(v);
+}
+
+void api_calibration_release(struct api_calibration *c)
+{
+    if (!c)
+        return;
+    free(c->document);
+    free(c->report);
+    c->document = c->report = NULL;
+}
+
+void api_calibrations_free(struct api_calibration *c, size_t n)
+{
+    for (size_t i = 0; c && i < n; i++)
+        api_calibration_release(&c[i]);
+    free(c);
+}
+
+/* An entry that has a prediction to compare with. */
+static int scored(const struct api_validation *v)
+{
+    return v->predicted_ms > 0 && v->measured_ms > 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of sorted x[0..n), interpolating between order statistics. */
+static double quantile(const double *x, size_t n, double q)
+{
+    double pos = q * (double)(n - 1);
+    size_t i = (size_t)pos;
+    return i + 1 < n ? x[i] + (pos - (double)i) * (x[i + 1] - x[i]) : x[n - 1];
+}
+
+void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_kind k, struct ledger_band *out)
+{
+    double *ratio = malloc((n ? n : 1) * sizeof *ratio);
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; ratio && i < n; i++)
+        if (v[i].kind == k && !v[i].in_sample && scored(&v[i]))
+            ratio[out->n++] = v[i].measured_ms / v[i].predicted_ms;
+    if (ratio && out->n >= LEDGER_BAND_MIN) {
+        qsort(ratio, out->n, sizeof *ratio, cmp_double);
+        out->has = 1;
+        out->lo = quantile(ratio, out->n, 0.1);
+        out->hi = quantile(ratio, out->n, 0.9);
+    }
+    free(ratio);
+}
+
+json_t *ledger_band_json(const struct ledger_band *b, enum api_ledger_kind k, double predicted_ms)
+{
+    if (!b->has)
+        return json_pack("{s:s, s:I, s:i}", "kind", api_ledger_kind_name(k), "entries", (json_int_t)b->n,
+                         "needed", LEDGER_BAND_MIN);
+    return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f}", "kind", api_ledger_kind_name(k), "entries",
+                     (json_int_t)b->n, "coverage", 0.8, "ratio_lo", b->lo, "ratio_hi", b->hi, "lo_ms",
+                     predicted_ms * b->lo, "hi_ms", predicted_ms * b->hi);
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *parsed_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+json_t *api_validation_json(const struct api_validation *v)
+{
+    json_t *o = json_pack("{s:I, s:o, s:s, s:o, s:o, s:f, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "id",
+                          (json_int_t)v->id, "model", str_or_null(v->model), "kind", api_ledger_kind_name(v->kind),
+                          "spec", parsed_or_null(v->spec), "set", parsed_or_null(v->set), "measured_step_ms",
+                          v->measured_ms, "predicted_step_ms",
+                          scored(v) ? json_real(v->predicted_ms) : json_null(), "error_pct",
+                          scored(v) ? json_real((v->predicted_ms - v->measured_ms) / v->measured_ms * 100)
+                                    : json_null(),
+                          "source", str_or_null(v->source), "run_at", str_or_null(v->run_at), "version",
+                          str_or_null(v->version), "in_sample", v->in_sample, "created",
+                          api_json_time(v->created_ns));
+    if (o)
+        json_object_set_new(o, "calibration", str_or_null(v->calibration));
+    return o;
+}
+
+/* Running sums of absolute percentage errors under a key. */
+static int add_ape(json_t *groups, const char *key, double ape)
+{
+    json_t *g = json_object_get(groups, key);
+    if (!g) {
+        if (!(g = json_pack("{s:f, s:I}", "sum", 0.0, "n", (json_int_t)0)) || json_object_set_new(groups, key, g))
+            return -1;
+    }
+    json_object_set_new(g, "sum", json_real(json_real_value(json_object_get(g, "sum")) + ape));
+    json_object_set_new(g, "n", json_integer(json_integer_value(json_object_get(g, "n")) + 1));
+    return 0;
+}
+
+/* {key: {"sum","n"}} into {key: {"mape_pct","n"}}. */
+static void finish_groups(json_t *groups)
+{
+    const char *key;
+    json_t *g;
+    json_object_foreach(groups, key, g) {
+        json_int_t n = json_integer_value(json_object_get(g, "n"));
+        json_object_set_new(g, "mape_pct", json_real(json_real_value(json_object_get(g, "sum")) / (double)n));
+        json_object_del(g, "sum");
+    }
+}
+
+/* The month of an entry: its run_at's "YYYY-MM" when it starts with one,
+ * else the month it was posted (UTC). */
+static void month_of(const struct api_validation *v, char out[8])
+{
+    const char *r = v->run_at;
+    if (strlen(r) >= 7 && r[4] == '-' && strspn(r, "0123456789") == 4 && r[5] >= '0' && r[5] <= '1' &&
+        r[6] >= '0' && r[6] <= '9') {
+        snprintf(out, 8, "%.7s", r);
+        return;
+    }
+    time_t t = (time_t)(v->created_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(out, 8, "%04d-%02d", (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100);
+}
+
+json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sample)
+{
+    json_t *entries = json_array(), *all = json_object(), *by_model = json_object(), *by_kind = json_object(),
+           *by_month = json_object(), *bands = json_object();
+    json_t *doc = NULL;
+    int bad = !entries || !all || !by_model || !by_kind || !by_month || !bands;
+    for (size_t i = 0; i < n && !bad; i++) {
+        bad = json_array_append_new(entries, api_validation_json(&v[i])) != 0;
+        if (bad || !scored(&v[i]) || (v[i].in_sample && !with_in_sample))
+            continue;
+        double ape = fabs(v[i].predicted_ms - v[i].measured_ms) / v[i].measured_ms * 100;
+        char month[8];
+        month_of(&v[i], month);
+        bad = add_ape(all, "all", ape) || (v[i].model[0] && add_ape(by_model, v[i].model, ape)) ||
+              add_ape(by_kind, api_ledger_kind_name(v[i].kind), ape) || add_ape(by_month, month, ape);
+    }
+    for (int k = 0; k < API_LEDGER_KIND_COUNT && !bad; k++) {
+        struct ledger_band b;
+        ledger_band_of(v, n, (enum api_ledger_kind)k, &b);
+        bad = json_object_set_new(bands, api_ledger_kind_name((enum api_ledger_kind)k),
+                                  b.has ? json_pack("{s:I, s:f, s:f, s:f}", "entries", (json_int_t)b.n, "coverage",
+                                                    0.8, "ratio_lo", b.lo, "ratio_hi", b.hi)
+                                        : json_pack("{s:I, s:i}", "entries", (json_int_t)b.n, "needed",
+                                                    LEDGER_BAND_MIN)) != 0;
+    }
+    if (!bad) {
+        finish_groups(all);
+        finish_groups(by_model);
+        finish_groups(by_kind);
+        finish_groups(by_month);
+        json_t *overall = json_object_get(all, "all");
+        doc = json_pack("{s:O, s:o, s:b, s:O, s:O, s:O, s:O}", "entries", entries, "mape",
+                        overall ? json_incref(overall) : json_pack("{s:n, s:i}", "mape_pct", "n", 0),
+                        "in_sample_included", with_in_sample, "by_model", by_model, "by_kind", by_kind,
+                        "by_month", by_month, "bands", bands);
+    }
+    json_decref(entries);
+    json_decref(all);
+    json_decref(by_model);
+    json_decref(by_kind);
+    json_decref(by_month);
+    json_decref(bands);
+    return doc;
+}
+
+json_t *api_calibration_json(const struct api_calibration *c, int full)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:o}", "name", c->name, "gpu", c->gpu, "source", c->source,
+                          "model", str_or_null(c->model), "sha256", c->sha256, "created",
+                          api_json_time(c->created_ns));
+    if (o && full) {
+        json_object_set_new(o, "profile", parsed_or_null(c->document));
+        json_object_set_new(o, "report", str_or_null(c->report));
+    }
+    return o;
+}
+
+int api_reply_validation(struct api_reply *r, unsigned status, const struct api_validation *v)
+{
+    return api_reply_json(r, status, api_validation_json(v));
+}
+
+int api_reply_ledger(struct api_reply *r, const struct api_validation *v, size_t n, int with_in_sample)
+{
+    return api_reply_json(r, 200, api_ledger_json(v, n, with_in_sample));
+}
+
+int api_reply_calibration(struct api_reply *r, unsigned status, const struct api_calibration *c)
+{
+    return api_reply_json(r, status, api_calibration_json(c, 1));
+}
+
+int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, api_calibration_json(&v[i], 0))) {
+            json_decref(a);
+            a = NULL;
+        }
+    return api_reply_json(r, 200, a ? json_pack("{s:o}", "calibrations", a) : NULL);
+}

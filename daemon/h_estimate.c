@@ -1,0 +1,340 @@
+/* daemon/h_estimate.c: estimation over HTTP (handlers.h): estimates of
+ * specs, the hardware profiles, and calibrations (named cluster profiles
+ * kept in the catalog, made from nccl-tests outputs or from a built
+ * model's traces).
+ *
+ * A spec's cluster.profile names a calibration here (not a file). An
+ * estimate is memoised (s->answers) under a digest of the canonical spec,
+ * the level of detail, the calibration's document hash, the stepcast
+ * version and the ledger's changes since start (its band): a new
+ * calibration under the same name, a new build or a new ledger entry never
+ * serves a stale answer. */
+#include "daemon/handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/estimate_json.h"
+#include "api/hardware_json.h"
+#include "api/ledger.h"
+#include "daemon/builder.h"
+#include "daemon/built.h"
+#include "daemon/cache.h"
+#include "daemon/digest.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "estimator/calibrate.h"
+#include "estimator/estimate.h"
+#include "common/banned.h"
+
+void h_spec_release(struct h_spec *h)
+{
+    free(h->canonical);
+    h->canonical = NULL;
+}
+
+int h_spec_load(struct svc *s, const char *text, size_t len, struct h_spec *h, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct sc_error err;
+    int rc;
+    memset(h, 0, sizeof *h);
+    if ((rc = api_json_precheck(text, len, &lim, r)))
+        return rc;
+    if (est_spec_load(text, len, &h->spec, &h->hw, &err))
+        return api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
+    est_costs_default(h->hw, &h->spec, &h->costs);
+    if (h->spec.cluster.profile[0]) {
+        struct api_calibration c;
+        if (!api_id_valid(h->spec.cluster.profile))
+            return api_fail(r, API_E_INVALID_SPEC, "cluster.profile: '%.64s' is not a calibration name",
+                            h->spec.cluster.profile);
+        if ((rc = store_calibration_get(s->store, h->spec.cluster.profile, &c, &err)))
+            return rc == SC_ENOTFOUND
+                       ? api_fail(r, API_E_INVALID_SPEC, "cluster.profile: no calibration '%s' (GET /v1/calibrations "
+                                  "lists them)", h->spec.cluster.profile)
+                       : api_fail_status(r, &err, API_E_INTERNAL);
+        rc = est_costs_apply_profile(&h->costs, c.document, strlen(c.document), h->spec.cluster.gpu, &err);
+        snprintf(h->calibration, sizeof h->calibration, "%s@%.12s", c.name, c.sha256);
+        snprintf(h->calib_sha, sizeof h->calib_sha, "%s", c.sha256);
+        api_calibration_release(&c);
+        if (rc)
+            return api_fail(r, API_E_INVALID_SPEC, "cluster.profile: %s", err.msg);
+    }
+    if (!(h->canonical = est_spec_json(&h->spec)))
+        return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+    return SC_OK;
+}
+
+/* A memoised answer: one block, freed with free(). */
+struct answer {
+    size_t len;
+    char body[];
+};
+
+struct estimate_ctx {
+    struct svc *s;
+    const struct h_spec *h;
+    enum est_detail detail;
+};
+
+/* The band of estimates from the ledger (none when it cannot be read:
+ * the estimate still answers). */
+static void estimate_band(struct svc *s, struct ledger_band *b)
+{
+    struct api_validation *v = NULL;
+    struct sc_error err;
+    size_t n = 0;
+    memset(b, 0, sizeof *b);
+    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), &v, &n, &err))
+        log_warn("ledger", "event=band_unavailable msg=\"%s\"", err.msg);
+    else
+        ledger_band_of(v, n, API_LEDGER_ESTIMATE, b);
+    api_validations_free(v, n);
+}
+
+/* cache_load_fn: the estimate, rendered. */
+static int load_estimate(void *ctx, const char *key, void **value, size_t *bytes, struct sc_error *err)
+{
+    struct estimate_ctx *c = ctx;
+    struct est_estimate e;
+    struct ledger_band band;
+    size_t len;
+    int rc;
+    (void)key;
+    if ((rc = est_estimate(&c->h->spec, c->h->hw, &c->h->costs, c->detail, &e, err)))
+        return rc;
+    estimate_band(c->s, &band);
+    char *text = api_estimate_text(&e, &band, &len);
+    est_estimate_release(&e);
+    struct answer *a = text ? malloc(sizeof *a + len + 1) : NULL;
+    if (a) {
+        a->len = len;
+        memcpy(a->body, text, len + 1);
+    }
+    free(text);
+    if (!a)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    *value = a;
+    *bytes = sizeof *a + len + 1;
+    return SC_OK;
+}
+
+/* The memo's key: what the answer depends on, hashed. */
+static int estimate_key(struct svc *s, const struct h_spec *h, enum est_detail d, char key[DIGEST_HEX_LEN + 1],
+                        struct sc_error *err)
+{
+    char head[256];
+    struct digest g;
+    int n = snprintf(head, sizeof head, "%s|%s|%s|%ld|", STEPCAST_VERSION, h->calib_sha, est_detail_name(d),
+                     (long)atomic_load(&s->ledger_changes));
+    int rc = digest_init(&g, err);
+    if (!rc && !(rc = digest_update(&g, head, (size_t)n, err)) &&
+        !(rc = digest_update(&g, h->canonical, strlen(h->canonical), err)))
+        rc = digest_final(&g, key, err);
+    digest_release(&g);
+    return rc;
+}
+
+void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *detail = svc_query(q, "detail");
+    enum est_detail d = EST_DETAIL_STAGE;
+    struct estimate_ctx ctx;
+    struct cache_entry *e;
+    struct sc_error err;
+    struct h_spec h;
+    char key[DIGEST_HEX_LEN + 1];
+    int hit = 0, rc;
+
+    if (detail && est_detail_parse(detail, &d, &err)) {
+        api_fail(r, API_E_BAD_REQUEST, "detail: %s", err.msg);
+        return;
+    }
+    if (h_spec_load(s, q->body, q->body_len, &h, r)) {
+        h_spec_release(&h);
+        return;
+    }
+    ctx = (struct estimate_ctx){s, &h, d};
+    if ((rc = estimate_key(s, &h, d, key, &err)) ||
+        (rc = cache_get(s->answers, key, load_estimate, &ctx, &e, &hit, &err))) {
+        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+    } else {
+        const struct answer *a = cache_value(e);
+        char *body = malloc(a->len + 1);
+        if (body) {
+            memcpy(body, a->body, a->len + 1);
+            api_reply_take(r, 200, "application/json", body, a->len);
+        } else {
+            api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        }
+        cache_release(s->answers, e);
+        metrics_memo(s->metrics, hit);
+    }
+    h_spec_release(&h);
+}
+
+void h_hardware(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    (void)s;
+    if (q->op == API_OP_HARDWARE_GET)
+        api_reply_hardware(r, q->params.id);
+    else
+        api_reply_hardware_list(r);
+}
+
+/* Make a calibration: run `make` with a report stream in memory, store
+ * the profile it made as calibration `name` and answer with it. */
+typedef int (*calib_fn)(void *ctx, FILE *report, char **doc, struct sc_error *err);
+
+static void make_calibration(struct svc *s, const char *name, const char *source, const char *model,
+                             calib_fn make, void *ctx, struct api_reply *r)
+{
+    struct api_calibration c;
+    struct cluster_profile prof;
+    struct sc_error err;
+    size_t report_len = 0;
+    int created = 0, rc;
+    FILE *report;
+    memset(&c, 0, sizeof c);
+    memset(&prof, 0, sizeof prof);
+    if (!(report = open_memstream(&c.report, &report_len))) {
+        api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        return;
+    }
+    rc = make(ctx, report, &c.document, &err);
+    fclose(report);
+    if (rc) {
+        api_fail(r, rc == SC_ENOMEM ? API_E_UNAVAILABLE : API_E_UNPROCESSABLE, "%s", err.msg);
+    } else if ((rc = cluster_profile_parse(c.document, strlen(c.document), &prof, &err)) ||
+               (rc = digest_hex(c.document, strlen(c.document), c.sha256, &err))) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+    } else {
+        snprintf(c.name, sizeof c.name, "%s", name);
+        snprintf(c.gpu, sizeof c.gpu, "%s", prof.gpu);
+        snprintf(c.source, sizeof c.source, "%s", source);
+        snprintf(c.model, sizeof c.model, "%s", model ? model : "");
+        if ((rc = store_calibration_put(s->store, &c, &created, &err)) == SC_OK) {
+            log_info("calibration", "name=%s gpu=%s source=%s sha256=%.12s event=%s", c.name, c.gpu, c.source,
+                     c.sha256, created ? "created" : "replaced");
+            api_reply_calibration(r, created ? 201 : 200, &c);
+        } else {
+            api_fail_status(r, &err, rc == SC_ENOSPC ? API_E_NO_SPACE : API_E_INTERNAL);
+        }
+    }
+    api_calibration_release(&c);
+}
+
+/* ?name=, required and an identifier. */
+static const char *calibration_name(const struct svc_request *q, struct api_reply *r)
+{
+    const char *name = svc_query(q, "name");
+    if (!name || !api_id_valid(name)) {
+        api_fail(r, API_E_BAD_REQUEST, "?name= must name the calibration ([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
+        return NULL;
+    }
+    return name;
+}
+
+/* ?ranks= and ?nodes=: whole numbers from 1 to 1000000. */
+static int count_param(const struct svc_request *q, const char *key, int *out, struct api_reply *r)
+{
+    const char *v = svc_query(q, key);
+    char *end;
+    if (!v)
+        return SC_OK;
+    long x = strtol(v, &end, 10);
+    if (*end || end == v || x < 1 || x > 1000000)
+        return api_fail(r, API_E_BAD_REQUEST, "%s must be a whole number from 1 to 1000000", key);
+    *out = (int)x;
+    return SC_OK;
+}
+
+struct nccl_ctx {
+    const struct svc_request *q;
+    const struct calib_opts *o;
+};
+
+/* The body: one nccl-tests output. */
+static int calib_nccl_body(void *ctx, FILE *report, char **doc, struct sc_error *err)
+{
+    struct nccl_ctx *c = ctx;
+    const char *text = c->q->body, *label = "nccl-tests output";
+    size_t len = c->q->body_len;
+    return calib_nccl_tests(&text, &len, &label, 1, c->o, report, doc, err);
+}
+
+void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct calib_opts o = {.gpu = svc_query(q, "gpu"), .kind = MODEL_COLL_UNKNOWN};
+    const char *name = calibration_name(q, r), *kind = svc_query(q, "kind");
+    if (!name || count_param(q, "ranks", &o.ranks, r) || count_param(q, "nodes", &o.nodes, r))
+        return;
+    if (kind && (o.kind = coll_kind_from_name(kind)) == MODEL_COLL_UNKNOWN) {
+        api_fail(r, API_E_BAD_REQUEST, "kind: '%.32s' is none of all_reduce, all_gather, reduce_scatter, "
+                 "alltoall, broadcast, reduce, sendrecv", kind);
+        return;
+    }
+    if (!q->body_len) {
+        api_fail(r, API_E_BAD_REQUEST, "the body is empty: send the output of one nccl-tests run");
+        return;
+    }
+    struct nccl_ctx c = {q, &o};
+    make_calibration(s, name, "nccl-tests", NULL, calib_nccl_body, &c, r);
+}
+
+struct traces_ctx {
+    const struct model_job *job;
+    const char *gpu;
+};
+
+static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
+{
+    struct traces_ctx *c = ctx;
+    return calib_traces(c->job, c->gpu, report, doc, err);
+}
+
+void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *name = calibration_name(q, r);
+    struct cache_entry *e;
+    struct sc_error err;
+    int hit = 0, rc;
+    if (!name)
+        return;
+    rc = cache_get(s->cache, q->params.id, builder_load_ready, s->builder, &e, &hit, &err);
+    if (rc == SC_EEXIST) {
+        api_fail(r, API_E_NOT_READY, "%s", err.msg);
+        return;
+    }
+    if (rc) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    struct traces_ctx c = {built_model_job(cache_value(e)), svc_query(q, "gpu")};
+    make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
+    cache_release(s->cache, e);
+}
+
+void h_calibrations(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct sc_error err;
+    if (q->op == API_OP_CALIBRATION_GET) {
+        struct api_calibration c;
+        if (store_calibration_get(s->store, q->params.id, &c, &err))
+            api_fail_status(r, &err, API_E_INTERNAL);
+        else
+            api_reply_calibration(r, 200, &c);
+        api_calibration_release(&c);
+        return;
+    }
+    struct api_calibration *v;
+    size_t n;
+    if (store_calibration_list(s->store, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    api_reply_calibrations(r, v, n);
+    api_calibrations_free(v, n);
+}

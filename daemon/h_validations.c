@@ -1,0 +1,164 @@
+/* daemon/h_validations.c: the validation ledger (handlers.h, api/ledger.h).
+ *
+ * POST /v1/validations stores a measured step time with the prediction
+ * stepcast makes for it now: the replay of a model (the mean over ranks of
+ * its modelled steps), or the estimate of a spec at the default detail.
+ * What-ifs of a model (`set`) are not in this build: 501, said so. The
+ * entry keeps the stepcast version and the calibration that predicted, and
+ * its model's id when the model is deleted later. Every write bumps
+ * s->ledger_changes, which the estimate memo keys on (bands). */
+#include "daemon/handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/encode.h"
+#include "api/ledger.h"
+#include "daemon/builder.h"
+#include "daemon/built.h"
+#include "daemon/cache.h"
+#include "daemon/log.h"
+#include "estimator/estimate.h"
+#include "model/replay.h"
+#include "common/banned.h"
+
+/* The replay's prediction: the mean over ranks of the modelled steps
+ * (complete ones; each rank has as many). */
+static int predict_replay(struct svc *s, const char *id, double *ms, struct api_reply *r)
+{
+    struct model_replay_opts ro;
+    struct model_replay *rp = NULL;
+    struct cache_entry *e;
+    struct sc_error err;
+    int hit = 0, rc = cache_get(s->cache, id, builder_load_ready, s->builder, &e, &hit, &err);
+    if (rc == SC_EEXIST)
+        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    model_replay_opts_default(&ro);
+    rc = model_replay_run(built_model_graph(cache_value(e)), &ro, &rp, &err);
+    cache_release(s->cache, e);
+    if (rc)
+        return api_fail_status(r, &err, API_E_UNPROCESSABLE);
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < rp->n_steps; i++)
+        if (!rp->steps[i].partial) {
+            sum += (double)rp->steps[i].replayed_ns;
+            n++;
+        }
+    model_replay_free(rp);
+    if (!n)
+        return api_fail(r, API_E_UNPROCESSABLE, "model '%s' has no complete step to replay", id);
+    *ms = sum / (double)n / 1e6;
+    return SC_OK;
+}
+
+/* The estimate's prediction, with the spec as estimated and its calibration. */
+static int predict_estimate(struct svc *s, const char *spec, struct api_validation *v, struct api_reply *r)
+{
+    struct est_estimate e;
+    struct sc_error err;
+    struct h_spec h;
+    int rc = h_spec_load(s, spec, strlen(spec), &h, r);
+    if (rc == SC_OK && (rc = est_estimate(&h.spec, h.hw, &h.costs, EST_DETAIL_STAGE, &e, &err)) == SC_OK) {
+        v->predicted_ms = e.step_ms;
+        est_estimate_release(&e);
+        snprintf(v->calibration, sizeof v->calibration, "%s", h.calibration);
+        v->spec = h.canonical;
+        h.canonical = NULL;
+    } else if (rc && !r->status) {
+        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+    }
+    h_spec_release(&h);
+    return rc;
+}
+
+void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct api_validation_req req;
+    struct api_validation v;
+    struct sc_error err;
+    int rc;
+    if (api_decode_validation(q->body, q->body_len, &lim, &req, r))
+        return;
+    memset(&v, 0, sizeof v);
+    snprintf(v.model, sizeof v.model, "%s", req.model);
+    snprintf(v.source, sizeof v.source, "%s", req.source);
+    snprintf(v.run_at, sizeof v.run_at, "%s", req.run_at);
+    snprintf(v.version, sizeof v.version, "%s", STEPCAST_VERSION);
+    v.measured_ms = req.measured_ms;
+    v.in_sample = req.in_sample;
+    if (req.set) {
+        v.kind = API_LEDGER_WHATIF;
+        rc = api_fail(r, API_E_NOT_IMPLEMENTED,
+                      "what-if not available: this build cannot make the what-if of a model yet; post the "
+                      "model alone (its replay) or a spec (its estimate)");
+    } else if (req.model[0]) {
+        v.kind = API_LEDGER_REPLAY;
+        rc = predict_replay(s, req.model, &v.predicted_ms, r);
+    } else {
+        v.kind = API_LEDGER_ESTIMATE;
+        rc = predict_estimate(s, req.spec, &v, r);
+    }
+    if (rc == SC_OK) {
+        if ((rc = store_validation_add(s->store, &v, 1, &err))) {
+            api_fail_status(r, &err, rc == SC_ENOSPC ? API_E_NO_SPACE : API_E_INTERNAL);
+        } else {
+            atomic_fetch_add(&s->ledger_changes, 1);
+            log_info("ledger", "id=%lld kind=%s model=%s measured_ms=%.4f predicted_ms=%.4f by=%s event=added",
+                     (long long)v.id, api_ledger_kind_name(v.kind), v.model[0] ? v.model : "-", v.measured_ms,
+                     v.predicted_ms, q->caller.id);
+            api_reply_validation(r, 201, &v);
+        }
+    }
+    api_validation_release(&v);
+    api_validation_req_release(&req);
+}
+
+void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *model = svc_query(q, "model"), *kind = svc_query(q, "kind"), *in = svc_query(q, "in_sample");
+    enum api_ledger_kind k;
+    struct api_validation *v;
+    struct sc_error err;
+    size_t n;
+    if (model && !api_id_valid(model)) {
+        api_fail(r, API_E_INVALID_ID, "model '%.64s' is not a valid identifier", model);
+        return;
+    }
+    if (kind && api_ledger_kind_parse(kind, &k)) {
+        api_fail(r, API_E_BAD_REQUEST, "kind must be replay, whatif or estimate");
+        return;
+    }
+    if (in && strcmp(in, "true") && strcmp(in, "false")) {
+        api_fail(r, API_E_BAD_REQUEST, "in_sample must be true or false");
+        return;
+    }
+    if (store_validation_list(s->store, model, kind, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    api_reply_ledger(r, v, n, in && !strcmp(in, "true"));
+    api_validations_free(v, n);
+}
+
+void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct sc_error err;
+    char *end;
+    long long id = strtoll(q->params.id, &end, 10);
+    if (*end || id < 1) {
+        api_fail(r, API_E_INVALID_ID, "'%s' is not a ledger entry id (a positive integer)", q->params.id);
+        return;
+    }
+    if (store_validation_delete(s->store, id, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    atomic_fetch_add(&s->ledger_changes, 1);
+    log_info("ledger", "id=%lld by=%s event=deleted", id, q->caller.id);
+    api_reply_deleted(r, "validation", q->params.id, 0, 0);
+}

@@ -1,0 +1,272 @@
+/* estimator/calibrate.c: cluster profiles from nccl-tests outputs and from
+ * traces (calibrate.h). */
+#include "estimator/calibrate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "estimator/coll_samples.h"
+#include "estimator/collective_model.h"
+#include "estimator/gemm_samples.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+void calib_run_apply(struct nct_run *run, const struct calib_opts *o)
+{
+    if (o->kind != MODEL_COLL_UNKNOWN && o->kind != run->kind) {
+        run->kind = o->kind;
+        if (run->ranks_derived || !run->ranks) {
+            run->ranks = nct_ranks_from_ratio(run);
+            run->ranks_derived = run->ranks > 0;
+        }
+    }
+    if (o->ranks) {
+        run->ranks = o->ranks;
+        run->ranks_derived = 0;
+    }
+    if (o->nodes)
+        run->nodes = o->nodes;
+}
+
+/* A device name without the vendor prefix old nccl-tests leave out. */
+static const char *bare(const char *device)
+{
+    return strncmp(device, "NVIDIA ", 7) == 0 ? device + 7 : device;
+}
+
+int calib_same_device(const char *a, const char *b)
+{
+    return strcmp(bare(a), bare(b)) == 0;
+}
+
+/* The profile a device name maps to, with or without the "NVIDIA ". */
+static const struct hw_profile *profile_of(const char *device)
+{
+    const struct hw_profile *hw = hw_profile_for_device(device);
+    char full[128];
+    if (!hw && strncmp(device, "NVIDIA ", 7) != 0) {
+        snprintf(full, sizeof full, "NVIDIA %s", device);
+        hw = hw_profile_for_device(full);
+    }
+    return hw;
+}
+
+int calib_resolve_gpu(const char *id, const char *device, const struct hw_profile **hw,
+                      struct sc_error *err)
+{
+    *hw = id ? hw_profile_find(id) : device[0] ? profile_of(device) : NULL;
+    if (*hw)
+        return SC_OK;
+    if (id)
+        return sc_error_set(err, SC_EINVAL, "no hardware profile '%.64s' (stepcast hardware lists them)", id);
+    if (device[0])
+        return sc_error_set(err, SC_EINVAL, "no hardware profile lists the GPU '%.96s': name one with --gpu ID",
+                            device);
+    return sc_error_set(err, SC_EINVAL, "the measurements do not name their GPU: name its profile with --gpu ID");
+}
+
+static void report_fit(FILE *out, const struct coll_fit *f)
+{
+    char alpha[32], busbw[32];
+    snprintf(alpha, sizeof alpha, f->alpha_fitted ? "%.2f" : "-", f->alpha_us);
+    snprintf(busbw, sizeof busbw, f->busbw_gbps > 0 ? "%.2f" : "-", f->busbw_gbps);
+    fprintf(out, "    %12.0f %12.0f %10s %10s %7zu %9.1f %9.1f\n", f->size_lo, f->size_hi, alpha, busbw, f->points,
+            f->rms_err_pct, f->max_err_pct);
+}
+
+int calib_measure(const struct nct_run *run, const char *source, const struct hw_profile *hw,
+                  struct coll_measurement *m, FILE *report, struct sc_error *err)
+{
+    struct coll_params def;
+    struct estimate_check c, big;
+    struct sc_error ignored;
+    memset(m, 0, sizeof *m);
+    m->kind = run->kind;
+    m->ranks = run->ranks;
+    m->nodes = run->nodes;
+    snprintf(m->source, sizeof m->source, "%s", source);
+    int rc = coll_fit_run(run, m->fits, &m->n_fits, err);
+    if (rc) {
+        sc_error_prefix(err, "%.128s", source);
+        return rc;
+    }
+    fprintf(report, "%s: %s, %d ranks%s, ", source, coll_kind_name(run->kind), run->ranks,
+            run->ranks_derived ? " (from busbw / algbw)" : "");
+    if (run->nodes)
+        fprintf(report, "%d node%s, %zu rows\n", run->nodes, run->nodes > 1 ? "s" : "", run->n_rows);
+    else
+        fprintf(report, "nodes not said, %zu rows\n", run->n_rows);
+    fprintf(report, "    %12s %12s %10s %10s %7s %9s %9s\n", "size_min", "size_max", "alpha_us", "busbw",
+            "points", "rms_err%", "max_err%");
+    for (size_t i = 0; i < m->n_fits; i++)
+        report_fit(report, &m->fits[i]);
+    /* the model before calibration, on the GPU's profile */
+    int nodes = run->nodes ? run->nodes : (run->ranks + hw->gpus_per_node - 1) / hw->gpus_per_node;
+    coll_params_from_hw(hw, &def);
+    int per = (run->ranks + nodes - 1) / nodes;
+    if (coll_run_check(&def, run, per, 0, &c, &ignored) == SC_OK &&
+        coll_run_check(&def, run, per, coll_fit_range_lo[COLL_FIT_RANGES - 1], &big, &ignored) == SC_OK) {
+        fprintf(report, "    model with %s's defaults: median error %.1f%%, median predicted / measured %.2f",
+                hw->id, c.median_abs_pct, c.median_ratio);
+        if (big.n)
+            fprintf(report, "; from 16 MiB %.1f%%, %.2f", big.median_abs_pct, big.median_ratio);
+        fprintf(report, "\n");
+    }
+    return SC_OK;
+}
+
+int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
+                  struct coll_measurement *m, size_t n, const struct cluster_profile *kernel,
+                  FILE *report, char **doc, struct sc_error *err)
+{
+    struct cluster_profile prof;
+    char text[2048] = "";
+    memset(&prof, 0, sizeof prof);
+    if (kernel)
+        prof = *kernel;
+    snprintf(prof.gpu, sizeof prof.gpu, "%s", hw->id);
+    snprintf(prof.device_name, sizeof prof.device_name, "%s", device);
+    snprintf(prof.source, sizeof prof.source, "%s", source);
+    /* a run over several hosts, or more ranks than a domain holds, spans domains */
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].nodes)
+            m[i].nodes = m[i].ranks > hw->gpus_per_node ? (m[i].ranks + hw->gpus_per_node - 1) / hw->gpus_per_node : 1;
+        m[i].inter = m[i].nodes > 1;
+    }
+    coll_params_from_hw(hw, &prof.coll);
+    coll_params_apply(&prof.coll, m, n, text, sizeof text);
+    fprintf(report, "GPU profile %s%s%s%s\n", hw->id, device[0] ? " (measured on '" : "", device,
+            device[0] ? "')" : "");
+    fputs(text[0] ? text : "no collective measured: the collective model keeps the profile's defaults\n", report);
+    const struct coll_params *p = &prof.coll;
+    fprintf(report, "collective model: base %.2f us; in the NVLink domain busbw %.1f GB/s, hop %.3f us; "
+            "across domains busbw %.1f GB/s, hop %.3f us\n",
+            p->base_us, p->intra.busbw_gbps, p->intra.hop_us, p->inter.busbw_gbps, p->inter.hop_us);
+    json_t *j = cluster_profile_json(&prof, m, n);
+    *doc = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(j);
+    return *doc ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+}
+
+/* The file name of a path (NULL stays NULL). */
+static const char *base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path;
+}
+
+int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
+                     const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err)
+{
+    struct coll_measurement *m = calloc(n ? n : 1, sizeof *m);
+    struct nct_run *runs = calloc(n ? n : 1, sizeof *runs);
+    const struct hw_profile *hw = NULL;
+    char device[96] = "";
+    int rc = m && runs ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    *doc = NULL;
+    if (!rc && !n)
+        rc = sc_error_set(err, SC_EINVAL, "no nccl-tests output given");
+    for (size_t i = 0; i < n && !rc; i++) {
+        if ((rc = nct_parse(texts[i], lens[i], base_name(names[i]), &runs[i], err))) {
+            if (err->offset >= 0)
+                sc_error_prefix(err, "'%.128s': byte %lld", names[i] ? names[i] : "output", (long long)err->offset);
+            else
+                sc_error_prefix(err, "'%.128s'", names[i] ? names[i] : "output");
+            break;
+        }
+        calib_run_apply(&runs[i], o);
+        if (runs[i].device[0] && !device[0])
+            snprintf(device, sizeof device, "%s", runs[i].device);
+        else if (runs[i].device[0] && !calib_same_device(runs[i].device, device))
+            rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another output has '%s': calibrate one GPU type at a time",
+                              names[i] ? names[i] : "output", runs[i].device, device);
+    }
+    if (!rc)
+        rc = calib_resolve_gpu(o->gpu, device, &hw, err);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = calib_measure(&runs[i], names[i] ? base_name(names[i]) : "output", hw, &m[i], report, err);
+    if (!rc)
+        rc = calib_profile(hw, device, "nccl-tests", m, n, NULL, report, doc, err);
+    for (size_t i = 0; runs && i < n; i++)
+        nct_run_release(&runs[i]);
+    free(runs);
+    free(m);
+    return rc;
+}
+
+/* The GEMM fit of one GPU's samples, reported; when nothing can be fitted
+ * the kernel model keeps its defaults and the report says why. */
+static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s, struct cluster_profile *prof,
+                      FILE *report)
+{
+    struct sc_error err;
+    kernel_params_default(&prof->kernel);
+    if (gemm_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->kernel_fit, &err)) {
+        fprintf(report, "GEMMs: %zu with shapes; not fitted (%s): the kernel model keeps its defaults\n", s->n,
+                err.msg);
+        return;
+    }
+    const struct gemm_fit *f = &prof->kernel_fit;
+    prof->has_kernel = 1;
+    fprintf(report, "GEMMs: %zu with shapes and times\n", f->samples);
+    fprintf(report, "    kernel_fixed_us %.2f (+- %.2f), gemm_ceiling_scale %.3f (+- %.3f)\n",
+            prof->kernel.kernel_fixed_us, f->fixed_se_us, prof->kernel.gemm_ceiling_scale, f->scale_se);
+    fprintf(report, "    error |predicted / measured - 1|: median %.1f%% (defaults: %.1f%%), mean %.1f%% (defaults: %.1f%%)\n",
+            f->after.median_abs_pct, f->before.median_abs_pct, f->after.mean_abs_pct, f->before.mean_abs_pct);
+}
+
+int calib_traces(const struct model_job *job, const char *gpu, FILE *report, char **doc,
+                 struct sc_error *err)
+{
+    struct gemm_samples gemms = {0};
+    struct coll_runs runs = {0};
+    struct coll_measurement *m = NULL;
+    struct cluster_profile prof;
+    const struct hw_profile *hw = NULL;
+    char device[96] = "";
+    size_t skipped = 0, n_m = 0;
+    int rc = SC_OK;
+    memset(&prof, 0, sizeof prof);
+    *doc = NULL;
+    for (size_t r = 0; r < job->n_ranks && !rc; r++) {
+        const struct model_trace *t = job->ranks[r];
+        size_t sk = 0;
+        if ((rc = gemm_samples_from_trace(t, &gemms, &sk, err)) || (rc = coll_runs_from_trace(t, &runs, err)))
+            break;
+        skipped += sk;
+        for (size_t i = 0; i < t->n_devices && !rc; i++) {
+            const char *name = model_str(t, t->devices[i].name);
+            if (!name || !*name)
+                continue;
+            if (!device[0])
+                snprintf(device, sizeof device, "%s", name);
+            else if (!calib_same_device(name, device))
+                rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another trace has '%s': calibrate one GPU type at a time",
+                                  t->source ? t->source : "a trace", name, device);
+        }
+    }
+    if (!rc)
+        rc = calib_resolve_gpu(gpu, device, &hw, err);
+    if (!rc) {
+        fit_gemms(hw, &gemms, &prof, report);
+        if (skipped)
+            fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", skipped);
+        if (!(m = calloc(runs.n + 1, sizeof *m)))
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; !rc && i < runs.n; i++) {
+        struct sc_error why;
+        if (calib_measure(&runs.v[i], "traces", hw, &m[n_m], report, &why) == SC_OK)
+            n_m++;
+        else /* a run that cannot be fitted is said and left out */
+            fprintf(report, "%s\n", why.msg);
+    }
+    if (!rc)
+        rc = calib_profile(hw, device, "traces", m, n_m, &prof, report, doc, err);
+    free(m);
+    coll_runs_release(&runs);
+    gemm_samples_release(&gemms);
+    return rc;
+}

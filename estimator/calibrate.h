@@ -1,0 +1,65 @@
+/* estimator/calibrate.h: cluster profiles from what a cluster measured:
+ * nccl-tests outputs, or the GEMMs and sized collectives of a job's traces
+ * (README, "calibrate").
+ *
+ * The command line (`stepcast calibrate`) and the daemon (POST
+ * /v1/calibrations/nccl-tests, POST /v1/models/{id}/calibration) both make
+ * their profiles here, so both give the same document for the same input.
+ * Each step writes what it fitted and how well to a report stream, so the
+ * user sees how well the model describes the measurements before using
+ * the profile. */
+#ifndef ESTIMATOR_CALIBRATE_H
+#define ESTIMATOR_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/error.h"
+#include "estimator/cluster_profile.h"
+#include "estimator/hardware.h"
+#include "estimator/nccl_tests.h"
+
+struct model_job;
+
+/* What the user says of a run where its file does not say it. */
+struct calib_opts {
+    const char *gpu;          /* hardware profile id, or NULL: from the device name */
+    enum model_coll_op kind;  /* MODEL_COLL_UNKNOWN: from the file */
+    int ranks, nodes;         /* 0: from the file */
+};
+
+/* Apply the options to a parsed run (kind, group size, nodes). */
+void calib_run_apply(struct nct_run *run, const struct calib_opts *o);
+
+/* Whether two device names are the same GPU (old nccl-tests leave out the
+ * "NVIDIA " prefix). */
+int calib_same_device(const char *a, const char *b);
+
+/* The GPU's profile: `id`, else the one listing the measured device.
+ * SC_EINVAL saying which to name when neither tells. */
+int calib_resolve_gpu(const char *id, const char *device, const struct hw_profile **hw,
+                      struct sc_error *err);
+
+/* Fit one run (coll_fit_run) into *m, and check the model with the GPU's
+ * defaults on it; both are reported. */
+int calib_measure(const struct nct_run *run, const char *source, const struct hw_profile *hw,
+                  struct coll_measurement *m, FILE *report, struct sc_error *err);
+
+/* The cluster profile of the measurements (and of the kernel parameters
+ * when `kernel` is non-NULL): the collective model set from them, reported,
+ * and the document (JSON text, from malloc) in *doc. */
+int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
+                  struct coll_measurement *m, size_t n, const struct cluster_profile *kernel,
+                  FILE *report, char **doc, struct sc_error *err);
+
+/* nccl-tests outputs texts[0..n) (names: their file names, for the kind
+ * when the output does not say it) into a profile document. */
+int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
+                     const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err);
+
+/* A job's traces into a profile document: the GEMMs with shapes fit the
+ * kernel model, the sized collectives the collective model. */
+int calib_traces(const struct model_job *job, const char *gpu, FILE *report, char **doc,
+                 struct sc_error *err);
+
+#endif
