@@ -18,6 +18,7 @@ int cmd_hardware(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -31,6 +32,16 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
 /* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
  * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */
 int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err);
+
+struct est_spec;
+struct est_costs;
+struct hw_profile;
+/* The spec text[0..n), checked, its GPU's profile, and the costs of the
+ * synthesised step: the GPU's defaults, or cluster.profile's (a file as
+ * named, else NAME.json in `calibrations` when not NULL). Prints the error
+ * and returns the exit status on failure, 0 on success. */
+int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+                  const struct hw_profile **hw, struct est_costs *costs);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);

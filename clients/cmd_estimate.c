@@ -70,6 +70,27 @@ static int read_profile(const char *name, const char *dir, char **text, size_t *
     return cli_read_file(path, 16 << 20, text, n, err);
 }
 
+int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+                  const struct hw_profile **hw, struct est_costs *costs)
+{
+    struct sc_error err;
+    int rc;
+    if (est_spec_load(text, n, spec, hw, &err))
+        return cli_fail(&err);
+    est_costs_default(*hw, spec, costs);
+    if (spec->cluster.profile[0]) {
+        char *profile = NULL;
+        size_t len;
+        rc = read_profile(spec->cluster.profile, calibrations, &profile, &len, &err);
+        if (!rc)
+            rc = est_costs_apply_profile(costs, profile, len, spec->cluster.gpu, &err);
+        free(profile);
+        if (rc)
+            return cli_fail(&err);
+    }
+    return 0;
+}
+
 /* The estimate document of a spec, made here. */
 static int estimate_here(const char *text, size_t n, const char *calibrations, enum est_detail detail,
                          json_t **doc, char *gpu, size_t gpu_n)
@@ -80,20 +101,9 @@ static int estimate_here(const char *text, size_t n, const char *calibrations, e
     struct est_estimate e;
     struct sc_error err;
     int rc;
-    if (est_spec_load(text, n, &spec, &hw, &err))
-        return cli_fail(&err);
+    if ((rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs)))
+        return rc;
     snprintf(gpu, gpu_n, "%s", spec.cluster.gpu);
-    est_costs_default(hw, &spec, &costs);
-    if (spec.cluster.profile[0]) {
-        char *profile = NULL;
-        size_t len;
-        rc = read_profile(spec.cluster.profile, calibrations, &profile, &len, &err);
-        if (!rc)
-            rc = est_costs_apply_profile(&costs, profile, len, spec.cluster.gpu, &err);
-        free(profile);
-        if (rc)
-            return cli_fail(&err);
-    }
     if (est_estimate(&spec, hw, &costs, detail, &e, &err))
         return cli_fail(&err);
     *doc = api_estimate_json(&e);

@@ -37,6 +37,9 @@ static const char usage[] =
     "  estimate --spec F [--detail stage|layer|kernel] [--json]\n"
     "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
     "      traced, from its spec: the step synthesised as a graph and replayed\n"
+    "  synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n"
+    "      the synthesised step as per-rank Kineto traces (one per pipeline\n"
+    "      stage, marked synthetic) that replay re-ingests\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] --out PROFILE.json FILE...\n"
     "      fit the collective model to nccl-tests outputs: a cluster profile\n"
     "  spec from-hf [--seq N] CONFIG.json | spec check SPEC.json\n"
@@ -151,6 +154,7 @@ int main(int argc, char **argv)
         {"calibrate", cmd_calibrate},
         {"spec", cmd_spec},
         {"estimate", cmd_estimate},
+        {"synth", cmd_synth},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

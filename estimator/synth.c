@@ -916,13 +916,16 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         for (int i = 0; i < st->layers && !y->failed; i++) {
             int64_t layer = st->first_layer + i;
             int is_moe = est_model_layer_is_moe(&s->model, layer);
-            if (y->detail == EST_DETAIL_LAYER)
+            if (y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
             emit_ops(y, r, &y->fwd[is_moe], 0);
             layer_boundary(y, r);
         }
-        if (st->loss)
+        if (st->loss) {
+            if (y->detail != EST_DETAIL_STAGE)
+                snprintf(r->region, sizeof r->region, "output layer forward mb %lld", (long long)mb);
             emit_ops(y, r, &y->head_fwd, 0);
+        }
         return;
     }
     if (st->loss)
@@ -930,7 +933,7 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     for (int i = st->layers - 1; i >= 0 && !y->failed; i--) {
         int64_t layer = st->first_layer + i;
         int is_moe = est_model_layer_is_moe(&s->model, layer);
-        if (y->detail == EST_DETAIL_LAYER)
+        if (y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
         emit_ops(y, r, &y->recompute[is_moe], 0);
         emit_ops(y, r, &y->bwd[is_moe], 1);
@@ -944,8 +947,11 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
                 bucket_reduce(y, r, bucket);
         }
     }
-    if (st->embedding)
+    if (st->embedding) {
+        if (y->detail != EST_DETAIL_STAGE)
+            snprintf(r->region, sizeof r->region, "embedding backward mb %lld", (long long)mb);
         emit_ops(y, r, &y->embed_bwd, 1);
+    }
     if (last_mb) {
         double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
         if (st->embedding || (st->loss && !s->model.tied_embeddings))

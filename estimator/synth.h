@@ -21,7 +21,17 @@
  * operations on one stream that nothing else waits on within a layer, and
  * `stage` merges such runs across layers. A merged task keeps its dispatches
  * as one host task: it cannot start before its first dispatch, nor end
- * before its last dispatch plus its last operation. */
+ * before its last dispatch plus its last operation.
+ *
+ * A GPU task's tag says where in the step it belongs: "forward mb M chunk
+ * C" or "backward mb M chunk C" (a pass of micro-batch M on model chunk C;
+ * at layer and kernel detail only its part before the first layer: the
+ * embedding's forward, the loss's backward), "layer L forward mb M" and
+ * "layer L backward mb M" (at layer and kernel detail), "output layer
+ * forward mb M" and "embedding backward mb M" (likewise), "parameter
+ * gather", "gradient reduction" or "optimizer"; gradient buckets reduced
+ * during a backward pass, and pipeline transfers, carry the tag of the work
+ * before them. Trace writers read them (synth_trace.h). */
 #ifndef ESTIMATOR_SYNTH_H
 #define ESTIMATOR_SYNTH_H
 
