@@ -16,6 +16,7 @@ static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
     [MODEL_EDGE_INTER_THREAD] = "inter_thread",
     [MODEL_EDGE_GPU_WAIT] = "gpu_wait",
     [MODEL_EDGE_STEP_END] = "step_end",
+    [MODEL_EDGE_HOST_POLL] = "host_poll",
 };
 
 const char *model_edge_kind_name(enum model_edge_kind k)

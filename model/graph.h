@@ -16,6 +16,10 @@
  *   launch_queue  GPU work starting -> a launch that found the queue full
  *   inter_thread  a thread going idle -> another thread resuming after a
  *                 long gap (a hand-off, e.g. forward -> backward)
+ *   host_poll     GPU work -> the call after a host gap that was a wait on it
+ *                 without a runtime call (a library polling host-mapped
+ *                 memory a kernel writes): the gap keeps only the thread's
+ *                 usual gap as host work (MODEL_HOST_POLL_* below)
  *   gpu_wait      GPU work -> GPU work on another stream of the device that
  *                 was ready earlier yet started just as it ended: a wait the
  *                 trace does not name (an event recorded out of sight, or
@@ -60,6 +64,26 @@ struct model_job;
  * it resumed. */
 #define MODEL_INTER_THREAD_GAP_NS 1000000
 #define MODEL_HANDOFF_MAX_LATENCY_NS 2000000
+
+/* Host-side polling: the gap before a runtime call on a thread is a wait on
+ * GPU work (a host_poll edge) when
+ *   - the thread's gaps are otherwise short: it has at least
+ *     MODEL_HOST_POLL_MIN_CALLS calls and its usual gap (the median gap
+ *     before a call) is at most MODEL_HOST_POLL_USUAL_MAX_NS;
+ *   - the gap is far longer than that: at least MODEL_HOST_POLL_RATIO times
+ *     the usual gap and at least MODEL_HOST_POLL_MIN_NS;
+ *   - it ends within MODEL_HOST_POLL_LATENCY_NS of the end (before or after:
+ *     the host sees a flag the kernel writes) of the last task queued on a
+ *     stream of the rank when the gap began (work queued behind it was not
+ *     awaited; a program running ahead of its GPU would otherwise see waits
+ *     wherever a gap ends near some kernel's end by chance).
+ * The call then starts when that task has ended, plus the latency measured,
+ * and after the usual gap, the only host work the gap keeps. */
+#define MODEL_HOST_POLL_MIN_CALLS 8
+#define MODEL_HOST_POLL_USUAL_MAX_NS 50000
+#define MODEL_HOST_POLL_RATIO 20
+#define MODEL_HOST_POLL_MIN_NS 100000
+#define MODEL_HOST_POLL_LATENCY_NS 5000
 
 struct model_graph_opts {
     int64_t first_step, last_step; /* step numbers to model; -1 = all */
@@ -115,6 +139,7 @@ enum model_edge_kind {
     MODEL_EDGE_INTER_THREAD,
     MODEL_EDGE_GPU_WAIT,
     MODEL_EDGE_STEP_END,
+    MODEL_EDGE_HOST_POLL,
     MODEL_EDGE_KIND_COUNT
 };
 

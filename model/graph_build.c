@@ -1000,6 +1000,70 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
     return rc;
 }
 
+/* What a thread idle from p to q polled for: among each stream's last
+ * task launched before p (the work queued when the wait began), the one
+ * ending nearest q, at most MODEL_HOST_POLL_LATENCY_NS away; MODEL_NONE if
+ * none. Work queued behind it was not awaited: a gap in a program that
+ * runs ahead of its GPU ends near some kernel's end by chance alone. */
+static uint32_t polled_task(struct builder *b, struct rank_build *r, int64_t p, int64_t q)
+{
+    uint32_t best = MODEL_NONE;
+    int64_t best_d = MODEL_HOST_POLL_LATENCY_NS + 1;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        uint32_t x = last_launched_before(&r->streams[i], p);
+        if (x == MODEL_NONE)
+            continue;
+        int64_t d = b->end[x] > q ? b->end[x] - q : q - b->end[x];
+        if (d < best_d) {
+            best_d = d;
+            best = x;
+        }
+    }
+    return best;
+}
+
+/* Host-side polling (graph.h, MODEL_HOST_POLL_*): a gap far longer than
+ * its thread's usual gap that ends as GPU work ends was a wait on it. */
+static int host_poll_edges(struct builder *b, struct rank_build *r)
+{
+    int64_t *gaps = NULL;
+    size_t cap = 0;
+    int rc = SC_OK;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi && rc == SC_OK; res++) {
+        uint32_t first = b->res[res].first, last = first + b->res[res].n;
+        size_t n = 0;
+        for (uint32_t c = first + 1; c < last; c++) {
+            if (b->tasks[c].kind != MODEL_TASK_CALL)
+                continue;
+            if (sc_vec_reserve((void **)&gaps, &cap, n + 1, sizeof *gaps)) {
+                rc = OOM(b);
+                break;
+            }
+            gaps[n++] = b->tasks[c].gap;
+        }
+        if (rc || n < MODEL_HOST_POLL_MIN_CALLS)
+            continue;
+        sc_sort(gaps, n, sizeof *gaps, cmp_i64);
+        int64_t usual = gaps[n / 2];
+        if (usual > MODEL_HOST_POLL_USUAL_MAX_NS)
+            continue;
+        int64_t long_gap = max64(MODEL_HOST_POLL_MIN_NS, MODEL_HOST_POLL_RATIO * usual);
+        for (uint32_t c = first + 1; c < last && rc == SC_OK; c++) {
+            if (b->tasks[c].kind != MODEL_TASK_CALL || b->tasks[c].gap < long_gap)
+                continue;
+            uint32_t x = polled_task(b, r, b->ts[c] - b->tasks[c].gap, b->ts[c]);
+            if (x == MODEL_NONE)
+                continue;
+            b->tasks[c].gap = usual;
+            /* no earlier than the task's end (a flag written just before it
+             * ends is read after: the clocks cannot order that finer) */
+            rc = add_edge(b, x, c, max64(0, b->ts[c] - b->end[x]), MODEL_FS, MODEL_EDGE_HOST_POLL, 1);
+        }
+    }
+    free(gaps);
+    return rc;
+}
+
 /* The launch queue: when launches find it full (outstanding work plateaus
  * at a depth Q and launches there take far longer than usual), launch j
  * cannot return before GPU op j - Q has started. */
@@ -1624,7 +1688,7 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
             (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
             (rc = launch_queue_edges(&b, r, &b.queue_depth[i])) ||
             (rc = gpu_wait_edges(&b, r)) || (rc = host_sync_edges(&b, r)) ||
-            (rc = inter_thread_edges(&b, r)) || (rc = step_end_edges(&b, r)))
+            (rc = host_poll_edges(&b, r)) || (rc = inter_thread_edges(&b, r)) || (rc = step_end_edges(&b, r)))
             break;
     }
     if (rc == SC_OK)

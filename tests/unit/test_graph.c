@@ -361,6 +361,97 @@ TEST(graph_polling_loop_waits_for_the_gpu)
     run_free(&b);
 }
 
+/* ---- host-side polling --------------------------------------------------------------- */
+
+/* The main thread launches eight 100 us kernels on stream 7 (a call every
+ * 10 us: a usual gap of 5 us), then waits with no runtime call (a library
+ * polling host-mapped memory) until gap_end_us; then it launches a 50 us
+ * kernel and synchronizes. The kernels end at 115, 215, ..., 815 us. With
+ * ops, CPU ops run around every launch and one spans the wait. */
+static const char *poll_fixture(const char *name, double gap_end_us, int with_ops)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    double k8 = gap_end_us + 5, k8_end = (k8 > 815 ? k8 : 815) + 50, end = k8_end + 2 + 6;
+    tb_step(&tb, 1, 0, end);
+    for (int i = 0; i < 8; i++) {
+        if (with_ops)
+            tb_op(&tb, TB_MAIN, "aten::mm", 9 + 10 * i, 7);
+        tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 100 * i, 100);
+    }
+    if (with_ops)
+        tb_op(&tb, TB_MAIN, "moe::combine_wait", 87, gap_end_us - 88);
+    tb_launch(&tb, gap_end_us, 5, 7, "after", k8 > 815 ? k8 : 815, 50);
+    tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", gap_end_us + 7, k8_end + 2 - (gap_end_us + 7));
+    const char *p = tb_write(&tb, name);
+    tb_free(&tb);
+    return p;
+}
+
+/* The call launching "after", the first after the wait. */
+static uint32_t call_after_gap(const struct model_graph *g)
+{
+    uint32_t k = task_named(g, "after");
+    for (uint32_t e = k == MODEL_NONE ? 0 : g->pred_at[k]; k != MODEL_NONE && e < g->pred_at[k + 1]; e++)
+        if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
+            return g->edges[e].from;
+    return MODEL_NONE;
+}
+
+/* A gap that ends 2 us after the last kernel queued when it began ends: a
+ * host_poll edge, the gap keeps the usual 5 us, and the step follows the
+ * GPU: it reproduces the measured step, shrinks under gpu=0.5 and grows
+ * under gpu=2 by the kernels' change (400 us less, 800 us more, the kernel
+ * after the wait included: 425 and 850). With CPU ops around it, the same. */
+static void check_poll(const char *name, int with_ops)
+{
+    struct run a, half, twice;
+    const char *p = poll_fixture(name, 817, with_ops);
+    if (replay1(&a, p, NULL) || replay1(&half, p, "gpu=0.5") || replay1(&twice, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 1);
+    uint32_t c = call_after_gap(a.g);
+    REQUIRE(c != MODEL_NONE);
+    CHECK_EQ_INT(a.g->tasks[c].gap, 5000);
+    size_t polls = 0; /* the edge goes to that call */
+    for (uint32_t e = a.g->pred_at[c]; e < a.g->pred_at[c + 1]; e++)
+        polls += a.g->edges[e].kind == MODEL_EDGE_HOST_POLL;
+    CHECK_EQ_INT(polls, 1);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
+    CHECK_NEAR(step_us(&a, 0) - step_us(&half, 0), 425, 1.0);
+    CHECK_NEAR(step_us(&twice, 0) - step_us(&a, 0), 850, 1.0);
+    run_free(&a);
+    run_free(&half);
+    run_free(&twice);
+}
+
+TEST(graph_host_poll_without_cpu_ops) { check_poll("poll_bare.json", 0); }
+TEST(graph_host_poll_inside_a_cpu_op) { check_poll("poll_ops.json", 1); }
+
+/* Long gaps that end nowhere near the end of the work queued when they
+ * began stay host work: one ending while the GPU is mid-kernel (600 us),
+ * one ending 2 us after a kernel that had more queued behind it (717 us:
+ * the seventh kernel's end, the eighth queued). The gap is kept whole and
+ * the call after it starts when it did, under gpu=0.5 too. */
+TEST(graph_host_gap_far_from_gpu_ends_stays_host_work)
+{
+    static const double ends[] = {600, 717};
+    for (int k = 0; k < 2; k++) {
+        struct run a, half;
+        const char *p = poll_fixture(k ? "gap717.json" : "gap600.json", ends[k], 1);
+        if (replay1(&a, p, NULL) || replay1(&half, p, "gpu=0.5"))
+            return;
+        CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 0);
+        uint32_t c = call_after_gap(a.g);
+        REQUIRE(c != MODEL_NONE);
+        CHECK_EQ_INT(a.g->tasks[c].gap, (int64_t)(ends[k] - 85) * 1000);
+        CHECK_EQ_INT(half.r->start[c], a.r->start[c]);
+        CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
+        run_free(&a);
+        run_free(&half);
+    }
+}
+
 /* ---- collectives and clocks ------------------------------------------------------------- */
 
 /* Two ranks: compute then an all-reduce; rank 1 launches later, so rank 0's
