@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/json_reply.h"
+#include "api/routes.h"
 #include "common/banned.h"
 
 static const char *const kind_names[API_LEDGER_KIND_COUNT] = {"replay", "whatif", "estimate"};
@@ -255,4 +256,128 @@ int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v,
             a = NULL;
         }
     return api_reply_json(r, 200, a ? json_pack("{s:o}", "calibrations", a) : NULL);
+}
+
+char *api_ledger_file_text(const struct api_validation *v, size_t n)
+{
+    json_t *entries = json_array();
+    for (size_t i = 0; entries && i < n; i++) {
+        json_t *e = api_validation_json(&v[i]);
+        if (!e || json_object_set_new(e, "created_ns", json_integer((json_int_t)v[i].created_ns)) ||
+            json_array_append_new(entries, e)) {
+            json_decref(entries);
+            entries = NULL;
+        }
+    }
+    json_t *doc = entries ? json_pack("{s:s, s:i, s:o}", "format", "stepcast-ledger", "version", 1, "entries",
+                                      entries)
+                          : NULL;
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+/* A string member into out (n bytes): absent or null is "", anything else
+ * not a string, or too long, fails. */
+static int member_str(json_t *o, const char *key, char *out, size_t n)
+{
+    json_t *v = json_object_get(o, key);
+    out[0] = '\0';
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) >= n)
+        return -1;
+    snprintf(out, n, "%s", json_string_value(v));
+    return 0;
+}
+
+/* An object member as compact JSON text (NULL when absent or null). */
+static int member_object(json_t *o, const char *key, char **out)
+{
+    json_t *v = json_object_get(o, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return -1;
+    *out = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    return *out ? 0 : -1;
+}
+
+static const char *read_entry(json_t *e, struct api_validation *v)
+{
+    json_t *m = json_object_get(e, "measured_step_ms"), *p = json_object_get(e, "predicted_step_ms");
+    char kind[16];
+    if (!json_is_object(e))
+        return "an object";
+    if (!json_is_integer(json_object_get(e, "id")) || json_integer_value(json_object_get(e, "id")) < 1)
+        return "id";
+    v->id = json_integer_value(json_object_get(e, "id"));
+    if (member_str(e, "model", v->model, sizeof v->model) || (v->model[0] && !api_id_valid(v->model)))
+        return "model";
+    if (member_str(e, "kind", kind, sizeof kind) || api_ledger_kind_parse(kind, &v->kind))
+        return "kind";
+    if (!json_is_number(m) || !(json_number_value(m) > 0) || json_number_value(m) > 1e12)
+        return "measured_step_ms";
+    v->measured_ms = json_number_value(m);
+    if (p && !json_is_null(p) && (!json_is_number(p) || !(json_number_value(p) > 0) || json_number_value(p) > 1e12))
+        return "predicted_step_ms";
+    v->predicted_ms = p && json_is_number(p) ? json_number_value(p) : 0;
+    if (member_str(e, "source", v->source, sizeof v->source))
+        return "source";
+    if (member_str(e, "run_at", v->run_at, sizeof v->run_at))
+        return "run_at";
+    if (member_str(e, "version", v->version, sizeof v->version))
+        return "version";
+    if (member_str(e, "calibration", v->calibration, sizeof v->calibration))
+        return "calibration";
+    if (!json_is_boolean(json_object_get(e, "in_sample")))
+        return "in_sample";
+    v->in_sample = json_is_true(json_object_get(e, "in_sample"));
+    if (!json_is_integer(json_object_get(e, "created_ns")) || json_integer_value(json_object_get(e, "created_ns")) < 0)
+        return "created_ns";
+    v->created_ns = json_integer_value(json_object_get(e, "created_ns"));
+    if (member_object(e, "spec", &v->spec))
+        return "spec";
+    if (member_object(e, "set", &v->set))
+        return "set";
+    return NULL;
+}
+
+int api_ledger_file_parse(const char *text, size_t len, struct api_validation **out, size_t *n,
+                          struct sc_error *err)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *entries;
+    const char *format = NULL;
+    int version = 0, rc = SC_OK;
+    *out = NULL;
+    *n = 0;
+    if (!doc)
+        return sc_error_set(err, SC_EPARSE, "not JSON: %s (byte %d)", je.text, je.position);
+    if (json_unpack(doc, "{s:s, s:i, s:o}", "format", &format, "version", &version, "entries", &entries) ||
+        strcmp(format, "stepcast-ledger") != 0 || version != 1 || !json_is_array(entries)) {
+        json_decref(doc);
+        return sc_error_set(err, SC_EPARSE, "not a stepcast ledger (format \"stepcast-ledger\", version 1, entries)");
+    }
+    size_t k = json_array_size(entries);
+    struct api_validation *v = calloc(k ? k : 1, sizeof *v);
+    if (!v)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < k && rc == SC_OK; i++) {
+        const char *bad = read_entry(json_array_get(entries, i), &v[i]);
+        if (bad)
+            rc = sc_error_set(err, SC_EPARSE, "entries[%zu]: %s is not valid", i, bad);
+        for (size_t j = 0; j < i && rc == SC_OK; j++)
+            if (v[j].id == v[i].id)
+                rc = sc_error_set(err, SC_EPARSE, "entries[%zu]: id %lld repeats", i, (long long)v[i].id);
+    }
+    json_decref(doc);
+    if (rc) {
+        api_validations_free(v, k);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
 }

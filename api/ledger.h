@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "api/resources.h"
+#include "common/error.h"
 
 #define LEDGER_BAND_MIN 10
 
@@ -82,6 +83,15 @@ json_t *api_validation_json(const struct api_validation *v);
 json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sample);
 /* A calibration; its document and report when `full`. */
 json_t *api_calibration_json(const struct api_calibration *c, int full);
+
+/* The ledger as a file (`stepcast ledger --ledger FILE`, the local
+ * ledger): {"format":"stepcast-ledger","version":1,"entries":[entry...]},
+ * each entry as api_validation_json writes it plus "created_ns". */
+char *api_ledger_file_text(const struct api_validation *v, size_t n); /* malloc'd, or NULL */
+/* Read one; SC_EPARSE naming the entry and member when it is not one.
+ * *v is malloc'd (api_validations_free). */
+int api_ledger_file_parse(const char *text, size_t len, struct api_validation **v, size_t *n,
+                          struct sc_error *err);
 
 struct api_reply;
 /* The replies of the ledger's and calibrations' routes. */

@@ -1,2 +1,5 @@
 # api/: JSON mapping (Jansson), routes, request validation, auth, OpenAPI.
 CORE_SRCS += $(wildcard api/*.c)
+# `make fuzz`: what `stepcast ledger` reads: the ledger file and the CSV of
+# measured step times (tests/fuzz/fuzz_ledger.c)
+FUZZ_TARGETS += ledger

@@ -7,6 +7,7 @@
 #define CLIENTS_CLI_H
 
 #include "common/error.h"
+#include "estimator/estimate.h"
 
 struct model_job;
 struct model_load_opts;
@@ -19,6 +20,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -48,6 +50,13 @@ int cli_is_dir(const char *path);
 
 /* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
 int cli_print_json(void *json);
+
+/* Estimate a spec (text of n bytes) here: its cluster.profile is a file,
+ * or NAME.json in `calibrations` (a directory, may be NULL). Prints the
+ * error and returns the exit status on failure, 0 with *spec and *e
+ * (est_estimate_release) on success. */
+int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,
+                 struct est_spec *spec, struct est_estimate *e);
 
 /* Members of a JSON object (a json_t *) for display: a string, or `none`
  * when absent or not a string; a number, or 0. */

@@ -62,12 +62,14 @@ static void print_text(const json_t *d, const char *gpu)
 static int read_profile(const char *name, const char *dir, char **text, size_t *n, struct sc_error *err)
 {
     char path[4096];
+    int rc;
     if (!dir || access(name, F_OK) == 0 || strchr(name, '/'))
-        return cli_read_file(name, 16 << 20, text, n, err);
-    snprintf(path, sizeof path, "%s/%s.json", dir, name);
-    if (access(path, F_OK) != 0)
+        rc = cli_read_file(name, 16 << 20, text, n, err);
+    else if (snprintf(path, sizeof path, "%s/%s.json", dir, name), access(path, F_OK) != 0)
         return sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no file '%s', nor '%s'", name, path);
-    return cli_read_file(path, 16 << 20, text, n, err);
+    else
+        rc = cli_read_file(path, 16 << 20, text, n, err);
+    return rc ? sc_error_prefix(err, "cluster.profile") : SC_OK;
 }
 
 int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
@@ -91,21 +93,28 @@ int cli_load_spec(const char *text, size_t n, const char *calibrations, struct e
     return 0;
 }
 
+int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,
+                 struct est_spec *spec, struct est_estimate *e)
+{
+    const struct hw_profile *hw;
+    struct est_costs costs;
+    struct sc_error err;
+    int rc = cli_load_spec(text, n, calibrations, spec, &hw, &costs);
+    if (rc)
+        return rc;
+    return est_estimate(spec, hw, &costs, detail, e, &err) ? cli_fail(&err) : 0;
+}
+
 /* The estimate document of a spec, made here. */
 static int estimate_here(const char *text, size_t n, const char *calibrations, enum est_detail detail,
                          json_t **doc, char *gpu, size_t gpu_n)
 {
     struct est_spec spec;
-    const struct hw_profile *hw;
-    struct est_costs costs;
     struct est_estimate e;
-    struct sc_error err;
-    int rc;
-    if ((rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs)))
+    int rc = cli_estimate(text, n, calibrations, detail, &spec, &e);
+    if (rc)
         return rc;
     snprintf(gpu, gpu_n, "%s", spec.cluster.gpu);
-    if (est_estimate(&spec, hw, &costs, detail, &e, &err))
-        return cli_fail(&err);
     *doc = api_estimate_json(&e);
     est_estimate_release(&e);
     return *doc ? 0 : 1;

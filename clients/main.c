@@ -34,7 +34,7 @@ static const char usage[] =
     "      the chain of work and waits that sets each step's length\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
-    "  estimate --spec F [--detail stage|layer|kernel] [--json]\n"
+    "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
     "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
     "      traced, from its spec: the step synthesised as a graph and replayed\n"
     "  synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n"
@@ -47,6 +47,8 @@ static const char usage[] =
     "      and written out with every default\n"
     "  calibrate traces [--gpu ID] --out PROFILE.json TRACE...\n"
     "      fit GEMM and collective costs to a job's own traces\n"
+    "  ledger add|import|list|delete ... --ledger FILE (or with --server)\n"
+    "      measured step times next to stepcast's predictions: MAPE, bands\n"
     "\n"
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
@@ -57,6 +59,9 @@ static const char usage[] =
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
+    "  estimate, hardware, ledger: as above, answered by the server\n"
+    "  calibrate nccl-tests FILE --name N | calibrate model ID --name N |\n"
+    "  calibrate list | calibrate show NAME: the server's named calibrations\n"
     "\n"
     "TRACE is a Kineto trace (JSON, plain or gzip), a directory of per-rank\n"
     "traces or a .tar(.gz) of them. Exit status: 0 success, 2 invalid input\n"
@@ -155,6 +160,7 @@ int main(int argc, char **argv)
         {"spec", cmd_spec},
         {"estimate", cmd_estimate},
         {"synth", cmd_synth},
+        {"ledger", cmd_ledger},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

@@ -89,11 +89,11 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
         m->pp = (int64_t)f[9];
         m->step_ms = f[10];
         m->line = line;
-        if (m->gpus != m->tp * m->dp * m->pp) {
-            long long gpus = (long long)m->gpus, product = (long long)(m->tp * m->dp * m->pp);
+        if (f[0] != f[7] * f[8] * f[9]) { /* in doubles: the product of three may overflow */
+            long long gpus = (long long)m->gpus;
             free(v);
-            return sc_error_set(err, SC_EPARSE, "line %zu: %lld GPUs are not tp x dp x pp = %lld", line,
-                                gpus, product);
+            return sc_error_set(err, SC_EPARSE, "line %zu: %lld GPUs are not tp x dp x pp = %.0f", line,
+                                gpus, f[7] * f[8] * f[9]);
         }
         p = eol ? eol + 1 : end;
     }

@@ -5,7 +5,7 @@
 # and CPU time, against its target (stage 50 ms, layer 500 ms, kernel 2 s).
 cd "$(dirname "$0")/../.." || exit 1
 make -s build/stepcast || exit 1
-spec=tests/bench/specs/gpt3-175b-h100.json
+spec=tests/bench/specs/dense-96l-h24576-h100.json
 for level in stage:50 layer:500 kernel:2000; do
     detail=${level%:*} target=${level#*:}
     echo "command: build/stepcast estimate --spec $spec --detail $detail --json"

@@ -288,3 +288,73 @@ class Client:
     def revoke_token(self, token_id: str) -> Doc:
         """``DELETE /v1/tokens/{id}``: revoke a token (not the last admin one)."""
         return self.request("DELETE", _path("/v1/tokens/{}", token_id))
+
+    # ---- estimation ----
+
+    def estimate(self, spec: Mapping[str, Any], detail: Optional[str] = None) -> Doc:
+        """``POST /v1/estimate``: the estimate of a spec (as ``stepcast
+        estimate --json``) with its error ``band`` from the ledger; the
+        spec's ``cluster.profile`` names one of :meth:`calibrations`."""
+        query = [("detail", detail)] if detail is not None else []
+        return self.request("POST", "/v1/estimate", query=query, json=dict(spec))
+
+    def hardware(self, gpu: Optional[str] = None) -> Doc:
+        """``GET /v1/hardware``: ``{"hardware": [...]}``; with ``gpu``, that
+        profile (``GET /v1/hardware/{id}``)."""
+        return self.request("GET", _path("/v1/hardware/{}", gpu) if gpu is not None else "/v1/hardware")
+
+    def calibrations(self) -> Doc:
+        """``GET /v1/calibrations``: ``{"calibrations": [...]}`` (without profiles)."""
+        return self.request("GET", "/v1/calibrations")
+
+    def calibration(self, name: str) -> Doc:
+        """``GET /v1/calibrations/{id}``: a calibration with its profile and report."""
+        return self.request("GET", _path("/v1/calibrations/{}", name))
+
+    def calibrate_nccl_tests(self, name: str, output: Union[PathLike, str, bytes], *, gpu: Optional[str] = None,
+                             kind: Optional[str] = None, ranks: Optional[int] = None,
+                             nodes: Optional[int] = None) -> Doc:
+        """``POST /v1/calibrations/nccl-tests``: one nccl-tests output (a file
+        name, or its text or bytes) fitted and kept as calibration ``name``."""
+        query = [("name", name)] + [(k, v) for k, v in (("gpu", gpu), ("kind", kind), ("ranks", ranks),
+                                                        ("nodes", nodes)) if v is not None]
+        if isinstance(output, bytes):
+            return self.request("POST", "/v1/calibrations/nccl-tests", query=query, body=output)
+        if isinstance(output, str) and "\n" in output:
+            return self.request("POST", "/v1/calibrations/nccl-tests", query=query, body=output.encode())
+        return self.request("POST", "/v1/calibrations/nccl-tests", query=query, file=output)
+
+    def calibrate_model(self, model: str, name: str, *, gpu: Optional[str] = None) -> Doc:
+        """``POST /v1/models/{id}/calibration``: the model's traces fitted
+        (``stepcast calibrate traces``) and kept as calibration ``name``."""
+        query = [("name", name)] + ([("gpu", gpu)] if gpu is not None else [])
+        return self.request("POST", _path("/v1/models/{}/calibration", model), query=query)
+
+    # ---- the validation ledger ----
+
+    def validations(self, model: Optional[str] = None, kind: Optional[str] = None, *,
+                    in_sample: bool = False) -> Doc:
+        """``GET /v1/validations``: the entries with MAPE per model, kind and
+        month, and the bands; ``in_sample`` counts in-sample entries too."""
+        query = [(k, v) for k, v in (("model", model), ("kind", kind)) if v is not None]
+        if in_sample:
+            query.append(("in_sample", "true"))
+        return self.request("GET", "/v1/validations", query=query)
+
+    def add_validation(self, measured_step_ms: float, *, model: Optional[str] = None,
+                       spec: Optional[Mapping[str, Any]] = None, set: Optional[Mapping[str, Any]] = None,
+                       source: Optional[str] = None, run_at: Optional[str] = None,
+                       in_sample: bool = False) -> Doc:
+        """``POST /v1/validations``: a measured step time with the prediction
+        the server makes now (``model``: its replay; ``spec``: its estimate);
+        the entry with its ``error_pct``."""
+        body: Dict[str, Any] = {"measured_step_ms": measured_step_ms, "in_sample": in_sample}
+        for key, value in (("model", model), ("spec", spec), ("set", set), ("source", source),
+                           ("run_at", run_at)):
+            if value is not None:
+                body[key] = dict(value) if isinstance(value, Mapping) else value
+        return self.request("POST", "/v1/validations", json=body)
+
+    def delete_validation(self, entry: int) -> Doc:
+        """``DELETE /v1/validations/{id}`` (admin)."""
+        return self.request("DELETE", _path("/v1/validations/{}", entry))

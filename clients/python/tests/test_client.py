@@ -105,6 +105,13 @@ class TestService(ErrorCase):
             ("get", "/v1/models/{id}/replay"): "replay", ("get", "/v1/models/{id}/critical-path"): "critical_path",
             ("get", "/v1/models/{id}/timeline"): "timeline", ("get", "/v1/tokens"): "tokens",
             ("post", "/v1/tokens"): "create_token", ("delete", "/v1/tokens/{id}"): "revoke_token",
+            ("post", "/v1/estimate"): "estimate", ("get", "/v1/hardware"): "hardware",
+            ("get", "/v1/hardware/{id}"): "hardware", ("get", "/v1/calibrations"): "calibrations",
+            ("get", "/v1/calibrations/{id}"): "calibration",
+            ("post", "/v1/calibrations/nccl-tests"): "calibrate_nccl_tests",
+            ("post", "/v1/models/{id}/calibration"): "calibrate_model",
+            ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
+            ("delete", "/v1/validations/{id}"): "delete_validation",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():
@@ -291,6 +298,51 @@ class TestTokensAndErrors(ErrorCase):
         self.assertEqual(c.upload_trace("sample", 0, json.dumps(unranked).encode(), replace=True)["rank"], 0)
         self.assertEqual(c.upload_trace("sample", 0, files[0], replace=True)["rank"], 0)
         self.assertApiError(404, "not_found", c.job, "x")  # nothing above created it
+
+
+SPEC = {"model": {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024},
+        "parallel": {"tp": 2, "dp": 4, "micro_batch": 2, "global_batch": 32},
+        "cluster": {"gpu": "h100-sxm"}}
+NCCL = os.path.join(ROOT, "tests", "fixtures", "nccl-tests", "sendrecv-2node-synthetic.txt")
+
+
+class TestEstimationAndLedger(ErrorCase):
+    def test_estimate_hardware_calibrations(self):
+        c = admin()
+        e = c.estimate(SPEC)
+        self.assertGreater(e["step_ms"], 0)
+        self.assertEqual(e["band"]["needed"], 10)
+        self.assertEqual(c.estimate(SPEC, detail="kernel")["per_stage"][0]["stage"], 0)
+        self.assertApiError(400, "invalid_spec", c.estimate, {"model": {"layers": 1}})
+        self.assertEqual(c.hardware("h100-sxm")["sm_count"], 132)
+        self.assertIn("a100-sxm4-80gb", [h["id"] for h in c.hardware()["hardware"]])
+        self.assertApiError(404, "not_found", c.hardware, "tpu")
+        made = c.calibrate_nccl_tests("py-fabric", NCCL, gpu="h100-sxm")
+        self.assertEqual(made["source"], "nccl-tests")
+        with open(NCCL) as f:
+            again = c.calibrate_nccl_tests("py-fabric", f.read(), gpu="h100-sxm")
+        self.assertEqual(again["sha256"], made["sha256"])
+        self.assertIn("py-fabric", [x["name"] for x in c.calibrations()["calibrations"]])
+        self.assertIn("collective", c.calibration("py-fabric")["profile"])
+        team = c.calibrate_model(D["model"], "py-team", gpu="a100-sxm4-80gb")
+        self.assertEqual((team["source"], team["model"]), ("traces", D["model"]))
+        spec = dict(SPEC, cluster={"gpu": "h100-sxm", "profile": "py-fabric"})
+        self.assertGreater(c.estimate(spec)["step_ms"], 0)
+
+    def test_ledger(self):
+        c = admin()
+        r = c.add_validation(18.0, model=D["model"], source="py", run_at="2026-09-01")
+        self.assertEqual(r["kind"], "replay")
+        self.assertAlmostEqual(r["error_pct"], (r["predicted_step_ms"] - 18.0) / 18.0 * 100, places=6)
+        e = c.add_validation(500.0, spec=SPEC)
+        self.assertEqual(e["kind"], "estimate")
+        self.assertApiError(501, "not_implemented", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        ledger = c.validations(model=D["model"])
+        self.assertIn(r["id"], [x["id"] for x in ledger["entries"]])
+        self.assertIn("2026-09", ledger["by_month"])
+        self.assertIn("estimate", c.validations(kind="estimate", in_sample=True)["by_kind"])
+        self.assertEqual(c.delete_validation(e["id"])["deleted"], "validation")
+        self.assertApiError(404, "not_found", c.delete_validation, e["id"])
 
 
 class TestRetry(ErrorCase):
