@@ -1280,6 +1280,91 @@ static void synth_release(struct synth *y, struct pipeline *p)
     free(p->grad_norm);
 }
 
+/* The operations of every layer kind, the embedding and the loss, with
+ * their costs (what both est_synth and est_synth_bound start from). */
+static void make_ops(struct synth *y)
+{
+    layer_ops(y, 0);
+    if (y->s->model.moe.experts > 0)
+        layer_ops(y, 1);
+    embedding_and_loss_ops(y);
+    cp_pieces(y);
+    for (int k = 0; k < 2; k++) {
+        summarise(y, &y->fwd[k]);
+        summarise(y, &y->bwd[k]);
+        summarise(y, &y->recompute[k]);
+    }
+    summarise(y, &y->embed_fwd);
+    summarise(y, &y->embed_bwd);
+    summarise(y, &y->head_fwd);
+    summarise(y, &y->head_bwd);
+}
+
+/* The compute stream's time for list l (emit_ops puts all of it there: a
+ * context-parallel attention is cp blocks). */
+static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, int backward)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < l->n; i++)
+        t += l->v[i].special == OP_CP_ATTENTION ? y->s->parallel.cp * y->cp_block[backward].dur : l->v[i].dur;
+    return t;
+}
+
+/* One micro-batch's forward (*f) and backward with its recomputation (*b)
+ * on virtual stage st. */
+static void pass_ns(const struct synth *y, const struct est_stage_layers *st, int64_t *f, int64_t *b)
+{
+    int64_t layer_f[2], layer_b[2];
+    for (int k = 0; k < 2; k++) {
+        layer_f[k] = list_compute_ns(y, &y->fwd[k], 0);
+        layer_b[k] = list_compute_ns(y, &y->recompute[k], 0) + list_compute_ns(y, &y->bwd[k], 1);
+    }
+    *f = st->embedding ? list_compute_ns(y, &y->embed_fwd, 0) : 0;
+    *b = st->embedding ? list_compute_ns(y, &y->embed_bwd, 1) : 0;
+    if (st->loss) {
+        *f += list_compute_ns(y, &y->head_fwd, 0);
+        *b += list_compute_ns(y, &y->head_bwd, 1);
+    }
+    for (int i = 0; i < st->layers; i++) {
+        int moe = est_model_layer_is_moe(&y->s->model, st->first_layer + i);
+        *f += layer_f[moe];
+        *b += layer_b[moe];
+    }
+}
+
+int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                    double *ms, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
+    int64_t best = 0, chain = 0; /* chain: chunk 0's forward and backward on the ranks before */
+    *ms = 0;
+    shape_init(&y);
+    p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
+    if (!p.vstages)
+        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
+    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+        synth_release(&y, &p);
+        return err->code;
+    }
+    make_ops(&y);
+    for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
+        int64_t busy = 0, f, b;
+        for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
+            pass_ns(&y, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
+            busy += p.m * (f + b);
+        }
+        best = chain + busy > best ? chain + busy : best;
+        pass_ns(&y, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
+        chain += f + b;
+    }
+    synth_release(&y, &p);
+    if (y.failed)
+        return y.failed;
+    *ms = (double)best / 1e6;
+    return SC_OK;
+}
+
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
@@ -1303,20 +1388,7 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     }
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
-    layer_ops(&y, 0);
-    if (s->model.moe.experts > 0)
-        layer_ops(&y, 1);
-    embedding_and_loss_ops(&y);
-    cp_pieces(&y);
-    for (int k = 0; k < 2; k++) {
-        summarise(&y, &y.fwd[k]);
-        summarise(&y, &y.bwd[k]);
-        summarise(&y, &y.recompute[k]);
-    }
-    summarise(&y, &y.embed_fwd);
-    summarise(&y, &y.embed_bwd);
-    summarise(&y, &y.head_fwd);
-    summarise(&y, &y.head_bwd);
+    make_ops(&y);
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;

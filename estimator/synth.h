@@ -82,4 +82,18 @@ int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, c
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err);
 
+/* A lower bound of the step time, ms, that est_synth's graph of spec s
+ * replays to at any detail, without building it. Each pipeline rank's
+ * compute stream runs its passes one at a time, every one of them after
+ * its first forward pass and before its last backward pass; its first
+ * forward waits for model chunk 0's forward of that micro-batch on every
+ * rank before it, and its last backward pass (of chunk 0, in both
+ * schedules) is followed by that micro-batch's backward on every rank
+ * before it. So rank r's step is at least the forward and backward passes
+ * of chunk 0 on ranks 0..r-1 plus the m micro-batches' passes of all its
+ * chunks; the bound is the largest over ranks. Transfers, host work,
+ * collectives off the compute stream and the optimizer only add to it. */
+int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                    double *ms, struct sc_error *err);
+
 #endif
