@@ -72,36 +72,57 @@ struct cand {
 
 typedef int (*visit_fn)(void *ctx, const struct cand *c);
 
-static int fixed(const struct est_plan_request *req, const char *path)
-{
-    return est_spec_given_has(&req->given, path);
-}
+/* The keys a spec may fix, as bits. */
+enum { F_TP, F_CP, F_PP, F_DP, F_EP, F_ETP, F_MB, F_SCHEDULE, F_VPP, F_RECOMPUTE, F_SP, F_ZERO, F_COUNT };
+static const char *const fixable[F_COUNT] = {
+    "parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "parallel.ep", "parallel.etp",
+    "parallel.micro_batch", "parallel.schedule", "parallel.vpp", "options.recompute",
+    "options.sequence_parallel", "options.zero_stage"};
 
-/* The divisors of n up to limit, ascending (at most cap of them). */
-static size_t divisors(int64_t n, int64_t limit, int64_t *out, size_t cap)
+static unsigned fixed_mask(const struct est_plan_request *req)
 {
-    size_t k = 0;
-    for (int64_t d = 1; d <= n && d <= limit && k < cap; d++)
-        if (n % d == 0)
-            out[k++] = d;
-    return k;
+    unsigned m = 0;
+    for (int i = 0; i < F_COUNT; i++)
+        if (est_spec_given_has(&req->given, fixable[i]))
+            m |= 1u << i;
+    return m;
 }
 
 #define MAX_VALUES 256
 
+/* The divisors of n up to limit, ascending (at most cap of them). */
+static size_t divisors(int64_t n, int64_t limit, int64_t *out, size_t cap)
+{
+    int64_t high[MAX_VALUES];
+    size_t k = 0, h = 0;
+    for (int64_t d = 1; d * d <= n; d++) {
+        if (n % d)
+            continue;
+        if (d <= limit && k < cap)
+            out[k++] = d;
+        if (d * d != n && n / d <= limit && h < sizeof high / sizeof high[0])
+            high[h++] = n / d;
+    }
+    while (h > 0 && k < cap)
+        out[k++] = high[--h];
+    return k;
+}
+
 struct walk {
     const struct est_plan_request *req;
-    visit_fn visit;
+    visit_fn visit; /* each combination, or */
     void *ctx;
+    int64_t *count; /* only counted, when not NULL */
+    unsigned fixed; /* fixed_mask(req) */
     int64_t index;
 };
 
 /* The schedules and virtual stages tried for pp ranks. */
-static size_t schedules(const struct est_plan_request *req, int64_t pp, int64_t *vpp, int8_t *sched)
+static size_t schedules(const struct walk *w, int64_t pp, int64_t *vpp, int8_t *sched)
 {
-    const struct est_spec *s = &req->spec;
+    const struct est_spec *s = &w->req->spec;
     int64_t layers = s->model.layers;
-    int fix_sched = fixed(req, "parallel.schedule"), fix_vpp = fixed(req, "parallel.vpp");
+    int fix_sched = (w->fixed >> F_SCHEDULE & 1), fix_vpp = (w->fixed >> F_VPP & 1);
     size_t k = 0;
     if (fix_vpp || (fix_sched && s->parallel.schedule == EST_SCHEDULE_1F1B)) {
         vpp[0] = s->parallel.vpp;
@@ -121,51 +142,77 @@ static size_t schedules(const struct est_plan_request *req, int64_t pp, int64_t 
     return k;
 }
 
+/* The values of one small dimension: the fixed one, or those of 0..n-1
+ * that `ok` keeps. */
+static size_t small_values(int is_fixed, int64_t fixed_value, int n, int (*ok)(const struct cand *, int),
+                           const struct cand *c, int8_t *out)
+{
+    size_t k = 0;
+    for (int v = 0; v < n; v++)
+        if (is_fixed ? v == fixed_value : ok(c, v))
+            out[k++] = (int8_t)v;
+    return k;
+}
+
+static int any_value(const struct cand *c, int v)
+{
+    (void)c;
+    (void)v;
+    return 1;
+}
+
+static int sp_value(const struct cand *c, int v)
+{
+    return !v || c->tp > 1; /* sequence parallelism splits over tp */
+}
+
+static int zero_value(const struct cand *c, int v)
+{
+    return !v || c->dp * c->cp > 1; /* ZeRO shards over the data-parallel ranks */
+}
+
 static int walk_layout(struct walk *w, struct cand *c)
 {
     const struct est_plan_request *req = w->req;
     const struct est_spec *s = &req->spec;
-    int64_t ep[MAX_VALUES], vpp[EST_PLAN_MAX_VPP + 1];
-    int8_t sched[EST_PLAN_MAX_VPP + 1];
-    size_t n_ep = 1, n_sched = schedules(req, c->pp, vpp, sched);
+    int64_t ep[MAX_VALUES], vpp[EST_PLAN_MAX_VPP + 1], mbs[32];
+    int8_t sched[EST_PLAN_MAX_VPP + 1], rcps[3], sps[2], zs[4];
+    size_t n_ep = 1, n_mb = 0, n_sched = schedules(w, c->pp, vpp, sched);
+    size_t n_rcp = small_values((w->fixed >> F_RECOMPUTE & 1), s->options.recompute, 3, any_value, c, rcps);
+    size_t n_sp = small_values((w->fixed >> F_SP & 1), s->options.sequence_parallel, 2, sp_value,
+                               c, sps);
+    size_t n_z = small_values((w->fixed >> F_ZERO & 1), s->options.zero_stage, 4, zero_value, c, zs);
     int rc;
     ep[0] = s->parallel.ep;
-    if (!fixed(req, "parallel.ep") && s->model.moe.experts > 0)
+    if (!(w->fixed >> F_EP & 1) && s->model.moe.experts > 0)
         n_ep = divisors(s->model.moe.experts, c->tp * c->cp * c->dp, ep, MAX_VALUES);
+    if ((w->fixed >> F_MB & 1))
+        mbs[n_mb++] = s->parallel.micro_batch;
+    else
+        for (int64_t mb = 1; mb <= EST_PLAN_MAX_MICRO_BATCH && (mb == 1 || mb * c->dp <= s->parallel.global_batch);
+             mb *= 2)
+            mbs[n_mb++] = mb;
+    if (w->count) {
+        *w->count += (int64_t)(n_ep * n_mb * n_sched * n_rcp * n_sp * n_z);
+        return 0;
+    }
     for (size_t e = 0; e < n_ep; e++)
-        for (int64_t mb = 1; mb <= EST_PLAN_MAX_MICRO_BATCH; mb *= 2) {
-            if (fixed(req, "parallel.micro_batch"))
-                mb = s->parallel.micro_batch;
-            else if (mb > 1 && mb * c->dp > s->parallel.global_batch)
-                break;
+        for (size_t b = 0; b < n_mb; b++)
             for (size_t k = 0; k < n_sched; k++)
-                for (int rcp = 0; rcp < 3; rcp++) {
-                    if (fixed(req, "options.recompute") && rcp != (int)s->options.recompute)
-                        continue;
-                    for (int sp = 0; sp < 2; sp++) {
-                        if (fixed(req, "options.sequence_parallel") ? sp != s->options.sequence_parallel
-                                                                    : sp && c->tp == 1)
-                            continue;
-                        for (int z = 0; z < 4; z++) {
-                            if (fixed(req, "options.zero_stage") ? z != s->options.zero_stage
-                                                                 : z > 0 && c->dp * c->cp == 1)
-                                continue;
+                for (size_t r = 0; r < n_rcp; r++)
+                    for (size_t q = 0; q < n_sp; q++)
+                        for (size_t z = 0; z < n_z; z++) {
                             c->ep = ep[e];
-                            c->mb = mb;
+                            c->mb = mbs[b];
                             c->vpp = vpp[k];
                             c->schedule = sched[k];
-                            c->recompute = (int8_t)rcp;
-                            c->sp = (int8_t)sp;
-                            c->zero = (int8_t)z;
+                            c->recompute = rcps[r];
+                            c->sp = sps[q];
+                            c->zero = zs[z];
                             c->index = w->index++;
                             if ((rc = w->visit(w->ctx, c)))
                                 return rc;
                         }
-                    }
-                }
-            if (fixed(req, "parallel.micro_batch"))
-                break;
-        }
     return 0;
 }
 
@@ -177,7 +224,7 @@ static int walk_gpus(struct walk *w, int64_t n)
     int64_t tps[MAX_VALUES], cps[MAX_VALUES], pps[MAX_VALUES];
     size_t n_tp, n_cp, n_pp;
     int rc;
-    if (fixed(req, "parallel.tp")) {
+    if ((w->fixed >> F_TP & 1)) {
         tps[0] = s->parallel.tp;
         n_tp = n % tps[0] == 0;
     } else {
@@ -188,7 +235,7 @@ static int walk_gpus(struct walk *w, int64_t n)
     }
     for (size_t a = 0; a < n_tp; a++) {
         int64_t rest = n / tps[a];
-        if (fixed(req, "parallel.cp")) {
+        if ((w->fixed >> F_CP & 1)) {
             cps[0] = s->parallel.cp;
             n_cp = rest % cps[0] == 0;
         } else if (s->model.seq >= PLAN_CP_MIN_SEQ) {
@@ -199,7 +246,7 @@ static int walk_gpus(struct walk *w, int64_t n)
         }
         for (size_t b = 0; b < n_cp; b++) {
             int64_t rest2 = rest / cps[b];
-            if (fixed(req, "parallel.pp")) {
+            if ((w->fixed >> F_PP & 1)) {
                 pps[0] = s->parallel.pp;
                 n_pp = rest2 % pps[0] == 0;
             } else {
@@ -207,7 +254,7 @@ static int walk_gpus(struct walk *w, int64_t n)
             }
             for (size_t c = 0; c < n_pp; c++) {
                 struct cand cd = {.tp = tps[a], .cp = cps[b], .pp = pps[c], .dp = rest2 / pps[c]};
-                if (fixed(req, "parallel.dp") && cd.dp != s->parallel.dp)
+                if ((w->fixed >> F_DP & 1) && cd.dp != s->parallel.dp)
                     continue;
                 if ((rc = walk_layout(w, &cd)))
                     return rc;
@@ -219,10 +266,12 @@ static int walk_gpus(struct walk *w, int64_t n)
 
 /* The GPU counts planned: N, and with up_to every smaller power of two or
  * multiple of gpus_per_node. */
-static int walk_all(const struct est_plan_request *req, visit_fn visit, void *ctx)
+static int walk_all(struct walk *w0)
 {
-    struct walk w = {req, visit, ctx, 0};
+    struct walk w = *w0;
     int rc;
+    const struct est_plan_request *req = w.req;
+    w.fixed = fixed_mask(req);
     for (int64_t n = req->gpus; n >= 1; n--) {
         int pow2 = (n & (n - 1)) == 0;
         if (n != req->gpus && (!req->up_to || !(pow2 || n % req->spec.cluster.gpus_per_node == 0)))
@@ -235,22 +284,18 @@ static int walk_all(const struct est_plan_request *req, visit_fn visit, void *ct
     return 0;
 }
 
-static int count_one(void *ctx, const struct cand *c)
-{
-    (void)c;
-    return ++*(int64_t *)ctx > EST_PLAN_MAX_SPACE; /* stop counting past the cap */
-}
-
 int64_t est_plan_space(const struct est_plan_request *req)
 {
     int64_t n = 0;
-    walk_all(req, count_one, &n);
+    struct walk w = {.req = req, .count = &n};
+    walk_all(&w);
     return n;
 }
 
 /* ---- the search ---- */
 
-static void cand_spec(const struct est_plan_request *req, const struct cand *c, struct est_spec *s)
+static void cand_spec(const struct est_plan_request *req, unsigned fixed, const struct cand *c,
+                      struct est_spec *s)
 {
     *s = req->spec;
     s->parallel.tp = c->tp;
@@ -261,7 +306,7 @@ static void cand_spec(const struct est_plan_request *req, const struct cand *c, 
     s->parallel.micro_batch = c->mb;
     s->parallel.vpp = c->vpp;
     s->parallel.schedule = (enum est_schedule)c->schedule;
-    if (!fixed(req, "parallel.etp"))
+    if (!(fixed >> F_ETP & 1))
         s->parallel.etp = 0; /* the default: tp */
     s->options.recompute = (enum est_recompute)c->recompute;
     s->options.sequence_parallel = c->sp;
@@ -289,6 +334,7 @@ struct search {
     struct cand *cands; /* feasible ones, with their bounds */
     size_t n, cap;
     struct sc_error *err;
+    unsigned fixed; /* fixed_mask(req) */
 };
 
 static int tick(struct search *y)
@@ -311,7 +357,7 @@ static int check_one(void *ctx, const struct cand *c)
     struct sc_error ignored;
     int rc;
     y->out->space++;
-    cand_spec(y->req, c, &s);
+    cand_spec(y->req, y->fixed, c, &s);
     if (est_spec_check(&s, &ignored)) {
         y->out->infeasible_divisibility++;
         return tick(y) ? -1 : 0;
@@ -383,7 +429,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
                  struct sc_error *err)
 {
     struct search y = {.req = req, .ev = ev, .progress = progress, .progress_ctx = progress_ctx,
-                       .out = out, .err = err};
+                       .out = out, .err = err, .fixed = fixed_mask(req)};
     int64_t *order = NULL;
     int rc;
     memset(out, 0, sizeof *out);
@@ -395,15 +441,16 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         return rc;
     y.total = est_plan_space(req);
     if (y.total > EST_PLAN_MAX_SPACE)
-        return sc_error_set(err, SC_ELIMIT, "the plan spans more than %d configurations (the limit)",
-                            EST_PLAN_MAX_SPACE);
+        return sc_error_set(err, SC_ELIMIT, "the plan spans %lld configurations, over the limit of %d",
+                            (long long)y.total, EST_PLAN_MAX_SPACE);
     out->rows = calloc(req->top, sizeof *out->rows);
     order = calloc(req->top, sizeof *order);
     if (!out->rows || !order) {
         free(order);
         return sc_error_set(err, SC_ENOMEM, "out of memory planning");
     }
-    rc = walk_all(req, check_one, &y);
+    struct walk w = {.req = req, .visit = check_one, .ctx = &y};
+    rc = walk_all(&w);
     if (rc > 0)
         goto done;
     if (rc < 0) { /* cancelled */
@@ -421,7 +468,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
             break;
         }
         struct est_plan_row row;
-        cand_spec(req, c, &row.spec);
+        cand_spec(req, y.fixed, c, &row.spec);
         if ((rc = est_spec_check(&row.spec, err)) || (rc = ev->evaluate(ev->ctx, &row.spec, &row.estimate, err)))
             goto done;
         out->evaluated++;
