@@ -153,3 +153,34 @@ TEST(svc_plan_bad_input)
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/plans/p-none", NULL, NULL), 404);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
+
+/* `stepcast --server URL plan` prints what `stepcast plan` prints here:
+ * the same rows, through 200 (small) and 202 and polling (larger). */
+TEST(svc_plan_remote_cli_mirrors_local)
+{
+    struct svc_daemon d;
+    svc_start(&d, NULL, NULL, NULL);
+    static const char spec[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                               "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    const char *path = th_write_file("remote-plan.json", spec, strlen(spec));
+    char *sc = (char *)th_build_path("stepcast"), env[128];
+    snprintf(env, sizeof env, "STEPCAST_TOKEN=%s", SVC_ADMIN);
+    putenv(env);
+    for (int fix = 0; fix < 2; fix++) {
+        char *gpus = fix ? "2" : "16"; /* 2 GPUs: a small space, answered at once */
+        char *remote[] = {sc, "--server", d.url, "plan", "--spec", (char *)path, "--gpus", gpus, "--json", NULL};
+        char *local[] = {sc, "plan", "--spec", (char *)path, "--gpus", gpus, "--json", NULL};
+        char *a = th_run_expect(remote, 0, "\"evaluated\"", NULL), *b = th_run_expect(local, 0, "\"evaluated\"", NULL);
+        json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
+        REQUIRE(ja && jb);
+        CHECK(json_equal(json_object_get(ja, "top"), json_object_get(jb, "top")));
+        CHECK(json_equal(json_object_get(ja, "evaluated"), json_object_get(jb, "evaluated")));
+        CHECK(json_equal(json_object_get(ja, "infeasible"), json_object_get(jb, "infeasible")));
+        json_decref(ja);
+        json_decref(jb);
+        free(a);
+        free(b);
+    }
+    unsetenv("STEPCAST_TOKEN");
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
