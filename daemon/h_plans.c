@@ -68,7 +68,7 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     est.costs = h.costs;
     int64_t space = est_plan_space(&req);
     if (space > EST_PLAN_MAX_SPACE) {
-        api_fail(r, API_E_UNPROCESSABLE, "the plan spans %lld configurations, over the limit of %d: fix more of "
+        api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: fix more of "
                  "parallel and options in the spec", (long long)space, EST_PLAN_MAX_SPACE);
         goto out;
     }

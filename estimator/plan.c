@@ -228,10 +228,11 @@ static int walk_gpus(struct walk *w, int64_t n)
         tps[0] = s->parallel.tp;
         n_tp = n % tps[0] == 0;
     } else {
+        size_t k = divisors(n, s->cluster.gpus_per_node, tps, MAX_VALUES);
         n_tp = 0;
-        for (int64_t d = 1; d <= n && d <= s->cluster.gpus_per_node && n_tp < MAX_VALUES; d++)
-            if (n % d == 0 && s->cluster.gpus_per_node % d == 0)
-                tps[n_tp++] = d;
+        for (size_t i = 0; i < k; i++)
+            if (s->cluster.gpus_per_node % tps[i] == 0)
+                tps[n_tp++] = tps[i];
     }
     for (size_t a = 0; a < n_tp; a++) {
         int64_t rest = n / tps[a];
@@ -253,6 +254,8 @@ static int walk_gpus(struct walk *w, int64_t n)
                 n_pp = divisors(rest2, s->model.layers + 2, pps, MAX_VALUES);
             }
             for (size_t c = 0; c < n_pp; c++) {
+                if (w->count && *w->count > EST_PLAN_MAX_SPACE)
+                    return 0; /* past the cap: counting further tells nothing */
                 struct cand cd = {.tp = tps[a], .cp = cps[b], .pp = pps[c], .dp = rest2 / pps[c]};
                 if ((w->fixed >> F_DP & 1) && cd.dp != s->parallel.dp)
                     continue;
@@ -441,7 +444,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         return rc;
     y.total = est_plan_space(req);
     if (y.total > EST_PLAN_MAX_SPACE)
-        return sc_error_set(err, SC_ELIMIT, "the plan spans %lld configurations, over the limit of %d",
+        return sc_error_set(err, SC_ELIMIT, "the plan spans at least %lld configurations, over the limit of %d",
                             (long long)y.total, EST_PLAN_MAX_SPACE);
     out->rows = calloc(req->top, sizeof *out->rows);
     order = calloc(req->top, sizeof *order);

@@ -111,7 +111,9 @@ struct est_plan {
  * or pruned). Returning nonzero cancels the search. */
 typedef int (*est_plan_progress_fn)(void *ctx, int64_t done, int64_t total);
 
-/* The number of combinations req spans (before checks), for the cap. */
+/* The number of combinations req spans (before checks); counting stops
+ * soon after it passes EST_PLAN_MAX_SPACE, so a larger figure is a lower
+ * bound of the size. */
 int64_t est_plan_space(const struct est_plan_request *req);
 
 /* Plan: SC_ELIMIT when the space is over EST_PLAN_MAX_SPACE; other errors
