@@ -68,7 +68,7 @@ void plans_free(struct plans *p)
 }
 
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              const struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
+              struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
               struct sc_error *err)
 {
     struct est_plan_evaluator ev;
@@ -76,7 +76,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
     json_t *doc = NULL;
-    est_plan_evaluator_estimate((struct est_plan_estimator *)est, &ev);
+    est_plan_evaluator_estimate(est, &ev);
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     if (est_plan_run(req, &ev, progress, ctx, &plan, &perr)) {

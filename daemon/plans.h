@@ -22,7 +22,7 @@ void plans_free(struct plans *p);
 /* Plan req with the estimator est now, on this thread, and store the result
  * as plan `id` (request: the POST body, kept with it). progress may be NULL. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              const struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
+              struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
               struct sc_error *err);
 /* The same on a thread of its own; SC_ELIMIT when PLANS_MAX_RUNNING run. */
 int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,

@@ -49,12 +49,29 @@ static int estimate_eval(void *ctx, const struct est_spec *s, struct est_estimat
 
 static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
 {
-    const struct est_plan_estimator *e = ctx;
-    return est_synth_bound(s, e->hw, &e->costs, ms, err);
+    struct est_plan_estimator *e = ctx;
+    const struct est_parallel *p = &s->parallel;
+    struct est_plan_pass_key k;
+    size_t i;
+    int rc;
+    k = (struct est_plan_pass_key){p->tp, p->cp, p->ep, p->etp, p->micro_batch, s->options.sequence_parallel,
+                                   s->options.recompute, s->options.dtype, s->options.attention,
+                                   s->options.tp_comm_overlap};
+    for (i = 0; i < e->n_memo; i++)
+        if (memcmp(&e->memo_key[i], &k, sizeof k) == 0)
+            return est_synth_bound_of(s, &e->memo[i], ms, err);
+    i = e->n_memo < EST_PLAN_MEMO ? e->n_memo++ : e->next_memo++ % EST_PLAN_MEMO;
+    if ((rc = est_synth_pass_costs(s, e->hw, &e->costs, &e->memo[i], err))) {
+        memset(&e->memo_key[i], 0xff, sizeof k); /* matches no layout */
+        return rc;
+    }
+    e->memo_key[i] = k;
+    return est_synth_bound_of(s, &e->memo[i], ms, err);
 }
 
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)
 {
+    e->n_memo = e->next_memo = 0;
     out->evaluate = estimate_eval;
     out->bound = estimate_bound;
     out->ctx = e;

@@ -46,6 +46,7 @@
 #include "common/error.h"
 #include "estimator/estimate.h"
 #include "estimator/spec.h"
+#include "estimator/synth.h"
 
 #define EST_PLAN_MAX_MICRO_BATCH 16
 #define EST_PLAN_MAX_VPP 8
@@ -86,10 +87,20 @@ struct est_plan_evaluator {
 
 /* The estimator's evaluator: the spec's GPU profile hw and costs c (the
  * same est_costs_default and cluster profile `stepcast estimate` applies),
- * at the default detail. ctx points at this struct. */
+ * at the default detail. ctx points at this struct. Its bound keeps the
+ * pass costs (synth.h) of the layouts it has seen, which hold for one
+ * plan's candidates (one model and cluster): est_plan_evaluator_estimate()
+ * empties them. */
+#define EST_PLAN_MEMO 256
+struct est_plan_pass_key {
+    int64_t tp, cp, ep, etp, micro_batch, sp, recompute, dtype, attention, tp_comm_overlap;
+};
 struct est_plan_estimator {
     const struct hw_profile *hw;
     struct est_costs costs;
+    struct est_plan_pass_key memo_key[EST_PLAN_MEMO];
+    struct est_pass_costs memo[EST_PLAN_MEMO];
+    size_t n_memo, next_memo;
 };
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out);
 

@@ -1310,59 +1310,77 @@ static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, in
     return t;
 }
 
+int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                         struct est_pass_costs *out, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {0};
+    shape_init(&y);
+    make_ops(&y);
+    for (int k = 0; k < 2; k++) {
+        out->layer_f[k] = list_compute_ns(&y, &y.fwd[k], 0);
+        out->layer_b[k] = list_compute_ns(&y, &y.recompute[k], 0) + list_compute_ns(&y, &y.bwd[k], 1);
+    }
+    out->embed_f = list_compute_ns(&y, &y.embed_fwd, 0);
+    out->embed_b = list_compute_ns(&y, &y.embed_bwd, 1);
+    out->head_f = list_compute_ns(&y, &y.head_fwd, 0);
+    out->head_b = list_compute_ns(&y, &y.head_bwd, 1);
+    synth_release(&y, &p);
+    return y.failed;
+}
+
 /* One micro-batch's forward (*f) and backward with its recomputation (*b)
  * on virtual stage st. */
-static void pass_ns(const struct synth *y, const struct est_stage_layers *st, int64_t *f, int64_t *b)
+static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, const struct est_stage_layers *st,
+                    int64_t *f, int64_t *b)
 {
-    int64_t layer_f[2], layer_b[2];
-    for (int k = 0; k < 2; k++) {
-        layer_f[k] = list_compute_ns(y, &y->fwd[k], 0);
-        layer_b[k] = list_compute_ns(y, &y->recompute[k], 0) + list_compute_ns(y, &y->bwd[k], 1);
-    }
-    *f = st->embedding ? list_compute_ns(y, &y->embed_fwd, 0) : 0;
-    *b = st->embedding ? list_compute_ns(y, &y->embed_bwd, 1) : 0;
+    *f = st->embedding ? pc->embed_f : 0;
+    *b = st->embedding ? pc->embed_b : 0;
     if (st->loss) {
-        *f += list_compute_ns(y, &y->head_fwd, 0);
-        *b += list_compute_ns(y, &y->head_bwd, 1);
+        *f += pc->head_f;
+        *b += pc->head_b;
     }
     for (int i = 0; i < st->layers; i++) {
-        int moe = est_model_layer_is_moe(&y->s->model, st->first_layer + i);
-        *f += layer_f[moe];
-        *b += layer_b[moe];
+        int moe = est_model_layer_is_moe(&s->model, st->first_layer + i);
+        *f += pc->layer_f[moe];
+        *b += pc->layer_b[moe];
     }
+}
+
+int est_synth_bound_of(const struct est_spec *s, const struct est_pass_costs *pc, double *ms, struct sc_error *err)
+{
+    int64_t pp = s->parallel.pp, vpp = s->parallel.vpp, m = est_spec_micro_batches(s);
+    int64_t best = 0, chain = 0; /* chain: chunk 0's forward and backward on the ranks before */
+    struct est_stage_layers *vstages = calloc((size_t)(pp * vpp), sizeof *vstages);
+    *ms = 0;
+    if (!vstages)
+        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
+    if (est_place_layers((int)s->model.layers, (int)pp, (int)vpp, vstages, err)) {
+        free(vstages);
+        return err->code;
+    }
+    for (int64_t rank = 0; rank < pp; rank++) {
+        int64_t busy = 0, f, b;
+        for (int64_t chunk = 0; chunk < vpp; chunk++) {
+            pass_ns(s, pc, &vstages[chunk * pp + rank], &f, &b);
+            busy += m * (f + b);
+        }
+        best = chain + busy > best ? chain + busy : best;
+        pass_ns(s, pc, &vstages[rank], &f, &b);
+        chain += f + b;
+    }
+    free(vstages);
+    *ms = (double)best / 1e6;
+    return SC_OK;
 }
 
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err)
 {
-    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
-    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
-    int64_t best = 0, chain = 0; /* chain: chunk 0's forward and backward on the ranks before */
+    struct est_pass_costs pc;
+    int rc = est_synth_pass_costs(s, hw, c, &pc, err);
     *ms = 0;
-    shape_init(&y);
-    p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
-    if (!p.vstages)
-        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
-    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
-        synth_release(&y, &p);
-        return err->code;
-    }
-    make_ops(&y);
-    for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
-        int64_t busy = 0, f, b;
-        for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
-            pass_ns(&y, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
-            busy += p.m * (f + b);
-        }
-        best = chain + busy > best ? chain + busy : best;
-        pass_ns(&y, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
-        chain += f + b;
-    }
-    synth_release(&y, &p);
-    if (y.failed)
-        return y.failed;
-    *ms = (double)best / 1e6;
-    return SC_OK;
+    return rc ? rc : est_synth_bound_of(s, &pc, ms, err);
 }
 
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
