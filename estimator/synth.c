@@ -897,6 +897,35 @@ static int virtual_stage(const struct pipeline *p, int64_t rank, int64_t chunk)
     return (int)(chunk * p->pp + rank);
 }
 
+/* Write v in decimal at p; returns the end. */
+static char *put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do
+        tmp[n++] = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* The region of a pass, "forward mb M chunk C" (or "backward ..."), written
+ * without printf: it is formatted once per pass of every estimate. */
+static void pass_region(struct rank *r, int backward, int64_t mb, int64_t chunk)
+{
+    static const char fwd[] = "forward mb ", bwd[] = "backward mb ", ch[] = " chunk ";
+    char *p = r->region;
+    _Static_assert(sizeof r->region >= sizeof bwd + sizeof ch + 2 * 21, "the region holds any pass");
+    memcpy(p, backward ? bwd : fwd, backward ? sizeof bwd - 1 : sizeof fwd - 1);
+    p = put_i64(p + (backward ? sizeof bwd - 1 : sizeof fwd - 1), mb);
+    memcpy(p, ch, sizeof ch - 1);
+    *put_i64(p + sizeof ch - 1, chunk) = '\0';
+}
+
 /* Run forward or backward of one micro-batch on one model chunk. */
 static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
                      int backward, int last_mb, struct bucket_state *bucket)
@@ -908,8 +937,7 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     /* the pass starts on what the pipeline received */
     if (sync_recv)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
-    snprintf(r->region, sizeof r->region, "%s mb %lld chunk %lld", backward ? "backward" : "forward",
-             (long long)mb, (long long)chunk);
+    pass_region(r, backward, mb, chunk);
     if (!backward) {
         if (st->embedding)
             emit_ops(y, r, &y->embed_fwd, 0);
