@@ -165,6 +165,8 @@ static int64_t passes_of_chunk(int64_t whole, int64_t rest, int64_t pp, int64_t 
  * holding kept[c] per pass. */
 static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, const double *kept)
 {
+    if (vpp == 1) /* one chunk: every pass is of it (what the loop below gives, without dividing) */
+        return kept[0] * (double)(fwd - bwd);
     int64_t group = pp * vpp, fw = fwd / group * pp, fr = fwd % group, bw = bwd / group * pp, br = bwd % group;
     double held = 0;
     for (int64_t c = 0; c < vpp; c++)
