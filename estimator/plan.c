@@ -59,14 +59,14 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
                                    s->options.tp_comm_overlap};
     for (i = 0; i < e->n_memo; i++)
         if (memcmp(&e->memo_key[i], &k, sizeof k) == 0)
-            return est_synth_bound_of(s, &e->memo[i], ms, err);
+            return est_synth_bound_of(s, e->hw, &e->costs, &e->memo[i], ms, err);
     i = e->n_memo < EST_PLAN_MEMO ? e->n_memo++ : e->next_memo++ % EST_PLAN_MEMO;
     if ((rc = est_synth_pass_costs(s, e->hw, &e->costs, &e->memo[i], err))) {
         memset(&e->memo_key[i], 0xff, sizeof k); /* matches no layout */
         return rc;
     }
     e->memo_key[i] = k;
-    return est_synth_bound_of(s, &e->memo[i], ms, err);
+    return est_synth_bound_of(s, e->hw, &e->costs, &e->memo[i], ms, err);
 }
 
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)

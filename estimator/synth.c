@@ -1155,17 +1155,26 @@ static double rank_params(const struct est_spec *s, const struct pipeline *p, in
     return total;
 }
 
-static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint32_t *begin)
+/* The distributed optimizer's parameter all-gather of the previous step,
+ * overlapped with this step's forward, that rank's step begins with: 1 and
+ * *o when there is one. */
+static int param_gather(struct synth *y, const struct pipeline *p, int64_t rank, struct op *o)
 {
     const struct est_spec *s = y->s;
+    if (s->options.zero_stage < 1 || !s->options.overlap_param_gather || y->sh.dp_group.ranks <= 1)
+        return 0;
+    double bytes = rank_params(s, p, rank) * y->sh.B;
+    *o = (struct op){"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
+                     coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                     (uint32_t)y->sh.dp_group.ranks};
+    return 1;
+}
+
+static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint32_t *begin)
+{
     *begin = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_MARKER, .name = "step"});
-    /* the distributed optimizer's parameter all-gather of the previous
-     * step, overlapped with this step's forward */
-    if (s->options.zero_stage >= 1 && s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
-        double bytes = rank_params(s, p, r->id) * y->sh.B;
-        struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
-                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
-                       (uint32_t)y->sh.dp_group.ranks};
+    struct op o;
+    if (param_gather(y, p, r->id, &o)) {
         snprintf(r->region, sizeof r->region, "parameter gather");
         emit(y, r, ST_DP, &o);
         flush(y, r);
@@ -1375,29 +1384,38 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
     }
 }
 
-int est_synth_bound_of(const struct est_spec *s, const struct est_pass_costs *pc, double *ms, struct sc_error *err)
+int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
-    int64_t pp = s->parallel.pp, vpp = s->parallel.vpp, m = est_spec_micro_batches(s);
-    int64_t best = 0, chain = 0; /* chain: chunk 0's forward and backward on the ranks before */
-    struct est_stage_layers *vstages = calloc((size_t)(pp * vpp), sizeof *vstages);
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
+    int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0;
     *ms = 0;
-    if (!vstages)
+    shape_init(&y);
+    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
         return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
-    if (est_place_layers((int)s->model.layers, (int)pp, (int)vpp, vstages, err)) {
-        free(vstages);
+    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+        free(p.vstages);
         return err->code;
     }
-    for (int64_t rank = 0; rank < pp; rank++) {
+    /* head: when rank's first forward can start (its parameter gather
+     * done, and chunk 0's forward of the first micro-batch on the ranks
+     * before); tail: chunk 0's backward on the ranks before */
+    for (int64_t rank = 0; rank < p.pp; rank++) {
         int64_t busy = 0, f, b;
-        for (int64_t chunk = 0; chunk < vpp; chunk++) {
-            pass_ns(s, pc, &vstages[chunk * pp + rank], &f, &b);
+        struct op gather;
+        if (param_gather(&y, &p, rank, &gather) && gather.dur > head)
+            head = gather.dur;
+        for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
+            pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
             busy += m * (f + b);
         }
-        best = chain + busy > best ? chain + busy : best;
-        pass_ns(s, pc, &vstages[rank], &f, &b);
-        chain += f + b;
+        best = head + busy + tail > best ? head + busy + tail : best;
+        pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
+        head += f;
+        tail += b;
     }
-    free(vstages);
+    free(p.vstages);
     *ms = (double)best / 1e6;
     return SC_OK;
 }
@@ -1408,7 +1426,7 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
     struct est_pass_costs pc;
     int rc = est_synth_pass_costs(s, hw, c, &pc, err);
     *ms = 0;
-    return rc ? rc : est_synth_bound_of(s, &pc, ms, err);
+    return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
 }
 
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

@@ -89,10 +89,13 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
  * forward waits for model chunk 0's forward of that micro-batch on every
  * rank before it, and its last backward pass (of chunk 0, in both
  * schedules) is followed by that micro-batch's backward on every rank
- * before it. So rank r's step is at least the forward and backward passes
- * of chunk 0 on ranks 0..r-1 plus the m micro-batches' passes of all its
- * chunks; the bound is the largest over ranks. Transfers, host work,
- * collectives off the compute stream and the optimizer only add to it. */
+ * before it. The distributed optimizer's parameter all-gather, when the
+ * step starts with it, comes before a rank's first forward. So rank r's
+ * step is at least: the latest over ranks q <= r of q's gather plus chunk
+ * 0's forward on ranks q..r-1, then the m micro-batches' passes of all its
+ * chunks, then chunk 0's backward on ranks 0..r-1; the bound is the
+ * largest over ranks. Transfers, host work, other collectives and the
+ * optimizer only add to it. */
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err);
 
@@ -106,6 +109,7 @@ struct est_pass_costs {
 };
 int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err);
-int est_synth_bound_of(const struct est_spec *s, const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err);
 
 #endif
