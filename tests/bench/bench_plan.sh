@@ -9,3 +9,6 @@
 cd "$(dirname "$0")/../.." || exit 1
 make -s build/stepcast || exit 1
 python3 tests/bench/plan.py tests/bench/specs/plan-96l-h12288-a100.json 512 5
+make -s build/bench-plan || exit 1
+echo "command: build/bench-plan tests/bench/specs/plan-96l-h12288-a100.json 512 (inside the process, best of 5)"
+build/bench-plan tests/bench/specs/plan-96l-h12288-a100.json 512
