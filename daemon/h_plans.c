@@ -56,7 +56,11 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct sc_error err;
     struct h_spec h;
     char *spec = NULL, *request = NULL, id[64], rnd[24];
+    struct api_body_limits lim = h_body_limits(s);
     memset(&req, 0, sizeof req);
+    memset(&h, 0, sizeof h);
+    if (api_json_precheck(q->body, q->body_len, &lim, r))
+        return;
     if (api_plan_request_decode(q->body, q->body_len, &req, &spec, &err)) {
         api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
         return;

@@ -184,3 +184,26 @@ TEST(svc_plan_remote_cli_mirrors_local)
     unsetenv("STEPCAST_TOKEN");
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
+
+TEST(svc_plan_body_limits)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    svc_start(&d, NULL, NULL, NULL);
+    char deep[512];
+    size_t n = 0;
+    n += (size_t)snprintf(deep + n, sizeof deep - n, "{\"gpus\":8,\"spec\":");
+    for (int i = 0; i < 100; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 100; i++)
+        deep[n++] = ']';
+    deep[n++] = '}';
+    deep[n] = '\0';
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", deep, &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "json_too_deep");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", "{\"gpus\":8", &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "invalid_json");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
