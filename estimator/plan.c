@@ -57,10 +57,14 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
     k = (struct est_plan_pass_key){p->tp, p->cp, p->ep, p->etp, p->micro_batch, s->options.sequence_parallel,
                                    s->options.recompute, s->options.dtype, s->options.attention,
                                    s->options.tp_comm_overlap};
-    for (i = 0; i < e->n_memo; i++)
+    for (size_t back = 1; back <= e->n_memo; back++) { /* the newest first: neighbours share layouts */
+        i = (e->next_memo + EST_PLAN_MEMO - back) % EST_PLAN_MEMO;
         if (memcmp(&e->memo_key[i], &k, sizeof k) == 0)
             return est_synth_bound_of(s, e->hw, &e->costs, &e->memo[i], ms, err);
-    i = e->n_memo < EST_PLAN_MEMO ? e->n_memo++ : e->next_memo++ % EST_PLAN_MEMO;
+    }
+    i = e->next_memo++ % EST_PLAN_MEMO;
+    if (e->n_memo < EST_PLAN_MEMO)
+        e->n_memo++;
     if ((rc = est_synth_pass_costs(s, e->hw, &e->costs, &e->memo[i], err))) {
         memset(&e->memo_key[i], 0xff, sizeof k); /* matches no layout */
         return rc;
