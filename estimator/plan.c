@@ -272,7 +272,12 @@ static int walk_gpus(struct walk *w, int64_t n)
                 pps[0] = s->parallel.pp;
                 n_pp = rest2 % pps[0] == 0;
             } else {
-                n_pp = divisors(rest2, s->model.layers + 2, pps, MAX_VALUES);
+                /* the layers (or layers + 2) split evenly over the stages */
+                size_t k = divisors(rest2, s->model.layers + 2, pps, MAX_VALUES);
+                n_pp = 0;
+                for (size_t i = 0; i < k; i++)
+                    if (s->model.layers % pps[i] == 0 || (s->model.layers + 2) % pps[i] == 0)
+                        pps[n_pp++] = pps[i];
             }
             for (size_t c = 0; c < n_pp; c++) {
                 if (w->count && *w->count > EST_PLAN_MAX_SPACE)

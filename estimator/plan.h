@@ -7,7 +7,9 @@
  *   tp         dividing N and the NVLink domain (gpus_per_node): tensor
  *              parallelism stays within a node;
  *   cp         dividing N / tp, for sequences of 8,192 tokens and more (else 1);
- *   pp         dividing N / (tp x cp), at most layers + 2;
+ *   pp         dividing N / (tp x cp) and the layers (or layers + 2: the
+ *              embedding and the loss counted as layers, as Megatron-LM's
+ *              account-for-embedding and -loss options do);
  *   dp         N / (tp x cp x pp): exactly N GPUs are used;
  *   ep         (MoE) dividing the experts;
  *   micro_batch a power of two up to EST_PLAN_MAX_MICRO_BATCH;
