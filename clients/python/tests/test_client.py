@@ -112,6 +112,8 @@ class TestService(ErrorCase):
             ("post", "/v1/models/{id}/calibration"): "calibrate_model",
             ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
             ("delete", "/v1/validations/{id}"): "delete_validation",
+            ("post", "/v1/plans"): "plan", ("get", "/v1/plans/{id}"): "plan_status",
+            ("delete", "/v1/plans/{id}"): "cancel_plan",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():
