@@ -11,7 +11,8 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 # the kernel and collective cost models, and their calibration from
 # nccl-tests output and traces
 CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/nccl_tests.c \
-             estimator/gemm_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
+             estimator/op_kernels.c estimator/robust_fit.c estimator/gemm_samples.c \
+             estimator/mem_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
              estimator/estimate_check.c estimator/calibrate.c
 
 # the nccl-tests output reader (estimator/nccl_tests.c)
