@@ -69,7 +69,8 @@ int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw
 
 /* Ops moving less than this may find their bytes in the L2 cache (6 MB on
  * a V100, 40 MB on an A100, 50 MB on an H100) and run faster than HBM:
- * the A100 trace's ops of 1 to 40 MB reach 1 to 2.5 times its bandwidth.
+ * many ops of 4 to 40 MB on the A100 trace move their bytes faster than
+ * its HBM allows.
  * The fit takes only the ops above it. */
 #define MEM_FIT_MIN_BYTES (64.0 * 1024 * 1024)
 

@@ -17,6 +17,8 @@ CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/ncc
 
 # the nccl-tests output reader (estimator/nccl_tests.c)
 FUZZ_TARGETS += nccl_tests
+# the Input Dims and Input type readers of the GEMM and memory-bound samples
+FUZZ_TARGETS += kernel_samples
 # the spec, its parameter and FLOP counts, layer placement and memory model
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
