@@ -84,6 +84,7 @@ static int element_size(const char *type)
 
 #define MAX_RANK 16
 #define MAX_TENSORS 8
+#define MAX_TENSOR_BYTES 0x1p50 /* 1 PiB: more than any GPU holds */
 
 struct tensor {
     int rank, size;
@@ -91,7 +92,8 @@ struct tensor {
     double numel;
 };
 
-/* Tensor i of an op from its dims (a list of integers >= 0); 0 on success. */
+/* Tensor i of an op from its dims (a list of integers >= 0, at most
+ * MAX_TENSOR_BYTES in all); 0 on success. */
 static int tensor_of(json_t *dims, int size, struct tensor *t)
 {
     size_t n = json_array_size(dims);
@@ -107,7 +109,7 @@ static int tensor_of(json_t *dims, int size, struct tensor *t)
         t->dim[j] = (double)json_integer_value(v);
         t->numel *= t->dim[j];
     }
-    return 0;
+    return t->numel * size <= MAX_TENSOR_BYTES ? 0 : -1;
 }
 
 /* The elements of the broadcast shape of t[0..n); -1 when they do not
@@ -178,16 +180,19 @@ int mem_op_bytes(const char *name, const char *dims_text, const char *types_text
     for (size_t i = 0; i < json_array_size(types); i++) {
         int size = element_size(json_string_value(json_array_get(types, i)));
         if (size < 0 || (size > 0 && n == MAX_TENSORS)) {
-            rc = sc_error_set(err, SC_EPARSE, "input %zu: not a tensor of a known type", i);
+            rc = sc_error_set(err, SC_EPARSE, size < 0 ? "input %zu: not a tensor of a known type"
+                                                       : "input %zu: more than 8 tensors", i);
             goto out;
         }
         if (size && tensor_of(json_array_get(dims, i), size, &t[n++])) {
-            rc = sc_error_set(err, SC_EPARSE, "input %zu: dims are not a list of integers >= 0", i);
+            rc = sc_error_set(err, SC_EPARSE, "input %zu: dims are not a list of integers >= 0 of at most 1 PiB", i);
             goto out;
         }
     }
-    if (n == 0 || (*bytes = bytes_of(role, t, n)) < 0)
-        rc = sc_error_set(err, SC_EPARSE, n ? "the inputs' shapes do not broadcast" : "no tensor input");
+    if (n == 0 || !((*bytes = bytes_of(role, t, n)) >= 0) || !isfinite(*bytes))
+        rc = sc_error_set(err, SC_EPARSE, n ? "the tensors do not fit the op (too few, too large, or shapes that "
+                                              "do not broadcast)"
+                                            : "no tensor input");
 out:
     json_decref(dims);
     json_decref(types);

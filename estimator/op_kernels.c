@@ -54,7 +54,8 @@ static int innermost_ops(const struct model_trace *t, uint32_t *call_op, struct 
             goto oom;
         items[n_items++] = (struct item){e->ts, e->dur, e->track, (uint32_t)i, (uint8_t)call};
     }
-    qsort(items, n_items, sizeof *items, item_cmp);
+    if (n_items) /* qsort wants a non-null array */
+        qsort(items, n_items, sizeof *items, item_cmp);
     for (size_t i = 0; i < n_items; i++) {
         const struct item *it = &items[i];
         if (i == 0 || it->track != items[i - 1].track)

@@ -51,6 +51,9 @@ TEST(mem_op_bytes_by_role)
     CHECK_EQ_INT(mem_op_bytes("aten::add", "[[3]]", "[\"float\", \"float\"]", &b, &err), SC_EPARSE);
     CHECK_EQ_INT(mem_op_bytes("aten::add", "[[-3]]", "[\"float\"]", &b, &err), SC_EPARSE);
     CHECK_EQ_INT(mem_op_bytes("aten::add", "not json", "[\"float\"]", &b, &err), SC_EPARSE);
+    CHECK_EQ_INT(mem_op_bytes("aten::fill_", "[[1125899906842624], []]", "[\"float\", \"Scalar\"]", &b, &err),
+                 SC_EPARSE); /* 4 PiB */
+    CHECK_EQ_INT(mem_op_bytes("aten::copy_", "[[4]]", "[\"float\"]", &b, &err), SC_EPARSE); /* no source */
 }
 
 #define FRACTION 0.75
