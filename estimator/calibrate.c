@@ -234,8 +234,9 @@ static void fit_memory(const struct hw_profile *hw, const struct mem_samples *s,
                 f->samples);
         fprintf(report, "    hbm_fraction %.3f (+- %.3f) of %.0f GB/s, with kernel_fixed_us %.2f\n",
                 prof->kernel.hbm_fraction, f->fraction_se, hw->hbm_gbps, prof->kernel.kernel_fixed_us);
-        fprintf(report, "    error |predicted / measured - 1|: median %.1f%% (defaults: %.1f%%), mean %.1f%% (defaults: %.1f%%)\n",
-                f->after.median_abs_pct, f->before.median_abs_pct, f->after.mean_abs_pct, f->before.mean_abs_pct);
+        fprintf(report, "    error |predicted / measured - 1| on those: median %.1f%% (at %.2f: %.1f%%), mean %.1f%% (at %.2f: %.1f%%)\n",
+                f->after.median_abs_pct, f->before_fraction, f->before.median_abs_pct, f->after.mean_abs_pct,
+                f->before_fraction, f->before.mean_abs_pct);
     }
     if (sk->unreadable || sk->other_kernel)
         fprintf(report, "    (left out: %zu whose dims or types could not be read, %zu that ran a kernel "

@@ -216,10 +216,11 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
 
 #define MIN_FIT_SAMPLES 8
 
-int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err)
 {
+    const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
     memset(fit, 0, sizeof *fit);
     *out = *base;
     size_t m = 0;

@@ -277,10 +277,11 @@ int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw
 
 #define MIN_FIT_SAMPLES 8
 
-int mem_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+int mem_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                     const struct mem_sample *s, size_t n, struct kernel_params *out, struct mem_fit *fit,
                     struct sc_error *err)
 {
+    const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
     struct mem_sample *big = malloc((n + 1) * sizeof *big);
     double *t = malloc((3 * n + 1) * sizeof *t), *fixed = t + n, *hbm = t + 2 * n, c, se;
     size_t m = 0;
@@ -315,6 +316,7 @@ int mem_samples_fit(const struct kernel_params *base, const struct hw_profile *h
         goto out;
     }
     fit->samples = m;
+    fit->before_fraction = base->hbm_fraction;
     fit->fraction_se = se / (c * c);
     status = mem_samples_check(out, hw, big, m, &fit->after, err);
 out:

@@ -84,7 +84,8 @@ int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw
 struct mem_fit {
     size_t samples;
     struct estimate_check before, after;
-    double fraction_se; /* standard error of hbm_fraction */
+    double before_fraction; /* *base's hbm_fraction */
+    double fraction_se;     /* standard error of hbm_fraction */
 };
 int mem_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
                     const struct mem_sample *s, size_t n, struct kernel_params *out, struct mem_fit *fit,

@@ -131,17 +131,21 @@ TEST(mem_samples_fit_recovers_bandwidth)
     struct mem_fit fit;
     kernel_params_default(&base);
     base.kernel_fixed_us = FIXED_US;
-    CHECK_EQ_INT(mem_samples_fit(&base, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
+    fitted = base;
+    CHECK_EQ_INT(mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT(fit.samples, expect);
+    CHECK_NEAR(fit.before_fraction, base.hbm_fraction, 0);
     CHECK_NEAR(fitted.hbm_fraction, FRACTION, 1e-3);
     CHECK(fit.fraction_se < 1e-3);
     CHECK(fit.after.median_abs_pct < 0.1);
     CHECK(fit.before.median_abs_pct > 5); /* 0.86 against the 0.75 of the fixture */
 
-    /* a fraction above 1 is refused, and the parameters stay */
+    /* a fraction above 1 is refused, and the parameters stay (also when
+     * fitted in place, as calibrate does) */
     for (size_t i = 0; i < s.n; i++)
         s.v[i].measured_us /= 2;
-    CHECK_EQ_INT(mem_samples_fit(&base, hw, s.v, s.n, &fitted, &fit, &err), SC_ENUMERIC);
+    fitted = base;
+    CHECK_EQ_INT(mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_ENUMERIC);
     CHECK_CONTAINS(err.msg, "unphysical");
     CHECK_NEAR(fitted.hbm_fraction, base.hbm_fraction, 0);
     /* too few samples */
