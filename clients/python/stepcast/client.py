@@ -219,7 +219,8 @@ class Client:
         """``POST /v1/jobs/{job}/models``: build a model of the job's traces
         (``steps`` "A-B", ``step_marker`` a CPU annotation's prefix). With
         ``wait``, returns the finished model (see :meth:`wait`); else the
-        202 answer, ``{"model": ID, "status": "building", ...}``."""
+        202 answer, ``{"model": ID, "status": "building", ...}`` (``"ready"``
+        or ``"failed"`` when the build ended before the answer was written)."""
         body = {k: v for k, v in (("steps", steps), ("step_marker", step_marker)) if v is not None}
         started = self.request("POST", _path("/v1/jobs/{}/models", job), json=body)
         if not wait:
