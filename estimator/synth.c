@@ -1485,6 +1485,49 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
     }
 }
 
+/* ZeRO-3's data-parallel stream of one unit (z3_gather): its parameters
+ * gathered twice and its gradients reduce-scattered once, per micro-batch,
+ * ns. */
+static int64_t z3_unit_ns(struct synth *y, double dense, double experts)
+{
+    double sizes[2] = {dense, experts};
+    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
+    int64_t t = 0;
+    for (int k = 0; k < 2; k++)
+        if (sizes[k] > 0)
+            t += 2 * coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B) +
+                 coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k], sizes[k] * grad_bytes(y->s));
+    return t;
+}
+
+/* What ZeRO-3's gathers and reduce-scatters keep pipeline rank `rank`'s
+ * data-parallel stream busy for, one after another, ns: the step lasts at
+ * least that too. 0 below stage 3. */
+static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t rank, int64_t m)
+{
+    const struct est_spec *s = y->s;
+    int64_t kind_ns[2] = {-1, -1}, t = 0;
+    if (!zero3(y))
+        return 0;
+    for (int64_t chunk = 0; chunk < p->vpp; chunk++) {
+        const struct est_stage_layers *st = &p->vstages[virtual_stage(p, rank, chunk)];
+        double emb, head;
+        edge_params(s, st, &emb, &head);
+        t += z3_unit_ns(y, emb, 0) + z3_unit_ns(y, head, 0);
+        for (int i = 0; i < st->layers; i++) {
+            int64_t layer = st->first_layer + i;
+            int moe = est_model_layer_is_moe(&s->model, layer);
+            if (kind_ns[moe] < 0) {
+                double dense, experts;
+                layer_rank_params(s, layer, &dense, &experts);
+                kind_ns[moe] = z3_unit_ns(y, dense, experts);
+            }
+            t += kind_ns[moe];
+        }
+    }
+    return m * t;
+}
+
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
@@ -1512,13 +1555,15 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
             busy += m * (f + b);
         }
         best = head + busy + tail > best ? head + busy + tail : best;
+        int64_t stream = z3_stream_ns(&y, &p, rank, m);
+        best = stream > best ? stream : best;
         pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
         head += f;
         tail += b;
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
-    return SC_OK;
+    return y.failed;
 }
 
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

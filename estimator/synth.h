@@ -94,8 +94,10 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
  * step is at least: the latest over ranks q <= r of q's gather plus chunk
  * 0's forward on ranks q..r-1, then the m micro-batches' passes of all its
  * chunks, then chunk 0's backward on ranks 0..r-1; the bound is the
- * largest over ranks. Transfers, host work, other collectives and the
- * optimizer only add to it. */
+ * largest over ranks. Under ZeRO stage 3 a rank's step also lasts at
+ * least its data-parallel stream's gathers and reduce-scatters, which run
+ * one after another; the bound is the larger of the two. Transfers, host
+ * work, other collectives and the optimizer only add to it. */
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err);
 

@@ -279,6 +279,11 @@ TEST(synth_zero3_gathers_cost_when_the_network_is_slow)
     double stream = 4 * (8 * layer + 2 * edges);
     CHECK(layer > 0 && edges > 0);
     CHECK(t3 >= stream * 0.99);
+    /* the planner's bound knows it, and still bounds the step */
+    double bound = 0;
+    struct sc_error err;
+    CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
+    CHECK(bound >= stream * 0.99 && bound <= t3);
     /* stage 1 moves the parameters twice per step, stage 3 twelve times */
     CHECK(t3 > 2 * t1);
     /* without the prefetch every gather waits for the compute before it,
