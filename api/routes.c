@@ -45,17 +45,19 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                        200,
                        "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, comm, cpu, "
                        "all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
-                       "multiply; 0 <= F <= 1000)",
+                       "multiply; 0 <= F <= 1000);keep_unexplained:boolean:keep the waits the trace holds "
+                       "but does not explain as fixed latencies (default false)",
                        "400," E_AUTH ",404,409,422,501",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",
                               API_SCOPE_READ, API_BODY_NONE, 200,
-                              "scale:string:as for replay",
+                              "scale:string:as for replay;keep_unexplained:boolean:as for replay",
                               "400," E_AUTH ",404,409,422,501",
                               "the critical path of the replayed step, segment by segment"},
     [API_OP_TIMELINE] = {"GET", "/v1/models/{id}/timeline", "getTimeline", API_SCOPE_READ,
                          API_BODY_NONE, 200,
-                         "rank:integer:the rank (required);scale:string:as for replay",
+                         "rank:integer:the rank (required);scale:string:as for replay;"
+                         "keep_unexplained:boolean:as for replay",
                          "400," E_AUTH ",404,409,422,501",
                          "the replayed timeline of one rank as a Kineto trace (opens in Perfetto)"},
     [API_OP_TOKEN_CREATE] = {"POST", "/v1/tokens", "createToken", API_SCOPE_ADMIN, API_BODY_JSON,

@@ -19,11 +19,12 @@
 
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "                       [--timeline DIR] TRACE...\n"
+    "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
     "       WHAT: gpu, comm, cpu, all, kernel, copy, set, communication, call, host,\n"
     "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
-    "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n";
+    "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
+    "                              [--keep-unexplained] TRACE...\n";
 
 struct run {
     struct model_job *job;
@@ -47,6 +48,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         {"json", no_argument, NULL, 'j'},          {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'},   {"scale", required_argument, NULL, 'g'},
         {"timeline", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"keep-unexplained", no_argument, NULL, 'u'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
@@ -66,6 +68,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     while ((c = getopt_long(argc, argv, "jm:s:g:t:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': *json = 1; break;
+        case 'u': ro.keep_unexplained = 1; break;
         case 'm': lo.step_marker = optarg; break;
         case 's':
             if (model_graph_parse_steps(optarg, &go, &err))

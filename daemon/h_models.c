@@ -167,6 +167,10 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
 
     model_replay_opts_default(&ro);
     ro.critical_path = q->op == API_OP_CRITICAL_PATH;
+    if ((ro.keep_unexplained = svc_query_flag(q, "keep_unexplained")) < 0) {
+        api_fail(r, API_E_BAD_REQUEST, "keep_unexplained must be true or false");
+        return;
+    }
     for (size_t i = 0; i < q->n_query; i++) {
         if (k < sizeof key)
             k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", q->qkey[i], q->qval[i]);

@@ -17,6 +17,7 @@ static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
     [MODEL_EDGE_GPU_WAIT] = "gpu_wait",
     [MODEL_EDGE_STEP_END] = "step_end",
     [MODEL_EDGE_HOST_POLL] = "host_poll",
+    [MODEL_EDGE_UNEXPLAINED] = "unexplained",
 };
 
 const char *model_edge_kind_name(enum model_edge_kind k)

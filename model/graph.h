@@ -31,6 +31,12 @@
  *                 ends when its CPU annotation and all the work it launched
  *                 have ended (work conservation; earlier steps end with
  *                 their annotation, the next step's work queued behind)
+ *   unexplained   the constraint a GPU task met last -> the task, when it
+ *                 started later than that on the measured timeline (its
+ *                 launch call had ended, its stream was free, every edge
+ *                 into it was met): its latency is the wait the trace does
+ *                 not explain. A replay applies it only when asked to keep
+ *                 such waits (model_replay_opts.keep_unexplained)
  *
  * Durations are measured durations of work. Waits hidden in them are cut
  * out when the graph is built: a blocking call keeps only its intrinsic
@@ -140,6 +146,7 @@ enum model_edge_kind {
     MODEL_EDGE_GPU_WAIT,
     MODEL_EDGE_STEP_END,
     MODEL_EDGE_HOST_POLL,
+    MODEL_EDGE_UNEXPLAINED,
     MODEL_EDGE_KIND_COUNT
 };
 
@@ -193,6 +200,8 @@ struct model_graph_step {
     uint32_t begin, end;   /* marker tasks */
     uint32_t name;         /* string id */
     int64_t measured_ns;   /* -1 when nothing was measured (a synthesised step) */
+    int64_t unexplained_ns; /* what its unexplained waits cost it: |replayed with them kept
+                               - without| (0 when not measured) */
     uint8_t partial;
 };
 

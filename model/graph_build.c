@@ -26,6 +26,7 @@
 #include "model/graph_builder.h"
 #include "model/job.h"
 #include "model/kernel_family.h"
+#include "model/replay.h"
 #include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -1534,6 +1535,108 @@ static int step_end_edges(struct builder *b, struct rank_build *r)
     return rc;
 }
 
+/* ---- what the trace cannot explain ------------------------------------------------------------ */
+
+/* A GPU task that started later than everything the graph knows of allowed
+ * on the measured timeline: its launch call had ended (a task launched
+ * before the window: by the window's start), its stream was free and every
+ * other edge into it was met, yet it waited. The wait (beyond ORDER_TOL_NS
+ * of clock jitter) becomes an `unexplained` edge from the constraint met
+ * last, finish to start, its latency the wait: a replay applies it only
+ * when asked to keep such waits. What they cost each step is found once
+ * the graph is built (step_unexplained). */
+static int unexplained_waits(struct builder *b)
+{
+    size_t n = b->n_tasks;
+    int64_t *ready = malloc((n ? n : 1) * sizeof *ready);
+    uint32_t *by = malloc((n ? n : 1) * sizeof *by);
+    int rc = SC_OK;
+
+    if (!ready || !by) {
+        rc = OOM(b);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ready[i] = INT64_MIN;
+        by[i] = MODEL_NONE;
+    }
+    /* the latest edge into each GPU task, its base the source's end: a
+     * launch counts once the call has ended; start-to-start edges are
+     * launches or measured latencies, never an earlier constraint */
+    for (size_t e = 0; e < b->n_edges; e++) {
+        const struct pending_edge *ed = &b->edges[e];
+        if (!model_task_on_gpu(b->tasks[ed->to].kind) || (ed->type != MODEL_FS && ed->kind != MODEL_EDGE_LAUNCH))
+            continue;
+        int64_t t = b->end[ed->from] + (ed->kind == MODEL_EDGE_LAUNCH ? 0 : ed->lat);
+        if (t > ready[ed->to]) {
+            ready[ed->to] = t;
+            by[ed->to] = ed->from;
+        }
+    }
+    for (size_t ri = 0; ri < b->job->n_ranks && rc == SC_OK; ri++) {
+        const struct rank_build *r = &b->rb[ri];
+        uint32_t origin_marker = MODEL_NONE; /* the begin marker of its first step */
+        for (size_t k = 0; k < b->n_steps && origin_marker == MODEL_NONE; k++)
+            if (b->steps[k].rank == r->rank && b->steps[k].step == r->step_lo)
+                origin_marker = b->steps[k].begin;
+        for (size_t si = 0; si < r->n_streams && rc == SC_OK; si++) {
+            const struct stream *s = &r->streams[si];
+            for (uint32_t k = 0; k < s->n && rc == SC_OK; k++) {
+                uint32_t task = s->first + k, from = by[task];
+                int64_t at = ready[task];
+                if (from == MODEL_NONE) { /* launched before the window */
+                    at = r->origin;
+                    from = origin_marker;
+                }
+                if (k && b->end[task - 1] >= at) {
+                    at = b->end[task - 1];
+                    from = task - 1;
+                }
+                if (from != MODEL_NONE && b->ts[task] - at > ORDER_TOL_NS)
+                    rc = add_edge(b, from, task, b->ts[task] - b->end[from], MODEL_FS, MODEL_EDGE_UNEXPLAINED, 1);
+            }
+        }
+    }
+out:
+    free(ready);
+    free(by);
+    return rc;
+}
+
+/* What the unexplained waits cost each step: how much its time changes
+ * when they are kept, |replayed with them - without| (both from the
+ * graph's durations; kept, they give back the measured timeline). A wait
+ * off the step's critical path, say a GPU idle while the step was bound by
+ * its host, costs it nothing; a wait that holds work past a step's end may
+ * make the next step shorter, hence the magnitude. The graph is still the
+ * builder's. */
+static int step_unexplained(const struct builder *b, struct model_graph *g)
+{
+    size_t n = g->n_tasks;
+    int64_t *t = malloc((n ? n : 1) * 4 * sizeof *t);
+    struct model_graph_step *steps = (struct model_graph_step *)g->steps;
+    struct model_replay_opts ro;
+    size_t forced;
+    int rc;
+    if (!t)
+        return OOM(b);
+    model_replay_opts_default(&ro);
+    ro.critical_path = 0;
+    rc = model_replay_simulate(g, &ro, t, t + n, &forced, b->err);
+    ro.keep_unexplained = 1;
+    if (rc == SC_OK)
+        rc = model_replay_simulate(g, &ro, t + 2 * n, t + 3 * n, &forced, b->err);
+    for (size_t k = 0; k < g->n_steps && rc == SC_OK; k++) {
+        struct model_graph_step *gs = &steps[k];
+        if (gs->end == MODEL_NONE || gs->measured_ns < 0)
+            continue;
+        int64_t without = t[n + gs->end] - t[gs->begin], with = t[3 * n + gs->end] - t[2 * n + gs->begin];
+        gs->unexplained_ns = with > without ? with - without : without - with;
+    }
+    free(t);
+    return rc;
+}
+
 /* ---- handing the graph over ---------------------------------------------------------------- */
 
 static uint8_t call_kind(enum model_rt_class rt)
@@ -1627,7 +1730,13 @@ static int emit(struct builder *b, struct model_graph **out)
         return rc;
     }
     *model_gb_stats(gb) = b->stats;
-    return model_gb_finish(gb, out, b->err);
+    if ((rc = model_gb_finish(gb, out, b->err)))
+        return rc;
+    if ((rc = step_unexplained(b, *out))) {
+        model_graph_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
@@ -1693,6 +1802,8 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
     }
     if (rc == SC_OK)
         rc = collectives(&b);
+    if (rc == SC_OK)
+        rc = unexplained_waits(&b);
     if (rc == SC_OK)
         rc = emit(&b, out);
 out:

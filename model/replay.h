@@ -60,6 +60,8 @@ struct model_replay_opts {
     const struct model_replay_override *overrides; /* borrowed; the last for a task wins */
     size_t n_overrides;
     int critical_path; /* compute the paths (1 by default) */
+    int keep_unexplained; /* 1: apply the graph's unexplained edges, waits the trace holds but
+                             does not explain, as fixed latencies (0 by default) */
 };
 
 void model_replay_opts_default(struct model_replay_opts *o);
@@ -93,6 +95,7 @@ enum model_bound {
     MODEL_BOUND_HOST,
     MODEL_BOUND_LAUNCH,
     MODEL_BOUND_SYNC,
+    MODEL_BOUND_UNEXPLAINED, /* a wait kept from the trace (keep_unexplained) */
     MODEL_BOUND_COUNT
 };
 
@@ -104,8 +107,11 @@ struct model_replay_segment {
     uint8_t bound;      /* enum model_bound */
 };
 
+/* Each instant of a step counts once, in this order: compute and
+ * communication at once (overlap), compute, communication, a GPU stream
+ * in an unexplained wait that was kept, host work, else idle. */
 struct model_breakdown {
-    int64_t compute_exposed, overlap, comm_exposed, host, idle; /* ns; sum = step */
+    int64_t compute_exposed, overlap, comm_exposed, unexplained, host, idle; /* ns; sum = step */
 };
 
 struct model_replay_step {
@@ -117,6 +123,7 @@ struct model_replay_step {
     uint8_t partial;
     struct model_breakdown breakdown;
     int64_t collective_kept_ns;
+    int64_t unexplained_ns; /* what the waits the graph does not explain cost it (graph.h) */
     size_t path_first, path_n; /* segments, in time order */
 };
 
