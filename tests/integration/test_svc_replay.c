@@ -124,6 +124,9 @@ TEST(svc_replay_over_http_equals_cli)
                           f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu=2&scale=gpu%%403=1.5", dlrm);
         check_same(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
+        char *kept[] = {stepcast, "replay", "--json", "--keep-unexplained", f.hta, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=true", hta);
+        check_same(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
         check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");
@@ -148,6 +151,10 @@ TEST(svc_replay_over_http_equals_cli)
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu%%4099=2", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=maybe", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    CHECK_CONTAINS(r.body, "keep_unexplained");
     svc_resp_release(&r);
     /* repeated queries come from the model's memo; the metrics count both */
     snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);

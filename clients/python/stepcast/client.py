@@ -55,6 +55,10 @@ def _path(template: str, *params: Any) -> str:
     return template.format(*(urllib.parse.quote(str(p), safe="") for p in params))
 
 
+def _replay_query(scale: Scale, keep_unexplained: bool) -> List[Tuple[str, str]]:
+    return _scale_query(scale) + ([("keep_unexplained", "true")] if keep_unexplained else [])
+
+
 def _scale_query(scale: Scale) -> List[Tuple[str, str]]:
     if scale is None:
         return []
@@ -256,22 +260,25 @@ class Client:
         """``DELETE /v1/models/{id}`` (admin)."""
         return self.request("DELETE", _path("/v1/models/{}", model))
 
-    def replay(self, model: str, scale: Scale = None) -> Doc:
+    def replay(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/replay``: predicted step time per rank and
-        step, error and breakdown; ``scale`` as ``{"gpu": 2, "gpu@1": 0.5}``
-        or ``["gpu=2"]``."""
-        return self.request("GET", _path("/v1/models/{}/replay", model), query=_scale_query(scale))
+        step, error, breakdown and ``unexplained_ms``; ``scale`` as
+        ``{"gpu": 2, "gpu@1": 0.5}`` or ``["gpu=2"]``; ``keep_unexplained``
+        keeps the waits the trace does not explain."""
+        return self.request("GET", _path("/v1/models/{}/replay", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def critical_path(self, model: str, scale: Scale = None) -> Doc:
+    def critical_path(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/critical-path``: the replayed step's critical
         path, segment by segment, and its time by bound."""
-        return self.request("GET", _path("/v1/models/{}/critical-path", model), query=_scale_query(scale))
+        return self.request("GET", _path("/v1/models/{}/critical-path", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def timeline(self, model: str, rank: int, scale: Scale = None) -> Doc:
+    def timeline(self, model: str, rank: int, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/timeline?rank=R``: rank R's replayed timeline
         as a Kineto trace (``json.dump`` it to open in Perfetto)."""
         return self.request("GET", _path("/v1/models/{}/timeline", model),
-                            query=[("rank", rank)] + _scale_query(scale))
+                            query=[("rank", rank)] + _replay_query(scale, keep_unexplained))
 
     # ---- tokens (admin) ----
 

@@ -233,6 +233,13 @@ class TestModels(ErrorCase):
         self.assertTrue(all(b["replayed_ms"] > a["replayed_ms"] for a, b in zip(r["steps"], slow["steps"])))
         one = c.replay(D["model"], scale=["gpu@0=2"])
         self.assertEqual(one["steps"], c.replay(D["model"], scale="gpu@0=2")["steps"])
+        kept = c.replay(D["model"], keep_unexplained=True)
+        for a, k in zip(r["steps"], kept["steps"]):
+            self.assertIn("unexplained_ms", a)
+            self.assertIn("unexplained", k["breakdown"])
+            self.assertLessEqual(abs(k["error_pct"]), abs(a["error_pct"]) + 0.5)
+        self.assertApiError(400, "bad_request", c.request, "GET", f"/v1/models/{D['model']}/replay",
+                            query=[("keep_unexplained", "maybe")])
         cp = c.critical_path(D["model"])
         self.assertEqual(len(cp["steps"]), 12)
         self.assertTrue(cp["steps"][0]["path"])
