@@ -44,7 +44,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_REPLAY] = {"GET", "/v1/models/{id}/replay", "getReplay", API_SCOPE_READ, API_BODY_NONE,
                        200,
                        "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, comm, cpu, "
-                       "all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
+                       "launch, all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
                        "multiply; 0 <= F <= 1000);keep_unexplained:boolean:keep the waits the trace holds "
                        "but does not explain as fixed latencies (default false)",
                        "400," E_AUTH ",404,409,422,501",
@@ -111,6 +111,15 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  "400," E_AUTH, "the ledger: entries, MAPE per model, kind and month, bands"},
     [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
                                   API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
+    [API_OP_OPPORTUNITIES] = {"GET", "/v1/models/{id}/opportunities", "getOpportunities", API_SCOPE_READ,
+                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409,422,501",
+                              "what would shorten the step, ranked, each saving measured by a replay "
+                              "(as `stepcast opportunities --json`)"},
+    [API_OP_FLEET_OPPORTUNITIES] = {"GET", "/v1/opportunities", "listOpportunities", API_SCOPE_READ,
+                                    API_BODY_NONE, 200, "top:integer:how many jobs (default 10, at most 1000)",
+                                    "400," E_AUTH,
+                                    "every ready model ranked by the GPU time per step its best opportunity "
+                                    "wins back across its ranks"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -20,7 +20,7 @@
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
     "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
-    "       WHAT: gpu, comm, cpu, all, kernel, copy, set, communication, call, host,\n"
+    "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
     "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"

@@ -26,12 +26,16 @@ static const char usage[] =
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
     "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "         [--timeline DIR] TRACE...\n"
+    "         [--keep-unexplained] [--timeline DIR] TRACE...\n"
     "      rebuild each step from what its work costs: replayed against measured\n"
-    "      time, error, breakdown; --scale changes durations (what-if): WHAT is\n"
-    "      gpu, comm, cpu, all, a task class, kernel:TEXT, family:NAME or name:GLOB\n"
-    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
+    "      time, error, breakdown, what the trace cannot explain; --scale changes\n"
+    "      durations (what-if): WHAT is gpu, comm, cpu, launch, all, a task class,\n"
+    "      kernel:TEXT, family:NAME or name:GLOB\n"
+    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
+    "                [--keep-unexplained] TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
+    "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "      what would shorten the step, ranked, each saving measured by a replay\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
@@ -56,6 +60,7 @@ static const char usage[] =
     "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
     "  replay --model ID [--json] [--scale SPEC]...\n"
     "  critical-path --model ID [--json] [--scale SPEC]...\n"
+    "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
@@ -161,6 +166,7 @@ int main(int argc, char **argv)
         {"estimate", cmd_estimate},
         {"synth", cmd_synth},
         {"ledger", cmd_ledger},
+        {"opportunities", cmd_opportunities},
     };
 
     /* remote commands; those that are local commands too (`local`) are the
@@ -174,6 +180,7 @@ int main(int argc, char **argv)
         {"build", cmd_build, 0},
         {"replay", cmd_remote_replay, 1},
         {"critical-path", cmd_remote_critical_path, 1},
+        {"opportunities", cmd_remote_opportunities, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/json_reply.h"
+#include "api/opportunity_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
@@ -17,6 +19,7 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "model/graph.h"
+#include "model/opportunity.h"
 #include "model/replay.h"
 #include "common/banned.h"
 
@@ -207,6 +210,24 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         built_memo_put(m, key, r);
 }
 
+/* The model's opportunities into r (from its memo when asked before). */
+static void answer_opportunities(struct built_model *m, struct api_reply *r, int *memo_hit)
+{
+    const char *key = api_op_info(API_OP_OPPORTUNITIES)->id;
+    struct model_opportunities ops;
+    struct sc_error err;
+    if ((*memo_hit = built_memo_get(m, key, r)))
+        return;
+    if (model_opportunities_find(built_model_graph(m), &ops, &err)) {
+        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        return;
+    }
+    int rc = api_reply_json(r, 200, api_opportunities_json(&ops));
+    model_opportunities_release(&ops);
+    if (rc == SC_OK)
+        built_memo_put(m, key, r);
+}
+
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct cache_entry *e;
@@ -221,7 +242,63 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    answer_replay(cache_value(e), q, r, &memo_hit);
+    if (q->op == API_OP_OPPORTUNITIES)
+        answer_opportunities(cache_value(e), r, &memo_hit);
+    else
+        answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
     metrics_memo(s->metrics, memo_hit);
+}
+
+/* Every ready model's opportunities (each from its memo or found now),
+ * ranked by the GPU time per step the best one wins back. */
+void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *top_s = svc_query(q, "top");
+    long top = 10;
+    struct api_model *v = NULL;
+    struct sc_error err;
+    size_t n = 0, k = 0;
+    if (top_s) {
+        char *end;
+        top = strtol(top_s, &end, 10);
+        if (*end || end == top_s || top < 1 || top > 1000) {
+            api_fail(r, API_E_BAD_REQUEST, "top must be a number from 1 to 1000");
+            return;
+        }
+    }
+    if (store_model_list(s->store, NULL, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    const char **ids = calloc(n ? n : 1, sizeof *ids), **jobs = calloc(n ? n : 1, sizeof *jobs);
+    json_t **docs = calloc(n ? n : 1, sizeof *docs);
+    if (!ids || !jobs || !docs) {
+        api_fail(r, API_E_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct cache_entry *e;
+        struct api_reply one = {0};
+        int hit = 0, memo_hit = 0;
+        if (v[i].status != API_MODEL_READY ||
+            cache_get(s->cache, v[i].id, builder_load_ready, s->builder, &e, &hit, &err))
+            continue;
+        answer_opportunities(cache_value(e), &one, &memo_hit);
+        cache_release(s->cache, e);
+        metrics_memo(s->metrics, memo_hit);
+        if (one.status == 200 && (docs[k] = json_loadb(one.body, one.len, 0, NULL))) {
+            ids[k] = v[i].id;
+            jobs[k++] = v[i].job;
+        }
+        api_reply_release(&one);
+    }
+    api_reply_json(r, 200, api_fleet_json(ids, jobs, docs, k, (size_t)top));
+out:
+    for (size_t i = 0; docs && i < k; i++)
+        json_decref(docs[i]);
+    free(docs);
+    free(ids);
+    free(jobs);
+    api_models_free(v, n);
 }

@@ -55,7 +55,7 @@ int model_replay_add_factor(struct model_replay_opts *o, const struct model_repl
 }
 
 #define SCALE_USAGE                                                                                   \
-    "expected WHAT=F or WHAT@R=F, WHAT one of gpu, comm, cpu, all, a task class, kernel:TEXT, "       \
+    "expected WHAT=F or WHAT@R=F, WHAT one of gpu, comm, cpu, launch, all, a task class, kernel:TEXT, " \
     "family:NAME, name:GLOB"
 
 /* The glob of names that contain `text` ("*text*", glob characters
@@ -120,6 +120,9 @@ int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, stru
     } else if (strcmp(what, "cpu") == 0) {
         f.classes = MODEL_REPLAY_CPU_CLASSES;
         f.host_gaps = 1;
+    } else if (strcmp(what, "launch") == 0) {
+        f.classes = 1u << MODEL_TASK_CALL;
+        f.launches_only = 1;
     } else if (strcmp(what, "all") == 0) {
         f.classes = 0;
         f.host_gaps = 1;
@@ -162,13 +165,15 @@ static int factor_matches(const struct model_graph *g, const struct model_replay
         return 0;
     if (f->family >= 0 && (t->cls != MODEL_TASK_KERNEL || t->sub != f->family))
         return 0;
+    if (f->launches_only && (t->cls != MODEL_TASK_CALL || t->sub != MODEL_CALL_LAUNCH))
+        return 0;
     return 1;
 }
 
 /* Each task's duration and the host work before it for this replay: the
  * graph's, times the factors that match, or its override. */
-static int durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
-                     int64_t *gap, struct sc_error *err)
+int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                           int64_t *gap, struct sc_error *err)
 {
     size_t n = g->n_tasks;
     double *f = NULL, *fg = NULL;
@@ -431,7 +436,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     memset(s.state, 0, n);
     s.gap = gap;
     s.keep_unexplained = o && o->keep_unexplained;
-    if ((rc = durations(g, o, s.dur, gap, err)))
+    if ((rc = model_replay_durations(g, o, s.dur, gap, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;

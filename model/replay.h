@@ -41,6 +41,7 @@ struct model_replay_factor {
     double factor;     /* >= 0 */
     int host_gaps;     /* 1: also every host gap on the rank's CPU threads (class, family
                           and name are not asked of a gap) */
+    int launches_only; /* 1: of calls, only those that launch GPU work */
 };
 
 struct model_replay_override {
@@ -73,6 +74,7 @@ void model_replay_opts_default(struct model_replay_opts *o);
  *                            members still wait for the last to arrive), the
  *                            whole traced time of one kept for untraced peers
  *   cpu                      host work: runtime calls, host tasks, host gaps
+ *   launch                   runtime calls that launch GPU work (their own cost)
  *   all                      every task and every host gap
  *   kernel, copy, set, communication, call, host   one task class
  *   kernel:TEXT              kernels (communication kernels too) whose name
@@ -139,6 +141,11 @@ struct model_replay {
     size_t n_scored;
     size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
 };
+
+/* Each task's duration and the host gap before it (n_tasks each) as the
+ * options' factors and overrides make them: what a replay with them runs. */
+int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                           int64_t *gap, struct sc_error *err);
 
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err);

@@ -130,6 +130,18 @@ TEST(svc_replay_over_http_equals_cli)
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
         check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");
+        char *opp[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
+        check_same(http_json(&d, path), cli_json(opp), "dlrm opportunities");
+        json_t *fleet = http_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
+        json_t *all = http_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
+        CHECK_EQ_INT(json_array_size(jobs), 1);
+        CHECK_EQ_INT(json_array_size(every), 2); /* both models, best first */
+        CHECK(json_equal(json_array_get(jobs, 0), json_array_get(every, 0)));
+        CHECK(json_number_value(json_object_get(json_array_get(every, 0), "gpu_ms_per_step")) >=
+              json_number_value(json_object_get(json_array_get(every, 1), "gpu_ms_per_step")));
+        json_decref(fleet);
+        json_decref(all);
         snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
         json_t *tl = http_json(&d, path);
         CHECK(json_array_size(json_object_get(tl, "traceEvents")) > 1000);
@@ -151,6 +163,8 @@ TEST(svc_replay_over_http_equals_cli)
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu%%4099=2", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/opportunities?top=0", NULL, &r), 400);
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=maybe", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
