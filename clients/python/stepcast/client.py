@@ -280,6 +280,16 @@ class Client:
         return self.request("GET", _path("/v1/models/{}/timeline", model),
                             query=[("rank", rank)] + _replay_query(scale, keep_unexplained))
 
+    def opportunities(self, model: str) -> Doc:
+        """``GET /v1/models/{id}/opportunities``: what would shorten the step,
+        ranked, each saving measured by a replay, with its Amdahl bound."""
+        return self.request("GET", _path("/v1/models/{}/opportunities", model))
+
+    def fleet_opportunities(self, top: int = 10) -> Doc:
+        """``GET /v1/opportunities?top=N``: the ready models ranked by the GPU
+        time per step their best opportunity wins back across their ranks."""
+        return self.request("GET", "/v1/opportunities", query=[("top", top)])
+
     # ---- tokens (admin) ----
 
     def tokens(self) -> Doc:

@@ -247,6 +247,19 @@ class TestModels(ErrorCase):
         self.assertTrue(t["traceEvents"])
         self.assertNotEqual(t, c.timeline(D["model"], 3, scale={"gpu": 0.5}))
 
+    def test_opportunities(self):
+        c = admin()
+        o = c.opportunities(D["model"])
+        savings = [x["saving_ms"] for x in o["opportunities"]]
+        self.assertEqual(savings, sorted(savings, reverse=True))
+        self.assertIn("comm=0", [x["change"] for x in o["opportunities"]])
+        self.assertEqual(o["ranks"], 4)
+        fleet = c.fleet_opportunities(top=1)
+        self.assertEqual(len(fleet["jobs"]), 1)
+        self.assertEqual(fleet["jobs"][0]["gpu_ms_per_step"],
+                         round(fleet["jobs"][0]["opportunity"]["saving_ms"] * fleet["jobs"][0]["ranks"], 3))
+        self.assertApiError(400, "bad_request", c.fleet_opportunities, top=0)
+
     def test_rows_and_dataframes(self):
         r = admin().replay(D["model"])
         rows = stepcast.rows(r)
