@@ -63,6 +63,9 @@ static const char schemas[] =
     " \"disk_full\":{\"type\":\"boolean\"},\"disk_free_bytes\":{\"type\":\"integer\"}}},"
     "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
     "\"Opportunities\":{\"type\":\"object\",\"description\":\"the document of `stepcast opportunities --json`\"},"
+    "\"Diff\":{\"type\":\"object\",\"description\":\"the document of `stepcast diff --json`\"},"
+    "\"DiffRequest\":{\"type\":\"object\",\"required\":[\"other\"],\"properties\":{\"other\":{\"type\":\"string\","
+    "\"description\":\"the model of run B\"}}},"
     "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
     "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
@@ -117,6 +120,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
     [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
     [API_OP_OPPORTUNITIES] = "Opportunities", [API_OP_FLEET_OPPORTUNITIES] = "Fleet",
+    [API_OP_DIFF] = "Diff",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -125,6 +129,7 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_TOKEN_CREATE] = "TokenRequest",
     [API_OP_ESTIMATE] = "Spec",
     [API_OP_VALIDATION_CREATE] = "ValidationRequest",
+    [API_OP_DIFF] = "DiffRequest",
 };
 
 static json_t *ref(const char *name)

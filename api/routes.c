@@ -120,6 +120,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                     "400," E_AUTH,
                                     "every ready model ranked by the GPU time per step its best opportunity "
                                     "wins back across its ranks"},
+    [API_OP_DIFF] = {"POST", "/v1/models/{id}/diff", "diffModels", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
+                     "400," E_AUTH ",404,409,413,422",
+                     "this model (A, before a change) against {\"other\":ID} (B, after): the step-time "
+                     "difference attributed by replays, kernels added, removed and re-timed (as `stepcast diff --json`)"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

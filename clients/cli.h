@@ -22,6 +22,7 @@ int cmd_estimate(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_opportunities(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);

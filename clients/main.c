@@ -36,6 +36,9 @@ static const char usage[] =
     "      the chain of work and waits that sets each step's length\n"
     "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
     "      what would shorten the step, ranked, each saving measured by a replay\n"
+    "  diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+    "      two runs of one program: the step-time difference attributed by replays,\n"
+    "      kernels added, removed and re-timed\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
@@ -61,6 +64,7 @@ static const char usage[] =
     "  replay --model ID [--json] [--scale SPEC]...\n"
     "  critical-path --model ID [--json] [--scale SPEC]...\n"
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
+    "  diff --model A --other B [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
@@ -167,6 +171,7 @@ int main(int argc, char **argv)
         {"synth", cmd_synth},
         {"ledger", cmd_ledger},
         {"opportunities", cmd_opportunities},
+        {"diff", cmd_diff},
     };
 
     /* remote commands; those that are local commands too (`local`) are the
@@ -181,6 +186,7 @@ int main(int argc, char **argv)
         {"replay", cmd_remote_replay, 1},
         {"critical-path", cmd_remote_critical_path, 1},
         {"opportunities", cmd_remote_opportunities, 1},
+        {"diff", cmd_remote_diff, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},

@@ -9,7 +9,9 @@
 
 #include "api/encode.h"
 #include "api/json_reply.h"
+#include "api/diff_json.h"
 #include "api/opportunity_json.h"
+#include "api/request.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
@@ -18,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/diff.h"
 #include "model/graph.h"
 #include "model/opportunity.h"
 #include "model/replay.h"
@@ -210,6 +213,19 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         built_memo_put(m, key, r);
 }
 
+/* A ready model from the cache into *e, or the error answered in r. */
+static int ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
+{
+    struct sc_error err;
+    int hit = 0;
+    int rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
+    if (rc == SC_EEXIST)
+        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    return SC_OK;
+}
+
 /* The model's opportunities into r (from its memo when asked before). */
 static void answer_opportunities(struct built_model *m, struct api_reply *r, int *memo_hit)
 {
@@ -231,22 +247,41 @@ static void answer_opportunities(struct built_model *m, struct api_reply *r, int
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct cache_entry *e;
-    struct sc_error err;
-    int hit = 0, memo_hit = 0;
-    int rc = cache_get(s->cache, q->params.id, builder_load_ready, s->builder, &e, &hit, &err);
-    if (rc == SC_EEXIST) {
-        api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    int memo_hit = 0;
+    if (ready_model(s, q->params.id, &e, r))
         return;
-    }
-    if (rc) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        return;
-    }
     if (q->op == API_OP_OPPORTUNITIES)
         answer_opportunities(cache_value(e), r, &memo_hit);
     else
         answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
+    metrics_memo(s->metrics, memo_hit);
+}
+
+/* This model (A) against {"other":ID} (B); memoised with A under B's id. */
+void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct cache_entry *ea = NULL, *eb = NULL;
+    char other[API_ID_MAX], key[BUILT_MEMO_KEY_MAX];
+    struct model_diff d;
+    struct sc_error err;
+    int memo_hit = 0;
+    if (api_decode_diff(q->body, q->body_len, &lim, other, r) || ready_model(s, q->params.id, &ea, r))
+        return;
+    snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
+    if (ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+        if (model_diff_run(built_model_graph(cache_value(ea)), built_model_graph(cache_value(eb)), &d, &err)) {
+            api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        } else {
+            if (api_reply_json(r, 200, api_diff_json(&d)) == SC_OK)
+                built_memo_put(cache_value(ea), key, r);
+            model_diff_release(&d);
+        }
+    }
+    if (eb)
+        cache_release(s->cache, eb);
+    cache_release(s->cache, ea);
     metrics_memo(s->metrics, memo_hit);
 }
 

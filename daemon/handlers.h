@@ -26,6 +26,7 @@ void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_ops.c: tokens, health, metrics, the OpenAPI document */
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);

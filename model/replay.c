@@ -225,12 +225,14 @@ int model_replay_durations(const struct model_graph *g, const struct model_repla
     }
     for (size_t k = 0; k < o->n_overrides; k++) {
         const struct model_replay_override *ov = &o->overrides[k];
-        if (ov->task >= n || ov->dur < 0) {
+        if (ov->task >= n || ov->dur < 0 || (ov->has_gap && ov->gap < 0) || (ov->has_wait && ov->wait < 0)) {
             rc = sc_error_set(err, SC_EINVAL, "an override of task %u: %s", ov->task,
-                              ov->task >= n ? "no such task" : "a negative duration");
+                              ov->task >= n ? "no such task" : "a negative duration, gap or wait");
             goto out;
         }
         dur[ov->task] = ov->dur;
+        if (ov->has_gap)
+            gap[ov->task] = ov->gap;
     }
 out:
     free(f);
@@ -258,6 +260,7 @@ struct sim {
     int64_t *dur;           /* per task, this replay's */
     const int64_t *gap;     /* per task, the host gaps this replay used */
     int keep_unexplained;   /* apply unexplained edges (else they only order) */
+    int64_t *wait;          /* per task, a kept wait's latency overridden, or -1; NULL: none is */
     size_t tail, finished;
 };
 
@@ -330,6 +333,13 @@ static void finish_group(struct sim *s, uint32_t gi)
         notify(s, g->group_tasks[m], 1);
 }
 
+/* The latency of task i's kept unexplained wait: the graph's, or an
+ * override's. */
+static int64_t kept_lat(const struct sim *s, uint32_t i, int64_t lat)
+{
+    return s->wait && s->wait[i] >= 0 ? s->wait[i] : lat;
+}
+
 static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
@@ -337,12 +347,13 @@ static void do_start(struct sim *s, uint32_t i)
     int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + s->gap[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
-        if (ed->kind == MODEL_EDGE_UNEXPLAINED && !s->keep_unexplained)
+        int64_t lat = ed->lat;
+        if (ed->kind == MODEL_EDGE_UNEXPLAINED && (!s->keep_unexplained || (lat = kept_lat(s, i, lat)) < 0))
             continue;
         if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
-            ready = max64(ready, s->end[ed->from] + ed->lat);
+            ready = max64(ready, s->end[ed->from] + lat);
         else if (ed->type == MODEL_SS && s->state[ed->from] != PENDING)
-            ready = max64(ready, s->start[ed->from] + ed->lat);
+            ready = max64(ready, s->start[ed->from] + lat);
     }
     s->start[i] = ready;
     s->state[i] = STARTED;
@@ -436,6 +447,17 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     memset(s.state, 0, n);
     s.gap = gap;
     s.keep_unexplained = o && o->keep_unexplained;
+    for (size_t k = 0; o && k < o->n_overrides && !s.wait; k++)
+        if (o->overrides[k].has_wait && !(s.wait = malloc(n * sizeof *s.wait))) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            goto out;
+        }
+    if (s.wait) {
+        memset(s.wait, 0xff, n * sizeof *s.wait); /* -1 */
+        for (size_t k = 0; k < o->n_overrides; k++)
+            if (o->overrides[k].has_wait && o->overrides[k].task < n)
+                s.wait[o->overrides[k].task] = o->overrides[k].wait;
+    }
     if ((rc = model_replay_durations(g, o, s.dur, gap, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
@@ -476,6 +498,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     }
 out:
     free(s.dur); /* the scratch */
+    free(s.wait);
     return rc;
 }
 

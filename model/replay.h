@@ -47,6 +47,10 @@ struct model_replay_factor {
 struct model_replay_override {
     uint32_t task; /* a task of the graph */
     int64_t dur;   /* ns, >= 0 */
+    int has_gap;   /* 1: also the host work before it, gap ns (>= 0) */
+    int64_t gap;
+    int has_wait;  /* 1: its kept unexplained wait (graph.h) is wait ns (>= 0) instead */
+    int64_t wait;
 };
 
 /* What `gpu` scales: the GPU work that is not communication (kernels,

@@ -223,5 +223,5 @@ export async function modelView(view, id) {
   view.append(
     await routeSection('What-if', 'POST', '/v1/models/{id}/whatif', { id }),
     await routeSection('Opportunities of this model', 'GET', '/v1/models/{id}/opportunities', { id }, opportunitiesTable),
-    await routeSection('Diff', 'GET', '/v1/models/{id}/diff', { id }));
+    await routeSection('Diff against another model: {"other": ID}', 'POST', '/v1/models/{id}/diff', { id }));
 }

@@ -142,6 +142,13 @@ TEST(svc_replay_over_http_equals_cli)
               json_number_value(json_object_get(json_array_get(every, 1), "gpu_ms_per_step")));
         json_decref(fleet);
         json_decref(all);
+        char *diff[] = {stepcast, "diff", "--json", f.hta, f.dlrm_dir, NULL}, body[128];
+        struct svc_resp dr;
+        snprintf(path, sizeof path, "/v1/models/%s/diff", hta);
+        snprintf(body, sizeof body, "{\"other\":\"%s\"}", dlrm);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, body, &dr), 200);
+        check_same(json_loads(dr.body, 0, NULL), cli_json(diff), "hta against dlrm diff");
+        svc_resp_release(&dr);
         snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
         json_t *tl = http_json(&d, path);
         CHECK(json_array_size(json_object_get(tl, "traceEvents")) > 1000);
@@ -163,6 +170,13 @@ TEST(svc_replay_over_http_equals_cli)
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu%%4099=2", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/diff", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"other\":\"m-nosuchmodel\"}", &r), 404);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"other\":\"../x\"}", &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"another\":1}", &r), 400);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/opportunities?top=0", NULL, &r), 400);
     svc_resp_release(&r);

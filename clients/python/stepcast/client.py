@@ -290,6 +290,12 @@ class Client:
         time per step their best opportunity wins back across their ranks."""
         return self.request("GET", "/v1/opportunities", query=[("top", top)])
 
+    def diff(self, model: str, other: str) -> Doc:
+        """``POST /v1/models/{a}/diff``: this model (run A) against ``other``
+        (run B): the step-time difference attributed by replays, kernels
+        added, removed and re-timed."""
+        return self.request("POST", _path("/v1/models/{}/diff", model), json={"other": other})
+
     # ---- tokens (admin) ----
 
     def tokens(self) -> Doc:

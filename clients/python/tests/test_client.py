@@ -260,6 +260,15 @@ class TestModels(ErrorCase):
                          round(fleet["jobs"][0]["opportunity"]["saving_ms"] * fleet["jobs"][0]["ranks"], 3))
         self.assertApiError(400, "bad_request", c.fleet_opportunities, top=0)
 
+    def test_diff(self):
+        c = admin()
+        d = c.diff(D["model"], D["model"])
+        self.assertEqual(d["difference_ms"], 0)
+        self.assertAlmostEqual(sum(d["attribution"].values()), d["difference_ms"], delta=0.001 * len(d["attribution"]))
+        self.assertTrue(d["method"].startswith("sequential"))
+        self.assertEqual(d["kernels"], {"added": [], "removed": [], "retimed": []})
+        self.assertApiError(404, "not_found", c.diff, D["model"], "m-nosuchmodel")
+
     def test_rows_and_dataframes(self):
         r = admin().replay(D["model"])
         rows = stepcast.rows(r)
