@@ -18,6 +18,7 @@
 #include "api/diff_json.h"
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "clients/replay_print.h"
 #include "clients/table.h"
 #include "model/diff.h"
 #include "model/graph.h"
@@ -66,43 +67,20 @@ static int print_diff(const json_t *doc)
     return 0;
 }
 
-static int print(json_t *doc, int json)
-{
-    int rc = !doc ? 1 : json ? cli_print_json(doc) : print_diff(doc);
-    json_decref(doc);
-    return rc;
-}
-
 int cmd_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
-        {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct model_load_opts lo;
     struct model_graph_opts go;
     struct model_job *job[2] = {NULL, NULL};
     struct model_graph *g[2] = {NULL, NULL};
     struct model_diff d;
     struct sc_error err;
-    int c, rc = 0, json = 0;
+    int rc, json;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jm:s:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'm': lo.step_marker = optarg; break;
-        case 's':
-            if (model_graph_parse_steps(optarg, &go, &err))
-                return cli_usage_error("diff", "%s", err.msg);
-            break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: return cli_usage_error("diff", "bad option");
-        }
-    }
+    if ((rc = cli_trace_options(argc, argv, "diff", usage, &lo, &go, &json)))
+        return rc < 0 ? 0 : rc;
     if (argc - optind != 2)
         return cli_usage_error("diff", "give two runs, A and B");
     for (int k = 0; k < 2 && rc == 0; k++) {
@@ -115,7 +93,7 @@ int cmd_diff(int argc, char **argv)
         if (model_diff_run(g[0], g[1], &d, &err)) {
             rc = cli_fail(&err);
         } else {
-            rc = print(api_diff_json(&d), json);
+            rc = cli_print_doc(api_diff_json(&d), json, print_diff);
             model_diff_release(&d);
         }
     }
@@ -159,5 +137,5 @@ int cmd_remote_diff(int argc, char **argv)
     snprintf(path, sizeof path, "/v1/models/%s/diff", esc);
     rc = remote_json("POST", path, text, 200, &doc);
     free(text);
-    return rc ? rc : print(doc, json);
+    return rc ? rc : cli_print_doc(doc, json, print_diff);
 }

@@ -17,6 +17,7 @@
 #include "api/opportunity_json.h"
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "clients/replay_print.h"
 #include "clients/table.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -72,43 +73,20 @@ static int print_fleet(const json_t *doc)
     return 0;
 }
 
-static int print(json_t *doc, int json, int (*as_text)(const json_t *))
-{
-    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
-    json_decref(doc);
-    return rc;
-}
-
 int cmd_opportunities(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
-        {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct model_load_opts lo;
     struct model_graph_opts go;
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct model_opportunities ops;
     struct sc_error err;
-    int c, rc, json = 0;
+    int rc, json;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jm:s:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'm': lo.step_marker = optarg; break;
-        case 's':
-            if (model_graph_parse_steps(optarg, &go, &err))
-                return cli_usage_error("opportunities", "%s", err.msg);
-            break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: return cli_usage_error("opportunities", "bad option");
-        }
-    }
+    if ((rc = cli_trace_options(argc, argv, "opportunities", usage, &lo, &go, &json)))
+        return rc < 0 ? 0 : rc;
     if (optind >= argc)
         return cli_usage_error("opportunities", "no trace given");
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
@@ -118,7 +96,7 @@ int cmd_opportunities(int argc, char **argv)
         model_job_free(job);
         return cli_fail(&err);
     }
-    rc = print(api_opportunities_json(&ops), json, print_job);
+    rc = cli_print_doc(api_opportunities_json(&ops), json, print_job);
     model_opportunities_release(&ops);
     model_graph_free(g);
     model_job_free(job);
@@ -165,5 +143,5 @@ int cmd_remote_opportunities(int argc, char **argv)
     }
     if ((rc = remote_json("GET", path, NULL, 200, &doc)))
         return rc;
-    return print(doc, json, fleet ? print_fleet : print_job);
+    return cli_print_doc(doc, json, fleet ? print_fleet : print_job);
 }

@@ -120,14 +120,6 @@ static int write_timelines(const struct run *run, const char *dir)
     return 0;
 }
 
-/* Print doc (taken) as JSON or as text. */
-static int print(json_t *doc, int json, int (*as_text)(const json_t *))
-{
-    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
-    json_decref(doc);
-    return rc;
-}
-
 int cmd_replay(int argc, char **argv)
 {
     struct run run;
@@ -135,7 +127,7 @@ int cmd_replay(int argc, char **argv)
     int json, rc = prepare(argc, argv, "replay", replay_usage, &run, &json, &timeline);
     if (rc)
         return rc < 0 ? 0 : rc;
-    rc = print(api_replay_json(run.replay), json, cli_print_replay);
+    rc = cli_print_doc(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
         rc = write_timelines(&run, timeline);
     run_release(&run);
@@ -148,7 +140,7 @@ int cmd_critical_path(int argc, char **argv)
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
-    rc = print(api_critical_path_json(run.replay), json, cli_print_critical_path);
+    rc = cli_print_doc(api_critical_path_json(run.replay), json, cli_print_critical_path);
     run_release(&run);
     return rc;
 }

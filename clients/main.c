@@ -3,6 +3,7 @@
  * plain or gzip, a directory of per-rank files, or a tar archive of them);
  * remote commands talk to a stepcastd (clients/remote.h). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -91,6 +93,33 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n(see 'stepcast --help')\n");
     return 2;
+}
+
+int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_usage, struct model_load_opts *lo,
+                      struct model_graph_opts *go, int *json)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
+        {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sc_error err;
+    int c;
+    *json = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jm:s:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': *json = 1; break;
+        case 'm': lo->step_marker = optarg; break;
+        case 's':
+            if (model_graph_parse_steps(optarg, go, &err))
+                return cli_usage_error(cmd, "%s", err.msg);
+            break;
+        case 'h': fputs(cmd_usage, stdout); return -1;
+        default: return cli_usage_error(cmd, "bad option");
+        }
+    }
+    return 0;
 }
 
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out)

@@ -10,6 +10,13 @@
 #include "clients/table.h"
 #include "common/banned.h"
 
+int cli_print_doc(json_t *doc, int json, int (*as_text)(const json_t *))
+{
+    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
+    json_decref(doc);
+    return rc;
+}
+
 int cli_print_replay(const json_t *doc)
 {
     const json_t *steps = json_object_get(doc, "steps"), *s;

@@ -29,9 +29,10 @@ struct side {
     size_t n_steps;   /* steps with an end, for per-step figures */
 };
 
-static int by_key(const void *x, const void *y)
+/* Order refs by rank, kind of work and name, then by task (to number
+ * them) or by ordinal (to match them). */
+static int ref_cmp(const struct ref *a, const struct ref *b, int by_ord)
 {
-    const struct ref *a = x, *b = y;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
     if (a->cpu != b->cpu)
@@ -39,19 +40,12 @@ static int by_key(const void *x, const void *y)
     int c = strcmp(a->name, b->name);
     if (c)
         return c;
-    return (a->task > b->task) - (a->task < b->task);
+    return by_ord ? (a->ord > b->ord) - (a->ord < b->ord) : (a->task > b->task) - (a->task < b->task);
 }
 
-static int cmp_ref(const struct ref *a, const struct ref *b)
+static int by_key(const void *x, const void *y)
 {
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    if (a->cpu != b->cpu)
-        return a->cpu < b->cpu ? -1 : 1;
-    int c = strcmp(a->name, b->name);
-    if (c)
-        return c;
-    return (a->ord > b->ord) - (a->ord < b->ord);
+    return ref_cmp(x, y, 0);
 }
 
 /* The side's tasks on its first `ranks` ranks, sorted by key, ordinals set. */
@@ -86,7 +80,7 @@ static int side_refs(struct side *s, size_t ranks)
 static void match(struct side *a, struct side *b, size_t ranks)
 {
     for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
-        int c = cmp_ref(&a->refs[i], &b->refs[j]);
+        int c = ref_cmp(&a->refs[i], &b->refs[j], 1);
         if (c == 0) {
             a->match[a->refs[i].task] = b->refs[j].task;
             b->match[b->refs[j].task] = a->refs[i].task;
@@ -137,15 +131,6 @@ static int mean_step(const struct side *s, const struct model_replay_override *o
     return SC_OK;
 }
 
-/* The kept unexplained wait before task i (0 if none). */
-static int64_t wait_of(const struct model_graph *g, uint32_t i)
-{
-    int64_t w = 0;
-    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
-        if (g->edges[e].kind == MODEL_EDGE_UNEXPLAINED && g->edges[e].lat > w)
-            w = g->edges[e].lat;
-    return w;
-}
 
 struct attrib {
     const struct side *a, *b;
@@ -206,9 +191,9 @@ static int attribute(struct attrib *t)
     /* waits: B's on the tasks where A had one (B's durations stay) */
     for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++) {
         uint32_t j = t->a->match[i];
-        if (j != MODEL_NONE && model_task_on_gpu(ga->tasks[i].cls) && wait_of(ga, i) > 0)
+        if (j != MODEL_NONE && model_task_on_gpu(ga->tasks[i].cls) && model_graph_unexplained_wait(ga, i) > 0)
             t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur, .has_wait = 1,
-                                                               .wait = wait_of(gb, j)};
+                                                               .wait = model_graph_unexplained_wait(gb, j)};
     }
     if (rc == SC_OK)
         rc = part(t, "unexplained");

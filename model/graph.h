@@ -279,4 +279,8 @@ size_t model_graph_bytes(const struct model_graph *g);
 
 const char *model_edge_kind_name(enum model_edge_kind k);
 
+/* The unexplained wait before task i: its unexplained edge's latency, 0
+ * when it has none. */
+int64_t model_graph_unexplained_wait(const struct model_graph *g, uint32_t i);
+
 #endif

@@ -250,9 +250,7 @@ static int unexplained(struct finder *f)
     for (size_t r = 0; r < f->g->n_ranks; r++)
         f->rank_sum[r] = 0;
     for (uint32_t i = 0; i < f->g->n_tasks; i++)
-        for (uint32_t e = f->g->pred_at[i]; e < f->g->pred_at[i + 1]; e++)
-            if (f->g->edges[e].kind == MODEL_EDGE_UNEXPLAINED)
-                f->rank_sum[f->g->tasks[i].rank] += f->g->edges[e].lat;
+        f->rank_sum[f->g->tasks[i].rank] += model_graph_unexplained_wait(f->g, i);
     for (size_t r = 0; r < f->g->n_ranks; r++)
         if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > sum)
             sum = f->rank_sum[r] / f->rank_steps[r];

@@ -628,15 +628,6 @@ static struct model_breakdown breakdown(const struct spans *const sp[BD_KINDS], 
     return out;
 }
 
-/* The kept unexplained wait before task i in this replay (0 if none). */
-static int64_t kept_wait(const struct model_graph *g, uint32_t i)
-{
-    int64_t w = 0;
-    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
-        if (g->edges[e].kind == MODEL_EDGE_UNEXPLAINED && g->edges[e].lat > w)
-            w = g->edges[e].lat;
-    return w;
-}
 
 /* When task i's resource became free for it. */
 static int64_t res_free(const struct model_graph *g, const int64_t *end, uint32_t i)
@@ -843,7 +834,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         }
         }
         if (o->keep_unexplained && model_task_on_gpu(t->cls)) {
-            int64_t w = kept_wait(g, i);
+            int64_t w = model_graph_unexplained_wait(g, i);
             bad |= w > 0 && spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
         }
         if (bad) {
