@@ -958,7 +958,19 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
                         continue;
                     }
                     if (is_pageable_htod(name)) {
-                        rc = add_wait(b, r, c, own_task, 0, MODEL_EDGE_HOST_SYNC);
+                        /* it returns once its data is staged. When it
+                         * returned after most of its copy had run, it ran
+                         * with the copy: it ends when the copy does, less
+                         * the last chunk still in flight (a latency, maybe
+                         * negative); else once the copy had started */
+                        int64_t cs = b->ts[own_task], ce = b->end[own_task];
+                        if (cs >= b->ts[c] && b->end[c] - cs >= (ce - cs) / 2 && b->end[c] <= ce + WAIT_END_TOL_NS) {
+                            b->tasks[c].dur = max64(0, min64(b->tasks[c].dur, b->end[c] - ce));
+                            b->wait_done[c] = 1;
+                            rc = add_edge(b, own_task, c, b->end[c] - ce, MODEL_FF, MODEL_EDGE_HOST_SYNC, 0);
+                        } else {
+                            rc = add_wait(b, r, c, own_task, 0, MODEL_EDGE_HOST_SYNC);
+                        }
                         continue;
                     }
                 }
