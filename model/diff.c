@@ -207,6 +207,35 @@ static int attribute(struct attrib *t)
     return rc;
 }
 
+/* B's kernels with no match in A, measured on B: B's step less B's with
+ * them at no cost. It counts toward the running total, so that
+ * `unmatched` stays the rest. */
+static int added(struct attrib *t, const struct side *b)
+{
+    const struct model_graph *gb = b->g, *ga = t->a->g;
+    struct model_replay_override *ov = malloc((gb->n_tasks + 1) * sizeof *ov);
+    size_t n = 0;
+    int64_t without;
+    int rc;
+    if (!ov)
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < gb->n_tasks; j++)
+        if (b->match[j] == MODEL_NONE && (gb->tasks[j].cls == MODEL_TASK_KERNEL || gb->tasks[j].cls == MODEL_TASK_COMM) &&
+            gb->tasks[j].rank < ga->n_ranks)
+            ov[n++] = (struct model_replay_override){.task = j, .dur = 0};
+    rc = mean_step(b, ov, n, &without, t->err);
+    free(ov);
+    if (rc)
+        return rc;
+    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
+    snprintf(p->category, sizeof p->category, "added");
+    p->ns = t->out->b_ns - without;
+    t->prev += p->ns;
+    return SC_OK;
+}
+
 /* ---- kernel lists -------------------------------------------------------------------- */
 
 struct agg {
@@ -333,7 +362,7 @@ int model_diff_run(const struct model_graph *ga, const struct model_graph *gb, s
     if ((rc = mean_step(&a, NULL, 0, &out->a_ns, err)) || (rc = mean_step(&b, NULL, 0, &out->b_ns, err)))
         goto out;
     t.prev = out->a_ns;
-    if ((rc = attribute(&t)))
+    if ((rc = attribute(&t)) || (rc = added(&t, &b)))
         goto out;
     if (sc_vec_reserve((void **)&out->parts, &t.cap_parts, out->n_parts + 1, sizeof *out->parts)) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");

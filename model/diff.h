@@ -18,10 +18,12 @@
  *   host              matched CPU work: B's durations and host gaps
  *   unexplained       matched GPU tasks: B's unexplained waits where A had one
  *   removed           A's kernels with no match in B, at no cost
- *   unmatched         the rest, B's step less A's with all of the above:
- *                     B's kernels with no match in A (added), waits B has
- *                     where A had none, and what the two graphs' structure
- *                     (edges, latencies) makes differ
+ *   added             B's kernels with no match in A, measured on B: B's
+ *                     step less B's with them at no cost
+ *   unmatched         the rest: B's step less A's with all of the above,
+ *                     less `added`: waits B has where A had none, and what
+ *                     the two graphs' structure (edges, latencies) makes
+ *                     differ
  * Idle time is no input of a replay: it changes as the parts above do. */
 #ifndef MODEL_DIFF_H
 #define MODEL_DIFF_H
@@ -59,8 +61,8 @@ struct model_diff {
 /* The method, as reports state it. */
 #define MODEL_DIFF_METHOD                                                                                       \
     "sequential: A replayed with B's durations one category at a time in a fixed order (compute by kernel "  \
-    "family, communication, host, unexplained, removed), each part the change it makes; unmatched is the "   \
-    "rest, so the parts sum to the difference"
+    "family, communication, host, unexplained, removed), each part the change it makes; added: B's step "  \
+    "less B's without its unmatched kernels; unmatched is the rest, so the parts sum to the difference"
 
 /* Re-timed kernels: matched kernels whose total time changed by at least
  * this fraction, at most MODEL_DIFF_MAX_KERNELS of each list. */

@@ -107,6 +107,7 @@ TEST(diff_control_test)
         check_sum(&d);
         CHECK(d.b_ns > d.a_ns);
         CHECK(d.n_added > 0 && d.n_removed > 0 && d.n_retimed > 0);
+        CHECK(part(&d, "added") > 0 && part(&d, "removed") < 0); /* B's own kernels cost B time */
         CHECK(strstr(d.added[0].name, "volta") || strstr(d.added[0].name, "embedding"));
         model_diff_release(&d);
     }
