@@ -119,3 +119,36 @@ TEST(opportunities_every_shared_trace)
         model_job_free(job);
     }
 }
+
+/* The `launch` scale: launch calls and nothing else. */
+TEST(opportunities_launch_scale_is_launch_calls_only)
+{
+    const char *args[] = {"--steps", "1", NULL};
+    struct model_job *job = th_gentrace_job(1, args);
+    struct model_graph *g = NULL;
+    struct model_replay_opts o;
+    struct sc_error err;
+    if (!job || model_graph_build(job, NULL, &g, &err)) {
+        model_job_free(job);
+        CHECK(!"no graph");
+        return;
+    }
+    model_replay_opts_default(&o);
+    CHECK(model_replay_parse_scale("launch@0=0", &o, &err) == SC_OK);
+    CHECK(model_replay_parse_scale("launch@x=0", &o, &err) == SC_EINVAL);
+    int64_t *dur = malloc(g->n_tasks * sizeof *dur), *gap = malloc(g->n_tasks * sizeof *gap);
+    size_t launches = 0;
+    CHECK(dur && gap && model_replay_durations(g, &o, dur, gap, &err) == SC_OK);
+    for (uint32_t i = 0; dur && gap && i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        int launch = t->cls == MODEL_TASK_CALL && t->sub == MODEL_CALL_LAUNCH;
+        launches += launch;
+        CHECK_EQ_INT(dur[i], launch ? 0 : t->dur);
+        CHECK_EQ_INT(gap[i], t->gap);
+    }
+    CHECK(launches > 10);
+    free(dur);
+    free(gap);
+    model_graph_free(g);
+    model_job_free(job);
+}
