@@ -124,6 +124,16 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                      "400," E_AUTH ",404,409,413,422",
                      "this model (A, before a change) against {\"other\":ID} (B, after): the step-time "
                      "difference attributed by replays, kernels added, removed and re-timed (as `stepcast diff --json`)"},
+    [API_OP_PLAN_CREATE] = {"POST", "/v1/plans", "createPlan", API_SCOPE_READ, API_BODY_JSON, 202, NULL,
+                            "400," E_AUTH ",413,422,429",
+                            "plan a spec on a GPU count: 202 with the plan's id, or 200 with the plan when "
+                            "its space is small; 422 when the space is over the cap (its size named)"},
+    [API_OP_PLAN_GET] = {"GET", "/v1/plans/{id}", "getPlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
+                         "400," E_AUTH ",404",
+                         "a plan: its progress while it runs, then the plan document (as `stepcast plan "
+                         "--json`) with its state"},
+    [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
+                            "400," E_AUTH ",404", "cancel a running plan, or forget a finished one"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)
