@@ -1625,6 +1625,8 @@ out:
 static int step_unexplained(const struct builder *b, struct model_graph *g)
 {
     size_t n = g->n_tasks;
+    if (!g->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED])
+        return SC_OK; /* nothing to keep: every step's cost is 0 */
     int64_t *t = malloc((n ? n : 1) * 4 * sizeof *t);
     struct model_graph_step *steps = (struct model_graph_step *)g->steps;
     struct model_replay_opts ro;
