@@ -60,7 +60,7 @@ static int side_refs(struct side *s, size_t ranks)
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
         s->match[i] = MODEL_NONE;
-        if (t->rank >= ranks || t->cls == MODEL_TASK_MARKER || t->cls == MODEL_TASK_COPY || t->cls == MODEL_TASK_SET)
+        if (t->rank >= ranks || t->cls == MODEL_TASK_MARKER)
             continue;
         s->refs[s->n++] = (struct ref){model_graph_str(g, g->src[i].name), i, 0, t->rank,
                                        (uint8_t)!model_task_on_gpu(t->cls)};
@@ -158,27 +158,33 @@ static int part(struct attrib *t, const char *category)
     return SC_OK;
 }
 
-/* Which category a task of A belongs to, as the order in diff.h has them:
- * a kernel family, MODEL_KF_COUNT communication, + 1 CPU work. */
+/* Which category a task of A belongs to, in the order of diff.h: a kernel
+ * family, then these. */
+enum { CAT_COMM = MODEL_KF_COUNT, CAT_COPIES, CAT_HOST, CAT_COUNT };
+
 static int category_of(const struct model_task *t)
 {
-    if (t->cls == MODEL_TASK_KERNEL)
-        return t->sub < MODEL_KF_COUNT ? t->sub : MODEL_KF_OTHER;
-    return t->cls == MODEL_TASK_COMM ? MODEL_KF_COUNT : MODEL_KF_COUNT + 1;
+    switch (t->cls) {
+    case MODEL_TASK_KERNEL: return t->sub < MODEL_KF_COUNT ? t->sub : MODEL_KF_OTHER;
+    case MODEL_TASK_COMM: return CAT_COMM;
+    case MODEL_TASK_COPY:
+    case MODEL_TASK_SET: return CAT_COPIES;
+    default: return CAT_HOST;
+    }
 }
 
 static int attribute(struct attrib *t)
 {
     const struct model_graph *ga = t->a->g, *gb = t->b->g;
     int rc = SC_OK;
-    for (int c = 0; c <= MODEL_KF_COUNT + 1 && rc == SC_OK; c++) {
+    for (int c = 0; c < CAT_COUNT && rc == SC_OK; c++) {
         size_t before = t->n_ov;
         for (uint32_t i = 0; i < ga->n_tasks; i++) {
             uint32_t j = t->a->match[i];
             if (j == MODEL_NONE || category_of(&ga->tasks[i]) != c)
                 continue;
             t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur,
-                                                               .has_gap = c == MODEL_KF_COUNT + 1,
+                                                               .has_gap = c == CAT_HOST,
                                                                .gap = gb->tasks[j].gap};
         }
         if (t->n_ov == before)
@@ -186,7 +192,7 @@ static int attribute(struct attrib *t)
         char name[40];
         if (c < MODEL_KF_COUNT)
             snprintf(name, sizeof name, "compute:%s", model_kernel_family_name((enum model_kernel_family)c));
-        rc = part(t, c < MODEL_KF_COUNT ? name : c == MODEL_KF_COUNT ? "communication" : "host");
+        rc = part(t, c < MODEL_KF_COUNT ? name : c == CAT_COMM ? "communication" : c == CAT_COPIES ? "copies" : "host");
     }
     /* waits: B's on the tasks where A had one (B's durations stay) */
     for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++) {

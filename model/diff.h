@@ -2,9 +2,9 @@
  * change: how their steps differ and why.
  *
  * Ranks are matched by their order in each job; on each rank, steps by
- * their order among the steps that are not partial, and kernels (compute
- * and communication) and CPU work (runtime calls and host tasks) by name
- * and their order among the tasks of that name. a and b are the means of
+ * their order among the steps that are not partial, and GPU work
+ * (kernels, copies, sets) and CPU work (runtime calls and host tasks) by
+ * name and their order among the tasks of that name. a and b are the means of
  * the matched steps, each job replayed with its unexplained waits kept (so
  * both are their measured steps).
  *
@@ -15,6 +15,7 @@
  *   compute:<family>  matched kernels of each kernel family (the family
  *                     order of kernel_family.h), B's durations
  *   communication     matched communication kernels, B's transfer times
+ *   copies            matched copies and sets on GPU streams
  *   host              matched CPU work: B's durations and host gaps
  *   unexplained       matched GPU tasks: B's unexplained waits where A had one
  *   removed           A's kernels with no match in B, at no cost
@@ -61,7 +62,7 @@ struct model_diff {
 /* The method, as reports state it. */
 #define MODEL_DIFF_METHOD                                                                                       \
     "sequential: A replayed with B's durations one category at a time in a fixed order (compute by kernel "  \
-    "family, communication, host, unexplained, removed), each part the change it makes; added: B's step "  \
+    "family, communication, copies, host, unexplained, removed), each part the change it makes; added: B's step " \
     "less B's without its unmatched kernels; unmatched is the rest, so the parts sum to the difference"
 
 /* Re-timed kernels: matched kernels whose total time changed by at least
