@@ -161,6 +161,7 @@ int main(int argc, char **argv)
         {"estimate", cmd_estimate},
         {"synth", cmd_synth},
         {"ledger", cmd_ledger},
+        {"whatif", cmd_whatif},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

@@ -168,12 +168,21 @@ const char *gemm_device_name(const struct model_trace *t, int32_t device)
 int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err)
 {
+    return gemm_samples_of_kernels(t, out, skipped, NULL, err);
+}
+
+int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+                            uint32_t *sample_of_event, struct sc_error *err)
+{
     struct item *items = NULL;
     size_t n_items = 0, cap = 0, n_skipped = 0;
     uint32_t *op_of_call = NULL, *sample_of_op = NULL, *stack = NULL;
     size_t depth = 0, stack_cap = 0, base = out->n;
     int status = SC_OK;
 
+    if (sample_of_event)
+        for (size_t i = 0; i < t->n_events; i++)
+            sample_of_event[i] = MODEL_NONE;
     if (!t->link)
         return SC_OK; /* nothing joined: no kernel to attribute */
     op_of_call = malloc(t->n_events * sizeof *op_of_call + 1);
@@ -242,6 +251,8 @@ int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *ou
             continue;
         }
         struct gemm_sample *s = &out->v[base + si];
+        if (sample_of_event)
+            sample_of_event[i] = (uint32_t)(base + si);
         s->measured_us += (double)k->dur / 1000;
         s->kernels++;
         if (k->info != MODEL_NONE)

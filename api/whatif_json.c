@@ -1,0 +1,73 @@
+/* api/whatif_json.c: what-if and structure documents (whatif_json.h). */
+#include "api/whatif_json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/replay_json.h"
+#include "estimator/hardware.h"
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
+#include "estimator/whatif.h"
+#include "common/banned.h"
+
+static json_t *num(double v)
+{
+    return json_real(round(v * 1e6) / 1e6);
+}
+
+json_t *api_job_config_json(const struct job_config *c)
+{
+    char *text = job_config_json(c);
+    json_error_t je;
+    json_t *o = text ? json_loads(text, 0, &je) : NULL;
+    free(text);
+    return o;
+}
+
+json_t *api_structure_json(const struct job_structure *s)
+{
+    json_t *colls = json_object();
+    for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
+        json_object_set_new(colls, struct_role_name((enum struct_role)r),
+                            json_pack("{s:I,s:o}", "count", (json_int_t)s->by_role[r], "ms", num(s->role_ms[r])));
+    return json_pack("{s:i,s:s,s:I,s:o,s:s,s:o,s:o}", "layers_per_rank", s->layers_per_rank, "layers_from",
+                     struct_layer_source_name(s->layer_source), "layer_tasks", (json_int_t)s->layer_tasks, "gpu",
+                     s->gpu ? json_string(s->gpu->id) : json_null(), "device_name", s->device_name, "world_size",
+                     s->world_size > 0 ? json_integer(s->world_size) : json_null(), "collectives", colls);
+}
+
+json_t *api_whatif_json(const struct whatif_result *r)
+{
+    json_t *doc = api_replay_json(r->replay), *models = json_array();
+    if (!doc || !models) {
+        json_decref(doc);
+        json_decref(models);
+        return NULL;
+    }
+    for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
+        const struct whatif_model_use *u = &r->models[m];
+        if (!u->tasks)
+            continue;
+        json_array_append_new(models, json_pack("{s:s,s:I,s:o,s:s}", "model", u->name, "tasks", (json_int_t)u->tasks,
+                                                "ms", num(u->ms), "why", u->why));
+    }
+    if (r->has_memory) {
+        json_array_append_new(models, json_pack("{s:s,s:I,s:o,s:s}", "model", "memory_model", "tasks", (json_int_t)0,
+                                                "ms", num(0), "why", "the target's memory per GPU and whether it fits"));
+    }
+    json_object_set_new(doc, "base", api_job_config_json(&r->base));
+    json_object_set_new(doc, "target", api_job_config_json(&r->target));
+    json_object_set_new(doc, "step_ms", num(r->step_ms));
+    json_object_set_new(doc, "base_step_ms", num(r->base_step_ms));
+    json_object_set_new(doc, "from_measured_ms", num(r->from_measured_ms));
+    json_object_set_new(doc, "from_models_ms", num(r->from_models_ms));
+    json_object_set_new(doc, "models_used", models);
+    json_object_set_new(doc, "collective_transfer_ms", num(r->collective_transfer_ms));
+    json_object_set_new(doc, "collective_wait_ms", num(r->collective_wait_ms));
+    json_object_set_new(doc, "memory_gb_per_gpu", r->has_memory ? num(r->memory_gb_per_gpu) : json_null());
+    json_object_set_new(doc, "fits", r->has_memory ? json_boolean(r->fits) : json_null());
+    json_object_set_new(doc, "structure", api_structure_json(&r->structure));
+    return doc;
+}

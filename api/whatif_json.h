@@ -1,0 +1,27 @@
+/* api/whatif_json.h: what-if results and recovered job structure as JSON:
+ * the documents of `stepcast whatif --json`, POST /v1/models/{id}/whatif
+ * and the `structure` of `stepcast inspect --config`.
+ *
+ * whatif: the replay document of the transformed step (replay_json.h) and
+ *   "base":{job description, "gpu":traced},"target":{...},"step_ms":..,
+ *   "base_step_ms":..,"from_measured_ms":..,"from_models_ms":..,
+ *   "models_used":[{"model":"kernel_model","tasks":N,"ms":..,"why":".."}],
+ *   "collective_transfer_ms":..,"collective_wait_ms":..,
+ *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...}
+ * structure: {"layers_per_rank":N,"layers_from":"module annotations",
+ *   "layer_tasks":N,"gpu":"a100-sxm4-40gb"|null,"device_name":"..",
+ *   "world_size":N|null,"collectives":{"dp":{"count":N,"ms":..},...}} */
+#ifndef API_WHATIF_JSON_H
+#define API_WHATIF_JSON_H
+
+#include <jansson.h>
+
+struct job_structure;
+struct job_config;
+struct whatif_result;
+
+json_t *api_structure_json(const struct job_structure *s);
+json_t *api_job_config_json(const struct job_config *c);
+json_t *api_whatif_json(const struct whatif_result *r);
+
+#endif

@@ -1,0 +1,127 @@
+/* clients/cmd_whatif.c: `stepcast whatif`: a traced job's step transformed
+ * to another configuration and replayed (estimator/whatif.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/whatif_json.h"
+#include "clients/cli.h"
+#include "clients/replay_print.h"
+#include "estimator/job_config.h"
+#include "estimator/whatif.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+static const char usage[] =
+    "usage: stepcast whatif --config FILE [--set K=V,...] [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
+    "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..}\n"
+    "       K: tp, pp, dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab, dtype, gpu\n";
+
+/* Read and parse the job description at path; an exit status. */
+int cli_load_job_config(const char *path, struct job_config *cfg)
+{
+    struct sc_error err;
+    char *text;
+    size_t n;
+    if (cli_read_file(path, JOB_CONFIG_MAX_BYTES, &text, &n, &err))
+        return cli_fail(&err);
+    int rc = job_config_parse(text, n, cfg, &err);
+    free(text);
+    if (rc) {
+        sc_error_prefix(&err, "%s", path);
+        return cli_fail(&err);
+    }
+    return 0;
+}
+
+static void print_text(const json_t *doc, const struct whatif_result *r)
+{
+    cli_print_replay(doc);
+    char *base = job_config_json(&r->base), *target = job_config_json(&r->target);
+    printf("\nbase   %s\ntarget %s\n", base ? base : "?", target ? target : "?");
+    free(base);
+    free(target);
+    printf("step %.3f ms (base replayed %.3f ms): %.3f ms from measured durations, %.3f ms from models\n",
+           r->step_ms, r->base_step_ms, r->from_measured_ms, r->from_models_ms);
+    for (int m = 0; m < WHATIF_MODEL_COUNT; m++)
+        if (r->models[m].tasks)
+            printf("  %-17s %8.3f ms  %zu tasks: %s\n", r->models[m].name, r->models[m].ms, r->models[m].tasks,
+                   r->models[m].why);
+    printf("collectives per step: %.3f ms transfer, %.3f ms waiting for peers\n", r->collective_transfer_ms,
+           r->collective_wait_ms);
+    if (r->has_memory)
+        printf("memory %.2f GB per GPU: %s\n", r->memory_gb_per_gpu, r->fits ? "fits" : "does not fit");
+    else
+        printf("memory: not estimated (the description lacks layers, hidden, heads or seq)\n");
+}
+
+int cmd_whatif(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},           {"step-marker", required_argument, NULL, 'm'},
+        {"steps", required_argument, NULL, 's'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct job_config cfg, set;
+    struct sc_error err;
+    const char *config = NULL;
+    int json = 0, c, rc;
+
+    model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
+    memset(&set, 0, sizeof set);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:S:jm:s:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'S':
+            if (job_config_parse_set_list(optarg, &set, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'j': json = 1; break;
+        case 'm': lo.step_marker = optarg; break;
+        case 's':
+            if (model_graph_parse_steps(optarg, &go, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("whatif", "bad option");
+        }
+    }
+    if (!config)
+        return cli_usage_error("whatif", "--config FILE is required (the job's tp, pp and dp at least)");
+    if (optind >= argc)
+        return cli_usage_error("whatif", "no trace given");
+    if ((rc = cli_load_job_config(config, &cfg)))
+        return rc;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    struct whatif_result r;
+    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
+        return rc;
+    if (model_graph_build(job, &go, &g, &err) || whatif_run(g, &cfg, &set, &r, &err)) {
+        model_graph_free(g);
+        model_job_free(job);
+        return cli_fail(&err);
+    }
+    json_t *doc = api_whatif_json(&r);
+    if (!doc)
+        rc = 1;
+    else if (json)
+        rc = cli_print_json(doc);
+    else
+        print_text(doc, &r);
+    json_decref(doc);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
+    return rc;
+}
