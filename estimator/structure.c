@@ -36,8 +36,12 @@ void job_structure_release(struct job_structure *s)
         return;
     free(s->layer);
     free(s->role);
+    free(s->coll_bytes);
+    free(s->coll_size);
     s->layer = NULL;
     s->role = NULL;
+    s->coll_bytes = NULL;
+    s->coll_size = NULL;
 }
 
 const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r)
@@ -270,13 +274,36 @@ static int is_p2p(int op)
     return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
 }
 
-static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_t layer,
+/* Communication task i's size and group size: its group's, else its
+ * kernel's arguments'. */
+static void comm_info(const struct model_graph *g, uint32_t i, int64_t *bytes, int32_t *size)
+{
+    const struct model_task *t = &g->tasks[i];
+    *bytes = -1;
+    *size = 0;
+    if (t->group != MODEL_NONE) {
+        *bytes = g->groups[t->group].bytes;
+        *size = (int32_t)g->groups[t->group].size;
+    } else {
+        const struct model_trace *tr = job_structure_trace(g, t->rank);
+        uint32_t ev = g->src[i].event;
+        if (tr && ev != MODEL_NONE && ev < tr->n_events) {
+            uint32_t info = tr->events[ev].info;
+            if (info != MODEL_NONE && tr->infos[info].coll != MODEL_NONE) {
+                const struct model_collective *c = &tr->colls[tr->infos[info].coll];
+                *bytes = model_coll_bytes(tr, c, (enum model_coll_op)t->sub);
+                *size = c->group_size;
+            }
+        }
+    }
+    if (*size <= 1)
+        *size = 0; /* unknown */
+}
+
+static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_t layer, int64_t size,
                                  const struct job_config *c)
 {
     const struct model_task *t = &g->tasks[i];
-    int64_t size = t->group != MODEL_NONE ? g->groups[t->group].size : 0;
-    if (size <= 1)
-        size = 0; /* unknown */
     if (is_p2p(t->sub)) {
         if (c->pp > 1 && (size == 0 || size == 2))
             return STRUCT_ROLE_PP;
@@ -329,12 +356,16 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         return sc_error_set(err, SC_EINVAL, "the graph was not built from a trace");
     out->layer = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->layer);
     out->role = calloc(g->n_tasks ? g->n_tasks : 1, 1);
-    if (!out->layer || !out->role) {
+    out->coll_bytes = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->coll_bytes);
+    out->coll_size = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->coll_size);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size) {
         job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < g->n_tasks; i++)
+    for (size_t i = 0; i < g->n_tasks; i++) {
         out->layer[i] = -1;
+        out->coll_bytes[i] = -1;
+    }
     const struct hw_profile *hw;
     struct sc_error ignored;
     job_structure_gpu(g, &hw, out->device_name, sizeof out->device_name, &ignored);
@@ -406,7 +437,17 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         out->layer_tasks += out->layer[i] >= 0;
         if (g->tasks[i].cls != MODEL_TASK_COMM)
             continue;
-        enum struct_role role = classify(g, i, out->layer[i], cfg);
+        comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
+        if (out->coll_size[i] && !size_fits(out->coll_size[i], g->tasks[i].sub, cfg)) {
+            job_structure_release(out);
+            return sc_error_set(err, SC_EINVAL,
+                                "job description (tp=%lld, pp=%lld, dp=%lld) has no group of %d ranks, but the "
+                                "trace's %s kernel '%s' has a group of %d",
+                                (long long)cfg->tp, (long long)cfg->pp, (long long)cfg->dp, out->coll_size[i],
+                                model_coll_op_name((enum model_coll_op)g->tasks[i].sub),
+                                model_graph_str(g, g->src[i].name), out->coll_size[i]);
+        }
+        enum struct_role role = classify(g, i, out->layer[i], out->coll_size[i], cfg);
         out->role[i] = (uint8_t)role;
         out->by_role[role]++;
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;

@@ -14,7 +14,9 @@
  * run with as many repeats (the backward of the same layers); block j of a
  * run is layer j.
  *
- * Collectives: each communication task is a data-parallel collective
+ * Collectives: a communication task's size and group size come from its
+ * collective group, else from its kernel's arguments in the trace (a
+ * single traced rank's collectives have no group). Each is a data-parallel collective
  * (gradient reduction, or an all-to-all among the data-parallel replicas),
  * a tensor-parallel one, a pipeline send/recv or other, by its group size
  * where the trace gives it, else by the description: with tp = 1 every
@@ -40,7 +42,7 @@
 struct model_graph;
 struct hw_profile;
 
-#define STRUCT_MIN_BLOCK 3
+#define STRUCT_MIN_BLOCK 2
 
 enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_OTHER,
                    STRUCT_ROLE_COUNT };
@@ -52,6 +54,8 @@ const char *struct_layer_source_name(enum struct_layer_source s);
 struct job_structure {
     int32_t *layer;  /* per task: its layer on the rank (0-based), or -1 */
     uint8_t *role;   /* per task: enum struct_role (communication tasks; NONE for the rest) */
+    int64_t *coll_bytes; /* per task: a communication task's size (nccl-tests convention), or -1 */
+    int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
     enum struct_layer_source layer_source;
     int layers_per_rank;     /* the most layers found on one rank (0: none) */
     size_t layer_tasks;      /* tasks found inside a layer */

@@ -3,12 +3,14 @@
  * while the transforms run, and rounded once for the copy. */
 #include "estimator/whatif.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "estimator/collective_model.h"
+#include "estimator/flops.h"
 #include "estimator/gemm_samples.h"
 #include "estimator/graph_copy.h"
 #include "estimator/hardware.h"
@@ -180,12 +182,18 @@ static int split_collectives(struct wf *w, struct sc_error *err)
         int kind = t->sub;
         struct coll_group gr = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
         double d = (double)t->dur;
-        int64_t size = t->group != MODEL_NONE ? g->groups[t->group].bytes : -1;
+        int64_t size = w->st->coll_bytes[i];
         w->coll_kind[i] = coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
         w->transfer[i] = d;
         w->wait[i] = 0;
         if (w->coll_kind[i] < 0)
             continue;
+        if (!t->kept) {
+            /* all its ranks traced: the graph holds its transfer alone */
+            w->bytes0[i] = size > 0 ? (double)size : invert_bytes(&w->cp0, kind, gr, d / 1e3);
+            w->sizes_unknown |= size <= 0;
+            continue;
+        }
         if (size > 0) {
             double us = coll_us(&w->cp0, kind, gr, (double)size);
             w->bytes0[i] = (double)size;
@@ -415,7 +423,9 @@ static void mark_per_mb(struct wf *w)
 static int dims_needed(const struct job_config *b, const struct job_config *t, struct sc_error *err)
 {
     static const char *const names[] = {"hidden", "ffn", "seq", "heads"};
-    const int64_t bv[] = {b->hidden, b->ffn, b->seq, b->heads}, tv[] = {t->hidden, t->ffn, t->seq, t->heads};
+    /* ffn defaults to 4 x hidden, as in a spec */
+    const int64_t bv[] = {b->hidden, b->ffn ? b->ffn : 4 * b->hidden, b->seq, b->heads},
+                  tv[] = {t->hidden, t->ffn ? t->ffn : 4 * t->hidden, t->seq, t->heads};
     for (size_t k = 0; k < 4; k++)
         if (tv[k] != bv[k] && (!bv[k] || !has_dims(b)))
             return sc_error_set(err, SC_EINVAL,
@@ -424,19 +434,70 @@ static int dims_needed(const struct job_config *b, const struct job_config *t, s
     return SC_OK;
 }
 
-/* Per-GPU weights of the layers in c relative to b (sizes of gradient
- * collectives and optimizer work). */
+/* Weights one GPU holds under c (a pipeline stage's share of the layers,
+ * split by tp, and the embedding and output layer, split by tp as
+ * Megatron's vocabulary-parallel layers are), from the model's dimensions;
+ * 0 when the description lacks them. */
+static double params_per_gpu(const struct job_config *c)
+{
+    struct est_model m;
+    struct est_params p;
+    struct sc_error ignored;
+    if (!c->layers || !c->hidden || !c->heads)
+        return 0;
+    est_model_init(&m);
+    m.layers = c->layers;
+    m.hidden = c->hidden;
+    m.heads = c->heads;
+    m.ffn = c->ffn;
+    m.seq = c->seq ? c->seq : 1;
+    if (c->vocab)
+        m.vocab = c->vocab;
+    if (est_model_resolve(&m, &ignored))
+        return 0;
+    est_model_params(&m, &p);
+    return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
+}
+
+/* Per-GPU weights of the target relative to the traced job's (sizes of
+ * gradient collectives and optimizer work). */
 static double params_ratio(const struct job_config *b, const struct job_config *t)
 {
+    double p0 = params_per_gpu(b), p1 = params_per_gpu(t);
+    if (p0 > 0 && p1 > 0)
+        return p1 / p0;
     double r = (double)b->tp / (double)t->tp * (double)b->pp / (double)t->pp;
     if (b->layers && t->layers)
         r *= (double)t->layers / (double)b->layers;
-    if (has_dims(b)) {
-        double h0 = (double)b->hidden, f0 = (double)(b->ffn ? b->ffn : 4 * b->hidden);
-        double h1 = (double)t->hidden, f1 = (double)(t->ffn ? t->ffn : 4 * t->hidden);
-        r *= (4 * h1 * h1 + 2 * h1 * f1) / (4 * h0 * h0 + 2 * h0 * f0);
-    }
     return r;
+}
+
+/* A memory-bound kernel whose tensor tensor parallelism splits (the
+ * activation over the FFN's width, the attention's softmax and rotary
+ * embedding over the heads); norms, dropouts and residual adds work on the
+ * full hidden state of every rank without sequence parallelism. */
+static int tp_split_memory_kernel(const struct model_task *t, const char *name)
+{
+    static const char *const words[] = {"gelu", "relu", "silu", "swiglu", "activation", "softmax", "rotary", NULL};
+    char low[256];
+    size_t n = 0;
+    if (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY)
+        return 1;
+    for (; name && name[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)name[n]);
+    low[n] = '\0';
+    for (size_t k = 0; words[k]; k++)
+        if (strstr(low, words[k]))
+            return 1;
+    return 0;
+}
+
+/* Work outside the layers that Megatron splits over tp: the output layer's
+ * GEMM, the vocabulary-parallel loss and embedding. */
+static int tp_split_outside(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_LOSS ||
+                                           t->sub == MODEL_KF_EMBEDDING || t->sub == MODEL_KF_SOFTMAX);
 }
 
 static int add_insert(struct wf *w, uint32_t after, double dur_ns)
@@ -485,7 +546,7 @@ static int shapes(struct wf *w, struct sc_error *err)
     } else {
         r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
     }
-    double r_mem = tokens * width, r_out = tokens * width;
+    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp;
     if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
@@ -513,13 +574,13 @@ static int shapes(struct wf *w, struct sc_error *err)
             continue;
         double r;
         if (!in_layer)
-            r = r_out;
+            r = r_mem * (tp_split_outside(tk) ? r_tp : 1.0);
         else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
         else
-            r = r_mem;
+            r = r_mem * (tp_split_memory_kernel(tk, model_graph_str(g, g->src[i].name)) ? r_tp : 1.0);
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
     /* tp 1 -> more: two all-reduces of the layer's activations per layer
