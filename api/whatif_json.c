@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/json_reply.h"
+#include "api/reply.h"
 #include "api/replay_json.h"
 #include "estimator/hardware.h"
 #include "estimator/job_config.h"
@@ -70,4 +72,74 @@ json_t *api_whatif_json(const struct whatif_result *r)
     json_object_set_new(doc, "fits", r->has_memory ? json_boolean(r->fits) : json_null());
     json_object_set_new(doc, "structure", api_structure_json(&r->structure));
     return doc;
+}
+
+int api_decode_whatif(const char *body, size_t len, struct job_config *set, struct api_reply *r)
+{
+    json_error_t je;
+    struct sc_error err;
+    json_t *doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je), *v;
+    const char *k;
+    int rc = SC_OK;
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return api_fail(r, API_E_INVALID_JSON, "the body must be a JSON object {\"set\":{...}}");
+    }
+    json_object_foreach(doc, k, v)
+    {
+        if (strcmp(k, "set") != 0) {
+            rc = api_fail(r, API_E_INVALID_JSON, "%s: unknown key (give {\"set\":{...}})", k);
+            break;
+        }
+    }
+    json_t *s = json_object_get(doc, "set");
+    if (!rc && !json_is_object(s))
+        rc = api_fail(r, API_E_INVALID_JSON, "set: required, an object of what to change");
+    if (!rc) {
+        char *text = json_dumps(s, JSON_COMPACT);
+        if (!text)
+            rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        else if (job_config_parse_set_json(text, strlen(text), set, &err))
+            rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
+        free(text);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+{
+    json_error_t je;
+    json_t *doc = description ? json_loads(description, 0, &je) : NULL;
+    json_t *cfg = json_object_get(doc, "config"), *kept = json_object();
+    const char *const *keys = job_config_keys();
+    int rc;
+    for (size_t i = 0; cfg && kept && keys[i]; i++) {
+        json_t *v = json_object_get(cfg, keys[i]);
+        if (!v && strcmp(keys[i], "seq") == 0)
+            v = json_object_get(cfg, "seq_len");
+        if (v && strcmp(keys[i], "gpu") != 0)
+            json_object_set(kept, keys[i], v);
+    }
+    char *text = cfg && kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    if (!cfg)
+        rc = sc_error_set(err, SC_EINVAL,
+                          "the job has no config: give its tp, pp and dp with PUT /v1/jobs/{job} "
+                          "{\"config\":{\"tp\":..,\"pp\":..,\"dp\":..}}");
+    else if (!text)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    else if ((rc = job_config_parse(text, strlen(text), out, err)))
+        sc_error_prefix(err, "the job's config");
+    free(text);
+    json_decref(kept);
+    json_decref(doc);
+    return rc;
+}
+
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res)
+{
+    json_t *doc = api_whatif_json(res);
+    if (!doc)
+        return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+    return api_reply_json(r, 200, doc);
 }

@@ -14,14 +14,32 @@
 #ifndef API_WHATIF_JSON_H
 #define API_WHATIF_JSON_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 struct job_structure;
 struct job_config;
 struct whatif_result;
 
+struct api_reply;
+struct sc_error;
+
 json_t *api_structure_json(const struct job_structure *s);
 json_t *api_job_config_json(const struct job_config *c);
 json_t *api_whatif_json(const struct whatif_result *r);
+
+/* The body of POST /v1/models/{id}/whatif, {"set":{...}}, into *set; on
+ * failure a 400 in r naming the field and its status. */
+int api_decode_whatif(const char *body, size_t len, struct job_config *set, struct api_reply *r);
+
+/* The job description of a job's stored description text (PUT
+ * /v1/jobs/{job}: its `config`): the keys a job description has (seq_len
+ * read as seq), the others ignored. SC_EINVAL naming what is missing or
+ * wrong. */
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err);
+
+/* A what-if's document as a 200 reply. */
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res);
 
 #endif
