@@ -273,6 +273,16 @@ class Client:
         return self.request("GET", _path("/v1/models/{}/timeline", model),
                             query=[("rank", rank)] + _scale_query(scale))
 
+    def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
+        """``POST /v1/models/{id}/whatif``: the model's step transformed to
+        another configuration and replayed (as ``stepcast whatif --json``),
+        from its job's ``config`` (:meth:`put_job`): ``set`` as ``{"dp": 16,
+        "gpu": "h100-sxm"}`` (tp, pp, dp, micro_batch, global_batch, layers,
+        hidden, heads, ffn, seq, vocab, dtype, gpu). The answer says how much
+        of ``step_ms`` is measured (``from_measured_ms``) and how much
+        modelled (``from_models_ms``, ``models_used``)."""
+        return self.request("POST", _path("/v1/models/{}/whatif", model), json={"set": dict(set)})
+
     # ---- tokens (admin) ----
 
     def tokens(self) -> Doc:
