@@ -331,18 +331,24 @@ static int size_fits(int64_t size, int op, const struct job_config *c)
            size == c->tp * c->pp || size == world || (is_p2p(op) && size == 2 && c->pp > 1);
 }
 
+/* The error for a collective of `size` ranks no group of c has. */
+static int contradiction(const struct job_config *c, int64_t size, int op, const char *what, const char *name,
+                         struct sc_error *err)
+{
+    return sc_error_set(err, SC_EINVAL,
+                        "job description (tp=%lld, pp=%lld, dp=%lld) has no group of %lld ranks, but the trace's %s "
+                        "%s '%s' spans %lld",
+                        (long long)c->tp, (long long)c->pp, (long long)c->dp, (long long)size,
+                        model_coll_op_name((enum model_coll_op)op), what, name && *name ? name : "?",
+                        (long long)size);
+}
+
 static int check_groups(const struct model_graph *g, const struct job_config *c, struct sc_error *err)
 {
     for (size_t k = 0; k < g->n_groups; k++) {
         const struct model_coll_group *gr = &g->groups[k];
-        if (gr->size <= 1 || size_fits(gr->size, gr->op, c))
-            continue;
-        const char *pg = model_graph_str(g, gr->pg);
-        return sc_error_set(err, SC_EINVAL,
-                            "job description (tp=%lld, pp=%lld, dp=%lld) has no group of %u ranks, but the trace's "
-                            "%s on process group '%s' spans %u",
-                            (long long)c->tp, (long long)c->pp, (long long)c->dp, gr->size,
-                            model_coll_op_name(gr->op), pg && *pg ? pg : "?", gr->size);
+        if (gr->size > 1 && !size_fits(gr->size, gr->op, c))
+            return contradiction(c, gr->size, gr->op, "on process group", model_graph_str(g, gr->pg), err);
     }
     return SC_OK;
 }
@@ -439,13 +445,10 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
             continue;
         comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
         if (out->coll_size[i] && !size_fits(out->coll_size[i], g->tasks[i].sub, cfg)) {
+            rc = contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel", model_graph_str(g, g->src[i].name),
+                               err);
             job_structure_release(out);
-            return sc_error_set(err, SC_EINVAL,
-                                "job description (tp=%lld, pp=%lld, dp=%lld) has no group of %d ranks, but the "
-                                "trace's %s kernel '%s' has a group of %d",
-                                (long long)cfg->tp, (long long)cfg->pp, (long long)cfg->dp, out->coll_size[i],
-                                model_coll_op_name((enum model_coll_op)g->tasks[i].sub),
-                                model_graph_str(g, g->src[i].name), out->coll_size[i]);
+            return rc;
         }
         enum struct_role role = classify(g, i, out->layer[i], out->coll_size[i], cfg);
         out->role[i] = (uint8_t)role;

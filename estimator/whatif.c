@@ -332,6 +332,17 @@ static int gpu_type(struct wf *w, struct sc_error *err)
     return rc;
 }
 
+/* Task i done r times in place: its duration, host gap and the parts of
+ * them (modelled, transfer, wait) scaled by r. */
+static void repeat(struct wf *w, uint32_t i, double r)
+{
+    w->dur[i] *= r;
+    w->gap[i] *= r;
+    w->model_ns[i] *= r;
+    w->transfer[i] *= r;
+    w->wait[i] *= r;
+}
+
 /* Transform 3: layers. */
 static int layers(struct wf *w, struct sc_error *err)
 {
@@ -352,13 +363,7 @@ static int layers(struct wf *w, struct sc_error *err)
             continue;
         if (w->g->tasks[i].cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP)
             continue; /* a gradient bucket: its size follows the parameters */
-        w->dur[i] *= r;
-        w->gap[i] *= r;
-        w->model_ns[i] *= r;
-        if (w->g->tasks[i].cls == MODEL_TASK_COMM) {
-            w->transfer[i] *= r;
-            w->wait[i] *= r;
-        }
+        repeat(w, i, r);
     }
     return SC_OK;
 }
@@ -610,15 +615,8 @@ static void micro_batches(struct wf *w)
     int64_t m0 = job_config_micro_batches(w->b), m1 = job_config_micro_batches(w->t);
     double r = m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0;
     for (uint32_t i = 0; i < w->g->n_tasks; i++) {
-        if (!w->per_mb[i])
-            continue;
-        w->dur[i] *= r;
-        w->gap[i] *= r;
-        w->model_ns[i] *= r;
-        if (w->g->tasks[i].cls == MODEL_TASK_COMM) {
-            w->transfer[i] *= r;
-            w->wait[i] *= r;
-        }
+        if (w->per_mb[i])
+            repeat(w, i, r);
     }
 }
 

@@ -405,6 +405,20 @@ TEST(whatif_refuses_contradictions_and_what_it_cannot_do)
     CHECK_CONTAINS(err.msg, "set.global_batch");
     model_graph_free(g);
     model_job_free(job);
+
+    /* tensor- and data-parallel groups of 2 ranks: a description with
+     * neither is contradicted by the collectives' group sizes */
+    static const char tp2[] = "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":8,\"seq\":1024},\"parallel\":"
+                              "{\"tp\":2,\"dp\":2,\"micro_batch\":1,\"global_batch\":2},\"cluster\":{\"gpu\":"
+                              "\"h100-sxm\"}}";
+    g = synth_graph(tp2, "whatif-tp2", &job);
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no group of 2 ranks");
+    CHECK_EQ_INT(whatif(g, "{\"tp\":2,\"pp\":1,\"dp\":2}", "", &r, &err), SC_OK);
+    CHECK(r.structure.by_role[STRUCT_ROLE_TP] > 0 && r.structure.by_role[STRUCT_ROLE_DP] > 0);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
 }
 
 TEST(whatif_job_descriptions_and_sets_parse_strictly)
