@@ -11,6 +11,7 @@
 #include "estimator/hardware.h"
 #include "estimator/job_config.h"
 #include "estimator/structure.h"
+#include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "common/banned.h"
 
@@ -72,6 +73,19 @@ json_t *api_whatif_json(const struct whatif_result *r)
     json_object_set_new(doc, "fits", r->has_memory ? json_boolean(r->fits) : json_null());
     json_object_set_new(doc, "structure", api_structure_json(&r->structure));
     return doc;
+}
+
+json_t *api_synth_compare_json(const struct synth_compare *c)
+{
+    json_t *a = json_array();
+    for (int f = 0; a && f < MODEL_KF_COUNT; f++)
+        if (c->traced_kernels[f] > 0 || c->synth_kernels[f] > 0)
+            json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:o,s:o}", "family",
+                                               model_kernel_family_name((enum model_kernel_family)f), "traced_ms",
+                                               num(c->traced_ms[f]), "synth_ms", num(c->synth_ms[f]),
+                                               "traced_kernels", num(c->traced_kernels[f]), "synth_kernels",
+                                               num(c->synth_kernels[f])));
+    return a;
 }
 
 int api_decode_whatif(const char *body, size_t len, struct job_config *set, struct api_reply *r)

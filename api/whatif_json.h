@@ -21,6 +21,7 @@
 struct job_structure;
 struct job_config;
 struct whatif_result;
+struct synth_compare;
 
 struct api_reply;
 struct sc_error;
@@ -28,6 +29,11 @@ struct sc_error;
 json_t *api_structure_json(const struct job_structure *s);
 json_t *api_job_config_json(const struct job_config *c);
 json_t *api_whatif_json(const struct whatif_result *r);
+/* [{"family":"gemm","traced_ms":..,"synth_ms":..,"traced_kernels":..,
+ * "synth_kernels":..}, ...]: the families either side has, per rank and
+ * step (`stepcast whatif --compare-synth --json` adds it as
+ * "compare_synth"). */
+json_t *api_synth_compare_json(const struct synth_compare *c);
 
 /* The body of POST /v1/models/{id}/whatif, {"set":{...}}, into *set; on
  * failure a 400 in r naming the field and its status. */

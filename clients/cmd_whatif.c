@@ -10,14 +10,17 @@
 #include "api/whatif_json.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
+#include "clients/table.h"
 #include "estimator/job_config.h"
+#include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
-    "usage: stepcast whatif --config FILE [--set K=V,...] [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
+    "                       [--steps A-B] TRACE...\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..}\n"
     "       K: tp, pp, dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab, dtype, gpu\n";
@@ -37,6 +40,19 @@ int cli_load_job_config(const char *path, struct job_config *cfg)
         return cli_fail(&err);
     }
     return 0;
+}
+
+static void print_compare(const struct synth_compare *c)
+{
+    struct cli_table tb;
+    printf("\nper kernel family, per rank and step: traced beside what `stepcast estimate` synthesises\n");
+    cli_table_init(&tb, "family", "traced ms", "synth ms", "traced kernels", "synth kernels", NULL);
+    for (int f = 0; f < MODEL_KF_COUNT; f++)
+        if (c->traced_kernels[f] > 0 || c->synth_kernels[f] > 0)
+            cli_table_rowf(&tb, "%s|%.3f|%.3f|%.1f|%.1f", model_kernel_family_name((enum model_kernel_family)f),
+                           c->traced_ms[f], c->synth_ms[f], c->traced_kernels[f], c->synth_kernels[f]);
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
 }
 
 static void print_text(const json_t *doc, const struct whatif_result *r)
@@ -66,6 +82,7 @@ int cmd_whatif(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, 'S'},
         {"json", no_argument, NULL, 'j'},           {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'},    {"help", no_argument, NULL, 'h'},
+        {"compare-synth", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
@@ -73,14 +90,15 @@ int cmd_whatif(int argc, char **argv)
     struct job_config cfg, set;
     struct sc_error err;
     const char *config = NULL;
-    int json = 0, c, rc;
+    int json = 0, compare = 0, c, rc;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
     memset(&set, 0, sizeof set);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:S:jm:s:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:S:jm:s:hC", opts, NULL)) != -1) {
         switch (c) {
+        case 'C': compare = 1; break;
         case 'c': config = optarg; break;
         case 'S':
             if (job_config_parse_set_list(optarg, &set, &err))
@@ -112,13 +130,25 @@ int cmd_whatif(int argc, char **argv)
         model_job_free(job);
         return cli_fail(&err);
     }
+    struct synth_compare cmp;
+    if (compare && synth_compare(g, &cfg, r.structure.gpu, &cmp, &err)) {
+        whatif_release(&r);
+        model_graph_free(g);
+        model_job_free(job);
+        return cli_fail(&err);
+    }
     json_t *doc = api_whatif_json(&r);
-    if (!doc)
+    if (doc && compare)
+        json_object_set_new(doc, "compare_synth", api_synth_compare_json(&cmp));
+    if (!doc) {
         rc = 1;
-    else if (json)
+    } else if (json) {
         rc = cli_print_json(doc);
-    else
+    } else {
         print_text(doc, &r);
+        if (compare)
+            print_compare(&cmp);
+    }
     json_decref(doc);
     whatif_release(&r);
     model_graph_free(g);

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "estimator/spec.h"
 #include "common/banned.h"
 
 enum key_kind { KEY_INT, KEY_DTYPE, KEY_GPU };
@@ -201,4 +202,27 @@ char *job_config_json(const struct job_config *c)
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
+}
+
+int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err)
+{
+    char text[1024];
+    if (!c->layers || !c->hidden || !c->heads || !c->seq)
+        return sc_error_set(err, SC_EINVAL, "the job description lacks layers, hidden, heads or seq");
+    int n = snprintf(text, sizeof text, "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld",
+                     (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->seq);
+    if (c->ffn)
+        n += snprintf(text + n, sizeof text - (size_t)n, ",\"ffn\":%lld", (long long)c->ffn);
+    if (c->vocab)
+        n += snprintf(text + n, sizeof text - (size_t)n, ",\"vocab\":%lld", (long long)c->vocab);
+    n += snprintf(text + n, sizeof text - (size_t)n,
+                  "},\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld", (long long)c->tp,
+                  (long long)c->pp, (long long)c->dp, (long long)(c->micro_batch ? c->micro_batch : 1));
+    if (c->global_batch)
+        n += snprintf(text + n, sizeof text - (size_t)n, ",\"global_batch\":%lld", (long long)c->global_batch);
+    n += snprintf(text + n, sizeof text - (size_t)n, "},\"cluster\":{\"gpu\":\"%s\"}", gpu);
+    if (c->has_dtype)
+        n += snprintf(text + n, sizeof text - (size_t)n, ",\"options\":{\"dtype\":\"%s\"}", hw_dtype_name(c->dtype));
+    snprintf(text + n, sizeof text - (size_t)n, "}");
+    return est_spec_load(text, strlen(text), out, NULL, err);
 }

@@ -58,6 +58,13 @@ int64_t job_config_micro_batches(const struct job_config *c);
  * memory): every given key, nothing else. */
 char *job_config_json(const struct job_config *c);
 
+/* The spec (estimator/spec.h) of configuration c on GPU profile `gpu`:
+ * its model and parallelism, the spec's defaults for the rest.
+ * SC_EINVAL when c lacks layers, hidden, heads or seq, or the spec's own
+ * checks fail (the field named). */
+struct est_spec;
+int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
+
 /* Every key a set accepts ("tp", ..., "gpu"), NULL-terminated. */
 const char *const *job_config_keys(void);
 

@@ -753,29 +753,11 @@ static void describe(const struct wf *w, struct whatif_result *out)
 static int memory(const struct job_config *t, const struct hw_profile *hw1, struct whatif_result *out,
                   struct sc_error *err)
 {
-    char text[1024];
     struct est_spec spec;
     struct est_memory m;
     if (!t->layers || !t->hidden || !t->heads || !t->seq)
         return SC_OK;
-    int n = snprintf(text, sizeof text,
-                     "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld",
-                     (long long)t->layers, (long long)t->hidden, (long long)t->heads, (long long)t->seq);
-    if (t->ffn)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"ffn\":%lld", (long long)t->ffn);
-    if (t->vocab)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"vocab\":%lld", (long long)t->vocab);
-    n += snprintf(text + n, sizeof text - (size_t)n,
-                  "},\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld",
-                  (long long)t->tp, (long long)t->pp, (long long)t->dp,
-                  (long long)(t->micro_batch ? t->micro_batch : 1));
-    if (t->global_batch)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"global_batch\":%lld", (long long)t->global_batch);
-    n += snprintf(text + n, sizeof text - (size_t)n, "},\"cluster\":{\"gpu\":\"%s\"}", hw1->id);
-    if (t->has_dtype)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"options\":{\"dtype\":\"%s\"}", hw_dtype_name(t->dtype));
-    snprintf(text + n, sizeof text - (size_t)n, "}");
-    int rc = est_spec_load(text, strlen(text), &spec, NULL, err);
+    int rc = job_config_spec(t, hw1->id, &spec, err);
     if (!rc)
         rc = est_memory_estimate(&spec, hw1->hbm_gb, &m, err);
     if (rc)

@@ -18,6 +18,7 @@
 #include "estimator/job_config.h"
 #include "estimator/spec.h"
 #include "estimator/structure.h"
+#include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -259,6 +260,31 @@ static double total(const struct model_graph *g, int (*pick)(const struct model_
 static int is_optimizer(const struct model_task *t)
 {
     return t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
+}
+
+TEST(whatif_compare_synth_on_a_synth_trace_matches_family_by_family)
+{
+    /* a synth trace is what the estimate synthesises: every family's time
+     * and kernel count agree; a description without the model's
+     * dimensions cannot be synthesised */
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-compare", &job);
+    struct synth_compare c;
+    struct sc_error err;
+    struct job_config cfg = config(synth_config), bare = config("{\"tp\":1,\"pp\":1,\"dp\":4}");
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    REQUIRE(synth_compare(g, &cfg, hw, &c, &err) == SC_OK);
+    size_t families = 0;
+    for (int f = 0; f < MODEL_KF_COUNT; f++) {
+        CHECK_NEAR(c.traced_ms[f], c.synth_ms[f], 0.01 * c.synth_ms[f] + 1e-6);
+        CHECK_NEAR(c.traced_kernels[f], c.synth_kernels[f], 1e-9);
+        families += c.synth_kernels[f] > 0;
+    }
+    CHECK(families >= 5 && c.synth_ms[MODEL_KF_GEMM] > 0);
+    CHECK_EQ_INT(synth_compare(g, &bare, hw, &c, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "hidden");
+    model_graph_free(g);
+    model_job_free(job);
 }
 
 TEST(whatif_doubling_the_layers_adds_their_measured_time)

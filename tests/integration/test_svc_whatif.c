@@ -47,6 +47,8 @@ TEST(cli_whatif_documents_and_errors)
     char *wrong_path = strdup(th_write_file("whatif-wrong.json", wrong, strlen(wrong)));
     char *contra[] = {stepcast, "whatif", "--config", wrong_path, trace, NULL};
     free(th_run_expect(contra, 2, NULL, "world size"));
+    char *compare[] = {stepcast, "whatif", "--config", cfg_path, "--compare-synth", trace, NULL};
+    free(th_run_expect(compare, 2, NULL, "lacks layers, hidden, heads or seq"));
     char *inspect[] = {stepcast, "inspect", "--config", cfg_path, trace, NULL};
     free(th_run_expect(inspect, 0, "data-parallel", NULL));
     free(wrong_path);
