@@ -436,6 +436,8 @@ static int dims_needed(const struct job_config *b, const struct job_config *t, s
             return sc_error_set(err, SC_EINVAL,
                                 "set.%s: the job description must give %s (and hidden and seq) to change it",
                                 names[k], names[k]);
+    if (t->vocab != b->vocab && !b->vocab)
+        return sc_error_set(err, SC_EINVAL, "set.vocab: the job description must give vocab to change it");
     return SC_OK;
 }
 
@@ -552,6 +554,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
     }
     double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp;
+    double r_vocab = b->vocab && t->vocab ? (double)t->vocab / (double)b->vocab : 1.0;
     if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
@@ -578,8 +581,10 @@ static int shapes(struct wf *w, struct sc_error *err)
         if (!w->per_mb[i])
             continue;
         double r;
-        if (!in_layer)
-            r = r_mem * (tp_split_outside(tk) ? r_tp : 1.0);
+        if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
+            r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
+        else if (!in_layer)
+            r = r_mem * (tp_split_outside(tk) ? r_tp * r_vocab : 1.0); /* the output layer: tokens x h x V */
         else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)

@@ -36,6 +36,8 @@ static const char synth_spec[] =
     "\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
 static const char synth_config[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
                                    "\"hidden\":2048,\"heads\":16,\"seq\":2048}";
+static const char synth_config_vocab[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,"
+                                         "\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":50257}";
 
 static struct job_config config(const char *json)
 {
@@ -226,6 +228,7 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
         {"ffn=16384", "model", "ffn", "16384"},
         {"hidden=3072", "model", "hidden", "3072"},
         {"gpu=h100-sxm", "cluster", "gpu", "\"h100-sxm\""},
+        {"vocab=100000", "model", "vocab", "100000"},
     };
     struct model_job *job;
     struct model_graph *g = synth_graph(synth_spec, "whatif-synth", &job);
@@ -233,7 +236,8 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
         struct whatif_result r;
         struct sc_error err;
         double est = estimate_changed(cases[k].section, cases[k].key, cases[k].value);
-        int rc = whatif(g, synth_config, cases[k].set, &r, &err);
+        /* the spec's default vocabulary, given so that it may change */
+        int rc = whatif(g, synth_config_vocab, cases[k].set, &r, &err);
         if (rc)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
         if (rc)
@@ -423,6 +427,8 @@ TEST(whatif_refuses_contradictions_and_what_it_cannot_do)
     CHECK_CONTAINS(err.msg, "set.layers");
     CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "hidden=4096", &r, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.hidden");
+    CHECK_EQ_INT(whatif(g, synth_config, "vocab=100000", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.vocab");
     CHECK_EQ_INT(whatif(g, synth_config, "gpu=a100-nonesuch", &r, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.gpu");
     CHECK_EQ_INT(whatif(g, synth_config, "dp=0", &r, &err), SC_EINVAL);
