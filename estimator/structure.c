@@ -212,8 +212,11 @@ static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps)
 }
 
 /* Layers of rank r from the repeats of its busiest compute stream, step by
- * step; *found gets the most layers seen. */
-static int repeats_rank(const struct model_graph *g, uint16_t r, int32_t *layer, int *found, struct sc_error *err)
+ * step, among the kernels no layer holds yet; with want > 0 only runs of
+ * that many repeats (the layers module annotations found). *found gets the
+ * most layers seen. */
+static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32_t *layer, int *found,
+                        struct sc_error *err)
 {
     uint32_t stream = MODEL_NONE, most = 0;
     *found = 0;
@@ -246,11 +249,13 @@ static int repeats_rank(const struct model_graph *g, uint16_t r, int32_t *layer,
         for (uint32_t i = g->res[stream].first; i != MODEL_NONE; i = g->next[i])
             if (i > st->begin && i < st->end && g->tasks[i].cls == MODEL_TASK_KERNEL && n < most) {
                 idx[n] = i;
-                names[n++] = g->src[i].name;
+                /* a kernel in a layer already is out of the search */
+                names[n] = layer[i] >= 0 ? -1 - (int64_t)n : (int64_t)g->src[i].name;
+                n++;
             }
-        size_t want = 0;
+        size_t reps = (size_t)want;
         for (int pass = 0; pass < 2; pass++) {
-            struct run run = longest_repeat(names, n, want);
+            struct run run = longest_repeat(names, n, reps);
             if (!run.reps)
                 break;
             for (size_t j = 0; j < run.reps * run.period; j++) {
@@ -259,12 +264,31 @@ static int repeats_rank(const struct model_graph *g, uint16_t r, int32_t *layer,
             }
             if ((int)run.reps > *found)
                 *found = (int)run.reps;
-            want = run.reps;
+            reps = run.reps;
         }
     }
     free(idx);
     free(names);
     return SC_OK;
+}
+
+/* The GPU work a call launched is in the call's layer, and the call that
+ * launched GPU work found in a layer is in it. */
+static void propagate(const struct model_graph *g, int32_t *layer)
+{
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        if (!model_task_on_gpu(g->tasks[i].cls))
+            continue;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            const struct model_edge *ed = &g->edges[e];
+            if (ed->kind != MODEL_EDGE_LAUNCH)
+                continue;
+            if (layer[i] < 0)
+                layer[i] = layer[ed->from];
+            else if (layer[ed->from] < 0)
+                layer[ed->from] = layer[i];
+        }
+    }
 }
 
 /* ---- collective roles ---- */
@@ -411,10 +435,15 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     }
     if (out->layers_per_rank)
         out->layer_source = STRUCT_LAYERS_MODULES;
-    for (uint16_t r = 0; !rc && !out->layers_per_rank && r < g->n_ranks; r++) {
+    propagate(g, out->layer);
+    /* without annotations, the repeats; with them, the repeats of the
+     * work they leave out (the backward, run by the autograd engine without
+     * module calls) as many times as there are layers */
+    int by_modules = out->layers_per_rank;
+    for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
         int found;
-        rc = repeats_rank(g, r, out->layer, &found, err);
-        if (found > out->layers_per_rank)
+        rc = repeats_rank(g, r, by_modules, out->layer, &found, err);
+        if (!by_modules && found > out->layers_per_rank)
             out->layers_per_rank = found;
     }
     if (!out->layer_source && out->layers_per_rank)
@@ -424,21 +453,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         return rc;
     }
 
-    /* the GPU work a call launched is in the call's layer, and the call
-     * that launched GPU work found in a layer is in it */
-    for (uint32_t i = 0; i < g->n_tasks; i++) {
-        if (!model_task_on_gpu(g->tasks[i].cls))
-            continue;
-        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-            const struct model_edge *ed = &g->edges[e];
-            if (ed->kind != MODEL_EDGE_LAUNCH)
-                continue;
-            if (out->layer[i] < 0)
-                out->layer[i] = out->layer[ed->from];
-            else if (out->layer[ed->from] < 0)
-                out->layer[ed->from] = out->layer[i];
-        }
-    }
+    propagate(g, out->layer);
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         out->layer_tasks += out->layer[i] >= 0;
         if (g->tasks[i].cls != MODEL_TASK_COMM)

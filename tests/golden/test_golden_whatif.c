@@ -327,6 +327,60 @@ TEST(whatif_doubling_the_layers_adds_their_measured_time)
     model_job_free(job);
 }
 
+/* The mean replayed step of a job's complete steps, ms. */
+static double mean_replay_ms(const struct model_graph *g)
+{
+    struct model_replay_opts o;
+    struct model_replay *r;
+    struct sc_error err;
+    double sum = 0;
+    size_t n = 0;
+    model_replay_opts_default(&o);
+    if (model_replay_run(g, &o, &r, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (!r->steps[s].partial) {
+            sum += (double)r->steps[s].replayed_ns;
+            n++;
+        }
+    model_replay_free(r);
+    return n ? sum / (double)n / 1e6 : 0;
+}
+
+TEST(whatif_layers_on_a_gentrace_job_with_module_annotations)
+{
+    /* gentrace --modules annotates each forward layer as PyTorch's
+     * with_modules does; the backward has no annotation and is found by
+     * its repeats. 8 -> 16 layers against the job gentrace writes with 16
+     * (its gradient buckets grow with the layers, as the parameters do) */
+    const char *args8[] = {"--layers", "8", "--modules", "--seed", "3", NULL};
+    const char *args16[] = {"--layers", "16", "--modules", "--seed", "3", NULL};
+    struct model_job *j8 = th_gentrace_job(2, args8), *j16 = th_gentrace_job(2, args16);
+    struct model_graph *g8, *g16;
+    struct whatif_result r;
+    struct sc_error err;
+    REQUIRE(j8 && j16);
+    REQUIRE(model_graph_build(j8, NULL, &g8, &err) == SC_OK && model_graph_build(j16, NULL, &g16, &err) == SC_OK);
+    static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":2,\"layers\":8}";
+    REQUIRE(whatif(g8, cfg, "layers=16", &r, &err) == SC_OK);
+    CHECK_EQ_INT(r.structure.layer_source, STRUCT_LAYERS_MODULES);
+    CHECK_EQ_INT(r.structure.layers_per_rank, 8);
+    /* forward (2 kernels) and backward (3 kernels) of every layer */
+    size_t kernels = 0, steps = g8->n_steps;
+    for (size_t i = 0; i < g8->n_tasks; i++)
+        kernels += g8->tasks[i].cls == MODEL_TASK_KERNEL && r.structure.layer[i] >= 0;
+    CHECK_EQ_INT(kernels, steps * 8 * 5);
+    double want = mean_replay_ms(g16);
+    printf("  gentrace layers 8 -> 16: what-if %.3f ms, the 16-layer job replayed %.3f ms (%+.2f%%)\n", r.step_ms,
+           want, (r.step_ms - want) / want * 100);
+    CHECK_NEAR(r.step_ms, want, 0.03 * want);
+    whatif_release(&r);
+    model_graph_free(g8);
+    model_graph_free(g16);
+    model_job_free(j8);
+    model_job_free(j16);
+}
+
 TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
 {
     struct model_job *job;
