@@ -10,9 +10,12 @@
  * it launched with it. Without annotations, from the repeating kernel
  * sequence of a layer: on each rank's busiest compute stream, in each step,
  * the longest run of a block of kernels repeated back to back (at least
- * STRUCT_MIN_BLOCK kernels, at least twice), and then the longest other
- * run with as many repeats (the backward of the same layers); block j of a
- * run is layer j.
+ * STRUCT_MIN_BLOCK kernels, two of them distinct, at least twice), and
+ * then the longest other run with as many repeats (the backward of the
+ * same layers); block j of a run is layer j. With annotations, which
+ * PyTorch records for forward module calls only, the kernels they leave
+ * out are searched the same way for runs of as many repeats as there are
+ * annotated layers (the backward).
  *
  * Collectives: a communication task's size and group size come from its
  * collective group, else from its kernel's arguments in the trace (a
