@@ -9,6 +9,7 @@
 
 #include "api/whatif_json.h"
 #include "clients/cli.h"
+#include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
 #include "estimator/job_config.h"
@@ -55,25 +56,31 @@ static void print_compare(const struct synth_compare *c)
     cli_table_release(&tb);
 }
 
-static void print_text(const json_t *doc, const struct whatif_result *r)
+/* The what-if document (api/whatif_json.h) as tables and lines. */
+static int print_text(const json_t *doc)
 {
-    cli_print_replay(doc);
-    char *base = job_config_json(&r->base), *target = job_config_json(&r->target);
+    const json_t *v;
+    size_t i;
+    int rc = cli_print_replay(doc);
+    char *base = json_dumps(json_object_get(doc, "base"), JSON_COMPACT | JSON_PRESERVE_ORDER),
+         *target = json_dumps(json_object_get(doc, "target"), JSON_COMPACT | JSON_PRESERVE_ORDER);
     printf("\nbase   %s\ntarget %s\n", base ? base : "?", target ? target : "?");
     free(base);
     free(target);
     printf("step %.3f ms (base replayed %.3f ms): %.3f ms from measured durations, %.3f ms from models\n",
-           r->step_ms, r->base_step_ms, r->from_measured_ms, r->from_models_ms);
-    for (int m = 0; m < WHATIF_MODEL_COUNT; m++)
-        if (r->models[m].tasks)
-            printf("  %-17s %8.3f ms  %zu tasks: %s\n", r->models[m].name, r->models[m].ms, r->models[m].tasks,
-                   r->models[m].why);
-    printf("collectives per step: %.3f ms transfer, %.3f ms waiting for peers\n", r->collective_transfer_ms,
-           r->collective_wait_ms);
-    if (r->has_memory)
-        printf("memory %.2f GB per GPU: %s\n", r->memory_gb_per_gpu, r->fits ? "fits" : "does not fit");
+           cli_json_num(doc, "step_ms"), cli_json_num(doc, "base_step_ms"), cli_json_num(doc, "from_measured_ms"),
+           cli_json_num(doc, "from_models_ms"));
+    json_array_foreach(json_object_get(doc, "models_used"), i, v)
+        printf("  %-17s %8.3f ms  %lld tasks: %s\n", cli_json_str(v, "model", "?"), cli_json_num(v, "ms"),
+               cli_json_int(v, "tasks"), cli_json_str(v, "why", ""));
+    printf("collectives per step: %.3f ms transfer, %.3f ms waiting for peers\n",
+           cli_json_num(doc, "collective_transfer_ms"), cli_json_num(doc, "collective_wait_ms"));
+    if (json_is_number(json_object_get(doc, "memory_gb_per_gpu")))
+        printf("memory %.2f GB per GPU: %s\n", cli_json_num(doc, "memory_gb_per_gpu"),
+               json_is_true(json_object_get(doc, "fits")) ? "fits" : "does not fit");
     else
         printf("memory: not estimated (the description lacks layers, hidden, heads or seq)\n");
+    return rc;
 }
 
 int cmd_whatif(int argc, char **argv)
@@ -145,7 +152,7 @@ int cmd_whatif(int argc, char **argv)
     } else if (json) {
         rc = cli_print_json(doc);
     } else {
-        print_text(doc, &r);
+        rc = print_text(doc);
         if (compare)
             print_compare(&cmp);
     }
@@ -153,5 +160,66 @@ int cmd_whatif(int argc, char **argv)
     whatif_release(&r);
     model_graph_free(g);
     model_job_free(job);
+    return rc;
+}
+
+/* `stepcast --server URL whatif --model ID --set K=V,... [--json]`: the
+ * server's what-if of a built model, from its job's config. */
+int cmd_remote_whatif(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'M'}, {"set", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *model = NULL;
+    struct job_config set;
+    struct sc_error err;
+    struct remote r;
+    struct remote_resp resp;
+    int c, rc, json = 0;
+    memset(&set, 0, sizeof set);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "M:S:jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'M': model = optarg; break;
+        case 'S':
+            if (job_config_parse_set_list(optarg, &set, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'j': json = 1; break;
+        case 'h':
+            printf("usage: stepcast --server URL whatif --model ID [--set K=V,...] [--json]\n"
+                   "(the job's description is its config on the server: PUT /v1/jobs/{job})\n");
+            return 0;
+        default: return cli_usage_error("whatif", "bad option");
+        }
+    }
+    if (!model || optind != argc)
+        return cli_usage_error("whatif", "with --server, whatif takes --model ID (no trace files)");
+    char *set_text = job_config_json(&set), body[8192], path[600], id[512];
+    if (!set_text)
+        return cli_usage_error("whatif", "out of memory");
+    snprintf(body, sizeof body, "{\"set\":%s}", set_text);
+    free(set_text);
+    if (remote_open(&r, &err))
+        return cli_fail(&err);
+    remote_escape(model, id, sizeof id);
+    snprintf(path, sizeof path, "/v1/models/%s/whatif", id);
+    if (remote_call(&r, "POST", path, body, &resp, &err)) {
+        remote_close(&r);
+        return cli_fail(&err);
+    }
+    if (resp.status != 200) {
+        rc = remote_fail(&resp);
+    } else {
+        json_t *doc = json_loads(resp.body, 0, NULL);
+        if (!doc)
+            fprintf(stderr, "stepcast: the server's answer is not JSON\n");
+        rc = !doc ? 1 : json ? cli_print_json(doc) : print_text(doc);
+        json_decref(doc);
+    }
+    remote_resp_release(&resp);
+    remote_close(&r);
     return rc;
 }

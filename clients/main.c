@@ -175,6 +175,7 @@ int main(int argc, char **argv)
         {"build", cmd_build, 0},
         {"replay", cmd_remote_replay, 1},
         {"critical-path", cmd_remote_critical_path, 1},
+        {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},

@@ -67,6 +67,7 @@ int cmd_upload(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_remote_replay(int argc, char **argv);
 int cmd_remote_critical_path(int argc, char **argv);
+int cmd_remote_whatif(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_tokens(int argc, char **argv);

@@ -1,8 +1,9 @@
 /* tests/integration/test_svc_whatif.c: what-ifs as users run them: `stepcast
  * whatif` on a real trace (exit statuses and messages naming the field),
  * and POST /v1/models/{id}/whatif on the same trace uploaded to the daemon
- * with its job's config, equal to the command line's document, memoised,
- * refused with the field named, and recorded in the ledger. */
+ * with its job's config, equal to the command line's document (local and
+ * remote), memoised, refused with the field named, and recorded in the
+ * ledger. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ TEST(cli_whatif_documents_and_errors)
     if (!th_shared_traces())
         SKIP("../shared/traces is absent");
     snprintf(trace, sizeof trace, "%s", th_shared_path(CONTROL));
+    unsetenv("STEPCAST_SERVER"); /* here: the local command */
     static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":8}";
     char *cfg_path = strdup(th_write_file("whatif-control.json", cfg, strlen(cfg)));
     char *stepcast = strdup(th_build_path("stepcast"));
@@ -91,10 +93,28 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     json_t *cli = json_loads(out ? out : "", 0, NULL);
     CHECK(http && cli && json_equal(http, cli));
     double step_ms = json_number_value(json_object_get(http, "step_ms"));
-    json_decref(http);
     json_decref(cli);
     free(out);
     free(cfg_path);
+
+    /* the remote command line: the server's document, or its tables */
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", SVC_ADMIN, 1);
+    char *remote[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set",
+                      "dp=2,gpu=v100-sxm2-16gb", "--json", NULL};
+    out = th_run_expect(remote, 0, NULL, NULL);
+    cli = json_loads(out ? out : "", 0, NULL);
+    CHECK(cli && json_equal(http, cli));
+    json_decref(cli);
+    free(out);
+    char *remote_text[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set", "gpu=h100-sxm",
+                           NULL};
+    free(th_run_expect(remote_text, 0, "from measured durations", NULL));
+    char *remote_bad[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set", "pp=4", NULL};
+    free(th_run_expect(remote_bad, 2, NULL, "set.pp"));
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
+    json_decref(http);
 
     /* asked again: from the memo */
     for (int i = 0; i < 2; i++)
