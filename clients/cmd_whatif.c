@@ -210,15 +210,7 @@ int cmd_remote_whatif(int argc, char **argv)
         remote_close(&r);
         return cli_fail(&err);
     }
-    if (resp.status != 200) {
-        rc = remote_fail(&resp);
-    } else {
-        json_t *doc = json_loads(resp.body, 0, NULL);
-        if (!doc)
-            fprintf(stderr, "stepcast: the server's answer is not JSON\n");
-        rc = !doc ? 1 : json ? cli_print_json(doc) : print_text(doc);
-        json_decref(doc);
-    }
+    rc = remote_print_document(&resp, json, print_text);
     remote_resp_release(&resp);
     remote_close(&r);
     return rc;
