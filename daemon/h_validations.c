@@ -63,7 +63,7 @@ static int predict_estimate(struct svc *s, const char *spec, struct api_validati
     struct est_estimate e;
     struct sc_error err;
     struct h_spec h;
-    int rc = h_spec_load(s, spec, strlen(spec), &h, r);
+    int rc = h_spec_load(s, spec, strlen(spec), NULL, &h, r);
     if (rc == SC_OK && (rc = est_estimate(&h.spec, h.hw, &h.costs, EST_DETAIL_STAGE, &e, &err)) == SC_OK) {
         v->predicted_ms = e.step_ms;
         est_estimate_release(&e);

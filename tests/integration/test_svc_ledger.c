@@ -325,7 +325,7 @@ TEST(svc_ledger_migrates_an_old_store)
     CHECK_CONTAINS(r.body, "\"n\":2");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, &r), 200);
-    CHECK_EQ_INT(svc_json_int(r.body, "schema"), 2);
+    CHECK_EQ_INT(svc_json_int(r.body, "schema"), 3);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(dir, NULL), 0);

@@ -112,6 +112,8 @@ class TestService(ErrorCase):
             ("post", "/v1/models/{id}/calibration"): "calibrate_model",
             ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
             ("delete", "/v1/validations/{id}"): "delete_validation",
+            ("post", "/v1/plans"): "plan", ("get", "/v1/plans/{id}"): "plan_status",
+            ("delete", "/v1/plans/{id}"): "cancel_plan",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():
@@ -344,6 +346,27 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertEqual((team["source"], team["model"]), ("traces", D["model"]))
         spec = dict(SPEC, cluster={"gpu": "h100-sxm", "profile": "py-fabric"})
         self.assertGreater(c.estimate(spec)["step_ms"], 0)
+
+    def test_plan(self):
+        c = admin()
+        spec = {"model": {"layers": 6, "hidden": 1024, "heads": 16, "seq": 2048},
+                "parallel": {"global_batch": 32}, "cluster": {"gpu": "h100-sxm"}}
+        seen = []
+        p = c.plan(spec, 16, top=3, objective="cost", progress=lambda d, t: seen.append((d, t)))
+        self.assertEqual(p["state"], "done")
+        self.assertEqual(len(p["top"]), 3)
+        self.assertGreater(p["evaluated"], 0)
+        costs = [r["estimate"]["gpu_hours_per_m_tokens"] for r in p["top"]]
+        self.assertEqual(costs, sorted(costs))
+        self.assertEqual(c.plan_status(p["id"])["top"], p["top"])
+        one = dict(spec, parallel={"global_batch": 32, "tp": 2, "pp": 1})
+        row = p["top"][0]
+        est = c.estimate(dict(spec, parallel=row["parallel"], options=row["options"]))
+        self.assertEqual(est["step_ms"], row["estimate"]["step_ms"])
+        self.assertEqual(c.plan(one, 2, top=1)["top"][0]["parallel"]["tp"], 2)
+        self.assertEqual(c.cancel_plan(p["id"])["deleted"], p["id"])
+        self.assertApiError(404, "not_found", c.plan_status, p["id"])
+        self.assertApiError(400, "invalid_spec", c.plan, {"model": {"layers": 1}}, 8)
 
     def test_ledger(self):
         c = admin()
