@@ -134,6 +134,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                          "--json`) with its state"},
     [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                             "400," E_AUTH ",404", "cancel a running plan, or forget a finished one"},
+    [API_OP_WHATIF] = {"POST", "/v1/models/{id}/whatif", "postWhatif", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
+                       "400," E_AUTH ",404,409,413,422",
+                       "the model's step transformed to another configuration and replayed (as `stepcast whatif "
+                       "--json`), from the job's config (PUT /v1/jobs/{job}); memoised by set and config"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

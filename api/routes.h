@@ -54,6 +54,7 @@ enum api_op {
     API_OP_PLAN_CREATE,
     API_OP_PLAN_GET,
     API_OP_PLAN_DELETE,
+    API_OP_WHATIF,
     API_OP_COUNT
 };
 

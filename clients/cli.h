@@ -25,6 +25,7 @@ int cmd_ledger(int argc, char **argv);
 int cmd_opportunities(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -60,6 +61,10 @@ int cli_load_spec(const char *text, size_t n, const char *calibrations, struct e
  * returns the exit status on failure, 0 on success. */
 int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
                    struct est_costs *costs);
+struct job_config;
+/* Read and parse the job description (estimator/job_config.h) at path;
+ * prints the error and returns the exit status on failure, 0 on success. */
+int cli_load_job_config(const char *path, struct job_config *cfg);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);

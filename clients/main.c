@@ -207,6 +207,7 @@ int main(int argc, char **argv)
         {"opportunities", cmd_opportunities},
         {"diff", cmd_diff},
         {"plan", cmd_plan},
+        {"whatif", cmd_whatif},
     };
 
     /* remote commands; those that are local commands too (`local`) are the
@@ -222,6 +223,7 @@ int main(int argc, char **argv)
         {"critical-path", cmd_remote_critical_path, 1},
         {"opportunities", cmd_remote_opportunities, 1},
         {"diff", cmd_remote_diff, 1},
+        {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},

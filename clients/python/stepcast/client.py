@@ -296,6 +296,16 @@ class Client:
         added, removed and re-timed."""
         return self.request("POST", _path("/v1/models/{}/diff", model), json={"other": other})
 
+    def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
+        """``POST /v1/models/{id}/whatif``: the model's step transformed to
+        another configuration and replayed (as ``stepcast whatif --json``),
+        from its job's ``config`` (:meth:`put_job`): ``set`` as ``{"dp": 16,
+        "gpu": "h100-sxm"}`` (tp, pp, dp, micro_batch, global_batch, layers,
+        hidden, heads, ffn, seq, vocab, dtype, gpu). The answer says how much
+        of ``step_ms`` is measured (``from_measured_ms``) and how much
+        modelled (``from_models_ms``, ``models_used``)."""
+        return self.request("POST", _path("/v1/models/{}/whatif", model), json={"set": dict(set)})
+
     # ---- tokens (admin) ----
 
     def tokens(self) -> Doc:

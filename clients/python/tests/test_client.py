@@ -270,6 +270,21 @@ class TestModels(ErrorCase):
         self.assertTrue(d["method"].startswith("sequential"))
         self.assertEqual(d["kernels"], {"added": [], "removed": [], "retimed": []})
         self.assertApiError(404, "not_found", c.diff, D["model"], "m-nosuchmodel")
+    def test_whatif(self):
+        c = admin()
+        self.assertApiError(422, "unprocessable", c.whatif, D["model"], {"dp": 8})
+        c.put_job("sample", config={"tp": 1, "pp": 1, "dp": 4})
+        base = c.replay(D["model"])
+        same = c.whatif(D["model"], {})
+        for a, b in zip(base["steps"], same["steps"]):
+            self.assertAlmostEqual(b["replayed_ms"], a["replayed_ms"], delta=0.005 * a["replayed_ms"])
+        self.assertEqual(same["target"]["gpu"], "a100-sxm4-80gb")
+        faster = c.whatif(D["model"], {"gpu": "h100-sxm"})
+        self.assertLess(faster["step_ms"], same["step_ms"])
+        self.assertGreater(faster["from_models_ms"], 0)
+        self.assertAlmostEqual(faster["from_models_ms"] + faster["from_measured_ms"], faster["step_ms"], places=3)
+        e = self.assertApiError(400, "invalid_json", c.whatif, D["model"], {"dp": 0})
+        self.assertIn("set.dp", e.message)
 
     def test_rows_and_dataframes(self):
         r = admin().replay(D["model"])
@@ -388,7 +403,8 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertAlmostEqual(r["error_pct"], (r["predicted_step_ms"] - 18.0) / 18.0 * 100, places=6)
         e = c.add_validation(500.0, spec=SPEC)
         self.assertEqual(e["kind"], "estimate")
-        self.assertApiError(501, "not_implemented", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        bad = self.assertApiError(400, "invalid_json", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        self.assertIn("set.x", bad.message)
         ledger = c.validations(model=D["model"])
         self.assertIn(r["id"], [x["id"] for x in ledger["entries"]])
         self.assertIn("2026-09", ledger["by_month"])
