@@ -53,49 +53,88 @@ static void name_by_hash(struct sc_error *err, const char *path, const char *sha
     }
 }
 
+int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
+                     struct model_trace **out, struct sc_error *err)
+{
+    char path[PATH_MAX];
+    blob_path(bs, tr->sha256, path, sizeof path);
+    int rc = model_trace_load_file(path, opts, out, err);
+    if (rc) {
+        name_by_hash(err, path, tr->sha256);
+        sc_error_prefix(err, "rank %lld", (long long)tr->rank);
+    }
+    return rc;
+}
+
+struct build_progress {
+    built_progress_fn fn;
+    void *ctx;
+    size_t n;
+    pthread_mutex_t mu;
+    size_t done; /* the most ranks reported built (calls may come out of order) */
+};
+
+static void on_rank_built(void *ctx, size_t built)
+{
+    struct build_progress *p = ctx;
+    pthread_mutex_lock(&p->mu);
+    if (built > p->done) {
+        p->done = built;
+        p->fn(p->ctx, (double)built / (double)(p->n + 1));
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err)
 {
-    struct model_trace **loaded = calloc(n ? n : 1, sizeof *loaded);
+    char (*paths)[PATH_MAX] = calloc(n ? n : 1, sizeof *paths);
+    const char **pv = calloc(n ? n : 1, sizeof *pv);
+    int64_t *ranks = calloc(n ? n : 1, sizeof *ranks);
     struct built_model *m = calloc(1, sizeof *m);
+    struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
     size_t data = 0;
     int rc = SC_OK;
 
     *out = NULL;
-    if (!loaded || !m) {
-        free(loaded);
+    if (!paths || !pv || !ranks || !m) {
+        free(paths);
+        free(pv);
+        free(ranks);
         free(m);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
-    for (size_t i = 0; i < n && rc == SC_OK; i++) {
-        char path[PATH_MAX];
-        blob_path(bs, traces[i].sha256, path, sizeof path);
-        if ((rc = model_trace_load_file(path, opts, &loaded[i], err))) {
-            name_by_hash(err, path, traces[i].sha256);
+    for (size_t i = 0; i < n; i++) {
+        blob_path(bs, traces[i].sha256, paths[i], sizeof paths[i]);
+        pv[i] = paths[i];
+        ranks[i] = traces[i].rank; /* the rank it was uploaded as */
+    }
+    /* ranks load and build on all cores; each trace keeps only its header
+     * once its rank's part of the graph is found */
+    struct model_graph_load gl = {.load = opts, .ranks = ranks, .progress = progress ? on_rank_built : NULL,
+                                  .progress_ctx = &bp};
+    rc = model_graph_build_paths(pv, n, &gl, graph_opts, &m->job, &m->graph, err);
+    for (size_t i = 0; rc && i < n; i++)
+        if (strstr(err->msg, paths[i])) { /* the trace that failed */
+            name_by_hash(err, paths[i], traces[i].sha256);
             sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
             break;
         }
-        loaded[i]->rank = traces[i].rank; /* the rank it was uploaded as */
-        data += model_trace_bytes(loaded[i]);
-        if (progress)
-            progress(progress_ctx, (double)(i + 1) / (double)(n + 1));
-    }
-    if (rc == SC_OK)
-        rc = model_job_from_traces(loaded, n, &m->job, err);
-    else
-        for (size_t i = 0; i < n; i++)
-            model_trace_free(loaded[i]);
-    free(loaded);
-    if (rc == SC_OK && (rc = model_graph_build(m->job, graph_opts, &m->graph, err)) == SC_OK)
-        data += model_graph_bytes(m->graph);
+    free(paths);
+    free(pv);
+    free(ranks);
+    pthread_mutex_destroy(&bp.mu);
     if (rc) {
         built_model_free(m);
         return rc;
     }
+    for (size_t i = 0; i < m->job->n_ranks; i++)
+        data += model_trace_bytes(m->job->ranks[i]);
+    data += model_graph_bytes(m->graph);
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
@@ -117,15 +156,10 @@ int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_s
             sum += (uint64_t)traces[i].events;
             continue;
         }
-        char path[PATH_MAX];
         struct model_trace *t;
-        blob_path(bs, traces[i].sha256, path, sizeof path);
-        int rc = model_trace_load_file(path, &counting, &t, err);
-        if (rc) {
-            name_by_hash(err, path, traces[i].sha256);
-            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
+        int rc = built_load_trace(bs, &traces[i], &counting, &t, err);
+        if (rc)
             return rc;
-        }
         sum += (uint64_t)t->n_entries;
         model_trace_free(t);
     }

@@ -38,6 +38,12 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       void *progress_ctx, struct built_model **out, struct sc_error *err);
 void built_model_free(struct built_model *m); /* NULL-safe */
 
+/* Load one trace of a model from its blob; an error names the blob by its
+ * hash (not the server's path) after "rank N: ". */
+struct model_trace;
+int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
+                     struct model_trace **out, struct sc_error *err);
+
 /* The peak memory a build of traces[0..n) is estimated to take:
  * BUILT_BYTES_FIXED plus BUILT_BYTES_PER_EVENT for each event. Measured as
  * the daemon's peak RSS during a build less before it, over the events
