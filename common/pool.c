@@ -17,7 +17,7 @@ struct pool {
     struct sc_error *errs;
     int *rcs;
     atomic_size_t next;
-    atomic_int failed;
+    atomic_size_t first_failed; /* the lowest index that failed, or n */
 };
 
 static void *worker(void *arg)
@@ -25,11 +25,12 @@ static void *worker(void *arg)
     struct pool *p = arg;
     for (;;) {
         size_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n || atomic_load(&p->failed))
+        if (i >= p->n || i > atomic_load(&p->first_failed))
             return NULL;
         p->rcs[i] = p->fn(p->ctx, i, &p->errs[i]);
-        if (p->rcs[i])
-            atomic_store(&p->failed, 1);
+        size_t f = atomic_load(&p->first_failed);
+        while (p->rcs[i] && i < f && !atomic_compare_exchange_weak(&p->first_failed, &f, i))
+            ;
     }
 }
 
@@ -62,7 +63,7 @@ int sc_parallel_for(size_t n, unsigned threads, int (*fn)(void *ctx, size_t i, s
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     atomic_init(&p.next, 0);
-    atomic_init(&p.failed, 0);
+    atomic_init(&p.first_failed, n);
     for (unsigned i = 1; i < nt; i++)
         if (pthread_create(&tid[started], NULL, worker, &p) == 0)
             started++;

@@ -2,9 +2,8 @@
  *
  * Loading and building a job's ranks are independent per rank; this runs
  * them on all cores. Items are handed out in index order, one at a time;
- * after a failure no further item starts, and the error reported is the
- * one of the lowest failing index (so a failing job reports the error a
- * serial run would have reported first among those that ran). */
+ * after item f fails, no item after f starts, and every item before it
+ * still runs: the error reported is the one a serial run would report. */
 #ifndef COMMON_POOL_H
 #define COMMON_POOL_H
 
