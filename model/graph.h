@@ -230,7 +230,8 @@ struct model_graph_stats {
  * ends). The graph owns all its arrays; nothing writes into them once it is
  * built. */
 struct model_graph {
-    const struct model_job *job; /* borrowed, or NULL for a graph built without a trace */
+    const struct model_job *job; /* borrowed, or NULL for a graph built without a trace; its
+                                    traces may be shed (model_trace_shed): headers only */
     struct sc_strtab names;      /* task, resource, step and group strings */
     const struct model_task *tasks;
     const struct model_task_src *src;

@@ -14,7 +14,14 @@
  * and to pick among candidate dependencies. What a replay reads afterwards
  * is only durations, gaps, latencies and each rank's origin. The tasks,
  * edges, steps and groups found here go into the graph through the public
- * builder (graph_builder.h), each task with its class and source event. */
+ * builder (graph_builder.h), each task with its class and source event.
+ *
+ * Ranks are found apart, each into a part of its own (on all cores), and
+ * only then joined: collectives grouped and clocks aligned across ranks.
+ * A part takes of its trace what the join needs (names, collective
+ * metadata), so model_graph_build_paths can shed each trace as soon as its
+ * part is found and a job's events are never all in memory; the join hands
+ * each part to the builder and frees it before the next. */
 #include "model/graph.h"
 
 #include <pthread.h>
