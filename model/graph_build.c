@@ -1986,6 +1986,10 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
         for (size_t i = 0; i < j.n && rc == SC_OK; i++) {
             struct loaded key = {job->ranks[i], NULL};
             struct loaded *hit = bsearch(&key, s.v, s.n, sizeof *s.v, by_trace);
+            if (!hit || !hit->part) {
+                rc = sc_error_set(err, SC_EINTERNAL, "'%s' was loaded but not built", job->ranks[i]->source);
+                break;
+            }
             j.traces[i] = job->ranks[i];
             j.parts[i] = hit->part;
             hit->part = NULL;
