@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pool.h"
+#include "common/vec.h"
 #include "daemon/blobs.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -144,27 +146,43 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     return SC_OK;
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x < y) - (x > y);
+}
+
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
                          const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
                          struct sc_error *err)
 {
     struct model_load_opts counting = *opts;
-    uint64_t sum = 0;
+    uint64_t sum = 0, loading = 0, *each = calloc(n ? n : 1, sizeof *each);
     counting.count_only = 1;
+    if (!each)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (traces[i].events >= 0) {
-            sum += (uint64_t)traces[i].events;
-            continue;
+            each[i] = (uint64_t)traces[i].events;
+        } else {
+            struct model_trace *t;
+            int rc = built_load_trace(bs, &traces[i], &counting, &t, err);
+            if (rc) {
+                free(each);
+                return rc;
+            }
+            each[i] = t->n_entries;
+            model_trace_free(t);
         }
-        struct model_trace *t;
-        int rc = built_load_trace(bs, &traces[i], &counting, &t, err);
-        if (rc)
-            return rc;
-        sum += (uint64_t)t->n_entries;
-        model_trace_free(t);
+        sum += each[i];
     }
+    /* the largest traces are the ones that may be loading at once */
+    sc_sort(each, n, sizeof *each, cmp_desc);
+    for (size_t i = 0; i < n && i < sc_pool_threads(0); i++)
+        loading += each[i];
+    free(each);
     *events = sum;
-    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT;
+    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT + loading * BUILT_BYTES_PER_LOADING_EVENT;
     return SC_OK;
 }
 

@@ -45,14 +45,19 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
                      struct model_trace **out, struct sc_error *err);
 
 /* The peak memory a build of traces[0..n) is estimated to take:
- * BUILT_BYTES_FIXED plus BUILT_BYTES_PER_EVENT for each event. Measured as
- * the daemon's peak RSS during a build less before it, over the events
- * built (README "Build memory"): 88 to 196 bytes per event on the shared
- * traces and gentrace jobs of 25,000 to 1 million events, up to 4 MiB
- * more on small ones; the constants round that up. A trace's events are
- * traces[i].events, or counted from its blob (streaming, bounded memory)
- * when that is negative (unknown). *events gets their sum. */
-#define BUILT_BYTES_PER_EVENT 256
+ * BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each event (what the
+ * graph, its build and a replay hold of it), plus
+ * BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that may be in
+ * memory whole at once (the largest, one per loading thread: each trace is
+ * shed once its rank is built). Measured as the daemon's peak RSS during a
+ * build less before it (README "Build memory", BENCHMARKS.md "Scale"): 46
+ * bytes per event on a 64-rank gentrace job of 3.3 million events, 82 to
+ * 184 on the shared traces, whose few ranks are loading whole; the
+ * constants bound those. A trace's events are traces[i].events, or counted
+ * from its blob (streaming, bounded memory) when that is negative
+ * (unknown). *events gets their sum. */
+#define BUILT_BYTES_PER_EVENT 64
+#define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
                          const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
