@@ -1,8 +1,9 @@
 /* daemon/built.h: a built model in memory: {job, graph, memo}.
  *
  * built_model_build() is the whole build: it loads the traces a model was
- * made from (blobs, by rank) into a struct model_job and builds its
- * dependency graph (model/graph.h), which replays then run on. Builders
+ * made from (blobs, by rank, on all cores) and builds its dependency graph
+ * (model/graph.h), which replays then run on, keeping of each trace only
+ * its header (model_trace_shed) in a struct model_job. Builders
  * call it for new models and the cache calls it to bring back a ready
  * model after a restart or an eviction, so both give the same model. A
  * built model is immutable but for its memo: the rendered answers to
@@ -31,7 +32,7 @@ typedef void (*built_progress_fn)(void *ctx, double fraction);
 
 /* Build model `id` from traces[0..n) (rank and sha256 used) with the load
  * and graph options. progress, when non-NULL, is told the fraction done as
- * ranks load. */
+ * ranks are built (from the loading threads, never going back). */
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
