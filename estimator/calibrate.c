@@ -10,6 +10,7 @@
 #include "estimator/coll_samples.h"
 #include "estimator/collective_model.h"
 #include "estimator/gemm_samples.h"
+#include "estimator/mem_samples.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -204,7 +205,7 @@ static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s,
     struct sc_error err;
     kernel_params_default(&prof->kernel);
     if (gemm_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->kernel_fit, &err)) {
-        fprintf(report, "GEMMs: %zu with shapes; not fitted (%s): the kernel model keeps its defaults\n", s->n,
+        fprintf(report, "GEMMs: %zu with shapes; not fitted (%s): their parameters keep the defaults\n", s->n,
                 err.msg);
         return;
     }
@@ -217,8 +218,35 @@ static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s,
             f->after.median_abs_pct, f->before.median_abs_pct, f->after.mean_abs_pct, f->before.mean_abs_pct);
 }
 
+/* The HBM fraction's fit on one GPU's memory-bound ops (with the fixed
+ * cost per kernel of the GEMM fit), reported. */
+static void fit_memory(const struct hw_profile *hw, const struct mem_samples *s, const struct mem_skips *sk,
+                       struct cluster_profile *prof, FILE *report)
+{
+    struct sc_error err;
+    const struct mem_fit *f = &prof->mem_fit;
+    if (mem_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->mem_fit, &err)) {
+        fprintf(report, "memory-bound ops: %zu with bytes; not fitted (%s): hbm_fraction keeps %.2f\n", s->n,
+                err.msg, prof->kernel.hbm_fraction);
+    } else {
+        prof->has_kernel = 1;
+        fprintf(report, "memory-bound ops: %zu with bytes and times, %zu of at least 64 MiB fitted\n", s->n,
+                f->samples);
+        fprintf(report, "    hbm_fraction %.3f (+- %.3f) of %.0f GB/s, with kernel_fixed_us %.2f\n",
+                prof->kernel.hbm_fraction, f->fraction_se, hw->hbm_gbps, prof->kernel.kernel_fixed_us);
+        fprintf(report, "    error |predicted / measured - 1| on those: median %.1f%% (at %.2f: %.1f%%), mean %.1f%% (at %.2f: %.1f%%)\n",
+                f->after.median_abs_pct, f->before_fraction, f->before.median_abs_pct, f->after.mean_abs_pct,
+                f->before_fraction, f->before.mean_abs_pct);
+    }
+    if (sk->unreadable || sk->other_kernel)
+        fprintf(report, "    (left out: %zu whose dims or types could not be read, %zu that ran a kernel "
+                "that is not elementwise)\n", sk->unreadable, sk->other_kernel);
+}
+
 struct calib_acc {
     struct gemm_samples gemms;
+    struct mem_samples mems;
+    struct mem_skips mem_skipped;
     struct coll_runs runs;
     char device[96];
     size_t skipped;
@@ -235,6 +263,7 @@ void calib_acc_free(struct calib_acc *a)
         return;
     coll_runs_release(&a->runs);
     gemm_samples_release(&a->gemms);
+    mem_samples_release(&a->mems);
     free(a);
 }
 
@@ -245,7 +274,8 @@ int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_er
     if (t->shed)
         return sc_error_set(err, SC_EINVAL, "%.128s: its events were not kept: calibrate from the trace",
                             t->source ? t->source : "a trace");
-    if ((rc = gemm_samples_from_trace(t, &a->gemms, &sk, err)) || (rc = coll_runs_from_trace(t, &a->runs, err)))
+    if ((rc = gemm_samples_from_trace(t, &a->gemms, &sk, err)) ||
+        (rc = mem_samples_from_trace(t, &a->mems, &a->mem_skipped, err)) || (rc = coll_runs_from_trace(t, &a->runs, err)))
         return rc;
     a->skipped += sk;
     for (size_t i = 0; i < t->n_devices; i++) {
@@ -287,6 +317,7 @@ int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **
         fit_gemms(hw, &a->gemms, &prof, report);
         if (a->skipped)
             fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", a->skipped);
+        fit_memory(hw, &a->mems, &a->mem_skipped, &prof, report);
         if (!(m = calloc(a->runs.n + 1, sizeof *m)))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     }

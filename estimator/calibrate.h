@@ -1,6 +1,6 @@
 /* estimator/calibrate.h: cluster profiles from what a cluster measured:
- * nccl-tests outputs, or the GEMMs and sized collectives of a job's traces
- * (README, "calibrate").
+ * nccl-tests outputs, or the GEMMs, memory-bound ops and sized collectives
+ * of a job's traces (README, "calibrate").
  *
  * The command line (`stepcast calibrate`) and the daemon (POST
  * /v1/calibrations/nccl-tests, POST /v1/models/{id}/calibration) both make
@@ -59,7 +59,8 @@ int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *c
                      const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err);
 
 /* A job's traces into a profile document: the GEMMs with shapes fit the
- * kernel model, the sized collectives the collective model. */
+ * kernel model's fixed cost and GEMM ceiling, the memory-bound ops its HBM
+ * fraction, the sized collectives the collective model. */
 int calib_traces(const struct model_job *job, const char *gpu, FILE *report, char **doc,
                  struct sc_error *err);
 

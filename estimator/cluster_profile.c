@@ -88,14 +88,25 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
         struct kernel_params kp = p->kernel;
         for (size_t i = 0; k && i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
             json_object_set_new(k, kernel_fields[i].name, json_real(*kernel_field(&kp, i)));
-        if (k && p->kernel_fit.samples)
-            json_object_set_new(k, "fit",
-                                json_pack("{s:I, s:o, s:o, s:f, s:f}", "gemm_samples",
-                                          (json_int_t)p->kernel_fit.samples, "before",
-                                          check_json(&p->kernel_fit.before), "after",
-                                          check_json(&p->kernel_fit.after), "kernel_fixed_us_stderr",
-                                          p->kernel_fit.fixed_se_us, "gemm_ceiling_scale_stderr",
-                                          p->kernel_fit.scale_se));
+        json_t *fit = p->kernel_fit.samples || p->mem_fit.samples ? json_object() : NULL;
+        if (fit && p->kernel_fit.samples) {
+            json_object_set_new(fit, "gemm_samples", json_integer((json_int_t)p->kernel_fit.samples));
+            json_object_set_new(fit, "before", check_json(&p->kernel_fit.before));
+            json_object_set_new(fit, "after", check_json(&p->kernel_fit.after));
+            json_object_set_new(fit, "kernel_fixed_us_stderr", json_real(p->kernel_fit.fixed_se_us));
+            json_object_set_new(fit, "gemm_ceiling_scale_stderr", json_real(p->kernel_fit.scale_se));
+        }
+        if (fit && p->mem_fit.samples) {
+            const struct mem_fit *f = &p->mem_fit;
+            json_object_set_new(fit, "memory_bound",
+                                json_pack("{s:I, s:f, s:o, s:o}", "samples", (json_int_t)f->samples,
+                                          "hbm_fraction_stderr", f->fraction_se, "before", check_json(&f->before),
+                                          "after", check_json(&f->after)));
+        }
+        if (k && fit)
+            json_object_set_new(k, "fit", fit);
+        else
+            json_decref(fit);
         json_object_set_new(doc, "kernel", k ? k : json_null());
     }
     return doc;

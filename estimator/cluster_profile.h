@@ -19,6 +19,7 @@
 #include "estimator/collective_model.h"
 #include "estimator/gemm_samples.h"
 #include "estimator/kernel_model.h"
+#include "estimator/mem_samples.h"
 
 struct cluster_profile {
     char gpu[48];          /* hardware profile id; "" when the document names none */
@@ -28,6 +29,7 @@ struct cluster_profile {
     int has_kernel;        /* the document holds kernel parameters */
     struct kernel_params kernel;
     struct gemm_fit kernel_fit; /* how they were fitted (written only) */
+    struct mem_fit mem_fit;     /* hbm_fraction's fit (written only) */
 };
 
 /* The document (a json_t *, new reference; NULL when out of memory). */

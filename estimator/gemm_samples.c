@@ -1,22 +1,18 @@
 /* estimator/gemm_samples.c: GEMM shapes and kernel times from a trace
- * (gemm_samples.h).
- *
- * One sweep per CPU thread over its ops and launch calls in time order,
- * with a stack of the ops open at each call, gives every launch its
- * innermost op; the kernels then add their durations to the op's sample. */
+ * (gemm_samples.h): each kernel adds its duration to the sample of the op
+ * that launched it (op_kernels.h). */
 #include "estimator/gemm_samples.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
-#include <gsl/gsl_multifit.h>
 #include <jansson.h>
 
 #include "common/vec.h"
 #include "estimator/kernel_model.h"
-#include "model/runtime_api.h"
+#include "estimator/op_kernels.h"
+#include "estimator/robust_fit.h"
 #include "common/banned.h"
 
 enum gemm_op { OP_NONE, OP_MM, OP_ADDMM, OP_BMM, OP_BADDBMM, OP_LINEAR, OP_MATMUL };
@@ -137,26 +133,6 @@ static int tf32_kernel(const char *name)
     return name && (strstr(name, "tf32") || strstr(name, "s1688") || strstr(name, "s16816"));
 }
 
-struct item {
-    int64_t ts, dur;
-    uint32_t track, event;
-    uint8_t is_call;
-};
-
-static int item_cmp(const void *pa, const void *pb)
-{
-    const struct item *a = pa, *b = pb;
-    if (a->track != b->track)
-        return a->track < b->track ? -1 : 1;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
-    if (a->is_call != b->is_call) /* an op starting with its call contains it */
-        return a->is_call ? 1 : -1;
-    if (a->dur != b->dur) /* the enclosing op first */
-        return a->dur > b->dur ? -1 : 1;
-    return a->event < b->event ? -1 : a->event > b->event;
-}
-
 const char *gemm_device_name(const struct model_trace *t, int32_t device)
 {
     for (size_t i = 0; i < t->n_devices; i++)
@@ -168,95 +144,39 @@ const char *gemm_device_name(const struct model_trace *t, int32_t device)
 int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err)
 {
-    struct item *items = NULL;
-    size_t n_items = 0, cap = 0, n_skipped = 0;
-    uint32_t *op_of_call = NULL, *sample_of_op = NULL, *stack = NULL;
-    size_t depth = 0, stack_cap = 0, base = out->n;
-    int status = SC_OK;
+    struct op_kernels ok;
+    size_t n_skipped = 0;
+    int status = op_kernels_join(t, &ok, err);
 
-    if (!t->link)
-        return SC_OK; /* nothing joined: no kernel to attribute */
-    op_of_call = malloc(t->n_events * sizeof *op_of_call + 1);
-    sample_of_op = malloc(t->n_events * sizeof *sample_of_op + 1);
-    if (!op_of_call || !sample_of_op)
-        goto oom;
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        op_of_call[i] = sample_of_op[i] = MODEL_NONE;
-        int call = (e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) &&
-                   (e->rt == MODEL_RT_LAUNCH || e->rt == MODEL_RT_LAUNCH_SYNC) && t->link[i] != MODEL_NONE;
-        if (!call && e->kind != MODEL_EV_CPU_OP)
-            continue;
-        if (sc_vec_reserve((void **)&items, &cap, n_items + 1, sizeof *items))
-            goto oom;
-        items[n_items++] = (struct item){e->ts, e->dur, e->track, (uint32_t)i, (uint8_t)call};
-    }
-    qsort(items, n_items, sizeof *items, item_cmp);
-    for (size_t i = 0; i < n_items; i++) {
-        const struct item *it = &items[i];
-        if (i == 0 || it->track != items[i - 1].track)
-            depth = 0;
-        while (depth) {
-            const struct model_event *top = &t->events[stack[depth - 1]];
-            if (top->ts + top->dur >= it->ts)
-                break;
-            depth--;
-        }
-        if (it->is_call) {
-            if (depth)
-                op_of_call[it->event] = stack[depth - 1];
-            continue;
-        }
-        if (sc_vec_reserve((void **)&stack, &stack_cap, depth + 1, sizeof *stack))
-            goto oom;
-        stack[depth++] = it->event;
-    }
-    /* kernels add to the sample of their launch's innermost op */
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *k = &t->events[i];
-        if (k->kind != MODEL_EV_KERNEL || t->link[i] == MODEL_NONE)
-            continue;
-        uint32_t op = op_of_call[t->link[i]];
-        if (op == MODEL_NONE)
-            continue;
-        const struct model_event *o = &t->events[op];
+    for (size_t g = 0; g < ok.n_ops && !status; g++) {
+        const struct op_launch *l = &ok.ops[g];
+        const struct model_event *o = &t->events[l->op];
         enum gemm_op kind = gemm_op(model_str(t, o->name));
         if (kind == OP_NONE)
             continue;
-        uint32_t si = sample_of_op[op];
-        if (si == MODEL_NONE) {
-            struct gemm_sample s = {.device = -1, .op = op};
-            const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
-            const char *dims = in ? model_str(t, in->input_dims) : NULL;
-            const char *types = in ? model_str(t, in->input_types) : NULL;
-            if (!dims || !types || shape_of(kind, dims, &s) || dtype_of(kind, types, &s.dtype)) {
-                sample_of_op[op] = MODEL_NONE - 1; /* unreadable: skipped once */
-                n_skipped++;
-                continue;
-            }
-            if (sc_vec_reserve((void **)&out->v, &out->cap, out->n + 1, sizeof *out->v))
-                goto oom;
-            si = sample_of_op[op] = (uint32_t)(out->n++ - base);
-            out->v[base + si] = s;
-        } else if (si == MODEL_NONE - 1) {
+        struct gemm_sample s = {.device = -1, .op = l->op};
+        const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
+        const char *dims = in ? model_str(t, in->input_dims) : NULL;
+        const char *types = in ? model_str(t, in->input_types) : NULL;
+        if (!dims || !types || shape_of(kind, dims, &s) || dtype_of(kind, types, &s.dtype)) {
+            n_skipped++;
             continue;
         }
-        struct gemm_sample *s = &out->v[base + si];
-        s->measured_us += (double)k->dur / 1000;
-        s->kernels++;
-        if (k->info != MODEL_NONE)
-            s->device = t->infos[k->info].device;
-        if (s->dtype == HW_FP32 && tf32_kernel(model_str(t, k->name)))
-            s->dtype = HW_TF32;
+        for (uint32_t j = 0; j < l->n; j++) {
+            const struct model_event *k = &t->events[ok.kernel[l->first + j]];
+            s.measured_us += (double)k->dur / 1000;
+            s.kernels++;
+            if (k->info != MODEL_NONE)
+                s.device = t->infos[k->info].device;
+            if (s.dtype == HW_FP32 && tf32_kernel(model_str(t, k->name)))
+                s.dtype = HW_TF32;
+        }
+        if (sc_vec_reserve((void **)&out->v, &out->cap, out->n + 1, sizeof *out->v))
+            status = sc_error_set(err, SC_ENOMEM, "out of memory");
+        else
+            out->v[out->n++] = s;
     }
-    goto done;
-oom:
-    status = sc_error_set(err, SC_ENOMEM, "out of memory");
-done:
-    free(items);
-    free(op_of_call);
-    free(sample_of_op);
-    free(stack);
+    op_kernels_release(&ok);
     if (skipped)
         *skipped = n_skipped;
     return status;
@@ -296,10 +216,11 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
 
 #define MIN_FIT_SAMPLES 8
 
-int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err)
 {
+    const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
     memset(fit, 0, sizeof *fit);
     *out = *base;
     size_t m = 0;
@@ -311,13 +232,9 @@ int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *
     int status = gemm_samples_check(base, hw, s, n, &fit->before, err);
     if (status)
         return status;
-    gsl_matrix *X = gsl_matrix_alloc(m, 2), *cov = gsl_matrix_alloc(2, 2);
-    gsl_vector *y = gsl_vector_alloc(m), *b = gsl_vector_alloc(2);
-    gsl_multifit_robust_workspace *w = gsl_multifit_robust_alloc(gsl_multifit_robust_bisquare, m, 2);
-    if (!X || !cov || !y || !b || !w) {
-        status = sc_error_set(err, SC_ENOMEM, "out of memory");
-        goto out;
-    }
+    double *t = malloc(3 * m * sizeof *t + 1), *kernels = t + m, *bound = t + 2 * m, c[2], se[2];
+    if (!t)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     size_t row = 0;
     for (size_t i = 0; i < n; i++) {
         struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
@@ -326,16 +243,17 @@ int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *
             continue;
         if ((status = kernel_gemm(base, hw, &g, &e, err)))
             goto out;
-        double kernels = e.split_k > 1 ? 2 : 1, t = s[i].measured_us;
-        gsl_matrix_set(X, row, 0, kernels / t);
-        gsl_matrix_set(X, row, 1, (e.time_us - kernels * base->kernel_fixed_us) / t);
-        gsl_vector_set(y, row++, 1);
+        t[row] = s[i].measured_us;
+        kernels[row] = e.split_k > 1 ? 2 : 1;
+        bound[row] = e.time_us - kernels[row] * base->kernel_fixed_us;
+        row++;
     }
-    gsl_set_error_handler_off(); /* GSL's default handler aborts; its status is checked */
-    int st = gsl_multifit_robust(X, y, b, cov, w);
-    double fixed = gsl_vector_get(b, 0), inv_scale = gsl_vector_get(b, 1);
-    if ((st != GSL_SUCCESS && st != GSL_EMAXITER) || !isfinite(fixed) || !(inv_scale > 0)) {
-        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit failed (GSL: %s)", gsl_strerror(st));
+    const double *x[] = {kernels, bound};
+    if ((status = robust_fit_relative(t, NULL, x, 2, m, "GEMM", c, se, err)))
+        goto out;
+    double fixed = c[0], inv_scale = c[1];
+    if (!(inv_scale > 0)) {
+        status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit failed (a ceiling scale of 1 / %g)", inv_scale);
         goto out;
     }
     out->kernel_fixed_us = fixed;
@@ -346,14 +264,10 @@ int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *
         goto out;
     }
     fit->samples = m;
-    fit->fixed_se_us = sqrt(gsl_matrix_get(cov, 0, 0));
-    fit->scale_se = base->gemm_ceiling_scale * sqrt(gsl_matrix_get(cov, 1, 1)) / (inv_scale * inv_scale);
+    fit->fixed_se_us = se[0];
+    fit->scale_se = base->gemm_ceiling_scale * se[1] / (inv_scale * inv_scale);
     status = gemm_samples_check(out, hw, s, n, &fit->after, err);
 out:
-    gsl_multifit_robust_free(w);
-    gsl_vector_free(b);
-    gsl_vector_free(y);
-    gsl_matrix_free(cov);
-    gsl_matrix_free(X);
+    free(t);
     return status;
 }

@@ -11,7 +11,7 @@
 #include "tests/helpers.h"
 #include "common/banned.h"
 
-enum { PID = 10 };
+enum { PID = TB_PID };
 
 __attribute__((format(printf, 2, 3))) static void put(struct tb *tb, const char *fmt, ...)
 {

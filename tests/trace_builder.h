@@ -23,6 +23,7 @@ struct tb {
 };
 
 enum { TB_MAIN = 100, TB_SIDE = 101 }; /* thread ids */
+enum { TB_PID = 10 };                   /* the process of the CPU events */
 
 void tb_init(struct tb *tb, int rank, int world);
 void tb_free(struct tb *tb);

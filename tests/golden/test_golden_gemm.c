@@ -83,6 +83,8 @@ TEST(golden_calibrate_traces)
                     (char *)trace, NULL};
     char *so = th_run_expect(argv, 0, "GEMMs: 1776 with shapes and times", NULL);
     CHECK_CONTAINS(so, "GPU profile a100-sxm4-40gb");
+    CHECK_CONTAINS(so, "memory-bound ops: "); /* hbm_fraction fitted (tests/golden/test_golden_mem.c) */
+    CHECK_CONTAINS(so, " of at least 64 MiB fitted");
     free(so);
     size_t n;
     char *doc = th_read_file(out, &n);
@@ -97,6 +99,8 @@ TEST(golden_calibrate_traces)
     CHECK_EQ_INT(cluster_profile_parse(doc, n, &p, &err), SC_OK);
     CHECK_EQ_INT(p.has_kernel, 1);
     CHECK_STREQ(p.source, "traces");
+    CHECK(p.kernel.hbm_fraction != 0.86 && p.kernel.hbm_fraction <= 1);
+    CHECK_CONTAINS(doc, "\"memory_bound\"");
     free(doc);
     /* the profile's parameters, checked on the same GEMMs */
     struct model_trace *t = NULL;

@@ -253,6 +253,7 @@ TEST(svc_calibrations_named_kept_and_never_stale)
     CHECK_STREQ(svc_json_str(r.body, "source"), "traces");
     CHECK_STREQ(svc_json_str(r.body, "model"), model);
     CHECK_CONTAINS(r.body, "GEMMs");
+    CHECK_CONTAINS(r.body, "memory-bound ops: "); /* the same core as calibrate traces */
     svc_resp_release(&r);
     CHECK_EQ_INT(call(&d, writer, "POST", "/v1/models/m-none/calibration?name=x", NULL, NULL), 404);
 
