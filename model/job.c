@@ -105,55 +105,160 @@ int model_job_each_member(const char *path, model_member_fn fn, void *ctx, struc
 
 /* ---- archives ---- */
 
-struct member_trace {
-    char *name;
-    struct model_trace *t;
-};
-
-struct members {
-    const struct model_load_opts *opts;
-    const struct model_job_each *each;
-    struct member_trace *v;
-    size_t n, cap;
-};
-
 /* A trace just loaded: handed to the caller's function, if any. */
 static int visit(const struct model_job_each *each, struct model_trace *t, struct sc_error *err)
 {
     return each && each->fn ? each->fn(each->ctx, t, err) : SC_OK;
 }
 
+/* An archive is one stream, read one member after another; its members'
+ * bytes (as stored: a gzip'd member stays compressed) are gathered into
+ * batches of up to TAR_BATCH_BYTES and parsed on all cores. A member
+ * larger than that is parsed as it is read, after the batch before it. */
+#define TAR_BATCH_BYTES ((size_t)128 << 20)
+
+struct member {
+    char *name;           /* as stored (members are ranked in name order) */
+    char *label;          /* "ARCHIVE:name", for messages */
+    unsigned char *bytes; /* while it waits in the batch */
+    size_t n;
+    struct model_trace *t;
+};
+
+struct members {
+    const struct model_load_opts *opts;
+    const struct model_job_each *each;
+    unsigned threads;
+    struct member *v;
+    size_t n, cap;
+    size_t batch, batch_bytes; /* the batch: v[batch..n) */
+};
+
+static int parse_member(void *ctx, size_t i, struct sc_error *err)
+{
+    struct members *l = ctx;
+    struct member *m = &l->v[l->batch + i];
+    int rc = model_trace_load_mem(m->bytes, m->n, m->label, l->opts, &m->t, err);
+    free(m->bytes);
+    m->bytes = NULL;
+    return rc ? rc : visit(l->each, m->t, err);
+}
+
+/* Parse the batch; the first failure in archive order is reported. */
+static int flush_batch(struct members *l, struct sc_error *err)
+{
+    int rc = sc_parallel_for(l->n - l->batch, l->threads, parse_member, l, err);
+    for (size_t i = l->batch; i < l->n; i++) { /* those a failure left unparsed */
+        free(l->v[i].bytes);
+        l->v[i].bytes = NULL;
+    }
+    l->batch = l->n;
+    l->batch_bytes = 0;
+    return rc;
+}
+
+/* Up to `max` bytes of a stream into *out (from malloc); *whole says
+ * whether that was all of it. */
+static int read_some(struct model_stream *in, size_t max, unsigned char **out, size_t *n, int *whole,
+                     struct sc_error *err)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    *whole = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= max)
+                break;
+            size_t want = cap ? (cap * 2 < max ? cap * 2 : max) : (max < (1u << 20) ? max : (1u << 20));
+            unsigned char *p = realloc(buf, want);
+            if (!p) {
+                free(buf);
+                return sc_error_set(err, SC_ENOMEM, "out of memory");
+            }
+            buf = p;
+            cap = want;
+        }
+        ssize_t r = model_stream_read(in, buf + len, cap - len, err);
+        if (r < 0) {
+            free(buf);
+            return err->code ? err->code : SC_EIO;
+        }
+        if (r == 0) {
+            *whole = 1;
+            break;
+        }
+        len += (size_t)r;
+    }
+    *out = buf;
+    *n = len;
+    return SC_OK;
+}
+
 static int load_member(void *ctx, const char *name, const char *label, struct model_stream *in,
                        struct sc_error *err)
 {
     struct members *l = ctx;
-    struct model_trace *t;
-    int rc = model_trace_read(in, label, l->opts, &t, err);
-    if (rc)
-        return rc;
-    char *copy = strdup(name);
-    if (!copy || sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
-        free(copy);
-        model_trace_free(t);
+    struct member *m;
+    int whole, rc;
+    if (sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    m = &l->v[l->n];
+    memset(m, 0, sizeof *m);
+    if (!(m->name = strdup(name)) || !(m->label = strdup(label))) {
+        free(m->name);
+        free(m->label);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    l->v[l->n++] = (struct member_trace){copy, t};
-    return visit(l->each, t, err);
+    l->n++;
+    if ((rc = read_some(in, TAR_BATCH_BYTES, &m->bytes, &m->n, &whole, err))) {
+        struct sc_error first;
+        l->n--; /* not read: the members before it come first */
+        int before = flush_batch(l, &first);
+        l->n++;
+        l->batch = l->n;
+        if (before)
+            *err = first;
+        return before ? before : rc;
+    }
+    if (whole) {
+        l->batch_bytes += m->n;
+        return l->batch_bytes >= TAR_BATCH_BYTES ? flush_batch(l, err) : SC_OK;
+    }
+    /* too large for a batch: the batch before it, then this one as it streams */
+    unsigned char *head = m->bytes;
+    size_t n = m->n;
+    struct model_stream *s = NULL;
+    m->bytes = NULL;
+    l->n--;
+    rc = flush_batch(l, err);
+    l->n++;
+    l->batch = l->n;
+    if (rc == SC_OK && (rc = model_stream_open_mem_then(head, n, in, &s, err)) == SC_OK)
+        rc = model_trace_read(s, label, l->opts, &m->t, err);
+    model_stream_close(s);
+    free(head);
+    return rc ? rc : visit(l->each, m->t, err);
 }
 
 static int cmp_member(const void *a, const void *b)
 {
-    return strcmp(((const struct member_trace *)a)->name, ((const struct member_trace *)b)->name);
+    return strcmp(((const struct member *)a)->name, ((const struct member *)b)->name);
 }
 
 /* The traces of an archive, in member name order, appended to out[*n..]
- * (room for them made with sc_vec_reserve on *cap). Members are read in
- * archive order, one after another (an archive is one stream). */
-static int load_tar(const char *path, const struct model_load_opts *opts, const struct model_job_each *each,
-                    struct model_trace ***out, size_t *n, size_t *cap, struct sc_error *err)
+ * (room for them made with sc_vec_reserve on *cap). */
+static int load_tar(const char *path, const struct model_load_opts *opts, unsigned threads,
+                    const struct model_job_each *each, struct model_trace ***out, size_t *n, size_t *cap,
+                    struct sc_error *err)
 {
-    struct members l = {.opts = opts, .each = each};
+    struct members l = {.opts = opts, .each = each, .threads = threads};
     int rc = model_job_each_member(path, load_member, &l, err);
+    struct sc_error first;
+    int before = flush_batch(&l, &first); /* what is left; its errors come before the archive's */
+    if (before) {
+        rc = before;
+        *err = first;
+    }
     if (rc == SC_OK && sc_vec_reserve((void **)out, cap, *n + l.n, sizeof **out))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     sc_sort(l.v, l.n, sizeof *l.v, cmp_member);
@@ -163,6 +268,7 @@ static int load_tar(const char *path, const struct model_load_opts *opts, const 
         else
             model_trace_free(l.v[i].t);
         free(l.v[i].name);
+        free(l.v[i].label);
     }
     free(l.v);
     return rc;
@@ -304,7 +410,7 @@ int model_job_load_each(const char *const *paths, size_t n, const int64_t *ranks
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         if (rc == SC_OK && tar &&
             (rc = flush_files(&files, NULL, opts, threads, each, &all, &n_all, &cap_all, err)) == SC_OK)
-            rc = load_tar(paths[i], opts, each, &all, &n_all, &cap_all, err);
+            rc = load_tar(paths[i], opts, threads, each, &all, &n_all, &cap_all, err);
     }
     if (rc == SC_OK)
         rc = flush_files(&files, ranks, opts, threads, each, &all, &n_all, &cap_all, err);

@@ -6,7 +6,9 @@
  * A rank comes from the trace's distributedInfo.rank, else from its position
  * in the order the files were given (directory and archive entries in name
  * order). Two traces claiming one rank is an error. Files load in parallel, on
- * all cores; the members of one archive one after another (one stream). */
+ * all cores; an archive is one stream, read a member after another, and its
+ * members are parsed in batches (up to 128 MiB of them as stored) on all
+ * cores, a larger member alone as it is read. */
 #ifndef MODEL_JOB_H
 #define MODEL_JOB_H
 

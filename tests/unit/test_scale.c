@@ -3,9 +3,10 @@
  * model_graph_build_paths builds each rank as its trace loads and sheds the
  * trace: it must give the very graph and replay the whole-job build gives,
  * keep of each trace only its header, honour ranks given by the caller and
- * report a bad rank's trace. sc_parallel_for, which runs the ranks on all
- * cores, must run every item once and report the failure a serial run
- * would report. */
+ * report a bad rank's trace, from a folder or a tar archive (whose members
+ * are parsed in batches on all cores). sc_parallel_for, which runs the
+ * ranks on all cores, must run every item once and report the failure a
+ * serial run would report. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
+#include "model/stream.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -73,6 +75,19 @@ static void rank_paths(const char *dir, char paths[RANKS][4200], const char *pv[
         snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
         pv[r] = paths[r];
     }
+}
+
+/* Cut a file in the middle of an event. */
+static void truncate_half(const char *path)
+{
+    size_t n;
+    char *text = th_read_file(path, &n);
+    CHECK(text != NULL && n > 1000);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    CHECK_EQ_INT(fwrite(text, 1, n / 2, f), n / 2);
+    fclose(f);
+    free(text);
 }
 
 TEST(graph_build_paths_is_the_whole_job_build_with_traces_shed)
@@ -171,17 +186,10 @@ TEST(graph_build_paths_names_the_bad_trace)
     struct model_job *job = (struct model_job *)1;
     struct model_graph *g = (struct model_graph *)1;
     struct sc_error err;
-    size_t n;
 
     th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
     rank_paths(dir, paths, pv);
-    char *text = th_read_file(paths[4], &n);
-    CHECK(text != NULL && n > 1000);
-    FILE *f = fopen(paths[4], "wb"); /* rank 4 cut in the middle of an event */
-    CHECK(f != NULL);
-    CHECK_EQ_INT(fwrite(text, 1, n / 2, f), n / 2);
-    fclose(f);
-    free(text);
+    truncate_half(paths[4]); /* rank 4 cut in the middle of an event */
     CHECK(model_graph_build_paths(pv, RANKS, NULL, NULL, &job, &g, &err) == SC_EPARSE);
     CHECK(job == NULL && g == NULL);
     CHECK_CONTAINS(err.msg, "rank4.json");
@@ -219,4 +227,72 @@ TEST(parallel_for_runs_each_item_once_and_reports_the_first_failure)
     }
     CHECK(sc_parallel_for(0, 0, count_item, &c, &err) == SC_OK);
     CHECK(sc_pool_threads(0) >= 1);
+}
+
+TEST(graph_build_paths_from_a_tarball_is_the_folder_build)
+{
+    char dir[4096], tar[4300], cmd[9000];
+    struct model_job *ja = NULL, *jb = NULL;
+    struct model_graph *ga = NULL, *gb = NULL;
+    struct sc_error err;
+    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && gzip -k rank3.json && rm rank3.json && tar czf ../job.tar.gz *", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(tar, sizeof tar, "%s/../job.tar.gz", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && gunzip rank3.json.gz", dir);
+    CHECK(system(cmd) == 0);
+    const char *d = dir, *t = tar;
+    CHECK(model_graph_build_paths(&d, 1, NULL, NULL, &ja, &ga, &err) == SC_OK);
+    if (model_graph_build_paths(&t, 1, NULL, NULL, &jb, &gb, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    check_same_graph(ga, gb);
+    CHECK_CONTAINS(jb->ranks[3]->source, "job.tar.gz:rank3.json.gz");
+    CHECK(jb->ranks[5]->shed);
+    model_graph_free(ga);
+    model_graph_free(gb);
+    model_job_free(ja);
+    model_job_free(jb);
+}
+
+TEST(tarball_reports_its_first_bad_member)
+{
+    char dir[4096], path[4300], cmd[9000];
+    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
+    for (int r = 1; r < RANKS; r += 3) { /* ranks 1 and 4 */
+        snprintf(path, sizeof path, "%s/rank%d.json", dir, r);
+        truncate_half(path);
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar cf ../bad.tar rank0.json rank1.json rank2.json rank3.json "
+             "rank4.json rank5.json", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/../bad.tar", dir);
+    for (int round = 0; round < 5; round++) { /* the members parse in parallel */
+        struct model_job *job = NULL;
+        struct model_graph *g = NULL;
+        struct sc_error err;
+        const char *p = path;
+        CHECK(model_graph_build_paths(&p, 1, NULL, NULL, &job, &g, &err) == SC_EPARSE);
+        CHECK(job == NULL && g == NULL);
+        CHECK_CONTAINS(err.msg, "bad.tar:rank1.json");
+        CHECK(model_job_load(&p, 1, NULL, 0, &job, &err) == SC_EPARSE);
+        CHECK_CONTAINS(err.msg, "bad.tar:rank1.json");
+    }
+}
+
+TEST(stream_mem_then_reads_the_memory_then_the_rest)
+{
+    static const char rest[] = "defghijklmnopqrstuvwxyz";
+    struct model_stream *in = NULL, *s = NULL;
+    struct sc_error err;
+    char buf[64], got[64];
+    size_t n = 0;
+    CHECK(model_stream_open_mem(rest, sizeof rest - 1, &in, &err) == SC_OK);
+    CHECK(model_stream_open_mem_then("abc", 3, in, &s, &err) == SC_OK);
+    for (ssize_t r; (r = model_stream_read(s, buf, 2, &err)) > 0; n += (size_t)r) /* reads across the seam */
+        memcpy(got + n, buf, (size_t)r);
+    CHECK_EQ_INT(n, 26);
+    got[n] = '\0';
+    CHECK_STREQ(got, "abcdefghijklmnopqrstuvwxyz");
+    model_stream_close(s); /* `in` is borrowed */
+    model_stream_close(in);
 }
