@@ -34,8 +34,13 @@ struct memo {
 
 struct built_model {
     char id[API_ID_MAX];
-    struct model_job *job;
+    struct model_job *job; /* its traces shed: headers only */
     struct model_graph *graph;
+    /* what it was built from, to read the traces whole again */
+    struct api_trace *traces;
+    size_t n_traces;
+    struct model_load_opts load;
+    char *step_marker; /* load.step_marker's own copy */
     size_t bytes;      /* job + graph + memo budget */
     size_t memo_cap;   /* bytes the memo may hold */
     pthread_mutex_t mu;
@@ -110,6 +115,18 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
+    m->load = *opts;
+    if (!(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
+        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
+        free(paths);
+        free(pv);
+        free(ranks);
+        built_model_free(m);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    memcpy(m->traces, traces, n * sizeof *traces);
+    m->n_traces = n;
+    m->load.step_marker = m->step_marker;
     for (size_t i = 0; i < n; i++) {
         blob_path(bs, traces[i].sha256, paths[i], sizeof paths[i]);
         pv[i] = paths[i];
@@ -195,7 +212,42 @@ void built_model_free(struct built_model *m)
     pthread_mutex_destroy(&m->mu);
     model_graph_free(m->graph);
     model_job_free(m->job);
+    free(m->traces);
+    free(m->step_marker);
     free(m);
+}
+
+int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
+                      struct model_job **job, struct sc_error *err)
+{
+    char (*paths)[PATH_MAX] = calloc(m->n_traces ? m->n_traces : 1, sizeof *paths);
+    const char **pv = calloc(m->n_traces ? m->n_traces : 1, sizeof *pv);
+    int64_t *ranks = calloc(m->n_traces ? m->n_traces : 1, sizeof *ranks);
+    int rc = SC_OK;
+    *job = NULL;
+    if (!paths || !pv || !ranks)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == SC_OK && i < m->n_traces; i++) {
+        blob_path(bs, m->traces[i].sha256, paths[i], sizeof paths[i]);
+        pv[i] = paths[i];
+        ranks[i] = m->traces[i].rank;
+    }
+    if (rc == SC_OK)
+        rc = model_job_load_each(pv, m->n_traces, ranks, &m->load, 0, NULL, job, err);
+    for (size_t i = 0; rc && i < m->n_traces; i++)
+        if (strstr(err->msg, paths[i])) { /* the trace that failed */
+            name_by_hash(err, paths[i], m->traces[i].sha256);
+            sc_error_prefix(err, "rank %lld", (long long)m->traces[i].rank);
+            break;
+        }
+    free(paths);
+    free(pv);
+    free(ranks);
+    if (rc == SC_OK) {
+        *view = *m->graph;
+        view->job = *job;
+    }
+    return rc;
 }
 
 size_t built_model_bytes(const struct built_model *m)

@@ -70,6 +70,15 @@ const struct model_job *built_model_job(const struct built_model *m);
 
 const struct model_graph *built_model_graph(const struct built_model *m);
 
+/* A view of the model's graph whose job holds its traces whole (every
+ * event), read again from their blobs on all cores, for what needs more of
+ * them than a built model keeps (a what-if reads module annotations, GEMM
+ * shapes and collective metadata). *view shares the graph's arrays: release
+ * *job with model_job_free once done with the view; never free the view. */
+struct model_graph;
+int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
+                      struct model_job **job, struct sc_error *err);
+
 /* Longest memo key (a query's name and parameters). */
 #define BUILT_MEMO_KEY_MAX 512
 

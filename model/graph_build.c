@@ -1419,12 +1419,7 @@ static int rank_keep(struct builder *b)
                                   .group_size = -1, .op = task->sub};
             const struct model_collective *c = coll_of(t, task->event);
             if (c) {
-                int dt = model_dtype_bytes(c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype));
-                int64_t nelems = c->in_nelems;
-                if (m.op == MODEL_COLL_ALLGATHER || (m.op == MODEL_COLL_RECV && c->out_nelems > nelems))
-                    nelems = c->out_nelems;
-                if (dt > 0 && nelems >= 0)
-                    m.bytes = nelems * dt;
+                m.bytes = model_coll_bytes(t, c, (enum model_coll_op)m.op);
                 m.pg = c->pg_name;
                 m.dtype = c->dtype;
                 m.seq = c->seq;
