@@ -73,6 +73,51 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
     return rc;
 }
 
+/* A model's traces as blob files: their paths and the ranks they were
+ * uploaded as, for model_job_load_each and model_graph_build_paths. */
+struct blob_files {
+    char (*paths)[PATH_MAX];
+    const char **pv;
+    int64_t *ranks;
+};
+
+static void blob_files_release(struct blob_files *f)
+{
+    free(f->paths);
+    free(f->pv);
+    free(f->ranks);
+}
+
+static int blob_files(struct blob_store *bs, const struct api_trace *traces, size_t n, struct blob_files *f,
+                      struct sc_error *err)
+{
+    f->paths = calloc(n ? n : 1, sizeof *f->paths);
+    f->pv = calloc(n ? n : 1, sizeof *f->pv);
+    f->ranks = calloc(n ? n : 1, sizeof *f->ranks);
+    if (!f->paths || !f->pv || !f->ranks) {
+        blob_files_release(f);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        blob_path(bs, traces[i].sha256, f->paths[i], sizeof f->paths[i]);
+        f->pv[i] = f->paths[i];
+        f->ranks[i] = traces[i].rank;
+    }
+    return SC_OK;
+}
+
+/* An error naming one of the files: named by the blob's hash instead, after
+ * "rank N: ". */
+static void name_failed(struct sc_error *err, const struct blob_files *f, const struct api_trace *traces, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(err->msg, f->paths[i])) {
+            name_by_hash(err, f->paths[i], traces[i].sha256);
+            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
+            return;
+        }
+}
+
 struct build_progress {
     built_progress_fn fn;
     void *ctx;
@@ -97,55 +142,35 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err)
 {
-    char (*paths)[PATH_MAX] = calloc(n ? n : 1, sizeof *paths);
-    const char **pv = calloc(n ? n : 1, sizeof *pv);
-    int64_t *ranks = calloc(n ? n : 1, sizeof *ranks);
     struct built_model *m = calloc(1, sizeof *m);
     struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
+    struct blob_files f = {0};
     size_t data = 0;
     int rc = SC_OK;
 
     *out = NULL;
-    if (!paths || !pv || !ranks || !m) {
-        free(paths);
-        free(pv);
-        free(ranks);
-        free(m);
+    if (!m)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
     m->load = *opts;
     if (!(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
         (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
-        free(paths);
-        free(pv);
-        free(ranks);
         built_model_free(m);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     memcpy(m->traces, traces, n * sizeof *traces);
     m->n_traces = n;
     m->load.step_marker = m->step_marker;
-    for (size_t i = 0; i < n; i++) {
-        blob_path(bs, traces[i].sha256, paths[i], sizeof paths[i]);
-        pv[i] = paths[i];
-        ranks[i] = traces[i].rank; /* the rank it was uploaded as */
-    }
     /* ranks load and build on all cores; each trace keeps only its header
      * once its rank's part of the graph is found */
-    struct model_graph_load gl = {.load = opts, .ranks = ranks, .progress = progress ? on_rank_built : NULL,
-                                  .progress_ctx = &bp};
-    rc = model_graph_build_paths(pv, n, &gl, graph_opts, &m->job, &m->graph, err);
-    for (size_t i = 0; rc && i < n; i++)
-        if (strstr(err->msg, paths[i])) { /* the trace that failed */
-            name_by_hash(err, paths[i], traces[i].sha256);
-            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
-            break;
-        }
-    free(paths);
-    free(pv);
-    free(ranks);
+    struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
+    if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
+        gl.ranks = f.ranks; /* the ranks they were uploaded as */
+        if ((rc = model_graph_build_paths(f.pv, n, &gl, graph_opts, &m->job, &m->graph, err)))
+            name_failed(err, &f, traces, n);
+    }
+    blob_files_release(&f);
     pthread_mutex_destroy(&bp.mu);
     if (rc) {
         built_model_free(m);
@@ -220,29 +245,12 @@ void built_model_free(struct built_model *m)
 int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
                       struct model_job **job, struct sc_error *err)
 {
-    char (*paths)[PATH_MAX] = calloc(m->n_traces ? m->n_traces : 1, sizeof *paths);
-    const char **pv = calloc(m->n_traces ? m->n_traces : 1, sizeof *pv);
-    int64_t *ranks = calloc(m->n_traces ? m->n_traces : 1, sizeof *ranks);
-    int rc = SC_OK;
+    struct blob_files f = {0};
+    int rc = blob_files(bs, m->traces, m->n_traces, &f, err);
     *job = NULL;
-    if (!paths || !pv || !ranks)
-        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == SC_OK && i < m->n_traces; i++) {
-        blob_path(bs, m->traces[i].sha256, paths[i], sizeof paths[i]);
-        pv[i] = paths[i];
-        ranks[i] = m->traces[i].rank;
-    }
-    if (rc == SC_OK)
-        rc = model_job_load_each(pv, m->n_traces, ranks, &m->load, 0, NULL, job, err);
-    for (size_t i = 0; rc && i < m->n_traces; i++)
-        if (strstr(err->msg, paths[i])) { /* the trace that failed */
-            name_by_hash(err, paths[i], m->traces[i].sha256);
-            sc_error_prefix(err, "rank %lld", (long long)m->traces[i].rank);
-            break;
-        }
-    free(paths);
-    free(pv);
-    free(ranks);
+    if (rc == SC_OK && (rc = model_job_load_each(f.pv, m->n_traces, f.ranks, &m->load, 0, NULL, job, err)))
+        name_failed(err, &f, m->traces, m->n_traces);
+    blob_files_release(&f);
     if (rc == SC_OK) {
         *view = *m->graph;
         view->job = *job;
