@@ -55,7 +55,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     struct model_graph_opts go;
     struct model_replay_opts ro;
     struct sc_error err;
-    int c, rc;
+    int c;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
@@ -89,9 +89,10 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     }
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
-    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &run->job)))
-        return rc;
-    if (model_graph_build(run->job, &go, &run->graph, &err) ||
+    /* each rank's trace is shed once its part of the graph is found */
+    struct model_graph_load gl = {.load = &lo};
+    if (model_graph_build_paths((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go,
+                                &run->job, &run->graph, &err) ||
         model_replay_run(run->graph, &ro, &run->replay, &err)) {
         run_release(run);
         return cli_fail(&err);

@@ -25,6 +25,7 @@
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
+#include "model/job.h"
 #include "model/opportunity.h"
 #include "model/replay.h"
 #include "common/banned.h"
@@ -361,16 +362,24 @@ static int model_job_config(struct svc *s, const char *id, struct job_config *cf
     return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
 }
 
-/* Run the what-if; on failure the reply: 400 naming a change the set asks
- * for, 422 for the job's config against its traces. */
-static int run_whatif(struct built_model *m, const struct job_config *cfg, const struct job_config *set,
-                      struct whatif_result *res, struct api_reply *r)
+/* Run the what-if, on the model's graph with its traces read whole again
+ * (a built model keeps only their headers); on failure the reply: 400
+ * naming a change the set asks for, 422 for the job's config against its
+ * traces. */
+static int run_whatif(struct svc *s, struct built_model *m, const struct job_config *cfg,
+                      const struct job_config *set, struct whatif_result *res, struct api_reply *r)
 {
     struct sc_error err;
-    if (whatif_run(built_model_graph(m), cfg, set, res, &err))
-        return api_fail_status(r, &err,
-                               strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
-    return SC_OK;
+    struct model_graph view;
+    struct model_job *whole = NULL;
+    int rc = SC_OK;
+    if (built_model_whole(m, s->blobs, &view, &whole, &err))
+        rc = api_fail_status(r, &err, API_E_INTERNAL);
+    else if (whatif_run(&view, cfg, set, res, &err))
+        rc = api_fail_status(r, &err,
+                             strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
+    model_job_free(whole);
+    return rc;
 }
 
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r)
@@ -381,7 +390,7 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
     int rc = model_job_config(s, id, &cfg, r);
     if (rc || (rc = ready_model(s, id, &e, r)))
         return rc;
-    if ((rc = run_whatif(cache_value(e), &cfg, set, &res, r)) == SC_OK) {
+    if ((rc = run_whatif(s, cache_value(e), &cfg, set, &res, r)) == SC_OK) {
         *ms = res.step_ms;
         whatif_release(&res);
     }
@@ -408,7 +417,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct built_model *m = cache_value(e);
     if (!keyed || !(memo_hit = built_memo_get(m, key, r))) {
         struct whatif_result res;
-        if (run_whatif(m, &cfg, &set, &res, r) == SC_OK) {
+        if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
             int rc = api_reply_whatif(r, &res);
             whatif_release(&res);
             if (rc == SC_OK && keyed)
