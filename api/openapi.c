@@ -62,6 +62,12 @@ static const char schemas[] =
     " \"uptime_s\":{\"type\":\"number\"},\"schema\":{\"type\":\"integer\"},\"builds\":{\"type\":\"object\"},"
     " \"disk_full\":{\"type\":\"boolean\"},\"disk_free_bytes\":{\"type\":\"integer\"}}},"
     "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
+    "\"Opportunities\":{\"type\":\"object\",\"description\":\"the document of `stepcast opportunities --json`\"},"
+    "\"Diff\":{\"type\":\"object\",\"description\":\"the document of `stepcast diff --json`\"},"
+    "\"DiffRequest\":{\"type\":\"object\",\"required\":[\"other\"],\"properties\":{\"other\":{\"type\":\"string\","
+    "\"description\":\"the model of run B\"}}},"
+    "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
+    "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
     "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"},"
     "\"Spec\":{\"type\":\"object\",\"description\":\"the training-job spec (data/spec.schema.json; README"
@@ -79,8 +85,8 @@ static const char schemas[] =
     " \"report\":{\"type\":\"string\",\"description\":\"what the fits said\"}}},"
     "\"CalibrationList\":{\"type\":\"object\",\"properties\":{\"calibrations\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Calibration\"}}}},"
     "\"ValidationRequest\":{\"type\":\"object\",\"required\":[\"measured_step_ms\"],\"additionalProperties\":false,"
-    " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (501 until"
-    " this build has what-ifs); spec: estimate\",\"properties\":{"
+    " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (as POST"
+    " /v1/models/{id}/whatif); spec: estimate\",\"properties\":{"
     " \"model\":{\"type\":\"string\",\"nullable\":true},\"spec\":{\"type\":\"object\",\"nullable\":true},"
     " \"set\":{\"type\":\"object\",\"nullable\":true},\"measured_step_ms\":{\"type\":\"number\",\"exclusiveMinimum\":0},"
     " \"source\":{\"type\":\"string\",\"maxLength\":255},\"run_at\":{\"type\":\"string\",\"maxLength\":39},"
@@ -107,7 +113,14 @@ static const char schemas[] =
     "\"options\":{\"type\":\"object\"},\"estimate\":{\"$ref\":\"#/components/schemas/Estimate\"}}}}}},"
     "\"Ledger\":{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Validation\"}},"
     " \"mape\":{\"type\":\"object\"},\"by_model\":{\"type\":\"object\"},\"by_kind\":{\"type\":\"object\"},"
-    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}}"
+    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}},"
+    "\"WhatIfRequest\":{\"type\":\"object\",\"required\":[\"set\"],\"additionalProperties\":false,\"properties\":{"
+    " \"set\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"what to change: tp, pp,"
+    " dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab (positive integers), dtype, gpu (a"
+    " hardware profile id); an empty object is a no-op\"}}},"
+    "\"WhatIf\":{\"type\":\"object\",\"description\":\"the replay document of the transformed step with base,"
+    " target, step_ms, base_step_ms, from_measured_ms, from_models_ms, models_used, collective_transfer_ms,"
+    " collective_wait_ms, memory_gb_per_gpu, fits and structure (the document of `stepcast whatif --json`)\"}"
     "}";
 
 /* The reply schema of each operation (a components/schemas name). */
@@ -127,8 +140,11 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
     [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
     [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
+    [API_OP_OPPORTUNITIES] = "Opportunities", [API_OP_FLEET_OPPORTUNITIES] = "Fleet",
+    [API_OP_DIFF] = "Diff",
     [API_OP_PLAN_CREATE] = "Plan",        [API_OP_PLAN_GET] = "Plan",
     [API_OP_PLAN_DELETE] = "Plan",
+    [API_OP_WHATIF] = "WhatIf",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -137,7 +153,9 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_TOKEN_CREATE] = "TokenRequest",
     [API_OP_ESTIMATE] = "Spec",
     [API_OP_VALIDATION_CREATE] = "ValidationRequest",
+    [API_OP_DIFF] = "DiffRequest",
     [API_OP_PLAN_CREATE] = "PlanRequest",
+    [API_OP_WHATIF] = "WhatIfRequest",
 };
 
 static json_t *ref(const char *name)

@@ -55,6 +55,10 @@ def _path(template: str, *params: Any) -> str:
     return template.format(*(urllib.parse.quote(str(p), safe="") for p in params))
 
 
+def _replay_query(scale: Scale, keep_unexplained: bool) -> List[Tuple[str, str]]:
+    return _scale_query(scale) + ([("keep_unexplained", "true")] if keep_unexplained else [])
+
+
 def _scale_query(scale: Scale) -> List[Tuple[str, str]]:
     if scale is None:
         return []
@@ -257,22 +261,51 @@ class Client:
         """``DELETE /v1/models/{id}`` (admin)."""
         return self.request("DELETE", _path("/v1/models/{}", model))
 
-    def replay(self, model: str, scale: Scale = None) -> Doc:
+    def replay(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/replay``: predicted step time per rank and
-        step, error and breakdown; ``scale`` as ``{"gpu": 2, "gpu@1": 0.5}``
-        or ``["gpu=2"]``."""
-        return self.request("GET", _path("/v1/models/{}/replay", model), query=_scale_query(scale))
+        step, error, breakdown and ``unexplained_ms``; ``scale`` as
+        ``{"gpu": 2, "gpu@1": 0.5}`` or ``["gpu=2"]``; ``keep_unexplained``
+        keeps the waits the trace does not explain."""
+        return self.request("GET", _path("/v1/models/{}/replay", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def critical_path(self, model: str, scale: Scale = None) -> Doc:
+    def critical_path(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/critical-path``: the replayed step's critical
         path, segment by segment, and its time by bound."""
-        return self.request("GET", _path("/v1/models/{}/critical-path", model), query=_scale_query(scale))
+        return self.request("GET", _path("/v1/models/{}/critical-path", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def timeline(self, model: str, rank: int, scale: Scale = None) -> Doc:
+    def timeline(self, model: str, rank: int, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/timeline?rank=R``: rank R's replayed timeline
         as a Kineto trace (``json.dump`` it to open in Perfetto)."""
         return self.request("GET", _path("/v1/models/{}/timeline", model),
-                            query=[("rank", rank)] + _scale_query(scale))
+                            query=[("rank", rank)] + _replay_query(scale, keep_unexplained))
+
+    def opportunities(self, model: str) -> Doc:
+        """``GET /v1/models/{id}/opportunities``: what would shorten the step,
+        ranked, each saving measured by a replay, with its Amdahl bound."""
+        return self.request("GET", _path("/v1/models/{}/opportunities", model))
+
+    def fleet_opportunities(self, top: int = 10) -> Doc:
+        """``GET /v1/opportunities?top=N``: the ready models ranked by the GPU
+        time per step their best opportunity wins back across their ranks."""
+        return self.request("GET", "/v1/opportunities", query=[("top", top)])
+
+    def diff(self, model: str, other: str) -> Doc:
+        """``POST /v1/models/{a}/diff``: this model (run A) against ``other``
+        (run B): the step-time difference attributed by replays, kernels
+        added, removed and re-timed."""
+        return self.request("POST", _path("/v1/models/{}/diff", model), json={"other": other})
+
+    def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
+        """``POST /v1/models/{id}/whatif``: the model's step transformed to
+        another configuration and replayed (as ``stepcast whatif --json``),
+        from its job's ``config`` (:meth:`put_job`): ``set`` as ``{"dp": 16,
+        "gpu": "h100-sxm"}`` (tp, pp, dp, micro_batch, global_batch, layers,
+        hidden, heads, ffn, seq, vocab, dtype, gpu). The answer says how much
+        of ``step_ms`` is measured (``from_measured_ms``) and how much
+        modelled (``from_models_ms``, ``models_used``)."""
+        return self.request("POST", _path("/v1/models/{}/whatif", model), json={"set": dict(set)})
 
     # ---- tokens (admin) ----
 

@@ -241,12 +241,56 @@ class TestModels(ErrorCase):
         self.assertTrue(all(b["replayed_ms"] > a["replayed_ms"] for a, b in zip(r["steps"], slow["steps"])))
         one = c.replay(D["model"], scale=["gpu@0=2"])
         self.assertEqual(one["steps"], c.replay(D["model"], scale="gpu@0=2")["steps"])
+        kept = c.replay(D["model"], keep_unexplained=True)
+        for a, k in zip(r["steps"], kept["steps"]):
+            self.assertIn("unexplained_ms", a)
+            self.assertIn("unexplained", k["breakdown"])
+            self.assertLessEqual(abs(k["error_pct"]), abs(a["error_pct"]) + 0.5)
+        self.assertApiError(400, "bad_request", c.request, "GET", f"/v1/models/{D['model']}/replay",
+                            query=[("keep_unexplained", "maybe")])
         cp = c.critical_path(D["model"])
         self.assertEqual(len(cp["steps"]), 12)
         self.assertTrue(cp["steps"][0]["path"])
         t = c.timeline(D["model"], 3)
         self.assertTrue(t["traceEvents"])
         self.assertNotEqual(t, c.timeline(D["model"], 3, scale={"gpu": 0.5}))
+
+    def test_opportunities(self):
+        c = admin()
+        o = c.opportunities(D["model"])
+        savings = [x["saving_ms"] for x in o["opportunities"]]
+        self.assertEqual(savings, sorted(savings, reverse=True))
+        self.assertIn("comm=0", [x["change"] for x in o["opportunities"]])
+        self.assertEqual(o["ranks"], 4)
+        fleet = c.fleet_opportunities(top=1)
+        self.assertEqual(len(fleet["jobs"]), 1)
+        self.assertEqual(fleet["jobs"][0]["gpu_ms_per_step"],
+                         round(fleet["jobs"][0]["opportunity"]["saving_ms"] * fleet["jobs"][0]["ranks"], 3))
+        self.assertApiError(400, "bad_request", c.fleet_opportunities, top=0)
+
+    def test_diff(self):
+        c = admin()
+        d = c.diff(D["model"], D["model"])
+        self.assertEqual(d["difference_ms"], 0)
+        self.assertAlmostEqual(sum(d["attribution"].values()), d["difference_ms"], delta=0.001 * len(d["attribution"]))
+        self.assertTrue(d["method"].startswith("sequential"))
+        self.assertEqual(d["kernels"], {"added": [], "removed": [], "retimed": []})
+        self.assertApiError(404, "not_found", c.diff, D["model"], "m-nosuchmodel")
+    def test_whatif(self):
+        c = admin()
+        self.assertApiError(422, "unprocessable", c.whatif, D["model"], {"dp": 8})
+        c.put_job("sample", config={"tp": 1, "pp": 1, "dp": 4})
+        base = c.replay(D["model"])
+        same = c.whatif(D["model"], {})
+        for a, b in zip(base["steps"], same["steps"]):
+            self.assertAlmostEqual(b["replayed_ms"], a["replayed_ms"], delta=0.005 * a["replayed_ms"])
+        self.assertEqual(same["target"]["gpu"], "a100-sxm4-80gb")
+        faster = c.whatif(D["model"], {"gpu": "h100-sxm"})
+        self.assertLess(faster["step_ms"], same["step_ms"])
+        self.assertGreater(faster["from_models_ms"], 0)
+        self.assertAlmostEqual(faster["from_models_ms"] + faster["from_measured_ms"], faster["step_ms"], places=3)
+        e = self.assertApiError(400, "invalid_json", c.whatif, D["model"], {"dp": 0})
+        self.assertIn("set.dp", e.message)
 
     def test_rows_and_dataframes(self):
         r = admin().replay(D["model"])
@@ -365,7 +409,8 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertAlmostEqual(r["error_pct"], (r["predicted_step_ms"] - 18.0) / 18.0 * 100, places=6)
         e = c.add_validation(500.0, spec=SPEC)
         self.assertEqual(e["kind"], "estimate")
-        self.assertApiError(501, "not_implemented", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        bad = self.assertApiError(400, "invalid_json", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        self.assertIn("set.x", bad.message)
         ledger = c.validations(model=D["model"])
         self.assertIn(r["id"], [x["id"] for x in ledger["entries"]])
         self.assertIn("2026-09", ledger["by_month"])
