@@ -534,20 +534,56 @@ static int spans_add(struct spans *s, int64_t a, int64_t b)
     return 0;
 }
 
-static int by_a(const void *x, const void *y)
+/* Sort s's spans by start with a natural merge sort through tmp: they
+ * come as one sorted run per resource (each resource's tasks start in
+ * order), so this is a pass per doubling of the resources; any order
+ * stays O(n log n). -1 when out of memory. */
+static int spans_sort(struct spans *s, struct spans *tmp)
 {
-    const struct span *p = x, *q = y;
-    return (p->a > q->a) - (p->a < q->a);
+    size_t n = s->n;
+    if (sc_vec_reserve((void **)&tmp->v, &tmp->cap, n, sizeof *tmp->v))
+        return -1;
+    for (;;) {
+        size_t runs = 0, lo = 0;
+        struct span *v = s->v, *t = tmp->v;
+        while (lo < n) {
+            size_t mid = lo + 1;
+            while (mid < n && v[mid - 1].a <= v[mid].a)
+                mid++;
+            size_t hi = mid;
+            if (hi < n)
+                for (hi++; hi < n && v[hi - 1].a <= v[hi].a;)
+                    hi++;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                t[k++] = v[j].a < v[i].a ? v[j++] : v[i++];
+            while (i < mid)
+                t[k++] = v[i++];
+            while (j < hi)
+                t[k++] = v[j++];
+            runs++;
+            lo = hi;
+        }
+        /* the sorted copy becomes s: swap the buffers */
+        struct spans keep = *s;
+        s->v = tmp->v;
+        s->cap = tmp->cap;
+        tmp->v = keep.v;
+        tmp->cap = keep.cap;
+        if (runs <= 1)
+            return 0;
+    }
 }
 
-/* Sort and merge into disjoint spans. */
-static void spans_merge(struct spans *s)
+/* Sort and merge into disjoint spans (the union: the same whatever order
+ * spans of equal start come in). */
+static int spans_merge(struct spans *s, struct spans *tmp)
 {
     size_t m = 0, sorted = 1;
-    for (size_t i = 1; i < s->n && sorted; i++) /* spans of one stream come in order */
+    for (size_t i = 1; i < s->n && sorted; i++)
         sorted = s->v[i - 1].a <= s->v[i].a;
-    if (!sorted)
-        sc_sort(s->v, s->n, sizeof *s->v, by_a);
+    if (!sorted && spans_sort(s, tmp))
+        return -1;
     for (size_t i = 0; i < s->n; i++) {
         if (m && s->v[i].a <= s->v[m - 1].b) {
             if (s->v[i].b > s->v[m - 1].b)
@@ -557,6 +593,7 @@ static void spans_merge(struct spans *s)
         }
     }
     s->n = m;
+    return 0;
 }
 
 /* The first span of s ending after t. */
@@ -789,6 +826,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     enum { KEPT_COLL = BD_KINDS, N_SPANS };
     struct spans (*sp)[N_SPANS] = NULL;
     struct path path = {0};
+    struct spans tmp = {0}; /* spans_merge's */
     int rc = SC_OK;
 
     *out = NULL;
@@ -811,40 +849,47 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     if ((rc = simulate(g, o, r->start, r->end, r->gap, &r->forced, err)))
         goto out;
 
-    /* what each rank's resources were doing, for the breakdowns */
-    for (uint32_t i = 0; i < n; i++) {
-        const struct model_task *t = &g->tasks[i];
-        struct spans *rs = sp[t->rank];
-        int bad = 0;
-        switch (t->cls) {
-        case MODEL_TASK_KERNEL:
-        case MODEL_TASK_COPY:
-        case MODEL_TASK_SET:
-            bad = spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
-            break;
-        case MODEL_TASK_COMM:
-            bad = spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
-            if (t->kept)
-                bad |= spans_add(&rs[KEPT_COLL], r->start[i], r->end[i]);
-            break;
-        default: {
-            int64_t free_at = res_free(g, r->end, i);
-            bad = spans_add(&rs[BD_HOST], r->start[i], r->end[i]) ||
-                  spans_add(&rs[BD_HOST], free_at, free_at + r->gap[i]);
-        }
-        }
-        if (o->keep_unexplained && model_task_on_gpu(t->cls)) {
-            int64_t w = model_graph_unexplained_wait(g, i);
-            bad |= w > 0 && spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
-        }
-        if (bad) {
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-            goto out;
+    /* what each rank's resources were doing, for the breakdowns: resource
+     * by resource, each in its order, so that a rank's spans of one kind
+     * come as one sorted run per resource */
+    for (size_t q = 0; q < g->n_res; q++) {
+        struct spans *rs = sp[g->res[q].rank];
+        for (uint32_t i = g->res[q].first; i != MODEL_NONE; i = g->next[i]) {
+            const struct model_task *t = &g->tasks[i];
+            int bad = 0;
+            switch (t->cls) {
+            case MODEL_TASK_KERNEL:
+            case MODEL_TASK_COPY:
+            case MODEL_TASK_SET:
+                bad = spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
+                break;
+            case MODEL_TASK_COMM:
+                bad = spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
+                if (t->kept)
+                    bad |= spans_add(&rs[KEPT_COLL], r->start[i], r->end[i]);
+                break;
+            default: {
+                int64_t free_at = res_free(g, r->end, i);
+                bad = spans_add(&rs[BD_HOST], free_at, free_at + r->gap[i]) ||
+                      spans_add(&rs[BD_HOST], r->start[i], r->end[i]);
+            }
+            }
+            if (o->keep_unexplained && model_task_on_gpu(t->cls)) {
+                int64_t w = model_graph_unexplained_wait(g, i);
+                bad |= w > 0 && spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
+            }
+            if (bad) {
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+                goto out;
+            }
         }
     }
     for (size_t i = 0; i < ranks; i++)
         for (int kind = 0; kind < N_SPANS; kind++)
-            spans_merge(&sp[i][kind]);
+            if (spans_merge(&sp[i][kind], &tmp)) {
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+                goto out;
+            }
     double sum = 0;
     for (size_t s = 0; s < g->n_steps; s++) {
         const struct model_graph_step *gs = &g->steps[s];
@@ -893,6 +938,7 @@ out:
         for (int kind = 0; kind < N_SPANS; kind++)
             free(sp[i][kind].v);
     free(sp);
+    free(tmp.v);
     free(path.v);
     model_replay_free(r);
     return rc;
