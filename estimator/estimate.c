@@ -49,7 +49,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     struct est_memory mem;
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = est_synth(s, hw, c, detail, &g, err)))
+    if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err)))
         return rc;
     model_replay_opts_default(&ro);
     ro.critical_path = 0;

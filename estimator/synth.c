@@ -119,6 +119,8 @@ struct oplist {
     int summed; /* sum holds the whole list (no operation that needs emitting alone) */
 };
 
+#define COLL_MEMO 8
+
 /* What a spec makes of one rank's work, derived once. */
 struct shape {
     enum hw_dtype dt;
@@ -137,6 +139,7 @@ struct synth {
     const struct hw_profile *hw;
     const struct est_costs *c;
     enum est_detail detail;
+    int named; /* the tasks get names and tags (else the builder keeps none) */
     struct shape sh;
     struct model_gb *gb;
     struct sc_error *err;
@@ -147,6 +150,19 @@ struct synth {
     /* the context-parallel ring's pieces, [0] forward, [1] backward (a
      * pending run points at them until it is flushed) */
     struct op cp_block[2], cp_exchange[2];
+    /* the collectives timed last (coll_ns): a step times the same few
+     * (ZeRO-3's gathers and reduce-scatters of each layer in every pass)
+     * over and over */
+    struct {
+        int op, ranks, per_domain;
+        double bytes;
+        int64_t ns;
+    } coll_memo[COLL_MEMO];
+    unsigned n_coll_memo;
+    /* a layer's parameters on one rank, dense and expert, per layer kind
+     * (0 dense, 1 MoE), once known (layer_rank_params) */
+    double layer_dense[2], layer_experts[2];
+    uint8_t layer_known[2];
 };
 
 static int op_push(struct synth *y, struct oplist *l, const struct op *o)
@@ -223,11 +239,21 @@ static int64_t coll_ns(struct synth *y, enum model_coll_op op, const struct coll
     struct coll_estimate e;
     if (y->failed || g->ranks <= 1)
         return 0;
+    for (unsigned i = 0; i < COLL_MEMO && i < y->n_coll_memo; i++)
+        if (y->coll_memo[i].op == (int)op && y->coll_memo[i].ranks == g->ranks &&
+            y->coll_memo[i].per_domain == g->ranks_per_domain && y->coll_memo[i].bytes == bytes)
+            return y->coll_memo[i].ns;
     if (coll_estimate(&y->c->coll, op, g, bytes, &e, y->err)) {
         y->failed = y->err->code;
         return 0;
     }
-    return ns(e.time_us);
+    unsigned slot = y->n_coll_memo++ % COLL_MEMO;
+    y->coll_memo[slot].op = (int)op;
+    y->coll_memo[slot].ranks = g->ranks;
+    y->coll_memo[slot].per_domain = g->ranks_per_domain;
+    y->coll_memo[slot].bytes = bytes;
+    y->coll_memo[slot].ns = ns(e.time_us);
+    return y->coll_memo[slot].ns;
 }
 
 static void coll(struct synth *y, struct oplist *l, const char *name, enum model_coll_op op,
@@ -850,6 +876,18 @@ static void layer_rank_params(const struct est_spec *s, int64_t i, double *dense
     *experts = p.experts / (double)(s->parallel.ep * s->parallel.etp);
 }
 
+/* layer_rank_params of layer i of kind is_moe, derived once per kind
+ * (they depend on nothing else). */
+static void kind_rank_params(struct synth *y, int64_t i, int is_moe, double *dense, double *experts)
+{
+    if (!y->layer_known[is_moe]) {
+        layer_rank_params(y->s, i, &y->layer_dense[is_moe], &y->layer_experts[is_moe]);
+        y->layer_known[is_moe] = 1;
+    }
+    *dense = y->layer_dense[is_moe];
+    *experts = y->layer_experts[is_moe];
+}
+
 static double grad_bytes(const struct est_spec *s)
 {
     return s->options.dtype == HW_FP32 ? 4 : 2;
@@ -1022,7 +1060,8 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     /* the pass starts on what the pipeline received */
     if (sync_recv)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
-    pass_region(r, backward, mb, chunk);
+    if (y->named)
+        pass_region(r, backward, mb, chunk);
     if (!backward) {
         if (st->embedding) {
             z3_gather(y, r, emb, 0);
@@ -1032,15 +1071,15 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
             int64_t layer = st->first_layer + i;
             int is_moe = est_model_layer_is_moe(&s->model, layer);
             double dense, experts;
-            if (y->detail != EST_DETAIL_STAGE)
+            if (y->named && y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
-            layer_rank_params(s, layer, &dense, &experts);
+            kind_rank_params(y, layer, is_moe, &dense, &experts);
             z3_gather(y, r, dense, experts);
             emit_ops(y, r, &y->fwd[is_moe], 0);
             layer_boundary(y, r);
         }
         if (st->loss) {
-            if (y->detail != EST_DETAIL_STAGE)
+            if (y->named && y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "output layer forward mb %lld", (long long)mb);
             z3_gather(y, r, head, 0);
             emit_ops(y, r, &y->head_fwd, 0);
@@ -1056,9 +1095,9 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         int64_t layer = st->first_layer + i;
         int is_moe = est_model_layer_is_moe(&s->model, layer);
         double dense, experts;
-        if (y->detail != EST_DETAIL_STAGE)
+        if (y->named && y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
-        layer_rank_params(s, layer, &dense, &experts);
+        kind_rank_params(y, layer, is_moe, &dense, &experts);
         z3_gather(y, r, dense, experts);
         emit_ops(y, r, &y->recompute[is_moe], 0);
         emit_ops(y, r, &y->bwd[is_moe], 1);
@@ -1072,7 +1111,7 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         }
     }
     if (st->embedding) {
-        if (y->detail != EST_DETAIL_STAGE)
+        if (y->named && y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "embedding backward mb %lld", (long long)mb);
         z3_gather(y, r, emb, 0);
         emit_ops(y, r, &y->embed_bwd, 1);
@@ -1575,10 +1614,11 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
     return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
 }
 
-int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-              enum est_detail detail, struct model_graph **out, struct sc_error *err)
+/* est_synth, with the tasks' names and tags or without them. */
+static int synth_step(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                      enum est_detail detail, int named, struct model_graph **out, struct sc_error *err)
 {
-    struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .named = named, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
     *out = NULL;
     shape_init(&y);
@@ -1598,6 +1638,8 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     }
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
+    if (!named)
+        model_gb_skip_names(y.gb);
     make_ops(&y);
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
@@ -1621,4 +1663,16 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
         return y.failed;
     }
     return model_gb_finish(y.gb, out, err);
+}
+
+int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+              enum est_detail detail, struct model_graph **out, struct sc_error *err)
+{
+    return synth_step(s, hw, c, detail, 1, out, err);
+}
+
+int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                      enum est_detail detail, struct model_graph **out, struct sc_error *err)
+{
+    return synth_step(s, hw, c, detail, 0, out, err);
 }

@@ -86,6 +86,11 @@ int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, c
 /* The graph of one step of spec s (which est_spec_load checked). */
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err);
+/* The same graph with no task names or tags (model_gb_skip_names), for a
+ * caller that only replays it (est_estimate): the same tasks, edges,
+ * durations and so the same replay, built faster. */
+int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                      enum est_detail detail, struct model_graph **out, struct sc_error *err);
 
 /* A lower bound of the step time, ms, that est_synth's graph of spec s
  * replays to at any detail, without building it. Each pipeline rank's

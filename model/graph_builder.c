@@ -49,6 +49,7 @@ struct model_gb {
     uint32_t *group_tasks;
     size_t n_members, cap_members;
     struct model_graph_stats stats;
+    int unnamed; /* model_gb_skip_names */
 };
 
 static int fail(struct model_gb *gb, int code, const char *what)
@@ -119,6 +120,11 @@ void model_gb_free(struct model_gb *gb)
 void model_gb_set_job(struct model_gb *gb, const struct model_job *job)
 {
     gb->job = job;
+}
+
+void model_gb_skip_names(struct model_gb *gb)
+{
+    gb->unnamed = 1;
 }
 
 struct model_graph_stats *model_gb_stats(struct model_gb *gb)
@@ -213,9 +219,10 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
         return fail(gb, SC_EINVAL, "a negative duration or gap");
     if (gb->n_tasks >= MAX_TASKS)
         return fail(gb, SC_ELIMIT, "more than 2^30 tasks");
-    if (intern_recent(gb, s->name ? s->name : model_task_class_name((enum model_task_class)s->cls), &src.name))
+    if (!gb->unnamed &&
+        intern_recent(gb, s->name ? s->name : model_task_class_name((enum model_task_class)s->cls), &src.name))
         return gb->failed;
-    if (s->tag && intern_recent(gb, s->tag, &src.tag))
+    if (!gb->unnamed && s->tag && intern_recent(gb, s->tag, &src.tag))
         return gb->failed;
     if (s->has_event)
         src.event = s->event;
@@ -268,7 +275,8 @@ int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum mode
         return fail(gb, SC_EINVAL, "an edge between tasks not added");
     if ((unsigned)kind >= MODEL_EDGE_KIND_COUNT || (unsigned)type > MODEL_SF)
         return fail(gb, SC_EINVAL, "an edge of no known kind or type");
-    if (sc_vec_reserve((void **)&gb->edges, &gb->cap_edges, gb->n_edges + 1, sizeof *gb->edges))
+    if (gb->n_edges == gb->cap_edges &&
+        sc_vec_reserve((void **)&gb->edges, &gb->cap_edges, gb->n_edges + 1, sizeof *gb->edges))
         return OOM(gb);
     if (lat > INT32_MAX)
         lat = INT32_MAX;
@@ -322,15 +330,19 @@ int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, co
     }
     if (s->size && s->size < n)
         return fail(gb, SC_EINVAL, "a collective group smaller than its members");
-    if (intern_recent(gb, s->dtype, &cg.dtype) || intern_recent(gb, s->pg, &cg.pg))
+    if (gb->unnamed)
+        cg.dtype = cg.pg = 0; /* the empty string */
+    else if (intern_recent(gb, s->dtype, &cg.dtype) || intern_recent(gb, s->pg, &cg.pg))
         return gb->failed;
     cg.op = (uint8_t)s->op;
     cg.bytes = s->bytes < 0 ? -1 : s->bytes;
     cg.seq = s->seq < 0 ? -1 : s->seq;
     cg.size = s->size ? s->size : (uint32_t)n;
-    if (sc_vec_reserve((void **)&gb->groups, &gb->cap_groups, gb->n_groups + 1, sizeof *gb->groups) ||
-        sc_vec_reserve((void **)&gb->group_at, &gb->cap_group_at, gb->n_groups + 2, sizeof *gb->group_at) ||
-        sc_vec_reserve((void **)&gb->group_tasks, &gb->cap_members, gb->n_members + n, sizeof *gb->group_tasks))
+    if ((gb->n_groups + 1 > gb->cap_groups || gb->n_groups + 2 > gb->cap_group_at ||
+         gb->n_members + n > gb->cap_members) &&
+        (sc_vec_reserve((void **)&gb->groups, &gb->cap_groups, gb->n_groups + 1, sizeof *gb->groups) ||
+         sc_vec_reserve((void **)&gb->group_at, &gb->cap_group_at, gb->n_groups + 2, sizeof *gb->group_at) ||
+         sc_vec_reserve((void **)&gb->group_tasks, &gb->cap_members, gb->n_members + n, sizeof *gb->group_tasks)))
         return OOM(gb);
     uint32_t gi = (uint32_t)gb->n_groups++;
     gb->groups[gi] = cg;

@@ -51,6 +51,14 @@ void model_gb_free(struct model_gb *gb); /* NULL-safe */
  * for reports that show the trace's own details. Optional. */
 void model_gb_set_job(struct model_gb *gb, const struct model_job *job);
 
+/* Keep no names from here on: each task's name and tag, and each
+ * collective group's dtype and process group, are the empty string (a
+ * step's and a resource's names are kept). For a graph that is only
+ * replayed: names do not change its timing (unless a replay scales tasks
+ * by name), and interning two of them a task is much of the cost of
+ * building a small one. */
+void model_gb_skip_names(struct model_gb *gb);
+
 struct model_rank_spec {
     int id;                     /* its rank number in the job */
     int64_t clock_offset_ns;    /* its clock minus rank 0's (0 for a synthesised rank) */
