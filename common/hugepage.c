@@ -2,6 +2,8 @@
  * freed memory back (hugepage.h). */
 #include "common/hugepage.h"
 
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -31,4 +33,30 @@ void sc_heap_trim(void)
 #ifdef __GLIBC__
     (void)malloc_trim(0);
 #endif
+}
+
+/* glibc's ceiling for the threshold it raises by itself (32 MiB on 64-bit
+ * systems) and the trim threshold that goes with it. */
+#define KEEP_MMAP_MAX (32 << 20)
+
+static atomic_int keeping;
+
+void sc_heap_keep_begin(void)
+{
+    if (atomic_fetch_add(&keeping, 1) == 0) {
+#ifdef __GLIBC__
+        (void)mallopt(M_MMAP_THRESHOLD, KEEP_MMAP_MAX);
+        (void)mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+    }
+}
+
+void sc_heap_keep_end(void)
+{
+    if (atomic_fetch_sub(&keeping, 1) == 1) {
+#ifdef __GLIBC__
+        (void)mallopt(M_TRIM_THRESHOLD, 2 * KEEP_MMAP_MAX);
+        (void)malloc_trim(0);
+#endif
+    }
 }

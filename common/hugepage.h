@@ -29,4 +29,16 @@ void *sc_huge_alloc(size_t n);
  * the C library has no such call. */
 void sc_heap_trim(void);
 
+/* Keep the memory freed from now on for the allocations that follow,
+ * until the matching sc_heap_keep_end(), which trims the heap. For a loop
+ * that builds and frees large arrays over and over (the planner's
+ * evaluations): were the memory given back each round, every round would
+ * fault fresh pages in and have the kernel zero them, a tenth of its time.
+ * Calls nest and may come from several threads (the setting is the
+ * process's: memory freed elsewhere meanwhile is kept too). With glibc,
+ * no trimming of the heap and arrays of up to 32 MiB from it; elsewhere a
+ * no-op. */
+void sc_heap_keep_begin(void);
+void sc_heap_keep_end(void);
+
 #endif

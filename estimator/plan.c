@@ -7,6 +7,7 @@
 
 #include "estimator/memory.h"
 #include "estimator/synth.h"
+#include "common/hugepage.h"
 #include "common/vec.h"
 #include "common/banned.h"
 
@@ -478,6 +479,9 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         free(order);
         return sc_error_set(err, SC_ENOMEM, "out of memory planning");
     }
+    /* each evaluation builds and frees a graph and its replay: the memory
+     * stays for the next one */
+    sc_heap_keep_begin();
     struct walk w = {.req = req, .visit = check_one, .ctx = &y};
     rc = walk_all(&w);
     if (rc > 0)
@@ -507,6 +511,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
             break;
     }
 done:
+    sc_heap_keep_end();
     free(y.cands);
     free(order);
     if (rc || out->cancelled) {
