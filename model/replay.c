@@ -246,14 +246,22 @@ out:
  * and SS (start) predecessors; a finish waits for its own start and its FF
  * (finish) and SF (start) predecessors. A call that waits for the kernel it
  * launched (start -> start, then finish -> finish) is thus no cycle.
- * Events are numbered task * 2 + (0 start, 1 finish). */
+ * Events are numbered task * 2 + (0 start, 1 finish).
+ *
+ * Ready events are kept on a stack, the last released first: the
+ * simulation then follows a chain of tasks (a rank's dispatches and the
+ * kernels they launch) while it is in cache, where a queue swept every
+ * rank's wavefront at once. The order changes no time: an event is
+ * processed once everything it waits for has been, its time is a function
+ * of theirs, and the events processed before nothing is ready (and a cycle
+ * must be broken) are all those that can be, whatever the order. */
 enum { PENDING, STARTED, FINISHED };
 
 struct sim {
     const struct model_graph *g;
     int64_t *start, *end;
     uint32_t *wait_s, *wait_f; /* events still awaited by each start and finish */
-    uint32_t *queue;
+    uint32_t *queue; /* the ready events: a stack (2 x n_tasks) */
     uint8_t *state;
     uint32_t *gwait;
     int64_t *gready, *gdur; /* per group: when its last member was ready, its longest member */
@@ -424,7 +432,6 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
 {
     size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
-    size_t head = 0;
     int rc = SC_OK;
 
     *forced = 0;
@@ -483,8 +490,8 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
             s.gdur[k] = max64(s.gdur[k], s.dur[g->group_tasks[m]]);
     }
     while (s.finished < n) {
-        if (head < s.tail) {
-            uint32_t ev = s.queue[head++], i = ev >> 1;
+        if (s.tail > 0) {
+            uint32_t ev = s.queue[--s.tail], i = ev >> 1;
             if (!(ev & 1)) {
                 if (s.state[i] == PENDING)
                     do_start(&s, i);
