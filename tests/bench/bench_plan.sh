@@ -8,6 +8,12 @@
 # to read. build/bench-plan then times the plan inside the process, and
 # once with the bound off, evaluating every feasible configuration of the
 # same space: the evaluation rate at scale (the plan itself prunes).
+# Each evaluation is a full estimate at stage detail (the step's graph
+# built and replayed), made in the run. To check a change to the
+# estimator's speed keeps every figure, give bench-plan a third argument,
+# a file: it writes every configuration of the bound-off run and every
+# figure of its estimate there, exactly; compare the files of two builds
+# (cmp). Time without it.
 cd "$(dirname "$0")/../.." || exit 1
 make -s build/stepcast || exit 1
 python3 tests/bench/plan.py tests/bench/specs/plan-96l-h12288-a100.json 512 5
