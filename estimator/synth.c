@@ -1429,8 +1429,52 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
     return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
 }
 
+/* The kernels of list l (and of l2, may be NULL) scaled so that they take
+ * `ns` in all; the other operations (collectives, a context-parallel ring)
+ * are kept. */
+static void scale_kernels(struct synth *y, int64_t ns, struct oplist *l, struct oplist *l2)
+{
+    struct oplist *ls[2] = {l, l2};
+    double k = 0;
+    if (ns <= 0)
+        return;
+    for (int j = 0; j < 2; j++)
+        for (size_t i = 0; ls[j] && i < ls[j]->n; i++)
+            if (ls[j]->v[i].cls == MODEL_TASK_KERNEL && ls[j]->v[i].special == OP_PLAIN)
+                k += (double)ls[j]->v[i].dur;
+    if (k <= 0)
+        return;
+    for (int j = 0; j < 2; j++) {
+        for (size_t i = 0; ls[j] && i < ls[j]->n; i++)
+            if (ls[j]->v[i].cls == MODEL_TASK_KERNEL && ls[j]->v[i].special == OP_PLAIN)
+                ls[j]->v[i].dur = (int64_t)llround((double)ls[j]->v[i].dur * (double)ns / k);
+        if (ls[j])
+            summarise(y, ls[j]);
+    }
+}
+
+/* Each pass's kernels taking what `m` gives. */
+static void apply_measured(struct synth *y, const struct est_pass_costs *m)
+{
+    for (int k = 0; k < 2; k++) {
+        scale_kernels(y, m->layer_f[k], &y->fwd[k], NULL);
+        scale_kernels(y, m->layer_b[k], &y->recompute[k], &y->bwd[k]);
+    }
+    scale_kernels(y, m->embed_f, &y->embed_fwd, NULL);
+    scale_kernels(y, m->embed_b, &y->embed_bwd, NULL);
+    scale_kernels(y, m->head_f, &y->head_fwd, NULL);
+    scale_kernels(y, m->head_b, &y->head_bwd, NULL);
+}
+
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
+{
+    return est_synth_measured(s, hw, c, detail, NULL, out, err);
+}
+
+int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
+                       struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
@@ -1453,6 +1497,8 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
     make_ops(&y);
+    if (measured)
+        apply_measured(&y, measured);
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;

@@ -112,4 +112,13 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err);
 
+/* est_synth with the kernels of each pass scaled so that one micro-batch's
+ * pass takes what `measured` gives (ns; the backward with its
+ * recomputation; a field <= 0 keeps the model's): a traced job's measured
+ * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
+ * collectives, the optimizer and the host's dispatches stay the models'. */
+int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
+                       struct sc_error *err);
+
 #endif
