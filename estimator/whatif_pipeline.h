@@ -9,15 +9,14 @@
  * job's own work in every pass.
  *
  * The work of one micro-batch's passes is measured on the traced ranks'
- * compute streams, after the what-if's other transforms (GPU type, layers,
- * shapes) have re-timed them: a layer's forward and backward (the mean over
- * every layer pass found: a pass is a run of kernels of one layer, of
- * one direction, on a stream), the embedding's (the work outside layers
- * before a rank's forward layers and after its backward ones) and the
- * output layer's and loss's (between the last forward layer and the first
- * backward one), each over the micro-batches seen (the forward passes of
- * a rank's first layer). Forward and backward layer kernels come from the
- * structure (structure.h). The rest of the step (pipeline transfers timed
+ * GPU streams, after the what-if's other transforms (GPU type, layers,
+ * shapes) have re-timed it: a layer's forward and backward (the mean over
+ * every layer pass found; a run of one layer's kernels is split into
+ * passes and classified by its kernel count, whatif_pipeline.c), the
+ * embedding's (the work outside layers that does not follow a forward
+ * pass) and the output layer's and loss's (between a forward pass and the
+ * next backward one), each over the micro-batches seen (the forward passes
+ * of a rank's first layer). The rest of the step (pipeline transfers timed
  * by the collective model for the activations of the description's
  * dimensions, the gradient collectives, the optimizer, the host's
  * dispatches) is the estimator's models'. */
