@@ -17,6 +17,7 @@ struct item {
     size_t first, kernels;
     double ns, modelled_ns;
     int backward;
+    size_t split; /* a forward and a backward back to back: the forward's kernels (0: one pass) */
 };
 
 struct items {
@@ -54,7 +55,7 @@ static int collect(const struct model_graph *g, const struct job_structure *st, 
             if (g->tasks[i].cls != MODEL_TASK_KERNEL || !per_mb[i])
                 continue;
             int32_t l = st->layer[i];
-            if ((!open || it->v[it->n - 1].layer != l) && push(it, (struct item){l, it->n_ids, 0, 0, 0, 0}))
+            if ((!open || it->v[it->n - 1].layer != l) && push(it, (struct item){l, it->n_ids, 0, 0, 0, 0, 0}))
                 return -1;
             open = 1;
             if (it->n_ids == it->cap_ids) {
@@ -108,25 +109,25 @@ static int passes(const double *dur, const double *model_ns, int32_t layers, str
         }
         for (size_t j = 0; j < in->n; j++) {
             struct item *x = &in->v[j];
-            if (x->layer == l)
-                x->backward = l < 0 ? 0 : kb ? 2 * x->kernels > 3 * kf : 2 * x->ns > 3 * shortest;
-            /* split: the kernel counts of the two halves in order */
-            x->ns = x->layer == l && l >= 0 && kb && x->kernels == kf + kb ? -(double)kf : x->ns;
+            if (x->layer != l || l < 0)
+                continue;
+            x->backward = kb ? 2 * x->kernels > 3 * kf : 2 * x->ns > 3 * shortest;
+            x->split = kb && x->kernels == kf + kb ? kf : 0;
         }
     }
     int prev_bwd = 0;
     for (size_t j = 0; j < in->n; j++) {
         struct item x = in->v[j];
-        if (x.ns >= 0) {
+        if (!x.split) {
             if (push(out, x))
                 return -1;
             if (x.layer >= 0)
                 prev_bwd = x.backward;
             continue;
         }
-        size_t kf = (size_t)-x.ns, kb = x.kernels - kf;
-        struct item a = {x.layer, x.first, prev_bwd ? kb : kf, 0, 0, prev_bwd},
-                    c = {x.layer, x.first + a.kernels, prev_bwd ? kf : kb, 0, 0, !prev_bwd};
+        size_t kf = x.split, kb = x.kernels - kf;
+        struct item a = {x.layer, x.first, prev_bwd ? kb : kf, 0, 0, prev_bwd, 0},
+                    c = {x.layer, x.first + a.kernels, prev_bwd ? kf : kb, 0, 0, !prev_bwd, 0};
         for (int h = 0; h < 2; h++) {
             struct item *y = h ? &c : &a;
             for (size_t k = y->first; k < y->first + y->kernels; k++) {
