@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -108,34 +107,13 @@ TEST(cli_plan_from_traces_rows_equal_their_whatifs)
     free(stepcast);
 }
 
-/* Poll GET /v1/plans/{id} until it is not running; the final body. */
-static char *wait_plan(const struct svc_daemon *d, const char *id)
-{
-    char path[128];
-    struct svc_resp r;
-    snprintf(path, sizeof path, "/v1/plans/%s", id);
-    for (int i = 0; i < 1200; i++) {
-        if (svc_admin(d, "GET", path, NULL, &r) != 200)
-            break;
-        if (!strstr(r.body, "\"state\":\"running\"")) {
-            char *body = strdup(r.body);
-            svc_resp_release(&r);
-            return body;
-        }
-        svc_resp_release(&r);
-        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
-    }
-    svc_resp_release(&r);
-    return NULL;
-}
-
 /* Every row of plan document `body` equals POST /v1/models/{model}/whatif
  * of its configuration. */
-static void rows_equal_whatifs(const struct svc_daemon *d, const char *model, const char *body)
+static void rows_equal_whatifs(const struct svc_daemon *d, const char *model, const json_t *doc)
 {
     char path[256], set[160];
     struct svc_resp r;
-    json_t *doc = json_loads(body ? body : "", 0, NULL), *row;
+    const json_t *row;
     size_t i;
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
     CHECK(json_array_size(json_object_get(doc, "top")) > 0);
@@ -149,7 +127,6 @@ static void rows_equal_whatifs(const struct svc_daemon *d, const char *model, co
         json_decref(w);
         svc_resp_release(&r);
     }
-    json_decref(doc);
 }
 
 TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
@@ -201,11 +178,10 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4,\"top\":5}", &r), 200);
     CHECK_STREQ(svc_json_str(r.body, "state"), "done");
     char *id = strdup(svc_json_str(r.body, "id"));
-    char *small = strdup(r.body);
+    json_t *a = json_loads(r.body, 0, NULL);
     svc_resp_release(&r);
-    rows_equal_whatifs(&d, model, small);
-    char *stored = wait_plan(&d, id);
-    json_t *a = json_loads(small, 0, NULL), *b = json_loads(stored ? stored : "", 0, NULL);
+    rows_equal_whatifs(&d, model, a);
+    json_t *b = svc_wait_plan(&d, id);
     CHECK(a && b && json_equal(json_object_get(a, "top"), json_object_get(b, "top")));
 
     /* the remote command line prints the same rows */
@@ -224,18 +200,16 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     unsetenv("STEPCAST_TOKEN");
     json_decref(a);
     json_decref(b);
-    free(stored);
-    free(small);
     free(id);
 
     /* a larger one: 202, then the plan at GET /v1/plans/{id} */
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":32,\"up_to\":true,\"top\":3}", &r), 202);
     id = strdup(svc_json_str(r.body, "id"));
     svc_resp_release(&r);
-    char *done = wait_plan(&d, id);
-    CHECK(done && strstr(done, "\"state\":\"done\""));
+    json_t *done = svc_wait_plan(&d, id);
+    CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");
     rows_equal_whatifs(&d, model, done);
-    free(done);
+    json_decref(done);
     free(id);
     free(model);
     CHECK_EQ_INT(svc_stop(&d), 0);
