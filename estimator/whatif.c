@@ -877,7 +877,6 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     out->from_measured_ms = out->step_ms - out->from_models_ms;
     out->collective_transfer_ms = transfer / 1e6;
     out->collective_wait_ms = 0;
-    out->target.global_batch = w->t->global_batch;
     snprintf(w->pipeline_why, sizeof w->pipeline_why,
              "; pipeline pp %lld -> %lld: Megatron's 1F1B schedule rebuilt for %lld layers and %lld micro-batches "
              "with the traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",

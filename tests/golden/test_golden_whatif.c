@@ -554,8 +554,9 @@ static void pipeline_job(int layers, int pp, int dp, int m, int hidden, const ch
 }
 
 /* The pipeline transform: pp 1 -> 2 and 4 on a one-stage trace, 2 -> 4
- * and 1 on a two-stage one, each against `stepcast estimate` of the
- * transformed spec (within 3%); the same pp is the replay. Rules out a
+ * and 1 on a two-stage one, and with tp, dp, the GPU, the layers or the
+ * micro-batch size changed at once, each against `stepcast estimate` of
+ * the transformed spec (within 3%); the same pp is the replay. Rules out a
  * schedule that is not rebuilt (pp 1 -> 4 is a quarter of the layers per
  * stage and a longer fill), passes counted twice or missed (a stage's
  * forward and backward run back to back in 1F1B), and measured work lost
@@ -592,6 +593,38 @@ TEST(whatif_pipeline_change_agrees_with_the_estimate_of_the_changed_spec)
             CHECK_NEAR(r.step_ms, r.base_step_ms, 0.005 * r.base_step_ms);
         else
             CHECK(strstr(r.models[WHATIF_KERNEL_MODEL].why, "1F1B") != NULL);
+        whatif_release(&r);
+    }
+    /* with other changes at once, from the one-stage trace */
+    static const struct {
+        const char *set;
+        int pp;
+        const char *from, *to; /* the spec's text changed */
+    } combined[] = {
+        {"pp=2,tp=2", 2, "\"tp\":1", "\"tp\":2"},
+        {"pp=2,dp=8", 2, "\"dp\":4,\"micro_batch\":1,\"global_batch\":8", "\"dp\":8,\"micro_batch\":1,\"global_batch\":8"},
+        {"pp=4,gpu=h100-sxm", 4, "a100-sxm4-80gb", "h100-sxm"},
+        {"pp=2,layers=16", 2, "\"layers\":8", "\"layers\":16"},
+        {"pp=2,micro_batch=2", 2, "\"micro_batch\":1", "\"micro_batch\":2"},
+    };
+    for (size_t k = 0; k < sizeof combined / sizeof combined[0]; k++) {
+        char spec[512], cfg[512], tspec[512], tcfg[512];
+        pipeline_job(8, 1, 4, 2, 2048, "", spec, sizeof spec, cfg, sizeof cfg);
+        pipeline_job(8, combined[k].pp, 4, 2, 2048, "", tspec, sizeof tspec, tcfg, sizeof tcfg);
+        char *at = strstr(tspec, combined[k].from), rest[512];
+        REQUIRE(at != NULL);
+        snprintf(rest, sizeof rest, "%s", at + strlen(combined[k].from));
+        snprintf(at, sizeof tspec - (size_t)(at - tspec), "%s%s", combined[k].to, rest);
+        struct whatif_result r;
+        struct sc_error err;
+        if (whatif(graphs[1], cfg, combined[k].set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", combined[k].set, err.msg);
+            continue;
+        }
+        double est = estimate_text(tspec);
+        printf("  %-20s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", combined[k].set, r.step_ms, est,
+               (r.step_ms - est) / est * 100);
+        CHECK_NEAR(r.step_ms, est, 0.03 * est);
         whatif_release(&r);
     }
     for (int k = 1; k <= 2; k++) {
