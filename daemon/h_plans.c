@@ -27,6 +27,7 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
+#include "model/job.h"
 #include "daemon/plans.h"
 #include "common/banned.h"
 
@@ -147,10 +148,14 @@ void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (h_model_whatif_ready(s, q->params.id, &cfg, &pe.entry, r))
         return;
     pe.cache = s->cache;
-    if (whatif_plan_request(built_model_graph(cache_value(pe.entry)), &cfg, &req, &pe.whatif, &err))
+    /* a what-if reads the traces whole (a built model keeps their headers) */
+    if (built_model_whole(cache_value(pe.entry), s->blobs, &pe.view, &pe.whole, &err))
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, q, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
-        return; /* the background plan gives the entry back */
+        return; /* the background plan gives both back */
+    model_job_free(pe.whole);
     cache_release(s->cache, pe.entry);
 }
 

@@ -13,6 +13,7 @@
 #include "daemon/cache.h"
 #include "daemon/log.h"
 #include "daemon/store.h"
+#include "model/job.h"
 #include "common/banned.h"
 
 struct run {
@@ -76,10 +77,12 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
     json_t *doc = NULL;
-    if (pe->whatif.g)
+    if (pe->whole) {
+        pe->whatif.g = &pe->view; /* pe may have been copied since the view was made */
         whatif_plan_evaluator(&pe->whatif, &ev);
-    else
+    } else {
         est_plan_evaluator_estimate(&pe->est, &ev);
+    }
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     if (est_plan_run(req, &ev, progress, ctx, &plan, &perr)) {
@@ -118,6 +121,7 @@ static void *run_thread(void *arg)
     struct sc_error err;
     if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
+    model_job_free(r->pe.whole);
     if (r->pe.entry)
         cache_release(r->pe.cache, r->pe.entry);
     pthread_mutex_lock(&p->mu);
