@@ -46,11 +46,22 @@ static int local_progress(void *ctx, int64_t done, int64_t total)
     return 0;
 }
 
+/* Plan req here with ev: the plan document in *doc. */
+static int run_plan(const struct est_plan_request *req, const struct est_plan_evaluator *ev, json_t **doc)
+{
+    struct est_plan plan;
+    struct sc_error err;
+    if (est_plan_run(req, ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
+        return cli_fail(&err);
+    *doc = api_plan_json(&plan);
+    est_plan_release(&plan);
+    return *doc ? 0 : 1;
+}
+
 static int plan_here(const char *calibrations, const struct est_plan_request *req, json_t **doc)
 {
     struct est_plan_estimator est;
     struct est_plan_evaluator ev;
-    struct est_plan plan;
     struct sc_error err;
     int rc;
     if (est_spec_check_gpu(&req->spec, &est.hw, &err))
@@ -58,11 +69,7 @@ static int plan_here(const char *calibrations, const struct est_plan_request *re
     if ((rc = cli_spec_costs(&req->spec, est.hw, calibrations, &est.costs)))
         return rc;
     est_plan_evaluator_estimate(&est, &ev);
-    if (est_plan_run(req, &ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
-        return cli_fail(&err);
-    *doc = api_plan_json(&plan);
-    est_plan_release(&plan);
-    return *doc ? 0 : 1;
+    return run_plan(req, &ev, doc);
 }
 
 /* The plan of a traced job: its graph's what-ifs. */
@@ -74,7 +81,6 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
     struct model_graph *g = NULL;
     struct whatif_planner w;
     struct est_plan_evaluator ev;
-    struct est_plan plan;
     struct sc_error err;
     int rc;
     model_load_opts_default(&lo);
@@ -85,13 +91,7 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
         goto out;
     }
     whatif_plan_evaluator(&w, &ev);
-    if (est_plan_run(req, &ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err)) {
-        rc = cli_fail(&err);
-        goto out;
-    }
-    *doc = api_plan_json(&plan);
-    est_plan_release(&plan);
-    rc = *doc ? 0 : 1;
+    rc = run_plan(req, &ev, doc);
 out:
     model_graph_free(g);
     model_job_free(job);
