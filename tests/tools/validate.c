@@ -2,7 +2,8 @@
  * against measured step times (estimator/validation.h).
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
- *            [--detail stage|layer|kernel] [--max-mape PCT] [--rows OUT.csv] FILE.csv
+ *            [--detail stage|layer|kernel] [--max-mape PCT] [--rows OUT.csv]
+ *            [--starts K] FILE.csv
  *
  * It reports the default costs on every row; then fits the parameters
  * that may be fitted (est_fit_params) on every row with GSL, starting from
@@ -12,7 +13,9 @@
  * (hidden 1024 -> 2048, 2048 -> 1024, TP <= 2 -> TP 4 and 8). The last
  * line is `N passed, N failed`: the fit on all rows and each fold's score
  * held against --max-mape (default 10%); the kinds are reported. --rows writes every row with its estimate under
- * the fit on all rows (the input's columns, then estimated ms), for study. */
+ * the fit on all rows (the input's columns, then estimated ms), for study.
+ * --starts K fits from K starts (est_fit); the default, 1, is what make
+ * validate runs. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,14 +104,14 @@ int main(int argc, char **argv)
         {"gpu", required_argument, NULL, 'g'},   {"dtype", required_argument, NULL, 't'},
         {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
         {"max-mape", required_argument, NULL, 'm'}, {"rows", required_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
+        {"starts", required_argument, NULL, 's'}, {NULL, 0, NULL, 0},
     };
     const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
     double limit = 10;
     struct sc_error err;
-    int c;
-    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:", opts, NULL)) != -1) {
+    int c, starts = 1;
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpu = optarg; break;
         case 't': dtype = optarg; break;
@@ -121,11 +124,21 @@ int main(int argc, char **argv)
             break;
         case 'm': limit = strtod(optarg, NULL); break;
         case 'r': rows_out = optarg; break;
+        case 's': {
+            char *end;
+            long k = strtol(optarg, &end, 10);
+            if (*end || k < 1 || k > 16) {
+                fprintf(stderr, "validate: --starts takes 1 to 16\n");
+                return 2;
+            }
+            starts = (int)k;
+            break;
+        }
         default: return 2;
         }
     }
     if (optind + 1 != argc) {
-        fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] [--rows OUT.csv] FILE.csv\n");
+        fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] [--rows OUT.csv] [--starts K] FILE.csv\n");
         return 2;
     }
     size_t len, n;
@@ -162,7 +175,7 @@ int main(int argc, char **argv)
         goto fail;
     report("all rows, default costs", &s, -1);
     struct est_costs all = base;
-    if (est_fit(rows, n, NULL, specs, hws, &all, detail, &s, &err))
+    if (est_fit(rows, n, NULL, specs, hws, &all, starts, detail, &s, &err))
         goto fail;
     print_costs("fitted on all rows", &all);
     report("all rows, fitted", &s, limit);
@@ -201,7 +214,7 @@ int main(int argc, char **argv)
                                           : rows[i].tp <= folds[f].train_value;
             test[i] = !train[i];
         }
-        if (est_fit(rows, n, train, specs, hws, &fitted, detail, &fs, &err))
+        if (est_fit(rows, n, train, specs, hws, &fitted, starts, detail, &fs, &err))
             goto fail;
         if (est_validate(rows, n, test, specs, hws, &fitted, detail, NULL, &s, &err))
             goto fail;
