@@ -3,3 +3,5 @@ CORE_SRCS += $(wildcard api/*.c)
 # `make fuzz`: what `stepcast ledger` reads: the ledger file and the CSV of
 # measured step times (tests/fuzz/fuzz_ledger.c)
 FUZZ_TARGETS += ledger
+# the body of POST /v1/plans and the planning spec in it (tests/fuzz/fuzz_plan.c)
+FUZZ_TARGETS += plan

@@ -79,8 +79,8 @@ static const char schemas[] =
     " \"report\":{\"type\":\"string\",\"description\":\"what the fits said\"}}},"
     "\"CalibrationList\":{\"type\":\"object\",\"properties\":{\"calibrations\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Calibration\"}}}},"
     "\"ValidationRequest\":{\"type\":\"object\",\"required\":[\"measured_step_ms\"],\"additionalProperties\":false,"
-    " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (501 until"
-    " this build has what-ifs); spec: estimate\",\"properties\":{"
+    " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (as POST"
+    " /v1/models/{id}/whatif); spec: estimate\",\"properties\":{"
     " \"model\":{\"type\":\"string\",\"nullable\":true},\"spec\":{\"type\":\"object\",\"nullable\":true},"
     " \"set\":{\"type\":\"object\",\"nullable\":true},\"measured_step_ms\":{\"type\":\"number\",\"exclusiveMinimum\":0},"
     " \"source\":{\"type\":\"string\",\"maxLength\":255},\"run_at\":{\"type\":\"string\",\"maxLength\":39},"
@@ -91,9 +91,30 @@ static const char schemas[] =
     " \"error_pct\":{\"type\":\"number\",\"nullable\":true,\"description\":\"(predicted - measured) / measured x 100\"},"
     " \"version\":{\"type\":\"string\"},\"calibration\":{\"type\":\"string\",\"nullable\":true},"
     " \"in_sample\":{\"type\":\"boolean\"}}},"
+    "\"PlanRequest\":{\"type\":\"object\",\"required\":[\"spec\",\"gpus\"],\"additionalProperties\":false,"
+    "\"properties\":{\"spec\":{\"$ref\":\"#/components/schemas/Spec\"},\"gpus\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"up_to\":{\"type\":\"boolean\",\"default\":false},\"top\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"
+    "\"default\":10},\"objective\":{\"type\":\"string\",\"enum\":[\"time\",\"cost\"],\"default\":\"time\"}},"
+    "\"description\":\"the spec's parallel and options give what is fixed; the rest is searched; "
+    "parallel.global_batch is required\"},"
+    "\"Plan\":{\"type\":\"object\",\"required\":[\"id\",\"state\"],\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"done\",\"failed\",\"cancelled\"]},"
+    "\"progress\":{\"type\":\"object\",\"properties\":{\"done\":{\"type\":\"integer\"},\"total\":{\"type\":\"integer\"}}},"
+    "\"error\":{\"type\":\"string\"},\"evaluated\":{\"type\":\"integer\"},\"pruned\":{\"type\":\"integer\"},"
+    "\"infeasible\":{\"type\":\"object\",\"properties\":{\"memory\":{\"type\":\"integer\"},"
+    "\"divisibility\":{\"type\":\"integer\"}}},"
+    "\"top\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"parallel\":{\"type\":\"object\"},"
+    "\"options\":{\"type\":\"object\"},\"estimate\":{\"$ref\":\"#/components/schemas/Estimate\"}}}}}},"
     "\"Ledger\":{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Validation\"}},"
     " \"mape\":{\"type\":\"object\"},\"by_model\":{\"type\":\"object\"},\"by_kind\":{\"type\":\"object\"},"
-    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}}"
+    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}},"
+    "\"WhatIfRequest\":{\"type\":\"object\",\"required\":[\"set\"],\"additionalProperties\":false,\"properties\":{"
+    " \"set\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"what to change: tp, pp,"
+    " dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab (positive integers), dtype, gpu (a"
+    " hardware profile id); an empty object is a no-op\"}}},"
+    "\"WhatIf\":{\"type\":\"object\",\"description\":\"the replay document of the transformed step with base,"
+    " target, step_ms, base_step_ms, from_measured_ms, from_models_ms, models_used, collective_transfer_ms,"
+    " collective_wait_ms, memory_gb_per_gpu, fits and structure (the document of `stepcast whatif --json`)\"}"
     "}";
 
 /* The reply schema of each operation (a components/schemas name). */
@@ -113,6 +134,9 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
     [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
     [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
+    [API_OP_PLAN_CREATE] = "Plan",        [API_OP_PLAN_GET] = "Plan",
+    [API_OP_PLAN_DELETE] = "Plan",
+    [API_OP_WHATIF] = "WhatIf",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -121,6 +145,8 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_TOKEN_CREATE] = "TokenRequest",
     [API_OP_ESTIMATE] = "Spec",
     [API_OP_VALIDATION_CREATE] = "ValidationRequest",
+    [API_OP_PLAN_CREATE] = "PlanRequest",
+    [API_OP_WHATIF] = "WhatIfRequest",
 };
 
 static json_t *ref(const char *name)

@@ -109,6 +109,20 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  "400," E_AUTH, "the ledger: entries, MAPE per model, kind and month, bands"},
     [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
                                   API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
+    [API_OP_PLAN_CREATE] = {"POST", "/v1/plans", "createPlan", API_SCOPE_READ, API_BODY_JSON, 202, NULL,
+                            "400," E_AUTH ",413,422,429",
+                            "plan a spec on a GPU count: 202 with the plan's id, or 200 with the plan when "
+                            "its space is small; 422 when the space is over the cap (its size named)"},
+    [API_OP_PLAN_GET] = {"GET", "/v1/plans/{id}", "getPlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
+                         "400," E_AUTH ",404",
+                         "a plan: its progress while it runs, then the plan document (as `stepcast plan "
+                         "--json`) with its state"},
+    [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
+                            "400," E_AUTH ",404", "cancel a running plan, or forget a finished one"},
+    [API_OP_WHATIF] = {"POST", "/v1/models/{id}/whatif", "postWhatif", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
+                       "400," E_AUTH ",404,409,413,422",
+                       "the model's step transformed to another configuration and replayed (as `stepcast whatif "
+                       "--json`), from the job's config (PUT /v1/jobs/{job}); memoised by set and config"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -21,6 +21,8 @@ int cmd_spec(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -44,6 +46,16 @@ struct hw_profile;
  * and returns the exit status on failure, 0 on success. */
 int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs);
+
+/* The costs of spec's synthesised step on GPU hw: the defaults, or
+ * cluster.profile's, found as cli_load_spec finds it. Prints the error and
+ * returns the exit status on failure, 0 on success. */
+int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
+                   struct est_costs *costs);
+struct job_config;
+/* Read and parse the job description (estimator/job_config.h) at path;
+ * prints the error and returns the exit status on failure, 0 on success. */
+int cli_load_job_config(const char *path, struct job_config *cfg);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);

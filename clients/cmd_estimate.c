@@ -72,14 +72,12 @@ static int read_profile(const char *name, const char *dir, char **text, size_t *
     return rc ? sc_error_prefix(err, "cluster.profile") : SC_OK;
 }
 
-int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
-                  const struct hw_profile **hw, struct est_costs *costs)
+int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
+                   struct est_costs *costs)
 {
     struct sc_error err;
     int rc;
-    if (est_spec_load(text, n, spec, hw, &err))
-        return cli_fail(&err);
-    est_costs_default(*hw, spec, costs);
+    est_costs_default(hw, spec, costs);
     if (spec->cluster.profile[0]) {
         char *profile = NULL;
         size_t len;
@@ -91,6 +89,15 @@ int cli_load_spec(const char *text, size_t n, const char *calibrations, struct e
             return cli_fail(&err);
     }
     return 0;
+}
+
+int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+                  const struct hw_profile **hw, struct est_costs *costs)
+{
+    struct sc_error err;
+    if (est_spec_load(text, n, spec, hw, &err))
+        return cli_fail(&err);
+    return cli_spec_costs(spec, *hw, calibrations, costs);
 }
 
 int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,

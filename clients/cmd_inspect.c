@@ -8,8 +8,11 @@
 #include <jansson.h>
 
 #include "api/inspect_json.h"
+#include "api/whatif_json.h"
 #include "clients/cli.h"
 #include "clients/table.h"
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"
@@ -156,32 +159,71 @@ static int print_groups(const struct model_job *job)
     return 0;
 }
 
+/* The job's structure recovered against its description (structure.h):
+ * printed, or added to the JSON document *doc under "structure". */
+static int structure(const struct model_job *job, const struct job_config *cfg, json_t *doc)
+{
+    struct model_graph *g = NULL;
+    struct job_structure st;
+    struct sc_error err;
+    if (model_graph_build(job, NULL, &g, &err) || job_structure_recover(g, cfg, &st, &err)) {
+        model_graph_free(g);
+        return cli_fail(&err);
+    }
+    if (doc) {
+        json_object_set_new(doc, "structure", api_structure_json(&st));
+    } else {
+        printf("\nstructure (checked against the job description):\n");
+        printf("  gpu: %s (%s)   layers per rank: %d, from %s (%zu tasks)\n", st.gpu ? st.gpu->id : "no profile",
+               or_dash(st.device_name), st.layers_per_rank, struct_layer_source_name(st.layer_source), st.layer_tasks);
+        struct cli_table tb;
+        cli_table_init(&tb, "collectives", "count", "traced ms", NULL);
+        for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
+            cli_table_rowf(&tb, "%s|%zu|%.3f", r == STRUCT_ROLE_DP   ? "data-parallel"
+                                                : r == STRUCT_ROLE_TP ? "tensor-parallel"
+                                                : r == STRUCT_ROLE_PP ? "pipeline send/recv"
+                                                                      : "other",
+                           st.by_role[r], st.role_ms[r]);
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+    }
+    job_structure_release(&st);
+    model_graph_free(g);
+    return 0;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
         {"step-marker", required_argument, NULL, 'm'},
+        {"config", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
     struct model_job *job = NULL;
+    struct job_config cfg;
+    const char *config = NULL;
     int json = 0, c, rc;
 
     model_load_opts_default(&lo);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "jm:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jm:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
+        case 'c': config = optarg; break;
         case 'm': lo.step_marker = optarg; break;
         case 'h':
-            printf("usage: stepcast inspect [--json] [--step-marker NAME] TRACE...\n");
+            printf("usage: stepcast inspect [--json] [--step-marker NAME] [--config FILE] TRACE...\n");
             return 0;
         default: return cli_usage_error("inspect", "bad option");
         }
     }
     if (optind >= argc)
         return cli_usage_error("inspect", "no trace given");
+    if (config && (rc = cli_load_job_config(config, &cfg)))
+        return rc;
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
     if (json) {
@@ -191,7 +233,10 @@ int cmd_inspect(int argc, char **argv)
             model_job_free(job);
             return cli_fail(&err);
         }
-        rc = cli_print_json(doc);
+        if (config)
+            rc = structure(job, &cfg, doc);
+        if (rc == 0)
+            rc = cli_print_json(doc);
         json_decref(doc);
     } else {
         for (size_t i = 0; i < job->n_ranks && rc == 0; i++) {
@@ -208,6 +253,8 @@ int cmd_inspect(int argc, char **argv)
         }
         if (rc == 0)
             rc = print_groups(job);
+        if (rc == 0 && config)
+            rc = structure(job, &cfg, NULL);
     }
     model_job_free(job);
     return rc;

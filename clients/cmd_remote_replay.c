@@ -61,15 +61,7 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
         remote_close(&r);
         return cli_fail(&err);
     }
-    if (resp.status != 200) {
-        rc = remote_fail(&resp);
-    } else {
-        json_t *doc = json_loads(resp.body, 0, NULL);
-        if (!doc)
-            fprintf(stderr, "stepcast: the server's answer is not JSON\n");
-        rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
-        json_decref(doc);
-    }
+    rc = remote_print_document(&resp, json, as_text);
     remote_resp_release(&resp);
     remote_close(&r);
     return rc;

@@ -37,6 +37,11 @@ static const char usage[] =
     "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
     "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
     "      traced, from its spec: the step synthesised as a graph and replayed\n"
+    "  plan --spec F --gpus N [--up-to] [--top K] [--objective time|cost] [--megatron]\n"
+    "       [--calibrations DIR] [--json]\n"
+    "      the best configurations of a model on N GPUs: every parallel layout,\n"
+    "      micro-batch, schedule, recomputation and ZeRO stage the spec leaves\n"
+    "      open, estimated in full and ranked by step time or cost\n"
     "  synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n"
     "      the synthesised step as per-rank Kineto traces (one per pipeline\n"
     "      stage, marked synthetic) that replay re-ingests\n"
@@ -59,7 +64,7 @@ static const char usage[] =
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
-    "  estimate, hardware, ledger: as above, answered by the server\n"
+    "  estimate, plan, hardware, ledger: as above, answered by the server\n"
     "  calibrate nccl-tests FILE --name N | calibrate model ID --name N |\n"
     "  calibrate list | calibrate show NAME: the server's named calibrations\n"
     "\n"
@@ -161,6 +166,8 @@ int main(int argc, char **argv)
         {"estimate", cmd_estimate},
         {"synth", cmd_synth},
         {"ledger", cmd_ledger},
+        {"plan", cmd_plan},
+        {"whatif", cmd_whatif},
     };
 
     /* remote commands; those that are local commands too (`local`) are the
@@ -174,6 +181,7 @@ int main(int argc, char **argv)
         {"build", cmd_build, 0},
         {"replay", cmd_remote_replay, 1},
         {"critical-path", cmd_remote_critical_path, 1},
+        {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},

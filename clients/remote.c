@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "clients/cli.h"
 #include "common/banned.h"
 
 static const char *opt_server, *opt_token_file;
@@ -252,4 +253,16 @@ void remote_escape(const char *s, char *out, size_t n)
         }
     }
     out[o] = '\0';
+}
+
+int remote_print_document(const struct remote_resp *resp, int json, int (*as_text)(const json_t *doc))
+{
+    if (resp->status != 200)
+        return remote_fail(resp);
+    json_t *doc = json_loads(resp->body, 0, NULL);
+    if (!doc)
+        fprintf(stderr, "stepcast: the server's answer is not JSON\n");
+    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
+    json_decref(doc);
+    return rc;
 }

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "common/error.h"
 
 /* Global options given before the command (NULL: not given). */
@@ -58,6 +60,10 @@ int remote_json(const char *method, const char *path, const char *json, long exp
 /* For a response that is not 2xx: print the server's error and return the
  * exit status (2 for 4xx, 1 otherwise). */
 int remote_fail(const struct remote_resp *resp);
+/* A document route's answer printed: its JSON with `json`, else
+ * as_text(doc); an error answer as remote_fail does.
+ * Returns the exit status. */
+int remote_print_document(const struct remote_resp *resp, int json, int (*as_text)(const json_t *doc));
 
 /* Percent-encode s for a query value into out (size n). */
 void remote_escape(const char *s, char *out, size_t n);
@@ -67,6 +73,7 @@ int cmd_upload(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_remote_replay(int argc, char **argv);
 int cmd_remote_critical_path(int argc, char **argv);
+int cmd_remote_whatif(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_tokens(int argc, char **argv);

@@ -25,6 +25,8 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_MODEL_CALIBRATION] = h_model_calibration,
         [API_OP_VALIDATION_CREATE] = h_validation_create, [API_OP_VALIDATIONS_LIST] = h_validations_list,
         [API_OP_VALIDATION_DELETE] = h_validation_delete,
+        [API_OP_PLAN_CREATE] = h_plan_create, [API_OP_PLAN_GET] = h_plan_get,
+        [API_OP_PLAN_DELETE] = h_plan_delete, [API_OP_WHATIF] = h_model_whatif,
     };
     handlers[req->op](s, req, r);
 }

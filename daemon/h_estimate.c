@@ -26,6 +26,7 @@
 #include "daemon/metrics.h"
 #include "estimator/calibrate.h"
 #include "estimator/estimate.h"
+#include "estimator/plan.h"
 #include "common/banned.h"
 
 void h_spec_release(struct h_spec *h)
@@ -34,16 +35,24 @@ void h_spec_release(struct h_spec *h)
     h->canonical = NULL;
 }
 
-int h_spec_load(struct svc *s, const char *text, size_t len, struct h_spec *h, struct api_reply *r)
+int h_spec_load(struct svc *s, const char *text, size_t len, struct est_spec_given *given, struct h_spec *h,
+                struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
+    struct est_plan_request plan;
     struct sc_error err;
     int rc;
     memset(h, 0, sizeof *h);
     if ((rc = api_json_precheck(text, len, &lim, r)))
         return rc;
-    if (est_spec_load(text, len, &h->spec, &h->hw, &err))
+    if (given) {
+        if (est_plan_parse_spec(text, len, &plan, &err) || est_spec_check_gpu(&plan.spec, &h->hw, &err))
+            return api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
+        h->spec = plan.spec;
+        *given = plan.given;
+    } else if (est_spec_load(text, len, &h->spec, &h->hw, &err)) {
         return api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
+    }
     est_costs_default(h->hw, &h->spec, &h->costs);
     if (h->spec.cluster.profile[0]) {
         struct api_calibration c;
@@ -152,7 +161,7 @@ void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail(r, API_E_BAD_REQUEST, "detail: %s", err.msg);
         return;
     }
-    if (h_spec_load(s, q->body, q->body_len, &h, r)) {
+    if (h_spec_load(s, q->body, q->body_len, NULL, &h, r)) {
         h_spec_release(&h);
         return;
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/whatif_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
@@ -16,6 +17,8 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "estimator/job_config.h"
+#include "estimator/whatif.h"
 #include "model/graph.h"
 #include "model/replay.h"
 #include "common/banned.h"
@@ -218,6 +221,95 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     answer_replay(cache_value(e), q, r, &memo_hit);
+    cache_release(s->cache, e);
+    metrics_memo(s->metrics, memo_hit);
+}
+
+/* The job description of model id's job (its stored config); on failure
+ * the reply in r and its status. */
+static int model_job_config(struct svc *s, const char *id, struct job_config *cfg, struct api_reply *r)
+{
+    struct api_model model;
+    struct api_job job;
+    struct sc_error err;
+    int rc;
+    memset(&model, 0, sizeof model);
+    memset(&job, 0, sizeof job);
+    if ((rc = store_model_get(s->store, id, &model, &err)))
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    rc = store_job_get(s->store, model.job, &job, &err);
+    api_model_release(&model);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    rc = api_job_config_from_job(job.description, cfg, &err);
+    api_job_release(&job);
+    return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
+}
+
+/* Run the what-if; on failure the reply: 400 naming a change the set asks
+ * for, 422 for the job's config against its traces. */
+static int run_whatif(struct built_model *m, const struct job_config *cfg, const struct job_config *set,
+                      struct whatif_result *res, struct api_reply *r)
+{
+    struct sc_error err;
+    if (whatif_run(built_model_graph(m), cfg, set, res, &err))
+        return api_fail_status(r, &err,
+                               strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
+    return SC_OK;
+}
+
+/* The built model id from the cache, or the reply (409 while building). */
+static int ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
+{
+    struct sc_error err;
+    int hit = 0, rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
+    if (rc == SC_EEXIST)
+        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    return rc ? api_fail_status(r, &err, API_E_INTERNAL) : SC_OK;
+}
+
+int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r)
+{
+    struct job_config cfg;
+    struct cache_entry *e;
+    struct whatif_result res;
+    int rc = model_job_config(s, id, &cfg, r);
+    if (rc || (rc = ready_model(s, id, &e, r)))
+        return rc;
+    if ((rc = run_whatif(cache_value(e), &cfg, set, &res, r)) == SC_OK) {
+        *ms = res.step_ms;
+        whatif_release(&res);
+    }
+    cache_release(s->cache, e);
+    return rc;
+}
+
+/* The what-if of a built model: the set, the job's description, the
+ * memo (keyed by both), the transforms and their replay. */
+void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct job_config set, cfg;
+    struct cache_entry *e;
+    char key[BUILT_MEMO_KEY_MAX];
+    int memo_hit = 0;
+    if (api_decode_whatif(q->body, q->body_len, &set, r) || model_job_config(s, q->params.id, &cfg, r) ||
+        ready_model(s, q->params.id, &e, r))
+        return;
+    char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
+    int keyed = set_text && cfg_text &&
+                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s", set_text, cfg_text) < sizeof key;
+    free(set_text);
+    free(cfg_text);
+    struct built_model *m = cache_value(e);
+    if (!keyed || !(memo_hit = built_memo_get(m, key, r))) {
+        struct whatif_result res;
+        if (run_whatif(m, &cfg, &set, &res, r) == SC_OK) {
+            int rc = api_reply_whatif(r, &res);
+            whatif_release(&res);
+            if (rc == SC_OK && keyed)
+                built_memo_put(m, key, r);
+        }
+    }
     cache_release(s->cache, e);
     metrics_memo(s->metrics, memo_hit);
 }

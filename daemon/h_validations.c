@@ -2,8 +2,9 @@
  *
  * POST /v1/validations stores a measured step time with the prediction
  * stepcast makes for it now: the replay of a model (the mean over ranks of
- * its modelled steps), or the estimate of a spec at the default detail.
- * What-ifs of a model (`set`) are not in this build: 501, said so. The
+ * its modelled steps), the what-if of a model (`set`, from its job's
+ * config; estimator/whatif.h), or the estimate of a spec at the default
+ * detail. The
  * entry keeps the stepcast version and the calibration that predicted, and
  * its model's id when the model is deleted later. Every write bumps
  * s->ledger_changes, which the estimate memo keys on (bands). */
@@ -21,6 +22,7 @@
 #include "daemon/log.h"
 #include "estimator/estimate.h"
 #include "model/replay.h"
+#include "estimator/job_config.h"
 #include "common/banned.h"
 
 /* The replay's prediction: the mean over ranks of the modelled steps
@@ -61,7 +63,7 @@ static int predict_estimate(struct svc *s, const char *spec, struct api_validati
     struct est_estimate e;
     struct sc_error err;
     struct h_spec h;
-    int rc = h_spec_load(s, spec, strlen(spec), &h, r);
+    int rc = h_spec_load(s, spec, strlen(spec), NULL, &h, r);
     if (rc == SC_OK && (rc = est_estimate(&h.spec, h.hw, &h.costs, EST_DETAIL_STAGE, &e, &err)) == SC_OK) {
         v->predicted_ms = e.step_ms;
         est_estimate_release(&e);
@@ -92,10 +94,12 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
     v.measured_ms = req.measured_ms;
     v.in_sample = req.in_sample;
     if (req.set) {
+        struct job_config set;
         v.kind = API_LEDGER_WHATIF;
-        rc = api_fail(r, API_E_NOT_IMPLEMENTED,
-                      "what-if not available: this build cannot make the what-if of a model yet; post the "
-                      "model alone (its replay) or a spec (its estimate)");
+        if ((rc = job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
+            rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
+        else
+            rc = h_whatif_step_ms(s, req.model, &set, &v.predicted_ms, r);
     } else if (req.model[0]) {
         v.kind = API_LEDGER_REPLAY;
         rc = predict_replay(s, req.model, &v.predicted_ms, r);

@@ -25,6 +25,11 @@ void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* The step time of a what-if (set) of model id, for the ledger; on
+ * failure the reply in r and its status. */
+struct job_config;
+int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r);
 
 /* h_ops.c: tokens, health, metrics, the OpenAPI document */
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
@@ -54,9 +59,18 @@ struct h_spec {
     char calib_sha[API_ID_MAX];        /* the calibration document's hash, or "" */
     char *canonical;                   /* the spec with every default, JSON */
 };
-/* SC_OK, or the status with r filled (400 invalid_spec naming the field). */
-int h_spec_load(struct svc *s, const char *text, size_t len, struct h_spec *out, struct api_reply *r);
+/* SC_OK, or the status with r filled (400 invalid_spec naming the field).
+ * With `given`, the spec is a planning template (est_plan_parse_spec):
+ * its parallel and options values may be left open, *given says which
+ * are fixed. */
+int h_spec_load(struct svc *s, const char *text, size_t len, struct est_spec_given *given, struct h_spec *out,
+                struct api_reply *r);
 void h_spec_release(struct h_spec *h);
+
+/* h_plans.c: plans (the planner over HTTP) */
+void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_plan_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_validations.c: the validation ledger */
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);

@@ -1,6 +1,7 @@
 /* daemon/service.c: opening, checking and closing the service; dispatch
  * of requests to the handlers (service.h). */
 #include "daemon/service.h"
+#include "daemon/plans.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -112,7 +113,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
-        (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) ||
+        (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, &s->plans, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
@@ -157,6 +158,7 @@ int svc_stop_builds(struct svc *s, double timeout_s)
 
 void svc_close(struct svc *s)
 {
+    plans_free(s->plans);
     builder_free(s->builder);
     cache_free(s->cache);
     cache_free(s->answers);

@@ -26,6 +26,7 @@ struct builder;
 struct cache;
 struct daemon_config;
 struct metrics;
+struct plans;
 struct store;
 
 struct svc {
@@ -46,6 +47,7 @@ struct svc {
     double started;              /* metrics_clock() at start */
     struct cache *answers;       /* memoised estimates (h_estimate.c) */
     atomic_long ledger_changes;  /* ledger writes since start: part of the memo's key */
+    struct plans *plans;         /* plans running in the background (h_plans.c) */
 };
 
 /* Bytes of memoised estimate documents kept (least recently used go). */

@@ -102,6 +102,16 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  document TEXT NOT NULL,"
     "  report TEXT,"
     "  created_ns INTEGER NOT NULL);",
+    /* 3: finished plans (POST /v1/plans), kept across restarts */
+    "CREATE TABLE plans("
+    "  id TEXT PRIMARY KEY,"
+    "  request TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK(state IN ('done', 'failed', 'cancelled')),"
+    "  document TEXT,"
+    "  error TEXT,"
+    "  version TEXT NOT NULL,"
+    "  created_ns INTEGER NOT NULL,"
+    "  finished_ns INTEGER NOT NULL);",
 };
 
 enum stmt {
@@ -113,6 +123,7 @@ enum stmt {
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
+    Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE,
     Q_COUNT
 };
 
@@ -199,6 +210,11 @@ static const char *const sql[Q_COUNT] = {
     [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (?1 IS NULL OR model = ?1)"
                      " AND (?2 IS NULL OR kind = ?2) ORDER BY id",
     [Q_VALID_DELETE] = "DELETE FROM validations WHERE id = ?1",
+    [Q_PLAN_PUT] = "INSERT INTO plans(id, request, state, document, error, version, created_ns, finished_ns)"
+                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [Q_PLAN_GET] = "SELECT id, request, state, document, error, version, created_ns, finished_ns"
+                   " FROM plans WHERE id = ?1",
+    [Q_PLAN_DELETE] = "DELETE FROM plans WHERE id = ?1",
 };
 
 struct store {
@@ -1164,4 +1180,89 @@ static int validation_delete(struct store *s, int64_t id, struct sc_error *err)
 int store_validation_delete(struct store *s, int64_t id, struct sc_error *err)
 {
     LOCKED(s, validation_delete(s, id, err));
+}
+
+/* ---- finished plans ---- */
+
+void store_plan_release(struct store_plan *p)
+{
+    free(p->request);
+    free(p->document);
+    free(p->error);
+    memset(p, 0, sizeof *p);
+}
+
+static int plan_put(struct store *s, const struct store_plan *p, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, Q_PLAN_PUT, &st, err)) == SC_OK) {
+        bind_text(st, 1, p->id);
+        bind_text(st, 2, p->request);
+        bind_text(st, 3, p->state);
+        bind_text(st, 4, p->document);
+        bind_text(st, 5, p->error);
+        bind_text(st, 6, p->version);
+        sqlite3_bind_int64(st, 7, p->created_ns);
+        sqlite3_bind_int64(st, 8, p->finished_ns);
+        rc = run(s, st, err, "put plan");
+    }
+    return end(s, rc, err);
+}
+
+int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err)
+{
+    LOCKED(s, plan_put(s, p, err));
+}
+
+static void read_plan(sqlite3_stmt *st, void *row)
+{
+    struct store_plan *p = row;
+    col_copy(st, 0, p->id, sizeof p->id);
+    p->request = col_dup(st, 1);
+    col_copy(st, 2, p->state, sizeof p->state);
+    p->document = col_dup(st, 3);
+    p->error = col_dup(st, 4);
+    col_copy(st, 5, p->version, sizeof p->version);
+    p->created_ns = sqlite3_column_int64(st, 6);
+    p->finished_ns = sqlite3_column_int64(st, 7);
+}
+
+static int plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_PLAN_GET, &st, err);
+    memset(out, 0, sizeof *out);
+    if (rc)
+        return rc;
+    bind_text(st, 1, id);
+    rc = one_row(s, st, read_plan, out, "get plan", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no plan '%s'", id) : rc;
+}
+
+int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)
+{
+    LOCKED(s, plan_get(s, id, out, err));
+}
+
+static int plan_delete(struct store *s, const char *id, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, Q_PLAN_DELETE, &st, err)))
+        return end(s, rc, err);
+    bind_text(st, 1, id);
+    rc = run(s, st, err, "delete plan");
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no plan '%s'", id);
+    return end(s, rc, err);
+}
+
+int store_plan_delete(struct store *s, const char *id, struct sc_error *err)
+{
+    LOCKED(s, plan_delete(s, id, err));
 }

@@ -26,7 +26,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -139,5 +139,22 @@ int store_validation_delete(struct store *s, int64_t id, struct sc_error *err);
 
 /* Wall-clock nanoseconds, as stored. */
 int64_t store_now_ns(void);
+
+/* ---- finished plans (POST /v1/plans): what a restart keeps ---- */
+
+struct store_plan {
+    char id[64];
+    char *request;   /* the POST body, compact JSON (malloc'd) */
+    char state[16];  /* "done", "failed" or "cancelled" */
+    char *document;  /* the plan document when done, else NULL */
+    char *error;     /* why it failed, else NULL */
+    char version[32];
+    int64_t created_ns, finished_ns;
+};
+void store_plan_release(struct store_plan *p);
+int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err);
+/* SC_ENOTFOUND when there is none. */
+int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err);
+int store_plan_delete(struct store *s, const char *id, struct sc_error *err);
 
 #endif

@@ -144,10 +144,20 @@ const char *gemm_device_name(const struct model_trace *t, int32_t device)
 int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err)
 {
+    return gemm_samples_of_kernels(t, out, skipped, NULL, err);
+}
+
+int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+                            uint32_t *sample_of_event, struct sc_error *err)
+{
     struct op_kernels ok;
     size_t n_skipped = 0;
-    int status = op_kernels_join(t, &ok, err);
+    int status;
 
+    if (sample_of_event)
+        for (size_t i = 0; i < t->n_events; i++)
+            sample_of_event[i] = MODEL_NONE;
+    status = op_kernels_join(t, &ok, err);
     for (size_t g = 0; g < ok.n_ops && !status; g++) {
         const struct op_launch *l = &ok.ops[g];
         const struct model_event *o = &t->events[l->op];
@@ -164,6 +174,8 @@ int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *ou
         }
         for (uint32_t j = 0; j < l->n; j++) {
             const struct model_event *k = &t->events[ok.kernel[l->first + j]];
+            if (sample_of_event)
+                sample_of_event[ok.kernel[l->first + j]] = (uint32_t)out->n;
             s.measured_us += (double)k->dur / 1000;
             s.kernels++;
             if (k->info != MODEL_NONE)

@@ -44,6 +44,11 @@ struct gemm_samples {
 int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err);
 
+/* The same, and sample_of_event[i] (t->n_events entries) gets the index in
+ * out->v of the sample kernel event i belongs to, or MODEL_NONE. */
+int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+                            uint32_t *sample_of_event, struct sc_error *err);
+
 void gemm_samples_release(struct gemm_samples *s);
 
 struct kernel_params;

@@ -86,8 +86,29 @@ struct stage_params {
     double largest_layer; /* one layer's weights on this GPU (ZeRO-3 gathers) */
 };
 
-static void virtual_stage_params(const struct est_spec *s, const struct est_stage_layers *v,
-                                 struct stage_params *out)
+/* A layer's parameters and activations depend on the layer only through
+ * whether it is an MoE layer: each kind's, made once per estimate. */
+struct layer_kinds {
+    struct est_layer_params params[2];
+    struct est_layer_activations acts[2];
+};
+
+static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
+{
+    int done[2] = {0, 0};
+    memset(k, 0, sizeof *k);
+    for (int64_t i = 0; i < s->model.layers && !(done[0] && done[1]); i++) {
+        int moe = est_model_layer_is_moe(&s->model, i);
+        if (!done[moe]) {
+            est_layer_params(&s->model, i, &k->params[moe]);
+            est_layer_activations(s, i, &k->acts[moe]);
+            done[moe] = 1;
+        }
+    }
+}
+
+static void virtual_stage_params(const struct est_spec *s, const struct layer_kinds *kinds,
+                                 const struct est_stage_layers *v, struct stage_params *out)
 {
     const struct est_model *m = &s->model;
     const struct est_parallel *p = &s->parallel;
@@ -95,8 +116,7 @@ static void virtual_stage_params(const struct est_spec *s, const struct est_stag
     double embedding = (double)m->vocab * (double)m->hidden / t;
     memset(out, 0, sizeof *out);
     for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
-        struct est_layer_params lp;
-        est_layer_params(m, i, &lp);
+        struct est_layer_params lp = kinds->params[est_model_layer_is_moe(m, i)];
         double dense = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
         double experts = lp.experts / experts_split;
         out->dense += dense;
@@ -112,16 +132,15 @@ static void virtual_stage_params(const struct est_spec *s, const struct est_stag
 
 /* Activation bytes of one virtual stage's forward pass of one micro-batch,
  * and the largest layer's full activations (recomputed under full). */
-static void virtual_stage_activations(const struct est_spec *s, const struct est_stage_layers *v,
-                                      double *kept, double *largest_full)
+static void virtual_stage_activations(const struct est_spec *s, const struct layer_kinds *kinds,
+                                      const struct est_stage_layers *v, double *kept, double *largest_full)
 {
     const struct est_model *m = &s->model;
     double a = value_bytes(s->options.dtype), T = micro_batch_tokens(s), h = (double)m->hidden,
            r = replicated_split(s), t = (double)s->parallel.tp;
     *kept = *largest_full = 0;
     for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
-        struct est_layer_activations la;
-        est_layer_activations(s, i, &la);
+        struct est_layer_activations la = kinds->acts[est_model_layer_is_moe(m, i)];
         *kept += la.kept;
         if (la.full > *largest_full)
             *largest_full = la.full;
@@ -135,20 +154,23 @@ static void virtual_stage_activations(const struct est_spec *s, const struct est
 /* How many of the first n forward passes on a rank are of model chunk c:
  * Megatron runs pp micro-batches of chunk 0, then the same pp of chunk 1,
  * ... The first n backward passes hold as many of chunk vpp - 1 - c. */
-static int64_t passes_of_chunk(int64_t n, int64_t pp, int64_t vpp, int64_t c)
+static int64_t passes_of_chunk(int64_t whole, int64_t rest, int64_t pp, int64_t c)
 {
-    int64_t group = pp * vpp, rest = n % group - c * pp;
-    return n / group * pp + (rest < 0 ? 0 : rest > pp ? pp : rest);
+    /* whole = n / (pp x vpp) x pp, rest = n % (pp x vpp): made once per n */
+    int64_t left = rest - c * pp;
+    return whole + (left < 0 ? 0 : left > pp ? pp : left);
 }
 
 /* Activations held after `fwd` forward and `bwd` backward passes, chunk c
  * holding kept[c] per pass. */
 static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, const double *kept)
 {
+    if (vpp == 1) /* one chunk: every pass is of it (what the loop below gives, without dividing) */
+        return kept[0] * (double)(fwd - bwd);
+    int64_t group = pp * vpp, fw = fwd / group * pp, fr = fwd % group, bw = bwd / group * pp, br = bwd % group;
     double held = 0;
     for (int64_t c = 0; c < vpp; c++)
-        held += kept[c] * (double)(passes_of_chunk(fwd, pp, vpp, c) -
-                                   passes_of_chunk(bwd, pp, vpp, vpp - 1 - c));
+        held += kept[c] * (double)(passes_of_chunk(fw, fr, pp, c) - passes_of_chunk(bw, br, pp, vpp - 1 - c));
     return held;
 }
 
@@ -196,6 +218,7 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
     double dense_shards = (double)(p->dp * p->cp),
            expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     int zero = (int)s->options.zero_stage, rc;
+    struct layer_kinds kinds;
     struct est_stage_layers *place = calloc((size_t)nv, sizeof *place);
     double *kept = calloc((size_t)vpp, sizeof *kept); /* per chunk of one rank */
     memset(out, 0, sizeof *out);
@@ -215,6 +238,7 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
         est_memory_release(out);
         return rc;
     }
+    layer_kinds_init(s, &kinds);
     for (int64_t r = 0; r < pp; r++) {
         struct est_stage_memory *st = &out->stages[r];
         struct stage_params sp = {0};
@@ -222,12 +246,12 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
         for (int64_t c = 0; c < vpp; c++) {
             struct stage_params chunk;
             double full;
-            virtual_stage_params(s, &place[c * pp + r], &chunk);
+            virtual_stage_params(s, &kinds, &place[c * pp + r], &chunk);
             sp.dense += chunk.dense;
             sp.experts += chunk.experts;
             if (chunk.largest_layer > sp.largest_layer)
                 sp.largest_layer = chunk.largest_layer;
-            virtual_stage_activations(s, &place[c * pp + r], &kept[c], &full);
+            virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &full);
             if (full > largest_full)
                 largest_full = full;
         }

@@ -27,5 +27,13 @@ FUZZ_TARGETS += spec
 # a training step synthesised from a spec, its estimate, and the estimates
 # checked against measured runs
 CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/validation.c
+# the planner: the best configurations for a GPU count
+CORE_SRCS += estimator/plan.c
 # the synthesised step written as per-rank Kineto traces (`stepcast synth`)
 CORE_SRCS += estimator/synth_trace.c
+# what-ifs on traced jobs: the job's description, its structure recovered
+# from the trace, the graph copied with new durations, the transforms
+CORE_SRCS += estimator/job_config.c estimator/structure.c estimator/graph_copy.c estimator/whatif.c \
+             estimator/synth_compare.c
+# the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
+FUZZ_TARGETS += job_config

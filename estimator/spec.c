@@ -446,9 +446,11 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     return SC_OK;
 }
 
-int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
+/* Parse, fill the defaults, check what needs no parallel layout; given[i]
+ * marks fields[i] present. */
+static int parse_given(const char *text, size_t len, struct est_spec *out, int *given,
+                       struct sc_error *err)
 {
-    int given[NFIELDS] = {0};
     json_t *doc = load_object(text, len, err);
     int rc;
     if (!doc)
@@ -456,10 +458,41 @@ int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc
     set_defaults(out);
     rc = walk(doc, "", out, given, err);
     json_decref(doc);
-    if (rc || (rc = check_required(given, "", err)) || (rc = est_model_resolve(&out->model, err)) ||
-        (rc = resolve_parallel(out, err)))
+    if (rc || (rc = check_required(given, "", err)) || (rc = est_model_resolve(&out->model, err)))
         return rc;
     return SC_OK;
+}
+
+int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
+{
+    int given[NFIELDS] = {0};
+    int rc = parse_given(text, len, out, given, err);
+    return rc ? rc : resolve_parallel(out, err);
+}
+
+int est_spec_parse_template(const char *text, size_t len, struct est_spec *out,
+                            struct est_spec_given *given, struct sc_error *err)
+{
+    int g[NFIELDS] = {0};
+    _Static_assert(NFIELDS <= EST_SPEC_MAX_KEYS, "est_spec_given holds every key");
+    int rc = parse_given(text, len, out, g, err);
+    memset(given, 0, sizeof *given);
+    for (size_t i = 0; i < NFIELDS; i++)
+        given->key[i] = (unsigned char)g[i];
+    if (!rc && g[find_field("parallel.etp") - fields] && !out->parallel.etp)
+        given->key[find_field("parallel.etp") - fields] = 0; /* null: the default */
+    return rc;
+}
+
+int est_spec_given_has(const struct est_spec_given *given, const char *path)
+{
+    const struct field *f = find_field(path);
+    return f && given->key[f - fields];
+}
+
+int est_spec_check(struct est_spec *s, struct sc_error *err)
+{
+    return resolve_parallel(s, err);
 }
 
 int est_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err)

@@ -90,6 +90,26 @@ struct est_spec {
  * necessarily). *out is complete with defaults on success. Bad JSON is
  * SC_EPARSE; everything else SC_EINVAL or SC_ELIMIT, the field named. */
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err);
+/* Which keys a document held (est_spec_parse_template). */
+#define EST_SPEC_MAX_KEYS 64
+struct est_spec_given {
+    unsigned char key[EST_SPEC_MAX_KEYS]; /* by the index in est_spec_keys() */
+};
+
+/* A spec whose parallel and options objects may leave values open (the
+ * planner's input): parsed and checked as est_spec_parse does, defaults
+ * filled, except the checks across parallel and options, which
+ * est_spec_check() makes once every value is set. *given records which
+ * keys the document held (a null etp counts as not given). */
+int est_spec_parse_template(const char *text, size_t len, struct est_spec *out,
+                            struct est_spec_given *given, struct sc_error *err);
+/* Whether the document held the key at path (e.g. "parallel.tp"). */
+int est_spec_given_has(const struct est_spec_given *given, const char *path);
+/* The checks across parallel and options that est_spec_parse makes (and
+ * the defaults that depend on them: etp = tp when 0, global_batch =
+ * micro_batch x dp when 0): SC_EINVAL naming the field. */
+int est_spec_check(struct est_spec *s, struct sc_error *err);
+
 /* The GPU has a profile and computes in the spec's dtype; *profile (may be
  * NULL) is set to it. SC_EINVAL naming cluster.gpu or options.dtype. */
 int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,

@@ -897,6 +897,35 @@ static int virtual_stage(const struct pipeline *p, int64_t rank, int64_t chunk)
     return (int)(chunk * p->pp + rank);
 }
 
+/* Write v in decimal at p; returns the end. */
+static char *put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    do
+        tmp[n++] = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* The region of a pass, "forward mb M chunk C" (or "backward ..."), written
+ * without printf: it is formatted once per pass of every estimate. */
+static void pass_region(struct rank *r, int backward, int64_t mb, int64_t chunk)
+{
+    static const char fwd[] = "forward mb ", bwd[] = "backward mb ", ch[] = " chunk ";
+    char *p = r->region;
+    _Static_assert(sizeof r->region >= sizeof bwd + sizeof ch + 2 * 21, "the region holds any pass");
+    memcpy(p, backward ? bwd : fwd, backward ? sizeof bwd - 1 : sizeof fwd - 1);
+    p = put_i64(p + (backward ? sizeof bwd - 1 : sizeof fwd - 1), mb);
+    memcpy(p, ch, sizeof ch - 1);
+    *put_i64(p + sizeof ch - 1, chunk) = '\0';
+}
+
 /* Run forward or backward of one micro-batch on one model chunk. */
 static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
                      int backward, int last_mb, struct bucket_state *bucket)
@@ -908,8 +937,7 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     /* the pass starts on what the pipeline received */
     if (sync_recv)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
-    snprintf(r->region, sizeof r->region, "%s mb %lld chunk %lld", backward ? "backward" : "forward",
-             (long long)mb, (long long)chunk);
+    pass_region(r, backward, mb, chunk);
     if (!backward) {
         if (st->embedding)
             emit_ops(y, r, &y->embed_fwd, 0);
@@ -1127,17 +1155,26 @@ static double rank_params(const struct est_spec *s, const struct pipeline *p, in
     return total;
 }
 
-static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint32_t *begin)
+/* The distributed optimizer's parameter all-gather of the previous step,
+ * overlapped with this step's forward, that rank's step begins with: 1 and
+ * *o when there is one. */
+static int param_gather(struct synth *y, const struct pipeline *p, int64_t rank, struct op *o)
 {
     const struct est_spec *s = y->s;
+    if (s->options.zero_stage < 1 || !s->options.overlap_param_gather || y->sh.dp_group.ranks <= 1)
+        return 0;
+    double bytes = rank_params(s, p, rank) * y->sh.B;
+    *o = (struct op){"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
+                     coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                     (uint32_t)y->sh.dp_group.ranks};
+    return 1;
+}
+
+static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint32_t *begin)
+{
     *begin = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_MARKER, .name = "step"});
-    /* the distributed optimizer's parameter all-gather of the previous
-     * step, overlapped with this step's forward */
-    if (s->options.zero_stage >= 1 && s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
-        double bytes = rank_params(s, p, r->id) * y->sh.B;
-        struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
-                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
-                       (uint32_t)y->sh.dp_group.ranks};
+    struct op o;
+    if (param_gather(y, p, r->id, &o)) {
         snprintf(r->region, sizeof r->region, "parameter gather");
         emit(y, r, ST_DP, &o);
         flush(y, r);
@@ -1280,6 +1317,118 @@ static void synth_release(struct synth *y, struct pipeline *p)
     free(p->grad_norm);
 }
 
+/* The operations of every layer kind, the embedding and the loss, with
+ * their costs (what both est_synth and est_synth_bound start from). */
+static void make_ops(struct synth *y)
+{
+    layer_ops(y, 0);
+    if (y->s->model.moe.experts > 0)
+        layer_ops(y, 1);
+    embedding_and_loss_ops(y);
+    cp_pieces(y);
+    for (int k = 0; k < 2; k++) {
+        summarise(y, &y->fwd[k]);
+        summarise(y, &y->bwd[k]);
+        summarise(y, &y->recompute[k]);
+    }
+    summarise(y, &y->embed_fwd);
+    summarise(y, &y->embed_bwd);
+    summarise(y, &y->head_fwd);
+    summarise(y, &y->head_bwd);
+}
+
+/* The compute stream's time for list l (emit_ops puts all of it there: a
+ * context-parallel attention is cp blocks). */
+static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, int backward)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < l->n; i++)
+        t += l->v[i].special == OP_CP_ATTENTION ? y->s->parallel.cp * y->cp_block[backward].dur : l->v[i].dur;
+    return t;
+}
+
+int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                         struct est_pass_costs *out, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {0};
+    shape_init(&y);
+    make_ops(&y);
+    for (int k = 0; k < 2; k++) {
+        out->layer_f[k] = list_compute_ns(&y, &y.fwd[k], 0);
+        out->layer_b[k] = list_compute_ns(&y, &y.recompute[k], 0) + list_compute_ns(&y, &y.bwd[k], 1);
+    }
+    out->embed_f = list_compute_ns(&y, &y.embed_fwd, 0);
+    out->embed_b = list_compute_ns(&y, &y.embed_bwd, 1);
+    out->head_f = list_compute_ns(&y, &y.head_fwd, 0);
+    out->head_b = list_compute_ns(&y, &y.head_bwd, 1);
+    synth_release(&y, &p);
+    return y.failed;
+}
+
+/* One micro-batch's forward (*f) and backward with its recomputation (*b)
+ * on virtual stage st. */
+static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, const struct est_stage_layers *st,
+                    int64_t *f, int64_t *b)
+{
+    *f = st->embedding ? pc->embed_f : 0;
+    *b = st->embedding ? pc->embed_b : 0;
+    if (st->loss) {
+        *f += pc->head_f;
+        *b += pc->head_b;
+    }
+    for (int i = 0; i < st->layers; i++) {
+        int moe = est_model_layer_is_moe(&s->model, st->first_layer + i);
+        *f += pc->layer_f[moe];
+        *b += pc->layer_b[moe];
+    }
+}
+
+int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
+    int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0;
+    *ms = 0;
+    shape_init(&y);
+    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
+    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+        free(p.vstages);
+        return err->code;
+    }
+    /* head: when rank's first forward can start (its parameter gather
+     * done, and chunk 0's forward of the first micro-batch on the ranks
+     * before); tail: chunk 0's backward on the ranks before */
+    for (int64_t rank = 0; rank < p.pp; rank++) {
+        int64_t busy = 0, f, b;
+        struct op gather;
+        if (param_gather(&y, &p, rank, &gather) && gather.dur > head)
+            head = gather.dur;
+        for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
+            pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
+            busy += m * (f + b);
+        }
+        best = head + busy + tail > best ? head + busy + tail : best;
+        pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
+        head += f;
+        tail += b;
+    }
+    free(p.vstages);
+    *ms = (double)best / 1e6;
+    return SC_OK;
+}
+
+int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                    double *ms, struct sc_error *err)
+{
+    struct est_pass_costs pc;
+    int rc = est_synth_pass_costs(s, hw, c, &pc, err);
+    *ms = 0;
+    return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
+}
+
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
@@ -1303,20 +1452,7 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     }
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
-    layer_ops(&y, 0);
-    if (s->model.moe.experts > 0)
-        layer_ops(&y, 1);
-    embedding_and_loss_ops(&y);
-    cp_pieces(&y);
-    for (int k = 0; k < 2; k++) {
-        summarise(&y, &y.fwd[k]);
-        summarise(&y, &y.bwd[k]);
-        summarise(&y, &y.recompute[k]);
-    }
-    summarise(&y, &y.embed_fwd);
-    summarise(&y, &y.embed_bwd);
-    summarise(&y, &y.head_fwd);
-    summarise(&y, &y.head_bwd);
+    make_ops(&y);
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;

@@ -82,4 +82,34 @@ int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, c
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err);
 
+/* A lower bound of the step time, ms, that est_synth's graph of spec s
+ * replays to at any detail, without building it. Each pipeline rank's
+ * compute stream runs its passes one at a time, every one of them after
+ * its first forward pass and before its last backward pass; its first
+ * forward waits for model chunk 0's forward of that micro-batch on every
+ * rank before it, and its last backward pass (of chunk 0, in both
+ * schedules) is followed by that micro-batch's backward on every rank
+ * before it. The distributed optimizer's parameter all-gather, when the
+ * step starts with it, comes before a rank's first forward. So rank r's
+ * step is at least: the latest over ranks q <= r of q's gather plus chunk
+ * 0's forward on ranks q..r-1, then the m micro-batches' passes of all its
+ * chunks, then chunk 0's backward on ranks 0..r-1; the bound is the
+ * largest over ranks. Transfers, host work, other collectives and the
+ * optimizer only add to it. */
+int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                    double *ms, struct sc_error *err);
+
+/* est_synth_bound in two parts: what one micro-batch's passes cost on the
+ * compute stream (ns; [0] a dense layer, [1] an MoE layer, the backward
+ * with its recomputation), which depends on the model, the cluster, the
+ * costs, tp, cp, ep, etp, micro_batch and the options, but not on pp, vpp,
+ * dp or the batch; and the bound from them. */
+struct est_pass_costs {
+    int64_t layer_f[2], layer_b[2], embed_f, embed_b, head_f, head_b;
+};
+int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                         struct est_pass_costs *out, struct sc_error *err);
+int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+
 #endif

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/trace.h"
+
 #include "common/banned.h"
 
 static const char *const op_names[MODEL_COLL_OP_COUNT] = {
@@ -85,4 +87,13 @@ int model_dtype_bytes(const char *d)
         if (strcasecmp(d, table[i].name) == 0)
             return table[i].bytes;
     return 0;
+}
+
+int64_t model_coll_bytes(const struct model_trace *t, const struct model_collective *c, enum model_coll_op op)
+{
+    int dt = model_dtype_bytes(c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype));
+    int64_t nelems = c->in_nelems;
+    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
+        nelems = c->out_nelems;
+    return dt > 0 && nelems >= 0 ? nelems * dt : -1;
 }

@@ -37,6 +37,13 @@ enum model_coll_op model_coll_op_parse(const char *name);
 /* Whether a kernel name is a communication kernel (NCCL or RCCL). */
 int model_is_comm_kernel(const char *kernel_name);
 
+/* The size of a collective in bytes (nccl-tests convention, graph.h) from
+ * its trace metadata: the input's elements (all-gather: the output's; a
+ * receive: the larger) times the dtype's size; -1 when either is unknown. */
+struct model_trace;
+struct model_collective;
+int64_t model_coll_bytes(const struct model_trace *t, const struct model_collective *c, enum model_coll_op op);
+
 /* Bytes per element of a PyTorch dtype name ("Float", "BFloat16", "c10::Half",
  * "float32", ...), or 0 when unknown. */
 int model_dtype_bytes(const char *dtype);

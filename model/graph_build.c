@@ -1363,12 +1363,7 @@ static struct model_group_spec group_spec(const struct builder *b, uint16_t rank
     struct model_group_spec s = {.op = op, .bytes = -1, .seq = -1, .size = (uint32_t)members};
     if (!c)
         return s;
-    int dt = model_dtype_bytes(c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype));
-    int64_t nelems = c->in_nelems;
-    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
-        nelems = c->out_nelems;
-    if (dt > 0 && nelems >= 0)
-        s.bytes = nelems * dt;
+    s.bytes = model_coll_bytes(t, c, op);
     s.dtype = c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype);
     s.pg = c->pg_name == MODEL_NONE ? NULL : model_str(t, c->pg_name);
     s.seq = c->seq;

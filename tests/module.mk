@@ -23,6 +23,11 @@ BENCH_REPLAY := $(BUILD)/bench-replay
 $(BENCH_REPLAY): $(BUILD)/obj/tests/bench/bench_replay.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
+# bench-plan: the planner's speed inside the process (make bench)
+BENCH_PLAN := $(BUILD)/bench-plan
+$(BENCH_PLAN): $(BUILD)/obj/tests/bench/bench_plan.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
 # bench-gemm-model: the kernel model's GEMM error on real traces (make bench)
 BENCH_GEMM_MODEL := $(BUILD)/bench-gemm-model
 $(BENCH_GEMM_MODEL): $(BUILD)/obj/tests/bench/bench_gemm_model.o $(LIBSTEPCAST)

@@ -325,7 +325,7 @@ TEST(svc_ledger_migrates_an_old_store)
     CHECK_CONTAINS(r.body, "\"n\":2");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, &r), 200);
-    CHECK_EQ_INT(svc_json_int(r.body, "schema"), 2);
+    CHECK_EQ_INT(svc_json_int(r.body, "schema"), 3);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(dir, NULL), 0);
@@ -400,10 +400,16 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     CHECK_NEAR(json_number_value(json_object_get(entry, "error_pct")), (replay_ms - 20) / 20 * 100, 1e-6);
     CHECK_STREQ(json_string_value(json_object_get(entry, "version")), STEPCAST_VERSION);
     json_decref(entry);
-    /* a what-if: not in this build, said so */
+    /* a what-if: a set with a field a what-if does not have is 400 naming
+     * it; a good one needs the job's config (tp, pp, dp), which this job
+     * lacks: 422 saying so (test_svc_whatif.c records one that has it) */
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"set\":{\"parallel\":{\"tp\":2}},\"measured_step_ms\":20}", model);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 501);
-    CHECK_CONTAINS(r.body, "what-if not available");
+    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 400);
+    CHECK_CONTAINS(r.body, "set.parallel");
+    svc_resp_release(&r);
+    snprintf(body, sizeof body, "{\"model\":\"%s\",\"set\":{\"dp\":2},\"measured_step_ms\":20}", model);
+    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 422);
+    CHECK_CONTAINS(r.body, "config");
     svc_resp_release(&r);
     CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", "{\"model\":\"m-x\",\"measured_step_ms\":1}", NULL),
                  404);

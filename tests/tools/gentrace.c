@@ -13,11 +13,13 @@
  * what they wait for. So the traces are consistent the way real ones are,
  * and a replay of them can be checked against a run generated with other
  * durations (--gpu-scale: GPU work and transfers, --comm-scale: transfers
- * only, --slow-rank: one rank's kernels).
+ * only, --slow-rank: one rank's kernels). --modules wraps each forward
+ * layer in a python_function "nn.Module: Block_<l>" span, as PyTorch's
+ * profiler does with with_modules (the backward has none, as there).
  *
  *   gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]
  *            [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]
- *            [--cuda-sync] OUTDIR
+ *            [--cuda-sync] [--modules] OUTDIR
  *
  * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
 #include <errno.h>
@@ -35,7 +37,7 @@
 enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, MAX_BUCKETS = 64 };
 
 struct opts {
-    int ranks, steps, layers, gzip, cuda_sync, slow_rank;
+    int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules;
     double gpu_scale, comm_scale, slow_factor;
     uint64_t seed;
 };
@@ -272,10 +274,17 @@ static void local_forward_backward(struct rank *k, int step, int buckets)
     /* forward */
     int64_t fwd_start = k->cpu_main;
     for (int l = 0; l < O.layers; l++) {
+        int64_t layer_start = k->cpu_main;
         aten_op(k, k->main_tid, &k->cpu_main, "aten::linear", LINEAR_DIMS,
                 "ampere_sgemm_128x64_tn", 320000);
         aten_op(k, k->main_tid, &k->cpu_main, "aten::relu", "[[32, 4096]]",
                 "void at::native::vectorized_elementwise_kernel<4, at::native::relu>", 40000);
+        if (O.modules) { /* as PyTorch's profiler names module calls (with_modules) */
+            char name[64];
+            snprintf(name, sizeof name, "nn.Module: Block_%d", l);
+            emit_x(k, "python_function", name, k->pid, k->main_tid, layer_start, k->cpu_main - layer_start,
+                   "\"Python id\": 1, \"Python thread\": 0");
+        }
     }
     aten_op(k, k->main_tid, &k->cpu_main, "aten::nll_loss", "[[32, 1000], [32]]",
             "void at::native::nll_loss_forward_reduce_cuda_kernel_2d", 20000);
@@ -432,7 +441,7 @@ int main(int argc, char **argv)
         {"gzip", no_argument, NULL, 'z'}, {"gpu-scale", required_argument, NULL, 'g'},
         {"slow-rank", required_argument, NULL, 'R'}, {"slow-factor", required_argument, NULL, 'F'},
         {"cuda-sync", no_argument, NULL, 'c'}, {"comm-scale", required_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0},
+        {"modules", no_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
     };
     int c;
     O = (struct opts){.ranks = 2, .steps = 3, .layers = 8, .seed = 1, .gpu_scale = 1.0,
@@ -449,10 +458,11 @@ int main(int argc, char **argv)
         case 'F': O.slow_factor = strtod(optarg, NULL); break;
         case 'c': O.cuda_sync = 1; break;
         case 'C': O.comm_scale = strtod(optarg, NULL); break;
+        case 'M': O.modules = 1; break;
         default:
             fprintf(stderr, "usage: gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]\n"
                             "                [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]\n"
-                            "                [--cuda-sync] OUTDIR\n");
+                            "                [--cuda-sync] [--modules] OUTDIR\n");
             return 2;
         }
     }

@@ -273,6 +273,16 @@ class Client:
         return self.request("GET", _path("/v1/models/{}/timeline", model),
                             query=[("rank", rank)] + _scale_query(scale))
 
+    def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
+        """``POST /v1/models/{id}/whatif``: the model's step transformed to
+        another configuration and replayed (as ``stepcast whatif --json``),
+        from its job's ``config`` (:meth:`put_job`): ``set`` as ``{"dp": 16,
+        "gpu": "h100-sxm"}`` (tp, pp, dp, micro_batch, global_batch, layers,
+        hidden, heads, ffn, seq, vocab, dtype, gpu). The answer says how much
+        of ``step_ms`` is measured (``from_measured_ms``) and how much
+        modelled (``from_models_ms``, ``models_used``)."""
+        return self.request("POST", _path("/v1/models/{}/whatif", model), json={"set": dict(set)})
+
     # ---- tokens (admin) ----
 
     def tokens(self) -> Doc:
@@ -297,6 +307,45 @@ class Client:
         spec's ``cluster.profile`` names one of :meth:`calibrations`."""
         query = [("detail", detail)] if detail is not None else []
         return self.request("POST", "/v1/estimate", query=query, json=dict(spec))
+
+    def plan(self, spec: Mapping[str, Any], gpus: int, *, up_to: bool = False, top: int = 10,
+             objective: str = "time", wait: bool = True, poll: float = 0.25,
+             progress: Optional[Callable[[int, int], None]] = None, timeout: Optional[float] = None) -> Doc:
+        """``POST /v1/plans``: the best configurations of a spec on ``gpus``
+        GPUs (``spec``'s ``parallel`` and ``options`` give what is fixed, the
+        rest is searched; ``parallel.global_batch`` is required). With
+        ``wait`` (the default) polls :meth:`plan_status` until the plan is
+        done and returns it (the document of ``stepcast plan --json`` with
+        ``id`` and ``state``); ``progress`` gets (done, total) at each poll.
+        Without ``wait``, returns ``{"id", "state"}`` (or the plan, when the
+        space was small enough to plan at once). Raises StepcastError
+        ``plan_failed`` or ``plan_cancelled``, or ``timeout``."""
+        body = {"spec": dict(spec), "gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
+        started = self.request("POST", "/v1/plans", json=body)
+        if not wait:
+            return started
+        deadline = None if timeout is None else time.monotonic() + timeout
+        p = started
+        while p["state"] == "running":
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StepcastError(None, "timeout", f"plan {p['id']} is still running after {timeout} s")
+            time.sleep(poll)
+            p = self.plan_status(p["id"])
+            if progress is not None and "progress" in p:
+                progress(p["progress"]["done"], p["progress"]["total"])
+        if p["state"] != "done":
+            raise StepcastError(None, "plan_" + p["state"], f"plan {p['id']}: {p.get('error') or p['state']}")
+        return p
+
+    def plan_status(self, plan: str) -> Doc:
+        """``GET /v1/plans/{id}``: ``{"id", "state": "running", "progress"}``
+        while it runs, then the plan with its ``state``."""
+        return self.request("GET", _path("/v1/plans/{}", plan))
+
+    def cancel_plan(self, plan: str) -> Doc:
+        """``DELETE /v1/plans/{id}``: cancel a running plan (its state becomes
+        ``cancelled``), or forget a finished one."""
+        return self.request("DELETE", _path("/v1/plans/{}", plan))
 
     def hardware(self, gpu: Optional[str] = None) -> Doc:
         """``GET /v1/hardware``: ``{"hardware": [...]}``; with ``gpu``, that

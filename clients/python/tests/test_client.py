@@ -112,6 +112,8 @@ class TestService(ErrorCase):
             ("post", "/v1/models/{id}/calibration"): "calibrate_model",
             ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
             ("delete", "/v1/validations/{id}"): "delete_validation",
+            ("post", "/v1/plans"): "plan", ("get", "/v1/plans/{id}"): "plan_status",
+            ("delete", "/v1/plans/{id}"): "cancel_plan",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():
@@ -240,6 +242,22 @@ class TestModels(ErrorCase):
         self.assertTrue(t["traceEvents"])
         self.assertNotEqual(t, c.timeline(D["model"], 3, scale={"gpu": 0.5}))
 
+    def test_whatif(self):
+        c = admin()
+        self.assertApiError(422, "unprocessable", c.whatif, D["model"], {"dp": 8})
+        c.put_job("sample", config={"tp": 1, "pp": 1, "dp": 4})
+        base = c.replay(D["model"])
+        same = c.whatif(D["model"], {})
+        for a, b in zip(base["steps"], same["steps"]):
+            self.assertAlmostEqual(b["replayed_ms"], a["replayed_ms"], delta=0.005 * a["replayed_ms"])
+        self.assertEqual(same["target"]["gpu"], "a100-sxm4-80gb")
+        faster = c.whatif(D["model"], {"gpu": "h100-sxm"})
+        self.assertLess(faster["step_ms"], same["step_ms"])
+        self.assertGreater(faster["from_models_ms"], 0)
+        self.assertAlmostEqual(faster["from_models_ms"] + faster["from_measured_ms"], faster["step_ms"], places=3)
+        e = self.assertApiError(400, "invalid_json", c.whatif, D["model"], {"dp": 0})
+        self.assertIn("set.dp", e.message)
+
     def test_rows_and_dataframes(self):
         r = admin().replay(D["model"])
         rows = stepcast.rows(r)
@@ -329,6 +347,27 @@ class TestEstimationAndLedger(ErrorCase):
         spec = dict(SPEC, cluster={"gpu": "h100-sxm", "profile": "py-fabric"})
         self.assertGreater(c.estimate(spec)["step_ms"], 0)
 
+    def test_plan(self):
+        c = admin()
+        spec = {"model": {"layers": 6, "hidden": 1024, "heads": 16, "seq": 2048},
+                "parallel": {"global_batch": 32}, "cluster": {"gpu": "h100-sxm"}}
+        seen = []
+        p = c.plan(spec, 16, top=3, objective="cost", progress=lambda d, t: seen.append((d, t)))
+        self.assertEqual(p["state"], "done")
+        self.assertEqual(len(p["top"]), 3)
+        self.assertGreater(p["evaluated"], 0)
+        costs = [r["estimate"]["gpu_hours_per_m_tokens"] for r in p["top"]]
+        self.assertEqual(costs, sorted(costs))
+        self.assertEqual(c.plan_status(p["id"])["top"], p["top"])
+        one = dict(spec, parallel={"global_batch": 32, "tp": 2, "pp": 1})
+        row = p["top"][0]
+        est = c.estimate(dict(spec, parallel=row["parallel"], options=row["options"]))
+        self.assertEqual(est["step_ms"], row["estimate"]["step_ms"])
+        self.assertEqual(c.plan(one, 2, top=1)["top"][0]["parallel"]["tp"], 2)
+        self.assertEqual(c.cancel_plan(p["id"])["deleted"], p["id"])
+        self.assertApiError(404, "not_found", c.plan_status, p["id"])
+        self.assertApiError(400, "invalid_spec", c.plan, {"model": {"layers": 1}}, 8)
+
     def test_ledger(self):
         c = admin()
         r = c.add_validation(18.0, model=D["model"], source="py", run_at="2026-09-01")
@@ -336,7 +375,8 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertAlmostEqual(r["error_pct"], (r["predicted_step_ms"] - 18.0) / 18.0 * 100, places=6)
         e = c.add_validation(500.0, spec=SPEC)
         self.assertEqual(e["kind"], "estimate")
-        self.assertApiError(501, "not_implemented", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        bad = self.assertApiError(400, "invalid_json", c.add_validation, 18.0, model=D["model"], set={"x": 1})
+        self.assertIn("set.x", bad.message)
         ledger = c.validations(model=D["model"])
         self.assertIn(r["id"], [x["id"] for x in ledger["entries"]])
         self.assertIn("2026-09", ledger["by_month"])

@@ -1,0 +1,99 @@
+/* api/plan_json.c: the plan document and the plan request (plan_json.h). */
+#include "api/plan_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/estimate_json.h"
+#include "estimator/plan.h"
+#include "common/banned.h"
+
+/* The row's parallel and options objects, every value written out. */
+static json_t *row_json(const struct est_plan_row *row)
+{
+    char *text = est_spec_json(&row->spec);
+    json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *estimate = api_estimate_json(&row->estimate), *out = NULL;
+    free(text);
+    if (spec && estimate)
+        out = json_pack("{s:O, s:O, s:O}", "parallel", json_object_get(spec, "parallel"), "options",
+                        json_object_get(spec, "options"), "estimate", estimate);
+    json_decref(spec);
+    json_decref(estimate);
+    return out;
+}
+
+json_t *api_plan_json(const struct est_plan *p)
+{
+    json_t *top = json_array();
+    for (size_t i = 0; top && i < p->n_rows; i++)
+        if (json_array_append_new(top, row_json(&p->rows[i]))) {
+            json_decref(top);
+            return NULL;
+        }
+    return json_pack("{s:I, s:I, s:{s:I, s:I}, s:o}", "evaluated", (json_int_t)p->evaluated, "pruned",
+                     (json_int_t)p->pruned, "infeasible", "memory", (json_int_t)p->infeasible_memory,
+                     "divisibility", (json_int_t)p->infeasible_divisibility, "top", top);
+}
+
+int api_plan_request_decode(const char *body, size_t len, struct est_plan_request *req, char **spec,
+                            struct sc_error *err)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je), *v;
+    const char *key;
+    int rc = SC_OK;
+    *spec = NULL;
+    req->gpus = 0;
+    req->up_to = 0;
+    req->top = API_PLAN_DEFAULT_TOP;
+    req->objective = EST_OBJECTIVE_TIME;
+    if (!doc)
+        return sc_error_set(err, SC_EPARSE, "not valid JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return sc_error_set(err, SC_EINVAL, "the body must be a JSON object");
+    }
+    json_object_foreach (doc, key, v) {
+        if (strcmp(key, "spec") == 0) {
+            if (!json_is_object(v))
+                rc = sc_error_set(err, SC_EINVAL, "spec: must be an object");
+            else if (!(*spec = json_dumps(v, JSON_COMPACT)))
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        } else if (strcmp(key, "gpus") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
+                rc = sc_error_set(err, SC_EINVAL, "gpus: must be a whole number from 1 to %d", 1 << 20);
+            else
+                req->gpus = (int64_t)json_integer_value(v);
+        } else if (strcmp(key, "up_to") == 0) {
+            if (!json_is_boolean(v))
+                rc = sc_error_set(err, SC_EINVAL, "up_to: must be true or false");
+            else
+                req->up_to = json_is_true(v);
+        } else if (strcmp(key, "top") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > EST_PLAN_MAX_TOP)
+                rc = sc_error_set(err, SC_EINVAL, "top: must be a whole number from 1 to %d", EST_PLAN_MAX_TOP);
+            else
+                req->top = (size_t)json_integer_value(v);
+        } else if (strcmp(key, "objective") == 0) {
+            if (!json_is_string(v))
+                rc = sc_error_set(err, SC_EINVAL, "objective: must be \"time\" or \"cost\"");
+            else
+                rc = est_objective_parse(json_string_value(v), &req->objective, err);
+        } else {
+            rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (spec, gpus, up_to, top, objective)", key);
+        }
+        if (rc)
+            break;
+    }
+    json_decref(doc);
+    if (!rc && !*spec)
+        rc = sc_error_set(err, SC_EINVAL, "spec: missing (it is required)");
+    if (!rc && !req->gpus)
+        rc = sc_error_set(err, SC_EINVAL, "gpus: missing (it is required)");
+    if (rc) {
+        free(*spec);
+        *spec = NULL;
+    }
+    return rc;
+}

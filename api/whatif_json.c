@@ -1,0 +1,159 @@
+/* api/whatif_json.c: what-if and structure documents (whatif_json.h). */
+#include "api/whatif_json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/json_reply.h"
+#include "api/reply.h"
+#include "api/replay_json.h"
+#include "estimator/hardware.h"
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
+#include "estimator/synth_compare.h"
+#include "estimator/whatif.h"
+#include "common/banned.h"
+
+static json_t *num(double v)
+{
+    return json_real(round(v * 1e6) / 1e6);
+}
+
+json_t *api_job_config_json(const struct job_config *c)
+{
+    char *text = job_config_json(c);
+    json_error_t je;
+    json_t *o = text ? json_loads(text, 0, &je) : NULL;
+    free(text);
+    return o;
+}
+
+json_t *api_structure_json(const struct job_structure *s)
+{
+    json_t *colls = json_object();
+    for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
+        json_object_set_new(colls, struct_role_name((enum struct_role)r),
+                            json_pack("{s:I,s:o}", "count", (json_int_t)s->by_role[r], "ms", num(s->role_ms[r])));
+    return json_pack("{s:i,s:s,s:I,s:o,s:s,s:o,s:o}", "layers_per_rank", s->layers_per_rank, "layers_from",
+                     struct_layer_source_name(s->layer_source), "layer_tasks", (json_int_t)s->layer_tasks, "gpu",
+                     s->gpu ? json_string(s->gpu->id) : json_null(), "device_name", s->device_name, "world_size",
+                     s->world_size > 0 ? json_integer(s->world_size) : json_null(), "collectives", colls);
+}
+
+json_t *api_whatif_json(const struct whatif_result *r)
+{
+    json_t *doc = api_replay_json(r->replay), *models = json_array();
+    if (!doc || !models) {
+        json_decref(doc);
+        json_decref(models);
+        return NULL;
+    }
+    for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
+        const struct whatif_model_use *u = &r->models[m];
+        if (!u->tasks)
+            continue;
+        json_array_append_new(models, json_pack("{s:s,s:I,s:o,s:s}", "model", u->name, "tasks", (json_int_t)u->tasks,
+                                                "ms", num(u->ms), "why", u->why));
+    }
+    if (r->has_memory) {
+        json_array_append_new(models, json_pack("{s:s,s:I,s:o,s:s}", "model", "memory_model", "tasks", (json_int_t)0,
+                                                "ms", num(0), "why", "the target's memory per GPU and whether it fits"));
+    }
+    json_object_set_new(doc, "base", api_job_config_json(&r->base));
+    json_object_set_new(doc, "target", api_job_config_json(&r->target));
+    json_object_set_new(doc, "step_ms", num(r->step_ms));
+    json_object_set_new(doc, "base_step_ms", num(r->base_step_ms));
+    json_object_set_new(doc, "from_measured_ms", num(r->from_measured_ms));
+    json_object_set_new(doc, "from_models_ms", num(r->from_models_ms));
+    json_object_set_new(doc, "models_used", models);
+    json_object_set_new(doc, "collective_transfer_ms", num(r->collective_transfer_ms));
+    json_object_set_new(doc, "collective_wait_ms", num(r->collective_wait_ms));
+    json_object_set_new(doc, "memory_gb_per_gpu", r->has_memory ? num(r->memory_gb_per_gpu) : json_null());
+    json_object_set_new(doc, "fits", r->has_memory ? json_boolean(r->fits) : json_null());
+    json_object_set_new(doc, "structure", api_structure_json(&r->structure));
+    return doc;
+}
+
+json_t *api_synth_compare_json(const struct synth_compare *c)
+{
+    json_t *a = json_array();
+    for (int f = 0; a && f < MODEL_KF_COUNT; f++)
+        if (c->traced_kernels[f] > 0 || c->synth_kernels[f] > 0)
+            json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:o,s:o}", "family",
+                                               model_kernel_family_name((enum model_kernel_family)f), "traced_ms",
+                                               num(c->traced_ms[f]), "synth_ms", num(c->synth_ms[f]),
+                                               "traced_kernels", num(c->traced_kernels[f]), "synth_kernels",
+                                               num(c->synth_kernels[f])));
+    return a;
+}
+
+int api_decode_whatif(const char *body, size_t len, struct job_config *set, struct api_reply *r)
+{
+    json_error_t je;
+    struct sc_error err;
+    json_t *doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je), *v;
+    const char *k;
+    int rc = SC_OK;
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return api_fail(r, API_E_INVALID_JSON, "the body must be a JSON object {\"set\":{...}}");
+    }
+    json_object_foreach(doc, k, v)
+    {
+        if (strcmp(k, "set") != 0) {
+            rc = api_fail(r, API_E_INVALID_JSON, "%s: unknown key (give {\"set\":{...}})", k);
+            break;
+        }
+    }
+    json_t *s = json_object_get(doc, "set");
+    if (!rc && !json_is_object(s))
+        rc = api_fail(r, API_E_INVALID_JSON, "set: required, an object of what to change");
+    if (!rc) {
+        char *text = json_dumps(s, JSON_COMPACT);
+        if (!text)
+            rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        else if (job_config_parse_set_json(text, strlen(text), set, &err))
+            rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
+        free(text);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+{
+    json_error_t je;
+    json_t *doc = description ? json_loads(description, 0, &je) : NULL;
+    json_t *cfg = json_object_get(doc, "config"), *kept = json_object();
+    const char *const *keys = job_config_keys();
+    int rc;
+    for (size_t i = 0; cfg && kept && keys[i]; i++) {
+        json_t *v = json_object_get(cfg, keys[i]);
+        if (!v && strcmp(keys[i], "seq") == 0)
+            v = json_object_get(cfg, "seq_len");
+        if (v && strcmp(keys[i], "gpu") != 0)
+            json_object_set(kept, keys[i], v);
+    }
+    char *text = cfg && kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    if (!cfg)
+        rc = sc_error_set(err, SC_EINVAL,
+                          "the job has no config: give its tp, pp and dp with PUT /v1/jobs/{job} "
+                          "{\"config\":{\"tp\":..,\"pp\":..,\"dp\":..}}");
+    else if (!text)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    else if ((rc = job_config_parse(text, strlen(text), out, err)))
+        sc_error_prefix(err, "the job's config");
+    free(text);
+    json_decref(kept);
+    json_decref(doc);
+    return rc;
+}
+
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res)
+{
+    json_t *doc = api_whatif_json(res);
+    if (!doc)
+        return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+    return api_reply_json(r, 200, doc);
+}

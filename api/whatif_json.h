@@ -1,0 +1,51 @@
+/* api/whatif_json.h: what-if results and recovered job structure as JSON:
+ * the documents of `stepcast whatif --json`, POST /v1/models/{id}/whatif
+ * and the `structure` of `stepcast inspect --config`.
+ *
+ * whatif: the replay document of the transformed step (replay_json.h) and
+ *   "base":{job description, "gpu":traced},"target":{...},"step_ms":..,
+ *   "base_step_ms":..,"from_measured_ms":..,"from_models_ms":..,
+ *   "models_used":[{"model":"kernel_model","tasks":N,"ms":..,"why":".."}],
+ *   "collective_transfer_ms":..,"collective_wait_ms":..,
+ *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...}
+ * structure: {"layers_per_rank":N,"layers_from":"module annotations",
+ *   "layer_tasks":N,"gpu":"a100-sxm4-40gb"|null,"device_name":"..",
+ *   "world_size":N|null,"collectives":{"dp":{"count":N,"ms":..},...}} */
+#ifndef API_WHATIF_JSON_H
+#define API_WHATIF_JSON_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+struct job_structure;
+struct job_config;
+struct whatif_result;
+struct synth_compare;
+
+struct api_reply;
+struct sc_error;
+
+json_t *api_structure_json(const struct job_structure *s);
+json_t *api_job_config_json(const struct job_config *c);
+json_t *api_whatif_json(const struct whatif_result *r);
+/* [{"family":"gemm","traced_ms":..,"synth_ms":..,"traced_kernels":..,
+ * "synth_kernels":..}, ...]: the families either side has, per rank and
+ * step (`stepcast whatif --compare-synth --json` adds it as
+ * "compare_synth"). */
+json_t *api_synth_compare_json(const struct synth_compare *c);
+
+/* The body of POST /v1/models/{id}/whatif, {"set":{...}}, into *set; on
+ * failure a 400 in r naming the field and its status. */
+int api_decode_whatif(const char *body, size_t len, struct job_config *set, struct api_reply *r);
+
+/* The job description of a job's stored description text (PUT
+ * /v1/jobs/{job}: its `config`): the keys a job description has (seq_len
+ * read as seq), the others ignored. SC_EINVAL naming what is missing or
+ * wrong. */
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err);
+
+/* A what-if's document as a 200 reply. */
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res);
+
+#endif

@@ -1,0 +1,298 @@
+/* clients/cmd_plan.c: `stepcast plan --spec F --gpus N`: the best
+ * configurations of a model on N GPUs (estimator/plan.h), as a table, the
+ * plan document (--json) or the Megatron-LM arguments that run each row
+ * (--megatron). A progress bar goes to stderr when it is a terminal.
+ *
+ * Locally the spec's cluster.profile is found as `stepcast estimate` finds
+ * it. With a server (`stepcast --server URL plan ...`) the request is
+ * posted to POST /v1/plans and polled at GET /v1/plans/{id} until the plan
+ * is done. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "api/plan_json.h"
+#include "clients/cli.h"
+#include "clients/remote.h"
+#include "estimator/plan.h"
+#include "common/banned.h"
+
+static void progress_bar(int64_t done, int64_t total)
+{
+    int width = 40, fill = total > 0 ? (int)(done * width / total) : 0;
+    fprintf(stderr, "\rplanning [%.*s%*s] %lld/%lld", fill, "########################################",
+            width - fill, "", (long long)done, (long long)total);
+    if (done >= total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int local_progress(void *ctx, int64_t done, int64_t total)
+{
+    (void)ctx;
+    progress_bar(done, total);
+    return 0;
+}
+
+static int plan_here(const char *calibrations, const struct est_plan_request *req, json_t **doc)
+{
+    struct est_plan_estimator est;
+    struct est_plan_evaluator ev;
+    struct est_plan plan;
+    struct sc_error err;
+    int rc;
+    if (est_spec_check_gpu(&req->spec, &est.hw, &err))
+        return cli_fail(&err);
+    if ((rc = cli_spec_costs(&req->spec, est.hw, calibrations, &est.costs)))
+        return rc;
+    est_plan_evaluator_estimate(&est, &ev);
+    if (est_plan_run(req, &ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
+        return cli_fail(&err);
+    *doc = api_plan_json(&plan);
+    est_plan_release(&plan);
+    return *doc ? 0 : 1;
+}
+
+static int plan_remote(const char *text, const struct est_plan_request *req, json_t **doc)
+{
+    struct remote r;
+    struct remote_resp resp = {0};
+    struct sc_error err;
+    json_t *spec = json_loads(text, 0, NULL), *body;
+    char *json = NULL, path[160];
+    int rc = 1, tty = isatty(2);
+    if (!spec) {
+        err.code = SC_EPARSE;
+        snprintf(err.msg, sizeof err.msg, "--spec: not valid JSON");
+        return cli_fail(&err);
+    }
+    body = json_pack("{s:o, s:I, s:b, s:I, s:s}", "spec", spec, "gpus", (json_int_t)req->gpus, "up_to",
+                     req->up_to, "top", (json_int_t)req->top, "objective", est_objective_name(req->objective));
+    json = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!json || remote_open(&r, &err)) {
+        free(json);
+        return json ? cli_fail(&err) : 1;
+    }
+    if (remote_call(&r, "POST", "/v1/plans", json, &resp, &err)) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    while (resp.status == 202 || (resp.status == 200 && strstr(resp.body, "\"state\":\"running\""))) {
+        json_t *d = json_loads(resp.body, 0, NULL);
+        const char *id = json_string_value(json_object_get(d, "id"));
+        json_t *p = json_object_get(d, "progress");
+        if (!id) {
+            json_decref(d);
+            break;
+        }
+        if (tty && p)
+            progress_bar(json_integer_value(json_object_get(p, "done")), json_integer_value(json_object_get(p, "total")) + 1);
+        snprintf(path, sizeof path, "/v1/plans/%.64s", id);
+        json_decref(d);
+        remote_resp_release(&resp);
+        nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+        if (remote_call(&r, "GET", path, NULL, &resp, &err)) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+    }
+    if (resp.status != 200) {
+        rc = remote_fail(&resp);
+    } else if (!(*doc = json_loads(resp.body, 0, NULL))) {
+        fprintf(stderr, "stepcast: the server's plan is not JSON\n");
+    } else {
+        if (tty)
+            progress_bar(1, 1);
+        rc = 0;
+    }
+out:
+    remote_resp_release(&resp);
+    remote_close(&r);
+    free(json);
+    return rc;
+}
+
+static long long iget(const json_t *o, const char *k)
+{
+    return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static const char *sget(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void print_table(const json_t *doc, int moe)
+{
+    size_t i;
+    json_t *row;
+    printf("%-4s %3s %3s %3s %4s %s%3s %-13s %-9s %2s %4s %11s %11s %6s %7s %10s\n", "#", "tp", "cp", "pp", "dp",
+           moe ? " ep " : "", "mb", "schedule", "recompute", "sp", "zero", "step ms", "tokens/s", "MFU", "mem GB",
+           "GPU-h/Mtok");
+    json_array_foreach (json_object_get(doc, "top"), i, row) {
+        const json_t *p = json_object_get(row, "parallel"), *o = json_object_get(row, "options"),
+                     *e = json_object_get(row, "estimate");
+        char sched[32], ep[16] = "";
+        if (iget(p, "vpp") > 1)
+            snprintf(sched, sizeof sched, "interleaved/%lld", iget(p, "vpp"));
+        else
+            snprintf(sched, sizeof sched, "%s", sget(p, "schedule"));
+        if (moe)
+            snprintf(ep, sizeof ep, "%3lld ", iget(p, "ep"));
+        printf("%-4zu %3lld %3lld %3lld %4lld %s%3lld %-13s %-9s %2s %4lld %11.2f %11.0f %5.1f%% %7.1f %10.3f\n",
+               i + 1, iget(p, "tp"), iget(p, "cp"), iget(p, "pp"), iget(p, "dp"), ep, iget(p, "micro_batch"), sched,
+               sget(o, "recompute"), json_is_true(json_object_get(o, "sequence_parallel")) ? "y" : "n",
+               iget(o, "zero_stage"), cli_json_num(e, "step_ms"), cli_json_num(e, "tokens_per_s"),
+               cli_json_num(e, "mfu") * 100, cli_json_num(e, "memory_gb_per_gpu"),
+               cli_json_num(e, "gpu_hours_per_m_tokens"));
+    }
+    printf("evaluated %lld, pruned %lld (provably outside the top), infeasible: memory %lld, divisibility %lld\n",
+           iget(doc, "evaluated"), iget(doc, "pruned"), iget(json_object_get(doc, "infeasible"), "memory"),
+           iget(json_object_get(doc, "infeasible"), "divisibility"));
+}
+
+/* The Megatron-LM (megatron-core) arguments that run a row of the plan of
+ * spec s. */
+static void print_megatron(const json_t *doc, const struct est_spec *s)
+{
+    static const char *const dtype_args[HW_DTYPE_COUNT] = {
+        [HW_FP16] = "--fp16", [HW_BF16] = "--bf16", [HW_FP8] = "--bf16 --fp8-format hybrid",
+        [HW_FP4] = "--bf16 --fp4-format e2m1"};
+    static const char *const sharding[] = {"", "", "optim_grads", "optim_grads_params"};
+    const struct est_model *m = &s->model;
+    size_t i;
+    json_t *row;
+    json_array_foreach (json_object_get(doc, "top"), i, row) {
+        const json_t *p = json_object_get(row, "parallel"), *o = json_object_get(row, "options");
+        long long pp = iget(p, "pp"), vpp = iget(p, "vpp"), zero = iget(o, "zero_stage");
+        printf("# %zu: %.2f ms\n", i + 1, cli_json_num(json_object_get(row, "estimate"), "step_ms"));
+        printf("--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld "
+               "--seq-length %lld --max-position-embeddings %lld",
+               (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn,
+               (long long)m->seq, (long long)m->seq);
+        if (m->kv_heads != m->heads)
+            printf(" --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
+        if (m->mlp == EST_MLP_SWIGLU)
+            printf(" --swiglu");
+        if (m->moe.experts)
+            printf(" --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld "
+                   "--expert-tensor-parallel-size %lld",
+                   (long long)m->moe.experts, (long long)m->moe.top_k, iget(p, "ep"), iget(p, "etp"));
+        printf(" --tensor-model-parallel-size %lld --context-parallel-size %lld --pipeline-model-parallel-size %lld",
+               iget(p, "tp"), iget(p, "cp"), pp);
+        if (vpp > 1)
+            printf(" --num-virtual-stages-per-pipeline-rank %lld", vpp);
+        if (pp > 1 && m->layers % (pp * vpp) && (m->layers + 2) % (pp * vpp) == 0)
+            printf(" --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+        printf(" --micro-batch-size %lld --global-batch-size %lld", iget(p, "micro_batch"), iget(p, "global_batch"));
+        if (strcmp(sget(o, "recompute"), "full") == 0)
+            printf(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+        else if (strcmp(sget(o, "recompute"), "selective") == 0)
+            printf(" --recompute-granularity selective");
+        if (json_is_true(json_object_get(o, "sequence_parallel")))
+            printf(" --sequence-parallel");
+        if (zero == 1)
+            printf(" --use-distributed-optimizer");
+        else if (zero >= 2)
+            printf(" --use-megatron-fsdp --data-parallel-sharding-strategy %s", sharding[zero]);
+        if (json_is_true(json_object_get(o, "overlap_grad_reduce")))
+            printf(" --overlap-grad-reduce");
+        if (json_is_true(json_object_get(o, "overlap_param_gather")) && zero >= 1)
+            printf(" --overlap-param-gather");
+        if (json_is_true(json_object_get(o, "tp_comm_overlap")))
+            printf(" --tp-comm-overlap");
+        if (dtype_args[s->options.dtype])
+            printf(" %s", dtype_args[s->options.dtype]);
+        printf("\n");
+    }
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"spec", required_argument, NULL, 's'},
+        {"gpus", required_argument, NULL, 'g'},
+        {"up-to", no_argument, NULL, 'u'},
+        {"top", required_argument, NULL, 't'},
+        {"objective", required_argument, NULL, 'o'},
+        {"megatron", no_argument, NULL, 'm'},
+        {"calibrations", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *spec_path = NULL, *calibrations = NULL;
+    struct est_plan_request req;
+    int json = 0, megatron = 0, c, rc;
+    struct sc_error err;
+    char *end;
+
+    memset(&req, 0, sizeof req);
+    req.top = API_PLAN_DEFAULT_TOP;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:g:ut:o:mc:jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': spec_path = optarg; break;
+        case 'g':
+            req.gpus = strtoll(optarg, &end, 10);
+            if (*end || req.gpus < 1 || req.gpus > (1 << 20))
+                return cli_usage_error("plan", "--gpus: '%s' is not a whole number from 1 to %d", optarg, 1 << 20);
+            break;
+        case 'u': req.up_to = 1; break;
+        case 't': {
+            long long k = strtoll(optarg, &end, 10);
+            if (*end || k < 1 || k > EST_PLAN_MAX_TOP)
+                return cli_usage_error("plan", "--top: '%s' is not a whole number from 1 to %d", optarg,
+                                       EST_PLAN_MAX_TOP);
+            req.top = (size_t)k;
+            break;
+        }
+        case 'o':
+            if (est_objective_parse(optarg, &req.objective, &err))
+                return cli_usage_error("plan", "--%s", err.msg);
+            break;
+        case 'm': megatron = 1; break;
+        case 'c': calibrations = optarg; break;
+        case 'j': json = 1; break;
+        case 'h':
+            printf("usage: stepcast [--server URL] plan --spec F --gpus N [--up-to] [--top K] "
+                   "[--objective time|cost] [--megatron] [--calibrations DIR] [--json]\n");
+            return 0;
+        default: return cli_usage_error("plan", "bad option");
+        }
+    }
+    if (!spec_path || !req.gpus || optind < argc)
+        return cli_usage_error("plan", optind < argc ? "unexpected argument '%s'" : "--spec F and --gpus N are required",
+                               optind < argc ? argv[optind] : "");
+    if (calibrations && remote_configured())
+        return cli_usage_error("plan", "--calibrations is local: the server's spec names its own calibrations");
+    size_t n;
+    char *text;
+    json_t *doc = NULL;
+    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
+        return cli_fail(&err);
+    /* the model of the spec, for --megatron and the table, parsed here either way */
+    if (est_plan_parse_spec(text, n, &req, &err)) {
+        free(text);
+        return cli_fail(&err);
+    }
+    rc = remote_configured() ? plan_remote(text, &req, &doc) : plan_here(calibrations, &req, &doc);
+    free(text);
+    if (!rc) {
+        if (json)
+            rc = cli_print_json(doc);
+        else if (megatron)
+            print_megatron(doc, &req.spec);
+        else
+            print_table(doc, req.spec.model.moe.experts > 0);
+    }
+    json_decref(doc);
+    return rc;
+}

@@ -1,0 +1,217 @@
+/* clients/cmd_whatif.c: `stepcast whatif`: a traced job's step transformed
+ * to another configuration and replayed (estimator/whatif.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/whatif_json.h"
+#include "clients/cli.h"
+#include "clients/remote.h"
+#include "clients/replay_print.h"
+#include "clients/table.h"
+#include "estimator/job_config.h"
+#include "estimator/synth_compare.h"
+#include "estimator/whatif.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+static const char usage[] =
+    "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
+    "                       [--steps A-B] TRACE...\n"
+    "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
+    "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..}\n"
+    "       K: tp, pp, dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab, dtype, gpu\n";
+
+/* Read and parse the job description at path; an exit status. */
+int cli_load_job_config(const char *path, struct job_config *cfg)
+{
+    struct sc_error err;
+    char *text;
+    size_t n;
+    if (cli_read_file(path, JOB_CONFIG_MAX_BYTES, &text, &n, &err))
+        return cli_fail(&err);
+    int rc = job_config_parse(text, n, cfg, &err);
+    free(text);
+    if (rc) {
+        sc_error_prefix(&err, "%s", path);
+        return cli_fail(&err);
+    }
+    return 0;
+}
+
+static void print_compare(const struct synth_compare *c)
+{
+    struct cli_table tb;
+    printf("\nper kernel family, per rank and step: traced beside what `stepcast estimate` synthesises\n");
+    cli_table_init(&tb, "family", "traced ms", "synth ms", "traced kernels", "synth kernels", NULL);
+    for (int f = 0; f < MODEL_KF_COUNT; f++)
+        if (c->traced_kernels[f] > 0 || c->synth_kernels[f] > 0)
+            cli_table_rowf(&tb, "%s|%.3f|%.3f|%.1f|%.1f", model_kernel_family_name((enum model_kernel_family)f),
+                           c->traced_ms[f], c->synth_ms[f], c->traced_kernels[f], c->synth_kernels[f]);
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+}
+
+/* The what-if document (api/whatif_json.h) as tables and lines. */
+static int print_text(const json_t *doc)
+{
+    const json_t *v;
+    size_t i;
+    int rc = cli_print_replay(doc);
+    char *base = json_dumps(json_object_get(doc, "base"), JSON_COMPACT | JSON_PRESERVE_ORDER),
+         *target = json_dumps(json_object_get(doc, "target"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("\nbase   %s\ntarget %s\n", base ? base : "?", target ? target : "?");
+    free(base);
+    free(target);
+    printf("step %.3f ms (base replayed %.3f ms): %.3f ms from measured durations, %.3f ms from models\n",
+           cli_json_num(doc, "step_ms"), cli_json_num(doc, "base_step_ms"), cli_json_num(doc, "from_measured_ms"),
+           cli_json_num(doc, "from_models_ms"));
+    json_array_foreach(json_object_get(doc, "models_used"), i, v)
+        printf("  %-17s %8.3f ms  %lld tasks: %s\n", cli_json_str(v, "model", "?"), cli_json_num(v, "ms"),
+               cli_json_int(v, "tasks"), cli_json_str(v, "why", ""));
+    printf("collectives per step: %.3f ms transfer, %.3f ms waiting for peers\n",
+           cli_json_num(doc, "collective_transfer_ms"), cli_json_num(doc, "collective_wait_ms"));
+    if (json_is_number(json_object_get(doc, "memory_gb_per_gpu")))
+        printf("memory %.2f GB per GPU: %s\n", cli_json_num(doc, "memory_gb_per_gpu"),
+               json_is_true(json_object_get(doc, "fits")) ? "fits" : "does not fit");
+    else
+        printf("memory: not estimated (the description lacks layers, hidden, heads or seq)\n");
+    return rc;
+}
+
+int cmd_whatif(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},           {"step-marker", required_argument, NULL, 'm'},
+        {"steps", required_argument, NULL, 's'},    {"help", no_argument, NULL, 'h'},
+        {"compare-synth", no_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
+    };
+    struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct job_config cfg, set;
+    struct sc_error err;
+    const char *config = NULL;
+    int json = 0, compare = 0, c, rc;
+
+    model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
+    memset(&set, 0, sizeof set);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:S:jm:s:hC", opts, NULL)) != -1) {
+        switch (c) {
+        case 'C': compare = 1; break;
+        case 'c': config = optarg; break;
+        case 'S':
+            if (job_config_parse_set_list(optarg, &set, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'j': json = 1; break;
+        case 'm': lo.step_marker = optarg; break;
+        case 's':
+            if (model_graph_parse_steps(optarg, &go, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("whatif", "bad option");
+        }
+    }
+    if (!config)
+        return cli_usage_error("whatif", "--config FILE is required (the job's tp, pp and dp at least)");
+    if (optind >= argc)
+        return cli_usage_error("whatif", "no trace given");
+    if ((rc = cli_load_job_config(config, &cfg)))
+        return rc;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    struct whatif_result r;
+    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
+        return rc;
+    if (model_graph_build(job, &go, &g, &err) || whatif_run(g, &cfg, &set, &r, &err)) {
+        model_graph_free(g);
+        model_job_free(job);
+        return cli_fail(&err);
+    }
+    struct synth_compare cmp;
+    if (compare && synth_compare(g, &cfg, r.structure.gpu, &cmp, &err)) {
+        whatif_release(&r);
+        model_graph_free(g);
+        model_job_free(job);
+        return cli_fail(&err);
+    }
+    json_t *doc = api_whatif_json(&r);
+    if (doc && compare)
+        json_object_set_new(doc, "compare_synth", api_synth_compare_json(&cmp));
+    if (!doc) {
+        rc = 1;
+    } else if (json) {
+        rc = cli_print_json(doc);
+    } else {
+        rc = print_text(doc);
+        if (compare)
+            print_compare(&cmp);
+    }
+    json_decref(doc);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
+    return rc;
+}
+
+/* `stepcast --server URL whatif --model ID --set K=V,... [--json]`: the
+ * server's what-if of a built model, from its job's config. */
+int cmd_remote_whatif(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'M'}, {"set", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *model = NULL;
+    struct job_config set;
+    struct sc_error err;
+    struct remote r;
+    struct remote_resp resp;
+    int c, rc, json = 0;
+    memset(&set, 0, sizeof set);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "M:S:jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'M': model = optarg; break;
+        case 'S':
+            if (job_config_parse_set_list(optarg, &set, &err))
+                return cli_usage_error("whatif", "%s", err.msg);
+            break;
+        case 'j': json = 1; break;
+        case 'h':
+            printf("usage: stepcast --server URL whatif --model ID [--set K=V,...] [--json]\n"
+                   "(the job's description is its config on the server: PUT /v1/jobs/{job})\n");
+            return 0;
+        default: return cli_usage_error("whatif", "bad option");
+        }
+    }
+    if (!model || optind != argc)
+        return cli_usage_error("whatif", "with --server, whatif takes --model ID (no trace files)");
+    char *set_text = job_config_json(&set), body[8192], path[600], id[512];
+    if (!set_text)
+        return cli_usage_error("whatif", "out of memory");
+    snprintf(body, sizeof body, "{\"set\":%s}", set_text);
+    free(set_text);
+    if (remote_open(&r, &err))
+        return cli_fail(&err);
+    remote_escape(model, id, sizeof id);
+    snprintf(path, sizeof path, "/v1/models/%s/whatif", id);
+    if (remote_call(&r, "POST", path, body, &resp, &err)) {
+        remote_close(&r);
+        return cli_fail(&err);
+    }
+    rc = remote_print_document(&resp, json, print_text);
+    remote_resp_release(&resp);
+    remote_close(&r);
+    return rc;
+}

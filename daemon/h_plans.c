@@ -1,0 +1,129 @@
+/* daemon/h_plans.c: the planner over HTTP (handlers.h).
+ *
+ * POST /v1/plans takes {"spec","gpus","up_to","top","objective"}; the spec
+ * is a planning template whose cluster.profile names a calibration here.
+ * A space of at most H_PLAN_INLINE_SPACE combinations is planned at once
+ * (200 with the plan); a larger one in the background (202 {"id"}), over
+ * EST_PLAN_MAX_SPACE it is 422 with its size. GET /v1/plans/{id} answers
+ * {"id","state":"running","progress":{"done","total"}} while it runs, then
+ * the plan document with "id" and "state":"done" (or "failed" with its
+ * error, or "cancelled"); DELETE cancels a running plan, or forgets a
+ * finished one. */
+#include "daemon/handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/json_reply.h"
+#include "api/plan_json.h"
+#include "daemon/digest.h"
+#include "daemon/plans.h"
+#include "common/banned.h"
+
+/* Spaces this small are planned inside the request. */
+#define H_PLAN_INLINE_SPACE 1000
+
+/* The stored plan as its answer. */
+static void reply_stored(struct svc *s, const char *id, unsigned status, struct api_reply *r)
+{
+    struct store_plan p;
+    struct sc_error err;
+    json_t *doc;
+    if (store_plan_get(s->store, id, &p, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    doc = p.document ? json_loads(p.document, 0, NULL) : json_object();
+    if (doc) {
+        json_object_set_new(doc, "id", json_string(p.id));
+        json_object_set_new(doc, "state", json_string(p.state));
+        if (p.error)
+            json_object_set_new(doc, "error", json_string(p.error));
+        api_reply_json(r, status, doc);
+    } else {
+        api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", id);
+    }
+    store_plan_release(&p);
+}
+
+void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct est_plan_request req;
+    struct est_plan_estimator est;
+    struct sc_error err;
+    struct h_spec h;
+    char *spec = NULL, *request = NULL, id[64], rnd[24];
+    struct api_body_limits lim = h_body_limits(s);
+    memset(&req, 0, sizeof req);
+    memset(&h, 0, sizeof h);
+    if (api_json_precheck(q->body, q->body_len, &lim, r))
+        return;
+    if (api_plan_request_decode(q->body, q->body_len, &req, &spec, &err)) {
+        api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
+        return;
+    }
+    if (h_spec_load(s, spec, strlen(spec), &req.given, &h, r))
+        goto out;
+    req.spec = h.spec;
+    est.hw = h.hw;
+    est.costs = h.costs;
+    int64_t space = est_plan_space(&req);
+    if (space > EST_PLAN_MAX_SPACE) {
+        api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: fix more of "
+                 "parallel and options in the spec", (long long)space, EST_PLAN_MAX_SPACE);
+        goto out;
+    }
+    if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        goto out;
+    }
+    snprintf(id, sizeof id, "p-%s", rnd);
+    if (!(request = malloc(q->body_len + 1))) {
+        api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        goto out;
+    }
+    memcpy(request, q->body, q->body_len);
+    request[q->body_len] = '\0';
+    if (space <= H_PLAN_INLINE_SPACE) {
+        if (plans_run(s->store, id, request, &req, &est, NULL, NULL, &err))
+            api_fail_status(r, &err, API_E_INTERNAL);
+        else
+            reply_stored(s, id, 200, r);
+    } else if (plans_start(s->plans, id, request, &req, &est, &err)) {
+        api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
+    } else {
+        snprintf(r->location, sizeof r->location, "/v1/plans/%s", id);
+        api_reply_json(r, 202, json_pack("{s:s, s:s, s:I}", "id", id, "state", "running", "space",
+                                         (json_int_t)space));
+    }
+out:
+    free(request);
+    free(spec);
+    h_spec_release(&h);
+}
+
+void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    int64_t done = 0, total = 0;
+    if (plans_progress(s->plans, q->params.id, &done, &total))
+        api_reply_json(r, 200, json_pack("{s:s, s:s, s:{s:I, s:I}}", "id", q->params.id, "state", "running",
+                                         "progress", "done", (json_int_t)done, "total", (json_int_t)total));
+    else
+        reply_stored(s, q->params.id, 200, r);
+}
+
+void h_plan_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct sc_error err;
+    if (plans_cancel(s->plans, q->params.id)) {
+        reply_stored(s, q->params.id, 200, r);
+        return;
+    }
+    if (store_plan_delete(s->store, q->params.id, &err))
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else
+        api_reply_json(r, 200, json_pack("{s:s}", "deleted", q->params.id));
+}

@@ -1,0 +1,200 @@
+/* daemon/plans.c: the registry of running plans (plans.h). */
+#include "daemon/plans.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/plan_json.h"
+#include "daemon/log.h"
+#include "daemon/store.h"
+#include "common/banned.h"
+
+struct run {
+    struct plans *owner;
+    char id[64];
+    char *request;
+    struct est_plan_request req;
+    struct est_plan_estimator est;
+    atomic_llong done, total;
+    atomic_int cancel;
+};
+
+struct plans {
+    struct store *store;
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    struct run *running[PLANS_MAX_RUNNING];
+};
+
+int plans_new(struct store *store, struct plans **out, struct sc_error *err)
+{
+    struct plans *p = calloc(1, sizeof *p);
+    if (!p)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    p->store = store;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    *out = p;
+    return SC_OK;
+}
+
+static int count_running(const struct plans *p)
+{
+    int n = 0;
+    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
+        n += p->running[i] != NULL;
+    return n;
+}
+
+void plans_free(struct plans *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
+        if (p->running[i])
+            atomic_store(&p->running[i]->cancel, 1);
+    while (count_running(p))
+        pthread_cond_wait(&p->changed, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->changed);
+    free(p);
+}
+
+int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
+              struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
+              struct sc_error *err)
+{
+    struct est_plan_evaluator ev;
+    struct est_plan plan;
+    struct sc_error perr;
+    struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
+    json_t *doc = NULL;
+    est_plan_evaluator_estimate(est, &ev);
+    snprintf(row.id, sizeof row.id, "%s", id);
+    snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
+    if (est_plan_run(req, &ev, progress, ctx, &plan, &perr)) {
+        snprintf(row.state, sizeof row.state, "failed");
+        row.error = perr.msg;
+    } else if (plan.cancelled) {
+        snprintf(row.state, sizeof row.state, "cancelled");
+    } else if (!(doc = api_plan_json(&plan)) || !(row.document = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(12)))) {
+        snprintf(row.state, sizeof row.state, "failed");
+        row.error = "out of memory";
+    } else {
+        snprintf(row.state, sizeof row.state, "done");
+    }
+    est_plan_release(&plan);
+    json_decref(doc);
+    row.finished_ns = store_now_ns();
+    log_info("plan", "plan=%s state=%s evaluated=%lld pruned=%lld", id, row.state, (long long)plan.evaluated,
+             (long long)plan.pruned);
+    int rc = store_plan_put(store, &row, err);
+    free(row.document);
+    return rc;
+}
+
+static int run_progress(void *ctx, int64_t done, int64_t total)
+{
+    struct run *r = ctx;
+    atomic_store(&r->done, done);
+    atomic_store(&r->total, total);
+    return atomic_load(&r->cancel);
+}
+
+static void *run_thread(void *arg)
+{
+    struct run *r = arg;
+    struct plans *p = r->owner;
+    struct sc_error err;
+    if (plans_run(p->store, r->id, r->request, &r->req, &r->est, run_progress, r, &err))
+        log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
+        if (p->running[i] == r)
+            p->running[i] = NULL;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->mu);
+    free(r->request);
+    free(r);
+    return NULL;
+}
+
+int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
+                const struct est_plan_estimator *est, struct sc_error *err)
+{
+    struct run *r = calloc(1, sizeof *r);
+    pthread_t t;
+    pthread_attr_t attr;
+    int slot = -1, rc = SC_OK;
+    if (!r || !(r->request = strdup(request))) {
+        free(r);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    r->owner = p;
+    snprintf(r->id, sizeof r->id, "%s", id);
+    r->req = *req;
+    r->est = *est;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < PLANS_MAX_RUNNING && slot < 0; i++)
+        if (!p->running[i])
+            slot = i;
+    if (slot < 0) {
+        rc = sc_error_set(err, SC_ELIMIT, "%d plans are running (the most at once): try again later",
+                          PLANS_MAX_RUNNING);
+    } else {
+        p->running[slot] = r;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, run_thread, r)) {
+            p->running[slot] = NULL;
+            rc = sc_error_set(err, SC_ENOMEM, "could not start a thread for the plan");
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (rc) {
+        free(r->request);
+        free(r);
+    }
+    return rc;
+}
+
+static struct run *find(struct plans *p, const char *id)
+{
+    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
+        if (p->running[i] && strcmp(p->running[i]->id, id) == 0)
+            return p->running[i];
+    return NULL;
+}
+
+int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *total)
+{
+    pthread_mutex_lock(&p->mu);
+    struct run *r = find(p, id);
+    if (r) {
+        *done = atomic_load(&r->done);
+        *total = atomic_load(&r->total);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r != NULL;
+}
+
+int plans_cancel(struct plans *p, const char *id)
+{
+    pthread_mutex_lock(&p->mu);
+    struct run *r = find(p, id);
+    if (r) {
+        atomic_store(&r->cancel, 1);
+        while (find(p, id))
+            pthread_cond_wait(&p->changed, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r != NULL;
+}

@@ -1,0 +1,36 @@
+/* estimator/graph_copy.h: a new graph made from a built one through the
+ * graph-building API (model/graph_builder.h), with other durations and
+ * host gaps and with tasks inserted, so that a what-if replays a changed
+ * step while the source graph stays as it was (graphs are immutable).
+ *
+ * Everything else is copied as it is: ranks, resources, every task's
+ * class, name, source event and tag, every edge, the steps, the collective
+ * groups, the job the graph came from. With the source's own durations the
+ * copy replays exactly as the source does. */
+#ifndef ESTIMATOR_GRAPH_COPY_H
+#define ESTIMATOR_GRAPH_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct model_graph;
+
+/* A task added right after source task `after` on its resource (a GPU
+ * stream runs it when the work before it there is done). */
+struct graph_insert {
+    uint32_t after;
+    int cls, sub;    /* enum model_task_class and its refinement */
+    int64_t dur;     /* ns */
+    const char *name;
+};
+
+/* Copy g with dur[i] and gap[i] (ns, >= 0) for each source task and the
+ * inserted tasks ins[0..n_ins) (several may follow one task: in the order
+ * given). *map (may be NULL; malloc'd) gets each source task's id in the
+ * copy. */
+int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *gap, const struct graph_insert *ins,
+               size_t n_ins, struct model_graph **out, uint32_t **map, struct sc_error *err);
+
+#endif

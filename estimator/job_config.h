@@ -1,0 +1,71 @@
+/* estimator/job_config.h: the configuration of a traced job, as its owner
+ * describes it, and the changes a what-if asks for (estimator/whatif.h).
+ *
+ * A job description is one JSON object,
+ *   {"tp":2,"pp":1,"dp":4,"micro_batch":2,"global_batch":64,"layers":24,
+ *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16"}
+ * with tp, pp and dp required and every other key optional (`stepcast
+ * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}). A what-if's
+ * `set` takes the same keys, any subset, and `gpu` (a hardware profile id),
+ * given as "k=v,k=v" on the command line or as a JSON object over HTTP.
+ * The traced GPU is never described: it is read from the trace.
+ *
+ * Parsing is strict: an unknown key, a value of the wrong type or outside
+ * its range is SC_EINVAL with a message that starts with the key (for a
+ * set: "set.dp: ..."), so callers can name the field. */
+#ifndef ESTIMATOR_JOB_CONFIG_H
+#define ESTIMATOR_JOB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "estimator/hardware.h"
+
+/* The largest job description or set document taken. */
+#define JOB_CONFIG_MAX_BYTES (64 << 10)
+
+struct job_config {
+    /* parallelism and batch; 0 = not given */
+    int64_t tp, pp, dp, micro_batch, global_batch;
+    /* the model's dimensions; 0 = not given */
+    int64_t layers, hidden, heads, ffn, seq, vocab;
+    int has_dtype;
+    enum hw_dtype dtype;
+    char gpu[48]; /* a set's target GPU (profile id); "" = not given */
+};
+
+/* Parse a job description (text of len bytes). SC_EPARSE for bad JSON,
+ * SC_EINVAL naming the key otherwise (tp, pp and dp are required). */
+int job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err);
+
+/* Parse a what-if's set given as "k=v,k=v" (the command line) or as a JSON
+ * object's text (HTTP) into *out (zeroed first: only what is given is
+ * set). An unknown gpu is SC_EINVAL naming set.gpu. */
+int job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err);
+int job_config_parse_set_json(const char *text, size_t len, struct job_config *out,
+                              struct sc_error *err);
+
+/* *out = base with every field `set` gives replaced. */
+void job_config_apply(const struct job_config *base, const struct job_config *set,
+                      struct job_config *out);
+
+/* Micro-batches per step of each pipeline: global_batch / (micro_batch x
+ * dp), or 0 when the description does not give both batches. */
+int64_t job_config_micro_batches(const struct job_config *c);
+
+/* The description as a JSON object's text (malloc'd; NULL when out of
+ * memory): every given key, nothing else. */
+char *job_config_json(const struct job_config *c);
+
+/* The spec (estimator/spec.h) of configuration c on GPU profile `gpu`:
+ * its model and parallelism, the spec's defaults for the rest.
+ * SC_EINVAL when c lacks layers, hidden, heads or seq, or the spec's own
+ * checks fail (the field named). */
+struct est_spec;
+int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
+
+/* Every key a set accepts ("tp", ..., "gpu"), NULL-terminated. */
+const char *const *job_config_keys(void);
+
+#endif

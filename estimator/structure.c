@@ -1,0 +1,474 @@
+/* estimator/structure.c: layers and collective roles of a traced job's
+ * graph, checked against its description (structure.h). */
+#include "estimator/structure.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/hardware.h"
+#include "model/collective.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/trace.h"
+#include "common/banned.h"
+
+/* The longest block (kernels) the repeat search tries: a layer of more
+ * kernels than this is not found by its repeats. */
+#define STRUCT_MAX_BLOCK 2048
+
+static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "other"};
+
+const char *struct_role_name(enum struct_role r)
+{
+    return (unsigned)r < STRUCT_ROLE_COUNT ? role_names[r] : "none";
+}
+
+const char *struct_layer_source_name(enum struct_layer_source s)
+{
+    return s == STRUCT_LAYERS_MODULES ? "module annotations" : s == STRUCT_LAYERS_REPEAT ? "repeating kernel sequence"
+                                                                                        : "none";
+}
+
+void job_structure_release(struct job_structure *s)
+{
+    if (!s)
+        return;
+    free(s->layer);
+    free(s->role);
+    free(s->coll_bytes);
+    free(s->coll_size);
+    s->layer = NULL;
+    s->role = NULL;
+    s->coll_bytes = NULL;
+    s->coll_size = NULL;
+}
+
+const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r)
+{
+    const struct model_job *job = g->job;
+    if (!job)
+        return NULL;
+    for (size_t i = 0; i < job->n_ranks; i++)
+        if (job->rank_ids[i] == g->ranks[r].id)
+            return job->ranks[i];
+    return NULL;
+}
+
+int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
+                      struct sc_error *err)
+{
+    *out = NULL;
+    if (n)
+        name[0] = '\0';
+    for (uint16_t r = 0; r < g->n_ranks; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        if (!t || !t->n_devices)
+            continue;
+        const char *dev = model_str(t, t->devices[0].name);
+        if (n)
+            snprintf(name, n, "%s", dev ? dev : "");
+        *out = hw_profile_for_device(dev);
+        if (!*out)
+            return sc_error_set(err, SC_EINVAL,
+                                "the trace's GPU '%s' has no hardware profile: the kernel and collective models "
+                                "cannot time it (see stepcast hardware)",
+                                dev ? dev : "");
+        return SC_OK;
+    }
+    return sc_error_set(err, SC_EINVAL, "the trace names no GPU (no deviceProperties): the traced GPU is unknown");
+}
+
+/* ---- layers from module annotations ---- */
+
+struct span {
+    uint32_t track;
+    int64_t start, end;
+    int32_t layer;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->track != y->track)
+        return x->track < y->track ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The layer number of "nn.Module: <Class>_<N>" with Class ending in Layer
+ * or Block, or -1. */
+static int32_t module_layer(const char *name)
+{
+    static const char prefix[] = "nn.Module: ";
+    if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0)
+        return -1;
+    const char *cls = name + sizeof prefix - 1, *us = strrchr(cls, '_');
+    if (!us || us == cls || !us[1])
+        return -1;
+    size_t len = (size_t)(us - cls);
+    int layer_cls = (len >= 5 && strncmp(us - 5, "Layer", 5) == 0) || (len >= 5 && strncmp(us - 5, "Block", 5) == 0);
+    if (!layer_cls)
+        return -1;
+    char *end;
+    long v = strtol(us + 1, &end, 10);
+    return *end || v < 0 || v > (1 << 20) ? -1 : (int32_t)v;
+}
+
+/* Layers of rank r's tasks from its trace's module annotations; *found
+ * gets the most layers seen (0: no annotation). */
+static int modules_rank(const struct model_graph *g, uint16_t r, int32_t *layer, int *found, struct sc_error *err)
+{
+    const struct model_trace *t = job_structure_trace(g, r);
+    *found = 0;
+    if (!t)
+        return SC_OK;
+    size_t n = 0, cap = 0;
+    struct span *sp = NULL;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->kind != MODEL_EV_PYTHON && e->kind != MODEL_EV_USER_ANNOTATION)
+            continue;
+        int32_t l = module_layer(model_str(t, e->name));
+        if (l < 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            struct span *ns = realloc(sp, nc * sizeof *ns);
+            if (!ns) {
+                free(sp);
+                return sc_error_set(err, SC_ENOMEM, "out of memory");
+            }
+            sp = ns;
+            cap = nc;
+        }
+        sp[n++] = (struct span){e->track, e->ts, e->ts + e->dur, l};
+        if (l + 1 > *found)
+            *found = l + 1;
+    }
+    if (!n) {
+        free(sp);
+        return SC_OK;
+    }
+    qsort(sp, n, sizeof *sp, span_cmp);
+    for (size_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        uint32_t ev = g->src[i].event;
+        if (tk->rank != r || model_task_on_gpu(tk->cls) || ev == MODEL_NONE || ev >= t->n_events)
+            continue;
+        const struct model_event *e = &t->events[ev];
+        size_t lo = 0, hi = n; /* first span after (track, ts) */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (sp[mid].track < e->track || (sp[mid].track == e->track && sp[mid].start <= e->ts))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        /* the innermost span holding it: the latest start at or before it
+         * that has not ended */
+        for (size_t k = lo; k-- > 0 && sp[k].track == e->track;)
+            if (sp[k].end >= e->ts) {
+                layer[i] = sp[k].layer;
+                break;
+            }
+    }
+    free(sp);
+    return SC_OK;
+}
+
+/* ---- layers from the repeating kernel sequence ---- */
+
+struct run {
+    size_t start, period, reps;
+};
+
+/* The longest run of a block of at least STRUCT_MIN_BLOCK names (two of
+ * them distinct) repeated back to back in a[0..n) (reps >= 2; reps == 0
+ * when none); want_reps > 0 takes only runs of that many repeats. */
+static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps)
+{
+    struct run best = {0, 0, 0};
+    size_t max_p = n / 2 < STRUCT_MAX_BLOCK ? n / 2 : STRUCT_MAX_BLOCK;
+    for (size_t p = STRUCT_MIN_BLOCK; p <= max_p; p++) {
+        size_t run = 0;
+        for (size_t i = 0; i + p <= n; i++) {
+            int same = i + p < n && a[i] >= 0 && a[i] == a[i + p];
+            if (same) {
+                run++;
+                continue;
+            }
+            size_t reps = run / p + 1, st = i - run;
+            if (run >= p && reps * p > best.reps * best.period && (!want_reps || reps == want_reps)) {
+                int distinct = 0;
+                for (size_t k = st + 1; k < st + p && !distinct; k++)
+                    distinct = a[k] != a[st];
+                if (distinct)
+                    best = (struct run){st, p, reps};
+            }
+            run = 0;
+        }
+    }
+    return best;
+}
+
+/* Layers of rank r from the repeats of its busiest compute stream, step by
+ * step, among the kernels no layer holds yet; with want > 0 only runs of
+ * that many repeats (the layers module annotations found). *found gets the
+ * most layers seen. */
+static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32_t *layer, int *found,
+                        struct sc_error *err)
+{
+    uint32_t stream = MODEL_NONE, most = 0;
+    *found = 0;
+    for (uint32_t k = 0; k < g->n_res; k++) {
+        const struct model_resource *res = &g->res[k];
+        if (res->rank != r || !res->gpu || res->comm)
+            continue;
+        uint32_t kernels = 0;
+        for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i])
+            kernels += g->tasks[i].cls == MODEL_TASK_KERNEL;
+        if (kernels > most) {
+            most = kernels;
+            stream = k;
+        }
+    }
+    if (stream == MODEL_NONE)
+        return SC_OK;
+    uint32_t *idx = malloc((size_t)most * sizeof *idx);
+    int64_t *names = malloc((size_t)most * sizeof *names);
+    if (!idx || !names) {
+        free(idx);
+        free(names);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_graph_step *st = &g->steps[s];
+        if (st->rank != r || st->end == MODEL_NONE)
+            continue;
+        size_t n = 0;
+        for (uint32_t i = g->res[stream].first; i != MODEL_NONE; i = g->next[i])
+            if (i > st->begin && i < st->end && g->tasks[i].cls == MODEL_TASK_KERNEL && n < most) {
+                idx[n] = i;
+                /* a kernel in a layer already is out of the search */
+                names[n] = layer[i] >= 0 ? -1 - (int64_t)n : (int64_t)g->src[i].name;
+                n++;
+            }
+        size_t reps = (size_t)want;
+        for (int pass = 0; pass < 2; pass++) {
+            struct run run = longest_repeat(names, n, reps);
+            if (!run.reps)
+                break;
+            for (size_t j = 0; j < run.reps * run.period; j++) {
+                layer[idx[run.start + j]] = (int32_t)(j / run.period);
+                names[run.start + j] = -1 - (int64_t)j; /* out of the next search */
+            }
+            if ((int)run.reps > *found)
+                *found = (int)run.reps;
+            reps = run.reps;
+        }
+    }
+    free(idx);
+    free(names);
+    return SC_OK;
+}
+
+/* The GPU work a call launched is in the call's layer, and the call that
+ * launched GPU work found in a layer is in it. */
+static void propagate(const struct model_graph *g, int32_t *layer)
+{
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        if (!model_task_on_gpu(g->tasks[i].cls))
+            continue;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            const struct model_edge *ed = &g->edges[e];
+            if (ed->kind != MODEL_EDGE_LAUNCH)
+                continue;
+            if (layer[i] < 0)
+                layer[i] = layer[ed->from];
+            else if (layer[ed->from] < 0)
+                layer[ed->from] = layer[i];
+        }
+    }
+}
+
+/* ---- collective roles ---- */
+
+static int is_p2p(int op)
+{
+    return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
+}
+
+/* Communication task i's size and group size: its group's, else its
+ * kernel's arguments'. */
+static void comm_info(const struct model_graph *g, uint32_t i, int64_t *bytes, int32_t *size)
+{
+    const struct model_task *t = &g->tasks[i];
+    *bytes = -1;
+    *size = 0;
+    if (t->group != MODEL_NONE) {
+        *bytes = g->groups[t->group].bytes;
+        *size = (int32_t)g->groups[t->group].size;
+    } else {
+        const struct model_trace *tr = job_structure_trace(g, t->rank);
+        uint32_t ev = g->src[i].event;
+        if (tr && ev != MODEL_NONE && ev < tr->n_events) {
+            uint32_t info = tr->events[ev].info;
+            if (info != MODEL_NONE && tr->infos[info].coll != MODEL_NONE) {
+                const struct model_collective *c = &tr->colls[tr->infos[info].coll];
+                *bytes = model_coll_bytes(tr, c, (enum model_coll_op)t->sub);
+                *size = c->group_size;
+            }
+        }
+    }
+    if (*size <= 1)
+        *size = 0; /* unknown */
+}
+
+static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_t layer, int64_t size,
+                                 const struct job_config *c)
+{
+    const struct model_task *t = &g->tasks[i];
+    if (is_p2p(t->sub)) {
+        if (c->pp > 1 && (size == 0 || size == 2))
+            return STRUCT_ROLE_PP;
+        return size == 0 || size == c->dp ? STRUCT_ROLE_DP : STRUCT_ROLE_OTHER;
+    }
+    if (size) {
+        if (size == c->tp && c->tp > 1 && (size != c->dp || layer >= 0))
+            return STRUCT_ROLE_TP;
+        if (size == c->dp && c->dp > 1)
+            return STRUCT_ROLE_DP;
+        return STRUCT_ROLE_OTHER;
+    }
+    if (c->tp == 1)
+        return STRUCT_ROLE_DP;
+    if (c->dp == 1)
+        return STRUCT_ROLE_TP;
+    return layer >= 0 ? STRUCT_ROLE_TP : STRUCT_ROLE_DP;
+}
+
+/* A group size the description's parallelism has. */
+static int size_fits(int64_t size, int op, const struct job_config *c)
+{
+    int64_t world = c->tp * c->pp * c->dp;
+    return size == c->tp || size == c->dp || size == c->pp || size == c->tp * c->dp ||
+           size == c->tp * c->pp || size == world || (is_p2p(op) && size == 2 && c->pp > 1);
+}
+
+/* The error for a collective of `size` ranks no group of c has. */
+static int contradiction(const struct job_config *c, int64_t size, int op, const char *what, const char *name,
+                         struct sc_error *err)
+{
+    return sc_error_set(err, SC_EINVAL,
+                        "job description (tp=%lld, pp=%lld, dp=%lld) has no group of %lld ranks, but the trace's %s "
+                        "%s '%s' spans %lld",
+                        (long long)c->tp, (long long)c->pp, (long long)c->dp, (long long)size,
+                        model_coll_op_name((enum model_coll_op)op), what, name && *name ? name : "?",
+                        (long long)size);
+}
+
+static int check_groups(const struct model_graph *g, const struct job_config *c, struct sc_error *err)
+{
+    for (size_t k = 0; k < g->n_groups; k++) {
+        const struct model_coll_group *gr = &g->groups[k];
+        if (gr->size > 1 && !size_fits(gr->size, gr->op, c))
+            return contradiction(c, gr->size, gr->op, "on process group", model_graph_str(g, gr->pg), err);
+    }
+    return SC_OK;
+}
+
+int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
+                          struct sc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->world_size = -1;
+    if (!g->job)
+        return sc_error_set(err, SC_EINVAL, "the graph was not built from a trace");
+    out->layer = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->layer);
+    out->role = calloc(g->n_tasks ? g->n_tasks : 1, 1);
+    out->coll_bytes = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->coll_bytes);
+    out->coll_size = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->coll_size);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size) {
+        job_structure_release(out);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < g->n_tasks; i++) {
+        out->layer[i] = -1;
+        out->coll_bytes[i] = -1;
+    }
+    const struct hw_profile *hw;
+    struct sc_error ignored;
+    job_structure_gpu(g, &hw, out->device_name, sizeof out->device_name, &ignored);
+    out->gpu = hw;
+
+    int64_t world = cfg->tp * cfg->pp * cfg->dp;
+    for (uint16_t r = 0; r < g->n_ranks; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        if (t && t->world_size > 0) {
+            out->world_size = t->world_size;
+            if (t->world_size != world) {
+                job_structure_release(out);
+                return sc_error_set(err, SC_EINVAL,
+                                    "job description: tp x pp x dp = %lld GPUs, but the trace's world size "
+                                    "(distributedInfo) is %lld",
+                                    (long long)world, (long long)t->world_size);
+            }
+        }
+    }
+    int rc = check_groups(g, cfg, err);
+
+    /* layers: module annotations on any rank, else repeats */
+    for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
+        int found;
+        rc = modules_rank(g, r, out->layer, &found, err);
+        if (found > out->layers_per_rank)
+            out->layers_per_rank = found;
+        if (!rc && found && cfg->layers) {
+            int64_t lo = cfg->layers / cfg->pp - 1, hi = (cfg->layers + cfg->pp - 1) / cfg->pp;
+            if (found < lo || found > hi)
+                rc = sc_error_set(err, SC_EINVAL,
+                                  "layers: the job description gives %lld layers over pp=%lld (%lld per rank), but "
+                                  "the trace's module annotations show %d on rank %d",
+                                  (long long)cfg->layers, (long long)cfg->pp, (long long)(cfg->layers / cfg->pp),
+                                  found, g->ranks[r].id);
+        }
+    }
+    if (out->layers_per_rank)
+        out->layer_source = STRUCT_LAYERS_MODULES;
+    propagate(g, out->layer);
+    /* without annotations, the repeats; with them, the repeats of the
+     * work they leave out (the backward, run by the autograd engine without
+     * module calls) as many times as there are layers */
+    int by_modules = out->layers_per_rank;
+    for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
+        int found;
+        rc = repeats_rank(g, r, by_modules, out->layer, &found, err);
+        if (!by_modules && found > out->layers_per_rank)
+            out->layers_per_rank = found;
+    }
+    if (!out->layer_source && out->layers_per_rank)
+        out->layer_source = STRUCT_LAYERS_REPEAT;
+    if (rc) {
+        job_structure_release(out);
+        return rc;
+    }
+
+    propagate(g, out->layer);
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        out->layer_tasks += out->layer[i] >= 0;
+        if (g->tasks[i].cls != MODEL_TASK_COMM)
+            continue;
+        comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
+        if (out->coll_size[i] && !size_fits(out->coll_size[i], g->tasks[i].sub, cfg)) {
+            rc = contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel", model_graph_str(g, g->src[i].name),
+                               err);
+            job_structure_release(out);
+            return rc;
+        }
+        enum struct_role role = classify(g, i, out->layer[i], out->coll_size[i], cfg);
+        out->role[i] = (uint8_t)role;
+        out->by_role[role]++;
+        out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
+    }
+    return SC_OK;
+}

@@ -1,0 +1,87 @@
+/* estimator/structure.h: what a traced job's graph is made of, recovered
+ * from the trace and checked against the job's description (job_config.h),
+ * for the what-ifs (whatif.h) to transform and for `stepcast inspect` to
+ * show.
+ *
+ * Layers: from module annotations first (python_function spans named as
+ * PyTorch names module calls, "nn.Module: TransformerLayer_3", a class
+ * name ending in Layer or Block, as `stepcast synth` writes them); a
+ * runtime call inside such a span belongs to that layer, and the GPU work
+ * it launched with it. Without annotations, from the repeating kernel
+ * sequence of a layer: on each rank's busiest compute stream, in each step,
+ * the longest run of a block of kernels repeated back to back (at least
+ * STRUCT_MIN_BLOCK kernels, two of them distinct, at least twice), and
+ * then the longest other run with as many repeats (the backward of the
+ * same layers); block j of a run is layer j. With annotations, which
+ * PyTorch records for forward module calls only, the kernels they leave
+ * out are searched the same way for runs of as many repeats as there are
+ * annotated layers (the backward).
+ *
+ * Collectives: a communication task's size and group size come from its
+ * collective group, else from its kernel's arguments in the trace (a
+ * single traced rank's collectives have no group). Each is a data-parallel collective
+ * (gradient reduction, or an all-to-all among the data-parallel replicas),
+ * a tensor-parallel one, a pipeline send/recv or other, by its group size
+ * where the trace gives it, else by the description: with tp = 1 every
+ * collective but pipeline transfers is data-parallel, with dp = 1 tensor-
+ * parallel, with both above 1 those inside a layer are tensor-parallel.
+ * Point-to-point kernels are pipeline transfers when pp > 1, else the
+ * all-to-all of the data-parallel group (NCCL runs all-to-all as send/recv).
+ *
+ * Checks (a contradiction is SC_EINVAL naming both sides): tp x pp x dp
+ * against the trace's world size; every collective group size the trace
+ * gives against the groups the description has (tp, dp, the pipeline's
+ * pairs, tp x dp, the world); the layers the module annotations show
+ * against layers / pp. */
+#ifndef ESTIMATOR_STRUCTURE_H
+#define ESTIMATOR_STRUCTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "estimator/job_config.h"
+
+struct model_graph;
+struct hw_profile;
+
+#define STRUCT_MIN_BLOCK 2
+
+enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_OTHER,
+                   STRUCT_ROLE_COUNT };
+const char *struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "other" */
+
+enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
+const char *struct_layer_source_name(enum struct_layer_source s);
+
+struct job_structure {
+    int32_t *layer;  /* per task: its layer on the rank (0-based), or -1 */
+    uint8_t *role;   /* per task: enum struct_role (communication tasks; NONE for the rest) */
+    int64_t *coll_bytes; /* per task: a communication task's size (nccl-tests convention), or -1 */
+    int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
+    enum struct_layer_source layer_source;
+    int layers_per_rank;     /* the most layers found on one rank (0: none) */
+    size_t layer_tasks;      /* tasks found inside a layer */
+    size_t by_role[STRUCT_ROLE_COUNT];
+    double role_ms[STRUCT_ROLE_COUNT]; /* their traced time in all, ms */
+    const struct hw_profile *gpu;      /* the traced GPU's profile, or NULL */
+    char device_name[96];              /* as the trace names it ("" when absent) */
+    int64_t world_size;                /* the trace's, or -1 */
+};
+
+/* Recover g's structure (g built from a job: g->job must be set) and check
+ * it against cfg. Release with job_structure_release(). */
+int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
+                          struct sc_error *err);
+void job_structure_release(struct job_structure *s);
+
+/* The traced GPU of a job's graph: the profile of the trace's device name;
+ * SC_EINVAL naming the device when no profile lists it. */
+int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
+                      struct sc_error *err);
+
+/* The trace of graph rank r (g->job's), or NULL. */
+struct model_trace;
+const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r);
+
+#endif

@@ -1,0 +1,906 @@
+/* estimator/whatif.c: the transforms of a traced step and their replay
+ * (whatif.h). Durations are kept in double nanoseconds per source task
+ * while the transforms run, and rounded once for the copy. */
+#include "estimator/whatif.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/collective_model.h"
+#include "estimator/flops.h"
+#include "estimator/gemm_samples.h"
+#include "estimator/graph_copy.h"
+#include "estimator/hardware.h"
+#include "estimator/kernel_model.h"
+#include "estimator/memory.h"
+#include "estimator/spec.h"
+#include "model/collective.h"
+#include "model/graph.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "common/banned.h"
+
+struct wf {
+    const struct model_graph *g;
+    const struct job_structure *st;
+    const struct job_config *b, *t; /* base, target */
+    const struct hw_profile *hw0, *hw1;
+    struct kernel_params kp;
+    struct coll_params cp0, cp1;
+    double *dur, *gap;    /* per source task, ns */
+    double *model_ns;     /* the part of dur a model gave */
+    uint8_t *model;       /* enum whatif_model of that part */
+    double *transfer, *wait; /* communication tasks: the traced split, ns */
+    double *bytes0;       /* their size in the traced configuration */
+    int *coll_kind;       /* the kind the model times (-1: not modelled) */
+    double *size_ratio;   /* their size in the target over the traced one */
+    uint8_t *per_mb;      /* work done once per micro-batch */
+    struct graph_insert *ins;
+    size_t n_ins, cap_ins;
+    int sizes_unknown;
+    size_t retimed[WHATIF_MODEL_COUNT];
+};
+
+static int oom(struct sc_error *err)
+{
+    return sc_error_set(err, SC_ENOMEM, "out of memory");
+}
+
+/* ---- collectives ---- */
+
+static int is_p2p(int op)
+{
+    return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
+}
+
+/* How a collective of role `role` lays out under configuration c on
+ * domains of `node` GPUs: its members and how many share a domain. */
+static struct coll_group layout(int role, const struct job_config *c, int node, int *kind)
+{
+    struct coll_group gr = {1, 1};
+    int64_t stride = 1, n = 1;
+    switch (role) {
+    case STRUCT_ROLE_TP: n = c->tp; stride = 1; break;
+    case STRUCT_ROLE_DP: n = c->dp; stride = c->tp; break;
+    case STRUCT_ROLE_PP:
+        n = 2;
+        stride = c->tp * c->dp;
+        *kind = MODEL_COLL_SENDRECV;
+        break;
+    default: n = c->tp * c->pp * c->dp; stride = 1; break;
+    }
+    if (is_p2p(*kind) && role != STRUCT_ROLE_PP)
+        *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
+    int64_t per = stride >= node ? 1 : node / stride;
+    gr.ranks = (int)n;
+    gr.ranks_per_domain = (int)(per < n ? per : n);
+    if (gr.ranks_per_domain < 1)
+        gr.ranks_per_domain = 1;
+    return gr;
+}
+
+static double coll_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
+{
+    struct coll_estimate e;
+    struct sc_error ignored;
+    if (gr.ranks <= 1)
+        return 0;
+    if (coll_estimate(p, (enum model_coll_op)kind, &gr, bytes, &e, &ignored))
+        return -1;
+    return e.time_us;
+}
+
+/* The size the model gives time_us for (bisection; the model grows with
+ * the size). */
+static double invert_bytes(const struct coll_params *p, int kind, struct coll_group gr, double time_us)
+{
+    double lo = 0, hi = 1e13;
+    if (coll_us(p, kind, gr, lo) >= time_us)
+        return 0;
+    if (coll_us(p, kind, gr, hi) <= time_us)
+        return hi;
+    for (int i = 0; i < 100; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (coll_us(p, kind, gr, mid) < time_us)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* Communication tasks in (rank, name, role) order, for the least-waiting
+ * instance of each. */
+static const struct wf *sort_ctx;
+
+static int comm_cmp(const void *a, const void *b)
+{
+    const struct model_graph *g = sort_ctx->g;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (g->tasks[x].rank != g->tasks[y].rank)
+        return g->tasks[x].rank < g->tasks[y].rank ? -1 : 1;
+    if (g->src[x].name != g->src[y].name)
+        return g->src[x].name < g->src[y].name ? -1 : 1;
+    if (sort_ctx->st->role[x] != sort_ctx->st->role[y])
+        return sort_ctx->st->role[x] < sort_ctx->st->role[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* least[i]: the shortest traced time of the instances of communication
+ * task i's collective on its rank. */
+static int least_waiting(const struct wf *w, double *least, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    size_t n = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        n += g->tasks[i].cls == MODEL_TASK_COMM;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids)
+        return oom(err);
+    n = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_COMM)
+            ids[n++] = i;
+    sort_ctx = w;
+    qsort(ids, n, sizeof *ids, comm_cmp);
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        double m = (double)g->tasks[ids[a]].dur;
+        while (b < n && g->tasks[ids[b]].rank == g->tasks[ids[a]].rank &&
+               g->src[ids[b]].name == g->src[ids[a]].name && w->st->role[ids[b]] == w->st->role[ids[a]]) {
+            if ((double)g->tasks[ids[b]].dur < m)
+                m = (double)g->tasks[ids[b]].dur;
+            b++;
+        }
+        for (size_t k = a; k < b; k++)
+            least[ids[k]] = m;
+        a = b;
+    }
+    free(ids);
+    return SC_OK;
+}
+
+/* Transform 1: every communication task's transfer and wait. */
+static int split_collectives(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    double *least = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *least);
+    if (!least)
+        return oom(err);
+    int rc = least_waiting(w, least, err);
+    if (rc) {
+        free(least);
+        return rc;
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (t->cls != MODEL_TASK_COMM)
+            continue;
+        int kind = t->sub;
+        struct coll_group gr = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
+        double d = (double)t->dur;
+        int64_t size = w->st->coll_bytes[i];
+        w->coll_kind[i] = coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
+        w->transfer[i] = d;
+        w->wait[i] = 0;
+        if (w->coll_kind[i] < 0)
+            continue;
+        if (!t->kept) {
+            /* all its ranks traced: the graph holds its transfer alone */
+            w->bytes0[i] = size > 0 ? (double)size : invert_bytes(&w->cp0, kind, gr, d / 1e3);
+            w->sizes_unknown |= size <= 0;
+            continue;
+        }
+        if (size > 0) {
+            double us = coll_us(&w->cp0, kind, gr, (double)size);
+            w->bytes0[i] = (double)size;
+            w->transfer[i] = us >= 0 && us * 1e3 < d ? us * 1e3 : d;
+        } else {
+            w->transfer[i] = least[i] < d ? least[i] : d;
+            w->bytes0[i] = invert_bytes(&w->cp0, kind, gr, w->transfer[i] / 1e3);
+            w->sizes_unknown = 1;
+        }
+        w->wait[i] = d - w->transfer[i];
+    }
+    free(least);
+    return SC_OK;
+}
+
+/* ---- kernels ---- */
+
+static int name_has(const char *s, const char *sub)
+{
+    return s && strstr(s, sub) != NULL;
+}
+
+/* The dtype a GEMM-like kernel computes in, from its name. */
+static enum hw_dtype kernel_dtype(const char *name, const struct job_config *c)
+{
+    if (name_has(name, "tf32") || name_has(name, "s1688") || name_has(name, "s16816"))
+        return HW_TF32;
+    if (name_has(name, "bf16"))
+        return HW_BF16;
+    if (name_has(name, "f16") || name_has(name, "h884") || name_has(name, "h1688") || name_has(name, "h16816") ||
+        name_has(name, "fp16") || name_has(name, "half"))
+        return HW_FP16;
+    if (name_has(name, "e4m3") || name_has(name, "e5m2") || name_has(name, "fp8"))
+        return HW_FP8;
+    return c->has_dtype ? c->dtype : HW_FP32;
+}
+
+/* One GEMM's time on hw in dtype d (fp32 where hw lacks d), us; -1 when
+ * the model cannot time it. */
+static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
+{
+    struct gemm_estimate e;
+    struct sc_error ignored;
+    if (kernel_gemm_ceiling_tflops(&w->kp, hw, s.dtype) <= 0)
+        s.dtype = HW_FP32;
+    return kernel_gemm(&w->kp, hw, &s, &e, &ignored) ? -1 : e.time_us;
+}
+
+/* The kernel model's ratio target / traced for a GEMM of that shape. */
+static double shape_ratio(const struct wf *w, struct gemm_shape s)
+{
+    double t0 = gemm_time(w, w->hw0, s), t1 = gemm_time(w, w->hw1, s);
+    return t0 > 0 && t1 > 0 ? t1 / t0 : -1;
+}
+
+/* Without the shape: the ratio for the square GEMM the model gives the
+ * measured time on the traced GPU. */
+static double square_ratio(const struct wf *w, double us, enum hw_dtype d)
+{
+    double lo = 1, hi = 65536;
+    struct gemm_shape s = {1, 1, 1, 1, d};
+    if (gemm_time(w, w->hw0, s) >= us)
+        return shape_ratio(w, s);
+    for (int i = 0; i < 40; i++) {
+        double mid = sqrt(lo * hi);
+        s.m = s.n = s.k = mid;
+        double t = gemm_time(w, w->hw0, s);
+        if (t < 0)
+            return -1;
+        if (t < us)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    s.m = s.n = s.k = lo;
+    return shape_ratio(w, s);
+}
+
+static int compute_bound(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_CONVOLUTION ||
+                                           t->sub == MODEL_KF_ATTENTION || t->sub == MODEL_KF_FP8);
+}
+
+/* Scale task i's measured duration but the kernel fixed cost by r, the
+ * change credited to model m when r is not 1. */
+static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
+{
+    double fixed = w->kp.kernel_fixed_us * 1e3, d = w->dur[i];
+    double keep = d < fixed ? d : fixed;
+    w->dur[i] = keep + (d - keep) * r;
+    if (r != 1.0) {
+        w->model_ns[i] = w->dur[i];
+        w->model[i] = (uint8_t)m;
+        w->retimed[m]++;
+    }
+}
+
+/* Transform 2: the GPU type. A kernel launched by a GEMM op with its
+ * shape recorded (gemm_samples.h) is re-timed by the model's ratio for
+ * that shape; another compute-bound kernel by the ratio for the square
+ * GEMM the model gives its measured time; the rest by the achievable
+ * memory bandwidth's. */
+static int gpu_type(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
+    int rc = SC_OK;
+    for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        struct gemm_samples samples = {0};
+        uint32_t *sample_of = t ? malloc((t->n_events ? t->n_events : 1) * sizeof *sample_of) : NULL;
+        if (t && !sample_of)
+            return oom(err);
+        if (t)
+            rc = gemm_samples_of_kernels(t, &samples, NULL, sample_of, err);
+        for (uint32_t i = 0; i < g->n_tasks && !rc; i++) {
+            const struct model_task *tk = &g->tasks[i];
+            uint32_t ev = g->src[i].event;
+            if (tk->rank != r || !model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM)
+                continue;
+            double ratio = mem;
+            uint32_t si = t && ev != MODEL_NONE && ev < t->n_events ? sample_of[ev] : MODEL_NONE;
+            if (si != MODEL_NONE) {
+                const struct gemm_sample *s = &samples.v[si];
+                ratio = shape_ratio(w, (struct gemm_shape){s->m, s->n, s->k, s->batch, s->dtype});
+            } else if (compute_bound(tk)) {
+                enum hw_dtype d = kernel_dtype(model_graph_str(g, g->src[i].name), w->b);
+                ratio = square_ratio(w, (double)tk->dur / 1e3, d);
+            }
+            retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
+        }
+        gemm_samples_release(&samples);
+        free(sample_of);
+    }
+    return rc;
+}
+
+/* Task i done r times in place: its duration, host gap and the parts of
+ * them (modelled, transfer, wait) scaled by r. */
+static void repeat(struct wf *w, uint32_t i, double r)
+{
+    w->dur[i] *= r;
+    w->gap[i] *= r;
+    w->model_ns[i] *= r;
+    w->transfer[i] *= r;
+    w->wait[i] *= r;
+}
+
+/* Transform 3: layers. */
+static int layers(struct wf *w, struct sc_error *err)
+{
+    const struct job_config *b = w->b, *t = w->t;
+    double r = 1;
+    if (t->layers != b->layers) {
+        if (!b->layers)
+            return sc_error_set(err, SC_EINVAL, "set.layers: the job description must give layers to change them");
+        if (!w->st->layers_per_rank)
+            return sc_error_set(err, SC_EINVAL,
+                                "set.layers: the trace shows no layer (no module annotation, no repeating kernel "
+                                "sequence)");
+    }
+    if (b->layers)
+        r = (double)t->layers / (double)b->layers;
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        if (w->st->layer[i] < 0)
+            continue;
+        if (w->g->tasks[i].cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP)
+            continue; /* a gradient bucket: its size follows the parameters */
+        repeat(w, i, r);
+    }
+    return SC_OK;
+}
+
+/* ---- shapes ---- */
+
+static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_dtype d)
+{
+    return gemm_time(w, w->hw1, (struct gemm_shape){m, n, k, 1, d});
+}
+
+/* The forward GEMMs of one layer on the target GPU, microseconds. */
+static double layer_gemms_us(const struct wf *w, const struct job_config *c)
+{
+    double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq;
+    double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    double a = gemm_us(w, tokens, 3 * h / tp, h, d), o = gemm_us(w, tokens, h, h / tp, d),
+           f1 = gemm_us(w, tokens, f / tp, h, d), f2 = gemm_us(w, tokens, h, f / tp, d);
+    return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
+}
+
+static double attention_us(const struct wf *w, const struct job_config *c)
+{
+    double t_us;
+    struct sc_error ignored;
+    double heads = (double)(c->heads / c->tp);
+    struct attn_shape s = {(double)(c->micro_batch ? c->micro_batch : 1), heads < 1 ? 1 : heads, heads < 1 ? 1 : heads,
+                           (double)c->seq, (double)c->seq, (double)c->hidden / (double)c->heads, 1,
+                           c->has_dtype ? c->dtype : HW_BF16};
+    if (kernel_flash_attention(&w->kp, w->hw1, &s, 0, &t_us, &ignored))
+        return -1;
+    return t_us;
+}
+
+/* Whether the description gives what re-timing a layer's shapes needs. */
+static int has_dims(const struct job_config *c)
+{
+    return c->hidden && c->seq;
+}
+
+/* Which tasks run once per micro-batch: all but the optimizer, the
+ * data-parallel gradient collectives and the calls launching only those. */
+static void mark_per_mb(struct wf *w)
+{
+    const struct model_graph *g = w->g;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (!model_task_on_gpu(t->cls))
+            continue;
+        int grads = t->cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP &&
+                    (t->sub == MODEL_COLL_ALLREDUCE || t->sub == MODEL_COLL_REDUCESCATTER ||
+                     t->sub == MODEL_COLL_ALLGATHER);
+        int opt = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
+        w->per_mb[i] = !grads && !opt;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+            if (g->edges[e].kind == MODEL_EDGE_LAUNCH && w->per_mb[i])
+                w->per_mb[g->edges[e].from] = 1;
+    }
+}
+
+static int dims_needed(const struct job_config *b, const struct job_config *t, struct sc_error *err)
+{
+    static const char *const names[] = {"hidden", "ffn", "seq", "heads"};
+    /* ffn defaults to 4 x hidden, as in a spec */
+    const int64_t bv[] = {b->hidden, b->ffn ? b->ffn : 4 * b->hidden, b->seq, b->heads},
+                  tv[] = {t->hidden, t->ffn ? t->ffn : 4 * t->hidden, t->seq, t->heads};
+    for (size_t k = 0; k < 4; k++)
+        if (tv[k] != bv[k] && (!bv[k] || !has_dims(b)))
+            return sc_error_set(err, SC_EINVAL,
+                                "set.%s: the job description must give %s (and hidden and seq) to change it",
+                                names[k], names[k]);
+    if (t->vocab != b->vocab && !b->vocab)
+        return sc_error_set(err, SC_EINVAL, "set.vocab: the job description must give vocab to change it");
+    return SC_OK;
+}
+
+/* Weights one GPU holds under c (a pipeline stage's share of the layers,
+ * split by tp, and the embedding and output layer, split by tp as
+ * Megatron's vocabulary-parallel layers are), from the model's dimensions;
+ * 0 when the description lacks them. */
+static double params_per_gpu(const struct job_config *c)
+{
+    struct est_model m;
+    struct est_params p;
+    struct sc_error ignored;
+    if (!c->layers || !c->hidden || !c->heads)
+        return 0;
+    est_model_init(&m);
+    m.layers = c->layers;
+    m.hidden = c->hidden;
+    m.heads = c->heads;
+    m.ffn = c->ffn;
+    m.seq = c->seq ? c->seq : 1;
+    if (c->vocab)
+        m.vocab = c->vocab;
+    if (est_model_resolve(&m, &ignored))
+        return 0;
+    est_model_params(&m, &p);
+    return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
+}
+
+/* Per-GPU weights of the target relative to the traced job's (sizes of
+ * gradient collectives and optimizer work). */
+static double params_ratio(const struct job_config *b, const struct job_config *t)
+{
+    double p0 = params_per_gpu(b), p1 = params_per_gpu(t);
+    if (p0 > 0 && p1 > 0)
+        return p1 / p0;
+    double r = (double)b->tp / (double)t->tp * (double)b->pp / (double)t->pp;
+    if (b->layers && t->layers)
+        r *= (double)t->layers / (double)b->layers;
+    return r;
+}
+
+/* A memory-bound kernel whose tensor tensor parallelism splits (the
+ * activation over the FFN's width, the attention's softmax and rotary
+ * embedding over the heads); norms, dropouts and residual adds work on the
+ * full hidden state of every rank without sequence parallelism. */
+static int tp_split_memory_kernel(const struct model_task *t, const char *name)
+{
+    static const char *const words[] = {"gelu", "relu", "silu", "swiglu", "activation", "softmax", "rotary", NULL};
+    char low[256];
+    size_t n = 0;
+    if (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY)
+        return 1;
+    for (; name && name[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)name[n]);
+    low[n] = '\0';
+    for (size_t k = 0; words[k]; k++)
+        if (strstr(low, words[k]))
+            return 1;
+    return 0;
+}
+
+/* Work outside the layers that Megatron splits over tp: the output layer's
+ * GEMM, the vocabulary-parallel loss and embedding. */
+static int tp_split_outside(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_LOSS ||
+                                           t->sub == MODEL_KF_EMBEDDING || t->sub == MODEL_KF_SOFTMAX);
+}
+
+static int add_insert(struct wf *w, uint32_t after, double dur_ns)
+{
+    if (w->n_ins == w->cap_ins) {
+        size_t nc = w->cap_ins ? 2 * w->cap_ins : 64;
+        struct graph_insert *ni = realloc(w->ins, nc * sizeof *ni);
+        if (!ni)
+            return SC_ENOMEM;
+        w->ins = ni;
+        w->cap_ins = nc;
+    }
+    w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, llround(dur_ns),
+                                               "tensor-parallel all-reduce (what-if)"};
+    return SC_OK;
+}
+
+/* Transform 4: tensor-parallel degree, model dimensions and micro-batch
+ * size. */
+static int shapes(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    const struct job_config *b = w->b, *t = w->t;
+    int rc = dims_needed(b, t, err);
+    if (rc)
+        return rc;
+    double mb = (double)(t->micro_batch ? t->micro_batch : 1) / (double)(b->micro_batch ? b->micro_batch : 1);
+    if ((t->micro_batch != b->micro_batch) && !b->micro_batch)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.micro_batch: the job description must give micro_batch to change it");
+    double tokens = mb, width = 1, r_gemm, r_attn;
+    if (has_dims(b)) {
+        tokens *= (double)t->seq / (double)b->seq;
+        width = (double)t->hidden / (double)b->hidden;
+        double g0 = layer_gemms_us(w, b), g1 = layer_gemms_us(w, t);
+        if (g0 <= 0 || g1 < 0)
+            return sc_error_set(err, SC_EINVAL, "set: the kernel model cannot time this layer's GEMMs");
+        r_gemm = g1 / g0;
+        if (b->heads && t->heads) {
+            double a0 = attention_us(w, b), a1 = attention_us(w, t);
+            r_attn = a0 > 0 && a1 >= 0 ? a1 / a0 : r_gemm;
+        } else {
+            r_attn = mb * (double)t->seq * (double)t->seq * (double)t->hidden * (double)b->tp /
+                     ((double)b->seq * (double)b->seq * (double)b->hidden * (double)t->tp);
+        }
+    } else {
+        r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
+    }
+    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp;
+    double r_vocab = b->vocab && t->vocab ? (double)t->vocab / (double)b->vocab : 1.0;
+    if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
+        return sc_error_set(err, SC_EINVAL,
+                            "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
+                            "the tensor-parallel all-reduces)");
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        int in_layer = w->st->layer[i] >= 0;
+        if (tk->cls == MODEL_TASK_COMM) {
+            int role = w->st->role[i];
+            if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || (role == STRUCT_ROLE_DP && w->per_mb[i]))
+                w->size_ratio[i] *= tokens * width;
+            else if (role == STRUCT_ROLE_DP)
+                w->size_ratio[i] *= params_ratio(b, t);
+            continue;
+        }
+        if (!model_task_on_gpu(tk->cls))
+            continue;
+        if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_OPTIMIZER) {
+            /* the layers transform scaled one found inside a layer already */
+            double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
+            retime(w, i, params_ratio(b, t) * lr, WHATIF_KERNEL_MODEL);
+            continue;
+        }
+        if (!w->per_mb[i])
+            continue;
+        double r;
+        if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
+            r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
+        else if (!in_layer)
+            r = r_mem * (tp_split_outside(tk) ? r_tp * r_vocab : 1.0); /* the output layer: tokens x h x V */
+        else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
+            r = r_gemm;
+        else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
+            r = r_attn;
+        else
+            r = r_mem * (tp_split_memory_kernel(tk, model_graph_str(g, g->src[i].name)) ? r_tp : 1.0);
+        retime(w, i, r, WHATIF_KERNEL_MODEL);
+    }
+    /* tp 1 -> more: two all-reduces of the layer's activations per layer
+     * pass, after its last GPU task on each stream */
+    if (b->tp == 1 && t->tp > 1) {
+        int kind = MODEL_COLL_ALLREDUCE;
+        struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
+        double bytes = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq * (double)t->hidden *
+                       hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16);
+        double us = coll_us(&w->cp1, kind, gr, bytes);
+        for (uint32_t i = 0; i < g->n_tasks; i++) {
+            const struct model_task *tk = &g->tasks[i];
+            uint32_t nx = g->next[i];
+            if (!model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM || w->st->layer[i] < 0 ||
+                (nx != MODEL_NONE && w->st->layer[nx] == w->st->layer[i]))
+                continue;
+            if (add_insert(w, i, 2 * us * 1e3))
+                return oom(err);
+        }
+    }
+    return SC_OK;
+}
+
+/* Transform 5: micro-batches per step. */
+static void micro_batches(struct wf *w)
+{
+    int64_t m0 = job_config_micro_batches(w->b), m1 = job_config_micro_batches(w->t);
+    double r = m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0;
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        if (w->per_mb[i])
+            repeat(w, i, r);
+    }
+}
+
+/* Transforms 6 and the re-timing of every collective: transfer by the
+ * collective model's ratio, wait by the rank's GPU work's. */
+static void collectives(struct wf *w)
+{
+    const struct model_graph *g = w->g;
+    double *busy0 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy0),
+           *busy1 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy1);
+    if (!busy0 || !busy1) {
+        free(busy0);
+        free(busy1);
+        return;
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (model_task_on_gpu(t->cls) && t->cls != MODEL_TASK_COMM) {
+            busy0[t->rank] += (double)t->dur;
+            busy1[t->rank] += w->dur[i];
+        }
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (t->cls != MODEL_TASK_COMM)
+            continue;
+        double scale = busy0[t->rank] > 0 ? busy1[t->rank] / busy0[t->rank] : 1.0;
+        double tr = w->transfer[i], r = 1.0;
+        if (w->coll_kind[i] >= 0) {
+            int k0 = t->sub, k1 = t->sub;
+            struct coll_group g0 = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &k0);
+            struct coll_group g1 = layout(w->st->role[i], w->t, w->hw1->gpus_per_node, &k1);
+            double t0 = coll_us(&w->cp0, k0, g0, w->bytes0[i]);
+            double t1 = coll_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            if (t0 > 0 && t1 >= 0)
+                r = t1 / t0;
+        }
+        w->dur[i] = tr * r + w->wait[i] * scale;
+        w->wait[i] *= scale;
+        w->transfer[i] = tr * r;
+        if (r != 1.0) {
+            w->model_ns[i] = w->transfer[i];
+            w->model[i] = WHATIF_COLLECTIVE_MODEL;
+            w->retimed[WHATIF_COLLECTIVE_MODEL]++;
+        }
+    }
+    free(busy0);
+    free(busy1);
+}
+
+/* ---- the answer ---- */
+
+static double mean_step_ms(const struct model_replay *r)
+{
+    double sum = 0;
+    size_t n = 0;
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (!r->steps[s].partial) {
+            sum += (double)r->steps[s].replayed_ns;
+            n++;
+        }
+    if (!n)
+        for (size_t s = 0; s < r->n_steps; s++, n++)
+            sum += (double)r->steps[s].replayed_ns;
+    return n ? sum / (double)n / 1e6 : 0;
+}
+
+/* Split the replayed steps' critical paths into measured and modelled
+ * time by the task each segment belongs to. */
+static void attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out)
+{
+    const struct model_graph *c = out->graph;
+    const struct model_replay *r = out->replay;
+    uint32_t *src = malloc((c->n_tasks ? c->n_tasks : 1) * sizeof *src);
+    if (!src)
+        return;
+    for (uint32_t i = 0; i < c->n_tasks; i++)
+        src[i] = MODEL_NONE; /* inserted */
+    for (uint32_t i = 0; i < w->g->n_tasks; i++)
+        src[map[i]] = i;
+    double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
+    size_t n = 0;
+    for (size_t s = 0; s < r->n_steps; s++) {
+        const struct model_replay_step *st = &r->steps[s];
+        if (st->partial && r->n_scored)
+            continue;
+        n++;
+        total += (double)st->replayed_ns;
+        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+            const struct model_replay_segment *seg = &r->segments[k];
+            double len = (double)(seg->end - seg->start);
+            uint32_t i = src[seg->task];
+            if (seg->bound == MODEL_BOUND_HOST)
+                continue;
+            if (i == MODEL_NONE) {
+                models[WHATIF_COLLECTIVE_MODEL] += len;
+                continue;
+            }
+            double d = w->dur[i];
+            if (w->model_ns[i] > 0 && d > 0)
+                models[w->model[i]] += len * (w->model_ns[i] < d ? w->model_ns[i] / d : 1.0);
+        }
+    }
+    free(src);
+    if (!n)
+        return;
+    out->from_models_ms = 0;
+    for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
+        out->models[m].ms = models[m] / (double)n / 1e6;
+        out->from_models_ms += out->models[m].ms;
+    }
+    out->from_measured_ms = total / (double)n / 1e6 - out->from_models_ms;
+}
+
+static void describe(const struct wf *w, struct whatif_result *out)
+{
+    struct whatif_model_use *k = &out->models[WHATIF_KERNEL_MODEL], *c = &out->models[WHATIF_COLLECTIVE_MODEL];
+    k->name = "kernel_model";
+    c->name = "collective_model";
+    k->tasks = w->retimed[WHATIF_KERNEL_MODEL];
+    c->tasks = w->retimed[WHATIF_COLLECTIVE_MODEL] + w->n_ins;
+    snprintf(k->why, sizeof k->why,
+             "measured kernels re-timed by the ratio of the model's times (traced %s, target %s: GEMM ceiling, "
+             "memory bandwidth, shapes)",
+             w->hw0->id, w->hw1->id);
+    snprintf(c->why, sizeof c->why, "collective transfers re-timed by the model's ratio (traced %s, target %s)%s%s",
+             w->hw0->id, w->hw1->id,
+             w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
+                                "instance's time, re-timed by the ratio"
+                              : "",
+             w->n_ins ? "; tensor-parallel all-reduces inserted" : "");
+}
+
+static int memory(const struct job_config *t, const struct hw_profile *hw1, struct whatif_result *out,
+                  struct sc_error *err)
+{
+    struct est_spec spec;
+    struct est_memory m;
+    if (!t->layers || !t->hidden || !t->heads || !t->seq)
+        return SC_OK;
+    int rc = job_config_spec(t, hw1->id, &spec, err);
+    if (!rc)
+        rc = est_memory_estimate(&spec, hw1->hbm_gb, &m, err);
+    if (rc)
+        return sc_error_prefix(err, "set: the target configuration");
+    out->has_memory = 1;
+    out->memory_gb_per_gpu = m.gb_per_gpu;
+    out->fits = m.fits;
+    est_memory_release(&m);
+    return SC_OK;
+}
+
+void whatif_release(struct whatif_result *r)
+{
+    if (!r)
+        return;
+    model_replay_free(r->replay);
+    model_graph_free(r->graph);
+    job_structure_release(&r->structure);
+    r->replay = NULL;
+    r->graph = NULL;
+}
+
+int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+               struct whatif_result *out, struct sc_error *err)
+{
+    struct wf w;
+    struct model_replay_opts ro;
+    struct model_replay *base_replay = NULL;
+    uint32_t *map = NULL;
+    int64_t *idur = NULL, *igap = NULL;
+    int rc;
+    memset(out, 0, sizeof *out);
+    memset(&w, 0, sizeof w);
+    if ((rc = job_structure_recover(g, base, &out->structure, err)))
+        return rc;
+    if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
+        goto done;
+    out->base = *base;
+    snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
+    job_config_apply(&out->base, set, &out->target);
+    if (out->target.pp != out->base.pp) {
+        rc = sc_error_set(err, SC_EINVAL, "set.pp: changing the pipeline-parallel degree is not supported yet "
+                                          "(stages are not regrouped)");
+        goto done;
+    }
+    if (out->target.global_batch && out->target.micro_batch &&
+        out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
+        rc = sc_error_set(err, SC_EINVAL, "set.global_batch: %lld is not divisible by micro_batch x dp = %lld",
+                          (long long)out->target.global_batch,
+                          (long long)(out->target.micro_batch * out->target.dp));
+        goto done;
+    }
+    /* without global_batch in the description, a dp change keeps the
+     * per-rank batch; with it, the micro-batches per step follow */
+    w.hw1 = hw_profile_find(out->target.gpu);
+    w.g = g;
+    w.st = &out->structure;
+    w.b = &out->base;
+    w.t = &out->target;
+    kernel_params_default(&w.kp);
+    coll_params_from_hw(w.hw0, &w.cp0);
+    coll_params_from_hw(w.hw1, &w.cp1);
+    size_t n = g->n_tasks ? g->n_tasks : 1;
+    w.dur = malloc(n * sizeof *w.dur);
+    w.gap = malloc(n * sizeof *w.gap);
+    w.model_ns = calloc(n, sizeof *w.model_ns);
+    w.model = calloc(n, 1);
+    w.transfer = calloc(n, sizeof *w.transfer);
+    w.wait = calloc(n, sizeof *w.wait);
+    w.bytes0 = calloc(n, sizeof *w.bytes0);
+    w.coll_kind = calloc(n, sizeof *w.coll_kind);
+    w.size_ratio = malloc(n * sizeof *w.size_ratio);
+    w.per_mb = calloc(n, 1);
+    idur = malloc(n * sizeof *idur);
+    igap = malloc(n * sizeof *igap);
+    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.transfer || !w.wait || !w.bytes0 || !w.coll_kind ||
+        !w.size_ratio || !w.per_mb || !idur || !igap) {
+        rc = oom(err);
+        goto done;
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        w.dur[i] = (double)g->tasks[i].dur;
+        w.gap[i] = (double)g->tasks[i].gap;
+        w.size_ratio[i] = 1.0;
+    }
+    mark_per_mb(&w);
+    if ((rc = split_collectives(&w, err)))
+        goto done;
+    if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
+        goto done;
+    micro_batches(&w);
+    collectives(&w);
+    if ((rc = memory(&out->target, w.hw1, out, err)))
+        goto done;
+
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        idur[i] = w.dur[i] > 0 ? llround(w.dur[i]) : 0;
+        igap[i] = w.gap[i] > 0 ? llround(w.gap[i]) : 0;
+        if (g->tasks[i].cls == MODEL_TASK_COMM) {
+            out->collective_transfer_ms += w.transfer[i] / 1e6;
+            out->collective_wait_ms += w.wait[i] / 1e6;
+        }
+    }
+    model_replay_opts_default(&ro);
+    if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
+        (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
+        (rc = model_replay_run(g, &ro, &base_replay, err)))
+        goto done;
+    out->step_ms = mean_step_ms(out->replay);
+    out->base_step_ms = mean_step_ms(base_replay);
+    size_t steps = 0;
+    for (size_t s = 0; s < out->replay->n_steps; s++)
+        steps += !out->replay->steps[s].partial;
+    if (!steps)
+        steps = out->replay->n_steps ? out->replay->n_steps : 1;
+    out->collective_transfer_ms /= (double)steps;
+    out->collective_wait_ms /= (double)steps;
+    out->sizes_unknown = w.sizes_unknown;
+    describe(&w, out);
+    attribute(&w, map, out);
+
+done:
+    model_replay_free(base_replay);
+    free(map);
+    free(idur);
+    free(igap);
+    free(w.dur);
+    free(w.gap);
+    free(w.model_ns);
+    free(w.model);
+    free(w.transfer);
+    free(w.wait);
+    free(w.bytes0);
+    free(w.coll_kind);
+    free(w.size_ratio);
+    free(w.per_mb);
+    free(w.ins);
+    if (rc)
+        whatif_release(out);
+    return rc;
+}

@@ -1,0 +1,95 @@
+/* estimator/whatif.h: a traced job's step transformed to another
+ * configuration and replayed (DESIGN.md §5, road 1), saying how much of
+ * the answer was measured and how much modelled.
+ *
+ * The source graph is never modified: the transforms compute a new
+ * duration and host gap for every task (and tasks to insert), a copy is
+ * built through the graph-building API (graph_copy.h) and replayed as
+ * usual. Every transform runs on every what-if, a no-op included, so a
+ * no-op checks the whole path. In order:
+ *
+ *  1. collectives split: each communication task's traced time is a
+ *     transfer and a wait for peers. With the collective's size (the
+ *     trace's arguments), the transfer is the collective model's time for
+ *     it, at most the traced time; without, it is the time of the
+ *     least-waiting instance of that collective on the rank (its shortest),
+ *     and the size is the one the model gives that time. The wait is the
+ *     rest; untraced peers are taken to run like the traced rank, so the
+ *     wait scales with the rank's GPU work.
+ *  2. GPU type: each kernel, copy and set re-timed by the kernel model's
+ *     ratio between the traced GPU (the trace's device name) and the
+ *     target, applied to its measured duration less the fixed cost of a
+ *     kernel: the GEMM ceiling's ratio for GEMMs, convolutions and
+ *     attention (in the dtype the kernel name shows, else the
+ *     description's, else fp32), the achievable memory bandwidth's for the
+ *     rest; collectives get the target's collective parameters.
+ *  3. layers: each task of a layer (structure.h) repeated L'/L times in
+ *     place: its duration and host gap scaled by L'/L (the layer's measured
+ *     time added or removed); the gradients grow with the parameters.
+ *  4. shapes: tensor-parallel degree, hidden, FFN, sequence and micro-batch
+ *     size. With the model's dimensions in the description, a layer's
+ *     GEMMs are re-timed by the kernel model's ratio of the layer's GEMMs
+ *     (QKV, output projection, the two MLP matrices) on the target GPU,
+ *     attention by flash attention's, memory-bound kernels by the bytes
+ *     (tokens x hidden); without them, by FLOPs (tp divides a layer's GEMM
+ *     and attention time, micro-batch size multiplies per-token work).
+ *     Work outside layers per micro-batch scales with tokens x hidden.
+ *     Tensor-parallel collectives are resized (to nothing at tp = 1);
+ *     going from tp = 1 to more inserts two all-reduces per layer pass
+ *     after its last kernel.
+ *  5. micro-batches per step (global_batch / (micro_batch x dp)): the work
+ *     of every micro-batch (all but the optimizer and the data-parallel
+ *     gradient collectives) scaled by m'/m.
+ *  6. data-parallel degree: data-parallel collectives re-timed for the new
+ *     group size and its placement in NVLink domains; without global_batch
+ *     the per-rank batch is kept (weak scaling).
+ *  7. pipeline-parallel degree: only the traced one (a change is refused
+ *     with the field named: regrouping stages is not done).
+ * Then every collective is its transfer re-timed by the collective model's
+ * ratio (target over traced configuration) plus its wait. When the
+ * description gives the model's dimensions, the target's memory per GPU
+ * and whether it fits come from the memory model (memory.h). */
+#ifndef ESTIMATOR_WHATIF_H
+#define ESTIMATOR_WHATIF_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
+
+struct model_graph;
+struct model_replay;
+
+enum whatif_model { WHATIF_KERNEL_MODEL, WHATIF_COLLECTIVE_MODEL, WHATIF_MODEL_COUNT };
+
+struct whatif_model_use {
+    const char *name;  /* "kernel_model", "collective_model" */
+    char why[256];     /* what it was used for */
+    size_t tasks;      /* tasks it re-timed */
+    double ms;         /* of the predicted step (mean over steps) */
+};
+
+struct whatif_result {
+    struct model_graph *graph;   /* the transformed copy (owned) */
+    struct model_replay *replay; /* its replay (owned; borrows graph) */
+    struct job_structure structure;
+    struct job_config base, target; /* gpu: the traced and the target profile ids */
+    double base_step_ms, step_ms;   /* mean over the modelled steps that are not partial */
+    double from_measured_ms, from_models_ms;
+    struct whatif_model_use models[WHATIF_MODEL_COUNT];
+    double collective_transfer_ms, collective_wait_ms; /* per step, target */
+    int sizes_unknown;            /* collectives without sizes were re-timed by ratio */
+    int has_memory;
+    double memory_gb_per_gpu;
+    int fits;
+};
+
+/* The what-if `set` (job_config_parse_set_*) of graph g (built from a job)
+ * described by `base`. SC_EINVAL naming the field (set.X) for what cannot
+ * be done. Release with whatif_release(). */
+int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+               struct whatif_result *out, struct sc_error *err);
+void whatif_release(struct whatif_result *r);
+
+#endif

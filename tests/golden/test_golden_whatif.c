@@ -1,0 +1,535 @@
+/* tests/golden/test_golden_whatif.c: what-ifs on traced jobs
+ * (estimator/whatif.h): a no-op reproduces the replay on the shared
+ * traces; the real pair trace_diff/control (A100, rank 3 of 8) ->
+ * trace_diff/test (V100, rank 1 of 2); on `stepcast synth` traces, each
+ * kind of change against `stepcast estimate` of the changed spec, layers
+ * adding their measured time, data-parallel changes moving each gradient
+ * collective by the collective model's ratio, tensor-parallel changes
+ * dividing the sharded GEMMs; contradictions and impossible changes
+ * refused with the field named. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/collective_model.h"
+#include "estimator/estimate.h"
+#include "estimator/hardware.h"
+#include "estimator/job_config.h"
+#include "estimator/spec.h"
+#include "estimator/structure.h"
+#include "estimator/synth_compare.h"
+#include "estimator/whatif.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/shared_traces.h"
+#include "common/banned.h"
+
+/* The synthesised job the synth tests share: one stage, four layers,
+ * data-parallel over 4 A100s, two micro-batches per step. */
+static const char synth_spec[] =
+    "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048},\"parallel\":{\"tp\":1,\"pp\":1,\"dp\":4,"
+    "\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+static const char synth_config[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
+                                   "\"hidden\":2048,\"heads\":16,\"seq\":2048}";
+static const char synth_config_vocab[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,"
+                                         "\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":50257}";
+
+static struct job_config config(const char *json)
+{
+    struct job_config c;
+    struct sc_error err;
+    memset(&c, 0, sizeof c);
+    if (job_config_parse(json, strlen(json), &c, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    return c;
+}
+
+/* Run the what-if `set` ("k=v,..." or "" for a no-op) of g. */
+static int whatif(const struct model_graph *g, const char *cfg_json, const char *set_list, struct whatif_result *r,
+                  struct sc_error *err)
+{
+    struct job_config cfg = config(cfg_json), set;
+    memset(&set, 0, sizeof set);
+    if (*set_list && job_config_parse_set_list(set_list, &set, err))
+        return err->code;
+    return whatif_run(g, &cfg, &set, r, err);
+}
+
+/* The traces `stepcast synth` writes for spec (at kernel detail), as a job
+ * and its graph. */
+static struct model_graph *synth_graph(const char *spec, const char *name, struct model_job **job)
+{
+    char dir[512];
+    struct sc_error err;
+    struct model_load_opts lo;
+    struct model_graph *g = NULL;
+    const char *spec_path = th_write_file(name, spec, strlen(spec));
+    snprintf(dir, sizeof dir, "%s/%s-out", th_tmpdir(), name);
+    char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)spec_path, "--out", dir,
+                    "--detail", "kernel", NULL};
+    free(th_run_expect(argv, 0, NULL, NULL));
+    const char *path = dir;
+    model_load_opts_default(&lo);
+    *job = NULL;
+    if (model_job_load(&path, 1, &lo, 0, job, &err) || model_graph_build(*job, NULL, &g, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    return g;
+}
+
+/* `stepcast estimate` of synth_spec with one field of one section changed
+ * (kernel detail), ms. */
+static double estimate_changed(const char *section, const char *key, const char *value)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct est_estimate e;
+    struct sc_error err;
+    char text[1024], pat[64];
+    snprintf(text, sizeof text, "%s", synth_spec);
+    if (key) {
+        /* put "key":value first in its section; a later duplicate is not
+         * allowed, so replace the old member where it is */
+        char *sec = strstr(text, section), *old;
+        snprintf(pat, sizeof pat, "\"%s\":", key);
+        REQUIRE(sec != NULL);
+        old = strstr(sec, pat);
+        if (old && old < strchr(sec, '}')) {
+            char rest[1024];
+            size_t n = strcspn(old + strlen(pat), ",}");
+            snprintf(rest, sizeof rest, "%s", old + strlen(pat) + n);
+            snprintf(old, (size_t)(text + sizeof text - old), "\"%s\":%s%s", key, value, rest);
+        } else {
+            char rest[1024];
+            char *brace = strchr(sec, '{');
+            snprintf(rest, sizeof rest, "%s", brace + 1);
+            snprintf(brace + 1, (size_t)(text + sizeof text - brace - 1), "\"%s\":%s,%s", key, value, rest);
+        }
+    }
+    if (est_spec_load(text, strlen(text), &s, &hw, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", text, err.msg);
+    est_costs_default(hw, &s, &c);
+    if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    double ms = e.step_ms;
+    est_estimate_release(&e);
+    return ms;
+}
+
+TEST(whatif_noop_reproduces_the_replay_on_the_shared_traces)
+{
+    static const char *const names[] = {"nccl_data", "negative_queue", "control", "test", "ns_resolution", "dlrm"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        struct model_job *job;
+        struct model_graph *g;
+        struct model_replay_opts o;
+        struct model_replay *base;
+        struct whatif_result r;
+        struct sc_error err;
+        char cfg[96];
+        if (th_load_trace(th_find_trace(names[k]), &job))
+            continue;
+        REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+        int64_t world = job->ranks[0]->world_size > 0 ? job->ranks[0]->world_size : 1;
+        snprintf(cfg, sizeof cfg, "{\"tp\":1,\"pp\":1,\"dp\":%lld}", (long long)world);
+        model_replay_opts_default(&o);
+        REQUIRE(model_replay_run(g, &o, &base, &err) == SC_OK);
+        int rc = whatif(g, cfg, "", &r, &err);
+        if (rc)
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", names[k], err.msg);
+        CHECK_EQ_INT(rc, SC_OK);
+        if (!rc) {
+            /* every step, not only the mean; the source graph untouched */
+            CHECK_EQ_INT(r.replay->n_steps, base->n_steps);
+            for (size_t s = 0; s < base->n_steps && s < r.replay->n_steps; s++)
+                CHECK_NEAR((double)r.replay->steps[s].replayed_ns, (double)base->steps[s].replayed_ns,
+                           0.005 * (double)base->steps[s].replayed_ns);
+            CHECK(r.graph != g && r.graph->n_tasks == g->n_tasks);
+            CHECK_NEAR(r.from_measured_ms, r.step_ms, 0.005 * r.step_ms);
+            whatif_release(&r);
+        }
+        struct model_replay *again;
+        REQUIRE(model_replay_run(g, &o, &again, &err) == SC_OK);
+        for (size_t s = 0; s < base->n_steps; s++)
+            CHECK_EQ_INT(again->steps[s].replayed_ns, base->steps[s].replayed_ns);
+        model_replay_free(again);
+        model_replay_free(base);
+        model_graph_free(g);
+        model_job_free(job);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+TEST(whatif_control_to_test_within_twenty_percent_of_its_median_step)
+{
+    struct model_job *control, *test;
+    struct model_graph *g;
+    struct whatif_result r;
+    struct sc_error err;
+    if (th_load_trace(th_find_trace("control"), &control))
+        return;
+    if (th_load_trace(th_find_trace("test"), &test)) {
+        model_job_free(control);
+        return;
+    }
+    /* test's median measured step (its steps are noisy) */
+    const struct model_trace *t = test->ranks[0];
+    double steps[64];
+    size_t n = 0;
+    for (size_t s = 0; s < t->n_steps && n < 64; s++)
+        if (!t->steps[s].partial)
+            steps[n++] = (double)(t->steps[s].end - t->steps[s].start) / 1e6;
+    REQUIRE(n > 0);
+    qsort(steps, n, sizeof *steps, cmp_double);
+    double median = n % 2 ? steps[n / 2] : 0.5 * (steps[n / 2 - 1] + steps[n / 2]);
+
+    REQUIRE(model_graph_build(control, NULL, &g, &err) == SC_OK);
+    REQUIRE(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":8}", "dp=2,gpu=v100-sxm2-16gb", &r, &err) == SC_OK);
+    double error = (r.step_ms - median) / median * 100;
+    printf("  control (a100, dp 8) -> test (v100, dp 2): predicted %.3f ms, test's median %.3f ms, error %+.1f%%\n",
+           r.step_ms, median, error);
+    CHECK(fabs(error) <= 20);
+    /* the traced GPU came from the trace; the kernels were re-timed by the
+     * kernel model and the collectives' sizes were unknown */
+    CHECK_STREQ(r.base.gpu, "a100-sxm4-40gb");
+    CHECK(r.models[WHATIF_KERNEL_MODEL].tasks > 0 && r.sizes_unknown);
+    CHECK(r.from_models_ms > 0 && r.from_measured_ms > 0);
+    CHECK_NEAR(r.from_models_ms + r.from_measured_ms, r.step_ms, 1e-6 * r.step_ms + 1e-9);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(control);
+    model_job_free(test);
+}
+
+TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
+{
+    static const struct {
+        const char *set, *section, *key, *value;
+    } cases[] = {
+        {"", "model", NULL, NULL},
+        {"layers=8", "model", "layers", "8"},
+        {"layers=2", "model", "layers", "2"},
+        {"dp=8", "parallel", "dp", "8"},
+        {"dp=2", "parallel", "dp", "2"},
+        {"global_batch=16", "parallel", "global_batch", "16"},
+        {"micro_batch=2", "parallel", "micro_batch", "2"},
+        {"tp=2", "parallel", "tp", "2"},
+        {"seq=4096", "model", "seq", "4096"},
+        {"ffn=16384", "model", "ffn", "16384"},
+        {"hidden=3072", "model", "hidden", "3072"},
+        {"gpu=h100-sxm", "cluster", "gpu", "\"h100-sxm\""},
+        {"vocab=100000", "model", "vocab", "100000"},
+    };
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-synth", &job);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct whatif_result r;
+        struct sc_error err;
+        double est = estimate_changed(cases[k].section, cases[k].key, cases[k].value);
+        /* the spec's default vocabulary, given so that it may change */
+        int rc = whatif(g, synth_config_vocab, cases[k].set, &r, &err);
+        if (rc)
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
+        if (rc)
+            continue;
+        printf("  %-16s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", *cases[k].set ? cases[k].set : "no-op",
+               r.step_ms, est, (r.step_ms - est) / est * 100);
+        CHECK_NEAR(r.step_ms, est, 0.03 * est);
+        whatif_release(&r);
+    }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* Total duration of g's tasks that pick() selects, ns. */
+static double total(const struct model_graph *g, int (*pick)(const struct model_task *))
+{
+    double sum = 0;
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (pick(&g->tasks[i]))
+            sum += (double)g->tasks[i].dur;
+    return sum;
+}
+
+static int is_optimizer(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
+}
+
+TEST(whatif_compare_synth_on_a_synth_trace_matches_family_by_family)
+{
+    /* a synth trace is what the estimate synthesises: every family's time
+     * and kernel count agree; a description without the model's
+     * dimensions cannot be synthesised */
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-compare", &job);
+    struct synth_compare c;
+    struct sc_error err;
+    struct job_config cfg = config(synth_config), bare = config("{\"tp\":1,\"pp\":1,\"dp\":4}");
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    REQUIRE(synth_compare(g, &cfg, hw, &c, &err) == SC_OK);
+    size_t families = 0;
+    for (int f = 0; f < MODEL_KF_COUNT; f++) {
+        CHECK_NEAR(c.traced_ms[f], c.synth_ms[f], 0.01 * c.synth_ms[f] + 1e-6);
+        CHECK_NEAR(c.traced_kernels[f], c.synth_kernels[f], 1e-9);
+        families += c.synth_kernels[f] > 0;
+    }
+    CHECK(families >= 5 && c.synth_ms[MODEL_KF_GEMM] > 0);
+    CHECK_EQ_INT(synth_compare(g, &bare, hw, &c, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "hidden");
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+TEST(whatif_doubling_the_layers_adds_their_measured_time)
+{
+    /* compute-bound: one GPU, no data-parallel collectives */
+    static const char spec[] = "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048},\"parallel\":"
+                               "{\"micro_batch\":1,\"global_batch\":2},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+    static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":4,"
+                              "\"hidden\":2048,\"heads\":16,\"seq\":2048}";
+    struct model_job *job;
+    struct model_graph *g = synth_graph(spec, "whatif-layers", &job);
+    struct job_structure st;
+    struct whatif_result base, twice;
+    struct sc_error err;
+    struct job_config c = config(cfg);
+    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
+    CHECK_EQ_INT(st.layer_source, STRUCT_LAYERS_MODULES);
+    CHECK_EQ_INT(st.layers_per_rank, 4);
+    /* the measured per-step time of the layers' GPU work */
+    double layer_ns = 0;
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (st.layer[i] >= 0 && model_task_on_gpu(g->tasks[i].cls))
+            layer_ns += (double)g->tasks[i].dur;
+    REQUIRE(whatif(g, cfg, "", &base, &err) == SC_OK);
+    REQUIRE(whatif(g, cfg, "layers=8", &twice, &err) == SC_OK);
+    /* the optimizer grows with the parameters too: what the graphs hold */
+    double optimizer_ms = (total(twice.graph, is_optimizer) - total(base.graph, is_optimizer)) / 1e6;
+    double added = twice.step_ms - base.step_ms - optimizer_ms;
+    printf("  layers 4 -> 8: step %.3f -> %.3f ms, %.3f ms added by the layers, measured layer time %.3f ms\n",
+           base.step_ms, twice.step_ms, added, layer_ns / 1e6);
+    CHECK_NEAR(added, layer_ns / 1e6, 0.02 * layer_ns / 1e6);
+    whatif_release(&base);
+    whatif_release(&twice);
+    job_structure_release(&st);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* The mean replayed step of a job's complete steps, ms. */
+static double mean_replay_ms(const struct model_graph *g)
+{
+    struct model_replay_opts o;
+    struct model_replay *r;
+    struct sc_error err;
+    double sum = 0;
+    size_t n = 0;
+    model_replay_opts_default(&o);
+    if (model_replay_run(g, &o, &r, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (!r->steps[s].partial) {
+            sum += (double)r->steps[s].replayed_ns;
+            n++;
+        }
+    model_replay_free(r);
+    return n ? sum / (double)n / 1e6 : 0;
+}
+
+TEST(whatif_layers_on_a_gentrace_job_with_module_annotations)
+{
+    /* gentrace --modules annotates each forward layer as PyTorch's
+     * with_modules does; the backward has no annotation and is found by
+     * its repeats. 8 -> 16 layers against the job gentrace writes with 16
+     * (its gradient buckets grow with the layers, as the parameters do) */
+    const char *args8[] = {"--layers", "8", "--modules", "--seed", "3", NULL};
+    const char *args16[] = {"--layers", "16", "--modules", "--seed", "3", NULL};
+    struct model_job *j8 = th_gentrace_job(2, args8), *j16 = th_gentrace_job(2, args16);
+    struct model_graph *g8, *g16;
+    struct whatif_result r;
+    struct sc_error err;
+    REQUIRE(j8 && j16);
+    REQUIRE(model_graph_build(j8, NULL, &g8, &err) == SC_OK && model_graph_build(j16, NULL, &g16, &err) == SC_OK);
+    static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":2,\"layers\":8}";
+    REQUIRE(whatif(g8, cfg, "layers=16", &r, &err) == SC_OK);
+    CHECK_EQ_INT(r.structure.layer_source, STRUCT_LAYERS_MODULES);
+    CHECK_EQ_INT(r.structure.layers_per_rank, 8);
+    /* forward (2 kernels) and backward (3 kernels) of every layer */
+    size_t kernels = 0, steps = g8->n_steps;
+    for (size_t i = 0; i < g8->n_tasks; i++)
+        kernels += g8->tasks[i].cls == MODEL_TASK_KERNEL && r.structure.layer[i] >= 0;
+    CHECK_EQ_INT(kernels, steps * 8 * 5);
+    double want = mean_replay_ms(g16);
+    printf("  gentrace layers 8 -> 16: what-if %.3f ms, the 16-layer job replayed %.3f ms (%+.2f%%)\n", r.step_ms,
+           want, (r.step_ms - want) / want * 100);
+    CHECK_NEAR(r.step_ms, want, 0.03 * want);
+    whatif_release(&r);
+    model_graph_free(g8);
+    model_graph_free(g16);
+    model_job_free(j8);
+    model_job_free(j16);
+}
+
+TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-dp", &job);
+    struct whatif_result r;
+    struct job_structure st;
+    struct sc_error err;
+    struct job_config c = config(synth_config);
+    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
+    REQUIRE(whatif(g, synth_config, "dp=8,global_batch=16", &r, &err) == SC_OK);
+    /* same micro-batches per step (16 / 8 = 8 / 4): only the collectives
+     * change; tasks keep their order on each resource in the copy */
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    struct coll_params p;
+    coll_params_from_hw(hw, &p);
+    size_t checked = 0;
+    for (uint32_t k = 0; k < g->n_res; k++) {
+        uint32_t a = g->res[k].first, b = r.graph->res[k].first;
+        for (; a != MODEL_NONE && b != MODEL_NONE; a = g->next[a], b = r.graph->next[b]) {
+            if (g->tasks[a].cls != MODEL_TASK_COMM || st.role[a] != STRUCT_ROLE_DP || st.coll_bytes[a] <= 0 ||
+                g->tasks[a].dur == 0)
+                continue;
+            struct coll_estimate e4, e8;
+            struct coll_group g4 = {4, 4}, g8 = {8, 8};
+            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, (double)st.coll_bytes[a], &e4, &err) == SC_OK);
+            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, (double)st.coll_bytes[a], &e8, &err) == SC_OK);
+            CHECK_NEAR((double)r.graph->tasks[b].dur / (double)g->tasks[a].dur, e8.time_us / e4.time_us, 0.01);
+            checked++;
+        }
+    }
+    CHECK(checked >= 4);
+    whatif_release(&r);
+    job_structure_release(&st);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+TEST(whatif_tensor_parallel_change_divides_the_sharded_gemms)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-tp", &job);
+    struct whatif_result r;
+    struct job_structure st;
+    struct sc_error err;
+    struct job_config c = config(synth_config);
+    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
+    REQUIRE(whatif(g, synth_config, "tp=2", &r, &err) == SC_OK);
+    /* the layers' GEMMs: FLOPs halved, so their time about halves (the
+     * kernel model's tiles and waves say by how much exactly); tensor-
+     * parallel all-reduces inserted after each layer pass */
+    double before = 0, after = 0;
+    size_t inserted = 0;
+    for (uint32_t k = 0; k < g->n_res; k++) {
+        uint32_t a = g->res[k].first, b = r.graph->res[k].first;
+        for (; a != MODEL_NONE && b != MODEL_NONE; a = g->next[a], b = r.graph->next[b]) {
+            while (b != MODEL_NONE && r.graph->tasks[b].cls == MODEL_TASK_COMM && g->tasks[a].cls != MODEL_TASK_COMM) {
+                inserted++;
+                b = r.graph->next[b];
+            }
+            if (b == MODEL_NONE)
+                break;
+            if (st.layer[a] >= 0 && g->tasks[a].cls == MODEL_TASK_KERNEL && g->tasks[a].sub == MODEL_KF_GEMM) {
+                before += (double)g->tasks[a].dur;
+                after += (double)r.graph->tasks[b].dur;
+            }
+        }
+    }
+    printf("  tp 1 -> 2: the layers' GEMMs %.3f -> %.3f ms (x%.3f), %zu all-reduces inserted\n", before / 1e6,
+           after / 1e6, after / before, inserted);
+    CHECK(before > 0);
+    CHECK_NEAR(after / before, 0.5, 0.05);
+    CHECK(inserted >= 2 * 4 * 2); /* a forward and a backward per layer and micro-batch */
+    whatif_release(&r);
+    job_structure_release(&st);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+TEST(whatif_refuses_contradictions_and_what_it_cannot_do)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-bad", &job);
+    struct whatif_result r;
+    struct sc_error err;
+    /* the trace's world size is 4 */
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":8}", "", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "world size");
+    CHECK_CONTAINS(err.msg, "8");
+    /* its all-reduces span 4 ranks: a tp=4 group has them too */
+    CHECK_EQ_INT(whatif(g, "{\"tp\":4,\"pp\":1,\"dp\":1,\"layers\":4}", "", &r, &err), SC_OK);
+    whatif_release(&r);
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4,\"layers\":6}", "", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "layers");
+    CHECK_CONTAINS(err.msg, "module annotations");
+    CHECK_EQ_INT(whatif(g, synth_config, "pp=2", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.pp");
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "layers=8", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.layers");
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "hidden=4096", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.hidden");
+    CHECK_EQ_INT(whatif(g, synth_config, "vocab=100000", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.vocab");
+    CHECK_EQ_INT(whatif(g, synth_config, "gpu=a100-nonesuch", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.gpu");
+    CHECK_EQ_INT(whatif(g, synth_config, "dp=0", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.dp");
+    CHECK_EQ_INT(whatif(g, synth_config, "global_batch=10", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.global_batch");
+    model_graph_free(g);
+    model_job_free(job);
+
+    /* tensor- and data-parallel groups of 2 ranks: a description with
+     * neither is contradicted by the collectives' group sizes */
+    static const char tp2[] = "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":8,\"seq\":1024},\"parallel\":"
+                              "{\"tp\":2,\"dp\":2,\"micro_batch\":1,\"global_batch\":2},\"cluster\":{\"gpu\":"
+                              "\"h100-sxm\"}}";
+    g = synth_graph(tp2, "whatif-tp2", &job);
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no group of 2 ranks");
+    CHECK_EQ_INT(whatif(g, "{\"tp\":2,\"pp\":1,\"dp\":2}", "", &r, &err), SC_OK);
+    CHECK(r.structure.by_role[STRUCT_ROLE_TP] > 0 && r.structure.by_role[STRUCT_ROLE_DP] > 0);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+TEST(whatif_job_descriptions_and_sets_parse_strictly)
+{
+    struct job_config c, s;
+    struct sc_error err;
+    static const char ok[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"layers\":24,\"dtype\":\"bf16\"}";
+    CHECK_EQ_INT(job_config_parse(ok, strlen(ok), &c, &err), SC_OK);
+    CHECK_EQ_INT(c.tp, 2);
+    CHECK(c.has_dtype && c.dtype == HW_BF16);
+    static const char missing[] = "{\"tp\":2,\"dp\":4}";
+    CHECK_EQ_INT(job_config_parse(missing, strlen(missing), &c, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "pp");
+    static const char unknown[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"tpp\":2}";
+    CHECK_EQ_INT(job_config_parse(unknown, strlen(unknown), &c, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "tpp: unknown key");
+    static const char gpu[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"gpu\":\"h100-sxm\"}";
+    CHECK_EQ_INT(job_config_parse(gpu, strlen(gpu), &c, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "gpu");
+    CHECK_EQ_INT(job_config_parse("{", 1, &c, &err), SC_EPARSE);
+    CHECK_EQ_INT(job_config_parse_set_list("dp=16,gpu=h100-sxm", &s, &err), SC_OK);
+    CHECK(s.dp == 16 && strcmp(s.gpu, "h100-sxm") == 0 && s.tp == 0);
+    CHECK_EQ_INT(job_config_parse_set_list("dp=x", &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.dp");
+    CHECK_EQ_INT(job_config_parse_set_list("dp", &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(job_config_parse_set_json("{\"tp\":\"2\"}", 10, &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.tp");
+}

@@ -1,0 +1,209 @@
+/* tests/integration/test_svc_plan.c: the planner over HTTP against the real
+ * daemon: a small plan answers at once and equals POST /v1/estimate on its
+ * rows, a larger one runs in the background and is polled, a finished plan
+ * survives a restart, a running one can be cancelled, and bad input is
+ * 400/422 with the reason. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+/* few combinations: planned inside the request */
+static const char small[] = "{\"spec\":{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":4096},"
+                            "\"parallel\":{\"global_batch\":64,\"micro_batch\":1},\"cluster\":{\"gpu\":\"h100-sxm\"},"
+                            "\"options\":{\"zero_stage\":1}},\"gpus\":16,\"top\":3}";
+/* thousands: planned in the background */
+static const char larger[] = "{\"spec\":{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                             "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}},"
+                             "\"gpus\":16,\"top\":5,\"objective\":\"cost\"}";
+/* long enough to cancel */
+static const char slow[] = "{\"spec\":{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,"
+                           "\"vocab\":51200},\"parallel\":{\"global_batch\":1536},\"cluster\":{\"gpu\":"
+                           "\"a100-sxm4-80gb\"}},\"gpus\":2048,\"up_to\":true}";
+
+/* Poll GET /v1/plans/{id} until it is no longer running; the last answer. */
+static json_t *wait_plan(const struct svc_daemon *d, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/plans/%s", id);
+    for (int i = 0; i < 1200; i++) {
+        struct svc_resp r;
+        CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
+        json_t *doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
+        svc_resp_release(&r);
+        if (!doc || strcmp(json_string_value(json_object_get(doc, "state")), "running") != 0)
+            return doc;
+        json_decref(doc);
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    return NULL;
+}
+
+TEST(svc_plan_small_at_once_equals_estimates)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    svc_start(&d, NULL, NULL, NULL);
+    REQUIRE(svc_admin(&d, "POST", "/v1/plans", small, &r) == 200);
+    json_t *plan = json_loads(r.body, 0, NULL), *row;
+    svc_resp_release(&r);
+    REQUIRE(plan);
+    CHECK_STREQ(json_string_value(json_object_get(plan, "state")), "done");
+    CHECK_EQ_INT(json_array_size(json_object_get(plan, "top")), 3);
+    size_t i;
+    json_array_foreach (json_object_get(plan, "top"), i, row) {
+        json_t *spec = json_pack("{s:{s:i, s:i, s:i, s:i}, s:O, s:{s:s}, s:O}", "model", "layers", 8, "hidden", 2048,
+                                 "heads", 16, "seq", 4096, "parallel", json_object_get(row, "parallel"), "cluster",
+                                 "gpu", "h100-sxm", "options", json_object_get(row, "options"));
+        char *text = json_dumps(spec, JSON_COMPACT);
+        CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/estimate", text, &r), 200);
+        json_t *est = r.body ? json_loads(r.body, 0, NULL) : NULL;
+        CHECK(est && json_real_value(json_object_get(est, "step_ms")) ==
+                         json_real_value(json_object_get(json_object_get(row, "estimate"), "step_ms")));
+        CHECK(json_is_true(json_object_get(json_object_get(row, "estimate"), "fits")));
+        json_decref(est);
+        svc_resp_release(&r);
+        free(text);
+        json_decref(spec);
+    }
+    json_decref(plan);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_plan_background_restart_and_cancel)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    char path[128], id[64];
+    svc_start(&d, NULL, NULL, NULL);
+    REQUIRE(svc_admin(&d, "POST", "/v1/plans", larger, &r) == 202);
+    snprintf(id, sizeof id, "%s", svc_json_str(r.body, "id") ? svc_json_str(r.body, "id") : "");
+    CHECK_CONTAINS(r.headers, "/v1/plans/");
+    svc_resp_release(&r);
+    json_t *done = wait_plan(&d, id);
+    REQUIRE(done);
+    CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");
+    long long evaluated = json_integer_value(json_object_get(done, "evaluated"));
+    CHECK(evaluated > 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(done, "top")), 5);
+
+    /* a restart keeps the finished plan as it was */
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    svc_start(&d, d.data, NULL, NULL);
+    snprintf(path, sizeof path, "/v1/plans/%s", id);
+    REQUIRE(svc_admin(&d, "GET", path, NULL, &r) == 200);
+    json_t *again = json_loads(r.body, 0, NULL);
+    svc_resp_release(&r);
+    CHECK(again && json_equal(again, done));
+    json_decref(again);
+    json_decref(done);
+
+    /* a running plan is cancelled */
+    REQUIRE(svc_admin(&d, "POST", "/v1/plans", slow, &r) == 202);
+    snprintf(id, sizeof id, "%s", svc_json_str(r.body, "id") ? svc_json_str(r.body, "id") : "");
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/plans/%s", id);
+    CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "state"), "cancelled");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "state"), "cancelled");
+    svc_resp_release(&r);
+    /* and a finished one forgotten */
+    CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_plan_bad_input)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(svc_call(&d, "POST", "/v1/plans", &(struct svc_opts){.body = small, .len = strlen(small)}, NULL),
+                 401);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", "{\"spec\":{}}", &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", "{\"gpus\":8,\"spec\":{\"model\":{\"layers\":2}}}", &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "invalid_spec");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans",
+                           "{\"gpus\":8,\"top\":3,\"objective\":\"speed\",\"spec\":{\"model\":{\"layers\":2,"
+                           "\"hidden\":64,\"heads\":2,\"seq\":64},\"parallel\":{\"global_batch\":8},"
+                           "\"cluster\":{\"gpu\":\"h100-sxm\"}}}",
+                           &r),
+                 400);
+    CHECK_CONTAINS(r.body, "objective");
+    svc_resp_release(&r);
+    /* a space over the cap: 422 with its size */
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans",
+                           "{\"gpus\":65536,\"up_to\":true,\"spec\":{\"model\":{\"layers\":500,\"hidden\":8192,"
+                           "\"heads\":64,\"seq\":131072},\"parallel\":{\"global_batch\":4096},"
+                           "\"cluster\":{\"gpu\":\"h100-sxm\"}}}",
+                           &r),
+                 422);
+    CHECK_CONTAINS(r.body, "configurations, over the limit");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/plans/p-none", NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+/* `stepcast --server URL plan` prints what `stepcast plan` prints here:
+ * the same rows, through 200 (small) and 202 and polling (larger). */
+TEST(svc_plan_remote_cli_mirrors_local)
+{
+    struct svc_daemon d;
+    svc_start(&d, NULL, NULL, NULL);
+    static const char spec[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                               "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    const char *path = th_write_file("remote-plan.json", spec, strlen(spec));
+    char *sc = (char *)th_build_path("stepcast"), env[128];
+    snprintf(env, sizeof env, "STEPCAST_TOKEN=%s", SVC_ADMIN);
+    putenv(env);
+    for (int fix = 0; fix < 2; fix++) {
+        char *gpus = fix ? "2" : "16"; /* 2 GPUs: a small space, answered at once */
+        char *remote[] = {sc, "--server", d.url, "plan", "--spec", (char *)path, "--gpus", gpus, "--json", NULL};
+        char *local[] = {sc, "plan", "--spec", (char *)path, "--gpus", gpus, "--json", NULL};
+        char *a = th_run_expect(remote, 0, "\"evaluated\"", NULL), *b = th_run_expect(local, 0, "\"evaluated\"", NULL);
+        json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
+        REQUIRE(ja && jb);
+        CHECK(json_equal(json_object_get(ja, "top"), json_object_get(jb, "top")));
+        CHECK(json_equal(json_object_get(ja, "evaluated"), json_object_get(jb, "evaluated")));
+        CHECK(json_equal(json_object_get(ja, "infeasible"), json_object_get(jb, "infeasible")));
+        json_decref(ja);
+        json_decref(jb);
+        free(a);
+        free(b);
+    }
+    unsetenv("STEPCAST_TOKEN");
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_plan_body_limits)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    svc_start(&d, NULL, NULL, NULL);
+    char deep[512];
+    size_t n = 0;
+    n += (size_t)snprintf(deep + n, sizeof deep - n, "{\"gpus\":8,\"spec\":");
+    for (int i = 0; i < 100; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 100; i++)
+        deep[n++] = ']';
+    deep[n++] = '}';
+    deep[n] = '\0';
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", deep, &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "json_too_deep");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/plans", "{\"gpus\":8", &r), 400);
+    CHECK_STREQ(svc_error_code(&r), "invalid_json");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}

@@ -1,0 +1,151 @@
+/* tests/integration/test_svc_whatif.c: what-ifs as users run them: `stepcast
+ * whatif` on a real trace (exit statuses and messages naming the field),
+ * and POST /v1/models/{id}/whatif on the same trace uploaded to the daemon
+ * with its job's config, equal to the command line's document (local and
+ * remote), memoised, refused with the field named, and recorded in the
+ * ledger. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+#define CONTROL "HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz"
+
+TEST(cli_whatif_documents_and_errors)
+{
+    char trace[4096];
+    if (!th_shared_traces())
+        SKIP("../shared/traces is absent");
+    snprintf(trace, sizeof trace, "%s", th_shared_path(CONTROL));
+    unsetenv("STEPCAST_SERVER"); /* here: the local command */
+    static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":8}";
+    char *cfg_path = strdup(th_write_file("whatif-control.json", cfg, strlen(cfg)));
+    char *stepcast = strdup(th_build_path("stepcast"));
+    char *argv[] = {stepcast, "whatif", "--config", cfg_path, "--set", "dp=2,gpu=v100-sxm2-16gb", "--json",
+                    trace, NULL};
+    char *out = th_run_expect(argv, 0, "\"from_models_ms\"", NULL);
+    json_t *doc = json_loads(out ? out : "", 0, NULL);
+    CHECK(json_is_array(json_object_get(doc, "steps")));
+    CHECK_STREQ(json_string_value(json_object_get(json_object_get(doc, "target"), "gpu")), "v100-sxm2-16gb");
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(doc, "target"), "dp")), 2);
+    CHECK(json_is_null(json_object_get(doc, "memory_gb_per_gpu")) && json_is_null(json_object_get(doc, "fits")));
+    CHECK(json_array_size(json_object_get(doc, "models_used")) >= 1);
+    json_decref(doc);
+    free(out);
+    /* the text view says where the time comes from */
+    char *text[] = {stepcast, "whatif", "--config", cfg_path, "--set", "gpu=h100-sxm", trace, NULL};
+    free(th_run_expect(text, 0, "from measured durations", NULL));
+    char *bad_set[] = {stepcast, "whatif", "--config", cfg_path, "--set", "dp=two", trace, NULL};
+    free(th_run_expect(bad_set, 2, NULL, "set.dp"));
+    char *no_cfg[] = {stepcast, "whatif", "--set", "dp=2", trace, NULL};
+    free(th_run_expect(no_cfg, 2, NULL, "--config"));
+    static const char wrong[] = "{\"tp\":1,\"pp\":1,\"dp\":4}";
+    char *wrong_path = strdup(th_write_file("whatif-wrong.json", wrong, strlen(wrong)));
+    char *contra[] = {stepcast, "whatif", "--config", wrong_path, trace, NULL};
+    free(th_run_expect(contra, 2, NULL, "world size"));
+    char *compare[] = {stepcast, "whatif", "--config", cfg_path, "--compare-synth", trace, NULL};
+    free(th_run_expect(compare, 2, NULL, "lacks layers, hidden, heads or seq"));
+    char *inspect[] = {stepcast, "inspect", "--config", cfg_path, trace, NULL};
+    free(th_run_expect(inspect, 0, "data-parallel", NULL));
+    free(wrong_path);
+    free(cfg_path);
+    free(stepcast);
+}
+
+TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    char trace[4096], path[256], body[256];
+    if (!th_shared_traces())
+        SKIP("../shared/traces is absent");
+    snprintf(trace, sizeof trace, "%s", th_shared_path(CONTROL));
+    svc_start(&d, NULL, NULL, NULL);
+    struct svc_opts up = {SVC_ADMIN, NULL, 0, trace, NULL};
+    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/ctl/ranks/3/trace", &up, NULL), 201);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/ctl/models", NULL, &r), 202);
+    char *model = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
+
+    /* no config yet: 422 saying what to give */
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2}}", &r), 422);
+    CHECK_CONTAINS(r.body, "config");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/ctl", "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":8,\"ep\":1}}", NULL),
+                 200);
+
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"}}", &r), 200);
+    json_t *http = json_loads(r.body, 0, NULL);
+    svc_resp_release(&r);
+    static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":8}";
+    char *cfg_path = strdup(th_write_file("whatif-svc.json", cfg, strlen(cfg)));
+    char *argv[] = {(char *)th_build_path("stepcast"), "whatif", "--config", cfg_path, "--set",
+                    "dp=2,gpu=v100-sxm2-16gb", "--json", trace, NULL};
+    char *out = th_run_expect(argv, 0, NULL, NULL);
+    json_t *cli = json_loads(out ? out : "", 0, NULL);
+    CHECK(http && cli && json_equal(http, cli));
+    double step_ms = json_number_value(json_object_get(http, "step_ms"));
+    json_decref(cli);
+    free(out);
+    free(cfg_path);
+
+    /* the remote command line: the server's document, or its tables */
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", SVC_ADMIN, 1);
+    char *remote[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set",
+                      "dp=2,gpu=v100-sxm2-16gb", "--json", NULL};
+    out = th_run_expect(remote, 0, NULL, NULL);
+    cli = json_loads(out ? out : "", 0, NULL);
+    CHECK(cli && json_equal(http, cli));
+    json_decref(cli);
+    free(out);
+    char *remote_text[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set", "gpu=h100-sxm",
+                           NULL};
+    free(th_run_expect(remote_text, 0, "from measured durations", NULL));
+    char *remote_bad[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set", "pp=4", NULL};
+    free(th_run_expect(remote_bad, 2, NULL, "set.pp"));
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
+    json_decref(http);
+
+    /* asked again: from the memo */
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"gpu\":\"v100-sxm2-16gb\",\"dp\":2}}", NULL), 200);
+    svc_admin(&d, "GET", "/metrics", NULL, &r);
+    CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
+    svc_resp_release(&r);
+
+    /* refused, the field named */
+    static const char *const bad[][2] = {
+        {"{\"set\":{\"dp\":0}}", "set.dp"},          {"{\"set\":{\"gpu\":\"tpu\"}}", "set.gpu"},
+        {"{\"set\":{\"tpp\":2}}", "set.tpp"},        {"{\"set\":{\"pp\":2}}", "set.pp"},
+        {"{\"set\":{\"layers\":8}}", "set.layers"}, {"{\"sett\":{}}", "sett"},
+        {"[]", "set"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, bad[i][0], &r), 400);
+        CHECK_CONTAINS(r.body, bad[i][1]);
+        svc_resp_release(&r);
+    }
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/models/m-nonesuch/whatif", "{\"set\":{}}", NULL), 404);
+
+    /* the ledger records what-ifs with this prediction */
+    snprintf(body, sizeof body,
+             "{\"model\":\"%s\",\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"},\"measured_step_ms\":114.69}", model);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/validations", body, &r), 201);
+    CHECK_STREQ(svc_json_str(r.body, "kind"), "whatif");
+    json_t *entry = json_loads(r.body, 0, NULL);
+    CHECK_NEAR(json_number_value(json_object_get(entry, "predicted_step_ms")), step_ms, 1e-6);
+    json_decref(entry);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    free(model);
+}

@@ -1,0 +1,179 @@
+/* tests/unit/test_plan.c: the planner (estimator/plan.h) against brute
+ * force: its bound never exceeds the estimate it bounds, pruning never
+ * changes the top rows, rows are sorted, fit and use the GPUs asked for,
+ * fixed values stay fixed, and a cancelled search stops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/plan.h"
+#include "estimator/synth.h"
+#include "tests/check.h"
+#include "common/banned.h"
+
+/* 16 GPUs of 8 per node, a small dense model: a few thousand combinations,
+ * most of them cheap to estimate. */
+static const char dense[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048,\"vocab\":32000},"
+                            "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+/* a long sequence (context parallelism searched) and MoE (expert
+ * parallelism searched) on 8 GPUs */
+static const char moe_cp[] =
+    "{\"model\":{\"layers\":4,\"hidden\":512,\"heads\":8,\"kv_heads\":4,\"seq\":8192,\"vocab\":32000,"
+    "\"mlp\":\"swiglu\",\"moe\":{\"experts\":4,\"top_k\":2}},"
+    "\"parallel\":{\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"},"
+    "\"options\":{\"zero_stage\":1,\"recompute\":\"selective\"}}";
+
+struct fixture {
+    struct est_plan_request req;
+    struct est_plan_estimator est;
+    struct est_plan_evaluator ev;
+};
+
+static void setup(struct fixture *f, const char *spec, int64_t gpus, size_t top)
+{
+    struct sc_error err;
+    memset(f, 0, sizeof *f);
+    REQUIRE(est_plan_parse_spec(spec, strlen(spec), &f->req, &err) == SC_OK);
+    REQUIRE(est_spec_check_gpu(&f->req.spec, &f->est.hw, &err) == SC_OK);
+    est_costs_default(f->est.hw, &f->req.spec, &f->est.costs);
+    est_plan_evaluator_estimate(&f->est, &f->ev);
+    f->req.gpus = gpus;
+    f->req.top = top;
+}
+
+/* Evaluates like the estimator, and checks the bound against each estimate. */
+static int bound_violations;
+static int checked_eval(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
+{
+    const struct est_plan_estimator *e = ctx;
+    double lb;
+    int rc = est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
+    if (!rc && (rc = est_synth_bound(s, e->hw, &e->costs, &lb, err)) == SC_OK && lb > out->step_ms + 1e-9)
+        bound_violations++;
+    return rc;
+}
+
+static void same_rows(const struct est_plan *a, const struct est_plan *b, size_t n)
+{
+    REQUIRE(a->n_rows >= n && b->n_rows >= n);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(memcmp(&a->rows[i].spec.parallel, &b->rows[i].spec.parallel, sizeof a->rows[i].spec.parallel) == 0);
+        CHECK(memcmp(&a->rows[i].spec.options, &b->rows[i].spec.options, sizeof a->rows[i].spec.options) == 0);
+        CHECK(a->rows[i].estimate.step_ms == b->rows[i].estimate.step_ms);
+    }
+}
+
+static void brute_force_agrees(const char *spec, int64_t gpus, enum est_objective obj, int up_to)
+{
+    struct fixture f;
+    struct est_plan pruned, all;
+    struct sc_error err;
+    setup(&f, spec, gpus, 3);
+    f.req.objective = obj;
+    f.req.up_to = up_to;
+    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &pruned, &err) == SC_OK);
+
+    /* brute force: every feasible combination evaluated, none pruned */
+    struct est_plan_evaluator brute = {checked_eval, NULL, &f.est};
+    bound_violations = 0;
+    f.req.top = EST_PLAN_MAX_TOP;
+    REQUIRE(est_plan_run(&f.req, &brute, NULL, NULL, &all, &err) == SC_OK);
+    CHECK_EQ_INT(all.pruned, 0);
+    CHECK(all.evaluated > 20);
+    CHECK(all.n_rows == (size_t)(all.evaluated < EST_PLAN_MAX_TOP ? all.evaluated : EST_PLAN_MAX_TOP));
+    CHECK_EQ_INT(bound_violations, 0);
+    CHECK_EQ_INT(pruned.evaluated + pruned.pruned, all.evaluated);
+    CHECK_EQ_INT(pruned.infeasible_memory, all.infeasible_memory);
+    CHECK_EQ_INT(pruned.infeasible_divisibility, all.infeasible_divisibility);
+    CHECK_EQ_INT(pruned.space, all.space);
+    CHECK_EQ_INT(all.space, all.evaluated + all.infeasible_memory + all.infeasible_divisibility);
+    CHECK(pruned.pruned > 0);
+    same_rows(&pruned, &all, 3);
+
+    /* sorted by the objective, every row fits on the GPUs asked for */
+    for (size_t i = 0; i < all.n_rows; i++) {
+        const struct est_plan_row *r = &all.rows[i];
+        CHECK(r->estimate.fits);
+        CHECK(up_to ? est_spec_gpus(&r->spec) <= gpus : est_spec_gpus(&r->spec) == gpus);
+        CHECK(r->spec.parallel.tp <= r->spec.cluster.gpus_per_node);
+        CHECK(i == 0 || all.rows[i - 1].objective <= r->objective);
+        CHECK(r->objective == (obj == EST_OBJECTIVE_TIME ? r->estimate.step_ms : r->estimate.gpu_hours_per_m_tokens) ||
+              (obj == EST_OBJECTIVE_COST &&
+               r->objective > r->estimate.gpu_hours_per_m_tokens * (1 - 1e-12) &&
+               r->objective < r->estimate.gpu_hours_per_m_tokens * (1 + 1e-12)));
+    }
+    est_plan_release(&pruned);
+    est_plan_release(&all);
+}
+
+TEST(plan_top_is_the_brute_force_minimum)
+{
+    brute_force_agrees(dense, 16, EST_OBJECTIVE_TIME, 0);
+}
+
+TEST(plan_cost_up_to_is_the_brute_force_minimum)
+{
+    brute_force_agrees(dense, 16, EST_OBJECTIVE_COST, 1);
+}
+
+TEST(plan_moe_and_context_parallel_space)
+{
+    brute_force_agrees(moe_cp, 8, EST_OBJECTIVE_TIME, 0);
+    struct fixture f;
+    struct est_plan p;
+    struct sc_error err;
+    int cp = 0, ep = 0;
+    setup(&f, moe_cp, 8, 50);
+    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err) == SC_OK);
+    for (size_t i = 0; i < p.n_rows; i++) {
+        const struct est_spec *s = &p.rows[i].spec;
+        cp |= s->parallel.cp > 1;
+        ep |= s->parallel.ep > 1;
+        /* fixed in the spec: never searched */
+        CHECK_EQ_INT(s->options.zero_stage, 1);
+        CHECK_EQ_INT(s->options.recompute, EST_RECOMPUTE_SELECTIVE);
+        CHECK_EQ_INT(s->parallel.global_batch, 8);
+    }
+    CHECK(cp && ep);
+    est_plan_release(&p);
+}
+
+static int stop_early(void *ctx, int64_t done, int64_t total)
+{
+    int *calls = ctx;
+    CHECK(done <= total);
+    return ++*calls >= 2;
+}
+
+TEST(plan_cancel_and_limits)
+{
+    struct fixture f;
+    struct est_plan p;
+    struct sc_error err;
+    int calls = 0;
+    setup(&f, dense, 16, 3);
+    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, stop_early, &calls, &p, &err), SC_OK);
+    CHECK(p.cancelled);
+    CHECK_EQ_INT(p.n_rows, 0);
+    CHECK_EQ_INT(calls, 2);
+
+    f.req.top = 0;
+    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "top");
+
+    /* a space over the cap is refused before any work, with its size known */
+    setup(&f, "{\"model\":{\"layers\":500,\"hidden\":8192,\"heads\":64,\"seq\":131072},"
+              "\"parallel\":{\"global_batch\":4096},\"cluster\":{\"gpu\":\"h100-sxm\"}}", 65536, 3);
+    f.req.up_to = 1;
+    CHECK(est_plan_space(&f.req) > EST_PLAN_MAX_SPACE);
+    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_ELIMIT);
+
+    /* the batch is what a plan keeps: it must be given */
+    static const char no_batch[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                                   "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    CHECK_EQ_INT(est_plan_parse_spec(no_batch, strlen(no_batch), &f.req, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "parallel.global_batch");
+    static const char bad_key[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                                  "\"parallel\":{\"global_batch\":8,\"tpp\":2},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    CHECK_EQ_INT(est_plan_parse_spec(bad_key, strlen(bad_key), &f.req, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "parallel.tpp");
+}
