@@ -158,12 +158,14 @@ int main(int argc, char **argv)
     struct est_spec *specs = calloc(n ? n : 1, sizeof *specs);
     const struct hw_profile **hws = calloc(n ? n : 1, sizeof *hws);
     unsigned char *train = calloc(n ? n : 1, 1), *test = calloc(n ? n : 1, 1);
+    int rc = 1;
     if (!specs || !hws || !train || !test)
-        return 1;
+        goto out;
     for (size_t i = 0; i < n; i++)
         if (est_measured_spec(&rows[i], gpu, dtype, attention, &specs[i], &hws[i], &err)) {
             fprintf(stderr, "validate: %s\n", err.msg);
-            return 2;
+            rc = 2;
+            goto out;
         }
     struct est_costs base;
     est_costs_default(hws[0], &specs[0], &base);
@@ -233,9 +235,16 @@ int main(int argc, char **argv)
         }
     }
     printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    rc = failed ? 1 : 0;
+    goto out;
 fail:
     fprintf(stderr, "validate: %s\n", err.msg);
     printf("%d passed, %d failed\n", passed, failed + 1);
-    return 1;
+out:
+    free(specs);
+    free(hws);
+    free(train);
+    free(test);
+    free(rows);
+    return rc;
 }
