@@ -207,7 +207,7 @@ static json_t *rank_summary(const struct model_trace *t, int rank)
                                                s->partial));
     }
     return json_pack("{s:i, s:I, s:I, s:o}", "rank", rank, "entries", (json_int_t)t->n_entries,
-                     "events", (json_int_t)t->n_events, "steps", steps);
+                     "events", (json_int_t)t->n_complete, "steps", steps);
 }
 
 int api_model_summary(const struct model_job *job, char **text, struct sc_error *err)
@@ -215,7 +215,7 @@ int api_model_summary(const struct model_job *job, char **text, struct sc_error 
     json_t *ranks = json_array();
     uint64_t events = 0;
     for (size_t i = 0; ranks && i < job->n_ranks; i++) {
-        events += job->ranks[i]->n_events;
+        events += job->ranks[i]->n_complete;
         if (json_array_append_new(ranks, rank_summary(job->ranks[i], job->rank_ids[i]))) {
             json_decref(ranks);
             ranks = NULL;

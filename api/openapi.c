@@ -62,6 +62,12 @@ static const char schemas[] =
     " \"uptime_s\":{\"type\":\"number\"},\"schema\":{\"type\":\"integer\"},\"builds\":{\"type\":\"object\"},"
     " \"disk_full\":{\"type\":\"boolean\"},\"disk_free_bytes\":{\"type\":\"integer\"}}},"
     "\"Replay\":{\"type\":\"object\",\"description\":\"the document of `stepcast replay --json`\"},"
+    "\"Opportunities\":{\"type\":\"object\",\"description\":\"the document of `stepcast opportunities --json`\"},"
+    "\"Diff\":{\"type\":\"object\",\"description\":\"the document of `stepcast diff --json`\"},"
+    "\"DiffRequest\":{\"type\":\"object\",\"required\":[\"other\"],\"properties\":{\"other\":{\"type\":\"string\","
+    "\"description\":\"the model of run B\"}}},"
+    "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
+    "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
     "\"KinetoTrace\":{\"type\":\"object\",\"description\":\"Chrome-trace JSON with traceEvents\"},"
     "\"Spec\":{\"type\":\"object\",\"description\":\"the training-job spec (data/spec.schema.json; README"
@@ -134,6 +140,8 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
     [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
     [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
+    [API_OP_OPPORTUNITIES] = "Opportunities", [API_OP_FLEET_OPPORTUNITIES] = "Fleet",
+    [API_OP_DIFF] = "Diff",
     [API_OP_PLAN_CREATE] = "Plan",        [API_OP_PLAN_GET] = "Plan",
     [API_OP_PLAN_DELETE] = "Plan",
     [API_OP_WHATIF] = "WhatIf",
@@ -145,6 +153,7 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_TOKEN_CREATE] = "TokenRequest",
     [API_OP_ESTIMATE] = "Spec",
     [API_OP_VALIDATION_CREATE] = "ValidationRequest",
+    [API_OP_DIFF] = "DiffRequest",
     [API_OP_PLAN_CREATE] = "PlanRequest",
     [API_OP_WHATIF] = "WhatIfRequest",
 };

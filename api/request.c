@@ -180,6 +180,22 @@ int api_decode_build(const char *body, size_t n, const struct api_body_limits *l
     return rc;
 }
 
+int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l, char other[API_ID_MAX],
+                    struct api_reply *err)
+{
+    static const char *const fields[] = {"other", NULL};
+    json_t *doc;
+    int rc;
+    other[0] = '\0';
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
+    if ((rc = only_fields(doc, fields, err)) == SC_OK &&
+        (rc = get_string(doc, "other", API_ID_MAX - 1, other, API_ID_MAX, err)) == SC_OK && !api_id_valid(other))
+        rc = api_fail(err, API_E_INVALID_JSON, "'other' must be a model id");
+    json_decref(doc);
+    return rc;
+}
+
 int api_decode_token(const char *body, size_t n, const struct api_body_limits *l,
                      struct api_token_req *out, struct api_reply *err)
 {

@@ -40,6 +40,10 @@ struct api_build_req {
 int api_decode_build(const char *body, size_t n, const struct api_body_limits *l,
                      struct api_build_req *out, struct api_reply *err);
 
+/* POST /v1/models/{a}/diff: {"other":ID}, ID a valid identifier. */
+int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l, char other[API_ID_MAX],
+                    struct api_reply *err);
+
 /* POST /v1/tokens: {"scope":"read|write|admin","name":"..."} (name optional). */
 struct api_token_req {
     enum api_scope scope;

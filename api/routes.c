@@ -44,18 +44,20 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_REPLAY] = {"GET", "/v1/models/{id}/replay", "getReplay", API_SCOPE_READ, API_BODY_NONE,
                        200,
                        "scale:string:scale durations: WHAT=F, or WHAT@R=F for rank R; WHAT is gpu, comm, cpu, "
-                       "all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
-                       "multiply; 0 <= F <= 1000)",
+                       "launch, all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
+                       "multiply; 0 <= F <= 1000);keep_unexplained:boolean:keep the waits the trace holds "
+                       "but does not explain as fixed latencies (default false)",
                        "400," E_AUTH ",404,409,422,501",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",
                               API_SCOPE_READ, API_BODY_NONE, 200,
-                              "scale:string:as for replay",
+                              "scale:string:as for replay;keep_unexplained:boolean:as for replay",
                               "400," E_AUTH ",404,409,422,501",
                               "the critical path of the replayed step, segment by segment"},
     [API_OP_TIMELINE] = {"GET", "/v1/models/{id}/timeline", "getTimeline", API_SCOPE_READ,
                          API_BODY_NONE, 200,
-                         "rank:integer:the rank (required);scale:string:as for replay",
+                         "rank:integer:the rank (required);scale:string:as for replay;"
+                         "keep_unexplained:boolean:as for replay",
                          "400," E_AUTH ",404,409,422,501",
                          "the replayed timeline of one rank as a Kineto trace (opens in Perfetto)"},
     [API_OP_TOKEN_CREATE] = {"POST", "/v1/tokens", "createToken", API_SCOPE_ADMIN, API_BODY_JSON,
@@ -109,6 +111,19 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  "400," E_AUTH, "the ledger: entries, MAPE per model, kind and month, bands"},
     [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
                                   API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
+    [API_OP_OPPORTUNITIES] = {"GET", "/v1/models/{id}/opportunities", "getOpportunities", API_SCOPE_READ,
+                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409,422,501",
+                              "what would shorten the step, ranked, each saving measured by a replay "
+                              "(as `stepcast opportunities --json`)"},
+    [API_OP_FLEET_OPPORTUNITIES] = {"GET", "/v1/opportunities", "listOpportunities", API_SCOPE_READ,
+                                    API_BODY_NONE, 200, "top:integer:how many jobs (default 10, at most 1000)",
+                                    "400," E_AUTH,
+                                    "every ready model ranked by the GPU time per step its best opportunity "
+                                    "wins back across its ranks"},
+    [API_OP_DIFF] = {"POST", "/v1/models/{id}/diff", "diffModels", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
+                     "400," E_AUTH ",404,409,413,422",
+                     "this model (A, before a change) against {\"other\":ID} (B, after): the step-time "
+                     "difference attributed by replays, kernels added, removed and re-timed (as `stepcast diff --json`)"},
     [API_OP_PLAN_CREATE] = {"POST", "/v1/plans", "createPlan", API_SCOPE_READ, API_BODY_JSON, 202, NULL,
                             "400," E_AUTH ",413,422,429",
                             "plan a spec on a GPU count: 202 with the plan's id, or 200 with the plan when "

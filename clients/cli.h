@@ -11,6 +11,7 @@
 
 struct model_job;
 struct model_load_opts;
+struct model_graph_opts;
 
 int cmd_inspect(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
@@ -21,6 +22,8 @@ int cmd_spec(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
+int cmd_opportunities(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 
@@ -32,6 +35,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Load TRACE... with the given options; prints the error and returns the exit
  * status on failure, 0 on success. */
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
+
+/* The options of commands that read traces: --json, --step-marker NAME,
+ * --steps A-B, --help (prints usage). Sets optind past them. Returns 0 to
+ * go on, -1 after --help, else the exit status of a usage error. */
+int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
+                      struct model_graph_opts *go, int *json);
 
 /* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
  * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */

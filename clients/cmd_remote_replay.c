@@ -1,8 +1,8 @@
 /* clients/cmd_remote_replay.c: `stepcast replay` and `stepcast critical-path`
  * against a server:
  *
- *   stepcast --server URL replay --model ID [--json] [--scale SPEC]...
- *   stepcast --server URL critical-path --model ID [--json] [--scale SPEC]...
+ *   stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--keep-unexplained]
+ *   stepcast --server URL critical-path --model ID [--json] [--scale SPEC]... [--keep-unexplained]
  *
  * The server answers with the document the local command prints with
  * --json; without --json it is shown as the same tables. */
@@ -23,7 +23,7 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"json", no_argument, NULL, 'j'},
         {"scale", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"keep-unexplained", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0},
     };
     const char *model = NULL;
     char query[2048] = "", esc[512];
@@ -37,6 +37,11 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
         switch (c) {
         case 'M': model = optarg; break;
         case 'j': json = 1; break;
+        case 'u': {
+            size_t n = strlen(query);
+            snprintf(query + n, sizeof query - n, "%ckeep_unexplained=true", n ? '&' : '?');
+            break;
+        }
         case 's': {
             size_t n = strlen(query);
             remote_escape(optarg, esc, sizeof esc);
@@ -44,7 +49,7 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
             break;
         }
         case 'h':
-            printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]...\n"
+            printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]... [--keep-unexplained]\n"
                    "(steps and the step marker are chosen when the model is built)\n", cmd);
             return 0;
         default: return cli_usage_error(cmd, "bad option");

@@ -19,11 +19,12 @@
 
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "                       [--timeline DIR] TRACE...\n"
-    "       WHAT: gpu, comm, cpu, all, kernel, copy, set, communication, call, host,\n"
+    "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
+    "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
     "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
-    "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n";
+    "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
+    "                              [--keep-unexplained] TRACE...\n";
 
 struct run {
     struct model_job *job;
@@ -47,13 +48,14 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         {"json", no_argument, NULL, 'j'},          {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'},   {"scale", required_argument, NULL, 'g'},
         {"timeline", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"keep-unexplained", no_argument, NULL, 'u'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
     struct model_graph_opts go;
     struct model_replay_opts ro;
     struct sc_error err;
-    int c, rc;
+    int c;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
@@ -66,6 +68,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     while ((c = getopt_long(argc, argv, "jm:s:g:t:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': *json = 1; break;
+        case 'u': ro.keep_unexplained = 1; break;
         case 'm': lo.step_marker = optarg; break;
         case 's':
             if (model_graph_parse_steps(optarg, &go, &err))
@@ -86,9 +89,10 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     }
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
-    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &run->job)))
-        return rc;
-    if (model_graph_build(run->job, &go, &run->graph, &err) ||
+    /* each rank's trace is shed once its part of the graph is found */
+    struct model_graph_load gl = {.load = &lo};
+    if (model_graph_build_paths((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go,
+                                &run->job, &run->graph, &err) ||
         model_replay_run(run->graph, &ro, &run->replay, &err)) {
         run_release(run);
         return cli_fail(&err);
@@ -117,14 +121,6 @@ static int write_timelines(const struct run *run, const char *dir)
     return 0;
 }
 
-/* Print doc (taken) as JSON or as text. */
-static int print(json_t *doc, int json, int (*as_text)(const json_t *))
-{
-    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
-    json_decref(doc);
-    return rc;
-}
-
 int cmd_replay(int argc, char **argv)
 {
     struct run run;
@@ -132,7 +128,7 @@ int cmd_replay(int argc, char **argv)
     int json, rc = prepare(argc, argv, "replay", replay_usage, &run, &json, &timeline);
     if (rc)
         return rc < 0 ? 0 : rc;
-    rc = print(api_replay_json(run.replay), json, cli_print_replay);
+    rc = cli_print_doc(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
         rc = write_timelines(&run, timeline);
     run_release(&run);
@@ -145,7 +141,7 @@ int cmd_critical_path(int argc, char **argv)
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
-    rc = print(api_critical_path_json(run.replay), json, cli_print_critical_path);
+    rc = cli_print_doc(api_critical_path_json(run.replay), json, cli_print_critical_path);
     run_release(&run);
     return rc;
 }

@@ -3,6 +3,7 @@
  * plain or gzip, a directory of per-rank files, or a tar archive of them);
  * remote commands talk to a stepcastd (clients/remote.h). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "clients/cli.h"
 #include "clients/remote.h"
+#include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -26,12 +28,19 @@ static const char usage[] =
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
     "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "         [--timeline DIR] TRACE...\n"
+    "         [--keep-unexplained] [--timeline DIR] TRACE...\n"
     "      rebuild each step from what its work costs: replayed against measured\n"
-    "      time, error, breakdown; --scale changes durations (what-if): WHAT is\n"
-    "      gpu, comm, cpu, all, a task class, kernel:TEXT, family:NAME or name:GLOB\n"
-    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]... TRACE...\n"
+    "      time, error, breakdown, what the trace cannot explain; --scale changes\n"
+    "      durations (what-if): WHAT is gpu, comm, cpu, launch, all, a task class,\n"
+    "      kernel:TEXT, family:NAME or name:GLOB\n"
+    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
+    "                [--keep-unexplained] TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
+    "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "      what would shorten the step, ranked, each saving measured by a replay\n"
+    "  diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+    "      two runs of one program: the step-time difference attributed by replays,\n"
+    "      kernels added, removed and re-timed\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
@@ -61,6 +70,8 @@ static const char usage[] =
     "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
     "  replay --model ID [--json] [--scale SPEC]...\n"
     "  critical-path --model ID [--json] [--scale SPEC]...\n"
+    "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
+    "  diff --model A --other B [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
@@ -87,6 +98,33 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n(see 'stepcast --help')\n");
     return 2;
+}
+
+int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_usage, struct model_load_opts *lo,
+                      struct model_graph_opts *go, int *json)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
+        {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sc_error err;
+    int c;
+    *json = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jm:s:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': *json = 1; break;
+        case 'm': lo->step_marker = optarg; break;
+        case 's':
+            if (model_graph_parse_steps(optarg, go, &err))
+                return cli_usage_error(cmd, "%s", err.msg);
+            break;
+        case 'h': fputs(cmd_usage, stdout); return -1;
+        default: return cli_usage_error(cmd, "bad option");
+        }
+    }
+    return 0;
 }
 
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out)
@@ -166,6 +204,8 @@ int main(int argc, char **argv)
         {"estimate", cmd_estimate},
         {"synth", cmd_synth},
         {"ledger", cmd_ledger},
+        {"opportunities", cmd_opportunities},
+        {"diff", cmd_diff},
         {"plan", cmd_plan},
         {"whatif", cmd_whatif},
     };
@@ -181,6 +221,8 @@ int main(int argc, char **argv)
         {"build", cmd_build, 0},
         {"replay", cmd_remote_replay, 1},
         {"critical-path", cmd_remote_critical_path, 1},
+        {"opportunities", cmd_remote_opportunities, 1},
+        {"diff", cmd_remote_diff, 1},
         {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
         {"models", cmd_models, 0},

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/replay_print.h"
 #include "common/banned.h"
 
 static const char *opt_server, *opt_token_file;
@@ -262,7 +263,5 @@ int remote_print_document(const struct remote_resp *resp, int json, int (*as_tex
     json_t *doc = json_loads(resp->body, 0, NULL);
     if (!doc)
         fprintf(stderr, "stepcast: the server's answer is not JSON\n");
-    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
-    json_decref(doc);
-    return rc;
+    return cli_print_doc(doc, json, as_text);
 }

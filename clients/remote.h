@@ -73,6 +73,8 @@ int cmd_upload(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_remote_replay(int argc, char **argv);
 int cmd_remote_critical_path(int argc, char **argv);
+int cmd_remote_opportunities(int argc, char **argv);
+int cmd_remote_diff(int argc, char **argv);
 int cmd_remote_whatif(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_models(int argc, char **argv);

@@ -10,6 +10,13 @@
 #include "clients/table.h"
 #include "common/banned.h"
 
+int cli_print_doc(json_t *doc, int json, int (*as_text)(const json_t *))
+{
+    int rc = !doc ? 1 : json ? cli_print_json(doc) : as_text(doc);
+    json_decref(doc);
+    return rc;
+}
+
 int cli_print_replay(const json_t *doc)
 {
     const json_t *steps = json_object_get(doc, "steps"), *s;
@@ -19,18 +26,19 @@ int cli_print_replay(const json_t *doc)
         fprintf(stderr, "stepcast: the replay document has no steps\n");
         return 1;
     }
-    cli_table_init(&tb, "rank", "step", "measured ms", "replayed ms", "error %", "compute",
-                   "overlap", "comm", "host", "idle", "kept coll ms", NULL);
+    cli_table_init(&tb, "rank", "step", "measured ms", "replayed ms", "error %", "unexplained ms",
+                   "compute", "overlap", "comm", "unexpl", "host", "idle", "kept coll ms", NULL);
     json_array_foreach(steps, i, s) {
         const json_t *b = json_object_get(s, "breakdown");
         int partial = json_is_true(json_object_get(s, "partial"));
         scored += !partial;
-        cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
+        cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
                        cli_json_int(s, "rank"), cli_json_str(s, "step", ""),
                        partial ? " (partial)" : "", cli_json_num(s, "measured_ms"),
                        cli_json_num(s, "replayed_ms"), cli_json_num(s, "error_pct"),
-                       cli_json_num(b, "compute_exposed"), cli_json_num(b, "overlap"),
-                       cli_json_num(b, "comm_exposed"), cli_json_num(b, "host"),
+                       cli_json_num(s, "unexplained_ms"), cli_json_num(b, "compute_exposed"),
+                       cli_json_num(b, "overlap"), cli_json_num(b, "comm_exposed"),
+                       cli_json_num(b, "unexplained"), cli_json_num(b, "host"),
                        cli_json_num(b, "idle"), cli_json_num(s, "collective_kept_ms"));
     }
     cli_table_print(&tb, stdout, "");

@@ -1,9 +1,13 @@
-/* common/hugepage.c: large arrays on transparent huge pages (hugepage.h). */
+/* common/hugepage.c: large arrays on transparent huge pages, and giving
+ * freed memory back (hugepage.h). */
 #include "common/hugepage.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "common/banned.h"
 
@@ -20,4 +24,11 @@ void *sc_huge_alloc(size_t n)
         (void)madvise(p, whole, MADV_HUGEPAGE); /* a hint: refused is as good as ignored */
 #endif
     return p;
+}
+
+void sc_heap_trim(void)
+{
+#ifdef __GLIBC__
+    (void)malloc_trim(0);
+#endif
 }

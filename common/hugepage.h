@@ -1,4 +1,5 @@
-/* common/hugepage.h: large arrays on transparent huge pages.
+/* common/hugepage.h: large arrays on transparent huge pages, and giving
+ * freed memory back.
  *
  * The first touch of each 4 KiB page of a fresh array is a page fault; an
  * array filled once and read a few times (a graph's, a replay's) can spend
@@ -19,5 +20,13 @@
  * with huge pages (a hint: where the kernel offers none, it is ordinary
  * memory). NULL when out of memory. */
 void *sc_huge_alloc(size_t n);
+
+/* Give the memory free()d so far back to the system where the allocator
+ * still holds it (glibc keeps freed blocks of its heaps and of other
+ * threads' arenas resident). A job's build frees each rank's scratch as it
+ * goes; without this, the process's resident size would keep the peak of
+ * all of it. Costs a walk over the allocator's free lists; a no-op where
+ * the C library has no such call. */
+void sc_heap_trim(void);
 
 #endif

@@ -101,11 +101,12 @@ static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc
     uint64_t budget = b->env.memory_budget;
     if (rc == SC_OK && *need > budget)
         rc = sc_error_set(err, SC_ELIMIT,
-                          "the build needs an estimated %.1f MiB (%llu events at %d bytes each, plus "
-                          "%.0f MiB), more than the daemon's memory budget for builds, %.1f MiB "
-                          "(memory-budget): it can never run here",
-                          (double)*need / 1048576.0, (unsigned long long)events,
-                          BUILT_BYTES_PER_EVENT, (double)BUILT_BYTES_FIXED / 1048576.0,
+                          "the build needs an estimated %.1f MiB (%llu events at %d bytes each, %d "
+                          "more each for those of the traces loading at once, plus %.0f MiB), more "
+                          "than the daemon's memory budget for builds, %.1f MiB (memory-budget): it "
+                          "can never run here",
+                          (double)*need / 1048576.0, (unsigned long long)events, BUILT_BYTES_PER_EVENT,
+                          BUILT_BYTES_PER_LOADING_EVENT, (double)BUILT_BYTES_FIXED / 1048576.0,
                           (double)budget / 1048576.0);
     pthread_mutex_lock(&b->mu);
     if (rc == SC_OK && b->in_use + *need > budget) {

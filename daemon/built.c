@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pool.h"
+#include "common/vec.h"
 #include "daemon/blobs.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -32,8 +34,13 @@ struct memo {
 
 struct built_model {
     char id[API_ID_MAX];
-    struct model_job *job;
+    struct model_job *job; /* its traces shed: headers only */
     struct model_graph *graph;
+    /* what it was built from, to read the traces whole again */
+    struct api_trace *traces;
+    size_t n_traces;
+    struct model_load_opts load;
+    char *step_marker; /* load.step_marker's own copy */
     size_t bytes;      /* job + graph + memo budget */
     size_t memo_cap;   /* bytes the memo may hold */
     pthread_mutex_t mu;
@@ -53,49 +60,125 @@ static void name_by_hash(struct sc_error *err, const char *path, const char *sha
     }
 }
 
+int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
+                     struct model_trace **out, struct sc_error *err)
+{
+    char path[PATH_MAX];
+    blob_path(bs, tr->sha256, path, sizeof path);
+    int rc = model_trace_load_file(path, opts, out, err);
+    if (rc) {
+        name_by_hash(err, path, tr->sha256);
+        sc_error_prefix(err, "rank %lld", (long long)tr->rank);
+    }
+    return rc;
+}
+
+/* A model's traces as blob files: their paths and the ranks they were
+ * uploaded as, for model_job_load_each and model_graph_build_paths. */
+struct blob_files {
+    char (*paths)[PATH_MAX];
+    const char **pv;
+    int64_t *ranks;
+};
+
+static void blob_files_release(struct blob_files *f)
+{
+    free(f->paths);
+    free(f->pv);
+    free(f->ranks);
+}
+
+static int blob_files(struct blob_store *bs, const struct api_trace *traces, size_t n, struct blob_files *f,
+                      struct sc_error *err)
+{
+    f->paths = calloc(n ? n : 1, sizeof *f->paths);
+    f->pv = calloc(n ? n : 1, sizeof *f->pv);
+    f->ranks = calloc(n ? n : 1, sizeof *f->ranks);
+    if (!f->paths || !f->pv || !f->ranks) {
+        blob_files_release(f);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        blob_path(bs, traces[i].sha256, f->paths[i], sizeof f->paths[i]);
+        f->pv[i] = f->paths[i];
+        f->ranks[i] = traces[i].rank;
+    }
+    return SC_OK;
+}
+
+/* An error naming one of the files: named by the blob's hash instead, after
+ * "rank N: ". */
+static void name_failed(struct sc_error *err, const struct blob_files *f, const struct api_trace *traces, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(err->msg, f->paths[i])) {
+            name_by_hash(err, f->paths[i], traces[i].sha256);
+            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
+            return;
+        }
+}
+
+struct build_progress {
+    built_progress_fn fn;
+    void *ctx;
+    size_t n;
+    pthread_mutex_t mu;
+    size_t done; /* the most ranks reported built (calls may come out of order) */
+};
+
+static void on_rank_built(void *ctx, size_t built)
+{
+    struct build_progress *p = ctx;
+    pthread_mutex_lock(&p->mu);
+    if (built > p->done) {
+        p->done = built;
+        p->fn(p->ctx, (double)built / (double)(p->n + 1));
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err)
 {
-    struct model_trace **loaded = calloc(n ? n : 1, sizeof *loaded);
     struct built_model *m = calloc(1, sizeof *m);
+    struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
+    struct blob_files f = {0};
     size_t data = 0;
     int rc = SC_OK;
 
     *out = NULL;
-    if (!loaded || !m) {
-        free(loaded);
-        free(m);
+    if (!m)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
-    for (size_t i = 0; i < n && rc == SC_OK; i++) {
-        char path[PATH_MAX];
-        blob_path(bs, traces[i].sha256, path, sizeof path);
-        if ((rc = model_trace_load_file(path, opts, &loaded[i], err))) {
-            name_by_hash(err, path, traces[i].sha256);
-            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
-            break;
-        }
-        loaded[i]->rank = traces[i].rank; /* the rank it was uploaded as */
-        data += model_trace_bytes(loaded[i]);
-        if (progress)
-            progress(progress_ctx, (double)(i + 1) / (double)(n + 1));
+    m->load = *opts;
+    if (!(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
+        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
+        built_model_free(m);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    if (rc == SC_OK)
-        rc = model_job_from_traces(loaded, n, &m->job, err);
-    else
-        for (size_t i = 0; i < n; i++)
-            model_trace_free(loaded[i]);
-    free(loaded);
-    if (rc == SC_OK && (rc = model_graph_build(m->job, graph_opts, &m->graph, err)) == SC_OK)
-        data += model_graph_bytes(m->graph);
+    memcpy(m->traces, traces, n * sizeof *traces);
+    m->n_traces = n;
+    m->load.step_marker = m->step_marker;
+    /* ranks load and build on all cores; each trace keeps only its header
+     * once its rank's part of the graph is found */
+    struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
+    if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
+        gl.ranks = f.ranks; /* the ranks they were uploaded as */
+        if ((rc = model_graph_build_paths(f.pv, n, &gl, graph_opts, &m->job, &m->graph, err)))
+            name_failed(err, &f, traces, n);
+    }
+    blob_files_release(&f);
+    pthread_mutex_destroy(&bp.mu);
     if (rc) {
         built_model_free(m);
         return rc;
     }
+    for (size_t i = 0; i < m->job->n_ranks; i++)
+        data += model_trace_bytes(m->job->ranks[i]);
+    data += model_graph_bytes(m->graph);
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
@@ -105,32 +188,43 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     return SC_OK;
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x < y) - (x > y);
+}
+
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
                          const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
                          struct sc_error *err)
 {
     struct model_load_opts counting = *opts;
-    uint64_t sum = 0;
+    uint64_t sum = 0, loading = 0, *each = calloc(n ? n : 1, sizeof *each);
     counting.count_only = 1;
+    if (!each)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (traces[i].events >= 0) {
-            sum += (uint64_t)traces[i].events;
-            continue;
+            each[i] = (uint64_t)traces[i].events;
+        } else {
+            struct model_trace *t;
+            int rc = built_load_trace(bs, &traces[i], &counting, &t, err);
+            if (rc) {
+                free(each);
+                return rc;
+            }
+            each[i] = t->n_entries;
+            model_trace_free(t);
         }
-        char path[PATH_MAX];
-        struct model_trace *t;
-        blob_path(bs, traces[i].sha256, path, sizeof path);
-        int rc = model_trace_load_file(path, &counting, &t, err);
-        if (rc) {
-            name_by_hash(err, path, traces[i].sha256);
-            sc_error_prefix(err, "rank %lld", (long long)traces[i].rank);
-            return rc;
-        }
-        sum += (uint64_t)t->n_entries;
-        model_trace_free(t);
+        sum += each[i];
     }
+    /* the largest traces are the ones that may be loading at once */
+    sc_sort(each, n, sizeof *each, cmp_desc);
+    for (size_t i = 0; i < n && i < sc_pool_threads(0); i++)
+        loading += each[i];
+    free(each);
     *events = sum;
-    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT;
+    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT + loading * BUILT_BYTES_PER_LOADING_EVENT;
     return SC_OK;
 }
 
@@ -143,7 +237,25 @@ void built_model_free(struct built_model *m)
     pthread_mutex_destroy(&m->mu);
     model_graph_free(m->graph);
     model_job_free(m->job);
+    free(m->traces);
+    free(m->step_marker);
     free(m);
+}
+
+int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
+                      struct model_job **job, struct sc_error *err)
+{
+    struct blob_files f = {0};
+    int rc = blob_files(bs, m->traces, m->n_traces, &f, err);
+    *job = NULL;
+    if (rc == SC_OK && (rc = model_job_load_each(f.pv, m->n_traces, f.ranks, &m->load, 0, NULL, job, err)))
+        name_failed(err, &f, m->traces, m->n_traces);
+    blob_files_release(&f);
+    if (rc == SC_OK) {
+        *view = *m->graph;
+        view->job = *job;
+    }
+    return rc;
 }
 
 size_t built_model_bytes(const struct built_model *m)

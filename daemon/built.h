@@ -1,8 +1,9 @@
 /* daemon/built.h: a built model in memory: {job, graph, memo}.
  *
  * built_model_build() is the whole build: it loads the traces a model was
- * made from (blobs, by rank) into a struct model_job and builds its
- * dependency graph (model/graph.h), which replays then run on. Builders
+ * made from (blobs, by rank, on all cores) and builds its dependency graph
+ * (model/graph.h), which replays then run on, keeping of each trace only
+ * its header (model_trace_shed) in a struct model_job. Builders
  * call it for new models and the cache calls it to bring back a ready
  * model after a restart or an eviction, so both give the same model. A
  * built model is immutable but for its memo: the rendered answers to
@@ -31,22 +32,33 @@ typedef void (*built_progress_fn)(void *ctx, double fraction);
 
 /* Build model `id` from traces[0..n) (rank and sha256 used) with the load
  * and graph options. progress, when non-NULL, is told the fraction done as
- * ranks load. */
+ * ranks are built (from the loading threads, never going back). */
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err);
 void built_model_free(struct built_model *m); /* NULL-safe */
 
+/* Load one trace of a model from its blob; an error names the blob by its
+ * hash (not the server's path) after "rank N: ". */
+struct model_trace;
+int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
+                     struct model_trace **out, struct sc_error *err);
+
 /* The peak memory a build of traces[0..n) is estimated to take:
- * BUILT_BYTES_FIXED plus BUILT_BYTES_PER_EVENT for each event. Measured as
- * the daemon's peak RSS during a build less before it, over the events
- * built (README "Build memory"): 88 to 196 bytes per event on the shared
- * traces and gentrace jobs of 25,000 to 1 million events, up to 4 MiB
- * more on small ones; the constants round that up. A trace's events are
- * traces[i].events, or counted from its blob (streaming, bounded memory)
- * when that is negative (unknown). *events gets their sum. */
-#define BUILT_BYTES_PER_EVENT 256
+ * BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each event (what the
+ * graph, its build and a replay hold of it), plus
+ * BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that may be in
+ * memory whole at once (the largest, one per loading thread: each trace is
+ * shed once its rank is built). Measured as the daemon's peak RSS during a
+ * build less before it (README "Build memory", BENCHMARKS.md "Scale"): 46
+ * bytes per event on a 64-rank gentrace job of 3.3 million events, 82 to
+ * 184 on the shared traces, whose few ranks are loading whole; the
+ * constants bound those. A trace's events are traces[i].events, or counted
+ * from its blob (streaming, bounded memory) when that is negative
+ * (unknown). *events gets their sum. */
+#define BUILT_BYTES_PER_EVENT 64
+#define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
                          const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
@@ -57,6 +69,15 @@ size_t built_model_bytes(const struct built_model *m);
 const struct model_job *built_model_job(const struct built_model *m);
 
 const struct model_graph *built_model_graph(const struct built_model *m);
+
+/* A view of the model's graph whose job holds its traces whole (every
+ * event), read again from their blobs on all cores, for what needs more of
+ * them than a built model keeps (a what-if reads module annotations, GEMM
+ * shapes and collective metadata). *view shares the graph's arrays: release
+ * *job with model_job_free once done with the view; never free the view. */
+struct model_graph;
+int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
+                      struct model_job **job, struct sc_error *err);
 
 /* Longest memo key (a query's name and parameters). */
 #define BUILT_MEMO_KEY_MAX 512

@@ -16,6 +16,8 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_MODELS_LIST] = h_models_list, [API_OP_MODEL_GET] = h_model_get,
         [API_OP_MODEL_DELETE] = h_model_delete, [API_OP_REPLAY] = h_model_query,
         [API_OP_CRITICAL_PATH] = h_model_query, [API_OP_TIMELINE] = h_model_query,
+        [API_OP_OPPORTUNITIES] = h_model_query, [API_OP_FLEET_OPPORTUNITIES] = h_fleet_opportunities,
+        [API_OP_DIFF] = h_model_diff,
         [API_OP_TOKEN_CREATE] = h_token_create, [API_OP_TOKENS_LIST] = h_tokens_list,
         [API_OP_TOKEN_DELETE] = h_token_delete, [API_OP_DASHBOARD] = h_dashboard,
         [API_OP_DASHBOARD_FILE] = h_dashboard,

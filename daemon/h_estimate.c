@@ -294,36 +294,59 @@ void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *
 }
 
 struct traces_ctx {
-    const struct model_job *job;
+    struct svc *s;
+    const struct api_trace *traces; /* in rank order */
+    size_t n;
     const char *gpu;
 };
 
+/* calib_fn: the model's traces read again from their blobs, one at a time
+ * (a built model keeps only their headers). */
 static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
 {
     struct traces_ctx *c = ctx;
-    return calib_traces(c->job, c->gpu, report, doc, err);
+    struct calib_acc *a = calib_acc_new();
+    int rc = a ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->n && rc == SC_OK; i++) {
+        struct model_trace *t;
+        if ((rc = built_load_trace(c->s->blobs, &c->traces[i], &c->s->load, &t, err)) == SC_OK) {
+            rc = calib_acc_add(a, t, err);
+            model_trace_free(t);
+        }
+    }
+    if (rc == SC_OK)
+        rc = calib_acc_finish(a, c->gpu, report, doc, err);
+    calib_acc_free(a);
+    return rc;
 }
 
 void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     const char *name = calibration_name(q, r);
-    struct cache_entry *e;
+    struct api_model m;
     struct sc_error err;
-    int hit = 0, rc;
+    int rc;
     if (!name)
         return;
-    rc = cache_get(s->cache, q->params.id, builder_load_ready, s->builder, &e, &hit, &err);
-    if (rc == SC_EEXIST) {
-        api_fail(r, API_E_NOT_READY, "%s", err.msg);
-        return;
-    }
-    if (rc) {
+    if ((rc = store_model_get(s->store, q->params.id, &m, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    struct traces_ctx c = {built_model_job(cache_value(e)), svc_query(q, "gpu")};
+    if (m.status != API_MODEL_READY) {
+        api_fail(r, API_E_NOT_READY, "model '%s' is %s", q->params.id, api_model_status_name(m.status));
+        api_model_release(&m);
+        return;
+    }
+    api_model_release(&m);
+    struct traces_ctx c = {s, NULL, 0, svc_query(q, "gpu")};
+    struct api_trace *traces = NULL;
+    if (store_model_traces(s->store, q->params.id, &traces, &c.n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    c.traces = traces;
     make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
-    cache_release(s->cache, e);
+    free(traces);
 }
 
 void h_calibrations(struct svc *s, struct svc_request *q, struct api_reply *r)

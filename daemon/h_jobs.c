@@ -126,17 +126,6 @@ void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     store_names_release(&freed);
 }
 
-/* ?replace=true|false (default false); -1 when malformed. */
-static int replace_flag(const struct svc_request *q)
-{
-    const char *v = svc_query(q, "replace");
-    if (!v || !strcmp(v, "false") || !strcmp(v, "0"))
-        return 0;
-    if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
-        return 1;
-    return -1;
-}
-
 /* Load the received file with the reader: the trace's counts, or an error
  * reply naming the byte offset or event. */
 static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec, struct api_reply *r)
@@ -207,7 +196,7 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     enum metrics_upload result = METRICS_UPLOAD_REJECTED;
     struct api_trace rec;
     struct sc_error err;
-    int replace = replace_flag(q);
+    int replace = svc_query_flag(q, "replace");
 
     memset(&rec, 0, sizeof rec);
     rec.rank = q->params.rank;

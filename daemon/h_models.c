@@ -8,6 +8,10 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/json_reply.h"
+#include "api/diff_json.h"
+#include "api/opportunity_json.h"
+#include "api/request.h"
 #include "api/whatif_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
@@ -17,9 +21,12 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/diff.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
+#include "model/job.h"
+#include "model/opportunity.h"
 #include "model/replay.h"
 #include "common/banned.h"
 
@@ -170,6 +177,10 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
 
     model_replay_opts_default(&ro);
     ro.critical_path = q->op == API_OP_CRITICAL_PATH;
+    if ((ro.keep_unexplained = svc_query_flag(q, "keep_unexplained")) < 0) {
+        api_fail(r, API_E_BAD_REQUEST, "keep_unexplained must be true or false");
+        return;
+    }
     for (size_t i = 0; i < q->n_query; i++) {
         if (k < sizeof key)
             k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", q->qkey[i], q->qval[i]);
@@ -206,25 +217,130 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         built_memo_put(m, key, r);
 }
 
+/* A ready model from the cache into *e, or the error answered in r. */
+static int ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
+{
+    struct sc_error err;
+    int hit = 0;
+    int rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
+    if (rc == SC_EEXIST)
+        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    return SC_OK;
+}
+
+/* The model's opportunities into r (from its memo when asked before). */
+static void answer_opportunities(struct built_model *m, struct api_reply *r, int *memo_hit)
+{
+    const char *key = api_op_info(API_OP_OPPORTUNITIES)->id;
+    struct model_opportunities ops;
+    struct sc_error err;
+    if ((*memo_hit = built_memo_get(m, key, r)))
+        return;
+    if (model_opportunities_find(built_model_graph(m), &ops, &err)) {
+        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        return;
+    }
+    int rc = api_reply_json(r, 200, api_opportunities_json(&ops));
+    model_opportunities_release(&ops);
+    if (rc == SC_OK)
+        built_memo_put(m, key, r);
+}
+
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct cache_entry *e;
-    struct sc_error err;
-    int hit = 0, memo_hit = 0;
-    int rc = cache_get(s->cache, q->params.id, builder_load_ready, s->builder, &e, &hit, &err);
-    if (rc == SC_EEXIST) {
-        api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    int memo_hit = 0;
+    if (ready_model(s, q->params.id, &e, r))
         return;
-    }
-    if (rc) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        return;
-    }
-    answer_replay(cache_value(e), q, r, &memo_hit);
+    if (q->op == API_OP_OPPORTUNITIES)
+        answer_opportunities(cache_value(e), r, &memo_hit);
+    else
+        answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
     metrics_memo(s->metrics, memo_hit);
 }
 
+/* This model (A) against {"other":ID} (B); memoised with A under B's id. */
+void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct cache_entry *ea = NULL, *eb = NULL;
+    char other[API_ID_MAX], key[BUILT_MEMO_KEY_MAX];
+    struct model_diff d;
+    struct sc_error err;
+    int memo_hit = 0;
+    if (api_decode_diff(q->body, q->body_len, &lim, other, r) || ready_model(s, q->params.id, &ea, r))
+        return;
+    snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
+    if (ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+        if (model_diff_run(built_model_graph(cache_value(ea)), built_model_graph(cache_value(eb)), &d, &err)) {
+            api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        } else {
+            if (api_reply_json(r, 200, api_diff_json(&d)) == SC_OK)
+                built_memo_put(cache_value(ea), key, r);
+            model_diff_release(&d);
+        }
+    }
+    if (eb)
+        cache_release(s->cache, eb);
+    cache_release(s->cache, ea);
+    metrics_memo(s->metrics, memo_hit);
+}
+
+/* Every ready model's opportunities (each from its memo or found now),
+ * ranked by the GPU time per step the best one wins back. */
+void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *top_s = svc_query(q, "top");
+    long top = 10;
+    struct api_model *v = NULL;
+    struct sc_error err;
+    size_t n = 0, k = 0;
+    if (top_s) {
+        char *end;
+        top = strtol(top_s, &end, 10);
+        if (*end || end == top_s || top < 1 || top > 1000) {
+            api_fail(r, API_E_BAD_REQUEST, "top must be a number from 1 to 1000");
+            return;
+        }
+    }
+    if (store_model_list(s->store, NULL, &v, &n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    const char **ids = calloc(n ? n : 1, sizeof *ids), **jobs = calloc(n ? n : 1, sizeof *jobs);
+    json_t **docs = calloc(n ? n : 1, sizeof *docs);
+    if (!ids || !jobs || !docs) {
+        api_fail(r, API_E_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct cache_entry *e;
+        struct api_reply one = {0};
+        int hit = 0, memo_hit = 0;
+        if (v[i].status != API_MODEL_READY ||
+            cache_get(s->cache, v[i].id, builder_load_ready, s->builder, &e, &hit, &err))
+            continue;
+        answer_opportunities(cache_value(e), &one, &memo_hit);
+        cache_release(s->cache, e);
+        metrics_memo(s->metrics, memo_hit);
+        if (one.status == 200 && (docs[k] = json_loadb(one.body, one.len, 0, NULL))) {
+            ids[k] = v[i].id;
+            jobs[k++] = v[i].job;
+        }
+        api_reply_release(&one);
+    }
+    api_reply_json(r, 200, api_fleet_json(ids, jobs, docs, k, (size_t)top));
+out:
+    for (size_t i = 0; docs && i < k; i++)
+        json_decref(docs[i]);
+    free(docs);
+    free(ids);
+    free(jobs);
+    api_models_free(v, n);
+}
 /* The job description of model id's job (its stored config); on failure
  * the reply in r and its status. */
 static int model_job_config(struct svc *s, const char *id, struct job_config *cfg, struct api_reply *r)
@@ -246,26 +362,24 @@ static int model_job_config(struct svc *s, const char *id, struct job_config *cf
     return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
 }
 
-/* Run the what-if; on failure the reply: 400 naming a change the set asks
- * for, 422 for the job's config against its traces. */
-static int run_whatif(struct built_model *m, const struct job_config *cfg, const struct job_config *set,
-                      struct whatif_result *res, struct api_reply *r)
+/* Run the what-if, on the model's graph with its traces read whole again
+ * (a built model keeps only their headers); on failure the reply: 400
+ * naming a change the set asks for, 422 for the job's config against its
+ * traces. */
+static int run_whatif(struct svc *s, struct built_model *m, const struct job_config *cfg,
+                      const struct job_config *set, struct whatif_result *res, struct api_reply *r)
 {
     struct sc_error err;
-    if (whatif_run(built_model_graph(m), cfg, set, res, &err))
-        return api_fail_status(r, &err,
-                               strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
-    return SC_OK;
-}
-
-/* The built model id from the cache, or the reply (409 while building). */
-static int ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
-{
-    struct sc_error err;
-    int hit = 0, rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
-    if (rc == SC_EEXIST)
-        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
-    return rc ? api_fail_status(r, &err, API_E_INTERNAL) : SC_OK;
+    struct model_graph view;
+    struct model_job *whole = NULL;
+    int rc = SC_OK;
+    if (built_model_whole(m, s->blobs, &view, &whole, &err))
+        rc = api_fail_status(r, &err, API_E_INTERNAL);
+    else if (whatif_run(&view, cfg, set, res, &err))
+        rc = api_fail_status(r, &err,
+                             strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
+    model_job_free(whole);
+    return rc;
 }
 
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r)
@@ -276,7 +390,7 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
     int rc = model_job_config(s, id, &cfg, r);
     if (rc || (rc = ready_model(s, id, &e, r)))
         return rc;
-    if ((rc = run_whatif(cache_value(e), &cfg, set, &res, r)) == SC_OK) {
+    if ((rc = run_whatif(s, cache_value(e), &cfg, set, &res, r)) == SC_OK) {
         *ms = res.step_ms;
         whatif_release(&res);
     }
@@ -303,7 +417,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct built_model *m = cache_value(e);
     if (!keyed || !(memo_hit = built_memo_get(m, key, r))) {
         struct whatif_result res;
-        if (run_whatif(m, &cfg, &set, &res, r) == SC_OK) {
+        if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
             int rc = api_reply_whatif(r, &res);
             whatif_release(&res);
             if (rc == SC_OK && keyed)

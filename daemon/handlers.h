@@ -25,6 +25,8 @@ void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
 /* The step time of a what-if (set) of model id, for the ledger; on
  * failure the reply in r and its status. */

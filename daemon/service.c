@@ -180,6 +180,16 @@ const char *svc_query(const struct svc_request *req, const char *key)
     return NULL;
 }
 
+int svc_query_flag(const struct svc_request *req, const char *key)
+{
+    const char *v = svc_query(req, key);
+    if (!v || !strcmp(v, "false") || !strcmp(v, "0"))
+        return 0;
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
+        return 1;
+    return -1;
+}
+
 /* ---- stepcastd --check ---- */
 
 int svc_check(const char *data_dir, FILE *report, struct sc_error *err)

@@ -81,6 +81,9 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
 
 /* The first value of a query parameter, or NULL. */
 const char *svc_query(const struct svc_request *req, const char *key);
+/* A boolean query parameter: true, 1 or empty -> 1; false, 0 or absent -> 0;
+ * anything else -1. */
+int svc_query_flag(const struct svc_request *req, const char *key);
 
 /* stepcastd --check: is the data directory consistent? (integrity_check,
  * foreign keys, every blob row's file present and hashing to its name, no

@@ -243,61 +243,93 @@ static void fit_memory(const struct hw_profile *hw, const struct mem_samples *s,
                 "that is not elementwise)\n", sk->unreadable, sk->other_kernel);
 }
 
+struct calib_acc {
+    struct gemm_samples gemms;
+    struct mem_samples mems;
+    struct mem_skips mem_skipped;
+    struct coll_runs runs;
+    char device[96];
+    size_t skipped;
+};
+
+struct calib_acc *calib_acc_new(void)
+{
+    return calloc(1, sizeof(struct calib_acc));
+}
+
+void calib_acc_free(struct calib_acc *a)
+{
+    if (!a)
+        return;
+    coll_runs_release(&a->runs);
+    gemm_samples_release(&a->gemms);
+    mem_samples_release(&a->mems);
+    free(a);
+}
+
+int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_error *err)
+{
+    size_t sk = 0;
+    int rc;
+    if (t->shed)
+        return sc_error_set(err, SC_EINVAL, "%.128s: its events were not kept: calibrate from the trace",
+                            t->source ? t->source : "a trace");
+    if ((rc = gemm_samples_from_trace(t, &a->gemms, &sk, err)) ||
+        (rc = mem_samples_from_trace(t, &a->mems, &a->mem_skipped, err)) || (rc = coll_runs_from_trace(t, &a->runs, err)))
+        return rc;
+    a->skipped += sk;
+    for (size_t i = 0; i < t->n_devices; i++) {
+        const char *name = model_str(t, t->devices[i].name);
+        if (!name || !*name)
+            continue;
+        if (!a->device[0])
+            snprintf(a->device, sizeof a->device, "%s", name);
+        else if (!calib_same_device(name, a->device))
+            return sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another trace has '%s': calibrate one GPU type at a time",
+                                t->source ? t->source : "a trace", name, a->device);
+    }
+    return SC_OK;
+}
+
 int calib_traces(const struct model_job *job, const char *gpu, FILE *report, char **doc,
                  struct sc_error *err)
 {
-    struct gemm_samples gemms = {0};
-    struct mem_samples mems = {0};
-    struct mem_skips mem_skipped = {0};
-    struct coll_runs runs = {0};
+    struct calib_acc *a = calib_acc_new();
+    int rc = a ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t r = 0; r < job->n_ranks && !rc; r++)
+        rc = calib_acc_add(a, job->ranks[r], err);
+    if (!rc)
+        rc = calib_acc_finish(a, gpu, report, doc, err);
+    calib_acc_free(a);
+    return rc;
+}
+
+int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err)
+{
     struct coll_measurement *m = NULL;
     struct cluster_profile prof;
     const struct hw_profile *hw = NULL;
-    char device[96] = "";
-    size_t skipped = 0, n_m = 0;
-    int rc = SC_OK;
+    size_t n_m = 0;
+    int rc = calib_resolve_gpu(gpu, a->device, &hw, err);
     memset(&prof, 0, sizeof prof);
     *doc = NULL;
-    for (size_t r = 0; r < job->n_ranks && !rc; r++) {
-        const struct model_trace *t = job->ranks[r];
-        size_t sk = 0;
-        if ((rc = gemm_samples_from_trace(t, &gemms, &sk, err)) ||
-            (rc = mem_samples_from_trace(t, &mems, &mem_skipped, err)) || (rc = coll_runs_from_trace(t, &runs, err)))
-            break;
-        skipped += sk;
-        for (size_t i = 0; i < t->n_devices && !rc; i++) {
-            const char *name = model_str(t, t->devices[i].name);
-            if (!name || !*name)
-                continue;
-            if (!device[0])
-                snprintf(device, sizeof device, "%s", name);
-            else if (!calib_same_device(name, device))
-                rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another trace has '%s': calibrate one GPU type at a time",
-                                  t->source ? t->source : "a trace", name, device);
-        }
-    }
-    if (!rc)
-        rc = calib_resolve_gpu(gpu, device, &hw, err);
     if (!rc) {
-        fit_gemms(hw, &gemms, &prof, report);
-        if (skipped)
-            fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", skipped);
-        fit_memory(hw, &mems, &mem_skipped, &prof, report);
-        if (!(m = calloc(runs.n + 1, sizeof *m)))
+        fit_gemms(hw, &a->gemms, &prof, report);
+        if (a->skipped)
+            fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", a->skipped);
+        fit_memory(hw, &a->mems, &a->mem_skipped, &prof, report);
+        if (!(m = calloc(a->runs.n + 1, sizeof *m)))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; !rc && i < runs.n; i++) {
+    for (size_t i = 0; !rc && i < a->runs.n; i++) {
         struct sc_error why;
-        if (calib_measure(&runs.v[i], "traces", hw, &m[n_m], report, &why) == SC_OK)
+        if (calib_measure(&a->runs.v[i], "traces", hw, &m[n_m], report, &why) == SC_OK)
             n_m++;
         else /* a run that cannot be fitted is said and left out */
             fprintf(report, "%s\n", why.msg);
     }
     if (!rc)
-        rc = calib_profile(hw, device, "traces", m, n_m, &prof, report, doc, err);
+        rc = calib_profile(hw, a->device, "traces", m, n_m, &prof, report, doc, err);
     free(m);
-    coll_runs_release(&runs);
-    gemm_samples_release(&gemms);
-    mem_samples_release(&mems);
     return rc;
 }

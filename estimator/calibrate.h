@@ -20,6 +20,7 @@
 #include "estimator/nccl_tests.h"
 
 struct model_job;
+struct model_trace;
 
 /* What the user says of a run where its file does not say it. */
 struct calib_opts {
@@ -62,5 +63,15 @@ int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *c
  * fraction, the sized collectives the collective model. */
 int calib_traces(const struct model_job *job, const char *gpu, FILE *report, char **doc,
                  struct sc_error *err);
+
+/* The same a trace at a time, in rank order, so a job's traces need not
+ * all be in memory: calib_acc_add takes what calibration needs of each
+ * (SC_EINVAL for a shed trace: model_trace_shed), calib_acc_finish fits
+ * and writes the document as calib_traces does. */
+struct calib_acc;
+struct calib_acc *calib_acc_new(void); /* NULL when out of memory */
+int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_error *err);
+int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err);
+void calib_acc_free(struct calib_acc *a); /* NULL-safe */
 
 #endif

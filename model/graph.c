@@ -17,11 +17,21 @@ static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
     [MODEL_EDGE_GPU_WAIT] = "gpu_wait",
     [MODEL_EDGE_STEP_END] = "step_end",
     [MODEL_EDGE_HOST_POLL] = "host_poll",
+    [MODEL_EDGE_UNEXPLAINED] = "unexplained",
 };
 
 const char *model_edge_kind_name(enum model_edge_kind k)
 {
     return (unsigned)k < MODEL_EDGE_KIND_COUNT ? edge_names[k] : "unknown";
+}
+
+int64_t model_graph_unexplained_wait(const struct model_graph *g, uint32_t i)
+{
+    int64_t w = 0;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+        if (g->edges[e].kind == MODEL_EDGE_UNEXPLAINED && g->edges[e].lat > w)
+            w = g->edges[e].lat;
+    return w;
 }
 
 static const char *const class_names[MODEL_TASK_CLASS_COUNT] = {

@@ -31,6 +31,12 @@
  *                 ends when its CPU annotation and all the work it launched
  *                 have ended (work conservation; earlier steps end with
  *                 their annotation, the next step's work queued behind)
+ *   unexplained   the constraint a GPU task met last -> the task, when it
+ *                 started later than that on the measured timeline (its
+ *                 launch call had ended, its stream was free, every edge
+ *                 into it was met): its latency is the wait the trace does
+ *                 not explain. A replay applies it only when asked to keep
+ *                 such waits (model_replay_opts.keep_unexplained)
  *
  * Durations are measured durations of work. Waits hidden in them are cut
  * out when the graph is built: a blocking call keeps only its intrinsic
@@ -53,6 +59,7 @@
 #include "common/strtab.h"
 
 struct model_job;
+struct model_load_opts;
 
 #ifndef MODEL_NONE
 #define MODEL_NONE UINT32_MAX /* no task, event, group (as in trace.h) */
@@ -140,6 +147,7 @@ enum model_edge_kind {
     MODEL_EDGE_GPU_WAIT,
     MODEL_EDGE_STEP_END,
     MODEL_EDGE_HOST_POLL,
+    MODEL_EDGE_UNEXPLAINED,
     MODEL_EDGE_KIND_COUNT
 };
 
@@ -193,6 +201,8 @@ struct model_graph_step {
     uint32_t begin, end;   /* marker tasks */
     uint32_t name;         /* string id */
     int64_t measured_ns;   /* -1 when nothing was measured (a synthesised step) */
+    int64_t unexplained_ns; /* what its unexplained waits cost it: |replayed with them kept
+                               - without| (0 when not measured) */
     uint8_t partial;
 };
 
@@ -229,7 +239,8 @@ struct model_graph_stats {
  * ends). The graph owns all its arrays; nothing writes into them once it is
  * built. */
 struct model_graph {
-    const struct model_job *job; /* borrowed, or NULL for a graph built without a trace */
+    const struct model_job *job; /* borrowed, or NULL for a graph built without a trace; its
+                                    traces may be shed (model_trace_shed): headers only */
     struct sc_strtab names;      /* task, resource, step and group strings */
     const struct model_task *tasks;
     const struct model_task_src *src;
@@ -259,15 +270,43 @@ static inline const char *model_graph_str(const struct model_graph *g, uint32_t 
     return sc_strtab_str(&g->names, id);
 }
 
-/* Build the graph of a job's steps. SC_EINVAL when there is no step to
- * model (no ProfilerStep and no marker, or none in the range asked). */
+/* Build the graph of a job's steps (its ranks on all cores, each rank's
+ * tasks and edges found apart, then joined at collectives). SC_EINVAL when
+ * there is no step to model (no ProfilerStep and no marker, or none in the
+ * range asked). */
 int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
                       struct model_graph **out, struct sc_error *err);
 void model_graph_free(struct model_graph *g); /* NULL-safe */
+
+/* How model_graph_build_paths loads. Zeroed: default load options, ranks
+ * from the traces, one thread per online CPU, no progress calls. */
+struct model_graph_load {
+    const struct model_load_opts *load; /* NULL: model_load_opts_default */
+    const int64_t *ranks;               /* as model_job_load_each; NULL: from the traces */
+    unsigned threads;                   /* 0: one per online CPU */
+    /* called from the loading threads with the number of ranks built so far */
+    void (*progress)(void *ctx, size_t built);
+    void *progress_ctx;
+};
+
+/* Load the traces that paths name (as model_job_load) and build their
+ * graph, rank by rank as each trace is loaded, on all cores: each trace is
+ * shed (model_trace_shed) once its rank's tasks and edges are found, so a
+ * job's traces are never all in memory; what is held is the graph (tasks,
+ * edges, interned names) and each trace's header. The same graph as
+ * model_job_load then model_graph_build. *job (its traces shed) outlives
+ * *out, which borrows it. */
+int model_graph_build_paths(const char *const *paths, size_t n, const struct model_graph_load *l,
+                            const struct model_graph_opts *opts, struct model_job **job,
+                            struct model_graph **out, struct sc_error *err);
 
 /* Bytes the graph holds (for caches that bound memory). */
 size_t model_graph_bytes(const struct model_graph *g);
 
 const char *model_edge_kind_name(enum model_edge_kind k);
+
+/* The unexplained wait before task i: its unexplained edge's latency, 0
+ * when it has none. */
+int64_t model_graph_unexplained_wait(const struct model_graph *g, uint32_t i);
 
 #endif

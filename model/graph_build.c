@@ -14,18 +14,30 @@
  * and to pick among candidate dependencies. What a replay reads afterwards
  * is only durations, gaps, latencies and each rank's origin. The tasks,
  * edges, steps and groups found here go into the graph through the public
- * builder (graph_builder.h), each task with its class and source event. */
+ * builder (graph_builder.h), each task with its class and source event.
+ *
+ * Ranks are found apart, each into a part of its own (on all cores), and
+ * only then joined: collectives grouped and clocks aligned across ranks.
+ * A part takes of its trace what the join needs (names, collective
+ * metadata), so model_graph_build_paths can shed each trace as soon as its
+ * part is found and a job's events are never all in memory; the join hands
+ * each part to the builder and frees it before the next. */
 #include "model/graph.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hugepage.h"
 #include "common/i64map.h"
+#include "common/pool.h"
 #include "common/vec.h"
 #include "model/collective.h"
 #include "model/graph_builder.h"
 #include "model/job.h"
 #include "model/kernel_family.h"
+#include "model/replay.h"
 #include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -62,13 +74,30 @@ struct pending_edge {
 struct btask {
     int64_t dur, gap;
     uint32_t res, event;
+    uint32_t name; /* string id in the rank's trace (MODEL_NONE: a step marker) */
     uint16_t rank;
     uint8_t kind; /* enum model_task_class */
+    uint8_t sub;  /* kernel family, collective kind or call kind */
     uint8_t kept;
 };
 
+/* A communication task of a rank, with what grouping it across ranks
+ * needs of its trace (string ids are the rank's trace's). */
+struct comm_meta {
+    uint32_t task;      /* the task, in its rank's part */
+    uint32_t pg;        /* "Process Group Name", or MODEL_NONE */
+    uint32_t dtype;     /* or MODEL_NONE */
+    int64_t key_seq;    /* the sequence number that keys it (PyTorch's, else NCCL's), or -1 */
+    int64_t seq;        /* PyTorch's sequence number, or -1 */
+    int64_t bytes;      /* nccl-tests convention for its own operation; -1 when unknown */
+    int64_t stream;     /* its stream's id */
+    int64_t end;        /* measured end, trace clock */
+    int32_t group_size; /* or -1 */
+    uint8_t op;         /* enum model_coll_op of its name */
+};
+
 /* A collective group found across ranks: its members' range in
- * builder.group_tasks. */
+ * join.group_tasks (task ids of the joined graph). */
 struct bgroup {
     uint32_t first, n;
     struct model_group_spec spec;
@@ -104,11 +133,12 @@ struct rank_build {
     size_t n_records;
 };
 
+/* What is found of one rank before the ranks are joined: a builder whose
+ * arrays hold that rank's tasks (rank index 0 inside; the join renumbers). */
 struct builder {
-    const struct model_job *job;
     struct model_graph_opts o;
     struct sc_error *err;
-    struct rank_build *rb;
+    struct rank_build r; /* the rank, while its trace is read */
     /* per call task, along its thread: the first GPU task launched by it or
      * a later call, the last launched by it or an earlier call, and the last
      * cudaEventRecord up to it; per resource: its stream (MODEL_NONE for threads) */
@@ -125,11 +155,9 @@ struct builder {
     size_t n_edges, cap_edges;
     struct model_graph_step *steps;
     size_t n_steps, cap_steps;
-    struct bgroup *groups;
-    size_t n_groups, cap_groups;
-    uint32_t *group_tasks;
-    size_t n_group_tasks, cap_group_tasks;
-    int64_t *clock_offset, *queue_depth; /* per rank */
+    struct comm_meta *comm; /* its communication tasks, by resource and order */
+    size_t n_comm;
+    int64_t queue_depth;
     struct model_graph_stats stats;
 };
 
@@ -957,7 +985,19 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
                         continue;
                     }
                     if (is_pageable_htod(name)) {
-                        rc = add_wait(b, r, c, own_task, 0, MODEL_EDGE_HOST_SYNC);
+                        /* it returns once its data is staged. When it
+                         * returned after most of its copy had run, it ran
+                         * with the copy: it ends when the copy does, less
+                         * the last chunk still in flight (a latency, maybe
+                         * negative); else once the copy had started */
+                        int64_t cs = b->ts[own_task], ce = b->end[own_task];
+                        if (cs >= b->ts[c] && b->end[c] - cs >= (ce - cs) / 2 && b->end[c] <= ce + WAIT_END_TOL_NS) {
+                            b->tasks[c].dur = max64(0, min64(b->tasks[c].dur, b->end[c] - ce));
+                            b->wait_done[c] = 1;
+                            rc = add_edge(b, own_task, c, b->end[c] - ce, MODEL_FF, MODEL_EDGE_HOST_SYNC, 0);
+                        } else {
+                            rc = add_wait(b, r, c, own_task, 0, MODEL_EDGE_HOST_SYNC);
+                        }
                         continue;
                     }
                 }
@@ -1290,7 +1330,347 @@ out:
     return rc;
 }
 
-/* ---- collectives across ranks ------------------------------------------------------------ */
+/* Work conservation: the last modelled step of the rank ends when its
+ * annotation and all the GPU work launched in it have ended, measured and
+ * replayed alike. Per stream, the last task launched in the step (a stream
+ * runs in order, so it ends after the others) -> the step's end marker;
+ * the measured step is stretched to the latest such end. */
+static int step_end_edges(struct builder *b, struct rank_build *r)
+{
+    const struct model_step *last = &r->t->steps[r->step_hi - 1];
+    struct model_graph_step *gs = NULL;
+    int rc = SC_OK;
+
+    for (size_t k = b->n_steps; k-- > 0 && !gs;)
+        if (b->steps[k].rank == r->rank && b->steps[k].step == r->step_hi - 1)
+            gs = &b->steps[k];
+    if (!gs || gs->end == MODEL_NONE)
+        return SC_OK;
+    int64_t end = last->end;
+    for (size_t si = 0; si < r->n_streams && rc == SC_OK; si++) {
+        const struct stream *s = &r->streams[si];
+        for (uint32_t k = s->n; k-- > 0;) {
+            uint32_t task = s->first + k, ev = b->tasks[task].event;
+            if (launch_task(r, ev) == MODEL_NONE || launch_ts(r, ev) < last->start)
+                continue;
+            end = max64(end, b->end[task]);
+            rc = add_edge(b, task, gs->end, 0, MODEL_FS, MODEL_EDGE_STEP_END, 0);
+            break;
+        }
+    }
+    gs->measured_ns = end - last->start;
+    return rc;
+}
+
+/* ---- what the trace cannot explain ------------------------------------------------------------ */
+
+/* A GPU task that started later than everything the graph knows of allowed
+ * on the measured timeline: its launch call had ended (a task launched
+ * before the window: by the window's start), its stream was free and every
+ * other edge into it was met, yet it waited. The wait (beyond ORDER_TOL_NS
+ * of clock jitter) becomes an `unexplained` edge from the constraint met
+ * last, finish to start, its latency the wait: a replay applies it only
+ * when asked to keep such waits. What they cost each step is found once
+ * the graph is built (step_unexplained). */
+static int unexplained_waits(struct builder *b)
+{
+    size_t n = b->n_tasks;
+    int64_t *ready = malloc((n ? n : 1) * sizeof *ready);
+    uint32_t *by = malloc((n ? n : 1) * sizeof *by);
+    int rc = SC_OK;
+
+    if (!ready || !by) {
+        rc = OOM(b);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ready[i] = INT64_MIN;
+        by[i] = MODEL_NONE;
+    }
+    /* the latest edge into each GPU task, its base the source's end: a
+     * launch counts once the call has ended; start-to-start edges are
+     * launches or measured latencies, never an earlier constraint */
+    for (size_t e = 0; e < b->n_edges; e++) {
+        const struct pending_edge *ed = &b->edges[e];
+        if (!model_task_on_gpu(b->tasks[ed->to].kind) || (ed->type != MODEL_FS && ed->kind != MODEL_EDGE_LAUNCH))
+            continue;
+        int64_t t = b->end[ed->from] + (ed->kind == MODEL_EDGE_LAUNCH ? 0 : ed->lat);
+        if (t > ready[ed->to]) {
+            ready[ed->to] = t;
+            by[ed->to] = ed->from;
+        }
+    }
+    const struct rank_build *r = &b->r;
+    uint32_t origin_marker = MODEL_NONE; /* the begin marker of its first step */
+    for (size_t k = 0; k < b->n_steps && origin_marker == MODEL_NONE; k++)
+        if (b->steps[k].step == r->step_lo)
+            origin_marker = b->steps[k].begin;
+    for (size_t si = 0; si < r->n_streams && rc == SC_OK; si++) {
+        const struct stream *st = &r->streams[si];
+        for (uint32_t k = 0; k < st->n && rc == SC_OK; k++) {
+            uint32_t task = st->first + k, from = by[task];
+            int64_t at = ready[task];
+            if (from == MODEL_NONE) { /* launched before the window */
+                at = r->origin;
+                from = origin_marker;
+            }
+            if (k && b->end[task - 1] >= at) {
+                at = b->end[task - 1];
+                from = task - 1;
+            }
+            if (from != MODEL_NONE && b->ts[task] - at > ORDER_TOL_NS)
+                rc = add_edge(b, from, task, b->ts[task] - b->end[from], MODEL_FS, MODEL_EDGE_UNEXPLAINED, 1);
+        }
+    }
+out:
+    free(ready);
+    free(by);
+    return rc;
+}
+
+/* What the unexplained waits cost each step: how much its time changes
+ * when they are kept, |replayed with them - without| (both from the
+ * graph's durations; kept, they give back the measured timeline). A wait
+ * off the step's critical path, say a GPU idle while the step was bound by
+ * its host, costs it nothing; a wait that holds work past a step's end may
+ * make the next step shorter, hence the magnitude. The graph is still the
+ * builder's. */
+static int step_unexplained(struct model_graph *g, struct sc_error *err)
+{
+    size_t n = g->n_tasks;
+    if (!g->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED])
+        return SC_OK; /* nothing to keep: every step's cost is 0 */
+    int64_t *t = malloc((n ? n : 1) * 4 * sizeof *t);
+    struct model_graph_step *steps = (struct model_graph_step *)g->steps;
+    struct model_replay_opts ro;
+    size_t forced;
+    int rc;
+    if (!t)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    model_replay_opts_default(&ro);
+    ro.critical_path = 0;
+    rc = model_replay_simulate(g, &ro, t, t + n, &forced, err);
+    ro.keep_unexplained = 1;
+    if (rc == SC_OK)
+        rc = model_replay_simulate(g, &ro, t + 2 * n, t + 3 * n, &forced, err);
+    for (size_t k = 0; k < g->n_steps && rc == SC_OK; k++) {
+        struct model_graph_step *gs = &steps[k];
+        if (gs->end == MODEL_NONE || gs->measured_ns < 0)
+            continue;
+        int64_t without = t[n + gs->end] - t[gs->begin], with = t[3 * n + gs->end] - t[2 * n + gs->begin];
+        gs->unexplained_ns = with > without ? with - without : without - with;
+    }
+    free(t);
+    return rc;
+}
+
+/* ---- handing the graph over ---------------------------------------------------------------- */
+
+static uint8_t call_kind(enum model_rt_class rt)
+{
+    switch (rt) {
+    case MODEL_RT_LAUNCH:
+        return MODEL_CALL_LAUNCH;
+    case MODEL_RT_LAUNCH_SYNC:
+        return MODEL_CALL_MEMCPY;
+    case MODEL_RT_SYNC_STREAM:
+    case MODEL_RT_SYNC_DEVICE:
+    case MODEL_RT_SYNC_EVENT:
+    case MODEL_RT_STREAM_WAIT:
+    case MODEL_RT_QUERY:
+        return MODEL_CALL_SYNC;
+    default:
+        return MODEL_CALL_OTHER;
+    }
+}
+
+/* The collective metadata of a communication kernel's event, or NULL. */
+static const struct model_collective *coll_of(const struct model_trace *t, uint32_t ev)
+{
+    uint32_t info = t->events[ev].info;
+    if (info == MODEL_NONE || t->infos[info].coll == MODEL_NONE)
+        return NULL;
+    return &t->colls[t->infos[info].coll];
+}
+
+
+/* What the join needs of the rank's trace, taken now: each task's name and
+ * refinement of its class (kernel family, collective kind, call kind), and
+ * each communication task's collective metadata. */
+static int rank_keep(struct builder *b)
+{
+    const struct model_trace *t = b->r.t;
+    for (size_t i = 0; i < b->n_tasks; i++) {
+        struct btask *k = &b->tasks[i];
+        if (k->event == MODEL_NONE) {
+            k->name = MODEL_NONE;
+            continue;
+        }
+        const struct model_event *e = &t->events[k->event];
+        const char *name = model_str(t, e->name);
+        k->name = e->name;
+        if (k->kind == MODEL_TASK_KERNEL)
+            k->sub = (uint8_t)model_kernel_family(name);
+        else if (k->kind == MODEL_TASK_COMM)
+            k->sub = (uint8_t)model_coll_op_parse(name);
+        else if (k->kind == MODEL_TASK_CALL)
+            k->sub = call_kind((enum model_rt_class)e->rt);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < b->n_tasks; i++)
+        n += b->tasks[i].kind == MODEL_TASK_COMM;
+    if (!(b->comm = malloc((n ? n : 1) * sizeof *b->comm)))
+        return OOM(b);
+    for (size_t res = 0; res < b->n_res; res++) {
+        const struct model_resource *rs = &b->res[res];
+        if (!rs->gpu || !rs->comm)
+            continue;
+        for (uint32_t k = rs->first; k < rs->first + rs->n; k++) {
+            const struct btask *task = &b->tasks[k];
+            if (task->kind != MODEL_TASK_COMM)
+                continue;
+            struct comm_meta m = {.task = k, .pg = MODEL_NONE, .dtype = MODEL_NONE, .key_seq = -1, .seq = -1,
+                                  .bytes = -1, .stream = t->tracks[rs->track].tid, .end = b->end[k],
+                                  .group_size = -1, .op = task->sub};
+            const struct model_collective *c = coll_of(t, task->event);
+            if (c) {
+                m.bytes = model_coll_bytes(t, c, (enum model_coll_op)m.op);
+                m.pg = c->pg_name;
+                m.dtype = c->dtype;
+                m.seq = c->seq;
+                m.key_seq = c->seq >= 0 ? c->seq : c->nccl_seq;
+                m.group_size = c->group_size;
+            }
+            b->comm[b->n_comm++] = m;
+        }
+    }
+    return SC_OK;
+}
+
+/* Free what only finding the rank's edges needed; trim the rest to size. */
+static void rank_trim(struct builder *b)
+{
+    struct rank_build *r = &b->r;
+    free(r->outer);
+    free(r->task_of);
+    for (size_t k = 0; k < r->n_streams; k++)
+        free(r->streams[k].lstart);
+    free(r->streams);
+    free(r->med.name);
+    free(r->med.median);
+    free(r->records);
+    r->outer = r->task_of = r->records = NULL;
+    r->streams = NULL;
+    r->n_streams = 0;
+    r->med.name = NULL;
+    r->med.median = NULL;
+    free(b->next_gpu);
+    free(b->cur_gpu);
+    free(b->last_rec);
+    free(b->stream_ix);
+    free(b->wait_done);
+    free(b->end);
+    b->next_gpu = b->cur_gpu = b->last_rec = b->stream_ix = b->wait_done = NULL;
+    b->end = NULL;
+    void *p;
+    if (b->n_tasks && (p = realloc(b->tasks, b->n_tasks * sizeof *b->tasks)))
+        b->tasks = p;
+    if (b->n_tasks && (p = realloc(b->ts, b->n_tasks * sizeof *b->ts)))
+        b->ts = p;
+    if (b->n_edges && (p = realloc(b->edges, b->n_edges * sizeof *b->edges)))
+        b->edges = p;
+}
+
+static void rank_free(struct builder *b)
+{
+    if (!b)
+        return;
+    rank_trim(b);
+    free(b->tasks);
+    free(b->ts);
+    free(b->res);
+    free(b->edges);
+    free(b->steps);
+    free(b->comm);
+    free(b);
+}
+
+/* One rank's tasks, edges and steps from its trace (rank_keep's notes
+ * included), into a new builder. */
+static int rank_part(const struct model_trace *t, const struct model_graph_opts *o, struct builder **out,
+                     struct sc_error *err)
+{
+    struct builder *b = calloc(1, sizeof *b);
+    struct rank_build *r;
+    int rc;
+
+    *out = NULL;
+    if (!b)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    b->err = err;
+    b->o = *o;
+    r = &b->r;
+    r->t = t;
+    r->outer = malloc((t->n_events ? t->n_events : 1) * sizeof *r->outer);
+    r->task_of = malloc((t->n_events ? t->n_events : 1) * sizeof *r->task_of);
+    if (!r->outer || !r->task_of) {
+        rc = OOM(b);
+        goto out;
+    }
+    memset(r->outer, 0xff, t->n_events * sizeof *r->outer);
+    memset(r->task_of, 0xff, t->n_events * sizeof *r->task_of);
+    if ((rc = rank_window(b, r)) || (rc = rank_threads(b, r)) || (rc = rank_streams(b, r)))
+        goto out;
+    size_t n = b->n_tasks ? b->n_tasks : 1;
+    b->wait_done = calloc(n, sizeof *b->wait_done);
+    b->next_gpu = malloc(n * sizeof *b->next_gpu);
+    b->cur_gpu = malloc(n * sizeof *b->cur_gpu);
+    b->last_rec = malloc(n * sizeof *b->last_rec);
+    b->stream_ix = malloc((b->n_res ? b->n_res : 1) * sizeof *b->stream_ix);
+    if (!b->wait_done || !b->next_gpu || !b->cur_gpu || !b->last_rec || !b->stream_ix) {
+        rc = OOM(b);
+        goto out;
+    }
+    memset(b->stream_ix, 0xff, b->n_res * sizeof *b->stream_ix);
+    if ((rc = thread_scans(b, r)) || (rc = api_medians(b, r, &r->med)) || (rc = calibrate_latencies(b, r)) ||
+        (rc = launch_edges(b, r)) || (rc = cuda_sync_edges(b, r)) || (rc = inferred_event_edges(b, r)) ||
+        (rc = launch_queue_edges(b, r, &b->queue_depth)) || (rc = gpu_wait_edges(b, r)) ||
+        (rc = host_sync_edges(b, r)) || (rc = host_poll_edges(b, r)) || (rc = inter_thread_edges(b, r)) ||
+        (rc = step_end_edges(b, r)) || (rc = unexplained_waits(b)) || (rc = rank_keep(b)))
+        goto out;
+out:
+    rank_trim(b);
+    b->err = NULL;
+    if (rc) {
+        rank_free(b);
+        return rc;
+    }
+    *out = b;
+    return SC_OK;
+}
+
+/* The join gives the memory of the parts it has freed back to the system
+ * after about this many tasks (~60 MB of parts), so the parts and the graph
+ * being built are not both held whole. */
+#define TRIM_TASKS 1000000
+
+/* ---- joining the ranks ------------------------------------------------------------------ */
+
+/* The ranks' parts, in rank order, and what is found across them. */
+struct join {
+    struct builder **parts;
+    const struct model_trace **traces; /* each part's trace (its header is enough) */
+    const int *rank_ids;
+    size_t n;
+    struct sc_error *err;
+    uint32_t *base;        /* per rank: its first task in the graph */
+    int64_t *clock_offset; /* per rank */
+    struct bgroup *groups;
+    size_t n_groups, cap_groups;
+    uint32_t *group_tasks;
+    size_t n_group_tasks, cap_group_tasks;
+    struct model_graph_stats stats;
+};
 
 /* A communication kernel and the key that finds it on the other ranks:
  * its process group and sequence number where the trace has them, else
@@ -1301,7 +1681,7 @@ struct comm_ref {
     int64_t stream;   /* stream id */
     uint32_t ordinal; /* position among the comm kernels of that stream */
     uint16_t rank;
-    uint32_t task;
+    const struct comm_meta *m;
     int32_t size;     /* the process group's size, or -1 */
 };
 
@@ -1343,32 +1723,17 @@ static int same_set(const struct comm_ref *x, const struct comm_ref *y)
     return x->pg ? strcmp(x->pg, y->pg) == 0 : x->stream == y->stream;
 }
 
-/* The collective metadata of a communication kernel's event, or NULL. */
-static const struct model_collective *coll_of(const struct model_trace *t, uint32_t ev)
-{
-    uint32_t info = t->events[ev].info;
-    if (info == MODEL_NONE || t->infos[info].coll == MODEL_NONE)
-        return NULL;
-    return &t->colls[t->infos[info].coll];
-}
 
-/* What a group of one collective carries, from its first member's event:
- * its kind, its size in bytes (nccl-tests convention, graph.h), dtype,
- * process group, sequence number and group size. */
-static struct model_group_spec group_spec(const struct builder *b, uint16_t rank, uint32_t task,
-                                          enum model_coll_op op, size_t members)
+/* What a group of one collective carries, from its first member: its
+ * kind, its size in bytes (nccl-tests convention, graph.h), dtype, process
+ * group, sequence number and group size. */
+static struct model_group_spec group_spec(const struct model_trace *t, const struct comm_meta *m, size_t members)
 {
-    const struct model_trace *t = b->rb[rank].t;
-    const struct model_collective *c = coll_of(t, b->tasks[task].event);
-    struct model_group_spec s = {.op = op, .bytes = -1, .seq = -1, .size = (uint32_t)members};
-    if (!c)
-        return s;
-    s.bytes = model_coll_bytes(t, c, op);
-    s.dtype = c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype);
-    s.pg = c->pg_name == MODEL_NONE ? NULL : model_str(t, c->pg_name);
-    s.seq = c->seq;
-    if (c->group_size > 0 && (size_t)c->group_size >= members)
-        s.size = (uint32_t)c->group_size;
+    struct model_group_spec s = {.op = m->op, .bytes = m->bytes, .seq = m->seq, .size = (uint32_t)members};
+    s.dtype = m->dtype == MODEL_NONE ? NULL : model_str(t, m->dtype);
+    s.pg = m->pg == MODEL_NONE ? NULL : model_str(t, m->pg);
+    if (m->group_size > 0 && (size_t)m->group_size >= members)
+        s.size = (uint32_t)m->group_size;
     return s;
 }
 
@@ -1379,36 +1744,35 @@ static struct model_group_spec group_spec(const struct builder *b, uint16_t rank
  * having the stream), one kernel each, all of the same operation. Align
  * clocks on their ends; give members their intrinsic time (the shortest
  * member: the last to arrive waited for nobody). */
-static int collectives(struct builder *b)
+static int collectives(struct join *j)
 {
-    size_t nranks = b->job->n_ranks;
+    size_t nranks = j->n;
     struct comm_ref *refs = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0;
     int rc = SC_OK;
     int64_t **diffs = NULL;
     size_t *ndiff = NULL, *capdiff = NULL;
     uint32_t *seen = NULL, stamp = 0;
     size_t want = 0;
 
-    for (size_t res = 0; res < b->n_res; res++) {
-        const struct model_resource *rs = &b->res[res];
-        if (!rs->gpu || !rs->comm)
-            continue;
-        const struct model_trace *t = b->rb[rs->rank].t;
-        int64_t sid = t->tracks[rs->track].tid;
+    for (size_t rk = 0; rk < nranks; rk++)
+        n += j->parts[rk]->n_comm;
+    if (!(refs = malloc((n ? n : 1) * sizeof *refs)))
+        goto oom;
+    n = 0;
+    for (size_t rk = 0; rk < nranks; rk++) {
+        const struct builder *p = j->parts[rk];
+        const struct model_trace *t = j->traces[rk];
         uint32_t ord = 0;
-        for (uint32_t k = rs->first; k < rs->first + rs->n; k++) {
-            if (b->tasks[k].kind != MODEL_TASK_COMM)
-                continue;
-            if (sc_vec_reserve((void **)&refs, &cap, n + 1, sizeof *refs))
-                goto oom;
-            struct comm_ref ref = {NULL, -1, sid, ord++, rs->rank, k, -1};
-            const struct model_collective *c = coll_of(t, b->tasks[k].event);
-            int64_t seq = c ? (c->seq >= 0 ? c->seq : c->nccl_seq) : -1;
-            if (c && c->pg_name != MODEL_NONE && seq >= 0) {
-                ref.pg = model_str(t, c->pg_name);
-                ref.seq = seq;
-                ref.size = c->group_size;
+        for (size_t i = 0; i < p->n_comm; i++) {
+            const struct comm_meta *m = &p->comm[i];
+            if (i && p->tasks[m->task].res != p->tasks[p->comm[i - 1].task].res)
+                ord = 0; /* the next stream */
+            struct comm_ref ref = {NULL, -1, m->stream, ord++, (uint16_t)rk, m, -1};
+            if (m->pg != MODEL_NONE && m->key_seq >= 0) {
+                ref.pg = model_str(t, m->pg);
+                ref.seq = m->key_seq;
+                ref.size = m->group_size;
             }
             refs[n++] = ref;
         }
@@ -1421,9 +1785,9 @@ static int collectives(struct builder *b)
     if (!diffs || !ndiff || !capdiff || !seen)
         goto oom;
     for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && same_key(&refs[j], &refs[i]))
-            j++;
+        size_t e = i;
+        while (e < n && same_key(&refs[e], &refs[i]))
+            e++;
         /* how many members a complete group has: the ranks having this
          * stream (or process group) at all */
         if (i == 0 || !same_set(&refs[i], &refs[i - 1])) {
@@ -1436,51 +1800,45 @@ static int collectives(struct builder *b)
                 }
         }
         size_t need = refs[i].pg && refs[i].size > 0 ? (size_t)refs[i].size : want;
-        int same = j - i == need && need > 1;
-        for (size_t q = i + 1; q < j && same; q++) /* one kernel per rank */
-            same = refs[q].rank != refs[q - 1].rank;
-        const struct model_trace *t0 = b->rb[refs[i].rank].t;
-        enum model_coll_op op0 = model_coll_op_parse(model_str(t0, t0->events[b->tasks[refs[i].task].event].name));
-        for (size_t q = i + 1; q < j && same; q++) {
-            const struct model_trace *tq = b->rb[refs[q].rank].t;
-            same = model_coll_op_parse(model_str(tq, tq->events[b->tasks[refs[q].task].event].name)) == op0;
-        }
+        int same = e - i == need && need > 1;
+        for (size_t q = i + 1; q < e && same; q++) /* one kernel per rank, one operation */
+            same = refs[q].rank != refs[q - 1].rank && refs[q].m->op == refs[i].m->op;
         if (!same) {
-            for (size_t q = i; q < j; q++)
-                b->tasks[refs[q].task].kept = 1;
-            b->stats.collectives_kept += j - i;
-            i = j;
+            for (size_t q = i; q < e; q++)
+                j->parts[refs[q].rank]->tasks[refs[q].m->task].kept = 1;
+            j->stats.collectives_kept += e - i;
+            i = e;
             continue;
         }
         int64_t intrinsic = INT64_MAX, ref_end = INT64_MIN;
-        for (size_t q = i; q < j; q++) {
-            intrinsic = min64(intrinsic, b->tasks[refs[q].task].dur);
+        for (size_t q = i; q < e; q++) {
+            intrinsic = min64(intrinsic, j->parts[refs[q].rank]->tasks[refs[q].m->task].dur);
             if (refs[q].rank == refs[i].rank)
-                ref_end = b->end[refs[q].task];
+                ref_end = refs[q].m->end;
         }
-        if (sc_vec_reserve((void **)&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups) ||
-            sc_vec_reserve((void **)&b->group_tasks, &b->cap_group_tasks, b->n_group_tasks + (j - i),
-                           sizeof *b->group_tasks))
+        if (sc_vec_reserve((void **)&j->groups, &j->cap_groups, j->n_groups + 1, sizeof *j->groups) ||
+            sc_vec_reserve((void **)&j->group_tasks, &j->cap_group_tasks, j->n_group_tasks + (e - i),
+                           sizeof *j->group_tasks))
             goto oom;
-        b->groups[b->n_groups++] = (struct bgroup){(uint32_t)b->n_group_tasks, (uint32_t)(j - i),
-                                                   group_spec(b, refs[i].rank, refs[i].task, op0, j - i)};
-        for (size_t q = i; q < j; q++) {
-            b->tasks[refs[q].task].dur = intrinsic;
-            b->group_tasks[b->n_group_tasks++] = refs[q].task;
+        j->groups[j->n_groups++] = (struct bgroup){(uint32_t)j->n_group_tasks, (uint32_t)(e - i),
+                                                   group_spec(j->traces[refs[i].rank], refs[i].m, e - i)};
+        for (size_t q = i; q < e; q++) {
+            size_t rk = refs[q].rank;
+            j->parts[rk]->tasks[refs[q].m->task].dur = intrinsic;
+            j->group_tasks[j->n_group_tasks++] = j->base[rk] + refs[q].m->task;
             if (refs[i].rank == 0) {
-                size_t rk = refs[q].rank;
                 if (sc_vec_reserve((void **)&diffs[rk], &capdiff[rk], ndiff[rk] + 1, sizeof **diffs))
                     goto oom;
-                diffs[rk][ndiff[rk]++] = b->end[refs[q].task] - ref_end;
+                diffs[rk][ndiff[rk]++] = refs[q].m->end - ref_end;
             }
         }
-        b->stats.collectives_matched++;
-        i = j;
+        j->stats.collectives_matched++;
+        i = e;
     }
     for (size_t rk = 0; rk < nranks; rk++) {
         if (ndiff[rk]) {
             sc_sort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
-            b->clock_offset[rk] = diffs[rk][ndiff[rk] / 2];
+            j->clock_offset[rk] = diffs[rk][ndiff[rk] / 2];
         }
     }
 out:
@@ -1493,229 +1851,278 @@ out:
     free(refs);
     return rc;
 oom:
-    rc = OOM(b);
+    rc = sc_error_set(j->err, SC_ENOMEM, "out of memory");
     goto out;
 }
 
-/* Work conservation: the last modelled step of the rank ends when its
- * annotation and all the GPU work launched in it have ended, measured and
- * replayed alike. Per stream, the last task launched in the step (a stream
- * runs in order, so it ends after the others) -> the step's end marker;
- * the measured step is stretched to the latest such end. */
-static int step_end_edges(struct builder *b, struct rank_build *r)
+/* One rank's resources, tasks (laid out by measured start on rank 0's
+ * clock), edges and steps, through the public builder. Task and resource
+ * ids follow on from the ranks before. */
+static int emit_rank(struct join *j, size_t rk, struct model_gb *gb)
 {
-    const struct model_step *last = &r->t->steps[r->step_hi - 1];
-    struct model_graph_step *gs = NULL;
+    const struct builder *p = j->parts[rk];
+    const struct model_trace *t = j->traces[rk];
+    uint32_t res0 = 0, id, base = j->base[rk];
+    int64_t off = j->clock_offset[rk];
     int rc = SC_OK;
 
-    for (size_t k = b->n_steps; k-- > 0 && !gs;)
-        if (b->steps[k].rank == r->rank && b->steps[k].step == r->step_hi - 1)
-            gs = &b->steps[k];
-    if (!gs || gs->end == MODEL_NONE)
-        return SC_OK;
-    int64_t end = last->end;
-    for (size_t si = 0; si < r->n_streams && rc == SC_OK; si++) {
-        const struct stream *s = &r->streams[si];
-        for (uint32_t k = s->n; k-- > 0;) {
-            uint32_t task = s->first + k, ev = b->tasks[task].event;
-            if (launch_task(r, ev) == MODEL_NONE || launch_ts(r, ev) < last->start)
-                continue;
-            end = max64(end, b->end[task]);
-            rc = add_edge(b, task, gs->end, 0, MODEL_FS, MODEL_EDGE_STEP_END, 0);
-            break;
-        }
-    }
-    gs->measured_ns = end - last->start;
-    return rc;
-}
-
-/* ---- handing the graph over ---------------------------------------------------------------- */
-
-static uint8_t call_kind(enum model_rt_class rt)
-{
-    switch (rt) {
-    case MODEL_RT_LAUNCH:
-        return MODEL_CALL_LAUNCH;
-    case MODEL_RT_LAUNCH_SYNC:
-        return MODEL_CALL_MEMCPY;
-    case MODEL_RT_SYNC_STREAM:
-    case MODEL_RT_SYNC_DEVICE:
-    case MODEL_RT_SYNC_EVENT:
-    case MODEL_RT_STREAM_WAIT:
-    case MODEL_RT_QUERY:
-        return MODEL_CALL_SYNC;
-    default:
-        return MODEL_CALL_OTHER;
-    }
-}
-
-/* A task's name and its refinement of the class (kernel family,
- * collective kind, call kind). */
-static const char *task_name(const struct builder *b, const struct btask *k, int *sub)
-{
-    const struct model_trace *t = b->rb[k->rank].t;
-    *sub = 0;
-    if (k->event == MODEL_NONE)
-        return "(step boundary)";
-    const struct model_event *e = &t->events[k->event];
-    const char *name = model_str(t, e->name);
-    if (k->kind == MODEL_TASK_KERNEL)
-        *sub = model_kernel_family(name);
-    else if (k->kind == MODEL_TASK_COMM)
-        *sub = model_coll_op_parse(name);
-    else if (k->kind == MODEL_TASK_CALL)
-        *sub = call_kind((enum model_rt_class)e->rt);
-    return name;
-}
-
-/* Everything found, through the public builder: ranks, resources, tasks
- * (laid out by measured start on rank 0's clock), edges, steps, groups. */
-static int emit(struct builder *b, struct model_graph **out)
-{
-    const struct model_job *job = b->job;
-    struct model_gb *gb = model_gb_new(b->err);
-    uint32_t id;
-    uint16_t rank;
-    int rc = SC_OK;
-
-    if (!gb)
-        return SC_ENOMEM;
-    model_gb_set_job(gb, job);
-    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++)
-        rc = model_gb_add_rank(gb, &(struct model_rank_spec){job->rank_ids[i], b->clock_offset[i], b->queue_depth[i]},
-                               &rank);
-    for (size_t i = 0; i < b->n_res && rc == SC_OK; i++) {
-        const struct model_resource *r = &b->res[i];
-        const struct model_trace *t = b->rb[r->rank].t;
+    for (size_t i = 0; i < p->n_res && rc == SC_OK; i++) {
+        const struct model_resource *r = &p->res[i];
         const struct model_track *tk = &t->tracks[r->track];
-        struct model_res_spec rs = {.rank = r->rank, .gpu = r->gpu, .comm = r->comm,
+        struct model_res_spec rs = {.rank = (uint16_t)rk, .gpu = r->gpu, .comm = r->comm,
                                     .label = tk->label == MODEL_NONE ? NULL : model_str(t, tk->label),
                                     .pid = tk->pid, .tid = tk->tid, .track = r->track, .has_track = 1,
-                                    .origin = b->rb[r->rank].origin - b->clock_offset[r->rank]};
+                                    .origin = p->r.origin - off};
         rc = model_gb_add_resource(gb, &rs, &id);
+        if (i == 0)
+            res0 = id;
     }
     /* tasks in index order: each resource's are contiguous and in its
      * order, so the builder gives every task its index here as its id */
-    for (size_t i = 0; i < b->n_tasks && rc == SC_OK; i++) {
-        const struct btask *k = &b->tasks[i];
-        struct model_task_spec ts = {.res = k->res, .cls = k->kind, .dur = k->dur, .gap = k->gap,
-                                     .event = k->event, .has_event = k->event != MODEL_NONE, .kept = k->kept,
-                                     .order = b->ts[i] - b->clock_offset[k->rank]};
-        ts.name = task_name(b, k, &ts.sub);
+    for (size_t i = 0; i < p->n_tasks && rc == SC_OK; i++) {
+        const struct btask *k = &p->tasks[i];
+        struct model_task_spec ts = {.res = res0 + k->res, .cls = k->kind, .sub = k->sub, .dur = k->dur,
+                                     .gap = k->gap, .event = k->event, .has_event = k->event != MODEL_NONE,
+                                     .kept = k->kept, .order = p->ts[i] - off,
+                                     .name = k->name == MODEL_NONE ? "(step boundary)" : model_str(t, k->name)};
         rc = model_gb_add_task(gb, &ts, &id);
     }
-    for (size_t i = 0; i < b->n_edges && rc == SC_OK; i++) {
-        const struct pending_edge *e = &b->edges[i];
-        rc = model_gb_add_edge(gb, e->from, e->to, e->kind, e->type, e->lat, e->inferred);
+    for (size_t i = 0; i < p->n_edges && rc == SC_OK; i++) {
+        const struct pending_edge *e = &p->edges[i];
+        rc = model_gb_add_edge(gb, base + e->from, base + e->to, e->kind, e->type, e->lat, e->inferred);
     }
-    for (size_t i = 0; i < b->n_steps && rc == SC_OK; i++) {
-        const struct model_graph_step *s = &b->steps[i];
-        const struct model_trace *t = b->rb[s->rank].t;
-        rc = model_gb_add_step(gb, &(struct model_step_spec){s->rank, s->begin, s->end,
+    for (size_t i = 0; i < p->n_steps && rc == SC_OK; i++) {
+        const struct model_graph_step *s = &p->steps[i];
+        rc = model_gb_add_step(gb, &(struct model_step_spec){(uint16_t)rk, base + s->begin,
+                                                             s->end == MODEL_NONE ? MODEL_NONE : base + s->end,
                                                              model_str(t, t->steps[s->step].name),
                                                              s->measured_ns, s->partial, s->step});
     }
-    for (size_t i = 0; i < b->n_groups && rc == SC_OK; i++)
-        rc = model_gb_add_group(gb, &b->groups[i].spec, b->group_tasks + b->groups[i].first, b->groups[i].n, NULL);
+    return rc;
+}
+
+static void add_stats(struct model_graph_stats *to, const struct model_graph_stats *s)
+{
+    to->inferred_event_syncs += s->inferred_event_syncs;
+    to->cuda_sync_event_syncs += s->cuda_sync_event_syncs;
+}
+
+/* Join the ranks' parts into the graph: group collectives, align clocks,
+ * then hand each rank over to the public builder and free its part (so
+ * the parts and the graph being built are not all held at once). */
+static int join(struct join *j, const struct model_job *job, struct model_graph **out)
+{
+    struct model_gb *gb = NULL;
+    size_t tasks = 0, edges = 0;
+    uint16_t rank;
+    int rc = SC_OK;
+
+    j->base = malloc(j->n * sizeof *j->base);
+    j->clock_offset = calloc(j->n, sizeof *j->clock_offset);
+    if (!j->base || !j->clock_offset)
+        return sc_error_set(j->err, SC_ENOMEM, "out of memory");
+    for (size_t rk = 0; rk < j->n; rk++) {
+        if (tasks + j->parts[rk]->n_tasks >= (1u << 30))
+            return sc_error_set(j->err, SC_ELIMIT, "more than %u tasks", 1u << 30);
+        j->base[rk] = (uint32_t)tasks;
+        tasks += j->parts[rk]->n_tasks;
+        edges += j->parts[rk]->n_edges;
+        add_stats(&j->stats, &j->parts[rk]->stats);
+    }
+    if ((rc = collectives(j)))
+        return rc;
+    if (!(gb = model_gb_new(j->err)))
+        return SC_ENOMEM;
+    model_gb_set_job(gb, job);
+    rc = model_gb_reserve(gb, tasks, edges, j->n_groups, j->n_group_tasks);
+    for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++)
+        rc = model_gb_add_rank(gb, &(struct model_rank_spec){j->rank_ids[rk], j->clock_offset[rk],
+                                                              j->parts[rk]->queue_depth}, &rank);
+    size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
+    for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
+        rc = emit_rank(j, rk, gb);
+        freed += j->parts[rk]->n_tasks;
+        rank_free(j->parts[rk]);
+        j->parts[rk] = NULL;
+        if (freed >= TRIM_TASKS || rk + 1 == j->n) {
+            sc_heap_trim();
+            freed = 0;
+        }
+    }
+    for (size_t i = 0; i < j->n_groups && rc == SC_OK; i++)
+        rc = model_gb_add_group(gb, &j->groups[i].spec, j->group_tasks + j->groups[i].first, j->groups[i].n, NULL);
     if (rc) {
         model_gb_free(gb);
         return rc;
     }
-    *model_gb_stats(gb) = b->stats;
-    return model_gb_finish(gb, out, b->err);
+    *model_gb_stats(gb) = j->stats;
+    if ((rc = model_gb_finish(gb, out, j->err)))
+        return rc;
+    if ((rc = step_unexplained(*out, j->err))) {
+        model_graph_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static void join_release(struct join *j)
+{
+    for (size_t rk = 0; j->parts && rk < j->n; rk++)
+        rank_free(j->parts[rk]);
+    free(j->parts);
+    free(j->traces);
+    free(j->base);
+    free(j->clock_offset);
+    free(j->groups);
+    free(j->group_tasks);
+}
+
+/* ---- building -------------------------------------------------------------------------- */
+
+struct job_parts {
+    const struct model_job *job;
+    const struct model_graph_opts *o;
+    struct builder **parts;
+};
+
+static int part_of_rank(void *ctx, size_t i, struct sc_error *err)
+{
+    struct job_parts *jp = ctx;
+    return rank_part(jp->job->ranks[i], jp->o, &jp->parts[i], err);
 }
 
 int model_graph_build(const struct model_job *job, const struct model_graph_opts *opts,
                       struct model_graph **out, struct sc_error *err)
 {
-    struct builder b;
-    int rc = SC_OK;
+    struct model_graph_opts o;
+    struct join j = {.n = job->n_ranks, .rank_ids = job->rank_ids, .err = err};
+    int rc;
 
     *out = NULL;
-    memset(&b, 0, sizeof b);
-    b.job = job;
-    b.err = err;
     if (opts)
-        b.o = *opts;
+        o = *opts;
     else
-        model_graph_opts_default(&b.o);
+        model_graph_opts_default(&o);
     if (!job->n_ranks)
         return sc_error_set(err, SC_EINVAL, "no trace to build a graph from");
-    b.rb = calloc(job->n_ranks, sizeof *b.rb);
-    b.clock_offset = calloc(job->n_ranks, sizeof *b.clock_offset);
-    b.queue_depth = calloc(job->n_ranks, sizeof *b.queue_depth);
-    if (!b.rb || !b.clock_offset || !b.queue_depth) {
-        rc = OOM(&b);
-        goto out;
+    j.parts = calloc(j.n, sizeof *j.parts);
+    j.traces = malloc(j.n * sizeof *j.traces);
+    if (!j.parts || !j.traces) {
+        join_release(&j);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++) {
-        struct rank_build *r = &b.rb[i];
-        const struct model_trace *t = job->ranks[i];
-        r->t = t;
-        r->rank = (uint16_t)i;
-        r->outer = malloc((t->n_events ? t->n_events : 1) * sizeof *r->outer);
-        r->task_of = malloc((t->n_events ? t->n_events : 1) * sizeof *r->task_of);
-        if (!r->outer || !r->task_of) {
-            rc = OOM(&b);
-            break;
-        }
-        memset(r->outer, 0xff, t->n_events * sizeof *r->outer);
-        memset(r->task_of, 0xff, t->n_events * sizeof *r->task_of);
-        if ((rc = rank_window(&b, r)) || (rc = rank_threads(&b, r)) || (rc = rank_streams(&b, r)))
-            break;
-    }
-    if (rc == SC_OK) {
-        size_t n = b.n_tasks ? b.n_tasks : 1;
-        b.wait_done = calloc(n, sizeof *b.wait_done);
-        b.next_gpu = malloc(n * sizeof *b.next_gpu);
-        b.cur_gpu = malloc(n * sizeof *b.cur_gpu);
-        b.last_rec = malloc(n * sizeof *b.last_rec);
-        b.stream_ix = malloc((b.n_res ? b.n_res : 1) * sizeof *b.stream_ix);
-        if (!b.wait_done || !b.next_gpu || !b.cur_gpu || !b.last_rec || !b.stream_ix)
-            rc = OOM(&b);
-        else
-            memset(b.stream_ix, 0xff, b.n_res * sizeof *b.stream_ix);
-    }
-    for (size_t i = 0; i < job->n_ranks && rc == SC_OK; i++) {
-        struct rank_build *r = &b.rb[i];
-        if ((rc = thread_scans(&b, r)) || (rc = api_medians(&b, r, &r->med)) ||
-            (rc = calibrate_latencies(&b, r)) || (rc = launch_edges(&b, r)) ||
-            (rc = cuda_sync_edges(&b, r)) || (rc = inferred_event_edges(&b, r)) ||
-            (rc = launch_queue_edges(&b, r, &b.queue_depth[i])) ||
-            (rc = gpu_wait_edges(&b, r)) || (rc = host_sync_edges(&b, r)) ||
-            (rc = host_poll_edges(&b, r)) || (rc = inter_thread_edges(&b, r)) || (rc = step_end_edges(&b, r)))
-            break;
-    }
+    for (size_t i = 0; i < j.n; i++)
+        j.traces[i] = job->ranks[i];
+    struct job_parts jp = {job, &o, j.parts};
+    rc = sc_parallel_for(j.n, 0, part_of_rank, &jp, err);
     if (rc == SC_OK)
-        rc = collectives(&b);
-    if (rc == SC_OK)
-        rc = emit(&b, out);
-out:
-    for (size_t i = 0; b.rb && i < job->n_ranks; i++) {
-        free(b.rb[i].outer);
-        free(b.rb[i].task_of);
-        for (size_t k = 0; k < b.rb[i].n_streams; k++)
-            free(b.rb[i].streams[k].lstart);
-        free(b.rb[i].streams);
-        free(b.rb[i].med.name);
-        free(b.rb[i].med.median);
-        free(b.rb[i].records);
-    }
-    free(b.next_gpu);
-    free(b.cur_gpu);
-    free(b.last_rec);
-    free(b.stream_ix);
-    free(b.rb);
-    free(b.tasks);
-    free(b.ts);
-    free(b.end);
-    free(b.wait_done);
-    free(b.res);
-    free(b.edges);
-    free(b.steps);
-    free(b.groups);
-    free(b.group_tasks);
-    free(b.clock_offset);
-    free(b.queue_depth);
+        rc = join(&j, job, out);
+    join_release(&j);
     return rc;
+}
+
+/* ---- building while loading ------------------------------------------------------------- */
+
+struct loaded {
+    const struct model_trace *t;
+    struct builder *part;
+};
+
+struct streamed {
+    const struct model_graph_opts *o;
+    const struct model_graph_load *l;
+    pthread_mutex_t mu;
+    struct loaded *v; /* in the order loaded */
+    size_t n, cap;
+};
+
+/* model_job_each: a trace just loaded -> its part; the trace keeps only
+ * its header. */
+static int part_of_loaded(void *ctx, struct model_trace *t, struct sc_error *err)
+{
+    struct streamed *s = ctx;
+    struct builder *p;
+    int rc = rank_part(t, s->o, &p, err);
+    if (rc)
+        return rc;
+    model_trace_shed(t);
+    pthread_mutex_lock(&s->mu);
+    if (sc_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+        pthread_mutex_unlock(&s->mu);
+        rank_free(p);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    s->v[s->n] = (struct loaded){t, p};
+    size_t done = ++s->n;
+    pthread_mutex_unlock(&s->mu);
+    if (s->l->progress)
+        s->l->progress(s->l->progress_ctx, done);
+    return SC_OK;
+}
+
+static int by_trace(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct loaded *)a)->t, y = (uintptr_t)((const struct loaded *)b)->t;
+    return (x > y) - (x < y);
+}
+
+int model_graph_build_paths(const char *const *paths, size_t n, const struct model_graph_load *l,
+                            const struct model_graph_opts *opts, struct model_job **job_out,
+                            struct model_graph **out, struct sc_error *err)
+{
+    static const struct model_graph_load none;
+    struct model_graph_opts o;
+    struct model_load_opts lo;
+    struct model_job *job = NULL;
+    struct streamed s = {.o = &o, .l = l ? l : &none};
+    struct join j = {.err = err};
+    int rc;
+
+    *out = NULL;
+    *job_out = NULL;
+    if (opts)
+        o = *opts;
+    else
+        model_graph_opts_default(&o);
+    if (s.l->load)
+        lo = *s.l->load;
+    else
+        model_load_opts_default(&lo);
+    pthread_mutex_init(&s.mu, NULL);
+    struct model_job_each each = {part_of_loaded, &s};
+    rc = model_job_load_each(paths, n, s.l->ranks, &lo, s.l->threads, &each, &job, err);
+    if (rc == SC_OK) { /* the parts in the job's rank order */
+        j.n = job->n_ranks;
+        j.rank_ids = job->rank_ids;
+        j.parts = calloc(j.n ? j.n : 1, sizeof *j.parts);
+        j.traces = malloc((j.n ? j.n : 1) * sizeof *j.traces);
+        if (!j.parts || !j.traces)
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        sc_sort(s.v, s.n, sizeof *s.v, by_trace);
+        for (size_t i = 0; i < j.n && rc == SC_OK; i++) {
+            struct loaded key = {job->ranks[i], NULL};
+            struct loaded *hit = bsearch(&key, s.v, s.n, sizeof *s.v, by_trace);
+            if (!hit || !hit->part) {
+                rc = sc_error_set(err, SC_EINTERNAL, "'%s' was loaded but not built", job->ranks[i]->source);
+                break;
+            }
+            j.traces[i] = job->ranks[i];
+            j.parts[i] = hit->part;
+            hit->part = NULL;
+        }
+    }
+    for (size_t i = 0; i < s.n; i++)
+        rank_free(s.v[i].part); /* the parts not taken (a failed load) */
+    free(s.v);
+    pthread_mutex_destroy(&s.mu);
+    sc_heap_trim(); /* the traces' tables, freed by the loading threads */
+    if (rc == SC_OK)
+        rc = join(&j, job, out);
+    join_release(&j);
+    if (rc) {
+        model_job_free(job);
+        return rc;
+    }
+    *job_out = job;
+    return SC_OK;
 }

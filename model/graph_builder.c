@@ -399,6 +399,37 @@ static void link_resources(const struct model_gb *gb, const uint32_t *to, uint32
     }
 }
 
+/* Move every task i to its place to[i], in place (a large graph's tasks
+ * are not copied whole): each cycle of the permutation is followed once,
+ * a bit per task marking those placed. */
+static int permute(struct model_gb *gb, const uint32_t *to)
+{
+    size_t n = gb->n_tasks;
+    uint64_t *done = calloc(n / 64 + 1, sizeof *done);
+    if (!done)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (done[i / 64] >> (i % 64) & 1)
+            continue;
+        struct model_task task = gb->tasks[i];
+        struct model_task_src src = gb->src[i];
+        for (uint32_t j = to[i]; j != i; j = to[j]) { /* carry the task i's chain displaces */
+            struct model_task t2 = gb->tasks[j];
+            struct model_task_src s2 = gb->src[j];
+            gb->tasks[j] = task;
+            gb->src[j] = src;
+            done[j / 64] |= 1ull << (j % 64);
+            task = t2;
+            src = s2;
+        }
+        gb->tasks[i] = task;
+        gb->src[i] = src;
+        done[i / 64] |= 1ull << (i % 64);
+    }
+    free(done);
+    return 0;
+}
+
 /* Lay the tasks out by their keys, renumbering everything that names a
  * task, and link each resource's tasks in the order they were added (a
  * key smaller than its resource predecessor's is raised to it, so the sort
@@ -411,8 +442,6 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     int64_t *last_key = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last_key);
     uint32_t *last = malloc((gb->n_res ? gb->n_res : 1) * sizeof *last);
     struct order_key *k = NULL;
-    struct model_task *tasks = NULL;
-    struct model_task_src *src = NULL;
     uint32_t *own_to = NULL;
     if (!last_key || !last)
         goto oom;
@@ -430,11 +459,9 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
         return SC_OK;
     }
     k = malloc((n ? n : 1) * sizeof *k);
-    tasks = malloc((n ? n : 1) * sizeof *tasks);
-    src = malloc((n ? n : 1) * sizeof *src);
     if (!to)
         to = own_to = malloc((n ? n : 1) * sizeof *to);
-    if (!k || !tasks || !src || !to)
+    if (!k || !to)
         goto oom;
     for (size_t r = 0; r < gb->n_res; r++)
         last_key[r] = INT64_MIN;
@@ -444,13 +471,16 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
         last_key[r] = t;
         k[i] = (struct order_key){t, i};
     }
+    free(gb->order); /* the keys are all that is needed of it */
+    gb->order = NULL;
     sc_sort(k, n, sizeof *k, by_order_key);
-    for (uint32_t j = 0; j < n; j++) {
+    for (uint32_t j = 0; j < n; j++)
         to[k[j].i] = j;
-        tasks[j] = gb->tasks[k[j].i];
-        src[j] = gb->src[k[j].i];
-    }
-    link_resources(gb, to, last, prev, next);
+    free(k);
+    k = NULL;
+    link_resources(gb, to, last, prev, next); /* reads the tasks in the order added */
+    if (permute(gb, to))
+        goto oom;
     for (size_t r = 0; r < gb->n_res; r++) {
         struct model_resource *res = &gb->res[r];
         res->first = res->n ? to[res->first] : MODEL_NONE;
@@ -467,9 +497,10 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     }
     for (size_t m = 0; m < gb->n_members; m++)
         gb->group_tasks[m] = to[gb->group_tasks[m]];
-    g->tasks = tasks;
-    g->src = src;
-    free(k);
+    g->tasks = gb->tasks;
+    g->src = gb->src;
+    gb->tasks = NULL;
+    gb->src = NULL;
     free(last_key);
     free(last);
     free(own_to);
@@ -478,8 +509,6 @@ oom:
     free(k);
     free(last_key);
     free(last);
-    free(tasks);
-    free(src);
     free(own_to);
     return OOM(gb);
 }

@@ -2,14 +2,12 @@
 #include "model/job.h"
 
 #include <dirent.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/pool.h"
 #include "common/vec.h"
 #include "model/archive.h"
 #include "model/stream.h"
@@ -107,47 +105,160 @@ int model_job_each_member(const char *path, model_member_fn fn, void *ctx, struc
 
 /* ---- archives ---- */
 
-struct member_trace {
-    char *name;
+/* A trace just loaded: handed to the caller's function, if any. */
+static int visit(const struct model_job_each *each, struct model_trace *t, struct sc_error *err)
+{
+    return each && each->fn ? each->fn(each->ctx, t, err) : SC_OK;
+}
+
+/* An archive is one stream, read one member after another; its members'
+ * bytes (as stored: a gzip'd member stays compressed) are gathered into
+ * batches of up to TAR_BATCH_BYTES and parsed on all cores. A member
+ * larger than that is parsed as it is read, after the batch before it. */
+#define TAR_BATCH_BYTES ((size_t)128 << 20)
+
+struct member {
+    char *name;           /* as stored (members are ranked in name order) */
+    char *label;          /* "ARCHIVE:name", for messages */
+    unsigned char *bytes; /* while it waits in the batch */
+    size_t n;
     struct model_trace *t;
 };
 
 struct members {
     const struct model_load_opts *opts;
-    struct member_trace *v;
+    const struct model_job_each *each;
+    unsigned threads;
+    struct member *v;
     size_t n, cap;
+    size_t batch, batch_bytes; /* the batch: v[batch..n) */
 };
+
+static int parse_member(void *ctx, size_t i, struct sc_error *err)
+{
+    struct members *l = ctx;
+    struct member *m = &l->v[l->batch + i];
+    int rc = model_trace_load_mem(m->bytes, m->n, m->label, l->opts, &m->t, err);
+    free(m->bytes);
+    m->bytes = NULL;
+    return rc ? rc : visit(l->each, m->t, err);
+}
+
+/* Parse the batch; the first failure in archive order is reported. */
+static int flush_batch(struct members *l, struct sc_error *err)
+{
+    int rc = sc_parallel_for(l->n - l->batch, l->threads, parse_member, l, err);
+    for (size_t i = l->batch; i < l->n; i++) { /* those a failure left unparsed */
+        free(l->v[i].bytes);
+        l->v[i].bytes = NULL;
+    }
+    l->batch = l->n;
+    l->batch_bytes = 0;
+    return rc;
+}
+
+/* Up to `max` bytes of a stream into *out (from malloc); *whole says
+ * whether that was all of it. */
+static int read_some(struct model_stream *in, size_t max, unsigned char **out, size_t *n, int *whole,
+                     struct sc_error *err)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    *whole = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= max)
+                break;
+            size_t want = cap ? (cap * 2 < max ? cap * 2 : max) : (max < (1u << 20) ? max : (1u << 20));
+            unsigned char *p = realloc(buf, want);
+            if (!p) {
+                free(buf);
+                return sc_error_set(err, SC_ENOMEM, "out of memory");
+            }
+            buf = p;
+            cap = want;
+        }
+        ssize_t r = model_stream_read(in, buf + len, cap - len, err);
+        if (r < 0) {
+            free(buf);
+            return err->code ? err->code : SC_EIO;
+        }
+        if (r == 0) {
+            *whole = 1;
+            break;
+        }
+        len += (size_t)r;
+    }
+    *out = buf;
+    *n = len;
+    return SC_OK;
+}
 
 static int load_member(void *ctx, const char *name, const char *label, struct model_stream *in,
                        struct sc_error *err)
 {
     struct members *l = ctx;
-    struct model_trace *t;
-    int rc = model_trace_read(in, label, l->opts, &t, err);
-    if (rc)
-        return rc;
-    char *copy = strdup(name);
-    if (!copy || sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
-        free(copy);
-        model_trace_free(t);
+    struct member *m;
+    int whole, rc;
+    if (sc_vec_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    m = &l->v[l->n];
+    memset(m, 0, sizeof *m);
+    if (!(m->name = strdup(name)) || !(m->label = strdup(label))) {
+        free(m->name);
+        free(m->label);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    l->v[l->n++] = (struct member_trace){copy, t};
-    return SC_OK;
+    l->n++;
+    if ((rc = read_some(in, TAR_BATCH_BYTES, &m->bytes, &m->n, &whole, err))) {
+        struct sc_error first;
+        l->n--; /* not read: the members before it come first */
+        int before = flush_batch(l, &first);
+        l->n++;
+        l->batch = l->n;
+        if (before)
+            *err = first;
+        return before ? before : rc;
+    }
+    if (whole) {
+        l->batch_bytes += m->n;
+        return l->batch_bytes >= TAR_BATCH_BYTES ? flush_batch(l, err) : SC_OK;
+    }
+    /* too large for a batch: the batch before it, then this one as it streams */
+    unsigned char *head = m->bytes;
+    size_t n = m->n;
+    struct model_stream *s = NULL;
+    m->bytes = NULL;
+    l->n--;
+    rc = flush_batch(l, err);
+    l->n++;
+    l->batch = l->n;
+    if (rc == SC_OK && (rc = model_stream_open_mem_then(head, n, in, &s, err)) == SC_OK)
+        rc = model_trace_read(s, label, l->opts, &m->t, err);
+    model_stream_close(s);
+    free(head);
+    return rc ? rc : visit(l->each, m->t, err);
 }
 
 static int cmp_member(const void *a, const void *b)
 {
-    return strcmp(((const struct member_trace *)a)->name, ((const struct member_trace *)b)->name);
+    return strcmp(((const struct member *)a)->name, ((const struct member *)b)->name);
 }
 
 /* The traces of an archive, in member name order, appended to out[*n..]
  * (room for them made with sc_vec_reserve on *cap). */
-static int load_tar(const char *path, const struct model_load_opts *opts,
-                    struct model_trace ***out, size_t *n, size_t *cap, struct sc_error *err)
+static int load_tar(const char *path, const struct model_load_opts *opts, unsigned threads,
+                    const struct model_job_each *each, struct model_trace ***out, size_t *n, size_t *cap,
+                    struct sc_error *err)
 {
-    struct members l = {.opts = opts};
+    struct members l = {.opts = opts, .each = each, .threads = threads};
     int rc = model_job_each_member(path, load_member, &l, err);
+    struct sc_error first;
+    int before = flush_batch(&l, &first); /* what is left; its errors come before the archive's */
+    if (before) {
+        rc = before;
+        *err = first;
+    }
     if (rc == SC_OK && sc_vec_reserve((void **)out, cap, *n + l.n, sizeof **out))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     sc_sort(l.v, l.n, sizeof *l.v, cmp_member);
@@ -157,6 +268,7 @@ static int load_tar(const char *path, const struct model_load_opts *opts,
         else
             model_trace_free(l.v[i].t);
         free(l.v[i].name);
+        free(l.v[i].label);
     }
     free(l.v);
     return rc;
@@ -164,71 +276,21 @@ static int load_tar(const char *path, const struct model_load_opts *opts,
 
 /* ---- parallel loads of plain files ---- */
 
-struct pool {
+struct file_loads {
     char **paths;
-    size_t n;
+    const int64_t *ranks; /* per path, or NULL */
     const struct model_load_opts *opts;
+    const struct model_job_each *each;
     struct model_trace **traces;
-    struct sc_error *errs;
-    int *rcs;
-    atomic_size_t next;
-    atomic_int failed;
 };
 
-static void *pool_worker(void *arg)
+static int load_one(void *ctx, size_t i, struct sc_error *err)
 {
-    struct pool *p = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n || atomic_load(&p->failed))
-            return NULL;
-        p->rcs[i] = model_trace_load_file(p->paths[i], p->opts, &p->traces[i], &p->errs[i]);
-        if (p->rcs[i])
-            atomic_store(&p->failed, 1);
-    }
-}
-
-static int load_files(char **paths, size_t n, const struct model_load_opts *opts,
-                      unsigned threads, struct model_trace **traces, struct sc_error *err)
-{
-    struct pool p = {.paths = paths, .n = n, .opts = opts, .traces = traces};
-    pthread_t tid[64];
-    unsigned nt = threads, started = 0;
-    int rc = SC_OK;
-
-    if (nt == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        nt = c > 0 ? (unsigned)c : 1;
-    }
-    if (nt > 64)
-        nt = 64;
-    if (nt > n)
-        nt = (unsigned)n;
-    p.errs = calloc(n, sizeof *p.errs);
-    p.rcs = calloc(n, sizeof *p.rcs);
-    if (!p.errs || !p.rcs) {
-        free(p.errs);
-        free(p.rcs);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    atomic_init(&p.next, 0);
-    atomic_init(&p.failed, 0);
-    for (unsigned i = 1; i < nt; i++)
-        if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
-            started++;
-    pool_worker(&p);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    for (size_t i = 0; i < n; i++)
-        if (p.rcs[i]) { /* the first failure in path order */
-            if (err)
-                *err = p.errs[i];
-            rc = p.rcs[i];
-            break;
-        }
-    free(p.errs);
-    free(p.rcs);
-    return rc;
+    struct file_loads *l = ctx;
+    int rc = model_trace_load_file(l->paths[i], l->opts, &l->traces[i], err);
+    if (rc == SC_OK && l->ranks && l->ranks[i] >= 0)
+        l->traces[i]->rank = l->ranks[i];
+    return rc ? rc : visit(l->each, l->traces[i], err);
 }
 
 static int cmp_rank(const void *a, const void *b)
@@ -292,9 +354,9 @@ void model_job_free(struct model_job *j)
 }
 
 /* Load the plain files gathered so far into all[*n..], then forget them. */
-static int flush_files(struct model_paths *files, const struct model_load_opts *opts,
-                       unsigned threads, struct model_trace ***all, size_t *n, size_t *cap,
-                       struct sc_error *err)
+static int flush_files(struct model_paths *files, const int64_t *ranks, const struct model_load_opts *opts,
+                       unsigned threads, const struct model_job_each *each, struct model_trace ***all,
+                       size_t *n, size_t *cap, struct sc_error *err)
 {
     int rc = SC_OK;
     if (!files->n)
@@ -302,9 +364,10 @@ static int flush_files(struct model_paths *files, const struct model_load_opts *
     if (sc_vec_reserve((void **)all, cap, *n + files->n, sizeof **all))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     if (rc == SC_OK) {
+        struct file_loads l = {files->v, ranks, opts, each, *all + *n};
         memset(*all + *n, 0, files->n * sizeof **all);
         *n += files->n;
-        rc = load_files(files->v, files->n, opts, threads, *all + *n - files->n, err);
+        rc = sc_parallel_for(files->n, threads, load_one, &l, err);
     }
     model_paths_release(files);
     return rc;
@@ -312,6 +375,13 @@ static int flush_files(struct model_paths *files, const struct model_load_opts *
 
 int model_job_load(const char *const *paths, size_t n, const struct model_load_opts *opts,
                    unsigned threads, struct model_job **out, struct sc_error *err)
+{
+    return model_job_load_each(paths, n, NULL, opts, threads, NULL, out, err);
+}
+
+int model_job_load_each(const char *const *paths, size_t n, const int64_t *ranks,
+                        const struct model_load_opts *opts, unsigned threads,
+                        const struct model_job_each *each, struct model_job **out, struct sc_error *err)
 {
     struct model_paths files = {0};
     struct model_trace **all = NULL;
@@ -321,6 +391,12 @@ int model_job_load(const char *const *paths, size_t n, const struct model_load_o
     *out = NULL;
     if (n == 0)
         return sc_error_set(err, SC_EINVAL, "no trace given");
+    if (ranks) { /* every path a plain file of its own rank: loaded together */
+        for (size_t i = 0; i < n && rc == SC_OK; i++)
+            if (paths_add(&files, NULL, paths[i]))
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        n = 0;
+    }
     /* expand each path, loading archives in place so ranks keep their order */
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
         struct stat st;
@@ -332,11 +408,12 @@ int model_job_load(const char *const *paths, size_t n, const struct model_load_o
         else if ((rc = model_archive_is_tar(paths[i], &tar, err)) == SC_OK && !tar &&
                  paths_add(&files, NULL, paths[i]))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-        if (rc == SC_OK && tar && (rc = flush_files(&files, opts, threads, &all, &n_all, &cap_all, err)) == SC_OK)
-            rc = load_tar(paths[i], opts, &all, &n_all, &cap_all, err);
+        if (rc == SC_OK && tar &&
+            (rc = flush_files(&files, NULL, opts, threads, each, &all, &n_all, &cap_all, err)) == SC_OK)
+            rc = load_tar(paths[i], opts, threads, each, &all, &n_all, &cap_all, err);
     }
     if (rc == SC_OK)
-        rc = flush_files(&files, opts, threads, &all, &n_all, &cap_all, err);
+        rc = flush_files(&files, ranks, opts, threads, each, &all, &n_all, &cap_all, err);
     model_paths_release(&files);
     if (rc == SC_OK) {
         rc = model_job_from_traces(all, n_all, out, err);

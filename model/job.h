@@ -5,11 +5,15 @@
  * plain or gzip'd.
  * A rank comes from the trace's distributedInfo.rank, else from its position
  * in the order the files were given (directory and archive entries in name
- * order). Two traces claiming one rank is an error. Files load in parallel. */
+ * order). Two traces claiming one rank is an error. Files load in parallel, on
+ * all cores; an archive is one stream, read a member after another, and its
+ * members are parsed in batches (up to 128 MiB of them as stored) on all
+ * cores, a larger member alone as it is read. */
 #ifndef MODEL_JOB_H
 #define MODEL_JOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 #include "model/trace.h"
@@ -24,6 +28,24 @@ struct model_job {
  * loads (0: one per online CPU). */
 int model_job_load(const char *const *paths, size_t n, const struct model_load_opts *opts,
                    unsigned threads, struct model_job **out, struct sc_error *err);
+
+/* What model_job_load_each does with each trace as soon as it is loaded:
+ * fn(ctx, trace, err), in the thread that loaded it (several run at once),
+ * before the job ranks the traces. fn may shed the trace's event tables
+ * (model_trace_shed) once it has taken what it needs; a failure stops the
+ * load with fn's error. */
+struct model_job_each {
+    int (*fn)(void *ctx, struct model_trace *t, struct sc_error *err);
+    void *ctx;
+};
+
+/* model_job_load, handing each trace to `each` (NULL: none) as it is
+ * loaded. `ranks`, when not NULL, says that every path is a plain trace
+ * file and ranks[i] (when >= 0) is the rank of paths[i], whatever its
+ * trace says. */
+int model_job_load_each(const char *const *paths, size_t n, const int64_t *ranks,
+                        const struct model_load_opts *opts, unsigned threads,
+                        const struct model_job_each *each, struct model_job **out, struct sc_error *err);
 
 /* A job of already loaded traces (taken over, also on failure), ranked as
  * above. */

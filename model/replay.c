@@ -22,7 +22,7 @@
 #include "common/banned.h"
 
 static const char *const bound_names[MODEL_BOUND_COUNT] = {
-    "gpu_compute", "communication", "host", "launch", "sync",
+    "gpu_compute", "communication", "host", "launch", "sync", "unexplained",
 };
 
 const char *model_bound_name(enum model_bound b)
@@ -55,7 +55,7 @@ int model_replay_add_factor(struct model_replay_opts *o, const struct model_repl
 }
 
 #define SCALE_USAGE                                                                                   \
-    "expected WHAT=F or WHAT@R=F, WHAT one of gpu, comm, cpu, all, a task class, kernel:TEXT, "       \
+    "expected WHAT=F or WHAT@R=F, WHAT one of gpu, comm, cpu, launch, all, a task class, kernel:TEXT, " \
     "family:NAME, name:GLOB"
 
 /* The glob of names that contain `text` ("*text*", glob characters
@@ -120,6 +120,9 @@ int model_replay_parse_scale(const char *spec, struct model_replay_opts *o, stru
     } else if (strcmp(what, "cpu") == 0) {
         f.classes = MODEL_REPLAY_CPU_CLASSES;
         f.host_gaps = 1;
+    } else if (strcmp(what, "launch") == 0) {
+        f.classes = 1u << MODEL_TASK_CALL;
+        f.launches_only = 1;
     } else if (strcmp(what, "all") == 0) {
         f.classes = 0;
         f.host_gaps = 1;
@@ -162,13 +165,15 @@ static int factor_matches(const struct model_graph *g, const struct model_replay
         return 0;
     if (f->family >= 0 && (t->cls != MODEL_TASK_KERNEL || t->sub != f->family))
         return 0;
+    if (f->launches_only && (t->cls != MODEL_TASK_CALL || t->sub != MODEL_CALL_LAUNCH))
+        return 0;
     return 1;
 }
 
 /* Each task's duration and the host work before it for this replay: the
  * graph's, times the factors that match, or its override. */
-static int durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
-                     int64_t *gap, struct sc_error *err)
+int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                           int64_t *gap, struct sc_error *err)
 {
     size_t n = g->n_tasks;
     double *f = NULL, *fg = NULL;
@@ -220,12 +225,14 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     }
     for (size_t k = 0; k < o->n_overrides; k++) {
         const struct model_replay_override *ov = &o->overrides[k];
-        if (ov->task >= n || ov->dur < 0) {
+        if (ov->task >= n || ov->dur < 0 || (ov->has_gap && ov->gap < 0) || (ov->has_wait && ov->wait < 0)) {
             rc = sc_error_set(err, SC_EINVAL, "an override of task %u: %s", ov->task,
-                              ov->task >= n ? "no such task" : "a negative duration");
+                              ov->task >= n ? "no such task" : "a negative duration, gap or wait");
             goto out;
         }
         dur[ov->task] = ov->dur;
+        if (ov->has_gap)
+            gap[ov->task] = ov->gap;
     }
 out:
     free(f);
@@ -252,6 +259,8 @@ struct sim {
     int64_t *gready, *gdur; /* per group: when its last member was ready, its longest member */
     int64_t *dur;           /* per task, this replay's */
     const int64_t *gap;     /* per task, the host gaps this replay used */
+    int keep_unexplained;   /* apply unexplained edges (else they only order) */
+    int64_t *wait;          /* per task, a kept wait's latency overridden, or -1; NULL: none is */
     size_t tail, finished;
 };
 
@@ -324,6 +333,13 @@ static void finish_group(struct sim *s, uint32_t gi)
         notify(s, g->group_tasks[m], 1);
 }
 
+/* The latency of task i's kept unexplained wait: the graph's, or an
+ * override's. */
+static int64_t kept_lat(const struct sim *s, uint32_t i, int64_t lat)
+{
+    return s->wait && s->wait[i] >= 0 ? s->wait[i] : lat;
+}
+
 static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
@@ -331,10 +347,13 @@ static void do_start(struct sim *s, uint32_t i)
     int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + s->gap[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
+        int64_t lat = ed->lat;
+        if (ed->kind == MODEL_EDGE_UNEXPLAINED && (!s->keep_unexplained || (lat = kept_lat(s, i, lat)) < 0))
+            continue;
         if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
-            ready = max64(ready, s->end[ed->from] + ed->lat);
+            ready = max64(ready, s->end[ed->from] + lat);
         else if (ed->type == MODEL_SS && s->state[ed->from] != PENDING)
-            ready = max64(ready, s->start[ed->from] + ed->lat);
+            ready = max64(ready, s->start[ed->from] + lat);
     }
     s->start[i] = ready;
     s->state[i] = STARTED;
@@ -427,7 +446,19 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     s.state = (uint8_t *)(s.gwait + ng);
     memset(s.state, 0, n);
     s.gap = gap;
-    if ((rc = durations(g, o, s.dur, gap, err)))
+    s.keep_unexplained = o && o->keep_unexplained;
+    for (size_t k = 0; o && k < o->n_overrides && !s.wait; k++)
+        if (o->overrides[k].has_wait && !(s.wait = malloc(n * sizeof *s.wait))) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            goto out;
+        }
+    if (s.wait) {
+        memset(s.wait, 0xff, n * sizeof *s.wait); /* -1 */
+        for (size_t k = 0; k < o->n_overrides; k++)
+            if (o->overrides[k].has_wait && o->overrides[k].task < n)
+                s.wait[o->overrides[k].task] = o->overrides[k].wait;
+    }
+    if ((rc = model_replay_durations(g, o, s.dur, gap, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;
@@ -467,6 +498,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     }
 out:
     free(s.dur); /* the scratch */
+    free(s.wait);
     return rc;
 }
 
@@ -552,45 +584,50 @@ static int64_t covered(const struct spans *s, int64_t a, int64_t b)
     return sum;
 }
 
-/* The breakdown of [a, b) from the merged compute (c), communication (m)
- * and host (h) spans: a sweep over the boundaries in the window. */
-static struct model_breakdown breakdown(const struct spans *c, const struct spans *m,
-                                        const struct spans *h, int64_t a, int64_t b)
+/* The breakdown of [a, b) from the merged spans of compute, communication,
+ * kept unexplained waits and host work (sp[BD_*]): a sweep over the
+ * boundaries in the window. */
+enum { BD_COMPUTE, BD_COMM, BD_UNEXPLAINED, BD_HOST, BD_KINDS };
+
+static struct model_breakdown breakdown(const struct spans *const sp[BD_KINDS], int64_t a, int64_t b)
 {
     struct model_breakdown out = {0};
-    size_t ic = spans_seek(c, a), im = spans_seek(m, a), ih = spans_seek(h, a);
+    size_t ix[BD_KINDS];
+    int in[BD_KINDS];
     int64_t t = a;
+    for (int k = 0; k < BD_KINDS; k++)
+        ix[k] = spans_seek(sp[k], a);
     while (t < b) {
-        int in_c = ic < c->n && c->v[ic].a <= t, in_m = im < m->n && m->v[im].a <= t,
-            in_h = ih < h->n && h->v[ih].a <= t;
         int64_t next = b;
-        if (ic < c->n)
-            next = in_c ? (c->v[ic].b < next ? c->v[ic].b : next) : (c->v[ic].a < next ? c->v[ic].a : next);
-        if (im < m->n)
-            next = in_m ? (m->v[im].b < next ? m->v[im].b : next) : (m->v[im].a < next ? m->v[im].a : next);
-        if (ih < h->n)
-            next = in_h ? (h->v[ih].b < next ? h->v[ih].b : next) : (h->v[ih].a < next ? h->v[ih].a : next);
+        for (int k = 0; k < BD_KINDS; k++) {
+            const struct spans *s = sp[k];
+            in[k] = ix[k] < s->n && s->v[ix[k]].a <= t;
+            if (ix[k] < s->n) {
+                int64_t edge = in[k] ? s->v[ix[k]].b : s->v[ix[k]].a;
+                next = edge < next ? edge : next;
+            }
+        }
         int64_t d = next - t;
-        if (in_c && in_m)
+        if (in[BD_COMPUTE] && in[BD_COMM])
             out.overlap += d;
-        else if (in_c)
+        else if (in[BD_COMPUTE])
             out.compute_exposed += d;
-        else if (in_m)
+        else if (in[BD_COMM])
             out.comm_exposed += d;
-        else if (in_h)
+        else if (in[BD_UNEXPLAINED])
+            out.unexplained += d;
+        else if (in[BD_HOST])
             out.host += d;
         else
             out.idle += d;
         t = next;
-        if (in_c && c->v[ic].b <= t)
-            ic++;
-        if (in_m && m->v[im].b <= t)
-            im++;
-        if (in_h && h->v[ih].b <= t)
-            ih++;
+        for (int k = 0; k < BD_KINDS; k++)
+            if (in[k] && sp[k]->v[ix[k]].b <= t)
+                ix[k]++;
     }
     return out;
 }
+
 
 /* When task i's resource became free for it. */
 static int64_t res_free(const struct model_graph *g, const int64_t *end, uint32_t i)
@@ -621,6 +658,7 @@ static uint8_t edge_bound(uint8_t kind)
 {
     return kind == MODEL_EDGE_LAUNCH ? MODEL_BOUND_LAUNCH
            : kind == MODEL_EDGE_INTER_THREAD ? MODEL_BOUND_HOST
+           : kind == MODEL_EDGE_UNEXPLAINED  ? MODEL_BOUND_UNEXPLAINED
                                              : MODEL_BOUND_SYNC;
 }
 
@@ -640,14 +678,17 @@ static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t boun
 }
 
 /* The edge into task i that sets its finish (FF, SF) or its start (FS, SS)
- * latest, later than `after`; NULL when none does. */
+ * latest, later than `after`; NULL when none does. Unexplained edges count
+ * only when the replay kept them. */
 static const struct model_edge *latest_edge(const struct model_graph *g, const int64_t *start,
                                             const int64_t *end, uint32_t i, int finish,
-                                            int64_t after)
+                                            int64_t after, int keep_unexplained)
 {
     const struct model_edge *by = NULL;
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
+        if (ed->kind == MODEL_EDGE_UNEXPLAINED && !keep_unexplained)
+            continue;
         int sets_finish = ed->type == MODEL_FF || ed->type == MODEL_SF;
         if (sets_finish != finish)
             continue;
@@ -665,7 +706,8 @@ static const struct model_edge *latest_edge(const struct model_graph *g, const i
  * task what set its end, then what set its start. Segments come out
  * backwards and tile [floor, end[last]]. */
 static int critical_path(const struct model_graph *g, const int64_t *start, const int64_t *end,
-                         const int64_t *gap, uint32_t last, int64_t floor, struct path *p)
+                         const int64_t *gap, int keep_unexplained, uint32_t last, int64_t floor,
+                         struct path *p)
 {
     uint32_t i = last;
     int at_end = 1;
@@ -689,7 +731,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 at_end = 0;
                 continue;
             }
-            by = latest_edge(g, start, end, i, 1, end[i] - 1);
+            by = latest_edge(g, start, end, i, 1, end[i] - 1, keep_unexplained);
             if (!by) {
                 int64_t from = start[i] > floor ? start[i] : floor;
                 if (seg(p, i, from, cur, task_bound(g, i)))
@@ -702,7 +744,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
             /* what set the start: an edge, or the resource (and the host
              * work before it) */
             int64_t free_at = res_free(g, end, i);
-            by = latest_edge(g, start, end, i, 0, free_at + gap[i]);
+            by = latest_edge(g, start, end, i, 0, free_at + gap[i], keep_unexplained);
             if (!by) {
                 /* host work on the resource, then its previous task */
                 int64_t from = free_at > floor ? free_at : floor;
@@ -742,7 +784,10 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     struct model_replay_opts dflt;
     struct model_replay *r = calloc(1, sizeof *r);
     size_t ranks = g->n_ranks, n = g->n_tasks;
-    struct spans *c = NULL, *m = NULL, *h = NULL, *k = NULL;
+    /* per rank: compute, communication, kept waits and host work (BD_*),
+     * then collectives kept for untraced peers */
+    enum { KEPT_COLL = BD_KINDS, N_SPANS };
+    struct spans (*sp)[N_SPANS] = NULL;
     struct path path = {0};
     int rc = SC_OK;
 
@@ -758,11 +803,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     r->end = r->start ? r->start + n : NULL;
     r->gap = malloc((n ? n : 1) * sizeof *r->gap);
     r->steps = calloc(g->n_steps ? g->n_steps : 1, sizeof *r->steps);
-    c = calloc(ranks, sizeof *c);
-    m = calloc(ranks, sizeof *m);
-    h = calloc(ranks, sizeof *h);
-    k = calloc(ranks, sizeof *k);
-    if (!r->start || !r->end || !r->gap || !r->steps || !c || !m || !h || !k) {
+    sp = calloc(ranks ? ranks : 1, sizeof *sp);
+    if (!r->start || !r->end || !r->gap || !r->steps || !sp) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
@@ -772,35 +814,37 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     /* what each rank's resources were doing, for the breakdowns */
     for (uint32_t i = 0; i < n; i++) {
         const struct model_task *t = &g->tasks[i];
+        struct spans *rs = sp[t->rank];
         int bad = 0;
         switch (t->cls) {
         case MODEL_TASK_KERNEL:
         case MODEL_TASK_COPY:
         case MODEL_TASK_SET:
-            bad = spans_add(&c[t->rank], r->start[i], r->end[i]);
+            bad = spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
             break;
         case MODEL_TASK_COMM:
-            bad = spans_add(&m[t->rank], r->start[i], r->end[i]);
+            bad = spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
             if (t->kept)
-                bad |= spans_add(&k[t->rank], r->start[i], r->end[i]);
+                bad |= spans_add(&rs[KEPT_COLL], r->start[i], r->end[i]);
             break;
         default: {
             int64_t free_at = res_free(g, r->end, i);
-            bad = spans_add(&h[t->rank], r->start[i], r->end[i]) ||
-                  spans_add(&h[t->rank], free_at, free_at + r->gap[i]);
+            bad = spans_add(&rs[BD_HOST], r->start[i], r->end[i]) ||
+                  spans_add(&rs[BD_HOST], free_at, free_at + r->gap[i]);
         }
+        }
+        if (o->keep_unexplained && model_task_on_gpu(t->cls)) {
+            int64_t w = model_graph_unexplained_wait(g, i);
+            bad |= w > 0 && spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
         }
         if (bad) {
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
             goto out;
         }
     }
-    for (size_t i = 0; i < ranks; i++) {
-        spans_merge(&c[i]);
-        spans_merge(&m[i]);
-        spans_merge(&h[i]);
-        spans_merge(&k[i]);
-    }
+    for (size_t i = 0; i < ranks; i++)
+        for (int kind = 0; kind < N_SPANS; kind++)
+            spans_merge(&sp[i][kind]);
     double sum = 0;
     for (size_t s = 0; s < g->n_steps; s++) {
         const struct model_graph_step *gs = &g->steps[s];
@@ -815,8 +859,11 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         rs->error_pct = gs->measured_ns > 0
                             ? (double)(rs->replayed_ns - gs->measured_ns) / (double)gs->measured_ns * 100.0
                             : 0.0;
-        rs->breakdown = breakdown(&c[gs->rank], &m[gs->rank], &h[gs->rank], rs->start, rs->end);
-        rs->collective_kept_ns = covered(&k[gs->rank], rs->start, rs->end);
+        const struct spans *const bd[BD_KINDS] = {&sp[gs->rank][BD_COMPUTE], &sp[gs->rank][BD_COMM],
+                                                  &sp[gs->rank][BD_UNEXPLAINED], &sp[gs->rank][BD_HOST]};
+        rs->breakdown = breakdown(bd, rs->start, rs->end);
+        rs->collective_kept_ns = covered(&sp[gs->rank][KEPT_COLL], rs->start, rs->end);
+        rs->unexplained_ns = gs->unexplained_ns;
         if (!rs->partial && gs->measured_ns > 0) {
             double a = fabs(rs->error_pct);
             sum += a;
@@ -826,7 +873,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         }
         if (o->critical_path && gs->end != MODEL_NONE) {
             size_t first = path.n;
-            if (critical_path(g, r->start, r->end, r->gap, gs->end, rs->start, &path)) {
+            if (critical_path(g, r->start, r->end, r->gap, o->keep_unexplained, gs->end, rs->start, &path)) {
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
@@ -842,20 +889,10 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     *out = r;
     r = NULL;
 out:
-    for (size_t i = 0; i < ranks; i++) {
-        if (c)
-            free(c[i].v);
-        if (m)
-            free(m[i].v);
-        if (h)
-            free(h[i].v);
-        if (k)
-            free(k[i].v);
-    }
-    free(c);
-    free(m);
-    free(h);
-    free(k);
+    for (size_t i = 0; sp && i < ranks; i++)
+        for (int kind = 0; kind < N_SPANS; kind++)
+            free(sp[i][kind].v);
+    free(sp);
     free(path.v);
     model_replay_free(r);
     return rc;

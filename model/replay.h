@@ -41,11 +41,16 @@ struct model_replay_factor {
     double factor;     /* >= 0 */
     int host_gaps;     /* 1: also every host gap on the rank's CPU threads (class, family
                           and name are not asked of a gap) */
+    int launches_only; /* 1: of calls, only those that launch GPU work */
 };
 
 struct model_replay_override {
     uint32_t task; /* a task of the graph */
     int64_t dur;   /* ns, >= 0 */
+    int has_gap;   /* 1: also the host work before it, gap ns (>= 0) */
+    int64_t gap;
+    int has_wait;  /* 1: its kept unexplained wait (graph.h) is wait ns (>= 0) instead */
+    int64_t wait;
 };
 
 /* What `gpu` scales: the GPU work that is not communication (kernels,
@@ -60,6 +65,8 @@ struct model_replay_opts {
     const struct model_replay_override *overrides; /* borrowed; the last for a task wins */
     size_t n_overrides;
     int critical_path; /* compute the paths (1 by default) */
+    int keep_unexplained; /* 1: apply the graph's unexplained edges, waits the trace holds but
+                             does not explain, as fixed latencies (0 by default) */
 };
 
 void model_replay_opts_default(struct model_replay_opts *o);
@@ -71,6 +78,7 @@ void model_replay_opts_default(struct model_replay_opts *o);
  *                            members still wait for the last to arrive), the
  *                            whole traced time of one kept for untraced peers
  *   cpu                      host work: runtime calls, host tasks, host gaps
+ *   launch                   runtime calls that launch GPU work (their own cost)
  *   all                      every task and every host gap
  *   kernel, copy, set, communication, call, host   one task class
  *   kernel:TEXT              kernels (communication kernels too) whose name
@@ -93,6 +101,7 @@ enum model_bound {
     MODEL_BOUND_HOST,
     MODEL_BOUND_LAUNCH,
     MODEL_BOUND_SYNC,
+    MODEL_BOUND_UNEXPLAINED, /* a wait kept from the trace (keep_unexplained) */
     MODEL_BOUND_COUNT
 };
 
@@ -104,8 +113,11 @@ struct model_replay_segment {
     uint8_t bound;      /* enum model_bound */
 };
 
+/* Each instant of a step counts once, in this order: compute and
+ * communication at once (overlap), compute, communication, a GPU stream
+ * in an unexplained wait that was kept, host work, else idle. */
 struct model_breakdown {
-    int64_t compute_exposed, overlap, comm_exposed, host, idle; /* ns; sum = step */
+    int64_t compute_exposed, overlap, comm_exposed, unexplained, host, idle; /* ns; sum = step */
 };
 
 struct model_replay_step {
@@ -117,6 +129,7 @@ struct model_replay_step {
     uint8_t partial;
     struct model_breakdown breakdown;
     int64_t collective_kept_ns;
+    int64_t unexplained_ns; /* what the waits the graph does not explain cost it (graph.h) */
     size_t path_first, path_n; /* segments, in time order */
 };
 
@@ -132,6 +145,11 @@ struct model_replay {
     size_t n_scored;
     size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
 };
+
+/* Each task's duration and the host gap before it (n_tasks each) as the
+ * options' factors and overrides make them: what a replay with them runs. */
+int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                           int64_t *gap, struct sc_error *err);
 
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err);

@@ -94,12 +94,14 @@ struct mem_stream {
     struct model_stream base;
     const unsigned char *p;
     size_t left;
+    struct model_stream *then; /* read once p is used up (borrowed), or NULL */
 };
 
 static ssize_t mem_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
 {
     struct mem_stream *m = (struct mem_stream *)s;
-    (void)err;
+    if (!m->left && m->then)
+        return model_stream_read(m->then, buf, n, err);
     if (n > m->left)
         n = m->left;
     if (n > (size_t)SSIZE_MAX)
@@ -118,6 +120,12 @@ static void mem_close(struct model_stream *s)
 int model_stream_open_mem(const void *buf, size_t n, struct model_stream **out,
                           struct sc_error *err)
 {
+    return model_stream_open_mem_then(buf, n, NULL, out, err);
+}
+
+int model_stream_open_mem_then(const void *buf, size_t n, struct model_stream *then,
+                               struct model_stream **out, struct sc_error *err)
+{
     struct mem_stream *m = malloc(sizeof *m);
     *out = NULL;
     if (!m)
@@ -126,6 +134,7 @@ int model_stream_open_mem(const void *buf, size_t n, struct model_stream **out,
     m->base.close = mem_close;
     m->p = buf;
     m->left = n;
+    m->then = then;
     *out = &m->base;
     return SC_OK;
 }

@@ -39,6 +39,10 @@ int model_stream_open_file_at(const char *path, int64_t offset, struct model_str
 /* The bytes buf[0..n), borrowed: buf must outlive the stream. */
 int model_stream_open_mem(const void *buf, size_t n, struct model_stream **out,
                           struct sc_error *err);
+/* The bytes buf[0..n), then what `then` holds (borrowed, not closed with
+ * it): a stream read partly into memory, read on as one. */
+int model_stream_open_mem_then(const void *buf, size_t n, struct model_stream *then,
+                               struct model_stream **out, struct sc_error *err);
 
 /* Whatever `inner` holds, decompressed when it starts with the gzip magic
  * (concatenated members are read in turn), passed through otherwise. With

@@ -129,6 +129,29 @@ void model_trace_free(struct model_trace *t)
     free(t);
 }
 
+void model_trace_shed(struct model_trace *t)
+{
+    free(t->events);
+    free(t->infos);
+    free(t->colls);
+    free(t->syncs);
+    free(t->flows);
+    free(t->link);
+    free(t->track_slots);
+    free(t->cat_slots);
+    t->events = NULL;
+    t->infos = NULL;
+    t->colls = NULL;
+    t->syncs = NULL;
+    t->flows = NULL;
+    t->link = NULL;
+    t->track_slots = t->cat_slots = NULL;
+    t->n_events = t->cap_events = t->n_infos = t->cap_infos = t->n_colls = t->cap_colls = 0;
+    t->n_syncs = t->cap_syncs = t->n_flows = t->cap_flows = 0;
+    t->n_track_slots = t->n_cat_slots = 0;
+    t->shed = 1;
+}
+
 size_t model_trace_bytes(const struct model_trace *t)
 {
     return sizeof *t + t->cap_events * sizeof *t->events + t->cap_infos * sizeof *t->infos +
@@ -544,6 +567,7 @@ int model_trace_finish(struct model_trace *t, struct sc_error *err)
         t->flows[i].ts += base;
     if (link_launches(t))
         return sc_error_set(err, SC_ENOMEM, "out of memory");
+    t->n_complete = t->n_events;
     if (t->n_events) {
         t->first_ts += base;
         t->last_end += base;

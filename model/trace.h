@@ -246,6 +246,8 @@ struct model_trace {
     uint64_t n_unknown;    /* complete events of unknown categories */
 
     int64_t first_ts, last_end; /* extent of complete events (ns) */
+    uint64_t n_complete;        /* complete events read (n_events, also once shed) */
+    uint8_t shed;               /* model_trace_shed released the event tables */
 };
 
 /* Load one rank's trace from a stream (plain or gzip: the reader detects it).
@@ -265,6 +267,15 @@ int model_trace_load_mem(const void *buf, size_t n, const char *source,
                          struct sc_error *err);
 
 void model_trace_free(struct model_trace *t); /* NULL-safe */
+
+/* Release the event tables (events, infos, collectives, syncs, flows,
+ * launch links), keeping the header: source, strings, tracks, categories,
+ * devices, process groups, steps, top-level values and counts. What builds
+ * a graph and replays a job keeps only this of each rank (the graph holds
+ * the rest it needs), so a large job's traces need not fit in memory at
+ * once. A shed trace has no event (n_events 0; n_complete keeps the count)
+ * and cannot be inspected or calibrated from. */
+void model_trace_shed(struct model_trace *t);
 
 /* What a trace's tables hold in memory, in bytes. */
 size_t model_trace_bytes(const struct model_trace *t);

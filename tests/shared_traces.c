@@ -49,13 +49,13 @@ int th_load_trace(const struct shared_trace *st, struct model_job **job)
     return 0;
 }
 
-struct model_job *th_gentrace_job(int ranks, const char *const *args)
+void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
 {
-    char dir[4096], a_ranks[16], bin[4096];
+    char a_ranks[16], bin[4096];
     char *argv[40];
     size_t n = 0;
     static int serial;
-    snprintf(dir, sizeof dir, "%s/gen%d", th_tmpdir(), serial++);
+    snprintf(dir, size, "%s/gen%d", th_tmpdir(), serial++);
     snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
     snprintf(a_ranks, sizeof a_ranks, "%d", ranks);
     argv[n++] = bin;
@@ -66,6 +66,12 @@ struct model_job *th_gentrace_job(int ranks, const char *const *args)
     argv[n++] = dir;
     argv[n] = NULL;
     free(th_run_expect(argv, 0, NULL, NULL));
+}
+
+struct model_job *th_gentrace_job(int ranks, const char *const *args)
+{
+    char dir[4096];
+    th_gentrace_dir(ranks, args, dir, sizeof dir);
     char **paths = calloc((size_t)ranks, sizeof *paths);
     struct model_job *job = NULL;
     CHECK(paths != NULL);

@@ -27,4 +27,8 @@ int th_load_trace(const struct shared_trace *st, struct model_job **job);
  * test failed) when it cannot be written or loaded. */
 struct model_job *th_gentrace_job(int ranks, const char *const *args);
 
+/* The same written only: its folder (rank<r>.json files) into dir[size]
+ * (the test fails when gentrace does). */
+void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size);
+
 #endif

@@ -7,13 +7,14 @@ import { ApiError, api, forgetRoutes, token } from './api.js';
 import { el, errorBox } from './dom.js';
 import { jobView, jobsView } from './jobs.js';
 import { modelView } from './model.js';
+import { fleetTable } from './opportunities.js';
 import { routeSection } from './routes.js';
 
 const main = document.getElementById('main');
 const logout = document.getElementById('logout');
 
 const FLEET = {
-  opportunities: ['Opportunities across the fleet', 'GET', '/v1/opportunities'],
+  opportunities: ['Opportunities across the fleet', 'GET', '/v1/opportunities', {}, fleetTable],
   estimate: ['Estimate a configuration', 'POST', '/v1/estimate'],
   plan: ['Plan: configurations ranked', 'POST', '/v1/plans'],
   validations: ['Validations: predicted against measured', 'GET', '/v1/validations'],

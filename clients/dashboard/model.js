@@ -6,6 +6,7 @@
 import { ApiError, api, path } from './api.js';
 import { bars } from './charts.js';
 import { el, errorBox, ms, pct, table } from './dom.js';
+import { opportunitiesTable } from './opportunities.js';
 import { routeSection } from './routes.js';
 
 const FACTORS = [0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4];
@@ -221,6 +222,6 @@ export async function modelView(view, id) {
   await redraw();
   view.append(
     await routeSection('What-if', 'POST', '/v1/models/{id}/whatif', { id }),
-    await routeSection('Opportunities of this model', 'GET', '/v1/models/{id}/opportunities', { id }),
-    await routeSection('Diff', 'GET', '/v1/models/{id}/diff', { id }));
+    await routeSection('Opportunities of this model', 'GET', '/v1/models/{id}/opportunities', { id }, opportunitiesTable),
+    await routeSection('Diff against another model: {"other": ID}', 'POST', '/v1/models/{id}/diff', { id }));
 }

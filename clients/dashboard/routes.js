@@ -2,7 +2,8 @@
 // yet (opportunities, what-if, diff, estimate, plan, validations,
 // hardware). Each asks the server's OpenAPI document first: a route it
 // lacks gives a clear "not available on this server"; a route it has gets
-// its answer shown as JSON text (GET) or a JSON request form (POST).
+// its answer shown by `render` or as JSON text (GET), or a JSON request
+// form (POST).
 
 import { api, hasRoute } from './api.js';
 import { el, errorBox } from './dom.js';
@@ -15,7 +16,7 @@ function answer(doc) {
   return el('pre', { class: 'json' }, JSON.stringify(doc, null, 2));
 }
 
-export async function routeSection(title, method, template, params = {}) {
+export async function routeSection(title, method, template, params = {}, render = answer) {
   const section = el('section', { class: 'route', data: { route: `${method} ${template}` } }, el('h2', {}, title));
   let have;
   try {
@@ -32,7 +33,7 @@ export async function routeSection(title, method, template, params = {}) {
   const p = fill(template, params);
   if (method === 'GET') {
     try {
-      out.append(answer(await api(p)));
+      out.append(render(await api(p)));
     } catch (e) {
       out.append(errorBox(e));
     }

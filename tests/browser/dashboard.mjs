@@ -305,8 +305,27 @@ test('routes the server lacks say so; the others answer', async (ctx, page) => {
     const text = await page.textContent('#view');
     const have = Boolean(paths[route] && paths[route][method]);
     assert(text.includes('Not available on this server') === !have, `${view}: '${text}'`);
-    if (view === 'opportunities') await shot(page, 'dashboard-not-available.png');
+    if (!have) await shot(page, 'dashboard-not-available.png');
   }
+  page.check();
+});
+
+test('opportunities: the fleet ranked, a model\'s opportunities as a table', async (ctx, page) => {
+  await login(page, ctx.d);
+  const fleet = await call(ctx.d, 'GET', '/v1/opportunities');
+  await page.goto(`${ctx.d.url}/#/opportunities`);
+  await page.waitForSelector('#fleet tbody tr');
+  const jobs = await page.$$eval('#fleet [data-field=job]', tds => tds.map(t => t.textContent));
+  assert(jobs.length === fleet.jobs.length && jobs.every((j, i) => j === fleet.jobs[i].job),
+    `the fleet's jobs in the server's order (${jobs.join(', ')})`);
+  await shot(page, 'dashboard-fleet-opportunities.png');
+  const model = fleet.jobs[0].model;
+  const doc = await call(ctx.d, 'GET', `/v1/models/${model}/opportunities`);
+  await openModel(page, ctx.d, model);
+  await page.waitForSelector('#opportunities tbody tr');
+  const changes = await page.$$eval('#opportunities [data-field=change]', tds => tds.map(t => t.textContent));
+  assert(changes.length === doc.opportunities.length && changes[0] === doc.opportunities[0].change,
+    `the model's opportunities, largest saving first (${changes.slice(0, 3).join(', ')})`);
   page.check();
 });
 

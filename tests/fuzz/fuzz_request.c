@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size ? size - 1 : 0;
     if (size == 0)
         return 0;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         char *canon = NULL;
         if (api_decode_job(body, n, &l, &canon, &r) == SC_OK && !canon)
@@ -108,6 +108,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2: {
         struct api_token_req t;
         api_decode_token(body, n, &l, &t, &r);
+        break;
+    }
+    case 5: {
+        char other[API_ID_MAX];
+        if (api_decode_diff(body, n, &l, other, &r) == SC_OK && !api_id_valid(other))
+            abort();
         break;
     }
     case 4: {

@@ -89,7 +89,8 @@ TEST(svc_cli_remote_mode)
     static const char *const forms[][3] = {
         {"replay", "--json", NULL},          {"replay", NULL, NULL},
         {"critical-path", "--json", NULL},   {"critical-path", NULL, NULL},
-        {"replay", "--scale", "gpu=2"},
+        {"replay", "--scale", "gpu=2"},      {"replay", "--keep-unexplained", NULL},
+        {"opportunities", "--json", NULL},   {"opportunities", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char *remote = NULL, *local = NULL;
@@ -115,6 +116,19 @@ TEST(svc_cli_remote_mode)
         free(remote);
         free(local);
     }
+    /* the fleet names the model; a diff of the model against itself, as locally */
+    setenv("STEPCAST_SERVER", d.url, 1);
+    CHECK_EQ_INT(cli(&out, NULL, "opportunities", "--fleet", "--top", "5", NULL, NULL), 0);
+    CHECK_CONTAINS(out, model);
+    free(out);
+    char *remote_diff = NULL, *local_diff = NULL;
+    CHECK_EQ_INT(cli(&remote_diff, NULL, "diff", "--model", model, "--other", model, NULL), 0);
+    unsetenv("STEPCAST_SERVER");
+    CHECK_EQ_INT(cli(&local_diff, NULL, "diff", gen, gen, NULL, NULL, NULL), 0);
+    CHECK_STREQ(remote_diff ? remote_diff : "", local_diff ? local_diff : "");
+    CHECK_CONTAINS(local_diff ? local_diff : "", "B - A = +0.000 ms");
+    free(remote_diff);
+    free(local_diff);
     CHECK_EQ_INT(cli(&out, NULL, "inspect", file, NULL, NULL, NULL, NULL), 0); /* local mode */
     CHECK_CONTAINS(out, "rank 1");
     free(out);

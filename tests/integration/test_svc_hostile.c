@@ -791,7 +791,7 @@ TEST(svc_hostile_build_over_the_memory_budget)
     const char *args[] = {"--memory-budget", "8M", NULL};
     const char *file = tiny_events_gzip("budget.json.gz", 100000);
     setup(&c, args);
-    /* 100,001 events: an estimated 28 MiB, never within 8 MiB */
+    /* 100,001 events, all loading at once: an estimated 35 MiB, never within 8 MiB */
     upload_and_build(&c, "big", file, big, sizeof big);
     CHECK_STREQ(svc_wait_model(&c.d, big, 30), "failed");
     snprintf(path, sizeof path, "/v1/models/%s", big);
@@ -813,7 +813,7 @@ TEST(svc_hostile_builds_wait_for_memory_in_order)
 {
     struct ctx c;
     char a[64], b[64], data[PATH_MAX];
-    /* 300,001 events: an estimated 77 MiB each; both fit 120M, not at once */
+    /* 300,001 events: an estimated 96 MiB each; both fit 120M, not at once */
     const char *args[] = {"--memory-budget", "120M", NULL};
     const char *file = tiny_events_gzip("queued.json.gz", 300000);
     setup(&c, args);

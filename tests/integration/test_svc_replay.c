@@ -124,9 +124,31 @@ TEST(svc_replay_over_http_equals_cli)
                           f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu=2&scale=gpu%%403=1.5", dlrm);
         check_same(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
+        char *kept[] = {stepcast, "replay", "--json", "--keep-unexplained", f.hta, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=true", hta);
+        check_same(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
         check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");
+        char *opp[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
+        check_same(http_json(&d, path), cli_json(opp), "dlrm opportunities");
+        json_t *fleet = http_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
+        json_t *all = http_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
+        CHECK_EQ_INT(json_array_size(jobs), 1);
+        CHECK_EQ_INT(json_array_size(every), 2); /* both models, best first */
+        CHECK(json_equal(json_array_get(jobs, 0), json_array_get(every, 0)));
+        CHECK(json_number_value(json_object_get(json_array_get(every, 0), "gpu_ms_per_step")) >=
+              json_number_value(json_object_get(json_array_get(every, 1), "gpu_ms_per_step")));
+        json_decref(fleet);
+        json_decref(all);
+        char *diff[] = {stepcast, "diff", "--json", f.hta, f.dlrm_dir, NULL}, body[128];
+        struct svc_resp dr;
+        snprintf(path, sizeof path, "/v1/models/%s/diff", hta);
+        snprintf(body, sizeof body, "{\"other\":\"%s\"}", dlrm);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, body, &dr), 200);
+        check_same(json_loads(dr.body, 0, NULL), cli_json(diff), "hta against dlrm diff");
+        svc_resp_release(&dr);
         snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
         json_t *tl = http_json(&d, path);
         CHECK(json_array_size(json_object_get(tl, "traceEvents")) > 1000);
@@ -148,6 +170,19 @@ TEST(svc_replay_over_http_equals_cli)
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu%%4099=2", dlrm);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/diff", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"other\":\"m-nosuchmodel\"}", &r), 404);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"other\":\"../x\"}", &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"another\":1}", &r), 400);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/opportunities?top=0", NULL, &r), 400);
+    svc_resp_release(&r);
+    snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=maybe", dlrm);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 400);
+    CHECK_CONTAINS(r.body, "keep_unexplained");
     svc_resp_release(&r);
     /* repeated queries come from the model's memo; the metrics count both */
     snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);

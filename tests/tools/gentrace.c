@@ -13,13 +13,16 @@
  * what they wait for. So the traces are consistent the way real ones are,
  * and a replay of them can be checked against a run generated with other
  * durations (--gpu-scale: GPU work and transfers, --comm-scale: transfers
- * only, --slow-rank: one rank's kernels). --modules wraps each forward
- * layer in a python_function "nn.Module: Block_<l>" span, as PyTorch's
- * profiler does with with_modules (the backward has none, as there).
+ * only, --slow-rank: one rank's kernels). --gpu-delay NS holds the first
+ * forward kernel of every step NS after its stream and its launch allowed
+ * it: a wait the trace holds but does not explain. --modules wraps each
+ * forward layer in a python_function "nn.Module: Block_<l>" span, as
+ * PyTorch's profiler does with with_modules (the backward has none, as
+ * there).
  *
  *   gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]
  *            [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]
- *            [--cuda-sync] [--modules] OUTDIR
+ *            [--gpu-delay NS] [--cuda-sync] [--modules] OUTDIR
  *
  * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
 #include <errno.h>
@@ -39,6 +42,7 @@ enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, 
 struct opts {
     int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules;
     double gpu_scale, comm_scale, slow_factor;
+    int64_t gpu_delay;
     uint64_t seed;
 };
 
@@ -53,6 +57,7 @@ struct rank {
     int64_t stream_end[3];
     int64_t corr, ext, ev_idx, event_id;
     double speed; /* this rank's kernel speed factor */
+    int delay_next; /* hold the next kernel O.gpu_delay ns */
     /* per step: when each bucket's gradients are ready on the NCCL stream */
     int64_t bucket_ready[MAX_BUCKETS];
     int64_t bucket_launch[MAX_BUCKETS];
@@ -163,6 +168,10 @@ static int64_t launch(struct rank *k, int64_t tid, int64_t *cpu, int stream, con
     int64_t corr = runtime_call(k, tid, cpu, "cudaLaunchKernel", 211, dur, ext);
     int s = stream_slot(stream);
     int64_t start = max64(k->stream_end[s], call + 4000);
+    if (k->delay_next) {
+        start += O.gpu_delay;
+        k->delay_next = 0;
+    }
     char args[512];
     snprintf(args, sizeof args,
              "\"External id\": %" PRId64 ", \"queued\": 0, \"device\": 0, \"context\": 1, "
@@ -273,6 +282,7 @@ static void local_forward_backward(struct rank *k, int step, int buckets)
     copy(k, &k->cpu_main, "Memcpy HtoD (Pinned -> Device)", STREAM_COMPUTE, 32 << 20, 20.0, 0);
     /* forward */
     int64_t fwd_start = k->cpu_main;
+    k->delay_next = O.gpu_delay > 0;
     for (int l = 0; l < O.layers; l++) {
         int64_t layer_start = k->cpu_main;
         aten_op(k, k->main_tid, &k->cpu_main, "aten::linear", LINEAR_DIMS,
@@ -441,7 +451,8 @@ int main(int argc, char **argv)
         {"gzip", no_argument, NULL, 'z'}, {"gpu-scale", required_argument, NULL, 'g'},
         {"slow-rank", required_argument, NULL, 'R'}, {"slow-factor", required_argument, NULL, 'F'},
         {"cuda-sync", no_argument, NULL, 'c'}, {"comm-scale", required_argument, NULL, 'C'},
-        {"modules", no_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"gpu-delay", required_argument, NULL, 'd'}, {"modules", no_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     O = (struct opts){.ranks = 2, .steps = 3, .layers = 8, .seed = 1, .gpu_scale = 1.0,
@@ -458,16 +469,17 @@ int main(int argc, char **argv)
         case 'F': O.slow_factor = strtod(optarg, NULL); break;
         case 'c': O.cuda_sync = 1; break;
         case 'C': O.comm_scale = strtod(optarg, NULL); break;
+        case 'd': O.gpu_delay = strtoll(optarg, NULL, 10); break;
         case 'M': O.modules = 1; break;
         default:
             fprintf(stderr, "usage: gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]\n"
                             "                [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]\n"
-                            "                [--cuda-sync] [--modules] OUTDIR\n");
+                            "                [--gpu-delay NS] [--cuda-sync] [--modules] OUTDIR\n");
             return 2;
         }
     }
     if (optind + 1 != argc || O.ranks < 1 || O.ranks > MAX_RANKS || O.steps < 1 || O.layers < 1 ||
-        O.gpu_scale <= 0 || !(O.comm_scale >= 0)) {
+        O.gpu_scale <= 0 || !(O.comm_scale >= 0) || O.gpu_delay < 0) {
         fprintf(stderr, "gentrace: bad arguments (ranks 1..%d, steps and layers >= 1, OUTDIR)\n", MAX_RANKS);
         return 2;
     }

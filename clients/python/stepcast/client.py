@@ -55,6 +55,10 @@ def _path(template: str, *params: Any) -> str:
     return template.format(*(urllib.parse.quote(str(p), safe="") for p in params))
 
 
+def _replay_query(scale: Scale, keep_unexplained: bool) -> List[Tuple[str, str]]:
+    return _scale_query(scale) + ([("keep_unexplained", "true")] if keep_unexplained else [])
+
+
 def _scale_query(scale: Scale) -> List[Tuple[str, str]]:
     if scale is None:
         return []
@@ -219,7 +223,8 @@ class Client:
         """``POST /v1/jobs/{job}/models``: build a model of the job's traces
         (``steps`` "A-B", ``step_marker`` a CPU annotation's prefix). With
         ``wait``, returns the finished model (see :meth:`wait`); else the
-        202 answer, ``{"model": ID, "status": "building", ...}``."""
+        202 answer, ``{"model": ID, "status": "building", ...}`` (``"ready"``
+        or ``"failed"`` when the build ended before the answer was written)."""
         body = {k: v for k, v in (("steps", steps), ("step_marker", step_marker)) if v is not None}
         started = self.request("POST", _path("/v1/jobs/{}/models", job), json=body)
         if not wait:
@@ -256,22 +261,41 @@ class Client:
         """``DELETE /v1/models/{id}`` (admin)."""
         return self.request("DELETE", _path("/v1/models/{}", model))
 
-    def replay(self, model: str, scale: Scale = None) -> Doc:
+    def replay(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/replay``: predicted step time per rank and
-        step, error and breakdown; ``scale`` as ``{"gpu": 2, "gpu@1": 0.5}``
-        or ``["gpu=2"]``."""
-        return self.request("GET", _path("/v1/models/{}/replay", model), query=_scale_query(scale))
+        step, error, breakdown and ``unexplained_ms``; ``scale`` as
+        ``{"gpu": 2, "gpu@1": 0.5}`` or ``["gpu=2"]``; ``keep_unexplained``
+        keeps the waits the trace does not explain."""
+        return self.request("GET", _path("/v1/models/{}/replay", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def critical_path(self, model: str, scale: Scale = None) -> Doc:
+    def critical_path(self, model: str, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/critical-path``: the replayed step's critical
         path, segment by segment, and its time by bound."""
-        return self.request("GET", _path("/v1/models/{}/critical-path", model), query=_scale_query(scale))
+        return self.request("GET", _path("/v1/models/{}/critical-path", model),
+                            query=_replay_query(scale, keep_unexplained))
 
-    def timeline(self, model: str, rank: int, scale: Scale = None) -> Doc:
+    def timeline(self, model: str, rank: int, scale: Scale = None, keep_unexplained: bool = False) -> Doc:
         """``GET /v1/models/{id}/timeline?rank=R``: rank R's replayed timeline
         as a Kineto trace (``json.dump`` it to open in Perfetto)."""
         return self.request("GET", _path("/v1/models/{}/timeline", model),
-                            query=[("rank", rank)] + _scale_query(scale))
+                            query=[("rank", rank)] + _replay_query(scale, keep_unexplained))
+
+    def opportunities(self, model: str) -> Doc:
+        """``GET /v1/models/{id}/opportunities``: what would shorten the step,
+        ranked, each saving measured by a replay, with its Amdahl bound."""
+        return self.request("GET", _path("/v1/models/{}/opportunities", model))
+
+    def fleet_opportunities(self, top: int = 10) -> Doc:
+        """``GET /v1/opportunities?top=N``: the ready models ranked by the GPU
+        time per step their best opportunity wins back across their ranks."""
+        return self.request("GET", "/v1/opportunities", query=[("top", top)])
+
+    def diff(self, model: str, other: str) -> Doc:
+        """``POST /v1/models/{a}/diff``: this model (run A) against ``other``
+        (run B): the step-time difference attributed by replays, kernels
+        added, removed and re-timed."""
+        return self.request("POST", _path("/v1/models/{}/diff", model), json={"other": other})
 
     def whatif(self, model: str, set: Mapping[str, Any]) -> Doc:
         """``POST /v1/models/{id}/whatif``: the model's step transformed to

@@ -1,0 +1,402 @@
+/* model/diff.c: two runs compared and the difference attributed by
+ * replays (diff.h). */
+#include "model/diff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vec.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "common/banned.h"
+
+/* A task of one side, for matching: rank, kind of work (0 GPU kernel, 1
+ * CPU work), name and its order among the tasks of that name. */
+struct ref {
+    const char *name;
+    uint32_t task, ord;
+    uint16_t rank;
+    uint8_t cpu;
+};
+
+struct side {
+    const struct model_graph *g;
+    struct ref *refs;
+    size_t n;
+    uint32_t *match;  /* per task: the other side's task, or MODEL_NONE */
+    uint8_t *counted; /* per step: a matched step */
+    size_t n_steps;   /* steps with an end, for per-step figures */
+};
+
+/* Order refs by rank, kind of work and name, then by task (to number
+ * them) or by ordinal (to match them). */
+static int ref_cmp(const struct ref *a, const struct ref *b, int by_ord)
+{
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->cpu != b->cpu)
+        return a->cpu < b->cpu ? -1 : 1;
+    int c = strcmp(a->name, b->name);
+    if (c)
+        return c;
+    return by_ord ? (a->ord > b->ord) - (a->ord < b->ord) : (a->task > b->task) - (a->task < b->task);
+}
+
+static int by_key(const void *x, const void *y)
+{
+    return ref_cmp(x, y, 0);
+}
+
+/* The side's tasks on its first `ranks` ranks, sorted by key, ordinals set. */
+static int side_refs(struct side *s, size_t ranks)
+{
+    const struct model_graph *g = s->g;
+    s->refs = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *s->refs);
+    s->match = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *s->match);
+    s->counted = calloc(g->n_steps ? g->n_steps : 1, 1);
+    if (!s->refs || !s->match || !s->counted)
+        return -1;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        s->match[i] = MODEL_NONE;
+        if (t->rank >= ranks || t->cls == MODEL_TASK_MARKER)
+            continue;
+        s->refs[s->n++] = (struct ref){model_graph_str(g, g->src[i].name), i, 0, t->rank,
+                                       (uint8_t)!model_task_on_gpu(t->cls)};
+    }
+    sc_sort(s->refs, s->n, sizeof *s->refs, by_key);
+    for (size_t k = 1; k < s->n; k++) {
+        const struct ref *p = &s->refs[k - 1], *q = &s->refs[k];
+        if (p->rank == q->rank && p->cpu == q->cpu && strcmp(p->name, q->name) == 0)
+            s->refs[k].ord = p->ord + 1;
+    }
+    for (size_t k = 0; k < g->n_steps; k++)
+        s->n_steps += g->steps[k].end != MODEL_NONE;
+    return 0;
+}
+
+/* Match the two sides' tasks (merge-join on the key) and their steps. */
+static void match(struct side *a, struct side *b, size_t ranks)
+{
+    for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
+        int c = ref_cmp(&a->refs[i], &b->refs[j], 1);
+        if (c == 0) {
+            a->match[a->refs[i].task] = b->refs[j].task;
+            b->match[b->refs[j].task] = a->refs[i].task;
+            i++, j++;
+        } else if (c < 0) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    for (uint16_t r = 0; r < ranks; r++)
+        for (size_t i = 0, j = 0;; i++, j++) {
+            while (i < a->g->n_steps && (a->g->steps[i].rank != r || a->g->steps[i].partial ||
+                                         a->g->steps[i].end == MODEL_NONE))
+                i++;
+            while (j < b->g->n_steps && (b->g->steps[j].rank != r || b->g->steps[j].partial ||
+                                         b->g->steps[j].end == MODEL_NONE))
+                j++;
+            if (i >= a->g->n_steps || j >= b->g->n_steps)
+                break;
+            a->counted[i] = b->counted[j] = 1;
+        }
+}
+
+/* The mean replayed step over the side's matched steps, waits kept, with
+ * the overrides given. */
+static int mean_step(const struct side *s, const struct model_replay_override *ov, size_t n_ov, int64_t *mean,
+                     struct sc_error *err)
+{
+    struct model_replay_opts o;
+    struct model_replay *r;
+    model_replay_opts_default(&o);
+    o.critical_path = 0;
+    o.keep_unexplained = 1;
+    o.overrides = ov;
+    o.n_overrides = n_ov;
+    int rc = model_replay_run(s->g, &o, &r, err);
+    if (rc)
+        return rc;
+    int64_t sum = 0, n = 0;
+    for (size_t k = 0; k < r->n_steps; k++)
+        if (s->counted[k]) {
+            sum += r->steps[k].replayed_ns;
+            n++;
+        }
+    model_replay_free(r);
+    *mean = n ? sum / n : 0;
+    return SC_OK;
+}
+
+
+struct attrib {
+    const struct side *a, *b;
+    struct model_replay_override *ov;
+    size_t n_ov;
+    int64_t prev;
+    struct model_diff *out;
+    size_t cap_parts;
+    struct sc_error *err;
+};
+
+/* Replay A with the overrides so far; the part is what they changed. */
+static int part(struct attrib *t, const char *category)
+{
+    int64_t mean;
+    int rc = mean_step(t->a, t->ov, t->n_ov, &mean, t->err);
+    if (rc)
+        return rc;
+    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
+    snprintf(p->category, sizeof p->category, "%s", category);
+    p->ns = mean - t->prev;
+    t->prev = mean;
+    return SC_OK;
+}
+
+/* Which category a task of A belongs to, in the order of diff.h: a kernel
+ * family, then these. */
+enum { CAT_COMM = MODEL_KF_COUNT, CAT_COPIES, CAT_HOST, CAT_COUNT };
+
+static int category_of(const struct model_task *t)
+{
+    switch (t->cls) {
+    case MODEL_TASK_KERNEL: return t->sub < MODEL_KF_COUNT ? t->sub : MODEL_KF_OTHER;
+    case MODEL_TASK_COMM: return CAT_COMM;
+    case MODEL_TASK_COPY:
+    case MODEL_TASK_SET: return CAT_COPIES;
+    default: return CAT_HOST;
+    }
+}
+
+static int attribute(struct attrib *t)
+{
+    const struct model_graph *ga = t->a->g, *gb = t->b->g;
+    int rc = SC_OK;
+    for (int c = 0; c < CAT_COUNT && rc == SC_OK; c++) {
+        size_t before = t->n_ov;
+        for (uint32_t i = 0; i < ga->n_tasks; i++) {
+            uint32_t j = t->a->match[i];
+            if (j == MODEL_NONE || category_of(&ga->tasks[i]) != c)
+                continue;
+            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur,
+                                                               .has_gap = c == CAT_HOST,
+                                                               .gap = gb->tasks[j].gap};
+        }
+        if (t->n_ov == before)
+            continue;
+        char name[40];
+        if (c < MODEL_KF_COUNT)
+            snprintf(name, sizeof name, "compute:%s", model_kernel_family_name((enum model_kernel_family)c));
+        rc = part(t, c < MODEL_KF_COUNT ? name : c == CAT_COMM ? "communication" : c == CAT_COPIES ? "copies" : "host");
+    }
+    /* waits: B's on the tasks where A had one (B's durations stay) */
+    for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++) {
+        uint32_t j = t->a->match[i];
+        if (j != MODEL_NONE && model_task_on_gpu(ga->tasks[i].cls) && model_graph_unexplained_wait(ga, i) > 0)
+            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur, .has_wait = 1,
+                                                               .wait = model_graph_unexplained_wait(gb, j)};
+    }
+    if (rc == SC_OK)
+        rc = part(t, "unexplained");
+    for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++)
+        if (t->a->match[i] == MODEL_NONE && model_task_on_gpu(ga->tasks[i].cls) &&
+            (ga->tasks[i].cls == MODEL_TASK_KERNEL || ga->tasks[i].cls == MODEL_TASK_COMM) &&
+            ga->tasks[i].rank < gb->n_ranks)
+            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = 0};
+    if (rc == SC_OK)
+        rc = part(t, "removed");
+    return rc;
+}
+
+/* B's kernels with no match in A, measured on B: B's step less B's with
+ * them at no cost. It counts toward the running total, so that
+ * `unmatched` stays the rest. */
+static int added(struct attrib *t, const struct side *b)
+{
+    const struct model_graph *gb = b->g, *ga = t->a->g;
+    struct model_replay_override *ov = malloc((gb->n_tasks + 1) * sizeof *ov);
+    size_t n = 0;
+    int64_t without;
+    int rc;
+    if (!ov)
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < gb->n_tasks; j++)
+        if (b->match[j] == MODEL_NONE && (gb->tasks[j].cls == MODEL_TASK_KERNEL || gb->tasks[j].cls == MODEL_TASK_COMM) &&
+            gb->tasks[j].rank < ga->n_ranks)
+            ov[n++] = (struct model_replay_override){.task = j, .dur = 0};
+    rc = mean_step(b, ov, n, &without, t->err);
+    free(ov);
+    if (rc)
+        return rc;
+    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
+    snprintf(p->category, sizeof p->category, "added");
+    p->ns = t->out->b_ns - without;
+    t->prev += p->ns;
+    return SC_OK;
+}
+
+/* ---- kernel lists -------------------------------------------------------------------- */
+
+struct agg {
+    const char *name;
+    int64_t a, b;
+    size_t count;
+};
+
+static int by_name(const void *x, const void *y)
+{
+    return strcmp(((const struct agg *)x)->name, ((const struct agg *)y)->name);
+}
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+static int by_weight(const void *x, const void *y)
+{
+    const struct model_diff_kernel *p = x, *q = y;
+    int64_t wp = p->a_ns > p->b_ns ? p->a_ns : p->b_ns, wq = q->a_ns > q->b_ns ? q->a_ns : q->b_ns;
+    return (wq > wp) - (wq < wp);
+}
+
+static int by_change(const void *x, const void *y)
+{
+    const struct model_diff_kernel *p = x, *q = y;
+    int64_t wp = abs64(p->b_ns - p->a_ns), wq = abs64(q->b_ns - q->a_ns);
+    return (wq > wp) - (wq < wp);
+}
+
+/* Aggregate v (one per kernel instance) by name into *out (what `keep`
+ * admits), sorted by cmp, at most MODEL_DIFF_MAX_KERNELS; a and b per step
+ * of each side. */
+static int kernel_list(struct agg *v, size_t n, const struct side *a, const struct side *b, int retimed,
+                       struct model_diff_kernel **out, size_t *n_out)
+{
+    struct model_diff_kernel *k = NULL;
+    size_t m = 0, cap = 0;
+    sc_sort(v, n, sizeof *v, by_name);
+    for (size_t i = 0, j; i < n; i = j) {
+        struct agg s = {v[i].name, 0, 0, 0};
+        for (j = i; j < n && strcmp(v[j].name, v[i].name) == 0; j++) {
+            s.a += v[j].a;
+            s.b += v[j].b;
+            s.count++;
+        }
+        int64_t an = s.a / (int64_t)(a->n_steps ? a->n_steps : 1), bn = s.b / (int64_t)(b->n_steps ? b->n_steps : 1);
+        if (retimed && (double)abs64(bn - an) < MODEL_DIFF_RETIMED_FRAC * (double)an)
+            continue;
+        if (retimed && bn == an)
+            continue;
+        if (sc_vec_reserve((void **)&k, &cap, m + 1, sizeof *k)) {
+            free(k);
+            return -1;
+        }
+        snprintf(k[m].name, sizeof k[m].name, "%s", s.name);
+        k[m].count = s.count;
+        k[m].a_ns = an;
+        k[m].b_ns = bn;
+        m++;
+    }
+    sc_sort(k, m, sizeof *k, retimed ? by_change : by_weight);
+    *out = k;
+    *n_out = m < MODEL_DIFF_MAX_KERNELS ? m : MODEL_DIFF_MAX_KERNELS;
+    return 0;
+}
+
+static int is_kernel(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL || t->cls == MODEL_TASK_COMM;
+}
+
+static int kernels(const struct side *a, const struct side *b, struct model_diff *out)
+{
+    const struct model_graph *ga = a->g, *gb = b->g;
+    struct agg *v = malloc((ga->n_tasks + gb->n_tasks + 1) * sizeof *v);
+    size_t n;
+    int rc = 0;
+    if (!v)
+        return -1;
+    n = 0; /* removed: A's kernels with no match */
+    for (uint32_t i = 0; i < ga->n_tasks; i++)
+        if (is_kernel(&ga->tasks[i]) && a->match[i] == MODEL_NONE)
+            v[n++] = (struct agg){model_graph_str(ga, ga->src[i].name), ga->tasks[i].dur, 0, 1};
+    rc |= kernel_list(v, n, a, b, 0, &out->removed, &out->n_removed);
+    n = 0; /* added: B's kernels with no match */
+    for (uint32_t j = 0; j < gb->n_tasks; j++)
+        if (is_kernel(&gb->tasks[j]) && b->match[j] == MODEL_NONE)
+            v[n++] = (struct agg){model_graph_str(gb, gb->src[j].name), 0, gb->tasks[j].dur, 1};
+    rc |= kernel_list(v, n, a, b, 0, &out->added, &out->n_added);
+    n = 0; /* re-timed: matched pairs */
+    for (uint32_t i = 0; i < ga->n_tasks; i++)
+        if (is_kernel(&ga->tasks[i]) && a->match[i] != MODEL_NONE)
+            v[n++] = (struct agg){model_graph_str(ga, ga->src[i].name), ga->tasks[i].dur,
+                                  gb->tasks[a->match[i]].dur, 1};
+    rc |= kernel_list(v, n, a, b, 1, &out->retimed, &out->n_retimed);
+    free(v);
+    return rc;
+}
+
+int model_diff_run(const struct model_graph *ga, const struct model_graph *gb, struct model_diff *out,
+                   struct sc_error *err)
+{
+    struct side a = {.g = ga}, b = {.g = gb};
+    struct attrib t = {.a = &a, .b = &b, .out = out, .err = err};
+    size_t ranks = ga->n_ranks < gb->n_ranks ? ga->n_ranks : gb->n_ranks;
+    int rc = SC_OK;
+
+    memset(out, 0, sizeof *out);
+    if (side_refs(&a, ranks) || side_refs(&b, ranks) ||
+        !(t.ov = malloc((2 * ga->n_tasks + 1) * sizeof *t.ov))) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    match(&a, &b, ranks);
+    for (size_t k = 0; k < ga->n_steps; k++)
+        out->steps += a.counted[k];
+    if (!out->steps) {
+        rc = sc_error_set(err, SC_EINVAL, "the two runs have no whole step to match");
+        goto out;
+    }
+    if ((rc = mean_step(&a, NULL, 0, &out->a_ns, err)) || (rc = mean_step(&b, NULL, 0, &out->b_ns, err)))
+        goto out;
+    t.prev = out->a_ns;
+    if ((rc = attribute(&t)) || (rc = added(&t, &b)))
+        goto out;
+    if (sc_vec_reserve((void **)&out->parts, &t.cap_parts, out->n_parts + 1, sizeof *out->parts)) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct model_diff_part *rest = &out->parts[out->n_parts++];
+    snprintf(rest->category, sizeof rest->category, "unmatched");
+    rest->ns = out->b_ns - t.prev;
+    if (kernels(&a, &b, out))
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+out:
+    free(a.refs);
+    free(a.match);
+    free(a.counted);
+    free(b.refs);
+    free(b.match);
+    free(b.counted);
+    free(t.ov);
+    if (rc)
+        model_diff_release(out);
+    return rc;
+}
+
+void model_diff_release(struct model_diff *d)
+{
+    free(d->parts);
+    free(d->added);
+    free(d->removed);
+    free(d->retimed);
+    memset(d, 0, sizeof *d);
+}

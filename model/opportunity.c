@@ -1,0 +1,320 @@
+/* model/opportunity.c: opportunities, each measured by a replay
+ * (opportunity.h). */
+#include "model/opportunity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vec.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "common/banned.h"
+
+#define TOP_FAMILIES 10
+
+struct finder {
+    const struct model_graph *g;
+    struct sc_error *err;
+    int64_t *dur0, *gap0, *dur, *gap; /* the baseline's durations and gaps, then a change's */
+    int64_t base_ns;
+    size_t n_steps;       /* (rank, step) pairs */
+    int64_t *rank_steps;  /* per rank: its steps */
+    int64_t *rank_sum;    /* per rank: scratch */
+    struct model_opportunities *out;
+    size_t cap;
+};
+
+/* The steps a mean is taken over: not partial, when there are such. */
+static int counted(const struct model_graph *g, size_t s, int any_whole)
+{
+    return g->steps[s].end != MODEL_NONE && (!any_whole || !g->steps[s].partial);
+}
+
+/* Mean replayed step of opts; with idle, the mean time no GPU work runs. */
+static int mean_step(struct finder *f, const struct model_replay_opts *o, int64_t *mean, int64_t *idle)
+{
+    struct model_replay *r;
+    int rc = model_replay_run(f->g, o, &r, f->err);
+    if (rc)
+        return rc;
+    int any_whole = 0;
+    for (size_t s = 0; s < r->n_steps; s++)
+        any_whole |= counted(f->g, s, 0) && !r->steps[s].partial;
+    int64_t sum = 0, idle_sum = 0;
+    size_t n = 0;
+    for (size_t s = 0; s < r->n_steps; s++) {
+        if (!counted(f->g, s, any_whole))
+            continue;
+        const struct model_breakdown *b = &r->steps[s].breakdown;
+        sum += r->steps[s].replayed_ns;
+        idle_sum += r->steps[s].replayed_ns - b->compute_exposed - b->overlap - b->comm_exposed;
+        n++;
+    }
+    model_replay_free(r);
+    if (!n)
+        return sc_error_set(f->err, SC_EINVAL, "no step to find opportunities in");
+    *mean = sum / (int64_t)n;
+    if (idle)
+        *idle = idle_sum / (int64_t)n;
+    return SC_OK;
+}
+
+static int add(struct finder *f, const char *name, const char *resource, const char *change, int64_t saving,
+               int64_t bound, int64_t at_zero)
+{
+    struct model_opportunities *o = f->out;
+    if (sc_vec_reserve((void **)&o->v, &f->cap, o->n + 1, sizeof *o->v))
+        return sc_error_set(f->err, SC_ENOMEM, "out of memory");
+    struct model_opportunity *p = &o->v[o->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->resource, sizeof p->resource, "%s", resource);
+    snprintf(p->change, sizeof p->change, "%s", change);
+    p->saving_ns = saving;
+    p->bound_ns = bound;
+    p->saving_at_zero_ns = at_zero;
+    return SC_OK;
+}
+
+/* What o takes out of the work per step: the time by which it shortens
+ * durations and gaps (what it lengthens is not counted), on the rank where
+ * that is most: ranks that wait for each other save together. */
+static int bound_of(struct finder *f, const struct model_replay_opts *o, int64_t *bound)
+{
+    const struct model_graph *g = f->g;
+    int rc = model_replay_durations(g, o, f->dur, f->gap, f->err);
+    if (rc)
+        return rc;
+    for (size_t r = 0; r < g->n_ranks; r++)
+        f->rank_sum[r] = 0;
+    for (size_t i = 0; i < g->n_tasks; i++)
+        f->rank_sum[g->tasks[i].rank] += (f->dur0[i] > f->dur[i] ? f->dur0[i] - f->dur[i] : 0) +
+                                         (f->gap0[i] > f->gap[i] ? f->gap0[i] - f->gap[i] : 0);
+    *bound = 0;
+    for (size_t r = 0; r < g->n_ranks; r++)
+        if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > *bound)
+            *bound = f->rank_sum[r] / f->rank_steps[r];
+    return SC_OK;
+}
+
+static void keep_opts(struct model_replay_opts *o)
+{
+    model_replay_opts_default(o);
+    o->critical_path = 0;
+    o->keep_unexplained = 1;
+}
+
+/* A change given in --scale words (each spec separated by a space). */
+static int scaled(struct finder *f, const char *name, const char *resource, const char *change)
+{
+    struct model_replay_opts o;
+    int64_t mean, bound;
+    int rc;
+    keep_opts(&o);
+    if ((rc = model_replay_parse_scale(change, &o, f->err)) || (rc = mean_step(f, &o, &mean, NULL)) ||
+        (rc = bound_of(f, &o, &bound)))
+        return rc;
+    return add(f, name, resource, change, f->base_ns - mean, bound, -1);
+}
+
+/* The ten kernel families with the most time, each at x0.5 (and x0). */
+static int families(struct finder *f)
+{
+    int64_t time[MODEL_KF_COUNT] = {0};
+    int order[MODEL_KF_COUNT];
+    for (size_t i = 0; i < f->g->n_tasks; i++)
+        if (f->g->tasks[i].cls == MODEL_TASK_KERNEL && f->g->tasks[i].sub < MODEL_KF_COUNT)
+            time[f->g->tasks[i].sub] += f->g->tasks[i].dur;
+    for (int k = 0; k < MODEL_KF_COUNT; k++) { /* by time, most first (a few: insertion) */
+        int j = k;
+        for (; j > 0 && time[order[j - 1]] < time[k]; j--)
+            order[j] = order[j - 1];
+        order[j] = k;
+    }
+    for (int k = 0; k < TOP_FAMILIES && k < MODEL_KF_COUNT && time[order[k]] > 0; k++) {
+        const char *fam = model_kernel_family_name((enum model_kernel_family)order[k]);
+        char name[80], half[48], zero[48];
+        struct model_replay_opts o;
+        int64_t mean0;
+        int rc;
+        snprintf(name, sizeof name, "%s kernels 2x faster", fam);
+        snprintf(half, sizeof half, "family:%s=0.5", fam);
+        snprintf(zero, sizeof zero, "family:%s=0", fam);
+        keep_opts(&o);
+        if ((rc = model_replay_parse_scale(zero, &o, f->err)) || (rc = mean_step(f, &o, &mean0, NULL)) ||
+            (rc = scaled(f, name, "gpu", half)))
+            return rc;
+        f->out->v[f->out->n - 1].saving_at_zero_ns = f->base_ns - mean0;
+    }
+    return SC_OK;
+}
+
+/* A kernel, by name and its ordinal among the kernels of that name on its
+ * rank: the key that matches it across ranks. */
+struct kref {
+    uint32_t name, ord, task;
+    uint16_t rank;
+};
+
+static int by_rank_name(const void *a, const void *b)
+{
+    const struct kref *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    return (x->task > y->task) - (x->task < y->task);
+}
+
+static int by_name_ord(const void *a, const void *b)
+{
+    const struct kref *x = a, *y = b;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    return (x->ord > y->ord) - (x->ord < y->ord);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every kernel matched on at least two ranks at the median of its
+ * durations across ranks (of an even count, the mean of the middle two). */
+static int stragglers(struct finder *f)
+{
+    const struct model_graph *g = f->g;
+    struct kref *k = NULL;
+    struct model_replay_override *ov = NULL;
+    int64_t *d = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *d);
+    size_t n = 0, n_ov = 0;
+    int rc = SC_OK;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        n += g->tasks[i].cls == MODEL_TASK_KERNEL;
+    k = malloc((n ? n : 1) * sizeof *k);
+    ov = malloc((n ? n : 1) * sizeof *ov);
+    if (!k || !ov || !d) {
+        rc = sc_error_set(f->err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    n = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_KERNEL)
+            k[n++] = (struct kref){g->src[i].name, 0, i, g->tasks[i].rank};
+    sc_sort(k, n, sizeof *k, by_rank_name);
+    for (size_t i = 1; i < n; i++)
+        if (k[i].rank == k[i - 1].rank && k[i].name == k[i - 1].name)
+            k[i].ord = k[i - 1].ord + 1;
+    sc_sort(k, n, sizeof *k, by_name_ord);
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a + 1; b < n && k[b].name == k[a].name && k[b].ord == k[a].ord; b++)
+            ;
+        if (b - a < 2 || b - a > g->n_ranks)
+            continue;
+        for (size_t j = a; j < b; j++)
+            d[j - a] = g->tasks[k[j].task].dur;
+        sc_sort(d, b - a, sizeof *d, cmp_i64);
+        size_t m = b - a;
+        int64_t median = m % 2 ? d[m / 2] : d[m / 2 - 1] + (d[m / 2] - d[m / 2 - 1]) / 2;
+        for (size_t j = a; j < b; j++)
+            ov[n_ov++] = (struct model_replay_override){k[j].task, median};
+    }
+    struct model_replay_opts o;
+    int64_t mean, bound;
+    keep_opts(&o);
+    o.overrides = ov;
+    o.n_overrides = n_ov;
+    if ((rc = mean_step(f, &o, &mean, NULL)) || (rc = bound_of(f, &o, &bound)))
+        goto out;
+    rc = add(f, "stragglers removed (every kernel at its median across ranks)", "gpu", "stragglers=median",
+             f->base_ns - mean, bound, -1);
+out:
+    free(k);
+    free(ov);
+    free(d);
+    return rc;
+}
+
+/* The unexplained waits removed: the replay without them. */
+static int unexplained(struct finder *f)
+{
+    struct model_replay_opts o;
+    int64_t mean, sum = 0;
+    int rc;
+    keep_opts(&o);
+    o.keep_unexplained = 0;
+    if ((rc = mean_step(f, &o, &mean, NULL)))
+        return rc;
+    for (size_t r = 0; r < f->g->n_ranks; r++)
+        f->rank_sum[r] = 0;
+    for (uint32_t i = 0; i < f->g->n_tasks; i++)
+        f->rank_sum[f->g->tasks[i].rank] += model_graph_unexplained_wait(f->g, i);
+    for (size_t r = 0; r < f->g->n_ranks; r++)
+        if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > sum)
+            sum = f->rank_sum[r] / f->rank_steps[r];
+    return add(f, "unexplained waits removed", "unexplained", "unexplained=0", f->base_ns - mean, sum, -1);
+}
+
+static int saving_desc(const void *a, const void *b)
+{
+    const struct model_opportunity *x = a, *y = b;
+    if (x->saving_ns != y->saving_ns)
+        return x->saving_ns < y->saving_ns ? 1 : -1;
+    return strcmp(x->change, y->change);
+}
+
+int model_opportunities_find(const struct model_graph *g, struct model_opportunities *out,
+                             struct sc_error *err)
+{
+    struct finder f = {.g = g, .err = err, .out = out};
+    struct model_replay_opts o;
+    size_t n = g->n_tasks ? g->n_tasks : 1;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    out->n_ranks = g->n_ranks;
+    f.dur0 = malloc((4 * n + 2 * (g->n_ranks ? g->n_ranks : 1)) * sizeof *f.dur0);
+    if (!f.dur0)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    f.gap0 = f.dur0 + n;
+    f.dur = f.gap0 + n;
+    f.gap = f.dur + n;
+    f.rank_steps = f.gap + n;
+    f.rank_sum = f.rank_steps + (g->n_ranks ? g->n_ranks : 1);
+    memset(f.rank_steps, 0, g->n_ranks * sizeof *f.rank_steps);
+    for (size_t s = 0; s < g->n_steps; s++)
+        if (g->steps[s].end != MODEL_NONE) {
+            f.n_steps++;
+            f.rank_steps[g->steps[s].rank]++;
+        }
+    if (!f.n_steps) {
+        free(f.dur0);
+        return sc_error_set(err, SC_EINVAL, "no step to find opportunities in");
+    }
+    keep_opts(&o);
+    if ((rc = model_replay_durations(g, &o, f.dur0, f.gap0, err)) ||
+        (rc = mean_step(&f, &o, &f.base_ns, &out->gpu_idle_ns)))
+        goto out;
+    out->step_ns = f.base_ns;
+    if ((rc = scaled(&f, "network infinitely fast", "communication", "comm=0")) ||
+        (rc = scaled(&f, "network 2x faster", "communication", "comm=0.5")) ||
+        (rc = scaled(&f, "host overhead halved", "host", "cpu=0.5")) ||
+        (rc = scaled(&f, "launch overhead gone (as CUDA graphs give)", "launch", "launch=0")) ||
+        (rc = families(&f)) || (g->n_ranks > 1 && (rc = stragglers(&f))) || (rc = unexplained(&f)))
+        goto out;
+    sc_sort(out->v, out->n, sizeof *out->v, saving_desc);
+out:
+    free(f.dur0);
+    if (rc)
+        model_opportunities_release(out);
+    return rc;
+}
+
+void model_opportunities_release(struct model_opportunities *o)
+{
+    free(o->v);
+    o->v = NULL;
+    o->n = 0;
+}

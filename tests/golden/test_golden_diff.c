@@ -1,0 +1,117 @@
+/* tests/golden/test_golden_diff.c: two runs compared (model/diff.h): gentrace
+ * runs that differ in one known way, a run against itself, and HTA's
+ * control/test pair. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/diff.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "tests/check.h"
+#include "tests/shared_traces.h"
+#include "common/banned.h"
+
+static int64_t part(const struct model_diff *d, const char *category)
+{
+    for (size_t i = 0; i < d->n_parts; i++)
+        if (strcmp(d->parts[i].category, category) == 0)
+            return d->parts[i].ns;
+    return INT64_MIN;
+}
+
+/* The parts sum to the difference, exactly. */
+static void check_sum(const struct model_diff *d)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < d->n_parts; i++)
+        sum += d->parts[i].ns;
+    CHECK_EQ_INT(sum, d->b_ns - d->a_ns);
+    CHECK(strcmp(d->parts[d->n_parts - 1].category, "unmatched") == 0);
+}
+
+static int diff_jobs(const struct model_job *a, const struct model_job *b, struct model_diff *d)
+{
+    struct model_graph *ga = NULL, *gb = NULL;
+    struct sc_error err;
+    int rc = -1;
+    if (model_graph_build(a, NULL, &ga, &err) || model_graph_build(b, NULL, &gb, &err) ||
+        model_diff_run(ga, gb, d, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    else
+        rc = 0;
+    model_graph_free(ga);
+    model_graph_free(gb);
+    return rc;
+}
+
+/* Only the network changes (transfers x2): all of the difference is
+ * communication, no kernel is added or removed, the NCCL kernels are
+ * re-timed. A run against itself: nothing differs. */
+TEST(diff_gentrace_comm_only_and_self)
+{
+    const char *slow[] = {"--steps", "3", "--comm-scale", "2", NULL}, *base[] = {"--steps", "3", NULL};
+    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, slow);
+    struct model_diff d;
+    if (a && b && diff_jobs(a, b, &d) == 0) {
+        check_sum(&d);
+        CHECK(d.b_ns > d.a_ns);
+        CHECK_EQ_INT(d.steps, 6);
+        CHECK_EQ_INT(part(&d, "communication"), d.b_ns - d.a_ns);
+        CHECK_EQ_INT(d.n_added, 0);
+        CHECK_EQ_INT(d.n_removed, 0);
+        CHECK(d.n_retimed >= 1 && strstr(d.retimed[0].name, "nccl") != NULL);
+        CHECK(d.retimed[0].b_ns > d.retimed[0].a_ns);
+        model_diff_release(&d);
+    }
+    if (a && diff_jobs(a, a, &d) == 0) {
+        CHECK_EQ_INT(d.b_ns, d.a_ns);
+        for (size_t i = 0; i < d.n_parts; i++)
+            CHECK_EQ_INT(d.parts[i].ns, 0);
+        CHECK_EQ_INT(d.n_added + d.n_removed + d.n_retimed, 0);
+        model_diff_release(&d);
+    }
+    model_job_free(a);
+    model_job_free(b);
+}
+
+/* GPU work x0.8: the step shrinks, mostly in compute and communication,
+ * little is left unmatched. */
+TEST(diff_gentrace_gpu_faster)
+{
+    const char *fast[] = {"--steps", "3", "--gpu-scale", "0.8", NULL}, *base[] = {"--steps", "3", NULL};
+    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, fast);
+    struct model_diff d;
+    if (a && b && diff_jobs(a, b, &d) == 0) {
+        check_sum(&d);
+        int64_t total = d.b_ns - d.a_ns;
+        CHECK(total < 0);
+        CHECK(part(&d, "compute:gemm") < 0);
+        CHECK(llabs(part(&d, "unmatched")) < llabs(total) / 5);
+        model_diff_release(&d);
+    }
+    model_job_free(a);
+    model_job_free(b);
+}
+
+/* HTA's control (A100) and test (V100) runs of one recommendation model:
+ * the parts sum to the difference; the GPUs' different GEMM kernels show
+ * as added and removed. */
+TEST(diff_control_test)
+{
+    struct model_job *a = NULL, *b = NULL;
+    struct model_diff d;
+    if (th_load_trace(th_find_trace("control"), &a) || th_load_trace(th_find_trace("test"), &b))
+        goto out;
+    if (diff_jobs(a, b, &d) == 0) {
+        check_sum(&d);
+        CHECK(d.b_ns > d.a_ns);
+        CHECK(d.n_added > 0 && d.n_removed > 0 && d.n_retimed > 0);
+        CHECK(part(&d, "added") > 0 && part(&d, "removed") < 0); /* B's own kernels cost B time */
+        CHECK(strstr(d.added[0].name, "volta") || strstr(d.added[0].name, "embedding"));
+        model_diff_release(&d);
+    }
+out:
+    model_job_free(a);
+    model_job_free(b);
+}

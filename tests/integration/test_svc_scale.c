@@ -1,0 +1,89 @@
+/* tests/integration/test_svc_scale.c: the daemon builds a many-rank job
+ * from uploads the way `make bench` builds a 512-rank one (bench_scale.sh),
+ * at a size `make check` can afford: ranks uploaded over HTTP, built on
+ * all cores keeping only the traces' headers, and the replay the same as
+ * the command line's on the same files, before and after a restart (the
+ * model then comes back from its stored traces). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "model/job.h"
+#include "model/trace.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "tests/shared_traces.h"
+#include "common/banned.h"
+
+#define RANKS 16
+
+static json_t *replay_http(const struct svc_daemon *d, const char *model)
+{
+    char path[256];
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/models/%s/replay", model);
+    CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
+    json_t *doc = json_loads(r.body, 0, NULL);
+    svc_resp_release(&r);
+    CHECK(doc != NULL);
+    return doc;
+}
+
+TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
+{
+    static const char *const gen[] = {"--steps", "4", "--layers", "8", NULL};
+    char dir[4096], path[4400], model[80];
+    struct svc_daemon d;
+    struct svc_resp r;
+    th_gentrace_dir(RANKS, gen, dir, sizeof dir);
+    svc_start(&d, NULL, NULL, NULL);
+    for (int i = 0; i < RANKS; i++) {
+        char file[4300];
+        snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
+        struct svc_opts up = {SVC_ADMIN, NULL, 0, file, NULL};
+        snprintf(path, sizeof path, "/v1/jobs/scale/ranks/%d/trace", i);
+        CHECK_EQ_INT(svc_call(&d, "PUT", path, &up, NULL), 201);
+    }
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/scale/models", NULL, &r), 202);
+    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+
+    /* the summary counts every event although the model keeps none */
+    struct model_job *job = th_gentrace_job(1, gen); /* one rank's count, for scale */
+    long long events = 0;
+    snprintf(path, sizeof path, "/v1/models/%s", model);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
+    json_t *doc = json_loads(r.body, 0, NULL), *summary = json_object_get(doc, "summary");
+    CHECK_EQ_INT(json_integer_value(json_object_get(summary, "n_ranks")), RANKS);
+    events = json_integer_value(json_object_get(summary, "events"));
+    CHECK(job && events > (long long)job->ranks[0]->n_events * (RANKS - 1));
+    json_decref(doc);
+    svc_resp_release(&r);
+    model_job_free(job);
+
+    char *stepcast = strdup(th_build_path("stepcast"));
+    char *argv[] = {stepcast, "replay", "--json", dir, NULL};
+    char *out = NULL;
+    CHECK_EQ_INT(th_run(argv, &out, NULL), 0);
+    json_t *cli = json_loads(out ? out : "", 0, NULL);
+    free(out);
+    CHECK(cli != NULL);
+    CHECK_EQ_INT(json_array_size(json_object_get(cli, "steps")), RANKS * 4);
+    for (int pass = 0; pass < 2; pass++) { /* before and after a restart */
+        json_t *http = replay_http(&d, model);
+        if (!json_equal(http, cli))
+            sc_check_fail(__FILE__, __LINE__, "pass %d: the daemon's replay differs from the CLI's", pass);
+        json_decref(http);
+        if (pass == 0) {
+            CHECK_EQ_INT(svc_stop(&d), 0);
+            svc_start(&d, d.data, NULL, NULL);
+        }
+    }
+    json_decref(cli);
+    free(stepcast);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
