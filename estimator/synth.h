@@ -72,8 +72,13 @@ struct est_costs {
     double moe_imbalance;
 };
 
-/* The defaults on a GPU's profile (README "Cost models" cites each), with
- * the spec's bandwidth overrides applied. */
+/* The costs of the cited sources alone (README "Cost models": spec sheets,
+ * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
+ * bandwidth overrides applied: where `make validate` starts its fits. */
+void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+/* The estimator's defaults: the cited costs with the hardware-level
+ * parameters `make validate` fits on the measured steps of
+ * ../shared/validation set to that fit (BENCHMARKS.md). */
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
 
 /* Apply a cluster profile document (`stepcast calibrate ... --out`, the

@@ -948,7 +948,11 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     w.st = &out->structure;
     w.b = &out->base;
     w.t = &out->target;
-    kernel_params_default(&w.kp);
+    {
+        struct est_costs defaults;
+        est_costs_default(w.hw0, NULL, &defaults);
+        w.kp = defaults.kernel;
+    }
     coll_params_from_hw(w.hw0, &w.cp0);
     coll_params_from_hw(w.hw1, &w.cp1);
     size_t n = g->n_tasks ? g->n_tasks : 1;
