@@ -22,6 +22,7 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "model/diff.h"
+#include "estimator/coll_split.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
@@ -207,7 +208,15 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
     }
     if ((*memo_hit = built_memo_get(m, key, r)))
         return;
-    if (model_replay_run(built_model_graph(m), &ro, &rp, &err)) {
+    struct model_coll_wait *waits = NULL;
+    if (coll_split_waits(built_model_graph(m), &waits, &ro.waits.n, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    ro.waits.v = waits;
+    int failed = model_replay_run(built_model_graph(m), &ro, &rp, &err);
+    free(waits);
+    if (failed) {
         api_fail_status(r, &err, API_E_BAD_REQUEST);
         return;
     }
@@ -238,7 +247,14 @@ static void answer_opportunities(struct built_model *m, struct api_reply *r, int
     struct sc_error err;
     if ((*memo_hit = built_memo_get(m, key, r)))
         return;
-    if (model_opportunities_find(built_model_graph(m), &ops, &err)) {
+    struct model_coll_waits waits = {0};
+    struct model_coll_wait *wv = NULL;
+    int failed = coll_split_waits(built_model_graph(m), &wv, &waits.n, &err);
+    waits.v = wv;
+    if (!failed)
+        failed = model_opportunities_find(built_model_graph(m), &waits, &ops, &err);
+    free(wv);
+    if (failed) {
         api_fail_status(r, &err, API_E_UNPROCESSABLE);
         return;
     }
