@@ -291,7 +291,17 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
     if (ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
-        if (model_diff_run(built_model_graph(cache_value(ea)), built_model_graph(cache_value(eb)), &d, &err)) {
+        const struct model_graph *ga = built_model_graph(cache_value(ea)), *gb = built_model_graph(cache_value(eb));
+        struct model_coll_wait *va = NULL, *vb = NULL; /* each run's kept collectives split */
+        struct model_coll_waits wa = {0}, wb = {0};
+        int failed = coll_split_waits(ga, &va, &wa.n, &err) || coll_split_waits(gb, &vb, &wb.n, &err);
+        wa.v = va;
+        wb.v = vb;
+        if (!failed)
+            failed = model_diff_run(ga, &wa, gb, &wb, &d, &err);
+        free(va);
+        free(vb);
+        if (failed) {
             api_fail_status(r, &err, API_E_UNPROCESSABLE);
         } else {
             if (api_reply_json(r, 200, api_diff_json(&d)) == SC_OK)

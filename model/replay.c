@@ -170,35 +170,40 @@ static int factor_matches(const struct model_graph *g, const struct model_replay
     return 1;
 }
 
-/* How the wait of rank r's kept collectives scales (replay.h): the larger
- * of its GPU work (communication aside) and its host work, with the
- * factors given for every rank (fa, fga), over the traced. */
+/* How the wait of rank r's kept collectives scales (replay.h): the work
+ * of its busiest resource (a GPU stream's work but communication, a CPU
+ * thread's calls, host tasks and gaps), with the factors given for every
+ * rank (fa, fga), over the traced. */
 static int wait_scales(const struct model_graph *g, const double *fa, const double *fga, double *scale,
                        struct sc_error *err)
 {
     size_t nr = g->n_ranks ? g->n_ranks : 1;
-    double *w = calloc(4 * nr, sizeof *w); /* gpu0, gpu1, host0, host1 per rank */
+    double *w = calloc(2 * (g->n_res + nr), sizeof *w); /* per resource, then per rank: traced, scaled */
     if (!w)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
-        double *rw = w + 4 * t->rank, d = (double)t->dur;
-        if (model_task_on_gpu(t->cls)) {
-            if (t->cls != MODEL_TASK_COMM) {
-                rw[0] += d;
-                rw[1] += d * fa[i];
-            }
-        } else if (!g->res[t->res].gpu) {
-            int work = t->cls == MODEL_TASK_CALL || t->cls == MODEL_TASK_HOST;
-            rw[2] += (work ? d : 0) + (double)t->gap;
-            rw[3] += (work ? d * fa[i] : 0) + (double)t->gap * fga[i];
+        double *rw = w + 2 * t->res, d = (double)t->dur;
+        if (t->cls == MODEL_TASK_COMM || t->cls == MODEL_TASK_MARKER)
+            continue;
+        if (g->res[t->res].gpu) {
+            rw[0] += d;
+            rw[1] += d * fa[i];
+        } else {
+            rw[0] += d + (double)t->gap;
+            rw[1] += d * fa[i] + (double)t->gap * fga[i];
         }
     }
-    for (size_t r = 0; r < g->n_ranks; r++) {
-        const double *rw = w + 4 * r;
-        double before = rw[0] > rw[2] ? rw[0] : rw[2], after = rw[1] > rw[3] ? rw[1] : rw[3];
-        scale[r] = before > 0 ? after / before : 1.0;
+    double *rank = w + 2 * g->n_res;
+    for (size_t q = 0; q < g->n_res; q++) {
+        double *rw = rank + 2 * g->res[q].rank;
+        if (w[2 * q] > rw[0])
+            rw[0] = w[2 * q];
+        if (w[2 * q + 1] > rw[1])
+            rw[1] = w[2 * q + 1];
     }
+    for (size_t r = 0; r < g->n_ranks; r++)
+        scale[r] = rank[2 * r] > 0 ? rank[2 * r + 1] / rank[2 * r] : 1.0;
     free(w);
     return SC_OK;
 }

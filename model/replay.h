@@ -60,9 +60,10 @@ struct model_replay_override {
  * (comm, its rank's too), the wait by how the rank's work changes under
  * the factors given for every rank (the untraced peers are taken to run
  * like the traced rank: a factor for one rank does not move them): the
- * ratio of the larger of its GPU work (communication aside) and its host
- * work (calls, host tasks, gaps), with those factors, to the traced. An
- * override of the task sets its whole duration, wait included. */
+ * ratio of the work of the rank's busiest resource (a GPU stream's work
+ * but communication, a CPU thread's calls, host tasks and gaps), with
+ * those factors, to the traced. An override of the task sets its whole
+ * duration, wait included. */
 enum model_wait_from {
     MODEL_WAIT_FROM_SIZE,  /* transfer: the collective model's time for its size */
     MODEL_WAIT_FROM_LEAST, /* no size in the trace: transfer is the least-waiting
