@@ -408,13 +408,20 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     return rc;
 }
 
+int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
+                         struct api_reply *r)
+{
+    int rc = model_job_config(s, id, cfg, r);
+    return rc ? rc : ready_model(s, id, e, r);
+}
+
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r)
 {
     struct job_config cfg;
     struct cache_entry *e;
     struct whatif_result res;
-    int rc = model_job_config(s, id, &cfg, r);
-    if (rc || (rc = ready_model(s, id, &e, r)))
+    int rc = h_model_whatif_ready(s, id, &cfg, &e, r);
+    if (rc)
         return rc;
     if ((rc = run_whatif(s, cache_value(e), &cfg, set, &res, r)) == SC_OK) {
         *ms = res.step_ms;
@@ -432,8 +439,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct cache_entry *e;
     char key[BUILT_MEMO_KEY_MAX];
     int memo_hit = 0;
-    if (api_decode_whatif(q->body, q->body_len, &set, r) || model_job_config(s, q->params.id, &cfg, r) ||
-        ready_model(s, q->params.id, &e, r))
+    if (api_decode_whatif(q->body, q->body_len, &set, r) || h_model_whatif_ready(s, q->params.id, &cfg, &e, r))
         return;
     char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
     int keyed = set_text && cfg_text &&

@@ -2,6 +2,7 @@
  * per pipeline stage (the model is described in memory.h). */
 #include "estimator/memory.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,9 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
 struct stage_params {
     double dense;   /* sharded over dp x cp */
     double experts; /* sharded over the expert data-parallel ranks */
-    double largest_layer; /* one layer's weights on this GPU (ZeRO-3 gathers) */
+    /* the most weights one ZeRO-3 gather brings to this GPU: a layer's,
+     * the embedding's or the output layer's (synth.c gathers each) */
+    double largest_layer;
 };
 
 /* A layer's parameters and activations depend on the layer only through
@@ -124,10 +127,12 @@ static void virtual_stage_params(const struct est_spec *s, const struct layer_ki
         if (dense + experts > out->largest_layer)
             out->largest_layer = dense + experts;
     }
+    double head = v->loss ? (m->tied_embeddings && v->embedding ? 0 : embedding) + (double)m->hidden : 0;
     if (v->embedding)
         out->dense += embedding;
-    if (v->loss) /* output layer (a copy of the embedding when tied), final norm */
-        out->dense += (m->tied_embeddings && v->embedding ? 0 : embedding) + (double)m->hidden;
+    /* output layer (a copy of the embedding when tied), final norm */
+    out->dense += head;
+    out->largest_layer = fmax(out->largest_layer, fmax(v->embedding ? embedding : 0, head));
 }
 
 /* Activation bytes of one virtual stage's forward pass of one micro-batch,

@@ -8,7 +8,8 @@
  * Transformer Engine does. ZeRO stage 1 (Megatron's distributed optimizer)
  * shards the optimizer state over the data-parallel ranks, stage 2 the
  * gradients too, stage 3 the weights too (plus a gathered copy of two
- * layers' weights, the one computing and the one prefetched). Dense weights
+ * layers' weights, or of the embedding or output layer when larger, the
+ * one computing and the one prefetched). Dense weights
  * are split by tp and sharded over dp x cp; expert weights are split over
  * ep x etp and sharded over the expert data-parallel ranks tp x cp x dp /
  * (ep x etp); norms and routers are replicated within the tensor-parallel

@@ -586,6 +586,14 @@ struct rank {
     uint32_t waits[ST_COUNT][MAX_WAITS];
     int n_waits[ST_COUNT];
     char region[96];         /* what a merged task is named after */
+    /* ZeRO-3 (see z3_gather): the compute stream's last task before the
+     * layer computing now, and the gradients of the layer before waiting
+     * to be reduce-scattered after the next gather */
+    uint32_t z3_free;
+    struct {
+        double dense, experts;
+        uint32_t after;
+    } z3_grads;
 };
 
 static uint32_t add_task(struct synth *y, const struct model_task_spec *t)
@@ -847,26 +855,101 @@ static double grad_bytes(const struct est_spec *s)
     return s->options.dtype == HW_FP32 ? 4 : 2;
 }
 
-/* Reduce the open bucket's gradients (after the work emitted so far). */
-static void bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b)
+/* One collective `op` on the data-parallel stream per shard group of a
+ * set of parameters, after task `after`: the dense ones over dp x cp, the
+ * experts' over their own data-parallel ranks; bytes_per is per
+ * parameter. */
+static void dp_colls(struct synth *y, struct rank *r, enum model_coll_op op, const char *name, double dense,
+                     double experts, double bytes_per, uint32_t after)
 {
-    const struct est_spec *s = y->s;
-    enum model_coll_op op = s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
-    const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter";
-    uint32_t after = anchor(y, r, ST_COMPUTE);
-    double sizes[2] = {b->dense, b->experts};
+    double sizes[2] = {dense, experts};
     const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
     for (int k = 0; k < 2; k++) {
         if (sizes[k] <= 0 || groups[k]->ranks <= 1)
             continue;
-        double bytes = sizes[k] * grad_bytes(s);
+        double bytes = sizes[k] * bytes_per;
         struct op o = {name, MODEL_TASK_COMM, (uint8_t)op, OP_PLAIN, 1, coll_ns(y, op, groups[k], bytes),
                        (int64_t)bytes, (uint32_t)groups[k]->ranks};
         wait_on(y, r, ST_DP, after);
         emit(y, r, ST_DP, &o);
         flush(y, r);
     }
+}
+
+/* Reduce the open bucket's gradients (after the work emitted so far). */
+static void bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b)
+{
+    enum model_coll_op op = y->s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
+    dp_colls(y, r, op, op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter", b->dense,
+             b->experts, grad_bytes(y->s), anchor(y, r, ST_COMPUTE));
     b->dense = b->experts = 0;
+}
+
+/* ---- ZeRO-3: parameters gathered and gradients reduce-scattered per layer ---- */
+
+/* Stage 3 (DeepSpeed's ZeRO-3, PyTorch's FSDP) shards the parameters too:
+ * each layer's (and the embedding's and output layer's) are all-gathered
+ * before its forward and again before its backward, in every micro-batch,
+ * and its gradients reduce-scattered after its backward, also in every
+ * micro-batch, since only a shard of them is kept (memory.c). */
+static int zero3(const struct synth *y)
+{
+    return y->s->options.zero_stage >= 3 && y->sh.dp_group.ranks > 1;
+}
+
+/* The embedding's and the output layer's parameters on one rank of virtual
+ * stage st, as memory.c counts them: the output layer's own unless it is
+ * the embedding, tied on the same stage, and the final norm with it. */
+static void edge_params(const struct est_spec *s, const struct est_stage_layers *st, double *embedding,
+                        double *head)
+{
+    double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
+    *embedding = st->embedding ? emb : 0;
+    *head = st->loss ? (s->model.tied_embeddings && st->embedding ? 0 : emb) + (double)s->model.hidden : 0;
+}
+
+/* Reduce-scatter the gradients left by z3_grads_done, if any. */
+static void z3_reduce(struct synth *y, struct rank *r)
+{
+    if (r->z3_grads.dense + r->z3_grads.experts <= 0)
+        return;
+    dp_colls(y, r, MODEL_COLL_REDUCESCATTER, "gradient reduce-scatter", r->z3_grads.dense, r->z3_grads.experts,
+             grad_bytes(y->s), r->z3_grads.after);
+    r->z3_grads.dense = r->z3_grads.experts = 0;
+}
+
+/* Before a layer's compute: its parameters all-gathered on the
+ * data-parallel stream, and the compute waits for them. With
+ * overlap_param_gather the gather is prefetched (FSDP's forward and
+ * backward prefetch): it waits only for the compute before the layer that
+ * computes now, whose gathered parameters it may then replace, so that it
+ * runs beside that layer and two layers are gathered at most (as memory.c
+ * counts); without it, for all the compute before its own layer. The
+ * previous layer's gradients are reduce-scattered after it on the stream:
+ * the prefetch is issued before that layer's backward. */
+static void z3_gather(struct synth *y, struct rank *r, double dense, double experts)
+{
+    if (!zero3(y))
+        return;
+    uint32_t before = anchor(y, r, ST_COMPUTE);
+    uint32_t freed = y->s->options.overlap_param_gather ? r->z3_free : before;
+    r->z3_free = before;
+    if (dense + experts > 0) {
+        dp_colls(y, r, MODEL_COLL_ALLGATHER, "parameter all-gather", dense, experts, y->sh.B, freed);
+        wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
+    }
+    z3_reduce(y, r);
+}
+
+/* After a layer's backward: its gradients, to reduce-scatter after the
+ * next gather (or at the end of the pass). */
+static void z3_grads_done(struct synth *y, struct rank *r, double dense, double experts)
+{
+    if (!zero3(y))
+        return;
+    r->z3_grads.dense = dense;
+    r->z3_grads.experts = experts;
+    r->z3_grads.after = anchor(y, r, ST_COMPUTE);
 }
 
 /* ---- the schedule ---- */
@@ -934,41 +1017,54 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     const struct est_stage_layers *st = &p->vstages[v];
     const struct est_spec *s = y->s;
     int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    double emb, head;
+    edge_params(s, st, &emb, &head);
     /* the pass starts on what the pipeline received */
     if (sync_recv)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
     pass_region(r, backward, mb, chunk);
     if (!backward) {
-        if (st->embedding)
+        if (st->embedding) {
+            z3_gather(y, r, emb, 0);
             emit_ops(y, r, &y->embed_fwd, 0);
+        }
         for (int i = 0; i < st->layers && !y->failed; i++) {
             int64_t layer = st->first_layer + i;
             int is_moe = est_model_layer_is_moe(&s->model, layer);
+            double dense, experts;
             if (y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
+            layer_rank_params(s, layer, &dense, &experts);
+            z3_gather(y, r, dense, experts);
             emit_ops(y, r, &y->fwd[is_moe], 0);
             layer_boundary(y, r);
         }
         if (st->loss) {
             if (y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "output layer forward mb %lld", (long long)mb);
+            z3_gather(y, r, head, 0);
             emit_ops(y, r, &y->head_fwd, 0);
         }
         return;
     }
-    if (st->loss)
+    if (st->loss) {
+        z3_gather(y, r, head, 0);
         emit_ops(y, r, &y->head_bwd, 1);
+        z3_grads_done(y, r, head, 0);
+    }
     for (int i = st->layers - 1; i >= 0 && !y->failed; i--) {
         int64_t layer = st->first_layer + i;
         int is_moe = est_model_layer_is_moe(&s->model, layer);
+        double dense, experts;
         if (y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
+        layer_rank_params(s, layer, &dense, &experts);
+        z3_gather(y, r, dense, experts);
         emit_ops(y, r, &y->recompute[is_moe], 0);
         emit_ops(y, r, &y->bwd[is_moe], 1);
         layer_boundary(y, r);
-        if (last_mb) {
-            double dense, experts;
-            layer_rank_params(s, layer, &dense, &experts);
+        z3_grads_done(y, r, dense, experts);
+        if (last_mb && !zero3(y)) {
             bucket->dense += dense;
             bucket->experts += experts;
             if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= bucket_params(s))
@@ -978,12 +1074,15 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     if (st->embedding) {
         if (y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "embedding backward mb %lld", (long long)mb);
+        z3_gather(y, r, emb, 0);
         emit_ops(y, r, &y->embed_bwd, 1);
+        z3_grads_done(y, r, emb, 0);
     }
-    if (last_mb) {
-        double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
+    z3_reduce(y, r);
+    if (last_mb && !zero3(y)) {
+        double e = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
         if (st->embedding || (st->loss && !s->model.tied_embeddings))
-            bucket->dense += emb * ((st->embedding ? 1 : 0) + (st->loss && !s->model.tied_embeddings ? 1 : 0));
+            bucket->dense += e * ((st->embedding ? 1 : 0) + (st->loss && !s->model.tied_embeddings ? 1 : 0));
         if (s->options.overlap_grad_reduce)
             bucket_reduce(y, r, bucket);
     }
@@ -1155,13 +1254,14 @@ static double rank_params(const struct est_spec *s, const struct pipeline *p, in
     return total;
 }
 
-/* The distributed optimizer's parameter all-gather of the previous step,
- * overlapped with this step's forward, that rank's step begins with: 1 and
- * *o when there is one. */
+/* The distributed optimizer's parameter all-gather of the previous step
+ * (ZeRO stages 1 and 2; stage 3 gathers per layer), overlapped with this
+ * step's forward, that rank's step begins with: 1 and *o when there is
+ * one. */
 static int param_gather(struct synth *y, const struct pipeline *p, int64_t rank, struct op *o)
 {
     const struct est_spec *s = y->s;
-    if (s->options.zero_stage < 1 || !s->options.overlap_param_gather || y->sh.dp_group.ranks <= 1)
+    if (s->options.zero_stage < 1 || zero3(y) || !s->options.overlap_param_gather || y->sh.dp_group.ranks <= 1)
         return 0;
     double bytes = rank_params(s, p, rank) * y->sh.B;
     *o = (struct op){"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
@@ -1189,7 +1289,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     const struct est_spec *s = y->s;
     double params = rank_params(s, p, r->id);
     double shards = s->options.zero_stage >= 1 ? (double)(s->parallel.dp * s->parallel.cp) : 1;
-    if (!s->options.overlap_grad_reduce || b->dense + b->experts > 0) {
+    if (!zero3(y) && (!s->options.overlap_grad_reduce || b->dense + b->experts > 0)) {
         snprintf(r->region, sizeof r->region, "gradient reduction");
         if (!s->options.overlap_grad_reduce) {
             /* every bucket after the backward */
@@ -1218,7 +1318,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
                                                            s->options.dtype == HW_FP32 ? HW_FP32 : HW_BF16,
                                                            HW_FP32))), 0, 0};
     emit(y, r, ST_COMPUTE, &adam);
-    if (s->options.zero_stage >= 1 && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
+    if (s->options.zero_stage >= 1 && !zero3(y) && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
         double bytes = params * y->sh.B;
         struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
                        coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
@@ -1242,6 +1342,7 @@ static int add_rank(struct synth *y, int64_t id, struct rank *r)
     if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .label = "main thread",
                                                               .pid = id, .tid = 1}, &r->cpu))
         return y->failed = y->err->code;
+    r->z3_free = MODEL_NONE;
     for (int k = 0; k < ST_COUNT; k++) {
         r->last[k] = r->synced[k] = MODEL_NONE;
         if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .gpu = 1, .comm = k != ST_COMPUTE,
@@ -1384,6 +1485,49 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
     }
 }
 
+/* ZeRO-3's data-parallel stream of one unit (z3_gather): its parameters
+ * gathered twice and its gradients reduce-scattered once, per micro-batch,
+ * ns. */
+static int64_t z3_unit_ns(struct synth *y, double dense, double experts)
+{
+    double sizes[2] = {dense, experts};
+    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
+    int64_t t = 0;
+    for (int k = 0; k < 2; k++)
+        if (sizes[k] > 0)
+            t += 2 * coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B) +
+                 coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k], sizes[k] * grad_bytes(y->s));
+    return t;
+}
+
+/* What ZeRO-3's gathers and reduce-scatters keep pipeline rank `rank`'s
+ * data-parallel stream busy for, one after another, ns: the step lasts at
+ * least that too. 0 below stage 3. */
+static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t rank, int64_t m)
+{
+    const struct est_spec *s = y->s;
+    int64_t kind_ns[2] = {-1, -1}, t = 0;
+    if (!zero3(y))
+        return 0;
+    for (int64_t chunk = 0; chunk < p->vpp; chunk++) {
+        const struct est_stage_layers *st = &p->vstages[virtual_stage(p, rank, chunk)];
+        double emb, head;
+        edge_params(s, st, &emb, &head);
+        t += z3_unit_ns(y, emb, 0) + z3_unit_ns(y, head, 0);
+        for (int i = 0; i < st->layers; i++) {
+            int64_t layer = st->first_layer + i;
+            int moe = est_model_layer_is_moe(&s->model, layer);
+            if (kind_ns[moe] < 0) {
+                double dense, experts;
+                layer_rank_params(s, layer, &dense, &experts);
+                kind_ns[moe] = z3_unit_ns(y, dense, experts);
+            }
+            t += kind_ns[moe];
+        }
+    }
+    return m * t;
+}
+
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
@@ -1411,13 +1555,15 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
             busy += m * (f + b);
         }
         best = head + busy + tail > best ? head + busy + tail : best;
+        int64_t stream = z3_stream_ns(&y, &p, rank, m);
+        best = stream > best ? stream : best;
         pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
         head += f;
         tail += b;
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
-    return SC_OK;
+    return y.failed;
 }
 
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
@@ -1429,8 +1575,52 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
     return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
 }
 
+/* The kernels of list l (and of l2, may be NULL) scaled so that they take
+ * `ns` in all; the other operations (collectives, a context-parallel ring)
+ * are kept. */
+static void scale_kernels(struct synth *y, int64_t ns, struct oplist *l, struct oplist *l2)
+{
+    struct oplist *ls[2] = {l, l2};
+    double k = 0;
+    if (ns <= 0)
+        return;
+    for (int j = 0; j < 2; j++)
+        for (size_t i = 0; ls[j] && i < ls[j]->n; i++)
+            if (ls[j]->v[i].cls == MODEL_TASK_KERNEL && ls[j]->v[i].special == OP_PLAIN)
+                k += (double)ls[j]->v[i].dur;
+    if (k <= 0)
+        return;
+    for (int j = 0; j < 2; j++) {
+        for (size_t i = 0; ls[j] && i < ls[j]->n; i++)
+            if (ls[j]->v[i].cls == MODEL_TASK_KERNEL && ls[j]->v[i].special == OP_PLAIN)
+                ls[j]->v[i].dur = (int64_t)llround((double)ls[j]->v[i].dur * (double)ns / k);
+        if (ls[j])
+            summarise(y, ls[j]);
+    }
+}
+
+/* Each pass's kernels taking what `m` gives. */
+static void apply_measured(struct synth *y, const struct est_pass_costs *m)
+{
+    for (int k = 0; k < 2; k++) {
+        scale_kernels(y, m->layer_f[k], &y->fwd[k], NULL);
+        scale_kernels(y, m->layer_b[k], &y->recompute[k], &y->bwd[k]);
+    }
+    scale_kernels(y, m->embed_f, &y->embed_fwd, NULL);
+    scale_kernels(y, m->embed_b, &y->embed_bwd, NULL);
+    scale_kernels(y, m->head_f, &y->head_fwd, NULL);
+    scale_kernels(y, m->head_b, &y->head_bwd, NULL);
+}
+
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
+{
+    return est_synth_measured(s, hw, c, detail, NULL, out, err);
+}
+
+int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
+                       struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
@@ -1453,6 +1643,8 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
     make_ops(&y);
+    if (measured)
+        apply_measured(&y, measured);
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;

@@ -14,7 +14,11 @@
  * last micro-batch's backward produces them (overlap_grad_reduce), a
  * gradient-norm all-reduce across the model-parallel ranks before the
  * optimizer, and the distributed optimizer's parameter all-gather
- * overlapped with the next forward (overlap_param_gather).
+ * overlapped with the next forward (overlap_param_gather). ZeRO stage 3
+ * replaces the buckets and that gather as FSDP runs it: each layer's
+ * parameters gathered before its forward and its backward in every
+ * micro-batch, prefetched one layer ahead with overlap_param_gather, and
+ * its gradients reduce-scattered after its backward.
  *
  * Three levels of detail time the same step: `kernel` keeps every kernel
  * and its dispatch as tasks; `layer` merges each run of consecutive GPU
@@ -31,7 +35,8 @@
  * forward mb M" and "embedding backward mb M" (likewise), "parameter
  * gather", "gradient reduction" or "optimizer"; gradient buckets reduced
  * during a backward pass, and pipeline transfers, carry the tag of the work
- * before them. Trace writers read them (synth_trace.h). */
+ * before them, ZeRO-3's gathers and reduce-scatters that of the work they
+ * are issued with. Trace writers read them (synth_trace.h). */
 #ifndef ESTIMATOR_SYNTH_H
 #define ESTIMATOR_SYNTH_H
 
@@ -94,8 +99,10 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
  * step is at least: the latest over ranks q <= r of q's gather plus chunk
  * 0's forward on ranks q..r-1, then the m micro-batches' passes of all its
  * chunks, then chunk 0's backward on ranks 0..r-1; the bound is the
- * largest over ranks. Transfers, host work, other collectives and the
- * optimizer only add to it. */
+ * largest over ranks. Under ZeRO stage 3 a rank's step also lasts at
+ * least its data-parallel stream's gathers and reduce-scatters, which run
+ * one after another; the bound is the larger of the two. Transfers, host
+ * work, other collectives and the optimizer only add to it. */
 int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err);
 
@@ -111,5 +118,14 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
                          struct est_pass_costs *out, struct sc_error *err);
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+
+/* est_synth with the kernels of each pass scaled so that one micro-batch's
+ * pass takes what `measured` gives (ns; the backward with its
+ * recomputation; a field <= 0 keeps the model's): a traced job's measured
+ * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
+ * collectives, the optimizer and the host's dispatches stay the models'. */
+int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
+                       struct sc_error *err);
 
 #endif

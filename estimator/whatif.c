@@ -18,6 +18,8 @@
 #include "estimator/kernel_model.h"
 #include "estimator/memory.h"
 #include "estimator/spec.h"
+#include "estimator/synth.h"
+#include "estimator/whatif_pipeline.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -41,6 +43,7 @@ struct wf {
     uint8_t *per_mb;      /* work done once per micro-batch */
     struct graph_insert *ins;
     size_t n_ins, cap_ins;
+    char pipeline_why[256]; /* what the pipeline transform did ("" when it did not run) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -654,6 +657,133 @@ static void describe(const struct wf *w, struct whatif_result *out)
                                 "instance's time, re-timed by the ratio"
                               : "",
              w->n_ins ? "; tensor-parallel all-reduces inserted" : "");
+    if (w->pipeline_why[0]) {
+        snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
+                                        "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
+                 w->hw0->id, w->hw1->id, w->pipeline_why);
+        snprintf(c->why, sizeof c->why,
+                 "pipeline send/recv of each micro-batch's activations (micro_batch x seq x hidden), the tensor- "
+                 "and data-parallel collectives of the rebuilt schedule (target %s)",
+                 w->hw1->id);
+    }
+}
+
+/* ---- the pipeline transform ---- */
+
+/* The slowest step of replay r, ms, and its index (-1 when none). */
+static double slowest_step_ms(const struct model_replay *r, long *which)
+{
+    *which = -1;
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (*which < 0 || r->steps[s].replayed_ns > r->steps[*which].replayed_ns)
+            *which = (long)s;
+    return *which >= 0 ? (double)r->steps[*which].replayed_ns / 1e6 : 0;
+}
+
+/* Transform 7: another pipeline-parallel degree. The step is Megatron's
+ * schedule rebuilt for the target (whatif_pipeline.h) with the passes'
+ * work as the transforms before left it; its critical path is measured
+ * where it runs a pass (less the part the kernel model re-timed), the
+ * kernel model's for the optimizer, the collective model's for transfers
+ * and collectives. */
+static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
+{
+    const struct job_config *b = w->b;
+    struct job_config tc = *w->t;
+    struct whatif_passes wp;
+    struct est_spec spec;
+    struct est_costs costs;
+    struct est_pass_costs model;
+    struct model_replay_opts ro;
+    int rc;
+    if (!b->layers || !b->hidden || !b->heads || !b->seq)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.pp: changing the pipeline-parallel degree needs layers, hidden, heads and seq in "
+                            "the job description (to place the layers and size the transfers)");
+    if (tc.layers % tc.pp && (tc.layers + 2) % tc.pp)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, the "
+                            "embedding and the loss counted as layers), as Megatron-LM requires",
+                            (long long)tc.pp, (long long)tc.layers);
+    if ((rc = whatif_measure_passes(w->g, w->st, w->dur, w->model_ns, w->per_mb, &wp, err)))
+        return rc;
+    if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
+        tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
+    if ((rc = job_config_spec(&tc, w->hw1->id, &spec, err)))
+        return sc_error_prefix(err, "set");
+    est_costs_default(w->hw1, &spec, &costs);
+    if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
+        return rc;
+    /* the layers transform repeated each layer's work in place: one
+     * layer's pass is the measured one */
+    double per_layer = b->layers && tc.layers ? (double)b->layers / (double)tc.layers : 1.0, e = (double)wp.ns.embed_f,
+           h = (double)wp.ns.head_f;
+    struct est_pass_costs m = wp.ns;
+    for (int k = 0; k < 2; k++) {
+        m.layer_f[k] = (int64_t)((double)m.layer_f[k] * per_layer);
+        m.layer_b[k] = (int64_t)((double)m.layer_b[k] * per_layer);
+    }
+    /* the embedding's and the loss's forward and backward, split as the
+     * kernel model splits them */
+    m.embed_f = model.embed_f + model.embed_b > 0 ? (int64_t)(e * (double)model.embed_f /
+                                                               (double)(model.embed_f + model.embed_b))
+                                                  : 0;
+    m.embed_b = (int64_t)e - m.embed_f;
+    m.head_f = model.head_f + model.head_b > 0 ? (int64_t)(h * (double)model.head_f /
+                                                            (double)(model.head_f + model.head_b))
+                                               : 0;
+    m.head_b = (int64_t)h - m.head_f;
+    if ((rc = est_synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, &out->graph, err)))
+        return rc;
+    model_replay_opts_default(&ro);
+    if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
+        return rc;
+
+    long slow;
+    const struct model_graph *c = out->graph;
+    out->step_ms = slowest_step_ms(out->replay, &slow);
+    double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
+           transfer = 0;
+    for (uint32_t i = 0; i < c->n_tasks; i++) {
+        const struct model_task *t = &c->tasks[i];
+        if (t->cls == MODEL_TASK_COMM) {
+            w->retimed[WHATIF_COLLECTIVE_MODEL]++;
+            if (slow >= 0 && t->rank == out->replay->steps[slow].rank)
+                transfer += (double)t->dur;
+        } else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER) {
+            w->retimed[WHATIF_KERNEL_MODEL]++;
+        }
+    }
+    if (slow >= 0) {
+        const struct model_replay_step *st = &out->replay->steps[slow];
+        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+            const struct model_replay_segment *seg = &out->replay->segments[k];
+            const struct model_task *t = &c->tasks[seg->task];
+            double len = (double)(seg->end - seg->start);
+            if (seg->bound == MODEL_BOUND_HOST || !model_task_on_gpu(t->cls))
+                continue;
+            if (t->cls == MODEL_TASK_COMM)
+                models[WHATIF_COLLECTIVE_MODEL] += len;
+            else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER)
+                models[WHATIF_KERNEL_MODEL] += len;
+            else
+                models[WHATIF_KERNEL_MODEL] += len * share;
+        }
+    }
+    out->from_models_ms = 0;
+    for (int k = 0; k < WHATIF_MODEL_COUNT; k++) {
+        out->models[k].ms = models[k] / 1e6;
+        out->from_models_ms += out->models[k].ms;
+    }
+    out->from_measured_ms = out->step_ms - out->from_models_ms;
+    out->collective_transfer_ms = transfer / 1e6;
+    out->collective_wait_ms = 0;
+    snprintf(w->pipeline_why, sizeof w->pipeline_why,
+             "; pipeline pp %lld -> %lld: Megatron's 1F1B schedule rebuilt for %lld layers and %lld micro-batches "
+             "with the traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
+             (long long)b->pp, (long long)tc.pp, (long long)tc.layers, (long long)est_spec_micro_batches(&spec),
+             (double)m.layer_f[0] / 1e6, (double)m.layer_b[0] / 1e6);
+    return SC_OK;
 }
 
 static int memory(const struct job_config *t, const struct hw_profile *hw1, struct whatif_result *out,
@@ -697,6 +827,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     int rc;
     memset(out, 0, sizeof *out);
     memset(&w, 0, sizeof w);
+    model_replay_opts_default(&ro);
     if ((rc = job_structure_recover(g, base, &out->structure, err)))
         return rc;
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
@@ -704,11 +835,6 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     out->base = *base;
     snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
     job_config_apply(&out->base, set, &out->target);
-    if (out->target.pp != out->base.pp) {
-        rc = sc_error_set(err, SC_EINVAL, "set.pp: changing the pipeline-parallel degree is not supported yet "
-                                          "(stages are not regrouped)");
-        goto done;
-    }
     if (out->target.global_batch && out->target.micro_batch &&
         out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
         rc = sc_error_set(err, SC_EINVAL, "set.global_batch: %lld is not divisible by micro_batch x dp = %lld",
@@ -749,6 +875,15 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
+    if (out->target.pp != out->base.pp) {
+        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)) ||
+            (rc = model_replay_run(g, &ro, &base_replay, err)))
+            goto done;
+        out->base_step_ms = mean_step_ms(base_replay);
+        out->sizes_unknown = w.sizes_unknown;
+        describe(&w, out);
+        goto done;
+    }
     micro_batches(&w);
     collectives(&w);
     if ((rc = memory(&out->target, w.hw1, out, err)))
@@ -762,7 +897,6 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
             out->collective_wait_ms += w.wait[i] / 1e6;
         }
     }
-    model_replay_opts_default(&ro);
     if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
         (rc = model_replay_run(g, &ro, &base_replay, err)))

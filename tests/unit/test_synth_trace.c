@@ -41,6 +41,9 @@ static const char *const specs[] = {
     "\"parallel\":{\"tp\":2,\"dp\":4,\"ep\":4,\"pp\":1,\"micro_batch\":2,\"global_batch\":16},"
     "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"sequence_parallel\":true,\"recompute\":\"selective\","
     "\"zero_stage\":2}}",
+    /* ZeRO-3: every layer's gathers and reduce-scatters in the traces */
+    "{\"model\":{\"layers\":4,\"hidden\":1024,\"heads\":16,\"seq\":1024},\"parallel\":{\"pp\":2,\"dp\":4,"
+    "\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"},\"options\":{\"zero_stage\":3}}",
 };
 
 /* Synthesise spec `json` at detail d, write its traces as <tmp>/<prefix>-rank<R>.json
