@@ -103,6 +103,11 @@ static const char schemas[] =
     "\"default\":10},\"objective\":{\"type\":\"string\",\"enum\":[\"time\",\"cost\"],\"default\":\"time\"}},"
     "\"description\":\"the spec's parallel and options give what is fixed; the rest is searched; "
     "parallel.global_batch is required\"},"
+    "\"ModelPlanRequest\":{\"type\":\"object\",\"required\":[\"gpus\"],\"additionalProperties\":false,"
+    "\"properties\":{\"gpus\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"up_to\":{\"type\":\"boolean\",\"default\":false},\"top\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"
+    "\"default\":10},\"objective\":{\"type\":\"string\",\"enum\":[\"time\",\"cost\"],\"default\":\"time\"}},"
+    "\"description\":\"a plan from the model's job: its config gives the model and global batch\"},"
     "\"Plan\":{\"type\":\"object\",\"required\":[\"id\",\"state\"],\"properties\":{\"id\":{\"type\":\"string\"},"
     "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"done\",\"failed\",\"cancelled\"]},"
     "\"progress\":{\"type\":\"object\",\"properties\":{\"done\":{\"type\":\"integer\"},\"total\":{\"type\":\"integer\"}}},"
@@ -145,6 +150,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_PLAN_CREATE] = "Plan",        [API_OP_PLAN_GET] = "Plan",
     [API_OP_PLAN_DELETE] = "Plan",
     [API_OP_WHATIF] = "WhatIf",
+    [API_OP_MODEL_PLAN] = "Plan",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -156,6 +162,7 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_DIFF] = "DiffRequest",
     [API_OP_PLAN_CREATE] = "PlanRequest",
     [API_OP_WHATIF] = "WhatIfRequest",
+    [API_OP_MODEL_PLAN] = "ModelPlanRequest",
 };
 
 static json_t *ref(const char *name)

@@ -43,7 +43,7 @@ int api_plan_request_decode(const char *body, size_t len, struct est_plan_reques
     json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je), *v;
     const char *key;
     int rc = SC_OK;
-    *spec = NULL;
+    char *text = NULL;
     req->gpus = 0;
     req->up_to = 0;
     req->top = API_PLAN_DEFAULT_TOP;
@@ -55,10 +55,10 @@ int api_plan_request_decode(const char *body, size_t len, struct est_plan_reques
         return sc_error_set(err, SC_EINVAL, "the body must be a JSON object");
     }
     json_object_foreach (doc, key, v) {
-        if (strcmp(key, "spec") == 0) {
+        if (strcmp(key, "spec") == 0 && spec) {
             if (!json_is_object(v))
                 rc = sc_error_set(err, SC_EINVAL, "spec: must be an object");
-            else if (!(*spec = json_dumps(v, JSON_COMPACT)))
+            else if (!(text = json_dumps(v, JSON_COMPACT)))
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         } else if (strcmp(key, "gpus") == 0) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
@@ -81,19 +81,22 @@ int api_plan_request_decode(const char *body, size_t len, struct est_plan_reques
             else
                 rc = est_objective_parse(json_string_value(v), &req->objective, err);
         } else {
-            rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (spec, gpus, up_to, top, objective)", key);
+            rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (%sgpus, up_to, top, objective)", key,
+                              spec ? "spec, " : "");
         }
         if (rc)
             break;
     }
     json_decref(doc);
-    if (!rc && !*spec)
+    if (!rc && spec && !text)
         rc = sc_error_set(err, SC_EINVAL, "spec: missing (it is required)");
     if (!rc && !req->gpus)
         rc = sc_error_set(err, SC_EINVAL, "gpus: missing (it is required)");
     if (rc) {
-        free(*spec);
-        *spec = NULL;
+        free(text);
+        text = NULL;
     }
+    if (spec)
+        *spec = text;
     return rc;
 }

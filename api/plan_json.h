@@ -25,7 +25,8 @@ json_t *api_plan_json(const struct est_plan *p);
  * objective "time" by default; any other key is an error. The spec comes
  * back as compact JSON text (from malloc) in *spec for the planner's own
  * parser (est_plan_parse_spec), the rest in *req. SC_EINVAL naming the
- * field. */
+ * field. With spec NULL, the body of POST /v1/models/{id}/plan: the same
+ * without the spec (a "spec" key is unknown). */
 #define API_PLAN_DEFAULT_TOP 10
 int api_plan_request_decode(const char *body, size_t len, struct est_plan_request *req, char **spec,
                             struct sc_error *err);

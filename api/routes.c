@@ -138,6 +138,12 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                        "400," E_AUTH ",404,409,413,422",
                        "the model's step transformed to another configuration and replayed (as `stepcast whatif "
                        "--json`), from the job's config (PUT /v1/jobs/{job}); memoised by set and config"},
+    [API_OP_MODEL_PLAN] = {"POST", "/v1/models/{id}/plan", "createModelPlan", API_SCOPE_READ, API_BODY_JSON, 202,
+                           NULL, "400," E_AUTH ",404,409,413,422,429",
+                           "plan from a built model instead of a spec: each candidate the model's what-if on that "
+                           "configuration (tp, pp, dp and micro_batch searched; the job's config gives the model and "
+                           "the global batch); 202 or 200 and the plan as POST /v1/plans; 422 when the job has no "
+                           "config or one without layers, hidden, heads, seq and global_batch"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

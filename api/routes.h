@@ -55,6 +55,7 @@ enum api_op {
     API_OP_PLAN_GET,
     API_OP_PLAN_DELETE,
     API_OP_WHATIF,
+    API_OP_MODEL_PLAN,
     API_OP_COUNT
 };
 

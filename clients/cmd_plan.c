@@ -6,7 +6,11 @@
  * Locally the spec's cluster.profile is found as `stepcast estimate` finds
  * it. With a server (`stepcast --server URL plan ...`) the request is
  * posted to POST /v1/plans and polled at GET /v1/plans/{id} until the plan
- * is done. */
+ * is done.
+ *
+ * From a traced job instead of a spec (estimator/whatif_plan.h), each
+ * candidate the what-if of the job: `--from-traces --config F TRACE...`
+ * here, `--from-model ID` on the server (POST /v1/models/{id}/plan). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,9 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "estimator/plan.h"
+#include "estimator/whatif_plan.h"
+#include "model/graph.h"
+#include "model/job.h"
 #include "common/banned.h"
 
 static void progress_bar(int64_t done, int64_t total)
@@ -39,11 +46,22 @@ static int local_progress(void *ctx, int64_t done, int64_t total)
     return 0;
 }
 
+/* Plan req here with ev: the plan document in *doc. */
+static int run_plan(const struct est_plan_request *req, const struct est_plan_evaluator *ev, json_t **doc)
+{
+    struct est_plan plan;
+    struct sc_error err;
+    if (est_plan_run(req, ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
+        return cli_fail(&err);
+    *doc = api_plan_json(&plan);
+    est_plan_release(&plan);
+    return *doc ? 0 : 1;
+}
+
 static int plan_here(const char *calibrations, const struct est_plan_request *req, json_t **doc)
 {
     struct est_plan_estimator est;
     struct est_plan_evaluator ev;
-    struct est_plan plan;
     struct sc_error err;
     int rc;
     if (est_spec_check_gpu(&req->spec, &est.hw, &err))
@@ -51,35 +69,67 @@ static int plan_here(const char *calibrations, const struct est_plan_request *re
     if ((rc = cli_spec_costs(&req->spec, est.hw, calibrations, &est.costs)))
         return rc;
     est_plan_evaluator_estimate(&est, &ev);
-    if (est_plan_run(req, &ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
-        return cli_fail(&err);
-    *doc = api_plan_json(&plan);
-    est_plan_release(&plan);
-    return *doc ? 0 : 1;
+    return run_plan(req, &ev, doc);
 }
 
-static int plan_remote(const char *text, const struct est_plan_request *req, json_t **doc)
+/* The plan of a traced job: its graph's what-ifs. */
+static int plan_traces(const char *config, char **traces, int n, struct est_plan_request *req, json_t **doc)
+{
+    struct job_config cfg;
+    struct model_load_opts lo;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    struct whatif_planner w;
+    struct est_plan_evaluator ev;
+    struct sc_error err;
+    int rc;
+    model_load_opts_default(&lo);
+    if ((rc = cli_load_job_config(config, &cfg)) || (rc = cli_load_job(traces, n, &lo, &job)))
+        return rc;
+    if (model_graph_build(job, NULL, &g, &err) || whatif_plan_request(g, &cfg, req, &w, &err)) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    whatif_plan_evaluator(&w, &ev);
+    rc = run_plan(req, &ev, doc);
+out:
+    model_graph_free(g);
+    model_job_free(job);
+    return rc;
+}
+
+/* Post the plan request body `spec` (a spec's text, or NULL: from model
+ * `model`) and poll until the plan is done. */
+static int plan_remote(const char *text, const char *model, const struct est_plan_request *req, json_t **doc)
 {
     struct remote r;
     struct remote_resp resp = {0};
     struct sc_error err;
-    json_t *spec = json_loads(text, 0, NULL), *body;
-    char *json = NULL, path[160];
+    json_t *spec = text ? json_loads(text, 0, NULL) : NULL, *body;
+    char *json = NULL, path[600], esc[512];
     int rc = 1, tty = isatty(2);
-    if (!spec) {
+    if (text && !spec) {
         err.code = SC_EPARSE;
         snprintf(err.msg, sizeof err.msg, "--spec: not valid JSON");
         return cli_fail(&err);
     }
-    body = json_pack("{s:o, s:I, s:b, s:I, s:s}", "spec", spec, "gpus", (json_int_t)req->gpus, "up_to",
-                     req->up_to, "top", (json_int_t)req->top, "objective", est_objective_name(req->objective));
+    body = json_pack("{s:I, s:b, s:I, s:s}", "gpus", (json_int_t)req->gpus, "up_to", req->up_to, "top",
+                     (json_int_t)req->top, "objective", est_objective_name(req->objective));
+    if (body && spec)
+        json_object_set_new(body, "spec", spec);
     json = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!json || remote_open(&r, &err)) {
         free(json);
         return json ? cli_fail(&err) : 1;
     }
-    if (remote_call(&r, "POST", "/v1/plans", json, &resp, &err)) {
+    if (model) {
+        remote_escape(model, esc, sizeof esc);
+        snprintf(path, sizeof path, "/v1/models/%s/plan", esc);
+    } else {
+        snprintf(path, sizeof path, "/v1/plans");
+    }
+    if (remote_call(&r, "POST", path, json, &resp, &err)) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -224,20 +274,23 @@ int cmd_plan(int argc, char **argv)
         {"objective", required_argument, NULL, 'o'},
         {"megatron", no_argument, NULL, 'm'},
         {"calibrations", required_argument, NULL, 'c'},
+        {"from-model", required_argument, NULL, 'M'},
+        {"from-traces", no_argument, NULL, 'T'},
+        {"config", required_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *spec_path = NULL, *calibrations = NULL;
+    const char *spec_path = NULL, *calibrations = NULL, *model = NULL, *config = NULL;
     struct est_plan_request req;
-    int json = 0, megatron = 0, c, rc;
+    int json = 0, megatron = 0, traces = 0, c, rc;
     struct sc_error err;
     char *end;
 
     memset(&req, 0, sizeof req);
     req.top = API_PLAN_DEFAULT_TOP;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:g:ut:o:mc:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:g:ut:o:mc:M:TC:jh", opts, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
         case 'g':
@@ -260,13 +313,37 @@ int cmd_plan(int argc, char **argv)
             break;
         case 'm': megatron = 1; break;
         case 'c': calibrations = optarg; break;
+        case 'M': model = optarg; break;
+        case 'T': traces = 1; break;
+        case 'C': config = optarg; break;
         case 'j': json = 1; break;
         case 'h':
             printf("usage: stepcast [--server URL] plan --spec F --gpus N [--up-to] [--top K] "
-                   "[--objective time|cost] [--megatron] [--calibrations DIR] [--json]\n");
+                   "[--objective time|cost] [--megatron] [--calibrations DIR] [--json]\n"
+                   "       stepcast plan --from-traces --config F --gpus N [...] TRACE...\n"
+                   "       stepcast --server URL plan --from-model ID --gpus N [...]\n"
+                   "(from a traced job every candidate is the job's what-if)\n");
             return 0;
         default: return cli_usage_error("plan", "bad option");
         }
+    }
+    if (model || traces) {
+        json_t *doc = NULL;
+        if (spec_path || calibrations || megatron)
+            return cli_usage_error("plan", "--spec, --calibrations and --megatron are for plans from a spec");
+        if (!req.gpus)
+            return cli_usage_error("plan", "--gpus N is required");
+        if (model && (traces || config || optind < argc || !remote_configured()))
+            return cli_usage_error("plan", "--from-model ID is the server's model: give --server URL, no --config "
+                                           "nor traces");
+        if (traces && (!config || optind >= argc || remote_configured()))
+            return cli_usage_error("plan", "--from-traces is local: give --config F and the traces, no --server");
+        rc = model ? plan_remote(NULL, model, &req, &doc)
+                   : plan_traces(config, argv + optind, argc - optind, &req, &doc);
+        if (!rc)
+            rc = json ? cli_print_json(doc) : (print_table(doc, 0), 0);
+        json_decref(doc);
+        return rc;
     }
     if (!spec_path || !req.gpus || optind < argc)
         return cli_usage_error("plan", optind < argc ? "unexpected argument '%s'" : "--spec F and --gpus N are required",
@@ -283,7 +360,7 @@ int cmd_plan(int argc, char **argv)
         free(text);
         return cli_fail(&err);
     }
-    rc = remote_configured() ? plan_remote(text, &req, &doc) : plan_here(calibrations, &req, &doc);
+    rc = remote_configured() ? plan_remote(text, NULL, &req, &doc) : plan_here(calibrations, &req, &doc);
     free(text);
     if (!rc) {
         if (json)

@@ -8,7 +8,12 @@
  * {"id","state":"running","progress":{"done","total"}} while it runs, then
  * the plan document with "id" and "state":"done" (or "failed" with its
  * error, or "cancelled"); DELETE cancels a running plan, or forgets a
- * finished one. */
+ * finished one.
+ *
+ * POST /v1/models/{id}/plan takes {"gpus","up_to","top","objective"} and
+ * plans from the built model instead of a spec (estimator/whatif_plan.h):
+ * the same document, states and store; 422 when the model's job has no
+ * config or one that lacks what a plan needs. */
 #include "daemon/handlers.h"
 
 #include <stdio.h>
@@ -19,12 +24,17 @@
 
 #include "api/json_reply.h"
 #include "api/plan_json.h"
+#include "daemon/built.h"
+#include "daemon/cache.h"
 #include "daemon/digest.h"
+#include "model/job.h"
 #include "daemon/plans.h"
 #include "common/banned.h"
 
-/* Spaces this small are planned inside the request. */
+/* Spaces this small are planned inside the request; from a model, whose
+ * candidates are what-ifs (each a replay of the traced job), fewer. */
 #define H_PLAN_INLINE_SPACE 1000
+#define H_MODEL_PLAN_INLINE_SPACE 64
 
 /* The stored plan as its answer. */
 static void reply_stored(struct svc *s, const char *id, unsigned status, struct api_reply *r)
@@ -49,60 +59,104 @@ static void reply_stored(struct svc *s, const char *id, unsigned status, struct 
     store_plan_release(&p);
 }
 
+/* Plan req with pe: at once when its space is at most `inline_space`
+ * (200), else in the background (202); 422 over EST_PLAN_MAX_SPACE, the
+ * hint saying what to fix. 1 when a background plan took pe's cache
+ * entry. */
+static int start_plan(struct svc *s, struct svc_request *q, const struct est_plan_request *req,
+                      struct plans_eval *pe, int64_t inline_space, const char *hint, struct api_reply *r)
+{
+    struct sc_error err;
+    char id[64], rnd[24], *request;
+    int64_t space = est_plan_space(req);
+    int taken = 0;
+    if (space > EST_PLAN_MAX_SPACE) {
+        api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: %s",
+                 (long long)space, EST_PLAN_MAX_SPACE, hint);
+        return 0;
+    }
+    if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return 0;
+    }
+    snprintf(id, sizeof id, "p-%s", rnd);
+    if (!(request = malloc(q->body_len + 1))) {
+        api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        return 0;
+    }
+    memcpy(request, q->body, q->body_len);
+    request[q->body_len] = '\0';
+    if (space <= inline_space) {
+        if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
+            api_fail_status(r, &err, API_E_INTERNAL);
+        else
+            reply_stored(s, id, 200, r);
+    } else if (plans_start(s->plans, id, request, req, pe, &err)) {
+        api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
+    } else {
+        taken = 1;
+        snprintf(r->location, sizeof r->location, "/v1/plans/%s", id);
+        api_reply_json(r, 202, json_pack("{s:s, s:s, s:I}", "id", id, "state", "running", "space",
+                                         (json_int_t)space));
+    }
+    free(request);
+    return taken;
+}
+
 void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct est_plan_request req;
-    struct est_plan_estimator est;
+    struct plans_eval pe;
     struct sc_error err;
     struct h_spec h;
-    char *spec = NULL, *request = NULL, id[64], rnd[24];
+    char *spec = NULL;
     struct api_body_limits lim = h_body_limits(s);
     memset(&req, 0, sizeof req);
     memset(&h, 0, sizeof h);
+    memset(&pe, 0, sizeof pe);
     if (api_json_precheck(q->body, q->body_len, &lim, r))
         return;
     if (api_plan_request_decode(q->body, q->body_len, &req, &spec, &err)) {
         api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
         return;
     }
-    if (h_spec_load(s, spec, strlen(spec), &req.given, &h, r))
-        goto out;
-    req.spec = h.spec;
-    est.hw = h.hw;
-    est.costs = h.costs;
-    int64_t space = est_plan_space(&req);
-    if (space > EST_PLAN_MAX_SPACE) {
-        api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: fix more of "
-                 "parallel and options in the spec", (long long)space, EST_PLAN_MAX_SPACE);
-        goto out;
+    if (!h_spec_load(s, spec, strlen(spec), &req.given, &h, r)) {
+        req.spec = h.spec;
+        pe.est.hw = h.hw;
+        pe.est.costs = h.costs;
+        start_plan(s, q, &req, &pe, H_PLAN_INLINE_SPACE, "fix more of parallel and options in the spec", r);
     }
-    if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        goto out;
-    }
-    snprintf(id, sizeof id, "p-%s", rnd);
-    if (!(request = malloc(q->body_len + 1))) {
-        api_fail(r, API_E_UNAVAILABLE, "out of memory");
-        goto out;
-    }
-    memcpy(request, q->body, q->body_len);
-    request[q->body_len] = '\0';
-    if (space <= H_PLAN_INLINE_SPACE) {
-        if (plans_run(s->store, id, request, &req, &est, NULL, NULL, &err))
-            api_fail_status(r, &err, API_E_INTERNAL);
-        else
-            reply_stored(s, id, 200, r);
-    } else if (plans_start(s->plans, id, request, &req, &est, &err)) {
-        api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
-    } else {
-        snprintf(r->location, sizeof r->location, "/v1/plans/%s", id);
-        api_reply_json(r, 202, json_pack("{s:s, s:s, s:I}", "id", id, "state", "running", "space",
-                                         (json_int_t)space));
-    }
-out:
-    free(request);
     free(spec);
     h_spec_release(&h);
+}
+
+void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct est_plan_request req;
+    struct plans_eval pe;
+    struct job_config cfg;
+    struct sc_error err;
+    struct api_body_limits lim = h_body_limits(s);
+    memset(&req, 0, sizeof req);
+    memset(&pe, 0, sizeof pe);
+    if (api_json_precheck(q->body, q->body_len, &lim, r))
+        return;
+    if (api_plan_request_decode(q->body, q->body_len, &req, NULL, &err)) {
+        api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
+        return;
+    }
+    if (h_model_whatif_ready(s, q->params.id, &cfg, &pe.entry, r))
+        return;
+    pe.cache = s->cache;
+    /* a what-if reads the traces whole (a built model keeps their headers) */
+    if (built_model_whole(cache_value(pe.entry), s->blobs, &pe.view, &pe.whole, &err))
+        api_fail_status(r, &err, API_E_INTERNAL);
+    else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
+        api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
+    else if (start_plan(s, q, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
+        return; /* the background plan gives both back */
+    model_job_free(pe.whole);
+    cache_release(s->cache, pe.entry);
 }
 
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r)

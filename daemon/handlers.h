@@ -32,6 +32,12 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
  * failure the reply in r and its status. */
 struct job_config;
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r);
+/* Model id's job description and its built model from the cache (released
+ * by the caller with cache_release); on failure the reply (404, 409 while
+ * building, 422 without a config). */
+struct cache_entry;
+int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
+                         struct api_reply *r);
 
 /* h_ops.c: tokens, health, metrics, the OpenAPI document */
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
@@ -73,6 +79,7 @@ void h_spec_release(struct h_spec *h);
 void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_validations.c: the validation ledger */
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);

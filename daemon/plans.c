@@ -10,8 +10,10 @@
 #include <jansson.h>
 
 #include "api/plan_json.h"
+#include "daemon/cache.h"
 #include "daemon/log.h"
 #include "daemon/store.h"
+#include "model/job.h"
 #include "common/banned.h"
 
 struct run {
@@ -19,7 +21,7 @@ struct run {
     char id[64];
     char *request;
     struct est_plan_request req;
-    struct est_plan_estimator est;
+    struct plans_eval pe;
     atomic_llong done, total;
     atomic_int cancel;
 };
@@ -68,15 +70,19 @@ void plans_free(struct plans *p)
 }
 
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
-              struct sc_error *err)
+              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err)
 {
     struct est_plan_evaluator ev;
     struct est_plan plan;
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
     json_t *doc = NULL;
-    est_plan_evaluator_estimate(est, &ev);
+    if (pe->whole) {
+        pe->whatif.g = &pe->view; /* pe may have been copied since the view was made */
+        whatif_plan_evaluator(&pe->whatif, &ev);
+    } else {
+        est_plan_evaluator_estimate(&pe->est, &ev);
+    }
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     if (est_plan_run(req, &ev, progress, ctx, &plan, &perr)) {
@@ -113,8 +119,11 @@ static void *run_thread(void *arg)
     struct run *r = arg;
     struct plans *p = r->owner;
     struct sc_error err;
-    if (plans_run(p->store, r->id, r->request, &r->req, &r->est, run_progress, r, &err))
+    if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
+    model_job_free(r->pe.whole);
+    if (r->pe.entry)
+        cache_release(r->pe.cache, r->pe.entry);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i] == r)
@@ -127,7 +136,7 @@ static void *run_thread(void *arg)
 }
 
 int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                const struct est_plan_estimator *est, struct sc_error *err)
+                const struct plans_eval *pe, struct sc_error *err)
 {
     struct run *r = calloc(1, sizeof *r);
     pthread_t t;
@@ -140,7 +149,7 @@ int plans_start(struct plans *p, const char *id, const char *request, const stru
     r->owner = p;
     snprintf(r->id, sizeof r->id, "%s", id);
     r->req = *req;
-    r->est = *est;
+    r->pe = *pe;
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING && slot < 0; i++)
         if (!p->running[i])

@@ -9,24 +9,44 @@
 
 #include "common/error.h"
 #include "estimator/plan.h"
+#include "estimator/whatif_plan.h"
+#include "model/graph.h"
 
 #define PLANS_MAX_RUNNING 4
 
 struct plans;
 struct store;
+struct cache;
+struct cache_entry;
+
+/* What evaluates a plan's candidates: the estimator (est), or, for a plan
+ * from a built model (POST /v1/models/{id}/plan), its what-if (whatif) on
+ * `view`, the model's graph with its traces read whole (`whole`,
+ * built_model_whole), the graph held by the cache entry `entry`.
+ * plans_start takes both (whole and the entry) and gives them back once the
+ * plan is stored; plans_run leaves them to the caller. */
+struct plans_eval {
+    struct est_plan_estimator est;
+    struct whatif_planner whatif; /* used when whole is set; its graph is view */
+    struct model_graph view;
+    struct model_job *whole;
+    struct cache *cache;
+    struct cache_entry *entry;
+};
 
 int plans_new(struct store *store, struct plans **out, struct sc_error *err);
 /* Cancel every running plan and wait for each to be stored. */
 void plans_free(struct plans *p);
 
-/* Plan req with the estimator est now, on this thread, and store the result
- * as plan `id` (request: the POST body, kept with it). progress may be NULL. */
+/* Plan req with pe now, on this thread, and store the result as plan `id`
+ * (request: the POST body, kept with it). progress may be NULL. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              struct est_plan_estimator *est, est_plan_progress_fn progress, void *ctx,
-              struct sc_error *err);
-/* The same on a thread of its own; SC_ELIMIT when PLANS_MAX_RUNNING run. */
+              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
+/* The same on a thread of its own, which takes pe's whole job and cache
+ * entry; SC_ELIMIT when PLANS_MAX_RUNNING run (they then stay the
+ * caller's). */
 int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                const struct est_plan_estimator *est, struct sc_error *err);
+                const struct plans_eval *pe, struct sc_error *err);
 /* Whether plan id is running; its progress then. */
 int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *total);
 /* Cancel plan id when it runs and wait until it is stored; 1 if it ran. */

@@ -40,6 +40,32 @@ static double compute_idle_ms(const struct model_graph *g, const struct model_re
     return (double)(st->end - st->start - busy) / 1e6;
 }
 
+void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+                         struct est_estimate *out)
+{
+    double step_s = out->step_ms / 1e3;
+    double tokens = (double)(s->parallel.global_batch * s->model.seq);
+    out->gpus = (double)est_spec_gpus(s);
+    out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
+    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
+    out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
+    out->hfu = peak > 0 ? est_hardware_flops_per_token(&s->model, s->options.recompute) * out->tokens_per_s / peak : 0;
+    out->memory_gb_per_gpu = mem->gb_per_gpu;
+    out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
+    out->fits = mem->fits;
+    if (!mem->fits)
+        snprintf(out->fits_reason, sizeof out->fits_reason,
+                 "pipeline rank %lld needs %.1f GB; %s has %.1f GB after the %.1f GB reserve",
+                 (long long)mem->worst_stage, mem->gb_per_gpu, hw->id, mem->capacity_gb,
+                 hw->hbm_gb - mem->capacity_gb);
+    double gpu_hours = tokens > 0 ? out->gpus * step_s / 3600 / (tokens / 1e6) : 0;
+    out->gpu_hours_per_m_tokens = gpu_hours;
+    out->energy_kwh_per_m_tokens = gpu_hours * hw->board_power_w / 1000;
+    out->cost_usd_per_m_tokens = s->cluster.gpu_hour_usd >= 0 ? gpu_hours * s->cluster.gpu_hour_usd : -1;
+    out->time_to_train_days = s->options.train_tokens > 0 && out->tokens_per_s > 0 ?
+                                  s->options.train_tokens / out->tokens_per_s / 86400 : -1;
+}
+
 int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err)
 {
@@ -85,27 +111,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     if (slowest >= 0)
         out->breakdown = rp->steps[slowest].breakdown;
 
-    double step_s = out->step_ms / 1e3;
-    double tokens = (double)(s->parallel.global_batch * s->model.seq);
-    out->gpus = (double)est_spec_gpus(s);
-    out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
-    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
-    out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
-    out->hfu = peak > 0 ? est_hardware_flops_per_token(&s->model, s->options.recompute) * out->tokens_per_s / peak : 0;
-    out->memory_gb_per_gpu = mem.gb_per_gpu;
-    out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
-    out->fits = mem.fits;
-    if (!mem.fits)
-        snprintf(out->fits_reason, sizeof out->fits_reason,
-                 "pipeline rank %lld needs %.1f GB; %s has %.1f GB after the %.1f GB reserve",
-                 (long long)mem.worst_stage, mem.gb_per_gpu, hw->id, mem.capacity_gb,
-                 hw->hbm_gb - mem.capacity_gb);
-    double gpu_hours = tokens > 0 ? out->gpus * step_s / 3600 / (tokens / 1e6) : 0;
-    out->gpu_hours_per_m_tokens = gpu_hours;
-    out->energy_kwh_per_m_tokens = gpu_hours * hw->board_power_w / 1000;
-    out->cost_usd_per_m_tokens = s->cluster.gpu_hour_usd >= 0 ? gpu_hours * s->cluster.gpu_hour_usd : -1;
-    out->time_to_train_days = s->options.train_tokens > 0 && out->tokens_per_s > 0 ?
-                                  s->options.train_tokens / out->tokens_per_s / 86400 : -1;
+    est_estimate_derive(s, hw, &mem, out);
     est_memory_release(&mem);
     model_replay_free(rp);
     model_graph_free(g);

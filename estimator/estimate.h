@@ -42,4 +42,12 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err);
 void est_estimate_release(struct est_estimate *e);
 
+/* The figures that follow from out->step_ms and the memory of spec s
+ * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
+ * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to
+ * train. For an estimate, and for a step timed otherwise (a what-if). */
+struct est_memory;
+void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+                         struct est_estimate *out);
+
 #endif

@@ -204,25 +204,41 @@ char *job_config_json(const struct job_config *c)
     return s;
 }
 
+int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
+                         struct sc_error *err)
+{
+    if (!c->layers || !c->hidden || !c->heads || !c->seq)
+        return sc_error_set(err, SC_EINVAL, "the job description lacks layers, hidden, heads or seq");
+    int n = snprintf(text, size, "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld",
+                     (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->seq);
+    if (c->ffn)
+        n += snprintf(text + n, size - (size_t)n, ",\"ffn\":%lld", (long long)c->ffn);
+    if (c->vocab)
+        n += snprintf(text + n, size - (size_t)n, ",\"vocab\":%lld", (long long)c->vocab);
+    char par[256] = ""; /* the parallel object's members, each after a comma */
+    int p = 0;
+    if (!open)
+        p += snprintf(par + p, sizeof par - (size_t)p, ",\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld",
+                      (long long)c->tp, (long long)c->pp, (long long)c->dp,
+                      (long long)(c->micro_batch ? c->micro_batch : 1));
+    else if (!c->micro_batch) /* a what-if keeps it (a spec's default: 1) */
+        p += snprintf(par + p, sizeof par - (size_t)p, ",\"micro_batch\":1");
+    if (c->global_batch)
+        snprintf(par + p, sizeof par - (size_t)p, ",\"global_batch\":%lld", (long long)c->global_batch);
+    n += snprintf(text + n, size - (size_t)n, "},\"parallel\":{%s},\"cluster\":{\"gpu\":\"%s\"}",
+                  par[0] ? par + 1 : "", gpu);
+    if (c->has_dtype)
+        n += snprintf(text + n, size - (size_t)n, ",\"options\":{\"dtype\":\"%s\"}", hw_dtype_name(c->dtype));
+    if ((size_t)snprintf(text + n, size - (size_t)n, "}") >= size - (size_t)n)
+        return sc_error_set(err, SC_ELIMIT, "the job description's spec is too long");
+    return SC_OK;
+}
+
 int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err)
 {
     char text[1024];
-    if (!c->layers || !c->hidden || !c->heads || !c->seq)
-        return sc_error_set(err, SC_EINVAL, "the job description lacks layers, hidden, heads or seq");
-    int n = snprintf(text, sizeof text, "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld",
-                     (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->seq);
-    if (c->ffn)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"ffn\":%lld", (long long)c->ffn);
-    if (c->vocab)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"vocab\":%lld", (long long)c->vocab);
-    n += snprintf(text + n, sizeof text - (size_t)n,
-                  "},\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld", (long long)c->tp,
-                  (long long)c->pp, (long long)c->dp, (long long)(c->micro_batch ? c->micro_batch : 1));
-    if (c->global_batch)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"global_batch\":%lld", (long long)c->global_batch);
-    n += snprintf(text + n, sizeof text - (size_t)n, "},\"cluster\":{\"gpu\":\"%s\"}", gpu);
-    if (c->has_dtype)
-        n += snprintf(text + n, sizeof text - (size_t)n, ",\"options\":{\"dtype\":\"%s\"}", hw_dtype_name(c->dtype));
-    snprintf(text + n, sizeof text - (size_t)n, "}");
+    int rc = job_config_spec_text(c, gpu, 0, text, sizeof text, err);
+    if (rc)
+        return rc;
     return est_spec_load(text, strlen(text), out, NULL, err);
 }

@@ -64,6 +64,11 @@ char *job_config_json(const struct job_config *c);
  * checks fail (the field named). */
 struct est_spec;
 int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
+/* The text of that spec into text[0..size); with `open`, its parallel
+ * object gives only the global batch (and micro_batch 1 where c gives no
+ * micro_batch): the planner's template (whatif_plan.h). */
+int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
+                         struct sc_error *err);
 
 /* Every key a set accepts ("tp", ..., "gpu"), NULL-terminated. */
 const char *const *job_config_keys(void);

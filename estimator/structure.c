@@ -222,7 +222,9 @@ static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32
     *found = 0;
     for (uint32_t k = 0; k < g->n_res; k++) {
         const struct model_resource *res = &g->res[k];
-        if (res->rank != r || !res->gpu || res->comm)
+        /* a compute stream may carry a collective or two (a gradient
+         * norm's all-reduce): its kernels decide */
+        if (res->rank != r || !res->gpu)
             continue;
         uint32_t kernels = 0;
         for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i])

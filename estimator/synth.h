@@ -72,8 +72,13 @@ struct est_costs {
     double moe_imbalance;
 };
 
-/* The defaults on a GPU's profile (README "Cost models" cites each), with
- * the spec's bandwidth overrides applied. */
+/* The costs of the cited sources alone (README "Cost models": spec sheets,
+ * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
+ * bandwidth overrides applied: where `make validate` starts its fits. */
+void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+/* The estimator's defaults: the cited costs with the hardware-level
+ * parameters `make validate` fits on the measured steps of
+ * ../shared/validation set to that fit (BENCHMARKS.md). */
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
 
 /* Apply a cluster profile document (`stepcast calibrate ... --out`, the
@@ -123,5 +128,14 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
                          struct est_pass_costs *out, struct sc_error *err);
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+
+/* est_synth with the kernels of each pass scaled so that one micro-batch's
+ * pass takes what `measured` gives (ns; the backward with its
+ * recomputation; a field <= 0 keeps the model's): a traced job's measured
+ * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
+ * collectives, the optimizer and the host's dispatches stay the models'. */
+int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
+                       struct sc_error *err);
 
 #endif

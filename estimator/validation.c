@@ -202,44 +202,78 @@ static double mape_at(const gsl_vector *x, void *arg)
     return s.mape;
 }
 
-int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
-            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
-            enum est_detail detail, struct est_score *out, struct sc_error *err)
+/* Nelder-Mead from x (in [0, 1] per parameter) for at most `iters`
+ * iterations; x gets the best point, *best its MAPE. */
+static int simplex(struct fit_ctx *f, gsl_vector *x, int iters, double *best, struct sc_error *err)
 {
-    struct fit_ctx f = {rows, n, select, specs, hws, *c, detail, err, 0};
-    gsl_multimin_function fn = {mape_at, est_n_fit_params, &f};
-    gsl_vector *x = gsl_vector_alloc(est_n_fit_params), *step = gsl_vector_alloc(est_n_fit_params);
+    gsl_multimin_function fn = {mape_at, est_n_fit_params, f};
+    gsl_vector *step = gsl_vector_alloc(est_n_fit_params);
     gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
                                                                 est_n_fit_params);
     int rc = SC_OK;
-    if (!x || !step || !m) {
+    if (!step || !m) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < est_n_fit_params; i++) {
-        double u = (*param_at(c, i) - est_fit_params[i].lo) / (est_fit_params[i].hi - est_fit_params[i].lo);
-        gsl_vector_set(x, i, fmin(fmax(u, 0.05), 0.95));
-        gsl_vector_set(step, i, 0.1);
-    }
+    gsl_vector_set_all(step, 0.1);
     gsl_set_error_handler_off(); /* GSL's default handler aborts; its status is checked */
     gsl_multimin_fminimizer_set(m, &fn, x, step);
-    for (int it = 0; it < 120 && !f.failed; it++) {
+    for (int it = 0; it < iters && !f->failed; it++) {
         if (gsl_multimin_fminimizer_iterate(m))
             break;
         if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 5e-3) == GSL_SUCCESS)
             break;
     }
-    if (f.failed) {
-        rc = f.failed;
+    if (f->failed) {
+        rc = f->failed;
         goto done;
     }
-    for (size_t i = 0; i < est_n_fit_params; i++)
-        *param_at(c, i) = est_fit_params[i].lo +
-                          gsl_vector_get(m->x, i) * (est_fit_params[i].hi - est_fit_params[i].lo);
-    rc = est_validate(rows, n, select, specs, hws, c, detail, NULL, out, err);
+    gsl_vector_memcpy(x, m->x);
+    *best = m->fval;
 done:
     gsl_multimin_fminimizer_free(m);
-    gsl_vector_free(x);
     gsl_vector_free(step);
+    return rc;
+}
+
+/* Iterations of each start's exploration when there are several, and of
+ * the one run that converges (from the best start). */
+#define FIT_EXPLORE_ITERS 40
+#define FIT_ITERS 120
+
+int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
+            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
+            int starts, enum est_detail detail, struct est_score *out, struct sc_error *err)
+{
+    struct fit_ctx f = {rows, n, select, specs, hws, *c, detail, err, 0};
+    gsl_vector *x = gsl_vector_alloc(est_n_fit_params), *best = gsl_vector_alloc(est_n_fit_params);
+    double best_mape = INFINITY;
+    int rc = SC_OK;
+    if (!x || !best) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int s = 0; s < starts; s++) {
+        double mape = INFINITY;
+        for (size_t i = 0; i < est_n_fit_params; i++) {
+            double u = (*param_at(c, i) - est_fit_params[i].lo) / (est_fit_params[i].hi - est_fit_params[i].lo);
+            gsl_vector_set(x, i, s == 0 ? fmin(fmax(u, 0.05), 0.95) : (double)s / starts);
+        }
+        if (starts > 1 && (rc = simplex(&f, x, FIT_EXPLORE_ITERS, &mape, err)))
+            goto done;
+        if (s == 0 || mape < best_mape) {
+            best_mape = mape;
+            gsl_vector_memcpy(best, x);
+        }
+    }
+    if ((rc = simplex(&f, best, FIT_ITERS, &best_mape, err)))
+        goto done;
+    for (size_t i = 0; i < est_n_fit_params; i++)
+        *param_at(c, i) = est_fit_params[i].lo +
+                          gsl_vector_get(best, i) * (est_fit_params[i].hi - est_fit_params[i].lo);
+    rc = est_validate(rows, n, select, specs, hws, c, detail, NULL, out, err);
+done:
+    gsl_vector_free(x);
+    gsl_vector_free(best);
     return rc;
 }

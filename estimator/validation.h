@@ -62,9 +62,13 @@ int est_validate(const struct est_measured *rows, size_t n, const unsigned char 
 
 /* Fit the parameters of est_fit_params (all of them, starting from *c) to
  * the selected rows by minimising their MAPE with GSL's Nelder-Mead
- * simplex; *c gets the fit. */
+ * simplex; *c gets the fit. starts 1: one run of at most 120 iterations
+ * from *c. starts k > 1: 40 iterations from *c and from the points i/k of
+ * every parameter's range (i = 1 .. k-1), then 120 from the best of them
+ * (the MAPE has more than one basin: BENCHMARKS.md, "Estimator
+ * validation"). */
 int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
             const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
-            enum est_detail detail, struct est_score *out, struct sc_error *err);
+            int starts, enum est_detail detail, struct est_score *out, struct sc_error *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/coll_split.h"
 #include "estimator/collective_model.h"
 #include "estimator/flops.h"
 #include "estimator/gemm_samples.h"
@@ -17,6 +18,8 @@
 #include "estimator/kernel_model.h"
 #include "estimator/memory.h"
 #include "estimator/spec.h"
+#include "estimator/synth.h"
+#include "estimator/whatif_pipeline.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -40,6 +43,7 @@ struct wf {
     uint8_t *per_mb;      /* work done once per micro-batch */
     struct graph_insert *ins;
     size_t n_ins, cap_ins;
+    char pipeline_why[256]; /* what the pipeline transform did ("" when it did not run) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -82,130 +86,30 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
     return gr;
 }
 
-static double coll_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
+/* Transform 1: every communication task's transfer and wait
+ * (coll_split.h), laid out as the traced configuration has its role. */
+static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
-    struct coll_estimate e;
-    struct sc_error ignored;
-    if (gr.ranks <= 1)
-        return 0;
-    if (coll_estimate(p, (enum model_coll_op)kind, &gr, bytes, &e, &ignored))
-        return -1;
-    return e.time_us;
+    const struct wf *w = ctx;
+    int kind = w->g->tasks[i].sub;
+    in->group = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
+    in->kind = kind;
+    in->bytes = w->st->coll_bytes[i];
+    in->key = w->st->role[i];
 }
 
-/* The size the model gives time_us for (bisection; the model grows with
- * the size). */
-static double invert_bytes(const struct coll_params *p, int kind, struct coll_group gr, double time_us)
-{
-    double lo = 0, hi = 1e13;
-    if (coll_us(p, kind, gr, lo) >= time_us)
-        return 0;
-    if (coll_us(p, kind, gr, hi) <= time_us)
-        return hi;
-    for (int i = 0; i < 100; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (coll_us(p, kind, gr, mid) < time_us)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
-
-/* Communication tasks in (rank, name, role) order, for the least-waiting
- * instance of each. */
-static const struct wf *sort_ctx;
-
-static int comm_cmp(const void *a, const void *b)
-{
-    const struct model_graph *g = sort_ctx->g;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (g->tasks[x].rank != g->tasks[y].rank)
-        return g->tasks[x].rank < g->tasks[y].rank ? -1 : 1;
-    if (g->src[x].name != g->src[y].name)
-        return g->src[x].name < g->src[y].name ? -1 : 1;
-    if (sort_ctx->st->role[x] != sort_ctx->st->role[y])
-        return sort_ctx->st->role[x] < sort_ctx->st->role[y] ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
-/* least[i]: the shortest traced time of the instances of communication
- * task i's collective on its rank. */
-static int least_waiting(const struct wf *w, double *least, struct sc_error *err)
-{
-    const struct model_graph *g = w->g;
-    size_t n = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++)
-        n += g->tasks[i].cls == MODEL_TASK_COMM;
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (!ids)
-        return oom(err);
-    n = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++)
-        if (g->tasks[i].cls == MODEL_TASK_COMM)
-            ids[n++] = i;
-    sort_ctx = w;
-    qsort(ids, n, sizeof *ids, comm_cmp);
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
-        double m = (double)g->tasks[ids[a]].dur;
-        while (b < n && g->tasks[ids[b]].rank == g->tasks[ids[a]].rank &&
-               g->src[ids[b]].name == g->src[ids[a]].name && w->st->role[ids[b]] == w->st->role[ids[a]]) {
-            if ((double)g->tasks[ids[b]].dur < m)
-                m = (double)g->tasks[ids[b]].dur;
-            b++;
-        }
-        for (size_t k = a; k < b; k++)
-            least[ids[k]] = m;
-        a = b;
-    }
-    free(ids);
-    return SC_OK;
-}
-
-/* Transform 1: every communication task's transfer and wait. */
 static int split_collectives(struct wf *w, struct sc_error *err)
 {
-    const struct model_graph *g = w->g;
-    double *least = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *least);
-    if (!least)
-        return oom(err);
-    int rc = least_waiting(w, least, err);
-    if (rc) {
-        free(least);
+    struct coll_split s;
+    int rc = coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
+    if (rc)
         return rc;
-    }
-    for (uint32_t i = 0; i < g->n_tasks; i++) {
-        const struct model_task *t = &g->tasks[i];
-        if (t->cls != MODEL_TASK_COMM)
-            continue;
-        int kind = t->sub;
-        struct coll_group gr = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
-        double d = (double)t->dur;
-        int64_t size = w->st->coll_bytes[i];
-        w->coll_kind[i] = coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
-        w->transfer[i] = d;
-        w->wait[i] = 0;
-        if (w->coll_kind[i] < 0)
-            continue;
-        if (!t->kept) {
-            /* all its ranks traced: the graph holds its transfer alone */
-            w->bytes0[i] = size > 0 ? (double)size : invert_bytes(&w->cp0, kind, gr, d / 1e3);
-            w->sizes_unknown |= size <= 0;
-            continue;
-        }
-        if (size > 0) {
-            double us = coll_us(&w->cp0, kind, gr, (double)size);
-            w->bytes0[i] = (double)size;
-            w->transfer[i] = us >= 0 && us * 1e3 < d ? us * 1e3 : d;
-        } else {
-            w->transfer[i] = least[i] < d ? least[i] : d;
-            w->bytes0[i] = invert_bytes(&w->cp0, kind, gr, w->transfer[i] / 1e3);
-            w->sizes_unknown = 1;
-        }
-        w->wait[i] = d - w->transfer[i];
-    }
-    free(least);
+    w->transfer = s.transfer;
+    w->wait = s.wait;
+    w->bytes0 = s.bytes;
+    w->coll_kind = s.kind;
+    w->sizes_unknown = s.sizes_unknown;
+    free(s.from);
     return SC_OK;
 }
 
@@ -600,7 +504,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
         double bytes = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq * (double)t->hidden *
                        hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16);
-        double us = coll_us(&w->cp1, kind, gr, bytes);
+        double us = coll_split_us(&w->cp1, kind, gr, bytes);
         for (uint32_t i = 0; i < g->n_tasks; i++) {
             const struct model_task *tk = &g->tasks[i];
             uint32_t nx = g->next[i];
@@ -654,8 +558,8 @@ static void collectives(struct wf *w)
             int k0 = t->sub, k1 = t->sub;
             struct coll_group g0 = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &k0);
             struct coll_group g1 = layout(w->st->role[i], w->t, w->hw1->gpus_per_node, &k1);
-            double t0 = coll_us(&w->cp0, k0, g0, w->bytes0[i]);
-            double t1 = coll_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            double t0 = coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
+            double t1 = coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
                 r = t1 / t0;
         }
@@ -753,6 +657,133 @@ static void describe(const struct wf *w, struct whatif_result *out)
                                 "instance's time, re-timed by the ratio"
                               : "",
              w->n_ins ? "; tensor-parallel all-reduces inserted" : "");
+    if (w->pipeline_why[0]) {
+        snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
+                                        "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
+                 w->hw0->id, w->hw1->id, w->pipeline_why);
+        snprintf(c->why, sizeof c->why,
+                 "pipeline send/recv of each micro-batch's activations (micro_batch x seq x hidden), the tensor- "
+                 "and data-parallel collectives of the rebuilt schedule (target %s)",
+                 w->hw1->id);
+    }
+}
+
+/* ---- the pipeline transform ---- */
+
+/* The slowest step of replay r, ms, and its index (-1 when none). */
+static double slowest_step_ms(const struct model_replay *r, long *which)
+{
+    *which = -1;
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (*which < 0 || r->steps[s].replayed_ns > r->steps[*which].replayed_ns)
+            *which = (long)s;
+    return *which >= 0 ? (double)r->steps[*which].replayed_ns / 1e6 : 0;
+}
+
+/* Transform 7: another pipeline-parallel degree. The step is Megatron's
+ * schedule rebuilt for the target (whatif_pipeline.h) with the passes'
+ * work as the transforms before left it; its critical path is measured
+ * where it runs a pass (less the part the kernel model re-timed), the
+ * kernel model's for the optimizer, the collective model's for transfers
+ * and collectives. */
+static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
+{
+    const struct job_config *b = w->b;
+    struct job_config tc = *w->t;
+    struct whatif_passes wp;
+    struct est_spec spec;
+    struct est_costs costs;
+    struct est_pass_costs model;
+    struct model_replay_opts ro;
+    int rc;
+    if (!b->layers || !b->hidden || !b->heads || !b->seq)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.pp: changing the pipeline-parallel degree needs layers, hidden, heads and seq in "
+                            "the job description (to place the layers and size the transfers)");
+    if (tc.layers % tc.pp && (tc.layers + 2) % tc.pp)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, the "
+                            "embedding and the loss counted as layers), as Megatron-LM requires",
+                            (long long)tc.pp, (long long)tc.layers);
+    if ((rc = whatif_measure_passes(w->g, w->st, w->dur, w->model_ns, w->per_mb, &wp, err)))
+        return rc;
+    if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
+        tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
+    if ((rc = job_config_spec(&tc, w->hw1->id, &spec, err)))
+        return sc_error_prefix(err, "set");
+    est_costs_default(w->hw1, &spec, &costs);
+    if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
+        return rc;
+    /* the layers transform repeated each layer's work in place: one
+     * layer's pass is the measured one */
+    double per_layer = b->layers && tc.layers ? (double)b->layers / (double)tc.layers : 1.0, e = (double)wp.ns.embed_f,
+           h = (double)wp.ns.head_f;
+    struct est_pass_costs m = wp.ns;
+    for (int k = 0; k < 2; k++) {
+        m.layer_f[k] = (int64_t)((double)m.layer_f[k] * per_layer);
+        m.layer_b[k] = (int64_t)((double)m.layer_b[k] * per_layer);
+    }
+    /* the embedding's and the loss's forward and backward, split as the
+     * kernel model splits them */
+    m.embed_f = model.embed_f + model.embed_b > 0 ? (int64_t)(e * (double)model.embed_f /
+                                                               (double)(model.embed_f + model.embed_b))
+                                                  : 0;
+    m.embed_b = (int64_t)e - m.embed_f;
+    m.head_f = model.head_f + model.head_b > 0 ? (int64_t)(h * (double)model.head_f /
+                                                            (double)(model.head_f + model.head_b))
+                                               : 0;
+    m.head_b = (int64_t)h - m.head_f;
+    if ((rc = est_synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, &out->graph, err)))
+        return rc;
+    model_replay_opts_default(&ro);
+    if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
+        return rc;
+
+    long slow;
+    const struct model_graph *c = out->graph;
+    out->step_ms = slowest_step_ms(out->replay, &slow);
+    double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
+           transfer = 0;
+    for (uint32_t i = 0; i < c->n_tasks; i++) {
+        const struct model_task *t = &c->tasks[i];
+        if (t->cls == MODEL_TASK_COMM) {
+            w->retimed[WHATIF_COLLECTIVE_MODEL]++;
+            if (slow >= 0 && t->rank == out->replay->steps[slow].rank)
+                transfer += (double)t->dur;
+        } else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER) {
+            w->retimed[WHATIF_KERNEL_MODEL]++;
+        }
+    }
+    if (slow >= 0) {
+        const struct model_replay_step *st = &out->replay->steps[slow];
+        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+            const struct model_replay_segment *seg = &out->replay->segments[k];
+            const struct model_task *t = &c->tasks[seg->task];
+            double len = (double)(seg->end - seg->start);
+            if (seg->bound == MODEL_BOUND_HOST || !model_task_on_gpu(t->cls))
+                continue;
+            if (t->cls == MODEL_TASK_COMM)
+                models[WHATIF_COLLECTIVE_MODEL] += len;
+            else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER)
+                models[WHATIF_KERNEL_MODEL] += len;
+            else
+                models[WHATIF_KERNEL_MODEL] += len * share;
+        }
+    }
+    out->from_models_ms = 0;
+    for (int k = 0; k < WHATIF_MODEL_COUNT; k++) {
+        out->models[k].ms = models[k] / 1e6;
+        out->from_models_ms += out->models[k].ms;
+    }
+    out->from_measured_ms = out->step_ms - out->from_models_ms;
+    out->collective_transfer_ms = transfer / 1e6;
+    out->collective_wait_ms = 0;
+    snprintf(w->pipeline_why, sizeof w->pipeline_why,
+             "; pipeline pp %lld -> %lld: Megatron's 1F1B schedule rebuilt for %lld layers and %lld micro-batches "
+             "with the traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
+             (long long)b->pp, (long long)tc.pp, (long long)tc.layers, (long long)est_spec_micro_batches(&spec),
+             (double)m.layer_f[0] / 1e6, (double)m.layer_b[0] / 1e6);
+    return SC_OK;
 }
 
 static int memory(const struct job_config *t, const struct hw_profile *hw1, struct whatif_result *out,
@@ -796,6 +827,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     int rc;
     memset(out, 0, sizeof *out);
     memset(&w, 0, sizeof w);
+    model_replay_opts_default(&ro);
     if ((rc = job_structure_recover(g, base, &out->structure, err)))
         return rc;
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
@@ -803,11 +835,6 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     out->base = *base;
     snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
     job_config_apply(&out->base, set, &out->target);
-    if (out->target.pp != out->base.pp) {
-        rc = sc_error_set(err, SC_EINVAL, "set.pp: changing the pipeline-parallel degree is not supported yet "
-                                          "(stages are not regrouped)");
-        goto done;
-    }
     if (out->target.global_batch && out->target.micro_batch &&
         out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
         rc = sc_error_set(err, SC_EINVAL, "set.global_batch: %lld is not divisible by micro_batch x dp = %lld",
@@ -822,7 +849,11 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     w.st = &out->structure;
     w.b = &out->base;
     w.t = &out->target;
-    kernel_params_default(&w.kp);
+    {
+        struct est_costs defaults;
+        est_costs_default(w.hw0, NULL, &defaults);
+        w.kp = defaults.kernel;
+    }
     coll_params_from_hw(w.hw0, &w.cp0);
     coll_params_from_hw(w.hw1, &w.cp1);
     size_t n = g->n_tasks ? g->n_tasks : 1;
@@ -830,16 +861,11 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     w.gap = malloc(n * sizeof *w.gap);
     w.model_ns = calloc(n, sizeof *w.model_ns);
     w.model = calloc(n, 1);
-    w.transfer = calloc(n, sizeof *w.transfer);
-    w.wait = calloc(n, sizeof *w.wait);
-    w.bytes0 = calloc(n, sizeof *w.bytes0);
-    w.coll_kind = calloc(n, sizeof *w.coll_kind);
     w.size_ratio = malloc(n * sizeof *w.size_ratio);
     w.per_mb = calloc(n, 1);
     idur = malloc(n * sizeof *idur);
     igap = malloc(n * sizeof *igap);
-    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.transfer || !w.wait || !w.bytes0 || !w.coll_kind ||
-        !w.size_ratio || !w.per_mb || !idur || !igap) {
+    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.size_ratio || !w.per_mb || !idur || !igap) {
         rc = oom(err);
         goto done;
     }
@@ -853,6 +879,15 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
+    if (out->target.pp != out->base.pp) {
+        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)) ||
+            (rc = model_replay_run(g, &ro, &base_replay, err)))
+            goto done;
+        out->base_step_ms = mean_step_ms(base_replay);
+        out->sizes_unknown = w.sizes_unknown;
+        describe(&w, out);
+        goto done;
+    }
     micro_batches(&w);
     collectives(&w);
     if ((rc = memory(&out->target, w.hw1, out, err)))
@@ -866,7 +901,6 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
             out->collective_wait_ms += w.wait[i] / 1e6;
         }
     }
-    model_replay_opts_default(&ro);
     if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
         (rc = model_replay_run(g, &ro, &base_replay, err)))

@@ -8,7 +8,8 @@
  * usual. Every transform runs on every what-if, a no-op included, so a
  * no-op checks the whole path. In order:
  *
- *  1. collectives split: each communication task's traced time is a
+ *  1. collectives split (coll_split.h, shared with the plain replay):
+ *     each communication task's traced time is a
  *     transfer and a wait for peers. With the collective's size (the
  *     trace's arguments), the transfer is the collective model's time for
  *     it, at most the traced time; without, it is the time of the
@@ -43,10 +44,16 @@
  *  6. data-parallel degree: data-parallel collectives re-timed for the new
  *     group size and its placement in NVLink domains; without global_batch
  *     the per-rank batch is kept (weak scaling).
- *  7. pipeline-parallel degree: only the traced one (a change is refused
- *     with the field named: regrouping stages is not done).
  * Then every collective is its transfer re-timed by the collective model's
- * ratio (target over traced configuration) plus its wait. When the
+ * ratio (target over traced configuration) plus its wait.
+ *  7. pipeline-parallel degree: instead of 5 and 6 and of the copy, the
+ *     step is Megatron's schedule rebuilt for the target with the passes'
+ *     work as 1-4 left it (whatif_pipeline.h): the stages regrouped, the
+ *     micro-batches per step the target's, pipeline transfers, gradient
+ *     collectives, the optimizer and the host's dispatches the estimator's
+ *     models' (the traced collectives' waits and host gaps are not carried
+ *     over). It needs layers, hidden, heads and seq in the description, and
+ *     a stage count that splits the layers (or layers + 2) evenly. When the
  * description gives the model's dimensions, the target's memory per GPU
  * and whether it fits come from the memory model (memory.h). */
 #ifndef ESTIMATOR_WHATIF_H

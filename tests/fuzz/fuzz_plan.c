@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_plan.c: libFuzzer target for the planner's input: the
  * body of POST /v1/plans (api_plan_request_decode) and the planning spec in
- * it (est_plan_parse_spec), then the size of its space.
+ * it (est_plan_parse_spec), then the size of its space; and the same input
+ * as the body of POST /v1/models/{id}/plan (no spec).
  *
  * A decoded request must hold a spec and a GPU count in range; a spec that
  * parses must keep what it fixes, and counting its space must end (it
@@ -22,7 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sc_error err;
     char *spec = NULL;
     memset(&req, 0, sizeof req);
-    int rc = api_plan_request_decode((const char *)data, size, &req, &spec, &err);
+    int rc = api_plan_request_decode((const char *)data, size, &req, NULL, &err);
+    if (rc == SC_OK ? req.gpus < 1 || req.gpus > (1 << 20) || req.top < 1 || req.top > EST_PLAN_MAX_TOP
+                    : rc != SC_EINVAL && rc != SC_EPARSE && rc != SC_ENOMEM)
+        abort();
+    rc = api_plan_request_decode((const char *)data, size, &req, &spec, &err);
     if (rc != SC_OK) {
         if (spec || (rc != SC_EINVAL && rc != SC_EPARSE && rc != SC_ENOMEM))
             abort();

@@ -81,15 +81,28 @@ static struct model_graph *synth_graph(const char *spec, const char *name, struc
     return g;
 }
 
-/* `stepcast estimate` of synth_spec with one field of one section changed
- * (kernel detail), ms. */
-static double estimate_changed(const char *section, const char *key, const char *value)
+/* `stepcast estimate` of a spec's text (kernel detail), ms. */
+static double estimate_text(const char *text)
 {
     struct est_spec s;
     const struct hw_profile *hw;
     struct est_costs c;
     struct est_estimate e;
     struct sc_error err;
+    if (est_spec_load(text, strlen(text), &s, &hw, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", text, err.msg);
+    est_costs_default(hw, &s, &c);
+    if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    double ms = e.step_ms;
+    est_estimate_release(&e);
+    return ms;
+}
+
+/* `stepcast estimate` of synth_spec with one field of one section changed
+ * (kernel detail), ms. */
+static double estimate_changed(const char *section, const char *key, const char *value)
+{
     char text[1024], pat[64];
     snprintf(text, sizeof text, "%s", synth_spec);
     if (key) {
@@ -111,14 +124,7 @@ static double estimate_changed(const char *section, const char *key, const char 
             snprintf(brace + 1, (size_t)(text + sizeof text - brace - 1), "\"%s\":%s,%s", key, value, rest);
         }
     }
-    if (est_spec_load(text, strlen(text), &s, &hw, &err))
-        sc_check_fail(__FILE__, __LINE__, "%s: %s", text, err.msg);
-    est_costs_default(hw, &s, &c);
-    if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    double ms = e.step_ms;
-    est_estimate_release(&e);
-    return ms;
+    return estimate_text(text);
 }
 
 TEST(whatif_noop_reproduces_the_replay_on_the_shared_traces)
@@ -475,8 +481,6 @@ TEST(whatif_refuses_contradictions_and_what_it_cannot_do)
     CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4,\"layers\":6}", "", &r, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "layers");
     CHECK_CONTAINS(err.msg, "module annotations");
-    CHECK_EQ_INT(whatif(g, synth_config, "pp=2", &r, &err), SC_EINVAL);
-    CHECK_CONTAINS(err.msg, "set.pp");
     CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "layers=8", &r, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.layers");
     CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "hidden=4096", &r, &err), SC_EINVAL);
@@ -532,4 +536,157 @@ TEST(whatif_job_descriptions_and_sets_parse_strictly)
     CHECK_EQ_INT(job_config_parse_set_list("dp", &s, &err), SC_EINVAL);
     CHECK_EQ_INT(job_config_parse_set_json("{\"tp\":\"2\"}", 10, &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.tp");
+}
+
+/* A job of `layers` layers over pp stages and dp replicas with m
+ * micro-batches per step, as a spec and as its description. */
+static void pipeline_job(int layers, int pp, int dp, int m, int hidden, const char *extra, char *spec, size_t ns,
+                         char *cfg, size_t nc)
+{
+    snprintf(spec, ns,
+             "{\"model\":{\"layers\":%d,\"hidden\":%d,\"heads\":16,\"seq\":2048%s},\"parallel\":{\"tp\":1,"
+             "\"pp\":%d,\"dp\":%d,\"micro_batch\":1,\"global_batch\":%d},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}",
+             layers, hidden, extra, pp, dp, m * dp);
+    snprintf(cfg, nc,
+             "{\"tp\":1,\"pp\":%d,\"dp\":%d,\"micro_batch\":1,\"global_batch\":%d,\"layers\":%d,\"hidden\":%d,"
+             "\"heads\":16,\"seq\":2048}",
+             pp, dp, m * dp, layers, hidden);
+}
+
+/* The pipeline transform: pp 1 -> 2 and 4 on a one-stage trace, 2 -> 4
+ * and 1 on a two-stage one, and with tp, dp, the GPU, the layers or the
+ * micro-batch size changed at once, each against `stepcast estimate` of
+ * the transformed spec (within 3%); the same pp is the replay. Rules out a
+ * schedule that is not rebuilt (pp 1 -> 4 is a quarter of the layers per
+ * stage and a longer fill), passes counted twice or missed (a stage's
+ * forward and backward run back to back in 1F1B), and measured work lost
+ * from the embedding or the loss. */
+TEST(whatif_pipeline_change_agrees_with_the_estimate_of_the_changed_spec)
+{
+    static const struct {
+        int from, to;
+    } cases[] = {{1, 1}, {1, 2}, {1, 4}, {2, 2}, {2, 4}, {2, 1}};
+    struct model_job *jobs[3] = {NULL, NULL, NULL};
+    struct model_graph *graphs[3] = {NULL, NULL, NULL};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char spec[512], cfg[512], tspec[512], tcfg[512], set[32], name[32];
+        int from = cases[k].from;
+        pipeline_job(8, from, 4, 2, 2048, "", spec, sizeof spec, cfg, sizeof cfg);
+        pipeline_job(8, cases[k].to, 4, 2, 2048, "", tspec, sizeof tspec, tcfg, sizeof tcfg);
+        if (!graphs[from]) {
+            snprintf(name, sizeof name, "whatif-pp%d", from);
+            graphs[from] = synth_graph(spec, name, &jobs[from]);
+        }
+        struct whatif_result r;
+        struct sc_error err;
+        snprintf(set, sizeof set, "pp=%d", cases[k].to);
+        int rc = whatif(graphs[from], cfg, set, &r, &err);
+        if (rc)
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", set, err.msg);
+        if (rc)
+            continue;
+        double est = estimate_text(tspec);
+        printf("  pp %d -> %d  whatif %8.3f ms  estimate %8.3f ms  %+.2f%%  (replay %8.3f ms)\n", from, cases[k].to,
+               r.step_ms, est, (r.step_ms - est) / est * 100, r.base_step_ms);
+        CHECK_NEAR(r.step_ms, est, 0.03 * est);
+        if (from == cases[k].to)
+            CHECK_NEAR(r.step_ms, r.base_step_ms, 0.005 * r.base_step_ms);
+        else
+            CHECK(strstr(r.models[WHATIF_KERNEL_MODEL].why, "1F1B") != NULL);
+        whatif_release(&r);
+    }
+    /* with other changes at once, from the one-stage trace */
+    static const struct {
+        const char *set;
+        int pp;
+        const char *from, *to; /* the spec's text changed */
+    } combined[] = {
+        {"pp=2,tp=2", 2, "\"tp\":1", "\"tp\":2"},
+        {"pp=2,dp=8", 2, "\"dp\":4,\"micro_batch\":1,\"global_batch\":8", "\"dp\":8,\"micro_batch\":1,\"global_batch\":8"},
+        {"pp=4,gpu=h100-sxm", 4, "a100-sxm4-80gb", "h100-sxm"},
+        {"pp=2,layers=16", 2, "\"layers\":8", "\"layers\":16"},
+        {"pp=2,micro_batch=2", 2, "\"micro_batch\":1", "\"micro_batch\":2"},
+    };
+    for (size_t k = 0; k < sizeof combined / sizeof combined[0]; k++) {
+        char spec[512], cfg[512], tspec[512], tcfg[512];
+        pipeline_job(8, 1, 4, 2, 2048, "", spec, sizeof spec, cfg, sizeof cfg);
+        pipeline_job(8, combined[k].pp, 4, 2, 2048, "", tspec, sizeof tspec, tcfg, sizeof tcfg);
+        char *at = strstr(tspec, combined[k].from), rest[512];
+        REQUIRE(at != NULL);
+        snprintf(rest, sizeof rest, "%s", at + strlen(combined[k].from));
+        snprintf(at, sizeof tspec - (size_t)(at - tspec), "%s%s", combined[k].to, rest);
+        struct whatif_result r;
+        struct sc_error err;
+        if (whatif(graphs[1], cfg, combined[k].set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", combined[k].set, err.msg);
+            continue;
+        }
+        double est = estimate_text(tspec);
+        printf("  %-20s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", combined[k].set, r.step_ms, est,
+               (r.step_ms - est) / est * 100);
+        CHECK_NEAR(r.step_ms, est, 0.03 * est);
+        whatif_release(&r);
+    }
+    for (int k = 1; k <= 2; k++) {
+        model_graph_free(graphs[k]);
+        model_job_free(jobs[k]);
+    }
+}
+
+/* On a compute-bound job (no data parallelism, a small vocabulary so that
+ * the last stage holds no more than the others), splitting the layers over
+ * pp stages divides the work by pp and adds the fill and drain of 1F1B:
+ * the step grows from T/pp by (m + pp - 1)/m, the bubble being
+ * (pp - 1)/(m + pp - 1) of it. */
+TEST(whatif_pipeline_bubble_grows_as_one_f_one_b_predicts)
+{
+    static const int m_values[] = {4, 8};
+    for (size_t a = 0; a < sizeof m_values / sizeof m_values[0]; a++) {
+        char spec[512], cfg[512], name[32];
+        int m = m_values[a];
+        struct model_job *job;
+        pipeline_job(8, 1, 1, m, 4096, ",\"vocab\":1024", spec, sizeof spec, cfg, sizeof cfg);
+        snprintf(name, sizeof name, "whatif-bubble%d", m);
+        struct model_graph *g = synth_graph(spec, name, &job);
+        for (int pp = 2; pp <= 4; pp *= 2) {
+            struct whatif_result r;
+            struct sc_error err;
+            char set[16];
+            snprintf(set, sizeof set, "pp=%d", pp);
+            int rc = whatif(g, cfg, set, &r, &err);
+            if (rc)
+                sc_check_fail(__FILE__, __LINE__, "%s: %s", set, err.msg);
+            if (rc)
+                continue;
+            double want = 1.0 - (double)m / (double)(m + pp - 1), bubble = 1.0 - r.base_step_ms / pp / r.step_ms;
+            printf("  m %d pp %d  bubble %.3f  (pp - 1)/(m + pp - 1) %.3f\n", m, pp, bubble, want);
+            CHECK_NEAR(bubble, want, 0.03);
+            whatif_release(&r);
+        }
+        model_graph_free(g);
+        model_job_free(job);
+    }
+}
+
+/* A stage count that does not split the layers is refused naming set.pp,
+ * as is a pipeline change without the dimensions that place the layers. */
+TEST(whatif_pipeline_refuses_a_split_megatron_cannot_run)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-pp-refuse", &job);
+    /* 4 % 5 and 6 % 5, 7 % 4 and 9 % 4 are not 0; 3 stages split 4 + 2 */
+    static const char *const sets[] = {"pp=5", "pp=4,layers=7"};
+    struct whatif_result r;
+    struct sc_error err;
+    for (size_t k = 0; k < 2; k++) {
+        CHECK_EQ_INT(whatif(g, synth_config, sets[k], &r, &err), SC_EINVAL);
+        CHECK(strncmp(err.msg, "set.pp:", 7) == 0);
+        CHECK_CONTAINS(err.msg, "do not split");
+    }
+    CHECK_EQ_INT(whatif(g, synth_config, "pp=3", &r, &err), SC_OK);
+    whatif_release(&r);
+    CHECK_EQ_INT(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":4}", "pp=2", &r, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.pp");
+    model_graph_free(g);
+    model_job_free(job);
 }

@@ -535,3 +535,20 @@ size_t svc_fill_disk(const char *dir, const char *name, size_t leave)
     close(fd);
     return total;
 }
+
+json_t *svc_wait_plan(const struct svc_daemon *d, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/plans/%s", id);
+    for (int i = 0; i < 1200; i++) {
+        struct svc_resp r;
+        CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
+        json_t *doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
+        svc_resp_release(&r);
+        if (!doc || strcmp(json_string_value(json_object_get(doc, "state")), "running") != 0)
+            return doc;
+        json_decref(doc);
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    return NULL;
+}

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #define SVC_ADMIN "admin-secret-0123456789abcdef"
 
 struct svc_daemon {
@@ -89,6 +91,10 @@ char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 
 /* Wait until GET /v1/models/{id} is no longer building; its status. */
 const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
+
+/* Poll GET /v1/plans/{id} until the plan no longer runs; its last answer
+ * (NULL when none came). */
+json_t *svc_wait_plan(const struct svc_daemon *d, const char *id);
 
 /* A real small disk for this test process and the daemons it starts: a
  * tmpfs of `bytes` mounted on `dir` (created) in a mount namespace of the

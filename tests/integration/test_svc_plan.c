@@ -27,24 +27,6 @@ static const char slow[] = "{\"spec\":{\"model\":{\"layers\":96,\"hidden\":12288
                            "\"vocab\":51200},\"parallel\":{\"global_batch\":1536},\"cluster\":{\"gpu\":"
                            "\"a100-sxm4-80gb\"}},\"gpus\":2048,\"up_to\":true}";
 
-/* Poll GET /v1/plans/{id} until it is no longer running; the last answer. */
-static json_t *wait_plan(const struct svc_daemon *d, const char *id)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/v1/plans/%s", id);
-    for (int i = 0; i < 1200; i++) {
-        struct svc_resp r;
-        CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
-        json_t *doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
-        svc_resp_release(&r);
-        if (!doc || strcmp(json_string_value(json_object_get(doc, "state")), "running") != 0)
-            return doc;
-        json_decref(doc);
-        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
-    }
-    return NULL;
-}
-
 TEST(svc_plan_small_at_once_equals_estimates)
 {
     struct svc_daemon d;
@@ -86,7 +68,7 @@ TEST(svc_plan_background_restart_and_cancel)
     snprintf(id, sizeof id, "%s", svc_json_str(r.body, "id") ? svc_json_str(r.body, "id") : "");
     CHECK_CONTAINS(r.headers, "/v1/plans/");
     svc_resp_release(&r);
-    json_t *done = wait_plan(&d, id);
+    json_t *done = svc_wait_plan(&d, id);
     REQUIRE(done);
     CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");
     long long evaluated = json_integer_value(json_object_get(done, "evaluated"));

@@ -345,7 +345,24 @@ class Client:
         space was small enough to plan at once). Raises StepcastError
         ``plan_failed`` or ``plan_cancelled``, or ``timeout``."""
         body = {"spec": dict(spec), "gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
-        started = self.request("POST", "/v1/plans", json=body)
+        return self._plan("/v1/plans", body, wait, poll, progress, timeout)
+
+    def plan_from_model(self, model: str, gpus: int, *, up_to: bool = False, top: int = 10,
+                        objective: str = "time", wait: bool = True, poll: float = 0.25,
+                        progress: Optional[Callable[[int, int], None]] = None,
+                        timeout: Optional[float] = None) -> Doc:
+        """``POST /v1/models/{id}/plan``: :meth:`plan` from a built model
+        instead of a spec: each candidate is the model's what-if on that
+        configuration (tp, pp, dp and micro_batch searched), so the job's
+        own kernels and overheads carry over. Its job's ``config``
+        (:meth:`put_job`) gives the model's layers, hidden, heads, seq and
+        global_batch. Waits, polls and raises as :meth:`plan`."""
+        body = {"gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
+        return self._plan(_path("/v1/models/{}/plan", model), body, wait, poll, progress, timeout)
+
+    def _plan(self, path: str, body: Doc, wait: bool, poll: float,
+              progress: Optional[Callable[[int, int], None]], timeout: Optional[float]) -> Doc:
+        started = self.request("POST", path, json=body)
         if not wait:
             return started
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -113,7 +113,7 @@ class TestService(ErrorCase):
             ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
             ("delete", "/v1/validations/{id}"): "delete_validation",
             ("post", "/v1/plans"): "plan", ("get", "/v1/plans/{id}"): "plan_status",
-            ("delete", "/v1/plans/{id}"): "cancel_plan",
+            ("delete", "/v1/plans/{id}"): "cancel_plan", ("post", "/v1/models/{id}/plan"): "plan_from_model",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():
@@ -401,6 +401,15 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertEqual(c.cancel_plan(p["id"])["deleted"], p["id"])
         self.assertApiError(404, "not_found", c.plan_status, p["id"])
         self.assertApiError(400, "invalid_spec", c.plan, {"model": {"layers": 1}}, 8)
+
+    def test_plan_from_model(self):
+        c = admin()
+        # the job's config, absent or without the model's dimensions (test_whatif sets one), is 422
+        e = self.assertApiError(422, "unprocessable", c.plan_from_model, D["model"], 4)
+        self.assertIn("config", e.message)
+        e = self.assertApiError(400, "bad_request", c.plan_from_model, D["model"], 0)
+        self.assertIn("gpus", e.message)
+        self.assertApiError(404, "not_found", c.plan_from_model, "nosuch", 4)
 
     def test_ledger(self):
         c = admin()

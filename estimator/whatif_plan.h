@@ -1,0 +1,40 @@
+/* estimator/whatif_plan.h: the planner (plan.h) over a traced job: each
+ * candidate is the what-if (whatif.h) of the job's graph on that
+ * configuration, so the job's own kernels and overheads carry over
+ * (`stepcast plan --from-model`, POST /v1/models/{id}/plan).
+ *
+ * The template is the job description's model (layers, hidden, heads and
+ * seq required, ffn, vocab and dtype when given) with its global batch
+ * (required: a plan keeps it) on the traced GPU. A what-if changes tp, pp,
+ * dp and micro_batch (micro_batch only when the description gives it), so
+ * those are searched and the rest is fixed at what the what-if keeps:
+ * cp 1, the 1F1B schedule, the spec's default options (no recomputation,
+ * no sequence parallelism, its ZeRO stage). Memory and divisibility are
+ * checked as for any plan. The evaluator has no bound: nothing is pruned,
+ * every feasible candidate is a what-if. */
+#ifndef ESTIMATOR_WHATIF_PLAN_H
+#define ESTIMATOR_WHATIF_PLAN_H
+
+#include "common/error.h"
+#include "estimator/job_config.h"
+#include "estimator/plan.h"
+
+struct model_graph;
+
+struct whatif_planner {
+    const struct model_graph *g; /* borrowed */
+    struct job_config base;      /* its description */
+    const struct hw_profile *hw; /* the traced GPU */
+};
+
+/* The template and fixed keys of req (req->gpus, up_to, top and objective
+ * are the caller's) and the planner w for graph g described by base.
+ * SC_EINVAL naming what the description lacks ("config.global_batch: ...")
+ * or the trace's GPU without a profile. */
+int whatif_plan_request(const struct model_graph *g, const struct job_config *base, struct est_plan_request *req,
+                        struct whatif_planner *w, struct sc_error *err);
+
+/* The evaluator: the what-if of w's graph on a candidate. ctx is w. */
+void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *out);
+
+#endif

@@ -1,0 +1,216 @@
+/* tests/integration/test_svc_model_plan.c: plans from a traced job
+ * (estimator/whatif_plan.h) as users run them: `stepcast plan
+ * --from-traces` here, POST /v1/models/{id}/plan on the daemon (200 for a
+ * small space, 202 and GET /v1/plans/{id} for a larger one) and `stepcast
+ * --server URL plan --from-model ID`. Every returned row must equal the
+ * what-if of that configuration (the same command line, or POST
+ * /v1/models/{id}/whatif); bad bodies are 400 naming the field, a model
+ * whose job has no config (or one that lacks what a plan needs) 422. The
+ * traced job is a `stepcast synth` trace, so no shared data is needed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "common/banned.h"
+
+static const char spec[] =
+    "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048},\"parallel\":{\"tp\":1,\"pp\":1,\"dp\":4,"
+    "\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+static const char config[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
+                             "\"hidden\":2048,\"heads\":16,\"seq\":2048}";
+
+/* The synth trace of spec: its directory (static). */
+static const char *synth_dir(void)
+{
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/model-plan-synth", th_tmpdir());
+    char *spec_path = strdup(th_write_file("model-plan-spec.json", spec, strlen(spec)));
+    char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", spec_path, "--out", dir, "--detail",
+                    "kernel", NULL};
+    free(th_run_expect(argv, 0, NULL, NULL));
+    free(spec_path);
+    return dir;
+}
+
+/* The set of a plan row: its tp, pp, dp and micro_batch. */
+static void row_set(const json_t *row, char *out, size_t n, int as_json)
+{
+    const json_t *p = json_object_get(row, "parallel");
+    long long tp = json_integer_value(json_object_get(p, "tp")), pp = json_integer_value(json_object_get(p, "pp")),
+              dp = json_integer_value(json_object_get(p, "dp")),
+              mb = json_integer_value(json_object_get(p, "micro_batch"));
+    if (as_json)
+        snprintf(out, n, "{\"set\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld}}", tp, pp, dp, mb);
+    else
+        snprintf(out, n, "tp=%lld,pp=%lld,dp=%lld,micro_batch=%lld", tp, pp, dp, mb);
+}
+
+/* A plan document's step_ms has 4 decimals: a row equals a what-if to
+ * half of its last one. */
+#define ROUNDED 0.51e-4
+
+static double row_ms(const json_t *row)
+{
+    return json_number_value(json_object_get(json_object_get(row, "estimate"), "step_ms"));
+}
+
+TEST(cli_plan_from_traces_rows_equal_their_whatifs)
+{
+    const char *dir = synth_dir();
+    unsetenv("STEPCAST_SERVER");
+    char *cfg = strdup(th_write_file("model-plan-config.json", config, strlen(config)));
+    char *stepcast = strdup(th_build_path("stepcast"));
+    char *argv[] = {stepcast, "plan", "--from-traces", "--config", cfg, "--gpus", "8", "--top", "6", "--json",
+                    (char *)dir, NULL};
+    char *out = th_run_expect(argv, 0, NULL, NULL);
+    json_t *doc = json_loads(out ? out : "", 0, NULL), *row;
+    size_t i;
+    CHECK(json_array_size(json_object_get(doc, "top")) == 6);
+    CHECK_EQ_INT(json_integer_value(json_object_get(doc, "pruned")), 0); /* no bound: nothing pruned */
+    double prev = 0;
+    json_array_foreach (json_object_get(doc, "top"), i, row) {
+        char set[128];
+        row_set(row, set, sizeof set, 0);
+        char *wargv[] = {stepcast, "whatif", "--config", cfg, "--set", set, "--json", (char *)dir, NULL};
+        char *w = th_run_expect(wargv, 0, NULL, NULL);
+        json_t *wd = json_loads(w ? w : "", 0, NULL);
+        double want = json_number_value(json_object_get(wd, "step_ms"));
+        CHECK(want > 0);
+        CHECK_NEAR(row_ms(row), want, ROUNDED);
+        CHECK(row_ms(row) >= prev); /* best first */
+        prev = row_ms(row);
+        json_decref(wd);
+        free(w);
+    }
+    json_decref(doc);
+    free(out);
+    /* what the command line refuses */
+    char *no_cfg[] = {stepcast, "plan", "--from-traces", "--gpus", "8", (char *)dir, NULL};
+    free(th_run_expect(no_cfg, 2, NULL, "--config"));
+    char *both[] = {stepcast, "plan", "--from-traces", "--config", cfg, "--spec", cfg, "--gpus", "8", (char *)dir,
+                    NULL};
+    free(th_run_expect(both, 2, NULL, "--spec"));
+    static const char thin[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"layers\":4}";
+    char *thin_path = strdup(th_write_file("model-plan-thin.json", thin, strlen(thin)));
+    char *lacking[] = {stepcast, "plan", "--from-traces", "--config", thin_path, "--gpus", "8", (char *)dir, NULL};
+    free(th_run_expect(lacking, 2, NULL, "config.hidden"));
+    char *remote_only[] = {stepcast, "plan", "--from-model", "m", "--gpus", "8", NULL};
+    free(th_run_expect(remote_only, 2, NULL, "--server"));
+    free(thin_path);
+    free(cfg);
+    free(stepcast);
+}
+
+/* Every row of plan document `body` equals POST /v1/models/{model}/whatif
+ * of its configuration. */
+static void rows_equal_whatifs(const struct svc_daemon *d, const char *model, const json_t *doc)
+{
+    char path[256], set[160];
+    struct svc_resp r;
+    const json_t *row;
+    size_t i;
+    snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
+    CHECK(json_array_size(json_object_get(doc, "top")) > 0);
+    json_array_foreach (json_object_get(doc, "top"), i, row) {
+        row_set(row, set, sizeof set, 1);
+        CHECK_EQ_INT(svc_admin(d, "POST", path, set, &r), 200);
+        json_t *w = json_loads(r.body ? r.body : "", 0, NULL);
+        double want = json_number_value(json_object_get(w, "step_ms"));
+        CHECK(want > 0);
+        CHECK_NEAR(row_ms(row), want, ROUNDED);
+        json_decref(w);
+        svc_resp_release(&r);
+    }
+}
+
+TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    char trace[600], path[256];
+    snprintf(trace, sizeof trace, "%s/rank0.pt.trace.json", synth_dir());
+    svc_start(&d, NULL, NULL, NULL);
+    struct svc_opts up = {SVC_ADMIN, NULL, 0, trace, NULL};
+    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/mp/ranks/0/trace", &up, NULL), 201);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/mp/models", NULL, &r), 202);
+    char *model = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    snprintf(path, sizeof path, "/v1/models/%s/plan", model);
+
+    /* no config, then one without the model's dimensions: 422 */
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4}", &r), 422);
+    CHECK_CONTAINS(r.body, "config");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/mp", "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":4}}", NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4}", &r), 422);
+    CHECK_CONTAINS(r.body, "config.layers");
+    svc_resp_release(&r);
+    char cfg_body[512];
+    snprintf(cfg_body, sizeof cfg_body, "{\"config\":%s}", config);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/mp", cfg_body, NULL), 200);
+
+    /* bad bodies: 400 naming the field */
+    static const char *const bad[][2] = {
+        {"{\"gpus\":0}", "gpus"},
+        {"{}", "gpus"},
+        {"{\"gpus\":4,\"top\":0}", "top"},
+        {"{\"gpus\":4,\"objective\":\"speed\"}", "objective"},
+        {"{\"gpus\":4,\"spec\":{}}", "spec"},
+        {"{\"gpus\":4,\"up_to\":1}", "up_to"},
+        {"[4]", "object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, bad[i][0], &r), 400);
+        CHECK_CONTAINS(r.body, bad[i][1]);
+        svc_resp_release(&r);
+    }
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/models/nosuch/plan", "{\"gpus\":4}", &r), 404);
+    svc_resp_release(&r);
+
+    /* a small space: 200 with the plan; kept in the store */
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4,\"top\":5}", &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "state"), "done");
+    char *id = strdup(svc_json_str(r.body, "id"));
+    json_t *a = json_loads(r.body, 0, NULL);
+    svc_resp_release(&r);
+    rows_equal_whatifs(&d, model, a);
+    json_t *b = svc_wait_plan(&d, id);
+    CHECK(a && b && json_equal(json_object_get(a, "top"), json_object_get(b, "top")));
+
+    /* the remote command line prints the same rows */
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", SVC_ADMIN, 1);
+    char *remote[] = {(char *)th_build_path("stepcast"), "plan", "--from-model", model, "--gpus", "4", "--top",
+                      "5", "--json", NULL};
+    char *out = th_run_expect(remote, 0, NULL, NULL);
+    json_t *cli = json_loads(out ? out : "", 0, NULL);
+    CHECK(cli && json_equal(json_object_get(a, "top"), json_object_get(cli, "top")));
+    json_decref(cli);
+    free(out);
+    char *remote_bad[] = {(char *)th_build_path("stepcast"), "plan", "--from-model", "nosuch", "--gpus", "4", NULL};
+    free(th_run_expect(remote_bad, 2, NULL, "nosuch"));
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
+    json_decref(a);
+    json_decref(b);
+    free(id);
+
+    /* a larger one: 202, then the plan at GET /v1/plans/{id} */
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":32,\"up_to\":true,\"top\":3}", &r), 202);
+    id = strdup(svc_json_str(r.body, "id"));
+    svc_resp_release(&r);
+    json_t *done = svc_wait_plan(&d, id);
+    CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");
+    rows_equal_whatifs(&d, model, done);
+    json_decref(done);
+    free(id);
+    free(model);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
