@@ -165,6 +165,8 @@ json_t *api_collectives_json(const struct model_graph *g)
     json_t *out = json_array();
     for (size_t k = 0; out && k < g->n_groups; k++) {
         const struct model_coll_group *cg = &g->groups[k];
+        if (g->tasks[g->group_tasks[g->group_at[k]]].kept)
+            continue; /* kept for untraced peers: no collective across ranks */
         json_t *ranks = json_array();
         int64_t transfer = 0;
         for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {

@@ -24,7 +24,9 @@ json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err);
 /* The collective groups of a graph (model/graph.h): [{"kind","bytes",
  * "dtype","process_group","seq","group_size","ranks":[...],"transfer_ms"},
  * ...] (unknown values null; bytes by the nccl-tests convention). NULL
- * when out of memory. Shown by inspect and by the replay's "graph". */
+ * when out of memory. Shown by inspect and by the replay's "graph".
+ * Collectives kept for untraced peers (groups of their own kernel alone)
+ * are left out: `collectives_kept` counts them. */
 json_t *api_collectives_json(const struct model_graph *g);
 
 /* ns -> ms, rounded to the nanosecond, as a JSON real. */

@@ -53,6 +53,24 @@ static json_t *graph_json(const struct model_graph *g)
                      "launch_queue_depth", depths, "collectives", api_collectives_json(g));
 }
 
+/* What a model gave the replay: the split of the collectives kept for
+ * untraced peers (model/replay.h), by where the transfer came from. */
+static json_t *models_used(const struct model_replay *r)
+{
+    static const char *const why[MODEL_WAIT_FROM_COUNT] = {
+        "collectives kept for untraced peers split into transfer (the collective model's time for their size "
+        "on the traced GPU) and wait for the peers (the rest, in collective_kept_ms)",
+        "the trace gives no collective sizes: each collective kept for untraced peers has for transfer the "
+        "traced time of its least-waiting instance, re-timed by the collective model's ratio (1 on the traced "
+        "configuration), and for wait the rest (in collective_kept_ms)"};
+    json_t *a = json_array();
+    for (int k = 0; a && k < MODEL_WAIT_FROM_COUNT; k++)
+        if (r->split_from[k])
+            json_array_append_new(a, json_pack("{s:s, s:I, s:s}", "model", "collective_model", "tasks",
+                                               (json_int_t)r->split_from[k], "why", why[k]));
+    return a;
+}
+
 json_t *api_replay_json(const struct model_replay *r)
 {
     json_t *steps = json_array();
@@ -73,9 +91,9 @@ json_t *api_replay_json(const struct model_replay *r)
                              api_json_ms(s->collective_kept_ns), "unexplained_ms",
                              ms_or_null(s->measured_ns < 0 ? -1 : s->unexplained_ns)));
     }
-    return json_pack("{s:o, s:o, s:o, s:I, s:o}", "steps", steps, "mean_abs_error_pct",
+    return json_pack("{s:o, s:o, s:o, s:I, s:o, s:o}", "steps", steps, "mean_abs_error_pct",
                      pct(r->mean_abs_error_pct), "max_abs_error_pct", pct(r->max_abs_error_pct),
-                     "forced", (json_int_t)r->forced, "graph", graph_json(r->g));
+                     "forced", (json_int_t)r->forced, "graph", graph_json(r->g), "models_used", models_used(r));
 }
 
 /* "rank 0 stream 7", "rank 0 thread 1234" */

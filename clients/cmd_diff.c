@@ -19,6 +19,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
+#include "estimator/coll_split.h"
 #include "clients/table.h"
 #include "model/diff.h"
 #include "model/graph.h"
@@ -73,6 +74,8 @@ int cmd_diff(int argc, char **argv)
     struct model_graph_opts go;
     struct model_job *job[2] = {NULL, NULL};
     struct model_graph *g[2] = {NULL, NULL};
+    struct model_coll_wait *wv[2] = {NULL, NULL}; /* each run's kept collectives split */
+    struct model_coll_waits waits[2] = {{0}, {0}};
     struct model_diff d;
     struct sc_error err;
     int rc, json;
@@ -86,11 +89,12 @@ int cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2 && rc == 0; k++) {
         if ((rc = cli_load_job(argv + optind + k, 1, &lo, &job[k])))
             break;
-        if (model_graph_build(job[k], &go, &g[k], &err))
+        if (model_graph_build(job[k], &go, &g[k], &err) || coll_split_waits(g[k], &wv[k], &waits[k].n, &err))
             rc = cli_fail(&err);
+        waits[k].v = wv[k];
     }
     if (rc == 0) {
-        if (model_diff_run(g[0], g[1], &d, &err)) {
+        if (model_diff_run(g[0], &waits[0], g[1], &waits[1], &d, &err)) {
             rc = cli_fail(&err);
         } else {
             rc = cli_print_doc(api_diff_json(&d), json, print_diff);
@@ -98,6 +102,7 @@ int cmd_diff(int argc, char **argv)
         }
     }
     for (int k = 0; k < 2; k++) {
+        free(wv[k]);
         model_graph_free(g[k]);
         model_job_free(job[k]);
     }

@@ -129,12 +129,14 @@ static int print_groups(const struct model_job *job)
         return 0;
     if (rc)
         return cli_fail(&err);
-    if (g->n_groups) {
+    if (g->stats.collectives_matched) {
         struct cli_table tb;
-        printf("\ncollectives across ranks (%zu):\n", g->n_groups);
+        printf("\ncollectives across ranks (%zu):\n", g->stats.collectives_matched);
         cli_table_init(&tb, "kind", "bytes", "dtype", "group", "seq", "size", "ranks", "transfer ms", NULL);
         for (size_t k = 0; k < g->n_groups; k++) {
             const struct model_coll_group *cg = &g->groups[k];
+            if (g->tasks[g->group_tasks[g->group_at[k]]].kept)
+                continue; /* kept for untraced peers */
             char bytes[32] = "-", seq[32] = "-", ranks[96] = "";
             size_t n = 0;
             int64_t transfer = 0;

@@ -18,6 +18,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
+#include "estimator/coll_split.h"
 #include "clients/table.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -91,13 +92,18 @@ int cmd_opportunities(int argc, char **argv)
         return cli_usage_error("opportunities", "no trace given");
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
-    if (model_graph_build(job, &go, &g, &err) || model_opportunities_find(g, &ops, &err)) {
+    struct model_coll_waits waits = {0};
+    struct model_coll_wait *wv = NULL;
+    if (model_graph_build(job, &go, &g, &err) || coll_split_waits(g, &wv, &waits.n, &err) ||
+        (waits.v = wv, model_opportunities_find(g, &waits, &ops, &err))) {
+        free(wv);
         model_graph_free(g);
         model_job_free(job);
         return cli_fail(&err);
     }
     rc = cli_print_doc(api_opportunities_json(&ops), json, print_job);
     model_opportunities_release(&ops);
+    free(wv);
     model_graph_free(g);
     model_job_free(job);
     return rc;

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "estimator/coll_split.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
@@ -30,6 +31,7 @@ struct run {
     struct model_job *job;
     struct model_graph *graph;
     struct model_replay *replay;
+    struct model_coll_wait *waits; /* the kept collectives' split */
 };
 
 static void run_release(struct run *r)
@@ -37,6 +39,7 @@ static void run_release(struct run *r)
     model_replay_free(r->replay);
     model_graph_free(r->graph);
     model_job_free(r->job);
+    free(r->waits);
 }
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
@@ -93,7 +96,8 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     struct model_graph_load gl = {.load = &lo};
     if (model_graph_build_paths((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go,
                                 &run->job, &run->graph, &err) ||
-        model_replay_run(run->graph, &ro, &run->replay, &err)) {
+        coll_split_waits(run->graph, &run->waits, &ro.waits.n, &err) ||
+        (ro.waits.v = run->waits, model_replay_run(run->graph, &ro, &run->replay, &err))) {
         run_release(run);
         return cli_fail(&err);
     }

@@ -18,8 +18,9 @@
  * annotated layers (the backward).
  *
  * Collectives: a communication task's size and group size come from its
- * collective group, else from its kernel's arguments in the trace (a
- * single traced rank's collectives have no group). Each is a data-parallel collective
+ * collective group (a single traced rank's collective is a group of its
+ * own, model/graph.h), else from its kernel's arguments in the trace.
+ * Each is a data-parallel collective
  * (gradient reduction, or an all-to-all among the data-parallel replicas),
  * a tensor-parallel one, a pipeline send/recv or other, by its group size
  * where the trace gives it, else by the description: with tp = 1 every

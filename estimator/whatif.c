@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/coll_split.h"
 #include "estimator/collective_model.h"
 #include "estimator/flops.h"
 #include "estimator/gemm_samples.h"
@@ -85,130 +86,30 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
     return gr;
 }
 
-static double coll_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
+/* Transform 1: every communication task's transfer and wait
+ * (coll_split.h), laid out as the traced configuration has its role. */
+static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
-    struct coll_estimate e;
-    struct sc_error ignored;
-    if (gr.ranks <= 1)
-        return 0;
-    if (coll_estimate(p, (enum model_coll_op)kind, &gr, bytes, &e, &ignored))
-        return -1;
-    return e.time_us;
+    const struct wf *w = ctx;
+    int kind = w->g->tasks[i].sub;
+    in->group = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
+    in->kind = kind;
+    in->bytes = w->st->coll_bytes[i];
+    in->key = w->st->role[i];
 }
 
-/* The size the model gives time_us for (bisection; the model grows with
- * the size). */
-static double invert_bytes(const struct coll_params *p, int kind, struct coll_group gr, double time_us)
-{
-    double lo = 0, hi = 1e13;
-    if (coll_us(p, kind, gr, lo) >= time_us)
-        return 0;
-    if (coll_us(p, kind, gr, hi) <= time_us)
-        return hi;
-    for (int i = 0; i < 100; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (coll_us(p, kind, gr, mid) < time_us)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
-
-/* Communication tasks in (rank, name, role) order, for the least-waiting
- * instance of each. */
-static const struct wf *sort_ctx;
-
-static int comm_cmp(const void *a, const void *b)
-{
-    const struct model_graph *g = sort_ctx->g;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (g->tasks[x].rank != g->tasks[y].rank)
-        return g->tasks[x].rank < g->tasks[y].rank ? -1 : 1;
-    if (g->src[x].name != g->src[y].name)
-        return g->src[x].name < g->src[y].name ? -1 : 1;
-    if (sort_ctx->st->role[x] != sort_ctx->st->role[y])
-        return sort_ctx->st->role[x] < sort_ctx->st->role[y] ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
-/* least[i]: the shortest traced time of the instances of communication
- * task i's collective on its rank. */
-static int least_waiting(const struct wf *w, double *least, struct sc_error *err)
-{
-    const struct model_graph *g = w->g;
-    size_t n = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++)
-        n += g->tasks[i].cls == MODEL_TASK_COMM;
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (!ids)
-        return oom(err);
-    n = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++)
-        if (g->tasks[i].cls == MODEL_TASK_COMM)
-            ids[n++] = i;
-    sort_ctx = w;
-    qsort(ids, n, sizeof *ids, comm_cmp);
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
-        double m = (double)g->tasks[ids[a]].dur;
-        while (b < n && g->tasks[ids[b]].rank == g->tasks[ids[a]].rank &&
-               g->src[ids[b]].name == g->src[ids[a]].name && w->st->role[ids[b]] == w->st->role[ids[a]]) {
-            if ((double)g->tasks[ids[b]].dur < m)
-                m = (double)g->tasks[ids[b]].dur;
-            b++;
-        }
-        for (size_t k = a; k < b; k++)
-            least[ids[k]] = m;
-        a = b;
-    }
-    free(ids);
-    return SC_OK;
-}
-
-/* Transform 1: every communication task's transfer and wait. */
 static int split_collectives(struct wf *w, struct sc_error *err)
 {
-    const struct model_graph *g = w->g;
-    double *least = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *least);
-    if (!least)
-        return oom(err);
-    int rc = least_waiting(w, least, err);
-    if (rc) {
-        free(least);
+    struct coll_split s;
+    int rc = coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
+    if (rc)
         return rc;
-    }
-    for (uint32_t i = 0; i < g->n_tasks; i++) {
-        const struct model_task *t = &g->tasks[i];
-        if (t->cls != MODEL_TASK_COMM)
-            continue;
-        int kind = t->sub;
-        struct coll_group gr = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
-        double d = (double)t->dur;
-        int64_t size = w->st->coll_bytes[i];
-        w->coll_kind[i] = coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
-        w->transfer[i] = d;
-        w->wait[i] = 0;
-        if (w->coll_kind[i] < 0)
-            continue;
-        if (!t->kept) {
-            /* all its ranks traced: the graph holds its transfer alone */
-            w->bytes0[i] = size > 0 ? (double)size : invert_bytes(&w->cp0, kind, gr, d / 1e3);
-            w->sizes_unknown |= size <= 0;
-            continue;
-        }
-        if (size > 0) {
-            double us = coll_us(&w->cp0, kind, gr, (double)size);
-            w->bytes0[i] = (double)size;
-            w->transfer[i] = us >= 0 && us * 1e3 < d ? us * 1e3 : d;
-        } else {
-            w->transfer[i] = least[i] < d ? least[i] : d;
-            w->bytes0[i] = invert_bytes(&w->cp0, kind, gr, w->transfer[i] / 1e3);
-            w->sizes_unknown = 1;
-        }
-        w->wait[i] = d - w->transfer[i];
-    }
-    free(least);
+    w->transfer = s.transfer;
+    w->wait = s.wait;
+    w->bytes0 = s.bytes;
+    w->coll_kind = s.kind;
+    w->sizes_unknown = s.sizes_unknown;
+    free(s.from);
     return SC_OK;
 }
 
@@ -603,7 +504,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
         double bytes = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq * (double)t->hidden *
                        hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16);
-        double us = coll_us(&w->cp1, kind, gr, bytes);
+        double us = coll_split_us(&w->cp1, kind, gr, bytes);
         for (uint32_t i = 0; i < g->n_tasks; i++) {
             const struct model_task *tk = &g->tasks[i];
             uint32_t nx = g->next[i];
@@ -657,8 +558,8 @@ static void collectives(struct wf *w)
             int k0 = t->sub, k1 = t->sub;
             struct coll_group g0 = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &k0);
             struct coll_group g1 = layout(w->st->role[i], w->t, w->hw1->gpus_per_node, &k1);
-            double t0 = coll_us(&w->cp0, k0, g0, w->bytes0[i]);
-            double t1 = coll_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            double t0 = coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
+            double t1 = coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
                 r = t1 / t0;
         }
@@ -960,16 +861,11 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     w.gap = malloc(n * sizeof *w.gap);
     w.model_ns = calloc(n, sizeof *w.model_ns);
     w.model = calloc(n, 1);
-    w.transfer = calloc(n, sizeof *w.transfer);
-    w.wait = calloc(n, sizeof *w.wait);
-    w.bytes0 = calloc(n, sizeof *w.bytes0);
-    w.coll_kind = calloc(n, sizeof *w.coll_kind);
     w.size_ratio = malloc(n * sizeof *w.size_ratio);
     w.per_mb = calloc(n, 1);
     idur = malloc(n * sizeof *idur);
     igap = malloc(n * sizeof *igap);
-    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.transfer || !w.wait || !w.bytes0 || !w.coll_kind ||
-        !w.size_ratio || !w.per_mb || !idur || !igap) {
+    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.size_ratio || !w.per_mb || !idur || !igap) {
         rc = oom(err);
         goto done;
     }

@@ -8,7 +8,8 @@
  * usual. Every transform runs on every what-if, a no-op included, so a
  * no-op checks the whole path. In order:
  *
- *  1. collectives split: each communication task's traced time is a
+ *  1. collectives split (coll_split.h, shared with the plain replay):
+ *     each communication task's traced time is a
  *     transfer and a wait for peers. With the collective's size (the
  *     trace's arguments), the transfer is the collective model's time for
  *     it, at most the traced time; without, it is the time of the

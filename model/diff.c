@@ -22,6 +22,8 @@ struct ref {
 
 struct side {
     const struct model_graph *g;
+    struct model_coll_waits waits; /* its kept collectives' split */
+    int64_t *wait;    /* per task: its wait for untraced peers (0: none) */
     struct ref *refs;
     size_t n;
     uint32_t *match;  /* per task: the other side's task, or MODEL_NONE */
@@ -55,8 +57,12 @@ static int side_refs(struct side *s, size_t ranks)
     s->refs = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *s->refs);
     s->match = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *s->match);
     s->counted = calloc(g->n_steps ? g->n_steps : 1, 1);
-    if (!s->refs || !s->match || !s->counted)
+    s->wait = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *s->wait);
+    if (!s->refs || !s->match || !s->counted || !s->wait)
         return -1;
+    for (size_t k = 0; k < s->waits.n; k++)
+        if (s->waits.v[k].task < g->n_tasks)
+            s->wait[s->waits.v[k].task] = s->waits.v[k].wait;
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
         s->match[i] = MODEL_NONE;
@@ -117,6 +123,7 @@ static int mean_step(const struct side *s, const struct model_replay_override *o
     o.keep_unexplained = 1;
     o.overrides = ov;
     o.n_overrides = n_ov;
+    o.waits = s->waits;
     int rc = model_replay_run(s->g, &o, &r, err);
     if (rc)
         return rc;
@@ -173,6 +180,20 @@ static int category_of(const struct model_task *t)
     }
 }
 
+/* After communication: B's waits for untraced peers on the matched
+ * collectives where either side has one. */
+static int peer_waits(struct attrib *t)
+{
+    const struct model_graph *ga = t->a->g, *gb = t->b->g;
+    size_t before = t->n_ov;
+    for (uint32_t i = 0; i < ga->n_tasks; i++) {
+        uint32_t j = t->a->match[i];
+        if (j != MODEL_NONE && ga->tasks[i].cls == MODEL_TASK_COMM && (t->a->wait[i] || t->b->wait[j]))
+            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur};
+    }
+    return t->n_ov == before ? SC_OK : part(t, "peer_waits");
+}
+
 static int attribute(struct attrib *t)
 {
     const struct model_graph *ga = t->a->g, *gb = t->b->g;
@@ -183,9 +204,10 @@ static int attribute(struct attrib *t)
             uint32_t j = t->a->match[i];
             if (j == MODEL_NONE || category_of(&ga->tasks[i]) != c)
                 continue;
-            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur,
-                                                               .has_gap = c == CAT_HOST,
-                                                               .gap = gb->tasks[j].gap};
+            /* communication: B's transfer, A's wait for untraced peers */
+            t->ov[t->n_ov++] = (struct model_replay_override){
+                .task = i, .dur = gb->tasks[j].dur - t->b->wait[j] + t->a->wait[i], .has_gap = c == CAT_HOST,
+                .gap = gb->tasks[j].gap};
         }
         if (t->n_ov == before)
             continue;
@@ -193,6 +215,8 @@ static int attribute(struct attrib *t)
         if (c < MODEL_KF_COUNT)
             snprintf(name, sizeof name, "compute:%s", model_kernel_family_name((enum model_kernel_family)c));
         rc = part(t, c < MODEL_KF_COUNT ? name : c == CAT_COMM ? "communication" : c == CAT_COPIES ? "copies" : "host");
+        if (rc == SC_OK && c == CAT_COMM)
+            rc = peer_waits(t);
     }
     /* waits: B's on the tasks where A had one (B's durations stay) */
     for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++) {
@@ -344,17 +368,18 @@ static int kernels(const struct side *a, const struct side *b, struct model_diff
     return rc;
 }
 
-int model_diff_run(const struct model_graph *ga, const struct model_graph *gb, struct model_diff *out,
-                   struct sc_error *err)
+int model_diff_run(const struct model_graph *ga, const struct model_coll_waits *wa, const struct model_graph *gb,
+                   const struct model_coll_waits *wb, struct model_diff *out, struct sc_error *err)
 {
-    struct side a = {.g = ga}, b = {.g = gb};
+    struct side a = {.g = ga, .waits = wa ? *wa : (struct model_coll_waits){0}},
+                b = {.g = gb, .waits = wb ? *wb : (struct model_coll_waits){0}};
     struct attrib t = {.a = &a, .b = &b, .out = out, .err = err};
     size_t ranks = ga->n_ranks < gb->n_ranks ? ga->n_ranks : gb->n_ranks;
     int rc = SC_OK;
 
     memset(out, 0, sizeof *out);
     if (side_refs(&a, ranks) || side_refs(&b, ranks) ||
-        !(t.ov = malloc((2 * ga->n_tasks + 1) * sizeof *t.ov))) {
+        !(t.ov = malloc((3 * ga->n_tasks + 1) * sizeof *t.ov))) { /* a task, its peer wait, its unexplained one */
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
@@ -383,9 +408,11 @@ out:
     free(a.refs);
     free(a.match);
     free(a.counted);
+    free(a.wait);
     free(b.refs);
     free(b.match);
     free(b.counted);
+    free(b.wait);
     free(t.ov);
     if (rc)
         model_diff_release(out);

@@ -8,6 +8,8 @@
  * the matched steps, each job replayed with its unexplained waits kept (so
  * both are their measured steps).
  *
+ * Each side is replayed with its kept collectives split into transfer and
+ * wait (model/replay.h waits; none given: each kept whole as transfer).
  * The difference is attributed by replaying A with B's durations one
  * category at a time, in this fixed order, each part being the change in
  * A's mean step the category makes on top of those before it (sequential
@@ -15,6 +17,9 @@
  *   compute:<family>  matched kernels of each kernel family (the family
  *                     order of kernel_family.h), B's durations
  *   communication     matched communication kernels, B's transfer times
+ *                     (of a collective kept for untraced peers: B's transfer,
+ *                     A's wait, as the sides' splits say, replay.h)
+ *   peer_waits        matched collectives kept for untraced peers: B's waits
  *   copies            matched copies and sets on GPU streams
  *   host              matched CPU work: B's durations and host gaps
  *   unexplained       matched GPU tasks: B's unexplained waits where A had one
@@ -62,7 +67,8 @@ struct model_diff {
 /* The method, as reports state it. */
 #define MODEL_DIFF_METHOD                                                                                       \
     "sequential: A replayed with B's durations one category at a time in a fixed order (compute by kernel "  \
-    "family, communication, copies, host, unexplained, removed), each part the change it makes; added: B's step " \
+    "family, communication, peer waits, copies, host, unexplained, removed), each part the change it makes; " \
+    "added: B's step " \
     "less B's without its unmatched kernels; unmatched is the rest, so the parts sum to the difference"
 
 /* Re-timed kernels: matched kernels whose total time changed by at least
@@ -71,8 +77,9 @@ struct model_diff {
 #define MODEL_DIFF_MAX_KERNELS 20
 
 /* SC_EINVAL when the two have no step to match. */
-int model_diff_run(const struct model_graph *a, const struct model_graph *b, struct model_diff *out,
-                   struct sc_error *err);
+struct model_coll_waits;
+int model_diff_run(const struct model_graph *a, const struct model_coll_waits *wa, const struct model_graph *b,
+                   const struct model_coll_waits *wb, struct model_diff *out, struct sc_error *err);
 void model_diff_release(struct model_diff *d);
 
 #endif

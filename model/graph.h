@@ -25,7 +25,9 @@
  *                 trace does not name (an event recorded out of sight, or
  *                 the SMs held by a kernel that fills the device)
  *   collective    the same collective on every rank: it starts when the last
- *                 rank's kernel is ready and lasts its intrinsic time
+ *                 rank's kernel is ready and lasts its intrinsic time (a
+ *                 collective kept for untraced peers is a group of its own
+ *                 kernel alone, which holds its size and group size)
  *   step_end      the last GPU task of each stream launched in a rank's last
  *                 modelled step -> that step's end marker: the last step
  *                 ends when its CPU annotation and all the work it launched
@@ -42,7 +44,8 @@
  * out when the graph is built: a blocking call keeps only its intrinsic
  * cost, a collective only its transfer time (with every rank: the shortest
  * rank's kernel, i.e. the last to arrive; with one rank of a job: its
- * traced time, reported as kept). Building reads measured start times to
+ * traced time, reported as kept, which a replay may split into transfer
+ * and wait, replay.h). Building reads measured start times to
  * tell waits from work; the replay reads none but each step's origin.
  *
  * The graph owns its memory and is immutable once built: several replays

@@ -1804,8 +1804,19 @@ static int collectives(struct join *j)
         for (size_t q = i + 1; q < e && same; q++) /* one kernel per rank, one operation */
             same = refs[q].rank != refs[q - 1].rank && refs[q].m->op == refs[i].m->op;
         if (!same) {
-            for (size_t q = i; q < e; q++)
-                j->parts[refs[q].rank]->tasks[refs[q].m->task].kept = 1;
+            /* kept: each a group of its own, holding what the trace says
+             * of the collective (its size, the ranks taking part) */
+            if (sc_vec_reserve((void **)&j->groups, &j->cap_groups, j->n_groups + (e - i), sizeof *j->groups) ||
+                sc_vec_reserve((void **)&j->group_tasks, &j->cap_group_tasks, j->n_group_tasks + (e - i),
+                               sizeof *j->group_tasks))
+                goto oom;
+            for (size_t q = i; q < e; q++) {
+                size_t rk = refs[q].rank;
+                j->parts[rk]->tasks[refs[q].m->task].kept = 1;
+                j->groups[j->n_groups++] =
+                    (struct bgroup){(uint32_t)j->n_group_tasks, 1, group_spec(j->traces[rk], refs[q].m, 1)};
+                j->group_tasks[j->n_group_tasks++] = j->base[rk] + refs[q].m->task;
+            }
             j->stats.collectives_kept += e - i;
             i = e;
             continue;

@@ -15,6 +15,7 @@
 
 struct finder {
     const struct model_graph *g;
+    struct model_coll_waits waits; /* the kept collectives' split, in every replay */
     struct sc_error *err;
     int64_t *dur0, *gap0, *dur, *gap; /* the baseline's durations and gaps, then a change's */
     int64_t base_ns;
@@ -98,9 +99,10 @@ static int bound_of(struct finder *f, const struct model_replay_opts *o, int64_t
     return SC_OK;
 }
 
-static void keep_opts(struct model_replay_opts *o)
+static void keep_opts(const struct finder *f, struct model_replay_opts *o)
 {
     model_replay_opts_default(o);
+    o->waits = f->waits;
     o->critical_path = 0;
     o->keep_unexplained = 1;
 }
@@ -111,7 +113,7 @@ static int scaled(struct finder *f, const char *name, const char *resource, cons
     struct model_replay_opts o;
     int64_t mean, bound;
     int rc;
-    keep_opts(&o);
+    keep_opts(f, &o);
     if ((rc = model_replay_parse_scale(change, &o, f->err)) || (rc = mean_step(f, &o, &mean, NULL)) ||
         (rc = bound_of(f, &o, &bound)))
         return rc;
@@ -141,7 +143,7 @@ static int families(struct finder *f)
         snprintf(name, sizeof name, "%s kernels 2x faster", fam);
         snprintf(half, sizeof half, "family:%s=0.5", fam);
         snprintf(zero, sizeof zero, "family:%s=0", fam);
-        keep_opts(&o);
+        keep_opts(f, &o);
         if ((rc = model_replay_parse_scale(zero, &o, f->err)) || (rc = mean_step(f, &o, &mean0, NULL)) ||
             (rc = scaled(f, name, "gpu", half)))
             return rc;
@@ -223,7 +225,7 @@ static int stragglers(struct finder *f)
     }
     struct model_replay_opts o;
     int64_t mean, bound;
-    keep_opts(&o);
+    keep_opts(f, &o);
     o.overrides = ov;
     o.n_overrides = n_ov;
     if ((rc = mean_step(f, &o, &mean, NULL)) || (rc = bound_of(f, &o, &bound)))
@@ -243,7 +245,7 @@ static int unexplained(struct finder *f)
     struct model_replay_opts o;
     int64_t mean, sum = 0;
     int rc;
-    keep_opts(&o);
+    keep_opts(f, &o);
     o.keep_unexplained = 0;
     if ((rc = mean_step(f, &o, &mean, NULL)))
         return rc;
@@ -265,8 +267,8 @@ static int saving_desc(const void *a, const void *b)
     return strcmp(x->change, y->change);
 }
 
-int model_opportunities_find(const struct model_graph *g, struct model_opportunities *out,
-                             struct sc_error *err)
+int model_opportunities_find(const struct model_graph *g, const struct model_coll_waits *waits,
+                             struct model_opportunities *out, struct sc_error *err)
 {
     struct finder f = {.g = g, .err = err, .out = out};
     struct model_replay_opts o;
@@ -293,7 +295,9 @@ int model_opportunities_find(const struct model_graph *g, struct model_opportuni
         free(f.dur0);
         return sc_error_set(err, SC_EINVAL, "no step to find opportunities in");
     }
-    keep_opts(&o);
+    if (waits)
+        f.waits = *waits;
+    keep_opts(&f, &o);
     if ((rc = model_replay_durations(g, &o, f.dur0, f.gap0, err)) ||
         (rc = mean_step(&f, &o, &f.base_ns, &out->gpu_idle_ns)))
         goto out;

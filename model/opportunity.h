@@ -41,9 +41,12 @@ struct model_opportunities {
     size_t n;
 };
 
-/* Replay g with each change. SC_EINVAL when the graph has no step. */
-int model_opportunities_find(const struct model_graph *g, struct model_opportunities *out,
-                             struct sc_error *err);
+/* Replay g with each change, its kept collectives split by waits (NULL:
+ * none, replay.h) in every replay, so that comm=F re-times transfers alone.
+ * SC_EINVAL when the graph has no step. */
+struct model_coll_waits;
+int model_opportunities_find(const struct model_graph *g, const struct model_coll_waits *waits,
+                             struct model_opportunities *out, struct sc_error *err);
 void model_opportunities_release(struct model_opportunities *o);
 
 #endif

@@ -170,13 +170,69 @@ static int factor_matches(const struct model_graph *g, const struct model_replay
     return 1;
 }
 
-/* Each task's duration and the host work before it for this replay: the
- * graph's, times the factors that match, or its override. */
-int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
-                           int64_t *gap, struct sc_error *err)
+/* How the wait of rank r's kept collectives scales (replay.h): the work
+ * of its busiest resource (a GPU stream's work but communication, a CPU
+ * thread's calls, host tasks and gaps), with the factors given for every
+ * rank (fa, fga), over the traced. */
+static int wait_scales(const struct model_graph *g, const double *fa, const double *fga, double *scale,
+                       struct sc_error *err)
 {
-    size_t n = g->n_tasks;
-    double *f = NULL, *fg = NULL;
+    size_t nr = g->n_ranks ? g->n_ranks : 1;
+    double *w = calloc(2 * (g->n_res + nr), sizeof *w); /* per resource, then per rank: traced, scaled */
+    if (!w)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        double *rw = w + 2 * t->res, d = (double)t->dur;
+        if (t->cls == MODEL_TASK_COMM || t->cls == MODEL_TASK_MARKER)
+            continue;
+        if (g->res[t->res].gpu) {
+            rw[0] += d;
+            rw[1] += d * fa[i];
+        } else {
+            rw[0] += d + (double)t->gap;
+            rw[1] += d * fa[i] + (double)t->gap * fga[i];
+        }
+    }
+    double *rank = w + 2 * g->n_res;
+    for (size_t q = 0; q < g->n_res; q++) {
+        double *rw = rank + 2 * g->res[q].rank;
+        if (w[2 * q] > rw[0])
+            rw[0] = w[2 * q];
+        if (w[2 * q + 1] > rw[1])
+            rw[1] = w[2 * q + 1];
+    }
+    for (size_t r = 0; r < g->n_ranks; r++)
+        scale[r] = rank[2 * r] > 0 ? rank[2 * r + 1] / rank[2 * r] : 1.0;
+    free(w);
+    return SC_OK;
+}
+
+/* The options' waits checked against the graph. */
+static int check_waits(const struct model_graph *g, const struct model_coll_waits *w, struct sc_error *err)
+{
+    for (size_t k = 0; k < w->n; k++) {
+        const struct model_coll_wait *cw = &w->v[k];
+        if (cw->task >= g->n_tasks || g->tasks[cw->task].cls != MODEL_TASK_COMM || !g->tasks[cw->task].kept ||
+            cw->wait < 0 || cw->wait > g->tasks[cw->task].dur || cw->from >= MODEL_WAIT_FROM_COUNT)
+            return sc_error_set(err, SC_EINVAL, "a collective's wait for task %u: %s", cw->task,
+                                cw->task >= g->n_tasks ? "no such task"
+                                : g->tasks[cw->task].cls != MODEL_TASK_COMM || !g->tasks[cw->task].kept
+                                    ? "not a collective kept for untraced peers"
+                                    : "not within its duration");
+    }
+    return SC_OK;
+}
+
+/* Each task's duration and the host work before it for this replay: the
+ * graph's, times the factors that match (a split collective's transfer
+ * and wait apart), or its override; kept_wait (NULL, or one per wait of
+ * the options) gets each split collective's wait in this replay. */
+static int durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur, int64_t *gap,
+                     int64_t *kept_wait, struct sc_error *err)
+{
+    size_t n = g->n_tasks, nw = o ? o->waits.n : 0;
+    double *f = NULL, *fg = NULL, *fa = NULL, *fga = NULL, *ws = NULL;
     uint8_t *name_ok = NULL;
     int rc = SC_OK;
 
@@ -184,17 +240,29 @@ int model_replay_durations(const struct model_graph *g, const struct model_repla
         dur[i] = g->tasks[i].dur;
         gap[i] = g->tasks[i].gap;
     }
+    if (nw && (rc = check_waits(g, &o->waits, err)))
+        return rc;
+    for (size_t k = 0; k < nw && kept_wait; k++)
+        kept_wait[k] = o->waits.v[k].wait;
     if (!o || (!o->n_factors && !o->n_overrides))
         return SC_OK;
     f = malloc((n ? n : 1) * sizeof *f);
     fg = malloc((n ? n : 1) * sizeof *fg);
     name_ok = malloc(g->names.n ? g->names.n : 1);
-    if (!f || !fg || !name_ok) {
+    if (nw) { /* the factors given for every rank, for the waits */
+        fa = malloc((n ? n : 1) * sizeof *fa);
+        fga = malloc((n ? n : 1) * sizeof *fga);
+        ws = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *ws);
+    }
+    if (!f || !fg || !name_ok || (nw && (!fa || !fga || !ws))) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         f[i] = fg[i] = 1.0;
+        if (fa)
+            fa[i] = fga[i] = 1.0;
+    }
     for (size_t k = 0; k < o->n_factors; k++) {
         const struct model_replay_factor *fc = &o->factors[k];
         int rank_ix = -1;
@@ -210,11 +278,18 @@ int model_replay_durations(const struct model_graph *g, const struct model_repla
         if (fc->pattern[0]) /* match each distinct name once */
             for (size_t s = 0; s < g->names.n; s++)
                 name_ok[s] = fnmatch(fc->pattern, model_graph_str(g, (uint32_t)s), 0) == 0;
+        int every = fa && rank_ix < 0;
         for (uint32_t i = 0; i < n; i++) {
-            if (factor_matches(g, fc, i, rank_ix) && (!fc->pattern[0] || name_ok[g->src[i].name]))
+            if (factor_matches(g, fc, i, rank_ix) && (!fc->pattern[0] || name_ok[g->src[i].name])) {
                 f[i] *= fc->factor;
-            if (fc->host_gaps && !g->res[g->tasks[i].res].gpu && (rank_ix < 0 || g->tasks[i].rank == rank_ix))
+                if (every)
+                    fa[i] *= fc->factor;
+            }
+            if (fc->host_gaps && !g->res[g->tasks[i].res].gpu && (rank_ix < 0 || g->tasks[i].rank == rank_ix)) {
                 fg[i] *= fc->factor;
+                if (every)
+                    fga[i] *= fc->factor;
+            }
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -222,6 +297,16 @@ int model_replay_durations(const struct model_graph *g, const struct model_repla
             dur[i] = (int64_t)llround((double)dur[i] * f[i]);
         if (fg[i] != 1.0)
             gap[i] = (int64_t)llround((double)gap[i] * fg[i]);
+    }
+    if (nw && (rc = wait_scales(g, fa, fga, ws, err)))
+        goto out;
+    for (size_t k = 0; k < nw; k++) {
+        const struct model_coll_wait *cw = &o->waits.v[k];
+        const struct model_task *t = &g->tasks[cw->task];
+        double wait = (double)cw->wait * ws[t->rank];
+        dur[cw->task] = (int64_t)llround((double)(t->dur - cw->wait) * f[cw->task] + wait);
+        if (kept_wait)
+            kept_wait[k] = (int64_t)llround(wait);
     }
     for (size_t k = 0; k < o->n_overrides; k++) {
         const struct model_replay_override *ov = &o->overrides[k];
@@ -234,11 +319,23 @@ int model_replay_durations(const struct model_graph *g, const struct model_repla
         if (ov->has_gap)
             gap[ov->task] = ov->gap;
     }
+    for (size_t k = 0; k < nw && kept_wait && o->n_overrides; k++) /* an override holds the wait at most */
+        if (kept_wait[k] > dur[o->waits.v[k].task])
+            kept_wait[k] = dur[o->waits.v[k].task];
 out:
     free(f);
     free(fg);
+    free(fa);
+    free(fga);
+    free(ws);
     free(name_ok);
     return rc;
+}
+
+int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
+                           int64_t *gap, struct sc_error *err)
+{
+    return durations(g, o, dur, gap, NULL, err);
 }
 
 /* The simulation schedules two events per task: its start and its finish.
@@ -418,9 +515,11 @@ static void break_cycle(struct sim *s)
     do_start(s, pick);
 }
 
-/* model_replay_simulate, the host gaps it used left in gap[] (n_tasks). */
+/* model_replay_simulate, the host gaps it used left in gap[] (n_tasks)
+ * and, when kept_wait is not NULL, the split collectives' waits (one per
+ * wait of the options). */
 static int simulate(const struct model_graph *g, const struct model_replay_opts *o, int64_t *start,
-                    int64_t *end, int64_t *gap, size_t *forced, struct sc_error *err)
+                    int64_t *end, int64_t *gap, int64_t *kept_wait, size_t *forced, struct sc_error *err)
 {
     size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
@@ -458,7 +557,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
             if (o->overrides[k].has_wait && o->overrides[k].task < n)
                 s.wait[o->overrides[k].task] = o->overrides[k].wait;
     }
-    if ((rc = model_replay_durations(g, o, s.dur, gap, err)))
+    if ((rc = durations(g, o, s.dur, gap, kept_wait, err)))
         goto out;
     for (uint32_t i = 0; i < n; i++) {
         s.wait_s[i] = g->prev[i] != MODEL_NONE;
@@ -508,7 +607,7 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     int64_t *gap = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *gap);
     if (!gap)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    int rc = simulate(g, o, start, end, gap, forced, err);
+    int rc = simulate(g, o, start, end, gap, NULL, forced, err);
     free(gap);
     return rc;
 }
@@ -789,6 +888,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     enum { KEPT_COLL = BD_KINDS, N_SPANS };
     struct spans (*sp)[N_SPANS] = NULL;
     struct path path = {0};
+    int64_t *kept_wait = NULL, *task_wait = NULL;
     int rc = SC_OK;
 
     *out = NULL;
@@ -808,8 +908,24 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = simulate(g, o, r->start, r->end, r->gap, &r->forced, err)))
+    if (o->waits.n) {
+        /* per task: its wait in this replay when it is split, else -1 */
+        kept_wait = malloc(o->waits.n * sizeof *kept_wait);
+        task_wait = malloc((n ? n : 1) * sizeof *task_wait);
+        if (!kept_wait || !task_wait) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if ((rc = simulate(g, o, r->start, r->end, r->gap, kept_wait, &r->forced, err)))
         goto out;
+    if (task_wait) {
+        memset(task_wait, 0xff, n * sizeof *task_wait); /* -1 */
+        for (size_t k = 0; k < o->waits.n; k++) {
+            task_wait[o->waits.v[k].task] = kept_wait[k];
+            r->split_from[o->waits.v[k].from]++;
+        }
+    }
 
     /* what each rank's resources were doing, for the breakdowns */
     for (uint32_t i = 0; i < n; i++) {
@@ -824,8 +940,9 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             break;
         case MODEL_TASK_COMM:
             bad = spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
-            if (t->kept)
-                bad |= spans_add(&rs[KEPT_COLL], r->start[i], r->end[i]);
+            if (t->kept) /* its wait comes first */
+                bad |= spans_add(&rs[KEPT_COLL], r->start[i],
+                                 task_wait && task_wait[i] >= 0 ? r->start[i] + task_wait[i] : r->end[i]);
             break;
         default: {
             int64_t free_at = res_free(g, r->end, i);
@@ -894,6 +1011,8 @@ out:
             free(sp[i][kind].v);
     free(sp);
     free(path.v);
+    free(kept_wait);
+    free(task_wait);
     model_replay_free(r);
     return rc;
 }

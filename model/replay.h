@@ -10,8 +10,8 @@
  * origin, nothing measured besides.
  *
  * Results per (rank, step): the measured and replayed step time, the error,
- * a breakdown that sums to the replayed step, the time the step spends in
- * collectives that kept their traced duration, and the critical path as
+ * a breakdown that sums to the replayed step, the time the step spends
+ * waiting in collectives kept for untraced peers, and the critical path as
  * segments that tile the step. Several replays may run on one graph at once;
  * a result borrows the graph. */
 #ifndef MODEL_REPLAY_H
@@ -53,6 +53,35 @@ struct model_replay_override {
     int64_t wait;
 };
 
+/* A collective kept for untraced peers (graph.h: a single traced rank's)
+ * split into the transfer and the wait for peers its traced duration
+ * holds (estimator/coll_split.h computes the split). In a replay the wait
+ * comes first; the transfer is scaled by the factors that match the task
+ * (comm, its rank's too), the wait by how the rank's work changes under
+ * the factors given for every rank (the untraced peers are taken to run
+ * like the traced rank: a factor for one rank does not move them): the
+ * ratio of the work of the rank's busiest resource (a GPU stream's work
+ * but communication, a CPU thread's calls, host tasks and gaps), with
+ * those factors, to the traced. An override of the task sets its whole
+ * duration, wait included. */
+enum model_wait_from {
+    MODEL_WAIT_FROM_SIZE,  /* transfer: the collective model's time for its size */
+    MODEL_WAIT_FROM_LEAST, /* no size in the trace: transfer is the least-waiting
+                              instance's traced time */
+    MODEL_WAIT_FROM_COUNT
+};
+
+struct model_coll_wait {
+    uint32_t task; /* a kept communication task */
+    int64_t wait;  /* ns, 0 <= wait <= its duration */
+    uint8_t from;  /* enum model_wait_from */
+};
+
+struct model_coll_waits {
+    const struct model_coll_wait *v; /* borrowed; at most one per task */
+    size_t n;
+};
+
 /* What `gpu` scales: the GPU work that is not communication (kernels,
  * copies, sets); what `cpu` scales besides host gaps: runtime calls and
  * host work tasks. */
@@ -67,6 +96,8 @@ struct model_replay_opts {
     int critical_path; /* compute the paths (1 by default) */
     int keep_unexplained; /* 1: apply the graph's unexplained edges, waits the trace holds but
                              does not explain, as fixed latencies (0 by default) */
+    struct model_coll_waits waits; /* kept collectives split (none by default: each keeps its
+                                      whole traced duration as a wait, scaled by comm) */
 };
 
 void model_replay_opts_default(struct model_replay_opts *o);
@@ -75,8 +106,8 @@ void model_replay_opts_default(struct model_replay_opts *o);
  * number of the job (checked when the replay runs). WHAT is
  *   gpu                      GPU work but communication: kernels, copies, sets
  *   comm                     communication: a collective's transfer time (its
- *                            members still wait for the last to arrive), the
- *                            whole traced time of one kept for untraced peers
+ *                            members still wait for the last to arrive; of one
+ *                            kept for untraced peers, the transfer of its split)
  *   cpu                      host work: runtime calls, host tasks, host gaps
  *   launch                   runtime calls that launch GPU work (their own cost)
  *   all                      every task and every host gap
@@ -128,7 +159,8 @@ struct model_replay_step {
     double error_pct;  /* (replayed - measured) / measured x 100 */
     uint8_t partial;
     struct model_breakdown breakdown;
-    int64_t collective_kept_ns;
+    int64_t collective_kept_ns; /* waiting in collectives kept for untraced peers: the waits
+                                   of their split, else their whole time */
     int64_t unexplained_ns; /* what the waits the graph does not explain cost it (graph.h) */
     size_t path_first, path_n; /* segments, in time order */
 };
@@ -144,6 +176,8 @@ struct model_replay {
     double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial */
     size_t n_scored;
     size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
+    size_t split_from[MODEL_WAIT_FROM_COUNT]; /* kept collectives split, by where the transfer
+                                                 came from (the options' waits) */
 };
 
 /* Each task's duration and the host gap before it (n_tasks each) as the

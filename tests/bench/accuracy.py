@@ -2,8 +2,9 @@
 """tests/bench/accuracy.py: replay error on every shared trace with steps.
 
 Runs `build/stepcast replay --json` on each trace and prints every step with
-its measured and replayed time, error and the time it spends in collectives
-that kept their traced duration, then the mean and max |error| per trace and
+its measured and replayed time, error and the time it spends waiting in
+collectives kept for untraced peers (collective_kept_ms: the wait of their
+split), then the mean and max |error| per trace and
 over all steps that are not partial."""
 import json, os, subprocess, sys
 

@@ -8,6 +8,7 @@
 #include "model/diff.h"
 #include "model/graph.h"
 #include "model/job.h"
+#include "model/replay.h"
 #include "tests/check.h"
 #include "tests/shared_traces.h"
 #include "common/banned.h"
@@ -30,16 +31,24 @@ static void check_sum(const struct model_diff *d)
     CHECK(strcmp(d->parts[d->n_parts - 1].category, "unmatched") == 0);
 }
 
+/* As stepcast diff runs it: each side's kept collectives split. */
 static int diff_jobs(const struct model_job *a, const struct model_job *b, struct model_diff *d)
 {
     struct model_graph *ga = NULL, *gb = NULL;
-    struct sc_error err;
+    struct model_replay_opts oa, ob; /* only their waits */
+    struct model_coll_wait *va = NULL, *vb = NULL;
+    struct sc_error err = {0};
     int rc = -1;
+    model_replay_opts_default(&oa);
+    model_replay_opts_default(&ob);
     if (model_graph_build(a, NULL, &ga, &err) || model_graph_build(b, NULL, &gb, &err) ||
-        model_diff_run(ga, gb, d, &err))
+        th_split_waits(ga, &oa, &va) || th_split_waits(gb, &ob, &vb) ||
+        model_diff_run(ga, &oa.waits, gb, &ob.waits, d, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     else
         rc = 0;
+    free(va);
+    free(vb);
     model_graph_free(ga);
     model_graph_free(gb);
     return rc;
@@ -109,6 +118,32 @@ TEST(diff_control_test)
         CHECK(d.n_added > 0 && d.n_removed > 0 && d.n_retimed > 0);
         CHECK(part(&d, "added") > 0 && part(&d, "removed") < 0); /* B's own kernels cost B time */
         CHECK(strstr(d.added[0].name, "volta") || strstr(d.added[0].name, "embedding"));
+        /* one rank of each job: its collectives' waits for the untraced
+         * peers are a part of their own, split off what the unsplit diff
+         * calls communication; every other part is the same */
+        struct model_graph *ga = NULL, *gb = NULL;
+        struct model_diff whole;
+        struct sc_error err;
+        int found = 0;
+        for (size_t i = 0; i < d.n_parts; i++)
+            found |= strcmp(d.parts[i].category, "peer_waits") == 0;
+        CHECK(found);
+        if (model_graph_build(a, NULL, &ga, &err) == SC_OK && model_graph_build(b, NULL, &gb, &err) == SC_OK &&
+            model_diff_run(ga, NULL, gb, NULL, &whole, &err) == SC_OK) {
+            printf("     communication %.3f ms, peer waits %.3f ms; unsplit communication %.3f ms\n",
+                   part(&d, "communication") / 1e6, part(&d, "peer_waits") / 1e6, part(&whole, "communication") / 1e6);
+            CHECK_EQ_INT(part(&d, "communication") + part(&d, "peer_waits"), part(&whole, "communication"));
+            CHECK(part(&d, "peer_waits") != 0);
+            CHECK_EQ_INT(whole.n_parts + 1, d.n_parts);
+            for (size_t i = 0; i < whole.n_parts; i++)
+                if (strcmp(whole.parts[i].category, "communication"))
+                    CHECK_EQ_INT(part(&d, whole.parts[i].category), whole.parts[i].ns);
+            model_diff_release(&whole);
+        } else {
+            sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        }
+        model_graph_free(ga);
+        model_graph_free(gb);
         model_diff_release(&d);
     }
 out:

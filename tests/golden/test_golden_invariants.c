@@ -52,10 +52,18 @@ static size_t check_conserved(const char *what, const struct model_graph *g, dou
     struct model_replay *r = NULL;
     struct sc_error err;
     size_t bad = 0;
-    if (gpu_factors(&o, f, only < 0 ? -1 : g->ranks[only].id) || model_replay_run(g, &o, &r, &err)) {
+    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
+    int64_t *dur = malloc((g->n_tasks + 1) * sizeof *dur), *gap = malloc((g->n_tasks + 1) * sizeof *gap);
+    if (!dur || !gap || gpu_factors(&o, f, only < 0 ? -1 : g->ranks[only].id) || th_split_waits(g, &o, &waits) ||
+        model_replay_run(g, &o, &r, &err) || model_replay_durations(g, &o, dur, gap, &err)) {
         CHECK(!"replay failed");
+        free(waits);
+        free(dur);
+        free(gap);
+        model_replay_free(r);
         return 1;
     }
+    free(waits);
     int64_t *sum = calloc(g->n_ranks, sizeof *sum), *busy = calloc(g->n_res, sizeof *busy);
     CHECK(sum && busy);
     for (size_t s = 0; s < r->n_steps; s++)
@@ -64,9 +72,10 @@ static size_t check_conserved(const char *what, const struct model_graph *g, dou
         const struct model_task *t = &g->tasks[i];
         if (!model_task_on_gpu(t->cls) || !launched(g, i))
             continue;
-        double k = only < 0 || t->rank == only ? f : 1.0;
-        busy[t->res] += k == 1.0 ? t->dur : (int64_t)llround((double)t->dur * k);
+        busy[t->res] += dur[i]; /* the durations the replay was asked for */
     }
+    free(dur);
+    free(gap);
     for (size_t q = 0; q < g->n_res; q++) {
         const struct model_resource *res = &g->res[q];
         if (!res->gpu || sum[res->rank] >= busy[q])

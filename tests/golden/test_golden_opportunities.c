@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/coll_split.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/opportunity.h"
@@ -36,10 +37,16 @@ static void check_ranked(const char *what, const struct model_opportunities *o)
     }
 }
 
+/* As `stepcast opportunities` finds them: kept collectives split. */
 static int find_all(const struct model_job *job, struct model_graph **g, struct model_opportunities *o)
 {
     struct sc_error err;
-    if (model_graph_build(job, NULL, g, &err) || model_opportunities_find(*g, o, &err)) {
+    struct model_coll_waits waits = {0};
+    struct model_coll_wait *wv = NULL;
+    int rc = model_graph_build(job, NULL, g, &err) || coll_split_waits(*g, &wv, &waits.n, &err) ||
+             (waits.v = wv, model_opportunities_find(*g, &waits, o, &err));
+    free(wv);
+    if (rc) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }

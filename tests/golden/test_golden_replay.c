@@ -37,7 +37,7 @@ static void run_free(struct run *run)
 static int replay(struct model_job *job, const char *scale, struct run *run)
 {
     struct model_replay_opts ro;
-    struct sc_error err;
+    struct sc_error err = {0};
     run->job = job;
     run->g = NULL;
     run->r = NULL;
@@ -49,10 +49,14 @@ static int replay(struct model_job *job, const char *scale, struct run *run)
         CHECK(model_replay_parse_scale(one, &ro, &err) == SC_OK);
         p += n + (p[n] == ' ');
     }
-    if (model_graph_build(job, NULL, &run->g, &err) || model_replay_run(run->g, &ro, &run->r, &err)) {
+    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
+    if (model_graph_build(job, NULL, &run->g, &err) || th_split_waits(run->g, &ro, &waits) ||
+        model_replay_run(run->g, &ro, &run->r, &err)) {
+        free(waits);
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
+    free(waits);
     CHECK_EQ_INT(run->r->forced, 0);
     return 0;
 }

@@ -23,7 +23,7 @@ static struct model_replay *replay(const struct model_job *job, struct model_gra
 {
     struct model_replay_opts o;
     struct model_replay *r = NULL;
-    struct sc_error err;
+    struct sc_error err = {0};
     model_replay_opts_default(&o);
     o.keep_unexplained = keep;
     if (f != 1.0) {
@@ -33,10 +33,14 @@ static struct model_replay *replay(const struct model_job *job, struct model_gra
         CHECK(model_replay_parse_scale(a, &o, &err) == SC_OK);
         CHECK(model_replay_parse_scale(b, &o, &err) == SC_OK);
     }
-    if ((!*g && model_graph_build(job, NULL, g, &err)) || model_replay_run(*g, &o, &r, &err)) {
+    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
+    if ((!*g && model_graph_build(job, NULL, g, &err)) || th_split_waits(*g, &o, &waits) ||
+        model_replay_run(*g, &o, &r, &err)) {
+        free(waits);
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return NULL;
     }
+    free(waits);
     CHECK_EQ_INT(r->forced, 0);
     return r;
 }
@@ -144,7 +148,9 @@ TEST(unexplained_invariants_every_shared_trace)
 
 /* With every kind of work at x0.5 (gpu, comm, cpu together) a step takes
  * 0.47-0.55 of its time: a physical identity that any wait copied from the
- * trace breaks (collectives kept for untraced peers scale with comm too).
+ * trace breaks (collectives kept for untraced peers split as stepcast
+ * replay splits them: their transfer scales with comm, their wait with the
+ * factors given for every rank).
  * Left out: jobs whose ranks begin their steps apart by more
  * than 1% of a step (each rank's step start is an input of the replay, so
  * a rank that waits in a collective for a later one keeps that offset). */
@@ -162,7 +168,9 @@ TEST(unexplained_everything_at_half_halves_the_step)
         CHECK(model_replay_parse_scale("gpu=0.5", &o, &err) == SC_OK &&
               model_replay_parse_scale("comm=0.5", &o, &err) == SC_OK &&
               model_replay_parse_scale("cpu=0.5", &o, &err) == SC_OK);
-        if ((plain = replay(job, &g, 0, 1.0)) && model_replay_run(g, &o, &half, &err) == SC_OK) {
+        struct model_coll_wait *waits = NULL;
+        if ((plain = replay(job, &g, 0, 1.0)) && th_split_waits(g, &o, &waits) == 0 &&
+            model_replay_run(g, &o, &half, &err) == SC_OK) {
             int64_t lo = INT64_MAX, hi = INT64_MIN, step = 0;
             for (size_t r = 0; r < g->n_res; r++) {
                 lo = g->res[r].origin < lo ? g->res[r].origin : lo;
@@ -182,6 +190,7 @@ TEST(unexplained_everything_at_half_halves_the_step)
                 CHECK(x >= 0.47 && x <= 0.55);
             }
         }
+        free(waits);
         model_replay_free(plain);
         model_replay_free(half);
         model_graph_free(g);

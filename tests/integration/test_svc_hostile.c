@@ -754,14 +754,21 @@ static void upload_and_build(struct ctx *c, const char *job, const char *file, c
 }
 
 /* GET /v1/models/{id}: whether it is building and still queued. */
+/* Whether model id is seen waiting its turn (building and queued) within
+ * a few seconds: a build just asked for may not have been looked at yet. */
 static int model_queued(struct ctx *c, const char *id)
 {
     char path[128];
-    struct svc_resp r;
+    int queued = 0;
     snprintf(path, sizeof path, "/v1/models/%s", id);
-    CHECK_EQ_INT(svc_admin(&c->d, "GET", path, NULL, &r), 200);
-    int queued = strstr(r.body, "\"status\":\"building\"") && strstr(r.body, "\"queued\":true");
-    svc_resp_release(&r);
+    for (int i = 0; i < 200 && !queued; i++) {
+        struct svc_resp r;
+        CHECK_EQ_INT(svc_admin(&c->d, "GET", path, NULL, &r), 200);
+        queued = strstr(r.body, "\"status\":\"building\"") && strstr(r.body, "\"queued\":true");
+        svc_resp_release(&r);
+        if (!queued)
+            usleep(25000);
+    }
     return queued;
 }
 

@@ -127,6 +127,17 @@ TEST(svc_replay_over_http_equals_cli)
         char *kept[] = {stepcast, "replay", "--json", "--keep-unexplained", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=true", hta);
         check_same(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
+        /* one rank of two: its collectives kept for the untraced peer are
+         * split (their sizes given) over HTTP as by the CLI */
+        char *hta_comm[] = {stepcast, "replay", "--json", "--scale", "comm=0", f.hta, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/replay?scale=comm=0", hta);
+        json_t *hc = http_json(&d, path), *used = json_array_get(json_object_get(hc, "models_used"), 0);
+        CHECK_STREQ(json_string_value(json_object_get(used, "model")), "collective_model");
+        CHECK(json_integer_value(json_object_get(used, "tasks")) > 0);
+        check_same(hc, cli_json(hta_comm), "hta replay, comm=0");
+        char *hta_opp[] = {stepcast, "opportunities", "--json", f.hta, NULL};
+        snprintf(path, sizeof path, "/v1/models/%s/opportunities", hta);
+        check_same(http_json(&d, path), cli_json(hta_opp), "hta opportunities");
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
         check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");

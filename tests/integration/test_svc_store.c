@@ -448,7 +448,20 @@ TEST(svc_sigterm_finishes_builds_in_flight)
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/big/models", NULL, &r), 202);
     char *id = strdup(svc_json_str(r.body, "model"));
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_stop(&d), 0); /* SIGTERM right after the build started */
+    /* a build still queued at SIGTERM is left for the next start (below);
+     * this one is in flight once a worker has started it */
+    char started[128];
+    snprintf(started, sizeof started, "model=%s job=big event=start", id);
+    int in_flight = 0;
+    for (int i = 0; i < 400 && !in_flight; i++) {
+        char *so_far = th_read_file(d.log, NULL);
+        in_flight = so_far && strstr(so_far, started);
+        free(so_far);
+        if (!in_flight)
+            nanosleep(&(struct timespec){0, 25 * 1000 * 1000}, NULL);
+    }
+    CHECK(in_flight);
+    CHECK_EQ_INT(svc_stop(&d), 0); /* SIGTERM while the build runs */
     char *log = th_read_file(d.log, NULL);
     char *ready = log ? strstr(log, "event=ready") : NULL, *exited = log ? strstr(log, "comp=main event=exit") : NULL;
     CHECK(ready && exited && ready < exited); /* it finished before the exit */

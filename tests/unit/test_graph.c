@@ -543,12 +543,20 @@ TEST(graph_collectives_grouped_by_process_group_and_sequence)
     CHECK_EQ_INT(a.g->groups[0].bytes, 1024 * 2);
     run_free(&a);
     /* without a sequence number, by stream: 13 and 21 are no match, and
-     * each rank keeps its traced time */
+     * each rank keeps its traced time, in a group of its own that holds
+     * what the trace says of the collective (for the split, replay.h) */
     pg_fixture(p, "allreduce", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 1024, 1024, -1);
     if (replay_with(&a, p, 2, NULL, NULL))
         return;
-    CHECK_EQ_INT(a.g->n_groups, 0);
+    CHECK_EQ_INT(a.g->stats.collectives_matched, 0);
     CHECK_EQ_INT(a.g->stats.collectives_kept, 2);
+    REQUIRE(a.g->n_groups == 2);
+    for (size_t k = 0; k < 2; k++) {
+        CHECK_EQ_INT(a.g->group_at[k + 1] - a.g->group_at[k], 1);
+        CHECK(a.g->tasks[a.g->group_tasks[a.g->group_at[k]]].kept);
+        CHECK_EQ_INT(a.g->groups[k].size, 2);
+        CHECK_EQ_INT(a.g->groups[k].bytes, 1024 * 2);
+    }
     run_free(&a);
 }
 
