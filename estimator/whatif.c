@@ -782,7 +782,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     out->from_measured_ms = out->step_ms - out->from_models_ms;
     out->collective_transfer_ms = transfer / 1e6;
     out->collective_wait_ms = 0;
-    char sched[48];
+    char sched[64];
     if (vpp > 1)
         snprintf(sched, sizeof sched, "interleaved schedule (%lld virtual stages per rank)", (long long)vpp);
     else
