@@ -53,6 +53,21 @@ TEST(cli_whatif_documents_and_errors)
     free(th_run_expect(compare, 2, NULL, "lacks layers, hidden, heads or seq"));
     char *inspect[] = {stepcast, "inspect", "--config", cfg_path, trace, NULL};
     free(th_run_expect(inspect, 0, "data-parallel", NULL));
+    /* the description's schedule, shown as given or defaulted */
+    free(th_run_expect(inspect, 0, "schedule 1f1b, vpp 1", NULL));
+    static const char vpp_bad[] = "{\"tp\":1,\"pp\":1,\"dp\":8,\"schedule\":\"interleaved\",\"vpp\":2}";
+    char *vpp_path = strdup(th_write_file("whatif-vpp.json", vpp_bad, strlen(vpp_bad)));
+    char *inspect_bad[] = {stepcast, "inspect", "--config", vpp_path, trace, NULL};
+    free(th_run_expect(inspect_bad, 2, NULL, "vpp: 2 virtual stages need pp > 1"));
+    char *inspect_json[] = {stepcast, "inspect", "--json", "--config", cfg_path, trace, NULL};
+    out = th_run_expect(inspect_json, 0, NULL, NULL);
+    doc = json_loads(out ? out : "", 0, NULL);
+    json_t *pipe = json_object_get(json_object_get(doc, "structure"), "pipeline");
+    CHECK_STREQ(json_string_value(json_object_get(pipe, "schedule")), "1f1b");
+    CHECK_EQ_INT(json_integer_value(json_object_get(pipe, "vpp")), 1);
+    json_decref(doc);
+    free(out);
+    free(vpp_path);
     free(wrong_path);
     free(cfg_path);
     free(stepcast);
@@ -133,6 +148,7 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
         {"{\"set\":{\"dp\":0}}", "set.dp"},          {"{\"set\":{\"gpu\":\"tpu\"}}", "set.gpu"},
         {"{\"set\":{\"tpp\":2}}", "set.tpp"},        {"{\"set\":{\"pp\":2}}", "set.pp"},
         {"{\"set\":{\"layers\":8}}", "set.layers"}, {"{\"sett\":{}}", "sett"},
+        {"{\"set\":{\"vpp\":2}}", "set.vpp"},          {"{\"set\":{\"schedule\":\"gpipe\"}}", "set.schedule"},
         {"[]", "set"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
