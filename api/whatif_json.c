@@ -1,6 +1,8 @@
 /* api/whatif_json.c: what-if and structure documents (whatif_json.h). */
 #include "api/whatif_json.h"
 
+#include "api/ledger.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,9 +152,11 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
     return rc;
 }
 
-int api_reply_whatif(struct api_reply *r, const struct whatif_result *res)
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band)
 {
     json_t *doc = api_whatif_json(res);
+    if (doc && band && json_object_set_new(doc, "band", ledger_band_json(band, API_LEDGER_WHATIF, res->step_ms)))
+        doc = (json_decref(doc), NULL);
     if (!doc)
         return api_fail(r, API_E_UNAVAILABLE, "out of memory");
     return api_reply_json(r, 200, doc);

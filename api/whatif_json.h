@@ -45,7 +45,9 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
  * wrong. */
 int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err);
 
-/* A what-if's document as a 200 reply. */
-int api_reply_whatif(struct api_reply *r, const struct whatif_result *res);
+/* A what-if's document as a 200 reply, with the ledger's "band" for
+ * what-ifs (ledger.h) when band is not NULL. */
+struct ledger_band;
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band);
 
 #endif

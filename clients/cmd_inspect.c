@@ -172,12 +172,19 @@ static int structure(const struct model_job *job, const struct job_config *cfg, 
         model_graph_free(g);
         return cli_fail(&err);
     }
+    const char *schedule = est_schedule_name(job_config_schedule(cfg));
     if (doc) {
-        json_object_set_new(doc, "structure", api_structure_json(&st));
+        json_t *sj = api_structure_json(&st);
+        if (sj)
+            json_object_set_new(sj, "pipeline", json_pack("{s:I, s:s, s:I}", "pp", (json_int_t)cfg->pp, "schedule",
+                                                          schedule, "vpp", (json_int_t)job_config_vpp(cfg)));
+        json_object_set_new(doc, "structure", sj);
     } else {
         printf("\nstructure (checked against the job description):\n");
         printf("  gpu: %s (%s)   layers per rank: %d, from %s (%zu tasks)\n", st.gpu ? st.gpu->id : "no profile",
                or_dash(st.device_name), st.layers_per_rank, struct_layer_source_name(st.layer_source), st.layer_tasks);
+        printf("  pipeline: pp %lld, schedule %s, vpp %lld (as described)\n", (long long)cfg->pp, schedule,
+               (long long)job_config_vpp(cfg));
         struct cli_table tb;
         cli_table_init(&tb, "collectives", "count", "traced ms", NULL);
         for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)

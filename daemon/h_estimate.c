@@ -88,21 +88,6 @@ struct estimate_ctx {
     enum est_detail detail;
 };
 
-/* The band of estimates from the ledger (none when it cannot be read:
- * the estimate still answers). */
-static void estimate_band(struct svc *s, struct ledger_band *b)
-{
-    struct api_validation *v = NULL;
-    struct sc_error err;
-    size_t n = 0;
-    memset(b, 0, sizeof *b);
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), &v, &n, &err))
-        log_warn("ledger", "event=band_unavailable msg=\"%s\"", err.msg);
-    else
-        ledger_band_of(v, n, API_LEDGER_ESTIMATE, b);
-    api_validations_free(v, n);
-}
-
 /* cache_load_fn: the estimate, rendered. */
 static int load_estimate(void *ctx, const char *key, void **value, size_t *bytes, struct sc_error *err)
 {
@@ -114,7 +99,7 @@ static int load_estimate(void *ctx, const char *key, void **value, size_t *bytes
     (void)key;
     if ((rc = est_estimate(&c->h->spec, c->h->hw, &c->h->costs, c->detail, &e, err)))
         return rc;
-    estimate_band(c->s, &band);
+    h_ledger_band(c->s, API_LEDGER_ESTIMATE, &band);
     char *text = api_estimate_text(&e, &band, &len);
     est_estimate_release(&e);
     struct answer *a = text ? malloc(sizeof *a + len + 1) : NULL;

@@ -12,6 +12,7 @@
 #include "api/diff_json.h"
 #include "api/opportunity_json.h"
 #include "api/request.h"
+#include "api/ledger.h"
 #include "api/whatif_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
@@ -443,14 +444,17 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
     int keyed = set_text && cfg_text &&
-                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s", set_text, cfg_text) < sizeof key;
+                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld", set_text, cfg_text,
+                                 (long)atomic_load(&s->ledger_changes)) < sizeof key;
     free(set_text);
     free(cfg_text);
     struct built_model *m = cache_value(e);
     if (!keyed || !(memo_hit = built_memo_get(m, key, r))) {
         struct whatif_result res;
         if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
-            int rc = api_reply_whatif(r, &res);
+            struct ledger_band band;
+            h_ledger_band(s, API_LEDGER_WHATIF, &band);
+            int rc = api_reply_whatif(r, &res, &band);
             whatif_release(&res);
             if (rc == SC_OK && keyed)
                 built_memo_put(m, key, r);

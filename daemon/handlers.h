@@ -85,6 +85,11 @@ void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* The ledger's error band for predictions of kind k (none when the ledger
+ * cannot be read: the prediction still answers). Answers that carry it
+ * are memoised under s->ledger_changes too. */
+struct ledger_band;
+void h_ledger_band(struct svc *s, int kind, struct ledger_band *b);
 
 /* Remove blob files the catalog no longer names (after the commit that
  * freed them); failures are logged, the next start sweeps what is left. */

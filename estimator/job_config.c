@@ -13,7 +13,7 @@
 #include "estimator/spec.h"
 #include "common/banned.h"
 
-enum key_kind { KEY_INT, KEY_DTYPE, KEY_GPU };
+enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU };
 
 struct key {
     const char *name;
@@ -29,12 +29,12 @@ static const struct key keys[] = {
     INTKEY(micro_batch, 1 << 20, 0), INTKEY(global_batch, 1 << 30, 0), INTKEY(layers, 1 << 16, 0),
     INTKEY(hidden, 1 << 20, 0),      INTKEY(heads, 1 << 16, 0),    INTKEY(ffn, 1 << 24, 0),
     INTKEY(seq, 1 << 24, 0),         INTKEY(vocab, 1 << 24, 0),    {"dtype", KEY_DTYPE, 0, 0, 0},
-    {"gpu", KEY_GPU, 0, 0, 0},
+    {"schedule", KEY_SCHEDULE, 0, 0, 0}, INTKEY(vpp, 1 << 10, 0), {"gpu", KEY_GPU, 0, 0, 0},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 static const char *const key_names[] = {"tp",  "pp",    "dp",  "micro_batch", "global_batch", "layers", "hidden",
-                                        "heads", "ffn", "seq", "vocab",       "dtype",        "gpu",    NULL};
+                                        "heads", "ffn", "seq", "vocab",       "dtype",        "schedule", "vpp", "gpu", NULL};
 
 const char *const *job_config_keys(void)
 {
@@ -70,6 +70,11 @@ static int set_value(struct job_config *c, const struct key *k, const char *pref
             return sc_error_set(err, SC_EINVAL, "%s%s: must be one of fp32, tf32, fp16, bf16, fp8, fp4", prefix,
                                 k->name);
         c->has_dtype = 1;
+        return SC_OK;
+    case KEY_SCHEDULE:
+        if (!s || est_schedule_parse(s, &c->schedule))
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"1f1b\" or \"interleaved\"", prefix, k->name);
+        c->has_schedule = 1;
         return SC_OK;
     case KEY_GPU:
         if (!s || !hw_profile_find(s))
@@ -107,7 +112,7 @@ static int from_object(const json_t *obj, int set, struct job_config *c, struct 
             if (keys[i].required && *int_field(c, &keys[i]) == 0)
                 return sc_error_set(err, SC_EINVAL, "%s: required (the job description gives tp, pp and dp)",
                                     keys[i].name);
-    return SC_OK;
+    return set ? SC_OK : job_config_check_schedule(c, "", err);
 }
 
 static int parse_json(const char *text, size_t len, int set, struct job_config *out, struct sc_error *err)
@@ -176,8 +181,28 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
         out->has_dtype = 1;
         out->dtype = set->dtype;
     }
+    if (set->has_schedule) {
+        out->has_schedule = 1;
+        out->schedule = set->schedule;
+    }
     if (set->gpu[0])
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
+}
+
+enum est_schedule job_config_schedule(const struct job_config *c)
+{
+    return c->has_schedule ? c->schedule : EST_SCHEDULE_1F1B;
+}
+
+int64_t job_config_vpp(const struct job_config *c)
+{
+    return c->vpp ? c->vpp : 1;
+}
+
+int job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err)
+{
+    return est_schedule_check(c->pp, job_config_vpp(c), job_config_schedule(c), c->layers,
+                              job_config_micro_batches(c), prefix, prefix, err);
 }
 
 int64_t job_config_micro_batches(const struct job_config *c)
@@ -194,11 +219,13 @@ char *job_config_json(const struct job_config *c)
         const struct key *k = &keys[i];
         if (k->kind == KEY_INT && *int_field((struct job_config *)c, k))
             json_object_set_new(o, k->name, json_integer(*int_field((struct job_config *)c, k)));
+        else if (k->kind == KEY_DTYPE && c->has_dtype)
+            json_object_set_new(o, k->name, json_string(hw_dtype_name(c->dtype)));
+        else if (k->kind == KEY_SCHEDULE && c->has_schedule)
+            json_object_set_new(o, k->name, json_string(est_schedule_name(c->schedule)));
+        else if (k->kind == KEY_GPU && c->gpu[0])
+            json_object_set_new(o, k->name, json_string(c->gpu));
     }
-    if (o && c->has_dtype)
-        json_object_set_new(o, "dtype", json_string(hw_dtype_name(c->dtype)));
-    if (o && c->gpu[0])
-        json_object_set_new(o, "gpu", json_string(c->gpu));
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
@@ -218,9 +245,11 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
     char par[256] = ""; /* the parallel object's members, each after a comma */
     int p = 0;
     if (!open)
-        p += snprintf(par + p, sizeof par - (size_t)p, ",\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld",
+        p += snprintf(par + p, sizeof par - (size_t)p,
+                      ",\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"schedule\":\"%s\",\"vpp\":%lld",
                       (long long)c->tp, (long long)c->pp, (long long)c->dp,
-                      (long long)(c->micro_batch ? c->micro_batch : 1));
+                      (long long)(c->micro_batch ? c->micro_batch : 1), est_schedule_name(job_config_schedule(c)),
+                      (long long)job_config_vpp(c));
     else if (!c->micro_batch) /* a what-if keeps it (a spec's default: 1) */
         p += snprintf(par + p, sizeof par - (size_t)p, ",\"micro_batch\":1");
     if (c->global_batch)

@@ -3,9 +3,13 @@
  *
  * A job description is one JSON object,
  *   {"tp":2,"pp":1,"dp":4,"micro_batch":2,"global_batch":64,"layers":24,
- *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16"}
+ *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16",
+ *    "schedule":"1f1b","vpp":1}
  * with tp, pp and dp required and every other key optional (`stepcast
- * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}). A what-if's
+ * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}). The pipeline
+ * schedule is Megatron-LM's "1f1b" or "interleaved" over vpp virtual
+ * stages per pipeline rank (defaults 1f1b and 1), checked as a spec's is
+ * (est_schedule_check, spec.h). A what-if's
  * `set` takes the same keys, any subset, and `gpu` (a hardware profile id),
  * given as "k=v,k=v" on the command line or as a JSON object over HTTP.
  * The traced GPU is never described: it is read from the trace.
@@ -21,6 +25,7 @@
 
 #include "common/error.h"
 #include "estimator/hardware.h"
+#include "estimator/spec.h"
 
 /* The largest job description or set document taken. */
 #define JOB_CONFIG_MAX_BYTES (64 << 10)
@@ -30,8 +35,10 @@ struct job_config {
     int64_t tp, pp, dp, micro_batch, global_batch;
     /* the model's dimensions; 0 = not given */
     int64_t layers, hidden, heads, ffn, seq, vocab;
-    int has_dtype;
+    int64_t vpp; /* virtual stages per pipeline rank; 0 = not given (1) */
+    int has_dtype, has_schedule;
     enum hw_dtype dtype;
+    enum est_schedule schedule; /* when has_schedule; else 1f1b */
     char gpu[48]; /* a set's target GPU (profile id); "" = not given */
 };
 
@@ -50,6 +57,16 @@ int job_config_parse_set_json(const char *text, size_t len, struct job_config *o
 void job_config_apply(const struct job_config *base, const struct job_config *set,
                       struct job_config *out);
 
+/* The schedule and the virtual stages per pipeline rank of c, the
+ * defaults (1f1b, 1) where it gives none. */
+enum est_schedule job_config_schedule(const struct job_config *c);
+int64_t job_config_vpp(const struct job_config *c);
+
+/* c's schedule checked as a spec's is (est_schedule_check), the fields
+ * named after prefix ("" for a description, "set." for a what-if's
+ * target). */
+int job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err);
+
 /* Micro-batches per step of each pipeline: global_batch / (micro_batch x
  * dp), or 0 when the description does not give both batches. */
 int64_t job_config_micro_batches(const struct job_config *c);
@@ -62,7 +79,6 @@ char *job_config_json(const struct job_config *c);
  * its model and parallelism, the spec's defaults for the rest.
  * SC_EINVAL when c lacks layers, hidden, heads or seq, or the spec's own
  * checks fail (the field named). */
-struct est_spec;
 int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
 /* The text of that spec into text[0..size); with `open`, its parallel
  * object gives only the global batch (and micro_batch 1 where c gives no
@@ -70,7 +86,7 @@ int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec
 int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err);
 
-/* Every key a set accepts ("tp", ..., "gpu"), NULL-terminated. */
+/* Every key a set accepts ("tp", ..., "schedule", "vpp", "gpu"), NULL-terminated. */
 const char *const *job_config_keys(void);
 
 #endif

@@ -391,33 +391,12 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
                                             : "parallel.tp (sequence parallelism)",
                             (long long)seq_div);
 
-    if (p->vpp > 1 && p->pp == 1)
-        return sc_error_set(err, SC_EINVAL, "parallel.vpp: %lld virtual stages need parallel.pp > 1",
-                            (long long)p->vpp);
-    if (p->vpp > 1 && p->schedule != EST_SCHEDULE_INTERLEAVED)
-        return sc_error_set(err, SC_EINVAL,
-                            "parallel.vpp: %lld virtual stages need parallel.schedule "
-                            "\"interleaved\"",
-                            (long long)p->vpp);
-    if (p->vpp == 1 && p->schedule == EST_SCHEDULE_INTERLEAVED)
-        return sc_error_set(err, SC_EINVAL,
-                            "parallel.schedule: \"interleaved\" needs parallel.vpp > 1");
-    if (p->pp * p->vpp > m->layers + 2)
-        return sc_error_set(err, SC_EINVAL,
-                            "%s: pp x vpp = %lld virtual pipeline stages are more than "
-                            "model.layers + 2 (%lld)",
-                            p->vpp > 1 ? "parallel.vpp" : "parallel.pp",
-                            (long long)(p->pp * p->vpp), (long long)(m->layers + 2));
-    if ((rc = div_check(p->global_batch, p->micro_batch * p->dp, "parallel.global_batch",
-                        "parallel.micro_batch x parallel.dp", err)))
+    if ((rc = est_schedule_check(p->pp, p->vpp, p->schedule, m->layers, 0, "parallel.", "model.", err)) ||
+        (rc = div_check(p->global_batch, p->micro_batch * p->dp, "parallel.global_batch",
+                        "parallel.micro_batch x parallel.dp", err)) ||
+        (rc = est_schedule_check(p->pp, p->vpp, p->schedule, m->layers,
+                                 p->global_batch / (p->micro_batch * p->dp), "parallel.", "model.", err)))
         return rc;
-    if (p->schedule == EST_SCHEDULE_INTERLEAVED &&
-        (p->global_batch / (p->micro_batch * p->dp)) % p->pp)
-        return sc_error_set(err, SC_EINVAL,
-                            "parallel.global_batch: the interleaved schedule needs the "
-                            "micro-batches per step (%lld) divisible by parallel.pp (%lld)",
-                            (long long)(p->global_batch / (p->micro_batch * p->dp)),
-                            (long long)p->pp);
 
     /* MoE, laid out as Megatron-Core's parallel folding does */
     if (!m->moe.experts) {
@@ -461,6 +440,43 @@ static int parse_given(const char *text, size_t len, struct est_spec *out, int *
     if (rc || (rc = check_required(given, "", err)) || (rc = est_model_resolve(&out->model, err)))
         return rc;
     return SC_OK;
+}
+
+int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
+                       int64_t micro_batches, const char *par, const char *mod, struct sc_error *err)
+{
+    if (vpp > 1 && pp == 1)
+        return sc_error_set(err, SC_EINVAL, "%svpp: %lld virtual stages need %spp > 1", par, (long long)vpp, par);
+    if (vpp > 1 && schedule != EST_SCHEDULE_INTERLEAVED)
+        return sc_error_set(err, SC_EINVAL, "%svpp: %lld virtual stages need %sschedule \"interleaved\"", par,
+                            (long long)vpp, par);
+    if (vpp == 1 && schedule == EST_SCHEDULE_INTERLEAVED)
+        return sc_error_set(err, SC_EINVAL, "%sschedule: \"interleaved\" needs %svpp > 1", par, par);
+    if (layers && pp * vpp > layers + 2)
+        return sc_error_set(err, SC_EINVAL,
+                            "%s%s: pp x vpp = %lld virtual pipeline stages are more than %slayers + 2 (%lld)", par,
+                            vpp > 1 ? "vpp" : "pp", (long long)(pp * vpp), mod, (long long)(layers + 2));
+    if (micro_batches && schedule == EST_SCHEDULE_INTERLEAVED && micro_batches % pp)
+        return sc_error_set(err, SC_EINVAL,
+                            "%sglobal_batch: the interleaved schedule needs the micro-batches per step (%lld) "
+                            "divisible by %spp (%lld)",
+                            par, (long long)micro_batches, par, (long long)pp);
+    return SC_OK;
+}
+
+int est_schedule_parse(const char *name, enum est_schedule *out)
+{
+    for (const struct name_value *n = schedule_names; n->name; n++)
+        if (strcmp(n->name, name) == 0) {
+            *out = (enum est_schedule)n->value;
+            return SC_OK;
+        }
+    return SC_EINVAL;
+}
+
+const char *est_schedule_name(enum est_schedule s)
+{
+    return s == EST_SCHEDULE_INTERLEAVED ? "interleaved" : "1f1b";
 }
 
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)

@@ -86,6 +86,20 @@ struct est_spec {
     struct est_options options;
 };
 
+/* The pipeline schedule's checks, shared by a spec and a job description
+ * (job_config.h): vpp > 1 needs pp > 1 and the interleaved schedule, which
+ * needs vpp > 1; pp x vpp virtual stages at most layers + 2; the
+ * interleaved schedule's micro-batches per step divisible by pp. layers
+ * and micro_batches 0 = not known (their checks skipped). SC_EINVAL naming
+ * the field, the parallelism fields after prefix par ("parallel.") and
+ * the layers after mod ("model."). */
+int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
+                       int64_t micro_batches, const char *par, const char *mod, struct sc_error *err);
+/* "1f1b" or "interleaved" to the schedule (SC_EINVAL for another name), and
+ * back. */
+int est_schedule_parse(const char *name, enum est_schedule *out);
+const char *est_schedule_name(enum est_schedule s);
+
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is
  * SC_EPARSE; everything else SC_EINVAL or SC_ELIMIT, the field named. */

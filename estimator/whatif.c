@@ -43,7 +43,7 @@ struct wf {
     uint8_t *per_mb;      /* work done once per micro-batch */
     struct graph_insert *ins;
     size_t n_ins, cap_ins;
-    char pipeline_why[256]; /* what the pipeline transform did ("" when it did not run) */
+    char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -680,8 +680,8 @@ static double slowest_step_ms(const struct model_replay *r, long *which)
     return *which >= 0 ? (double)r->steps[*which].replayed_ns / 1e6 : 0;
 }
 
-/* Transform 7: another pipeline-parallel degree. The step is Megatron's
- * schedule rebuilt for the target (whatif_pipeline.h) with the passes'
+/* Transform 7: another pipeline-parallel degree or schedule (1F1B or
+ * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
  * work as the transforms before left it; its critical path is measured
  * where it runs a pass (less the part the kernel model re-timed), the
  * kernel model's for the optimizer, the collective model's for transfers
@@ -700,11 +700,15 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         return sc_error_set(err, SC_EINVAL,
                             "set.pp: changing the pipeline-parallel degree needs layers, hidden, heads and seq in "
                             "the job description (to place the layers and size the transfers)");
-    if (tc.layers % tc.pp && (tc.layers + 2) % tc.pp)
+    int64_t vpp = job_config_vpp(&tc), stages = tc.pp * vpp;
+    if (tc.layers % stages && (tc.layers + 2) % stages)
         return sc_error_set(err, SC_EINVAL,
-                            "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, the "
-                            "embedding and the loss counted as layers), as Megatron-LM requires",
-                            (long long)tc.pp, (long long)tc.layers);
+                            vpp > 1 ? "set.vpp: %lld virtual pipeline stages (pp x vpp) do not split %lld layers "
+                                      "evenly (nor layers + 2, the embedding and the loss counted as layers), as "
+                                      "Megatron-LM requires"
+                                    : "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, "
+                                      "the embedding and the loss counted as layers), as Megatron-LM requires",
+                            (long long)stages, (long long)tc.layers);
     if ((rc = whatif_measure_passes(w->g, w->st, w->dur, w->model_ns, w->per_mb, &wp, err)))
         return rc;
     if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
@@ -778,10 +782,15 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     out->from_measured_ms = out->step_ms - out->from_models_ms;
     out->collective_transfer_ms = transfer / 1e6;
     out->collective_wait_ms = 0;
+    char sched[64];
+    if (vpp > 1)
+        snprintf(sched, sizeof sched, "interleaved schedule (%lld virtual stages per rank)", (long long)vpp);
+    else
+        snprintf(sched, sizeof sched, "1F1B schedule");
     snprintf(w->pipeline_why, sizeof w->pipeline_why,
-             "; pipeline pp %lld -> %lld: Megatron's 1F1B schedule rebuilt for %lld layers and %lld micro-batches "
-             "with the traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
-             (long long)b->pp, (long long)tc.pp, (long long)tc.layers, (long long)est_spec_micro_batches(&spec),
+             "; pipeline pp %lld -> %lld: Megatron's %s rebuilt for %lld layers and %lld micro-batches with the "
+             "traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
+             (long long)b->pp, (long long)tc.pp, sched, (long long)tc.layers, (long long)est_spec_micro_batches(&spec),
              (double)m.layer_f[0] / 1e6, (double)m.layer_b[0] / 1e6);
     return SC_OK;
 }
@@ -842,6 +851,8 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
                           (long long)(out->target.micro_batch * out->target.dp));
         goto done;
     }
+    if ((rc = job_config_check_schedule(&out->target, "set.", err)))
+        goto done;
     /* without global_batch in the description, a dp change keeps the
      * per-rank batch; with it, the micro-batches per step follow */
     w.hw1 = hw_profile_find(out->target.gpu);
@@ -879,7 +890,8 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
-    if (out->target.pp != out->base.pp) {
+    if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
+        job_config_vpp(&out->target) != job_config_vpp(&out->base)) {
         if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)) ||
             (rc = model_replay_run(g, &ro, &base_replay, err)))
             goto done;

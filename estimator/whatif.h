@@ -72,7 +72,7 @@ enum whatif_model { WHATIF_KERNEL_MODEL, WHATIF_COLLECTIVE_MODEL, WHATIF_MODEL_C
 
 struct whatif_model_use {
     const char *name;  /* "kernel_model", "collective_model" */
-    char why[256];     /* what it was used for */
+    char why[512];     /* what it was used for */
     size_t tasks;      /* tasks it re-timed */
     double ms;         /* of the predicted step (mean over steps) */
 };

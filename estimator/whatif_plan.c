@@ -62,6 +62,11 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     set.pp = s->parallel.pp;
     set.dp = s->parallel.dp;
     set.micro_batch = w->base.micro_batch ? s->parallel.micro_batch : 0;
+    /* the candidate's schedule (the template's: 1F1B), also for a job
+     * traced with another */
+    set.has_schedule = 1;
+    set.schedule = s->parallel.schedule;
+    set.vpp = s->parallel.vpp;
     if ((rc = whatif_run(w->g, &w->base, &set, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */

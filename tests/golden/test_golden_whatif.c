@@ -690,3 +690,135 @@ TEST(whatif_pipeline_refuses_a_split_megatron_cannot_run)
     model_graph_free(g);
     model_job_free(job);
 }
+
+/* A job of 8 layers over pp stages of vpp virtual stages each (1f1b when
+ * vpp is 1), 2 replicas and 4 micro-batches per step, as a spec and as
+ * its description. */
+static void schedule_job(int pp, int vpp, char *spec, size_t ns, char *cfg, size_t nc)
+{
+    const char *sched = vpp > 1 ? "interleaved" : "1f1b";
+    snprintf(spec, ns,
+             "{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":2048},\"parallel\":{\"tp\":1,\"pp\":%d,"
+             "\"dp\":2,\"micro_batch\":1,\"global_batch\":8,\"schedule\":\"%s\",\"vpp\":%d},\"cluster\":{\"gpu\":"
+             "\"a100-sxm4-80gb\"}}",
+             pp, sched, vpp);
+    snprintf(cfg, nc,
+             "{\"tp\":1,\"pp\":%d,\"dp\":2,\"micro_batch\":1,\"global_batch\":8,\"layers\":8,\"hidden\":2048,"
+             "\"heads\":16,\"seq\":2048,\"schedule\":\"%s\",\"vpp\":%d}",
+             pp, sched, vpp);
+}
+
+/* The pipeline transform with Megatron's interleaved schedule: on the
+ * traces of an interleaved job (pp 2, vpp 2) the no-op is the replay
+ * (within 0.5%), pp 2 -> 4 keeping vpp 2 and interleaved -> 1f1b agree with
+ * `stepcast estimate` of the transformed spec, and so does 1f1b ->
+ * interleaved from a 1f1b trace (within 3%). Rules out a schedule
+ * description that is dropped (the rebuild would be 1F1B, whose fill and
+ * drain are twice the interleaved one's: 5% longer a step here), virtual
+ * stages placed on the wrong ranks, and passes of an interleaved trace
+ * miscounted (a rank runs two model chunks' layers per micro-batch). */
+TEST(whatif_interleaved_schedule_agrees_with_the_estimate_of_the_changed_spec)
+{
+    static const struct {
+        int from_vpp; /* the traced job: pp 2, this vpp */
+        const char *set;
+        int pp, vpp; /* the target */
+    } cases[] = {
+        {2, "", 2, 2},
+        {2, "pp=4", 4, 2},
+        {2, "schedule=1f1b,vpp=1", 2, 1},
+        {1, "schedule=interleaved,vpp=2", 2, 2},
+        {1, "pp=4,schedule=interleaved,vpp=2", 4, 2},
+    };
+    struct model_job *jobs[3] = {NULL, NULL, NULL};
+    struct model_graph *graphs[3] = {NULL, NULL, NULL};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char spec[512], cfg[512], tspec[512], tcfg[512], name[32];
+        int v = cases[k].from_vpp;
+        schedule_job(2, v, spec, sizeof spec, cfg, sizeof cfg);
+        schedule_job(cases[k].pp, cases[k].vpp, tspec, sizeof tspec, tcfg, sizeof tcfg);
+        if (!graphs[v]) {
+            snprintf(name, sizeof name, "whatif-vpp%d", v);
+            graphs[v] = synth_graph(spec, name, &jobs[v]);
+        }
+        struct whatif_result r;
+        struct sc_error err;
+        int rc = whatif(graphs[v], cfg, cases[k].set, &r, &err);
+        if (rc)
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
+        if (rc)
+            continue;
+        double est = estimate_text(tspec);
+        printf("  pp 2 vpp %d -> %-34s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%  (replay %8.3f ms, %+.2f%%)\n", v,
+               cases[k].set[0] ? cases[k].set : "no-op", r.step_ms, est, (r.step_ms - est) / est * 100,
+               r.base_step_ms, (r.step_ms - r.base_step_ms) / r.base_step_ms * 100);
+        CHECK_NEAR(r.step_ms, est, 0.03 * est);
+        if (!cases[k].set[0]) {
+            CHECK_NEAR(r.step_ms, r.base_step_ms, 0.005 * r.base_step_ms);
+        } else {
+            const char *why = r.models[WHATIF_KERNEL_MODEL].why;
+            CHECK(strstr(why, cases[k].vpp > 1 ? "interleaved schedule" : "1F1B") != NULL);
+        }
+        whatif_release(&r);
+    }
+    /* a virtual stage count that does not split the layers: 2 x 3 = 6
+     * splits neither 8 nor 10 */
+    struct whatif_result r;
+    struct sc_error err;
+    char spec[512], cfg[512];
+    schedule_job(2, 2, spec, sizeof spec, cfg, sizeof cfg);
+    CHECK_EQ_INT(whatif(graphs[2], cfg, "vpp=3", &r, &err), SC_EINVAL);
+    CHECK(strncmp(err.msg, "set.vpp:", 8) == 0);
+    CHECK_CONTAINS(err.msg, "do not split");
+    /* the schedule's own checks, as a spec's, name the set's field */
+    CHECK_EQ_INT(whatif(graphs[2], cfg, "schedule=1f1b", &r, &err), SC_EINVAL);
+    CHECK(strncmp(err.msg, "set.vpp:", 8) == 0);
+    CHECK_EQ_INT(whatif(graphs[2], cfg, "global_batch=6", &r, &err), SC_EINVAL);
+    CHECK(strncmp(err.msg, "set.global_batch:", 17) == 0);
+    for (int k = 1; k <= 2; k++) {
+        model_graph_free(graphs[k]);
+        model_job_free(jobs[k]);
+    }
+}
+
+/* The schedule keys of a job description and a set: the spec's names and
+ * defaults, its checks with the field named, written back as given. */
+TEST(whatif_job_description_schedule_keys)
+{
+    struct job_config c, s;
+    struct sc_error err;
+    static const char plain[] = "{\"tp\":1,\"pp\":2,\"dp\":1}";
+    CHECK_EQ_INT(job_config_parse(plain, strlen(plain), &c, &err), SC_OK);
+    CHECK(job_config_schedule(&c) == EST_SCHEDULE_1F1B && job_config_vpp(&c) == 1);
+    static const char il[] = "{\"tp\":1,\"pp\":2,\"dp\":1,\"layers\":8,\"schedule\":\"interleaved\",\"vpp\":2}";
+    CHECK_EQ_INT(job_config_parse(il, strlen(il), &c, &err), SC_OK);
+    CHECK(job_config_schedule(&c) == EST_SCHEDULE_INTERLEAVED && job_config_vpp(&c) == 2);
+    char *text = job_config_json(&c);
+    REQUIRE(text != NULL);
+    CHECK_CONTAINS(text, "\"schedule\":\"interleaved\"");
+    CHECK_CONTAINS(text, "\"vpp\":2");
+    free(text);
+    static const struct {
+        const char *doc, *field;
+    } bad[] = {
+        {"{\"tp\":1,\"pp\":2,\"dp\":1,\"schedule\":\"zero-bubble\"}", "schedule:"},
+        {"{\"tp\":1,\"pp\":2,\"dp\":1,\"schedule\":2}", "schedule:"},
+        {"{\"tp\":1,\"pp\":2,\"dp\":1,\"schedule\":\"interleaved\"}", "schedule:"},
+        {"{\"tp\":1,\"pp\":2,\"dp\":1,\"vpp\":2}", "vpp:"},
+        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"schedule\":\"interleaved\",\"vpp\":2}", "vpp:"},
+        {"{\"tp\":1,\"pp\":2,\"dp\":1,\"vpp\":0}", "vpp:"},
+        {"{\"tp\":1,\"pp\":4,\"dp\":1,\"layers\":8,\"schedule\":\"interleaved\",\"vpp\":4}", "vpp:"},
+        {"{\"tp\":1,\"pp\":4,\"dp\":1,\"micro_batch\":1,\"global_batch\":6,\"schedule\":\"interleaved\",\"vpp\":2}",
+         "global_batch:"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        CHECK_EQ_INT(job_config_parse(bad[k].doc, strlen(bad[k].doc), &c, &err), SC_EINVAL);
+        CHECK(strncmp(err.msg, bad[k].field, strlen(bad[k].field)) == 0);
+    }
+    CHECK_EQ_INT(job_config_parse_set_list("schedule=interleaved,vpp=2", &s, &err), SC_OK);
+    CHECK(s.has_schedule && s.schedule == EST_SCHEDULE_INTERLEAVED && s.vpp == 2);
+    CHECK_EQ_INT(job_config_parse_set_list("schedule=gpipe", &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.schedule");
+    CHECK_EQ_INT(job_config_parse_set_json("{\"vpp\":\"2\"}", 11, &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.vpp");
+}

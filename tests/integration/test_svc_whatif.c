@@ -53,6 +53,21 @@ TEST(cli_whatif_documents_and_errors)
     free(th_run_expect(compare, 2, NULL, "lacks layers, hidden, heads or seq"));
     char *inspect[] = {stepcast, "inspect", "--config", cfg_path, trace, NULL};
     free(th_run_expect(inspect, 0, "data-parallel", NULL));
+    /* the description's schedule, shown as given or defaulted */
+    free(th_run_expect(inspect, 0, "schedule 1f1b, vpp 1", NULL));
+    static const char vpp_bad[] = "{\"tp\":1,\"pp\":1,\"dp\":8,\"schedule\":\"interleaved\",\"vpp\":2}";
+    char *vpp_path = strdup(th_write_file("whatif-vpp.json", vpp_bad, strlen(vpp_bad)));
+    char *inspect_bad[] = {stepcast, "inspect", "--config", vpp_path, trace, NULL};
+    free(th_run_expect(inspect_bad, 2, NULL, "vpp: 2 virtual stages need pp > 1"));
+    char *inspect_json[] = {stepcast, "inspect", "--json", "--config", cfg_path, trace, NULL};
+    out = th_run_expect(inspect_json, 0, NULL, NULL);
+    doc = json_loads(out ? out : "", 0, NULL);
+    json_t *pipe = json_object_get(json_object_get(doc, "structure"), "pipeline");
+    CHECK_STREQ(json_string_value(json_object_get(pipe, "schedule")), "1f1b");
+    CHECK_EQ_INT(json_integer_value(json_object_get(pipe, "vpp")), 1);
+    json_decref(doc);
+    free(out);
+    free(vpp_path);
     free(wrong_path);
     free(cfg_path);
     free(stepcast);
@@ -85,6 +100,10 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"}}", &r), 200);
     json_t *http = json_loads(r.body, 0, NULL);
     svc_resp_release(&r);
+    /* the ledger holds no what-if yet: the band says how many it needs */
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(http, "band"), "needed")), 10);
+    json_t *remote_http = json_deep_copy(http);
+    json_object_del(http, "band");
     static const char cfg[] = "{\"tp\":1,\"pp\":1,\"dp\":8}";
     char *cfg_path = strdup(th_write_file("whatif-svc.json", cfg, strlen(cfg)));
     char *argv[] = {(char *)th_build_path("stepcast"), "whatif", "--config", cfg_path, "--set",
@@ -104,8 +123,9 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
                       "dp=2,gpu=v100-sxm2-16gb", "--json", NULL};
     out = th_run_expect(remote, 0, NULL, NULL);
     cli = json_loads(out ? out : "", 0, NULL);
-    CHECK(cli && json_equal(http, cli));
+    CHECK(cli && json_equal(remote_http, cli)); /* the server's document, band and all */
     json_decref(cli);
+    json_decref(remote_http);
     free(out);
     char *remote_text[] = {(char *)th_build_path("stepcast"), "whatif", "--model", model, "--set", "gpu=h100-sxm",
                            NULL};
@@ -128,6 +148,7 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
         {"{\"set\":{\"dp\":0}}", "set.dp"},          {"{\"set\":{\"gpu\":\"tpu\"}}", "set.gpu"},
         {"{\"set\":{\"tpp\":2}}", "set.tpp"},        {"{\"set\":{\"pp\":2}}", "set.pp"},
         {"{\"set\":{\"layers\":8}}", "set.layers"}, {"{\"sett\":{}}", "sett"},
+        {"{\"set\":{\"vpp\":2}}", "set.vpp"},          {"{\"set\":{\"schedule\":\"gpipe\"}}", "set.schedule"},
         {"[]", "set"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -146,6 +167,37 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     CHECK_NEAR(json_number_value(json_object_get(entry, "predicted_step_ms")), step_ms, 1e-6);
     json_decref(entry);
     svc_resp_release(&r);
+    /* ten out-of-sample what-ifs, measured at known ratios of the
+     * prediction: what-ifs now carry the band of their 10th and 90th
+     * percentiles (the memo is keyed on the ledger's changes) */
+    static const double ratio[9] = {0.90, 1.05, 1.20, 0.95, 1.10, 1.30, 0.85, 1.15, 1.00};
+    for (int k = 0; k < 9; k++) {
+        snprintf(body, sizeof body,
+                 "{\"model\":\"%s\",\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"},\"measured_step_ms\":%.9f}",
+                 model, step_ms * ratio[k]);
+        CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/validations", body, NULL), 201);
+    }
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"}}", &r), 200);
+    json_t *banded = json_loads(r.body, 0, NULL), *band = json_object_get(banded, "band");
+    svc_resp_release(&r);
+    /* ratios, sorted with the first entry's (114.69 / step_ms): the band's
+     * ends interpolate between the 1st and 2nd, and the 9th and 10th */
+    double all[10], first = 114.69 / step_ms;
+    all[0] = first;
+    memcpy(all + 1, ratio, sizeof ratio);
+    for (int i = 1; i < 10; i++)
+        for (int j = i; j > 0 && all[j - 1] > all[j]; j--) {
+            double t = all[j];
+            all[j] = all[j - 1];
+            all[j - 1] = t;
+        }
+    CHECK_EQ_INT(json_integer_value(json_object_get(band, "entries")), 10);
+    CHECK_STREQ(json_string_value(json_object_get(band, "kind")), "whatif");
+    CHECK_NEAR(json_number_value(json_object_get(band, "lo_ms")), step_ms * (all[0] + 0.9 * (all[1] - all[0])),
+               step_ms * 1e-6);
+    CHECK_NEAR(json_number_value(json_object_get(band, "hi_ms")), step_ms * (all[8] + 0.1 * (all[9] - all[8])),
+               step_ms * 1e-6);
+    json_decref(banded);
     CHECK_EQ_INT(svc_stop(&d), 0);
     free(model);
 }
