@@ -218,6 +218,12 @@ static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const dou
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err)
 {
+    return est_memory_estimate_like(s, NULL, hbm_gb, out, err);
+}
+
+int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
+                             struct est_memory *out, struct sc_error *err)
+{
     const struct est_parallel *p = &s->parallel;
     int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
     double dense_shards = (double)(p->dp * p->cp),
@@ -256,14 +262,21 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
             sp.experts += chunk.experts;
             if (chunk.largest_layer > sp.largest_layer)
                 sp.largest_layer = chunk.largest_layer;
-            virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &full);
-            if (full > largest_full)
-                largest_full = full;
+            if (!like) {
+                virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &full);
+                if (full > largest_full)
+                    largest_full = full;
+            }
         }
         st->stage = r;
-        st->activations = peak_held(pp, vpp, m, r, kept, &st->in_flight);
-        if (s->options.recompute == EST_RECOMPUTE_FULL)
-            st->activations += largest_full;
+        if (like) { /* the same activations: they do not depend on ZeRO */
+            st->activations = like->stages[r].activations;
+            st->in_flight = like->stages[r].in_flight;
+        } else {
+            st->activations = peak_held(pp, vpp, m, r, kept, &st->in_flight);
+            if (s->options.recompute == EST_RECOMPUTE_FULL)
+                st->activations += largest_full;
+        }
 
         struct est_model_states dense, experts;
         est_model_states(sp.dense, s->options.dtype, zero, (int64_t)dense_shards, &dense);

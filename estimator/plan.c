@@ -365,7 +365,19 @@ struct search {
     size_t n, cap;
     struct sc_error *err;
     unsigned fixed; /* fixed_mask(req) */
+    /* the memory of the last combination that passed the spec's checks:
+     * its activations serve the next one when only ZeRO differs */
+    struct est_memory last_mem;
+    struct cand last;
 };
+
+/* Whether two combinations differ in the ZeRO stage at most. */
+static int same_but_zero(const struct cand *a, const struct cand *b)
+{
+    return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->dp == b->dp && a->ep == b->ep &&
+           a->mb == b->mb && a->vpp == b->vpp && a->recompute == b->recompute && a->sp == b->sp &&
+           a->schedule == b->schedule;
+}
 
 static int tick(struct search *y)
 {
@@ -384,18 +396,20 @@ static int check_one(void *ctx, const struct cand *c)
     struct search *y = ctx;
     struct est_spec s;
     struct est_memory mem;
-    struct sc_error ignored;
     int rc;
     y->out->space++;
     cand_spec(y->req, y->fixed, c, &s);
-    if (est_spec_check(&s, &ignored)) {
+    if (est_spec_check(&s, NULL)) { /* only counted: no message formatted */
         y->out->infeasible_divisibility++;
         return tick(y) ? -1 : 0;
     }
-    if ((rc = est_memory_estimate(&s, y->hw->hbm_gb, &mem, y->err)))
+    const struct est_memory *like = y->last_mem.stages && same_but_zero(&y->last, c) ? &y->last_mem : NULL;
+    if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, &mem, y->err)))
         return rc;
     int fits = mem.fits;
-    est_memory_release(&mem);
+    est_memory_release(&y->last_mem);
+    y->last_mem = mem;
+    y->last = *c;
     if (!fits) {
         y->out->infeasible_memory++;
         return tick(y) ? -1 : 0;
@@ -512,6 +526,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
     }
 done:
     sc_heap_keep_end();
+    est_memory_release(&y.last_mem);
     free(y.cands);
     free(order);
     if (rc || out->cancelled) {

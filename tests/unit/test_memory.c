@@ -237,6 +237,39 @@ TEST(memory_model_states_per_stage_and_fit)
     est_memory_release(&mem);
 }
 
+/* The activations one ZeRO stage's estimate lends another (what the
+ * planner does across ZeRO stages) give every figure exactly as modelling
+ * them again does; the states are still the borrower's own. */
+TEST(memory_estimate_like_equals_a_fresh_estimate)
+{
+    const char *layouts[] = {"\"tp\":8,\"pp\":8,\"dp\":4,\"global_batch\":64",
+                             "\"tp\":2,\"pp\":8,\"vpp\":6,\"schedule\":\"interleaved\",\"dp\":4,"
+                             "\"global_batch\":64"};
+    const char *options[] = {"\"sequence_parallel\":true,\"recompute\":\"full\"",
+                             "\"recompute\":\"selective\""};
+    for (int l = 0; l < 2; l++) {
+        char opt0[128], opt3[128];
+        snprintf(opt0, sizeof opt0, "%s,\"zero_stage\":0", options[l]);
+        snprintf(opt3, sizeof opt3, "%s,\"zero_stage\":3", options[l]);
+        struct est_spec s0 = spec(gpt3(layouts[l], opt0)), s3 = spec(gpt3(layouts[l], opt3));
+        struct est_memory m0, fresh, like;
+        struct sc_error err;
+        CHECK_EQ_INT(est_memory_estimate(&s0, 80, &m0, &err), SC_OK);
+        CHECK_EQ_INT(est_memory_estimate(&s3, 80, &fresh, &err), SC_OK);
+        CHECK_EQ_INT(est_memory_estimate_like(&s3, &m0, 80, &like, &err), SC_OK);
+        CHECK_EQ_INT(like.n_stages, fresh.n_stages);
+        CHECK(fresh.stages[0].states.weights < m0.stages[0].states.weights); /* ZeRO-3 shards them */
+        for (int64_t r = 0; r < fresh.n_stages; r++) {
+            CHECK(memcmp(&like.stages[r], &fresh.stages[r], sizeof fresh.stages[r]) == 0);
+        }
+        CHECK_EQ_INT(like.worst_stage, fresh.worst_stage);
+        CHECK(like.gb_per_gpu == fresh.gb_per_gpu && like.fits == fresh.fits);
+        est_memory_release(&m0);
+        est_memory_release(&fresh);
+        est_memory_release(&like);
+    }
+}
+
 /* placement: layers per virtual stage */
 static void check_placement(int layers, int pp, int vpp, const int *want)
 {
