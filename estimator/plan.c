@@ -48,9 +48,10 @@ static int estimate_eval(void *ctx, const struct est_spec *s, struct est_estimat
     return est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
 }
 
-static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
+/* The pass costs of s's layout, remembered (*out points into the memo). */
+static int pass_costs(struct est_plan_estimator *e, const struct est_spec *s, const struct est_pass_costs **out,
+                      struct sc_error *err)
 {
-    struct est_plan_estimator *e = ctx;
     const struct est_parallel *p = &s->parallel;
     struct est_plan_pass_key k;
     size_t i;
@@ -60,8 +61,10 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
                                    s->options.tp_comm_overlap};
     for (size_t back = 1; back <= e->n_memo; back++) { /* the newest first: neighbours share layouts */
         i = (e->next_memo + EST_PLAN_MEMO - back) % EST_PLAN_MEMO;
-        if (memcmp(&e->memo_key[i], &k, sizeof k) == 0)
-            return est_synth_bound_of(s, e->hw, &e->costs, &e->memo[i], ms, err);
+        if (memcmp(&e->memo_key[i], &k, sizeof k) == 0) {
+            *out = &e->memo[i];
+            return SC_OK;
+        }
     }
     i = e->next_memo++ % EST_PLAN_MEMO;
     if (e->n_memo < EST_PLAN_MEMO)
@@ -71,7 +74,33 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
         return rc;
     }
     e->memo_key[i] = k;
-    return est_synth_bound_of(s, e->hw, &e->costs, &e->memo[i], ms, err);
+    *out = &e->memo[i];
+    return SC_OK;
+}
+
+static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
+{
+    struct est_plan_estimator *e = ctx;
+    const struct est_pass_costs *pc;
+    int rc = pass_costs(e, s, &pc, err);
+    *ms = 0;
+    return rc ? rc : est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err);
+}
+
+/* The larger of the bound and ZeRO-3's streams followed unit by unit. */
+static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
+{
+    struct est_plan_estimator *e = ctx;
+    const struct est_pass_costs *pc;
+    double z3;
+    int rc = pass_costs(e, s, &pc, err);
+    *ms = 0;
+    if (rc || (rc = est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err)) ||
+        (rc = est_synth_bound_z3(s, e->hw, &e->costs, pc, &z3, err)))
+        return rc;
+    if (z3 > *ms)
+        *ms = z3;
+    return SC_OK;
 }
 
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)
@@ -79,6 +108,7 @@ void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_e
     e->n_memo = e->next_memo = 0;
     out->evaluate = estimate_eval;
     out->bound = estimate_bound;
+    out->refine = estimate_refine;
     out->ctx = e;
 }
 
@@ -508,15 +538,29 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         qsort(y.cands, y.n, sizeof *y.cands, by_bound);
     for (size_t i = 0; i < y.n; i++) {
         const struct cand *c = &y.cands[i];
-        if (out->n_rows == req->top && c->bound > out->rows[req->top - 1].objective) {
-            out->pruned = (int64_t)(y.n - i);
-            y.done += out->pruned - 1;
+        int full = out->n_rows == req->top;
+        if (full && c->bound > out->rows[req->top - 1].objective) {
+            out->pruned += (int64_t)(y.n - i);
+            y.done += (int64_t)(y.n - i) - 1;
             tick(&y);
             break;
         }
         struct est_plan_row row;
         cand_spec(req, y.fixed, c, &row.spec);
-        if ((rc = est_spec_check(&row.spec, err)) || (rc = ev->evaluate(ev->ctx, &row.spec, &row.estimate, err)))
+        if ((rc = est_spec_check(&row.spec, err)))
+            goto done;
+        if (full && ev->bound && ev->refine) {
+            double ms;
+            if ((rc = ev->refine(ev->ctx, &row.spec, &ms, err)))
+                goto done;
+            if (objective(req, &row.spec, ms) > out->rows[req->top - 1].objective) {
+                out->pruned++;
+                if (tick(&y))
+                    break;
+                continue;
+            }
+        }
+        if ((rc = ev->evaluate(ev->ctx, &row.spec, &row.estimate, err)))
             goto done;
         out->evaluated++;
         row.objective = objective(req, &row.spec, row.estimate.step_ms);

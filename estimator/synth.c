@@ -187,6 +187,9 @@ struct synth {
      * (0 dense, 1 MoE), once known (layer_rank_params) */
     double layer_dense[2], layer_experts[2];
     uint8_t layer_known[2];
+    /* set: the schedule only times ZeRO-3's streams of a rank
+     * (est_synth_bound_z3), building nothing */
+    struct z3_sim *sim;
 };
 
 static int op_push(struct synth *y, struct oplist *l, const struct op *o)
@@ -1014,6 +1017,81 @@ static void z3_grads_done(struct synth *y, struct rank *r, double dense, double 
     r->z3_grads.after = anchor(y, r, ST_COMPUTE);
 }
 
+/* ---- ZeRO-3's streams of one rank, timed without a graph ---- */
+
+/* est_synth_bound_z3 follows a rank's passes in the schedule's order with
+ * only what z3_gather, z3_reduce and z3_grads_done make the two streams
+ * wait for, and each unit's compute at its cost in est_pass_costs (the
+ * compute stream's time of its operations); times in ns from the step's
+ * start. */
+struct z3_sim {
+    const struct est_pass_costs *pc;
+    int64_t compute; /* the end of the compute so far */
+    int64_t stream;  /* the end of the data-parallel stream's work so far */
+    int64_t free_at; /* z3_free: the compute's end at the unit before */
+    double grads_dense, grads_experts;
+    int64_t grads_after;
+};
+
+/* dp_colls' collectives, one after another on the stream, after `after`. */
+static void z3_sim_colls(struct synth *y, enum model_coll_op op, double dense, double experts, double bytes_per,
+                         int64_t after)
+{
+    double sizes[2] = {dense, experts};
+    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
+    for (int k = 0; k < 2; k++)
+        if (sizes[k] > 0 && groups[k]->ranks > 1)
+            y->sim->stream = max_i64(y->sim->stream, after) + coll_ns(y, op, groups[k], sizes[k] * bytes_per);
+}
+
+/* z3_gather, the unit's compute (ns) and, after a backward, z3_grads_done. */
+static void z3_sim_unit(struct synth *y, double dense, double experts, int64_t compute, int backward)
+{
+    struct z3_sim *z = y->sim;
+    int64_t before = z->compute, freed = y->s->options.overlap_param_gather ? z->free_at : before;
+    z->free_at = before;
+    if (dense + experts > 0) {
+        z3_sim_colls(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B, freed);
+        z->compute = max_i64(z->compute, z->stream);
+    }
+    z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, z->grads_dense, z->grads_experts, grad_bytes(y->s), z->grads_after);
+    z->grads_dense = z->grads_experts = 0;
+    z->compute += compute;
+    if (backward) {
+        z->grads_dense = dense;
+        z->grads_experts = experts;
+        z->grads_after = z->compute;
+    }
+}
+
+/* run_pass's units of virtual stage st, in its order. */
+static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int backward)
+{
+    const struct est_pass_costs *pc = y->sim->pc;
+    double emb, head;
+    edge_params(y->s, st, &emb, &head);
+    if (!backward && st->embedding)
+        z3_sim_unit(y, emb, 0, pc->embed_f, 0);
+    if (backward && st->loss)
+        z3_sim_unit(y, head, 0, pc->head_b, 1);
+    for (int i = 0; i < st->layers; i++) {
+        int64_t layer = st->first_layer + (backward ? st->layers - 1 - i : i);
+        int moe = est_model_layer_is_moe(&y->s->model, layer);
+        double dense, experts;
+        kind_rank_params(y, layer, moe, &dense, &experts);
+        z3_sim_unit(y, dense, experts, backward ? pc->layer_b[moe] : pc->layer_f[moe], backward);
+    }
+    if (!backward && st->loss)
+        z3_sim_unit(y, head, 0, pc->head_f, 0);
+    if (backward && st->embedding)
+        z3_sim_unit(y, emb, 0, pc->embed_b, 1);
+    if (backward) { /* z3_reduce at the pass's end */
+        z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, y->sim->grads_dense, y->sim->grads_experts, grad_bytes(y->s),
+                     y->sim->grads_after);
+        y->sim->grads_dense = y->sim->grads_experts = 0;
+    }
+}
+
 /* ---- the schedule ---- */
 
 struct p2p {
@@ -1079,6 +1157,10 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     const struct est_stage_layers *st = &p->vstages[v];
     const struct est_spec *s = y->s;
     int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    if (y->sim) {
+        z3_sim_pass(y, st, backward);
+        return;
+    }
     double emb, head;
     edge_params(s, st, &emb, &head);
     /* the pass starts on what the pipeline received */
@@ -1170,7 +1252,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
     int posted = 0;
     for (int i = 0; i < n; i++)
         posted += kinds[i] >= 0;
-    if (!posted)
+    if (!posted || y->sim) /* the bound's timing counts no transfer */
         return;
     uint32_t produced = anchor(y, r, ST_COMPUTE);
     flush(y, r);
@@ -1636,6 +1718,39 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
     int rc = est_synth_pass_costs(s, hw, c, &pc, err);
     *ms = 0;
     return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
+}
+
+int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
+    int64_t best = 0;
+    *ms = 0;
+    shape_init(&y);
+    if (!zero3(&y))
+        return SC_OK;
+    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
+    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+        free(p.vstages);
+        return err->code;
+    }
+    for (int64_t rank = 0; rank < p.pp; rank++) {
+        struct z3_sim z = {.pc = pc};
+        struct rank r;
+        memset(&r, 0, sizeof r);
+        r.id = (uint16_t)rank;
+        y.sim = &z;
+        if (p.vpp > 1)
+            schedule_interleaved(&y, &p, &r, NULL);
+        else
+            schedule_1f1b(&y, &p, &r, NULL);
+        best = max_i64(best, max_i64(z.compute, z.stream));
+    }
+    free(p.vstages);
+    *ms = (double)best / 1e6;
+    return y.failed;
 }
 
 /* The kernels of list l (and of l2, may be NULL) scaled so that they take

@@ -129,6 +129,23 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err);
 
+/* A tighter lower bound under ZeRO stage 3 (0 otherwise), ms, from the
+ * same pass costs, at a cost of its own: each pipeline rank's compute
+ * stream and data-parallel stream followed through its passes in the
+ * schedule's order, one unit (a layer, the embedding, the output layer) at
+ * a time, with only the waits ZeRO-3 puts between them: a unit's
+ * parameter gather runs on the stream after the work before it there and
+ * after the compute up to the unit before the one computing (with
+ * overlap_param_gather; else all compute so far), the unit's compute after
+ * its gather and the compute before it (taking its pass cost), a backward
+ * unit's gradients reduce-scattered on the stream after its compute and
+ * the next gather. Transfers and other ranks, which est_synth_bound_of
+ * counts, are left out: every other task and wait of the graph only
+ * delays, so a rank's step is at least the later of its two streams'
+ * ends. */
+int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+
 /* est_synth with the kernels of each pass scaled so that one micro-batch's
  * pass takes what `measured` gives (ns; the backward with its
  * recomputation; a field <= 0 keeps the model's): a traced job's measured
