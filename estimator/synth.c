@@ -1673,20 +1673,30 @@ static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t r
     return m * t;
 }
 
+/* A bound's virtual stages: p->vstages placed (malloc'd) for p's pp and vpp. */
+static int bound_stages(const struct est_spec *s, struct pipeline *p, struct sc_error *err)
+{
+    if (!(p->vstages = calloc((size_t)(p->pp * p->vpp), sizeof *p->vstages)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
+    if (est_place_layers((int)s->model.layers, (int)p->pp, (int)p->vpp, p->vstages, err)) {
+        free(p->vstages);
+        p->vstages = NULL;
+        return err->code;
+    }
+    return SC_OK;
+}
+
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
     int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0;
+    int rc;
     *ms = 0;
     shape_init(&y);
-    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
-        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
-    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
-        free(p.vstages);
-        return err->code;
-    }
+    if ((rc = bound_stages(s, &p, err)))
+        return rc;
     /* head: when rank's first forward can start (its parameter gather
      * done, and chunk 0's forward of the first micro-batch on the ranks
      * before); tail: chunk 0's backward on the ranks before */
@@ -1726,16 +1736,13 @@ int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, co
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
     int64_t best = 0;
+    int rc;
     *ms = 0;
     shape_init(&y);
     if (!zero3(&y))
         return SC_OK;
-    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
-        return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
-    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
-        free(p.vstages);
-        return err->code;
-    }
+    if ((rc = bound_stages(s, &p, err)))
+        return rc;
     for (int64_t rank = 0; rank < p.pp; rank++) {
         struct z3_sim z = {.pc = pc};
         struct rank r;
