@@ -33,7 +33,10 @@
  * combination is one that provably cannot enter the top K: its lower bound
  * (est_synth_bound, times GPUs for the cost objective) is above the K-th
  * best found so far; combinations are evaluated in order of their bounds,
- * so the first one past the K-th best ends the search. An evaluator
+ * so the first one past the K-th best ends the search. Once the top K is
+ * full, a combination the bound leaves is first given the evaluator's
+ * tighter bound, if it has one (est_synth_bound_z3 under ZeRO stage 3),
+ * and pruned when that is above the K-th best. An evaluator
  * without a bound (a what-if of a traced model, say) prunes nothing.
  *
  * Objectives: `time` ranks by step time, `cost` by GPU-hours per million
