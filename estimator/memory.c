@@ -90,20 +90,34 @@ struct stage_params {
 };
 
 /* A layer's parameters and activations depend on the layer only through
- * whether it is an MoE layer: each kind's, made once per estimate. */
+ * whether it is an MoE layer: each kind's, made once per estimate, with
+ * its parameters per GPU (dense: split by tp; experts: by ep x etp). */
 struct layer_kinds {
-    struct est_layer_params params[2];
     struct est_layer_activations acts[2];
+    double dense[2], experts[2];
+    int moe_model; /* any MoE layer: else every layer is of kind 0 */
 };
+
+/* The kind of layer i (1: MoE). */
+static int kind_of(const struct est_spec *s, const struct layer_kinds *k, int64_t i)
+{
+    return k->moe_model && est_model_layer_is_moe(&s->model, i);
+}
 
 static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
 {
+    const struct est_parallel *p = &s->parallel;
+    double t = (double)p->tp, experts_split = (double)(p->ep * p->etp);
     int done[2] = {0, 0};
     memset(k, 0, sizeof *k);
-    for (int64_t i = 0; i < s->model.layers && !(done[0] && done[1]); i++) {
-        int moe = est_model_layer_is_moe(&s->model, i);
+    k->moe_model = s->model.moe.experts > 0;
+    for (int64_t i = 0; i < s->model.layers && !(done[0] && (done[1] || !k->moe_model)); i++) {
+        int moe = kind_of(s, k, i);
         if (!done[moe]) {
-            est_layer_params(&s->model, i, &k->params[moe]);
+            struct est_layer_params lp;
+            est_layer_params(&s->model, i, &lp);
+            k->dense[moe] = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
+            k->experts[moe] = lp.experts / experts_split;
             est_layer_activations(s, i, &k->acts[moe]);
             done[moe] = 1;
         }
@@ -114,14 +128,11 @@ static void virtual_stage_params(const struct est_spec *s, const struct layer_ki
                                  const struct est_stage_layers *v, struct stage_params *out)
 {
     const struct est_model *m = &s->model;
-    const struct est_parallel *p = &s->parallel;
-    double t = (double)p->tp, experts_split = (double)(p->ep * p->etp);
-    double embedding = (double)m->vocab * (double)m->hidden / t;
+    double embedding = (double)m->vocab * (double)m->hidden / (double)s->parallel.tp;
     memset(out, 0, sizeof *out);
     for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
-        struct est_layer_params lp = kinds->params[est_model_layer_is_moe(m, i)];
-        double dense = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
-        double experts = lp.experts / experts_split;
+        int k = kind_of(s, kinds, i);
+        double dense = kinds->dense[k], experts = kinds->experts[k];
         out->dense += dense;
         out->experts += experts;
         if (dense + experts > out->largest_layer)
@@ -145,7 +156,7 @@ static void virtual_stage_activations(const struct est_spec *s, const struct lay
            r = replicated_split(s), t = (double)s->parallel.tp;
     *kept = *largest_full = 0;
     for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
-        struct est_layer_activations la = kinds->acts[est_model_layer_is_moe(m, i)];
+        struct est_layer_activations la = kinds->acts[kind_of(s, kinds, i)];
         *kept += la.kept;
         if (la.full > *largest_full)
             *largest_full = la.full;
