@@ -194,6 +194,22 @@ static int peer_waits(struct attrib *t)
     return t->n_ov == before ? SC_OK : part(t, "peer_waits");
 }
 
+/* After host: B's host gaps before the matched CPU work (the time a
+ * thread spends outside any op it records: Python, data loading), over
+ * the durations host set. */
+static int idle(struct attrib *t)
+{
+    const struct model_graph *ga = t->a->g, *gb = t->b->g;
+    size_t before = t->n_ov;
+    for (uint32_t i = 0; i < ga->n_tasks; i++) {
+        uint32_t j = t->a->match[i];
+        if (j != MODEL_NONE && category_of(&ga->tasks[i]) == CAT_HOST && ga->tasks[i].gap != gb->tasks[j].gap)
+            t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = gb->tasks[j].dur, .has_gap = 1,
+                                                               .gap = gb->tasks[j].gap};
+    }
+    return t->n_ov == before ? SC_OK : part(t, "idle");
+}
+
 static int attribute(struct attrib *t)
 {
     const struct model_graph *ga = t->a->g, *gb = t->b->g;
@@ -206,8 +222,7 @@ static int attribute(struct attrib *t)
                 continue;
             /* communication: B's transfer, A's wait for untraced peers */
             t->ov[t->n_ov++] = (struct model_replay_override){
-                .task = i, .dur = gb->tasks[j].dur - t->b->wait[j] + t->a->wait[i], .has_gap = c == CAT_HOST,
-                .gap = gb->tasks[j].gap};
+                .task = i, .dur = gb->tasks[j].dur - t->b->wait[j] + t->a->wait[i]};
         }
         if (t->n_ov == before)
             continue;
@@ -217,6 +232,8 @@ static int attribute(struct attrib *t)
         rc = part(t, c < MODEL_KF_COUNT ? name : c == CAT_COMM ? "communication" : c == CAT_COPIES ? "copies" : "host");
         if (rc == SC_OK && c == CAT_COMM)
             rc = peer_waits(t);
+        if (rc == SC_OK && c == CAT_HOST)
+            rc = idle(t);
     }
     /* waits: B's on the tasks where A had one (B's durations stay) */
     for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++) {

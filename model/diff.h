@@ -21,7 +21,9 @@
  *                     A's wait, as the sides' splits say, replay.h)
  *   peer_waits        matched collectives kept for untraced peers: B's waits
  *   copies            matched copies and sets on GPU streams
- *   host              matched CPU work: B's durations and host gaps
+ *   host              matched CPU work: B's durations
+ *   idle              matched CPU work: B's host gaps before it (a thread's
+ *                     time outside any op it records: Python, data loading)
  *   unexplained       matched GPU tasks: B's unexplained waits where A had one
  *   removed           A's kernels with no match in B, at no cost
  *   added             B's kernels with no match in A, measured on B: B's
@@ -67,7 +69,7 @@ struct model_diff {
 /* The method, as reports state it. */
 #define MODEL_DIFF_METHOD                                                                                       \
     "sequential: A replayed with B's durations one category at a time in a fixed order (compute by kernel "  \
-    "family, communication, peer waits, copies, host, unexplained, removed), each part the change it makes; " \
+    "family, communication, peer waits, copies, host, idle, unexplained, removed), each part the change it makes; " \
     "added: B's step " \
     "less B's without its unmatched kernels; unmatched is the rest, so the parts sum to the difference"
 

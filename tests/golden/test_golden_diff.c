@@ -103,6 +103,27 @@ TEST(diff_gentrace_gpu_faster)
     model_job_free(b);
 }
 
+/* Data loading 1.5 -> 3 ms a step, nothing else: the host gap before
+ * each step's first op grows, and it is all idle, none of it host work,
+ * compute or communication. */
+TEST(diff_gentrace_slower_data_loading_is_idle)
+{
+    const char *slow[] = {"--steps", "3", "--load-ms", "3", NULL}, *base[] = {"--steps", "3", NULL};
+    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, slow);
+    struct model_diff d;
+    if (a && b && diff_jobs(a, b, &d) == 0) {
+        check_sum(&d);
+        int64_t total = d.b_ns - d.a_ns;
+        CHECK(total > 1000000); /* about 1.5 ms a step */
+        CHECK_EQ_INT(part(&d, "idle"), total);
+        CHECK(part(&d, "host") == INT64_MIN || part(&d, "host") == 0);
+        CHECK_EQ_INT(d.n_added + d.n_removed, 0);
+        model_diff_release(&d);
+    }
+    model_job_free(a);
+    model_job_free(b);
+}
+
 /* HTA's control (A100) and test (V100) runs of one recommendation model:
  * the parts sum to the difference; the GPUs' different GEMM kernels show
  * as added and removed. */

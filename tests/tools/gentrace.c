@@ -18,11 +18,12 @@
  * it: a wait the trace holds but does not explain. --modules wraps each
  * forward layer in a python_function "nn.Module: Block_<l>" span, as
  * PyTorch's profiler does with with_modules (the backward has none, as
- * there).
+ * there). --load-ms MS is each step's data loading on the host (1.5 ms,
+ * jittered), a host gap before the step's first op.
  *
  *   gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]
  *            [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]
- *            [--gpu-delay NS] [--cuda-sync] [--modules] OUTDIR
+ *            [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS] OUTDIR
  *
  * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
 #include <errno.h>
@@ -41,7 +42,7 @@ enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, 
 
 struct opts {
     int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules;
-    double gpu_scale, comm_scale, slow_factor;
+    double gpu_scale, comm_scale, slow_factor, load_ms;
     int64_t gpu_delay;
     uint64_t seed;
 };
@@ -278,7 +279,7 @@ static void local_forward_backward(struct rank *k, int step, int buckets)
 {
     (void)step;
     /* data loading: a host gap, then the batch to the device */
-    k->cpu_main += jitter(k, 1500000, 0.1);
+    k->cpu_main += jitter(k, (int64_t)(O.load_ms * 1e6), 0.1);
     copy(k, &k->cpu_main, "Memcpy HtoD (Pinned -> Device)", STREAM_COMPUTE, 32 << 20, 20.0, 0);
     /* forward */
     int64_t fwd_start = k->cpu_main;
@@ -452,11 +453,11 @@ int main(int argc, char **argv)
         {"slow-rank", required_argument, NULL, 'R'}, {"slow-factor", required_argument, NULL, 'F'},
         {"cuda-sync", no_argument, NULL, 'c'}, {"comm-scale", required_argument, NULL, 'C'},
         {"gpu-delay", required_argument, NULL, 'd'}, {"modules", no_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
+        {"load-ms", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0},
     };
     int c;
     O = (struct opts){.ranks = 2, .steps = 3, .layers = 8, .seed = 1, .gpu_scale = 1.0,
-                      .comm_scale = 1.0, .slow_rank = -1, .slow_factor = 1.0};
+                      .comm_scale = 1.0, .slow_rank = -1, .slow_factor = 1.0, .load_ms = 1.5};
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
         case 'r': O.ranks = (int)strtol(optarg, NULL, 10); break;
@@ -471,15 +472,16 @@ int main(int argc, char **argv)
         case 'C': O.comm_scale = strtod(optarg, NULL); break;
         case 'd': O.gpu_delay = strtoll(optarg, NULL, 10); break;
         case 'M': O.modules = 1; break;
+        case 'L': O.load_ms = strtod(optarg, NULL); break;
         default:
             fprintf(stderr, "usage: gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]\n"
                             "                [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]\n"
-                            "                [--gpu-delay NS] [--cuda-sync] [--modules] OUTDIR\n");
+                            "                [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS] OUTDIR\n");
             return 2;
         }
     }
     if (optind + 1 != argc || O.ranks < 1 || O.ranks > MAX_RANKS || O.steps < 1 || O.layers < 1 ||
-        O.gpu_scale <= 0 || !(O.comm_scale >= 0) || O.gpu_delay < 0) {
+        O.gpu_scale <= 0 || !(O.comm_scale >= 0) || O.gpu_delay < 0 || !(O.load_ms >= 0 && O.load_ms <= 1e6)) {
         fprintf(stderr, "gentrace: bad arguments (ranks 1..%d, steps and layers >= 1, OUTDIR)\n", MAX_RANKS);
         return 2;
     }
