@@ -165,6 +165,11 @@ static int part(struct attrib *t, const char *category)
     return SC_OK;
 }
 
+static int is_kernel(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL || t->cls == MODEL_TASK_COMM;
+}
+
 /* Which category a task of A belongs to, in the order of diff.h: a kernel
  * family, then these. */
 enum { CAT_COMM = MODEL_KF_COUNT, CAT_COPIES, CAT_HOST, CAT_COUNT };
@@ -245,9 +250,7 @@ static int attribute(struct attrib *t)
     if (rc == SC_OK)
         rc = part(t, "unexplained");
     for (uint32_t i = 0; rc == SC_OK && i < ga->n_tasks; i++)
-        if (t->a->match[i] == MODEL_NONE && model_task_on_gpu(ga->tasks[i].cls) &&
-            (ga->tasks[i].cls == MODEL_TASK_KERNEL || ga->tasks[i].cls == MODEL_TASK_COMM) &&
-            ga->tasks[i].rank < gb->n_ranks)
+        if (t->a->match[i] == MODEL_NONE && is_kernel(&ga->tasks[i]) && ga->tasks[i].rank < gb->n_ranks)
             t->ov[t->n_ov++] = (struct model_replay_override){.task = i, .dur = 0};
     if (rc == SC_OK)
         rc = part(t, "removed");
@@ -267,8 +270,7 @@ static int added(struct attrib *t, const struct side *b)
     if (!ov)
         return sc_error_set(t->err, SC_ENOMEM, "out of memory");
     for (uint32_t j = 0; j < gb->n_tasks; j++)
-        if (b->match[j] == MODEL_NONE && (gb->tasks[j].cls == MODEL_TASK_KERNEL || gb->tasks[j].cls == MODEL_TASK_COMM) &&
-            gb->tasks[j].rank < ga->n_ranks)
+        if (b->match[j] == MODEL_NONE && is_kernel(&gb->tasks[j]) && gb->tasks[j].rank < ga->n_ranks)
             ov[n++] = (struct model_replay_override){.task = j, .dur = 0};
     rc = mean_step(b, ov, n, &without, t->err);
     free(ov);
@@ -350,11 +352,6 @@ static int kernel_list(struct agg *v, size_t n, const struct side *a, const stru
     *out = k;
     *n_out = m < MODEL_DIFF_MAX_KERNELS ? m : MODEL_DIFF_MAX_KERNELS;
     return 0;
-}
-
-static int is_kernel(const struct model_task *t)
-{
-    return t->cls == MODEL_TASK_KERNEL || t->cls == MODEL_TASK_COMM;
 }
 
 static int kernels(const struct side *a, const struct side *b, struct model_diff *out)
