@@ -149,20 +149,24 @@ struct attrib {
     struct sc_error *err;
 };
 
+/* A part of ns, added to the running total. */
+static int add_part(struct attrib *t, const char *category, int64_t ns)
+{
+    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
+        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
+    snprintf(p->category, sizeof p->category, "%s", category);
+    p->ns = ns;
+    t->prev += ns;
+    return SC_OK;
+}
+
 /* Replay A with the overrides so far; the part is what they changed. */
 static int part(struct attrib *t, const char *category)
 {
     int64_t mean;
     int rc = mean_step(t->a, t->ov, t->n_ov, &mean, t->err);
-    if (rc)
-        return rc;
-    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
-        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
-    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
-    snprintf(p->category, sizeof p->category, "%s", category);
-    p->ns = mean - t->prev;
-    t->prev = mean;
-    return SC_OK;
+    return rc ? rc : add_part(t, category, mean - t->prev);
 }
 
 static int is_kernel(const struct model_task *t)
@@ -274,15 +278,7 @@ static int added(struct attrib *t, const struct side *b)
             ov[n++] = (struct model_replay_override){.task = j, .dur = 0};
     rc = mean_step(b, ov, n, &without, t->err);
     free(ov);
-    if (rc)
-        return rc;
-    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
-        return sc_error_set(t->err, SC_ENOMEM, "out of memory");
-    struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
-    snprintf(p->category, sizeof p->category, "added");
-    p->ns = t->out->b_ns - without;
-    t->prev += p->ns;
-    return SC_OK;
+    return rc ? rc : add_part(t, "added", t->out->b_ns - without);
 }
 
 /* ---- kernel lists -------------------------------------------------------------------- */
@@ -409,13 +405,8 @@ int model_diff_run(const struct model_graph *ga, const struct model_coll_waits *
     t.prev = out->a_ns;
     if ((rc = attribute(&t)) || (rc = added(&t, &b)))
         goto out;
-    if (sc_vec_reserve((void **)&out->parts, &t.cap_parts, out->n_parts + 1, sizeof *out->parts)) {
-        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    if ((rc = add_part(&t, "unmatched", out->b_ns - t.prev)))
         goto out;
-    }
-    struct model_diff_part *rest = &out->parts[out->n_parts++];
-    snprintf(rest->category, sizeof rest->category, "unmatched");
-    rest->ns = out->b_ns - t.prev;
     if (kernels(&a, &b, out))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
 out:
