@@ -78,6 +78,16 @@ static int add(struct finder *f, const char *name, const char *resource, const c
     return SC_OK;
 }
 
+/* The most per step of f->rank_sum over the ranks (0 when none). */
+static int64_t max_per_step(const struct finder *f)
+{
+    int64_t most = 0;
+    for (size_t r = 0; r < f->g->n_ranks; r++)
+        if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > most)
+            most = f->rank_sum[r] / f->rank_steps[r];
+    return most;
+}
+
 /* What o takes out of the work per step: the time by which it shortens
  * durations and gaps (what it lengthens is not counted), on the rank where
  * that is most: ranks that wait for each other save together. */
@@ -92,10 +102,7 @@ static int bound_of(struct finder *f, const struct model_replay_opts *o, int64_t
     for (size_t i = 0; i < g->n_tasks; i++)
         f->rank_sum[g->tasks[i].rank] += (f->dur0[i] > f->dur[i] ? f->dur0[i] - f->dur[i] : 0) +
                                          (f->gap0[i] > f->gap[i] ? f->gap0[i] - f->gap[i] : 0);
-    *bound = 0;
-    for (size_t r = 0; r < g->n_ranks; r++)
-        if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > *bound)
-            *bound = f->rank_sum[r] / f->rank_steps[r];
+    *bound = max_per_step(f);
     return SC_OK;
 }
 
@@ -243,7 +250,7 @@ out:
 static int unexplained(struct finder *f)
 {
     struct model_replay_opts o;
-    int64_t mean, sum = 0;
+    int64_t mean;
     int rc;
     keep_opts(f, &o);
     o.keep_unexplained = 0;
@@ -253,10 +260,8 @@ static int unexplained(struct finder *f)
         f->rank_sum[r] = 0;
     for (uint32_t i = 0; i < f->g->n_tasks; i++)
         f->rank_sum[f->g->tasks[i].rank] += model_graph_unexplained_wait(f->g, i);
-    for (size_t r = 0; r < f->g->n_ranks; r++)
-        if (f->rank_steps[r] && f->rank_sum[r] / f->rank_steps[r] > sum)
-            sum = f->rank_sum[r] / f->rank_steps[r];
-    return add(f, "unexplained waits removed", "unexplained", "unexplained=0", f->base_ns - mean, sum, -1);
+    return add(f, "unexplained waits removed", "unexplained", "unexplained=0", f->base_ns - mean,
+               max_per_step(f), -1);
 }
 
 static int saving_desc(const void *a, const void *b)
