@@ -157,6 +157,17 @@ static int flush_batch(struct members *l, struct sc_error *err)
     return rc;
 }
 
+/* Parse the batch before the member just added, which is left out of it
+ * and of the next batch. */
+static int flush_before_last(struct members *l, struct sc_error *err)
+{
+    l->n--;
+    int rc = flush_batch(l, err);
+    l->n++;
+    l->batch = l->n;
+    return rc;
+}
+
 /* Up to `max` bytes of a stream into *out (from malloc); *whole says
  * whether that was all of it. */
 static int read_some(struct model_stream *in, size_t max, unsigned char **out, size_t *n, int *whole,
@@ -212,10 +223,7 @@ static int load_member(void *ctx, const char *name, const char *label, struct mo
     l->n++;
     if ((rc = read_some(in, TAR_BATCH_BYTES, &m->bytes, &m->n, &whole, err))) {
         struct sc_error first;
-        l->n--; /* not read: the members before it come first */
-        int before = flush_batch(l, &first);
-        l->n++;
-        l->batch = l->n;
+        int before = flush_before_last(l, &first); /* not read: the members before it come first */
         if (before)
             *err = first;
         return before ? before : rc;
@@ -229,10 +237,7 @@ static int load_member(void *ctx, const char *name, const char *label, struct mo
     size_t n = m->n;
     struct model_stream *s = NULL;
     m->bytes = NULL;
-    l->n--;
-    rc = flush_batch(l, err);
-    l->n++;
-    l->batch = l->n;
+    rc = flush_before_last(l, err);
     if (rc == SC_OK && (rc = model_stream_open_mem_then(head, n, in, &s, err)) == SC_OK)
         rc = model_trace_read(s, label, l->opts, &m->t, err);
     model_stream_close(s);
