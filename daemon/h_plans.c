@@ -103,23 +103,32 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
     return taken;
 }
 
+/* The request's body into *req (and its spec's text into *spec, when
+ * asked); on failure the reply in r. */
+static int decode_request(struct svc *s, struct svc_request *q, struct est_plan_request *req, char **spec,
+                          struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct sc_error err;
+    int rc;
+    memset(req, 0, sizeof *req);
+    if ((rc = api_json_precheck(q->body, q->body_len, &lim, r)))
+        return rc;
+    if (api_plan_request_decode(q->body, q->body_len, req, spec, &err))
+        return api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
+    return SC_OK;
+}
+
 void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct est_plan_request req;
     struct plans_eval pe;
-    struct sc_error err;
     struct h_spec h;
     char *spec = NULL;
-    struct api_body_limits lim = h_body_limits(s);
-    memset(&req, 0, sizeof req);
     memset(&h, 0, sizeof h);
     memset(&pe, 0, sizeof pe);
-    if (api_json_precheck(q->body, q->body_len, &lim, r))
+    if (decode_request(s, q, &req, &spec, r))
         return;
-    if (api_plan_request_decode(q->body, q->body_len, &req, &spec, &err)) {
-        api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
-        return;
-    }
     if (!h_spec_load(s, spec, strlen(spec), &req.given, &h, r)) {
         req.spec = h.spec;
         pe.est.hw = h.hw;
@@ -136,15 +145,9 @@ void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct plans_eval pe;
     struct job_config cfg;
     struct sc_error err;
-    struct api_body_limits lim = h_body_limits(s);
-    memset(&req, 0, sizeof req);
     memset(&pe, 0, sizeof pe);
-    if (api_json_precheck(q->body, q->body_len, &lim, r))
+    if (decode_request(s, q, &req, NULL, r))
         return;
-    if (api_plan_request_decode(q->body, q->body_len, &req, NULL, &err)) {
-        api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
-        return;
-    }
     if (h_model_whatif_ready(s, q->params.id, &cfg, &pe.entry, r))
         return;
     pe.cache = s->cache;
