@@ -181,11 +181,6 @@ struct replay_layout {
     int node;        /* GPUs per NVLink domain */
 };
 
-static int is_p2p(int op)
-{
-    return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
-}
-
 /* A kept collective's group: the ranks its trace says take part, else
  * the world, packed into domains; send/recv among more than two is NCCL's
  * all-to-all. */
@@ -205,7 +200,7 @@ static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
     if (ranks <= 1 || ranks > 1 << 24)
         return;
     in->kind = t->sub;
-    if (is_p2p(in->kind) && ranks > 2)
+    if (struct_coll_is_p2p(in->kind) && ranks > 2)
         in->kind = MODEL_COLL_ALLTOALL;
     in->group.ranks = (int)ranks;
     in->group.ranks_per_domain = ranks < l->node ? (int)ranks : l->node;
