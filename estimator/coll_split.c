@@ -42,25 +42,26 @@ static double invert_bytes(const struct coll_params *p, int kind, struct coll_gr
     return 0.5 * (lo + hi);
 }
 
-/* Communication tasks in (rank, name, key) order, for the least-waiting
- * instance of each collective. */
-struct sorter {
-    const struct model_graph *g;
-    const struct coll_split_in *in; /* per task */
+/* A communication task and what orders it: (rank, name, key), for the
+ * least-waiting instance of each collective. The sort reads no shared
+ * state, so collectives of several graphs may be split at once. */
+struct comm_ref {
+    uint32_t rank, name;
+    int key;
+    uint32_t id;
+    double dur;
 };
-static const struct sorter *sort_ctx;
 
 static int comm_cmp(const void *a, const void *b)
 {
-    const struct model_graph *g = sort_ctx->g;
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (g->tasks[x].rank != g->tasks[y].rank)
-        return g->tasks[x].rank < g->tasks[y].rank ? -1 : 1;
-    if (g->src[x].name != g->src[y].name)
-        return g->src[x].name < g->src[y].name ? -1 : 1;
-    if (sort_ctx->in[x].key != sort_ctx->in[y].key)
-        return sort_ctx->in[x].key < sort_ctx->in[y].key ? -1 : 1;
-    return (x > y) - (x < y);
+    const struct comm_ref *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
 /* least[i]: the shortest traced time of the instances of communication
@@ -71,30 +72,27 @@ static int least_waiting(const struct model_graph *g, const struct coll_split_in
     size_t n = 0;
     for (uint32_t i = 0; i < g->n_tasks; i++)
         n += g->tasks[i].cls == MODEL_TASK_COMM;
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (!ids)
+    struct comm_ref *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     n = 0;
     for (uint32_t i = 0; i < g->n_tasks; i++)
         if (g->tasks[i].cls == MODEL_TASK_COMM)
-            ids[n++] = i;
-    struct sorter s = {g, in};
-    sort_ctx = &s;
-    qsort(ids, n, sizeof *ids, comm_cmp);
+            v[n++] = (struct comm_ref){g->tasks[i].rank, g->src[i].name, in[i].key, i, (double)g->tasks[i].dur};
+    qsort(v, n, sizeof *v, comm_cmp);
     for (size_t a = 0; a < n;) {
         size_t b = a;
-        double m = (double)g->tasks[ids[a]].dur;
-        while (b < n && g->tasks[ids[b]].rank == g->tasks[ids[a]].rank &&
-               g->src[ids[b]].name == g->src[ids[a]].name && in[ids[b]].key == in[ids[a]].key) {
-            if ((double)g->tasks[ids[b]].dur < m)
-                m = (double)g->tasks[ids[b]].dur;
+        double m = v[a].dur;
+        while (b < n && v[b].rank == v[a].rank && v[b].name == v[a].name && v[b].key == v[a].key) {
+            if (v[b].dur < m)
+                m = v[b].dur;
             b++;
         }
         for (size_t k = a; k < b; k++)
-            least[ids[k]] = m;
+            least[v[k].id] = m;
         a = b;
     }
-    free(ids);
+    free(v);
     return SC_OK;
 }
 
@@ -181,11 +179,6 @@ struct replay_layout {
     int node;        /* GPUs per NVLink domain */
 };
 
-static int is_p2p(int op)
-{
-    return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
-}
-
 /* A kept collective's group: the ranks its trace says take part, else
  * the world, packed into domains; send/recv among more than two is NCCL's
  * all-to-all. */
@@ -205,7 +198,7 @@ static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
     if (ranks <= 1 || ranks > 1 << 24)
         return;
     in->kind = t->sub;
-    if (is_p2p(in->kind) && ranks > 2)
+    if (struct_coll_is_p2p(in->kind) && ranks > 2)
         in->kind = MODEL_COLL_ALLTOALL;
     in->group.ranks = (int)ranks;
     in->group.ranks_per_domain = ranks < l->node ? (int)ranks : l->node;

@@ -295,7 +295,7 @@ static void propagate(const struct model_graph *g, int32_t *layer)
 
 /* ---- collective roles ---- */
 
-static int is_p2p(int op)
+int struct_coll_is_p2p(int op)
 {
     return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
 }
@@ -330,7 +330,7 @@ static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_
                                  const struct job_config *c)
 {
     const struct model_task *t = &g->tasks[i];
-    if (is_p2p(t->sub)) {
+    if (struct_coll_is_p2p(t->sub)) {
         if (c->pp > 1 && (size == 0 || size == 2))
             return STRUCT_ROLE_PP;
         return size == 0 || size == c->dp ? STRUCT_ROLE_DP : STRUCT_ROLE_OTHER;
@@ -354,7 +354,7 @@ static int size_fits(int64_t size, int op, const struct job_config *c)
 {
     int64_t world = c->tp * c->pp * c->dp;
     return size == c->tp || size == c->dp || size == c->pp || size == c->tp * c->dp ||
-           size == c->tp * c->pp || size == world || (is_p2p(op) && size == 2 && c->pp > 1);
+           size == c->tp * c->pp || size == world || (struct_coll_is_p2p(op) && size == 2 && c->pp > 1);
 }
 
 /* The error for a collective of `size` ranks no group of c has. */

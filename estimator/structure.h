@@ -81,6 +81,10 @@ void job_structure_release(struct job_structure *s);
 int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
                       struct sc_error *err);
 
+/* Whether a collective kind (enum model_coll_op) is point-to-point:
+ * send/recv, send or recv. */
+int struct_coll_is_p2p(int op);
+
 /* The trace of graph rank r (g->job's), or NULL. */
 struct model_trace;
 const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r);

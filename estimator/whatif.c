@@ -55,11 +55,6 @@ static int oom(struct sc_error *err)
 
 /* ---- collectives ---- */
 
-static int is_p2p(int op)
-{
-    return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
-}
-
 /* How a collective of role `role` lays out under configuration c on
  * domains of `node` GPUs: its members and how many share a domain. */
 static struct coll_group layout(int role, const struct job_config *c, int node, int *kind)
@@ -76,7 +71,7 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
         break;
     default: n = c->tp * c->pp * c->dp; stride = 1; break;
     }
-    if (is_p2p(*kind) && role != STRUCT_ROLE_PP)
+    if (struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP)
         *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
     int64_t per = stride >= node ? 1 : node / stride;
     gr.ranks = (int)n;

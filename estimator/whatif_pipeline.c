@@ -73,6 +73,18 @@ static int collect(const struct model_graph *g, const struct job_structure *st, 
     return 0;
 }
 
+/* x's measured and modelled time: the sums over its kernels ids[first ..
+ * first + kernels), the modelled part of each at most its duration. */
+static void time_item(const double *dur, const double *model_ns, const uint32_t *ids, struct item *x)
+{
+    x->ns = x->modelled_ns = 0;
+    for (size_t k = x->first; k < x->first + x->kernels; k++) {
+        uint32_t i = ids[k];
+        x->ns += dur[i];
+        x->modelled_ns += model_ns[i] < dur[i] ? model_ns[i] : dur[i];
+    }
+}
+
 /* Each run split into passes and each pass classified. A layer's backward
  * runs about twice its forward's kernels (the gradients of inputs and of
  * weights), more with recomputation: with K_f the fewest kernels of the
@@ -98,12 +110,7 @@ static int passes(const double *dur, const double *model_ns, int32_t layers, str
             struct item *x = &in->v[j];
             if (x->layer != l)
                 continue;
-            x->ns = x->modelled_ns = 0;
-            for (size_t k = x->first; k < x->first + x->kernels; k++) {
-                uint32_t i = in->ids[k];
-                x->ns += dur[i];
-                x->modelled_ns += model_ns[i] < dur[i] ? model_ns[i] : dur[i];
-            }
+            time_item(dur, model_ns, in->ids, x);
             if (!shortest || x->ns < shortest)
                 shortest = x->ns;
         }
@@ -130,11 +137,7 @@ static int passes(const double *dur, const double *model_ns, int32_t layers, str
                     c = {x.layer, x.first + a.kernels, prev_bwd ? kf : kb, 0, 0, !prev_bwd, 0};
         for (int h = 0; h < 2; h++) {
             struct item *y = h ? &c : &a;
-            for (size_t k = y->first; k < y->first + y->kernels; k++) {
-                uint32_t i = in->ids[k];
-                y->ns += dur[i];
-                y->modelled_ns += model_ns[i] < dur[i] ? model_ns[i] : dur[i];
-            }
+            time_item(dur, model_ns, in->ids, y);
             if (push(out, *y))
                 return -1;
         }
