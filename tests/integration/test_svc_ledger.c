@@ -104,6 +104,7 @@ TEST(svc_estimate_over_http_equals_cli)
         svc_resp_release(&r);
     }
     CHECK_EQ_INT(svc_admin(&d, "GET", "/metrics", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{result=\"hit\"} "); /* the metric is there */
     CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
     svc_resp_release(&r);
     /* the same as `stepcast --server URL estimate` */
