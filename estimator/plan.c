@@ -87,20 +87,17 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
     return rc ? rc : est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err);
 }
 
-/* The larger of the bound and ZeRO-3's streams followed unit by unit. */
+/* ZeRO-3's streams followed unit by unit. The search asks it only of a
+ * candidate whose bound is already at or below the K-th best, so the
+ * larger of the two prunes exactly when this one does: the bound is not
+ * made again. */
 static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
 {
     struct est_plan_estimator *e = ctx;
     const struct est_pass_costs *pc;
-    double z3;
     int rc = pass_costs(e, s, &pc, err);
     *ms = 0;
-    if (rc || (rc = est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err)) ||
-        (rc = est_synth_bound_z3(s, e->hw, &e->costs, pc, &z3, err)))
-        return rc;
-    if (z3 > *ms)
-        *ms = z3;
-    return SC_OK;
+    return rc ? rc : est_synth_bound_z3(s, e->hw, &e->costs, pc, ms, err);
 }
 
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)

@@ -84,9 +84,10 @@ int est_plan_parse_spec(const char *text, size_t len, struct est_plan_request *r
 /* What evaluates a candidate. The default (est_plan_evaluator_estimate)
  * estimates it from its spec; another evaluator (a what-if of a traced
  * model) plugs in here. bound may be NULL: nothing is pruned. refine (may
- * be NULL; used only with bound) is a tighter lower bound that costs more:
+ * be NULL; used only with bound) is another lower bound that costs more:
  * it is asked only of a candidate that bound leaves in the search once the
- * top K is full, and prunes it when it shows it cannot enter. */
+ * top K is full (so bound's is no larger than the K-th best), and prunes
+ * it when it shows it cannot enter. */
 struct est_plan_evaluator {
     int (*evaluate)(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err);
     int (*bound)(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err);
