@@ -43,7 +43,6 @@ int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
  * busiest expert's load over the mean: see README "Cost models". */
 #define EST_HOST_OP_US 10.0
 #define EST_HOST_COLL_US 10.0
-#define EST_HOST_WAIT 0.0
 #define EST_MOE_IMBALANCE 1.25
 
 void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
@@ -57,7 +56,6 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
         c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * COLL_INTER_FRACTION;
     c->host_op_us = EST_HOST_OP_US;
     c->host_coll_us = EST_HOST_COLL_US;
-    c->host_wait = EST_HOST_WAIT;
     c->moe_imbalance = EST_MOE_IMBALANCE;
 }
 
@@ -126,7 +124,7 @@ struct op {
  * and stage detail a layer's operations are emitted in one step. */
 struct run_sum {
     int n;               /* operations */
-    int64_t cpu;         /* host time: dispatches and the waits after them */
+    int64_t cpu;         /* host time: its dispatches */
     int64_t gpu;         /* GPU time */
     int64_t first_cpu;   /* the first dispatch */
     int64_t tail;        /* max over its ops of (host time before it + its dispatch + GPU work from there on) */
@@ -725,13 +723,12 @@ static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
     r->waits[stream][r->n_waits[stream]++] = task;
 }
 
-/* The host time of dispatching operation o on `stream`: *cpu the dispatch,
- * *wait the share of its GPU time the host then waits for. */
-static void op_host(const struct synth *y, int stream, const struct op *o, int64_t *cpu, int64_t *wait)
+/* The host time of dispatching operation o: launches are asynchronous, the
+ * host does not wait for the GPU work it dispatched. */
+static int64_t op_host(const struct synth *y, const struct op *o)
 {
     double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us : y->c->host_op_us;
-    *cpu = ns(us) * (o->ndisp ? o->ndisp : 1);
-    *wait = stream == ST_COMPUTE ? (int64_t)llround(y->c->host_wait * (double)o->dur) : 0;
+    return ns(us) * (o->ndisp ? o->ndisp : 1);
 }
 
 static int64_t max_i64(int64_t a, int64_t b)
@@ -756,11 +753,10 @@ static void sum_append(struct run_sum *b, const struct run_sum *a)
     b->n += a->n;
 }
 
-static void sum_op(const struct synth *y, int stream, const struct op *o, struct run_sum *out)
+static void sum_op(const struct synth *y, const struct op *o, struct run_sum *out)
 {
-    int64_t cpu, wait;
-    op_host(y, stream, o, &cpu, &wait);
-    *out = (struct run_sum){.n = 1, .cpu = cpu + wait, .gpu = o->dur, .first_cpu = cpu, .tail = cpu + o->dur,
+    int64_t cpu = op_host(y, o);
+    *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .first_cpu = cpu, .tail = cpu + o->dur,
                             .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
 }
 
@@ -774,7 +770,7 @@ static void summarise(const struct synth *y, struct oplist *l)
         struct run_sum one;
         if (l->v[i].special != OP_PLAIN)
             l->summed = 0;
-        sum_op(y, ST_COMPUTE, &l->v[i], &one);
+        sum_op(y, &l->v[i], &one);
         sum_append(&l->sum, &one);
     }
 }
@@ -799,7 +795,7 @@ static void run_add(struct synth *y, struct rank *r, int stream, const struct ru
 static void emit(struct synth *y, struct rank *r, int stream, const struct op *o)
 {
     struct run_sum one;
-    sum_op(y, stream, o, &one);
+    sum_op(y, o, &one);
     run_add(y, r, stream, &one);
 }
 

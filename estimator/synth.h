@@ -62,12 +62,6 @@ struct est_costs {
      * and the launch), and to issue one collective (the process group's
      * bookkeeping and its stream synchronisation) */
     double host_op_us, host_coll_us;
-    /* the share (0-1) of each GPU operation's time the host thread waits
-     * for after dispatching it: 0 when launches are asynchronous and the
-     * host runs ahead of the GPU; 1 when it blocks until each operation is
-     * done (a synchronising allocator, blocking launches), so host and GPU
-     * time add up */
-    double host_wait;
     /* busiest expert's tokens over the mean under top-k routing */
     double moe_imbalance;
 };

@@ -122,10 +122,10 @@ int est_measured_spec(const struct est_measured *m, const char *gpu, const char 
     return SC_OK;
 }
 
-/* Host launches stay asynchronous (host_wait 0): with a kernel's fixed
- * cost and the memory-bound kernels' bandwidth free, the measured runs are
- * described better without the host waiting on the GPU, and the hidden-size
- * folds hold (BENCHMARKS.md, "Estimator validation"). */
+/* Host launches are asynchronous: with a kernel's fixed cost and the
+ * memory-bound kernels' bandwidth free, the measured runs need no host
+ * waiting on the GPU, and the hidden-size folds hold (BENCHMARKS.md,
+ * "Estimator validation"). */
 #define KERNEL_PARAM(f) (offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, f))
 const struct est_fit_param est_fit_params[] = {
     {"host_op_us", offsetof(struct est_costs, host_op_us), 1, 150},

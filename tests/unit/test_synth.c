@@ -216,32 +216,6 @@ TEST(synth_small_model_is_host_bound_at_every_detail)
     }
 }
 
-/* A GPU-bound step: with asynchronous launches (host_wait 0) the host's
- * dispatch time hides behind the GPU's; when the host waits for every
- * operation (host_wait 1) the two add up, so the step grows linearly with
- * the host's cost, by the same amount at every level of detail. */
-TEST(synth_host_waiting_on_the_gpu_adds_host_time)
-{
-    const char *spec = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048,\"vocab\":1024},"
-                       "\"parallel\":{\"micro_batch\":2,\"global_batch\":4},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
-    struct est_costs c;
-    CHECK(cited_costs(spec, &c) == SC_OK);
-    double t[2][3]; /* [host_wait][host 0, 25, 50 us] at kernel detail */
-    for (int w = 0; w < 2; w++)
-        for (int h = 0; h < 3; h++) {
-            c.host_wait = w;
-            c.host_op_us = c.host_coll_us = 25.0 * h;
-            t[w][h] = estimate_ms(spec, EST_DETAIL_KERNEL, &c);
-            CHECK(t[w][h] > 0);
-            for (int d = EST_DETAIL_STAGE; d < EST_DETAIL_KERNEL; d++)
-                CHECK_NEAR(estimate_ms(spec, (enum est_detail)d, &c) / t[w][h], 1, 0.01);
-        }
-    CHECK_NEAR(t[1][0] / t[0][0], 1, 0.001); /* no host time: nothing to wait behind */
-    CHECK_NEAR(t[0][2] / t[0][0], 1, 0.02);  /* hidden behind the GPU */
-    CHECK(t[1][2] > t[1][0] * 1.05);          /* added to it */
-    CHECK_NEAR((t[1][2] - t[1][0]) / (t[1][1] - t[1][0]), 2, 0.02);
-}
-
 /* 1F1B on pp ranks with m micro-batches of equal stages takes about
  * (m + pp - 1) stage-passes; so with m >> pp the bubble vanishes, and with
  * pp doubled at fixed work per GPU it grows by about (pp - 1) passes. */
