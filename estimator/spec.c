@@ -476,7 +476,10 @@ int est_schedule_parse(const char *name, enum est_schedule *out)
 
 const char *est_schedule_name(enum est_schedule s)
 {
-    return s == EST_SCHEDULE_INTERLEAVED ? "interleaved" : "1f1b";
+    for (const struct name_value *n = schedule_names; n->name; n++)
+        if (n->value == (int)s)
+            return n->name;
+    return schedule_names[0].name;
 }
 
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
