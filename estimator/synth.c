@@ -67,11 +67,11 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
  * fixed time (a synthesised layer has about 40 operations where Megatron's
  * has about 100, so both per-operation costs stand for two or three of
  * PyTorch's). */
-#define EST_FIT_HOST_OP_US 88.3
-#define EST_FIT_HOST_COLL_US 1.25
-#define EST_FIT_GEMM_CEILING_SCALE 0.670
-#define EST_FIT_HBM_FRACTION 0.559
-#define EST_FIT_KERNEL_FIXED_US 15.7
+#define EST_FIT_HOST_OP_US 65.8
+#define EST_FIT_HOST_COLL_US 1.13
+#define EST_FIT_GEMM_CEILING_SCALE 0.936
+#define EST_FIT_HBM_FRACTION 0.648
+#define EST_FIT_KERNEL_FIXED_US 11.7
 
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
@@ -323,16 +323,50 @@ static void tp_out(struct synth *y, struct oplist *l, int backward)
     tp_in(y, l, !backward);
 }
 
+/* Whether Megatron's fused causal scale-mask-softmax kernel takes these
+ * scores (FusedScaleMaskSoftmax.is_kernel_available, NVIDIA/Megatron-LM
+ * megatron/model/fused_softmax.py): keys 17 to 4096, queries a multiple of
+ * 4, and the attention batches (micro-batch x heads per rank) a multiple of
+ * the kernel's batches per block, 4 (8 when there are at most 128 keys). */
+static int fused_softmax_takes(double batches, double sq)
+{
+    double per_block = sq <= 128 ? 8 : 4;
+    return sq > 16 && sq <= 4096 && fmod(sq, 4) == 0 && fmod(batches, per_block) == 0;
+}
+
+/* The softmax when the fused kernel does not take the scores: PyTorch's
+ * ops one by one, in fp32 (query-key layer scaling on): a cast up, the
+ * scale, the causal mask, the softmax and a cast back, forward; their
+ * gradients backward. Bytes per score element read and written, with a
+ * byte of mask. */
+static void torch_softmax(struct synth *y, struct oplist *l, double scores, int backward)
+{
+    static const struct { const char *name; double fwd, bwd; } step[] = {
+        {"softmax input cast", 2 + 4, 2 + 4}, {"softmax scale", 4 + 4, 4 + 4},
+        {"causal mask fill", 4 + 1 + 4, 4 + 1 + 4}, {"softmax", 4 + 4, 4 + 4 + 4},
+        {"softmax output cast", 4 + 2, 4 + 2},
+    };
+    for (size_t i = 0; i < sizeof step / sizeof step[0]; i++) {
+        size_t k = backward ? sizeof step / sizeof step[0] - 1 - i : i;
+        mem_bytes(y, l, step[k].name, MODEL_KF_SOFTMAX, scores * (backward ? step[k].bwd : step[k].fwd));
+    }
+}
+
 /* Attention as Megatron ran it before fused kernels: scores by a batched
- * GEMM, a fused scale-mask-softmax, dropout on the probabilities, their
- * product with the values, and the context transposed back to [s, b, h]. */
+ * GEMM, a scale-mask-softmax (fused when the kernel takes the shape),
+ * dropout on the probabilities, their product with the values, and the
+ * context transposed back to [s, b, h]. */
 static void unfused_attention(struct synth *y, struct oplist *l, double bh, double sq, int backward)
 {
     const struct shape *sh = &y->sh;
     double scores = bh * sq * sq, d = sh->hd;
+    int fused = fused_softmax_takes(bh, sq);
     if (!backward) {
         gemm(y, l, "attention scores (baddbmm)", sq, sq, d, bh);
-        mem(y, l, "scale mask softmax", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_FWD, scores);
+        if (fused)
+            mem(y, l, "scale mask softmax", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_FWD, scores);
+        else
+            torch_softmax(y, l, scores, 0);
         mem(y, l, "attention dropout", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, scores);
         gemm(y, l, "attention context (bmm)", sq, d, sq, bh);
         mem(y, l, "context transpose", MODEL_KF_COPY, KERNEL_MEM_UNARY, bh * sq * d);
@@ -342,7 +376,10 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
     gemm(y, l, "attention context dgrad (bmm)", sq, sq, d, bh);
     gemm(y, l, "attention values dgrad (bmm)", sq, d, sq, bh);
     mem(y, l, "attention dropout backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, scores);
-    mem(y, l, "scale mask softmax backward", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_BWD, scores);
+    if (fused)
+        mem(y, l, "scale mask softmax backward", MODEL_KF_SOFTMAX, KERNEL_MEM_SOFTMAX_BWD, scores);
+    else
+        torch_softmax(y, l, scores, 1);
     gemm(y, l, "attention query dgrad (bmm)", sq, d, sq, bh);
     gemm(y, l, "attention key dgrad (bmm)", sq, d, sq, bh);
 }

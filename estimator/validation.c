@@ -111,7 +111,7 @@ int est_measured_spec(const struct est_measured *m, const char *gpu, const char 
                        "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld,\"vocab\":50257},"
                        "\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,"
                        "\"global_batch\":%lld},\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":8},"
-                       "\"options\":{\"dtype\":\"%s\",\"attention\":\"%s\"}}",
+                       "\"options\":{\"dtype\":\"%s\",\"attention\":\"%s\",\"recompute\":\"full\",\"overlap_grad_reduce\":false}}",
                        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->seq,
                        (long long)m->tp, (long long)m->pp, (long long)m->dp, (long long)m->micro_batch,
                        (long long)m->global_batch, gpu, dtype, attention);

@@ -31,7 +31,11 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
                        struct sc_error *err);
 
 /* The spec of a measured run on GPU `gpu` in `dtype` ("fp16", ...) with
- * `attention` ("flash" or "unfused"). */
+ * `attention` ("flash" or "unfused"), as the set's runs were made: full
+ * activation recomputation and the gradients reduced after the backward
+ * pass, not in overlapped buckets (`use_checkpoint` true and
+ * `use_gradient_bucket` false in every config file of config/validation/single in
+ * VIA-Research/vTrain@f8dda84, the commit the set comes from). */
 int est_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
                       const char *attention, struct est_spec *out, const struct hw_profile **hw,
                       struct sc_error *err);

@@ -270,6 +270,58 @@ TEST(synth_tensor_parallelism_divides_the_gemms)
     CHECK(t8 > t1 / 8 && t8 < t1 / 4);
 }
 
+/* Kernels of spec's step named `name` (kernel detail, one layer). */
+static size_t kernels_named(const char *spec, const char *name)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    size_t n = 0;
+    if (load(spec, &s, &hw))
+        return (size_t)-1;
+    est_costs_default(hw, &s, &c);
+    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+        return (size_t)-1;
+    for (size_t t = 0; t < g->n_tasks; t++)
+        n += strcmp(model_graph_str(g, g->src[t].name), name) == 0;
+    model_graph_free(g);
+    return n;
+}
+
+/* Megatron's fused causal softmax takes micro-batch x heads per rank only
+ * in multiples of 4: 16 heads over tp 8 at micro-batch 1 (2 batches) runs
+ * PyTorch's five ops forward and five backward instead, at micro-batch 2
+ * (4 batches) the fused kernel; with full recomputation the forward runs
+ * twice. */
+TEST(synth_unfused_softmax_falls_back_to_pytorch_when_the_fused_kernel_cannot_take_it)
+{
+#define SOFTMAX_SPEC "{\"model\":{\"layers\":1,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":1024}," \
+        "\"parallel\":{\"tp\":8,\"micro_batch\":%d,\"global_batch\":%d},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}," \
+        "\"options\":{\"attention\":\"unfused\",\"recompute\":\"%s\"}}"
+    char one[512], two[512], full[512];
+    snprintf(one, sizeof one, SOFTMAX_SPEC, 1, 1, "none");
+    snprintf(two, sizeof two, SOFTMAX_SPEC, 2, 2, "none");
+    snprintf(full, sizeof full, SOFTMAX_SPEC, 1, 1, "full");
+    CHECK_EQ_INT(kernels_named(one, "causal mask fill"), 2); /* forward and backward */
+    CHECK_EQ_INT(kernels_named(one, "scale mask softmax"), 0);
+    CHECK_EQ_INT(kernels_named(two, "causal mask fill"), 0);
+    CHECK_EQ_INT(kernels_named(two, "scale mask softmax"), 1);
+    CHECK_EQ_INT(kernels_named(full, "causal mask fill"), 3); /* recomputed */
+    /* host-bound (1 ms a dispatch, tiny kernels): 16 heads over tp 8 take
+     * eight dispatches more a layer than 32 heads (4 a rank, fused) */
+    char wide[512];
+    snprintf(wide, sizeof wide, "%.*s32%s", (int)(strstr(one, "\"heads\":16") + 8 - one), one,
+             strstr(one, "\"heads\":16") + 10);
+    struct est_costs c;
+    CHECK(cited_costs(one, &c) == SC_OK);
+    c.host_op_us = 1000;
+    double fallback = estimate_ms(one, EST_DETAIL_KERNEL, &c), fused = estimate_ms(wide, EST_DETAIL_KERNEL, &c);
+    CHECK(fallback > 0 && fused > 0);
+    CHECK_NEAR(fallback - fused, 8.0, 0.3);
+}
+
 /* ZeRO-3 against stage 1 on data-parallel ranks over 8 nodes: small layers
  * and a slow network, then large layers on one fast NVLink domain. */
 #define ZERO_SPEC "{\"model\":{\"layers\":8,\"hidden\":%d,\"heads\":16,\"seq\":%d,\"vocab\":1024}," \
