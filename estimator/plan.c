@@ -87,10 +87,8 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
     return rc ? rc : est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err);
 }
 
-/* ZeRO-3's streams followed unit by unit. The search asks it only of a
- * candidate whose bound is already at or below the K-th best, so the
- * larger of the two prunes exactly when this one does: the bound is not
- * made again. */
+/* ZeRO-3's streams followed unit by unit (0 for other stages): the search
+ * takes the larger of it and the bound. */
 static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
 {
     struct est_plan_estimator *e = ctx;
@@ -115,6 +113,7 @@ void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_e
 struct cand {
     int64_t tp, cp, pp, dp, ep, mb, vpp;
     int8_t recompute, sp, zero, schedule;
+    int8_t refined;  /* bound includes the evaluator's refine */
     int64_t index;   /* order of enumeration */
     double bound;    /* of the objective */
 };
@@ -455,12 +454,47 @@ static int check_one(void *ctx, const struct cand *c)
     return 0;
 }
 
-static int by_bound(const void *a, const void *b)
+/* The candidates not yet dealt with: a binary heap, the least bound
+ * (then the first enumerated) on top. */
+static int cand_before(const struct cand *a, const struct cand *b)
 {
-    const struct cand *x = a, *y = b;
-    if (x->bound != y->bound)
-        return x->bound < y->bound ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+    return a->bound != b->bound ? a->bound < b->bound : a->index < b->index;
+}
+
+static void heap_down(struct cand *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && cand_before(&h[l], &h[least]))
+            least = l;
+        if (r < n && cand_before(&h[r], &h[least]))
+            least = r;
+        if (least == i)
+            return;
+        struct cand t = h[i];
+        h[i] = h[least];
+        h[least] = t;
+        i = least;
+    }
+}
+
+static struct cand heap_pop(struct cand *h, size_t *n)
+{
+    struct cand top = h[0];
+    h[0] = h[--*n];
+    heap_down(h, *n, 0);
+    return top;
+}
+
+/* Put c back (the heap has room: it came off it). */
+static void heap_push(struct cand *h, size_t *n, const struct cand *c)
+{
+    size_t i = (*n)++;
+    while (i > 0 && cand_before(c, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = *c;
 }
 
 /* Row a before row b: objective, then step time, then enumeration order. */
@@ -531,29 +565,33 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         rc = SC_OK;
         goto done;
     }
-    if (ev->bound)
-        qsort(y.cands, y.n, sizeof *y.cands, by_bound);
-    for (size_t i = 0; i < y.n; i++) {
-        const struct cand *c = &y.cands[i];
+    /* least bound first (without a bound, the order of enumeration); a
+     * candidate's refined bound is made when it first comes to the top,
+     * and one it raises goes back into the heap to wait its turn */
+    for (size_t i = y.n / 2; i-- > 0;)
+        heap_down(y.cands, y.n, i);
+    for (size_t left = y.n; left > 0;) {
+        struct cand c = heap_pop(y.cands, &left);
         int full = out->n_rows == req->top;
-        if (full && c->bound > out->rows[req->top - 1].objective) {
-            out->pruned += (int64_t)(y.n - i);
-            y.done += (int64_t)(y.n - i) - 1;
+        if (full && c.bound > out->rows[req->top - 1].objective) {
+            out->pruned += (int64_t)left + 1;
+            y.done += (int64_t)left;
             tick(&y);
             break;
         }
         struct est_plan_row row;
-        cand_spec(req, y.fixed, c, &row.spec);
+        cand_spec(req, y.fixed, &c, &row.spec);
         if ((rc = est_spec_check(&row.spec, err)))
             goto done;
-        if (full && ev->bound && ev->refine) {
+        if (ev->bound && ev->refine && !c.refined) {
             double ms;
             if ((rc = ev->refine(ev->ctx, &row.spec, &ms, err)))
                 goto done;
-            if (objective(req, &row.spec, ms) > out->rows[req->top - 1].objective) {
-                out->pruned++;
-                if (tick(&y))
-                    break;
+            c.refined = 1;
+            double refined = objective(req, &row.spec, ms);
+            if (refined > c.bound) {
+                c.bound = refined;
+                heap_push(y.cands, &left, &c);
                 continue;
             }
         }
@@ -561,7 +599,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
             goto done;
         out->evaluated++;
         row.objective = objective(req, &row.spec, row.estimate.step_ms);
-        keep_top(out, order, req->top, &row, c->index);
+        keep_top(out, order, req->top, &row, c.index);
         if (tick(&y))
             break;
     }

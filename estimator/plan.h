@@ -33,11 +33,12 @@
  * combination is one that provably cannot enter the top K: its lower bound
  * (est_synth_bound, times GPUs for the cost objective) is above the K-th
  * best found so far; combinations are evaluated in order of their bounds,
- * so the first one past the K-th best ends the search. Once the top K is
- * full, a combination the bound leaves is first given the evaluator's
- * tighter bound, if it has one (est_synth_bound_z3 under ZeRO stage 3),
- * and pruned when that is above the K-th best. An evaluator
- * without a bound (a what-if of a traced model, say) prunes nothing.
+ * so the first one past the K-th best ends the search. A combination that
+ * comes up is first given the evaluator's tighter bound, if it has one
+ * (est_synth_bound_z3 under ZeRO stage 3); when that is larger it goes
+ * back in line with it, so it is evaluated only if nothing with a smaller
+ * bound has pushed the K-th best below it. An evaluator without a bound (a
+ * what-if of a traced model, say) prunes nothing.
  *
  * Objectives: `time` ranks by step time, `cost` by GPU-hours per million
  * tokens (the same order as dollars when a price is given); ties by step
@@ -85,9 +86,9 @@ int est_plan_parse_spec(const char *text, size_t len, struct est_plan_request *r
  * estimates it from its spec; another evaluator (a what-if of a traced
  * model) plugs in here. bound may be NULL: nothing is pruned. refine (may
  * be NULL; used only with bound) is another lower bound that costs more:
- * it is asked only of a candidate that bound leaves in the search once the
- * top K is full (so bound's is no larger than the K-th best), and prunes
- * it when it shows it cannot enter. */
+ * it is asked once of each candidate when the candidate's bound first
+ * comes up in the search, and the larger of the two orders it from then
+ * on. */
 struct est_plan_evaluator {
     int (*evaluate)(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err);
     int (*bound)(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err);
