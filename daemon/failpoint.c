@@ -1,4 +1,4 @@
-/* daemon/failpoint.c: named crash points (failpoint.h). */
+/* daemon/failpoint.c: named crash and hold points (failpoint.h). */
 #include "daemon/failpoint.h"
 
 #include <signal.h>
@@ -19,9 +19,14 @@ void fp_init(void)
         log_warn("failpoint", "armed=%s", armed);
 }
 
+int fp_armed(const char *name)
+{
+    return armed && strcmp(armed, name) == 0;
+}
+
 void fp_hit(const char *name)
 {
-    if (armed && strcmp(armed, name) == 0) {
+    if (fp_armed(name)) {
         log_warn("failpoint", "hit=%s action=SIGKILL", name);
         kill(getpid(), SIGKILL);
         pause();

@@ -11,12 +11,21 @@
  *   delete.after_commit  rows deleted, unreferenced blobs not yet removed
  *   build.after_load     a model's traces are loaded, its status not saved
  *
- * Unset (the normal case), fp_hit is one comparison. */
+ * One point holds instead of crashing (plans.c asks fp_armed):
+ *
+ *   plan.progress        a background plan's thread waits at its progress
+ *                        reports until a GET has read its progress once
+ *                        (or the plan is cancelled), so a test sees a
+ *                        running plan on any machine
+ *
+ * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H
 #define DAEMON_FAILPOINT_H
 
 /* Read STEPCAST_FAILPOINT; call once at startup. */
 void fp_init(void);
 void fp_hit(const char *name);
+/* Whether the point `name` is armed. */
+int fp_armed(const char *name);
 
 #endif

@@ -91,7 +91,7 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
             api_fail_status(r, &err, API_E_INTERNAL);
         else
             reply_stored(s, id, 200, r);
-    } else if (plans_start(s->plans, id, request, req, pe, &err)) {
+    } else if (plans_start(s->plans, id, request, req, space, pe, &err)) {
         api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
     } else {
         taken = 1;

@@ -11,6 +11,7 @@
 
 #include "api/plan_json.h"
 #include "daemon/cache.h"
+#include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "model/job.h"
@@ -24,6 +25,7 @@ struct run {
     struct plans_eval pe;
     atomic_llong done, total;
     atomic_int cancel;
+    int polled; /* its progress has been read (under the mutex) */
 };
 
 struct plans {
@@ -61,6 +63,7 @@ void plans_free(struct plans *p)
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i])
             atomic_store(&p->running[i]->cancel, 1);
+    pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
     while (count_running(p))
         pthread_cond_wait(&p->changed, &p->mu);
     pthread_mutex_unlock(&p->mu);
@@ -109,8 +112,15 @@ int plans_run(struct store *store, const char *id, const char *request, const st
 static int run_progress(void *ctx, int64_t done, int64_t total)
 {
     struct run *r = ctx;
+    struct plans *p = r->owner;
     atomic_store(&r->done, done);
     atomic_store(&r->total, total);
+    if (fp_armed("plan.progress")) { /* tests: held until its progress is read */
+        pthread_mutex_lock(&p->mu);
+        while (!r->polled && !atomic_load(&r->cancel))
+            pthread_cond_wait(&p->changed, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
     return atomic_load(&r->cancel);
 }
 
@@ -136,7 +146,7 @@ static void *run_thread(void *arg)
 }
 
 int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                const struct plans_eval *pe, struct sc_error *err)
+                int64_t space, const struct plans_eval *pe, struct sc_error *err)
 {
     struct run *r = calloc(1, sizeof *r);
     pthread_t t;
@@ -150,6 +160,7 @@ int plans_start(struct plans *p, const char *id, const char *request, const stru
     snprintf(r->id, sizeof r->id, "%s", id);
     r->req = *req;
     r->pe = *pe;
+    atomic_init(&r->total, space);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING && slot < 0; i++)
         if (!p->running[i])
@@ -190,6 +201,10 @@ int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *tota
     if (r) {
         *done = atomic_load(&r->done);
         *total = atomic_load(&r->total);
+        if (!r->polled) {
+            r->polled = 1;
+            pthread_cond_broadcast(&p->changed);
+        }
     }
     pthread_mutex_unlock(&p->mu);
     return r != NULL;
@@ -201,6 +216,7 @@ int plans_cancel(struct plans *p, const char *id)
     struct run *r = find(p, id);
     if (r) {
         atomic_store(&r->cancel, 1);
+        pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
         while (find(p, id))
             pthread_cond_wait(&p->changed, &p->mu);
     }

@@ -44,9 +44,10 @@ int plans_run(struct store *store, const char *id, const char *request, const st
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
 /* The same on a thread of its own, which takes pe's whole job and cache
  * entry; SC_ELIMIT when PLANS_MAX_RUNNING run (they then stay the
- * caller's). */
+ * caller's). space (est_plan_space of req) is its progress's total from
+ * the start, before the search reports any. */
 int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                const struct plans_eval *pe, struct sc_error *err);
+                int64_t space, const struct plans_eval *pe, struct sc_error *err);
 /* Whether plan id is running; its progress then. */
 int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *total);
 /* Cancel plan id when it runs and wait until it is stored; 1 if it ran. */

@@ -387,6 +387,7 @@ struct search {
     void *progress_ctx;
     struct est_plan *out;
     int64_t total, done;
+    int evaluating;     /* past the walk: each tick is an evaluation, reported */
     struct cand *cands; /* feasible ones, with their bounds */
     size_t n, cap;
     struct sc_error *err;
@@ -408,7 +409,7 @@ static int same_but_zero(const struct cand *a, const struct cand *b)
 static int tick(struct search *y)
 {
     y->done++;
-    if (y->progress && (y->done % 64 == 0 || y->done == y->total) &&
+    if (y->progress && (y->evaluating || y->done % 64 == 0 || y->done == y->total) &&
         y->progress(y->progress_ctx, y->done, y->total)) {
         y->out->cancelled = 1;
         return 1;
@@ -570,6 +571,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
      * and one it raises goes back into the heap to wait its turn */
     for (size_t i = y.n / 2; i-- > 0;)
         heap_down(y.cands, y.n, i);
+    y.evaluating = 1;
     for (size_t left = y.n; left > 0;) {
         struct cand c = heap_pop(y.cands, &left);
         int full = out->n_rows == req->top;

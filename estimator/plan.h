@@ -130,7 +130,9 @@ struct est_plan {
 };
 
 /* Progress: `done` of `total` combinations dealt with (checked, evaluated
- * or pruned). Returning nonzero cancels the search. */
+ * or pruned), reported every 64 combinations checked, after each
+ * evaluation (each takes milliseconds) and at the end. Returning nonzero
+ * cancels the search, so a cancel is seen within one evaluation. */
 typedef int (*est_plan_progress_fn)(void *ctx, int64_t done, int64_t total);
 
 /* The number of combinations req spans (before checks); counting stops
