@@ -1,7 +1,8 @@
 /* tests/unit/test_plan.c: the planner (estimator/plan.h) against brute
  * force: its bound never exceeds the estimate it bounds, pruning never
  * changes the top rows, rows are sorted, fit and use the GPUs asked for,
- * fixed values stay fixed, and a cancelled search stops. */
+ * fixed values stay fixed, and a cancelled search stops (within one
+ * evaluation once it evaluates). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,38 @@ static int stop_early(void *ctx, int64_t done, int64_t total)
     return ++*calls >= 2;
 }
 
+/* The estimator's evaluator, counting its evaluations. */
+struct counted {
+    struct est_plan_evaluator inner;
+    int evaluations;
+};
+
+static int counted_eval(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
+{
+    struct counted *c = ctx;
+    c->evaluations++;
+    return c->inner.evaluate(c->inner.ctx, s, out, err);
+}
+
+static int counted_bound(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err)
+{
+    struct counted *c = ctx;
+    return c->inner.bound(c->inner.ctx, s, step_ms, err);
+}
+
+static int counted_refine(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err)
+{
+    struct counted *c = ctx;
+    return c->inner.refine(c->inner.ctx, s, step_ms, err);
+}
+
+static int stop_after_evaluation(void *ctx, int64_t done, int64_t total)
+{
+    const struct counted *c = ctx;
+    CHECK(done <= total);
+    return c->evaluations > 0;
+}
+
 TEST(plan_cancel_and_limits)
 {
     struct fixture f;
@@ -185,6 +218,17 @@ TEST(plan_cancel_and_limits)
     CHECK(p.cancelled);
     CHECK_EQ_INT(p.n_rows, 0);
     CHECK_EQ_INT(calls, 2);
+
+    /* a cancel asked for during the evaluations is seen after the next one */
+    struct counted c = {.inner = f.ev};
+    struct est_plan_evaluator ev = {counted_eval, counted_bound, &c, counted_refine};
+    f.req.top = 50;
+    CHECK_EQ_INT(est_plan_run(&f.req, &ev, stop_after_evaluation, &c, &p, &err), SC_OK);
+    CHECK(p.cancelled);
+    CHECK_EQ_INT(c.evaluations, 1);
+    CHECK_EQ_INT(est_plan_run(&f.req, &ev, NULL, NULL, &p, &err), SC_OK); /* uncancelled: many more */
+    CHECK(p.evaluated > 1 && c.evaluations == 1 + p.evaluated);
+    est_plan_release(&p);
 
     f.req.top = 0;
     CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_EINVAL);
