@@ -13,10 +13,10 @@
  *
  * One point holds instead of crashing (plans.c asks fp_armed):
  *
- *   plan.progress        a background plan's thread waits at its progress
- *                        reports until a GET has read its progress once
- *                        (or the plan is cancelled), so a test sees a
- *                        running plan on any machine
+ *   plan.progress        a background plan's thread waits at its first
+ *                        progress report until a GET has read it (or the
+ *                        plan is cancelled), so a test sees a running
+ *                        plan's progress on any machine
  *
  * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H

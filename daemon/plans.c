@@ -25,7 +25,7 @@ struct run {
     struct plans_eval pe;
     atomic_llong done, total;
     atomic_int cancel;
-    int polled; /* its progress has been read (under the mutex) */
+    int held; /* plan.progress: 1 while its first report waits, 2 once read (under the mutex) */
 };
 
 struct plans {
@@ -115,9 +115,11 @@ static int run_progress(void *ctx, int64_t done, int64_t total)
     struct plans *p = r->owner;
     atomic_store(&r->done, done);
     atomic_store(&r->total, total);
-    if (fp_armed("plan.progress")) { /* tests: held until its progress is read */
+    if (fp_armed("plan.progress")) { /* tests: the first report waits until it is read */
         pthread_mutex_lock(&p->mu);
-        while (!r->polled && !atomic_load(&r->cancel))
+        if (!r->held)
+            r->held = 1;
+        while (r->held == 1 && !atomic_load(&r->cancel))
             pthread_cond_wait(&p->changed, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
@@ -201,8 +203,8 @@ int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *tota
     if (r) {
         *done = atomic_load(&r->done);
         *total = atomic_load(&r->total);
-        if (!r->polled) {
-            r->polled = 1;
+        if (r->held == 1) {
+            r->held = 2;
             pthread_cond_broadcast(&p->changed);
         }
     }

@@ -536,7 +536,8 @@ size_t svc_fill_disk(const char *dir, const char *name, size_t leave)
     return total;
 }
 
-json_t *svc_wait_plan(const struct svc_daemon *d, const char *id)
+json_t *svc_poll_plan(const struct svc_daemon *d, const char *id, void (*running)(const json_t *, void *),
+                      void *ctx)
 {
     char path[128];
     snprintf(path, sizeof path, "/v1/plans/%s", id);
@@ -545,10 +546,18 @@ json_t *svc_wait_plan(const struct svc_daemon *d, const char *id)
         CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
         json_t *doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
         svc_resp_release(&r);
-        if (!doc || strcmp(json_string_value(json_object_get(doc, "state")), "running") != 0)
+        const char *state = json_string_value(json_object_get(doc, "state"));
+        if (!state || strcmp(state, "running") != 0)
             return doc;
+        if (running)
+            running(doc, ctx);
         json_decref(doc);
-        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        sleep_ms(50);
     }
     return NULL;
+}
+
+json_t *svc_wait_plan(const struct svc_daemon *d, const char *id)
+{
+    return svc_poll_plan(d, id, NULL, NULL);
 }

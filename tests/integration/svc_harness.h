@@ -93,7 +93,10 @@ char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
 
 /* Poll GET /v1/plans/{id} until the plan no longer runs; its last answer
- * (NULL when none came). */
+ * (NULL when none came, or it still ran after a minute). Each answer that
+ * it runs goes to running(doc, ctx) first, when running is not NULL. */
+json_t *svc_poll_plan(const struct svc_daemon *d, const char *id, void (*running)(const json_t *, void *),
+                      void *ctx);
 json_t *svc_wait_plan(const struct svc_daemon *d, const char *id);
 
 /* A real small disk for this test process and the daemons it starts: a
