@@ -480,6 +480,41 @@ const char *svc_wait_model(const struct svc_daemon *d, const char *id, double ti
     return status;
 }
 
+void svc_put_trace_file(const struct svc_daemon *d, const char *job, int rank, const char *file)
+{
+    char path[256];
+    struct svc_opts o = {SVC_ADMIN, NULL, 0, file, NULL};
+    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/%d/trace", job, rank);
+    CHECK_EQ_INT(svc_call(d, "PUT", path, &o, NULL), 201);
+}
+
+char *svc_request_model(const struct svc_daemon *d, const char *job, const char *body)
+{
+    char path[256];
+    struct svc_resp r;
+    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
+    CHECK_EQ_INT(svc_admin(d, "POST", path, body, &r), 202);
+    char *id = strdup(svc_json_str(r.body, "model"));
+    svc_resp_release(&r);
+    REQUIRE(id);
+    return id;
+}
+
+char *svc_build_model(const struct svc_daemon *d, const char *job, const char *body)
+{
+    char *id = svc_request_model(d, job, body);
+    CHECK_STREQ(svc_wait_model(d, id, 120), "ready");
+    return id;
+}
+
+char *svc_model_of_files(const struct svc_daemon *d, const char *job, int first_rank, const char *const *files,
+                         int n)
+{
+    for (int i = 0; i < n; i++)
+        svc_put_trace_file(d, job, first_rank + i, files[i]);
+    return svc_build_model(d, job, NULL);
+}
+
 static int write_text(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);

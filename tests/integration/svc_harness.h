@@ -92,6 +92,20 @@ char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 /* Wait until GET /v1/models/{id} is no longer building; its status. */
 const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
 
+/* The setup of the tests that use a model: PUT the trace file `file` as
+ * rank `rank` of job (the test fails unless it is 201, new). */
+void svc_put_trace_file(const struct svc_daemon *d, const char *job, int rank, const char *file);
+/* POST /v1/jobs/{job}/models with body (NULL for none); the test fails
+ * unless it is 202. The model's id (from malloc), built or not yet. */
+char *svc_request_model(const struct svc_daemon *d, const char *job, const char *body);
+/* The same, then wait (up to two minutes) until it is built: the test
+ * fails unless it is ready. */
+char *svc_build_model(const struct svc_daemon *d, const char *job, const char *body);
+/* Upload files[0..n) as ranks first_rank, first_rank + 1, ... of job, then
+ * svc_build_model with no body: the ready model's id (from malloc). */
+char *svc_model_of_files(const struct svc_daemon *d, const char *job, int first_rank, const char *const *files,
+                         int n);
+
 /* Poll GET /v1/plans/{id} until the plan no longer runs; its last answer
  * (NULL when none came, or it still ran after a minute). Each answer that
  * it runs goes to running(doc, ctx) first, when running is not NULL. */

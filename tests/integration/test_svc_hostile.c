@@ -742,15 +742,10 @@ TEST(svc_hostile_uploads_of_millions_of_events)
 /* Upload `file` as rank 0 of job and ask for a model of it: its id. */
 static void upload_and_build(struct ctx *c, const char *job, const char *file, char *id, size_t size)
 {
-    char path[128];
-    struct svc_opts o = {SVC_ADMIN, NULL, 0, file, NULL};
-    struct svc_resp r;
-    snprintf(path, sizeof path, "/v1/jobs/%s/ranks/0/trace", job);
-    CHECK_EQ_INT(svc_call(&c->d, "PUT", path, &o, NULL), 201);
-    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
-    CHECK_EQ_INT(svc_admin(&c->d, "POST", path, NULL, &r), 202);
-    snprintf(id, size, "%s", svc_json_str(r.body, "id"));
-    svc_resp_release(&r);
+    svc_put_trace_file(&c->d, job, 0, file);
+    char *model = svc_request_model(&c->d, job, NULL);
+    snprintf(id, size, "%s", model);
+    free(model);
 }
 
 /* GET /v1/models/{id}: whether it is building and still queued. */
@@ -793,7 +788,7 @@ static long log_offset(struct ctx *c, const char *a, const char *b)
 TEST(svc_hostile_build_over_the_memory_budget)
 {
     struct ctx c;
-    char big[64], small[64], path[128];
+    char big[64], path[128];
     struct svc_resp r;
     const char *args[] = {"--memory-budget", "8M", NULL};
     const char *file = tiny_events_gzip("budget.json.gz", 100000);
@@ -808,10 +803,7 @@ TEST(svc_hostile_build_over_the_memory_budget)
     CHECK_CONTAINS(r.body, "100001 events");
     svc_resp_release(&r);
     /* a small job still builds under it */
-    CHECK_EQ_INT(svc_admin(&c.d, "POST", "/v1/jobs/seed/models", NULL, &r), 202);
-    snprintf(small, sizeof small, "%s", svc_json_str(r.body, "id"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&c.d, small, 30), "ready");
+    free(svc_build_model(&c.d, "seed", NULL));
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }

@@ -237,17 +237,7 @@ TEST(svc_calibrations_named_kept_and_never_stale)
 
     /* a built model's traces as a calibration */
     static const char *const ranks[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz"};
-    for (int i = 0; i < 2; i++) {
-        char path[96];
-        struct svc_opts up = {SVC_ADMIN, NULL, 0, ranks[i], NULL};
-        snprintf(path, sizeof path, "/v1/jobs/sample/ranks/%d/trace", i);
-        CHECK_EQ_INT(svc_call(&d, "PUT", path, &up, NULL), 201);
-    }
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/sample/models", NULL, &r), 202);
-    char model[80], path[256];
-    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    char *model = svc_model_of_files(&d, "sample", 0, ranks, 2), path[256];
     snprintf(path, sizeof path, "/v1/models/%s/calibration?name=team&gpu=a100-sxm4-80gb", model);
     CHECK_EQ_INT(call(&d, reader, "POST", path, NULL, NULL), 403);
     CHECK_EQ_INT(call(&d, writer, "POST", path, NULL, &r), 201);
@@ -258,6 +248,7 @@ TEST(svc_calibrations_named_kept_and_never_stale)
     svc_resp_release(&r);
     CHECK_EQ_INT(call(&d, writer, "POST", "/v1/models/m-none/calibration?name=x", NULL, NULL), 404);
 
+    free(model);
     free(plain);
     free(named);
     free(reader);
@@ -366,19 +357,9 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     post_estimate(&d, reader, spec_one_node, p, 0, 403);
     CHECK_EQ_INT(call(&d, reader, "GET", "/v1/validations", NULL, NULL), 200);
     /* a replay entry: the mean over ranks of the model's modelled steps */
-    for (int i = 0; i < 4; i++) {
-        struct svc_opts up = {SVC_ADMIN, NULL, 0, NULL, NULL};
-        char file[64];
-        snprintf(file, sizeof file, "data/sample/rank%d.json.gz", i);
-        up.file = file;
-        snprintf(path, sizeof path, "/v1/jobs/sample/ranks/%d/trace", i);
-        CHECK_EQ_INT(svc_call(&d, "PUT", path, &up, NULL), 201);
-    }
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/sample/models", NULL, &r), 202);
-    char model[80];
-    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    static const char *const ranks[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
+                                        "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
+    char *model = svc_model_of_files(&d, "sample", 0, ranks, 4);
     snprintf(path, sizeof path, "/v1/models/%s/replay", model);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
     json_t *replay = body_json(&r), *st;
@@ -488,6 +469,7 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     svc_resp_release(&r);
     CHECK_EQ_INT(json_array_size(json_object_get(ledger, "entries")), 11); /* 1 replay + 10 estimates */
     json_decref(ledger);
+    free(model);
     free(reader);
     free(writer);
     CHECK_EQ_INT(svc_stop(&d), 0);

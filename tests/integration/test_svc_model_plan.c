@@ -136,12 +136,7 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     char trace[600], path[256];
     snprintf(trace, sizeof trace, "%s/rank0.pt.trace.json", synth_dir());
     svc_start(&d, NULL, NULL, NULL);
-    struct svc_opts up = {SVC_ADMIN, NULL, 0, trace, NULL};
-    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/mp/ranks/0/trace", &up, NULL), 201);
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/mp/models", NULL, &r), 202);
-    char *model = strdup(svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    char *model = svc_model_of_files(&d, "mp", 0, (const char *const[]){trace}, 1);
     snprintf(path, sizeof path, "/v1/models/%s/plan", model);
 
     /* no config, then one without the model's dimensions: 422 */

@@ -53,18 +53,6 @@ static void check_same(json_t *http, json_t *cli, const char *what)
     json_decref(cli);
 }
 
-static char *build(const struct svc_daemon *d, const char *job)
-{
-    char path[128];
-    struct svc_resp r;
-    snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
-    CHECK_EQ_INT(svc_admin(d, "POST", path, NULL, &r), 202);
-    char *id = strdup(svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(d, id, 120), "ready");
-    return id;
-}
-
 struct fixture {
     char dlrm_dir[4096];
     char hta[4096];
@@ -104,14 +92,8 @@ TEST(svc_replay_over_http_equals_cli)
     char *stepcast = strdup(th_build_path("stepcast"));
     extract(&f);
     svc_start(&d, NULL, NULL, NULL);
-    for (int i = 0; i < 8; i++) {
-        struct svc_opts o = {SVC_ADMIN, NULL, 0, f.files[i], NULL};
-        snprintf(path, sizeof path, "/v1/jobs/dlrm/ranks/%d/trace", i);
-        CHECK_EQ_INT(svc_call(&d, "PUT", path, &o, NULL), 201);
-    }
-    struct svc_opts g = {SVC_ADMIN, NULL, 0, f.hta, NULL};
-    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/hta/ranks/0/trace", &g, NULL), 201);
-    char *dlrm = build(&d, "dlrm"), *hta = build(&d, "hta");
+    char *dlrm = svc_model_of_files(&d, "dlrm", 0, (const char *const *)f.files, 8);
+    char *hta = svc_model_of_files(&d, "hta", 0, (const char *const[]){f.hta}, 1);
 
     for (int pass = 0; pass < 2; pass++) { /* before and after a restart */
         char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
@@ -220,14 +202,10 @@ TEST(svc_build_options_and_not_ready)
     char path[256];
     const char *linear = th_shared_path("param/et_replay/tests/inputs/linear_kineto.json.gz");
     svc_start(&d, NULL, NULL, NULL);
-    struct svc_opts o = {SVC_ADMIN, NULL, 0, linear, NULL};
-    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/linear/ranks/0/trace", &o, NULL), 201);
+    svc_put_trace_file(&d, "linear", 0, linear);
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/linear/models", "{\"steps\":\"9-2\"}", &r), 400);
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/linear/models",
-                           "{\"step_marker\":\"Optimizer.step\",\"steps\":\"3-5\"}", &r), 202);
-    char *id = strdup(svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
+    char *id = svc_request_model(&d, "linear", "{\"step_marker\":\"Optimizer.step\",\"steps\":\"3-5\"}");
     snprintf(path, sizeof path, "/v1/models/%s/replay", id);
     svc_admin(&d, "GET", path, NULL, &r); /* ready already, or not yet */
     CHECK(r.status == 200 || (r.status == 409 && !strcmp(svc_error_code(&r), "not_ready")));

@@ -35,7 +35,7 @@ static json_t *replay_http(const struct svc_daemon *d, const char *model)
 TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
 {
     static const char *const gen[] = {"--steps", "4", "--layers", "8", NULL};
-    char dir[4096], path[4400], model[80];
+    char dir[4096], path[4400];
     struct svc_daemon d;
     struct svc_resp r;
     th_gentrace_dir(RANKS, gen, dir, sizeof dir);
@@ -43,14 +43,9 @@ TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
     for (int i = 0; i < RANKS; i++) {
         char file[4300];
         snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
-        struct svc_opts up = {SVC_ADMIN, NULL, 0, file, NULL};
-        snprintf(path, sizeof path, "/v1/jobs/scale/ranks/%d/trace", i);
-        CHECK_EQ_INT(svc_call(&d, "PUT", path, &up, NULL), 201);
+        svc_put_trace_file(&d, "scale", i, file);
     }
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/scale/models", NULL, &r), 202);
-    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    char *model = svc_build_model(&d, "scale", NULL);
 
     /* the summary counts every event although the model keeps none */
     struct model_job *job = th_gentrace_job(1, gen); /* one rank's count, for scale */
@@ -85,5 +80,6 @@ TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
     }
     json_decref(cli);
     free(stepcast);
+    free(model);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }

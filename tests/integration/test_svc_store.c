@@ -116,7 +116,7 @@ TEST(svc_restart_keeps_everything)
     struct svc_daemon d;
     struct svc_resp r;
     size_t n;
-    char model[80], path[256];
+    char path[256];
     svc_start(&d, NULL, NULL, NULL);
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/a", "{\"config\":{\"dp\":2},\"hardware\":\"a100\"}", NULL), 201);
     for (int i = 0; i < 3; i++) {
@@ -124,10 +124,7 @@ TEST(svc_restart_keeps_everything)
         CHECK_EQ_INT(put_trace(&d, i < 2 ? "a" : "b", i, t, n, NULL, 0), 201);
         free(t);
     }
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/a/models", NULL, &r), 202);
-    snprintf(model, sizeof model, "%s", svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 30), "ready");
+    char *model = svc_build_model(&d, "a", NULL);
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/tokens", "{\"scope\":\"read\",\"name\":\"dash\"}", NULL), 201);
     char *before = svc_fingerprint(&d);
     CHECK_EQ_INT(svc_stop(&d), 0);
@@ -147,6 +144,7 @@ TEST(svc_restart_keeps_everything)
     free(log);
     free(before);
     free(after);
+    free(model);
 }
 
 TEST(svc_build_of_a_lost_blob)
@@ -160,10 +158,9 @@ TEST(svc_build_of_a_lost_blob)
     free(t);
     snprintf(path, sizeof path, "%s/blobs/%.2s/%s", d.data, sha, sha);
     CHECK_EQ_INT(unlink(path), 0);
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/j/models", NULL, &r), 202);
-    snprintf(path, sizeof path, "/v1/models/%s", svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, path + strlen("/v1/models/"), 30), "failed");
+    char *model = svc_request_model(&d, "j", NULL);
+    snprintf(path, sizeof path, "/v1/models/%s", model);
+    CHECK_STREQ(svc_wait_model(&d, model, 30), "failed");
     /* the error names the trace by rank and hash, never by a server path */
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
     const char *e = svc_json_str(r.body, "error");
@@ -178,6 +175,7 @@ TEST(svc_build_of_a_lost_blob)
     CHECK_CONTAINS(report, sha);
     CHECK_CONTAINS(report, "INCONSISTENT");
     free(report);
+    free(model);
 }
 
 struct fp_case {
@@ -439,15 +437,12 @@ TEST(svc_concurrent_clients)
 TEST(svc_sigterm_finishes_builds_in_flight)
 {
     struct svc_daemon d;
-    struct svc_resp r;
     size_t n;
     char *t = svc_small_trace(0, 30000, 8, &n); /* 90,001 events: a build that takes a while */
     svc_start(&d, NULL, NULL, NULL);
     CHECK_EQ_INT(put_trace(&d, "big", 0, t, n, NULL, 0), 201);
     free(t);
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/big/models", NULL, &r), 202);
-    char *id = strdup(svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
+    char *id = svc_request_model(&d, "big", NULL);
     /* a build still queued at SIGTERM is left for the next start (below);
      * this one is in flight once a worker has started it */
     char started[128];

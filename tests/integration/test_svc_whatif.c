@@ -82,12 +82,7 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
         SKIP("../shared/traces is absent");
     snprintf(trace, sizeof trace, "%s", th_shared_path(CONTROL));
     svc_start(&d, NULL, NULL, NULL);
-    struct svc_opts up = {SVC_ADMIN, NULL, 0, trace, NULL};
-    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/ctl/ranks/3/trace", &up, NULL), 201);
-    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/ctl/models", NULL, &r), 202);
-    char *model = strdup(svc_json_str(r.body, "model"));
-    svc_resp_release(&r);
-    CHECK_STREQ(svc_wait_model(&d, model, 120), "ready");
+    char *model = svc_model_of_files(&d, "ctl", 3, (const char *const[]){trace}, 1);
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
 
     /* no config yet: 422 saying what to give */
