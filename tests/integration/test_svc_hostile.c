@@ -739,15 +739,6 @@ TEST(svc_hostile_uploads_of_millions_of_events)
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }
 
-/* Upload `file` as rank 0 of job and ask for a model of it: its id. */
-static void upload_and_build(struct ctx *c, const char *job, const char *file, char *id, size_t size)
-{
-    svc_put_trace_file(&c->d, job, 0, file);
-    char *model = svc_request_model(&c->d, job, NULL);
-    snprintf(id, size, "%s", model);
-    free(model);
-}
-
 /* GET /v1/models/{id}: whether it is building and still queued. */
 /* Whether model id is seen waiting its turn (building and queued) within
  * a few seconds: a build just asked for may not have been looked at yet. */
@@ -788,13 +779,14 @@ static long log_offset(struct ctx *c, const char *a, const char *b)
 TEST(svc_hostile_build_over_the_memory_budget)
 {
     struct ctx c;
-    char big[64], path[128];
+    char path[128];
     struct svc_resp r;
     const char *args[] = {"--memory-budget", "8M", NULL};
     const char *file = tiny_events_gzip("budget.json.gz", 100000);
     setup(&c, args);
     /* 100,001 events, all loading at once: an estimated 35 MiB, never within 8 MiB */
-    upload_and_build(&c, "big", file, big, sizeof big);
+    svc_put_trace_file(&c.d, "big", 0, file);
+    char *big = svc_request_model(&c.d, "big", NULL);
     CHECK_STREQ(svc_wait_model(&c.d, big, 30), "failed");
     snprintf(path, sizeof path, "/v1/models/%s", big);
     CHECK_EQ_INT(svc_admin(&c.d, "GET", path, NULL, &r), 200);
@@ -804,6 +796,7 @@ TEST(svc_hostile_build_over_the_memory_budget)
     svc_resp_release(&r);
     /* a small job still builds under it */
     free(svc_build_model(&c.d, "seed", NULL));
+    free(big);
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }
@@ -811,14 +804,16 @@ TEST(svc_hostile_build_over_the_memory_budget)
 TEST(svc_hostile_builds_wait_for_memory_in_order)
 {
     struct ctx c;
-    char a[64], b[64], data[PATH_MAX];
+    char data[PATH_MAX];
     /* 300,001 events: an estimated 96 MiB each; both fit 120M, not at once */
     const char *args[] = {"--memory-budget", "120M", NULL};
     const char *file = tiny_events_gzip("queued.json.gz", 300000);
     setup(&c, args);
     snprintf(data, sizeof data, "%s", c.d.data);
-    upload_and_build(&c, "a", file, a, sizeof a);
-    upload_and_build(&c, "b", file, b, sizeof b);
+    /* both uploaded first: b is asked for right after a, while a builds */
+    svc_put_trace_file(&c.d, "a", 0, file);
+    svc_put_trace_file(&c.d, "b", 0, file);
+    char *a = svc_request_model(&c.d, "a", NULL), *b = svc_request_model(&c.d, "b", NULL);
     CHECK(model_queued(&c, b)); /* a is being built (two workers are free) */
     /* the restart while b waits loses nothing: both are built after it */
     svc_kill9(&c.d);
@@ -830,6 +825,8 @@ TEST(svc_hostile_builds_wait_for_memory_in_order)
     long a_ready = log_offset(&c, a, "event=ready"), b_start = log_offset(&c, b, "event=start");
     CHECK(log_offset(&c, b, "event=waiting_for_memory") >= 0);
     CHECK(a_ready >= 0 && b_start > a_ready);
+    free(a);
+    free(b);
     free(c.before);
     CHECK_EQ_INT(svc_stop(&c.d), 0);
 }
