@@ -526,7 +526,7 @@ static void micro_batches(struct wf *w)
 
 /* Transforms 6 and the re-timing of every collective: transfer by the
  * collective model's ratio, wait by the rank's GPU work's. */
-static void collectives(struct wf *w)
+static int collectives(struct wf *w, struct sc_error *err)
 {
     const struct model_graph *g = w->g;
     double *busy0 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy0),
@@ -534,7 +534,7 @@ static void collectives(struct wf *w)
     if (!busy0 || !busy1) {
         free(busy0);
         free(busy1);
-        return;
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
@@ -569,6 +569,7 @@ static void collectives(struct wf *w)
     }
     free(busy0);
     free(busy1);
+    return SC_OK;
 }
 
 /* ---- the answer ---- */
@@ -590,13 +591,13 @@ static double mean_step_ms(const struct model_replay *r)
 
 /* Split the replayed steps' critical paths into measured and modelled
  * time by the task each segment belongs to. */
-static void attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out)
+static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
 {
     const struct model_graph *c = out->graph;
     const struct model_replay *r = out->replay;
     uint32_t *src = malloc((c->n_tasks ? c->n_tasks : 1) * sizeof *src);
     if (!src)
-        return;
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < c->n_tasks; i++)
         src[i] = MODEL_NONE; /* inserted */
     for (uint32_t i = 0; i < w->g->n_tasks; i++)
@@ -626,13 +627,14 @@ static void attribute(const struct wf *w, const uint32_t *map, struct whatif_res
     }
     free(src);
     if (!n)
-        return;
+        return SC_OK;
     out->from_models_ms = 0;
     for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
         out->models[m].ms = models[m] / (double)n / 1e6;
         out->from_models_ms += out->models[m].ms;
     }
     out->from_measured_ms = total / (double)n / 1e6 - out->from_models_ms;
+    return SC_OK;
 }
 
 static void describe(const struct wf *w, struct whatif_result *out)
@@ -809,6 +811,11 @@ static int memory(const struct job_config *t, const struct hw_profile *hw1, stru
     return SC_OK;
 }
 
+int whatif_error_names_set(const struct sc_error *err)
+{
+    return err->code == SC_EINVAL && strncmp(err->msg, "set", 3) == 0 && (err->msg[3] == '.' || err->msg[3] == ':');
+}
+
 void whatif_release(struct whatif_result *r)
 {
     if (!r)
@@ -896,8 +903,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
         goto done;
     }
     micro_batches(&w);
-    collectives(&w);
-    if ((rc = memory(&out->target, w.hw1, out, err)))
+    if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
         goto done;
 
     for (uint32_t i = 0; i < g->n_tasks; i++) {
@@ -923,7 +929,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     out->collective_wait_ms /= (double)steps;
     out->sizes_unknown = w.sizes_unknown;
     describe(&w, out);
-    attribute(&w, map, out);
+    rc = attribute(&w, map, out, err);
 
 done:
     model_replay_free(base_replay);
