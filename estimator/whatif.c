@@ -201,6 +201,8 @@ static int gpu_type(struct wf *w, struct sc_error *err)
     const struct model_graph *g = w->g;
     double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
     int rc = SC_OK;
+    if (w->hw0 == w->hw1)
+        return SC_OK; /* the same GPU: every ratio is 1 */
     for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
         const struct model_trace *t = job_structure_trace(g, r);
         struct gemm_samples samples = {0};
@@ -827,7 +829,8 @@ void whatif_release(struct whatif_result *r)
     r->graph = NULL;
 }
 
-int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+/* whatif_run once out->structure holds g's structure. */
+static int run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
@@ -836,11 +839,8 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     uint32_t *map = NULL;
     int64_t *idur = NULL, *igap = NULL;
     int rc;
-    memset(out, 0, sizeof *out);
     memset(&w, 0, sizeof w);
     model_replay_opts_default(&ro);
-    if ((rc = job_structure_recover(g, base, &out->structure, err)))
-        return rc;
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
     out->base = *base;
@@ -950,4 +950,24 @@ done:
     if (rc)
         whatif_release(out);
     return rc;
+}
+
+int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+               struct whatif_result *out, struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = job_structure_recover(g, base, &out->structure, err)))
+        return rc;
+    return run(g, base, set, out, err);
+}
+
+int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
+                    const struct job_config *set, struct whatif_result *out, struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
+        return rc;
+    return run(g, base, set, out, err);
 }

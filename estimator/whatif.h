@@ -100,6 +100,10 @@ struct whatif_result {
  * whatif_release(). */
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err);
+/* whatif_run on g's structure recovered already (job_structure_recover of
+ * g and base): a search trying many sets on one job recovers it once. */
+int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
+                    const struct job_config *set, struct whatif_result *out, struct sc_error *err);
 int whatif_error_names_set(const struct sc_error *err);
 void whatif_release(struct whatif_result *r);
 
