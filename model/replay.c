@@ -1070,6 +1070,15 @@ out:
     return rc;
 }
 
+const struct model_replay_step *model_replay_slowest(const struct model_replay *r)
+{
+    const struct model_replay_step *slow = NULL;
+    for (size_t k = 0; k < r->n_steps; k++)
+        if (!slow || r->steps[k].replayed_ns > slow->replayed_ns)
+            slow = &r->steps[k];
+    return slow;
+}
+
 void model_replay_free(struct model_replay *r)
 {
     if (!r)

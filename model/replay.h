@@ -189,6 +189,10 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                      struct model_replay **out, struct sc_error *err);
 void model_replay_free(struct model_replay *r); /* NULL-safe */
 
+/* The step of r that replays longest (the first of equals): the one an
+ * estimate's step time and breakdown are. NULL when r has no step. */
+const struct model_replay_step *model_replay_slowest(const struct model_replay *r);
+
 /* Just the simulation: fill start[] and end[] (n_tasks each) with the
  * factors and overrides applied; *forced gets the number of tasks scheduled ahead of a
  * dependency cycle. For benchmarks and callers that need no per-step
