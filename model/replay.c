@@ -1079,6 +1079,29 @@ const struct model_replay_step *model_replay_slowest(const struct model_replay *
     return slow;
 }
 
+int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
+                           int64_t *mean, int64_t *idle, struct sc_error *err)
+{
+    struct model_replay *r;
+    int rc = model_replay_run(g, o, &r, err);
+    if (rc)
+        return rc;
+    int64_t sum = 0, idle_sum = 0, n = 0;
+    for (size_t s = 0; s < r->n_steps; s++) {
+        if (!use[s])
+            continue;
+        const struct model_breakdown *b = &r->steps[s].breakdown;
+        sum += r->steps[s].replayed_ns;
+        idle_sum += r->steps[s].replayed_ns - b->compute_exposed - b->overlap - b->comm_exposed;
+        n++;
+    }
+    model_replay_free(r);
+    *mean = n ? sum / n : 0;
+    if (idle)
+        *idle = n ? idle_sum / n : 0;
+    return SC_OK;
+}
+
 void model_replay_free(struct model_replay *r)
 {
     if (!r)
