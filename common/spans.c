@@ -54,6 +54,19 @@ size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc
     return m;
 }
 
+size_t sc_span_seek(const struct sc_span *v, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].b <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int sc_spans_union(struct sc_spans *s, struct sc_spans *tmp)
 {
     struct sc_span *u;

@@ -5,7 +5,8 @@
  * stream or thread, each in time order), so the union sorts them with a
  * natural merge sort, a pass per halving of the runs (any order stays
  * O(n log n)), then merges the touching and overlapping ones. The replay's
- * breakdowns and inspect's busy times are made this way. libc only. */
+ * breakdowns, inspect's busy times and the graph's idle stretches of a
+ * thread are made this way. libc only. */
 #ifndef COMMON_SPANS_H
 #define COMMON_SPANS_H
 
@@ -42,6 +43,10 @@ static inline int sc_spans_add(struct sc_spans *s, int64_t a, int64_t b)
  * which may then hold the result. Returns how many; *out points at them,
  * in v or in tmp. */
 size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out);
+
+/* The first of v[0..n) (disjoint, by start: a union) that ends after t;
+ * n when none does. */
+size_t sc_span_seek(const struct sc_span *v, size_t n, int64_t t);
 
 /* s made its union (sc_span_union) through tmp, grown as needed; s and tmp
  * may trade buffers. 0, or -1 when out of memory (s unchanged). */

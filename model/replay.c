@@ -622,24 +622,10 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
 
 /* ---- per-step results --------------------------------------------------------------- */
 
-/* The first span of s ending after t. */
-static size_t spans_seek(const struct sc_spans *s, int64_t t)
-{
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->v[mid].b <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static int64_t covered(const struct sc_spans *s, int64_t a, int64_t b)
 {
     int64_t sum = 0;
-    for (size_t i = spans_seek(s, a); i < s->n && s->v[i].a < b; i++) {
+    for (size_t i = sc_span_seek(s->v, s->n, a); i < s->n && s->v[i].a < b; i++) {
         int64_t lo = s->v[i].a > a ? s->v[i].a : a, hi = s->v[i].b < b ? s->v[i].b : b;
         if (hi > lo)
             sum += hi - lo;
@@ -659,7 +645,7 @@ static struct model_breakdown breakdown(const struct sc_spans *const sp[BD_KINDS
     int in[BD_KINDS];
     int64_t t = a;
     for (int k = 0; k < BD_KINDS; k++)
-        ix[k] = spans_seek(sp[k], a);
+        ix[k] = sc_span_seek(sp[k]->v, sp[k]->n, a);
     while (t < b) {
         int64_t next = b;
         for (int k = 0; k < BD_KINDS; k++) {

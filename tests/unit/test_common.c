@@ -166,7 +166,7 @@ static void check_union(const struct sc_span *in, size_t n, const struct sc_span
         CHECK_EQ_INT(covered_by(u, m, t), covered_by(in, n, t));
 }
 
-TEST(common_span_union_sorts_runs_and_merges)
+TEST(common_span_union_sorts_runs_and_merges_seek_finds)
 {
     /* sorted runs, one as a stream's spans come; touching and equal starts */
     const struct sc_span runs[] = {{0, 5}, {5, 9}, {20, 30}, {40, 41},       /* run 1 */
@@ -203,4 +203,12 @@ TEST(common_span_union_sorts_runs_and_merges)
     CHECK_EQ_INT(sc_span_union(v, NULL, 3, &u), 2);
     CHECK(u == v);
     CHECK(v[0].a == 0 && v[0].b == 2 && v[1].a == 4 && v[1].b == 6);
+
+    /* seek: the first span ending after t */
+    CHECK_EQ_INT(sc_span_seek(v, 2, -5), 0);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 1), 0);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 2), 1); /* [0,2) ends at 2: not after */
+    CHECK_EQ_INT(sc_span_seek(v, 2, 5), 1);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 6), 2);
+    CHECK_EQ_INT(sc_span_seek(v, 0, 0), 0);
 }
