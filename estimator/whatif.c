@@ -669,16 +669,6 @@ static void describe(const struct wf *w, struct whatif_result *out)
 
 /* ---- the pipeline transform ---- */
 
-/* The slowest step of replay r, ms, and its index (-1 when none). */
-static double slowest_step_ms(const struct model_replay *r, long *which)
-{
-    *which = -1;
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (*which < 0 || r->steps[s].replayed_ns > r->steps[*which].replayed_ns)
-            *which = (long)s;
-    return *which >= 0 ? (double)r->steps[*which].replayed_ns / 1e6 : 0;
-}
-
 /* Transform 7: another pipeline-parallel degree or schedule (1F1B or
  * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
  * work as the transforms before left it; its critical path is measured
@@ -742,24 +732,23 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         return rc;
 
-    long slow;
     const struct model_graph *c = out->graph;
-    out->step_ms = slowest_step_ms(out->replay, &slow);
+    const struct model_replay_step *slow = model_replay_slowest(out->replay);
+    out->step_ms = slow ? (double)slow->replayed_ns / 1e6 : 0;
     double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
            transfer = 0;
     for (uint32_t i = 0; i < c->n_tasks; i++) {
         const struct model_task *t = &c->tasks[i];
         if (t->cls == MODEL_TASK_COMM) {
             w->retimed[WHATIF_COLLECTIVE_MODEL]++;
-            if (slow >= 0 && t->rank == out->replay->steps[slow].rank)
+            if (slow && t->rank == slow->rank)
                 transfer += (double)t->dur;
         } else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER) {
             w->retimed[WHATIF_KERNEL_MODEL]++;
         }
     }
-    if (slow >= 0) {
-        const struct model_replay_step *st = &out->replay->steps[slow];
-        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+    if (slow) {
+        for (size_t k = slow->path_first; k < slow->path_first + slow->path_n; k++) {
             const struct model_replay_segment *seg = &out->replay->segments[k];
             const struct model_task *t = &c->tasks[seg->task];
             double len = (double)(seg->end - seg->start);

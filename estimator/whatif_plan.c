@@ -72,10 +72,7 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     if ((rc = whatif_run_with(w->g, &w->base, &w->structure, &set, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */
-    const struct model_replay_step *slow = NULL;
-    for (size_t k = 0; k < res.replay->n_steps; k++)
-        if (!slow || res.replay->steps[k].replayed_ns > slow->replayed_ns)
-            slow = &res.replay->steps[k];
+    const struct model_replay_step *slow = model_replay_slowest(res.replay);
     out->step_ms = res.step_ms;
     if (slow)
         out->breakdown = slow->breakdown;
