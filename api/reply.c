@@ -29,7 +29,6 @@ static const struct api_code_info codes[API_E_COUNT] = {
     [API_E_UNPROCESSABLE] = {"unprocessable", 422, "well-formed but unusable (e.g. the trace names another rank)"},
     [API_E_BUSY] = {"busy", 429, "too many uploads or builds in progress (see Retry-After)"},
     [API_E_INTERNAL] = {"internal", 500, "the server failed (the log has the details)"},
-    [API_E_NOT_IMPLEMENTED] = {"not_implemented", 501, "not available in this build"},
     [API_E_UNAVAILABLE] = {"unavailable", 503, "shutting down, or out of memory (see Retry-After)"},
     [API_E_URI_TOO_LONG] = {"uri_too_long", 414, "the request target (path and query) is over 8 KiB"},
     [API_E_HEADERS_TOO_LARGE] = {"headers_too_large", 431, "the request line and headers are over max-header"},

@@ -31,7 +31,6 @@ enum api_code {
     API_E_UNPROCESSABLE,   /* 422 well-formed but unusable (rank mismatch, numbers) */
     API_E_BUSY,            /* 429 too many uploads or builds in progress */
     API_E_INTERNAL,        /* 500 a failure on the server's side */
-    API_E_NOT_IMPLEMENTED, /* 501 not available in this build */
     API_E_UNAVAILABLE,     /* 503 shutting down, or out of memory */
     API_E_URI_TOO_LONG,    /* 414 the request target is over its limit */
     API_E_HEADERS_TOO_LARGE, /* 431 the request line and headers are over max-header */

@@ -47,18 +47,18 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                        "launch, all, a task class, kernel:TEXT, family:NAME or name:GLOB (repeatable; factors "
                        "multiply; 0 <= F <= 1000);keep_unexplained:boolean:keep the waits the trace holds "
                        "but does not explain as fixed latencies (default false)",
-                       "400," E_AUTH ",404,409,422,501",
+                       "400," E_AUTH ",404,409,422",
                        "the replay: predicted step time per rank, error, breakdown (as `stepcast replay --json`)"},
     [API_OP_CRITICAL_PATH] = {"GET", "/v1/models/{id}/critical-path", "getCriticalPath",
                               API_SCOPE_READ, API_BODY_NONE, 200,
                               "scale:string:as for replay;keep_unexplained:boolean:as for replay",
-                              "400," E_AUTH ",404,409,422,501",
+                              "400," E_AUTH ",404,409,422",
                               "the critical path of the replayed step, segment by segment"},
     [API_OP_TIMELINE] = {"GET", "/v1/models/{id}/timeline", "getTimeline", API_SCOPE_READ,
                          API_BODY_NONE, 200,
                          "rank:integer:the rank (required);scale:string:as for replay;"
                          "keep_unexplained:boolean:as for replay",
-                         "400," E_AUTH ",404,409,422,501",
+                         "400," E_AUTH ",404,409,422",
                          "the replayed timeline of one rank as a Kineto trace (opens in Perfetto)"},
     [API_OP_TOKEN_CREATE] = {"POST", "/v1/tokens", "createToken", API_SCOPE_ADMIN, API_BODY_JSON,
                              201, NULL, "400," E_AUTH ",413",
@@ -101,7 +101,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                   "fit the kernel and collective models to a built model's traces -> the "
                                   "named cluster profile (200 when it replaced one)"},
     [API_OP_VALIDATION_CREATE] = {"POST", "/v1/validations", "createValidation", API_SCOPE_WRITE,
-                                  API_BODY_JSON, 201, NULL, "400," E_AUTH ",404,409,413,422,501,507",
+                                  API_BODY_JSON, 201, NULL, "400," E_AUTH ",404,409,413,422,507",
                                   "a measured step time with stepcast's prediction for it, made now; "
                                   "the entry and its error"},
     [API_OP_VALIDATIONS_LIST] = {"GET", "/v1/validations", "listValidations", API_SCOPE_READ, API_BODY_NONE,
@@ -112,7 +112,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
                                   API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
     [API_OP_OPPORTUNITIES] = {"GET", "/v1/models/{id}/opportunities", "getOpportunities", API_SCOPE_READ,
-                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409,422,501",
+                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409,422",
                               "what would shorten the step, ranked, each saving measured by a replay "
                               "(as `stepcast opportunities --json`)"},
     [API_OP_FLEET_OPPORTUNITIES] = {"GET", "/v1/opportunities", "listOpportunities", API_SCOPE_READ,

@@ -79,7 +79,7 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
     struct model_load_opts lo;
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
-    struct whatif_planner w;
+    struct whatif_planner w = {0};
     struct est_plan_evaluator ev;
     struct sc_error err;
     int rc;
@@ -93,6 +93,7 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
     whatif_plan_evaluator(&w, &ev);
     rc = run_plan(req, &ev, doc);
 out:
+    whatif_plan_release(&w);
     model_graph_free(g);
     model_job_free(job);
     return rc;

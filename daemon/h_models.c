@@ -403,8 +403,7 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     if (built_model_whole(m, s->blobs, &view, &whole, &err))
         rc = api_fail_status(r, &err, API_E_INTERNAL);
     else if (whatif_run(&view, cfg, set, res, &err))
-        rc = api_fail_status(r, &err,
-                             strncmp(err.msg, "set", 3) == 0 ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
+        rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     model_job_free(whole);
     return rc;
 }

@@ -158,6 +158,7 @@ void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, q, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
         return; /* the background plan gives both back */
+    whatif_plan_release(&pe.whatif);
     model_job_free(pe.whole);
     cache_release(s->cache, pe.entry);
 }

@@ -133,6 +133,7 @@ static void *run_thread(void *arg)
     struct sc_error err;
     if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
+    whatif_plan_release(&r->pe.whatif);
     model_job_free(r->pe.whole);
     if (r->pe.entry)
         cache_release(r->pe.cache, r->pe.entry);

@@ -11,6 +11,7 @@
 #include "estimator/collective_model.h"
 #include "estimator/gemm_samples.h"
 #include "estimator/mem_samples.h"
+#include "estimator/synth.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -198,12 +199,16 @@ int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *c
 }
 
 /* The GEMM fit of one GPU's samples, reported; when nothing can be fitted
- * the kernel model keeps its defaults and the report says why. */
+ * the kernel model keeps the estimator's defaults (`make validate`'s fit,
+ * est_costs_default: what a spec without this profile would get) and the
+ * report says why. */
 static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s, struct cluster_profile *prof,
                       FILE *report)
 {
     struct sc_error err;
-    kernel_params_default(&prof->kernel);
+    struct est_costs defaults;
+    est_costs_default(hw, NULL, &defaults);
+    prof->kernel = defaults.kernel;
     if (gemm_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->kernel_fit, &err)) {
         fprintf(report, "GEMMs: %zu with shapes; not fitted (%s): their parameters keep the defaults\n", s->n,
                 err.msg);

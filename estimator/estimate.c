@@ -95,7 +95,6 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         model_graph_free(g);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    int64_t slowest = -1;
     for (size_t i = 0; i < rp->n_steps; i++) {
         const struct model_replay_step *st = &rp->steps[i];
         struct est_stage_estimate *e = &out->stages[out->n_stages++];
@@ -103,13 +102,13 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         e->step_ms = (double)st->replayed_ns / 1e6;
         e->memory_gb = st->rank < mem.n_stages ? mem.stages[st->rank].total / 1e9 : 0;
         e->bubble_ms = compute_idle_ms(g, rp, st);
-        if (slowest < 0 || st->replayed_ns > rp->steps[slowest].replayed_ns)
-            slowest = (int64_t)i;
     }
     out->tasks = g->n_tasks;
-    out->step_ms = slowest >= 0 ? (double)rp->steps[slowest].replayed_ns / 1e6 : 0;
-    if (slowest >= 0)
-        out->breakdown = rp->steps[slowest].breakdown;
+    const struct model_replay_step *slow = model_replay_slowest(rp);
+    if (slow) {
+        out->step_ms = (double)slow->replayed_ns / 1e6;
+        out->breakdown = slow->breakdown;
+    }
 
     est_estimate_derive(s, hw, &mem, out);
     est_memory_release(&mem);

@@ -44,6 +44,26 @@ void job_structure_release(struct job_structure *s)
     s->coll_size = NULL;
 }
 
+int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
+                       struct sc_error *err)
+{
+    size_t n = n_tasks ? n_tasks : 1;
+    *out = *src;
+    out->layer = malloc(n * sizeof *out->layer);
+    out->role = malloc(n);
+    out->coll_bytes = malloc(n * sizeof *out->coll_bytes);
+    out->coll_size = malloc(n * sizeof *out->coll_size);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size) {
+        job_structure_release(out);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    memcpy(out->layer, src->layer, n_tasks * sizeof *out->layer);
+    memcpy(out->role, src->role, n_tasks);
+    memcpy(out->coll_bytes, src->coll_bytes, n_tasks * sizeof *out->coll_bytes);
+    memcpy(out->coll_size, src->coll_size, n_tasks * sizeof *out->coll_size);
+    return SC_OK;
+}
+
 const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r)
 {
     const struct model_job *job = g->job;

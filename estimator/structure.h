@@ -75,6 +75,10 @@ struct job_structure {
 int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err);
 void job_structure_release(struct job_structure *s);
+/* A copy of src, recovered from a graph of n_tasks tasks, into *out
+ * (released with job_structure_release). */
+int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
+                       struct sc_error *err);
 
 /* The traced GPU of a job's graph: the profile of the trace's device name;
  * SC_EINVAL naming the device when no profile lists it. */

@@ -201,6 +201,8 @@ static int gpu_type(struct wf *w, struct sc_error *err)
     const struct model_graph *g = w->g;
     double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
     int rc = SC_OK;
+    if (w->hw0 == w->hw1)
+        return SC_OK; /* the same GPU: every ratio is 1 */
     for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
         const struct model_trace *t = job_structure_trace(g, r);
         struct gemm_samples samples = {0};
@@ -526,7 +528,7 @@ static void micro_batches(struct wf *w)
 
 /* Transforms 6 and the re-timing of every collective: transfer by the
  * collective model's ratio, wait by the rank's GPU work's. */
-static void collectives(struct wf *w)
+static int collectives(struct wf *w, struct sc_error *err)
 {
     const struct model_graph *g = w->g;
     double *busy0 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy0),
@@ -534,7 +536,7 @@ static void collectives(struct wf *w)
     if (!busy0 || !busy1) {
         free(busy0);
         free(busy1);
-        return;
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
@@ -569,6 +571,7 @@ static void collectives(struct wf *w)
     }
     free(busy0);
     free(busy1);
+    return SC_OK;
 }
 
 /* ---- the answer ---- */
@@ -590,13 +593,13 @@ static double mean_step_ms(const struct model_replay *r)
 
 /* Split the replayed steps' critical paths into measured and modelled
  * time by the task each segment belongs to. */
-static void attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out)
+static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
 {
     const struct model_graph *c = out->graph;
     const struct model_replay *r = out->replay;
     uint32_t *src = malloc((c->n_tasks ? c->n_tasks : 1) * sizeof *src);
     if (!src)
-        return;
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < c->n_tasks; i++)
         src[i] = MODEL_NONE; /* inserted */
     for (uint32_t i = 0; i < w->g->n_tasks; i++)
@@ -626,13 +629,14 @@ static void attribute(const struct wf *w, const uint32_t *map, struct whatif_res
     }
     free(src);
     if (!n)
-        return;
+        return SC_OK;
     out->from_models_ms = 0;
     for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
         out->models[m].ms = models[m] / (double)n / 1e6;
         out->from_models_ms += out->models[m].ms;
     }
     out->from_measured_ms = total / (double)n / 1e6 - out->from_models_ms;
+    return SC_OK;
 }
 
 static void describe(const struct wf *w, struct whatif_result *out)
@@ -664,16 +668,6 @@ static void describe(const struct wf *w, struct whatif_result *out)
 }
 
 /* ---- the pipeline transform ---- */
-
-/* The slowest step of replay r, ms, and its index (-1 when none). */
-static double slowest_step_ms(const struct model_replay *r, long *which)
-{
-    *which = -1;
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (*which < 0 || r->steps[s].replayed_ns > r->steps[*which].replayed_ns)
-            *which = (long)s;
-    return *which >= 0 ? (double)r->steps[*which].replayed_ns / 1e6 : 0;
-}
 
 /* Transform 7: another pipeline-parallel degree or schedule (1F1B or
  * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
@@ -738,24 +732,23 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         return rc;
 
-    long slow;
     const struct model_graph *c = out->graph;
-    out->step_ms = slowest_step_ms(out->replay, &slow);
+    const struct model_replay_step *slow = model_replay_slowest(out->replay);
+    out->step_ms = slow ? (double)slow->replayed_ns / 1e6 : 0;
     double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
            transfer = 0;
     for (uint32_t i = 0; i < c->n_tasks; i++) {
         const struct model_task *t = &c->tasks[i];
         if (t->cls == MODEL_TASK_COMM) {
             w->retimed[WHATIF_COLLECTIVE_MODEL]++;
-            if (slow >= 0 && t->rank == out->replay->steps[slow].rank)
+            if (slow && t->rank == slow->rank)
                 transfer += (double)t->dur;
         } else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER) {
             w->retimed[WHATIF_KERNEL_MODEL]++;
         }
     }
-    if (slow >= 0) {
-        const struct model_replay_step *st = &out->replay->steps[slow];
-        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+    if (slow) {
+        for (size_t k = slow->path_first; k < slow->path_first + slow->path_n; k++) {
             const struct model_replay_segment *seg = &out->replay->segments[k];
             const struct model_task *t = &c->tasks[seg->task];
             double len = (double)(seg->end - seg->start);
@@ -809,6 +802,11 @@ static int memory(const struct job_config *t, const struct hw_profile *hw1, stru
     return SC_OK;
 }
 
+int whatif_error_names_set(const struct sc_error *err)
+{
+    return err->code == SC_EINVAL && strncmp(err->msg, "set", 3) == 0 && (err->msg[3] == '.' || err->msg[3] == ':');
+}
+
 void whatif_release(struct whatif_result *r)
 {
     if (!r)
@@ -820,7 +818,8 @@ void whatif_release(struct whatif_result *r)
     r->graph = NULL;
 }
 
-int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+/* whatif_run once out->structure holds g's structure. */
+static int run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
@@ -829,11 +828,8 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     uint32_t *map = NULL;
     int64_t *idur = NULL, *igap = NULL;
     int rc;
-    memset(out, 0, sizeof *out);
     memset(&w, 0, sizeof w);
     model_replay_opts_default(&ro);
-    if ((rc = job_structure_recover(g, base, &out->structure, err)))
-        return rc;
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
     out->base = *base;
@@ -896,8 +892,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
         goto done;
     }
     micro_batches(&w);
-    collectives(&w);
-    if ((rc = memory(&out->target, w.hw1, out, err)))
+    if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
         goto done;
 
     for (uint32_t i = 0; i < g->n_tasks; i++) {
@@ -923,7 +918,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     out->collective_wait_ms /= (double)steps;
     out->sizes_unknown = w.sizes_unknown;
     describe(&w, out);
-    attribute(&w, map, out);
+    rc = attribute(&w, map, out, err);
 
 done:
     model_replay_free(base_replay);
@@ -944,4 +939,24 @@ done:
     if (rc)
         whatif_release(out);
     return rc;
+}
+
+int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+               struct whatif_result *out, struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = job_structure_recover(g, base, &out->structure, err)))
+        return rc;
+    return run(g, base, set, out, err);
+}
+
+int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
+                    const struct job_config *set, struct whatif_result *out, struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
+        return rc;
+    return run(g, base, set, out, err);
 }

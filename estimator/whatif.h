@@ -93,10 +93,18 @@ struct whatif_result {
 };
 
 /* The what-if `set` (job_config_parse_set_*) of graph g (built from a job)
- * described by `base`. SC_EINVAL naming the field (set.X) for what cannot
- * be done. Release with whatif_release(). */
+ * described by `base`. SC_EINVAL naming the field (set.X) for what the
+ * set asks and cannot be done; any other error is the job's (its
+ * description against its traces) or the machine's.
+ * whatif_error_names_set tells the two apart. Release with
+ * whatif_release(). */
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err);
+/* whatif_run on g's structure recovered already (job_structure_recover of
+ * g and base): a search trying many sets on one job recovers it once. */
+int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
+                    const struct job_config *set, struct whatif_result *out, struct sc_error *err);
+int whatif_error_names_set(const struct sc_error *err);
 void whatif_release(struct whatif_result *r);
 
 #endif

@@ -44,6 +44,8 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
         (rc = job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
         (rc = est_spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
         return sc_error_prefix(err, "config");
+    if ((rc = job_structure_recover(g, base, &w->structure, err)))
+        return rc;
     for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
         give(&req->given, kept[k]);
     return SC_OK;
@@ -67,13 +69,10 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     set.has_schedule = 1;
     set.schedule = s->parallel.schedule;
     set.vpp = s->parallel.vpp;
-    if ((rc = whatif_run(w->g, &w->base, &set, &res, err)))
+    if ((rc = whatif_run_with(w->g, &w->base, &w->structure, &set, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */
-    const struct model_replay_step *slow = NULL;
-    for (size_t k = 0; k < res.replay->n_steps; k++)
-        if (!slow || res.replay->steps[k].replayed_ns > slow->replayed_ns)
-            slow = &res.replay->steps[k];
+    const struct model_replay_step *slow = model_replay_slowest(res.replay);
     out->step_ms = res.step_ms;
     if (slow)
         out->breakdown = slow->breakdown;
@@ -92,4 +91,9 @@ void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *
     out->bound = NULL;
     out->refine = NULL;
     out->ctx = w;
+}
+
+void whatif_plan_release(struct whatif_planner *w)
+{
+    job_structure_release(&w->structure);
 }

@@ -18,13 +18,15 @@
 #include "common/error.h"
 #include "estimator/job_config.h"
 #include "estimator/plan.h"
+#include "estimator/structure.h"
 
 struct model_graph;
 
 struct whatif_planner {
-    const struct model_graph *g; /* borrowed */
-    struct job_config base;      /* its description */
-    const struct hw_profile *hw; /* the traced GPU */
+    const struct model_graph *g;     /* borrowed */
+    struct job_config base;          /* its description */
+    const struct hw_profile *hw;     /* the traced GPU */
+    struct job_structure structure;  /* g's, recovered once for every candidate */
 };
 
 /* The template and fixed keys of req (req->gpus, up_to, top and objective
@@ -36,5 +38,7 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
 
 /* The evaluator: the what-if of w's graph on a candidate. ctx is w. */
 void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *out);
+/* What whatif_plan_request made (a zeroed or released w is fine). */
+void whatif_plan_release(struct whatif_planner *w);
 
 #endif

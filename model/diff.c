@@ -9,46 +9,19 @@
 #include "common/vec.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
+#include "model/task_key.h"
 #include "common/banned.h"
-
-/* A task of one side, for matching: rank, kind of work (0 GPU kernel, 1
- * CPU work), name and its order among the tasks of that name. */
-struct ref {
-    const char *name;
-    uint32_t task, ord;
-    uint16_t rank;
-    uint8_t cpu;
-};
 
 struct side {
     const struct model_graph *g;
     struct model_coll_waits waits; /* its kept collectives' split */
     int64_t *wait;    /* per task: its wait for untraced peers (0: none) */
-    struct ref *refs;
+    struct model_task_key *refs; /* its tasks, keyed for matching */
     size_t n;
     uint32_t *match;  /* per task: the other side's task, or MODEL_NONE */
     uint8_t *counted; /* per step: a matched step */
     size_t n_steps;   /* steps with an end, for per-step figures */
 };
-
-/* Order refs by rank, kind of work and name, then by task (to number
- * them) or by ordinal (to match them). */
-static int ref_cmp(const struct ref *a, const struct ref *b, int by_ord)
-{
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    if (a->cpu != b->cpu)
-        return a->cpu < b->cpu ? -1 : 1;
-    int c = strcmp(a->name, b->name);
-    if (c)
-        return c;
-    return by_ord ? (a->ord > b->ord) - (a->ord < b->ord) : (a->task > b->task) - (a->task < b->task);
-}
-
-static int by_key(const void *x, const void *y)
-{
-    return ref_cmp(x, y, 0);
-}
 
 /* The side's tasks on its first `ranks` ranks, sorted by key, ordinals set. */
 static int side_refs(struct side *s, size_t ranks)
@@ -68,15 +41,9 @@ static int side_refs(struct side *s, size_t ranks)
         s->match[i] = MODEL_NONE;
         if (t->rank >= ranks || t->cls == MODEL_TASK_MARKER)
             continue;
-        s->refs[s->n++] = (struct ref){model_graph_str(g, g->src[i].name), i, 0, t->rank,
-                                       (uint8_t)!model_task_on_gpu(t->cls)};
+        s->refs[s->n++] = model_task_key_of(g, i);
     }
-    sc_sort(s->refs, s->n, sizeof *s->refs, by_key);
-    for (size_t k = 1; k < s->n; k++) {
-        const struct ref *p = &s->refs[k - 1], *q = &s->refs[k];
-        if (p->rank == q->rank && p->cpu == q->cpu && strcmp(p->name, q->name) == 0)
-            s->refs[k].ord = p->ord + 1;
-    }
+    model_task_keys_number(s->refs, s->n);
     for (size_t k = 0; k < g->n_steps; k++)
         s->n_steps += g->steps[k].end != MODEL_NONE;
     return 0;
@@ -86,7 +53,7 @@ static int side_refs(struct side *s, size_t ranks)
 static void match(struct side *a, struct side *b, size_t ranks)
 {
     for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
-        int c = ref_cmp(&a->refs[i], &b->refs[j], 1);
+        int c = model_task_key_cmp(&a->refs[i], &b->refs[j], 1);
         if (c == 0) {
             a->match[a->refs[i].task] = b->refs[j].task;
             b->match[b->refs[j].task] = a->refs[i].task;
@@ -117,25 +84,13 @@ static int mean_step(const struct side *s, const struct model_replay_override *o
                      struct sc_error *err)
 {
     struct model_replay_opts o;
-    struct model_replay *r;
     model_replay_opts_default(&o);
     o.critical_path = 0;
     o.keep_unexplained = 1;
     o.overrides = ov;
     o.n_overrides = n_ov;
     o.waits = s->waits;
-    int rc = model_replay_run(s->g, &o, &r, err);
-    if (rc)
-        return rc;
-    int64_t sum = 0, n = 0;
-    for (size_t k = 0; k < r->n_steps; k++)
-        if (s->counted[k]) {
-            sum += r->steps[k].replayed_ns;
-            n++;
-        }
-    model_replay_free(r);
-    *mean = n ? sum / n : 0;
-    return SC_OK;
+    return model_replay_mean_step(s->g, &o, s->counted, mean, NULL, err);
 }
 
 

@@ -32,6 +32,7 @@
 #include "common/hugepage.h"
 #include "common/i64map.h"
 #include "common/pool.h"
+#include "common/spans.h"
 #include "common/vec.h"
 #include "model/collective.h"
 #include "model/graph_builder.h"
@@ -1202,76 +1203,54 @@ oom:
 
 /* ---- hand-offs between threads ------------------------------------------------------------ */
 
-struct span {
-    int64_t a, b;
-};
-
-static int by_span_start(const void *x, const void *y)
-{
-    const struct span *p = x, *q = y;
-    return (p->a > q->a) - (p->a < q->a);
-}
-
-/* The union of a thread's CPU op intervals, sorted. */
-static int busy_spans(struct builder *b, struct rank_build *r, uint32_t track, struct span **out,
+/* The union of a thread's CPU op intervals, sorted. An op of no duration
+ * is kept (an instant the thread was busy: it splits an idle stretch). */
+static int busy_spans(struct builder *b, struct rank_build *r, uint32_t track, struct sc_span **out,
                       size_t *nout)
 {
     const struct model_trace *t = r->t;
-    struct span *v = NULL;
-    size_t n = 0, cap = 0;
+    struct sc_spans s = {0}, tmp = {0};
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         if (e->track != track || e->kind != MODEL_EV_CPU_OP || e->ts + e->dur < r->origin || e->ts > r->wend)
             continue;
-        if (sc_vec_reserve((void **)&v, &cap, n + 1, sizeof *v)) {
-            free(v);
+        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 1, sizeof *s.v)) {
+            free(s.v);
             return OOM(b);
         }
-        v[n++] = (struct span){e->ts, e->ts + e->dur};
+        s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
     }
-    sc_sort(v, n, sizeof *v, by_span_start);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v[i].a <= v[m - 1].b) {
-            if (v[i].b > v[m - 1].b)
-                v[m - 1].b = v[i].b;
-        } else {
-            v[m++] = v[i];
-        }
+    if (sc_spans_union(&s, &tmp)) {
+        free(s.v);
+        free(tmp.v);
+        return OOM(b);
     }
-    *out = v;
-    *nout = m;
+    free(tmp.v);
+    *out = s.v;
+    *nout = s.n;
     return SC_OK;
 }
 
 /* The longest stretch of [a, b] not covered by the busy spans. */
-static struct span longest_idle(const struct span *busy, size_t n, int64_t a, int64_t b)
+static struct sc_span longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b)
 {
-    struct span best = {a, a};
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first span ending after a */
-        size_t mid = (lo + hi) / 2;
-        if (busy[mid].b <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    struct sc_span best = {a, a};
     int64_t cur = a;
-    for (size_t i = lo; i < n && busy[i].a < b; i++) {
+    for (size_t i = sc_span_seek(busy, n, a); i < n && busy[i].a < b; i++) {
         if (busy[i].a > cur && busy[i].a - cur > best.b - best.a)
-            best = (struct span){cur, busy[i].a};
+            best = (struct sc_span){cur, busy[i].a};
         if (busy[i].b > cur)
             cur = busy[i].b;
     }
     if (b > cur && b - cur > best.b - best.a)
-        best = (struct span){cur, b};
+        best = (struct sc_span){cur, b};
     return best;
 }
 
 static int inter_thread_edges(struct builder *b, struct rank_build *r)
 {
     uint32_t nthreads = r->thread_hi - r->thread_lo;
-    struct span **busy = calloc(nthreads ? nthreads : 1, sizeof *busy);
+    struct sc_span **busy = calloc(nthreads ? nthreads : 1, sizeof *busy);
     size_t *nbusy = calloc(nthreads ? nthreads : 1, sizeof *nbusy);
     int rc = SC_OK;
     int64_t gap_min = b->o.inter_thread_gap_ns;
@@ -1288,7 +1267,7 @@ static int inter_thread_edges(struct builder *b, struct rank_build *r)
             int64_t p = k == rb->first ? r->origin : b->end[k - 1], q = b->ts[k];
             if (q - p < gap_min)
                 continue;
-            struct span idle = longest_idle(busy[i], nbusy[i], p, q);
+            struct sc_span idle = longest_idle(busy[i], nbusy[i], p, q);
             if (idle.b - idle.a < gap_min)
                 continue;
             /* another thread that went idle just before this one resumed */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/spans.h"
 #include "common/vec.h"
 #include "model/collective.h"
 #include "model/runtime_api.h"
@@ -37,51 +38,20 @@ const char *model_inspect_lack_text(unsigned i)
     return i < MODEL_LACK_COUNT ? lack_texts[i] : "unknown";
 }
 
-struct span {
+/* A span of a track (a stream or thread), in the trace's clock. */
+struct track_span {
     uint32_t track;
     int64_t ts, end;
 };
 
-/* Sort v[0..n) by start with a natural merge sort (tmp holds n): spans
- * arrive as a few sorted runs (old traces list CPU ops, then runtime calls),
- * so this is a pass or two; any order stays O(n log n). */
-static void sort_spans(struct span *v, struct span *tmp, size_t n)
-{
-    for (;;) {
-        size_t runs = 0, lo = 0;
-        while (lo < n) {
-            size_t mid = lo + 1;
-            while (mid < n && v[mid - 1].ts <= v[mid].ts)
-                mid++;
-            size_t hi = mid;
-            if (hi < n) {
-                hi++;
-                while (hi < n && v[hi - 1].ts <= v[hi].ts)
-                    hi++;
-            }
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                tmp[k++] = v[j].ts < v[i].ts ? v[j++] : v[i++];
-            while (i < mid)
-                tmp[k++] = v[i++];
-            while (j < hi)
-                tmp[k++] = v[j++];
-            runs++;
-            lo = hi;
-        }
-        memcpy(v, tmp, n * sizeof *v);
-        if (runs <= 1)
-            return;
-    }
-}
-
 /* busy[track] += length of the union of each track's spans. Spans are
  * grouped by track with a counting sort (stable, so each group keeps file
- * order, which is usually time order already). */
-static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *busy)
+ * order, which is usually time order already: old traces list CPU ops,
+ * then runtime calls, a few sorted runs the union sorts in a pass or two). */
+static int union_busy(const struct track_span *s, size_t n, size_t ntracks, int64_t *busy)
 {
     size_t *start = calloc(ntracks + 1, sizeof *start);
-    struct span *g = malloc((n ? n : 1) * sizeof *g), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    struct sc_span *g = malloc((n ? n : 1) * sizeof *g), *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!start || !g || !tmp) {
         free(start);
         free(g);
@@ -93,30 +63,14 @@ static int union_busy(const struct span *s, size_t n, size_t ntracks, int64_t *b
     for (size_t k = 0; k < ntracks; k++)
         start[k + 1] += start[k];
     for (size_t i = 0; i < n; i++)
-        g[start[s[i].track]++] = s[i];
+        g[start[s[i].track]++] = (struct sc_span){s[i].ts, s[i].end};
     for (size_t k = 0, lo_i = 0; k < ntracks; k++) {
         size_t hi_i = start[k]; /* after placement start[k] is the group's end */
-        struct span *v = g + lo_i;
-        size_t m = hi_i - lo_i;
+        struct sc_span *u;
+        size_t m = sc_span_union(g + lo_i, tmp, hi_i - lo_i, &u);
         lo_i = hi_i;
-        if (!m)
-            continue;
-        size_t i = 1;
-        while (i < m && v[i - 1].ts <= v[i].ts)
-            i++;
-        if (i < m)
-            sort_spans(v, tmp, m);
-        int64_t lo = v[0].ts, hi = v[0].end;
-        for (i = 1; i < m; i++) {
-            if (v[i].ts > hi) {
-                busy[k] += hi - lo;
-                lo = v[i].ts;
-                hi = v[i].end;
-            } else if (v[i].end > hi) {
-                hi = v[i].end;
-            }
-        }
-        busy[k] += hi - lo;
+        for (size_t i = 0; i < m; i++)
+            busy[k] += u[i].b - u[i].a;
     }
     free(start);
     free(g);
@@ -176,7 +130,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     int64_t *busy = calloc(t->n_tracks ? t->n_tracks : 1, sizeof *busy);
     uint32_t *stream_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *stream_of);
     uint32_t *thread_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *thread_of);
-    struct span *gspans = NULL, *cspans = NULL;
+    struct track_span *gspans = NULL, *cspans = NULL;
     size_t ng = 0, nc = 0, gcap = 0, ccap = 0, coll_cap = 0, stream_cap = 0, thread_cap = 0;
     uint64_t runtime_total = 0, runtime_launch = 0, no_corr = 0, comm_kernels = 0;
     int device = -1;
@@ -229,7 +183,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
             }
             if (sc_vec_reserve((void **)&gspans, &gcap, ng + 1, sizeof *gspans))
                 goto oom;
-            gspans[ng++] = (struct span){e->track, e->ts, e->ts + e->dur};
+            gspans[ng++] = (struct track_span){e->track, e->ts, e->ts + e->dur};
             if (e->correlation < 0)
                 no_corr++;
             else if (t->link[i] == MODEL_NONE)
@@ -261,7 +215,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
             if (e->kind != MODEL_EV_USER_ANNOTATION) {
                 if (sc_vec_reserve((void **)&cspans, &ccap, nc + 1, sizeof *cspans))
                     goto oom;
-                cspans[nc++] = (struct span){e->track, e->ts, e->ts + e->dur};
+                cspans[nc++] = (struct track_span){e->track, e->ts, e->ts + e->dur};
             }
             if (e->kind == MODEL_EV_CPU_OP && e->info != MODEL_NONE &&
                 t->infos[e->info].coll != MODEL_NONE) {

@@ -9,6 +9,7 @@
 #include "common/vec.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
+#include "model/task_key.h"
 #include "common/banned.h"
 
 #define TOP_FAMILIES 10
@@ -22,43 +23,16 @@ struct finder {
     size_t n_steps;       /* (rank, step) pairs */
     int64_t *rank_steps;  /* per rank: its steps */
     int64_t *rank_sum;    /* per rank: scratch */
+    uint8_t *use;         /* per step: one the means are taken over */
     struct model_opportunities *out;
     size_t cap;
 };
 
-/* The steps a mean is taken over: not partial, when there are such. */
-static int counted(const struct model_graph *g, size_t s, int any_whole)
-{
-    return g->steps[s].end != MODEL_NONE && (!any_whole || !g->steps[s].partial);
-}
-
-/* Mean replayed step of opts; with idle, the mean time no GPU work runs. */
+/* Mean replayed step of opts over f->use; with idle, the mean time no
+ * GPU work runs. */
 static int mean_step(struct finder *f, const struct model_replay_opts *o, int64_t *mean, int64_t *idle)
 {
-    struct model_replay *r;
-    int rc = model_replay_run(f->g, o, &r, f->err);
-    if (rc)
-        return rc;
-    int any_whole = 0;
-    for (size_t s = 0; s < r->n_steps; s++)
-        any_whole |= counted(f->g, s, 0) && !r->steps[s].partial;
-    int64_t sum = 0, idle_sum = 0;
-    size_t n = 0;
-    for (size_t s = 0; s < r->n_steps; s++) {
-        if (!counted(f->g, s, any_whole))
-            continue;
-        const struct model_breakdown *b = &r->steps[s].breakdown;
-        sum += r->steps[s].replayed_ns;
-        idle_sum += r->steps[s].replayed_ns - b->compute_exposed - b->overlap - b->comm_exposed;
-        n++;
-    }
-    model_replay_free(r);
-    if (!n)
-        return sc_error_set(f->err, SC_EINVAL, "no step to find opportunities in");
-    *mean = sum / (int64_t)n;
-    if (idle)
-        *idle = idle_sum / (int64_t)n;
-    return SC_OK;
+    return model_replay_mean_step(f->g, o, f->use, mean, idle, f->err);
 }
 
 static int add(struct finder *f, const char *name, const char *resource, const char *change, int64_t saving,
@@ -159,28 +133,14 @@ static int families(struct finder *f)
     return SC_OK;
 }
 
-/* A kernel, by name and its ordinal among the kernels of that name on its
- * rank: the key that matches it across ranks. */
-struct kref {
-    uint32_t name, ord, task;
-    uint16_t rank;
-};
-
-static int by_rank_name(const void *a, const void *b)
-{
-    const struct kref *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    if (x->name != y->name)
-        return x->name < y->name ? -1 : 1;
-    return (x->task > y->task) - (x->task < y->task);
-}
-
+/* Kernels by name and ordinal, across ranks (task_key.h: the same
+ * kernel on each rank). */
 static int by_name_ord(const void *a, const void *b)
 {
-    const struct kref *x = a, *y = b;
-    if (x->name != y->name)
-        return x->name < y->name ? -1 : 1;
+    const struct model_task_key *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
     return (x->ord > y->ord) - (x->ord < y->ord);
 }
 
@@ -195,7 +155,7 @@ static int cmp_i64(const void *a, const void *b)
 static int stragglers(struct finder *f)
 {
     const struct model_graph *g = f->g;
-    struct kref *k = NULL;
+    struct model_task_key *k = NULL;
     struct model_replay_override *ov = NULL;
     int64_t *d = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *d);
     size_t n = 0, n_ov = 0;
@@ -211,14 +171,11 @@ static int stragglers(struct finder *f)
     n = 0;
     for (uint32_t i = 0; i < g->n_tasks; i++)
         if (g->tasks[i].cls == MODEL_TASK_KERNEL)
-            k[n++] = (struct kref){g->src[i].name, 0, i, g->tasks[i].rank};
-    sc_sort(k, n, sizeof *k, by_rank_name);
-    for (size_t i = 1; i < n; i++)
-        if (k[i].rank == k[i - 1].rank && k[i].name == k[i - 1].name)
-            k[i].ord = k[i - 1].ord + 1;
+            k[n++] = model_task_key_of(g, i);
+    model_task_keys_number(k, n);
     sc_sort(k, n, sizeof *k, by_name_ord);
     for (size_t a = 0, b; a < n; a = b) {
-        for (b = a + 1; b < n && k[b].name == k[a].name && k[b].ord == k[a].ord; b++)
+        for (b = a + 1; b < n && by_name_ord(&k[b], &k[a]) == 0; b++)
             ;
         if (b - a < 2 || b - a > g->n_ranks)
             continue;
@@ -291,15 +248,25 @@ int model_opportunities_find(const struct model_graph *g, const struct model_col
     f.rank_steps = f.gap + n;
     f.rank_sum = f.rank_steps + (g->n_ranks ? g->n_ranks : 1);
     memset(f.rank_steps, 0, g->n_ranks * sizeof *f.rank_steps);
+    int any_whole = 0;
     for (size_t s = 0; s < g->n_steps; s++)
         if (g->steps[s].end != MODEL_NONE) {
             f.n_steps++;
             f.rank_steps[g->steps[s].rank]++;
+            any_whole |= !g->steps[s].partial;
         }
     if (!f.n_steps) {
         free(f.dur0);
         return sc_error_set(err, SC_EINVAL, "no step to find opportunities in");
     }
+    /* the means are over the steps with an end, those not partial when
+     * there are such */
+    if (!(f.use = malloc(g->n_steps))) {
+        free(f.dur0);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t s = 0; s < g->n_steps; s++)
+        f.use[s] = g->steps[s].end != MODEL_NONE && (!any_whole || !g->steps[s].partial);
     if (waits)
         f.waits = *waits;
     keep_opts(&f, &o);
@@ -316,6 +283,7 @@ int model_opportunities_find(const struct model_graph *g, const struct model_col
     sc_sort(out->v, out->n, sizeof *out->v, saving_desc);
 out:
     free(f.dur0);
+    free(f.use);
     if (rc)
         model_opportunities_release(out);
     return rc;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/hugepage.h"
+#include "common/spans.h"
 #include "common/vec.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -621,105 +622,10 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
 
 /* ---- per-step results --------------------------------------------------------------- */
 
-struct span {
-    int64_t a, b;
-};
-
-struct spans {
-    struct span *v;
-    size_t n, cap;
-};
-
-static int spans_add(struct spans *s, int64_t a, int64_t b)
-{
-    if (b <= a)
-        return 0;
-    if (sc_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
-        return -1;
-    s->v[s->n++] = (struct span){a, b};
-    return 0;
-}
-
-/* Sort s's spans by start with a natural merge sort through tmp: they
- * come as one sorted run per resource (each resource's tasks start in
- * order), so this is a pass per doubling of the resources; any order
- * stays O(n log n). -1 when out of memory. */
-static int spans_sort(struct spans *s, struct spans *tmp)
-{
-    size_t n = s->n;
-    if (sc_vec_reserve((void **)&tmp->v, &tmp->cap, n, sizeof *tmp->v))
-        return -1;
-    for (;;) {
-        size_t runs = 0, lo = 0;
-        struct span *v = s->v, *t = tmp->v;
-        while (lo < n) {
-            size_t mid = lo + 1;
-            while (mid < n && v[mid - 1].a <= v[mid].a)
-                mid++;
-            size_t hi = mid;
-            if (hi < n)
-                for (hi++; hi < n && v[hi - 1].a <= v[hi].a;)
-                    hi++;
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                t[k++] = v[j].a < v[i].a ? v[j++] : v[i++];
-            while (i < mid)
-                t[k++] = v[i++];
-            while (j < hi)
-                t[k++] = v[j++];
-            runs++;
-            lo = hi;
-        }
-        /* the sorted copy becomes s: swap the buffers */
-        struct spans keep = *s;
-        s->v = tmp->v;
-        s->cap = tmp->cap;
-        tmp->v = keep.v;
-        tmp->cap = keep.cap;
-        if (runs <= 1)
-            return 0;
-    }
-}
-
-/* Sort and merge into disjoint spans (the union: the same whatever order
- * spans of equal start come in). */
-static int spans_merge(struct spans *s, struct spans *tmp)
-{
-    size_t m = 0, sorted = 1;
-    for (size_t i = 1; i < s->n && sorted; i++)
-        sorted = s->v[i - 1].a <= s->v[i].a;
-    if (!sorted && spans_sort(s, tmp))
-        return -1;
-    for (size_t i = 0; i < s->n; i++) {
-        if (m && s->v[i].a <= s->v[m - 1].b) {
-            if (s->v[i].b > s->v[m - 1].b)
-                s->v[m - 1].b = s->v[i].b;
-        } else {
-            s->v[m++] = s->v[i];
-        }
-    }
-    s->n = m;
-    return 0;
-}
-
-/* The first span of s ending after t. */
-static size_t spans_seek(const struct spans *s, int64_t t)
-{
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->v[mid].b <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int64_t covered(const struct spans *s, int64_t a, int64_t b)
+static int64_t covered(const struct sc_spans *s, int64_t a, int64_t b)
 {
     int64_t sum = 0;
-    for (size_t i = spans_seek(s, a); i < s->n && s->v[i].a < b; i++) {
+    for (size_t i = sc_span_seek(s->v, s->n, a); i < s->n && s->v[i].a < b; i++) {
         int64_t lo = s->v[i].a > a ? s->v[i].a : a, hi = s->v[i].b < b ? s->v[i].b : b;
         if (hi > lo)
             sum += hi - lo;
@@ -732,18 +638,18 @@ static int64_t covered(const struct spans *s, int64_t a, int64_t b)
  * boundaries in the window. */
 enum { BD_COMPUTE, BD_COMM, BD_UNEXPLAINED, BD_HOST, BD_KINDS };
 
-static struct model_breakdown breakdown(const struct spans *const sp[BD_KINDS], int64_t a, int64_t b)
+static struct model_breakdown breakdown(const struct sc_spans *const sp[BD_KINDS], int64_t a, int64_t b)
 {
     struct model_breakdown out = {0};
     size_t ix[BD_KINDS];
     int in[BD_KINDS];
     int64_t t = a;
     for (int k = 0; k < BD_KINDS; k++)
-        ix[k] = spans_seek(sp[k], a);
+        ix[k] = sc_span_seek(sp[k]->v, sp[k]->n, a);
     while (t < b) {
         int64_t next = b;
         for (int k = 0; k < BD_KINDS; k++) {
-            const struct spans *s = sp[k];
+            const struct sc_spans *s = sp[k];
             in[k] = ix[k] < s->n && s->v[ix[k]].a <= t;
             if (ix[k] < s->n) {
                 int64_t edge = in[k] ? s->v[ix[k]].b : s->v[ix[k]].a;
@@ -930,9 +836,9 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     /* per rank: compute, communication, kept waits and host work (BD_*),
      * then collectives kept for untraced peers */
     enum { KEPT_COLL = BD_KINDS, N_SPANS };
-    struct spans (*sp)[N_SPANS] = NULL;
+    struct sc_spans (*sp)[N_SPANS] = NULL;
     struct path path = {0};
-    struct spans tmp = {0}; /* spans_merge's */
+    struct sc_spans tmp = {0}; /* sc_spans_union's */
     int64_t *kept_wait = NULL, *task_wait = NULL;
     int rc = SC_OK;
 
@@ -974,9 +880,9 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
 
     /* what each rank's resources were doing, for the breakdowns: resource
      * by resource, each in its order, so that a rank's spans of one kind
-     * come as one sorted run per resource */
+     * come as one sorted run per resource (what the union sorts fastest) */
     for (size_t q = 0; q < g->n_res; q++) {
-        struct spans *rs = sp[g->res[q].rank];
+        struct sc_spans *rs = sp[g->res[q].rank];
         for (uint32_t i = g->res[q].first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *t = &g->tasks[i];
             int bad = 0;
@@ -984,23 +890,23 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             case MODEL_TASK_KERNEL:
             case MODEL_TASK_COPY:
             case MODEL_TASK_SET:
-                bad = spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
+                bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
                 break;
             case MODEL_TASK_COMM:
-                bad = spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
+                bad = sc_spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
                 if (t->kept) /* its wait comes first */
-                    bad |= spans_add(&rs[KEPT_COLL], r->start[i],
+                    bad |= sc_spans_add(&rs[KEPT_COLL], r->start[i],
                                      task_wait && task_wait[i] >= 0 ? r->start[i] + task_wait[i] : r->end[i]);
                 break;
             default: {
                 int64_t free_at = res_free(g, r->end, i);
-                bad = spans_add(&rs[BD_HOST], free_at, free_at + r->gap[i]) ||
-                      spans_add(&rs[BD_HOST], r->start[i], r->end[i]);
+                bad = sc_spans_add(&rs[BD_HOST], free_at, free_at + r->gap[i]) ||
+                      sc_spans_add(&rs[BD_HOST], r->start[i], r->end[i]);
             }
             }
             if (o->keep_unexplained && model_task_on_gpu(t->cls)) {
                 int64_t w = model_graph_unexplained_wait(g, i);
-                bad |= w > 0 && spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
+                bad |= w > 0 && sc_spans_add(&rs[BD_UNEXPLAINED], r->start[i] - w, r->start[i]);
             }
             if (bad) {
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -1010,7 +916,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     }
     for (size_t i = 0; i < ranks; i++)
         for (int kind = 0; kind < N_SPANS; kind++)
-            if (spans_merge(&sp[i][kind], &tmp)) {
+            if (sc_spans_union(&sp[i][kind], &tmp)) {
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
@@ -1028,7 +934,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         rs->error_pct = gs->measured_ns > 0
                             ? (double)(rs->replayed_ns - gs->measured_ns) / (double)gs->measured_ns * 100.0
                             : 0.0;
-        const struct spans *const bd[BD_KINDS] = {&sp[gs->rank][BD_COMPUTE], &sp[gs->rank][BD_COMM],
+        const struct sc_spans *const bd[BD_KINDS] = {&sp[gs->rank][BD_COMPUTE], &sp[gs->rank][BD_COMM],
                                                   &sp[gs->rank][BD_UNEXPLAINED], &sp[gs->rank][BD_HOST]};
         rs->breakdown = breakdown(bd, rs->start, rs->end);
         rs->collective_kept_ns = covered(&sp[gs->rank][KEPT_COLL], rs->start, rs->end);
@@ -1068,6 +974,38 @@ out:
     free(task_wait);
     model_replay_free(r);
     return rc;
+}
+
+const struct model_replay_step *model_replay_slowest(const struct model_replay *r)
+{
+    const struct model_replay_step *slow = NULL;
+    for (size_t k = 0; k < r->n_steps; k++)
+        if (!slow || r->steps[k].replayed_ns > slow->replayed_ns)
+            slow = &r->steps[k];
+    return slow;
+}
+
+int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
+                           int64_t *mean, int64_t *idle, struct sc_error *err)
+{
+    struct model_replay *r;
+    int rc = model_replay_run(g, o, &r, err);
+    if (rc)
+        return rc;
+    int64_t sum = 0, idle_sum = 0, n = 0;
+    for (size_t s = 0; s < r->n_steps; s++) {
+        if (!use[s])
+            continue;
+        const struct model_breakdown *b = &r->steps[s].breakdown;
+        sum += r->steps[s].replayed_ns;
+        idle_sum += r->steps[s].replayed_ns - b->compute_exposed - b->overlap - b->comm_exposed;
+        n++;
+    }
+    model_replay_free(r);
+    *mean = n ? sum / n : 0;
+    if (idle)
+        *idle = n ? idle_sum / n : 0;
+    return SC_OK;
 }
 
 void model_replay_free(struct model_replay *r)

@@ -1,11 +1,14 @@
 /* tests/unit/test_common.c: common/: errors, arenas, interning, growing
- * arrays and the int64 map, each against what its header promises. */
+ * arrays, the int64 map and time spans, each against what its header
+ * promises. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/i64map.h"
+#include "common/spans.h"
 #include "common/strtab.h"
 #include "common/vec.h"
 #include "tests/check.h"
@@ -140,4 +143,72 @@ TEST(common_i64map_put_get_replace)
     CHECK_EQ_INT(m.n, 3334 + 1);
     sc_i64map_release(&m);
     CHECK_EQ_INT(sc_i64map_get(&m, INT64_MAX, &v), 0);
+}
+
+/* The union against the definition: an instant is covered when some span
+ * covers it, on a grid small enough to walk. */
+static int covered_by(const struct sc_span *v, size_t n, int64_t t)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].a <= t && t < v[i].b)
+            return 1;
+    return 0;
+}
+
+static void check_union(const struct sc_span *in, size_t n, const struct sc_span *u, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        CHECK(u[i].a < u[i].b);
+        if (i)
+            CHECK(u[i - 1].b < u[i].a); /* disjoint, apart: touching spans merge */
+    }
+    for (int64_t t = -1; t < 130; t++)
+        CHECK_EQ_INT(covered_by(u, m, t), covered_by(in, n, t));
+}
+
+TEST(common_span_union_sorts_runs_and_merges_seek_finds)
+{
+    /* sorted runs, one as a stream's spans come; touching and equal starts */
+    const struct sc_span runs[] = {{0, 5}, {5, 9}, {20, 30}, {40, 41},       /* run 1 */
+                                   {3, 4}, {8, 12}, {20, 25}, {60, 70},      /* run 2 */
+                                   {1, 2}, {50, 55}, {55, 56}, {100, 120}};  /* run 3 */
+    struct sc_span v[12], tmp[12], *u;
+    memcpy(v, runs, sizeof v);
+    size_t m = sc_span_union(v, tmp, 12, &u);
+    check_union(runs, 12, u, m);
+    CHECK_EQ_INT(m, 6); /* [0,12) [20,30) [40,41) [50,56) [60,70) [100,120) */
+
+    /* a pseudo-random order, through the growing array and its buffer trade */
+    struct sc_spans s = {0}, t = {0};
+    struct sc_span all[200];
+    size_t n = 0;
+    uint32_t x = 12345;
+    for (int i = 0; i < 200; i++) {
+        x = x * 1103515245u + 12345u;
+        int64_t a = (int64_t)(x >> 8) % 120, len = (int64_t)(x >> 20) % 6;
+        REQUIRE(sc_spans_add(&s, a, a + len) == 0);
+        if (len > 0)
+            all[n++] = (struct sc_span){a, a + len};
+    }
+    CHECK_EQ_INT(s.n, n); /* empty spans are left out */
+    REQUIRE(sc_spans_union(&s, &t) == 0);
+    check_union(all, n, s.v, s.n);
+    REQUIRE(sc_spans_union(&s, &t) == 0); /* a union is its own union */
+    check_union(all, n, s.v, s.n);
+    free(s.v);
+    free(t.v);
+
+    /* already sorted: done in place, tmp untouched */
+    memcpy(v, (struct sc_span[]){{0, 1}, {1, 2}, {4, 6}}, 3 * sizeof *v);
+    CHECK_EQ_INT(sc_span_union(v, NULL, 3, &u), 2);
+    CHECK(u == v);
+    CHECK(v[0].a == 0 && v[0].b == 2 && v[1].a == 4 && v[1].b == 6);
+
+    /* seek: the first span ending after t */
+    CHECK_EQ_INT(sc_span_seek(v, 2, -5), 0);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 1), 0);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 2), 1); /* [0,2) ends at 2: not after */
+    CHECK_EQ_INT(sc_span_seek(v, 2, 5), 1);
+    CHECK_EQ_INT(sc_span_seek(v, 2, 6), 2);
+    CHECK_EQ_INT(sc_span_seek(v, 0, 0), 0);
 }

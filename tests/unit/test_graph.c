@@ -857,3 +857,21 @@ TEST(graph_replay_rejects_bad_options)
     CHECK_CONTAINS(err.msg, "no step to replay");
     model_job_free(job);
 }
+
+/* The slowest step is the longest replayed one, the first of equals (an
+ * estimate's step time and breakdown are that step's), NULL with none. */
+TEST(graph_replay_slowest_is_the_longest_step_first_of_equals)
+{
+    struct model_replay_step steps[4] = {
+        {.rank = 0, .replayed_ns = 5}, {.rank = 1, .replayed_ns = 9},
+        {.rank = 2, .replayed_ns = 9}, {.rank = 3, .replayed_ns = 7},
+    };
+    struct model_replay r = {.steps = steps, .n_steps = 4};
+    CHECK(model_replay_slowest(&r) == &steps[1]);
+    steps[3].replayed_ns = 10;
+    CHECK(model_replay_slowest(&r) == &steps[3]);
+    r.n_steps = 1;
+    CHECK(model_replay_slowest(&r) == &steps[0]);
+    r.n_steps = 0;
+    CHECK(model_replay_slowest(&r) == NULL);
+}

@@ -9,10 +9,15 @@
  * small op that may live in L2) are mixed in. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "estimator/calibrate.h"
+#include "estimator/cluster_profile.h"
 #include "estimator/kernel_model.h"
 #include "estimator/mem_samples.h"
+#include "estimator/synth.h"
+#include "estimator/hardware.h"
 #include "model/job.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"
@@ -151,6 +156,67 @@ TEST(mem_samples_fit_recovers_bandwidth)
     /* too few samples */
     CHECK_EQ_INT(mem_samples_fit(&base, hw, s.v, 5, &fitted, &fit, &err), SC_EINVAL);
     mem_samples_release(&s);
+    model_job_free(job);
+    tb_free(&tb);
+}
+
+/* `calibrate traces` on a trace whose GEMMs fit but whose memory-bound ops
+ * are too small to: the profile carries the fitted GEMM parameters and,
+ * for the HBM share it could not fit, the estimator's default
+ * (est_costs_default, what a spec without the profile gets), not the
+ * cited figure. */
+TEST(calibrate_traces_keeps_the_estimators_hbm_fraction_when_it_cannot_fit_one)
+{
+    struct tb tb;
+    char dims[128];
+    double ts = 0;
+    struct sc_error err;
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
+    REQUIRE(hw != NULL);
+    /* the GEMMs timed by the kernel model at 0.8 of the ceiling and 5 us */
+    struct kernel_params made;
+    kernel_params_default(&made);
+    made.gemm_ceiling_scale = 0.8;
+    made.kernel_fixed_us = 5;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1e7);
+    for (int i = 0; i < 12; i++, ts += 10000) {
+        struct gemm_shape g = {512.0 * (1 + i % 4), 256.0 * (1 + i % 5), 1024.0 * (1 + i % 3), 1, HW_FP32};
+        struct gemm_estimate e;
+        CHECK_EQ_INT(kernel_gemm(&made, hw, &g, &e, &err), SC_OK);
+        snprintf(dims, sizeof dims, "[[%.0f, %.0f], [%.0f, %.0f]]", g.m, g.k, g.k, g.n);
+        char args[256];
+        snprintf(args, sizeof args, "\"Input Dims\": %s, \"Input type\": [\"float\", \"float\"]", dims);
+        tb_event(&tb, "cpu_op", "aten::mm", TB_PID, TB_MAIN, ts, 20, args);
+        tb_launch(&tb, ts + 2, 3, 7, "ampere_sgemm_128x64_nn", ts + 1000, e.time_us);
+    }
+    op(&tb, ts += 10000, "aten::sigmoid", "[[1024]]", "[\"float\"]", 8, /* small: not fitted */
+       "void at::native::vectorized_elementwise_kernel<4, at::native::sigmoid_kernel>", 1);
+    const char *path = tb_write(&tb, "gemms.json");
+    struct model_job *job = tb_job(&path, 1);
+    REQUIRE(job != NULL);
+    char *doc = NULL, *text = NULL;
+    size_t len = 0;
+    FILE *report = open_memstream(&text, &len);
+    REQUIRE(report != NULL);
+    CHECK_EQ_INT(calib_traces(job, "a100-sxm4-40gb", report, &doc, &err), SC_OK);
+    fclose(report);
+    CHECK_CONTAINS(text, "GEMMs: 12 with shapes and times");
+    CHECK_CONTAINS(text, "memory-bound ops: 1 with bytes; not fitted");
+    struct est_costs defaults;
+    est_costs_default(hw, NULL, &defaults);
+    struct cluster_profile p;
+    memset(&p, 0, sizeof p);
+    kernel_params_default(&p.kernel);
+    REQUIRE(doc != NULL);
+    CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+    CHECK_EQ_INT(p.has_kernel, 1);
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 0.8, 0.01); /* fitted */
+    CHECK_NEAR(p.kernel.kernel_fixed_us, 5, 0.1);
+    CHECK(p.kernel.hbm_fraction != 0.86);
+    CHECK_NEAR(p.kernel.hbm_fraction, defaults.kernel.hbm_fraction, 0);
+    free(doc);
+    free(text);
     model_job_free(job);
     tb_free(&tb);
 }

@@ -1,0 +1,55 @@
+/* common/spans.h: time spans [a, b) and their union.
+ *
+ * The time a stream, a thread or a kind of work is busy is the union of
+ * its spans. Spans come as a few runs already sorted by start (one per
+ * stream or thread, each in time order), so the union sorts them with a
+ * natural merge sort, a pass per halving of the runs (any order stays
+ * O(n log n)), then merges the touching and overlapping ones. The replay's
+ * breakdowns, inspect's busy times and the graph's idle stretches of a
+ * thread are made this way. libc only. */
+#ifndef COMMON_SPANS_H
+#define COMMON_SPANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/vec.h"
+
+struct sc_span {
+    int64_t a, b;
+};
+
+/* A growing array of spans. */
+struct sc_spans {
+    struct sc_span *v;
+    size_t n, cap;
+};
+
+/* Append [a, b); an empty span (b <= a) is left out. 0, or -1 when out of
+ * memory. */
+static inline int sc_spans_add(struct sc_spans *s, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    if (sc_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return -1;
+    s->v[s->n++] = (struct sc_span){a, b};
+    return 0;
+}
+
+/* The union of v[0..n): disjoint spans by start, each the merge of spans
+ * that touch or overlap (the same whatever order spans of equal start come
+ * in). When v is not sorted by start it is sorted through tmp (room for n),
+ * which may then hold the result. Returns how many; *out points at them,
+ * in v or in tmp. */
+size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out);
+
+/* The first of v[0..n) (disjoint, by start: a union) that ends after t;
+ * n when none does. */
+size_t sc_span_seek(const struct sc_span *v, size_t n, int64_t t);
+
+/* s made its union (sc_span_union) through tmp, grown as needed; s and tmp
+ * may trade buffers. 0, or -1 when out of memory (s unchanged). */
+int sc_spans_union(struct sc_spans *s, struct sc_spans *tmp);
+
+#endif
