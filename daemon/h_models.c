@@ -240,8 +240,23 @@ static int ready_model(struct svc *s, const char *id, struct cache_entry **e, st
     return SC_OK;
 }
 
-/* The model's opportunities into r (from its memo when asked before). */
-static void answer_opportunities(struct built_model *m, struct api_reply *r, int *memo_hit)
+/* Model id's opportunities as this version found them and kept in the
+ * store, into r (200); 0 when none was kept. */
+static int kept_opportunities(struct svc *s, const char *id, struct api_reply *r)
+{
+    char *doc;
+    struct sc_error err;
+    if (store_model_opportunities(s->store, id, STEPCAST_VERSION, &doc, &err))
+        return 0;
+    api_reply_take(r, 200, "application/json", doc, strlen(doc));
+    return 1;
+}
+
+/* The model's opportunities into r (from its memo when asked before); once
+ * found they are kept in the store too, for ranking the fleet without
+ * loading the model again (a failure to keep them only costs that). */
+static void answer_opportunities(struct svc *s, const char *id, struct built_model *m, struct api_reply *r,
+                                 int *memo_hit)
 {
     const char *key = api_op_info(API_OP_OPPORTUNITIES)->id;
     struct model_opportunities ops;
@@ -261,18 +276,25 @@ static void answer_opportunities(struct built_model *m, struct api_reply *r, int
     }
     int rc = api_reply_json(r, 200, api_opportunities_json(&ops));
     model_opportunities_release(&ops);
-    if (rc == SC_OK)
-        built_memo_put(m, key, r);
+    if (rc != SC_OK)
+        return;
+    built_memo_put(m, key, r);
+    if (store_model_keep_opportunities(s->store, id, STEPCAST_VERSION, r->body, &err))
+        log_warn("opportunities", "model=%s event=not_kept msg=\"%s\"", id, err.msg);
 }
 
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct cache_entry *e;
     int memo_hit = 0;
+    if (q->op == API_OP_OPPORTUNITIES && kept_opportunities(s, q->params.id, r)) {
+        metrics_memo(s->metrics, 1);
+        return;
+    }
     if (ready_model(s, q->params.id, &e, r))
         return;
     if (q->op == API_OP_OPPORTUNITIES)
-        answer_opportunities(cache_value(e), r, &memo_hit);
+        answer_opportunities(s, q->params.id, cache_value(e), r, &memo_hit);
     else
         answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
@@ -347,11 +369,16 @@ void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_repl
         struct cache_entry *e;
         struct api_reply one = {0};
         int hit = 0, memo_hit = 0;
-        if (v[i].status != API_MODEL_READY ||
-            cache_get(s->cache, v[i].id, builder_load_ready, s->builder, &e, &hit, &err))
+        if (v[i].status != API_MODEL_READY)
             continue;
-        answer_opportunities(cache_value(e), &one, &memo_hit);
-        cache_release(s->cache, e);
+        if (kept_opportunities(s, v[i].id, &one)) { /* the model need not be loaded */
+            memo_hit = 1;
+        } else {
+            if (cache_get(s->cache, v[i].id, builder_load_ready, s->builder, &e, &hit, &err))
+                continue;
+            answer_opportunities(s, v[i].id, cache_value(e), &one, &memo_hit);
+            cache_release(s->cache, e);
+        }
         metrics_memo(s->metrics, memo_hit);
         if (one.status == 200 && (docs[k] = json_loadb(one.body, one.len, 0, NULL))) {
             ids[k] = v[i].id;

@@ -112,6 +112,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  version TEXT NOT NULL,"
     "  created_ns INTEGER NOT NULL,"
     "  finished_ns INTEGER NOT NULL);",
+    /* 4: a ready model's opportunities as a stepcast version found them,
+     * kept for the fleet's ranking (GET /v1/opportunities) */
+    "ALTER TABLE models ADD COLUMN opportunities TEXT;"
+    "ALTER TABLE models ADD COLUMN opportunities_version TEXT;",
 };
 
 enum stmt {
@@ -119,7 +123,7 @@ enum stmt {
     Q_JOB_EXISTS, Q_JOB_UPSERT, Q_JOB_TOUCH, Q_JOB_GET, Q_JOB_LIST, Q_JOB_DELETE, Q_JOB_MODELS,
     Q_TRACE_GET, Q_TRACE_LIST, Q_TRACE_UPSERT, Q_TRACE_COUNT,
     Q_MODEL_INSERT, Q_MODEL_PIN, Q_MODEL_GET, Q_MODEL_LIST, Q_MODEL_LIST_JOB, Q_MODEL_TRACES,
-    Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING,
+    Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING, Q_MODEL_OPP_GET, Q_MODEL_OPP_PUT,
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
@@ -190,6 +194,10 @@ static const char *const sql[Q_COUNT] = {
                        " WHERE id = ?1",
     [Q_MODEL_DELETE] = "DELETE FROM models WHERE id = ?1",
     [Q_MODEL_BUILDING] = "SELECT id FROM models WHERE status = 'building' ORDER BY created_ns, id",
+    [Q_MODEL_OPP_GET] = "SELECT opportunities FROM models"
+                        " WHERE id = ?1 AND opportunities_version = ?2 AND opportunities IS NOT NULL",
+    [Q_MODEL_OPP_PUT] = "UPDATE models SET opportunities = ?3, opportunities_version = ?2"
+                        " WHERE id = ?1 AND status = 'ready'",
     [Q_TOKEN_INSERT] = "INSERT INTO tokens(id, name, scope, hash, created_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_TOKEN_LOOKUP] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
     [Q_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens ORDER BY created_ns, id",
@@ -874,6 +882,57 @@ int store_model_finish(struct store *s, const char *id, enum api_model_status st
                        const char *error, const char *summary, struct sc_error *err)
 {
     LOCKED(s, model_finish(s, id, st, error, summary, err));
+}
+
+static void read_text(sqlite3_stmt *st, void *row)
+{
+    *(char **)row = col_dup(st, 0);
+}
+
+static int model_opportunities(struct store *s, const char *id, const char *version, char **doc,
+                               struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_MODEL_OPP_GET, &st, err);
+    *doc = NULL;
+    if (rc)
+        return rc;
+    bind_text(st, 1, id);
+    bind_text(st, 2, version);
+    rc = one_row(s, st, read_text, doc, "get opportunities", err);
+    if (rc == SC_OK && !*doc)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no opportunities kept for model '%s'", id) : rc;
+}
+
+int store_model_opportunities(struct store *s, const char *id, const char *version, char **doc,
+                              struct sc_error *err)
+{
+    LOCKED(s, model_opportunities(s, id, version, doc, err));
+}
+
+static int model_keep_opportunities(struct store *s, const char *id, const char *version, const char *doc,
+                                    struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, Q_MODEL_OPP_PUT, &st, err)))
+        return end(s, rc, err);
+    bind_text(st, 1, id);
+    bind_text(st, 2, version);
+    bind_text(st, 3, doc);
+    rc = run(s, st, err, "keep opportunities");
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no ready model '%s'", id);
+    return end(s, rc, err);
+}
+
+int store_model_keep_opportunities(struct store *s, const char *id, const char *version, const char *doc,
+                                   struct sc_error *err)
+{
+    LOCKED(s, model_keep_opportunities(s, id, version, doc, err));
 }
 
 static int model_delete(struct store *s, const char *id, struct store_names *freed,

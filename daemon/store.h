@@ -26,7 +26,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -100,6 +100,15 @@ int store_model_traces(struct store *s, const char *id, struct api_trace **out, 
  * SC_ENOTFOUND when the model was deleted meanwhile. */
 int store_model_finish(struct store *s, const char *id, enum api_model_status st,
                        const char *error, const char *summary, struct sc_error *err);
+/* A ready model's opportunities document (GET /v1/models/{id}/opportunities)
+ * as stepcast `version` found it, kept so that ranking the fleet need not
+ * load the model again: *doc is malloc'd; SC_ENOTFOUND when that version
+ * kept none. Keeping one replaces what another version kept;
+ * SC_ENOTFOUND when the model is not ready (or was deleted). */
+int store_model_opportunities(struct store *s, const char *id, const char *version, char **doc,
+                              struct sc_error *err);
+int store_model_keep_opportunities(struct store *s, const char *id, const char *version, const char *doc,
+                                   struct sc_error *err);
 int store_model_delete(struct store *s, const char *id, struct store_names *freed,
                        struct sc_error *err);
 /* Ids of models still building (to requeue after a restart). */

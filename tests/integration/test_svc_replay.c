@@ -95,7 +95,23 @@ TEST(svc_replay_over_http_equals_cli)
     char *dlrm = svc_model_of_files(&d, "dlrm", 0, (const char *const *)f.files, 8);
     char *hta = svc_model_of_files(&d, "hta", 0, (const char *const[]){f.hta}, 1);
 
+    json_t *fleet_before = NULL;
     for (int pass = 0; pass < 2; pass++) { /* before and after a restart */
+        if (pass == 1) {
+            /* the opportunities found before the restart were kept: the
+             * fleet's ranking and a model's answer come without loading
+             * any model (no cache miss), the same as before */
+            json_t *again = http_json(&d, "/v1/opportunities");
+            CHECK(fleet_before && again && json_equal(again, fleet_before));
+            json_decref(again);
+            snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
+            char *opp_kept[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
+            check_same(http_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
+            struct svc_resp m;
+            svc_admin(&d, "GET", "/metrics", NULL, &m);
+            CHECK_CONTAINS(m.body, "stepcast_model_cache_misses_total 0\n");
+            svc_resp_release(&m);
+        }
         char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);
         check_same(http_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
@@ -128,6 +144,8 @@ TEST(svc_replay_over_http_equals_cli)
         check_same(http_json(&d, path), cli_json(opp), "dlrm opportunities");
         json_t *fleet = http_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
         json_t *all = http_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
+        if (pass == 0)
+            fleet_before = json_incref(all);
         CHECK_EQ_INT(json_array_size(jobs), 1);
         CHECK_EQ_INT(json_array_size(every), 2); /* both models, best first */
         CHECK(json_equal(json_array_get(jobs, 0), json_array_get(every, 0)));
@@ -186,6 +204,7 @@ TEST(svc_replay_over_http_equals_cli)
     CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
     CHECK(!strstr(r.body, "stepcast_model_cache_hits_total 0\n"));
     svc_resp_release(&r);
+    json_decref(fleet_before);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
     for (int i = 0; i < 8; i++)
