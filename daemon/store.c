@@ -114,8 +114,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  finished_ns INTEGER NOT NULL);",
     /* 4: a ready model's opportunities as a stepcast version found them,
      * kept for the fleet's ranking (GET /v1/opportunities) */
-    "ALTER TABLE models ADD COLUMN opportunities TEXT;"
-    "ALTER TABLE models ADD COLUMN opportunities_version TEXT;",
+    "ALTER TABLE models ADD COLUMN opportunities TEXT; ALTER TABLE models ADD COLUMN opportunities_version TEXT;",
 };
 
 enum stmt {
