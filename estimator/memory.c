@@ -54,12 +54,14 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     double replicated = T * h * (4 * a + 2) / r;
     /* split by tp: Q, K, V, the output projection's input */
     double attention = T * (2 * q + 2 * kv) * a / t;
-    /* unfused: the softmax output, its dropout mask and the dropout output
-     * (b x heads x s x s/cp each); flash: only the softmax statistics, one
-     * fp32 log-sum-exp per query row */
+    /* unfused: the softmax output (in fp32 where PyTorch runs the softmax,
+     * est_spec_fused_softmax), its dropout mask and the dropout output (b x
+     * heads x s x s/cp each); flash: only the softmax statistics, one fp32
+     * log-sum-exp per query row */
     double rows = (double)s->parallel.micro_batch * (double)m->heads * (double)m->seq /
                   (double)s->parallel.cp / t;
-    double scores = s->options.attention == EST_ATTENTION_UNFUSED ? (2 * a + 1) * rows * (double)m->seq
+    double probs = est_spec_fused_softmax(s) ? a : 4;
+    double scores = s->options.attention == EST_ATTENTION_UNFUSED ? (probs + a + 1) * rows * (double)m->seq
                                                                    : 4 * rows;
     double mlp;
     if (est_model_layer_is_moe(m, layer)) {

@@ -643,6 +643,14 @@ int64_t est_spec_micro_batches(const struct est_spec *spec)
     return p->global_batch / (p->micro_batch * p->dp);
 }
 
+int est_spec_fused_softmax(const struct est_spec *spec)
+{
+    int64_t keys = spec->model.seq / spec->parallel.cp,
+            batches = spec->parallel.micro_batch * (spec->model.heads / spec->parallel.tp);
+    int64_t per_block = keys <= 128 ? 8 : 4;
+    return keys > 16 && keys <= 4096 && keys % 4 == 0 && batches % per_block == 0;
+}
+
 int est_model_layer_is_moe(const struct est_model *model, int64_t i)
 {
     const struct est_moe *e = &model->moe;

@@ -152,6 +152,14 @@ char *est_model_json(const struct est_model *model);
 int64_t est_spec_gpus(const struct est_spec *spec);
 /* Micro-batches per step on each pipeline: global_batch / (micro_batch x dp). */
 int64_t est_spec_micro_batches(const struct est_spec *spec);
+/* Whether Megatron's fused causal scale-mask-softmax kernel takes the
+ * scores of the spec's unfused attention (FusedScaleMaskSoftmax.
+ * is_kernel_available, NVIDIA/Megatron-LM megatron/model/fused_softmax.py):
+ * keys (seq / cp) 17 to 4096, a multiple of 4, and the attention batches
+ * (micro-batch x heads per rank) a multiple of the kernel's batches per
+ * block, 4 (8 when there are at most 128 keys). Else PyTorch runs the
+ * softmax op by op, in fp32. */
+int est_spec_fused_softmax(const struct est_spec *spec);
 /* Whether transformer layer i (0-based) is an MoE layer. */
 int est_model_layer_is_moe(const struct est_model *model, int64_t i);
 

@@ -323,18 +323,8 @@ static void tp_out(struct synth *y, struct oplist *l, int backward)
     tp_in(y, l, !backward);
 }
 
-/* Whether Megatron's fused causal scale-mask-softmax kernel takes these
- * scores (FusedScaleMaskSoftmax.is_kernel_available, NVIDIA/Megatron-LM
- * megatron/model/fused_softmax.py): keys 17 to 4096, queries a multiple of
- * 4, and the attention batches (micro-batch x heads per rank) a multiple of
- * the kernel's batches per block, 4 (8 when there are at most 128 keys). */
-static int fused_softmax_takes(double batches, double sq)
-{
-    double per_block = sq <= 128 ? 8 : 4;
-    return sq > 16 && sq <= 4096 && fmod(sq, 4) == 0 && fmod(batches, per_block) == 0;
-}
-
-/* The softmax when the fused kernel does not take the scores: PyTorch's
+/* The softmax when Megatron's fused kernel does not take the scores
+ * (est_spec_fused_softmax): PyTorch's
  * ops one by one, in fp32 (query-key layer scaling on): a cast up, the
  * scale, the causal mask, the softmax and a cast back, forward; their
  * gradients backward. Bytes per score element read and written, with a
@@ -360,7 +350,7 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
 {
     const struct shape *sh = &y->sh;
     double scores = bh * sq * sq, d = sh->hd;
-    int fused = fused_softmax_takes(bh, sq);
+    int fused = est_spec_fused_softmax(y->s);
     if (!backward) {
         gemm(y, l, "attention scores (baddbmm)", sq, sq, d, bh);
         if (fused)

@@ -108,7 +108,10 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     double T = 2 * 8192, h = 4096, t = 2, q = 4096, kv = 1024, f = 14336;
     double norms_inputs_masks = T * h * (2 + 2 + 2 + 2 + 1 + 1) / t;
     double qkv_out = T * (q + kv + kv + q) * 2 / t;
-    double scores = 32 * T * 8192 * 5 / t; /* b x heads x s x s, 5 bytes */
+    /* b x heads x s x s: 8,192 keys are past Megatron's fused softmax
+     * (est_spec_fused_softmax), so PyTorch's keeps its output in fp32: 4
+     * bytes, the dropout mask 1 and its output 2 */
+    double scores = 32 * T * 8192 * (4 + 1 + 2) / t;
     double gated = T * (2 * f + f) * 2 / t;
     struct est_layer_activations la;
     est_layer_activations(&sp, 0, &la);
@@ -122,7 +125,8 @@ TEST(memory_grouped_query_gated_and_moe_layers)
               "\"options\":{\"sequence_parallel\":true,\"attention\":\"unfused\"},\"cluster\":{\"gpu\":\"x\"}}");
     T = 128;
     h = 64;
-    double base = T * h * 10 / 2 + T * (4 * 64) * 2 / 2 + 4 * T * 128 * 5 / 2;
+    /* 2 heads a rank at micro-batch 1: PyTorch's softmax, fp32 output */
+    double base = T * h * 10 / 2 + T * (4 * 64) * 2 / 2 + 4 * T * 128 * 7 / 2;
     double shared = T * 3 * 32 * 2 / 2;
     double routed = (T * 2 * 1 / 2) * (h * 2 + 3 * 32 * 2 / 1.0);
     est_layer_activations(&sp, 1, &la);
