@@ -1,4 +1,5 @@
-/* clients/remote.c: libcurl requests to stepcastd (remote.h). */
+/* clients/remote.c: libcurl requests to stepcastd (remote.h); libcurl is
+ * loaded when a command first talks to a server (common/dynlib.h). */
 #include "clients/remote.h"
 
 #include <stdlib.h>
@@ -11,7 +12,35 @@
 
 #include "clients/cli.h"
 #include "clients/replay_print.h"
+#include "common/dynlib.h"
 #include "common/banned.h"
+
+/* The libcurl functions used, by their own prototypes. */
+static struct {
+    __typeof__(curl_global_init) *global_init;
+    __typeof__(curl_global_cleanup) *global_cleanup;
+    __typeof__(curl_easy_init) *easy_init;
+    __typeof__(curl_easy_cleanup) *easy_cleanup;
+    __typeof__(curl_easy_reset) *easy_reset;
+    __typeof__(curl_easy_setopt) *easy_setopt;
+    __typeof__(curl_easy_perform) *easy_perform;
+    __typeof__(curl_easy_getinfo) *easy_getinfo;
+    __typeof__(curl_easy_strerror) *easy_strerror;
+    __typeof__(curl_slist_append) *slist_append;
+    __typeof__(curl_slist_free_all) *slist_free_all;
+} cu;
+
+#define CU_FN(field, name) {name, &cu.field, sizeof cu.field}
+static const struct sc_dynlib_fn cu_fns[] = {
+    CU_FN(global_init, "curl_global_init"),     CU_FN(global_cleanup, "curl_global_cleanup"),
+    CU_FN(easy_init, "curl_easy_init"),         CU_FN(easy_cleanup, "curl_easy_cleanup"),
+    CU_FN(easy_reset, "curl_easy_reset"),       CU_FN(easy_setopt, "curl_easy_setopt"),
+    CU_FN(easy_perform, "curl_easy_perform"),   CU_FN(easy_getinfo, "curl_easy_getinfo"),
+    CU_FN(easy_strerror, "curl_easy_strerror"), CU_FN(slist_append, "curl_slist_append"),
+    CU_FN(slist_free_all, "curl_slist_free_all"),
+};
+static const char *const cu_sonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4", NULL};
+static struct sc_dynlib cu_lib = SC_DYNLIB_INIT(cu_sonames, cu_fns);
 
 static const char *opt_server, *opt_token_file;
 
@@ -64,7 +93,9 @@ int remote_open(struct remote *r, struct sc_error *err)
         return rc;
     if (*token)
         snprintf(r->auth, sizeof r->auth, "Authorization: Bearer %s", token);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(r->curl = curl_easy_init()))
+    if ((rc = sc_dynlib_load(&cu_lib, err)))
+        return sc_error_prefix(err, "cannot talk to a server");
+    if (cu.global_init(CURL_GLOBAL_DEFAULT) || !(r->curl = cu.easy_init()))
         return sc_error_set(err, SC_ENOMEM, "cannot start libcurl");
     r->progress_tty = isatty(STDERR_FILENO);
     return SC_OK;
@@ -73,8 +104,8 @@ int remote_open(struct remote *r, struct sc_error *err)
 void remote_close(struct remote *r)
 {
     if (r->curl) {
-        curl_easy_cleanup(r->curl);
-        curl_global_cleanup();
+        cu.easy_cleanup(r->curl);
+        cu.global_cleanup();
     }
     memset(r, 0, sizeof *r);
 }
@@ -122,23 +153,23 @@ static int perform(struct remote *r, const char *method, const char *path,
     char url[2048];
     CURLcode cc;
     snprintf(url, sizeof url, "%s%s", r->base, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    cu.easy_setopt(c, CURLOPT_URL, url);
     /* as written: libcurl would otherwise resolve "/v1/jobs/../tokens/x" to
      * "/v1/tokens/x", another resource than the one the user named */
-    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    cc = curl_easy_perform(c);
-    curl_slist_free_all(headers);
+    cu.easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    cu.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.easy_setopt(c, CURLOPT_WRITEDATA, out);
+    cu.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    cu.easy_setopt(c, CURLOPT_HEADERDATA, out);
+    cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    cc = cu.easy_perform(c);
+    cu.slist_free_all(headers);
     if (cc != CURLE_OK)
-        return sc_error_set(err, SC_EIO, "%s %s: %s", method, url, curl_easy_strerror(cc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+        return sc_error_set(err, SC_EIO, "%s %s: %s", method, url, cu.easy_strerror(cc));
+    cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
     if (!out->body && !(out->body = calloc(1, 1)))
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     return SC_OK;
@@ -148,8 +179,8 @@ static struct curl_slist *base_headers(struct remote *r)
 {
     struct curl_slist *h = NULL;
     if (r->auth[0])
-        h = curl_slist_append(h, r->auth);
-    return curl_slist_append(h, "Expect:");
+        h = cu.slist_append(h, r->auth);
+    return cu.slist_append(h, "Expect:");
 }
 
 int remote_call(struct remote *r, const char *method, const char *path, const char *json,
@@ -157,14 +188,14 @@ int remote_call(struct remote *r, const char *method, const char *path, const ch
 {
     struct curl_slist *h = base_headers(r);
     memset(out, 0, sizeof *out);
-    curl_easy_reset(r->curl);
+    cu.easy_reset(r->curl);
     if (json) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, json);
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json));
+        h = cu.slist_append(h, "Content-Type: application/json");
+        cu.easy_setopt(r->curl, CURLOPT_POSTFIELDS, json);
+        cu.easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json));
     } else if (!strcmp(method, "POST") || !strcmp(method, "PUT")) {
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+        cu.easy_setopt(r->curl, CURLOPT_POSTFIELDS, "");
+        cu.easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
     }
     return perform(r, method, path, h, out, err);
 }
@@ -172,11 +203,11 @@ int remote_call(struct remote *r, const char *method, const char *path, const ch
 int remote_post_text(struct remote *r, const char *path, const char *text, size_t len,
                      struct remote_resp *out, struct sc_error *err)
 {
-    struct curl_slist *h = curl_slist_append(base_headers(r), "Content-Type: text/plain");
+    struct curl_slist *h = cu.slist_append(base_headers(r), "Content-Type: text/plain");
     memset(out, 0, sizeof *out);
-    curl_easy_reset(r->curl);
-    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    cu.easy_reset(r->curl);
+    cu.easy_setopt(r->curl, CURLOPT_POSTFIELDS, text);
+    cu.easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     return perform(r, "POST", path, h, out, err);
 }
 
@@ -192,11 +223,11 @@ int remote_put_file(struct remote *r, const char *path, const char *file, struct
     fseeko(f, 0, SEEK_END);
     curl_off_t size = (curl_off_t)ftello(f);
     rewind(f);
-    curl_easy_reset(r->curl);
-    h = curl_slist_append(base_headers(r), "Content-Type: application/octet-stream");
-    curl_easy_setopt(r->curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(r->curl, CURLOPT_READDATA, f);
-    curl_easy_setopt(r->curl, CURLOPT_INFILESIZE_LARGE, size);
+    cu.easy_reset(r->curl);
+    h = cu.slist_append(base_headers(r), "Content-Type: application/octet-stream");
+    cu.easy_setopt(r->curl, CURLOPT_UPLOAD, 1L);
+    cu.easy_setopt(r->curl, CURLOPT_READDATA, f);
+    cu.easy_setopt(r->curl, CURLOPT_INFILESIZE_LARGE, size);
     rc = perform(r, "PUT", path, h, out, err);
     fclose(f);
     return rc;

@@ -1,4 +1,5 @@
-/* model/archive.c: tar archives through libarchive (archive.h). */
+/* model/archive.c: tar archives through libarchive (archive.h), loaded
+ * the first time an archive is opened (common/dynlib.h). */
 #include "model/archive.h"
 
 #include <errno.h>
@@ -11,10 +12,59 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "common/dynlib.h"
 #include "model/stream.h"
 #include "common/banned.h"
 
 enum { ARCHIVE_BLOCK = 64 * 1024 };
+
+/* The libarchive functions used, by their own prototypes. */
+static struct {
+    __typeof__(archive_read_new) *read_new;
+    __typeof__(archive_read_free) *read_free;
+    __typeof__(archive_read_support_format_tar) *support_format_tar;
+    __typeof__(archive_read_support_filter_gzip) *support_filter_gzip;
+    __typeof__(archive_read_support_filter_bzip2) *support_filter_bzip2;
+    __typeof__(archive_read_support_filter_xz) *support_filter_xz;
+    __typeof__(archive_read_support_filter_lzma) *support_filter_lzma;
+    __typeof__(archive_read_support_filter_zstd) *support_filter_zstd;
+    __typeof__(archive_read_support_filter_lz4) *support_filter_lz4;
+    __typeof__(archive_read_support_filter_compress) *support_filter_compress;
+    __typeof__(archive_read_open_filename) *open_filename;
+    __typeof__(archive_read_open_memory) *open_memory;
+    __typeof__(archive_read_next_header) *next_header;
+    __typeof__(archive_read_data) *read_data;
+    __typeof__(archive_error_string) *error_string;
+    __typeof__(archive_errno) *errno_of;
+    __typeof__(archive_entry_filetype) *entry_filetype;
+    __typeof__(archive_entry_pathname) *entry_pathname;
+    __typeof__(archive_entry_pathname_utf8) *entry_pathname_utf8;
+} la;
+
+#define LA_FN(field, name) {name, &la.field, sizeof la.field}
+static const struct sc_dynlib_fn la_fns[] = {
+    LA_FN(read_new, "archive_read_new"),
+    LA_FN(read_free, "archive_read_free"),
+    LA_FN(support_format_tar, "archive_read_support_format_tar"),
+    LA_FN(support_filter_gzip, "archive_read_support_filter_gzip"),
+    LA_FN(support_filter_bzip2, "archive_read_support_filter_bzip2"),
+    LA_FN(support_filter_xz, "archive_read_support_filter_xz"),
+    LA_FN(support_filter_lzma, "archive_read_support_filter_lzma"),
+    LA_FN(support_filter_zstd, "archive_read_support_filter_zstd"),
+    LA_FN(support_filter_lz4, "archive_read_support_filter_lz4"),
+    LA_FN(support_filter_compress, "archive_read_support_filter_compress"),
+    LA_FN(open_filename, "archive_read_open_filename"),
+    LA_FN(open_memory, "archive_read_open_memory"),
+    LA_FN(next_header, "archive_read_next_header"),
+    LA_FN(read_data, "archive_read_data"),
+    LA_FN(error_string, "archive_error_string"),
+    LA_FN(errno_of, "archive_errno"),
+    LA_FN(entry_filetype, "archive_entry_filetype"),
+    LA_FN(entry_pathname, "archive_entry_pathname"),
+    LA_FN(entry_pathname_utf8, "archive_entry_pathname_utf8"),
+};
+static const char *const la_sonames[] = {"libarchive.so.13", NULL};
+static struct sc_dynlib la_lib = SC_DYNLIB_INIT(la_sonames, la_fns);
 
 struct member_stream {
     struct model_stream base;
@@ -29,14 +79,14 @@ struct model_archive {
 
 static int archive_fail(struct model_archive *m, struct sc_error *err)
 {
-    const char *why = archive_error_string(m->a);
+    const char *why = la.error_string(m->a);
     return sc_error_set(err, SC_EPARSE, "%s: %s", m->label, why ? why : "unreadable tar archive");
 }
 
 static ssize_t member_read(struct model_stream *s, void *buf, size_t n, struct sc_error *err)
 {
     struct model_archive *m = ((struct member_stream *)s)->archive;
-    la_ssize_t r = archive_read_data(m->a, buf, n);
+    la_ssize_t r = la.read_data(m->a, buf, n);
     if (r < 0) {
         archive_fail(m, err);
         return -1;
@@ -53,9 +103,13 @@ static void member_close(struct model_stream *s)
  * external programs). */
 static int archive_start(const char *label, struct model_archive **out, struct sc_error *err)
 {
-    struct model_archive *m = calloc(1, sizeof *m);
+    struct model_archive *m;
+    int rc;
     *out = NULL;
-    if (!m || !(m->a = archive_read_new())) {
+    if ((rc = sc_dynlib_load(&la_lib, err)))
+        return sc_error_prefix(err, "cannot read tar archives");
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->a = la.read_new())) {
         free(m);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
@@ -63,14 +117,14 @@ static int archive_start(const char *label, struct model_archive **out, struct s
     m->member.base.read = member_read;
     m->member.base.close = member_close;
     m->member.archive = m;
-    archive_read_support_format_tar(m->a); /* ustar, pax, GNU, v7 */
-    archive_read_support_filter_gzip(m->a);
-    archive_read_support_filter_bzip2(m->a);
-    archive_read_support_filter_xz(m->a);
-    archive_read_support_filter_lzma(m->a);
-    archive_read_support_filter_zstd(m->a);
-    archive_read_support_filter_lz4(m->a);
-    archive_read_support_filter_compress(m->a);
+    la.support_format_tar(m->a); /* ustar, pax, GNU, v7 */
+    la.support_filter_gzip(m->a);
+    la.support_filter_bzip2(m->a);
+    la.support_filter_xz(m->a);
+    la.support_filter_lzma(m->a);
+    la.support_filter_zstd(m->a);
+    la.support_filter_lz4(m->a);
+    la.support_filter_compress(m->a);
     *out = m;
     return SC_OK;
 }
@@ -79,7 +133,7 @@ static int archive_opened(struct model_archive *m, int r, struct model_archive *
                           struct sc_error *err)
 {
     if (r != ARCHIVE_OK) {
-        int rc = archive_errno(m->a) == ENOENT
+        int rc = la.errno_of(m->a) == ENOENT
                      ? sc_error_set(err, SC_ENOTFOUND, "cannot open '%s'", m->label)
                      : archive_fail(m, err);
         model_archive_free(m);
@@ -95,7 +149,7 @@ int model_archive_open_file(const char *path, struct model_archive **out, struct
     int rc = archive_start(path, &m, err);
     if (rc)
         return rc;
-    return archive_opened(m, archive_read_open_filename(m->a, path, ARCHIVE_BLOCK), out, err);
+    return archive_opened(m, la.open_filename(m->a, path, ARCHIVE_BLOCK), out, err);
 }
 
 int model_archive_open_mem(const void *buf, size_t n, const char *label, struct model_archive **out,
@@ -106,7 +160,7 @@ int model_archive_open_mem(const void *buf, size_t n, const char *label, struct 
     if (rc)
         return rc;
     /* libarchive takes a non-const pointer but only reads */
-    return archive_opened(m, archive_read_open_memory(m->a, (void *)(uintptr_t)buf, n), out, err);
+    return archive_opened(m, la.open_memory(m->a, (void *)(uintptr_t)buf, n), out, err);
 }
 
 int model_archive_next(struct model_archive *m, const char **name, struct model_stream **member,
@@ -116,16 +170,16 @@ int model_archive_next(struct model_archive *m, const char **name, struct model_
     *member = NULL;
     for (;;) {
         struct archive_entry *e;
-        int r = archive_read_next_header(m->a, &e);
+        int r = la.next_header(m->a, &e);
         if (r == ARCHIVE_EOF)
             return SC_OK;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
             return archive_fail(m, err);
-        if (archive_entry_filetype(e) != AE_IFREG)
+        if (la.entry_filetype(e) != AE_IFREG)
             continue;
-        const char *n = archive_entry_pathname(e);
+        const char *n = la.entry_pathname(e);
         if (!n)
-            n = archive_entry_pathname_utf8(e);
+            n = la.entry_pathname_utf8(e);
         *name = n ? n : "";
         *member = &m->member.base;
         return SC_OK;
@@ -136,7 +190,7 @@ void model_archive_free(struct model_archive *m)
 {
     if (!m)
         return;
-    archive_read_free(m->a);
+    la.read_free(m->a);
     free(m);
 }
 
@@ -151,9 +205,11 @@ int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
         return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
                             path, strerror(errno));
     fclose(f);
+    if (sc_dynlib_load(&la_lib, err))
+        return sc_error_prefix(err, "cannot read tar archives");
     if (model_archive_open_file(path, &m, &ignored))
         return SC_OK; /* unreadable as an archive: not one */
-    int r = archive_read_next_header(m->a, &e);
+    int r = la.next_header(m->a, &e);
     *yes = r == ARCHIVE_OK || r == ARCHIVE_WARN;
     model_archive_free(m);
     return SC_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/dynlib.h"
 #include "common/error.h"
 #include "common/i64map.h"
 #include "common/spans.h"
@@ -211,4 +212,34 @@ TEST(common_span_union_sorts_runs_and_merges_seek_finds)
     CHECK_EQ_INT(sc_span_seek(v, 2, 5), 1);
     CHECK_EQ_INT(sc_span_seek(v, 2, 6), 2);
     CHECK_EQ_INT(sc_span_seek(v, 0, 0), 0);
+}
+
+/* A library's functions on first use: found and callable, the same
+ * answer every time; a missing library or function named in the error. */
+TEST(common_dynlib_loads_once_and_names_what_is_missing)
+{
+    static struct {
+        __typeof__(strlen) *length;
+    } fn;
+    static const struct sc_dynlib_fn fns[] = {{"strlen", &fn.length, sizeof fn.length}};
+    static const char *const libc_names[] = {"libc-missing.so.0", "libc.so.6", NULL};
+    static struct sc_dynlib libc_lib = SC_DYNLIB_INIT(libc_names, fns);
+    struct sc_error err;
+    CHECK_EQ_INT(sc_dynlib_load(&libc_lib, &err), SC_OK); /* the second name loads */
+    REQUIRE(fn.length != NULL);
+    CHECK_EQ_INT((int)fn.length("stepcast"), 8);
+    CHECK_EQ_INT(sc_dynlib_load(&libc_lib, &err), SC_OK);
+
+    static const char *const none[] = {"libstepcast-no-such.so.1", NULL};
+    static struct sc_dynlib missing = SC_DYNLIB_INIT(none, fns);
+    CHECK_EQ_INT(sc_dynlib_load(&missing, &err), SC_ENOTFOUND);
+    CHECK_CONTAINS(err.msg, "libstepcast-no-such.so.1 is not installed");
+    CHECK_EQ_INT(sc_dynlib_load(&missing, &err), SC_ENOTFOUND); /* said again */
+
+    static void (*nothing)(void);
+    static const struct sc_dynlib_fn absent[] = {{"stepcast_no_such_function", &nothing, sizeof nothing}};
+    static const char *const libc_only[] = {"libc.so.6", NULL};
+    static struct sc_dynlib lacking = SC_DYNLIB_INIT(libc_only, absent);
+    CHECK_EQ_INT(sc_dynlib_load(&lacking, &err), SC_ENOTFOUND);
+    CHECK_CONTAINS(err.msg, "libc.so.6 has no stepcast_no_such_function");
 }
