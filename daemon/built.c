@@ -16,6 +16,7 @@
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
+#include "estimator/coll_split.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/trace.h"
@@ -36,6 +37,7 @@ struct built_model {
     char id[API_ID_MAX];
     struct model_job *job; /* its traces shed: headers only */
     struct model_graph *graph;
+    struct model_coll_waits waits; /* its kept collectives split (coll_split_waits), for replays */
     /* what it was built from, to read the traces whole again */
     struct api_trace *traces;
     size_t n_traces;
@@ -172,13 +174,18 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     }
     blob_files_release(&f);
     pthread_mutex_destroy(&bp.mu);
+    if (rc == SC_OK) {
+        struct model_coll_wait *wv;
+        rc = coll_split_waits(m->graph, &wv, &m->waits.n, err);
+        m->waits.v = wv;
+    }
     if (rc) {
         built_model_free(m);
         return rc;
     }
     for (size_t i = 0; i < m->job->n_ranks; i++)
         data += model_trace_bytes(m->job->ranks[i]);
-    data += model_graph_bytes(m->graph);
+    data += model_graph_bytes(m->graph) + m->waits.n * sizeof *m->waits.v;
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
@@ -237,6 +244,7 @@ void built_model_free(struct built_model *m)
     pthread_mutex_destroy(&m->mu);
     model_graph_free(m->graph);
     model_job_free(m->job);
+    free((void *)m->waits.v);
     free(m->traces);
     free(m->step_marker);
     free(m);
@@ -271,6 +279,11 @@ const struct model_job *built_model_job(const struct built_model *m)
 const struct model_graph *built_model_graph(const struct built_model *m)
 {
     return m->graph;
+}
+
+const struct model_coll_waits *built_model_waits(const struct built_model *m)
+{
+    return &m->waits;
 }
 
 static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, const char *body,

@@ -3,7 +3,8 @@
  * built_model_build() is the whole build: it loads the traces a model was
  * made from (blobs, by rank, on all cores) and builds its dependency graph
  * (model/graph.h), which replays then run on, keeping of each trace only
- * its header (model_trace_shed) in a struct model_job. Builders
+ * its header (model_trace_shed) in a struct model_job, and splits its kept
+ * collectives' waits for those replays. Builders
  * call it for new models and the cache calls it to bring back a ready
  * model after a restart or an eviction, so both give the same model. A
  * built model is immutable but for its memo: the rendered answers to
@@ -69,6 +70,11 @@ size_t built_model_bytes(const struct built_model *m);
 const struct model_job *built_model_job(const struct built_model *m);
 
 const struct model_graph *built_model_graph(const struct built_model *m);
+
+/* The waits of its graph's kept collectives (estimator/coll_split.h
+ * coll_split_waits), split once when it was built, for its replays. */
+struct model_coll_waits;
+const struct model_coll_waits *built_model_waits(const struct built_model *m);
 
 /* A view of the model's graph whose job holds its traces whole (every
  * event), read again from their blobs on all cores, for what needs more of

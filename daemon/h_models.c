@@ -23,7 +23,6 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "model/diff.h"
-#include "estimator/coll_split.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
@@ -209,15 +208,8 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
     }
     if ((*memo_hit = built_memo_get(m, key, r)))
         return;
-    struct model_coll_wait *waits = NULL;
-    if (coll_split_waits(built_model_graph(m), &waits, &ro.waits.n, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        return;
-    }
-    ro.waits.v = waits;
-    int failed = model_replay_run(built_model_graph(m), &ro, &rp, &err);
-    free(waits);
-    if (failed) {
+    ro.waits = *built_model_waits(m);
+    if (model_replay_run(built_model_graph(m), &ro, &rp, &err)) {
         api_fail_status(r, &err, API_E_BAD_REQUEST);
         return;
     }
@@ -263,14 +255,7 @@ static void answer_opportunities(struct svc *s, const char *id, struct built_mod
     struct sc_error err;
     if ((*memo_hit = built_memo_get(m, key, r)))
         return;
-    struct model_coll_waits waits = {0};
-    struct model_coll_wait *wv = NULL;
-    int failed = coll_split_waits(built_model_graph(m), &wv, &waits.n, &err);
-    waits.v = wv;
-    if (!failed)
-        failed = model_opportunities_find(built_model_graph(m), &waits, &ops, &err);
-    free(wv);
-    if (failed) {
+    if (model_opportunities_find(built_model_graph(m), built_model_waits(m), &ops, &err)) {
         api_fail_status(r, &err, API_E_UNPROCESSABLE);
         return;
     }
@@ -314,17 +299,9 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
     if (ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
-        const struct model_graph *ga = built_model_graph(cache_value(ea)), *gb = built_model_graph(cache_value(eb));
-        struct model_coll_wait *va = NULL, *vb = NULL; /* each run's kept collectives split */
-        struct model_coll_waits wa = {0}, wb = {0};
-        int failed = coll_split_waits(ga, &va, &wa.n, &err) || coll_split_waits(gb, &vb, &wb.n, &err);
-        wa.v = va;
-        wb.v = vb;
-        if (!failed)
-            failed = model_diff_run(ga, &wa, gb, &wb, &d, &err);
-        free(va);
-        free(vb);
-        if (failed) {
+        const struct built_model *a = cache_value(ea), *b = cache_value(eb);
+        if (model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
+                           &d, &err)) {
             api_fail_status(r, &err, API_E_UNPROCESSABLE);
         } else {
             if (api_reply_json(r, 200, api_diff_json(&d)) == SC_OK)
