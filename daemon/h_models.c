@@ -219,8 +219,7 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         built_memo_put(m, key, r);
 }
 
-/* A ready model from the cache into *e, or the error answered in r. */
-static int ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
+int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r)
 {
     struct sc_error err;
     int hit = 0;
@@ -276,7 +275,7 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
         metrics_memo(s->metrics, 1);
         return;
     }
-    if (ready_model(s, q->params.id, &e, r))
+    if (h_ready_model(s, q->params.id, &e, r))
         return;
     if (q->op == API_OP_OPPORTUNITIES)
         answer_opportunities(s, q->params.id, cache_value(e), r, &memo_hit);
@@ -295,10 +294,10 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct model_diff d;
     struct sc_error err;
     int memo_hit = 0;
-    if (api_decode_diff(q->body, q->body_len, &lim, other, r) || ready_model(s, q->params.id, &ea, r))
+    if (api_decode_diff(q->body, q->body_len, &lim, other, r) || h_ready_model(s, q->params.id, &ea, r))
         return;
     snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
-    if (ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+    if (h_ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
         if (model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
                            &d, &err)) {
@@ -416,7 +415,7 @@ int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, 
                          struct api_reply *r)
 {
     int rc = model_job_config(s, id, cfg, r);
-    return rc ? rc : ready_model(s, id, e, r);
+    return rc ? rc : h_ready_model(s, id, e, r);
 }
 
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r)

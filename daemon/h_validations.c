@@ -16,7 +16,6 @@
 
 #include "api/encode.h"
 #include "api/ledger.h"
-#include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/log.h"
@@ -33,11 +32,9 @@ static int predict_replay(struct svc *s, const char *id, double *ms, struct api_
     struct model_replay *rp = NULL;
     struct cache_entry *e;
     struct sc_error err;
-    int hit = 0, rc = cache_get(s->cache, id, builder_load_ready, s->builder, &e, &hit, &err);
-    if (rc == SC_EEXIST)
-        return api_fail(r, API_E_NOT_READY, "%s", err.msg);
+    int rc = h_ready_model(s, id, &e, r);
     if (rc)
-        return api_fail_status(r, &err, API_E_INTERNAL);
+        return rc;
     model_replay_opts_default(&ro);
     rc = model_replay_run(built_model_graph(cache_value(e)), &ro, &rp, &err);
     cache_release(s->cache, e);

@@ -28,6 +28,11 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* Model id, ready, from the cache into *e (released by the caller with
+ * cache_release); on failure the reply in r (409 while it builds) and its
+ * status. */
+struct cache_entry;
+int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r);
 /* The step time of a what-if (set) of model id, for the ledger; on
  * failure the reply in r and its status. */
 struct job_config;
@@ -35,7 +40,6 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
 /* Model id's job description and its built model from the cache (released
  * by the caller with cache_release); on failure the reply (404, 409 while
  * building, 422 without a config). */
-struct cache_entry;
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
 
