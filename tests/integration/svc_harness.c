@@ -279,11 +279,17 @@ out:
     return status;
 }
 
+long svc_call_as(const struct svc_daemon *d, const char *token, const char *method, const char *path,
+                 const char *body, struct svc_resp *out)
+{
+    struct svc_opts o = {token, body, body ? strlen(body) : 0, NULL, NULL};
+    return svc_call(d, method, path, &o, out);
+}
+
 long svc_admin(const struct svc_daemon *d, const char *method, const char *path, const char *body,
                struct svc_resp *out)
 {
-    struct svc_opts o = {SVC_ADMIN, body, body ? strlen(body) : 0, NULL, NULL};
-    return svc_call(d, method, path, &o, out);
+    return svc_call_as(d, SVC_ADMIN, method, path, body, out);
 }
 
 int svc_connect(const struct svc_daemon *d)

@@ -56,8 +56,11 @@ struct svc_opts {
 
 long svc_call(const struct svc_daemon *d, const char *method, const char *path,
               const struct svc_opts *o, struct svc_resp *out);
-/* The same with the admin token and a body (NULL for none); the response
- * body is discarded when out is NULL. */
+/* The same with a token (NULL for none) and a body (NULL for none); the
+ * response body is discarded when out is NULL. */
+long svc_call_as(const struct svc_daemon *d, const char *token, const char *method, const char *path,
+                 const char *body, struct svc_resp *out);
+/* The same with the admin token. */
 long svc_admin(const struct svc_daemon *d, const char *method, const char *path, const char *body,
                struct svc_resp *out);
 

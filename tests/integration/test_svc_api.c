@@ -14,13 +14,6 @@
 #include "tests/integration/svc_harness.h"
 #include "common/banned.h"
 
-static long call_tok(const struct svc_daemon *d, const char *method, const char *path,
-                     const char *token, const char *body, struct svc_resp *r)
-{
-    struct svc_opts o = {token, body, body ? strlen(body) : 0, NULL, NULL};
-    return svc_call(d, method, path, &o, r);
-}
-
 /* Create a token of a scope; its secret into out. */
 static void make_token(const struct svc_daemon *d, const char *scope, char *out, size_t n, char *id,
                        size_t idn)
@@ -86,11 +79,11 @@ TEST(svc_tokens_and_scopes)
     char rd[128], wr[128], ad2[128], rd_id[80], ad2_id[80];
     svc_start(&d, NULL, NULL, NULL);
 
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", NULL, NULL, &r), 401);
+    CHECK_EQ_INT(svc_call_as(&d, NULL, "GET", "/v1/jobs", NULL, &r), 401);
     CHECK_STREQ(svc_error_code(&r), "unauthorized");
     CHECK_CONTAINS(r.headers, "WWW-Authenticate: Bearer");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", "not-a-real-token-000000", NULL, &r), 401);
+    CHECK_EQ_INT(svc_call_as(&d, "not-a-real-token-000000", "GET", "/v1/jobs", NULL, &r), 401);
     svc_resp_release(&r);
     struct svc_opts basic = {NULL, NULL, 0, NULL, (const char *const[]){"Authorization: Basic YTpi", NULL}};
     CHECK_EQ_INT(svc_call(&d, "GET", "/v1/jobs", &basic, NULL), 401);
@@ -98,16 +91,16 @@ TEST(svc_tokens_and_scopes)
     make_token(&d, "read", rd, sizeof rd, rd_id, sizeof rd_id);
     make_token(&d, "write", wr, sizeof wr, NULL, 0);
     CHECK(strncmp(rd, "sct_", 4) == 0 && strlen(rd) == 44);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", rd, NULL, NULL), 200);
-    CHECK_EQ_INT(call_tok(&d, "PUT", "/v1/jobs/j", rd, "{}", &r), 403);
+    CHECK_EQ_INT(svc_call_as(&d, rd, "GET", "/v1/jobs", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, rd, "PUT", "/v1/jobs/j", "{}", &r), 403);
     CHECK_STREQ(svc_error_code(&r), "forbidden");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call_tok(&d, "POST", "/v1/jobs/j/models", rd, NULL, NULL), 403);
-    CHECK_EQ_INT(call_tok(&d, "PUT", "/v1/jobs/j", wr, "{}", NULL), 201);
-    CHECK_EQ_INT(call_tok(&d, "DELETE", "/v1/jobs/j", wr, NULL, NULL), 403);
-    CHECK_EQ_INT(call_tok(&d, "POST", "/v1/tokens", wr, "{\"scope\":\"admin\"}", NULL), 403);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", wr, NULL, NULL), 403);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", rd, NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, rd, "POST", "/v1/jobs/j/models", NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, wr, "PUT", "/v1/jobs/j", "{}", NULL), 201);
+    CHECK_EQ_INT(svc_call_as(&d, wr, "DELETE", "/v1/jobs/j", NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, wr, "POST", "/v1/tokens", "{\"scope\":\"admin\"}", NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, wr, "GET", "/v1/tokens", NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, rd, "GET", "/v1/tokens", NULL, NULL), 403);
 
     /* the list never shows secrets */
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/tokens", NULL, &r), 200);
@@ -121,7 +114,7 @@ TEST(svc_tokens_and_scopes)
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, &r), 200);
     CHECK(svc_json_str(r.body, "revoked")[0] != '\0');
     svc_resp_release(&r);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", rd, NULL, &r), 401);
+    CHECK_EQ_INT(svc_call_as(&d, rd, "GET", "/v1/jobs", NULL, &r), 401);
     CHECK_CONTAINS(r.body, "revoked");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/tokens/t-nosuch", NULL, NULL), 404);
@@ -139,8 +132,8 @@ TEST(svc_tokens_and_scopes)
     make_token(&d, "admin", ad2, sizeof ad2, ad2_id, sizeof ad2_id);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs", NULL, NULL), 401);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", ad2, NULL, NULL), 200);
-    CHECK_EQ_INT(call_tok(&d, "POST", "/v1/tokens", ad2, "{\"scope\":\"owner\"}", &r), 400);
+    CHECK_EQ_INT(svc_call_as(&d, ad2, "GET", "/v1/tokens", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, ad2, "POST", "/v1/tokens", "{\"scope\":\"owner\"}", &r), 400);
     CHECK_STREQ(svc_error_code(&r), "invalid_json");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
@@ -148,8 +141,8 @@ TEST(svc_tokens_and_scopes)
     /* after a restart: tokens persist, STEPCAST_ADMIN_TOKEN is not re-added
      * while an admin token exists */
     svc_start(&d, d.data, NULL, NULL);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", ad2, NULL, NULL), 200);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/jobs", wr, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, ad2, "GET", "/v1/tokens", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, wr, "GET", "/v1/jobs", NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs", NULL, NULL), 401);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
@@ -170,7 +163,7 @@ TEST(svc_admin_token_file)
     CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0600);
     if (secret)
         secret[strcspn(secret, "\n")] = '\0';
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", secret, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, secret, "GET", "/v1/tokens", NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/tokens", NULL, NULL), 401);
     CHECK_EQ_INT(svc_stop(&d), 0);
 
@@ -178,7 +171,7 @@ TEST(svc_admin_token_file)
     svc_start(&d, d.data, args, env);
     char *again = th_read_file(file, NULL);
     CHECK(again && secret && strncmp(again, secret, strlen(secret)) == 0);
-    CHECK_EQ_INT(call_tok(&d, "GET", "/v1/tokens", secret, NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, secret, "GET", "/v1/tokens", NULL, NULL), 200);
     CHECK_EQ_INT(svc_stop(&d), 0);
     free(again);
     free(secret);

@@ -54,13 +54,6 @@ static char *make_token(const struct svc_daemon *d, const char *scope)
     return t;
 }
 
-static long call(const struct svc_daemon *d, const char *token, const char *method, const char *path,
-                 const char *body, struct svc_resp *out)
-{
-    struct svc_opts o = {token, body, body ? strlen(body) : 0, NULL, NULL};
-    return svc_call(d, method, path, &o, out);
-}
-
 static double estimate_ms(const struct svc_daemon *d, const char *spec)
 {
     struct svc_resp r;
@@ -95,7 +88,7 @@ TEST(svc_estimate_over_http_equals_cli)
     svc_start(&d, NULL, NULL, NULL);
     char *reader = make_token(&d, "read");
     for (int i = 0; i < 2; i++) { /* computed, then from the memo */
-        CHECK_EQ_INT(call(&d, reader, "POST", "/v1/estimate", spec_one_node, &r), 200);
+        CHECK_EQ_INT(svc_call_as(&d, reader, "POST", "/v1/estimate", spec_one_node, &r), 200);
         json_t *http = body_json(&r);
         CHECK(json_is_object(json_object_get(http, "band"))); /* the ledger is empty: how many it needs */
         CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(http, "band"), "needed")), 10);
@@ -149,17 +142,17 @@ TEST(svc_estimate_over_http_equals_cli)
     svc_resp_release(&r);
     free(huge);
     /* no token: 401; hardware needs read */
-    CHECK_EQ_INT(call(&d, NULL, "POST", "/v1/estimate", spec_one_node, NULL), 401);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/hardware", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, NULL, "POST", "/v1/estimate", spec_one_node, NULL), 401);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/hardware", NULL, &r), 200);
     CHECK_CONTAINS(r.body, "\"a100-sxm4-80gb\"");
     CHECK_CONTAINS(r.body, "\"gb200\"");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/hardware/h100-sxm", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/hardware/h100-sxm", NULL, &r), 200);
     CHECK_EQ_INT(svc_json_int(r.body, "sm_count"), 132);
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/hardware/tpu", NULL, &r), 404);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/hardware/tpu", NULL, &r), 404);
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, NULL, "GET", "/v1/hardware", NULL, NULL), 401);
+    CHECK_EQ_INT(svc_call_as(&d, NULL, "GET", "/v1/hardware", NULL, NULL), 401);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/openapi.json", NULL, &r), 200);
     CHECK_CONTAINS(r.body, "\"/v1/estimate\"");
     CHECK_CONTAINS(r.body, "\"/v1/calibrations/nccl-tests\"");
@@ -226,28 +219,28 @@ TEST(svc_calibrations_named_kept_and_never_stale)
     /* kept across a restart, with the same answer */
     CHECK_EQ_INT(svc_stop(&d), 0);
     svc_start(&d, d.data, NULL, NULL);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/calibrations", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/calibrations", NULL, &r), 200);
     CHECK_CONTAINS(r.body, "\"name\":\"fabric\"");
     CHECK(!strstr(r.body, "\"report\"")); /* the list leaves documents out */
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/calibrations/fabric", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/calibrations/fabric", NULL, &r), 200);
     CHECK_CONTAINS(r.body, "\"format\":\"stepcast-cluster-profile\"");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/calibrations/other", NULL, NULL), 404);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/calibrations/other", NULL, NULL), 404);
     CHECK_NEAR(estimate_ms(&d, named), second, 1e-9);
 
     /* a built model's traces as a calibration */
     static const char *const ranks[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz"};
     char *model = svc_model_of_files(&d, "sample", 0, ranks, 2), path[256];
     snprintf(path, sizeof path, "/v1/models/%s/calibration?name=team&gpu=a100-sxm4-80gb", model);
-    CHECK_EQ_INT(call(&d, reader, "POST", path, NULL, NULL), 403);
-    CHECK_EQ_INT(call(&d, writer, "POST", path, NULL, &r), 201);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "POST", path, NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", path, NULL, &r), 201);
     CHECK_STREQ(svc_json_str(r.body, "source"), "traces");
     CHECK_STREQ(svc_json_str(r.body, "model"), model);
     CHECK_CONTAINS(r.body, "GEMMs");
     CHECK_CONTAINS(r.body, "memory-bound ops: "); /* the same core as calibrate traces */
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/models/m-none/calibration?name=x", NULL, NULL), 404);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/models/m-none/calibration?name=x", NULL, NULL), 404);
 
     free(model);
     free(plain);
@@ -339,7 +332,7 @@ static long long post_estimate(const struct svc_daemon *d, const char *token, co
     snprintf(body, sizeof body, "{\"spec\":%s,\"measured_step_ms\":%.6f,\"source\":\"test\",\"run_at\":"
                                 "\"2026-10-02T10:00:00Z\",\"in_sample\":%s}",
              spec, measured, in_sample ? "true" : "false");
-    CHECK_EQ_INT(call(d, token, "POST", "/v1/validations", body, &r), expect);
+    CHECK_EQ_INT(svc_call_as(d, token, "POST", "/v1/validations", body, &r), expect);
     long long id = svc_json_int(r.body, "id");
     svc_resp_release(&r);
     return id;
@@ -356,7 +349,7 @@ TEST(svc_ledger_entries_mape_bands_scopes)
 
     /* scopes: read may list, not post; write may post, not delete */
     post_estimate(&d, reader, spec_one_node, p, 0, 403);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/validations", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/validations", NULL, NULL), 200);
     /* a replay entry: the mean over ranks of the model's modelled steps */
     static const char *const ranks[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
                                         "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
@@ -375,7 +368,7 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     json_decref(replay);
     CHECK(n > 0);
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"measured_step_ms\":20,\"source\":\"cluster log\"}", model);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 201);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", body, &r), 201);
     json_t *entry = body_json(&r);
     svc_resp_release(&r);
     double replay_ms = json_number_value(json_object_get(entry, "predicted_step_ms"));
@@ -387,17 +380,17 @@ TEST(svc_ledger_entries_mape_bands_scopes)
      * it; a good one needs the job's config (tp, pp, dp), which this job
      * lacks: 422 saying so (test_svc_whatif.c records one that has it) */
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"set\":{\"parallel\":{\"tp\":2}},\"measured_step_ms\":20}", model);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 400);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", body, &r), 400);
     CHECK_CONTAINS(r.body, "set.parallel");
     svc_resp_release(&r);
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"set\":{\"dp\":2},\"measured_step_ms\":20}", model);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", body, &r), 422);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", body, &r), 422);
     CHECK_CONTAINS(r.body, "config");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", "{\"model\":\"m-x\",\"measured_step_ms\":1}", NULL),
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", "{\"model\":\"m-x\",\"measured_step_ms\":1}", NULL),
                  404);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", "{\"measured_step_ms\":1}", NULL), 400);
-    CHECK_EQ_INT(call(&d, writer, "POST", "/v1/validations", "{\"spec\":{\"model\":{}},\"measured_step_ms\":1}", &r),
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", "{\"measured_step_ms\":1}", NULL), 400);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/validations", "{\"spec\":{\"model\":{}},\"measured_step_ms\":1}", &r),
                  400);
     CHECK_STREQ(svc_error_code(&r), "invalid_spec");
     svc_resp_release(&r);
@@ -429,7 +422,7 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     double ape = 0;
     for (int k = 0; k < 10; k++)
         ape += fabs(1 / ratio[k] - 1) * 100;
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/validations?kind=estimate", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/validations?kind=estimate", NULL, &r), 200);
     json_t *ledger = body_json(&r);
     svc_resp_release(&r);
     CHECK_EQ_INT(json_array_size(json_object_get(ledger, "entries")), 11);
@@ -439,14 +432,14 @@ TEST(svc_ledger_entries_mape_bands_scopes)
                                                  "mape_pct")),
                ape / 10, 1e-4);
     json_decref(ledger);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/validations?kind=estimate&in_sample=true", NULL, &r), 200);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/validations?kind=estimate&in_sample=true", NULL, &r), 200);
     CHECK_CONTAINS(r.body, "\"n\":11");
     svc_resp_release(&r);
-    CHECK_EQ_INT(call(&d, reader, "GET", "/v1/validations?kind=guess", NULL, NULL), 400);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/validations?kind=guess", NULL, NULL), 400);
 
     /* deletion is for admins */
     snprintf(path, sizeof path, "/v1/validations/%lld", last);
-    CHECK_EQ_INT(call(&d, writer, "DELETE", path, NULL, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "DELETE", path, NULL, NULL), 403);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 404);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/validations/x1", NULL, NULL), 400);
