@@ -27,7 +27,6 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
-#include "model/job.h"
 #include "daemon/plans.h"
 #include "common/banned.h"
 
@@ -158,9 +157,7 @@ void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, q, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
         return; /* the background plan gives both back */
-    whatif_plan_release(&pe.whatif);
-    model_job_free(pe.whole);
-    cache_release(s->cache, pe.entry);
+    plans_eval_release(&pe);
 }
 
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r)

@@ -35,6 +35,14 @@ struct plans {
     struct run *running[PLANS_MAX_RUNNING];
 };
 
+void plans_eval_release(struct plans_eval *pe)
+{
+    whatif_plan_release(&pe->whatif);
+    model_job_free(pe->whole);
+    if (pe->entry)
+        cache_release(pe->cache, pe->entry);
+}
+
 int plans_new(struct store *store, struct plans **out, struct sc_error *err)
 {
     struct plans *p = calloc(1, sizeof *p);
@@ -133,10 +141,7 @@ static void *run_thread(void *arg)
     struct sc_error err;
     if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
-    whatif_plan_release(&r->pe.whatif);
-    model_job_free(r->pe.whole);
-    if (r->pe.entry)
-        cache_release(r->pe.cache, r->pe.entry);
+    plans_eval_release(&r->pe);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i] == r)

@@ -34,6 +34,9 @@ struct plans_eval {
     struct cache_entry *entry;
 };
 
+/* Give back what pe holds: its planner, whole job and cache entry. */
+void plans_eval_release(struct plans_eval *pe);
+
 int plans_new(struct store *store, struct plans **out, struct sc_error *err);
 /* Cancel every running plan and wait for each to be stored. */
 void plans_free(struct plans *p);
