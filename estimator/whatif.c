@@ -576,7 +576,9 @@ static int collectives(struct wf *w, struct sc_error *err)
 
 /* ---- the answer ---- */
 
-static double mean_step_ms(const struct model_replay *r)
+/* The mean of r's complete steps (of all when none is), ms; *steps (when
+ * not NULL) gets how many it averaged. */
+static double mean_step_ms(const struct model_replay *r, size_t *steps)
 {
     double sum = 0;
     size_t n = 0;
@@ -588,6 +590,8 @@ static double mean_step_ms(const struct model_replay *r)
     if (!n)
         for (size_t s = 0; s < r->n_steps; s++, n++)
             sum += (double)r->steps[s].replayed_ns;
+    if (steps)
+        *steps = n;
     return n ? sum / (double)n / 1e6 : 0;
 }
 
@@ -826,7 +830,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
     int rc = model_replay_run(g, &ro, &r, err);
     if (rc)
         return rc;
-    *ms = mean_step_ms(r);
+    *ms = mean_step_ms(r, NULL);
     model_replay_free(r);
     return SC_OK;
 }
@@ -920,13 +924,11 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
         (base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))))
         goto done;
-    out->step_ms = mean_step_ms(out->replay);
+    size_t steps;
+    out->step_ms = mean_step_ms(out->replay, &steps);
     out->base_step_ms = base_step_ms;
-    size_t steps = 0;
-    for (size_t s = 0; s < out->replay->n_steps; s++)
-        steps += !out->replay->steps[s].partial;
     if (!steps)
-        steps = out->replay->n_steps ? out->replay->n_steps : 1;
+        steps = 1;
     out->collective_transfer_ms /= (double)steps;
     out->collective_wait_ms /= (double)steps;
     out->sizes_unknown = w.sizes_unknown;
