@@ -24,6 +24,7 @@
 #include "model/graph.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 struct wf {
@@ -410,14 +411,8 @@ static int tp_split_outside(const struct model_task *t)
 
 static int add_insert(struct wf *w, uint32_t after, double dur_ns)
 {
-    if (w->n_ins == w->cap_ins) {
-        size_t nc = w->cap_ins ? 2 * w->cap_ins : 64;
-        struct graph_insert *ni = realloc(w->ins, nc * sizeof *ni);
-        if (!ni)
-            return SC_ENOMEM;
-        w->ins = ni;
-        w->cap_ins = nc;
-    }
+    if (sc_vec_reserve((void **)&w->ins, &w->cap_ins, w->n_ins + 1, sizeof *w->ins))
+        return SC_ENOMEM;
     w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, llround(dur_ns),
                                                "tensor-parallel all-reduce (what-if)"};
     return SC_OK;
