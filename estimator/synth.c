@@ -1728,20 +1728,23 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
      * done, and chunk 0's forward of the first micro-batch on the ranks
      * before); tail: chunk 0's backward on the ranks before */
     for (int64_t rank = 0; rank < p.pp; rank++) {
-        int64_t busy = 0, f, b;
+        int64_t busy = 0, f, b, f0 = 0, b0 = 0;
         struct op gather;
         if (param_gather(&y, &p, rank, &gather) && gather.dur > head)
             head = gather.dur;
         for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
             pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
             busy += m * (f + b);
+            if (chunk == 0) {
+                f0 = f;
+                b0 = b;
+            }
         }
         best = head + busy + tail > best ? head + busy + tail : best;
         int64_t stream = z3_stream_ns(&y, &p, rank, m);
         best = stream > best ? stream : best;
-        pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
-        head += f;
-        tail += b;
+        head += f0; /* chunk 0's passes, which the later ranks wait for */
+        tail += b0;
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
