@@ -11,6 +11,7 @@
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/trace.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 /* The longest block (kernels) the repeat search tries: a layer of more
@@ -151,15 +152,9 @@ static int modules_rank(const struct model_graph *g, uint16_t r, int32_t *layer,
         int32_t l = module_layer(model_str(t, e->name));
         if (l < 0)
             continue;
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 256;
-            struct span *ns = realloc(sp, nc * sizeof *ns);
-            if (!ns) {
-                free(sp);
-                return sc_error_set(err, SC_ENOMEM, "out of memory");
-            }
-            sp = ns;
-            cap = nc;
+        if (sc_vec_reserve((void **)&sp, &cap, n + 1, sizeof *sp)) {
+            free(sp);
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
         }
         sp[n++] = (struct span){e->track, e->ts, e->ts + e->dur, l};
         if (l + 1 > *found)

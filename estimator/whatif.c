@@ -24,6 +24,7 @@
 #include "model/graph.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 struct wf {
@@ -410,14 +411,8 @@ static int tp_split_outside(const struct model_task *t)
 
 static int add_insert(struct wf *w, uint32_t after, double dur_ns)
 {
-    if (w->n_ins == w->cap_ins) {
-        size_t nc = w->cap_ins ? 2 * w->cap_ins : 64;
-        struct graph_insert *ni = realloc(w->ins, nc * sizeof *ni);
-        if (!ni)
-            return SC_ENOMEM;
-        w->ins = ni;
-        w->cap_ins = nc;
-    }
+    if (sc_vec_reserve((void **)&w->ins, &w->cap_ins, w->n_ins + 1, sizeof *w->ins))
+        return SC_ENOMEM;
     w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, llround(dur_ns),
                                                "tensor-parallel all-reduce (what-if)"};
     return SC_OK;
@@ -576,7 +571,9 @@ static int collectives(struct wf *w, struct sc_error *err)
 
 /* ---- the answer ---- */
 
-static double mean_step_ms(const struct model_replay *r)
+/* The mean of r's complete steps (of all when none is), ms; *steps (when
+ * not NULL) gets how many it averaged. */
+static double mean_step_ms(const struct model_replay *r, size_t *steps)
 {
     double sum = 0;
     size_t n = 0;
@@ -588,6 +585,8 @@ static double mean_step_ms(const struct model_replay *r)
     if (!n)
         for (size_t s = 0; s < r->n_steps; s++, n++)
             sum += (double)r->steps[s].replayed_ns;
+    if (steps)
+        *steps = n;
     return n ? sum / (double)n / 1e6 : 0;
 }
 
@@ -818,13 +817,26 @@ void whatif_release(struct whatif_result *r)
     r->graph = NULL;
 }
 
-/* whatif_run once out->structure holds g's structure. */
-static int run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
-               struct whatif_result *out, struct sc_error *err)
+int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err)
+{
+    struct model_replay_opts ro;
+    struct model_replay *r;
+    model_replay_opts_default(&ro);
+    int rc = model_replay_run(g, &ro, &r, err);
+    if (rc)
+        return rc;
+    *ms = mean_step_ms(r, NULL);
+    model_replay_free(r);
+    return SC_OK;
+}
+
+/* whatif_run once out->structure holds g's structure; base_step_ms is g's
+ * whatif_base_step, or negative to have it replayed. */
+static int run(const struct model_graph *g, const struct job_config *base, double base_step_ms,
+               const struct job_config *set, struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
     struct model_replay_opts ro;
-    struct model_replay *base_replay = NULL;
     uint32_t *map = NULL;
     int64_t *idur = NULL, *igap = NULL;
     int rc;
@@ -884,9 +896,9 @@ static int run(const struct model_graph *g, const struct job_config *base, const
     if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
         job_config_vpp(&out->target) != job_config_vpp(&out->base)) {
         if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)) ||
-            (rc = model_replay_run(g, &ro, &base_replay, err)))
+            (base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))))
             goto done;
-        out->base_step_ms = mean_step_ms(base_replay);
+        out->base_step_ms = base_step_ms;
         out->sizes_unknown = w.sizes_unknown;
         describe(&w, out);
         goto done;
@@ -905,15 +917,13 @@ static int run(const struct model_graph *g, const struct job_config *base, const
     }
     if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
-        (rc = model_replay_run(g, &ro, &base_replay, err)))
+        (base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))))
         goto done;
-    out->step_ms = mean_step_ms(out->replay);
-    out->base_step_ms = mean_step_ms(base_replay);
-    size_t steps = 0;
-    for (size_t s = 0; s < out->replay->n_steps; s++)
-        steps += !out->replay->steps[s].partial;
+    size_t steps;
+    out->step_ms = mean_step_ms(out->replay, &steps);
+    out->base_step_ms = base_step_ms;
     if (!steps)
-        steps = out->replay->n_steps ? out->replay->n_steps : 1;
+        steps = 1;
     out->collective_transfer_ms /= (double)steps;
     out->collective_wait_ms /= (double)steps;
     out->sizes_unknown = w.sizes_unknown;
@@ -921,7 +931,6 @@ static int run(const struct model_graph *g, const struct job_config *base, const
     rc = attribute(&w, map, out, err);
 
 done:
-    model_replay_free(base_replay);
     free(map);
     free(idur);
     free(igap);
@@ -948,15 +957,16 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     memset(out, 0, sizeof *out);
     if ((rc = job_structure_recover(g, base, &out->structure, err)))
         return rc;
-    return run(g, base, set, out, err);
+    return run(g, base, -1, set, out, err);
 }
 
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
-                    const struct job_config *set, struct whatif_result *out, struct sc_error *err)
+                    double base_step_ms, const struct job_config *set, struct whatif_result *out,
+                    struct sc_error *err)
 {
     int rc;
     memset(out, 0, sizeof *out);
     if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
         return rc;
-    return run(g, base, set, out, err);
+    return run(g, base, base_step_ms, set, out, err);
 }

@@ -100,10 +100,15 @@ struct whatif_result {
  * whatif_release(). */
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err);
-/* whatif_run on g's structure recovered already (job_structure_recover of
- * g and base): a search trying many sets on one job recovers it once. */
+/* g's mean replayed step, ms: whatif_result.base_step_ms. */
+int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err);
+/* whatif_run on what depends on the job alone, found already: g's
+ * structure (job_structure_recover of g and base) and base_step_ms
+ * (whatif_base_step of g): a search trying many sets on one job finds them
+ * once. */
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
-                    const struct job_config *set, struct whatif_result *out, struct sc_error *err);
+                    double base_step_ms, const struct job_config *set, struct whatif_result *out,
+                    struct sc_error *err);
 int whatif_error_names_set(const struct sc_error *err);
 void whatif_release(struct whatif_result *r);
 

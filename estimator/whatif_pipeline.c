@@ -7,6 +7,7 @@
 
 #include "estimator/structure.h"
 #include "model/graph.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 /* A layer's pass (a run of one layer's kernels on a stream), or the work
@@ -29,14 +30,8 @@ struct items {
 
 static int push(struct items *it, struct item x)
 {
-    if (it->n == it->cap) {
-        size_t nc = it->cap ? 2 * it->cap : 256;
-        struct item *nv = realloc(it->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        it->v = nv;
-        it->cap = nc;
-    }
+    if (sc_vec_reserve((void **)&it->v, &it->cap, it->n + 1, sizeof *it->v))
+        return -1;
     it->v[it->n++] = x;
     return 0;
 }
@@ -58,14 +53,8 @@ static int collect(const struct model_graph *g, const struct job_structure *st, 
             if ((!open || it->v[it->n - 1].layer != l) && push(it, (struct item){l, it->n_ids, 0, 0, 0, 0, 0}))
                 return -1;
             open = 1;
-            if (it->n_ids == it->cap_ids) {
-                size_t nc = it->cap_ids ? 2 * it->cap_ids : 1024;
-                uint32_t *ni = realloc(it->ids, nc * sizeof *ni);
-                if (!ni)
-                    return -1;
-                it->ids = ni;
-                it->cap_ids = nc;
-            }
+            if (sc_vec_reserve((void **)&it->ids, &it->cap_ids, it->n_ids + 1, sizeof *it->ids))
+                return -1;
             it->ids[it->n_ids++] = i;
             it->v[it->n - 1].kernels++;
         }

@@ -44,7 +44,7 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
         (rc = job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
         (rc = est_spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
         return sc_error_prefix(err, "config");
-    if ((rc = job_structure_recover(g, base, &w->structure, err)))
+    if ((rc = job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)))
         return rc;
     for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
         give(&req->given, kept[k]);
@@ -69,7 +69,7 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     set.has_schedule = 1;
     set.schedule = s->parallel.schedule;
     set.vpp = s->parallel.vpp;
-    if ((rc = whatif_run_with(w->g, &w->base, &w->structure, &set, &res, err)))
+    if ((rc = whatif_run_with(w->g, &w->base, &w->structure, w->base_step_ms, &set, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */
     const struct model_replay_step *slow = model_replay_slowest(res.replay);

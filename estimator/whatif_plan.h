@@ -27,6 +27,7 @@ struct whatif_planner {
     struct job_config base;          /* its description */
     const struct hw_profile *hw;     /* the traced GPU */
     struct job_structure structure;  /* g's, recovered once for every candidate */
+    double base_step_ms;             /* g's replayed step (whatif_base_step), once too */
 };
 
 /* The template and fixed keys of req (req->gpus, up_to, top and objective

@@ -84,12 +84,9 @@ static int mean_step(const struct side *s, const struct model_replay_override *o
                      struct sc_error *err)
 {
     struct model_replay_opts o;
-    model_replay_opts_default(&o);
-    o.critical_path = 0;
-    o.keep_unexplained = 1;
+    model_replay_opts_kept(&o, s->waits);
     o.overrides = ov;
     o.n_overrides = n_ov;
-    o.waits = s->waits;
     return model_replay_mean_step(s->g, &o, s->counted, mean, NULL, err);
 }
 

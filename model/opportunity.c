@@ -80,21 +80,13 @@ static int bound_of(struct finder *f, const struct model_replay_opts *o, int64_t
     return SC_OK;
 }
 
-static void keep_opts(const struct finder *f, struct model_replay_opts *o)
-{
-    model_replay_opts_default(o);
-    o->waits = f->waits;
-    o->critical_path = 0;
-    o->keep_unexplained = 1;
-}
-
 /* A change given in --scale words (each spec separated by a space). */
 static int scaled(struct finder *f, const char *name, const char *resource, const char *change)
 {
     struct model_replay_opts o;
     int64_t mean, bound;
     int rc;
-    keep_opts(f, &o);
+    model_replay_opts_kept(&o, f->waits);
     if ((rc = model_replay_parse_scale(change, &o, f->err)) || (rc = mean_step(f, &o, &mean, NULL)) ||
         (rc = bound_of(f, &o, &bound)))
         return rc;
@@ -124,7 +116,7 @@ static int families(struct finder *f)
         snprintf(name, sizeof name, "%s kernels 2x faster", fam);
         snprintf(half, sizeof half, "family:%s=0.5", fam);
         snprintf(zero, sizeof zero, "family:%s=0", fam);
-        keep_opts(f, &o);
+        model_replay_opts_kept(&o, f->waits);
         if ((rc = model_replay_parse_scale(zero, &o, f->err)) || (rc = mean_step(f, &o, &mean0, NULL)) ||
             (rc = scaled(f, name, "gpu", half)))
             return rc;
@@ -189,7 +181,7 @@ static int stragglers(struct finder *f)
     }
     struct model_replay_opts o;
     int64_t mean, bound;
-    keep_opts(f, &o);
+    model_replay_opts_kept(&o, f->waits);
     o.overrides = ov;
     o.n_overrides = n_ov;
     if ((rc = mean_step(f, &o, &mean, NULL)) || (rc = bound_of(f, &o, &bound)))
@@ -209,7 +201,7 @@ static int unexplained(struct finder *f)
     struct model_replay_opts o;
     int64_t mean;
     int rc;
-    keep_opts(f, &o);
+    model_replay_opts_kept(&o, f->waits);
     o.keep_unexplained = 0;
     if ((rc = mean_step(f, &o, &mean, NULL)))
         return rc;
@@ -269,7 +261,7 @@ int model_opportunities_find(const struct model_graph *g, const struct model_col
         f.use[s] = g->steps[s].end != MODEL_NONE && (!any_whole || !g->steps[s].partial);
     if (waits)
         f.waits = *waits;
-    keep_opts(&f, &o);
+    model_replay_opts_kept(&o, f.waits);
     if ((rc = model_replay_durations(g, &o, f.dur0, f.gap0, err)) ||
         (rc = mean_step(&f, &o, &f.base_ns, &out->gpu_idle_ns)))
         goto out;

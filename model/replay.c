@@ -37,6 +37,14 @@ void model_replay_opts_default(struct model_replay_opts *o)
     o->critical_path = 1;
 }
 
+void model_replay_opts_kept(struct model_replay_opts *o, struct model_coll_waits waits)
+{
+    model_replay_opts_default(o);
+    o->critical_path = 0;
+    o->keep_unexplained = 1;
+    o->waits = waits;
+}
+
 int model_replay_add_factor(struct model_replay_opts *o, const struct model_replay_factor *f,
                             struct sc_error *err)
 {

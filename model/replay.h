@@ -102,6 +102,11 @@ struct model_replay_opts {
 
 void model_replay_opts_default(struct model_replay_opts *o);
 
+/* The defaults as a comparison of replays runs them (diff.h,
+ * opportunity.h): no critical paths, the graph's unexplained waits kept,
+ * the kept collectives split as `waits` says. */
+void model_replay_opts_kept(struct model_replay_opts *o, struct model_coll_waits waits);
+
 /* Add a factor from "WHAT=F" or "WHAT@R=F", 0 <= F <= 1000, R a rank
  * number of the job (checked when the replay runs). WHAT is
  *   gpu                      GPU work but communication: kernels, copies, sets

@@ -111,21 +111,14 @@ void model_trace_free(struct model_trace *t)
 {
     if (!t)
         return;
+    model_trace_shed(t); /* the event tables */
     free(t->source);
     sc_strtab_release(&t->strings);
-    free(t->events);
-    free(t->infos);
-    free(t->colls);
-    free(t->syncs);
-    free(t->flows);
     free(t->tracks);
     free(t->cats);
     free(t->devices);
     free(t->pgs);
     free(t->steps);
-    free(t->link);
-    free(t->track_slots);
-    free(t->cat_slots);
     free(t);
 }
 

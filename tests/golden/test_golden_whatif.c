@@ -336,21 +336,11 @@ TEST(whatif_doubling_the_layers_adds_their_measured_time)
 /* The mean replayed step of a job's complete steps, ms. */
 static double mean_replay_ms(const struct model_graph *g)
 {
-    struct model_replay_opts o;
-    struct model_replay *r;
     struct sc_error err;
-    double sum = 0;
-    size_t n = 0;
-    model_replay_opts_default(&o);
-    if (model_replay_run(g, &o, &r, &err))
+    double ms;
+    if (whatif_base_step(g, &ms, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (!r->steps[s].partial) {
-            sum += (double)r->steps[s].replayed_ns;
-            n++;
-        }
-    model_replay_free(r);
-    return n ? sum / (double)n / 1e6 : 0;
+    return ms;
 }
 
 TEST(whatif_layers_on_a_gentrace_job_with_module_annotations)
@@ -392,11 +382,9 @@ TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
     struct model_job *job;
     struct model_graph *g = synth_graph(synth_spec, "whatif-dp", &job);
     struct whatif_result r;
-    struct job_structure st;
     struct sc_error err;
-    struct job_config c = config(synth_config);
-    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
     REQUIRE(whatif(g, synth_config, "dp=8,global_batch=16", &r, &err) == SC_OK);
+    const struct job_structure *st = &r.structure;
     /* same micro-batches per step (16 / 8 = 8 / 4): only the collectives
      * change; tasks keep their order on each resource in the copy */
     const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
@@ -406,20 +394,19 @@ TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
     for (uint32_t k = 0; k < g->n_res; k++) {
         uint32_t a = g->res[k].first, b = r.graph->res[k].first;
         for (; a != MODEL_NONE && b != MODEL_NONE; a = g->next[a], b = r.graph->next[b]) {
-            if (g->tasks[a].cls != MODEL_TASK_COMM || st.role[a] != STRUCT_ROLE_DP || st.coll_bytes[a] <= 0 ||
+            if (g->tasks[a].cls != MODEL_TASK_COMM || st->role[a] != STRUCT_ROLE_DP || st->coll_bytes[a] <= 0 ||
                 g->tasks[a].dur == 0)
                 continue;
             struct coll_estimate e4, e8;
             struct coll_group g4 = {4, 4}, g8 = {8, 8};
-            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, (double)st.coll_bytes[a], &e4, &err) == SC_OK);
-            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, (double)st.coll_bytes[a], &e8, &err) == SC_OK);
+            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, (double)st->coll_bytes[a], &e4, &err) == SC_OK);
+            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, (double)st->coll_bytes[a], &e8, &err) == SC_OK);
             CHECK_NEAR((double)r.graph->tasks[b].dur / (double)g->tasks[a].dur, e8.time_us / e4.time_us, 0.01);
             checked++;
         }
     }
     CHECK(checked >= 4);
     whatif_release(&r);
-    job_structure_release(&st);
     model_graph_free(g);
     model_job_free(job);
 }
@@ -429,11 +416,9 @@ TEST(whatif_tensor_parallel_change_divides_the_sharded_gemms)
     struct model_job *job;
     struct model_graph *g = synth_graph(synth_spec, "whatif-tp", &job);
     struct whatif_result r;
-    struct job_structure st;
     struct sc_error err;
-    struct job_config c = config(synth_config);
-    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
     REQUIRE(whatif(g, synth_config, "tp=2", &r, &err) == SC_OK);
+    const struct job_structure *st = &r.structure;
     /* the layers' GEMMs: FLOPs halved, so their time about halves (the
      * kernel model's tiles and waves say by how much exactly); tensor-
      * parallel all-reduces inserted after each layer pass */
@@ -448,7 +433,7 @@ TEST(whatif_tensor_parallel_change_divides_the_sharded_gemms)
             }
             if (b == MODEL_NONE)
                 break;
-            if (st.layer[a] >= 0 && g->tasks[a].cls == MODEL_TASK_KERNEL && g->tasks[a].sub == MODEL_KF_GEMM) {
+            if (st->layer[a] >= 0 && g->tasks[a].cls == MODEL_TASK_KERNEL && g->tasks[a].sub == MODEL_KF_GEMM) {
                 before += (double)g->tasks[a].dur;
                 after += (double)r.graph->tasks[b].dur;
             }
@@ -460,7 +445,6 @@ TEST(whatif_tensor_parallel_change_divides_the_sharded_gemms)
     CHECK_NEAR(after / before, 0.5, 0.05);
     CHECK(inserted >= 2 * 4 * 2); /* a forward and a backward per layer and micro-batch */
     whatif_release(&r);
-    job_structure_release(&st);
     model_graph_free(g);
     model_job_free(job);
 }
