@@ -93,8 +93,10 @@ static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, stru
 {
     struct est_plan_estimator *e = ctx;
     const struct est_pass_costs *pc;
-    int rc = pass_costs(e, s, &pc, err);
     *ms = 0;
+    if (s->options.zero_stage < 3) /* est_synth_bound_z3 would give 0: no pass costs needed */
+        return SC_OK;
+    int rc = pass_costs(e, s, &pc, err);
     return rc ? rc : est_synth_bound_z3(s, e->hw, &e->costs, pc, ms, err);
 }
 

@@ -1067,6 +1067,14 @@ static void z3_sim_colls(struct synth *y, enum model_coll_op op, double dense, d
             y->sim->stream = max_i64(y->sim->stream, after) + coll_ns(y, op, groups[k], sizes[k] * bytes_per);
 }
 
+/* z3_reduce: the gradients left by the last backward unit reduce-scattered. */
+static void z3_sim_reduce(struct synth *y)
+{
+    struct z3_sim *z = y->sim;
+    z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, z->grads_dense, z->grads_experts, grad_bytes(y->s), z->grads_after);
+    z->grads_dense = z->grads_experts = 0;
+}
+
 /* z3_gather, the unit's compute (ns) and, after a backward, z3_grads_done. */
 static void z3_sim_unit(struct synth *y, double dense, double experts, int64_t compute, int backward)
 {
@@ -1077,8 +1085,7 @@ static void z3_sim_unit(struct synth *y, double dense, double experts, int64_t c
         z3_sim_colls(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B, freed);
         z->compute = max_i64(z->compute, z->stream);
     }
-    z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, z->grads_dense, z->grads_experts, grad_bytes(y->s), z->grads_after);
-    z->grads_dense = z->grads_experts = 0;
+    z3_sim_reduce(y);
     z->compute += compute;
     if (backward) {
         z->grads_dense = dense;
@@ -1108,11 +1115,8 @@ static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int 
         z3_sim_unit(y, head, 0, pc->head_f, 0);
     if (backward && st->embedding)
         z3_sim_unit(y, emb, 0, pc->embed_b, 1);
-    if (backward) { /* z3_reduce at the pass's end */
-        z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, y->sim->grads_dense, y->sim->grads_experts, grad_bytes(y->s),
-                     y->sim->grads_after);
-        y->sim->grads_dense = y->sim->grads_experts = 0;
-    }
+    if (backward) /* z3_reduce at the pass's end */
+        z3_sim_reduce(y);
 }
 
 /* ---- the schedule ---- */
@@ -1724,20 +1728,23 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
      * done, and chunk 0's forward of the first micro-batch on the ranks
      * before); tail: chunk 0's backward on the ranks before */
     for (int64_t rank = 0; rank < p.pp; rank++) {
-        int64_t busy = 0, f, b;
+        int64_t busy = 0, f, b, f0 = 0, b0 = 0;
         struct op gather;
         if (param_gather(&y, &p, rank, &gather) && gather.dur > head)
             head = gather.dur;
         for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
             pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
             busy += m * (f + b);
+            if (chunk == 0) {
+                f0 = f;
+                b0 = b;
+            }
         }
         best = head + busy + tail > best ? head + busy + tail : best;
         int64_t stream = z3_stream_ns(&y, &p, rank, m);
         best = stream > best ? stream : best;
-        pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, 0)], &f, &b);
-        head += f;
-        tail += b;
+        head += f0; /* chunk 0's passes, which the later ranks wait for */
+        tail += b0;
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
