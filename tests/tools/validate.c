@@ -22,6 +22,7 @@
  * --starts K fits from K starts (est_fit); the default, 1, is what make
  * validate runs. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,17 @@ static int write_rows(const char *path, const struct est_measured *rows, size_t 
     return fclose(f) ? sc_error_set(err, SC_EIO, "%s: cannot write", path) : SC_OK;
 }
 
+/* A limit in percent: a number above 0, nothing after it. */
+static int parse_pct(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0) || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -128,8 +140,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'm': limit = strtod(optarg, NULL); break;
-        case 'T': tp_limit = strtod(optarg, NULL); break;
+        case 'm':
+        case 'T':
+            if (parse_pct(optarg, c == 'm' ? &limit : &tp_limit)) {
+                fprintf(stderr, "validate: --%s takes a percentage above 0\n", c == 'm' ? "max-mape" : "tp-fold-limit");
+                return 2;
+            }
+            break;
         case 'r': rows_out = optarg; break;
         case 's': {
             char *end;
