@@ -659,6 +659,10 @@ struct rank {
     uint32_t cpu, st[ST_COUNT];
     uint32_t last[ST_COUNT]; /* the last task on each stream, or MODEL_NONE */
     uint32_t synced[ST_COUNT]; /* the last task on each stream a host synchronisation waited for */
+    /* an unnamed graph's host calls since the thread last synchronised, as
+     * one task (host_call), and how long they take so far */
+    uint32_t call;
+    int64_t call_ns;
     struct run run;
     /* what the next task on each stream waits for */
     uint32_t waits[ST_COUNT][MAX_WAITS];
@@ -701,6 +705,36 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
     return g;
 }
 
+/* A host call on rank r's thread (t, on r->cpu); returns the task that
+ * holds it, and *at gets when the call starts in that task. A named graph
+ * gets a task per call (*at is 0). An unnamed one, only replayed, holds
+ * the calls since the thread last synchronised in one task: the calls run
+ * back to back, nothing waits on one but the work it launches, and that
+ * work waits on the task's start plus the call's place in it (SS and SF
+ * edges), so every time stays as it was. A synchronising call (`sync`:
+ * the caller adds what it waits for, which holds the task's finish) ends
+ * the task. */
+static uint32_t host_call(struct synth *y, struct rank *r, const struct model_task_spec *t, int sync,
+                          int64_t *at)
+{
+    *at = 0;
+    if (y->named)
+        return add_task(y, t);
+    if (r->call == MODEL_NONE) {
+        r->call = add_task(y, t);
+        r->call_ns = t->dur;
+    } else {
+        *at = r->call_ns;
+        r->call_ns += t->dur;
+        if (!y->failed && model_gb_set_dur(y->gb, r->call, r->call_ns))
+            y->failed = y->err->code;
+    }
+    uint32_t call = r->call;
+    if (sync)
+        r->call = MODEL_NONE;
+    return call;
+}
+
 /* Turn the pending run into a host dispatch and a GPU task. */
 static void flush(struct synth *y, struct rank *r)
 {
@@ -711,18 +745,23 @@ static void flush(struct synth *y, struct rank *r)
     int single = m->n == 1;
     uint8_t cls = m->kernel ? MODEL_TASK_KERNEL : m->cls;
     const char *name = single ? u->first.name : r->region;
-    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
-                                                          .sub = MODEL_CALL_LAUNCH, .dur = m->cpu,
-                                                          .name = single ? "dispatch" : "dispatches",
-                                                          .tag = name});
+    int64_t at;
+    uint32_t call = host_call(y, r, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                              .sub = MODEL_CALL_LAUNCH, .dur = m->cpu,
+                                                              .name = single ? "dispatch" : "dispatches",
+                                                              .tag = name}, 0, &at);
     uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[u->stream], .cls = cls,
                                                           .sub = m->mixed ? MODEL_KF_OTHER : m->sub,
                                                           .dur = m->gpu, .name = name, .tag = r->region});
     /* it starts once its first dispatch is done, and it cannot end before
      * any of its operations could have: dispatched, then it and the ones
-     * after it run (the FF latency counts from the last dispatch) */
-    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, m->first_cpu);
-    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, m->tail - m->cpu);
+     * after it run (the FF latency counts from the last dispatch; the SF
+     * one, of a call merged with others, from the first) */
+    add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + m->first_cpu);
+    if (y->named)
+        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, m->tail - m->cpu);
+    else
+        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SF, at + m->tail);
     for (int i = 0; i < r->n_waits[u->stream]; i++)
         add_edge(y, r->waits[u->stream][i], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
     r->n_waits[u->stream] = 0;
@@ -839,8 +878,10 @@ static uint32_t anchor(struct synth *y, struct rank *r, int stream)
 static uint32_t host_sync(struct synth *y, struct rank *r, const char *name, const uint32_t *on, size_t n)
 {
     flush(y, r);
-    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
-                                                          .sub = MODEL_CALL_SYNC, .dur = 0, .name = name});
+    int64_t at;
+    uint32_t call = host_call(y, r, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                              .sub = MODEL_CALL_SYNC, .dur = 0, .name = name},
+                              1, &at);
     for (size_t i = 0; i < n; i++)
         add_edge(y, on[i], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
     return call;
@@ -1283,10 +1324,11 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
         return;
     uint32_t produced = anchor(y, r, ST_COMPUTE);
     flush(y, r);
-    int64_t issue = ns(y->c->host_coll_us);
-    uint32_t call = add_task(y, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
-                                                          .sub = MODEL_CALL_SYNC, .dur = issue * posted,
-                                                          .name = "pipeline transfers and synchronize"});
+    int64_t issue = ns(y->c->host_coll_us), at;
+    uint32_t call = host_call(y, r, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
+                                                              .sub = MODEL_CALL_SYNC, .dur = issue * posted,
+                                                              .name = "pipeline transfers and synchronize"},
+                              1, &at);
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (kinds[i] < 0)
@@ -1297,7 +1339,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
                                                               .sub = MODEL_COLL_SENDRECV, .dur = p->p2p_dur,
                                                               .name = send ? "pipeline send" : "pipeline receive",
                                                               .tag = r->region});
-        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, issue * ++k);
+        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + issue * ++k);
         if (send)
             add_edge(y, produced, task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         for (int w = 0; w < r->n_waits[stream]; w++)
@@ -1514,7 +1556,7 @@ static int add_rank(struct synth *y, int64_t id, struct rank *r)
     if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .label = "main thread",
                                                               .pid = id, .tid = 1}, &r->cpu))
         return y->failed = y->err->code;
-    r->z3_free = MODEL_NONE;
+    r->z3_free = r->call = MODEL_NONE;
     for (int k = 0; k < ST_COUNT; k++) {
         r->last[k] = r->synced[k] = MODEL_NONE;
         if (model_gb_add_resource(y->gb, &(struct model_res_spec){.rank = r->id, .gpu = 1, .comm = k != ST_COMPUTE,

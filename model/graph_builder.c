@@ -248,6 +248,16 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
     return SC_OK;
 }
 
+int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (task >= gb->n_tasks || dur < 0)
+        return fail(gb, SC_EINVAL, task >= gb->n_tasks ? "a duration of a task not added" : "a negative duration");
+    gb->tasks[task].dur = dur;
+    return SC_OK;
+}
+
 int model_gb_reserve(struct model_gb *gb, size_t tasks, size_t edges, size_t groups, size_t members)
 {
     if (gb->failed)

@@ -95,6 +95,10 @@ struct model_task_spec {
  * they are added. */
 int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint32_t *task);
 
+/* Change the duration of a task added (>= 0): a caller that merges work
+ * into a task as it goes, such as the host calls of a synthesised step. */
+int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur);
+
 /* Room for `tasks` tasks, `edges` edges, `groups` collective groups and
  * `members` members of groups in all, when the caller knows about how many
  * it will add: a hint that saves growing the arrays (more may still be
