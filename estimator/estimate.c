@@ -79,6 +79,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         return rc;
     model_replay_opts_default(&ro);
     ro.critical_path = 0;
+    ro.slowest_breakdown = 1;
     if ((rc = model_replay_run(g, &ro, &rp, err))) {
         model_graph_free(g);
         return rc;

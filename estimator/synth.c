@@ -1169,9 +1169,18 @@ struct p2p {
 
 enum { P2P_FWD_SEND, P2P_FWD_RECV, P2P_BWD_SEND, P2P_BWD_RECV, P2P_KINDS };
 
+/* At stage detail a pass of a virtual stage is one run of its compute:
+ * its operations summed once (pass_sum) serve every micro-batch. */
+struct pass_sum {
+    struct run_sum sum[2]; /* forward, backward */
+    uint8_t known[2];
+    uint8_t whole[2]; /* every operation list of the pass was summed whole (oplist.summed) */
+};
+
 struct pipeline {
     int64_t pp, vpp, m; /* ranks, chunks per rank, micro-batches */
     struct est_stage_layers *vstages;
+    struct pass_sum *pass; /* per virtual stage; NULL when passes are emitted op by op */
     struct p2p *p2p; /* [rank * P2P_KINDS + kind] */
     uint32_t *grad_norm; /* per rank: its member of the gradient-norm all-reduce */
     int64_t act_bytes;
@@ -1217,6 +1226,51 @@ static void pass_region(struct rank *r, int backward, int64_t mb, int64_t chunk)
     *put_i64(p + sizeof ch - 1, chunk) = '\0';
 }
 
+static void sum_list(struct run_sum *to, const struct oplist *l, uint8_t *whole)
+{
+    *whole &= (uint8_t)(l->summed != 0);
+    if (l->n)
+        sum_append(to, &l->sum);
+}
+
+/* The one run of compute of a pass on virtual stage v (st), and whether
+ * it is whole (every list summed); made at its first use. The order is
+ * run_pass's: summing is associative (sum_append's max-plus tail
+ * included), so the run is the one the pass's lists appended one by one
+ * make. */
+static const struct pass_sum *pass_sum(struct synth *y, struct pipeline *p, int v, int backward)
+{
+    struct pass_sum *ps = &p->pass[v];
+    if (ps->known[backward])
+        return ps;
+    const struct est_stage_layers *st = &p->vstages[v];
+    const struct est_model *m = &y->s->model;
+    struct run_sum *sum = &ps->sum[backward];
+    uint8_t *whole = &ps->whole[backward];
+    memset(sum, 0, sizeof *sum);
+    *whole = 1;
+    if (!backward) {
+        if (st->embedding)
+            sum_list(sum, &y->embed_fwd, whole);
+        for (int i = 0; i < st->layers; i++)
+            sum_list(sum, &y->fwd[est_model_layer_is_moe(m, st->first_layer + i)], whole);
+        if (st->loss)
+            sum_list(sum, &y->head_fwd, whole);
+    } else {
+        if (st->loss)
+            sum_list(sum, &y->head_bwd, whole);
+        for (int i = st->layers - 1; i >= 0; i--) {
+            int is_moe = est_model_layer_is_moe(m, st->first_layer + i);
+            sum_list(sum, &y->recompute[is_moe], whole);
+            sum_list(sum, &y->bwd[is_moe], whole);
+        }
+        if (st->embedding)
+            sum_list(sum, &y->embed_bwd, whole);
+    }
+    ps->known[backward] = 1;
+    return ps;
+}
+
 /* Run forward or backward of one micro-batch on one model chunk. */
 static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
                      int backward, int last_mb, struct bucket_state *bucket)
@@ -1236,6 +1290,16 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
     if (y->named)
         pass_region(r, backward, mb, chunk);
+    /* at stage detail, without ZeRO-3's per-layer collectives or the last
+     * micro-batch's gradient buckets, the pass is one run of compute */
+    if (p->pass && !zero3(y) && !(backward && last_mb)) {
+        const struct pass_sum *ps = pass_sum(y, p, v, backward);
+        if (ps->whole[backward]) {
+            if (ps->sum[backward].n)
+                run_add(y, r, ST_COMPUTE, &ps->sum[backward]);
+            return;
+        }
+    }
     if (!backward) {
         if (st->embedding) {
             z3_gather(y, r, emb, 0);
@@ -1629,6 +1693,7 @@ static void synth_release(struct synth *y, struct pipeline *p)
             free(p->p2p[i].v);
     free(p->p2p);
     free(p->vstages);
+    free(p->pass);
     free(p->grad_norm);
 }
 
@@ -1882,8 +1947,10 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);
     p.grad_norm = calloc((size_t)p.pp, sizeof *p.grad_norm);
+    if (detail == EST_DETAIL_STAGE)
+        p.pass = calloc((size_t)(p.pp * p.vpp), sizeof *p.pass);
     y.gb = model_gb_new(err);
-    if (!p.vstages || !p.p2p || !p.grad_norm || !y.gb) {
+    if (!p.vstages || !p.p2p || !p.grad_norm || (detail == EST_DETAIL_STAGE && !p.pass) || !y.gb) {
         synth_release(&y, &p);
         model_gb_free(y.gb);
         return sc_error_set(err, SC_ENOMEM, "out of memory synthesising the step");

@@ -886,10 +886,27 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         }
     }
 
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_graph_step *gs = &g->steps[s];
+        struct model_replay_step *rs = &r->steps[r->n_steps++];
+        rs->rank = gs->rank;
+        rs->step = gs->step;
+        rs->partial = gs->partial;
+        rs->measured_ns = gs->measured_ns;
+        rs->start = r->start[gs->begin];
+        rs->end = gs->end == MODEL_NONE ? rs->start : r->end[gs->end];
+        rs->replayed_ns = rs->end - rs->start;
+    }
+    /* the steps that get breakdowns, and the ranks whose spans they need */
+    const struct model_replay_step *only = o->slowest_breakdown ? model_replay_slowest(r) : NULL;
+    int rank_only = only ? (int)only->rank : -1;
+
     /* what each rank's resources were doing, for the breakdowns: resource
      * by resource, each in its order, so that a rank's spans of one kind
      * come as one sorted run per resource (what the union sorts fastest) */
     for (size_t q = 0; q < g->n_res; q++) {
+        if (rank_only >= 0 && g->res[q].rank != rank_only)
+            continue;
         struct sc_spans *rs = sp[g->res[q].rank];
         for (uint32_t i = g->res[q].first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *t = &g->tasks[i];
@@ -931,21 +948,16 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     double sum = 0;
     for (size_t s = 0; s < g->n_steps; s++) {
         const struct model_graph_step *gs = &g->steps[s];
-        struct model_replay_step *rs = &r->steps[r->n_steps++];
-        rs->rank = gs->rank;
-        rs->step = gs->step;
-        rs->partial = gs->partial;
-        rs->measured_ns = gs->measured_ns;
-        rs->start = r->start[gs->begin];
-        rs->end = gs->end == MODEL_NONE ? rs->start : r->end[gs->end];
-        rs->replayed_ns = rs->end - rs->start;
+        struct model_replay_step *rs = &r->steps[s];
         rs->error_pct = gs->measured_ns > 0
                             ? (double)(rs->replayed_ns - gs->measured_ns) / (double)gs->measured_ns * 100.0
                             : 0.0;
-        const struct sc_spans *const bd[BD_KINDS] = {&sp[gs->rank][BD_COMPUTE], &sp[gs->rank][BD_COMM],
-                                                  &sp[gs->rank][BD_UNEXPLAINED], &sp[gs->rank][BD_HOST]};
-        rs->breakdown = breakdown(bd, rs->start, rs->end);
-        rs->collective_kept_ns = covered(&sp[gs->rank][KEPT_COLL], rs->start, rs->end);
+        if (!only || rs == only) {
+            const struct sc_spans *const bd[BD_KINDS] = {&sp[gs->rank][BD_COMPUTE], &sp[gs->rank][BD_COMM],
+                                                      &sp[gs->rank][BD_UNEXPLAINED], &sp[gs->rank][BD_HOST]};
+            rs->breakdown = breakdown(bd, rs->start, rs->end);
+            rs->collective_kept_ns = covered(&sp[gs->rank][KEPT_COLL], rs->start, rs->end);
+        }
         rs->unexplained_ns = gs->unexplained_ns;
         if (!rs->partial && gs->measured_ns > 0) {
             double a = fabs(rs->error_pct);

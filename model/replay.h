@@ -94,6 +94,8 @@ struct model_replay_opts {
     const struct model_replay_override *overrides; /* borrowed; the last for a task wins */
     size_t n_overrides;
     int critical_path; /* compute the paths (1 by default) */
+    int slowest_breakdown; /* 1: only the slowest step gets its breakdown and kept collectives'
+                              time, the others' are left 0 (what an estimate reports); 0 by default */
     int keep_unexplained; /* 1: apply the graph's unexplained edges, waits the trace holds but
                              does not explain, as fixed latencies (0 by default) */
     struct model_coll_waits waits; /* kept collectives split (none by default: each keeps its
