@@ -1393,7 +1393,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
                                                               .sub = MODEL_CALL_SYNC, .dur = issue * posted,
                                                               .name = "pipeline transfers and synchronize"},
                               1, &at);
-    int k = 0;
+    int k = 0, sent = 0;
     for (int i = 0; i < n; i++) {
         if (kinds[i] < 0)
             continue;
@@ -1404,7 +1404,9 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
                                                               .name = send ? "pipeline send" : "pipeline receive",
                                                               .tag = r->region});
         add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + issue * ++k);
-        if (send)
+        /* the first send waits for what it carries; a second one follows
+         * it on the stream, so it does too */
+        if (send && !sent++)
             add_edge(y, produced, task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         for (int w = 0; w < r->n_waits[stream]; w++)
             add_edge(y, r->waits[stream][w], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
@@ -1412,6 +1414,10 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
         r->last[stream] = task;
         p2p_remember(y, p, r, kinds[i], task);
     }
+    /* a send ends after the compute it carries: waiting for the send, the
+     * call has waited for that compute */
+    if (sent)
+        r->synced[ST_COMPUTE] = produced;
     sync_streams(y, r, call);
 }
 
