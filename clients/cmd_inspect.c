@@ -47,7 +47,7 @@ static void print_rank(const struct model_trace *t, const struct model_inspect *
         struct cli_table tb;
         cli_table_init(&tb, "step", "duration ms", "partial", NULL);
         for (size_t i = 0; i < t->n_steps; i++)
-            cli_table_rowf(&tb, "%s|%.3f|%s", model_str(t, t->steps[i].name),
+            cli_table_rowf(&tb, "%s|%.3f|%s", or_dash(model_str(t, t->steps[i].name)),
                            ms(t->steps[i].end - t->steps[i].start), t->steps[i].partial ? "yes" : "");
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);

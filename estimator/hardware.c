@@ -73,7 +73,7 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
     if (!json_is_object(t))
         return sc_error_set(err, SC_EPARSE, "%s: an object of dtype -> TFLOP/s is required", key);
     json_object_foreach(t, k, v) {
-        enum hw_dtype d;
+        enum hw_dtype d = HW_FP32; /* hw_dtype_parse sets it */
         if (hw_dtype_parse(k, &d, err)) {
             err->code = SC_EPARSE;
             return sc_error_prefix(err, "%s", key);
@@ -106,7 +106,7 @@ static int check_keys(json_t *o, struct sc_error *err)
 
 static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
 {
-    double sm, per_node;
+    double sm = 0, per_node = 0; /* get_number sets them */
     json_t *names = json_object_get(o, "device_names"), *name;
     size_t i;
     memset(p, 0, sizeof *p);

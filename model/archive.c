@@ -103,7 +103,7 @@ static void member_close(struct model_stream *s)
  * external programs). */
 static int archive_start(const char *label, struct model_archive **out, struct sc_error *err)
 {
-    struct model_archive *m;
+    struct model_archive *m = NULL;
     int rc;
     *out = NULL;
     if ((rc = sc_dynlib_load(&la_lib, err)))
@@ -145,7 +145,7 @@ static int archive_opened(struct model_archive *m, int r, struct model_archive *
 
 int model_archive_open_file(const char *path, struct model_archive **out, struct sc_error *err)
 {
-    struct model_archive *m;
+    struct model_archive *m = NULL;
     int rc = archive_start(path, &m, err);
     if (rc)
         return rc;
@@ -155,7 +155,7 @@ int model_archive_open_file(const char *path, struct model_archive **out, struct
 int model_archive_open_mem(const void *buf, size_t n, const char *label, struct model_archive **out,
                            struct sc_error *err)
 {
-    struct model_archive *m;
+    struct model_archive *m = NULL;
     int rc = archive_start(label, &m, err);
     if (rc)
         return rc;
@@ -196,7 +196,7 @@ void model_archive_free(struct model_archive *m)
 
 int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
 {
-    struct model_archive *m;
+    struct model_archive *m = NULL;
     struct archive_entry *e;
     struct sc_error ignored;
     *yes = 0;

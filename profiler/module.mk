@@ -58,10 +58,10 @@ PROF_TSAN_OBJS := $(PROF_TSAN_SRCS:%.c=$(BUILD)/obj-tsan/%.o)
 PROF_TSAN_BIN := $(BUILD)/tests/prof-tsan-pool
 $(BUILD)/obj-tsan/%.o: %.c $(CONFIG)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -fsanitize=% -O%,$(ALL_CFLAGS)) -O1 -g -fsanitize=thread -MMD -MP -c -o $@ $<
+	$(CC) $(filter-out -fsanitize=% -O% -flto%,$(ALL_CFLAGS)) -O1 -g -fsanitize=thread -MMD -MP -c -o $@ $<
 $(PROF_TSAN_BIN): $(PROF_TSAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -fsanitize=%,$(ALL_LDFLAGS)) -fsanitize=thread -o $@ $^ -lpthread
+	$(CC) $(filter-out -fsanitize=% -O% -flto%,$(ALL_LDFLAGS)) -fsanitize=thread -o $@ $^ -lpthread
 
 # `make fuzz`: names of any bytes -> a trace stepcast's reader loads (tests/fuzz/fuzz_prof_json.c)
 FUZZ_TARGETS += prof_json
