@@ -23,6 +23,11 @@ BENCH_REPLAY := $(BUILD)/bench-replay
 $(BENCH_REPLAY): $(BUILD)/obj/tests/bench/bench_replay.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
+# bench-load: the trace load every command shares, alone (make bench)
+BENCH_LOAD := $(BUILD)/bench-load
+$(BENCH_LOAD): $(BUILD)/obj/tests/bench/bench_load.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
 # bench-plan: the planner's speed inside the process (make bench)
 BENCH_PLAN := $(BUILD)/bench-plan
 $(BENCH_PLAN): $(BUILD)/obj/tests/bench/bench_plan.o $(LIBSTEPCAST)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """tests/bench/ingest.py: trace ingest throughput and memory.
 
-For each file: `build/stepcast inspect FILE` (the same code path every command
-uses to load a trace) against `python3 -c 'import json; json.load(open(F))'`
-on the same decompressed file, best of 5 wall-clock runs each, and the peak
-RSS of each process (from wait4). Prints the figures with the commands."""
+For each file: `build/bench-load FILE` (tests/bench/bench_load.c: the load
+every command shares, and each rank's summary, as `stepcast inspect` makes
+it) against `python3 -c 'import json; json.load(open(F))'` on the same
+decompressed file, best of 5 wall-clock runs each, and the peak RSS of each
+process (from wait4). Prints the figures with the commands."""
 import gzip, os, shutil, subprocess, sys, tempfile, time
 
 RUNS = 5
@@ -33,14 +34,14 @@ def best(argv):
 
 def bench(label, path):
     size = os.path.getsize(path)
-    ours = [os.path.join(BUILD, "stepcast"), "inspect", path]
+    ours = [os.path.join(BUILD, "bench-load"), path]
     py = [sys.executable, "-c", "import json; json.load(open(%r))" % path]
     t_ours, rss_ours = best(ours)
     t_py, rss_py = best(py)
     mb = size / 1e6
     print("%s: %s (%.1f MB decompressed)" % (label, path, mb))
     print("  %-62s %7.3f s  %7.1f MB/s  peak RSS %7.1f MB (%.2fx the file)"
-          % (" ".join(["stepcast", "inspect", os.path.basename(path)]), t_ours, mb / t_ours,
+          % (" ".join(["bench-load", os.path.basename(path)]), t_ours, mb / t_ours,
              rss_ours / 1e6, rss_ours / size))
     print("  %-62s %7.3f s  %7.1f MB/s  peak RSS %7.1f MB (%.2fx the file)"
           % ("python3 -c 'import json; json.load(open(F))'", t_py, mb / t_py, rss_py / 1e6,
