@@ -571,20 +571,34 @@ static int collectives(struct wf *w, struct sc_error *err)
 
 /* ---- the answer ---- */
 
-/* The mean of r's complete steps (of all when none is), ms; *steps (when
- * not NULL) gets how many it averaged. */
+/* Whether the answer averages step s of r: the complete steps, or every
+ * step when none is complete (`complete`: whether any is). The step time
+ * and its split into measured and modelled time average the same steps. */
+static int averaged(const struct model_replay *r, size_t s, int complete)
+{
+    return !complete || !r->steps[s].partial;
+}
+
+static int any_complete(const struct model_replay *r)
+{
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (!r->steps[s].partial)
+            return 1;
+    return 0;
+}
+
+/* The mean of the steps averaged, ms; *steps (when not NULL) gets how
+ * many. */
 static double mean_step_ms(const struct model_replay *r, size_t *steps)
 {
     double sum = 0;
     size_t n = 0;
+    int complete = any_complete(r);
     for (size_t s = 0; s < r->n_steps; s++)
-        if (!r->steps[s].partial) {
+        if (averaged(r, s, complete)) {
             sum += (double)r->steps[s].replayed_ns;
             n++;
         }
-    if (!n)
-        for (size_t s = 0; s < r->n_steps; s++, n++)
-            sum += (double)r->steps[s].replayed_ns;
     if (steps)
         *steps = n;
     return n ? sum / (double)n / 1e6 : 0;
@@ -605,9 +619,10 @@ static int attribute(const struct wf *w, const uint32_t *map, struct whatif_resu
         src[map[i]] = i;
     double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
     size_t n = 0;
+    int complete = any_complete(r);
     for (size_t s = 0; s < r->n_steps; s++) {
         const struct model_replay_step *st = &r->steps[s];
-        if (st->partial && r->n_scored)
+        if (!averaged(r, s, complete))
             continue;
         n++;
         total += (double)st->replayed_ns;
