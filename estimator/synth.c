@@ -1233,7 +1233,7 @@ static void sum_list(struct run_sum *to, const struct oplist *l, uint8_t *whole)
         sum_append(to, &l->sum);
 }
 
-/* The one run of compute of a pass on virtual stage v (st), and whether
+/* The one run of compute of a pass on virtual stage v, and whether
  * it is whole (every list summed); made at its first use. The order is
  * run_pass's: summing is associative (sum_append's max-plus tail
  * included), so the run is the one the pass's lists appended one by one
