@@ -829,10 +829,15 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
     return 0;
 }
 
-static int cmp_seg_start(const void *a, const void *b)
+/* Segments in time order: critical_path() writes them backwards, each
+ * ending where the one before it starts, so reversing them sorts them. */
+static void reverse_segments(struct model_replay_segment *v, size_t n)
 {
-    const struct model_replay_segment *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
+    for (size_t i = 0; i < n / 2; i++) {
+        struct model_replay_segment t = v[i];
+        v[i] = v[n - 1 - i];
+        v[n - 1 - i] = t;
+    }
 }
 
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
@@ -972,7 +977,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
-            sc_sort(path.v + first, path.n - first, sizeof *path.v, cmp_seg_start);
+            reverse_segments(path.v + first, path.n - first);
             rs->path_first = first;
             rs->path_n = path.n - first;
         }
