@@ -381,17 +381,15 @@ static double params_ratio(const struct job_config *b, const struct job_config *
     return r;
 }
 
-/* A memory-bound kernel whose tensor tensor parallelism splits (the
+/* Whether a kernel's name says tensor parallelism splits its work (the
  * activation over the FFN's width, the attention's softmax and rotary
  * embedding over the heads); norms, dropouts and residual adds work on the
  * full hidden state of every rank without sequence parallelism. */
-static int tp_split_memory_kernel(const struct model_task *t, const char *name)
+static int tp_split_name(const char *name)
 {
     static const char *const words[] = {"gelu", "relu", "silu", "swiglu", "activation", "softmax", "rotary", NULL};
     char low[256];
     size_t n = 0;
-    if (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY)
-        return 1;
     for (; name && name[n] && n + 1 < sizeof low; n++)
         low[n] = (char)tolower((unsigned char)name[n]);
     low[n] = '\0';
@@ -399,6 +397,20 @@ static int tp_split_memory_kernel(const struct model_task *t, const char *name)
         if (strstr(low, words[k]))
             return 1;
     return 0;
+}
+
+/* A memory-bound kernel whose work tensor parallelism splits, by its
+ * family or its name; split (one per string of g, -1 until known) keeps
+ * each name's answer: a job has a few distinct names over many tasks. */
+static int tp_split_memory_kernel(const struct model_graph *g, uint32_t i, int8_t *split)
+{
+    const struct model_task *t = &g->tasks[i];
+    uint32_t name = g->src[i].name;
+    if (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY)
+        return 1;
+    if (split[name] < 0)
+        split[name] = (int8_t)tp_split_name(model_graph_str(g, name));
+    return split[name];
 }
 
 /* Work outside the layers that Megatron splits over tp: the output layer's
@@ -455,6 +467,10 @@ static int shapes(struct wf *w, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
+    int8_t *split = malloc(g->names.n ? g->names.n : 1);
+    if (!split)
+        return oom(err);
+    memset(split, -1, g->names.n);
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
         int in_layer = w->st->layer[i] >= 0;
@@ -486,9 +502,10 @@ static int shapes(struct wf *w, struct sc_error *err)
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
         else
-            r = r_mem * (tp_split_memory_kernel(tk, model_graph_str(g, g->src[i].name)) ? r_tp : 1.0);
+            r = r_mem * (r_tp != 1.0 && tp_split_memory_kernel(g, i, split) ? r_tp : 1.0);
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
+    free(split);
     /* tp 1 -> more: two all-reduces of the layer's activations per layer
      * pass, after its last GPU task on each stream */
     if (b->tp == 1 && t->tp > 1) {
