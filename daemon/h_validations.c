@@ -25,7 +25,9 @@
 #include "common/banned.h"
 
 /* The replay's prediction: the mean over ranks of the modelled steps
- * (complete ones; each rank has as many). */
+ * (complete ones; each rank has as many), replayed as GET
+ * /v1/models/{id}/replay replays them (the kept collectives split into
+ * transfer and wait). */
 static int predict_replay(struct svc *s, const char *id, double *ms, struct api_reply *r)
 {
     struct model_replay_opts ro;
@@ -36,6 +38,7 @@ static int predict_replay(struct svc *s, const char *id, double *ms, struct api_
     if (rc)
         return rc;
     model_replay_opts_default(&ro);
+    ro.waits = *built_model_waits(cache_value(e));
     rc = model_replay_run(built_model_graph(cache_value(e)), &ro, &rp, &err);
     cache_release(s->cache, e);
     if (rc)
