@@ -1169,18 +1169,17 @@ struct p2p {
 
 enum { P2P_FWD_SEND, P2P_FWD_RECV, P2P_BWD_SEND, P2P_BWD_RECV, P2P_KINDS };
 
-/* At stage detail a pass of a virtual stage is one run of its compute:
- * its operations summed once (pass_sum) serve every micro-batch. */
+/* A pass's compute as one run (pass_ops summed), per direction, made at
+ * its first use: at stage detail it serves every micro-batch. */
 struct pass_sum {
     struct run_sum sum[2]; /* forward, backward */
     uint8_t known[2];
-    uint8_t whole[2]; /* every operation list of the pass was summed whole (oplist.summed) */
 };
 
 struct pipeline {
     int64_t pp, vpp, m; /* ranks, chunks per rank, micro-batches */
     struct est_stage_layers *vstages;
-    struct pass_sum *pass; /* per virtual stage; NULL when passes are emitted op by op */
+    struct pass_sum *pass; /* per virtual stage; NULL when a pass is emitted op by op */
     struct p2p *p2p; /* [rank * P2P_KINDS + kind] */
     uint32_t *grad_norm; /* per rank: its member of the gradient-norm all-reduce */
     int64_t act_bytes;
@@ -1226,80 +1225,15 @@ static void pass_region(struct rank *r, int backward, int64_t mb, int64_t chunk)
     *put_i64(p + sizeof ch - 1, chunk) = '\0';
 }
 
-static void sum_list(struct run_sum *to, const struct oplist *l, uint8_t *whole)
+/* The operations of one pass (forward or backward) of virtual stage st on
+ * rank r, in the order they run, with ZeRO-3's collectives and the last
+ * micro-batch's gradient buckets between them. */
+static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_layers *st, int64_t mb, int backward,
+                     int last_mb, struct bucket_state *bucket)
 {
-    *whole &= (uint8_t)(l->summed != 0);
-    if (l->n)
-        sum_append(to, &l->sum);
-}
-
-/* The one run of compute of a pass on virtual stage v, and whether
- * it is whole (every list summed); made at its first use. The order is
- * run_pass's: summing is associative (sum_append's max-plus tail
- * included), so the run is the one the pass's lists appended one by one
- * make. */
-static const struct pass_sum *pass_sum(struct synth *y, struct pipeline *p, int v, int backward)
-{
-    struct pass_sum *ps = &p->pass[v];
-    if (ps->known[backward])
-        return ps;
-    const struct est_stage_layers *st = &p->vstages[v];
-    const struct est_model *m = &y->s->model;
-    struct run_sum *sum = &ps->sum[backward];
-    uint8_t *whole = &ps->whole[backward];
-    memset(sum, 0, sizeof *sum);
-    *whole = 1;
-    if (!backward) {
-        if (st->embedding)
-            sum_list(sum, &y->embed_fwd, whole);
-        for (int i = 0; i < st->layers; i++)
-            sum_list(sum, &y->fwd[est_model_layer_is_moe(m, st->first_layer + i)], whole);
-        if (st->loss)
-            sum_list(sum, &y->head_fwd, whole);
-    } else {
-        if (st->loss)
-            sum_list(sum, &y->head_bwd, whole);
-        for (int i = st->layers - 1; i >= 0; i--) {
-            int is_moe = est_model_layer_is_moe(m, st->first_layer + i);
-            sum_list(sum, &y->recompute[is_moe], whole);
-            sum_list(sum, &y->bwd[is_moe], whole);
-        }
-        if (st->embedding)
-            sum_list(sum, &y->embed_bwd, whole);
-    }
-    ps->known[backward] = 1;
-    return ps;
-}
-
-/* Run forward or backward of one micro-batch on one model chunk. */
-static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
-                     int backward, int last_mb, struct bucket_state *bucket)
-{
-    int v = virtual_stage(p, r->id, chunk);
-    const struct est_stage_layers *st = &p->vstages[v];
     const struct est_spec *s = y->s;
-    int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
-    if (y->sim) {
-        z3_sim_pass(y, st, backward);
-        return;
-    }
     double emb, head;
     edge_params(s, st, &emb, &head);
-    /* the pass starts on what the pipeline received */
-    if (sync_recv)
-        wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
-    if (y->named)
-        pass_region(r, backward, mb, chunk);
-    /* at stage detail, without ZeRO-3's per-layer collectives or the last
-     * micro-batch's gradient buckets, the pass is one run of compute */
-    if (p->pass && !zero3(y) && !(backward && last_mb)) {
-        const struct pass_sum *ps = pass_sum(y, p, v, backward);
-        if (ps->whole[backward]) {
-            if (ps->sum[backward].n)
-                run_add(y, r, ST_COMPUTE, &ps->sum[backward]);
-            return;
-        }
-    }
     if (!backward) {
         if (st->embedding) {
             z3_gather(y, r, emb, 0);
@@ -1363,6 +1297,46 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         if (s->options.overlap_grad_reduce)
             bucket_reduce(y, r, bucket);
     }
+}
+
+/* Virtual stage v's pass as one run: pass_ops on a rank of its own, where
+ * (at stage detail, every operation list summed, no ZeRO-3 and not the
+ * last micro-batch's backward) it only sums the lists in their order. */
+static const struct run_sum *pass_sum(struct synth *y, struct pipeline *p, int v, int backward)
+{
+    struct pass_sum *ps = &p->pass[v];
+    if (!ps->known[backward]) {
+        struct rank scratch;
+        memset(&scratch, 0, sizeof scratch);
+        pass_ops(y, &scratch, &p->vstages[v], 0, backward, 0, NULL);
+        ps->sum[backward] = scratch.run.sum;
+        ps->known[backward] = 1;
+    }
+    return &ps->sum[backward];
+}
+
+/* Run forward or backward of one micro-batch on one model chunk. */
+static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_t chunk, int64_t mb,
+                     int backward, int last_mb, struct bucket_state *bucket)
+{
+    int v = virtual_stage(p, r->id, chunk);
+    int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    if (y->sim) {
+        z3_sim_pass(y, &p->vstages[v], backward);
+        return;
+    }
+    /* the pass starts on what the pipeline received */
+    if (sync_recv)
+        wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
+    if (y->named)
+        pass_region(r, backward, mb, chunk);
+    if (p->pass && !zero3(y) && !(backward && last_mb)) {
+        const struct run_sum *sum = pass_sum(y, p, v, backward);
+        if (sum->n)
+            run_add(y, r, ST_COMPUTE, sum);
+        return;
+    }
+    pass_ops(y, r, &p->vstages[v], mb, backward, last_mb, bucket);
 }
 
 static void p2p_remember(struct synth *y, struct pipeline *p, struct rank *r, int kind, uint32_t task)
@@ -1953,10 +1927,13 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);
     p.grad_norm = calloc((size_t)p.pp, sizeof *p.grad_norm);
-    if (detail == EST_DETAIL_STAGE)
+    /* a pass summed once (pass_sum) where pass_ops only sums: at stage
+     * detail, and without the context-parallel ring's blocks and exchanges */
+    int summed = detail == EST_DETAIL_STAGE && y.sh.cp <= 1;
+    if (summed)
         p.pass = calloc((size_t)(p.pp * p.vpp), sizeof *p.pass);
     y.gb = model_gb_new(err);
-    if (!p.vstages || !p.p2p || !p.grad_norm || (detail == EST_DETAIL_STAGE && !p.pass) || !y.gb) {
+    if (!p.vstages || !p.p2p || !p.grad_norm || (summed && !p.pass) || !y.gb) {
         synth_release(&y, &p);
         model_gb_free(y.gb);
         return sc_error_set(err, SC_ENOMEM, "out of memory synthesising the step");
