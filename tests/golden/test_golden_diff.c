@@ -54,15 +54,30 @@ static int diff_jobs(const struct model_job *a, const struct model_job *b, struc
     return rc;
 }
 
+/* gentrace's 2-rank, 3-step job (A) against the same with `change`, its
+ * further options (B). 0 when *d holds the diff. */
+static const char *const gentrace_base[] = {"--steps", "3", NULL};
+
+static int diff_gentrace(const char *const *change, struct model_diff *d)
+{
+    const char *changed[8] = {"--steps", "3"};
+    for (size_t i = 0; change[i] && i + 3 < sizeof changed / sizeof changed[0]; i++)
+        changed[2 + i] = change[i];
+    struct model_job *a = th_gentrace_job(2, gentrace_base), *b = th_gentrace_job(2, changed);
+    int rc = a && b ? diff_jobs(a, b, d) : -1;
+    model_job_free(a);
+    model_job_free(b);
+    return rc;
+}
+
 /* Only the network changes (transfers x2): all of the difference is
  * communication, no kernel is added or removed, the NCCL kernels are
  * re-timed. A run against itself: nothing differs. */
 TEST(diff_gentrace_comm_only_and_self)
 {
-    const char *slow[] = {"--steps", "3", "--comm-scale", "2", NULL}, *base[] = {"--steps", "3", NULL};
-    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, slow);
+    static const char *const slow[] = {"--comm-scale", "2", NULL};
     struct model_diff d;
-    if (a && b && diff_jobs(a, b, &d) == 0) {
+    if (diff_gentrace(slow, &d) == 0) {
         check_sum(&d);
         CHECK(d.b_ns > d.a_ns);
         CHECK_EQ_INT(d.steps, 6);
@@ -73,6 +88,7 @@ TEST(diff_gentrace_comm_only_and_self)
         CHECK(d.retimed[0].b_ns > d.retimed[0].a_ns);
         model_diff_release(&d);
     }
+    struct model_job *a = th_gentrace_job(2, gentrace_base);
     if (a && diff_jobs(a, a, &d) == 0) {
         CHECK_EQ_INT(d.b_ns, d.a_ns);
         for (size_t i = 0; i < d.n_parts; i++)
@@ -81,17 +97,15 @@ TEST(diff_gentrace_comm_only_and_self)
         model_diff_release(&d);
     }
     model_job_free(a);
-    model_job_free(b);
 }
 
 /* GPU work x0.8: the step shrinks, mostly in compute and communication,
  * little is left unmatched. */
 TEST(diff_gentrace_gpu_faster)
 {
-    const char *fast[] = {"--steps", "3", "--gpu-scale", "0.8", NULL}, *base[] = {"--steps", "3", NULL};
-    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, fast);
+    static const char *const fast[] = {"--gpu-scale", "0.8", NULL};
     struct model_diff d;
-    if (a && b && diff_jobs(a, b, &d) == 0) {
+    if (diff_gentrace(fast, &d) == 0) {
         check_sum(&d);
         int64_t total = d.b_ns - d.a_ns;
         CHECK(total < 0);
@@ -99,8 +113,6 @@ TEST(diff_gentrace_gpu_faster)
         CHECK(llabs(part(&d, "unmatched")) < llabs(total) / 5);
         model_diff_release(&d);
     }
-    model_job_free(a);
-    model_job_free(b);
 }
 
 /* Data loading 1.5 -> 3 ms a step, nothing else: the host gap before
@@ -108,10 +120,9 @@ TEST(diff_gentrace_gpu_faster)
  * compute or communication. */
 TEST(diff_gentrace_slower_data_loading_is_idle)
 {
-    const char *slow[] = {"--steps", "3", "--load-ms", "3", NULL}, *base[] = {"--steps", "3", NULL};
-    struct model_job *a = th_gentrace_job(2, base), *b = th_gentrace_job(2, slow);
+    static const char *const slow[] = {"--load-ms", "3", NULL};
     struct model_diff d;
-    if (a && b && diff_jobs(a, b, &d) == 0) {
+    if (diff_gentrace(slow, &d) == 0) {
         check_sum(&d);
         int64_t total = d.b_ns - d.a_ns;
         CHECK(total > 1000000); /* about 1.5 ms a step */
@@ -120,8 +131,6 @@ TEST(diff_gentrace_slower_data_loading_is_idle)
         CHECK_EQ_INT(d.n_added + d.n_removed, 0);
         model_diff_release(&d);
     }
-    model_job_free(a);
-    model_job_free(b);
 }
 
 /* HTA's control (A100) and test (V100) runs of one recommendation model:
