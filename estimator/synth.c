@@ -706,8 +706,8 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
 }
 
 /* A host call on rank r's thread (t, on r->cpu); returns the task that
- * holds it, and *at gets when the call starts in that task. A named graph
- * gets a task per call (*at is 0). An unnamed one, only replayed, holds
+ * holds it, and *at (unless NULL) when the call starts in that task. A
+ * named graph gets a task per call (at 0). An unnamed one, only replayed, holds
  * the calls since the thread last synchronised in one task: the calls run
  * back to back, nothing waits on one but the work it launches, and that
  * work waits on the task's start plus the call's place in it (SS and SF
@@ -717,21 +717,26 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
 static uint32_t host_call(struct synth *y, struct rank *r, const struct model_task_spec *t, int sync,
                           int64_t *at)
 {
-    *at = 0;
-    if (y->named)
-        return add_task(y, t);
-    if (r->call == MODEL_NONE) {
-        r->call = add_task(y, t);
-        r->call_ns = t->dur;
+    int64_t offset = 0;
+    uint32_t call;
+    if (y->named) {
+        call = add_task(y, t);
     } else {
-        *at = r->call_ns;
-        r->call_ns += t->dur;
-        if (!y->failed && model_gb_set_dur(y->gb, r->call, r->call_ns))
-            y->failed = y->err->code;
+        if (r->call == MODEL_NONE) {
+            r->call = add_task(y, t);
+            r->call_ns = t->dur;
+        } else {
+            offset = r->call_ns;
+            r->call_ns += t->dur;
+            if (!y->failed && model_gb_set_dur(y->gb, r->call, r->call_ns))
+                y->failed = y->err->code;
+        }
+        call = r->call;
+        if (sync)
+            r->call = MODEL_NONE;
     }
-    uint32_t call = r->call;
-    if (sync)
-        r->call = MODEL_NONE;
+    if (at)
+        *at = offset;
     return call;
 }
 
@@ -878,10 +883,9 @@ static uint32_t anchor(struct synth *y, struct rank *r, int stream)
 static uint32_t host_sync(struct synth *y, struct rank *r, const char *name, const uint32_t *on, size_t n)
 {
     flush(y, r);
-    int64_t at;
     uint32_t call = host_call(y, r, &(struct model_task_spec){.res = r->cpu, .cls = MODEL_TASK_CALL,
                                                               .sub = MODEL_CALL_SYNC, .dur = 0, .name = name},
-                              1, &at);
+                              1, NULL);
     for (size_t i = 0; i < n; i++)
         add_edge(y, on[i], call, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0);
     return call;
