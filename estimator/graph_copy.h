@@ -5,7 +5,8 @@
  *
  * Everything else is copied as it is: ranks, resources, every task's
  * class, name, source event and tag, every edge, the steps, the collective
- * groups, the job the graph came from. With the source's own durations the
+ * groups, merged tasks' communication (at most a task's new duration), the
+ * job the graph came from. With the source's own durations the
  * copy replays exactly as the source does. */
 #ifndef ESTIMATOR_GRAPH_COPY_H
 #define ESTIMATOR_GRAPH_COPY_H

@@ -126,6 +126,7 @@ struct run_sum {
     int n;               /* operations */
     int64_t cpu;         /* host time: its dispatches */
     int64_t gpu;         /* GPU time */
+    int64_t comm;        /* of which communication */
     int64_t first_cpu;   /* the first dispatch */
     int64_t tail;        /* max over its ops of (host time before it + its dispatch + GPU work from there on) */
     uint8_t cls, sub;    /* the first operation's */
@@ -758,6 +759,10 @@ static void flush(struct synth *y, struct rank *r)
     uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[u->stream], .cls = cls,
                                                           .sub = m->mixed ? MODEL_KF_OTHER : m->sub,
                                                           .dur = m->gpu, .name = name, .tag = r->region});
+    /* compute merged with collectives among peers: the breakdown counts
+     * the collectives' time as communication, as the kernels apart show */
+    if (cls == MODEL_TASK_KERNEL && m->comm > 0 && !y->failed && model_gb_set_comm(y->gb, task, m->comm))
+        y->failed = y->err->code;
     /* it starts once its first dispatch is done, and it cannot end before
      * any of its operations could have: dispatched, then it and the ones
      * after it run (the FF latency counts from the last dispatch; the SF
@@ -821,13 +826,15 @@ static void sum_append(struct run_sum *b, const struct run_sum *a)
     b->kernel |= a->kernel;
     b->cpu += a->cpu;
     b->gpu += a->gpu;
+    b->comm += a->comm;
     b->n += a->n;
 }
 
 static void sum_op(const struct synth *y, const struct op *o, struct run_sum *out)
 {
     int64_t cpu = op_host(y, o);
-    *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .first_cpu = cpu, .tail = cpu + o->dur,
+    *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .comm = o->cls == MODEL_TASK_COMM ? o->dur : 0,
+                            .first_cpu = cpu, .tail = cpu + o->dur,
                             .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
 }
 

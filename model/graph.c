@@ -109,7 +109,21 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->groups);
     free((void *)g->group_at);
     free((void *)g->group_tasks);
+    free((void *)g->comm_parts);
     free(g);
+}
+
+int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i)
+{
+    size_t lo = 0, hi = g->n_comm_parts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->comm_parts[mid].task < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n_comm_parts && g->comm_parts[lo].task == i ? g->comm_parts[lo].comm_ns : 0;
 }
 
 size_t model_graph_bytes(const struct model_graph *g)
@@ -118,5 +132,6 @@ size_t model_graph_bytes(const struct model_graph *g)
     return sizeof *g + names + g->n_tasks * (sizeof *g->tasks + sizeof *g->src + 4 * sizeof(uint32_t)) +
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
-           g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t);
+           g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t) +
+           g->n_comm_parts * sizeof *g->comm_parts;
 }

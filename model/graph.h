@@ -171,6 +171,14 @@ struct model_task {
     uint8_t kept;      /* a collective that keeps its traced duration */
 };
 
+/* A synthesised task that merges compute kernels with collectives among
+ * peers simulated as one rank: how much of its work is communication
+ * (model_gb_set_comm), which the breakdown counts as such. */
+struct model_comm_part {
+    uint32_t task;
+    int64_t comm_ns;
+};
+
 /* Where a task came from, and its name. */
 struct model_task_src {
     uint32_t name;  /* string id in the graph's names */
@@ -264,8 +272,14 @@ struct model_graph {
     const struct model_coll_group *groups;
     const uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
     size_t n_groups;
+    const struct model_comm_part *comm_parts; /* by task; none in a traced job's graph */
+    size_t n_comm_parts;
     struct model_graph_stats stats;
 };
+
+/* The communication in task i's work (struct model_comm_part), ns; 0 for
+ * a task that is all compute or all communication. */
+int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i);
 
 /* A string of the graph's names. */
 static inline const char *model_graph_str(const struct model_graph *g, uint32_t id)

@@ -48,6 +48,8 @@ struct model_gb {
     size_t n_groups, cap_groups, cap_group_at;
     uint32_t *group_tasks;
     size_t n_members, cap_members;
+    struct model_comm_part *comm_parts; /* model_gb_set_comm */
+    size_t n_comm_parts, cap_comm_parts;
     struct model_graph_stats stats;
     int unnamed; /* model_gb_skip_names */
 };
@@ -114,6 +116,7 @@ void model_gb_free(struct model_gb *gb)
     free(gb->groups);
     free(gb->group_at);
     free(gb->group_tasks);
+    free(gb->comm_parts);
     free(gb);
 }
 
@@ -258,6 +261,22 @@ int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur)
     return SC_OK;
 }
 
+int model_gb_set_comm(struct model_gb *gb, uint32_t task, int64_t comm_ns)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (task >= gb->n_tasks)
+        return fail(gb, SC_EINVAL, "the communication of a task not added");
+    if (gb->tasks[task].cls != MODEL_TASK_KERNEL)
+        return fail(gb, SC_EINVAL, "communication merged into a task that is no kernel");
+    if (comm_ns <= 0 || comm_ns > gb->tasks[task].dur)
+        return fail(gb, SC_EINVAL, "communication outside a task's duration");
+    if (sc_vec_reserve((void **)&gb->comm_parts, &gb->cap_comm_parts, gb->n_comm_parts + 1, sizeof *gb->comm_parts))
+        return OOM(gb);
+    gb->comm_parts[gb->n_comm_parts++] = (struct model_comm_part){task, comm_ns};
+    return SC_OK;
+}
+
 int model_gb_reserve(struct model_gb *gb, size_t tasks, size_t edges, size_t groups, size_t members)
 {
     if (gb->failed)
@@ -373,6 +392,27 @@ struct order_key {
     int64_t t;
     uint32_t i;
 };
+
+static int by_part_task(const void *x, const void *y)
+{
+    const struct model_comm_part *a = x, *b = y;
+    return (a->task > b->task) - (a->task < b->task);
+}
+
+/* The communication parts by task, each task once. */
+static int sort_comm_parts(struct model_gb *gb)
+{
+    int sorted = 1;
+    for (size_t c = 1; c < gb->n_comm_parts && sorted; c++)
+        sorted = gb->comm_parts[c - 1].task < gb->comm_parts[c].task;
+    if (sorted)
+        return SC_OK;
+    sc_sort(gb->comm_parts, gb->n_comm_parts, sizeof *gb->comm_parts, by_part_task);
+    for (size_t c = 1; c < gb->n_comm_parts; c++)
+        if (gb->comm_parts[c - 1].task == gb->comm_parts[c].task)
+            return fail(gb, SC_EINVAL, "the communication of a task set twice");
+    return SC_OK;
+}
 
 static int by_order_key(const void *x, const void *y)
 {
@@ -519,6 +559,8 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     }
     for (size_t m = 0; m < gb->n_members; m++)
         gb->group_tasks[m] = to[gb->group_tasks[m]];
+    for (size_t c = 0; c < gb->n_comm_parts; c++)
+        gb->comm_parts[c].task = to[gb->comm_parts[c].task];
     g->tasks = gb->tasks;
     g->src = gb->src;
     gb->tasks = NULL;
@@ -612,7 +654,8 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->next = links + n;
     g->pred_at = links + 2 * n;
     g->succ_at = links + 3 * n + 1;
-    if ((rc = layout(gb, g, to, links, links + n)) || (rc = index_edges(gb, g, links + 2 * n, links + 3 * n + 1)))
+    if ((rc = layout(gb, g, to, links, links + n)) || (rc = index_edges(gb, g, links + 2 * n, links + 3 * n + 1)) ||
+        (rc = sort_comm_parts(gb)))
         goto out;
     g->job = gb->job;
     g->names = gb->names;
@@ -628,6 +671,8 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->group_at = gb->group_at;
     g->group_tasks = gb->group_tasks;
     g->n_groups = gb->n_groups;
+    g->comm_parts = gb->comm_parts;
+    g->n_comm_parts = gb->n_comm_parts;
     g->stats = gb->stats;
     gb->res = NULL;
     gb->steps = NULL;
@@ -635,6 +680,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     gb->groups = NULL;
     gb->group_at = NULL;
     gb->group_tasks = NULL;
+    gb->comm_parts = NULL;
     *out = g;
     g = NULL;
     if (map) {

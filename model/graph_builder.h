@@ -99,6 +99,13 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
  * into a task as it goes, such as the host calls of a synthesised step. */
 int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur);
 
+/* How much of a kernel task's work is communication (0 < comm_ns <= its
+ * duration, set once): a synthesised task that merges compute kernels with
+ * collectives among peers simulated as one rank. The replay's breakdown
+ * counts the last comm_ns of its run as communication, the rest as
+ * compute. */
+int model_gb_set_comm(struct model_gb *gb, uint32_t task, int64_t comm_ns);
+
 /* Room for `tasks` tasks, `edges` edges, `groups` collective groups and
  * `members` members of groups in all, when the caller knows about how many
  * it will add: a hint that saves growing the arrays (more may still be

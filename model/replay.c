@@ -919,9 +919,14 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             switch (t->cls) {
             case MODEL_TASK_KERNEL:
             case MODEL_TASK_COPY:
-            case MODEL_TASK_SET:
-                bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], r->end[i]);
+            case MODEL_TASK_SET: {
+                /* a merged task's communication is its run's last part */
+                int64_t comm = g->n_comm_parts ? model_graph_comm_part(g, i) : 0;
+                int64_t split = r->end[i] - comm > r->start[i] ? r->end[i] - comm : r->start[i];
+                bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], split) ||
+                      sc_spans_add(&rs[BD_COMM], split, r->end[i]);
                 break;
+            }
             case MODEL_TASK_COMM:
                 bad = sc_spans_add(&rs[BD_COMM], r->start[i], r->end[i]);
                 if (t->kept) /* its wait comes first */

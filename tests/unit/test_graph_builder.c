@@ -357,3 +357,83 @@ TEST(graph_api_resource_order_is_the_order_added)
     free(map);
     model_graph_free(g);
 }
+
+/* One rank: a 10 ms kernel on the compute stream and a 3 ms all-reduce on
+ * the communication stream, both from the step's start; layout keys that
+ * put the all-reduce before the kernel. */
+static struct model_gb *merged_graph(uint32_t *kernel, uint32_t *allreduce, struct sc_error *err)
+{
+    struct model_gb *gb = model_gb_new(err);
+    uint16_t rank;
+    uint32_t cpu, gpu, net, begin, end;
+    REQUIRE(gb != NULL);
+    REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = 0}, &rank) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank}, &cpu) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .tid = 7}, &gpu) == SC_OK);
+    REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .tid = 13}, &net) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER, .order = 1},
+                              &begin) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu, .cls = MODEL_TASK_KERNEL, .dur = 10 * MS,
+                                                            .order = 20},
+                              kernel) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = net, .cls = MODEL_TASK_COMM,
+                                                            .sub = MODEL_COLL_ALLREDUCE, .dur = 3 * MS, .order = 10},
+                              allreduce) == SC_OK);
+    REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu, .cls = MODEL_TASK_MARKER, .order = 30},
+                              &end) == SC_OK);
+    REQUIRE(model_gb_add_edge(gb, begin, *kernel, MODEL_EDGE_LAUNCH, MODEL_FS, 0, 0) == SC_OK);
+    REQUIRE(model_gb_add_edge(gb, begin, *allreduce, MODEL_EDGE_LAUNCH, MODEL_FS, 0, 0) == SC_OK);
+    REQUIRE(model_gb_add_edge(gb, *kernel, end, MODEL_EDGE_HOST_SYNC, MODEL_FS, 0, 0) == SC_OK);
+    REQUIRE(model_gb_add_edge(gb, *allreduce, end, MODEL_EDGE_HOST_SYNC, MODEL_FS, 0, 0) == SC_OK);
+    REQUIRE(model_gb_add_step(gb, &(struct model_step_spec){.rank = rank, .begin = begin, .end = end, .name = "s",
+                                                            .measured_ns = -1, .trace_step = MODEL_NONE}) == SC_OK);
+    return gb;
+}
+
+/* A task that merges compute with collectives among peers (a synthesised
+ * stage's run) counts its communication as such: the last of its run, here
+ * 4 of the kernel's 10 ms, while the all-reduce overlaps its first 3 ms.
+ * The part follows its task through the layout. */
+TEST(graph_api_merged_task_counts_its_communication)
+{
+    struct sc_error err;
+    uint32_t k, c;
+    struct model_gb *gb = merged_graph(&k, &c, &err);
+    REQUIRE(model_gb_set_comm(gb, k, 4 * MS) == SC_OK);
+    struct model_graph *g = NULL;
+    uint32_t *map = NULL;
+    REQUIRE(model_gb_finish_map(gb, &g, &map, &err) == SC_OK);
+    CHECK(map[k] != k); /* the layout moved it */
+    CHECK_EQ_INT(model_graph_comm_part(g, map[k]), 4 * MS);
+    CHECK_EQ_INT(model_graph_comm_part(g, map[c]), 0);
+    struct model_replay *r = NULL;
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    const struct model_breakdown *b = &r->steps[0].breakdown;
+    CHECK_EQ_INT(r->steps[0].replayed_ns, 10 * MS);
+    CHECK_EQ_INT(b->overlap, 3 * MS);         /* the all-reduce beside the compute */
+    CHECK_EQ_INT(b->compute_exposed, 3 * MS); /* the rest of the compute */
+    CHECK_EQ_INT(b->comm_exposed, 4 * MS);    /* the merged collectives */
+    model_replay_free(r);
+    free(map);
+    model_graph_free(g);
+
+    /* more than its duration; none; on a collective; set twice (found
+     * when finished) */
+    gb = merged_graph(&k, &c, &err);
+    CHECK_EQ_INT(model_gb_set_comm(gb, k, 11 * MS), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "outside a task's duration");
+    model_gb_free(gb);
+    gb = merged_graph(&k, &c, &err);
+    CHECK_EQ_INT(model_gb_set_comm(gb, k, 0), SC_EINVAL);
+    model_gb_free(gb);
+    gb = merged_graph(&k, &c, &err);
+    CHECK_EQ_INT(model_gb_set_comm(gb, c, MS), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no kernel");
+    model_gb_free(gb);
+    gb = merged_graph(&k, &c, &err);
+    REQUIRE(model_gb_set_comm(gb, k, 2) == SC_OK);
+    REQUIRE(model_gb_set_comm(gb, k, 3) == SC_OK);
+    CHECK_EQ_INT(model_gb_finish(gb, &g, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set twice");
+    CHECK(g == NULL);
+}
