@@ -534,9 +534,11 @@ static void break_cycle(struct sim *s)
 
 /* model_replay_simulate, the host gaps it used left in gap[] (n_tasks)
  * and, when kept_wait is not NULL, the split collectives' waits (one per
- * wait of the options). */
+ * wait of the options). With dur_out, the durations it ran the tasks with
+ * (n_tasks, the caller's to free; NULL when it failed). */
 static int simulate(const struct model_graph *g, const struct model_replay_opts *o, int64_t *start,
-                    int64_t *end, int64_t *gap, int64_t *kept_wait, size_t *forced, struct sc_error *err)
+                    int64_t *end, int64_t *gap, int64_t *kept_wait, size_t *forced, int64_t **dur_out,
+                    struct sc_error *err)
 {
     size_t n = g->n_tasks, ng = g->n_groups ? g->n_groups : 1;
     struct sim s = {g, start, end};
@@ -612,6 +614,10 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
         }
     }
 out:
+    if (dur_out && !rc) {
+        *dur_out = s.dur; /* the scratch's first n words */
+        s.dur = NULL;
+    }
     free(s.dur); /* the scratch */
     free(s.wait);
     return rc;
@@ -623,7 +629,7 @@ int model_replay_simulate(const struct model_graph *g, const struct model_replay
     int64_t *gap = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *gap);
     if (!gap)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    int rc = simulate(g, o, start, end, gap, NULL, forced, err);
+    int rc = simulate(g, o, start, end, gap, NULL, forced, NULL, err);
     free(gap);
     return rc;
 }
@@ -852,7 +858,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
     struct sc_spans (*sp)[N_SPANS] = NULL;
     struct path path = {0};
     struct sc_spans tmp = {0}; /* sc_spans_union's */
-    int64_t *kept_wait = NULL, *task_wait = NULL;
+    int64_t *kept_wait = NULL, *task_wait = NULL, *dur = NULL;
     int rc = SC_OK;
 
     *out = NULL;
@@ -881,7 +887,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             goto out;
         }
     }
-    if ((rc = simulate(g, o, r->start, r->end, r->gap, kept_wait, &r->forced, err)))
+    if ((rc = simulate(g, o, r->start, r->end, r->gap, kept_wait, &r->forced, &dur, err)))
         goto out;
     if (task_wait) {
         memset(task_wait, 0xff, n * sizeof *task_wait); /* -1 */
@@ -920,10 +926,14 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             case MODEL_TASK_KERNEL:
             case MODEL_TASK_COPY:
             case MODEL_TASK_SET: {
-                /* a merged task's communication is its run's last part */
+                /* busy for its duration from its start; a run held open
+                 * longer (a merged task waiting for its launches) is not
+                 * compute meanwhile; a merged task's communication is the
+                 * run's last part */
                 int64_t comm = g->n_comm_parts ? model_graph_comm_part(g, i) : 0;
                 int64_t split = r->end[i] - comm > r->start[i] ? r->end[i] - comm : r->start[i];
-                bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], split) ||
+                int64_t busy = r->start[i] + (dur[i] > comm ? dur[i] - comm : 0);
+                bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], busy < split ? busy : split) ||
                       sc_spans_add(&rs[BD_COMM], split, r->end[i]);
                 break;
             }
@@ -1002,6 +1012,7 @@ out:
     free(path.v);
     free(kept_wait);
     free(task_wait);
+    free(dur);
     model_replay_free(r);
     return rc;
 }
