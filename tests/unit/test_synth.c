@@ -23,7 +23,14 @@ static int load(const char *json, struct est_spec *s, const struct hw_profile **
     return rc;
 }
 
-static double estimate_ms(const char *json, enum est_detail d, struct est_costs *override)
+/* An estimate's step and breakdown at a level of detail, ms: compute
+ * busy (exposed and overlapped), communication exposed, host. */
+struct bd {
+    double step, compute, comm, host;
+};
+
+/* Estimate json at detail d with the GPU's default costs, or `override`. */
+static int estimate_at(const char *json, enum est_detail d, const struct est_costs *override, struct bd *out)
 {
     struct est_spec s;
     const struct hw_profile *hw;
@@ -39,9 +46,16 @@ static double estimate_ms(const char *json, enum est_detail d, struct est_costs 
         fprintf(stderr, "estimate: %s\n", err.msg);
         return -1;
     }
-    double ms = e.step_ms;
+    *out = (struct bd){e.step_ms, (e.breakdown.compute_exposed + e.breakdown.overlap) / 1e6,
+                       e.breakdown.comm_exposed / 1e6, e.breakdown.host / 1e6};
     est_estimate_release(&e);
-    return ms;
+    return 0;
+}
+
+static double estimate_ms(const char *json, enum est_detail d, struct est_costs *override)
+{
+    struct bd b;
+    return estimate_at(json, d, override, &b) ? -1 : b.step;
 }
 
 /* Specs of several shapes: dense GPT, Llama-like (GQA, SwiGLU), pipeline
@@ -109,6 +123,17 @@ TEST(synth_replays_every_spec_without_forcing)
     }
 }
 
+/* Whether two replays have the same steps, to the nanosecond and the
+ * breakdown. */
+static int same_steps(const struct model_replay *a, const struct model_replay *b)
+{
+    int same = a->n_steps == b->n_steps;
+    for (size_t k = 0; same && k < a->n_steps; k++)
+        same = a->steps[k].replayed_ns == b->steps[k].replayed_ns &&
+               memcmp(&a->steps[k].breakdown, &b->steps[k].breakdown, sizeof a->steps[k].breakdown) == 0;
+    return same;
+}
+
 /* The graph est_estimate replays (est_synth_unnamed) is est_synth's with
  * no names and each thread's host calls between synchronisations as one
  * task: the same GPU tasks in the same order (durations, streams,
@@ -168,10 +193,7 @@ TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
                 same = g->groups[k].op == u->groups[k].op && g->groups[k].size == u->groups[k].size &&
                        g->groups[k].bytes == u->groups[k].bytes && g->group_at[k + 1] == u->group_at[k + 1];
             CHECK(same);
-            for (size_t k = 0; k < rg->n_steps && k < ru->n_steps; k++) {
-                CHECK_EQ_INT(ru->steps[k].replayed_ns, rg->steps[k].replayed_ns);
-                CHECK(memcmp(&ru->steps[k].breakdown, &rg->steps[k].breakdown, sizeof rg->steps[k].breakdown) == 0);
-            }
+            CHECK(same_steps(rg, ru));
             model_replay_free(rg);
             model_replay_free(ru);
             model_graph_free(g);
@@ -192,30 +214,6 @@ TEST(synth_levels_of_detail_agree_within_one_percent)
     }
 }
 
-/* An estimate's step and breakdown at a level of detail, ms: compute
- * busy (exposed and overlapped), communication exposed, host. */
-struct bd {
-    double step, compute, comm, host;
-};
-
-static int estimate_breakdown(const char *json, enum est_detail d, struct bd *out)
-{
-    struct est_spec s;
-    const struct hw_profile *hw;
-    struct est_costs c;
-    struct est_estimate e;
-    struct sc_error err;
-    if (load(json, &s, &hw))
-        return -1;
-    est_costs_default(hw, &s, &c);
-    if (est_estimate(&s, hw, &c, d, &e, &err))
-        return -1;
-    *out = (struct bd){e.step_ms, (e.breakdown.compute_exposed + e.breakdown.overlap) / 1e6,
-                       e.breakdown.comm_exposed / 1e6, e.breakdown.host / 1e6};
-    est_estimate_release(&e);
-    return 0;
-}
-
 /* A merged task's breakdown is that of the kernels it merges: its compute
  * is busy for the kernels' time alone (a run held open by its launches is
  * the host's time, as the kernels apart show), and collectives among peers
@@ -229,9 +227,9 @@ TEST(synth_levels_of_detail_agree_on_the_breakdown)
     int comm_bound = 0, host_bound = 0;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         struct bd k, m[2];
-        REQUIRE(estimate_breakdown(specs[i], EST_DETAIL_KERNEL, &k) == 0);
-        REQUIRE(estimate_breakdown(specs[i], EST_DETAIL_LAYER, &m[0]) == 0);
-        REQUIRE(estimate_breakdown(specs[i], EST_DETAIL_STAGE, &m[1]) == 0);
+        REQUIRE(estimate_at(specs[i], EST_DETAIL_KERNEL, NULL, &k) == 0);
+        REQUIRE(estimate_at(specs[i], EST_DETAIL_LAYER, NULL, &m[0]) == 0);
+        REQUIRE(estimate_at(specs[i], EST_DETAIL_STAGE, NULL, &m[1]) == 0);
         for (int d = 0; d < 2; d++) {
             CHECK(fabs(m[d].compute - k.compute) <= 0.005 * k.step);
             CHECK(fabs(m[d].comm - k.comm) <= 0.02 * k.step);
@@ -268,11 +266,7 @@ TEST(synth_graph_copied_replays_as_its_source)
     CHECK_EQ_INT(copy->n_comm_parts, g->n_comm_parts);
     REQUIRE(model_replay_run(g, NULL, &rg, &err) == SC_OK);
     REQUIRE(model_replay_run(copy, NULL, &rc, &err) == SC_OK);
-    REQUIRE(rg->n_steps == rc->n_steps);
-    for (size_t k = 0; k < rg->n_steps; k++) {
-        CHECK_EQ_INT(rc->steps[k].replayed_ns, rg->steps[k].replayed_ns);
-        CHECK(memcmp(&rc->steps[k].breakdown, &rg->steps[k].breakdown, sizeof rg->steps[k].breakdown) == 0);
-    }
+    CHECK(same_steps(rg, rc));
     model_replay_free(rg);
     model_replay_free(rc);
     model_graph_free(g);
