@@ -189,7 +189,7 @@ json_t *api_collectives_json(const struct model_graph *g)
     return out;
 }
 
-json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err)
+json_t *api_inspect_job_json(const struct model_job *job, const struct model_graph *g, struct sc_error *err)
 {
     json_t *ranks = json_array();
     if (!ranks)
@@ -206,18 +206,8 @@ json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err)
         if (!r || json_array_append_new(ranks, r))
             goto oom;
     }
-    /* the collectives matched across ranks, as a replay groups them; null
-     * when the job has no step to build a graph of */
-    struct model_graph *g = NULL;
-    struct sc_error gerr;
-    int rc = model_graph_build(job, NULL, &g, &gerr);
-    if (rc && rc != SC_EINVAL) {
-        json_decref(ranks);
-        sc_error_set(err, rc, "%s", gerr.msg);
-        return NULL;
-    }
+    /* the collectives matched across ranks, as a replay groups them */
     json_t *groups = g ? api_collectives_json(g) : json_null();
-    model_graph_free(g);
     if (!groups)
         goto oom;
     json_t *doc = json_pack("{s:s, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,

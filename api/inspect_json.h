@@ -18,8 +18,11 @@ struct model_inspect;
 /* One rank's object. NULL when out of memory. */
 json_t *api_inspect_rank_json(const struct model_trace *t, const struct model_inspect *in);
 
-/* The whole document; NULL and *err filled on failure. */
-json_t *api_inspect_job_json(const struct model_job *job, struct sc_error *err);
+/* The whole document, with the collectives matched across ranks from g,
+ * the job's graph (model_graph_build), or "collective_groups": null where
+ * g is NULL (the job has no step to build one of); NULL and *err filled on
+ * failure. */
+json_t *api_inspect_job_json(const struct model_job *job, const struct model_graph *g, struct sc_error *err);
 
 /* The collective groups of a graph (model/graph.h): [{"kind","bytes",
  * "dtype","process_group","seq","group_size","ranks":[...],"transfer_ms"},

@@ -118,17 +118,10 @@ static void print_rank(const struct model_trace *t, const struct model_inspect *
     }
 }
 
-/* The collectives matched across ranks, as a replay groups them (nothing
- * when the job has no step to build a graph of). */
-static int print_groups(const struct model_job *job)
+/* The collectives matched across ranks in the job's graph g, as a replay
+ * groups them. */
+static void print_groups(const struct model_graph *g)
 {
-    struct model_graph *g = NULL;
-    struct sc_error err;
-    int rc = model_graph_build(job, NULL, &g, &err);
-    if (rc == SC_EINVAL)
-        return 0;
-    if (rc)
-        return cli_fail(&err);
     if (g->stats.collectives_matched) {
         struct cli_table tb;
         printf("\ncollectives across ranks (%zu):\n", g->stats.collectives_matched);
@@ -157,21 +150,17 @@ static int print_groups(const struct model_job *job)
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);
     }
-    model_graph_free(g);
-    return 0;
 }
 
-/* The job's structure recovered against its description (structure.h):
- * printed, or added to the JSON document *doc under "structure". */
-static int structure(const struct model_job *job, const struct job_config *cfg, json_t *doc)
+/* The job's structure in its graph g recovered against its description
+ * (structure.h): printed, or added to the JSON document *doc under
+ * "structure". */
+static int structure(const struct model_graph *g, const struct job_config *cfg, json_t *doc)
 {
-    struct model_graph *g = NULL;
     struct job_structure st;
     struct sc_error err;
-    if (model_graph_build(job, NULL, &g, &err) || job_structure_recover(g, cfg, &st, &err)) {
-        model_graph_free(g);
+    if (job_structure_recover(g, cfg, &st, &err))
         return cli_fail(&err);
-    }
     const char *schedule = est_schedule_name(job_config_schedule(cfg));
     if (doc) {
         json_t *sj = api_structure_json(&st);
@@ -197,7 +186,6 @@ static int structure(const struct model_job *job, const struct job_config *cfg, 
         cli_table_release(&tb);
     }
     job_structure_release(&st);
-    model_graph_free(g);
     return 0;
 }
 
@@ -235,15 +223,27 @@ int cmd_inspect(int argc, char **argv)
         return rc;
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
+    /* its graph, for the collectives matched across ranks and the
+     * structure; none when it has no step to build one of, which only the
+     * structure needs */
+    struct model_graph *g = NULL;
+    struct sc_error gerr;
+    rc = model_graph_build(job, NULL, &g, &gerr);
+    if (rc && (rc != SC_EINVAL || config)) {
+        model_job_free(job);
+        return cli_fail(&gerr);
+    }
+    rc = 0;
     if (json) {
         struct sc_error err;
-        json_t *doc = api_inspect_job_json(job, &err);
+        json_t *doc = api_inspect_job_json(job, g, &err);
         if (!doc) {
+            model_graph_free(g);
             model_job_free(job);
             return cli_fail(&err);
         }
         if (config)
-            rc = structure(job, &cfg, doc);
+            rc = structure(g, &cfg, doc);
         if (rc == 0)
             rc = cli_print_json(doc);
         json_decref(doc);
@@ -260,11 +260,12 @@ int cmd_inspect(int argc, char **argv)
             print_rank(job->ranks[i], in);
             model_inspect_free(in);
         }
-        if (rc == 0)
-            rc = print_groups(job);
+        if (rc == 0 && g)
+            print_groups(g);
         if (rc == 0 && config)
-            rc = structure(job, &cfg, NULL);
+            rc = structure(g, &cfg, NULL);
     }
+    model_graph_free(g);
     model_job_free(job);
     return rc;
 }
