@@ -25,6 +25,7 @@ static const struct {
     {"hbm_fraction", offsetof(struct kernel_params, hbm_fraction)},
     {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us)},
     {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency)},
+    {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
 };
 
 static double *kernel_field(struct kernel_params *k, size_t i)

@@ -30,6 +30,7 @@ void kernel_params_default(struct kernel_params *p)
     p->hbm_fraction = 0.86;
     p->kernel_fixed_us = 3.0;
     p->attn_efficiency = 0.84;
+    p->attn_backward_fraction = 0.865;
 }
 
 int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
@@ -45,6 +46,7 @@ int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
         {"hbm_fraction", offsetof(struct kernel_params, hbm_fraction), 0.01, 1},
         {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us), 0, 1000},
         {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency), 0.01, 1.5},
+        {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction), 0.01, 1.5},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         double v = *(const double *)((const char *)p + f[i].off);
@@ -214,7 +216,8 @@ int kernel_flash_attention(const struct kernel_params *p, const struct hw_profil
     }
     double flops = 4 * b * h * sq * skv * d * visible * (backward ? 2.5 : 1);
     double blocks = b * h * ceil(sq / ATTN_BLOCK_Q);
-    double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency * 1e6 / hw->sm_count;
+    double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency *
+                      (backward ? p->attn_backward_fraction : 1) * 1e6 / hw->sm_count;
     double t_comp = ceil(blocks / hw->sm_count) * (flops / blocks) / sm_flops;
     double el = hw_dtype_bytes(s->dtype);
     double q = b * sq * h * d, kv = b * skv * s->kv_heads * d;

@@ -14,7 +14,7 @@
  *
  * Attention (flash, forward or backward, causal, grouped-query) by its
  * FLOPs over blocks of 128 queries in waves, at a fraction of the GEMM
- * ceiling, and its bytes; unfused attention as its two batched GEMMs and
+ * ceiling (the backward at a fraction of the forward's), and its bytes; unfused attention as its two batched GEMMs and
  * softmax. Memory-bound kernels (elementwise, norms, softmax, dropout,
  * casts, the optimizer) by bytes moved at the achievable HBM bandwidth.
  * Every kernel pays a fixed cost.
@@ -52,6 +52,11 @@ struct kernel_params {
      * FlashAttention-2's forward 73% of A100 peak (Dao 2023) over the
      * A100's MAMF efficiency of 86.9% */
     double attn_efficiency;
+    /* flash attention's backward throughput over its forward's: 0.865,
+     * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
+     * and 8K tokens, 559 TFLOP/s backward against 646 forward (cuDNN's
+     * alike: 518 against 600; Shah et al., 2024, arXiv 2407.08608) */
+    double attn_backward_fraction;
 };
 
 void kernel_params_default(struct kernel_params *p);
