@@ -71,38 +71,26 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                                                             .origin = s->origin},
                                    &res_map[k]);
     }
-    /* tasks resource by resource in their order; an inserted task right
-     * after the one it follows */
-    for (uint32_t k = 0; !rc && k < g->n_res; k++) {
-        for (uint32_t i = g->res[k].first; !rc && i != MODEL_NONE; i = g->next[i]) {
-            const struct model_task *t = &g->tasks[i];
-            const struct model_task_src *src = &g->src[i];
+    /* tasks in the graph's order, which keeps each resource's (a built
+     * graph numbers a resource's tasks in their order), so the copy needs
+     * no layout; an inserted task right after the one it follows */
+    for (uint32_t i = 0, m = 0; !rc && i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        const struct model_task_src *src = &g->src[i];
+        rc = model_gb_add_task(gb,
+                               &(struct model_task_spec){.res = res_map[t->res], .cls = t->cls, .sub = t->sub,
+                                                         .dur = dur[i], .gap = gap[i],
+                                                         .name = model_graph_str(g, src->name), .event = src->event,
+                                                         .has_event = src->event != MODEL_NONE,
+                                                         .tag = str_or_null(g, src->tag), .kept = t->kept},
+                               &map[i]);
+        for (; !rc && m < n_ins && refs[m].after == i; m++) {
+            const struct graph_insert *in = &ins[refs[m].i];
+            uint32_t id;
             rc = model_gb_add_task(gb,
-                                   &(struct model_task_spec){.res = res_map[k], .cls = t->cls, .sub = t->sub,
-                                                             .dur = dur[i], .gap = gap[i],
-                                                             .name = model_graph_str(g, src->name),
-                                                             .event = src->event,
-                                                             .has_event = src->event != MODEL_NONE,
-                                                             .tag = str_or_null(g, src->tag), .kept = t->kept,
-                                                             .order = (int64_t)i + 1},
-                                   &map[i]);
-            size_t lo = 0, hi = n_ins;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (refs[mid].after < i)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            for (size_t m = lo; !rc && m < n_ins && refs[m].after == i; m++) {
-                const struct graph_insert *in = &ins[refs[m].i];
-                uint32_t id;
-                rc = model_gb_add_task(gb,
-                                       &(struct model_task_spec){.res = res_map[k], .cls = in->cls, .sub = in->sub,
-                                                                 .dur = in->dur, .name = in->name,
-                                                                 .order = (int64_t)i + 1},
-                                       &id);
-            }
+                                   &(struct model_task_spec){.res = res_map[t->res], .cls = in->cls, .sub = in->sub,
+                                                             .dur = in->dur, .name = in->name},
+                                   &id);
         }
     }
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++)
