@@ -162,7 +162,9 @@ struct synth {
     const struct hw_profile *hw;
     const struct est_costs *c;
     enum est_detail detail;
-    int named; /* the tasks get names and tags (else the builder keeps none) */
+    int calls; /* a host task per call (else a thread's calls between two
+                * synchronisations are one task: host_call) */
+    int names; /* the tasks get names and tags (else the builder keeps none) */
     struct shape sh;
     struct model_gb *gb;
     struct sc_error *err;
@@ -660,8 +662,8 @@ struct rank {
     uint32_t cpu, st[ST_COUNT];
     uint32_t last[ST_COUNT]; /* the last task on each stream, or MODEL_NONE */
     uint32_t synced[ST_COUNT]; /* the last task on each stream a host synchronisation waited for */
-    /* an unnamed graph's host calls since the thread last synchronised, as
-     * one task (host_call), and how long they take so far */
+    /* the host calls since the thread last synchronised, as one task
+     * (host_call, without `calls`), and how long they take so far */
     uint32_t call;
     int64_t call_ns;
     struct run run;
@@ -707,9 +709,10 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
 }
 
 /* A host call on rank r's thread (t, on r->cpu); returns the task that
- * holds it, and *at (unless NULL) when the call starts in that task. A
- * named graph gets a task per call (at 0). An unnamed one, only replayed, holds
- * the calls since the thread last synchronised in one task: the calls run
+ * holds it, and *at (unless NULL) when the call starts in that task. With
+ * `calls` (est_synth's graph) each call is a task (at 0); without (the one
+ * est_estimate only replays) the task holds
+ * the calls since the thread last synchronised: the calls run
  * back to back, nothing waits on one but the work it launches, and that
  * work waits on the task's start plus the call's place in it (SS and SF
  * edges), so every time stays as it was. A synchronising call (`sync`:
@@ -720,7 +723,7 @@ static uint32_t host_call(struct synth *y, struct rank *r, const struct model_ta
 {
     int64_t offset = 0;
     uint32_t call;
-    if (y->named) {
+    if (y->calls) {
         call = add_task(y, t);
     } else {
         if (r->call == MODEL_NONE) {
@@ -768,7 +771,7 @@ static void flush(struct synth *y, struct rank *r)
      * after it run (the FF latency counts from the last dispatch; the SF
      * one, of a call merged with others, from the first) */
     add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + m->first_cpu);
-    if (y->named)
+    if (y->calls)
         add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_FF, m->tail - m->cpu);
     else
         add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SF, at + m->tail);
@@ -1254,7 +1257,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
             int64_t layer = st->first_layer + i;
             int is_moe = est_model_layer_is_moe(&s->model, layer);
             double dense, experts;
-            if (y->named && y->detail != EST_DETAIL_STAGE)
+            if (y->names && y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
             kind_rank_params(y, layer, is_moe, &dense, &experts);
             z3_gather(y, r, dense, experts);
@@ -1262,7 +1265,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
             layer_boundary(y, r);
         }
         if (st->loss) {
-            if (y->named && y->detail != EST_DETAIL_STAGE)
+            if (y->names && y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "output layer forward mb %lld", (long long)mb);
             z3_gather(y, r, head, 0);
             emit_ops(y, r, &y->head_fwd, 0);
@@ -1278,7 +1281,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
         int64_t layer = st->first_layer + i;
         int is_moe = est_model_layer_is_moe(&s->model, layer);
         double dense, experts;
-        if (y->named && y->detail != EST_DETAIL_STAGE)
+        if (y->names && y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
         kind_rank_params(y, layer, is_moe, &dense, &experts);
         z3_gather(y, r, dense, experts);
@@ -1294,7 +1297,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
         }
     }
     if (st->embedding) {
-        if (y->named && y->detail != EST_DETAIL_STAGE)
+        if (y->names && y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "embedding backward mb %lld", (long long)mb);
         z3_gather(y, r, emb, 0);
         emit_ops(y, r, &y->embed_bwd, 1);
@@ -1339,7 +1342,7 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     /* the pass starts on what the pipeline received */
     if (sync_recv)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
-    if (y->named)
+    if (y->names)
         pass_region(r, backward, mb, chunk);
     if (p->pass && !zero3(y) && !(backward && last_mb)) {
         const struct run_sum *sum = pass_sum(y, p, v, backward);
@@ -1926,12 +1929,13 @@ static void apply_measured(struct synth *y, const struct est_pass_costs *m)
 }
 
 /* The step of spec s, its passes' kernels scaled to `measured` (NULL: as
- * costed), with the tasks' names and tags or without them. */
+ * costed), with a host task per call or not, with the tasks' names and
+ * tags or without them. */
 static int synth_step(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-                      enum est_detail detail, const struct est_pass_costs *measured, int named,
+                      enum est_detail detail, const struct est_pass_costs *measured, int calls, int names,
                       struct model_graph **out, struct sc_error *err)
 {
-    struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .named = named, .err = err};
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .calls = calls, .names = names, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
     *out = NULL;
     shape_init(&y);
@@ -1956,7 +1960,7 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     }
     p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
-    if (!named)
+    if (!names)
         model_gb_skip_names(y.gb);
     make_ops(&y);
     if (measured)
@@ -1988,18 +1992,18 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, NULL, 1, out, err);
+    return synth_step(s, hw, c, detail, NULL, 1, 1, out, err);
 }
 
 int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, NULL, 0, out, err);
+    return synth_step(s, hw, c, detail, NULL, 0, 0, out, err);
 }
 
 int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
-                       struct sc_error *err)
+                       enum est_detail detail, const struct est_pass_costs *measured, int names,
+                       struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, measured, 1, out, err);
+    return synth_step(s, hw, c, detail, measured, 1, names, out, err);
 }

@@ -144,9 +144,11 @@ int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, co
  * pass takes what `measured` gives (ns; the backward with its
  * recomputation; a field <= 0 keeps the model's): a traced job's measured
  * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
- * collectives, the optimizer and the host's dispatches stay the models'. */
+ * collectives, the optimizer and the host's dispatches stay the models'.
+ * Without `names` the tasks keep no names or tags (model_gb_skip_names),
+ * for a caller that reads only the figures: the same graph otherwise. */
 int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-                       enum est_detail detail, const struct est_pass_costs *measured, struct model_graph **out,
-                       struct sc_error *err);
+                       enum est_detail detail, const struct est_pass_costs *measured, int names,
+                       struct model_graph **out, struct sc_error *err);
 
 #endif
