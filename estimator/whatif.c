@@ -45,7 +45,7 @@ struct wf {
     struct graph_insert *ins;
     size_t n_ins, cap_ins;
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
-    int names;              /* its synthesised graph keeps task names */
+    int lean;               /* whatif_run_with's */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -699,6 +699,16 @@ static void describe(const struct wf *w, struct whatif_result *out)
     }
 }
 
+/* How a what-if replays its graph: with critical paths, unless lean. */
+static void replay_opts(const struct wf *w, struct model_replay_opts *ro)
+{
+    model_replay_opts_default(ro);
+    if (w->lean) {
+        ro->critical_path = 0;
+        ro->slowest_breakdown = 1;
+    }
+}
+
 /* ---- the pipeline transform ---- */
 
 /* Transform 7: another pipeline-parallel degree or schedule (1F1B or
@@ -758,9 +768,9 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                                             (double)(model.head_f + model.head_b))
                                                : 0;
     m.head_b = (int64_t)h - m.head_f;
-    if ((rc = est_synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, w->names, &out->graph, err)))
+    if ((rc = est_synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
         return rc;
-    model_replay_opts_default(&ro);
+    replay_opts(w, &ro);
     if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         return rc;
 
@@ -866,7 +876,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
 /* whatif_run once out->structure holds g's structure; base_step_ms is g's
  * whatif_base_step, or negative to have it replayed. */
 static int run(const struct model_graph *g, const struct job_config *base, double base_step_ms,
-               const struct job_config *set, int names, struct whatif_result *out, struct sc_error *err)
+               const struct job_config *set, int lean, struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
     struct model_replay_opts ro;
@@ -874,7 +884,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     int64_t *idur = NULL, *igap = NULL;
     int rc;
     memset(&w, 0, sizeof w);
-    model_replay_opts_default(&ro);
+    w.lean = lean;
+    replay_opts(&w, &ro);
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
     out->base = *base;
@@ -892,7 +903,6 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     /* without global_batch in the description, a dp change keeps the
      * per-rank batch; with it, the micro-batches per step follow */
     w.hw1 = hw_profile_find(out->target.gpu);
-    w.names = names;
     w.g = g;
     w.st = &out->structure;
     w.b = &out->base;
@@ -991,16 +1001,16 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
     memset(out, 0, sizeof *out);
     if ((rc = job_structure_recover(g, base, &out->structure, err)))
         return rc;
-    return run(g, base, -1, set, 1, out, err);
+    return run(g, base, -1, set, 0, out, err);
 }
 
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
-                    double base_step_ms, const struct job_config *set, int names, struct whatif_result *out,
+                    double base_step_ms, const struct job_config *set, int lean, struct whatif_result *out,
                     struct sc_error *err)
 {
     int rc;
     memset(out, 0, sizeof *out);
     if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
         return rc;
-    return run(g, base, base_step_ms, set, names, out, err);
+    return run(g, base, base_step_ms, set, lean, out, err);
 }

@@ -69,7 +69,7 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     set.has_schedule = 1;
     set.schedule = s->parallel.schedule;
     set.vpp = s->parallel.vpp;
-    if ((rc = whatif_run_with(w->g, &w->base, &w->structure, w->base_step_ms, &set, 0, &res, err)))
+    if ((rc = whatif_run_with(w->g, &w->base, &w->structure, w->base_step_ms, &set, 1, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */
     const struct model_replay_step *slow = model_replay_slowest(res.replay);
