@@ -931,8 +931,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                  * compute meanwhile; a merged task's communication is the
                  * run's last part */
                 int64_t comm = g->n_comm_parts ? model_graph_comm_part(g, i) : 0;
-                int64_t split = r->end[i] - comm > r->start[i] ? r->end[i] - comm : r->start[i];
-                int64_t busy = r->start[i] + (dur[i] > comm ? dur[i] - comm : 0);
+                int64_t split = max64(r->start[i], r->end[i] - comm);
+                int64_t busy = r->start[i] + max64(dur[i] - comm, 0);
                 bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], busy < split ? busy : split) ||
                       sc_spans_add(&rs[BD_COMM], split, r->end[i]);
                 break;
