@@ -468,10 +468,12 @@ static int shapes(struct wf *w, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
-    int8_t *split = malloc(g->names.n ? g->names.n : 1);
-    if (!split)
-        return oom(err);
-    memset(split, -1, g->names.n);
+    int8_t *split = NULL; /* per name, when tp changes (tp_split_memory_kernel) */
+    if (r_tp != 1.0) {
+        if (!(split = malloc(g->names.n ? g->names.n : 1)))
+            return oom(err);
+        memset(split, -1, g->names.n);
+    }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
         int in_layer = w->st->layer[i] >= 0;
@@ -503,7 +505,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
         else
-            r = r_mem * (r_tp != 1.0 && tp_split_memory_kernel(g, i, split) ? r_tp : 1.0);
+            r = r_mem * (split && tp_split_memory_kernel(g, i, split) ? r_tp : 1.0);
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
     free(split);
