@@ -867,6 +867,8 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
     struct model_replay_opts ro;
     struct model_replay *r;
     model_replay_opts_default(&ro);
+    ro.critical_path = 0; /* the step times are all it reads */
+    ro.slowest_breakdown = 1;
     int rc = model_replay_run(g, &ro, &r, err);
     if (rc)
         return rc;
