@@ -77,9 +77,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     memset(out, 0, sizeof *out);
     if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err)))
         return rc;
-    model_replay_opts_default(&ro);
-    ro.critical_path = 0;
-    ro.slowest_breakdown = 1;
+    model_replay_opts_steps(&ro);
     if ((rc = model_replay_run(g, &ro, &rp, err))) {
         model_graph_free(g);
         return rc;

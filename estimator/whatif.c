@@ -704,11 +704,10 @@ static void describe(const struct wf *w, struct whatif_result *out)
 /* How a what-if replays its graph: with critical paths, unless lean. */
 static void replay_opts(const struct wf *w, struct model_replay_opts *ro)
 {
-    model_replay_opts_default(ro);
-    if (w->lean) {
-        ro->critical_path = 0;
-        ro->slowest_breakdown = 1;
-    }
+    if (w->lean)
+        model_replay_opts_steps(ro);
+    else
+        model_replay_opts_default(ro);
 }
 
 /* ---- the pipeline transform ---- */
@@ -866,9 +865,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
 {
     struct model_replay_opts ro;
     struct model_replay *r;
-    model_replay_opts_default(&ro);
-    ro.critical_path = 0; /* the step times are all it reads */
-    ro.slowest_breakdown = 1;
+    model_replay_opts_steps(&ro); /* the step times are all it reads */
     int rc = model_replay_run(g, &ro, &r, err);
     if (rc)
         return rc;

@@ -37,6 +37,13 @@ void model_replay_opts_default(struct model_replay_opts *o)
     o->critical_path = 1;
 }
 
+void model_replay_opts_steps(struct model_replay_opts *o)
+{
+    model_replay_opts_default(o);
+    o->critical_path = 0;
+    o->slowest_breakdown = 1;
+}
+
 void model_replay_opts_kept(struct model_replay_opts *o, struct model_coll_waits waits)
 {
     model_replay_opts_default(o);

@@ -104,6 +104,11 @@ struct model_replay_opts {
 
 void model_replay_opts_default(struct model_replay_opts *o);
 
+/* The defaults for a replay read only for its steps' times and the
+ * slowest step's breakdown (an estimate, a plan's what-if): no critical
+ * paths, no other step's breakdown. */
+void model_replay_opts_steps(struct model_replay_opts *o);
+
 /* The defaults as a comparison of replays runs them (diff.h,
  * opportunity.h): no critical paths, the graph's unexplained waits kept,
  * the kept collectives split as `waits` says. */
