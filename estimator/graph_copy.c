@@ -93,11 +93,15 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                                    &id);
         }
     }
+    for (size_t k = 0; !rc && k < g->n_peers; k++)
+        rc = model_gb_pair(gb, map[g->peers[k].task], res_map[g->peers[k].res]);
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++)
         for (uint32_t e = g->pred_at[i]; !rc && e < g->pred_at[i + 1]; e++) {
             const struct model_edge *ed = &g->edges[e];
-            rc = model_gb_add_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,
-                                   (enum model_edge_type)ed->type, ed->lat, ed->inferred);
+            rc = ed->peer ? model_gb_add_peer_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,
+                                                   (enum model_edge_type)ed->type, ed->lat)
+                          : model_gb_add_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,
+                                              (enum model_edge_type)ed->type, ed->lat, ed->inferred);
         }
     for (size_t s = 0; !rc && s < g->n_steps; s++) {
         const struct model_graph_step *st = &g->steps[s];

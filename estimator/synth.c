@@ -661,6 +661,7 @@ struct rank {
     uint16_t id;
     uint32_t cpu, st[ST_COUNT];
     uint32_t last[ST_COUNT]; /* the last task on each stream, or MODEL_NONE */
+    uint8_t last_paired[ST_COUNT]; /* that task sits on the other side's stream (p2p_batch) */
     uint32_t synced[ST_COUNT]; /* the last task on each stream a host synchronisation waited for */
     /* the host calls since the thread last synchronised, as one task
      * (host_call, without `calls`), and how long they take so far */
@@ -1200,6 +1201,13 @@ struct pipeline {
     int64_t p2p_dur;
 };
 
+/* The bytes of one pipeline transfer: a micro-batch's activations (or
+ * their gradients) at a stage boundary. */
+static double act_bytes(const struct synth *y)
+{
+    return (double)(int64_t)(y->sh.Tl * y->sh.h * y->sh.B);
+}
+
 static struct p2p *p2p_list(struct pipeline *p, int64_t rank, int kind)
 {
     return &p->p2p[rank * P2P_KINDS + kind];
@@ -1362,6 +1370,31 @@ static void p2p_remember(struct synth *y, struct pipeline *p, struct rank *r, in
         l->v[l->n++] = task;
 }
 
+/* The task of the transfer that pairs with rank r's next one of `kind`,
+ * when its partner has been emitted: forward sends go to the next rank,
+ * backward ones to the one before, the k-th of a kind to the k-th
+ * receive. MODEL_NONE when not yet. */
+static uint32_t p2p_partner(struct pipeline *p, const struct rank *r, int kind)
+{
+    static const int partner_kind[P2P_KINDS] = {P2P_FWD_RECV, P2P_FWD_SEND, P2P_BWD_RECV, P2P_BWD_SEND};
+    int64_t step = kind == P2P_FWD_SEND || kind == P2P_BWD_RECV ? 1 : -1;
+    const struct p2p *mine = p2p_list(p, r->id, kind);
+    const struct p2p *theirs = p2p_list(p, (r->id + step + p->pp) % p->pp, partner_kind[kind]);
+    return mine->n < theirs->n ? theirs->v[mine->n] : MODEL_NONE;
+}
+
+/* An edge into the transfer `to`: into its other side when `peer`. */
+static void side_edge(struct synth *y, int peer, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                      enum model_edge_type type, int64_t lat)
+{
+    if (!peer) {
+        add_edge(y, from, to, kind, type, lat);
+    } else if (!y->failed && from != MODEL_NONE &&
+               model_gb_add_peer_edge(y->gb, from, to, kind, type, lat)) {
+        y->failed = y->err->code;
+    }
+}
+
 /* A batch of pipeline transfers (kinds < 0 are skipped) as Megatron posts
  * them: one host call issues them all (host_coll_us each) and then
  * synchronises the device, so it ends when they and all earlier work have.
@@ -1387,19 +1420,34 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
             continue;
         int send = kinds[i] == P2P_FWD_SEND || kinds[i] == P2P_BWD_SEND;
         int stream = send ? ST_SEND : ST_RECV;
-        uint32_t task = add_task(y, &(struct model_task_spec){.res = r->st[stream], .cls = MODEL_TASK_COMM,
-                                                              .sub = MODEL_COLL_SENDRECV, .dur = p->p2p_dur,
-                                                              .name = send ? "pipeline send" : "pipeline receive",
-                                                              .tag = r->region});
-        add_edge(y, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + issue * ++k);
+        /* without `calls` (the graph est_estimate replays) a transfer is
+         * one task on both sides (model_gb_pair): the side emitted second
+         * joins the first one's task */
+        uint32_t task = y->calls ? MODEL_NONE : p2p_partner(p, r, kinds[i]);
+        int joined = task != MODEL_NONE;
+        if (joined) {
+            if (!y->failed && model_gb_pair(y->gb, task, r->st[stream]))
+                y->failed = y->err->code;
+        } else {
+            task = add_task(y, &(struct model_task_spec){.res = r->st[stream], .cls = MODEL_TASK_COMM,
+                                                         .sub = MODEL_COLL_SENDRECV, .dur = p->p2p_dur,
+                                                         .name = send ? "pipeline send" : "pipeline receive",
+                                                         .tag = r->region});
+        }
+        side_edge(y, joined, call, task, MODEL_EDGE_LAUNCH, MODEL_SS, at + issue * ++k);
         /* the first send waits for what it carries; a second one follows
          * it on the stream, so it does too */
         if (send && !sent++)
-            add_edge(y, produced, task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+            side_edge(y, joined, produced, task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         for (int w = 0; w < r->n_waits[stream]; w++)
-            add_edge(y, r->waits[stream][w], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+            side_edge(y, joined, r->waits[stream][w], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         r->n_waits[stream] = 0;
+        /* the stream runs its transfers in order: one on another rank's
+         * stream is ordered here by an edge */
+        if (joined || r->last_paired[stream])
+            side_edge(y, joined, r->last[stream], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         r->last[stream] = task;
+        r->last_paired[stream] = (uint8_t)joined;
         p2p_remember(y, p, r, kinds[i], task);
     }
     /* a send ends after the compute it carries: waiting for the send, the
@@ -1636,6 +1684,8 @@ static void pair_transfers(struct synth *y, struct pipeline *p)
                                      (long long)r, fs->n, fr->n, bs->n, br->n);
             return;
         }
+        if (!y->calls) /* paired as they were emitted (p2p_batch) */
+            continue;
         for (size_t i = 0; i < fs->n; i++)
             add_group(y, MODEL_COLL_SENDRECV, p->act_bytes, 2, (uint32_t[]){fs->v[i], fr->v[i]}, 2);
         for (size_t i = 0; i < bs->n; i++)
@@ -1814,17 +1864,50 @@ static int bound_stages(const struct est_spec *s, struct pipeline *p, struct sc_
     return SC_OK;
 }
 
+/* How many of pipeline rank `rank`'s transfer batches (p2p_batch) carry a
+ * send and come between two of its passes, in the schedule of
+ * schedule_1f1b and schedule_interleaved (at least; m micro-batches). A
+ * send carries the compute before it, the batch's call waits for it, and
+ * the next pass is dispatched after that call: the compute stream is idle
+ * for the transfer. A rank between the first and the last sends after
+ * every batch's pass; the first rank only forward, the last only
+ * backward, which are counted alone. */
+static int64_t send_gaps(int64_t pp, int64_t vpp, int64_t m, int64_t rank)
+{
+    int first = rank == 0, last = rank == pp - 1;
+    if (pp < 2 || m < 1)
+        return 0;
+    if (vpp == 1) {
+        /* a batch after every pass; the first rank's after its forward
+         * passes (m), the last rank's after its backward ones but the
+         * final one (m - 1) */
+        return first ? m : last ? m - 1 : 2 * m - 1;
+    }
+    int64_t total = m * vpp, warmup = (pp - rank - 1) * 2 + (vpp - 1) * pp;
+    if (warmup > total)
+        warmup = total;
+    int64_t steady = total - warmup;
+    /* a batch after each warm-up forward, each steady forward-backward
+     * pair and each cool-down backward: warmup + total batches, the last
+     * one after the final pass. The first rank sends forward (the warm-up
+     * and steady batches, every one followed by a pass); the last rank
+     * backward (the steady and cool-down ones) */
+    return first ? warmup + steady : last ? total - 1 : warmup + total - 1;
+}
+
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
-    int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0;
+    int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0, p2p = 0;
     int rc;
     *ms = 0;
     shape_init(&y);
     if ((rc = bound_stages(s, &p, err)))
         return rc;
+    if (p.pp > 1)
+        p2p = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, act_bytes(&y));
     /* head: when rank's first forward can start (its parameter gather
      * done, and chunk 0's forward of the first micro-batch on the ranks
      * before); tail: chunk 0's backward on the ranks before */
@@ -1841,11 +1924,14 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
                 b0 = b;
             }
         }
+        busy += send_gaps(p.pp, p.vpp, m, rank) * p2p;
         best = head + busy + tail > best ? head + busy + tail : best;
         int64_t stream = z3_stream_ns(&y, &p, rank, m);
         best = stream > best ? stream : best;
-        head += f0; /* chunk 0's passes, which the later ranks wait for */
-        tail += b0;
+        /* chunk 0's passes, which the later ranks wait for, each handed
+         * on by a transfer */
+        head += f0 + p2p;
+        tail += b0 + p2p;
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
@@ -1958,7 +2044,7 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
         model_gb_free(y.gb);
         return err->code;
     }
-    p.act_bytes = (int64_t)(y.sh.Tl * y.sh.h * y.sh.B);
+    p.act_bytes = (int64_t)act_bytes(&y);
     p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
     if (!names)
         model_gb_skip_names(y.gb);

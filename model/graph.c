@@ -110,6 +110,7 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->group_at);
     free((void *)g->group_tasks);
     free((void *)g->comm_parts);
+    free((void *)g->peers);
     free(g);
 }
 
@@ -133,5 +134,5 @@ size_t model_graph_bytes(const struct model_graph *g)
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
            g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t) +
-           g->n_comm_parts * sizeof *g->comm_parts;
+           g->n_comm_parts * sizeof *g->comm_parts + g->n_peers * sizeof *g->peers;
 }

@@ -169,6 +169,7 @@ struct model_task {
     uint8_t cls;       /* enum model_task_class */
     uint8_t sub;       /* kernel family, collective kind or call kind (see the class) */
     uint8_t kept;      /* a collective that keeps its traced duration */
+    uint8_t paired;    /* a transfer that runs on a second resource too (struct model_task_peer) */
 };
 
 /* A synthesised task that merges compute kernels with collectives among
@@ -177,6 +178,18 @@ struct model_task {
 struct model_comm_part {
     uint32_t task;
     int64_t comm_ns;
+};
+
+/* A point-to-point transfer held as one task on both its sides
+ * (model_gb_pair): a send and its receive, which start when both are ready
+ * and end together (a collective group of two would hold the same timing
+ * in two tasks). The task sits on its resource (side 0); `res` is the
+ * other side's stream. Edges marked `peer` say when the other side is
+ * ready. The task's start is its own side's ready time, as a group
+ * member's; it runs from when both sides are ready, for its duration. */
+struct model_task_peer {
+    uint32_t task;
+    uint32_t res;
 };
 
 /* Where a task came from, and its name. */
@@ -192,6 +205,7 @@ struct model_edge {
     uint8_t type; /* enum model_edge_type */
     uint8_t kind; /* enum model_edge_kind */
     uint8_t inferred;
+    uint8_t peer; /* constrains the other side of a paired task (struct model_task_peer) */
 };
 
 struct model_resource {
@@ -274,6 +288,8 @@ struct model_graph {
     size_t n_groups;
     const struct model_comm_part *comm_parts; /* by task; none in a traced job's graph */
     size_t n_comm_parts;
+    const struct model_task_peer *peers; /* by resource, each in its order; none in a traced job's graph */
+    size_t n_peers;
     struct model_graph_stats stats;
 };
 

@@ -19,7 +19,7 @@
 struct pending_edge {
     uint32_t to, from;
     int32_t lat;
-    uint8_t type, kind, inferred;
+    uint8_t type, kind, inferred, peer;
 };
 
 struct model_gb {
@@ -50,6 +50,8 @@ struct model_gb {
     size_t n_members, cap_members;
     struct model_comm_part *comm_parts; /* model_gb_set_comm */
     size_t n_comm_parts, cap_comm_parts;
+    struct model_task_peer *peers; /* model_gb_pair, in the order paired */
+    size_t n_peers, cap_peers;
     struct model_graph_stats stats;
     int unnamed; /* model_gb_skip_names */
 };
@@ -117,6 +119,7 @@ void model_gb_free(struct model_gb *gb)
     free(gb->group_at);
     free(gb->group_tasks);
     free(gb->comm_parts);
+    free(gb->peers);
     free(gb);
 }
 
@@ -293,8 +296,8 @@ int model_gb_reserve(struct model_gb *gb, size_t tasks, size_t edges, size_t gro
     return SC_OK;
 }
 
-int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
-                      enum model_edge_type type, int64_t lat, int inferred)
+static int push_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                     enum model_edge_type type, int64_t lat, int inferred, int peer)
 {
     if (gb->failed)
         return gb->failed;
@@ -304,6 +307,8 @@ int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum mode
         return fail(gb, SC_EINVAL, "an edge between tasks not added");
     if ((unsigned)kind >= MODEL_EDGE_KIND_COUNT || (unsigned)type > MODEL_SF)
         return fail(gb, SC_EINVAL, "an edge of no known kind or type");
+    if (peer && (!gb->tasks[to].paired || (type != MODEL_FS && type != MODEL_SS) || kind == MODEL_EDGE_UNEXPLAINED))
+        return fail(gb, SC_EINVAL, "a peer edge into a task not paired, one that holds a finish, or an unexplained one");
     if (gb->n_edges == gb->cap_edges &&
         sc_vec_reserve((void **)&gb->edges, &gb->cap_edges, gb->n_edges + 1, sizeof *gb->edges))
         return OOM(gb);
@@ -311,8 +316,39 @@ int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum mode
         lat = INT32_MAX;
     if (lat < INT32_MIN)
         lat = INT32_MIN;
-    gb->edges[gb->n_edges++] =
-        (struct pending_edge){to, from, (int32_t)lat, (uint8_t)type, (uint8_t)kind, (uint8_t)(inferred != 0)};
+    gb->edges[gb->n_edges++] = (struct pending_edge){to, from, (int32_t)lat, (uint8_t)type, (uint8_t)kind,
+                                                     (uint8_t)(inferred != 0), (uint8_t)(peer != 0)};
+    return SC_OK;
+}
+
+int model_gb_add_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                      enum model_edge_type type, int64_t lat, int inferred)
+{
+    return push_edge(gb, from, to, kind, type, lat, inferred, 0);
+}
+
+int model_gb_add_peer_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                           enum model_edge_type type, int64_t lat)
+{
+    return push_edge(gb, from, to, kind, type, lat, 0, 1);
+}
+
+int model_gb_pair(struct model_gb *gb, uint32_t task, uint32_t res)
+{
+    if (gb->failed)
+        return gb->failed;
+    if (task >= gb->n_tasks || res >= gb->n_res)
+        return fail(gb, SC_EINVAL, "a pair of a task or resource not added");
+    struct model_task *t = &gb->tasks[task];
+    if (t->cls != MODEL_TASK_COMM || t->group != MODEL_NONE || t->paired)
+        return fail(gb, SC_EINVAL, "a pair of no communication task, one in a group, or one paired already");
+    if (!gb->res[res].gpu || gb->res[res].rank == t->rank)
+        return fail(gb, SC_EINVAL, "a task paired with no other rank's GPU stream");
+    if (sc_vec_reserve((void **)&gb->peers, &gb->cap_peers, gb->n_peers + 1, sizeof *gb->peers))
+        return OOM(gb);
+    gb->peers[gb->n_peers++] = (struct model_task_peer){task, res};
+    gb->res[res].comm = 1;
+    t->paired = 1;
     return SC_OK;
 }
 
@@ -353,6 +389,8 @@ int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, co
         if (tasks[i] >= gb->n_tasks || gb->tasks[tasks[i]].cls != MODEL_TASK_COMM ||
             gb->tasks[tasks[i]].group != MODEL_NONE)
             return fail(gb, SC_EINVAL, "a collective member that is no communication task, or in a group already");
+        if (gb->tasks[tasks[i]].paired)
+            return fail(gb, SC_EINVAL, "a paired task as a collective member");
         for (size_t k = 0; k < i; k++)
             if (gb->tasks[tasks[k]].rank == gb->tasks[tasks[i]].rank)
                 return fail(gb, SC_EINVAL, "a collective group with two members on one rank");
@@ -411,6 +449,33 @@ static int sort_comm_parts(struct model_gb *gb)
     for (size_t c = 1; c < gb->n_comm_parts; c++)
         if (gb->comm_parts[c - 1].task == gb->comm_parts[c].task)
             return fail(gb, SC_EINVAL, "the communication of a task set twice");
+    return SC_OK;
+}
+
+/* The pairs by resource, each resource's in the order paired (the order
+ * its stream runs them): a counting sort. */
+static int sort_peers(struct model_gb *gb)
+{
+    if (!gb->n_peers)
+        return SC_OK;
+    size_t *at = calloc(gb->n_res + 1, sizeof *at);
+    struct model_task_peer *v = malloc(gb->n_peers * sizeof *v);
+    if (!at || !v) {
+        free(at);
+        free(v);
+        return OOM(gb);
+    }
+    for (size_t k = 0; k < gb->n_peers; k++)
+        at[gb->peers[k].res + 1]++;
+    for (size_t r = 0; r < gb->n_res; r++)
+        at[r + 1] += at[r];
+    for (size_t k = 0; k < gb->n_peers; k++) {
+        struct model_task_peer p = gb->peers[k];
+        v[at[p.res]++] = p;
+    }
+    free(at);
+    free(gb->peers);
+    gb->peers = v;
     return SC_OK;
 }
 
@@ -561,6 +626,8 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
         gb->group_tasks[m] = to[gb->group_tasks[m]];
     for (size_t c = 0; c < gb->n_comm_parts; c++)
         gb->comm_parts[c].task = to[gb->comm_parts[c].task];
+    for (size_t c = 0; c < gb->n_peers; c++)
+        gb->peers[c].task = to[gb->peers[c].task];
     g->tasks = gb->tasks;
     g->src = gb->src;
     gb->tasks = NULL;
@@ -602,7 +669,7 @@ static int index_edges(struct model_gb *gb, struct model_graph *g, uint32_t *pre
     memcpy(fill, pred_at, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < m; i++) {
         const struct pending_edge *p = &gb->edges[i];
-        edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred};
+        edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred, p->peer};
     }
     memcpy(fill, succ_at, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < m; i++)
@@ -655,7 +722,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->pred_at = links + 2 * n;
     g->succ_at = links + 3 * n + 1;
     if ((rc = layout(gb, g, to, links, links + n)) || (rc = index_edges(gb, g, links + 2 * n, links + 3 * n + 1)) ||
-        (rc = sort_comm_parts(gb)))
+        (rc = sort_comm_parts(gb)) || (rc = sort_peers(gb)))
         goto out;
     g->job = gb->job;
     g->names = gb->names;
@@ -673,6 +740,8 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->n_groups = gb->n_groups;
     g->comm_parts = gb->comm_parts;
     g->n_comm_parts = gb->n_comm_parts;
+    g->peers = gb->peers;
+    g->n_peers = gb->n_peers;
     g->stats = gb->stats;
     gb->res = NULL;
     gb->steps = NULL;
@@ -681,6 +750,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     gb->group_at = NULL;
     gb->group_tasks = NULL;
     gb->comm_parts = NULL;
+    gb->peers = NULL;
     *out = g;
     g = NULL;
     if (map) {

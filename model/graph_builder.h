@@ -106,6 +106,19 @@ int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur);
  * compute. */
 int model_gb_set_comm(struct model_gb *gb, uint32_t task, int64_t comm_ns);
 
+/* Make communication task `task` (in no group) a transfer on two sides
+ * (struct model_task_peer): it also runs on GPU stream `res`, another
+ * rank's, from when the edges added with model_gb_add_peer_edge are met.
+ * The builder keeps no order of `res` for it: the caller orders it there
+ * with edges (peer edges from the stream's task before, edges to the one
+ * after). Once per task. */
+int model_gb_pair(struct model_gb *gb, uint32_t task, uint32_t res);
+
+/* model_gb_add_edge into the other side of paired task `to`: when that
+ * side is ready (finish-to-start or start-to-start only). */
+int model_gb_add_peer_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model_edge_kind kind,
+                           enum model_edge_type type, int64_t lat);
+
 /* Room for `tasks` tasks, `edges` edges, `groups` collective groups and
  * `members` members of groups in all, when the caller knows about how many
  * it will add: a hint that saves growing the arrays (more may still be

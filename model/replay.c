@@ -415,7 +415,8 @@ static void notify(struct sim *s, uint32_t k, int fin)
 static void set_end(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
-    int64_t end = s->start[i] + s->dur[i];
+    /* a paired task runs from when both its sides were ready (do_start) */
+    int64_t end = (g->tasks[i].paired ? s->end[i] : s->start[i]) + s->dur[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
         if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
@@ -465,23 +466,27 @@ static void do_start(struct sim *s, uint32_t i)
 {
     const struct model_graph *g = s->g;
     const struct model_task *t = &g->tasks[i];
-    int64_t ready = (g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + s->gap[i];
+    /* [0] its own side's ready time, [1] a paired task's other side's */
+    int64_t ready[2] = {(g->prev[i] == MODEL_NONE ? g->res[t->res].origin : s->end[g->prev[i]]) + s->gap[i],
+                        INT64_MIN};
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
         int64_t lat = ed->lat;
         if (ed->kind == MODEL_EDGE_UNEXPLAINED && (!s->keep_unexplained || (lat = kept_lat(s, i, lat)) < 0))
             continue;
         if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
-            ready = max64(ready, s->end[ed->from] + lat);
+            ready[ed->peer] = max64(ready[ed->peer], s->end[ed->from] + lat);
         else if (ed->type == MODEL_SS && s->state[ed->from] != PENDING)
-            ready = max64(ready, s->start[ed->from] + lat);
+            ready[ed->peer] = max64(ready[ed->peer], s->start[ed->from] + lat);
     }
-    s->start[i] = ready;
+    s->start[i] = ready[0];
     s->state[i] = STARTED;
+    if (t->paired) /* when its transfer runs, until set_end reads it */
+        s->end[i] = max64(ready[0], ready[1]);
     if (t->group != MODEL_NONE) {
         /* a collective member: its finish waits for every member's start */
         uint32_t gi = t->group;
-        s->gready[gi] = max64(s->gready[gi], ready);
+        s->gready[gi] = max64(s->gready[gi], ready[0]);
         for (uint32_t e = g->succ_at[i]; e < g->succ_at[i + 1]; e++) {
             uint32_t type = g->succs[e] & 3;
             if (type == MODEL_SS || type == MODEL_SF)
@@ -749,15 +754,16 @@ static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t boun
 
 /* The edge into task i that sets its finish (FF, SF) or its start (FS, SS)
  * latest, later than `after`; NULL when none does. Unexplained edges count
- * only when the replay kept them. */
+ * only when the replay kept them. Of a paired task, the edges of its own
+ * side (peer 0) or of its other side (peer 1). */
 static const struct model_edge *latest_edge(const struct model_graph *g, const int64_t *start,
                                             const int64_t *end, uint32_t i, int finish,
-                                            int64_t after, int keep_unexplained)
+                                            int64_t after, int keep_unexplained, int peer)
 {
     const struct model_edge *by = NULL;
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
-        if (ed->kind == MODEL_EDGE_UNEXPLAINED && !keep_unexplained)
+        if ((ed->kind == MODEL_EDGE_UNEXPLAINED && !keep_unexplained) || ed->peer != peer)
             continue;
         int sets_finish = ed->type == MODEL_FF || ed->type == MODEL_SF;
         if (sets_finish != finish)
@@ -801,7 +807,22 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 at_end = 0;
                 continue;
             }
-            by = latest_edge(g, start, end, i, 1, end[i] - 1, keep_unexplained);
+            if (t->paired) {
+                /* a transfer runs once both its sides are ready: from
+                 * its other side's, when that came later */
+                by = latest_edge(g, start, end, i, 0, start[i], 0, 1);
+                int64_t run = by ? (by->type == MODEL_FS ? end[by->from] : start[by->from]) + by->lat : start[i];
+                int64_t from = run > floor ? run : floor;
+                if (seg(p, i, from, cur, MODEL_BOUND_COMMUNICATION))
+                    return -1;
+                cur = from;
+                if (!by) {
+                    at_end = 0;
+                    continue;
+                }
+            } else {
+                by = latest_edge(g, start, end, i, 1, end[i] - 1, keep_unexplained, 0);
+            }
             if (!by) {
                 int64_t from = start[i] > floor ? start[i] : floor;
                 if (seg(p, i, from, cur, task_bound(g, i)))
@@ -814,7 +835,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
             /* what set the start: an edge, or the resource (and the host
              * work before it) */
             int64_t free_at = res_free(g, end, i);
-            by = latest_edge(g, start, end, i, 0, free_at + gap[i], keep_unexplained);
+            by = latest_edge(g, start, end, i, 0, free_at + gap[i], keep_unexplained, 0);
             if (!by) {
                 /* host work on the resource, then its previous task */
                 int64_t from = free_at > floor ? free_at : floor;
@@ -964,6 +985,20 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                 rc = sc_error_set(err, SC_ENOMEM, "out of memory");
                 goto out;
             }
+        }
+    }
+    /* the other side of each paired transfer: communication on that
+     * side's stream from when that side was ready (as a group member's) */
+    for (size_t k = 0; k < g->n_peers; k++) {
+        uint32_t i = g->peers[k].task;
+        uint16_t rank = g->res[g->peers[k].res].rank;
+        if (rank_only >= 0 && rank != rank_only)
+            continue;
+        const struct model_edge *by = latest_edge(g, r->start, r->end, i, 0, INT64_MIN, 0, 1);
+        int64_t ready = by ? (by->type == MODEL_FS ? r->end[by->from] : r->start[by->from]) + by->lat : r->start[i];
+        if (sc_spans_add(&sp[rank][BD_COMM], ready, r->end[i])) {
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+            goto out;
         }
     }
     for (size_t i = 0; i < ranks; i++)

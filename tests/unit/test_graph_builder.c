@@ -437,3 +437,128 @@ TEST(graph_api_merged_task_counts_its_communication)
     CHECK_CONTAINS(err.msg, "set twice");
     CHECK(g == NULL);
 }
+
+/* Two ranks, a kernel each (rank 0 10 ms, rank 1 4 ms) and then a 2 ms
+ * transfer from rank 0 to rank 1 once each has its kernel done: with
+ * `paired`, one task on rank 1's stream paired with rank 0's (rank 0's
+ * side waits through peer edges); else a send and a receive in a group of
+ * two. The transfer's own task id goes to *xfer. */
+static struct model_gb *transfer_graph(int paired, uint32_t *xfer, struct sc_error *err)
+{
+    struct model_gb *gb = model_gb_new(err);
+    uint32_t cpu[2], gpu[2], net[2], begin[2], k[2], end[2], side[2];
+    REQUIRE(gb != NULL);
+    for (int r = 0; r < 2; r++) {
+        uint16_t rank;
+        REQUIRE(model_gb_add_rank(gb, &(struct model_rank_spec){.id = r}, &rank) == SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank}, &cpu[r]) == SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .tid = 7}, &gpu[r]) ==
+                SC_OK);
+        REQUIRE(model_gb_add_resource(gb, &(struct model_res_spec){.rank = rank, .gpu = 1, .tid = 9}, &net[r]) ==
+                SC_OK);
+    }
+    for (int r = 0; r < 2; r++) {
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu[r], .cls = MODEL_TASK_MARKER},
+                                  &begin[r]) == SC_OK);
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = gpu[r], .cls = MODEL_TASK_KERNEL,
+                                                                .dur = (r ? 4 : 10) * MS},
+                                  &k[r]) == SC_OK);
+        REQUIRE(model_gb_add_edge(gb, begin[r], k[r], MODEL_EDGE_LAUNCH, MODEL_FS, 0, 0) == SC_OK);
+    }
+    for (int r = paired ? 1 : 0; r < 2; r++)
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = net[r], .cls = MODEL_TASK_COMM,
+                                                                .sub = MODEL_COLL_SENDRECV, .dur = 2 * MS},
+                                  &side[r]) == SC_OK);
+    if (paired) {
+        side[0] = side[1];
+        REQUIRE(model_gb_pair(gb, side[1], net[0]) == SC_OK);
+        REQUIRE(model_gb_add_peer_edge(gb, k[0], side[1], MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0) == SC_OK);
+    } else {
+        REQUIRE(model_gb_add_edge(gb, k[0], side[0], MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0, 0) == SC_OK);
+        REQUIRE(model_gb_add_group(gb, &(struct model_group_spec){.op = MODEL_COLL_SENDRECV, .bytes = 1 << 20},
+                                   side, 2, NULL) == SC_OK);
+    }
+    REQUIRE(model_gb_add_edge(gb, k[1], side[1], MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0, 0) == SC_OK);
+    for (int r = 0; r < 2; r++) {
+        REQUIRE(model_gb_add_task(gb, &(struct model_task_spec){.res = cpu[r], .cls = MODEL_TASK_MARKER}, &end[r]) ==
+                SC_OK);
+        REQUIRE(model_gb_add_edge(gb, side[r], end[r], MODEL_EDGE_HOST_SYNC, MODEL_FS, 0, 0) == SC_OK);
+        REQUIRE(model_gb_add_step(gb, &(struct model_step_spec){.rank = (uint16_t)r, .begin = begin[r],
+                                                                .end = end[r], .name = "s", .measured_ns = -1,
+                                                                .trace_step = MODEL_NONE}) == SC_OK);
+    }
+    *xfer = side[1];
+    return gb;
+}
+
+/* A transfer held as one task on both its sides replays as a send and a
+ * receive in a group of two: it runs once both are ready (10 ms, rank 0's
+ * kernel) and ends 2 ms later on both; each side counts as communication
+ * from when it was ready: rank 1 waited from 4 ms, so 8 ms of
+ * communication exposed. Rank 1's critical path crosses to rank 0's side,
+ * the later one: 10 ms of rank 0's kernel, then the transfer. */
+TEST(graph_api_paired_transfer_replays_as_a_group_of_two)
+{
+    struct sc_error err;
+    struct model_replay *r[2] = {NULL, NULL};
+    struct model_graph *g[2] = {NULL, NULL};
+    uint32_t x[2];
+    for (int paired = 0; paired < 2; paired++) {
+        struct model_replay_opts o;
+        model_replay_opts_default(&o);
+        o.critical_path = 1;
+        REQUIRE(model_gb_finish(transfer_graph(paired, &x[paired], &err), &g[paired], &err) == SC_OK);
+        REQUIRE(model_replay_run(g[paired], &o, &r[paired], &err) == SC_OK);
+        CHECK_EQ_INT(r[paired]->forced, 0);
+    }
+    CHECK_EQ_INT(g[1]->n_groups, 0);
+    CHECK_EQ_INT(g[1]->n_peers, 1);
+    CHECK_EQ_INT(g[1]->n_tasks + 1, g[0]->n_tasks);
+    CHECK_EQ_INT(r[1]->end[x[1]], 12 * MS);
+    CHECK_EQ_INT(r[1]->start[x[1]], 4 * MS); /* its own side's ready, as a member's start */
+    for (size_t s = 0; s < 2; s++) {
+        const struct model_replay_step *a = &r[0]->steps[s], *b = &r[1]->steps[s];
+        CHECK_EQ_INT(b->replayed_ns, 12 * MS);
+        CHECK_EQ_INT(a->replayed_ns, b->replayed_ns);
+        CHECK(memcmp(&a->breakdown, &b->breakdown, sizeof a->breakdown) == 0);
+    }
+    CHECK_EQ_INT(r[1]->steps[0].breakdown.compute_exposed, 10 * MS);
+    CHECK_EQ_INT(r[1]->steps[0].breakdown.comm_exposed, 2 * MS);
+    CHECK_EQ_INT(r[1]->steps[1].breakdown.compute_exposed, 4 * MS);
+    CHECK_EQ_INT(r[1]->steps[1].breakdown.comm_exposed, 8 * MS);
+    const struct model_replay_step *st = &r[1]->steps[1];
+    int64_t by[MODEL_BOUND_COUNT] = {0}, cur = st->start;
+    for (size_t i = st->path_first; i < st->path_first + st->path_n; i++) {
+        CHECK_EQ_INT(r[1]->segments[i].start, cur);
+        cur = r[1]->segments[i].end;
+        by[r[1]->segments[i].bound] += r[1]->segments[i].end - r[1]->segments[i].start;
+    }
+    CHECK_EQ_INT(cur, st->end);
+    CHECK_EQ_INT(by[MODEL_BOUND_GPU_COMPUTE], 10 * MS);
+    CHECK_EQ_INT(by[MODEL_BOUND_COMMUNICATION], 2 * MS);
+    for (int i = 0; i < 2; i++) {
+        model_replay_free(r[i]);
+        model_graph_free(g[i]);
+    }
+
+    /* what a pair cannot be */
+    uint32_t t;
+    struct model_gb *gb = transfer_graph(1, &t, &err);
+    CHECK_EQ_INT(model_gb_pair(gb, t, 0), SC_EINVAL); /* twice */
+    model_gb_free(gb);
+    gb = transfer_graph(1, &t, &err);
+    CHECK_EQ_INT(model_gb_add_peer_edge(gb, 0, t, MODEL_EDGE_HOST_SYNC, MODEL_FF, 0), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "holds a finish");
+    model_gb_free(gb);
+    gb = transfer_graph(0, &t, &err); /* a group member */
+    CHECK_EQ_INT(model_gb_pair(gb, t, 2), SC_EINVAL);
+    model_gb_free(gb);
+    gb = transfer_graph(0, &t, &err);
+    CHECK_EQ_INT(model_gb_add_peer_edge(gb, 1, t, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "not paired");
+    model_gb_free(gb);
+    gb = transfer_graph(1, &t, &err);
+    CHECK_EQ_INT(model_gb_pair(gb, 1, 5), SC_EINVAL); /* a kernel */
+    CHECK_CONTAINS(err.msg, "no communication task");
+    model_gb_free(gb);
+}

@@ -134,14 +134,25 @@ static int same_steps(const struct model_replay *a, const struct model_replay *b
     return same;
 }
 
+/* A pipeline transfer: a task on a rank's "pipeline send" or "pipeline
+ * receive" stream. */
+static int is_transfer(const struct model_graph *g, size_t k)
+{
+    return strncmp(model_graph_str(g, g->res[g->tasks[k].res].label), "pipeline ", 9) == 0;
+}
+
 /* The graph est_estimate replays (est_synth_unnamed) is est_synth's with
- * no names and each thread's host calls between synchronisations as one
- * task: the same GPU tasks in the same order (durations, streams,
- * collective groups), fewer host tasks, and the same replay to the
- * nanosecond: every GPU task's start and end, every step and breakdown;
- * and no task keeps a name. */
+ * no names, each thread's host calls between synchronisations as one
+ * task, and each pipeline transfer as one task on both its sides (a send
+ * and its receive, a group of two in est_synth's): the same other GPU
+ * tasks in the same order (durations, streams, collective groups), and
+ * the same replay to the nanosecond: every such task's start and end,
+ * every step and breakdown (which counts each side of a transfer as
+ * communication from when that side was ready); and no task keeps a
+ * name. */
 TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
 {
+    size_t paired = 0;
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         for (int d = EST_DETAIL_STAGE; d <= EST_DETAIL_KERNEL; d++) {
             struct est_spec s;
@@ -163,25 +174,32 @@ TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
                 model_graph_free(u);
                 continue;
             }
-            CHECK_EQ_INT(u->n_groups, g->n_groups);
             CHECK_EQ_INT(u->n_steps, g->n_steps);
             CHECK_EQ_INT(u->n_res, g->n_res);
             CHECK(u->n_tasks < g->n_tasks); /* calls merged */
-            /* the tasks other than host calls, pairwise in the order added */
-            size_t a = 0, b = 0, named = 0, pairs = 0;
+            /* the tasks other than host calls and transfers, pairwise in
+             * the order added */
+            size_t a = 0, b = 0, named = 0, pairs = 0, g_transfers = 0, u_transfers = 0;
             int same = 1;
+            for (size_t k = 0; k < g->n_tasks; k++)
+                g_transfers += is_transfer(g, k);
+            for (size_t k = 0; k < u->n_tasks; k++) {
+                u_transfers += is_transfer(u, k);
+                same &= u->tasks[k].paired == is_transfer(u, k);
+            }
             for (;; a++, b++) {
-                while (a < g->n_tasks && g->tasks[a].cls == MODEL_TASK_CALL)
+                while (a < g->n_tasks && (g->tasks[a].cls == MODEL_TASK_CALL || is_transfer(g, a)))
                     a++;
-                while (b < u->n_tasks && u->tasks[b].cls == MODEL_TASK_CALL)
+                while (b < u->n_tasks && (u->tasks[b].cls == MODEL_TASK_CALL || is_transfer(u, b)))
                     b++;
                 if (a == g->n_tasks || b == u->n_tasks) {
                     same &= a == g->n_tasks && b == u->n_tasks;
                     break;
                 }
                 const struct model_task *x = &g->tasks[a], *y = &u->tasks[b];
-                same &= x->dur == y->dur && x->res == y->res && x->group == y->group && x->cls == y->cls &&
-                        x->sub == y->sub && rg->start[a] == ru->start[b] && rg->end[a] == ru->end[b];
+                same &= x->dur == y->dur && x->res == y->res && x->cls == y->cls && x->sub == y->sub &&
+                        (x->group == MODEL_NONE) == (y->group == MODEL_NONE) && rg->start[a] == ru->start[b] &&
+                        rg->end[a] == ru->end[b];
                 named += model_graph_str(g, g->src[a].name)[0] != '\0';
                 CHECK_STREQ(model_graph_str(u, u->src[b].name), "");
                 pairs++;
@@ -189,10 +207,11 @@ TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
             CHECK(same);
             CHECK(pairs > 0);
             CHECK(named > 0); /* there were names to leave out */
-            for (size_t k = 0; same && k < g->n_groups; k++)
-                same = g->groups[k].op == u->groups[k].op && g->groups[k].size == u->groups[k].size &&
-                       g->groups[k].bytes == u->groups[k].bytes && g->group_at[k + 1] == u->group_at[k + 1];
-            CHECK(same);
+            /* each transfer once, on both sides; the groups less the pairs */
+            CHECK_EQ_INT(2 * u_transfers, g_transfers);
+            CHECK_EQ_INT(u->n_peers, u_transfers);
+            CHECK_EQ_INT(u->n_groups + u_transfers, g->n_groups);
+            paired += u_transfers;
             CHECK(same_steps(rg, ru));
             model_replay_free(rg);
             model_replay_free(ru);
@@ -200,6 +219,7 @@ TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
             model_graph_free(u);
         }
     }
+    CHECK(paired > 0); /* some spec has a pipeline */
 }
 
 TEST(synth_levels_of_detail_agree_within_one_percent)
@@ -243,36 +263,41 @@ TEST(synth_levels_of_detail_agree_on_the_breakdown)
 
 /* A synthesised graph copied with its own durations (graph_copy, as a
  * what-if copies one) replays as the source does, to the breakdown: its
- * merged tasks keep their communication. */
+ * merged tasks keep their communication, and (the graph est_estimate
+ * replays) its transfers their two sides. */
 TEST(synth_graph_copied_replays_as_its_source)
 {
     struct est_spec s;
     const struct hw_profile *hw;
     struct est_costs c;
-    struct model_graph *g = NULL, *copy = NULL;
-    struct model_replay *rg = NULL, *rc = NULL;
     struct sc_error err;
-    REQUIRE(load(specs[1], &s, &hw) == SC_OK); /* tensor and sequence parallel */
+    REQUIRE(load(specs[1], &s, &hw) == SC_OK); /* tensor, sequence and pipeline parallel */
     est_costs_default(hw, &s, &c);
-    REQUIRE(est_synth(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_OK);
-    CHECK(g->n_comm_parts > 0);
-    int64_t *dur = malloc(g->n_tasks * sizeof *dur), *gap = malloc(g->n_tasks * sizeof *gap);
-    REQUIRE(dur && gap);
-    for (size_t i = 0; i < g->n_tasks; i++) {
-        dur[i] = g->tasks[i].dur;
-        gap[i] = g->tasks[i].gap;
+    for (int unnamed = 0; unnamed < 2; unnamed++) {
+        struct model_graph *g = NULL, *copy = NULL;
+        struct model_replay *rg = NULL, *rc = NULL;
+        REQUIRE((unnamed ? est_synth_unnamed : est_synth)(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_OK);
+        CHECK(g->n_comm_parts > 0);
+        CHECK(unnamed ? g->n_peers > 0 : g->n_peers == 0);
+        int64_t *dur = malloc(g->n_tasks * sizeof *dur), *gap = malloc(g->n_tasks * sizeof *gap);
+        REQUIRE(dur && gap);
+        for (size_t i = 0; i < g->n_tasks; i++) {
+            dur[i] = g->tasks[i].dur;
+            gap[i] = g->tasks[i].gap;
+        }
+        REQUIRE(graph_copy(g, dur, gap, NULL, 0, &copy, NULL, &err) == SC_OK);
+        CHECK_EQ_INT(copy->n_comm_parts, g->n_comm_parts);
+        CHECK_EQ_INT(copy->n_peers, g->n_peers);
+        REQUIRE(model_replay_run(g, NULL, &rg, &err) == SC_OK);
+        REQUIRE(model_replay_run(copy, NULL, &rc, &err) == SC_OK);
+        CHECK(same_steps(rg, rc));
+        model_replay_free(rg);
+        model_replay_free(rc);
+        model_graph_free(g);
+        model_graph_free(copy);
+        free(dur);
+        free(gap);
     }
-    REQUIRE(graph_copy(g, dur, gap, NULL, 0, &copy, NULL, &err) == SC_OK);
-    CHECK_EQ_INT(copy->n_comm_parts, g->n_comm_parts);
-    REQUIRE(model_replay_run(g, NULL, &rg, &err) == SC_OK);
-    REQUIRE(model_replay_run(copy, NULL, &rc, &err) == SC_OK);
-    CHECK(same_steps(rg, rc));
-    model_replay_free(rg);
-    model_replay_free(rc);
-    model_graph_free(g);
-    model_graph_free(copy);
-    free(dur);
-    free(gap);
 }
 
 /* The default costs of a spec's GPU. */
