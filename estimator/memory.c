@@ -82,15 +82,6 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     }
 }
 
-/* Per-GPU parameters of one virtual stage, by how ZeRO shards them. */
-struct stage_params {
-    double dense;   /* sharded over dp x cp */
-    double experts; /* sharded over the expert data-parallel ranks */
-    /* the most weights one ZeRO-3 gather brings to this GPU: a layer's,
-     * the embedding's or the output layer's (synth.c gathers each) */
-    double largest_layer;
-};
-
 /* A layer's parameters and activations depend on the layer only through
  * whether it is an MoE layer: each kind's, made once per estimate, with
  * its parameters per GPU (dense: split by tp; experts: by ep x etp). */
@@ -126,8 +117,9 @@ static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
     }
 }
 
+/* Per-GPU parameters of one virtual stage. */
 static void virtual_stage_params(const struct est_spec *s, const struct layer_kinds *kinds,
-                                 const struct est_stage_layers *v, struct stage_params *out)
+                                 const struct est_stage_layers *v, struct est_stage_params *out)
 {
     const struct est_model *m = &s->model;
     double embedding = (double)m->vocab * (double)m->hidden / (double)s->parallel.tp;
@@ -256,40 +248,41 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
                             (long long)pp);
     }
     out->n_stages = pp;
-    if ((rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
+    if (!like && (rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
         free(place);
         free(kept);
         est_memory_release(out);
         return rc;
     }
-    layer_kinds_init(s, &kinds);
+    if (!like)
+        layer_kinds_init(s, &kinds);
     for (int64_t r = 0; r < pp; r++) {
         struct est_stage_memory *st = &out->stages[r];
-        struct stage_params sp = {0};
+        struct est_stage_params sp = {0};
         double largest_full = 0;
-        for (int64_t c = 0; c < vpp; c++) {
-            struct stage_params chunk;
-            double full;
-            virtual_stage_params(s, &kinds, &place[c * pp + r], &chunk);
-            sp.dense += chunk.dense;
-            sp.experts += chunk.experts;
-            if (chunk.largest_layer > sp.largest_layer)
-                sp.largest_layer = chunk.largest_layer;
-            if (!like) {
+        st->stage = r;
+        if (like) { /* the same parameters and activations: they do not depend on ZeRO */
+            sp = like->stages[r].params;
+            st->activations = like->stages[r].activations;
+            st->in_flight = like->stages[r].in_flight;
+        } else {
+            for (int64_t c = 0; c < vpp; c++) {
+                struct est_stage_params chunk;
+                double full;
+                virtual_stage_params(s, &kinds, &place[c * pp + r], &chunk);
+                sp.dense += chunk.dense;
+                sp.experts += chunk.experts;
+                if (chunk.largest_layer > sp.largest_layer)
+                    sp.largest_layer = chunk.largest_layer;
                 virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &full);
                 if (full > largest_full)
                     largest_full = full;
             }
-        }
-        st->stage = r;
-        if (like) { /* the same activations: they do not depend on ZeRO */
-            st->activations = like->stages[r].activations;
-            st->in_flight = like->stages[r].in_flight;
-        } else {
             st->activations = peak_held(pp, vpp, m, r, kept, &st->in_flight);
             if (s->options.recompute == EST_RECOMPUTE_FULL)
                 st->activations += largest_full;
         }
+        st->params = sp;
 
         struct est_model_states dense, experts;
         est_model_states(sp.dense, s->options.dtype, zero, (int64_t)dense_shards, &dense);

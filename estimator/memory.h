@@ -83,8 +83,18 @@ struct est_layer_activations {
 };
 void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out);
 
+/* A pipeline rank's parameters per GPU, before ZeRO shards them. */
+struct est_stage_params {
+    double dense;   /* sharded over dp x cp */
+    double experts; /* sharded over the expert data-parallel ranks */
+    /* the most weights one ZeRO-3 gather brings to this GPU: a layer's,
+     * the embedding's or the output layer's (synth.c gathers each) */
+    double largest_layer;
+};
+
 struct est_stage_memory {
     int64_t stage;        /* pipeline rank */
+    struct est_stage_params params;
     struct est_model_states states;
     double activations;   /* at the peak */
     int64_t in_flight;    /* model-chunk forward passes held at the peak */
@@ -104,11 +114,11 @@ struct est_memory {
  * memory. Release with est_memory_release(). */
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
-/* est_memory_estimate with every stage's activations and in-flight passes
- * copied from `like` (NULL: modelled), an estimate of a spec that differs
- * from s in options.zero_stage at most: the activations do not depend on
- * ZeRO, so a search that tries each ZeRO stage of a layout models them
- * once. */
+/* est_memory_estimate with every stage's parameters, activations and
+ * in-flight passes copied from `like` (NULL: modelled), an estimate of a
+ * spec that differs from s in options.zero_stage at most: they do not
+ * depend on ZeRO, so a search that tries each ZeRO stage of a layout
+ * models them once. */
 int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
                              struct est_memory *out, struct sc_error *err);
 void est_memory_release(struct est_memory *m);
