@@ -1103,49 +1103,81 @@ static void z3_grads_done(struct synth *y, struct rank *r, double dense, double 
  * wait for, and each unit's compute at its cost in est_pass_costs (the
  * compute stream's time of its operations); times in ns from the step's
  * start. */
+/* The data-parallel stream's time for one collective of a unit's
+ * parameters per shard group (as dp_colls runs them, one after another):
+ * `any` when one runs at all. */
+struct z3_colls {
+    int any;
+    int64_t ns;
+};
+
+/* What a unit (a layer, the embedding, the output layer) puts on the
+ * stream: its parameters gathered, its gradients reduce-scattered; and
+ * whether it has parameters at all. */
+struct z3_unit {
+    int params;
+    struct z3_colls gather, reduce;
+};
+
 struct z3_sim {
     const struct est_pass_costs *pc;
     int64_t compute; /* the end of the compute so far */
     int64_t stream;  /* the end of the data-parallel stream's work so far */
     int64_t free_at; /* z3_free: the compute's end at the unit before */
-    double grads_dense, grads_experts;
+    struct z3_colls grads; /* the reduce-scatter of the last backward unit's gradients, pending */
     int64_t grads_after;
+    struct z3_unit layer[2]; /* per layer kind (0 dense, 1 MoE), once known */
+    uint8_t layer_known[2];
 };
 
-/* dp_colls' collectives, one after another on the stream, after `after`. */
-static void z3_sim_colls(struct synth *y, enum model_coll_op op, double dense, double experts, double bytes_per,
-                         int64_t after)
+static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, double dense, double experts,
+                                   double bytes_per)
 {
     double sizes[2] = {dense, experts};
     const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
+    struct z3_colls c = {0, 0};
     for (int k = 0; k < 2; k++)
-        if (sizes[k] > 0 && groups[k]->ranks > 1)
-            y->sim->stream = max_i64(y->sim->stream, after) + coll_ns(y, op, groups[k], sizes[k] * bytes_per);
+        if (sizes[k] > 0 && groups[k]->ranks > 1) {
+            c.any = 1;
+            c.ns += coll_ns(y, op, groups[k], sizes[k] * bytes_per);
+        }
+    return c;
+}
+
+static struct z3_unit z3_unit_of(struct synth *y, double dense, double experts)
+{
+    return (struct z3_unit){dense + experts > 0, z3_colls_of(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B),
+                            z3_colls_of(y, MODEL_COLL_REDUCESCATTER, dense, experts, grad_bytes(y->s))};
+}
+
+/* Collectives c on the stream after `after`. */
+static void z3_sim_colls(struct z3_sim *z, const struct z3_colls *c, int64_t after)
+{
+    if (c->any)
+        z->stream = max_i64(z->stream, after) + c->ns;
 }
 
 /* z3_reduce: the gradients left by the last backward unit reduce-scattered. */
-static void z3_sim_reduce(struct synth *y)
+static void z3_sim_reduce(struct z3_sim *z)
 {
-    struct z3_sim *z = y->sim;
-    z3_sim_colls(y, MODEL_COLL_REDUCESCATTER, z->grads_dense, z->grads_experts, grad_bytes(y->s), z->grads_after);
-    z->grads_dense = z->grads_experts = 0;
+    z3_sim_colls(z, &z->grads, z->grads_after);
+    z->grads = (struct z3_colls){0, 0};
 }
 
 /* z3_gather, the unit's compute (ns) and, after a backward, z3_grads_done. */
-static void z3_sim_unit(struct synth *y, double dense, double experts, int64_t compute, int backward)
+static void z3_sim_unit(struct synth *y, const struct z3_unit *u, int64_t compute, int backward)
 {
     struct z3_sim *z = y->sim;
     int64_t before = z->compute, freed = y->s->options.overlap_param_gather ? z->free_at : before;
     z->free_at = before;
-    if (dense + experts > 0) {
-        z3_sim_colls(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B, freed);
+    if (u->params) {
+        z3_sim_colls(z, &u->gather, freed);
         z->compute = max_i64(z->compute, z->stream);
     }
-    z3_sim_reduce(y);
+    z3_sim_reduce(z);
     z->compute += compute;
     if (backward) {
-        z->grads_dense = dense;
-        z->grads_experts = experts;
+        z->grads = u->reduce;
         z->grads_after = z->compute;
     }
 }
@@ -1153,26 +1185,32 @@ static void z3_sim_unit(struct synth *y, double dense, double experts, int64_t c
 /* run_pass's units of virtual stage st, in its order. */
 static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int backward)
 {
-    const struct est_pass_costs *pc = y->sim->pc;
+    struct z3_sim *z = y->sim;
+    const struct est_pass_costs *pc = z->pc;
     double emb, head;
     edge_params(y->s, st, &emb, &head);
+    struct z3_unit ue = z3_unit_of(y, emb, 0), uh = z3_unit_of(y, head, 0);
     if (!backward && st->embedding)
-        z3_sim_unit(y, emb, 0, pc->embed_f, 0);
+        z3_sim_unit(y, &ue, pc->embed_f, 0);
     if (backward && st->loss)
-        z3_sim_unit(y, head, 0, pc->head_b, 1);
+        z3_sim_unit(y, &uh, pc->head_b, 1);
     for (int i = 0; i < st->layers; i++) {
         int64_t layer = st->first_layer + (backward ? st->layers - 1 - i : i);
         int moe = est_model_layer_is_moe(&y->s->model, layer);
-        double dense, experts;
-        kind_rank_params(y, layer, moe, &dense, &experts);
-        z3_sim_unit(y, dense, experts, backward ? pc->layer_b[moe] : pc->layer_f[moe], backward);
+        if (!z->layer_known[moe]) {
+            double dense, experts;
+            kind_rank_params(y, layer, moe, &dense, &experts);
+            z->layer[moe] = z3_unit_of(y, dense, experts);
+            z->layer_known[moe] = 1;
+        }
+        z3_sim_unit(y, &z->layer[moe], backward ? pc->layer_b[moe] : pc->layer_f[moe], backward);
     }
     if (!backward && st->loss)
-        z3_sim_unit(y, head, 0, pc->head_f, 0);
+        z3_sim_unit(y, &uh, pc->head_f, 0);
     if (backward && st->embedding)
-        z3_sim_unit(y, emb, 0, pc->embed_b, 1);
+        z3_sim_unit(y, &ue, pc->embed_b, 1);
     if (backward) /* z3_reduce at the pass's end */
-        z3_sim_reduce(y);
+        z3_sim_reduce(z);
 }
 
 /* ---- the schedule ---- */

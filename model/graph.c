@@ -114,7 +114,7 @@ void model_graph_free(struct model_graph *g)
     free(g);
 }
 
-int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i)
+size_t model_graph_comm_part_seek(const struct model_graph *g, uint32_t i)
 {
     size_t lo = 0, hi = g->n_comm_parts;
     while (lo < hi) {
@@ -124,7 +124,13 @@ int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i)
         else
             hi = mid;
     }
-    return lo < g->n_comm_parts && g->comm_parts[lo].task == i ? g->comm_parts[lo].comm_ns : 0;
+    return lo;
+}
+
+int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i)
+{
+    size_t k = model_graph_comm_part_seek(g, i);
+    return k < g->n_comm_parts && g->comm_parts[k].task == i ? g->comm_parts[k].comm_ns : 0;
 }
 
 size_t model_graph_bytes(const struct model_graph *g)

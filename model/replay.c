@@ -411,22 +411,29 @@ static void notify(struct sim *s, uint32_t k, int fin)
 }
 
 /* Task i ends: its start plus its duration, or later as its finish-to-
- * finish and start-to-finish predecessors say. */
-static void set_end(struct sim *s, uint32_t i)
+ * finish and start-to-finish predecessors say. Every one of them has
+ * finished or started, unless `forced` past a cycle: then only those that
+ * have count. */
+static inline void end_task(struct sim *s, uint32_t i, int forced)
 {
     const struct model_graph *g = s->g;
-    /* a paired task runs from when both its sides were ready (do_start) */
+    /* a paired task runs from when both its sides were ready (start_task) */
     int64_t end = (g->tasks[i].paired ? s->end[i] : s->start[i]) + s->dur[i];
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
         const struct model_edge *ed = &g->edges[e];
-        if (ed->type == MODEL_FF && s->state[ed->from] == FINISHED)
+        if (ed->type == MODEL_FF && (!forced || s->state[ed->from] == FINISHED))
             end = max64(end, s->end[ed->from] + ed->lat);
-        else if (ed->type == MODEL_SF && s->state[ed->from] != PENDING)
+        else if (ed->type == MODEL_SF && (!forced || s->state[ed->from] != PENDING))
             end = max64(end, s->start[ed->from] + ed->lat);
     }
     s->end[i] = end;
     s->state[i] = FINISHED;
     s->finished++;
+}
+
+static void set_end(struct sim *s, uint32_t i)
+{
+    end_task(s, i, 0);
 }
 
 static void do_finish(struct sim *s, uint32_t i)
@@ -462,7 +469,10 @@ static int64_t kept_lat(const struct sim *s, uint32_t i, int64_t lat)
     return s->wait && s->wait[i] >= 0 ? s->wait[i] : lat;
 }
 
-static void do_start(struct sim *s, uint32_t i)
+/* Task i starts: its resource free (and the host work before it done) and
+ * every start predecessor met, which all have been unless `forced` past a
+ * cycle: then only those that finished (finish-to-start) or started count. */
+static inline void start_task(struct sim *s, uint32_t i, int forced)
 {
     const struct model_graph *g = s->g;
     const struct model_task *t = &g->tasks[i];
@@ -474,9 +484,9 @@ static void do_start(struct sim *s, uint32_t i)
         int64_t lat = ed->lat;
         if (ed->kind == MODEL_EDGE_UNEXPLAINED && (!s->keep_unexplained || (lat = kept_lat(s, i, lat)) < 0))
             continue;
-        if (ed->type == MODEL_FS && s->state[ed->from] == FINISHED)
+        if (ed->type == MODEL_FS && (!forced || s->state[ed->from] == FINISHED))
             ready[ed->peer] = max64(ready[ed->peer], s->end[ed->from] + lat);
-        else if (ed->type == MODEL_SS && s->state[ed->from] != PENDING)
+        else if (ed->type == MODEL_SS && (!forced || s->state[ed->from] != PENDING))
             ready[ed->peer] = max64(ready[ed->peer], s->start[ed->from] + lat);
     }
     s->start[i] = ready[0];
@@ -512,6 +522,11 @@ static void do_start(struct sim *s, uint32_t i)
     notify(s, i, 0);
 }
 
+static void do_start(struct sim *s, uint32_t i)
+{
+    start_task(s, i, 0);
+}
+
 /* Nothing is ready but events remain: a dependency cycle. Complete a
  * collective that members wait in, else force the first pending event
  * whose resource allows it. */
@@ -527,7 +542,8 @@ static void break_cycle(struct sim *s)
     for (uint32_t i = 0; i < g->n_tasks; i++)
         if (s->state[i] == STARTED && g->tasks[i].group == MODEL_NONE) {
             s->wait_f[i] = 0;
-            do_finish(s, i);
+            end_task(s, i, 1);
+            notify(s, i, 1);
             return;
         }
     uint32_t pick = MODEL_NONE;
@@ -541,7 +557,7 @@ static void break_cycle(struct sim *s)
         if (s->state[i] == PENDING)
             pick = i;
     s->wait_s[pick] = 0;
-    do_start(s, pick);
+    start_task(s, pick, 1);
 }
 
 /* model_replay_simulate, the host gaps it used left in gap[] (n_tasks)
@@ -589,21 +605,18 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     }
     if ((rc = durations(g, o, s.dur, gap, kept_wait, err)))
         goto out;
+    /* a start waits for its resource's task before and its start edges
+     * (FS, SS); a finish for its start and its finish edges (FF, SF) */
+    _Static_assert(MODEL_FS < 2 && MODEL_SS < 2 && MODEL_FF >= 2 && MODEL_SF >= 2, "start edges first");
     for (uint32_t i = 0; i < n; i++) {
-        s.wait_s[i] = g->prev[i] != MODEL_NONE;
-        s.wait_f[i] = 1; /* its start */
-    }
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-            uint8_t type = g->edges[e].type;
-            if (type == MODEL_FS || type == MODEL_SS)
-                s.wait_s[i]++;
-            else
-                s.wait_f[i]++;
-        }
-    for (uint32_t i = 0; i < n; i++)
-        if (!s.wait_s[i])
+        uint32_t starts = g->prev[i] != MODEL_NONE, preds = g->pred_at[i + 1] - g->pred_at[i];
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+            starts += g->edges[e].type < 2;
+        s.wait_s[i] = starts;
+        s.wait_f[i] = 1 + preds - (starts - (g->prev[i] != MODEL_NONE));
+        if (!starts)
             s.queue[s.tail++] = i << 1;
+    }
     for (size_t k = 0; k < g->n_groups; k++) {
         s.gwait[k] = g->group_at[k + 1] - g->group_at[k];
         s.gready[k] = INT64_MIN;
@@ -947,9 +960,14 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         if (rank_only >= 0 && g->res[q].rank != rank_only)
             continue;
         struct sc_spans *rs = sp[g->res[q].rank];
+        /* a resource's tasks come in the order of their numbers
+         * (graph.h), as the communication parts do */
+        size_t part = g->n_comm_parts ? model_graph_comm_part_seek(g, g->res[q].first) : 0;
         for (uint32_t i = g->res[q].first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *t = &g->tasks[i];
             int bad = 0;
+            while (part < g->n_comm_parts && g->comm_parts[part].task < i)
+                part++;
             switch (t->cls) {
             case MODEL_TASK_KERNEL:
             case MODEL_TASK_COPY:
@@ -958,7 +976,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                  * longer (a merged task waiting for its launches) is not
                  * compute meanwhile; a merged task's communication is the
                  * run's last part */
-                int64_t comm = g->n_comm_parts ? model_graph_comm_part(g, i) : 0;
+                int64_t comm = part < g->n_comm_parts && g->comm_parts[part].task == i ? g->comm_parts[part].comm_ns : 0;
                 int64_t split = max64(r->start[i], r->end[i] - comm);
                 int64_t busy = r->start[i] + max64(dur[i] - comm, 0);
                 bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], busy < split ? busy : split) ||
