@@ -1415,9 +1415,10 @@ static void p2p_remember(struct synth *y, struct pipeline *p, struct rank *r, in
 static uint32_t p2p_partner(struct pipeline *p, const struct rank *r, int kind)
 {
     static const int partner_kind[P2P_KINDS] = {P2P_FWD_RECV, P2P_FWD_SEND, P2P_BWD_RECV, P2P_BWD_SEND};
-    int64_t step = kind == P2P_FWD_SEND || kind == P2P_BWD_RECV ? 1 : -1;
+    int64_t partner = r->id + (kind == P2P_FWD_SEND || kind == P2P_BWD_RECV ? 1 : -1);
+    partner = partner < 0 ? p->pp - 1 : partner == p->pp ? 0 : partner; /* the ring's ends meet */
     const struct p2p *mine = p2p_list(p, r->id, kind);
-    const struct p2p *theirs = p2p_list(p, (r->id + step + p->pp) % p->pp, partner_kind[kind]);
+    const struct p2p *theirs = p2p_list(p, partner, partner_kind[kind]);
     return mine->n < theirs->n ? theirs->v[mine->n] : MODEL_NONE;
 }
 

@@ -22,6 +22,12 @@ struct pending_edge {
     uint8_t type, kind, inferred, peer;
 };
 
+/* A task's edges in and out so far (counted as they are added, so that
+ * finishing needs no pass over the edges to size each task's lists). */
+struct degree {
+    uint32_t preds, succs;
+};
+
 struct model_gb {
     struct sc_error *err;
     int failed; /* the first error's code; then every call fails */
@@ -33,6 +39,7 @@ struct model_gb {
     size_t n_res, cap_res;
     struct model_task *tasks;
     struct model_task_src *src;
+    struct degree *deg;
     int64_t *order; /* layout keys; NULL while every key is 0 */
     size_t n_tasks, cap_tasks;
     /* the last strings interned, by the caller's pointer: a builder sees
@@ -41,6 +48,7 @@ struct model_gb {
     struct { const char *s; uint32_t id; } recent[NAME_CACHE];
     struct pending_edge *edges;
     size_t n_edges, cap_edges;
+    size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
     struct model_graph_step *steps;
     size_t n_steps, cap_steps;
     struct model_coll_group *groups;
@@ -112,6 +120,7 @@ void model_gb_free(struct model_gb *gb)
     free(gb->res);
     free(gb->tasks);
     free(gb->src);
+    free(gb->deg);
     free(gb->order);
     free(gb->edges);
     free(gb->steps);
@@ -194,9 +203,10 @@ static int reserve_array(void **p, size_t *cap, size_t need, size_t size)
 /* Room for `cap` tasks in each per-task array. */
 static int reserve_tasks(struct model_gb *gb, size_t cap)
 {
-    size_t c_tasks = gb->cap_tasks, c_src = gb->cap_tasks, c_order = gb->cap_tasks;
+    size_t c_tasks = gb->cap_tasks, c_src = gb->cap_tasks, c_deg = gb->cap_tasks, c_order = gb->cap_tasks;
     if (reserve_array((void **)&gb->tasks, &c_tasks, cap, sizeof *gb->tasks) ||
         reserve_array((void **)&gb->src, &c_src, cap, sizeof *gb->src) ||
+        reserve_array((void **)&gb->deg, &c_deg, cap, sizeof *gb->deg) ||
         (gb->order && reserve_array((void **)&gb->order, &c_order, cap, sizeof *gb->order)))
         return OOM(gb);
     gb->cap_tasks = cap;
@@ -242,6 +252,7 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
                                         .rank = r->rank, .cls = (uint8_t)s->cls, .sub = (uint8_t)s->sub,
                                         .kept = s->kept != 0};
     gb->src[id] = src;
+    gb->deg[id] = (struct degree){0, 0};
     if (gb->order)
         gb->order[id] = s->order;
     if (s->cls == MODEL_TASK_COMM)
@@ -318,6 +329,9 @@ static int push_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model
         lat = INT32_MIN;
     gb->edges[gb->n_edges++] = (struct pending_edge){to, from, (int32_t)lat, (uint8_t)type, (uint8_t)kind,
                                                      (uint8_t)(inferred != 0), (uint8_t)(peer != 0)};
+    gb->deg[to].preds++;
+    gb->deg[from].succs++;
+    gb->edges_by_kind[kind]++;
     return SC_OK;
 }
 
@@ -540,17 +554,22 @@ static int permute(struct model_gb *gb, const uint32_t *to)
             continue;
         struct model_task task = gb->tasks[i];
         struct model_task_src src = gb->src[i];
+        struct degree deg = gb->deg[i];
         for (uint32_t j = to[i]; j != i; j = to[j]) { /* carry the task i's chain displaces */
             struct model_task t2 = gb->tasks[j];
             struct model_task_src s2 = gb->src[j];
+            struct degree d2 = gb->deg[j];
             gb->tasks[j] = task;
             gb->src[j] = src;
+            gb->deg[j] = deg;
             done[j / 64] |= 1ull << (j % 64);
             task = t2;
             src = s2;
+            deg = d2;
         }
         gb->tasks[i] = task;
         gb->src[i] = src;
+        gb->deg[i] = deg;
         done[i / 64] |= 1ull << (i % 64);
     }
     free(done);
@@ -645,8 +664,9 @@ oom:
 }
 
 /* Predecessor and successor lists from the pending edges, with their
- * starts in pred_at[] and succ_at[] (n_tasks + 1 each, zeroed). The edges
- * and the successors share one allocation, freed with g->edges. */
+ * starts in pred_at[] and succ_at[] (n_tasks + 1 each), sized by the
+ * degrees counted as the edges were added. The edges and the successors
+ * share one allocation, freed with g->edges. */
 static int index_edges(struct model_gb *gb, struct model_graph *g, uint32_t *pred_at, uint32_t *succ_at)
 {
     size_t n = gb->n_tasks, m = gb->n_edges;
@@ -657,15 +677,12 @@ static int index_edges(struct model_gb *gb, struct model_graph *g, uint32_t *pre
         free(fill);
         return OOM(gb);
     }
-    for (size_t i = 0; i < m; i++) {
-        pred_at[gb->edges[i].to + 1]++;
-        succ_at[gb->edges[i].from + 1]++;
-        gb->stats.edges_by_kind[gb->edges[i].kind]++;
-    }
+    pred_at[0] = succ_at[0] = 0;
     for (size_t i = 0; i < n; i++) {
-        pred_at[i + 1] += pred_at[i];
-        succ_at[i + 1] += succ_at[i];
+        pred_at[i + 1] = pred_at[i] + gb->deg[i].preds;
+        succ_at[i + 1] = succ_at[i] + gb->deg[i].succs;
     }
+    memcpy(gb->stats.edges_by_kind, gb->edges_by_kind, sizeof gb->edges_by_kind);
     memcpy(fill, pred_at, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < m; i++) {
         const struct pending_edge *p = &gb->edges[i];
@@ -695,7 +712,6 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
         model_gb_free(gb);
         return sc_error_set(err, rc, "the graph was not built: an earlier step failed");
     }
-    memset(gb->stats.edges_by_kind, 0, sizeof gb->stats.edges_by_kind);
     g = calloc(1, sizeof *g);
     if (map)
         to = malloc((gb->n_tasks ? gb->n_tasks : 1) * sizeof *to);
@@ -716,7 +732,6 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
         rc = OOM(gb);
         goto out;
     }
-    memset(links + 2 * n, 0, (2 * n + 2) * sizeof *links); /* pred_at, succ_at */
     g->prev = links;
     g->next = links + n;
     g->pred_at = links + 2 * n;
