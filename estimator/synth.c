@@ -1453,7 +1453,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
                                                               .sub = MODEL_CALL_SYNC, .dur = issue * posted,
                                                               .name = "pipeline transfers and synchronize"},
                               1, &at);
-    int k = 0, sent = 0;
+    int k = 0, sent = 0, in_batch[ST_COUNT] = {0};
     for (int i = 0; i < n; i++) {
         if (kinds[i] < 0)
             continue;
@@ -1482,9 +1482,12 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
             side_edge(y, joined, r->waits[stream][w], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
         r->n_waits[stream] = 0;
         /* the stream runs its transfers in order: one on another rank's
-         * stream is ordered here by an edge */
-        if (joined || r->last_paired[stream])
+         * stream is ordered here by an edge. A transfer of an earlier batch
+         * needs none: that batch's call waited for it, and this one's
+         * launch comes after */
+        if (in_batch[stream] && (joined || r->last_paired[stream]))
             side_edge(y, joined, r->last[stream], task, MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0);
+        in_batch[stream] = 1;
         r->last[stream] = task;
         r->last_paired[stream] = (uint8_t)joined;
         p2p_remember(y, p, r, kinds[i], task);
