@@ -1385,9 +1385,15 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
         z3_sim_pass(y, &p->vstages[v], backward);
         return;
     }
-    /* the pass starts on what the pipeline received */
-    if (sync_recv)
+    /* the pass starts on what the pipeline received (a task of its own).
+     * The batch of transfers before it synchronised on the receive, and
+     * the pass is dispatched after, so the graph est_estimate replays (no
+     * `calls`) needs no edge for it; est_synth's shows the wait a trace
+     * has */
+    if (sync_recv && y->calls)
         wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
+    else if (sync_recv)
+        anchor(y, r, ST_COMPUTE);
     if (y->names)
         pass_region(r, backward, mb, chunk);
     if (p->pass && !zero3(y) && !(backward && last_mb)) {
