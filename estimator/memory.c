@@ -223,45 +223,50 @@ static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const dou
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err)
 {
-    return est_memory_estimate_like(s, NULL, hbm_gb, out, err);
+    return est_memory_estimate_like(s, NULL, hbm_gb, 0, out, err);
 }
 
 int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
-                             struct est_memory *out, struct sc_error *err)
+                             int until_over, struct est_memory *out, struct sc_error *err)
 {
     const struct est_parallel *p = &s->parallel;
     int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
     double dense_shards = (double)(p->dp * p->cp),
            expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     int zero = (int)s->options.zero_stage, rc;
+    int64_t known = like ? like->n_stages : 0; /* the stages `like` gives */
     struct layer_kinds kinds;
-    struct est_stage_layers *place = calloc((size_t)nv, sizeof *place);
-    double *kept = calloc((size_t)vpp, sizeof *kept); /* per chunk of one rank */
+    struct est_stage_layers *place = NULL;
+    double *kept = NULL; /* per chunk of one rank */
     memset(out, 0, sizeof *out);
+    out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->stages = calloc((size_t)pp, sizeof *out->stages);
-    if (!place || !kept || !out->stages) {
-        free(place);
-        free(kept);
-        free(out->stages);
-        out->stages = NULL;
-        return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages",
-                            (long long)pp);
-    }
-    out->n_stages = pp;
-    if (!like && (rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
-        free(place);
-        free(kept);
-        est_memory_release(out);
-        return rc;
-    }
-    if (!like)
+    if (!out->stages)
+        return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp);
+    if (known < pp) { /* some stages to model */
+        place = calloc((size_t)nv, sizeof *place);
+        kept = calloc((size_t)vpp, sizeof *kept);
+        if (!place || !kept) {
+            free(place);
+            free(kept);
+            est_memory_release(out);
+            return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp);
+        }
+        if ((rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
+            free(place);
+            free(kept);
+            est_memory_release(out);
+            return rc;
+        }
         layer_kinds_init(s, &kinds);
-    for (int64_t r = 0; r < pp; r++) {
+    }
+    out->fits = 1;
+    for (int64_t r = 0; r < pp && out->fits; r++) {
         struct est_stage_memory *st = &out->stages[r];
         struct est_stage_params sp = {0};
         double largest_full = 0;
         st->stage = r;
-        if (like) { /* the same parameters and activations: they do not depend on ZeRO */
+        if (r < known) { /* the same parameters and activations: they do not depend on ZeRO */
             sp = like->stages[r].params;
             st->activations = like->stages[r].activations;
             st->in_flight = like->stages[r].in_flight;
@@ -296,11 +301,13 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
                     st->activations;
         if (st->total > out->stages[out->worst_stage].total)
             out->worst_stage = r;
+        out->n_stages = r + 1;
+        if (until_over && st->total / 1e9 > out->capacity_gb)
+            out->fits = 0;
     }
     free(place);
     free(kept);
     out->gb_per_gpu = out->stages[out->worst_stage].total / 1e9;
-    out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->fits = out->gb_per_gpu <= out->capacity_gb;
     return SC_OK;
 }

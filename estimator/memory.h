@@ -114,13 +114,16 @@ struct est_memory {
  * memory. Release with est_memory_release(). */
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
-/* est_memory_estimate with every stage's parameters, activations and
- * in-flight passes copied from `like` (NULL: modelled), an estimate of a
- * spec that differs from s in options.zero_stage at most: they do not
- * depend on ZeRO, so a search that tries each ZeRO stage of a layout
- * models them once. */
+/* est_memory_estimate with the parameters, activations and in-flight
+ * passes of like's stages copied from `like` (NULL: modelled), an
+ * estimate of a spec that differs from s in options.zero_stage at most:
+ * they do not depend on ZeRO, so a search that tries each ZeRO stage of a
+ * layout models them once. With `until_over`, it stops at the first stage
+ * that does not fit (pipeline rank 0 first, which holds the most passes
+ * in flight): out->n_stages counts the stages modelled, and when it is
+ * less than pp the estimate does not fit, which is all a check needs. */
 int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
-                             struct est_memory *out, struct sc_error *err);
+                             int until_over, struct est_memory *out, struct sc_error *err);
 void est_memory_release(struct est_memory *m);
 
 /* One line on the fit, e.g. "pipeline stage 0 needs 93.2 GB per GPU, more

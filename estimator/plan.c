@@ -433,7 +433,7 @@ static int check_one(void *ctx, const struct cand *c)
         return tick(y) ? -1 : 0;
     }
     const struct est_memory *like = y->last_mem.stages && same_but_zero(&y->last, c) ? &y->last_mem : NULL;
-    if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, &mem, y->err)))
+    if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, 1, &mem, y->err)))
         return rc;
     int fits = mem.fits;
     est_memory_release(&y->last_mem);

@@ -260,7 +260,7 @@ TEST(memory_estimate_like_equals_a_fresh_estimate)
         struct sc_error err;
         CHECK_EQ_INT(est_memory_estimate(&s0, 80, &m0, &err), SC_OK);
         CHECK_EQ_INT(est_memory_estimate(&s3, 80, &fresh, &err), SC_OK);
-        CHECK_EQ_INT(est_memory_estimate_like(&s3, &m0, 80, &like, &err), SC_OK);
+        CHECK_EQ_INT(est_memory_estimate_like(&s3, &m0, 80, 0, &like, &err), SC_OK);
         CHECK_EQ_INT(like.n_stages, fresh.n_stages);
         CHECK(fresh.stages[0].states.weights < m0.stages[0].states.weights); /* ZeRO-3 shards them */
         for (int64_t r = 0; r < fresh.n_stages; r++) {
@@ -272,6 +272,38 @@ TEST(memory_estimate_like_equals_a_fresh_estimate)
         est_memory_release(&fresh);
         est_memory_release(&like);
     }
+}
+
+/* A check (until_over) stops at the first stage over the GPU's memory:
+ * the stages it modelled are the full estimate's, and one that goes on
+ * from it (like) models the rest and ends as the full estimate does. */
+TEST(memory_estimate_until_over_stops_at_the_first_stage_that_does_not_fit)
+{
+    struct est_spec s0 = spec(gpt3("\"tp\":8,\"pp\":8,\"dp\":4,\"global_batch\":64", "\"zero_stage\":0")),
+                    s1 = spec(gpt3("\"tp\":8,\"pp\":8,\"dp\":4,\"global_batch\":64", "\"zero_stage\":1"));
+    struct est_memory full, check, next, full1;
+    struct sc_error err;
+    CHECK_EQ_INT(est_memory_estimate(&s0, 40, &full, &err), SC_OK);
+    CHECK(!full.fits);
+    CHECK_EQ_INT(est_memory_estimate_like(&s0, NULL, 40, 1, &check, &err), SC_OK);
+    CHECK(!check.fits);
+    CHECK(check.n_stages >= 1 && check.n_stages < full.n_stages);
+    for (int64_t r = 0; r < check.n_stages; r++)
+        CHECK(memcmp(&check.stages[r], &full.stages[r], sizeof full.stages[r]) == 0);
+    CHECK(check.stages[check.n_stages - 1].total / 1e9 > check.capacity_gb);
+    /* ZeRO 1 on a GPU of 200 GB fits: the stages the check left are
+     * modelled */
+    CHECK_EQ_INT(est_memory_estimate(&s1, 200, &full1, &err), SC_OK);
+    CHECK(full1.fits);
+    CHECK_EQ_INT(est_memory_estimate_like(&s1, &check, 200, 1, &next, &err), SC_OK);
+    CHECK_EQ_INT(next.n_stages, full1.n_stages);
+    for (int64_t r = 0; r < full1.n_stages; r++)
+        CHECK(memcmp(&next.stages[r], &full1.stages[r], sizeof full1.stages[r]) == 0);
+    CHECK(next.fits && next.worst_stage == full1.worst_stage && next.gb_per_gpu == full1.gb_per_gpu);
+    est_memory_release(&full);
+    est_memory_release(&check);
+    est_memory_release(&next);
+    est_memory_release(&full1);
 }
 
 /* placement: layers per virtual stage */
