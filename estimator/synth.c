@@ -1128,6 +1128,9 @@ struct z3_sim {
     int64_t grads_after;
     struct z3_unit layer[2]; /* per layer kind (0 dense, 1 MoE), once known */
     uint8_t layer_known[2];
+    /* a virtual stage's embedding and output layer, per [embedding][loss] */
+    struct z3_unit edge[2][2][2];
+    uint8_t edge_known[2][2];
 };
 
 static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, double dense, double experts,
@@ -1187,13 +1190,19 @@ static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int 
 {
     struct z3_sim *z = y->sim;
     const struct est_pass_costs *pc = z->pc;
-    double emb, head;
-    edge_params(y->s, st, &emb, &head);
-    struct z3_unit ue = z3_unit_of(y, emb, 0), uh = z3_unit_of(y, head, 0);
+    struct z3_unit *edge = z->edge[st->embedding != 0][st->loss != 0];
+    if (!z->edge_known[st->embedding != 0][st->loss != 0]) {
+        double emb, head;
+        edge_params(y->s, st, &emb, &head);
+        edge[0] = z3_unit_of(y, emb, 0);
+        edge[1] = z3_unit_of(y, head, 0);
+        z->edge_known[st->embedding != 0][st->loss != 0] = 1;
+    }
+    const struct z3_unit *ue = &edge[0], *uh = &edge[1];
     if (!backward && st->embedding)
-        z3_sim_unit(y, &ue, pc->embed_f, 0);
+        z3_sim_unit(y, ue, pc->embed_f, 0);
     if (backward && st->loss)
-        z3_sim_unit(y, &uh, pc->head_b, 1);
+        z3_sim_unit(y, uh, pc->head_b, 1);
     for (int i = 0; i < st->layers; i++) {
         int64_t layer = st->first_layer + (backward ? st->layers - 1 - i : i);
         int moe = est_model_layer_is_moe(&y->s->model, layer);
@@ -1206,9 +1215,9 @@ static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int 
         z3_sim_unit(y, &z->layer[moe], backward ? pc->layer_b[moe] : pc->layer_f[moe], backward);
     }
     if (!backward && st->loss)
-        z3_sim_unit(y, &uh, pc->head_f, 0);
+        z3_sim_unit(y, uh, pc->head_f, 0);
     if (backward && st->embedding)
-        z3_sim_unit(y, &ue, pc->embed_b, 1);
+        z3_sim_unit(y, ue, pc->embed_b, 1);
     if (backward) /* z3_reduce at the pass's end */
         z3_sim_reduce(z);
 }
@@ -1606,14 +1615,16 @@ static void schedule_interleaved(struct synth *y, struct pipeline *p, struct ran
 }
 
 /* Parameters of pipeline rank r (for the optimizer and parameter gather). */
-static double rank_params(const struct est_spec *s, const struct pipeline *p, int64_t rank)
+static double rank_params(struct synth *y, const struct pipeline *p, int64_t rank)
 {
+    const struct est_spec *s = y->s;
     double total = 0;
     for (int64_t c = 0; c < p->vpp; c++) {
         const struct est_stage_layers *st = &p->vstages[c * p->pp + rank];
         for (int i = 0; i < st->layers; i++) {
+            int64_t layer = st->first_layer + i;
             double dense, experts;
-            layer_rank_params(s, st->first_layer + i, &dense, &experts);
+            kind_rank_params(y, layer, est_model_layer_is_moe(&s->model, layer), &dense, &experts);
             total += dense + experts;
         }
         double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
@@ -1631,7 +1642,7 @@ static int param_gather(struct synth *y, const struct pipeline *p, int64_t rank,
     const struct est_spec *s = y->s;
     if (s->options.zero_stage < 1 || zero3(y) || !s->options.overlap_param_gather || y->sh.dp_group.ranks <= 1)
         return 0;
-    double bytes = rank_params(s, p, rank) * y->sh.B;
+    double bytes = rank_params(y, p, rank) * y->sh.B;
     *o = (struct op){"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
                      coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
                      (uint32_t)y->sh.dp_group.ranks};
@@ -1655,7 +1666,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
                      uint32_t begin)
 {
     const struct est_spec *s = y->s;
-    double params = rank_params(s, p, r->id);
+    double params = rank_params(y, p, r->id);
     double shards = s->options.zero_stage >= 1 ? (double)(s->parallel.dp * s->parallel.cp) : 1;
     if (!zero3(y) && (!s->options.overlap_grad_reduce || b->dense + b->experts > 0)) {
         snprintf(r->region, sizeof r->region, "gradient reduction");
