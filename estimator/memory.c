@@ -161,27 +161,36 @@ static void virtual_stage_activations(const struct est_spec *s, const struct lay
         *kept += 2 * T * h * a / r + 4 * T * (double)m->vocab / t;
 }
 
-/* How many of the first n forward passes on a rank are of model chunk c:
- * Megatron runs pp micro-batches of chunk 0, then the same pp of chunk 1,
- * ... The first n backward passes hold as many of chunk vpp - 1 - c. */
-static int64_t passes_of_chunk(int64_t whole, int64_t rest, int64_t pp, int64_t c)
+/* What chunk c of a rank holds per forward pass in flight (kept[c]), and
+ * its sums: pre[k] over chunks 0 .. k - 1, suf[k] over chunks vpp - k ..
+ * vpp - 1 (vpp + 1 each). */
+struct chunk_kept {
+    double *kept, *pre, *suf;
+};
+
+static void chunk_sums(int64_t vpp, struct chunk_kept *k)
 {
-    /* whole = n / (pp x vpp) x pp, rest = n % (pp x vpp): made once per n */
-    int64_t left = rest - c * pp;
-    return whole + (left < 0 ? 0 : left > pp ? pp : left);
+    k->pre[0] = k->suf[0] = 0;
+    for (int64_t c = 0; c < vpp; c++) {
+        k->pre[c + 1] = k->pre[c] + k->kept[c];
+        k->suf[c + 1] = k->suf[c] + k->kept[vpp - 1 - c];
+    }
 }
 
-/* Activations held after `fwd` forward and `bwd` backward passes, chunk c
- * holding kept[c] per pass. */
-static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, const double *kept)
+/* Activations held after `fwd` forward and `bwd` backward passes.
+ * Megatron runs pp micro-batches of chunk 0, then the same pp of chunk 1,
+ * ...: of the first n forward passes, n / (pp x vpp) x pp are of each
+ * chunk, and of the rest r = n % (pp x vpp), pp of each chunk before
+ * r / pp and r % pp of that one; the first n backward passes hold as many
+ * of chunk vpp - 1 - c. */
+static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, const struct chunk_kept *k)
 {
-    if (vpp == 1) /* one chunk: every pass is of it (what the loop below gives, without dividing) */
-        return kept[0] * (double)(fwd - bwd);
+    if (vpp == 1) /* one chunk: every pass is of it */
+        return k->kept[0] * (double)(fwd - bwd);
     int64_t group = pp * vpp, fw = fwd / group * pp, fr = fwd % group, bw = bwd / group * pp, br = bwd % group;
-    double held = 0;
-    for (int64_t c = 0; c < vpp; c++)
-        held += kept[c] * (double)(passes_of_chunk(fw, fr, pp, c) - passes_of_chunk(bw, br, pp, vpp - 1 - c));
-    return held;
+    int64_t qf = fr / pp, qb = br / pp;
+    return (double)(fw - bw) * k->pre[vpp] + (double)pp * (k->pre[qf] - k->suf[qb]) +
+           (double)(fr % pp) * k->kept[qf] - (double)(br % pp) * k->kept[vpp - 1 - qb];
 }
 
 /* The peak of activations pipeline rank r holds over a step of m
@@ -190,9 +199,12 @@ static double held_after(int64_t fwd, int64_t bwd, int64_t pp, int64_t vpp, cons
  * r - 1) + (vpp - 1)pp; at most m x vpp), then steady pairs, each one
  * forward then one backward, then the rest of the backward passes. The
  * peak is right after a steady forward, with W + 1 passes held; which
- * chunks they are of repeats every pp x vpp pairs and changes only where a
- * run of pp passes of one chunk ends, so those places are all looked at. */
-static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const double *kept,
+ * chunks they are of repeats every pp x vpp pairs. From pair i to pair i +
+ * 1 the rank gains forward pass W + 1 + i's chunk and frees backward pass
+ * i's, which change only where a run of pp passes of one chunk starts: the
+ * peak is at such a pair (where the gain stops outweighing the loss) or at
+ * the first or last, so those are all looked at. */
+static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const struct chunk_kept *kept,
                         int64_t *passes)
 {
     int64_t total = m * vpp, group = pp * vpp;
@@ -204,16 +216,15 @@ static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const dou
     int64_t steady = total - warmup, span = steady < group ? steady : group;
     double peak = held_after(warmup + 1, 0, pp, vpp, kept);
     *passes = warmup + 1;
-    /* pair i holds forward passes 0 .. warmup + i and backward 0 .. i - 1 */
-    for (int64_t start = 0; start < 2; start++) {
-        for (int64_t edge = start ? (pp - (warmup + 1) % pp) % pp : 0; edge <= span; edge += pp) {
-            for (int64_t i = edge - 1; i <= edge + 1; i++) {
-                if (i < 0 || i >= span)
-                    continue;
-                double held = held_after(warmup + 1 + i, i, pp, vpp, kept);
-                if (held > peak)
-                    peak = held;
-            }
+    /* pair i holds forward passes 0 .. warmup + i and backward 0 .. i - 1;
+     * backward runs start at pairs 0, pp, ..., forward runs where
+     * warmup + 1 + i is a multiple of pp */
+    int64_t offset = (pp - (warmup + 1) % pp) % pp;
+    for (int64_t start = 0; start < (offset ? 2 : 1); start++) {
+        for (int64_t i = start ? offset : 0; i < span; i += pp) {
+            double held = held_after(warmup + 1 + i, i, pp, vpp, kept);
+            if (held > peak)
+                peak = held;
         }
     }
     double last = held_after(warmup + span, span - 1, pp, vpp, kept);
@@ -237,7 +248,8 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     int64_t known = like ? like->n_stages : 0; /* the stages `like` gives */
     struct layer_kinds kinds;
     struct est_stage_layers *place = NULL;
-    double *kept = NULL; /* per chunk of one rank */
+    double *kept = NULL; /* per chunk of one rank, and its sums (struct chunk_kept) */
+    struct chunk_kept ck;
     memset(out, 0, sizeof *out);
     out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->stages = calloc((size_t)pp, sizeof *out->stages);
@@ -245,7 +257,8 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
         return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp);
     if (known < pp) { /* some stages to model */
         place = calloc((size_t)nv, sizeof *place);
-        kept = calloc((size_t)vpp, sizeof *kept);
+        kept = calloc((size_t)(3 * vpp + 2), sizeof *kept);
+        ck = (struct chunk_kept){kept, kept + vpp, kept + 2 * vpp + 1};
         if (!place || !kept) {
             free(place);
             free(kept);
@@ -283,7 +296,8 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
                 if (full > largest_full)
                     largest_full = full;
             }
-            st->activations = peak_held(pp, vpp, m, r, kept, &st->in_flight);
+            chunk_sums(vpp, &ck);
+            st->activations = peak_held(pp, vpp, m, r, &ck, &st->in_flight);
             if (s->options.recompute == EST_RECOMPUTE_FULL)
                 st->activations += largest_full;
         }
