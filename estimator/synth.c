@@ -1453,7 +1453,9 @@ static void side_edge(struct synth *y, int peer, uint32_t from, uint32_t to, enu
  * them: one host call issues them all (host_coll_us each) and then
  * synchronises the device, so it ends when they and all earlier work have.
  * A send carries what the compute stream has produced so far; the
- * transfers are paired across ranks by pair_transfers. */
+ * transfers are paired across ranks by pair_transfers (collective groups
+ * of two), or, in the graph est_estimate replays, joined here as one task
+ * on both sides. */
 static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const int *kinds, int n)
 {
     int posted = 0;
@@ -1732,6 +1734,9 @@ static int add_rank(struct synth *y, int64_t id, struct rank *r)
     return SC_OK;
 }
 
+/* Check that every transfer has its partner, and group the pairs (with
+ * `calls`; without, p2p_batch joined them); then the gradient norm's
+ * all-reduce across the pipeline. */
 static void pair_transfers(struct synth *y, struct pipeline *p)
 {
     for (int64_t r = 0; r < p->pp && !y->failed; r++) {

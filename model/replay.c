@@ -765,6 +765,13 @@ static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t boun
     return 0;
 }
 
+/* When edge e's constraint falls: its source's end (FS, FF) or start, plus
+ * its latency. */
+static int64_t edge_time(const int64_t *start, const int64_t *end, const struct model_edge *e)
+{
+    return (e->type == MODEL_FF || e->type == MODEL_FS ? end[e->from] : start[e->from]) + e->lat;
+}
+
 /* The edge into task i that sets its finish (FF, SF) or its start (FS, SS)
  * latest, later than `after`; NULL when none does. Unexplained edges count
  * only when the replay kept them. Of a paired task, the edges of its own
@@ -781,8 +788,7 @@ static const struct model_edge *latest_edge(const struct model_graph *g, const i
         int sets_finish = ed->type == MODEL_FF || ed->type == MODEL_SF;
         if (sets_finish != finish)
             continue;
-        int from_end = ed->type == MODEL_FF || ed->type == MODEL_FS;
-        int64_t v = (from_end ? end[ed->from] : start[ed->from]) + ed->lat;
+        int64_t v = edge_time(start, end, ed);
         if (v > after) {
             by = ed;
             after = v;
@@ -824,7 +830,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 /* a transfer runs once both its sides are ready: from
                  * its other side's, when that came later */
                 by = latest_edge(g, start, end, i, 0, start[i], 0, 1);
-                int64_t run = by ? (by->type == MODEL_FS ? end[by->from] : start[by->from]) + by->lat : start[i];
+                int64_t run = by ? edge_time(start, end, by) : start[i];
                 int64_t from = run > floor ? run : floor;
                 if (seg(p, i, from, cur, MODEL_BOUND_COMMUNICATION))
                     return -1;
@@ -1013,7 +1019,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         if (rank_only >= 0 && rank != rank_only)
             continue;
         const struct model_edge *by = latest_edge(g, r->start, r->end, i, 0, INT64_MIN, 0, 1);
-        int64_t ready = by ? (by->type == MODEL_FS ? r->end[by->from] : r->start[by->from]) + by->lat : r->start[i];
+        int64_t ready = by ? edge_time(r->start, r->end, by) : r->start[i];
         if (sc_spans_add(&sp[rank][BD_COMM], ready, r->end[i])) {
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
             goto out;
