@@ -519,3 +519,41 @@ TEST(synth_zero3_is_no_slower_when_compute_hides_the_gathers)
     CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
     CHECK(bound > 0 && t3 >= bound);
 }
+
+/* The bound counts the pipeline's transfers: on a slow network (the
+ * stages' neighbours on other nodes) it grows with them, by at least a
+ * transfer per micro-batch's pass on a middle rank, yet stays below the
+ * estimate, under 1F1B and interleaved. ZeRO stage 0: no other network
+ * term in the bound. */
+TEST(synth_bound_counts_the_pipeline_transfers)
+{
+    static const char *const schedules[] = {"", ",\"schedule\":\"interleaved\",\"vpp\":2"};
+    for (size_t k = 0; k < sizeof schedules / sizeof schedules[0]; k++) {
+        double bound[2], step[2], p2p = 0;
+        for (int slow = 0; slow < 2; slow++) {
+            char spec[640];
+            snprintf(spec, sizeof spec,
+                     "{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":32000},"
+                     "\"parallel\":{\"tp\":8,\"pp\":4,\"micro_batch\":1,\"global_batch\":8%s},"
+                     "\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"%s},\"options\":{\"zero_stage\":0}}",
+                     schedules[k], slow ? ",\"inter_node_gbps\":2" : "");
+            struct est_spec sp;
+            const struct hw_profile *hw;
+            struct est_costs c;
+            struct sc_error err;
+            REQUIRE(load(spec, &sp, &hw) == SC_OK);
+            est_costs_default(hw, &sp, &c);
+            CHECK(est_synth_bound(&sp, hw, &c, &bound[slow], &err) == SC_OK);
+            step[slow] = estimate_ms(spec, EST_DETAIL_STAGE, NULL);
+            CHECK(bound[slow] > 0 && bound[slow] <= step[slow]);
+            /* one micro-batch's activations, sequence-parallel off: 2048 x 2048 x 2 bytes */
+            struct coll_group pair = {2, 1};
+            double t = coll_ms(&c, MODEL_COLL_SENDRECV, &pair, 2048.0 * 2048 * 2);
+            p2p = slow ? t - p2p : t;
+        }
+        CHECK(p2p > 1); /* the slow network's transfers take a millisecond more each */
+        /* a middle rank sends after each of its 2 x 8 passes but the last */
+        CHECK(bound[1] - bound[0] >= 15 * p2p * 0.999);
+        CHECK(step[1] - step[0] >= bound[1] - bound[0]);
+    }
+}
