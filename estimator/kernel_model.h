@@ -14,8 +14,8 @@
  *
  * Attention (flash, forward or backward, causal, grouped-query) by its
  * FLOPs over blocks of 128 queries in waves, at a fraction of the GEMM
- * ceiling (the backward at a fraction of the forward's), and its bytes; unfused attention as its two batched GEMMs and
- * softmax. Memory-bound kernels (elementwise, norms, softmax, dropout,
+ * ceiling (the backward at a fraction of the forward's), and its bytes;
+ * unfused attention as its two batched GEMMs and softmax. Memory-bound kernels (elementwise, norms, softmax, dropout,
  * casts, the optimizer) by bytes moved at the achievable HBM bandwidth.
  * Every kernel pays a fixed cost.
  *

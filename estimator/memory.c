@@ -258,23 +258,18 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     if (known < pp) { /* some stages to model */
         place = calloc((size_t)nv, sizeof *place);
         kept = calloc((size_t)(3 * vpp + 2), sizeof *kept);
-        ck = (struct chunk_kept){kept, kept + vpp, kept + 2 * vpp + 1};
-        if (!place || !kept) {
-            free(place);
-            free(kept);
-            est_memory_release(out);
-            return sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp);
-        }
-        if ((rc = est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err))) {
+        rc = !place || !kept ? sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp)
+                             : est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err);
+        if (rc) {
             free(place);
             free(kept);
             est_memory_release(out);
             return rc;
         }
+        ck = (struct chunk_kept){kept, kept + vpp, kept + 2 * vpp + 1};
         layer_kinds_init(s, &kinds);
     }
-    out->fits = 1;
-    for (int64_t r = 0; r < pp && out->fits; r++) {
+    for (int64_t r = 0; r < pp; r++) {
         struct est_stage_memory *st = &out->stages[r];
         struct est_stage_params sp = {0};
         double largest_full = 0;
@@ -317,7 +312,7 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
             out->worst_stage = r;
         out->n_stages = r + 1;
         if (until_over && st->total / 1e9 > out->capacity_gb)
-            out->fits = 0;
+            break; /* does not fit: all a check needs */
     }
     free(place);
     free(kept);

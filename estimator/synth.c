@@ -712,8 +712,8 @@ static uint32_t add_group(struct synth *y, enum model_coll_op op, int64_t bytes,
 /* A host call on rank r's thread (t, on r->cpu); returns the task that
  * holds it, and *at (unless NULL) when the call starts in that task. With
  * `calls` (est_synth's graph) each call is a task (at 0); without (the one
- * est_estimate only replays) the task holds
- * the calls since the thread last synchronised: the calls run
+ * est_estimate only replays) the task holds the calls since the thread
+ * last synchronised: the calls run
  * back to back, nothing waits on one but the work it launches, and that
  * work waits on the task's start plus the call's place in it (SS and SF
  * edges), so every time stays as it was. A synchronising call (`sync`:
@@ -1098,11 +1098,6 @@ static void z3_grads_done(struct synth *y, struct rank *r, double dense, double 
 
 /* ---- ZeRO-3's streams of one rank, timed without a graph ---- */
 
-/* est_synth_bound_z3 follows a rank's passes in the schedule's order with
- * only what z3_gather, z3_reduce and z3_grads_done make the two streams
- * wait for, and each unit's compute at its cost in est_pass_costs (the
- * compute stream's time of its operations); times in ns from the step's
- * start. */
 /* The data-parallel stream's time for one collective of a unit's
  * parameters per shard group (as dp_colls runs them, one after another):
  * `any` when one runs at all. */
@@ -1119,6 +1114,11 @@ struct z3_unit {
     struct z3_colls gather, reduce;
 };
 
+/* est_synth_bound_z3 follows a rank's passes in the schedule's order with
+ * only what z3_gather, z3_reduce and z3_grads_done make the two streams
+ * wait for, and each unit's compute at its cost in est_pass_costs (the
+ * compute stream's time of its operations); times in ns from the step's
+ * start. */
 struct z3_sim {
     const struct est_pass_costs *pc;
     int64_t compute; /* the end of the compute so far */
@@ -1250,9 +1250,15 @@ struct pipeline {
 
 /* The bytes of one pipeline transfer: a micro-batch's activations (or
  * their gradients) at a stage boundary. */
-static double act_bytes(const struct synth *y)
+static int64_t act_bytes(const struct synth *y)
 {
-    return (double)(int64_t)(y->sh.Tl * y->sh.h * y->sh.B);
+    return (int64_t)(y->sh.Tl * y->sh.h * y->sh.B);
+}
+
+/* How long one pipeline transfer takes, ns. */
+static int64_t p2p_ns(struct synth *y)
+{
+    return coll_ns(y, MODEL_COLL_SENDRECV, &y->sh.pp_pair, (double)act_bytes(y));
 }
 
 static struct p2p *p2p_list(struct pipeline *p, int64_t rank, int kind)
@@ -1423,17 +1429,23 @@ static void p2p_remember(struct synth *y, struct pipeline *p, struct rank *r, in
         l->v[l->n++] = task;
 }
 
-/* The task of the transfer that pairs with rank r's next one of `kind`,
- * when its partner has been emitted: forward sends go to the next rank,
- * backward ones to the one before, the k-th of a kind to the k-th
- * receive. MODEL_NONE when not yet. */
-static uint32_t p2p_partner(struct pipeline *p, const struct rank *r, int kind)
+/* The transfers that pair with rank's of `kind`, the k-th with the k-th:
+ * forward sends go to the next rank's forward receives, backward sends to
+ * the rank before's backward receives (and receives the other way); the
+ * ring's ends meet. */
+static struct p2p *p2p_partners(struct pipeline *p, int64_t rank, int kind)
 {
     static const int partner_kind[P2P_KINDS] = {P2P_FWD_RECV, P2P_FWD_SEND, P2P_BWD_RECV, P2P_BWD_SEND};
-    int64_t partner = r->id + (kind == P2P_FWD_SEND || kind == P2P_BWD_RECV ? 1 : -1);
-    partner = partner < 0 ? p->pp - 1 : partner == p->pp ? 0 : partner; /* the ring's ends meet */
-    const struct p2p *mine = p2p_list(p, r->id, kind);
-    const struct p2p *theirs = p2p_list(p, partner, partner_kind[kind]);
+    int64_t partner = rank + (kind == P2P_FWD_SEND || kind == P2P_BWD_RECV ? 1 : -1);
+    partner = partner < 0 ? p->pp - 1 : partner == p->pp ? 0 : partner;
+    return p2p_list(p, partner, partner_kind[kind]);
+}
+
+/* The task of the transfer that pairs with rank r's next one of `kind`,
+ * when its partner has been emitted; MODEL_NONE when not yet. */
+static uint32_t p2p_partner(struct pipeline *p, const struct rank *r, int kind)
+{
+    const struct p2p *mine = p2p_list(p, r->id, kind), *theirs = p2p_partners(p, r->id, kind);
     return mine->n < theirs->n ? theirs->v[mine->n] : MODEL_NONE;
 }
 
@@ -1740,8 +1752,8 @@ static int add_rank(struct synth *y, int64_t id, struct rank *r)
 static void pair_transfers(struct synth *y, struct pipeline *p)
 {
     for (int64_t r = 0; r < p->pp && !y->failed; r++) {
-        struct p2p *fs = p2p_list(p, r, P2P_FWD_SEND), *fr = p2p_list(p, (r + 1) % p->pp, P2P_FWD_RECV);
-        struct p2p *bs = p2p_list(p, r, P2P_BWD_SEND), *br = p2p_list(p, (r + p->pp - 1) % p->pp, P2P_BWD_RECV);
+        struct p2p *fs = p2p_list(p, r, P2P_FWD_SEND), *fr = p2p_partners(p, r, P2P_FWD_SEND);
+        struct p2p *bs = p2p_list(p, r, P2P_BWD_SEND), *br = p2p_partners(p, r, P2P_BWD_SEND);
         if (fs->n != fr->n || bs->n != br->n) {
             y->failed = sc_error_set(y->err, SC_EINTERNAL,
                                      "pipeline rank %lld: %zu forward sends but %zu receives next, %zu backward sends but %zu receives before",
@@ -1971,7 +1983,7 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
     if ((rc = bound_stages(s, &p, err)))
         return rc;
     if (p.pp > 1)
-        p2p = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, act_bytes(&y));
+        p2p = p2p_ns(&y);
     /* head: when rank's first forward can start (its parameter gather
      * done, and chunk 0's forward of the first micro-batch on the ranks
      * before); tail: chunk 0's backward on the ranks before */
@@ -2108,8 +2120,8 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
         model_gb_free(y.gb);
         return err->code;
     }
-    p.act_bytes = (int64_t)act_bytes(&y);
-    p.p2p_dur = coll_ns(&y, MODEL_COLL_SENDRECV, &y.sh.pp_pair, (double)p.act_bytes);
+    p.act_bytes = act_bytes(&y);
+    p.p2p_dur = p2p_ns(&y);
     if (!names)
         model_gb_skip_names(y.gb);
     make_ops(&y);

@@ -127,12 +127,6 @@ size_t model_graph_comm_part_seek(const struct model_graph *g, uint32_t i)
     return lo;
 }
 
-int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i)
-{
-    size_t k = model_graph_comm_part_seek(g, i);
-    return k < g->n_comm_parts && g->comm_parts[k].task == i ? g->comm_parts[k].comm_ns : 0;
-}
-
 size_t model_graph_bytes(const struct model_graph *g)
 {
     size_t names = g->names.arena.bytes + g->names.n * sizeof *g->names.strs + g->names.nslots * sizeof(uint32_t);

@@ -261,8 +261,8 @@ struct model_graph_stats {
  * measured start on rank 0's clock), which is about the order a replay
  * reaches them: the simulation then walks memory nearly in sequence. A
  * resource's tasks are linked in its order by prev/next (MODEL_NONE at the
- * ends), which is also the order of their numbers. The graph owns all its arrays; nothing writes into them once it is
- * built. */
+ * ends), which is also the order of their numbers. The graph owns all its
+ * arrays; nothing writes into them once it is built. */
 struct model_graph {
     const struct model_job *job; /* borrowed, or NULL for a graph built without a trace; its
                                     traces may be shed (model_trace_shed): headers only */
@@ -293,11 +293,9 @@ struct model_graph {
     struct model_graph_stats stats;
 };
 
-/* The communication in task i's work (struct model_comm_part), ns; 0 for
- * a task that is all compute or all communication. */
-int64_t model_graph_comm_part(const struct model_graph *g, uint32_t i);
-/* The first communication part of a task numbered i or more (n_comm_parts
- * when none is): where a walk over tasks in increasing order starts. */
+/* The first communication part (struct model_comm_part) of a task
+ * numbered i or more (n_comm_parts when none is): task i's own when it has
+ * one, and where a walk over tasks in increasing order starts. */
 size_t model_graph_comm_part_seek(const struct model_graph *g, uint32_t i);
 
 /* A string of the graph's names. */

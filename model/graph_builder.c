@@ -48,6 +48,8 @@ struct model_gb {
     struct { const char *s; uint32_t id; } recent[NAME_CACHE];
     struct pending_edge *edges;
     size_t n_edges, cap_edges;
+    /* the edges of each kind, counted as they are added: finishing sets
+     * stats.edges_by_kind from these (a caller may set stats before) */
     size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
     struct model_graph_step *steps;
     size_t n_steps, cap_steps;

@@ -431,14 +431,10 @@ static inline void end_task(struct sim *s, uint32_t i, int forced)
     s->finished++;
 }
 
-static void set_end(struct sim *s, uint32_t i)
+/* end_task, and its successors told */
+static void finish_task(struct sim *s, uint32_t i, int forced)
 {
-    end_task(s, i, 0);
-}
-
-static void do_finish(struct sim *s, uint32_t i)
-{
-    set_end(s, i);
+    end_task(s, i, forced);
     notify(s, i, 1);
 }
 
@@ -491,7 +487,7 @@ static inline void start_task(struct sim *s, uint32_t i, int forced)
     }
     s->start[i] = ready[0];
     s->state[i] = STARTED;
-    if (t->paired) /* when its transfer runs, until set_end reads it */
+    if (t->paired) /* when its transfer runs, until end_task reads it */
         s->end[i] = max64(ready[0], ready[1]);
     if (t->group != MODEL_NONE) {
         /* a collective member: its finish waits for every member's start */
@@ -510,7 +506,7 @@ static inline void start_task(struct sim *s, uint32_t i, int forced)
         /* nothing but its own start holds its finish any more: it ends
          * now, and its successors learn of both at once */
         s->wait_f[i] = 0;
-        set_end(s, i);
+        end_task(s, i, 0);
         for (uint32_t e = g->succ_at[i]; e < g->succ_at[i + 1]; e++) {
             uint32_t type = g->succs[e] & 3;
             release(s, g->succs[e] >> 2, type == MODEL_FF || type == MODEL_SF);
@@ -520,11 +516,6 @@ static inline void start_task(struct sim *s, uint32_t i, int forced)
         return;
     }
     notify(s, i, 0);
-}
-
-static void do_start(struct sim *s, uint32_t i)
-{
-    start_task(s, i, 0);
 }
 
 /* Nothing is ready but events remain: a dependency cycle. Complete a
@@ -542,8 +533,7 @@ static void break_cycle(struct sim *s)
     for (uint32_t i = 0; i < g->n_tasks; i++)
         if (s->state[i] == STARTED && g->tasks[i].group == MODEL_NONE) {
             s->wait_f[i] = 0;
-            end_task(s, i, 1);
-            notify(s, i, 1);
+            finish_task(s, i, 1);
             return;
         }
     uint32_t pick = MODEL_NONE;
@@ -629,9 +619,9 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
             uint32_t ev = s.queue[--s.tail], i = ev >> 1;
             if (!(ev & 1)) {
                 if (s.state[i] == PENDING)
-                    do_start(&s, i);
+                    start_task(&s, i, 0);
             } else if (s.state[i] == STARTED && g->tasks[i].group == MODEL_NONE) {
-                do_finish(&s, i);
+                finish_task(&s, i, 0);
             }
         } else {
             ++*forced;
