@@ -1940,35 +1940,23 @@ static int bound_stages(const struct est_spec *s, struct pipeline *p, struct sc_
     return SC_OK;
 }
 
-/* How many of pipeline rank `rank`'s transfer batches (p2p_batch) carry a
- * send and come between two of its passes, in the schedule of
- * schedule_1f1b and schedule_interleaved (at least; m micro-batches). A
- * send carries the compute before it, the batch's call waits for it, and
- * the next pass is dispatched after that call: the compute stream is idle
- * for the transfer. A rank between the first and the last sends after
- * every batch's pass; the first rank only forward, the last only
- * backward, which are counted alone. */
+/* How many of pipeline rank `rank`'s sends come before one of its passes
+ * in the schedule of schedule_1f1b and schedule_interleaved (m
+ * micro-batches). A send carries the compute before it, the batch's call
+ * waits for it, and the next pass is dispatched after that call; a
+ * batch's sends follow one another on the send stream (p2p_batch), so the
+ * compute stream is idle for each of them. Every forward pass sends but
+ * the last rank's last chunk's; every backward pass but the first rank's
+ * chunk 0's; the final backward's send comes after the last pass. */
 static int64_t send_gaps(int64_t pp, int64_t vpp, int64_t m, int64_t rank)
 {
     int first = rank == 0, last = rank == pp - 1;
     if (pp < 2 || m < 1)
         return 0;
-    if (vpp == 1) {
-        /* a batch after every pass; the first rank's after its forward
-         * passes (m), the last rank's after its backward ones but the
-         * final one (m - 1) */
-        return first ? m : last ? m - 1 : 2 * m - 1;
-    }
-    int64_t total = m * vpp, warmup = (pp - rank - 1) * 2 + (vpp - 1) * pp;
-    if (warmup > total)
-        warmup = total;
-    int64_t steady = total - warmup;
-    /* a batch after each warm-up forward, each steady forward-backward
-     * pair and each cool-down backward: warmup + total batches, the last
-     * one after the final pass. The first rank sends forward (the warm-up
-     * and steady batches, every one followed by a pass); the last rank
-     * backward (the steady and cool-down ones) */
-    return first ? warmup + steady : last ? total - 1 : warmup + total - 1;
+    /* the interleaved schedule runs m passes of each chunk (m is a
+     * multiple of pp), the last backward on chunk 0; 1F1B is vpp 1 */
+    int64_t total = m * vpp;
+    return (total - (last ? m : 0)) + (total - (first ? m : 1));
 }
 
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
