@@ -1,11 +1,12 @@
-/* clients/cmd_calibrate.c: `stepcast calibrate nccl-tests|traces ... --out
- * PROFILE.json`: fit the cost models to what a cluster measured and write
- * the cluster profile a spec names with `cluster.profile` (README,
+/* clients/cmd_calibrate.c: `stepcast calibrate nccl-tests|gemms|traces ...
+ * --out PROFILE.json`: fit the cost models to what a cluster measured and
+ * write the cluster profile a spec names with `cluster.profile` (README,
  * "calibrate").
  *
  * nccl-tests: each file is one run; its collective, group size, node count
  * and GPU come from the file where it says them and from the options
- * otherwise. traces: the GEMMs with shapes fit the kernel model's fixed
+ * otherwise. gemms: GEMM microbenchmark tables (profiler/gemm-bench.sh)
+ * fit the kernel model's fixed cost and GEMM ceiling. traces: the GEMMs with shapes fit the kernel model's fixed
  * cost and ceiling, the sized collectives the collective model. The fits
  * and what they set are printed, so the user sees how well the model
  * describes the measurements before using the profile.
@@ -69,7 +70,9 @@ static int finish(int rc, const struct sc_error *err, char *doc, const char *out
     return rc;
 }
 
-static int calibrate_nccl_tests(int argc, char **argv)
+/* `calibrate nccl-tests` (gemms 0) or `calibrate gemms` (1): files of
+ * measurements, read whole, into a profile. */
+static int calibrate_files(int argc, char **argv, int gemms)
 {
     struct calib_opts o = {.kind = MODEL_COLL_UNKNOWN};
     const char *files[MAX_FILES], *out = NULL;
@@ -78,8 +81,8 @@ static int calibrate_nccl_tests(int argc, char **argv)
     int n_files = 0, rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0 || strcmp(a, "--kind") == 0 ||
-            strcmp(a, "--ranks") == 0 || strcmp(a, "--nodes") == 0) {
+        if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0 ||
+            (!gemms && (strcmp(a, "--kind") == 0 || strcmp(a, "--ranks") == 0 || strcmp(a, "--nodes") == 0))) {
             if (!v)
                 return cli_usage_error(CMD, "%s needs a value", a);
             i++;
@@ -103,7 +106,7 @@ static int calibrate_nccl_tests(int argc, char **argv)
         }
     }
     if (!n_files)
-        return cli_usage_error(CMD, "no nccl-tests output given");
+        return cli_usage_error(CMD, gemms ? "no GEMM table given" : "no nccl-tests output given");
     if (!out)
         return cli_usage_error(CMD, "--out PROFILE.json is required");
 
@@ -114,7 +117,9 @@ static int calibrate_nccl_tests(int argc, char **argv)
     for (; n_read < n_files && !rc; n_read++)
         if ((rc = cli_read_file(files[n_read], 256u << 20, &texts[n_read], &lens[n_read], &err)))
             break;
-    if (!rc)
+    if (!rc && gemms)
+        rc = calib_gemm_tables((const char *const *)texts, lens, files, (size_t)n_files, o.gpu, stdout, &doc, &err);
+    else if (!rc)
         rc = calib_nccl_tests((const char *const *)texts, lens, files, (size_t)n_files, &o, stdout, &doc, &err);
     for (int i = 0; i < n_read; i++)
         free(texts[i]);
@@ -275,10 +280,10 @@ int cmd_calibrate(int argc, char **argv)
     if (argc >= 2 && remote_configured())
         return calibrate_remote(argc, argv);
     if (argc < 2)
-        return cli_usage_error("calibrate", "what to calibrate from: nccl-tests or traces");
-    if (strcmp(argv[1], "nccl-tests") == 0)
-        return calibrate_nccl_tests(argc - 1, argv + 1);
+        return cli_usage_error("calibrate", "what to calibrate from: nccl-tests, gemms or traces");
+    if (strcmp(argv[1], "nccl-tests") == 0 || strcmp(argv[1], "gemms") == 0)
+        return calibrate_files(argc - 1, argv + 1, argv[1][0] == 'g');
     if (strcmp(argv[1], "traces") == 0)
         return calibrate_traces(argc - 1, argv + 1);
-    return cli_usage_error("calibrate", "unknown source '%s' (nccl-tests or traces)", argv[1]);
+    return cli_usage_error("calibrate", "unknown source '%s' (nccl-tests, gemms or traces)", argv[1]);
 }

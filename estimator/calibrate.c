@@ -1,5 +1,5 @@
-/* estimator/calibrate.c: cluster profiles from nccl-tests outputs and from
- * traces (calibrate.h). */
+/* estimator/calibrate.c: cluster profiles from nccl-tests outputs, GEMM
+ * microbenchmark tables and traces (calibrate.h). */
 #include "estimator/calibrate.h"
 
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "estimator/coll_samples.h"
 #include "estimator/collective_model.h"
 #include "estimator/gemm_samples.h"
+#include "estimator/gemm_table.h"
 #include "estimator/mem_samples.h"
 #include "estimator/synth.h"
 #include "model/job.h"
@@ -221,6 +222,69 @@ static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s,
             prof->kernel.kernel_fixed_us, f->fixed_se_us, prof->kernel.gemm_ceiling_scale, f->scale_se);
     fprintf(report, "    error |predicted / measured - 1|: median %.1f%% (defaults: %.1f%%), mean %.1f%% (defaults: %.1f%%)\n",
             f->after.median_abs_pct, f->before.median_abs_pct, f->after.mean_abs_pct, f->before.mean_abs_pct);
+}
+
+/* The kernel model's error on each dtype's samples, with the parameters
+ * before (the defaults) and after the fit. */
+static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples *s, const struct kernel_params *before,
+                          const struct kernel_params *after, FILE *report)
+{
+    struct gemm_sample *sub = malloc((s->n ? s->n : 1) * sizeof *sub);
+    if (!sub)
+        return;
+    for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+        size_t n = 0;
+        struct estimate_check b, a;
+        struct sc_error err;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->v[i].dtype == (enum hw_dtype)d)
+                sub[n++] = s->v[i];
+        if (n && gemm_samples_check(before, hw, sub, n, &b, &err) == SC_OK &&
+            gemm_samples_check(after, hw, sub, n, &a, &err) == SC_OK)
+            fprintf(report, "    %-4s %6zu GEMMs: median error %.1f%% (defaults: %.1f%%), median predicted / measured "
+                    "%.2f (defaults: %.2f)\n", hw_dtype_name((enum hw_dtype)d), n, a.median_abs_pct, b.median_abs_pct,
+                    a.median_ratio, b.median_ratio);
+        else if (n)
+            fprintf(report, "    %-4s %6zu GEMMs: not checked (%s)\n", hw_dtype_name((enum hw_dtype)d), n, err.msg);
+    }
+    free(sub);
+}
+
+int calib_gemm_tables(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
+                      const char *gpu, FILE *report, char **doc, struct sc_error *err)
+{
+    struct gemm_samples s = {0};
+    struct cluster_profile prof;
+    const struct hw_profile *hw = NULL;
+    char device[96] = "", dev[96];
+    int rc = n ? SC_OK : sc_error_set(err, SC_EINVAL, "no GEMM table given");
+    *doc = NULL;
+    memset(&prof, 0, sizeof prof);
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *name = names[i] ? base_name(names[i]) : "table";
+        if ((rc = gemm_table_parse(texts[i], lens[i], &s, dev, sizeof dev, err)))
+            sc_error_prefix(err, "'%.128s'", name);
+        else if (dev[0] && !device[0])
+            snprintf(device, sizeof device, "%s", dev);
+        else if (dev[0] && !calib_same_device(dev, device))
+            rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another table has '%s': calibrate one GPU type at a time",
+                              name, dev, device);
+    }
+    if (!rc)
+        rc = calib_resolve_gpu(gpu, device, &hw, err);
+    if (!rc) {
+        fit_gemms(hw, &s, &prof, report);
+        if (!prof.has_kernel)
+            rc = sc_error_set(err, SC_EINVAL, "the GEMM table could not be fitted: no profile written");
+    }
+    if (!rc) {
+        struct est_costs defaults;
+        est_costs_default(hw, NULL, &defaults);
+        report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, report);
+        rc = calib_profile(hw, device, "gemm-bench", NULL, 0, &prof, report, doc, err);
+    }
+    gemm_samples_release(&s);
+    return rc;
 }
 
 /* The HBM fraction's fit on one GPU's memory-bound ops (with the fixed

@@ -58,6 +58,13 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
 int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
                      const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err);
 
+/* GEMM microbenchmark tables (gemm_table.h) texts[0..n) of one GPU into a
+ * profile document: the kernel model's fixed cost and GEMM ceiling fitted
+ * to them (the collective model keeps the profile's defaults), with the
+ * model's error per dtype before and after. */
+int calib_gemm_tables(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
+                      const char *gpu, FILE *report, char **doc, struct sc_error *err);
+
 /* A job's traces into a profile document: the GEMMs with shapes fit the
  * kernel model's fixed cost and GEMM ceiling, the memory-bound ops its HBM
  * fraction, the sized collectives the collective model. */

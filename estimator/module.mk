@@ -9,16 +9,18 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
 
 # the kernel and collective cost models, and their calibration from
-# nccl-tests output and traces
+# nccl-tests output, GEMM microbenchmark tables and traces
 CORE_SRCS += estimator/kernel_model.c estimator/collective_model.c estimator/nccl_tests.c \
              estimator/op_kernels.c estimator/robust_fit.c estimator/gemm_samples.c \
              estimator/mem_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
-             estimator/estimate_check.c estimator/calibrate.c
+             estimator/estimate_check.c estimator/calibrate.c estimator/gemm_table.c
 
 # the nccl-tests output reader (estimator/nccl_tests.c)
 FUZZ_TARGETS += nccl_tests
 # the Input Dims and Input type readers of the GEMM and memory-bound samples
 FUZZ_TARGETS += kernel_samples
+# the GEMM microbenchmark table reader (estimator/gemm_table.c)
+FUZZ_TARGETS += gemm_table
 # the spec, its parameter and FLOP counts, layer placement and memory model
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)

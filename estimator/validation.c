@@ -12,6 +12,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 
+#include "common/csv.h"
 #include "common/vec.h"
 #include "estimator/estimate.h"
 #include "common/banned.h"
@@ -27,23 +28,16 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
                        struct sc_error *err)
 {
     struct est_measured *v = NULL;
-    size_t cap = 0, count = 0, line = 0;
-    const char *p = text, *end = text + len;
+    size_t cap = 0, count = 0, w;
+    struct sc_lines l;
+    const char *p;
     *rows = NULL;
     *n = 0;
-    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
-        p += 3;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = eol ? eol : end;
-        line++;
-        size_t w = (size_t)(stop - p);
-        if (w && stop[-1] == '\r')
-            w--;
-        if (w == 0 || p[0] == '#') {
-            p = eol ? eol + 1 : end;
+    sc_lines_init(&l, text, len);
+    while (sc_lines_next(&l, &p, &w)) {
+        size_t line = l.line;
+        if (w == 0 || p[0] == '#')
             continue;
-        }
         if (count == MAX_ROWS) {
             free(v);
             return sc_error_set(err, SC_ELIMIT, "more than %d rows", MAX_ROWS);
@@ -52,16 +46,12 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
         const char *q = p, *qe = p + w;
         for (int c = 0; c < COLUMNS; c++) {
             char buf[64];
-            const char *comma = memchr(q, ',', (size_t)(qe - q));
-            const char *ce = c == COLUMNS - 1 ? qe : comma;
             char *numend;
-            if (!ce || (c == COLUMNS - 1 && comma) || (size_t)(ce - q) >= sizeof buf || ce == q) {
+            if (sc_csv_field(&q, qe, c == COLUMNS - 1, buf, sizeof buf)) {
                 free(v);
                 return sc_error_set(err, SC_EPARSE, "line %zu: %s: expected %d comma-separated numbers",
                                     line, column_names[c], COLUMNS);
             }
-            memcpy(buf, q, (size_t)(ce - q));
-            buf[ce - q] = '\0';
             errno = 0;
             f[c] = strtod(buf, &numend);
             if (*numend || errno || !(f[c] > 0) || f[c] > 1e12 ||
@@ -70,7 +60,6 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
                 return sc_error_set(err, SC_EPARSE, "line %zu: %s: '%s' is not a positive %s", line,
                                     column_names[c], buf, c < COLUMNS - 1 ? "whole number" : "number");
             }
-            q = ce + 1;
         }
         if (sc_vec_reserve((void **)&v, &cap, count + 1, sizeof *v)) {
             free(v);
@@ -95,7 +84,6 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
             return sc_error_set(err, SC_EPARSE, "line %zu: %lld GPUs are not tp x dp x pp = %.0f", line,
                                 gpus, f[7] * f[8] * f[9]);
         }
-        p = eol ? eol + 1 : end;
     }
     *rows = v;
     *n = count;

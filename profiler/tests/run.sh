@@ -7,7 +7,9 @@
 #      cuptiActivityGetNextRecord), the NCCL plugin, joins, the writer, the
 #      session with a fake CUPTI, InitializeInjection for real on this
 #      machine, and the round trip through stepcast's ingest and replay;
-#   3. the CUPTI buffer pool stressed under ThreadSanitizer.
+#   3. the CUPTI buffer pool stressed under ThreadSanitizer;
+#   4. the GEMM microbenchmark (profiler/gemm-bench.sh) compiles with nvcc
+#      against cuBLAS, and without a GPU says it measured nothing (exit 2).
 # Ends with one line `N passed, N failed` summing them; exit status 1 on any
 # failure.
 set -u
@@ -88,6 +90,26 @@ if grep -q "unexpected memory mapping" "$log"; then
     rc=$?
 fi
 summarize "prof-tsan-pool" $rc "$log"
+
+echo "== profiler: GEMM microbenchmark"
+if [ ! -x "${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}" ]; then
+    echo "skipped gemm_bench_compiles_against_cublas: no nvcc"
+elif sh profiler/gemm-bench.sh --compile-only --build "$build" >"$log" 2>&1 && [ -x "$build/gemm_bench" ]; then
+    ok "gemm_bench_compiles_against_cublas"
+    if nvidia-smi -L >/dev/null 2>&1; then
+        echo "skipped gemm_bench_without_a_gpu: this machine has a GPU"
+    else
+        sh profiler/gemm-bench.sh --build "$build" --quick >"$log" 2>&1
+        rc=$?
+        if [ "$rc" -eq 2 ] && grep -q "nothing measured" "$log"; then
+            ok "gemm_bench_without_a_gpu_measures_nothing"
+        else
+            fail "gemm_bench_without_a_gpu_measures_nothing" "exit status $rc: $(tail -n 3 "$log")"
+        fi
+    fi
+else
+    fail "gemm_bench_compiles_against_cublas" "$(tail -n 20 "$log")"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,34 @@
+/* tests/fuzz/fuzz_gemm_table.c: libFuzzer target for the GEMM
+ * microbenchmark table reader and the fit that follows it in `stepcast
+ * calibrate gemms`.
+ *
+ * Arbitrary bytes go to gemm_table_parse; what parses is checked and
+ * fitted on an A100's profile. Anything but a clean success or a clean
+ * error is a bug. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "estimator/gemm_table.h"
+#include "estimator/hardware.h"
+#include "estimator/kernel_model.h"
+#include "common/banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct gemm_samples s = {0};
+    struct sc_error err;
+    char device[96];
+    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    if (hw && gemm_table_parse((const char *)data, size, &s, device, sizeof device, &err) == SC_OK) {
+        struct kernel_params p, fitted;
+        struct estimate_check c;
+        struct gemm_fit fit;
+        kernel_params_default(&p);
+        (void)gemm_samples_check(&p, hw, s.v, s.n, &c, &err);
+        (void)gemm_samples_fit(&p, hw, s.v, s.n, &fitted, &fit, &err);
+    }
+    gemm_samples_release(&s);
+    return 0;
+}
