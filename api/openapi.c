@@ -78,7 +78,7 @@ static const char schemas[] =
     "\"Hardware\":{\"type\":\"object\",\"description\":\"a data/hardware profile\"},"
     "\"HardwareList\":{\"type\":\"object\",\"properties\":{\"hardware\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Hardware\"}}}},"
     "\"Calibration\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
-    " \"gpu\":{\"type\":\"string\"},\"source\":{\"type\":\"string\",\"enum\":[\"nccl-tests\",\"traces\"]},"
+    " \"gpu\":{\"type\":\"string\"},\"source\":{\"type\":\"string\",\"enum\":[\"nccl-tests\",\"gemm-bench\",\"traces\"]},"
     " \"model\":{\"type\":\"string\",\"nullable\":true},\"sha256\":{\"type\":\"string\"},"
     " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
     " \"profile\":{\"type\":\"object\",\"description\":\"the cluster profile document\"},"
@@ -143,6 +143,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_TOKEN_DELETE] = "Token",
     [API_OP_ESTIMATE] = "Estimate",       [API_OP_HARDWARE_LIST] = "HardwareList",
     [API_OP_HARDWARE_GET] = "Hardware",   [API_OP_CALIBRATION_NCCL] = "Calibration",
+    [API_OP_CALIBRATION_GEMMS] = "Calibration",
     [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
     [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
     [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
@@ -231,7 +232,7 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
                                                 id == API_OP_TRACE_PUT ? "identical bytes were already there"
                                                                         : "the job existed: description replaced",
                                                 "content", content("application/json", ref(reply_schema[id]))));
-    if (id == API_OP_CALIBRATION_NCCL || id == API_OP_MODEL_CALIBRATION)
+    if (id == API_OP_CALIBRATION_NCCL || id == API_OP_CALIBRATION_GEMMS || id == API_OP_MODEL_CALIBRATION)
         json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description",
                                                 "a calibration of that name existed: replaced",
                                                 "content", content("application/json", ref(reply_schema[id]))));
@@ -269,7 +270,11 @@ static json_t *operation(enum api_op id)
     else if (op->body == API_BODY_TEXT)
         json_object_set_new(o, "requestBody",
                             json_pack("{s:b, s:s, s:o}", "required", 1, "description",
-                                      "the text output of one nccl-tests run (up to max-json-body)", "content",
+                                      id == API_OP_CALIBRATION_GEMMS
+                                          ? "a GEMM microbenchmark table, CSV dtype,batch,m,n,k,us (up to "
+                                            "max-json-body)"
+                                          : "the text output of one nccl-tests run (up to max-json-body)",
+                                      "content",
                                       content("text/plain", json_pack("{s:s}", "type", "string"))));
     else if (op->body != API_BODY_NONE)
         json_object_set_new(o, "requestBody",

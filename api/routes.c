@@ -88,6 +88,13 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  "output does not say it;ranks:integer:group size;nodes:integer:hosts",
                                  "400," E_AUTH ",413,422,507",
                                  "one nccl-tests output -> the named cluster profile (200 when it replaced one)"},
+    [API_OP_CALIBRATION_GEMMS] = {"POST", "/v1/calibrations/gemms", "calibrateGemms", API_SCOPE_WRITE,
+                                  API_BODY_TEXT, 201,
+                                  "name:string:the calibration's name (required);gpu:string:hardware profile "
+                                  "id when the table has no device line",
+                                  "400," E_AUTH ",413,422,507",
+                                  "one GEMM microbenchmark table -> the named cluster profile (200 when it "
+                                  "replaced one)"},
     [API_OP_CALIBRATIONS_LIST] = {"GET", "/v1/calibrations", "listCalibrations", API_SCOPE_READ,
                                   API_BODY_NONE, 200, NULL, E_AUTH, "every calibration (without documents)"},
     [API_OP_CALIBRATION_GET] = {"GET", "/v1/calibrations/{id}", "getCalibration", API_SCOPE_READ,

@@ -14,7 +14,8 @@
  * With a server (`stepcast --server URL calibrate ...`) the profile is
  * made and kept by the server under a name (--name) that specs then give
  * as cluster.profile: `calibrate nccl-tests FILE --name N` posts one
- * output, `calibrate model ID --name N` fits a built model's traces,
+ * output, `calibrate gemms TABLE --name N` one GEMM table, `calibrate
+ * model ID --name N` fits a built model's traces,
  * `calibrate list` and `calibrate show NAME` read them back. */
 #include <errno.h>
 #include <stdio.h>
@@ -234,7 +235,8 @@ static int calibrate_remote(int argc, char **argv)
     }
     if (!file || !name)
         return cli_usage_error(CMD, "usage: calibrate nccl-tests FILE --name N [--gpu ID] [--kind K] [--ranks N] "
-                               "[--nodes N] | calibrate model ID --name N [--gpu ID] | calibrate list | show NAME");
+                               "[--nodes N] | calibrate gemms TABLE.csv --name N [--gpu ID] | "
+                               "calibrate model ID --name N [--gpu ID] | calibrate list | show NAME");
     if (!strcmp(what, "model")) {
         char esc[200];
         remote_escape(file, esc, sizeof esc);
@@ -253,8 +255,10 @@ static int calibrate_remote(int argc, char **argv)
         remote_resp_release(&resp);
         return rc;
     }
-    if (strcmp(what, "nccl-tests"))
-        return cli_usage_error(CMD, "unknown source '%s' (nccl-tests, model, list or show)", what);
+    if (strcmp(what, "nccl-tests") && strcmp(what, "gemms"))
+        return cli_usage_error(CMD, "unknown source '%s' (nccl-tests, gemms, model, list or show)", what);
+    if (!strcmp(what, "gemms") && (strstr(query, "kind=") || strstr(query, "ranks=") || strstr(query, "nodes=")))
+        return cli_usage_error(CMD, "calibrate gemms takes --name and --gpu only");
     struct remote r;
     struct remote_resp resp;
     struct sc_error err;
@@ -262,7 +266,7 @@ static int calibrate_remote(int argc, char **argv)
     char *text;
     if (cli_read_file(file, 1u << 20, &text, &len, &err))
         return cli_fail(&err);
-    snprintf(path, sizeof path, "/v1/calibrations/nccl-tests%s", query);
+    snprintf(path, sizeof path, "/v1/calibrations/%s%s", what, query);
     rc = remote_open(&r, &err) || remote_post_text(&r, path, text, len, &resp, &err);
     remote_close(&r);
     free(text);

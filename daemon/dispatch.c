@@ -23,6 +23,7 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_DASHBOARD_FILE] = h_dashboard,
         [API_OP_ESTIMATE] = h_estimate,       [API_OP_HARDWARE_LIST] = h_hardware,
         [API_OP_HARDWARE_GET] = h_hardware,   [API_OP_CALIBRATION_NCCL] = h_calibration_nccl,
+        [API_OP_CALIBRATION_GEMMS] = h_calibration_gemms,
         [API_OP_CALIBRATIONS_LIST] = h_calibrations, [API_OP_CALIBRATION_GET] = h_calibrations,
         [API_OP_MODEL_CALIBRATION] = h_model_calibration,
         [API_OP_VALIDATION_CREATE] = h_validation_create, [API_OP_VALIDATIONS_LIST] = h_validations_list,

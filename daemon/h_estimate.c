@@ -1,7 +1,7 @@
 /* daemon/h_estimate.c: estimation over HTTP (handlers.h): estimates of
  * specs, the hardware profiles, and calibrations (named cluster profiles
- * kept in the catalog, made from nccl-tests outputs or from a built
- * model's traces).
+ * kept in the catalog, made from nccl-tests outputs, GEMM microbenchmark
+ * tables or a built model's traces).
  *
  * A spec's cluster.profile names a calibration here (not a file). An
  * estimate is memoised (s->answers) under a digest of the canonical spec,
@@ -276,6 +276,27 @@ void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *
     }
     struct nccl_ctx c = {q, &o};
     make_calibration(s, name, "nccl-tests", NULL, calib_nccl_body, &c, r);
+}
+
+/* The body: one GEMM microbenchmark table. */
+static int calib_gemms_body(void *ctx, FILE *report, char **doc, struct sc_error *err)
+{
+    const struct svc_request *q = ctx;
+    const char *text = q->body, *label = "GEMM table";
+    size_t len = q->body_len;
+    return calib_gemm_tables(&text, &len, &label, 1, svc_query(q, "gpu"), report, doc, err);
+}
+
+void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *name = calibration_name(q, r);
+    if (!name)
+        return;
+    if (!q->body_len) {
+        api_fail(r, API_E_BAD_REQUEST, "the body is empty: send one GEMM microbenchmark table");
+        return;
+    }
+    make_calibration(s, name, "gemm-bench", NULL, calib_gemms_body, q, r);
 }
 
 struct traces_ctx {

@@ -251,6 +251,84 @@ TEST(svc_calibrations_named_kept_and_never_stale)
     CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
 }
 
+/* A GEMM microbenchmark table over HTTP as a named calibration: refused
+ * without the write scope, empty or malformed; kept with the GPU its device
+ * line names; the same document as `stepcast calibrate gemms` writes
+ * locally and as the remote command posts; and a spec naming it gets its
+ * GEMM costs. */
+TEST(svc_calibrate_gemms_over_http_equals_the_cli)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    const char *fixture = "tests/fixtures/gemm-bench/h100-synthetic.csv";
+    svc_start(&d, NULL, NULL, NULL);
+    char *reader = make_token(&d, "read"), *writer = make_token(&d, "write");
+    struct svc_opts as_reader = {reader, NULL, 0, fixture, NULL}, as_writer = {writer, NULL, 0, fixture, NULL};
+    CHECK_EQ_INT(svc_call(&d, "POST", "/v1/calibrations/gemms?name=lab", &as_reader, NULL), 403);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/calibrations/gemms?name=lab", NULL, &r), 400);
+    CHECK_CONTAINS(r.body, "the body is empty");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/calibrations/gemms?name=lab", "dtype,batch,m,n,k,us\nbf16,1,2\n",
+                             &r), 422);
+    CHECK_CONTAINS(r.body, "line 2");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_call(&d, "POST", "/v1/calibrations/gemms?name=lab", &as_writer, &r), 201);
+    CHECK_STREQ(svc_json_str(r.body, "gpu"), "h100-sxm");
+    CHECK_STREQ(svc_json_str(r.body, "source"), "gemm-bench");
+    CHECK_CONTAINS(r.body, "kernel_fixed_us");
+    char sha[80];
+    snprintf(sha, sizeof sha, "%s", svc_json_str(r.body, "sha256"));
+    svc_resp_release(&r);
+
+    /* the local command writes the same document */
+    char out_path[4096];
+    snprintf(out_path, sizeof out_path, "%s/lab.json", th_tmpdir());
+    char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "gemms", "--out", out_path, (char *)fixture, NULL};
+    char *out = NULL;
+    CHECK_EQ_INT(th_run(argv, &out, NULL), 0);
+    CHECK_CONTAINS(out, "GEMMs: 14 with shapes and times");
+    free(out);
+    size_t n;
+    char *local = th_read_file(out_path, &n);
+    CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/calibrations/lab", NULL, &r), 200);
+    json_t *got = body_json(&r), *mine = json_loads(local ? local : "", 0, NULL);
+    CHECK(mine && json_equal(json_object_get(got, "profile"), mine));
+    json_decref(got);
+    json_decref(mine);
+    free(local);
+    svc_resp_release(&r);
+
+    /* the remote command posts the table: the same profile, replaced */
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", writer, 1);
+    char *rargv[] = {(char *)th_build_path("stepcast"), "calibrate", "gemms", (char *)fixture, "--name", "lab", NULL};
+    CHECK_EQ_INT(th_run(rargv, &out, NULL), 0);
+    CHECK_CONTAINS(out, "calibration lab: h100-sxm, from gemm-bench");
+    char sha12[16];
+    snprintf(sha12, sizeof sha12, "sha256 %.6s", sha);
+    CHECK_CONTAINS(out, sha12);
+    free(out);
+    char *kargv[] = {(char *)th_build_path("stepcast"), "calibrate", "gemms", (char *)fixture, "--name", "lab",
+                     "--kind", "all_reduce", NULL};
+    CHECK_EQ_INT(th_run(kargv, NULL, NULL), 2);
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
+
+    /* a GPU-bound spec naming it: its GEMMs at the table's 700 TFLOP/s, under the default ceiling (0.936
+     * of the H100's MAMF 794.5), so the step is longer */
+    static const char plain[] = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
+                                "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
+                                "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    static const char lab[] = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
+                              "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
+                              "\"cluster\":{\"gpu\":\"h100-sxm\",\"profile\":\"lab\"}}";
+    CHECK(estimate_ms(&d, lab) > estimate_ms(&d, plain) * 1.005);
+
+    free(reader);
+    free(writer);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
 /* The catalog of schema 1, as stepcastd wrote it before the ledger. */
 static const char schema_1[] =
     "CREATE TABLE jobs(id TEXT PRIMARY KEY, description TEXT, created_ns INTEGER NOT NULL,"

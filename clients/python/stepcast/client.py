@@ -414,6 +414,17 @@ class Client:
             return self.request("POST", "/v1/calibrations/nccl-tests", query=query, body=output.encode())
         return self.request("POST", "/v1/calibrations/nccl-tests", query=query, file=output)
 
+    def calibrate_gemms(self, name: str, table: Union[PathLike, str, bytes], *, gpu: Optional[str] = None) -> Doc:
+        """``POST /v1/calibrations/gemms``: one GEMM microbenchmark table (a
+        file name, or its text or bytes; ``profiler/gemm-bench.sh`` writes
+        it) fitted and kept as calibration ``name``."""
+        query = [("name", name)] + ([("gpu", gpu)] if gpu is not None else [])
+        if isinstance(table, bytes):
+            return self.request("POST", "/v1/calibrations/gemms", query=query, body=table)
+        if isinstance(table, str) and "\n" in table:
+            return self.request("POST", "/v1/calibrations/gemms", query=query, body=table.encode())
+        return self.request("POST", "/v1/calibrations/gemms", query=query, file=table)
+
     def calibrate_model(self, model: str, name: str, *, gpu: Optional[str] = None) -> Doc:
         """``POST /v1/models/{id}/calibration``: the model's traces fitted
         (``stepcast calibrate traces``) and kept as calibration ``name``."""

@@ -109,6 +109,7 @@ class TestService(ErrorCase):
             ("get", "/v1/hardware/{id}"): "hardware", ("get", "/v1/calibrations"): "calibrations",
             ("get", "/v1/calibrations/{id}"): "calibration",
             ("post", "/v1/calibrations/nccl-tests"): "calibrate_nccl_tests",
+            ("post", "/v1/calibrations/gemms"): "calibrate_gemms",
             ("post", "/v1/models/{id}/calibration"): "calibrate_model",
             ("get", "/v1/validations"): "validations", ("post", "/v1/validations"): "add_validation",
             ("delete", "/v1/validations/{id}"): "delete_validation",
@@ -356,6 +357,7 @@ SPEC = {"model": {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024},
         "parallel": {"tp": 2, "dp": 4, "micro_batch": 2, "global_batch": 32},
         "cluster": {"gpu": "h100-sxm"}}
 NCCL = os.path.join(ROOT, "tests", "fixtures", "nccl-tests", "sendrecv-2node-synthetic.txt")
+GEMMS = os.path.join(ROOT, "tests", "fixtures", "gemm-bench", "h100-synthetic.csv")
 
 
 class TestEstimationAndLedger(ErrorCase):
@@ -376,6 +378,10 @@ class TestEstimationAndLedger(ErrorCase):
         self.assertEqual(again["sha256"], made["sha256"])
         self.assertIn("py-fabric", [x["name"] for x in c.calibrations()["calibrations"]])
         self.assertIn("collective", c.calibration("py-fabric")["profile"])
+        lab = c.calibrate_gemms("py-gemms", GEMMS)
+        self.assertEqual((lab["source"], lab["gpu"]), ("gemm-bench", "h100-sxm"))
+        self.assertIn("kernel", c.calibration("py-gemms")["profile"])
+        self.assertApiError(422, "unprocessable", c.calibrate_gemms, "py-gemms", "dtype,batch,m,n,k,us\nbf16,1\n")
         team = c.calibrate_model(D["model"], "py-team", gpu="a100-sxm4-80gb")
         self.assertEqual((team["source"], team["model"]), ("traces", D["model"]))
         spec = dict(SPEC, cluster={"gpu": "h100-sxm", "profile": "py-fabric"})
