@@ -10,8 +10,9 @@
 #   build/stepcast calibrate gemms --out PROFILE.json FILE.csv
 #
 # which fits the kernel model to it and writes a cluster profile naming the
-# device (README, "calibrate"). The whole grid takes a few minutes on an
-# H100; --quick runs a tenth of it. --compile-only builds and stops (the
+# device (README, "calibrate"). The whole grid is about 55 TFLOP of work
+# per dtype, each shape run at least eight times; --quick runs a tenth of
+# the shapes. --compile-only builds and stops (the
 # profiler's tests run it wherever nvcc is). Exit status 2 when there is
 # no nvcc or no GPU (nothing measured), 1 on a failure.
 set -u
