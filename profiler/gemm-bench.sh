@@ -41,7 +41,7 @@ fi
 mkdir -p "$build" || exit 1
 bin=$build/gemm_bench
 if [ ! -x "$bin" ] || [ profiler/gemm_bench.cu -nt "$bin" ]; then
-    "$nvcc" -O2 -std=c++17 -o "$bin" profiler/gemm_bench.cu -lcublasLt -lcublas || exit 1
+    "$nvcc" -O2 -std=c++17 -Xcompiler -Wall,-Wextra -o "$bin" profiler/gemm_bench.cu -lcublasLt -lcublas || exit 1
 fi
 [ "$compile_only" -eq 1 ] && exit 0
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then

@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     BLAS_OK(cublasLtCreate(&lt));
     BLAS_OK(cublasSetWorkspace(h, buf.work, buf.work_bytes));
 
-    std::printf("# stepcast gemm-bench 1: C = A B timed through cuBLAS %d (fp8 through cuBLASLt), CUDA runtime %d\n",
+    std::printf("# stepcast gemm-bench 1: C = A B timed through cuBLAS %zu (fp8 through cuBLASLt), CUDA runtime %d\n",
                 cublasLtGetVersion(), runtime);
     std::printf("# device: %s\n", prop.name);
     std::printf("# sm_%d, %d SMs\n", sm, prop.multiProcessorCount);
