@@ -5,8 +5,9 @@
  *
  * nccl-tests: each file is one run; its collective, group size, node count
  * and GPU come from the file where it says them and from the options
- * otherwise. gemms: GEMM microbenchmark tables (profiler/gemm-bench.sh)
- * fit the kernel model's fixed cost and GEMM ceiling. traces: the GEMMs with shapes fit the kernel model's fixed
+ * otherwise; --gemms adds GEMM microbenchmark tables to the same profile.
+ * gemms: GEMM microbenchmark tables (profiler/gemm-bench.sh) fit the
+ * kernel model's fixed cost and GEMM ceiling. traces: the GEMMs with shapes fit the kernel model's fixed
  * cost and ceiling, the sized collectives the collective model. The fits
  * and what they set are printed, so the user sees how well the model
  * describes the measurements before using the profile.
@@ -71,59 +72,83 @@ static int finish(int rc, const struct sc_error *err, char *doc, const char *out
     return rc;
 }
 
-/* `calibrate nccl-tests` (gemms 0) or `calibrate gemms` (1): files of
- * measurements, read whole, into a profile. */
+/* Read the files of one kind into *f (texts from malloc, freed by
+ * free_files); SC_OK or the failure in *err. */
+static int read_files(const char **paths, size_t n, char **texts, size_t *lens, struct calib_files *f,
+                      struct sc_error *err)
+{
+    *f = (struct calib_files){(const char *const *)texts, lens, paths, 0};
+    for (; f->n < n; f->n++)
+        if (cli_read_file(paths[f->n], 256u << 20, &texts[f->n], &lens[f->n], err))
+            return err->code;
+    return SC_OK;
+}
+
+static void free_files(char **texts, const struct calib_files *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(texts[i]);
+}
+
+/* `calibrate nccl-tests FILE... [--gemms TABLE]...` (gemms 0) or
+ * `calibrate gemms TABLE...` (1): files of measurements, read whole, into
+ * one profile. */
 static int calibrate_files(int argc, char **argv, int gemms)
 {
     struct calib_opts o = {.kind = MODEL_COLL_UNKNOWN};
-    const char *files[MAX_FILES], *out = NULL;
-    char *texts[MAX_FILES];
-    size_t lens[MAX_FILES];
-    int n_files = 0, rc;
+    const char *files[2][MAX_FILES], *out = NULL; /* [0] nccl-tests outputs, [1] GEMM tables */
+    char *texts[2][MAX_FILES];
+    size_t lens[2][MAX_FILES], n_files[2] = {0, 0};
+    int rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0 ||
-            (!gemms && (strcmp(a, "--kind") == 0 || strcmp(a, "--ranks") == 0 || strcmp(a, "--nodes") == 0))) {
-            if (!v)
-                return cli_usage_error(CMD, "%s needs a value", a);
+        int runs_only = !gemms && (!strcmp(a, "--kind") || !strcmp(a, "--ranks") || !strcmp(a, "--nodes") ||
+                                   !strcmp(a, "--gemms"));
+        int valued = runs_only || !strcmp(a, "--out") || !strcmp(a, "--gpu"), table = gemms;
+        if (valued && !v)
+            return cli_usage_error(CMD, "%s needs a value", a);
+        if (valued)
             i++;
-            if (a[2] == 'o')
-                out = v;
-            else if (a[2] == 'g')
-                o.gpu = v;
-            else if (a[2] == 'k') {
-                o.kind = coll_kind_from_name(v);
-                if (o.kind == MODEL_COLL_UNKNOWN)
-                    return cli_usage_error(CMD, "--kind: '%s' is none of all_reduce, all_gather, "
-                                           "reduce_scatter, alltoall, broadcast, reduce, sendrecv", v);
-            } else if ((rc = int_opt(a, v, a[2] == 'r' ? &o.ranks : &o.nodes)))
+        if (!strcmp(a, "--out")) {
+            out = v;
+            continue;
+        } else if (!strcmp(a, "--gpu")) {
+            o.gpu = v;
+            continue;
+        } else if (runs_only && !strcmp(a, "--kind")) {
+            if ((o.kind = coll_kind_from_name(v)) == MODEL_COLL_UNKNOWN)
+                return cli_usage_error(CMD, "--kind: '%s' is none of all_reduce, all_gather, "
+                                       "reduce_scatter, alltoall, broadcast, reduce, sendrecv", v);
+            continue;
+        } else if (runs_only && strcmp(a, "--gemms")) { /* --ranks, --nodes */
+            if ((rc = int_opt(a, v, a[2] == 'r' ? &o.ranks : &o.nodes)))
                 return rc;
+            continue;
+        } else if (runs_only) { /* --gemms TABLE */
+            a = v;
+            table = 1;
         } else if (a[0] == '-') {
             return cli_usage_error(CMD, "unknown option '%s'", a);
-        } else if (n_files == MAX_FILES) {
-            return cli_usage_error(CMD, "more than %d files", MAX_FILES);
-        } else {
-            files[n_files++] = a;
         }
+        if (n_files[table] == MAX_FILES)
+            return cli_usage_error(CMD, "more than %d files", MAX_FILES);
+        files[table][n_files[table]++] = a;
     }
-    if (!n_files)
+    if (!n_files[gemms])
         return cli_usage_error(CMD, gemms ? "no GEMM table given" : "no nccl-tests output given");
     if (!out)
         return cli_usage_error(CMD, "--out PROFILE.json is required");
 
     struct sc_error err;
+    struct calib_files f[2] = {{NULL, NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
     char *doc = NULL;
-    int n_read = 0;
-    rc = SC_OK;
-    for (; n_read < n_files && !rc; n_read++)
-        if ((rc = cli_read_file(files[n_read], 256u << 20, &texts[n_read], &lens[n_read], &err)))
-            break;
-    if (!rc && gemms)
-        rc = calib_gemm_tables((const char *const *)texts, lens, files, (size_t)n_files, o.gpu, stdout, &doc, &err);
-    else if (!rc)
-        rc = calib_nccl_tests((const char *const *)texts, lens, files, (size_t)n_files, &o, stdout, &doc, &err);
-    for (int i = 0; i < n_read; i++)
-        free(texts[i]);
+    rc = read_files(files[0], n_files[0], texts[0], lens[0], &f[0], &err);
+    if (!rc)
+        rc = read_files(files[1], n_files[1], texts[1], lens[1], &f[1], &err);
+    if (!rc)
+        rc = calib_files(&f[0], &f[1], &o, stdout, &doc, &err);
+    free_files(texts[0], &f[0]);
+    free_files(texts[1], &f[1]);
     return finish(rc, &err, doc, out);
 }
 

@@ -256,7 +256,8 @@ static int calib_nccl_body(void *ctx, FILE *report, char **doc, struct sc_error 
     struct nccl_ctx *c = ctx;
     const char *text = c->q->body, *label = "nccl-tests output";
     size_t len = c->q->body_len;
-    return calib_nccl_tests(&text, &len, &label, 1, c->o, report, doc, err);
+    struct calib_files body = {&text, &len, &label, 1};
+    return calib_files(&body, NULL, c->o, report, doc, err);
 }
 
 void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -284,7 +285,9 @@ static int calib_gemms_body(void *ctx, FILE *report, char **doc, struct sc_error
     const struct svc_request *q = ctx;
     const char *text = q->body, *label = "GEMM table";
     size_t len = q->body_len;
-    return calib_gemm_tables(&text, &len, &label, 1, svc_query(q, "gpu"), report, doc, err);
+    struct calib_files body = {&text, &len, &label, 1};
+    struct calib_opts o = {.gpu = svc_query(q, "gpu"), .kind = MODEL_COLL_UNKNOWN};
+    return calib_files(NULL, &body, &o, report, doc, err);
 }
 
 void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply *r)

@@ -160,45 +160,6 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
-int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
-                     const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err)
-{
-    struct coll_measurement *m = calloc(n ? n : 1, sizeof *m);
-    struct nct_run *runs = calloc(n ? n : 1, sizeof *runs);
-    const struct hw_profile *hw = NULL;
-    char device[96] = "";
-    int rc = m && runs ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
-    *doc = NULL;
-    if (!rc && !n)
-        rc = sc_error_set(err, SC_EINVAL, "no nccl-tests output given");
-    for (size_t i = 0; i < n && !rc; i++) {
-        if ((rc = nct_parse(texts[i], lens[i], base_name(names[i]), &runs[i], err))) {
-            if (err->offset >= 0)
-                sc_error_prefix(err, "'%.128s': byte %lld", names[i] ? names[i] : "output", (long long)err->offset);
-            else
-                sc_error_prefix(err, "'%.128s'", names[i] ? names[i] : "output");
-            break;
-        }
-        calib_run_apply(&runs[i], o);
-        if (runs[i].device[0] && !device[0])
-            snprintf(device, sizeof device, "%s", runs[i].device);
-        else if (runs[i].device[0] && !calib_same_device(runs[i].device, device))
-            rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another output has '%s': calibrate one GPU type at a time",
-                              names[i] ? names[i] : "output", runs[i].device, device);
-    }
-    if (!rc)
-        rc = calib_resolve_gpu(o->gpu, device, &hw, err);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = calib_measure(&runs[i], names[i] ? base_name(names[i]) : "output", hw, &m[i], report, err);
-    if (!rc)
-        rc = calib_profile(hw, device, "nccl-tests", m, n, NULL, report, doc, err);
-    for (size_t i = 0; runs && i < n; i++)
-        nct_run_release(&runs[i]);
-    free(runs);
-    free(m);
-    return rc;
-}
-
 /* The GEMM fit of one GPU's samples, reported; when nothing can be fitted
  * the kernel model keeps the estimator's defaults (`make validate`'s fit,
  * est_costs_default: what a spec without this profile would get) and the
@@ -250,39 +211,95 @@ static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples
     free(sub);
 }
 
-int calib_gemm_tables(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
-                      const char *gpu, FILE *report, char **doc, struct sc_error *err)
+/* The device a file names (dev, "" for none) checked against the one the
+ * files before it named (*device, set by the first). */
+static int same_gpu(const char *dev, const char *name, char *device, size_t n, struct sc_error *err)
 {
+    if (dev[0] && !device[0])
+        snprintf(device, n, "%s", dev);
+    else if (dev[0] && !calib_same_device(dev, device))
+        return sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another file has '%s': calibrate one GPU type at a time",
+                            name, dev, device);
+    return SC_OK;
+}
+
+/* The nccl-tests outputs parsed into runs[] (the options applied). */
+static int read_runs(const struct calib_files *f, const struct calib_opts *o, struct nct_run *runs, char *device,
+                     size_t n, struct sc_error *err)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        const char *name = f->names[i] ? f->names[i] : "output";
+        int rc = nct_parse(f->texts[i], f->lens[i], base_name(f->names[i]), &runs[i], err);
+        if (rc) {
+            if (err->offset >= 0)
+                sc_error_prefix(err, "'%.128s': byte %lld", name, (long long)err->offset);
+            else
+                sc_error_prefix(err, "'%.128s'", name);
+            return rc;
+        }
+        calib_run_apply(&runs[i], o);
+        if ((rc = same_gpu(runs[i].device, name, device, n, err)))
+            return rc;
+    }
+    return SC_OK;
+}
+
+/* The GEMM tables' rows appended to *s. */
+static int read_tables(const struct calib_files *f, struct gemm_samples *s, char *device, size_t n,
+                       struct sc_error *err)
+{
+    char dev[96];
+    for (size_t i = 0; i < f->n; i++) {
+        const char *name = f->names[i] ? base_name(f->names[i]) : "table";
+        int rc = gemm_table_parse(f->texts[i], f->lens[i], s, dev, sizeof dev, err);
+        if (rc) {
+            sc_error_prefix(err, "'%.128s'", name);
+            return rc;
+        }
+        if ((rc = same_gpu(dev, name, device, n, err)))
+            return rc;
+    }
+    return SC_OK;
+}
+
+int calib_files(const struct calib_files *nccl, const struct calib_files *gemms, const struct calib_opts *o,
+                FILE *report, char **doc, struct sc_error *err)
+{
+    static const struct calib_files none = {NULL, NULL, NULL, 0};
+    const struct calib_files *nf = nccl ? nccl : &none, *gf = gemms ? gemms : &none;
+    struct coll_measurement *m = calloc(nf->n + 1, sizeof *m);
+    struct nct_run *runs = calloc(nf->n + 1, sizeof *runs);
     struct gemm_samples s = {0};
     struct cluster_profile prof;
     const struct hw_profile *hw = NULL;
-    char device[96] = "", dev[96];
-    int rc = n ? SC_OK : sc_error_set(err, SC_EINVAL, "no GEMM table given");
+    char device[96] = "";
+    int rc = m && runs ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
     *doc = NULL;
     memset(&prof, 0, sizeof prof);
-    for (size_t i = 0; i < n && !rc; i++) {
-        const char *name = names[i] ? base_name(names[i]) : "table";
-        if ((rc = gemm_table_parse(texts[i], lens[i], &s, dev, sizeof dev, err)))
-            sc_error_prefix(err, "'%.128s'", name);
-        else if (dev[0] && !device[0])
-            snprintf(device, sizeof device, "%s", dev);
-        else if (dev[0] && !calib_same_device(dev, device))
-            rc = sc_error_set(err, SC_EINVAL, "%.128s: GPU '%s', another table has '%s': calibrate one GPU type at a time",
-                              name, dev, device);
-    }
-    if (!rc)
-        rc = calib_resolve_gpu(gpu, device, &hw, err);
-    if (!rc) {
+    if (!rc && !nf->n && !gf->n)
+        rc = sc_error_set(err, SC_EINVAL, "no nccl-tests output or GEMM table given");
+    if (!rc && !(rc = read_runs(nf, o, runs, device, sizeof device, err)) &&
+        !(rc = read_tables(gf, &s, device, sizeof device, err)))
+        rc = calib_resolve_gpu(o->gpu, device, &hw, err);
+    if (!rc && gf->n) {
         fit_gemms(hw, &s, &prof, report);
         if (!prof.has_kernel)
             rc = sc_error_set(err, SC_EINVAL, "the GEMM table could not be fitted: no profile written");
     }
-    if (!rc) {
+    if (!rc && gf->n) {
         struct est_costs defaults;
         est_costs_default(hw, NULL, &defaults);
         report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, report);
-        rc = calib_profile(hw, device, "gemm-bench", NULL, 0, &prof, report, doc, err);
     }
+    for (size_t i = 0; i < nf->n && !rc; i++)
+        rc = calib_measure(&runs[i], nf->names[i] ? base_name(nf->names[i]) : "output", hw, &m[i], report, err);
+    if (!rc)
+        rc = calib_profile(hw, device, !gf->n ? "nccl-tests" : !nf->n ? "gemm-bench" : "nccl-tests+gemm-bench", m,
+                           nf->n, gf->n ? &prof : NULL, report, doc, err);
+    for (size_t i = 0; runs && i < nf->n; i++)
+        nct_run_release(&runs[i]);
+    free(runs);
+    free(m);
     gemm_samples_release(&s);
     return rc;
 }

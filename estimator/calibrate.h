@@ -1,9 +1,10 @@
 /* estimator/calibrate.h: cluster profiles from what a cluster measured:
- * nccl-tests outputs, or the GEMMs, memory-bound ops and sized collectives
- * of a job's traces (README, "calibrate").
+ * nccl-tests outputs and GEMM microbenchmark tables, or the GEMMs,
+ * memory-bound ops and sized collectives of a job's traces (README,
+ * "calibrate").
  *
  * The command line (`stepcast calibrate`) and the daemon (POST
- * /v1/calibrations/nccl-tests, POST /v1/models/{id}/calibration) both make
+ * /v1/calibrations/nccl-tests and /gemms, POST /v1/models/{id}/calibration) both make
  * their profiles here, so both give the same document for the same input.
  * Each step writes what it fitted and how well to a report stream, so the
  * user sees how well the model describes the measurements before using
@@ -53,17 +54,23 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
                   struct coll_measurement *m, size_t n, const struct cluster_profile *kernel,
                   FILE *report, char **doc, struct sc_error *err);
 
-/* nccl-tests outputs texts[0..n) (names: their file names, for the kind
- * when the output does not say it) into a profile document. */
-int calib_nccl_tests(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
-                     const struct calib_opts *o, FILE *report, char **doc, struct sc_error *err);
+/* Measurement files read whole: texts[0..n), names their file names (for
+ * messages, and an nccl-tests output's kind when it does not say it). */
+struct calib_files {
+    const char *const *texts;
+    const size_t *lens;
+    const char *const *names;
+    size_t n;
+};
 
-/* GEMM microbenchmark tables (gemm_table.h) texts[0..n) of one GPU into a
- * profile document: the kernel model's fixed cost and GEMM ceiling fitted
- * to them (the collective model keeps the profile's defaults), with the
- * model's error per dtype before and after. */
-int calib_gemm_tables(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
-                      const char *gpu, FILE *report, char **doc, struct sc_error *err);
+/* nccl-tests outputs (`nccl`) and GEMM microbenchmark tables (`gemms`,
+ * gemm_table.h), either may be empty but not both, all of one GPU type,
+ * into a profile document: the collective model fitted to the outputs,
+ * the kernel model's fixed cost and GEMM ceiling to the tables (with the
+ * model's error per dtype before and after). `source` names what it came
+ * from: "nccl-tests", "gemm-bench" or "nccl-tests+gemm-bench". */
+int calib_files(const struct calib_files *nccl, const struct calib_files *gemms, const struct calib_opts *o,
+                FILE *report, char **doc, struct sc_error *err);
 
 /* A job's traces into a profile document: the GEMMs with shapes fit the
  * kernel model's fixed cost and GEMM ceiling, the memory-bound ops its HBM

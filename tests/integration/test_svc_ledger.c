@@ -260,6 +260,7 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
 {
     struct svc_daemon d;
     struct svc_resp r;
+    size_t n;
     const char *fixture = "tests/fixtures/gemm-bench/h100-synthetic.csv";
     svc_start(&d, NULL, NULL, NULL);
     char *reader = make_token(&d, "read"), *writer = make_token(&d, "write");
@@ -288,7 +289,16 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
     CHECK_EQ_INT(th_run(argv, &out, NULL), 0);
     CHECK_CONTAINS(out, "GEMMs: 14 with shapes and times");
     free(out);
-    size_t n;
+    /* and, with an nccl-tests output beside it, one profile of both */
+    char both_path[4096];
+    snprintf(both_path, sizeof both_path, "%s/both.json", th_tmpdir());
+    char *bargv[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "h100-sxm", "--gemms",
+                     (char *)fixture, "--out", both_path, "tests/fixtures/nccl-tests/sendrecv-2node-synthetic.txt",
+                     NULL};
+    CHECK_EQ_INT(th_run(bargv, NULL, NULL), 0);
+    char *both = th_read_file(both_path, &n);
+    CHECK_CONTAINS(both, "\"source\": \"nccl-tests+gemm-bench\"");
+    free(both);
     char *local = th_read_file(out_path, &n);
     CHECK_EQ_INT(svc_call_as(&d, reader, "GET", "/v1/calibrations/lab", NULL, &r), 200);
     json_t *got = body_json(&r), *mine = json_loads(local ? local : "", 0, NULL);

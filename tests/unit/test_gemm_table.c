@@ -1,6 +1,5 @@
 /* tests/unit/test_gemm_table.c: GEMM microbenchmark tables
- * (estimator/gemm_table.h) and `calibrate gemms` on them
- * (calib_gemm_tables): rows, comments and the device read; malformed
+ * (estimator/gemm_table.h) and `calibrate gemms` on them (calib_files): rows, comments and the device read; malformed
  * tables refused with the line and column named; the kernel model's
  * parameters recovered from a table it made; one GPU type at a time. */
 #include <math.h>
@@ -14,11 +13,21 @@
 #include "estimator/gemm_table.h"
 #include "estimator/synth.h"
 #include "tests/check.h"
+#include "tests/helpers.h"
 #include "common/banned.h"
 
 static int parse(const char *text, struct gemm_samples *s, char *device, struct sc_error *err)
 {
     return gemm_table_parse(text, strlen(text), s, device, 96, err);
+}
+
+/* calib_files on GEMM tables alone. */
+static int calib_tables(const char *const *texts, const size_t *lens, const char *const *names, size_t n,
+                        const char *gpu, FILE *report, char **doc, struct sc_error *err)
+{
+    struct calib_files tables = {texts, lens, names, n};
+    struct calib_opts o = {.gpu = gpu, .kind = MODEL_COLL_UNKNOWN};
+    return calib_files(NULL, &tables, &o, report, doc, err);
 }
 
 TEST(gemm_table_reads_rows_comments_and_the_device)
@@ -123,7 +132,7 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
     size_t report_len = 0;
     FILE *rep = open_memstream(&report, &report_len);
     REQUIRE(rep != NULL);
-    CHECK_EQ_INT(calib_gemm_tables((const char *const *)texts, lens, names, 2, NULL, rep, &doc, &err), SC_OK);
+    CHECK_EQ_INT(calib_tables((const char *const *)texts, lens, names, 2, NULL, rep, &doc, &err), SC_OK);
     fclose(rep);
     CHECK_CONTAINS(report, "GEMMs: 80 with shapes and times");
     CHECK_CONTAINS(report, "bf16     40 GEMMs");
@@ -155,19 +164,53 @@ TEST(calibrate_gemms_takes_one_gpu_type_at_a_time)
     struct sc_error err;
     FILE *devnull = fopen("/dev/null", "w");
     REQUIRE(devnull != NULL);
-    CHECK_EQ_INT(calib_gemm_tables(texts, lens, names, 2, NULL, devnull, &doc, &err), SC_EINVAL);
-    CHECK_CONTAINS(err.msg, "a100.csv: GPU 'NVIDIA A100-SXM4-80GB', another table has 'NVIDIA H100 80GB HBM3'");
+    CHECK_EQ_INT(calib_tables(texts, lens, names, 2, NULL, devnull, &doc, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "a100.csv: GPU 'NVIDIA A100-SXM4-80GB', another file has 'NVIDIA H100 80GB HBM3'");
     CHECK(doc == NULL);
     /* too few rows to fit: said, and no profile */
-    CHECK_EQ_INT(calib_gemm_tables(texts, lens, names, 1, NULL, devnull, &doc, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_tables(texts, lens, names, 1, NULL, devnull, &doc, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "could not be fitted");
     CHECK(doc == NULL);
     /* a bad table is named */
     const char *bad[1] = {"dtype,batch,m,n,k,us\nbf16,1,8,8\n"};
     size_t bad_len[1] = {strlen(bad[0])};
-    CHECK_EQ_INT(calib_gemm_tables(bad, bad_len, names, 1, "h100-sxm", devnull, &doc, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_tables(bad, bad_len, names, 1, "h100-sxm", devnull, &doc, &err), SC_EPARSE);
     CHECK_CONTAINS(err.msg, "'h100.csv': line 2");
     fclose(devnull);
+}
+
+/* nccl-tests outputs and GEMM tables in one profile: the collective model
+ * from the one, the kernel model from the other. */
+TEST(calibrate_nccl_tests_and_gemms_into_one_profile)
+{
+    size_t lens[2];
+    char *texts[2] = {th_read_file("tests/fixtures/nccl-tests/sendrecv-2node-synthetic.txt", &lens[0]),
+                      th_read_file("tests/fixtures/gemm-bench/h100-synthetic.csv", &lens[1])};
+    REQUIRE(texts[0] && texts[1]);
+    const char *names[2] = {"sendrecv.txt", "h100.csv"};
+    struct calib_files nccl = {(const char *const *)&texts[0], &lens[0], &names[0], 1};
+    struct calib_files gemms = {(const char *const *)&texts[1], &lens[1], &names[1], 1};
+    struct calib_opts o = {.gpu = "h100-sxm", .kind = MODEL_COLL_UNKNOWN};
+    char *doc = NULL;
+    struct sc_error err;
+    FILE *devnull = fopen("/dev/null", "w");
+    REQUIRE(devnull != NULL);
+    CHECK_EQ_INT(calib_files(&nccl, &gemms, &o, devnull, &doc, &err), SC_OK);
+    struct cluster_profile p;
+    memset(&p, 0, sizeof p);
+    kernel_params_default(&p.kernel);
+    REQUIRE(doc != NULL);
+    CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+    CHECK_STREQ(p.source, "nccl-tests+gemm-bench");
+    CHECK_EQ_INT(p.has_kernel, 1);
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 700 / 794.5, 0.03); /* the table's 700 TFLOP/s of the MAMF ceiling */
+    CHECK_NEAR(p.coll.inter.busbw_gbps, 24, 0.5);               /* the output's 24 GB/s */
+    free(doc);
+    CHECK_EQ_INT(calib_files(NULL, NULL, &o, devnull, &doc, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "no nccl-tests output or GEMM table given");
+    fclose(devnull);
+    free(texts[0]);
+    free(texts[1]);
 }
 
 TEST(csv_fields_and_lines)
