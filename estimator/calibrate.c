@@ -186,9 +186,10 @@ static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s,
 }
 
 /* The kernel model's error on each dtype's samples, with the parameters
- * before (the defaults) and after the fit. */
+ * before (the defaults) and after the fit; a dtype whose bit is set in
+ * `own` had its ceiling fitted alone. */
 static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples *s, const struct kernel_params *before,
-                          const struct kernel_params *after, FILE *report)
+                          const struct kernel_params *after, unsigned own, FILE *report)
 {
     struct gemm_sample *sub = malloc((s->n ? s->n : 1) * sizeof *sub);
     if (!sub)
@@ -201,11 +202,15 @@ static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples
             if (s->v[i].dtype == (enum hw_dtype)d)
                 sub[n++] = s->v[i];
         if (n && gemm_samples_check(before, hw, sub, n, &b, &err) == SC_OK &&
-            gemm_samples_check(after, hw, sub, n, &a, &err) == SC_OK)
+            gemm_samples_check(after, hw, sub, n, &a, &err) == SC_OK) {
             fprintf(report, "    %-4s %6zu GEMMs: median error %.1f%% (defaults: %.1f%%), median predicted / measured "
-                    "%.2f (defaults: %.2f)\n", hw_dtype_name((enum hw_dtype)d), n, a.median_abs_pct, b.median_abs_pct,
+                    "%.2f (defaults: %.2f)", hw_dtype_name((enum hw_dtype)d), n, a.median_abs_pct, b.median_abs_pct,
                     a.median_ratio, b.median_ratio);
-        else if (n)
+            if (own >> d & 1)
+                fprintf(report, "; its own ceiling, gemm_ceiling_scale_%s %.3f", hw_dtype_name((enum hw_dtype)d),
+                        after->dtype_scale[d]);
+            fputc('\n', report);
+        } else if (n)
             fprintf(report, "    %-4s %6zu GEMMs: not checked (%s)\n", hw_dtype_name((enum hw_dtype)d), n, err.msg);
     }
     free(sub);
@@ -288,8 +293,10 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
     }
     if (!rc && gf->n) {
         struct est_costs defaults;
+        unsigned own = 0;
         est_costs_default(hw, NULL, &defaults);
-        report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, report);
+        if ((rc = gemm_samples_fit_dtypes(&prof.kernel, hw, s.v, s.n, &prof.kernel, &own, err)) == SC_OK)
+            report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, own, report);
     }
     for (size_t i = 0; i < nf->n && !rc; i++)
         rc = calib_measure(&runs[i], nf->names[i] ? base_name(nf->names[i]) : "output", hw, &m[i], report, err);

@@ -26,7 +26,14 @@ static const struct {
     {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us)},
     {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency)},
     {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
+    {"gemm_ceiling_scale_fp32", offsetof(struct kernel_params, dtype_scale[HW_FP32])},
+    {"gemm_ceiling_scale_tf32", offsetof(struct kernel_params, dtype_scale[HW_TF32])},
+    {"gemm_ceiling_scale_fp16", offsetof(struct kernel_params, dtype_scale[HW_FP16])},
+    {"gemm_ceiling_scale_bf16", offsetof(struct kernel_params, dtype_scale[HW_BF16])},
+    {"gemm_ceiling_scale_fp8", offsetof(struct kernel_params, dtype_scale[HW_FP8])},
+    {"gemm_ceiling_scale_fp4", offsetof(struct kernel_params, dtype_scale[HW_FP4])},
 };
+_Static_assert(HW_DTYPE_COUNT == 6, "a gemm_ceiling_scale_<dtype> field for every dtype");
 
 static double *kernel_field(struct kernel_params *k, size_t i)
 {

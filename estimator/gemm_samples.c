@@ -227,6 +227,7 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
 }
 
 #define MIN_FIT_SAMPLES 8
+#define FIT_ROUNDS 8
 
 int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
@@ -282,4 +283,56 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
 out:
     free(t);
     return status;
+}
+
+int gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw_profile *hw,
+                            const struct gemm_sample *s, size_t n, struct kernel_params *out, unsigned *fitted,
+                            struct sc_error *err)
+{
+    const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
+    size_t count[HW_DTYPE_COUNT] = {0}, kinds = 0;
+    *out = *base;
+    *fitted = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].measured_us > 0 && (unsigned)s[i].dtype < HW_DTYPE_COUNT)
+            kinds += count[s[i].dtype]++ == 0;
+    if (kinds < 2)
+        return SC_OK;
+    double *t = malloc(3 * n * sizeof *t + 1), *o = t + n, *bound = t + 2 * n;
+    if (!t)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+        struct kernel_params k = *base;
+        int ok = count[d] >= MIN_FIT_SAMPLES;
+        /* the bound time is linear in 1 / scale only where compute binds:
+         * refit at the scale found until it holds (a few rounds) */
+        for (int round = 0; ok && round < FIT_ROUNDS; round++) {
+            size_t m = 0;
+            struct sc_error why;
+            double c, se;
+            for (size_t i = 0; i < n; i++) {
+                struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
+                struct gemm_estimate e;
+                if (s[i].dtype != (enum hw_dtype)d || !(s[i].measured_us > 0) || kernel_gemm(&k, hw, &g, &e, &why))
+                    continue;
+                t[m] = s[i].measured_us;
+                o[m] = (e.split_k > 1 ? 2 : 1) * k.kernel_fixed_us;
+                bound[m] = e.time_us - o[m];
+                m++;
+            }
+            const double *x[] = {bound};
+            ok = m >= MIN_FIT_SAMPLES && robust_fit_relative(t, o, x, 1, m, "GEMM", &c, &se, &why) == SC_OK &&
+                 c > 0 && k.dtype_scale[d] / c >= 0.01 && k.dtype_scale[d] / c <= 2;
+            if (ok)
+                k.dtype_scale[d] /= c;
+            if (ok && fabs(c - 1) < 1e-3)
+                break;
+        }
+        if (ok) {
+            out->dtype_scale[d] = k.dtype_scale[d];
+            *fitted |= 1u << d;
+        }
+    }
+    free(t);
+    return SC_OK;
 }

@@ -74,6 +74,17 @@ int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err);
 
+/* After gemm_samples_fit (*base its result), each dtype's ceiling fitted
+ * alone where samples of more than one dtype are given: for every dtype
+ * with at least 8 samples, the measured times less the fixed cost on the
+ * model's bound time, by the same robust regression, repeated at the scale
+ * found until it holds (the bound is linear in it only where compute
+ * binds); out->dtype_scale[d] gets it and bit d of *fitted is set. A dtype whose fit
+ * fails or leaves the physical range keeps base's. SC_ENOMEM, or SC_OK. */
+int gemm_samples_fit_dtypes(const struct kernel_params *base, const struct hw_profile *hw,
+                            const struct gemm_sample *s, size_t n, struct kernel_params *out, unsigned *fitted,
+                            struct sc_error *err);
+
 /* The trace's name of a device id ("NVIDIA A100-SXM4-80GB"), or NULL. */
 const char *gemm_device_name(const struct model_trace *t, int32_t device);
 

@@ -31,6 +31,8 @@ void kernel_params_default(struct kernel_params *p)
     p->kernel_fixed_us = 3.0;
     p->attn_efficiency = 0.84;
     p->attn_backward_fraction = 0.865;
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        p->dtype_scale[d] = 1.0;
 }
 
 int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
@@ -54,6 +56,10 @@ int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
             return sc_error_set(err, SC_EINVAL, "kernel parameter %s = %g: must be in [%g, %g]", f[i].name, v,
                                 f[i].lo, f[i].hi);
     }
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        if (!(p->dtype_scale[d] >= 0.01 && p->dtype_scale[d] <= 2))
+            return sc_error_set(err, SC_EINVAL, "kernel parameter gemm_ceiling_scale_%s = %g: must be in [0.01, 2]",
+                                hw_dtype_name((enum hw_dtype)d), p->dtype_scale[d]);
     return SC_OK;
 }
 
@@ -71,7 +77,7 @@ double kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw
         if (hw->mamf_tflops[twin] > 0 && hw->peak_tflops[twin] > 0)
             eff = hw->mamf_tflops[twin] / hw->peak_tflops[twin];
     }
-    return hw->peak_tflops[d] * eff * p->gemm_ceiling_scale;
+    return hw->peak_tflops[d] * eff * p->gemm_ceiling_scale * p->dtype_scale[d];
 }
 
 static double hbm_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes)

@@ -57,6 +57,10 @@ struct kernel_params {
      * and 8K tokens, 559 TFLOP/s backward against 646 forward (cuDNN's
      * alike: 518 against 600; Shah et al., 2024, arXiv 2407.08608) */
     double attn_backward_fraction;
+    /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
+     * 1, unless a GEMM table with several dtypes fits each
+     * (gemm_samples_fit_dtypes) */
+    double dtype_scale[HW_DTYPE_COUNT];
 };
 
 void kernel_params_default(struct kernel_params *p);

@@ -3,7 +3,7 @@
  * calibrate gemms`.
  *
  * Arbitrary bytes go to gemm_table_parse; what parses is checked and
- * fitted on an A100's profile. Anything but a clean success or a clean
+ * fitted on an A100's profile, each dtype's ceiling too. Anything but a clean success or a clean
  * error is a bug. */
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gemm_fit fit;
         kernel_params_default(&p);
         (void)gemm_samples_check(&p, hw, s.v, s.n, &c, &err);
-        (void)gemm_samples_fit(&p, hw, s.v, s.n, &fitted, &fit, &err);
+        unsigned own;
+        if (gemm_samples_fit(&p, hw, s.v, s.n, &fitted, &fit, &err) == SC_OK)
+            (void)gemm_samples_fit_dtypes(&fitted, hw, s.v, s.n, &fitted, &own, &err);
     }
     gemm_samples_release(&s);
     return 0;

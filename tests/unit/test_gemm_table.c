@@ -94,9 +94,9 @@ TEST(gemm_table_refuses_malformed_tables_naming_the_line)
 }
 
 /* A table the kernel model made on an H100 (the estimator's defaults but a
- * fixed cost of 5.5 us a GEMM and 0.9 of the ceiling, with +-3% of noise),
- * in two files: calibrate finds the GPU from the device line and recovers
- * both parameters. */
+ * fixed cost of 5.5 us a GEMM, 0.9 of the bf16 ceiling and 0.675 of the
+ * fp8 one, with +-3% of noise), in two files: calibrate finds the GPU from
+ * the device line and recovers the fixed cost and each dtype's ceiling. */
 TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
 {
     const struct hw_profile *hw = hw_profile_find("h100-sxm");
@@ -107,6 +107,7 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
     struct kernel_params made = defaults.kernel;
     made.kernel_fixed_us = 5.5;
     made.gemm_ceiling_scale = 0.9;
+    made.dtype_scale[HW_FP8] = 0.75;
     char *texts[2] = {NULL, NULL};
     size_t lens[2] = {0, 0};
     unsigned noise = 12345;
@@ -146,8 +147,11 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
     CHECK_STREQ(p.source, "gemm-bench");
     CHECK_STREQ(p.device_name, hw->device_names[0]);
     CHECK_EQ_INT(p.has_kernel, 1);
-    CHECK_NEAR(p.kernel.kernel_fixed_us, 5.5, 0.3);
-    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 0.9, 0.02);
+    CHECK_NEAR(p.kernel.kernel_fixed_us, 5.5, 0.5);
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale * p.kernel.dtype_scale[HW_BF16], 0.9, 0.02);
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale * p.kernel.dtype_scale[HW_FP8], 0.675, 0.02);
+    CHECK_CONTAINS(report, "its own ceiling, gemm_ceiling_scale_fp8");
+    CHECK_NEAR(p.kernel.dtype_scale[HW_FP16], 1, 0); /* no fp16 in the table */
     free(doc);
     free(report);
     free(texts[0]);
