@@ -9,7 +9,8 @@
 #      machine, and the round trip through stepcast's ingest and replay;
 #   3. the CUPTI buffer pool stressed under ThreadSanitizer;
 #   4. the GEMM microbenchmark (profiler/gemm-bench.sh) compiles with nvcc
-#      against cuBLAS, and without a GPU says it measured nothing (exit 2).
+#      against cuBLAS, and without a GPU it and profiler/device-check.sh say
+#      they measured nothing (exit 2).
 # Ends with one line `N passed, N failed` summing them; exit status 1 on any
 # failure.
 set -u
@@ -105,6 +106,13 @@ elif sh profiler/gemm-bench.sh --compile-only --build "$build" >"$log" 2>&1 && [
             ok "gemm_bench_without_a_gpu_measures_nothing"
         else
             fail "gemm_bench_without_a_gpu_measures_nothing" "exit status $rc: $(tail -n 3 "$log")"
+        fi
+        sh profiler/device-check.sh "$build/device-check" >"$log" 2>&1
+        rc=$?
+        if [ "$rc" -eq 2 ] && grep -q "nothing measured" "$log" && [ ! -e "$build/device-check" ]; then
+            ok "device_check_without_a_gpu_measures_nothing"
+        else
+            fail "device_check_without_a_gpu_measures_nothing" "exit status $rc: $(tail -n 3 "$log")"
         fi
     fi
 else
