@@ -216,6 +216,25 @@ static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples
     free(sub);
 }
 
+/* Rows of dtypes the GPU lacks (tf32 on a V100, fp4 before Blackwell: a
+ * benchmark may time them anyway, emulated) left out of *s, and said. */
+static void drop_missing_dtypes(const struct hw_profile *hw, struct gemm_samples *s, FILE *report)
+{
+    size_t dropped[HW_DTYPE_COUNT] = {0}, k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        enum hw_dtype d = s->v[i].dtype;
+        if (hw->peak_tflops[d] > 0)
+            s->v[k++] = s->v[i];
+        else
+            dropped[d]++;
+    }
+    s->n = k;
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        if (dropped[d])
+            fprintf(report, "GEMMs: %zu in %s left out: %s has no %s\n", dropped[d], hw_dtype_name((enum hw_dtype)d),
+                    hw->name, hw_dtype_name((enum hw_dtype)d));
+}
+
 /* The device a file names (dev, "" for none) checked against the one the
  * files before it named (*device, set by the first). */
 static int same_gpu(const char *dev, const char *name, char *device, size_t n, struct sc_error *err)
@@ -287,6 +306,7 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
         !(rc = read_tables(gf, &s, device, sizeof device, err)))
         rc = calib_resolve_gpu(o->gpu, device, &hw, err);
     if (!rc && gf->n) {
+        drop_missing_dtypes(hw, &s, report);
         fit_gemms(hw, &s, &prof, report);
         if (!prof.has_kernel)
             rc = sc_error_set(err, SC_EINVAL, "the GEMM table could not be fitted: no profile written");
