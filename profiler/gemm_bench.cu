@@ -3,7 +3,8 @@
 //   gemm_bench [--quick] [--dtypes fp16,bf16,tf32,fp32,fp8]
 //
 // Times C = A B on the GPU through cuBLAS (cublasGemmStridedBatchedEx;
-// fp8 through cuBLASLt, on GPUs of compute capability 8.9 and later) over
+// fp8 through cuBLASLt, on GPUs of compute capability 8.9 and later; bf16
+// and tf32 on 8.0 and later) over
 // the shapes a transformer's training step runs: the projections and MLP
 // matrices of hidden sizes 512 to 16384 at 1K to 16K tokens, their
 // weight gradients (K the tokens), and attention's batched score and
@@ -190,6 +191,12 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "gemm_bench: %s (sm_%d) has no fp8 tensor cores: fp8 left out\n", prop.name, sm);
         want[FP8] = false;
     }
+    for (Dtype d : {BF16, TF32})
+        if (want[d] && sm < 80) {
+            std::fprintf(stderr, "gemm_bench: %s (sm_%d) has no %s tensor cores: %s left out\n", prop.name, sm,
+                         dtype_names[d], dtype_names[d]);
+            want[d] = false;
+        }
     std::vector<Shape> v = shapes(quick);
     size_t most = 0;
     for (const Shape &s : v)
