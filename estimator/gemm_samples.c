@@ -229,6 +229,32 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
 #define MIN_FIT_SAMPLES 8
 #define FIT_ROUNDS 8
 
+/* The rows a fit regresses, of the samples with a time (of dtype `only`,
+ * or of every dtype when `only` < 0), timed with parameters k: the
+ * measured time t, the model's kernel count and its time beyond their
+ * fixed cost (bound). *rows gets how many; SC_OK, or kernel_gemm's error. */
+static int fit_rows(const struct kernel_params *k, const struct hw_profile *hw, const struct gemm_sample *s,
+                    size_t n, int only, double *t, double *kernels, double *bound, size_t *rows,
+                    struct sc_error *err)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
+        struct gemm_estimate e;
+        if (!(s[i].measured_us > 0) || (only >= 0 && s[i].dtype != (enum hw_dtype)only))
+            continue;
+        int status = kernel_gemm(k, hw, &g, &e, err);
+        if (status)
+            return status;
+        t[m] = s[i].measured_us;
+        kernels[m] = e.split_k > 1 ? 2 : 1;
+        bound[m] = e.time_us - kernels[m] * k->kernel_fixed_us;
+        m++;
+    }
+    *rows = m;
+    return SC_OK;
+}
+
 int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err)
@@ -248,19 +274,8 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     double *t = malloc(3 * m * sizeof *t + 1), *kernels = t + m, *bound = t + 2 * m, c[2], se[2];
     if (!t)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    size_t row = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
-        struct gemm_estimate e;
-        if (!(s[i].measured_us > 0))
-            continue;
-        if ((status = kernel_gemm(base, hw, &g, &e, err)))
-            goto out;
-        t[row] = s[i].measured_us;
-        kernels[row] = e.split_k > 1 ? 2 : 1;
-        bound[row] = e.time_us - kernels[row] * base->kernel_fixed_us;
-        row++;
-    }
+    if ((status = fit_rows(base, hw, s, n, -1, t, kernels, bound, &m, err)))
+        goto out;
     const double *x[] = {kernels, bound};
     if ((status = robust_fit_relative(t, NULL, x, 2, m, "GEMM", c, se, err)))
         goto out;
@@ -298,7 +313,7 @@ int gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw
             kinds += count[s[i].dtype]++ == 0;
     if (kinds < 2)
         return SC_OK;
-    double *t = malloc(3 * n * sizeof *t + 1), *o = t + n, *bound = t + 2 * n;
+    double *t = malloc(3 * n * sizeof *t + 1), *fixed = t + n, *bound = t + 2 * n;
     if (!t)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (int d = 0; d < HW_DTYPE_COUNT; d++) {
@@ -307,21 +322,14 @@ int gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw
         /* the bound time is linear in 1 / scale only where compute binds:
          * refit at the scale found until it holds (a few rounds) */
         for (int round = 0; ok && round < FIT_ROUNDS; round++) {
-            size_t m = 0;
+            size_t m;
             struct sc_error why;
             double c, se;
-            for (size_t i = 0; i < n; i++) {
-                struct gemm_shape g = {s[i].m, s[i].n, s[i].k, s[i].batch, s[i].dtype};
-                struct gemm_estimate e;
-                if (s[i].dtype != (enum hw_dtype)d || !(s[i].measured_us > 0) || kernel_gemm(&k, hw, &g, &e, &why))
-                    continue;
-                t[m] = s[i].measured_us;
-                o[m] = (e.split_k > 1 ? 2 : 1) * k.kernel_fixed_us;
-                bound[m] = e.time_us - o[m];
-                m++;
-            }
             const double *x[] = {bound};
-            ok = m >= MIN_FIT_SAMPLES && robust_fit_relative(t, o, x, 1, m, "GEMM", &c, &se, &why) == SC_OK &&
+            ok = fit_rows(&k, hw, s, n, d, t, fixed, bound, &m, &why) == SC_OK;
+            for (size_t j = 0; ok && j < m; j++)
+                fixed[j] *= k.kernel_fixed_us; /* kernels -> their fixed cost, kept */
+            ok = ok && m >= MIN_FIT_SAMPLES && robust_fit_relative(t, fixed, x, 1, m, "GEMM", &c, &se, &why) == SC_OK &&
                  c > 0 && k.dtype_scale[d] / c >= 0.01 && k.dtype_scale[d] / c <= 2;
             if (ok)
                 k.dtype_scale[d] /= c;
