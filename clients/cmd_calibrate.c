@@ -101,38 +101,40 @@ static int calibrate_files(int argc, char **argv, int gemms)
     size_t lens[2][MAX_FILES], n_files[2] = {0, 0};
     int rc;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int runs_only = !gemms && (!strcmp(a, "--kind") || !strcmp(a, "--ranks") || !strcmp(a, "--nodes") ||
-                                   !strcmp(a, "--gemms"));
-        int valued = runs_only || !strcmp(a, "--out") || !strcmp(a, "--gpu"), table = gemms;
-        if (valued && !v)
-            return cli_usage_error(CMD, "%s needs a value", a);
-        if (valued)
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *file = a;
+        /* what nccl-tests takes beyond --out and --gpu */
+        int of_runs = !gemms && (!strcmp(a, "--kind") || !strcmp(a, "--ranks") || !strcmp(a, "--nodes") ||
+                                 !strcmp(a, "--gemms"));
+        int table = gemms;
+        if (of_runs || !strcmp(a, "--out") || !strcmp(a, "--gpu")) {
+            if (!v)
+                return cli_usage_error(CMD, "%s needs a value", a);
             i++;
+        }
         if (!strcmp(a, "--out")) {
             out = v;
             continue;
         } else if (!strcmp(a, "--gpu")) {
             o.gpu = v;
             continue;
-        } else if (runs_only && !strcmp(a, "--kind")) {
+        } else if (of_runs && !strcmp(a, "--kind")) {
             if ((o.kind = coll_kind_from_name(v)) == MODEL_COLL_UNKNOWN)
                 return cli_usage_error(CMD, "--kind: '%s' is none of all_reduce, all_gather, "
                                        "reduce_scatter, alltoall, broadcast, reduce, sendrecv", v);
             continue;
-        } else if (runs_only && strcmp(a, "--gemms")) { /* --ranks, --nodes */
+        } else if (of_runs && !strcmp(a, "--gemms")) {
+            file = v;
+            table = 1;
+        } else if (of_runs) { /* --ranks, --nodes */
             if ((rc = int_opt(a, v, a[2] == 'r' ? &o.ranks : &o.nodes)))
                 return rc;
             continue;
-        } else if (runs_only) { /* --gemms TABLE */
-            a = v;
-            table = 1;
         } else if (a[0] == '-') {
             return cli_usage_error(CMD, "unknown option '%s'", a);
         }
         if (n_files[table] == MAX_FILES)
             return cli_usage_error(CMD, "more than %d files", MAX_FILES);
-        files[table][n_files[table]++] = a;
+        files[table][n_files[table]++] = file;
     }
     if (!n_files[gemms])
         return cli_usage_error(CMD, gemms ? "no GEMM table given" : "no nccl-tests output given");
@@ -217,7 +219,7 @@ static int calibrate_remote(int argc, char **argv)
 {
     const char *what = argv[1], *name = NULL, *file = NULL;
     char query[1024] = "", path[1400];
-    int as_json = 0, rc;
+    int as_json = 0, of_runs = 0, rc; /* of_runs: --kind, --ranks or --nodes given */
     json_t *doc;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -229,6 +231,7 @@ static int calibrate_remote(int argc, char **argv)
                 return cli_usage_error(CMD, "%s needs a value", a);
             if (a[2] == 'n' && a[3] == 'a')
                 name = v;
+            of_runs |= strcmp(a, "--name") && strcmp(a, "--gpu");
             add_query(query, sizeof query, a + 2, v);
             i++;
         } else if (a[0] == '-' || file) {
@@ -282,7 +285,7 @@ static int calibrate_remote(int argc, char **argv)
     }
     if (strcmp(what, "nccl-tests") && strcmp(what, "gemms"))
         return cli_usage_error(CMD, "unknown source '%s' (nccl-tests, gemms, model, list or show)", what);
-    if (!strcmp(what, "gemms") && (strstr(query, "kind=") || strstr(query, "ranks=") || strstr(query, "nodes=")))
+    if (!strcmp(what, "gemms") && of_runs)
         return cli_usage_error(CMD, "calibrate gemms takes --name and --gpu only");
     struct remote r;
     struct remote_resp resp;
