@@ -100,14 +100,15 @@ int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, con
  * schedules) is followed by that micro-batch's backward on every rank
  * before it, each handed on by a pipeline transfer. The distributed
  * optimizer's parameter all-gather, when the step starts with it, comes
- * before a rank's first forward. Between two of a rank's passes, a batch
- * of transfers that holds a send (the compute before it, sent) keeps the
- * compute stream idle for at least that transfer: the batch's call
- * waits for it, and the next pass is dispatched after the call. So rank
- * r's step is at least: the latest over ranks q <= r of q's gather plus
- * chunk 0's forward and a transfer on each of ranks q..r-1, then the m
- * micro-batches' passes of all its chunks and a transfer per such batch,
- * then chunk 0's backward and a transfer on each of ranks 0..r-1; the
+ * before a rank's first forward. Between two of a rank's passes, each send
+ * of a batch of transfers (the compute before it, sent) keeps the compute
+ * stream idle for a transfer: a batch's sends follow one another on the
+ * send stream, the batch's call waits for them, and the next pass is
+ * dispatched after the call. So rank r's step is at least: the latest
+ * over ranks q <= r of q's gather plus chunk 0's forward and a transfer on
+ * each of ranks q..r-1, then the m micro-batches' passes of all its chunks
+ * and a transfer per send between them, then chunk 0's backward and a
+ * transfer on each of ranks 0..r-1; the
  * bound is the largest over ranks. Under ZeRO stage 3 a rank's step also
  * lasts at least its data-parallel stream's gathers and reduce-scatters,
  * which run one after another; the bound is the larger of the two. The
