@@ -79,12 +79,33 @@ static void report_fit(FILE *out, const struct coll_fit *f)
             f->rms_err_pct, f->max_err_pct);
 }
 
+/* The model's error on one run, said after `what`. */
+static void report_check(FILE *report, const char *what, const struct coll_params *p, const struct nct_run *run,
+                         int nodes)
+{
+    struct estimate_check c, big;
+    struct sc_error ignored;
+    int per = (run->ranks + nodes - 1) / nodes;
+    if (coll_run_check(p, run, per, 0, &c, &ignored) != SC_OK ||
+        coll_run_check(p, run, per, coll_fit_range_lo[COLL_FIT_RANGES - 1], &big, &ignored) != SC_OK)
+        return;
+    fprintf(report, "    %s: median error %.1f%%, median predicted / measured %.2f", what, c.median_abs_pct,
+            c.median_ratio);
+    if (big.n)
+        fprintf(report, "; from 16 MiB %.1f%%, %.2f", big.median_abs_pct, big.median_ratio);
+    fprintf(report, "\n");
+}
+
+/* The nodes a run spans: as it says, else as many as its ranks fill. */
+static int run_nodes(const struct nct_run *run, const struct hw_profile *hw)
+{
+    return run->nodes ? run->nodes : (run->ranks + hw->gpus_per_node - 1) / hw->gpus_per_node;
+}
+
 int calib_measure(const struct nct_run *run, const char *source, const struct hw_profile *hw,
                   struct coll_measurement *m, FILE *report, struct sc_error *err)
 {
     struct coll_params def;
-    struct estimate_check c, big;
-    struct sc_error ignored;
     memset(m, 0, sizeof *m);
     m->kind = run->kind;
     m->ranks = run->ranks;
@@ -106,26 +127,19 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
     for (size_t i = 0; i < m->n_fits; i++)
         report_fit(report, &m->fits[i]);
     /* the model before calibration, on the GPU's profile */
-    int nodes = run->nodes ? run->nodes : (run->ranks + hw->gpus_per_node - 1) / hw->gpus_per_node;
+    char what[96];
     coll_params_from_hw(hw, &def);
-    int per = (run->ranks + nodes - 1) / nodes;
-    if (coll_run_check(&def, run, per, 0, &c, &ignored) == SC_OK &&
-        coll_run_check(&def, run, per, coll_fit_range_lo[COLL_FIT_RANGES - 1], &big, &ignored) == SC_OK) {
-        fprintf(report, "    model with %s's defaults: median error %.1f%%, median predicted / measured %.2f",
-                hw->id, c.median_abs_pct, c.median_ratio);
-        if (big.n)
-            fprintf(report, "; from 16 MiB %.1f%%, %.2f", big.median_abs_pct, big.median_ratio);
-        fprintf(report, "\n");
-    }
+    snprintf(what, sizeof what, "model with %s's defaults", hw->id);
+    report_check(report, what, &def, run, run_nodes(run, hw));
     return SC_OK;
 }
 
 int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
-                  struct coll_measurement *m, size_t n, const struct cluster_profile *kernel,
-                  FILE *report, char **doc, struct sc_error *err)
+                  struct coll_measurement *m, const struct nct_run *const *runs, size_t n,
+                  const struct cluster_profile *kernel, FILE *report, char **doc, struct sc_error *err)
 {
     struct cluster_profile prof;
-    char text[2048] = "";
+    char text[8192] = "";
     memset(&prof, 0, sizeof prof);
     if (kernel)
         prof = *kernel;
@@ -147,6 +161,13 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
     fprintf(report, "collective model: base %.2f us; in the NVLink domain busbw %.1f GB/s, hop %.3f us; "
             "across domains busbw %.1f GB/s, hop %.3f us\n",
             p->base_us, p->intra.busbw_gbps, p->intra.hop_us, p->inter.busbw_gbps, p->inter.hop_us);
+    for (size_t i = 0; runs && i < n; i++)
+        if (runs[i]) {
+            char what[192];
+            snprintf(what, sizeof what, "calibrated model on %s (%s, %d ranks)", m[i].source,
+                     coll_kind_name(m[i].kind), m[i].ranks);
+            report_check(report, what, p, runs[i], m[i].nodes);
+        }
     json_t *j = cluster_profile_json(&prof, m, n);
     *doc = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(j);
@@ -293,11 +314,12 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
     const struct calib_files *nf = nccl ? nccl : &none, *gf = gemms ? gemms : &none;
     struct coll_measurement *m = calloc(nf->n + 1, sizeof *m);
     struct nct_run *runs = calloc(nf->n + 1, sizeof *runs);
+    const struct nct_run **run_of = calloc(nf->n + 1, sizeof *run_of);
     struct gemm_samples s = {0};
     struct cluster_profile prof;
     const struct hw_profile *hw = NULL;
     char device[96] = "";
-    int rc = m && runs ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    int rc = m && runs && run_of ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
     *doc = NULL;
     memset(&prof, 0, sizeof prof);
     if (!rc && !nf->n && !gf->n)
@@ -318,14 +340,17 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
         if ((rc = gemm_samples_fit_dtypes(&prof.kernel, hw, s.v, s.n, &prof.kernel, &own, err)) == SC_OK)
             report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, own, report);
     }
-    for (size_t i = 0; i < nf->n && !rc; i++)
+    for (size_t i = 0; i < nf->n && !rc; i++) {
         rc = calib_measure(&runs[i], nf->names[i] ? base_name(nf->names[i]) : "output", hw, &m[i], report, err);
+        run_of[i] = &runs[i];
+    }
     if (!rc)
         rc = calib_profile(hw, device, !gf->n ? "nccl-tests" : !nf->n ? "gemm-bench" : "nccl-tests+gemm-bench", m,
-                           nf->n, gf->n ? &prof : NULL, report, doc, err);
+                           run_of, nf->n, gf->n ? &prof : NULL, report, doc, err);
     for (size_t i = 0; runs && i < nf->n; i++)
         nct_run_release(&runs[i]);
     free(runs);
+    free(run_of);
     free(m);
     gemm_samples_release(&s);
     return rc;
@@ -420,6 +445,7 @@ int calib_traces(const struct model_job *job, const char *gpu, FILE *report, cha
 int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err)
 {
     struct coll_measurement *m = NULL;
+    const struct nct_run **run_of = NULL;
     struct cluster_profile prof;
     const struct hw_profile *hw = NULL;
     size_t n_m = 0;
@@ -431,18 +457,19 @@ int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **
         if (a->skipped)
             fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", a->skipped);
         fit_memory(hw, &a->mems, &a->mem_skipped, &prof, report);
-        if (!(m = calloc(a->runs.n + 1, sizeof *m)))
+        if (!(m = calloc(a->runs.n + 1, sizeof *m)) || !(run_of = calloc(a->runs.n + 1, sizeof *run_of)))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     for (size_t i = 0; !rc && i < a->runs.n; i++) {
         struct sc_error why;
         if (calib_measure(&a->runs.v[i], "traces", hw, &m[n_m], report, &why) == SC_OK)
-            n_m++;
+            run_of[n_m++] = &a->runs.v[i];
         else /* a run that cannot be fitted is said and left out */
             fprintf(report, "%s\n", why.msg);
     }
     if (!rc)
-        rc = calib_profile(hw, a->device, "traces", m, n_m, &prof, report, doc, err);
+        rc = calib_profile(hw, a->device, "traces", m, run_of, n_m, &prof, report, doc, err);
     free(m);
+    free(run_of);
     return rc;
 }

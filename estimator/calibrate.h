@@ -48,11 +48,12 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
                   struct coll_measurement *m, FILE *report, struct sc_error *err);
 
 /* The cluster profile of the measurements (and of the kernel parameters
- * when `kernel` is non-NULL): the collective model set from them, reported,
- * and the document (JSON text, from malloc) in *doc. */
+ * when `kernel` is non-NULL): the collective model set from them, reported
+ * with its error on each run (runs[i], m[i]'s run), and the document (JSON
+ * text, from malloc) in *doc. */
 int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
-                  struct coll_measurement *m, size_t n, const struct cluster_profile *kernel,
-                  FILE *report, char **doc, struct sc_error *err);
+                  struct coll_measurement *m, const struct nct_run *const *runs, size_t n,
+                  const struct cluster_profile *kernel, FILE *report, char **doc, struct sc_error *err);
 
 /* Measurement files read whole: texts[0..n), names their file names (for
  * messages, and an nccl-tests output's kind when it does not say it). */

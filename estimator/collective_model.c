@@ -93,6 +93,47 @@ struct plan {
     enum coll_algo algo;
 };
 
+/* A plan inside one domain priced by a kind's lines: the line of the
+ * range S falls in; between two ranges' sizes, the straight way from the
+ * one's largest to the other's smallest; and never less than a range
+ * below at its largest size. So the time grows with the size where two
+ * fits meet, whatever lines a profile holds. */
+static double line_at(const struct coll_params *p, const struct coll_line *l, const struct plan *pl, double bytes,
+                      struct coll_estimate *e)
+{
+    e->alpha_us = p->base_us + pl->steps_intra * l->hop_us;
+    e->transfer_us = bytes * pl->bytes_intra / l->busbw_gbps * 1e-3; /* GB/s = 1e3 bytes per microsecond */
+    e->time_us = e->alpha_us + e->transfer_us;
+    e->algo = pl->algo;
+    return e->time_us;
+}
+
+static double lines_time(const struct coll_params *p, const struct coll_lines *L, const struct plan *pl,
+                         double bytes, struct coll_estimate *e)
+{
+    int r = 0;
+    while (r + 1 < L->n && L->v[r + 1].from_bytes <= bytes)
+        r++;
+    if (r + 1 < L->n && bytes > L->v[r].to_bytes) { /* between two ranges */
+        struct coll_estimate next;
+        double end = line_at(p, &L->v[r], pl, L->v[r].to_bytes, e);
+        double rise = line_at(p, &L->v[r + 1], pl, L->v[r + 1].from_bytes, &next) - end;
+        double f = (bytes - L->v[r].to_bytes) / (L->v[r + 1].from_bytes - L->v[r].to_bytes);
+        if (rise > 0) {
+            e->transfer_us += f * rise;
+            e->time_us += f * rise;
+        }
+    } else {
+        line_at(p, &L->v[r], pl, bytes, e);
+    }
+    for (int i = 0; i < r; i++) {
+        struct coll_estimate end;
+        if (line_at(p, &L->v[i], pl, L->v[i].to_bytes, &end) > e->time_us)
+            *e = end;
+    }
+    return e->time_us;
+}
+
 static double plan_time(const struct coll_params *p, const struct plan *pl, double bytes,
                         struct coll_estimate *e)
 {
@@ -183,6 +224,21 @@ int coll_params_valid(const struct coll_params *p, struct sc_error *err)
     if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
         !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
         return sc_error_set(err, SC_EINVAL, "collective parameters: bandwidths must be > 0, latencies >= 0");
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
+        const struct coll_lines *L = &p->lines[k];
+        if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !coll_kind_modelled((enum model_coll_op)k)))
+            return sc_error_set(err, SC_EINVAL, "collective parameters: at most %d lines, of a modelled kind",
+                                COLL_FIT_RANGES);
+        for (int i = 0; i < L->n; i++) {
+            const struct coll_line *l = &L->v[i];
+            if (!(l->busbw_gbps > 0) || !(l->hop_us >= 0) || !(l->from_bytes >= 0) || !(l->to_bytes >= l->from_bytes) ||
+                !isfinite(l->busbw_gbps) || !isfinite(l->hop_us) || !isfinite(l->to_bytes) ||
+                (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
+                return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be > 0, "
+                                    "latency >= 0, and its sizes (0 <= from <= to) above the line before",
+                                    coll_kind_name((enum model_coll_op)k), i + 1);
+        }
+    }
     return SC_OK;
 }
 
@@ -207,9 +263,13 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
     int domains = (g->ranks + per - 1) / per;
     struct plan pl[2];
     size_t np = plans(p, kind, per, domains, pl);
+    const struct coll_lines *L = domains == 1 && p->lines[kind].n > 0 ? &p->lines[kind] : NULL;
     for (size_t i = 0; i < np; i++) {
         struct coll_estimate e;
-        plan_time(p, &pl[i], bytes, &e);
+        if (L)
+            lines_time(p, L, &pl[i], bytes, &e);
+        else
+            plan_time(p, &pl[i], bytes, &e);
         if (i == 0 || e.time_us < out->time_us)
             *out = e;
     }
@@ -218,7 +278,7 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
 
 /* ---- fitting ---- */
 
-const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 16777216};
+const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 1048576, 16777216};
 
 struct sample {
     double x; /* bytes x factor */
@@ -419,6 +479,49 @@ static int latency_fit(const struct coll_fit *f)
     return f->alpha_fitted && f->size_lo < coll_fit_range_lo[1];
 }
 
+/* A kind's lines from its one-domain measurement of the most ranks, when
+ * that measured both latency (sizes below 64 KiB) and the largest sizes
+ * (16 MiB and up): lines stand for every size, so they need both ends. */
+static void apply_lines(struct coll_params *p, const struct coll_measurement *m, size_t n, char *report,
+                        size_t report_len)
+{
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        const struct coll_measurement *best = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (m[i].kind == kinds[k].op && !m[i].inter && m[i].ranks > 1 && m[i].n_fits > 0 &&
+                (!best || m[i].ranks > best->ranks))
+                best = &m[i];
+        if (!best)
+            continue;
+        const struct coll_fit *small = &best->fits[0], *big = &best->fits[best->n_fits - 1];
+        struct plan pl[2];
+        plans(p, best->kind, best->ranks, 1, pl);
+        if (!latency_fit(small) || !(big->busbw_gbps > 0) || big->size_hi < coll_fit_range_lo[COLL_FIT_RANGES - 1] ||
+            !(pl[0].steps_intra > 0)) {
+            say(report, report_len, "%s: no lines from %s (it needs sizes below 64 KiB and from 16 MiB)\n",
+                kinds[k].name, best->source);
+            continue;
+        }
+        struct coll_lines *L = &p->lines[best->kind];
+        L->n = 0;
+        say(report, report_len, "%s in the NVLink domain, from %s (%d ranks):", kinds[k].name, best->source,
+            best->ranks);
+        for (size_t i = 0; i < best->n_fits; i++) {
+            const struct coll_fit *f = &best->fits[i];
+            if (!(f->busbw_gbps > 0))
+                continue;
+            struct coll_line *l = &L->v[L->n];
+            l->from_bytes = f->size_lo;
+            l->to_bytes = f->size_hi;
+            l->hop_us = f->alpha_fitted ? fmax(0, f->alpha_us - p->base_us) / pl[0].steps_intra : 0;
+            l->busbw_gbps = f->busbw_gbps;
+            say(report, report_len, "%s from %.0f B hop %.3f us busbw %.1f GB/s", L->n++ ? ";" : "",
+                l->from_bytes, l->hop_us, l->busbw_gbps);
+        }
+        say(report, report_len, "\n");
+    }
+}
+
 void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len)
 {
@@ -439,11 +542,9 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
                 p->intra.hop_us, small->alpha_us, pl[0].steps_intra, in->source);
         }
     }
-    if (x) {
-        int g = x->ranks / x->nodes, d = x->nodes;
+    int g = x ? x->ranks / x->nodes : 0, d = x ? x->nodes : 0;
+    if (x && g >= 1 && g * d == x->ranks) {
         const struct coll_fit *big = &x->fits[x->n_fits - 1], *small = &x->fits[0];
-        if (g < 1 || g * d != x->ranks)
-            return;
         plans(p, x->kind, g, d, pl);
         if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1] &&
             pl[0].bytes_inter > 0) {
@@ -465,4 +566,5 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
                 p->inter.hop_us, small->alpha_us, pl[0].steps_inter, x->source);
         }
     }
+    apply_lines(p, m, n, report, report_len);
 }

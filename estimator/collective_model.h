@@ -71,6 +71,31 @@ struct coll_tier {
 #define COLL_NVLINK_HOP_US 0.47
 #define COLL_NET_HOP_US 2.7
 
+/* Size ranges fitted separately: NCCL switches protocol (LL, LL128,
+ * Simple) with the size, so one line does not fit 8 B to 8 GiB.
+ * [1 B, 64 KiB), [64 KiB, 1 MiB), [1 MiB, 16 MiB), [16 MiB, inf). */
+#define COLL_FIT_RANGES 4
+extern const double coll_fit_range_lo[COLL_FIT_RANGES];
+
+/* What one size range of a measurement inside one NVLink domain says of
+ * its kind: NCCL picks its protocol (LL, LL128, Simple) by size, each with
+ * its own latency and bandwidth, so one line per range fitted. A message
+ * is priced by the line of the range its size falls in (the first below
+ * the first, the last above the last), between two ranges' sizes by the
+ * straight way from the one's largest to the other's smallest, and never
+ * less than a range below at that range's largest size: the time grows
+ * with the size wherever two fits meet. */
+struct coll_line {
+    double from_bytes, to_bytes; /* the range's smallest and largest sizes measured */
+    double hop_us;     /* (alpha - base) over the measured group's algorithm steps */
+    double busbw_gbps; /* as measured, with the algorithm's gain (NVLS) in it */
+};
+
+struct coll_lines {
+    int n; /* 0: the kind was not measured in a domain, the tier's figures price it */
+    struct coll_line v[COLL_FIT_RANGES];
+};
+
 struct coll_params {
     double base_us;          /* fixed cost of one collective (launch, setup) */
     struct coll_tier intra;  /* inside an NVLink domain */
@@ -78,13 +103,17 @@ struct coll_params {
     double nvls_gain;        /* busbw multiplier of NVLS all-reduce */
     int nvls;                /* the domain reduces in its switches */
     int sharp;               /* the network reduces in its switches */
+    /* by kind, for groups inside one domain: a calibration's lines (its
+     * steps scaled to the group's, as the hop latency is) */
+    struct coll_lines lines[MODEL_COLL_OP_COUNT];
 };
 
 /* The defaults above on a GPU's profile: busbw = nvlink (network) GB/s per
  * direction x fraction. */
 void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p);
 
-/* SC_EINVAL unless bandwidths are > 0 and latencies >= 0. */
+/* SC_EINVAL unless bandwidths are > 0 and latencies >= 0 (lines'
+ * included). */
 int coll_params_valid(const struct coll_params *p, struct sc_error *err);
 
 /* How a group is laid out: `ranks` members, `ranks_per_domain` of them in
@@ -105,18 +134,14 @@ struct coll_estimate {
 };
 
 /* The time of one collective of S bytes (nccl-tests convention); for
- * send/recv S is what one rank sends, and the group is the pair.
+ * send/recv S is what one rank sends, and the group is the pair. A group
+ * inside one domain, of a kind with lines, is priced by them (over the
+ * group's steps and bytes); any other by the tiers.
  * SC_EINVAL for a kind the model does not time or a bad group. */
 int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
                   double bytes, struct coll_estimate *out, struct sc_error *err);
 
 /* ---- fitting nccl-tests results ---- */
-
-/* Size ranges fitted separately: NCCL switches protocol (LL, LL128,
- * Simple) with the size, so one line does not fit 8 B to 8 GiB.
- * [1 B, 64 KiB), [64 KiB, 16 MiB), [16 MiB, inf). */
-#define COLL_FIT_RANGES 3
-extern const double coll_fit_range_lo[COLL_FIT_RANGES];
 
 struct coll_fit {
     double size_lo, size_hi;   /* the rows' smallest and largest size */
@@ -153,8 +178,10 @@ struct coll_measurement {
  * below 64 KiB (alpha less the base latency, spread over the algorithm's
  * steps); inter busbw and hop from a
  * multi-domain measurement by inverting the hierarchical model, where the
- * network bounds it. What nothing measured keeps its default. One line per
- * value set goes to `report` (if non-NULL), for the user. */
+ * network bounds it; and each kind measured in one domain (its most ranks)
+ * its lines, one per size range fitted. What nothing measured keeps its
+ * default. One line per value set goes to `report` (if non-NULL), for the
+ * user. */
 void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len);
 

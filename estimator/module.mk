@@ -21,6 +21,8 @@ FUZZ_TARGETS += nccl_tests
 FUZZ_TARGETS += kernel_samples
 # the GEMM microbenchmark table reader (estimator/gemm_table.c)
 FUZZ_TARGETS += gemm_table
+# the cluster profile reader and the collective model it sets (estimator/cluster_profile.c)
+FUZZ_TARGETS += cluster_profile
 # the spec, its parameter and FLOP counts, layer placement and memory model
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)

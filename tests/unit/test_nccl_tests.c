@@ -66,7 +66,7 @@ TEST(nccl_tests_old_format_all_reduce)
     struct coll_fit fits[COLL_FIT_RANGES];
     size_t n;
     const struct coll_fit *big = fit_large(&run, fits, &n);
-    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(n, COLL_FIT_RANGES); /* every range has its sizes */
     if (big) {
         /* the file's busbw column reaches 230-235 GB/s from 1 GiB up */
         CHECK(big->busbw_gbps > 215 && big->busbw_gbps < 240);
@@ -289,6 +289,158 @@ TEST(collective_model_extrapolates_from_a_fit)
     nct_run_release(&run);
 }
 
+/* mean and largest |predicted / measured - 1| of a run under p */
+static void run_error(const struct coll_params *p, const struct nct_run *run, double *mean, double *max)
+{
+    struct coll_group g = {run->ranks, run->ranks};
+    struct sc_error err;
+    size_t n = 0;
+    *mean = *max = 0;
+    for (size_t i = 0; i < run->n_rows; i++)
+        for (int k = 0; k < 2; k++) {
+            struct coll_estimate e;
+            if (!(run->rows[i].time_us[k] > 0) || !(run->rows[i].bytes > 0))
+                continue;
+            CHECK_EQ_INT(coll_estimate(p, run->kind, &g, run->rows[i].bytes, &e, &err), SC_OK);
+            double a = fabs(e.time_us / run->rows[i].time_us[k] - 1);
+            *mean += a;
+            *max = fmax(*max, a);
+            n++;
+        }
+    *mean /= (double)(n ? n : 1);
+}
+
+TEST(collective_lines_give_each_calibration_file_back)
+{
+    /* the six one-node superbench outputs: each kind's lines (one per size
+     * range) give its own file back where the tiers' two figures cannot,
+     * grow with the size and with the group, and leave groups that span
+     * domains to the tiers */
+    static const char *const files[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
+                                        "reduce"};
+    enum { N = sizeof files / sizeof files[0] };
+    struct nct_run runs[N];
+    struct coll_measurement m[N];
+    struct sc_error err;
+    char path[256];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < N; i++) {
+        snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", files[i]);
+        if (load(th_shared_calibration(path), &runs[i])) {
+            for (int j = 0; j < i; j++)
+                nct_run_release(&runs[j]);
+            return;
+        }
+        m[i].kind = runs[i].kind;
+        m[i].ranks = runs[i].ranks;
+        m[i].nodes = 1;
+        snprintf(m[i].source, sizeof m[i].source, "%s", files[i]);
+        CHECK_EQ_INT(coll_fit_run(&runs[i], m[i].fits, &m[i].n_fits, &err), SC_OK);
+    }
+    struct coll_params p, tiers;
+    char report[8192] = "";
+    coll_params_from_hw(hw_profile_find("a100-sxm4-40gb"), &p);
+    coll_params_apply(&p, m, N, report, sizeof report);
+    CHECK_CONTAINS(report, "alltoall in the NVLink domain, from alltoall (8 ranks): from 32 B hop");
+    tiers = p;
+    memset(tiers.lines, 0, sizeof tiers.lines);
+    for (int i = 0; i < N; i++) {
+        double mean, max, tier_mean, tier_max;
+        CHECK_EQ_INT(p.lines[runs[i].kind].n, COLL_FIT_RANGES);
+        run_error(&p, &runs[i], &mean, &max);
+        run_error(&tiers, &runs[i], &tier_mean, &tier_max);
+        if (mean > 0.03 || max > 0.25 || tier_mean < 0.10)
+            fprintf(stderr, "%s: lines mean %.3f max %.3f, tiers mean %.3f\n", files[i], mean, max, tier_mean);
+        CHECK(mean <= 0.03);     /* 1.3-2.0% */
+        CHECK(max <= 0.25);      /* 4-19%, where a range holds two protocols */
+        CHECK(tier_mean >= 0.10); /* 11-55% */
+    }
+    /* every kind, every size from 1 B to 8 GiB: the time grows with the
+     * size and with the group */
+    for (int i = 0; i < N; i++) {
+        double before[3] = {0, 0, 0};
+        for (int b = 0; b <= 33; b++) {
+            double t[3];
+            for (int j = 0; j < 3; j++) {
+                struct coll_group g = {2 << j, 2 << j};
+                struct coll_estimate e;
+                CHECK_EQ_INT(coll_estimate(&p, runs[i].kind, &g, ldexp(1, b), &e, &err), SC_OK);
+                t[j] = e.time_us;
+                CHECK(t[j] >= before[j]);
+                before[j] = t[j];
+            }
+            CHECK(t[0] <= t[1] && t[1] <= t[2]);
+        }
+    }
+    /* four ranks by hand: the largest range's line over a 4-ring's steps
+     * and bytes */
+    const struct coll_line *big = &p.lines[MODEL_COLL_ALLREDUCE].v[COLL_FIT_RANGES - 1];
+    struct coll_group g4 = {4, 4}, g16 = {16, 8};
+    struct coll_estimate e, t;
+    double S = 33554432;
+    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, S, &e, &err), SC_OK);
+    CHECK_NEAR(e.time_us, p.base_us + 6 * big->hop_us + S * 1.5 / big->busbw_gbps * 1e-3, 1e-9);
+    CHECK(big->from_bytes >= 16777216 && big->hop_us > 0);
+    /* across two domains the tiers price it, lines or not */
+    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g16, S, &e, &err), SC_OK);
+    CHECK_EQ_INT(coll_estimate(&tiers, MODEL_COLL_ALLREDUCE, &g16, S, &t, &err), SC_OK);
+    CHECK_NEAR(e.time_us, t.time_us, 0);
+    for (int i = 0; i < N; i++)
+        nct_run_release(&runs[i]);
+}
+
+TEST(cluster_profile_lines_round_trip_and_errors)
+{
+    struct cluster_profile w, r;
+    struct sc_error err;
+    memset(&w, 0, sizeof w);
+    w.coll = hand_params();
+    w.coll.lines[MODEL_COLL_ALLGATHER] = (struct coll_lines){
+        2, {{32, 32768, 4.5, 88}, {65536, 8589934592.0, 15, 221}}};
+    json_t *doc = cluster_profile_json(&w, NULL, 0);
+    char *text = doc ? json_dumps(doc, 0) : NULL;
+    json_decref(doc);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    CHECK_CONTAINS(text, "\"lines\": {\"all_gather\": [{");
+    memset(&r, 0, sizeof r);
+    r.coll = hand_params();
+    CHECK_EQ_INT(cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
+    CHECK(memcmp(&r.coll.lines, &w.coll.lines, sizeof r.coll.lines) == 0);
+    free(text);
+    /* a document without lines leaves a kind to the tiers */
+    const char *plain = "{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{}}";
+    memset(&r, 0, sizeof r);
+    r.coll = hand_params();
+    CHECK_EQ_INT(cluster_profile_parse(plain, strlen(plain), &r, &err), SC_OK);
+    CHECK_EQ_INT(r.coll.lines[MODEL_COLL_ALLGATHER].n, 0);
+#define DOC(lines) "{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{\"lines\":" lines "}}"
+#define LINE(from, to, hop, bw) "{\"from_bytes\":" from ",\"to_bytes\":" to ",\"hop_us\":" hop ",\"busbw_gbps\":" bw "}"
+    const char *bad[][2] = {
+        {DOC("[1]"), "collective.lines must be an object"},
+        {DOC("{\"all_scatter\":[" LINE("1", "2", "1", "1") "]}"), "collective.lines.all_scatter: not a collective kind"},
+        {DOC("{\"all_gather\":[]}"), "collective.lines.all_gather must be an array of 1 to 4"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "1", "1") "," LINE("3", "4", "1", "1") "," LINE("5", "6", "1", "1") ","
+             LINE("7", "8", "1", "1") "," LINE("9", "10", "1", "1") "]}"), "array of 1 to 4"},
+        {DOC("{\"all_gather\":[{\"from_bytes\":1,\"hop_us\":1,\"busbw_gbps\":1}]}"),
+         "collective.lines.all_gather[0] needs from_bytes, to_bytes"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "-1", "1") "]}"), "collective.lines.all_gather[0].hop_us"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "1", "0") "]}"), "all_gather line 1: busbw must be > 0"},
+        {DOC("{\"all_gather\":[" LINE("1", "100", "1", "1") "," LINE("50", "200", "1", "1") "]}"),
+         "all_gather line 2"},
+        {DOC("{\"reduce\":[" LINE("10", "2", "1", "1") "]}"), "reduce line 1"},
+    };
+#undef LINE
+#undef DOC
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct cluster_profile before = r;
+        CHECK_EQ_INT(cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
+        CHECK_CONTAINS(err.msg, bad[i][1]);
+        CHECK(memcmp(&before, &r, sizeof r) == 0); /* nothing half-applied */
+    }
+}
+
 TEST(cluster_profile_round_trip_and_errors)
 {
     struct cluster_profile w, r;
@@ -353,6 +505,7 @@ TEST(calibrate_nccl_tests_command)
     char *so = th_run_expect(argv, 0, "sendrecv, 2 ranks, 2 nodes", NULL);
     CHECK_CONTAINS(so, "inter busbw 23.");
     CHECK_CONTAINS(so, "model with h100-sxm's defaults");
+    CHECK_CONTAINS(so, "calibrated model on sendrecv-2node-synthetic.txt (sendrecv, 2 ranks): median error");
     free(so);
     size_t n;
     char *doc = th_read_file(out, &n);
