@@ -31,6 +31,14 @@ static int print_one(const struct hw_profile *p, int as_json)
             printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->peak_tflops[d]);
     printf("\n  NVLink domain of %d GPUs at %g GB/s per direction%s; network %g GB/s per direction\n",
            p->gpus_per_node, p->nvlink_gbps, p->nvls ? " (NVLink SHARP)" : "", p->network_gbps);
+    const char *sep = "  NCCL measured in the NVLink domain (collective lines):";
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
+        if (p->coll_lines[k].n > 0) {
+            printf("%s %s", sep, coll_kind_name((enum model_coll_op)k));
+            sep = ",";
+        }
+    if (sep[0] == ',')
+        printf("\n");
     for (int i = 0; i < p->n_device_names; i++)
         printf("  traces name it \"%s\"\n", p->device_names[i]);
     return 0;

@@ -55,26 +55,6 @@ static json_t *tier_json(const struct coll_tier *t)
     return json_pack("{s:f, s:f}", "busbw_gbps", t->busbw_gbps, "hop_us", t->hop_us);
 }
 
-/* {"all_reduce": [{"from_bytes", "hop_us", "busbw_gbps"}, ...], ...}, or
- * NULL when no kind has lines. */
-static json_t *lines_json(const struct coll_params *c)
-{
-    json_t *o = NULL;
-    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
-        const struct coll_lines *L = &c->lines[k];
-        json_t *a = L->n > 0 ? json_array() : NULL;
-        for (int i = 0; a && i < L->n; i++)
-            json_array_append_new(a, json_pack("{s:f, s:f, s:f, s:f}", "from_bytes", L->v[i].from_bytes,
-                                               "to_bytes", L->v[i].to_bytes, "hop_us", L->v[i].hop_us,
-                                               "busbw_gbps", L->v[i].busbw_gbps));
-        if (a && (o || (o = json_object())))
-            json_object_set_new(o, coll_kind_name((enum model_coll_op)k), a);
-        else
-            json_decref(a);
-    }
-    return o;
-}
-
 static json_t *fit_json(const struct coll_fit *f)
 {
     return json_pack("{s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:f}", "size_min", f->size_lo, "size_max",
@@ -107,7 +87,7 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
     json_t *coll = json_pack("{s:f, s:o, s:o, s:f, s:b, s:b}", "base_us", c->base_us, "intra",
                              tier_json(&c->intra), "inter", tier_json(&c->inter), "nvls_gain", c->nvls_gain,
                              "nvls", c->nvls, "sharp", c->sharp);
-    json_t *lines = lines_json(c);
+    json_t *lines = coll_lines_json(c->lines);
     if (coll && lines)
         json_object_set_new(coll, "lines", lines);
     else
@@ -166,42 +146,6 @@ static int get_str(json_t *doc, const char *key, char *out, size_t len, struct s
     return SC_OK;
 }
 
-/* collective.lines: each member a modelled kind, its lines in order. */
-static int parse_lines(json_t *o, struct coll_params *q, struct sc_error *err)
-{
-    const char *key;
-    json_t *a;
-    if (!json_is_object(o))
-        return sc_error_set(err, SC_EPARSE, "cluster profile: collective.lines must be an object");
-    json_object_foreach(o, key, a) {
-        enum model_coll_op k = coll_kind_from_name(key);
-        if (k == MODEL_COLL_UNKNOWN)
-            return sc_error_set(err, SC_EPARSE, "cluster profile: collective.lines.%.32s: not a collective kind",
-                                key);
-        if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > COLL_FIT_RANGES)
-            return sc_error_set(err, SC_EPARSE, "cluster profile: collective.lines.%s must be an array of 1 to %d "
-                                "lines", key, COLL_FIT_RANGES);
-        struct coll_lines *L = &q->lines[k];
-        L->n = (int)json_array_size(a);
-        for (int i = 0; i < L->n; i++) {
-            json_t *l = json_array_get(a, (size_t)i);
-            char where[64];
-            int status;
-            snprintf(where, sizeof where, "collective.lines.%s[%d]", key, i);
-            if (!json_is_object(l) || !json_object_get(l, "from_bytes") || !json_object_get(l, "to_bytes") ||
-                !json_object_get(l, "hop_us") || !json_object_get(l, "busbw_gbps"))
-                return sc_error_set(err, SC_EPARSE, "cluster profile: %s needs from_bytes, to_bytes, hop_us and "
-                                    "busbw_gbps", where);
-            if ((status = get_num(l, "from_bytes", where, &L->v[i].from_bytes, err)) ||
-                (status = get_num(l, "to_bytes", where, &L->v[i].to_bytes, err)) ||
-                (status = get_num(l, "hop_us", where, &L->v[i].hop_us, err)) ||
-                (status = get_num(l, "busbw_gbps", where, &L->v[i].busbw_gbps, err)))
-                return status;
-        }
-    }
-    return SC_OK;
-}
-
 static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
 {
     json_t *in = json_object_get(c, "intra"), *x = json_object_get(c, "inter"), *b;
@@ -216,11 +160,9 @@ static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
         (status = get_num(x, "busbw_gbps", "collective.inter", &q->inter.busbw_gbps, err)) ||
         (status = get_num(x, "hop_us", "collective.inter", &q->inter.hop_us, err)))
         return status;
-    if ((b = json_object_get(c, "lines"))) {
-        memset(q->lines, 0, sizeof q->lines); /* the document's lines, not the ones it started from */
-        if ((status = parse_lines(b, q, err)))
-            return status;
-    }
+    if ((b = json_object_get(c, "lines")) && (status = coll_lines_parse(b, "cluster profile: collective.lines",
+                                                                       q->lines, err)))
+        return status;
     if ((b = json_object_get(c, "nvls")))
         q->nvls = json_is_true(b);
     if ((b = json_object_get(c, "sharp")))

@@ -1,5 +1,5 @@
-/* estimator/collective_model.c: the collective cost model, its fit to
- * nccl-tests results and the cluster profile (collective_model.h). */
+/* estimator/collective_model.c: the collective cost model and its fit to
+ * nccl-tests results (collective_model.h). */
 #include "estimator/collective_model.h"
 
 #include <math.h>
@@ -14,40 +14,6 @@
 #include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
 #include "common/banned.h"
-
-static const struct {
-    enum model_coll_op op;
-    const char *name;
-} kinds[] = {
-    {MODEL_COLL_ALLREDUCE, "all_reduce"}, {MODEL_COLL_ALLGATHER, "all_gather"},
-    {MODEL_COLL_REDUCESCATTER, "reduce_scatter"}, {MODEL_COLL_ALLTOALL, "alltoall"},
-    {MODEL_COLL_BROADCAST, "broadcast"}, {MODEL_COLL_REDUCE, "reduce"},
-    {MODEL_COLL_SENDRECV, "sendrecv"},
-};
-
-int coll_kind_modelled(enum model_coll_op k)
-{
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (kinds[i].op == k)
-            return 1;
-    return 0;
-}
-
-const char *coll_kind_name(enum model_coll_op k)
-{
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (kinds[i].op == k)
-            return kinds[i].name;
-    return "unknown";
-}
-
-enum model_coll_op coll_kind_from_name(const char *s)
-{
-    for (size_t i = 0; s && i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(kinds[i].name, s) == 0)
-            return kinds[i].op;
-    return MODEL_COLL_UNKNOWN;
-}
 
 double coll_bus_factor(enum model_coll_op k, int n)
 {
@@ -76,6 +42,7 @@ void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
     p->nvls_gain = COLL_NVLS_GAIN;
     p->nvls = hw->nvls;
     p->sharp = hw->ib_sharp;
+    memcpy(p->lines, hw->coll_lines, sizeof p->lines);
 }
 
 const char *coll_algo_name(enum coll_algo a)
@@ -224,23 +191,9 @@ int coll_params_valid(const struct coll_params *p, struct sc_error *err)
     if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
         !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
         return sc_error_set(err, SC_EINVAL, "collective parameters: bandwidths must be > 0, latencies >= 0");
-    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
-        const struct coll_lines *L = &p->lines[k];
-        if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !coll_kind_modelled((enum model_coll_op)k)))
-            return sc_error_set(err, SC_EINVAL, "collective parameters: at most %d lines, of a modelled kind",
-                                COLL_FIT_RANGES);
-        for (int i = 0; i < L->n; i++) {
-            const struct coll_line *l = &L->v[i];
-            if (!(l->busbw_gbps > 0) || !(l->hop_us >= 0) || !(l->from_bytes >= 0) || !(l->to_bytes >= l->from_bytes) ||
-                !isfinite(l->busbw_gbps) || !isfinite(l->hop_us) || !isfinite(l->to_bytes) ||
-                (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
-                return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be > 0, "
-                                    "latency >= 0, and its sizes (0 <= from <= to) above the line before",
-                                    coll_kind_name((enum model_coll_op)k), i + 1);
-        }
-    }
-    return SC_OK;
+    return coll_lines_valid(p->lines, err);
 }
+
 
 int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
                   double bytes, struct coll_estimate *out, struct sc_error *err)
@@ -278,7 +231,6 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
 
 /* ---- fitting ---- */
 
-const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 1048576, 16777216};
 
 struct sample {
     double x; /* bytes x factor */
@@ -485,10 +437,10 @@ static int latency_fit(const struct coll_fit *f)
 static void apply_lines(struct coll_params *p, const struct coll_measurement *m, size_t n, char *report,
                         size_t report_len)
 {
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
         const struct coll_measurement *best = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (m[i].kind == kinds[k].op && !m[i].inter && m[i].ranks > 1 && m[i].n_fits > 0 &&
+        for (size_t i = 0; i < n && coll_kind_modelled((enum model_coll_op)k); i++)
+            if ((int)m[i].kind == k && !m[i].inter && m[i].ranks > 1 && m[i].n_fits > 0 &&
                 (!best || m[i].ranks > best->ranks))
                 best = &m[i];
         if (!best)
@@ -499,12 +451,12 @@ static void apply_lines(struct coll_params *p, const struct coll_measurement *m,
         if (!latency_fit(small) || !(big->busbw_gbps > 0) || big->size_hi < coll_fit_range_lo[COLL_FIT_RANGES - 1] ||
             !(pl[0].steps_intra > 0)) {
             say(report, report_len, "%s: no lines from %s (it needs sizes below 64 KiB and from 16 MiB)\n",
-                kinds[k].name, best->source);
+                coll_kind_name(best->kind), best->source);
             continue;
         }
         struct coll_lines *L = &p->lines[best->kind];
         L->n = 0;
-        say(report, report_len, "%s in the NVLink domain, from %s (%d ranks):", kinds[k].name, best->source,
+        say(report, report_len, "%s in the NVLink domain, from %s (%d ranks):", coll_kind_name(best->kind), best->source,
             best->ranks);
         for (size_t i = 0; i < best->n_fits; i++) {
             const struct coll_fit *f = &best->fits[i];

@@ -28,19 +28,12 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "estimator/coll_lines.h"
 #include "model/collective.h"
 
 struct hw_profile;
 struct nct_run;
 
-/* Whether the model times this kind: all-reduce, all-gather,
- * reduce-scatter, all-to-all, broadcast, reduce, send/recv. */
-int coll_kind_modelled(enum model_coll_op k);
-/* nccl-tests kind names: "all_reduce", "all_gather", "reduce_scatter",
- * "alltoall", "broadcast", "reduce", "sendrecv" (and parsing them back:
- * MODEL_COLL_UNKNOWN for anything else). */
-const char *coll_kind_name(enum model_coll_op k);
-enum model_coll_op coll_kind_from_name(const char *s);
 
 /* The nccl-tests bus factor: busbw = algbw x factor. */
 double coll_bus_factor(enum model_coll_op k, int ranks);
@@ -71,31 +64,6 @@ struct coll_tier {
 #define COLL_NVLINK_HOP_US 0.47
 #define COLL_NET_HOP_US 2.7
 
-/* Size ranges fitted separately: NCCL switches protocol (LL, LL128,
- * Simple) with the size, so one line does not fit 8 B to 8 GiB.
- * [1 B, 64 KiB), [64 KiB, 1 MiB), [1 MiB, 16 MiB), [16 MiB, inf). */
-#define COLL_FIT_RANGES 4
-extern const double coll_fit_range_lo[COLL_FIT_RANGES];
-
-/* What one size range of a measurement inside one NVLink domain says of
- * its kind: NCCL picks its protocol (LL, LL128, Simple) by size, each with
- * its own latency and bandwidth, so one line per range fitted. A message
- * is priced by the line of the range its size falls in (the first below
- * the first, the last above the last), between two ranges' sizes by the
- * straight way from the one's largest to the other's smallest, and never
- * less than a range below at that range's largest size: the time grows
- * with the size wherever two fits meet. */
-struct coll_line {
-    double from_bytes, to_bytes; /* the range's smallest and largest sizes measured */
-    double hop_us;     /* (alpha - base) over the measured group's algorithm steps */
-    double busbw_gbps; /* as measured, with the algorithm's gain (NVLS) in it */
-};
-
-struct coll_lines {
-    int n; /* 0: the kind was not measured in a domain, the tier's figures price it */
-    struct coll_line v[COLL_FIT_RANGES];
-};
-
 struct coll_params {
     double base_us;          /* fixed cost of one collective (launch, setup) */
     struct coll_tier intra;  /* inside an NVLink domain */
@@ -109,12 +77,14 @@ struct coll_params {
 };
 
 /* The defaults above on a GPU's profile: busbw = nvlink (network) GB/s per
- * direction x fraction. */
+ * direction x fraction; and the profile's measured lines, where it has
+ * them (hw_profile.coll_lines). */
 void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p);
 
 /* SC_EINVAL unless bandwidths are > 0 and latencies >= 0 (lines'
- * included). */
+ * included: coll_lines_valid). */
 int coll_params_valid(const struct coll_params *p, struct sc_error *err);
+
 
 /* How a group is laid out: `ranks` members, `ranks_per_domain` of them in
  * each NVLink domain (1 .. ranks; ranks when the group is inside one). */

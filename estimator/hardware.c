@@ -88,7 +88,7 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
 static const char *const known_keys[] = {
     "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops",
     "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
-    "device_names", "device_names_note", "sources", NULL};
+    "collective_lines", "device_names", "device_names_note", "sources", NULL};
 
 static int check_keys(json_t *o, struct sc_error *err)
 {
@@ -133,6 +133,9 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
         if (p->mamf_tflops[d] > p->peak_tflops[d])
             return sc_error_set(err, SC_EPARSE, "mamf_tflops.%s exceeds peak_tflops.%s",
                                 dtype_names[d], dtype_names[d]);
+    json_t *lines = json_object_get(o, "collective_lines");
+    if (lines && coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
+        return err->code;
     if (names && !json_is_array(names))
         return sc_error_set(err, SC_EPARSE, "device_names: an array of strings is required");
     json_array_foreach(names, i, name) {

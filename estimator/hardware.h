@@ -3,8 +3,8 @@
  * A profile holds a GPU's public spec-sheet figures: dense peak TFLOP/s per
  * dtype, HBM size and bandwidth, SM count, NVLink (or xGMI) and network
  * bandwidth per GPU and direction, board power, the size of its NVLink
- * domain, and the measured maximum achievable matmul throughput where a
- * cited microbenchmark has it. The profiles are compiled into the programs
+ * domain, and the measured maximum achievable matmul throughput and NCCL
+ * collective curves where a cited microbenchmark has them. The profiles are compiled into the programs
  * (estimator/hardware_data.c is generated from data/hardware/ by the build),
  * so nothing has to be installed beside them. data/hardware/README.md
  * documents every field and every figure's source.
@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "estimator/coll_lines.h"
 
 #define HW_MAX_DEVICE_NAMES 4
 
@@ -42,6 +43,9 @@ struct hw_profile {
     double board_power_w;
     int nvls;      /* NVLink SHARP (in-switch reduction) in the domain */
     int ib_sharp;  /* in-network reduction across domains */
+    /* measured NCCL curves inside the GPU's NVLink domain, by kind, where
+     * a cited nccl-tests run has them (coll_params_from_hw sets them) */
+    struct coll_lines coll_lines[MODEL_COLL_OP_COUNT];
     char device_names[HW_MAX_DEVICE_NAMES][64]; /* names traces carry for it */
     int n_device_names;
 };

@@ -50,8 +50,10 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
     memset(c, 0, sizeof *c);
     kernel_params_default(&c->kernel);
     coll_params_from_hw(hw, &c->coll);
-    if (spec && spec->cluster.intra_node_gbps > 0)
+    if (spec && spec->cluster.intra_node_gbps > 0) { /* the spec's fabric, not the one measured */
         c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * COLL_INTRA_FRACTION;
+        memset(c->coll.lines, 0, sizeof c->coll.lines);
+    }
     if (spec && spec->cluster.inter_node_gbps > 0)
         c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * COLL_INTER_FRACTION;
     c->host_op_us = EST_HOST_OP_US;
@@ -67,11 +69,11 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
  * fixed time (a synthesised layer has about 40 operations where Megatron's
  * has about 100, so both per-operation costs stand for two or three of
  * PyTorch's). */
-#define EST_FIT_HOST_OP_US 65.8
-#define EST_FIT_HOST_COLL_US 1.13
-#define EST_FIT_GEMM_CEILING_SCALE 0.936
-#define EST_FIT_HBM_FRACTION 0.648
-#define EST_FIT_KERNEL_FIXED_US 11.7
+#define EST_FIT_HOST_OP_US 66.1
+#define EST_FIT_HOST_COLL_US 1.04
+#define EST_FIT_GEMM_CEILING_SCALE 0.872
+#define EST_FIT_HBM_FRACTION 0.641
+#define EST_FIT_KERNEL_FIXED_US 6.27
 
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {

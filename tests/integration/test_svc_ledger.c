@@ -14,6 +14,8 @@
 #include <sqlite3.h>
 
 #include "daemon/store.h"
+#include "estimator/hardware.h"
+#include "estimator/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/integration/svc_harness.h"
@@ -324,15 +326,21 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
     unsetenv("STEPCAST_SERVER");
     unsetenv("STEPCAST_TOKEN");
 
-    /* a GPU-bound spec naming it: its GEMMs at the table's 700 TFLOP/s, under the default ceiling (0.936
-     * of the H100's MAMF 794.5), so the step is longer */
+    /* a GPU-bound spec naming it: its GEMMs at the table's 700 TFLOP/s against the default ceiling (the
+     * estimator's share of the H100's MAMF), so the step moves the way the table says */
     static const char plain[] = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
                                 "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
                                 "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
     static const char lab[] = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
                               "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
                               "\"cluster\":{\"gpu\":\"h100-sxm\",\"profile\":\"lab\"}}";
-    CHECK(estimate_ms(&d, lab) > estimate_ms(&d, plain) * 1.005);
+    struct est_costs def;
+    const struct hw_profile *h100 = hw_profile_find("h100-sxm");
+    est_costs_default(h100, NULL, &def);
+    double ceiling = def.kernel.gemm_ceiling_scale * h100->mamf_tflops[HW_BF16];
+    double with_table = estimate_ms(&d, lab), without = estimate_ms(&d, plain);
+    CHECK(fabs(ceiling / 700 - 1) > 0.005); /* the table says something the defaults do not */
+    CHECK(700 < ceiling ? with_table > without * 1.005 : with_table < without * 0.995);
 
     free(reader);
     free(writer);

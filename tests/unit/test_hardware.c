@@ -117,6 +117,18 @@ TEST(hardware_parser_rejects_bad_profiles)
     CHECK(parse("[1]", &err) == SC_EPARSE);
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"device_names\":[\"a\",\"b\",\"c\","
                 "\"d\",\"e\"]}", &err) == SC_EPARSE);
+    /* measured collective lines: read as a cluster profile's, the key named */
+    struct hw_profile p;
+    const char *lines = "{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"collective_lines\":{\"all_gather\":["
+                        "{\"from_bytes\":32,\"to_bytes\":32768,\"hop_us\":4.4,\"busbw_gbps\":88}]}}";
+    CHECK(hw_profile_parse(lines, strlen(lines), &p, &err) == SC_OK);
+    CHECK(p.coll_lines[MODEL_COLL_ALLGATHER].n == 1 && p.coll_lines[MODEL_COLL_ALLREDUCE].n == 0);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"collective_lines\":{\"all_gather\":["
+                "{\"from_bytes\":32,\"to_bytes\":32768,\"hop_us\":4.4,\"busbw_gbps\":0}]}}", &err) == SC_EPARSE);
+    CHECK(strstr(err.msg, "collective_lines") != NULL && strstr(err.msg, "busbw must be > 0") != NULL);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"collective_lines\":{\"gather\":[]}}", &err) ==
+          SC_EPARSE);
+    CHECK(strstr(err.msg, "collective_lines.gather") != NULL);
 }
 
 /* Every NVIDIA device name in the shared traces is a known profile, except

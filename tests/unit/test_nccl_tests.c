@@ -13,6 +13,7 @@
 #include "estimator/collective_model.h"
 #include "estimator/hardware.h"
 #include "estimator/nccl_tests.h"
+#include "estimator/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -389,6 +390,65 @@ TEST(collective_lines_give_each_calibration_file_back)
         nct_run_release(&runs[i]);
 }
 
+TEST(a100_profiles_carry_the_superbench_lines)
+{
+    /* the A100 profiles' collective_lines are what `calibrate nccl-tests`
+     * fits on the six superbench files, not figures typed in; a spec that
+     * states its own NVLink bandwidth prices by the tiers */
+    static const char *const files[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
+                                        "reduce"};
+    enum { N = sizeof files / sizeof files[0] };
+    struct coll_measurement m[N];
+    struct sc_error err;
+    char path[256];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < N; i++) {
+        struct nct_run run;
+        snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", files[i]);
+        if (load(th_shared_calibration(path), &run))
+            return;
+        m[i].kind = run.kind;
+        m[i].ranks = run.ranks;
+        m[i].nodes = 1;
+        CHECK_EQ_INT(coll_fit_run(&run, m[i].fits, &m[i].n_fits, &err), SC_OK);
+        nct_run_release(&run);
+    }
+    static const char *const gpus[] = {"a100-sxm4-40gb", "a100-sxm4-80gb"};
+    for (size_t g = 0; g < 2; g++) {
+        const struct hw_profile *hw = hw_profile_find(gpus[g]);
+        struct coll_params fitted;
+        CHECK(hw != NULL);
+        if (!hw)
+            continue;
+        coll_params_from_hw(hw, &fitted);
+        memset(fitted.lines, 0, sizeof fitted.lines);
+        coll_params_apply(&fitted, m, N, NULL, 0);
+        for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
+            const struct coll_lines *want = &fitted.lines[k], *got = &hw->coll_lines[k];
+            CHECK_EQ_INT(got->n, want->n);
+            for (int i = 0; i < got->n && i < want->n; i++) {
+                CHECK_NEAR(got->v[i].from_bytes, want->v[i].from_bytes, 0);
+                CHECK_NEAR(got->v[i].to_bytes, want->v[i].to_bytes, 0);
+                CHECK_NEAR(got->v[i].hop_us / want->v[i].hop_us, 1, 1e-5);
+                CHECK_NEAR(got->v[i].busbw_gbps / want->v[i].busbw_gbps, 1, 1e-5);
+            }
+        }
+        struct est_spec spec;
+        struct est_costs c;
+        memset(&spec, 0, sizeof spec);
+        est_costs_cited(hw, &spec, &c);
+        CHECK_EQ_INT(c.coll.lines[MODEL_COLL_ALLREDUCE].n, COLL_FIT_RANGES);
+        spec.cluster.intra_node_gbps = 250;
+        est_costs_cited(hw, &spec, &c);
+        CHECK_EQ_INT(c.coll.lines[MODEL_COLL_ALLREDUCE].n, 0);
+    }
+    /* a GPU no nccl-tests run measured keeps the tiers alone */
+    struct coll_params h;
+    coll_params_from_hw(hw_profile_find("h100-sxm"), &h);
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
+        CHECK_EQ_INT(h.lines[k].n, 0);
+}
+
 TEST(cluster_profile_lines_round_trip_and_errors)
 {
     struct cluster_profile w, r;
@@ -424,8 +484,8 @@ TEST(cluster_profile_lines_round_trip_and_errors)
         {DOC("{\"all_gather\":[" LINE("1", "2", "1", "1") "," LINE("3", "4", "1", "1") "," LINE("5", "6", "1", "1") ","
              LINE("7", "8", "1", "1") "," LINE("9", "10", "1", "1") "]}"), "array of 1 to 4"},
         {DOC("{\"all_gather\":[{\"from_bytes\":1,\"hop_us\":1,\"busbw_gbps\":1}]}"),
-         "collective.lines.all_gather[0] needs from_bytes, to_bytes"},
-        {DOC("{\"all_gather\":[" LINE("1", "2", "-1", "1") "]}"), "collective.lines.all_gather[0].hop_us"},
+         "collective.lines.all_gather[0].to_bytes must be a number >= 0"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "-1", "1") "]}"), "collective.lines.all_gather[0].hop_us must be"},
         {DOC("{\"all_gather\":[" LINE("1", "2", "1", "0") "]}"), "all_gather line 1: busbw must be > 0"},
         {DOC("{\"all_gather\":[" LINE("1", "100", "1", "1") "," LINE("50", "200", "1", "1") "]}"),
          "all_gather line 2"},
