@@ -194,7 +194,6 @@ int coll_params_valid(const struct coll_params *p, struct sc_error *err)
     return coll_lines_valid(p->lines, err);
 }
 
-
 int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
                   double bytes, struct coll_estimate *out, struct sc_error *err)
 {

@@ -21,7 +21,10 @@
  *
  * Parameters come from a hardware profile (link bandwidth x a documented
  * achievable fraction, NCCL's latency constants) or from a cluster profile
- * written by `stepcast calibrate` (estimator/cluster_profile.h). */
+ * written by `stepcast calibrate` (estimator/cluster_profile.h). Where
+ * either holds measured lines of a kind (estimator/coll_lines.h), a group
+ * inside one domain is priced by them instead: one line per size range,
+ * its latency over this group's steps. */
 #ifndef ESTIMATOR_COLLECTIVE_MODEL_H
 #define ESTIMATOR_COLLECTIVE_MODEL_H
 
