@@ -45,23 +45,28 @@ enum model_coll_op coll_kind_from_name(const char *s)
 
 const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 1048576, 16777216};
 
+int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *L, struct sc_error *err)
+{
+    if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !coll_kind_modelled(k)))
+        return sc_error_set(err, SC_EINVAL, "collective parameters: at most %d lines, of a modelled kind",
+                            COLL_FIT_RANGES);
+    for (int i = 0; i < L->n; i++) {
+        const struct coll_line *l = &L->v[i];
+        if (!(l->busbw_gbps > 0) || !(l->hop_us >= 0) || !(l->from_bytes >= 0) || !(l->to_bytes >= l->from_bytes) ||
+            !isfinite(l->busbw_gbps) || !isfinite(l->hop_us) || !isfinite(l->to_bytes) ||
+            (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
+            return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be > 0, "
+                                "latency >= 0, and its sizes (0 <= from <= to) above the line before",
+                                coll_kind_name(k), i + 1);
+    }
+    return SC_OK;
+}
+
 int coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err)
 {
-    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
-        const struct coll_lines *L = &lines[k];
-        if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !coll_kind_modelled((enum model_coll_op)k)))
-            return sc_error_set(err, SC_EINVAL, "collective parameters: at most %d lines, of a modelled kind",
-                                COLL_FIT_RANGES);
-        for (int i = 0; i < L->n; i++) {
-            const struct coll_line *l = &L->v[i];
-            if (!(l->busbw_gbps > 0) || !(l->hop_us >= 0) || !(l->from_bytes >= 0) || !(l->to_bytes >= l->from_bytes) ||
-                !isfinite(l->busbw_gbps) || !isfinite(l->hop_us) || !isfinite(l->to_bytes) ||
-                (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
-                return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be > 0, "
-                                    "latency >= 0, and its sizes (0 <= from <= to) above the line before",
-                                    coll_kind_name((enum model_coll_op)k), i + 1);
-        }
-    }
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
+        if (coll_kind_lines_valid((enum model_coll_op)k, &lines[k], err))
+            return err->code;
     return SC_OK;
 }
 

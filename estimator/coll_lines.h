@@ -50,6 +50,8 @@ struct coll_lines {
  * COLL_FIT_RANGES, busbw > 0, hop >= 0, sizes 0 <= from <= to, each line's
  * above the one before. */
 int coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err);
+/* The same for one kind's lines. */
+int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *lines, struct sc_error *err);
 
 /* Lines in JSON: {"all_reduce": [{"from_bytes", "to_bytes", "hop_us",
  * "busbw_gbps"}, ...], ...}. coll_lines_json gives a json_t * (new

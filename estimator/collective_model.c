@@ -186,11 +186,19 @@ static size_t plans(const struct coll_params *p, enum model_coll_op k, int g, in
     }
 }
 
-int coll_params_valid(const struct coll_params *p, struct sc_error *err)
+/* The tiers' figures. */
+static int tiers_valid(const struct coll_params *p, struct sc_error *err)
 {
     if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
         !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
         return sc_error_set(err, SC_EINVAL, "collective parameters: bandwidths must be > 0, latencies >= 0");
+    return SC_OK;
+}
+
+int coll_params_valid(const struct coll_params *p, struct sc_error *err)
+{
+    if (tiers_valid(p, err))
+        return err->code;
     return coll_lines_valid(p->lines, err);
 }
 
@@ -205,7 +213,7 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
                             g->ranks, g->ranks_per_domain);
     if (!(bytes >= 0) || !isfinite(bytes))
         return sc_error_set(err, SC_EINVAL, "collective size must be a finite number of bytes >= 0");
-    if (coll_params_valid(p, err))
+    if (tiers_valid(p, err) || coll_kind_lines_valid(kind, &p->lines[kind], err)) /* what this estimate reads */
         return err->code;
     if (g->ranks == 1 && kind != MODEL_COLL_SENDRECV) {
         out->time_us = out->alpha_us = p->base_us; /* a local copy at most */

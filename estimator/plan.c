@@ -2,6 +2,7 @@
  * top-K search (the rules are in plan.h). */
 #include "estimator/plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +90,7 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
 
 /* ZeRO-3's streams followed unit by unit (0 for other stages): the search
  * takes the larger of it and the bound. */
-static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
+static int estimate_refine(void *ctx, const struct est_spec *s, double enough_ms, double *ms, struct sc_error *err)
 {
     struct est_plan_estimator *e = ctx;
     const struct est_pass_costs *pc;
@@ -97,7 +98,7 @@ static int estimate_refine(void *ctx, const struct est_spec *s, double *ms, stru
     if (s->options.zero_stage < 3) /* est_synth_bound_z3 would give 0: no pass costs needed */
         return SC_OK;
     int rc = pass_costs(e, s, &pc, err);
-    return rc ? rc : est_synth_bound_z3(s, e->hw, &e->costs, pc, ms, err);
+    return rc ? rc : est_synth_bound_z3(s, e->hw, &e->costs, pc, enough_ms, ms, err);
 }
 
 void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)
@@ -588,8 +589,10 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         if ((rc = est_spec_check(&row.spec, err)))
             goto done;
         if (ev->bound && ev->refine && !c.refined) {
-            double ms;
-            if ((rc = ev->refine(ev->ctx, &row.spec, &ms, err)))
+            /* the step time at which it would be pruned now (the
+             * objective grows in proportion to it) */
+            double ms, enough = full ? out->rows[req->top - 1].objective / objective(req, &row.spec, 1) : INFINITY;
+            if ((rc = ev->refine(ev->ctx, &row.spec, enough, &ms, err)))
                 goto done;
             c.refined = 1;
             double refined = objective(req, &row.spec, ms);

@@ -88,12 +88,14 @@ int est_plan_parse_spec(const char *text, size_t len, struct est_plan_request *r
  * be NULL; used only with bound) is another lower bound that costs more:
  * it is asked once of each candidate when the candidate's bound first
  * comes up in the search, and the larger of the two orders it from then
- * on. */
+ * on; it may stop at any lower bound of at least enough_ms (the step time
+ * at which the candidate would be pruned now; INFINITY while the top rows
+ * are not all found). */
 struct est_plan_evaluator {
     int (*evaluate)(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err);
     int (*bound)(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err);
     void *ctx;
-    int (*refine)(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err);
+    int (*refine)(void *ctx, const struct est_spec *s, double enough_ms, double *step_ms, struct sc_error *err);
 };
 
 /* The estimator's evaluator: the spec's GPU profile hw and costs c (the

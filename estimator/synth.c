@@ -2014,7 +2014,7 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
 }
 
 int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-                       const struct est_pass_costs *pc, double *ms, struct sc_error *err)
+                       const struct est_pass_costs *pc, double enough_ms, double *ms, struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
@@ -2026,7 +2026,7 @@ int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, co
         return SC_OK;
     if ((rc = bound_stages(s, &p, err)))
         return rc;
-    for (int64_t rank = 0; rank < p.pp; rank++) {
+    for (int64_t rank = 0; rank < p.pp && (double)best / 1e6 < enough_ms; rank++) {
         struct z3_sim z = {.pc = pc};
         struct rank r;
         memset(&r, 0, sizeof r);

@@ -143,9 +143,11 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
  * the next gather. Transfers and other ranks, which est_synth_bound_of
  * counts, are left out: every other task and wait of the graph only
  * delays, so a rank's step is at least the later of its two streams'
- * ends. */
+ * ends. It follows the ranks one after another and stops once one reaches
+ * enough_ms (INFINITY: never): the larger of the ranks followed is still a
+ * lower bound, and one that large is all a caller that prunes there asks. */
 int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
-                       const struct est_pass_costs *pc, double *ms, struct sc_error *err);
+                       const struct est_pass_costs *pc, double enough_ms, double *ms, struct sc_error *err);
 
 /* est_synth with the kernels of each pass scaled so that one micro-batch's
  * pass takes what `measured` gives (ns; the backward with its

@@ -3,6 +3,7 @@
  * changes the top rows, rows are sorted, fit and use the GPUs asked for,
  * fixed values stay fixed, and a cancelled search stops (within one
  * evaluation once it evaluates). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,14 +49,16 @@ static int checked_eval(void *ctx, const struct est_spec *s, struct est_estimate
 {
     const struct est_plan_estimator *e = ctx;
     struct est_pass_costs pc;
-    double lb, z3;
+    double lb, z3, half;
     int rc = est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
     if (rc || (rc = est_synth_bound(s, e->hw, &e->costs, &lb, err)) ||
         (rc = est_synth_pass_costs(s, e->hw, &e->costs, &pc, err)) ||
-        (rc = est_synth_bound_z3(s, e->hw, &e->costs, &pc, &z3, err)))
+        (rc = est_synth_bound_z3(s, e->hw, &e->costs, &pc, INFINITY, &z3, err)) ||
+        (rc = est_synth_bound_z3(s, e->hw, &e->costs, &pc, z3 / 2, &half, err)))
         return rc;
     bound_violations += lb > out->step_ms + 1e-9;
     bound_violations += z3 > out->step_ms + 1e-9;
+    bound_violations += half > z3 || half < z3 / 2; /* stopped early: still a bound, and enough */
     z3_tighter += z3 > lb;
     return rc;
 }
@@ -194,10 +197,11 @@ static int counted_bound(void *ctx, const struct est_spec *s, double *step_ms, s
     return c->inner.bound(c->inner.ctx, s, step_ms, err);
 }
 
-static int counted_refine(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err)
+static int counted_refine(void *ctx, const struct est_spec *s, double enough_ms, double *step_ms,
+                          struct sc_error *err)
 {
     struct counted *c = ctx;
-    return c->inner.refine(c->inner.ctx, s, step_ms, err);
+    return c->inner.refine(c->inner.ctx, s, enough_ms, step_ms, err);
 }
 
 static int stop_after_evaluation(void *ctx, int64_t done, int64_t total)
