@@ -238,7 +238,6 @@ int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const st
 
 /* ---- fitting ---- */
 
-
 struct sample {
     double x; /* bytes x factor */
     double t; /* us */
@@ -446,7 +445,7 @@ static void apply_lines(struct coll_params *p, const struct coll_measurement *m,
 {
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
         const struct coll_measurement *best = NULL;
-        for (size_t i = 0; i < n && coll_kind_modelled((enum model_coll_op)k); i++)
+        for (size_t i = 0; i < n; i++) /* a measurement's kind is one the model times */
             if ((int)m[i].kind == k && !m[i].inter && m[i].ranks > 1 && m[i].n_fits > 0 &&
                 (!best || m[i].ranks > best->ranks))
                 best = &m[i];

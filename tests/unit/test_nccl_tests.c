@@ -311,33 +311,45 @@ static void run_error(const struct coll_params *p, const struct nct_run *run, do
     *mean /= (double)(n ? n : 1);
 }
 
+/* The six one-node superbench outputs of ../shared/calibration, read into
+ * runs[] and fitted into m[] (one domain; the source is the kind's name).
+ * -1, nothing held, when one cannot be read. */
+#define SUPERBENCH_FILES 6
+static int load_superbench(struct nct_run runs[SUPERBENCH_FILES], struct coll_measurement m[SUPERBENCH_FILES])
+{
+    static const char *const kinds[SUPERBENCH_FILES] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                        "alltoall",   "broadcast",  "reduce"};
+    struct sc_error err;
+    char path[256];
+    memset(m, 0, SUPERBENCH_FILES * sizeof *m);
+    for (int i = 0; i < SUPERBENCH_FILES; i++) {
+        snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", kinds[i]);
+        if (load(th_shared_calibration(path), &runs[i])) {
+            while (i-- > 0)
+                nct_run_release(&runs[i]);
+            return -1;
+        }
+        m[i].kind = runs[i].kind;
+        m[i].ranks = runs[i].ranks;
+        m[i].nodes = 1;
+        snprintf(m[i].source, sizeof m[i].source, "%s", kinds[i]);
+        CHECK_EQ_INT(coll_fit_run(&runs[i], m[i].fits, &m[i].n_fits, &err), SC_OK);
+    }
+    return 0;
+}
+
 TEST(collective_lines_give_each_calibration_file_back)
 {
     /* the six one-node superbench outputs: each kind's lines (one per size
      * range) give its own file back where the tiers' two figures cannot,
      * grow with the size and with the group, and leave groups that span
      * domains to the tiers */
-    static const char *const files[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
-                                        "reduce"};
-    enum { N = sizeof files / sizeof files[0] };
+    enum { N = SUPERBENCH_FILES };
     struct nct_run runs[N];
     struct coll_measurement m[N];
     struct sc_error err;
-    char path[256];
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < N; i++) {
-        snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", files[i]);
-        if (load(th_shared_calibration(path), &runs[i])) {
-            for (int j = 0; j < i; j++)
-                nct_run_release(&runs[j]);
-            return;
-        }
-        m[i].kind = runs[i].kind;
-        m[i].ranks = runs[i].ranks;
-        m[i].nodes = 1;
-        snprintf(m[i].source, sizeof m[i].source, "%s", files[i]);
-        CHECK_EQ_INT(coll_fit_run(&runs[i], m[i].fits, &m[i].n_fits, &err), SC_OK);
-    }
+    if (load_superbench(runs, m))
+        return;
     struct coll_params p, tiers;
     char report[8192] = "";
     coll_params_from_hw(hw_profile_find("a100-sxm4-40gb"), &p);
@@ -351,7 +363,7 @@ TEST(collective_lines_give_each_calibration_file_back)
         run_error(&p, &runs[i], &mean, &max);
         run_error(&tiers, &runs[i], &tier_mean, &tier_max);
         if (mean > 0.03 || max > 0.25 || tier_mean < 0.10)
-            fprintf(stderr, "%s: lines mean %.3f max %.3f, tiers mean %.3f\n", files[i], mean, max, tier_mean);
+            fprintf(stderr, "%s: lines mean %.3f max %.3f, tiers mean %.3f\n", m[i].source, mean, max, tier_mean);
         CHECK(mean <= 0.03);     /* 1.3-2.0% */
         CHECK(max <= 0.25);      /* 4-19%, where a range holds two protocols */
         CHECK(tier_mean >= 0.10); /* 11-55% */
@@ -395,24 +407,13 @@ TEST(a100_profiles_carry_the_superbench_lines)
     /* the A100 profiles' collective_lines are what `calibrate nccl-tests`
      * fits on the six superbench files, not figures typed in; a spec that
      * states its own NVLink bandwidth prices by the tiers */
-    static const char *const files[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
-                                        "reduce"};
-    enum { N = sizeof files / sizeof files[0] };
+    enum { N = SUPERBENCH_FILES };
+    struct nct_run runs[N];
     struct coll_measurement m[N];
-    struct sc_error err;
-    char path[256];
-    memset(m, 0, sizeof m);
-    for (int i = 0; i < N; i++) {
-        struct nct_run run;
-        snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", files[i]);
-        if (load(th_shared_calibration(path), &run))
-            return;
-        m[i].kind = run.kind;
-        m[i].ranks = run.ranks;
-        m[i].nodes = 1;
-        CHECK_EQ_INT(coll_fit_run(&run, m[i].fits, &m[i].n_fits, &err), SC_OK);
-        nct_run_release(&run);
-    }
+    if (load_superbench(runs, m))
+        return;
+    for (int i = 0; i < N; i++)
+        nct_run_release(&runs[i]);
     static const char *const gpus[] = {"a100-sxm4-40gb", "a100-sxm4-80gb"};
     for (size_t g = 0; g < 2; g++) {
         const struct hw_profile *hw = hw_profile_find(gpus[g]);
