@@ -194,19 +194,43 @@ void model_archive_free(struct model_archive *m)
     free(m);
 }
 
+/* A tar header's magic ("ustar" at offset 257), or a compressed file
+ * named as a tar archive is. */
+static int looks_like_tar(const char *path, const unsigned char *head, size_t n)
+{
+    static const char *const names[] = {".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst",
+                                        ".tar.lzma"};
+    if (n >= 262 && !memcmp(head + 257, "ustar", 5))
+        return 1;
+    size_t len = strlen(path);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t k = strlen(names[i]);
+        if (len >= k && !strcmp(path + len - k, names[i]))
+            return 1;
+    }
+    return 0;
+}
+
 int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
 {
     struct model_archive *m = NULL;
     struct archive_entry *e;
     struct sc_error ignored;
+    unsigned char head[512];
     *yes = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open '%s': %s",
                             path, strerror(errno));
+    size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
-    if (sc_dynlib_load(&la_lib, err))
-        return sc_error_prefix(err, "cannot read tar archives");
+    if (sc_dynlib_load(&la_lib, err)) {
+        /* without libarchive, plain and gzipped traces still read: only what
+         * looks like a tar archive is refused */
+        if (looks_like_tar(path, head, got))
+            return sc_error_prefix(err, "cannot read tar archives");
+        return SC_OK;
+    }
     if (model_archive_open_file(path, &m, &ignored))
         return SC_OK; /* unreadable as an archive: not one */
     int r = la.next_header(m->a, &e);

@@ -34,7 +34,10 @@ int model_archive_next(struct model_archive *a, const char **name, struct model_
 
 void model_archive_free(struct model_archive *a); /* NULL-safe */
 
-/* Whether a file is a tar archive (compressed or not): a first header reads. */
+/* Whether a file is a tar archive (compressed or not): a first header reads.
+ * Without libarchive, a file that looks like one (a tar header, or a name
+ * ending .tar, .tgz, .tar.gz and the like) is the error that libarchive is
+ * missing, and any other file is not one: plain traces need no libarchive. */
 int model_archive_is_tar(const char *path, int *yes, struct sc_error *err);
 
 #endif

@@ -11,12 +11,15 @@
 // value products. Each shape runs a few times to warm up, then back to
 // back for at least 2 ms (at least 5 calls), timed with CUDA events: the
 // mean time of one call, which is what a training step sees of a GEMM
-// among others. Writes the table `stepcast calibrate gemms` reads
+// among others. The operands hold uniform random values in [-1, 1) in
+// the dtype timed: a GPU runs GEMMs on constant data at higher clocks
+// (fewer bits toggle, less power), which no training step sees. Writes the table `stepcast calibrate gemms` reads
 // (estimator/gemm_table.h) to stdout; progress to stderr.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -82,6 +85,28 @@ static std::vector<Shape> shapes(bool quick)
                 v.push_back({b, s, d, s}); // context: P V
             }
     return v;
+}
+
+// Uniform in [-1, 1): element i of stream `seed` (splitmix64).
+__device__ static float uniform(unsigned long long i, unsigned long long seed)
+{
+    unsigned long long z = i + (seed + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+template <typename T> __global__ void fill_uniform(T *p, size_t n, unsigned long long seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = T(uniform(i, seed));
+}
+
+template <typename T> static void fill(void *p, size_t bytes, unsigned long long seed)
+{
+    fill_uniform<T><<<1024, 256>>>((T *)p, bytes / sizeof(T), seed);
+    CUDA_OK(cudaGetLastError());
 }
 
 struct Buffers {
@@ -206,9 +231,6 @@ int main(int argc, char **argv)
     CUDA_OK(cudaMalloc(&buf.b, most * 4));
     CUDA_OK(cudaMalloc(&buf.c, most * 4));
     CUDA_OK(cudaMalloc(&buf.work, buf.work_bytes));
-    // small values, so that no product overflows whatever the dtype reads
-    CUDA_OK(cudaMemset(buf.a, 0x11, most * 4));
-    CUDA_OK(cudaMemset(buf.b, 0x11, most * 4));
     cublasHandle_t h;
     cublasLtHandle_t lt;
     BLAS_OK(cublasCreate(&h));
@@ -218,7 +240,7 @@ int main(int argc, char **argv)
     std::printf("# stepcast gemm-bench 1: C = A B timed through cuBLAS %zu (fp8 through cuBLASLt), CUDA runtime %d\n",
                 cublasLtGetVersion(), runtime);
     std::printf("# device: %s\n", prop.name);
-    std::printf("# sm_%d, %d SMs\n", sm, prop.multiProcessorCount);
+    std::printf("# sm_%d, %d SMs; operands uniform random in [-1, 1)\n", sm, prop.multiProcessorCount);
     std::printf("dtype,batch,m,n,k,us\n");
     size_t done = 0, total = 0;
     for (int d = 0; d < N_DTYPES; d++)
@@ -226,6 +248,18 @@ int main(int argc, char **argv)
     for (int d = 0; d < N_DTYPES; d++) {
         if (!want[d])
             continue;
+        for (void *p : {buf.a, buf.b}) {
+            unsigned long long seed = p == buf.a ? 1 : 2;
+            if (d == FP8)
+                fill<__nv_fp8_e4m3>(p, most * 4, seed);
+            else if (d == FP16)
+                fill<__half>(p, most * 4, seed);
+            else if (d == BF16)
+                fill<__nv_bfloat16>(p, most * 4, seed);
+            else
+                fill<float>(p, most * 4, seed);
+        }
+        CUDA_OK(cudaDeviceSynchronize());
         for (const Shape &s : v) {
             double us = d == FP8 ? (s.batch == 1 ? time_fp8(lt, s, buf) : -1) : time_blas(h, (Dtype)d, s, buf);
             if (us > 0)

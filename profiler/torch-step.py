@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""profiler/torch-step.py: real training steps of GPT-like models on a GPU,
+timed and traced, to check stepcast's estimates and to calibrate its kernel
+model on the GPU at hand (README, "On a lent GPU").
+
+    python3 profiler/torch-step.py --out DIR [--quick] [--nvtx]
+
+For each model below (dense and grouped-query, plain and gated MLP, bf16),
+one GPU, eager PyTorch: causal attention through
+scaled_dot_product_attention (flash or cuDNN kernels), layer norms, a tied
+output projection with cross-entropy, fused AdamW. Each model runs warm-up
+steps, then TIMED steps between CUDA events (the mean is the measured step
+time), then one more step under torch.profiler with record_shapes (after one
+discarded, each ending in a synchronisation as a loop that logs its loss
+does), exported as a Kineto trace. Writes DIR/steps.csv (model, shape, measured step ms,
+peak memory) and DIR/<model>.pt.trace.json for each; progress on stderr.
+
+--nvtx profiles nothing itself: each step runs inside an NVTX range
+"ProfilerStep#N", for stepcast's own CUPTI profiler (CUDA_INJECTION64_PATH)
+to trace. Exit status 2 when there is no GPU (nothing measured)."""
+import argparse
+import csv
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# name, layers, hidden, heads, kv_heads, ffn, mlp, seq, micro_batch
+MODELS = [
+    ("gpt-h1024-s1024-b8", 8, 1024, 16, 16, 4096, "gelu", 1024, 8),
+    ("gpt-h2048-s2048-b4", 8, 2048, 16, 16, 8192, "gelu", 2048, 4),
+    ("gpt-h4096-s4096-b1", 4, 4096, 32, 32, 16384, "gelu", 4096, 1),
+    ("llama-h4096-gqa8-swiglu-s2048-b2", 4, 4096, 32, 8, 14336, "swiglu", 2048, 2),
+]
+VOCAB = 50304
+WARMUP, TIMED = 3, 10
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads, kv_heads, ffn, mlp):
+        super().__init__()
+        self.heads, self.kv_heads, self.d = heads, kv_heads, hidden // heads
+        self.ln1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, (heads + 2 * kv_heads) * self.d, bias=False)
+        self.proj = nn.Linear(hidden, hidden, bias=False)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.gated = mlp == "swiglu"
+        self.up = nn.Linear(hidden, (2 if self.gated else 1) * ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x):
+        b, t, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(
+            [self.heads * self.d, self.kv_heads * self.d, self.kv_heads * self.d], -1)
+        q = q.view(b, t, self.heads, self.d).transpose(1, 2)
+        k = k.view(b, t, self.kv_heads, self.d).transpose(1, 2)
+        v = v.view(b, t, self.kv_heads, self.d).transpose(1, 2)
+        if self.kv_heads != self.heads:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, h))
+        u = self.up(self.ln2(x))
+        if self.gated:
+            a, g = u.chunk(2, -1)
+            u = F.silu(a) * g
+        else:
+            u = F.gelu(u, approximate="tanh")
+        return x + self.down(u)
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, mlp):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, hidden)
+        self.blocks = nn.ModuleList(Block(hidden, heads, kv_heads, ffn, mlp) for _ in range(layers))
+        self.ln = nn.LayerNorm(hidden)
+
+    def forward(self, tokens, labels):
+        x = self.emb(tokens)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.ln(x) @ self.emb.weight.t()
+        return F.cross_entropy(logits.view(-1, VOCAB).float(), labels.view(-1))
+
+
+def run_model(spec, out, nvtx, say):
+    name, layers, hidden, heads, kv_heads, ffn, mlp, seq, mb = spec
+    torch.manual_seed(0)
+    model = GPT(layers, hidden, heads, kv_heads, ffn, mlp).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    tokens = torch.randint(0, VOCAB, (mb, seq), device="cuda")
+    labels = torch.randint(0, VOCAB, (mb, seq), device="cuda")
+
+    def step():
+        loss = model(tokens, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(WARMUP):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(TIMED):
+        if nvtx:
+            torch.cuda.nvtx.range_push("ProfilerStep#%d" % i)
+        begin.record()
+        step()
+        end.record()
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end))
+    peak_gb = torch.cuda.max_memory_allocated() / 1e9
+    if not nvtx:
+        sched = torch.profiler.schedule(wait=0, warmup=1, active=1)
+        trace = os.path.join(out, name + ".pt.trace.json")
+        with torch.profiler.profile(
+                activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+                schedule=sched, record_shapes=True,
+                on_trace_ready=lambda p: p.export_chrome_trace(trace)) as prof:
+            for _ in range(2):
+                step()
+                torch.cuda.synchronize()  # as a loop logging its loss does: the
+                prof.step()               # traced step starts on an idle GPU
+        torch.cuda.synchronize()
+    params = sum(p.numel() for p in model.parameters())
+    mean = sum(times) / len(times)
+    say("%s: %.2f ms a step (min %.2f, max %.2f over %d), %.2f GB peak, %.3gB parameters" %
+        (name, mean, min(times), max(times), len(times), peak_gb, params / 1e9))
+    del model, opt
+    torch.cuda.empty_cache()
+    return [name, layers, hidden, heads, kv_heads, ffn, mlp, seq, mb, "%.3f" % mean, "%.3f" % min(times),
+            "%.3f" % peak_gb, params]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="the first model only")
+    ap.add_argument("--nvtx", action="store_true", help="NVTX step ranges, no torch.profiler")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch-step: no GPU here: nothing measured", file=sys.stderr)
+        return 2
+    os.makedirs(a.out, exist_ok=True)
+    say = lambda s: print("torch-step: " + s, file=sys.stderr, flush=True)
+    dev = torch.cuda.get_device_name(0)
+    say("%s, torch %s, cuda %s" % (dev, torch.__version__, torch.version.cuda))
+    rows = []
+    t0 = time.time()
+    for spec in MODELS[:1] if a.quick else MODELS:
+        rows.append(run_model(spec, a.out, a.nvtx, say))
+    with open(os.path.join(a.out, "steps.csv"), "w", newline="") as f:
+        f.write("# device: %s\n# torch %s, cuda %s, bf16, eager, %s\n" %
+                (dev, torch.__version__, torch.version.cuda,
+                 "NVTX ranges" if a.nvtx else "torch.profiler"))
+        w = csv.writer(f)
+        w.writerow(["model", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "seq", "micro_batch",
+                    "step_ms", "min_step_ms", "peak_gb", "parameters"])
+        w.writerows(rows)
+    say("%d models in %.0f s" % (len(rows), time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
