@@ -109,8 +109,9 @@ bench: $(CONFIG)
 
 # the estimator against ../shared/validation (BENCHMARKS.md, "Validation")
 validate: $(CONFIG)
-	@$(MAKE) -s $(BUILD)/validate
-	@$(BUILD)/validate $${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
+	@$(MAKE) -s $(BUILD)/validate $(BUILD)/stepcast
+	@rc=0; $(BUILD)/validate $${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv || rc=1; \
+	    python3 tests/hopper_steps.py --cli $(BUILD)/stepcast || rc=1; exit $$rc
 
 # the service on the embedded store under ./var, sample job loaded
 run: all

@@ -25,10 +25,11 @@ json_t *api_hardware_json(const struct hw_profile *p)
             json_decref(names);
             names = NULL;
         }
-    json_t *o = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o*, s:o*, s:f, s:f, s:i, s:f, s:b, s:b, s:o*}",
+    json_t *o = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o*, s:o*, s:o*, s:f, s:f, s:i, s:f, s:b, s:b, s:o*}",
                           "id", p->id, "name", p->name, "sm_count", p->sm_count, "hbm_gb", p->hbm_gb,
                           "hbm_gbps", p->hbm_gbps, "peak_tflops", dtype_table(p->peak_tflops),
-                          "mamf_tflops", dtype_table(p->mamf_tflops), "nvlink_gbps", p->nvlink_gbps,
+                          "mamf_tflops", dtype_table(p->mamf_tflops), "gemm_tflops",
+                          dtype_table(p->gemm_tflops), "nvlink_gbps", p->nvlink_gbps,
                           "network_gbps", p->network_gbps, "gpus_per_node", p->gpus_per_node,
                           "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
                           "device_names", names);

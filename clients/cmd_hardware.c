@@ -29,6 +29,12 @@ static int print_one(const struct hw_profile *p, int as_json)
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (p->peak_tflops[d] > 0)
             printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->peak_tflops[d]);
+    if (hw_has_gemm_tflops(p)) {
+        printf("\n  GEMM ceiling measured on it, TFLOP/s:");
+        for (int d = 0; d < HW_DTYPE_COUNT; d++)
+            if (p->gemm_tflops[d] > 0)
+                printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->gemm_tflops[d]);
+    }
     printf("\n  NVLink domain of %d GPUs at %g GB/s per direction%s; network %g GB/s per direction\n",
            p->gpus_per_node, p->nvlink_gbps, p->nvls ? " (NVLink SHARP)" : "", p->network_gbps);
     const char *sep = "  NCCL measured in the NVLink domain (collective lines):";

@@ -87,7 +87,7 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
 
 static const char *const known_keys[] = {
     "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops",
-    "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
+    "gemm_tflops",     "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
     "collective_lines", "device_names", "device_names_note", "sources", NULL};
 
 static int check_keys(json_t *o, struct sc_error *err)
@@ -118,6 +118,7 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
         get_number(o, "hbm_gbps", 0.001, &p->hbm_gbps, err) ||
         get_dtype_table(o, "peak_tflops", 1, p->peak_tflops, err) ||
         get_dtype_table(o, "mamf_tflops", 0, p->mamf_tflops, err) ||
+        get_dtype_table(o, "gemm_tflops", 0, p->gemm_tflops, err) ||
         get_number(o, "nvlink_gbps", 0.001, &p->nvlink_gbps, err) ||
         get_number(o, "network_gbps", 0.001, &p->network_gbps, err) ||
         get_number(o, "gpus_per_node", 1, &per_node, err) ||
@@ -129,10 +130,15 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     p->gpus_per_node = (int)per_node;
     p->nvls = json_is_true(json_object_get(o, "nvls"));
     p->ib_sharp = json_is_true(json_object_get(o, "ib_sharp"));
-    for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        if (p->mamf_tflops[d] > p->peak_tflops[d])
-            return sc_error_set(err, SC_EPARSE, "mamf_tflops.%s exceeds peak_tflops.%s",
+    for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+        if (p->mamf_tflops[d] > p->peak_tflops[d] || p->gemm_tflops[d] > p->peak_tflops[d])
+            return sc_error_set(err, SC_EPARSE, "%s.%s exceeds peak_tflops.%s",
+                                p->mamf_tflops[d] > p->peak_tflops[d] ? "mamf_tflops" : "gemm_tflops",
                                 dtype_names[d], dtype_names[d]);
+        if (hw_has_gemm_tflops(p) && p->peak_tflops[d] > 0 && !(p->gemm_tflops[d] > 0))
+            return sc_error_set(err, SC_EPARSE, "gemm_tflops.%s is missing: a measured table covers every dtype "
+                                "the GPU has", dtype_names[d]);
+    }
     json_t *lines = json_object_get(o, "collective_lines");
     if (lines && coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
         return err->code;
@@ -148,6 +154,14 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
         p->n_device_names = (int)i + 1;
     }
     return SC_OK;
+}
+
+int hw_has_gemm_tflops(const struct hw_profile *p)
+{
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        if (p->gemm_tflops[d] > 0)
+            return 1;
+    return 0;
 }
 
 int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err)

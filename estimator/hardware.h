@@ -37,6 +37,11 @@ struct hw_profile {
     double hbm_gb, hbm_gbps;            /* memory: GB (1e9 bytes) and GB/s */
     double peak_tflops[HW_DTYPE_COUNT]; /* dense peak; 0 = the GPU lacks it */
     double mamf_tflops[HW_DTYPE_COUNT]; /* measured best-shape matmul; 0 = unknown */
+    /* the kernel model's GEMM ceiling fitted to this GPU's own GEMM
+     * microbenchmark table (data/calibration/gemm-bench), every dtype the
+     * GPU has, or none (all 0): the kernel model then starts from
+     * mamf_tflops and the estimator's fitted scale (kernel_model.h) */
+    double gemm_tflops[HW_DTYPE_COUNT];
     double nvlink_gbps;  /* GB/s per GPU per direction inside its NVLink domain */
     double network_gbps; /* GB/s per GPU per direction across domains */
     int gpus_per_node;   /* NVLink domain size (72 on GB200 NVL72) */
@@ -57,6 +62,8 @@ const struct hw_profile *hw_profile_find(const char *id);
 /* The profile listing that trace device name (deviceProperties "name"), or
  * NULL: unknown names are reported by the caller, never guessed. */
 const struct hw_profile *hw_profile_for_device(const char *device_name);
+/* Whether the profile carries GEMM ceilings measured on the GPU itself. */
+int hw_has_gemm_tflops(const struct hw_profile *p);
 /* Parse one profile document (the data/hardware format). */
 int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err);
 

@@ -68,6 +68,8 @@ double kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw
 {
     if ((unsigned)d >= HW_DTYPE_COUNT || !(hw->peak_tflops[d] > 0))
         return 0;
+    if (hw->gemm_tflops[d] > 0) /* measured on the GPU itself */
+        return hw->gemm_tflops[d] * p->gemm_ceiling_scale * p->dtype_scale[d];
     double eff = p->mamf_fallback_fraction;
     if (hw->mamf_tflops[d] > 0) {
         eff = hw->mamf_tflops[d] / hw->peak_tflops[d];

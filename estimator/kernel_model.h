@@ -3,8 +3,9 @@
  *
  * GEMMs, by (M, N, K, batch, dtype): the output is cut into tiles (as
  * CUTLASS and cuBLAS do), the tiles run in waves over the SMs, each SM at
- * its share of the GPU's achievable ceiling (the measured MAMF of the
- * profile, else the dense peak x the MAMF table's typical efficiency),
+ * its share of the GPU's achievable ceiling (the ceiling fitted to the
+ * GPU's own GEMM table where its profile has one, else its measured MAMF,
+ * else the dense peak x the MAMF table's typical efficiency),
  * scaled down for tiles too small to feed the tensor cores; K may be split
  * over more tiles when too few tiles fill the GPU. The best tiling is
  * taken, as the libraries' heuristics try to, and the kernel is bounded
@@ -29,7 +30,8 @@
 #include "estimator/hardware.h"
 
 struct kernel_params {
-    /* multiplier on the achievable GEMM ceiling (1: the cited MAMF figure) */
+    /* multiplier on the achievable GEMM ceiling (1: the profile's measured
+     * gemm_tflops, else its cited MAMF figure) */
     double gemm_ceiling_scale;
     /* the ceiling as a fraction of dense peak where the profile has no MAMF
      * figure for the dtype: 0.80, the median efficiency of the NVIDIA rows

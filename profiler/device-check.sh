@@ -7,7 +7,12 @@
 #   calibrate.txt, profile.json
 #                    `stepcast calibrate gemms` on it: the kernel model's
 #                    error on the GPU's own GEMMs before and after, and the
-#                    cluster profile that names the device.
+#                    cluster profile that names the device;
+#   torch-steps/     where python3 has PyTorch: profiler/torch-step.py's
+#                    training steps, timed (steps.csv) and traced;
+#   torch-steps-profiled/
+#                    the first of them under this profiler's injection,
+#                    and `stepcast replay` of its trace (replay.txt).
 # Each step runs even when one before it failed. Ends with
 # `N passed, N failed` over the steps; exit status 1 on any failure, 2 when
 # there is no GPU or no nvcc (nothing measured).
@@ -46,5 +51,17 @@ step "gemm-bench" sh profiler/gemm-bench.sh $quick --out "$out/gemms.csv"
 step "calibrate gemms" sh -c 'build/stepcast calibrate gemms --out "$1/profile.json" "$1/gemms.csv" >"$1/calibrate.txt" 2>&1' \
     sh "$out"
 [ -f "$out/calibrate.txt" ] && cat "$out/calibrate.txt"
+if python3 -c 'import torch' >/dev/null 2>&1; then
+    step "torch-step" python3 profiler/torch-step.py --out "$out/torch-steps"
+    lib=$(pwd)/build/libstepcast_prof.so
+    prof=$out/torch-steps-profiled
+    step "torch-step under the profiler, replayed" sh -c '
+        CUDA_INJECTION64_PATH="$1" NVTX_INJECTION64_PATH="$1" STEPCAST_PROF_DIR="$2" \
+            python3 profiler/torch-step.py --quick --nvtx --out "$2" &&
+        build/stepcast replay "$2"/stepcast_*.pt.trace.json >"$2/replay.txt" 2>&1 && tail -3 "$2/replay.txt"' \
+        sh "$lib" "$prof"
+else
+    echo "skip torch-step: python3 has no PyTorch"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

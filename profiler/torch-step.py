@@ -3,7 +3,7 @@
 timed and traced, to check stepcast's estimates and to calibrate its kernel
 model on the GPU at hand (README, "On a lent GPU").
 
-    python3 profiler/torch-step.py --out DIR [--quick] [--nvtx]
+    python3 profiler/torch-step.py --out DIR [--quick] [--nvtx] [--attention]
 
 For each model below (dense and grouped-query, plain and gated MLP, bf16),
 one GPU, eager PyTorch: causal attention through
@@ -14,6 +14,12 @@ time), then one more step under torch.profiler with record_shapes (after one
 discarded, each ending in a synchronisation as a loop that logs its loss
 does), exported as a Kineto trace. Writes DIR/steps.csv (model, shape, measured step ms,
 peak memory) and DIR/<model>.pt.trace.json for each; progress on stderr.
+
+--attention times attention alone instead: scaled_dot_product_attention
+forward and backward over the shapes in ATTENTION (causal and not, head
+dimensions 64 and 128, grouped-query, 1K to 16K tokens), three times each
+under torch.profiler with record_shapes, into DIR/attention.pt.trace.json,
+for `stepcast calibrate traces` to fit the GPU's attention throughput.
 
 --nvtx profiles nothing itself: each step runs inside an NVTX range
 "ProfilerStep#N", for stepcast's own CUPTI profiler (CUDA_INJECTION64_PATH)
@@ -34,6 +40,12 @@ MODELS = [
     ("gpt-h2048-s2048-b4", 8, 2048, 16, 16, 8192, "gelu", 2048, 4),
     ("gpt-h4096-s4096-b1", 4, 4096, 32, 32, 16384, "gelu", 4096, 1),
     ("llama-h4096-gqa8-swiglu-s2048-b2", 4, 4096, 32, 8, 14336, "swiglu", 2048, 2),
+]
+# batch, heads, kv_heads, seq, head_dim, causal
+ATTENTION = [
+    (8, 16, 16, 1024, 64, True), (4, 16, 16, 2048, 128, True), (2, 32, 32, 4096, 64, True),
+    (1, 32, 32, 4096, 128, True), (1, 32, 32, 4096, 128, False), (1, 32, 8, 8192, 128, True),
+    (1, 64, 8, 8192, 128, True), (1, 16, 16, 16384, 128, True), (2, 32, 8, 2048, 128, False),
 ]
 VOCAB = 50304
 WARMUP, TIMED = 3, 10
@@ -140,11 +152,41 @@ def run_model(spec, out, nvtx, say):
             "%.3f" % peak_gb, params]
 
 
+def attention_trace(out, say):
+    """ATTENTION's shapes forward and backward, traced."""
+    cases = []
+    for b, h, kv, s, d, causal in ATTENTION:
+        q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, kv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, kv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        cases.append((q, k, v, causal, kv != h, torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)))
+
+    def run(case):
+        q, k, v, causal, gqa, grad = case
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+        y.backward(grad)
+        torch.cuda.synchronize()
+
+    for case in cases:
+        for _ in range(2):
+            run(case)
+    trace = os.path.join(out, "attention.pt.trace.json")
+    with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+            record_shapes=True) as prof:
+        for case in cases:
+            for _ in range(3):
+                run(case)
+    prof.export_chrome_trace(trace)
+    say("attention: %d shapes, 3 times each, traced in %s" % (len(cases), trace))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="the first model only")
     ap.add_argument("--nvtx", action="store_true", help="NVTX step ranges, no torch.profiler")
+    ap.add_argument("--attention", action="store_true", help="attention alone, traced")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch-step: no GPU here: nothing measured", file=sys.stderr)
@@ -153,6 +195,9 @@ def main():
     say = lambda s: print("torch-step: " + s, file=sys.stderr, flush=True)
     dev = torch.cuda.get_device_name(0)
     say("%s, torch %s, cuda %s" % (dev, torch.__version__, torch.version.cuda))
+    if a.attention:
+        attention_trace(a.out, say)
+        return 0
     rows = []
     t0 = time.time()
     for spec in MODELS[:1] if a.quick else MODELS:

@@ -10,7 +10,8 @@
 #      (clients/python/tests/run.sh);
 #   7. `make validate`'s estimates of ../shared/validation's measured steps,
 #      each check at 10% but the TP hold-out fold, held at 10.5% (its 10%
-#      target is not met yet: BENCHMARKS.md, "Estimator validation").
+#      target is not met yet: BENCHMARKS.md, "Estimator validation"), and
+#      of the steps measured on lent H100 and H200 GPUs (tests/hopper_steps.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -96,6 +97,9 @@ if [ ! -f "$validation" ]; then
     echo "== validation: skipped: $validation is not here"
 elif build build/validate; then
     phase "validation" build/validate --tp-fold-limit 10.5 "$validation"
+fi
+if build all; then
+    phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
 fi
 
 echo "$passed passed, $failed failed"

@@ -160,6 +160,68 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
     free(texts[1]);
 }
 
+/* The GEMM tables measured on lent GPUs (data/calibration/gemm-bench),
+ * refitted by `calibrate gemms` from the estimator's defaults for that
+ * GPU, give back the ceilings its profile carries: each dtype's fitted
+ * ceiling over the profile's gemm_tflops within 2% (a refit starts from
+ * those ceilings, so a stale profile or a table replaced shows here). */
+TEST(gemm_bench_tables_give_their_profiles_ceilings)
+{
+    static const char *const ids[] = {"h100-sxm", "h200"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const struct hw_profile *hw = hw_profile_find(ids[i]);
+        REQUIRE(hw != NULL && hw_has_gemm_tflops(hw));
+        char path[96];
+        snprintf(path, sizeof path, "data/calibration/gemm-bench/%s.csv", ids[i]);
+        size_t len = 0;
+        char *text = th_read_file(path, &len);
+        REQUIRE(text != NULL);
+        const char *texts[1] = {text}, *names[1] = {path};
+        char *doc = NULL;
+        struct sc_error err;
+        FILE *devnull = fopen("/dev/null", "w");
+        REQUIRE(devnull != NULL);
+        CHECK_EQ_INT(calib_tables(texts, &len, names, 1, NULL, devnull, &doc, &err), SC_OK);
+        fclose(devnull);
+        struct cluster_profile p;
+        memset(&p, 0, sizeof p);
+        kernel_params_default(&p.kernel);
+        REQUIRE(doc != NULL);
+        CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+        CHECK_STREQ(p.gpu, ids[i]);
+        int dtypes = 0;
+        for (int d = 0; d < HW_DTYPE_COUNT; d++) {
+            if (!(hw->peak_tflops[d] > 0))
+                continue;
+            double fitted = kernel_gemm_ceiling_tflops(&p.kernel, hw, (enum hw_dtype)d);
+            if (fabs(fitted / hw->gemm_tflops[d] - 1) > 0.02)
+                fprintf(stderr, "%s %s: refitted %.1f TFLOP/s, profile %.1f\n", ids[i],
+                        hw_dtype_name((enum hw_dtype)d), fitted, hw->gemm_tflops[d]);
+            CHECK_NEAR(fitted / hw->gemm_tflops[d], 1, 0.02);
+            dtypes++;
+        }
+        CHECK_EQ_INT(dtypes, 5);
+        free(doc);
+        free(text);
+    }
+}
+
+/* The estimator's defaults take a GPU's measured ceilings as they are,
+ * and scale only the MAMF figures of GPUs measured nowhere here. */
+TEST(estimator_defaults_take_measured_gemm_ceilings_as_they_are)
+{
+    const struct hw_profile *h100 = hw_profile_find("h100-sxm"), *a100 = hw_profile_find("a100-sxm4-80gb");
+    REQUIRE(h100 != NULL && a100 != NULL);
+    REQUIRE(!hw_has_gemm_tflops(a100));
+    struct est_costs c;
+    est_costs_default(h100, NULL, &c);
+    CHECK_NEAR(kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_BF16), h100->gemm_tflops[HW_BF16], 1e-9);
+    CHECK_NEAR(kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_FP8), h100->gemm_tflops[HW_FP8], 1e-9);
+    est_costs_default(a100, NULL, &c);
+    double a = kernel_gemm_ceiling_tflops(&c.kernel, a100, HW_BF16);
+    CHECK(a < 0.95 * a100->mamf_tflops[HW_BF16] && a > 0.5 * a100->mamf_tflops[HW_BF16]);
+}
+
 TEST(calibrate_gemms_takes_one_gpu_type_at_a_time)
 {
     const char *texts[2] = {"# device: NVIDIA H100 80GB HBM3\ndtype,batch,m,n,k,us\nbf16,1,8,8,8,5\n",
@@ -236,7 +298,8 @@ TEST(calibrate_nccl_tests_and_gemms_into_one_profile)
     CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
     CHECK_STREQ(p.source, "nccl-tests+gemm-bench");
     CHECK_EQ_INT(p.has_kernel, 1);
-    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 700 / 794.5, 0.03); /* the table's 700 TFLOP/s of the MAMF ceiling */
+    /* the table's 700 TFLOP/s over the H100's measured ceiling */
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 700 / hw_profile_find("h100-sxm")->gemm_tflops[HW_BF16], 0.03);
     CHECK_NEAR(p.coll.inter.busbw_gbps, 24, 0.5);               /* the output's 24 GB/s */
     free(doc);
     CHECK_EQ_INT(calib_files(NULL, NULL, &o, devnull, &doc, &err), SC_EINVAL);

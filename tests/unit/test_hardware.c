@@ -110,6 +110,15 @@ TEST(hardware_parser_rejects_bad_profiles)
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"mamf_tflops\":{\"bf16\":200}}",
                 &err) == SC_EPARSE);
     CHECK(strstr(err.msg, "mamf") != NULL);
+    /* ceilings measured on the GPU: under its peak, every dtype it has */
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100,\"fp8\":200},"
+                "\"gemm_tflops\":{\"bf16\":90,\"fp8\":150}}", &err) == SC_OK);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"gemm_tflops\":{\"bf16\":101}}", &err) ==
+          SC_EPARSE);
+    CHECK(strstr(err.msg, "gemm_tflops.bf16 exceeds") != NULL);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100,\"fp8\":200},\"gemm_tflops\":{\"bf16\":90}}",
+                &err) == SC_EPARSE);
+    CHECK(strstr(err.msg, "gemm_tflops.fp8 is missing") != NULL);
     CHECK(parse("{" MINIMAL "}", &err) == SC_EPARSE); /* no peak table */
     CHECK(parse("{\"id\":\"x\"}", &err) == SC_EPARSE);
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"sm_count\":1.5}", &err) ==
