@@ -381,10 +381,47 @@ static void fit_memory(const struct hw_profile *hw, const struct mem_samples *s,
                 "that is not elementwise)\n", sk->unreadable, sk->other_kernel);
 }
 
+/* The flash attention throughput's fit on one GPU's fused attention ops
+ * (after the GEMM fit: its ceiling is what attention runs at a share of),
+ * reported. */
+static void fit_attention(const struct hw_profile *hw, const struct attn_samples *s, size_t unreadable,
+                          struct cluster_profile *prof, FILE *report)
+{
+    struct sc_error err;
+    const struct attn_fit *f = &prof->attn_fit;
+    if (s->n == 0 && unreadable == 0)
+        return;
+    if (attn_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->attn_fit, &err)) {
+        fprintf(report, "attention ops: %zu with shapes; not fitted (%s)\n", s->n, err.msg);
+    } else if (!f->fitted) {
+        fprintf(report, "attention ops: %zu forward, %zu backward with shapes; at least 4 of a pass are needed to "
+                "fit: attn_efficiency keeps %.3f, attn_backward_fraction %.3f\n", f->forward, f->backward,
+                prof->kernel.attn_efficiency, prof->kernel.attn_backward_fraction);
+    } else {
+        prof->has_kernel = 1;
+        fprintf(report, "attention ops: %zu forward, %zu backward with shapes and times\n", f->forward,
+                f->backward);
+        if (f->fitted & 1)
+            fprintf(report, "    attn_efficiency %.3f (+- %.3f) of the GEMM ceiling\n", prof->kernel.attn_efficiency,
+                    f->efficiency_se);
+        if (f->fitted & 2)
+            fprintf(report, "    attn_backward_fraction %.3f (+- %.3f) of the forward's throughput\n",
+                    prof->kernel.attn_backward_fraction, f->backward_se);
+        fprintf(report, "    error |predicted / measured - 1|: median %.1f%% (defaults: %.1f%%), median predicted / "
+                "measured %.2f (defaults: %.2f)\n", f->after.median_abs_pct, f->before.median_abs_pct,
+                f->after.median_ratio, f->before.median_ratio);
+    }
+    if (unreadable)
+        fprintf(report, "    (left out: %zu attention ops whose shapes or is_causal could not be read: PyTorch "
+                "records is_causal from 2.3 on)\n", unreadable);
+}
+
 struct calib_acc {
     struct gemm_samples gemms;
     struct mem_samples mems;
     struct mem_skips mem_skipped;
+    struct attn_samples attns;
+    size_t attn_unreadable;
     struct coll_runs runs;
     char device[96];
     size_t skipped;
@@ -402,6 +439,7 @@ void calib_acc_free(struct calib_acc *a)
     coll_runs_release(&a->runs);
     gemm_samples_release(&a->gemms);
     mem_samples_release(&a->mems);
+    attn_samples_release(&a->attns);
     free(a);
 }
 
@@ -413,7 +451,9 @@ int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_er
         return sc_error_set(err, SC_EINVAL, "%.128s: its events were not kept: calibrate from the trace",
                             t->source ? t->source : "a trace");
     if ((rc = gemm_samples_from_trace(t, &a->gemms, &sk, err)) ||
-        (rc = mem_samples_from_trace(t, &a->mems, &a->mem_skipped, err)) || (rc = coll_runs_from_trace(t, &a->runs, err)))
+        (rc = mem_samples_from_trace(t, &a->mems, &a->mem_skipped, err)) ||
+        (rc = attn_samples_from_trace(t, &a->attns, &a->attn_unreadable, err)) ||
+        (rc = coll_runs_from_trace(t, &a->runs, err)))
         return rc;
     a->skipped += sk;
     for (size_t i = 0; i < t->n_devices; i++) {
@@ -457,6 +497,7 @@ int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **
         if (a->skipped)
             fprintf(report, "    (%zu GEMM ops whose dims or dtype could not be read)\n", a->skipped);
         fit_memory(hw, &a->mems, &a->mem_skipped, &prof, report);
+        fit_attention(hw, &a->attns, a->attn_unreadable, &prof, report);
         if (!(m = calloc(a->runs.n + 1, sizeof *m)) || !(run_of = calloc(a->runs.n + 1, sizeof *run_of)))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     }

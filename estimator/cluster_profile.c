@@ -101,7 +101,7 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
         struct kernel_params kp = p->kernel;
         for (size_t i = 0; k && i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
             json_object_set_new(k, kernel_fields[i].name, json_real(*kernel_field(&kp, i)));
-        json_t *fit = p->kernel_fit.samples || p->mem_fit.samples ? json_object() : NULL;
+        json_t *fit = p->kernel_fit.samples || p->mem_fit.samples || p->attn_fit.fitted ? json_object() : NULL;
         if (fit && p->kernel_fit.samples) {
             json_object_set_new(fit, "gemm_samples", json_integer((json_int_t)p->kernel_fit.samples));
             json_object_set_new(fit, "before", check_json(&p->kernel_fit.before));
@@ -115,6 +115,14 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
                                 json_pack("{s:I, s:f, s:o, s:o}", "samples", (json_int_t)f->samples,
                                           "hbm_fraction_stderr", f->fraction_se, "before", check_json(&f->before),
                                           "after", check_json(&f->after)));
+        }
+        if (fit && p->attn_fit.fitted) {
+            const struct attn_fit *f = &p->attn_fit;
+            json_object_set_new(fit, "attention",
+                                json_pack("{s:I, s:I, s:f, s:f, s:o, s:o}", "forward", (json_int_t)f->forward,
+                                          "backward", (json_int_t)f->backward, "attn_efficiency_stderr",
+                                          f->efficiency_se, "attn_backward_fraction_stderr", f->backward_se,
+                                          "before", check_json(&f->before), "after", check_json(&f->after)));
         }
         if (k && fit)
             json_object_set_new(k, "fit", fit);

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "estimator/collective_model.h"
+#include "estimator/attn_samples.h"
 #include "estimator/gemm_samples.h"
 #include "estimator/kernel_model.h"
 #include "estimator/mem_samples.h"
@@ -30,6 +31,7 @@ struct cluster_profile {
     struct kernel_params kernel;
     struct gemm_fit kernel_fit; /* how they were fitted (written only) */
     struct mem_fit mem_fit;     /* hbm_fraction's fit (written only) */
+    struct attn_fit attn_fit;   /* the attention fit (written only) */
 };
 
 /* The document (a json_t *, new reference; NULL when out of memory). */

@@ -103,27 +103,31 @@ out:
     return rc;
 }
 
+int gemm_torch_dtype(const char *t, enum hw_dtype *d)
+{
+    static const struct {
+        const char *name;
+        enum hw_dtype d;
+    } map[] = {{"float", HW_FP32}, {"Half", HW_FP16}, {"BFloat16", HW_BF16},
+               {"Float8_e4m3fn", HW_FP8}, {"Float8_e5m2", HW_FP8}};
+    if (!t)
+        return -1;
+    if (strncmp(t, "c10::", 5) == 0)
+        t += 5;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(t, map[i].name) == 0) {
+            *d = map[i].d;
+            return 0;
+        }
+    return -1;
+}
+
 /* The dtype of the first matrix operand from the op's Input type text. */
 static int dtype_of(enum gemm_op op, const char *text, enum hw_dtype *d)
 {
     json_t *types = json_loads(text, 0, NULL);
     size_t first = op == OP_ADDMM || op == OP_BADDBMM ? 1 : 0;
-    const char *t = json_string_value(json_array_get(types, first));
-    int rc = -1;
-    if (t) {
-        if (strncmp(t, "c10::", 5) == 0)
-            t += 5;
-        static const struct {
-            const char *name;
-            enum hw_dtype d;
-        } map[] = {{"float", HW_FP32}, {"Half", HW_FP16}, {"BFloat16", HW_BF16},
-                   {"Float8_e4m3fn", HW_FP8}, {"Float8_e5m2", HW_FP8}};
-        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-            if (strcmp(t, map[i].name) == 0) {
-                *d = map[i].d;
-                rc = 0;
-            }
-    }
+    int rc = gemm_torch_dtype(json_string_value(json_array_get(types, first)), d);
     json_decref(types);
     return rc;
 }

@@ -85,6 +85,10 @@ int gemm_samples_fit_dtypes(const struct kernel_params *base, const struct hw_pr
                             const struct gemm_sample *s, size_t n, struct kernel_params *out, unsigned *fitted,
                             struct sc_error *err);
 
+/* The dtype of a PyTorch element type name ("c10::BFloat16", "float",
+ * "c10::Float8_e4m3fn"): 0, or -1 for a type no GEMM runs in. */
+int gemm_torch_dtype(const char *type, enum hw_dtype *d);
+
 /* The trace's name of a device id ("NVIDIA A100-SXM4-80GB"), or NULL. */
 const char *gemm_device_name(const struct model_trace *t, int32_t device);
 

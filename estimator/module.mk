@@ -13,7 +13,7 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 CORE_SRCS += estimator/kernel_model.c estimator/coll_lines.c estimator/collective_model.c estimator/nccl_tests.c \
              estimator/op_kernels.c estimator/robust_fit.c estimator/gemm_samples.c \
              estimator/mem_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
-             estimator/estimate_check.c estimator/calibrate.c estimator/gemm_table.c
+             estimator/attn_samples.c estimator/estimate_check.c estimator/calibrate.c estimator/gemm_table.c
 
 # the nccl-tests output reader (estimator/nccl_tests.c)
 FUZZ_TARGETS += nccl_tests

@@ -369,6 +369,7 @@ int model_trace_append(struct model_trace *dst, const struct model_trace *src)
         uint32_t id;
         f.input_dims = S(f.input_dims);
         f.input_types = S(f.input_types);
+        f.concrete_inputs = S(f.concrete_inputs);
         if (f.coll != MODEL_NONE)
             f.coll += (uint32_t)coll0;
         if (f.sync != MODEL_NONE)

@@ -77,6 +77,8 @@ struct model_info {
     int32_t block[3];
     uint32_t input_dims;  /* raw JSON text of "Input Dims" (cpu ops), string id */
     uint32_t input_types; /* raw JSON text of "Input type" */
+    uint32_t concrete_inputs; /* raw JSON text of "Concrete Inputs" (the scalar
+                                 arguments, PyTorch 2.3 and later) */
     uint32_t coll;        /* index into colls */
     uint32_t sync;        /* index into syncs */
 };

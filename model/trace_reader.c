@@ -71,7 +71,7 @@ struct raw_sync {
 struct raw_args {
     int64_t correlation, external_id, stream, device, bytes;
     int32_t grid[3], block[3];
-    struct slice input_dims, input_types;
+    struct slice input_dims, input_types, concrete_inputs;
     struct slice meta_name; /* args.name of metadata ("M") events */
     int has_coll, has_sync;
     struct raw_coll c;
@@ -958,6 +958,10 @@ static int parse_args(struct reader *r, struct raw_args *a)
             }
             break;
         case 15:
+            if (KEY_IS(k, "Concrete Inputs")) {
+                rc = get_raw(r, &a->concrete_inputs);
+                goto next;
+            }
             if (KEY_IS(k, "Collective name")) {
                 rc = get_raw(r, &coll_of(a)->name);
                 goto next;
@@ -1194,7 +1198,8 @@ static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind
     memcpy(info.block, a->block, sizeof info.block);
     info.coll = info.sync = MODEL_NONE;
     if ((rc = intern(r, a->input_dims, &info.input_dims)) ||
-        (rc = intern(r, a->input_types, &info.input_types)))
+        (rc = intern(r, a->input_types, &info.input_types)) ||
+        (rc = intern(r, a->concrete_inputs, &info.concrete_inputs)))
         return rc;
     if (a->has_coll && (rc = commit_collective(r, a, &info.coll)))
         return rc;

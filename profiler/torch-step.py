@@ -4,9 +4,13 @@ timed and traced, to check stepcast's estimates and to calibrate its kernel
 model on the GPU at hand (README, "On a lent GPU").
 
     python3 profiler/torch-step.py --out DIR [--quick] [--nvtx] [--attention]
+                                   [--precision amp|bf16]
 
-For each model below (dense and grouped-query, plain and gated MLP, bf16),
-one GPU, eager PyTorch: causal attention through
+For each model below (dense and grouped-query, plain and gated MLP), one
+GPU, eager PyTorch in mixed precision as training runs it (--precision
+amp, the default: fp32 parameters, gradients and AdamW state, the forward
+and backward under bf16 autocast; --precision bf16: everything in bf16,
+AdamW's state too): causal attention through
 scaled_dot_product_attention (flash or cuDNN kernels), layer norms, a tied
 output projection with cross-entropy, fused AdamW. Each model runs warm-up
 steps, then TIMED steps between CUDA events (the mean is the measured step
@@ -99,16 +103,19 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB).float(), labels.view(-1))
 
 
-def run_model(spec, out, nvtx, say):
+def run_model(spec, out, nvtx, amp, say):
     name, layers, hidden, heads, kv_heads, ffn, mlp, seq, mb = spec
     torch.manual_seed(0)
-    model = GPT(layers, hidden, heads, kv_heads, ffn, mlp).cuda().to(torch.bfloat16)
+    model = GPT(layers, hidden, heads, kv_heads, ffn, mlp).cuda()
+    if not amp:
+        model = model.to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     tokens = torch.randint(0, VOCAB, (mb, seq), device="cuda")
     labels = torch.randint(0, VOCAB, (mb, seq), device="cuda")
 
     def step():
-        loss = model(tokens, labels)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            loss = model(tokens, labels)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -187,6 +194,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the first model only")
     ap.add_argument("--nvtx", action="store_true", help="NVTX step ranges, no torch.profiler")
     ap.add_argument("--attention", action="store_true", help="attention alone, traced")
+    ap.add_argument("--precision", choices=("amp", "bf16"), default="amp")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch-step: no GPU here: nothing measured", file=sys.stderr)
@@ -201,10 +209,11 @@ def main():
     rows = []
     t0 = time.time()
     for spec in MODELS[:1] if a.quick else MODELS:
-        rows.append(run_model(spec, a.out, a.nvtx, say))
+        rows.append(run_model(spec, a.out, a.nvtx, a.precision == "amp", say))
     with open(os.path.join(a.out, "steps.csv"), "w", newline="") as f:
-        f.write("# device: %s\n# torch %s, cuda %s, bf16, eager, %s\n" %
+        f.write("# device: %s\n# torch %s, cuda %s, %s, eager, %s\n" %
                 (dev, torch.__version__, torch.version.cuda,
+                 "bf16 autocast, fp32 parameters and AdamW" if a.precision == "amp" else "bf16",
                  "NVTX ranges" if a.nvtx else "torch.profiler"))
         w = csv.writer(f)
         w.writerow(["model", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "seq", "micro_batch",

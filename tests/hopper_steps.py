@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tests/hopper_steps.py [--max-mape PCT] [--cli PATH]: stepcast's estimates
 of the training steps measured on lent GPUs (data/calibration/torch-steps,
-written by profiler/torch-step.py: eager PyTorch, bf16, one GPU, each file
-named by its hardware profile's id), against their measured step times.
+written by profiler/torch-step.py: eager PyTorch, one GPU; ID.csv all in
+bf16, ID.amp.csv in mixed precision, ID the hardware profile's id),
+against their measured step times.
 
 Each row becomes a spec (layers, hidden, heads, kv_heads, ffn, mlp, seq,
 vocab 50304, micro-batch = global batch, one GPU) and `stepcast estimate
@@ -10,8 +11,10 @@ vocab 50304, micro-batch = global batch, one GPU) and `stepcast estimate
 steps. The eager model runs more, unfused memory-bound kernels than the
 Megatron-like step the estimator synthesises, so this checks the GPU's
 kernel costs (GEMM ceilings measured on it, flash attention, HBM) more
-than the step's structure. Checks: each GPU's mean |error| at most
---max-mape (default 10%), each row's at most twice that. Prints a table
+than the step's structure; the bf16 steps run a lighter optimizer and
+the mixed-precision ones fp32 norms and casts that Megatron's step does
+not, so the two bracket it. Checks: each file's mean |error| at most
+--max-mape (default 12%), each row's at most twice that. Prints a table
 and ends with `N passed, N failed`."""
 import argparse
 import csv
@@ -30,7 +33,7 @@ def rows(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--max-mape", type=float, default=10.0)
+    ap.add_argument("--max-mape", type=float, default=12.0)
     ap.add_argument("--cli", default="build/stepcast")
     a = ap.parse_args()
     files = sorted(glob.glob("data/calibration/torch-steps/*.csv"))
@@ -42,10 +45,11 @@ def main():
         if not ok:
             print("FAIL " + what)
 
-    print("%-9s %-34s %10s %10s %8s" % ("gpu", "model", "measured", "estimate", "error"))
+    print("%-13s %-34s %10s %10s %8s" % ("table", "model", "measured", "estimate", "error"))
     with tempfile.TemporaryDirectory() as tmp:
         for path in files:
-            gpu = os.path.basename(path)[:-4]
+            table = os.path.basename(path)[:-4]
+            gpu = table.split(".")[0]
             errors = []
             for r in rows(path):
                 spec = {"model": {k: int(r[k]) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq")},
@@ -63,13 +67,13 @@ def main():
                 est, measured = json.loads(out.stdout)["step_ms"], float(r["step_ms"])
                 err = 100 * (est / measured - 1)
                 errors.append(err)
-                print("%-9s %-34s %8.2f ms %8.2f ms %+7.1f%%" % (gpu, r["model"], measured, est, err))
-                check(abs(err) <= 2 * a.max_mape, "%s %s: %+.1f%% beyond %.0f%%" % (gpu, r["model"], err,
-                                                                                 2 * a.max_mape))
+                print("%-13s %-34s %8.2f ms %8.2f ms %+7.1f%%" % (table, r["model"], measured, est, err))
+                check(abs(err) <= 2 * a.max_mape, "%s %s: %+.1f%% beyond %.0f%%" % (table, r["model"], err,
+                                                                                   2 * a.max_mape))
             if errors:
                 mape = sum(abs(e) for e in errors) / len(errors)
-                print("%-9s mean |error| %.1f%% over %d steps" % (gpu, mape, len(errors)))
-                check(mape <= a.max_mape, "%s: mean |error| %.1f%% beyond %.0f%%" % (gpu, mape, a.max_mape))
+                print("%-13s mean |error| %.1f%% over %d steps" % (table, mape, len(errors)))
+                check(mape <= a.max_mape, "%s: mean |error| %.1f%% beyond %.0f%%" % (table, mape, a.max_mape))
     if not files:
         check(False, "no measured steps in data/calibration/torch-steps")
     print("%d passed, %d failed" % (passed, failed))
