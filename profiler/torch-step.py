@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """profiler/torch-step.py: real training steps of GPT-like models on a GPU,
 timed and traced, to check stepcast's estimates and to calibrate its kernel
-model on the GPU at hand (README, "On a lent GPU").
+model on the GPU at hand (profiler/README.md; what it measured on an H100
+and an H200 is in data/calibration/torch-steps).
 
     python3 profiler/torch-step.py --out DIR [--quick] [--nvtx] [--attention]
                                    [--precision amp|bf16]
