@@ -32,7 +32,7 @@ struct wf {
     const struct job_structure *st;
     const struct job_config *b, *t; /* base, target */
     const struct hw_profile *hw0, *hw1;
-    struct kernel_params kp;
+    struct kernel_params kp0, kp1; /* the estimator's defaults on each GPU */
     struct coll_params cp0, cp1;
     double *dur, *gap;    /* per source task, ns */
     double *model_ns;     /* the part of dur a model gave */
@@ -132,15 +132,17 @@ static enum hw_dtype kernel_dtype(const char *name, const struct job_config *c)
     return c->has_dtype ? c->dtype : HW_FP32;
 }
 
-/* One GEMM's time on hw in dtype d (fp32 where hw lacks d), us; -1 when
- * the model cannot time it. */
+/* One GEMM's time on hw (the traced or the target GPU, each with its own
+ * defaults: a GPU with measured GEMM ceilings keeps them) in dtype d (fp32
+ * where hw lacks d), us; -1 when the model cannot time it. */
 static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
 {
+    const struct kernel_params *kp = hw == w->hw0 ? &w->kp0 : &w->kp1;
     struct gemm_estimate e;
     struct sc_error ignored;
-    if (kernel_gemm_ceiling_tflops(&w->kp, hw, s.dtype) <= 0)
+    if (kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
         s.dtype = HW_FP32;
-    return kernel_gemm(&w->kp, hw, &s, &e, &ignored) ? -1 : e.time_us;
+    return kernel_gemm(kp, hw, &s, &e, &ignored) ? -1 : e.time_us;
 }
 
 /* The kernel model's ratio target / traced for a GEMM of that shape. */
@@ -183,7 +185,7 @@ static int compute_bound(const struct model_task *t)
  * change credited to model m when r is not 1. */
 static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 {
-    double fixed = w->kp.kernel_fixed_us * 1e3, d = w->dur[i];
+    double fixed = w->kp0.kernel_fixed_us * 1e3, d = w->dur[i];
     double keep = d < fixed ? d : fixed;
     w->dur[i] = keep + (d - keep) * r;
     if (r != 1.0) {
@@ -297,7 +299,7 @@ static double attention_us(const struct wf *w, const struct job_config *c)
     struct attn_shape s = {(double)(c->micro_batch ? c->micro_batch : 1), heads < 1 ? 1 : heads, heads < 1 ? 1 : heads,
                            (double)c->seq, (double)c->seq, (double)c->hidden / (double)c->heads, 1,
                            c->has_dtype ? c->dtype : HW_BF16};
-    if (kernel_flash_attention(&w->kp, w->hw1, &s, 0, &t_us, &ignored))
+    if (kernel_flash_attention(&w->kp1, w->hw1, &s, 0, &t_us, &ignored))
         return -1;
     return t_us;
 }
@@ -911,7 +913,9 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     {
         struct est_costs defaults;
         est_costs_default(w.hw0, NULL, &defaults);
-        w.kp = defaults.kernel;
+        w.kp0 = defaults.kernel;
+        est_costs_default(w.hw1 ? w.hw1 : w.hw0, NULL, &defaults);
+        w.kp1 = defaults.kernel;
     }
     coll_params_from_hw(w.hw0, &w.cp0);
     coll_params_from_hw(w.hw1, &w.cp1);

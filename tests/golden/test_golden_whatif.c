@@ -233,6 +233,8 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
         {"seq=4096", "model", "seq", "4096"},
         {"ffn=16384", "model", "ffn", "16384"},
         {"hidden=3072", "model", "hidden", "3072"},
+        /* every kernel re-timed by the model, each GPU with its own defaults
+         * (the H100 its measured GEMM ceilings): held at 1% below */
         {"gpu=h100-sxm", "cluster", "gpu", "\"h100-sxm\""},
         {"vocab=100000", "model", "vocab", "100000"},
     };
@@ -250,7 +252,7 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
             continue;
         printf("  %-16s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", *cases[k].set ? cases[k].set : "no-op",
                r.step_ms, est, (r.step_ms - est) / est * 100);
-        CHECK_NEAR(r.step_ms, est, 0.03 * est);
+        CHECK_NEAR(r.step_ms, est, (strncmp(cases[k].set, "gpu=", 4) ? 0.03 : 0.01) * est);
         /* the split averages the steps the step time does */
         CHECK_NEAR(r.from_measured_ms + r.from_models_ms, r.step_ms, 1e-6 * r.step_ms);
         whatif_release(&r);
