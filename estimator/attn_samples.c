@@ -189,41 +189,65 @@ int attn_samples_check(const struct kernel_params *p, const struct hw_profile *h
 #define MIN_FIT_SAMPLES 4
 #define FIT_ROUNDS 8
 
-/* One pass's parameter fitted in place (*value, inside k): rounds of the
- * robust regression of measured - fixed on the model's time less its fixed
- * cost at the current value, until the value holds. 1 fitted, 0 too few
- * samples, -1 failed (*value unchanged). */
-static int fit_pass(struct kernel_params *k, double *value, int backward, const struct hw_profile *hw,
-                    const struct attn_sample *s, size_t n, double *t, double *fixed, double *bound, double *se_out)
+/* One pass's two parameters fitted in place: its throughput (*value, the
+ * efficiency or the backward's fraction, inside k) and its fixed time per
+ * block and wave (*block_us). Rounds of the robust regression of measured
+ * - fixed on the model's throughput-bound time and its waves (the time a
+ * microsecond per block adds), until the values hold; a negative block
+ * time is fitted again without one. 1 fitted, 0 too few samples, -1
+ * failed (both unchanged). */
+static int fit_pass(struct kernel_params *k, double *value, double *block_us, int backward,
+                    const struct hw_profile *hw, const struct attn_sample *s, size_t n, double *t, double *fixed,
+                    double *bound, double *waves, double *se_out)
 {
-    double start = *value;
+    double start = *value, start_block = *block_us;
+    int with_block = 1;
     for (int round = 0; round < FIT_ROUNDS; round++) {
         size_t m = 0;
-        double c, se;
+        double c[2], se[2];
         struct sc_error why;
         for (size_t i = 0; i < n; i++) {
-            double us;
+            double t0, t1, keep = *block_us;
             if (s[i].backward != backward || !(s[i].measured_us > 0))
                 continue;
-            if (kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &us, &why)) {
+            *block_us = 0;
+            int rc = kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t0, &why);
+            *block_us = 1;
+            rc = rc || kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t1, &why);
+            *block_us = keep;
+            if (rc) {
                 *value = start;
+                *block_us = start_block;
                 return -1;
             }
             t[m] = s[i].measured_us;
             fixed[m] = k->kernel_fixed_us * s[i].kernels;
-            bound[m++] = us - k->kernel_fixed_us;
+            bound[m] = t0 - k->kernel_fixed_us;
+            waves[m++] = t1 - t0;
         }
         if (m < MIN_FIT_SAMPLES)
             return 0;
-        const double *x[] = {bound};
-        if (robust_fit_relative(t, fixed, x, 1, m, "attention", &c, &se, &why) || !(c > 0) ||
-            !(*value / c >= 0.01 && *value / c <= 1.5)) {
+        const double *x[] = {bound, waves};
+        if (robust_fit_relative(t, fixed, x, with_block ? 2 : 1, m, "attention", c, se, &why) || !(c[0] > 0) ||
+            !(*value / c[0] >= 0.01 && *value / c[0] <= 1.5) || (with_block && !(c[1] <= 1000))) {
             *value = start;
+            *block_us = start_block;
             return -1;
         }
-        *value /= c;
-        *se_out = se * *value;
-        if (fabs(c - 1) < 1e-3)
+        if (with_block && c[1] < 0) { /* no fixed time to speak of: without one */
+            with_block = 0;
+            *block_us = 0;
+            round = -1;
+            continue;
+        }
+        double moved = fabs(c[0] - 1) + (with_block ? fabs(c[1] - *block_us) / (1 + *block_us) : 0);
+        *value /= c[0];
+        se_out[0] = se[0] * *value;
+        if (with_block) {
+            *block_us = c[1];
+            se_out[1] = se[1];
+        }
+        if (moved < 1e-3)
             break;
     }
     return 1;
@@ -233,7 +257,7 @@ int attn_samples_fit(const struct kernel_params *base_in, const struct hw_profil
                      size_t n, struct kernel_params *out, struct attn_fit *fit, struct sc_error *err)
 {
     const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
-    double *t = malloc((3 * n + 1) * sizeof *t), *fixed = t + n, *bound = t + 2 * n;
+    double *t = malloc((4 * n + 1) * sizeof *t), *fixed = t + n, *bound = t + 2 * n, *waves = t + 3 * n;
     struct kernel_params k = *base;
     int status = SC_OK, fw, bw = 0;
     memset(fit, 0, sizeof *fit);
@@ -246,9 +270,10 @@ int attn_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     }
     if ((status = attn_samples_check(base, hw, s, n, &fit->before, err)))
         goto out;
-    fw = fit_pass(&k, &k.attn_efficiency, 0, hw, s, n, t, fixed, bound, &fit->efficiency_se);
+    fw = fit_pass(&k, &k.attn_efficiency, &k.attn_block_us, 0, hw, s, n, t, fixed, bound, waves, fit->forward_se);
     if (fw >= 0)
-        bw = fit_pass(&k, &k.attn_backward_fraction, 1, hw, s, n, t, fixed, bound, &fit->backward_se);
+        bw = fit_pass(&k, &k.attn_backward_fraction, &k.attn_backward_block_us, 1, hw, s, n, t, fixed, bound, waves,
+                      fit->backward_se);
     if (fw < 0 || bw < 0) {
         status = sc_error_set(err, SC_ENUMERIC, "the attention fit fails or leaves the physical range");
         goto out;

@@ -59,19 +59,22 @@ void attn_samples_release(struct attn_samples *s);
 int attn_samples_check(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
                        size_t n, struct estimate_check *out, struct sc_error *err);
 
-/* Fit attn_efficiency on the forward samples, then attn_backward_fraction
- * on the backward ones, by the robust regression of the GEMM fit (the
- * measured time less the fixed cost of its kernels on the model's time at
- * the current value, repeated until the value holds: waves and causal
- * blocks make the time linear in it only where compute binds). Each needs
- * at least 4 samples; a pass with fewer keeps *base's value and is not
- * counted in `fitted` (bit 0 forward, bit 1 backward). SC_ENUMERIC when a
- * fit fails or leaves the physical range (then *out is *base). */
+/* Fit attn_efficiency and attn_block_us on the forward samples, then
+ * attn_backward_fraction and attn_backward_block_us on the backward ones,
+ * by the robust regression of the GEMM fit: the measured time less the
+ * fixed cost of its kernels on the model's throughput-bound time and its
+ * waves (of blocks of 128 queries) at the current values, repeated until
+ * they hold (the bytes bound makes the time linear in them only where
+ * compute binds); a pass whose block time comes out negative is fitted
+ * without one. Each pass needs at least 4 samples; a pass with fewer keeps
+ * *base's values and is not counted in `fitted` (bit 0 forward, bit 1
+ * backward). SC_ENUMERIC when a fit fails or leaves the physical range
+ * (then *out is *base). */
 struct attn_fit {
-    size_t forward, backward;                 /* samples of each pass */
-    unsigned fitted;                          /* bit 0: attn_efficiency, bit 1: attn_backward_fraction */
-    struct estimate_check before, after;      /* over all samples */
-    double efficiency_se, backward_se;        /* standard errors */
+    size_t forward, backward;             /* samples of each pass */
+    unsigned fitted;                      /* bit 0: the forward's two, bit 1: the backward's */
+    struct estimate_check before, after;  /* over all samples */
+    double forward_se[2], backward_se[2]; /* standard errors: the throughput's, the block time's */
 };
 int attn_samples_fit(const struct kernel_params *base, const struct hw_profile *hw, const struct attn_sample *s,
                      size_t n, struct kernel_params *out, struct attn_fit *fit, struct sc_error *err);

@@ -395,18 +395,18 @@ static void fit_attention(const struct hw_profile *hw, const struct attn_samples
         fprintf(report, "attention ops: %zu with shapes; not fitted (%s)\n", s->n, err.msg);
     } else if (!f->fitted) {
         fprintf(report, "attention ops: %zu forward, %zu backward with shapes; at least 4 of a pass are needed to "
-                "fit: attn_efficiency keeps %.3f, attn_backward_fraction %.3f\n", f->forward, f->backward,
-                prof->kernel.attn_efficiency, prof->kernel.attn_backward_fraction);
+                "fit: the attention parameters keep the defaults\n", f->forward, f->backward);
     } else {
         prof->has_kernel = 1;
         fprintf(report, "attention ops: %zu forward, %zu backward with shapes and times\n", f->forward,
                 f->backward);
         if (f->fitted & 1)
-            fprintf(report, "    attn_efficiency %.3f (+- %.3f) of the GEMM ceiling\n", prof->kernel.attn_efficiency,
-                    f->efficiency_se);
+            fprintf(report, "    attn_efficiency %.3f (+- %.3f) of the GEMM ceiling, attn_block_us %.2f (+- %.2f)\n",
+                    prof->kernel.attn_efficiency, f->forward_se[0], prof->kernel.attn_block_us, f->forward_se[1]);
         if (f->fitted & 2)
-            fprintf(report, "    attn_backward_fraction %.3f (+- %.3f) of the forward's throughput\n",
-                    prof->kernel.attn_backward_fraction, f->backward_se);
+            fprintf(report, "    attn_backward_fraction %.3f (+- %.3f) of the forward's throughput, "
+                    "attn_backward_block_us %.2f (+- %.2f)\n", prof->kernel.attn_backward_fraction,
+                    f->backward_se[0], prof->kernel.attn_backward_block_us, f->backward_se[1]);
         fprintf(report, "    error |predicted / measured - 1|: median %.1f%% (defaults: %.1f%%), median predicted / "
                 "measured %.2f (defaults: %.2f)\n", f->after.median_abs_pct, f->before.median_abs_pct,
                 f->after.median_ratio, f->before.median_ratio);

@@ -26,6 +26,8 @@ static const struct {
     {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us)},
     {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency)},
     {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
+    {"attn_block_us", offsetof(struct kernel_params, attn_block_us)},
+    {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us)},
     {"gemm_ceiling_scale_fp32", offsetof(struct kernel_params, dtype_scale[HW_FP32])},
     {"gemm_ceiling_scale_tf32", offsetof(struct kernel_params, dtype_scale[HW_TF32])},
     {"gemm_ceiling_scale_fp16", offsetof(struct kernel_params, dtype_scale[HW_FP16])},
@@ -119,10 +121,12 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
         if (fit && p->attn_fit.fitted) {
             const struct attn_fit *f = &p->attn_fit;
             json_object_set_new(fit, "attention",
-                                json_pack("{s:I, s:I, s:f, s:f, s:o, s:o}", "forward", (json_int_t)f->forward,
-                                          "backward", (json_int_t)f->backward, "attn_efficiency_stderr",
-                                          f->efficiency_se, "attn_backward_fraction_stderr", f->backward_se,
-                                          "before", check_json(&f->before), "after", check_json(&f->after)));
+                                json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:o}", "forward",
+                                          (json_int_t)f->forward, "backward", (json_int_t)f->backward,
+                                          "attn_efficiency_stderr", f->forward_se[0], "attn_block_us_stderr",
+                                          f->forward_se[1], "attn_backward_fraction_stderr", f->backward_se[0],
+                                          "attn_backward_block_us_stderr", f->backward_se[1], "before",
+                                          check_json(&f->before), "after", check_json(&f->after)));
         }
         if (k && fit)
             json_object_set_new(k, "fit", fit);

@@ -29,8 +29,10 @@ void kernel_params_default(struct kernel_params *p)
     p->gemm_full_tile = 128;
     p->hbm_fraction = 0.86;
     p->kernel_fixed_us = 3.0;
-    p->attn_efficiency = 0.84;
-    p->attn_backward_fraction = 0.865;
+    p->attn_efficiency = 1.0;
+    p->attn_backward_fraction = 0.877;
+    p->attn_block_us = 6.1;
+    p->attn_backward_block_us = 23.0;
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         p->dtype_scale[d] = 1.0;
 }
@@ -49,6 +51,8 @@ int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
         {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us), 0, 1000},
         {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency), 0.01, 1.5},
         {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction), 0.01, 1.5},
+        {"attn_block_us", offsetof(struct kernel_params, attn_block_us), 0, 1000},
+        {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us), 0, 1000},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         double v = *(const double *)((const char *)p + f[i].off);
@@ -226,7 +230,8 @@ int kernel_flash_attention(const struct kernel_params *p, const struct hw_profil
     double blocks = b * h * ceil(sq / ATTN_BLOCK_Q);
     double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency *
                       (backward ? p->attn_backward_fraction : 1) * 1e6 / hw->sm_count;
-    double t_comp = ceil(blocks / hw->sm_count) * (flops / blocks) / sm_flops;
+    double waves = ceil(blocks / hw->sm_count);
+    double t_comp = waves * ((flops / blocks) / sm_flops + (backward ? p->attn_backward_block_us : p->attn_block_us));
     double el = hw_dtype_bytes(s->dtype);
     double q = b * sq * h * d, kv = b * skv * s->kv_heads * d;
     double bytes = backward ? el * (4 * q + 4 * kv) + 4 * q /* dQ accumulated in fp32 */

@@ -15,7 +15,10 @@
  *
  * Attention (flash, forward or backward, causal, grouped-query) by its
  * FLOPs over blocks of 128 queries in waves, at a fraction of the GEMM
- * ceiling (the backward at a fraction of the forward's), and its bytes;
+ * ceiling (the backward at a fraction of the forward's), plus a fixed time
+ * per block and wave (loading the queries, the softmax's last rescaling,
+ * writing the output and log-sum-exp; the backward's dQ, dK and dV
+ * bookkeeping), and its bytes;
  * unfused attention as its two batched GEMMs and softmax. Memory-bound kernels (elementwise, norms, softmax, dropout,
  * casts, the optimizer) by bytes moved at the achievable HBM bandwidth.
  * Every kernel pays a fixed cost.
@@ -50,15 +53,18 @@ struct kernel_params {
      * a null kernel on recent GPUs and drivers (NVIDIA developer forums,
      * "too much time for kernel launch latency", 2022) */
     double kernel_fixed_us;
-    /* flash attention throughput as a fraction of the GEMM ceiling: 0.84,
-     * FlashAttention-2's forward 73% of A100 peak (Dao 2023) over the
-     * A100's MAMF efficiency of 86.9% */
+    /* flash attention's throughput between its fixed times, as a fraction
+     * of the GEMM ceiling, and its backward's over its forward's; and the
+     * fixed time of a block of 128 queries in a wave, forward and
+     * backward, microseconds. Fitted (`calibrate traces`, attn_samples.h)
+     * on the fused attention an H100 ran: cuDNN's, nine shapes of 1K to
+     * 16K tokens, causal and not, head dimensions 64 and 128, grouped-query
+     * (data/calibration/torch-steps/h100-sxm/attention.pt.trace.json.gz);
+     * the H200's run fits within a few percent of them */
     double attn_efficiency;
-    /* flash attention's backward throughput over its forward's: 0.865,
-     * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
-     * and 8K tokens, 559 TFLOP/s backward against 646 forward (cuDNN's
-     * alike: 518 against 600; Shah et al., 2024, arXiv 2407.08608) */
     double attn_backward_fraction;
+    double attn_block_us;
+    double attn_backward_block_us;
     /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
      * 1, unless a GEMM table with several dtypes fits each
      * (gemm_samples_fit_dtypes) */

@@ -117,18 +117,24 @@ TEST(kernel_model_attention)
     struct attn_shape s = {.batch = 4, .heads = 32, .kv_heads = 32, .seq_q = 8192, .seq_kv = 8192,
                            .head_dim = 128, .causal = 0, .dtype = HW_BF16};
     double full, causal, bwd, unfused, gqa;
+    p.attn_efficiency = 0.84;
+    p.attn_backward_fraction = 0.865;
+    p.attn_block_us = 6;
+    p.attn_backward_block_us = 24;
     CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &full, &err), SC_OK);
     /* compute-bound: 4 b h s^2 d FLOPs at 0.84 of the ceiling, 4 x 32 x 64
-     * = 8192 blocks of 128 queries in ceil(8192 / 132) = 63 waves of 62.06 */
+     * = 8192 blocks of 128 queries in ceil(8192 / 132) = 63 waves of 62.06,
+     * each wave 6 us more */
     double flops = 4.0 * 4 * 32 * 8192 * 8192 * 128;
     double rate = kernel_gemm_ceiling_tflops(&p, h100, HW_BF16) * 0.84 * 1e6;
-    CHECK_NEAR(full, flops / rate * 63 / (8192.0 / 132) + 3, 1e-6 * full);
+    CHECK_NEAR(full, flops / rate * 63 / (8192.0 / 132) + 63 * 6 + 3, 1e-6 * full);
     s.causal = 1;
     CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &causal, &err), SC_OK);
-    CHECK_NEAR((causal - 3) / (full - 3), 8193.0 / 2 / 8192, 1e-9); /* (s + 1) / 2s visible */
+    /* (s + 1) / 2s of the scores visible; the blocks' time stays */
+    CHECK_NEAR((causal - 3 - 63 * 6) / (full - 3 - 63 * 6), 8193.0 / 2 / 8192, 1e-9);
     CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 1, &bwd, &err), SC_OK);
-    /* 2.5 times the FLOPs at 0.865 of the forward's throughput */
-    CHECK_NEAR((bwd - 3) / (causal - 3), 2.5 / 0.865, 1e-6);
+    /* 2.5 times the FLOPs at 0.865 of the forward's throughput, 24 us a wave */
+    CHECK_NEAR((bwd - 3 - 63 * 24) / (causal - 3 - 63 * 6), 2.5 / 0.865, 1e-6);
     s.kv_heads = 8; /* grouped-query: the same FLOPs, fewer bytes */
     CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &gqa, &err), SC_OK);
     CHECK_NEAR(gqa, causal, 1e-9);
