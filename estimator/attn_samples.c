@@ -193,9 +193,11 @@ int attn_samples_check(const struct kernel_params *p, const struct hw_profile *h
  * efficiency or the backward's fraction, inside k) and its fixed time per
  * block and wave (*block_us). Rounds of the robust regression of measured
  * - fixed on the model's throughput-bound time and its waves (the time a
- * microsecond per block adds), until the values hold; a negative block
- * time is fitted again without one. 1 fitted, 0 too few samples, -1
- * failed (both unchanged). */
+ * microsecond per block adds), until the values hold. Shapes that do not
+ * tell the two apart (one shape, or the same FLOPs per block and wave in
+ * all: a trace of one model's layers) fit the throughput alone, the block
+ * time kept; a negative block time is fitted again without one. 1
+ * fitted, 0 too few samples, -1 failed (both unchanged). */
 static int fit_pass(struct kernel_params *k, double *value, double *block_us, int backward,
                     const struct hw_profile *hw, const struct attn_sample *s, size_t n, double *t, double *fixed,
                     double *bound, double *waves, double *se_out)
@@ -227,6 +229,16 @@ static int fit_pass(struct kernel_params *k, double *value, double *block_us, in
         }
         if (m < MIN_FIT_SAMPLES)
             return 0;
+        double lo = INFINITY, hi = 0;
+        for (size_t j = 0; j < m; j++)
+            if (waves[j] > 0) {
+                lo = fmin(lo, bound[j] / waves[j]);
+                hi = fmax(hi, bound[j] / waves[j]);
+            }
+        if (!(hi > 1.1 * lo))
+            with_block = 0;
+        for (size_t j = 0; !with_block && j < m; j++) /* the block time kept is known */
+            fixed[j] += *block_us * waves[j];
         const double *x[] = {bound, waves};
         if (robust_fit_relative(t, fixed, x, with_block ? 2 : 1, m, "attention", c, se, &why) || !(c[0] > 0) ||
             !(*value / c[0] >= 0.01 && *value / c[0] <= 1.5) || (with_block && !(c[1] <= 1000))) {

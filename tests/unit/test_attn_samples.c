@@ -138,6 +138,16 @@ TEST(attn_samples_fit_recovers_the_throughput)
     CHECK_NEAR(fitted.attn_block_us, 3, 0.1);
     CHECK_NEAR(fitted.attn_backward_block_us, 12, 0.3);
     CHECK(fit.after.median_abs_pct < 1 && fit.before.median_abs_pct > 5);
+    /* one shape a pass (a trace of one model's layers): the throughput
+     * alone, the block times kept, and that shape timed exactly */
+    struct attn_sample one[8];
+    for (int i = 0; i < 8; i++)
+        one[i] = s.v[i < 4 ? 0 : 1];
+    CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, one, 8, &fitted, &fit, &err), SC_OK);
+    CHECK_EQ_INT((int)fit.fitted, 3);
+    CHECK_NEAR(fitted.attn_block_us, c.kernel.attn_block_us, 0);
+    CHECK_NEAR(fitted.attn_backward_block_us, c.kernel.attn_backward_block_us, 0);
+    CHECK(fit.after.median_abs_pct < 0.5 && fit.before.median_abs_pct > 5);
     /* too few of a pass: nothing fitted, nothing changed */
     CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, s.v, 3, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT((int)fit.fitted, 0);
