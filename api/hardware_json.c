@@ -33,6 +33,14 @@ json_t *api_hardware_json(const struct hw_profile *p)
                           "network_gbps", p->network_gbps, "gpus_per_node", p->gpus_per_node,
                           "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
                           "device_names", names);
+    if (o && p->attn_efficiency > 0 &&
+        json_object_set_new(o, "attention",
+                            json_pack("{s:f, s:f, s:f, s:f}", "efficiency", p->attn_efficiency, "backward_fraction",
+                                      p->attn_backward_fraction, "block_us", p->attn_block_us, "backward_block_us",
+                                      p->attn_backward_block_us))) {
+        json_decref(o);
+        o = NULL;
+    }
     json_t *lines = coll_lines_json(p->coll_lines);
     if (o && lines && json_object_set_new(o, "collective_lines", lines)) {
         json_decref(o);

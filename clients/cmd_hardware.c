@@ -35,6 +35,10 @@ static int print_one(const struct hw_profile *p, int as_json)
             if (p->gemm_tflops[d] > 0)
                 printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->gemm_tflops[d]);
     }
+    if (p->attn_efficiency > 0)
+        printf("\n  flash attention measured on it: %.3f of the GEMM ceiling + %.2f us a wave of query blocks; "
+               "backward %.3f of that + %.2f us", p->attn_efficiency, p->attn_block_us, p->attn_backward_fraction,
+               p->attn_backward_block_us);
     printf("\n  NVLink domain of %d GPUs at %g GB/s per direction%s; network %g GB/s per direction\n",
            p->gpus_per_node, p->nvlink_gbps, p->nvls ? " (NVLink SHARP)" : "", p->network_gbps);
     const char *sep = "  NCCL measured in the NVLink domain (collective lines):";

@@ -87,7 +87,7 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
 
 static const char *const known_keys[] = {
     "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops",
-    "gemm_tflops",     "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
+    "gemm_tflops", "attention",     "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
     "collective_lines", "device_names", "device_names_note", "sources", NULL};
 
 static int check_keys(json_t *o, struct sc_error *err)
@@ -100,6 +100,32 @@ static int check_keys(json_t *o, struct sc_error *err)
             known = strcmp(*n, k) == 0;
         if (!known)
             return sc_error_set(err, SC_EPARSE, "unknown key '%s'", k);
+    }
+    return SC_OK;
+}
+
+/* {"efficiency": 1.0, "backward_fraction": 0.88, "block_us": 6.1,
+ * "backward_block_us": 23}: all four, in the kernel parameters' ranges. */
+static int parse_attention(json_t *a, struct hw_profile *p, struct sc_error *err)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+        double lo, hi;
+    } f[] = {{"efficiency", offsetof(struct hw_profile, attn_efficiency), 0.01, 1.5},
+             {"backward_fraction", offsetof(struct hw_profile, attn_backward_fraction), 0.01, 1.5},
+             {"block_us", offsetof(struct hw_profile, attn_block_us), 0, 1000},
+             {"backward_block_us", offsetof(struct hw_profile, attn_backward_block_us), 0, 1000}};
+    if (!json_is_object(a) || json_object_size(a) != sizeof f / sizeof f[0])
+        return sc_error_set(err, SC_EPARSE, "attention: an object of efficiency, backward_fraction, block_us and "
+                            "backward_block_us is required");
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        json_t *v = json_object_get(a, f[i].key);
+        double x = json_is_number(v) ? json_number_value(v) : -1;
+        if (!(x >= f[i].lo && x <= f[i].hi))
+            return sc_error_set(err, SC_EPARSE, "attention.%s: a number in [%g, %g] is required", f[i].key, f[i].lo,
+                                f[i].hi);
+        *(double *)((char *)p + f[i].off) = x;
     }
     return SC_OK;
 }
@@ -139,6 +165,9 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
             return sc_error_set(err, SC_EPARSE, "gemm_tflops.%s is missing: a measured table covers every dtype "
                                 "the GPU has", dtype_names[d]);
     }
+    json_t *attn = json_object_get(o, "attention");
+    if (attn && parse_attention(attn, p, err))
+        return err->code;
     json_t *lines = json_object_get(o, "collective_lines");
     if (lines && coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
         return err->code;

@@ -42,6 +42,12 @@ struct hw_profile {
      * GPU has, or none (all 0): the kernel model then starts from
      * mamf_tflops and the estimator's fitted scale (kernel_model.h) */
     double gemm_tflops[HW_DTYPE_COUNT];
+    /* flash attention fitted on the GPU's own attention microbenchmark
+     * (data/calibration/torch-steps/ID/attention.pt.trace.json.gz, by
+     * `calibrate traces`): the kernel model's attn_efficiency,
+     * attn_backward_fraction, attn_block_us and attn_backward_block_us
+     * (kernel_model.h); all 0 when nobody measured it here */
+    double attn_efficiency, attn_backward_fraction, attn_block_us, attn_backward_block_us;
     double nvlink_gbps;  /* GB/s per GPU per direction inside its NVLink domain */
     double network_gbps; /* GB/s per GPU per direction across domains */
     int gpus_per_node;   /* NVLink domain size (72 on GB200 NVL72) */

@@ -29,12 +29,23 @@ void kernel_params_default(struct kernel_params *p)
     p->gemm_full_tile = 128;
     p->hbm_fraction = 0.86;
     p->kernel_fixed_us = 3.0;
-    p->attn_efficiency = 1.0;
-    p->attn_backward_fraction = 0.877;
-    p->attn_block_us = 6.1;
-    p->attn_backward_block_us = 23.0;
+    p->attn_efficiency = 0.84;
+    p->attn_backward_fraction = 0.865;
+    p->attn_block_us = 0;
+    p->attn_backward_block_us = 0;
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         p->dtype_scale[d] = 1.0;
+}
+
+void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw)
+{
+    kernel_params_default(p);
+    if (hw && hw->attn_efficiency > 0) {
+        p->attn_efficiency = hw->attn_efficiency;
+        p->attn_backward_fraction = hw->attn_backward_fraction;
+        p->attn_block_us = hw->attn_block_us;
+        p->attn_backward_block_us = hw->attn_backward_block_us;
+    }
 }
 
 int kernel_params_check(const struct kernel_params *p, struct sc_error *err)

@@ -54,15 +54,19 @@ struct kernel_params {
      * "too much time for kernel launch latency", 2022) */
     double kernel_fixed_us;
     /* flash attention's throughput between its fixed times, as a fraction
-     * of the GEMM ceiling, and its backward's over its forward's; and the
-     * fixed time of a block of 128 queries in a wave, forward and
-     * backward, microseconds. Fitted (`calibrate traces`, attn_samples.h)
-     * on the fused attention an H100 ran: cuDNN's, nine shapes of 1K to
-     * 16K tokens, causal and not, head dimensions 64 and 128, grouped-query
-     * (data/calibration/torch-steps/h100-sxm/attention.pt.trace.json.gz);
-     * the H200's run fits within a few percent of them */
+     * of the GEMM ceiling: 0.84, FlashAttention-2's forward 73% of A100
+     * peak (Dao 2023) over the A100's MAMF efficiency of 86.9% */
     double attn_efficiency;
+    /* its backward's throughput over its forward's: 0.865,
+     * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
+     * and 8K tokens, 559 TFLOP/s backward against 646 forward (Shah et
+     * al., 2024, arXiv 2407.08608) */
     double attn_backward_fraction;
+    /* the fixed time of each wave of blocks of 128 queries, forward and
+     * backward, microseconds: 0 (the figures above are a share at long
+     * sequences). A GPU whose profile carries its own measured attention
+     * (hw_profile.attn_*: `calibrate traces` on its attention
+     * microbenchmark) takes all four from it (kernel_params_for_gpu). */
     double attn_block_us;
     double attn_backward_block_us;
     /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
@@ -72,6 +76,8 @@ struct kernel_params {
 };
 
 void kernel_params_default(struct kernel_params *p);
+/* The defaults, with what was measured on the GPU itself (its attention). */
+void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw);
 
 /* SC_EINVAL naming the field when a parameter is out of its range. */
 int kernel_params_check(const struct kernel_params *p, struct sc_error *err);

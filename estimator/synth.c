@@ -48,7 +48,7 @@ int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
 void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
     memset(c, 0, sizeof *c);
-    kernel_params_default(&c->kernel);
+    kernel_params_for_gpu(&c->kernel, hw);
     coll_params_from_hw(hw, &c->coll);
     if (spec && spec->cluster.intra_node_gbps > 0) { /* the spec's fabric, not the one measured */
         c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * COLL_INTRA_FRACTION;

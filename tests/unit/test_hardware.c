@@ -119,6 +119,15 @@ TEST(hardware_parser_rejects_bad_profiles)
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100,\"fp8\":200},\"gemm_tflops\":{\"bf16\":90}}",
                 &err) == SC_EPARSE);
     CHECK(strstr(err.msg, "gemm_tflops.fp8 is missing") != NULL);
+    /* attention measured on the GPU: all four figures, in range */
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"attention\":{\"efficiency\":0.9,"
+                "\"backward_fraction\":0.8,\"block_us\":5,\"backward_block_us\":20}}", &err) == SC_OK);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"attention\":{\"efficiency\":0.9}}", &err) ==
+          SC_EPARSE);
+    CHECK(strstr(err.msg, "attention") != NULL);
+    CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"attention\":{\"efficiency\":9,"
+                "\"backward_fraction\":0.8,\"block_us\":5,\"backward_block_us\":20}}", &err) == SC_EPARSE);
+    CHECK(strstr(err.msg, "attention.efficiency") != NULL);
     CHECK(parse("{" MINIMAL "}", &err) == SC_EPARSE); /* no peak table */
     CHECK(parse("{\"id\":\"x\"}", &err) == SC_EPARSE);
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"sm_count\":1.5}", &err) ==
