@@ -21,6 +21,8 @@ FUZZ_TARGETS += nccl_tests
 FUZZ_TARGETS += kernel_samples
 # the GEMM microbenchmark table reader (estimator/gemm_table.c)
 FUZZ_TARGETS += gemm_table
+# the hardware profile reader and the kernel model on what it reads (estimator/hardware.c)
+FUZZ_TARGETS += hardware
 # the cluster profile reader and the collective model it sets (estimator/cluster_profile.c)
 FUZZ_TARGETS += cluster_profile
 # the spec, its parameter and FLOP counts, layer placement and memory model
