@@ -17,10 +17,15 @@ int cli_print_doc(json_t *doc, int json, int (*as_text)(const json_t *))
     return rc;
 }
 
+/* The share of the measured steps' time the traces cannot explain above
+ * which the table says what that means and what to do. */
+#define UNEXPLAINED_NOTE 0.05
+
 int cli_print_replay(const json_t *doc)
 {
     const json_t *steps = json_object_get(doc, "steps"), *s;
     size_t i, scored = 0;
+    double measured = 0, unexplained = 0, kept = 0;
     struct cli_table tb;
     if (!json_is_array(steps)) {
         fprintf(stderr, "stepcast: the replay document has no steps\n");
@@ -32,6 +37,11 @@ int cli_print_replay(const json_t *doc)
         const json_t *b = json_object_get(s, "breakdown");
         int partial = json_is_true(json_object_get(s, "partial"));
         scored += !partial;
+        if (!partial) {
+            measured += cli_json_num(s, "measured_ms");
+            unexplained += cli_json_num(s, "unexplained_ms");
+            kept += cli_json_num(b, "unexplained");
+        }
         cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
                        cli_json_int(s, "rank"), cli_json_str(s, "step", ""),
                        partial ? " (partial)" : "", cli_json_num(s, "measured_ms"),
@@ -61,6 +71,12 @@ int cli_print_replay(const json_t *doc)
     if (cli_json_int(doc, "forced"))
         printf("warning: %lld tasks were scheduled ahead of a dependency cycle\n",
                cli_json_int(doc, "forced"));
+    if (kept == 0 && measured > 0 && unexplained > UNEXPLAINED_NOTE * measured)
+        printf("note: %.0f%% of the measured steps is time the traces cannot explain: GPU work waited on\n"
+               "      something they do not hold, such as work launched before the traced window (a\n"
+               "      profiler warm-up step with no synchronisation before the traced one) or a peer's\n"
+               "      untraced work; --keep-unexplained replays those waits as measured\n",
+               100 * unexplained / measured);
     return 0;
 }
 

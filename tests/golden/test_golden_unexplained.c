@@ -12,6 +12,7 @@
 #include "model/job.h"
 #include "model/replay.h"
 #include "tests/check.h"
+#include "tests/helpers.h"
 #include "tests/shared_traces.h"
 #include "common/banned.h"
 
@@ -219,4 +220,28 @@ TEST(unexplained_negative_queue)
     model_replay_free(kept);
     model_graph_free(g);
     model_job_free(job);
+}
+
+/* `stepcast replay`'s table says what unexplained time means and what to
+ * do when it is more than 5% of the steps: on negative_queue, not with
+ * the waits kept, not on a trace that explains its steps (stepcast's own
+ * profiler on PyTorch steps on an H100). */
+TEST(unexplained_replay_table_says_what_it_means)
+{
+    const struct shared_trace *st = th_find_trace("negative_queue");
+    struct model_job *job = NULL;
+    if (!st || th_load_trace(st, &job)) /* says why when the shared traces are not here */
+        return;
+    model_job_free(job);
+    char *cli = (char *)th_build_path("stepcast"), *path = (char *)th_shared_path(st->path);
+    char *plain[] = {cli, "replay", path, NULL}, *keep[] = {cli, "replay", "--keep-unexplained", path, NULL},
+         *clean[] = {cli, "replay", "data/calibration/torch-steps/h100-sxm-gpt-h1024-s1024-b8.stepcast.pt.trace.json.gz",
+                     NULL};
+    free(th_run_expect(plain, 0, "note: 58% of the measured steps is time the traces cannot explain", NULL));
+    char *out = th_run_expect(keep, 0, "mean |error| 0.21%", NULL);
+    CHECK(out && !strstr(out, "note:"));
+    free(out);
+    out = th_run_expect(clean, 0, "mean |error| 0.22%", NULL);
+    CHECK(out && !strstr(out, "note:"));
+    free(out);
 }
