@@ -14,6 +14,15 @@
 #include "estimator/hardware.h"
 #include "common/banned.h"
 
+/* "label: fp32 67 tf32 494.7 ...": the dtypes the table has. */
+static void print_dtypes(const char *label, const double *tflops)
+{
+    printf("%s", label);
+    for (int d = 0; d < HW_DTYPE_COUNT; d++)
+        if (tflops[d] > 0)
+            printf(" %s %g", hw_dtype_name((enum hw_dtype)d), tflops[d]);
+}
+
 static int print_one(const struct hw_profile *p, int as_json)
 {
     if (as_json) {
@@ -25,16 +34,9 @@ static int print_one(const struct hw_profile *p, int as_json)
     printf("%s: %s\n", p->id, p->name);
     printf("  SMs %d, HBM %.0f GB at %.0f GB/s, %.0f W\n", p->sm_count, p->hbm_gb, p->hbm_gbps,
            p->board_power_w);
-    printf("  dense peak TFLOP/s:");
-    for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        if (p->peak_tflops[d] > 0)
-            printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->peak_tflops[d]);
-    if (hw_has_gemm_tflops(p)) {
-        printf("\n  GEMM ceiling measured on it, TFLOP/s:");
-        for (int d = 0; d < HW_DTYPE_COUNT; d++)
-            if (p->gemm_tflops[d] > 0)
-                printf(" %s %g", hw_dtype_name((enum hw_dtype)d), p->gemm_tflops[d]);
-    }
+    print_dtypes("  dense peak TFLOP/s:", p->peak_tflops);
+    if (hw_has_gemm_tflops(p))
+        print_dtypes("\n  GEMM ceiling measured on it, TFLOP/s:", p->gemm_tflops);
     if (p->attn_efficiency > 0)
         printf("\n  flash attention measured on it: %.3f of the GEMM ceiling + %.2f us a wave of query blocks; "
                "backward %.3f of that + %.2f us", p->attn_efficiency, p->attn_block_us, p->attn_backward_fraction,

@@ -129,7 +129,8 @@ int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *ou
         if (!op_of(name))
             continue;
         const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
-        struct attn_sample s = {.op = l->op};
+        struct attn_sample s;
+        memset(&s, 0, sizeof s);
         if (!in || attn_op_shape(name, model_str(t, in->input_dims), model_str(t, in->input_types),
                                  model_str(t, in->concrete_inputs), &s.shape, &s.backward, &why)) {
             if (unreadable)

@@ -21,7 +21,6 @@
 #define ESTIMATOR_ATTN_SAMPLES_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "common/error.h"
 #include "estimator/estimate_check.h"
@@ -33,7 +32,6 @@ struct attn_sample {
     int backward;
     double measured_us; /* the kernels' summed durations */
     int kernels;
-    uint32_t op;        /* the CPU op's event index */
 };
 
 struct attn_samples {

@@ -86,8 +86,8 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
 }
 
 static const char *const known_keys[] = {
-    "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops",
-    "gemm_tflops", "attention",     "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
+    "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops", "gemm_tflops",
+    "attention", "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
     "collective_lines", "device_names", "device_names_note", "sources", NULL};
 
 static int check_keys(json_t *o, struct sc_error *err)
@@ -156,12 +156,13 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     p->gpus_per_node = (int)per_node;
     p->nvls = json_is_true(json_object_get(o, "nvls"));
     p->ib_sharp = json_is_true(json_object_get(o, "ib_sharp"));
+    int measured = hw_has_gemm_tflops(p);
     for (int d = 0; d < HW_DTYPE_COUNT; d++) {
         if (p->mamf_tflops[d] > p->peak_tflops[d] || p->gemm_tflops[d] > p->peak_tflops[d])
             return sc_error_set(err, SC_EPARSE, "%s.%s exceeds peak_tflops.%s",
                                 p->mamf_tflops[d] > p->peak_tflops[d] ? "mamf_tflops" : "gemm_tflops",
                                 dtype_names[d], dtype_names[d]);
-        if (hw_has_gemm_tflops(p) && p->peak_tflops[d] > 0 && !(p->gemm_tflops[d] > 0))
+        if (measured && p->peak_tflops[d] > 0 && !(p->gemm_tflops[d] > 0))
             return sc_error_set(err, SC_EPARSE, "gemm_tflops.%s is missing: a measured table covers every dtype "
                                 "the GPU has", dtype_names[d]);
     }

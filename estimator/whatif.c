@@ -914,7 +914,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         struct est_costs defaults;
         est_costs_default(w.hw0, NULL, &defaults);
         w.kp0 = defaults.kernel;
-        est_costs_default(w.hw1 ? w.hw1 : w.hw0, NULL, &defaults);
+        est_costs_default(w.hw1, NULL, &defaults);
         w.kp1 = defaults.kernel;
     }
     coll_params_from_hw(w.hw0, &w.cp0);
