@@ -96,7 +96,7 @@ validation=${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
 if [ ! -f "$validation" ]; then
     echo "== validation: skipped: $validation is not here"
 elif build build/validate; then
-    phase "validation" build/validate --tp-fold-limit 10.5 "$validation"
+    phase "validation" build/validate "$validation"
 fi
 if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast

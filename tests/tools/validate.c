@@ -2,22 +2,21 @@
  * against measured step times (estimator/validation.h).
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
- *            [--detail stage|layer|kernel] [--max-mape PCT] [--tp-fold-limit PCT]
+ *            [--detail stage|layer|kernel] [--max-mape PCT]
  *            [--rows OUT.csv] [--starts K] FILE.csv
  *
  * It reports the cited costs (est_costs_cited) and the estimator's
  * defaults (est_costs_default, which hold the fit on all rows) on every
  * row; then fits the parameters
  * that may be fitted (est_fit_params) on every row with GSL, starting from
- * the defaults, and scores that fit on every row and by parallelism kind
+ * the cited costs, and scores that fit on every row and by parallelism kind
  * (which of TP, PP, DP exceed 1); then the grouped hold-out folds, each
  * fitted from the cited costs on one group of rows and scored on the other
  * (hidden 1024 -> 2048, 2048 -> 1024, TP <= 2 -> TP 4 and 8, each TP
  * degree also reported alone). The last
- * line is `N passed, N failed`: the estimator's defaults, the fit on all rows and each fold's score
- * held against --max-mape (default 10%), the TP fold against
- * --tp-fold-limit (default the same; `make check` holds it at what it
- * reaches, so that it cannot get worse unseen); the kinds are reported. --rows writes every row with its estimate under
+ * line is `N passed, N failed`: the estimator's defaults, the fit on all
+ * rows and each fold's score held against --max-mape (default 10%); the
+ * kinds are reported. --rows writes every row with its estimate under
  * the fit on all rows (the input's columns, then estimated ms), for study.
  * --starts K fits from K starts (est_fit); the default, 1, is what make
  * validate runs. */
@@ -121,15 +120,15 @@ int main(int argc, char **argv)
         {"gpu", required_argument, NULL, 'g'},   {"dtype", required_argument, NULL, 't'},
         {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
         {"max-mape", required_argument, NULL, 'm'}, {"rows", required_argument, NULL, 'r'},
-        {"starts", required_argument, NULL, 's'}, {"tp-fold-limit", required_argument, NULL, 'T'},
+        {"starts", required_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
-    double limit = 10, tp_limit = -1;
+    double limit = 10;
     struct sc_error err;
     int c, starts = 1;
-    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:T:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpu = optarg; break;
         case 't': dtype = optarg; break;
@@ -141,9 +140,8 @@ int main(int argc, char **argv)
             }
             break;
         case 'm':
-        case 'T':
-            if (parse_pct(optarg, c == 'm' ? &limit : &tp_limit)) {
-                fprintf(stderr, "validate: --%s takes a percentage above 0\n", c == 'm' ? "max-mape" : "tp-fold-limit");
+            if (parse_pct(optarg, &limit)) {
+                fprintf(stderr, "validate: --max-mape takes a percentage above 0\n");
                 return 2;
             }
             break;
@@ -163,7 +161,7 @@ int main(int argc, char **argv)
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] "
-                        "[--tp-fold-limit PCT] [--rows OUT.csv] [--starts K] FILE.csv\n");
+                        "[--rows OUT.csv] [--starts K] FILE.csv\n");
         return 2;
     }
     size_t len, n;
@@ -253,10 +251,7 @@ int main(int argc, char **argv)
             goto fail;
         printf("     %s: training MAPE %.2f%% on %zu rows\n", folds[f].name, fs.mape, fs.n);
         print_costs("fitted", &fitted);
-        report(folds[f].name, &s, folds[f].by_hidden || tp_limit < 0 ? limit : tp_limit);
-        if (!folds[f].by_hidden && tp_limit >= 0 && s.mape > limit)
-            printf("     over the %.0f%% target: held at --tp-fold-limit %.1f%% so that it gets no worse\n", limit,
-                   tp_limit);
+        report(folds[f].name, &s, limit);
         for (int64_t tp = 4; !folds[f].by_hidden && tp <= 8; tp *= 2) { /* each scored degree */
             char what[64];
             for (size_t i = 0; i < n; i++)
