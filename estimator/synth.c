@@ -66,9 +66,9 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
  * from the cited values: host time per synthesised operation (a
  * collective's extra host time keeps its cited value), the GEMM ceiling's
  * share of each GPU's own MAMF figure, the memory-bound kernels' share of
- * HBM bandwidth and a synthesised kernel's fixed time (a synthesised layer has about 40 operations where Megatron's
- * has about 100, so both per-operation costs stand for two or three of
- * PyTorch's). A GPU whose profile carries GEMM ceilings measured on it
+ * HBM bandwidth and a synthesised kernel's fixed time (a synthesised
+ * layer has about 40 operations where Megatron's has about 100, so both
+ * per-operation costs stand for two or three of PyTorch's). A GPU whose profile carries GEMM ceilings measured on it
  * (gemm_tflops) keeps them as they are: the share fitted on the A100 is
  * the A100's, the best guess only for GPUs nobody measured here. */
 #define EST_FIT_HOST_OP_US 65.35

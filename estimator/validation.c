@@ -115,7 +115,7 @@ int est_measured_spec(const struct est_measured *m, const char *gpu, const char 
  * waiting on the GPU, and the hidden-size folds hold. The host time of a
  * collective beyond an operation's (host_coll_us) keeps its cited value:
  * one node's steps cannot tell it from host_op_us (fitted with them, the
- * folds put it anywhere from 1 to 350 us); with it a collective's host
+ * folds put it anywhere from 1 to 361 us); with it a collective's host
  * time is 75 us, a little under what the c10d collective calls of the
  * shared A100 traces take (medians 81 to 278 us; BENCHMARKS.md,
  * "Estimator validation"). */

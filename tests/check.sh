@@ -9,9 +9,9 @@
 #   6. the Python client, installed into build/venv, against a live daemon
 #      (clients/python/tests/run.sh);
 #   7. `make validate`'s estimates of ../shared/validation's measured steps,
-#      each check at 10% but the TP hold-out fold, held at 10.5% (its 10%
-#      target is not met yet: BENCHMARKS.md, "Estimator validation"), and
-#      of the steps measured on lent H100 and H200 GPUs (tests/hopper_steps.py).
+#      each check, the hold-out folds included, at 10% (BENCHMARKS.md,
+#      "Estimator validation"), and of the steps measured on lent H100 and
+#      H200 GPUs (tests/hopper_steps.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u

@@ -84,23 +84,26 @@ static int timed_eval(void *ctx, const struct est_spec *s, struct est_estimate *
     return rc;
 }
 
-/* The cheap bound and the refined one, their time counted. */
+/* The cheap bound and the refined one, their time counted: a bound that
+ * started at t0 and returned rc. */
+static int bounded(struct timed *t, double t0, int rc)
+{
+    t->bound_s += cpu_now() - t0;
+    return rc;
+}
+
 static int timed_bound(void *ctx, const struct est_spec *s, double *ms, struct sc_error *err)
 {
     struct timed *t = ctx;
     double t0 = cpu_now();
-    int rc = t->inner.bound(t->inner.ctx, s, ms, err);
-    t->bound_s += cpu_now() - t0;
-    return rc;
+    return bounded(t, t0, t->inner.bound(t->inner.ctx, s, ms, err));
 }
 
 static int timed_refine(void *ctx, const struct est_spec *s, double enough_ms, double *ms, struct sc_error *err)
 {
     struct timed *t = ctx;
     double t0 = cpu_now();
-    int rc = t->inner.refine(t->inner.ctx, s, enough_ms, ms, err);
-    t->bound_s += cpu_now() - t0;
-    return rc;
+    return bounded(t, t0, t->inner.refine(t->inner.ctx, s, enough_ms, ms, err));
 }
 
 int main(int argc, char **argv)
