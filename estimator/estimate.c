@@ -40,6 +40,14 @@ static double compute_idle_ms(const struct model_graph *g, const struct model_re
     return (double)(st->end - st->start - busy) / 1e6;
 }
 
+double est_graph_flops(const struct model_graph *g)
+{
+    double sum = 0;
+    for (size_t i = 0; i < g->n_parts; i++)
+        sum += g->parts[i].flops;
+    return sum;
+}
+
 void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
                          struct est_estimate *out)
 {
@@ -49,7 +57,10 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
     out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
-    out->hfu = peak > 0 ? est_hardware_flops_per_token(&s->model, s->options.recompute) * out->tokens_per_s / peak : 0;
+    out->hfu = peak > 0 ? est_hardware_flops_per_token(s) * out->tokens_per_s / peak : 0;
+    if (!(out->executed_flops > 0))
+        out->executed_flops = est_hardware_flops_per_token(s) * tokens;
+    out->executed_flops_util = peak > 0 && step_s > 0 ? out->executed_flops / step_s / peak : 0;
     out->memory_gb_per_gpu = mem->gb_per_gpu;
     out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
     out->fits = mem->fits;
@@ -103,6 +114,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         e->bubble_ms = compute_idle_ms(g, rp, st);
     }
     out->tasks = g->n_tasks;
+    out->executed_flops = est_graph_flops(g) * (double)(s->parallel.tp * s->parallel.cp * s->parallel.dp);
     const struct model_replay_step *slow = model_replay_slowest(rp);
     if (slow) {
         out->step_ms = (double)slow->replayed_ns / 1e6;

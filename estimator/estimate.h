@@ -20,7 +20,12 @@ struct est_stage_estimate {
 struct est_estimate {
     double step_ms;      /* the slowest pipeline rank's step */
     double tokens_per_s; /* whole job */
-    double mfu, hfu;     /* 0-1, over the dtype's dense peak */
+    double mfu, hfu;     /* 0-1, over the dtype's dense peak (flops.h: PaLM's, and executed) */
+    /* FLOPs the step's GEMM and attention tasks execute, whole job (the
+     * synthesised graph's, summed over its tasks; a step timed otherwise:
+     * the hardware-FLOP formula's), and their rate over the dtype's dense
+     * peak: at most the GPU's matmul ceiling's share of it */
+    double executed_flops, executed_flops_util;
     double memory_gb_per_gpu;
     const char *memory_attention; /* "flash" or "unfused": what the memory figure keeps of attention */
     int fits;
@@ -41,6 +46,11 @@ struct est_estimate {
 int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err);
 void est_estimate_release(struct est_estimate *e);
+
+/* The FLOPs a synthesised graph's tasks execute, summed over them: one
+ * step of its ranks (each pipeline rank once; the tp x cp x dp ranks each
+ * stands for execute as much). */
+double est_graph_flops(const struct model_graph *g);
 
 /* The figures that follow from out->step_ms and the memory of spec s
  * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether

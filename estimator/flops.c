@@ -57,17 +57,25 @@ double est_model_flops_per_token(const struct est_model *m)
     return 6 * p.active_gemm + 3 * (double)m->layers * est_attention_flops_fwd(m);
 }
 
-double est_hardware_flops_per_token(const struct est_model *m, enum est_recompute recompute)
+double est_hardware_flops_per_token(const struct est_spec *s)
 {
-    double flops = est_model_flops_per_token(m);
-    double attention = (double)m->layers * est_attention_flops_fwd(m);
-    if (recompute == EST_RECOMPUTE_SELECTIVE)
-        return flops + attention;
-    if (recompute == EST_RECOMPUTE_FULL) {
-        struct est_params p;
-        est_model_params(m, &p);
-        /* every transformer layer's forward again; not the output layer */
-        return flops + 2 * (p.active_gemm - (double)m->vocab * (double)m->hidden) + attention;
+    const struct est_model *m = &s->model;
+    double capacity = s->options.moe_capacity_factor > 0 ? s->options.moe_capacity_factor : 1;
+    /* the transformer layers' GEMM weights a token passes, padded experts included */
+    double layers = 0;
+    for (int64_t i = 0; i < m->layers; i++) {
+        struct est_layer_params lp;
+        est_layer_params(m, i, &lp);
+        layers += lp.active;
+        if (est_model_layer_is_moe(m, i))
+            layers += (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
     }
+    int causal = s->options.attention != EST_ATTENTION_UNFUSED || s->parallel.cp > 1;
+    double attention = (double)m->layers * est_attention_flops_fwd(m) * (causal ? 0.5 : 1);
+    double flops = 6 * (layers + (double)m->vocab * (double)m->hidden) + 3 * attention;
+    if (s->options.recompute == EST_RECOMPUTE_SELECTIVE)
+        return flops + attention;
+    if (s->options.recompute == EST_RECOMPUTE_FULL) /* every transformer layer's forward; not the output layer */
+        return flops + 2 * layers + attention;
     return flops;
 }

@@ -13,10 +13,18 @@
  * layer, the router, top_k experts and the shared experts, and the output
  * layer; not the embedding lookup) and the second term is the attention
  * scores and their use on values, forward (1/3) and backward (2/3), without
- * halving for the causal mask. Recomputation is not counted; hardware FLOPs
- * add what recomputation executes again: full recomputation runs each
- * transformer layer's forward once more (2 x its N plus its attention
- * term), selective recomputation only the attention core. */
+ * halving for the causal mask. Recomputation is not counted.
+ *
+ * Hardware FLOPs per token are what the synthesised step executes (the
+ * FLOPs of its GEMM and attention tasks, summed, equal them): model FLOPs
+ * with causal attention halved (flash attention, and every context-parallel
+ * block, skips the masked half; unfused attention computes the whole
+ * square), the routed experts' GEMMs times the capacity factor (padded
+ * tokens run), plus what recomputation executes again: the attention
+ * core's forward under selective recomputation, each transformer layer's
+ * forward under full recomputation. The backward of attention counts
+ * twice its forward, as PaLM's does (flash attention's backward recomputes
+ * the scores too; like other formulas, this one does not count that). */
 #ifndef ESTIMATOR_FLOPS_H
 #define ESTIMATOR_FLOPS_H
 
@@ -52,7 +60,7 @@ double est_attention_flops_fwd(const struct est_model *m);
 
 /* PaLM's model FLOPs per token (recomputation not counted). */
 double est_model_flops_per_token(const struct est_model *m);
-/* What is executed per token: model FLOPs plus the recomputation. */
-double est_hardware_flops_per_token(const struct est_model *m, enum est_recompute recompute);
+/* What spec s's step executes per token (hardware FLOPs, above). */
+double est_hardware_flops_per_token(const struct est_spec *s);
 
 #endif

@@ -112,12 +112,12 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                                                          .measured_ns = st->measured_ns, .partial = st->partial,
                                                          .trace_step = st->step});
     }
-    /* a merged task's communication, at most its new duration */
-    for (size_t c = 0; !rc && c < g->n_comm_parts; c++) {
-        uint32_t i = g->comm_parts[c].task;
-        int64_t comm = g->comm_parts[c].comm_ns < dur[i] ? g->comm_parts[c].comm_ns : dur[i];
-        if (comm > 0)
-            rc = model_gb_set_comm(gb, map[i], comm);
+    /* a merged task's communication, at most its new duration, and its FLOPs */
+    for (size_t c = 0; !rc && c < g->n_parts; c++) {
+        uint32_t i = g->parts[c].task;
+        int64_t comm = g->parts[c].comm_ns < dur[i] ? g->parts[c].comm_ns : dur[i];
+        if (comm > 0 || g->parts[c].flops > 0)
+            rc = model_gb_set_part(gb, map[i], comm, g->parts[c].flops);
     }
     size_t most = 0;
     for (size_t k = 0; k < g->n_groups; k++)

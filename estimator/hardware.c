@@ -3,6 +3,7 @@
 #include "estimator/hardware.h"
 
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,18 @@ int hw_has_gemm_tflops(const struct hw_profile *p)
         if (p->gemm_tflops[d] > 0)
             return 1;
     return 0;
+}
+
+double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d)
+{
+    if ((unsigned)d >= HW_DTYPE_COUNT || !(p->peak_tflops[d] > 0))
+        return 0;
+    double best = fmax(p->mamf_tflops[d], p->gemm_tflops[d]);
+    if (d == HW_FP16 || d == HW_BF16) {
+        enum hw_dtype twin = d == HW_FP16 ? HW_BF16 : HW_FP16;
+        best = fmax(best, fmax(p->mamf_tflops[twin], p->gemm_tflops[twin]));
+    }
+    return best > 0 ? best : p->peak_tflops[d];
 }
 
 int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err)

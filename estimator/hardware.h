@@ -70,6 +70,11 @@ const struct hw_profile *hw_profile_find(const char *id);
 const struct hw_profile *hw_profile_for_device(const char *device_name);
 /* Whether the profile carries GEMM ceilings measured on the GPU itself. */
 int hw_has_gemm_tflops(const struct hw_profile *p);
+/* The GPU's measured matmul ceiling for dtype d, TFLOP/s: the larger of
+ * its MAMF and its own GEMM table's (fp16 and bf16 share theirs, as they
+ * share the tensor cores); the dense peak where nothing was measured, and
+ * 0 for a dtype the GPU lacks. No kernel may run faster (invariants.h). */
+double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d);
 /* Parse one profile document (the data/hardware format). */
 int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err);
 

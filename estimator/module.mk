@@ -32,7 +32,7 @@ FUZZ_TARGETS += spec
 
 # a training step synthesised from a spec, its estimate, and the estimates
 # checked against measured runs
-CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/validation.c
+CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/invariants.c estimator/validation.c
 # the planner: the best configurations for a GPU count
 CORE_SRCS += estimator/plan.c
 # the synthesised step written as per-rank Kineto traces (`stepcast synth`)

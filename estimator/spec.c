@@ -47,6 +47,8 @@ static const struct name_value recompute_names[] = {{"none", EST_RECOMPUTE_NONE}
                                                     {NULL, 0}};
 static const struct name_value attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
+static const struct name_value moe_routing_names[] = {
+    {"balanced", EST_MOE_ROUTING_BALANCED}, {"natural", EST_MOE_ROUTING_NATURAL}, {NULL, 0}};
 static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_FP16},
                                                 {"bf16", HW_BF16}, {"fp8", HW_FP8},
                                                 {"fp4", HW_FP4},   {NULL, 0}};
@@ -107,12 +109,15 @@ static const struct field fields[] = {
     BOOL("options.overlap_param_gather", options.overlap_param_gather),
     BOOL("options.tp_comm_overlap", options.tp_comm_overlap),
     NUM("options.train_tokens", options.train_tokens, 1, 1e18),
+    ENUM("options.moe_routing", options.moe_routing, moe_routing_names),
+    NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 _Static_assert(sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_schedule) == sizeof(int) &&
                    sizeof(enum est_recompute) == sizeof(int) &&
-                   sizeof(enum est_attention) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int),
+                   sizeof(enum est_attention) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int) &&
+                   sizeof(enum est_moe_routing) == sizeof(int),
                "enum fields are written as int");
 
 const char *const *est_spec_keys(void)

@@ -31,6 +31,10 @@ enum est_attention {
     EST_ATTENTION_UNFUSED /* scores by a batched GEMM, a fused softmax and dropout, then P V */
 };
 enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL };
+enum est_moe_routing {
+    EST_MOE_ROUTING_BALANCED, /* dropless, every expert the mean load (force-balanced, as benchmarks run) */
+    EST_MOE_ROUTING_NATURAL   /* learned routing: the busiest expert est_costs.moe_imbalance x the mean */
+};
 
 struct est_moe {
     int64_t experts;        /* routed experts; 0 = no MoE */
@@ -77,6 +81,11 @@ struct est_options {
     int64_t zero_stage; /* 0-3; Megatron's distributed optimizer is stage 1 */
     int sequence_parallel, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
     double train_tokens; /* 0 = not given */
+    enum est_moe_routing moe_routing;
+    /* tokens an expert takes, over the mean: beyond it they are dropped,
+     * below it padded (Megatron's --moe-expert-capacity-factor with its
+     * input padded to capacity); 0 = dropless */
+    double moe_capacity_factor;
 };
 
 struct est_spec {

@@ -119,6 +119,7 @@ struct op {
     int64_t dur;     /* ns */
     int64_t bytes;   /* a collective's size (nccl-tests convention) */
     uint32_t group_size;
+    double flops;    /* executed by a GEMM or attention kernel (est_executed_flops_per_token) */
 };
 
 /* What a run of operations on the compute stream adds to a pending run
@@ -129,6 +130,7 @@ struct run_sum {
     int64_t cpu;         /* host time: its dispatches */
     int64_t gpu;         /* GPU time */
     int64_t comm;        /* of which communication */
+    double flops;        /* executed by its kernels */
     int64_t first_cpu;   /* the first dispatch */
     int64_t tail;        /* max over its ops of (host time before it + its dispatch + GPU work from there on) */
     uint8_t cls, sub;    /* the first operation's */
@@ -156,7 +158,7 @@ struct shape {
     double tp, cp;
     int sp;             /* sequence parallelism on (and tp > 1) */
     int flash;
-    struct coll_group tp_group, cp_group, ep_group, dp_group, edp_group, pp_pair, mp_group;
+    struct coll_group tp_group, cp_group, ep_group, etp_group, dp_group, edp_group, pp_pair, mp_group;
 };
 
 struct synth {
@@ -223,7 +225,8 @@ static void gemm(struct synth *y, struct oplist *l, const char *name, double m, 
         y->failed = sc_error_prefix(y->err, "%s", name);
         return;
     }
-    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, MODEL_KF_GEMM, OP_PLAIN, 1, ns(e.time_us), 0, 0});
+    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, MODEL_KF_GEMM, OP_PLAIN, 1, ns(e.time_us), 0, 0,
+                               2 * m * n * k * batch});
 }
 
 /* The two GEMMs of a GEMM's backward: input gradient and weight gradient. */
@@ -379,6 +382,16 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
     gemm(y, l, "attention key dgrad (bmm)", sq, d, sq, bh);
 }
 
+/* The FLOPs a flash attention kernel executes as the FLOP formulas count
+ * them: the visible half of a causal score matrix, the backward twice the
+ * forward (the scores it recomputes are not counted, as recomputation in
+ * hardware FLOPs counts only what the framework runs again). */
+static double flash_flops(const struct attn_shape *a, int backward)
+{
+    return 4 * a->batch * a->heads * a->seq_q * a->seq_kv * a->head_dim * (a->causal ? 0.5 : 1) *
+           (backward ? 2 : 1);
+}
+
 static void attention_core(struct synth *y, struct oplist *l, int backward)
 {
     const struct shape *sh = &y->sh;
@@ -401,7 +414,7 @@ static void attention_core(struct synth *y, struct oplist *l, int backward)
     if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err))
         y->failed = y->err->code;
     op_push(y, l, &(struct op){backward ? "flash attention backward" : "flash attention", MODEL_TASK_KERNEL,
-                               MODEL_KF_ATTENTION, OP_PLAIN, 1, ns(t), 0, 0});
+                               MODEL_KF_ATTENTION, OP_PLAIN, 1, ns(t), 0, 0, flash_flops(&a, backward)});
 }
 
 static void cp_pieces(struct synth *y)
@@ -425,7 +438,7 @@ static void cp_pieces(struct synth *y)
     for (int backward = 0; backward < 2; backward++) {
         y->cp_block[backward] = (struct op){backward ? "attention block backward" : "attention block",
                                             MODEL_TASK_KERNEL, MODEL_KF_ATTENTION, OP_PLAIN, 1,
-                                            ns(backward ? tb : tf), 0, 0};
+                                            ns(backward ? tb : tf), 0, 0, flash_flops(&a, backward)};
         y->cp_exchange[backward] = (struct op){"context-parallel key/value exchange", MODEL_TASK_COMM,
                                                MODEL_COLL_SENDRECV, OP_PLAIN, 1,
                                                coll_ns(y, MODEL_COLL_SENDRECV, &pair, (1 + backward) * kv_bytes),
@@ -489,8 +502,39 @@ static void mlp(struct synth *y, struct oplist *l, double ffn, int backward)
     bias_grad(y, l, "mlp fc1 bias gradient", sh->T, n1);
 }
 
-/* An MoE block: router, permutation, all-to-all dispatch over ep, the
- * local experts' grouped GEMMs on the busiest rank's tokens, combine. */
+/* The tokens each expert computes over the mean (dropless) load: a
+ * capacity factor pads (or drops) every expert to that many; natural
+ * routing makes the busiest expert's the rank's, balanced routing the
+ * mean. *excess gets the part of it that only the busiest rank runs (the
+ * others wait for it): time, not FLOPs of the step. */
+static double expert_load(const struct synth *y, double *excess)
+{
+    const struct est_options *o = &y->s->options;
+    *excess = 1;
+    if (o->moe_capacity_factor > 0)
+        return o->moe_capacity_factor;
+    if (o->moe_routing == EST_MOE_ROUTING_NATURAL)
+        *excess = y->c->moe_imbalance;
+    return *excess;
+}
+
+/* The FLOPs of the operations of l from index `from` on, divided by d. */
+static void flops_divide(struct oplist *l, size_t from, double d)
+{
+    for (size_t i = from; i < l->n; i++)
+        l->v[i].flops /= d;
+}
+
+/* An MoE block as Megatron-Core's all-to-all dispatcher runs it: router
+ * and top-k, permutation, the tokens dispatched over ep, gathered over the
+ * expert-tensor-parallel group (its ranks hold slices of the same
+ * experts), the local experts' grouped GEMMs, the outputs reduce-scattered
+ * over that group and combined back over ep, unpermuted. Each local
+ * expert's GEMMs take the EP group's routed tokens over the experts, times
+ * etp (its slice sees every token of the group) and the load
+ * (expert_load); their FLOPs count that load's tokens, padded ones
+ * included, the busiest expert's excess under natural routing only as
+ * time. */
 static void moe(struct synth *y, struct oplist *l, int backward)
 {
     const struct shape *sh = &y->sh;
@@ -499,21 +543,24 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     double etp = (double)y->s->parallel.etp, ep = (double)y->s->parallel.ep;
     double tokens = sh->T / sh->tp; /* MoE runs on the sequence-parallel split */
     double routed = tokens * (double)m->top_k, local = (double)m->experts / ep;
-    double per_expert = routed * ep / (double)m->experts * y->c->moe_imbalance;
+    double excess;
+    double per_expert = routed * ep / (double)m->experts * etp * expert_load(y, &excess);
+    size_t experts_from;
     double n1 = (double)m->ffn * (gated ? 2 : 1) / etp, n2 = (double)m->ffn / etp;
-    double a2a = routed * sh->h * sh->B;
+    double a2a = routed * sh->h * sh->B, gathered = per_expert * local * sh->h * sh->B;
     if (!backward) {
         gemm(y, l, "router", tokens, (double)m->experts, sh->h, 1);
         mem(y, l, "router top-k", MODEL_KF_MOE, KERNEL_MEM_UNARY, tokens * (double)m->experts);
         mem(y, l, "permute", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
         coll(y, l, "moe dispatch", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
+        coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
+        experts_from = l->n;
         gemm(y, l, "expert fc1 (grouped)", per_expert, n1, sh->h, local);
         mem(y, l, gated ? "expert swiglu" : "expert activation", MODEL_KF_ELEMENTWISE,
             gated ? KERNEL_MEM_BINARY : KERNEL_MEM_UNARY, per_expert * local * n2);
         gemm(y, l, "expert fc2 (grouped)", per_expert, sh->h, n2, local);
-        if (etp > 1)
-            coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER,
-                 &(struct coll_group){(int)etp, sh->tp_group.ranks_per_domain}, per_expert * local * sh->h * sh->B);
+        flops_divide(l, experts_from, excess);
+        coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
         coll(y, l, "moe combine", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
         mem(y, l, "unpermute", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
         if (m->shared_experts > 0)
@@ -524,12 +571,13 @@ static void moe(struct synth *y, struct oplist *l, int backward)
         mlp(y, l, (double)(m->ffn * m->shared_experts), 1);
     mem(y, l, "unpermute backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
     coll(y, l, "moe combine backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
-    if (etp > 1)
-        coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER,
-             &(struct coll_group){(int)etp, sh->tp_group.ranks_per_domain}, per_expert * local * sh->h * sh->B);
+    coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
+    experts_from = l->n;
     gemm_bwd(y, l, "expert fc2 dgrad (grouped)", "expert fc2 wgrad (grouped)", per_expert, sh->h, n2, local);
     mem(y, l, "expert activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY, per_expert * local * n1);
     gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
+    flops_divide(l, experts_from, excess);
+    coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
     coll(y, l, "moe dispatch backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
     mem(y, l, "permute backward", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
     gemm_bwd(y, l, "router dgrad", "router wgrad", tokens, (double)m->experts, sh->h, 1);
@@ -638,6 +686,7 @@ static void shape_init(struct synth *y)
     sh->cp_group = layout(cp, tp, node);
     sh->dp_group = layout(dp * cp, tp, node);
     sh->ep_group = layout(ep, etp, node);
+    sh->etp_group = layout(etp, 1, node);
     sh->edp_group = layout(tp * cp * dp / (ep * etp), ep * etp, node);
     sh->pp_pair = layout(2, tp * cp * dp, node);
     sh->mp_group = layout(tp * pp, 1, node);
@@ -766,8 +815,10 @@ static void flush(struct synth *y, struct rank *r)
                                                           .sub = m->mixed ? MODEL_KF_OTHER : m->sub,
                                                           .dur = m->gpu, .name = name, .tag = r->region});
     /* compute merged with collectives among peers: the breakdown counts
-     * the collectives' time as communication, as the kernels apart show */
-    if (cls == MODEL_TASK_KERNEL && m->comm > 0 && !y->failed && model_gb_set_comm(y->gb, task, m->comm))
+     * the collectives' time as communication, as the kernels apart show;
+     * and the FLOPs its kernels execute */
+    if (cls == MODEL_TASK_KERNEL && (m->comm > 0 || m->flops > 0) && !y->failed &&
+        model_gb_set_part(y->gb, task, m->comm, m->flops))
         y->failed = y->err->code;
     /* it starts once its first dispatch is done, and it cannot end before
      * any of its operations could have: dispatched, then it and the ones
@@ -833,6 +884,7 @@ static void sum_append(struct run_sum *b, const struct run_sum *a)
     b->cpu += a->cpu;
     b->gpu += a->gpu;
     b->comm += a->comm;
+    b->flops += a->flops;
     b->n += a->n;
 }
 
@@ -840,7 +892,7 @@ static void sum_op(const struct synth *y, const struct op *o, struct run_sum *ou
 {
     int64_t cpu = op_host(y, o);
     *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .comm = o->cls == MODEL_TASK_COMM ? o->dur : 0,
-                            .first_cpu = cpu, .tail = cpu + o->dur,
+                            .flops = o->flops, .first_cpu = cpu, .tail = cpu + o->dur,
                             .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
 }
 

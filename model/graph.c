@@ -109,17 +109,17 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->groups);
     free((void *)g->group_at);
     free((void *)g->group_tasks);
-    free((void *)g->comm_parts);
+    free((void *)g->parts);
     free((void *)g->peers);
     free(g);
 }
 
-size_t model_graph_comm_part_seek(const struct model_graph *g, uint32_t i)
+size_t model_graph_part_seek(const struct model_graph *g, uint32_t i)
 {
-    size_t lo = 0, hi = g->n_comm_parts;
+    size_t lo = 0, hi = g->n_parts;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (g->comm_parts[mid].task < i)
+        if (g->parts[mid].task < i)
             lo = mid + 1;
         else
             hi = mid;
@@ -134,5 +134,5 @@ size_t model_graph_bytes(const struct model_graph *g)
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
            g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t) +
-           g->n_comm_parts * sizeof *g->comm_parts + g->n_peers * sizeof *g->peers;
+           g->n_parts * sizeof *g->parts + g->n_peers * sizeof *g->peers;
 }

@@ -172,12 +172,15 @@ struct model_task {
     uint8_t paired;    /* a transfer that runs on a second resource too (struct model_task_peer) */
 };
 
-/* A synthesised task that merges compute kernels with collectives among
- * peers simulated as one rank: how much of its work is communication
- * (model_gb_set_comm), which the breakdown counts as such. */
-struct model_comm_part {
+/* What a synthesised task's work is made of (model_gb_set_part): how much
+ * of it is communication, when it merges compute kernels with collectives
+ * among peers simulated as one rank (the breakdown counts that as such),
+ * and the floating-point operations its kernels execute (GEMMs and
+ * attention; an estimate sums them into its executed-FLOP figures). */
+struct model_task_part {
     uint32_t task;
     int64_t comm_ns;
+    double flops;
 };
 
 /* A point-to-point transfer held as one task on both its sides
@@ -286,17 +289,17 @@ struct model_graph {
     const struct model_coll_group *groups;
     const uint32_t *group_at, *group_tasks; /* members of group g: group_tasks[group_at[g] ..] */
     size_t n_groups;
-    const struct model_comm_part *comm_parts; /* by task; none in a traced job's graph */
-    size_t n_comm_parts;
+    const struct model_task_part *parts; /* by task; none in a traced job's graph */
+    size_t n_parts;
     const struct model_task_peer *peers; /* by resource, each in its order; none in a traced job's graph */
     size_t n_peers;
     struct model_graph_stats stats;
 };
 
-/* The first communication part (struct model_comm_part) of a task
- * numbered i or more (n_comm_parts when none is): task i's own when it has
+/* The first part (struct model_task_part) of a task
+ * numbered i or more (n_parts when none is): task i's own when it has
  * one, and where a walk over tasks in increasing order starts. */
-size_t model_graph_comm_part_seek(const struct model_graph *g, uint32_t i);
+size_t model_graph_part_seek(const struct model_graph *g, uint32_t i);
 
 /* A string of the graph's names. */
 static inline const char *model_graph_str(const struct model_graph *g, uint32_t id)

@@ -3,6 +3,7 @@
  * the tasks out and indexing the edges into the graph's arrays. */
 #include "model/graph_builder.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,8 +59,8 @@ struct model_gb {
     size_t n_groups, cap_groups, cap_group_at;
     uint32_t *group_tasks;
     size_t n_members, cap_members;
-    struct model_comm_part *comm_parts; /* model_gb_set_comm */
-    size_t n_comm_parts, cap_comm_parts;
+    struct model_task_part *parts; /* model_gb_set_part */
+    size_t n_parts, cap_parts;
     struct model_task_peer *peers; /* model_gb_pair, in the order paired */
     size_t n_peers, cap_peers;
     struct model_graph_stats stats;
@@ -129,7 +130,7 @@ void model_gb_free(struct model_gb *gb)
     free(gb->groups);
     free(gb->group_at);
     free(gb->group_tasks);
-    free(gb->comm_parts);
+    free(gb->parts);
     free(gb->peers);
     free(gb);
 }
@@ -277,19 +278,23 @@ int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur)
     return SC_OK;
 }
 
-int model_gb_set_comm(struct model_gb *gb, uint32_t task, int64_t comm_ns)
+int model_gb_set_part(struct model_gb *gb, uint32_t task, int64_t comm_ns, double flops)
 {
     if (gb->failed)
         return gb->failed;
     if (task >= gb->n_tasks)
-        return fail(gb, SC_EINVAL, "the communication of a task not added");
+        return fail(gb, SC_EINVAL, "the work of a task not added");
     if (gb->tasks[task].cls != MODEL_TASK_KERNEL)
-        return fail(gb, SC_EINVAL, "communication merged into a task that is no kernel");
-    if (comm_ns <= 0 || comm_ns > gb->tasks[task].dur)
+        return fail(gb, SC_EINVAL, "work merged into a task that is no kernel");
+    if (comm_ns < 0 || comm_ns > gb->tasks[task].dur)
         return fail(gb, SC_EINVAL, "communication outside a task's duration");
-    if (sc_vec_reserve((void **)&gb->comm_parts, &gb->cap_comm_parts, gb->n_comm_parts + 1, sizeof *gb->comm_parts))
+    if (!(flops >= 0 && flops < HUGE_VAL))
+        return fail(gb, SC_EINVAL, "a task's FLOPs negative or not finite");
+    if (comm_ns == 0 && flops == 0)
+        return fail(gb, SC_EINVAL, "a task's work with neither communication nor FLOPs");
+    if (sc_vec_reserve((void **)&gb->parts, &gb->cap_parts, gb->n_parts + 1, sizeof *gb->parts))
         return OOM(gb);
-    gb->comm_parts[gb->n_comm_parts++] = (struct model_comm_part){task, comm_ns};
+    gb->parts[gb->n_parts++] = (struct model_task_part){task, comm_ns, flops};
     return SC_OK;
 }
 
@@ -449,22 +454,22 @@ struct order_key {
 
 static int by_part_task(const void *x, const void *y)
 {
-    const struct model_comm_part *a = x, *b = y;
+    const struct model_task_part *a = x, *b = y;
     return (a->task > b->task) - (a->task < b->task);
 }
 
-/* The communication parts by task, each task once. */
-static int sort_comm_parts(struct model_gb *gb)
+/* The parts by task, each task once. */
+static int sort_parts(struct model_gb *gb)
 {
     int sorted = 1;
-    for (size_t c = 1; c < gb->n_comm_parts && sorted; c++)
-        sorted = gb->comm_parts[c - 1].task < gb->comm_parts[c].task;
+    for (size_t c = 1; c < gb->n_parts && sorted; c++)
+        sorted = gb->parts[c - 1].task < gb->parts[c].task;
     if (sorted)
         return SC_OK;
-    sc_sort(gb->comm_parts, gb->n_comm_parts, sizeof *gb->comm_parts, by_part_task);
-    for (size_t c = 1; c < gb->n_comm_parts; c++)
-        if (gb->comm_parts[c - 1].task == gb->comm_parts[c].task)
-            return fail(gb, SC_EINVAL, "the communication of a task set twice");
+    sc_sort(gb->parts, gb->n_parts, sizeof *gb->parts, by_part_task);
+    for (size_t c = 1; c < gb->n_parts; c++)
+        if (gb->parts[c - 1].task == gb->parts[c].task)
+            return fail(gb, SC_EINVAL, "the work of a task set twice");
     return SC_OK;
 }
 
@@ -645,8 +650,8 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     }
     for (size_t m = 0; m < gb->n_members; m++)
         gb->group_tasks[m] = to[gb->group_tasks[m]];
-    for (size_t c = 0; c < gb->n_comm_parts; c++)
-        gb->comm_parts[c].task = to[gb->comm_parts[c].task];
+    for (size_t c = 0; c < gb->n_parts; c++)
+        gb->parts[c].task = to[gb->parts[c].task];
     for (size_t c = 0; c < gb->n_peers; c++)
         gb->peers[c].task = to[gb->peers[c].task];
     g->tasks = gb->tasks;
@@ -739,7 +744,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->pred_at = links + 2 * n;
     g->succ_at = links + 3 * n + 1;
     if ((rc = layout(gb, g, to, links, links + n)) || (rc = index_edges(gb, g, links + 2 * n, links + 3 * n + 1)) ||
-        (rc = sort_comm_parts(gb)) || (rc = sort_peers(gb)))
+        (rc = sort_parts(gb)) || (rc = sort_peers(gb)))
         goto out;
     g->job = gb->job;
     g->names = gb->names;
@@ -755,8 +760,8 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->group_at = gb->group_at;
     g->group_tasks = gb->group_tasks;
     g->n_groups = gb->n_groups;
-    g->comm_parts = gb->comm_parts;
-    g->n_comm_parts = gb->n_comm_parts;
+    g->parts = gb->parts;
+    g->n_parts = gb->n_parts;
     g->peers = gb->peers;
     g->n_peers = gb->n_peers;
     g->stats = gb->stats;
@@ -766,7 +771,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     gb->groups = NULL;
     gb->group_at = NULL;
     gb->group_tasks = NULL;
-    gb->comm_parts = NULL;
+    gb->parts = NULL;
     gb->peers = NULL;
     *out = g;
     g = NULL;

@@ -99,12 +99,13 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
  * into a task as it goes, such as the host calls of a synthesised step. */
 int model_gb_set_dur(struct model_gb *gb, uint32_t task, int64_t dur);
 
-/* How much of a kernel task's work is communication (0 < comm_ns <= its
- * duration, set once): a synthesised task that merges compute kernels with
- * collectives among peers simulated as one rank. The replay's breakdown
- * counts the last comm_ns of its run as communication, the rest as
- * compute. */
-int model_gb_set_comm(struct model_gb *gb, uint32_t task, int64_t comm_ns);
+/* What a kernel task's work is made of (struct model_task_part, set
+ * once): how much of it is communication (0 <= comm_ns <= its duration),
+ * when a synthesised task merges compute kernels with collectives among
+ * peers simulated as one rank: the replay's breakdown counts the last
+ * comm_ns of its run as communication, the rest as compute; and the FLOPs
+ * its kernels execute (finite, >= 0). One of the two is positive. */
+int model_gb_set_part(struct model_gb *gb, uint32_t task, int64_t comm_ns, double flops);
 
 /* Make communication task `task` (in no group) a transfer on two sides
  * (struct model_task_peer): it also runs on GPU stream `res`, another

@@ -958,11 +958,11 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         struct sc_spans *rs = sp[g->res[q].rank];
         /* a resource's tasks come in the order of their numbers
          * (graph.h), as the communication parts do */
-        size_t part = g->n_comm_parts ? model_graph_comm_part_seek(g, g->res[q].first) : 0;
+        size_t part = g->n_parts ? model_graph_part_seek(g, g->res[q].first) : 0;
         for (uint32_t i = g->res[q].first; i != MODEL_NONE; i = g->next[i]) {
             const struct model_task *t = &g->tasks[i];
             int bad = 0;
-            while (part < g->n_comm_parts && g->comm_parts[part].task < i)
+            while (part < g->n_parts && g->parts[part].task < i)
                 part++;
             switch (t->cls) {
             case MODEL_TASK_KERNEL:
@@ -972,7 +972,7 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
                  * longer (a merged task waiting for its launches) is not
                  * compute meanwhile; a merged task's communication is the
                  * run's last part */
-                int64_t comm = part < g->n_comm_parts && g->comm_parts[part].task == i ? g->comm_parts[part].comm_ns : 0;
+                int64_t comm = part < g->n_parts && g->parts[part].task == i ? g->parts[part].comm_ns : 0;
                 int64_t split = max64(r->start[i], r->end[i] - comm);
                 int64_t busy = r->start[i] + max64(dur[i] - comm, 0);
                 bad = sc_spans_add(&rs[BD_COMPUTE], r->start[i], busy < split ? busy : split) ||

@@ -46,11 +46,23 @@ TEST(flops_gpt3_175b_parameters_and_flops)
     CHECK_NEAR(p.active_gemm, n, 0.5);
     double model_flops = 6 * n + 12 * L * h * s;
     CHECK_NEAR(est_model_flops_per_token(&m) / model_flops, 1, 1e-12);
-    CHECK_NEAR(est_hardware_flops_per_token(&m, EST_RECOMPUTE_NONE) / model_flops, 1, 1e-12);
-    CHECK_NEAR(est_hardware_flops_per_token(&m, EST_RECOMPUTE_SELECTIVE) /
-                   (model_flops + 4 * L * h * s), 1, 1e-12);
-    CHECK_NEAR(est_hardware_flops_per_token(&m, EST_RECOMPUTE_FULL) /
-                   (model_flops + 2 * 12 * L * h * h + 4 * L * h * s), 1, 1e-12);
+
+    /* hardware FLOPs: causal attention halved under flash attention (and
+     * context parallelism), the whole square unfused */
+    struct est_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.model = m;
+    sp.parallel.cp = 1;
+    double causal = model_flops - 6 * L * h * s;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / causal, 1, 1e-12);
+    sp.options.recompute = EST_RECOMPUTE_SELECTIVE;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * L * h * s), 1, 1e-12);
+    sp.options.recompute = EST_RECOMPUTE_FULL;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + 2 * L * h * s), 1, 1e-12);
+    sp.options.attention = EST_ATTENTION_UNFUSED;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (model_flops + 2 * 12 * L * h * h + 4 * L * h * s), 1, 1e-12);
+    sp.parallel.cp = 2; /* the ring's blocks are flash attention's */
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + 2 * L * h * s), 1, 1e-12);
 }
 
 TEST(flops_moe_counts_top_k_and_shared_experts)

@@ -3,6 +3,7 @@
  * path and write a timeline like traced ones, and their durations are an
  * input of the replay (factors, overrides) with answers worked out by hand
  * from the durations put in. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,8 +394,8 @@ static struct model_gb *merged_graph(uint32_t *kernel, uint32_t *allreduce, stru
 /* The communication part of task i, ns; 0 when it has none. */
 static int64_t comm_part(const struct model_graph *g, uint32_t i)
 {
-    size_t k = model_graph_comm_part_seek(g, i);
-    return k < g->n_comm_parts && g->comm_parts[k].task == i ? g->comm_parts[k].comm_ns : 0;
+    size_t k = model_graph_part_seek(g, i);
+    return k < g->n_parts && g->parts[k].task == i ? g->parts[k].comm_ns : 0;
 }
 
 /* A task that merges compute with collectives among peers (a synthesised
@@ -406,7 +407,7 @@ TEST(graph_api_merged_task_counts_its_communication)
     struct sc_error err;
     uint32_t k, c;
     struct model_gb *gb = merged_graph(&k, &c, &err);
-    REQUIRE(model_gb_set_comm(gb, k, 4 * MS) == SC_OK);
+    REQUIRE(model_gb_set_part(gb, k, 4 * MS, 0) == SC_OK);
     struct model_graph *g = NULL;
     uint32_t *map = NULL;
     REQUIRE(model_gb_finish_map(gb, &g, &map, &err) == SC_OK);
@@ -427,19 +428,26 @@ TEST(graph_api_merged_task_counts_its_communication)
     /* more than its duration; none; on a collective; set twice (found
      * when finished) */
     gb = merged_graph(&k, &c, &err);
-    CHECK_EQ_INT(model_gb_set_comm(gb, k, 11 * MS), SC_EINVAL);
+    CHECK_EQ_INT(model_gb_set_part(gb, k, 11 * MS, 0), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "outside a task's duration");
     model_gb_free(gb);
     gb = merged_graph(&k, &c, &err);
-    CHECK_EQ_INT(model_gb_set_comm(gb, k, 0), SC_EINVAL);
+    CHECK_EQ_INT(model_gb_set_part(gb, k, 0, 0), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "neither");
     model_gb_free(gb);
     gb = merged_graph(&k, &c, &err);
-    CHECK_EQ_INT(model_gb_set_comm(gb, c, MS), SC_EINVAL);
+    CHECK_EQ_INT(model_gb_set_part(gb, k, 0, -1), SC_EINVAL);
+    model_gb_free(gb);
+    gb = merged_graph(&k, &c, &err);
+    CHECK_EQ_INT(model_gb_set_part(gb, k, 0, NAN), SC_EINVAL);
+    model_gb_free(gb);
+    gb = merged_graph(&k, &c, &err);
+    CHECK_EQ_INT(model_gb_set_part(gb, c, MS, 0), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "no kernel");
     model_gb_free(gb);
     gb = merged_graph(&k, &c, &err);
-    REQUIRE(model_gb_set_comm(gb, k, 2) == SC_OK);
-    REQUIRE(model_gb_set_comm(gb, k, 3) == SC_OK);
+    REQUIRE(model_gb_set_part(gb, k, 2, 0) == SC_OK);
+    REQUIRE(model_gb_set_part(gb, k, 3, 0) == SC_OK);
     CHECK_EQ_INT(model_gb_finish(gb, &g, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set twice");
     CHECK(g == NULL);

@@ -277,7 +277,7 @@ TEST(synth_graph_copied_replays_as_its_source)
         struct model_graph *g = NULL, *copy = NULL;
         struct model_replay *rg = NULL, *rc = NULL;
         REQUIRE((unnamed ? est_synth_unnamed : est_synth)(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_OK);
-        CHECK(g->n_comm_parts > 0);
+        CHECK(g->n_parts > 0);
         CHECK(unnamed ? g->n_peers > 0 : g->n_peers == 0);
         int64_t *dur = malloc(g->n_tasks * sizeof *dur), *gap = malloc(g->n_tasks * sizeof *gap);
         REQUIRE(dur && gap);
@@ -286,7 +286,7 @@ TEST(synth_graph_copied_replays_as_its_source)
             gap[i] = g->tasks[i].gap;
         }
         REQUIRE(graph_copy(g, dur, gap, NULL, 0, &copy, NULL, &err) == SC_OK);
-        CHECK_EQ_INT(copy->n_comm_parts, g->n_comm_parts);
+        CHECK_EQ_INT(copy->n_parts, g->n_parts);
         CHECK_EQ_INT(copy->n_peers, g->n_peers);
         REQUIRE(model_replay_run(g, NULL, &rg, &err) == SC_OK);
         REQUIRE(model_replay_run(copy, NULL, &rc, &err) == SC_OK);
