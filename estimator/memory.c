@@ -242,7 +242,7 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
 {
     const struct est_parallel *p = &s->parallel;
     int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
-    double dense_shards = (double)(p->dp * p->cp),
+    double dense_shards = (double)(p->fsdp_shard ? p->fsdp_shard : p->dp * p->cp),
            expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     int zero = (int)s->options.zero_stage, rc;
     int64_t known = like ? like->n_stages : 0; /* the stages `like` gives */

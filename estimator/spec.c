@@ -92,6 +92,7 @@ static const struct field fields[] = {
     INT("parallel.global_batch", 0, 0, parallel.global_batch, 1, 1LL << 40),
     ENUM("parallel.schedule", parallel.schedule, schedule_names),
     INT("parallel.vpp", 0, 0, parallel.vpp, 1, 1 << 10),
+    INT("parallel.fsdp_shard", 0, 1, parallel.fsdp_shard, 1, 1 << 20),
     OBJ("cluster"),
     STR("cluster.gpu", 1, 0, cluster.gpu),
     INT("cluster.gpus_per_node", 0, 0, cluster.gpus_per_node, 1, 1 << 20),
@@ -402,6 +403,14 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
         (rc = est_schedule_check(p->pp, p->vpp, p->schedule, m->layers,
                                  p->global_batch / (p->micro_batch * p->dp), "parallel.", "model.", err)))
         return rc;
+
+    if (p->fsdp_shard) {
+        if (o->zero_stage < 3)
+            return sc_error_set(err, SC_EINVAL, "parallel.fsdp_shard: hybrid sharding needs options.zero_stage 3");
+        if ((p->dp * p->cp) % p->fsdp_shard)
+            return sc_error_set(err, SC_EINVAL, "parallel.fsdp_shard: %lld does not divide dp x cp = %lld",
+                                (long long)p->fsdp_shard, (long long)(p->dp * p->cp));
+    }
 
     /* MoE, laid out as Megatron-Core's parallel folding does */
     if (!m->moe.experts) {

@@ -63,6 +63,10 @@ struct est_parallel {
     int64_t global_batch; /* sequences per step, default micro_batch x dp */
     enum est_schedule schedule;
     int64_t vpp;          /* virtual stages (model chunks) per pipeline rank */
+    /* ZeRO-3's shard group: the dp x cp ranks shard parameters, gradients
+     * and optimizer state within groups of this size and replicate them
+     * across groups (hybrid sharding); 0 = all dp x cp ranks */
+    int64_t fsdp_shard;
 };
 
 struct est_cluster {

@@ -159,6 +159,9 @@ struct shape {
     int sp;             /* sequence parallelism on (and tp > 1) */
     int flash;
     struct coll_group tp_group, cp_group, ep_group, etp_group, dp_group, edp_group, pp_pair, mp_group;
+    /* ZeRO-3's shard group (parallel.fsdp_shard of the dp x cp ranks) and
+     * the replicas of a shard (hybrid sharding) */
+    struct coll_group shard_group, replica_group;
 };
 
 struct synth {
@@ -689,6 +692,9 @@ static void shape_init(struct synth *y)
     sh->etp_group = layout(etp, 1, node);
     sh->edp_group = layout(tp * cp * dp / (ep * etp), ep * etp, node);
     sh->pp_pair = layout(2, tp * cp * dp, node);
+    int64_t shard = s->parallel.fsdp_shard ? s->parallel.fsdp_shard : dp * cp;
+    sh->shard_group = layout(shard, tp, node);
+    sh->replica_group = layout(dp * cp / shard, tp * shard, node);
     sh->mp_group = layout(tp * pp, 1, node);
 }
 
@@ -1053,21 +1059,46 @@ static double grad_bytes(const struct est_spec *s)
     return s->options.dtype == HW_FP32 ? 4 : 2;
 }
 
-/* One collective `op` on the data-parallel stream per shard group of a
- * set of parameters, after task `after`: the dense ones over dp x cp, the
- * experts' over their own data-parallel ranks; bytes_per is per
- * parameter. */
-static void dp_colls(struct synth *y, struct rank *r, enum model_coll_op op, const char *name, double dense,
-                     double experts, double bytes_per, uint32_t after)
+/* A collective of the data-parallel stream. */
+struct dp_coll {
+    enum model_coll_op op;
+    const struct coll_group *group;
+    double bytes;
+};
+
+/* The collectives that run `op` over a set of parameters (dense and
+ * expert; bytes_per per parameter), one after another: the dense ones over
+ * dp x cp, the experts' over their own data-parallel ranks. ZeRO-3's
+ * (`z3`) dense ones run over their shard group (parallel.fsdp_shard), and
+ * a reduce-scatter's shard is then all-reduced over the replicas. Returns
+ * how many (at most 3). */
+static size_t dp_coll_list(const struct synth *y, enum model_coll_op op, int z3, double dense, double experts,
+                           double bytes_per, struct dp_coll out[3])
 {
+    const struct shape *sh = &y->sh;
     double sizes[2] = {dense, experts};
-    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
-    for (int k = 0; k < 2; k++) {
-        if (sizes[k] <= 0 || groups[k]->ranks <= 1)
-            continue;
-        double bytes = sizes[k] * bytes_per;
-        struct op o = {name, MODEL_TASK_COMM, (uint8_t)op, OP_PLAIN, 1, coll_ns(y, op, groups[k], bytes),
-                       (int64_t)bytes, (uint32_t)groups[k]->ranks};
+    const struct coll_group *groups[2] = {z3 ? &sh->shard_group : &sh->dp_group, &sh->edp_group};
+    size_t n = 0;
+    for (int k = 0; k < 2; k++)
+        if (sizes[k] > 0 && groups[k]->ranks > 1)
+            out[n++] = (struct dp_coll){op, groups[k], sizes[k] * bytes_per};
+    if (z3 && op == MODEL_COLL_REDUCESCATTER && dense > 0 && sh->replica_group.ranks > 1)
+        out[n++] = (struct dp_coll){MODEL_COLL_ALLREDUCE, &sh->replica_group,
+                                    dense * bytes_per / sh->shard_group.ranks};
+    return n;
+}
+
+/* dp_coll_list's collectives on the data-parallel stream, after task
+ * `after`. */
+static void dp_colls(struct synth *y, struct rank *r, enum model_coll_op op, int z3, const char *name,
+                     double dense, double experts, double bytes_per, uint32_t after)
+{
+    struct dp_coll c[3];
+    size_t n = dp_coll_list(y, op, z3, dense, experts, bytes_per, c);
+    for (size_t k = 0; k < n; k++) {
+        struct op o = {c[k].op == op ? name : "gradient all-reduce across replicas", MODEL_TASK_COMM,
+                       (uint8_t)c[k].op, OP_PLAIN, 1, coll_ns(y, c[k].op, c[k].group, c[k].bytes),
+                       (int64_t)c[k].bytes, (uint32_t)c[k].group->ranks};
         wait_on(y, r, ST_DP, after);
         emit(y, r, ST_DP, &o);
         flush(y, r);
@@ -1078,7 +1109,7 @@ static void dp_colls(struct synth *y, struct rank *r, enum model_coll_op op, con
 static void bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b)
 {
     enum model_coll_op op = y->s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
-    dp_colls(y, r, op, op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter", b->dense,
+    dp_colls(y, r, op, 0, op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter", b->dense,
              b->experts, grad_bytes(y->s), anchor(y, r, ST_COMPUTE));
     b->dense = b->experts = 0;
 }
@@ -1111,7 +1142,7 @@ static void z3_reduce(struct synth *y, struct rank *r)
 {
     if (r->z3_grads.dense + r->z3_grads.experts <= 0)
         return;
-    dp_colls(y, r, MODEL_COLL_REDUCESCATTER, "gradient reduce-scatter", r->z3_grads.dense, r->z3_grads.experts,
+    dp_colls(y, r, MODEL_COLL_REDUCESCATTER, 1, "gradient reduce-scatter", r->z3_grads.dense, r->z3_grads.experts,
              grad_bytes(y->s), r->z3_grads.after);
     r->z3_grads.dense = r->z3_grads.experts = 0;
 }
@@ -1133,7 +1164,7 @@ static void z3_gather(struct synth *y, struct rank *r, double dense, double expe
     uint32_t freed = y->s->options.overlap_param_gather ? r->z3_free : before;
     r->z3_free = before;
     if (dense + experts > 0) {
-        dp_colls(y, r, MODEL_COLL_ALLGATHER, "parameter all-gather", dense, experts, y->sh.B, freed);
+        dp_colls(y, r, MODEL_COLL_ALLGATHER, 1, "parameter all-gather", dense, experts, y->sh.B, freed);
         wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
     }
     z3_reduce(y, r);
@@ -1190,14 +1221,11 @@ struct z3_sim {
 static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, double dense, double experts,
                                    double bytes_per)
 {
-    double sizes[2] = {dense, experts};
-    const struct coll_group *groups[2] = {&y->sh.dp_group, &y->sh.edp_group};
-    struct z3_colls c = {0, 0};
-    for (int k = 0; k < 2; k++)
-        if (sizes[k] > 0 && groups[k]->ranks > 1) {
-            c.any = 1;
-            c.ns += coll_ns(y, op, groups[k], sizes[k] * bytes_per);
-        }
+    struct dp_coll list[3];
+    size_t n = dp_coll_list(y, op, 1, dense, experts, bytes_per, list);
+    struct z3_colls c = {n > 0, 0};
+    for (size_t k = 0; k < n; k++)
+        c.ns += coll_ns(y, list[k].op, list[k].group, list[k].bytes);
     return c;
 }
 

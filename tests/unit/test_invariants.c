@@ -53,7 +53,10 @@ static void random_spec(char *buf, size_t len)
     int moe = rnd() % 5 < 2;
     long experts = PICK(4, 8, 16, 64, 128), top_k = PICK(1, 2, 4, 8), ep = PICK(1, 2, 4, 8, 16);
     long etp = rnd() % 2 ? tp : PICK(1, 2);
-    char moe_json[256] = "", moe_par[96] = "", moe_opt[160] = "";
+    long zero = PICK(0, 1, 1, 2, 3), shard = PICK(1, 2, 4);
+    char moe_json[256] = "", moe_par[128] = "", moe_opt[160] = "";
+    if (zero == 3 && rnd() % 2)
+        snprintf(moe_par, sizeof moe_par, ",\"fsdp_shard\":%ld", shard); /* hybrid sharding */
     if (moe) {
         if (top_k > experts)
             top_k = experts;
@@ -61,7 +64,8 @@ static void random_spec(char *buf, size_t len)
                  ",\"moe\":{\"experts\":%ld,\"top_k\":%ld,\"ffn\":%ld,\"shared_experts\":%ld,\"every\":%ld,"
                  "\"dense_layers\":%ld}",
                  experts, top_k, PICK(512, 1536, 4096), PICK(0, 0, 1), PICK(1, 1, 2), PICK(0, 0, 1));
-        snprintf(moe_par, sizeof moe_par, ",\"ep\":%ld,\"etp\":%ld", ep, etp);
+        size_t used = strlen(moe_par);
+        snprintf(moe_par + used, sizeof moe_par - used, ",\"ep\":%ld,\"etp\":%ld", ep, etp);
         long cf = PICK(0, 0, 100, 125, 200);
         snprintf(moe_opt, sizeof moe_opt, ",\"moe_routing\":\"%s\"%s%.2f",
                  rnd() % 2 ? "balanced" : "natural", cf ? ",\"moe_capacity_factor\":" : "", cf ? cf / 100.0 : 0);
@@ -79,7 +83,7 @@ static void random_spec(char *buf, size_t len)
              layers, hidden, heads, kv, hd, PICK(2, 3, 4) * hidden, rnd() % 2 ? "swiglu" : "gelu", seq,
              PICK(32000, 50304, 128256), moe_json, tp, cp, pp, dp, mb, mb * dp * m,
              vpp > 1 ? "interleaved" : "1f1b", vpp, moe_par, hw->id, hw->gpus_per_node, dtype,
-             recompute[rnd() % 3], rnd() % 6 ? "flash" : "unfused", PICK(0, 1, 1, 2, 3),
+             recompute[rnd() % 3], rnd() % 6 ? "flash" : "unfused", zero,
              tp > 1 || rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false",
              moe_opt);
 }

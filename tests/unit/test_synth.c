@@ -8,6 +8,7 @@
 #include "estimator/estimate.h"
 #include "estimator/flops.h"
 #include "estimator/graph_copy.h"
+#include "estimator/memory.h"
 #include "estimator/synth.h"
 #include "model/graph.h"
 #include "model/replay.h"
@@ -518,6 +519,64 @@ TEST(synth_zero3_is_no_slower_when_compute_hides_the_gathers)
     est_costs_default(hw, &sp, &c);
     CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
     CHECK(bound > 0 && t3 >= bound);
+}
+
+/* Hybrid sharding (parallel.fsdp_shard): 64 data-parallel ranks, 8 a
+ * node, on a slow network, sharded within each node and replicated across
+ * the 8 nodes: every gather and reduce-scatter stays on NVLink, and only
+ * each unit's gradient shard crosses the network, all-reduced over the 8
+ * replicas; each rank keeps 8 times the parameters it keeps sharded over
+ * all 64. */
+#define HYBRID_SPEC "{\"model\":{\"layers\":8,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":1024}," \
+        "\"parallel\":{\"dp\":64,\"micro_batch\":1,\"global_batch\":256%s}," \
+        "\"cluster\":{\"gpu\":\"h100-sxm\",\"inter_node_gbps\":2},\"options\":{\"zero_stage\":3}}"
+
+TEST(synth_zero3_hybrid_sharding_gathers_within_the_shard_group)
+{
+    char full[512], hybrid[512];
+    snprintf(full, sizeof full, HYBRID_SPEC, "");
+    snprintf(hybrid, sizeof hybrid, HYBRID_SPEC, ",\"fsdp_shard\":8");
+    double t_full = estimate_ms(full, EST_DETAIL_LAYER, NULL), t_hybrid = estimate_ms(hybrid, EST_DETAIL_LAYER, NULL);
+    CHECK(t_full > 0 && t_hybrid > 0);
+    CHECK(t_hybrid < t_full * 0.9);
+
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    REQUIRE(load(hybrid, &s, &hw) == SC_OK);
+    est_costs_default(hw, &s, &c);
+    REQUIRE(est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
+    int gathers = 0, replicas = 0, wrong = 0;
+    for (size_t i = 0; i < g->n_tasks; i++) {
+        const char *name = model_graph_str(g, g->src[i].name);
+        uint32_t size = g->tasks[i].group == MODEL_NONE ? 0 : g->groups[g->tasks[i].group].size;
+        if (strcmp(name, "parameter all-gather") == 0)
+            gathers++, wrong += size != 8;
+        else if (strcmp(name, "gradient all-reduce across replicas") == 0)
+            replicas++, wrong += size != 8;
+    }
+    /* 4 micro-batches: 10 units gathered twice each, 10 shards all-reduced */
+    CHECK_EQ_INT(gathers, 4 * 10 * 2);
+    CHECK_EQ_INT(replicas, 4 * 10);
+    CHECK_EQ_INT(wrong, 0);
+    model_graph_free(g);
+
+    struct est_memory m_full, m_hybrid;
+    struct est_spec sf;
+    REQUIRE(load(full, &sf, &hw) == SC_OK);
+    REQUIRE(est_memory_estimate(&sf, hw->hbm_gb, &m_full, &err) == SC_OK);
+    REQUIRE(est_memory_estimate(&s, hw->hbm_gb, &m_hybrid, &err) == SC_OK);
+    CHECK(m_hybrid.gb_per_gpu > m_full.gb_per_gpu);
+    est_memory_release(&m_full);
+    est_memory_release(&m_hybrid);
+
+    /* it needs ZeRO-3 and a divisor of dp x cp */
+    char bad[512];
+    snprintf(bad, sizeof bad, HYBRID_SPEC, ",\"fsdp_shard\":6");
+    CHECK_EQ_INT(est_spec_load(bad, strlen(bad), &s, &hw, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "parallel.fsdp_shard: 6 does not divide");
 }
 
 /* The bound counts the pipeline's transfers: on a slow network (the
