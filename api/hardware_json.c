@@ -33,6 +33,11 @@ json_t *api_hardware_json(const struct hw_profile *p)
                           "network_gbps", p->network_gbps, "gpus_per_node", p->gpus_per_node,
                           "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
                           "device_names", names);
+    if (o && p->arch != HW_ARCH_UNKNOWN &&
+        json_object_set_new(o, "architecture", json_string(hw_arch_name(p->arch)))) {
+        json_decref(o);
+        o = NULL;
+    }
     if (o && p->attn_efficiency > 0 &&
         json_object_set_new(o, "attention",
                             json_pack("{s:f, s:f, s:f, s:f}", "efficiency", p->attn_efficiency, "backward_fraction",

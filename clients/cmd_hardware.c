@@ -31,7 +31,7 @@ static int print_one(const struct hw_profile *p, int as_json)
         json_decref(o);
         return rc;
     }
-    printf("%s: %s\n", p->id, p->name);
+    printf("%s: %s (%s)\n", p->id, p->name, hw_arch_name(p->arch));
     printf("  SMs %d, HBM %.0f GB at %.0f GB/s, %.0f W\n", p->sm_count, p->hbm_gb, p->hbm_gbps,
            p->board_power_w);
     print_dtypes("  dense peak TFLOP/s:", p->peak_tflops);

@@ -17,6 +17,12 @@ extern const struct sc_embedded sc_hardware_files[]; /* generated from data/hard
 
 static const char *const dtype_names[HW_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
 static const double dtype_bytes[HW_DTYPE_COUNT] = {4, 4, 2, 2, 1, 0.5};
+static const char *const arch_names[HW_ARCH_COUNT] = {"unknown", "volta", "ampere", "hopper", "blackwell", "cdna3"};
+
+const char *hw_arch_name(enum hw_arch a)
+{
+    return (unsigned)a < HW_ARCH_COUNT ? arch_names[a] : "unknown";
+}
 
 const char *hw_dtype_name(enum hw_dtype d)
 {
@@ -87,7 +93,7 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
 }
 
 static const char *const known_keys[] = {
-    "id", "name", "vendor", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops", "gemm_tflops",
+    "id", "name", "vendor", "architecture", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops", "gemm_tflops",
     "attention", "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
     "collective_lines", "device_names", "device_names_note", "sources", NULL};
 
@@ -131,6 +137,20 @@ static int parse_attention(json_t *a, struct hw_profile *p, struct sc_error *err
     return SC_OK;
 }
 
+/* "architecture": one of arch_names past "unknown", or absent. */
+static int parse_arch(json_t *o, struct hw_profile *p, struct sc_error *err)
+{
+    json_t *v = json_object_get(o, "architecture");
+    if (!v)
+        return SC_OK;
+    for (int a = HW_ARCH_UNKNOWN + 1; a < HW_ARCH_COUNT; a++)
+        if (json_is_string(v) && strcmp(json_string_value(v), arch_names[a]) == 0) {
+            p->arch = (enum hw_arch)a;
+            return SC_OK;
+        }
+    return sc_error_set(err, SC_EPARSE, "architecture: one of volta, ampere, hopper, blackwell, cdna3 is required");
+}
+
 static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
 {
     double sm = 0, per_node = 0; /* get_number sets them */
@@ -140,7 +160,7 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     if (!json_is_object(o))
         return sc_error_set(err, SC_EPARSE, "a profile is a JSON object");
     if (check_keys(o, err) || get_string(o, "id", p->id, sizeof p->id, err) ||
-        get_string(o, "name", p->name, sizeof p->name, err) ||
+        get_string(o, "name", p->name, sizeof p->name, err) || parse_arch(o, p, err) ||
         get_number(o, "sm_count", 1, &sm, err) || get_number(o, "hbm_gb", 0.001, &p->hbm_gb, err) ||
         get_number(o, "hbm_gbps", 0.001, &p->hbm_gbps, err) ||
         get_dtype_table(o, "peak_tflops", 1, p->peak_tflops, err) ||

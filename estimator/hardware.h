@@ -30,9 +30,19 @@ int hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err);
 /* Bytes per element as stored: fp32 and tf32 4, fp16 and bf16 2, fp8 1, fp4 0.5. */
 double hw_dtype_bytes(enum hw_dtype d);
 
+/* The GPU's architecture (generation): what decides the low-precision
+ * formats its tensor cores take (MXFP8 and NVFP4 on Blackwell only) and
+ * the defaults that follow (the spec's options.fp8_recipe). A profile
+ * without "architecture" is HW_ARCH_UNKNOWN. */
+enum hw_arch { HW_ARCH_UNKNOWN, HW_ARCH_VOLTA, HW_ARCH_AMPERE, HW_ARCH_HOPPER, HW_ARCH_BLACKWELL, HW_ARCH_CDNA3,
+               HW_ARCH_COUNT };
+
+const char *hw_arch_name(enum hw_arch a); /* "hopper", ...; "unknown" */
+
 struct hw_profile {
     char id[48];   /* file name without .json, e.g. "h100-sxm" */
     char name[96]; /* marketing name */
+    enum hw_arch arch;
     int sm_count;  /* streaming multiprocessors (compute units on AMD) */
     double hbm_gb, hbm_gbps;            /* memory: GB (1e9 bytes) and GB/s */
     double peak_tflops[HW_DTYPE_COUNT]; /* dense peak; 0 = the GPU lacks it */

@@ -55,7 +55,9 @@ struct kernel_params {
     double kernel_fixed_us;
     /* flash attention's throughput between its fixed times, as a fraction
      * of the GEMM ceiling: 0.84, FlashAttention-2's forward 73% of A100
-     * peak (Dao 2023) over the A100's MAMF efficiency of 86.9% */
+     * peak (Dao 2023) over the A100's MAMF efficiency of 86.9%; on
+     * Blackwell 0.711 (cuDNN's fused attention on a B200, arXiv 2603.05451:
+     * kernel_params_for_gpu) */
     double attn_efficiency;
     /* its backward's throughput over its forward's: 0.865,
      * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
@@ -76,7 +78,8 @@ struct kernel_params {
 };
 
 void kernel_params_default(struct kernel_params *p);
-/* The defaults, with what was measured on the GPU itself (its attention). */
+/* The defaults, with the GPU generation's cited attention share
+ * (Blackwell's) and what was measured on the GPU itself (its attention). */
 void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw);
 
 /* SC_EINVAL naming the field when a parameter is out of its range. */

@@ -44,3 +44,5 @@ CORE_SRCS += estimator/job_config.c estimator/structure.c estimator/graph_copy.c
              estimator/synth_compare.c
 # the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
 FUZZ_TARGETS += job_config
+# the quantisation kernels of the low-precision recipes (fp8, NVFP4)
+CORE_SRCS += estimator/quant.c

@@ -49,6 +49,10 @@ static const struct name_value attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
 static const struct name_value moe_routing_names[] = {
     {"balanced", EST_MOE_ROUTING_BALANCED}, {"natural", EST_MOE_ROUTING_NATURAL}, {NULL, 0}};
+static const struct name_value fp8_recipe_names[] = {{"tensorwise", EST_FP8_RECIPE_TENSORWISE},
+                                                     {"blockwise", EST_FP8_RECIPE_BLOCKWISE},
+                                                     {"mxfp8", EST_FP8_RECIPE_MXFP8},
+                                                     {NULL, 0}};
 static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_FP16},
                                                 {"bf16", HW_BF16}, {"fp8", HW_FP8},
                                                 {"fp4", HW_FP4},   {NULL, 0}};
@@ -59,6 +63,7 @@ static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_F
 #define BOOL(path, member) {path, K_BOOL, 0, 0, AT(member), 0, 1, NULL}
 #define NUM(path, member, lo, hi) {path, K_NUM, 0, 1, AT(member), lo, hi, NULL}
 #define ENUM(path, member, names) {path, K_ENUM, 0, 0, AT(member), 0, 0, names}
+#define ENUM_OR_NULL(path, member, names) {path, K_ENUM, 0, 1, AT(member), 0, 0, names}
 #define STR(path, req, null, member) {path, K_STR, req, null, AT(member), 1, 0, NULL}
 
 /* Ranges keep every product the estimator forms far from overflow. */
@@ -112,6 +117,7 @@ static const struct field fields[] = {
     NUM("options.train_tokens", options.train_tokens, 1, 1e18),
     ENUM("options.moe_routing", options.moe_routing, moe_routing_names),
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
+    ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -146,7 +152,6 @@ static void set_defaults(struct est_spec *s)
     s->parallel.tp = s->parallel.cp = s->parallel.pp = s->parallel.dp = 1;
     s->parallel.ep = s->parallel.vpp = s->parallel.micro_batch = 1;
     s->parallel.schedule = EST_SCHEDULE_1F1B;
-    s->cluster.gpus_per_node = 8;
     s->cluster.gpu_hour_usd = -1;
     s->options.dtype = HW_BF16;
     s->options.recompute = EST_RECOMPUTE_NONE;
@@ -439,6 +444,24 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     return SC_OK;
 }
 
+/* The defaults that follow the GPU's profile (an unknown GPU takes the
+ * HGX board's 8 and the pre-Blackwell recipe; est_spec_check_gpu reports
+ * it): the NVLink domain, and with fp8 the recipe Transformer Engine
+ * takes by default there (MXFP8 on Blackwell, per-tensor scaling before). */
+static int resolve_gpu_defaults(struct est_spec *s, struct sc_error *err)
+{
+    const struct hw_profile *hw = hw_profile_find(s->cluster.gpu);
+    struct est_options *o = &s->options;
+    if (!s->cluster.gpus_per_node)
+        s->cluster.gpus_per_node = hw ? hw->gpus_per_node : 8;
+    if (o->dtype != HW_FP8 && o->fp8_recipe != EST_FP8_RECIPE_NONE)
+        return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: only with options.dtype \"fp8\" (it is \"%s\")",
+                            hw_dtype_name(o->dtype));
+    if (o->dtype == HW_FP8 && o->fp8_recipe == EST_FP8_RECIPE_NONE)
+        o->fp8_recipe = hw && hw->arch == HW_ARCH_BLACKWELL ? EST_FP8_RECIPE_MXFP8 : EST_FP8_RECIPE_TENSORWISE;
+    return SC_OK;
+}
+
 /* Parse, fill the defaults, check what needs no parallel layout; given[i]
  * marks fields[i] present. */
 static int parse_given(const char *text, size_t len, struct est_spec *out, int *given,
@@ -453,7 +476,7 @@ static int parse_given(const char *text, size_t len, struct est_spec *out, int *
     json_decref(doc);
     if (rc || (rc = check_required(given, "", err)) || (rc = est_model_resolve(&out->model, err)))
         return rc;
-    return SC_OK;
+    return resolve_gpu_defaults(out, err);
 }
 
 int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
@@ -565,6 +588,16 @@ int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **pr
     if (hw->peak_tflops[spec->options.dtype] <= 0)
         return sc_error_set(err, SC_EINVAL, "options.dtype: the %s has no %s compute", hw->id,
                             hw_dtype_name(spec->options.dtype));
+    /* the block-scaled formats need the tensor cores that take their scales */
+    if (spec->options.dtype == HW_FP4 && hw->arch != HW_ARCH_BLACKWELL)
+        return sc_error_set(err, SC_EINVAL, "options.dtype: fp4 (NVFP4) needs a Blackwell GPU; the %s is %s", hw->id, hw_arch_name(hw->arch));
+    if (spec->options.fp8_recipe == EST_FP8_RECIPE_MXFP8 && hw->arch != HW_ARCH_BLACKWELL)
+        return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: \"mxfp8\" needs a Blackwell GPU; the %s is %s "
+                            "(\"tensorwise\" or \"blockwise\" run there)", hw->id, hw_arch_name(hw->arch));
+    if (spec->options.fp8_recipe == EST_FP8_RECIPE_BLOCKWISE && hw->arch != HW_ARCH_HOPPER &&
+        hw->arch != HW_ARCH_BLACKWELL)
+        return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: \"blockwise\" needs a Hopper or Blackwell GPU; "
+                            "the %s is %s", hw->id, hw_arch_name(hw->arch));
     if (profile)
         *profile = hw;
     return SC_OK;

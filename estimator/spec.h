@@ -35,6 +35,15 @@ enum est_moe_routing {
     EST_MOE_ROUTING_BALANCED, /* dropless, every expert the mean load (force-balanced, as benchmarks run) */
     EST_MOE_ROUTING_NATURAL   /* learned routing: the busiest expert est_costs.moe_imbalance x the mean */
 };
+/* Transformer Engine's fp8 scaling recipes (transformer_engine/common/
+ * recipe): the kernels each runs to quantise a GEMM's operands are in
+ * estimator/quant.h. NONE: the dtype is not fp8. */
+enum est_fp8_recipe {
+    EST_FP8_RECIPE_NONE,
+    EST_FP8_RECIPE_TENSORWISE, /* one scale per tensor (Float8CurrentScaling; delayed scaling's too) */
+    EST_FP8_RECIPE_BLOCKWISE,  /* Float8BlockScaling: 1x128 activation and gradient blocks, 128x128 weight blocks */
+    EST_FP8_RECIPE_MXFP8       /* MXFP8BlockScaling: 1x32 blocks, E8M0 scales (Blackwell) */
+};
 
 struct est_moe {
     int64_t experts;        /* routed experts; 0 = no MoE */
@@ -71,7 +80,7 @@ struct est_parallel {
 
 struct est_cluster {
     char gpu[48];            /* hardware profile id, e.g. "h100-sxm" */
-    int64_t gpus_per_node;   /* GPUs in one NVLink domain */
+    int64_t gpus_per_node;   /* GPUs in one NVLink domain (default: the profile's, 72 on GB200) */
     double intra_node_gbps;  /* GB/s per GPU per direction; 0 = the profile's */
     double inter_node_gbps;  /* 0 = the profile's */
     char profile[1024];      /* calibrated cluster profile (path), "" = none */
@@ -90,6 +99,9 @@ struct est_options {
      * below it padded (Megatron's --moe-expert-capacity-factor with its
      * input padded to capacity); 0 = dropless */
     double moe_capacity_factor;
+    /* with dtype fp8: default by the GPU's architecture (mxfp8 on
+     * Blackwell, else tensorwise); NONE with any other dtype */
+    enum est_fp8_recipe fp8_recipe;
 };
 
 struct est_spec {
@@ -137,8 +149,10 @@ int est_spec_given_has(const struct est_spec_given *given, const char *path);
  * micro_batch x dp when 0): SC_EINVAL naming the field. */
 int est_spec_check(struct est_spec *s, struct sc_error *err);
 
-/* The GPU has a profile and computes in the spec's dtype; *profile (may be
- * NULL) is set to it. SC_EINVAL naming cluster.gpu or options.dtype. */
+/* The GPU has a profile and computes in the spec's dtype (fp4, NVFP4, on
+ * Blackwell only), and takes its fp8 recipe (mxfp8 on Blackwell only,
+ * blockwise on Hopper and later); *profile (may be NULL) is set to it.
+ * SC_EINVAL naming cluster.gpu, options.dtype or options.fp8_recipe. */
 int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
                        struct sc_error *err);
 /* est_spec_parse() then est_spec_check_gpu(). */

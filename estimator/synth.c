@@ -18,6 +18,7 @@
 #include "estimator/cluster_profile.h"
 #include "estimator/flops.h"
 #include "estimator/placement.h"
+#include "estimator/quant.h"
 #include "model/graph_builder.h"
 #include "model/kernel_family.h"
 #include "common/banned.h"
@@ -151,6 +152,7 @@ struct oplist {
 /* What a spec makes of one rank's work, derived once. */
 struct shape {
     enum hw_dtype dt;
+    enum est_fp8_recipe recipe; /* with dt fp8 */
     double B;           /* bytes per element of activations */
     double T;           /* tokens of a micro-batch on one rank: micro_batch x seq / cp */
     double Tl;          /* tokens a norm or dropout sees: T / tp with sequence parallelism */
@@ -301,16 +303,26 @@ static void coll(struct synth *y, struct oplist *l, const char *name, enum model
                                (int64_t)bytes, (uint32_t)g->ranks});
 }
 
-/* Casts to fp8 before a GEMM (Transformer Engine quantises the input; the
- * amax bookkeeping is one more small kernel). */
-static void fp8_cast(struct synth *y, struct oplist *l, const char *name, double elements)
+/* Quantisation of one bf16 tensor of `elements` for a low-precision GEMM,
+ * with the kernels the spec's recipe runs (quant.h). A weight is
+ * quantised once a step: the synthesised layer is every micro-batch's,
+ * so its kernels' time is spread over the step's micro-batches. */
+static void quantize(struct synth *y, struct oplist *l, enum quant_tensor t, double elements)
 {
-    if (y->sh.dt != HW_FP8 && y->sh.dt != HW_FP4)
-        return;
-    op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, MODEL_KF_FP8, OP_PLAIN, 1,
-                               ns(kernel_memory_us(&y->c->kernel, y->hw,
-                                                   kernel_mem_bytes(KERNEL_MEM_CAST, elements, y->sh.dt,
-                                                                    HW_BF16))), 0, 0});
+    struct quant_kernel k[QUANT_MAX_KERNELS];
+    int n = quant_kernels(y->sh.dt, y->sh.recipe, y->hw->arch, t, k);
+    double share = t == QUANT_WEIGHT ? 1.0 / (double)est_spec_micro_batches(y->s) : 1.0;
+    for (int i = 0; i < n; i++)
+        op_push(y, l, &(struct op){k[i].name, MODEL_TASK_KERNEL, MODEL_KF_FP8, OP_PLAIN, 1,
+                                   ns(share * kernel_memory_us(&y->c->kernel, y->hw, k[i].bytes * elements)), 0,
+                                   0});
+}
+
+/* Before a GEMM's forward, C[m x n] = A[m x k] W[k x n]: its input and weight. */
+static void quantize_fwd(struct synth *y, struct oplist *l, double m, double n, double k)
+{
+    quantize(y, l, QUANT_INPUT, m * k);
+    quantize(y, l, QUANT_WEIGHT, k * n);
 }
 
 /* Tensor-parallel collectives around a block: its input gathered (with
@@ -456,10 +468,10 @@ static void attention_block(struct synth *y, struct oplist *l, int backward)
     if (!backward) {
         mem(y, l, "input norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
         tp_in(y, l, 0);
-        fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+        quantize_fwd(y, l, sh->T, qkv_n, sh->h);
         gemm(y, l, "qkv projection", sh->T, qkv_n, sh->h, 1);
         attention_core(y, l, 0);
-        fp8_cast(y, l, "fp8 cast", sh->T * proj_k);
+        quantize_fwd(y, l, sh->T, sh->h, proj_k);
         gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
         tp_out(y, l, 0);
         mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
@@ -467,11 +479,11 @@ static void attention_block(struct synth *y, struct oplist *l, int backward)
     }
     mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
     tp_out(y, l, 1);
-    fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
     gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
     bias_grad(y, l, "output projection bias gradient", sh->T, sh->h);
     attention_core(y, l, 1);
-    fp8_cast(y, l, "fp8 cast", sh->T * qkv_n);
+    quantize(y, l, QUANT_GRAD, sh->T * qkv_n);
     gemm_bwd(y, l, "qkv projection dgrad", "qkv projection wgrad", sh->T, qkv_n, sh->h, 1);
     bias_grad(y, l, "qkv projection bias gradient", sh->T, qkv_n);
     tp_in(y, l, 1);
@@ -485,21 +497,21 @@ static void mlp(struct synth *y, struct oplist *l, double ffn, int backward)
     int gated = y->s->model.mlp == EST_MLP_SWIGLU;
     double n1 = ffn * (gated ? 2 : 1) / sh->tp, n2 = ffn / sh->tp;
     if (!backward) {
-        fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+        quantize_fwd(y, l, sh->T, n1, sh->h);
         gemm(y, l, gated ? "mlp gate and up" : "mlp fc1", sh->T, n1, sh->h, 1);
         mem(y, l, gated ? "swiglu" : "activation", MODEL_KF_ELEMENTWISE,
             gated ? KERNEL_MEM_BINARY : KERNEL_MEM_UNARY, sh->T * n2);
-        fp8_cast(y, l, "fp8 cast", sh->T * n2);
+        quantize_fwd(y, l, sh->T, sh->h, n2);
         gemm(y, l, gated ? "mlp down" : "mlp fc2", sh->T, sh->h, n2, 1);
         return;
     }
-    fp8_cast(y, l, "fp8 cast", sh->T * sh->h);
+    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
     gemm_bwd(y, l, gated ? "mlp down dgrad" : "mlp fc2 dgrad", gated ? "mlp down wgrad" : "mlp fc2 wgrad",
              sh->T, sh->h, n2, 1);
     bias_grad(y, l, "mlp fc2 bias gradient", sh->T, sh->h);
     mem(y, l, gated ? "swiglu backward" : "activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY,
         sh->T * n1);
-    fp8_cast(y, l, "fp8 cast", sh->T * n1);
+    quantize(y, l, QUANT_GRAD, sh->T * n1);
     gemm_bwd(y, l, gated ? "mlp gate and up dgrad" : "mlp fc1 dgrad",
              gated ? "mlp gate and up wgrad" : "mlp fc1 wgrad", sh->T, n1, sh->h, 1);
     bias_grad(y, l, "mlp fc1 bias gradient", sh->T, n1);
@@ -637,7 +649,7 @@ static void embedding_and_loss_ops(struct synth *y)
 
     mem(y, &y->head_fwd, "final norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
     tp_in(y, &y->head_fwd, 0);
-    fp8_cast(y, &y->head_fwd, "fp8 cast", sh->T * sh->h);
+    quantize_fwd(y, &y->head_fwd, sh->T, v, sh->h);
     gemm(y, &y->head_fwd, "output layer", sh->T, v, sh->h, 1);
     /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
      * exponentials and the target's logit, each all-reduced over tp */
@@ -647,6 +659,7 @@ static void embedding_and_loss_ops(struct synth *y)
         coll(y, &y->head_fwd, "cross entropy all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * 4);
     op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
                                           ns(kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
+    quantize(y, &y->head_bwd, QUANT_GRAD, sh->T * v);
     gemm_bwd(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1);
     tp_in(y, &y->head_bwd, 1);
     norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);
@@ -672,6 +685,7 @@ static void shape_init(struct synth *y)
     int64_t tp = s->parallel.tp, cp = s->parallel.cp, dp = s->parallel.dp, pp = s->parallel.pp;
     int64_t node = s->cluster.gpus_per_node, ep = s->parallel.ep, etp = s->parallel.etp;
     sh->dt = s->options.dtype;
+    sh->recipe = s->options.fp8_recipe;
     sh->B = sh->dt == HW_FP32 ? 4 : 2; /* fp8 and fp4 keep 16-bit activations between GEMMs */
     sh->tp = (double)tp;
     sh->cp = (double)cp;

@@ -11,7 +11,7 @@
 #include "common/banned.h"
 
 static const char *const issue_profiles[] = {
-    "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200", "h800", "b200", "gb200",
+    "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm", "h200", "h800", "b200", "b300", "gb200",
     "v100-sxm2-16gb", "v100-sxm2-32gb", "mi300x"};
 
 TEST(hardware_every_profile_is_compiled_in_and_sane)
@@ -29,6 +29,9 @@ TEST(hardware_every_profile_is_compiled_in_and_sane)
         CHECK(p->peak_tflops[HW_FP16] > p->peak_tflops[HW_FP32]);
         CHECK(p->nvlink_gbps > p->network_gbps);
         CHECK(p->n_device_names >= 1);
+        CHECK(p->arch != HW_ARCH_UNKNOWN);
+        /* NVFP4 is Blackwell's: an fp4 peak exactly where the architecture is */
+        CHECK((p->peak_tflops[HW_FP4] > 0) == (p->arch == HW_ARCH_BLACKWELL));
     }
     for (size_t i = 1; i < hw_profile_count(); i++)
         CHECK(strcmp(hw_profile_at(i - 1)->id, hw_profile_at(i)->id) < 0);
@@ -57,6 +60,45 @@ TEST(hardware_figures_follow_the_spec_sheets)
     /* the measured ceiling sits below the dense peak */
     CHECK(h->mamf_tflops[HW_BF16] > 0.7 * h->peak_tflops[HW_BF16]);
     CHECK(h->mamf_tflops[HW_BF16] < h->peak_tflops[HW_BF16]);
+}
+
+TEST(hardware_b300_follows_its_datasheet_and_mamf)
+{
+    const struct hw_profile *b3 = hw_profile_find("b300"), *b2 = hw_profile_find("b200");
+    CHECK(b3 && b2);
+    if (!(b3 && b2))
+        return;
+    CHECK(b3->arch == HW_ARCH_BLACKWELL);
+    CHECK_NEAR(b3->hbm_gb, 288, 0.01);
+    CHECK(b3->hbm_gb > b2->hbm_gb);
+    /* Blackwell Ultra: the B200's bf16 and fp8 dense peaks, more fp4 */
+    CHECK_NEAR(b3->peak_tflops[HW_BF16], b2->peak_tflops[HW_BF16], 0.01);
+    CHECK_NEAR(b3->peak_tflops[HW_FP8], 2 * b3->peak_tflops[HW_BF16], 0.01);
+    CHECK(b3->peak_tflops[HW_FP4] > b2->peak_tflops[HW_FP4]);
+    CHECK_NEAR(b3->mamf_tflops[HW_BF16], 1769.0, 0.01);
+    CHECK_NEAR(b3->mamf_tflops[HW_FP8], 3353.3, 0.01);
+    CHECK_NEAR(b3->nvlink_gbps, 900, 0.01);
+    CHECK(b3->network_gbps > b2->network_gbps); /* ConnectX-8 at 800 Gb/s */
+    CHECK_EQ_INT(b3->gpus_per_node, 8);
+    const struct hw_profile *p = hw_profile_for_device("NVIDIA B300 SXM6 AC");
+    CHECK(p == b3);
+}
+
+TEST(hardware_architecture_is_parsed_and_checked)
+{
+    struct hw_profile p;
+    struct sc_error err;
+    const char *ok = "{\"id\":\"x\",\"name\":\"X\",\"architecture\":\"hopper\",\"sm_count\":10,\"hbm_gb\":1,"
+                     "\"hbm_gbps\":100,\"nvlink_gbps\":10,\"network_gbps\":1,\"gpus_per_node\":8,"
+                     "\"board_power_w\":100,\"peak_tflops\":{\"bf16\":100}}";
+    CHECK(hw_profile_parse(ok, strlen(ok), &p, &err) == SC_OK);
+    CHECK(p.arch == HW_ARCH_HOPPER);
+    CHECK(strcmp(hw_arch_name(p.arch), "hopper") == 0);
+    const char *bad = "{\"id\":\"x\",\"name\":\"X\",\"architecture\":\"pascal\",\"sm_count\":10,\"hbm_gb\":1,"
+                      "\"hbm_gbps\":100,\"nvlink_gbps\":10,\"network_gbps\":1,\"gpus_per_node\":8,"
+                      "\"board_power_w\":100,\"peak_tflops\":{\"bf16\":100}}";
+    CHECK(hw_profile_parse(bad, strlen(bad), &p, &err) == SC_EPARSE);
+    CHECK(strstr(err.msg, "architecture") != NULL);
 }
 
 TEST(hardware_device_names_map_explicitly)

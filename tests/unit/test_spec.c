@@ -270,6 +270,66 @@ TEST(spec_gpu_and_dtype_need_a_profile)
     CHECK(hw && strcmp(hw->id, "b200") == 0);
 }
 
+static void check_roundtrip(const char *text);
+
+TEST(spec_fp8_recipe_by_gpu_generation)
+{
+    struct est_spec s;
+    struct sc_error err;
+    const struct hw_profile *hw = NULL;
+    /* the default follows the architecture: per-tensor scaling on Hopper,
+     * MXFP8 on Blackwell; none without fp8 */
+    const char *text = spec_with("", "", "\"dtype\":\"fp8\"", "h100-sxm");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_TENSORWISE);
+    text = spec_with("", "", "\"dtype\":\"fp8\"", "b200");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_MXFP8);
+    text = spec_with("", "", "\"dtype\":\"fp8\"", "b300");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_MXFP8);
+    text = spec_with("", "", "", "b200");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_NONE);
+    text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"blockwise\"", "h100-sxm");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_BLOCKWISE);
+    text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"tensorwise\"", "b200");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_TENSORWISE);
+    /* MXFP8 needs Blackwell's tensor cores */
+    text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"mxfp8\"", "h100-sxm");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "options.fp8_recipe: \"mxfp8\" needs a Blackwell GPU; the h100-sxm is hopper");
+    text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"blockwise\"", "mi300x");
+    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "options.fp8_recipe: \"blockwise\" needs a Hopper or Blackwell GPU");
+    /* a recipe is fp8's only */
+    text = spec_with("", "", "\"fp8_recipe\":\"tensorwise\"", "h100-sxm");
+    CHECK_EQ_INT(parse(text, &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "options.fp8_recipe: only with options.dtype \"fp8\" (it is \"bf16\")");
+    text = spec_with("", "", "\"dtype\":\"fp4\",\"fp8_recipe\":\"mxfp8\"", "b200");
+    CHECK_EQ_INT(parse(text, &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "options.fp8_recipe");
+    text = spec_with("", "", "\"fp8_recipe\":\"nvfp4\"", "b200");
+    CHECK_EQ_INT(parse(text, &s, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "options.fp8_recipe: \"nvfp4\" is not one of tensorwise, blockwise, mxfp8");
+    /* written out and read back, the recipe stays (null without fp8) */
+    check_roundtrip(spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"blockwise\"", "h100-sxm"));
+    check_roundtrip(spec_with("", "", "", "b200"));
+}
+
+TEST(spec_nvlink_domain_defaults_to_the_profile)
+{
+    struct est_spec s;
+    struct sc_error err;
+    CHECK_EQ_INT(parse(spec_with("", "", "", "gb200"), &s, &err), SC_OK);
+    CHECK_EQ_INT(s.cluster.gpus_per_node, hw_profile_find("gb200")->gpus_per_node);
+    CHECK_EQ_INT(s.cluster.gpus_per_node, 72);
+    CHECK_EQ_INT(parse(spec_with("", "", "", "h100-sxm"), &s, &err), SC_OK);
+    CHECK_EQ_INT(s.cluster.gpus_per_node, 8);
+}
+
 /* Writing a spec out and reading it back gives the same spec. */
 static void check_roundtrip(const char *text)
 {

@@ -11,6 +11,7 @@
 #include "estimator/memory.h"
 #include "estimator/synth.h"
 #include "model/graph.h"
+#include "model/kernel_family.h"
 #include "model/replay.h"
 #include "tests/check.h"
 #include "common/banned.h"
@@ -618,4 +619,118 @@ TEST(synth_bound_counts_the_pipeline_transfers)
         CHECK(bound[1] - bound[0] >= sends[k] * p2p * 0.999);
         CHECK(step[1] - step[0] >= bound[1] - bound[0]);
     }
+}
+
+/* The quantisation kernels (family fp8) of spec's step at kernel detail:
+ * how many, and the bytes they move at the cited costs' HBM bandwidth
+ * (each kernel's time less its fixed cost). */
+static int quant_kernels_of(const char *spec, size_t *n, double *bytes)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    if (load(spec, &s, &hw))
+        return -1;
+    est_costs_cited(hw, &s, &c);
+    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+        return -1;
+    *n = 0;
+    *bytes = 0;
+    for (size_t t = 0; t < g->n_tasks; t++)
+        if (g->tasks[t].cls == MODEL_TASK_KERNEL && g->tasks[t].sub == MODEL_KF_FP8) {
+            (*n)++;
+            *bytes += (g->tasks[t].dur / 1e3 - c.kernel.kernel_fixed_us) * hw->hbm_gbps * c.kernel.hbm_fraction * 1e3;
+        }
+    model_graph_free(g);
+    return 0;
+}
+
+#define QUANT_SPEC "{\"model\":{\"layers\":1,\"hidden\":4096,\"heads\":32,\"seq\":4096,\"vocab\":32000}," \
+        "\"cluster\":{\"gpu\":\"%s\"},\"options\":{\"dtype\":\"%s\"%s}}"
+
+/* One layer, one micro-batch: 15 tensors quantised (the four GEMMs' inputs
+ * and weights forward and output gradients backward, and the output
+ * layer's three). Each recipe runs its own kernels on each: per-tensor
+ * scaling an amax and a cast (with the transpose on Hopper), the
+ * block-scaled recipes one kernel, NVFP4 three for an activation or a
+ * gradient and two for a weight; bytes per element as quant.h derives
+ * them. */
+TEST(synth_each_recipe_adds_its_quantisation_kernels)
+{
+    char spec[512];
+    size_t n_bf16, n_tw, n_bw, n_tw_b, n_mx, n_fp4;
+    double b_bf16, b_tw, b_bw, b_tw_b, b_mx, b_fp4;
+    snprintf(spec, sizeof spec, QUANT_SPEC, "h100-sxm", "bf16", "");
+    CHECK(quant_kernels_of(spec, &n_bf16, &b_bf16) == 0);
+    snprintf(spec, sizeof spec, QUANT_SPEC, "h100-sxm", "fp8", "");
+    CHECK(quant_kernels_of(spec, &n_tw, &b_tw) == 0);
+    snprintf(spec, sizeof spec, QUANT_SPEC, "h100-sxm", "fp8", ",\"fp8_recipe\":\"blockwise\"");
+    CHECK(quant_kernels_of(spec, &n_bw, &b_bw) == 0);
+    snprintf(spec, sizeof spec, QUANT_SPEC, "b200", "fp8", ",\"fp8_recipe\":\"tensorwise\"");
+    CHECK(quant_kernels_of(spec, &n_tw_b, &b_tw_b) == 0);
+    snprintf(spec, sizeof spec, QUANT_SPEC, "b200", "fp8", "");
+    CHECK(quant_kernels_of(spec, &n_mx, &b_mx) == 0);
+    snprintf(spec, sizeof spec, QUANT_SPEC, "b200", "fp4", "");
+    CHECK(quant_kernels_of(spec, &n_fp4, &b_fp4) == 0);
+    CHECK_EQ_INT(n_bf16, 0);
+    CHECK_EQ_INT(n_bw, 15);
+    CHECK_EQ_INT(n_mx, 15);
+    CHECK_EQ_INT(n_tw, 2 * 15);
+    CHECK_EQ_INT(n_tw_b, 2 * 15);
+    CHECK_EQ_INT(n_fp4, 3 * 10 + 2 * 5);
+    /* per-tensor scaling reads the tensor twice and on Hopper writes the
+     * transpose: 2 + 2 + 1 + 1 bytes an element against the block
+     * recipes' 2 + 1 + 1 and their scales; Blackwell's GEMMs take fp8 in
+     * any layout (2 + 2 + 1) */
+    CHECK(b_tw > 0 && b_bw > 0);
+    CHECK(b_tw / b_bw > 6 / (4 + 8.0 / 128) && b_tw / b_bw < 6 / 4.0);
+    CHECK_NEAR(b_tw_b / b_tw, 5.0 / 6, 0.01);
+    CHECK_NEAR(b_mx / b_bw, 1, 0.02);
+    /* NVFP4 reads an activation three times, writes half a byte twice */
+    CHECK(b_fp4 > b_mx && b_fp4 < 2 * b_mx);
+}
+
+/* A weight is quantised once a step, activations and gradients each
+ * micro-batch: four micro-batches move four times the activations' bytes
+ * and the weights' once. */
+TEST(synth_weights_are_quantised_once_a_step)
+{
+    char one[512], four[512];
+    snprintf(one, sizeof one, QUANT_SPEC, "b200", "fp8", "");
+    snprintf(four, sizeof four, "%.*s\"parallel\":{\"micro_batch\":1,\"global_batch\":4},%s",
+             (int)(strstr(one, "\"cluster\"") - one), one, strstr(one, "\"cluster\""));
+    size_t n1, n4;
+    double b1, b4;
+    CHECK(quant_kernels_of(one, &n1, &b1) == 0);
+    CHECK(quant_kernels_of(four, &n4, &b4) == 0);
+    CHECK_EQ_INT(n4, 4 * n1);
+    /* the weights of one layer and the output layer, bf16 read and two fp8
+     * copies with scales written (mxfp8); each of the five weight kernels'
+     * fixed cost is spread too, so the difference holds it once more
+     * (quant_kernels_of counts the bytes less a whole fixed cost) */
+    struct est_costs c;
+    CHECK(cited_costs(one, &c) == SC_OK);
+    const struct hw_profile *hw = hw_profile_find("b200");
+    double h = 4096, weights = 4 * h * h + 2 * h * 4 * h + h * 32000;
+    double fixed_bytes = c.kernel.kernel_fixed_us * hw->hbm_gbps * c.kernel.hbm_fraction * 1e3;
+    CHECK_NEAR((4 * b1 - b4) / 3, weights * (4 + 2.0 / 32) + 5 * fixed_bytes, weights * 0.01);
+}
+
+/* MXFP8 on a B200: the GEMMs at twice bf16's rate, but attention, the
+ * memory-bound kernels and the quantisation stay: faster than bf16, not
+ * twice as fast. */
+TEST(synth_fp8_step_on_b200_is_faster_than_bf16_but_not_twice)
+{
+#define B200_SPEC "{\"model\":{\"layers\":8,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336," \
+        "\"mlp\":\"swiglu\",\"seq\":8192,\"vocab\":128256},\"parallel\":{\"cp\":2,\"dp\":4," \
+        "\"global_batch\":8},\"cluster\":{\"gpu\":\"b200\"},\"options\":{\"dtype\":\"%s\"}}"
+    char bf16[512], fp8[512];
+    snprintf(bf16, sizeof bf16, B200_SPEC, "bf16");
+    snprintf(fp8, sizeof fp8, B200_SPEC, "fp8");
+    double t16 = estimate_ms(bf16, EST_DETAIL_STAGE, NULL), t8 = estimate_ms(fp8, EST_DETAIL_STAGE, NULL);
+    CHECK(t16 > 0 && t8 > 0);
+    CHECK(t8 < t16);
+    CHECK(t8 > t16 / 2);
 }
