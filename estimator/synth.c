@@ -152,6 +152,7 @@ struct oplist {
 /* What a spec makes of one rank's work, derived once. */
 struct shape {
     enum hw_dtype dt;
+    enum hw_dtype dt16; /* what runs outside the fp8 and fp4 recipes (attention, the output layer, activations): bf16 then, else dt */
     enum est_fp8_recipe recipe; /* with dt fp8 */
     double B;           /* bytes per element of activations */
     double T;           /* tokens of a micro-batch on one rank: micro_batch x seq / cp */
@@ -219,11 +220,12 @@ static int64_t ns(double us)
     return us > 0 ? (int64_t)llround(us * 1000.0) : 0;
 }
 
-static void gemm(struct synth *y, struct oplist *l, const char *name, double m, double n, double k,
-                 double batch)
+/* A GEMM in dtype dt. */
+static void gemm_in(struct synth *y, struct oplist *l, const char *name, double m, double n, double k,
+                    double batch, enum hw_dtype dt)
 {
     struct gemm_estimate e;
-    struct gemm_shape g = {m, n, k, batch, y->sh.dt};
+    struct gemm_shape g = {m, n, k, batch, dt};
     if (y->failed)
         return;
     if (kernel_gemm(&y->c->kernel, y->hw, &g, &e, y->err)) {
@@ -234,12 +236,26 @@ static void gemm(struct synth *y, struct oplist *l, const char *name, double m, 
                                2 * m * n * k * batch});
 }
 
-/* The two GEMMs of a GEMM's backward: input gradient and weight gradient. */
+/* A GEMM of a transformer layer: in the spec's dtype. */
+static void gemm(struct synth *y, struct oplist *l, const char *name, double m, double n, double k,
+                 double batch)
+{
+    gemm_in(y, l, name, m, n, k, batch, y->sh.dt);
+}
+
+/* The two GEMMs of a GEMM's backward in dtype dt: input gradient and
+ * weight gradient. */
+static void gemm_bwd_in(struct synth *y, struct oplist *l, const char *dgrad, const char *wgrad, double m,
+                        double n, double k, double batch, enum hw_dtype dt)
+{
+    gemm_in(y, l, dgrad, m, k, n, batch, dt);
+    gemm_in(y, l, wgrad, k, n, m, batch, dt);
+}
+
 static void gemm_bwd(struct synth *y, struct oplist *l, const char *dgrad, const char *wgrad, double m,
                      double n, double k, double batch)
 {
-    gemm(y, l, dgrad, m, k, n, batch);
-    gemm(y, l, wgrad, k, n, m, batch);
+    gemm_bwd_in(y, l, dgrad, wgrad, m, n, k, batch, y->sh.dt);
 }
 
 static void mem_bytes(struct synth *y, struct oplist *l, const char *name, int family, double bytes)
@@ -252,8 +268,7 @@ static void mem(struct synth *y, struct oplist *l, const char *name, int family,
                 enum kernel_mem_kind kind, double elements)
 {
     mem_bytes(y, l, name, family,
-              kernel_mem_bytes(kind, elements, y->sh.dt == HW_FP8 || y->sh.dt == HW_FP4 ? HW_BF16 : y->sh.dt,
-                               HW_FP32));
+              kernel_mem_bytes(kind, elements, y->sh.dt16, HW_FP32));
 }
 
 /* A linear layer's bias gradient: the output gradient summed over tokens.
@@ -423,7 +438,7 @@ static void attention_core(struct synth *y, struct oplist *l, int backward)
         unfused_attention(y, l, b * heads, sq, backward);
         return;
     }
-    struct attn_shape a = {b, heads, kv, sq, sq, sh->hd, 1, sh->dt == HW_FP8 || sh->dt == HW_FP4 ? HW_BF16 : sh->dt};
+    struct attn_shape a = {b, heads, kv, sq, sq, sh->hd, 1, sh->dt16};
     if (y->failed)
         return;
     if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err))
@@ -438,7 +453,7 @@ static void cp_pieces(struct synth *y)
     const struct est_spec *s = y->s;
     double b = (double)s->parallel.micro_batch, heads = sh->heads / sh->tp, kv = fmax(1, sh->kv / sh->tp);
     double blk = (double)s->model.seq / sh->cp, tf = 0, tb = 0;
-    struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt == HW_FP8 || sh->dt == HW_FP4 ? HW_BF16 : sh->dt};
+    struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt16};
     if (sh->cp <= 1 || y->failed)
         return;
     if (kernel_flash_attention(&y->c->kernel, y->hw, &a, 0, &tf, y->err) ||
@@ -570,9 +585,11 @@ static void moe(struct synth *y, struct oplist *l, int backward)
         coll(y, l, "moe dispatch", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
         coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
         experts_from = l->n;
+        quantize_fwd(y, l, per_expert * local, n1, sh->h);
         gemm(y, l, "expert fc1 (grouped)", per_expert, n1, sh->h, local);
         mem(y, l, gated ? "expert swiglu" : "expert activation", MODEL_KF_ELEMENTWISE,
             gated ? KERNEL_MEM_BINARY : KERNEL_MEM_UNARY, per_expert * local * n2);
+        quantize_fwd(y, l, per_expert * local, sh->h, n2);
         gemm(y, l, "expert fc2 (grouped)", per_expert, sh->h, n2, local);
         flops_divide(l, experts_from, excess);
         coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
@@ -588,8 +605,10 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     coll(y, l, "moe combine backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
     coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
     experts_from = l->n;
+    quantize(y, l, QUANT_GRAD, per_expert * local * sh->h);
     gemm_bwd(y, l, "expert fc2 dgrad (grouped)", "expert fc2 wgrad (grouped)", per_expert, sh->h, n2, local);
     mem(y, l, "expert activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY, per_expert * local * n1);
+    quantize(y, l, QUANT_GRAD, per_expert * local * n1);
     gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
     flops_divide(l, experts_from, excess);
     coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
@@ -649,8 +668,9 @@ static void embedding_and_loss_ops(struct synth *y)
 
     mem(y, &y->head_fwd, "final norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
     tp_in(y, &y->head_fwd, 0);
-    quantize_fwd(y, &y->head_fwd, sh->T, v, sh->h);
-    gemm(y, &y->head_fwd, "output layer", sh->T, v, sh->h, 1);
+    /* Megatron's output layer is a plain tensor-parallel linear layer,
+     * outside Transformer Engine's fp8 and fp4 recipes: 16-bit */
+    gemm_in(y, &y->head_fwd, "output layer", sh->T, v, sh->h, 1, sh->dt16);
     /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
      * exponentials and the target's logit, each all-reduced over tp */
     op_push(y, &y->head_fwd, &(struct op){"cross entropy", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 3,
@@ -659,8 +679,7 @@ static void embedding_and_loss_ops(struct synth *y)
         coll(y, &y->head_fwd, "cross entropy all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * 4);
     op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
                                           ns(kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
-    quantize(y, &y->head_bwd, QUANT_GRAD, sh->T * v);
-    gemm_bwd(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1);
+    gemm_bwd_in(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1, sh->dt16);
     tp_in(y, &y->head_bwd, 1);
     norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);
 }
@@ -685,6 +704,7 @@ static void shape_init(struct synth *y)
     int64_t tp = s->parallel.tp, cp = s->parallel.cp, dp = s->parallel.dp, pp = s->parallel.pp;
     int64_t node = s->cluster.gpus_per_node, ep = s->parallel.ep, etp = s->parallel.etp;
     sh->dt = s->options.dtype;
+    sh->dt16 = sh->dt == HW_FP8 || sh->dt == HW_FP4 ? HW_BF16 : sh->dt;
     sh->recipe = s->options.fp8_recipe;
     sh->B = sh->dt == HW_FP32 ? 4 : 2; /* fp8 and fp4 keep 16-bit activations between GEMMs */
     sh->tp = (double)tp;

@@ -650,9 +650,9 @@ static int quant_kernels_of(const char *spec, size_t *n, double *bytes)
 #define QUANT_SPEC "{\"model\":{\"layers\":1,\"hidden\":4096,\"heads\":32,\"seq\":4096,\"vocab\":32000}," \
         "\"cluster\":{\"gpu\":\"%s\"},\"options\":{\"dtype\":\"%s\"%s}}"
 
-/* One layer, one micro-batch: 15 tensors quantised (the four GEMMs' inputs
- * and weights forward and output gradients backward, and the output
- * layer's three). Each recipe runs its own kernels on each: per-tensor
+/* One layer, one micro-batch: 12 tensors quantised (the four GEMMs' inputs
+ * and weights forward and output gradients backward; the output layer
+ * runs in bf16, outside the recipe). Each recipe runs its own kernels on each: per-tensor
  * scaling an amax and a cast (with the transpose on Hopper), the
  * block-scaled recipes one kernel, NVFP4 three for an activation or a
  * gradient and two for a weight; bytes per element as quant.h derives
@@ -675,11 +675,11 @@ TEST(synth_each_recipe_adds_its_quantisation_kernels)
     snprintf(spec, sizeof spec, QUANT_SPEC, "b200", "fp4", "");
     CHECK(quant_kernels_of(spec, &n_fp4, &b_fp4) == 0);
     CHECK_EQ_INT(n_bf16, 0);
-    CHECK_EQ_INT(n_bw, 15);
-    CHECK_EQ_INT(n_mx, 15);
-    CHECK_EQ_INT(n_tw, 2 * 15);
-    CHECK_EQ_INT(n_tw_b, 2 * 15);
-    CHECK_EQ_INT(n_fp4, 3 * 10 + 2 * 5);
+    CHECK_EQ_INT(n_bw, 12);
+    CHECK_EQ_INT(n_mx, 12);
+    CHECK_EQ_INT(n_tw, 2 * 12);
+    CHECK_EQ_INT(n_tw_b, 2 * 12);
+    CHECK_EQ_INT(n_fp4, 3 * 8 + 2 * 4);
     /* per-tensor scaling reads the tensor twice and on Hopper writes the
      * transpose: 2 + 2 + 1 + 1 bytes an element against the block
      * recipes' 2 + 1 + 1 and their scales; Blackwell's GEMMs take fp8 in
@@ -706,16 +706,16 @@ TEST(synth_weights_are_quantised_once_a_step)
     CHECK(quant_kernels_of(one, &n1, &b1) == 0);
     CHECK(quant_kernels_of(four, &n4, &b4) == 0);
     CHECK_EQ_INT(n4, 4 * n1);
-    /* the weights of one layer and the output layer, bf16 read and two fp8
-     * copies with scales written (mxfp8); each of the five weight kernels'
+    /* the weights of one layer, bf16 read and two fp8 copies with scales
+     * written (mxfp8); each of the four weight kernels'
      * fixed cost is spread too, so the difference holds it once more
      * (quant_kernels_of counts the bytes less a whole fixed cost) */
     struct est_costs c;
     CHECK(cited_costs(one, &c) == SC_OK);
     const struct hw_profile *hw = hw_profile_find("b200");
-    double h = 4096, weights = 4 * h * h + 2 * h * 4 * h + h * 32000;
+    double h = 4096, weights = 4 * h * h + 2 * h * 4 * h;
     double fixed_bytes = c.kernel.kernel_fixed_us * hw->hbm_gbps * c.kernel.hbm_fraction * 1e3;
-    CHECK_NEAR((4 * b1 - b4) / 3, weights * (4 + 2.0 / 32) + 5 * fixed_bytes, weights * 0.01);
+    CHECK_NEAR((4 * b1 - b4) / 3, weights * (4 + 2.0 / 32) + 4 * fixed_bytes, weights * 0.01);
 }
 
 /* MXFP8 on a B200: the GEMMs at twice bf16's rate, but attention, the
