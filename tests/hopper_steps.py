@@ -55,8 +55,10 @@ def main():
             for r in rows(path):
                 spec = {"model": {k: int(r[k]) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq")},
                         "parallel": {"micro_batch": int(r["micro_batch"]), "global_batch": int(r["micro_batch"])},
-                        "cluster": {"gpu": gpu}, "options": {"dtype": "bf16"}}
-                spec["model"].update(mlp=r["mlp"], vocab=50304)
+                        "cluster": {"gpu": gpu},
+                        "options": {"dtype": "bf16", "framework": "pytorch",
+                                    "master_weights": "fp32" if table.endswith(".amp") else "bf16"}}
+                spec["model"].update(mlp=r["mlp"], vocab=50304, dropout=False)
                 text = json.dumps(spec, sort_keys=True)
                 if text not in estimates:
                     spec_path = os.path.join(tmp, "spec.json")
