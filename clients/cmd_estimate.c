@@ -30,7 +30,7 @@ static double num(const json_t *o, const char *key)
 static void print_text(const json_t *d, const char *gpu)
 {
     const json_t *b = json_object_get(d, "breakdown"), *band = json_object_get(d, "band");
-    const char *reason = json_string_value(json_object_get(d, "fits_reason")), *attention;
+    const char *reason = json_string_value(json_object_get(d, "fits_reason")), *attention, *recompute;
     size_t i;
     json_t *st;
     printf("step %.2f ms   %.0f tokens/s   MFU %.1f%%   HFU %.1f%%   on %.0f x %s\n", num(d, "step_ms"),
@@ -39,9 +39,11 @@ static void print_text(const json_t *d, const char *gpu)
         printf("band %.2f - %.2f ms (80%% of %lld ledger entries fell so around their estimate)\n",
                num(band, "lo_ms"), num(band, "hi_ms"), (long long)json_integer_value(json_object_get(band, "entries")));
     attention = json_string_value(json_object_get(d, "memory_attention"));
-    printf("memory %.1f GB per GPU (%s attention: %s): %s\n", num(d, "memory_gb_per_gpu"),
+    recompute = json_string_value(json_object_get(d, "recompute_chosen"));
+    printf("memory %.1f GB per GPU (%s attention: %s; recompute %s): %s\n", num(d, "memory_gb_per_gpu"),
            attention ? attention : "flash",
            attention && strcmp(attention, "unfused") == 0 ? "the scores kept" : "softmax statistics, not the scores",
+           recompute ? recompute : "none",
            json_is_true(json_object_get(d, "fits")) ? "fits" : reason ? reason : "does not fit");
     printf("breakdown (slowest stage): compute %.2f ms, overlapped %.2f, communication %.2f, host %.2f, idle %.2f\n",
            num(b, "compute_exposed"), num(b, "overlap"), num(b, "comm_exposed"), num(b, "host"), num(b, "idle"));

@@ -57,12 +57,16 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
     out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
-    out->hfu = peak > 0 ? est_hardware_flops_per_token(s) * out->tokens_per_s / peak : 0;
+    struct est_spec run = *s; /* with the recomputation estimated (auto resolved) */
+    run.options.recompute = mem->recompute;
+    double hw_flops = est_hardware_flops_per_token(&run);
+    out->hfu = peak > 0 ? hw_flops * out->tokens_per_s / peak : 0;
     if (!(out->executed_flops > 0))
-        out->executed_flops = est_hardware_flops_per_token(s) * tokens;
+        out->executed_flops = hw_flops * tokens;
     out->executed_flops_util = peak > 0 && step_s > 0 ? out->executed_flops / step_s / peak : 0;
     out->memory_gb_per_gpu = mem->gb_per_gpu;
     out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
+    out->recompute_chosen = est_recompute_name(mem->recompute);
     out->fits = mem->fits;
     if (!mem->fits)
         snprintf(out->fits_reason, sizeof out->fits_reason,
@@ -84,17 +88,21 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     struct model_replay *rp = NULL;
     struct model_replay_opts ro;
     struct est_memory mem;
+    struct est_spec chosen; /* s with recompute "auto" resolved */
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err)))
+    if ((rc = est_memory_estimate(s, hw->hbm_gb, &mem, err)))
         return rc;
-    model_replay_opts_steps(&ro);
-    if ((rc = model_replay_run(g, &ro, &rp, err))) {
-        model_graph_free(g);
+    chosen = *s;
+    chosen.options.recompute = mem.recompute;
+    s = &chosen;
+    if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err))) {
+        est_memory_release(&mem);
         return rc;
     }
-    if ((rc = est_memory_estimate(s, hw->hbm_gb, &mem, err))) {
-        model_replay_free(rp);
+    model_replay_opts_steps(&ro);
+    if ((rc = model_replay_run(g, &ro, &rp, err))) {
+        est_memory_release(&mem);
         model_graph_free(g);
         return rc;
     }

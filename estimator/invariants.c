@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "estimator/flops.h"
+#include "estimator/memory.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
@@ -151,15 +152,18 @@ static int check_figures(const struct est_spec *s, const struct hw_profile *hw, 
     return SC_OK;
 }
 
-int est_invariants_check(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int est_invariants_check(const struct est_spec *spec, const struct hw_profile *hw, const struct est_costs *c,
                          const struct est_estimate *e, struct sc_error *err)
 {
+    struct est_spec resolved; /* recompute auto: what it chose */
+    const struct est_spec *s = &resolved;
     struct model_graph *g = NULL;
     struct model_replay *rp = NULL;
     struct model_replay_opts ro;
     double flops = 0;
     int rc;
-    if ((rc = est_synth(s, hw, c, EST_DETAIL_KERNEL, &g, err)))
+    if ((rc = est_memory_resolve_recompute(spec, hw->hbm_gb, &resolved, err)) ||
+        (rc = est_synth(s, hw, c, EST_DETAIL_KERNEL, &g, err)))
         return rc;
     model_replay_opts_steps(&ro);
     if (!(rc = model_replay_run(g, &ro, &rp, err)) && !(rc = check_tasks_flops(s, hw, g, &flops, err)) &&

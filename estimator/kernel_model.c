@@ -136,8 +136,6 @@ double kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype
         return (2 * e + 1) * n;
     case KERNEL_MEM_CAST:
         return (hw_dtype_bytes(from) + e) * n;
-    case KERNEL_MEM_ADAM:
-        return (24 + 2 * e) * n;
     }
     return 0;
 }

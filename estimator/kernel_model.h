@@ -122,9 +122,8 @@ double kernel_memory_us(const struct kernel_params *p, const struct hw_profile *
  *   softmax backward                        3 x dtype (y, dy -> dx)
  *   dropout                                 2 x dtype + 1 (the mask)
  *   cast to dtype (from the other dtype `from`) from + dtype
- *   Adam step per parameter                 fp32 master, m, v read and written
- *                                           (24) + the gradient read (dtype)
- *                                           + the dtype copy written */
+ * (an Adam step's bytes depend on where its state lives:
+ * est_optimizer_step_bytes, estimator/memory.h) */
 enum kernel_mem_kind {
     KERNEL_MEM_UNARY,
     KERNEL_MEM_BINARY,
@@ -133,8 +132,7 @@ enum kernel_mem_kind {
     KERNEL_MEM_SOFTMAX_FWD,
     KERNEL_MEM_SOFTMAX_BWD,
     KERNEL_MEM_DROPOUT,
-    KERNEL_MEM_CAST,
-    KERNEL_MEM_ADAM
+    KERNEL_MEM_CAST
 };
 double kernel_mem_bytes(enum kernel_mem_kind kind, double elements, enum hw_dtype dtype,
                         enum hw_dtype from);

@@ -18,21 +18,46 @@ static double value_bytes(enum hw_dtype dtype)
     return dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
 }
 
-void est_model_states(double params, enum hw_dtype dtype, int zero_stage, int64_t shards,
+void est_state_bytes(const struct est_options *o, struct est_state_bytes *out)
+{
+    if (o->dtype == HW_FP32) /* the weights are the master: Adam's two moments beside them */
+        *out = (struct est_state_bytes){4, 4, 8, 0};
+    else if (o->master_weights == EST_MASTER_BF16) /* weights, gradients, moments in bf16 */
+        *out = (struct est_state_bytes){2, 2, 4, 0};
+    else /* 16-bit weights, fp32 gradients; fp32 master weights, momentum, variance */
+        *out = (struct est_state_bytes){2, 4, 12, 1};
+}
+
+double est_optimizer_step_bytes(const struct est_state_bytes *b)
+{
+    /* the gradient read, the state read and written, and the weights
+     * written from the master (or, without one, read and written) */
+    return b->gradients + 2 * b->optimizer + (b->master ? 1 : 2) * b->weights;
+}
+
+void est_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
                       struct est_model_states *out)
 {
-    /* weights and gradients; Adam's momentum and variance, and fp32 master
-     * weights unless training in fp32 */
-    double w = value_bytes(dtype), o = w == 4 ? 8 : 12, d = (double)shards;
-    out->weights = params * w / (zero_stage >= 3 ? d : 1);
-    out->gradients = params * w / (zero_stage >= 2 ? d : 1);
-    out->optimizer = params * o / (zero_stage >= 1 ? d : 1);
+    double d = (double)shards;
+    out->weights = params * b->weights / (zero_stage >= 3 ? d : 1);
+    out->gradients = params * b->gradients / (zero_stage >= 2 ? d : 1);
+    out->optimizer = params * b->optimizer / (zero_stage >= 1 ? d : 1);
 }
 
 /* Tokens of one micro-batch on one GPU before any tensor-parallel split. */
 static double micro_batch_tokens(const struct est_spec *s)
 {
     return (double)(s->parallel.micro_batch * s->model.seq) / (double)s->parallel.cp;
+}
+
+/* Bytes of a norm's input, the residual stream: fp32 where autocast runs
+ * over fp32 weights (the PyTorch framework with fp32 master weights: the
+ * embedding's output and every residual sum are fp32), else a value's. */
+static double residual_bytes(const struct est_spec *s)
+{
+    const struct est_options *o = &s->options;
+    return o->framework == EST_FRAMEWORK_PYTORCH && o->master_weights == EST_MASTER_FP32 ? 4
+                                                                                         : value_bytes(o->dtype);
 }
 
 /* What tensors replicated across tp are divided by: tp with sequence
@@ -48,10 +73,14 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     double a = value_bytes(s->options.dtype), t = (double)s->parallel.tp, T = micro_batch_tokens(s);
     double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
            kv = (double)(m->kv_heads * m->head_dim), r = replicated_split(s);
-    double mats = m->mlp == EST_MLP_SWIGLU ? 3 : 2; /* activation input (+ gate) and output */
+    /* the activation's input (gated: gate and up) and output; PyTorch's
+     * unfused SwiGLU also keeps silu(gate) for the product's backward */
+    double mats = m->mlp == EST_MLP_GELU ? 2 : s->options.framework == EST_FRAMEWORK_PYTORCH ? 4 : 3;
+    double masks = m->dropout ? 2 : 0;
 
-    /* replicated: two norm inputs, QKV and MLP inputs (a bytes), two dropout masks (1) */
-    double replicated = T * h * (4 * a + 2) / r;
+    /* replicated: two norm inputs (the residual stream), the QKV and MLP
+     * inputs (a bytes), two dropout masks (1) */
+    double replicated = T * h * (2 * residual_bytes(s) + 2 * a + masks) / r;
     /* split by tp: Q, K, V, the output projection's input */
     double attention = T * (2 * q + 2 * kv) * a / t;
     /* unfused: the softmax output (in fp32 where PyTorch runs the softmax,
@@ -60,8 +89,8 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
      * log-sum-exp per query row */
     double rows = (double)s->parallel.micro_batch * (double)m->heads * (double)m->seq /
                   (double)s->parallel.cp / t;
-    double probs = est_spec_fused_softmax(s) ? a : 4;
-    double scores = s->options.attention == EST_ATTENTION_UNFUSED ? (probs + a + 1) * rows * (double)m->seq
+    double probs = est_spec_fused_softmax(s) ? a : 4, dropped = m->dropout ? a + 1 : 0;
+    double scores = s->options.attention == EST_ATTENTION_UNFUSED ? (probs + dropped) * rows * (double)m->seq
                                                                    : 4 * rows;
     double mlp;
     if (est_model_layer_is_moe(m, layer)) {
@@ -76,9 +105,12 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     }
     out->full = replicated + attention + scores + mlp;
     switch (s->options.recompute) {
-    case EST_RECOMPUTE_NONE: out->kept = out->full; break;
+    case EST_RECOMPUTE_NONE:
+    case EST_RECOMPUTE_AUTO: /* est_memory_estimate resolves it first */
+        out->kept = out->full;
+        break;
     case EST_RECOMPUTE_SELECTIVE: out->kept = out->full - scores; break;
-    case EST_RECOMPUTE_FULL: out->kept = T * h * a / r; break;
+    case EST_RECOMPUTE_FULL: out->kept = T * h * residual_bytes(s) / r; break;
     }
 }
 
@@ -140,25 +172,42 @@ static void virtual_stage_params(const struct est_spec *s, const struct layer_ki
     out->largest_layer = fmax(out->largest_layer, fmax(v->embedding ? embedding : 0, head));
 }
 
-/* Activation bytes of one virtual stage's forward pass of one micro-batch,
- * and the largest layer's full activations (recomputed under full). */
+/* The logits' working set per token and vocabulary entry on the stage
+ * holding the loss, held at its peak: Megatron's vocab-parallel cross
+ * entropy keeps the fp32 softmax and turns it into the gradient in place,
+ * beside the 16-bit logits (forward) or the gradient's 16-bit cast
+ * (backward); PyTorch's F.cross_entropy over fp32 logits keeps the
+ * log-softmax, and its backward holds it with two fp32 gradients (the
+ * NLL's and the log-softmax's). */
+static double loss_bytes(const struct est_spec *s)
+{
+    double a = value_bytes(s->options.dtype);
+    return s->options.framework == EST_FRAMEWORK_PYTORCH ? 12 : 4 + (a < 4 ? a : 0);
+}
+
+/* Activation bytes of one virtual stage's forward pass of one micro-batch
+ * (kept), and the most it holds beyond them for a while (transient): the
+ * largest layer's full activations while it is recomputed (full), the
+ * loss's working set. */
 static void virtual_stage_activations(const struct est_spec *s, const struct layer_kinds *kinds,
-                                      const struct est_stage_layers *v, double *kept, double *largest_full)
+                                      const struct est_stage_layers *v, double *kept, double *transient)
 {
     const struct est_model *m = &s->model;
     double a = value_bytes(s->options.dtype), T = micro_batch_tokens(s), h = (double)m->hidden,
            r = replicated_split(s), t = (double)s->parallel.tp;
-    *kept = *largest_full = 0;
+    *kept = *transient = 0;
     for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
         struct est_layer_activations la = kinds->acts[kind_of(s, kinds, i)];
         *kept += la.kept;
-        if (la.full > *largest_full)
-            *largest_full = la.full;
+        if (s->options.recompute == EST_RECOMPUTE_FULL && la.full > *transient)
+            *transient = la.full;
     }
-    if (v->embedding) /* the embedding's dropout mask */
+    if (v->embedding && m->dropout) /* the embedding's dropout mask */
         *kept += T * h / r;
-    if (v->loss) /* final norm and output layer inputs, fp32 logits */
-        *kept += 2 * T * h * a / r + 4 * T * (double)m->vocab / t;
+    if (v->loss) { /* final norm and output layer inputs; the logits */
+        *kept += T * h * (residual_bytes(s) + a) / r;
+        *transient = fmax(*transient, loss_bytes(s) * T * (double)m->vocab / t);
+    }
 }
 
 /* What chunk c of a rank holds per forward pass in flight (kept[c]), and
@@ -237,8 +286,23 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
     return est_memory_estimate_like(s, NULL, hbm_gb, 0, out, err);
 }
 
-int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
-                             int until_over, struct est_memory *out, struct sc_error *err)
+/* The peak of one stage: its states and activations together, except in
+ * a PyTorch loop, where zero_grad(set_to_none=True) frees the gradients
+ * between steps: the backward allocates them while it frees the
+ * activations (and autocast's 16-bit weight copies), so the peak is the
+ * larger of its start (no gradients) and its end (no activations). */
+static double stage_total(const struct est_spec *s, const struct est_state_bytes *b,
+                          const struct est_stage_memory *st)
+{
+    const struct est_model_states *m = &st->states;
+    double all = m->weights + m->gradients + m->optimizer;
+    if (s->options.framework == EST_FRAMEWORK_MEGATRON)
+        return all + st->activations;
+    return fmax(all - m->gradients + st->activations, all - (b->master ? m->weights : 0));
+}
+
+static int estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb, int until_over,
+                         struct est_memory *out, struct sc_error *err)
 {
     const struct est_parallel *p = &s->parallel;
     int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
@@ -250,7 +314,10 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     struct est_stage_layers *place = NULL;
     double *kept = NULL; /* per chunk of one rank, and its sums (struct chunk_kept) */
     struct chunk_kept ck;
+    struct est_state_bytes b;
+    est_state_bytes(&s->options, &b);
     memset(out, 0, sizeof *out);
+    out->recompute = s->options.recompute;
     out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->stages = calloc((size_t)pp, sizeof *out->stages);
     if (!out->stages)
@@ -272,7 +339,7 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     for (int64_t r = 0; r < pp; r++) {
         struct est_stage_memory *st = &out->stages[r];
         struct est_stage_params sp = {0};
-        double largest_full = 0;
+        double transient = 0;
         st->stage = r;
         if (r < known) { /* the same parameters and activations: they do not depend on ZeRO */
             sp = like->stages[r].params;
@@ -281,33 +348,29 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
         } else {
             for (int64_t c = 0; c < vpp; c++) {
                 struct est_stage_params chunk;
-                double full;
+                double held;
                 virtual_stage_params(s, &kinds, &place[c * pp + r], &chunk);
                 sp.dense += chunk.dense;
                 sp.experts += chunk.experts;
                 if (chunk.largest_layer > sp.largest_layer)
                     sp.largest_layer = chunk.largest_layer;
-                virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &full);
-                if (full > largest_full)
-                    largest_full = full;
+                virtual_stage_activations(s, &kinds, &place[c * pp + r], &kept[c], &held);
+                transient = fmax(transient, held);
             }
             chunk_sums(vpp, &ck);
-            st->activations = peak_held(pp, vpp, m, r, &ck, &st->in_flight);
-            if (s->options.recompute == EST_RECOMPUTE_FULL)
-                st->activations += largest_full;
+            st->activations = peak_held(pp, vpp, m, r, &ck, &st->in_flight) + transient;
         }
         st->params = sp;
 
         struct est_model_states dense, experts;
-        est_model_states(sp.dense, s->options.dtype, zero, (int64_t)dense_shards, &dense);
-        est_model_states(sp.experts, s->options.dtype, zero, (int64_t)expert_shards, &experts);
+        est_model_states(sp.dense, &b, zero, (int64_t)dense_shards, &dense);
+        est_model_states(sp.experts, &b, zero, (int64_t)expert_shards, &experts);
         st->states.weights = dense.weights + experts.weights;
         st->states.gradients = dense.gradients + experts.gradients;
         st->states.optimizer = dense.optimizer + experts.optimizer;
         if (zero >= 3) /* the layer computing and the one prefetched, gathered */
-            st->states.weights += 2 * sp.largest_layer * value_bytes(s->options.dtype);
-        st->total = st->states.weights + st->states.gradients + st->states.optimizer +
-                    st->activations;
+            st->states.weights += 2 * sp.largest_layer * b.weights;
+        st->total = stage_total(s, &b, st);
         if (st->total > out->stages[out->worst_stage].total)
             out->worst_stage = r;
         out->n_stages = r + 1;
@@ -318,6 +381,39 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     free(kept);
     out->gb_per_gpu = out->stages[out->worst_stage].total / 1e9;
     out->fits = out->gb_per_gpu <= out->capacity_gb;
+    return SC_OK;
+}
+
+int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
+                             int until_over, struct est_memory *out, struct sc_error *err)
+{
+    if (s->options.recompute != EST_RECOMPUTE_AUTO)
+        return estimate_like(s, like, hbm_gb, until_over, out, err);
+    /* the least recomputation that fits: a check of each that does not,
+     * stopped at its first stage over (until_over); then full, whatever
+     * it needs */
+    struct est_spec c = *s;
+    int rc;
+    for (c.options.recompute = EST_RECOMPUTE_NONE;; c.options.recompute++) {
+        int last = c.options.recompute == EST_RECOMPUTE_FULL;
+        if ((rc = estimate_like(&c, NULL, hbm_gb, last ? until_over : 1, out, err)) || out->fits || last)
+            return rc;
+        est_memory_release(out);
+    }
+}
+
+int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
+                               struct sc_error *err)
+{
+    struct est_memory m;
+    int rc;
+    *out = *s;
+    if (s->options.recompute != EST_RECOMPUTE_AUTO)
+        return SC_OK;
+    if ((rc = est_memory_estimate(s, hbm_gb, &m, err)))
+        return rc;
+    out->options.recompute = m.recompute;
+    est_memory_release(&m);
     return SC_OK;
 }
 

@@ -1,11 +1,17 @@
 /* estimator/memory.h: the memory one GPU needs for a spec, per pipeline
  * stage, and whether it fits.
  *
- * Model states (Rajbhandari et al. 2020, ZeRO): mixed-precision Adam keeps
- * 2 bytes of 16-bit weights, 2 of gradients and 12 of optimizer state (fp32
- * master weights, momentum, variance) per parameter; fp32 training 4 + 4 +
- * 8 (no master copy). fp8 and fp4 training keep 16-bit weights as
- * Transformer Engine does. ZeRO stage 1 (Megatron's distributed optimizer)
+ * Model states (Rajbhandari et al. 2020, ZeRO), bytes per parameter
+ * (est_state_bytes), by options.master_weights:
+ *   fp32 (mixed precision, the default): 2 of 16-bit weights, 4 of fp32
+ *     gradients (Megatron accumulates them in its fp32 main-grad buffers;
+ *     PyTorch's autocast over fp32 weights has fp32 gradients too) and 12
+ *     of optimizer state (fp32 master weights, Adam's momentum and
+ *     variance): 18;
+ *   bf16 (pure bf16 training): weights, gradients and the two moments all
+ *     in bf16: 2 + 2 + 4;
+ * fp32 training 4 + 4 + 8 (no master copy). fp8 and fp4 training keep
+ * 16-bit weights as Transformer Engine does. ZeRO stage 1 (Megatron's distributed optimizer)
  * shards the optimizer state over the data-parallel ranks, stage 2 the
  * gradients too, stage 3 the weights too (plus a gathered copy of two
  * layers' weights, or of the embedding or output layer when larger, the
@@ -18,7 +24,8 @@
  * Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation
  * in Large Transformer Models") are derived from the tensors each layer
  * keeps for its backward, per micro-batch of T = micro_batch x seq / cp
- * tokens, 16-bit values (fp32 training: 4 bytes), 1-byte dropout masks:
+ * tokens, 16-bit values (fp32 training: 4 bytes), 1-byte dropout masks
+ * (none when model.dropout is false):
  *   attention: norm input, QKV input, Q, K, V, the output projection's
  *     input, dropout mask; unfused attention (options.attention) also keeps
  *     the softmax output, its dropout mask and the dropout output (heads x
@@ -38,8 +45,27 @@
  * tensors (or flash attention's statistics); full recomputation keeps
  * each layer's input and, once per stage, one layer's activations while it
  * is recomputed. The first stage also keeps the embedding's dropout mask;
- * the last stage the final norm's and the output layer's inputs and the
- * logits in fp32 (4 x T x vocab / tp bytes) for the cross-entropy.
+ * the last stage the final norm's and the output layer's inputs, and at
+ * its peak the logits' working set (per token and vocabulary entry / tp):
+ * Megatron's vocab-parallel cross entropy holds the fp32 softmax, which
+ * its backward turns into the gradient in place, beside the 16-bit logits
+ * or the gradient's 16-bit cast: 6 bytes.
+ *
+ * options.framework "pytorch" models a plain eager PyTorch loop instead
+ * of Megatron's step (profiler/torch-step.py's), where it differs:
+ *   - with fp32 master weights the loop is torch.autocast over fp32
+ *     weights: the residual stream (each norm's input) is fp32, the norms'
+ *     outputs are cast to 16 bits for the matrices that keep them, and
+ *     autocast's 16-bit copies of the weights live through the forward and
+ *     backward (the 2-byte weights above); with bf16 master weights the
+ *     model is cast to bf16 and every value is 16-bit;
+ *   - SwiGLU is unfused: silu(gate) is kept too (4 x ffn, not 3);
+ *   - F.cross_entropy over fp32 logits keeps the log-softmax, and its
+ *     backward holds it with the NLL's gradient and its own: 12 bytes per
+ *     token and vocabulary entry;
+ *   - zero_grad(set_to_none=True) frees the gradients between steps: the
+ *     peak is the larger of the backward's start (states less gradients,
+ *     every activation) and its end (all states, less autocast's copies).
  *
  * Micro-batches in flight: pipeline rank r runs its forward and backward
  * passes in Megatron's order: W warm-up forward passes, pairs of one
@@ -51,8 +77,8 @@
  * r, m) micro-batches); with chunks of unequal size, the peak is the
  * largest such set along that order.
  *
- * Not modelled: temporary buffers of a single kernel, communication
- * buffers, the CUDA context and allocator fragmentation; those are what the
+ * Not modelled: temporary buffers of a single kernel, the norms' saved
+ * means and deviations (8 bytes a token each), communication buffers, the CUDA context and allocator fragmentation; those are what the
  * reserve of EST_MEMORY_RESERVE_GB plus EST_MEMORY_RESERVE_FRACTION of the
  * GPU's memory is kept for. GB = 1e9 bytes. */
 #ifndef ESTIMATOR_MEMORY_H
@@ -71,9 +97,21 @@ struct est_model_states {
     double weights, gradients, optimizer;
 };
 
-/* The model states of `params` parameters trained in dtype under ZeRO
- * stage zero_stage (0-3) over `shards` data-parallel ranks, per GPU. */
-void est_model_states(double params, enum hw_dtype dtype, int zero_stage, int64_t shards,
+/* Bytes per parameter of each model state under options o (above);
+ * master: a separate fp32 master copy (in optimizer) beside the weights. */
+struct est_state_bytes {
+    double weights, gradients, optimizer;
+    int master;
+};
+void est_state_bytes(const struct est_options *o, struct est_state_bytes *out);
+/* Bytes an Adam step moves per parameter: the gradient read, the
+ * optimizer state read and written, the weights written from the master
+ * copy (without one, read and written). */
+double est_optimizer_step_bytes(const struct est_state_bytes *b);
+
+/* The model states of `params` parameters of b's bytes under ZeRO stage
+ * zero_stage (0-3) over `shards` data-parallel ranks, per GPU. */
+void est_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
                       struct est_model_states *out);
 
 /* Bytes one transformer layer keeps per micro-batch on one GPU. */
@@ -96,9 +134,9 @@ struct est_stage_memory {
     int64_t stage;        /* pipeline rank */
     struct est_stage_params params;
     struct est_model_states states;
-    double activations;   /* at the peak */
+    double activations;   /* at the peak, with the transient: a layer recomputed, the loss */
     int64_t in_flight;    /* model-chunk forward passes held at the peak */
-    double total;         /* bytes at the peak */
+    double total;         /* bytes at the peak: states + activations (PyTorch: see above) */
 };
 
 struct est_memory {
@@ -108,10 +146,13 @@ struct est_memory {
     double gb_per_gpu;  /* the worst stage's peak, GB */
     double capacity_gb; /* the GPU's memory less the reserve */
     int fits;           /* gb_per_gpu <= capacity_gb */
+    enum est_recompute recompute; /* the one modelled: options.recompute, or what auto chose */
 };
 
 /* The memory of every pipeline stage of spec s on a GPU with hbm_gb of
- * memory. Release with est_memory_release(). */
+ * memory. Release with est_memory_release(). Under options.recompute
+ * "auto" it is the memory of the least recomputation that fits (none,
+ * selective, full; full when none does), out->recompute says which. */
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
 /* est_memory_estimate with the parameters, activations and in-flight
@@ -125,6 +166,11 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
 int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
                              int until_over, struct est_memory *out, struct sc_error *err);
 void est_memory_release(struct est_memory *m);
+/* *out = *s with options.recompute "auto" replaced by what it chooses on a
+ * GPU with hbm_gb of memory (any other value kept): what the step is
+ * synthesised with. */
+int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
+                                 struct sc_error *err);
 
 /* One line on the fit, e.g. "pipeline stage 0 needs 93.2 GB per GPU, more
  * than the 74.0 GB usable" (or "..., within the 74.0 GB usable"). */

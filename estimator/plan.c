@@ -205,11 +205,12 @@ static size_t small_values(int is_fixed, int64_t fixed_value, int n, int (*ok)(c
     return k;
 }
 
-static int any_value(const struct cand *c, int v)
+/* Searched, each recomputation is tried; "auto" only where the spec
+ * fixes it (check_one resolves it per layout). */
+static int chosen_recompute(const struct cand *c, int v)
 {
     (void)c;
-    (void)v;
-    return 1;
+    return v != EST_RECOMPUTE_AUTO;
 }
 
 static int sp_value(const struct cand *c, int v)
@@ -227,9 +228,9 @@ static int walk_layout(struct walk *w, struct cand *c)
     const struct est_plan_request *req = w->req;
     const struct est_spec *s = &req->spec;
     int64_t ep[MAX_VALUES], vpp[EST_PLAN_MAX_VPP + 1], mbs[32];
-    int8_t sched[EST_PLAN_MAX_VPP + 1], rcps[3], sps[2], zs[4];
+    int8_t sched[EST_PLAN_MAX_VPP + 1], rcps[4], sps[2], zs[4];
     size_t n_ep = 1, n_mb = 0, n_sched = schedules(w, c->pp, vpp, sched);
-    size_t n_rcp = small_values((w->fixed >> F_RECOMPUTE & 1), s->options.recompute, 3, any_value, c, rcps);
+    size_t n_rcp = small_values((w->fixed >> F_RECOMPUTE & 1), s->options.recompute, 4, chosen_recompute, c, rcps);
     size_t n_sp = small_values((w->fixed >> F_SP & 1), s->options.sequence_parallel, 2, sp_value,
                                c, sps);
     size_t n_z = small_values((w->fixed >> F_ZERO & 1), s->options.zero_stage, 4, zero_value, c, zs);
@@ -426,20 +427,29 @@ static int check_one(void *ctx, const struct cand *c)
     struct search *y = ctx;
     struct est_spec s;
     struct est_memory mem;
-    int rc;
+    struct cand chosen = *c; /* recompute "auto": the least that fits */
+    int rc, fits = 0;
     y->out->space++;
     cand_spec(y->req, y->fixed, c, &s);
     if (est_spec_check(&s, NULL)) { /* only counted: no message formatted */
         y->out->infeasible_divisibility++;
         return tick(y) ? -1 : 0;
     }
-    const struct est_memory *like = y->last_mem.stages && same_but_zero(&y->last, c) ? &y->last_mem : NULL;
-    if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, 1, &mem, y->err)))
-        return rc;
-    int fits = mem.fits;
-    est_memory_release(&y->last_mem);
-    y->last_mem = mem;
-    y->last = *c;
+    int8_t lo = c->recompute, hi = c->recompute;
+    if (c->recompute == EST_RECOMPUTE_AUTO)
+        lo = EST_RECOMPUTE_NONE, hi = EST_RECOMPUTE_FULL;
+    for (int8_t r = lo; r <= hi && !fits; r++) {
+        chosen.recompute = r;
+        s.options.recompute = (enum est_recompute)r;
+        const struct est_memory *like = y->last_mem.stages && same_but_zero(&y->last, &chosen) ? &y->last_mem : NULL;
+        if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, 1, &mem, y->err)))
+            return rc;
+        fits = mem.fits;
+        est_memory_release(&y->last_mem);
+        y->last_mem = mem;
+        y->last = chosen;
+    }
+    c = &chosen;
     if (!fits) {
         y->out->infeasible_memory++;
         return tick(y) ? -1 : 0;

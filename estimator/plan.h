@@ -17,7 +17,8 @@
  *              stages per rank where the layers (or layers + 2, the
  *              embedding and loss counting as layers) split evenly over
  *              pp x vpp, as Megatron-LM requires;
- *   recompute  none, selective, full;
+ *   recompute  none, selective, full (a spec's "auto": for each
+ *              combination, the least of them that fits);
  *   sequence_parallel  off, and on when tp > 1;
  *   zero_stage 0 to 3 when there is more than one data-parallel rank
  *              (dp x cp > 1), else 0;

@@ -44,7 +44,12 @@ static const struct name_value schedule_names[] = {
 static const struct name_value recompute_names[] = {{"none", EST_RECOMPUTE_NONE},
                                                     {"selective", EST_RECOMPUTE_SELECTIVE},
                                                     {"full", EST_RECOMPUTE_FULL},
+                                                    {"auto", EST_RECOMPUTE_AUTO},
                                                     {NULL, 0}};
+static const struct name_value master_names[] = {
+    {"fp32", EST_MASTER_FP32}, {"bf16", EST_MASTER_BF16}, {NULL, 0}};
+static const struct name_value framework_names[] = {
+    {"megatron", EST_FRAMEWORK_MEGATRON}, {"pytorch", EST_FRAMEWORK_PYTORCH}, {NULL, 0}};
 static const struct name_value attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
 static const struct name_value moe_routing_names[] = {
@@ -79,6 +84,7 @@ static const struct field fields[] = {
     INT("model.seq", 1, 0, model.seq, 1, 1 << 24),
     INT("model.vocab", 0, 0, model.vocab, 1, 1 << 24),
     BOOL("model.tied_embeddings", model.tied_embeddings),
+    BOOL("model.dropout", model.dropout),
     OBJ("model.moe"),
     INT("model.moe.experts", 0, 0, model.moe.experts, 0, 1 << 16),
     INT("model.moe.top_k", 0, 0, model.moe.top_k, 0, 1 << 16),
@@ -118,13 +124,16 @@ static const struct field fields[] = {
     ENUM("options.moe_routing", options.moe_routing, moe_routing_names),
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
     ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
+    ENUM("options.master_weights", options.master_weights, master_names),
+    ENUM("options.framework", options.framework, framework_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 _Static_assert(sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_schedule) == sizeof(int) &&
                    sizeof(enum est_recompute) == sizeof(int) &&
                    sizeof(enum est_attention) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int) &&
-                   sizeof(enum est_moe_routing) == sizeof(int),
+                   sizeof(enum est_moe_routing) == sizeof(int) && sizeof(enum est_master_weights) == sizeof(int) &&
+                   sizeof(enum est_framework) == sizeof(int),
                "enum fields are written as int");
 
 const char *const *est_spec_keys(void)
@@ -141,6 +150,7 @@ void est_model_init(struct est_model *m)
     m->mlp = EST_MLP_GELU;
     m->vocab = 50257;
     m->moe.every = 1;
+    m->dropout = 1;
 }
 
 /* Defaults that depend on nothing; 0 (or -1, "") marks "not given" where a
@@ -441,6 +451,11 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     if (o->tp_comm_overlap && p->tp > 1 && !o->sequence_parallel)
         return sc_error_set(err, SC_EINVAL,
                             "options.tp_comm_overlap: needs options.sequence_parallel");
+    if (o->master_weights == EST_MASTER_BF16 && (o->dtype == HW_FP32 || o->dtype == HW_FP16))
+        return sc_error_set(err, SC_EINVAL,
+                            "options.master_weights: \"bf16\" (pure bf16 training) needs options.dtype "
+                            "bf16, fp8 or fp4, not %s",
+                            hw_dtype_name(o->dtype));
     return SC_OK;
 }
 
@@ -517,6 +532,14 @@ const char *est_schedule_name(enum est_schedule s)
         if (n->value == (int)s)
             return n->name;
     return schedule_names[0].name;
+}
+
+const char *est_recompute_name(enum est_recompute r)
+{
+    for (const struct name_value *n = recompute_names; n->name; n++)
+        if (n->value == (int)r)
+            return n->name;
+    return recompute_names[0].name;
 }
 
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)

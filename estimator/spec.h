@@ -30,7 +30,6 @@ enum est_attention {
     EST_ATTENTION_FLASH,  /* one fused kernel (FlashAttention, cuDNN): the scores never in memory */
     EST_ATTENTION_UNFUSED /* scores by a batched GEMM, a fused softmax and dropout, then P V */
 };
-enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL };
 enum est_moe_routing {
     EST_MOE_ROUTING_BALANCED, /* dropless, every expert the mean load (force-balanced, as benchmarks run) */
     EST_MOE_ROUTING_NATURAL   /* learned routing: the busiest expert est_costs.moe_imbalance x the mean */
@@ -44,6 +43,18 @@ enum est_fp8_recipe {
     EST_FP8_RECIPE_BLOCKWISE,  /* Float8BlockScaling: 1x128 activation and gradient blocks, 128x128 weight blocks */
     EST_FP8_RECIPE_MXFP8       /* MXFP8BlockScaling: 1x32 blocks, E8M0 scales (Blackwell) */
 };
+/* AUTO: the least of none, selective and full that fits the GPU's memory
+ * (est_memory_resolve_recompute), chosen per estimate. */
+enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL, EST_RECOMPUTE_AUTO };
+/* Where the optimizer's weights and state live (estimator/memory.h):
+ * FP32: mixed precision, fp32 master weights, gradients and Adam moments
+ * beside the 16-bit weights; BF16: pure bf16 training, weights, gradients
+ * and moments all in bf16. */
+enum est_master_weights { EST_MASTER_FP32, EST_MASTER_BF16 };
+/* Whose training step the memory model follows (estimator/memory.h):
+ * Megatron-LM's, or a plain eager PyTorch loop's (torch.autocast,
+ * F.cross_entropy, optimizer.zero_grad(set_to_none=True)). */
+enum est_framework { EST_FRAMEWORK_MEGATRON, EST_FRAMEWORK_PYTORCH };
 
 struct est_moe {
     int64_t experts;        /* routed experts; 0 = no MoE */
@@ -63,6 +74,7 @@ struct est_model {
     int64_t seq, vocab;
     int tied_embeddings; /* the output layer reuses the input embedding's weights */
     struct est_moe moe;
+    int dropout; /* hidden (and attention) dropout: its masks kept for the backward */
 };
 
 struct est_parallel {
@@ -102,6 +114,8 @@ struct est_options {
     /* with dtype fp8: default by the GPU's architecture (mxfp8 on
      * Blackwell, else tensorwise); NONE with any other dtype */
     enum est_fp8_recipe fp8_recipe;
+    enum est_master_weights master_weights;
+    enum est_framework framework;
 };
 
 struct est_spec {
@@ -124,6 +138,8 @@ int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int6
  * back. */
 int est_schedule_parse(const char *name, enum est_schedule *out);
 const char *est_schedule_name(enum est_schedule s);
+/* "none", "selective", "full" or "auto". */
+const char *est_recompute_name(enum est_recompute r);
 
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is
@@ -160,7 +176,7 @@ int est_spec_load(const char *text, size_t len, struct est_spec *out,
                   const struct hw_profile **profile, struct sc_error *err);
 
 /* A model with the defaults that depend on nothing else (mlp gelu, vocab
- * 50257, moe.every 1) and 0 in every other field, meaning "not given". */
+ * 50257, moe.every 1, dropout) and 0 in every other field, meaning "not given". */
 void est_model_init(struct est_model *m);
 /* Fill the defaults that depend on other fields (kv_heads, head_dim, ffn,
  * moe.ffn) and check what the model alone must satisfy. */

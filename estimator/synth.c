@@ -17,6 +17,7 @@
 #include "common/vec.h"
 #include "estimator/cluster_profile.h"
 #include "estimator/flops.h"
+#include "estimator/memory.h"
 #include "estimator/placement.h"
 #include "estimator/quant.h"
 #include "model/graph_builder.h"
@@ -1809,8 +1810,10 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     }
     snprintf(r->region, sizeof r->region, "optimizer");
     wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
+    struct est_state_bytes sb; /* the gradients and optimizer state the step reads */
+    est_state_bytes(&s->options, &sb);
     struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1,
-                      ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * grad_bytes(s))), 0, 0};
+                      ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * sb.gradients)), 0, 0};
     emit(y, r, ST_COMPUTE, &norm);
     flush(y, r); /* the all-reduce below is a group member of its own */
     struct op norm_ar = {"gradient norm all-reduce", MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, OP_PLAIN, 1,
@@ -1822,10 +1825,8 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
      * after that synchronisation */
     host_sync(y, r, "gradient norm .item()", &p->grad_norm[r->id], 1);
     struct op adam = {"optimizer step", MODEL_TASK_KERNEL, MODEL_KF_OPTIMIZER, OP_PLAIN, 1,
-                      ns(kernel_memory_us(&y->c->kernel, y->hw,
-                                          kernel_mem_bytes(KERNEL_MEM_ADAM, params / shards,
-                                                           s->options.dtype == HW_FP32 ? HW_FP32 : HW_BF16,
-                                                           HW_FP32))), 0, 0};
+                      ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * est_optimizer_step_bytes(&sb))),
+                      0, 0};
     emit(y, r, ST_COMPUTE, &adam);
     if (s->options.zero_stage >= 1 && !zero3(y) && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
         double bytes = params * y->sh.B;
@@ -1966,7 +1967,11 @@ static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, in
 int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err)
 {
-    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct est_spec chosen; /* recompute "auto" resolved */
+    int rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
+    if (rc)
+        return rc;
+    struct synth y = {.s = &chosen, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {0};
     shape_init(&y);
     make_ops(&y);
@@ -2201,9 +2206,14 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
                       enum est_detail detail, const struct est_pass_costs *measured, int calls, int names,
                       struct model_graph **out, struct sc_error *err)
 {
+    struct est_spec chosen; /* recompute "auto" resolved */
+    int rc;
+    *out = NULL;
+    if ((rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err)))
+        return rc;
+    s = &chosen;
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .calls = calls, .names = names, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
-    *out = NULL;
     shape_init(&y);
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);

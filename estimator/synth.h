@@ -82,7 +82,9 @@ void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec,
 int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
                             struct sc_error *err);
 
-/* The graph of one step of spec s (which est_spec_load checked). */
+/* The graph of one step of spec s (which est_spec_load checked), with
+ * options.recompute "auto" the recomputation it chooses on the GPU
+ * (est_memory_resolve_recompute; est_synth_pass_costs too). */
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err);
 /* The same graph with no task names or tags (model_gb_skip_names), for a

@@ -38,7 +38,7 @@ static long pick(const long *v, size_t n)
 static void random_spec(char *buf, size_t len)
 {
     static const char *const dtypes[] = {"fp32", "fp16", "bf16", "fp8", "fp4"};
-    static const char *const recompute[] = {"none", "selective", "full"};
+    static const char *const recompute[] = {"none", "selective", "full", "auto"};
     const struct hw_profile *hw = hw_profile_at(rnd() % hw_profile_count());
     const char *dtype;
     do
@@ -83,7 +83,7 @@ static void random_spec(char *buf, size_t len)
              layers, hidden, heads, kv, hd, PICK(2, 3, 4) * hidden, rnd() % 2 ? "swiglu" : "gelu", seq,
              PICK(32000, 50304, 128256), moe_json, tp, cp, pp, dp, mb, mb * dp * m,
              vpp > 1 ? "interleaved" : "1f1b", vpp, moe_par, hw->id, hw->gpus_per_node, dtype,
-             recompute[rnd() % 3], rnd() % 6 ? "flash" : "unfused", zero,
+             recompute[rnd() % 4], rnd() % 6 ? "flash" : "unfused", zero,
              tp > 1 || rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false",
              moe_opt);
 }

@@ -103,7 +103,6 @@ TEST(kernel_model_memory_bound_kernels)
     CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_BINARY, 1000, HW_BF16, HW_BF16), 6000, 0);
     CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_DROPOUT, 1000, HW_BF16, HW_BF16), 5000, 0);
     CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_CAST, 1000, HW_FP8, HW_BF16), 3000, 0);
-    CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_ADAM, 1000, HW_BF16, HW_BF16), 28000, 0);
 }
 
 TEST(kernel_model_attention)

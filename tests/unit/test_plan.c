@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/memory.h"
 #include "estimator/plan.h"
 #include "estimator/synth.h"
 #include "tests/check.h"
@@ -254,4 +255,62 @@ TEST(plan_cancel_and_limits)
                                   "\"parallel\":{\"global_batch\":8,\"tpp\":2},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
     CHECK_EQ_INT(est_plan_parse_spec(bad_key, strlen(bad_key), &f.req, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "parallel.tpp");
+}
+
+/* options.recompute "auto" in the template: each layout with the least
+ * recomputation that fits (none, selective, full) and no other, so a third
+ * of the space the searched recomputation has; each row the searched
+ * plan's row of the same combination. */
+TEST(plan_recompute_auto_is_the_least_that_fits)
+{
+    static const char base[] = "{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":32000},"
+                               "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"v100-sxm2-16gb\"},"
+                               "\"options\":{\"dtype\":\"fp16\"%s}}";
+    char text[512];
+    struct fixture f, g;
+    struct est_plan autop, all;
+    struct sc_error err;
+    snprintf(text, sizeof text, base, ",\"recompute\":\"auto\"");
+    setup(&f, text, 4, EST_PLAN_MAX_TOP);
+    snprintf(text, sizeof text, base, "");
+    setup(&g, text, 4, EST_PLAN_MAX_TOP);
+    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &autop, &err) == SC_OK);
+    REQUIRE(est_plan_run(&g.req, &g.ev, NULL, NULL, &all, &err) == SC_OK);
+    CHECK_EQ_INT(autop.space * 3, all.space);
+    CHECK(autop.n_rows > 0 && autop.n_rows < EST_PLAN_MAX_TOP && all.n_rows < EST_PLAN_MAX_TOP);
+    int recomputed = 0;
+    for (size_t i = 0; i < autop.n_rows; i++) {
+        const struct est_plan_row *r = &autop.rows[i];
+        CHECK(r->estimate.fits);
+        CHECK(r->spec.options.recompute != EST_RECOMPUTE_AUTO);
+        CHECK_EQ_INT(strcmp(r->estimate.recompute_chosen, est_recompute_name(r->spec.options.recompute)), 0);
+        recomputed += r->spec.options.recompute != EST_RECOMPUTE_NONE;
+        for (int lower = EST_RECOMPUTE_NONE; lower < (int)r->spec.options.recompute; lower++) {
+            struct est_spec s = r->spec;
+            struct est_memory m;
+            s.options.recompute = (enum est_recompute)lower;
+            REQUIRE(est_memory_estimate(&s, f.est.hw->hbm_gb, &m, &err) == SC_OK);
+            CHECK(!m.fits);
+            est_memory_release(&m);
+        }
+        size_t same = 0;
+        char *mine = est_spec_json(&r->spec);
+        REQUIRE(mine != NULL);
+        for (size_t k = 0; k < all.n_rows; k++) {
+            char *theirs = est_spec_json(&all.rows[k].spec);
+            REQUIRE(theirs != NULL);
+            same += strcmp(mine, theirs) == 0 && all.rows[k].estimate.step_ms == r->estimate.step_ms;
+            free(theirs);
+        }
+        free(mine);
+        if (same != 1)
+            sc_check_fail(__FILE__, __LINE__, "row %zu (tp %lld pp %lld dp %lld mb %lld recompute %d zero %lld, %.3f ms): "
+                          "%zu rows of the searched plan alike", i, (long long)r->spec.parallel.tp,
+                          (long long)r->spec.parallel.pp, (long long)r->spec.parallel.dp,
+                          (long long)r->spec.parallel.micro_batch, (int)r->spec.options.recompute,
+                          (long long)r->spec.options.zero_stage, r->estimate.step_ms, same);
+    }
+    CHECK(recomputed > 0);
+    est_plan_release(&autop);
+    est_plan_release(&all);
 }

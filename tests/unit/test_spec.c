@@ -75,6 +75,9 @@ TEST(spec_defaults)
     CHECK_EQ_INT(s.options.recompute, EST_RECOMPUTE_NONE);
     CHECK_EQ_INT(s.options.zero_stage, 0);
     CHECK(s.options.train_tokens == 0 && s.cluster.profile[0] == '\0');
+    CHECK_EQ_INT(s.options.master_weights, EST_MASTER_FP32);
+    CHECK_EQ_INT(s.options.framework, EST_FRAMEWORK_MEGATRON);
+    CHECK_EQ_INT(s.model.dropout, 1);
 
     /* defaults that follow other fields */
     CHECK_EQ_INT(parse("{\"model\":{\"layers\":4,\"hidden\":64,\"heads\":4,\"seq\":128,"
@@ -170,6 +173,17 @@ TEST(spec_types_ranges_and_required_fields)
     check_rejected(spec_with("", "", "\"dtype\":\"tf32\"", NULL), SC_EINVAL, "options.dtype");
     check_rejected(spec_with("", "", "\"train_tokens\":0", NULL), SC_EINVAL,
                    "options.train_tokens: 0 is out of range");
+    check_rejected(spec_with("", "", "\"master_weights\":\"fp16\"", NULL), SC_EINVAL,
+                   "options.master_weights: \"fp16\" is not one of fp32, bf16");
+    check_rejected(spec_with("", "", "\"master_weights\":true", NULL), SC_EINVAL,
+                   "options.master_weights: must be a string");
+    check_rejected(spec_with("", "", "\"master_weights\":\"bf16\",\"dtype\":\"fp32\"", NULL), SC_EINVAL,
+                   "options.master_weights: \"bf16\" (pure bf16 training) needs options.dtype bf16, fp8 or fp4, not fp32");
+    check_rejected(spec_with("", "", "\"framework\":\"jax\"", NULL), SC_EINVAL,
+                   "options.framework: \"jax\" is not one of megatron, pytorch");
+    check_rejected(spec_with("", "", "\"recompute\":\"some\"", NULL), SC_EINVAL,
+                   "options.recompute: \"some\" is not one of none, selective, full, auto");
+    check_rejected(spec_with("\"dropout\":0", "", "", NULL), SC_EINVAL, "model.dropout: must be true or false");
     check_rejected("{\"model\":{\"layers\":4,\"hidden\":64,\"heads\":4},\"cluster\":{\"gpu\":\"x\"}}",
                    SC_EINVAL, "model.seq: missing");
     check_rejected("{\"model\":{\"layers\":4,\"hidden\":64,\"heads\":4,\"seq\":8}}", SC_EINVAL,
@@ -358,6 +372,9 @@ TEST(spec_written_out_reads_back_the_same)
         "\"gpus_per_node\":8,\"inter_node_gbps\":50.5,\"profile\":\"calibrated.json\","
         "\"gpu_hour_usd\":2.25},\"options\":{\"dtype\":\"fp8\",\"recompute\":\"selective\","
         "\"zero_stage\":1,\"sequence_parallel\":true,\"train_tokens\":1.48e13}}");
+    check_roundtrip("{\"model\":{\"layers\":4,\"hidden\":64,\"heads\":4,\"seq\":128,\"dropout\":false},"
+                    "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"recompute\":\"auto\","
+                    "\"master_weights\":\"bf16\",\"framework\":\"pytorch\"}}");
     struct est_model m;
     struct est_spec s;
     struct sc_error err;
