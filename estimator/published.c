@@ -427,7 +427,6 @@ const char *est_pub_software_name(enum est_pub_software s)
 static int spec_as_run(const struct est_published *r, enum est_recompute rec, struct est_spec *out,
                        const struct hw_profile **hw, struct sc_error *err)
 {
-    static const char *const rec_names[] = {"none", "selective", "full"};
     const struct est_model *m = &r->dims;
     int gb200 = !strcmp(r->gpu, "GB200"), tp = r->tp > 1;
     char moe[160] = "", vpp[64] = "", etp[32] = "", text[2048];
@@ -453,7 +452,7 @@ static int spec_as_run(const struct est_published *r, enum est_recompute rec, st
         m->mlp == EST_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->seq, (long long)m->vocab, moe,
         (long long)r->tp, (long long)r->pp, (long long)r->cp, (long long)r->dp, (long long)r->ep, etp,
         (long long)r->micro_batch, (long long)r->global_batch, vpp, gb200 ? "gb200" : "h100-sxm",
-        gb200 ? 72 : 8, hw_dtype_name(r->dtype), rec_names[rec], r->fsdp ? 3 : 1, tp ? "true" : "false",
+        gb200 ? 72 : 8, hw_dtype_name(r->dtype), est_recompute_name(rec), r->fsdp ? 3 : 1, tp ? "true" : "false",
         tp ? "true" : "false");
     if (len < 0 || (size_t)len >= sizeof text)
         return sc_error_set(err, SC_EINVAL, "line %zu: spec too long", r->line);

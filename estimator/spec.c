@@ -482,6 +482,14 @@ const char *est_schedule_name(enum est_schedule s)
     return schedule_names[0].name;
 }
 
+const char *est_recompute_name(enum est_recompute r)
+{
+    for (const struct name_value *n = recompute_names; n->name; n++)
+        if (n->value == (int)r)
+            return n->name;
+    return recompute_names[0].name;
+}
+
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
 {
     int given[NFIELDS] = {0};

@@ -99,6 +99,8 @@ int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int6
  * back. */
 int est_schedule_parse(const char *name, enum est_schedule *out);
 const char *est_schedule_name(enum est_schedule s);
+/* "none", "selective" or "full". */
+const char *est_recompute_name(enum est_recompute r);
 
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is

@@ -151,8 +151,6 @@ static void score_pick(const struct pub *p, const char *what, pick_fn f, const v
     print_score(what, &s, target);
 }
 
-static const char *const rec_names[] = {"none", "selective", "full"};
-
 static void print_row(const struct pub *p, size_t i)
 {
     const struct est_published *r = &p->rows[p->row[i]];
@@ -168,7 +166,7 @@ static void print_row(const struct pub *p, size_t i)
     printf("%5zu  %-16s %-5s %5lld %-4s %-30s %-7s %8.3f %8.3f %+7.1f%%  %s%s\n", r->line, r->model, r->gpu,
            (long long)r->gpus, hw_dtype_name(r->dtype), par, est_pub_software_name(r->software), r->step_s,
            p->pred[i] / 1000, (p->pred[i] - p->step_ms[i]) / p->step_ms[i] * 100,
-           rec_names[p->specs[i].options.recompute], p->fits[i] ? "" : " (does not fit)");
+           est_recompute_name(p->specs[i].options.recompute), p->fits[i] ? "" : " (does not fit)");
 }
 
 /* Rows -> runs: specs with the recomputation chosen, groups, identical
