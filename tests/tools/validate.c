@@ -56,8 +56,8 @@ char *validate_slurp(const char *path, size_t *n)
 
 /* The published mode's fits: an estimate takes about 5 ms, a group's
  * rows (up to 130) about 0.3 s, and 30 iterations (40 to 60 evaluations)
- * keep the published part near two minutes of CPU in all (BENCHMARKS.md,
- * "Published runs"). */
+ * keep the published part at about 150 s of CPU in all (BENCHMARKS.md,
+ * "Published runs"); more iterations barely move the folds' scores. */
 #define PUBLISHED_ITERS 30
 
 static int passed, failed;
