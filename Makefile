@@ -107,11 +107,14 @@ check: $(CONFIG)
 bench: $(CONFIG)
 	@sh tests/bench/bench.sh
 
-# the estimator against ../shared/validation (BENCHMARKS.md, "Validation")
+# the estimator against ../shared/validation: the A100 steps, the lent
+# Hopper GPUs' steps, the published H100 and GB200 runs (BENCHMARKS.md)
 validate: $(CONFIG)
 	@$(MAKE) -s $(BUILD)/validate $(BUILD)/stepcast
 	@rc=0; $(BUILD)/validate $${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv || rc=1; \
-	    python3 tests/hopper_steps.py --cli $(BUILD)/stepcast || rc=1; exit $$rc
+	    python3 tests/hopper_steps.py --cli $(BUILD)/stepcast || rc=1; \
+	    $(BUILD)/validate --published $${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md \
+	    || rc=1; exit $$rc
 
 # the service on the embedded store under ./var, sample job loaded
 run: all

@@ -29,10 +29,13 @@ FUZZ_TARGETS += cluster_profile
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
 FUZZ_TARGETS += spec
+# the published step-time table reader and each row's spec (tests/fuzz/fuzz_published.c)
+FUZZ_TARGETS += published
 
 # a training step synthesised from a spec, its estimate, and the estimates
 # checked against measured runs
-CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/invariants.c estimator/validation.c
+CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/invariants.c estimator/validation.c \
+             estimator/published.c
 # the planner: the best configurations for a GPU count
 CORE_SRCS += estimator/plan.c
 # the synthesised step written as per-rank Kineto traces (`stepcast synth`)

@@ -133,24 +133,15 @@ static double *param_at(struct est_costs *c, size_t i)
     return (double *)((char *)c + est_fit_params[i].offset);
 }
 
-int est_validate(const struct est_measured *rows, size_t n, const unsigned char *select,
-                 const struct est_spec *specs, const struct hw_profile *const *hws,
-                 const struct est_costs *c, enum est_detail detail, double *pred, struct est_score *out,
-                 struct sc_error *err)
+void est_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
+                  struct est_score *out)
 {
     double sum = 0, sum_signed = 0, worst = 0;
     size_t k = 0;
-    memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < n; i++) {
-        struct est_estimate e;
+    for (size_t i = 0; i < r->n; i++) {
         if (select && !select[i])
             continue;
-        if (est_estimate(&specs[i], hws[i], c, detail, &e, err))
-            return sc_error_prefix(err, "line %zu", rows[i].line);
-        double ape = (e.step_ms - rows[i].step_ms) / rows[i].step_ms * 100;
-        if (pred)
-            pred[i] = e.step_ms;
-        est_estimate_release(&e);
+        double ape = (pred[i] - r->step_ms[i]) / r->step_ms[i] * 100;
         sum += fabs(ape);
         sum_signed += ape;
         worst = fmax(worst, fabs(ape));
@@ -160,19 +151,50 @@ int est_validate(const struct est_measured *rows, size_t n, const unsigned char 
     out->mape = k ? sum / (double)k : 0;
     out->bias = k ? sum_signed / (double)k : 0;
     out->max_ape = worst;
-    return SC_OK;
+}
+
+int est_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
+                 enum est_detail detail, double *pred, struct est_score *out, struct sc_error *err)
+{
+    double *est = malloc((r->n ? r->n : 1) * sizeof *est);
+    int rc = SC_OK;
+    memset(out, 0, sizeof *out);
+    if (!est)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < r->n; i++)
+        est[i] = NAN;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t j = r->same ? r->same[i] : i; /* j <= i */
+        struct est_estimate e;
+        if ((select && !select[i]) || !isnan(est[j]))
+            continue;
+        if ((rc = est_estimate(&r->specs[j], r->hws[j], c, detail, &e, err))) {
+            sc_error_prefix(err, "line %zu", r->lines[j]);
+            goto done;
+        }
+        est[j] = e.step_ms;
+        est_estimate_release(&e);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        est[i] = est[r->same ? r->same[i] : i];
+    est_score_of(r, select, est, out);
+    if (pred)
+        for (size_t i = 0; i < r->n; i++)
+            if (!select || select[i])
+                pred[i] = est[i];
+done:
+    free(est);
+    return rc;
 }
 
 struct fit_ctx {
-    const struct est_measured *rows;
-    size_t n;
+    const struct est_runs *runs;
     const unsigned char *select;
-    const struct est_spec *specs;
-    const struct hw_profile *const *hws;
     struct est_costs costs;
     enum est_detail detail;
     struct sc_error *err;
     int failed;
+    size_t evals;
 };
 
 /* The simplex moves in [0, 1] per parameter, mapped onto its range. */
@@ -187,7 +209,8 @@ static double mape_at(const gsl_vector *x, void *arg)
             return 1e9;
         *param_at(&c, i) = est_fit_params[i].lo + u * (est_fit_params[i].hi - est_fit_params[i].lo);
     }
-    if (est_validate(f->rows, f->n, f->select, f->specs, f->hws, &c, f->detail, NULL, &s, f->err)) {
+    f->evals++;
+    if (est_validate(f->runs, f->select, &c, f->detail, NULL, &s, f->err)) {
         f->failed = f->err->code;
         return 1e9;
     }
@@ -228,16 +251,13 @@ done:
     return rc;
 }
 
-/* Iterations of each start's exploration when there are several, and of
- * the one run that converges (from the best start). */
+/* Iterations of each start's exploration when there are several. */
 #define FIT_EXPLORE_ITERS 40
-#define FIT_ITERS 120
 
-int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
-            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
-            int starts, enum est_detail detail, struct est_score *out, struct sc_error *err)
+int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, int starts,
+            int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err)
 {
-    struct fit_ctx f = {rows, n, select, specs, hws, *c, detail, err, 0};
+    struct fit_ctx f = {r, select, *c, detail, err, 0, 0};
     gsl_vector *x = gsl_vector_alloc(est_n_fit_params), *best = gsl_vector_alloc(est_n_fit_params);
     double best_mape = INFINITY;
     int rc = SC_OK;
@@ -258,13 +278,16 @@ int est_fit(const struct est_measured *rows, size_t n, const unsigned char *sele
             gsl_vector_memcpy(best, x);
         }
     }
-    if ((rc = simplex(&f, best, FIT_ITERS, &best_mape, err)))
+    if ((rc = simplex(&f, best, iters, &best_mape, err)))
         goto done;
     for (size_t i = 0; i < est_n_fit_params; i++)
         *param_at(c, i) = est_fit_params[i].lo +
                           gsl_vector_get(best, i) * (est_fit_params[i].hi - est_fit_params[i].lo);
-    rc = est_validate(rows, n, select, specs, hws, c, detail, NULL, out, err);
+    rc = est_validate(r, select, c, detail, NULL, out, err);
+    f.evals++;
 done:
+    if (evals)
+        *evals = f.evals;
     gsl_vector_free(x);
     gsl_vector_free(best);
     return rc;

@@ -57,22 +57,41 @@ struct est_score {
     size_t n;
 };
 
-/* Estimate every row selected (select NULL: all) with costs c and score
- * them. pred (may be NULL) gets each row's estimate in ms. */
-int est_validate(const struct est_measured *rows, size_t n, const unsigned char *select,
-                 const struct est_spec *specs, const struct hw_profile *const *hws,
-                 const struct est_costs *c, enum est_detail detail, double *pred, struct est_score *out,
-                 struct sc_error *err);
+/* Measured runs to estimate: each one's spec and GPU profile, measured
+ * step time and line in its file (for messages). same (may be NULL): the
+ * first run with a spec identical to each run's, whose estimate it
+ * shares (a configuration measured again is estimated once). */
+struct est_runs {
+    size_t n;
+    const struct est_spec *specs;
+    const struct hw_profile *const *hws;
+    const double *step_ms;
+    const size_t *lines;
+    const size_t *same;
+};
+
+/* The score of estimates pred (ms) against the runs selected (NULL: all). */
+void est_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
+                  struct est_score *out);
+
+/* Estimate every run selected (select NULL: all) with costs c and score
+ * them. pred (may be NULL) gets each selected run's estimate in ms. */
+int est_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
+                 enum est_detail detail, double *pred, struct est_score *out, struct sc_error *err);
+
+/* The iterations of est_fit's converging run that `make validate`'s A100
+ * set takes. */
+#define EST_FIT_ITERS 120
 
 /* Fit the parameters of est_fit_params (all of them, starting from *c) to
- * the selected rows by minimising their MAPE with GSL's Nelder-Mead
- * simplex; *c gets the fit. starts 1: one run of at most 120 iterations
- * from *c. starts k > 1: 40 iterations from *c and from the points i/k of
- * every parameter's range (i = 1 .. k-1), then 120 from the best of them
- * (the MAPE has more than one basin: BENCHMARKS.md, "Estimator
- * validation"). */
-int est_fit(const struct est_measured *rows, size_t n, const unsigned char *select,
-            const struct est_spec *specs, const struct hw_profile *const *hws, struct est_costs *c,
-            int starts, enum est_detail detail, struct est_score *out, struct sc_error *err);
+ * the selected runs by minimising their MAPE with GSL's Nelder-Mead
+ * simplex; *c gets the fit. starts 1: one run of at most `iters`
+ * iterations from *c. starts k > 1: 40 iterations from *c and from the
+ * points i/k of every parameter's range (i = 1 .. k-1), then `iters` from
+ * the best of them (the MAPE has more than one basin: BENCHMARKS.md,
+ * "Estimator validation"). *evals (may be NULL) gets the estimates of the
+ * selected runs' set it made. */
+int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, int starts,
+            int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err);
 
 #endif

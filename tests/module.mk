@@ -40,6 +40,6 @@ $(BENCH_GEMM_MODEL): $(BUILD)/obj/tests/bench/bench_gemm_model.o $(LIBSTEPCAST)
 
 # validate: the spec-driven estimator against measured step times (make validate)
 VALIDATE := $(BUILD)/validate
-$(VALIDATE): $(BUILD)/obj/tests/tools/validate.o $(LIBSTEPCAST)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+$(VALIDATE): $(BUILD)/obj/tests/tools/validate.o $(BUILD)/obj/tests/tools/validate_published.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBSTEPCAST) $(LIBS)
 tests: $(VALIDATE)

@@ -19,7 +19,12 @@
  * kinds are reported. --rows writes every row with its estimate under
  * the fit on all rows (the input's columns, then estimated ms), for study.
  * --starts K fits from K starts (est_fit); the default, 1, is what make
- * validate runs. */
+ * validate runs.
+ *
+ *   validate --published [--detail L] [--iters N] FILE.md
+ *
+ * scores the published step times of H100 and GB200 jobs instead
+ * (validate_published.c), its fits at most N simplex iterations each. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,9 +32,10 @@
 #include <string.h>
 
 #include "estimator/validation.h"
+#include "tests/tools/validate.h"
 #include "common/banned.h"
 
-static char *slurp(const char *path, size_t *n)
+char *validate_slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -47,6 +53,12 @@ static char *slurp(const char *path, size_t *n)
     fclose(f);
     return buf;
 }
+
+/* The published mode's fits: an estimate takes about 5 ms, a group's
+ * rows (up to 130) about 0.3 s, and 30 iterations (40 to 60 evaluations)
+ * keep the published part at about 150 s of CPU in all (BENCHMARKS.md,
+ * "Published runs"); more iterations barely move the folds' scores. */
+#define PUBLISHED_ITERS 30
 
 static int passed, failed;
 
@@ -74,16 +86,16 @@ static void print_costs(const char *what, struct est_costs *c)
 }
 
 /* Every row with its estimate under costs c, as CSV. */
-static int write_rows(const char *path, const struct est_measured *rows, size_t n, const struct est_spec *specs,
-                      const struct hw_profile *const *hws, const struct est_costs *c, enum est_detail detail,
-                      struct sc_error *err)
+static int write_rows(const char *path, const struct est_measured *rows, const struct est_runs *runs,
+                      const struct est_costs *c, enum est_detail detail, struct sc_error *err)
 {
+    size_t n = runs->n;
     double *pred = calloc(n ? n : 1, sizeof *pred);
     struct est_score s;
     FILE *f;
     if (!pred)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    if (est_validate(rows, n, NULL, specs, hws, c, detail, pred, &s, err)) {
+    if (est_validate(runs, NULL, c, detail, pred, &s, err)) {
         free(pred);
         return err->code;
     }
@@ -120,15 +132,16 @@ int main(int argc, char **argv)
         {"gpu", required_argument, NULL, 'g'},   {"dtype", required_argument, NULL, 't'},
         {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
         {"max-mape", required_argument, NULL, 'm'}, {"rows", required_argument, NULL, 'r'},
-        {"starts", required_argument, NULL, 's'},
+        {"starts", required_argument, NULL, 's'}, {"published", no_argument, NULL, 'p'},
+        {"iters", required_argument, NULL, 'i'},
         {NULL, 0, NULL, 0},
     };
     const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
     double limit = 10;
     struct sc_error err;
-    int c, starts = 1;
-    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:", opts, NULL)) != -1) {
+    int c, starts = 1, published = 0, iters = PUBLISHED_ITERS;
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:pi:", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpu = optarg; break;
         case 't': dtype = optarg; break;
@@ -156,16 +169,30 @@ int main(int argc, char **argv)
             starts = (int)k;
             break;
         }
+        case 'p': published = 1; break;
+        case 'i': {
+            char *end;
+            long k = strtol(optarg, &end, 10);
+            if (*end || k < 1 || k > 1000) {
+                fprintf(stderr, "validate: --iters takes 1 to 1000\n");
+                return 2;
+            }
+            iters = (int)k;
+            break;
+        }
         default: return 2;
         }
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] "
-                        "[--rows OUT.csv] [--starts K] FILE.csv\n");
+                        "[--rows OUT.csv] [--starts K] FILE.csv\n"
+                        "       validate --published [--detail L] [--iters N] FILE.md\n");
         return 2;
     }
+    if (published)
+        return validate_published(argv[optind], detail, iters);
     size_t len, n;
-    char *text = slurp(argv[optind], &len);
+    char *text = validate_slurp(argv[optind], &len);
     struct est_measured *rows;
     if (!text) {
         fprintf(stderr, "validate: cannot read %s\n", argv[optind]);
@@ -180,15 +207,21 @@ int main(int argc, char **argv)
     struct est_spec *specs = calloc(n ? n : 1, sizeof *specs);
     const struct hw_profile **hws = calloc(n ? n : 1, sizeof *hws);
     unsigned char *train = calloc(n ? n : 1, 1), *test = calloc(n ? n : 1, 1);
+    double *step_ms = calloc(n ? n : 1, sizeof *step_ms);
+    size_t *lines = calloc(n ? n : 1, sizeof *lines);
+    struct est_runs runs = {n, specs, hws, step_ms, lines, NULL};
     int rc = 1;
-    if (!specs || !hws || !train || !test)
+    if (!specs || !hws || !train || !test || !step_ms || !lines)
         goto out;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (est_measured_spec(&rows[i], gpu, dtype, attention, &specs[i], &hws[i], &err)) {
             fprintf(stderr, "validate: %s\n", err.msg);
             rc = 2;
             goto out;
         }
+        step_ms[i] = rows[i].step_ms;
+        lines[i] = rows[i].line;
+    }
     struct est_costs base;
     est_costs_cited(hws[0], &specs[0], &base);
     printf("validate: %zu measured steps of %s on %s, %s, %s attention, detail %s\n", n, argv[optind], gpu,
@@ -196,21 +229,21 @@ int main(int argc, char **argv)
     print_costs("cited costs", &base);
 
     struct est_score s;
-    if (est_validate(rows, n, NULL, specs, hws, &base, detail, NULL, &s, &err))
+    if (est_validate(&runs, NULL, &base, detail, NULL, &s, &err))
         goto fail;
     report("all rows, cited costs", &s, -1);
     struct est_costs defaults;
     est_costs_default(hws[0], &specs[0], &defaults);
     print_costs("the estimator's defaults", &defaults);
-    if (est_validate(rows, n, NULL, specs, hws, &defaults, detail, NULL, &s, &err))
+    if (est_validate(&runs, NULL, &defaults, detail, NULL, &s, &err))
         goto fail;
     report("all rows, the estimator's defaults", &s, limit);
     struct est_costs all = base;
-    if (est_fit(rows, n, NULL, specs, hws, &all, starts, detail, &s, &err))
+    if (est_fit(&runs, NULL, &all, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
         goto fail;
     print_costs("fitted on all rows", &all);
     report("all rows, fitted", &s, limit);
-    if (rows_out && write_rows(rows_out, rows, n, specs, hws, &all, detail, &err))
+    if (rows_out && write_rows(rows_out, rows, &runs, &all, detail, &err))
         goto fail;
     static const char *const kinds[8] = {"none", "DP", "PP", "PP+DP", "TP", "TP+DP", "TP+PP", "TP+PP+DP"};
     for (int k = 0; k < 8; k++) {
@@ -224,7 +257,7 @@ int main(int argc, char **argv)
             continue;
         char what[64];
         snprintf(what, sizeof what, "kind %s", kinds[k]);
-        if (est_validate(rows, n, test, specs, hws, &all, detail, NULL, &s, &err))
+        if (est_validate(&runs, test, &all, detail, NULL, &s, &err))
             goto fail;
         report(what, &s, -1);
     }
@@ -245,9 +278,9 @@ int main(int argc, char **argv)
                                           : rows[i].tp <= folds[f].train_value;
             test[i] = !train[i];
         }
-        if (est_fit(rows, n, train, specs, hws, &fitted, starts, detail, &fs, &err))
+        if (est_fit(&runs, train, &fitted, starts, EST_FIT_ITERS, detail, &fs, NULL, &err))
             goto fail;
-        if (est_validate(rows, n, test, specs, hws, &fitted, detail, NULL, &s, &err))
+        if (est_validate(&runs, test, &fitted, detail, NULL, &s, &err))
             goto fail;
         printf("     %s: training MAPE %.2f%% on %zu rows\n", folds[f].name, fs.mape, fs.n);
         print_costs("fitted", &fitted);
@@ -256,7 +289,7 @@ int main(int argc, char **argv)
             char what[64];
             for (size_t i = 0; i < n; i++)
                 test[i] = rows[i].tp == tp;
-            if (est_validate(rows, n, test, specs, hws, &fitted, detail, NULL, &s, &err))
+            if (est_validate(&runs, test, &fitted, detail, NULL, &s, &err))
                 goto fail;
             snprintf(what, sizeof what, "  of which TP %lld", (long long)tp);
             report(what, &s, -1);
@@ -273,6 +306,8 @@ out:
     free(hws);
     free(train);
     free(test);
+    free(step_ms);
+    free(lines);
     free(rows);
     return rc;
 }

@@ -1,0 +1,22 @@
+/* tests/tools/validate.h: the parts of `make validate`'s tool (validate.c)
+ * that its published mode (validate_published.c) shares. */
+#ifndef TESTS_TOOLS_VALIDATE_H
+#define TESTS_TOOLS_VALIDATE_H
+
+#include <stddef.h>
+
+#include "estimator/synth.h"
+
+/* The file's bytes, NUL-ended (malloc'd), *n their count; NULL when it
+ * cannot be read. */
+char *validate_slurp(const char *path, size_t *n);
+
+/* `validate --published FILE`: every row of the published table estimated
+ * with the estimator's defaults, scored by GPU, family, precision, MoE and
+ * FSDP rows, then refitted per GPU and dtype under the
+ * leave-one-family-out folds (fits of at most `iters` simplex
+ * iterations). Returns the exit status: 0, 1 when a row the spec can
+ * express was refused or its estimate failed, 2 for an unreadable file. */
+int validate_published(const char *path, enum est_detail detail, int iters);
+
+#endif

@@ -1,0 +1,505 @@
+/* tests/tools/validate_published.c: `validate --published FILE` (make
+ * validate's second part): the estimator against the published step times
+ * of current training jobs on H100 and GB200 (estimator/published.h).
+ *
+ * Every row the spec can express is estimated with the estimator's
+ * defaults at the chosen detail and printed with its error and the
+ * recomputation chosen; then the MAPE and bias by GPU, model family,
+ * precision, MoE rows, FSDP rows and overall. Then the fits: the
+ * parameters of est_fit_params fitted per GPU and dtype group (never per
+ * model or row), from the defaults, on all rows but one model family
+ * (Llama 3.1, GPT-3, Nemotron-4, Grok-1, the FSDP rows) and scored on
+ * that family; and on all rows. Each fit is one simplex run of at most
+ * `iters` iterations (an estimate of a 2,000-GPU job takes milliseconds).
+ *
+ * The targets of the estimator's accuracy (MAPE at most 8% overall, 12%
+ * per fold and on the MoE rows) are printed with whether each is met;
+ * they do not fail the run. What fails it: a row the spec can express
+ * that the spec's checks refuse or whose estimate errors out. The last
+ * line is `N passed, N failed` over those rows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "estimator/estimate.h"
+#include "estimator/published.h"
+#include "estimator/validation.h"
+#include "tests/tools/validate.h"
+#include "common/banned.h"
+
+#define TARGET_ALL 8.0
+#define TARGET_FOLD 12.0
+#define TARGET_MOE 12.0
+#define MAX_GROUPS 16
+#define MAX_REASONS 16
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The usable rows as runs, their groups (GPU and dtype) and estimates. */
+struct pub {
+    struct est_published *rows;
+    size_t n_rows;
+    size_t *row;  /* run -> row */
+    struct est_spec *specs;
+    const struct hw_profile **hws;
+    double *step_ms, *pred;
+    size_t *lines, *same;
+    int *fits, *group;
+    unsigned char *ok; /* its estimate was made */
+    struct est_runs runs;
+    struct {
+        char gpu[16];
+        enum hw_dtype dtype;
+        struct est_costs defaults;
+    } groups[MAX_GROUPS];
+    int n_groups;
+};
+
+static void pub_free(struct pub *p)
+{
+    free(p->rows);
+    free(p->row);
+    free(p->specs);
+    free(p->hws);
+    free(p->step_ms);
+    free(p->pred);
+    free(p->lines);
+    free(p->same);
+    free(p->fits);
+    free(p->group);
+    free(p->ok);
+}
+
+/* mark the runs a predicate selects; their count */
+typedef int (*pick_fn)(const struct pub *p, size_t i, const void *arg);
+
+static size_t pick(const struct pub *p, pick_fn f, const void *arg, unsigned char *sel)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->runs.n; i++) {
+        sel[i] = p->ok[i] && f(p, i, arg);
+        k += sel[i];
+    }
+    return k;
+}
+
+static int by_gpu(const struct pub *p, size_t i, const void *arg)
+{
+    return !strcmp(p->rows[p->row[i]].gpu, arg);
+}
+static int by_family(const struct pub *p, size_t i, const void *arg)
+{
+    return !strcmp(p->rows[p->row[i]].family, arg);
+}
+static int by_dtype(const struct pub *p, size_t i, const void *arg)
+{
+    return p->rows[p->row[i]].dtype == *(const enum hw_dtype *)arg;
+}
+static int by_group(const struct pub *p, size_t i, const void *arg)
+{
+    return p->group[i] == *(const int *)arg;
+}
+static int is_moe(const struct pub *p, size_t i, const void *arg)
+{
+    (void)arg;
+    return p->rows[p->row[i]].dims.moe.experts > 0;
+}
+static int is_fsdp(const struct pub *p, size_t i, const void *arg)
+{
+    (void)arg;
+    return p->rows[p->row[i]].fsdp;
+}
+static int any(const struct pub *p, size_t i, const void *arg)
+{
+    (void)p, (void)i, (void)arg;
+    return 1;
+}
+
+/* The folds: a family left out (arg its name), or the FSDP rows. */
+static const struct {
+    const char *name;
+    pick_fn f;
+    const char *arg;
+} folds[] = {
+    {"Llama 3.1", by_family, "llama3.1"}, {"GPT-3", by_family, "gpt3"}, {"Nemotron-4", by_family, "nemotron4"},
+    {"Grok-1", by_family, "grok1"},       {"FSDP rows", is_fsdp, NULL},
+};
+
+static void print_score(const char *what, const struct est_score *s, double target)
+{
+    printf("     %-30s %4zu rows  MAPE %6.2f%%  bias %+7.2f%%  max %6.1f%%", what, s->n, s->mape, s->bias,
+           s->max_ape);
+    if (target > 0)
+        printf("   target <= %.0f%%: %s", target, s->n && s->mape <= target ? "met" : "NOT met");
+    printf("\n");
+}
+
+static void score_pick(const struct pub *p, const char *what, pick_fn f, const void *arg, const double *pred,
+                       unsigned char *sel, double target)
+{
+    struct est_score s;
+    if (!pick(p, f, arg, sel))
+        return;
+    est_score_of(&p->runs, sel, pred, &s);
+    print_score(what, &s, target);
+}
+
+static void print_row(const struct pub *p, size_t i)
+{
+    const struct est_published *r = &p->rows[p->row[i]];
+    char par[96];
+    int k = snprintf(par, sizeof par, "TP%lld PP%lld", (long long)r->tp, (long long)r->pp);
+    if (r->cp > 1)
+        k += snprintf(par + k, sizeof par - (size_t)k, " CP%lld", (long long)r->cp);
+    if (r->ep > 1)
+        k += snprintf(par + k, sizeof par - (size_t)k, " EP%lld", (long long)r->ep);
+    if (r->vp > 1)
+        k += snprintf(par + k, sizeof par - (size_t)k, " VP%lld", (long long)r->vp);
+    snprintf(par + k, sizeof par - (size_t)k, " %s%lld", r->fsdp ? "FSDP" : "DP", (long long)r->dp);
+    printf("%5zu  %-16s %-5s %5lld %-4s %-30s %-7s %8.3f %8.3f %+7.1f%%  %s%s\n", r->line, r->model, r->gpu,
+           (long long)r->gpus, hw_dtype_name(r->dtype), par, est_pub_software_name(r->software), r->step_s,
+           p->pred[i] / 1000, (p->pred[i] - p->step_ms[i]) / p->step_ms[i] * 100,
+           est_recompute_name(p->specs[i].options.recompute), p->fits[i] ? "" : " (does not fit)");
+}
+
+/* Rows -> runs: specs with the recomputation chosen, groups, identical
+ * specs; the skipped rows' reasons counted, refusals printed. */
+static int build(struct pub *p, int *failed)
+{
+    size_t n = p->n_rows, m = 0;
+    struct reason {
+        const char *why;
+        size_t count;
+    } reasons[MAX_REASONS];
+    size_t n_reasons = 0, skipped = 0;
+    p->row = calloc(n + 1, sizeof *p->row);
+    p->specs = calloc(n + 1, sizeof *p->specs);
+    p->hws = calloc(n + 1, sizeof *p->hws);
+    p->step_ms = calloc(n + 1, sizeof *p->step_ms);
+    p->pred = calloc(n + 1, sizeof *p->pred);
+    p->lines = calloc(n + 1, sizeof *p->lines);
+    p->same = calloc(n + 1, sizeof *p->same);
+    p->fits = calloc(n + 1, sizeof *p->fits);
+    p->group = calloc(n + 1, sizeof *p->group);
+    p->ok = calloc(n + 1, 1);
+    char **json = calloc(n + 1, sizeof *json);
+    if (!p->row || !p->specs || !p->hws || !p->step_ms || !p->pred || !p->lines || !p->same || !p->fits ||
+        !p->group || !p->ok || !json) {
+        free(json);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct est_published *r = &p->rows[i];
+        struct sc_error err;
+        if (r->skip[0]) {
+            size_t k = 0;
+            while (k < n_reasons && strcmp(reasons[k].why, r->skip))
+                k++;
+            if (k == n_reasons && n_reasons < MAX_REASONS)
+                reasons[n_reasons++] = (struct reason){r->skip, 0};
+            if (k < n_reasons)
+                reasons[k].count++;
+            skipped++;
+            continue;
+        }
+        if (est_published_spec(r, &p->specs[m], &p->hws[m], &p->fits[m], &err)) {
+            printf("REFUSED %s (%s, %lld GPUs, %s): %s\n", r->model, r->gpu, (long long)r->gpus,
+                   hw_dtype_name(r->dtype), err.msg);
+            (*failed)++;
+            continue;
+        }
+        int g = 0;
+        while (g < p->n_groups && (strcmp(p->groups[g].gpu, r->gpu) || p->groups[g].dtype != r->dtype))
+            g++;
+        if (g == p->n_groups) {
+            if (g == MAX_GROUPS)
+                return -1;
+            snprintf(p->groups[g].gpu, sizeof p->groups[g].gpu, "%s", r->gpu);
+            p->groups[g].dtype = r->dtype;
+            est_costs_default(p->hws[m], &p->specs[m], &p->groups[g].defaults);
+            p->n_groups++;
+        }
+        p->group[m] = g;
+        p->row[m] = i;
+        p->step_ms[m] = r->step_s * 1000;
+        p->lines[m] = r->line;
+        if (!(json[m] = est_spec_json(&p->specs[m])))
+            return -1;
+        p->same[m] = m;
+        for (size_t j = 0; j < m; j++)
+            if (!strcmp(json[j], json[m])) {
+                p->same[m] = j;
+                break;
+            }
+        m++;
+    }
+    size_t distinct = 0;
+    for (size_t i = 0; i < m; i++) {
+        distinct += p->same[i] == i;
+        free(json[i]);
+    }
+    free(json);
+    p->runs = (struct est_runs){m, p->specs, p->hws, p->step_ms, p->lines, p->same};
+    printf("%zu rows: %zu the spec expresses (%zu distinct configurations), %zu refused, %zu skipped:\n", n, m,
+           distinct, n - m - skipped, skipped);
+    for (size_t k = 0; k < n_reasons; k++)
+        printf("     skipped %3zu: %s\n", reasons[k].count, reasons[k].why);
+    return 0;
+}
+
+/* Each run estimated alone with its group's defaults: a failure is the
+ * row's, printed and counted. */
+static void estimate_defaults(struct pub *p, enum est_detail detail, int *passed, int *failed)
+{
+    unsigned char *one = calloc(p->runs.n + 1, 1);
+    double t0 = now_s();
+    size_t made = 0;
+    if (!one) {
+        (*failed)++;
+        return;
+    }
+    for (size_t i = 0; i < p->runs.n; i++) {
+        struct est_score s;
+        struct sc_error err;
+        size_t j = p->same[i];
+        if (j != i) { /* the same configuration measured again */
+            p->ok[i] = p->ok[j];
+            p->pred[i] = p->pred[j];
+        } else {
+            one[i] = 1;
+            p->ok[i] = !est_validate(&p->runs, one, &p->groups[p->group[i]].defaults, detail, p->pred, &s, &err);
+            one[i] = 0;
+            made++;
+            if (!p->ok[i])
+                printf("ERROR %s: %s\n", p->rows[p->row[i]].model, err.msg);
+        }
+        if (p->ok[i])
+            (*passed)++;
+        else
+            (*failed)++;
+    }
+    double t = now_s() - t0;
+    printf("     %zu estimates at detail %s in %.2f s (%.1f ms each)\n", made, est_detail_name(detail), t,
+           made ? t * 1000 / (double)made : 0);
+    free(one);
+}
+
+static void print_costs(const struct est_costs *c)
+{
+    for (size_t i = 0; i < est_n_fit_params; i++)
+        printf(" %s=%.3f", est_fit_params[i].name, *(const double *)((const char *)c + est_fit_params[i].offset));
+}
+
+/* One fit: per group, on the runs `train` selects that are in the group,
+ * scored on those `test` selects (the group skipped when it has none);
+ * pred gets the test runs' estimates. Returns -1 on an error (printed). */
+static int fit_and_score(struct pub *p, const char *name, const unsigned char *train, const unsigned char *test,
+                         enum est_detail detail, int iters, double *pred, double *seconds)
+{
+    size_t n = p->runs.n;
+    unsigned char *tr = calloc(n + 1, 1), *te = calloc(n + 1, 1);
+    int rc = 0;
+    if (!tr || !te) {
+        free(tr);
+        free(te);
+        return -1;
+    }
+    for (int g = 0; g < p->n_groups; g++) {
+        size_t ntr = 0, nte = 0;
+        for (size_t i = 0; i < n; i++) {
+            tr[i] = train[i] && p->group[i] == g;
+            te[i] = test[i] && p->group[i] == g;
+            ntr += tr[i];
+            nte += te[i];
+        }
+        if (!nte)
+            continue;
+        struct est_costs c = p->groups[g].defaults;
+        struct est_score fs = {0}, s;
+        struct sc_error err;
+        size_t evals = 0;
+        double t0 = now_s();
+        /* fewer rows than parameters + 1: the defaults, unfitted */
+        int fitted = ntr > est_n_fit_params;
+        if ((fitted && est_fit(&p->runs, tr, &c, 1, iters, detail, &fs, &evals, &err)) ||
+            est_validate(&p->runs, te, &c, detail, pred, &s, &err)) {
+            printf("ERROR %s, %s %s: %s\n", name, p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype), err.msg);
+            rc = -1;
+            break;
+        }
+        double t = now_s() - t0;
+        *seconds += t;
+        if (fitted)
+            printf("       %-5s %-4s fitted on %3zu rows (MAPE %5.2f%%, %3zu evaluations, %5.1f s):",
+                   p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype), ntr, fs.mape, evals, t);
+        else
+            printf("       %-5s %-4s %zu rows to fit on: the defaults:", p->groups[g].gpu,
+                   hw_dtype_name(p->groups[g].dtype), ntr);
+        print_costs(&c);
+        printf("\n       %-10s scored on %3zu rows: MAPE %6.2f%%  bias %+7.2f%%\n", "", s.n, s.mape, s.bias);
+    }
+    free(tr);
+    free(te);
+    return rc;
+}
+
+/* The leave-one-family-out folds, then the fit on all rows. */
+static int folds_report(struct pub *p, enum est_detail detail, int iters, int *failed)
+{
+    size_t n = p->runs.n;
+    unsigned char *train = calloc(n + 1, 1), *test = calloc(n + 1, 1);
+    double *pred = calloc(n + 1, sizeof *pred), seconds = 0, t0 = now_s();
+    int rc = 0;
+    if (!train || !test || !pred) {
+        rc = -1;
+        goto out;
+    }
+    printf("\nfits per GPU and dtype (%s), each at most %d simplex iterations from the defaults:\n",
+           "parameters of est_fit_params", iters);
+    for (size_t f = 0; f < sizeof folds / sizeof folds[0]; f++) {
+        char what[64];
+        if (!pick(p, folds[f].f, folds[f].arg, test))
+            continue;
+        for (size_t i = 0; i < n; i++)
+            train[i] = p->ok[i] && !test[i];
+        snprintf(what, sizeof what, "fold: fit without %s", folds[f].name);
+        printf("   %s, score it:\n", what);
+        if (fit_and_score(p, what, train, test, detail, iters, pred, &seconds)) {
+            (*failed)++;
+            continue;
+        }
+        struct est_score s;
+        est_score_of(&p->runs, test, pred, &s);
+        snprintf(what, sizeof what, "%s, held out", folds[f].name);
+        print_score(what, &s, TARGET_FOLD);
+        if (folds[f].f == by_family && !strcmp(folds[f].arg, "grok1"))
+            score_pick(p, "MoE rows, held out", is_moe, NULL, pred, test, TARGET_MOE);
+    }
+    printf("   fit on all rows:\n");
+    pick(p, any, NULL, train);
+    if (fit_and_score(p, "fit on all rows", train, train, detail, iters, pred, &seconds)) {
+        (*failed)++;
+    } else {
+        struct est_score s;
+        est_score_of(&p->runs, train, pred, &s);
+        print_score("all rows, fitted", &s, TARGET_ALL);
+        for (int g = 0; g < p->n_groups; g++) {
+            char what[48];
+            snprintf(what, sizeof what, "%s %s, fitted", p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype));
+            score_pick(p, what, by_group, &g, pred, test, -1);
+        }
+        score_pick(p, "MoE rows, fitted", is_moe, NULL, pred, test, TARGET_MOE);
+    }
+    printf("     fits took %.1f s (%.1f s in all)\n", seconds, now_s() - t0);
+out:
+    free(train);
+    free(test);
+    free(pred);
+    return rc;
+}
+
+/* qsort's order of runs: the largest error first */
+static const struct pub *sort_pub;
+
+static int worse(const void *a, const void *b)
+{
+    const struct pub *p = sort_pub;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    double ei = fabs(p->pred[i] - p->step_ms[i]) / p->step_ms[i];
+    double ej = fabs(p->pred[j] - p->step_ms[j]) / p->step_ms[j];
+    return ei < ej ? 1 : ei > ej ? -1 : (i > j) - (i < j);
+}
+
+int validate_published(const char *path, enum est_detail detail, int iters)
+{
+    struct pub p;
+    struct sc_error err;
+    size_t len;
+    int passed = 0, failed = 0, rc = 2;
+    double t0 = now_s();
+    memset(&p, 0, sizeof p);
+    char *text = validate_slurp(path, &len);
+    if (!text) {
+        fprintf(stderr, "validate: cannot read %s\n", path);
+        return 2;
+    }
+    if (est_published_parse(text, len, &p.rows, &p.n_rows, &err)) {
+        fprintf(stderr, "validate: %s: %s\n", path, err.msg);
+        free(text);
+        return 2;
+    }
+    free(text);
+    printf("\nvalidate --published: %s\n", path);
+    if (build(&p, &failed)) {
+        fprintf(stderr, "validate: out of memory\n");
+        goto out;
+    }
+    printf("\nthe estimator's defaults per GPU and dtype:\n");
+    for (int g = 0; g < p.n_groups; g++) {
+        printf("     %-5s %-4s", p.groups[g].gpu, hw_dtype_name(p.groups[g].dtype));
+        print_costs(&p.groups[g].defaults);
+        printf("\n");
+    }
+    estimate_defaults(&p, detail, &passed, &failed);
+    printf("\n line  model            GPU    GPUs prec parallelism                    software "
+           "measured estimate   error  recompute\n");
+    for (size_t i = 0; i < p.runs.n; i++)
+        if (p.ok[i])
+            print_row(&p, i);
+
+    size_t *order = calloc(p.runs.n + 1, sizeof *order), k = 0;
+    unsigned char *sel = calloc(p.runs.n + 1, 1);
+    if (!order || !sel) {
+        free(order);
+        free(sel);
+        goto out;
+    }
+    for (size_t i = 0; i < p.runs.n; i++)
+        if (p.ok[i])
+            order[k++] = i;
+    sort_pub = &p;
+    qsort(order, k, sizeof *order, worse);
+    printf("\nthe worst rows, the estimator's defaults:\n");
+    for (size_t i = 0; i < k && i < 10; i++)
+        print_row(&p, order[i]);
+    free(order);
+
+    printf("\nthe estimator's defaults:\n");
+    score_pick(&p, "all rows", any, NULL, p.pred, sel, TARGET_ALL);
+    static const char *const gpus[] = {"H100", "GB200"};
+    for (size_t i = 0; i < 2; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "GPU %s", gpus[i]);
+        score_pick(&p, what, by_gpu, gpus[i], p.pred, sel, -1);
+    }
+    static const char *const families[] = {"llama3.1", "llama2", "llama3", "gpt3", "nemotron4", "grok1"};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "family %s", families[i]);
+        score_pick(&p, what, by_family, families[i], p.pred, sel, -1);
+    }
+    static const enum hw_dtype dtypes[] = {HW_BF16, HW_FP8};
+    for (size_t i = 0; i < 2; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "precision %s", hw_dtype_name(dtypes[i]));
+        score_pick(&p, what, by_dtype, &dtypes[i], p.pred, sel, -1);
+    }
+    score_pick(&p, "MoE rows", is_moe, NULL, p.pred, sel, TARGET_MOE);
+    score_pick(&p, "FSDP rows", is_fsdp, NULL, p.pred, sel, -1);
+    free(sel);
+
+    folds_report(&p, detail, iters, &failed);
+    printf("published rows took %.1f s (%.1f s of CPU)\n", now_s() - t0, (double)clock() / CLOCKS_PER_SEC);
+    printf("%d passed, %d failed\n", passed, failed);
+    rc = failed ? 1 : 0;
+out:
+    pub_free(&p);
+    return rc;
+}

@@ -1,0 +1,269 @@
+/* tests/unit/test_published.c: the published step-time table of `make
+ * validate` (estimator/published.h): a hand-written table read, each
+ * malformed one refused with its line named, a row's spec with the least
+ * recomputation that fits, and the shared file read (skipped when
+ * ../shared is absent). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/memory.h"
+#include "estimator/published.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "common/banned.h"
+
+#define HEADER                                                                                              \
+    "# a table\n\nnotes\n\n"                                                                                \
+    "| GPU | #GPUs | model | model dims | prec | seq | layers run | TP | PP | CP | EP | VP | DP | MBS | GBS "  \
+    "| GA | software | step time (s) | tokens/s (total) | notes |\n"                                          \
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+#define DENSE "L32 h4096 heads32 kv8 ffn14336 (SwiGLU) V128256"
+
+TEST(published_table_read)
+{
+    static const char text[] =
+        HEADER
+        "| H100 | 16 | llama3.1-8b | " DENSE " | BF16 | 8192 | 32 | 1 | 1 | 2 | - | - | 8 | 1 | 128 | 16 | NeMo 24.09 "
+        "| 8.7  5 | 1 |  |\n"
+        "| GB200 | 128 | grok1-314b | L64 h6144 heads48 kv8 ffn32768 (gated GELU MLP: three matrices) MoE 8 experts "
+        "top-2 V128256 (note) | FP8 | 8192 | 64 | 4 | 8 | 2 | 8 | 12 (remark) | 1 | 1 | 512 | 64 | NeMo 25.04 | 5.2 "
+        "| 1 | folded. ETP=1 |\n"
+        "| H100 | 64 | llama2-70b | L80 h8192 heads64 kv8 ffn28672 (SwiGLU) V32000 | FP8 | 4096 | 80 | 1 | 1 | 1 | "
+        "- | NA in config table | FSDP=16 x DP=4 | 2 | 128 | 1 | MaxText (JAX) | 4.3 | 1 |  |\n"
+        "| H100 | 16 | gpt3-5b | L24 h4096 heads=unknown ffn16384 V51200 | BF16 | 2048 | 24 | 1 | 1 | 1 | - | - | "
+        "FSDP+DP (split unknown) | 4 | 64 | unknown | PAXML (JAX) | 0.6 | 1 |  |\n"
+        "| H100 | 32 | nemotronh-56b | HYBRID Mamba2/attn | FP8 | 8192 | 118 | 8 | 1 | 1 | - | - | 4 | 1 | 96 | 24 "
+        "| NeMo | 15.1 | 1 |  |\n"
+        "| B300 | 8 | llama3.1-8b | " DENSE " | BF16 | 8192 | 32 | 1 | 1 | 1 | - | - | 8 | 1 | 128 | 16 | NeMo | 5 "
+        "| 1 |  |\n"
+        "\nafter the table\n";
+    struct est_published *r = NULL;
+    size_t n = 0;
+    struct sc_error err;
+    CHECK_EQ_INT(est_published_parse(text, strlen(text), &r, &n, &err), SC_OK);
+    REQUIRE(n == 6);
+
+    CHECK_EQ_INT((long long)r[0].line, 7);
+    CHECK(!strcmp(r[0].gpu, "H100") && !strcmp(r[0].family, "llama3.1"));
+    CHECK_NEAR(r[0].step_s, 8.75, 0); /* "8.7  5" */
+    CHECK_EQ_INT(r[0].dims.layers, 32);
+    CHECK_EQ_INT(r[0].dims.kv_heads, 8);
+    CHECK_EQ_INT(r[0].dims.vocab, 128256);
+    CHECK(r[0].dims.mlp == EST_MLP_SWIGLU && r[0].dtype == HW_BF16 && r[0].software == EST_PUB_NEMO);
+    CHECK_EQ_INT(r[0].cp, 2);
+    CHECK_EQ_INT(r[0].ep, 1);
+    CHECK_EQ_INT(r[0].vp, 0);
+    CHECK(!r[0].skip[0] && !r[0].fsdp);
+
+    /* EP folded out of the printed DP: DP = 128 / (4 x 8 x 2) */
+    CHECK_EQ_INT(r[1].dp, 2);
+    CHECK_EQ_INT(r[1].dims.moe.experts, 8);
+    CHECK_EQ_INT(r[1].dims.moe.top_k, 2);
+    CHECK_EQ_INT(r[1].etp, 1);
+    CHECK_EQ_INT(r[1].vp, 12);
+    CHECK(r[1].dims.mlp == EST_MLP_SWIGLU && r[1].dtype == HW_FP8);
+
+    CHECK(r[2].fsdp == 16 && r[2].software == EST_PUB_MAXTEXT); /* hybrid: 16 x 4 */
+    CHECK_EQ_INT(r[2].dp, 64);
+    CHECK_EQ_INT(r[2].vp, 0);
+
+    CHECK(r[3].fsdp == 16 && r[3].software == EST_PUB_PAXML);
+    CHECK_EQ_INT(r[3].dp, 16);
+    CHECK_CONTAINS(r[3].skip, "heads");
+    CHECK_CONTAINS(r[4].skip, "Mamba");
+    CHECK_CONTAINS(r[5].skip, "B300");
+    free(r);
+}
+
+TEST(published_malformed_tables_named)
+{
+#define ROW(gpus, prec, dims, dp, step)                                                                     \
+    "| H100 | " gpus " | llama3.1-8b | " dims " | " prec " | 8192 | 32 | 1 | 1 | 2 | - | - | " dp " | 1 | 128 " \
+    "| 16 | NeMo | " step " | 1 |  |\n"
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"no table here\n", "no table"},
+        {"| GPU | #GPUs |\n|---|---|\n", "the header has no 'model' column"},
+        {HEADER "| H100 | 16 |\n", "line 7: 2 cells, the header has 20"},
+        {"| GPU | #GPUs | model | model dims | prec | seq | layers run | TP | PP | CP | EP | VP | DP | MBS | GBS | "
+         "software | step time (s) | notes |\n| H100 |",
+         "line 2: 1 cells, the header has 18"},
+        {"| GPU | #GPUs | model | model dims | prec | seq | layers run | TP | PP | CP | EP | VP | DP | MBS | GBS | "
+         "software | step time (s) | notes |\n\n",
+         "separator line"},
+        {HEADER ROW("16", "FP16", DENSE, "8", "1.0"), "line 7: prec: 'FP16' is not BF16 or FP8"},
+        {HEADER ROW("16", "BF16", DENSE, "8", "fast"), "line 7: step time (s): 'fast' is not a time"},
+        {HEADER ROW("16", "BF16", DENSE, "8", "-1"), "line 7: step time (s): '-1'"},
+        {HEADER ROW("16.5", "BF16", DENSE, "8", "1"), "line 7: #GPUs: '16.5' is not a whole number"},
+        {HEADER ROW("32", "BF16", DENSE, "8", "1"), "line 7: #GPUs 32 are not TP x PP x CP x DP = 16"},
+        {HEADER ROW("16", "BF16", DENSE, "FSDP=2 x DP", "1"), "line 7: DP: 'FSDP=2 x DP'"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 wide V1", "8", "1"), "line 7: model dims: 'wide' is not"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 (SwiGLU V1", "8", "1"), "line 7: model dims: '(' not closed"},
+        {HEADER ROW("16", "BF16", "L32 heads32 V1", "8", "1"), "line 7: model dims: L, h and V are needed"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 V1", "8", "1"), "line 7: model dims: MoE without"},
+        {HEADER ROW("16", "BF16", "L16 h4096 heads32 V1", "8", "1"), "line 7: layers run 32: more than"},
+        {HEADER ROW("16", "BF16", DENSE, "8", "1") "\n" HEADER, "line 13: a second table"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct est_published *r = NULL;
+        size_t n = 0;
+        struct sc_error err;
+        CHECK_EQ_INT(est_published_parse(bad[i].text, strlen(bad[i].text), &r, &n, &err), SC_EPARSE);
+        CHECK_CONTAINS(err.msg, bad[i].says);
+        CHECK(r == NULL && n == 0);
+    }
+#undef ROW
+}
+
+/* The memory of spec s with recomputation rec: whether it fits. */
+static int fits_with(struct est_spec s, const struct hw_profile *hw, enum est_recompute rec)
+{
+    struct est_memory m;
+    struct sc_error err;
+    s.options.recompute = rec;
+    REQUIRE(est_memory_estimate(&s, hw->hbm_gb, &m, &err) == SC_OK);
+    int fits = m.fits;
+    est_memory_release(&m);
+    return fits;
+}
+
+TEST(published_spec_takes_the_least_recomputation_that_fits)
+{
+    static const char text[] =
+        HEADER
+        "| H100 | 16 | llama3.1-8b | " DENSE " | BF16 | 8192 | 32 | 1 | 1 | 2 | - | - | 8 | 1 | 128 | 16 | NeMo "
+        "| 9 | 1 |  |\n"
+        "| H100 | 64 | llama3.1-70b | L80 h8192 heads64 kv8 ffn28672 (SwiGLU) V128256 | BF16 | 8192 | 80 | 8 | 8 "
+        "| 1 | - | 5 | 1 | 1 | 64 | 64 | NeMo | 9 | 1 |  |\n"
+        "| H100 | 8 | llama3.1-70b | L80 h8192 heads64 kv8 ffn28672 (SwiGLU) V128256 | BF16 | 16384 | 80 | 8 | 1 "
+        "| 1 | - | - | 1 | 1 | 8 | 8 | NeMo | 9 | 1 |  |\n"
+        "| H100 | 128 | llama3.1-70b | L80 h8192 heads64 kv8 ffn28672 (SwiGLU) V128256 | BF16 | 8192 | 80 | 128 "
+        "| 1 | 1 | - | - | 1 | 1 | 8 | 8 | NeMo | 9 | 1 |  |\n";
+    struct est_published *r = NULL;
+    size_t n = 0;
+    struct sc_error err;
+    REQUIRE(est_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 4);
+    int levels_seen[3] = {0, 0, 0};
+    for (size_t i = 0; i < 3; i++) {
+        struct est_spec s;
+        const struct hw_profile *hw;
+        int fits;
+        REQUIRE(est_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
+        CHECK(!strcmp(s.cluster.gpu, "h100-sxm") && s.cluster.gpus_per_node == 8);
+        CHECK_EQ_INT(s.options.zero_stage, 1);
+        CHECK(s.options.overlap_grad_reduce && s.options.overlap_param_gather);
+        CHECK_EQ_INT(s.options.sequence_parallel, r[i].tp > 1);
+        CHECK_EQ_INT(s.parallel.vpp, r[i].vp ? r[i].vp : 1);
+        CHECK_EQ_INT(est_spec_gpus(&s), r[i].gpus);
+        enum est_recompute rec = s.options.recompute;
+        levels_seen[rec] = 1;
+        CHECK_EQ_INT(fits, fits_with(s, hw, rec));
+        if (rec != EST_RECOMPUTE_NONE) /* the level below does not fit */
+            CHECK(!fits_with(s, hw, rec - 1));
+    }
+    CHECK(levels_seen[EST_RECOMPUTE_NONE]);
+    CHECK(levels_seen[EST_RECOMPUTE_SELECTIVE] || levels_seen[EST_RECOMPUTE_FULL]);
+
+    /* 64 heads over TP 128: refused, the field and the row's line named */
+    struct est_spec s;
+    const struct hw_profile *hw;
+    int fits;
+    CHECK_EQ_INT(est_published_spec(&r[3], &s, &hw, &fits, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "line 10");
+    CHECK_CONTAINS(err.msg, "model.heads");
+    free(r);
+}
+
+/* The cells of a table line, split here independently of the reader. */
+static int cells_of(const char *line, char cells[][128], int max)
+{
+    int k = 0;
+    const char *p = strchr(line, '|');
+    while (p && k < max) {
+        const char *q = strchr(p + 1, '|'), *e = strchr(p + 1, '\n');
+        if (!q || (e && e < q))
+            break;
+        const char *a = p + 1, *b = q;
+        while (a < b && *a == ' ')
+            a++;
+        while (b > a && b[-1] == ' ')
+            b--;
+        snprintf(cells[k++], 128, "%.*s", (int)(b - a), a);
+        p = q;
+    }
+    return k;
+}
+
+TEST(published_shared_file_read)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dgxc_benchmarking.md", th_shared_dir("validation/published"));
+    size_t len;
+    char *text = th_read_file(path, &len);
+    REQUIRE(text);
+    struct est_published *r = NULL;
+    size_t n = 0;
+    struct sc_error err;
+    REQUIRE(est_published_parse(text, len, &r, &n, &err) == SC_OK);
+
+    /* a row per line that starts with a GPU's cell */
+    size_t lines = 0, h100 = 0, left_out = 0;
+    for (const char *p = text; p; p = strchr(p, '\n')) {
+        p += *p == '\n';
+        lines += !strncmp(p, "| H100 |", 8) || !strncmp(p, "| GB200 |", 9);
+    }
+    CHECK_EQ_INT((long long)n, (long long)lines);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(r[i].gpu, "H100")) {
+            h100++;
+            CHECK_EQ_INT(r[i].gpus, r[i].tp * r[i].pp * r[i].cp * r[i].dp);
+        }
+        if (!strncmp(r[i].model, "deepseek", 8) || !strncmp(r[i].model, "llama4", 6) ||
+            !strncmp(r[i].model, "nemotronh", 9)) {
+            left_out++;
+            CHECK(r[i].skip[0]);
+        }
+        /* every row the spec expresses gets its spec */
+        struct est_spec s;
+        const struct hw_profile *hw;
+        int fits;
+        if (!r[i].skip[0] && est_published_spec(&r[i], &s, &hw, &fits, &err))
+            CHECK_CONTAINS(err.msg, "(a spec for every usable row)");
+    }
+    CHECK(h100 > 0 && left_out > 0);
+
+    /* the first GB200 row, its cells read here; and the step printed with
+     * spaces inside, which tokens/s = seq x GBS / step confirms */
+    const char *gb = strstr(text, "\n| GB200 |"), *odd = strstr(text, "| 8.7  5 |");
+    REQUIRE(gb && odd);
+    char cells[32][128];
+    REQUIRE(cells_of(gb + 1, cells, 32) >= 20);
+    size_t gb_line = 1, odd_line = 1;
+    for (const char *p = text; p < gb + 1; p++)
+        gb_line += *p == '\n';
+    for (const char *p = text; p < odd; p++)
+        odd_line += *p == '\n';
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].line == gb_line) {
+            CHECK(!strcmp(r[i].model, cells[2]));
+            CHECK_EQ_INT(r[i].gpus, strtoll(cells[1], NULL, 10));
+            CHECK_EQ_INT(r[i].tp, strtoll(cells[7], NULL, 10));
+            CHECK_EQ_INT(r[i].pp, strtoll(cells[8], NULL, 10));
+            CHECK_NEAR(r[i].step_s, strtod(cells[17], NULL), 1e-12);
+        }
+        if (r[i].line == odd_line) {
+            const char *ln = odd;
+            while (ln > text && ln[-1] != '\n')
+                ln--;
+            char odd_cells[32][128];
+            REQUIRE(cells_of(ln, odd_cells, 32) >= 20);
+            double tokens = strtod(odd_cells[18], NULL);
+            CHECK_NEAR(r[i].step_s, (double)r[i].dims.seq * (double)r[i].global_batch / tokens, 0.01);
+        }
+    }
+    free(r);
+    free(text);
+}
