@@ -24,8 +24,9 @@ void est_state_bytes(const struct est_options *o, struct est_state_bytes *out)
         *out = (struct est_state_bytes){4, 4, 8, 0};
     else if (o->master_weights == EST_MASTER_BF16) /* weights, gradients, moments in bf16 */
         *out = (struct est_state_bytes){2, 2, 4, 0};
-    else /* 16-bit weights, fp32 gradients; fp32 master weights, momentum, variance */
-        *out = (struct est_state_bytes){2, 4, 12, 1};
+    else /* 16-bit weights and gradients (fp32 with grad_reduce_in_fp32); fp32 master weights,
+            momentum, variance */
+        *out = (struct est_state_bytes){2, o->grad_reduce_in_fp32 ? 4 : 2, 12, 1};
 }
 
 double est_optimizer_step_bytes(const struct est_state_bytes *b)

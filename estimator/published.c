@@ -449,7 +449,7 @@ static int spec_as_run(const struct est_published *r, struct est_spec *out, cons
         "\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":%d},"
         "\"options\":{\"dtype\":\"%s\",\"attention\":\"flash\",\"recompute\":\"auto\",\"zero_stage\":%d,"
         "\"sequence_parallel\":%s,\"tp_comm_overlap\":%s,\"overlap_grad_reduce\":true,"
-        "\"overlap_param_gather\":true}}",
+        "\"overlap_param_gather\":true,\"grad_reduce_in_fp32\":false}}",
         (long long)m->layers, (long long)m->hidden, (long long)m->heads,
         (long long)(m->kv_heads ? m->kv_heads : m->heads), (long long)(m->ffn ? m->ffn : 4 * m->hidden),
         m->mlp == EST_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->seq, (long long)m->vocab, moe,

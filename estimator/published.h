@@ -77,7 +77,8 @@ const char *est_pub_software_name(enum est_pub_software s);
  * overlap when TP > 1, the interleaved schedule when VP is given,
  * Megatron's distributed optimizer (ZeRO-1; FSDP rows ZeRO-3, sharded
  * within their FSDP groups) with the gradient reduce and parameter gather
- * overlapped, the MoE experts, top-k, EP and ETP; and the least
+ * overlapped and reduced in bf16 (NeMo's performance scripts set
+ * grad_reduce_in_fp32 false), the MoE experts, top-k, EP and ETP; and the least
  * recomputation (none, selective, full) with which the memory model says
  * it fits (these jobs ran: options.recompute auto, resolved in *out).
  * *fits is 0 when not even full recomputation fits (the spec has full

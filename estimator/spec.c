@@ -125,6 +125,7 @@ static const struct field fields[] = {
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
     ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
     ENUM("options.master_weights", options.master_weights, master_names),
+    {"options.grad_reduce_in_fp32", K_BOOL, 0, 1, AT(options.grad_reduce_in_fp32), 0, 1, NULL},
     ENUM("options.framework", options.framework, framework_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
@@ -166,6 +167,7 @@ static void set_defaults(struct est_spec *s)
     s->options.dtype = HW_BF16;
     s->options.recompute = EST_RECOMPUTE_NONE;
     s->options.overlap_grad_reduce = 1;
+    s->options.grad_reduce_in_fp32 = -1; /* by dtype (resolve_gpu_defaults) */
     s->options.overlap_param_gather = 1;
 }
 
@@ -472,6 +474,8 @@ static int resolve_gpu_defaults(struct est_spec *s, struct sc_error *err)
     if (o->dtype != HW_FP8 && o->fp8_recipe != EST_FP8_RECIPE_NONE)
         return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: only with options.dtype \"fp8\" (it is \"%s\")",
                             hw_dtype_name(o->dtype));
+    if (o->grad_reduce_in_fp32 < 0) /* Megatron-LM's default for bf16 parameters */
+        o->grad_reduce_in_fp32 = o->dtype == HW_BF16 || o->dtype == HW_FP8 || o->dtype == HW_FP4;
     if (o->dtype == HW_FP8 && o->fp8_recipe == EST_FP8_RECIPE_NONE)
         o->fp8_recipe = hw && hw->arch == HW_ARCH_BLACKWELL ? EST_FP8_RECIPE_MXFP8 : EST_FP8_RECIPE_TENSORWISE;
     return SC_OK;

@@ -115,6 +115,11 @@ struct est_options {
      * Blackwell, else tensorwise); NONE with any other dtype */
     enum est_fp8_recipe fp8_recipe;
     enum est_master_weights master_weights;
+    /* gradients accumulated and reduced in fp32 (Megatron's main grads,
+     * --accumulate-allreduce-grads-in-fp32; NeMo's grad_reduce_in_fp32):
+     * by default on with bf16 weights (dtype bf16, fp8, fp4), off with fp16
+     * and fp32 (which has them anyway) */
+    int grad_reduce_in_fp32;
     enum est_framework framework;
 };
 

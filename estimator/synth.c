@@ -1089,9 +1089,12 @@ static void kind_rank_params(struct synth *y, int64_t i, int is_moe, double *den
     *experts = y->layer_experts[is_moe];
 }
 
+/* Bytes of a gradient as the data-parallel collectives reduce it. */
 static double grad_bytes(const struct est_spec *s)
 {
-    return s->options.dtype == HW_FP32 ? 4 : 2;
+    struct est_state_bytes b;
+    est_state_bytes(&s->options, &b);
+    return b.gradients;
 }
 
 /* A collective of the data-parallel stream. */
