@@ -240,6 +240,7 @@ static int parse_row(const struct cells *c, const int *at, size_t line, struct e
         {C_MBS, -1, offsetof(struct est_published, micro_batch)},
         {C_GBS, -1, offsetof(struct est_published, global_batch)},
     };
+    r->vp_unstated = !strncmp(t[C_VP], "NA", 2);
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (count_cell(t[counts[i].c], counts[i].dash, (int64_t *)((char *)r + counts[i].off)))
             return bad(err, line, counts[i].c, t[counts[i].c],
@@ -321,6 +322,25 @@ static int is_separator(const struct cells *c)
         if (!c->text[i][0] || strspn(c->text[i], "-:") != strlen(c->text[i]))
             return 0;
     return 1;
+}
+
+/* A row whose VP the config table left out ("NA in config table") runs
+ * the virtual stages another release printed for the same model and
+ * layout (GPU, GPUs, TP, PP, CP, EP): the file's rows repeated across
+ * releases are the same configuration measured again. */
+static void vp_from_other_releases(struct est_published *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct est_published *r = &v[i];
+        for (size_t j = 0; r->vp_unstated && j < n; j++) {
+            const struct est_published *o = &v[j];
+            if (!o->vp_unstated && !strcmp(o->gpu, r->gpu) && !strcmp(o->model, r->model) && o->gpus == r->gpus &&
+                o->tp == r->tp && o->pp == r->pp && o->cp == r->cp && o->ep == r->ep && o->dims.layers == r->dims.layers) {
+                r->vp = o->vp;
+                r->vp_unstated = 0;
+            }
+        }
+    }
 }
 
 int est_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
@@ -409,6 +429,7 @@ int est_published_parse(const char *text, size_t len, struct est_published **row
         goto fail;
     }
     free(c);
+    vp_from_other_releases(v, count);
     *rows = v;
     *n = count;
     return SC_OK;

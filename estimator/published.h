@@ -10,7 +10,9 @@
  * read. What the file's header notes say, as read here:
  *
  *  - '-' is "not used": CP and EP 1, VP none; "NA ..." (VP "NA in config
- *    table") is not published: no virtual stages;
+ *    table") is not published: the VP another release printed for the
+ *    same model and layout (rows repeated across releases are the same
+ *    configuration measured again), else no virtual stages;
  *  - a whole number may be followed by a remark, "12 (PP=1)";
  *  - DP is a number, "FSDP=a x DP=b" (FSDP over a x b ranks) or "FSDP+DP
  *    (split unknown)" (FSDP, DP derived as GPUs / (TP x PP x CP)); a row
@@ -51,6 +53,9 @@ struct est_published {
     int64_t full_layers;  /* L of the dims column (> layers: a proxy) */
     enum hw_dtype dtype;  /* HW_BF16 or HW_FP8 */
     int64_t tp, pp, cp, ep, etp, vp, dp; /* etp 0: as tp; vp 0: no virtual stages */
+    /* the VP cell said "NA in config table" and no other release printed
+     * one for the same model and layout (vp 0 then) */
+    int vp_unstated;
     /* parameters, gradients and optimizer state sharded (ZeRO-3) within
      * groups of this many data-parallel ranks ("FSDP=a x DP=b": a; the
      * split unknown: all of them); 0: not sharded so */
