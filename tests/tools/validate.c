@@ -3,7 +3,7 @@
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
  *            [--detail stage|layer|kernel] [--max-mape PCT]
- *            [--rows OUT.csv] [--starts K] FILE.csv
+ *            [--rows OUT.csv] [--bands OUT.json] [--starts K] FILE.csv
  *
  * It reports the cited costs (est_costs_cited) and the estimator's
  * defaults (est_costs_default, which hold the fit on all rows) on every
@@ -19,13 +19,17 @@
  * kinds are reported. --rows writes every row with its estimate under
  * the fit on all rows (the input's columns, then estimated ms), for study.
  * --starts K fits from K starts (est_fit); the default, 1, is what make
- * validate runs. */
+ * validate runs. --bands OUT.json writes the band of the rows' region
+ * (estimator/bands.h) under the estimator's defaults, as one region of a
+ * bands file: data/calibration/bands.json is made of such regions. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/bands.h"
+#include "estimator/estimate.h"
 #include "estimator/validation.h"
 #include "common/banned.h"
 
@@ -103,6 +107,50 @@ static int write_rows(const char *path, const struct est_measured *rows, size_t 
     return fclose(f) ? sc_error_set(err, SC_EIO, "%s: cannot write", path) : SC_OK;
 }
 
+/* The band of the rows (all in one region) under costs c, as a bands
+ * file of that one region. */
+static int write_band(const char *path, const char *source, const struct est_measured *rows, size_t n,
+                      const struct est_spec *specs, const struct hw_profile *const *hws, const struct est_costs *c,
+                      enum est_detail detail, struct sc_error *err)
+{
+    double *pred = calloc(n ? n : 1, sizeof *pred), *e = calloc(n ? n : 1, sizeof *e);
+    struct est_band band = {0};
+    struct est_bands bands = {&band, 1};
+    struct est_score s;
+    char *text = NULL;
+    FILE *f = NULL;
+    int rc = SC_OK;
+    if (!pred || !e || !n)
+        rc = sc_error_set(err, n ? SC_ENOMEM : SC_EINVAL, n ? "out of memory" : "no rows to make a band of");
+    else
+        rc = est_validate(rows, n, NULL, specs, hws, c, detail, pred, &s, err);
+    if (!rc) {
+        snprintf(band.gpu, sizeof band.gpu, "%s", specs[0].cluster.gpu);
+        snprintf(band.source, sizeof band.source, "%s", source);
+        est_region_of(&specs[0], &band.model, &band.sharding);
+        for (size_t i = 0; i < n; i++) {
+            double mfu = est_mfu(&specs[i], hws[i], rows[i].step_ms);
+            enum hw_dtype d = specs[i].options.dtype;
+            e[i] = pred[i] / rows[i].step_ms - 1;
+            if (mfu > band.best_mfu[d])
+                band.best_mfu[d] = mfu;
+            if (rows[i].gpus > band.max_gpus)
+                band.max_gpus = rows[i].gpus;
+        }
+        est_band_set_errors(&band, e, n);
+        if (!(text = est_bands_text(&bands)))
+            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        else if (!(f = fopen(path, "w")) || fprintf(f, "%s\n", text) < 0)
+            rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
+    }
+    if (f && fclose(f) && !rc)
+        rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
+    free(text);
+    free(pred);
+    free(e);
+    return rc;
+}
+
 /* A limit in percent: a number above 0, nothing after it. */
 static int parse_pct(const char *text, double *out)
 {
@@ -120,15 +168,15 @@ int main(int argc, char **argv)
         {"gpu", required_argument, NULL, 'g'},   {"dtype", required_argument, NULL, 't'},
         {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
         {"max-mape", required_argument, NULL, 'm'}, {"rows", required_argument, NULL, 'r'},
-        {"starts", required_argument, NULL, 's'},
+        {"starts", required_argument, NULL, 's'}, {"bands", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
-    const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL;
+    const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL, *bands_out = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
     double limit = 10;
     struct sc_error err;
     int c, starts = 1;
-    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:b:", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpu = optarg; break;
         case 't': dtype = optarg; break;
@@ -146,6 +194,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'r': rows_out = optarg; break;
+        case 'b': bands_out = optarg; break;
         case 's': {
             char *end;
             long k = strtol(optarg, &end, 10);
@@ -161,7 +210,7 @@ int main(int argc, char **argv)
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] "
-                        "[--rows OUT.csv] [--starts K] FILE.csv\n");
+                        "[--rows OUT.csv] [--bands OUT.json] [--starts K] FILE.csv\n");
         return 2;
     }
     size_t len, n;
@@ -205,6 +254,14 @@ int main(int argc, char **argv)
     if (est_validate(rows, n, NULL, specs, hws, &defaults, detail, NULL, &s, &err))
         goto fail;
     report("all rows, the estimator's defaults", &s, limit);
+    if (bands_out) {
+        char source[160];
+        const char *file = strrchr(argv[optind], '/');
+        snprintf(source, sizeof source, "validate --gpu %s --dtype %s --attention %s --detail %s %s: %zu rows",
+                 gpu, dtype, attention, est_detail_name(detail), file ? file + 1 : argv[optind], n);
+        if (write_band(bands_out, source, rows, n, specs, hws, &defaults, detail, &err))
+            goto fail;
+    }
     struct est_costs all = base;
     if (est_fit(rows, n, NULL, specs, hws, &all, starts, detail, &s, &err))
         goto fail;
