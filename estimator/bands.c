@@ -95,8 +95,10 @@ static int parse_region(json_t *r, struct est_band *b, const char *at, struct sc
     snprintf(b->source, sizeof b->source, "%s", src);
     if (!json_is_object(e))
         return sc_error_set(err, SC_EPARSE, "%serror: must be an object of p05 to p95", at);
-    if ((rc = only_keys(e, est_band_level_names, EST_BAND_LEVELS, at, err)))
-        return sc_error_prefix(err, "error");
+    char at_error[80];
+    snprintf(at_error, sizeof at_error, "%serror.", at);
+    if ((rc = only_keys(e, est_band_level_names, EST_BAND_LEVELS, at_error, err)))
+        return rc;
     for (int i = 0; i < EST_BAND_LEVELS; i++) {
         v = json_object_get(e, est_band_level_names[i]);
         if (!json_is_number(v) || !(json_number_value(v) >= -0.99) || !(json_number_value(v) <= 100))
