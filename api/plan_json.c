@@ -112,15 +112,15 @@ int api_plan_request_decode(const char *body, size_t len, struct est_plan_reques
                 rc = sc_error_set(err, SC_EINVAL, "objective: must be \"time\" or \"cost\"");
             else
                 rc = est_objective_parse(json_string_value(v), &req->objective, err);
-        } else if (strcmp(key, "risk") == 0) {
+        } else if (strcmp(key, "risk") == 0 && spec) {
             if (!json_is_number(v))
                 rc = sc_error_set(err, SC_EINVAL, "risk: must be a number from 0.5 to 1");
             else
                 rc = est_risk_check(json_number_value(v), "risk", err);
             req->risk = json_number_value(v);
         } else {
-            rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (%sgpus, up_to, top, objective, risk)", key,
-                              spec ? "spec, " : "");
+            rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (%sgpus, up_to, top, objective%s)", key,
+                              spec ? "spec, " : "", spec ? ", risk" : "");
         }
         if (rc)
             break;

@@ -30,7 +30,8 @@ json_t *api_plan_json(const struct est_plan *p);
  * back as compact JSON text (from malloc) in *spec for the planner's own
  * parser (est_plan_parse_spec), the rest in *req. SC_EINVAL naming the
  * field. With spec NULL, the body of POST /v1/models/{id}/plan: the same
- * without the spec (a "spec" key is unknown). */
+ * without the spec and the risk (a plan of what-ifs has no bands: a "spec"
+ * or "risk" key is unknown). */
 #define API_PLAN_DEFAULT_TOP 10
 int api_plan_request_decode(const char *body, size_t len, struct est_plan_request *req, char **spec,
                             struct sc_error *err);

@@ -124,10 +124,12 @@ static int plan_remote(const char *text, const char *model, const struct est_pla
         snprintf(err.msg, sizeof err.msg, "--spec: not valid JSON");
         return cli_fail(&err);
     }
-    body = json_pack("{s:I, s:b, s:I, s:s, s:f}", "gpus", (json_int_t)req->gpus, "up_to", req->up_to, "top",
-                     (json_int_t)req->top, "objective", est_objective_name(req->objective), "risk", req->risk);
-    if (body && spec)
+    body = json_pack("{s:I, s:b, s:I, s:s}", "gpus", (json_int_t)req->gpus, "up_to", req->up_to, "top",
+                     (json_int_t)req->top, "objective", est_objective_name(req->objective));
+    if (body && spec) { /* a plan of what-ifs has no bands: no risk */
         json_object_set_new(body, "spec", spec);
+        json_object_set_new(body, "risk", json_real(req->risk));
+    }
     json = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!json || remote_open(&r, &err)) {
@@ -322,7 +324,7 @@ int cmd_plan(int argc, char **argv)
     };
     const char *spec_path = NULL, *calibrations = NULL, *model = NULL, *config = NULL;
     struct est_plan_request req;
-    int json = 0, megatron = 0, traces = 0, c, rc;
+    int json = 0, megatron = 0, traces = 0, risk = 0, c, rc;
     struct sc_error err;
     char *end;
 
@@ -358,6 +360,7 @@ int cmd_plan(int argc, char **argv)
         case 'C': config = optarg; break;
         case 'j': json = 1; break;
         case 'r':
+            risk = 1;
             req.risk = strtod(optarg, &end);
             if (end == optarg || *end || est_risk_check(req.risk, "--risk", &err))
                 return cli_usage_error("plan", "--risk: '%s' is not a number from 0.5 to 1 (0.5: the median, "
@@ -376,8 +379,8 @@ int cmd_plan(int argc, char **argv)
     }
     if (model || traces) {
         json_t *doc = NULL;
-        if (spec_path || calibrations || megatron)
-            return cli_usage_error("plan", "--spec, --calibrations and --megatron are for plans from a spec");
+        if (spec_path || calibrations || megatron || risk)
+            return cli_usage_error("plan", "--spec, --calibrations, --megatron and --risk are for plans from a spec");
         if (!req.gpus)
             return cli_usage_error("plan", "--gpus N is required");
         if (model && (traces || config || optind < argc || !remote_configured()))
