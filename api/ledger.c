@@ -9,6 +9,8 @@
 
 #include "api/json_reply.h"
 #include "api/routes.h"
+#include "estimator/estimate.h"
+#include "estimator/spec.h"
 #include "common/banned.h"
 
 static const char *const kind_names[API_LEDGER_KIND_COUNT] = {"replay", "whatif", "estimate"};
@@ -72,14 +74,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The q-quantile of sorted x[0..n), interpolating between order statistics. */
-static double quantile(const double *x, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t i = (size_t)pos;
-    return i + 1 < n ? x[i] + (pos - (double)i) * (x[i + 1] - x[i]) : x[n - 1];
-}
-
 void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_kind k, struct ledger_band *out)
 {
     double *ratio = malloc((n ? n : 1) * sizeof *ratio);
@@ -90,10 +84,100 @@ void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_ki
     if (ratio && out->n >= LEDGER_BAND_MIN) {
         qsort(ratio, out->n, sizeof *ratio, cmp_double);
         out->has = 1;
-        out->lo = quantile(ratio, out->n, 0.1);
-        out->hi = quantile(ratio, out->n, 0.9);
+        out->lo = est_quantile_sorted(ratio, out->n, 0.1);
+        out->hi = est_quantile_sorted(ratio, out->n, 0.9);
     }
     free(ratio);
+}
+
+/* A region, as ledger_bands_merge gathers entries by it. */
+struct region_key {
+    char gpu[48];
+    enum est_model_kind model;
+    enum est_sharding sharding;
+};
+
+int ledger_bands_merge(const struct api_validation *v, size_t n, const struct est_bands *base, struct est_bands *out,
+                       struct sc_error *err)
+{
+    struct est_spec *specs = calloc(n ? n : 1, sizeof *specs);
+    const struct hw_profile **hws = calloc(n ? n : 1, sizeof *hws);
+    struct region_key *keys = calloc(n ? n : 1, sizeof *keys);
+    double *e = calloc(n ? n : 1, sizeof *e);
+    size_t n_keys = 0;
+    int rc = SC_OK;
+    memset(out, 0, sizeof *out);
+    if (!specs || !hws || !keys || !e || !(out->regions = calloc(base->n + n + 1, sizeof *out->regions))) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (base->n)
+        memcpy(out->regions, base->regions, base->n * sizeof *base->regions);
+    out->n = base->n;
+    /* the regions of the entries that count (hws[i] NULL: left out) */
+    for (size_t i = 0; i < n; i++) {
+        struct sc_error ignored;
+        struct region_key k = {0};
+        if (v[i].kind != API_LEDGER_ESTIMATE || v[i].in_sample || !scored(&v[i]) || !v[i].spec ||
+            est_spec_load(v[i].spec, strlen(v[i].spec), &specs[i], &hws[i], &ignored)) {
+            hws[i] = NULL;
+            continue;
+        }
+        snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
+        est_region_of(&specs[i], &k.model, &k.sharding);
+        size_t j = 0;
+        while (j < n_keys && memcmp(&keys[j], &k, sizeof k))
+            j++;
+        if (j == n_keys)
+            keys[n_keys++] = k;
+    }
+    for (size_t j = 0; j < n_keys; j++) {
+        struct est_band fresh = {0}, *b;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct region_key k = {0};
+            if (!hws[i])
+                continue;
+            snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
+            est_region_of(&specs[i], &k.model, &k.sharding);
+            if (memcmp(&keys[j], &k, sizeof k) == 0)
+                e[m++] = v[i].predicted_ms / v[i].measured_ms - 1;
+        }
+        if (m < LEDGER_BAND_MIN)
+            continue; /* too few to say more than the file */
+        b = (struct est_band *)est_bands_find(out, keys[j].gpu, keys[j].model, keys[j].sharding);
+        if (!b) {
+            b = &out->regions[out->n++];
+            *b = fresh;
+            snprintf(b->gpu, sizeof b->gpu, "%s", keys[j].gpu);
+            b->model = keys[j].model;
+            b->sharding = keys[j].sharding;
+        }
+        est_band_set_errors(b, e, m);
+        snprintf(b->source, sizeof b->source, "the ledger: %zu out-of-sample estimates", m);
+        for (size_t i = 0; i < n; i++) {
+            struct region_key k = {0};
+            if (!hws[i])
+                continue;
+            snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
+            est_region_of(&specs[i], &k.model, &k.sharding);
+            if (memcmp(&keys[j], &k, sizeof k))
+                continue;
+            double mfu = est_mfu(&specs[i], hws[i], v[i].measured_ms);
+            if (mfu > b->best_mfu[specs[i].options.dtype] && mfu <= 1)
+                b->best_mfu[specs[i].options.dtype] = mfu;
+            if (est_spec_gpus(&specs[i]) > b->max_gpus)
+                b->max_gpus = est_spec_gpus(&specs[i]);
+        }
+    }
+done:
+    free(specs);
+    free(hws);
+    free(keys);
+    free(e);
+    if (rc)
+        est_bands_release(out);
+    return rc;
 }
 
 json_t *ledger_band_json(const struct ledger_band *b, enum api_ledger_kind k, double predicted_ms)

@@ -26,6 +26,7 @@
 
 #include "api/resources.h"
 #include "common/error.h"
+#include "estimator/bands.h"
 
 #define LEDGER_BAND_MIN 10
 
@@ -74,6 +75,17 @@ void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_ki
 /* {"kind","entries","coverage":0.8,"lo_ms","hi_ms"} around predicted_ms, or
  * null without a band; {"kind","entries","needed"} says how many are missing. */
 json_t *ledger_band_json(const struct ledger_band *b, enum api_ledger_kind k, double predicted_ms);
+
+/* The bands `base` (estimator/bands.h) with the ledger's estimates merged
+ * in: a region (of each entry's spec) with at least LEDGER_BAND_MIN
+ * out-of-sample estimate entries takes their error quantiles, count and
+ * the ledger as its source in place of the file's, since they measured
+ * runs on this deployment's own cluster and software, and its largest GPU
+ * count and best MFU per dtype become the larger of both; a region with
+ * fewer keeps the file's band, or has none. *out is malloc'd
+ * (est_bands_release). SC_ENOMEM. */
+int ledger_bands_merge(const struct api_validation *v, size_t n, const struct est_bands *base, struct est_bands *out,
+                       struct sc_error *err);
 
 /* One entry with its signed error_pct. */
 json_t *api_validation_json(const struct api_validation *v);

@@ -8,6 +8,13 @@
  * posted to POST /v1/plans and polled at GET /v1/plans/{id} until the plan
  * is done.
  *
+ * Rows rank at a risk (--risk P, 0.5 to 1; estimator/bands.h): by the
+ * step time the band of their region puts at the P-quantile; the table
+ * shows it beside the estimate, marks a row beyond what was validated
+ * with '!' and says why under it, and gives the top row's estimate at
+ * kernel detail. Locally the bands are the compiled-in ones; a server
+ * merges its ledger into them.
+ *
  * From a traced job instead of a spec (estimator/whatif_plan.h), each
  * candidate the what-if of the job: `--from-traces --config F TRACE...`
  * here, `--from-model ID` on the server (POST /v1/models/{id}/plan). */
@@ -66,6 +73,9 @@ static int plan_here(const char *calibrations, const struct est_plan_request *re
     int rc;
     if (est_spec_check_gpu(&req->spec, &est.hw, &err))
         return cli_fail(&err);
+    struct est_plan_request banded = *req;
+    banded.bands = est_bands_builtin();
+    req = &banded;
     if ((rc = cli_spec_costs(&req->spec, est.hw, calibrations, &est.costs)))
         return rc;
     est_plan_evaluator_estimate(&est, &ev);
@@ -116,8 +126,10 @@ static int plan_remote(const char *text, const char *model, const struct est_pla
     }
     body = json_pack("{s:I, s:b, s:I, s:s}", "gpus", (json_int_t)req->gpus, "up_to", req->up_to, "top",
                      (json_int_t)req->top, "objective", est_objective_name(req->objective));
-    if (body && spec)
+    if (body && spec) { /* a plan of what-ifs has no bands: no risk */
         json_object_set_new(body, "spec", spec);
+        json_object_set_new(body, "risk", json_real(req->risk));
+    }
     json = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!json || remote_open(&r, &err)) {
@@ -180,33 +192,60 @@ static const char *sget(const json_t *o, const char *k)
     return s ? s : "";
 }
 
+/* Under the table: the top row at kernel detail, and why each row marked
+ * '!' lies beyond what was validated. */
+static void print_notes(const json_t *doc)
+{
+    size_t i;
+    json_t *row;
+    json_array_foreach (json_object_get(doc, "top"), i, row) {
+        const json_t *k = json_object_get(row, "kernel");
+        if (k)
+            printf("#%zu at kernel detail: %.2f ms (stage detail %.2f ms), MFU %.1f%%\n", i + 1,
+                   cli_json_num(k, "step_ms"), cli_json_num(json_object_get(row, "estimate"), "step_ms"),
+                   cli_json_num(k, "mfu") * 100);
+    }
+    json_array_foreach (json_object_get(doc, "top"), i, row)
+        if (json_is_true(json_object_get(row, "extrapolated")))
+            printf("! #%zu extrapolated: %s\n", i + 1, sget(row, "extrapolated_because"));
+}
+
 static void print_table(const json_t *doc, int moe)
 {
     size_t i;
     json_t *row;
-    printf("%-4s %3s %3s %3s %4s %s%3s %-13s %-9s %2s %4s %11s %11s %6s %7s %10s\n", "#", "tp", "cp", "pp", "dp",
-           moe ? " ep " : "", "mb", "schedule", "recompute", "sp", "zero", "step ms", "tokens/s", "MFU", "mem GB",
-           "GPU-h/Mtok");
+    int banded = json_object_get(doc, "top") && json_array_size(json_object_get(doc, "top")) &&
+                 json_object_get(json_array_get(json_object_get(doc, "top"), 0), "at_risk");
+    char at_risk[32] = "";
+    if (banded)
+        snprintf(at_risk, sizeof at_risk, "ms at p%.0f", cli_json_num(doc, "risk") * 100);
+    printf("%-4s %3s %3s %3s %4s %s%3s %-13s %-9s %2s %4s %11s %*s%s%11s %6s %7s %10s\n", "#", "tp", "cp", "pp", "dp",
+           moe ? " ep " : "", "mb", "schedule", "recompute", "sp", "zero", "step ms", banded ? 11 : 0, at_risk,
+           banded ? " " : "", "tokens/s", "MFU", "mem GB", "GPU-h/Mtok");
     json_array_foreach (json_object_get(doc, "top"), i, row) {
         const json_t *p = json_object_get(row, "parallel"), *o = json_object_get(row, "options"),
                      *e = json_object_get(row, "estimate");
-        char sched[32], ep[16] = "";
+        char sched[32], ep[16] = "", risk[32] = "", num[8];
+        snprintf(num, sizeof num, "%zu%s", i + 1, json_is_true(json_object_get(row, "extrapolated")) ? "!" : "");
+        if (banded)
+            snprintf(risk, sizeof risk, "%11.2f ", cli_json_num(json_object_get(row, "at_risk"), "step_ms"));
         if (iget(p, "vpp") > 1)
             snprintf(sched, sizeof sched, "interleaved/%lld", iget(p, "vpp"));
         else
             snprintf(sched, sizeof sched, "%s", sget(p, "schedule"));
         if (moe)
             snprintf(ep, sizeof ep, "%3lld ", iget(p, "ep"));
-        printf("%-4zu %3lld %3lld %3lld %4lld %s%3lld %-13s %-9s %2s %4lld %11.2f %11.0f %5.1f%% %7.1f %10.3f\n",
-               i + 1, iget(p, "tp"), iget(p, "cp"), iget(p, "pp"), iget(p, "dp"), ep, iget(p, "micro_batch"), sched,
+        printf("%-4s %3lld %3lld %3lld %4lld %s%3lld %-13s %-9s %2s %4lld %11.2f %s%11.0f %5.1f%% %7.1f %10.3f\n",
+               num, iget(p, "tp"), iget(p, "cp"), iget(p, "pp"), iget(p, "dp"), ep, iget(p, "micro_batch"), sched,
                sget(o, "recompute"), json_is_true(json_object_get(o, "sequence_parallel")) ? "y" : "n",
-               iget(o, "zero_stage"), cli_json_num(e, "step_ms"), cli_json_num(e, "tokens_per_s"),
+               iget(o, "zero_stage"), cli_json_num(e, "step_ms"), risk, cli_json_num(e, "tokens_per_s"),
                cli_json_num(e, "mfu") * 100, cli_json_num(e, "memory_gb_per_gpu"),
                cli_json_num(e, "gpu_hours_per_m_tokens"));
     }
     printf("evaluated %lld, pruned %lld (provably outside the top), infeasible: memory %lld, divisibility %lld\n",
            iget(doc, "evaluated"), iget(doc, "pruned"), iget(json_object_get(doc, "infeasible"), "memory"),
            iget(json_object_get(doc, "infeasible"), "divisibility"));
+    print_notes(doc);
 }
 
 /* The Megatron-LM (megatron-core) arguments that run a row of the plan of
@@ -279,19 +318,21 @@ int cmd_plan(int argc, char **argv)
         {"from-traces", no_argument, NULL, 'T'},
         {"config", required_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'j'},
+        {"risk", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *spec_path = NULL, *calibrations = NULL, *model = NULL, *config = NULL;
     struct est_plan_request req;
-    int json = 0, megatron = 0, traces = 0, c, rc;
+    int json = 0, megatron = 0, traces = 0, risk = 0, c, rc;
     struct sc_error err;
     char *end;
 
     memset(&req, 0, sizeof req);
     req.top = API_PLAN_DEFAULT_TOP;
+    req.risk = EST_RISK_DEFAULT;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:g:ut:o:mc:M:TC:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:g:ut:o:mc:M:TC:jr:h", opts, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
         case 'g':
@@ -318,20 +359,28 @@ int cmd_plan(int argc, char **argv)
         case 'T': traces = 1; break;
         case 'C': config = optarg; break;
         case 'j': json = 1; break;
+        case 'r':
+            risk = 1;
+            req.risk = strtod(optarg, &end);
+            if (end == optarg || *end || est_risk_check(req.risk, "--risk", &err))
+                return cli_usage_error("plan", "--risk: '%s' is not a number from 0.5 to 1 (0.5: the median, "
+                                               "0.9: measured above it one time in ten)", optarg);
+            break;
         case 'h':
             printf("usage: stepcast [--server URL] plan --spec F --gpus N [--up-to] [--top K] "
-                   "[--objective time|cost] [--megatron] [--calibrations DIR] [--json]\n"
+                   "[--objective time|cost] [--risk P] [--megatron] [--calibrations DIR] [--json]\n"
                    "       stepcast plan --from-traces --config F --gpus N [...] TRACE...\n"
                    "       stepcast --server URL plan --from-model ID --gpus N [...]\n"
-                   "(from a traced job every candidate is the job's what-if)\n");
+                   "(from a traced job every candidate is the job's what-if; --risk P, 0.5 to 1: rank by the\n"
+                   " step time at the P-quantile of the error band of each row's region, 0.5 by default)\n");
             return 0;
         default: return cli_usage_error("plan", "bad option");
         }
     }
     if (model || traces) {
         json_t *doc = NULL;
-        if (spec_path || calibrations || megatron)
-            return cli_usage_error("plan", "--spec, --calibrations and --megatron are for plans from a spec");
+        if (spec_path || calibrations || megatron || risk)
+            return cli_usage_error("plan", "--spec, --calibrations, --megatron and --risk are for plans from a spec");
         if (!req.gpus)
             return cli_usage_error("plan", "--gpus N is required");
         if (model && (traces || config || optind < argc || !remote_configured()))

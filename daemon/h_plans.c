@@ -23,10 +23,12 @@
 #include <jansson.h>
 
 #include "api/json_reply.h"
+#include "api/ledger.h"
 #include "api/plan_json.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
+#include "daemon/log.h"
 #include "daemon/plans.h"
 #include "common/banned.h"
 
@@ -102,6 +104,24 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
     return taken;
 }
 
+/* The bands a plan by the estimator ranks at: the compiled-in ones with
+ * the ledger's estimates merged in (api/ledger.h, ledger_bands_merge);
+ * the compiled-in ones alone when the ledger cannot be read. */
+static int plan_bands(struct svc *s, struct est_bands *out, struct api_reply *r)
+{
+    struct api_validation *v = NULL;
+    struct sc_error err;
+    size_t n = 0;
+    int rc;
+    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), &v, &n, &err)) {
+        log_warn("plan", "event=ledger_unavailable msg=\"%s\"", err.msg);
+        n = 0;
+    }
+    rc = ledger_bands_merge(v, n, est_bands_builtin(), out, &err);
+    api_validations_free(v, n);
+    return rc ? api_fail(r, API_E_UNAVAILABLE, "%s", err.msg) : SC_OK;
+}
+
 /* The request's body into *req (and its spec's text into *spec, when
  * asked); on failure the reply in r. */
 static int decode_request(struct svc *s, struct svc_request *q, struct est_plan_request *req, char **spec,
@@ -132,8 +152,11 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
         req.spec = h.spec;
         pe.est.hw = h.hw;
         pe.est.costs = h.costs;
-        start_plan(s, q, &req, &pe, H_PLAN_INLINE_SPACE, "fix more of parallel and options in the spec", r);
+        if (plan_bands(s, &pe.bands, r) == SC_OK &&
+            start_plan(s, q, &req, &pe, H_PLAN_INLINE_SPACE, "fix more of parallel and options in the spec", r))
+            memset(&pe, 0, sizeof pe); /* the background plan gives the bands back */
     }
+    plans_eval_release(&pe);
     free(spec);
     h_spec_release(&h);
 }

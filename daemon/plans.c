@@ -38,6 +38,7 @@ struct plans {
 void plans_eval_release(struct plans_eval *pe)
 {
     whatif_plan_release(&pe->whatif);
+    est_bands_release(&pe->bands);
     model_job_free(pe->whole);
     if (pe->entry)
         cache_release(pe->cache, pe->entry);
@@ -84,6 +85,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err)
 {
     struct est_plan_evaluator ev;
+    struct est_plan_request banded = *req;
     struct est_plan plan;
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
@@ -93,10 +95,11 @@ int plans_run(struct store *store, const char *id, const char *request, const st
         whatif_plan_evaluator(&pe->whatif, &ev);
     } else {
         est_plan_evaluator_estimate(&pe->est, &ev);
+        banded.bands = &pe->bands;
     }
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
-    if (est_plan_run(req, &ev, progress, ctx, &plan, &perr)) {
+    if (est_plan_run(&banded, &ev, progress, ctx, &plan, &perr)) {
         snprintf(row.state, sizeof row.state, "failed");
         row.error = perr.msg;
     } else if (plan.cancelled) {

@@ -22,11 +22,13 @@ struct cache_entry;
 /* What evaluates a plan's candidates: the estimator (est), or, for a plan
  * from a built model (POST /v1/models/{id}/plan), its what-if (whatif) on
  * `view`, the model's graph with its traces read whole (`whole`,
- * built_model_whole), the graph held by the cache entry `entry`.
+ * built_model_whole), the graph held by the cache entry `entry`. A plan by
+ * the estimator ranks at the bands `bands` (its own copy).
  * plans_start takes both (whole and the entry) and gives them back once the
  * plan is stored; plans_run leaves them to the caller. */
 struct plans_eval {
     struct est_plan_estimator est;
+    struct est_bands bands;       /* the estimator's: ranked at the request's risk */
     struct whatif_planner whatif; /* used when whole is set; its graph is view */
     struct model_graph view;
     struct model_job *whole;
@@ -34,7 +36,7 @@ struct plans_eval {
     struct cache_entry *entry;
 };
 
-/* Give back what pe holds: its planner, whole job and cache entry. */
+/* Give back what pe holds: its planner, bands, whole job and cache entry. */
 void plans_eval_release(struct plans_eval *pe);
 
 int plans_new(struct store *store, struct plans **out, struct sc_error *err);

@@ -48,6 +48,13 @@ double est_graph_flops(const struct model_graph *g)
     return sum;
 }
 
+double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms)
+{
+    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * (double)est_spec_gpus(s);
+    double tokens_per_s = step_ms > 0 ? (double)(s->parallel.global_batch * s->model.seq) / (step_ms / 1e3) : 0;
+    return peak > 0 ? est_model_flops_per_token(&s->model) * tokens_per_s / peak : 0;
+}
+
 void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
                          struct est_estimate *out)
 {
@@ -56,7 +63,7 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->gpus = (double)est_spec_gpus(s);
     out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
-    out->mfu = peak > 0 ? est_model_flops_per_token(&s->model) * out->tokens_per_s / peak : 0;
+    out->mfu = est_mfu(s, hw, out->step_ms);
     struct est_spec run = *s; /* with the recomputation estimated (auto resolved) */
     run.options.recompute = mem->recompute;
     double hw_flops = est_hardware_flops_per_token(&run);

@@ -53,6 +53,10 @@ void est_estimate_release(struct est_estimate *e);
  * stands for execute as much). */
 double est_graph_flops(const struct model_graph *g);
 
+/* The MFU of spec s on hw at a step time: its model FLOPs per second over
+ * the dtype's dense peak of its GPUs (0 without a peak or a time). */
+double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);
+
 /* The figures that follow from out->step_ms and the memory of spec s
  * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
  * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to

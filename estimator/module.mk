@@ -8,6 +8,15 @@ $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
 
+# the estimator's error bands by region (estimator/bands.h), and the bands
+# file that data/calibration/bands.json compiles in
+CORE_SRCS += estimator/bands.c $(BUILD)/gen/bands_data.c
+$(BUILD)/gen/bands_data.c: data/calibration/bands.json scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh sc_bands_files data/calibration/bands.json >$@.tmp && mv $@.tmp $@
+# the bands file reader (tests/fuzz/fuzz_bands.c)
+FUZZ_TARGETS += bands
+
 # the kernel and collective cost models, and their calibration from
 # nccl-tests output, GEMM microbenchmark tables and traces
 CORE_SRCS += estimator/kernel_model.c estimator/coll_lines.c estimator/collective_model.c estimator/nccl_tests.c \

@@ -49,6 +49,12 @@ static int estimate_eval(void *ctx, const struct est_spec *s, struct est_estimat
     return est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
 }
 
+static int estimate_kernel(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
+{
+    const struct est_plan_estimator *e = ctx;
+    return est_estimate(s, e->hw, &e->costs, EST_DETAIL_KERNEL, out, err);
+}
+
 /* The pass costs of s's layout, remembered (*out points into the memo). */
 static int pass_costs(struct est_plan_estimator *e, const struct est_spec *s, const struct est_pass_costs **out,
                       struct sc_error *err)
@@ -107,6 +113,7 @@ void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_e
     out->evaluate = estimate_eval;
     out->bound = estimate_bound;
     out->refine = estimate_refine;
+    out->detail = estimate_kernel;
     out->ctx = e;
 }
 
@@ -373,18 +380,11 @@ static void cand_spec(const struct est_plan_request *req, unsigned fixed, const 
     s->options.zero_stage = c->zero;
 }
 
-/* The objective of a step time for spec s: the time itself, or GPU-hours
- * per million tokens. */
-static double objective(const struct est_plan_request *req, const struct est_spec *s, double step_ms)
-{
-    if (req->objective == EST_OBJECTIVE_TIME)
-        return step_ms;
-    double tokens = (double)s->parallel.global_batch * (double)s->model.seq;
-    return (double)est_spec_gpus(s) * step_ms / 3.6e6 / (tokens / 1e6);
-}
-
 struct search {
     const struct est_plan_request *req;
+    /* a step time's factor at the risk, by sharding (the GPU and the
+     * model kind are the template's): 1 / (1 + the error quantile) */
+    double at_risk[EST_SHARDING_COUNT];
     const struct est_plan_evaluator *ev;
     const struct hw_profile *hw;
     est_plan_progress_fn progress;
@@ -401,6 +401,20 @@ struct search {
     struct est_memory last_mem;
     struct cand last;
 };
+
+/* The objective of a step time for spec s: the time at the risk itself,
+ * or GPU-hours per million tokens. */
+static double objective(const struct search *y, const struct est_spec *s, double step_ms)
+{
+    enum est_model_kind model;
+    enum est_sharding sharding;
+    est_region_of(s, &model, &sharding);
+    step_ms *= y->at_risk[sharding];
+    if (y->req->objective == EST_OBJECTIVE_TIME)
+        return step_ms;
+    double tokens = (double)s->parallel.global_batch * (double)s->model.seq;
+    return (double)est_spec_gpus(s) * step_ms / 3.6e6 / (tokens / 1e6);
+}
 
 /* Whether two combinations differ in the ZeRO stage at most. */
 static int same_but_zero(const struct cand *a, const struct cand *b)
@@ -463,7 +477,7 @@ static int check_one(void *ctx, const struct cand *c)
         double ms;
         if ((rc = y->ev->bound(y->ev->ctx, &s, &ms, y->err)))
             return rc;
-        k->bound = objective(y->req, &s, ms);
+        k->bound = objective(y, &s, ms);
     }
     return 0;
 }
@@ -556,6 +570,19 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         return sc_error_set(err, SC_EINVAL, "top: %zu is not in 1 to %d", req->top, EST_PLAN_MAX_TOP);
     if (req->gpus < 1 || req->gpus > (1 << 20))
         return sc_error_set(err, SC_EINVAL, "gpus: %lld is not in 1 to %d", (long long)req->gpus, 1 << 20);
+    out->risk = req->risk ? req->risk : EST_RISK_DEFAULT;
+    out->banded = req->bands != NULL;
+    if ((rc = est_risk_check(out->risk, "risk", err)))
+        return rc;
+    for (int k = 0; k < EST_SHARDING_COUNT; k++) {
+        enum est_model_kind model;
+        enum est_sharding sharding;
+        struct est_spec like = req->spec;
+        like.options.zero_stage = k == EST_SHARDING_FSDP ? 3 : k; /* a stage of each kind */
+        est_region_of(&like, &model, &sharding);
+        y.at_risk[k] = est_band_at_risk(est_bands_find(req->bands, req->spec.cluster.gpu, model, sharding),
+                                        out->risk, 1);
+    }
     if ((rc = est_spec_check_gpu(&req->spec, &y.hw, err)))
         return rc;
     y.total = est_plan_space(req);
@@ -595,17 +622,18 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
             break;
         }
         struct est_plan_row row;
+        memset(&row, 0, sizeof row);
         cand_spec(req, y.fixed, &c, &row.spec);
         if ((rc = est_spec_check(&row.spec, err)))
             goto done;
         if (ev->bound && ev->refine && !c.refined) {
             /* the step time at which it would be pruned now (the
              * objective grows in proportion to it) */
-            double ms, enough = full ? out->rows[req->top - 1].objective / objective(req, &row.spec, 1) : INFINITY;
+            double ms, enough = full ? out->rows[req->top - 1].objective / objective(&y, &row.spec, 1) : INFINITY;
             if ((rc = ev->refine(ev->ctx, &row.spec, enough, &ms, err)))
                 goto done;
             c.refined = 1;
-            double refined = objective(req, &row.spec, ms);
+            double refined = objective(&y, &row.spec, ms);
             if (refined > c.bound) {
                 c.bound = refined;
                 heap_push(y.cands, &left, &c);
@@ -615,10 +643,18 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         if ((rc = ev->evaluate(ev->ctx, &row.spec, &row.estimate, err)))
             goto done;
         out->evaluated++;
-        row.objective = objective(req, &row.spec, row.estimate.step_ms);
+        row.objective = objective(&y, &row.spec, row.estimate.step_ms);
         keep_top(out, order, req->top, &row, c.index);
         if (tick(&y))
             break;
+    }
+    /* what the bands say of each row, and the top row at kernel detail */
+    for (size_t i = 0; !rc && !out->cancelled && out->banded && i < out->n_rows; i++)
+        est_band_view_of(req->bands, &out->rows[i].spec, &out->rows[i].estimate, out->risk, &out->rows[i].band);
+    if (!rc && !out->cancelled && out->n_rows && ev->detail) {
+        if ((rc = ev->detail(ev->ctx, &out->rows[0].spec, &out->rows[0].kernel, err)))
+            goto done;
+        out->rows[0].has_kernel = 1;
     }
 done:
     sc_heap_keep_end();
@@ -634,8 +670,10 @@ done:
 
 void est_plan_release(struct est_plan *p)
 {
-    for (size_t i = 0; i < p->n_rows; i++)
+    for (size_t i = 0; i < p->n_rows; i++) {
         est_estimate_release(&p->rows[i].estimate);
+        est_estimate_release(&p->rows[i].kernel);
+    }
     free(p->rows);
     p->rows = NULL;
     p->n_rows = 0;

@@ -43,7 +43,16 @@
  *
  * Objectives: `time` ranks by step time, `cost` by GPU-hours per million
  * tokens (the same order as dollars when a price is given); ties by step
- * time, then by the order of enumeration. */
+ * time, then by the order of enumeration.
+ *
+ * At a risk P (0.5 to 1) with bands (bands.h), both take the step time at
+ * risk, est_band_at_risk: the estimate over 1 + the error quantile at
+ * 1 - P of the candidate's region, so a region where the estimator has
+ * been optimistic ranks lower; a candidate whose region has no band
+ * ranks by its estimate and is marked extrapolated. The region's factor
+ * is known before the estimate, so the bounds scale with it and pruning
+ * stays exact. Each row carries what its band says (est_band_view); the
+ * top row is estimated again at kernel detail when the evaluator can. */
 #ifndef ESTIMATOR_PLAN_H
 #define ESTIMATOR_PLAN_H
 
@@ -51,6 +60,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "estimator/bands.h"
 #include "estimator/estimate.h"
 #include "estimator/spec.h"
 #include "estimator/synth.h"
@@ -74,6 +84,10 @@ struct est_plan_request {
     int up_to;
     size_t top;
     enum est_objective objective;
+    /* the bands rows are ranked at and marked by (NULL: none: rows rank by
+     * their estimates, with no band), and the risk, 0.5 to 1 (0: 0.5) */
+    const struct est_bands *bands;
+    double risk;
 };
 
 /* Parse a planning spec document into req->spec and req->given: a spec
@@ -97,6 +111,8 @@ struct est_plan_evaluator {
     int (*bound)(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err);
     void *ctx;
     int (*refine)(void *ctx, const struct est_spec *s, double enough_ms, double *step_ms, struct sc_error *err);
+    /* the top row estimated again at kernel detail; NULL: not done */
+    int (*detail)(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err);
 };
 
 /* The estimator's evaluator: the spec's GPU profile hw and costs c (the
@@ -121,13 +137,18 @@ void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_e
 struct est_plan_row {
     struct est_spec spec; /* the configuration, complete */
     struct est_estimate estimate;
-    double objective;     /* step ms, or GPU-hours per million tokens */
+    double objective;     /* step ms, or GPU-hours per million tokens (at the risk) */
+    struct est_band_view band; /* with bands: its band, step time at risk, extrapolated */
+    int has_kernel;            /* the top row: kernel holds its estimate at kernel detail */
+    struct est_estimate kernel;
 };
 
 struct est_plan {
     int64_t space;       /* combinations enumerated */
     int64_t evaluated, pruned, infeasible_memory, infeasible_divisibility;
     int cancelled;       /* progress asked to stop: the counts are partial, no rows */
+    int banded;          /* the request had bands: rows carry theirs */
+    double risk;         /* the risk ranked at (0.5 to 1) */
     struct est_plan_row *rows; /* best first, malloc'd */
     size_t n_rows;
 };

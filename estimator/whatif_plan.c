@@ -90,6 +90,7 @@ void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *
     out->evaluate = evaluate;
     out->bound = NULL;
     out->refine = NULL;
+    out->detail = NULL;
     out->ctx = w;
 }
 

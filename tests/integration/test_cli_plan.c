@@ -69,6 +69,14 @@ TEST(cli_plan_rows_equal_estimate)
     char *text_argv[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "16", NULL};
     out = th_run_expect(text_argv, 0, "infeasible: memory", NULL);
     free(out);
+    /* at a risk: the step time at it beside the estimate, the top row at
+     * kernel detail, and why a row is extrapolated */
+    char *risk_argv[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "16",
+                         "--top", "3", "--risk", "0.9", NULL};
+    out = th_run_expect(risk_argv, 0, "ms at p90", NULL);
+    CHECK_CONTAINS(out, "#1 at kernel detail: ");
+    CHECK_CONTAINS(out, "! #1 extrapolated: ");
+    free(out);
 }
 
 TEST(cli_plan_bad_input)
@@ -79,6 +87,9 @@ TEST(cli_plan_bad_input)
     char *bad_obj[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "8",
                        "--objective", "speed", NULL};
     free(th_run_expect(bad_obj, 2, NULL, "objective"));
+    char *bad_risk[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "8",
+                        "--risk", "0.3", NULL};
+    free(th_run_expect(bad_risk, 2, NULL, "--risk"));
     static const char no_batch[] = "{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":4096},"
                                    "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
     path = th_write_file("no-batch.json", no_batch, strlen(no_batch));

@@ -3,7 +3,7 @@
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
  *            [--detail stage|layer|kernel] [--max-mape PCT]
- *            [--rows OUT.csv] [--starts K] FILE.csv
+ *            [--rows OUT.csv] [--bands OUT.json] [--starts K] FILE.csv
  *
  * It reports the cited costs (est_costs_cited) and the estimator's
  * defaults (est_costs_default, which hold the fit on all rows) on every
@@ -19,9 +19,11 @@
  * kinds are reported. --rows writes every row with its estimate under
  * the fit on all rows (the input's columns, then estimated ms), for study.
  * --starts K fits from K starts (est_fit); the default, 1, is what make
- * validate runs.
+ * validate runs. --bands OUT.json writes the band of the rows' region
+ * (estimator/bands.h) under the estimator's defaults, as one region of a
+ * bands file: data/calibration/bands.json is made of such regions.
  *
- *   validate --published [--detail L] [--iters N] FILE.md
+ *   validate --published [--detail L] [--iters N] [--bands OUT.json] FILE.md
  *
  * scores the published step times of H100 and GB200 jobs instead
  * (validate_published.c), its fits at most N simplex iterations each. */
@@ -31,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/bands.h"
+#include "estimator/estimate.h"
 #include "estimator/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
@@ -115,6 +119,78 @@ static int write_rows(const char *path, const struct est_measured *rows, const s
     return fclose(f) ? sc_error_set(err, SC_EIO, "%s: cannot write", path) : SC_OK;
 }
 
+/* One region's band from the runs in it (est_region_of of each run's
+ * spec, with its GPU), estimates pred. */
+static void band_of(const struct est_runs *r, const double *pred, const struct est_band *key, struct est_band *out,
+                    double *e)
+{
+    size_t n = 0;
+    *out = *key;
+    for (size_t i = 0; i < r->n; i++) {
+        enum est_model_kind model;
+        enum est_sharding sharding;
+        est_region_of(&r->specs[i], &model, &sharding);
+        if (strcmp(r->specs[i].cluster.gpu, key->gpu) || model != key->model || sharding != key->sharding ||
+            !(pred[i] > 0))
+            continue;
+        double mfu = est_mfu(&r->specs[i], r->hws[i], r->step_ms[i]);
+        enum hw_dtype d = r->specs[i].options.dtype;
+        e[n++] = pred[i] / r->step_ms[i] - 1;
+        if (mfu > out->best_mfu[d])
+            out->best_mfu[d] = mfu;
+        if (est_spec_gpus(&r->specs[i]) > out->max_gpus)
+            out->max_gpus = est_spec_gpus(&r->specs[i]);
+    }
+    est_band_set_errors(out, e, n);
+}
+
+int validate_write_bands(const char *path, const struct est_runs *r, const double *pred, const char *source,
+                         struct sc_error *err)
+{
+    struct est_bands bands = {NULL, 0};
+    double *e = calloc(r->n ? r->n : 1, sizeof *e);
+    char *text = NULL;
+    FILE *f = NULL;
+    size_t len;
+    int rc = SC_OK;
+    if (!e)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    /* the regions of the file already there that these runs do not cover stay */
+    char *old = validate_slurp(path, &len);
+    if (old && (rc = est_bands_parse(old, len, &bands, err)))
+        rc = sc_error_prefix(err, "%s", path);
+    free(old);
+    for (size_t i = 0; !rc && i < r->n; i++) {
+        struct est_band key = {0};
+        snprintf(key.gpu, sizeof key.gpu, "%s", r->specs[i].cluster.gpu);
+        snprintf(key.source, sizeof key.source, "%s", source);
+        est_region_of(&r->specs[i], &key.model, &key.sharding);
+        struct est_band *at = (struct est_band *)est_bands_find(&bands, key.gpu, key.model, key.sharding);
+        if (at && !strcmp(at->source, source))
+            continue; /* made from these runs already */
+        if (!at) {
+            struct est_band *grown = realloc(bands.regions, (bands.n + 1) * sizeof *grown);
+            if (!grown) {
+                rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+                break;
+            }
+            bands.regions = grown;
+            at = &bands.regions[bands.n++];
+        }
+        band_of(r, pred, &key, at, e);
+    }
+    if (!rc && !(text = est_bands_text(&bands)))
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    else if (!rc && (!(f = fopen(path, "w")) || fprintf(f, "%s\n", text) < 0))
+        rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
+    if (f && fclose(f) && !rc)
+        rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
+    free(text);
+    free(e);
+    est_bands_release(&bands);
+    return rc;
+}
+
 /* A limit in percent: a number above 0, nothing after it. */
 static int parse_pct(const char *text, double *out)
 {
@@ -133,15 +209,15 @@ int main(int argc, char **argv)
         {"attention", required_argument, NULL, 'a'}, {"detail", required_argument, NULL, 'd'},
         {"max-mape", required_argument, NULL, 'm'}, {"rows", required_argument, NULL, 'r'},
         {"starts", required_argument, NULL, 's'}, {"published", no_argument, NULL, 'p'},
-        {"iters", required_argument, NULL, 'i'},
+        {"iters", required_argument, NULL, 'i'}, {"bands", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
-    const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL;
+    const char *gpu = "a100-sxm4-80gb", *dtype = "fp16", *attention = "unfused", *rows_out = NULL, *bands_out = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
     double limit = 10;
     struct sc_error err;
     int c, starts = 1, published = 0, iters = PUBLISHED_ITERS;
-    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:pi:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:t:a:d:m:r:s:pi:b:", opts, NULL)) != -1) {
         switch (c) {
         case 'g': gpu = optarg; break;
         case 't': dtype = optarg; break;
@@ -159,6 +235,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'r': rows_out = optarg; break;
+        case 'b': bands_out = optarg; break;
         case 's': {
             char *end;
             long k = strtol(optarg, &end, 10);
@@ -185,12 +262,12 @@ int main(int argc, char **argv)
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "usage: validate [--gpu ID] [--dtype D] [--attention A] [--detail L] [--max-mape PCT] "
-                        "[--rows OUT.csv] [--starts K] FILE.csv\n"
-                        "       validate --published [--detail L] [--iters N] FILE.md\n");
+                        "[--rows OUT.csv] [--bands OUT.json] [--starts K] FILE.csv\n"
+                        "       validate --published [--detail L] [--iters N] [--bands OUT.json] FILE.md\n");
         return 2;
     }
     if (published)
-        return validate_published(argv[optind], detail, iters);
+        return validate_published(argv[optind], detail, iters, bands_out);
     size_t len, n;
     char *text = validate_slurp(argv[optind], &len);
     struct est_measured *rows;
@@ -238,6 +315,20 @@ int main(int argc, char **argv)
     if (est_validate(&runs, NULL, &defaults, detail, NULL, &s, &err))
         goto fail;
     report("all rows, the estimator's defaults", &s, limit);
+    if (bands_out) {
+        char source[160];
+        const char *file = strrchr(argv[optind], '/');
+        double *pred = calloc(runs.n ? runs.n : 1, sizeof *pred);
+        snprintf(source, sizeof source, "validate --gpu %s --dtype %s --attention %s --detail %s %s: %zu rows",
+                 gpu, dtype, attention, est_detail_name(detail), file ? file + 1 : argv[optind], n);
+        int brc = !pred ? sc_error_set(&err, SC_ENOMEM, "out of memory")
+                        : est_validate(&runs, NULL, &defaults, detail, pred, &s, &err);
+        if (!brc)
+            brc = validate_write_bands(bands_out, &runs, pred, source, &err);
+        free(pred);
+        if (brc)
+            goto fail;
+    }
     struct est_costs all = base;
     if (est_fit(&runs, NULL, &all, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
         goto fail;

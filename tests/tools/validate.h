@@ -6,17 +6,26 @@
 #include <stddef.h>
 
 #include "estimator/synth.h"
+#include "estimator/validation.h"
 
 /* The file's bytes, NUL-ended (malloc'd), *n their count; NULL when it
  * cannot be read. */
 char *validate_slurp(const char *path, size_t *n);
 
+/* Write the error bands of the runs' regions (estimator/bands.h) under
+ * their estimates pred (ms; <= 0: not estimated) into the bands file at
+ * path: a region of the file that is there already is replaced when the
+ * runs cover it, the others kept. `source` says what made them. */
+int validate_write_bands(const char *path, const struct est_runs *r, const double *pred, const char *source,
+                         struct sc_error *err);
+
 /* `validate --published FILE`: every row of the published table estimated
  * with the estimator's defaults, scored by GPU, family, precision, MoE and
  * FSDP rows, then refitted per GPU and dtype under the
  * leave-one-family-out folds (fits of at most `iters` simplex
- * iterations). Returns the exit status: 0, 1 when a row the spec can
+ * iterations); bands_out (or NULL) gets the bands of the rows' regions
+ * under the defaults (validate_write_bands). Returns the exit status: 0, 1 when a row the spec can
  * express was refused or its estimate failed, 2 for an unreadable file. */
-int validate_published(const char *path, enum est_detail detail, int iters);
+int validate_published(const char *path, enum est_detail detail, int iters, const char *bands_out);
 
 #endif

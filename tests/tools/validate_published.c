@@ -417,7 +417,7 @@ static int worse(const void *a, const void *b)
     return ei < ej ? 1 : ei > ej ? -1 : (i > j) - (i < j);
 }
 
-int validate_published(const char *path, enum est_detail detail, int iters)
+int validate_published(const char *path, enum est_detail detail, int iters, const char *bands_out)
 {
     struct pub p;
     struct sc_error err;
@@ -494,6 +494,18 @@ int validate_published(const char *path, enum est_detail detail, int iters)
     score_pick(&p, "MoE rows", is_moe, NULL, p.pred, sel, TARGET_MOE);
     score_pick(&p, "FSDP rows", is_fsdp, NULL, p.pred, sel, -1);
     free(sel);
+    if (bands_out) {
+        char source[160];
+        const char *file = strrchr(path, '/');
+        snprintf(source, sizeof source, "validate --published --detail %s %s: the estimator's defaults",
+                 est_detail_name(detail), file ? file + 1 : path);
+        if (validate_write_bands(bands_out, &p.runs, p.pred, source, &err)) {
+            fprintf(stderr, "validate: %s\n", err.msg);
+            failed++;
+        } else {
+            printf("bands of the rows' regions written to %s\n", bands_out);
+        }
+    }
 
     folds_report(&p, detail, iters, &failed);
     printf("published rows took %.1f s (%.1f s of CPU)\n", now_s() - t0, (double)clock() / CLOCKS_PER_SEC);
