@@ -18,6 +18,20 @@ static double value_bytes(enum hw_dtype dtype)
     return dtype == HW_FP32 || dtype == HW_TF32 ? 4 : 2;
 }
 
+/* Bytes of a GEMM input kept for the backward: Transformer Engine's fp8
+ * and fp4 linear layers keep the quantised copy their weight-gradient
+ * GEMM reads (fp8: a byte; NVFP4: half a byte and an fp8 scale per 16),
+ * not the 16-bit tensor; Megatron's step only (PyTorch's eager loop keeps
+ * its 16-bit values). */
+static double gemm_input_bytes(const struct est_spec *s)
+{
+    if (s->options.framework == EST_FRAMEWORK_MEGATRON && s->options.dtype == HW_FP8)
+        return 1;
+    if (s->options.framework == EST_FRAMEWORK_MEGATRON && s->options.dtype == HW_FP4)
+        return 0.5 + 1.0 / 16;
+    return value_bytes(s->options.dtype);
+}
+
 void est_state_bytes(const struct est_options *o, struct est_state_bytes *out)
 {
     if (o->dtype == HW_FP32) /* the weights are the master: Adam's two moments beside them */
@@ -71,7 +85,8 @@ static double replicated_split(const struct est_spec *s)
 void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out)
 {
     const struct est_model *m = &s->model;
-    double a = value_bytes(s->options.dtype), t = (double)s->parallel.tp, T = micro_batch_tokens(s);
+    double a = value_bytes(s->options.dtype), g = gemm_input_bytes(s), t = (double)s->parallel.tp,
+           T = micro_batch_tokens(s);
     double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
            kv = (double)(m->kv_heads * m->head_dim), r = replicated_split(s);
     /* the activation's input (gated: gate and up) and output; PyTorch's
@@ -80,10 +95,10 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     double masks = m->dropout ? 2 : 0;
 
     /* replicated: two norm inputs (the residual stream), the QKV and MLP
-     * inputs (a bytes), two dropout masks (1) */
-    double replicated = T * h * (2 * residual_bytes(s) + 2 * a + masks) / r;
-    /* split by tp: Q, K, V, the output projection's input */
-    double attention = T * (2 * q + 2 * kv) * a / t;
+     * inputs (GEMM inputs: g bytes), two dropout masks (1) */
+    double replicated = T * h * (2 * residual_bytes(s) + 2 * g + masks) / r;
+    /* split by tp: Q, K, V, the output projection's input (a GEMM's) */
+    double attention = T * ((q + 2 * kv) * a + q * g) / t;
     /* unfused: the softmax output (in fp32 where PyTorch runs the softmax,
      * est_spec_fused_softmax), its dropout mask and the dropout output (b x
      * heads x s x s/cp each); flash: only the softmax statistics, one fp32
@@ -99,10 +114,10 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
         double etp = (double)s->parallel.etp;
         /* routed tokens gathered over etp ranks that hold T / tp each */
         double routed = T * (double)e->top_k * etp / t;
-        mlp = T * mats * (double)(e->shared_experts * e->ffn) * a / t +
-              routed * (h * a + mats * (double)e->ffn * a / etp);
-    } else {
-        mlp = T * mats * (double)m->ffn * a / t;
+        mlp = T * (double)(e->shared_experts * e->ffn) * ((mats - 1) * a + g) / t +
+              routed * (h * g + (double)e->ffn * ((mats - 1) * a + g) / etp);
+    } else { /* the activation's output is the second matrix's input */
+        mlp = T * (double)m->ffn * ((mats - 1) * a + g) / t;
     }
     out->full = replicated + attention + scores + mlp;
     switch (s->options.recompute) {

@@ -25,7 +25,11 @@
  * in Large Transformer Models") are derived from the tensors each layer
  * keeps for its backward, per micro-batch of T = micro_batch x seq / cp
  * tokens, 16-bit values (fp32 training: 4 bytes), 1-byte dropout masks
- * (none when model.dropout is false):
+ * (none when model.dropout is false); under fp8 and fp4 a GEMM's input
+ * (the QKV, output projection, first and second matrices' inputs, a
+ * routed token's) is kept as Transformer Engine keeps it for its weight
+ * gradient, quantised: a byte (fp8), or half a byte and a scale per 16
+ * (NVFP4):
  *   attention: norm input, QKV input, Q, K, V, the output projection's
  *     input, dropout mask; unfused attention (options.attention) also keeps
  *     the softmax output, its dropout mask and the dropout output (heads x

@@ -122,6 +122,7 @@ struct op {
     int64_t bytes;   /* a collective's size (nccl-tests convention) */
     uint32_t group_size;
     double flops;    /* executed by a GEMM or attention kernel (est_executed_flops_per_token) */
+    int64_t comm;    /* of a kernel's time, communication it runs beside (overlap_tp) */
 };
 
 /* What a run of operations on the compute stream adds to a pending run
@@ -932,15 +933,69 @@ static void sum_append(struct run_sum *b, const struct run_sum *a)
 static void sum_op(const struct synth *y, const struct op *o, struct run_sum *out)
 {
     int64_t cpu = op_host(y, o);
-    *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .comm = o->cls == MODEL_TASK_COMM ? o->dur : 0,
+    *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .comm = o->cls == MODEL_TASK_COMM ? o->dur : o->comm,
                             .flops = o->flops, .first_cpu = cpu, .tail = cpu + o->dur,
                             .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
+}
+
+/* Whether o is a sequence-parallel all-gather or reduce-scatter of the
+ * tensor-parallel group (tp_in, tp_out). */
+static int tp_coll(const struct op *o, enum model_coll_op op)
+{
+    return o->cls == MODEL_TASK_COMM && o->sub == op && o->special == OP_PLAIN &&
+           !strcmp(o->name, op == MODEL_COLL_ALLGATHER ? "tp all-gather" : "tp reduce-scatter");
+}
+
+/* The GEMM next to index i of l in direction dir (+1 after, -1 before),
+ * past other kernels (quantisation, bias gradients) but no communication;
+ * l->n when none. */
+static size_t gemm_beside(const struct oplist *l, size_t i, int dir)
+{
+    for (size_t j = i + (size_t)dir; j < l->n; j += (size_t)dir) { /* wraps past 0 to SIZE_MAX */
+        if (l->v[j].cls != MODEL_TASK_KERNEL || l->v[j].special != OP_PLAIN)
+            return l->n;
+        if (l->v[j].sub == MODEL_KF_GEMM)
+            return j;
+    }
+    return l->n;
+}
+
+/* Transformer Engine's tensor-parallel communication overlap
+ * (options.tp_comm_overlap, its userbuffers): a sequence-parallel
+ * all-gather runs in tp chunks beside the GEMM that takes it, a
+ * reduce-scatter beside the GEMM before it (in the backward, the weight
+ * gradient's, as its bulk overlap runs). Each pair becomes one operation:
+ * the longer of the two and one chunk of the shorter, which nothing hides;
+ * the GEMM's FLOPs, and what it takes beyond the GEMM counted as
+ * communication. */
+static void overlap_tp(const struct synth *y, struct oplist *l)
+{
+    if (!y->s->options.tp_comm_overlap || !y->sh.sp)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        int ag = tp_coll(&l->v[i], MODEL_COLL_ALLGATHER), rs = tp_coll(&l->v[i], MODEL_COLL_REDUCESCATTER);
+        /* an all-gather's GEMM is ahead, a reduce-scatter's among those kept */
+        size_t g = ag ? gemm_beside(l, i, 1) : rs && w > 0 ? gemm_beside(l, w, -1) : l->n;
+        if (g == l->n || l->v[g].comm > 0) {
+            l->v[w++] = l->v[i];
+            continue;
+        }
+        struct op *gemm = &l->v[g];
+        int64_t c = l->v[i].dur, k = gemm->dur;
+        int64_t both = (c > k ? c : k) + (c < k ? c : k) / (int64_t)y->sh.tp;
+        gemm->comm = both - k;
+        gemm->dur = both;
+        /* the collective is dropped: its GEMM holds its time */
+    }
+    l->n = w;
 }
 
 /* Summarise a list of operations on the compute stream, once its costs are
  * known. */
 static void summarise(const struct synth *y, struct oplist *l)
 {
+    overlap_tp(y, l);
     memset(&l->sum, 0, sizeof l->sum);
     l->summed = 1;
     for (size_t i = 0; i < l->n; i++) {
