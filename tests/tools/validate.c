@@ -35,6 +35,7 @@
 
 #include "estimator/bands.h"
 #include "estimator/estimate.h"
+#include "estimator/invariants.h"
 #include "estimator/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
@@ -87,6 +88,24 @@ static void print_costs(const char *what, struct est_costs *c)
         printf(" %s=%.3f", est_fit_params[i].name,
                *(double *)((char *)c + est_fit_params[i].offset));
     printf("\n");
+}
+
+int validate_invariants(const struct est_runs *r, const struct est_costs *c, enum est_detail detail,
+                        struct sc_error *err)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct est_estimate e;
+        int rc;
+        if (r->same && r->same[i] != i)
+            continue; /* a configuration measured again: checked once */
+        if ((rc = est_estimate(&r->specs[i], r->hws[i], c, detail, &e, err)))
+            return rc;
+        rc = est_invariants_check(&r->specs[i], r->hws[i], c, &e, err);
+        est_estimate_release(&e);
+        if (rc)
+            return sc_error_prefix(err, "line %zu", r->lines ? r->lines[i] : i + 1);
+    }
+    return SC_OK;
 }
 
 /* Every row with its estimate under costs c, as CSV. */
@@ -315,6 +334,13 @@ int main(int argc, char **argv)
     if (est_validate(&runs, NULL, &defaults, detail, NULL, &s, &err))
         goto fail;
     report("all rows, the estimator's defaults", &s, limit);
+    if (validate_invariants(&runs, &defaults, detail, &err)) {
+        printf("FAIL the physical invariants: %s\n", err.msg);
+        failed++;
+    } else {
+        printf("ok   the physical invariants hold on every estimate (estimator/invariants.h)\n");
+        passed++;
+    }
     if (bands_out) {
         char source[160];
         const char *file = strrchr(argv[optind], '/');

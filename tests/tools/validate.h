@@ -19,6 +19,13 @@ char *validate_slurp(const char *path, size_t *n);
 int validate_write_bands(const char *path, const struct est_runs *r, const double *pred, const char *source,
                          struct sc_error *err);
 
+/* Check every run's estimate (costs c, at detail; a configuration
+ * measured again once) against the physical invariants
+ * (estimator/invariants.h): SC_EINTERNAL naming the line and the
+ * invariant broken. */
+int validate_invariants(const struct est_runs *r, const struct est_costs *c, enum est_detail detail,
+                        struct sc_error *err);
+
 /* `validate --published FILE`: every row of the published table estimated
  * with the estimator's defaults, scored by GPU, family, precision, MoE and
  * FSDP rows, then refitted per GPU and dtype under the

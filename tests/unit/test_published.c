@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/invariants.h"
 #include "estimator/memory.h"
 #include "estimator/published.h"
 #include "tests/check.h"
@@ -264,6 +265,50 @@ TEST(published_shared_file_read)
             CHECK_NEAR(r[i].step_s, (double)r[i].dims.seq * (double)r[i].global_batch / tokens, 0.01);
         }
     }
+    free(r);
+    free(text);
+}
+
+/* Every published row's estimate (the estimator's defaults, stage detail,
+ * as `make validate` makes it) keeps the physical invariants
+ * (estimator/invariants.h); a configuration measured again is checked
+ * once. */
+TEST(published_estimates_keep_the_physical_invariants)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dgxc_benchmarking.md", th_shared_dir("validation/published"));
+    size_t len, n = 0, checked = 0, moe = 0, fsdp = 0;
+    char *text = th_read_file(path, &len);
+    REQUIRE(text);
+    struct est_published *r = NULL;
+    struct sc_error err;
+    REQUIRE(est_published_parse(text, len, &r, &n, &err) == SC_OK);
+    struct est_spec *seen = calloc(n ? n : 1, sizeof *seen);
+    REQUIRE(seen);
+    for (size_t i = 0; i < n; i++) {
+        struct est_spec s;
+        const struct hw_profile *hw;
+        struct est_costs c;
+        struct est_estimate e;
+        int fits, again = 0;
+        if (r[i].skip[0])
+            continue;
+        REQUIRE(est_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
+        for (size_t k = 0; k < checked && !again; k++)
+            again = !memcmp(&seen[k], &s, sizeof s);
+        if (again)
+            continue;
+        seen[checked++] = s;
+        moe += s.model.moe.experts > 0;
+        fsdp += s.options.zero_stage == 3;
+        est_costs_default(hw, &s, &c);
+        REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        if (est_invariants_check(&s, hw, &c, &e, &err))
+            sc_check_fail(__FILE__, __LINE__, "line %zu (%s): %s", r[i].line, r[i].model, err.msg);
+        est_estimate_release(&e);
+    }
+    CHECK(checked > 100 && moe > 0 && fsdp > 0);
+    free(seen);
     free(r);
     free(text);
 }
