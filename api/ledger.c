@@ -97,6 +97,15 @@ struct region_key {
     enum est_sharding sharding;
 };
 
+/* The region of spec s. */
+static struct region_key region_key_of(const struct est_spec *s)
+{
+    struct region_key k = {0};
+    snprintf(k.gpu, sizeof k.gpu, "%s", s->cluster.gpu);
+    est_region_of(s, &k.model, &k.sharding);
+    return k;
+}
+
 int ledger_bands_merge(const struct api_validation *v, size_t n, const struct est_bands *base, struct est_bands *out,
                        struct sc_error *err)
 {
@@ -117,14 +126,12 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
     /* the regions of the entries that count (hws[i] NULL: left out) */
     for (size_t i = 0; i < n; i++) {
         struct sc_error ignored;
-        struct region_key k = {0};
         if (v[i].kind != API_LEDGER_ESTIMATE || v[i].in_sample || !scored(&v[i]) || !v[i].spec ||
             est_spec_load(v[i].spec, strlen(v[i].spec), &specs[i], &hws[i], &ignored)) {
             hws[i] = NULL;
             continue;
         }
-        snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
-        est_region_of(&specs[i], &k.model, &k.sharding);
+        struct region_key k = region_key_of(&specs[i]);
         size_t j = 0;
         while (j < n_keys && memcmp(&keys[j], &k, sizeof k))
             j++;
@@ -135,12 +142,8 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
         struct est_band fresh = {0}, *b;
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            struct region_key k = {0};
-            if (!hws[i])
-                continue;
-            snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
-            est_region_of(&specs[i], &k.model, &k.sharding);
-            if (memcmp(&keys[j], &k, sizeof k) == 0)
+            struct region_key k = hws[i] ? region_key_of(&specs[i]) : (struct region_key){0};
+            if (hws[i] && memcmp(&keys[j], &k, sizeof k) == 0)
                 e[m++] = v[i].predicted_ms / v[i].measured_ms - 1;
         }
         if (m < LEDGER_BAND_MIN)
@@ -156,18 +159,10 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
         est_band_set_errors(b, e, m);
         snprintf(b->source, sizeof b->source, "the ledger: %zu out-of-sample estimates", m);
         for (size_t i = 0; i < n; i++) {
-            struct region_key k = {0};
-            if (!hws[i])
+            struct region_key k = hws[i] ? region_key_of(&specs[i]) : (struct region_key){0};
+            if (!hws[i] || memcmp(&keys[j], &k, sizeof k))
                 continue;
-            snprintf(k.gpu, sizeof k.gpu, "%s", specs[i].cluster.gpu);
-            est_region_of(&specs[i], &k.model, &k.sharding);
-            if (memcmp(&keys[j], &k, sizeof k))
-                continue;
-            double mfu = est_mfu(&specs[i], hws[i], v[i].measured_ms);
-            if (mfu > b->best_mfu[specs[i].options.dtype] && mfu <= 1)
-                b->best_mfu[specs[i].options.dtype] = mfu;
-            if (est_spec_gpus(&specs[i]) > b->max_gpus)
-                b->max_gpus = est_spec_gpus(&specs[i]);
+            est_band_add_run(b, &specs[i], hws[i], v[i].measured_ms);
         }
     }
 done:

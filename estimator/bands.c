@@ -267,6 +267,15 @@ double est_quantile_sorted(const double *x, size_t n, double q)
     return i + 1 < n ? x[i] + (pos - (double)i) * (x[i + 1] - x[i]) : x[n - 1];
 }
 
+void est_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms)
+{
+    double mfu = est_mfu(s, hw, measured_ms);
+    if (mfu > b->best_mfu[s->options.dtype] && mfu <= 1)
+        b->best_mfu[s->options.dtype] = mfu;
+    if (est_spec_gpus(s) > b->max_gpus)
+        b->max_gpus = est_spec_gpus(s);
+}
+
 void est_band_set_errors(struct est_band *out, double *e, size_t n)
 {
     qsort(e, n, sizeof *e, cmp_double);

@@ -86,6 +86,11 @@ double est_quantile_sorted(const double *x, size_t n, double q);
  * quantiles (est_quantile_sorted); the rest of *out is left as it is. */
 void est_band_set_errors(struct est_band *out, double *e, size_t n);
 
+/* A measured run of spec s (on hw, its step measured_ms) behind band b:
+ * its MFU and GPUs raise b's best MFU in its dtype (an MFU above 1 is no
+ * measurement) and largest GPU count. */
+void est_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms);
+
 /* The error quantile at level q (interpolated between the levels kept;
  * below 0.05 the 0.05 one, above 0.95 the 0.95 one). */
 double est_band_error_at(const struct est_band *b, double q);

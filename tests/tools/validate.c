@@ -152,13 +152,8 @@ static void band_of(const struct est_runs *r, const double *pred, const struct e
         if (strcmp(r->specs[i].cluster.gpu, key->gpu) || model != key->model || sharding != key->sharding ||
             !(pred[i] > 0))
             continue;
-        double mfu = est_mfu(&r->specs[i], r->hws[i], r->step_ms[i]);
-        enum hw_dtype d = r->specs[i].options.dtype;
         e[n++] = pred[i] / r->step_ms[i] - 1;
-        if (mfu > out->best_mfu[d])
-            out->best_mfu[d] = mfu;
-        if (est_spec_gpus(&r->specs[i]) > out->max_gpus)
-            out->max_gpus = est_spec_gpus(&r->specs[i]);
+        est_band_add_run(out, &r->specs[i], r->hws[i], r->step_ms[i]);
     }
     est_band_set_errors(out, e, n);
 }
