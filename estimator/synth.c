@@ -78,13 +78,49 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
 #define EST_FIT_HBM_FRACTION 0.706
 #define EST_FIT_KERNEL_FIXED_US 8.29
 
-void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
     est_costs_cited(hw, spec, c);
     c->host_op_us = EST_FIT_HOST_OP_US;
     c->kernel.gemm_ceiling_scale = hw_has_gemm_tflops(hw) ? 1 : EST_FIT_GEMM_CEILING_SCALE;
     c->kernel.hbm_fraction = EST_FIT_HBM_FRACTION;
     c->kernel.kernel_fixed_us = EST_FIT_KERNEL_FIXED_US;
+}
+
+/* What `make validate` fits on the published step times of NeMo and
+ * Megatron-Core jobs of 8 to 2,304 GPUs (../shared/validation/published;
+ * BENCHMARKS.md, "Published runs"), per GPU and precision, starting from
+ * est_costs_base: the same four parameters, the GEMM ceiling's share
+ * relative to the GPU's own measured table (H100) or its MAMF (GB200).
+ * They hold for Megatron's step (options.framework megatron) at scale, and
+ * carry over by a rule: every Hopper GPU takes the H100's, every
+ * Blackwell GPU the GB200's (the same silicon generation and software
+ * stack); fp4 takes fp8's (Transformer Engine's low-precision recipes),
+ * fp16 bf16's. fp32 and other GPUs keep the base. */
+static const struct {
+    enum hw_arch arch;
+    int low_precision; /* fp8 and fp4 */
+    double host_op_us, gemm_ceiling_scale, hbm_fraction, kernel_fixed_us;
+} published_fit[] = {
+    {HW_ARCH_HOPPER, 0, 77.780, 0.854, 0.588, 16.896},
+    {HW_ARCH_HOPPER, 1, 61.502, 0.996, 0.781, 28.113},
+    {HW_ARCH_BLACKWELL, 0, 147.270, 0.701, 0.653, 12.560},
+    {HW_ARCH_BLACKWELL, 1, 147.916, 0.723, 0.582, 1.679},
+};
+
+void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+{
+    est_costs_base(hw, spec, c);
+    if (!spec || spec->options.framework != EST_FRAMEWORK_MEGATRON || spec->options.dtype == HW_FP32)
+        return;
+    int low = spec->options.dtype == HW_FP8 || spec->options.dtype == HW_FP4;
+    for (size_t i = 0; i < sizeof published_fit / sizeof published_fit[0]; i++)
+        if (published_fit[i].arch == hw->arch && published_fit[i].low_precision == low) {
+            c->host_op_us = published_fit[i].host_op_us;
+            c->kernel.gemm_ceiling_scale = published_fit[i].gemm_ceiling_scale;
+            c->kernel.hbm_fraction = published_fit[i].hbm_fraction;
+            c->kernel.kernel_fixed_us = published_fit[i].kernel_fixed_us;
+        }
 }
 
 int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,

@@ -70,9 +70,14 @@ struct est_costs {
  * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
  * bandwidth overrides applied: where `make validate` starts its fits. */
 void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
-/* The estimator's defaults: the cited costs with the hardware-level
- * parameters `make validate` fits on the measured steps of
- * ../shared/validation set to that fit (BENCHMARKS.md). */
+/* The cited costs with the hardware-level parameters `make validate` fits
+ * on the A100 steps of ../shared/validation set to that fit (BENCHMARKS.md,
+ * "Estimator validation"): where the published runs' fits start. */
+void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+/* The estimator's defaults: est_costs_base, and for Megatron's step on
+ * Hopper and Blackwell GPUs in 16-bit, fp8 or fp4 (spec NULL: none) the
+ * fit on the published runs of ../shared/validation/published by GPU
+ * generation and precision (BENCHMARKS.md, "Published runs"). */
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
 
 /* Apply a cluster profile document (`stepcast calibrate ... --out`, the

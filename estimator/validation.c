@@ -195,6 +195,7 @@ struct fit_ctx {
     struct sc_error *err;
     int failed;
     size_t evals;
+    size_t dim[8], n_dims; /* the est_fit_params fitted, in order */
 };
 
 /* The simplex moves in [0, 1] per parameter, mapped onto its range. */
@@ -203,8 +204,9 @@ static double mape_at(const gsl_vector *x, void *arg)
     struct fit_ctx *f = arg;
     struct est_costs c = f->costs;
     struct est_score s;
-    for (size_t i = 0; i < est_n_fit_params; i++) {
-        double u = gsl_vector_get(x, i);
+    for (size_t d = 0; d < f->n_dims; d++) {
+        size_t i = f->dim[d];
+        double u = gsl_vector_get(x, d);
         if (!(u >= 0 && u <= 1))
             return 1e9;
         *param_at(&c, i) = est_fit_params[i].lo + u * (est_fit_params[i].hi - est_fit_params[i].lo);
@@ -221,10 +223,9 @@ static double mape_at(const gsl_vector *x, void *arg)
  * iterations; x gets the best point, *best its MAPE. */
 static int simplex(struct fit_ctx *f, gsl_vector *x, int iters, double *best, struct sc_error *err)
 {
-    gsl_multimin_function fn = {mape_at, est_n_fit_params, f};
-    gsl_vector *step = gsl_vector_alloc(est_n_fit_params);
-    gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
-                                                                est_n_fit_params);
+    gsl_multimin_function fn = {mape_at, f->n_dims, f};
+    gsl_vector *step = gsl_vector_alloc(f->n_dims);
+    gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, f->n_dims);
     int rc = SC_OK;
     if (!step || !m) {
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -254,11 +255,16 @@ done:
 /* Iterations of each start's exploration when there are several. */
 #define FIT_EXPLORE_ITERS 40
 
-int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, int starts,
-            int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err)
+int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
+            int starts, int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err)
 {
-    struct fit_ctx f = {r, select, *c, detail, err, 0, 0};
-    gsl_vector *x = gsl_vector_alloc(est_n_fit_params), *best = gsl_vector_alloc(est_n_fit_params);
+    struct fit_ctx f = {r, select, *c, detail, err, 0, 0, {0}, 0};
+    for (size_t i = 0; i < est_n_fit_params && i < sizeof f.dim / sizeof f.dim[0]; i++)
+        if (params & 1u << i)
+            f.dim[f.n_dims++] = i;
+    if (!f.n_dims)
+        return sc_error_set(err, SC_EINVAL, "no parameter to fit");
+    gsl_vector *x = gsl_vector_alloc(f.n_dims), *best = gsl_vector_alloc(f.n_dims);
     double best_mape = INFINITY;
     int rc = SC_OK;
     if (!x || !best) {
@@ -267,9 +273,10 @@ int est_fit(const struct est_runs *r, const unsigned char *select, struct est_co
     }
     for (int s = 0; s < starts; s++) {
         double mape = INFINITY;
-        for (size_t i = 0; i < est_n_fit_params; i++) {
+        for (size_t d = 0; d < f.n_dims; d++) {
+            size_t i = f.dim[d];
             double u = (*param_at(c, i) - est_fit_params[i].lo) / (est_fit_params[i].hi - est_fit_params[i].lo);
-            gsl_vector_set(x, i, s == 0 ? fmin(fmax(u, 0.05), 0.95) : (double)s / starts);
+            gsl_vector_set(x, d, s == 0 ? fmin(fmax(u, 0.05), 0.95) : (double)s / starts);
         }
         if (starts > 1 && (rc = simplex(&f, x, FIT_EXPLORE_ITERS, &mape, err)))
             goto done;
@@ -280,9 +287,9 @@ int est_fit(const struct est_runs *r, const unsigned char *select, struct est_co
     }
     if ((rc = simplex(&f, best, iters, &best_mape, err)))
         goto done;
-    for (size_t i = 0; i < est_n_fit_params; i++)
-        *param_at(c, i) = est_fit_params[i].lo +
-                          gsl_vector_get(best, i) * (est_fit_params[i].hi - est_fit_params[i].lo);
+    for (size_t d = 0; d < f.n_dims; d++)
+        *param_at(c, f.dim[d]) = est_fit_params[f.dim[d]].lo +
+                                 gsl_vector_get(best, d) * (est_fit_params[f.dim[d]].hi - est_fit_params[f.dim[d]].lo);
     rc = est_validate(r, select, c, detail, NULL, out, err);
     f.evals++;
 done:

@@ -83,15 +83,20 @@ int est_validate(const struct est_runs *r, const unsigned char *select, const st
  * set takes. */
 #define EST_FIT_ITERS 120
 
-/* Fit the parameters of est_fit_params (all of them, starting from *c) to
- * the selected runs by minimising their MAPE with GSL's Nelder-Mead
- * simplex; *c gets the fit. starts 1: one run of at most `iters`
+/* Every parameter of est_fit_params, as est_fit's `params` mask (bit i:
+ * est_fit_params[i]). */
+#define EST_FIT_ALL ((1u << 4) - 1)
+
+/* Fit the parameters of est_fit_params that `params` marks (starting from
+ * *c; the others stay as *c has them) to the selected runs by minimising
+ * their MAPE with GSL's Nelder-Mead simplex; *c gets the fit. SC_EINVAL
+ * for an empty mask. starts 1: one run of at most `iters`
  * iterations from *c. starts k > 1: 40 iterations from *c and from the
  * points i/k of every parameter's range (i = 1 .. k-1), then `iters` from
  * the best of them (the MAPE has more than one basin: BENCHMARKS.md,
  * "Estimator validation"). *evals (may be NULL) gets the estimates of the
  * selected runs' set it made. */
-int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, int starts,
-            int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err);
+int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
+            int starts, int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err);
 
 #endif

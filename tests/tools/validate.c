@@ -174,14 +174,17 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
     if (old && (rc = est_bands_parse(old, len, &bands, err)))
         rc = sc_error_prefix(err, "%s", path);
     free(old);
+    unsigned char *made = calloc(bands.n + r->n + 1, 1); /* a region made from these runs */
+    if (!rc && !made)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < r->n; i++) {
         struct est_band key = {0};
         snprintf(key.gpu, sizeof key.gpu, "%s", r->specs[i].cluster.gpu);
         snprintf(key.source, sizeof key.source, "%s", source);
         est_region_of(&r->specs[i], &key.model, &key.sharding);
         struct est_band *at = (struct est_band *)est_bands_find(&bands, key.gpu, key.model, key.sharding);
-        if (at && !strcmp(at->source, source))
-            continue; /* made from these runs already */
+        if (at && made[at - bands.regions])
+            continue;
         if (!at) {
             struct est_band *grown = realloc(bands.regions, (bands.n + 1) * sizeof *grown);
             if (!grown) {
@@ -192,7 +195,9 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
             at = &bands.regions[bands.n++];
         }
         band_of(r, pred, &key, at, e);
+        made[at - bands.regions] = 1;
     }
+    free(made);
     if (!rc && !(text = est_bands_text(&bands)))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     else if (!rc && (!(f = fopen(path, "w")) || fprintf(f, "%s\n", text) < 0))
@@ -351,7 +356,7 @@ int main(int argc, char **argv)
             goto fail;
     }
     struct est_costs all = base;
-    if (est_fit(&runs, NULL, &all, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
+    if (est_fit(&runs, NULL, &all, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
         goto fail;
     print_costs("fitted on all rows", &all);
     report("all rows, fitted", &s, limit);
@@ -390,7 +395,7 @@ int main(int argc, char **argv)
                                           : rows[i].tp <= folds[f].train_value;
             test[i] = !train[i];
         }
-        if (est_fit(&runs, train, &fitted, starts, EST_FIT_ITERS, detail, &fs, NULL, &err))
+        if (est_fit(&runs, train, &fitted, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &fs, NULL, &err))
             goto fail;
         if (est_validate(&runs, test, &fitted, detail, NULL, &s, &err))
             goto fail;
