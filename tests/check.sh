@@ -10,8 +10,11 @@
 #      (clients/python/tests/run.sh);
 #   7. `make validate`'s estimates of ../shared/validation's measured steps,
 #      each check, the hold-out folds included, at 10% (BENCHMARKS.md,
-#      "Estimator validation"), and of the steps measured on lent H100 and
-#      H200 GPUs (tests/hopper_steps.py).
+#      "Estimator validation"); of the published H100 and GB200 runs
+#      (../shared/validation/published), overall at 8% and each held-out
+#      model family and the MoE rows at 12% (BENCHMARKS.md, "Published
+#      runs"); and of the steps measured on lent H100 and H200 GPUs
+#      (tests/hopper_steps.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -97,6 +100,12 @@ if [ ! -f "$validation" ]; then
     echo "== validation: skipped: $validation is not here"
 elif build build/validate; then
     phase "validation" build/validate "$validation"
+fi
+published=${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md
+if [ ! -f "$published" ]; then
+    echo "== published runs: skipped: $published is not here"
+elif build build/validate; then
+    phase "published runs" build/validate --published "$published"
 fi
 if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
