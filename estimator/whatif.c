@@ -749,7 +749,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
     if ((rc = job_config_spec(&tc, w->hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
-    est_costs_default(w->hw1, &spec, &costs);
+    est_costs_base(w->hw1, &spec, &costs);
     if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
         return rc;
     /* the layers transform repeated each layer's work in place: one
@@ -911,10 +911,13 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     w.b = &out->base;
     w.t = &out->target;
     {
+        /* kernel-level costs on both GPUs: the traced job's own stack stays
+         * in its measured times (est_costs_default's fit of NeMo's runs at
+         * scale is a stack's, not a kernel's) */
         struct est_costs defaults;
-        est_costs_default(w.hw0, NULL, &defaults);
+        est_costs_base(w.hw0, NULL, &defaults);
         w.kp0 = defaults.kernel;
-        est_costs_default(w.hw1, NULL, &defaults);
+        est_costs_base(w.hw1, NULL, &defaults);
         w.kp1 = defaults.kernel;
     }
     coll_params_from_hw(w.hw0, &w.cp0);

@@ -81,7 +81,11 @@ static struct model_graph *synth_graph(const char *spec, const char *name, struc
     return g;
 }
 
-/* `stepcast estimate` of a spec's text (kernel detail), ms. */
+/* `stepcast estimate` of a spec's text (kernel detail), ms, with the
+ * kernel-level costs a what-if re-times a trace's kernels by
+ * (est_costs_base on every GPU: the traced job's own stack stays in its
+ * measured times; the H100's defaults fitted on NeMo's runs at scale are a
+ * stack's, not a kernel's). */
 static double estimate_text(const char *text)
 {
     struct est_spec s;
@@ -91,7 +95,7 @@ static double estimate_text(const char *text)
     struct sc_error err;
     if (est_spec_load(text, strlen(text), &s, &hw, &err))
         sc_check_fail(__FILE__, __LINE__, "%s: %s", text, err.msg);
-    est_costs_default(hw, &s, &c);
+    est_costs_base(hw, &s, &c);
     if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     double ms = e.step_ms;

@@ -47,8 +47,11 @@ TEST(cli_plan_rows_equal_estimate)
         CHECK(est && json_equal(est, mine));
         CHECK(json_is_true(json_object_get(mine, "fits")));
         CHECK_NEAR(json_number_value(json_object_get(mine, "gpus")), 16, 0);
-        double cost = json_number_value(json_object_get(mine, "cost_usd_per_m_tokens"));
-        CHECK(cost > 0 && cost >= prev);
+        /* ranked by the cost at the default risk (the band's median) */
+        double cost = json_number_value(json_object_get(mine, "cost_usd_per_m_tokens")) *
+                      json_number_value(json_object_get(json_object_get(row, "at_risk"), "step_ms")) /
+                      json_number_value(json_object_get(mine, "step_ms"));
+        CHECK(cost > 0 && cost >= prev * (1 - 1e-9));
         prev = cost;
         json_decref(est);
         free(est_out);
@@ -70,8 +73,14 @@ TEST(cli_plan_rows_equal_estimate)
     out = th_run_expect(text_argv, 0, "infeasible: memory", NULL);
     free(out);
     /* at a risk: the step time at it beside the estimate, the top row at
-     * kernel detail, and why a row is extrapolated */
-    char *risk_argv[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "16",
+     * kernel detail, and why a row is extrapolated (no run on an H200 was
+     * validated) */
+    char h200[sizeof spec];
+    const char *at = strstr(spec, "h100-sxm");
+    REQUIRE(at);
+    snprintf(h200, sizeof h200, "%.*sh200%s", (int)(at - spec), spec, at + strlen("h100-sxm"));
+    const char *h200_path = th_write_file("plan-h200.json", h200, strlen(h200));
+    char *risk_argv[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)h200_path, "--gpus", "16",
                          "--top", "3", "--risk", "0.9", NULL};
     out = th_run_expect(risk_argv, 0, "ms at p90", NULL);
     CHECK_CONTAINS(out, "#1 at kernel detail: ");

@@ -15,6 +15,8 @@
 
 #include "daemon/store.h"
 #include "estimator/hardware.h"
+#include "estimator/kernel_model.h"
+#include "estimator/spec.h"
 #include "estimator/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -327,7 +329,8 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
     unsetenv("STEPCAST_TOKEN");
 
     /* a GPU-bound spec naming it: its GEMMs at the table's 700 TFLOP/s against the default ceiling (the
-     * estimator's share of the H100's MAMF), so the step moves the way the table says */
+     * estimator's defaults for that spec on the H100's own GEMM table), so the step moves the way the
+     * table says */
     static const char plain[] = "{\"model\":{\"layers\":4,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
                                 "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
                                 "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
@@ -335,9 +338,12 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
                               "\"parallel\":{\"tp\":2,\"dp\":4,\"micro_batch\":4,\"global_batch\":32},"
                               "\"cluster\":{\"gpu\":\"h100-sxm\",\"profile\":\"lab\"}}";
     struct est_costs def;
-    const struct hw_profile *h100 = hw_profile_find("h100-sxm");
-    est_costs_default(h100, NULL, &def);
-    double ceiling = def.kernel.gemm_ceiling_scale * h100->mamf_tflops[HW_BF16];
+    struct est_spec plain_spec;
+    struct sc_error spec_err;
+    const struct hw_profile *h100;
+    REQUIRE(est_spec_load(plain, strlen(plain), &plain_spec, &h100, &spec_err) == SC_OK);
+    est_costs_default(h100, &plain_spec, &def);
+    double ceiling = kernel_gemm_ceiling_tflops(&def.kernel, h100, HW_BF16);
     double with_table = estimate_ms(&d, lab), without = estimate_ms(&d, plain);
     CHECK(fabs(ceiling / 700 - 1) > 0.005); /* the table says something the defaults do not */
     CHECK(700 < ceiling ? with_table > without * 1.005 : with_table < without * 0.995);
