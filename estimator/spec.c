@@ -52,6 +52,10 @@ static const struct name_value framework_names[] = {
     {"megatron", EST_FRAMEWORK_MEGATRON}, {"pytorch", EST_FRAMEWORK_PYTORCH}, {NULL, 0}};
 static const struct name_value attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
+static const struct name_value moe_dispatcher_names[] = {{"alltoall", EST_MOE_DISPATCHER_ALLTOALL},
+                                                         {"allgather", EST_MOE_DISPATCHER_ALLGATHER},
+                                                         {"flex", EST_MOE_DISPATCHER_FLEX},
+                                                         {NULL, 0}};
 static const struct name_value moe_routing_names[] = {
     {"balanced", EST_MOE_ROUTING_BALANCED}, {"natural", EST_MOE_ROUTING_NATURAL}, {NULL, 0}};
 static const struct name_value fp8_recipe_names[] = {{"tensorwise", EST_FP8_RECIPE_TENSORWISE},
@@ -122,6 +126,7 @@ static const struct field fields[] = {
     BOOL("options.tp_comm_overlap", options.tp_comm_overlap),
     NUM("options.train_tokens", options.train_tokens, 1, 1e18),
     ENUM("options.moe_routing", options.moe_routing, moe_routing_names),
+    ENUM("options.moe_dispatcher", options.moe_dispatcher, moe_dispatcher_names),
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
     ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
     ENUM("options.master_weights", options.master_weights, master_names),
@@ -134,6 +139,7 @@ _Static_assert(sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_schedule) 
                    sizeof(enum est_recompute) == sizeof(int) &&
                    sizeof(enum est_attention) == sizeof(int) && sizeof(enum hw_dtype) == sizeof(int) &&
                    sizeof(enum est_moe_routing) == sizeof(int) && sizeof(enum est_master_weights) == sizeof(int) &&
+                   sizeof(enum est_moe_dispatcher) == sizeof(int) &&
                    sizeof(enum est_framework) == sizeof(int),
                "enum fields are written as int");
 

@@ -30,6 +30,12 @@ enum est_attention {
     EST_ATTENTION_FLASH,  /* one fused kernel (FlashAttention, cuDNN): the scores never in memory */
     EST_ATTENTION_UNFUSED /* scores by a batched GEMM, a fused softmax and dropout, then P V */
 };
+/* Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type). */
+enum est_moe_dispatcher {
+    EST_MOE_DISPATCHER_ALLTOALL,  /* all-to-all over ep (the default) */
+    EST_MOE_DISPATCHER_ALLGATHER, /* every token gathered over ep x etp, reduce-scattered back */
+    EST_MOE_DISPATCHER_FLEX       /* DeepEP's fused dispatch and combine */
+};
 enum est_moe_routing {
     EST_MOE_ROUTING_BALANCED, /* dropless, every expert the mean load (force-balanced, as benchmarks run) */
     EST_MOE_ROUTING_NATURAL   /* learned routing: the busiest expert est_costs.moe_imbalance x the mean */
@@ -107,6 +113,7 @@ struct est_options {
     int sequence_parallel, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
     double train_tokens; /* 0 = not given */
     enum est_moe_routing moe_routing;
+    enum est_moe_dispatcher moe_dispatcher;
     /* tokens an expert takes, over the mean: beyond it they are dropped,
      * below it padded (Megatron's --moe-expert-capacity-factor with its
      * input padded to capacity); 0 = dropless */

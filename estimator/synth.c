@@ -203,6 +203,7 @@ struct shape {
     /* ZeRO-3's shard group (parallel.fsdp_shard of the dp x cp ranks) and
      * the replicas of a shard (hybrid sharding) */
     struct coll_group shard_group, replica_group;
+    struct coll_group tpep_group; /* the ep x etp ranks (the all-gather dispatcher's) */
 };
 
 struct synth {
@@ -593,18 +594,98 @@ static void flops_divide(struct oplist *l, size_t from, double d)
         l->v[i].flops /= d;
 }
 
-/* An MoE block as Megatron-Core's all-to-all dispatcher runs it: router
- * and top-k, permutation, the tokens dispatched over ep, gathered over the
- * expert-tensor-parallel group (its ranks hold slices of the same
- * experts), the local experts' grouped GEMMs, the outputs reduce-scattered
- * over that group and combined back over ep, unpermuted. Each local
- * expert's GEMMs take the EP group's routed tokens over the experts, times
- * etp (its slice sees every token of the group) and the load
- * (expert_load); their FLOPs count that load's tokens, padded ones
- * included, the busiest expert's excess under natural routing only as
- * time. */
+/* DeepEP's dispatch or combine (the flex dispatcher) of `tokens` tokens
+ * of the rank, each to top_k experts spread evenly over the EP group's
+ * domains: a token crosses the network once per other domain that holds
+ * one of its experts (DeepEP forwards it inside the domain over NVLink),
+ * and every routed copy but those for the rank's own experts crosses
+ * NVLink once; the two run at once, each at its tier's bandwidth
+ * (DeepEP's normal kernels reach 153 GB/s of an H800's NVLink and 43 to
+ * 58 GB/s over 400 Gb/s RDMA: deepseek-ai/DeepEP README, close to the
+ * collective model's tiers), after the collective's fixed cost. */
+static int64_t deepep_ns(const struct synth *y, double tokens)
+{
+    const struct shape *sh = &y->sh;
+    const struct est_moe *m = &y->s->model.moe;
+    double E = (double)m->experts, k = (double)m->top_k, g = sh->ep_group.ranks_per_domain,
+           domains = (double)sh->ep_group.ranks / g, miss = 1;
+    for (double i = 0; i < k; i++) /* no expert of a given other domain among the token's top_k */
+        miss *= fmax(0, E - E / domains - i) / (E - i);
+    double token = sh->h * sh->B, remote = (domains - 1) * (1 - miss);
+    double nvlink_us = tokens * k * token * (g - 1) / g / (y->c->coll.intra.busbw_gbps * 1e3);
+    double network_us = domains > 1 ? tokens * remote * token / (y->c->coll.inter.busbw_gbps * 1e3) : 0;
+    return ns(y->c->coll.base_us + fmax(nvlink_us, network_us));
+}
+
+/* What an MoE block's token exchange moves (moe_exchange). */
+struct moe_tokens {
+    double tokens, routed; /* the rank's tokens, and their routed copies */
+    double gathered;       /* bytes the expert-tensor-parallel group gathers */
+};
+
+/* The routed tokens moved to the experts (to_experts) or back, as the
+ * spec's dispatcher (options.moe_dispatcher) runs it; names[0] and [1]
+ * name the exchange and its permutation:
+ *   alltoall: permuted locally, an all-to-all over ep, then gathered over
+ *     the expert-tensor-parallel group (its ranks hold slices of the same
+ *     experts); back: reduce-scattered over it, all-to-all, unpermuted;
+ *   allgather: every token all-gathered over the ep x etp ranks, each
+ *     rank picking its experts' tokens; back: reduce-scattered;
+ *   flex: DeepEP's fused dispatch (permutation inside it) over ep, then
+ *     the expert-tensor-parallel gather; back the reverse. */
+static void moe_exchange(struct synth *y, struct oplist *l, const struct moe_tokens *t, int to_experts,
+                         const char *const names[2])
+{
+    const struct shape *sh = &y->sh;
+    double bytes = t->routed * sh->h * sh->B;
+    switch (y->s->options.moe_dispatcher) {
+    case EST_MOE_DISPATCHER_ALLGATHER: {
+        double all = t->tokens * sh->h * sh->B * sh->tpep_group.ranks;
+        if (to_experts) {
+            coll(y, l, names[0], MODEL_COLL_ALLGATHER, &sh->tpep_group, all);
+            mem(y, l, names[1], MODEL_KF_MOE, KERNEL_MEM_UNARY, t->routed * sh->h);
+        } else {
+            mem(y, l, names[1], MODEL_KF_MOE, KERNEL_MEM_BINARY, t->routed * sh->h);
+            coll(y, l, names[0], MODEL_COLL_REDUCESCATTER, &sh->tpep_group, all);
+        }
+        return;
+    }
+    case EST_MOE_DISPATCHER_FLEX:
+        if (!to_experts)
+            coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, t->gathered);
+        if (sh->ep_group.ranks > 1)
+            op_push(y, l, &(struct op){names[0], MODEL_TASK_COMM, MODEL_COLL_ALLTOALL, OP_PLAIN, 1,
+                                       deepep_ns(y, t->tokens), (int64_t)bytes, 0});
+        if (to_experts)
+            coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, t->gathered);
+        return;
+    case EST_MOE_DISPATCHER_ALLTOALL:
+        if (to_experts) {
+            mem(y, l, names[1], MODEL_KF_MOE, KERNEL_MEM_UNARY, t->routed * sh->h);
+            coll(y, l, names[0], MODEL_COLL_ALLTOALL, &sh->ep_group, bytes);
+            coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, t->gathered);
+        } else {
+            coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, t->gathered);
+            coll(y, l, names[0], MODEL_COLL_ALLTOALL, &sh->ep_group, bytes);
+            mem(y, l, names[1], MODEL_KF_MOE, KERNEL_MEM_BINARY, t->routed * sh->h);
+        }
+        return;
+    }
+}
+
+/* An MoE block as Megatron-Core runs it: router and top-k, the tokens
+ * moved to their experts (moe_exchange), the local experts' grouped GEMMs,
+ * the outputs moved back; shared experts beside. Each local expert's GEMMs
+ * take the EP group's routed tokens over the experts, times etp (its slice
+ * sees every token of the group) and the load (expert_load); their FLOPs
+ * count that load's tokens, padded ones included, the busiest expert's
+ * excess under natural routing only as time. */
 static void moe(struct synth *y, struct oplist *l, int backward)
 {
+    static const char *const dispatch[2] = {"moe dispatch", "permute"};
+    static const char *const combine[2] = {"moe combine", "unpermute"};
+    static const char *const dispatch_bwd[2] = {"moe dispatch backward", "permute backward"};
+    static const char *const combine_bwd[2] = {"moe combine backward", "unpermute backward"};
     const struct shape *sh = &y->sh;
     const struct est_moe *m = &y->s->model.moe;
     int gated = y->s->model.mlp == EST_MLP_SWIGLU;
@@ -615,13 +696,11 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     double per_expert = routed * ep / (double)m->experts * etp * expert_load(y, &excess);
     size_t experts_from;
     double n1 = (double)m->ffn * (gated ? 2 : 1) / etp, n2 = (double)m->ffn / etp;
-    double a2a = routed * sh->h * sh->B, gathered = per_expert * local * sh->h * sh->B;
+    struct moe_tokens t = {tokens, routed, per_expert * local * sh->h * sh->B};
     if (!backward) {
         gemm(y, l, "router", tokens, (double)m->experts, sh->h, 1);
         mem(y, l, "router top-k", MODEL_KF_MOE, KERNEL_MEM_UNARY, tokens * (double)m->experts);
-        mem(y, l, "permute", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
-        coll(y, l, "moe dispatch", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
-        coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
+        moe_exchange(y, l, &t, 1, dispatch);
         experts_from = l->n;
         quantize_fwd(y, l, per_expert * local, n1, sh->h);
         gemm(y, l, "expert fc1 (grouped)", per_expert, n1, sh->h, local);
@@ -630,18 +709,14 @@ static void moe(struct synth *y, struct oplist *l, int backward)
         quantize_fwd(y, l, per_expert * local, sh->h, n2);
         gemm(y, l, "expert fc2 (grouped)", per_expert, sh->h, n2, local);
         flops_divide(l, experts_from, excess);
-        coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
-        coll(y, l, "moe combine", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
-        mem(y, l, "unpermute", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
+        moe_exchange(y, l, &t, 0, combine);
         if (m->shared_experts > 0)
             mlp(y, l, (double)(m->ffn * m->shared_experts), 0);
         return;
     }
     if (m->shared_experts > 0)
         mlp(y, l, (double)(m->ffn * m->shared_experts), 1);
-    mem(y, l, "unpermute backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, routed * sh->h);
-    coll(y, l, "moe combine backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
-    coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, gathered);
+    moe_exchange(y, l, &t, 1, combine_bwd);
     experts_from = l->n;
     quantize(y, l, QUANT_GRAD, per_expert * local * sh->h);
     gemm_bwd(y, l, "expert fc2 dgrad (grouped)", "expert fc2 wgrad (grouped)", per_expert, sh->h, n2, local);
@@ -649,9 +724,7 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     quantize(y, l, QUANT_GRAD, per_expert * local * n1);
     gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
     flops_divide(l, experts_from, excess);
-    coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, gathered);
-    coll(y, l, "moe dispatch backward", MODEL_COLL_ALLTOALL, &sh->ep_group, a2a);
-    mem(y, l, "permute backward", MODEL_KF_MOE, KERNEL_MEM_UNARY, routed * sh->h);
+    moe_exchange(y, l, &t, 0, dispatch_bwd);
     gemm_bwd(y, l, "router dgrad", "router wgrad", tokens, (double)m->experts, sh->h, 1);
 }
 
@@ -762,6 +835,7 @@ static void shape_init(struct synth *y)
     sh->dp_group = layout(dp * cp, tp, node);
     sh->ep_group = layout(ep, etp, node);
     sh->etp_group = layout(etp, 1, node);
+    sh->tpep_group = layout(ep * etp, 1, node);
     sh->edp_group = layout(tp * cp * dp / (ep * etp), ep * etp, node);
     sh->pp_pair = layout(2, tp * cp * dp, node);
     int64_t shard = s->parallel.fsdp_shard ? s->parallel.fsdp_shard : dp * cp;

@@ -54,7 +54,7 @@ static void random_spec(char *buf, size_t len)
     long experts = PICK(4, 8, 16, 64, 128), top_k = PICK(1, 2, 4, 8), ep = PICK(1, 2, 4, 8, 16);
     long etp = rnd() % 2 ? tp : PICK(1, 2);
     long zero = PICK(0, 1, 1, 2, 3), shard = PICK(1, 2, 4);
-    char moe_json[256] = "", moe_par[128] = "", moe_opt[160] = "";
+    char moe_json[256] = "", moe_par[128] = "", moe_opt[224] = "";
     if (zero == 3 && rnd() % 2)
         snprintf(moe_par, sizeof moe_par, ",\"fsdp_shard\":%ld", shard); /* hybrid sharding */
     if (moe) {
@@ -67,8 +67,10 @@ static void random_spec(char *buf, size_t len)
         size_t used = strlen(moe_par);
         snprintf(moe_par + used, sizeof moe_par - used, ",\"ep\":%ld,\"etp\":%ld", ep, etp);
         long cf = PICK(0, 0, 100, 125, 200);
-        snprintf(moe_opt, sizeof moe_opt, ",\"moe_routing\":\"%s\"%s%.2f",
-                 rnd() % 2 ? "balanced" : "natural", cf ? ",\"moe_capacity_factor\":" : "", cf ? cf / 100.0 : 0);
+        static const char *const dispatchers[] = {"alltoall", "allgather", "flex"};
+        snprintf(moe_opt, sizeof moe_opt, ",\"moe_dispatcher\":\"%s\",\"moe_routing\":\"%s\"%s%.2f",
+                 dispatchers[rnd() % 3], rnd() % 2 ? "balanced" : "natural", cf ? ",\"moe_capacity_factor\":" : "",
+                 cf ? cf / 100.0 : 0);
         if (!cf)
             moe_opt[strlen(moe_opt) - 4] = 0; /* drop the number printed for no factor */
     }

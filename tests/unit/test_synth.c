@@ -737,3 +737,62 @@ TEST(synth_fp8_step_on_b200_is_faster_than_bf16_but_not_twice)
     CHECK(t8 < t16);
     CHECK(t8 > t16 / 2);
 }
+
+/* The token dispatchers of a fine-grained MoE (128 experts, top 8) over
+ * 16 ranks on two nodes: the all-to-all sends each token's copies for the
+ * other node's experts over the network; DeepEP (flex) sends a token
+ * there once and forwards it inside the node, its permutation fused, so
+ * less communication; the all-gather dispatcher gathers every token over
+ * the ep ranks and reduce-scatters back, with no all-to-all. */
+#define DISPATCH_SPEC "{\"model\":{\"layers\":2,\"hidden\":2048,\"heads\":32,\"kv_heads\":4,\"head_dim\":128," \
+        "\"ffn\":6144,\"mlp\":\"swiglu\",\"seq\":4096,\"vocab\":32000,\"moe\":{\"experts\":128,\"top_k\":8," \
+        "\"ffn\":768}},\"parallel\":{\"ep\":16,\"dp\":16,\"micro_batch\":1,\"global_batch\":16}," \
+        "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"moe_dispatcher\":\"%s\"}}"
+
+/* Tasks of the spec's kernel-detail graph named `name`, and of them how
+ * many run a collective of kind op. */
+static int named_tasks(const char *json, const char *name, enum model_coll_op op, int *of_op)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    int n = 0;
+    *of_op = 0;
+    if (load(json, &s, &hw))
+        return -1;
+    est_costs_default(hw, &s, &c);
+    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+        return -1;
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (!strcmp(model_graph_str(g, g->src[i].name), name)) {
+            n++;
+            *of_op += g->tasks[i].cls == MODEL_TASK_COMM && g->tasks[i].sub == op;
+        }
+    model_graph_free(g);
+    return n;
+}
+
+TEST(synth_moe_dispatchers)
+{
+    char a2a[768], ag[768], flex[768];
+    snprintf(a2a, sizeof a2a, DISPATCH_SPEC, "alltoall");
+    snprintf(ag, sizeof ag, DISPATCH_SPEC, "allgather");
+    snprintf(flex, sizeof flex, DISPATCH_SPEC, "flex");
+    struct bd t_a2a, t_flex;
+    REQUIRE(estimate_at(a2a, EST_DETAIL_KERNEL, NULL, &t_a2a) == 0);
+    REQUIRE(estimate_at(flex, EST_DETAIL_KERNEL, NULL, &t_flex) == 0);
+    CHECK(t_flex.comm < t_a2a.comm / 2);
+    CHECK(t_flex.step < t_a2a.step);
+    int op;
+    /* 2 layers, one micro-batch: a dispatch forward and backward each */
+    CHECK_EQ_INT(named_tasks(a2a, "moe dispatch", MODEL_COLL_ALLTOALL, &op), 2);
+    CHECK_EQ_INT(op, 2);
+    CHECK_EQ_INT(named_tasks(a2a, "permute", MODEL_COLL_UNKNOWN, &op), 2);
+    CHECK_EQ_INT(named_tasks(flex, "permute", MODEL_COLL_UNKNOWN, &op), 0); /* fused into DeepEP's */
+    CHECK_EQ_INT(named_tasks(ag, "moe dispatch", MODEL_COLL_ALLGATHER, &op), 2);
+    CHECK_EQ_INT(op, 2);
+    CHECK_EQ_INT(named_tasks(ag, "moe combine", MODEL_COLL_REDUCESCATTER, &op), 2);
+    CHECK_EQ_INT(op, 2);
+}
