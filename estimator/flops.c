@@ -1,6 +1,7 @@
 /* estimator/flops.c: parameter and FLOP counts (definitions in flops.h). */
 #include "estimator/flops.h"
 
+#include "estimator/kernel_model.h"
 #include "common/banned.h"
 
 /* Weights of one MLP of FFN size ffn: two matrices, three when gated. */
@@ -45,16 +46,42 @@ void est_model_params(const struct est_model *m, struct est_params *out)
     out->total = out->embedding + out->output + out->layers;
 }
 
+/* Which keys of its row a query's attention counts. */
+enum keys {
+    KEYS_PALM,    /* PaLM's model FLOPs: the sequence (a windowed layer: its window) */
+    KEYS_VISIBLE, /* what flash attention computes: the visible ones (attn_visible_keys) */
+    KEYS_SQUARE   /* what unfused attention computes: the whole square */
+};
+
+static double layer_keys(const struct est_model *m, int64_t i, enum keys k)
+{
+    int windowed = est_model_layer_is_windowed(m, i);
+    struct attn_shape a = {.seq_q = (double)m->seq, .seq_kv = (double)m->seq, .causal = 1,
+                           .window = windowed ? (double)m->attention_window : 0};
+    if (k == KEYS_VISIBLE)
+        return attn_visible_keys(&a);
+    return k == KEYS_PALM && windowed ? (double)m->attention_window : (double)m->seq;
+}
+
+/* Attention-score FLOPs of one token, forward, over all layers. */
+static double attention_fwd(const struct est_model *m, enum keys k)
+{
+    double keys = 0;
+    for (int64_t i = 0; i < m->layers; i++)
+        keys += layer_keys(m, i, k);
+    return 4.0 * (double)(m->heads * m->head_dim) * keys;
+}
+
 double est_attention_flops_fwd(const struct est_model *m)
 {
-    return 4.0 * (double)(m->heads * m->head_dim) * (double)m->seq;
+    return attention_fwd(m, KEYS_PALM);
 }
 
 double est_model_flops_per_token(const struct est_model *m)
 {
     struct est_params p;
     est_model_params(m, &p);
-    return 6 * p.active_gemm + 3 * (double)m->layers * est_attention_flops_fwd(m);
+    return 6 * p.active_gemm + 3 * est_attention_flops_fwd(m);
 }
 
 double est_hardware_flops_per_token(const struct est_spec *s)
@@ -71,7 +98,7 @@ double est_hardware_flops_per_token(const struct est_spec *s)
             layers += (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
     }
     int causal = s->options.attention != EST_ATTENTION_UNFUSED || s->parallel.cp > 1;
-    double attention = (double)m->layers * est_attention_flops_fwd(m) * (causal ? 0.5 : 1);
+    double attention = attention_fwd(m, causal ? KEYS_VISIBLE : KEYS_SQUARE);
     double flops = 6 * (layers + (double)m->vocab * (double)m->hidden) + 3 * attention;
     if (s->options.recompute == EST_RECOMPUTE_SELECTIVE)
         return flops + attention;

@@ -13,13 +13,14 @@
  * layer, the router, top_k experts and the shared experts, and the output
  * layer; not the embedding lookup) and the second term is the attention
  * scores and their use on values, forward (1/3) and backward (2/3), without
- * halving for the causal mask. Recomputation is not counted.
+ * halving for the causal mask (a sliding-window layer counts its window
+ * for seq). Recomputation is not counted.
  *
  * Hardware FLOPs per token are what the synthesised step executes (the
  * FLOPs of its GEMM and attention tasks, summed, equal them): model FLOPs
- * with causal attention halved (flash attention, and every context-parallel
- * block, skips the masked half; unfused attention computes the whole
- * square), the routed experts' GEMMs times the capacity factor (padded
+ * with causal attention's visible keys only (flash attention, and every
+ * context-parallel block, skips the masked half, a sliding-window layer
+ * all but its window; unfused attention computes the whole square), the routed experts' GEMMs times the capacity factor (padded
  * tokens run), plus what recomputation executes again: the attention
  * core's forward under selective recomputation, each transformer layer's
  * forward under full recomputation. The backward of attention counts
@@ -54,8 +55,9 @@ struct est_params {
 void est_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out);
 void est_model_params(const struct est_model *m, struct est_params *out);
 
-/* Attention-score FLOPs of one token in one layer, forward only:
- * 2 x (QK^T and its use on V) = 4 x heads x head_dim x seq. */
+/* Attention-score FLOPs of one token, forward only, over all layers:
+ * 2 x (QK^T and its use on V) = 4 x heads x head_dim x the keys a query
+ * attends to, the sequence (a windowed layer: its window). */
 double est_attention_flops_fwd(const struct est_model *m);
 
 /* PaLM's model FLOPs per token (recomputation not counted). */

@@ -58,21 +58,43 @@ static int config_seq(json_t *cfg, enum family f, int64_t *seq, const char **fro
     return get_int(cfg, *from, 1, 1, seq, err);
 }
 
-/* Sliding-window attention narrower than the sequence is not full attention. */
-static int check_sliding_window(json_t *cfg, int64_t seq, struct sc_error *err)
+/* Sliding-window attention: sliding_window (unless use_sliding_window is
+ * false, as qwen's configs say), in every layer or in those layer_types
+ * names "sliding_attention"; the others ("full_attention") must be every
+ * k-th layer, which model.full_attention_every expresses. */
+static int sliding_window(json_t *cfg, struct est_model *m, struct sc_error *err)
 {
-    json_t *window = json_object_get(cfg, "sliding_window");
-    json_t *use = json_object_get(cfg, "use_sliding_window");
-    if (!json_is_integer(window) || json_integer_value(window) >= seq)
+    json_t *use = json_object_get(cfg, "use_sliding_window"), *types = json_object_get(cfg, "layer_types");
+    int rc;
+    if ((use && json_is_false(use)) || !json_object_get(cfg, "sliding_window") ||
+        json_is_null(json_object_get(cfg, "sliding_window")))
         return SC_OK;
-    if (use && json_is_false(use))
-        return SC_OK; /* qwen: the window is switched off */
-    return sc_error_set(err, SC_EINVAL,
-                        "config.json: sliding_window %lld is narrower than the sequence (%lld): "
-                        "sliding-window attention is unsupported (pass --seq %lld or less to "
-                        "train within the window)",
-                        (long long)json_integer_value(window), (long long)seq,
-                        (long long)json_integer_value(window));
+    if ((rc = get_int(cfg, "sliding_window", 0, 1, &m->attention_window, err)))
+        return rc;
+    if (!json_is_array(types))
+        return SC_OK; /* every layer windowed */
+    if ((int64_t)json_array_size(types) != m->layers)
+        return sc_error_set(err, SC_EINVAL, "config.json: layer_types has %zu entries for %lld layers",
+                            json_array_size(types), (long long)m->layers);
+    int64_t first_full = 0;
+    for (size_t i = 0; i < json_array_size(types) && !first_full; i++)
+        if (!strcmp(json_string_value(json_array_get(types, i)) ? json_string_value(json_array_get(types, i)) : "",
+                    "full_attention"))
+            first_full = (int64_t)i + 1;
+    for (size_t i = 0; i < json_array_size(types); i++) {
+        const char *t = json_string_value(json_array_get(types, i));
+        int full = t && !strcmp(t, "full_attention");
+        if (!t || (!full && strcmp(t, "sliding_attention")))
+            return sc_error_set(err, SC_EINVAL, "config.json: layer_types[%zu] is neither sliding_attention nor "
+                                                "full_attention",
+                                i);
+        if (full != (first_full && ((int64_t)i + 1) % first_full == 0))
+            return sc_error_set(err, SC_EINVAL,
+                                "config.json: layer_types: full attention other than every k-th layer is "
+                                "unsupported");
+    }
+    m->full_attention_every = first_full;
+    return SC_OK;
 }
 
 /* Qwen's MoE layers: layer i is sparse when (i + 1) % step == 0 and i is
@@ -182,7 +204,7 @@ int est_model_from_hf(const char *text, size_t len, int64_t seq, struct est_mode
         else
             rc = config_seq(cfg, model_types[k].family, &m.seq, &from, err);
         if (!rc)
-            rc = check_sliding_window(cfg, m.seq, err);
+            rc = sliding_window(cfg, &m, err);
         if (!rc)
             rc = est_model_resolve(&m, err);
     }

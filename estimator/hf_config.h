@@ -14,10 +14,14 @@
  *     MLP, tied embeddings;
  *   gpt_neox: num_hidden_layers, hidden_size, num_attention_heads,
  *     intermediate_size, vocab_size; plain MLP.
+ * Sliding-window attention: sliding_window (unless use_sliding_window is
+ * false), in every layer, or in the layers layer_types names
+ * sliding_attention when the full_attention ones are every k-th layer
+ * (gpt_oss: every second; model.full_attention_every).
  * What a spec cannot express is an error naming it, never approximated:
- * multi-head latent attention (deepseek_v2, deepseek_v3), sliding-window
- * attention narrower than the sequence, dense layers other than the first
- * ones among MoE layers.
+ * multi-head latent attention (deepseek_v2, deepseek_v3), other patterns
+ * of windowed and full layers, dense layers other than the first ones
+ * among MoE layers.
  *
  * The sequence length is the one given, else the pretraining length that
  * rope_scaling.original_max_position_embeddings names, else

@@ -231,6 +231,18 @@ static int check_attn(const struct attn_shape *s, struct sc_error *err)
     return SC_OK;
 }
 
+double attn_visible_keys(const struct attn_shape *s)
+{
+    double sq = s->seq_q, skv = s->seq_kv, w = s->window;
+    if (!s->causal)
+        return skv;
+    if (w > 0 && w < skv && sq == skv)
+        return w - w * (w - 1) / (2 * sq);
+    double off = skv - sq; /* keys every query sees beyond the diagonal */
+    double keys = fmin(skv, off + (sq + 1) / 2);
+    return keys > 0 ? keys : 1;
+}
+
 int kernel_flash_attention(const struct kernel_params *p, const struct hw_profile *hw,
                            const struct attn_shape *s, int backward, double *time_us,
                            struct sc_error *err)
@@ -239,16 +251,7 @@ int kernel_flash_attention(const struct kernel_params *p, const struct hw_profil
     if (check_attn(s, err) || check_gpu(hw, s->dtype, err) || kernel_params_check(p, err))
         return err->code;
     double b = s->batch, h = s->heads, sq = s->seq_q, skv = s->seq_kv, d = s->head_dim;
-    /* causal: the visible part of the score matrix (the lower triangle
-     * when sq == skv, query i seeing skv - sq + i + 1 keys) */
-    double visible = 1;
-    if (s->causal) {
-        double off = skv - sq; /* keys every query sees beyond the diagonal */
-        visible = fmin(1, (off + (sq + 1) / 2) / skv);
-        if (visible <= 0)
-            visible = 1 / skv;
-    }
-    double flops = 4 * b * h * sq * skv * d * visible * (backward ? 2.5 : 1);
+    double flops = 4 * b * h * sq * attn_visible_keys(s) * d * (backward ? 2.5 : 1);
     double blocks = b * h * ceil(sq / ATTN_BLOCK_Q);
     double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency *
                       (backward ? p->attn_backward_fraction : 1) * 1e6 / hw->sm_count;

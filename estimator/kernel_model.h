@@ -142,7 +142,13 @@ struct attn_shape {
     double seq_q, seq_kv, head_dim;
     int causal;
     enum hw_dtype dtype;
+    double window; /* causal within a sliding window of this many keys; 0 = none */
 };
+
+/* Keys a query of s sees on average: all of them; causal, the lower
+ * triangle (query i of sq sees skv - sq + i + 1); within a window of w
+ * keys (sq == skv), min(i + 1, w): w - w (w - 1) / (2 sq). */
+double attn_visible_keys(const struct attn_shape *s);
 
 /* Flash attention, one kernel: forward (4 b h sq skv d FLOPs, halved when
  * causal) or backward (2.5 x forward: the recomputed scores and the four

@@ -88,6 +88,8 @@ static const struct field fields[] = {
     INT("model.seq", 1, 0, model.seq, 1, 1 << 24),
     INT("model.vocab", 0, 0, model.vocab, 1, 1 << 24),
     BOOL("model.tied_embeddings", model.tied_embeddings),
+    INT("model.attention_window", 0, 1, model.attention_window, 1, 1 << 24),
+    INT("model.full_attention_every", 0, 0, model.full_attention_every, 0, 1 << 16),
     BOOL("model.dropout", model.dropout),
     OBJ("model.moe"),
     INT("model.moe.experts", 0, 0, model.moe.experts, 0, 1 << 16),
@@ -353,6 +355,8 @@ int est_model_resolve(struct est_model *m, struct sc_error *err)
     }
     if (!m->ffn)
         m->ffn = 4 * m->hidden;
+    if (m->full_attention_every && !m->attention_window)
+        return sc_error_set(err, SC_EINVAL, "model.full_attention_every: needs model.attention_window");
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
         return sc_error_set(err, SC_EINVAL,
                             "model.kv_heads: %lld does not divide model.heads %lld",
@@ -434,6 +438,10 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
             return sc_error_set(err, SC_EINVAL, "parallel.fsdp_shard: %lld does not divide dp x cp = %lld",
                                 (long long)p->fsdp_shard, (long long)(p->dp * p->cp));
     }
+
+    if (p->cp > 1 && m->attention_window && m->attention_window < m->seq)
+        return sc_error_set(err, SC_EINVAL, "model.attention_window: sliding-window attention with parallel.cp > 1 "
+                                            "is unsupported");
 
     /* MoE, laid out as Megatron-Core's parallel folding does */
     if (!m->moe.experts) {
@@ -729,6 +737,12 @@ int est_spec_fused_softmax(const struct est_spec *spec)
             batches = spec->parallel.micro_batch * (spec->model.heads / spec->parallel.tp);
     int64_t per_block = keys <= 128 ? 8 : 4;
     return keys > 16 && keys <= 4096 && keys % 4 == 0 && batches % per_block == 0;
+}
+
+int est_model_layer_is_windowed(const struct est_model *model, int64_t i)
+{
+    int64_t k = model->full_attention_every;
+    return model->attention_window > 0 && model->attention_window < model->seq && !(k && (i + 1) % k == 0);
 }
 
 int est_model_layer_is_moe(const struct est_model *model, int64_t i)

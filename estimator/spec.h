@@ -78,6 +78,12 @@ struct est_model {
     int64_t ffn;       /* default 4 x hidden */
     enum est_mlp mlp;
     int64_t seq, vocab;
+    /* sliding-window attention: a query attends to at most this many keys
+     * (itself and the ones before it) in a windowed layer; 0 = none */
+    int64_t attention_window;
+    /* with a window, every k-th layer (the k-th, 2k-th, ...) attends to the
+     * whole sequence (GPT-OSS alternates: 2); 0 = every layer windowed */
+    int64_t full_attention_every;
     int tied_embeddings; /* the output layer reuses the input embedding's weights */
     struct est_moe moe;
     int dropout; /* hidden (and attention) dropout: its masks kept for the backward */
@@ -215,6 +221,9 @@ int64_t est_spec_micro_batches(const struct est_spec *spec);
  * block, 4 (8 when there are at most 128 keys). Else PyTorch runs the
  * softmax op by op, in fp32. */
 int est_spec_fused_softmax(const struct est_spec *spec);
+/* Whether transformer layer i (0-based) attends through a window narrower
+ * than the sequence. */
+int est_model_layer_is_windowed(const struct est_model *model, int64_t i);
 /* Whether transformer layer i (0-based) is an MoE layer. */
 int est_model_layer_is_moe(const struct est_model *model, int64_t i);
 

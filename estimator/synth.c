@@ -452,13 +452,22 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
 }
 
 /* The FLOPs a flash attention kernel executes as the FLOP formulas count
- * them: the visible half of a causal score matrix, the backward twice the
- * forward (the scores it recomputes are not counted, as recomputation in
- * hardware FLOPs counts only what the framework runs again). */
+ * them: the visible keys of each query (attn_visible_keys), the backward
+ * twice the forward (the scores it recomputes are not counted, as
+ * recomputation in hardware FLOPs counts only what the framework runs
+ * again). */
 static double flash_flops(const struct attn_shape *a, int backward)
 {
-    return 4 * a->batch * a->heads * a->seq_q * a->seq_kv * a->head_dim * (a->causal ? 0.5 : 1) *
-           (backward ? 2 : 1);
+    return 4 * a->batch * a->heads * a->seq_q * attn_visible_keys(a) * a->head_dim * (backward ? 2 : 1);
+}
+
+/* The share of the model's layers that attend through a sliding window. */
+static double windowed_share(const struct est_model *m)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->layers; i++)
+        n += est_model_layer_is_windowed(m, i);
+    return (double)n / (double)m->layers;
 }
 
 static void attention_core(struct synth *y, struct oplist *l, int backward)
@@ -477,13 +486,21 @@ static void attention_core(struct synth *y, struct oplist *l, int backward)
         unfused_attention(y, l, b * heads, sq, backward);
         return;
     }
-    struct attn_shape a = {b, heads, kv, sq, sq, sh->hd, 1, sh->dt16};
+    /* a synthesised layer stands for every layer of its kind: with
+     * sliding-window layers among them, its attention is their mean */
+    struct attn_shape a = {b, heads, kv, sq, sq, sh->hd, 1, sh->dt16, 0}, w = a;
+    double share = windowed_share(&s->model), tw = 0;
+    w.window = (double)s->model.attention_window;
     if (y->failed)
         return;
-    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err))
+    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err) ||
+        (share > 0 && kernel_flash_attention(&y->c->kernel, y->hw, &w, backward, &tw, y->err))) {
         y->failed = y->err->code;
+        return;
+    }
     op_push(y, l, &(struct op){backward ? "flash attention backward" : "flash attention", MODEL_TASK_KERNEL,
-                               MODEL_KF_ATTENTION, OP_PLAIN, 1, ns(t), 0, 0, flash_flops(&a, backward)});
+                               MODEL_KF_ATTENTION, OP_PLAIN, 1, ns((1 - share) * t + share * tw), 0, 0,
+                               (1 - share) * flash_flops(&a, backward) + share * flash_flops(&w, backward)});
 }
 
 static void cp_pieces(struct synth *y)
@@ -492,7 +509,7 @@ static void cp_pieces(struct synth *y)
     const struct est_spec *s = y->s;
     double b = (double)s->parallel.micro_batch, heads = sh->heads / sh->tp, kv = fmax(1, sh->kv / sh->tp);
     double blk = (double)s->model.seq / sh->cp, tf = 0, tb = 0;
-    struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt16};
+    struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt16, 0};
     if (sh->cp <= 1 || y->failed)
         return;
     if (kernel_flash_attention(&y->c->kernel, y->hw, &a, 0, &tf, y->err) ||

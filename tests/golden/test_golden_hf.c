@@ -47,11 +47,15 @@ static int check_config(const char *name, const char *text, size_t n)
         CHECK_EQ_INT(rc, SC_EINVAL);
         CHECK_CONTAINS(err.msg, "multi-head latent attention");
     } else if (!strcmp(type, "gpt_oss")) {
-        /* sliding-window layers narrower than the sequence */
-        CHECK_EQ_INT(rc, SC_EINVAL);
-        CHECK_CONTAINS(err.msg, "sliding");
-        /* within the window every layer attends fully: mapped */
-        CHECK_EQ_INT(est_model_from_hf(text, n, field(cfg, "sliding_window"), &m, NULL, &err), SC_OK);
+        /* sliding-window layers alternating with full ones, as layer_types
+         * says: the window, and every second layer full */
+        CHECK_EQ_INT(rc, SC_OK);
+        CHECK_EQ_INT(m.attention_window, field(cfg, "sliding_window"));
+        json_t *types = json_object_get(cfg, "layer_types");
+        REQUIRE(json_array_size(types) == (size_t)m.layers);
+        for (size_t i = 0; i < json_array_size(types); i++)
+            CHECK_EQ_INT(est_model_layer_is_windowed(&m, (int64_t)i),
+                         !strcmp(json_string_value(json_array_get(types, i)), "sliding_attention"));
         CHECK_EQ_INT(m.moe.experts, field(cfg, "num_local_experts"));
         CHECK_EQ_INT(m.moe.top_k, field(cfg, "num_experts_per_tok"));
         CHECK_EQ_INT(m.head_dim, field(cfg, "head_dim"));

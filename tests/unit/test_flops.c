@@ -47,22 +47,38 @@ TEST(flops_gpt3_175b_parameters_and_flops)
     double model_flops = 6 * n + 12 * L * h * s;
     CHECK_NEAR(est_model_flops_per_token(&m) / model_flops, 1, 1e-12);
 
-    /* hardware FLOPs: causal attention halved under flash attention (and
-     * context parallelism), the whole square unfused */
+    /* hardware FLOPs: causal attention's visible keys, (s + 1) / 2 a query,
+     * under flash attention (and context parallelism), the whole square
+     * unfused */
     struct est_spec sp;
     memset(&sp, 0, sizeof sp);
     sp.model = m;
     sp.parallel.cp = 1;
-    double causal = model_flops - 6 * L * h * s;
+    double visible = 2 * L * h * (s + 1); /* forward, a token */
+    double causal = 6 * n + 3 * visible;
     CHECK_NEAR(est_hardware_flops_per_token(&sp) / causal, 1, 1e-12);
     sp.options.recompute = EST_RECOMPUTE_SELECTIVE;
-    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * L * h * s), 1, 1e-12);
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + visible), 1, 1e-12);
     sp.options.recompute = EST_RECOMPUTE_FULL;
-    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + 2 * L * h * s), 1, 1e-12);
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + visible), 1, 1e-12);
     sp.options.attention = EST_ATTENTION_UNFUSED;
     CHECK_NEAR(est_hardware_flops_per_token(&sp) / (model_flops + 2 * 12 * L * h * h + 4 * L * h * s), 1, 1e-12);
     sp.parallel.cp = 2; /* the ring's blocks are flash attention's */
-    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + 2 * L * h * s), 1, 1e-12);
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + visible), 1, 1e-12);
+
+    /* a sliding window of w keys in every second layer: PaLM's model FLOPs
+     * count the window there, the executed ones its visible keys,
+     * w - w (w - 1) / 2s a query */
+    double w = 512;
+    m.attention_window = (int64_t)w;
+    m.full_attention_every = 2;
+    sp.model = m;
+    sp.parallel.cp = 1;
+    sp.options.attention = EST_ATTENTION_FLASH;
+    sp.options.recompute = EST_RECOMPUTE_NONE;
+    CHECK_NEAR(est_model_flops_per_token(&m) / (6 * n + 12 * (L / 2) * h * (s + w)), 1, 1e-12);
+    double windowed = 4 * (L / 2) * h * ((s + 1) / 2 + (w - w * (w - 1) / (2 * s)));
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (6 * n + 3 * windowed), 1, 1e-12);
 }
 
 TEST(flops_moe_counts_top_k_and_shared_experts)

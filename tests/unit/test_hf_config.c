@@ -16,10 +16,11 @@ TEST(hf_config_refusals)
         {"{\"num_hidden_layers\":2}", "model_type \"(none)\""},
         {"{\"model_type\":\"llama\",\"hidden_size\":64}", "num_hidden_layers is missing"},
         {"{\"model_type\":\"llama\",\"num_hidden_layers\":2.5}", "num_hidden_layers must be an integer"},
-        {"{\"model_type\":\"mistral\",\"num_hidden_layers\":2,\"hidden_size\":64,"
+        {"{\"model_type\":\"mistral\",\"num_hidden_layers\":3,\"hidden_size\":64,"
          "\"num_attention_heads\":4,\"intermediate_size\":128,\"vocab_size\":100,"
-         "\"max_position_embeddings\":32768,\"sliding_window\":4096}",
-         "sliding_window 4096 is narrower"},
+         "\"max_position_embeddings\":32768,\"sliding_window\":4096,\"layer_types\":[\"full_attention\","
+         "\"sliding_attention\",\"full_attention\"]}",
+         "full attention other than every k-th layer"},
         {"{\"model_type\":\"qwen2_moe\",\"num_hidden_layers\":4,\"hidden_size\":64,"
          "\"num_attention_heads\":4,\"intermediate_size\":128,\"vocab_size\":100,"
          "\"max_position_embeddings\":64,\"num_experts\":4,\"num_experts_per_tok\":2,"

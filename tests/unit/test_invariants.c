@@ -74,16 +74,20 @@ static void random_spec(char *buf, size_t len)
         if (!cf)
             moe_opt[strlen(moe_opt) - 4] = 0; /* drop the number printed for no factor */
     }
+    char window[96] = ""; /* sliding-window layers, every k-th full */
+    if (cp == 1 && rnd() % 4 == 0)
+        snprintf(window, sizeof window, ",\"attention_window\":%ld,\"full_attention_every\":%ld", PICK(128, 1024),
+                 PICK(0, 2, 6));
     snprintf(buf, len,
              "{\"model\":{\"layers\":%ld,\"hidden\":%ld,\"heads\":%ld,\"kv_heads\":%ld,\"head_dim\":%ld,"
-             "\"ffn\":%ld,\"mlp\":\"%s\",\"seq\":%ld,\"vocab\":%ld%s},"
+             "\"ffn\":%ld,\"mlp\":\"%s\",\"seq\":%ld,\"vocab\":%ld%s%s},"
              "\"parallel\":{\"tp\":%ld,\"cp\":%ld,\"pp\":%ld,\"dp\":%ld,\"micro_batch\":%ld,\"global_batch\":%ld,"
              "\"schedule\":\"%s\",\"vpp\":%ld%s},"
              "\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":%d},"
              "\"options\":{\"dtype\":\"%s\",\"recompute\":\"%s\",\"attention\":\"%s\",\"zero_stage\":%ld,"
              "\"sequence_parallel\":%s,\"overlap_grad_reduce\":%s,\"overlap_param_gather\":%s%s}}",
              layers, hidden, heads, kv, hd, PICK(2, 3, 4) * hidden, rnd() % 2 ? "swiglu" : "gelu", seq,
-             PICK(32000, 50304, 128256), moe_json, tp, cp, pp, dp, mb, mb * dp * m,
+             PICK(32000, 50304, 128256), window, moe_json, tp, cp, pp, dp, mb, mb * dp * m,
              vpp > 1 ? "interleaved" : "1f1b", vpp, moe_par, hw->id, hw->gpus_per_node, dtype,
              recompute[rnd() % 4], rnd() % 6 ? "flash" : "unfused", zero,
              tp > 1 || rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false",

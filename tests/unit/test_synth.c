@@ -796,3 +796,51 @@ TEST(synth_moe_dispatchers)
     CHECK_EQ_INT(named_tasks(ag, "moe combine", MODEL_COLL_REDUCESCATTER, &op), 2);
     CHECK_EQ_INT(op, 2);
 }
+
+/* Sliding-window attention in every second layer (GPT-OSS's pattern): a
+ * windowed layer's flash attention computes its window's keys only (1.6%
+ * of a full layer's FLOPs here; its blocks' fixed times and bytes stay),
+ * so the step's attention takes a little over half the full layers';
+ * context parallelism is refused. */
+#define WINDOW_SPEC "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":32,\"kv_heads\":8,\"head_dim\":64," \
+        "\"seq\":16384,\"vocab\":32000%s},\"parallel\":{\"micro_batch\":1,\"global_batch\":1%s}," \
+        "\"cluster\":{\"gpu\":\"h100-sxm\"}}"
+
+/* The spec's attention kernels' time at kernel detail, ms. */
+static double attention_ms(const char *json)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct sc_error err;
+    double ms = 0;
+    if (load(json, &s, &hw))
+        return -1;
+    est_costs_default(hw, &s, &c);
+    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+        return -1;
+    for (size_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_KERNEL && g->tasks[i].sub == MODEL_KF_ATTENTION)
+            ms += (double)g->tasks[i].dur / 1e6;
+    model_graph_free(g);
+    return ms;
+}
+
+TEST(synth_sliding_window_attention)
+{
+    char full[512], windowed[512], cp[512];
+    snprintf(full, sizeof full, WINDOW_SPEC, "", "");
+    snprintf(windowed, sizeof windowed, WINDOW_SPEC, ",\"attention_window\":128,\"full_attention_every\":2", "");
+    snprintf(cp, sizeof cp, WINDOW_SPEC, ",\"attention_window\":128,\"full_attention_every\":2", ",\"cp\":2");
+    double a_full = attention_ms(full), a_win = attention_ms(windowed);
+    CHECK(a_full > 0 && a_win > 0);
+    printf("  attention %.3f ms full, %.3f ms windowed\n", a_full, a_win);
+    CHECK(a_win > 0.5 * a_full && a_win < 0.6 * a_full);
+    CHECK(estimate_ms(windowed, EST_DETAIL_STAGE, NULL) < estimate_ms(full, EST_DETAIL_STAGE, NULL));
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct sc_error err;
+    CHECK_EQ_INT(est_spec_load(cp, strlen(cp), &s, &hw, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "model.attention_window");
+}
