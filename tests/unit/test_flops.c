@@ -63,6 +63,24 @@ TEST(flops_gpt3_175b_parameters_and_flops)
     CHECK_NEAR(est_hardware_flops_per_token(&sp) / (model_flops + 2 * 12 * L * h * h + 4 * L * h * s), 1, 1e-12);
     sp.parallel.cp = 2; /* the ring's blocks are flash attention's */
     CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + 2 * L * h * s), 1, 1e-12);
+    /* the first 3 of each model chunk's 12 layers (pp 4 x vpp 2): a quarter of
+     * the layers run their forward again */
+    sp.parallel.pp = 4;
+    sp.parallel.vpp = 2;
+    sp.options.recompute_layers = 3;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + (2 * 12 * L * h * h + 2 * L * h * s) / 4), 1, 1e-12);
+    /* 95 layers over 8 (neither 95 nor 97 divides): chunks of 11, 13, 12 x 5
+     * and 11; of each its first 3 (24 layers) or 12 (94 layers) */
+    sp.model.layers = 95;
+    sp.options.recompute_layers = 0;
+    double all = est_hardware_flops_per_token(&sp);
+    sp.options.recompute = EST_RECOMPUTE_NONE;
+    double none = est_hardware_flops_per_token(&sp);
+    sp.options.recompute = EST_RECOMPUTE_FULL;
+    sp.options.recompute_layers = 3;
+    CHECK_NEAR((est_hardware_flops_per_token(&sp) - none) / (all - none), 24.0 / 95, 1e-12);
+    sp.options.recompute_layers = 12;
+    CHECK_NEAR((est_hardware_flops_per_token(&sp) - none) / (all - none), 94.0 / 95, 1e-12);
 }
 
 TEST(flops_moe_counts_top_k_and_shared_experts)
