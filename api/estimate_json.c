@@ -34,7 +34,7 @@ json_t *api_estimate_json(const struct est_estimate *e)
             return NULL;
         }
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:b, s:s*, s:{s:o, s:o, s:o, s:o, s:o}, "
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:o, s:b, s:s*, s:{s:o, s:o, s:o, s:o, s:o}, "
                      "s:o*, s:o, s:o, s:o, s:o, s:o, s:I, s:s}",
                      "step_ms", num(e->step_ms), "tokens_per_s", num(e->tokens_per_s), "mfu",
                      json_real(round(e->mfu * 1e6) / 1e6), "hfu", json_real(round(e->hfu * 1e6) / 1e6),
@@ -42,7 +42,9 @@ json_t *api_estimate_json(const struct est_estimate *e)
                      json_real(round(e->executed_flops_util * 1e6) / 1e6),
                      "memory_gb_per_gpu", num(e->memory_gb_per_gpu), "memory_attention",
                      e->memory_attention ? e->memory_attention : "flash", "recompute_chosen",
-                     e->recompute_chosen ? e->recompute_chosen : "none", "fits", e->fits, "fits_reason",
+                     e->recompute_chosen ? e->recompute_chosen : "none", "recompute_layers_chosen",
+                     e->recompute_layers_chosen ? json_integer((json_int_t)e->recompute_layers_chosen) : json_null(),
+                     "fits", e->fits, "fits_reason",
                      e->fits ? NULL : e->fits_reason, "breakdown", "compute_exposed",
                      api_json_ms(b->compute_exposed), "overlap", api_json_ms(b->overlap), "comm_exposed",
                      api_json_ms(b->comm_exposed), "host", api_json_ms(b->host), "idle", api_json_ms(b->idle),

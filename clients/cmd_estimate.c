@@ -40,10 +40,14 @@ static void print_text(const json_t *d, const char *gpu)
                num(band, "lo_ms"), num(band, "hi_ms"), (long long)json_integer_value(json_object_get(band, "entries")));
     attention = json_string_value(json_object_get(d, "memory_attention"));
     recompute = json_string_value(json_object_get(d, "recompute_chosen"));
-    printf("memory %.1f GB per GPU (%s attention: %s; recompute %s): %s\n", num(d, "memory_gb_per_gpu"),
+    char layers[64] = ""; /* full recomputation of some layers */
+    if (json_is_integer(json_object_get(d, "recompute_layers_chosen")))
+        snprintf(layers, sizeof layers, " (%lld layers of each model chunk)",
+                 (long long)json_integer_value(json_object_get(d, "recompute_layers_chosen")));
+    printf("memory %.1f GB per GPU (%s attention: %s; recompute %s%s): %s\n", num(d, "memory_gb_per_gpu"),
            attention ? attention : "flash",
            attention && strcmp(attention, "unfused") == 0 ? "the scores kept" : "softmax statistics, not the scores",
-           recompute ? recompute : "none",
+           recompute ? recompute : "none", layers,
            json_is_true(json_object_get(d, "fits")) ? "fits" : reason ? reason : "does not fit");
     printf("breakdown (slowest stage): compute %.2f ms, overlapped %.2f, communication %.2f, host %.2f, idle %.2f\n",
            num(b, "compute_exposed"), num(b, "overlap"), num(b, "comm_exposed"), num(b, "host"), num(b, "idle"));

@@ -66,6 +66,7 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->mfu = est_mfu(s, hw, out->step_ms);
     struct est_spec run = *s; /* with the recomputation estimated (auto resolved) */
     run.options.recompute = mem->recompute;
+    run.options.recompute_layers = mem->recompute_layers;
     double hw_flops = est_hardware_flops_per_token(&run);
     out->hfu = peak > 0 ? hw_flops * out->tokens_per_s / peak : 0;
     if (!(out->executed_flops > 0))
@@ -74,6 +75,7 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->memory_gb_per_gpu = mem->gb_per_gpu;
     out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
     out->recompute_chosen = est_recompute_name(mem->recompute);
+    out->recompute_layers_chosen = mem->recompute == EST_RECOMPUTE_FULL ? mem->recompute_layers : 0;
     out->fits = mem->fits;
     if (!mem->fits)
         snprintf(out->fits_reason, sizeof out->fits_reason,
@@ -102,6 +104,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         return rc;
     chosen = *s;
     chosen.options.recompute = mem.recompute;
+    chosen.options.recompute_layers = mem.recompute_layers;
     s = &chosen;
     if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err))) {
         est_memory_release(&mem);

@@ -29,6 +29,7 @@ struct est_estimate {
     double memory_gb_per_gpu;
     const char *memory_attention; /* "flash" or "unfused": what the memory figure keeps of attention */
     const char *recompute_chosen; /* the recomputation estimated: options.recompute's, or what "auto" chose */
+    int64_t recompute_layers_chosen; /* with "full": the layers of each model chunk recomputed; 0 = all */
     int fits;
     char fits_reason[256]; /* why it does not fit, or "" */
     struct model_breakdown breakdown; /* of the slowest pipeline rank, ns */

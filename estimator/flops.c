@@ -2,6 +2,7 @@
 #include "estimator/flops.h"
 
 #include "estimator/kernel_model.h"
+#include "estimator/placement.h"
 #include "common/banned.h"
 
 /* Weights of one MLP of FFN size ffn: two matrices, three when gated. */
@@ -84,25 +85,45 @@ double est_model_flops_per_token(const struct est_model *m)
     return 6 * p.active_gemm + 3 * est_attention_flops_fwd(m);
 }
 
-double est_hardware_flops_per_token(const struct est_spec *s)
+/* The GEMM weights a token passes through in transformer layer i, padded
+ * experts included (they run). */
+static double layer_weights(const struct est_spec *s, int64_t i)
 {
     const struct est_model *m = &s->model;
     double capacity = s->options.moe_capacity_factor > 0 ? s->options.moe_capacity_factor : 1;
-    /* the transformer layers' GEMM weights a token passes, padded experts included */
-    double layers = 0;
-    for (int64_t i = 0; i < m->layers; i++) {
-        struct est_layer_params lp;
-        est_layer_params(m, i, &lp);
-        layers += lp.active;
-        if (est_model_layer_is_moe(m, i))
-            layers += (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
-    }
-    int causal = s->options.attention != EST_ATTENTION_UNFUSED || s->parallel.cp > 1;
-    double attention = attention_fwd(m, causal ? KEYS_VISIBLE : KEYS_SQUARE);
+    struct est_layer_params lp;
+    est_layer_params(m, i, &lp);
+    if (est_model_layer_is_moe(m, i))
+        return lp.active + (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
+    return lp.active;
+}
+
+double est_hardware_flops_per_token(const struct est_spec *s)
+{
+    const struct est_model *m = &s->model;
+    const struct est_parallel *p = &s->parallel;
+    int causal = s->options.attention != EST_ATTENTION_UNFUSED || p->cp > 1;
+    enum keys k = causal ? KEYS_VISIBLE : KEYS_SQUARE;
+    double layers = 0, recomputed = 0; /* GEMM weights of all layers; what the recomputed ones run again */
+    for (int64_t i = 0; i < m->layers; i++)
+        layers += layer_weights(s, i);
+    double attention = attention_fwd(m, k);
     double flops = 6 * (layers + (double)m->vocab * (double)m->hidden) + 3 * attention;
     if (s->options.recompute == EST_RECOMPUTE_SELECTIVE)
         return flops + attention;
-    if (s->options.recompute == EST_RECOMPUTE_FULL) /* every transformer layer's forward; not the output layer */
+    if (s->options.recompute != EST_RECOMPUTE_FULL)
+        return flops;
+    /* each recomputed transformer layer's forward (not the output layer's):
+     * of each model chunk, its first recompute_layers, or all */
+    if (!s->options.recompute_layers)
         return flops + 2 * layers + attention;
-    return flops;
+    for (int64_t v = 0; v < p->pp * p->vpp; v++) {
+        struct est_stage_layers st;
+        if (est_place_stage((int)m->layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
+            break;
+        for (int64_t i = 0; i < st.layers && est_spec_layer_recomputed(s, i); i++)
+            recomputed += 2 * layer_weights(s, st.first_layer + i) +
+                          4.0 * (double)(m->heads * m->head_dim) * layer_keys(m, st.first_layer + i, k);
+    }
+    return flops + recomputed;
 }

@@ -22,8 +22,9 @@
  * context-parallel block, skips the masked half, a sliding-window layer
  * all but its window; unfused attention computes the whole square), the routed experts' GEMMs times the capacity factor (padded
  * tokens run), plus what recomputation executes again: the attention
- * core's forward under selective recomputation, each transformer layer's
- * forward under full recomputation. The backward of attention counts
+ * core's forward under selective recomputation, each recomputed
+ * transformer layer's forward under full recomputation (every layer, or
+ * with options.recompute_layers N the first N of each model chunk). The backward of attention counts
  * twice its forward, as PaLM's does (flash attention's backward recomputes
  * the scores too; like other formulas, this one does not count that). */
 #ifndef ESTIMATOR_FLOPS_H

@@ -75,12 +75,13 @@ static int check_tasks_flops(const struct est_spec *s, const struct hw_profile *
     return SC_OK;
 }
 
-/* Every collective at least its bytes on the wire over the fastest link. */
+/* Every collective at least its bytes on the wire over all of a GPU's
+ * links at once (a group across domains moves data over NVLink and the
+ * network together). */
 static int check_collectives(const struct est_spec *s, const struct hw_profile *hw, const struct model_graph *g,
                              struct sc_error *err)
 {
-    double link = fmax(fmax(hw->nvlink_gbps, hw->network_gbps),
-                       fmax(s->cluster.intra_node_gbps, s->cluster.inter_node_gbps));
+    double link = fmax(hw->nvlink_gbps, s->cluster.intra_node_gbps) + fmax(hw->network_gbps, s->cluster.inter_node_gbps);
     int in_switch = hw->nvls || hw->ib_sharp;
     for (size_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];

@@ -12,8 +12,9 @@
  * - executed_flops_util is at most the ceiling's share of the peak, and
  *   mfu (PaLM's attention square) at most that share scaled by model over
  *   executed FLOPs without recomputation, i.e. by causal attention's half;
- * - a collective takes at least its bytes on the wire over the fastest link
- *   of the GPU (NVLink; a reduction in the switch halves an all-reduce's);
+ * - a collective takes at least its bytes on the wire over all of the GPU's
+ *   links at once (NVLink and the network; a reduction in the switch
+ *   halves an all-reduce's);
  * - a pipeline rank's step takes at least the work of each of its streams.
  *
  * Memory-bound kernels and collectives by placement are checked at the

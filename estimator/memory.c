@@ -202,9 +202,10 @@ static double loss_bytes(const struct est_spec *s)
 }
 
 /* Activation bytes of one virtual stage's forward pass of one micro-batch
- * (kept), and the most it holds beyond them for a while (transient): the
- * largest layer's full activations while it is recomputed (full), the
- * loss's working set. */
+ * (kept: under full recomputation of N layers of each chunk, its first N
+ * layers' inputs and the others' full activations), and the most it holds
+ * beyond them for a while (transient): the largest recomputed layer's full
+ * activations while it is recomputed, the loss's working set. */
 static void virtual_stage_activations(const struct est_spec *s, const struct layer_kinds *kinds,
                                       const struct est_stage_layers *v, double *kept, double *transient)
 {
@@ -212,10 +213,11 @@ static void virtual_stage_activations(const struct est_spec *s, const struct lay
     double a = value_bytes(s->options.dtype), T = micro_batch_tokens(s), h = (double)m->hidden,
            r = replicated_split(s), t = (double)s->parallel.tp;
     *kept = *transient = 0;
-    for (int64_t i = v->first_layer; i < v->first_layer + v->layers; i++) {
-        struct est_layer_activations la = kinds->acts[kind_of(s, kinds, i)];
-        *kept += la.kept;
-        if (s->options.recompute == EST_RECOMPUTE_FULL && la.full > *transient)
+    for (int64_t i = 0; i < v->layers; i++) {
+        struct est_layer_activations la = kinds->acts[kind_of(s, kinds, v->first_layer + i)];
+        int recomputed = est_spec_layer_recomputed(s, i); /* kept is full without recomputation */
+        *kept += recomputed ? la.kept : la.full;
+        if (recomputed && s->options.recompute == EST_RECOMPUTE_FULL && la.full > *transient)
             *transient = la.full;
     }
     if (v->embedding && m->dropout) /* the embedding's dropout mask */
@@ -334,6 +336,7 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
     est_state_bytes(&s->options, &b);
     memset(out, 0, sizeof *out);
     out->recompute = s->options.recompute;
+    out->recompute_layers = s->options.recompute_layers;
     out->capacity_gb = hbm_gb * (1 - EST_MEMORY_RESERVE_FRACTION) - EST_MEMORY_RESERVE_GB;
     out->stages = calloc((size_t)pp, sizeof *out->stages);
     if (!out->stages)
@@ -405,16 +408,27 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
 {
     if (s->options.recompute != EST_RECOMPUTE_AUTO)
         return estimate_like(s, like, hbm_gb, until_over, out, err);
-    /* the least recomputation that fits: a check of each that does not,
-     * stopped at its first stage over (until_over); then full, whatever
-     * it needs */
+    /* the least recomputation that fits: none, selective, full of 1, 2,
+     * ... layers of each chunk, a check of each that does not, stopped at
+     * its first stage over (until_over); then full of all, whatever it
+     * needs */
     struct est_spec c = *s;
+    int64_t most = est_spec_chunk_layers_most(s);
     int rc;
-    for (c.options.recompute = EST_RECOMPUTE_NONE;; c.options.recompute++) {
-        int last = c.options.recompute == EST_RECOMPUTE_FULL;
+    c.options.recompute_layers = 0;
+    for (c.options.recompute = EST_RECOMPUTE_NONE;;) {
+        int last = c.options.recompute == EST_RECOMPUTE_FULL && !c.options.recompute_layers;
         if ((rc = estimate_like(&c, NULL, hbm_gb, last ? until_over : 1, out, err)) || out->fits || last)
             return rc;
         est_memory_release(out);
+        if (c.options.recompute == EST_RECOMPUTE_NONE) {
+            c.options.recompute = EST_RECOMPUTE_SELECTIVE;
+        } else if (c.options.recompute == EST_RECOMPUTE_SELECTIVE) {
+            c.options.recompute = EST_RECOMPUTE_FULL;
+            c.options.recompute_layers = most > 1; /* 1 layer first; with chunks of one, all */
+        } else if (++c.options.recompute_layers >= most) {
+            c.options.recompute_layers = 0; /* as many as the largest chunk holds: all */
+        }
     }
 }
 
@@ -429,6 +443,7 @@ int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct
     if ((rc = est_memory_estimate(s, hbm_gb, &m, err)))
         return rc;
     out->options.recompute = m.recompute;
+    out->options.recompute_layers = m.recompute_layers;
     est_memory_release(&m);
     return SC_OK;
 }

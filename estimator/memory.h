@@ -47,8 +47,10 @@
  * tp, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with tp t, and the sum over t with
  * sequence parallelism. Selective recomputation drops the attention-score
  * tensors (or flash attention's statistics); full recomputation keeps
- * each layer's input and, once per stage, one layer's activations while it
- * is recomputed. The first stage also keeps the embedding's dropout mask;
+ * each recomputed layer's input (of every layer, or with
+ * options.recompute_layers N of the first N of each model chunk, the
+ * others keeping all of theirs) and, once per stage, one layer's
+ * activations while it is recomputed. The first stage also keeps the embedding's dropout mask;
  * the last stage the final norm's and the output layer's inputs, and at
  * its peak the logits' working set (per token and vocabulary entry / tp):
  * Megatron's vocab-parallel cross entropy holds the fp32 softmax, which
@@ -151,12 +153,15 @@ struct est_memory {
     double capacity_gb; /* the GPU's memory less the reserve */
     int fits;           /* gb_per_gpu <= capacity_gb */
     enum est_recompute recompute; /* the one modelled: options.recompute, or what auto chose */
+    int64_t recompute_layers;     /* with full: options.recompute_layers, or what auto chose (0: all) */
 };
 
 /* The memory of every pipeline stage of spec s on a GPU with hbm_gb of
  * memory. Release with est_memory_release(). Under options.recompute
  * "auto" it is the memory of the least recomputation that fits (none,
- * selective, full; full when none does), out->recompute says which. */
+ * selective, full of 1, 2, ... layers of each model chunk, full of all;
+ * full of all when none does), out->recompute and out->recompute_layers
+ * say which. */
 int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
 /* est_memory_estimate with the parameters, activations and in-flight

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "estimator/placement.h"
 #include "common/banned.h"
 
 /* The largest spec document taken. */
@@ -120,6 +121,7 @@ static const struct field fields[] = {
     OBJ("options"),
     ENUM("options.dtype", options.dtype, dtype_names),
     ENUM("options.recompute", options.recompute, recompute_names),
+    INT("options.recompute_layers", 0, 1, options.recompute_layers, 1, 1 << 16),
     ENUM("options.attention", options.attention, attention_names),
     INT("options.zero_stage", 0, 0, options.zero_stage, 0, 3),
     BOOL("options.sequence_parallel", options.sequence_parallel),
@@ -467,6 +469,15 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     if (o->tp_comm_overlap && p->tp > 1 && !o->sequence_parallel)
         return sc_error_set(err, SC_EINVAL,
                             "options.tp_comm_overlap: needs options.sequence_parallel");
+    if (o->recompute_layers && o->recompute != EST_RECOMPUTE_FULL)
+        return sc_error_set(err, SC_EINVAL,
+                            "options.recompute_layers: only with options.recompute \"full\" (it is \"%s\")",
+                            est_recompute_name(o->recompute));
+    if (o->recompute_layers && o->recompute_layers > est_spec_chunk_layers_most(s))
+        return sc_error_set(err, SC_EINVAL,
+                            "options.recompute_layers: %lld is more than the %lld transformer layers of the "
+                            "largest model chunk (model.layers over parallel.pp x parallel.vpp)",
+                            (long long)o->recompute_layers, (long long)est_spec_chunk_layers_most(s));
     if (o->master_weights == EST_MASTER_BF16 && (o->dtype == HW_FP32 || o->dtype == HW_FP16))
         return sc_error_set(err, SC_EINVAL,
                             "options.master_weights: \"bf16\" (pure bf16 training) needs options.dtype "
@@ -743,6 +754,28 @@ int est_model_layer_is_windowed(const struct est_model *model, int64_t i)
 {
     int64_t k = model->full_attention_every;
     return model->attention_window > 0 && model->attention_window < model->seq && !(k && (i + 1) % k == 0);
+}
+
+int est_spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk)
+{
+    const struct est_options *o = &spec->options;
+    if (o->recompute == EST_RECOMPUTE_SELECTIVE)
+        return 1;
+    return o->recompute == EST_RECOMPUTE_FULL && (!o->recompute_layers || in_chunk < o->recompute_layers);
+}
+
+int64_t est_spec_chunk_layers_most(const struct est_spec *spec)
+{
+    const struct est_parallel *p = &spec->parallel;
+    int64_t most = 0;
+    for (int64_t v = 0; v < p->pp * p->vpp; v++) {
+        struct est_stage_layers st;
+        if (est_place_stage((int)spec->model.layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
+            return 0;
+        if (st.layers > most)
+            most = st.layers;
+    }
+    return most;
 }
 
 int est_model_layer_is_moe(const struct est_model *model, int64_t i)

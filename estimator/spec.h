@@ -114,6 +114,10 @@ struct est_cluster {
 struct est_options {
     enum hw_dtype dtype; /* fp32, fp16, bf16, fp8 or fp4 */
     enum est_recompute recompute;
+    /* with recompute full, the transformer layers of each model chunk
+     * recomputed, the first of it (Megatron's --recompute-method block
+     * --recompute-num-layers); 0 = all of them */
+    int64_t recompute_layers;
     enum est_attention attention;
     int64_t zero_stage; /* 0-3; Megatron's distributed optimizer is stage 1 */
     int sequence_parallel, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
@@ -224,6 +228,15 @@ int est_spec_fused_softmax(const struct est_spec *spec);
 /* Whether transformer layer i (0-based) attends through a window narrower
  * than the sequence. */
 int est_model_layer_is_windowed(const struct est_model *model, int64_t i);
+/* Whether the transformer layer at place `in_chunk` (0-based) of its
+ * model chunk runs options.recompute's recomputation before its backward:
+ * under "selective" every layer; under "full" every layer or, with
+ * options.recompute_layers N, the chunk's first N; else none. */
+int est_spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk);
+/* The most transformer layers one model chunk (virtual pipeline stage)
+ * holds, as estimator/placement.h places them; 0 when they cannot be
+ * placed. */
+int64_t est_spec_chunk_layers_most(const struct est_spec *spec);
 /* Whether transformer layer i (0-based) is an MoE layer. */
 int est_model_layer_is_moe(const struct est_model *model, int64_t i);
 

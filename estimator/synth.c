@@ -1487,6 +1487,13 @@ static void z3_sim_unit(struct synth *y, const struct z3_unit *u, int64_t comput
     }
 }
 
+/* The backward of a layer of kind moe at place in_chunk of its model
+ * chunk, with its recomputation where it runs it. */
+static int64_t layer_b_ns(const struct est_spec *s, const struct est_pass_costs *pc, int moe, int64_t in_chunk)
+{
+    return pc->layer_b[moe] - (est_spec_layer_recomputed(s, in_chunk) ? 0 : pc->layer_r[moe]);
+}
+
 /* run_pass's units of virtual stage st, in its order. */
 static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int backward)
 {
@@ -1506,7 +1513,8 @@ static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int 
     if (backward && st->loss)
         z3_sim_unit(y, uh, pc->head_b, 1);
     for (int i = 0; i < st->layers; i++) {
-        int64_t layer = st->first_layer + (backward ? st->layers - 1 - i : i);
+        int in_chunk = backward ? st->layers - 1 - i : i;
+        int64_t layer = st->first_layer + in_chunk;
         int moe = est_model_layer_is_moe(&y->s->model, layer);
         if (!z->layer_known[moe]) {
             double dense, experts;
@@ -1514,7 +1522,7 @@ static void z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int 
             z->layer[moe] = z3_unit_of(y, dense, experts);
             z->layer_known[moe] = 1;
         }
-        z3_sim_unit(y, &z->layer[moe], backward ? pc->layer_b[moe] : pc->layer_f[moe], backward);
+        z3_sim_unit(y, &z->layer[moe], backward ? layer_b_ns(y->s, pc, moe, in_chunk) : pc->layer_f[moe], backward);
     }
     if (!backward && st->loss)
         z3_sim_unit(y, uh, pc->head_f, 0);
@@ -1648,7 +1656,8 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
         kind_rank_params(y, layer, is_moe, &dense, &experts);
         z3_gather(y, r, dense, experts);
-        emit_ops(y, r, &y->recompute[is_moe], 0);
+        if (est_spec_layer_recomputed(s, i))
+            emit_ops(y, r, &y->recompute[is_moe], 0);
         emit_ops(y, r, &y->bwd[is_moe], 1);
         layer_boundary(y, r);
         z3_grads_done(y, r, dense, experts);
@@ -2162,7 +2171,8 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
     make_ops(&y);
     for (int k = 0; k < 2; k++) {
         out->layer_f[k] = list_compute_ns(&y, &y.fwd[k], 0);
-        out->layer_b[k] = list_compute_ns(&y, &y.recompute[k], 0) + list_compute_ns(&y, &y.bwd[k], 1);
+        out->layer_r[k] = list_compute_ns(&y, &y.recompute[k], 0);
+        out->layer_b[k] = out->layer_r[k] + list_compute_ns(&y, &y.bwd[k], 1);
     }
     out->embed_f = list_compute_ns(&y, &y.embed_fwd, 0);
     out->embed_b = list_compute_ns(&y, &y.embed_bwd, 1);
@@ -2186,7 +2196,7 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
     for (int i = 0; i < st->layers; i++) {
         int moe = est_model_layer_is_moe(&s->model, st->first_layer + i);
         *f += pc->layer_f[moe];
-        *b += pc->layer_b[moe];
+        *b += layer_b_ns(s, pc, moe, i);
     }
 }
 
@@ -2312,9 +2322,12 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
                     double *ms, struct sc_error *err)
 {
     struct est_pass_costs pc;
-    int rc = est_synth_pass_costs(s, hw, c, &pc, err);
+    struct est_spec chosen; /* recompute "auto" resolved: which layers recompute */
+    int rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
     *ms = 0;
-    return rc ? rc : est_synth_bound_of(s, hw, c, &pc, ms, err);
+    if (!rc)
+        rc = est_synth_pass_costs(&chosen, hw, c, &pc, err);
+    return rc ? rc : est_synth_bound_of(&chosen, hw, c, &pc, ms, err);
 }
 
 int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

@@ -126,11 +126,13 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
 
 /* est_synth_bound in two parts: what one micro-batch's passes cost on the
  * compute stream (ns; [0] a dense layer, [1] an MoE layer, the backward
- * with its recomputation), which depends on the model, the cluster, the
- * costs, tp, cp, ep, etp, micro_batch and the options, but not on pp, vpp,
- * dp or the batch; and the bound from them. */
+ * with its recomputation, layer_r of it the recomputation, which a layer
+ * that options.recompute_layers leaves out does not run), which depends
+ * on the model, the cluster, the costs, tp, cp, ep, etp, micro_batch and
+ * the options, but not on pp, vpp, dp or the batch; and the bound from
+ * them (s with its recomputation resolved, not "auto"). */
 struct est_pass_costs {
-    int64_t layer_f[2], layer_b[2], embed_f, embed_b, head_f, head_b;
+    int64_t layer_f[2], layer_b[2], layer_r[2], embed_f, embed_b, head_f, head_b;
 };
 int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err);

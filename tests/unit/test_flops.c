@@ -66,6 +66,24 @@ TEST(flops_gpt3_175b_parameters_and_flops)
     sp.parallel.cp = 2; /* the ring's blocks are flash attention's */
     CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + 2 * 12 * L * h * h + visible), 1, 1e-12);
 
+    /* the first 3 of each model chunk's 12 layers (pp 4 x vpp 2): a quarter of
+     * the layers run their forward again */
+    sp.parallel.pp = 4;
+    sp.parallel.vpp = 2;
+    sp.options.recompute_layers = 3;
+    CHECK_NEAR(est_hardware_flops_per_token(&sp) / (causal + (2 * 12 * L * h * h + visible) / 4), 1, 1e-12);
+    /* 95 layers over 8 (neither 95 nor 97 divides): chunks of 11, 13, 12 x 5
+     * and 11; of each its first 3 (24 layers) or 12 (94 layers) */
+    sp.model.layers = 95;
+    sp.options.recompute_layers = 0;
+    double all = est_hardware_flops_per_token(&sp);
+    sp.options.recompute = EST_RECOMPUTE_NONE;
+    double none = est_hardware_flops_per_token(&sp);
+    sp.options.recompute = EST_RECOMPUTE_FULL;
+    sp.options.recompute_layers = 3;
+    CHECK_NEAR((est_hardware_flops_per_token(&sp) - none) / (all - none), 24.0 / 95, 1e-12);
+    sp.options.recompute_layers = 12;
+    CHECK_NEAR((est_hardware_flops_per_token(&sp) - none) / (all - none), 94.0 / 95, 1e-12);
     /* a sliding window of w keys in every second layer: PaLM's model FLOPs
      * count the window there, the executed ones its visible keys,
      * w - w (w - 1) / 2s a query */
@@ -73,7 +91,8 @@ TEST(flops_gpt3_175b_parameters_and_flops)
     m.attention_window = (int64_t)w;
     m.full_attention_every = 2;
     sp.model = m;
-    sp.parallel.cp = 1;
+    sp.parallel.cp = sp.parallel.pp = sp.parallel.vpp = 1;
+    sp.options.recompute_layers = 0;
     sp.options.attention = EST_ATTENTION_FLASH;
     sp.options.recompute = EST_RECOMPUTE_NONE;
     CHECK_NEAR(est_model_flops_per_token(&m) / (6 * n + 12 * (L / 2) * h * (s + w)), 1, 1e-12);

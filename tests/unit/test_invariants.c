@@ -54,7 +54,10 @@ static void random_spec(char *buf, size_t len)
     long experts = PICK(4, 8, 16, 64, 128), top_k = PICK(1, 2, 4, 8), ep = PICK(1, 2, 4, 8, 16);
     long etp = rnd() % 2 ? tp : PICK(1, 2);
     long zero = PICK(0, 1, 1, 2, 3), shard = PICK(1, 2, 4);
-    char moe_json[256] = "", moe_par[128] = "", moe_opt[224] = "";
+    char moe_json[256] = "", moe_par[128] = "", moe_opt[224] = "", rcp_opt[48] = "";
+    const char *rcp = recompute[rnd() % 4];
+    if (strcmp(rcp, "full") == 0 && rnd() % 2) /* some layers of each chunk (more than a chunk's: refused) */
+        snprintf(rcp_opt, sizeof rcp_opt, ",\"recompute_layers\":%ld", PICK(1, 1, 2, 3, 5));
     if (zero == 3 && rnd() % 2)
         snprintf(moe_par, sizeof moe_par, ",\"fsdp_shard\":%ld", shard); /* hybrid sharding */
     if (moe) {
@@ -84,12 +87,12 @@ static void random_spec(char *buf, size_t len)
              "\"parallel\":{\"tp\":%ld,\"cp\":%ld,\"pp\":%ld,\"dp\":%ld,\"micro_batch\":%ld,\"global_batch\":%ld,"
              "\"schedule\":\"%s\",\"vpp\":%ld%s},"
              "\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":%d},"
-             "\"options\":{\"dtype\":\"%s\",\"recompute\":\"%s\",\"attention\":\"%s\",\"zero_stage\":%ld,"
+             "\"options\":{\"dtype\":\"%s\",\"recompute\":\"%s\"%s,\"attention\":\"%s\",\"zero_stage\":%ld,"
              "\"sequence_parallel\":%s,\"overlap_grad_reduce\":%s,\"overlap_param_gather\":%s%s}}",
              layers, hidden, heads, kv, hd, PICK(2, 3, 4) * hidden, rnd() % 2 ? "swiglu" : "gelu", seq,
              PICK(32000, 50304, 128256), window, moe_json, tp, cp, pp, dp, mb, mb * dp * m,
              vpp > 1 ? "interleaved" : "1f1b", vpp, moe_par, hw->id, hw->gpus_per_node, dtype,
-             recompute[rnd() % 4], rnd() % 6 ? "flash" : "unfused", zero,
+             rcp, rcp_opt, rnd() % 6 ? "flash" : "unfused", zero,
              tp > 1 || rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false",
              moe_opt);
 }
@@ -97,7 +100,7 @@ static void random_spec(char *buf, size_t len)
 TEST(invariants_hold_over_a_thousand_random_specs)
 {
     char json[2048];
-    int valid = 0, tried = 0, moe = 0, kinds[HW_DTYPE_COUNT] = {0};
+    int valid = 0, tried = 0, moe = 0, partial = 0, kinds[HW_DTYPE_COUNT] = {0};
     size_t gpus_seen = 0;
     unsigned char seen[64] = {0};
     while (valid < 1000 && tried < 200000) {
@@ -112,6 +115,7 @@ TEST(invariants_hold_over_a_thousand_random_specs)
             continue;
         valid++;
         moe += s.model.moe.experts > 0;
+        partial += s.options.recompute_layers > 0;
         kinds[s.options.dtype]++;
         for (size_t i = 0; i < hw_profile_count() && i < sizeof seen; i++)
             if (hw_profile_at(i) == hw && !seen[i]++)
@@ -128,6 +132,7 @@ TEST(invariants_hold_over_a_thousand_random_specs)
     }
     CHECK_EQ_INT(valid, 1000);
     CHECK(moe >= 200);
+    CHECK(partial >= 50); /* full recomputation of some layers of each chunk */
     CHECK_EQ_INT(gpus_seen, hw_profile_count() < sizeof seen ? hw_profile_count() : sizeof seen);
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (d != HW_TF32)

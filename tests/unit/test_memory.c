@@ -348,6 +348,10 @@ static void check_placement(int layers, int pp, int vpp, const int *want)
         next += want[i];
         CHECK_EQ_INT(st[i].embedding, i == 0);
         CHECK_EQ_INT(st[i].loss, i == pp * vpp - 1);
+        struct est_stage_layers one; /* one stage alone: the same */
+        CHECK_EQ_INT(est_place_stage(layers, pp, vpp, i, &one, &err), SC_OK);
+        CHECK(one.layers == st[i].layers && one.first_layer == st[i].first_layer &&
+              one.embedding == st[i].embedding && one.loss == st[i].loss);
     }
 }
 
@@ -367,9 +371,13 @@ TEST(placement_megatron_rules)
     /* 7 over 2: no middle stage, the first takes it */
     check_placement(7, 2, 1, (const int[]){4, 3});
     check_placement(5, 1, 1, (const int[]){5});
+    /* 20 over 8 (neither 20 nor 22 divides): 2 each, the 4 left over the 6 middle stages */
+    check_placement(20, 4, 2, (const int[]){2, 3, 3, 3, 3, 2, 2, 2});
+    check_placement(23, 3, 3, (const int[]){2, 3, 3, 3, 3, 3, 2, 2, 2});
 
     struct est_stage_layers st[8];
     struct sc_error err;
+    CHECK_EQ_INT(est_place_stage(8, 4, 1, 4, st, &err), SC_EINVAL);
     CHECK_EQ_INT(est_place_layers(4, 7, 1, st, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "more than layers + 2");
 }
@@ -534,4 +542,73 @@ TEST(memory_recompute_auto_is_the_least_that_fits)
         CHECK_EQ_INT(est_memory_resolve_recompute(&sp, hbm, &chosen, &err), SC_OK);
         CHECK_EQ_INT(chosen.options.recompute, want);
     }
+}
+
+/* options.recompute_layers: full recomputation of the first N layers of
+ * each model chunk. Each more layer recomputed frees, on the rank holding
+ * the most passes (rank 0 of 1F1B: pp of them), one layer's activations
+ * less its input per pass; N = a chunk's layers is full of all; "auto"
+ * takes the least N that fits. */
+TEST(memory_recompute_layers_of_each_chunk)
+{
+    const char *par = "\"tp\":8,\"pp\":8,\"global_batch\":64"; /* 12 layers a chunk */
+    struct est_memory m;
+    struct sc_error err;
+    double need[13]; /* [0]: full of all; [n]: the first n of each chunk */
+    for (int n = 0; n <= 12; n++) {
+        char opt[128];
+        int used = snprintf(opt, sizeof opt, "\"sequence_parallel\":true,\"recompute\":\"full\"");
+        if (n)
+            snprintf(opt + used, sizeof opt - (size_t)used, ",\"recompute_layers\":%d", n);
+        struct est_spec sp = spec(gpt3(par, opt));
+        CHECK_EQ_INT(est_memory_estimate(&sp, 1000, &m, &err), SC_OK);
+        need[n] = m.gb_per_gpu;
+        CHECK_EQ_INT(m.recompute_layers, n);
+        CHECK_EQ_INT(m.worst_stage, 0);
+        CHECK_EQ_INT(m.stages[0].in_flight, 8);
+        est_memory_release(&m);
+    }
+    struct est_spec sp = spec(gpt3(par, "\"sequence_parallel\":true,\"recompute\":\"full\",\"recompute_layers\":1"));
+    struct est_layer_activations la;
+    est_layer_activations(&sp, 0, &la);
+    for (int n = 1; n < 12; n++)
+        CHECK_NEAR(need[n] - need[n + 1], 8 * (la.full - la.kept) / 1e9, 1e-6);
+    CHECK_NEAR(need[12], need[0], 1e-9);
+    struct est_spec none = spec(gpt3(par, "\"sequence_parallel\":true"));
+    CHECK_EQ_INT(est_memory_estimate(&none, 1000, &m, &err), SC_OK);
+    CHECK(m.gb_per_gpu > need[1]);
+    est_memory_release(&m);
+
+    /* auto, on a GPU where 5 layers of each chunk fit and 4 do not (nor
+     * selective recomputation, which drops the unfused attention's scores:
+     * the same GPT-3 with flash attention, whose statistics are all it
+     * drops) */
+    char flash[1024];
+    snprintf(flash, sizeof flash, "%s", gpt3(par, "\"sequence_parallel\":true,\"recompute\":\"full\""));
+    memcpy(strstr(flash, "\"unfused\""), "\"flash\"  ", 9);
+    for (int n = 0; n <= 12; n++) {
+        struct est_spec f = spec(flash);
+        f.options.recompute_layers = n;
+        CHECK_EQ_INT(est_memory_estimate(&f, 1000, &m, &err), SC_OK);
+        need[n] = m.gb_per_gpu;
+        est_memory_release(&m);
+    }
+    memcpy(strstr(flash, "\"full\""), "\"auto\"", 6);
+    struct est_spec a = spec(flash);
+    struct est_spec sel = a;
+    sel.options.recompute = EST_RECOMPUTE_SELECTIVE;
+    CHECK_EQ_INT(est_memory_estimate(&sel, 1000, &m, &err), SC_OK);
+    CHECK(m.gb_per_gpu > need[4]);
+    est_memory_release(&m);
+    double usable = (need[4] + need[5]) / 2, hbm = (usable + EST_MEMORY_RESERVE_GB) / (1 - EST_MEMORY_RESERVE_FRACTION);
+    struct est_spec chosen;
+    CHECK_EQ_INT(est_memory_estimate(&a, hbm, &m, &err), SC_OK);
+    CHECK_EQ_INT(m.recompute, EST_RECOMPUTE_FULL);
+    CHECK_EQ_INT(m.recompute_layers, 5);
+    CHECK(m.fits);
+    CHECK_NEAR(m.gb_per_gpu, need[5], 1e-9);
+    est_memory_release(&m);
+    CHECK_EQ_INT(est_memory_resolve_recompute(&a, hbm, &chosen, &err), SC_OK);
+    CHECK_EQ_INT(chosen.options.recompute, EST_RECOMPUTE_FULL);
+    CHECK_EQ_INT(chosen.options.recompute_layers, 5);
 }

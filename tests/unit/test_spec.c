@@ -249,6 +249,19 @@ TEST(spec_rules_of_what_can_run)
                    SC_EINVAL, "model.moe.ffn: 30 is not divisible by parallel.etp");
     check_rejected(spec_with("", "\"tp\":2", "\"tp_comm_overlap\":true", NULL), SC_EINVAL,
                    "options.tp_comm_overlap:");
+    /* full recomputation of some layers of each model chunk */
+    check_rejected(spec_with("", "", "\"recompute_layers\":2", NULL), SC_EINVAL,
+                   "options.recompute_layers: only with options.recompute \"full\" (it is \"none\")");
+    check_rejected(spec_with("", "", "\"recompute\":\"auto\",\"recompute_layers\":1", NULL), SC_EINVAL,
+                   "options.recompute_layers: only with options.recompute \"full\" (it is \"auto\")");
+    check_rejected(spec_with("", "", "\"recompute\":\"full\",\"recompute_layers\":0", NULL), SC_EINVAL,
+                   "options.recompute_layers: 0 is out of range");
+    /* 4 layers over pp 2: 2 a chunk */
+    check_rejected(spec_with("", "\"pp\":2", "\"recompute\":\"full\",\"recompute_layers\":3", NULL),
+                   SC_EINVAL, "options.recompute_layers: 3 is more than the 2 transformer layers of the largest");
+    /* 11 layers over pp 4: 2, 4, 3, 2 (the middle stages take the rest) */
+    check_rejected(spec_with("\"layers\":11", "\"pp\":4", "\"recompute\":\"full\",\"recompute_layers\":5", NULL),
+                   SC_EINVAL, "options.recompute_layers: 5 is more than the 4 ");
 
     /* and what is fine */
     struct est_spec s;
@@ -262,6 +275,15 @@ TEST(spec_rules_of_what_can_run)
                  SC_OK);
     CHECK_EQ_INT(est_spec_gpus(&s), 8);
     CHECK_EQ_INT(parse(spec_with("\"seq\":127", "", "", NULL), &s, &err), SC_OK);
+    CHECK_EQ_INT(parse(spec_with("\"layers\":11", "\"pp\":4", "\"recompute\":\"full\",\"recompute_layers\":4", NULL),
+                       &s, &err),
+                 SC_OK);
+    CHECK_EQ_INT(s.options.recompute_layers, 4);
+    CHECK(est_spec_layer_recomputed(&s, 3) && !est_spec_layer_recomputed(&s, 4));
+    CHECK_EQ_INT(parse(spec_with("", "", "\"recompute\":\"full\",\"recompute_layers\":null", NULL), &s, &err),
+                 SC_OK);
+    CHECK_EQ_INT(s.options.recompute_layers, 0); /* all */
+    CHECK(est_spec_layer_recomputed(&s, 1000));
 }
 
 TEST(spec_gpu_and_dtype_need_a_profile)
@@ -375,6 +397,9 @@ TEST(spec_written_out_reads_back_the_same)
     check_roundtrip("{\"model\":{\"layers\":4,\"hidden\":64,\"heads\":4,\"seq\":128,\"dropout\":false},"
                     "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"recompute\":\"auto\","
                     "\"master_weights\":\"bf16\",\"framework\":\"pytorch\"}}");
+    check_roundtrip("{\"model\":{\"layers\":12,\"hidden\":64,\"heads\":4,\"seq\":128},"
+                    "\"parallel\":{\"pp\":2,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":2},"
+                    "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"recompute\":\"full\",\"recompute_layers\":2}}");
     struct est_model m;
     struct est_spec s;
     struct sc_error err;

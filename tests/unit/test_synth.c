@@ -844,3 +844,47 @@ TEST(synth_sliding_window_attention)
     CHECK_EQ_INT(est_spec_load(cp, strlen(cp), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "model.attention_window");
 }
+
+/* Full recomputation of the first N layers of each model chunk
+ * (options.recompute_layers): only those run their forward again, so the
+ * step falls between none and full of all, rising with N, and the
+ * planner's bounds stay below it, under ZeRO stages 1 and 3. */
+TEST(synth_recompute_layers_of_each_chunk)
+{
+#define RCL_SPEC "{\"model\":{\"layers\":16,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":32000}," \
+        "\"parallel\":{\"pp\":2,\"vpp\":2,\"schedule\":\"interleaved\",\"dp\":2,\"micro_batch\":1,\"global_batch\":8}," \
+        "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"zero_stage\":%d%s}}"
+    static const char *const rcp[] = {"", ",\"recompute\":\"full\",\"recompute_layers\":1",
+                                      ",\"recompute\":\"full\",\"recompute_layers\":2", ",\"recompute\":\"full\""};
+    /* of the 16 layers (chunks of 4) these run the qkv projection again, per micro-batch */
+    static const size_t again[] = {0, 4, 8, 16};
+    for (int zero = 1; zero <= 3; zero += 2) {
+        double step[4];
+        size_t qkv[4];
+        for (int k = 0; k < 4; k++) {
+            char spec[768];
+            snprintf(spec, sizeof spec, RCL_SPEC, zero, rcp[k]);
+            struct est_spec sp;
+            const struct hw_profile *hw;
+            struct est_costs c;
+            struct est_pass_costs pc;
+            struct sc_error err;
+            double bound = 0, z3 = 0;
+            REQUIRE(load(spec, &sp, &hw) == SC_OK);
+            est_costs_default(hw, &sp, &c);
+            step[k] = estimate_ms(spec, EST_DETAIL_LAYER, NULL);
+            CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
+            CHECK(est_synth_pass_costs(&sp, hw, &c, &pc, &err) == SC_OK);
+            CHECK(est_synth_bound_z3(&sp, hw, &c, &pc, INFINITY, &z3, &err) == SC_OK);
+            CHECK(bound > 0 && bound <= step[k]);
+            CHECK(z3 <= step[k]);
+            CHECK(zero < 3 || z3 > 0);
+            qkv[k] = kernels_named(spec, "qkv projection");
+        }
+        for (int k = 0; k < 3; k++)
+            CHECK(step[k] < step[k + 1]);
+        for (int k = 1; k < 4; k++) /* 4 micro-batches */
+            CHECK_EQ_INT(qkv[k] - qkv[0], 4 * again[k]);
+    }
+#undef RCL_SPEC
+}
