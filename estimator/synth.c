@@ -102,8 +102,8 @@ static const struct {
     int low_precision; /* fp8 and fp4 */
     double host_op_us, gemm_ceiling_scale, hbm_fraction, kernel_fixed_us;
 } published_fit[] = {
-    {HW_ARCH_HOPPER, 0, 77.780, 0.854, 0.588, 16.896},
-    {HW_ARCH_HOPPER, 1, 61.502, 0.996, 0.781, 28.113},
+    {HW_ARCH_HOPPER, 0, 19.471, 0.833, 0.933, 18.471},
+    {HW_ARCH_HOPPER, 1, 41.862, 0.999, 0.791, 29.756},
     {HW_ARCH_BLACKWELL, 0, 147.270, 0.701, 0.653, 12.560},
     {HW_ARCH_BLACKWELL, 1, 147.916, 0.723, 0.582, 1.679},
 };

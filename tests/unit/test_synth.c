@@ -91,6 +91,11 @@ static const char *const specs[] = {
     "{\"model\":{\"layers\":4,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"tied_embeddings\":true},"
     "\"parallel\":{\"dp\":4,\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"},"
     "\"options\":{\"zero_stage\":3,\"overlap_param_gather\":false}}",
+    /* host-bound and pipelined: layers too small for the GPU to hide the
+     * dispatches */
+    "{\"model\":{\"layers\":2,\"hidden\":256,\"heads\":4,\"seq\":256,\"vocab\":1024},"
+    "\"parallel\":{\"pp\":2,\"dp\":2,\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"},"
+    "\"options\":{\"zero_stage\":1}}",
 };
 
 TEST(synth_replays_every_spec_without_forcing)
