@@ -754,21 +754,28 @@ TEST(synth_fp8_step_on_b200_is_faster_than_bf16_but_not_twice)
         "\"ffn\":768}},\"parallel\":{\"ep\":16,\"dp\":16,\"micro_batch\":1,\"global_batch\":16}," \
         "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"moe_dispatcher\":\"%s\"}}"
 
-/* Tasks of the spec's kernel-detail graph named `name`, and of them how
- * many run a collective of kind op. */
-static int named_tasks(const char *json, const char *name, enum model_coll_op op, int *of_op)
+/* The graph of a spec at kernel detail with its defaults, or NULL. */
+static struct model_graph *kernel_graph(const char *json)
 {
     struct est_spec s;
     const struct hw_profile *hw;
     struct est_costs c;
     struct model_graph *g = NULL;
     struct sc_error err;
+    if (load(json, &s, &hw))
+        return NULL;
+    est_costs_default(hw, &s, &c);
+    return est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) ? NULL : g;
+}
+
+/* Tasks of the spec's kernel-detail graph named `name`, and of them how
+ * many run a collective of kind op. */
+static int named_tasks(const char *json, const char *name, enum model_coll_op op, int *of_op)
+{
+    struct model_graph *g = kernel_graph(json);
     int n = 0;
     *of_op = 0;
-    if (load(json, &s, &hw))
-        return -1;
-    est_costs_default(hw, &s, &c);
-    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+    if (!g)
         return -1;
     for (size_t i = 0; i < g->n_tasks; i++)
         if (!strcmp(model_graph_str(g, g->src[i].name), name)) {
@@ -814,16 +821,9 @@ TEST(synth_moe_dispatchers)
 /* The spec's attention kernels' time at kernel detail, ms. */
 static double attention_ms(const char *json)
 {
-    struct est_spec s;
-    const struct hw_profile *hw;
-    struct est_costs c;
-    struct model_graph *g = NULL;
-    struct sc_error err;
+    struct model_graph *g = kernel_graph(json);
     double ms = 0;
-    if (load(json, &s, &hw))
-        return -1;
-    est_costs_default(hw, &s, &c);
-    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+    if (!g)
         return -1;
     for (size_t i = 0; i < g->n_tasks; i++)
         if (g->tasks[i].cls == MODEL_TASK_KERNEL && g->tasks[i].sub == MODEL_KF_ATTENTION)
