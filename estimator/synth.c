@@ -717,6 +717,9 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     if (!backward) {
         gemm(y, l, "router", tokens, (double)m->experts, sh->h, 1);
         mem(y, l, "router top-k", MODEL_KF_MOE, KERNEL_MEM_UNARY, tokens * (double)m->experts);
+        /* the load-balancing loss: the routing probabilities summed per
+         * expert and the tokens each got counted (Megatron's aux_loss) */
+        mem(y, l, "router aux loss", MODEL_KF_MOE, KERNEL_MEM_UNARY, tokens * (double)m->experts);
         moe_exchange(y, l, &t, 1, dispatch);
         experts_from = l->n;
         quantize_fwd(y, l, per_expert * local, n1, sh->h);
@@ -742,6 +745,8 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
     flops_divide(l, experts_from, excess);
     moe_exchange(y, l, &t, 0, dispatch_bwd);
+    mem(y, l, "router aux loss backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, tokens * (double)m->experts);
+    mem(y, l, "router top-k backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, tokens * (double)m->experts);
     gemm_bwd(y, l, "router dgrad", "router wgrad", tokens, (double)m->experts, sh->h, 1);
 }
 
