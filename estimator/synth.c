@@ -102,10 +102,10 @@ static const struct {
     int low_precision; /* fp8 and fp4 */
     double host_op_us, gemm_ceiling_scale, hbm_fraction, kernel_fixed_us;
 } published_fit[] = {
-    {HW_ARCH_HOPPER, 0, 19.471, 0.833, 0.933, 18.471},
-    {HW_ARCH_HOPPER, 1, 41.862, 0.999, 0.791, 29.756},
-    {HW_ARCH_BLACKWELL, 0, 147.270, 0.701, 0.653, 12.560},
-    {HW_ARCH_BLACKWELL, 1, 147.916, 0.723, 0.582, 1.679},
+    {HW_ARCH_HOPPER, 0, 33.607, 0.833, 0.795, 16.387},
+    {HW_ARCH_HOPPER, 1, 51.017, 0.984, 0.769, 25.860},
+    {HW_ARCH_BLACKWELL, 0, 144.161, 0.696, 0.671, 8.937},
+    {HW_ARCH_BLACKWELL, 1, 144.378, 0.701, 0.599, 2.915},
 };
 
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
