@@ -40,12 +40,12 @@ static double compute_idle_ms(const struct model_graph *g, const struct model_re
     return (double)(st->end - st->start - busy) / 1e6;
 }
 
-double est_graph_flops(const struct model_graph *g)
+double est_graph_flops(const struct model_graph *g, const struct est_spec *s)
 {
     double sum = 0;
     for (size_t i = 0; i < g->n_parts; i++)
         sum += g->parts[i].flops;
-    return sum;
+    return sum * (double)(s->parallel.tp * s->parallel.cp * s->parallel.dp);
 }
 
 double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms)
@@ -64,9 +64,8 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
     out->mfu = est_mfu(s, hw, out->step_ms);
-    struct est_spec run = *s; /* with the recomputation estimated (auto resolved) */
-    run.options.recompute = mem->recompute;
-    run.options.recompute_layers = mem->recompute_layers;
+    struct est_spec run; /* with the recomputation estimated (auto resolved) */
+    est_memory_chosen_spec(s, mem, &run);
     double hw_flops = est_hardware_flops_per_token(&run);
     out->hfu = peak > 0 ? hw_flops * out->tokens_per_s / peak : 0;
     if (!(out->executed_flops > 0))
@@ -102,9 +101,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     memset(out, 0, sizeof *out);
     if ((rc = est_memory_estimate(s, hw->hbm_gb, &mem, err)))
         return rc;
-    chosen = *s;
-    chosen.options.recompute = mem.recompute;
-    chosen.options.recompute_layers = mem.recompute_layers;
+    est_memory_chosen_spec(s, &mem, &chosen);
     s = &chosen;
     if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err))) {
         est_memory_release(&mem);
@@ -132,7 +129,7 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         e->bubble_ms = compute_idle_ms(g, rp, st);
     }
     out->tasks = g->n_tasks;
-    out->executed_flops = est_graph_flops(g) * (double)(s->parallel.tp * s->parallel.cp * s->parallel.dp);
+    out->executed_flops = est_graph_flops(g, s);
     const struct model_replay_step *slow = model_replay_slowest(rp);
     if (slow) {
         out->step_ms = (double)slow->replayed_ns / 1e6;

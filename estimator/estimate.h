@@ -49,10 +49,10 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err);
 void est_estimate_release(struct est_estimate *e);
 
-/* The FLOPs a synthesised graph's tasks execute, summed over them: one
- * step of its ranks (each pipeline rank once; the tp x cp x dp ranks each
- * stands for execute as much). */
-double est_graph_flops(const struct model_graph *g);
+/* The FLOPs the whole job executes in one step of spec s's synthesised
+ * graph g: its tasks' summed (each pipeline rank once), times the tp x cp
+ * x dp ranks each stands for. */
+double est_graph_flops(const struct model_graph *g, const struct est_spec *s);
 
 /* The MFU of spec s on hw at a step time: its model FLOPs per second over
  * the dtype's dense peak of its GPUs (0 without a peak or a time). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/collective_model.h"
 #include "estimator/flops.h"
 #include "estimator/memory.h"
 #include "model/graph.h"
@@ -22,23 +23,8 @@ double est_wire_factor(enum model_coll_op op, int n, int in_switch)
 {
     if (n < 2)
         return 0;
-    double part = (double)(n - 1) / n;
-    switch (op) {
-    case MODEL_COLL_ALLREDUCE:
-        return in_switch ? part : 2 * part;
-    case MODEL_COLL_ALLGATHER:
-    case MODEL_COLL_REDUCESCATTER:
-    case MODEL_COLL_ALLTOALL:
-        return part;
-    case MODEL_COLL_BROADCAST:
-    case MODEL_COLL_REDUCE:
-    case MODEL_COLL_SENDRECV:
-    case MODEL_COLL_SEND:
-    case MODEL_COLL_RECV:
-        return 1;
-    default:
-        return 0;
-    }
+    double f = coll_bus_factor(op, n);
+    return in_switch && op == MODEL_COLL_ALLREDUCE ? f / 2 : f;
 }
 
 /* The dtype a kernel of family `sub` runs in: attention keeps bf16 under
@@ -50,16 +36,13 @@ static enum hw_dtype task_dtype(const struct est_spec *s, int sub)
 }
 
 /* Every task with FLOPs at least its FLOPs over the ceiling (a merged
- * task, at other details, over the faster of its dtypes'); *flops gets
- * their sum. */
+ * task, at other details, over the faster of its dtypes'). */
 static int check_tasks_flops(const struct est_spec *s, const struct hw_profile *hw, const struct model_graph *g,
-                             double *flops, struct sc_error *err)
+                             struct sc_error *err)
 {
-    *flops = 0;
     for (size_t k = 0; k < g->n_parts; k++) {
         const struct model_task *t = &g->tasks[g->parts[k].task];
         double f = g->parts[k].flops;
-        *flops += f;
         if (!(f > 0))
             continue;
         double ceiling = fmax(hw_matmul_ceiling_tflops(hw, task_dtype(s, t->sub)),
@@ -125,11 +108,11 @@ static int check_streams(const struct model_graph *g, const struct model_replay 
 
 /* The figures of the estimate against the FLOPs executed. */
 static int check_figures(const struct est_spec *s, const struct hw_profile *hw, const struct est_estimate *e,
-                         double graph_flops, struct sc_error *err)
+                         const struct model_graph *g, struct sc_error *err)
 {
     double tokens = (double)(s->parallel.global_batch * s->model.seq);
     double formula = est_hardware_flops_per_token(s) * tokens;
-    double executed = graph_flops * (double)(s->parallel.tp * s->parallel.cp * s->parallel.dp);
+    double executed = est_graph_flops(g, s);
     if (fabs(executed / formula - 1) > 0.01)
         return sc_error_set(err, SC_EINTERNAL,
                             "invariant broken: the step's tasks execute %.6g FLOPs, the hardware-FLOP formula "
@@ -161,15 +144,14 @@ int est_invariants_check(const struct est_spec *spec, const struct hw_profile *h
     struct model_graph *g = NULL;
     struct model_replay *rp = NULL;
     struct model_replay_opts ro;
-    double flops = 0;
     int rc;
     if ((rc = est_memory_resolve_recompute(spec, hw->hbm_gb, &resolved, err)) ||
         (rc = est_synth(s, hw, c, EST_DETAIL_KERNEL, &g, err)))
         return rc;
     model_replay_opts_steps(&ro);
-    if (!(rc = model_replay_run(g, &ro, &rp, err)) && !(rc = check_tasks_flops(s, hw, g, &flops, err)) &&
+    if (!(rc = model_replay_run(g, &ro, &rp, err)) && !(rc = check_tasks_flops(s, hw, g, err)) &&
         !(rc = check_collectives(s, hw, g, err)) && !(rc = check_streams(g, rp, err)))
-        rc = check_figures(s, hw, e, flops, err);
+        rc = check_figures(s, hw, e, g, err);
     model_replay_free(rp);
     model_graph_free(g);
     return rc;

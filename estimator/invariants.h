@@ -34,8 +34,8 @@ int est_invariants_check(const struct est_spec *s, const struct hw_profile *hw, 
 
 /* The wire factor of a collective of kind op over n ranks: the bytes each
  * rank sends over its link per byte of the collective's size (nccl-tests'
- * bus bandwidth factors; an all-reduce reduced in the switch, `in_switch`,
- * sends and receives its data once). */
+ * bus factor, coll_bus_factor; an all-reduce reduced in the switch,
+ * `in_switch`, sends and receives its data once); 0 for fewer than two. */
 double est_wire_factor(enum model_coll_op op, int n, int in_switch);
 
 #endif

@@ -432,6 +432,13 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     }
 }
 
+void est_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out)
+{
+    *out = *s;
+    out->options.recompute = m->recompute;
+    out->options.recompute_layers = m->recompute_layers;
+}
+
 int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
                                struct sc_error *err)
 {
@@ -442,8 +449,7 @@ int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct
         return SC_OK;
     if ((rc = est_memory_estimate(s, hbm_gb, &m, err)))
         return rc;
-    out->options.recompute = m.recompute;
-    out->options.recompute_layers = m.recompute_layers;
+    est_memory_chosen_spec(s, &m, out);
     est_memory_release(&m);
     return SC_OK;
 }

@@ -175,6 +175,9 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
 int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
                              int until_over, struct est_memory *out, struct sc_error *err);
 void est_memory_release(struct est_memory *m);
+/* *out = *s with the recomputation m was estimated with: options.recompute
+ * (and recompute_layers) as given, or what "auto" chose. */
+void est_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out);
 /* *out = *s with options.recompute "auto" replaced by what it chooses on a
  * GPU with hbm_gb of memory (any other value kept): what the step is
  * synthesised with. */

@@ -210,6 +210,17 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
     return rc;
 }
 
+/* A whole number from lo to hi, nothing after it. */
+static int parse_count(const char *text, long lo, long hi, int *out)
+{
+    char *end;
+    long k = strtol(text, &end, 10);
+    if (end == text || *end || k < lo || k > hi)
+        return -1;
+    *out = (int)k;
+    return 0;
+}
+
 /* A limit in percent: a number above 0, nothing after it. */
 static int parse_pct(const char *text, double *out)
 {
@@ -255,27 +266,19 @@ int main(int argc, char **argv)
             break;
         case 'r': rows_out = optarg; break;
         case 'b': bands_out = optarg; break;
-        case 's': {
-            char *end;
-            long k = strtol(optarg, &end, 10);
-            if (*end || k < 1 || k > 16) {
+        case 's':
+            if (parse_count(optarg, 1, 16, &starts)) {
                 fprintf(stderr, "validate: --starts takes 1 to 16\n");
                 return 2;
             }
-            starts = (int)k;
             break;
-        }
         case 'p': published = 1; break;
-        case 'i': {
-            char *end;
-            long k = strtol(optarg, &end, 10);
-            if (*end || k < 1 || k > 1000) {
+        case 'i':
+            if (parse_count(optarg, 1, 1000, &iters)) {
                 fprintf(stderr, "validate: --iters takes 1 to 1000\n");
                 return 2;
             }
-            iters = (int)k;
             break;
-        }
         default: return 2;
         }
     }

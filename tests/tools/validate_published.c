@@ -165,7 +165,12 @@ static void score_pick(const struct pub *p, const char *what, pick_fn f, const v
 static void print_row(const struct pub *p, size_t i)
 {
     const struct est_published *r = &p->rows[p->row[i]];
-    char par[96];
+    const struct est_options *o = &p->specs[i].options;
+    char par[96], rcp[32];
+    if (o->recompute == EST_RECOMPUTE_FULL && o->recompute_layers) /* the first N layers of each chunk */
+        snprintf(rcp, sizeof rcp, "full/%lld", (long long)o->recompute_layers);
+    else
+        snprintf(rcp, sizeof rcp, "%s", est_recompute_name(o->recompute));
     int k = snprintf(par, sizeof par, "TP%lld PP%lld", (long long)r->tp, (long long)r->pp);
     if (r->cp > 1)
         k += snprintf(par + k, sizeof par - (size_t)k, " CP%lld", (long long)r->cp);
@@ -177,7 +182,7 @@ static void print_row(const struct pub *p, size_t i)
     printf("%5zu  %-16s %-5s %5lld %-4s %-30s %-7s %8.3f %8.3f %+7.1f%%  %s%s\n", r->line, r->model, r->gpu,
            (long long)r->gpus, hw_dtype_name(r->dtype), par, est_pub_software_name(r->software), r->step_s,
            p->pred[i] / 1000, (p->pred[i] - p->step_ms[i]) / p->step_ms[i] * 100,
-           est_recompute_name(p->specs[i].options.recompute), p->fits[i] ? "" : " (does not fit)");
+           rcp, p->fits[i] ? "" : " (does not fit)");
 }
 
 /* Rows -> runs: specs with the recomputation chosen, groups, identical
