@@ -102,10 +102,10 @@ static const struct {
     int low_precision; /* fp8 and fp4 */
     double host_op_us, gemm_ceiling_scale, hbm_fraction, kernel_fixed_us;
 } published_fit[] = {
-    {HW_ARCH_HOPPER, 0, 33.607, 0.833, 0.795, 16.387},
-    {HW_ARCH_HOPPER, 1, 51.017, 0.984, 0.769, 25.860},
-    {HW_ARCH_BLACKWELL, 0, 144.161, 0.696, 0.671, 8.937},
-    {HW_ARCH_BLACKWELL, 1, 144.378, 0.701, 0.599, 2.915},
+    {HW_ARCH_HOPPER, 0, 91.030, 0.844, 0.633, 12.687},
+    {HW_ARCH_HOPPER, 1, 68.635, 0.999, 0.636, 20.365},
+    {HW_ARCH_BLACKWELL, 0, 144.059, 0.700, 0.676, 10.630},
+    {HW_ARCH_BLACKWELL, 1, 142.422, 0.710, 0.636, 3.130},
 };
 
 void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
@@ -697,6 +697,20 @@ static void moe_exchange(struct synth *y, struct oplist *l, const struct moe_tok
  * sees every token of the group) and the load (expert_load); their FLOPs
  * count that load's tokens, padded ones included, the busiest expert's
  * excess under natural routing only as time. */
+/* The grouped experts' weight gradients added into the main gradient
+ * buffer, one more memory-bound kernel per backward: Megatron-Core's
+ * grouped-GEMM experts compute them into a fresh tensor and its DDP hook
+ * adds that to main_grad (no gradient-accumulation fusion there, unlike
+ * its dense linear layers, whose weight-gradient GEMM accumulates in
+ * place). It reads the gradient and the buffer and writes the buffer,
+ * which is fp32 under grad_reduce_in_fp32, else the activations' dtype. */
+static void expert_grad_accumulation(struct synth *y, struct oplist *l, double params)
+{
+    double grad = hw_dtype_bytes(y->sh.dt16);
+    double main_grad = y->s->options.grad_reduce_in_fp32 ? 4 : grad;
+    mem_bytes(y, l, "expert gradient accumulation", MODEL_KF_ELEMENTWISE, params * (grad + 2 * main_grad));
+}
+
 static void moe(struct synth *y, struct oplist *l, int backward)
 {
     static const char *const dispatch[2] = {"moe dispatch", "permute"};
@@ -743,6 +757,7 @@ static void moe(struct synth *y, struct oplist *l, int backward)
     mem(y, l, "expert activation backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_BINARY, per_expert * local * n1);
     quantize(y, l, QUANT_GRAD, per_expert * local * n1);
     gemm_bwd(y, l, "expert fc1 dgrad (grouped)", "expert fc1 wgrad (grouped)", per_expert, n1, sh->h, local);
+    expert_grad_accumulation(y, l, (n1 + n2) * sh->h * local);
     flops_divide(l, experts_from, excess);
     moe_exchange(y, l, &t, 0, dispatch_bwd);
     mem(y, l, "router aux loss backward", MODEL_KF_MOE, KERNEL_MEM_BINARY, tokens * (double)m->experts);
