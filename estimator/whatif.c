@@ -19,6 +19,7 @@
 #include "estimator/memory.h"
 #include "estimator/spec.h"
 #include "estimator/synth.h"
+#include "estimator/tp_placement.h"
 #include "estimator/whatif_pipeline.h"
 #include "model/collective.h"
 #include "model/graph.h"
@@ -424,13 +425,40 @@ static int tp_split_outside(const struct model_task *t)
                                            t->sub == MODEL_KF_EMBEDDING || t->sub == MODEL_KF_SOFTMAX);
 }
 
-static int add_insert(struct wf *w, uint32_t after, double dur_ns)
+static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name)
 {
     if (sc_vec_reserve((void **)&w->ins, &w->cap_ins, w->n_ins + 1, sizeof *w->ins))
         return SC_ENOMEM;
-    w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, llround(dur_ns),
-                                               "tensor-parallel all-reduce (what-if)"};
+    w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, op, llround(dur_ns), name};
     return SC_OK;
+}
+
+static int whatif_sequence_parallel(const struct job_config *c)
+{
+    (void)c;
+    return 0;
+}
+
+/* tp 1 -> more: the collectives Megatron runs, where it runs them
+ * (tp_placement.h), each timed by the collective model for its size on
+ * the target's tensor-parallel group. */
+static int insert_tp_collectives(struct wf *w, struct sc_error *err)
+{
+    const struct job_config *t = w->t;
+    struct tp_placement pl;
+    int rc = tp_placement_find(w->g, w->st, whatif_sequence_parallel(t), &pl, err);
+    if (rc)
+        return rc;
+    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq;
+    double bytes[2] = {tokens * (double)t->hidden * hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
+    for (size_t i = 0; i < pl.n && !rc; i++) {
+        int kind = pl.v[i].op;
+        struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
+        double us = coll_split_us(&w->cp1, kind, gr, bytes[pl.v[i].tensor]);
+        rc = add_insert(w, pl.v[i].after, kind, us * 1e3, pl.v[i].name);
+    }
+    tp_placement_release(&pl);
+    return rc ? oom(err) : SC_OK;
 }
 
 /* Transform 4: tensor-parallel degree, model dimensions and micro-batch
@@ -511,25 +539,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
     free(split);
-    /* tp 1 -> more: two all-reduces of the layer's activations per layer
-     * pass, after its last GPU task on each stream */
-    if (b->tp == 1 && t->tp > 1) {
-        int kind = MODEL_COLL_ALLREDUCE;
-        struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
-        double bytes = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq * (double)t->hidden *
-                       hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16);
-        double us = coll_split_us(&w->cp1, kind, gr, bytes);
-        for (uint32_t i = 0; i < g->n_tasks; i++) {
-            const struct model_task *tk = &g->tasks[i];
-            uint32_t nx = g->next[i];
-            if (!model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM || w->st->layer[i] < 0 ||
-                (nx != MODEL_NONE && w->st->layer[nx] == w->st->layer[i]))
-                continue;
-            if (add_insert(w, i, 2 * us * 1e3))
-                return oom(err);
-        }
-    }
-    return SC_OK;
+    return b->tp == 1 && t->tp > 1 ? insert_tp_collectives(w, err) : SC_OK;
 }
 
 /* Transform 5: micro-batches per step. */
@@ -691,7 +701,7 @@ static void describe(const struct wf *w, struct whatif_result *out)
              w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
                                 "instance's time, re-timed by the ratio"
                               : "",
-             w->n_ins ? "; tensor-parallel all-reduces inserted" : "");
+             w->n_ins ? "; tensor-parallel collectives inserted where Megatron runs them" : "");
     if (w->pipeline_why[0]) {
         snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
                                         "measured passes re-timed by the model's ratios (traced %s, target %s)%s",

@@ -36,8 +36,11 @@
  *     and attention time, micro-batch size multiplies per-token work).
  *     Work outside layers per micro-batch scales with tokens x hidden.
  *     Tensor-parallel collectives are resized (to nothing at tp = 1);
- *     going from tp = 1 to more inserts two all-reduces per layer pass
- *     after its last kernel.
+ *     going from tp = 1 to more inserts the collectives Megatron runs, where
+ *     it runs them (tp_placement.h: per layer, the embedding, the output
+ *     layer and the cross entropy; with or without sequence parallelism),
+ *     each timed by the collective model; a trace without transformer
+ *     layers is refused.
  *  5. micro-batches per step (global_batch / (micro_batch x dp)): the work
  *     of every micro-batch (all but the optimizer and the data-parallel
  *     gradient collectives) scaled by m'/m.

@@ -1,0 +1,78 @@
+/* estimator/tp_placement.h: where Megatron-LM and Transformer Engine run
+ * the tensor-parallel collectives of a step, found in a traced step that
+ * ran without tensor parallelism, for the what-if that adds it
+ * (whatif.h: tp 1 -> more).
+ *
+ * The traced step's layers (structure.h) are walked on each GPU stream
+ * as passes: a layer's kernels back to back (memory sets and copies
+ * between them aside). A pass is a forward one or a backward one by its
+ * attention kernel's name (a backward kernel is "bprop", "bwd",
+ * "backward" or cutlass's "cutlassB"), else by its GEMMs (a backward pass
+ * runs two for each of the forward's). A layer pass that is a
+ * transformer layer's has at least four GEMMs (QKV, output projection,
+ * the MLP's two) and an attention or softmax kernel; a trace with none
+ * (DLRM, ResNet, an attention benchmark) cannot take tensor parallelism
+ * and is refused, saying why.
+ *
+ * Per layer, as Megatron's ColumnParallelLinear and RowParallelLinear
+ * run them (the forward's GEMMs in order: QKV, attention, output
+ * projection, MLP in, MLP out; the backward's the reverse, each linear's
+ * input gradient then its weight gradient):
+ *  - without sequence parallelism: forward, an all-reduce after the
+ *    output projection and one after the MLP's last GEMM; backward, one
+ *    after the MLP's input gradient and one after QKV's;
+ *  - with it: forward, an all-gather before QKV and before the MLP, a
+ *    reduce-scatter after the output projection and after the MLP;
+ *    backward, an all-gather of the output gradient before each block's
+ *    backward, a reduce-scatter after each block's input gradient, and
+ *    the two all-gathers that re-gather the sequence-sharded inputs for
+ *    the weight gradients.
+ * Outside the layers, per micro-batch: the vocabulary-parallel
+ * embedding's all-reduce (reduce-scatter with sequence parallelism) after
+ * the work before the first layer's forward; where a loss is computed
+ * (a softmax or loss kernel between the last layer's forward and its
+ * backward), the output layer's input all-gathered first with sequence
+ * parallelism, the vocabulary-parallel cross entropy's three small
+ * all-reduces (the logits' maximum, the target logit, the sum of
+ * exponentials: micro-batch x seq fp32 values each) after its first
+ * kernel, and the output layer's backward all-reduce (reduce-scatter)
+ * after its first GEMM after that. A pass recomputed before its backward
+ * (full recomputation) is a forward pass and gets the forward's. */
+#ifndef ESTIMATOR_TP_PLACEMENT_H
+#define ESTIMATOR_TP_PLACEMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct model_graph;
+struct job_structure;
+
+/* What a collective carries: a layer's activations (micro-batch x seq x
+ * hidden, the full tensor: an all-gather's output, a reduce-scatter's
+ * input) or one fp32 value a token (the cross entropy's statistics). */
+enum tp_tensor { TP_TENSOR_ACTIVATION, TP_TENSOR_TOKEN_FP32 };
+
+struct tp_collective {
+    uint32_t after;   /* the source task it follows on its stream */
+    uint8_t op;       /* enum model_coll_op */
+    uint8_t tensor;   /* enum tp_tensor */
+    uint8_t in_layer; /* a layer's (else the embedding's, the output layer's, the loss's) */
+    const char *name; /* static */
+};
+
+struct tp_placement {
+    struct tp_collective *v; /* in the order of the walk; malloc'd */
+    size_t n, cap;
+    size_t forward_passes, backward_passes; /* transformer layer passes found */
+};
+
+/* The tensor-parallel collectives of g's step (structure st) with or
+ * without sequence parallelism. SC_EINVAL naming set.tp when the trace
+ * shows no transformer layer. Release with tp_placement_release. */
+int tp_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
+                      struct tp_placement *out, struct sc_error *err);
+void tp_placement_release(struct tp_placement *p);
+
+#endif

@@ -1,0 +1,178 @@
+/* tests/golden/test_golden_tp_placement.c: the tensor-parallel collectives
+ * a what-if from tp 1 places (estimator/tp_placement.h), counted on the
+ * eager PyTorch steps measured on H100 and H200
+ * (data/calibration/torch-steps) against Megatron's rules, and traces
+ * without transformer layers refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
+#include "estimator/tp_placement.h"
+#include "estimator/whatif.h"
+#include "model/collective.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/shared_traces.h"
+#include "common/banned.h"
+
+static const char *const gpus[] = {"h100-sxm", "h200"};
+static const struct {
+    const char *name;
+    int layers;
+    const char *config;
+} models[] = {
+    {"gpt-h1024-s1024-b8", 8,
+     "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":8,\"global_batch\":8,\"layers\":8,\"hidden\":1024,"
+     "\"heads\":16,\"ffn\":4096,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\"}"},
+    {"gpt-h2048-s2048-b4", 8,
+     "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":4,\"global_batch\":4,\"layers\":8,\"hidden\":2048,"
+     "\"heads\":16,\"ffn\":8192,\"seq\":2048,\"vocab\":50304,\"dtype\":\"bf16\"}"},
+    {"gpt-h4096-s4096-b1", 4,
+     "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":1,\"layers\":4,\"hidden\":4096,"
+     "\"heads\":32,\"ffn\":16384,\"seq\":4096,\"vocab\":50304,\"dtype\":\"bf16\"}"},
+    {"llama-h4096-gqa8-swiglu-s2048-b2", 4,
+     "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":2,\"global_batch\":2,\"layers\":4,\"hidden\":4096,"
+     "\"heads\":32,\"ffn\":14336,\"seq\":2048,\"vocab\":50304,\"dtype\":\"bf16\"}"},
+};
+
+struct loaded {
+    struct model_job *job;
+    struct model_graph *g;
+    struct job_config cfg;
+    struct job_structure st;
+};
+
+static int load(const char *path, const char *config, struct loaded *l)
+{
+    struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct sc_error err;
+    const char *paths[] = {path};
+    memset(l, 0, sizeof *l);
+    model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
+    if (job_config_parse(config, strlen(config), &l->cfg, &err) ||
+        model_job_load(paths, 1, &lo, 0, &l->job, &err) || model_graph_build(l->job, &go, &l->g, &err) ||
+        job_structure_recover(l->g, &l->cfg, &l->st, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void unload(struct loaded *l)
+{
+    job_structure_release(&l->st);
+    model_graph_free(l->g);
+    model_job_free(l->job);
+}
+
+/* Per layer 2 all-reduces forward and 2 backward; with sequence
+ * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
+ * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
+ * embedding's, the cross entropy's three, the output layer's backward
+ * one, and with sequence parallelism its forward all-gather. */
+TEST(tp_placement_counts_megatrons_collectives_on_the_measured_steps)
+{
+    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
+        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+            char path[512];
+            struct loaded l;
+            snprintf(path, sizeof path, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi],
+                     models[m].name);
+            if (load(path, models[m].config, &l))
+                continue;
+            for (int sp = 0; sp <= 1; sp++) {
+                struct tp_placement pl;
+                struct sc_error err;
+                size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
+                REQUIRE(tp_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
+                for (size_t i = 0; i < pl.n; i++) {
+                    by_op[pl.v[i].op]++;
+                    in_layer += pl.v[i].in_layer;
+                    token += pl.v[i].tensor == TP_TENSOR_TOKEN_FP32;
+                    /* each follows a kernel of the step */
+                    CHECK(l.g->tasks[pl.v[i].after].cls == MODEL_TASK_KERNEL);
+                }
+                size_t L = (size_t)models[m].layers;
+                CHECK_EQ_INT(pl.forward_passes, L);
+                CHECK_EQ_INT(pl.backward_passes, L);
+                CHECK_EQ_INT(token, 3);
+                if (!sp) {
+                    CHECK_EQ_INT(in_layer, 4 * L);
+                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 4 * L + 5);
+                    CHECK_EQ_INT(pl.n, 4 * L + 5);
+                } else {
+                    CHECK_EQ_INT(in_layer, 10 * L);
+                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLGATHER], 6 * L + 1);
+                    CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
+                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
+                }
+                tp_placement_release(&pl);
+            }
+            unload(&l);
+        }
+}
+
+/* The what-if from tp 1 to 2 inserts them: 4 per layer and 5 outside,
+ * where the step had none. */
+TEST(tp_placement_whatif_inserts_them_once_each)
+{
+    struct loaded l;
+    struct whatif_result r;
+    struct job_config set;
+    struct sc_error err;
+    REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
+                  &l) == 0);
+    REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
+    REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+    size_t comm = 0;
+    for (uint32_t i = 0; i < r.graph->n_tasks; i++)
+        comm += r.graph->tasks[i].cls == MODEL_TASK_COMM;
+    CHECK_EQ_INT(comm, 4 * 8 + 5);
+    /* the step got faster, not slower: half the GEMMs, two ranks' collectives */
+    CHECK(r.step_ms < r.base_step_ms);
+    whatif_release(&r);
+    unload(&l);
+}
+
+/* A trace without transformer layers cannot take tensor parallelism:
+ * DLRM's and ResNet's shared traces are refused, naming set.tp and why.
+ * (The attention benchmark of torch-steps has no step to replay at all.) */
+TEST(tp_placement_refuses_traces_without_transformer_layers)
+{
+    static const struct {
+        const char *trace, *config;
+    } cases[] = {{"dlrm", "{\"tp\":1,\"pp\":1,\"dp\":8,\"hidden\":1024,\"seq\":1024}"},
+                 {"resnet", "{\"tp\":1,\"pp\":1,\"dp\":1}"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct model_job *job = NULL;
+        struct model_graph *g = NULL;
+        struct model_graph_opts go;
+        struct job_config cfg, set;
+        struct whatif_result r;
+        struct sc_error err;
+        if (th_load_trace(th_find_trace(cases[k].trace), &job))
+            return;
+        model_graph_opts_default(&go);
+        REQUIRE(model_graph_build(job, &go, &g, &err) == SC_OK);
+        REQUIRE(job_config_parse(cases[k].config, strlen(cases[k].config), &cfg, &err) == SC_OK);
+        REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
+        if (k == 0) { /* the what-if itself */
+            CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
+        } else { /* ResNet's GPU has no profile: the placement alone */
+            struct job_structure st;
+            struct tp_placement pl;
+            REQUIRE(job_structure_recover(g, &cfg, &st, &err) == SC_OK);
+            CHECK_EQ_INT(tp_placement_find(g, &st, 0, &pl, &err), SC_EINVAL);
+            job_structure_release(&st);
+        }
+        CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
+        model_graph_free(g);
+        model_job_free(job);
+    }
+}
