@@ -163,6 +163,8 @@ static int loss_region(struct walk *w, uint32_t from, uint32_t to)
     }
     if (s == UINT32_MAX)
         return SC_OK; /* not the last pipeline stage */
+    for (uint32_t i = from; i <= to; i++)
+        w->out->vocab_parallel[w->k[i]] = w->g->tasks[w->k[i]].sub != MODEL_KF_NORMALIZATION;
     if (w->sp)
         for (uint32_t i = from; i < s; i++)
             if (is_gemm(w, i)) {
@@ -255,6 +257,8 @@ int tp_placement_find(const struct model_graph *g, const struct job_structure *s
     struct walk w = {g, st, sequence_parallel, NULL, 0, 0, NULL, 0, 0, out};
     int rc = SC_OK;
     memset(out, 0, sizeof *out);
+    if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)))
+        rc = SC_ENOMEM;
     for (size_t r = 0; r < g->n_res && !rc; r++) {
         const struct model_resource *res = &g->res[r];
         if (!res->gpu)
@@ -292,5 +296,6 @@ int tp_placement_find(const struct model_graph *g, const struct job_structure *s
 void tp_placement_release(struct tp_placement *p)
 {
     free(p->v);
+    free(p->vocab_parallel);
     memset(p, 0, sizeof *p);
 }

@@ -65,6 +65,11 @@ struct tp_collective {
 struct tp_placement {
     struct tp_collective *v; /* in the order of the walk; malloc'd */
     size_t n, cap;
+    /* per task of the graph: 1 for the kernels where a loss is computed
+     * other than norms (the output layer, the cross entropy and their
+     * backward, all over the logits), which Megatron splits over the
+     * vocabulary; malloc'd */
+    uint8_t *vocab_parallel;
     size_t forward_passes, backward_passes; /* transformer layer passes found */
 };
 

@@ -442,22 +442,18 @@ static int whatif_sequence_parallel(const struct job_config *c)
 /* tp 1 -> more: the collectives Megatron runs, where it runs them
  * (tp_placement.h), each timed by the collective model for its size on
  * the target's tensor-parallel group. */
-static int insert_tp_collectives(struct wf *w, struct sc_error *err)
+static int insert_tp_collectives(struct wf *w, const struct tp_placement *pl, struct sc_error *err)
 {
     const struct job_config *t = w->t;
-    struct tp_placement pl;
-    int rc = tp_placement_find(w->g, w->st, whatif_sequence_parallel(t), &pl, err);
-    if (rc)
-        return rc;
+    int rc = SC_OK;
     double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq;
     double bytes[2] = {tokens * (double)t->hidden * hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
-    for (size_t i = 0; i < pl.n && !rc; i++) {
-        int kind = pl.v[i].op;
+    for (size_t i = 0; i < pl->n && !rc; i++) {
+        int kind = pl->v[i].op;
         struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
-        double us = coll_split_us(&w->cp1, kind, gr, bytes[pl.v[i].tensor]);
-        rc = add_insert(w, pl.v[i].after, kind, us * 1e3, pl.v[i].name);
+        double us = coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
+        rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
     }
-    tp_placement_release(&pl);
     return rc ? oom(err) : SC_OK;
 }
 
@@ -499,9 +495,15 @@ static int shapes(struct wf *w, struct sc_error *err)
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
     int8_t *split = NULL; /* per name, when tp changes (tp_split_memory_kernel) */
+    int sp = t->tp > 1 && whatif_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
+    struct tp_placement pl = {0};
+    if (from_tp1 && (rc = tp_placement_find(g, w->st, sp, &pl, err)))
+        return rc;
     if (r_tp != 1.0) {
-        if (!(split = malloc(g->names.n ? g->names.n : 1)))
+        if (!(split = malloc(g->names.n ? g->names.n : 1))) {
+            tp_placement_release(&pl);
             return oom(err);
+        }
         memset(split, -1, g->names.n);
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
@@ -528,18 +530,20 @@ static int shapes(struct wf *w, struct sc_error *err)
         double r;
         if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
             r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
-        else if (!in_layer)
-            r = r_mem * (tp_split_outside(tk) ? r_tp * r_vocab : 1.0); /* the output layer: tokens x h x V */
+        else if (!in_layer) /* the output layer: tokens x h x V; from tp 1, all that runs over the logits */
+            r = r_mem * (tp_split_outside(tk) || (from_tp1 && pl.vocab_parallel[i]) ? r_tp * r_vocab : 1.0);
         else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
-        else
-            r = r_mem * (split && tp_split_memory_kernel(g, i, split) ? r_tp : 1.0);
+        else /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
+            r = r_mem * (split && (sp || tp_split_memory_kernel(g, i, split)) ? r_tp : 1.0);
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
     free(split);
-    return b->tp == 1 && t->tp > 1 ? insert_tp_collectives(w, err) : SC_OK;
+    rc = from_tp1 ? insert_tp_collectives(w, &pl, err) : SC_OK;
+    tp_placement_release(&pl);
+    return rc;
 }
 
 /* Transform 5: micro-batches per step. */
