@@ -109,27 +109,37 @@ static int get_string(json_t *obj, const char *key, size_t max, char *out, size_
 }
 
 /* Parallelism degrees and sizes that must be positive integers. */
-static const char *const positive_keys[] = {"tp", "pp", "dp", "ep", "cp", "sp", "gpus",
+static const char *const positive_keys[] = {"tp", "pp", "dp", "ep", "cp", "etp", "sp", "gpus",
                                             "gpus_per_node", "micro_batch", "global_batch",
-                                            "layers", "hidden", "heads", "ffn", "seq_len", "vocab",
+                                            "layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab",
                                             NULL};
 
-static int check_config(json_t *cfg, struct api_reply *err)
+/* A config (or, at depth 1, its moe object: a job description's only
+ * nested one, estimator/job_config.h) named `path`. */
+static int check_config_at(json_t *cfg, const char *path, int depth, struct api_reply *err)
 {
     const char *k;
     json_t *v;
     if (!json_is_object(cfg))
-        return api_fail(err, API_E_INVALID_JSON, "'config' must be an object");
+        return api_fail(err, API_E_INVALID_JSON, "'%s' must be an object", path);
     if (json_object_size(cfg) > 64)
-        return api_fail(err, API_E_INVALID_JSON, "'config' has more than 64 fields");
+        return api_fail(err, API_E_INVALID_JSON, "'%s' has more than 64 fields", path);
     json_object_foreach (cfg, k, v) {
         if (strlen(k) > 64)
             return api_fail(err, API_E_INVALID_JSON, "config field names are at most 64 bytes");
+        if (json_is_object(v) && depth == 0 && strcmp(k, "moe") == 0) {
+            int rc = check_config_at(v, "config.moe", 1, err);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (depth && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1 << 30)))
+            return api_fail(err, API_E_INVALID_JSON, "%s.%s must be an integer from 0 to %d", path, k, 1 << 30);
         if (json_is_object(v) || json_is_array(v))
-            return api_fail(err, API_E_INVALID_JSON, "config.%s must be a number, string or boolean", k);
+            return api_fail(err, API_E_INVALID_JSON, "%s.%s must be a number, string or boolean", path, k);
         if (json_is_string(v) && json_string_length(v) > 256)
-            return api_fail(err, API_E_INVALID_JSON, "config.%s is longer than 256 bytes", k);
-        for (size_t i = 0; positive_keys[i]; i++)
+            return api_fail(err, API_E_INVALID_JSON, "%s.%s is longer than 256 bytes", path, k);
+        for (size_t i = 0; depth == 0 && positive_keys[i]; i++)
             if (strcmp(k, positive_keys[i]) == 0 &&
                 (!json_is_integer(v) || json_integer_value(v) < 1 ||
                  json_integer_value(v) > (1 << 30)))
@@ -155,7 +165,7 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
         rc = api_fail(err, API_E_INVALID_JSON, "'hardware' must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
         goto out;
     }
-    if ((cfg = json_object_get(doc, "config")) && (rc = check_config(cfg, err)))
+    if ((cfg = json_object_get(doc, "config")) && (rc = check_config_at(cfg, "config", 0, err)))
         goto out;
     if (!(*canonical = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS)))
         rc = api_fail(err, API_E_UNAVAILABLE, "out of memory");

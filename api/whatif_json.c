@@ -4,6 +4,7 @@
 #include "api/ledger.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,11 +132,13 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
     const char *const *keys = job_config_keys();
     int rc;
     for (size_t i = 0; cfg && kept && keys[i]; i++) {
-        json_t *v = json_object_get(cfg, keys[i]);
-        if (!v && strcmp(keys[i], "seq") == 0)
+        char top[64]; /* "moe" of "moe.experts": the object is kept whole */
+        snprintf(top, sizeof top, "%.*s", (int)strcspn(keys[i], "."), keys[i]);
+        json_t *v = json_object_get(cfg, top);
+        if (!v && strcmp(top, "seq") == 0)
             v = json_object_get(cfg, "seq_len");
-        if (v && strcmp(keys[i], "gpu") != 0)
-            json_object_set(kept, keys[i], v);
+        if (v && strcmp(top, "gpu") != 0)
+            json_object_set(kept, top, v);
     }
     char *text = cfg && kept ? json_dumps(kept, JSON_COMPACT) : NULL;
     if (!cfg)

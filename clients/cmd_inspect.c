@@ -11,8 +11,10 @@
 #include "api/whatif_json.h"
 #include "clients/cli.h"
 #include "clients/table.h"
+#include "estimator/job_check.h"
 #include "estimator/job_config.h"
 #include "estimator/structure.h"
+#include "estimator/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"
@@ -152,15 +154,38 @@ static void print_groups(const struct model_graph *g)
     }
 }
 
+/* What of description cfg the traced job (its graph g, structure st)
+ * contradicts, each printed; 0, or an exit status when anything is. */
+static int contradictions(const struct model_graph *g, const struct job_config *cfg, const struct job_structure *st)
+{
+    struct sc_error err;
+    struct est_spec spec;
+    double step_ms;
+    int rc = 0;
+    if (job_check_world_size(cfg, st->world_size, "", &err))
+        rc = cli_fail(&err);
+    /* the description's own checks, as an estimate of it makes them */
+    if (st->gpu && cfg->layers && cfg->hidden && cfg->heads && cfg->seq && job_config_spec(cfg, st->gpu->id, &spec, &err))
+        rc = cli_fail(&err);
+    if (whatif_base_step(g, &step_ms, &err) || job_check_mfu(cfg, st->gpu, step_ms, "", &err))
+        rc = cli_fail(&err);
+    return rc;
+}
+
 /* The job's structure in its graph g recovered against its description
- * (structure.h): printed, or added to the JSON document *doc under
- * "structure". */
+ * (structure.h, job_check.h): printed, or added to the JSON document *doc
+ * under "structure". */
 static int structure(const struct model_graph *g, const struct job_config *cfg, json_t *doc)
 {
     struct job_structure st;
     struct sc_error err;
     if (job_structure_recover(g, cfg, &st, &err))
         return cli_fail(&err);
+    int rc = contradictions(g, cfg, &st);
+    if (rc) {
+        job_structure_release(&st);
+        return rc;
+    }
     const char *schedule = est_schedule_name(job_config_schedule(cfg));
     if (doc) {
         json_t *sj = api_structure_json(&st);

@@ -1,8 +1,11 @@
-/* clients/cmd_jobs.c: `stepcast jobs`: the jobs on the server.
+/* clients/cmd_jobs.c: `stepcast jobs` and `stepcast job`: the jobs on the
+ * server.
  *
  *   stepcast jobs [--json]            every job: ranks, trace bytes, models
  *   stepcast jobs [--json] JOB        one job: its traces and models
- *   stepcast jobs --delete JOB        delete it (admin token) */
+ *   stepcast jobs --delete JOB        delete it (admin token)
+ *   stepcast job config --job J FILE  its description (what-ifs and plans
+ *                                     of its models start from it) */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "clients/table.h"
+#include "estimator/job_config.h"
 #include "common/banned.h"
 
 static void print_list(json_t *doc)
@@ -89,5 +93,98 @@ int cmd_jobs(int argc, char **argv)
     else
         print_list(doc);
     json_decref(doc);
+    return rc;
+}
+
+/* The body of PUT /v1/jobs/{job}: config (a description's JSON text) as
+ * the job's config, the hardware and description of the job as it is
+ * (doc: its GET, or NULL for a new job) kept, as a PUT replaces them.
+ * NULL when out of memory. */
+static char *job_body(const char *config, json_t *doc)
+{
+    static const char *const kept[] = {"hardware", "description"};
+    char *body = NULL;
+    json_t *b = json_object(), *c = json_loads(config, 0, NULL);
+    if (b && c) {
+        json_object_set(b, "config", c);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+            if (json_is_string(json_object_get(doc, kept[i])))
+                json_object_set(b, kept[i], json_object_get(doc, kept[i]));
+        body = json_dumps(b, JSON_COMPACT);
+    }
+    json_decref(c);
+    json_decref(b);
+    return body;
+}
+
+int cmd_job(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"job", required_argument, NULL, 'J'},  {"server", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'j'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char usage[] = "usage: stepcast job config [--server URL] --job J [--json] FILE\n"
+                                "       FILE: the job's description (README, whatif), checked here first\n";
+    const char *id = NULL;
+    struct job_config cfg;
+    struct remote r;
+    struct remote_resp resp = {0};
+    struct sc_error err;
+    char path[256], esc[200], *config = NULL, *body = NULL;
+    json_t *doc = NULL;
+    int json = 0, c, rc = 0;
+
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "config") != 0)
+        return cli_usage_error("job", "give a subcommand: job config --job J FILE");
+    argc--;
+    argv++;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "J:S:jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'J': id = optarg; break;
+        case 'S': remote_set_options(optarg, NULL); break;
+        case 'j': json = 1; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("job config", "bad option");
+        }
+    }
+    if (!id || argc - optind != 1)
+        return cli_usage_error("job config", "give --job J and one FILE");
+    if ((rc = cli_load_job_config(argv[optind], &cfg)))
+        return rc;
+    remote_escape(id, esc, sizeof esc);
+    snprintf(path, sizeof path, "/v1/jobs/%s", esc);
+    if (remote_open(&r, &err))
+        return cli_fail(&err);
+    /* the job as it is: its hardware and description stay */
+    if (remote_call(&r, "GET", path, NULL, &resp, &err))
+        rc = cli_fail(&err);
+    else if (resp.status == 200)
+        doc = json_loads(resp.body, 0, NULL);
+    else if (resp.status != 404)
+        rc = remote_fail(&resp);
+    remote_resp_release(&resp);
+    if (!rc && (!(config = job_config_json(&cfg)) || !(body = job_body(config, doc))))
+        rc = cli_fail(&(struct sc_error){.code = SC_ENOMEM, .msg = "out of memory"});
+    if (!rc && remote_call(&r, "PUT", path, body, &resp, &err))
+        rc = cli_fail(&err);
+    else if (!rc && resp.status != 200 && resp.status != 201)
+        rc = remote_fail(&resp);
+    else if (!rc && json) {
+        json_t *job = json_loads(resp.body, 0, NULL);
+        rc = job ? cli_print_json(job) : 1;
+        json_decref(job);
+    } else if (!rc)
+        printf("job %s: config %s (%s)\n", id, config, resp.status == 201 ? "a new job" : "replaced");
+    remote_resp_release(&resp);
+    remote_close(&r);
+    json_decref(doc);
+    free(config);
+    free(body);
     return rc;
 }

@@ -23,8 +23,11 @@ static const char usage[] =
     "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
     "                       [--steps A-B] TRACE...\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
-    "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..}\n"
-    "       K: tp, pp, dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab, dtype, gpu\n";
+    "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
+    "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
+    "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
+    "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (README, whatif)\n"
+    "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n";
 
 /* Read and parse the job description at path; an exit status. */
 int cli_load_job_config(const char *path, struct job_config *cfg)
@@ -101,7 +104,7 @@ int cmd_whatif(int argc, char **argv)
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
-    memset(&set, 0, sizeof set);
+    job_config_init(&set);
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:S:jm:s:hC", opts, NULL)) != -1) {
         switch (c) {
@@ -178,7 +181,7 @@ int cmd_remote_whatif(int argc, char **argv)
     struct remote r;
     struct remote_resp resp;
     int c, rc, json = 0;
-    memset(&set, 0, sizeof set);
+    job_config_init(&set);
     optind = 1;
     while ((c = getopt_long(argc, argv, "M:S:jh", opts, NULL)) != -1) {
         switch (c) {

@@ -78,6 +78,7 @@ static const char usage[] =
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
+    "  job config --job J [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
     "  estimate, plan, hardware, ledger: as above, answered by the server\n"
@@ -231,6 +232,7 @@ int main(int argc, char **argv)
         {"diff", cmd_remote_diff, 1},
         {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
+        {"job", cmd_job, 0},
         {"models", cmd_models, 0},
         {"tokens", cmd_tokens, 0},
     };

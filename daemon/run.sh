@@ -2,8 +2,9 @@
 # daemon/run.sh BUILD_DIR: what `make run` does.
 #
 # Starts stepcastd on the embedded default store under ./var (port 8750),
-# loads the sample job in data/sample/ when there is one and builds its
-# model, prints the URL, the admin token, the dashboard's URL and an example
+# loads the sample job in data/sample/ when there is one, with its
+# description (data/sample-config.json: what-ifs start from it), and builds
+# its model, prints the URL, the admin token, the dashboard's URL and an example
 # query, then stays in the foreground until Ctrl-C (the daemon drains and
 # exits).
 set -eu
@@ -39,6 +40,7 @@ model=""
 if ls data/sample/*.json* >/dev/null 2>&1; then
     new=$("$B/stepcast" upload --job sample data/sample/*.json* 2>&1 >/dev/null |
         sed -n 's/.*(\([0-9]*\) new).*/\1/p')
+    "$B/stepcast" job config --job sample data/sample-config.json >/dev/null
     model=$("$B/stepcast" models --job sample | awk '$3 == "ready" { m = $1 } END { print m }')
     if [ "${new:-1}" != 0 ] || [ -z "$model" ]; then
         model=$("$B/stepcast" build --job sample --wait)
@@ -54,6 +56,7 @@ echo "dashboard:   $url/   (open it in a browser and paste the token)"
 if [ -n "$model" ]; then
     echo "the sample job's model: $model; try:"
     echo "  curl -H 'Authorization: Bearer $token' $url/v1/models/$model/replay"
+    echo "  curl -H 'Authorization: Bearer $token' -d '{\"set\":{\"dp\":8}}' $url/v1/models/$model/whatif"
 else
     echo "try:"
     echo "  curl -H 'Authorization: Bearer $token' $url/v1/jobs"

@@ -4,6 +4,7 @@
 #include "estimator/job_config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,32 +14,50 @@
 #include "estimator/spec.h"
 #include "common/banned.h"
 
-enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU };
+enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU, KEY_MLP, KEY_RECOMPUTE, KEY_BOOL };
 
 struct key {
-    const char *name;
+    const char *name; /* moe's members dotted: "moe.experts" */
     enum key_kind kind;
-    size_t off;     /* int64_t field of struct job_config (KEY_INT) */
-    int64_t max;
-    int required;   /* in a job description */
+    size_t off;       /* int64_t field of struct job_config (KEY_INT) */
+    int64_t min, max;
+    int required;     /* in a job description */
 };
 
-#define INTKEY(f, max, req) {#f, KEY_INT, offsetof(struct job_config, f), max, req}
+#define INTKEY(f, max, req) {#f, KEY_INT, offsetof(struct job_config, f), 1, max, req}
+/* zero_stage and moe.shared_experts take 0 */
+#define INTKEY0(f, max) {#f, KEY_INT, offsetof(struct job_config, f), 0, max, 0}
+#define NAMEKEY(name, kind) {name, kind, 0, 0, 0, 0}
+/* The spec's ranges (estimator/spec.c) where they are narrower. */
 static const struct key keys[] = {
-    INTKEY(tp, 1 << 16, 1),          INTKEY(pp, 1 << 16, 1),       INTKEY(dp, 1 << 20, 1),
+    INTKEY(tp, 1 << 16, 1),          INTKEY(pp, 1 << 16, 1),           INTKEY(dp, 1 << 20, 1),
     INTKEY(micro_batch, 1 << 20, 0), INTKEY(global_batch, 1 << 30, 0), INTKEY(layers, 1 << 16, 0),
-    INTKEY(hidden, 1 << 20, 0),      INTKEY(heads, 1 << 16, 0),    INTKEY(ffn, 1 << 24, 0),
-    INTKEY(seq, 1 << 24, 0),         INTKEY(vocab, 1 << 24, 0),    {"dtype", KEY_DTYPE, 0, 0, 0},
-    {"schedule", KEY_SCHEDULE, 0, 0, 0}, INTKEY(vpp, 1 << 10, 0), {"gpu", KEY_GPU, 0, 0, 0},
+    INTKEY(hidden, 1 << 20, 0),      INTKEY(heads, 1 << 16, 0),        INTKEY(ffn, 1 << 24, 0),
+    INTKEY(seq, 1 << 24, 0),         INTKEY(vocab, 1 << 24, 0),        NAMEKEY("dtype", KEY_DTYPE),
+    NAMEKEY("schedule", KEY_SCHEDULE), INTKEY(vpp, 1 << 10, 0),        NAMEKEY("gpu", KEY_GPU),
+    INTKEY(kv_heads, 1 << 16, 0),    NAMEKEY("mlp", KEY_MLP),          INTKEY(cp, 1 << 16, 0),
+    INTKEY(ep, 1 << 16, 0),          INTKEY(etp, 1 << 16, 0),          INTKEY0(zero_stage, 3),
+    NAMEKEY("sequence_parallel", KEY_BOOL), NAMEKEY("recompute", KEY_RECOMPUTE),
+    INTKEY(gpus_per_node, 1 << 20, 0),
+    {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, 1 << 16, 0},
+    {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, 1 << 16, 0},
+    {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, 1 << 24, 0},
+    {"moe.shared_experts", KEY_INT, offsetof(struct job_config, moe.shared_experts), 0, 1 << 10, 0},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
-static const char *const key_names[] = {"tp",  "pp",    "dp",  "micro_batch", "global_batch", "layers", "hidden",
-                                        "heads", "ffn", "seq", "vocab",       "dtype",        "schedule", "vpp", "gpu", NULL};
-
 const char *const *job_config_keys(void)
 {
-    return key_names;
+    static const char *names[N_KEYS + 1];
+    for (size_t i = 0; i < N_KEYS; i++)
+        names[i] = keys[i].name;
+    return names;
+}
+
+void job_config_init(struct job_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->sequence_parallel = -1;
 }
 
 static const struct key *find_key(const char *name)
@@ -54,62 +73,114 @@ static int64_t *int_field(struct job_config *c, const struct key *k)
     return (int64_t *)((char *)c + k->off);
 }
 
-/* Set key k of *c from an integer v or a string s (one of them given). */
-static int set_value(struct job_config *c, const struct key *k, const char *prefix, int has_int, long long v,
-                     const char *s, struct sc_error *err)
+static int64_t int_value(const struct job_config *c, const struct key *k)
+{
+    return *(const int64_t *)((const char *)c + k->off);
+}
+
+/* A value as given: an integer, a boolean or a string (any of them). */
+struct value {
+    int is_int, is_bool;
+    long long i;
+    int b;
+    const char *s;
+};
+
+/* Set key k of *c from v. */
+static int set_value(struct job_config *c, const struct key *k, const char *prefix, const struct value *v,
+                     struct sc_error *err)
 {
     switch (k->kind) {
     case KEY_INT:
-        if (!has_int || v < 1 || v > k->max)
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be an integer from 1 to %lld", prefix, k->name,
-                                (long long)k->max);
-        *int_field(c, k) = v;
+        if (!v->is_int || v->i < k->min || v->i > k->max)
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be an integer from %lld to %lld", prefix, k->name,
+                                (long long)k->min, (long long)k->max);
+        *int_field(c, k) = v->i;
+        if (k->off == offsetof(struct job_config, zero_stage))
+            c->has_zero_stage = 1;
         return SC_OK;
     case KEY_DTYPE:
-        if (!s || hw_dtype_parse(s, &c->dtype, err))
+        if (!v->s || hw_dtype_parse(v->s, &c->dtype, err))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be one of fp32, tf32, fp16, bf16, fp8, fp4", prefix,
                                 k->name);
         c->has_dtype = 1;
         return SC_OK;
     case KEY_SCHEDULE:
-        if (!s || est_schedule_parse(s, &c->schedule))
+        if (!v->s || est_schedule_parse(v->s, &c->schedule))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"1f1b\" or \"interleaved\"", prefix, k->name);
         c->has_schedule = 1;
         return SC_OK;
+    case KEY_MLP:
+        if (!v->s || est_mlp_parse(v->s, &c->mlp))
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"gelu\" or \"swiglu\"", prefix, k->name);
+        c->has_mlp = 1;
+        return SC_OK;
+    case KEY_RECOMPUTE: /* what a traced job ran: the spec's "auto" is a search */
+        if (!v->s || est_recompute_parse(v->s, &c->recompute) || c->recompute == EST_RECOMPUTE_AUTO)
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"none\", \"selective\" or \"full\"", prefix,
+                                k->name);
+        c->has_recompute = 1;
+        return SC_OK;
+    case KEY_BOOL:
+        if (!v->is_bool)
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be true or false", prefix, k->name);
+        c->sequence_parallel = v->b;
+        return SC_OK;
     case KEY_GPU:
-        if (!s || !hw_profile_find(s))
+        if (!v->s || !hw_profile_find(v->s))
             return sc_error_set(err, SC_EINVAL, "%s%s: no hardware profile named '%s' (see stepcast hardware)",
-                                prefix, k->name, s ? s : "");
-        snprintf(c->gpu, sizeof c->gpu, "%s", s);
+                                prefix, k->name, v->s ? v->s : "");
+        snprintf(c->gpu, sizeof c->gpu, "%s", v->s);
         return SC_OK;
     }
     return sc_error_set(err, SC_EINTERNAL, "bad key kind");
 }
 
-/* The members of a JSON object into *c; `set` allows gpu and requires
- * nothing. */
-static int from_object(const json_t *obj, int set, struct job_config *c, struct sc_error *err)
+/* The members of JSON object obj, whose keys are named after path ("" at
+ * the top, "moe." in moe), into *c; `set` allows gpu. */
+static int walk(const json_t *obj, const char *prefix, const char *path, int set, struct job_config *c,
+                struct sc_error *err)
 {
-    const char *prefix = set ? "set." : "";
     const char *name;
     json_t *v;
-    memset(c, 0, sizeof *c);
-    if (!json_is_object(obj))
-        return sc_error_set(err, SC_EINVAL, "%s: must be a JSON object", set ? "set" : "job description");
+    char full[80];
     json_object_foreach((json_t *)obj, name, v)
     {
-        const struct key *k = find_key(name);
+        snprintf(full, sizeof full, "%s%.64s", path, name);
+        const struct key *k = strchr(name, '.') ? NULL : find_key(full);
+        if (!*path && strcmp(name, "moe") == 0) {
+            if (!json_is_object(v))
+                return sc_error_set(err, SC_EINVAL, "%smoe: must be an object", prefix);
+            int rc = walk(v, prefix, "moe.", set, c, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (!k || (!set && k->kind == KEY_GPU))
-            return sc_error_set(err, SC_EINVAL, "%s%s: unknown key%s", prefix, name,
+            return sc_error_set(err, SC_EINVAL, "%s%s: unknown key%s", prefix, full,
                                 k ? " (the traced GPU is read from the trace)" : "");
-        int rc = set_value(c, k, prefix, json_is_integer(v), json_is_integer(v) ? json_integer_value(v) : 0,
-                           json_string_value(v), err);
+        struct value val = {json_is_integer(v), json_is_boolean(v), json_is_integer(v) ? json_integer_value(v) : 0,
+                            json_is_true(v), json_string_value(v)};
+        int rc = set_value(c, k, prefix, &val, err);
         if (rc)
             return rc;
     }
+    return SC_OK;
+}
+
+/* A JSON object into *c; `set` allows gpu and requires nothing. */
+static int from_object(const json_t *obj, int set, struct job_config *c, struct sc_error *err)
+{
+    const char *prefix = set ? "set." : "";
+    job_config_init(c);
+    if (!json_is_object(obj))
+        return sc_error_set(err, SC_EINVAL, "%s: must be a JSON object", set ? "set" : "job description");
+    int rc = walk(obj, prefix, "", set, c, err);
+    if (rc)
+        return rc;
     if (!set)
         for (size_t i = 0; i < N_KEYS; i++)
-            if (keys[i].required && *int_field(c, &keys[i]) == 0)
+            if (keys[i].required && int_value(c, &keys[i]) == 0)
                 return sc_error_set(err, SC_EINVAL, "%s: required (the job description gives tp, pp and dp)",
                                     keys[i].name);
     return set ? SC_OK : job_config_check_schedule(c, "", err);
@@ -143,7 +214,7 @@ int job_config_parse_set_json(const char *text, size_t len, struct job_config *o
 int job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err)
 {
     char item[160];
-    memset(out, 0, sizeof *out);
+    job_config_init(out);
     if (!list || !*list)
         return sc_error_set(err, SC_EINVAL, "set: empty (give k=v,k=v)");
     for (const char *p = list; *p;) {
@@ -162,9 +233,11 @@ int job_config_parse_set_list(const char *list, struct job_config *out, struct s
             return sc_error_set(err, SC_EINVAL, "set.%s: unknown key", item);
         char *end;
         errno = 0;
-        long long v = strtoll(eq + 1, &end, 10);
-        int is_int = eq[1] && !*end && errno == 0;
-        int rc = set_value(out, k, "set.", is_int, v, eq + 1, err);
+        struct value v = {0, 0, strtoll(eq + 1, &end, 10), 0, eq + 1};
+        v.is_int = eq[1] && !*end && errno == 0;
+        v.b = strcmp(eq + 1, "true") == 0;
+        v.is_bool = v.b || strcmp(eq + 1, "false") == 0;
+        int rc = set_value(out, k, "set.", &v, err);
         if (rc)
             return rc;
     }
@@ -175,8 +248,12 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
 {
     *out = *base;
     for (size_t i = 0; i < N_KEYS; i++)
-        if (keys[i].kind == KEY_INT && *int_field((struct job_config *)set, &keys[i]))
-            *int_field(out, &keys[i]) = *int_field((struct job_config *)set, &keys[i]);
+        if (keys[i].kind == KEY_INT && int_value(set, &keys[i]))
+            *int_field(out, &keys[i]) = int_value(set, &keys[i]);
+    if (set->has_zero_stage) {
+        out->has_zero_stage = 1;
+        out->zero_stage = set->zero_stage;
+    }
     if (set->has_dtype) {
         out->has_dtype = 1;
         out->dtype = set->dtype;
@@ -185,6 +262,16 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
         out->has_schedule = 1;
         out->schedule = set->schedule;
     }
+    if (set->has_mlp) {
+        out->has_mlp = 1;
+        out->mlp = set->mlp;
+    }
+    if (set->has_recompute) {
+        out->has_recompute = 1;
+        out->recompute = set->recompute;
+    }
+    if (set->sequence_parallel >= 0)
+        out->sequence_parallel = set->sequence_parallel;
     if (set->gpu[0])
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
 }
@@ -197,6 +284,16 @@ enum est_schedule job_config_schedule(const struct job_config *c)
 int64_t job_config_vpp(const struct job_config *c)
 {
     return c->vpp ? c->vpp : 1;
+}
+
+int job_config_sequence_parallel(const struct job_config *c)
+{
+    return c->sequence_parallel > 0;
+}
+
+int64_t job_config_world_size(const struct job_config *c)
+{
+    return c->tp * (c->cp ? c->cp : 1) * c->pp * c->dp;
 }
 
 int job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err)
@@ -214,58 +311,135 @@ int64_t job_config_micro_batches(const struct job_config *c)
 
 char *job_config_json(const struct job_config *c)
 {
-    json_t *o = json_object();
+    json_t *o = json_object(), *moe = NULL;
     for (size_t i = 0; o && i < N_KEYS; i++) {
         const struct key *k = &keys[i];
-        if (k->kind == KEY_INT && *int_field((struct job_config *)c, k))
-            json_object_set_new(o, k->name, json_integer(*int_field((struct job_config *)c, k)));
-        else if (k->kind == KEY_DTYPE && c->has_dtype)
-            json_object_set_new(o, k->name, json_string(hw_dtype_name(c->dtype)));
-        else if (k->kind == KEY_SCHEDULE && c->has_schedule)
-            json_object_set_new(o, k->name, json_string(est_schedule_name(c->schedule)));
-        else if (k->kind == KEY_GPU && c->gpu[0])
-            json_object_set_new(o, k->name, json_string(c->gpu));
+        json_t *v = NULL;
+        switch (k->kind) {
+        case KEY_INT:
+            if (int_value(c, k) || (k->off == offsetof(struct job_config, zero_stage) && c->has_zero_stage))
+                v = json_integer(int_value(c, k));
+            break;
+        case KEY_DTYPE: v = c->has_dtype ? json_string(hw_dtype_name(c->dtype)) : NULL; break;
+        case KEY_SCHEDULE: v = c->has_schedule ? json_string(est_schedule_name(c->schedule)) : NULL; break;
+        case KEY_MLP: v = c->has_mlp ? json_string(est_mlp_name(c->mlp)) : NULL; break;
+        case KEY_RECOMPUTE: v = c->has_recompute ? json_string(est_recompute_name(c->recompute)) : NULL; break;
+        case KEY_BOOL: v = c->sequence_parallel >= 0 ? json_boolean(c->sequence_parallel) : NULL; break;
+        case KEY_GPU: v = c->gpu[0] ? json_string(c->gpu) : NULL; break;
+        }
+        if (!v)
+            continue;
+        if (strncmp(k->name, "moe.", 4) == 0) {
+            if (!moe)
+                json_object_set_new(o, "moe", moe = json_object());
+            json_object_set_new(moe, k->name + 4, v);
+        } else {
+            json_object_set_new(o, k->name, v);
+        }
     }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
 }
 
+/* A JSON text written into text[0..size): n its length (size once it
+ * overflowed), first whether the next member opens its object. */
+struct out {
+    char *text;
+    size_t size, n;
+    int first;
+};
+
+static void vput(struct out *o, const char *fmt, va_list ap)
+{
+    int k = o->n < o->size ? vsnprintf(o->text + o->n, o->size - o->n, fmt, ap) : 0;
+    o->n = k < 0 || o->n + (size_t)k >= o->size ? o->size : o->n + (size_t)k;
+}
+
+/* Text as it is; "{" in it opens an object (its next member first). */
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput(o, fmt, ap);
+    va_end(ap);
+    o->first = fmt[strlen(fmt) - 1] == '{';
+}
+
+/* A member of the open object, after a comma unless it is the first. */
+static void member(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void member(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    if (!o->first)
+        put(o, ",");
+    va_start(ap, fmt);
+    vput(o, fmt, ap);
+    va_end(ap);
+    o->first = 0;
+}
+
+/* A member for each int key of names that c gives (not 0), named without
+ * its object's prefix ("moe.top_k": "top_k"). */
+static void int_members(struct out *o, const struct job_config *c, const char *const *names)
+{
+    for (; *names; names++) {
+        int64_t v = int_value(c, find_key(*names));
+        const char *dot = strchr(*names, '.');
+        if (v)
+            member(o, "\"%s\":%lld", dot ? dot + 1 : *names, (long long)v);
+    }
+}
+
 int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err)
 {
+    static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", NULL};
+    static const char *const moe_keys[] = {"moe.experts", "moe.top_k", "moe.ffn", "moe.shared_experts", NULL};
+    static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
+    struct out o = {text, size, 0, 0};
     if (!c->layers || !c->hidden || !c->heads || !c->seq)
         return sc_error_set(err, SC_EINVAL, "the job description lacks layers, hidden, heads or seq");
-    int n = snprintf(text, size, "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"seq\":%lld",
-                     (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->seq);
-    if (c->ffn)
-        n += snprintf(text + n, size - (size_t)n, ",\"ffn\":%lld", (long long)c->ffn);
-    if (c->vocab)
-        n += snprintf(text + n, size - (size_t)n, ",\"vocab\":%lld", (long long)c->vocab);
-    char par[256] = ""; /* the parallel object's members, each after a comma */
-    int p = 0;
+    put(&o, "{\"model\":{");
+    int_members(&o, c, model_keys);
+    if (c->has_mlp)
+        member(&o, "\"mlp\":\"%s\"", est_mlp_name(c->mlp));
+    if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
+        member(&o, "\"moe\":{");
+        o.first = 1;
+        int_members(&o, c, moe_keys);
+        put(&o, "}");
+    }
+    put(&o, "},\"parallel\":{");
     if (!open)
-        p += snprintf(par + p, sizeof par - (size_t)p,
-                      ",\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"schedule\":\"%s\",\"vpp\":%lld",
-                      (long long)c->tp, (long long)c->pp, (long long)c->dp,
-                      (long long)(c->micro_batch ? c->micro_batch : 1), est_schedule_name(job_config_schedule(c)),
-                      (long long)job_config_vpp(c));
+        member(&o, "\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"schedule\":\"%s\",\"vpp\":%lld",
+               (long long)c->tp, (long long)c->pp, (long long)c->dp, (long long)(c->micro_batch ? c->micro_batch : 1),
+               est_schedule_name(job_config_schedule(c)), (long long)job_config_vpp(c));
     else if (!c->micro_batch) /* a what-if keeps it (a spec's default: 1) */
-        p += snprintf(par + p, sizeof par - (size_t)p, ",\"micro_batch\":1");
-    if (c->global_batch)
-        snprintf(par + p, sizeof par - (size_t)p, ",\"global_batch\":%lld", (long long)c->global_batch);
-    n += snprintf(text + n, size - (size_t)n, "},\"parallel\":{%s},\"cluster\":{\"gpu\":\"%s\"}",
-                  par[0] ? par + 1 : "", gpu);
+        member(&o, "\"micro_batch\":1");
+    int_members(&o, c, par_keys);
+    put(&o, "},\"cluster\":{\"gpu\":\"%s\"", gpu);
+    if (c->gpus_per_node)
+        member(&o, "\"gpus_per_node\":%lld", (long long)c->gpus_per_node);
+    put(&o, "},\"options\":{");
     if (c->has_dtype)
-        n += snprintf(text + n, size - (size_t)n, ",\"options\":{\"dtype\":\"%s\"}", hw_dtype_name(c->dtype));
-    if ((size_t)snprintf(text + n, size - (size_t)n, "}") >= size - (size_t)n)
+        member(&o, "\"dtype\":\"%s\"", hw_dtype_name(c->dtype));
+    if (c->has_recompute)
+        member(&o, "\"recompute\":\"%s\"", est_recompute_name(c->recompute));
+    if (c->has_zero_stage)
+        member(&o, "\"zero_stage\":%lld", (long long)c->zero_stage);
+    if (c->sequence_parallel >= 0)
+        member(&o, "\"sequence_parallel\":%s", c->sequence_parallel ? "true" : "false");
+    put(&o, "}}");
+    if (o.n >= size)
         return sc_error_set(err, SC_ELIMIT, "the job description's spec is too long");
     return SC_OK;
 }
 
 int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err)
 {
-    char text[1024];
+    char text[JOB_CONFIG_SPEC_TEXT_MAX];
     int rc = job_config_spec_text(c, gpu, 0, text, sizeof text, err);
     if (rc)
         return rc;

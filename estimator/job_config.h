@@ -4,19 +4,25 @@
  * A job description is one JSON object,
  *   {"tp":2,"pp":1,"dp":4,"micro_batch":2,"global_batch":64,"layers":24,
  *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16",
- *    "schedule":"1f1b","vpp":1}
+ *    "schedule":"1f1b","vpp":1,"kv_heads":16,"mlp":"gelu","cp":1,"ep":1,
+ *    "etp":2,"zero_stage":1,"sequence_parallel":true,"recompute":"none",
+ *    "gpus_per_node":8,"moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0}}
  * with tp, pp and dp required and every other key optional (`stepcast
- * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}). The pipeline
- * schedule is Megatron-LM's "1f1b" or "interleaved" over vpp virtual
- * stages per pipeline rank (defaults 1f1b and 1), checked as a spec's is
- * (est_schedule_check, spec.h). A what-if's
- * `set` takes the same keys, any subset, and `gpu` (a hardware profile id),
- * given as "k=v,k=v" on the command line or as a JSON object over HTTP.
- * The traced GPU is never described: it is read from the trace.
+ * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}, `stepcast job
+ * config`). Each optional key means what the spec's key of that name means
+ * (README, "Estimating a configuration") and defaults as it does; the
+ * pipeline schedule is Megatron-LM's "1f1b" or "interleaved" over vpp
+ * virtual stages per pipeline rank, checked as a spec's is
+ * (est_schedule_check, spec.h). A what-if's `set` takes the same keys, any
+ * subset, and `gpu` (a hardware profile id), given as "k=v,k=v" on the
+ * command line (moe's members dotted: "moe.experts=16"; booleans true or
+ * false) or as a JSON object over HTTP. The traced GPU is never described:
+ * it is read from the trace.
  *
  * Parsing is strict: an unknown key, a value of the wrong type or outside
  * its range is SC_EINVAL with a message that starts with the key (for a
- * set: "set.dp: ..."), so callers can name the field. */
+ * set: "set.dp: ...", "set.moe.experts: ..."), so callers can name the
+ * field. */
 #ifndef ESTIMATOR_JOB_CONFIG_H
 #define ESTIMATOR_JOB_CONFIG_H
 
@@ -40,15 +46,34 @@ struct job_config {
     enum hw_dtype dtype;
     enum est_schedule schedule; /* when has_schedule; else 1f1b */
     char gpu[48]; /* a set's target GPU (profile id); "" = not given */
+    /* the spec's keys of these names; 0 = not given (zero_stage: use
+     * has_zero_stage) */
+    int64_t kv_heads, cp, ep, etp, zero_stage, gpus_per_node;
+    int has_zero_stage;
+    int has_mlp;
+    enum est_mlp mlp;
+    int sequence_parallel; /* -1 = not given, else 0 or 1 */
+    int has_recompute;
+    enum est_recompute recompute; /* none, selective or full */
+    struct {
+        int64_t experts, top_k, ffn, shared_experts;
+    } moe; /* 0 = not given */
 };
+
+/* The largest spec text job_config_spec_text writes. */
+#define JOB_CONFIG_SPEC_TEXT_MAX 2048
+
+/* *c empty: nothing given (sequence_parallel -1, every other field 0). A
+ * description or set made by hand starts from it. */
+void job_config_init(struct job_config *c);
 
 /* Parse a job description (text of len bytes). SC_EPARSE for bad JSON,
  * SC_EINVAL naming the key otherwise (tp, pp and dp are required). */
 int job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err);
 
 /* Parse a what-if's set given as "k=v,k=v" (the command line) or as a JSON
- * object's text (HTTP) into *out (zeroed first: only what is given is
- * set). An unknown gpu is SC_EINVAL naming set.gpu. */
+ * object's text (HTTP) into *out (job_config_init first: only what is
+ * given is set). An unknown gpu is SC_EINVAL naming set.gpu. */
 int job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err);
 int job_config_parse_set_json(const char *text, size_t len, struct job_config *out,
                               struct sc_error *err);
@@ -61,6 +86,11 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
  * defaults (1f1b, 1) where it gives none. */
 enum est_schedule job_config_schedule(const struct job_config *c);
 int64_t job_config_vpp(const struct job_config *c);
+/* Whether c runs sequence parallelism: as given, else the spec's default
+ * (options.sequence_parallel false). */
+int job_config_sequence_parallel(const struct job_config *c);
+/* The GPUs c describes: tp x cp x pp x dp (cp 1 when not given). */
+int64_t job_config_world_size(const struct job_config *c);
 
 /* c's schedule checked as a spec's is (est_schedule_check), the fields
  * named after prefix ("" for a description, "set." for a what-if's
@@ -76,17 +106,19 @@ int64_t job_config_micro_batches(const struct job_config *c);
 char *job_config_json(const struct job_config *c);
 
 /* The spec (estimator/spec.h) of configuration c on GPU profile `gpu`:
- * its model and parallelism, the spec's defaults for the rest.
+ * every key c gives, the spec's defaults for the rest.
  * SC_EINVAL when c lacks layers, hidden, heads or seq, or the spec's own
  * checks fail (the field named). */
 int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
-/* The text of that spec into text[0..size); with `open`, its parallel
- * object gives only the global batch (and micro_batch 1 where c gives no
- * micro_batch): the planner's template (whatif_plan.h). */
+/* The text of that spec into text[0..size) (JOB_CONFIG_SPEC_TEXT_MAX
+ * bytes hold any); with `open`, its parallel object leaves tp, pp, dp,
+ * the schedule, vpp and micro_batch open (micro_batch is 1 where c gives
+ * none): the planner's template (whatif_plan.h). */
 int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err);
 
-/* Every key a set accepts ("tp", ..., "schedule", "vpp", "gpu"), NULL-terminated. */
+/* Every key a set accepts ("tp", ..., "schedule", "vpp", "gpu", ...,
+ * "moe.experts", ...: moe's members dotted), NULL-terminated. */
 const char *const *job_config_keys(void);
 
 #endif

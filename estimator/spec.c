@@ -545,30 +545,55 @@ int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int6
     return SC_OK;
 }
 
-int est_schedule_parse(const char *name, enum est_schedule *out)
+/* The value of `name` in names into *out (an enum's int); SC_EINVAL for
+ * another name. */
+static int name_find(const struct name_value *names, const char *name, int *out)
 {
-    for (const struct name_value *n = schedule_names; n->name; n++)
+    for (const struct name_value *n = names; n->name; n++)
         if (strcmp(n->name, name) == 0) {
-            *out = (enum est_schedule)n->value;
+            *out = n->value;
             return SC_OK;
         }
     return SC_EINVAL;
 }
 
+/* The name of value v in names (the first name for an unknown value). */
+static const char *name_of(const struct name_value *names, int v)
+{
+    for (const struct name_value *n = names; n->name; n++)
+        if (n->value == v)
+            return n->name;
+    return names[0].name;
+}
+
+int est_schedule_parse(const char *name, enum est_schedule *out)
+{
+    return name_find(schedule_names, name, (int *)out);
+}
+
+int est_mlp_parse(const char *name, enum est_mlp *out)
+{
+    return name_find(mlp_names, name, (int *)out);
+}
+
+const char *est_mlp_name(enum est_mlp m)
+{
+    return name_of(mlp_names, (int)m);
+}
+
+int est_recompute_parse(const char *name, enum est_recompute *out)
+{
+    return name_find(recompute_names, name, (int *)out);
+}
+
 const char *est_schedule_name(enum est_schedule s)
 {
-    for (const struct name_value *n = schedule_names; n->name; n++)
-        if (n->value == (int)s)
-            return n->name;
-    return schedule_names[0].name;
+    return name_of(schedule_names, (int)s);
 }
 
 const char *est_recompute_name(enum est_recompute r)
 {
-    for (const struct name_value *n = recompute_names; n->name; n++)
-        if (n->value == (int)r)
-            return n->name;
-    return recompute_names[0].name;
+    return name_of(recompute_names, (int)r);
 }
 
 int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)

@@ -160,8 +160,13 @@ int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int6
  * back. */
 int est_schedule_parse(const char *name, enum est_schedule *out);
 const char *est_schedule_name(enum est_schedule s);
-/* "none", "selective", "full" or "auto". */
+/* "none", "selective", "full" or "auto" to the recomputation (SC_EINVAL
+ * for another name), and back. */
+int est_recompute_parse(const char *name, enum est_recompute *out);
 const char *est_recompute_name(enum est_recompute r);
+/* "gelu" or "swiglu" to the MLP (SC_EINVAL for another name), and back. */
+int est_mlp_parse(const char *name, enum est_mlp *out);
+const char *est_mlp_name(enum est_mlp m);
 
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is

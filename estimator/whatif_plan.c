@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "estimator/job_check.h"
 #include "estimator/memory.h"
 #include "estimator/structure.h"
 #include "estimator/whatif.h"
@@ -29,7 +30,7 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
 {
     static const char *const need[] = {"layers", "hidden", "heads", "seq", "global_batch"};
     const int64_t have[] = {base->layers, base->hidden, base->heads, base->seq, base->global_batch};
-    char text[1024];
+    char text[JOB_CONFIG_SPEC_TEXT_MAX];
     int rc;
     for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
         if (!have[k])
@@ -44,7 +45,9 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
         (rc = job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
         (rc = est_spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
         return sc_error_prefix(err, "config");
-    if ((rc = job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)))
+    if ((rc = job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)) ||
+        (rc = job_check_world_size(base, w->structure.world_size, "config.", err)) ||
+        (rc = job_check_mfu(base, w->hw, w->base_step_ms, "config.", err)))
         return rc;
     for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
         give(&req->given, kept[k]);
@@ -58,7 +61,7 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     struct whatif_result res;
     struct est_memory mem;
     int rc;
-    memset(&set, 0, sizeof set);
+    job_config_init(&set);
     memset(out, 0, sizeof *out);
     set.tp = s->parallel.tp;
     set.pp = s->parallel.pp;

@@ -3,15 +3,18 @@
  * configuration, so the job's own kernels and overheads carry over
  * (`stepcast plan --from-model`, POST /v1/models/{id}/plan).
  *
- * The template is the job description's model (layers, hidden, heads and
- * seq required, ffn, vocab and dtype when given) with its global batch
- * (required: a plan keeps it) on the traced GPU. A what-if changes tp, pp,
+ * The template is the job description's spec (job_config_spec_text: its
+ * model, layers, hidden, heads and seq required, with its global batch,
+ * required: a plan keeps it) on the traced GPU. A what-if changes tp, pp,
  * dp and micro_batch (micro_batch only when the description gives it), so
  * those are searched and the rest is fixed at what the what-if keeps:
- * cp 1, the 1F1B schedule, the spec's default options (no recomputation,
- * no sequence parallelism, its ZeRO stage). Memory and divisibility are
- * checked as for any plan. The evaluator has no bound: nothing is pruned,
- * every feasible candidate is a what-if. */
+ * the description's cp, ep, recomputation, sequence parallelism and ZeRO
+ * stage (the spec's defaults where it gives none), the 1F1B schedule.
+ * A description its traces contradict (job_check.h: the world size, an
+ * MFU above 1 in the traced step) is refused, naming the field after
+ * "config.". Memory and divisibility are checked as for any plan. The
+ * evaluator has no bound: nothing is pruned, every feasible candidate is
+ * a what-if. */
 #ifndef ESTIMATOR_WHATIF_PLAN_H
 #define ESTIMATOR_WHATIF_PLAN_H
 

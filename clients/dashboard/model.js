@@ -1,11 +1,13 @@
 // clients/dashboard/model.js: one model: measured against replayed step
 // time per rank and step, the breakdown, the critical path by bound, the
 // work with the most time on it, scale controls that re-query the replay,
-// and the download of a rank's replayed timeline.
+// the download of a rank's replayed timeline, and its job's description
+// with the what-if form.
 
 import { ApiError, api, path } from './api.js';
 import { bars } from './charts.js';
 import { el, errorBox, ms, pct, table } from './dom.js';
+import { jobConfigSection } from './jobconfig.js';
 import { opportunitiesTable } from './opportunities.js';
 import { routeSection } from './routes.js';
 
@@ -221,7 +223,8 @@ export async function modelView(view, id) {
     el('section', {}, el('h2', {}, 'Replayed timeline'), timelineDownload(id, m.n_ranks, scaleQuery)));
   await redraw();
   view.append(
-    await routeSection('What-if', 'POST', '/v1/models/{id}/whatif', { id }),
+    await jobConfigSection(m.job),
+    await routeSection('What-if: {"set": {"dp": 16, "gpu": "h100-sxm"}}', 'POST', '/v1/models/{id}/whatif', { id }),
     await routeSection('Opportunities of this model', 'GET', '/v1/models/{id}/opportunities', { id }, opportunitiesTable),
     await routeSection('Diff against another model: {"other": ID}', 'POST', '/v1/models/{id}/diff', { id }));
 }

@@ -1,6 +1,6 @@
 // tests/browser/dashboard.mjs: the dashboard in a real browser.
 //
-//   node tests/browser/dashboard.mjs [BUILD_DIR]
+//   node tests/browser/dashboard.mjs [BUILD_DIR [SUBSTRING]]
 //
 // Starts build/stepcastd on 127.0.0.1 (a free port, a temp store), loads the
 // sample job and a job whose kernel names and description are markup, then
@@ -19,6 +19,7 @@ import { gunzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const BUILD = process.argv[2] || 'build';
+const ONLY = process.argv[3]; // run only the tests whose name holds it
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ADMIN = 'admin-secret-0123456789abcdef';
 const SHOTS = join(BUILD, 'screenshots');
@@ -329,8 +330,30 @@ test('opportunities: the fleet ranked, a model\'s opportunities as a table', asy
   page.check();
 });
 
+test('what-if: the job description saved from the page, then a what-if from it answers', async (ctx, page) => {
+  await login(page, ctx.d);
+  await openModel(page, ctx.d, ctx.models.sample);
+  const config = { tp: 1, pp: 1, dp: 4, layers: 8 };
+  await page.waitForSelector('section.job-config textarea');
+  await page.fill('section.job-config textarea', JSON.stringify(config));
+  await page.click('section.job-config button');
+  await page.waitForSelector('section.job-config .saved');
+  const job = await call(ctx.d, 'GET', '/v1/jobs/sample');
+  assert(JSON.stringify(job.config) === JSON.stringify({ dp: 4, layers: 8, pp: 1, tp: 1 }),
+    `the job's config: ${JSON.stringify(job.config)}`);
+  const whatif = 'section.route[data-route="POST /v1/models/{id}/whatif"]';
+  await page.fill(`${whatif} textarea`, '{"set": {"dp": 8}}');
+  await page.click(`${whatif} button`);
+  await page.waitForSelector(`${whatif} pre.json, ${whatif} .error`);
+  const answer = await page.textContent(whatif);
+  assert(answer.includes('"step_ms"') && answer.includes('"dp": 8'), `the what-if's answer: ${answer.slice(0, 300)}`);
+  await shot(page, 'dashboard-whatif.png');
+  page.check([PROBE]);
+});
+
 async function main() {
   mkdirSync(SHOTS, { recursive: true });
+  const chosen = tests.filter(t => !ONLY || t.name.includes(ONLY));
   let d, browser, passed = 0, failed = 0;
   try {
     d = await startDaemon();
@@ -342,7 +365,7 @@ async function main() {
       d, models,
       page_requests_with_token: page => page.seen.requests.some(u => u.includes(ADMIN)) || page.url().includes(ADMIN),
     };
-    for (const t of tests) {
+    for (const t of chosen) {
       const page = await openPage(browser, d);
       const t0 = Date.now();
       try {
@@ -358,7 +381,7 @@ async function main() {
     }
   } catch (e) {
     console.log(`FAIL the browser tests could not run: ${e.message}`);
-    failed += tests.length - passed - failed;
+    failed += chosen.length - passed - failed;
   } finally {
     if (browser) await browser.close();
     if (d) await d.stop();

@@ -147,6 +147,17 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4}", &r), 422);
     CHECK_CONTAINS(r.body, "config.layers");
     svc_resp_release(&r);
+    /* a global batch the traced step cannot have run (MFU above 1): 422
+     * naming it, not a plan at an MFU of hundreds of percent */
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/mp",
+                           "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8192,"
+                           "\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048}}",
+                           NULL),
+                 200);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4}", &r), 422);
+    CHECK_CONTAINS(r.body, "config.global_batch: 8192 sequences");
+    CHECK_CONTAINS(r.body, "MFU");
+    svc_resp_release(&r);
     char cfg_body[512];
     snprintf(cfg_body, sizeof cfg_body, "{\"config\":%s}", config);
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/mp", cfg_body, NULL), 200);

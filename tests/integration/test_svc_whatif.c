@@ -89,7 +89,7 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2}}", &r), 422);
     CHECK_CONTAINS(r.body, "config");
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/ctl", "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":8,\"ep\":1}}", NULL),
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/ctl", "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":8,\"zero\":1}}", NULL),
                  200);
 
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":2,\"gpu\":\"v100-sxm2-16gb\"}}", &r), 200);

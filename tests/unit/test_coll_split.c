@@ -159,7 +159,7 @@ TEST(coll_split_sized_collective_wait_and_scales)
     struct whatif_result wr;
     struct sc_error err;
     const char *desc = "{\"tp\":1,\"pp\":1,\"dp\":8}";
-    memset(&set, 0, sizeof set);
+    job_config_init(&set);
     REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
     if (whatif_run(s.g, &cfg, &set, &wr, &err) == SC_OK) {
         CHECK(near_us(wr.collective_wait_ms * 1e6, WAIT_US, 2));
