@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "estimator/hardware.h"
+#include "estimator/job_check.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -364,14 +365,6 @@ static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_
     return layer >= 0 ? STRUCT_ROLE_TP : STRUCT_ROLE_DP;
 }
 
-/* A group size the description's parallelism has. */
-static int size_fits(int64_t size, int op, const struct job_config *c)
-{
-    int64_t world = c->tp * c->pp * c->dp;
-    return size == c->tp || size == c->dp || size == c->pp || size == c->tp * c->dp ||
-           size == c->tp * c->pp || size == world || (struct_coll_is_p2p(op) && size == 2 && c->pp > 1);
-}
-
 /* The error for a collective of `size` ranks no group of c has. */
 static int contradiction(const struct job_config *c, int64_t size, int op, const char *what, const char *name,
                          struct sc_error *err)
@@ -388,7 +381,7 @@ static int check_groups(const struct model_graph *g, const struct job_config *c,
 {
     for (size_t k = 0; k < g->n_groups; k++) {
         const struct model_coll_group *gr = &g->groups[k];
-        if (gr->size > 1 && !size_fits(gr->size, gr->op, c))
+        if (gr->size > 1 && !job_config_has_group(c, gr->size, struct_coll_is_p2p(gr->op)))
             return contradiction(c, gr->size, gr->op, "on process group", model_graph_str(g, gr->pg), err);
     }
     return SC_OK;
@@ -418,17 +411,13 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     job_structure_gpu(g, &hw, out->device_name, sizeof out->device_name, &ignored);
     out->gpu = hw;
 
-    int64_t world = cfg->tp * cfg->pp * cfg->dp;
     for (uint16_t r = 0; r < g->n_ranks; r++) {
         const struct model_trace *t = job_structure_trace(g, r);
         if (t && t->world_size > 0) {
             out->world_size = t->world_size;
-            if (t->world_size != world) {
+            if (job_check_world_size(cfg, t->world_size, "", err)) {
                 job_structure_release(out);
-                return sc_error_set(err, SC_EINVAL,
-                                    "job description: tp x pp x dp = %lld GPUs, but the trace's world size "
-                                    "(distributedInfo) is %lld",
-                                    (long long)world, (long long)t->world_size);
+                return err->code;
             }
         }
     }
@@ -476,7 +465,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         if (g->tasks[i].cls != MODEL_TASK_COMM)
             continue;
         comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
-        if (out->coll_size[i] && !size_fits(out->coll_size[i], g->tasks[i].sub, cfg)) {
+        if (out->coll_size[i] && !job_config_has_group(cfg, out->coll_size[i], struct_coll_is_p2p(g->tasks[i].sub))) {
             rc = contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel", model_graph_str(g, g->src[i].name),
                                err);
             job_structure_release(out);

@@ -29,7 +29,7 @@
  * Point-to-point kernels are pipeline transfers when pp > 1, else the
  * all-to-all of the data-parallel group (NCCL runs all-to-all as send/recv).
  *
- * Checks (a contradiction is SC_EINVAL naming both sides): tp x pp x dp
+ * Checks (a contradiction is SC_EINVAL naming both sides; job_check.h): tp x cp x pp x dp
  * against the trace's world size; every collective group size the trace
  * gives against the groups the description has (tp, dp, the pipeline's
  * pairs, tp x dp, the world); the layers the module annotations show

@@ -15,6 +15,7 @@
 #include "estimator/gemm_samples.h"
 #include "estimator/graph_copy.h"
 #include "estimator/hardware.h"
+#include "estimator/job_check.h"
 #include "estimator/kernel_model.h"
 #include "estimator/memory.h"
 #include "estimator/spec.h"
@@ -433,12 +434,6 @@ static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const
     return SC_OK;
 }
 
-static int whatif_sequence_parallel(const struct job_config *c)
-{
-    (void)c;
-    return 0;
-}
-
 /* tp 1 -> more: the collectives Megatron runs, where it runs them
  * (tp_placement.h), each timed by the collective model for its size on
  * the target's tensor-parallel group. */
@@ -495,7 +490,7 @@ static int shapes(struct wf *w, struct sc_error *err)
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
     int8_t *split = NULL; /* per name, when tp changes (tp_split_memory_kernel) */
-    int sp = t->tp > 1 && whatif_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
+    int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
     struct tp_placement pl = {0};
     if (from_tp1 && (rc = tp_placement_find(g, w->st, sp, &pl, err)))
         return rc;
@@ -907,6 +902,11 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     out->base = *base;
     snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
+    /* a description whose batch the traced step could not have run (an
+     * MFU above 1) is the job's error */
+    if ((base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))) ||
+        (rc = job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
+        goto done;
     job_config_apply(&out->base, set, &out->target);
     if (out->target.global_batch && out->target.micro_batch &&
         out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
@@ -961,8 +961,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
         job_config_vpp(&out->target) != job_config_vpp(&out->base)) {
-        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)) ||
-            (base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))))
+        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
             goto done;
         out->base_step_ms = base_step_ms;
         out->sizes_unknown = w.sizes_unknown;
@@ -982,8 +981,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         }
     }
     if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
-        (rc = model_replay_run(out->graph, &ro, &out->replay, err)) ||
-        (base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))))
+        (rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         goto done;
     size_t steps;
     out->step_ms = mean_step_ms(out->replay, &steps);
