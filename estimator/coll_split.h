@@ -52,10 +52,11 @@ void coll_split_release(struct coll_split *s);
 double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes);
 
 /* The waits of g's kept collectives for a replay (model/replay.h), the
- * model on the traced GPU's profile, each collective's group its size in
- * the trace (else the trace's world size), its members packed into NVLink
- * domains. Without a profile for the traced GPU, or a group size, nothing
- * is split. *out from malloc (NULL when *n is 0). */
+ * model on the traced GPU's profile, each collective's group as large as
+ * its group in g says (model/graph.h: the trace's group size, else its
+ * world size), its members packed into NVLink domains. Without a profile
+ * for the traced GPU, or a group of more than one rank, nothing is split.
+ * *out from malloc (NULL when *n is 0). */
 int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err);
 
 #endif
