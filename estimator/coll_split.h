@@ -1,6 +1,7 @@
-/* estimator/coll_split.h: a single traced rank's collectives split into
- * the transfer and the wait for untraced peers their traced time holds,
- * for the what-if (whatif.h) and the replay (model/replay.h waits) alike.
+/* estimator/coll_split.h: collectives with untraced peers (of a single
+ * traced rank, or of k of a job's N ranks) split into the transfer and
+ * the wait for those peers their traced time holds, for the what-if
+ * (whatif.h) and the replay (model/replay.h waits) alike.
  *
  * A collective kept for untraced peers (model/graph.h) lasts, in the
  * trace, its transfer plus the time the traced rank waited for the last
