@@ -9,6 +9,7 @@
 #include "estimator/structure.h"
 #include "model/collective.h"
 #include "model/graph.h"
+#include "model/trace.h"
 #include "common/banned.h"
 
 double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
@@ -174,20 +175,29 @@ out:
 
 struct replay_layout {
     const struct model_graph *g;
+    int64_t *world;  /* per rank: its trace's world size, or -1 */
     int node;        /* GPUs per NVLink domain */
 };
 
-/* A kept collective's group: the ranks its group holds (model/graph.h:
- * the trace's group size, else the world's), packed into domains;
+int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world)
+{
+    uint32_t group = g->tasks[i].group;
+    if (group != MODEL_NONE && g->groups[group].size > 1)
+        return g->groups[group].size;
+    return world > 0 ? world : -1;
+}
+
+/* A kept collective's group (coll_split_kept_ranks), packed into domains;
  * send/recv among more than two is NCCL's all-to-all. */
 static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
     const struct replay_layout *l = ctx;
     const struct model_task *t = &l->g->tasks[i];
-    if (!t->kept || t->group == MODEL_NONE)
-        return; /* its transfer alone already, or no group to time */
-    in->bytes = l->g->groups[t->group].bytes;
-    int64_t ranks = l->g->groups[t->group].size;
+    if (!t->kept)
+        return; /* its transfer alone already */
+    if (t->group != MODEL_NONE)
+        in->bytes = l->g->groups[t->group].bytes;
+    int64_t ranks = coll_split_kept_ranks(l->g, i, l->world[t->rank]);
     if (ranks <= 1 || ranks > 1 << 24)
         return;
     in->kind = t->sub;
@@ -210,9 +220,17 @@ int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, 
         kept += g->tasks[i].kept;
     if (!kept || !g->job || job_structure_gpu(g, &hw, NULL, 0, &ignored))
         return SC_OK; /* no model for the traced GPU: kept whole */
-    struct replay_layout l = {g, hw->gpus_per_node > 0 ? hw->gpus_per_node : 1};
+    struct replay_layout l = {g, malloc((g->n_ranks ? g->n_ranks : 1) * sizeof(int64_t)),
+                              hw->gpus_per_node > 0 ? hw->gpus_per_node : 1};
+    if (!l.world)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (uint16_t r = 0; r < g->n_ranks; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        l.world[r] = t ? t->world_size : -1;
+    }
     coll_params_from_hw(hw, &p);
     int rc = coll_split_run(g, &p, replay_layout, &l, &s, err);
+    free(l.world);
     if (rc)
         return rc;
     struct model_coll_wait *v = malloc(kept * sizeof *v);

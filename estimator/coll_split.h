@@ -52,12 +52,17 @@ void coll_split_release(struct coll_split *s);
  * cannot time it. */
 double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes);
 
+/* How many ranks kept collective i of g takes part among, as the replay's
+ * split times it: its group's size where the trace gives one (model/graph.h),
+ * else `world`, its trace's distributedInfo.world_size (its peers, traced
+ * or not, taken to be the whole job); -1 when neither says. */
+int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world);
+
 /* The waits of g's kept collectives for a replay (model/replay.h), the
- * model on the traced GPU's profile, each collective's group as large as
- * its group in g says (model/graph.h: the trace's group size, else its
- * world size), its members packed into NVLink domains. Without a profile
- * for the traced GPU, or a group of more than one rank, nothing is split.
- * *out from malloc (NULL when *n is 0). */
+ * model on the traced GPU's profile, each collective's group
+ * coll_split_kept_ranks, its members packed into NVLink domains. Without a
+ * profile for the traced GPU, or a group size, nothing is split. *out from
+ * malloc (NULL when *n is 0). */
 int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err);
 
 #endif

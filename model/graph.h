@@ -28,8 +28,7 @@
  *                 traced: it starts when the last rank's kernel is ready and
  *                 lasts its intrinsic time (a collective kept for untraced
  *                 peers is a group of its own kernel alone, which holds its
- *                 size and its group's size: the trace's, else the job's
- *                 world size when ranks of it were not traced)
+ *                 size and group size as the trace gives them)
  *   step_end      the last GPU task of each stream launched in a rank's last
  *                 modelled step -> that step's end marker: the last step
  *                 ends when its CPU annotation and all the work it launched

@@ -1719,13 +1719,15 @@ static int same_set(const struct comm_ref *x, const struct comm_ref *y)
 
 /* What a group of one collective carries, from its first member: its
  * kind, its size in bytes (nccl-tests convention, graph.h), dtype, process
- * group, sequence number and `size`, the ranks taking part (traced or
- * not). */
-static struct model_group_spec group_spec(const struct model_trace *t, const struct comm_meta *m, size_t size)
+ * group, sequence number and group size (the trace's, else the members'
+ * count: a world size assumed for want of one is not recorded). */
+static struct model_group_spec group_spec(const struct model_trace *t, const struct comm_meta *m, size_t members)
 {
-    struct model_group_spec s = {.op = m->op, .bytes = m->bytes, .seq = m->seq, .size = (uint32_t)size};
+    struct model_group_spec s = {.op = m->op, .bytes = m->bytes, .seq = m->seq, .size = (uint32_t)members};
     s.dtype = m->dtype == MODEL_NONE ? NULL : model_str(t, m->dtype);
     s.pg = m->pg == MODEL_NONE ? NULL : model_str(t, m->pg);
+    if (m->group_size > 0 && (size_t)m->group_size >= members)
+        s.size = (uint32_t)m->group_size;
     return s;
 }
 
@@ -1752,8 +1754,8 @@ static size_t untraced_world(const struct join *j)
  * matched: clocks are aligned on their ends and members get their
  * intrinsic time (the shortest member: the last to arrive waited for
  * nobody). Any other collective is kept on each rank, a group of its own
- * kernel holding the group's size, as a single traced rank's is (its
- * untraced peers are taken to run like it). */
+ * kernel, as a single traced rank's is (its untraced peers are taken to
+ * run like it). */
 static int collectives(struct join *j)
 {
     size_t nranks = j->n;
@@ -1823,7 +1825,7 @@ static int collectives(struct join *j)
                 size_t rk = refs[q].rank;
                 j->parts[rk]->tasks[refs[q].m->task].kept = 1;
                 j->groups[j->n_groups++] =
-                    (struct bgroup){(uint32_t)j->n_group_tasks, 1, group_spec(j->traces[rk], refs[q].m, need)};
+                    (struct bgroup){(uint32_t)j->n_group_tasks, 1, group_spec(j->traces[rk], refs[q].m, 1)};
                 j->group_tasks[j->n_group_tasks++] = j->base[rk] + refs[q].m->task;
             }
             j->stats.collectives_kept += e - i;
@@ -1841,7 +1843,7 @@ static int collectives(struct join *j)
                            sizeof *j->group_tasks))
             goto oom;
         j->groups[j->n_groups++] = (struct bgroup){(uint32_t)j->n_group_tasks, (uint32_t)(e - i),
-                                                   group_spec(j->traces[refs[i].rank], refs[i].m, need)};
+                                                   group_spec(j->traces[refs[i].rank], refs[i].m, e - i)};
         for (size_t q = i; q < e; q++) {
             size_t rk = refs[q].rank;
             j->parts[rk]->tasks[refs[q].m->task].dur = intrinsic;

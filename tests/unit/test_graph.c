@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "estimator/coll_split.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -692,18 +693,22 @@ TEST(graph_single_rank_keeps_collective_durations)
 }
 
 /* The pair's collective as the graph groups it: matched across the two
- * ranks, or kept on each; every group of `size` ranks. */
-static void check_pair_groups(const struct run *a, int matched, uint32_t size)
+ * ranks, a group of `size`, or kept on each, which the replay's split
+ * times among `size` ranks (estimator/coll_split.h). */
+static void check_pair_groups(const struct run *a, int matched, int64_t size)
 {
-    CHECK_EQ_INT(a->g->stats.collectives_matched, matched);
-    CHECK_EQ_INT(a->g->stats.collectives_kept, matched ? 0 : 2);
-    CHECK_EQ_INT(a->g->n_groups, matched ? 1 : 2);
-    for (size_t k = 0; k < a->g->n_groups; k++)
-        CHECK_EQ_INT(a->g->groups[k].size, size);
+    const struct model_graph *g = a->g;
+    CHECK_EQ_INT(g->stats.collectives_matched, matched);
+    CHECK_EQ_INT(g->stats.collectives_kept, matched ? 0 : 2);
+    CHECK_EQ_INT(g->n_groups, matched ? 1 : 2);
+    for (size_t k = 0; k < g->n_groups; k++)
+        CHECK_EQ_INT(matched ? (int64_t)g->groups[k].size
+                             : coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
+                     size);
 }
 
 /* Two ranks of a larger job traced: a collective's group is as large as
- * distributedInfo says (the world, else its process group's pg_size),
+ * distributedInfo says (its process group's pg_size, else the world),
  * never the two ranks that matched. One with untraced members is kept on
  * each rank, which then replays as it does alone (its peers run like it);
  * one whose members were all traced is matched. */
