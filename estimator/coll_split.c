@@ -179,22 +179,25 @@ struct replay_layout {
     int node;        /* GPUs per NVLink domain */
 };
 
-/* A kept collective's group: the ranks its trace says take part, else
- * the world, packed into domains; send/recv among more than two is NCCL's
- * all-to-all. */
+int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world)
+{
+    uint32_t group = g->tasks[i].group;
+    if (group != MODEL_NONE && g->groups[group].size > 1)
+        return g->groups[group].size;
+    return world > 0 ? world : -1;
+}
+
+/* A kept collective's group (coll_split_kept_ranks), packed into domains;
+ * send/recv among more than two is NCCL's all-to-all. */
 static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
     const struct replay_layout *l = ctx;
     const struct model_task *t = &l->g->tasks[i];
-    int64_t ranks = -1;
     if (!t->kept)
         return; /* its transfer alone already */
-    if (t->group != MODEL_NONE) {
+    if (t->group != MODEL_NONE)
         in->bytes = l->g->groups[t->group].bytes;
-        ranks = l->g->groups[t->group].size > 1 ? (int64_t)l->g->groups[t->group].size : -1;
-    }
-    if (ranks < 0)
-        ranks = l->world[t->rank];
+    int64_t ranks = coll_split_kept_ranks(l->g, i, l->world[t->rank]);
     if (ranks <= 1 || ranks > 1 << 24)
         return;
     in->kind = t->sub;

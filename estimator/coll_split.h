@@ -1,6 +1,7 @@
-/* estimator/coll_split.h: a single traced rank's collectives split into
- * the transfer and the wait for untraced peers their traced time holds,
- * for the what-if (whatif.h) and the replay (model/replay.h waits) alike.
+/* estimator/coll_split.h: collectives with untraced peers (of a single
+ * traced rank, or of k of a job's N ranks) split into the transfer and
+ * the wait for those peers their traced time holds, for the what-if
+ * (whatif.h) and the replay (model/replay.h waits) alike.
  *
  * A collective kept for untraced peers (model/graph.h) lasts, in the
  * trace, its transfer plus the time the traced rank waited for the last
@@ -51,11 +52,17 @@ void coll_split_release(struct coll_split *s);
  * cannot time it. */
 double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes);
 
+/* How many ranks kept collective i of g takes part among, as the replay's
+ * split times it: its group's size where the trace gives one (model/graph.h),
+ * else `world`, its trace's distributedInfo.world_size (its peers, traced
+ * or not, taken to be the whole job); -1 when neither says. */
+int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world);
+
 /* The waits of g's kept collectives for a replay (model/replay.h), the
- * model on the traced GPU's profile, each collective's group its size in
- * the trace (else the trace's world size), its members packed into NVLink
- * domains. Without a profile for the traced GPU, or a group size, nothing
- * is split. *out from malloc (NULL when *n is 0). */
+ * model on the traced GPU's profile, each collective's group
+ * coll_split_kept_ranks, its members packed into NVLink domains. Without a
+ * profile for the traced GPU, or a group size, nothing is split. *out from
+ * malloc (NULL when *n is 0). */
 int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err);
 
 #endif

@@ -24,10 +24,11 @@
  *                 was ready earlier yet started just as it ended: a wait the
  *                 trace does not name (an event recorded out of sight, or
  *                 the SMs held by a kernel that fills the device)
- *   collective    the same collective on every rank: it starts when the last
- *                 rank's kernel is ready and lasts its intrinsic time (a
- *                 collective kept for untraced peers is a group of its own
- *                 kernel alone, which holds its size and group size)
+ *   collective    the same collective on every rank of its group, all
+ *                 traced: it starts when the last rank's kernel is ready and
+ *                 lasts its intrinsic time (a collective kept for untraced
+ *                 peers is a group of its own kernel alone, which holds its
+ *                 size and group size as the trace gives them)
  *   step_end      the last GPU task of each stream launched in a rank's last
  *                 modelled step -> that step's end marker: the last step
  *                 ends when its CPU annotation and all the work it launched
@@ -42,10 +43,11 @@
  *
  * Durations are measured durations of work. Waits hidden in them are cut
  * out when the graph is built: a blocking call keeps only its intrinsic
- * cost, a collective only its transfer time (with every rank: the shortest
- * rank's kernel, i.e. the last to arrive; with one rank of a job: its
- * traced time, reported as kept, which a replay may split into transfer
- * and wait, replay.h). Building reads measured start times to
+ * cost, a collective only its transfer time (with every rank of its group:
+ * the shortest rank's kernel, i.e. the last to arrive; with some of them
+ * untraced, one rank of a job or k of its N: each traced rank's traced
+ * time, reported as kept, which a replay may split into transfer and
+ * wait, replay.h). Building reads measured start times to
  * tell waits from work; the replay reads none but each step's origin.
  *
  * The graph owns its memory and is immutable once built: several replays

@@ -93,7 +93,7 @@ struct comm_meta {
     int64_t bytes;      /* nccl-tests convention for its own operation; -1 when unknown */
     int64_t stream;     /* its stream's id */
     int64_t end;        /* measured end, trace clock */
-    int32_t group_size; /* or -1 */
+    int32_t group_size; /* "Group size", else its process group's pg_size; or -1 */
     uint8_t op;         /* enum model_coll_op of its name */
 };
 
@@ -1473,9 +1473,22 @@ static const struct model_collective *coll_of(const struct model_trace *t, uint3
 }
 
 
+/* The size of process group `pg` (a string id of t) as the trace's
+ * distributedInfo.pg_config gives it, or -1. */
+static int32_t pg_config_size(const struct model_trace *t, uint32_t pg)
+{
+    const char *name = model_str(t, pg);
+    for (size_t i = 0; i < t->n_pgs; i++)
+        if (t->pgs[i].size > 0 && strcmp(model_str(t, t->pgs[i].name), name) == 0)
+            return t->pgs[i].size;
+    return -1;
+}
+
 /* What the join needs of the rank's trace, taken now: each task's name and
  * refinement of its class (kernel family, collective kind, call kind), and
- * each communication task's collective metadata. */
+ * each communication task's collective metadata (its group size from the
+ * kernel's arguments, else from its process group's entry in
+ * distributedInfo). */
 static int rank_keep(struct builder *b)
 {
     const struct model_trace *t = b->r.t;
@@ -1518,7 +1531,8 @@ static int rank_keep(struct builder *b)
                 m.dtype = c->dtype;
                 m.seq = c->seq;
                 m.key_seq = c->seq >= 0 ? c->seq : c->nccl_seq;
-                m.group_size = c->group_size;
+                m.group_size = c->group_size > 0 || c->pg_name == MODEL_NONE ? c->group_size
+                                                                              : pg_config_size(t, c->pg_name);
             }
             b->comm[b->n_comm++] = m;
         }
@@ -1661,7 +1675,7 @@ struct comm_ref {
     uint32_t ordinal; /* position among the comm kernels of that stream */
     uint16_t rank;
     const struct comm_meta *m;
-    int32_t size;     /* the process group's size, or -1 */
+    int32_t size;     /* its group's size as the trace gives it, or -1 */
 };
 
 static int same_key(const struct comm_ref *x, const struct comm_ref *y)
@@ -1705,7 +1719,8 @@ static int same_set(const struct comm_ref *x, const struct comm_ref *y)
 
 /* What a group of one collective carries, from its first member: its
  * kind, its size in bytes (nccl-tests convention, graph.h), dtype, process
- * group, sequence number and group size. */
+ * group, sequence number and group size (the trace's, else the members'
+ * count: a world size assumed for want of one is not recorded). */
 static struct model_group_spec group_spec(const struct model_trace *t, const struct comm_meta *m, size_t members)
 {
     struct model_group_spec s = {.op = m->op, .bytes = m->bytes, .seq = m->seq, .size = (uint32_t)members};
@@ -1716,13 +1731,31 @@ static struct model_group_spec group_spec(const struct model_trace *t, const str
     return s;
 }
 
+/* The job's world size when some of its ranks were not traced: the
+ * largest distributedInfo.world_size of the traces, when it exceeds the
+ * ranks given; else 0 (every rank traced, or the traces do not say). */
+static size_t untraced_world(const struct join *j)
+{
+    int64_t world = 0;
+    for (size_t rk = 0; rk < j->n; rk++)
+        if (j->traces[rk]->world_size > world)
+            world = j->traces[rk]->world_size;
+    return world > 0 && (uint64_t)world > j->n ? (size_t)world : 0;
+}
+
 /* Group one collective's kernels across ranks: by process group and
  * sequence number where the trace has them, else the k-th communication
  * kernel of each communication stream across the ranks that have that
- * stream. A group needs every rank of its process group (or every rank
- * having the stream), one kernel each, all of the same operation. Align
- * clocks on their ends; give members their intrinsic time (the shortest
- * member: the last to arrive waited for nobody). */
+ * stream. Its group is as large as the trace says (the kernel's group
+ * size, else its process group's in distributedInfo); where the trace
+ * does not say, the world when some ranks of the job were not traced,
+ * else every rank having the process group (or stream). A group whose
+ * members were all traced, one kernel each, all of the same operation, is
+ * matched: clocks are aligned on their ends and members get their
+ * intrinsic time (the shortest member: the last to arrive waited for
+ * nobody). Any other collective is kept on each rank, a group of its own
+ * kernel, as a single traced rank's is (its untraced peers are taken to
+ * run like it). */
 static int collectives(struct join *j)
 {
     size_t nranks = j->n;
@@ -1732,7 +1765,7 @@ static int collectives(struct join *j)
     int64_t **diffs = NULL;
     size_t *ndiff = NULL, *capdiff = NULL;
     uint32_t *seen = NULL, stamp = 0;
-    size_t want = 0;
+    size_t want = 0, world = untraced_world(j);
 
     for (size_t rk = 0; rk < nranks; rk++)
         n += j->parts[rk]->n_comm;
@@ -1747,11 +1780,10 @@ static int collectives(struct join *j)
             const struct comm_meta *m = &p->comm[i];
             if (i && p->tasks[m->task].res != p->tasks[p->comm[i - 1].task].res)
                 ord = 0; /* the next stream */
-            struct comm_ref ref = {NULL, -1, m->stream, ord++, (uint16_t)rk, m, -1};
+            struct comm_ref ref = {NULL, -1, m->stream, ord++, (uint16_t)rk, m, m->group_size};
             if (m->pg != MODEL_NONE && m->key_seq >= 0) {
                 ref.pg = model_str(t, m->pg);
                 ref.seq = m->key_seq;
-                ref.size = m->group_size;
             }
             refs[n++] = ref;
         }
@@ -1778,7 +1810,7 @@ static int collectives(struct join *j)
                     want++;
                 }
         }
-        size_t need = refs[i].pg && refs[i].size > 0 ? (size_t)refs[i].size : want;
+        size_t need = refs[i].size > 0 ? (size_t)refs[i].size : world ? world : want;
         int same = e - i == need && need > 1;
         for (size_t q = i + 1; q < e && same; q++) /* one kernel per rank, one operation */
             same = refs[q].rank != refs[q - 1].rank && refs[q].m->op == refs[i].m->op;

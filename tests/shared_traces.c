@@ -37,18 +37,67 @@ const struct shared_trace *th_find_trace(const char *name)
     return NULL;
 }
 
-int th_load_trace(const struct shared_trace *st, struct model_job **job)
+int th_load_files(const char *const *rel, size_t n, const char *marker, struct model_job **job)
 {
-    const char *path = th_shared_path(st->path);
+    char buf[TH_MAX_FILES][4096];
+    const char *paths[TH_MAX_FILES];
     struct model_load_opts lo;
     struct sc_error err;
+    *job = NULL;
+    REQUIRE(n <= TH_MAX_FILES);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf[i], sizeof buf[i], "%s", th_shared_path(rel[i])); /* skips when absent */
+        paths[i] = buf[i];
+    }
     model_load_opts_default(&lo);
-    lo.step_marker = st->marker;
-    if (model_job_load(&path, 1, &lo, 0, job, &err)) {
+    lo.step_marker = marker;
+    if (model_job_load(paths, n, &lo, 0, job, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
     return 0;
+}
+
+int th_load_trace(const struct shared_trace *st, struct model_job **job)
+{
+    return th_load_files(&st->path, 1, st->marker, job);
+}
+
+int th_load_ranks(const struct shared_trace *st, const int *keep, size_t n, struct model_job **job)
+{
+    struct model_job *all;
+    struct sc_error err;
+    *job = NULL;
+    if (th_load_trace(st, &all))
+        return -1;
+    struct model_trace **kept = calloc(n ? n : 1, sizeof *kept);
+    if (!kept) {
+        model_job_free(all);
+        sc_check_fail(__FILE__, __LINE__, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < all->n_ranks; k++)
+            if (all->rank_ids[k] == keep[i] && all->ranks[k]) {
+                kept[i] = all->ranks[k];
+                all->ranks[k] = NULL; /* taken */
+            }
+    model_job_free(all);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!kept[i]) {
+            sc_check_fail(__FILE__, __LINE__, "%s has no rank %d", st->name, keep[i]);
+            rc = -1;
+        }
+    if (rc == 0 && model_job_from_traces(kept, n, job, &err)) { /* takes them, also on failure */
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        rc = -1;
+    } else if (rc) {
+        for (size_t i = 0; i < n; i++)
+            model_trace_free(kept[i]);
+    }
+    free(kept);
+    return rc;
 }
 
 void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)

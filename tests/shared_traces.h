@@ -25,6 +25,17 @@ const struct shared_trace *th_find_trace(const char *name);
  * fails the test and returns -1 when it does not load. */
 int th_load_trace(const struct shared_trace *st, struct model_job **job);
 
+/* Load the shared trace files rel[0..n) (paths under the shared traces,
+ * n <= TH_MAX_FILES) as one job, steps by `marker` (NULL: ProfilerStep#N);
+ * as th_load_trace otherwise. */
+#define TH_MAX_FILES 8
+int th_load_files(const char *const *rel, size_t n, const char *marker, struct model_job **job);
+
+/* Load ranks keep[0..n) of a trace holding a whole job (an archive of
+ * its ranks) as a job of those ranks alone, as though only they had been
+ * traced; as th_load_trace otherwise. */
+int th_load_ranks(const struct shared_trace *st, const int *keep, size_t n, struct model_job **job);
+
 /* A job of `ranks` ranks written by gentrace into a fresh folder with the
  * further options `args` (NULL-terminated, may be NULL), loaded; NULL (the
  * test failed) when it cannot be written or loaded. */

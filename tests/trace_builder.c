@@ -33,16 +33,21 @@ __attribute__((format(printf, 2, 3))) static void put(struct tb *tb, const char 
 
 void tb_init(struct tb *tb, int rank, int world)
 {
+    tb_init_pgs(tb, rank, world, NULL);
+}
+
+void tb_init_pgs(struct tb *tb, int rank, int world, const char *pg_config)
+{
     memset(tb, 0, sizeof *tb);
     tb->rank = rank;
     tb->world = world;
     tb->corr = 1000 * (rank + 1);
     tb->cap = 4096;
     tb->buf = malloc(tb->cap);
-    put(tb, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},"
+    put(tb, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d%s%s},"
             " \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-SXM4-80GB\", \"numSms\": 108}],"
             " \"traceEvents\": [",
-        rank, world);
+        rank, world, pg_config ? ", \"pg_config\": " : "", pg_config ? pg_config : "");
 }
 
 void tb_free(struct tb *tb)

@@ -26,6 +26,8 @@ enum { TB_MAIN = 100, TB_SIDE = 101 }; /* thread ids */
 enum { TB_PID = 10 };                   /* the process of the CPU events */
 
 void tb_init(struct tb *tb, int rank, int world);
+/* The same with distributedInfo.pg_config, a JSON array (NULL: none). */
+void tb_init_pgs(struct tb *tb, int rank, int world, const char *pg_config);
 void tb_free(struct tb *tb);
 /* Any complete event. */
 void tb_event(struct tb *tb, const char *cat, const char *name, int pid, int tid, double ts, double dur,

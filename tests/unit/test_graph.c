@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "estimator/coll_split.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -454,9 +455,12 @@ TEST(graph_host_gap_far_from_gpu_ends_stays_host_work)
 
 /* ---- collectives and clocks ------------------------------------------------------------- */
 
-/* Two ranks: compute then an all-reduce; rank 1 launches later, so rank 0's
- * all-reduce waits. Rank 1's clock runs `skew` us ahead. */
-static void collective_fixture(const char *names[2], double skew, double compute1_us)
+/* Ranks 0 and 1 of `world` (distributedInfo, with pg_config when not
+ * NULL): compute then an all-reduce with the kernel args `args` (NULL:
+ * none); rank 1 launches later, so rank 0's all-reduce waits. Rank 1's
+ * clock runs `skew` us ahead. */
+static void coll_pair(const char *names[2], double skew, double compute1_us, int world, const char *pg_config,
+                      const char *args)
 {
     static char paths[2][512];
     for (int r = 0; r < 2; r++) {
@@ -464,20 +468,27 @@ static void collective_fixture(const char *names[2], double skew, double compute
         double off = r ? skew : 0, compute = r ? compute1_us : 200;
         double arrive = 20 + compute + (r ? 300 : 0); /* rank 1's host is slower */
         double end = 20 + 200 + 300 + 400;           /* both leave together */
-        tb_init(&tb, r, 2);
+        tb_init_pgs(&tb, r, world, pg_config);
         tb_step(&tb, 1, off, end + 10 + 50);
         tb_launch(&tb, off + 10, 5, 7, "gemm", off + 20, compute);
         tb_call(&tb, TB_MAIN, "cudaEventRecord", off + arrive - 16, 2);
         tb_call(&tb, TB_MAIN, "cudaStreamWaitEvent", off + arrive - 13, 2);
         int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", off + arrive - 10, 5);
-        tb_kernel_args(&tb, corr, 13, "ncclKernel_AllReduce_RING_LL_Sum_float", off + arrive, end - arrive,
-                       "\"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Out msg nelems\": 1024, "
-                       "\"Group size\": 2, \"dtype\": \"Float\", \"Process Group Name\": \"0\"");
+        tb_kernel_args(&tb, corr, 13, "ncclKernel_AllReduce_RING_LL_Sum_float", off + arrive, end - arrive, args);
         tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", off + arrive, end + 10 - arrive);
         snprintf(paths[r], sizeof paths[r], "%s", tb_write(&tb, r ? "coll1.json" : "coll0.json"));
         names[r] = paths[r];
         tb_free(&tb);
     }
+}
+
+/* The two ranks as the whole job, their all-reduce sized, in process
+ * group 0 of 2. */
+static void collective_fixture(const char *names[2], double skew, double compute1_us)
+{
+    coll_pair(names, skew, compute1_us, 2, NULL,
+              "\"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Out msg nelems\": 1024, "
+              "\"Group size\": 2, \"dtype\": \"Float\", \"Process Group Name\": \"0\"");
 }
 
 /* Two ranks, one collective each, launched onto different stream ids (13
@@ -678,6 +689,76 @@ TEST(graph_single_rank_keeps_collective_durations)
         return;
     CHECK_EQ_INT(a.g->stats.collectives_kept, 1);
     CHECK_NEAR(a.r->steps[0].collective_kept_ns / 1000.0, 700, 0.5); /* its traced 700 us */
+    run_free(&a);
+}
+
+/* The pair's collective as the graph groups it: matched across the two
+ * ranks, a group of `size`, or kept on each, which the replay's split
+ * times among `size` ranks (estimator/coll_split.h). */
+static void check_pair_groups(const struct run *a, int matched, int64_t size)
+{
+    const struct model_graph *g = a->g;
+    CHECK_EQ_INT(g->stats.collectives_matched, matched);
+    CHECK_EQ_INT(g->stats.collectives_kept, matched ? 0 : 2);
+    CHECK_EQ_INT(g->n_groups, matched ? 1 : 2);
+    for (size_t k = 0; k < g->n_groups; k++)
+        CHECK_EQ_INT(matched ? (int64_t)g->groups[k].size
+                             : coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
+                     size);
+}
+
+/* Two ranks of a larger job traced: a collective's group is as large as
+ * distributedInfo says (its process group's pg_size, else the world),
+ * never the two ranks that matched. One with untraced members is kept on
+ * each rank, which then replays as it does alone (its peers run like it);
+ * one whose members were all traced is matched. */
+TEST(graph_sampled_ranks_group_sizes_from_distributed_info)
+{
+    const char *p[2];
+    struct run a, one;
+    /* no collective args, 2 ranks of 8: the world */
+    coll_pair(p, 0, 200, 8, NULL, NULL);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_pair_groups(&a, 0, 8);
+    CHECK_EQ_INT(a.g->ranks[1].clock_offset_ns, 0); /* nothing to align the clocks on */
+    REQUIRE(a.r->n_steps == 2);
+    for (size_t r = 0; r < 2; r++) {
+        if (replay_with(&one, p + r, 1, NULL, NULL))
+            break;
+        CHECK_EQ_INT(a.r->steps[r].replayed_ns, one.r->steps[0].replayed_ns);
+        CHECK_EQ_INT(a.r->steps[r].collective_kept_ns, one.r->steps[0].collective_kept_ns);
+        run_free(&one);
+    }
+    CHECK_NEAR(a.r->steps[0].collective_kept_ns / 1000.0, 700, 0.5); /* rank 0's traced time */
+    run_free(&a);
+    /* the same two ranks as the whole job: matched */
+    coll_pair(p, 0, 200, 2, NULL, NULL);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_pair_groups(&a, 1, 2);
+    run_free(&a);
+    /* by process group and sequence number, no group size on the kernel:
+     * pg_config's size, 2 of the 8 ranks, both traced */
+    static const char *const pg_args = "\"Collective name\": \"allreduce\", \"Process Group Name\": \"3\", \"Seq\": 1";
+    coll_pair(p, 0, 200, 8, "[{\"pg_name\": \"3\", \"pg_desc\": \"pair\", \"pg_size\": 2, \"ranks\": [0, 1]}]",
+              pg_args);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_pair_groups(&a, 1, 2);
+    run_free(&a);
+    /* ... of 4 ranks, two of them untraced */
+    coll_pair(p, 0, 200, 8, "[{\"pg_name\": \"3\", \"pg_size\": 4, \"ranks\": [0, 1, 2, 3]}]", pg_args);
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_pair_groups(&a, 0, 4);
+    run_free(&a);
+    /* the kernel's group size comes first */
+    coll_pair(p, 0, 200, 8, "[{\"pg_name\": \"3\", \"pg_size\": 4, \"ranks\": [0, 1, 2, 3]}]",
+              "\"Collective name\": \"allreduce\", \"Process Group Name\": \"3\", \"Seq\": 1, \"Group size\": 2");
+    if (replay_with(&a, p, 2, NULL, NULL))
+        return;
+    check_pair_groups(&a, 1, 2);
     run_free(&a);
 }
 
