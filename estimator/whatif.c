@@ -282,14 +282,34 @@ static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_
     return gemm_time(w, w->hw1, (struct gemm_shape){m, n, k, 1, d});
 }
 
-/* The forward GEMMs of one layer on the target GPU, microseconds. */
+static double kv_heads_of(const struct job_config *c)
+{
+    return (double)(c->kv_heads ? c->kv_heads : c->heads);
+}
+
+static int gated(const struct job_config *c)
+{
+    return c->has_mlp && c->mlp == EST_MLP_SWIGLU;
+}
+
+/* Bytes a token's MLP activation moves: GELU reads and writes the FFN's
+ * width, SwiGLU reads twice it (gate and up) and writes it. */
+static double activation_bytes(const struct job_config *c)
+{
+    return (double)(c->ffn ? c->ffn : 4 * c->hidden) * (gated(c) ? 3 : 2);
+}
+
+/* The forward GEMMs of one layer on the target GPU, microseconds: QKV
+ * (grouped-query: the key/value heads' share), the output projection,
+ * the MLP's (gated: gate and up together). */
 static double layer_gemms_us(const struct wf *w, const struct job_config *c)
 {
     double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq;
     double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
+    double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * h / (double)c->heads : 3 * h;
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    double a = gemm_us(w, tokens, 3 * h / tp, h, d), o = gemm_us(w, tokens, h, h / tp, d),
-           f1 = gemm_us(w, tokens, f / tp, h, d), f2 = gemm_us(w, tokens, h, f / tp, d);
+    double a = gemm_us(w, tokens, qkv / tp, h, d), o = gemm_us(w, tokens, h, h / tp, d),
+           f1 = gemm_us(w, tokens, f * (gated(c) ? 2 : 1) / tp, h, d), f2 = gemm_us(w, tokens, h, f / tp, d);
     return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
 }
 
@@ -297,8 +317,8 @@ static double attention_us(const struct wf *w, const struct job_config *c)
 {
     double t_us;
     struct sc_error ignored;
-    double heads = (double)(c->heads / c->tp);
-    struct attn_shape s = {(double)(c->micro_batch ? c->micro_batch : 1), heads < 1 ? 1 : heads, heads < 1 ? 1 : heads,
+    double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp;
+    struct attn_shape s = {(double)(c->micro_batch ? c->micro_batch : 1), heads < 1 ? 1 : heads, kv < 1 ? 1 : kv,
                            (double)c->seq, (double)c->seq, (double)c->hidden / (double)c->heads, 1,
                            c->has_dtype ? c->dtype : HW_BF16};
     if (kernel_flash_attention(&w->kp1, w->hw1, &s, 0, &t_us, &ignored))
@@ -364,6 +384,9 @@ static double params_per_gpu(const struct job_config *c)
     m.hidden = c->hidden;
     m.heads = c->heads;
     m.ffn = c->ffn;
+    m.kv_heads = c->kv_heads;
+    if (c->has_mlp)
+        m.mlp = c->mlp;
     m.seq = c->seq ? c->seq : 1;
     if (c->vocab)
         m.vocab = c->vocab;
@@ -386,36 +409,41 @@ static double params_ratio(const struct job_config *b, const struct job_config *
     return r;
 }
 
-/* Whether a kernel's name says tensor parallelism splits its work (the
- * activation over the FFN's width, the attention's softmax and rotary
- * embedding over the heads); norms, dropouts and residual adds work on the
+/* What a memory-bound kernel's name says of its work: an MLP activation
+ * (over the FFN's width: tensor parallelism splits it, the FFN's size and
+ * gating scale it), or the attention's softmax or rotary embedding (over
+ * the heads: split too); norms, dropouts and residual adds work on the
  * full hidden state of every rank without sequence parallelism. */
-static int tp_split_name(const char *name)
+enum name_class { NAME_PLAIN = 1, NAME_TP_SPLIT = 2, NAME_ACTIVATION = 4 };
+
+static int name_class(const char *name)
 {
-    static const char *const words[] = {"gelu", "relu", "silu", "swiglu", "activation", "softmax", "rotary", NULL};
+    static const char *const act[] = {"gelu", "relu", "silu", "swiglu", "activation", NULL};
+    static const char *const heads[] = {"softmax", "rotary", NULL};
     char low[256];
     size_t n = 0;
     for (; name && name[n] && n + 1 < sizeof low; n++)
         low[n] = (char)tolower((unsigned char)name[n]);
     low[n] = '\0';
-    for (size_t k = 0; words[k]; k++)
-        if (strstr(low, words[k]))
-            return 1;
-    return 0;
+    for (size_t k = 0; act[k]; k++)
+        if (strstr(low, act[k]))
+            return NAME_TP_SPLIT | NAME_ACTIVATION;
+    for (size_t k = 0; heads[k]; k++)
+        if (strstr(low, heads[k]))
+            return NAME_TP_SPLIT;
+    return NAME_PLAIN;
 }
 
-/* A memory-bound kernel whose work tensor parallelism splits, by its
- * family or its name; split (one per string of g, -1 until known) keeps
- * each name's answer: a job has a few distinct names over many tasks. */
-static int tp_split_memory_kernel(const struct model_graph *g, uint32_t i, int8_t *split)
+/* Kernel i's name class (family first: a softmax or rotary kernel splits);
+ * cls (one per string of g, 0 until known) keeps each name's answer: a
+ * job has a few distinct names over many tasks. */
+static int kernel_name_class(const struct model_graph *g, uint32_t i, uint8_t *cls)
 {
     const struct model_task *t = &g->tasks[i];
     uint32_t name = g->src[i].name;
-    if (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY)
-        return 1;
-    if (split[name] < 0)
-        split[name] = (int8_t)tp_split_name(model_graph_str(g, name));
-    return split[name];
+    if (!cls[name])
+        cls[name] = (uint8_t)name_class(model_graph_str(g, name));
+    return cls[name] | (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY ? NAME_TP_SPLIT : 0);
 }
 
 /* Work outside the layers that Megatron splits over tp: the output layer's
@@ -489,17 +517,15 @@ static int shapes(struct wf *w, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
-    int8_t *split = NULL; /* per name, when tp changes (tp_split_memory_kernel) */
+    double r_act = has_dims(b) ? tokens * activation_bytes(t) / activation_bytes(b) : tokens;
     int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
     struct tp_placement pl = {0};
     if (from_tp1 && (rc = tp_placement_find(g, w->st, sp, &pl, err)))
         return rc;
-    if (r_tp != 1.0) {
-        if (!(split = malloc(g->names.n ? g->names.n : 1))) {
-            tp_placement_release(&pl);
-            return oom(err);
-        }
-        memset(split, -1, g->names.n);
+    uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
+    if (!cls) {
+        tp_placement_release(&pl);
+        return oom(err);
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
@@ -531,11 +557,13 @@ static int shapes(struct wf *w, struct sc_error *err)
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
-        else /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
-            r = r_mem * (split && (sp || tp_split_memory_kernel(g, i, split)) ? r_tp : 1.0);
+        else { /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
+            int k = kernel_name_class(g, i, cls);
+            r = (k & NAME_ACTIVATION ? r_act : r_mem) * (sp || (k & NAME_TP_SPLIT) ? r_tp : 1.0);
+        }
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
-    free(split);
+    free(cls);
     rc = from_tp1 ? insert_tp_collectives(w, &pl, err) : SC_OK;
     tp_placement_release(&pl);
     return rc;
