@@ -277,9 +277,19 @@ static int layers(struct wf *w, struct sc_error *err)
 
 /* ---- shapes ---- */
 
+/* A GEMM's time on the target GPU without the kernel's fixed cost: a
+ * measured GEMM's duration scales with its work (the eager steps of
+ * data/calibration/torch-steps run GEMMs of 0.05 and 1 TFLOP at the same
+ * throughput), so a fixed cost in the ratio would shrink a small layer's
+ * growth. */
 static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_dtype d)
 {
-    return gemm_time(w, w->hw1, (struct gemm_shape){m, n, k, 1, d});
+    struct gemm_estimate e;
+    struct gemm_shape s = {m, n, k, 1, d};
+    struct sc_error ignored;
+    if (kernel_gemm_ceiling_tflops(&w->kp1, w->hw1, s.dtype) <= 0)
+        s.dtype = HW_FP32;
+    return kernel_gemm(&w->kp1, w->hw1, &s, &e, &ignored) ? -1 : fmax(e.compute_us, e.memory_us);
 }
 
 static double kv_heads_of(const struct job_config *c)

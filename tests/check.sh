@@ -14,7 +14,8 @@
 #      (../shared/validation/published), overall at 8% and each held-out
 #      model family and the MoE rows at 12% (BENCHMARKS.md, "Published
 #      runs"); and of the steps measured on lent H100 and H200 GPUs
-#      (tests/hopper_steps.py).
+#      (tests/hopper_steps.py), and what-ifs from each of those traced
+#      steps to the others and from H100 to H200 (tests/whatif_steps.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -109,6 +110,7 @@ elif build build/validate; then
 fi
 if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
+    phase "what-if on measured steps" python3 tests/whatif_steps.py --cli build/stepcast
 fi
 
 echo "$passed passed, $failed failed"
