@@ -35,12 +35,13 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
     uint32_t *res_map = malloc((g->n_res ? g->n_res : 1) * sizeof *res_map);
     uint32_t *members = NULL;
     struct ins_ref *refs = n_ins ? malloc(n_ins * sizeof *refs) : NULL;
-    uint32_t *gmap = NULL;
+    uint32_t *gmap = NULL, *ins_id = n_ins ? malloc(n_ins * sizeof *ins_id) : NULL;
+    uint32_t *side_res = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *side_res);
     int rc = SC_OK;
     *out = NULL;
     if (map_out)
         *map_out = NULL;
-    if (!gb || !map || !res_map || (n_ins && !refs)) {
+    if (!gb || !map || !res_map || (n_ins && (!refs || !ins_id)) || !side_res) {
         rc = gb ? sc_error_set(err, SC_ENOMEM, "out of memory") : SC_ENOMEM;
         goto fail;
     }
@@ -71,6 +72,19 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                                                             .origin = s->origin},
                                    &res_map[k]);
     }
+    /* a side communication stream for each rank an insert asks one of */
+    for (size_t r = 0; r < g->n_ranks; r++)
+        side_res[r] = MODEL_NONE;
+    for (size_t k = 0; !rc && k < n_ins; k++) {
+        const struct model_resource *at = &g->res[g->tasks[ins[k].after].res];
+        if (!ins[k].side || side_res[at->rank] != MODEL_NONE)
+            continue;
+        rc = model_gb_add_resource(gb,
+                                   &(struct model_res_spec){.rank = at->rank, .gpu = 1, .comm = 1,
+                                                            .label = "data-parallel (what-if)", .pid = at->pid,
+                                                            .tid = -1 - (int64_t)at->rank, .origin = at->origin},
+                                   &side_res[at->rank]);
+    }
     /* tasks in the graph's order, which keeps each resource's (a built
      * graph numbers a resource's tasks in their order), so the copy needs
      * no layout; an inserted task right after the one it follows */
@@ -86,11 +100,11 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                                &map[i]);
         for (; !rc && m < n_ins && refs[m].after == i; m++) {
             const struct graph_insert *in = &ins[refs[m].i];
-            uint32_t id;
+            uint32_t res = in->side ? side_res[g->res[t->res].rank] : res_map[t->res];
             rc = model_gb_add_task(gb,
-                                   &(struct model_task_spec){.res = res_map[t->res], .cls = in->cls, .sub = in->sub,
+                                   &(struct model_task_spec){.res = res, .cls = in->cls, .sub = in->sub,
                                                              .dur = in->dur, .name = in->name},
-                                   &id);
+                                   &ins_id[refs[m].i]);
         }
     }
     for (size_t k = 0; !rc && k < g->n_peers; k++)
@@ -103,6 +117,14 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
                           : model_gb_add_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,
                                               (enum model_edge_type)ed->type, ed->lat, ed->inferred);
         }
+    /* a side task waits for the task it follows; a task waits for the
+     * side tasks it is before */
+    for (size_t k = 0; !rc && k < n_ins; k++) {
+        if (ins[k].side)
+            rc = model_gb_add_edge(gb, map[ins[k].after], ins_id[k], MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0, 0);
+        if (!rc && ins[k].has_before)
+            rc = model_gb_add_edge(gb, ins_id[k], map[ins[k].before], MODEL_EDGE_EVENT_SYNC, MODEL_FS, 0, 0);
+    }
     for (size_t s = 0; !rc && s < g->n_steps; s++) {
         const struct model_graph_step *st = &g->steps[s];
         rc = model_gb_add_step(gb,
@@ -159,5 +181,7 @@ fail:
     free(res_map);
     free(members);
     free(refs);
+    free(ins_id);
+    free(side_res);
     return rc;
 }

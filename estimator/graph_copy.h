@@ -19,12 +19,18 @@
 struct model_graph;
 
 /* A task added right after source task `after` on its resource (a GPU
- * stream runs it when the work before it there is done). */
+ * stream runs it when the work before it there is done); or, with
+ * `side`, on a communication stream of the rank's own that the copy adds
+ * (one per rank, its tasks in the order of the tasks they follow), where
+ * it starts once `after` and the stream's earlier tasks are done. With
+ * `has_before`, source task `before` waits for it too. */
 struct graph_insert {
     uint32_t after;
     int cls, sub;    /* enum model_task_class and its refinement */
     int64_t dur;     /* ns */
     const char *name;
+    int side, has_before;
+    uint32_t before;
 };
 
 /* Copy g with dur[i] and gap[i] (ns, >= 0) for each source task and the

@@ -1258,9 +1258,7 @@ static void emit_ops(struct synth *y, struct rank *r, const struct oplist *l, in
 
 /* ---- gradient buckets ---- */
 
-/* Megatron-core's DDP bucket: at least 40 M parameters, and 1 M per
- * data-parallel rank (distributed/param_and_grad_buffer.py). */
-static double bucket_params(const struct est_spec *s)
+double est_grad_bucket_params(const struct est_spec *s)
 {
     double per_dp = 1e6 * (double)(s->parallel.dp * s->parallel.cp);
     return per_dp > 40e6 ? per_dp : 40e6;
@@ -1270,8 +1268,7 @@ struct bucket_state {
     double dense, experts; /* parameters gathered into the open bucket */
 };
 
-/* Parameters of transformer layer i on one rank, dense and expert. */
-static void layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts)
+void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts)
 {
     struct est_layer_params p;
     est_layer_params(&s->model, i, &p);
@@ -1284,15 +1281,14 @@ static void layer_rank_params(const struct est_spec *s, int64_t i, double *dense
 static void kind_rank_params(struct synth *y, int64_t i, int is_moe, double *dense, double *experts)
 {
     if (!y->layer_known[is_moe]) {
-        layer_rank_params(y->s, i, &y->layer_dense[is_moe], &y->layer_experts[is_moe]);
+        est_layer_rank_params(y->s, i, &y->layer_dense[is_moe], &y->layer_experts[is_moe]);
         y->layer_known[is_moe] = 1;
     }
     *dense = y->layer_dense[is_moe];
     *experts = y->layer_experts[is_moe];
 }
 
-/* Bytes of a gradient as the data-parallel collectives reduce it. */
-static double grad_bytes(const struct est_spec *s)
+double est_grad_bytes(const struct est_spec *s)
 {
     struct est_state_bytes b;
     est_state_bytes(&s->options, &b);
@@ -1350,7 +1346,7 @@ static void bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *
 {
     enum model_coll_op op = y->s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
     dp_colls(y, r, op, 0, op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter", b->dense,
-             b->experts, grad_bytes(y->s), anchor(y, r, ST_COMPUTE));
+             b->experts, est_grad_bytes(y->s), anchor(y, r, ST_COMPUTE));
     b->dense = b->experts = 0;
 }
 
@@ -1383,7 +1379,7 @@ static void z3_reduce(struct synth *y, struct rank *r)
     if (r->z3_grads.dense + r->z3_grads.experts <= 0)
         return;
     dp_colls(y, r, MODEL_COLL_REDUCESCATTER, 1, "gradient reduce-scatter", r->z3_grads.dense, r->z3_grads.experts,
-             grad_bytes(y->s), r->z3_grads.after);
+             est_grad_bytes(y->s), r->z3_grads.after);
     r->z3_grads.dense = r->z3_grads.experts = 0;
 }
 
@@ -1472,7 +1468,7 @@ static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, doubl
 static struct z3_unit z3_unit_of(struct synth *y, double dense, double experts)
 {
     return (struct z3_unit){dense + experts > 0, z3_colls_of(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B),
-                            z3_colls_of(y, MODEL_COLL_REDUCESCATTER, dense, experts, grad_bytes(y->s))};
+                            z3_colls_of(y, MODEL_COLL_REDUCESCATTER, dense, experts, est_grad_bytes(y->s))};
 }
 
 /* Collectives c on the stream after `after`. */
@@ -1684,7 +1680,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
         if (last_mb && !zero3(y)) {
             bucket->dense += dense;
             bucket->experts += experts;
-            if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= bucket_params(s))
+            if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= est_grad_bucket_params(s))
                 bucket_reduce(y, r, bucket);
         }
     }
@@ -2231,7 +2227,7 @@ static int64_t z3_unit_ns(struct synth *y, double dense, double experts)
     for (int k = 0; k < 2; k++)
         if (sizes[k] > 0)
             t += 2 * coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B) +
-                 coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k], sizes[k] * grad_bytes(y->s));
+                 coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k], sizes[k] * est_grad_bytes(y->s));
     return t;
 }
 
@@ -2254,7 +2250,7 @@ static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t r
             int moe = est_model_layer_is_moe(&s->model, layer);
             if (kind_ns[moe] < 0) {
                 double dense, experts;
-                layer_rank_params(s, layer, &dense, &experts);
+                est_layer_rank_params(s, layer, &dense, &experts);
                 kind_ns[moe] = z3_unit_ns(y, dense, experts);
             }
             t += kind_ns[moe];

@@ -87,6 +87,16 @@ void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec,
 int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
                             struct sc_error *err);
 
+/* The data-parallel gradient reduction the synthesised step runs, for a
+ * what-if that adds it to a traced one (whatif.h): Megatron-core's DDP
+ * bucket (at least 40 M parameters, and 1 M per data-parallel rank:
+ * distributed/param_and_grad_buffer.py), the bytes of a gradient as the
+ * collectives reduce it, and transformer layer i's parameters on one
+ * rank, dense and expert. */
+double est_grad_bucket_params(const struct est_spec *s);
+double est_grad_bytes(const struct est_spec *s);
+void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts);
+
 /* The graph of one step of spec s (which est_spec_load checked), with
  * options.recompute "auto" the recomputation it chooses on the GPU
  * (est_memory_resolve_recompute; est_synth_pass_costs too). */

@@ -20,7 +20,7 @@
 #include "estimator/memory.h"
 #include "estimator/spec.h"
 #include "estimator/synth.h"
-#include "estimator/tp_placement.h"
+#include "estimator/coll_placement.h"
 #include "estimator/whatif_pipeline.h"
 #include "model/collective.h"
 #include "model/graph.h"
@@ -85,13 +85,20 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
     return gr;
 }
 
+/* GPUs to an NVLink domain under configuration c on GPU hw: the
+ * description's gpus_per_node, else the profile's (as an estimate's). */
+static int node_of(const struct job_config *c, const struct hw_profile *hw)
+{
+    return c->gpus_per_node ? (int)c->gpus_per_node : hw->gpus_per_node;
+}
+
 /* Transform 1: every communication task's transfer and wait
  * (coll_split.h), laid out as the traced configuration has its role. */
 static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
     const struct wf *w = ctx;
     int kind = w->g->tasks[i].sub;
-    in->group = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &kind);
+    in->group = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &kind);
     in->kind = kind;
     in->bytes = w->st->coll_bytes[i];
     in->key = w->st->role[i];
@@ -406,6 +413,14 @@ static double params_per_gpu(const struct job_config *c)
     return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
 }
 
+/* The ranks that share c's optimizer step: the distributed optimizer's
+ * (zero_stage 1 and up, the spec's default 0 when not given) data-parallel
+ * ranks, each updating its shard. */
+static double optimizer_shards(const struct job_config *c)
+{
+    return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * (c->cp ? c->cp : 1)) : 1.0;
+}
+
 /* Per-GPU weights of the target relative to the traced job's (sizes of
  * gradient collectives and optimizer work). */
 static double params_ratio(const struct job_config *b, const struct job_config *t)
@@ -473,9 +488,9 @@ static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const
 }
 
 /* tp 1 -> more: the collectives Megatron runs, where it runs them
- * (tp_placement.h), each timed by the collective model for its size on
+ * (coll_placement.h), each timed by the collective model for its size on
  * the target's tensor-parallel group. */
-static int insert_tp_collectives(struct wf *w, const struct tp_placement *pl, struct sc_error *err)
+static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, struct sc_error *err)
 {
     const struct job_config *t = w->t;
     int rc = SC_OK;
@@ -483,7 +498,7 @@ static int insert_tp_collectives(struct wf *w, const struct tp_placement *pl, st
     double bytes[2] = {tokens * (double)t->hidden * hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
     for (size_t i = 0; i < pl->n && !rc; i++) {
         int kind = pl->v[i].op;
-        struct coll_group gr = layout(STRUCT_ROLE_TP, t, w->hw1->gpus_per_node, &kind);
+        struct coll_group gr = layout(STRUCT_ROLE_TP, t, node_of(t, w->hw1), &kind);
         double us = coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
         rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
     }
@@ -529,12 +544,15 @@ static int shapes(struct wf *w, struct sc_error *err)
                             "the tensor-parallel all-reduces)");
     double r_act = has_dims(b) ? tokens * activation_bytes(t) / activation_bytes(b) : tokens;
     int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
-    struct tp_placement pl = {0};
-    if (from_tp1 && (rc = tp_placement_find(g, w->st, sp, &pl, err)))
+    struct coll_placement pl = {0};
+    if (from_tp1 && ((rc = coll_placement_find(g, w->st, sp, &pl, err)) ||
+                     (rc = coll_placement_tp_check(&pl, w->st, err)))) {
+        coll_placement_release(&pl);
         return rc;
+    }
     uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
     if (!cls) {
-        tp_placement_release(&pl);
+        coll_placement_release(&pl);
         return oom(err);
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
@@ -553,7 +571,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_OPTIMIZER) {
             /* the layers transform scaled one found inside a layer already */
             double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
-            retime(w, i, params_ratio(b, t) * lr, WHATIF_KERNEL_MODEL);
+            retime(w, i, params_ratio(b, t) * lr * optimizer_shards(b) / optimizer_shards(t), WHATIF_KERNEL_MODEL);
             continue;
         }
         if (!w->per_mb[i])
@@ -575,7 +593,7 @@ static int shapes(struct wf *w, struct sc_error *err)
     }
     free(cls);
     rc = from_tp1 ? insert_tp_collectives(w, &pl, err) : SC_OK;
-    tp_placement_release(&pl);
+    coll_placement_release(&pl);
     return rc;
 }
 
@@ -588,6 +606,95 @@ static void micro_batches(struct wf *w)
         if (w->per_mb[i])
             repeat(w, i, r);
     }
+}
+
+/* What the transforms do not change yet: a set asking for it is refused,
+ * naming the field, rather than answered as if it had not asked. */
+static int unmodelled_changes(const struct job_config *b, const struct job_config *t, struct sc_error *err)
+{
+    const struct {
+        const char *key;
+        int changed;
+    } fields[] = {
+        {"cp", (t->cp ? t->cp : 1) != (b->cp ? b->cp : 1)},
+        {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1)},
+        {"etp", t->etp != b->etp},
+        {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
+                    t->moe.shared_experts != b->moe.shared_experts},
+        {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute)},
+    };
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+        if (fields[k].changed)
+            return sc_error_set(err, SC_EINVAL,
+                                "set.%s: the what-if does not change a traced job's %s yet (estimate the target's "
+                                "spec instead)",
+                                fields[k].key, fields[k].key);
+    return SC_OK;
+}
+
+static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name, uint32_t before)
+{
+    if (add_insert(w, after, op, dur_ns, name))
+        return SC_ENOMEM;
+    struct graph_insert *in = &w->ins[w->n_ins - 1];
+    in->side = 1;
+    in->has_before = before != MODEL_NONE;
+    in->before = before;
+    return SC_OK;
+}
+
+/* dp 1 -> more: the gradient reduction the target runs, as the
+ * estimator's step runs it (synth.h): the last micro-batch's gradients in
+ * Megatron-core's buckets, each reduced on a communication stream of its
+ * own once the backward passes that fill it are done (overlap_grad_reduce;
+ * else all after the backward), the last with the embedding's and output
+ * layer's after the backward; all-reduced, or reduce-scattered under the
+ * distributed optimizer (zero_stage 1-2), over the dp ranks placed as an
+ * estimate places them; the optimizer waits for them. A traced pass
+ * stands for layers' / layers of the target's layers. */
+static int insert_grad_reduction(struct wf *w, struct sc_error *err)
+{
+    const struct job_config *t = w->t;
+    struct est_spec spec;
+    struct coll_placement pl;
+    int rc;
+    if (!has_dims(t) || !t->layers || !t->heads)
+        return sc_error_set(err, SC_EINVAL, "set.dp: going from dp=1 to more needs layers, hidden, heads and seq in "
+                                            "the job description (to size the gradient reduction)");
+    if ((rc = job_config_spec(t, w->hw1->id, &spec, err)))
+        return sc_error_prefix(err, "set");
+    if (spec.options.zero_stage >= 3)
+        return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
+                                            "per-layer parameter gathers are not modelled; zero_stage 0-2 are");
+    if ((rc = coll_placement_find(w->g, w->st, 0, &pl, err)))
+        return rc;
+    int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
+    const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
+    struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
+    double bucket = est_grad_bucket_params(&spec), bytes_per = est_grad_bytes(&spec), open = 0, layer = 0;
+    int64_t stage_layers = spec.model.layers / spec.parallel.pp;
+    for (int64_t i = 0; i < stage_layers; i++) {
+        double dense, experts;
+        est_layer_rank_params(&spec, i, &dense, &experts);
+        layer += (dense + experts) / (double)stage_layers;
+    }
+    double per_pass = pl.n_grads_ready ? layer * (double)stage_layers / (double)pl.n_grads_ready : 0;
+    for (size_t j = 0; j < pl.n_grads_ready && !rc; j++) {
+        open += per_pass;
+        if (spec.options.overlap_grad_reduce && open >= bucket) {
+            rc = add_side_insert(w, pl.grads_ready[j], kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                                 name, pl.optimizer_begin);
+            open = 0;
+        }
+    }
+    /* the embedding and, untied, the output layer (a single stage holds both) */
+    open += (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp *
+            (spec.model.tied_embeddings ? 1 : 2);
+    if (!rc && pl.backward_end != MODEL_NONE)
+        rc = add_side_insert(w, pl.backward_end, kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3, name,
+                             pl.optimizer_begin);
+    coll_placement_release(&pl);
+    return rc ? oom(err) : SC_OK;
 }
 
 /* Transforms 6 and the re-timing of every collective: transfer by the
@@ -617,8 +724,8 @@ static int collectives(struct wf *w, struct sc_error *err)
         double tr = w->transfer[i], r = 1.0;
         if (w->coll_kind[i] >= 0) {
             int k0 = t->sub, k1 = t->sub;
-            struct coll_group g0 = layout(w->st->role[i], w->b, w->hw0->gpus_per_node, &k0);
-            struct coll_group g1 = layout(w->st->role[i], w->t, w->hw1->gpus_per_node, &k1);
+            struct coll_group g0 = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &k0);
+            struct coll_group g1 = layout(w->st->role[i], w->t, node_of(w->t, w->hw1), &k1);
             double t0 = coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
             double t1 = coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
@@ -738,7 +845,7 @@ static void describe(const struct wf *w, struct whatif_result *out)
              w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
                                 "instance's time, re-timed by the ratio"
                               : "",
-             w->n_ins ? "; tensor-parallel collectives inserted where Megatron runs them" : "");
+             w->n_ins ? "; the collectives the traced step lacks inserted where Megatron runs them" : "");
     if (w->pipeline_why[0]) {
         snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
                                         "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
@@ -946,6 +1053,12 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         (rc = job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
         goto done;
     job_config_apply(&out->base, set, &out->target);
+    if ((rc = unmodelled_changes(&out->base, &out->target, err)))
+        goto done;
+    /* dp N keeps each rank's work: the global batch follows dp unless the
+     * set gives one */
+    if (set->dp && !set->global_batch && out->base.global_batch && out->target.dp != out->base.dp)
+        out->target.global_batch = out->base.global_batch / out->base.dp * out->target.dp;
     if (out->target.global_batch && out->target.micro_batch &&
         out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
         rc = sc_error_set(err, SC_EINVAL, "set.global_batch: %lld is not divisible by micro_batch x dp = %lld",
@@ -1008,6 +1121,9 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     }
     micro_batches(&w);
     if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
+        goto done;
+    if (out->base.dp == 1 && out->target.dp > 1 && !out->structure.by_role[STRUCT_ROLE_DP] &&
+        (rc = insert_grad_reduction(&w, err)))
         goto done;
 
     for (uint32_t i = 0; i < g->n_tasks; i++) {

@@ -37,7 +37,7 @@
  *     Work outside layers per micro-batch scales with tokens x hidden.
  *     Tensor-parallel collectives are resized (to nothing at tp = 1);
  *     going from tp = 1 to more inserts the collectives Megatron runs, where
- *     it runs them (tp_placement.h: per layer, the embedding, the output
+ *     it runs them (coll_placement.h: per layer, the embedding, the output
  *     layer and the cross entropy; with or without sequence parallelism),
  *     each timed by the collective model; a trace without transformer
  *     layers is refused.
@@ -45,8 +45,13 @@
  *     of every micro-batch (all but the optimizer and the data-parallel
  *     gradient collectives) scaled by m'/m.
  *  6. data-parallel degree: data-parallel collectives re-timed for the new
- *     group size and its placement in NVLink domains; without global_batch
- *     the per-rank batch is kept (weak scaling).
+ *     group size and its placement in NVLink domains (the description's
+ *     gpus_per_node, else the GPU profile's); from dp = 1, the gradient
+ *     reduction the target runs inserted on a communication stream of its
+ *     own (buckets overlapped with the backward, all-reduced or, under the
+ *     distributed optimizer, reduce-scattered; coll_placement.h finds
+ *     where the gradients become ready); without global_batch in the set,
+ *     each rank's batch is kept (the global batch follows dp).
  * Then every collective is its transfer re-timed by the collective model's
  * ratio (target over traced configuration) plus its wait.
  *  7. pipeline-parallel degree: instead of 5 and 6 and of the copy, the

@@ -67,6 +67,7 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     set.pp = s->parallel.pp;
     set.dp = s->parallel.dp;
     set.micro_batch = w->base.micro_batch ? s->parallel.micro_batch : 0;
+    set.global_batch = s->parallel.global_batch; /* the plan's, whatever dp */
     /* the candidate's schedule (the template's: 1F1B), also for a job
      * traced with another */
     set.has_schedule = 1;

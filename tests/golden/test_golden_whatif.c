@@ -229,8 +229,9 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
         {"", "model", NULL, NULL},
         {"layers=8", "model", "layers", "8"},
         {"layers=2", "model", "layers", "2"},
-        {"dp=8", "parallel", "dp", "8"},
-        {"dp=2", "parallel", "dp", "2"},
+        /* the global batch kept (without it a set keeps each rank's batch) */
+        {"dp=8,global_batch=8", "parallel", "dp", "8"},
+        {"dp=2,global_batch=8", "parallel", "dp", "2"},
         {"global_batch=16", "parallel", "global_batch", "16"},
         {"micro_batch=2", "parallel", "micro_batch", "2"},
         {"tp=2", "parallel", "tp", "2"},
@@ -598,7 +599,7 @@ TEST(whatif_pipeline_change_agrees_with_the_estimate_of_the_changed_spec)
         const char *from, *to; /* the spec's text changed */
     } combined[] = {
         {"pp=2,tp=2", 2, "\"tp\":1", "\"tp\":2"},
-        {"pp=2,dp=8", 2, "\"dp\":4,\"micro_batch\":1,\"global_batch\":8", "\"dp\":8,\"micro_batch\":1,\"global_batch\":8"},
+        {"pp=2,dp=8,global_batch=8", 2, "\"dp\":4,\"micro_batch\":1,\"global_batch\":8", "\"dp\":8,\"micro_batch\":1,\"global_batch\":8"},
         {"pp=4,gpu=h100-sxm", 4, "a100-sxm4-80gb", "h100-sxm"},
         {"pp=2,layers=16", 2, "\"layers\":8", "\"layers\":16"},
         {"pp=2,micro_batch=2", 2, "\"micro_batch\":1", "\"micro_batch\":2"},

@@ -38,17 +38,19 @@ static const char *synth_dir(void)
     return dir;
 }
 
-/* The set of a plan row: its tp, pp, dp and micro_batch. */
+/* The set of a plan row: its tp, pp, dp, micro_batch and global_batch. */
 static void row_set(const json_t *row, char *out, size_t n, int as_json)
 {
     const json_t *p = json_object_get(row, "parallel");
     long long tp = json_integer_value(json_object_get(p, "tp")), pp = json_integer_value(json_object_get(p, "pp")),
               dp = json_integer_value(json_object_get(p, "dp")),
-              mb = json_integer_value(json_object_get(p, "micro_batch"));
+              mb = json_integer_value(json_object_get(p, "micro_batch")),
+              gb = json_integer_value(json_object_get(p, "global_batch"));
     if (as_json)
-        snprintf(out, n, "{\"set\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld}}", tp, pp, dp, mb);
+        snprintf(out, n, "{\"set\":{\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"global_batch\":%lld}}",
+                 tp, pp, dp, mb, gb);
     else
-        snprintf(out, n, "tp=%lld,pp=%lld,dp=%lld,micro_batch=%lld", tp, pp, dp, mb);
+        snprintf(out, n, "tp=%lld,pp=%lld,dp=%lld,micro_batch=%lld,global_batch=%lld", tp, pp, dp, mb, gb);
 }
 
 /* A plan document's step_ms has 4 decimals: a row equals a what-if to

@@ -1,7 +1,7 @@
-/* estimator/tp_placement.h: where Megatron-LM and Transformer Engine run
- * the tensor-parallel collectives of a step, found in a traced step that
- * ran without tensor parallelism, for the what-if that adds it
- * (whatif.h: tp 1 -> more).
+/* estimator/coll_placement.h: where Megatron-LM and Transformer Engine
+ * run the collectives a traced step lacks, found in that step, for the
+ * what-ifs that add tensor or data parallelism to a job traced without it
+ * (whatif.h: tp 1 -> more, dp 1 -> more).
  *
  * The traced step's layers (structure.h) are walked on each GPU stream
  * as passes: a layer's kernels back to back (memory sets and copies
@@ -12,12 +12,12 @@
  * transformer layer's has at least four GEMMs (QKV, output projection,
  * the MLP's two) and an attention or softmax kernel; a trace with none
  * (DLRM, ResNet, an attention benchmark) cannot take tensor parallelism
- * and is refused, saying why.
+ * (coll_placement_tp_check says why).
  *
- * Per layer, as Megatron's ColumnParallelLinear and RowParallelLinear
- * run them (the forward's GEMMs in order: QKV, attention, output
- * projection, MLP in, MLP out; the backward's the reverse, each linear's
- * input gradient then its weight gradient):
+ * Tensor parallelism, per layer, as Megatron's ColumnParallelLinear and
+ * RowParallelLinear run it (the forward's GEMMs in order: QKV, attention,
+ * output projection, MLP in, MLP out; the backward's the reverse, each
+ * linear's input gradient then its weight gradient):
  *  - without sequence parallelism: forward, an all-reduce after the
  *    output projection and one after the MLP's last GEMM; backward, one
  *    after the MLP's input gradient and one after QKV's;
@@ -37,9 +37,15 @@
  * exponentials: micro-batch x seq fp32 values each) after its first
  * kernel, and the output layer's backward all-reduce (reduce-scatter)
  * after its first GEMM after that. A pass recomputed before its backward
- * (full recomputation) is a forward pass and gets the forward's. */
-#ifndef ESTIMATOR_TP_PLACEMENT_H
-#define ESTIMATOR_TP_PLACEMENT_H
+ * (full recomputation) is a forward pass and gets the forward's.
+ *
+ * Data parallelism: where the gradients of the step's last micro-batch
+ * become ready, for the buckets a DDP or distributed optimizer reduces
+ * as backward runs: the end of each of its backward layer passes, the end
+ * of the backward (the last kernel before the optimizer), and the
+ * optimizer's first kernel, which waits for them. */
+#ifndef ESTIMATOR_COLL_PLACEMENT_H
+#define ESTIMATOR_COLL_PLACEMENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -62,9 +68,16 @@ struct tp_collective {
     const char *name; /* static */
 };
 
-struct tp_placement {
+struct coll_placement {
     struct tp_collective *v; /* in the order of the walk; malloc'd */
     size_t n, cap;
+    /* the last kernel of each backward layer pass of the last micro-batch
+     * (layers_per_rank of them, on the busiest stream, in order), the last
+     * kernel before the optimizer, the optimizer's first (MODEL_NONE when
+     * the step has no optimizer kernel); malloc'd */
+    uint32_t *grads_ready;
+    size_t n_grads_ready;
+    uint32_t backward_end, optimizer_begin;
     /* per task of the graph: 1 for the kernels where a loss is computed
      * other than norms (the output layer, the cross entropy and their
      * backward, all over the logits), which Megatron splits over the
@@ -74,10 +87,12 @@ struct tp_placement {
 };
 
 /* The tensor-parallel collectives of g's step (structure st) with or
- * without sequence parallelism. SC_EINVAL naming set.tp when the trace
- * shows no transformer layer. Release with tp_placement_release. */
-int tp_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
-                      struct tp_placement *out, struct sc_error *err);
-void tp_placement_release(struct tp_placement *p);
+ * without sequence parallelism, and where its gradients become ready.
+ * Release with coll_placement_release. */
+int coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
+                        struct coll_placement *out, struct sc_error *err);
+/* SC_EINVAL naming set.tp, saying why, when p found no transformer layer. */
+int coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err);
+void coll_placement_release(struct coll_placement *p);
 
 #endif

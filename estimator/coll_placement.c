@@ -1,7 +1,6 @@
-/* estimator/tp_placement.c: the tensor-parallel collectives of a traced
- * step that ran without tensor parallelism, placed as Megatron-LM runs
- * them (tp_placement.h). */
-#include "estimator/tp_placement.h"
+/* estimator/coll_placement.c: the collectives a traced step lacks,
+ * placed as Megatron-LM runs them (coll_placement.h). */
+#include "estimator/coll_placement.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -31,7 +30,7 @@ struct walk {
     size_t n_k, cap_k;
     struct pass *p;
     size_t n_p, cap_p;
-    struct tp_placement *out;
+    struct coll_placement *out;
 };
 
 static int is_gemm(const struct walk *w, uint32_t ki)
@@ -67,7 +66,7 @@ static int backward_name(const char *name)
 
 static int add(struct walk *w, uint32_t ki, int op, int tensor, int in_layer, const char *name)
 {
-    struct tp_placement *o = w->out;
+    struct coll_placement *o = w->out;
     if (sc_vec_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return SC_ENOMEM;
     o->v[o->n++] = (struct tp_collective){w->k[ki], (uint8_t)op, (uint8_t)tensor, (uint8_t)in_layer, name};
@@ -219,6 +218,38 @@ static int find_passes(struct walk *w)
     return SC_OK;
 }
 
+/* Where the last micro-batch's gradients become ready on the busiest
+ * stream: its last backward passes (the rank's layers) and the kernels
+ * around the optimizer's first. */
+static int grads_ready(struct walk *w, int layers)
+{
+    struct coll_placement *o = w->out;
+    uint32_t opt = UINT32_MAX;
+    for (uint32_t i = 0; i < w->n_k; i++)
+        if (w->g->tasks[w->k[i]].sub == MODEL_KF_OPTIMIZER) {
+            opt = i;
+            break;
+        }
+    size_t n = 0, last = w->n_p;
+    for (size_t j = w->n_p; j-- > 0 && n < (size_t)layers;) {
+        const struct pass *p = &w->p[j];
+        if (!p->backward || (opt != UINT32_MAX && p->first > opt))
+            continue;
+        n++;
+        last = j;
+    }
+    free(o->grads_ready);
+    o->n_grads_ready = 0;
+    if (n && !(o->grads_ready = malloc(n * sizeof *o->grads_ready)))
+        return SC_ENOMEM;
+    for (size_t j = last; j < w->n_p && o->n_grads_ready < n; j++)
+        if (w->p[j].backward && (opt == UINT32_MAX || w->p[j].first < opt))
+            o->grads_ready[o->n_grads_ready++] = w->k[w->p[j].last];
+    o->optimizer_begin = opt == UINT32_MAX ? MODEL_NONE : w->k[opt];
+    o->backward_end = w->k[opt == UINT32_MAX ? w->n_k - 1 : before(opt)];
+    return SC_OK;
+}
+
 static int place_stream(struct walk *w)
 {
     int32_t lo = INT32_MAX;
@@ -251,12 +282,14 @@ static int place_stream(struct walk *w)
     return SC_OK;
 }
 
-int tp_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
-                      struct tp_placement *out, struct sc_error *err)
+int coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
+                        struct coll_placement *out, struct sc_error *err)
 {
     struct walk w = {g, st, sequence_parallel, NULL, 0, 0, NULL, 0, 0, out};
     int rc = SC_OK;
+    size_t busiest = 0;
     memset(out, 0, sizeof *out);
+    out->backward_end = out->optimizer_begin = MODEL_NONE;
     if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)))
         rc = SC_ENOMEM;
     for (size_t r = 0; r < g->n_res && !rc; r++) {
@@ -275,27 +308,35 @@ int tp_placement_find(const struct model_graph *g, const struct job_structure *s
         }
         if (!rc)
             rc = place_stream(&w);
+        if (!rc && w.n_k > busiest) { /* the gradients of the stream running the most kernels */
+            busiest = w.n_k;
+            rc = grads_ready(&w, st->layers_per_rank);
+        }
     }
     free(w.k);
     free(w.p);
     if (rc) {
-        tp_placement_release(out);
+        coll_placement_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    if (!out->forward_passes) {
-        tp_placement_release(out);
-        return sc_error_set(err, SC_EINVAL,
-                            "set.tp: the trace shows no transformer layer (%d layers per rank found, %s; none with "
-                            "the four GEMMs of attention and MLP and an attention kernel), so there is nowhere to "
-                            "place tensor parallelism's collectives",
-                            st->layers_per_rank, struct_layer_source_name(st->layer_source));
     }
     return SC_OK;
 }
 
-void tp_placement_release(struct tp_placement *p)
+int coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err)
+{
+    if (p->forward_passes)
+        return SC_OK;
+    return sc_error_set(err, SC_EINVAL,
+                        "set.tp: the trace shows no transformer layer (%d layers per rank found, %s; none with the "
+                        "four GEMMs of attention and MLP and an attention kernel), so there is nowhere to place "
+                        "tensor parallelism's collectives",
+                        st->layers_per_rank, struct_layer_source_name(st->layer_source));
+}
+
+void coll_placement_release(struct coll_placement *p)
 {
     free(p->v);
     free(p->vocab_parallel);
+    free(p->grads_ready);
     memset(p, 0, sizeof *p);
 }

@@ -1,15 +1,19 @@
-/* tests/golden/test_golden_tp_placement.c: the tensor-parallel collectives
- * a what-if from tp 1 places (estimator/tp_placement.h), counted on the
+/* tests/golden/test_golden_coll_placement.c: the tensor-parallel collectives
+ * a what-if from tp 1 places (estimator/coll_placement.h), counted on the
  * eager PyTorch steps measured on H100 and H200
- * (data/calibration/torch-steps) against Megatron's rules, and traces
- * without transformer layers refused. */
+ * (data/calibration/torch-steps) against Megatron's rules, traces
+ * without transformer layers refused, and the gradient reduction a
+ * what-if from dp 1 adds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "estimator/job_config.h"
 #include "estimator/structure.h"
-#include "estimator/tp_placement.h"
+#include "estimator/coll_placement.h"
+#include "estimator/estimate.h"
+#include "estimator/hardware.h"
+#include "estimator/synth.h"
 #include "estimator/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
@@ -76,7 +80,7 @@ static void unload(struct loaded *l)
  * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
  * embedding's, the cross entropy's three, the output layer's backward
  * one, and with sequence parallelism its forward all-gather. */
-TEST(tp_placement_counts_megatrons_collectives_on_the_measured_steps)
+TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
 {
     for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
         for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
@@ -87,10 +91,10 @@ TEST(tp_placement_counts_megatrons_collectives_on_the_measured_steps)
             if (load(path, models[m].config, &l))
                 continue;
             for (int sp = 0; sp <= 1; sp++) {
-                struct tp_placement pl;
+                struct coll_placement pl;
                 struct sc_error err;
                 size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
-                REQUIRE(tp_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
+                REQUIRE(coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
                 for (size_t i = 0; i < pl.n; i++) {
                     by_op[pl.v[i].op]++;
                     in_layer += pl.v[i].in_layer;
@@ -112,7 +116,7 @@ TEST(tp_placement_counts_megatrons_collectives_on_the_measured_steps)
                     CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
                     CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
                 }
-                tp_placement_release(&pl);
+                coll_placement_release(&pl);
             }
             unload(&l);
         }
@@ -120,7 +124,7 @@ TEST(tp_placement_counts_megatrons_collectives_on_the_measured_steps)
 
 /* The what-if from tp 1 to 2 inserts them: 4 per layer and 5 outside,
  * where the step had none. */
-TEST(tp_placement_whatif_inserts_them_once_each)
+TEST(coll_placement_tp_whatif_inserts_them_once_each)
 {
     struct loaded l;
     struct whatif_result r;
@@ -143,7 +147,7 @@ TEST(tp_placement_whatif_inserts_them_once_each)
 /* A trace without transformer layers cannot take tensor parallelism:
  * DLRM's and ResNet's shared traces are refused, naming set.tp and why.
  * (The attention benchmark of torch-steps has no step to replay at all.) */
-TEST(tp_placement_refuses_traces_without_transformer_layers)
+TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
 {
     static const struct {
         const char *trace, *config;
@@ -166,13 +170,69 @@ TEST(tp_placement_refuses_traces_without_transformer_layers)
             CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
         } else { /* ResNet's GPU has no profile: the placement alone */
             struct job_structure st;
-            struct tp_placement pl;
+            struct coll_placement pl;
             REQUIRE(job_structure_recover(g, &cfg, &st, &err) == SC_OK);
-            CHECK_EQ_INT(tp_placement_find(g, &st, 0, &pl, &err), SC_EINVAL);
+            REQUIRE(coll_placement_find(g, &st, 0, &pl, &err) == SC_OK);
+            CHECK_EQ_INT(pl.forward_passes, 0);
+            CHECK_EQ_INT(coll_placement_tp_check(&pl, &st, &err), SC_EINVAL);
+            coll_placement_release(&pl);
             job_structure_release(&st);
         }
         CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
         model_graph_free(g);
         model_job_free(job);
     }
+}
+
+/* dp 1 -> 8 on a measured step: the gradient reduction inserted on a
+ * communication stream of its own (all-reduced, or reduce-scattered under
+ * the distributed optimizer, whose update each rank does for its shard),
+ * each rank's batch kept (global batch 4 -> 32), and the step moves by
+ * what the estimate of the same two configurations says, within 5%. */
+TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
+{
+    struct loaded l;
+    struct sc_error err;
+    REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
+                  &l) == 0);
+    for (int zero = 0; zero <= 1; zero++) {
+        struct job_config set;
+        struct whatif_result r;
+        REQUIRE(job_config_parse_set_list(zero ? "dp=8,zero_stage=1" : "dp=8", &set, &err) == SC_OK);
+        REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+        CHECK_EQ_INT(r.target.global_batch, 32);
+        size_t grads = 0, side = 0;
+        for (uint32_t i = 0; i < r.graph->n_tasks; i++) {
+            const struct model_task *t = &r.graph->tasks[i];
+            if (t->cls != MODEL_TASK_COMM)
+                continue;
+            grads++;
+            side += r.graph->res[t->res].comm && strstr(model_graph_str(r.graph, r.graph->src[i].name), "gradient");
+            CHECK_EQ_INT(t->sub, zero ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE);
+        }
+        CHECK(grads >= 1 && side == grads);
+        /* the collectives add time; the distributed optimizer's sharded
+         * update takes some away */
+        if (!zero)
+            CHECK(r.step_ms > r.base_step_ms);
+        /* the estimate of the description at dp 1 and dp 8 */
+        struct est_spec s0, s1;
+        struct est_costs c;
+        struct est_estimate e0, e1;
+        const struct hw_profile *hw = hw_profile_find("h100-sxm");
+        REQUIRE(job_config_spec(&l.cfg, "h100-sxm", &s0, &err) == SC_OK);
+        REQUIRE(job_config_spec(&r.target, "h100-sxm", &s1, &err) == SC_OK);
+        est_costs_default(hw, &s0, &c);
+        REQUIRE(est_estimate(&s0, hw, &c, EST_DETAIL_STAGE, &e0, &err) == SC_OK);
+        est_costs_default(hw, &s1, &c);
+        REQUIRE(est_estimate(&s1, hw, &c, EST_DETAIL_STAGE, &e1, &err) == SC_OK);
+        double w = r.step_ms / r.base_step_ms, e = e1.step_ms / e0.step_ms;
+        printf("  dp 1 -> 8%s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", zero ? ", distributed optimizer" : "", w, e,
+               100 * (w / e - 1));
+        CHECK_NEAR(w / e, 1, 0.05);
+        est_estimate_release(&e0);
+        est_estimate_release(&e1);
+        whatif_release(&r);
+    }
+    unload(&l);
 }
