@@ -350,6 +350,7 @@ struct out {
     int first;
 };
 
+static void vput(struct out *o, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vput(struct out *o, const char *fmt, va_list ap)
 {
     int k = o->n < o->size ? vsnprintf(o->text + o->n, o->size - o->n, fmt, ap) : 0;
