@@ -780,6 +780,21 @@ static double mean_step_ms(const struct model_replay *r, size_t *steps)
     return n ? sum / (double)n / 1e6 : 0;
 }
 
+/* The mean over the averaged steps of the time the step waits on the
+ * host (the replay's breakdown), ms. */
+static double mean_host_ms(const struct model_replay *r)
+{
+    double sum = 0;
+    size_t n = 0;
+    int complete = any_complete(r);
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (averaged(r, s, complete)) {
+            sum += (double)r->steps[s].breakdown.host;
+            n++;
+        }
+    return n ? sum / (double)n / 1e6 : 0;
+}
+
 /* Split the replayed steps' critical paths into measured and modelled
  * time by the task each segment belongs to. */
 static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
@@ -1139,6 +1154,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     size_t steps;
     out->step_ms = mean_step_ms(out->replay, &steps);
+    out->host_exposed_ms = mean_host_ms(out->replay);
     out->base_step_ms = base_step_ms;
     if (!steps)
         steps = 1;

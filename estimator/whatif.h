@@ -92,6 +92,11 @@ struct whatif_result {
     struct job_config base, target; /* gpu: the traced and the target profile ids */
     double base_step_ms, step_ms;   /* mean over the modelled steps that are not partial */
     double from_measured_ms, from_models_ms;
+    /* of step_ms, the GPUs waiting on the traced job's host work, which
+     * the what-if keeps at its measured durations (an eager step's
+     * dispatch): where a change shrinks the GPU's work below it, the step
+     * is host-bound where a spec's estimate would not be */
+    double host_exposed_ms;
     struct whatif_model_use models[WHATIF_MODEL_COUNT];
     double collective_transfer_ms, collective_wait_ms; /* per step, target */
     int sizes_unknown;            /* collectives without sizes were re-timed by ratio */
