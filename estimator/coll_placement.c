@@ -218,12 +218,11 @@ static int find_passes(struct walk *w)
     return SC_OK;
 }
 
-/* Where the last micro-batch's gradients become ready on the busiest
- * stream: its last backward passes (the rank's layers) and the kernels
- * around the optimizer's first. */
-static int grads_ready(struct walk *w, int layers)
+/* Where the last micro-batch's gradients become ready on this stream
+ * (its last backward passes, the rank's layers' worth, and the kernels
+ * around the optimizer's first), into *c. */
+static int grads_ready(struct walk *w, int layers, struct coll_grads *c)
 {
-    struct coll_placement *o = w->out;
     uint32_t opt = UINT32_MAX;
     for (uint32_t i = 0; i < w->n_k; i++)
         if (w->g->tasks[w->k[i]].sub == MODEL_KF_OPTIMIZER) {
@@ -238,15 +237,16 @@ static int grads_ready(struct walk *w, int layers)
         n++;
         last = j;
     }
-    free(o->grads_ready);
-    o->n_grads_ready = 0;
-    if (n && !(o->grads_ready = malloc(n * sizeof *o->grads_ready)))
+    free(c->ready);
+    memset(c, 0, sizeof *c);
+    if (n && !(c->ready = malloc(n * sizeof *c->ready)))
         return SC_ENOMEM;
-    for (size_t j = last; j < w->n_p && o->n_grads_ready < n; j++)
+    for (size_t j = last; j < w->n_p && c->n < n; j++)
         if (w->p[j].backward && (opt == UINT32_MAX || w->p[j].first < opt))
-            o->grads_ready[o->n_grads_ready++] = w->k[w->p[j].last];
-    o->optimizer_begin = opt == UINT32_MAX ? MODEL_NONE : w->k[opt];
-    o->backward_end = w->k[opt == UINT32_MAX ? w->n_k - 1 : before(opt)];
+            c->ready[c->n++] = w->k[w->p[j].last];
+    c->kernels = w->n_k;
+    c->optimizer_begin = opt == UINT32_MAX ? MODEL_NONE : w->k[opt];
+    c->backward_end = w->n_k ? w->k[opt == UINT32_MAX ? w->n_k - 1 : before(opt)] : MODEL_NONE;
     return SC_OK;
 }
 
@@ -287,11 +287,13 @@ int coll_placement_find(const struct model_graph *g, const struct job_structure 
 {
     struct walk w = {g, st, sequence_parallel, NULL, 0, 0, NULL, 0, 0, out};
     int rc = SC_OK;
-    size_t busiest = 0;
     memset(out, 0, sizeof *out);
-    out->backward_end = out->optimizer_begin = MODEL_NONE;
-    if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)))
+    out->n_ranks = g->n_ranks;
+    out->grads = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *out->grads);
+    if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)) || !out->grads)
         rc = SC_ENOMEM;
+    for (size_t r = 0; !rc && r < g->n_ranks; r++)
+        out->grads[r].backward_end = out->grads[r].optimizer_begin = MODEL_NONE;
     for (size_t r = 0; r < g->n_res && !rc; r++) {
         const struct model_resource *res = &g->res[r];
         if (!res->gpu)
@@ -308,10 +310,9 @@ int coll_placement_find(const struct model_graph *g, const struct job_structure 
         }
         if (!rc)
             rc = place_stream(&w);
-        if (!rc && w.n_k > busiest) { /* the gradients of the stream running the most kernels */
-            busiest = w.n_k;
-            rc = grads_ready(&w, st->layers_per_rank);
-        }
+        /* a rank's gradients: those of its stream running the most kernels */
+        if (!rc && w.n_k > out->grads[res->rank].kernels)
+            rc = grads_ready(&w, st->layers_per_rank, &out->grads[res->rank]);
     }
     free(w.k);
     free(w.p);
@@ -337,6 +338,8 @@ void coll_placement_release(struct coll_placement *p)
 {
     free(p->v);
     free(p->vocab_parallel);
-    free(p->grads_ready);
+    for (size_t r = 0; p->grads && r < p->n_ranks; r++)
+        free(p->grads[r].ready);
+    free(p->grads);
     memset(p, 0, sizeof *p);
 }

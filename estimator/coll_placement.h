@@ -68,16 +68,23 @@ struct tp_collective {
     const char *name; /* static */
 };
 
+/* Where a rank's gradients become ready, on its busiest stream: the last
+ * kernel of each backward layer pass of the last micro-batch (at most
+ * layers_per_rank of them, in order; malloc'd), the last kernel before
+ * the optimizer, the optimizer's first (MODEL_NONE when the rank has none
+ * of either). */
+struct coll_grads {
+    uint32_t *ready;
+    size_t n, kernels;
+    uint32_t backward_end, optimizer_begin;
+};
+
 struct coll_placement {
     struct tp_collective *v; /* in the order of the walk; malloc'd */
     size_t n, cap;
-    /* the last kernel of each backward layer pass of the last micro-batch
-     * (layers_per_rank of them, on the busiest stream, in order), the last
-     * kernel before the optimizer, the optimizer's first (MODEL_NONE when
-     * the step has no optimizer kernel); malloc'd */
-    uint32_t *grads_ready;
-    size_t n_grads_ready;
-    uint32_t backward_end, optimizer_begin;
+    /* per rank of the graph (n_ranks of them; malloc'd) */
+    struct coll_grads *grads;
+    size_t n_ranks;
     /* per task of the graph: 1 for the kernels where a loss is computed
      * other than norms (the output layer, the cross entropy and their
      * backward, all over the logits), which Megatron splits over the

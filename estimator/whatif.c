@@ -632,6 +632,12 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
     return SC_OK;
 }
 
+/* Ranks of one pipeline stage under c: tp x cp x dp. */
+static int64_t ranks_per_stage(const struct job_config *c)
+{
+    return c->tp * (c->cp ? c->cp : 1) * c->dp;
+}
+
 static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name, uint32_t before)
 {
     if (add_insert(w, after, op, dur_ns, name))
@@ -671,28 +677,39 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
     const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
     struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
-    double bucket = est_grad_bucket_params(&spec), bytes_per = est_grad_bytes(&spec), open = 0, layer = 0;
+    double bucket = est_grad_bucket_params(&spec), bytes_per = est_grad_bytes(&spec), open, layer = 0;
     int64_t stage_layers = spec.model.layers / spec.parallel.pp;
     for (int64_t i = 0; i < stage_layers; i++) {
         double dense, experts;
         est_layer_rank_params(&spec, i, &dense, &experts);
         layer += (dense + experts) / (double)stage_layers;
     }
-    double per_pass = pl.n_grads_ready ? layer * (double)stage_layers / (double)pl.n_grads_ready : 0;
-    for (size_t j = 0; j < pl.n_grads_ready && !rc; j++) {
-        open += per_pass;
-        if (spec.options.overlap_grad_reduce && open >= bucket) {
-            rc = add_side_insert(w, pl.grads_ready[j], kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
-                                 name, pl.optimizer_begin);
-            open = 0;
+    /* a rank's stage (ranks are numbered with the pipeline outermost, as
+     * Megatron does): the first holds the embedding, the last the output
+     * layer (a single stage with tied embeddings holds one matrix) */
+    int64_t per_stage = ranks_per_stage(w->b);
+    double emb = (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp;
+    for (size_t r = 0; r < pl.n_ranks && !rc; r++) {
+        const struct coll_grads *c = &pl.grads[r];
+        int64_t stage = (int64_t)w->g->ranks[r].id / per_stage;
+        double per_pass = c->n ? layer * (double)stage_layers / (double)c->n : 0;
+        open = 0;
+        for (size_t j = 0; j < c->n && !rc; j++) {
+            open += per_pass;
+            if (spec.options.overlap_grad_reduce && open >= bucket) {
+                rc = add_side_insert(w, c->ready[j], kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                                     name, c->optimizer_begin);
+                open = 0;
+            }
         }
+        if (stage == 0)
+            open += emb;
+        if (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings))
+            open += emb;
+        if (!rc && c->backward_end != MODEL_NONE)
+            rc = add_side_insert(w, c->backward_end, kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                                 name, c->optimizer_begin);
     }
-    /* the embedding and, untied, the output layer (a single stage holds both) */
-    open += (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp *
-            (spec.model.tied_embeddings ? 1 : 2);
-    if (!rc && pl.backward_end != MODEL_NONE)
-        rc = add_side_insert(w, pl.backward_end, kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3, name,
-                             pl.optimizer_begin);
     coll_placement_release(&pl);
     return rc ? oom(err) : SC_OK;
 }
@@ -1137,8 +1154,9 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     micro_batches(&w);
     if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
         goto done;
-    if (out->base.dp == 1 && out->target.dp > 1 && !out->structure.by_role[STRUCT_ROLE_DP] &&
-        (rc = insert_grad_reduction(&w, err)))
+    /* a step traced at dp 1 reduces no gradients across replicas (what a
+     * trace may class as data-parallel there is a group of one) */
+    if (out->base.dp == 1 && out->target.dp > 1 && (rc = insert_grad_reduction(&w, err)))
         goto done;
 
     for (uint32_t i = 0; i < g->n_tasks; i++) {
