@@ -906,6 +906,40 @@ static void replay_opts(const struct wf *w, struct model_replay_opts *ro)
  * where it runs a pass (less the part the kernel model re-timed), the
  * kernel model's for the optimizer, the collective model's for transfers
  * and collectives. */
+/* Host work per step of graph g: every host thread's calls and the work
+ * between them, the mean over ranks and steps, ns. */
+static double host_ns_per_step(const struct model_graph *g)
+{
+    double ns = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (!g->res[t->res].gpu && (t->cls == MODEL_TASK_CALL || t->cls == MODEL_TASK_HOST))
+            ns += (double)t->dur + (double)t->gap;
+    }
+    size_t steps = g->n_steps ? g->n_steps : 1;
+    return ns / (double)steps;
+}
+
+/* The host time per synthesised operation that has the traced job's host
+ * dispatch what it did: c's, scaled by the traced step's host work over
+ * that of the base configuration's step synthesised with c (an eager step
+ * dispatches more per operation than Megatron's; a step synthesised under
+ * other defaults, what they had). c's own when the base cannot be
+ * synthesised. */
+static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
+{
+    struct est_spec bs;
+    struct model_graph *sg = NULL;
+    struct sc_error ignored;
+    double traced = host_ns_per_step(w->g), synth = 0;
+    if (job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
+        est_synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
+        return c->host_op_us;
+    synth = host_ns_per_step(sg);
+    model_graph_free(sg);
+    return synth > 0 && traced > 0 ? c->host_op_us * traced / synth : c->host_op_us;
+}
+
 static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
 {
     const struct job_config *b = w->b;
@@ -936,6 +970,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     if ((rc = job_config_spec(&tc, w->hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
     est_costs_base(w->hw1, &spec, &costs);
+    costs.host_op_us = traced_host_op_us(w, &costs);
     if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
         return rc;
     /* the layers transform repeated each layer's work in place: one
@@ -1142,8 +1177,12 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
+    /* the schedule rebuilt: for another pipeline, and for another tp or dp
+     * of a pipelined job, whose stages' waits on one another the traced
+     * step's waits cannot carry over */
     if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
-        job_config_vpp(&out->target) != job_config_vpp(&out->base)) {
+        job_config_vpp(&out->target) != job_config_vpp(&out->base) ||
+        (out->base.pp > 1 && (out->target.tp != out->base.tp || out->target.dp != out->base.dp))) {
         if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
             goto done;
         out->base_step_ms = base_step_ms;
