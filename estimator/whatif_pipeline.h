@@ -19,7 +19,8 @@
  * of a rank's first layer). The rest of the step (pipeline transfers timed
  * by the collective model for the activations of the description's
  * dimensions, the gradient collectives, the optimizer, the host's
- * dispatches) is the estimator's models'. */
+ * dispatches) is the estimator's models', the host dispatching at the
+ * traced job's pace (whatif.c: traced_host_op_us). */
 #ifndef ESTIMATOR_WHATIF_PIPELINE_H
 #define ESTIMATOR_WHATIF_PIPELINE_H
 
