@@ -15,7 +15,9 @@
 #      model family and the MoE rows at 12% (BENCHMARKS.md, "Published
 #      runs"); and of the steps measured on lent H100 and H200 GPUs
 #      (tests/hopper_steps.py), and what-ifs from each of those traced
-#      steps to the others and from H100 to H200 (tests/whatif_steps.py).
+#      steps to the others and from H100 to H200 (tests/whatif_steps.py);
+#      and README's and BENCHMARKS' what-if examples, run as written
+#      (tests/docs_examples.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -111,6 +113,7 @@ fi
 if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
     phase "what-if on measured steps" python3 tests/whatif_steps.py --cli build/stepcast
+    phase "docs' what-if examples" python3 tests/docs_examples.py
 fi
 
 echo "$passed passed, $failed failed"
