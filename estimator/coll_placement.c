@@ -245,6 +245,11 @@ static int grads_ready(struct walk *w, int layers, struct coll_grads *c)
         if (w->p[j].backward && (opt == UINT32_MAX || w->p[j].first < opt))
             c->ready[c->n++] = w->k[w->p[j].last];
     c->kernels = w->n_k;
+    c->first_kernel = w->n_k ? w->k[0] : MODEL_NONE;
+    c->first_forward = MODEL_NONE;
+    for (size_t j = 0; j < w->n_p && c->first_forward == MODEL_NONE; j++)
+        if (!w->p[j].backward)
+            c->first_forward = w->k[w->p[j].first];
     c->optimizer_begin = opt == UINT32_MAX ? MODEL_NONE : w->k[opt];
     c->backward_end = w->n_k ? w->k[opt == UINT32_MAX ? w->n_k - 1 : before(opt)] : MODEL_NONE;
     return SC_OK;
@@ -293,7 +298,8 @@ int coll_placement_find(const struct model_graph *g, const struct job_structure 
     if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)) || !out->grads)
         rc = SC_ENOMEM;
     for (size_t r = 0; !rc && r < g->n_ranks; r++)
-        out->grads[r].backward_end = out->grads[r].optimizer_begin = MODEL_NONE;
+        out->grads[r].backward_end = out->grads[r].optimizer_begin = out->grads[r].first_kernel =
+            out->grads[r].first_forward = MODEL_NONE;
     for (size_t r = 0; r < g->n_res && !rc; r++) {
         const struct model_resource *res = &g->res[r];
         if (!res->gpu)

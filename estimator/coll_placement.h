@@ -71,12 +71,13 @@ struct tp_collective {
 /* Where a rank's gradients become ready, on its busiest stream: the last
  * kernel of each backward layer pass of the last micro-batch (at most
  * layers_per_rank of them, in order; malloc'd), the last kernel before
- * the optimizer, the optimizer's first (MODEL_NONE when the rank has none
- * of either). */
+ * the optimizer, the optimizer's first; and the step's first kernel and
+ * first layer's forward, which the distributed optimizer's parameter
+ * all-gather comes between (MODEL_NONE for what the rank lacks). */
 struct coll_grads {
     uint32_t *ready;
     size_t n, kernels;
-    uint32_t backward_end, optimizer_begin;
+    uint32_t backward_end, optimizer_begin, first_kernel, first_forward;
 };
 
 struct coll_placement {

@@ -655,7 +655,8 @@ static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, 
  * own once the backward passes that fill it are done (overlap_grad_reduce;
  * else all after the backward), the last with the embedding's and output
  * layer's after the backward; all-reduced, or reduce-scattered under the
- * distributed optimizer (zero_stage 1-2), over the dp ranks placed as an
+ * distributed optimizer (zero_stage 1-2, whose updated parameters are
+ * all-gathered before the first forward), over the dp ranks placed as an
  * estimate places them; the optimizer waits for them. A traced pass
  * stands for layers' / layers of the target's layers. */
 static int insert_grad_reduction(struct wf *w, struct sc_error *err)
@@ -709,6 +710,20 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         if (!rc && c->backward_end != MODEL_NONE)
             rc = add_side_insert(w, c->backward_end, kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
                                  name, c->optimizer_begin);
+        /* the distributed optimizer's updated parameters all-gathered, as
+         * the estimator's step has it: at the step's start, the first
+         * layer's forward waiting for it */
+        if (!rc && op == MODEL_COLL_REDUCESCATTER && c->first_kernel != MODEL_NONE) {
+            int ag = MODEL_COLL_ALLGATHER;
+            struct coll_group gg = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &ag);
+            double params = layer * (double)stage_layers + (stage == 0 ? emb : 0) +
+                            (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings) ? emb : 0);
+            rc = add_side_insert(w, c->first_kernel, ag,
+                                 coll_split_us(&w->cp1, ag, gg, params * hw_dtype_bytes(spec.options.dtype == HW_FP32
+                                                                                           ? HW_FP32
+                                                                                           : HW_BF16)) * 1e3,
+                                 "parameter all-gather (what-if)", c->first_forward);
+        }
     }
     coll_placement_release(&pl);
     return rc ? oom(err) : SC_OK;

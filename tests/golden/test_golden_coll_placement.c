@@ -186,7 +186,8 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
 
 /* dp 1 -> 8 on a measured step: the gradient reduction inserted on a
  * communication stream of its own (all-reduced, or reduce-scattered under
- * the distributed optimizer, whose update each rank does for its shard),
+ * the distributed optimizer, whose update each rank does for its shard and
+ * whose parameters are all-gathered before the first forward),
  * each rank's batch kept (global batch 4 -> 32), and the step moves by
  * what the estimate of the same two configurations says, within 5%. */
 TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
@@ -201,27 +202,40 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
         REQUIRE(job_config_parse_set_list(zero ? "dp=8,zero_stage=1" : "dp=8", &set, &err) == SC_OK);
         REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
         CHECK_EQ_INT(r.target.global_batch, 32);
-        size_t grads = 0, side = 0;
+        size_t grads = 0, gathers = 0, side = 0;
         for (uint32_t i = 0; i < r.graph->n_tasks; i++) {
             const struct model_task *t = &r.graph->tasks[i];
             if (t->cls != MODEL_TASK_COMM)
                 continue;
+            side += r.graph->res[t->res].comm;
+            if (strstr(model_graph_str(r.graph, r.graph->src[i].name), "parameter all-gather")) {
+                gathers++;
+                CHECK_EQ_INT(t->sub, MODEL_COLL_ALLGATHER);
+                continue;
+            }
             grads++;
-            side += r.graph->res[t->res].comm && strstr(model_graph_str(r.graph, r.graph->src[i].name), "gradient");
             CHECK_EQ_INT(t->sub, zero ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE);
         }
-        CHECK(grads >= 1 && side == grads);
+        /* all on the side stream; the distributed optimizer's parameters
+         * all-gathered once a step */
+        CHECK(grads >= 1 && side == grads + gathers);
+        CHECK_EQ_INT(gathers, zero ? 1 : 0);
         /* the collectives add time; the distributed optimizer's sharded
          * update takes some away */
         if (!zero)
             CHECK(r.step_ms > r.base_step_ms);
-        /* the estimate of the description at dp 1 and dp 8 */
+        /* the estimate of the description at dp 1 and dp 8, on the traced
+         * step's stack */
         struct est_spec s0, s1;
         struct est_costs c;
         struct est_estimate e0, e1;
         const struct hw_profile *hw = hw_profile_find("h100-sxm");
         REQUIRE(job_config_spec(&l.cfg, "h100-sxm", &s0, &err) == SC_OK);
         REQUIRE(job_config_spec(&r.target, "h100-sxm", &s1, &err) == SC_OK);
+        /* the traced step's stack, which a description does not give: eager
+         * PyTorch, pure bf16 (its optimizer) */
+        s0.options.framework = s1.options.framework = EST_FRAMEWORK_PYTORCH;
+        s0.options.master_weights = s1.options.master_weights = EST_MASTER_BF16;
         est_costs_default(hw, &s0, &c);
         REQUIRE(est_estimate(&s0, hw, &c, EST_DETAIL_STAGE, &e0, &err) == SC_OK);
         est_costs_default(hw, &s1, &c);
