@@ -14,7 +14,8 @@
 #include "estimator/spec.h"
 #include "common/banned.h"
 
-enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU, KEY_MLP, KEY_RECOMPUTE, KEY_BOOL };
+enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU, KEY_MLP, KEY_RECOMPUTE, KEY_BOOL, KEY_FRAMEWORK,
+                KEY_MASTER };
 
 struct key {
     const char *name; /* moe's members dotted: "moe.experts" */
@@ -38,7 +39,8 @@ static const struct key keys[] = {
     INTKEY(kv_heads, 1 << 16, 0),    NAMEKEY("mlp", KEY_MLP),          INTKEY(cp, 1 << 16, 0),
     INTKEY(ep, 1 << 16, 0),          INTKEY(etp, 1 << 16, 0),          INTKEY0(zero_stage, 3),
     NAMEKEY("sequence_parallel", KEY_BOOL), NAMEKEY("recompute", KEY_RECOMPUTE),
-    INTKEY(gpus_per_node, 1 << 20, 0),
+    INTKEY(gpus_per_node, 1 << 20, 0), NAMEKEY("framework", KEY_FRAMEWORK),
+    NAMEKEY("master_weights", KEY_MASTER),
     {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, 1 << 16, 0},
     {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, 1 << 16, 0},
     {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, 1 << 24, 0},
@@ -120,6 +122,16 @@ static int set_value(struct job_config *c, const struct key *k, const char *pref
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"none\", \"selective\" or \"full\"", prefix,
                                 k->name);
         c->has_recompute = 1;
+        return SC_OK;
+    case KEY_FRAMEWORK:
+        if (!v->s || est_framework_parse(v->s, &c->framework))
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"megatron\" or \"pytorch\"", prefix, k->name);
+        c->has_framework = 1;
+        return SC_OK;
+    case KEY_MASTER:
+        if (!v->s || est_master_weights_parse(v->s, &c->master_weights))
+            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"fp32\" or \"bf16\"", prefix, k->name);
+        c->has_master_weights = 1;
         return SC_OK;
     case KEY_BOOL:
         if (!v->is_bool)
@@ -270,6 +282,14 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
         out->has_recompute = 1;
         out->recompute = set->recompute;
     }
+    if (set->has_framework) {
+        out->has_framework = 1;
+        out->framework = set->framework;
+    }
+    if (set->has_master_weights) {
+        out->has_master_weights = 1;
+        out->master_weights = set->master_weights;
+    }
     if (set->sequence_parallel >= 0)
         out->sequence_parallel = set->sequence_parallel;
     if (set->gpu[0])
@@ -325,6 +345,10 @@ char *job_config_json(const struct job_config *c)
         case KEY_MLP: v = c->has_mlp ? json_string(est_mlp_name(c->mlp)) : NULL; break;
         case KEY_RECOMPUTE: v = c->has_recompute ? json_string(est_recompute_name(c->recompute)) : NULL; break;
         case KEY_BOOL: v = c->sequence_parallel >= 0 ? json_boolean(c->sequence_parallel) : NULL; break;
+        case KEY_FRAMEWORK: v = c->has_framework ? json_string(est_framework_name(c->framework)) : NULL; break;
+        case KEY_MASTER:
+            v = c->has_master_weights ? json_string(est_master_weights_name(c->master_weights)) : NULL;
+            break;
         case KEY_GPU: v = c->gpu[0] ? json_string(c->gpu) : NULL; break;
         }
         if (!v)
@@ -432,6 +456,10 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
         member(&o, "\"zero_stage\":%lld", (long long)c->zero_stage);
     if (c->sequence_parallel >= 0)
         member(&o, "\"sequence_parallel\":%s", c->sequence_parallel ? "true" : "false");
+    if (c->has_framework)
+        member(&o, "\"framework\":\"%s\"", est_framework_name(c->framework));
+    if (c->has_master_weights)
+        member(&o, "\"master_weights\":\"%s\"", est_master_weights_name(c->master_weights));
     put(&o, "}}");
     if (o.n >= size)
         return sc_error_set(err, SC_ELIMIT, "the job description's spec is too long");

@@ -55,6 +55,12 @@ struct job_config {
     int sequence_parallel; /* -1 = not given, else 0 or 1 */
     int has_recompute;
     enum est_recompute recompute; /* none, selective or full */
+    /* the traced step's stack: the spec's options.framework (megatron or
+     * an eager pytorch step) and options.master_weights (fp32, or pure
+     * bf16 training) */
+    int has_framework, has_master_weights;
+    enum est_framework framework;
+    enum est_master_weights master_weights;
     struct {
         int64_t experts, top_k, ffn, shared_experts;
     } moe; /* 0 = not given */

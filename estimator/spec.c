@@ -581,6 +581,26 @@ const char *est_mlp_name(enum est_mlp m)
     return name_of(mlp_names, (int)m);
 }
 
+int est_framework_parse(const char *name, enum est_framework *out)
+{
+    return name_find(framework_names, name, (int *)out);
+}
+
+const char *est_framework_name(enum est_framework f)
+{
+    return name_of(framework_names, (int)f);
+}
+
+int est_master_weights_parse(const char *name, enum est_master_weights *out)
+{
+    return name_find(master_names, name, (int *)out);
+}
+
+const char *est_master_weights_name(enum est_master_weights m)
+{
+    return name_of(master_names, (int)m);
+}
+
 int est_recompute_parse(const char *name, enum est_recompute *out)
 {
     return name_find(recompute_names, name, (int *)out);

@@ -167,6 +167,12 @@ const char *est_recompute_name(enum est_recompute r);
 /* "gelu" or "swiglu" to the MLP (SC_EINVAL for another name), and back. */
 int est_mlp_parse(const char *name, enum est_mlp *out);
 const char *est_mlp_name(enum est_mlp m);
+/* "megatron" or "pytorch" to the framework, "fp32" or "bf16" to the master
+ * weights (SC_EINVAL for another name), and back. */
+int est_framework_parse(const char *name, enum est_framework *out);
+const char *est_framework_name(enum est_framework f);
+int est_master_weights_parse(const char *name, enum est_master_weights *out);
+const char *est_master_weights_name(enum est_master_weights m);
 
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is

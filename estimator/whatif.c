@@ -622,6 +622,9 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
         {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
                     t->moe.shared_experts != b->moe.shared_experts},
         {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute)},
+        {"framework", t->has_framework != b->has_framework || (t->has_framework && t->framework != b->framework)},
+        {"master_weights", t->has_master_weights != b->has_master_weights ||
+                               (t->has_master_weights && t->master_weights != b->master_weights)},
     };
     for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
         if (fields[k].changed)

@@ -918,3 +918,100 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
     printf("  %zu what-ifs, %zu within 5%% of the estimate's ratio, worst %+.1f%%\n", cases, within, 100 * worst);
     CHECK(cases >= 36);
 }
+
+/* The two roads from the steps measured on H100 and H200
+ * (data/calibration/torch-steps), each described with its own stack
+ * (eager PyTorch, pure bf16: framework and master_weights): from dp 1 to
+ * dp 8, 64 and 512 the what-if and the estimate move the step alike
+ * within 5%; to pp 2 and 4 (four micro-batches a step) within 6%, but
+ * where the traced step waits on its host for a tenth of its time or
+ * more (the what-if keeps the traced host's pace, `traced_host`): then
+ * within 15%, the case named. Tensor-parallel targets are printed, not held: an eager
+ * step's host dispatch and unfused kernels part the two roads there
+ * (BENCHMARKS.md, "From the measured eager steps"). */
+TEST(whatif_roads_from_the_measured_eager_steps)
+{
+    static const char *const gpus[] = {"h100-sxm", "h200"};
+    static const struct {
+        const char *name, *model;
+        int mb;
+    } steps[] = {
+        {"gpt-h1024-s1024-b8", "\"layers\":8,\"hidden\":1024,\"heads\":16,\"ffn\":4096,\"seq\":1024", 8},
+        {"gpt-h2048-s2048-b4", "\"layers\":8,\"hidden\":2048,\"heads\":16,\"ffn\":8192,\"seq\":2048", 4},
+        {"gpt-h4096-s4096-b1", "\"layers\":4,\"hidden\":4096,\"heads\":32,\"ffn\":16384,\"seq\":4096", 1},
+        {"llama-h4096-gqa8-swiglu-s2048-b2",
+         "\"layers\":4,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"mlp\":\"swiglu\",\"seq\":2048", 2},
+    };
+    static const char stack[] = "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"";
+    size_t held = 0, named = 0;
+    for (size_t gi = 0; gi < 2; gi++)
+        for (size_t m = 0; m < sizeof steps / sizeof steps[0]; m++) {
+            char path[512], desc[512];
+            const char *paths[] = {path};
+            struct model_load_opts lo;
+            struct model_job *job = NULL;
+            struct model_graph *g = NULL;
+            struct job_config cfg;
+            struct sc_error err;
+            int mb = steps[m].mb;
+            snprintf(path, sizeof path, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi],
+                     steps[m].name);
+            snprintf(desc, sizeof desc,
+                     "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":%d,\"global_batch\":%d,\"vocab\":50304,"
+                     "\"dtype\":\"bf16\",%s,%s}",
+                     mb, mb, steps[m].model, stack);
+            model_load_opts_default(&lo);
+            REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
+            REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+            REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+            static const struct {
+                const char *set;
+                int tp, pp, dp, m; /* the target; m micro-batches a step */
+            } goals[] = {{"dp=8", 1, 1, 8, 1},   {"dp=64", 1, 1, 64, 1}, {"dp=512", 1, 1, 512, 1},
+                           {"pp=2", 1, 2, 1, 4},   {"pp=4", 1, 4, 1, 4},   {"tp=2", 2, 1, 1, 1},
+                           {"tp=4", 4, 1, 1, 1},   {"tp=8", 8, 1, 1, 1}};
+            for (size_t t = 0; t < sizeof goals / sizeof goals[0]; t++) {
+                char set_text[96], base_set[64], s0[1024], s1[1024];
+                struct job_config set, set0;
+                struct whatif_result r, r0;
+                int gb = mb * goals[t].dp * goals[t].m;
+                snprintf(set_text, sizeof set_text, "%s,global_batch=%d", goals[t].set, gb);
+                snprintf(base_set, sizeof base_set, "global_batch=%d", mb * goals[t].m);
+                REQUIRE(job_config_parse_set_list(set_text, &set, &err) == SC_OK);
+                REQUIRE(job_config_parse_set_list(base_set, &set0, &err) == SC_OK);
+                REQUIRE(whatif_run(g, &cfg, &set0, &r0, &err) == SC_OK);
+                if (whatif_run(g, &cfg, &set, &r, &err)) {
+                    sc_check_fail(__FILE__, __LINE__, "%s %s: %s", steps[m].name, set_text, err.msg);
+                    whatif_release(&r0);
+                    continue;
+                }
+                for (int k = 0; k < 2; k++)
+                    snprintf(k ? s1 : s0, sizeof s0,
+                             "{\"model\":{%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,"
+                             "\"micro_batch\":%d,\"global_batch\":%d},\"cluster\":{\"gpu\":\"%s\"},"
+                             "\"options\":{\"dtype\":\"bf16\",%s}}",
+                             steps[m].model, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1, mb,
+                             k ? gb : mb * goals[t].m, gpus[gi], stack);
+                double w = r.step_ms / r0.step_ms, e = estimate_with(s1, 1) / estimate_with(s0, 1), d = w / e - 1;
+                double host = r0.host_exposed_ms / r0.step_ms; /* the traced step's wait on its host */
+                int tp = goals[t].tp > 1, bound = host >= 0.1;
+                printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%%s%s\n", gpus[gi], steps[m].name,
+                       goals[t].set, w, e, 100 * d, bound ? "  (host-bound: " : "", bound ? "traced_host)" : "");
+                if (!tp) {
+                    /* pp: 6% (two of the sixteen land at 5.2% and 5.9%) */
+                    double limit = goals[t].pp == 1 ? 0.05 : bound ? 0.15 : 0.06;
+                    held++;
+                    named += limit > 0.06;
+                    if (d > limit || d < -limit)
+                        sc_check_fail(__FILE__, __LINE__, "%s %s %s: what-if x%.3f, estimate x%.3f (%+.1f%%)",
+                                      gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d);
+                }
+                whatif_release(&r);
+                whatif_release(&r0);
+            }
+            model_graph_free(g);
+            model_job_free(job);
+        }
+    printf("  %zu dp and pp targets held (%zu host-bound ones named, to 15%%)\n", held, named);
+    CHECK(held == 40);
+}

@@ -16,8 +16,8 @@
 static const char full[] =
     "{\"tp\":2,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":32,\"layers\":8,\"hidden\":2048,\"heads\":16,"
     "\"seq\":2048,\"kv_heads\":4,\"mlp\":\"swiglu\",\"cp\":2,\"ep\":4,\"etp\":1,\"zero_stage\":0,"
-    "\"sequence_parallel\":true,\"recompute\":\"selective\",\"gpus_per_node\":4,"
-    "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
+    "\"sequence_parallel\":true,\"recompute\":\"selective\",\"gpus_per_node\":4,\"framework\":\"pytorch\","
+    "\"master_weights\":\"bf16\",\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
 
 TEST(job_config_new_keys_parse_and_write_back)
 {
@@ -30,6 +30,8 @@ TEST(job_config_new_keys_parse_and_write_back)
     CHECK(c.has_zero_stage && c.zero_stage == 0);
     CHECK_EQ_INT(c.sequence_parallel, 1);
     CHECK(c.has_recompute && c.recompute == EST_RECOMPUTE_SELECTIVE);
+    CHECK(c.has_framework && c.framework == EST_FRAMEWORK_PYTORCH);
+    CHECK(c.has_master_weights && c.master_weights == EST_MASTER_BF16);
     CHECK(c.moe.experts == 8 && c.moe.top_k == 2 && c.moe.ffn == 1024 && c.moe.shared_experts == 1);
     CHECK_EQ_INT(job_config_world_size(&c), 16);
     char *text = job_config_json(&c);
@@ -139,6 +141,7 @@ TEST(job_config_new_keys_reach_the_spec)
     CHECK_EQ_INT(s.cluster.gpus_per_node, 4);
     CHECK(s.options.zero_stage == 0 && s.options.sequence_parallel == 1 &&
           s.options.recompute == EST_RECOMPUTE_SELECTIVE);
+    CHECK(s.options.framework == EST_FRAMEWORK_PYTORCH && s.options.master_weights == EST_MASTER_BF16);
 
     /* the planner's template leaves the parallelism open, keeps the rest */
     char text[JOB_CONFIG_SPEC_TEXT_MAX];
