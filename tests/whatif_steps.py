@@ -10,7 +10,8 @@ layers, hidden, heads, kv_heads, ffn, mlp, seq and micro-batch set), and
 from each H100 trace to the H200 (gpu=h200), the same model: the
 what-if's step against the measured step of the target. The description
 of each traced step is its table row (vocab 50304, one GPU, micro-batch
-= global batch); nothing is fitted on these steps. The what-if keeps the
+= global batch) and its stack (eager PyTorch, pure bf16); nothing is
+fitted on these steps. The what-if keeps the
 traced step's host time: a target whose step the host bounds on another
 machine (the H100 machine's gpt-h1024-s1024-b8 spends 4.2 ms of its 27 ms
 profiled step waiting on the host, the H200 machine's 1.2 ms) comes out
@@ -34,8 +35,8 @@ def rows(path):
 
 
 def description(r):
-    d = {"tp": 1, "pp": 1, "dp": 1, "vocab": 50304, "dtype": "bf16", "mlp": r["mlp"],
-         "global_batch": int(r["micro_batch"])}
+    d = {"tp": 1, "pp": 1, "dp": 1, "vocab": 50304, "dtype": "bf16", "mlp": r["mlp"], "framework": "pytorch",
+         "master_weights": "bf16", "global_batch": int(r["micro_batch"])}
     for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch"):
         d[k] = int(r[k])
     return d
