@@ -148,8 +148,8 @@ static int layer_backward(struct walk *w, const struct pass *p)
 }
 
 /* The kernels between the last layer's forward and the first backward
- * (from, to), where a
- * loss is computed: the output layer's and the cross entropy's. */
+ * (from, to), where a loss is computed: the output layer's and the cross
+ * entropy's, all over the logits (vocabulary-parallel) but norms. */
 static int loss_region(struct walk *w, uint32_t from, uint32_t to)
 {
     uint32_t s = UINT32_MAX;
