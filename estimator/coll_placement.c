@@ -106,6 +106,14 @@ static const char AR[] = "tensor-parallel all-reduce (what-if)", AG[] = "tensor-
                   RS[] = "tensor-parallel reduce-scatter (what-if)",
                   REGATHER[] = "sequence-parallel input re-gather (what-if)";
 
+/* Mark the kernels strictly between kernels a and b of the stream. */
+static void mark_between(struct walk *w, uint32_t a, uint32_t b, uint8_t what)
+{
+    for (uint32_t i = a + 1; i < b; i++)
+        if (!is_gemm(w, i))
+            w->out->mlp_activation[w->k[i]] = what;
+}
+
 static int layer_forward(struct walk *w, const struct pass *p)
 {
     uint32_t gm[MAX_GEMMS], a = attention_of(w, p);
@@ -115,10 +123,12 @@ static int layer_forward(struct walk *w, const struct pass *p)
             proj = i;
             break;
         }
+    int mlp = proj + 1 < n ? proj + 1 : n - 1;
+    if (mlp < n - 1)
+        mark_between(w, gm[mlp], gm[n - 1], COLL_MLP_FORWARD);
     if (!w->sp)
         return add(w, gm[proj], MODEL_COLL_ALLREDUCE, TP_TENSOR_ACTIVATION, 1, AR) ||
                add(w, gm[n - 1], MODEL_COLL_ALLREDUCE, TP_TENSOR_ACTIVATION, 1, AR);
-    int mlp = proj + 1 < n ? proj + 1 : n - 1;
     return add(w, before(gm[0]), MODEL_COLL_ALLGATHER, TP_TENSOR_ACTIVATION, 1, AG) ||
            add(w, gm[proj], MODEL_COLL_REDUCESCATTER, TP_TENSOR_ACTIVATION, 1, RS) ||
            add(w, before(gm[mlp]), MODEL_COLL_ALLGATHER, TP_TENSOR_ACTIVATION, 1, AG) ||
@@ -136,6 +146,8 @@ static int layer_backward(struct walk *w, const struct pass *p)
             break;
         }
     int mlp_in = pre >= 4 ? pre - 4 : 0, proj = pre >= 2 ? pre - 2 : 0;
+    if (mlp_in >= 1)
+        mark_between(w, gm[mlp_in - 1], gm[mlp_in], COLL_MLP_BACKWARD);
     if (!w->sp)
         return add(w, gm[mlp_in], MODEL_COLL_ALLREDUCE, TP_TENSOR_ACTIVATION, 1, AR) ||
                add(w, gm[qkv], MODEL_COLL_ALLREDUCE, TP_TENSOR_ACTIVATION, 1, AR);
@@ -295,7 +307,8 @@ int coll_placement_find(const struct model_graph *g, const struct job_structure 
     memset(out, 0, sizeof *out);
     out->n_ranks = g->n_ranks;
     out->grads = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *out->grads);
-    if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)) || !out->grads)
+    out->mlp_activation = calloc(g->n_tasks ? g->n_tasks : 1, 1);
+    if (!(out->vocab_parallel = calloc(g->n_tasks ? g->n_tasks : 1, 1)) || !out->grads || !out->mlp_activation)
         rc = SC_ENOMEM;
     for (size_t r = 0; !rc && r < g->n_ranks; r++)
         out->grads[r].backward_end = out->grads[r].optimizer_begin = out->grads[r].first_kernel =
@@ -344,6 +357,7 @@ void coll_placement_release(struct coll_placement *p)
 {
     free(p->v);
     free(p->vocab_parallel);
+    free(p->mlp_activation);
     for (size_t r = 0; p->grads && r < p->n_ranks; r++)
         free(p->grads[r].ready);
     free(p->grads);

@@ -39,6 +39,11 @@
  * after its first GEMM after that. A pass recomputed before its backward
  * (full recomputation) is a forward pass and gets the forward's.
  *
+ * The MLP activation's kernels of each transformer pass (between the
+ * MLP's two GEMMs forward; between the gradients of its second GEMM and
+ * its first's input gradient backward) are marked, for a what-if that
+ * changes the FFN or the gating to re-time them together.
+ *
  * Data parallelism: where the gradients of the step's last micro-batch
  * become ready, for the buckets a DDP or distributed optimizer reduces
  * as backward runs: the end of each of its backward layer passes, the end
@@ -80,6 +85,8 @@ struct coll_grads {
     uint32_t backward_end, optimizer_begin, first_kernel, first_forward;
 };
 
+enum { COLL_MLP_FORWARD = 1, COLL_MLP_BACKWARD = 2 };
+
 struct coll_placement {
     struct tp_collective *v; /* in the order of the walk; malloc'd */
     size_t n, cap;
@@ -91,6 +98,11 @@ struct coll_placement {
      * backward, all over the logits), which Megatron splits over the
      * vocabulary; malloc'd */
     uint8_t *vocab_parallel;
+    /* per task: the MLP activation's kernels of a transformer layer pass,
+     * between the MLP's two GEMMs (COLL_MLP_FORWARD) or between the output
+     * GEMM's gradients and the input GEMM's (COLL_MLP_BACKWARD); 0 for the
+     * rest; malloc'd */
+    uint8_t *mlp_activation;
     size_t forward_passes, backward_passes; /* transformer layer passes found */
 };
 

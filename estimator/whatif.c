@@ -309,11 +309,19 @@ static int gated(const struct job_config *c)
     return c->has_mlp && c->mlp == EST_MLP_SWIGLU;
 }
 
-/* Bytes a token's MLP activation moves: GELU reads and writes the FFN's
- * width, SwiGLU reads twice it (gate and up) and writes it. */
-static double activation_bytes(const struct job_config *c)
+/* Elements a token's MLP activation moves, forward or backward, in units
+ * of the FFN's width: GELU reads and writes it (its gradient reads two);
+ * SwiGLU fused (Megatron's) reads gate and up and writes their product,
+ * and its backward reads both and the gradient and writes two; eager
+ * (framework pytorch) SwiGLU is a silu and a multiply, and backward two
+ * multiplies and the silu's gradient. */
+static double activation_elements(const struct job_config *c, int backward)
 {
-    return (double)(c->ffn ? c->ffn : 4 * c->hidden) * (gated(c) ? 3 : 2);
+    double f = (double)(c->ffn ? c->ffn : 4 * c->hidden);
+    int eager = c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH;
+    if (!gated(c))
+        return f * (backward ? 3 : 2);
+    return f * (eager ? (backward ? 9 : 5) : (backward ? 5 : 3));
 }
 
 /* The forward GEMMs of one layer on the target GPU, microseconds: QKV
@@ -542,11 +550,17 @@ static int shapes(struct wf *w, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
-    double r_act = has_dims(b) ? tokens * activation_bytes(t) / activation_bytes(b) : tokens;
+    double r_act_f = tokens, r_act_b = tokens, r_act = tokens;
+    if (has_dims(b)) {
+        r_act_f *= activation_elements(t, 0) / activation_elements(b, 0);
+        r_act_b *= activation_elements(t, 1) / activation_elements(b, 1);
+        r_act *= (activation_elements(t, 0) + activation_elements(t, 1)) /
+                 (activation_elements(b, 0) + activation_elements(b, 1));
+    }
     int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
     struct coll_placement pl = {0};
-    if (from_tp1 && ((rc = coll_placement_find(g, w->st, sp, &pl, err)) ||
-                     (rc = coll_placement_tp_check(&pl, w->st, err)))) {
+    if (((from_tp1 || has_dims(b)) && (rc = coll_placement_find(g, w->st, sp, &pl, err))) ||
+        (from_tp1 && (rc = coll_placement_tp_check(&pl, w->st, err)))) {
         coll_placement_release(&pl);
         return rc;
     }
@@ -586,8 +600,12 @@ static int shapes(struct wf *w, struct sc_error *err)
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
         else { /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
-            int k = kernel_name_class(g, i, cls);
-            r = (k & NAME_ACTIVATION ? r_act : r_mem) * (sp || (k & NAME_TP_SPLIT) ? r_tp : 1.0);
+            int k = kernel_name_class(g, i, cls), act = pl.mlp_activation ? pl.mlp_activation[i] : 0;
+            double by = act == COLL_MLP_FORWARD ? r_act_f
+                        : act == COLL_MLP_BACKWARD ? r_act_b
+                        : k & NAME_ACTIVATION     ? r_act
+                                                  : r_mem;
+            r = by * (sp || act || (k & NAME_TP_SPLIT) ? r_tp : 1.0);
         }
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
