@@ -1229,14 +1229,14 @@ static void emit_cp_attention(struct synth *y, struct rank *r, int backward)
     const struct op *blk = &y->cp_block[backward], *ex = &y->cp_exchange[backward];
     /* exchange i runs beside block i; block i + 1 needs exchange i */
     for (int64_t i = 0; i < steps; i++) {
-        uint32_t prev = anchor(y, r, ST_COMPUTE);
+        uint32_t prev = anchor(y, r, ST_COMPUTE), received = r->last[ST_CP]; /* exchange i - 1 */
         if (i + 1 < steps) {
             wait_on(y, r, ST_CP, prev);
             emit(y, r, ST_CP, ex);
             flush(y, r);
         }
         if (i > 0)
-            wait_on(y, r, ST_COMPUTE, r->last[ST_CP]);
+            wait_on(y, r, ST_COMPUTE, received);
         emit(y, r, ST_COMPUTE, blk);
     }
 }

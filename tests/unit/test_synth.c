@@ -893,3 +893,44 @@ TEST(synth_recompute_layers_of_each_chunk)
     }
 #undef RCL_SPEC
 }
+
+/* A context-parallel ring of 4: block i + 1 needs exchange i, which runs
+ * beside block i, so a pass's blocks follow one another at the pace of the
+ * slower of a block and an exchange (not an exchange and then a block). */
+TEST(synth_cp_ring_overlaps_each_exchange_with_a_block)
+{
+    static const char spec[] = "{\"model\":{\"layers\":2,\"hidden\":2048,\"heads\":16,\"seq\":16384},"
+                               "\"parallel\":{\"tp\":1,\"pp\":1,\"cp\":4,\"dp\":1,\"micro_batch\":1,"
+                               "\"global_batch\":1},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct model_graph *g = NULL;
+    struct model_replay *r = NULL;
+    struct sc_error err;
+    REQUIRE(load(spec, &s, &hw) == 0);
+    est_costs_default(hw, &s, &c);
+    REQUIRE(est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
+    REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
+    double blk = 0, ex = 0, first = -1, last = 0;
+    int blocks = 0;
+    for (uint32_t i = 0; i < g->n_tasks && blocks < 4; i++) {
+        const char *name = model_graph_str(g, g->src[i].name);
+        if (!strcmp(name, "context-parallel key/value exchange") && ex == 0)
+            ex = (double)g->tasks[i].dur;
+        if (strcmp(name, "attention block"))
+            continue;
+        blk = (double)g->tasks[i].dur;
+        if (first < 0)
+            first = (double)r->start[i];
+        last = (double)r->end[i];
+        blocks++;
+    }
+    REQUIRE(blocks == 4 && blk > 0 && ex > 0);
+    double span = last - first;
+    /* the ring of a forward pass: 4 blocks, 3 exchanges each beside a block */
+    CHECK(span >= 4 * blk - 1);
+    CHECK(span <= blk + 3 * fmax(blk, ex) + 1e3);
+    model_replay_free(r);
+    model_graph_free(g);
+}
