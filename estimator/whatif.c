@@ -59,6 +59,12 @@ static int oom(struct sc_error *err)
 
 /* ---- collectives ---- */
 
+/* c's context-parallel degree (1 when not given). */
+static int64_t cp_of(const struct job_config *c)
+{
+    return c->cp ? c->cp : 1;
+}
+
 /* How a collective of role `role` lays out under configuration c on
  * domains of `node` GPUs: its members and how many share a domain. */
 static struct coll_group layout(int role, const struct job_config *c, int node, int *kind)
@@ -67,7 +73,7 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
     int64_t stride = 1, n = 1;
     switch (role) {
     case STRUCT_ROLE_TP: n = c->tp; stride = 1; break;
-    case STRUCT_ROLE_DP: n = c->dp; stride = c->tp; break;
+    case STRUCT_ROLE_DP: n = c->dp * cp_of(c); stride = c->tp; break; /* gradients over dp x cp */
     case STRUCT_ROLE_PP:
         n = 2;
         stride = c->tp * c->dp;
@@ -329,7 +335,7 @@ static double activation_elements(const struct job_config *c, int backward)
  * the MLP's (gated: gate and up together). */
 static double layer_gemms_us(const struct wf *w, const struct job_config *c)
 {
-    double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq;
+    double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq / (double)cp_of(c);
     double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
     double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * h / (double)c->heads : 3 * h;
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
@@ -338,17 +344,35 @@ static double layer_gemms_us(const struct wf *w, const struct job_config *c)
     return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
 }
 
+/* A layer's attention forward on the target GPU, microseconds: flash
+ * attention over the sequence, or with context parallelism the ring the
+ * estimator's step runs (synth.c): cp blocks of seq / cp queries and keys,
+ * block i + 1 after the key/value exchange that ran beside block i. */
 static double attention_us(const struct wf *w, const struct job_config *c)
 {
     double t_us;
     struct sc_error ignored;
-    double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp;
-    struct attn_shape s = {(double)(c->micro_batch ? c->micro_batch : 1), heads < 1 ? 1 : heads, kv < 1 ? 1 : kv,
-                           (double)c->seq, (double)c->seq, (double)c->hidden / (double)c->heads, 1,
-                           c->has_dtype ? c->dtype : HW_BF16};
+    double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp, cp = (double)cp_of(c);
+    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = (double)c->hidden / (double)c->heads;
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
+                           hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
     if (kernel_flash_attention(&w->kp1, w->hw1, &s, 0, &t_us, &ignored))
         return -1;
-    return t_us;
+    if (cp <= 1)
+        return t_us;
+    int64_t node = node_of(c, w->hw1);
+    struct coll_group pair = {2, c->tp * 2 <= node ? 2 : 1};
+    double ex = coll_split_us(&w->cp1, MODEL_COLL_SENDRECV, pair,
+                              2 * b * s.seq_q * s.kv_heads * hd * hw_dtype_bytes(s.dtype));
+    double block_end = 0, exchange_end = 0;
+    for (int64_t i = 0; i < cp_of(c); i++) {
+        double prev = block_end, received = exchange_end;
+        if (i + 1 < cp_of(c))
+            exchange_end = fmax(exchange_end, prev) + ex;
+        block_end = (i > 0 ? fmax(prev, received) : prev) + t_us;
+    }
+    return block_end;
 }
 
 /* Whether the description gives what re-timing a layer's shapes needs. */
@@ -388,6 +412,9 @@ static int dims_needed(const struct job_config *b, const struct job_config *t, s
             return sc_error_set(err, SC_EINVAL,
                                 "set.%s: the job description must give %s (and hidden and seq) to change it",
                                 names[k], names[k]);
+    if (cp_of(t) != cp_of(b) && !(has_dims(b) && b->heads))
+        return sc_error_set(err, SC_EINVAL,
+                            "set.cp: the job description must give hidden, heads and seq to change cp");
     if (t->vocab != b->vocab && !b->vocab)
         return sc_error_set(err, SC_EINVAL, "set.vocab: the job description must give vocab to change it");
     return SC_OK;
@@ -526,7 +553,7 @@ static int shapes(struct wf *w, struct sc_error *err)
     if ((t->micro_batch != b->micro_batch) && !b->micro_batch)
         return sc_error_set(err, SC_EINVAL,
                             "set.micro_batch: the job description must give micro_batch to change it");
-    double tokens = mb, width = 1, r_gemm, r_attn;
+    double tokens = mb * (double)cp_of(b) / (double)cp_of(t), width = 1, r_gemm, r_attn;
     if (has_dims(b)) {
         tokens *= (double)t->seq / (double)b->seq;
         width = (double)t->hidden / (double)b->hidden;
@@ -634,7 +661,6 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
         const char *key;
         int changed;
     } fields[] = {
-        {"cp", (t->cp ? t->cp : 1) != (b->cp ? b->cp : 1)},
         {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1)},
         {"etp", t->etp != b->etp},
         {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
@@ -1213,11 +1239,13 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
-    /* the schedule rebuilt: for another pipeline, and for another tp or dp
-     * of a pipelined job, whose stages' waits on one another the traced
-     * step's waits cannot carry over */
+    /* the schedule rebuilt: for another pipeline; for another context-
+     * parallel degree (the ring's blocks and exchanges in every layer);
+     * and for another tp or dp of a pipelined job, whose stages' waits on
+     * one another the traced step's waits cannot carry over */
     if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
         job_config_vpp(&out->target) != job_config_vpp(&out->base) ||
+        cp_of(&out->target) != cp_of(&out->base) ||
         (out->base.pp > 1 && (out->target.tp != out->base.tp || out->target.dp != out->base.dp))) {
         if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
             goto done;
@@ -1231,7 +1259,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     /* a step traced at dp 1 reduces no gradients across replicas (what a
      * trace may class as data-parallel there is a group of one) */
-    if (out->base.dp == 1 && out->target.dp > 1 && (rc = insert_grad_reduction(&w, err)))
+    if (out->base.dp * cp_of(&out->base) == 1 && out->target.dp * cp_of(&out->target) > 1 &&
+        (rc = insert_grad_reduction(&w, err)))
         goto done;
 
     for (uint32_t i = 0; i < g->n_tasks; i++) {

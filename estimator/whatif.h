@@ -54,8 +54,11 @@
  *     each rank's batch is kept (the global batch follows dp).
  * Then every collective is its transfer re-timed by the collective model's
  * ratio (target over traced configuration) plus its wait.
- *  7. pipeline-parallel degree (and tp or dp of a job traced with pp > 1,
- *     whose stages' traced waits cannot carry over to other stage times):
+ *  7. pipeline-parallel degree, and context-parallel degree (each layer's
+ *     attention becomes the ring of blocks and key/value exchanges the
+ *     estimator's step runs; the layers' per-token work runs on seq / cp
+ *     tokens), and tp or dp of a job traced with pp > 1 (whose stages'
+ *     traced waits cannot carry over to other stage times):
  *     instead of 5 and 6 and of the copy, the
  *     step is Megatron's schedule rebuilt for the target with the passes'
  *     work as 1-4 left it (whatif_pipeline.h): the stages regrouped, the

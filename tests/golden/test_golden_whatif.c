@@ -824,8 +824,8 @@ TEST(whatif_job_description_schedule_keys)
 /* The two roads to a target configuration in agreement. From the traces
  * `stepcast synth` writes for six specs (dense, GQA+SwiGLU, MoE; pp 1, 2
  * and 4; tp 1 and 2; H100 under its defaults), a what-if to tp 2/4/8, dp
- * 8/64/512 and pp 2/4 moves the step by the ratio `estimate` of the same
- * two configurations gives, within 5%. */
+ * 8/64/512, pp 2/4 and cp 2 moves the step by the ratio `estimate` of the
+ * same two configurations gives, within 5%. */
 static const char dense[] = "\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":2048",
                   gqa[] = "\"layers\":8,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336,"
                           "\"mlp\":\"swiglu\",\"seq\":2048",
@@ -844,16 +844,17 @@ static const struct {
 static const struct {
     char key;
     int value;
-} targets[] = {{'t', 2}, {'t', 4}, {'t', 8}, {'d', 8}, {'d', 64}, {'d', 512}, {'p', 2}, {'p', 4}};
+} targets[] = {{'t', 2}, {'t', 4}, {'t', 8}, {'d', 8}, {'d', 64}, {'d', 512}, {'p', 2}, {'p', 4}, {'c', 2}};
 
-/* Spec k at tp, pp, dp: one micro-batch, four micro-batches per step at
- * every dp (each rank's batch kept). */
-static void spec_text(size_t k, int tp, int pp, int dp, char *out, size_t n)
+/* Spec k at tp, pp, dp, cp: one micro-batch, four micro-batches per step
+ * at every dp (each rank's batch kept). */
+static void spec_text(size_t k, int tp, int pp, int dp, int cp, char *out, size_t n)
 {
     snprintf(out, n,
-             "{\"model\":{%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"micro_batch\":1,"
-             "\"global_batch\":%d},\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"dtype\":\"bf16\"%s}}",
-             specs[k].model, tp, pp, dp, 4 * dp, specs[k].sp ? ",\"sequence_parallel\":true" : "");
+             "{\"model\":{%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"cp\":%d,"
+             "\"micro_batch\":1,\"global_batch\":%d},\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"dtype\":"
+             "\"bf16\"%s}}",
+             specs[k].model, tp, pp, dp, cp, 4 * dp, specs[k].sp ? ",\"sequence_parallel\":true" : "");
 }
 
 TEST(whatif_roads_agree_from_six_synthesised_specs)
@@ -867,7 +868,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
         struct model_job *job = NULL;
         struct model_graph *g = NULL;
         struct job_config cfg;
-        spec_text(k, specs[k].tp, specs[k].pp, 1, text, sizeof text);
+        spec_text(k, specs[k].tp, specs[k].pp, 1, 1, text, sizeof text);
         const char *path = th_write_file(specs[k].name, text, strlen(text));
         snprintf(dir, sizeof dir, "%s/%s-roads", th_tmpdir(), specs[k].name);
         char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)path, "--out", dir, NULL};
@@ -885,17 +886,19 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
             char set_text[64], target_text[1024];
             struct job_config set;
             struct whatif_result r;
-            int tp = specs[k].tp, pp = specs[k].pp, dp = 1, v = targets[t].value;
-            *(targets[t].key == 't' ? &tp : targets[t].key == 'p' ? &pp : &dp) = v;
+            int tp = specs[k].tp, pp = specs[k].pp, dp = 1, cp = 1, v = targets[t].value;
+            char key = targets[t].key;
+            *(key == 't' ? &tp : key == 'p' ? &pp : key == 'c' ? &cp : &dp) = v;
             /* the traced configuration itself, or MoE's tp without
              * sequence parallelism (which a spec refuses) */
-            if ((tp == specs[k].tp && pp == specs[k].pp && dp == 1) || (tp > 1 && specs[k].model == moe && !specs[k].sp))
+            if ((tp == specs[k].tp && pp == specs[k].pp && dp == 1 && cp == 1) ||
+                (tp > 1 && specs[k].model == moe && !specs[k].sp))
                 continue;
-            if (targets[t].key == 'd')
+            if (key == 'd')
                 snprintf(set_text, sizeof set_text, "dp=%d,global_batch=%d", v, 4 * v);
             else
-                snprintf(set_text, sizeof set_text, "%s=%d", targets[t].key == 't' ? "tp" : "pp", v);
-            spec_text(k, tp, pp, dp, target_text, sizeof target_text);
+                snprintf(set_text, sizeof set_text, "%s=%d", key == 't' ? "tp" : key == 'p' ? "pp" : "cp", v);
+            spec_text(k, tp, pp, dp, cp, target_text, sizeof target_text);
             REQUIRE(job_config_parse_set_list(set_text, &set, &err) == SC_OK);
             if (whatif_run(g, &cfg, &set, &r, &err)) {
                 sc_check_fail(__FILE__, __LINE__, "%s %s: %s", specs[k].name, set_text, err.msg);
@@ -916,7 +919,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
         model_job_free(job);
     }
     printf("  %zu what-ifs, %zu within 5%% of the estimate's ratio, worst %+.1f%%\n", cases, within, 100 * worst);
-    CHECK(cases >= 36);
+    CHECK(cases >= 42);
 }
 
 /* The two roads from the steps measured on H100 and H200
@@ -926,9 +929,10 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
  * within 5%; to pp 2 and 4 (four micro-batches a step) within 6%, but
  * where the traced step waits on its host for a tenth of its time or
  * more (the what-if keeps the traced host's pace, `traced_host`): then
- * within 15%, the case named. Tensor-parallel targets are printed, not held: an eager
- * step's host dispatch and unfused kernels part the two roads there
- * (BENCHMARKS.md, "From the measured eager steps"). */
+ * within 15%, the case named. Tensor- and context-parallel targets are
+ * printed, not held: an eager step's host dispatch and unfused kernels
+ * part the two roads there (BENCHMARKS.md, "From the measured eager
+ * steps"). */
 TEST(whatif_roads_from_the_measured_eager_steps)
 {
     static const char *const gpus[] = {"h100-sxm", "h200"};
@@ -966,10 +970,10 @@ TEST(whatif_roads_from_the_measured_eager_steps)
             REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
             static const struct {
                 const char *set;
-                int tp, pp, dp, m; /* the target; m micro-batches a step */
-            } goals[] = {{"dp=8", 1, 1, 8, 1},   {"dp=64", 1, 1, 64, 1}, {"dp=512", 1, 1, 512, 1},
-                           {"pp=2", 1, 2, 1, 4},   {"pp=4", 1, 4, 1, 4},   {"tp=2", 2, 1, 1, 1},
-                           {"tp=4", 4, 1, 1, 1},   {"tp=8", 8, 1, 1, 1}};
+                int tp, pp, dp, cp, m; /* the target; m micro-batches a step */
+            } goals[] = {{"dp=8", 1, 1, 8, 1, 1},   {"dp=64", 1, 1, 64, 1, 1}, {"dp=512", 1, 1, 512, 1, 1},
+                         {"pp=2", 1, 2, 1, 1, 4},   {"pp=4", 1, 4, 1, 1, 4},   {"cp=2", 1, 1, 1, 2, 1},
+                         {"tp=2", 2, 1, 1, 1, 1},   {"tp=4", 4, 1, 1, 1, 1},   {"tp=8", 8, 1, 1, 1, 1}};
             for (size_t t = 0; t < sizeof goals / sizeof goals[0]; t++) {
                 char set_text[96], base_set[64], s0[1024], s1[1024];
                 struct job_config set, set0;
@@ -988,13 +992,13 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                 for (int k = 0; k < 2; k++)
                     snprintf(k ? s1 : s0, sizeof s0,
                              "{\"model\":{%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,"
-                             "\"micro_batch\":%d,\"global_batch\":%d},\"cluster\":{\"gpu\":\"%s\"},"
+                             "\"cp\":%d,\"micro_batch\":%d,\"global_batch\":%d},\"cluster\":{\"gpu\":\"%s\"},"
                              "\"options\":{\"dtype\":\"bf16\",%s}}",
-                             steps[m].model, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1, mb,
-                             k ? gb : mb * goals[t].m, gpus[gi], stack);
+                             steps[m].model, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1,
+                             k ? goals[t].cp : 1, mb, k ? gb : mb * goals[t].m, gpus[gi], stack);
                 double w = r.step_ms / r0.step_ms, e = estimate_with(s1, 1) / estimate_with(s0, 1), d = w / e - 1;
                 double host = r0.host_exposed_ms / r0.step_ms; /* the traced step's wait on its host */
-                int tp = goals[t].tp > 1, bound = host >= 0.1;
+                int tp = goals[t].tp > 1 || goals[t].cp > 1, bound = host >= 0.1; /* printed only */
                 printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%%s%s\n", gpus[gi], steps[m].name,
                        goals[t].set, w, e, 100 * d, bound ? "  (host-bound: " : "", bound ? "traced_host)" : "");
                 if (!tp) {
