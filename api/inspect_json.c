@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "estimator/coll_split.h"
+#include "estimator/structure.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"
@@ -189,6 +191,52 @@ json_t *api_collectives_json(const struct model_graph *g)
     return out;
 }
 
+/* The collectives kept on their traced rank (members of theirs were not
+ * traced: one rank's trace, or k of a job's N ranks), per rank, kind and
+ * the group they take part among (coll_split_kept_ranks: the trace's
+ * group size, else its world size; null when neither says): how many,
+ * and their traced time (a transfer and a wait for the untraced peers). */
+static json_t *kept_collectives_json(const struct model_graph *g)
+{
+    struct kept {
+        uint16_t rank;
+        uint8_t op;
+        int64_t ranks;
+        size_t n;
+        int64_t ns;
+    } v[64];
+    size_t n = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (!t->kept)
+            continue;
+        const struct model_trace *tr = job_structure_trace(g, t->rank);
+        int64_t ranks = coll_split_kept_ranks(g, i, tr ? tr->world_size : -1);
+        size_t k = 0;
+        while (k < n && !(v[k].rank == t->rank && v[k].op == t->sub && v[k].ranks == ranks))
+            k++;
+        if (k == n) {
+            if (n == sizeof v / sizeof v[0])
+                continue; /* more kinds than a summary shows */
+            v[n++] = (struct kept){t->rank, (uint8_t)t->sub, ranks, 0, 0};
+        }
+        v[k].n++;
+        v[k].ns += t->dur;
+    }
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < n; k++) {
+        json_t *c = json_pack("{s:I, s:s, s:o, s:I, s:o}", "rank", (json_int_t)g->ranks[v[k].rank].id, "kind",
+                              model_coll_op_name((enum model_coll_op)v[k].op), "group_size",
+                              v[k].ranks > 0 ? json_integer(v[k].ranks) : json_null(), "count", (json_int_t)v[k].n,
+                              "traced_ms", api_json_ms(v[k].ns));
+        if (!c || json_array_append_new(out, c)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 json_t *api_inspect_job_json(const struct model_job *job, const struct model_graph *g, struct sc_error *err)
 {
     json_t *ranks = json_array();
@@ -208,10 +256,14 @@ json_t *api_inspect_job_json(const struct model_job *job, const struct model_gra
     }
     /* the collectives matched across ranks, as a replay groups them */
     json_t *groups = g ? api_collectives_json(g) : json_null();
-    if (!groups)
+    json_t *kept = g ? kept_collectives_json(g) : json_null();
+    if (!groups || !kept) {
+        json_decref(groups);
+        json_decref(kept);
         goto oom;
-    json_t *doc = json_pack("{s:s, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,
-                            "collective_groups", groups);
+    }
+    json_t *doc = json_pack("{s:s, s:o, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,
+                            "collective_groups", groups, "kept_collectives", kept);
     if (doc)
         return doc;
 oom:

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "api/inspect_json.h"
 #include "estimator/coll_split.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -185,6 +188,18 @@ TEST(golden_sampled_ranks_128_two_sampled)
         return;
     }
     check_kept_groups(job, pair.g, 128);
+    /* inspect says so: every kept collective of each rank among 128 */
+    struct sc_error err;
+    json_t *doc = api_inspect_job_json(job, pair.g, &err), *k;
+    size_t at, seen = 0;
+    REQUIRE(doc);
+    json_array_foreach (json_object_get(doc, "kept_collectives"), at, k) {
+        CHECK_EQ_INT(json_integer_value(json_object_get(k, "group_size")), 128);
+        seen += (size_t)json_integer_value(json_object_get(k, "count"));
+    }
+    CHECK(seen > 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "collective_groups")), 0);
+    json_decref(doc);
     model_job_free(job);
     printf("     max |error| %.2f%% (%.2f%% with the unexplained waits kept)\n", pair.r->max_abs_error_pct,
            pair.kept->max_abs_error_pct);
