@@ -147,17 +147,23 @@ static enum hw_dtype kernel_dtype(const char *name, const struct job_config *c)
     return c->has_dtype ? c->dtype : HW_FP32;
 }
 
-/* One GEMM's time on hw (the traced or the target GPU, each with its own
- * defaults: a GPU with measured GEMM ceilings keeps them) in dtype d (fp32
- * where hw lacks d), us; -1 when the model cannot time it. */
-static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
+/* One GEMM on hw (the traced or the target GPU, each with its own
+ * defaults: a GPU with measured GEMM ceilings keeps them) in its dtype
+ * (fp32 where hw lacks it) into *e; nonzero when the model cannot time it. */
+static int gemm_on(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s, struct gemm_estimate *e)
 {
     const struct kernel_params *kp = hw == w->hw0 ? &w->kp0 : &w->kp1;
-    struct gemm_estimate e;
     struct sc_error ignored;
     if (kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
         s.dtype = HW_FP32;
-    return kernel_gemm(kp, hw, &s, &e, &ignored) ? -1 : e.time_us;
+    return kernel_gemm(kp, hw, &s, e, &ignored);
+}
+
+/* gemm_on's time, us; -1 when the model cannot time it. */
+static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
+{
+    struct gemm_estimate e;
+    return gemm_on(w, hw, s, &e) ? -1 : e.time_us;
 }
 
 /* The kernel model's ratio target / traced for a GEMM of that shape. */
@@ -298,11 +304,7 @@ static int layers(struct wf *w, struct sc_error *err)
 static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_dtype d)
 {
     struct gemm_estimate e;
-    struct gemm_shape s = {m, n, k, 1, d};
-    struct sc_error ignored;
-    if (kernel_gemm_ceiling_tflops(&w->kp1, w->hw1, s.dtype) <= 0)
-        s.dtype = HW_FP32;
-    return kernel_gemm(&w->kp1, w->hw1, &s, &e, &ignored) ? -1 : fmax(e.compute_us, e.memory_us);
+    return gemm_on(w, w->hw1, (struct gemm_shape){m, n, k, 1, d}, &e) ? -1 : fmax(e.compute_us, e.memory_us);
 }
 
 static double kv_heads_of(const struct job_config *c)
@@ -453,7 +455,7 @@ static double params_per_gpu(const struct job_config *c)
  * ranks, each updating its shard. */
 static double optimizer_shards(const struct job_config *c)
 {
-    return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * (c->cp ? c->cp : 1)) : 1.0;
+    return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * cp_of(c)) : 1.0;
 }
 
 /* Per-GPU weights of the target relative to the traced job's (sizes of
@@ -679,12 +681,6 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
     return SC_OK;
 }
 
-/* Ranks of one pipeline stage under c: tp x cp x dp. */
-static int64_t ranks_per_stage(const struct job_config *c)
-{
-    return c->tp * (c->cp ? c->cp : 1) * c->dp;
-}
-
 static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name, uint32_t before)
 {
     if (add_insert(w, after, op, dur_ns, name))
@@ -735,7 +731,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     /* a rank's stage (ranks are numbered with the pipeline outermost, as
      * Megatron does): the first holds the embedding, the last the output
      * layer (a single stage with tied embeddings holds one matrix) */
-    int64_t per_stage = ranks_per_stage(w->b);
+    int64_t per_stage = job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
     double emb = (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp;
     for (size_t r = 0; r < pl.n_ranks && !rc; r++) {
         const struct coll_grads *c = &pl.grads[r];
@@ -843,34 +839,23 @@ static int any_complete(const struct model_replay *r)
 }
 
 /* The mean of the steps averaged, ms; *steps (when not NULL) gets how
- * many. */
-static double mean_step_ms(const struct model_replay *r, size_t *steps)
+ * many, *host_ms (when not NULL) the mean time they wait on the host (the
+ * replay's breakdown). */
+static double mean_step_ms(const struct model_replay *r, size_t *steps, double *host_ms)
 {
-    double sum = 0;
+    double sum = 0, host = 0;
     size_t n = 0;
     int complete = any_complete(r);
     for (size_t s = 0; s < r->n_steps; s++)
         if (averaged(r, s, complete)) {
             sum += (double)r->steps[s].replayed_ns;
+            host += (double)r->steps[s].breakdown.host;
             n++;
         }
     if (steps)
         *steps = n;
-    return n ? sum / (double)n / 1e6 : 0;
-}
-
-/* The mean over the averaged steps of the time the step waits on the
- * host (the replay's breakdown), ms. */
-static double mean_host_ms(const struct model_replay *r)
-{
-    double sum = 0;
-    size_t n = 0;
-    int complete = any_complete(r);
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (averaged(r, s, complete)) {
-            sum += (double)r->steps[s].breakdown.host;
-            n++;
-        }
+    if (host_ms)
+        *host_ms = n ? host / (double)n / 1e6 : 0;
     return n ? sum / (double)n / 1e6 : 0;
 }
 
@@ -1154,7 +1139,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
     int rc = model_replay_run(g, &ro, &r, err);
     if (rc)
         return rc;
-    *ms = mean_step_ms(r, NULL);
+    *ms = mean_step_ms(r, NULL, NULL);
     model_replay_free(r);
     return SC_OK;
 }
@@ -1275,8 +1260,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         goto done;
     size_t steps;
-    out->step_ms = mean_step_ms(out->replay, &steps);
-    out->host_exposed_ms = mean_host_ms(out->replay);
+    out->step_ms = mean_step_ms(out->replay, &steps, &out->host_exposed_ms);
     out->base_step_ms = base_step_ms;
     if (!steps)
         steps = 1;
