@@ -46,6 +46,8 @@ struct wf {
     uint8_t *per_mb;      /* work done once per micro-batch */
     struct graph_insert *ins;
     size_t n_ins, cap_ins;
+    struct coll_placement pl; /* where the traced step lacks collectives (placement(), once) */
+    int has_pl;
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int lean;               /* whatif_run_with's */
     int sizes_unknown;
@@ -524,6 +526,18 @@ static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const
     return SC_OK;
 }
 
+/* The traced step's placement of the collectives it lacks
+ * (coll_placement.h), found once a what-if, with the target's sequence
+ * parallelism. */
+static int placement(struct wf *w, struct sc_error *err)
+{
+    if (w->has_pl)
+        return SC_OK;
+    int rc = coll_placement_find(w->g, w->st, w->t->tp > 1 && job_config_sequence_parallel(w->t), &w->pl, err);
+    w->has_pl = !rc;
+    return rc;
+}
+
 /* tp 1 -> more: the collectives Megatron runs, where it runs them
  * (coll_placement.h), each timed by the collective model for its size on
  * the target's tensor-parallel group. */
@@ -587,17 +601,13 @@ static int shapes(struct wf *w, struct sc_error *err)
                  (activation_elements(b, 0) + activation_elements(b, 1));
     }
     int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
-    struct coll_placement pl = {0};
-    if (((from_tp1 || has_dims(b)) && (rc = coll_placement_find(g, w->st, sp, &pl, err))) ||
-        (from_tp1 && (rc = coll_placement_tp_check(&pl, w->st, err)))) {
-        coll_placement_release(&pl);
+    if (((from_tp1 || has_dims(b)) && (rc = placement(w, err))) ||
+        (from_tp1 && (rc = coll_placement_tp_check(&w->pl, w->st, err))))
         return rc;
-    }
+    const struct coll_placement *pl = &w->pl; /* zeroed when not found */
     uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
-    if (!cls) {
-        coll_placement_release(&pl);
+    if (!cls)
         return oom(err);
-    }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
         int in_layer = w->st->layer[i] >= 0;
@@ -623,13 +633,13 @@ static int shapes(struct wf *w, struct sc_error *err)
         if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
             r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
         else if (!in_layer) /* the output layer: tokens x h x V; from tp 1, all that runs over the logits */
-            r = r_mem * (tp_split_outside(tk) || (from_tp1 && pl.vocab_parallel[i]) ? r_tp * r_vocab : 1.0);
+            r = r_mem * (tp_split_outside(tk) || (from_tp1 && pl->vocab_parallel[i]) ? r_tp * r_vocab : 1.0);
         else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
             r = r_attn;
         else { /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
-            int k = kernel_name_class(g, i, cls), act = pl.mlp_activation ? pl.mlp_activation[i] : 0;
+            int k = kernel_name_class(g, i, cls), act = pl->mlp_activation ? pl->mlp_activation[i] : 0;
             double by = act == COLL_MLP_FORWARD ? r_act_f
                         : act == COLL_MLP_BACKWARD ? r_act_b
                         : k & NAME_ACTIVATION     ? r_act
@@ -639,9 +649,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         retime(w, i, r, WHATIF_KERNEL_MODEL);
     }
     free(cls);
-    rc = from_tp1 ? insert_tp_collectives(w, &pl, err) : SC_OK;
-    coll_placement_release(&pl);
-    return rc;
+    return from_tp1 ? insert_tp_collectives(w, pl, err) : SC_OK;
 }
 
 /* Transform 5: micro-batches per step. */
@@ -706,7 +714,6 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
 {
     const struct job_config *t = w->t;
     struct est_spec spec;
-    struct coll_placement pl;
     int rc;
     if (!has_dims(t) || !t->layers || !t->heads)
         return sc_error_set(err, SC_EINVAL, "set.dp: going from dp=1 to more needs layers, hidden, heads and seq in "
@@ -716,8 +723,9 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     if (spec.options.zero_stage >= 3)
         return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
                                             "per-layer parameter gathers are not modelled; zero_stage 0-2 are");
-    if ((rc = coll_placement_find(w->g, w->st, 0, &pl, err)))
+    if ((rc = placement(w, err)))
         return rc;
+    const struct coll_placement *pl = &w->pl;
     int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
     const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
     struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
@@ -733,8 +741,8 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
      * layer (a single stage with tied embeddings holds one matrix) */
     int64_t per_stage = job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
     double emb = (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp;
-    for (size_t r = 0; r < pl.n_ranks && !rc; r++) {
-        const struct coll_grads *c = &pl.grads[r];
+    for (size_t r = 0; r < pl->n_ranks && !rc; r++) {
+        const struct coll_grads *c = &pl->grads[r];
         int64_t stage = (int64_t)w->g->ranks[r].id / per_stage;
         double per_pass = c->n ? layer * (double)stage_layers / (double)c->n : 0;
         open = 0;
@@ -768,7 +776,6 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
                                  "parameter all-gather (what-if)", c->first_forward);
         }
     }
-    coll_placement_release(&pl);
     return rc ? oom(err) : SC_OK;
 }
 
@@ -1285,6 +1292,7 @@ done:
     free(w.size_ratio);
     free(w.per_mb);
     free(w.ins);
+    coll_placement_release(&w.pl);
     if (rc)
         whatif_release(out);
     return rc;
