@@ -18,6 +18,7 @@
 struct pass {
     uint32_t first, last;
     int32_t layer;
+    int gemms; /* at most MAX_GEMMS */
     int backward, transformer;
 };
 
@@ -208,25 +209,33 @@ static int find_passes(struct walk *w)
         }
         if (sc_vec_reserve((void **)&w->p, &w->cap_p, w->n_p + 1, sizeof *w->p))
             return SC_ENOMEM;
-        w->p[w->n_p++] = (struct pass){i, i, l, 0, 0};
+        w->p[w->n_p++] = (struct pass){i, i, l, 0, 0, 0};
+    }
+    /* each layer's fewest GEMMs in a pass (its forward's) */
+    int32_t layers = 0;
+    for (size_t j = 0; j < w->n_p; j++)
+        layers = w->p[j].layer + 1 > layers ? w->p[j].layer + 1 : layers;
+    int *least = malloc((layers ? (size_t)layers : 1) * sizeof *least);
+    if (!least)
+        return SC_ENOMEM;
+    for (int32_t l = 0; l < layers; l++)
+        least[l] = MAX_GEMMS;
+    for (size_t j = 0; j < w->n_p; j++) {
+        uint32_t gm[MAX_GEMMS];
+        w->p[j].gemms = gemms_in(w, w->p[j].first, w->p[j].last, gm, MAX_GEMMS);
+        least[w->p[j].layer] = w->p[j].gemms < least[w->p[j].layer] ? w->p[j].gemms : least[w->p[j].layer];
     }
     for (size_t j = 0; j < w->n_p; j++) {
         struct pass *p = &w->p[j];
-        uint32_t a = attention_of(w, p), gm[MAX_GEMMS];
-        int n = gemms_in(w, p->first, p->last, gm, MAX_GEMMS), least = n;
+        uint32_t a = attention_of(w, p);
+        int n = p->gemms, fewest = least[p->layer];
         p->transformer = n >= 4 && a != UINT32_MAX;
-        if (a != UINT32_MAX && w->g->tasks[w->k[a]].sub == MODEL_KF_ATTENTION) {
+        if (a != UINT32_MAX && w->g->tasks[w->k[a]].sub == MODEL_KF_ATTENTION)
             p->backward = backward_name(model_graph_str(w->g, w->g->src[w->k[a]].name));
-            continue;
-        }
-        /* no fused attention kernel: a backward pass has twice the GEMMs */
-        for (size_t q = 0; q < w->n_p; q++)
-            if (w->p[q].layer == p->layer) {
-                int m = gemms_in(w, w->p[q].first, w->p[q].last, gm, MAX_GEMMS);
-                least = m < least ? m : least;
-            }
-        p->backward = 2 * n >= 3 * least && n > least;
+        else /* no fused attention kernel: a backward pass has twice the GEMMs */
+            p->backward = 2 * n >= 3 * fewest && n > fewest;
     }
+    free(least);
     return SC_OK;
 }
 
