@@ -2,7 +2,6 @@
  * placed as Megatron-LM runs them (coll_placement.h). */
 #include "estimator/coll_placement.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,24 +44,11 @@ static int is_attention(const struct walk *w, uint32_t ki)
     return sub == MODEL_KF_ATTENTION || sub == MODEL_KF_SOFTMAX;
 }
 
-static int ci_has(const char *s, const char *sub)
-{
-    size_t n = strlen(sub);
-    for (; s && *s; s++) {
-        size_t i = 0;
-        while (i < n && s[i] && tolower((unsigned char)s[i]) == tolower((unsigned char)sub[i]))
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
-
 /* An attention kernel's name says it is the backward's. */
 static int backward_name(const char *name)
 {
-    return ci_has(name, "bprop") || ci_has(name, "bwd") || ci_has(name, "backward") ||
-           (name && strstr(name, "cutlassB"));
+    static const char *const words[] = {"bprop", "bwd", "backward", NULL};
+    return model_kernel_name_has(name, words) || (name && strstr(name, "cutlassB"));
 }
 
 static int add(struct walk *w, uint32_t ki, int op, int tensor, int in_layer, const char *name)

@@ -3,7 +3,6 @@
  * while the transforms run, and rounded once for the copy. */
 #include "estimator/whatif.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,18 +483,9 @@ static int name_class(const char *name)
 {
     static const char *const act[] = {"gelu", "relu", "silu", "swiglu", "activation", NULL};
     static const char *const heads[] = {"softmax", "rotary", NULL};
-    char low[256];
-    size_t n = 0;
-    for (; name && name[n] && n + 1 < sizeof low; n++)
-        low[n] = (char)tolower((unsigned char)name[n]);
-    low[n] = '\0';
-    for (size_t k = 0; act[k]; k++)
-        if (strstr(low, act[k]))
-            return NAME_TP_SPLIT | NAME_ACTIVATION;
-    for (size_t k = 0; heads[k]; k++)
-        if (strstr(low, heads[k]))
-            return NAME_TP_SPLIT;
-    return NAME_PLAIN;
+    if (model_kernel_name_has(name, act))
+        return NAME_TP_SPLIT | NAME_ACTIVATION;
+    return model_kernel_name_has(name, heads) ? NAME_TP_SPLIT : NAME_PLAIN;
 }
 
 /* Kernel i's name class (family first: a softmax or rotary kernel splits);

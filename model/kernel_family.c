@@ -49,19 +49,35 @@ static const struct {
     {MODEL_KF_ELEMENTWISE, {"elementwise", "pointwise", "triton_poi", "dropout", "fill"}},
 };
 
+/* Kernel name's first 1023 bytes lowercased into low. */
+static void lowercase(const char *name, char low[1024])
+{
+    size_t n = 0;
+    for (const char *p = name; p && *p && n + 1 < 1024; p++)
+        low[n++] = (char)tolower((unsigned char)*p);
+    low[n] = '\0';
+}
+
+int model_kernel_name_has(const char *name, const char *const *words)
+{
+    char low[1024];
+    lowercase(name, low);
+    for (size_t k = 0; words[k]; k++)
+        if (strstr(low, words[k]))
+            return 1;
+    return 0;
+}
+
 enum model_kernel_family model_kernel_family(const char *name)
 {
     char low[1024];
-    size_t n = 0;
     if (!name)
         return MODEL_KF_OTHER;
     if (model_is_comm_kernel(name))
         return MODEL_KF_COMMUNICATION;
-    /* the name (its first 1023 bytes) lowercased, library names that read
-     * like a family blanked out (fbgemm_gpu is no GEMM) */
-    for (const char *p = name; *p && n + 1 < sizeof low; p++)
-        low[n++] = (char)tolower((unsigned char)*p);
-    low[n] = '\0';
+    /* the name lowercased, library names that read like a family blanked
+     * out (fbgemm_gpu is no GEMM) */
+    lowercase(name, low);
     for (char *fb = strstr(low, "fbgemm"); fb; fb = strstr(fb, "fbgemm"))
         memcpy(fb, "fb____", 6);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

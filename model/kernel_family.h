@@ -64,4 +64,8 @@ const char *model_kernel_family_name(enum model_kernel_family f);
 /* The family named, or -1. */
 int model_kernel_family_parse(const char *name);
 
+/* Whether kernel name (its first 1023 bytes, case aside) holds any of
+ * words (lowercase, NULL-terminated). */
+int model_kernel_name_has(const char *name, const char *const *words);
+
 #endif
