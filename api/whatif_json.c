@@ -34,14 +34,30 @@ json_t *api_job_config_json(const struct job_config *c)
 
 json_t *api_structure_json(const struct job_structure *s)
 {
-    json_t *colls = json_object();
+    json_t *colls = json_object(), *uses = json_object();
     for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
         json_object_set_new(colls, struct_role_name((enum struct_role)r),
                             json_pack("{s:I,s:o}", "count", (json_int_t)s->by_role[r], "ms", num(s->role_ms[r])));
-    return json_pack("{s:i,s:s,s:I,s:o,s:s,s:o,s:o}", "layers_per_rank", s->layers_per_rank, "layers_from",
-                     struct_layer_source_name(s->layer_source), "layer_tasks", (json_int_t)s->layer_tasks, "gpu",
-                     s->gpu ? json_string(s->gpu->id) : json_null(), "device_name", s->device_name, "world_size",
-                     s->world_size > 0 ? json_integer(s->world_size) : json_null(), "collectives", colls);
+    double steps = s->steps ? (double)s->steps : 1;
+    for (int u = STRUCT_DP_GRADS; u < STRUCT_DP_USE_COUNT; u++)
+        json_object_set_new(uses, struct_dp_use_name((enum struct_dp_use)u),
+                            json_pack("{s:I,s:o,s:o,s:o}", "count", (json_int_t)s->by_use[u], "per_step",
+                                      num((double)s->by_use[u] / steps), "bytes_per_step",
+                                      num(s->use_bytes[u] / steps), "ms", num(s->use_ms[u])));
+    json_t *passes =
+        json_pack("{s:b,s:I,s:i,s:i}", "recorded", s->backward_tasks > 0 || s->layers_forward > 0, "backward_tasks",
+                  (json_int_t)s->backward_tasks, "layers_forward", s->layers_forward, "layers_backward",
+                  s->layers_backward);
+    json_t *stack = json_pack("{s:s,s:I,s:I}", "kind",
+                              s->inductor_kernels || s->compiled_regions ? "torch.compile" : "eager",
+                              "inductor_kernels", (json_int_t)s->inductor_kernels, "compiled_regions",
+                              (json_int_t)s->compiled_regions);
+    return json_pack("{s:i,s:s,s:I,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o}", "layers_per_rank", s->layers_per_rank,
+                     "layers_from", struct_layer_source_name(s->layer_source), "layer_tasks",
+                     (json_int_t)s->layer_tasks, "gpu", s->gpu ? json_string(s->gpu->id) : json_null(), "device_name",
+                     s->device_name, "world_size", s->world_size > 0 ? json_integer(s->world_size) : json_null(),
+                     "collectives", colls, "stack", stack, "passes", passes, "gradient_reduction",
+                     struct_grad_sync_name(s->grad_sync), "data_parallel", uses);
 }
 
 json_t *api_whatif_json(const struct whatif_result *r)

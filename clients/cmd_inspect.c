@@ -172,6 +172,40 @@ static int contradictions(const struct model_graph *g, const struct job_config *
     return rc;
 }
 
+/* What launched the structure's work: the stack, the passes and what the
+ * data-parallel collectives are for. */
+static void print_launchers(const struct job_structure *st)
+{
+    double steps = st->steps ? (double)st->steps : 1;
+    if (st->inductor_kernels || st->compiled_regions)
+        printf("  stack: torch.compile (%zu Inductor kernels, %zu compiled regions)\n", st->inductor_kernels,
+               st->compiled_regions);
+    else
+        printf("  stack: eager\n");
+    if (st->backward_tasks)
+        printf("  passes: %d layers with forward work, %d with backward work (%zu tasks the autograd engine ran)\n",
+               st->layers_forward, st->layers_backward, st->backward_tasks);
+    else
+        printf("  passes: the trace records no autograd engine function, so forward and backward are not told "
+               "apart\n");
+    printf("  gradient reduction: %s\n", st->grad_sync == STRUCT_SYNC_DDP    ? "DDP buckets, all-reduced"
+                                        : st->grad_sync == STRUCT_SYNC_ZERO ? "buckets reduce-scattered (distributed "
+                                                                              "optimizer)"
+                                        : st->grad_sync == STRUCT_SYNC_FSDP ? "FSDP: per-unit gathers, gradients "
+                                                                              "reduce-scattered"
+                                                                            : "none found");
+    if (!st->by_role[STRUCT_ROLE_DP])
+        return;
+    struct cli_table tb;
+    cli_table_init(&tb, "data-parallel", "count", "per step", "MB per step", "traced ms", NULL);
+    for (int u = STRUCT_DP_GRADS; u < STRUCT_DP_USE_COUNT; u++)
+        if (st->by_use[u])
+            cli_table_rowf(&tb, "%s|%zu|%.1f|%.3f|%.3f", struct_dp_use_name((enum struct_dp_use)u), st->by_use[u],
+                           (double)st->by_use[u] / steps, st->use_bytes[u] / steps / 1e6, st->use_ms[u]);
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+}
+
 /* The job's structure in its graph g recovered against its description
  * (structure.h, job_check.h): printed, or added to the JSON document *doc
  * under "structure". */
@@ -209,6 +243,7 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
                            st.by_role[r], st.role_ms[r]);
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);
+        print_launchers(&st);
     }
     job_structure_release(&st);
     return 0;

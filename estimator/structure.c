@@ -40,6 +40,10 @@ void job_structure_release(struct job_structure *s)
     free(s->role);
     free(s->coll_bytes);
     free(s->coll_size);
+    free(s->phase);
+    free(s->dp_use);
+    s->phase = NULL;
+    s->dp_use = NULL;
     s->layer = NULL;
     s->role = NULL;
     s->coll_bytes = NULL;
@@ -55,7 +59,9 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
     out->role = malloc(n);
     out->coll_bytes = malloc(n * sizeof *out->coll_bytes);
     out->coll_size = malloc(n * sizeof *out->coll_size);
-    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size) {
+    out->phase = malloc(n);
+    out->dp_use = malloc(n);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use) {
         job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
@@ -63,6 +69,8 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
     memcpy(out->role, src->role, n_tasks);
     memcpy(out->coll_bytes, src->coll_bytes, n_tasks * sizeof *out->coll_bytes);
     memcpy(out->coll_size, src->coll_size, n_tasks * sizeof *out->coll_size);
+    memcpy(out->phase, src->phase, n_tasks);
+    memcpy(out->dp_use, src->dp_use, n_tasks);
     return SC_OK;
 }
 
@@ -101,13 +109,24 @@ int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out
     return sc_error_set(err, SC_EINVAL, "the trace names no GPU (no deviceProperties): the traced GPU is unknown");
 }
 
-/* ---- layers from module annotations ---- */
+/* ---- CPU spans around a call ---- */
 
+/* Spans of one kind of CPU event (module calls, the autograd engine's
+ * functions, gradient hooks), labelled, sorted by track and start; reach
+ * is the latest end of the track's spans up to this one, so that the
+ * search for the spans around a time stops where none reaches it. */
 struct span {
     uint32_t track;
-    int64_t start, end;
-    int32_t layer;
+    int64_t start, end, reach;
+    int32_t label;
 };
+
+struct spans {
+    struct span *v;
+    size_t n;
+};
+
+typedef int32_t (*span_label_fn)(const char *name); /* -1: not such a span */
 
 static int span_cmp(const void *a, const void *b)
 {
@@ -116,6 +135,97 @@ static int span_cmp(const void *a, const void *b)
         return x->track < y->track ? -1 : 1;
     return (x->start > y->start) - (x->start < y->start);
 }
+
+static int spans_collect(const struct model_trace *t, span_label_fn label, struct spans *out, struct sc_error *err)
+{
+    size_t cap = 0;
+    out->v = NULL;
+    out->n = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->kind != MODEL_EV_PYTHON && e->kind != MODEL_EV_USER_ANNOTATION && e->kind != MODEL_EV_CPU_OP)
+            continue;
+        int32_t l = label(model_str(t, e->name));
+        if (l < 0)
+            continue;
+        if (sc_vec_reserve((void **)&out->v, &cap, out->n + 1, sizeof *out->v)) {
+            free(out->v);
+            out->v = NULL;
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        }
+        out->v[out->n++] = (struct span){e->track, e->ts, e->ts + e->dur, 0, l};
+    }
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, span_cmp);
+    for (size_t k = 0; k < out->n; k++) {
+        int64_t prev = k && out->v[k - 1].track == out->v[k].track ? out->v[k - 1].reach : INT64_MIN;
+        out->v[k].reach = out->v[k].end > prev ? out->v[k].end : prev;
+    }
+    return SC_OK;
+}
+
+/* The label of the innermost span around time ts on a track (the latest
+ * start at or before it that has not ended), or -1. */
+static int32_t spans_around(const struct spans *s, uint32_t track, int64_t ts)
+{
+    size_t lo = 0, hi = s->n; /* first span after (track, ts) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid].track < track || (s->v[mid].track == track && s->v[mid].start <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0 && s->v[k].track == track && s->v[k].reach >= ts;)
+        if (s->v[k].end >= ts)
+            return s->v[k].label;
+    return -1;
+}
+
+/* The trace event of the call behind task i: a CPU task's own, a GPU
+ * task's launching call's; MODEL_NONE when there is none. */
+static uint32_t call_event(const struct model_graph *g, uint32_t i)
+{
+    if (model_task_on_gpu(g->tasks[i].cls)) {
+        uint32_t from = MODEL_NONE;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1] && from == MODEL_NONE; e++)
+            if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
+                from = g->edges[e].from;
+        if (from == MODEL_NONE)
+            return MODEL_NONE;
+        i = from;
+    }
+    return g->src[i].event;
+}
+
+/* Label every task of rank r by the spans around its call (-1 where none
+ * is) into label[]; *found gets whether the trace has such spans. */
+static int label_rank(const struct model_graph *g, uint16_t r, span_label_fn fn, int32_t *label, int *found,
+                      struct sc_error *err)
+{
+    const struct model_trace *t = job_structure_trace(g, r);
+    struct spans sp;
+    *found = 0;
+    if (!t)
+        return SC_OK;
+    if (spans_collect(t, fn, &sp, err))
+        return err->code;
+    *found = sp.n > 0;
+    for (uint32_t i = 0; sp.n && i < g->n_tasks; i++) {
+        if (g->tasks[i].rank != r)
+            continue;
+        uint32_t ev = call_event(g, i);
+        if (ev == MODEL_NONE || ev >= t->n_events)
+            continue;
+        int32_t l = spans_around(&sp, t->events[ev].track, t->events[ev].ts);
+        if (l >= 0)
+            label[i] = l;
+    }
+    free(sp.v);
+    return SC_OK;
+}
+
+/* ---- layers from module annotations ---- */
 
 /* The layer number of "nn.Module: <Class>_<N>" with Class ending in Layer
  * or Block, or -1. */
@@ -136,59 +246,30 @@ static int32_t module_layer(const char *name)
     return *end || v < 0 || v > (1 << 20) ? -1 : (int32_t)v;
 }
 
-/* Layers of rank r's tasks from its trace's module annotations; *found
+/* Layers of rank r's CPU tasks from its trace's module annotations; *found
  * gets the most layers seen (0: no annotation). */
 static int modules_rank(const struct model_graph *g, uint16_t r, int32_t *layer, int *found, struct sc_error *err)
 {
     const struct model_trace *t = job_structure_trace(g, r);
+    struct spans sp;
     *found = 0;
     if (!t)
         return SC_OK;
-    size_t n = 0, cap = 0;
-    struct span *sp = NULL;
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        if (e->kind != MODEL_EV_PYTHON && e->kind != MODEL_EV_USER_ANNOTATION)
-            continue;
-        int32_t l = module_layer(model_str(t, e->name));
-        if (l < 0)
-            continue;
-        if (sc_vec_reserve((void **)&sp, &cap, n + 1, sizeof *sp)) {
-            free(sp);
-            return sc_error_set(err, SC_ENOMEM, "out of memory");
-        }
-        sp[n++] = (struct span){e->track, e->ts, e->ts + e->dur, l};
-        if (l + 1 > *found)
-            *found = l + 1;
-    }
-    if (!n) {
-        free(sp);
-        return SC_OK;
-    }
-    qsort(sp, n, sizeof *sp, span_cmp);
-    for (size_t i = 0; i < g->n_tasks; i++) {
+    if (spans_collect(t, module_layer, &sp, err))
+        return err->code;
+    for (size_t k = 0; k < sp.n; k++)
+        if (sp.v[k].label + 1 > *found)
+            *found = sp.v[k].label + 1;
+    for (uint32_t i = 0; sp.n && i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
         uint32_t ev = g->src[i].event;
         if (tk->rank != r || model_task_on_gpu(tk->cls) || ev == MODEL_NONE || ev >= t->n_events)
             continue;
-        const struct model_event *e = &t->events[ev];
-        size_t lo = 0, hi = n; /* first span after (track, ts) */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (sp[mid].track < e->track || (sp[mid].track == e->track && sp[mid].start <= e->ts))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        /* the innermost span holding it: the latest start at or before it
-         * that has not ended */
-        for (size_t k = lo; k-- > 0 && sp[k].track == e->track;)
-            if (sp[k].end >= e->ts) {
-                layer[i] = sp[k].layer;
-                break;
-            }
+        int32_t l = spans_around(&sp, t->events[ev].track, t->events[ev].ts);
+        if (l >= 0)
+            layer[i] = l;
     }
-    free(sp);
+    free(sp.v);
     return SC_OK;
 }
 
@@ -309,6 +390,161 @@ static void propagate(const struct model_graph *g, int32_t *layer)
     }
 }
 
+/* ---- what launched the work ---- */
+
+static const char *const dp_use_names[STRUCT_DP_USE_COUNT] = {"none", "gradients", "parameters", "buffers", "other"};
+
+const char *struct_dp_use_name(enum struct_dp_use u)
+{
+    return (unsigned)u < STRUCT_DP_USE_COUNT ? dp_use_names[u] : "none";
+}
+
+const char *struct_grad_sync_name(enum struct_grad_sync s)
+{
+    static const char *const names[] = {"none", "ddp", "zero", "fsdp"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "none";
+}
+
+static int has_prefix(const char *s, const char *p)
+{
+    return s && strncmp(s, p, strlen(p)) == 0;
+}
+
+#define AUTOGRAD_FUNCTION "autograd::engine::evaluate_function: "
+
+static int32_t autograd_label(const char *name)
+{
+    return has_prefix(name, AUTOGRAD_FUNCTION) ? 1 : -1;
+}
+
+/* The hooks that launch data-parallel collectives, by the names PyTorch's
+ * autograd engine, DDP and FSDP (FSDP2's "FSDP::", FSDP1's
+ * "FullyShardedDataParallel.") record them with. */
+enum hook { HOOK_GRADS, HOOK_FSDP_GRADS, HOOK_FSDP_PARAMS, HOOK_DDP_BUFFERS };
+
+static int32_t hook_label(const char *name)
+{
+    static const char *const fsdp_params[] = {"FSDP::all_gather",
+                                              "FSDP::pre_forward",
+                                              "FSDP::pre_backward",
+                                              "FSDP::unshard",
+                                              "FullyShardedDataParallel._pre_forward",
+                                              "FullyShardedDataParallel._pre_backward_hook",
+                                              "FullyShardedDataParallel._pre_backward_prefetch",
+                                              "FullyShardedDataParallel._post_backward_prefetch",
+                                              "FullyShardedDataParallel._unshard"};
+    if (!name)
+        return -1;
+    if (has_prefix(name, AUTOGRAD_FUNCTION))
+        return strstr(name, "AccumulateGrad") ? HOOK_GRADS : -1;
+    if (has_prefix(name, "FSDP::post_backward") || has_prefix(name, "FullyShardedDataParallel._post_backward_hook"))
+        return HOOK_FSDP_GRADS;
+    for (size_t k = 0; k < sizeof fsdp_params / sizeof *fsdp_params; k++)
+        if (has_prefix(name, fsdp_params[k]))
+            return HOOK_FSDP_PARAMS;
+    return strcmp(name, "DistributedDataParallel.forward") == 0 ? HOOK_DDP_BUFFERS : -1;
+}
+
+/* Kernels Inductor generated and compiled regions in rank r's trace. */
+static void compiled_rank(const struct model_trace *t, struct job_structure *out)
+{
+    for (size_t i = 0; t && i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        const char *name = model_str(t, e->name);
+        if (e->kind == MODEL_EV_KERNEL)
+            out->inductor_kernels += has_prefix(name, "triton_");
+        else if (e->kind == MODEL_EV_CPU_OP || e->kind == MODEL_EV_USER_ANNOTATION || e->kind == MODEL_EV_PYTHON)
+            out->compiled_regions += name && (strcmp(name, "CompiledFunction") == 0 ||
+                                              has_prefix(name, "Torch-Compiled Region") ||
+                                              strcmp(name, AUTOGRAD_FUNCTION "CompiledFunctionBackward") == 0);
+    }
+}
+
+/* The most distinct layers with forward (backward) kernels in one step of
+ * a rank. */
+static void layers_by_phase(const struct model_graph *g, struct job_structure *out)
+{
+    int32_t most = out->layers_per_rank;
+    uint8_t *seen = most > 0 ? calloc((size_t)most, 1) : NULL;
+    for (size_t s = 0; seen && s < g->n_steps; s++) {
+        const struct model_graph_step *st = &g->steps[s];
+        if (st->end == MODEL_NONE)
+            continue;
+        memset(seen, 0, (size_t)most);
+        int fwd = 0, bwd = 0;
+        for (uint32_t i = st->begin + 1; i < st->end; i++) {
+            int32_t l = out->layer[i];
+            if (g->tasks[i].rank != st->rank || g->tasks[i].cls != MODEL_TASK_KERNEL || l < 0 || l >= most)
+                continue;
+            uint8_t bit = out->phase[i] == STRUCT_PHASE_BACKWARD ? 2 : out->phase[i] == STRUCT_PHASE_FORWARD ? 1 : 0;
+            if (bit && !(seen[l] & bit)) {
+                seen[l] |= bit;
+                fwd += bit == 1;
+                bwd += bit == 2;
+            }
+        }
+        if (fwd > out->layers_forward)
+            out->layers_forward = fwd;
+        if (bwd > out->layers_backward)
+            out->layers_backward = bwd;
+    }
+    free(seen);
+}
+
+/* Phases, data-parallel uses and the gradient reduction of g's tasks (the
+ * roles already classified). */
+static int launchers(const struct model_graph *g, struct job_structure *out, struct sc_error *err)
+{
+    int32_t *label = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *label);
+    int32_t *hook = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *hook);
+    if (!label || !hook) {
+        free(label);
+        free(hook);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < g->n_tasks; i++)
+        label[i] = hook[i] = -1;
+    int rc = SC_OK, fsdp = 0, scattered = 0;
+    for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
+        int found, hooks;
+        rc = label_rank(g, r, autograd_label, label, &found, err);
+        if (!rc)
+            rc = label_rank(g, r, hook_label, hook, &hooks, err);
+        for (uint32_t i = 0; !rc && found && i < g->n_tasks; i++)
+            if (g->tasks[i].rank == r)
+                out->phase[i] = label[i] >= 0 ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
+        compiled_rank(job_structure_trace(g, r), out);
+    }
+    for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
+        out->backward_tasks += out->phase[i] == STRUCT_PHASE_BACKWARD;
+        if (out->role[i] != STRUCT_ROLE_DP)
+            continue;
+        enum struct_dp_use use = hook[i] == HOOK_GRADS || hook[i] == HOOK_FSDP_GRADS ? STRUCT_DP_GRADS
+                                 : hook[i] == HOOK_FSDP_PARAMS                        ? STRUCT_DP_PARAMS
+                                 : hook[i] == HOOK_DDP_BUFFERS && g->tasks[i].sub == MODEL_COLL_BROADCAST
+                                     ? STRUCT_DP_BUFFERS
+                                                                                      : STRUCT_DP_OTHER;
+        fsdp |= hook[i] == HOOK_FSDP_GRADS || hook[i] == HOOK_FSDP_PARAMS;
+        scattered |= use == STRUCT_DP_GRADS && g->tasks[i].sub == MODEL_COLL_REDUCESCATTER;
+        out->dp_use[i] = (uint8_t)use;
+        out->by_use[use]++;
+        out->use_bytes[use] += out->coll_bytes[i] > 0 ? (double)out->coll_bytes[i] : 0;
+        out->use_ms[use] += (double)g->tasks[i].dur / 1e6;
+    }
+    free(label);
+    free(hook);
+    if (rc)
+        return rc;
+    out->grad_sync = fsdp                              ? STRUCT_SYNC_FSDP
+                     : scattered                       ? STRUCT_SYNC_ZERO
+                     : out->by_use[STRUCT_DP_GRADS] > 0 ? STRUCT_SYNC_DDP
+                                                       : STRUCT_SYNC_NONE;
+    for (size_t s = 0; s < g->n_steps; s++)
+        out->steps += g->steps[s].end != MODEL_NONE;
+    layers_by_phase(g, out);
+    return SC_OK;
+}
+
 /* ---- collective roles ---- */
 
 int struct_coll_is_p2p(int op)
@@ -398,7 +634,9 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     out->role = calloc(g->n_tasks ? g->n_tasks : 1, 1);
     out->coll_bytes = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->coll_bytes);
     out->coll_size = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->coll_size);
-    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size) {
+    out->phase = calloc(g->n_tasks ? g->n_tasks : 1, 1);
+    out->dp_use = calloc(g->n_tasks ? g->n_tasks : 1, 1);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use) {
         job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
@@ -476,5 +714,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         out->by_role[role]++;
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
     }
-    return SC_OK;
+    if ((rc = launchers(g, out, err)))
+        job_structure_release(out);
+    return rc;
 }

@@ -29,6 +29,29 @@
  * Point-to-point kernels are pipeline transfers when pp > 1, else the
  * all-to-all of the data-parallel group (NCCL runs all-to-all as send/recv).
  *
+ * What launched the work, from the CPU spans around each call (the
+ * launching runtime call's enclosing cpu ops and annotations, as PyTorch
+ * records them in eager and torch.compile'd runs alike):
+ *  - a task is the backward's when its call ran inside the autograd
+ *    engine ("autograd::engine::evaluate_function: ..."), else the
+ *    forward's or the optimizer's;
+ *  - a data-parallel collective is a gradient reduction when launched by
+ *    a gradient hook: DDP's and Megatron's buckets run in the hook of
+ *    AccumulateGrad, FSDP's in its post-backward hook ("FSDP::post_backward",
+ *    "FullyShardedDataParallel._post_backward_hook"); a parameter
+ *    gather when launched by FSDP's unshard ("FSDP::all_gather",
+ *    "FSDP::pre_forward", "FSDP::pre_backward", FullyShardedDataParallel's
+ *    _pre_forward, _pre_backward_hook, _unshard); a buffer broadcast when
+ *    a broadcast launched by "DistributedDataParallel.forward" (the model's
+ *    forward runs inside it too); other data-parallel
+ *    traffic (an embedding's all-to-all) else;
+ *  - the gradient reduction is DDP's (all-reduced buckets), ZeRO's
+ *    (reduced-scattered buckets with no per-unit gathers: a distributed
+ *    optimizer) or FSDP's (gathers per unit, gradients reduce-scattered);
+ *  - the step is torch.compile'd when Inductor's kernels ("triton_...")
+ *    or compiled regions ("CompiledFunction", "Torch-Compiled Region")
+ *    are in it.
+ *
  * Checks (a contradiction is SC_EINVAL naming both sides; job_check.h): tp x cp x pp x dp
  * against the trace's world size; every collective group size the trace
  * gives against the groups the description has (tp, dp, the pipeline's
@@ -55,11 +78,23 @@ const char *struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "
 enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
 const char *struct_layer_source_name(enum struct_layer_source s);
 
+enum struct_phase { STRUCT_PHASE_NONE, STRUCT_PHASE_FORWARD, STRUCT_PHASE_BACKWARD };
+
+/* What a data-parallel collective is for (STRUCT_DP_NONE: not one). */
+enum struct_dp_use { STRUCT_DP_NONE, STRUCT_DP_GRADS, STRUCT_DP_PARAMS, STRUCT_DP_BUFFERS, STRUCT_DP_OTHER,
+                     STRUCT_DP_USE_COUNT };
+const char *struct_dp_use_name(enum struct_dp_use u); /* "none", "gradients", "parameters", "buffers", "other" */
+
+enum struct_grad_sync { STRUCT_SYNC_NONE, STRUCT_SYNC_DDP, STRUCT_SYNC_ZERO, STRUCT_SYNC_FSDP };
+const char *struct_grad_sync_name(enum struct_grad_sync s); /* "none", "ddp", "zero", "fsdp" */
+
 struct job_structure {
     int32_t *layer;  /* per task: its layer on the rank (0-based), or -1 */
     uint8_t *role;   /* per task: enum struct_role (communication tasks; NONE for the rest) */
     int64_t *coll_bytes; /* per task: a communication task's size (nccl-tests convention), or -1 */
     int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
+    uint8_t *phase;      /* per task: enum struct_phase (NONE: the trace records no autograd engine) */
+    uint8_t *dp_use;     /* per task: enum struct_dp_use */
     enum struct_layer_source layer_source;
     int layers_per_rank;     /* the most layers found on one rank (0: none) */
     size_t layer_tasks;      /* tasks found inside a layer */
@@ -68,6 +103,16 @@ struct job_structure {
     const struct hw_profile *gpu;      /* the traced GPU's profile, or NULL */
     char device_name[96];              /* as the trace names it ("" when absent) */
     int64_t world_size;                /* the trace's, or -1 */
+    /* what launched the work */
+    size_t backward_tasks;      /* tasks the autograd engine launched */
+    int layers_forward, layers_backward; /* the most layers with forward (backward) work in one step of a rank */
+    size_t inductor_kernels;    /* kernels torch.compile generated */
+    size_t compiled_regions;    /* CompiledFunction / Torch-Compiled Region spans */
+    enum struct_grad_sync grad_sync;
+    size_t steps;                          /* rank steps, over which the per-step figures are averaged */
+    size_t by_use[STRUCT_DP_USE_COUNT];    /* data-parallel collectives by use */
+    double use_bytes[STRUCT_DP_USE_COUNT]; /* their bytes in all */
+    double use_ms[STRUCT_DP_USE_COUNT];    /* their traced time in all, ms */
 };
 
 /* Recover g's structure (g built from a job: g->job must be set) and check

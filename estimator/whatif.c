@@ -922,6 +922,15 @@ static void describe(const struct wf *w, struct whatif_result *out)
                                 "instance's time, re-timed by the ratio"
                               : "",
              w->n_ins ? "; the collectives the traced step lacks inserted where Megatron runs them" : "");
+    if (w->st->grad_sync != STRUCT_SYNC_NONE && w->b->dp != w->t->dp && !w->pipeline_why[0]) {
+        size_t len = strlen(c->why);
+        snprintf(c->why + len, sizeof c->why - len,
+                 "; the trace's gradient reduction (%s, %.1f collectives a step) re-timed among %lld data-parallel "
+                 "ranks",
+                 struct_grad_sync_name(w->st->grad_sync),
+                 (double)w->st->by_use[STRUCT_DP_GRADS] / (double)(w->st->steps ? w->st->steps : 1),
+                 (long long)w->t->dp);
+    }
     if (w->pipeline_why[0]) {
         snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
                                         "measured passes re-timed by the model's ratios (traced %s, target %s)%s",

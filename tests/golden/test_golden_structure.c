@@ -1,0 +1,140 @@
+/* tests/golden/test_golden_structure.c: what launched the work of the
+ * shared real traces (estimator/structure.h): DDP's gradient buckets and
+ * buffer broadcasts, a partly torch.compile'd step, and the forward and
+ * backward passes of the eager steps measured on H100
+ * (data/calibration/torch-steps). Expected figures come from the traces'
+ * README (../shared/traces/README.md) and the models' tables. */
+#include <stdio.h>
+#include <string.h>
+
+#include "estimator/job_config.h"
+#include "estimator/structure.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/shared_traces.h"
+#include "common/banned.h"
+
+struct recovered {
+    struct model_job *job;
+    struct model_graph *g;
+    struct job_structure st;
+};
+
+static int recover(struct model_job *job, const char *cfg_text, struct recovered *r)
+{
+    struct job_config cfg;
+    struct sc_error err;
+    memset(r, 0, sizeof *r);
+    r->job = job;
+    if (job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &r->g, &err) ||
+        job_structure_recover(r->g, &cfg, &r->st, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(struct recovered *r)
+{
+    job_structure_release(&r->st);
+    model_graph_free(r->g);
+    model_job_free(r->job);
+}
+
+static int load_shared(const char *name, const char *cfg, struct recovered *r)
+{
+    struct model_job *job;
+    if (th_load_trace(th_find_trace(name), &job))
+        return -1;
+    return recover(job, cfg, r);
+}
+
+/* ResNet-50 under DDP on 2 A100s: per step five buckets all-reduced from
+ * AccumulateGrad's hook (2,049,000 / 7,875,584 / 6,563,840 / 6,637,568 /
+ * 2,431,040 floats) and two buffer broadcasts in DDP's forward. */
+TEST(golden_structure_nccl_data_ddp_buckets)
+{
+    struct recovered r;
+    if (load_shared("nccl_data", "{\"tp\":1,\"pp\":1,\"dp\":2}", &r))
+        return;
+    CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
+    CHECK_EQ_INT(r.st.steps, 3);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_GRADS], 5 * 3);
+    CHECK_NEAR(r.st.use_bytes[STRUCT_DP_GRADS] / 3, 4.0 * (2049000 + 7875584 + 6563840 + 6637568 + 2431040), 0.5);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_BUFFERS], 2 * 3);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_PARAMS], 0);
+    CHECK_EQ_INT(r.st.inductor_kernels, 0);
+    CHECK(r.st.backward_tasks > 0);
+    CHECK(r.st.layers_forward > 0 && r.st.layers_forward == r.st.layers_backward);
+    release(&r);
+}
+
+/* A recommendation model, rank 0 of 16 over 5 steps: two DDP buckets a
+ * step, the embeddings' all-to-alls and reduce-scatters (TorchRec) other
+ * data-parallel traffic, and parts compiled by torch.compile. */
+TEST(golden_structure_negative_queue_compiled_with_ddp)
+{
+    struct recovered r;
+    if (load_shared("negative_queue", "{\"tp\":1,\"pp\":1,\"dp\":16}", &r))
+        return;
+    CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
+    CHECK_EQ_INT(r.st.steps, 5);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_GRADS], 2 * 5);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_BUFFERS], 0);
+    CHECK(r.st.by_use[STRUCT_DP_OTHER] > 0);
+    CHECK(r.st.inductor_kernels > 0);
+    CHECK(r.st.compiled_regions > 0);
+    release(&r);
+}
+
+/* DLRM on 8 V100s: per rank 3 DDP all-reduces and 5 all-to-alls (NCCL's
+ * send/recv) a step. */
+TEST(golden_structure_dlrm_eight_ranks)
+{
+    struct recovered r;
+    if (load_shared("dlrm", "{\"tp\":1,\"pp\":1,\"dp\":8}", &r))
+        return;
+    CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
+    CHECK_EQ_INT(r.st.steps, 8);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_GRADS], 3 * 8);
+    CHECK_EQ_INT(r.st.by_use[STRUCT_DP_OTHER], 5 * 8);
+    release(&r);
+}
+
+/* The eager steps measured on H100: every layer found with a forward and
+ * a backward pass, no data parallelism. */
+TEST(golden_structure_eager_steps_forward_and_backward)
+{
+    static const struct {
+        const char *name;
+        int layers;
+    } models[] = {{"gpt-h1024-s1024-b8", 8},
+                  {"gpt-h2048-s2048-b4", 8},
+                  {"gpt-h4096-s4096-b1", 4},
+                  {"llama-h4096-gqa8-swiglu-s2048-b2", 4}};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        char path[256];
+        struct model_job *job;
+        struct model_load_opts lo;
+        struct sc_error err;
+        struct recovered r;
+        const char *paths[] = {path};
+        snprintf(path, sizeof path, "data/calibration/torch-steps/h100-sxm/%s.pt.trace.json.gz", models[m].name);
+        model_load_opts_default(&lo);
+        if (model_job_load(paths, 1, &lo, 0, &job, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+            continue;
+        }
+        if (recover(job, "{\"tp\":1,\"pp\":1,\"dp\":1}", &r))
+            continue;
+        printf("     %s: %d layers, %d forward, %d backward\n", models[m].name, r.st.layers_per_rank,
+               r.st.layers_forward, r.st.layers_backward);
+        CHECK_EQ_INT(r.st.layers_forward, models[m].layers);
+        CHECK_EQ_INT(r.st.layers_backward, models[m].layers);
+        CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_NONE);
+        CHECK_EQ_INT(r.st.inductor_kernels, 0);
+        release(&r);
+    }
+}
