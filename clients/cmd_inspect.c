@@ -239,6 +239,7 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
             cli_table_rowf(&tb, "%s|%zu|%.3f", r == STRUCT_ROLE_DP   ? "data-parallel"
                                                 : r == STRUCT_ROLE_TP ? "tensor-parallel"
                                                 : r == STRUCT_ROLE_PP ? "pipeline send/recv"
+                                                : r == STRUCT_ROLE_CP ? "context-parallel exchange"
                                                                       : "other",
                            st.by_role[r], st.role_ms[r]);
         cli_table_print(&tb, stdout, "  ");

@@ -19,7 +19,7 @@
  * kernels than this is not found by its repeats. */
 #define STRUCT_MAX_BLOCK 2048
 
-static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "other"};
+static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "cp", "other"};
 
 const char *struct_role_name(enum struct_role r)
 {
@@ -583,6 +583,8 @@ static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_
 {
     const struct model_task *t = &g->tasks[i];
     if (struct_coll_is_p2p(t->sub)) {
+        if (c->cp > 1 && (size == 0 || size == 2 || size == c->cp) && (c->pp == 1 || layer >= 0))
+            return STRUCT_ROLE_CP;
         if (c->pp > 1 && (size == 0 || size == 2))
             return STRUCT_ROLE_PP;
         return size == 0 || size == c->dp ? STRUCT_ROLE_DP : STRUCT_ROLE_OTHER;
@@ -590,7 +592,7 @@ static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_
     if (size) {
         if (size == c->tp && c->tp > 1 && (size != c->dp || layer >= 0))
             return STRUCT_ROLE_TP;
-        if (size == c->dp && c->dp > 1)
+        if (size == c->dp * (c->cp > 1 ? c->cp : 1) && size > 1) /* gradients reduce over dp x cp */
             return STRUCT_ROLE_DP;
         return STRUCT_ROLE_OTHER;
     }

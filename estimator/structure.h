@@ -26,8 +26,10 @@
  * where the trace gives it, else by the description: with tp = 1 every
  * collective but pipeline transfers is data-parallel, with dp = 1 tensor-
  * parallel, with both above 1 those inside a layer are tensor-parallel.
- * Point-to-point kernels are pipeline transfers when pp > 1, else the
- * all-to-all of the data-parallel group (NCCL runs all-to-all as send/recv).
+ * Point-to-point kernels are the context-parallel ring's key/value
+ * exchanges when cp > 1 and they run inside a layer (or pp = 1), pipeline
+ * transfers when pp > 1, else the all-to-all of the data-parallel group
+ * (NCCL runs all-to-all as send/recv).
  *
  * What launched the work, from the CPU spans around each call (the
  * launching runtime call's enclosing cpu ops and annotations, as PyTorch
@@ -71,9 +73,9 @@ struct hw_profile;
 
 #define STRUCT_MIN_BLOCK 2
 
-enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_OTHER,
-                   STRUCT_ROLE_COUNT };
-const char *struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "other" */
+enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_CP,
+                   STRUCT_ROLE_OTHER, STRUCT_ROLE_COUNT };
+const char *struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "cp", "other" */
 
 enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
 const char *struct_layer_source_name(enum struct_layer_source s);

@@ -80,9 +80,14 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
         stride = c->tp * c->dp;
         *kind = MODEL_COLL_SENDRECV;
         break;
+    case STRUCT_ROLE_CP: /* a ring neighbour, tp ranks apart (attention_us) */
+        n = 2;
+        stride = c->tp;
+        *kind = MODEL_COLL_SENDRECV;
+        break;
     default: n = c->tp * c->pp * c->dp; stride = 1; break;
     }
-    if (struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP)
+    if (struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP && role != STRUCT_ROLE_CP)
         *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
     int64_t per = stride >= node ? 1 : node / stride;
     gr.ranks = (int)n;
@@ -348,10 +353,11 @@ static double layer_gemms_us(const struct wf *w, const struct job_config *c)
 }
 
 /* A layer's attention forward on the target GPU, microseconds: flash
- * attention over the sequence, or with context parallelism the ring the
- * estimator's step runs (synth.c): cp blocks of seq / cp queries and keys,
- * block i + 1 after the key/value exchange that ran beside block i. */
-static double attention_us(const struct wf *w, const struct job_config *c)
+ * attention over the sequence, or with context parallelism one block of
+ * seq / cp queries and keys, or (ring) the whole ring the estimator's step
+ * runs (synth.c): cp blocks, block i + 1 after the key/value exchange
+ * that ran beside block i. */
+static double attention_us(const struct wf *w, const struct job_config *c, int ring)
 {
     double t_us;
     struct sc_error ignored;
@@ -362,7 +368,7 @@ static double attention_us(const struct wf *w, const struct job_config *c)
                            hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
     if (kernel_flash_attention(&w->kp1, w->hw1, &s, 0, &t_us, &ignored))
         return -1;
-    if (cp <= 1)
+    if (cp <= 1 || !ring)
         return t_us;
     int64_t node = node_of(c, w->hw1);
     struct coll_group pair = {2, c->tp * 2 <= node ? 2 : 1};
@@ -376,6 +382,14 @@ static double attention_us(const struct wf *w, const struct job_config *c)
         block_end = (i > 0 ? fmax(prev, received) : prev) + t_us;
     }
     return block_end;
+}
+
+/* A rank's key/value width under c: its key/value heads x head dim (the
+ * hidden size when the description gives no heads). */
+static double kv_width(const struct job_config *c)
+{
+    double h = (double)(c->hidden ? c->hidden : 1);
+    return (c->heads ? kv_heads_of(c) * h / (double)c->heads : h) / (double)c->tp;
 }
 
 /* Whether the description gives what re-timing a layer's shapes needs. */
@@ -535,7 +549,8 @@ static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, 
 {
     const struct job_config *t = w->t;
     int rc = SC_OK;
-    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq;
+    /* the tokens a rank holds: its micro-batch's share of the sequence */
+    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq / (double)cp_of(t);
     double bytes[2] = {tokens * (double)t->hidden * hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
     for (size_t i = 0; i < pl->n && !rc; i++) {
         int kind = pl->v[i].op;
@@ -544,6 +559,25 @@ static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, 
         rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
     }
     return rc ? oom(err) : SC_OK;
+}
+
+/* Whether kernel i is a reduction of the gradients between the last
+ * backward pass of its rank and the optimizer (the gradient norm for
+ * clipping): work on the rank's parameters, done once a step, as the
+ * optimizer's. */
+static int after_backward(const struct wf *w, uint32_t i)
+{
+    const struct model_graph *g = w->g;
+    const struct model_task *tk = &g->tasks[i];
+    if (tk->sub != MODEL_KF_REDUCTION || w->st->layer[i] >= 0 || !w->pl.grads || tk->rank >= w->pl.n_ranks)
+        return 0;
+    const struct coll_grads *c = &w->pl.grads[tk->rank];
+    if (!c->n || c->optimizer_begin == MODEL_NONE || g->tasks[c->optimizer_begin].res != tk->res)
+        return 0;
+    for (uint32_t k = g->next[c->ready[c->n - 1]]; k != MODEL_NONE && k != c->optimizer_begin; k = g->next[k])
+        if (k == i)
+            return 1;
+    return 0;
 }
 
 /* Transform 4: tensor-parallel degree, model dimensions and micro-batch
@@ -568,7 +602,10 @@ static int shapes(struct wf *w, struct sc_error *err)
             return sc_error_set(err, SC_EINVAL, "set: the kernel model cannot time this layer's GEMMs");
         r_gemm = g1 / g0;
         if (b->heads && t->heads) {
-            double a0 = attention_us(w, b), a1 = attention_us(w, t);
+            /* the ring's exchanges are tasks of their own: with cp kept,
+             * each block is re-timed as a block */
+            int ring = cp_of(b) != cp_of(t);
+            double a0 = attention_us(w, b, ring), a1 = attention_us(w, t, ring);
             r_attn = a0 > 0 && a1 >= 0 ? a1 / a0 : r_gemm;
         } else {
             r_attn = mb * (double)t->seq * (double)t->seq * (double)t->hidden * (double)b->tp /
@@ -605,14 +642,17 @@ static int shapes(struct wf *w, struct sc_error *err)
             int role = w->st->role[i];
             if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || (role == STRUCT_ROLE_DP && w->per_mb[i]))
                 w->size_ratio[i] *= tokens * width;
+            else if (role == STRUCT_ROLE_CP) /* a rank's keys and values: its tokens x its key/value heads */
+                w->size_ratio[i] *= tokens * kv_width(t) / kv_width(b);
             else if (role == STRUCT_ROLE_DP)
                 w->size_ratio[i] *= params_ratio(b, t);
             continue;
         }
         if (!model_task_on_gpu(tk->cls))
             continue;
-        if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_OPTIMIZER) {
+        if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_OPTIMIZER || after_backward(w, i))) {
             /* the layers transform scaled one found inside a layer already */
+            w->per_mb[i] = 0;
             double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
             retime(w, i, params_ratio(b, t) * lr * optimizer_shards(b) / optimizer_shards(t), WHATIF_KERNEL_MODEL);
             continue;
@@ -802,6 +842,8 @@ static int collectives(struct wf *w, struct sc_error *err)
             double t1 = coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
                 r = t1 / t0;
+        } else {
+            r = w->size_ratio[i]; /* no size to time: a transfer as long as what it carries */
         }
         w->dur[i] = tr * r + w->wait[i] * scale;
         w->wait[i] *= scale;
