@@ -3,6 +3,7 @@
  *
  *   stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--keep-unexplained]
  *   stepcast --server URL critical-path --model ID [--json] [--scale SPEC]... [--keep-unexplained]
+ *                                       [--top N | --all]
  *
  * The server answers with the document the local command prints with
  * --json; without --json it is shown as the same tables. */
@@ -23,7 +24,8 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"json", no_argument, NULL, 'j'},
         {"scale", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {"keep-unexplained", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0},
+        {"keep-unexplained", no_argument, NULL, 'u'}, {"top", required_argument, NULL, 'T'},
+        {"all", no_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
     };
     const char *model = NULL;
     char query[2048] = "", esc[512];
@@ -48,9 +50,17 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
             snprintf(query + n, sizeof query - n, "%cscale=%s", n ? '&' : '?', esc);
             break;
         }
+        case 'T':
+        case 'A':
+            if (as_text != cli_print_critical_path)
+                return cli_usage_error(cmd, "--top and --all are options of critical-path");
+            if ((rc = cli_critical_path_option(cmd, c, optarg)))
+                return rc;
+            break;
         case 'h':
-            printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]... [--keep-unexplained]\n"
-                   "(steps and the step marker are chosen when the model is built)\n", cmd);
+            printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]... [--keep-unexplained]%s\n"
+                   "(steps and the step marker are chosen when the model is built)\n",
+                   cmd, as_text == cli_print_critical_path ? " [--top N | --all]" : "");
             return 0;
         default: return cli_usage_error(cmd, "bad option");
         }

@@ -24,8 +24,9 @@ static const char replay_usage[] =
     "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
     "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
-    "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
-    "                              [--keep-unexplained] TRACE...\n";
+    "usage: stepcast critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B]\n"
+    "                              [--scale SPEC]... [--keep-unexplained] TRACE...\n"
+    "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
 
 struct run {
     struct model_job *job;
@@ -52,6 +53,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         {"steps", required_argument, NULL, 's'},   {"scale", required_argument, NULL, 'g'},
         {"timeline", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
         {"keep-unexplained", no_argument, NULL, 'u'},
+        {"top", required_argument, NULL, 'T'},     {"all", no_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
@@ -85,6 +87,13 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
             if (!timeline)
                 return cli_usage_error(cmd, "--timeline is an option of replay");
             *timeline = optarg;
+            break;
+        case 'T':
+        case 'A':
+            if (strcmp(cmd, "critical-path") != 0)
+                return cli_usage_error(cmd, "--top and --all are options of critical-path");
+            if ((c = cli_critical_path_option(cmd, c, optarg)))
+                return c;
             break;
         case 'h': fputs(usage, stdout); return -1;
         default: return cli_usage_error(cmd, "bad option");

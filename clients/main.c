@@ -33,7 +33,7 @@ static const char usage[] =
     "      time, error, breakdown, what the trace cannot explain; --scale changes\n"
     "      durations (what-if): WHAT is gpu, comm, cpu, launch, all, a task class,\n"
     "      kernel:TEXT, family:NAME or name:GLOB\n"
-    "  critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
+    "  critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
     "                [--keep-unexplained] TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
     "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
@@ -74,7 +74,7 @@ static const char usage[] =
     "  upload --job J [--rank R] [--replace] FILE|DIR|TARBALL...\n"
     "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
     "  replay --model ID [--json] [--scale SPEC]...\n"
-    "  critical-path --model ID [--json] [--scale SPEC]...\n"
+    "  critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
@@ -196,6 +196,23 @@ double cli_json_num(const void *obj, const char *key)
     return json_number_value(json_object_get(obj, key));
 }
 
+/* Whether a command's arguments name what only a server holds: a built
+ * model (--model, --other) or the fleet (--fleet). */
+static int names_server_object(int argc, char **argv)
+{
+    static const char *const opts[] = {"--model", "--other", "--fleet"};
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--") == 0)
+            break;
+        for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+            size_t n = strlen(opts[k]);
+            if (strncmp(argv[a], opts[k], n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -218,7 +235,9 @@ int main(int argc, char **argv)
     };
 
     /* remote commands; those that are local commands too (`local`) are the
-     * remote ones only with a server named */
+     * remote ones only when their arguments name a server's object (a
+     * model, the fleet): a server named, by --server or
+     * $STEPCAST_SERVER, never changes what a local command means */
     static const struct {
         const char *name;
         int (*fn)(int, char **);
@@ -261,7 +280,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof remote_cmds / sizeof remote_cmds[0]; i++)
         if (strcmp(argv[1], remote_cmds[i].name) == 0 &&
-            (remote_configured() || !remote_cmds[i].local))
+            (!remote_cmds[i].local || names_server_object(argc - 1, argv + 1)))
             return remote_cmds[i].fn(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)

@@ -5,6 +5,8 @@
 #include "clients/replay_print.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "clients/cli.h"
 #include "clients/table.h"
@@ -80,6 +82,77 @@ int cli_print_replay(const json_t *doc)
     return 0;
 }
 
+/* How many of the path's tasks the text view lists (CLI_PATH_ALL: every
+ * entry of the path in order). */
+static long path_top = CLI_PATH_TOP_DEFAULT;
+
+void cli_critical_path_show(long top)
+{
+    path_top = top;
+}
+
+struct path_group {
+    const char *bound, *task;
+    size_t count;
+    double ms;
+};
+
+static int group_by_ms(const void *a, const void *b)
+{
+    const struct path_group *x = a, *y = b;
+    return (x->ms < y->ms) - (x->ms > y->ms);
+}
+
+/* The path's time grouped by bound and task name, the longest first: the
+ * top path_top of them. */
+static int print_path_summary(const json_t *path, double step_ms)
+{
+    size_t n = json_array_size(path), used = 0, k;
+    struct path_group *g = calloc(n ? n : 1, sizeof *g);
+    const json_t *v;
+    if (!g)
+        return 1;
+    json_array_foreach(path, k, v) {
+        const char *bound = cli_json_str(v, "bound", ""), *task = cli_json_str(v, "task", "");
+        double ms = cli_json_num(v, "end_ms") - cli_json_num(v, "start_ms");
+        size_t j = 0;
+        while (j < used && (strcmp(g[j].bound, bound) || strcmp(g[j].task, task)))
+            j++;
+        if (j == used)
+            g[used++] = (struct path_group){bound, task, 0, 0};
+        g[j].count++;
+        g[j].ms += ms;
+    }
+    qsort(g, used, sizeof *g, group_by_ms);
+    size_t shown = (size_t)path_top < used ? (size_t)path_top : used;
+    struct cli_table tb;
+    cli_table_init(&tb, "ms", "share", "count", "bound", "task", NULL);
+    for (size_t j = 0; j < shown; j++)
+        cli_table_rowf(&tb, "%.3f|%.1f%%|%zu|%s|%.80s", g[j].ms, step_ms > 0 ? 100 * g[j].ms / step_ms : 0,
+                       g[j].count, g[j].bound, g[j].task);
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+    if (shown < used)
+        printf("  ... %zu more kinds of task on the path; --top N shows more, --all lists the path in order\n",
+               used - shown);
+    free(g);
+    return 0;
+}
+
+int cli_critical_path_option(const char *cmd, int opt, const char *arg)
+{
+    if (opt == 'A') {
+        path_top = CLI_PATH_ALL;
+        return 0;
+    }
+    char *end;
+    long n = arg ? strtol(arg, &end, 10) : 0;
+    if (!arg || *end || n < 1 || n > 1000000)
+        return cli_usage_error(cmd, "--top takes a count from 1 to 1000000, not '%s'", arg ? arg : "");
+    path_top = n;
+    return 0;
+}
+
 int cli_print_critical_path(const json_t *doc)
 {
     const json_t *steps = json_object_get(doc, "steps"), *s;
@@ -92,11 +165,17 @@ int cli_print_critical_path(const json_t *doc)
         const json_t *v, *path = json_object_get(s, "path");
         const char *bound;
         size_t k;
-        printf("%srank %lld %s: %.3f ms replayed;", i ? "\n" : "", cli_json_int(s, "rank"),
-               cli_json_str(s, "step", ""), cli_json_num(s, "replayed_ms"));
+        printf("%srank %lld %s: %.3f ms replayed, %zu tasks on the critical path;", i ? "\n" : "",
+               cli_json_int(s, "rank"), cli_json_str(s, "step", ""), cli_json_num(s, "replayed_ms"),
+               json_array_size(path));
         json_object_foreach((json_t *)json_object_get(s, "by_bound"), bound, v)
             printf(" %s %.3f", bound, json_number_value(v));
         printf("\n");
+        if (path_top != CLI_PATH_ALL) {
+            if (print_path_summary(path, cli_json_num(s, "replayed_ms")))
+                return 1;
+            continue;
+        }
         struct cli_table tb;
         cli_table_init(&tb, "start ms", "end ms", "bound", "resource", "task", NULL);
         json_array_foreach(path, k, v)

@@ -85,19 +85,24 @@ TEST(svc_cli_remote_mode)
     snprintf(model, sizeof model, "%.*s", (int)strcspn(out, "\n"), out);
     free(out);
     CHECK(strncmp(model, "m-", 2) == 0);
-    /* replay and critical-path, as JSON and as tables, scaled too */
+    /* replay and critical-path, as JSON and as tables, scaled too, the
+     * path summed (--top) and listed (--all) */
     static const char *const forms[][3] = {
         {"replay", "--json", NULL},          {"replay", NULL, NULL},
         {"critical-path", "--json", NULL},   {"critical-path", NULL, NULL},
         {"replay", "--scale", "gpu=2"},      {"replay", "--keep-unexplained", NULL},
         {"opportunities", "--json", NULL},   {"opportunities", NULL, NULL},
+        {"critical-path", "--top", "3"},     {"critical-path", "--all", NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char *remote = NULL, *local = NULL;
         const char *const *f = forms[i];
         setenv("STEPCAST_SERVER", d.url, 1);
         CHECK_EQ_INT(cli(&remote, NULL, f[0], "--model", model, f[1], f[2], NULL), 0);
-        unsetenv("STEPCAST_SERVER");
+        /* the server named in the environment does not make the local
+         * command (traces, no --model) a remote one */
+        if (i % 2)
+            unsetenv("STEPCAST_SERVER");
         const char *la[6] = {f[0]};
         size_t n = 1;
         for (int k = 1; k < 3 && f[k]; k++)
