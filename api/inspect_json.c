@@ -237,6 +237,29 @@ static json_t *kept_collectives_json(const struct model_graph *g)
     return out;
 }
 
+/* The host's waits on GPU work that no sync call records (graph.h,
+ * model_graph_host_waits): per rank and the work waited on, how many gaps
+ * without a call and polling loops. NULL when out of memory. */
+static json_t *host_waits_json(const struct model_graph *g)
+{
+    struct model_host_wait *v;
+    size_t n;
+    if (model_graph_host_waits(g, &v, &n))
+        return NULL;
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < n; k++) {
+        json_t *w = json_pack("{s:I, s:s, s:I, s:I}", "rank", (json_int_t)g->ranks[v[k].rank].id, "on",
+                              model_graph_str(g, v[k].name), "without_call", (json_int_t)v[k].without_call,
+                              "polling_loops", (json_int_t)v[k].polling_loops);
+        if (!w || json_array_append_new(out, w)) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    free(v);
+    return out;
+}
+
 json_t *api_inspect_job_json(const struct model_job *job, const struct model_graph *g, struct sc_error *err)
 {
     json_t *ranks = json_array();
@@ -257,13 +280,15 @@ json_t *api_inspect_job_json(const struct model_job *job, const struct model_gra
     /* the collectives matched across ranks, as a replay groups them */
     json_t *groups = g ? api_collectives_json(g) : json_null();
     json_t *kept = g ? kept_collectives_json(g) : json_null();
-    if (!groups || !kept) {
+    json_t *waits = g ? host_waits_json(g) : json_null();
+    if (!groups || !kept || !waits) {
         json_decref(groups);
         json_decref(kept);
+        json_decref(waits);
         goto oom;
     }
-    json_t *doc = json_pack("{s:s, s:o, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,
-                            "collective_groups", groups, "kept_collectives", kept);
+    json_t *doc = json_pack("{s:s, s:o, s:o, s:o, s:o}", "stepcast_version", STEPCAST_VERSION, "ranks", ranks,
+                            "collective_groups", groups, "kept_collectives", kept, "host_waits", waits);
     if (doc)
         return doc;
 oom:

@@ -44,13 +44,15 @@ static json_t *graph_json(const struct model_graph *g)
         json_array_append_new(offsets, api_json_ms(g->ranks[i].clock_offset_ns));
         json_array_append_new(depths, json_integer(g->ranks[i].launch_queue_depth));
     }
-    return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "tasks", (json_int_t)g->n_tasks,
-                     "edges", (json_int_t)g->n_edges, "edges_by_kind", kinds,
+    return json_pack("{s:I, s:I, s:o, s:I, s:I, s:{s:I, s:I}, s:I, s:I, s:o, s:o, s:o}", "tasks",
+                     (json_int_t)g->n_tasks, "edges", (json_int_t)g->n_edges, "edges_by_kind", kinds,
                      "event_syncs_inferred", (json_int_t)g->stats.inferred_event_syncs,
-                     "event_syncs_from_cuda_sync", (json_int_t)g->stats.cuda_sync_event_syncs,
-                     "collectives_matched", (json_int_t)g->stats.collectives_matched,
-                     "collectives_kept", (json_int_t)g->stats.collectives_kept, "clock_offsets_ms", offsets,
-                     "launch_queue_depth", depths, "collectives", api_collectives_json(g));
+                     "event_syncs_from_cuda_sync", (json_int_t)g->stats.cuda_sync_event_syncs, "host_waits",
+                     "without_call", (json_int_t)g->stats.host_waits_gap, "polling_loops",
+                     (json_int_t)g->stats.host_waits_loop, "collectives_matched",
+                     (json_int_t)g->stats.collectives_matched, "collectives_kept",
+                     (json_int_t)g->stats.collectives_kept, "clock_offsets_ms", offsets, "launch_queue_depth", depths,
+                     "collectives", api_collectives_json(g));
 }
 
 /* What a model gave the replay: the split of the collectives kept for
@@ -123,12 +125,16 @@ json_t *api_critical_path_json(const struct model_replay *r)
         for (size_t k = s->path_first; k < s->path_first + s->path_n; k++) {
             const struct model_replay_segment *sg = &r->segments[k];
             by[sg->bound] += sg->end - sg->start;
-            json_array_append_new(path, json_pack("{s:s, s:o, s:o, s:o, s:s}", "task",
-                                                  task_name(r->g, sg->task), "resource",
-                                                  resource_name(r->g, sg->task), "start_ms",
-                                                  api_json_ms(sg->start - s->start), "end_ms",
-                                                  api_json_ms(sg->end - s->start), "bound",
-                                                  model_bound_name((enum model_bound)sg->bound)));
+            json_t *seg = json_pack("{s:s, s:o, s:o, s:o, s:s}", "task", task_name(r->g, sg->task), "resource",
+                                    resource_name(r->g, sg->task), "start_ms", api_json_ms(sg->start - s->start),
+                                    "end_ms", api_json_ms(sg->end - s->start), "bound",
+                                    model_bound_name((enum model_bound)sg->bound));
+            if (seg && sg->edge == MODEL_EDGE_HOST_POLL) { /* the host waiting on GPU work with no sync call */
+                char wait[160];
+                snprintf(wait, sizeof wait, "host waits on %s", task_name(r->g, sg->on));
+                json_object_set_new(seg, "wait", json_string(wait));
+            }
+            json_array_append_new(path, seg);
         }
         json_t *totals = json_object();
         for (int b = 0; b < MODEL_BOUND_COUNT; b++)

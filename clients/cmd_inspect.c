@@ -154,6 +154,30 @@ static void print_groups(const struct model_graph *g)
     }
 }
 
+/* The host's waits on GPU work with no sync call in the job's graph g
+ * (model_graph_host_waits), per rank and the work waited on. */
+static int print_host_waits(const struct model_graph *g)
+{
+    struct model_host_wait *v;
+    size_t n;
+    if (model_graph_host_waits(g, &v, &n)) {
+        fprintf(stderr, "stepcast: out of memory\n");
+        return 1;
+    }
+    if (n) {
+        struct cli_table tb;
+        printf("\nhost waits on the GPU with no sync call:\n");
+        cli_table_init(&tb, "rank", "waits on", "without a call", "polling loops", NULL);
+        for (size_t k = 0; k < n; k++)
+            cli_table_rowf(&tb, "%d|%.80s|%zu|%zu", g->ranks[v[k].rank].id, model_graph_str(g, v[k].name),
+                           v[k].without_call, v[k].polling_loops);
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
+    }
+    free(v);
+    return 0;
+}
+
 /* What of description cfg the traced job (its graph g, structure st)
  * contradicts, each printed; 0, or an exit status when anything is. */
 static int contradictions(const struct model_graph *g, const struct job_config *cfg, const struct job_structure *st)
@@ -321,8 +345,10 @@ int cmd_inspect(int argc, char **argv)
             print_rank(job->ranks[i], in);
             model_inspect_free(in);
         }
-        if (rc == 0 && g)
+        if (rc == 0 && g) {
             print_groups(g);
+            rc = print_host_waits(g);
+        }
         if (rc == 0 && config)
             rc = structure(g, &cfg, NULL);
     }

@@ -66,10 +66,12 @@ int cli_print_replay(const json_t *doc)
         printf("%s%s %lld", sep, kind, (long long)json_integer_value(v));
         sep = ", ";
     }
-    printf("); event syncs: %lld inferred, %lld from cuda_sync; %lld collectives matched across "
-           "ranks, %lld kept\n",
+    const json_t *hw = json_object_get(g, "host_waits");
+    printf("); event syncs: %lld inferred, %lld from cuda_sync; host waits on the GPU: %lld without a "
+           "call, %lld polling loops; %lld collectives matched across ranks, %lld kept\n",
            cli_json_int(g, "event_syncs_inferred"), cli_json_int(g, "event_syncs_from_cuda_sync"),
-           cli_json_int(g, "collectives_matched"), cli_json_int(g, "collectives_kept"));
+           cli_json_int(hw, "without_call"), cli_json_int(hw, "polling_loops"), cli_json_int(g, "collectives_matched"),
+           cli_json_int(g, "collectives_kept"));
     if (cli_json_int(doc, "forced"))
         printf("warning: %lld tasks were scheduled ahead of a dependency cycle\n",
                cli_json_int(doc, "forced"));
@@ -113,7 +115,8 @@ static int print_path_summary(const json_t *path, double step_ms)
     if (!g)
         return 1;
     json_array_foreach(path, k, v) {
-        const char *bound = cli_json_str(v, "bound", ""), *task = cli_json_str(v, "task", "");
+        const char *bound = cli_json_str(v, "bound", ""),
+                   *task = cli_json_str(v, "wait", cli_json_str(v, "task", ""));
         double ms = cli_json_num(v, "end_ms") - cli_json_num(v, "start_ms");
         size_t j = 0;
         while (j < used && (strcmp(g[j].bound, bound) || strcmp(g[j].task, task)))
@@ -181,7 +184,7 @@ int cli_print_critical_path(const json_t *doc)
         json_array_foreach(path, k, v)
             cli_table_rowf(&tb, "%.3f|%.3f|%s|%s|%.80s", cli_json_num(v, "start_ms"),
                            cli_json_num(v, "end_ms"), cli_json_str(v, "bound", ""),
-                           cli_json_str(v, "resource", ""), cli_json_str(v, "task", ""));
+                           cli_json_str(v, "resource", ""), cli_json_str(v, "wait", cli_json_str(v, "task", "")));
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);
     }

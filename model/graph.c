@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/vec.h"
 #include "common/banned.h"
 
 static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
@@ -32,6 +33,48 @@ int64_t model_graph_unexplained_wait(const struct model_graph *g, uint32_t i)
         if (g->edges[e].kind == MODEL_EDGE_UNEXPLAINED && g->edges[e].lat > w)
             w = g->edges[e].lat;
     return w;
+}
+
+static int by_rank_name(const void *a, const void *b)
+{
+    const struct model_host_wait *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return (x->name > y->name) - (x->name < y->name);
+}
+
+int model_graph_host_waits(const struct model_graph *g, struct model_host_wait **out, size_t *n)
+{
+    struct model_host_wait *v = NULL;
+    size_t cap = 0, used = 0;
+    *out = NULL;
+    *n = 0;
+    /* one entry per edge, then sorted and merged */
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            const struct model_edge *ed = &g->edges[e];
+            if (ed->kind != MODEL_EDGE_HOST_POLL)
+                continue;
+            if (sc_vec_reserve((void **)&v, &cap, used + 1, sizeof *v)) {
+                free(v);
+                return SC_ENOMEM;
+            }
+            int loop = ed->type == MODEL_FF;
+            v[used++] = (struct model_host_wait){g->tasks[i].rank, g->src[ed->from].name, !loop, (size_t)loop};
+        }
+    sc_sort(v, used, sizeof *v, by_rank_name);
+    size_t k = 0;
+    for (size_t i = 0; i < used; i++) {
+        if (k && v[k - 1].rank == v[i].rank && v[k - 1].name == v[i].name) {
+            v[k - 1].without_call += v[i].without_call;
+            v[k - 1].polling_loops += v[i].polling_loops;
+        } else {
+            v[k++] = v[i];
+        }
+    }
+    *out = v;
+    *n = k;
+    return SC_OK;
 }
 
 static const char *const class_names[MODEL_TASK_CLASS_COUNT] = {

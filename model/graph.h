@@ -16,10 +16,13 @@
  *   launch_queue  GPU work starting -> a launch that found the queue full
  *   inter_thread  a thread going idle -> another thread resuming after a
  *                 long gap (a hand-off, e.g. forward -> backward)
- *   host_poll     GPU work -> the call after a host gap that was a wait on it
- *                 without a runtime call (a library polling host-mapped
- *                 memory a kernel writes): the gap keeps only the thread's
- *                 usual gap as host work (MODEL_HOST_POLL_* below)
+ *   host_poll     GPU work -> the host resuming after it waited on that work
+ *                 with no sync call: a host gap with nothing recorded in it
+ *                 (a library polling host-mapped memory a kernel writes),
+ *                 finish-to-start into the call after the gap, which keeps
+ *                 the gap's recorded host work; or a polling loop of
+ *                 queries, finish-to-finish into its last query
+ *                 (MODEL_HOST_POLL_* below)
  *   gpu_wait      GPU work -> GPU work on another stream of the device that
  *                 was ready earlier yet started just as it ended: a wait the
  *                 trace does not name (an event recorded out of sight, or
@@ -77,25 +80,50 @@ struct model_load_opts;
 #define MODEL_INTER_THREAD_GAP_NS 1000000
 #define MODEL_HANDOFF_MAX_LATENCY_NS 2000000
 
-/* Host-side polling: the gap before a runtime call on a thread is a wait on
- * GPU work (a host_poll edge) when
+/* Host waits on GPU work that no sync call records (host_poll edges).
+ *
+ * A gap: the longest stretch of the host gap before a runtime call that
+ * does not wait itself (not a sync, a query or a blocking copy: after such
+ * a call's gap the host waited through the call) in which no event of its
+ * thread starts or ends (inside or between CPU ops, Python frames
+ * included) is a wait on GPU work when
  *   - the thread's gaps are otherwise short: it has at least
  *     MODEL_HOST_POLL_MIN_CALLS calls and its usual gap (the median gap
  *     before a call) is at most MODEL_HOST_POLL_USUAL_MAX_NS;
- *   - the gap is far longer than that: at least MODEL_HOST_POLL_RATIO times
- *     the usual gap and at least MODEL_HOST_POLL_MIN_NS;
- *   - it ends within MODEL_HOST_POLL_LATENCY_NS of the end (before or after:
- *     the host sees a flag the kernel writes) of the last task queued on a
- *     stream of the rank when the gap began (work queued behind it was not
- *     awaited; a program running ahead of its GPU would otherwise see waits
- *     wherever a gap ends near some kernel's end by chance).
- * The call then starts when that task has ended, plus the latency measured,
- * and after the usual gap, the only host work the gap keeps. */
+ *   - the stretch is far longer than that: at least MODEL_HOST_POLL_RATIO
+ *     times the usual gap and at least MODEL_HOST_POLL_MIN_NS;
+ *   - it ends (the host resumes) at most MODEL_HOST_POLL_EARLY_NS before
+ *     or MODEL_HOST_POLL_LATE_NS after the end of a task the thread itself
+ *     launched before the stretch began and that was then the last task
+ *     queued on its stream (the signal may come before the kernel ends;
+ *     work queued behind it was not awaited: a program running ahead of
+ *     its GPU would otherwise see waits wherever a gap ends near some
+ *     kernel's end by chance).
+ * The call after the gap then starts when that task has ended plus the
+ * offset measured from its end to the call (negative when the host
+ * resumed first), and after the gap's host work less the stretch: what
+ * the host did before the wait and after it resumed stays host work.
+ *
+ * A polling loop: runtime queries (cudaEventQuery, cudaStreamQuery, their
+ * driver and hip forms) on one thread, each at most
+ * MODEL_HOST_POLL_LOOP_GAP_NS after the one before, with nothing recorded
+ * between them but Python frames, is a wait when it ends as the work it
+ * polled does: a task the thread launched before the loop began, then the
+ * last queued on its stream, that ended after the loop's last query but
+ * one had started and at most MODEL_HOST_POLL_LOOP_LATE_NS before the
+ * last query ended. That query then ends when the task has ended, plus
+ * the offset measured; the queries between keep no time. So a watchdog
+ * thread's queries (the work it polls was launched by another thread) and
+ * a caching allocator's (events of work done long before, not of the work
+ * just queued) stay host work. */
 #define MODEL_HOST_POLL_MIN_CALLS 8
 #define MODEL_HOST_POLL_USUAL_MAX_NS 50000
 #define MODEL_HOST_POLL_RATIO 20
 #define MODEL_HOST_POLL_MIN_NS 100000
-#define MODEL_HOST_POLL_LATENCY_NS 5000
+#define MODEL_HOST_POLL_EARLY_NS 80000
+#define MODEL_HOST_POLL_LATE_NS 10000
+#define MODEL_HOST_POLL_LOOP_GAP_NS 200000
+#define MODEL_HOST_POLL_LOOP_LATE_NS 30000
 
 struct model_graph_opts {
     int64_t first_step, last_step; /* step numbers to model; -1 = all */
@@ -260,6 +288,7 @@ struct model_graph_stats {
     size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
     size_t inferred_event_syncs, cuda_sync_event_syncs;
     size_t collectives_matched, collectives_kept;
+    size_t host_waits_gap, host_waits_loop; /* host_poll edges: gaps without a call, polling loops */
 };
 
 /* Tasks are laid out in the order the builder's keys give (a traced graph:
@@ -343,6 +372,21 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
 size_t model_graph_bytes(const struct model_graph *g);
 
 const char *model_edge_kind_name(enum model_edge_kind k);
+
+/* The host's waits on GPU work that no sync call records (host_poll
+ * edges, MODEL_HOST_POLL_*), per rank and the work waited on (by name):
+ * gaps with nothing recorded (finish-to-start edges into the call after
+ * the gap) and polling loops (finish-to-finish into the last query). */
+struct model_host_wait {
+    uint16_t rank;        /* index into the graph's ranks */
+    uint32_t name;        /* the GPU work's name, string id in the graph's names */
+    size_t without_call;  /* gaps */
+    size_t polling_loops; /* loops of queries */
+};
+
+/* g's host waits, by rank and name, into *out (from malloc; NULL when
+ * none) and *n; SC_ENOMEM. */
+int model_graph_host_waits(const struct model_graph *g, struct model_host_wait **out, size_t *n);
 
 /* The unexplained wait before task i: its unexplained edge's latency, 0
  * when it has none. */

@@ -54,8 +54,6 @@
 #define DEFAULT_LAUNCH_NS 5000
 /* A call this much longer than its API's median is a candidate wait. */
 #define LONG_CALL_NS 50000
-/* Consecutive queries closer than this form one polling loop. */
-#define POLL_GAP_NS 200000
 /* Evidence of an untraced cross-stream wait: the work started within
  * EVIDENCE_AFTER_NS of the other stream's work ending, and more than
  * EVIDENCE_DELAY_NS later than its launch and its own stream allowed. */
@@ -525,6 +523,69 @@ static uint32_t current_stream_task(const struct builder *b, uint32_t c)
     return b->cur_gpu[c];
 }
 
+/* ---- a thread's recorded work ---------------------------------------------------------- */
+
+/* What thread_spans collects of a thread's events. */
+enum span_mode {
+    SPANS_OPS,         /* the union of its CPU op intervals */
+    SPANS_MARKS,       /* the instants any event on it starts or ends */
+    SPANS_MARKS_CALLS, /* the same, but of Python frames */
+};
+
+/* A thread's spans in the window, sorted and merged: the union of its CPU
+ * op intervals (an op of no duration is kept: an instant the thread was
+ * busy splits an idle stretch), or the instants its events start and end,
+ * as spans of no duration (a stretch between two of them held nothing
+ * recorded). */
+static int thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
+                        struct sc_span **out, size_t *nout)
+{
+    const struct model_trace *t = r->t;
+    struct sc_spans s = {0}, tmp = {0};
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
+            continue;
+        if (mode == SPANS_OPS ? e->kind != MODEL_EV_CPU_OP : mode == SPANS_MARKS_CALLS && e->kind == MODEL_EV_PYTHON)
+            continue;
+        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 2, sizeof *s.v)) {
+            free(s.v);
+            return OOM(b);
+        }
+        if (mode == SPANS_OPS) {
+            s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
+        } else {
+            s.v[s.n++] = (struct sc_span){e->ts, e->ts};
+            s.v[s.n++] = (struct sc_span){e->ts + e->dur, e->ts + e->dur};
+        }
+    }
+    if (sc_spans_union(&s, &tmp)) {
+        free(s.v);
+        free(tmp.v);
+        return OOM(b);
+    }
+    free(tmp.v);
+    *out = s.v;
+    *nout = s.n;
+    return SC_OK;
+}
+
+/* The longest stretch of [a, b] not covered by the busy spans. */
+static struct sc_span longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b)
+{
+    struct sc_span best = {a, a};
+    int64_t cur = a;
+    for (size_t i = sc_span_seek(busy, n, a); i < n && busy[i].a < b; i++) {
+        if (busy[i].a > cur && busy[i].a - cur > best.b - best.a)
+            best = (struct sc_span){cur, busy[i].a};
+        if (busy[i].b > cur)
+            cur = busy[i].b;
+    }
+    if (b > cur && b - cur > best.b - best.a)
+        best = (struct sc_span){cur, b};
+    return best;
+}
+
 /* ---- waits hidden in calls ----------------------------------------------------------- */
 
 /* Call task c waited for task x to finish (ff) or to start (!ff): an edge
@@ -942,6 +1003,80 @@ static int gpu_wait_edges(struct builder *b, struct rank_build *r)
     return rc;
 }
 
+/* What thread `res`, waiting from p until it resumed at q, polled for:
+ * among each stream's last task launched before p (the work queued when
+ * the wait began), those the thread launched itself, the one whose end is
+ * nearest q, q being at most `early` before it or `late` after it;
+ * MODEL_NONE if none. Work queued behind it was not awaited: a wait in a
+ * program that runs ahead of its GPU ends near some kernel's end by chance
+ * alone. */
+static uint32_t polled_task(struct builder *b, struct rank_build *r, uint32_t res, int64_t p, int64_t q,
+                            int64_t early, int64_t late)
+{
+    uint32_t best = MODEL_NONE;
+    int64_t best_d = INT64_MAX;
+    for (size_t i = 0; i < r->n_streams; i++) {
+        uint32_t x = last_launched_before(&r->streams[i], p);
+        if (x == MODEL_NONE)
+            continue;
+        uint32_t call = launch_task(r, b->tasks[x].event);
+        int64_t d = q - b->end[x];
+        if (call == MODEL_NONE || b->tasks[call].res != res || d < -early || d > late)
+            continue;
+        if ((d < 0 ? -d : d) < best_d) {
+            best_d = d < 0 ? -d : d;
+            best = x;
+        }
+    }
+    return best;
+}
+
+static int is_query(const struct builder *b, const struct rank_build *r, uint32_t c)
+{
+    return b->tasks[c].kind == MODEL_TASK_CALL && r->t->events[b->tasks[c].event].rt == MODEL_RT_QUERY;
+}
+
+/* The last query of the polling loop query call c begins on its thread
+ * (tasks up to `last`): the queries that follow it, each at most
+ * MODEL_HOST_POLL_LOOP_GAP_NS after the one before with nothing recorded
+ * between them but Python frames (`marks`, SPANS_MARKS_CALLS); c itself
+ * when none does. */
+static uint32_t poll_loop_end(const struct builder *b, const struct rank_build *r, uint32_t c, uint32_t last,
+                              const struct sc_span *marks, size_t n_marks)
+{
+    uint32_t end = c;
+    while (end + 1 < last && is_query(b, r, end + 1) && b->tasks[end + 1].gap <= MODEL_HOST_POLL_LOOP_GAP_NS) {
+        size_t k = sc_span_seek(marks, n_marks, b->end[end]);
+        if (k < n_marks && marks[k].a < b->ts[end + 1])
+            break; /* something else ran between them */
+        end++;
+    }
+    return end;
+}
+
+/* The polling loop of query calls c..end (graph.h, MODEL_HOST_POLL_*):
+ * when it ended as the work it polled did, its last query waits for that
+ * work and the queries between keep no time; else it stays host work. */
+static int poll_loop(struct builder *b, struct rank_build *r, uint32_t c, uint32_t end)
+{
+    uint32_t x = polled_task(b, r, b->tasks[c].res, b->ts[c], b->end[end], ORDER_TOL_NS, MODEL_HOST_POLL_LOOP_LATE_NS);
+    if (x == MODEL_NONE || b->end[x] <= b->ts[end - 1])
+        return SC_OK; /* the query before the last would have found it done: it polled something else */
+    for (uint32_t k = c + 1; k < end; k++) {
+        b->tasks[k].gap = 0;
+        b->tasks[k].dur = 0;
+        b->wait_done[k] = 1;
+    }
+    /* the last query ends the measured offset after the work (within
+     * clock jitter of it: perhaps negative), its own cost at most that */
+    int64_t lat = b->end[end] - b->end[x];
+    b->tasks[end].gap = 0;
+    b->tasks[end].dur = min64(b->tasks[end].dur, max64(0, lat));
+    b->wait_done[end] = 1;
+    b->stats.host_waits_loop++;
+    return add_edge(b, x, end, lat, MODEL_FF, MODEL_EDGE_HOST_POLL, 1);
+}
+
 /* Syncs, blocking copies, polling loops and other calls that waited. */
 static int host_sync_edges(struct builder *b, struct rank_build *r)
 {
@@ -950,6 +1085,9 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
     int rc = SC_OK;
     for (uint32_t res = r->thread_lo; res < r->thread_hi && rc == SC_OK; res++) {
         uint32_t first = b->res[res].first, last = first + b->res[res].n;
+        struct sc_span *marks = NULL; /* the thread's, once a query needs them */
+        size_t n_marks = 0;
+        int have_marks = 0;
         for (uint32_t c = first; c < last && rc == SC_OK; c++) {
             if (b->tasks[c].kind != MODEL_TASK_CALL || b->wait_done[c])
                 continue;
@@ -1003,28 +1141,16 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
                     }
                 }
                 break;
-            case MODEL_RT_QUERY: {
-                /* a polling loop: queries back to back; it ends when GPU work does */
-                uint32_t end = c;
-                while (end + 1 < last && b->tasks[end + 1].kind == MODEL_TASK_CALL &&
-                       t->events[b->tasks[end + 1].event].rt == MODEL_RT_QUERY &&
-                       b->tasks[end + 1].gap <= POLL_GAP_NS)
-                    end++;
-                if (end > c) {
-                    uint32_t x = gpu_ending_in(b, r, b->ts[c], b->end[end]);
-                    if (x != MODEL_NONE && b->end[end] - b->end[x] <= WAIT_END_TOL_NS) {
-                        for (uint32_t k = c + 1; k < end; k++) {
-                            b->tasks[k].gap = 0;
-                            b->tasks[k].dur = 0;
-                            b->wait_done[k] = 1;
-                        }
-                        b->tasks[end].gap = 0;
-                        rc = add_wait(b, r, end, x, 1, MODEL_EDGE_HOST_SYNC);
-                    }
+            case MODEL_RT_QUERY:
+                if (!have_marks)
+                    have_marks = (rc = thread_spans(b, r, b->res[res].track, SPANS_MARKS_CALLS, &marks, &n_marks)) == SC_OK;
+                if (rc == SC_OK) {
+                    uint32_t end = poll_loop_end(b, r, c, last, marks, n_marks);
+                    if (end > c)
+                        rc = poll_loop(b, r, c, end);
                     c = end;
                 }
                 continue;
-            }
             default:
                 break;
             }
@@ -1037,34 +1163,31 @@ static int host_sync_edges(struct builder *b, struct rank_build *r)
                     rc = add_wait(b, r, c, x, 1, MODEL_EDGE_HOST_SYNC);
             }
         }
+        free(marks);
     }
     return rc;
 }
 
-/* What a thread idle from p to q polled for: among each stream's last
- * task launched before p (the work queued when the wait began), the one
- * ending nearest q, at most MODEL_HOST_POLL_LATENCY_NS away; MODEL_NONE if
- * none. Work queued behind it was not awaited: a gap in a program that
- * runs ahead of its GPU ends near some kernel's end by chance alone. */
-static uint32_t polled_task(struct builder *b, struct rank_build *r, int64_t p, int64_t q)
+/* Whether call c is one that waits on GPU work itself (a sync, a query, a
+ * blocking copy): the host then waited through a call, and the gap before
+ * it was not a wait. */
+static int waits_itself(const struct builder *b, const struct rank_build *r, uint32_t c)
 {
-    uint32_t best = MODEL_NONE;
-    int64_t best_d = MODEL_HOST_POLL_LATENCY_NS + 1;
-    for (size_t i = 0; i < r->n_streams; i++) {
-        uint32_t x = last_launched_before(&r->streams[i], p);
-        if (x == MODEL_NONE)
-            continue;
-        int64_t d = b->end[x] > q ? b->end[x] - q : q - b->end[x];
-        if (d < best_d) {
-            best_d = d;
-            best = x;
-        }
+    switch (r->t->events[b->tasks[c].event].rt) {
+    case MODEL_RT_SYNC_STREAM:
+    case MODEL_RT_SYNC_DEVICE:
+    case MODEL_RT_SYNC_EVENT:
+    case MODEL_RT_LAUNCH_SYNC:
+    case MODEL_RT_QUERY:
+        return 1;
+    default:
+        return 0;
     }
-    return best;
 }
 
-/* Host-side polling (graph.h, MODEL_HOST_POLL_*): a gap far longer than
- * its thread's usual gap that ends as GPU work ends was a wait on it. */
+/* A gap with nothing recorded in it (graph.h, MODEL_HOST_POLL_*): its
+ * longest silent stretch far longer than its thread's usual gap, ending as
+ * work the thread had queued ends, was a wait on that work. */
 static int host_poll_edges(struct builder *b, struct rank_build *r)
 {
     int64_t *gaps = NULL;
@@ -1089,17 +1212,26 @@ static int host_poll_edges(struct builder *b, struct rank_build *r)
         if (usual > MODEL_HOST_POLL_USUAL_MAX_NS)
             continue;
         int64_t long_gap = max64(MODEL_HOST_POLL_MIN_NS, MODEL_HOST_POLL_RATIO * usual);
+        struct sc_span *marks = NULL;
+        size_t n_marks = 0;
+        int have_marks = 0;
         for (uint32_t c = first + 1; c < last && rc == SC_OK; c++) {
-            if (b->tasks[c].kind != MODEL_TASK_CALL || b->tasks[c].gap < long_gap)
+            if (b->tasks[c].kind != MODEL_TASK_CALL || b->tasks[c].gap < long_gap || waits_itself(b, r, c))
                 continue;
-            uint32_t x = polled_task(b, r, b->ts[c] - b->tasks[c].gap, b->ts[c]);
+            if (!have_marks && (rc = thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks)))
+                break;
+            have_marks = 1;
+            struct sc_span w = longest_idle(marks, n_marks, b->ts[c] - b->tasks[c].gap, b->ts[c]);
+            if (w.b - w.a < long_gap)
+                continue;
+            uint32_t x = polled_task(b, r, res, w.a, w.b, MODEL_HOST_POLL_EARLY_NS, MODEL_HOST_POLL_LATE_NS);
             if (x == MODEL_NONE)
                 continue;
-            b->tasks[c].gap = usual;
-            /* no earlier than the task's end (a flag written just before it
-             * ends is read after: the clocks cannot order that finer) */
-            rc = add_edge(b, x, c, max64(0, b->ts[c] - b->end[x]), MODEL_FS, MODEL_EDGE_HOST_POLL, 1);
+            b->tasks[c].gap -= w.b - w.a;
+            b->stats.host_waits_gap++;
+            rc = add_edge(b, x, c, b->ts[c] - b->end[x], MODEL_FS, MODEL_EDGE_HOST_POLL, 1);
         }
+        free(marks);
     }
     free(gaps);
     return rc;
@@ -1203,50 +1335,6 @@ oom:
 
 /* ---- hand-offs between threads ------------------------------------------------------------ */
 
-/* The union of a thread's CPU op intervals, sorted. An op of no duration
- * is kept (an instant the thread was busy: it splits an idle stretch). */
-static int busy_spans(struct builder *b, struct rank_build *r, uint32_t track, struct sc_span **out,
-                      size_t *nout)
-{
-    const struct model_trace *t = r->t;
-    struct sc_spans s = {0}, tmp = {0};
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        if (e->track != track || e->kind != MODEL_EV_CPU_OP || e->ts + e->dur < r->origin || e->ts > r->wend)
-            continue;
-        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 1, sizeof *s.v)) {
-            free(s.v);
-            return OOM(b);
-        }
-        s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
-    }
-    if (sc_spans_union(&s, &tmp)) {
-        free(s.v);
-        free(tmp.v);
-        return OOM(b);
-    }
-    free(tmp.v);
-    *out = s.v;
-    *nout = s.n;
-    return SC_OK;
-}
-
-/* The longest stretch of [a, b] not covered by the busy spans. */
-static struct sc_span longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b)
-{
-    struct sc_span best = {a, a};
-    int64_t cur = a;
-    for (size_t i = sc_span_seek(busy, n, a); i < n && busy[i].a < b; i++) {
-        if (busy[i].a > cur && busy[i].a - cur > best.b - best.a)
-            best = (struct sc_span){cur, busy[i].a};
-        if (busy[i].b > cur)
-            cur = busy[i].b;
-    }
-    if (b > cur && b - cur > best.b - best.a)
-        best = (struct sc_span){cur, b};
-    return best;
-}
-
 static int inter_thread_edges(struct builder *b, struct rank_build *r)
 {
     uint32_t nthreads = r->thread_hi - r->thread_lo;
@@ -1260,7 +1348,7 @@ static int inter_thread_edges(struct builder *b, struct rank_build *r)
         goto out;
     }
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++)
-        rc = busy_spans(b, r, b->res[r->thread_lo + i].track, &busy[i], &nbusy[i]);
+        rc = thread_spans(b, r, b->res[r->thread_lo + i].track, SPANS_OPS, &busy[i], &nbusy[i]);
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++) {
         const struct model_resource *rb = &b->res[r->thread_lo + i];
         for (uint32_t k = rb->first; k < rb->first + rb->n && rc == SC_OK; k++) {
@@ -1927,6 +2015,8 @@ static void add_stats(struct model_graph_stats *to, const struct model_graph_sta
 {
     to->inferred_event_syncs += s->inferred_event_syncs;
     to->cuda_sync_event_syncs += s->cuda_sync_event_syncs;
+    to->host_waits_gap += s->host_waits_gap;
+    to->host_waits_loop += s->host_waits_loop;
 }
 
 /* Join the ranks' parts into the graph: group collectives, align clocks,

@@ -745,14 +745,22 @@ struct path {
     size_t n, cap;
 };
 
-static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t bound)
+/* A segment [a, b) of task's, held back by edge e (NULL: its own work or
+ * host work). */
+static int seg_by(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t bound, const struct model_edge *e)
 {
     if (b <= a)
         return 0;
     if (sc_vec_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
         return -1;
-    p->v[p->n++] = (struct model_replay_segment){task, a, b, bound};
+    p->v[p->n++] = (struct model_replay_segment){task, a, b, bound, e ? e->kind : MODEL_EDGE_KIND_COUNT,
+                                                 e ? e->from : MODEL_NONE};
     return 0;
+}
+
+static int seg(struct path *p, uint32_t task, int64_t a, int64_t b, uint8_t bound)
+{
+    return seg_by(p, task, a, b, bound, NULL);
 }
 
 /* When edge e's constraint falls: its source's end (FS, FF) or start, plus
@@ -787,6 +795,14 @@ static const struct model_edge *latest_edge(const struct model_graph *g, const i
     return by;
 }
 
+/* Where the walk back from cur goes next, at t: never before floor, and
+ * never forward (an edge of negative latency, the host resuming before
+ * the kernel it waited on had ended, leaves its source running at cur). */
+static int64_t walk_to(int64_t t, int64_t floor, int64_t cur)
+{
+    return t < floor ? floor : t > cur ? cur : t;
+}
+
 /* Walk back from the end of task `last` to time `floor`, following at each
  * task what set its end, then what set its start. Segments come out
  * backwards and tile [floor, end[last]]. */
@@ -797,6 +813,9 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
     uint32_t i = last;
     int at_end = 1;
     int64_t cur = end[last];
+    /* an edge of negative latency walked back through: its source's run up
+     * to cur is what the target waited on, and its segment says so */
+    const struct model_edge *through = NULL;
     for (size_t guard = 0; cur > floor && guard <= 4 * g->n_tasks + 16; guard++) {
         const struct model_task *t = &g->tasks[i];
         const struct model_edge *by;
@@ -808,7 +827,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
                     if (start[g->group_tasks[m]] > start[last_ready])
                         last_ready = g->group_tasks[m];
-                int64_t from = start[last_ready] > floor ? start[last_ready] : floor;
+                int64_t from = walk_to(start[last_ready], floor, cur);
                 if (seg(p, i, from, cur, MODEL_BOUND_COMMUNICATION))
                     return -1;
                 cur = from;
@@ -821,7 +840,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                  * its other side's, when that came later */
                 by = latest_edge(g, start, end, i, 0, start[i], 0, 1);
                 int64_t run = by ? edge_time(start, end, by) : start[i];
-                int64_t from = run > floor ? run : floor;
+                int64_t from = walk_to(run, floor, cur);
                 if (seg(p, i, from, cur, MODEL_BOUND_COMMUNICATION))
                     return -1;
                 cur = from;
@@ -833,11 +852,12 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
                 by = latest_edge(g, start, end, i, 1, end[i] - 1, keep_unexplained, 0);
             }
             if (!by) {
-                int64_t from = start[i] > floor ? start[i] : floor;
-                if (seg(p, i, from, cur, task_bound(g, i)))
+                int64_t from = walk_to(start[i], floor, cur);
+                if (seg_by(p, i, from, cur, task_bound(g, i), through))
                     return -1;
                 cur = from;
                 at_end = 0;
+                through = NULL;
                 continue;
             }
         } else {
@@ -847,7 +867,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
             by = latest_edge(g, start, end, i, 0, free_at + gap[i], keep_unexplained, 0);
             if (!by) {
                 /* host work on the resource, then its previous task */
-                int64_t from = free_at > floor ? free_at : floor;
+                int64_t from = walk_to(free_at, floor, cur);
                 if (seg(p, i, from, cur, MODEL_BOUND_HOST))
                     return -1;
                 cur = from;
@@ -859,11 +879,10 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
             }
         }
         at_end = by->type == MODEL_FF || by->type == MODEL_FS;
-        int64_t from = at_end ? end[by->from] : start[by->from];
-        if (from < floor)
-            from = floor;
-        if (seg(p, i, from, cur, edge_bound(by->kind)))
+        int64_t src = at_end ? end[by->from] : start[by->from], from = walk_to(src, floor, cur);
+        if (seg_by(p, i, from, cur, edge_bound(by->kind), by))
             return -1;
+        through = src > cur ? by : NULL;
         cur = from;
         i = by->from;
     }

@@ -154,6 +154,12 @@ struct model_replay_segment {
     uint32_t task;      /* the task it belongs to (for a host gap: the task after it) */
     int64_t start, end; /* ns, replay clock */
     uint8_t bound;      /* enum model_bound */
+    uint8_t edge;       /* the kind of the edge that held the task back (enum model_edge_kind);
+                           MODEL_EDGE_KIND_COUNT for its own work or host work. A source's
+                           own run that its target, resuming before it ended (an edge of
+                           negative latency), waited through carries that edge too */
+    uint32_t on;        /* that edge's source (for host_poll: the GPU work the host waited
+                           on), or MODEL_NONE */
 };
 
 /* Each instant of a step counts once, in this order: compute and

@@ -133,6 +133,41 @@ out:
     model_job_free(b);
 }
 
+/* The generator's host waits with no sync call (--dispatch: each forward
+ * layer's MoE dispatch, the host resuming 40 us before the notify kernel
+ * ends; --poll-loop: a cudaEventQuery loop after the loss), each alone and
+ * both: every one found (16 layers x 3 steps x 4 ranks gaps, 3 x 4
+ * loops), the replay at x1 reproduces every step to 0.1%, and gpu=0.5
+ * with comm=0.5 reproduces the generator's run at --gpu-scale 0.5 to
+ * 0.5%: the waits follow the GPU rather than stay host time. */
+TEST(scale_gpu_half_through_host_waits_with_no_sync_call)
+{
+    static const char *const forms[][3] = {{"--dispatch", NULL, NULL}, {"--poll-loop", NULL, NULL},
+                                           {"--dispatch", "--poll-loop", NULL}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        const char *one[] = {"--steps", "3", "--layers", "16", "--seed", "3", forms[f][0], forms[f][1], NULL},
+                   *half[] = {"--steps", "3", "--layers", "16", "--seed", "3", "--gpu-scale", "0.5",
+                              forms[f][0], forms[f][1], NULL};
+        struct model_job *a = th_gentrace_job(4, one), *b = th_gentrace_job(4, half);
+        struct model_graph *ga = graph(a), *gb = graph(b);
+        const char *both[] = {"gpu=0.5", "comm=0.5", NULL};
+        struct model_replay *plain = ga ? replay(ga, NULL) : NULL, *r = ga ? replay(ga, both) : NULL;
+        if (plain && r && gb) {
+            int dispatch = strcmp(forms[f][0], "--dispatch") == 0, loop = !dispatch || forms[f][1];
+            CHECK_EQ_INT(ga->stats.host_waits_gap, dispatch ? 16 * 3 * 4 : 0);
+            CHECK_EQ_INT(ga->stats.host_waits_loop, loop ? 3 * 4 : 0);
+            check_reproduces("x1", plain, ga, 0.001);
+            check_reproduces("gpu=0.5 comm=0.5", r, gb, 0.005);
+        }
+        model_replay_free(plain);
+        model_replay_free(r);
+        model_graph_free(ga);
+        model_graph_free(gb);
+        model_job_free(a);
+        model_job_free(b);
+    }
+}
+
 /* The generator's slow rank 0 (its kernels 2x longer, copies and transfers
  * not): kernel:TEXT@0=0.5 over the names of its kernels reproduces the run
  * without the slow rank, on every rank (the others waited for it). */

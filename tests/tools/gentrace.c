@@ -21,9 +21,19 @@
  * there). --load-ms MS is each step's data loading on the host (1.5 ms,
  * jittered), a host gap before the step's first op.
  *
+ * Two ways a host waits on the GPU with no sync call: --dispatch ends each
+ * forward layer with a MoE-style dispatch (a notify kernel on stream 30
+ * writes how many tokens come; the host polls host memory for it, which
+ * records nothing, and resumes 40 us before the kernel ends, then
+ * allocates the receive buffer and launches the dispatch kernel);
+ * --poll-loop has the main thread, after the loss, poll an event with
+ * cudaEventQuery every 10 us until the forward's work is done (as
+ * `while not event.query()` does).
+ *
  *   gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]
  *            [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]
- *            [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS] OUTDIR
+ *            [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS]
+ *            [--dispatch] [--poll-loop] OUTDIR
  *
  * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
 #include <errno.h>
@@ -38,10 +48,10 @@
 
 #include "common/banned.h"
 
-enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, MAX_RANKS = 512, MAX_BUCKETS = 64 };
+enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, STREAM_NOTIFY = 30, MAX_RANKS = 512, MAX_BUCKETS = 64 };
 
 struct opts {
-    int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules;
+    int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules, dispatch, poll_loop;
     double gpu_scale, comm_scale, slow_factor, load_ms;
     int64_t gpu_delay;
     uint64_t seed;
@@ -55,7 +65,7 @@ struct rank {
     uint64_t rng;
     int64_t pid, main_tid, ag_tid;
     int64_t cpu_main, cpu_ag; /* ns */
-    int64_t stream_end[3];
+    int64_t stream_end[4];
     int64_t corr, ext, ev_idx, event_id;
     double speed; /* this rank's kernel speed factor */
     int delay_next; /* hold the next kernel O.gpu_delay ns */
@@ -143,7 +153,7 @@ static int64_t max64(int64_t a, int64_t b)
 
 static int stream_slot(int stream)
 {
-    return stream == STREAM_COMPUTE ? 0 : stream == STREAM_NCCL ? 1 : 2;
+    return stream == STREAM_COMPUTE ? 0 : stream == STREAM_NCCL ? 1 : stream == STREAM_COPY ? 2 : 3;
 }
 
 /* ---- CUDA calls ----------------------------------------------------------------- */
@@ -271,6 +281,45 @@ static void event_wait(struct rank *k, int64_t tid, int64_t *cpu, int from, int 
     k->stream_end[s] = max64(k->stream_end[s], ready);
 }
 
+/* A MoE-style dispatch: the notify kernel counts the tokens each rank will
+ * receive and writes the count to host memory; the host polls that memory
+ * (nothing is recorded) and sees the count 40 us before the kernel ends,
+ * allocates the receive buffer (an op with no runtime call) and launches
+ * the dispatch kernel, all inside a "moe::dispatch" annotation. */
+static void moe_dispatch(struct rank *k)
+{
+    int64_t start = k->cpu_main, ext = ++k->ext;
+    k->cpu_main += jitter(k, 4000, 0.3);
+    int64_t notify_end = launch(k, k->main_tid, &k->cpu_main, STREAM_NOTIFY, "notify_dispatch",
+                                gpu_ns(k, 1000000), ext, NULL);
+    k->cpu_main = max64(k->cpu_main, notify_end - 40000);
+    char args[160];
+    int64_t alloc = k->cpu_main;
+    k->cpu_main += jitter(k, 15000, 0.2);
+    snprintf(args, sizeof args, "\"External id\": %" PRId64 ", \"Ev Idx\": %" PRId64, ++k->ext, ++k->ev_idx);
+    emit_x(k, "cpu_op", "aten::empty", k->pid, k->main_tid, alloc, k->cpu_main - alloc, args);
+    k->cpu_main += jitter(k, 3000, 0.3);
+    launch(k, k->main_tid, &k->cpu_main, STREAM_COMPUTE, "dispatch", gpu_ns(k, 150000), ext, NULL);
+    k->cpu_main += jitter(k, 3000, 0.3);
+    snprintf(args, sizeof args, "\"External id\": %" PRId64, ext);
+    emit_x(k, "user_annotation", "moe::dispatch", k->pid, k->main_tid, start, k->cpu_main - start, args);
+}
+
+/* The main thread records an event after the work queued on the compute
+ * stream and polls it every 10 us until a query finds it done. */
+static void poll_event(struct rank *k)
+{
+    int64_t ext = ++k->ext;
+    runtime_call(k, k->main_tid, &k->cpu_main, "cudaEventRecord", 135, jitter(k, 3000, 0.2), ext);
+    int64_t done = k->stream_end[stream_slot(STREAM_COMPUTE)];
+    for (int64_t q = k->cpu_main;; q += 10000) {
+        k->cpu_main = q;
+        runtime_call(k, k->main_tid, &k->cpu_main, "cudaEventQuery", 18, 2000, ext);
+        if (q >= done)
+            break;
+    }
+}
+
 /* ---- one step -------------------------------------------------------------------- */
 
 static const char *LINEAR_DIMS = "[[32, 4096], [4096, 4096], [4096]]";
@@ -290,6 +339,8 @@ static void local_forward_backward(struct rank *k, int step, int buckets)
                 "ampere_sgemm_128x64_tn", 320000);
         aten_op(k, k->main_tid, &k->cpu_main, "aten::relu", "[[32, 4096]]",
                 "void at::native::vectorized_elementwise_kernel<4, at::native::relu>", 40000);
+        if (O.dispatch)
+            moe_dispatch(k);
         if (O.modules) { /* as PyTorch's profiler names module calls (with_modules) */
             char name[64];
             snprintf(name, sizeof name, "nn.Module: Block_%d", l);
@@ -299,6 +350,8 @@ static void local_forward_backward(struct rank *k, int step, int buckets)
     }
     aten_op(k, k->main_tid, &k->cpu_main, "aten::nll_loss", "[[32, 1000], [32]]",
             "void at::native::nll_loss_forward_reduce_cuda_kernel_2d", 20000);
+    if (O.poll_loop)
+        poll_event(k);
     char args[512];
     snprintf(args, sizeof args, "\"External id\": %" PRId64, ++k->ext);
     emit_x(k, "user_annotation", "## forward ##", k->pid, k->main_tid, fwd_start,
@@ -453,7 +506,8 @@ int main(int argc, char **argv)
         {"slow-rank", required_argument, NULL, 'R'}, {"slow-factor", required_argument, NULL, 'F'},
         {"cuda-sync", no_argument, NULL, 'c'}, {"comm-scale", required_argument, NULL, 'C'},
         {"gpu-delay", required_argument, NULL, 'd'}, {"modules", no_argument, NULL, 'M'},
-        {"load-ms", required_argument, NULL, 'L'}, {NULL, 0, NULL, 0},
+        {"load-ms", required_argument, NULL, 'L'}, {"dispatch", no_argument, NULL, 'D'},
+        {"poll-loop", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
     };
     int c;
     O = (struct opts){.ranks = 2, .steps = 3, .layers = 8, .seed = 1, .gpu_scale = 1.0,
@@ -473,10 +527,13 @@ int main(int argc, char **argv)
         case 'd': O.gpu_delay = strtoll(optarg, NULL, 10); break;
         case 'M': O.modules = 1; break;
         case 'L': O.load_ms = strtod(optarg, NULL); break;
+        case 'D': O.dispatch = 1; break;
+        case 'P': O.poll_loop = 1; break;
         default:
             fprintf(stderr, "usage: gentrace [--ranks N] [--steps S] [--layers L] [--seed X] [--gzip]\n"
                             "                [--gpu-scale F] [--comm-scale F] [--slow-rank R --slow-factor F]\n"
-                            "                [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS] OUTDIR\n");
+                            "                [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS]\n"
+                            "                [--dispatch] [--poll-loop] OUTDIR\n");
             return 2;
         }
     }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "api/inspect_json.h"
 #include "api/replay_json.h"
 #include "estimator/coll_split.h"
 #include "model/collective.h"
@@ -340,8 +341,24 @@ TEST(graph_inter_thread_threshold_is_a_parameter)
     run_free(&a);
 }
 
-/* ---- polling ------------------------------------------------------------------------ */
+/* ---- polling loops ------------------------------------------------------------------- */
 
+/* The host_poll edges into task i. */
+static size_t polls_into(const struct model_graph *g, uint32_t i, int32_t *lat)
+{
+    size_t n = 0;
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+        if (g->edges[e].kind == MODEL_EDGE_HOST_POLL) {
+            n++;
+            *lat = g->edges[e].lat;
+        }
+    return n;
+}
+
+/* Queries every 12 us from 40 us until the 500 us kernel k ends at 520:
+ * the last starts as it ends and returns 2 us later. A host_poll edge
+ * from k into that query, its latency the measured 2 us, and the step
+ * follows the kernel: 500 us longer under gpu=2. */
 TEST(graph_polling_loop_waits_for_the_gpu)
 {
     struct tb tb;
@@ -349,26 +366,72 @@ TEST(graph_polling_loop_waits_for_the_gpu)
     tb_step(&tb, 1, 0, 700);
     tb_launch(&tb, 10, 5, 7, "k", 20, 500);
     for (int i = 0; i < 41; i++) /* queries every 12 us until the kernel ends */
-        tb_call(&tb, TB_MAIN, "cudaEventQuery", 40 + 12 * i, 2);
+        tb_call(&tb, TB_MAIN, "hipEventQuery", 40 + 12 * i, 2);
     tb_op(&tb, TB_MAIN, "after", 530, 100);
     const char *p = tb_write(&tb, "poll.json");
     tb_free(&tb);
     struct run a, b;
     if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
         return;
-    CHECK(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC] >= 1);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 1);
+    CHECK_EQ_INT(a.g->stats.host_waits_loop, 1);
+    CHECK_EQ_INT(a.g->stats.host_waits_gap, 0);
+    int32_t lat = 0;
+    for (uint32_t i = 0; i < a.g->n_tasks; i++)
+        if (polls_into(a.g, i, &lat))
+            CHECK_STREQ(model_graph_str(a.g, a.g->src[i].name), "hipEventQuery");
+    CHECK_EQ_INT(lat, 2000);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
     CHECK_NEAR(step_us(&b, 0) - step_us(&a, 0), 500, 5.0);
     run_free(&a);
     run_free(&b);
 }
 
-/* ---- host-side polling --------------------------------------------------------------- */
+/* Queries that are part of other work stay host work, under gpu=2 too:
+ * a caching allocator's (three back to back inside aten::empty, the last
+ * returning 1 us after a kernel ends that has more queued behind it), a
+ * watchdog thread's (a burst ending 2 us after the main thread's last
+ * kernel ends: it launched nothing) and two queries with an op between
+ * them, the second returning as that kernel ends. */
+TEST(graph_queries_of_other_work_stay_host_work)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1000);
+    for (int i = 0; i < 4; i++) /* kernels end at 215, 415, 615, 815 */
+        tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 200 * i, 200);
+    tb_op(&tb, TB_MAIN, "aten::empty", 210, 8);
+    for (int i = 0; i < 3; i++)
+        tb_call(&tb, TB_MAIN, "cudaEventQuery", 211 + 2 * i, 1);
+    tb_call(&tb, TB_MAIN, "cudaStreamQuery", 812, 1);
+    tb_op(&tb, TB_MAIN, "aten::add", 814, 1);
+    tb_call(&tb, TB_MAIN, "cudaStreamQuery", 816, 1);
+    for (int i = 0; i < 4; i++)
+        tb_call(&tb, TB_SIDE, "cudaEventQuery", 810 + 2 * i, 1);
+    tb_op(&tb, TB_MAIN, "after", 900, 50);
+    const char *p = tb_write(&tb, "queries.json");
+    tb_free(&tb);
+    struct run a, b;
+    if (replay1(&a, p, NULL) || replay1(&b, p, "gpu=2"))
+        return;
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 0);
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_SYNC], 0);
+    for (uint32_t i = 0; i < a.g->n_tasks; i++)
+        if (a.g->tasks[i].cls == MODEL_TASK_CALL && strstr(model_graph_str(a.g, a.g->src[i].name), "Query"))
+            CHECK_EQ_INT(b.r->start[i], a.r->start[i]);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
+    run_free(&a);
+    run_free(&b);
+}
+
+/* ---- host waits with no call ----------------------------------------------------------- */
 
 /* The main thread launches eight 100 us kernels on stream 7 (a call every
  * 10 us: a usual gap of 5 us), then waits with no runtime call (a library
  * polling host-mapped memory) until gap_end_us; then it launches a 50 us
  * kernel and synchronizes. The kernels end at 115, 215, ..., 815 us. With
- * ops, CPU ops run around every launch and one spans the wait. */
+ * ops, CPU ops run around every launch and one spans the wait, ending 1 us
+ * before the launch after it. */
 static const char *poll_fixture(const char *name, double gap_end_us, int with_ops)
 {
     struct tb tb;
@@ -399,41 +462,103 @@ static uint32_t call_after_gap(const struct model_graph *g)
     return MODEL_NONE;
 }
 
-/* A gap that ends 2 us after the last kernel queued when it began ends: a
- * host_poll edge, the gap keeps the usual 5 us, and the step follows the
- * GPU: it reproduces the measured step, shrinks under gpu=0.5 and grows
- * under gpu=2 by the kernels' change (400 us less, 800 us more, the kernel
- * after the wait included: 425 and 850). With CPU ops around it, the same. */
-static void check_poll(const char *name, int with_ops)
+/* A gap that ends (gap_end_us) near the end of the last kernel queued
+ * when it began (815 us): a host_poll edge into the call after it, its
+ * latency the measured offset (negative when the host resumed first); the
+ * gap keeps its recorded host work (with ops: 85 to 87 us and 816 to 817,
+ * 3 us; none without), and the step follows the GPU: it reproduces the
+ * measured step, shrinks under gpu=0.5 and grows under gpu=2 by the
+ * kernels' change (400 us less, 800 us more, the kernel after the wait
+ * included: 425 and 850). The critical path under gpu=2 names the wait
+ * and inspect counts it. */
+static void check_poll(const char *name, double gap_end_us, int with_ops)
 {
     struct run a, half, twice;
-    const char *p = poll_fixture(name, 817, with_ops);
+    const char *p = poll_fixture(name, gap_end_us, with_ops);
     if (replay1(&a, p, NULL) || replay1(&half, p, "gpu=0.5") || replay1(&twice, p, "gpu=2"))
         return;
     CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 1);
+    CHECK_EQ_INT(a.g->stats.host_waits_gap, 1);
     uint32_t c = call_after_gap(a.g);
     REQUIRE(c != MODEL_NONE);
-    CHECK_EQ_INT(a.g->tasks[c].gap, 5000);
-    size_t polls = 0; /* the edge goes to that call */
-    for (uint32_t e = a.g->pred_at[c]; e < a.g->pred_at[c + 1]; e++)
-        polls += a.g->edges[e].kind == MODEL_EDGE_HOST_POLL;
-    CHECK_EQ_INT(polls, 1);
+    CHECK_EQ_INT(a.g->tasks[c].gap, with_ops ? 3000 : 0);
+    int32_t lat = 0;
+    CHECK_EQ_INT(polls_into(a.g, c, &lat), 1);
+    CHECK_EQ_INT(lat, (int32_t)llround((gap_end_us - 815) * 1000));
     CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
     CHECK_NEAR(step_us(&a, 0) - step_us(&half, 0), 425, 1.0);
     CHECK_NEAR(step_us(&twice, 0) - step_us(&a, 0), 850, 1.0);
+    json_t *cp = api_critical_path_json(twice.r), *seg;
+    size_t i, named = 0;
+    json_array_foreach(json_object_get(json_array_get(json_object_get(cp, "steps"), 0), "path"), i, seg)
+        named += json_string_value(json_object_get(seg, "wait")) &&
+                 strcmp(json_string_value(json_object_get(seg, "wait")), "host waits on gemm") == 0;
+    CHECK_EQ_INT(named, 1);
+    json_decref(cp);
+    struct sc_error err;
+    json_t *doc = api_inspect_job_json(a.job, a.g, &err);
+    json_t *w = json_array_get(json_object_get(doc, "host_waits"), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "host_waits")), 1);
+    CHECK_STREQ(json_string_value(json_object_get(w, "on")), "gemm");
+    CHECK_EQ_INT(json_integer_value(json_object_get(w, "without_call")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(w, "polling_loops")), 0);
+    json_decref(doc);
     run_free(&a);
     run_free(&half);
     run_free(&twice);
 }
 
-TEST(graph_host_poll_without_cpu_ops) { check_poll("poll_bare.json", 0); }
-TEST(graph_host_poll_inside_a_cpu_op) { check_poll("poll_ops.json", 1); }
+TEST(graph_host_poll_without_cpu_ops) { check_poll("poll_bare.json", 817, 0); }
+TEST(graph_host_poll_inside_a_cpu_op) { check_poll("poll_ops.json", 817, 1); }
+
+/* The host sees the last gemm's flag 40 us before it ends (at 775 us) and
+ * launches "after" on stream 8, which nothing else holds: the edge keeps
+ * the offset, -40 us, the step reproduces, and under gpu=2 the gemm runs
+ * to 1615 us and the launch of "after" starts at 1575: the critical path
+ * names the last gemm's run up to it as the host's wait, tiling the step. */
+TEST(graph_host_poll_resumes_before_the_kernel_ends)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 860);
+    for (int i = 0; i < 8; i++)
+        tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 100 * i, 100);
+    tb_launch(&tb, 775, 5, 8, "after", 780, 50);
+    tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 782, 50);
+    const char *p = tb_write(&tb, "poll_early.json");
+    tb_free(&tb);
+    struct run a, twice;
+    if (replay1(&a, p, NULL) || replay1(&twice, p, "gpu=2"))
+        return;
+    uint32_t c = call_after_gap(a.g);
+    int32_t lat = 0;
+    REQUIRE(c != MODEL_NONE);
+    CHECK_EQ_INT(polls_into(a.g, c, &lat), 1);
+    CHECK_EQ_INT(lat, -40000);
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
+    CHECK_NEAR((double)(twice.r->start[c] - twice.r->steps[0].start) / 1000.0, 1575, 1.0);
+    const struct model_replay_step *st = &twice.r->steps[0];
+    size_t named = 0;
+    int64_t at = st->start;
+    for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+        const struct model_replay_segment *sg = &twice.r->segments[k];
+        CHECK_EQ_INT(sg->start, at);
+        at = sg->end;
+        named += sg->edge == MODEL_EDGE_HOST_POLL && sg->task == sg->on && sg->end == twice.r->start[c] &&
+                 a.r->end[sg->on] - a.r->steps[0].start == 815000; /* the last gemm */
+    }
+    CHECK_EQ_INT(at, st->end);
+    CHECK_EQ_INT(named, 1);
+    run_free(&a);
+    run_free(&twice);
+}
 
 /* Long gaps that end nowhere near the end of the work queued when they
  * began stay host work: one ending while the GPU is mid-kernel (600 us),
  * one ending 2 us after a kernel that had more queued behind it (717 us:
- * the seventh kernel's end, the eighth queued). The gap is kept whole and
- * the call after it starts when it did, under gpu=0.5 too. */
+ * the seventh kernel's end, the eighth queued and ending 98 us later,
+ * beyond MODEL_HOST_POLL_EARLY_NS). The gap is kept whole and the call
+ * after it starts when it did, under gpu=0.5 too. */
 TEST(graph_host_gap_far_from_gpu_ends_stays_host_work)
 {
     static const double ends[] = {600, 717};
@@ -451,6 +576,45 @@ TEST(graph_host_gap_far_from_gpu_ends_stays_host_work)
         run_free(&a);
         run_free(&half);
     }
+}
+
+/* A gap whose host work is recorded (ops through it, none idle for long)
+ * stays host work, even ending just as the last kernel queued ends; so
+ * does a gap before a call that waits itself (a query loop after it is
+ * the wait). */
+TEST(graph_host_gap_with_recorded_work_stays_host_work)
+{
+    struct tb tb;
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1000);
+    for (int i = 0; i < 8; i++)
+        tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 100 * i, 100);
+    for (int i = 0; i < 14; i++) /* ops every 52 us from 86 to 815 */
+        tb_op(&tb, TB_MAIN, "aten::add", 86 + 52 * i, 40);
+    tb_launch(&tb, 817, 5, 7, "after", 822, 50);
+    tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 824, 50);
+    const char *p = tb_write(&tb, "busy_gap.json");
+    tb_free(&tb);
+    struct run a;
+    if (replay1(&a, p, NULL))
+        return;
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 0);
+    run_free(&a);
+
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1000);
+    for (int i = 0; i < 8; i++)
+        tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 100 * i, 100);
+    for (int i = 0; i < 4; i++) /* a loop from 790: the last query finds the work done */
+        tb_call(&tb, TB_MAIN, "cudaEventQuery", 790 + 10 * i, 2);
+    tb_op(&tb, TB_MAIN, "after", 830, 50);
+    p = tb_write(&tb, "gap_then_loop.json");
+    tb_free(&tb);
+    if (replay1(&a, p, NULL))
+        return;
+    CHECK_EQ_INT(a.g->stats.host_waits_gap, 0);
+    CHECK_EQ_INT(a.g->stats.host_waits_loop, 1);
+    run_free(&a);
 }
 
 /* ---- collectives and clocks ------------------------------------------------------------- */
