@@ -87,6 +87,9 @@ struct model_load_opts;
  * a call's gap the host waited through the call) in which no event of its
  * thread starts or ends (inside or between CPU ops, Python frames
  * included) is a wait on GPU work when
+ *   - the thread's trace records operators (cpu_op events): a thread
+ *     traced by its runtime calls alone (CUPTI's) is silent between them
+ *     whatever it runs;
  *   - the thread's gaps are otherwise short: it has at least
  *     MODEL_HOST_POLL_MIN_CALLS calls and its usual gap (the median gap
  *     before a call) is at most MODEL_HOST_POLL_USUAL_MAX_NS;

@@ -1218,8 +1218,20 @@ static int host_poll_edges(struct builder *b, struct rank_build *r)
         for (uint32_t c = first + 1; c < last && rc == SC_OK; c++) {
             if (b->tasks[c].kind != MODEL_TASK_CALL || b->tasks[c].gap < long_gap || waits_itself(b, r, c))
                 continue;
-            if (!have_marks && (rc = thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks)))
-                break;
+            if (!have_marks) {
+                /* a thread whose trace records no operator (runtime calls
+                 * alone, as CUPTI's) is silent between its calls whatever
+                 * it runs: its gaps are host work */
+                struct sc_span *ops = NULL;
+                size_t n_ops = 0;
+                if ((rc = thread_spans(b, r, b->res[res].track, SPANS_OPS, &ops, &n_ops)))
+                    break;
+                free(ops);
+                if (!n_ops)
+                    break;
+                if ((rc = thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks)))
+                    break;
+            }
             have_marks = 1;
             struct sc_span w = longest_idle(marks, n_marks, b->ts[c] - b->tasks[c].gap, b->ts[c]);
             if (w.b - w.a < long_gap)

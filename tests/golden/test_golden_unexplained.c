@@ -241,7 +241,7 @@ TEST(unexplained_replay_table_says_what_it_means)
     char *out = th_run_expect(keep, 0, "mean |error| 0.29%", NULL);
     CHECK(out && !strstr(out, "note:"));
     free(out);
-    out = th_run_expect(clean, 0, "mean |error| 0.37%", NULL);
+    out = th_run_expect(clean, 0, "mean |error| 0.22%", NULL);
     CHECK(out && !strstr(out, "note:"));
     free(out);
 }

@@ -508,10 +508,28 @@ static void check_poll(const char *name, double gap_end_us, int with_ops)
     run_free(&twice);
 }
 
-TEST(graph_host_poll_without_cpu_ops) { check_poll("poll_bare.json", 817, 0); }
 TEST(graph_host_poll_inside_a_cpu_op) { check_poll("poll_ops.json", 817, 1); }
 
-/* The host sees the last gemm's flag 40 us before it ends (at 775 us) and
+/* The same wait on a thread traced by its runtime calls alone (as CUPTI
+ * traces one): silent between calls whatever it runs, so its gap stays
+ * host work. */
+TEST(graph_host_gap_of_a_thread_without_ops_stays_host_work)
+{
+    struct run a;
+    const char *p = poll_fixture("poll_bare.json", 817, 0);
+    if (replay1(&a, p, NULL))
+        return;
+    CHECK_EQ_INT(a.g->stats.edges_by_kind[MODEL_EDGE_HOST_POLL], 0);
+    CHECK_EQ_INT(a.g->stats.host_waits_gap, 0);
+    uint32_t c = call_after_gap(a.g);
+    REQUIRE(c != MODEL_NONE);
+    CHECK(a.g->tasks[c].gap > 700000); /* the whole gap, 87 to 817 us, less the last launch */
+    CHECK_NEAR(a.r->steps[0].error_pct, 0, 0.1);
+    run_free(&a);
+}
+
+/* The host (its operators traced) sees the last gemm's flag 40 us before
+ * it ends (at 775 us) and
  * launches "after" on stream 8, which nothing else holds: the edge keeps
  * the offset, -40 us, the step reproduces, and under gpu=2 the gemm runs
  * to 1615 us and the launch of "after" starts at 1575: the critical path
@@ -521,8 +539,10 @@ TEST(graph_host_poll_resumes_before_the_kernel_ends)
     struct tb tb;
     tb_init(&tb, 0, 1);
     tb_step(&tb, 1, 0, 860);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
+        tb_op(&tb, TB_MAIN, "aten::mm", 9 + 10 * i, 7);
         tb_launch(&tb, 10 + 10 * i, 5, 7, "gemm", 15 + 100 * i, 100);
+    }
     tb_launch(&tb, 775, 5, 8, "after", 780, 50);
     tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 782, 50);
     const char *p = tb_write(&tb, "poll_early.json");
