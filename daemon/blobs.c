@@ -37,7 +37,7 @@ static enum sc_status io_status(void)
     return errno == ENOSPC || errno == EDQUOT ? SC_ENOSPC : SC_EIO;
 }
 
-static int mkdir_p(const char *path, struct sc_error *err)
+int blob_mkdir_p(const char *path, struct sc_error *err)
 {
     char buf[PATH_MAX];
     snprintf(buf, sizeof buf, "%s", path);
@@ -76,7 +76,7 @@ int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_err
     snprintf(bs->blobs, sizeof bs->blobs, "%s/blobs", data_dir);
     snprintf(bs->tmp, sizeof bs->tmp, "%s/tmp", data_dir);
     snprintf(bs->reserve, sizeof bs->reserve, "%s/reserve", data_dir);
-    if ((rc = mkdir_p(bs->blobs, err)) || (rc = mkdir_p(bs->tmp, err)) ||
+    if ((rc = blob_mkdir_p(bs->blobs, err)) || (rc = blob_mkdir_p(bs->tmp, err)) ||
         (rc = blob_fsync_dir(data_dir, err))) {
         free(bs);
         return rc;

@@ -42,6 +42,9 @@ int blob_reserve_keep(struct blob_store *bs);
 /* Remove the reserve: 1 when that freed space, 0 when there was none. */
 int blob_reserve_release(struct blob_store *bs);
 
+/* Create directory path and its missing parents (mode 0755). */
+int blob_mkdir_p(const char *path, struct sc_error *err);
+
 /* fsync a folder, so that a file created or renamed in it is durable
  * (after the file's own fsync). */
 int blob_fsync_dir(const char *dir, struct sc_error *err);

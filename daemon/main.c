@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/dir_lock.h"
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -111,6 +112,12 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     fp_init();
 
+    int lock_fd;
+    if (dir_lock_take(cfg.data_dir, &lock_fd, &err)) {
+        log_error("main", "event=start_failed msg=\"%s\"", err.msg);
+        cfg_release(&cfg);
+        return err.code == SC_EEXIST ? 2 : 1;
+    }
     if (svc_open(&svc, &cfg, &err)) {
         log_error("main", "event=start_failed msg=\"%s\"", err.msg);
         cfg_release(&cfg);

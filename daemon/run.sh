@@ -10,6 +10,11 @@
 set -eu
 B=${1:-build}
 mkdir -p var
+# a daemon already serving var/ (it holds var/lock) is left alone
+if [ -e var/lock ] && ! flock -n var/lock true; then
+    echo "make run: stepcastd (pid $(cat var/lock)) already serves ./var at http://127.0.0.1:$(cat var/port 2>/dev/null); stop it first to start another"
+    exit 0
+fi
 rm -f var/port
 "$B/stepcastd" --data-dir var --admin-token-file var/admin.token --port-file var/port 2>>var/stepcastd.log &
 pid=$!

@@ -66,6 +66,37 @@ TEST(svc_check_of_no_store_creates_nothing)
 
 /* Builds a stop left `building` are built again at start; those beyond
  * max-queued-builds fail with a reason instead of staying `building`. */
+/* One daemon per data directory: a second start on it exits 2 naming the
+ * first one's pid and touches nothing of it (its port file, its
+ * service); the lock is what `make run` tests from the shell. */
+TEST(svc_one_daemon_per_data_directory)
+{
+    struct svc_daemon d;
+    char port_before[64] = "", other_port[PATH_MAX], pid[32], lock[PATH_MAX];
+    svc_start(&d, NULL, NULL, NULL);
+    char *text = th_read_file(d.portfile, NULL);
+    REQUIRE(text != NULL);
+    snprintf(port_before, sizeof port_before, "%s", text);
+    free(text);
+    snprintf(other_port, sizeof other_port, "%s/second.port", th_tmpdir());
+    snprintf(pid, sizeof pid, "pid %d", (int)d.pid);
+    char *argv[] = {(char *)th_build_path("stepcastd"), "--data-dir", d.data, "--listen", "127.0.0.1:0",
+                    "--port-file", other_port, NULL};
+    free(th_run_expect(argv, 2, NULL, pid));
+    CHECK(access(other_port, F_OK) != 0);
+    text = th_read_file(d.portfile, NULL);
+    CHECK_STREQ(text ? text : "", port_before);
+    free(text);
+    struct svc_resp r;
+    CHECK_EQ_INT(svc_call(&d, "GET", "/healthz", NULL, &r), 200);
+    svc_resp_release(&r);
+    snprintf(lock, sizeof lock, "flock -n '%s/lock' true", d.data);
+    char *held[] = {"/bin/sh", "-c", lock, NULL};
+    CHECK_EQ_INT(th_run(held, NULL, NULL), 1);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(th_run(held, NULL, NULL), 0);
+}
+
 TEST(svc_builds_left_building_at_start)
 {
     static const char *const ids[] = {"m-left-a", "m-left-b", "m-left-c"};
