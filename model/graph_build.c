@@ -40,6 +40,7 @@
 #include "model/kernel_family.h"
 #include "model/replay.h"
 #include "model/runtime_api.h"
+#include "model/steps.h"
 #include "model/trace.h"
 #include "common/banned.h"
 
@@ -261,9 +262,11 @@ static int rank_window(struct builder *b, struct rank_build *r)
             r->step_lo = i;
         r->step_hi = i + 1;
     }
-    if (r->step_lo >= r->step_hi)
-        return sc_error_set(b->err, SC_EINVAL, "'%s': no step to replay%s", t->source,
-                            t->n_steps ? " in the range asked" : ": no ProfilerStep#N (name a marker with --step-marker)");
+    if (r->step_lo >= r->step_hi) {
+        char why[512];
+        model_steps_describe(t, b->o.first_step, b->o.last_step, why, sizeof why);
+        return sc_error_set(b->err, SC_EINVAL, "'%s': %s", t->source, why);
+    }
     r->origin = t->steps[r->step_lo].start;
     r->wend = t->steps[r->step_hi - 1].end;
     return SC_OK;

@@ -72,8 +72,11 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
     free(t->steps);
     t->steps = NULL;
     t->n_steps = 0;
-    if (!is_marker)
+    t->step_marker = 0; /* the empty string: ProfilerStep#N */
+    if (!is_marker || (marker && sc_strtab_intern(&t->strings, marker, mlen, &t->step_marker))) {
+        free(is_marker);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         const char *name = model_str(t, e->name);
@@ -140,4 +143,70 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
     t->steps = steps;
     t->n_steps = n;
     return SC_OK;
+}
+
+/* A CPU annotation name up to its '#' (ProfilerStep#3, Optimizer.step#SGD.step). */
+static size_t marker_len(const char *name)
+{
+    const char *h = strchr(name, '#');
+    return h && h > name ? (size_t)(h - name) + 1 : strlen(name);
+}
+
+#define DESCRIBE_CANDIDATES 64
+
+void model_steps_describe(const struct model_trace *t, int64_t first, int64_t last, char *buf, size_t n)
+{
+    if (t->n_steps) {
+        int64_t lo = t->steps[0].number, hi = lo;
+        for (size_t i = 1; i < t->n_steps; i++) {
+            lo = t->steps[i].number < lo ? t->steps[i].number : lo;
+            hi = t->steps[i].number > hi ? t->steps[i].number : hi;
+        }
+        char want[64];
+        if (first >= 0 && last >= 0 && first != last)
+            snprintf(want, sizeof want, "%lld-%lld", (long long)first, (long long)last);
+        else
+            snprintf(want, sizeof want, "%lld", (long long)(first >= 0 ? first : last));
+        snprintf(buf, n, "no step numbered %s: its %zu steps are numbered %lld to %lld (--steps A-B)", want,
+                 t->n_steps, (long long)lo, (long long)hi);
+        return;
+    }
+    /* the repeating annotations: the names a marker could be */
+    struct candidate {
+        const char *name;
+        size_t len, count;
+    } c[DESCRIBE_CANDIDATES];
+    size_t nc = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (e->kind != MODEL_EV_USER_ANNOTATION)
+            continue;
+        const char *name = model_str(t, e->name);
+        size_t len = marker_len(name), k = 0;
+        while (k < nc && (c[k].len != len || strncmp(c[k].name, name, len)))
+            k++;
+        if (k == nc && nc < DESCRIBE_CANDIDATES)
+            c[nc++] = (struct candidate){name, len, 0};
+        if (k < nc)
+            c[k].count++;
+    }
+    const char *marker = t->step_marker ? model_str(t, t->step_marker) : PROFILER_STEP "N";
+    size_t used = (size_t)snprintf(buf, n, "no step: no CPU annotation named %s%s%s", t->step_marker ? "'" : "",
+                                   marker, t->step_marker ? "...'" : "");
+    size_t listed = 0;
+    for (size_t round = 0; round < 5 && used < n; round++) {
+        size_t best = nc;
+        for (size_t k = 0; k < nc; k++)
+            if (c[k].count >= 2 && (best == nc || c[k].count > c[best].count))
+                best = k;
+        if (best == nc)
+            break;
+        used += (size_t)snprintf(buf + used, n - used, "%s'%.*s' (%zu)", listed ? ", " : "; repeated annotations: ",
+                                 (int)c[best].len, c[best].name, c[best].count);
+        c[best].count = 0;
+        listed++;
+    }
+    if (used < n)
+        snprintf(buf + used, n - used, "%s", listed ? "; name one with --step-marker"
+                                                    : "; the trace repeats no annotation a step could be marked by");
 }

@@ -14,6 +14,9 @@
 #ifndef MODEL_STEPS_H
 #define MODEL_STEPS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "common/error.h"
 
 struct model_trace;
@@ -24,5 +27,11 @@ struct model_trace;
 /* Fill t->steps (sorted by start) from t's events. A trace without any step
  * gets none; that is not an error. */
 int model_steps_find(struct model_trace *t, const char *marker, struct sc_error *err);
+
+/* What steps t has, for a message when none is in range (first..last, -1:
+ * open): the range of its step numbers, or, with none, the marker looked
+ * for and the CPU annotations that repeat (the names a marker could be),
+ * into buf (size n). */
+void model_steps_describe(const struct model_trace *t, int64_t first, int64_t last, char *buf, size_t n);
 
 #endif

@@ -216,6 +216,7 @@ struct model_trace {
     size_t n_pgs, cap_pgs;
     struct model_step *steps;
     size_t n_steps;
+    uint32_t step_marker; /* string id of the marker the steps were found by (0: ProfilerStep#N) */
     /* launches joined to their GPU events by correlation id, per event:
      * a kernel, copy, set, cuda_sync or cuda_event -> the runtime or driver
      * call with its correlation; a call -> its first kernel, copy or set
