@@ -10,7 +10,9 @@
  * kernel model's fixed cost and GEMM ceiling. traces: the GEMMs with shapes fit the kernel model's fixed
  * cost and ceiling, the sized collectives the collective model. The fits
  * and what they set are printed, so the user sees how well the model
- * describes the measurements before using the profile.
+ * describes the measurements before using the profile. A fit past a
+ * physical bound, or no better than the defaults on its own measurements,
+ * is flagged and not written without --force.
  *
  * With a server (`stepcast --server URL calibrate ...`) the profile is
  * made and kept by the server under a name (--name) that specs then give
@@ -60,13 +62,29 @@ static int write_profile(const char *path, const char *doc)
     return 0;
 }
 
-/* The profile made (rc SC_OK) written to --out, or the failure said. */
-static int finish(int rc, const struct sc_error *err, char *doc, const char *out)
+/* The profile made (rc SC_OK) written to --out, or the failure said; a
+ * profile with flags (a fit past a physical bound, or no better than the
+ * defaults: calibrate.h) only with --force (exit 2 without). */
+static int finish(int rc, const struct sc_error *err, char *doc, const char *out, int force)
 {
     if (rc) {
         fflush(stdout);
         return cli_fail(err);
     }
+    json_t *j = json_loads(doc, 0, NULL);
+    size_t flags = json_array_size(json_object_get(j, "flags"));
+    json_decref(j);
+    fflush(stdout);
+    if (flags && !force) {
+        fprintf(stderr,
+                "stepcast calibrate: %s not written: the fit has %zu flag%s (above); --force writes it anyway\n",
+                out, flags, flags == 1 ? "" : "s");
+        free(doc);
+        return 2;
+    }
+    if (flags)
+        fprintf(stderr, "stepcast calibrate: writing %s with %zu flag%s, as --force asks\n", out, flags,
+                flags == 1 ? "" : "s");
     rc = write_profile(out, doc);
     free(doc);
     return rc;
@@ -99,9 +117,13 @@ static int calibrate_files(int argc, char **argv, int gemms)
     const char *files[2][MAX_FILES], *out = NULL; /* [0] nccl-tests outputs, [1] GEMM tables */
     char *texts[2][MAX_FILES];
     size_t lens[2][MAX_FILES], n_files[2] = {0, 0};
-    int rc;
+    int rc, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *file = a;
+        if (!strcmp(a, "--force")) {
+            force = 1;
+            continue;
+        }
         /* what nccl-tests takes beyond --out and --gpu */
         int of_runs = !gemms && (!strcmp(a, "--kind") || !strcmp(a, "--ranks") || !strcmp(a, "--nodes") ||
                                  !strcmp(a, "--gemms"));
@@ -151,19 +173,21 @@ static int calibrate_files(int argc, char **argv, int gemms)
         rc = calib_files(&f[0], &f[1], &o, stdout, &doc, &err);
     free_files(texts[0], &f[0]);
     free_files(texts[1], &f[1]);
-    return finish(rc, &err, doc, out);
+    return finish(rc, &err, doc, out, force);
 }
 
 static int calibrate_traces(int argc, char **argv)
 {
     const char *out = NULL, *gpu = NULL;
     char **paths = calloc((size_t)argc, sizeof *paths);
-    int n_paths = 0, rc = 0;
+    int n_paths = 0, rc = 0, force = 0;
     if (!paths)
         return 1;
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0) {
+        if (strcmp(a, "--force") == 0) {
+            force = 1;
+        } else if (strcmp(a, "--out") == 0 || strcmp(a, "--gpu") == 0) {
             if (!v)
                 rc = cli_usage_error(CMD, "%s needs a value", a);
             else
@@ -189,7 +213,7 @@ static int calibrate_traces(int argc, char **argv)
     char *doc = NULL;
     rc = calib_traces(job, gpu, stdout, &doc, &err);
     model_job_free(job);
-    return finish(rc, &err, doc, out);
+    return finish(rc, &err, doc, out, force);
 }
 
 /* Print a calibration the server answered: its report, then what it is. */

@@ -2,6 +2,8 @@
  * microbenchmark tables and traces (calibrate.h). */
 #include "estimator/calibrate.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +82,15 @@ static void report_fit(FILE *out, const struct coll_fit *f)
 }
 
 /* The model's error on one run, said after `what`. */
+/* The model's median error on a run (-1 when it cannot be checked). */
+static double run_error(const struct coll_params *p, const struct nct_run *run, int nodes)
+{
+    struct estimate_check c;
+    struct sc_error ignored;
+    return coll_run_check(p, run, (run->ranks + nodes - 1) / nodes, 0, &c, &ignored) == SC_OK ? c.median_abs_pct
+                                                                                             : -1;
+}
+
 static void report_check(FILE *report, const char *what, const struct coll_params *p, const struct nct_run *run,
                          int nodes)
 {
@@ -134,6 +145,71 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
     return SC_OK;
 }
 
+/* A flag on the profile (at most CLUSTER_PROFILE_MAX_FLAGS), reported. */
+static void flag(struct cluster_profile *prof, FILE *report, const char *fmt, ...)
+{
+    if (prof->n_flags == CLUSTER_PROFILE_MAX_FLAGS)
+        return;
+    char *f = prof->flags[prof->n_flags++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f, sizeof prof->flags[0], fmt, ap);
+    va_end(ap);
+    fprintf(report, "flag: %s\n", f);
+}
+
+/* A fitted busbw faster than the link it runs over, with room for the
+ * fit's noise (and NVLS, whose switches reduce: its gain is allowed);
+ * below 16 MiB a range's time is mostly its latency and the slope of its
+ * line is loose, so only a busbw past twice the link is flagged there. */
+#define CALIB_LINK_SLACK 1.05
+#define CALIB_LINK_SLACK_SMALL 2.0
+
+/* What the collective fit got wrong: a bandwidth above the link's (the
+ * GPU's NVLink in a domain, its network share across domains), and a
+ * calibrated model no better than the GPU's defaults on the very runs it
+ * was fitted to (it is no calibration then: the model does not describe
+ * these measurements). */
+static void flag_collectives(const struct hw_profile *hw, struct cluster_profile *prof,
+                             const struct coll_measurement *m, const struct nct_run *const *runs, size_t n,
+                             FILE *report)
+{
+    const struct coll_params *p = &prof->coll;
+    double nvlink = hw->nvlink_gbps * CALIB_LINK_SLACK * (p->nvls ? p->nvls_gain : 1);
+    if (hw->nvlink_gbps > 0 && p->intra.busbw_gbps > nvlink)
+        flag(prof, report, "NVLink-domain busbw %.1f GB/s is above the %s's %.0f GB/s NVLink per direction",
+             p->intra.busbw_gbps, hw->id, hw->nvlink_gbps);
+    if (hw->network_gbps > 0 && p->inter.busbw_gbps > hw->network_gbps * CALIB_LINK_SLACK * (p->sharp ? 2 : 1))
+        flag(prof, report, "cross-domain busbw %.1f GB/s is above the %s's %.0f GB/s of network per GPU",
+             p->inter.busbw_gbps, hw->id, hw->network_gbps);
+    /* the lines of the kinds measured here (the profile's own lines are
+     * the hardware profile's, not this fit's) */
+    unsigned measured = 0;
+    for (size_t i = 0; i < n; i++)
+        measured |= m[i].inter ? 0u : 1u << m[i].kind;
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
+        for (int j = 0; (measured >> k & 1) && hw->nvlink_gbps > 0 && j < p->lines[k].n; j++)
+            if (p->lines[k].v[j].busbw_gbps >
+                nvlink * (p->lines[k].v[j].from_bytes < coll_fit_range_lo[COLL_FIT_RANGES - 1]
+                              ? CALIB_LINK_SLACK_SMALL / CALIB_LINK_SLACK
+                              : 1))
+                flag(prof, report, "%s from %.0f B: busbw %.1f GB/s is above the %s's %.0f GB/s NVLink per direction",
+                     coll_kind_name((enum model_coll_op)k), p->lines[k].v[j].from_bytes, p->lines[k].v[j].busbw_gbps,
+                     hw->id, hw->nvlink_gbps);
+    struct coll_params def;
+    coll_params_from_hw(hw, &def);
+    for (size_t i = 0; runs && i < n; i++) {
+        if (!runs[i])
+            continue;
+        double after = run_error(p, runs[i], m[i].nodes), before = run_error(&def, runs[i], m[i].nodes);
+        if (after > CALIB_USELESS_PCT && after >= before - 0.5)
+            flag(prof, report,
+                 "on %s (%s, %d ranks) the calibrated model is %.1f%% off, no better than the defaults' %.1f%%: "
+                 "the model does not describe these measurements",
+                 m[i].source, coll_kind_name(m[i].kind), m[i].ranks, after, before);
+    }
+}
+
 int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
                   struct coll_measurement *m, const struct nct_run *const *runs, size_t n,
                   const struct cluster_profile *kernel, FILE *report, char **doc, struct sc_error *err)
@@ -168,6 +244,13 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
                      coll_kind_name(m[i].kind), m[i].ranks);
             report_check(report, what, p, runs[i], m[i].nodes);
         }
+    flag_collectives(hw, &prof, m, runs, n, report);
+    if (prof.has_kernel && prof.kernel_fit.samples && prof.kernel_fit.after.median_abs_pct > CALIB_USELESS_PCT &&
+        prof.kernel_fit.after.median_abs_pct >= prof.kernel_fit.before.median_abs_pct - 0.5)
+        flag(&prof, report,
+             "the GEMM fit is %.1f%% off its own samples, no better than the defaults' %.1f%%: the model does not "
+             "describe these GEMMs",
+             prof.kernel_fit.after.median_abs_pct, prof.kernel_fit.before.median_abs_pct);
     json_t *j = cluster_profile_json(&prof, m, n);
     *doc = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(j);

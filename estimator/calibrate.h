@@ -47,10 +47,17 @@ int calib_resolve_gpu(const char *id, const char *device, const struct hw_profil
 int calib_measure(const struct nct_run *run, const char *source, const struct hw_profile *hw,
                   struct coll_measurement *m, FILE *report, struct sc_error *err);
 
+/* A calibrated model whose median error on its own measurements is above
+ * this (percent) and no better than the defaults' is flagged. */
+#define CALIB_USELESS_PCT 20.0
+
 /* The cluster profile of the measurements (and of the kernel parameters
  * when `kernel` is non-NULL): the collective model set from them, reported
  * with its error on each run (runs[i], m[i]'s run), and the document (JSON
- * text, from malloc) in *doc. */
+ * text, from malloc) in *doc. What the fit got wrong is flagged in the
+ * report ("flag: ...") and the document's "flags": a busbw above the
+ * GPU's link, a model no better than the defaults on its own runs or
+ * GEMMs (CALIB_USELESS_PCT). */
 int calib_profile(const struct hw_profile *hw, const char *device, const char *source,
                   struct coll_measurement *m, const struct nct_run *const *runs, size_t n,
                   const struct cluster_profile *kernel, FILE *report, char **doc, struct sc_error *err);

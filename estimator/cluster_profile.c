@@ -94,10 +94,14 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
         json_object_set_new(coll, "lines", lines);
     else
         json_decref(lines);
-    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:s, s:o, s:o}", "format", PROFILE_FORMAT, "version",
+    json_t *flags = json_array();
+    for (int i = 0; flags && i < p->n_flags; i++)
+        json_array_append_new(flags, json_string(p->flags[i]));
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:s, s:o, s:o, s:o}", "format", PROFILE_FORMAT, "version",
                             PROFILE_VERSION, "gpu", str_or_null(p->gpu), "device_name",
                             str_or_null(p->device_name), "source", p->source, "measurements",
-                            ms ? ms : json_null(), "collective", coll ? coll : json_null());
+                            ms ? ms : json_null(), "collective", coll ? coll : json_null(), "flags",
+                            flags ? flags : json_null());
     if (doc && p->has_kernel) {
         json_t *k = json_object();
         struct kernel_params kp = p->kernel;

@@ -6,7 +6,8 @@
  *    "gpu": "a100-sxm4-40gb", "device_name": "...", "source": "nccl-tests",
  *    "measurements": [...],      what was fitted, with each fit's quality
  *    "collective": {...},        struct coll_params
- *    "kernel": {..., "fit": {}}} struct kernel_params (calibrate traces)
+ *    "kernel": {..., "fit": {}}, struct kernel_params (calibrate traces)
+ *    "flags": ["..."]}           what the fit got wrong (read by no one)
  *
  * Reading it sets only what it holds: the caller starts from the GPU's
  * defaults (coll_params_from_hw, kernel_params_default). */
@@ -22,6 +23,8 @@
 #include "estimator/kernel_model.h"
 #include "estimator/mem_samples.h"
 
+#define CLUSTER_PROFILE_MAX_FLAGS 8
+
 struct cluster_profile {
     char gpu[48];          /* hardware profile id; "" when the document names none */
     char device_name[96];  /* as the measurements named the GPU, or "" */
@@ -32,6 +35,11 @@ struct cluster_profile {
     struct gemm_fit kernel_fit; /* how they were fitted (written only) */
     struct mem_fit mem_fit;     /* hbm_fraction's fit (written only) */
     struct attn_fit attn_fit;   /* the attention fit (written only) */
+    /* what the fit got wrong, each a sentence (written only): a fitted
+     * bandwidth above the link's, a calibrated model no better than the
+     * defaults on its own measurements */
+    char flags[CLUSTER_PROFILE_MAX_FLAGS][256];
+    int n_flags;
 };
 
 /* The document (a json_t *, new reference; NULL when out of memory). */

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "estimator/cluster_profile.h"
 #include "estimator/gemm_samples.h"
 #include "estimator/kernel_model.h"
@@ -127,8 +129,46 @@ TEST(golden_calibrate_traces_collectives)
     const char *out = th_write_file("nccl-profile.json", "", 0);
     char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--out", (char *)out,
                     (char *)trace, NULL};
-    char *so = th_run_expect(argv, 0, "traces: all_reduce, 2 ranks, nodes not said, 15 rows", NULL);
+    /* the all-reduces' times are mostly waits on the untraced peer: the
+     * model fits them no better than the defaults (95.8% off), which is
+     * flagged, and the profile is written only with --force */
+    char *so = th_run_expect(argv, 2, "traces: all_reduce, 2 ranks, nodes not said, 15 rows", "not written");
     CHECK_CONTAINS(so, "model with a100-sxm4-40gb's defaults: median error");
     CHECK_CONTAINS(so, "not fitted"); /* its GEMM ops carry no Input Dims */
+    CHECK_CONTAINS(so, "flag: on traces (all_reduce, 2 ranks) the calibrated model is 95.8% off, no better than the "
+                       "defaults' 95.8%");
+    free(so);
+    size_t n = 0;
+    char *text = th_read_file(out, &n);
+    CHECK_EQ_INT(n, 0);
+    free(text);
+    char *forced[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--force", "--out", (char *)out,
+                      (char *)trace, NULL};
+    free(th_run_expect(forced, 0, "wrote", "with 2 flags, as --force asks"));
+    text = th_read_file(out, &n);
+    json_t *doc = json_loads(text ? text : "", 0, NULL);
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "flags")), 2);
+    json_decref(doc);
+    free(text);
+}
+
+/* A busbw past the link: the superbench all-to-all's 64 KiB to 512 KiB
+ * range fits 17,613 GB/s on the A100's 300 GB/s NVLink (its time there is
+ * all latency): flagged, and the profile not written without --force. */
+TEST(golden_calibrate_nccl_tests_flags_a_busbw_past_the_link)
+{
+    const char *run = th_shared_calibration("nccl-tests/superbench-a100-sxm4-40gb-1node-8gpu-alltoall-oldfmt.txt");
+    const char *out = th_write_file("alltoall-profile.json", "", 0);
+    char *argv[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "a100-sxm4-40gb",
+                    "--out", (char *)out, (char *)run, NULL};
+    free(th_run_expect(argv, 2, "flag: alltoall from 65536 B: busbw 17613.0 GB/s is above the a100-sxm4-40gb's "
+                                "300 GB/s NVLink per direction",
+                       "not written"));
+    /* its all-reduce: nothing to flag */
+    const char *ar = th_shared_calibration("nccl-tests/superbench-a100-sxm4-40gb-1node-8gpu-all_reduce-oldfmt.txt");
+    char *ok[] = {(char *)th_build_path("stepcast"), "calibrate", "nccl-tests", "--gpu", "a100-sxm4-40gb", "--out",
+                  (char *)out, (char *)ar, NULL};
+    char *so = th_run_expect(ok, 0, "wrote", NULL);
+    CHECK(so && !strstr(so, "flag:"));
     free(so);
 }
