@@ -1,7 +1,9 @@
 /* clients/cmd_spec.c: `stepcast spec`: write and check estimation specs.
  *
  *   stepcast spec from-hf [--seq N] CONFIG.json   the "model" object of a
- *       spec from a Hugging Face config.json, on stdout
+ *       spec from a Hugging Face config.json, on stdout; with --gpus N
+ *       --gpu ID [--global-batch B], the whole spec, its layout the one
+ *       the planner ranks first (4 Mi tokens a step unless B is given)
  *   stepcast spec check SPEC.json                 check a spec; print it
  *       with every default written out, and on stderr its GPUs,
  *       parameters, FLOPs per token and memory per GPU
@@ -13,17 +15,25 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "estimator/bands.h"
 #include "estimator/flops.h"
 #include "estimator/hf_config.h"
 #include "estimator/memory.h"
+#include "estimator/plan.h"
 #include "estimator/spec.h"
 #include "common/banned.h"
 
 /* Specs and configs are small; larger files are not one. */
 #define SPEC_FILE_MAX (1 << 20)
 
-static const char spec_usage[] = "usage: stepcast spec from-hf [--seq N] CONFIG.json\n"
-                                 "       stepcast spec check SPEC.json\n";
+static const char spec_usage[] =
+    "usage: stepcast spec from-hf [--seq N] [--gpus N --gpu ID [--global-batch B]] CONFIG.json\n"
+    "       stepcast spec check SPEC.json\n";
+
+/* The tokens a step trains when --global-batch is not given: 4 Mi, as
+ * recent pre-training runs take (Llama 3 trained at 4M, then 8M and 16M
+ * tokens a batch). */
+#define FROM_HF_STEP_TOKENS (4ll << 20)
 
 static int print_text(char *text)
 {
@@ -36,31 +46,115 @@ static int print_text(char *text)
     return 0;
 }
 
+static int positive_opt(const char *name, const char *v, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < 1 || x > max)
+        return cli_usage_error("spec", "%s needs a whole number from 1 to %lld, not '%s'", name, max, v);
+    *out = x;
+    return 0;
+}
+
+/* The whole spec of `model` on `gpus` GPUs of `gpu`: the layout the
+ * planner ranks first (as `stepcast plan` ranks: estimate's costs, the
+ * time objective, the built-in bands), printed with every default. */
+static int whole_spec(const struct est_model *model, long long gpus, const char *gpu, long long batch)
+{
+    struct est_plan_request req;
+    struct est_plan_estimator est;
+    struct est_plan_evaluator ev;
+    struct est_plan plan;
+    struct sc_error err;
+    char *model_text = est_model_json(model), *doc = NULL;
+    if (!model_text)
+        return print_text(NULL);
+    if (!batch) { /* FROM_HF_STEP_TOKENS, whole multiples of the GPUs: any dp divides it */
+        long long seqs = (FROM_HF_STEP_TOKENS + model->seq - 1) / model->seq;
+        batch = (seqs + gpus - 1) / gpus * gpus;
+    }
+    /* {"model": {...}} with the parallel and cluster objects added: a
+     * planning spec */
+    char *close = strrchr(model_text, '}');
+    size_t len = strlen(model_text) + strlen(gpu) + 160;
+    if (close && (doc = malloc(len)))
+        snprintf(doc, len, "%.*s,\"parallel\":{\"global_batch\":%lld},\"cluster\":{\"gpu\":\"%s\"}}",
+                 (int)(close - model_text), model_text, batch, gpu);
+    free(model_text);
+    if (!doc)
+        return print_text(NULL);
+    memset(&req, 0, sizeof req);
+    int rc = est_plan_parse_spec(doc, strlen(doc), &req, &err);
+    free(doc);
+    if (rc || est_spec_check_gpu(&req.spec, &est.hw, &err))
+        return cli_fail(&err);
+    req.gpus = gpus;
+    req.top = 1;
+    req.objective = EST_OBJECTIVE_TIME;
+    req.bands = est_bands_builtin(); /* ranked as `stepcast plan` ranks */
+    if ((rc = cli_spec_costs(&req.spec, est.hw, NULL, &est.costs)))
+        return rc;
+    est_plan_evaluator_estimate(&est, &ev);
+    if (est_plan_run(&req, &ev, NULL, NULL, &plan, &err))
+        return cli_fail(&err);
+    if (!plan.n_rows) {
+        est_plan_release(&plan);
+        fprintf(stderr, "stepcast: no layout of %lld %s fits this model at a global batch of %lld: try more GPUs\n",
+                gpus, gpu, batch);
+        return 2;
+    }
+    const struct est_plan_row *row = &plan.rows[0];
+    const struct est_parallel *p = &row->spec.parallel;
+    fprintf(stderr,
+            "stepcast: the planner's first layout of %lld layouts (stepcast plan --gpus %lld ranks them all): tp %lld, "
+            "pp %lld, dp %lld, cp %lld, micro-batch %lld, global batch %lld (%lld tokens a step; --global-batch B "
+            "for another): step %.1f ms, MFU %.1f%%\n",
+            (long long)plan.space, gpus, (long long)p->tp, (long long)p->pp, (long long)p->dp, (long long)p->cp,
+            (long long)p->micro_batch, (long long)p->global_batch, (long long)p->global_batch * model->seq,
+            row->estimate.step_ms, 100 * row->estimate.mfu);
+    rc = print_text(est_spec_json(&row->spec));
+    est_plan_release(&plan);
+    return rc;
+}
+
 static int from_hf(int argc, char **argv)
 {
     struct sc_error err;
     struct est_model model;
-    const char *path = NULL, *seq_from = NULL;
-    long long seq = 0;
-    char *text, *end;
+    const char *path = NULL, *seq_from = NULL, *gpu = NULL;
+    long long seq = 0, gpus = 0, batch = 0;
+    char *text;
     size_t n;
+    int rc;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seq") && i + 1 < argc) {
-            errno = 0;
-            seq = strtoll(argv[++i], &end, 10);
-            if (errno || *end || seq < 1)
-                return cli_usage_error("spec", "--seq needs a positive integer, not '%s'", argv[i]);
-        } else if (argv[i][0] == '-' || path) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v && !strcmp(a, "--seq")) {
+            if ((rc = positive_opt(a, argv[++i], 1ll << 24, &seq)))
+                return rc;
+        } else if (v && !strcmp(a, "--gpus")) {
+            if ((rc = positive_opt(a, argv[++i], 1ll << 20, &gpus)))
+                return rc;
+        } else if (v && !strcmp(a, "--global-batch")) {
+            if ((rc = positive_opt(a, argv[++i], 1ll << 24, &batch)))
+                return rc;
+        } else if (v && !strcmp(a, "--gpu")) {
+            gpu = argv[++i];
+        } else if (a[0] == '-' || path) {
             return cli_usage_error("spec", "%s", spec_usage);
         } else {
-            path = argv[i];
+            path = a;
         }
     }
     if (!path)
         return cli_usage_error("spec", "from-hf needs CONFIG.json");
+    if ((gpus || batch) && !gpu)
+        return cli_usage_error("spec", "--gpus and --global-batch make a whole spec: name its GPU with --gpu ID");
+    if (gpu && !gpus)
+        return cli_usage_error("spec", "--gpu makes a whole spec: give its GPUs with --gpus N");
     if (cli_read_file(path, SPEC_FILE_MAX, &text, &n, &err))
         return cli_fail(&err);
-    int rc = est_model_from_hf(text, n, seq, &model, &seq_from, &err);
+    rc = est_model_from_hf(text, n, seq, &model, &seq_from, &err);
     free(text);
     if (rc) {
         sc_error_prefix(&err, "%s", path);
@@ -69,7 +163,7 @@ static int from_hf(int argc, char **argv)
     if (!seq)
         fprintf(stderr, "stepcast: seq %lld from %s; pass --seq N to train at another length\n",
                 (long long)model.seq, seq_from);
-    return print_text(est_model_json(&model));
+    return gpu ? whole_spec(&model, gpus, gpu, batch) : print_text(est_model_json(&model));
 }
 
 static int check(int argc, char **argv)

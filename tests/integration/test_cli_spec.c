@@ -1,8 +1,12 @@
 /* tests/integration/test_cli_spec.c: `stepcast spec` as a user runs it:
- * from-hf writes a model that reads back, check prints a complete spec, and
+ * from-hf writes a model that reads back (and, given GPUs, a whole spec
+ * laid out as the planner ranks first), check prints a complete spec, and
  * an invalid spec exits 2 with the field named. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "estimator/spec.h"
 #include "tests/check.h"
@@ -68,4 +72,53 @@ TEST(cli_spec_from_hf_and_check)
     CHECK_CONTAINS(err, "cluster.gpu: no hardware profile \"tpu-v5\"");
     free(out);
     free(err);
+}
+
+/* from-hf --gpus N --gpu ID: a whole spec of a real config (Llama 3.1 70B,
+ * ../shared/models/hf) that runs as written, on all N GPUs, its layout the
+ * first row of `stepcast plan` on those GPUs at the same global batch
+ * (4 Mi tokens: 512 sequences of 8,192); a model no layout of the GPUs
+ * fits is refused. */
+TEST(cli_spec_from_hf_whole_spec)
+{
+    char config[4096], big[4096], plan_spec[8192];
+    snprintf(config, sizeof config, "%s/llama-3.1-70b.json", th_shared_dir("models/hf"));
+    snprintf(big, sizeof big, "%s/llama-3.1-405b.json", th_shared_dir("models/hf"));
+    char *cli = (char *)th_build_path("stepcast");
+    char *argv[] = {cli, "spec", "from-hf", "--gpus", "256", "--gpu", "h100-sxm", config, NULL};
+    char *out = th_run_expect(argv, 0, "\"global_batch\": 512", "the planner's first layout");
+    struct est_spec s;
+    struct sc_error e;
+    REQUIRE(out != NULL);
+    CHECK_EQ_INT(est_spec_parse(out, strlen(out), &s, &e), SC_OK);
+    CHECK_EQ_INT(est_spec_gpus(&s), 256);
+    const char *whole = th_write_file("llama70b-whole.json", out, strlen(out));
+    char *est[] = {cli, "estimate", "--spec", (char *)whole, NULL};
+    free(th_run_expect(est, 0, "on 256 x h100-sxm", NULL));
+    /* the same model and batch planned: its first row is this layout */
+    char *model_only[] = {cli, "spec", "from-hf", config, NULL};
+    char *model = th_run_expect(model_only, 0, "\"model\"", NULL);
+    REQUIRE(model != NULL && strrchr(model, '}') != NULL);
+    snprintf(plan_spec, sizeof plan_spec,
+             "%.*s,\"parallel\":{\"global_batch\":512},\"cluster\":{\"gpu\":\"h100-sxm\"}}",
+             (int)(strrchr(model, '}') - model), model);
+    const char *pp = th_write_file("llama70b-plan.json", plan_spec, strlen(plan_spec));
+    char *plan[] = {cli, "plan", "--spec", (char *)pp, "--gpus", "256", "--top", "1", "--json", NULL};
+    char *po = th_run_expect(plan, 0, NULL, NULL);
+    json_t *doc = json_loads(po ? po : "", 0, NULL);
+    json_t *par = json_object_get(json_array_get(json_object_get(doc, "top"), 0), "parallel");
+    CHECK_EQ_INT(json_integer_value(json_object_get(par, "tp")), s.parallel.tp);
+    CHECK_EQ_INT(json_integer_value(json_object_get(par, "pp")), s.parallel.pp);
+    CHECK_EQ_INT(json_integer_value(json_object_get(par, "dp")), s.parallel.dp);
+    CHECK_EQ_INT(json_integer_value(json_object_get(par, "cp")), s.parallel.cp);
+    CHECK_EQ_INT(json_integer_value(json_object_get(par, "micro_batch")), s.parallel.micro_batch);
+    json_decref(doc);
+    free(po);
+    free(model);
+    free(out);
+    /* 405B on 8 GPUs: nothing fits */
+    char *none[] = {cli, "spec", "from-hf", "--gpus", "8", "--gpu", "h100-sxm", big, NULL};
+    free(th_run_expect(none, 2, NULL, "no layout of 8 h100-sxm fits this model"));
+    char *no_gpu[] = {cli, "spec", "from-hf", "--gpus", "8", config, NULL};
+    free(th_run_expect(no_gpu, 2, NULL, "name its GPU with --gpu ID"));
 }
