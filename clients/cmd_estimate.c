@@ -33,6 +33,8 @@ static void print_text(const json_t *d, const char *gpu)
     const char *reason = json_string_value(json_object_get(d, "fits_reason")), *attention, *recompute;
     size_t i;
     json_t *st;
+    if (!json_is_true(json_object_get(d, "fits")))
+        printf("DOES NOT FIT: %s\n", reason ? reason : "the memory per GPU is above the GPU's");
     printf("step %.2f ms   %.0f tokens/s   MFU %.1f%%   HFU %.1f%%   on %.0f x %s\n", num(d, "step_ms"),
            num(d, "tokens_per_s"), num(d, "mfu") * 100, num(d, "hfu") * 100, num(d, "gpus"), gpu);
     if (json_is_object(band) && json_object_get(band, "lo_ms"))
@@ -153,12 +155,13 @@ int cmd_estimate(int argc, char **argv)
         {"detail", required_argument, NULL, 'd'},
         {"calibrations", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
+        {"require-fit", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *spec_path = NULL, *calibrations = NULL;
     enum est_detail detail = EST_DETAIL_STAGE;
-    int json = 0, c, rc;
+    int json = 0, require_fit = 0, c, rc;
     struct sc_error err;
 
     optind = 1;
@@ -171,9 +174,11 @@ int cmd_estimate(int argc, char **argv)
             break;
         case 'c': calibrations = optarg; break;
         case 'j': json = 1; break;
+        case 'f': require_fit = 1; break;
         case 'h':
             printf("usage: stepcast [--server URL] estimate --spec F [--detail stage|layer|kernel] "
-                   "[--calibrations DIR] [--json]\n");
+                   "[--calibrations DIR] [--require-fit] [--json]\n"
+                   "       --require-fit: exit 3 when the configuration does not fit in the GPU's memory\n");
             return 0;
         default: return cli_usage_error("estimate", "bad option");
         }
@@ -196,6 +201,8 @@ int cmd_estimate(int argc, char **argv)
             rc = cli_print_json(doc);
         else
             print_text(doc, gpu);
+        if (!rc && require_fit && !json_is_true(json_object_get(doc, "fits")))
+            rc = 3;
     }
     json_decref(doc);
     return rc;

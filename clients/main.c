@@ -43,7 +43,7 @@ static const char usage[] =
     "      kernels added, removed and re-timed\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
-    "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--json]\n"
+    "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--require-fit] [--json]\n"
     "      step time, throughput, MFU, memory and cost of a configuration nobody\n"
     "      traced, from its spec: the step synthesised as a graph and replayed\n"
     "  plan --spec F --gpus N [--up-to] [--top K] [--objective time|cost] [--megatron]\n"
@@ -91,7 +91,7 @@ static const char usage[] =
     "\n"
     "TRACE is a Kineto trace (JSON, plain or gzip), a directory of per-rank\n"
     "traces or a .tar(.gz) of them. Exit status: 0 success, 2 invalid input\n"
-    "or usage, 1 anything else.\n";
+    "or usage, 3 an estimate --require-fit that does not fit, 1 anything else.\n";
 
 int cli_fail(const struct sc_error *err)
 {
