@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "api/timeline_json.h"
 #include "estimator/coll_split.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
@@ -92,10 +93,15 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     }
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
-    /* each rank's trace is shed once its part of the graph is found */
+    /* each rank's trace is shed once its part of the graph is found, but
+     * for a timeline, which writes the trace's events again */
+    const char *const *paths = (const char *const *)argv + optind;
+    size_t n_paths = (size_t)(argc - optind);
     struct model_graph_load gl = {.load = &lo};
-    if (model_graph_build_paths((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go,
-                                &run->job, &run->graph, &err) ||
+    if ((timeline && *timeline
+             ? model_job_load(paths, n_paths, &lo, 0, &run->job, &err) ||
+                   model_graph_build(run->job, &go, &run->graph, &err)
+             : model_graph_build_paths(paths, n_paths, &gl, &go, &run->job, &run->graph, &err)) ||
         coll_split_waits(run->graph, &run->waits, &ro.waits.n, &err) ||
         (ro.waits.v = run->waits, model_replay_run(run->graph, &ro, &run->replay, &err))) {
         run_release(run);
@@ -115,7 +121,7 @@ static int write_timelines(const struct run *run, const char *dir)
         int rank = run->job->rank_ids[i];
         json_t *doc = api_timeline_json(run->replay, rank);
         snprintf(path, sizeof path, "%s/rank%d.replay.json", dir, rank);
-        if (!doc || json_dump_file(doc, path, JSON_COMPACT | JSON_REAL_PRECISION(17))) {
+        if (!doc || json_dump_file(doc, path, API_TIMELINE_DUMP_FLAGS)) {
             json_decref(doc);
             fprintf(stderr, "stepcast: cannot write '%s'\n", path);
             return 1;
