@@ -26,6 +26,7 @@ int cmd_opportunities(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -41,6 +42,23 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
  * go on, -1 after --help, else the exit status of a usage error. */
 int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
                       struct model_graph_opts *go, int *json);
+
+/* A job's traces loaded, its graph built and replayed as `stepcast
+ * replay` does (the kept collectives split, estimator/coll_split.h). */
+struct model_replay_opts;
+struct cli_run {
+    struct model_job *job;
+    struct model_graph *graph;
+    struct model_replay *replay;
+    struct model_coll_wait *waits; /* the kept collectives' split (ro->waits) */
+};
+/* Load paths[0..n), build and replay with ro (its waits set here). The
+ * traces keep their events when keep_traces (else each is shed once its
+ * part of the graph is found). On failure *run is empty and err says why. */
+int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   struct cli_run *run, struct sc_error *err);
+void cli_run_release(struct cli_run *run);
 
 /* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
  * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */

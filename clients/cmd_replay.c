@@ -28,24 +28,37 @@ static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
     "                              [--keep-unexplained] TRACE...\n";
 
-struct run {
-    struct model_job *job;
-    struct model_graph *graph;
-    struct model_replay *replay;
-    struct model_coll_wait *waits; /* the kept collectives' split */
-};
-
-static void run_release(struct run *r)
+void cli_run_release(struct cli_run *r)
 {
     model_replay_free(r->replay);
     model_graph_free(r->graph);
     model_job_free(r->job);
     free(r->waits);
+    memset(r, 0, sizeof *r);
+}
+
+int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   struct cli_run *run, struct sc_error *err)
+{
+    /* each rank's trace is shed once its part of the graph is found, but
+     * where the caller reads the trace's events again */
+    struct model_graph_load gl = {.load = lo};
+    memset(run, 0, sizeof *run);
+    if ((keep_traces ? model_job_load(paths, n, lo, 0, &run->job, err) ||
+                           model_graph_build(run->job, go, &run->graph, err)
+                     : model_graph_build_paths(paths, n, &gl, go, &run->job, &run->graph, err)) ||
+        coll_split_waits(run->graph, &run->waits, &ro->waits.n, err) ||
+        (ro->waits.v = run->waits, model_replay_run(run->graph, ro, &run->replay, err))) {
+        cli_run_release(run);
+        return err->code;
+    }
+    return SC_OK;
 }
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
  * *json and *timeline report the output options. */
-static int prepare(int argc, char **argv, const char *cmd, const char *usage, struct run *run,
+static int prepare(int argc, char **argv, const char *cmd, const char *usage, struct cli_run *run,
                    int *json, const char **timeline)
 {
     static const struct option opts[] = {
@@ -93,24 +106,14 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     }
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
-    /* each rank's trace is shed once its part of the graph is found, but
-     * for a timeline, which writes the trace's events again */
-    const char *const *paths = (const char *const *)argv + optind;
-    size_t n_paths = (size_t)(argc - optind);
-    struct model_graph_load gl = {.load = &lo};
-    if ((timeline && *timeline
-             ? model_job_load(paths, n_paths, &lo, 0, &run->job, &err) ||
-                   model_graph_build(run->job, &go, &run->graph, &err)
-             : model_graph_build_paths(paths, n_paths, &gl, &go, &run->job, &run->graph, &err)) ||
-        coll_split_waits(run->graph, &run->waits, &ro.waits.n, &err) ||
-        (ro.waits.v = run->waits, model_replay_run(run->graph, &ro, &run->replay, &err))) {
-        run_release(run);
+    /* a timeline writes the trace's events again */
+    if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
+                       timeline && *timeline, run, &err))
         return cli_fail(&err);
-    }
     return 0;
 }
 
-static int write_timelines(const struct run *run, const char *dir)
+static int write_timelines(const struct cli_run *run, const char *dir)
 {
     if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
         fprintf(stderr, "stepcast: cannot create directory '%s'\n", dir);
@@ -133,7 +136,7 @@ static int write_timelines(const struct run *run, const char *dir)
 
 int cmd_replay(int argc, char **argv)
 {
-    struct run run;
+    struct cli_run run;
     const char *timeline;
     int json, rc = prepare(argc, argv, "replay", replay_usage, &run, &json, &timeline);
     if (rc)
@@ -141,17 +144,17 @@ int cmd_replay(int argc, char **argv)
     rc = cli_print_doc(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
         rc = write_timelines(&run, timeline);
-    run_release(&run);
+    cli_run_release(&run);
     return rc;
 }
 
 int cmd_critical_path(int argc, char **argv)
 {
-    struct run run;
+    struct cli_run run;
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
     rc = cli_print_doc(api_critical_path_json(run.replay), json, cli_print_critical_path);
-    run_release(&run);
+    cli_run_release(&run);
     return rc;
 }

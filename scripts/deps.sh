@@ -92,7 +92,7 @@ if [ ! -f "$root/node_modules/.package-lock.json" ] ||
     (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --prefer-offline >&2)
 fi
 
-pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive"
+pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive libprotobuf-c"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 have_cupti=0
 cupti_lib=""
