@@ -517,6 +517,37 @@ static const struct model_graph_step *step_of_marker(const struct model_graph *g
     return NULL;
 }
 
+/* Whether communication task i is one side of a transfer between two
+ * ranks: a send, a receive or a send-receive whose group is it and one
+ * task of another rank (an all-to-all runs as send-receives among all). */
+static int point_to_point(const struct model_graph *g, uint32_t i)
+{
+    const struct model_task *t = &g->tasks[i];
+    if (t->group == MODEL_NONE || g->group_at[t->group + 1] - g->group_at[t->group] != 2 ||
+        (t->sub != MODEL_COLL_SEND && t->sub != MODEL_COLL_RECV && t->sub != MODEL_COLL_SENDRECV))
+        return 0;
+    for (uint32_t m = g->group_at[t->group]; m < g->group_at[t->group + 1]; m++)
+        if (g->tasks[g->group_tasks[m]].rank != t->rank)
+            return 1;
+    return 0;
+}
+
+/* Whether the point-to-point task i sends: as its operation says, else
+ * its name (as Chakra's converter reads "send" and "recv" in an op's
+ * name), else the group's first member sends. */
+static int sender(const struct model_graph *g, uint32_t i)
+{
+    const struct model_task *t = &g->tasks[i];
+    const char *name = model_graph_str(g, g->src[i].name);
+    if (t->sub != MODEL_COLL_SENDRECV)
+        return t->sub == MODEL_COLL_SEND;
+    if (strstr(name, "recv") || strstr(name, "receive"))
+        return 0;
+    if (strstr(name, "send"))
+        return 1;
+    return g->group_tasks[g->group_at[t->group]] == i;
+}
+
 /* Type and attributes of the node for task i (the receive side when
  * recv). */
 static void node_body(const struct exporter *x, const struct trace_facts *f, uint32_t i, int recv,
@@ -527,16 +558,14 @@ static void node_body(const struct exporter *x, const struct trace_facts *f, uin
     const struct model_resource *res = &g->res[recv ? x->peer_res[i] : t->res];
     int ct = t->cls == MODEL_TASK_COMM ? comm_type(t->sub) : -1;
     const struct model_coll_group *grp = t->group != MODEL_NONE ? &g->groups[t->group] : NULL;
-    int p2p = t->cls == MODEL_TASK_COMM && (x->peer_res[i] != MODEL_NONE || t->sub == MODEL_COLL_SEND ||
-                                             t->sub == MODEL_COLL_RECV);
+    int p2p = t->cls == MODEL_TASK_COMM && (x->peer_res[i] != MODEL_NONE || point_to_point(g, i));
     nd->type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
     if (p2p) {
-        /* a paired task's own side sends; a traced send or receive says */
-        int sends = x->peer_res[i] != MODEL_NONE ? !recv : t->sub == MODEL_COLL_SEND;
+        int sends = x->peer_res[i] != MODEL_NONE ? !recv : sender(g, i);
         int self = g->ranks[res->rank].id, other = self;
         if (x->peer_res[i] != MODEL_NONE)
             other = g->ranks[g->res[recv ? t->res : x->peer_res[i]].rank].id;
-        else if (grp)
+        else
             for (uint32_t m = g->group_at[t->group]; m < g->group_at[t->group + 1]; m++)
                 if (g->tasks[g->group_tasks[m]].rank != t->rank)
                     other = g->ranks[g->tasks[g->group_tasks[m]].rank].id;

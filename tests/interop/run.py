@@ -13,6 +13,18 @@ unchanged from their repositories):
   of rank 1's kernels, whose launches precede the trace, replay from the
   step's start, and HTA counts the time before them as idle GPU time (the
   breakdown of that replay is printed too, for information).
+- Chakra's Python reader (protolib.py, with et_def.proto compiled by protoc)
+  on `stepcast export chakra` of the DLRM job: every file decodes, opens
+  with a GlobalMetadata naming the schema, every data dependency names an
+  earlier node of its file and every ctrl dependency (a GPU node's
+  launching call, which a blocking copy's follows) a node of it, the task nodes are the graph's tasks, the
+  launch dependencies its launch edges, the collectives are typed as
+  Chakra's feeder reads them and their groups are in comm_group.json.
+- Chakra's C++ feeder (et_feeder.cpp, et_feeder_node.cpp, protoio.cc and
+  the generated et_def.pb.cc, built here with g++ and Debian's libprotobuf)
+  walks every file to its end (tests/interop/feeder_walk.cpp), and for a
+  single-rank trace (HTA's nccl_data, 3 steps) the walk's steps are the
+  replayed steps within 1%.
 
 Run with Debian's /usr/bin/python3 (whose python3-pandas and friends HTA
 needs; scripts/deps.sh installs them). Prints what it compares and ends
@@ -110,6 +122,142 @@ def test_hta(cli, shared, tmp):
     check(cp0 and cp1, "critical-path analysis runs on rank 0's replayed step")
 
 
+CHAKRA_TYPES = {4: "COMP_NODE", 5: "COMM_SEND_NODE", 6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE"}
+
+
+def chakra_reader(shared, tmp):
+    """Chakra's own Python reader: (et_def_pb2, read(path) -> (metadata, nodes))."""
+    chakra = os.path.join(shared, "interop/chakra")
+    gen = os.path.join(tmp, "pb")
+    os.makedirs(gen, exist_ok=True)
+    schema = os.path.join(chakra, "schema/protobuf")
+    subprocess.run(["protoc", "-I", schema, "--python_out=" + gen, os.path.join(schema, "et_def.proto")], check=True)
+    sys.path[:0] = [gen, os.path.join(chakra, "src/third_party/utils")]
+    import et_def_pb2 as pb
+    from protolib import openFileRd, decodeMessage
+
+    def read(path):
+        f = openFileRd(path)
+        meta, nodes = pb.GlobalMetadata(), []
+        decodeMessage(f, meta)
+        while True:
+            n = pb.Node()
+            if not decodeMessage(f, n):
+                break
+            nodes.append(n)
+        f.close()
+        return meta, nodes
+    return pb, read
+
+
+def attrs(node):
+    return {a.name: a for a in node.attr}
+
+
+def test_chakra_reader(cli, shared, tmp):
+    pb, read = chakra_reader(shared, tmp)
+    tar = os.path.join(shared, "traces/param/et_replay/tests/inputs/dlrm_kineto.tar.gz")
+    out = os.path.join(tmp, "et")
+    print(stepcast(cli, "export", "chakra", "--out", out, tar).strip())
+    graph = json.loads(stepcast(cli, "replay", "--json", tar))["graph"]
+    with open(os.path.join(out, "comm_group.json")) as f:
+        groups = json.load(f)
+    files = sorted(n for n in os.listdir(out) if n.endswith(".et"))
+    check(files == ["stepcast.%d.et" % r for r in range(8)], "one .et per rank: %s" % files)
+    tasks = ctrl = data = nodes_all = 0
+    bad_deps = bad_types = colls = 0
+    versions = set()
+    for name in files:
+        meta, nodes = read(os.path.join(out, name))
+        versions.add(meta.version)
+        ids, every = {}, {n.id for n in nodes}
+        for k, n in enumerate(nodes):
+            ids[n.id] = k
+            a = attrs(n)
+            bad_deps += sum(d not in ids for d in n.data_deps) + sum(d not in every for d in n.ctrl_deps)
+            ctrl += len(n.ctrl_deps)
+            data += len(n.data_deps)
+            derived = n.name == "host work" or n.name.endswith(" latency")
+            tasks += not derived
+            if n.type == 7:
+                colls += 1
+                ok = (a.get("comm_type") and a["comm_type"].WhichOneof("value") == "int64_val" and
+                      a.get("pg_name") and a["pg_name"].string_val in groups and
+                      int(name.split(".")[1]) in groups[a["pg_name"].string_val])
+            else:
+                ok = n.type in CHAKRA_TYPES and a.get("is_cpu_op") and a["is_cpu_op"].WhichOneof("value") == "bool_val"
+            bad_types += not ok
+        nodes_all += len(nodes)
+    print("DLRM job exported: %d nodes (%d tasks), %d data deps, %d ctrl deps; the graph: %d tasks, %d edges"
+          % (nodes_all, tasks, data, ctrl, graph["tasks"], graph["edges"]))
+    check(versions == {"0.0.4"}, "GlobalMetadata.version names the schema: %s" % versions)
+    check(bad_deps == 0, "every data dependency names an earlier node of its file, every ctrl dependency "
+          "a node of it (%d do not)" % bad_deps)
+    check(tasks == graph["tasks"], "task nodes %d = the graph's tasks %d" % (tasks, graph["tasks"]))
+    check(ctrl == graph["edges_by_kind"]["launch"], "ctrl deps %d = the graph's launch edges %d"
+          % (ctrl, graph["edges_by_kind"]["launch"]))
+    check(colls == 64, "64 collective nodes (8 NCCL kernels a rank): %d" % colls)
+    check(bad_types == 0, "every node typed and attributed as Chakra's feeder reads it (%d not)" % bad_types)
+
+
+def build_feeder(shared, tmp):
+    """Chakra's C++ feeder and tests/interop/feeder_walk.cpp, built."""
+    chakra = os.path.join(shared, "interop/chakra")
+    gen = os.path.join(tmp, "cc")
+    os.makedirs(gen, exist_ok=True)
+    schema = os.path.join(chakra, "schema/protobuf")
+    subprocess.run(["protoc", "-I", schema, "--cpp_out=" + gen, os.path.join(schema, "et_def.proto")], check=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "protobuf"], check=True, capture_output=True,
+                           text=True).stdout.split()
+    exe = os.path.join(gen, "feeder_walk")
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(["g++", "-O1", "-std=c++17", "-w", "-I" + gen, "-I" + os.path.join(chakra, "src/feeder"),
+                    "-I" + os.path.join(chakra, "src/third_party/utils"), "-o", exe,
+                    os.path.join(here, "feeder_walk.cpp"), os.path.join(chakra, "src/feeder/et_feeder.cpp"),
+                    os.path.join(chakra, "src/feeder/et_feeder_node.cpp"),
+                    os.path.join(chakra, "src/third_party/utils/protoio.cc"), os.path.join(gen, "et_def.pb.cc"),
+                    *flags, "-lz"], check=True)
+    return exe
+
+
+def walk(exe, path):
+    """The feeder walk of one file: (nodes, {step: us})."""
+    out = subprocess.run([exe, path], check=True, capture_output=True, text=True).stdout.split("\n")
+    nodes = int(next(line for line in out if line.startswith("nodes "))[6:])
+    steps = {line.split()[1]: int(line.split()[2]) for line in out if line.startswith("step ")}
+    return nodes, steps
+
+
+def test_chakra_feeder(cli, shared, tmp):
+    exe = build_feeder(shared, tmp)
+    _, read = chakra_reader(shared, tmp)
+    tar = os.path.join(shared, "traces/param/et_replay/tests/inputs/dlrm_kineto.tar.gz")
+    out = os.path.join(tmp, "dlrm")
+    stepcast(cli, "export", "chakra", "--out", out, tar)
+    replay = json.loads(stepcast(cli, "replay", "--json", tar))
+    short, worst = 0, 0.0
+    for r in range(8):
+        path = os.path.join(out, "stepcast.%d.et" % r)
+        nodes, steps = walk(exe, path)
+        short += nodes != len(read(path)[1])
+        step = next(s for s in replay["steps"] if s["rank"] == r)
+        worst = max(worst, abs(steps[step["step"]] / 1000 - step["replayed_ms"]) / step["replayed_ms"] * 100)
+    check(short == 0, "the feeder walks each DLRM rank's file to its end (%d stop short)" % short)
+    print("DLRM: the feeder's walk against the replay, worst rank %.3f%%" % worst)
+
+    trace = os.path.join(shared, "traces/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz")
+    out = os.path.join(tmp, "single")
+    stepcast(cli, "export", "chakra", "--out", out, trace)
+    replay = json.loads(stepcast(cli, "replay", "--json", trace))
+    nodes, steps = walk(exe, os.path.join(out, "stepcast.0.et"))
+    print("single-rank trace (nccl_data), step: walked ms | replayed ms")
+    for s in replay["steps"]:
+        walked = steps.get(s["step"], 0) / 1000
+        print("  %s: %.3f | %.3f" % (s["step"], walked, s["replayed_ms"]))
+        check(abs(walked - s["replayed_ms"]) <= 0.01 * s["replayed_ms"],
+              "the walk of %s is the replayed step within 1%%" % s["step"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", default="build/stepcast")
@@ -118,7 +266,8 @@ def main():
     cli, shared = os.path.abspath(a.cli), os.path.abspath(a.shared)
     sys.path.insert(0, os.path.join(shared, "interop/hta"))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, fn in (("hta", test_hta),):
+        for name, fn in (("hta", test_hta), ("chakra reader", test_chakra_reader),
+                         ("chakra feeder", test_chakra_feeder)):
             try:
                 fn(cli, shared, os.path.join(tmp, name))
             except Exception as e:  # a reader that fails is a failed check, not a crash
