@@ -10,6 +10,8 @@
 #include "api/json_reply.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
+#include "estimator/chakra_export.h"
+#include "model/archive.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -201,6 +203,29 @@ int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_rep
         return SC_OK;
     }
     return api_reply_json(r, 200, op == API_OP_CRITICAL_PATH ? api_critical_path_json(rp) : api_replay_json(rp));
+}
+
+int api_reply_chakra(struct api_reply *r, const struct model_graph *g, const struct model_replay *rp,
+                     const struct model_replay_opts *ro, const char *prefix)
+{
+    struct est_chakra_out o;
+    struct model_tar_file *files = NULL;
+    unsigned char *tar = NULL;
+    size_t len = 0;
+    struct sc_error err;
+    int rc = est_chakra_export(g, rp, ro, prefix, &o, &err);
+    if (rc == SC_OK && !(files = calloc(o.n_files ? o.n_files : 1, sizeof *files)))
+        rc = sc_error_set(&err, SC_ENOMEM, "out of memory");
+    for (size_t k = 0; rc == SC_OK && k < o.n_files; k++)
+        files[k] = (struct model_tar_file){o.files[k].name, o.files[k].body.data, o.files[k].body.n};
+    if (rc == SC_OK)
+        rc = model_archive_tar(files, o.n_files, &tar, &len, &err);
+    free(files);
+    est_chakra_out_release(&o);
+    if (rc)
+        return api_fail_status(r, &err, API_E_BAD_REQUEST);
+    api_reply_take(r, 200, "application/x-tar", (char *)tar, len);
+    return SC_OK;
 }
 
 static json_t *rank_summary(const struct model_trace *t, int rank)

@@ -10,11 +10,15 @@
 #include <sys/stat.h>
 
 #include "clients/cli.h"
+#include "clients/remote.h"
 #include "estimator/chakra_export.h"
 #include "estimator/synth.h"
+#include "model/archive.h"
 #include "model/graph.h"
 #include "model/replay.h"
+#include "model/stream.h"
 #include "model/trace.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 static const char usage[] =
@@ -25,26 +29,39 @@ static const char usage[] =
     "       stepcast --server URL export chakra --out DIR --model ID\n"
     "  writes DIR/<prefix>.<rank>.et (Chakra ET, one per rank) and DIR/comm_group.json\n";
 
-/* Write the files of an export into dir (created if need be), each as a
- * temporary file renamed into place. */
-static int write_files(const struct est_chakra_out *o, const char *dir)
+static int make_dir(const char *dir)
 {
     if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
         fprintf(stderr, "stepcast: cannot create directory '%s': %s\n", dir, strerror(errno));
         return 1;
     }
-    for (size_t k = 0; k < o->n_files; k++) {
-        char path[4096], tmp[4200];
-        FILE *f;
-        snprintf(path, sizeof path, "%s/%s", dir, o->files[k].name);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        if (!(f = fopen(tmp, "wb")) || fwrite(o->files[k].body.data, 1, o->files[k].body.n, f) != o->files[k].body.n ||
-            fclose(f) || rename(tmp, path)) {
-            fprintf(stderr, "stepcast: cannot write '%s': %s\n", path, strerror(errno));
-            remove(tmp);
-            return 1;
-        }
+    return 0;
+}
+
+/* dir/name holding data[0..n), written as a temporary file renamed into
+ * place. */
+static int write_file(const char *dir, const char *name, const void *data, size_t n)
+{
+    char path[4096], tmp[4200];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "wb")) || fwrite(data, 1, n, f) != n || fclose(f) || rename(tmp, path)) {
+        fprintf(stderr, "stepcast: cannot write '%s': %s\n", path, strerror(errno));
+        remove(tmp);
+        return 1;
     }
+    return 0;
+}
+
+/* The files of an export into dir (created if need be). */
+static int write_files(const struct est_chakra_out *o, const char *dir)
+{
+    if (make_dir(dir))
+        return 1;
+    for (size_t k = 0; k < o->n_files; k++)
+        if (write_file(dir, o->files[k].name, o->files[k].body.data, o->files[k].body.n))
+            return 1;
     printf("wrote %zu files to %s: %zu nodes (%zu tasks, %zu host work, %zu latencies), %zu data deps, "
            "%zu ctrl deps\n",
            o->n_files, dir, o->nodes, o->nodes - o->host_nodes - o->delay_nodes, o->host_nodes, o->delay_nodes,
@@ -93,6 +110,73 @@ static int export_spec(const char *spec_path, const char *calibrations, enum est
     return rc;
 }
 
+/* The files of a tar in buf[0..n) into dir. */
+static int untar(const void *buf, size_t n, const char *dir)
+{
+    struct model_archive *a = NULL;
+    struct model_stream *member;
+    struct sc_error err;
+    const char *name;
+    char *data = NULL;
+    size_t cap = 0, files = 0;
+    int rc = make_dir(dir);
+    if (!rc && model_archive_open_mem(buf, n, "the server's reply", &a, &err))
+        rc = cli_fail(&err);
+    while (!rc) {
+        if (model_archive_next(a, &name, &member, &err)) {
+            rc = cli_fail(&err);
+            break;
+        }
+        if (!member)
+            break;
+        if (strchr(name, '/') || !strcmp(name, "..") || !*name) {
+            fprintf(stderr, "stepcast: the server's reply holds '%s', not a file name\n", name);
+            rc = 1;
+            break;
+        }
+        size_t len = 0;
+        ssize_t got;
+        do {
+            if (sc_vec_reserve((void **)&data, &cap, len + 65536, 1)) {
+                sc_error_set(&err, SC_ENOMEM, "out of memory");
+                got = -1;
+                break;
+            }
+            if ((got = model_stream_read(member, data + len, 65536, &err)) > 0)
+                len += (size_t)got;
+        } while (got > 0);
+        rc = got < 0 ? cli_fail(&err) : write_file(dir, name, data, len);
+        files++;
+    }
+    if (!rc)
+        printf("wrote %zu files to %s\n", files, dir);
+    free(data);
+    model_archive_free(a);
+    return rc;
+}
+
+/* --model ID: the server's export of a built model. */
+static int export_remote(const char *model, const char *prefix, const char *dir)
+{
+    struct remote rm;
+    struct remote_resp resp = {0};
+    struct sc_error err;
+    char path[1024], id[256], pre[256];
+    int rc;
+    remote_escape(model, id, sizeof id);
+    remote_escape(prefix, pre, sizeof pre);
+    snprintf(path, sizeof path, "/v1/models/%s/chakra?prefix=%s", id, pre);
+    if (remote_open(&rm, &err))
+        return cli_fail(&err);
+    if (remote_call(&rm, "GET", path, NULL, &resp, &err))
+        rc = cli_fail(&err);
+    else
+        rc = resp.status != 200 ? remote_fail(&resp) : untar(resp.body, resp.len, dir);
+    remote_resp_release(&resp);
+    remote_close(&rm);
+    return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -100,9 +184,10 @@ int cmd_export(int argc, char **argv)
         {"step-marker", required_argument, NULL, 'm'}, {"steps", required_argument, NULL, 's'},
         {"scale", required_argument, NULL, 'g'},       {"spec", required_argument, NULL, 'S'},
         {"detail", required_argument, NULL, 'd'},      {"calibrations", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+        {"model", required_argument, NULL, 'M'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *dir = NULL, *prefix = "stepcast", *spec = NULL, *calibrations = NULL;
+    const char *dir = NULL, *prefix = "stepcast", *spec = NULL, *calibrations = NULL, *model = NULL;
     enum est_detail detail = EST_DETAIL_KERNEL;
     struct model_load_opts lo;
     struct model_graph_opts go;
@@ -122,9 +207,10 @@ int cmd_export(int argc, char **argv)
     model_graph_opts_default(&go);
     model_replay_opts_default(&ro);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:p:m:s:g:S:d:c:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:p:m:s:g:S:d:c:M:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': dir = optarg; break;
+        case 'M': model = optarg; break;
         case 'p': prefix = optarg; break;
         case 'm': lo.step_marker = optarg; break;
         case 'S': spec = optarg; break;
@@ -147,6 +233,13 @@ int cmd_export(int argc, char **argv)
     }
     if (!dir)
         return cli_usage_error("export", "--out DIR is required");
+    if (model) {
+        if (!remote_configured())
+            return cli_usage_error("export", "--model needs a server (--server URL or $STEPCAST_SERVER)");
+        if (spec || optind < argc)
+            return cli_usage_error("export", "--model takes no trace nor spec");
+        return export_remote(model, prefix, dir);
+    }
     if (spec) {
         if (optind < argc)
             return cli_usage_error("export", "--spec takes no trace");
