@@ -78,10 +78,10 @@ json_t *api_replay_json(const struct model_replay *r)
         const struct model_replay_step *s = &r->steps[i];
         const struct model_breakdown *b = &s->breakdown;
         json_array_append_new(
-            steps, json_pack("{s:i, s:s, s:o, s:o, s:o, s:b, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:o}", "rank",
+            steps, json_pack("{s:i, s:s, s:o, s:o, s:o*, s:b, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:o}", "rank",
                              rank_id(r->g, s->rank), "step", step_name(r, s), "measured_ms",
                              ms_or_null(s->measured_ns), "replayed_ms", api_json_ms(s->replayed_ns),
-                             "error_pct", s->measured_ns < 0 ? json_null() : pct(s->error_pct), "partial", s->partial, "breakdown",
+                             "error_pct", s->measured_ns < 0 ? NULL : pct(s->error_pct), "partial", s->partial, "breakdown",
                              "compute_exposed", api_json_ms(b->compute_exposed), "overlap",
                              api_json_ms(b->overlap), "comm_exposed", api_json_ms(b->comm_exposed),
                              "unexplained", api_json_ms(b->unexplained), "host", api_json_ms(b->host),

@@ -52,7 +52,8 @@ struct cli_run {
     struct model_replay *replay;
     struct model_coll_wait *waits; /* the kept collectives' split (ro->waits) */
 };
-/* Load paths[0..n), build and replay with ro (its waits set here). The
+/* Load paths[0..n) (Kineto traces, or Chakra ET files: estimator/
+ * chakra_import.h), build and replay with ro (its waits set here). The
  * traces keep their events when keep_traces (else each is shed once its
  * part of the graph is found). On failure *run is empty and err says why. */
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,

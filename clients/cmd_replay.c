@@ -10,6 +10,7 @@
 
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
+#include "estimator/chakra_import.h"
 #include "estimator/coll_split.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
@@ -44,10 +45,14 @@ int cli_run_traces(const char *const *paths, size_t n, const struct model_load_o
     /* each rank's trace is shed once its part of the graph is found, but
      * where the caller reads the trace's events again */
     struct model_graph_load gl = {.load = lo};
+    int et;
     memset(run, 0, sizeof *run);
-    if ((keep_traces ? model_job_load(paths, n, lo, 0, &run->job, err) ||
-                           model_graph_build(run->job, go, &run->graph, err)
-                     : model_graph_build_paths(paths, n, &gl, go, &run->job, &run->graph, err)) ||
+    if (est_chakra_is_et(paths, n, &et, err))
+        return err->code;
+    if ((et            ? est_chakra_import(paths, n, &lo->limits, &run->job, &run->graph, err)
+         : keep_traces ? model_job_load(paths, n, lo, 0, &run->job, err) ||
+                             model_graph_build(run->job, go, &run->graph, err)
+                       : model_graph_build_paths(paths, n, &gl, go, &run->job, &run->graph, err)) ||
         coll_split_waits(run->graph, &run->waits, &ro->waits.n, err) ||
         (ro->waits.v = run->waits, model_replay_run(run->graph, ro, &run->replay, err))) {
         cli_run_release(run);

@@ -616,6 +616,23 @@ static void node_body(const struct exporter *x, const struct trace_facts *f, uin
         attr_int64(a, "num_ops", (int64_t)llround(flops));
 }
 
+/* The duration of collective member i: its group's transfer time (the
+ * longest member's, as the replay runs it from the last arrival), or,
+ * with peers untraced, its time from its rank's arrival to its end as
+ * replayed (which holds the modelled wait for those peers). */
+static int64_t coll_dur(const struct exporter *x, uint32_t i)
+{
+    const struct model_graph *g = x->g;
+    uint32_t gi = g->tasks[i].group, n = g->group_at[gi + 1] - g->group_at[gi];
+    int64_t d = 0;
+    if (g->tasks[i].kept || g->groups[gi].size > n)
+        return x->r->end[i] - x->r->start[i];
+    for (uint32_t m = g->group_at[gi]; m < g->group_at[gi + 1]; m++)
+        if (x->dur[g->group_tasks[m]] > d)
+            d = x->dur[g->group_tasks[m]];
+    return d;
+}
+
 /* Rank ri's file. */
 static int write_rank(struct exporter *x, uint16_t ri, const char *prefix, struct est_chakra_file *file,
                       struct sc_error *err)
@@ -710,8 +727,7 @@ static int write_rank(struct exporter *x, uint16_t ri, const char *prefix, struc
                 attr_string(&a, "step", end ? "end" : "begin");
             }
             node_body(x, &f, i, v->kind == NODE_RECV, &nd, &a, &in);
-            /* a collective's time from its rank's arrival to its end, as replayed */
-            int64_t d = tk->group != MODEL_NONE ? r->end[i] - r->start[i] : x->dur[i];
+            int64_t d = tk->group != MODEL_NONE ? coll_dur(x, i) : x->dur[i];
             nd.duration_micros = micros_at(r->start[i] - origin, d);
             nd.start_time_micros = micros(r->start[i] - origin);
         }

@@ -27,13 +27,20 @@
  * unexplained waits (which a replay applies only when asked): Chakra's
  * feeder and ASTRA-sim walk data_deps. ctrl_deps hold a GPU task's
  * launching call, the parent Chakra's converter gives a GPU node.
- * duration_micros is the task's duration in the replay, rounded to the
- * microsecond: a task's intrinsic time (a blocking call's without its
- * wait), a collective's from when its rank was ready to its end. So a
- * walk of one file in dependency order, each node starting when its
- * data_deps have ended and lasting its duration, gives the rank's replayed
- * step (within the rounding; edge latencies and finish-to-finish waits
- * become plain dependencies). */
+ * duration_micros is the task's duration in the replay: its intrinsic
+ * time (a blocking call's without its wait; a collective's transfer time,
+ * which starts when the last rank arrives; with peers untraced, the
+ * time from its rank's arrival to its end as replayed, which holds the
+ * modelled wait for them), its end and start each rounded to the
+ * microsecond on the replay's clock, so that rounding does not add up
+ * along a thread. So a walk of a single rank's file in dependency order,
+ * each node starting when its data_deps have ended and lasting its
+ * duration, gives the replayed step; a job's files, their collectives
+ * coupled again (as ASTRA-sim or stepcast's import do), give the job's.
+ * A walk of one file of a job alone has its rank never wait for a
+ * peer. Edge latencies become nodes of their own ("<kind> latency"),
+ * finish-to-finish waits plain dependencies. ctrl_deps may name a later
+ * node: a blocking copy's launching call returns after the copy. */
 #ifndef ESTIMATOR_CHAKRA_EXPORT_H
 #define ESTIMATOR_CHAKRA_EXPORT_H
 
