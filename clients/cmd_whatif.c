@@ -133,9 +133,10 @@ int cmd_whatif(int argc, char **argv)
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct whatif_result r;
-    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
-        return rc;
-    if (model_graph_build(job, &go, &g, &err) || whatif_run(g, &cfg, &set, &r, &err)) {
+    int et;
+    if (cli_load_graph((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &et, &job, &g,
+                       &err) ||
+        whatif_run(g, &cfg, &set, &r, &err)) {
         model_graph_free(g);
         model_job_free(job);
         return cli_fail(&err);

@@ -433,14 +433,15 @@ out:
 /* ---- the job ---------------------------------------------------------------------- */
 
 /* A header-only trace per file, ranked (the job sorts them by rank). */
-static int make_job(struct model_et_rank **ets, size_t n, struct model_job **job, struct sc_error *err)
+static int make_job(struct model_et_rank **ets, size_t n, const int64_t *ranks, struct model_job **job,
+                    struct sc_error *err)
 {
     struct model_trace **traces = calloc(n, sizeof *traces);
     int rc = SC_OK;
     if (!traces)
         return OOM(err);
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
-        int named = rank_of_name(ets[i]->source);
+        int named = ranks && ranks[i] >= 0 && ranks[i] <= INT32_MAX ? (int)ranks[i] : rank_of_name(ets[i]->source);
         if ((rc = model_trace_new(ets[i]->source, &traces[i], err)))
             break;
         traces[i]->rank = named >= 0 ? named : ets[i]->rank >= 0 ? ets[i]->rank : (int64_t)i;
@@ -457,8 +458,8 @@ static int make_job(struct model_et_rank **ets, size_t n, struct model_job **job
     return rc;
 }
 
-int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, struct model_job **job,
-                      struct model_graph **out, struct sc_error *err)
+int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
+                      struct model_job **job, struct model_graph **out, struct sc_error *err)
 {
     struct inputs in = {{0}, NULL};
     struct model_et_rank **ets = NULL;
@@ -468,6 +469,10 @@ int est_chakra_import(const char *const *paths, size_t n, const struct model_lim
     *out = NULL;
     if ((rc = gather(paths, n, &in, err)))
         goto out;
+    if (ranks && in.files.n != n) {
+        rc = sc_error_set(err, SC_EINVAL, "ranks given for files, and folders or a table given");
+        goto out;
+    }
     size_t nr = in.files.n;
     ets = calloc(nr, sizeof *ets);
     im.ranks = calloc(nr, sizeof *im.ranks);
@@ -479,7 +484,7 @@ int est_chakra_import(const char *const *paths, size_t n, const struct model_lim
     for (size_t i = 0; i < nr; i++)
         if ((rc = model_et_read_file(in.files.v[i], lim, &ets[i], err)))
             goto out;
-    if ((rc = table_read(in.table, &im.table, err)) || (rc = make_job(ets, nr, job, err)))
+    if ((rc = table_read(in.table, &im.table, err)) || (rc = make_job(ets, nr, ranks, job, err)))
         goto out;
     im.job = *job;
     for (size_t i = 0; i < nr; i++) /* the files in the job's order */

@@ -25,6 +25,7 @@
 #define ESTIMATOR_CHAKRA_IMPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -38,8 +39,9 @@ int est_chakra_is_et(const char *const *paths, size_t n, int *yes, struct sc_err
 
 /* The graph of the ET files paths name, and *job: one header-only trace
  * per rank (its source and rank), which the graph borrows. lim: NULL for
- * the defaults. */
-int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, struct model_job **job,
-                      struct model_graph **out, struct sc_error *err);
+ * the defaults. `ranks`, when not NULL, says that every path is a file
+ * and ranks[i] (when >= 0) is the rank of paths[i] (uploads). */
+int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
+                      struct model_job **job, struct model_graph **out, struct sc_error *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include "model/archive.h"
 #include "model/chakra_et.h"
 #include "model/stream.h"
+#include <jansson.h>
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/integration/svc_harness.h"
@@ -102,7 +103,41 @@ TEST(svc_chakra_export_equals_cli)
     CHECK(lt && rt && ln == rn && !memcmp(lt, rt, ln));
     free(lt);
     free(rt);
+
+    /* the exported files uploaded as a job's ranks: replayed as the
+     * command line replays the folder, one step each, nothing measured */
+    char ets[4][4400];
+    const char *et_paths[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(ets[k], sizeof ets[k], "%s/stepcast.%d.et", local, k);
+        et_paths[k] = ets[k];
+    }
+    char *et_model = svc_model_of_files(&d, "et", 0, et_paths, 4);
+    char *et_argv[] = {stepcast, "replay", "--json", local, NULL}, *out = NULL;
+    CHECK_EQ_INT(th_run(et_argv, &out, NULL), 0);
+    json_t *cli = out ? json_loads(out, 0, NULL) : NULL, *http = NULL;
+    snprintf(path, sizeof path, "/v1/models/%s/replay", et_model);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, &r), 200);
+    http = r.body ? json_loads(r.body, 0, NULL) : NULL;
+    svc_resp_release(&r);
+    json_t *hs = json_object_get(http, "steps"), *cs = json_object_get(cli, "steps");
+    CHECK_EQ_INT(json_array_size(hs), 4);
+    for (size_t k = 0; k < json_array_size(hs); k++) {
+        json_t *h = json_array_get(hs, k), *c = json_array_get(cs, k);
+        CHECK(json_is_null(json_object_get(h, "measured_ms")) && !json_object_get(h, "error_pct"));
+        CHECK_NEAR(json_number_value(json_object_get(h, "replayed_ms")),
+                   json_number_value(json_object_get(c, "replayed_ms")), 1e-9);
+    }
+    json_decref(cli);
+    json_decref(http);
+    free(out);
+    /* a file that says it is rank 2, sent as rank 3 */
+    snprintf(path, sizeof path, "/v1/jobs/wrong/ranks/3/trace");
+    CHECK_EQ_INT(svc_call(&d, "PUT", path, &(struct svc_opts){.token = SVC_ADMIN, .file = ets[2]}, &r), 422);
+    CHECK_CONTAINS(r.body, "rank 2");
+    svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
+    free(et_model);
     free(model);
     free(stepcast);
 }

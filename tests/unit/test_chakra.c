@@ -258,7 +258,7 @@ TEST(chakra_import_reads_the_older_generation)
     struct model_replay *rp = NULL;
     int et;
     REQUIRE(est_chakra_is_et(&path, 1, &et, &err) == SC_OK && et);
-    REQUIRE(est_chakra_import(&path, 1, NULL, &job, &g, &err) == SC_OK);
+    REQUIRE(est_chakra_import(&path, 1, NULL, NULL, &job, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &rp, &err) == SC_OK);
     CHECK_EQ_INT(g->n_tasks, 4 + 2);
     CHECK_EQ_INT(rp->n_steps, 1);
@@ -349,7 +349,7 @@ TEST(chakra_import_takes_back_an_export)
         th_write_file(name, out.files[k].body.data, out.files[k].body.n);
     }
     const char *in = dir;
-    REQUIRE(est_chakra_import(&in, 1, NULL, &back, &g2, &err) == SC_OK);
+    REQUIRE(est_chakra_import(&in, 1, NULL, NULL, &back, &g2, &err) == SC_OK);
     REQUIRE(model_replay_run(g2, NULL, &r2, &err) == SC_OK);
     CHECK_EQ_INT(back->n_ranks, 2);
     CHECK_EQ_INT(g2->n_tasks, out.nodes + 2 * 2);
@@ -414,7 +414,7 @@ TEST(chakra_import_replays_the_chakra_sample)
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct model_replay *r = NULL;
-    REQUIRE(est_chakra_import(&p, 1, NULL, &job, &g, &err) == SC_OK);
+    REQUIRE(est_chakra_import(&p, 1, NULL, NULL, &job, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
     CHECK_EQ_INT(g->n_tasks, 3664 + 2);
     CHECK_EQ_INT(r->steps[0].replayed_ns, longest);
