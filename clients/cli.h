@@ -81,6 +81,9 @@ struct hw_profile;
  * and returns the exit status on failure, 0 on success. */
 int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs);
+/* The same from the spec file at path (at most 1 MiB). */
+int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
+                       const struct hw_profile **hw, struct est_costs *costs);
 
 /* The costs of spec's synthesised step on GPU hw: the defaults, or
  * cluster.profile's, found as cli_load_spec finds it. Prints the error and

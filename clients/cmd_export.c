@@ -90,14 +90,8 @@ static int export_spec(const char *spec_path, const char *calibrations, enum est
     struct model_replay *r = NULL;
     struct model_replay_opts ro;
     struct sc_error err;
-    size_t n;
-    char *text;
     int rc;
-    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
-    rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs);
-    free(text);
-    if (rc)
+    if ((rc = cli_load_spec_file(spec_path, calibrations, &spec, &hw, &costs)))
         return rc;
     model_replay_opts_default(&ro);
     ro.critical_path = 0;

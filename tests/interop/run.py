@@ -129,13 +129,19 @@ def test_hta(cli, shared, tmp):
 CHAKRA_TYPES = {4: "COMP_NODE", 5: "COMM_SEND_NODE", 6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE"}
 
 
+def compile_schema(shared, gen, lang):
+    """Chakra's et_def.proto compiled by protoc into gen (lang: python, cpp)."""
+    os.makedirs(gen, exist_ok=True)
+    schema = os.path.join(shared, "interop/chakra/schema/protobuf")
+    subprocess.run(["protoc", "-I", schema, "--%s_out=%s" % (lang, gen), os.path.join(schema, "et_def.proto")],
+                   check=True)
+
+
 def chakra_reader(shared, tmp):
     """Chakra's own Python reader: (et_def_pb2, read(path) -> (metadata, nodes))."""
     chakra = os.path.join(shared, "interop/chakra")
     gen = os.path.join(tmp, "pb")
-    os.makedirs(gen, exist_ok=True)
-    schema = os.path.join(chakra, "schema/protobuf")
-    subprocess.run(["protoc", "-I", schema, "--python_out=" + gen, os.path.join(schema, "et_def.proto")], check=True)
+    compile_schema(shared, gen, "python")
     sys.path[:0] = [gen, os.path.join(chakra, "src/third_party/utils")]
     import et_def_pb2 as pb
     from protolib import openFileRd, decodeMessage
@@ -208,9 +214,7 @@ def build_feeder(shared, tmp):
     """Chakra's C++ feeder and tests/interop/feeder_walk.cpp, built."""
     chakra = os.path.join(shared, "interop/chakra")
     gen = os.path.join(tmp, "cc")
-    os.makedirs(gen, exist_ok=True)
-    schema = os.path.join(chakra, "schema/protobuf")
-    subprocess.run(["protoc", "-I", schema, "--cpp_out=" + gen, os.path.join(schema, "et_def.proto")], check=True)
+    compile_schema(shared, gen, "cpp")
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "protobuf"], check=True, capture_output=True,
                            text=True).stdout.split()
     exe = os.path.join(gen, "feeder_walk")
