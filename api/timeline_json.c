@@ -68,6 +68,8 @@ static json_t *device_properties(const struct model_trace *t)
     return devices;
 }
 
+static json_t *task_event(const struct model_replay *r, uint32_t i, int64_t base);
+
 /* ---- the trace replayed ---------------------------------------------------- */
 
 /* Where measured times on one track land on the replayed timeline: task
@@ -411,6 +413,11 @@ static int trace_events(struct replayed *x)
     for (size_t k = 0; k < t->n_flows; k++)
         if (t->flows[k].ts >= x->lo && t->flows[k].ts < x->hi && write_flow(x, &t->flows[k]))
             return -1;
+    /* tasks no event stands for (added by a what-if's transform) */
+    for (size_t i = 0; i < x->g->n_tasks; i++)
+        if (x->g->tasks[i].rank == x->ri && x->g->src[i].event == MODEL_NONE &&
+            x->g->tasks[i].cls != MODEL_TASK_MARKER && json_array_append_new(x->events, task_event(x->rp, (uint32_t)i, x->base)))
+            return -1;
     return write_steps(x);
 }
 
@@ -433,14 +440,32 @@ static const char *task_cat(const struct model_task *t)
     }
 }
 
-/* The call that launched GPU task i (its launch edge), or MODEL_NONE: the
- * timeline links the two by a correlation id, the call's index + 1. */
+/* The call that launched GPU task i (its launch edge), or MODEL_NONE. */
 static uint32_t launched_by(const struct model_graph *g, uint32_t i)
 {
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
         if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
             return g->edges[e].from;
     return MODEL_NONE;
+}
+
+/* Task i as a complete event on its resource, linked to the call that
+ * launched it by a correlation id (the call's index + 1). */
+static json_t *task_event(const struct model_replay *r, uint32_t i, int64_t base)
+{
+    const struct model_graph *g = r->g;
+    const struct model_resource *res = &g->res[g->tasks[i].res];
+    json_t *args = json_object();
+    uint32_t corr = res->gpu ? launched_by(g, i) : i;
+    if (corr != MODEL_NONE)
+        json_object_set_new(args, "correlation", json_integer((json_int_t)corr + 1));
+    if (res->gpu) {
+        json_object_set_new(args, "stream", json_integer(res->tid));
+        json_object_set_new(args, "device", json_integer(res->pid));
+    }
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:o}", "ph", "X", "cat", task_cat(&g->tasks[i]), "name",
+                     model_graph_str(g, g->src[i].name), "pid", (json_int_t)res->pid, "tid", (json_int_t)res->tid,
+                     "ts", us(r->start[i] - base), "dur", us(r->end[i] - r->start[i]), "args", args);
 }
 
 static int task_events(const struct model_replay *r, uint16_t ri, int64_t base, json_t *events)
@@ -465,21 +490,7 @@ static int task_events(const struct model_replay *r, uint16_t ri, int64_t base, 
                                                         "tid", (json_int_t)res->tid, "ts", us(free_at - base),
                                                         "dur", us(r->gap[i]))))
                 return -1;
-            if (task->cls == MODEL_TASK_MARKER)
-                continue;
-            json_t *args = json_object();
-            uint32_t corr = res->gpu ? launched_by(g, i) : i;
-            if (corr != MODEL_NONE)
-                json_object_set_new(args, "correlation", json_integer((json_int_t)corr + 1));
-            if (res->gpu) {
-                json_object_set_new(args, "stream", json_integer(res->tid));
-                json_object_set_new(args, "device", json_integer(res->pid));
-            }
-            if (json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:o}", "ph", "X", "cat",
-                                                        task_cat(task), "name", model_graph_str(g, g->src[i].name),
-                                                        "pid", (json_int_t)res->pid, "tid", (json_int_t)res->tid,
-                                                        "ts", us(r->start[i] - base), "dur",
-                                                        us(r->end[i] - r->start[i]), "args", args)))
+            if (task->cls != MODEL_TASK_MARKER && json_array_append_new(events, task_event(r, i, base)))
                 return -1;
         }
     }

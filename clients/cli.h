@@ -68,6 +68,11 @@ int cli_run_traces(const char *const *paths, size_t n, const struct model_load_o
                    struct cli_run *run, struct sc_error *err);
 void cli_run_release(struct cli_run *run);
 
+/* Each rank's replayed timeline (api/timeline_json.h) into
+ * DIR/rank<R>.replay.json, DIR created if need be. Returns the exit status. */
+struct model_replay;
+int cli_write_timelines(const struct model_replay *r, const char *dir);
+
 /* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
  * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */
 int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err);

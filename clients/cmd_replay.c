@@ -129,16 +129,16 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     return 0;
 }
 
-static int write_timelines(const struct cli_run *run, const char *dir)
+int cli_write_timelines(const struct model_replay *r, const char *dir)
 {
     if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
         fprintf(stderr, "stepcast: cannot create directory '%s'\n", dir);
         return 1;
     }
-    for (size_t i = 0; i < run->job->n_ranks; i++) {
+    for (size_t i = 0; i < r->g->n_ranks; i++) {
         char path[4096];
-        int rank = run->job->rank_ids[i];
-        json_t *doc = api_timeline_json(run->replay, rank);
+        int rank = r->g->ranks[i].id;
+        json_t *doc = api_timeline_json(r, rank);
         snprintf(path, sizeof path, "%s/rank%d.replay.json", dir, rank);
         if (!doc || json_dump_file(doc, path, API_TIMELINE_DUMP_FLAGS)) {
             json_decref(doc);
@@ -159,7 +159,7 @@ int cmd_replay(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     rc = cli_print_doc(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
-        rc = write_timelines(&run, timeline);
+        rc = cli_write_timelines(run.replay, timeline);
     cli_run_release(&run);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <jansson.h>
 
 #include "api/timeline_json.h"
+#include "estimator/job_config.h"
+#include "estimator/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -147,6 +149,53 @@ TEST(timeline_replays_the_trace_events)
     }
     json_decref(doc);
     model_replay_free(r);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* A what-if's timeline: the sample job at dp=16 (its collectives re-timed
+ * in the transformed copy) written as the trace replayed: every event a
+ * Chrome trace event, each GPU task of the copy once, the step as long as
+ * the what-if's replay says. */
+TEST(timeline_of_a_whatif)
+{
+    static const char cfg_text[] = "{\"tp\":1,\"pp\":1,\"dp\":4}";
+    const char *paths[] = {"data/sample"};
+    struct model_job *job = tb_job(paths, 1);
+    struct model_graph *g = NULL;
+    struct job_config cfg, set;
+    struct whatif_result r;
+    struct sc_error err;
+    REQUIRE(job);
+    job_config_init(&set);
+    REQUIRE(job_config_parse(cfg_text, sizeof cfg_text - 1, &cfg, &err) == SC_OK);
+    REQUIRE(job_config_parse_set_list("dp=16", &set, &err) == SC_OK);
+    REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+    REQUIRE(whatif_run(g, &cfg, &set, &r, &err) == SC_OK);
+    const struct model_graph *w = r.graph;
+    int rank = w->ranks[0].id;
+    json_t *doc = api_timeline_json(r.replay, rank), *o;
+    REQUIRE(doc);
+    size_t i, gpu_events = 0, gpu_tasks = 0, bad = 0, steps = 0;
+    json_array_foreach(json_object_get(doc, "traceEvents"), i, o) {
+        bad += !chrome_event_ok(o);
+        const char *cat = json_string_value(json_object_get(o, "cat"));
+        gpu_events += cat && (!strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset"));
+        if (cat && !strcmp(cat, "user_annotation"))
+            for (size_t k = 0; k < w->n_steps; k++)
+                if (w->steps[k].rank == 0 &&
+                    !strcmp(model_graph_str(w, w->steps[k].name), json_string_value(json_object_get(o, "name")))) {
+                    CHECK_NEAR(num(o, "dur") * 1000.0, (double)r.replay->steps[k].replayed_ns, 1.0);
+                    steps++;
+                }
+    }
+    for (size_t t = 0; t < w->n_tasks; t++)
+        gpu_tasks += w->tasks[t].rank == 0 && model_task_on_gpu(w->tasks[t].cls);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(steps > 0);
+    CHECK_EQ_INT(gpu_events, gpu_tasks);
+    json_decref(doc);
+    whatif_release(&r);
     model_graph_free(g);
     model_job_free(job);
 }
