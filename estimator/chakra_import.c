@@ -131,22 +131,6 @@ static int gather(const char *const *paths, size_t n, struct inputs *in, struct 
     return SC_OK;
 }
 
-/* The N of a file named <prefix>.N.et, or -1. */
-static int rank_of_name(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n < 4 || strcmp(base + n - 3, ".et"))
-        return -1;
-    size_t end = n - 3, start = end;
-    while (start > 0 && base[start - 1] >= '0' && base[start - 1] <= '9')
-        start--;
-    if (start == end || end - start > 9 || (start > 0 && base[start - 1] != '.'))
-        return -1;
-    return (int)strtol(base + start, NULL, 10);
-}
-
 /* ---- the communicator table ------------------------------------------------------ */
 
 /* comm_group.json, {"<id>": [ranks]}: the ranks of communicator `pg`
@@ -441,7 +425,7 @@ static int make_job(struct model_et_rank **ets, size_t n, const int64_t *ranks, 
     if (!traces)
         return OOM(err);
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
-        int named = ranks && ranks[i] >= 0 && ranks[i] <= INT32_MAX ? (int)ranks[i] : rank_of_name(ets[i]->source);
+        int named = ranks && ranks[i] >= 0 && ranks[i] <= INT32_MAX ? (int)ranks[i] : model_et_name_rank(ets[i]->source);
         if ((rc = model_trace_new(ets[i]->source, &traces[i], err)))
             break;
         traces[i]->rank = named >= 0 ? named : ets[i]->rank >= 0 ? ets[i]->rank : (int64_t)i;

@@ -324,6 +324,21 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
+int model_et_name_rank(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n < 4 || strcmp(base + n - 3, ".et"))
+        return -1;
+    size_t end = n - 3, start = end;
+    while (start > 0 && base[start - 1] >= '0' && base[start - 1] <= '9')
+        start--;
+    if (start == end || end - start > 9 || (start > 0 && base[start - 1] != '.'))
+        return -1;
+    return (int)strtol(base + start, NULL, 10);
+}
+
 int model_et_is_et(const char *path, int *yes, struct sc_error *err)
 {
     struct stat st;

@@ -67,6 +67,9 @@ int model_et_read_file(const char *path, const struct model_limits *lim, struct 
                        struct sc_error *err);
 void model_et_rank_free(struct model_et_rank *r); /* NULL-safe */
 
+/* The rank a file's name gives it: the N of <prefix>.N.et, or -1. */
+int model_et_name_rank(const char *path);
+
 /* Whether path holds Chakra ET: a file whose first frame decodes as a
  * GlobalMetadata (a Kineto trace, gzip or tar never does), or a folder
  * holding .et files. */

@@ -131,6 +131,16 @@ TEST(svc_chakra_export_equals_cli)
     json_decref(cli);
     json_decref(http);
     free(out);
+    /* the command line uploads the folder's .et files, each as the rank
+     * its name says, and leaves its communicator table */
+    char *up[] = {stepcast, "upload", "--job", "et-cli", local, NULL}, *uerr = NULL;
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", SVC_ADMIN, 1);
+    CHECK_EQ_INT(th_run(up, NULL, &uerr), 0);
+    CHECK_CONTAINS(uerr, "uploaded 4 traces to job et-cli (4 new)");
+    free(uerr);
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
     /* a file that says it is rank 2, sent as rank 3 */
     snprintf(path, sizeof path, "/v1/jobs/wrong/ranks/3/trace");
     CHECK_EQ_INT(svc_call(&d, "PUT", path, &(struct svc_opts){.token = SVC_ADMIN, .file = ets[2]}, &r), 422);
