@@ -9,6 +9,9 @@
 #include "api/inspect_json.h"
 #include "api/json_reply.h"
 #include "api/replay_json.h"
+#include "api/timeline_json.h"
+#include "estimator/chakra_export.h"
+#include "model/archive.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -188,12 +191,41 @@ int api_reply_health(struct api_reply *r, unsigned status, const struct api_heal
 
 int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank)
 {
-    json_t *doc = op == API_OP_TIMELINE ? api_timeline_json(rp, rank)
-                  : op == API_OP_CRITICAL_PATH ? api_critical_path_json(rp)
-                  : api_replay_json(rp);
-    if (!doc && op == API_OP_TIMELINE)
-        return api_fail(r, API_E_NOT_FOUND, "the model has no rank %d", rank);
-    return api_reply_json(r, 200, doc);
+    if (op == API_OP_TIMELINE) { /* spaced as the PyTorch profiler writes it */
+        json_t *doc = api_timeline_json(rp, rank);
+        if (!doc)
+            return api_fail(r, API_E_NOT_FOUND, "the model has no rank %d", rank);
+        char *body = json_dumps(doc, API_TIMELINE_DUMP_FLAGS);
+        json_decref(doc);
+        if (!body)
+            return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        api_reply_take(r, 200, "application/json", body, strlen(body));
+        return SC_OK;
+    }
+    return api_reply_json(r, 200, op == API_OP_CRITICAL_PATH ? api_critical_path_json(rp) : api_replay_json(rp));
+}
+
+int api_reply_chakra(struct api_reply *r, const struct model_graph *g, const struct model_replay *rp,
+                     const struct model_replay_opts *ro, const char *prefix)
+{
+    struct est_chakra_out o;
+    struct model_tar_file *files = NULL;
+    unsigned char *tar = NULL;
+    size_t len = 0;
+    struct sc_error err;
+    int rc = est_chakra_export(g, rp, ro, prefix, &o, &err);
+    if (rc == SC_OK && !(files = calloc(o.n_files ? o.n_files : 1, sizeof *files)))
+        rc = sc_error_set(&err, SC_ENOMEM, "out of memory");
+    for (size_t k = 0; rc == SC_OK && k < o.n_files; k++)
+        files[k] = (struct model_tar_file){o.files[k].name, o.files[k].body.data, o.files[k].body.n};
+    if (rc == SC_OK)
+        rc = model_archive_tar(files, o.n_files, &tar, &len, &err);
+    free(files);
+    est_chakra_out_release(&o);
+    if (rc)
+        return api_fail_status(r, &err, API_E_BAD_REQUEST);
+    api_reply_take(r, 200, "application/x-tar", (char *)tar, len);
+    return SC_OK;
 }
 
 static json_t *rank_summary(const struct model_trace *t, int rank)

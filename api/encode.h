@@ -54,6 +54,14 @@ int api_reply_health(struct api_reply *r, unsigned status, const struct api_heal
 struct model_replay;
 int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank);
 
+/* The replay rp of graph g (run with options ro) as Chakra execution
+ * traces (estimator/chakra_export.h): a tar of the files named with
+ * `prefix` (400 for a bad prefix). */
+struct model_graph;
+struct model_replay_opts;
+int api_reply_chakra(struct api_reply *r, const struct model_graph *g, const struct model_replay *rp,
+                     const struct model_replay_opts *ro, const char *prefix);
+
 /* The summary stored with a ready model: per rank its events and measured
  * steps. *text is compact JSON from malloc. */
 int api_model_summary(const struct model_job *job, char **text, struct sc_error *err);

@@ -242,6 +242,8 @@ static json_t *responses(const struct api_op_info *op, enum api_op id)
         ok = content("text/plain", json_pack("{s:s}", "type", "string"));
     else if (id == API_OP_DASHBOARD || id == API_OP_DASHBOARD_FILE)
         ok = content("text/html", json_pack("{s:s}", "type", "string"));
+    else if (id == API_OP_CHAKRA)
+        ok = content("application/x-tar", json_pack("{s:s, s:s}", "type", "string", "format", "binary"));
     else
         ok = content("application/json", reply_schema[id] ? ref(reply_schema[id]) : json_pack("{s:s}", "type", "object"));
     snprintf(code, sizeof code, "%u", op->success);

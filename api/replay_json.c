@@ -1,4 +1,4 @@
-/* api/replay_json.c: replay, critical path and timeline documents
+/* api/replay_json.c: replay and critical path documents
  * (replay_json.h). They read the graph (names, classes, resources, steps),
  * never the trace, so a graph built without one reports like any other. */
 #include "api/replay_json.h"
@@ -8,9 +8,7 @@
 
 #include "api/inspect_json.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "model/replay.h"
-#include "model/trace.h"
 #include "common/banned.h"
 
 static json_t *pct(double v)
@@ -82,10 +80,10 @@ json_t *api_replay_json(const struct model_replay *r)
         const struct model_replay_step *s = &r->steps[i];
         const struct model_breakdown *b = &s->breakdown;
         json_array_append_new(
-            steps, json_pack("{s:i, s:s, s:o, s:o, s:o, s:b, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:o}", "rank",
+            steps, json_pack("{s:i, s:s, s:o, s:o, s:o*, s:b, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:o}", "rank",
                              rank_id(r->g, s->rank), "step", step_name(r, s), "measured_ms",
                              ms_or_null(s->measured_ns), "replayed_ms", api_json_ms(s->replayed_ns),
-                             "error_pct", s->measured_ns < 0 ? json_null() : pct(s->error_pct), "partial", s->partial, "breakdown",
+                             "error_pct", s->measured_ns < 0 ? NULL : pct(s->error_pct), "partial", s->partial, "breakdown",
                              "compute_exposed", api_json_ms(b->compute_exposed), "overlap",
                              api_json_ms(b->overlap), "comm_exposed", api_json_ms(b->comm_exposed),
                              "unexplained", api_json_ms(b->unexplained), "host", api_json_ms(b->host),
@@ -145,154 +143,4 @@ json_t *api_critical_path_json(const struct model_replay *r)
                                                totals, "path", path));
     }
     return json_pack("{s:o}", "steps", steps);
-}
-
-/* ---- timeline ---------------------------------------------------------------- */
-
-static json_t *us(int64_t ns)
-{
-    return json_real((double)ns / 1000.0);
-}
-
-static const char *timeline_cat(const struct model_task *t)
-{
-    switch (t->cls) {
-    case MODEL_TASK_COPY:
-        return "gpu_memcpy";
-    case MODEL_TASK_SET:
-        return "gpu_memset";
-    case MODEL_TASK_KERNEL:
-    case MODEL_TASK_COMM:
-        return "kernel";
-    case MODEL_TASK_CALL:
-        return "cuda_runtime";
-    default:
-        return "cpu_op";
-    }
-}
-
-/* The call that launched GPU task i (its launch edge), or MODEL_NONE: the
- * timeline links the two by a correlation id, the call's index + 1. */
-static uint32_t launched_by(const struct model_graph *g, uint32_t i)
-{
-    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
-        if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
-            return g->edges[e].from;
-    return MODEL_NONE;
-}
-
-/* The distributedInfo of rank `rank`'s timeline: the trace's (backend,
- * NCCL version, process groups) where it had one, so that tools reading
- * replayed timelines (HTA) tell the ranks apart and find their groups. */
-static json_t *distributed_info(const struct model_trace *t, int rank, int64_t world)
-{
-    json_t *d = json_pack("{s:i, s:I}", "rank", rank, "world_size", (json_int_t)world);
-    if (!d || !t || !t->has_distributed_info)
-        return d;
-    if (t->backend != MODEL_NONE)
-        json_object_set_new(d, "backend", json_string(model_str(t, t->backend)));
-    if (t->nccl_version != MODEL_NONE)
-        json_object_set_new(d, "nccl_version", json_string(model_str(t, t->nccl_version)));
-    if (!t->n_pgs)
-        return d;
-    json_t *pgs = json_array();
-    for (size_t i = 0; pgs && i < t->n_pgs; i++) {
-        const struct model_pg *pg = &t->pgs[i];
-        const char *ranks = model_str(t, pg->ranks);
-        /* a list of ranks was kept as its JSON text, anything else as text */
-        json_t *rv = ranks && ranks[0] == '[' ? json_loads(ranks, 0, NULL) : NULL;
-        json_t *o = json_pack("{s:s?, s:s?}", "pg_name", model_str(t, pg->name), "pg_desc", model_str(t, pg->desc));
-        if (!o)
-            continue;
-        if (pg->size >= 0)
-            json_object_set_new(o, "pg_size", json_integer(pg->size));
-        if (ranks)
-            json_object_set_new(o, "ranks", rv ? rv : json_string(ranks));
-        json_array_append_new(pgs, o);
-    }
-    json_object_set_new(d, "pg_count", json_integer((json_int_t)t->n_pgs));
-    json_object_set_new(d, "pg_config", pgs);
-    return d;
-}
-
-json_t *api_timeline_json(const struct model_replay *r, int rank)
-{
-    const struct model_graph *g = r->g;
-    size_t ri = g->n_ranks;
-    for (size_t i = 0; i < g->n_ranks; i++)
-        if (g->ranks[i].id == rank)
-            ri = i;
-    if (ri == g->n_ranks)
-        return NULL;
-    int64_t base = INT64_MAX;
-    for (size_t k = 0; k < g->n_res; k++)
-        if (g->res[k].rank == ri && g->res[k].origin < base)
-            base = g->res[k].origin;
-    base = base / 1000000000 * 1000000000; /* whole seconds, like Kineto's base */
-    json_t *events = json_array(), *devices = json_array();
-    if (!events || !devices) {
-        json_decref(events);
-        json_decref(devices);
-        return NULL;
-    }
-    for (size_t k = 0; k < g->n_res; k++) {
-        const struct model_resource *res = &g->res[k];
-        if (res->rank != ri)
-            continue;
-        const char *label = model_graph_str(g, res->label);
-        if (*label)
-            json_array_append_new(events, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "ph", "M", "name",
-                                                    "thread_name", "pid", (json_int_t)res->pid, "tid",
-                                                    (json_int_t)res->tid, "args", "name", label));
-        for (uint32_t i = res->first; i != MODEL_NONE; i = g->next[i]) {
-            const struct model_task *task = &g->tasks[i];
-            int64_t free_at = g->prev[i] == MODEL_NONE ? res->origin : r->end[g->prev[i]];
-            if (r->gap[i] > 0 && !res->gpu)
-                json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}", "ph", "X",
-                                                        "cat", "cpu_op", "name", "host work", "pid",
-                                                        (json_int_t)res->pid, "tid", (json_int_t)res->tid,
-                                                        "ts", us(free_at - base), "dur", us(r->gap[i])));
-            if (task->cls == MODEL_TASK_MARKER)
-                continue;
-            json_t *args = json_object();
-            uint32_t corr = res->gpu ? launched_by(g, i) : i;
-            if (corr != MODEL_NONE)
-                json_object_set_new(args, "correlation", json_integer((json_int_t)corr + 1));
-            if (res->gpu) {
-                json_object_set_new(args, "stream", json_integer(res->tid));
-                json_object_set_new(args, "device", json_integer(res->pid));
-            }
-            json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:o}", "ph", "X",
-                                                    "cat", timeline_cat(task), "name",
-                                                    model_graph_str(g, g->src[i].name), "pid",
-                                                    (json_int_t)res->pid, "tid", (json_int_t)res->tid, "ts",
-                                                    us(r->start[i] - base), "dur",
-                                                    us(r->end[i] - r->start[i]), "args", args));
-        }
-    }
-    for (size_t i = 0; i < r->n_steps; i++) {
-        const struct model_replay_step *s = &r->steps[i];
-        if (s->rank != ri)
-            continue;
-        const struct model_resource *res = &g->res[g->tasks[g->steps[i].begin].res];
-        json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:{s:o}}", "ph", "X",
-                                                "cat", "user_annotation", "name", step_name(r, s),
-                                                "pid", (json_int_t)res->pid, "tid", (json_int_t)res->tid,
-                                                "ts", us(s->start - base), "dur", us(s->replayed_ns),
-                                                "args", "measured_ms", ms_or_null(s->measured_ns)));
-    }
-    /* the devices the trace describes, when the graph came from one */
-    const struct model_trace *t = g->job ? g->job->ranks[ri] : NULL;
-    for (size_t i = 0; t && i < t->n_devices; i++) {
-        const struct model_device *d = &t->devices[i];
-        json_array_append_new(devices, json_pack("{s:I, s:s?, s:I, s:i, s:i, s:i}", "id", (json_int_t)d->id,
-                                                 "name", model_str(t, d->name), "totalGlobalMem",
-                                                 (json_int_t)d->total_mem, "computeMajor", d->major,
-                                                 "computeMinor", d->minor, "numSms", d->num_sms));
-    }
-    int64_t world = t && t->world_size >= 0 ? t->world_size : (int64_t)g->n_ranks;
-    return json_pack("{s:i, s:o, s:o, s:s, s:I, s:s, s:o}", "schemaVersion", 1, "deviceProperties", devices,
-                     "distributedInfo", distributed_info(t, rank, world),
-                     "displayTimeUnit", "ms", "baseTimeNanoseconds", (json_int_t)base, "traceName",
-                     "stepcast replay", "traceEvents", events);
 }

@@ -1,6 +1,6 @@
 /* api/replay_json.h: replay results as JSON: the document of
- * `stepcast replay --json` (and of GET /v1/models/{id}/replay), the
- * critical paths, and the replayed timeline as a Kineto trace.
+ * `stepcast replay --json` (and of GET /v1/models/{id}/replay) and the
+ * critical paths (the replayed timeline: timeline_json.h).
  *
  * replay: {"steps":[{"rank":R,"step":"ProfilerStep#N","measured_ms":M,
  *   "replayed_ms":P,"error_pct":E,"partial":false,"breakdown":{...},
@@ -16,9 +16,5 @@ struct model_replay;
 
 json_t *api_replay_json(const struct model_replay *r);
 json_t *api_critical_path_json(const struct model_replay *r);
-/* The replayed timeline of rank `rank` (as the traces number it), as a
- * Kineto trace stepcast reads back and Perfetto opens; NULL when the job
- * has no such rank or out of memory. */
-json_t *api_timeline_json(const struct model_replay *r, int rank);
 
 #endif

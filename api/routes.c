@@ -151,6 +151,12 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                            "configuration (tp, pp, dp and micro_batch searched; the job's config gives the model and "
                            "the global batch); 202 or 200 and the plan as POST /v1/plans; 422 when the job has no "
                            "config or one without layers, hidden, heads, seq and global_batch"},
+    [API_OP_CHAKRA] = {"GET", "/v1/models/{id}/chakra", "getChakra", API_SCOPE_READ, API_BODY_NONE, 200,
+                       "prefix:string:the files' prefix (default stepcast);scale:string:as for replay;"
+                       "keep_unexplained:boolean:as for replay",
+                       "400," E_AUTH ",404,409,422",
+                       "the replayed step as Chakra execution traces (as `stepcast export chakra`): a tar of "
+                       "<prefix>.<rank>.et per rank and comm_group.json"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -57,6 +57,7 @@ enum api_op {
     API_OP_PLAN_DELETE,
     API_OP_WHATIF,
     API_OP_MODEL_PLAN,
+    API_OP_CHAKRA,
     API_OP_COUNT
 };
 

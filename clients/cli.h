@@ -26,6 +26,7 @@ int cmd_opportunities(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -42,6 +43,36 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
 int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
                       struct model_graph_opts *go, int *json);
 
+/* The graph of paths[0..n): Kineto traces loaded and built (the traces
+ * keep their events when keep_traces, else each is shed once its part of
+ * the graph is found), or Chakra ET files imported (*et set;
+ * estimator/chakra_import.h). On failure err says why (and *graph is NULL;
+ * free *job either way). */
+int cli_load_graph(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, int keep_traces, int *et, struct model_job **job,
+                   struct model_graph **graph, struct sc_error *err);
+
+/* A job's traces loaded, its graph built and replayed as `stepcast
+ * replay` does (the kept collectives split, estimator/coll_split.h). */
+struct model_replay_opts;
+struct cli_run {
+    struct model_job *job;
+    struct model_graph *graph;
+    struct model_replay *replay;
+    struct model_coll_wait *waits; /* the kept collectives' split (ro->waits) */
+};
+/* cli_load_graph, then the replay with ro (its waits set here). On
+ * failure *run is empty and err says why. */
+int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   struct cli_run *run, struct sc_error *err);
+void cli_run_release(struct cli_run *run);
+
+/* Each rank's replayed timeline (api/timeline_json.h) into
+ * DIR/rank<R>.replay.json, DIR created if need be. Returns the exit status. */
+struct model_replay;
+int cli_write_timelines(const struct model_replay *r, const char *dir);
+
 /* The whole file (malloc'd, NUL-terminated) in *out and its size in *n;
  * SC_ELIMIT past max bytes, SC_ENOTFOUND or SC_EIO naming the path. */
 int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err);
@@ -55,6 +86,9 @@ struct hw_profile;
  * and returns the exit status on failure, 0 on success. */
 int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs);
+/* The same from the spec file at path (at most 1 MiB). */
+int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
+                       const struct hw_profile **hw, struct est_costs *costs);
 
 /* The costs of spec's synthesised step on GPU hw: the defaults, or
  * cluster.profile's, found as cli_load_spec finds it. Prints the error and

@@ -108,6 +108,19 @@ int cli_load_spec(const char *text, size_t n, const char *calibrations, struct e
     return cli_spec_costs(spec, *hw, calibrations, costs);
 }
 
+int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
+                       const struct hw_profile **hw, struct est_costs *costs)
+{
+    struct sc_error err;
+    size_t n;
+    char *text;
+    if (cli_read_file(path, 1 << 20, &text, &n, &err))
+        return cli_fail(&err);
+    int rc = cli_load_spec(text, n, calibrations, spec, hw, costs);
+    free(text);
+    return rc;
+}
+
 int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,
                  struct est_spec *spec, struct est_estimate *e)
 {

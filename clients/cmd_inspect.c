@@ -11,6 +11,7 @@
 #include "api/whatif_json.h"
 #include "clients/cli.h"
 #include "clients/table.h"
+#include "estimator/chakra_import.h"
 #include "estimator/job_check.h"
 #include "estimator/job_config.h"
 #include "estimator/structure.h"
@@ -180,6 +181,55 @@ static int print_host_waits(const struct model_graph *g)
 
 /* What of description cfg the traced job (its graph g, structure st)
  * contradicts, each printed; 0, or an exit status when anything is. */
+/* What Chakra ET files hold, from their graph: per rank its file, its
+ * tasks by class, threads and streams and dependencies; the collectives
+ * coupled across ranks. */
+static json_t *et_json(const struct model_job *job, const struct model_graph *g)
+{
+    json_t *ranks = json_array();
+    for (size_t ri = 0; ranks && ri < g->n_ranks; ri++) {
+        size_t by[MODEL_TASK_CLASS_COUNT] = {0}, threads = 0, streams = 0, deps = 0;
+        for (size_t k = 0; k < g->n_res; k++)
+            if (g->res[k].rank == ri) {
+                threads += !g->res[k].gpu;
+                streams += g->res[k].gpu;
+            }
+        for (size_t i = 0; i < g->n_tasks; i++)
+            if (g->tasks[i].rank == ri) {
+                by[g->tasks[i].cls]++;
+                for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+                    deps += g->edges[e].kind != MODEL_EDGE_STEP_END;
+            }
+        json_t *classes = json_object();
+        for (int c = 0; c < MODEL_TASK_CLASS_COUNT; c++)
+            if (by[c] && c != MODEL_TASK_MARKER)
+                json_object_set_new(classes, model_task_class_name((enum model_task_class)c), json_integer((json_int_t)by[c]));
+        json_array_append_new(ranks, json_pack("{s:i, s:s, s:o, s:I, s:I, s:I}", "rank", g->ranks[ri].id, "source",
+                                               job->ranks[ri]->source, "tasks", classes, "dependencies",
+                                               (json_int_t)deps, "threads", (json_int_t)threads, "streams",
+                                               (json_int_t)streams));
+    }
+    return json_pack("{s:s, s:o, s:o}", "format", "chakra_et", "ranks", ranks, "collectives", api_collectives_json(g));
+}
+
+static int print_et(const json_t *doc, const struct model_graph *g)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "ranks"), i, r) {
+        const char *cls;
+        json_t *n;
+        printf("%srank %lld: %s (Chakra ET: one step, no measured time)\n", i ? "\n" : "", cli_json_int(r, "rank"),
+               cli_json_str(r, "source", ""));
+        printf("  tasks:");
+        json_object_foreach(json_object_get(r, "tasks"), cls, n) printf(" %s %lld", cls, (long long)json_integer_value(n));
+        printf("\n  dependencies %lld, threads %lld, streams %lld\n", cli_json_int(r, "dependencies"),
+               cli_json_int(r, "threads"), cli_json_int(r, "streams"));
+    }
+    print_groups(g);
+    return 0;
+}
+
 static int contradictions(const struct model_graph *g, const struct job_config *cfg, const struct job_structure *st)
 {
     struct sc_error err;
@@ -306,6 +356,27 @@ int cmd_inspect(int argc, char **argv)
         return cli_usage_error("inspect", "no trace given");
     if (config && (rc = cli_load_job_config(config, &cfg)))
         return rc;
+    int et;
+    struct sc_error eterr;
+    if (est_chakra_is_et((const char *const *)argv + optind, (size_t)(argc - optind), &et, &eterr))
+        return cli_fail(&eterr);
+    if (et) { /* no trace to inspect: what the files' graph holds */
+        struct model_graph *g = NULL;
+        json_t *doc = NULL;
+        if (config)
+            return cli_usage_error("inspect", "--config needs Kineto traces");
+        if (est_chakra_import((const char *const *)argv + optind, (size_t)(argc - optind), &lo.limits, NULL, &job, &g,
+                              &eterr))
+            rc = cli_fail(&eterr);
+        else if (!(doc = et_json(job, g)))
+            rc = 1;
+        else
+            rc = json ? cli_print_json(doc) : print_et(doc, g);
+        json_decref(doc);
+        model_graph_free(g);
+        model_job_free(job);
+        return rc;
+    }
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
     /* its graph, for the collectives matched across ranks and the

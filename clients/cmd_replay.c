@@ -9,6 +9,8 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "api/timeline_json.h"
+#include "estimator/chakra_import.h"
 #include "estimator/coll_split.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
@@ -28,24 +30,52 @@ static const char path_usage[] =
     "                              [--scale SPEC]... [--keep-unexplained] TRACE...\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
 
-struct run {
-    struct model_job *job;
-    struct model_graph *graph;
-    struct model_replay *replay;
-    struct model_coll_wait *waits; /* the kept collectives' split */
-};
-
-static void run_release(struct run *r)
+void cli_run_release(struct cli_run *r)
 {
     model_replay_free(r->replay);
     model_graph_free(r->graph);
     model_job_free(r->job);
     free(r->waits);
+    memset(r, 0, sizeof *r);
+}
+
+int cli_load_graph(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, int keep_traces, int *et, struct model_job **job,
+                   struct model_graph **graph, struct sc_error *err)
+{
+    /* each rank's trace is shed once its part of the graph is found, but
+     * where the caller reads the trace's events again */
+    struct model_graph_load gl = {.load = lo};
+    *job = NULL;
+    *graph = NULL;
+    if (est_chakra_is_et(paths, n, et, err))
+        return err->code;
+    if (*et)
+        return est_chakra_import(paths, n, &lo->limits, NULL, job, graph, err);
+    if (!keep_traces)
+        return model_graph_build_paths(paths, n, &gl, go, job, graph, err);
+    int rc = model_job_load(paths, n, lo, 0, job, err);
+    return rc ? rc : model_graph_build(*job, go, graph, err);
+}
+
+int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   struct cli_run *run, struct sc_error *err)
+{
+    int et;
+    memset(run, 0, sizeof *run);
+    if (cli_load_graph(paths, n, lo, go, keep_traces, &et, &run->job, &run->graph, err) ||
+        coll_split_waits(run->graph, &run->waits, &ro->waits.n, err) ||
+        (ro->waits.v = run->waits, model_replay_run(run->graph, ro, &run->replay, err))) {
+        cli_run_release(run);
+        return err->code;
+    }
+    return SC_OK;
 }
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
  * *json and *timeline report the output options. */
-static int prepare(int argc, char **argv, const char *cmd, const char *usage, struct run *run,
+static int prepare(int argc, char **argv, const char *cmd, const char *usage, struct cli_run *run,
                    int *json, const char **timeline)
 {
     static const struct option opts[] = {
@@ -101,30 +131,25 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     }
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
-    /* each rank's trace is shed once its part of the graph is found */
-    struct model_graph_load gl = {.load = &lo};
-    if (model_graph_build_paths((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go,
-                                &run->job, &run->graph, &err) ||
-        coll_split_waits(run->graph, &run->waits, &ro.waits.n, &err) ||
-        (ro.waits.v = run->waits, model_replay_run(run->graph, &ro, &run->replay, &err))) {
-        run_release(run);
+    /* a timeline writes the trace's events again */
+    if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
+                       timeline && *timeline, run, &err))
         return cli_fail(&err);
-    }
     return 0;
 }
 
-static int write_timelines(const struct run *run, const char *dir)
+int cli_write_timelines(const struct model_replay *r, const char *dir)
 {
     if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
         fprintf(stderr, "stepcast: cannot create directory '%s'\n", dir);
         return 1;
     }
-    for (size_t i = 0; i < run->job->n_ranks; i++) {
+    for (size_t i = 0; i < r->g->n_ranks; i++) {
         char path[4096];
-        int rank = run->job->rank_ids[i];
-        json_t *doc = api_timeline_json(run->replay, rank);
+        int rank = r->g->ranks[i].id;
+        json_t *doc = api_timeline_json(r, rank);
         snprintf(path, sizeof path, "%s/rank%d.replay.json", dir, rank);
-        if (!doc || json_dump_file(doc, path, JSON_COMPACT | JSON_REAL_PRECISION(17))) {
+        if (!doc || json_dump_file(doc, path, API_TIMELINE_DUMP_FLAGS)) {
             json_decref(doc);
             fprintf(stderr, "stepcast: cannot write '%s'\n", path);
             return 1;
@@ -136,25 +161,25 @@ static int write_timelines(const struct run *run, const char *dir)
 
 int cmd_replay(int argc, char **argv)
 {
-    struct run run;
+    struct cli_run run;
     const char *timeline;
     int json, rc = prepare(argc, argv, "replay", replay_usage, &run, &json, &timeline);
     if (rc)
         return rc < 0 ? 0 : rc;
     rc = cli_print_doc(api_replay_json(run.replay), json, cli_print_replay);
     if (rc == 0 && timeline)
-        rc = write_timelines(&run, timeline);
-    run_release(&run);
+        rc = cli_write_timelines(run.replay, timeline);
+    cli_run_release(&run);
     return rc;
 }
 
 int cmd_critical_path(int argc, char **argv)
 {
-    struct run run;
+    struct cli_run run;
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
     rc = cli_print_doc(api_critical_path_json(run.replay), json, cli_print_critical_path);
-    run_release(&run);
+    cli_run_release(&run);
     return rc;
 }

@@ -85,13 +85,7 @@ int cmd_synth(int argc, char **argv)
     struct est_spec spec;
     const struct hw_profile *hw;
     struct est_costs costs;
-    size_t n;
-    char *text;
-    if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
-    rc = cli_load_spec(text, n, calibrations, &spec, &hw, &costs);
-    free(text);
-    if (rc)
+    if ((rc = cli_load_spec_file(spec_path, calibrations, &spec, &hw, &costs)))
         return rc;
     if (mkdir(out, 0777) && errno != EEXIST) {
         sc_error_set(&err, SC_EIO, "%s: %s", out, strerror(errno));

@@ -21,6 +21,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "model/archive.h"
+#include "model/chakra_read.h"
 #include "model/job.h"
 #include "model/stream.h"
 #include "model/trace.h"
@@ -76,14 +77,20 @@ static int cmp_label(const void *a, const void *b)
     return strcmp(((const struct unit *)a)->label, ((const struct unit *)b)->label);
 }
 
-/* A directory's trace files, in name order. */
+/* A directory's trace files, in name order (a folder of Chakra ET files:
+ * its .et files, not its communicator table, which the server does not
+ * take: it couples collectives by their communicators' names). */
 static int add_dir(struct units *u, const char *dir, struct sc_error *err)
 {
     struct model_paths files = {0};
-    int rc = model_job_dir_files(dir, &files, err);
-    for (size_t i = 0; i < files.n && rc == SC_OK; i++)
-        if (add_unit(u, files.v[i], files.v[i], 0))
+    int et = 0, rc = model_job_dir_files(dir, &files, err);
+    if (rc == SC_OK)
+        rc = model_et_is_et(dir, &et, err);
+    for (size_t i = 0; i < files.n && rc == SC_OK; i++) {
+        size_t n = strlen(files.v[i]);
+        if ((!et || (n > 3 && !strcmp(files.v[i] + n - 3, ".et"))) && add_unit(u, files.v[i], files.v[i], 0))
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
     model_paths_release(&files);
     return rc;
 }
@@ -154,13 +161,22 @@ static int find_ranks(struct units *u)
     model_load_opts_default(&lo);
     for (size_t i = 0; i < u->n; i++) {
         struct model_trace *t;
+        struct model_et_rank *et;
         struct sc_error err;
-        if (model_trace_load_file(u->v[i].path, &lo, &t, &err)) {
+        int is_et = 0, rc = model_et_is_et(u->v[i].path, &is_et, &err);
+        if (rc == SC_OK && is_et && (rc = model_et_read_file(u->v[i].path, &lo.limits, &et, &err)) == SC_OK) {
+            /* Chakra ET: its name's rank, else its GlobalMetadata's */
+            int named = model_et_name_rank(u->v[i].label);
+            u->v[i].rank = named >= 0 ? named : et->rank >= 0 ? et->rank : (long long)i;
+            model_et_rank_free(et);
+        } else if (rc == SC_OK && !is_et && (rc = model_trace_load_file(u->v[i].path, &lo, &t, &err)) == SC_OK) {
+            u->v[i].rank = t->rank >= 0 ? t->rank : (long long)i;
+            model_trace_free(t);
+        }
+        if (rc) {
             fprintf(stderr, "stepcast: '%s': %s\n", u->v[i].label, err.msg);
             return sc_status_exit_code(err.code);
         }
-        u->v[i].rank = t->rank >= 0 ? t->rank : (long long)i;
-        model_trace_free(t);
         for (size_t j = 0; j < i; j++)
             if (u->v[j].rank == u->v[i].rank) {
                 fprintf(stderr, "stepcast: '%s' and '%s' are both rank %lld\n", u->v[j].label,

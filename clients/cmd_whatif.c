@@ -21,7 +21,7 @@
 
 static const char usage[] =
     "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
-    "                       [--steps A-B] TRACE...\n"
+    "                       [--steps A-B] [--timeline DIR] TRACE...\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
     "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
@@ -92,23 +92,24 @@ int cmd_whatif(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, 'S'},
         {"json", no_argument, NULL, 'j'},           {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'},    {"help", no_argument, NULL, 'h'},
-        {"compare-synth", no_argument, NULL, 'C'},
+        {"compare-synth", no_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
     struct model_graph_opts go;
     struct job_config cfg, set;
     struct sc_error err;
-    const char *config = NULL;
+    const char *config = NULL, *timeline = NULL;
     int json = 0, compare = 0, c, rc;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
     job_config_init(&set);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:S:jm:s:hC", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:S:jm:s:hCt:", opts, NULL)) != -1) {
         switch (c) {
         case 'C': compare = 1; break;
+        case 't': timeline = optarg; break;
         case 'c': config = optarg; break;
         case 'S':
             if (job_config_parse_set_list(optarg, &set, &err))
@@ -133,9 +134,10 @@ int cmd_whatif(int argc, char **argv)
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct whatif_result r;
-    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
-        return rc;
-    if (model_graph_build(job, &go, &g, &err) || whatif_run(g, &cfg, &set, &r, &err)) {
+    int et;
+    if (cli_load_graph((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &et, &job, &g,
+                       &err) ||
+        whatif_run(g, &cfg, &set, &r, &err)) {
         model_graph_free(g);
         model_job_free(job);
         return cli_fail(&err);
@@ -159,6 +161,8 @@ int cmd_whatif(int argc, char **argv)
         if (compare)
             print_compare(&cmp);
     }
+    if (rc == 0 && timeline) /* the transformed step, as replay writes a traced one */
+        rc = cli_write_timelines(r.replay, timeline);
     json_decref(doc);
     whatif_release(&r);
     model_graph_free(g);

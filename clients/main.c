@@ -54,6 +54,9 @@ static const char usage[] =
     "  synth --spec F --out DIR [--detail kernel|layer|stage] [--calibrations DIR]\n"
     "      the synthesised step as per-rank Kineto traces (one per pipeline\n"
     "      stage, marked synthetic) that replay re-ingests\n"
+    "  export chakra --out DIR [--steps A-B] TRACE... | export chakra --out DIR --spec F\n"
+    "      the replayed step as Chakra execution traces (one .et per rank and\n"
+    "      comm_group.json) for ASTRA-sim and other simulators\n"
     "  calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] [--gemms TABLE]...\n"
     "       [--force] --out PROFILE.json FILE...\n"
     "      fit the collective model to nccl-tests outputs (and the GEMM costs to\n"
@@ -235,6 +238,7 @@ int main(int argc, char **argv)
         {"diff", cmd_diff},
         {"plan", cmd_plan},
         {"whatif", cmd_whatif},
+        {"export", cmd_export},
     };
 
     /* remote commands; those that are local commands too (`local`) are the

@@ -38,25 +38,34 @@ int cli_print_replay(const json_t *doc)
     json_array_foreach(steps, i, s) {
         const json_t *b = json_object_get(s, "breakdown");
         int partial = json_is_true(json_object_get(s, "partial"));
-        scored += !partial;
-        if (!partial) {
+        /* a step with no measured time (Chakra ET): no error to show */
+        int timed = !json_is_null(json_object_get(s, "measured_ms"));
+        char m[32] = "-", e[32] = "-", u[32] = "-";
+        scored += !partial && timed;
+        if (!partial && timed) {
             measured += cli_json_num(s, "measured_ms");
             unexplained += cli_json_num(s, "unexplained_ms");
             kept += cli_json_num(b, "unexplained");
         }
-        cli_table_rowf(&tb, "%lld|%s%s|%.3f|%.3f|%+.2f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
-                       cli_json_int(s, "rank"), cli_json_str(s, "step", ""),
-                       partial ? " (partial)" : "", cli_json_num(s, "measured_ms"),
-                       cli_json_num(s, "replayed_ms"), cli_json_num(s, "error_pct"),
-                       cli_json_num(s, "unexplained_ms"), cli_json_num(b, "compute_exposed"),
+        if (timed) {
+            snprintf(m, sizeof m, "%.3f", cli_json_num(s, "measured_ms"));
+            snprintf(e, sizeof e, "%+.2f", cli_json_num(s, "error_pct"));
+            snprintf(u, sizeof u, "%.3f", cli_json_num(s, "unexplained_ms"));
+        }
+        cli_table_rowf(&tb, "%lld|%s%s|%s|%.3f|%s|%s|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f|%.3f",
+                       cli_json_int(s, "rank"), cli_json_str(s, "step", ""), partial ? " (partial)" : "", m,
+                       cli_json_num(s, "replayed_ms"), e, u, cli_json_num(b, "compute_exposed"),
                        cli_json_num(b, "overlap"), cli_json_num(b, "comm_exposed"),
                        cli_json_num(b, "unexplained"), cli_json_num(b, "host"),
                        cli_json_num(b, "idle"), cli_json_num(s, "collective_kept_ms"));
     }
     cli_table_print(&tb, stdout, "");
     cli_table_release(&tb);
-    printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
-           cli_json_num(doc, "mean_abs_error_pct"), cli_json_num(doc, "max_abs_error_pct"), scored);
+    if (scored)
+        printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
+               cli_json_num(doc, "mean_abs_error_pct"), cli_json_num(doc, "max_abs_error_pct"), scored);
+    else
+        printf("\nno measured step to compare with (the steps have no measured time)\n");
 
     const json_t *g = json_object_get(doc, "graph"), *v;
     const char *kind;

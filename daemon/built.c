@@ -16,6 +16,7 @@
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
+#include "estimator/chakra_import.h"
 #include "estimator/coll_split.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -168,8 +169,12 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
      * once its rank's part of the graph is found */
     struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
+        int et = 0;
         gl.ranks = f.ranks; /* the ranks they were uploaded as */
-        if ((rc = model_graph_build_paths(f.pv, n, &gl, graph_opts, &m->job, &m->graph, err)))
+        if ((rc = est_chakra_is_et((const char *const *)f.pv, n, &et, err)) == SC_OK)
+            rc = et ? est_chakra_import((const char *const *)f.pv, n, &opts->limits, f.ranks, &m->job, &m->graph, err)
+                    : model_graph_build_paths(f.pv, n, &gl, graph_opts, &m->job, &m->graph, err);
+        if (rc)
             name_failed(err, &f, traces, n);
     }
     blob_files_release(&f);

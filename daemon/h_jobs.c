@@ -19,6 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/chakra_read.h"
 #include "model/stream.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -126,6 +127,24 @@ void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     store_names_release(&freed);
 }
 
+/* A Chakra ET file received: read whole (one rank's nodes); its nodes
+ * count as its events, and it is one step. */
+static int validate_et(struct svc *s, struct svc_request *q, struct api_trace *rec, struct api_reply *r)
+{
+    struct model_et_rank *et = NULL;
+    struct sc_error err;
+    int rc = model_et_read_file(blob_writer_path(q->upload), &s->load.limits, &et, &err);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INVALID_TRACE);
+    if (et->rank >= 0 && et->rank != q->params.rank)
+        rc = api_fail(r, API_E_UNPROCESSABLE, "the Chakra ET is rank %d (its GlobalMetadata) but was sent as rank %lld",
+                      et->rank, (long long)q->params.rank);
+    rec->events = (int64_t)et->n_nodes;
+    rec->steps = 1;
+    model_et_rank_free(et);
+    return rc;
+}
+
 /* Load the received file with the reader: the trace's counts, or an error
  * reply naming the byte offset or event. */
 static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec, struct api_reply *r)
@@ -133,6 +152,9 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
     struct model_stream *in;
     struct model_trace *t = NULL;
     struct sc_error err;
+    int et = 0;
+    if (model_et_is_et(blob_writer_path(q->upload), &et, &err) == SC_OK && et)
+        return validate_et(s, q, rec, r);
     int rc = model_stream_open_file(blob_writer_path(q->upload), &in, &err);
     if (rc == SC_OK) {
         struct model_load_opts counting = s->load; /* memory bounded whatever the event count */

@@ -164,7 +164,7 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
     store_names_release(&freed);
 }
 
-/* A replay, critical path or timeline of the model: the query's scales
+/* A replay, critical path, timeline or Chakra export of the model: the query's scales
  * and rank, the memo, the replay, the answer rendered. */
 static void answer_replay(struct built_model *m, const struct svc_request *q, struct api_reply *r,
                           int *memo_hit)
@@ -174,6 +174,7 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
     struct sc_error err;
     char key[BUILT_MEMO_KEY_MAX];
     long rank = -1;
+    const char *prefix = "stepcast";
     size_t k = (size_t)snprintf(key, sizeof key, "%s", api_op_info(q->op)->id);
 
     model_replay_opts_default(&ro);
@@ -189,6 +190,8 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
             api_fail(r, API_E_BAD_REQUEST, "scale: %s", err.msg);
             return;
         }
+        if (!strcmp(q->qkey[i], "prefix"))
+            prefix = q->qval[i];
         if (!strcmp(q->qkey[i], "rank")) {
             char *end;
             rank = strtol(q->qval[i], &end, 10);
@@ -213,7 +216,8 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         api_fail_status(r, &err, API_E_BAD_REQUEST);
         return;
     }
-    int rc = api_reply_replay(r, q->op, rp, (int)rank);
+    int rc = q->op == API_OP_CHAKRA ? api_reply_chakra(r, built_model_graph(m), rp, &ro, prefix)
+                                    : api_reply_replay(r, q->op, rp, (int)rank);
     model_replay_free(rp);
     if (rc == SC_OK)
         built_memo_put(m, key, r);

@@ -59,3 +59,8 @@ CORE_SRCS += estimator/job_config.c estimator/job_check.c estimator/structure.c 
 FUZZ_TARGETS += job_config
 # the quantisation kernels of the low-precision recipes (fp8, NVFP4)
 CORE_SRCS += estimator/quant.c
+
+# a replayed step as Chakra execution traces, and Chakra ET files replayed
+# (estimator/chakra_export.h, estimator/chakra_import.h)
+CORE_SRCS += estimator/chakra_export.c estimator/chakra_import.c
+$(BUILD)/obj/estimator/chakra_export.o: $(BUILD)/gen/et_def.pb-c.h

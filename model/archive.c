@@ -238,3 +238,57 @@ int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
     model_archive_free(m);
     return SC_OK;
 }
+
+/* ---- writing ------------------------------------------------------------------- */
+
+/* An octal field of `width` bytes: digits then NUL. */
+static void tar_octal(unsigned char *at, size_t width, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%0*llo", (int)width - 1, (unsigned long long)v);
+    memcpy(at, buf, width - 1);
+    at[width - 1] = '\0';
+}
+
+int model_archive_tar(const struct model_tar_file *files, size_t n, unsigned char **out, size_t *len,
+                      struct sc_error *err)
+{
+    size_t total = 1024;
+    *out = NULL;
+    *len = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t nl = strlen(files[k].name);
+        if (!nl || nl >= 100 || strstr(files[k].name, "..") || files[k].n > 077777777777ull)
+            return sc_error_set(err, SC_EINVAL, "cannot archive '%s': a name of 1 to 99 bytes without '..' "
+                                "and under 8 GiB", files[k].name);
+        total += 512 + (files[k].n + 511) / 512 * 512;
+    }
+    unsigned char *buf = calloc(1, total);
+    if (!buf)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char *h = buf + at;
+        unsigned sum = 0;
+        memcpy(h, files[k].name, strlen(files[k].name));
+        tar_octal(h + 100, 8, 0644);
+        tar_octal(h + 108, 8, 0);
+        tar_octal(h + 116, 8, 0);
+        tar_octal(h + 124, 12, files[k].n);
+        tar_octal(h + 136, 12, 0);
+        memset(h + 148, ' ', 8); /* the checksum counts itself as spaces */
+        h[156] = '0';
+        memcpy(h + 257, "ustar", 6);
+        memcpy(h + 263, "00", 2);
+        for (size_t i = 0; i < 512; i++)
+            sum += h[i];
+        tar_octal(h + 148, 7, sum);
+        at += 512;
+        if (files[k].n)
+            memcpy(buf + at, files[k].data, files[k].n);
+        at += (files[k].n + 511) / 512 * 512;
+    }
+    *out = buf;
+    *len = total;
+    return SC_OK;
+}

@@ -1,4 +1,5 @@
-/* model/archive.h: tar archives of traces, read member by member.
+/* model/archive.h: tar archives of traces, read member by member, and
+ * small archives of files written in memory (model_archive_tar).
  *
  * Users send a job as a .tar.gz of its ranks' traces. The archive is read
  * by libarchive: ustar, pax (long names, large sizes) and GNU (long names)
@@ -39,5 +40,19 @@ void model_archive_free(struct model_archive *a); /* NULL-safe */
  * ending .tar, .tgz, .tar.gz and the like) is the error that libarchive is
  * missing, and any other file is not one: plain traces need no libarchive. */
 int model_archive_is_tar(const char *path, int *yes, struct sc_error *err);
+
+/* A file to put in an archive. */
+struct model_tar_file {
+    const char *name; /* under 100 bytes, no "..": written as it is */
+    const void *data;
+    size_t n;
+};
+
+/* A ustar archive of files[0..n) in *out (from malloc; *len bytes): a
+ * 512-byte header and the data padded to 512 bytes per file, mode 0644,
+ * then the two zero blocks that end an archive. Needs no libarchive.
+ * SC_EINVAL for a name that does not fit. */
+int model_archive_tar(const struct model_tar_file *files, size_t n, unsigned char **out, size_t *len,
+                      struct sc_error *err);
 
 #endif

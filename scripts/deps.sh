@@ -14,17 +14,23 @@ out=${1:-build/config.mk}
 # pkg-config module -> Debian package
 modules="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev gsl:libgsl-dev
 sqlite3:libsqlite3-dev zlib:zlib1g-dev libcurl:libcurl4-openssl-dev
-libcrypto:libssl-dev libarchive:libarchive-dev"
+libcrypto:libssl-dev libarchive:libarchive-dev libprotobuf-c:libprotobuf-c-dev
+protobuf:libprotobuf-dev"
 # command -> Debian package (clang and its runtime build the fuzz targets;
 # python3 and wrk are the baselines and load generator of `make bench`;
-# node, npm and chromium build and test the dashboard)
+# node, npm and chromium build and test the dashboard; protoc-c compiles the
+# Chakra schema; protoc, g++ and libprotobuf build Chakra's own readers,
+# which tests/interop runs)
 commands="cc:gcc pkg-config:pkg-config clang:clang python3:python3 wrk:wrk
-gzip:gzip tar:tar node:nodejs npm:npm chromium:chromium"
+gzip:gzip tar:tar node:nodejs npm:npm chromium:chromium protoc-c:protobuf-c-compiler
+protoc:protobuf-compiler g++:g++"
 # module of Debian's /usr/bin/python3 -> Debian package: what installs the
 # Python client (clients/python) into a venv, offline (an interpreter
-# earlier on PATH, such as a pyenv build, may lack them)
+# earlier on PATH, such as a pyenv build, may lack them); and what the
+# readers of tests/interop import: Chakra's protobuf reader, HTA's packages
 pymodules="ensurepip:python3-venv setuptools:python3-setuptools wheel:python3-wheel
-pip:python3-pip"
+pip:python3-pip google.protobuf:python3-protobuf pandas:python3-pandas numpy:python3-numpy
+plotly:python3-plotly networkx:python3-networkx pydot:python3-pydot psutil:python3-psutil"
 
 missing=""
 add() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
@@ -86,7 +92,7 @@ if [ ! -f "$root/node_modules/.package-lock.json" ] ||
     (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --prefer-offline >&2)
 fi
 
-pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive"
+pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive libprotobuf-c"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 have_cupti=0
 cupti_lib=""

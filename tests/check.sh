@@ -17,7 +17,11 @@
 #      (tests/hopper_steps.py), and what-ifs from each of those traced
 #      steps to the others and from H100 to H200 (tests/whatif_steps.py);
 #      and README's and BENCHMARKS' what-if examples, run as written
-#      (tests/docs_examples.py).
+#      (tests/docs_examples.py);
+#   8. what other tools make of what stepcast writes, through their own
+#      readers in ../shared/interop: HTA on replayed timelines, Chakra's
+#      Python reader and C++ feeder on exported execution traces
+#      (tests/interop/run.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
 set -u
@@ -114,6 +118,12 @@ if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
     phase "what-if on measured steps" python3 tests/whatif_steps.py --cli build/stepcast
     phase "docs' what-if examples" python3 tests/docs_examples.py
+fi
+interop=${STEPCAST_SHARED:-../shared}/interop
+if [ ! -d "$interop" ]; then
+    echo "== interop: skipped: $interop is not here"
+elif build all; then
+    phase "interop (HTA, Chakra)" /usr/bin/python3 tests/interop/run.py --cli build/stepcast
 fi
 
 echo "$passed passed, $failed failed"

@@ -43,3 +43,6 @@ VALIDATE := $(BUILD)/validate
 $(VALIDATE): $(BUILD)/obj/tests/tools/validate.o $(BUILD)/obj/tests/tools/validate_published.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBSTEPCAST) $(LIBS)
 tests: $(VALIDATE)
+
+# tests that read Chakra ET messages include the generated schema header
+$(BUILD)/obj/tests/unit/test_chakra.o: $(BUILD)/gen/et_def.pb-c.h

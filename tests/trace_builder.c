@@ -119,6 +119,13 @@ int tb_copy(struct tb *tb, double call_ts, double call_dur, int stream, const ch
     return corr;
 }
 
+void tb_flow(struct tb *tb, char phase, const char *cat, int id, int pid, int tid, double ts)
+{
+    put(tb, "%s\n{\"ph\": \"%c\", \"id\": %d, \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"cat\": \"%s\", "
+            "\"name\": \"%s\"%s}",
+        tb->events++ ? "," : "", phase, id, pid, tid, 1000000.0 + ts, cat, cat, phase == 'f' ? ", \"bp\": \"e\"" : "");
+}
+
 const char *tb_write(struct tb *tb, const char *name)
 {
     put(tb, "\n]}\n");

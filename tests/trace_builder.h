@@ -51,6 +51,8 @@ int tb_copy(struct tb *tb, double call_ts, double call_dur, int stream, const ch
 /* A kernel with explicit args (collectives). */
 void tb_kernel_args(struct tb *tb, int corr, int stream, const char *kernel, double ts, double dur,
                     const char *extra_args);
+/* One end of a flow arrow: phase 's' or 'f', category `cat` (ac2g, fwdbwd). */
+void tb_flow(struct tb *tb, char phase, const char *cat, int id, int pid, int tid, double ts);
 /* Write "<tmp>/<name>" and return its path (static buffer). */
 const char *tb_write(struct tb *tb, const char *name);
 /* Load traces written by tb_write as one job (fails the test on error). */

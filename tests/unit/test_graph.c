@@ -9,6 +9,7 @@
 
 #include "api/inspect_json.h"
 #include "api/replay_json.h"
+#include "api/timeline_json.h"
 #include "estimator/coll_split.h"
 #include "model/collective.h"
 #include "model/graph.h"

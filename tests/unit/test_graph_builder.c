@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "api/timeline_json.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/graph_builder.h"
