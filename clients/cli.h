@@ -82,9 +82,10 @@ struct est_costs;
 struct hw_profile;
 /* The spec text[0..n), checked, its GPU's profile, and the costs of the
  * synthesised step: the GPU's defaults, or cluster.profile's (a file as
- * named, else NAME.json in `calibrations` when not NULL). Prints the error
- * and returns the exit status on failure, 0 on success. */
-int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+ * named, else NAME.json in `calibrations` when not NULL). Prints the error,
+ * naming `source` (the spec's file), and returns the exit status on
+ * failure, 0 on success. */
+int cli_load_spec(const char *text, size_t n, const char *source, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs);
 /* The same from the spec file at path (at most 1 MiB). */
 int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
@@ -106,11 +107,12 @@ int cli_is_dir(const char *path);
 /* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
 int cli_print_json(void *json);
 
-/* Estimate a spec (text of n bytes) here: its cluster.profile is a file,
- * or NAME.json in `calibrations` (a directory, may be NULL). Prints the
- * error and returns the exit status on failure, 0 with *spec and *e
- * (est_estimate_release) on success. */
-int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,
+/* Estimate a spec (text of n bytes, from file `source`) here: its
+ * cluster.profile is a file, or NAME.json in `calibrations` (a directory,
+ * may be NULL). Prints the error, naming source, and returns the exit
+ * status on failure, 0 with *spec and *e (est_estimate_release) on
+ * success. */
+int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
                  struct est_spec *spec, struct est_estimate *e);
 
 /* Members of a JSON object (a json_t *) for display: a string, or `none`

@@ -99,12 +99,14 @@ int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, con
     return 0;
 }
 
-int cli_load_spec(const char *text, size_t n, const char *calibrations, struct est_spec *spec,
+int cli_load_spec(const char *text, size_t n, const char *source, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs)
 {
     struct sc_error err;
-    if (est_spec_load(text, n, spec, hw, &err))
+    if (est_spec_load(text, n, spec, hw, &err)) {
+        sc_error_prefix(&err, "%s", source);
         return cli_fail(&err);
+    }
     return cli_spec_costs(spec, *hw, calibrations, costs);
 }
 
@@ -116,30 +118,30 @@ int cli_load_spec_file(const char *path, const char *calibrations, struct est_sp
     char *text;
     if (cli_read_file(path, 1 << 20, &text, &n, &err))
         return cli_fail(&err);
-    int rc = cli_load_spec(text, n, calibrations, spec, hw, costs);
+    int rc = cli_load_spec(text, n, path, calibrations, spec, hw, costs);
     free(text);
     return rc;
 }
 
-int cli_estimate(const char *text, size_t n, const char *calibrations, enum est_detail detail,
+int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
                  struct est_spec *spec, struct est_estimate *e)
 {
     const struct hw_profile *hw;
     struct est_costs costs;
     struct sc_error err;
-    int rc = cli_load_spec(text, n, calibrations, spec, &hw, &costs);
+    int rc = cli_load_spec(text, n, source, calibrations, spec, &hw, &costs);
     if (rc)
         return rc;
     return est_estimate(spec, hw, &costs, detail, e, &err) ? cli_fail(&err) : 0;
 }
 
 /* The estimate document of a spec, made here. */
-static int estimate_here(const char *text, size_t n, const char *calibrations, enum est_detail detail,
-                         json_t **doc, char *gpu, size_t gpu_n)
+static int estimate_here(const char *text, size_t n, const char *source, const char *calibrations,
+                         enum est_detail detail, json_t **doc, char *gpu, size_t gpu_n)
 {
     struct est_spec spec;
     struct est_estimate e;
-    int rc = cli_estimate(text, n, calibrations, detail, &spec, &e);
+    int rc = cli_estimate(text, n, source, calibrations, detail, &spec, &e);
     if (rc)
         return rc;
     snprintf(gpu, gpu_n, "%s", spec.cluster.gpu);
@@ -207,7 +209,7 @@ int cmd_estimate(int argc, char **argv)
     if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
         return cli_fail(&err);
     rc = remote_configured() ? estimate_remote(text, detail, &doc, gpu, sizeof gpu)
-                             : estimate_here(text, n, calibrations, detail, &doc, gpu, sizeof gpu);
+                             : estimate_here(text, n, spec_path, calibrations, detail, &doc, gpu, sizeof gpu);
     free(text);
     if (!rc) {
         if (json)

@@ -184,7 +184,8 @@ static int add_entries(const struct opts *o, struct api_validation *v, size_t n)
 
 /* An estimate entry of spec text, predicted here (locally) or left for
  * the server (spec as given). */
-static int spec_entry(const struct opts *o, const char *text, size_t len, struct api_validation *v)
+static int spec_entry(const struct opts *o, const char *text, size_t len, const char *source,
+                      struct api_validation *v)
 {
     if (remote_configured()) {
         v->spec = strdup(text);
@@ -192,7 +193,7 @@ static int spec_entry(const struct opts *o, const char *text, size_t len, struct
     }
     struct est_spec spec;
     struct est_estimate e;
-    int rc = cli_estimate(text, len, o->calibrations, EST_DETAIL_STAGE, &spec, &e);
+    int rc = cli_estimate(text, len, source, o->calibrations, EST_DETAIL_STAGE, &spec, &e);
     if (rc)
         return rc;
     v->predicted_ms = e.step_ms;
@@ -237,7 +238,7 @@ static int ledger_add(const struct opts *o)
         char *text;
         if (cli_read_file(o->spec, 1 << 20, &text, &n, &err))
             return cli_fail(&err);
-        rc = spec_entry(o, text, n, &v);
+        rc = spec_entry(o, text, n, o->spec, &v);
         free(text);
     }
     if (!rc)
@@ -280,7 +281,7 @@ static int ledger_import(const struct opts *o, const char *file)
         } else if (!(spec_text = est_spec_json(&spec))) {
             rc = 1;
         } else {
-            rc = spec_entry(o, spec_text, strlen(spec_text), &v[i]);
+            rc = spec_entry(o, spec_text, strlen(spec_text), v[i].source, &v[i]);
             free(spec_text);
         }
     }

@@ -408,6 +408,7 @@ int cmd_plan(int argc, char **argv)
     /* the model of the spec, for --megatron and the table, parsed here either way */
     if (est_plan_parse_spec(text, n, &req, &err)) {
         free(text);
+        sc_error_prefix(&err, "%s", spec_path);
         return cli_fail(&err);
     }
     rc = remote_configured() ? plan_remote(text, NULL, &req, &doc) : plan_here(calibrations, &req, &doc);
