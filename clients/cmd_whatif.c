@@ -64,7 +64,7 @@ static int print_text(const json_t *doc)
 {
     const json_t *v;
     size_t i;
-    int rc = cli_print_replay(doc);
+    int rc = cli_print_whatif_replay(doc);
     char *base = json_dumps(json_object_get(doc, "base"), JSON_COMPACT | JSON_PRESERVE_ORDER),
          *target = json_dumps(json_object_get(doc, "target"), JSON_COMPACT | JSON_PRESERVE_ORDER);
     printf("\nbase   %s\ntarget %s\n", base ? base : "?", target ? target : "?");

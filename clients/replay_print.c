@@ -23,7 +23,30 @@ int cli_print_doc(json_t *doc, int json, int (*as_text)(const json_t *))
  * which the table says what that means and what to do. */
 #define UNEXPLAINED_NOTE 0.05
 
+/* The words of the replay's table: a replay's against its measured step,
+ * a what-if's against the traced run it changes (not an error: the run
+ * changed). */
+struct replay_words {
+    const char *measured, *replayed, *diff, *mean, *max;
+};
+static const struct replay_words replay_words = {"measured ms", "replayed ms", "error %", "mean |error|",
+                                                 "max |error|"};
+static const struct replay_words whatif_words = {"traced ms", "what-if ms", "diff %",
+                                                 "difference from the traced run: mean |diff|", "max |diff|"};
+
+static int print_replay(const json_t *doc, const struct replay_words *w);
+
 int cli_print_replay(const json_t *doc)
+{
+    return print_replay(doc, &replay_words);
+}
+
+int cli_print_whatif_replay(const json_t *doc)
+{
+    return print_replay(doc, &whatif_words);
+}
+
+static int print_replay(const json_t *doc, const struct replay_words *w)
 {
     const json_t *steps = json_object_get(doc, "steps"), *s;
     size_t i, scored = 0;
@@ -33,7 +56,7 @@ int cli_print_replay(const json_t *doc)
         fprintf(stderr, "stepcast: the replay document has no steps\n");
         return 1;
     }
-    cli_table_init(&tb, "rank", "step", "measured ms", "replayed ms", "error %", "unexplained ms",
+    cli_table_init(&tb, "rank", "step", w->measured, w->replayed, w->diff, "unexplained ms",
                    "compute", "overlap", "comm", "unexpl", "host", "idle", "kept coll ms", NULL);
     json_array_foreach(steps, i, s) {
         const json_t *b = json_object_get(s, "breakdown");
@@ -62,8 +85,8 @@ int cli_print_replay(const json_t *doc)
     cli_table_print(&tb, stdout, "");
     cli_table_release(&tb);
     if (scored)
-        printf("\nmean |error| %.2f%%, max |error| %.2f%% over %zu steps (partial steps excluded)\n",
-               cli_json_num(doc, "mean_abs_error_pct"), cli_json_num(doc, "max_abs_error_pct"), scored);
+        printf("\n%s %.2f%%, %s %.2f%% over %zu steps (partial steps excluded)\n", w->mean,
+               cli_json_num(doc, "mean_abs_error_pct"), w->max, cli_json_num(doc, "max_abs_error_pct"), scored);
     else
         printf("\nno measured step to compare with (the steps have no measured time)\n");
 

@@ -9,6 +9,9 @@
 #include <jansson.h>
 
 int cli_print_replay(const json_t *doc);
+/* The same table for a what-if's replay: its columns and summary against
+ * the traced run it changed ("traced ms", "what-if ms", "diff %"). */
+int cli_print_whatif_replay(const json_t *doc);
 /* The critical path per step: by default a summary, its time grouped by
  * bound and task name, the longest CLI_PATH_TOP_DEFAULT groups (or
  * cli_critical_path_show's count); CLI_PATH_ALL lists every entry in order. */
