@@ -24,6 +24,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_opportunities(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_ab(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_export(int argc, char **argv);

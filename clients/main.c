@@ -41,6 +41,9 @@ static const char usage[] =
     "  diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
     "      two runs of one program: the step-time difference attributed by replays,\n"
     "      kernels added, removed and re-timed\n"
+    "  ab [--json] [--min-effect PCT] [--refutations N] [--seed S] A B\n"
+    "      did run B's change make the step faster or slower than run A's: the\n"
+    "      difference of median steps, its interval, a verdict and refutations\n"
     "  hardware [--json] [ID]\n"
     "      the GPU profiles estimates use: peak TFLOP/s, memory, links, power\n"
     "  estimate --spec F [--detail stage|layer|kernel] [--calibrations DIR] [--require-fit] [--json]\n"
@@ -236,6 +239,7 @@ int main(int argc, char **argv)
         {"ledger", cmd_ledger},
         {"opportunities", cmd_opportunities},
         {"diff", cmd_diff},
+        {"ab", cmd_ab},
         {"plan", cmd_plan},
         {"whatif", cmd_whatif},
         {"export", cmd_export},

@@ -146,7 +146,8 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
 }
 
 /* A flag on the profile (at most CLUSTER_PROFILE_MAX_FLAGS), reported. */
-static void flag(struct cluster_profile *prof, FILE *report, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void flag(struct cluster_profile *prof, FILE *report, const char *fmt,
+                                                       ...)
 {
     if (prof->n_flags == CLUSTER_PROFILE_MAX_FLAGS)
         return;

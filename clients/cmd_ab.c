@@ -1,0 +1,122 @@
+/* clients/cmd_ab.c: `stepcast ab`: did run B's change make the step faster
+ * or slower than run A's, and does the answer survive attempts to refute
+ * it (model/ab.h):
+ *
+ *   stepcast ab [--json] [--min-effect PCT] [--refutations N] [--seed S]
+ *               [--step-marker NAME] A B
+ *
+ * A and B are each one run: a trace, a folder of traces or an archive.
+ * Text and JSON come from the same document (api/ab_json.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/ab_json.h"
+#include "clients/cli.h"
+#include "clients/replay_print.h"
+#include "clients/table.h"
+#include "model/ab.h"
+#include "model/job.h"
+#include "common/banned.h"
+
+static const char usage[] =
+    "usage: stepcast ab [--json] [--min-effect PCT] [--refutations N] [--seed S] [--step-marker NAME] A B\n"
+    "       A the baseline run, B the variant: each a trace, a folder of traces or an archive\n";
+
+static int print_ab(const json_t *doc)
+{
+    const json_t *ci = json_object_get(doc, "ci95_ms"), *f;
+    size_t i;
+    struct cli_table tb;
+    cli_table_init(&tb, "run", "steps", "center ms", NULL);
+    cli_table_rowf(&tb, "A|%lld|%.3f", cli_json_int(json_object_get(doc, "steps"), "a"),
+                   cli_json_num(json_object_get(doc, "center_ms"), "a"));
+    cli_table_rowf(&tb, "B|%lld|%.3f", cli_json_int(json_object_get(doc, "steps"), "b"),
+                   cli_json_num(json_object_get(doc, "center_ms"), "b"));
+    cli_table_print(&tb, stdout, "");
+    cli_table_release(&tb);
+    printf("\nrefutation       reads          agrees  detail\n");
+    json_array_foreach(json_object_get(doc, "refutations"), i, f) {
+        const json_t *agrees = json_object_get(f, "agrees");
+        printf("%-16s %-14s %-7s %s\n", cli_json_str(f, "name", ""), cli_json_str(f, "verdict", ""),
+               json_is_null(agrees) ? "-" : json_is_true(agrees) ? "yes" : "no", cli_json_str(f, "detail", ""));
+    }
+    size_t dropped = json_array_size(json_object_get(doc, "dropped_steps"));
+    if (dropped)
+        printf("(%zu steps left out: partial or warm-up; --json lists them)\n", dropped);
+    printf("\nverdict, B against A: %s, %+.3f ms (%+.2f%%), 95%% interval [%+.3f, %+.3f] ms, rank-sum p %.3g, "
+           "Cliff's delta %+.2f; %s\n",
+           cli_json_str(doc, "verdict", "?"), cli_json_num(doc, "difference_ms"), cli_json_num(doc, "difference_pct"),
+           json_number_value(json_array_get(ci, 0)), json_number_value(json_array_get(ci, 1)),
+           cli_json_num(doc, "p_value"), cli_json_num(doc, "effect_size"),
+           json_is_true(json_object_get(doc, "survives")) ? "it survives the refutations"
+                                                           : "it does not survive the refutations");
+    return 0;
+}
+
+int cmd_ab(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},           {"min-effect", required_argument, NULL, 'e'},
+        {"refutations", required_argument, NULL, 'r'}, {"seed", required_argument, NULL, 's'},
+        {"step-marker", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct model_ab_opts o;
+    struct model_load_opts lo;
+    int json = 0, c, rc;
+    char *end;
+    model_ab_opts_default(&o);
+    model_load_opts_default(&lo);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "je:r:s:m:h", opts, NULL)) != -1) {
+        errno = 0;
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'm': lo.step_marker = optarg; break;
+        case 'e':
+            o.min_effect_pct = strtod(optarg, &end);
+            if (errno || *end || !(o.min_effect_pct > 0 && o.min_effect_pct <= 100))
+                return cli_usage_error("ab", "--min-effect takes a percentage above 0 and at most 100");
+            break;
+        case 'r': {
+            long n = strtol(optarg, &end, 10);
+            if (errno || *end || n < 0 || n > 5)
+                return cli_usage_error("ab", "--refutations takes 0 to 5");
+            o.refutations = (int)n;
+            break;
+        }
+        case 's': {
+            unsigned long long s = strtoull(optarg, &end, 10);
+            if (errno || *end || optarg[0] == '-')
+                return cli_usage_error("ab", "--seed takes a whole number");
+            o.seed = (unsigned long)s;
+            break;
+        }
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error("ab", "bad option");
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error("ab", "two runs are needed: A (the baseline) and B (the variant)");
+    struct model_job *a = NULL, *b = NULL;
+    if ((rc = cli_load_job(argv + optind, 1, &lo, &a)) || (rc = cli_load_job(argv + optind + 1, 1, &lo, &b))) {
+        model_job_free(a);
+        return rc;
+    }
+    struct model_ab r;
+    struct sc_error err;
+    if (model_ab_run(a, b, &o, &r, &err))
+        rc = cli_fail(&err);
+    else
+        rc = cli_print_doc(api_ab_json(&r), json, print_ab);
+    if (!rc || r.dropped)
+        model_ab_release(&r);
+    model_job_free(a);
+    model_job_free(b);
+    return rc;
+}
