@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "estimator/coll_split.h"
+#include "estimator/job_config.h"
+#include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
 #include "tests/check.h"
@@ -152,4 +154,27 @@ int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, str
     }
     o->waits.v = *v;
     return 0;
+}
+
+int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_structure *out)
+{
+    struct job_config cfg;
+    struct sc_error err;
+    memset(out, 0, sizeof *out);
+    if (!(out->job = job))
+        return -1;
+    if (job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &out->g, &err) ||
+        job_structure_recover(out->g, &cfg, &out->st, &err)) {
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+void th_structure_release(struct th_structure *s)
+{
+    job_structure_release(&s->st);
+    model_graph_free(s->g);
+    model_job_free(s->job);
+    memset(s, 0, sizeof *s);
 }

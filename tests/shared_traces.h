@@ -50,4 +50,18 @@ void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
  * replay) holds them. Fails the test and returns -1 when it cannot. */
 int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, struct model_coll_wait **v);
 
+/* A job with its graph and the structure recovered against a description
+ * (estimator/structure.h). */
+#include "estimator/structure.h"
+struct th_structure {
+    struct model_job *job;
+    struct model_graph *g;
+    struct job_structure st;
+};
+/* Build job's graph (taking job; NULL fails) and recover its structure
+ * against the description cfg (JSON text); fails the test and returns -1
+ * when it cannot. Release with th_structure_release either way. */
+int th_structure_recover(struct model_job *job, const char *cfg, struct th_structure *out);
+void th_structure_release(struct th_structure *s);
+
 #endif

@@ -16,39 +16,13 @@
 #include "tests/shared_traces.h"
 #include "common/banned.h"
 
-struct recovered {
-    struct model_job *job;
-    struct model_graph *g;
-    struct job_structure st;
-};
-
-static int recover(struct model_job *job, const char *cfg_text, struct recovered *r)
+static int load_shared(const char *name, const char *cfg, struct th_structure *r)
 {
-    struct job_config cfg;
-    struct sc_error err;
+    struct model_job *job;
     memset(r, 0, sizeof *r);
-    r->job = job;
-    if (job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &r->g, &err) ||
-        job_structure_recover(r->g, &cfg, &r->st, &err)) {
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(struct recovered *r)
-{
-    job_structure_release(&r->st);
-    model_graph_free(r->g);
-    model_job_free(r->job);
-}
-
-static int load_shared(const char *name, const char *cfg, struct recovered *r)
-{
-    struct model_job *job;
     if (th_load_trace(th_find_trace(name), &job))
         return -1;
-    return recover(job, cfg, r);
+    return th_structure_recover(job, cfg, r);
 }
 
 /* ResNet-50 under DDP on 2 A100s: per step five buckets all-reduced from
@@ -56,7 +30,7 @@ static int load_shared(const char *name, const char *cfg, struct recovered *r)
  * 2,431,040 floats) and two buffer broadcasts in DDP's forward. */
 TEST(golden_structure_nccl_data_ddp_buckets)
 {
-    struct recovered r;
+    struct th_structure r;
     if (load_shared("nccl_data", "{\"tp\":1,\"pp\":1,\"dp\":2}", &r))
         return;
     CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
@@ -68,7 +42,7 @@ TEST(golden_structure_nccl_data_ddp_buckets)
     CHECK_EQ_INT(r.st.inductor_kernels, 0);
     CHECK(r.st.backward_tasks > 0);
     CHECK(r.st.layers_forward > 0 && r.st.layers_forward == r.st.layers_backward);
-    release(&r);
+    th_structure_release(&r);
 }
 
 /* A recommendation model, rank 0 of 16 over 5 steps: two DDP buckets a
@@ -76,7 +50,7 @@ TEST(golden_structure_nccl_data_ddp_buckets)
  * data-parallel traffic, and parts compiled by torch.compile. */
 TEST(golden_structure_negative_queue_compiled_with_ddp)
 {
-    struct recovered r;
+    struct th_structure r;
     if (load_shared("negative_queue", "{\"tp\":1,\"pp\":1,\"dp\":16}", &r))
         return;
     CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
@@ -86,21 +60,21 @@ TEST(golden_structure_negative_queue_compiled_with_ddp)
     CHECK(r.st.by_use[STRUCT_DP_OTHER] > 0);
     CHECK(r.st.inductor_kernels > 0);
     CHECK(r.st.compiled_regions > 0);
-    release(&r);
+    th_structure_release(&r);
 }
 
 /* DLRM on 8 V100s: per rank 3 DDP all-reduces and 5 all-to-alls (NCCL's
  * send/recv) a step. */
 TEST(golden_structure_dlrm_eight_ranks)
 {
-    struct recovered r;
+    struct th_structure r;
     if (load_shared("dlrm", "{\"tp\":1,\"pp\":1,\"dp\":8}", &r))
         return;
     CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
     CHECK_EQ_INT(r.st.steps, 8);
     CHECK_EQ_INT(r.st.by_use[STRUCT_DP_GRADS], 3 * 8);
     CHECK_EQ_INT(r.st.by_use[STRUCT_DP_OTHER], 5 * 8);
-    release(&r);
+    th_structure_release(&r);
 }
 
 /* The eager steps measured on H100: every layer found with a forward and
@@ -119,7 +93,7 @@ TEST(golden_structure_eager_steps_forward_and_backward)
         struct model_job *job;
         struct model_load_opts lo;
         struct sc_error err;
-        struct recovered r;
+        struct th_structure r;
         const char *paths[] = {path};
         snprintf(path, sizeof path, "data/calibration/torch-steps/h100-sxm/%s.pt.trace.json.gz", models[m].name);
         model_load_opts_default(&lo);
@@ -127,14 +101,16 @@ TEST(golden_structure_eager_steps_forward_and_backward)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
             continue;
         }
-        if (recover(job, "{\"tp\":1,\"pp\":1,\"dp\":1}", &r))
+        if (th_structure_recover(job, "{\"tp\":1,\"pp\":1,\"dp\":1}", &r)) {
+            th_structure_release(&r);
             continue;
+        }
         printf("     %s: %d layers, %d forward, %d backward\n", models[m].name, r.st.layers_per_rank,
                r.st.layers_forward, r.st.layers_backward);
         CHECK_EQ_INT(r.st.layers_forward, models[m].layers);
         CHECK_EQ_INT(r.st.layers_backward, models[m].layers);
         CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_NONE);
         CHECK_EQ_INT(r.st.inductor_kernels, 0);
-        release(&r);
+        th_structure_release(&r);
     }
 }

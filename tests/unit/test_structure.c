@@ -14,6 +14,7 @@
 #include "model/graph.h"
 #include "model/job.h"
 #include "tests/check.h"
+#include "tests/shared_traces.h"
 #include "tests/trace_builder.h"
 #include "common/banned.h"
 
@@ -146,38 +147,15 @@ static const char *write_step(enum style style, const char *file)
     return path;
 }
 
-struct recovered {
-    struct model_job *job;
-    struct model_graph *g;
-    struct job_structure st;
-};
-
-static int recover(const char *path, struct recovered *r)
+/* The structure of a step written by write_step, described as dp 2. */
+static int recover(const char *path, struct th_structure *r)
 {
-    static const char cfg_text[] = "{\"tp\":1,\"pp\":1,\"dp\":2}";
-    struct job_config cfg;
-    struct sc_error err;
-    memset(r, 0, sizeof *r);
-    if (!(r->job = tb_job(&path, 1)))
-        return -1;
-    if (job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(r->job, NULL, &r->g, &err) ||
-        job_structure_recover(r->g, &cfg, &r->st, &err)) {
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(struct recovered *r)
-{
-    job_structure_release(&r->st);
-    model_graph_free(r->g);
-    model_job_free(r->job);
+    return th_structure_recover(tb_job(&path, 1), "{\"tp\":1,\"pp\":1,\"dp\":2}", r);
 }
 
 static void check_fsdp(enum style style, const char *file)
 {
-    struct recovered r;
+    struct th_structure r;
     if (recover(write_step(style, file), &r))
         return;
     CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_FSDP);
@@ -192,7 +170,7 @@ static void check_fsdp(enum style style, const char *file)
     CHECK_EQ_INT(r.st.layers_forward, LAYERS);
     CHECK_EQ_INT(r.st.layers_backward, LAYERS);
     CHECK_EQ_INT(r.st.inductor_kernels, 0);
-    release(&r);
+    th_structure_release(&r);
 }
 
 TEST(structure_finds_fsdp2_gathers_and_reductions)
@@ -207,7 +185,7 @@ TEST(structure_finds_fsdp1_gathers_and_reductions)
 
 TEST(structure_finds_a_compiled_step_its_layers_and_ddp_buckets)
 {
-    struct recovered r;
+    struct th_structure r;
     if (recover(write_step(COMPILED_DDP, "compiled.json"), &r))
         return;
     CHECK_EQ_INT(r.st.inductor_kernels, 3 * LAYERS * STEPS);
@@ -220,5 +198,5 @@ TEST(structure_finds_a_compiled_step_its_layers_and_ddp_buckets)
     CHECK_EQ_INT(r.st.layers_per_rank, LAYERS);
     CHECK_EQ_INT(r.st.layers_forward, LAYERS);
     CHECK_EQ_INT(r.st.layers_backward, LAYERS);
-    release(&r);
+    th_structure_release(&r);
 }
