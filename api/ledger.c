@@ -63,9 +63,21 @@ void api_calibrations_free(struct api_calibration *c, size_t n)
 }
 
 /* An entry that has a prediction to compare with. */
+int ledger_step_ms_valid(double ms)
+{
+    return isfinite(ms) && ms >= LEDGER_STEP_MS_MIN && ms <= LEDGER_STEP_MS_MAX;
+}
+
 static int scored(const struct api_validation *v)
 {
     return v->predicted_ms > 0 && v->measured_ms > 0;
+}
+
+/* Whether an entry's times can be rendered and scored: a measured time in
+ * range, and a prediction in range or none. */
+static int renderable(const struct api_validation *v)
+{
+    return ledger_step_ms_valid(v->measured_ms) && (v->predicted_ms == 0 || ledger_step_ms_valid(v->predicted_ms));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -260,7 +272,12 @@ json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sa
            *by_month = json_object(), *bands = json_object();
     json_t *doc = NULL;
     int bad = !entries || !all || !by_model || !by_kind || !by_month || !bands;
+    size_t skipped = 0;
     for (size_t i = 0; i < n && !bad; i++) {
+        if (!renderable(&v[i])) {
+            skipped++;
+            continue;
+        }
         bad = json_array_append_new(entries, api_validation_json(&v[i])) != 0;
         if (bad || !scored(&v[i]) || (v[i].in_sample && !with_in_sample))
             continue;
@@ -285,10 +302,10 @@ json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sa
         finish_groups(by_kind);
         finish_groups(by_month);
         json_t *overall = json_object_get(all, "all");
-        doc = json_pack("{s:O, s:o, s:b, s:O, s:O, s:O, s:O}", "entries", entries, "mape",
+        doc = json_pack("{s:O, s:o, s:b, s:O, s:O, s:O, s:O, s:I}", "entries", entries, "mape",
                         overall ? json_incref(overall) : json_pack("{s:n, s:i}", "mape_pct", "n", 0),
                         "in_sample_included", with_in_sample, "by_model", by_model, "by_kind", by_kind,
-                        "by_month", by_month, "bands", bands);
+                        "by_month", by_month, "bands", bands, "skipped", (json_int_t)skipped);
     }
     json_decref(entries);
     json_decref(all);
@@ -396,10 +413,10 @@ static const char *read_entry(json_t *e, struct api_validation *v)
         return "model";
     if (member_str(e, "kind", kind, sizeof kind) || api_ledger_kind_parse(kind, &v->kind))
         return "kind";
-    if (!json_is_number(m) || !(json_number_value(m) > 0) || json_number_value(m) > 1e12)
+    if (!json_is_number(m) || !ledger_step_ms_valid(json_number_value(m)))
         return "measured_step_ms";
     v->measured_ms = json_number_value(m);
-    if (p && !json_is_null(p) && (!json_is_number(p) || !(json_number_value(p) > 0) || json_number_value(p) > 1e12))
+    if (p && !json_is_null(p) && (!json_is_number(p) || !ledger_step_ms_valid(json_number_value(p))))
         return "predicted_step_ms";
     v->predicted_ms = p && json_is_number(p) ? json_number_value(p) : 0;
     if (member_str(e, "source", v->source, sizeof v->source))

@@ -30,6 +30,14 @@
 
 #define LEDGER_BAND_MIN 10
 
+/* The step times a ledger takes, ms: from a microsecond (no training step
+ * is shorter; below it lie subnormal numbers, whose errors are not finite)
+ * to 1e12 (31 years). */
+#define LEDGER_STEP_MS_MIN 1e-3
+#define LEDGER_STEP_MS_MAX 1e12
+/* Whether ms is a step time a ledger takes (finite, in the range above). */
+int ledger_step_ms_valid(double ms);
+
 enum api_ledger_kind { API_LEDGER_REPLAY, API_LEDGER_WHATIF, API_LEDGER_ESTIMATE, API_LEDGER_KIND_COUNT };
 const char *api_ledger_kind_name(enum api_ledger_kind k);
 /* "replay", "whatif", "estimate"; -1 for anything else. */
@@ -90,8 +98,11 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
 /* One entry with its signed error_pct. */
 json_t *api_validation_json(const struct api_validation *v);
 /* {"entries":[...],"mape":{...},"by_model":{...},"by_kind":{...},
- *  "by_month":{...},"bands":{...}}: each MAPE over out-of-sample entries
- * (all entries when with_in_sample), with its count. */
+ *  "by_month":{...},"bands":{...},"skipped":N}: each MAPE over
+ * out-of-sample entries (all entries when with_in_sample), with its
+ * count. An entry whose times are outside the ledger's range (stored
+ * before they were checked) is skipped, counted in "skipped", and never
+ * fails the whole list. */
 json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sample);
 /* A calibration; its document and report when `full`. */
 json_t *api_calibration_json(const struct api_calibration *c, int full);

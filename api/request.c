@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "api/ledger.h"
 #include "api/routes.h"
 #include "common/banned.h"
 
@@ -267,8 +268,9 @@ int api_decode_validation(const char *body, size_t n, const struct api_body_limi
         snprintf(out->model, sizeof out->model, "%s", json_string_value(v));
     }
     v = json_object_get(doc, "measured_step_ms");
-    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e12) {
-        rc = api_fail(err, API_E_INVALID_JSON, "'measured_step_ms' must be a number above 0 (and at most 1e12)");
+    if (!json_is_number(v) || !ledger_step_ms_valid(json_number_value(v))) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'measured_step_ms' must be a number from %g to %g (ms)",
+                      LEDGER_STEP_MS_MIN, LEDGER_STEP_MS_MAX);
         goto done;
     }
     out->measured_ms = json_number_value(v);

@@ -453,8 +453,9 @@ int cmd_ledger(int argc, char **argv)
         case 'S': o.set = optarg; break;
         case 'M':
             o.measured_ms = strtod(optarg, &end);
-            if (*end || !(o.measured_ms > 0) || o.measured_ms > 1e12)
-                return cli_usage_error(CMD, "--measured-ms needs a number of milliseconds above 0");
+            if (*end || !ledger_step_ms_valid(o.measured_ms))
+                return cli_usage_error(CMD, "--measured-ms needs a number of milliseconds from %g to %g",
+                                       LEDGER_STEP_MS_MIN, LEDGER_STEP_MS_MAX);
             break;
         case 'o': o.source = optarg; break;
         case 'r': o.run_at = optarg; break;

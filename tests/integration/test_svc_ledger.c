@@ -705,3 +705,41 @@ TEST(cli_estimate_resolves_profiles_in_calibrations_dir)
     free(spec);
     free(spec0);
 }
+
+/* No poison: a measured time no step takes (1e-320 ms, a subnormal whose
+ * error is not finite) is refused naming the field; a row holding one,
+ * written before times were checked, is skipped in the list and counted,
+ * and the list answers 200 with the rest, across a restart. */
+TEST(svc_ledger_a_poisoned_row_is_skipped_not_fatal)
+{
+    struct svc_daemon d;
+    struct svc_resp r;
+    char db[4200];
+    svc_start(&d, NULL, NULL, NULL);
+    double p = estimate_ms(&d, spec_one_node);
+    post_estimate(&d, SVC_ADMIN, spec_one_node, p * 1.1, 0, 201);
+    CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/validations", "{\"spec\":{\"model\":{}},\"measured_step_ms\":1e-320}", &r),
+                 400);
+    CHECK_CONTAINS(r.body, "measured_step_ms");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* the row as an older daemon stored it */
+    snprintf(db, sizeof db, "%s/catalog.db", d.data);
+    sqlite3 *s = NULL;
+    CHECK_EQ_INT(sqlite3_open(db, &s), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(s,
+                              "INSERT INTO validations(model, kind, measured_ms, predicted_ms, version, created_ns) "
+                              "VALUES(NULL, 'estimate', 1e-320, 10.0, 'old', 1);",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(s);
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/validations", NULL, &r), 200);
+    json_t *doc = body_json(&r);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "entries")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(doc, "skipped")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(doc, "mape"), "n")), 1);
+    json_decref(doc);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
