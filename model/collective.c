@@ -95,5 +95,5 @@ int64_t model_coll_bytes(const struct model_trace *t, const struct model_collect
     int64_t nelems = c->in_nelems;
     if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
         nelems = c->out_nelems;
-    return dt > 0 && nelems >= 0 ? nelems * dt : -1;
+    return dt > 0 && nelems >= 0 && nelems <= MODEL_COLL_MAX_BYTES / dt ? nelems * dt : -1;
 }

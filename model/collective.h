@@ -39,7 +39,11 @@ int model_is_comm_kernel(const char *kernel_name);
 
 /* The size of a collective in bytes (nccl-tests convention, graph.h) from
  * its trace metadata: the input's elements (all-gather: the output's; a
- * receive: the larger) times the dtype's size; -1 when either is unknown. */
+ * receive: the larger) times the dtype's size; -1 when either is unknown,
+ * or when the size would pass MODEL_COLL_MAX_BYTES (a pebibyte: no message
+ * is that large, and an element count near INT64_MAX from a hostile trace
+ * would overflow). */
+#define MODEL_COLL_MAX_BYTES (1ll << 50)
 struct model_trace;
 struct model_collective;
 int64_t model_coll_bytes(const struct model_trace *t, const struct model_collective *c, enum model_coll_op op);

@@ -13,9 +13,11 @@
 #include "estimator/hardware.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
+#include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
+#include "model/trace.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"
 #include "common/banned.h"
@@ -239,5 +241,31 @@ TEST(coll_split_bad_waits_refused)
     CHECK(strstr(err.msg, "kept") != NULL);
     CHECK(r == NULL);
 out:
+    release(&s);
+}
+
+/* A hostile trace's collective of INT64_MAX elements: its size is unknown
+ * (-1), not an overflowed product, and the job splits and replays. */
+TEST(coll_split_a_collective_of_int64_max_elements)
+{
+    struct tb tb;
+    tb_init(&tb, RANK, WORLD);
+    tb_step(&tb, 1, 0, 1000);
+    int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", 10, 4);
+    tb_kernel_args(&tb, corr, 7, "ncclKernel_AllReduce_RING_LL_Sum_float", 20, 500,
+                   "\"Collective name\": \"allreduce\", \"In msg nelems\": 9223372036854775807, "
+                   "\"Out msg nelems\": 9223372036854775807, \"Group size\": 8, \"dtype\": \"Float\"");
+    tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 16, 990);
+    const char *path = tb_write(&tb, "huge-collective.json");
+    tb_free(&tb);
+    struct split_run s;
+    if (load(&s, path))
+        return;
+    const struct model_trace *t = s.job->ranks[0];
+    REQUIRE(t->n_colls >= 1);
+    CHECK_EQ_INT(model_coll_bytes(t, &t->colls[0], MODEL_COLL_ALLREDUCE), -1);
+    struct model_replay *r = replay(&s, NULL);
+    CHECK(r != NULL);
+    model_replay_free(r);
     release(&s);
 }
