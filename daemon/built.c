@@ -152,12 +152,17 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     int rc = SC_OK;
 
     *out = NULL;
+    if (!n) { /* its job's traces were deleted while the build waited */
+        free(m);
+        return sc_error_set(err, SC_ENOTFOUND, "model %s has no traces left to build from (its job was deleted)",
+                            id);
+    }
     if (!m)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
     m->load = *opts;
-    if (!(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
+    if (!(m->traces = malloc(n * sizeof *m->traces)) ||
         (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
         built_model_free(m);
         return sc_error_set(err, SC_ENOMEM, "out of memory");

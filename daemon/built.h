@@ -33,7 +33,8 @@ typedef void (*built_progress_fn)(void *ctx, double fraction);
 
 /* Build model `id` from traces[0..n) (rank and sha256 used) with the load
  * and graph options. progress, when non-NULL, is told the fraction done as
- * ranks are built (from the loading threads, never going back). */
+ * ranks are built (from the loading threads, never going back). SC_ENOTFOUND
+ * when there is no trace (the job deleted while the build waited). */
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,

@@ -12,8 +12,10 @@
 #include "api/request.h"
 #include "api/routes.h"
 #include "daemon/blobs.h"
+#include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
+#include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -312,5 +314,23 @@ TEST(svc_blob_store_write_commit_sweep)
     CHECK(blob_sweep(bs, keep_none, NULL, 0, NULL, &st, &err) == SC_OK);
     CHECK_EQ_INT(st.orphans, 1);
     CHECK(access(path, F_OK) != 0);
+    blob_store_free(bs);
+}
+
+/* A build whose job was deleted while it waited in the queue finds no
+ * trace: a clean "not found" naming the model, never a copy from nowhere. */
+TEST(svc_build_of_a_job_deleted_while_queued)
+{
+    char dir[4096];
+    struct blob_store *bs = NULL;
+    struct built_model *m = NULL;
+    struct model_load_opts lo;
+    struct sc_error err;
+    snprintf(dir, sizeof dir, "%s/deleted-job", th_tmpdir());
+    REQUIRE(blob_store_open(dir, &bs, &err) == SC_OK);
+    model_load_opts_default(&lo);
+    CHECK_EQ_INT(built_model_build("m-gone", NULL, 0, bs, &lo, NULL, NULL, NULL, &m, &err), SC_ENOTFOUND);
+    CHECK(m == NULL);
+    CHECK_CONTAINS(err.msg, "m-gone has no traces left");
     blob_store_free(bs);
 }
