@@ -9,7 +9,7 @@ json_t *api_ab_json(const struct model_ab *r)
     const struct model_ab_stats *s = &r->stats;
     json_t *dropped = json_array(), *refutations = json_array();
     for (size_t i = 0; dropped && i < r->n_dropped; i++)
-        json_array_append_new(dropped, json_pack("{s:s#, s:I, s:s}", "run", &r->dropped[i].run, (size_t)1, "step",
+        json_array_append_new(dropped, json_pack("{s:s#, s:I, s:s}", "run", &r->dropped[i].run, 1, "step",
                                                  (json_int_t)r->dropped[i].step, "why", r->dropped[i].why));
     for (size_t i = 0; refutations && i < r->n_refutations; i++) {
         const struct model_ab_refutation *f = &r->refutations[i];

@@ -114,8 +114,7 @@ int cmd_ab(int argc, char **argv)
         rc = cli_fail(&err);
     else
         rc = cli_print_doc(api_ab_json(&r), json, print_ab);
-    if (!rc || r.dropped)
-        model_ab_release(&r);
+    model_ab_release(&r); /* a failed run left it empty */
     model_job_free(a);
     model_job_free(b);
     return rc;

@@ -188,9 +188,10 @@ static int samples_of(const struct model_job *j, size_t skip, char run, struct m
         steps = 0;
     out->v = malloc((steps ? steps : 1) * sizeof *out->v);
     out->step = malloc((steps ? steps : 1) * sizeof *out->step);
-    if (r && !(r->dropped = realloc(r->dropped, (r->n_dropped + steps + 1) * sizeof *r->dropped)))
-        steps = 0, out->v = NULL;
-    if (!out->v || !out->step) {
+    struct model_ab_dropped *grown = r ? realloc(r->dropped, (r->n_dropped + steps + 1) * sizeof *r->dropped) : NULL;
+    if (grown)
+        r->dropped = grown;
+    if (!out->v || !out->step || (r && !grown)) {
         samples_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
