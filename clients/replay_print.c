@@ -120,11 +120,6 @@ static int print_replay(const json_t *doc, const struct replay_words *w)
  * entry of the path in order). */
 static long path_top = CLI_PATH_TOP_DEFAULT;
 
-void cli_critical_path_show(long top)
-{
-    path_top = top;
-}
-
 struct path_group {
     const char *bound, *task;
     size_t count;

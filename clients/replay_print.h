@@ -13,12 +13,12 @@ int cli_print_replay(const json_t *doc);
  * the traced run it changed ("traced ms", "what-if ms", "diff %"). */
 int cli_print_whatif_replay(const json_t *doc);
 /* The critical path per step: by default a summary, its time grouped by
- * bound and task name, the longest CLI_PATH_TOP_DEFAULT groups (or
- * cli_critical_path_show's count); CLI_PATH_ALL lists every entry in order. */
+ * bound and task name, the longest CLI_PATH_TOP_DEFAULT groups (or the
+ * count --top gave, cli_critical_path_option); --all lists every entry in
+ * order. */
 int cli_print_critical_path(const json_t *doc);
 #define CLI_PATH_TOP_DEFAULT 10
 #define CLI_PATH_ALL (-1L)
-void cli_critical_path_show(long top);
 /* "--top N" or "--all" (opt 'T' with its argument, or 'A'): sets what the
  * text view shows; an exit status for a bad N, else 0. */
 int cli_critical_path_option(const char *cmd, int opt, const char *arg);
