@@ -198,31 +198,33 @@ static uint32_t call_event(const struct model_graph *g, uint32_t i)
     return g->src[i].event;
 }
 
-/* Label every task of rank r by the spans around its call (-1 where none
- * is) into label[]; *found gets whether the trace has such spans. */
-static int label_rank(const struct model_graph *g, uint16_t r, span_label_fn fn, int32_t *label, int *found,
-                      struct sc_error *err)
+/* Label every task by the spans around its call in its rank's trace (-1
+ * where none is) into label[], in one pass over the tasks; found[r] gets
+ * whether rank r's trace has such spans. */
+static int label_tasks(const struct model_graph *g, span_label_fn fn, int32_t *label, uint8_t *found,
+                       struct sc_error *err)
 {
-    const struct model_trace *t = job_structure_trace(g, r);
-    struct spans sp;
-    *found = 0;
-    if (!t)
-        return SC_OK;
-    if (spans_collect(t, fn, &sp, err))
-        return err->code;
-    *found = sp.n > 0;
-    for (uint32_t i = 0; sp.n && i < g->n_tasks; i++) {
-        if (g->tasks[i].rank != r)
-            continue;
-        uint32_t ev = call_event(g, i);
+    struct spans *sp = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *sp);
+    int rc = sp ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        rc = t ? spans_collect(t, fn, &sp[r], err) : SC_OK;
+        found[r] = !rc && sp[r].n > 0;
+    }
+    for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
+        uint16_t r = g->tasks[i].rank;
+        const struct model_trace *t = job_structure_trace(g, r);
+        uint32_t ev = sp[r].n ? call_event(g, i) : MODEL_NONE;
         if (ev == MODEL_NONE || ev >= t->n_events)
             continue;
-        int32_t l = spans_around(&sp, t->events[ev].track, t->events[ev].ts);
+        int32_t l = spans_around(&sp[r], t->events[ev].track, t->events[ev].ts);
         if (l >= 0)
             label[i] = l;
     }
-    free(sp.v);
-    return SC_OK;
+    for (uint16_t r = 0; sp && r < g->n_ranks; r++)
+        free(sp[r].v);
+    free(sp);
+    return rc;
 }
 
 /* ---- layers from module annotations ---- */
@@ -505,16 +507,18 @@ static int launchers(const struct model_graph *g, struct job_structure *out, str
     for (size_t i = 0; i < g->n_tasks; i++)
         label[i] = hook[i] = -1;
     int rc = SC_OK, fsdp = 0, scattered = 0;
-    for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
-        int found, hooks;
-        rc = label_rank(g, r, autograd_label, label, &found, err);
-        if (!rc)
-            rc = label_rank(g, r, hook_label, hook, &hooks, err);
-        for (uint32_t i = 0; !rc && found && i < g->n_tasks; i++)
-            if (g->tasks[i].rank == r)
-                out->phase[i] = label[i] >= 0 ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
+    uint8_t *found = calloc(g->n_ranks ? g->n_ranks : 1, 1), *hooks = calloc(g->n_ranks ? g->n_ranks : 1, 1);
+    rc = !found || !hooks ? sc_error_set(err, SC_ENOMEM, "out of memory")
+                          : label_tasks(g, autograd_label, label, found, err);
+    if (!rc)
+        rc = label_tasks(g, hook_label, hook, hooks, err);
+    for (uint32_t i = 0; !rc && i < g->n_tasks; i++)
+        if (found[g->tasks[i].rank])
+            out->phase[i] = label[i] >= 0 ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
+    for (uint16_t r = 0; !rc && r < g->n_ranks; r++)
         compiled_rank(job_structure_trace(g, r), out);
-    }
+    free(found);
+    free(hooks);
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
         out->backward_tasks += out->phase[i] == STRUCT_PHASE_BACKWARD;
         if (out->role[i] != STRUCT_ROLE_DP)
