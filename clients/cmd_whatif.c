@@ -26,6 +26,7 @@ static const char usage[] =
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
     "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
+    "             \"tied_embeddings\":..,\"framework\":..,\"master_weights\":..,\n"
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (README, whatif)\n"
     "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n";
 

@@ -29,6 +29,8 @@ struct key {
 /* zero_stage and moe.shared_experts take 0 */
 #define INTKEY0(f, max) {#f, KEY_INT, offsetof(struct job_config, f), 0, max, 0}
 #define NAMEKEY(name, kind) {name, kind, 0, 0, 0, 0}
+/* a boolean: an int field, -1 when not given */
+#define BOOLKEY(f) {#f, KEY_BOOL, offsetof(struct job_config, f), 0, 1, 0}
 /* The spec's ranges (estimator/spec.c) where they are narrower. */
 static const struct key keys[] = {
     INTKEY(tp, 1 << 16, 1),          INTKEY(pp, 1 << 16, 1),           INTKEY(dp, 1 << 20, 1),
@@ -38,9 +40,9 @@ static const struct key keys[] = {
     NAMEKEY("schedule", KEY_SCHEDULE), INTKEY(vpp, 1 << 10, 0),        NAMEKEY("gpu", KEY_GPU),
     INTKEY(kv_heads, 1 << 16, 0),    NAMEKEY("mlp", KEY_MLP),          INTKEY(cp, 1 << 16, 0),
     INTKEY(ep, 1 << 16, 0),          INTKEY(etp, 1 << 16, 0),          INTKEY0(zero_stage, 3),
-    NAMEKEY("sequence_parallel", KEY_BOOL), NAMEKEY("recompute", KEY_RECOMPUTE),
+    BOOLKEY(sequence_parallel), NAMEKEY("recompute", KEY_RECOMPUTE),
     INTKEY(gpus_per_node, 1 << 20, 0), NAMEKEY("framework", KEY_FRAMEWORK),
-    NAMEKEY("master_weights", KEY_MASTER),
+    NAMEKEY("master_weights", KEY_MASTER), BOOLKEY(tied_embeddings),
     {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, 1 << 16, 0},
     {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, 1 << 16, 0},
     {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, 1 << 24, 0},
@@ -60,6 +62,7 @@ void job_config_init(struct job_config *c)
 {
     memset(c, 0, sizeof *c);
     c->sequence_parallel = -1;
+    c->tied_embeddings = -1;
 }
 
 static const struct key *find_key(const char *name)
@@ -68,6 +71,11 @@ static const struct key *find_key(const char *name)
         if (strcmp(keys[i].name, name) == 0)
             return &keys[i];
     return NULL;
+}
+
+static int *bool_field(struct job_config *c, const struct key *k)
+{
+    return (int *)((char *)c + k->off);
 }
 
 static int64_t *int_field(struct job_config *c, const struct key *k)
@@ -136,7 +144,7 @@ static int set_value(struct job_config *c, const struct key *k, const char *pref
     case KEY_BOOL:
         if (!v->is_bool)
             return sc_error_set(err, SC_EINVAL, "%s%s: must be true or false", prefix, k->name);
-        c->sequence_parallel = v->b;
+        *bool_field(c, k) = v->b;
         return SC_OK;
     case KEY_GPU:
         if (!v->s || !hw_profile_find(v->s))
@@ -292,6 +300,8 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
     }
     if (set->sequence_parallel >= 0)
         out->sequence_parallel = set->sequence_parallel;
+    if (set->tied_embeddings >= 0)
+        out->tied_embeddings = set->tied_embeddings;
     if (set->gpu[0])
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
 }
@@ -344,7 +354,11 @@ char *job_config_json(const struct job_config *c)
         case KEY_SCHEDULE: v = c->has_schedule ? json_string(est_schedule_name(c->schedule)) : NULL; break;
         case KEY_MLP: v = c->has_mlp ? json_string(est_mlp_name(c->mlp)) : NULL; break;
         case KEY_RECOMPUTE: v = c->has_recompute ? json_string(est_recompute_name(c->recompute)) : NULL; break;
-        case KEY_BOOL: v = c->sequence_parallel >= 0 ? json_boolean(c->sequence_parallel) : NULL; break;
+        case KEY_BOOL: {
+            int b = *bool_field((struct job_config *)c, k);
+            v = b >= 0 ? json_boolean(b) : NULL;
+            break;
+        }
         case KEY_FRAMEWORK: v = c->has_framework ? json_string(est_framework_name(c->framework)) : NULL; break;
         case KEY_MASTER:
             v = c->has_master_weights ? json_string(est_master_weights_name(c->master_weights)) : NULL;
@@ -430,6 +444,8 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
     int_members(&o, c, model_keys);
     if (c->has_mlp)
         member(&o, "\"mlp\":\"%s\"", est_mlp_name(c->mlp));
+    if (c->tied_embeddings >= 0)
+        member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
     if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
         member(&o, "\"moe\":{");
         o.first = 1;

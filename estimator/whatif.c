@@ -208,11 +208,24 @@ static int compute_bound(const struct model_task *t)
                                            t->sub == MODEL_KF_ATTENTION || t->sub == MODEL_KF_FP8);
 }
 
-/* Scale task i's measured duration but the kernel fixed cost by r, the
- * change credited to model m when r is not 1. */
+/* The part of task i's duration that does not grow with its work. A
+ * synthesised kernel's is the stack's fixed cost it was written with
+ * (synth.c); a measured kernel's is none: on the eager steps of
+ * data/calibration/torch-steps, GEMMs of 0.05 and 1 TFLOP run at the same
+ * throughput and the loss's kernels scale with the tokens they read, and a
+ * fixed cost of 3 or 8 us left the what-ifs between those steps 0.5 and
+ * 1.3 points further from the measured steps (tests/whatif_steps.py). */
+static double kernel_fixed_ns(const struct wf *w, uint32_t i)
+{
+    const struct model_trace *t = job_structure_trace(w->g, w->g->tasks[i].rank);
+    return t && t->synthetic ? w->kp0.kernel_fixed_us * 1e3 : 0.0;
+}
+
+/* Scale task i's measured duration but its fixed part by r, the change
+ * credited to model m when r is not 1. */
 static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 {
-    double fixed = w->kp0.kernel_fixed_us * 1e3, d = w->dur[i];
+    double fixed = kernel_fixed_ns(w, i), d = w->dur[i];
     double keep = d < fixed ? d : fixed;
     w->dur[i] = keep + (d - keep) * r;
     if (r != 1.0) {
@@ -352,6 +365,29 @@ static double layer_gemms_us(const struct wf *w, const struct job_config *c)
     return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
 }
 
+/* Whether the description gives what re-timing a layer's shapes needs. */
+static int has_dims(const struct job_config *c)
+{
+    return c->hidden && c->seq;
+}
+
+/* The output layer's GEMM (tokens x vocab / tp x hidden) on the target
+ * relative to the traced job's, by the kernel model as a layer's GEMMs
+ * are; 0 when the descriptions do not give its shape. */
+static double output_gemm_ratio(const struct wf *w, const struct job_config *b, const struct job_config *t)
+{
+    if (!has_dims(b) || !has_dims(t) || !b->vocab || !t->vocab)
+        return 0;
+    double g[2];
+    const struct job_config *c[2] = {b, t};
+    for (int k = 0; k < 2; k++) {
+        double tokens = (double)(c[k]->micro_batch ? c[k]->micro_batch : 1) * (double)c[k]->seq / (double)cp_of(c[k]);
+        g[k] = gemm_us(w, tokens, (double)c[k]->vocab / (double)c[k]->tp, (double)c[k]->hidden,
+                       c[k]->has_dtype ? c[k]->dtype : HW_BF16);
+    }
+    return g[0] > 0 && g[1] >= 0 ? g[1] / g[0] : 0;
+}
+
 /* A layer's attention forward on the target GPU, microseconds: flash
  * attention over the sequence, or with context parallelism one block of
  * seq / cp queries and keys, or (ring) the whole ring the estimator's step
@@ -390,12 +426,6 @@ static double kv_width(const struct job_config *c)
 {
     double h = (double)(c->hidden ? c->hidden : 1);
     return (c->heads ? kv_heads_of(c) * h / (double)c->heads : h) / (double)c->tp;
-}
-
-/* Whether the description gives what re-timing a layer's shapes needs. */
-static int has_dims(const struct job_config *c)
-{
-    return c->hidden && c->seq;
 }
 
 /* Which tasks run once per micro-batch: all but the optimizer, the
@@ -456,6 +486,8 @@ static double params_per_gpu(const struct job_config *c)
     m.kv_heads = c->kv_heads;
     if (c->has_mlp)
         m.mlp = c->mlp;
+    if (c->tied_embeddings >= 0)
+        m.tied_embeddings = c->tied_embeddings;
     m.seq = c->seq ? c->seq : 1;
     if (c->vocab)
         m.vocab = c->vocab;
@@ -614,7 +646,7 @@ static int shapes(struct wf *w, struct sc_error *err)
     } else {
         r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
     }
-    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp;
+    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp, r_output = output_gemm_ratio(w, b, t);
     double r_vocab = b->vocab && t->vocab ? (double)t->vocab / (double)b->vocab : 1.0;
     if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
         return sc_error_set(err, SC_EINVAL,
@@ -662,8 +694,14 @@ static int shapes(struct wf *w, struct sc_error *err)
         double r;
         if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
             r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
-        else if (!in_layer) /* the output layer: tokens x h x V; from tp 1, all that runs over the logits */
-            r = r_mem * (tp_split_outside(tk) || (from_tp1 && pl->vocab_parallel[i]) ? r_tp * r_vocab : 1.0);
+        else if (!in_layer && pl->vocab_parallel && pl->vocab_parallel[i]) {
+            /* over the logits: the output layer's GEMMs (tokens x h x V) and
+             * the loss's other kernels (tokens x V), split over the vocabulary */
+            int gemm = tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_GEMM;
+            r = gemm && r_output > 0 ? r_output
+                                     : (gemm ? r_mem : tokens) * r_vocab * (from_tp1 || tp_split_outside(tk) ? r_tp : 1.0);
+        } else if (!in_layer) /* the embedding and the final norm: tokens x h */
+            r = r_mem * (tp_split_outside(tk) ? r_tp * r_vocab : 1.0);
         else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
             r = r_gemm;
         else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)

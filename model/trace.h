@@ -239,6 +239,7 @@ struct model_trace {
     uint8_t time_unanchored;   /* relative ts and no base: not placed in time */
     uint8_t has_distributed_info;
     uint8_t has_device_properties;
+    uint8_t synthetic;         /* "stepcast_synthetic": true (stepcast synth wrote it) */
 
     /* counts by phase, over all traceEvents entries */
     uint64_t n_entries;    /* everything in traceEvents */

@@ -1520,6 +1520,17 @@ static int parse_member_value(struct reader *r, struct slice key, int commit)
         }
         return RD_OK;
     }
+    if (KEY_IS(key, "stepcast_synthetic")) {
+        if ((rc = skip_ws(r)))
+            return rc;
+        if (*r->p != 't')
+            return skip_value(r);
+        if ((rc = lex_literal(r, "true", 4)))
+            return rc;
+        if (commit)
+            t->synthetic = 1;
+        return RD_OK;
+    }
     if (KEY_IS(key, "schemaVersion")) {
         if ((rc = skip_ws(r)))
             return rc;

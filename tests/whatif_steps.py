@@ -12,12 +12,13 @@ what-if's step against the measured step of the target. The description
 of each traced step is its table row (vocab 50304, one GPU, micro-batch
 = global batch) and its stack (eager PyTorch, pure bf16); nothing is
 fitted on these steps. The what-if keeps the
-traced step's host time: a target whose step the host bounds on another
-machine (the H100 machine's gpt-h1024-s1024-b8 spends 4.2 ms of its 27 ms
-profiled step waiting on the host, the H200 machine's 1.2 ms) comes out
-wrong by that much, and says so in no figure it could know. Checks: the
-mean |error| at most --max-mape (default 5%), each at most --max-error
-(default 13%). Prints a table and ends with `N passed, N failed`."""
+traced step's host time, measured under the profiler: a target whose step
+the host bounds (gpt-h1024-s1024-b8, whose profiled H100 step waits
+4.2 ms on the host where the unprofiled step waits about 1.5) comes out
+above the measured step by that much. So each measured step must lie
+between the what-if's step without the traced host wait and with it,
+within --max-error (default 7%) on either side, and the mean |error| of
+the what-if's step be at most --max-mape (default 5%). Prints a table and ends with `N passed, N failed`."""
 import argparse
 import csv
 import json
@@ -36,7 +37,7 @@ def rows(path):
 
 def description(r):
     d = {"tp": 1, "pp": 1, "dp": 1, "vocab": 50304, "dtype": "bf16", "mlp": r["mlp"], "framework": "pytorch",
-         "master_weights": "bf16", "global_batch": int(r["micro_batch"])}
+         "master_weights": "bf16", "tied_embeddings": True, "global_batch": int(r["micro_batch"])}
     for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch"):
         d[k] = int(r[k])
     return d
@@ -45,7 +46,7 @@ def description(r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-mape", type=float, default=5.0)
-    ap.add_argument("--max-error", type=float, default=13.0)
+    ap.add_argument("--max-error", type=float, default=7.0)
     ap.add_argument("--cli", default="build/stepcast")
     a = ap.parse_args()
     root = "data/calibration/torch-steps"
@@ -59,7 +60,8 @@ def main():
         if not ok:
             print("FAIL " + what)
 
-    print("%-9s %-33s %-38s %9s %9s %7s" % ("gpu", "traced", "what-if to", "what-if", "measured", "error"))
+    print("%-9s %-33s %-38s %9s %9s %9s %7s %7s" %
+          ("gpu", "traced", "what-if to", "what-if", "host", "measured", "error", "device"))
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = os.path.join(tmp, "job.json")
         for gpu, table in tables.items():
@@ -79,12 +81,17 @@ def main():
                     if out.returncode:
                         check(False, "%s %s -> %s: %s" % (gpu, src["model"], name, out.stderr.strip()))
                         continue
-                    step = json.loads(out.stdout)["step_ms"]
+                    res = json.loads(out.stdout)
+                    step = res["step_ms"]
+                    host = sum(m["ms"] for m in res["models_used"] if m["model"] == "traced_host")
                     err = 100 * (step / measured - 1)
+                    dev_err = 100 * ((step - host) / measured - 1)
                     errors.append(abs(err))
-                    print("%-9s %-33s %-38s %6.2f ms %6.2f ms %+6.1f%%" % (gpu, src["model"], name, step, measured, err))
-                    check(abs(err) <= a.max_error, "%s %s -> %s: %+.1f%% beyond %.0f%%" %
-                          (gpu, src["model"], name, err, a.max_error))
+                    print("%-9s %-33s %-38s %6.2f ms %6.2f ms %6.2f ms %+6.1f%% %+6.1f%%" %
+                          (gpu, src["model"], name, step, host, measured, err, dev_err))
+                    check(dev_err <= a.max_error and err >= -a.max_error,
+                          "%s %s -> %s: %+.1f%% (%+.1f%% without the traced host wait) beyond %.0f%%" %
+                          (gpu, src["model"], name, err, dev_err, a.max_error))
     if not errors:
         check(False, "no what-if ran")
     else:
