@@ -393,7 +393,7 @@ static double output_gemm_ratio(const struct wf *w, const struct job_config *b, 
  * seq / cp queries and keys, or (ring) the whole ring the estimator's step
  * runs (synth.c): cp blocks, block i + 1 after the key/value exchange
  * that ran beside block i. */
-static double attention_us(const struct wf *w, const struct job_config *c, int ring)
+static double attention_us(const struct wf *w, const struct job_config *c, int ring, int backward)
 {
     double t_us;
     struct sc_error ignored;
@@ -402,7 +402,7 @@ static double attention_us(const struct wf *w, const struct job_config *c, int r
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
     struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
                            hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
-    if (kernel_flash_attention(&w->kp1, w->hw1, &s, 0, &t_us, &ignored))
+    if (kernel_flash_attention(&w->kp1, w->hw1, &s, backward, &t_us, &ignored))
         return -1;
     if (cp <= 1 || !ring)
         return t_us;
@@ -637,7 +637,7 @@ static int shapes(struct wf *w, struct sc_error *err)
             /* the ring's exchanges are tasks of their own: with cp kept,
              * each block is re-timed as a block */
             int ring = cp_of(b) != cp_of(t);
-            double a0 = attention_us(w, b, ring), a1 = attention_us(w, t, ring);
+            double a0 = attention_us(w, b, ring, 0), a1 = attention_us(w, t, ring, 0);
             r_attn = a0 > 0 && a1 >= 0 ? a1 / a0 : r_gemm;
         } else {
             r_attn = mb * (double)t->seq * (double)t->seq * (double)t->hidden * (double)b->tp /
@@ -1073,6 +1073,22 @@ static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
     return synth > 0 && traced > 0 ? c->host_op_us * traced / synth : c->host_op_us;
 }
 
+/* The ring's attention at the pace the traced kernels ran: the kernel
+ * model's attention efficiency k scaled by the model's time for the
+ * target's layers over what the measured kernels took once re-timed to the
+ * target's shapes (attention_ns a step, over the traced ranks' layers and
+ * micro-batches). */
+static void ring_attention_pace(const struct wf *w, const struct job_config *t, double attention_ns,
+                                int micro_batches, struct kernel_params *k)
+{
+    double per_layer = attention_us(w, t, 1, 0) + attention_us(w, t, 1, 1);
+    double layers = w->b->layers && w->b->pp ? (double)t->layers / (double)w->b->pp : 0;
+    double model_ns = per_layer * 1e3 * layers * (double)(micro_batches > 0 ? micro_batches : 1) *
+                      (double)w->g->n_ranks;
+    if (per_layer > 0 && model_ns > 0)
+        k->attn_efficiency *= model_ns / attention_ns;
+}
+
 static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
 {
     const struct job_config *b = w->b;
@@ -1096,7 +1112,24 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                     : "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, "
                                       "the embedding and the loss counted as layers), as Megatron-LM requires",
                             (long long)stages, (long long)tc.layers);
-    if ((rc = whatif_measure_passes(w->g, w->st, w->dur, w->model_ns, w->per_mb, &wp, err)))
+    /* with a context-parallel target the synthesised ring times each
+     * layer's attention (its blocks and key/value exchanges, synth.c): the
+     * passes are measured without the attention kernels the ring replaces,
+     * whose measured pace the ring keeps (ring_attention_pace) */
+    double *pass_dur = NULL, attention_ns = 0;
+    if (cp_of(&tc) > 1) {
+        if (!(pass_dur = malloc((w->g->n_tasks ? w->g->n_tasks : 1) * sizeof *pass_dur)))
+            return oom(err);
+        for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+            const struct model_task *t = &w->g->tasks[i];
+            int ring = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_ATTENTION && w->st->layer[i] >= 0;
+            pass_dur[i] = ring ? 0 : w->dur[i];
+            attention_ns += ring && w->per_mb[i] ? w->dur[i] : 0;
+        }
+    }
+    rc = whatif_measure_passes(w->g, w->st, pass_dur ? pass_dur : w->dur, w->model_ns, w->per_mb, &wp, err);
+    free(pass_dur);
+    if (rc)
         return rc;
     if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
         tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
@@ -1104,6 +1137,8 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         return sc_error_prefix(err, "set");
     est_costs_base(w->hw1, &spec, &costs);
     costs.host_op_us = traced_host_op_us(w, &costs);
+    if (attention_ns > 0)
+        ring_attention_pace(w, &tc, attention_ns, wp.micro_batches, &costs.kernel);
     if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
         return rc;
     /* the layers transform repeated each layer's work in place: one
@@ -1134,6 +1169,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     const struct model_graph *c = out->graph;
     const struct model_replay_step *slow = model_replay_slowest(out->replay);
     out->step_ms = slow ? (double)slow->replayed_ns / 1e6 : 0;
+    out->host_exposed_ms = slow ? (double)slow->breakdown.host / 1e6 : 0;
     double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
            transfer = 0;
     for (uint32_t i = 0; i < c->n_tasks; i++) {

@@ -87,7 +87,7 @@ static struct model_graph *synth_graph(const char *spec, const char *name, struc
  * re-times a trace's kernels by (est_costs_base on every GPU: the traced
  * job's own stack stays in its measured times; the H100's defaults fitted
  * on NeMo's runs at scale are a stack's, not a kernel's). */
-static double estimate_with(const char *text, int stack)
+static double estimate_with(const char *text, int stack, double *host_ms)
 {
     struct est_spec s;
     const struct hw_profile *hw;
@@ -100,6 +100,8 @@ static double estimate_with(const char *text, int stack)
     if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     double ms = e.step_ms;
+    if (host_ms)
+        *host_ms = (double)e.breakdown.host / 1e6;
     est_estimate_release(&e);
     return ms;
 }
@@ -129,7 +131,7 @@ static double estimate_changed(const char *section, const char *key, const char 
             snprintf(brace + 1, (size_t)(text + sizeof text - brace - 1), "\"%s\":%s,%s", key, value, rest);
         }
     }
-    return estimate_with(text, 0);
+    return estimate_with(text, 0, NULL);
 }
 
 TEST(whatif_noop_reproduces_the_replay_on_the_shared_traces)
@@ -597,7 +599,7 @@ TEST(whatif_pipeline_change_agrees_with_the_estimate_of_the_changed_spec)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", set, err.msg);
         if (rc)
             continue;
-        double est = estimate_with(tspec, 0);
+        double est = estimate_with(tspec, 0, NULL);
         printf("  pp %d -> %d  whatif %8.3f ms  estimate %8.3f ms  %+.2f%%  (replay %8.3f ms)\n", from, cases[k].to,
                r.step_ms, est, (r.step_ms - est) / est * 100, r.base_step_ms);
         CHECK_NEAR(r.step_ms, est, 0.03 * est);
@@ -633,7 +635,7 @@ TEST(whatif_pipeline_change_agrees_with_the_estimate_of_the_changed_spec)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", combined[k].set, err.msg);
             continue;
         }
-        double est = estimate_with(tspec, 0);
+        double est = estimate_with(tspec, 0, NULL);
         printf("  %-20s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", combined[k].set, r.step_ms, est,
                (r.step_ms - est) / est * 100);
         CHECK_NEAR(r.step_ms, est, 0.03 * est);
@@ -760,7 +762,7 @@ TEST(whatif_interleaved_schedule_agrees_with_the_estimate_of_the_changed_spec)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
         if (rc)
             continue;
-        double est = estimate_with(tspec, 0);
+        double est = estimate_with(tspec, 0, NULL);
         printf("  pp 2 vpp %d -> %-34s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%  (replay %8.3f ms, %+.2f%%)\n", v,
                cases[k].set[0] ? cases[k].set : "no-op", r.step_ms, est, (r.step_ms - est) / est * 100,
                r.base_step_ms, (r.step_ms - r.base_step_ms) / r.base_step_ms * 100);
@@ -895,7 +897,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
         REQUIRE(model_job_load(dirs, 1, &lo, 0, &job, &err) == SC_OK);
         REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
         REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
-        double base = estimate_with(text, 1);
+        double base = estimate_with(text, 1, NULL);
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
             char set_text[64], target_text[1024];
             struct job_config set;
@@ -918,7 +920,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
                 sc_check_fail(__FILE__, __LINE__, "%s %s: %s", specs[k].name, set_text, err.msg);
                 continue;
             }
-            double w = r.step_ms / r.base_step_ms, e = estimate_with(target_text, 1) / base, d = w / e - 1;
+            double w = r.step_ms / r.base_step_ms, e = estimate_with(target_text, 1, NULL) / base, d = w / e - 1;
             printf("  %-14s %-26s what-if x%.3f  estimate x%.3f  %+.1f%%\n", specs[k].name, set_text, w, e,
                    100 * d);
             cases++;
@@ -969,7 +971,7 @@ TEST(whatif_tp_from_a_context_parallel_trace)
     REQUIRE(model_job_load(dirs, 1, &lo, 0, &job, &err) == SC_OK);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
     REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
-    double base = estimate_with(text, 1);
+    double base = estimate_with(text, 1, NULL);
     for (int tp = 2; tp <= 8; tp *= 2) {
         char set_text[32], target_text[1024];
         struct job_config set;
@@ -981,7 +983,7 @@ TEST(whatif_tp_from_a_context_parallel_trace)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", set_text, err.msg);
             continue;
         }
-        double w = r.step_ms / r.base_step_ms, e = estimate_with(target_text, 1) / base, d = w / e - 1;
+        double w = r.step_ms / r.base_step_ms, e = estimate_with(target_text, 1, NULL) / base, d = w / e - 1;
         printf("  cp 2 -> %s: what-if x%.3f  estimate x%.3f  %+.1f%%  (tensor-parallel transfers %.3f ms)\n",
                set_text, w, e, 100 * d, r.collective_transfer_ms);
         CHECK(d <= 0.05 && d >= -0.05);
@@ -993,15 +995,22 @@ TEST(whatif_tp_from_a_context_parallel_trace)
 
 /* The two roads from the steps measured on H100 and H200
  * (data/calibration/torch-steps), each described with its own stack
- * (eager PyTorch, pure bf16: framework and master_weights): from dp 1 to
- * dp 8, 64 and 512 the what-if and the estimate move the step alike
- * within 5%; to pp 2 and 4 (four micro-batches a step) within 6%, but
- * where the traced step waits on its host for a tenth of its time or
- * more (the what-if keeps the traced host's pace, `traced_host`): then
- * within 15%, the case named. Tensor- and context-parallel targets are
- * printed, not held: an eager step's host dispatch and unfused kernels
- * part the two roads there (BENCHMARKS.md, "From the measured eager
- * steps"). */
+ * (eager PyTorch, pure bf16: framework and master_weights), to tp 2, 4
+ * and 8, dp 8, 64 and 512, pp 2 and 4 (four micro-batches a step, base and
+ * target alike) and cp 2: the what-if and the estimate move the step by
+ * the same ratio within 5% (pp: 6%). Each road waits on the host at its
+ * own pace (the what-if at the traced host's, `traced_host`; the estimate
+ * at the eager stack's cost per operation), and where the GPUs' work
+ * shrinks those waits part the roads; so:
+ *  - where the two targets' host waits differ by 3 points of their steps
+ *    or more, the GPUs' part of each step (less its host wait) is held to
+ *    5% instead, and to 10% where either target waits on its host for a
+ *    quarter of its step (host-bound: the part is a bound, not a sum);
+ *    pipelines keep the whole ratio (their host waits surface as bubbles);
+ *  - from a traced step that itself waits on its host for a tenth of its
+ *    time or more (the H100 machine's gpt-h1024: 4.2 ms of 27.9), every
+ *    target keeps that pace: the whole ratio within 15%.
+ * Each such case is printed with its figures and named. */
 TEST(whatif_roads_from_the_measured_eager_steps)
 {
     static const char *const gpus[] = {"h100-sxm", "h200"};
@@ -1065,28 +1074,37 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                              "\"options\":{\"dtype\":\"bf16\",%s}}",
                              steps[m].model, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1,
                              k ? goals[t].cp : 1, mb, k ? gb : mb * goals[t].m, gpus[gi], stack);
-                double w = r.step_ms / r0.step_ms, e = estimate_with(s1, 1) / estimate_with(s0, 1), d = w / e - 1;
-                double host = r0.host_exposed_ms / r0.step_ms; /* the traced step's wait on its host */
-                int tp = goals[t].tp > 1 || goals[t].cp > 1, bound = host >= 0.1; /* printed only */
-                printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%  (GPUs wait %.2f of %.2f ms on "
-                       "the traced host)%s\n",
-                       gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, r.host_exposed_ms, r.step_ms,
-                       bound ? " host-bound" : "");
-                if (!tp) {
-                    /* pp: 6% (two of the sixteen land at 5.2% and 5.9%) */
-                    double limit = goals[t].pp == 1 ? 0.05 : bound ? 0.15 : 0.06;
-                    held++;
-                    named += limit > 0.06;
-                    if (d > limit || d < -limit)
-                        sc_check_fail(__FILE__, __LINE__, "%s %s %s: what-if x%.3f, estimate x%.3f (%+.1f%%)",
-                                      gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d);
-                }
+                double eh0, eh1, e0 = estimate_with(s0, 1, &eh0), e1 = estimate_with(s1, 1, &eh1);
+                double w = r.step_ms / r0.step_ms, e = e1 / e0, d = w / e - 1;
+                /* the GPUs' part of each road: the step less its wait on the
+                 * host (the traced host's pace; the stack's in the estimate) */
+                double wd = (r.step_ms - r.host_exposed_ms) / (r0.step_ms - r0.host_exposed_ms),
+                       ed = (e1 - eh1) / (e0 - eh0), dd = wd / ed - 1;
+                double hw = r.host_exposed_ms / r.step_ms, he = eh1 / e1, h0 = r0.host_exposed_ms / r0.step_ms;
+                /* which figure is held, and how close (the function's comment) */
+                int traced_bound = h0 >= 0.1, bound = hw >= 0.25 || he >= 0.25, differ = fabs(hw - he) >= 0.03;
+                int pp = goals[t].pp > 1, gpus_only = !traced_bound && !pp && (bound || differ);
+                double limit = traced_bound ? 0.15 : pp ? 0.06 : bound ? 0.10 : 0.05;
+                double off = gpus_only ? dd : d;
+                const char *why = traced_bound ? " traced step host-bound"
+                                  : !gpus_only ? ""
+                                  : bound      ? " host-bound target, GPUs' part"
+                                               : " host paces differ, GPUs' part";
+                printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%  GPUs only %+6.1f%%  (host waits "
+                       "%.2f of %.2f ms; estimate %.2f of %.2f)%s\n",
+                       gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, 100 * dd, r.host_exposed_ms, r.step_ms,
+                       eh1, e1, why);
+                held++;
+                named += limit > 0.06;
+                if (off > limit || off < -limit)
+                    sc_check_fail(__FILE__, __LINE__, "%s %s %s: what-if x%.3f, estimate x%.3f (%+.1f%%; GPUs only %+.1f%%)",
+                                  gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, 100 * dd);
                 whatif_release(&r);
                 whatif_release(&r0);
             }
             model_graph_free(g);
             model_job_free(job);
         }
-    printf("  %zu dp and pp targets held (%zu host-bound ones named, to 15%%)\n", held, named);
-    CHECK(held == 40);
+    printf("  %zu targets held, %zu of them named host-bound (to 10%% or 15%%)\n", held, named);
+    CHECK(held == 72);
 }
