@@ -10,6 +10,7 @@
 #include "common/hugepage.h"
 #include "common/vec.h"
 #include "model/collective.h"
+#include "model/graph_check.h"
 #include "model/kernel_family.h"
 #include "common/banned.h"
 
@@ -773,6 +774,8 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     gb->group_tasks = NULL;
     gb->parts = NULL;
     gb->peers = NULL;
+    if (model_graph_checks_on() && (rc = model_graph_check(g, err)))
+        goto out;
     *out = g;
     g = NULL;
     if (map) {

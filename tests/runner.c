@@ -94,6 +94,7 @@ int main(int argc, char **argv)
         return 0;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    setenv("STEPCAST_CHECK_GRAPHS", "1", 0); /* every graph built checked (model/graph_check.h) */
     for (struct sc_test *t = head; t; t = t->next) {
         if (!selected(t, argc, argv, first))
             continue;
