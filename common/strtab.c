@@ -50,7 +50,11 @@ int sc_strtab_init(struct sc_strtab *t)
 {
     uint32_t id;
     memset(t, 0, sizeof *t);
-    return sc_strtab_intern(t, "", 0, &id);
+    if (sc_strtab_intern(t, "", 0, &id)) {
+        sc_strtab_release(t);
+        return -1;
+    }
+    return 0;
 }
 
 void sc_strtab_release(struct sc_strtab *t)

@@ -1,11 +1,15 @@
 # tests/: the C test runner and its cases (unit, golden, integration).
-TEST_SRCS += tests/runner.c tests/helpers.c tests/json_compare.c tests/trace_builder.c tests/shared_traces.c $(wildcard tests/unit/*.c tests/golden/*.c tests/integration/*.c)
+TEST_SRCS += tests/runner.c tests/alloc_fail.c tests/helpers.c tests/json_compare.c tests/trace_builder.c tests/shared_traces.c $(wildcard tests/unit/*.c tests/golden/*.c tests/integration/*.c)
 TEST_BIN := $(BUILD)/tests/stepcast-tests
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# the allocator's entry points wrapped (tests/alloc_fail.h); the library's
+# calls reach the wrappers only in a build without link-time optimisation
+ALLOC_WRAP := $(foreach f,malloc calloc realloc aligned_alloc free strdup strndup,-Wl,--wrap=$(f))
+$(BUILD)/obj/tests/unit/test_alloc_failures.o: ALL_CFLAGS += -DALLOC_WRAPS_LIBRARY=$(if $(LTO),0,1)
 $(TEST_BIN): $(TEST_OBJS) $(LIBSTEPCAST)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJS) $(LIBSTEPCAST) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) $(ALLOC_WRAP) -o $@ $(TEST_OBJS) $(LIBSTEPCAST) $(LIBS)
 
 .PHONY: tests
 tests: $(TEST_BIN) $(BINS)
