@@ -11,7 +11,7 @@ import { bars, draw, figure, PALETTE } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm, whole } from './form.js';
 import { clusterAndOptions, clusterFields, modelFields, modelFromHf, optionsFields } from './specform.js';
-import { lacksRoute } from './routes.js';
+import { viewOf } from './routes.js';
 
 const MEMORY = [['weights_gb', 'weights'], ['gradients_gb', 'gradients'], ['optimizer_gb', 'optimizer state'],
   ['activations_gb', 'activations']];
@@ -171,10 +171,9 @@ function results(out, e) {
 }
 
 export async function estimateView(view) {
-  view.append(el('h1', {}, 'Estimate a configuration'),
-    el('p', { class: 'muted' }, 'A model, a parallel layout and a GPU: the step time and what follows from it, ' +
-      'from the server\'s estimator (as stepcast estimate).'));
-  if (await lacksRoute(view, 'POST', '/v1/estimate')) return;
+  if (!(await viewOf(view, 'Estimate a configuration',
+    'A model, a parallel layout and a GPU: the step time and what follows from it, ' +
+      'from the server\'s estimator (as stepcast estimate).', 'POST', '/v1/estimate'))) return;
   const { hardware } = await api('/v1/hardware');
   const json = jsonToggle('estimate');
   const out = el('div', { id: 'estimate-out' });

@@ -5,7 +5,7 @@
 import { api } from './api.js';
 import { el, num, table } from './dom.js';
 import { jsonToggle, makeForm } from './form.js';
-import { lacksRoute } from './routes.js';
+import { viewOf } from './routes.js';
 
 const tflops = (h, d) => (h.peak_tflops && h.peak_tflops[d] ? num(h.peak_tflops[d], 1) : '—');
 
@@ -38,10 +38,9 @@ function render(out, hardware) {
 }
 
 export async function hardwareView(view) {
-  view.append(el('h1', {}, 'Hardware profiles'),
-    el('p', { class: 'muted' }, 'The GPUs a spec can name (cluster.gpu): dense peaks, memory, links and power, ' +
-      'with where each figure comes from.'));
-  if (await lacksRoute(view, 'GET', '/v1/hardware')) return;
+  if (!(await viewOf(view, 'Hardware profiles',
+    'The GPUs a spec can name (cluster.gpu): dense peaks, memory, links and power, ' +
+      'with where each figure comes from.', 'GET', '/v1/hardware'))) return;
   const { hardware } = await api('/v1/hardware');
   const json = jsonToggle('hardware');
   json.show('GET /v1/hardware', { hardware });

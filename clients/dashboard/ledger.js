@@ -7,7 +7,7 @@ import { api } from './api.js';
 import { PALETTE, bars, figure, scatter, shape } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm } from './form.js';
-import { lacksRoute } from './routes.js';
+import { viewOf } from './routes.js';
 
 const KINDS = ['replay', 'whatif', 'estimate'];
 
@@ -101,10 +101,9 @@ function render(out, doc) {
 }
 
 export async function ledgerView(view) {
-  view.append(el('h1', {}, 'Ledger: predicted against measured'),
-    el('p', { class: 'muted' }, 'Measured step times recorded next to what stepcast predicted for them when they ' +
-      'were recorded (stepcast ledger add, POST /v1/validations).'));
-  if (await lacksRoute(view, 'GET', '/v1/validations')) return;
+  if (!(await viewOf(view, 'Ledger: predicted against measured',
+    'Measured step times recorded next to what stepcast predicted for them when they ' +
+      'were recorded (stepcast ledger add, POST /v1/validations).', 'GET', '/v1/validations'))) return;
   const json = jsonToggle('ledger');
   const out = el('div', { id: 'ledger-out' });
   const load = async v => {

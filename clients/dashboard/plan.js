@@ -10,7 +10,7 @@ import { PALETTE, figure, scatter } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm, whole } from './form.js';
 import { clusterAndOptions, clusterFields, modelFields, modelFromHf, optionsFields } from './specform.js';
-import { lacksRoute } from './routes.js';
+import { viewOf } from './routes.js';
 
 const sleep = t => new Promise(r => setTimeout(r, t));
 
@@ -200,10 +200,9 @@ async function plan(body, json, progress) {
 }
 
 export async function planView(view) {
-  view.append(el('h1', {}, 'Plan: configurations ranked'),
-    el('p', { class: 'muted' }, 'Every parallel layout, micro-batch, recomputation and ZeRO stage of a model on ' +
-      'a GPU count, each estimated; the best first (as stepcast plan).'));
-  if (await lacksRoute(view, 'POST', '/v1/plans')) return;
+  if (!(await viewOf(view, 'Plan: configurations ranked',
+    'Every parallel layout, micro-batch, recomputation and ZeRO stage of a model on ' +
+      'a GPU count, each estimated; the best first (as stepcast plan).', 'POST', '/v1/plans'))) return;
   const { hardware } = await api('/v1/hardware');
   const json = jsonToggle('plan');
   const progress = el('p', { class: 'muted', role: 'status' });

@@ -19,6 +19,13 @@ export async function lacksRoute(node, method, template) {
   return true;
 }
 
+// A view's title and what it does; false (and said) when the server lacks
+// the route the view needs.
+export async function viewOf(view, title, about, method, template) {
+  view.append(el('h1', {}, title), el('p', { class: 'muted' }, about));
+  return !(await lacksRoute(view, method, template));
+}
+
 function fill(template, params) {
   return template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(params[k]));
 }

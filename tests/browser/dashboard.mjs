@@ -311,6 +311,16 @@ async function toggleJson(page, prefix, needle) {
   assert(!(await page.isVisible(`#${prefix}-json pre.json`)), `${prefix}: JSON stays after the toggle is off`);
 }
 
+// What every view's test ends with: no raw JSON until the toggle shows
+// NEEDLE, a screenshot, the keyboard's reach, a clean page.
+async function viewChecked(page, prefix, needle, shotName, allowErrors = []) {
+  await noRawJson(page);
+  await toggleJson(page, prefix, needle);
+  await shot(page, shotName);
+  await keyboardOnly(page);
+  page.assertClean(allowErrors);
+}
+
 // Every field has a label; Tab alone reaches every control of the page.
 async function keyboardOnly(page) {
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
@@ -430,11 +440,7 @@ test('estimate: a config.json and a layout; the charts are the API\'s figures', 
     near(b, dir > 0 ? value * hi : value / lo, `${key} band high`);
   }
   near(banded.band.lo_ms, banded.step_ms * lo, 'the step\'s band is the ratios\'');
-  await noRawJson(page);
-  await toggleJson(page, 'estimate', '"per_stage"');
-  await shot(page, 'dashboard-estimate.png');
-  await keyboardOnly(page);
-  page.assertClean();
+  await viewChecked(page, 'estimate', '"per_stage"', 'dashboard-estimate.png');
 });
 
 test('plan: ranked, sortable, the scatter\'s marks and Pareto front, the top row\'s Megatron arguments', async (ctx, page) => {
@@ -545,11 +551,7 @@ test('what-if: the job\'s configuration saved from its form, then before and aft
   near(dataset(src, 'from models')[0], w.from_models_ms, 'from models');
   const models = await page.$$eval('#whatif-models [data-field=model]', tds => tds.map(t => t.textContent));
   assert(JSON.stringify(models) === JSON.stringify(w.models_used.map(m => m.model)), `models ${models}`);
-  await noRawJson(page);
-  await toggleJson(page, 'whatif', '"from_models_ms"');
-  await shot(page, 'dashboard-whatif.png');
-  await keyboardOnly(page);
-  page.assertClean();
+  await viewChecked(page, 'whatif', '"from_models_ms"', 'dashboard-whatif.png');
 });
 
 test('ledger: predicted against measured, log-log with y = x; MAPE by kind and month; names stay text', async (ctx, page) => {
@@ -623,11 +625,7 @@ test('hardware: the profiles with their sources; a filter', async (ctx, page) =>
   const hopper = await page.$$eval('#hardware [data-field=id]', tds => tds.map(t => t.textContent));
   assert(JSON.stringify(hopper) === JSON.stringify(hardware.filter(h => h.architecture === 'hopper').map(h => h.id)),
     `hopper: ${hopper}`);
-  await noRawJson(page);
-  await toggleJson(page, 'hardware', '"sources"');
-  await shot(page, 'dashboard-hardware.png');
-  await keyboardOnly(page);
-  page.assertClean();
+  await viewChecked(page, 'hardware', '"sources"', 'dashboard-hardware.png');
 });
 
 test('model: the sample says it is synthetic; the ranks\' spread; a diff names kernels as text', async (ctx, page) => {
