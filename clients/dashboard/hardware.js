@@ -9,12 +9,16 @@ import { viewOf } from './routes.js';
 
 const tflops = (h, d) => (h.peak_tflops && h.peak_tflops[d] ? num(h.peak_tflops[d], 1) : '—');
 
-function sources(h) {
-  const s = h.sources || {};
-  const keys = Object.keys(s);
-  if (!keys.length) return el('span', { class: 'muted' }, 'none given');
-  return el('details', {}, el('summary', {}, `${keys.length} source(s)`),
-    el('dl', { class: 'sources' }, keys.flatMap(k => [el('dt', {}, k), el('dd', {}, String(s[k]))])));
+// Every profile's sources, one row a figure (or group of figures).
+function sourcesTable(hardware) {
+  const rows = hardware.flatMap(h => Object.entries(h.sources || {}).map(([figure, source]) => ({
+    id: h.id, figure, source: String(source),
+  })));
+  return table([
+    { title: 'profile', field: 'id', cell: r => el('code', {}, r.id) },
+    { title: 'figure', field: 'figure', cell: r => r.figure },
+    { title: 'source', field: 'source', cell: r => r.source },
+  ], rows, { id: 'hardware-sources' });
 }
 
 function render(out, hardware) {
@@ -33,8 +37,9 @@ function render(out, hardware) {
     { title: 'board power W', num: true, cell: h => num(h.board_power_w, 0) },
     { title: 'measured here', cell: h => [h.gemm_tflops && Object.keys(h.gemm_tflops).length ? 'GEMMs' : null,
       h.attention ? 'attention' : null, h.collective_lines ? 'NCCL' : null].filter(Boolean).join(', ') || '—' },
-    { title: 'sources', field: 'sources', cell: sources },
-  ], hardware, { id: 'hardware' }) : el('p', { class: 'muted' }, 'No profile matches.'));
+    { title: 'sources', num: true, field: 'sources', cell: h => Object.keys(h.sources || {}).length },
+  ], hardware, { id: 'hardware' }) : el('p', { class: 'muted' }, 'No profile matches.'),
+  hardware.length ? el('section', {}, el('h2', {}, 'Where each figure comes from'), sourcesTable(hardware)) : null);
 }
 
 export async function hardwareView(view) {
@@ -44,7 +49,7 @@ export async function hardwareView(view) {
   const { hardware } = await api('/v1/hardware');
   const json = jsonToggle('hardware');
   json.show('GET /v1/hardware', { hardware });
-  const out = el('div', { id: 'hardware-out', class: 'scroll' });
+  const out = el('div', { id: 'hardware-out' });
   const archs = [...new Set(hardware.map(h => h.architecture).filter(Boolean))].sort();
   const form = makeForm('hardware', [{
     legend: 'Filter', fields: [
