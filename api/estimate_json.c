@@ -27,20 +27,24 @@ json_t *api_estimate_json(const struct est_estimate *e)
     const struct model_breakdown *b = &e->breakdown;
     for (size_t i = 0; stages && i < e->n_stages; i++) {
         const struct est_stage_estimate *s = &e->stages[i];
-        if (json_array_append_new(stages, json_pack("{s:i, s:o, s:o, s:o}", "stage", s->stage, "step_ms",
-                                                    num(s->step_ms), "memory_gb", num(s->memory_gb),
-                                                    "bubble_ms", num(s->bubble_ms)))) {
+        if (json_array_append_new(stages, json_pack("{s:i, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o}}", "stage",
+                                                    s->stage, "step_ms", num(s->step_ms), "memory_gb",
+                                                    num(s->memory_gb), "bubble_ms", num(s->bubble_ms), "memory",
+                                                    "weights_gb", num(s->weights_gb), "gradients_gb",
+                                                    num(s->gradients_gb), "optimizer_gb", num(s->optimizer_gb),
+                                                    "activations_gb", num(s->activations_gb)))) {
             json_decref(stages);
             return NULL;
         }
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:o, s:b, s:s*, s:{s:o, s:o, s:o, s:o, s:o}, "
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:o, s:b, s:s*, s:{s:o, s:o, s:o, s:o, s:o}, "
                      "s:o*, s:o, s:o, s:o, s:o, s:o, s:I, s:s}",
                      "step_ms", num(e->step_ms), "tokens_per_s", num(e->tokens_per_s), "mfu",
                      json_real(round(e->mfu * 1e6) / 1e6), "hfu", json_real(round(e->hfu * 1e6) / 1e6),
                      "executed_flops", num(e->executed_flops), "executed_flops_util",
                      json_real(round(e->executed_flops_util * 1e6) / 1e6),
-                     "memory_gb_per_gpu", num(e->memory_gb_per_gpu), "memory_attention",
+                     "memory_gb_per_gpu", num(e->memory_gb_per_gpu), "memory_usable_gb",
+                     num(e->memory_usable_gb), "memory_attention",
                      e->memory_attention ? e->memory_attention : "flash", "recompute_chosen",
                      e->recompute_chosen ? e->recompute_chosen : "none", "recompute_layers_chosen",
                      e->recompute_layers_chosen ? json_integer((json_int_t)e->recompute_layers_chosen) : json_null(),

@@ -17,6 +17,18 @@ static json_t *dtype_table(const double *v)
     return o;
 }
 
+/* The "sources" of p's compiled-in file (where each figure comes from), or
+ * NULL when it has none. */
+static json_t *sources_json(const struct hw_profile *p)
+{
+    size_t len = 0;
+    const char *text = hw_profile_document(p, &len);
+    json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
+    json_t *sources = json_incref(json_object_get(doc, "sources"));
+    json_decref(doc);
+    return sources;
+}
+
 json_t *api_hardware_json(const struct hw_profile *p)
 {
     json_t *names = json_array();
@@ -46,6 +58,13 @@ json_t *api_hardware_json(const struct hw_profile *p)
         json_decref(o);
         o = NULL;
     }
+    json_t *sources = sources_json(p);
+    if (o && sources && json_object_set_new(o, "sources", sources)) {
+        json_decref(o);
+        return NULL;
+    }
+    if (!o)
+        json_decref(sources);
     json_t *lines = coll_lines_json(p->coll_lines);
     if (o && lines && json_object_set_new(o, "collective_lines", lines)) {
         json_decref(o);

@@ -78,9 +78,17 @@ static const char schemas[] =
     "\"Spec\":{\"type\":\"object\",\"description\":\"the training-job spec (data/spec.schema.json; README"
     " 'Estimating a configuration'); cluster.profile names a calibration of GET /v1/calibrations\"},"
     "\"Estimate\":{\"type\":\"object\",\"description\":\"the document of `stepcast estimate --json`, with"
+    " memory_usable_gb (the GPU's memory less the reserve), per_stage[].memory {weights_gb, gradients_gb,"
+    " optimizer_gb, activations_gb} (what each pipeline rank's peak holds) and"
     " band: {kind, entries, coverage 0.8, ratio_lo, ratio_hi, lo_ms, hi_ms} (10th-90th percentile of measured /"
     " predicted over the ledger's out-of-sample estimate entries), or {kind, entries, needed} below 10 entries\"},"
-    "\"Hardware\":{\"type\":\"object\",\"description\":\"a data/hardware profile\"},"
+    "\"Hardware\":{\"type\":\"object\",\"description\":\"a data/hardware profile with its sources (where"
+    " each figure comes from, by figure)\"},"
+    "\"HfConfig\":{\"type\":\"object\",\"description\":\"a Hugging Face config.json (README, spec from-hf:"
+    " llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gpt_oss, gpt2, gpt_neox)\"},"
+    "\"SpecModel\":{\"type\":\"object\",\"required\":[\"model\"],\"properties\":{\"model\":{\"type\":\"object\","
+    " \"description\":\"a spec's model with every field written out\"},\"seq_from\":{\"type\":\"string\","
+    " \"nullable\":true,\"description\":\"the config field that gave seq; null when the request's seq did\"}}},"
     "\"HardwareList\":{\"type\":\"object\",\"properties\":{\"hardware\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Hardware\"}}}},"
     "\"Calibration\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
     " \"gpu\":{\"type\":\"string\"},\"source\":{\"type\":\"string\",\"enum\":[\"nccl-tests\",\"gemm-bench\",\"traces\"]},"
@@ -133,6 +141,8 @@ static const char schemas[] =
     "\"error\":{\"type\":\"object\",\"description\":\"quantiles p05 to p95 of estimate / measured - 1\"},"
     "\"best_mfu\":{\"type\":\"object\"},\"max_gpus\":{\"type\":\"integer\"}}},"
     "\"extrapolated\":{\"type\":\"boolean\"},\"extrapolated_because\":{\"type\":\"string\"},"
+    "\"megatron_args\":{\"type\":\"string\",\"description\":\"the top row: the Megatron-LM arguments that "
+    "run it (as `stepcast plan --megatron`)\"},"
     "\"kernel\":{\"$ref\":\"#/components/schemas/Estimate\",\"description\":\"the top row of a plan from a "
     "spec, estimated again at kernel detail\"}}}}}},"
     "\"Ledger\":{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Validation\"}},"
@@ -172,6 +182,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_PLAN_DELETE] = "Plan",
     [API_OP_WHATIF] = "WhatIf",
     [API_OP_MODEL_PLAN] = "Plan",
+    [API_OP_SPEC_FROM_HF] = "SpecModel",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -184,6 +195,7 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_PLAN_CREATE] = "PlanRequest",
     [API_OP_WHATIF] = "WhatIfRequest",
     [API_OP_MODEL_PLAN] = "ModelPlanRequest",
+    [API_OP_SPEC_FROM_HF] = "HfConfig",
 };
 
 static json_t *ref(const char *name)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/estimate_json.h"
+#include "api/megatron_args.h"
 #include "estimator/plan.h"
 #include "common/banned.h"
 
@@ -34,8 +35,9 @@ static int add_band(json_t *out, const struct est_band_view *v)
     return v->extrapolated ? json_object_set_new(out, "extrapolated_because", json_string(v->reason)) : 0;
 }
 
-/* The row's parallel and options objects, every value written out. */
-static json_t *row_json(const struct est_plan *p, const struct est_plan_row *row)
+/* The row's parallel and options objects, every value written out; the
+ * top row's (first) Megatron-LM arguments. */
+static json_t *row_json(const struct est_plan *p, const struct est_plan_row *row, int first)
 {
     char *text = est_spec_json(&row->spec);
     json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
@@ -44,6 +46,14 @@ static json_t *row_json(const struct est_plan *p, const struct est_plan_row *row
     if (spec && estimate)
         out = json_pack("{s:O, s:O, s:O}", "parallel", json_object_get(spec, "parallel"), "options",
                         json_object_get(spec, "options"), "estimate", estimate);
+    char *args = out && first ? api_megatron_args(&row->spec.model, row->spec.options.dtype,
+                                                  json_object_get(spec, "parallel"), json_object_get(spec, "options"))
+                              : NULL;
+    if (out && first && (!args || json_object_set_new(out, "megatron_args", json_string(args)))) {
+        json_decref(out);
+        out = NULL;
+    }
+    free(args);
     json_decref(spec);
     json_decref(estimate);
     if (out && ((p->banded && add_band(out, &row->band)) ||
@@ -58,7 +68,7 @@ json_t *api_plan_json(const struct est_plan *p)
 {
     json_t *top = json_array();
     for (size_t i = 0; top && i < p->n_rows; i++)
-        if (json_array_append_new(top, row_json(p, &p->rows[i]))) {
+        if (json_array_append_new(top, row_json(p, &p->rows[i], i == 0))) {
             json_decref(top);
             return NULL;
         }

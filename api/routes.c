@@ -157,6 +157,11 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                        "400," E_AUTH ",404,409,422",
                        "the replayed step as Chakra execution traces (as `stepcast export chakra`): a tar of "
                        "<prefix>.<rank>.et per rank and comm_group.json"},
+    [API_OP_SPEC_FROM_HF] = {"POST", "/v1/specs/from-hf", "specFromHf", API_SCOPE_READ, API_BODY_JSON, 200,
+                             "seq:integer:the sequence length (default: the config's pretraining length)",
+                             "400," E_AUTH ",413,422",
+                             "a spec's model from a Hugging Face config.json (as `stepcast spec from-hf`), and "
+                             "which field gave its sequence length"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

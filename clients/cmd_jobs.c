@@ -98,9 +98,9 @@ int cmd_jobs(int argc, char **argv)
 
 /* The body of PUT /v1/jobs/{job}: config (a description's JSON text) as
  * the job's config, the hardware and description of the job as it is
- * (doc: its GET, or NULL for a new job) kept, as a PUT replaces them.
- * NULL when out of memory. */
-static char *job_body(const char *config, json_t *doc)
+ * (doc: its GET, or NULL for a new job) kept, as a PUT replaces them;
+ * description, when not NULL, replaces the job's. NULL when out of memory. */
+static char *job_body(const char *config, json_t *doc, const char *description)
 {
     static const char *const kept[] = {"hardware", "description"};
     char *body = NULL;
@@ -110,7 +110,8 @@ static char *job_body(const char *config, json_t *doc)
         for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
             if (json_is_string(json_object_get(doc, kept[i])))
                 json_object_set(b, kept[i], json_object_get(doc, kept[i]));
-        body = json_dumps(b, JSON_COMPACT);
+        if (!description || !json_object_set_new(b, "description", json_string(description)))
+            body = json_dumps(b, JSON_COMPACT);
     }
     json_decref(c);
     json_decref(b);
@@ -122,11 +123,12 @@ int cmd_job(int argc, char **argv)
     static const struct option opts[] = {
         {"job", required_argument, NULL, 'J'},  {"server", required_argument, NULL, 'S'},
         {"json", no_argument, NULL, 'j'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"description", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
     };
-    static const char usage[] = "usage: stepcast job config [--server URL] --job J [--json] FILE\n"
-                                "       FILE: the job's description (README, whatif), checked here first\n";
-    const char *id = NULL;
+    static const char usage[] = "usage: stepcast job config [--server URL] --job J [--description TEXT] [--json] FILE\n"
+                                "       FILE: the job's description (README, whatif), checked here first;\n"
+                                "       TEXT: the job's free-text description (kept when not given)\n";
+    const char *id = NULL, *description = NULL;
     struct job_config cfg;
     struct remote r;
     struct remote_resp resp = {0};
@@ -144,9 +146,10 @@ int cmd_job(int argc, char **argv)
     argc--;
     argv++;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "J:S:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "J:S:D:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'J': id = optarg; break;
+        case 'D': description = optarg; break;
         case 'S': remote_set_options(optarg, NULL); break;
         case 'j': json = 1; break;
         case 'h': fputs(usage, stdout); return 0;
@@ -169,7 +172,7 @@ int cmd_job(int argc, char **argv)
     else if (resp.status != 404)
         rc = remote_fail(&resp);
     remote_resp_release(&resp);
-    if (!rc && (!(config = job_config_json(&cfg)) || !(body = job_body(config, doc))))
+    if (!rc && (!(config = job_config_json(&cfg)) || !(body = job_body(config, doc, description))))
         rc = cli_fail(&(struct sc_error){.code = SC_ENOMEM, .msg = "out of memory"});
     if (!rc && remote_call(&r, "PUT", path, body, &resp, &err))
         rc = cli_fail(&err);

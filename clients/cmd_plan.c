@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 
+#include "api/megatron_args.h"
 #include "api/plan_json.h"
 #include "clients/cli.h"
 #include "clients/remote.h"
@@ -248,60 +249,24 @@ static void print_table(const json_t *doc, int moe)
     print_notes(doc);
 }
 
-/* The Megatron-LM (megatron-core) arguments that run a row of the plan of
- * spec s. */
-static void print_megatron(const json_t *doc, const struct est_spec *s)
+/* The Megatron-LM (megatron-core) arguments that run each row of the plan
+ * of spec s. */
+static int print_megatron(const json_t *doc, const struct est_spec *s)
 {
-    static const char *const dtype_args[HW_DTYPE_COUNT] = {
-        [HW_FP16] = "--fp16", [HW_BF16] = "--bf16", [HW_FP8] = "--bf16 --fp8-format hybrid",
-        [HW_FP4] = "--bf16 --fp4-format e2m1"};
-    static const char *const sharding[] = {"", "", "optim_grads", "optim_grads_params"};
-    const struct est_model *m = &s->model;
     size_t i;
     json_t *row;
     json_array_foreach (json_object_get(doc, "top"), i, row) {
-        const json_t *p = json_object_get(row, "parallel"), *o = json_object_get(row, "options");
-        long long pp = iget(p, "pp"), vpp = iget(p, "vpp"), zero = iget(o, "zero_stage");
-        printf("# %zu: %.2f ms\n", i + 1, cli_json_num(json_object_get(row, "estimate"), "step_ms"));
-        printf("--num-layers %lld --hidden-size %lld --num-attention-heads %lld --ffn-hidden-size %lld "
-               "--seq-length %lld --max-position-embeddings %lld",
-               (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->ffn,
-               (long long)m->seq, (long long)m->seq);
-        if (m->kv_heads != m->heads)
-            printf(" --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
-        if (m->mlp == EST_MLP_SWIGLU)
-            printf(" --swiglu");
-        if (m->moe.experts)
-            printf(" --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld "
-                   "--expert-tensor-parallel-size %lld",
-                   (long long)m->moe.experts, (long long)m->moe.top_k, iget(p, "ep"), iget(p, "etp"));
-        printf(" --tensor-model-parallel-size %lld --context-parallel-size %lld --pipeline-model-parallel-size %lld",
-               iget(p, "tp"), iget(p, "cp"), pp);
-        if (vpp > 1)
-            printf(" --num-virtual-stages-per-pipeline-rank %lld", vpp);
-        if (pp > 1 && m->layers % (pp * vpp) && (m->layers + 2) % (pp * vpp) == 0)
-            printf(" --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
-        printf(" --micro-batch-size %lld --global-batch-size %lld", iget(p, "micro_batch"), iget(p, "global_batch"));
-        if (strcmp(sget(o, "recompute"), "full") == 0)
-            printf(" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-        else if (strcmp(sget(o, "recompute"), "selective") == 0)
-            printf(" --recompute-granularity selective");
-        if (json_is_true(json_object_get(o, "sequence_parallel")))
-            printf(" --sequence-parallel");
-        if (zero == 1)
-            printf(" --use-distributed-optimizer");
-        else if (zero >= 2)
-            printf(" --use-megatron-fsdp --data-parallel-sharding-strategy %s", sharding[zero]);
-        if (json_is_true(json_object_get(o, "overlap_grad_reduce")))
-            printf(" --overlap-grad-reduce");
-        if (json_is_true(json_object_get(o, "overlap_param_gather")) && zero >= 1)
-            printf(" --overlap-param-gather");
-        if (json_is_true(json_object_get(o, "tp_comm_overlap")))
-            printf(" --tp-comm-overlap");
-        if (dtype_args[s->options.dtype])
-            printf(" %s", dtype_args[s->options.dtype]);
-        printf("\n");
+        char *args = api_megatron_args(&s->model, s->options.dtype, json_object_get(row, "parallel"),
+                                       json_object_get(row, "options"));
+        if (!args) {
+            struct sc_error err;
+            sc_error_set(&err, SC_ENOMEM, "out of memory");
+            return cli_fail(&err);
+        }
+        printf("# %zu: %.2f ms\n%s\n", i + 1, cli_json_num(json_object_get(row, "estimate"), "step_ms"), args);
+        free(args);
     }
+    return 0;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -417,7 +382,7 @@ int cmd_plan(int argc, char **argv)
         if (json)
             rc = cli_print_json(doc);
         else if (megatron)
-            print_megatron(doc, &req.spec);
+            rc = print_megatron(doc, &req.spec);
         else
             print_table(doc, req.spec.model.moe.experts > 0);
     }

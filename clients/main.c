@@ -87,7 +87,7 @@ static const char usage[] =
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
-    "  job config --job J [--json] FILE: the job's description (what-ifs, plans)\n"
+    "  job config --job J [--description TEXT] [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
     "  tokens [--json] | tokens create --scope S [--name N] | tokens revoke ID\n"
     "  estimate, plan, hardware, ledger: as above, answered by the server\n"

@@ -17,6 +17,7 @@
 
 #include "api/estimate_json.h"
 #include "api/hardware_json.h"
+#include "api/json_reply.h"
 #include "api/ledger.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
@@ -26,6 +27,7 @@
 #include "daemon/metrics.h"
 #include "estimator/calibrate.h"
 #include "estimator/estimate.h"
+#include "estimator/hf_config.h"
 #include "estimator/plan.h"
 #include "common/banned.h"
 
@@ -176,6 +178,42 @@ void h_hardware(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_reply_hardware(r, q->params.id);
     else
         api_reply_hardware_list(r);
+}
+
+/* A spec's model from a Hugging Face config.json: {"model":{...},
+ * "seq_from": the config field the sequence length came from, or null
+ * when ?seq gave it}. */
+void h_spec_from_hf(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    const char *seq_s = svc_query(q, "seq"), *seq_from = NULL;
+    struct est_model model;
+    struct sc_error err;
+    long long seq = 0;
+    if (seq_s) {
+        char *end;
+        seq = strtoll(seq_s, &end, 10);
+        if (*end || end == seq_s || seq < 1 || seq > (1ll << 24)) {
+            api_fail(r, API_E_BAD_REQUEST, "seq must be a number from 1 to %lld", 1ll << 24);
+            return;
+        }
+    }
+    if (api_json_precheck(q->body, q->body_len, &lim, r))
+        return;
+    if (est_model_from_hf(q->body, q->body_len, seq, &model, &seq_from, &err)) {
+        api_fail(r, err.code == SC_ENOMEM ? API_E_UNAVAILABLE : err.code == SC_EPARSE ? API_E_BAD_REQUEST
+                                                                                : API_E_UNPROCESSABLE,
+                 "%s", err.msg);
+        return;
+    }
+    char *text = est_model_json(&model);
+    json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (doc && json_object_set_new(doc, "seq_from", seq ? json_null() : json_string(seq_from))) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    api_reply_json(r, 200, doc);
 }
 
 /* Make a calibration: run `make` with a report stream in memory, store

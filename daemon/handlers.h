@@ -57,6 +57,7 @@ void h_dashboard(struct svc *s, struct svc_request *q, struct api_reply *r);
 /* h_estimate.c: estimates, hardware profiles, calibrations */
 void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_hardware(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_spec_from_hf(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r);

@@ -45,7 +45,7 @@ model=""
 if ls data/sample/*.json* >/dev/null 2>&1; then
     new=$("$B/stepcast" upload --job sample data/sample/*.json* 2>&1 >/dev/null |
         sed -n 's/.*(\([0-9]*\) new).*/\1/p')
-    "$B/stepcast" job config --job sample data/sample-config.json >/dev/null
+    "$B/stepcast" job config --job sample --description "$(cat data/sample-description.txt)" data/sample-config.json >/dev/null
     model=$("$B/stepcast" models --job sample | awk '$3 == "ready" { m = $1 } END { print m }')
     if [ "${new:-1}" != 0 ] || [ -z "$model" ]; then
         model=$("$B/stepcast" build --job sample --wait)

@@ -72,6 +72,7 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
         out->executed_flops = hw_flops * tokens;
     out->executed_flops_util = peak > 0 && step_s > 0 ? out->executed_flops / step_s / peak : 0;
     out->memory_gb_per_gpu = mem->gb_per_gpu;
+    out->memory_usable_gb = mem->capacity_gb;
     out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
     out->recompute_chosen = est_recompute_name(mem->recompute);
     out->recompute_layers_chosen = mem->recompute == EST_RECOMPUTE_FULL ? mem->recompute_layers : 0;
@@ -125,7 +126,14 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         struct est_stage_estimate *e = &out->stages[out->n_stages++];
         e->stage = (int)st->rank;
         e->step_ms = (double)st->replayed_ns / 1e6;
-        e->memory_gb = st->rank < mem.n_stages ? mem.stages[st->rank].total / 1e9 : 0;
+        if (st->rank < mem.n_stages) {
+            const struct est_stage_memory *sm = &mem.stages[st->rank];
+            e->memory_gb = sm->total / 1e9;
+            e->weights_gb = sm->states.weights / 1e9;
+            e->gradients_gb = sm->states.gradients / 1e9;
+            e->optimizer_gb = sm->states.optimizer / 1e9;
+            e->activations_gb = sm->activations / 1e9;
+        }
         e->bubble_ms = compute_idle_ms(g, rp, st);
     }
     out->tasks = g->n_tasks;

@@ -14,6 +14,9 @@ struct est_stage_estimate {
     int stage;
     double step_ms;   /* this pipeline rank's replayed step */
     double memory_gb; /* its peak memory */
+    /* what the peak holds, GB: the model states and the activations
+     * (memory.h; under framework pytorch the peak is not their sum) */
+    double weights_gb, gradients_gb, optimizer_gb, activations_gb;
     double bubble_ms; /* its compute stream's idle time inside the step */
 };
 
@@ -27,6 +30,7 @@ struct est_estimate {
      * peak: at most the GPU's matmul ceiling's share of it */
     double executed_flops, executed_flops_util;
     double memory_gb_per_gpu;
+    double memory_usable_gb; /* the GPU's memory less the reserve: what fits */
     const char *memory_attention; /* "flash" or "unfused": what the memory figure keeps of attention */
     const char *recompute_chosen; /* the recomputation estimated: options.recompute's, or what "auto" chose */
     int64_t recompute_layers_chosen; /* with "full": the layers of each model chunk recomputed; 0 = all */

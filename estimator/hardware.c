@@ -290,6 +290,19 @@ const struct hw_profile *hw_profile_find(const char *id)
     return NULL;
 }
 
+const char *hw_profile_document(const struct hw_profile *p, size_t *len)
+{
+    size_t n = strlen(p->id);
+    for (size_t i = 0; sc_hardware_files[i].name; i++) {
+        const char *name = sc_hardware_files[i].name;
+        if (strncmp(name, p->id, n) == 0 && strcmp(name + n, ".json") == 0) {
+            *len = sc_hardware_files[i].len;
+            return (const char *)sc_hardware_files[i].data;
+        }
+    }
+    return NULL;
+}
+
 const struct hw_profile *hw_profile_for_device(const char *device_name)
 {
     for (size_t i = 0; device_name && i < hw_profile_count(); i++)

@@ -85,6 +85,10 @@ int hw_has_gemm_tflops(const struct hw_profile *p);
  * share the tensor cores); the dense peak where nothing was measured, and
  * 0 for a dtype the GPU lacks. No kernel may run faster (invariants.h). */
 double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d);
+/* The compiled-in file of profile p (data/hardware/ID.json, NUL-ended):
+ * its sources and notes, which the struct leaves out. NULL when p is not
+ * one of the compiled-in profiles. */
+const char *hw_profile_document(const struct hw_profile *p, size_t *len);
 /* Parse one profile document (the data/hardware format). */
 int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err);
 

@@ -1,24 +1,34 @@
 // clients/dashboard/app.js: the dashboard's entry point: the token prompt
 // and the views, chosen by the URL's fragment (#/jobs, #/jobs/J,
-// #/models/M, ...), so the browser's back button works and no token or
-// name ever reaches the server in a URL.
+// #/models/M, #/estimate, #/plan, #/whatif/M, ...), so the browser's back
+// button works and no token or name ever reaches the server in a URL.
 
 import { ApiError, api, forgetRoutes, token } from './api.js';
 import { el, errorBox } from './dom.js';
+import { estimateView } from './estimate.js';
+import { hardwareView } from './hardware.js';
 import { jobView, jobsView } from './jobs.js';
+import { ledgerView } from './ledger.js';
 import { modelView } from './model.js';
 import { fleetTable } from './opportunities.js';
+import { planView } from './plan.js';
 import { routeSection } from './routes.js';
+import { whatifView } from './whatif.js';
 
 const main = document.getElementById('main');
 const logout = document.getElementById('logout');
 
-const FLEET = {
+const VIEWS = {
+  estimate: estimateView, plan: planView, whatif: whatifView, ledger: ledgerView, validations: ledgerView,
+  hardware: hardwareView,
+};
+// Views of routes a server may not have: [title, method, route, params,
+// renderer, the command that shows it].
+const ROUTES = {
   opportunities: ['Opportunities across the fleet', 'GET', '/v1/opportunities', {}, fleetTable],
-  estimate: ['Estimate a configuration', 'POST', '/v1/estimate'],
-  plan: ['Plan: configurations ranked', 'POST', '/v1/plans'],
-  validations: ['Validations: predicted against measured', 'GET', '/v1/validations'],
-  hardware: ['Hardware profiles', 'GET', '/v1/hardware'],
+  ab: ['A/B: two runs compared', 'POST', '/v1/ab', {}, null, 'stepcast ab'],
+  experiments: ['Experiments', 'GET', '/v1/experiments', {}, null, 'stepcast experiment list'],
+  fleet: ['Fleet: wasted GPU time by job', 'GET', '/v1/fleet', {}, null, 'stepcast fleet'],
 };
 
 function login(message) {
@@ -47,7 +57,8 @@ async function render(view, parts) {
   const [what, arg] = parts;
   if (what === 'jobs' && arg) return jobView(view, arg);
   if (what === 'models' && arg) return modelView(view, arg);
-  if (FLEET[what]) return view.append(await routeSection(...FLEET[what]));
+  if (VIEWS[what]) return VIEWS[what](view, arg);
+  if (ROUTES[what]) return view.append(await routeSection(...ROUTES[what]));
   return jobsView(view);
 }
 
@@ -57,8 +68,12 @@ async function show() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   const view = el('div', { class: 'view', id: 'view', data: { view: parts[0] || 'jobs' } });
   main.replaceChildren(view);
-  for (const a of document.querySelectorAll('#nav a'))
-    a.classList.toggle('current', a.getAttribute('href') === `#/${parts[0] || 'jobs'}`);
+  for (const a of document.querySelectorAll('#nav a')) {
+    const here = a.getAttribute('href') === `#/${parts[0] || 'jobs'}`;
+    a.classList.toggle('current', here);
+    if (here) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
   try {
     await render(view, parts);
   } catch (e) {

@@ -41,6 +41,16 @@ export function pct(x) {
   return typeof x === 'number' ? x.toFixed(2) : '—';
 }
 
+const formats = new Map(); // by digits: making one costs more than using it
+
+// A figure with `digits` decimals, thousands grouped; a dash when absent.
+export function num(x, digits = 2) {
+  if (typeof x !== 'number' || !Number.isFinite(x)) return '—';
+  if (!formats.has(digits))
+    formats.set(digits, new Intl.NumberFormat('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+  return formats.get(digits).format(x);
+}
+
 export function bytes(n) {
   if (typeof n !== 'number') return '—';
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

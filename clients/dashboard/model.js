@@ -1,13 +1,15 @@
-// clients/dashboard/model.js: one model: measured against replayed step
-// time per rank and step, the breakdown, the critical path by bound, the
-// work with the most time on it, scale controls that re-query the replay,
-// the download of a rank's replayed timeline, and its job's description
-// with the what-if form.
+// clients/dashboard/model.js: one model: its job's description (what the
+// traces are: the sample says it is synthetic), measured against replayed
+// step time per rank and step, the spread between ranks when they differ,
+// the breakdown, the critical path by bound, the work with the most time on
+// it, scale controls that re-query the replay, the download of a rank's
+// replayed timeline, its opportunities, a diff against another model and a
+// link to its what-ifs.
 
 import { ApiError, api, path } from './api.js';
-import { bars } from './charts.js';
-import { el, errorBox, ms, pct, table } from './dom.js';
-import { jobConfigSection } from './jobconfig.js';
+import { bars, figure } from './charts.js';
+import { diffSection } from './diff.js';
+import { el, errorBox, ms, num, pct, table } from './dom.js';
 import { opportunitiesTable } from './opportunities.js';
 import { routeSection } from './routes.js';
 
@@ -71,9 +73,52 @@ function keysOf(objects) {
   return keys;
 }
 
+// Each rank's steps: measured min, mean and max, replayed mean.
+export function rankSpread(steps) {
+  const by = new Map();
+  for (const s of steps) by.set(s.rank, [...(by.get(s.rank) || []), s]);
+  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([rank, list]) => {
+    const m = list.map(s => s.measured_ms);
+    return {
+      rank, steps: list.length, min: Math.min(...m), max: Math.max(...m),
+      mean: m.reduce((a, b) => a + b, 0) / m.length,
+      replayed: list.reduce((a, s) => a + s.replayed_ms, 0) / list.length,
+    };
+  });
+}
+
+function spreadSection(part, replay) {
+  const ranks = rankSpread(replay.steps);
+  const means = ranks.map(r => r.mean);
+  const lo = Math.min(...means), hi = Math.max(...means);
+  if (ranks.length < 2 || hi - lo < 5e-4) {
+    part.section.hidden = true;
+    return;
+  }
+  part.section.hidden = false;
+  part.note.replaceChildren(`The ranks' mean measured steps differ by ${num(hi - lo, 3)} ms ` +
+    `(${num(100 * (hi - lo) / lo, 2)} % of the fastest): rank ${ranks[means.indexOf(hi)].rank} is the slowest, ` +
+    'and a step ends when its slowest rank does.');
+  part.table.replaceChildren(table([
+    { title: 'rank', num: true, field: 'rank', cell: r => r.rank },
+    { title: 'steps', num: true, cell: r => r.steps },
+    { title: 'measured min ms', num: true, cell: r => ms(r.min) },
+    { title: 'measured mean ms', num: true, field: 'mean', cell: r => ms(r.mean) },
+    { title: 'measured max ms', num: true, cell: r => ms(r.max) },
+    { title: 'replayed mean ms', num: true, field: 'replayed', cell: r => ms(r.replayed) },
+  ], ranks, { id: 'rank-spread' }));
+  const chart = bars(part.chart, ranks.map(r => `rank ${r.rank}`), [
+    { label: 'measured (mean)', values: means },
+    { label: 'replayed (mean)', values: ranks.map(r => r.replayed) },
+  ], { yTitle: 'ms per step', xTitle: 'rank' });
+  chart.options.scales.y.beginAtZero = false;
+  chart.update();
+}
+
 function figures(parts, replay, cp) {
   const steps = replay.steps;
   const labels = steps.map(stepLabel);
+  spreadSection(parts.spread, replay);
   parts.summary.replaceChildren(
     `${steps.length} steps; mean |error| ${pct(replay.mean_abs_error_pct)} %, max ${pct(replay.max_abs_error_pct)} %`);
   parts.steps.replaceChildren(table([
@@ -140,7 +185,8 @@ export async function modelView(view, id) {
   let m = await api(path`/v1/models/${id}`);
   view.append(el('h1', {}, 'Model ', el('span', { class: 'name' }, m.id)));
   const info = el('p', { class: 'muted' });
-  view.append(info);
+  const about = el('p', { id: 'job-description', class: 'about' });
+  view.append(info, about);
   while (m.status === 'building') {
     info.replaceChildren(`building: ${Math.round(100 * (m.progress || 0))} %`);
     await sleep(300);
@@ -149,6 +195,9 @@ export async function modelView(view, id) {
   }
   info.replaceChildren('job ', el('a', { href: `#/jobs/${encodeURIComponent(m.job)}` }, m.job),
     `, ${m.n_ranks} ranks, ${m.status}, built by stepcast ${m.version} at ${m.finished || m.created}`);
+  const job = await api(path`/v1/jobs/${m.job}`);
+  if (job.description) about.replaceChildren(el('strong', {}, 'About these traces: '), job.description);
+  else about.remove();
   if (m.status !== 'ready') {
     view.append(errorBox({ code: 'build failed', message: m.error || m.status }));
     return;
@@ -165,7 +214,10 @@ export async function modelView(view, id) {
     boundChart: el('canvas', { id: 'chart-bounds' }),
     bounds: el('div'),
     work: el('div'),
+    spread: { section: null, note: el('p'), chart: el('canvas', { id: 'chart-rank-spread' }), table: el('div') },
   };
+  parts.spread.section = el('section', { id: 'spread', hidden: true }, el('h2', {}, 'The ranks differ'),
+    parts.spread.note, figure(parts.spread.chart, parts.spread.table));
   const problem = el('div');
   let seq = 0, timer = null;
   async function redraw() {
@@ -213,6 +265,7 @@ export async function modelView(view, id) {
   view.append(controls, problem,
     el('section', {}, el('h2', {}, 'Step time: measured and replayed'), parts.summary,
       el('div', { class: 'chart' }, parts.stepChart), parts.steps),
+    parts.spread.section,
     el('section', {}, el('h2', {}, 'Where the step goes (replayed breakdown)'),
       el('div', { class: 'chart' }, parts.breakdownChart)),
     el('section', {}, el('h2', {}, 'Critical path by bound'),
@@ -223,8 +276,9 @@ export async function modelView(view, id) {
     el('section', {}, el('h2', {}, 'Replayed timeline'), timelineDownload(id, m.n_ranks, scaleQuery)));
   await redraw();
   view.append(
-    await jobConfigSection(m.job),
-    await routeSection('What-if: {"set": {"dp": 16, "gpu": "h100-sxm"}}', 'POST', '/v1/models/{id}/whatif', { id }),
+    el('section', { id: 'whatif-link' }, el('h2', {}, 'What-if'),
+      el('p', {}, el('a', { href: `#/whatif/${encodeURIComponent(id)}` }, 'This model on another configuration'),
+        ': its job\'s configuration, then what to change, before and after.')),
     await routeSection('Opportunities of this model', 'GET', '/v1/models/{id}/opportunities', { id }, opportunitiesTable),
-    await routeSection('Diff against another model: {"other": ID}', 'POST', '/v1/models/{id}/diff', { id }));
+    await diffSection(id));
 }

@@ -1,22 +1,36 @@
 // clients/dashboard/routes.js: sections for routes a server may not have
-// yet (opportunities, what-if, diff, estimate, plan, validations,
-// hardware). Each asks the server's OpenAPI document first: a route it
-// lacks gives a clear "not available on this server"; a route it has gets
-// its answer shown by `render` or as JSON text (GET), or a JSON request
-// form (POST).
+// (the opportunities, the A/B comparison, experiments and the fleet on an
+// older server). Each asks the server's OpenAPI document first: a route it
+// lacks gives a clear "not available on this server"; a GET route it has
+// gets its answer drawn by `render`; a route without a renderer here is
+// named, with the command line that shows it.
 
 import { api, hasRoute } from './api.js';
 import { el, errorBox } from './dom.js';
+
+function unavailable(method, template) {
+  return el('p', { class: 'unavailable' }, `Not available on this server: it has no ${method} ${template}.`);
+}
+
+// Whether the server lacks METHOD TEMPLATE; when it does, `node` says so.
+export async function lacksRoute(node, method, template) {
+  if (await hasRoute(method, template)) return false;
+  node.append(unavailable(method, template));
+  return true;
+}
+
+// A view's title and what it does; false (and said) when the server lacks
+// the route the view needs.
+export async function viewOf(view, title, about, method, template) {
+  view.append(el('h1', {}, title), el('p', { class: 'muted' }, about));
+  return !(await lacksRoute(view, method, template));
+}
 
 function fill(template, params) {
   return template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(params[k]));
 }
 
-function answer(doc) {
-  return el('pre', { class: 'json' }, JSON.stringify(doc, null, 2));
-}
-
-export async function routeSection(title, method, template, params = {}, render = answer) {
+export async function routeSection(title, method, template, params = {}, render = null, cli = null) {
   const section = el('section', { class: 'route', data: { route: `${method} ${template}` } }, el('h2', {}, title));
   let have;
   try {
@@ -26,34 +40,18 @@ export async function routeSection(title, method, template, params = {}, render 
     return section;
   }
   if (!have) {
-    section.append(el('p', { class: 'unavailable' }, `Not available on this server: it has no ${method} ${template}.`));
+    section.append(unavailable(method, template));
     return section;
   }
-  const out = el('div');
-  const p = fill(template, params);
-  if (method === 'GET') {
-    try {
-      out.append(render(await api(p)));
-    } catch (e) {
-      out.append(errorBox(e));
-    }
-    section.append(out);
+  if (!render || method !== 'GET') {
+    section.append(el('p', { class: 'muted' }, `This server has ${method} ${template}; this dashboard does not draw ` +
+      `it yet${cli ? `: ${cli} shows it` : ''}.`));
     return section;
   }
-  const body = el('textarea', { rows: 8, cols: 80, spellcheck: 'false', 'aria-label': 'request body (JSON)' }, '{}');
-  const send = el('button', {
-    type: 'button',
-    on: {
-      click: async () => {
-        out.replaceChildren();
-        try {
-          out.append(answer(await api(p, { method, body: JSON.parse(body.value) })));
-        } catch (e) {
-          out.append(errorBox(e));
-        }
-      },
-    },
-  }, `${method} ${template}`);
-  section.append(el('p', {}, 'Request body (JSON):'), body, el('p', {}, send), out);
+  try {
+    section.append(render(await api(fill(template, params))));
+  } catch (e) {
+    section.append(errorBox(e));
+  }
   return section;
 }

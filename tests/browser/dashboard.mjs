@@ -3,27 +3,33 @@
 //   node tests/browser/dashboard.mjs [BUILD_DIR [SUBSTRING]]
 //
 // Starts build/stepcastd on 127.0.0.1 (a free port, a temp store), loads the
-// sample job and a job whose kernel names and description are markup, then
-// drives Debian's chromium (CHROMIUM, default /usr/bin/chromium) through
-// playwright-core: log in, read the figures of a model and compare them with
-// the API's, move a scale control, download a timeline, open views of routes
-// the server lacks, and check that names from traces stay text. Each test
-// saves a screenshot under BUILD_DIR/screenshots/. Ends with the runner's
-// line `N passed, N failed`; a browser that cannot start fails every test.
+// sample job (with the description `make run` gives it) and a job whose
+// kernel names and description are markup, then drives Debian's chromium
+// (CHROMIUM, default /usr/bin/chromium) through playwright-core: log in,
+// read the figures of a model and compare them with the API's, move a scale
+// control, download a timeline; fill the Estimate, Plan, What-if, Ledger
+// and Hardware forms with real inputs (a config.json of
+// ../shared/models/hf, or STEPCAST_SHARED's; the sample job) and compare
+// each chart's data points, read from the page's Chart.js objects, with
+// the API's answer; check that no raw JSON shows unless its toggle is on,
+// that names from traces and requests stay text, that the keyboard alone
+// reaches every control and every field has a label; open views of routes
+// the server lacks. Each test saves a screenshot under
+// BUILD_DIR/screenshots/. Ends with the runner's line `N passed, N
+// failed`; a browser that cannot start fails every test.
 
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { ADMIN, assert, call, launch, login, openPage, sleep, startDaemon } from './harness.mjs';
 
 const BUILD = process.argv[2] || 'build';
 const ONLY = process.argv[3]; // run only the tests whose name holds it
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const ADMIN = 'admin-secret-0123456789abcdef';
 const SHOTS = join(BUILD, 'screenshots');
 const SAMPLE = 'data/sample';
+const SAMPLE_DESCRIPTION = readFileSync('data/sample-description.txt', 'utf8').trim();
+const HF = join(process.env.STEPCAST_SHARED || '../shared', 'models/hf');
+const HOSTILE_SOURCE = '<img src=x onerror="window.__pwned = \'ledger\'"> a run named in markup';
 const HOSTILE_KERNELS = {
   ampere_sgemm_128x64_tn: '<script>window.__pwned = "script"</script>',
   'void at::native::vectorized_elementwise_kernel<4, at::native::relu>': '"><img src=x onerror="window.__pwned = \'img\'">',
@@ -34,44 +40,7 @@ const HOSTILE_DESCRIPTION = '<img src=x onerror="window.__pwned = \'description\
 // answers 400, which the browser logs.
 const PROBE = 'the server responded with a status of 400';
 
-const sleep = t => new Promise(r => setTimeout(r, t));
-
-function assert(cond, msg) {
-  if (!cond) throw new Error(msg);
-}
-
-// ---- the daemon ----
-
-async function startDaemon() {
-  const dir = mkdtempSync(join(tmpdir(), 'stepcast-browser-'));
-  const portFile = join(dir, 'port');
-  const log = [];
-  const proc = spawn(join(BUILD, 'stepcastd'), ['--data-dir', join(dir, 'data'), '--listen', '127.0.0.1:0',
-    '--port-file', portFile, '--log-level', 'warn'], { env: { ...process.env, STEPCAST_ADMIN_TOKEN: ADMIN } });
-  proc.stderr.on('data', d => log.push(d.toString()));
-  for (let i = 0; !existsSync(portFile) || !readFileSync(portFile, 'utf8').trim(); i++) {
-    if (proc.exitCode !== null || i > 500) throw new Error(`stepcastd did not start: ${log.join('')}`);
-    await sleep(10);
-  }
-  const url = `http://127.0.0.1:${readFileSync(portFile, 'utf8').trim()}`;
-  return {
-    url, log,
-    async stop() {
-      proc.kill('SIGTERM');
-      await new Promise(r => (proc.exitCode !== null ? r() : proc.on('exit', r)));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function call(d, method, path, body, headers = {}) {
-  const res = await fetch(d.url + path, {
-    method, body, headers: { Authorization: `Bearer ${ADMIN}`, ...headers },
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+// ---- the jobs ----
 
 async function buildModel(d, job) {
   const { model } = await call(d, 'POST', `/v1/jobs/${job}/models`);
@@ -104,6 +73,8 @@ function hostileRank(gz) {
 async function loadJobs(d) {
   const ranks = sampleRanks();
   for (let r = 0; r < ranks.length; r++) await call(d, 'PUT', `/v1/jobs/sample/ranks/${r}/trace`, ranks[r]);
+  await call(d, 'PUT', '/v1/jobs/sample', JSON.stringify({ description: SAMPLE_DESCRIPTION }),
+    { 'Content-Type': 'application/json' });
   await call(d, 'PUT', '/v1/jobs/hostile', JSON.stringify({ description: HOSTILE_DESCRIPTION }),
     { 'Content-Type': 'application/json' });
   for (let r = 0; r < ranks.length; r++) await call(d, 'PUT', `/v1/jobs/hostile/ranks/${r}/trace`, hostileRank(ranks[r]));
@@ -111,35 +82,6 @@ async function loadJobs(d) {
 }
 
 // ---- the page ----
-
-// A fresh page that records what would betray a broken page: script errors,
-// CSP violations, requests leaving the server.
-async function openPage(browser, d) {
-  const page = await browser.newPage({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
-  const seen = { errors: [], requests: [] };
-  page.on('pageerror', e => seen.errors.push(`page error: ${e.message}`));
-  page.on('console', m => { if (m.type() === 'error') seen.errors.push(`console: ${m.text()}`); });
-  page.on('request', r => seen.requests.push(r.url()));
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation',
-      e => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
-  });
-  page.seen = seen;
-  page.check = (allowErrors = []) => {
-    const errs = seen.errors.filter(e => !allowErrors.some(a => e.includes(a)));
-    assert(!errs.length, `the page reported: ${errs.join(' | ')}`);
-    const away = seen.requests.filter(u => !u.startsWith(d.url + '/') && !u.startsWith('blob:'));
-    assert(!away.length, `requests left the server: ${away.join(', ')}`);
-  };
-  return page;
-}
-
-async function login(page, d) {
-  await page.goto(d.url + '/');
-  await page.fill('#token', ADMIN);
-  await page.click('#login button[type=submit]');
-  await page.waitForSelector('#jobs');
-}
 
 async function shot(page, name) {
   await page.screenshot({ path: join(SHOTS, name), fullPage: true });
@@ -190,7 +132,7 @@ test('login: the token prompt, then the jobs; the token stays out of URLs', asyn
   assert(await page.evaluate(() => sessionStorage.getItem('stepcast.token')) === ADMIN, 'token in sessionStorage');
   assert(!ctx.page_requests_with_token(page), 'the token appeared in a URL');
   await shot(page, 'dashboard-jobs.png');
-  page.check(['401']);
+  page.assertClean(['401']);
 });
 
 test('job: its traces and models; building a model opens it', async (ctx, page) => {
@@ -211,7 +153,7 @@ test('job: its traces and models; building a model opens it', async (ctx, page) 
   await page.click('#logout');
   await page.waitForSelector('#login');
   assert(await page.evaluate(() => sessionStorage.getItem('stepcast.token')) === null, 'the token is forgotten');
-  page.check([PROBE]);
+  page.assertClean([PROBE]);
 });
 
 test('model: the step figures on the page are the API\'s', async (ctx, page) => {
@@ -230,7 +172,7 @@ test('model: the step figures on the page are the API\'s', async (ctx, page) => 
   for (const id of ['chart-steps', 'chart-breakdown', 'chart-bounds'])
     assert(await page.$eval(`#${id}`, c => c.width > 0 && c.height > 0), `${id} drawn`);
   await shot(page, 'dashboard-model.png');
-  page.check([PROBE]);
+  page.assertClean([PROBE]);
 });
 
 test('model: moving the GPU and communication scales re-queries and redraws', async (ctx, page) => {
@@ -263,7 +205,7 @@ test('model: moving the GPU and communication scales re-queries and redraws', as
   const disabled = await page.$eval('#scale-host', i => i.disabled);
   assert(disabled === (res.status !== 200), `scale host: disabled ${disabled}, server ${res.status}`);
   await shot(page, 'dashboard-model-scaled.png');
-  page.check([PROBE]);
+  page.assertClean([PROBE]);
 });
 
 test('model: a rank\'s replayed timeline downloads as a Kineto trace', async (ctx, page) => {
@@ -276,7 +218,7 @@ test('model: a rank\'s replayed timeline downloads as a Kineto trace', async (ct
   const want = await call(ctx.d, 'GET', `/v1/models/${ctx.models.sample}/timeline?rank=1`);
   assert(download.suggestedFilename() === `${ctx.models.sample}-rank1-timeline.json`, download.suggestedFilename());
   assert(doc.traceEvents.length > 0 && doc.traceEvents.length === want.traceEvents.length, 'the timeline\'s events');
-  page.check([PROBE]);
+  page.assertClean([PROBE]);
 });
 
 test('hostile names: markup from traces and requests is shown as text', async (ctx, page) => {
@@ -292,23 +234,7 @@ test('hostile names: markup from traces and requests is shown as text', async (c
     'an element from a trace was created');
   assert(!page.seen.requests.some(u => u.endsWith('/x')), 'an image from a trace was loaded');
   await shot(page, 'dashboard-hostile-names.png');
-  page.check([PROBE]);
-});
-
-test('routes the server lacks say so; the others answer', async (ctx, page) => {
-  await login(page, ctx.d);
-  const { paths } = await call(ctx.d, 'GET', '/v1/openapi.json');
-  const views = { opportunities: ['get', '/v1/opportunities'], estimate: ['post', '/v1/estimate'], plan: ['post', '/v1/plans'],
-    validations: ['get', '/v1/validations'], hardware: ['get', '/v1/hardware'] };
-  for (const [view, [method, route]] of Object.entries(views)) {
-    await page.goto(`${ctx.d.url}/#/${view}`);
-    await page.waitForSelector(`#view[data-view=${view}] section.route h2`);
-    const text = await page.textContent('#view');
-    const have = Boolean(paths[route] && paths[route][method]);
-    assert(text.includes('Not available on this server') === !have, `${view}: '${text}'`);
-    if (!have) await shot(page, 'dashboard-not-available.png');
-  }
-  page.check();
+  page.assertClean([PROBE]);
 });
 
 test('opportunities: the fleet ranked, a model\'s opportunities as a table', async (ctx, page) => {
@@ -327,28 +253,438 @@ test('opportunities: the fleet ranked, a model\'s opportunities as a table', asy
   const changes = await page.$$eval('#opportunities [data-field=change]', tds => tds.map(t => t.textContent));
   assert(changes.length === doc.opportunities.length && changes[0] === doc.opportunities[0].change,
     `the model's opportunities, largest saving first (${changes.slice(0, 3).join(', ')})`);
-  page.check();
+  page.assertClean();
 });
 
-test('what-if: the job description saved from the page, then a what-if from it answers', async (ctx, page) => {
+// ---- the views of forms and charts ----
+
+// A chart's labels and datasets as the page's Chart.js object holds them.
+async function chartData(page, id) {
+  return page.$eval(`#${id}`, c => {
+    const ch = window.Chart.getChart(c);
+    return ch ? {
+      labels: ch.data.labels || [], type: ch.config.type,
+      scales: Object.fromEntries(Object.entries(ch.options.scales || {}).map(([k, v]) => [k, { type: v.type, title: v.title && v.title.text }])),
+      datasets: ch.data.datasets.map(d => ({ label: d.label, data: d.data, color: d.backgroundColor, type: d.type })),
+    } : null;
+  });
+}
+
+function dataset(chart, label) {
+  const d = chart.datasets.find(x => x.label === label);
+  assert(d, `no dataset '${label}' (have: ${chart.datasets.map(x => x.label).join(', ')})`);
+  return d.data;
+}
+
+function near(a, b, what, tol = 1e-6) {
+  assert(typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) <= tol * Math.max(1, Math.abs(b)),
+    `${what}: page ${a}, API ${b}`);
+}
+
+// Okabe and Ito's colours: every chart's datasets draw in them.
+const OKABE_ITO = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#56B4E9', '#CC79A7', '#F0E442', '#000000'];
+
+function checkChart(chart, id) {
+  assert(chart, `${id}: not drawn`);
+  for (const d of chart.datasets) assert(OKABE_ITO.includes(d.color), `${id}: '${d.label}' in ${d.color}`);
+  for (const [axis, s] of Object.entries(chart.scales))
+    if (axis === 'y' || axis === 'x') assert(!s.title || /\S/.test(s.title), `${id}: axis ${axis} untitled`);
+}
+
+// No answer shows as JSON text unless the view's JSON toggle is on.
+async function noRawJson(page) {
+  const shown = await page.evaluate(() => {
+    const visible = e => e.offsetParent !== null || e.getClientRects().length > 0;
+    const pres = [...document.querySelectorAll('#view pre.json')].filter(visible).length;
+    const text = [...document.querySelectorAll('#view section, #view > p, #view table')]
+      .filter(e => !e.closest('form')).map(e => e.innerText).join('\n');
+    return { pres, json: /\{\s*"[a-z_]+"\s*:/.test(text) };
+  });
+  assert(shown.pres === 0 && !shown.json, `raw JSON shown without the toggle: ${JSON.stringify(shown)}`);
+}
+
+async function toggleJson(page, prefix, needle) {
+  await page.setChecked(`#${prefix}-json-toggle`, true);
+  const text = await page.textContent(`#${prefix}-json`);
+  assert(await page.isVisible(`#${prefix}-json pre.json`) && text.includes(needle), `JSON toggle of ${prefix}`);
+  await page.setChecked(`#${prefix}-json-toggle`, false);
+  assert(!(await page.isVisible(`#${prefix}-json pre.json`)), `${prefix}: JSON stays after the toggle is off`);
+}
+
+// What every view's test ends with: no raw JSON until the toggle shows
+// NEEDLE, a screenshot, the keyboard's reach, a clean page.
+async function viewChecked(page, prefix, needle, shotName, allowErrors = []) {
+  await noRawJson(page);
+  await toggleJson(page, prefix, needle);
+  await shot(page, shotName);
+  await keyboardOnly(page);
+  page.assertClean(allowErrors);
+}
+
+// Every field has a label; Tab alone reaches every control of the page.
+async function keyboardOnly(page) {
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
+    .filter(i => i.type !== 'hidden' && !(i.labels && i.labels.length) && !i.getAttribute('aria-label') &&
+      !i.getAttribute('aria-labelledby')).map(i => i.id || i.name || i.outerHTML.slice(0, 60)));
+  assert(!unlabelled.length, `fields without a label: ${unlabelled.join(', ')}`);
+  const total = await page.evaluate(() => {
+    const all = [...document.querySelectorAll('a[href], button, input, select, textarea, summary')]
+      .filter(e => !e.disabled && (e.offsetParent !== null || e.getClientRects().length > 0));
+    all.forEach((e, i) => { e.dataset.kb = String(i); });
+    document.activeElement && document.activeElement.blur();
+    return all.length;
+  });
+  const reached = new Set();
+  for (let i = 0; i < total + 5 && reached.size < total; i++) {
+    await page.keyboard.press('Tab');
+    const k = await page.evaluate(() => document.activeElement && document.activeElement.dataset.kb);
+    if (k !== undefined && k !== null) reached.add(k);
+  }
+  const missed = await page.evaluate(seen => [...document.querySelectorAll('[data-kb]')]
+    .filter(e => !seen.includes(e.dataset.kb)).map(e => e.id || e.textContent.slice(0, 30)), [...reached]);
+  assert(!missed.length, `the keyboard does not reach: ${missed.slice(0, 8).join(' | ')} (${reached.size} of ${total})`);
+}
+
+function hfConfig(name) {
+  const file = join(HF, name);
+  if (!existsSync(file)) return null;
+  return readFileSync(file, 'utf8');
+}
+
+// The body of the first request to `path` the page makes while `act` runs.
+async function requestBody(page, method, path, act) {
+  const [req] = await Promise.all([
+    page.waitForRequest(r => r.method() === method && new URL(r.url()).pathname === path, { timeout: 60000 }),
+    act(),
+  ]);
+  return req.postData();
+}
+
+test('estimate: a config.json and a layout; the charts are the API\'s figures', async (ctx, page) => {
+  const config = hfConfig('llama-3.1-8b.json');
+  if (!config) return console.log(`     skipped: no ${HF}/llama-3.1-8b.json`);
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/estimate`);
+  await page.waitForSelector('#estimate-form');
+  await noRawJson(page);
+  await page.fill('#estimate-hf_config', config);
+  await page.fill('#estimate-tp', '2');
+  await page.fill('#estimate-pp', '2');
+  await page.fill('#estimate-dp', '2');
+  await page.fill('#estimate-global_batch', '63');
+  await page.selectOption('#estimate-gpu', 'h100-sxm');
+  // a batch that micro-batch x dp does not divide: said beside the field, nothing sent
+  let sent = false;
+  const spy = r => { if (r.url().endsWith('/v1/estimate')) sent = true; };
+  page.on('request', spy);
+  await page.click('#estimate-submit');
+  const message = await page.textContent('#estimate-global_batch-msg');
+  assert(message.includes('multiple of micro-batch x dp') && !sent, `validation: '${message}', sent ${sent}`);
+  page.off('request', spy);
+  await page.fill('#estimate-global_batch', '64');
+  const body = JSON.parse(await requestBody(page, 'POST', '/v1/estimate', () => page.click('#estimate-submit')));
+  await page.waitForSelector('#view[data-state=ready]');
+  const hf = await call(ctx.d, 'POST', '/v1/specs/from-hf', config, { 'Content-Type': 'application/json' });
+  assert(JSON.stringify(body.model) === JSON.stringify(hf.model), 'the spec\'s model is the server\'s reading of the config');
+  assert(body.parallel.tp === 2 && body.parallel.pp === 2 && body.parallel.dp === 2 && body.parallel.global_batch === 64 &&
+    body.cluster.gpu === 'h100-sxm', `the spec sent: ${JSON.stringify(body.parallel)}`);
+  const e = await call(ctx.d, 'POST', '/v1/estimate', JSON.stringify(body), { 'Content-Type': 'application/json' });
+  // the breakdown
+  const br = await chartData(page, 'chart-estimate-breakdown');
+  checkChart(br, 'breakdown');
+  for (const [key, label] of [['compute_exposed', 'compute alone'], ['overlap', 'compute and communication overlapped'],
+    ['comm_exposed', 'communication exposed'], ['host', 'host'], ['idle', 'idle']])
+    near(dataset(br, label)[0], e.breakdown[key], `breakdown ${key}`);
+  // per stage, busy and bubble
+  const st = await chartData(page, 'chart-estimate-stages');
+  checkChart(st, 'stages');
+  assert(st.labels.length === e.per_stage.length && e.per_stage.length === 2, `stages: ${st.labels}`);
+  e.per_stage.forEach((s, i) => {
+    near(dataset(st, 'bubble')[i], s.bubble_ms, `stage ${i} bubble`);
+    near(dataset(st, 'busy')[i] + dataset(st, 'bubble')[i], s.step_ms, `stage ${i} step`);
+  });
+  // memory stacked against the usable memory
+  const mem = await chartData(page, 'chart-estimate-memory');
+  checkChart(mem, 'memory');
+  e.per_stage.forEach((s, i) => {
+    for (const [k, label] of [['weights_gb', 'weights'], ['gradients_gb', 'gradients'], ['optimizer_gb', 'optimizer state'],
+      ['activations_gb', 'activations']])
+      near(dataset(mem, label)[i], s.memory[k], `stage ${i} ${k}`);
+    near(dataset(mem, 'usable memory')[i], e.memory_usable_gb, 'usable memory');
+  });
+  assert(mem.scales.y.title.includes('GB'), `memory axis: ${mem.scales.y.title}`);
+  // tokens/s, MFU, cost, energy
+  for (const [key, value] of [['tokens_per_s', e.tokens_per_s], ['mfu', 100 * e.mfu],
+    ['cost_usd_per_m_tokens', e.cost_usd_per_m_tokens], ['energy_kwh_per_m_tokens', e.energy_kwh_per_m_tokens]]) {
+    const c = await chartData(page, `chart-metric-${key}`);
+    checkChart(c, key);
+    near(dataset(c, 'estimate')[0], value, key);
+  }
+  const bandNote = await page.textContent('#view');
+  assert(e.band.needed ? bandNote.includes('No band yet') : bandNote.includes('80 %'), 'the band is said');
+  // ten measured runs of this spec in the ledger: the figures get their band
+  for (let i = 0; i < 10; i++)
+    await call(ctx.d, 'POST', '/v1/validations', JSON.stringify({ spec: body, measured_step_ms: e.step_ms * (0.9 + 0.03 * i),
+      source: `run ${i}`, run_at: '2026-11-15' }), { 'Content-Type': 'application/json' });
+  await page.click('#estimate-submit');
+  await page.waitForSelector('#view[data-state=ready]');
+  const banded = await call(ctx.d, 'POST', '/v1/estimate', JSON.stringify(body), { 'Content-Type': 'application/json' });
+  assert(typeof banded.band.ratio_lo === 'number', `the API's band: ${JSON.stringify(banded.band)}`);
+  const { ratio_lo: lo, ratio_hi: hi } = banded.band;
+  for (const [key, value, dir] of [['step_ms', banded.step_ms, 1], ['tokens_per_s', banded.tokens_per_s, -1],
+    ['mfu', 100 * banded.mfu, -1], ['cost_usd_per_m_tokens', banded.cost_usd_per_m_tokens, 1],
+    ['energy_kwh_per_m_tokens', banded.energy_kwh_per_m_tokens, 1]]) {
+    const c = await chartData(page, `chart-metric-${key}`);
+    const [a, b] = dataset(c, '80 % band')[0];
+    near(a, dir > 0 ? value * lo : value / hi, `${key} band low`);
+    near(b, dir > 0 ? value * hi : value / lo, `${key} band high`);
+  }
+  near(banded.band.lo_ms, banded.step_ms * lo, 'the step\'s band is the ratios\'');
+  await viewChecked(page, 'estimate', '"per_stage"', 'dashboard-estimate.png');
+});
+
+test('plan: ranked, sortable, the scatter\'s marks and Pareto front, the top row\'s Megatron arguments', async (ctx, page) => {
+  const config = hfConfig('llama-3.1-8b.json');
+  if (!config) return console.log(`     skipped: no ${HF}/llama-3.1-8b.json`);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ctx.d.url });
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/plan`);
+  await page.waitForSelector('#plan-form');
+  await page.fill('#plan-hf_config', config);
+  await page.fill('#plan-gpus', '32');
+  await page.fill('#plan-top', '40');
+  await page.selectOption('#plan-objective', 'cost');
+  const [res] = await Promise.all([
+    page.waitForResponse(r => r.request().method() === 'POST' && r.url().endsWith('/v1/plans')),
+    page.click('#plan-submit'),
+  ]);
+  const first = await res.json();
+  await page.waitForSelector('#view[data-state=ready]', { timeout: 120000 });
+  const doc = first.top ? first : await call(ctx.d, 'GET', `/v1/plans/${first.id}`);
+  assert(doc.top.length > 1, `${doc.top.length} rows`);
+  const steps = await page.$$eval('#plan-rows tbody [data-field=step_ms]', tds => tds.map(t => t.textContent));
+  assert(JSON.stringify(steps) === JSON.stringify(doc.top.map(r => r.estimate.step_ms.toLocaleString('en-US',
+    { minimumFractionDigits: 2, maximumFractionDigits: 2 }))), `the rows in the API's order: ${steps.slice(0, 3)}`);
+  const marks = await page.$$eval('#plan-rows tbody [data-field=extrapolated]', tds => tds.map(t => t.textContent));
+  doc.top.forEach((r, i) => assert(marks[i].startsWith(r.extrapolated ? 'extrapolated' : 'within'), `row ${i + 1} mark`));
+  const bands = await page.$$eval('#plan-rows tbody [data-field=band]', tds => tds.map(t => t.textContent));
+  doc.top.forEach((r, i) => assert(r.band ? bands[i].includes('…') : bands[i] === 'none', `row ${i + 1} band '${bands[i]}'`));
+  // the scatter: cost against GPUs, one mark a row, and the front
+  await page.selectOption('#plan-y', 'cost');
+  const sc = await chartData(page, 'chart-plan');
+  checkChart(sc, 'plan');
+  const marksShown = [...dataset(sc, 'configuration'), ...dataset(sc, 'extrapolated')];
+  assert(marksShown.length === doc.top.length, `${marksShown.length} marks for ${doc.top.length} rows`);
+  for (const [i, r] of doc.top.entries()) {
+    const m = marksShown.find(p => p.rank === i + 1);
+    assert(m && m.x === r.estimate.gpus && m.y === r.estimate.cost_usd_per_m_tokens, `row ${i + 1}'s mark`);
+  }
+  let best = Infinity;
+  const front = doc.top.map(r => ({ x: r.estimate.gpus, y: r.estimate.cost_usd_per_m_tokens }))
+    .sort((a, b) => a.x - b.x || a.y - b.y).filter(p => (p.y < best ? ((best = p.y), true) : false));
+  const shownFront = dataset(sc, 'Pareto front').map(p => [p.x, p.y]);
+  assert(JSON.stringify(shownFront) === JSON.stringify(front.map(p => [p.x, p.y])), `front ${JSON.stringify(shownFront)}`);
+  assert(new Set(doc.top.map(r => r.estimate.gpus)).size > 1, 'up-to planned several GPU counts');
+  // sorted by step time from its header
+  await page.click('#plan-rows th[data-key=step_ms] button');
+  const sorted = await page.$$eval('#plan-rows tbody [data-field=step_ms]', tds => tds.map(t => Number(t.textContent.replace(/,/g, ''))));
+  assert(sorted.every((x, i) => !i || sorted[i - 1] <= x), `sorted by step time: ${sorted.slice(0, 5)}`);
+  assert(await page.getAttribute('#plan-rows th[data-key=step_ms]', 'aria-sort') === 'ascending', 'aria-sort');
+  // the top row's Megatron arguments, copied
+  const args = await page.textContent('#megatron-args');
+  assert(args === doc.top[0].megatron_args, 'the top row\'s arguments are the API\'s');
+  for (const a of ['--tensor-model-parallel-size', '--pipeline-model-parallel-size', '--context-parallel-size',
+    '--micro-batch-size', '--global-batch-size'])
+    assert(args.includes(a), `arguments lack ${a}`);
+  await page.click('#megatron-copy');
+  await page.waitForSelector('text=Copied.');
+  assert(await page.evaluate(() => navigator.clipboard.readText()) === args, 'the clipboard holds the arguments');
+  await noRawJson(page);
+  await toggleJson(page, 'plan', '"megatron_args"');
+  await shot(page, 'dashboard-plan.png');
+  page.assertClean();
+});
+
+test('plan: the keyboard reaches every control; fields have labels', async (ctx, page) => {
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/plan`);
+  await page.waitForSelector('#plan-form');
+  await keyboardOnly(page);
+  page.assertClean();
+});
+
+test('what-if: the job\'s configuration saved from its form, then before and after by part', async (ctx, page) => {
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/whatif`);
+  await page.click(`#whatif-models-list a[href="#/whatif/${ctx.models.sample}"]`);
+  await page.waitForSelector('#config-form');
+  await page.waitForSelector('text=Save the job\'s configuration first');
+  await page.fill('#config-tp', '1');
+  await page.fill('#config-pp', '1');
+  await page.fill('#config-dp', '0');
+  await page.click('#config-submit');
+  assert((await page.textContent('#config-dp-msg')).length > 0, 'dp 0 is refused beside its field');
+  await page.fill('#config-dp', '4');
+  await page.fill('#config-layers', '8');
+  await page.click('#config-submit');
+  await page.waitForSelector('#job-config .saved');
+  const job = await call(ctx.d, 'GET', '/v1/jobs/sample');
+  assert(JSON.stringify(job.config) === JSON.stringify({ dp: 4, layers: 8, pp: 1, tp: 1 }), `config ${JSON.stringify(job.config)}`);
+  assert(job.description === SAMPLE_DESCRIPTION, 'the job\'s description stays');
+  assert(await page.inputValue('#whatif-dp') === '8', 'the change starts at twice the traced dp');
+  const body = JSON.parse(await requestBody(page, 'POST', `/v1/models/${ctx.models.sample}/whatif`,
+    () => page.click('#whatif-submit')));
+  await page.waitForSelector('#view[data-state=ready]');
+  assert(JSON.stringify(body) === JSON.stringify({ set: { dp: 8 } }), `sent ${JSON.stringify(body)}`);
+  const w = await call(ctx.d, 'POST', `/v1/models/${ctx.models.sample}/whatif`, JSON.stringify(body));
+  const replay = await call(ctx.d, 'GET', `/v1/models/${ctx.models.sample}/replay`);
+  const mean = (steps, k) => steps.reduce((a, s) => a + (s.breakdown[k] || 0), 0) / steps.length;
+  const c = await chartData(page, 'chart-whatif');
+  checkChart(c, 'whatif');
+  const parts = ['compute_exposed', 'overlap', 'comm_exposed', 'unexplained', 'host', 'idle'];
+  parts.forEach((k, i) => {
+    near(dataset(c, 'before (replayed as traced)')[i], mean(replay.steps, k), `before ${k}`);
+    near(dataset(c, 'after (what-if)')[i], mean(w.steps, k), `after ${k}`);
+  });
+  const src = await chartData(page, 'chart-whatif-source');
+  near(dataset(src, 'from measurement')[0], w.from_measured_ms, 'from measurement');
+  near(dataset(src, 'from models')[0], w.from_models_ms, 'from models');
+  const models = await page.$$eval('#whatif-models [data-field=model]', tds => tds.map(t => t.textContent));
+  assert(JSON.stringify(models) === JSON.stringify(w.models_used.map(m => m.model)), `models ${models}`);
+  await viewChecked(page, 'whatif', '"from_models_ms"', 'dashboard-whatif.png');
+});
+
+test('ledger: predicted against measured, log-log with y = x; MAPE by kind and month; names stay text', async (ctx, page) => {
+  const config = hfConfig('llama-3.1-8b.json');
+  if (!config) return console.log(`     skipped: no ${HF}/llama-3.1-8b.json`);
+  const json = { 'Content-Type': 'application/json' };
+  const { model } = await call(ctx.d, 'POST', '/v1/specs/from-hf', config, json);
+  const spec = { model, parallel: { tp: 2, pp: 2, dp: 2, global_batch: 64 }, cluster: { gpu: 'h100-sxm' } };
+  await call(ctx.d, 'PUT', '/v1/jobs/sample', JSON.stringify({ config: { tp: 1, pp: 1, dp: 4, layers: 8 },
+    description: SAMPLE_DESCRIPTION }), json);
+  const add = v => call(ctx.d, 'POST', '/v1/validations', JSON.stringify(v), json);
+  await add({ spec, measured_step_ms: 8000, source: HOSTILE_SOURCE, run_at: '2026-10-03' });
+  await add({ spec: { ...spec, cluster: { gpu: 'a100-sxm4-80gb' } }, measured_step_ms: 21000, run_at: '2026-11-20' });
+  await add({ model: ctx.models.sample, measured_step_ms: 18.5, run_at: '2026-11-01' });
+  await add({ model: ctx.models.sample, set: { dp: 8 }, measured_step_ms: 21, run_at: '2026-11-02' });
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/ledger`);
+  await page.waitForSelector('#view[data-state=ready] #chart-ledger');
+  const doc = await call(ctx.d, 'GET', '/v1/validations');
+  const c = await chartData(page, 'chart-ledger');
+  checkChart(c, 'ledger');
+  assert(c.scales.x.type === 'logarithmic' && c.scales.y.type === 'logarithmic', 'log-log');
+  const points = c.datasets.filter(d => !/^y = x$| band, /.test(d.label)).flatMap(d => d.data);
+  const scored = doc.entries.filter(e => typeof e.predicted_step_ms === 'number');
+  assert(points.length === scored.length && scored.length >= 4, `${points.length} marks, ${scored.length} entries`);
+  for (const e of scored) {
+    const p = points.find(q => q.id === e.id);
+    assert(p && p.x === e.predicted_step_ms && p.y === e.measured_step_ms, `entry ${e.id}'s mark`);
+  }
+  const yx = dataset(c, 'y = x');
+  assert(yx.length === 2 && yx.every(p => p.x === p.y), 'the y = x line');
+  const labels = c.datasets.map(d => d.label);
+  assert(labels.includes('h100-sxm, estimate') && labels.includes('a100-sxm4-80gb, estimate') &&
+    labels.includes('the traced GPU, replay') && labels.includes('the traced GPU, whatif'), `series ${labels}`);
+  for (const [id, key] of [['chart-mape-kind', 'by_kind'], ['chart-mape-month', 'by_month']]) {
+    const m = await chartData(page, id);
+    checkChart(m, id);
+    const want = Object.keys(doc[key]).sort();
+    assert(JSON.stringify(m.labels) === JSON.stringify(want), `${id}: ${m.labels}`);
+    want.forEach((k, i) => near(dataset(m, 'MAPE')[i], doc[key][k].mape_pct, `${key} ${k}`));
+  }
+  const sources = await page.$$eval('#ledger-entries [data-field=source]', tds => tds.map(t => t.textContent));
+  assert(sources.includes(HOSTILE_SOURCE), 'the hostile source is shown as text');
+  assert(await page.evaluate(() => window.__pwned === undefined && !document.querySelector('#view img')), 'markup ran');
+  await noRawJson(page);
+  await toggleJson(page, 'ledger', '"by_month"');
+  await shot(page, 'dashboard-ledger.png');
+  // one kind: the form asks the server again
+  const estimates = scored.filter(e => e.kind === 'estimate').length;
+  await page.selectOption('#ledger-kind', 'estimate');
+  await page.click('#ledger-submit');
+  await page.waitForFunction(n => document.querySelectorAll('#ledger-entries tbody tr').length === n, estimates);
+  await keyboardOnly(page);
+  page.assertClean();
+});
+
+test('hardware: the profiles with their sources; a filter', async (ctx, page) => {
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/hardware`);
+  await page.waitForSelector('#hardware tbody tr');
+  const { hardware } = await call(ctx.d, 'GET', '/v1/hardware');
+  const ids = await page.$$eval('#hardware [data-field=id]', tds => tds.map(t => t.textContent));
+  assert(JSON.stringify(ids) === JSON.stringify(hardware.map(h => h.id)), `ids ${ids}`);
+  const h100 = hardware.find(h => h.id === 'h100-sxm');
+  assert(h100.sources && Object.keys(h100.sources).length > 0, 'the API gives the profile\'s sources');
+  const sources = await page.$$eval('#hardware-sources tbody tr', trs => trs.map(tr =>
+    ['id', 'figure', 'source'].map(f => tr.querySelector(`[data-field=${f}]`).textContent)));
+  const want = hardware.flatMap(h => Object.entries(h.sources || {}).map(([k, v]) => [h.id, k, String(v)]));
+  assert(JSON.stringify(sources) === JSON.stringify(want), `${sources.length} sources shown, ${want.length} in the API`);
+  await page.selectOption('#hardware-architecture', 'hopper');
+  await page.click('#hardware-submit');
+  const hopper = await page.$$eval('#hardware [data-field=id]', tds => tds.map(t => t.textContent));
+  assert(JSON.stringify(hopper) === JSON.stringify(hardware.filter(h => h.architecture === 'hopper').map(h => h.id)),
+    `hopper: ${hopper}`);
+  await viewChecked(page, 'hardware', '"sources"', 'dashboard-hardware.png');
+});
+
+test('model: the sample says it is synthetic; the ranks\' spread; a diff names kernels as text', async (ctx, page) => {
   await login(page, ctx.d);
   await openModel(page, ctx.d, ctx.models.sample);
-  const config = { tp: 1, pp: 1, dp: 4, layers: 8 };
-  await page.waitForSelector('section.job-config textarea');
-  await page.fill('section.job-config textarea', JSON.stringify(config));
-  await page.click('section.job-config button');
-  await page.waitForSelector('section.job-config .saved');
-  const job = await call(ctx.d, 'GET', '/v1/jobs/sample');
-  assert(JSON.stringify(job.config) === JSON.stringify({ dp: 4, layers: 8, pp: 1, tp: 1 }),
-    `the job's config: ${JSON.stringify(job.config)}`);
-  const whatif = 'section.route[data-route="POST /v1/models/{id}/whatif"]';
-  await page.fill(`${whatif} textarea`, '{"set": {"dp": 8}}');
-  await page.click(`${whatif} button`);
-  await page.waitForSelector(`${whatif} pre.json, ${whatif} .error`);
-  const answer = await page.textContent(whatif);
-  assert(answer.includes('"step_ms"') && answer.includes('"dp": 8'), `the what-if's answer: ${answer.slice(0, 300)}`);
-  await shot(page, 'dashboard-whatif.png');
-  page.check([PROBE]);
+  const about = await page.textContent('#job-description');
+  assert(about.includes(SAMPLE_DESCRIPTION) && /synthetic/i.test(about), `about: '${about}'`);
+  const replay = await call(ctx.d, 'GET', `/v1/models/${ctx.models.sample}/replay`);
+  const ranks = [...new Set(replay.steps.map(s => s.rank))].sort((a, b) => a - b);
+  const mean = r => { const m = replay.steps.filter(s => s.rank === r).map(s => s.measured_ms); return m.reduce((a, b) => a + b, 0) / m.length; };
+  const differ = Math.max(...ranks.map(mean)) - Math.min(...ranks.map(mean)) >= 5e-4;
+  assert(await page.isVisible('#spread') === differ, `the spread shown: ${!differ}`);
+  if (differ) {
+    const c = await chartData(page, 'chart-rank-spread');
+    checkChart(c, 'spread');
+    ranks.forEach((r, i) => near(dataset(c, 'measured (mean)')[i], mean(r), `rank ${r} mean`));
+  }
+  await noRawJson(page);
+  // against the hostile model: its renamed kernels listed as text
+  await page.selectOption('#diff-other', ctx.models.hostile);
+  await page.click('#diff-submit');
+  await page.waitForSelector('#diff-attribution');
+  const d = await call(ctx.d, 'POST', `/v1/models/${ctx.models.sample}/diff`, JSON.stringify({ other: ctx.models.hostile }));
+  const c = await chartData(page, 'chart-diff');
+  Object.values(d.attribution).forEach((ms, i) => near(c.datasets[0].data[i], ms, 'attribution'));
+  const names = await page.$$eval('#diff-added [data-field=name]', tds => tds.map(t => t.textContent));
+  assert(Object.values(HOSTILE_KERNELS).every(n => names.includes(n)), `added kernels: ${names.slice(0, 3)}`);
+  assert(await page.evaluate(() => window.__pwned === undefined), 'a kernel name ran');
+  await shot(page, 'dashboard-model-views.png');
+  await keyboardOnly(page);
+  page.assertClean([PROBE]);
+});
+
+test('A/B, experiments, fleet: "not available" where the server lacks the route', async (ctx, page) => {
+  await login(page, ctx.d);
+  const { paths } = await call(ctx.d, 'GET', '/v1/openapi.json');
+  const views = { ab: ['post', '/v1/ab'], experiments: ['get', '/v1/experiments'], fleet: ['get', '/v1/fleet'],
+    opportunities: ['get', '/v1/opportunities'] };
+  for (const [view, [method, route]] of Object.entries(views)) {
+    await page.goto(`${ctx.d.url}/#/${view}`);
+    await page.waitForSelector(`#view[data-view=${view}] section.route h2`);
+    const text = await page.textContent('#view');
+    const have = Boolean(paths[route] && paths[route][method]);
+    assert(text.includes('Not available on this server') === !have, `${view}: '${text}'`);
+    if (!have) await shot(page, 'dashboard-not-available.png');
+  }
+  page.assertClean();
+});
+
+test('the dashboard\'s files are under 500 KB compressed', async (ctx, page) => {
+  await login(page, ctx.d);
+  const files = await page.evaluate(() => performance.getEntriesByType('resource').map(r => r.name)
+    .filter(u => new URL(u).pathname.startsWith('/ui/')));
+  let total = 0;
+  for (const u of new Set(files)) total += gzipSync(Buffer.from(await (await fetch(u)).arrayBuffer())).length;
+  assert(files.length >= 10 && total < 500 * 1024, `${files.length} files, ${total} bytes compressed`);
+  console.log(`     ${new Set(files).size} files, ${(total / 1024).toFixed(1)} KB compressed`);
+  page.assertClean();
 });
 
 async function main() {
@@ -356,11 +692,9 @@ async function main() {
   const chosen = tests.filter(t => !ONLY || t.name.includes(ONLY));
   let d, browser, passed = 0, failed = 0;
   try {
-    d = await startDaemon();
+    d = await startDaemon(BUILD);
     const models = await loadJobs(d);
-    // as root, chromium runs only without its sandbox
-    const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
-    browser = await chromium.launch({ executablePath: CHROMIUM, args });
+    browser = await launch();
     const ctx = {
       d, models,
       page_requests_with_token: page => page.seen.requests.some(u => u.includes(ADMIN)) || page.url().includes(ADMIN),

@@ -1,6 +1,6 @@
 /* tests/integration/test_svc_job_config.c: `stepcast job config` against a
  * real stepcastd: a job's description set from a file (its hardware and
- * description kept), refused before it is sent when the file is wrong, a
+ * free-text description kept, or the latter replaced by --description), refused before it is sent when the file is wrong, a
  * what-if answered from it; and the sample job's shipped description
  * (data/sample-config.json) on the sample's traces. */
 #include <stdio.h>
@@ -57,6 +57,13 @@ TEST(svc_job_config_sets_a_jobs_description)
                            "\"sequence_parallel\":false,\"tp\":1,\"zero_stage\":1}");
     CHECK_CONTAINS(r.body, "\"hardware\":\"a100\"");
     CHECK_CONTAINS(r.body, "\"description\":\"four ranks\"");
+    svc_resp_release(&r);
+
+    /* --description replaces the job's free text, the hardware stays */
+    CHECK_EQ_INT(job_config(&d, NULL, NULL, "--job", "j", "--description=<b>synthetic</b> ranks", good_path), 0);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"description\":\"<b>synthetic</b> ranks\"");
+    CHECK_CONTAINS(r.body, "\"hardware\":\"a100\"");
     svc_resp_release(&r);
 
     /* a job that does not exist yet is made; --json prints the job */

@@ -1,0 +1,156 @@
+// clients/dashboard/whatif.js: the What-if view of a model: its job's
+// description as a form (the configuration the traces ran, saved on the job
+// with PUT /v1/jobs/{job}: what-ifs start from it), then what to change,
+// POST /v1/models/{id}/whatif, and the step before and after by breakdown
+// part, with how much of the new step came from measurement and how much
+// from models (and which models).
+
+import { api, path } from './api.js';
+import { BREAKDOWN, meanBreakdown } from './breakdown.js';
+import { PALETTE, bars, figure } from './charts.js';
+import { el, errorBox, num, table } from './dom.js';
+import { jsonToggle, makeForm, whole } from './form.js';
+import { lacksRoute } from './routes.js';
+
+// The job description's fields the form shows (README, whatif); other keys
+// of a saved description are kept as they are.
+const CONFIG = [
+  ['tp', 'Tensor parallel (tp)', true], ['pp', 'Pipeline parallel (pp)', true], ['dp', 'Data parallel (dp)', true],
+  ['cp', 'Context parallel (cp)'], ['ep', 'Expert parallel (ep)'], ['micro_batch', 'Micro-batch'],
+  ['global_batch', 'Global batch'], ['layers', 'Layers'], ['hidden', 'Hidden size'], ['heads', 'Attention heads'],
+  ['seq', 'Sequence length'], ['vpp', 'Virtual stages per pipeline rank'],
+];
+// What a what-if may change (WhatIfRequest), numbers first.
+const SET = ['tp', 'pp', 'dp', 'micro_batch', 'global_batch', 'layers', 'hidden', 'heads', 'ffn', 'seq', 'vocab', 'vpp'];
+
+async function configSection(job, json, onSaved) {
+  let doc = await api(path`/v1/jobs/${job}`);
+  const config = doc.config || {};
+  const status = el('p', { role: 'status' });
+  const fields = CONFIG.map(([name, label, required]) => ({
+    name, label, required, min: 1, step: 1, value: config[name === 'seq' && config.seq_len ? 'seq_len' : name],
+    check: whole(1, 1 << 24),
+  }));
+  fields.push({ name: 'zero_stage', label: 'ZeRO stage', type: 'select', value: String(config.zero_stage ?? ''),
+    options: [['', 'not given (0)'], ['0', '0'], ['1', '1'], ['2', '2'], ['3', '3']] });
+  const form = makeForm('config', [{ legend: 'The configuration the traces ran', fields }], 'Save on the job',
+    async v => {
+      status.replaceChildren();
+      const next = { ...config };
+      for (const [k] of CONFIG) if (v[k] === null) delete next[k]; else next[k] = v[k];
+      if (next.seq !== undefined) delete next.seq_len;
+      if (v.zero_stage === '') delete next.zero_stage; else next.zero_stage = Number(v.zero_stage);
+      const body = { config: next };
+      for (const k of ['hardware', 'description']) if (typeof doc[k] === 'string') body[k] = doc[k];
+      try {
+        doc = await api(path`/v1/jobs/${job}`, { method: 'PUT', body });
+        json.show(`PUT /v1/jobs/${job}`, doc);
+        status.append(el('span', { class: 'saved' }, 'Saved: what-ifs start from it.'));
+        onSaved(doc.config);
+      } catch (e) {
+        status.append(errorBox(e));
+      }
+    });
+  return {
+    node: el('section', { id: 'job-config' }, el('h2', {}, 'The job\'s configuration'),
+      el('p', { class: 'muted' }, 'What the traces ran: tp, pp and dp are needed; the model\'s shape lets a ' +
+        'what-if change it. Saved on the job (its description), every what-if of its models starts from it.'),
+      form, status),
+    config: () => doc.config,
+  };
+}
+
+function results(out, before, w) {
+  const after = meanBreakdown(w.steps);
+  const canvas = el('canvas', { id: 'chart-whatif', 'aria-label': 'the step before and after, by part (ms)' });
+  const source = el('canvas', { id: 'chart-whatif-source', 'aria-label': 'the new step: measured and modelled (ms)' });
+  const rows = BREAKDOWN.map(([k, t]) => ({ key: k, title: t, before: before[k], after: after[k] }));
+  out.replaceChildren(
+    el('section', { id: 'whatif-summary' }, el('h2', {}, 'Before and after'),
+      el('p', {}, `${num(w.base_step_ms, 3)} ms before, ${num(w.step_ms, 3)} ms after ` +
+        `(${num(100 * (w.step_ms / w.base_step_ms - 1), 1)} %). ` +
+        (w.band && typeof w.band.lo_ms === 'number'
+          ? `80 % band: ${num(w.band.lo_ms, 3)} to ${num(w.band.hi_ms, 3)} ms.`
+          : `No band yet (${w.band ? w.band.entries : 0} what-if entries in the ledger).`)),
+      figure(canvas, table([
+        { title: 'part', cell: r => r.title },
+        { title: 'before ms', num: true, field: 'before', cell: r => num(r.before, 3) },
+        { title: 'after ms', num: true, field: 'after', cell: r => num(r.after, 3) },
+      ], rows, { id: 'whatif-parts' }))),
+    el('section', {}, el('h2', {}, 'Where the new step\'s time comes from'),
+      el('p', { class: 'muted' }, 'Measured: work kept at its traced duration. Modelled: work a model re-timed ' +
+        'for the new configuration (the table says which model and why).'),
+      figure(source, table([
+        { title: 'model', cell: m => m.model, field: 'model' },
+        { title: 'tasks', num: true, cell: m => m.tasks },
+        { title: 'ms', num: true, field: 'ms', cell: m => num(m.ms, 3) },
+        { title: 'why', cell: m => m.why },
+      ], w.models_used || [], { id: 'whatif-models' }))));
+  bars(canvas, rows.map(r => r.title), [
+    { label: 'before (replayed as traced)', values: rows.map(r => r.before), color: PALETTE[0] },
+    { label: 'after (what-if)', values: rows.map(r => r.after), color: PALETTE[1] },
+  ], { yTitle: 'ms per step (mean over steps)' });
+  bars(source, ['after'], [
+    { label: 'from measurement', values: [w.from_measured_ms], color: PALETTE[2] },
+    { label: 'from models', values: [w.from_models_ms], color: PALETTE[3] },
+  ], { stacked: true, horizontal: true, yTitle: 'ms per step' });
+}
+
+function setForm(model, config, hardware, json, out, view) {
+  const fields = SET.map(name => ({ name, label: name.replace('_', '-'), min: 1, step: 1,
+    value: name === 'dp' && config.dp ? 2 * config.dp : null, check: whole(1, 1 << 24) }));
+  fields.push({ name: 'gpu', label: 'GPU', type: 'select', value: '',
+    options: [['', 'as traced'], ...hardware.map(h => [h.id, `${h.name} (${h.id})`])] });
+  return makeForm('whatif', [{ legend: 'What to change (empty: as it is)', fields }], 'Run the what-if', async v => {
+    const set = {};
+    for (const k of SET) if (v[k] !== null) set[k] = v[k];
+    if (v.gpu) set.gpu = v.gpu;
+    view.dataset.state = 'loading';
+    try {
+      const [replay, w] = await Promise.all([
+        api(path`/v1/models/${model}/replay`),
+        api(path`/v1/models/${model}/whatif`, { method: 'POST', body: { set } }),
+      ]);
+      json.show('POST whatif (request)', { set });
+      json.show('POST whatif (answer)', w);
+      results(out, meanBreakdown(replay.steps), w);
+      view.dataset.state = 'ready';
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+      view.dataset.state = 'error';
+    }
+  });
+}
+
+async function chooseModel(view) {
+  const { models } = await api('/v1/models');
+  const ready = models.filter(m => m.status === 'ready');
+  if (!ready.length) {
+    view.append(el('p', { class: 'muted' }, 'No model is ready: build one from a job\'s traces first.'));
+    return;
+  }
+  view.append(el('p', {}, 'Choose a model:'), el('ul', { id: 'whatif-models-list' }, ready.map(m => el('li', {},
+    el('a', { href: `#/whatif/${encodeURIComponent(m.id)}` }, m.id), ` of job `, el('span', { class: 'name' }, m.job)))));
+}
+
+export async function whatifView(view, model) {
+  view.append(el('h1', {}, 'What-if'));
+  if (await lacksRoute(view, 'POST', '/v1/models/{id}/whatif')) return;
+  if (!model) return chooseModel(view);
+  const m = await api(path`/v1/models/${model}`);
+  view.append(el('p', { class: 'muted' }, 'Model ', el('a', { href: `#/models/${encodeURIComponent(m.id)}` }, m.id),
+    ' of job ', el('a', { href: `#/jobs/${encodeURIComponent(m.job)}` }, m.job),
+    ': its traced step transformed to another configuration and replayed.'));
+  const { hardware } = await api('/v1/hardware');
+  const json = jsonToggle('whatif');
+  const out = el('div', { id: 'whatif-out' });
+  const holder = el('section', { id: 'whatif-set' }, el('h2', {}, 'The change'));
+  const show = config => {
+    holder.replaceChildren(el('h2', {}, 'The change'), config && config.tp && config.pp && config.dp
+      ? setForm(model, config, hardware, json, out, view)
+      : el('p', { class: 'muted' }, 'Save the job\'s configuration first (tp, pp and dp at least).'));
+  };
+  const cfg = await configSection(m.job, json, show);
+  view.append(cfg.node, holder, json.node, out);
+  show(cfg.config());
+}
