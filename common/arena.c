@@ -1,6 +1,7 @@
 /* common/arena.c: bump allocator over a list of malloc'd chunks (arena.h). */
 #include "common/arena.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ void *sc_arena_alloc(struct sc_arena *a, size_t n)
             size = 16u << 20;
         if (need > size)
             size = need;
+        assert(size >= need);
         struct sc_arena_chunk *c = malloc(sizeof *c + size);
         if (!c)
             return NULL;
@@ -39,13 +41,16 @@ void *sc_arena_alloc(struct sc_arena *a, size_t n)
         a->end = c->data + size;
         a->bytes += size;
     }
+    assert(a->cur && (size_t)(a->end - a->cur) >= need);
     void *p = a->cur;
     a->cur += need;
+    assert(((uintptr_t)p & 15) == 0); /* every block 16-aligned */
     return p;
 }
 
 char *sc_arena_strndup(struct sc_arena *a, const char *s, size_t n)
 {
+    assert(s || n == 0);
     char *p = sc_arena_alloc(a, n + 1);
     if (p) {
         if (n)

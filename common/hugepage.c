@@ -2,6 +2,7 @@
  * freed memory back (hugepage.h). */
 #include "common/hugepage.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@ void *sc_huge_alloc(size_t n)
     if (n > SIZE_MAX - SC_HUGEPAGE_MIN)
         return NULL;
     size_t whole = (n + SC_HUGEPAGE_MIN - 1) / SC_HUGEPAGE_MIN * SC_HUGEPAGE_MIN;
+    assert(whole >= n && whole % SC_HUGEPAGE_MIN == 0);
     void *p = aligned_alloc(SC_HUGEPAGE_MIN, whole);
 #ifdef MADV_HUGEPAGE
     if (p)

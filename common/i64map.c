@@ -1,6 +1,7 @@
 /* common/i64map.c: open-addressing int64 -> uint32 map (i64map.h). */
 #include "common/i64map.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 #include "common/banned.h"
@@ -9,6 +10,7 @@
 
 static size_t slot_of(int64_t key, size_t cap)
 {
+    assert(cap && (cap & (cap - 1)) == 0);
     uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
     return (size_t)(h ^ (h >> 32)) & (cap - 1);
 }
@@ -34,6 +36,7 @@ static int grow(struct sc_i64map *m)
         keys[j] = m->keys[i];
         vals[j] = m->vals[i];
     }
+    assert(m->n * 2 < cap);
     free(m->keys);
     free(m->vals);
     m->keys = keys;
@@ -48,6 +51,7 @@ int sc_i64map_put(struct sc_i64map *m, int64_t key, uint32_t val)
         return -1;
     if ((m->n + 1) * 2 > m->cap && grow(m))
         return -1;
+    assert((m->n + 1) * 2 <= m->cap); /* a free slot ends every probe */
     size_t j = slot_of(key, m->cap);
     while (m->keys[j] != EMPTY) {
         if (m->keys[j] == key) {
@@ -59,6 +63,7 @@ int sc_i64map_put(struct sc_i64map *m, int64_t key, uint32_t val)
     m->keys[j] = key;
     m->vals[j] = val;
     m->n++;
+    assert(m->n < m->cap);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* common/pool.c: one function over n items on several threads (pool.h). */
 #include "common/pool.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ static void *worker(void *arg)
         size_t i = atomic_fetch_add(&p->next, 1);
         if (i >= p->n || i > atomic_load(&p->first_failed))
             return NULL;
+        assert(i < p->n);
         p->rcs[i] = p->fn(p->ctx, i, &p->errs[i]);
         size_t f = atomic_load(&p->first_failed);
         while (p->rcs[i] && i < f && !atomic_compare_exchange_weak(&p->first_failed, &f, i))
@@ -55,6 +57,7 @@ int sc_parallel_for(size_t n, unsigned threads, int (*fn)(void *ctx, size_t i, s
         return SC_OK;
     if (nt > n)
         nt = (unsigned)n;
+    assert(nt >= 1 && nt <= MAX_THREADS);
     p.errs = calloc(n, sizeof *p.errs);
     p.rcs = calloc(n, sizeof *p.rcs);
     if (!p.errs || !p.rcs) {
@@ -68,8 +71,10 @@ int sc_parallel_for(size_t n, unsigned threads, int (*fn)(void *ctx, size_t i, s
         if (pthread_create(&tid[started], NULL, worker, &p) == 0)
             started++;
     worker(&p);
+    assert(started < nt);
     for (unsigned i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
+    assert(atomic_load(&p.next) >= n || atomic_load(&p.first_failed) < n); /* every item run, or one failed */
     for (size_t i = 0; i < n; i++)
         if (p.rcs[i]) {
             if (err)

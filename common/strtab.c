@@ -1,6 +1,7 @@
 /* common/strtab.c: interning with open addressing over dense ids (strtab.h). */
 #include "common/strtab.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ uint64_t sc_hash_bytes(const void *p, size_t n)
 static int grow_slots(struct sc_strtab *t)
 {
     size_t nslots = t->nslots ? t->nslots * 2 : 1024;
+    assert((nslots & (nslots - 1)) == 0 && nslots >= (t->n + 1) * 2);
     uint32_t *slots = calloc(nslots, sizeof *slots);
     if (!slots)
         return -1;
@@ -71,9 +73,11 @@ int sc_strtab_intern(struct sc_strtab *t, const char *s, size_t n, uint32_t *id)
         return -1;
     if ((t->n + 1) * 2 > t->nslots && grow_slots(t))
         return -1;
+    assert(t->nslots && (t->n + 1) * 2 <= t->nslots); /* a free slot ends every probe */
     uint32_t h = (uint32_t)sc_hash_bytes(s, n);
     size_t i = h & (t->nslots - 1);
     while (t->slots[i]) {
+        assert(t->slots[i] <= t->n);
         const struct sc_strtab_entry *e = &t->strs[t->slots[i] - 1];
         if (e->hash == h && e->len == n && memcmp(e->s, s, n) == 0) {
             *id = t->slots[i] - 1;
@@ -89,5 +93,6 @@ int sc_strtab_intern(struct sc_strtab *t, const char *s, size_t n, uint32_t *id)
     t->strs[t->n] = (struct sc_strtab_entry){copy, (uint32_t)n, h};
     t->slots[i] = (uint32_t)t->n + 1;
     *id = (uint32_t)t->n++;
+    assert(t->n <= t->cap);
     return 0;
 }

@@ -3,6 +3,7 @@
  * the tasks out and indexing the edges into the graph's arrays. */
 #include "model/graph_builder.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ int model_gb_add_rank(struct model_gb *gb, const struct model_rank_spec *s, uint
         return OOM(gb);
     gb->ranks[gb->n_ranks] = (struct model_graph_rank){s->id, s->clock_offset_ns, s->launch_queue_depth};
     *rank = (uint16_t)gb->n_ranks++;
+    assert(gb->n_ranks <= gb->cap_ranks);
     return SC_OK;
 }
 
@@ -187,6 +189,7 @@ int model_gb_add_resource(struct model_gb *gb, const struct model_res_spec *s, u
         .track = s->has_track ? s->track : MODEL_NONE, .label = label,
         .first = MODEL_NONE, .last = MODEL_NONE, .pid = s->pid, .tid = s->tid, .origin = s->origin};
     *res = (uint32_t)gb->n_res++;
+    assert(gb->n_res <= gb->cap_res);
     return SC_OK;
 }
 
@@ -252,6 +255,7 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
         return gb->failed;
     struct model_resource *r = &gb->res[s->res];
     uint32_t id = (uint32_t)gb->n_tasks++;
+    assert(id < gb->cap_tasks);
     gb->tasks[id] = (struct model_task){.dur = s->dur, .gap = s->gap, .res = s->res, .group = MODEL_NONE,
                                         .rank = r->rank, .cls = (uint8_t)s->cls, .sub = (uint8_t)s->sub,
                                         .kept = s->kept != 0};
@@ -265,6 +269,7 @@ int model_gb_add_task(struct model_gb *gb, const struct model_task_spec *s, uint
         r->first = id;
     r->last = id;
     r->n++;
+    assert(r->n <= gb->n_tasks && r->first <= r->last);
     *task = id;
     return SC_OK;
 }
@@ -335,6 +340,7 @@ static int push_edge(struct model_gb *gb, uint32_t from, uint32_t to, enum model
         lat = INT32_MAX;
     if (lat < INT32_MIN)
         lat = INT32_MIN;
+    assert(from < gb->cap_tasks && to < gb->cap_tasks && gb->n_edges < gb->cap_edges);
     gb->edges[gb->n_edges++] = (struct pending_edge){to, from, (int32_t)lat, (uint8_t)type, (uint8_t)kind,
                                                      (uint8_t)(inferred != 0), (uint8_t)(peer != 0)};
     gb->deg[to].preds++;
@@ -368,6 +374,7 @@ int model_gb_pair(struct model_gb *gb, uint32_t task, uint32_t res)
         return fail(gb, SC_EINVAL, "a task paired with no other rank's GPU stream");
     if (sc_vec_reserve((void **)&gb->peers, &gb->cap_peers, gb->n_peers + 1, sizeof *gb->peers))
         return OOM(gb);
+    assert(gb->n_peers < gb->cap_peers);
     gb->peers[gb->n_peers++] = (struct model_task_peer){task, res};
     gb->res[res].comm = 1;
     t->paired = 1;
@@ -391,6 +398,7 @@ int model_gb_add_step(struct model_gb *gb, const struct model_step_spec *s)
         return gb->failed;
     if (sc_vec_reserve((void **)&gb->steps, &gb->cap_steps, gb->n_steps + 1, sizeof *gb->steps))
         return OOM(gb);
+    assert(gb->n_steps < gb->cap_steps && s->begin < gb->n_tasks);
     gb->steps[gb->n_steps++] = (struct model_graph_step){
         .rank = s->rank, .step = s->trace_step, .begin = s->begin, .end = s->end, .name = name,
         .measured_ns = s->measured_ns < 0 ? -1 : s->measured_ns, .partial = (uint8_t)(s->partial != 0)};
@@ -434,6 +442,7 @@ int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, co
          sc_vec_reserve((void **)&gb->group_tasks, &gb->cap_members, gb->n_members + n, sizeof *gb->group_tasks)))
         return OOM(gb);
     uint32_t gi = (uint32_t)gb->n_groups++;
+    assert(gi < gb->cap_groups && gi + 1 < gb->cap_group_at);
     gb->groups[gi] = cg;
     gb->group_at[gi] = (uint32_t)gb->n_members;
     for (size_t i = 0; i < n; i++) {
@@ -441,6 +450,7 @@ int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, co
         gb->tasks[tasks[i]].group = gi;
     }
     gb->group_at[gi + 1] = (uint32_t)gb->n_members;
+    assert(gb->group_at[gi + 1] - gb->group_at[gi] == n && gb->n_members <= gb->cap_members);
     if (group)
         *group = gi;
     return SC_OK;
@@ -540,6 +550,7 @@ static void link_resources(const struct model_gb *gb, const uint32_t *to, uint32
         last[r] = MODEL_NONE;
     for (uint32_t i = 0; i < gb->n_tasks; i++) {
         uint32_t r = gb->tasks[i].res, j = to ? to[i] : i;
+        assert(r < gb->n_res && j < gb->n_tasks);
         prev[j] = last[r];
         next[j] = MODEL_NONE;
         if (last[r] != MODEL_NONE)
@@ -564,6 +575,7 @@ static int permute(struct model_gb *gb, const uint32_t *to)
         struct model_task_src src = gb->src[i];
         struct degree deg = gb->deg[i];
         for (uint32_t j = to[i]; j != i; j = to[j]) { /* carry the task i's chain displaces */
+            assert(j < n && !(done[j / 64] >> (j % 64) & 1)); /* a permutation: each place taken once */
             struct model_task t2 = gb->tasks[j];
             struct model_task_src s2 = gb->src[j];
             struct degree d2 = gb->deg[j];
@@ -628,8 +640,10 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     free(gb->order); /* the keys are all that is needed of it */
     gb->order = NULL;
     sc_sort(k, n, sizeof *k, by_order_key);
-    for (uint32_t j = 0; j < n; j++)
+    for (uint32_t j = 0; j < n; j++) {
+        assert(j == 0 || by_order_key(&k[j - 1], &k[j]) < 0);
         to[k[j].i] = j;
+    }
     free(k);
     k = NULL;
     link_resources(gb, to, last, prev, next); /* reads the tasks in the order added */
@@ -639,6 +653,7 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
         struct model_resource *res = &gb->res[r];
         res->first = res->n ? to[res->first] : MODEL_NONE;
         res->last = res->n ? to[res->last] : MODEL_NONE;
+        assert(!res->n || (res->first < n && res->last < n && res->first <= res->last));
     }
     for (size_t e = 0; e < gb->n_edges; e++) {
         gb->edges[e].from = to[gb->edges[e].from];
@@ -696,9 +711,14 @@ static int index_edges(struct model_gb *gb, struct model_graph *g, uint32_t *pre
         const struct pending_edge *p = &gb->edges[i];
         edges[fill[p->to]++] = (struct model_edge){p->from, p->lat, p->type, p->kind, p->inferred, p->peer};
     }
+    for (size_t i = 0; i < n; i++)
+        assert(fill[i] == pred_at[i + 1]); /* each task's predecessors filled to their count */
     memcpy(fill, succ_at, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < m; i++)
         succs[fill[gb->edges[i].from]++] = gb->edges[i].to << 2 | gb->edges[i].type;
+    for (size_t i = 0; i < n; i++)
+        assert(fill[i] == succ_at[i + 1]); /* and its successors */
+    assert(pred_at[n] == m && succ_at[n] == m);
     free(fill);
     g->edges = edges;
     g->succs = succs;
@@ -732,6 +752,7 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
         goto out;
     }
     gb->group_at[gb->n_groups] = (uint32_t)gb->n_members;
+    assert(gb->n_groups == 0 || gb->group_at[0] == 0);
     /* per task: prev, next, pred_at, succ_at in one allocation (freed with
      * g->prev), large enough for huge pages where one array alone is not */
     size_t n = gb->n_tasks;
