@@ -7,6 +7,7 @@
 #ifndef COMMON_STRTAB_H
 #define COMMON_STRTAB_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,10 +38,12 @@ int sc_strtab_intern(struct sc_strtab *t, const char *s, size_t n, uint32_t *id)
 
 static inline const char *sc_strtab_str(const struct sc_strtab *t, uint32_t id)
 {
+    assert(id < t->n);
     return t->strs[id].s;
 }
 static inline size_t sc_strtab_len(const struct sc_strtab *t, uint32_t id)
 {
+    assert(id < t->n);
     return t->strs[id].len;
 }
 

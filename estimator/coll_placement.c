@@ -2,6 +2,7 @@
  * placed as Megatron-LM runs them (coll_placement.h). */
 #include "estimator/coll_placement.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,7 @@ static int backward_name(const char *name)
 static int add(struct walk *w, uint32_t ki, int op, int tensor, int in_layer, const char *name)
 {
     struct coll_placement *o = w->out;
+    assert(ki < w->n_k);
     if (sc_vec_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return SC_ENOMEM;
     o->v[o->n++] = (struct tp_collective){w->k[ki], (uint8_t)op, (uint8_t)tensor, (uint8_t)in_layer, name};
@@ -81,6 +83,7 @@ static int gemms_in(const struct walk *w, uint32_t from, uint32_t to, uint32_t *
 /* The pass's attention kernel (its first), or UINT32_MAX. */
 static uint32_t attention_of(const struct walk *w, const struct pass *p)
 {
+    assert(p->first <= p->last && p->last < w->n_k);
     for (uint32_t i = p->first; i <= p->last; i++)
         if (is_attention(w, i))
             return i;
@@ -96,6 +99,7 @@ static const char AR[] = "tensor-parallel all-reduce (what-if)", AG[] = "tensor-
 /* Mark the kernels strictly between kernels a and b of the stream. */
 static void mark_between(struct walk *w, uint32_t a, uint32_t b, uint8_t what)
 {
+    assert(b <= w->n_k);
     for (uint32_t i = a + 1; i < b; i++)
         if (!is_gemm(w, i))
             w->out->mlp_activation[w->k[i]] = what;

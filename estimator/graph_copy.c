@@ -2,6 +2,7 @@
  * new durations and inserted tasks (graph_copy.h). */
 #include "estimator/graph_copy.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,8 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
         refs[k] = (struct ins_ref){ins[k].after, k};
     if (n_ins)
         qsort(refs, n_ins, sizeof *refs, ins_cmp);
+    for (size_t k = 0; k < n_ins; k++)
+        assert(ins[k].after < g->n_tasks && (k == 0 || refs[k - 1].after <= refs[k].after));
     if (g->job)
         model_gb_set_job(gb, g->job);
     rc = model_gb_reserve(gb, g->n_tasks + n_ins, g->n_edges, g->n_groups, g->group_at ? g->group_at[g->n_groups] : 0);
@@ -91,6 +94,7 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
     for (uint32_t i = 0, m = 0; !rc && i < g->n_tasks; i++) {
         const struct model_task *t = &g->tasks[i];
         const struct model_task_src *src = &g->src[i];
+        assert(dur[i] >= 0 && gap[i] >= 0 && t->res < g->n_res);
         rc = model_gb_add_task(gb,
                                &(struct model_task_spec){.res = res_map[t->res], .cls = t->cls, .sub = t->sub,
                                                          .dur = dur[i], .gap = gap[i],
@@ -101,6 +105,7 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
         for (; !rc && m < n_ins && refs[m].after == i; m++) {
             const struct graph_insert *in = &ins[refs[m].i];
             uint32_t res = in->side ? side_res[g->res[t->res].rank] : res_map[t->res];
+            assert(res != MODEL_NONE); /* a side insert's stream was added above */
             rc = model_gb_add_task(gb,
                                    &(struct model_task_spec){.res = res, .cls = in->cls, .sub = in->sub,
                                                              .dur = in->dur, .name = in->name},
@@ -112,6 +117,7 @@ int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *g
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++)
         for (uint32_t e = g->pred_at[i]; !rc && e < g->pred_at[i + 1]; e++) {
             const struct model_edge *ed = &g->edges[e];
+            assert(ed->from < g->n_tasks);
             rc = ed->peer ? model_gb_add_peer_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,
                                                    (enum model_edge_type)ed->type, ed->lat)
                           : model_gb_add_edge(gb, map[ed->from], map[i], (enum model_edge_kind)ed->kind,

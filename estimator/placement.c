@@ -2,12 +2,15 @@
  * stages (the rules are in placement.h). */
 #include "estimator/placement.h"
 
+#include <assert.h>
+
 #include "common/banned.h"
 
 /* Virtual stage i's transformer layers (its first layer and count) under
  * the rules of placement.h, v = pp x vpp stages of at most layers + 2. */
 static void place_stage(int layers, int v, int i, struct est_stage_layers *out)
 {
+    assert(v >= 1 && i >= 0 && i < v && layers >= 1);
     out->embedding = i == 0;
     out->loss = i == v - 1;
     if (layers % v == 0) {
@@ -51,8 +54,11 @@ int est_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
     int rc = place_check(layers, pp, vpp, err), v = pp * vpp;
     if (rc)
         return rc;
-    for (int i = 0; i < v; i++)
+    for (int i = 0; i < v; i++) {
         place_stage(layers, v, i, &out[i]);
+        /* stages in order, each from where the one before it ends */
+        assert(out[i].layers >= 0 && (i == 0 || out[i].first_layer == out[i - 1].first_layer + out[i - 1].layers));
+    }
     if (out[v - 1].first_layer + out[v - 1].layers != layers)
         return sc_error_set(err, SC_EINTERNAL, "placement lost layers: %d of %d",
                             out[v - 1].first_layer + out[v - 1].layers, layers);

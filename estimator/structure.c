@@ -2,6 +2,7 @@
  * graph, checked against its description (structure.h). */
 #include "estimator/structure.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,7 @@ static int32_t spans_around(const struct spans *s, uint32_t track, int64_t ts)
         else
             hi = mid;
     }
+    assert(lo == s->n || s->v[lo].track > track || s->v[lo].start > ts);
     for (size_t k = lo; k-- > 0 && s->v[k].track == track && s->v[k].reach >= ts;)
         if (s->v[k].end >= ts)
             return s->v[k].label;
@@ -193,6 +195,7 @@ static uint32_t call_event(const struct model_graph *g, uint32_t i)
                 from = g->edges[e].from;
         if (from == MODEL_NONE)
             return MODEL_NONE;
+        assert(!model_task_on_gpu(g->tasks[from].cls)); /* launched from a CPU thread */
         i = from;
     }
     return g->src[i].event;
@@ -214,6 +217,7 @@ static int label_tasks(const struct model_graph *g, span_label_fn fn, int32_t *l
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
         uint16_t r = g->tasks[i].rank;
         const struct model_trace *t = job_structure_trace(g, r);
+        assert(r < g->n_ranks && (!sp[r].n || t));
         uint32_t ev = sp[r].n ? call_event(g, i) : MODEL_NONE;
         if (ev == MODEL_NONE || ev >= t->n_events)
             continue;

@@ -3,6 +3,7 @@
  * while the transforms run, and rounded once for the copy. */
 #include "estimator/whatif.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,7 @@ static double kernel_fixed_ns(const struct wf *w, uint32_t i)
  * credited to model m when r is not 1. */
 static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 {
+    assert(i < w->g->n_tasks);
     double fixed = kernel_fixed_ns(w, i), d = w->dur[i];
     double keep = d < fixed ? d : fixed;
     w->dur[i] = keep + (d - keep) * r;
@@ -281,6 +283,7 @@ static int gpu_type(struct wf *w, struct sc_error *err)
  * them (modelled, transfer, wait) scaled by r. */
 static void repeat(struct wf *w, uint32_t i, double r)
 {
+    assert(i < w->g->n_tasks && r >= 0);
     w->dur[i] *= r;
     w->gap[i] *= r;
     w->model_ns[i] *= r;
@@ -443,8 +446,10 @@ static void mark_per_mb(struct wf *w)
         int opt = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
         w->per_mb[i] = !grads && !opt;
         for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
-            if (g->edges[e].kind == MODEL_EDGE_LAUNCH && w->per_mb[i])
+            if (g->edges[e].kind == MODEL_EDGE_LAUNCH && w->per_mb[i]) {
+                assert(g->edges[e].from < i); /* a launch comes before the work it launches */
                 w->per_mb[g->edges[e].from] = 1;
+            }
     }
 }
 
@@ -556,6 +561,7 @@ static int tp_split_outside(const struct model_task *t)
 
 static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name)
 {
+    assert(after < w->g->n_tasks);
     if (sc_vec_reserve((void **)&w->ins, &w->cap_ins, w->n_ins + 1, sizeof *w->ins))
         return SC_ENOMEM;
     w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, op, llround(dur_ns), name};
@@ -947,8 +953,10 @@ static int attribute(const struct wf *w, const uint32_t *map, struct whatif_resu
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < c->n_tasks; i++)
         src[i] = MODEL_NONE; /* inserted */
-    for (uint32_t i = 0; i < w->g->n_tasks; i++)
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        assert(map[i] < c->n_tasks);
         src[map[i]] = i;
+    }
     double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
     size_t n = 0;
     int complete = any_complete(r);
@@ -1081,6 +1089,7 @@ static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
 static void ring_attention_pace(const struct wf *w, const struct job_config *t, double attention_ns,
                                 int micro_batches, struct kernel_params *k)
 {
+    assert(attention_ns > 0);
     double per_layer = attention_us(w, t, 1, 0) + attention_us(w, t, 1, 1);
     double layers = w->b->layers && w->b->pp ? (double)t->layers / (double)w->b->pp : 0;
     double model_ns = per_layer * 1e3 * layers * (double)(micro_batches > 0 ? micro_batches : 1) *

@@ -2,6 +2,7 @@
  * graph_builder.c (the public builder) and graph_build.c (from a trace). */
 #include "model/graph.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ const char *model_edge_kind_name(enum model_edge_kind k)
 int64_t model_graph_unexplained_wait(const struct model_graph *g, uint32_t i)
 {
     int64_t w = 0;
+    assert(i < g->n_tasks);
     for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
         if (g->edges[e].kind == MODEL_EDGE_UNEXPLAINED && g->edges[e].lat > w)
             w = g->edges[e].lat;
@@ -60,6 +62,7 @@ int model_graph_host_waits(const struct model_graph *g, struct model_host_wait *
                 return SC_ENOMEM;
             }
             int loop = ed->type == MODEL_FF;
+            assert(ed->from < g->n_tasks);
             v[used++] = (struct model_host_wait){g->tasks[i].rank, g->src[ed->from].name, !loop, (size_t)loop};
         }
     sc_sort(v, used, sizeof *v, by_rank_name);
@@ -167,6 +170,8 @@ size_t model_graph_part_seek(const struct model_graph *g, uint32_t i)
         else
             hi = mid;
     }
+    assert(lo == g->n_parts || g->parts[lo].task >= i);
+    assert(lo == 0 || g->parts[lo - 1].task < i);
     return lo;
 }
 

@@ -5,6 +5,7 @@
  * 1.10, ROCm) to one event kind, case-insensitively. */
 #include "model/trace.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -164,6 +165,7 @@ static int slots_grow(uint32_t **slots, size_t *nslots, size_t n,
                       const struct model_trace *t)
 {
     size_t m = *nslots ? *nslots * 2 : 64;
+    assert((m & (m - 1)) == 0 && n * 2 <= m);
     uint32_t *s = calloc(m, sizeof *s);
     if (!s)
         return -1;
@@ -196,11 +198,13 @@ int model_trace_cat(struct model_trace *t, const char *cat, size_t n, uint16_t *
         return -1;
     if (t->n_cat_slots) {
         size_t j = cat_hash(id) & (t->n_cat_slots - 1);
-        for (; t->cat_slots[j]; j = (j + 1) & (t->n_cat_slots - 1))
+        for (; t->cat_slots[j]; j = (j + 1) & (t->n_cat_slots - 1)) {
+            assert(t->cat_slots[j] <= t->n_cats);
             if (t->cats[t->cat_slots[j] - 1].name == id) {
                 *out = (uint16_t)(t->cat_slots[j] - 1);
                 return 0;
             }
+        }
     }
     if (t->n_cats >= UINT16_MAX)
         return -1;
@@ -220,6 +224,7 @@ int model_trace_cat(struct model_trace *t, const char *cat, size_t n, uint16_t *
     *out = (uint16_t)t->n_cats++;
     if (t->n_cats * 2 > t->n_cat_slots)
         return slots_grow(&t->cat_slots, &t->n_cat_slots, t->n_cats, cat_hash_of, t);
+    assert(t->n_cats * 2 <= t->n_cat_slots); /* a free slot ends every probe */
     size_t j = cat_hash(id) & (t->n_cat_slots - 1);
     while (t->cat_slots[j])
         j = (j + 1) & (t->n_cat_slots - 1);
@@ -248,6 +253,7 @@ int model_trace_track(struct model_trace *t, int64_t pid, uint32_t pid_str, int6
     if (t->n_track_slots) {
         size_t j = h & (t->n_track_slots - 1);
         for (; t->track_slots[j]; j = (j + 1) & (t->n_track_slots - 1)) {
+            assert(t->track_slots[j] <= t->n_tracks);
             const struct model_track *k = &t->tracks[t->track_slots[j] - 1];
             if (k->pid == pid && k->tid == tid && k->pid_str == pid_str && k->tid_str == tid_str) {
                 *out = t->track_slots[j] - 1;
@@ -268,6 +274,7 @@ int model_trace_track(struct model_trace *t, int64_t pid, uint32_t pid_str, int6
     *out = (uint32_t)t->n_tracks++;
     if (t->n_tracks * 2 > t->n_track_slots)
         return slots_grow(&t->track_slots, &t->n_track_slots, t->n_tracks, track_hash_of, t);
+    assert(t->n_tracks * 2 <= t->n_track_slots);
     size_t j = h & (t->n_track_slots - 1);
     while (t->track_slots[j])
         j = (j + 1) & (t->n_track_slots - 1);
@@ -280,6 +287,7 @@ int model_trace_add_event(struct model_trace *t, const struct model_event *e)
     if (sc_vec_reserve((void **)&t->events, &t->cap_events, t->n_events + 1, sizeof *t->events))
         return -1;
     t->events[t->n_events++] = *e;
+    assert(t->n_events <= t->cap_events);
     return 0;
 }
 
@@ -288,6 +296,7 @@ int model_trace_add_event(struct model_trace *t, const struct model_event *e)
         if ((n) >= MODEL_NONE ||                                                         \
             sc_vec_reserve((void **)&(arr), &(cap), (n) + 1, sizeof *(arr)))             \
             return -1;                                                                   \
+        assert((n) < (cap));                                                             \
         (arr)[(n)] = *(rec);                                                             \
         *(out) = (uint32_t)(n)++;                                                        \
         return 0;                                                                        \
@@ -313,6 +322,7 @@ int model_trace_add_flow(struct model_trace *t, const struct model_flow *f)
     if (sc_vec_reserve((void **)&t->flows, &t->cap_flows, t->n_flows + 1, sizeof *t->flows))
         return -1;
     t->flows[t->n_flows++] = *f;
+    assert(t->n_flows <= t->cap_flows);
     return 0;
 }
 
