@@ -1,6 +1,7 @@
 /* api/encode.c: resources as JSON (encode.h). */
 #include "api/encode.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,7 @@ static json_t *token_json(const void *row)
 static json_t *array_of(const void *rows, size_t n, size_t size, json_t *(*each)(const void *row))
 {
     json_t *a = json_array();
+    assert(rows || n == 0);
     for (size_t i = 0; a && i < n; i++)
         if (json_array_append_new(a, each((const char *)rows + i * size))) {
             json_decref(a);

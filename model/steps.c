@@ -1,6 +1,7 @@
 /* model/steps.c: finding step spans in a trace (steps.h). */
 #include "model/steps.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static void mark_cut_tail(const struct model_trace *t, struct model_step *steps,
                 if (has_gpu && e->ts > last_matched)
                     last_matched = e->ts;
             } else if (!has_gpu && e->ts > last_matched) {
+                assert(pass == 1);
                 for (size_t k = 0; k < n; k++)
                     if (e->ts >= steps[k].start && e->ts < steps[k].end)
                         steps[k].partial = 1;
@@ -99,6 +101,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         if (!is_marker[i])
             continue;
         const struct model_event *e = &t->events[i];
+        assert(k < n);
         struct model_step *s = &steps[k++];
         s->name = e->name;
         s->start = e->ts;
@@ -107,6 +110,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         s->event = (uint32_t)i;
         s->number = marker ? 0 : parse_step_number(model_str(t, e->name) + sizeof PROFILER_STEP - 1);
     }
+    assert(k == n);
     sc_sort(steps, n, sizeof *steps, by_start);
 
     /* drop markers nested in the one before (an op and an annotation of the
@@ -117,6 +121,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         if (steps[i].start < open_end)
             continue;
         open_end = steps[i].end;
+        assert(m <= i && (m == 0 || steps[m - 1].start <= steps[i].start)); /* kept in start order */
         steps[m++] = steps[i];
     }
     n = m;
@@ -125,6 +130,7 @@ int model_steps_find(struct model_trace *t, const char *marker, struct sc_error 
         for (size_t i = 0; i < n; i++) {
             char name[256];
             steps[i].end = steps[i + 1].start;
+            assert(steps[i].end >= steps[i].start);
             steps[i].number = (int64_t)i + 1;
             snprintf(name, sizeof name, "%s#%zu", marker, i + 1);
             if (sc_strtab_intern(&t->strings, name, strlen(name), &steps[i].name)) {

@@ -2,6 +2,7 @@
  * (task_key.h). */
 #include "model/task_key.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "common/vec.h"
@@ -36,6 +37,7 @@ void model_task_keys_number(struct model_task_key *k, size_t n)
     sc_sort(k, n, sizeof *k, by_task);
     for (size_t i = 1; i < n; i++) {
         const struct model_task_key *p = &k[i - 1], *q = &k[i];
+        assert(model_task_key_cmp(p, q, 0) <= 0); /* sorted: a name's keys side by side */
         if (p->rank == q->rank && p->cpu == q->cpu && strcmp(p->name, q->name) == 0)
             k[i].ord = p->ord + 1;
     }
