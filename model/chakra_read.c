@@ -3,6 +3,7 @@
  * resolved, a topological order found. */
 #include "model/chakra_read.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -174,20 +175,25 @@ static int resolve(struct model_et_rank *r, const uint64_t *dep_ids, struct sc_e
                                   r->source, (unsigned long long)x->id, (unsigned long long)dep_ids[d]);
                 goto out;
             }
+            assert(d < r->n_deps && on < n);
             r->deps[d] = on;
             succ_at[on + 1]++;
         }
     }
     for (size_t i = 0; i < n; i++)
         succ_at[i + 1] += succ_at[i];
+    assert(succ_at[n] == r->n_deps); /* every dependency some node's successor */
     for (size_t i = 0; i < n; i++)
-        for (uint32_t d = r->nodes[i].dep0; d < r->nodes[i].dep0 + r->nodes[i].n_deps; d++)
+        for (uint32_t d = r->nodes[i].dep0; d < r->nodes[i].dep0 + r->nodes[i].n_deps; d++) {
+            assert(succ_at[r->deps[d]] + indeg[r->deps[d]] < succ_at[r->deps[d] + 1]);
             succ[succ_at[r->deps[d]] + indeg[r->deps[d]]++] = (uint32_t)i;
+        }
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++)
         if (!(indeg[i] = r->nodes[i].n_deps))
             r->order[tail++] = (uint32_t)i;
     while (head < tail) {
+        assert(tail <= n); /* Kahn's order: each node queued once */
         uint32_t x = r->order[head++];
         for (uint32_t k = succ_at[x]; k < succ_at[x + 1]; k++)
             if (--indeg[succ[k]] == 0)

@@ -1,6 +1,7 @@
 /* model/inspect.c: per-rank summary of a trace (inspect.h). */
 #include "model/inspect.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,19 +59,24 @@ static int union_busy(const struct track_span *s, size_t n, size_t ntracks, int6
         free(tmp);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        assert(s[i].track < ntracks && s[i].end >= s[i].ts);
         start[s[i].track + 1]++;
+    }
     for (size_t k = 0; k < ntracks; k++)
         start[k + 1] += start[k];
     for (size_t i = 0; i < n; i++)
         g[start[s[i].track]++] = (struct sc_span){s[i].ts, s[i].end};
     for (size_t k = 0, lo_i = 0; k < ntracks; k++) {
         size_t hi_i = start[k]; /* after placement start[k] is the group's end */
+        assert(lo_i <= hi_i && hi_i <= n);
         struct sc_span *u;
         size_t m = sc_span_union(g + lo_i, tmp, hi_i - lo_i, &u);
         lo_i = hi_i;
-        for (size_t i = 0; i < m; i++)
+        for (size_t i = 0; i < m; i++) {
+            assert(u[i].b >= u[i].a && (i == 0 || u[i].a > u[i - 1].b)); /* disjoint, in order */
             busy[k] += u[i].b - u[i].a;
+        }
     }
     free(start);
     free(g);
@@ -86,6 +92,7 @@ static struct model_inspect_coll *coll_slot(struct model_inspect *in, size_t *ca
             return &in->colls[i];
     if (sc_vec_reserve((void **)&in->colls, cap, in->n_colls + 1, sizeof *in->colls))
         return NULL;
+    assert(in->n_colls < *cap);
     struct model_inspect_coll *c = &in->colls[in->n_colls++];
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
