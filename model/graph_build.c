@@ -1595,6 +1595,11 @@ static int32_t pg_config_size(const struct model_trace *t, uint32_t pg)
 static int rank_keep(struct builder *b)
 {
     const struct model_trace *t = b->r.t;
+    /* a kernel's family by its name's string id (+1; 0: not yet named): a
+     * trace repeats a few hundred kernel names over its tasks */
+    uint8_t *family = calloc(t->strings.n ? t->strings.n : 1, 1);
+    if (!family)
+        return OOM(b);
     for (size_t i = 0; i < b->n_tasks; i++) {
         struct btask *k = &b->tasks[i];
         if (k->event == MODEL_NONE) {
@@ -1602,15 +1607,18 @@ static int rank_keep(struct builder *b)
             continue;
         }
         const struct model_event *e = &t->events[k->event];
-        const char *name = model_str(t, e->name);
         k->name = e->name;
-        if (k->kind == MODEL_TASK_KERNEL)
-            k->sub = (uint8_t)model_kernel_family(name);
-        else if (k->kind == MODEL_TASK_COMM)
-            k->sub = (uint8_t)model_coll_op_parse(name);
-        else if (k->kind == MODEL_TASK_CALL)
+        if (k->kind == MODEL_TASK_KERNEL) {
+            if (!family[e->name])
+                family[e->name] = (uint8_t)(model_kernel_family(model_str(t, e->name)) + 1);
+            k->sub = (uint8_t)(family[e->name] - 1);
+        } else if (k->kind == MODEL_TASK_COMM) {
+            k->sub = (uint8_t)model_coll_op_parse(model_str(t, e->name));
+        } else if (k->kind == MODEL_TASK_CALL) {
             k->sub = call_kind((enum model_rt_class)e->rt);
+        }
     }
+    free(family);
     size_t n = 0;
     for (size_t i = 0; i < b->n_tasks; i++)
         n += b->tasks[i].kind == MODEL_TASK_COMM;
