@@ -8,8 +8,10 @@ critical path over every step the trace has (`critical_path_analysis(rank,
 imports to the path found, against the whole `stepcast replay --json TRACE`
 and `stepcast critical-path --json TRACE` processes (load, graph, replay of
 every step, each step's critical path, output). Each is run RUNS times in
-turn; the medians and each process's peak RSS (from wait4) are printed, with
-stepcast's speed-up and its share of HTA's peak memory. An argument names
+turn; the medians of wall and CPU time (user + system: what a machine
+shared with other work changes least) and each process's peak RSS (from
+wait4) are printed, with stepcast's speed-up and its share of HTA's peak
+memory. An argument names
 another stepcast program to time (a build of another commit).
 
 HTA is the copy in ../shared/interop/hta, run by Debian's /usr/bin/python3
@@ -33,22 +35,26 @@ TARGET_SPEEDUP = 60
 TARGET_MEMORY = 0.2
 
 # Run by PYTHON in its own process: argv = [hta dir, trace dir, rank, steps];
-# prints {"seconds": load + critical path, "ok": its success flag}.
+# prints {"wall": load + critical path in seconds, "cpu": the same in CPU
+# seconds (its threads too), "ok": its success flag}.
 HTA_RUN = r"""
-import json, logging, sys, time
+import json, logging, os, sys, time
 sys.path.insert(0, sys.argv[1])
 logging.disable(logging.WARNING)
 from hta.trace_analysis import TraceAnalysis
-t0 = time.perf_counter()
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+t0, c0 = time.perf_counter(), cpu()
 a = TraceAnalysis(trace_dir=sys.argv[2])
 r = a.critical_path_analysis(rank=int(sys.argv[3]), annotation="ProfilerStep",
                              instance_id=(0, int(sys.argv[4]) - 1))
-print(json.dumps({"seconds": time.perf_counter() - t0, "ok": bool(r and r[1])}))
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": cpu() - c0, "ok": bool(r and r[1])}))
 """
 
 
 def run(argv):
-    """(wall seconds, peak RSS bytes, stdout) of one run of argv."""
+    """(wall seconds, CPU seconds, peak RSS bytes, stdout) of one run of argv."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read()
@@ -59,7 +65,7 @@ def run(argv):
     p.stderr.close()
     if status != 0:
         sys.exit("bench: %s failed: %s" % (" ".join(argv), err.strip()[-2000:]))
-    return dt, ru.ru_maxrss * 1024, out
+    return dt, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, out
 
 
 def hta_available():
@@ -77,10 +83,7 @@ def main():
               "python3-plotly, python3-pydot): skipped" % (HTA_DIR, PYTHON))
         return 0
     print("each figure the median of %d runs; HTA: load + critical path of every step, in its "
-          "process; stepcast: the whole process" % RUNS)
-    print("%-15s %9s | %-27s | %-27s | %-27s | %s"
-          % ("trace", "MB (gz)", "HTA load + critical path", "stepcast replay --json",
-             "stepcast critical-path", "speed-up, memory (replay; critical-path)"))
+          "process after its imports; stepcast: the whole process; wall s / CPU s / peak RSS MB" % RUNS)
     ok = True
     tmp = tempfile.mkdtemp(prefix="stepcast-bench-hta-")
     try:
@@ -90,40 +93,36 @@ def main():
                 print("%s: %s is absent: skipped" % (label, path))
                 continue
             # the trace's rank and steps, as stepcast reads them; HTA reads a folder
-            replay = json.loads(run([STEPCAST, "replay", "--json", path])[2])
+            replay = json.loads(run([STEPCAST, "replay", "--json", path])[3])
             rank = replay["steps"][0]["rank"]
             steps = len(replay["steps"])
             folder = os.path.join(tmp, label)
             os.mkdir(folder)
             shutil.copy(path, folder)
-            hta_argv = [PYTHON, "-c", HTA_RUN, HTA_DIR, folder, str(rank), str(steps)]
-            ours_replay = [STEPCAST, "replay", "--json", path]
-            ours_cp = [STEPCAST, "critical-path", "--json", path]
-            hta_t, hta_m, rep_t, rep_m, cp_t, cp_m = [], [], [], [], [], []
+            tools = [("HTA load + critical path", [PYTHON, "-c", HTA_RUN, HTA_DIR, folder, str(rank), str(steps)]),
+                     ("stepcast replay --json", [STEPCAST, "replay", "--json", path]),
+                     ("stepcast critical-path --json", [STEPCAST, "critical-path", "--json", path])]
+            runs = [[] for _ in tools]
             for _ in range(RUNS):  # in turn, so that a busy stretch hits all three alike
-                _, m, out = run(hta_argv)
-                res = json.loads(out)
-                if not res["ok"]:
-                    sys.exit("bench: HTA's critical path failed on %s" % path)
-                hta_t.append(res["seconds"])
-                hta_m.append(m)
-                t, m, _ = run(ours_replay)
-                rep_t.append(t)
-                rep_m.append(m)
-                t, m, _ = run(ours_cp)
-                cp_t.append(t)
-                cp_m.append(m)
-            med = statistics.median
-            h, r, c = med(hta_t), med(rep_t), med(cp_t)
-            hm, rm, cm = med(hta_m), med(rep_m), med(cp_m)
-            print("%-15s %9.1f | %7.3f s %8.1f MB peak | %7.3f s %8.1f MB peak | %7.3f s %8.1f MB peak"
-                  " | x%.1f, %.3fx; x%.1f, %.3fx"
-                  % (label, os.path.getsize(path) / 1e6, h, hm / 1e6, r, rm / 1e6, c, cm / 1e6,
-                     h / r, rm / hm, h / c, cm / hm))
-            print("  %d steps of rank %d; HTA's runs %s s; replay's %s s"
-                  % (steps, rank, " ".join("%.2f" % x for x in hta_t),
-                     " ".join("%.3f" % x for x in rep_t)))
-            ok = ok and min(h / r, h / c) >= TARGET_SPEEDUP and max(rm, cm) <= TARGET_MEMORY * hm
+                for k, (_, argv) in enumerate(tools):
+                    wall, cpu, rss, out = run(argv)
+                    if k == 0:
+                        res = json.loads(out)
+                        if not res["ok"]:
+                            sys.exit("bench: HTA's critical path failed on %s" % path)
+                        wall, cpu = res["wall"], res["cpu"]
+                    runs[k].append((wall, cpu, rss))
+            med = [tuple(statistics.median(r[i] for r in rs) for i in range(3)) for rs in runs]
+            print("%s (%.1f MB gzip, %d steps of rank %d):"
+                  % (label, os.path.getsize(path) / 1e6, steps, rank))
+            for (name, _), (wall, cpu, rss), rs in zip(tools, med, runs):
+                print("  %-30s %8.3f s %8.3f s CPU %7.1f MB peak   (walls: %s)"
+                      % (name, wall, cpu, rss / 1e6, " ".join("%.3f" % r[0] for r in rs)))
+            h = med[0]
+            for (name, _), m in zip(tools[1:], med[1:]):
+                print("  HTA / %-24s x%.1f wall, x%.1f CPU; peak memory %.3fx HTA's"
+                      % (name[len("stepcast "):], h[0] / m[0], h[1] / m[1], m[2] / h[2]))
+                ok = ok and h[0] / m[0] >= TARGET_SPEEDUP and m[2] <= TARGET_MEMORY * h[2]
         print("target (x%d or better, at most %.1fx HTA's peak memory): %s"
               % (TARGET_SPEEDUP, TARGET_MEMORY, "met" if ok else "NOT met"))
         print("commands: %s -c HTA_RUN (tests/bench/hta.py) DIR RANK STEPS; "
