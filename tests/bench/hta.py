@@ -6,7 +6,7 @@ ns_resolution): HTA's load (`TraceAnalysis(trace_dir=DIR)`) plus its
 critical path over every step the trace has (`critical_path_analysis(rank,
 "ProfilerStep", (0, steps - 1))`), timed inside its process from after the
 imports to the path found, against the whole `stepcast replay --json TRACE`
-and `stepcast critical-path --json TRACE` processes (load, graph, replay of
+and `stepcast critical-path TRACE` processes (load, graph, replay of
 every step, each step's critical path, output). Each is run RUNS times in
 turn; the medians of wall and CPU time (user + system: what a machine
 shared with other work changes least) and each process's peak RSS (from
@@ -101,7 +101,7 @@ def main():
             shutil.copy(path, folder)
             tools = [("HTA load + critical path", [PYTHON, "-c", HTA_RUN, HTA_DIR, folder, str(rank), str(steps)]),
                      ("stepcast replay --json", [STEPCAST, "replay", "--json", path]),
-                     ("stepcast critical-path --json", [STEPCAST, "critical-path", "--json", path])]
+                     ("stepcast critical-path", [STEPCAST, "critical-path", path])]
             runs = [[] for _ in tools]
             for _ in range(RUNS):  # in turn, so that a busy stretch hits all three alike
                 for k, (_, argv) in enumerate(tools):
@@ -126,7 +126,7 @@ def main():
         print("target (x%d or better, at most %.1fx HTA's peak memory): %s"
               % (TARGET_SPEEDUP, TARGET_MEMORY, "met" if ok else "NOT met"))
         print("commands: %s -c HTA_RUN (tests/bench/hta.py) DIR RANK STEPS; "
-              "build/stepcast replay --json TRACE; build/stepcast critical-path --json TRACE" % PYTHON)
+              "build/stepcast replay --json TRACE; build/stepcast critical-path TRACE" % PYTHON)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
