@@ -66,22 +66,6 @@ else
     add libclang-rt-14-dev
 fi
 
-optional=""
-if command -v pkg-config >/dev/null 2>&1; then
-    for pair in $optional_modules; do
-        pkg-config --exists "${pair%%:*}" 2>/dev/null || optional="$optional ${pair#*:}"
-    done
-fi
-if [ -n "$optional" ] && [ "${STEPCAST_NO_INSTALL:-0}" != 1 ] &&
-    { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
-    s=""; [ "$(id -u)" = 0 ] || s=sudo
-    for pkg in $optional; do
-        echo "deps: installing optional $pkg" >&2
-        $s env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >&2 ||
-            echo "deps: $pkg is not installed; building without it" >&2
-    done
-fi
-
 if [ -n "$missing" ]; then
     if [ "${STEPCAST_NO_INSTALL:-0}" = 1 ]; then
         echo "deps: missing Debian packages:$missing" >&2
@@ -97,6 +81,23 @@ if [ -n "$missing" ]; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
     # shellcheck disable=SC2086
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+# the optional packages, after the required ones (pkg-config among them):
+# a failure to install one only leaves the build without it
+optional=""
+for pair in $optional_modules; do
+    pkg-config --exists "${pair%%:*}" 2>/dev/null || optional="$optional ${pair#*:}"
+done
+if [ -n "$optional" ] && [ "${STEPCAST_NO_INSTALL:-0}" != 1 ] &&
+    { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
+    s=""; [ "$(id -u)" = 0 ] || s=sudo
+    [ -n "$missing" ] || $s env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+    for pkg in $optional; do
+        echo "deps: installing optional $pkg" >&2
+        $s env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >&2 ||
+            echo "deps: $pkg is not installed; building without it" >&2
+    done
 fi
 
 # the npm packages of package-lock.json (the dashboard's chart library, the
