@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api/inspect_json.h"
 #include "model/graph.h"
@@ -111,22 +112,55 @@ static const char *task_name(const struct model_graph *g, uint32_t task)
     return model_graph_str(g, g->src[task].name);
 }
 
+/* A string made once into *slot and shared from then on (jansson counts
+ * references): the paths repeat a few hundred task and resource names
+ * over their thousands of segments. */
+static json_t *shared(json_t **slot, json_t *(*make)(const struct model_graph *, uint32_t),
+                      const struct model_graph *g, uint32_t arg)
+{
+    if (!*slot)
+        *slot = make(g, arg);
+    return json_incref(*slot);
+}
+
+static json_t *task_name_json(const struct model_graph *g, uint32_t task)
+{
+    return json_string(task_name(g, task));
+}
+
+static json_t *bound_json(const struct model_graph *g, uint32_t bound)
+{
+    (void)g;
+    return json_string(model_bound_name((enum model_bound)bound));
+}
+
 json_t *api_critical_path_json(const struct model_replay *r)
 {
+    const struct model_graph *g = r->g;
     json_t *steps = json_array();
-    if (!steps)
+    /* by task name's string id, by resource, by bound */
+    json_t **names = calloc(g->names.n + g->n_res + MODEL_BOUND_COUNT, sizeof *names);
+    json_t **res = names ? names + g->names.n : NULL, **bounds = names ? res + g->n_res : NULL;
+    if (!steps || !names) {
+        json_decref(steps);
+        free(names);
         return NULL;
+    }
     for (size_t i = 0; i < r->n_steps; i++) {
         const struct model_replay_step *s = &r->steps[i];
         json_t *path = json_array();
         int64_t by[MODEL_BOUND_COUNT] = {0};
         for (size_t k = s->path_first; k < s->path_first + s->path_n; k++) {
             const struct model_replay_segment *sg = &r->segments[k];
+            uint32_t name = g->src[sg->task].name;
             by[sg->bound] += sg->end - sg->start;
-            json_t *seg = json_pack("{s:s, s:o, s:o, s:o, s:s}", "task", task_name(r->g, sg->task), "resource",
-                                    resource_name(r->g, sg->task), "start_ms", api_json_ms(sg->start - s->start),
-                                    "end_ms", api_json_ms(sg->end - s->start), "bound",
-                                    model_bound_name((enum model_bound)sg->bound));
+            json_t *seg = json_pack("{s:o, s:o, s:o, s:o, s:o}", "task",
+                                    name < g->names.n ? shared(&names[name], task_name_json, g, sg->task)
+                                                      : task_name_json(g, sg->task),
+                                    "resource", shared(&res[g->tasks[sg->task].res], resource_name, g, sg->task),
+                                    "start_ms", api_json_ms(sg->start - s->start), "end_ms",
+                                    api_json_ms(sg->end - s->start), "bound",
+                                    shared(&bounds[sg->bound], bound_json, g, sg->bound));
             if (seg && sg->edge == MODEL_EDGE_HOST_POLL) { /* the host waiting on GPU work with no sync call */
                 char wait[160];
                 snprintf(wait, sizeof wait, "host waits on %s", task_name(r->g, sg->on));
@@ -142,5 +176,8 @@ json_t *api_critical_path_json(const struct model_replay *r)
                                                "replayed_ms", api_json_ms(s->replayed_ns), "by_bound",
                                                totals, "path", path));
     }
+    for (size_t k = 0; k < g->names.n + g->n_res + MODEL_BOUND_COUNT; k++)
+        json_decref(names[k]);
+    free(names);
     return json_pack("{s:o}", "steps", steps);
 }

@@ -95,6 +95,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
     model_replay_opts_default(&ro);
+    ro.step_unexplained = strcmp(cmd, "critical-path") != 0; /* what only replay prints */
     memset(run, 0, sizeof *run);
     *json = 0;
     if (timeline)

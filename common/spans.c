@@ -3,12 +3,13 @@
 
 #include "common/banned.h"
 
-/* Sort v[0..n) by start, a natural merge sort whose passes go between v
- * and t; returns the one that holds the sorted spans. */
-static struct sc_span *sort(struct sc_span *v, struct sc_span *t, size_t n)
+/* Sort v[0..n) of `runs` sorted runs by start, a natural merge sort whose
+ * passes go between v and t; returns the one that holds the sorted spans. */
+static struct sc_span *merge_sort(struct sc_span *v, struct sc_span *t, size_t n, size_t runs)
 {
-    for (;;) {
-        size_t runs = 0, lo = 0;
+    while (runs > 1) {
+        size_t lo = 0;
+        runs = 0;
         while (lo < n) {
             size_t mid = lo + 1;
             while (mid < n && v[mid - 1].a <= v[mid].a)
@@ -30,18 +31,66 @@ static struct sc_span *sort(struct sc_span *v, struct sc_span *t, size_t n)
         struct sc_span *sorted = t;
         t = v;
         v = sorted;
-        if (runs <= 1)
-            return v;
     }
+    return v;
+}
+
+enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
+
+/* Sort v[0..n) by start, least significant digit first (stable), the
+ * starts taken from the smallest, `range` the largest less it; passes go
+ * between v and t, one per RADIX_BITS of the range; returns the one that
+ * holds the sorted spans. */
+static struct sc_span *radix_sort(struct sc_span *v, struct sc_span *t, size_t n, int64_t lo, uint64_t range)
+{
+    for (unsigned shift = 0; shift < 64 && (range >> shift); shift += RADIX_BITS) {
+        size_t at[RADIX] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[((uint64_t)v[i].a - (uint64_t)lo) >> shift & (RADIX - 1)]++;
+        size_t sum = 0;
+        for (size_t d = 0; d < RADIX; d++) {
+            size_t c = at[d];
+            at[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            t[at[((uint64_t)v[i].a - (uint64_t)lo) >> shift & (RADIX - 1)]++] = v[i];
+        struct sc_span *sorted = t;
+        t = v;
+        v = sorted;
+    }
+    return v;
+}
+
+/* Sort v[0..n) by start through t; returns the one that holds the sorted
+ * spans. A merge pass per halving of the sorted runs, or a radix pass per
+ * RADIX_BITS of the starts' range, whichever takes fewer passes (a radix
+ * pass reads twice: counted as two). */
+static struct sc_span *sort(struct sc_span *v, struct sc_span *t, size_t n, size_t runs)
+{
+    int64_t lo = v[0].a, hi = v[0].a;
+    for (size_t i = 1; i < n; i++) {
+        lo = v[i].a < lo ? v[i].a : lo;
+        hi = v[i].a > hi ? v[i].a : hi;
+    }
+    uint64_t range = (uint64_t)hi - (uint64_t)lo;
+    unsigned merge_passes = 0, radix_passes = 0;
+    for (size_t r = runs - 1; r; r >>= 1)
+        merge_passes++;
+    for (uint64_t r = range; r; r >>= RADIX_BITS)
+        radix_passes++;
+    if (n >= RADIX && merge_passes > 2 * radix_passes)
+        return radix_sort(v, t, n, lo, range);
+    return merge_sort(v, t, n, runs);
 }
 
 size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out)
 {
-    size_t m = 0, sorted = 1;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = v[i - 1].a <= v[i].a;
-    if (!sorted)
-        v = sort(v, tmp, n);
+    size_t m = 0, runs = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++)
+        runs += v[i].a < v[i - 1].a;
+    if (runs > 1)
+        v = sort(v, tmp, n, runs);
     for (size_t i = 0; i < n; i++) {
         if (m && v[i].a <= v[m - 1].b) {
             if (v[i].b > v[m - 1].b)

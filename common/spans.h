@@ -1,10 +1,12 @@
 /* common/spans.h: time spans [a, b) and their union.
  *
  * The time a stream, a thread or a kind of work is busy is the union of
- * its spans. Spans come as a few runs already sorted by start (one per
- * stream or thread, each in time order), so the union sorts them with a
- * natural merge sort, a pass per halving of the runs (any order stays
- * O(n log n)), then merges the touching and overlapping ones. The replay's
+ * its spans. Spans often come as a few runs already sorted by start (one
+ * per stream or thread, each in time order), so the union sorts them with a
+ * natural merge sort, a pass per halving of the runs; spans of many short
+ * runs (the starts and ends of nested calls) are sorted by radix instead, a
+ * pass per 11 bits of their time range. Then it merges the touching and
+ * overlapping ones. The replay's
  * breakdowns, inspect's busy times and the graph's idle stretches of a
  * thread are made this way. libc only. */
 #ifndef COMMON_SPANS_H

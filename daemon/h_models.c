@@ -179,6 +179,7 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
 
     model_replay_opts_default(&ro);
     ro.critical_path = q->op == API_OP_CRITICAL_PATH;
+    ro.step_unexplained = q->op == API_OP_REPLAY; /* what only the replay's answer holds */
     if ((ro.keep_unexplained = svc_query_flag(q, "keep_unexplained")) < 0) {
         api_fail(r, API_E_BAD_REQUEST, "keep_unexplained must be true or false");
         return;

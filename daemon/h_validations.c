@@ -38,6 +38,7 @@ static int predict_replay(struct svc *s, const char *id, double *ms, struct api_
     if (rc)
         return rc;
     model_replay_opts_default(&ro);
+    ro.step_unexplained = 0; /* the step times are all it reads */
     ro.waits = *built_model_waits(cache_value(e));
     rc = model_replay_run(built_model_graph(cache_value(e)), &ro, &rp, &err);
     cache_release(s->cache, e);

@@ -120,8 +120,19 @@ int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *ou
                             struct sc_error *err)
 {
     struct op_kernels ok;
-    struct sc_error why;
     int status = op_kernels_join(t, &ok, err);
+    if (!status)
+        status = attn_samples_of_ops(t, &ok, out, unreadable, err);
+    op_kernels_release(&ok);
+    return status;
+}
+
+int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct attn_samples *out,
+                        size_t *unreadable, struct sc_error *err)
+{
+    const struct op_kernels ok = *ops;
+    struct sc_error why;
+    int status = SC_OK;
     for (size_t g = 0; g < ok.n_ops && !status; g++) {
         const struct op_launch *l = &ok.ops[g];
         const struct model_event *o = &t->events[l->op];
@@ -145,7 +156,6 @@ int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *ou
         else
             out->v[out->n++] = s;
     }
-    op_kernels_release(&ok);
     return status;
 }
 

@@ -49,6 +49,10 @@ int attn_op_shape(const char *name, const char *dims, const char *types, const c
  * adds the attention ops whose arguments could not be read. */
 int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *out, size_t *unreadable,
                             struct sc_error *err);
+/* The same from the trace's ops joined to their kernels already. */
+struct op_kernels;
+int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct attn_samples *out,
+                        size_t *unreadable, struct sc_error *err);
 
 void attn_samples_release(struct attn_samples *s);
 

@@ -14,6 +14,7 @@
 #include "estimator/gemm_samples.h"
 #include "estimator/gemm_table.h"
 #include "estimator/mem_samples.h"
+#include "estimator/op_kernels.h"
 #include "estimator/synth.h"
 #include "model/job.h"
 #include "common/banned.h"
@@ -534,11 +535,18 @@ int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_er
     if (t->shed)
         return sc_error_set(err, SC_EINVAL, "%.128s: its events were not kept: calibrate from the trace",
                             t->source ? t->source : "a trace");
-    if ((rc = gemm_samples_from_trace(t, &a->gemms, &sk, err)) ||
-        (rc = mem_samples_from_trace(t, &a->mems, &a->mem_skipped, err)) ||
-        (rc = attn_samples_from_trace(t, &a->attns, &a->attn_unreadable, err)) ||
-        (rc = coll_runs_from_trace(t, &a->runs, err)))
+    /* the ops joined to their kernels once, for the three kinds of samples */
+    struct op_kernels ok;
+    if ((rc = op_kernels_join(t, &ok, err)))
         return rc;
+    if ((rc = gemm_samples_of_ops(t, &ok, &a->gemms, &sk, NULL, err)) ||
+        (rc = mem_samples_of_ops(t, &ok, &a->mems, &a->mem_skipped, err)) ||
+        (rc = attn_samples_of_ops(t, &ok, &a->attns, &a->attn_unreadable, err)) ||
+        (rc = coll_runs_from_trace(t, &a->runs, err))) {
+        op_kernels_release(&ok);
+        return rc;
+    }
+    op_kernels_release(&ok);
     a->skipped += sk;
     for (size_t i = 0; i < t->n_devices; i++) {
         const char *name = model_str(t, t->devices[i].name);

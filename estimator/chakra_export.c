@@ -56,7 +56,7 @@ static int facts_init(struct trace_facts *f, const struct model_trace *t, struct
         goto out;
     }
     memset(f->op_of, 0xff, t->n_events * sizeof *f->op_of);
-    if ((rc = op_kernels_join(t, &ok, err)) || (rc = gemm_samples_of_kernels(t, &gs, NULL, sample_of, err)))
+    if ((rc = op_kernels_join(t, &ok, err)) || (rc = gemm_samples_of_ops(t, &ok, &gs, NULL, sample_of, err)))
         goto out;
     for (size_t i = 0; i < ok.n_ops; i++)
         for (uint32_t k = ok.ops[i].first; k < ok.ops[i].first + ok.ops[i].n; k++)

@@ -155,13 +155,23 @@ int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *ou
                             uint32_t *sample_of_event, struct sc_error *err)
 {
     struct op_kernels ok;
+    int status = op_kernels_join(t, &ok, err);
+    if (!status)
+        status = gemm_samples_of_ops(t, &ok, out, skipped, sample_of_event, err);
+    op_kernels_release(&ok);
+    return status;
+}
+
+int gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct gemm_samples *out,
+                        size_t *skipped, uint32_t *sample_of_event, struct sc_error *err)
+{
+    const struct op_kernels ok = *ops;
     size_t n_skipped = 0;
-    int status;
+    int status = SC_OK;
 
     if (sample_of_event)
         for (size_t i = 0; i < t->n_events; i++)
             sample_of_event[i] = MODEL_NONE;
-    status = op_kernels_join(t, &ok, err);
     for (size_t g = 0; g < ok.n_ops && !status; g++) {
         const struct op_launch *l = &ok.ops[g];
         const struct model_event *o = &t->events[l->op];
@@ -192,7 +202,6 @@ int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *ou
         else
             out->v[out->n++] = s;
     }
-    op_kernels_release(&ok);
     if (skipped)
         *skipped = n_skipped;
     return status;

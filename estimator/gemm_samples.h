@@ -49,6 +49,12 @@ int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *ou
 int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             uint32_t *sample_of_event, struct sc_error *err);
 
+/* The same from the trace's ops joined to their kernels already
+ * (op_kernels_join), for a caller that reads the join for more. */
+struct op_kernels;
+int gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct gemm_samples *out,
+                        size_t *skipped, uint32_t *sample_of_event, struct sc_error *err);
+
 void gemm_samples_release(struct gemm_samples *s);
 
 struct kernel_params;

@@ -208,8 +208,19 @@ int mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out,
                            struct sc_error *err)
 {
     struct op_kernels ok;
-    struct sc_error why;
     int status = op_kernels_join(t, &ok, err);
+    if (!status)
+        status = mem_samples_of_ops(t, &ok, out, skips, err);
+    op_kernels_release(&ok);
+    return status;
+}
+
+int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct mem_samples *out,
+                       struct mem_skips *skips, struct sc_error *err)
+{
+    const struct op_kernels ok = *ops;
+    struct sc_error why;
+    int status = SC_OK;
 
     for (size_t g = 0; g < ok.n_ops && !status; g++) {
         const struct op_launch *l = &ok.ops[g];
@@ -245,7 +256,6 @@ int mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out,
         else
             out->v[out->n++] = s;
     }
-    op_kernels_release(&ok);
     return status;
 }
 

@@ -56,6 +56,10 @@ int mem_op_bytes(const char *name, const char *dims, const char *types, double *
  * kernels); *skips (may be NULL) adds the ops left out. */
 int mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out, struct mem_skips *skips,
                            struct sc_error *err);
+/* The same from the trace's ops joined to their kernels already. */
+struct op_kernels;
+int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct mem_samples *out,
+                       struct mem_skips *skips, struct sc_error *err);
 
 void mem_samples_release(struct mem_samples *s);
 

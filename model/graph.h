@@ -262,8 +262,6 @@ struct model_graph_step {
     uint32_t begin, end;   /* marker tasks */
     uint32_t name;         /* string id */
     int64_t measured_ns;   /* -1 when nothing was measured (a synthesised step) */
-    int64_t unexplained_ns; /* what its unexplained waits cost it: |replayed with them kept
-                               - without| (0 when not measured) */
     uint8_t partial;
 };
 

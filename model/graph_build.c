@@ -1452,8 +1452,8 @@ static int step_end_edges(struct builder *b, struct rank_build *r)
  * other edge into it was met, yet it waited. The wait (beyond ORDER_TOL_NS
  * of clock jitter) becomes an `unexplained` edge from the constraint met
  * last, finish to start, its latency the wait: a replay applies it only
- * when asked to keep such waits. What they cost each step is found once
- * the graph is built (step_unexplained). */
+ * when asked to keep such waits. What they cost each step is found by a
+ * replay that reports it (model_replay_opts.step_unexplained). */
 static int unexplained_waits(struct builder *b)
 {
     size_t n = b->n_tasks;
@@ -1510,42 +1510,6 @@ out:
     return rc;
 }
 
-/* What the unexplained waits cost each step: how much its time changes
- * when they are kept, |replayed with them - without| (both from the
- * graph's durations; kept, they give back the measured timeline). A wait
- * off the step's critical path, say a GPU idle while the step was bound by
- * its host, costs it nothing; a wait that holds work past a step's end may
- * make the next step shorter, hence the magnitude. The graph is still the
- * builder's. */
-static int step_unexplained(struct model_graph *g, struct sc_error *err)
-{
-    size_t n = g->n_tasks;
-    if (!g->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED])
-        return SC_OK; /* nothing to keep: every step's cost is 0 */
-    int64_t *t = malloc((n ? n : 1) * 4 * sizeof *t);
-    struct model_graph_step *steps = (struct model_graph_step *)g->steps;
-    struct model_replay_opts ro;
-    size_t forced;
-    int rc;
-    if (!t)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    model_replay_opts_default(&ro);
-    ro.critical_path = 0;
-    rc = model_replay_simulate(g, &ro, t, t + n, &forced, err);
-    ro.keep_unexplained = 1;
-    if (rc == SC_OK)
-        rc = model_replay_simulate(g, &ro, t + 2 * n, t + 3 * n, &forced, err);
-    for (size_t k = 0; k < g->n_steps && rc == SC_OK; k++) {
-        struct model_graph_step *gs = &steps[k];
-        if (gs->end == MODEL_NONE || gs->measured_ns < 0)
-            continue;
-        int64_t without = t[n + gs->end] - t[gs->begin], with = t[3 * n + gs->end] - t[2 * n + gs->begin];
-        gs->unexplained_ns = with > without ? with - without : without - with;
-    }
-    free(t);
-    return rc;
-}
-
 /* ---- handing the graph over ---------------------------------------------------------------- */
 
 static uint8_t call_kind(enum model_rt_class rt)
@@ -1595,6 +1559,11 @@ static int32_t pg_config_size(const struct model_trace *t, uint32_t pg)
 static int rank_keep(struct builder *b)
 {
     const struct model_trace *t = b->r.t;
+    /* a kernel's family by its name's string id (+1; 0: not yet named): a
+     * trace repeats a few hundred kernel names over its tasks */
+    uint8_t *family = calloc(t->strings.n ? t->strings.n : 1, 1);
+    if (!family)
+        return OOM(b);
     for (size_t i = 0; i < b->n_tasks; i++) {
         struct btask *k = &b->tasks[i];
         if (k->event == MODEL_NONE) {
@@ -1602,15 +1571,18 @@ static int rank_keep(struct builder *b)
             continue;
         }
         const struct model_event *e = &t->events[k->event];
-        const char *name = model_str(t, e->name);
         k->name = e->name;
-        if (k->kind == MODEL_TASK_KERNEL)
-            k->sub = (uint8_t)model_kernel_family(name);
-        else if (k->kind == MODEL_TASK_COMM)
-            k->sub = (uint8_t)model_coll_op_parse(name);
-        else if (k->kind == MODEL_TASK_CALL)
+        if (k->kind == MODEL_TASK_KERNEL) {
+            if (!family[e->name])
+                family[e->name] = (uint8_t)(model_kernel_family(model_str(t, e->name)) + 1);
+            k->sub = (uint8_t)(family[e->name] - 1);
+        } else if (k->kind == MODEL_TASK_COMM) {
+            k->sub = (uint8_t)model_coll_op_parse(model_str(t, e->name));
+        } else if (k->kind == MODEL_TASK_CALL) {
             k->sub = call_kind((enum model_rt_class)e->rt);
+        }
     }
+    free(family);
     size_t n = 0;
     for (size_t i = 0; i < b->n_tasks; i++)
         n += b->tasks[i].kind == MODEL_TASK_COMM;
@@ -2083,13 +2055,7 @@ static int join(struct join *j, const struct model_job *job, struct model_graph 
         return rc;
     }
     *model_gb_stats(gb) = j->stats;
-    if ((rc = model_gb_finish(gb, out, j->err)))
-        return rc;
-    if ((rc = step_unexplained(*out, j->err))) {
-        model_graph_free(*out);
-        *out = NULL;
-    }
-    return rc;
+    return model_gb_finish(gb, out, j->err);
 }
 
 static void join_release(struct join *j)

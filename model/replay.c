@@ -35,6 +35,7 @@ void model_replay_opts_default(struct model_replay_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->critical_path = 1;
+    o->step_unexplained = 1;
 }
 
 void model_replay_opts_steps(struct model_replay_opts *o)
@@ -42,6 +43,7 @@ void model_replay_opts_steps(struct model_replay_opts *o)
     model_replay_opts_default(o);
     o->critical_path = 0;
     o->slowest_breakdown = 1;
+    o->step_unexplained = 0;
 }
 
 void model_replay_opts_kept(struct model_replay_opts *o, struct model_coll_waits waits)
@@ -50,6 +52,7 @@ void model_replay_opts_kept(struct model_replay_opts *o, struct model_coll_waits
     o->critical_path = 0;
     o->keep_unexplained = 1;
     o->waits = waits;
+    o->step_unexplained = 0;
 }
 
 int model_replay_add_factor(struct model_replay_opts *o, const struct model_replay_factor *f,
@@ -902,6 +905,39 @@ static void reverse_segments(struct model_replay_segment *v, size_t n)
     }
 }
 
+/* What the graph's unexplained waits cost each measured step of r: how
+ * much its time changes when they are kept, |replayed with them - without|,
+ * both from the graph's durations (kept, they give back the measured
+ * timeline). A wait off the step's critical path, say a GPU idle while the
+ * step was bound by its host, costs it nothing; a wait that holds work past
+ * a step's end may make the next step shorter, hence the magnitude. */
+static int steps_unexplained(const struct model_graph *g, struct model_replay *r, struct sc_error *err)
+{
+    size_t n = g->n_tasks, forced;
+    if (!g->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED])
+        return SC_OK; /* nothing to keep: every step's cost is 0 */
+    int64_t *t = malloc((n ? n : 1) * 4 * sizeof *t);
+    struct model_replay_opts ro;
+    int rc;
+    if (!t)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    model_replay_opts_default(&ro);
+    ro.critical_path = 0;
+    rc = model_replay_simulate(g, &ro, t, t + n, &forced, err);
+    ro.keep_unexplained = 1;
+    if (rc == SC_OK)
+        rc = model_replay_simulate(g, &ro, t + 2 * n, t + 3 * n, &forced, err);
+    for (size_t k = 0; k < g->n_steps && rc == SC_OK; k++) {
+        const struct model_graph_step *gs = &g->steps[k];
+        if (gs->end == MODEL_NONE || gs->measured_ns < 0)
+            continue;
+        int64_t without = t[n + gs->end] - t[gs->begin], with = t[3 * n + gs->end] - t[2 * n + gs->begin];
+        r->steps[k].unexplained_ns = with > without ? with - without : without - with;
+    }
+    free(t);
+    return rc;
+}
+
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err)
 {
@@ -964,6 +1000,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
         rs->end = gs->end == MODEL_NONE ? rs->start : r->end[gs->end];
         rs->replayed_ns = rs->end - rs->start;
     }
+    if (o->step_unexplained && (rc = steps_unexplained(g, r, err)))
+        goto out;
     /* the steps that get breakdowns, and the ranks whose spans they need */
     const struct model_replay_step *only = o->slowest_breakdown ? model_replay_slowest(r) : NULL;
     int rank_only = only ? (int)only->rank : -1;
@@ -1053,7 +1091,6 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             rs->breakdown = breakdown(bd, rs->start, rs->end);
             rs->collective_kept_ns = covered(&sp[gs->rank][KEPT_COLL], rs->start, rs->end);
         }
-        rs->unexplained_ns = gs->unexplained_ns;
         if (!rs->partial && gs->measured_ns > 0) {
             double a = fabs(rs->error_pct);
             sum += a;

@@ -100,6 +100,8 @@ struct model_replay_opts {
                              does not explain, as fixed latencies (0 by default) */
     struct model_coll_waits waits; /* kept collectives split (none by default: each keeps its
                                       whole traced duration as a wait, scaled by comm) */
+    int step_unexplained; /* 1: each step's unexplained_ns, two more simulations of the graph
+                             (1 by default; 0 in model_replay_opts_steps and _kept) */
 };
 
 void model_replay_opts_default(struct model_replay_opts *o);
@@ -179,7 +181,10 @@ struct model_replay_step {
     struct model_breakdown breakdown;
     int64_t collective_kept_ns; /* waiting in collectives kept for untraced peers: the waits
                                    of their split, else their whole time */
-    int64_t unexplained_ns; /* what the waits the graph does not explain cost it (graph.h) */
+    int64_t unexplained_ns; /* what the waits the graph does not explain cost it: |the step
+                               replayed with them kept - without|, both from the graph's own
+                               durations, whatever this replay scales (0 when not measured,
+                               or not asked for: model_replay_opts.step_unexplained) */
     size_t path_first, path_n; /* segments, in time order */
 };
 

@@ -1,13 +1,23 @@
-/* model/stream.c: file, memory and gzip streams (stream.h). */
+/* model/stream.c: file, memory and gzip streams (stream.h).
+ *
+ * gzip members are inflated by ISA-L's igzip where the build found it
+ * (STEPCAST_HAVE_ISAL, from scripts/deps.sh: 2-3x zlib's speed on the shared
+ * traces, BENCHMARKS.md "Ingest"), else by zlib; both check each member's
+ * CRC and size, and the stream above them is the same. */
 #include "model/stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef STEPCAST_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#else
 #include <zlib.h>
+#endif
 
 #include "common/banned.h"
 
@@ -139,6 +149,122 @@ int model_stream_open_mem_then(const void *buf, size_t n, struct model_stream *t
     return SC_OK;
 }
 
+/* ---- one gzip member at a time ------------------------------------------- */
+
+enum { INFLATE_OK, INFLATE_MEMBER_END, INFLATE_ERROR };
+
+const char *model_stream_inflater(void)
+{
+#ifdef STEPCAST_HAVE_ISAL
+    return "ISA-L igzip";
+#else
+    return "zlib";
+#endif
+}
+
+#ifdef STEPCAST_HAVE_ISAL
+struct inflater {
+    struct inflate_state st;
+};
+
+static int inflater_init(struct inflater *z)
+{
+    isal_inflate_init(&z->st);
+    z->st.crc_flag = ISAL_GZIP;
+    return 0;
+}
+
+static void inflater_next_member(struct inflater *z)
+{
+    isal_inflate_reset(&z->st);
+    z->st.crc_flag = ISAL_GZIP;
+}
+
+static void inflater_end(struct inflater *z)
+{
+    (void)z;
+}
+
+/* Inflate from *in (*n_in bytes) into *out (*n_out bytes), advancing both:
+ * INFLATE_OK (progress or not: more input or room is needed),
+ * INFLATE_MEMBER_END (its trailer checked), INFLATE_ERROR (*msg says why). */
+static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_in,
+                        unsigned char **out, size_t *n_out, const char **msg)
+{
+    uint32_t in_now = *n_in > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_in;
+    uint32_t out_now = *n_out > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_out;
+    z->st.next_in = (uint8_t *)*in;
+    z->st.avail_in = in_now;
+    z->st.next_out = *out;
+    z->st.avail_out = out_now;
+    int r = isal_inflate(&z->st);
+    *in += in_now - z->st.avail_in;
+    *n_in -= in_now - z->st.avail_in;
+    *out += out_now - z->st.avail_out;
+    *n_out -= out_now - z->st.avail_out;
+    switch (r) {
+    case ISAL_DECOMP_OK:
+    case ISAL_END_INPUT:
+    case ISAL_OUT_OVERFLOW:
+        return z->st.block_state == ISAL_BLOCK_FINISH ? INFLATE_MEMBER_END : INFLATE_OK;
+    case ISAL_INCORRECT_CHECKSUM:
+        *msg = "incorrect data check";
+        return INFLATE_ERROR;
+    case ISAL_INVALID_WRAPPER:
+    case ISAL_UNSUPPORTED_METHOD:
+        *msg = "incorrect header";
+        return INFLATE_ERROR;
+    case ISAL_INVALID_LOOKBACK:
+        *msg = "invalid distance too far back";
+        return INFLATE_ERROR;
+    default:
+        *msg = "invalid deflate data";
+        return INFLATE_ERROR;
+    }
+}
+#else
+struct inflater {
+    z_stream st;
+};
+
+static int inflater_init(struct inflater *z)
+{
+    return inflateInit2(&z->st, 15 + 16) == Z_OK ? 0 : -1;
+}
+
+static void inflater_next_member(struct inflater *z)
+{
+    inflateReset(&z->st);
+}
+
+static void inflater_end(struct inflater *z)
+{
+    inflateEnd(&z->st);
+}
+
+static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_in,
+                        unsigned char **out, size_t *n_out, const char **msg)
+{
+    uInt in_now = *n_in > UINT32_MAX ? UINT32_MAX : (uInt)*n_in;
+    uInt out_now = *n_out > UINT32_MAX ? UINT32_MAX : (uInt)*n_out;
+    z->st.next_in = (unsigned char *)*in;
+    z->st.avail_in = in_now;
+    z->st.next_out = *out;
+    z->st.avail_out = out_now;
+    int r = inflate(&z->st, Z_NO_FLUSH);
+    *in += in_now - z->st.avail_in;
+    *n_in -= in_now - z->st.avail_in;
+    *out += out_now - z->st.avail_out;
+    *n_out -= out_now - z->st.avail_out;
+    if (r == Z_STREAM_END)
+        return INFLATE_MEMBER_END;
+    if (r == Z_OK || r == Z_BUF_ERROR)
+        return INFLATE_OK;
+    *msg = z->st.msg ? z->st.msg : "inflate failed";
+    return INFLATE_ERROR;
+}
+#endif
+
 /* ---- gzip or plain --------------------------------------------------------- */
 
 enum { DECODE_IN = 256 * 1024 };
@@ -150,7 +276,9 @@ struct decoded_stream {
     int gzip;            /* 1: inflate; 0: pass through */
     int between_members; /* a gzip member ended; another may follow */
     int inner_eof;
-    z_stream z;
+    struct inflater z;
+    const unsigned char *next_in; /* gzip: in[..] not yet inflated */
+    size_t avail_in;
     int64_t consumed; /* compressed bytes handed to inflate so far */
     size_t len, pos;  /* in[pos..len) not yet consumed (plain mode) */
     unsigned char in[DECODE_IN];
@@ -159,10 +287,10 @@ struct decoded_stream {
 /* Refill d->in keeping unconsumed bytes; returns -1 on error. */
 static int decoded_refill(struct decoded_stream *d, struct sc_error *err)
 {
-    size_t keep = d->z.avail_in;
-    if (keep && d->z.next_in != d->in)
-        memmove(d->in, d->z.next_in, keep);
-    d->z.next_in = d->in;
+    size_t keep = d->avail_in;
+    if (keep && d->next_in != d->in)
+        memmove(d->in, d->next_in, keep);
+    d->next_in = d->in;
     while (!d->inner_eof && keep < DECODE_IN) {
         ssize_t r = model_stream_read(d->inner, d->in + keep, DECODE_IN - keep, err);
         if (r < 0)
@@ -173,7 +301,7 @@ static int decoded_refill(struct decoded_stream *d, struct sc_error *err)
         if (r > 0)
             break;
     }
-    d->z.avail_in = (uInt)keep;
+    d->avail_in = keep;
     return 0;
 }
 
@@ -182,20 +310,20 @@ static int decoded_refill(struct decoded_stream *d, struct sc_error *err)
 static int decoded_next_member(struct decoded_stream *d, struct sc_error *err)
 {
     for (;;) {
-        while (d->z.avail_in && d->z.next_in[0] == 0) {
-            d->z.next_in++;
-            d->z.avail_in--;
+        while (d->avail_in && d->next_in[0] == 0) {
+            d->next_in++;
+            d->avail_in--;
             d->consumed++;
         }
-        if (d->z.avail_in < 2 && !d->inner_eof) {
+        if (d->avail_in < 2 && !d->inner_eof) {
             if (decoded_refill(d, err))
                 return -1;
             continue;
         }
-        if (d->z.avail_in == 0)
+        if (d->avail_in == 0)
             return 0;
-        if (d->z.avail_in >= 2 && d->z.next_in[0] == 0x1f && d->z.next_in[1] == 0x8b) {
-            inflateReset(&d->z);
+        if (d->avail_in >= 2 && d->next_in[0] == 0x1f && d->next_in[1] == 0x8b) {
+            inflater_next_member(&d->z);
             d->between_members = 0;
             return 1;
         }
@@ -219,9 +347,9 @@ static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct 
     }
     if (n > (1u << 30))
         n = 1u << 30;
-    d->z.next_out = buf;
-    d->z.avail_out = (uInt)n;
-    while (d->z.avail_out == n) {
+    unsigned char *out = buf;
+    size_t room = n;
+    while (room == n) {
         if (d->between_members) {
             int r = decoded_next_member(d, err);
             if (r < 0)
@@ -229,7 +357,22 @@ static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct 
             if (r == 0)
                 break;
         }
-        if (d->z.avail_in == 0) {
+        if (d->avail_in == 0 && !d->inner_eof) {
+            if (decoded_refill(d, err))
+                return -1;
+            continue;
+        }
+        size_t before = d->avail_in;
+        const char *msg = NULL;
+        int zr = inflater_run(&d->z, &d->next_in, &d->avail_in, &out, &room, &msg);
+        d->consumed += (int64_t)(before - d->avail_in);
+        if (zr == INFLATE_MEMBER_END) {
+            d->between_members = 1;
+        } else if (zr == INFLATE_ERROR) {
+            sc_error_set(err, SC_EPARSE, "corrupt gzip data at compressed byte %lld: %s",
+                         (long long)d->consumed, msg);
+            return -1;
+        } else if (d->avail_in == before && room == n) { /* no progress */
             if (d->inner_eof) {
                 sc_error_set(err, SC_EPARSE,
                              "truncated gzip stream: it ends at compressed byte %lld",
@@ -238,36 +381,16 @@ static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct 
             }
             if (decoded_refill(d, err))
                 return -1;
-            continue;
-        }
-        uInt before = d->z.avail_in;
-        int zr = inflate(&d->z, Z_NO_FLUSH);
-        d->consumed += before - d->z.avail_in;
-        if (zr == Z_STREAM_END) {
-            d->between_members = 1;
-        } else if (zr == Z_BUF_ERROR) {
-            if (d->inner_eof && d->z.avail_in == 0) {
-                sc_error_set(err, SC_EPARSE,
-                             "truncated gzip stream: it ends at compressed byte %lld",
-                             (long long)d->consumed);
-                return -1;
-            }
-            if (decoded_refill(d, err))
-                return -1;
-        } else if (zr != Z_OK) {
-            sc_error_set(err, SC_EPARSE, "corrupt gzip data at compressed byte %lld: %s",
-                         (long long)d->consumed, d->z.msg ? d->z.msg : "inflate failed");
-            return -1;
         }
     }
-    return (ssize_t)(n - d->z.avail_out);
+    return (ssize_t)(n - room);
 }
 
 static void decoded_close(struct model_stream *s)
 {
     struct decoded_stream *d = (struct decoded_stream *)s;
     if (d->gzip)
-        inflateEnd(&d->z);
+        inflater_end(&d->z);
     if (d->own_inner)
         model_stream_close(d->inner);
     free(d);
@@ -302,13 +425,13 @@ int model_stream_open_decoded(struct model_stream *inner, int take_inner,
     }
     if (d->len >= 2 && d->in[0] == 0x1f && d->in[1] == 0x8b) {
         d->gzip = 1;
-        if (inflateInit2(&d->z, 15 + 16) != Z_OK) {
+        if (inflater_init(&d->z)) {
             d->gzip = 0;
             decoded_close(&d->base);
             return sc_error_set(err, SC_ENOMEM, "cannot start the gzip decoder");
         }
-        d->z.next_in = d->in;
-        d->z.avail_in = (uInt)d->len;
+        d->next_in = d->in;
+        d->avail_in = d->len;
     }
     *out = &d->base;
     return SC_OK;

@@ -52,6 +52,9 @@ int model_stream_open_mem_then(const void *buf, size_t n, struct model_stream *t
 int model_stream_open_decoded(struct model_stream *inner, int take_inner,
                               struct model_stream **out, struct sc_error *err);
 
+/* What inflates gzip in this build: "ISA-L igzip" or "zlib". */
+const char *model_stream_inflater(void);
+
 /* Set *is_gzip to whether the first bytes of path are the gzip magic. */
 int model_file_is_gzip(const char *path, int *is_gzip, struct sc_error *err);
 

@@ -32,6 +32,11 @@ BENCH_LOAD := $(BUILD)/bench-load
 $(BENCH_LOAD): $(BUILD)/obj/tests/bench/bench_load.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
+# bench-inflate: gzip inflate, zlib against ISA-L where the build has it (make bench)
+BENCH_INFLATE := $(BUILD)/bench-inflate
+$(BENCH_INFLATE): $(BUILD)/obj/tests/bench/bench_inflate.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
 # bench-plan: the planner's speed inside the process (make bench)
 BENCH_PLAN := $(BUILD)/bench-plan
 $(BENCH_PLAN): $(BUILD)/obj/tests/bench/bench_plan.o $(LIBSTEPCAST)

@@ -11,6 +11,7 @@
 
 #include "model/inspect.h"
 #include "model/job.h"
+#include "model/stream.h"
 #include "common/banned.h"
 
 int main(int argc, char **argv)
@@ -38,7 +39,7 @@ int main(int argc, char **argv)
         events += job->ranks[i]->n_events;
         model_inspect_free(in);
     }
-    printf("%zu ranks, %zu events\n", job->n_ranks, events);
+    printf("%zu ranks, %zu events; gzip inflated by %s\n", job->n_ranks, events, model_stream_inflater());
     model_job_free(job);
     return 0;
 }

@@ -32,10 +32,14 @@ def best(argv):
     return min(r[0] for r in runs), max(r[1] for r in runs)
 
 
-def bench(label, path):
-    size = os.path.getsize(path)
+def bench(label, path, size=None):
+    """path: a plain file, or a gzip one of `size` bytes decompressed (then
+    json.load reads it through Python's gzip module)."""
+    gz = size is not None
+    size = size or os.path.getsize(path)
     ours = [os.path.join(BUILD, "bench-load"), path]
-    py = [sys.executable, "-c", "import json; json.load(open(%r))" % path]
+    opener = "gzip.open(%r)" % path if gz else "open(%r)" % path
+    py = [sys.executable, "-c", "import gzip, json; json.load(%s)" % opener]
     t_ours, rss_ours = best(ours)
     t_py, rss_py = best(py)
     mb = size / 1e6
@@ -44,8 +48,8 @@ def bench(label, path):
           % (" ".join(["bench-load", os.path.basename(path)]), t_ours, mb / t_ours,
              rss_ours / 1e6, rss_ours / size))
     print("  %-62s %7.3f s  %7.1f MB/s  peak RSS %7.1f MB (%.2fx the file)"
-          % ("python3 -c 'import json; json.load(open(F))'", t_py, mb / t_py, rss_py / 1e6,
-             rss_py / size))
+          % ("python3 -c 'import gzip, json; json.load(%s(F))'" % ("gzip.open" if gz else "open"),
+             t_py, mb / t_py, rss_py / 1e6, rss_py / size))
     print("  ingest speed-up over json.load: %.1fx; peak RSS below the file size: %s"
           % (t_py / t_ours, "yes" if rss_ours < size else "NO"))
     return t_py / t_ours, rss_ours < size
@@ -64,6 +68,10 @@ def main():
             base_size = os.path.getsize(plain)
             results.append(bench("real trace (trace_diff/control)", plain))
             os.unlink(plain)
+            out = subprocess.run([os.path.join(BUILD, "bench-load"), control], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            print("real trace, gzip as shared (%s)" % out.split("; ")[-1])
+            results.append(bench("real trace, gzip (trace_diff/control)", control, base_size))
         else:
             print("real trace: %s is absent: skipped" % control)
         # a synthetic trace at least 10x the real one, from the project's generator

@@ -167,6 +167,47 @@ static void check_union(const struct sc_span *in, size_t n, const struct sc_span
         CHECK_EQ_INT(covered_by(u, m, t), covered_by(in, n, t));
 }
 
+static int by_start(const void *x, const void *y)
+{
+    const struct sc_span *a = x, *b = y;
+    return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Many short runs (the starts and ends of nested calls) take the radix
+ * sort: the same union as sorting first, over a range of several digits
+ * and of both signs. */
+TEST(common_span_union_of_many_short_runs)
+{
+    enum { N = 6000 };
+    struct sc_span *v = malloc(N * sizeof *v), *tmp = malloc(N * sizeof *tmp), *ref = malloc(N * sizeof *ref), *u;
+    REQUIRE(v && tmp && ref);
+    uint64_t x = 42;
+    for (size_t i = 0; i < N; i += 3) { /* an outer call's start, a nested call, the outer end */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t a = (int64_t)(x >> 22) - ((int64_t)1 << 41), len = (int64_t)(x % 5000);
+        v[i] = (struct sc_span){a, a};
+        v[i + 1] = (struct sc_span){a + len / 3, a + len / 2};
+        v[i + 2] = (struct sc_span){a + len, a + len};
+    }
+    memcpy(ref, v, N * sizeof *v);
+    qsort(ref, N, sizeof *ref, by_start);
+    size_t m = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (m && ref[i].a <= ref[m - 1].b) {
+            if (ref[i].b > ref[m - 1].b)
+                ref[m - 1].b = ref[i].b;
+        } else {
+            ref[m++] = ref[i];
+        }
+    }
+    CHECK_EQ_INT(sc_span_union(v, tmp, N, &u), m);
+    for (size_t i = 0; i < m; i++)
+        CHECK(u[i].a == ref[i].a && u[i].b == ref[i].b);
+    free(v);
+    free(tmp);
+    free(ref);
+}
+
 TEST(common_span_union_sorts_runs_and_merges_seek_finds)
 {
     /* sorted runs, one as a stream's spans come; touching and equal starts */
