@@ -61,9 +61,12 @@ double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double ste
 /* The figures that follow from out->step_ms and the memory of spec s
  * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
  * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to
- * train. For an estimate, and for a step timed otherwise (a what-if). */
+ * train. For an estimate, and for a step timed otherwise (a what-if).
+ * SC_ENUMERIC when they are not physical, the estimate refused rather than
+ * answered: a step time or MFU that is not finite, a step time not above
+ * 0, an MFU outside (0, 1] (more model FLOPs a second than the GPUs' peak). */
 struct est_memory;
-void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
-                         struct est_estimate *out);
+int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+                        struct est_estimate *out, struct sc_error *err);
 
 #endif
