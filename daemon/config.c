@@ -71,7 +71,8 @@ static const struct cfg_entry table[] = {
      "bytes of the request line and headers (per-connection memory)"},
     {"cache-bytes", CFG_SIZE, F(cache_bytes), "1G", 1 * MiB, 1 * TiB, 0, "memory for built models (LRU)"},
     {"memory-budget", CFG_SIZE, F(memory_budget), "0", 0, 64 * TiB, 0,
-     "estimated memory of the model builds running at once; more wait, in order (0: half of "
+     "estimated memory of the heavy work running at once (model builds, estimates, plan evaluations, "
+     "validations); builds and background plans wait, a request is refused with 429 (0: half of "
      "physical memory)"},
     {"ops-need-token", CFG_BOOL, F(ops_need_token), "false", 0, 1, 0,
      "/healthz and /metrics need a read token"},

@@ -45,8 +45,9 @@ struct daemon_config {
     int64_t max_queued_builds; /* model builds waiting or running */
     int64_t max_header;      /* bytes of request line and headers */
     int64_t cache_bytes;     /* memory for built models (LRU) */
-    int64_t memory_budget;   /* estimated memory of the builds running at
-                              * once; 0 in the sources: half of physical RAM */
+    int64_t memory_budget;   /* estimated memory of the heavy work running at
+                              * once (admission.h); 0 in the sources: half of
+                              * physical RAM */
     int64_t ops_need_token;  /* /healthz and /metrics need a read token */
 };
 

@@ -25,6 +25,7 @@
 #include "api/json_reply.h"
 #include "api/ledger.h"
 #include "api/plan_json.h"
+#include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
@@ -87,9 +88,12 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
     }
     memcpy(request, q->body, q->body_len);
     request[q->body_len] = '\0';
+    pe->admission = s->admission;
     if (space <= inline_space) {
         if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
-            api_fail_status(r, &err, API_E_INTERNAL);
+            pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
+            : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
+                                             : api_fail_status(r, &err, API_E_INTERNAL);
         else
             reply_stored(s, id, 200, r);
     } else if (plans_start(s->plans, id, request, req, space, pe, &err)) {

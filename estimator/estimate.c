@@ -98,6 +98,20 @@ int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, c
     return SC_OK;
 }
 
+int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail d, double budget, const char *budget_name, struct sc_error *err)
+{
+    struct est_synth_size size;
+    int rc = est_synth_size(s, hw, c, d, &size, err);
+    if (rc || size.bytes <= budget)
+        return rc;
+    return sc_error_set(err, SC_ELIMIT,
+                        "the estimate needs an estimated %.1f MiB (%lld tasks at %s detail), more than %s, %.1f MiB: "
+                        "estimate at a coarser detail, or with fewer micro-batches (parallel.global_batch)",
+                        size.bytes / 1048576.0, (long long)size.tasks, est_detail_name(d), budget_name,
+                        budget / 1048576.0);
+}
+
 int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err)
 {

@@ -54,6 +54,13 @@ void est_estimate_release(struct est_estimate *e);
  * x dp ranks each stands for. */
 double est_graph_flops(const struct model_graph *g, const struct est_spec *s);
 
+/* Whether the estimate of spec s at detail d fits `budget` bytes by its
+ * graph's predicted size (est_synth_size), known before any of it is
+ * built: SC_ELIMIT naming the prediction, `budget_name` (what the budget
+ * is) and what to change when it does not. */
+int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail d, double budget, const char *budget_name, struct sc_error *err);
+
 /* The MFU of spec s on hw at a step time: its model FLOPs per second over
  * the dtype's dense peak of its GPUs (0 without a peak or a time). */
 double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);

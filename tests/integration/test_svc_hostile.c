@@ -790,7 +790,7 @@ TEST(svc_hostile_build_over_the_memory_budget)
     CHECK_STREQ(svc_wait_model(&c.d, big, 30), "failed");
     snprintf(path, sizeof path, "/v1/models/%s", big);
     CHECK_EQ_INT(svc_admin(&c.d, "GET", path, NULL, &r), 200);
-    CHECK_CONTAINS(r.body, "more than the daemon's memory budget for builds");
+    CHECK_CONTAINS(r.body, "more than the daemon's memory budget");
     CHECK_CONTAINS(r.body, "memory-budget");
     CHECK_CONTAINS(r.body, "100001 events");
     svc_resp_release(&r);
