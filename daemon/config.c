@@ -46,6 +46,9 @@ static const struct cfg_entry table[] = {
     {"cors-origins", CFG_STR, F(cors_origins), "", 0, 0, 0,
      "comma-separated origins allowed by CORS (\"*\": any; empty: none)"},
     {"http-threads", CFG_INT, F(http_threads), "4", 1, 256, 0, "HTTP threads"},
+    {"heavy-requests", CFG_INT, F(heavy_requests), "0", 0, 256, 0,
+     "requests computing an estimate, an inline plan or a validation at once; more are refused with 429, so "
+     "the other HTTP threads stay free for light requests (0: half of http-threads, at least 1)"},
     {"build-workers", CFG_INT, F(build_workers), "2", 1, 64, 0, "model build threads"},
     {"max-connections", CFG_INT, F(max_connections), "512", 1, 65536, 0, "open connections"},
     {"request-timeout", CFG_INT, F(request_timeout), "60", 1, 86400, 0,
@@ -306,6 +309,8 @@ static int validate(struct daemon_config *c, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL, "data-dir is empty");
     if (!strrchr(c->listen, ':'))
         return sc_error_set(err, SC_EINVAL, "listen: '%s' is not HOST:PORT", c->listen);
+    if (c->heavy_requests == 0)
+        c->heavy_requests = c->http_threads / 2 > 0 ? c->http_threads / 2 : 1;
     if (c->memory_budget == 0) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         if (pages <= 0 || page <= 0)

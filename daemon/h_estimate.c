@@ -92,13 +92,13 @@ int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d
         return rc;
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", est_detail_name(d), (long long)size.tasks);
-    switch (admission_try(s->admission, need, what, err)) {
+    switch (admission_try(s->admission, need, 1, what, err)) {
     case ADMISSION_OK: break;
     case ADMISSION_BUSY: *busy = 1; return SC_ELIMIT;
     case ADMISSION_NEVER: return SC_ELIMIT;
     }
     rc = est_estimate(&h->spec, h->hw, &h->costs, d, e, err);
-    admission_release(s->admission, need);
+    admission_done(s->admission, need, 1);
     return rc;
 }
 

@@ -113,11 +113,14 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
             return rc == SC_EEXIST ? sc_error_set(err, SC_EEXIST, "cancelled") : rc;
         }
-    } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
+    } else if ((pe->refused = (int)admission_try(pe->admission, need, 0, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
     rc = est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
-    admission_release(pe->admission, need);
+    if (pe->cancel)
+        admission_release(pe->admission, need);
+    else
+        admission_done(pe->admission, need, 0);
     return rc;
 }
 

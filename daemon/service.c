@@ -116,7 +116,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, &s->plans, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
-        (rc = admission_new((uint64_t)cfg->memory_budget, &s->admission, err)))
+        (rc = admission_new((uint64_t)cfg->memory_budget, (unsigned)cfg->heavy_requests, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
     struct builder_env env = {s->store,   s->blobs, s->cache,       s->metrics,

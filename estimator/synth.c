@@ -2121,6 +2121,11 @@ static void room(const struct synth *y, const struct pipeline *p, struct est_syn
         ops += 8 * (layers + 2);
     /* the spec's limits (EST_MAX_*) keep these far below 2^63 */
     int64_t passes = p->pp * p->vpp * p->m;
+    /* at stage detail one pipeline rank's passes merge into the same few
+     * runs, however many micro-batches there are (nothing waits on a pass
+     * but the next) */
+    if (y->detail == EST_DETAIL_STAGE && y->sh.cp <= 1 && p->pp == 1 && !zero3(y))
+        passes = 1;
     out->tasks = passes * (2 * ops + 10) + 64 * p->pp;
     out->edges = passes * (3 * ops + 24) + 64 * p->pp;
     out->bytes = (double)out->tasks * EST_SYNTH_BYTES_PER_TASK;

@@ -241,6 +241,26 @@ TEST(estimate_size_is_known_before_the_graph)
                           (long long)zs.tasks);
         est_estimate_release(&e);
     }
+    /* one pipeline rank at stage detail: the step does not grow with its
+     * micro-batches, dense or MoE, with tensor and data parallelism */
+    static const char *const one_rank[] = {
+        "{\"model\":{\"layers\":8,\"hidden\":512,\"heads\":8,\"seq\":512},\"parallel\":{\"dp\":2,"
+        "\"global_batch\":8192},\"cluster\":{\"gpu\":\"h100-sxm\"}}",
+        "{\"model\":{\"layers\":8,\"hidden\":512,\"heads\":8,\"seq\":512,\"moe\":{\"experts\":8,\"top_k\":2}},"
+        "\"parallel\":{\"tp\":2,\"dp\":4,\"ep\":4,\"global_batch\":4096},\"cluster\":{\"gpu\":\"h100-sxm\"},"
+        "\"options\":{\"sequence_parallel\":true}}",
+    };
+    for (size_t k = 0; k < sizeof one_rank / sizeof one_rank[0]; k++) {
+        struct est_synth_size zs;
+        struct est_estimate e;
+        REQUIRE(est_spec_load(one_rank[k], strlen(one_rank[k]), &s, &hw, &err) == SC_OK);
+        est_costs_default(hw, &s, &c);
+        REQUIRE(est_synth_size(&s, hw, &c, EST_DETAIL_STAGE, &zs, &err) == SC_OK);
+        REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        if ((int64_t)e.tasks > zs.tasks || zs.tasks > 10000)
+            sc_check_fail(__FILE__, __LINE__, "spec %zu: %zu tasks, %lld predicted", k, e.tasks, (long long)zs.tasks);
+        est_estimate_release(&e);
+    }
     CHECK(size[EST_DETAIL_STAGE].tasks < size[EST_DETAIL_LAYER].tasks);
     CHECK(size[EST_DETAIL_LAYER].tasks < size[EST_DETAIL_KERNEL].tasks);
     snprintf(text, sizeof text, fmt, 64);
