@@ -32,17 +32,6 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static long long peak_rss(pid_t pid)
-{
-    char path[64], *status;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    status = th_read_file(path, NULL);
-    const char *hwm = status ? strstr(status, "VmHWM:") : NULL;
-    long long kb = hwm ? strtoll(hwm + 6, NULL, 10) : -1;
-    free(status);
-    return kb * 1024;
-}
-
 static void expect_too_large(const struct svc_daemon *d, const char *path, const char *body, const char *what)
 {
     struct svc_resp r;
@@ -75,7 +64,7 @@ TEST(svc_admission_refuses_what_could_never_fit)
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/estimate", BIG_SPEC, &r), 200);
     CHECK(svc_json_int(r.body, "tasks") > 0);
     svc_resp_release(&r);
-    long long peak = peak_rss(d.pid);
+    long long peak = svc_peak_rss(&d);
     fprintf(stderr, "  daemon peak RSS: %.1f MB\n", (double)peak / 1e6);
 #if !defined(__SANITIZE_ADDRESS__)
     if (peak <= 0 || peak > (512ll << 20))
