@@ -65,6 +65,15 @@ static int count_running(const struct plans *p)
     return n;
 }
 
+/* Ask run r to stop: its search at the next progress report, a wait for
+ * memory at once. */
+static void cancel_run(struct run *r)
+{
+    atomic_store(&r->cancel, 1);
+    if (r->pe.admission)
+        admission_wake(r->pe.admission);
+}
+
 void plans_free(struct plans *p)
 {
     if (!p)
@@ -72,7 +81,7 @@ void plans_free(struct plans *p)
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i])
-            atomic_store(&p->running[i]->cancel, 1);
+            cancel_run(p->running[i]);
     pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
     while (count_running(p))
         pthread_cond_wait(&p->changed, &p->mu);
@@ -308,7 +317,7 @@ int plans_cancel(struct plans *p, const char *id)
     pthread_mutex_lock(&p->mu);
     struct run *r = find(p, id);
     if (r) {
-        atomic_store(&r->cancel, 1);
+        cancel_run(r);
         pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
         while (find(p, id))
             pthread_cond_wait(&p->changed, &p->mu);
