@@ -75,9 +75,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     est_costs_default(hw, &s, &c);
     for (int d = EST_DETAIL_STAGE; d <= EST_DETAIL_KERNEL; d++) {
-        struct est_synth_size size;
-        int rc = est_synth_size(&s, hw, &c, (enum est_detail)d, &size, &err);
-        if (rc == SC_OK && !(size.tasks > 0 && size.edges > 0 && isfinite(size.bytes)))
+        struct est_synth_size predicted;
+        int rc = est_synth_size(&s, hw, &c, (enum est_detail)d, &predicted, &err);
+        if (rc == SC_OK && !(predicted.tasks > 0 && predicted.edges > 0 && isfinite(predicted.bytes)))
             abort();
     }
     double bound;
