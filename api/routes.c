@@ -74,9 +74,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                API_BODY_NONE, 200, NULL, "404", "a file of the web dashboard"},
     [API_OP_ESTIMATE] = {"POST", "/v1/estimate", "postEstimate", API_SCOPE_READ, API_BODY_JSON, 200,
                          "detail:string:stage (default), layer or kernel",
-                         "400," E_AUTH ",413,422",
+                         "400," E_AUTH ",413,422,429",
                          "the estimate of a spec (as `stepcast estimate --json`), with an error band "
-                         "once the ledger allows one; memoised by spec, calibration and version"},
+                         "once the ledger allows one; memoised by spec, calibration and version; admitted "
+                         "under memory-budget by its predicted size (413 never fits, 429 must wait)"},
     [API_OP_HARDWARE_LIST] = {"GET", "/v1/hardware", "listHardware", API_SCOPE_READ, API_BODY_NONE, 200,
                               NULL, E_AUTH, "every GPU hardware profile"},
     [API_OP_HARDWARE_GET] = {"GET", "/v1/hardware/{id}", "getHardware", API_SCOPE_READ, API_BODY_NONE, 200,
@@ -108,7 +109,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                   "fit the kernel and collective models to a built model's traces -> the "
                                   "named cluster profile (200 when it replaced one)"},
     [API_OP_VALIDATION_CREATE] = {"POST", "/v1/validations", "createValidation", API_SCOPE_WRITE,
-                                  API_BODY_JSON, 201, NULL, "400," E_AUTH ",404,409,413,422,507",
+                                  API_BODY_JSON, 201, NULL, "400," E_AUTH ",404,409,413,422,429,507",
                                   "a measured step time with stepcast's prediction for it, made now; "
                                   "the entry and its error"},
     [API_OP_VALIDATIONS_LIST] = {"GET", "/v1/validations", "listValidations", API_SCOPE_READ, API_BODY_NONE,

@@ -9,6 +9,7 @@
  * calibrations, and the answer (with its error band from the server's
  * ledger) is printed the same way. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,13 @@ int cli_estimate(const char *text, size_t n, const char *source, const char *cal
     int rc = cli_load_spec(text, n, source, calibrations, spec, &hw, &costs);
     if (rc)
         return rc;
-    return est_estimate(spec, hw, &costs, detail, e, &err) ? cli_fail(&err) : 0;
+    /* refused before it allocates, rather than swapping */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double budget = pages > 0 && page > 0 ? (double)pages * (double)page / 2 : INFINITY;
+    if (est_estimate_admit(spec, hw, &costs, detail, budget, "half of this machine's memory", &err) ||
+        est_estimate(spec, hw, &costs, detail, e, &err))
+        return cli_fail(&err);
+    return 0;
 }
 
 /* The estimate document of a spec, made here. */

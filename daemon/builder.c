@@ -2,12 +2,14 @@
 #include "daemon/builder.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "api/encode.h"
+#include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/failpoint.h"
@@ -27,16 +29,15 @@ struct slot {
 struct builder {
     struct builder_env env;
     pthread_mutex_t mu;
-    pthread_cond_t work, idle, released;
+    pthread_cond_t work, idle;
     char (*queue)[API_ID_MAX]; /* ring */
     size_t cap, head, n;
     unsigned workers, running, waiting;
-    int stopping;
+    atomic_int stopping; /* read without mu by admission_wait's stop */
     /* admission: one worker at a time holds the turn, from taking the
      * queue's head until that build is admitted (or fails), so builds start
      * in the order they were queued */
     int turn_taken;
-    uint64_t in_use; /* estimated bytes of the builds admitted */
     pthread_t *threads;
     unsigned started;
     struct slot *slots;
@@ -85,41 +86,41 @@ static void end_turn(struct builder *b, struct slot *slot)
     }
 }
 
-/* The build's memory estimate against the budget: SC_OK once it is
- * admitted (*need reserved), SC_ELIMIT when it can never fit, another
- * error when it cannot be estimated; SC_EEXIST when the builder stops
- * while it waits (the model stays `building` for the next start). */
+static int builder_stopping(void *ctx)
+{
+    struct builder *b = ctx;
+    return atomic_load(&b->stopping);
+}
+
+/* The build's memory estimate against the daemon's budget (admission.h):
+ * SC_OK once it is admitted (*need reserved), SC_ELIMIT when it can never
+ * fit, another error when it cannot be estimated; SC_EEXIST when the
+ * builder stops while it waits (the model stays `building` for the next
+ * start). */
 static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc_error *err)
 {
     struct api_trace *traces = NULL;
-    uint64_t events = 0;
+    uint64_t events = 0, in_use, budget;
     size_t n = 0;
+    char what[160];
     int rc = store_model_traces(b->env.store, slot->id, &traces, &n, err);
     if (rc == SC_OK)
         rc = built_model_estimate(traces, n, b->env.blobs, b->env.load, need, &events, err);
     free(traces);
-    uint64_t budget = b->env.memory_budget;
+    admission_counts(b->env.admission, &in_use, &budget);
     if (rc == SC_OK && *need > budget)
         rc = sc_error_set(err, SC_ELIMIT,
                           "the build needs an estimated %.1f MiB (%llu events at %d bytes each, %d "
                           "more each for those of the traces loading at once, plus %.0f MiB), more "
-                          "than the daemon's memory budget for builds, %.1f MiB (memory-budget): it "
+                          "than the daemon's memory budget, %.1f MiB (memory-budget): it "
                           "can never run here",
                           (double)*need / 1048576.0, (unsigned long long)events, BUILT_BYTES_PER_EVENT,
                           BUILT_BYTES_PER_LOADING_EVENT, (double)BUILT_BYTES_FIXED / 1048576.0,
                           (double)budget / 1048576.0);
-    pthread_mutex_lock(&b->mu);
-    if (rc == SC_OK && b->in_use + *need > budget) {
-        log_info("build", "model=%s event=waiting_for_memory need=%llu in_use=%llu budget=%llu",
-                 slot->id, (unsigned long long)*need, (unsigned long long)b->in_use,
-                 (unsigned long long)budget);
-        while (!b->stopping && b->in_use + *need > budget)
-            pthread_cond_wait(&b->released, &b->mu);
-    }
-    if (rc == SC_OK && b->stopping)
-        rc = SC_EEXIST;
+    snprintf(what, sizeof what, "the build of model %s", slot->id);
     if (rc == SC_OK)
-        b->in_use += *need;
+        rc = admission_wait(b->env.admission, *need, what, builder_stopping, b, err);
+    pthread_mutex_lock(&b->mu);
     end_turn(b, slot);
     pthread_mutex_unlock(&b->mu);
     return rc;
@@ -127,10 +128,7 @@ static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc
 
 static void release(struct builder *b, uint64_t need)
 {
-    pthread_mutex_lock(&b->mu);
-    b->in_use -= need;
-    pthread_cond_broadcast(&b->released);
-    pthread_mutex_unlock(&b->mu);
+    admission_release(b->env.admission, need);
 }
 
 static void build_one(struct builder *b, struct slot *slot)
@@ -250,7 +248,6 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->idle, NULL);
-    pthread_cond_init(&b->released, NULL);
     for (unsigned i = 0; i < workers; i++) {
         int e = pthread_create(&b->threads[i], NULL, worker, b);
         if (e) { /* pthread_create returns its error; errno is not set */
@@ -326,7 +323,7 @@ int builder_stop(struct builder *b, double timeout_s)
     b->stopping = 1;
     b->n = 0; /* queued builds stay `building` in the catalog */
     pthread_cond_broadcast(&b->work);
-    pthread_cond_broadcast(&b->released);
+    admission_wake(b->env.admission); /* builds waiting for memory look at stopping */
     while (b->running > 0 && all)
         if (pthread_cond_timedwait(&b->idle, &b->mu, &deadline) == ETIMEDOUT)
             all = b->running == 0;
@@ -345,7 +342,6 @@ void builder_free(struct builder *b)
         return;
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->idle);
-    pthread_cond_destroy(&b->released);
     pthread_mutex_destroy(&b->mu);
     free(b->queue);
     free(b->threads);

@@ -7,12 +7,12 @@
  * bounded (max-queued-builds). Models still `building` after a restart are
  * submitted again at startup, so an accepted build is never lost.
  *
- * Builds are admitted under a memory budget (memory-budget): each one's
- * peak is estimated from its event count (built_model_estimate); a build
- * starts when its estimate fits beside those running, in the order builds
- * were queued (the head waits, and the rest behind it, until memory is
- * released); a build whose estimate exceeds the whole budget fails with
- * that reason. Reloads of ready models (builder_load_ready) serve queries
+ * Builds are admitted under the daemon's memory budget (admission.h,
+ * shared with estimates, plans and what-ifs): each one's peak is estimated
+ * from its event count (built_model_estimate); a build starts when its
+ * estimate fits beside the work running, in the order builds were queued
+ * (the head waits, and the rest behind it, until memory is released); a
+ * build whose estimate exceeds the whole budget fails with that reason. Reloads of ready models (builder_load_ready) serve queries
  * and are not held back by it.
  *
  * The same build serves cache misses of ready models (builder_load_ready,
@@ -27,6 +27,7 @@
 
 #include "common/error.h"
 
+struct admission;
 struct blob_store;
 struct cache;
 struct metrics;
@@ -40,7 +41,7 @@ struct builder_env {
     struct metrics *metrics;
     const struct model_load_opts *load; /* limits; the marker is per model */
     pthread_mutex_t *publish_mu;        /* held while a result is published or a model deleted */
-    uint64_t memory_budget;             /* estimated bytes of the builds running at once */
+    struct admission *admission;        /* the memory budget builds are admitted under */
 };
 
 struct builder;

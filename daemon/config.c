@@ -46,6 +46,9 @@ static const struct cfg_entry table[] = {
     {"cors-origins", CFG_STR, F(cors_origins), "", 0, 0, 0,
      "comma-separated origins allowed by CORS (\"*\": any; empty: none)"},
     {"http-threads", CFG_INT, F(http_threads), "4", 1, 256, 0, "HTTP threads"},
+    {"heavy-requests", CFG_INT, F(heavy_requests), "0", 0, 256, 0,
+     "requests computing an estimate, an inline plan or a validation at once; more are refused with 429, so "
+     "the other HTTP threads stay free for light requests (0: half of http-threads, at least 1)"},
     {"build-workers", CFG_INT, F(build_workers), "2", 1, 64, 0, "model build threads"},
     {"max-connections", CFG_INT, F(max_connections), "512", 1, 65536, 0, "open connections"},
     {"request-timeout", CFG_INT, F(request_timeout), "60", 1, 86400, 0,
@@ -71,7 +74,8 @@ static const struct cfg_entry table[] = {
      "bytes of the request line and headers (per-connection memory)"},
     {"cache-bytes", CFG_SIZE, F(cache_bytes), "1G", 1 * MiB, 1 * TiB, 0, "memory for built models (LRU)"},
     {"memory-budget", CFG_SIZE, F(memory_budget), "0", 0, 64 * TiB, 0,
-     "estimated memory of the model builds running at once; more wait, in order (0: half of "
+     "estimated memory of the heavy work running at once (model builds, estimates, plan evaluations, "
+     "validations); builds and background plans wait, a request is refused with 429 (0: half of "
      "physical memory)"},
     {"ops-need-token", CFG_BOOL, F(ops_need_token), "false", 0, 1, 0,
      "/healthz and /metrics need a read token"},
@@ -305,6 +309,8 @@ static int validate(struct daemon_config *c, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL, "data-dir is empty");
     if (!strrchr(c->listen, ':'))
         return sc_error_set(err, SC_EINVAL, "listen: '%s' is not HOST:PORT", c->listen);
+    if (c->heavy_requests == 0)
+        c->heavy_requests = c->http_threads / 2 > 0 ? c->http_threads / 2 : 1;
     if (c->memory_budget == 0) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         if (pages <= 0 || page <= 0)

@@ -29,6 +29,8 @@ struct daemon_config {
     char *admin_token_file; /* read it from here; created when absent */
     char *cors_origins;     /* comma-separated allowed origins, "*" for any */
     int64_t http_threads;
+    int64_t heavy_requests;  /* requests doing heavy work at once (admission.h);
+                              * 0 in the sources: half of http_threads */
     int64_t build_workers;
     int64_t max_connections;
     int64_t request_timeout; /* seconds a connection may stay idle */
@@ -45,8 +47,9 @@ struct daemon_config {
     int64_t max_queued_builds; /* model builds waiting or running */
     int64_t max_header;      /* bytes of request line and headers */
     int64_t cache_bytes;     /* memory for built models (LRU) */
-    int64_t memory_budget;   /* estimated memory of the builds running at
-                              * once; 0 in the sources: half of physical RAM */
+    int64_t memory_budget;   /* estimated memory of the heavy work running at
+                              * once (admission.h); 0 in the sources: half of
+                              * physical RAM */
     int64_t ops_need_token;  /* /healthz and /metrics need a read token */
 };
 

@@ -8,7 +8,10 @@
  * the level of detail, the calibration's document hash, the stepcast
  * version and the ledger's changes since start (its band): a new
  * calibration under the same name, a new build or a new ledger entry never
- * serves a stale answer. */
+ * serves a stale answer. Each estimate not memoised is admitted first under
+ * the daemon's memory budget (admission.h) by the size of its graph,
+ * predicted before it is built (est_synth_size): 413 when it could never
+ * fit, 429 with Retry-After while other work holds the budget. */
 #include "daemon/handlers.h"
 
 #include <stdio.h>
@@ -19,6 +22,7 @@
 #include "api/hardware_json.h"
 #include "api/json_reply.h"
 #include "api/ledger.h"
+#include "daemon/admission.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
@@ -78,6 +82,35 @@ int h_spec_load(struct svc *s, const char *text, size_t len, struct est_spec_giv
     return SC_OK;
 }
 
+int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d, struct est_estimate *e, int *busy,
+                        struct sc_error *err)
+{
+    struct est_synth_size size;
+    char what[160];
+    int rc;
+    *busy = 0;
+    memset(e, 0, sizeof *e);
+    if ((rc = est_synth_size(&h->spec, h->hw, &h->costs, d, &size, err)))
+        return rc;
+    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", est_detail_name(d), (long long)size.tasks);
+    switch (admission_try(s->admission, need, 1, what, err)) {
+    case ADMISSION_OK: break;
+    case ADMISSION_BUSY: *busy = 1; return SC_ELIMIT;
+    case ADMISSION_NEVER: return SC_ELIMIT;
+    }
+    rc = est_estimate(&h->spec, h->hw, &h->costs, d, e, err);
+    admission_done(s->admission, need, 1);
+    return rc;
+}
+
+int h_estimate_fail(int busy, const struct sc_error *err, struct api_reply *r)
+{
+    if (busy)
+        return api_fail(r, API_E_BUSY, "%s", err->msg);
+    return api_fail_status(r, err, API_E_UNPROCESSABLE);
+}
+
 /* A memoised answer: one block, freed with free(). */
 struct answer {
     size_t len;
@@ -88,6 +121,7 @@ struct estimate_ctx {
     struct svc *s;
     const struct h_spec *h;
     enum est_detail detail;
+    int busy; /* refused for now: the memory budget is taken */
 };
 
 /* cache_load_fn: the estimate, rendered. */
@@ -99,7 +133,7 @@ static int load_estimate(void *ctx, const char *key, void **value, size_t *bytes
     size_t len;
     int rc;
     (void)key;
-    if ((rc = est_estimate(&c->h->spec, c->h->hw, &c->h->costs, c->detail, &e, err)))
+    if ((rc = h_estimate_admitted(c->s, c->h, c->detail, &e, &c->busy, err)))
         return rc;
     h_ledger_band(c->s, API_LEDGER_ESTIMATE, &band);
     char *text = api_estimate_text(&e, &band, &len);
@@ -152,10 +186,10 @@ void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
         h_spec_release(&h);
         return;
     }
-    ctx = (struct estimate_ctx){s, &h, d};
+    ctx = (struct estimate_ctx){s, &h, d, 0};
     if ((rc = estimate_key(s, &h, d, key, &err)) ||
         (rc = cache_get(s->answers, key, load_estimate, &ctx, &e, &hit, &err))) {
-        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        h_estimate_fail(ctx.busy, &err, r);
     } else {
         const struct answer *a = cache_value(e);
         char *body = malloc(a->len + 1);

@@ -25,6 +25,7 @@
 #include "api/json_reply.h"
 #include "api/ledger.h"
 #include "api/plan_json.h"
+#include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
@@ -87,11 +88,20 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
     }
     memcpy(request, q->body, q->body_len);
     request[q->body_len] = '\0';
+    pe->admission = s->admission;
     if (space <= inline_space) {
-        if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
-            api_fail_status(r, &err, API_E_INTERNAL);
-        else
-            reply_stored(s, id, 200, r);
+        /* the whole plan holds a request slot; each evaluation its memory */
+        if (admission_try(s->admission, 0, 1, "the plan", &err) != ADMISSION_OK) {
+            api_fail(r, API_E_BUSY, "%s", err.msg);
+        } else {
+            if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
+                pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
+                : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
+                                                 : api_fail_status(r, &err, API_E_INTERNAL);
+            else
+                reply_stored(s, id, 200, r);
+            admission_done(s->admission, 0, 1);
+        }
     } else if (plans_start(s->plans, id, request, req, space, pe, &err)) {
         api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
     } else {

@@ -64,15 +64,16 @@ static int predict_estimate(struct svc *s, const char *spec, struct api_validati
     struct est_estimate e;
     struct sc_error err;
     struct h_spec h;
+    int busy = 0;
     int rc = h_spec_load(s, spec, strlen(spec), NULL, &h, r);
-    if (rc == SC_OK && (rc = est_estimate(&h.spec, h.hw, &h.costs, EST_DETAIL_STAGE, &e, &err)) == SC_OK) {
+    if (rc == SC_OK && (rc = h_estimate_admitted(s, &h, EST_DETAIL_STAGE, &e, &busy, &err)) == SC_OK) {
         v->predicted_ms = e.step_ms;
         est_estimate_release(&e);
         snprintf(v->calibration, sizeof v->calibration, "%s", h.calibration);
         v->spec = h.canonical;
         h.canonical = NULL;
     } else if (rc && !r->status) {
-        api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        h_estimate_fail(busy, &err, r);
     }
     h_spec_release(&h);
     return rc;

@@ -8,6 +8,7 @@
 #include "api/request.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
+#include "estimator/estimate.h"
 #include "estimator/spec.h"
 #include "estimator/synth.h"
 
@@ -80,6 +81,13 @@ struct h_spec {
 int h_spec_load(struct svc *s, const char *text, size_t len, struct est_spec_given *given, struct h_spec *out,
                 struct api_reply *r);
 void h_spec_release(struct h_spec *h);
+/* est_estimate of h's spec at detail d, admitted first under the daemon's
+ * memory budget (admission.h) by its predicted size (est_synth_size): SC_OK
+ * with *e, else err says why, *busy set when it only has to wait for the
+ * work running now (h_estimate_fail answers 429, else 413 or 422). */
+int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d, struct est_estimate *e, int *busy,
+                        struct sc_error *err);
+int h_estimate_fail(int busy, const struct sc_error *err, struct api_reply *r);
 
 /* h_plans.c: plans (the planner over HTTP) */
 void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "api/plan_json.h"
+#include "daemon/admission.h"
 #include "daemon/cache.h"
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
@@ -64,6 +65,15 @@ static int count_running(const struct plans *p)
     return n;
 }
 
+/* Ask run r to stop: its search at the next progress report, a wait for
+ * memory at once. */
+static void cancel_run(struct run *r)
+{
+    atomic_store(&r->cancel, 1);
+    if (r->pe.admission)
+        admission_wake(r->pe.admission);
+}
+
 void plans_free(struct plans *p)
 {
     if (!p)
@@ -71,7 +81,7 @@ void plans_free(struct plans *p)
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i])
-            atomic_store(&p->running[i]->cancel, 1);
+            cancel_run(p->running[i]);
     pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
     while (count_running(p))
         pthread_cond_wait(&p->changed, &p->mu);
@@ -81,10 +91,76 @@ void plans_free(struct plans *p)
     free(p);
 }
 
+static int cancelled(void *ctx)
+{
+    return atomic_load((atomic_int *)ctx);
+}
+
+/* The estimator's evaluator with its evaluations admitted first
+ * (plans_eval.admission); its bounds build nothing and stay its own. */
+struct admitted_eval {
+    struct plans_eval *pe;
+    struct est_plan_evaluator inner;
+};
+
+static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_detail d, struct est_estimate *out,
+                    struct sc_error *err)
+{
+    struct plans_eval *pe = a->pe;
+    struct est_synth_size size;
+    char what[160];
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = est_synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err)))
+        return rc;
+    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s detail, %lld tasks)",
+             (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp, est_detail_name(d),
+             (long long)size.tasks);
+    if (pe->cancel) {
+        if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
+            pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
+            return rc == SC_EEXIST ? sc_error_set(err, SC_EEXIST, "cancelled") : rc;
+        }
+    } else if ((pe->refused = (int)admission_try(pe->admission, need, 0, what, err)) != ADMISSION_OK) {
+        return SC_ELIMIT;
+    }
+    rc = est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
+    if (pe->cancel)
+        admission_release(pe->admission, need);
+    else
+        admission_done(pe->admission, need, 0);
+    return rc;
+}
+
+static int admitted_stage(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
+{
+    return admitted(ctx, s, EST_DETAIL_STAGE, out, err);
+}
+
+static int admitted_kernel(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
+{
+    return admitted(ctx, s, EST_DETAIL_KERNEL, out, err);
+}
+
+static int admitted_bound(void *ctx, const struct est_spec *s, double *step_ms, struct sc_error *err)
+{
+    struct admitted_eval *a = ctx;
+    return a->inner.bound(a->inner.ctx, s, step_ms, err);
+}
+
+static int admitted_refine(void *ctx, const struct est_spec *s, double enough_ms, double *step_ms,
+                           struct sc_error *err)
+{
+    struct admitted_eval *a = ctx;
+    return a->inner.refine(a->inner.ctx, s, enough_ms, step_ms, err);
+}
+
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err)
 {
     struct est_plan_evaluator ev;
+    struct admitted_eval adm;
     struct est_plan_request banded = *req;
     struct est_plan plan;
     struct sc_error perr;
@@ -96,10 +172,24 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     } else {
         est_plan_evaluator_estimate(&pe->est, &ev);
         banded.bands = &pe->bands;
+        if (pe->admission) {
+            adm = (struct admitted_eval){pe, ev};
+            ev = (struct est_plan_evaluator){admitted_stage, ev.bound ? admitted_bound : NULL, &adm,
+                                             ev.refine ? admitted_refine : NULL, ev.detail ? admitted_kernel : NULL};
+        }
     }
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
-    if (est_plan_run(&banded, &ev, progress, ctx, &plan, &perr)) {
+    pe->refused = ADMISSION_OK;
+    int failed = est_plan_run(&banded, &ev, progress, ctx, &plan, &perr);
+    if (failed && pe->refused != ADMISSION_OK && !pe->cancel) {
+        est_plan_release(&plan);
+        *err = perr;
+        return SC_ELIMIT; /* inside a request: refused, nothing stored */
+    }
+    if (failed && pe->cancel && atomic_load(pe->cancel)) { /* while it waited for memory */
+        snprintf(row.state, sizeof row.state, "cancelled");
+    } else if (failed) {
         snprintf(row.state, sizeof row.state, "failed");
         row.error = perr.msg;
     } else if (plan.cancelled) {
@@ -171,6 +261,7 @@ int plans_start(struct plans *p, const char *id, const char *request, const stru
     snprintf(r->id, sizeof r->id, "%s", id);
     r->req = *req;
     r->pe = *pe;
+    r->pe.cancel = &r->cancel; /* waits for memory, and a cancel ends the wait */
     atomic_init(&r->total, space);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING && slot < 0; i++)
@@ -226,7 +317,7 @@ int plans_cancel(struct plans *p, const char *id)
     pthread_mutex_lock(&p->mu);
     struct run *r = find(p, id);
     if (r) {
-        atomic_store(&r->cancel, 1);
+        cancel_run(r);
         pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
         while (find(p, id))
             pthread_cond_wait(&p->changed, &p->mu);

@@ -5,6 +5,7 @@
 #ifndef DAEMON_PLANS_H
 #define DAEMON_PLANS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -14,6 +15,7 @@
 
 #define PLANS_MAX_RUNNING 4
 
+struct admission;
 struct plans;
 struct store;
 struct cache;
@@ -27,6 +29,14 @@ struct cache_entry;
  * plans_start takes both (whole and the entry) and gives them back once the
  * plan is stored; plans_run leaves them to the caller. */
 struct plans_eval {
+    /* each evaluation by the estimator is admitted first under this memory
+     * budget (admission.h) by its graph's predicted size: inside a request
+     * (plans_run) it is tried, and a refusal ends the plan unstored with
+     * `refused` set (ADMISSION_NEVER or _BUSY); in the background
+     * (plans_start) it waits, and a cancel ends the wait */
+    struct admission *admission;
+    int refused;
+    atomic_int *cancel;
     struct est_plan_estimator est;
     struct est_bands bands;       /* the estimator's: ranked at the request's risk */
     struct whatif_planner whatif; /* used when whole is set; its graph is view */
@@ -44,7 +54,9 @@ int plans_new(struct store *store, struct plans **out, struct sc_error *err);
 void plans_free(struct plans *p);
 
 /* Plan req with pe now, on this thread, and store the result as plan `id`
- * (request: the POST body, kept with it). progress may be NULL. */
+ * (request: the POST body, kept with it). progress may be NULL. An
+ * evaluation the memory budget refuses (pe->refused) ends it with SC_ELIMIT,
+ * nothing stored. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
 /* The same on a thread of its own, which takes pe's whole job and cache

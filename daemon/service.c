@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/openapi.h"
+#include "daemon/admission.h"
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
@@ -114,12 +115,12 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, &s->plans, err)) ||
-        (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)))
+        (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
+        (rc = admission_new((uint64_t)cfg->memory_budget, (unsigned)cfg->heavy_requests, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
-    struct builder_env env = {s->store,    s->blobs,       s->cache,
-                              s->metrics,  &s->load,       &s->publish_mu,
-                              (uint64_t)cfg->memory_budget};
+    struct builder_env env = {s->store,   s->blobs, s->cache,       s->metrics,
+                              &s->load,   &s->publish_mu, s->admission};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
                             &s->builder, err)))
         goto fail;
@@ -160,6 +161,7 @@ void svc_close(struct svc *s)
 {
     plans_free(s->plans);
     builder_free(s->builder);
+    admission_free(s->admission);
     cache_free(s->cache);
     cache_free(s->answers);
     metrics_free(s->metrics);

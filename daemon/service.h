@@ -20,6 +20,7 @@
 #include "model/trace.h"
 #include "common/error.h"
 
+struct admission;
 struct blob_store;
 struct blob_writer;
 struct builder;
@@ -48,6 +49,7 @@ struct svc {
     struct cache *answers;       /* memoised estimates (h_estimate.c) */
     atomic_long ledger_changes;  /* ledger writes since start: part of the memo's key */
     struct plans *plans;         /* plans running in the background (h_plans.c) */
+    struct admission *admission; /* the memory budget all heavy work is admitted under */
 };
 
 /* Bytes of memoised estimate documents kept (least recently used go). */

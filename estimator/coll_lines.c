@@ -52,12 +52,14 @@ int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *L, stru
                             COLL_FIT_RANGES);
     for (int i = 0; i < L->n; i++) {
         const struct coll_line *l = &L->v[i];
-        if (!(l->busbw_gbps > 0) || !(l->hop_us >= 0) || !(l->from_bytes >= 0) || !(l->to_bytes >= l->from_bytes) ||
-            !isfinite(l->busbw_gbps) || !isfinite(l->hop_us) || !isfinite(l->to_bytes) ||
+        if (!(l->busbw_gbps >= COLL_MIN_BUSBW_GBPS && l->busbw_gbps <= COLL_MAX_BUSBW_GBPS) ||
+            !(l->hop_us >= 0 && l->hop_us <= COLL_MAX_LATENCY_US) || !(l->from_bytes >= 0) ||
+            !(l->to_bytes >= l->from_bytes) || !isfinite(l->to_bytes) ||
             (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
-            return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be > 0, "
-                                "latency >= 0, and its sizes (0 <= from <= to) above the line before",
-                                coll_kind_name(k), i + 1);
+            return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be %g to %g GB/s, "
+                                "latency 0 to %g us, and its sizes (0 <= from <= to) above the line before",
+                                coll_kind_name(k), i + 1, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS,
+                                COLL_MAX_LATENCY_US);
     }
     return SC_OK;
 }

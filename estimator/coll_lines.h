@@ -29,6 +29,18 @@ enum model_coll_op coll_kind_from_name(const char *s);
 #define COLL_FIT_RANGES 4
 extern const double coll_fit_range_lo[COLL_FIT_RANGES];
 
+/* The physical range of a collective model's figures, checked wherever
+ * they come in (a cluster profile, a calibration's fit, an nccl-tests
+ * row), so that no stored calibration poisons the estimates that name it:
+ * bandwidths 1e-6 to 1e5 GB/s (a line fitted on messages of a few bytes
+ * stays well above the first, no link reaches the second; subnormals and
+ * 0 are below it), latencies 0 to 1 s a step, the NVLS gain 0.1 to 16. */
+#define COLL_MIN_BUSBW_GBPS 1e-6
+#define COLL_MAX_BUSBW_GBPS 1e5
+#define COLL_MAX_LATENCY_US 1e6
+#define COLL_MIN_NVLS_GAIN 0.1
+#define COLL_MAX_NVLS_GAIN 16.0
+
 /* One size range of a measurement inside one NVLink domain. A message is
  * priced by the line of the range its size falls in (the first below the
  * first, the last above the last), between two ranges' sizes by the

@@ -187,11 +187,25 @@ static size_t plans(const struct coll_params *p, enum model_coll_op k, int g, in
 }
 
 /* The tiers' figures. */
+static int in_range(double v, double lo, double hi)
+{
+    return v >= lo && v <= hi; /* false for NaN */
+}
+
 static int tiers_valid(const struct coll_params *p, struct sc_error *err)
 {
-    if (!(p->intra.busbw_gbps > 0) || !(p->inter.busbw_gbps > 0) || !(p->nvls_gain > 0) ||
-        !(p->base_us >= 0) || !(p->intra.hop_us >= 0) || !(p->inter.hop_us >= 0))
-        return sc_error_set(err, SC_EINVAL, "collective parameters: bandwidths must be > 0, latencies >= 0");
+    if (!in_range(p->intra.busbw_gbps, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS) ||
+        !in_range(p->inter.busbw_gbps, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS) ||
+        !in_range(p->nvls_gain, COLL_MIN_NVLS_GAIN, COLL_MAX_NVLS_GAIN) ||
+        !in_range(p->base_us, 0, COLL_MAX_LATENCY_US) || !in_range(p->intra.hop_us, 0, COLL_MAX_LATENCY_US) ||
+        !in_range(p->inter.hop_us, 0, COLL_MAX_LATENCY_US))
+        return sc_error_set(err, SC_EINVAL,
+                            "collective parameters: bandwidths must be %g to %g GB/s, latencies 0 to %g us, the "
+                            "NVLS gain %g to %g (intra %g GB/s, inter %g GB/s, base %g us, hops %g and %g us, "
+                            "gain %g)",
+                            COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS, COLL_MAX_LATENCY_US, COLL_MIN_NVLS_GAIN,
+                            COLL_MAX_NVLS_GAIN, p->intra.busbw_gbps, p->inter.busbw_gbps, p->base_us,
+                            p->intra.hop_us, p->inter.hop_us, p->nvls_gain);
     return SC_OK;
 }
 

@@ -2,6 +2,7 @@
  * estimate (estimate.h). */
 #include "estimator/estimate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,8 @@ double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double ste
     return peak > 0 ? est_model_flops_per_token(&s->model) * tokens_per_s / peak : 0;
 }
 
-void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
-                         struct est_estimate *out)
+int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+                        struct est_estimate *out, struct sc_error *err)
 {
     double step_s = out->step_ms / 1e3;
     double tokens = (double)(s->parallel.global_batch * s->model.seq);
@@ -88,6 +89,28 @@ void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, 
     out->cost_usd_per_m_tokens = s->cluster.gpu_hour_usd >= 0 ? gpu_hours * s->cluster.gpu_hour_usd : -1;
     out->time_to_train_days = s->options.train_tokens > 0 && out->tokens_per_s > 0 ?
                                   s->options.train_tokens / out->tokens_per_s / 86400 : -1;
+    if (!(isfinite(out->step_ms) && out->step_ms > 0))
+        return sc_error_set(err, SC_ENUMERIC, "the estimate is not physical: a step of %g ms", out->step_ms);
+    if (!(isfinite(out->mfu) && out->mfu > 0 && out->mfu <= 1))
+        return sc_error_set(err, SC_ENUMERIC,
+                            "the estimate is not physical: MFU %.3g (a step of %.6g ms on %.0f x %s) is outside "
+                            "(0, 1]",
+                            out->mfu, out->step_ms, out->gpus, hw->id);
+    return SC_OK;
+}
+
+int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail d, double budget, const char *budget_name, struct sc_error *err)
+{
+    struct est_synth_size size;
+    int rc = est_synth_size(s, hw, c, d, &size, err);
+    if (rc || size.bytes <= budget)
+        return rc;
+    return sc_error_set(err, SC_ELIMIT,
+                        "the estimate needs an estimated %.1f MiB (%lld tasks at %s detail), more than %s, %.1f MiB: "
+                        "estimate at a coarser detail, or with fewer micro-batches (parallel.global_batch)",
+                        size.bytes / 1048576.0, (long long)size.tasks, est_detail_name(d), budget_name,
+                        budget / 1048576.0);
 }
 
 int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
@@ -144,11 +167,13 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         out->breakdown = slow->breakdown;
     }
 
-    est_estimate_derive(s, hw, &mem, out);
+    rc = est_estimate_derive(s, hw, &mem, out, err);
     est_memory_release(&mem);
     model_replay_free(rp);
     model_graph_free(g);
-    return SC_OK;
+    if (rc)
+        est_estimate_release(out);
+    return rc;
 }
 
 void est_estimate_release(struct est_estimate *e)

@@ -58,6 +58,13 @@ void est_estimate_release(struct est_estimate *e);
  * x dp ranks each stands for. */
 double est_graph_flops(const struct model_graph *g, const struct est_spec *s);
 
+/* Whether the estimate of spec s at detail d fits `budget` bytes by its
+ * graph's predicted size (est_synth_size), known before any of it is
+ * built: SC_ELIMIT naming the prediction, `budget_name` (what the budget
+ * is) and what to change when it does not. */
+int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                       enum est_detail d, double budget, const char *budget_name, struct sc_error *err);
+
 /* The MFU of spec s on hw at a step time: its model FLOPs per second over
  * the dtype's dense peak of its GPUs (0 without a peak or a time). */
 double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);
@@ -65,9 +72,12 @@ double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double ste
 /* The figures that follow from out->step_ms and the memory of spec s
  * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
  * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to
- * train. For an estimate, and for a step timed otherwise (a what-if). */
+ * train. For an estimate, and for a step timed otherwise (a what-if).
+ * SC_ENUMERIC when they are not physical, the estimate refused rather than
+ * answered: a step time or MFU that is not finite, a step time not above
+ * 0, an MFU outside (0, 1] (more model FLOPs a second than the GPUs' peak). */
 struct est_memory;
-void est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
-                         struct est_estimate *out);
+int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+                        struct est_estimate *out, struct sc_error *err);
 
 #endif

@@ -14,6 +14,9 @@
 #define HEADER "dtype,batch,m,n,k,us"
 #define DEVICE_TAG "# device:"
 #define MAX_DIM 2147483648.0 /* 2^31 */
+/* One GEMM's time at most: 1,000 s, past any kernel a benchmark times
+ * (and below it, no stored calibration prices a kernel in years) */
+#define GEMM_TABLE_MAX_US 1e9
 
 static const char *const columns[] = {"dtype", "batch", "m", "n", "k", "us"};
 
@@ -50,9 +53,9 @@ static int read_row(const char *s, size_t w, size_t line, struct gemm_sample *ou
         f[c] = strtod(buf, &numend);
         int whole = c < 4;
         if (*numend || errno || !(f[c] > 0) || !isfinite(f[c]) || (whole && (f[c] != floor(f[c]) || f[c] > MAX_DIM)) ||
-            (!whole && f[c] > 1e12))
+            (!whole && f[c] > GEMM_TABLE_MAX_US))
             return sc_error_set(err, SC_EPARSE, "line %zu: %s: '%s' is not %s", line, columns[c + 1], buf,
-                                whole ? "a whole number from 1 to 2^31" : "a positive time in microseconds");
+                                whole ? "a whole number from 1 to 2^31" : "a time in microseconds above 0, at most 1e9");
     }
     *out = (struct gemm_sample){.batch = f[0], .m = f[1], .n = f[2], .k = f[3], .dtype = out->dtype,
                                 .measured_us = f[4], .kernels = 1, .device = -1, .op = 0};

@@ -31,21 +31,22 @@ struct key {
 #define NAMEKEY(name, kind) {name, kind, 0, 0, 0, 0}
 /* a boolean: an int field, -1 when not given */
 #define BOOLKEY(f) {#f, KEY_BOOL, offsetof(struct job_config, f), 0, 1, 0}
-/* The spec's ranges (estimator/spec.c) where they are narrower. */
+/* The spec's ranges (estimator/spec.h, EST_MAX_*). */
 static const struct key keys[] = {
-    INTKEY(tp, 1 << 16, 1),          INTKEY(pp, 1 << 16, 1),           INTKEY(dp, 1 << 20, 1),
-    INTKEY(micro_batch, 1 << 20, 0), INTKEY(global_batch, 1 << 30, 0), INTKEY(layers, 1 << 16, 0),
-    INTKEY(hidden, 1 << 20, 0),      INTKEY(heads, 1 << 16, 0),        INTKEY(ffn, 1 << 24, 0),
-    INTKEY(seq, 1 << 24, 0),         INTKEY(vocab, 1 << 24, 0),        NAMEKEY("dtype", KEY_DTYPE),
+    INTKEY(tp, EST_MAX_DEGREE, 1),   INTKEY(pp, EST_MAX_DEGREE, 1),    INTKEY(dp, EST_MAX_DEGREE, 1),
+    INTKEY(micro_batch, EST_MAX_MICRO_BATCH, 0), INTKEY(global_batch, EST_MAX_GLOBAL_BATCH, 0),
+    INTKEY(layers, EST_MAX_LAYERS, 0),
+    INTKEY(hidden, EST_MAX_HIDDEN, 0), INTKEY(heads, EST_MAX_HEADS, 0), INTKEY(ffn, EST_MAX_FFN, 0),
+    INTKEY(seq, EST_MAX_SEQ, 0),     INTKEY(vocab, EST_MAX_VOCAB, 0),  NAMEKEY("dtype", KEY_DTYPE),
     NAMEKEY("schedule", KEY_SCHEDULE), INTKEY(vpp, 1 << 10, 0),        NAMEKEY("gpu", KEY_GPU),
-    INTKEY(kv_heads, 1 << 16, 0),    NAMEKEY("mlp", KEY_MLP),          INTKEY(cp, 1 << 16, 0),
-    INTKEY(ep, 1 << 16, 0),          INTKEY(etp, 1 << 16, 0),          INTKEY0(zero_stage, 3),
+    INTKEY(kv_heads, EST_MAX_HEADS, 0), NAMEKEY("mlp", KEY_MLP),       INTKEY(cp, EST_MAX_DEGREE, 0),
+    INTKEY(ep, EST_MAX_DEGREE, 0),   INTKEY(etp, EST_MAX_DEGREE, 0),   INTKEY0(zero_stage, 3),
     BOOLKEY(sequence_parallel), NAMEKEY("recompute", KEY_RECOMPUTE),
     INTKEY(gpus_per_node, 1 << 20, 0), NAMEKEY("framework", KEY_FRAMEWORK),
     NAMEKEY("master_weights", KEY_MASTER), BOOLKEY(tied_embeddings),
-    {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, 1 << 16, 0},
-    {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, 1 << 16, 0},
-    {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, 1 << 24, 0},
+    {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, EST_MAX_EXPERTS, 0},
+    {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, EST_MAX_EXPERTS, 0},
+    {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, EST_MAX_FFN, 0},
     {"moe.shared_experts", KEY_INT, offsetof(struct job_config, moe.shared_experts), 0, 1 << 10, 0},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])

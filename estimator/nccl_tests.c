@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/coll_lines.h"
 #include "common/banned.h"
 
 #define MAX_TOKENS 24
@@ -211,7 +212,10 @@ static int result_row(const struct line *l, int groups, struct nct_row *row)
         if (tok_num(l, at, &row->time_us[g]) || tok_num(l, at + 1, &row->algbw_gbps[g]) ||
             tok_num(l, at + 2, &row->busbw_gbps[g]))
             return -1;
-        if (row->time_us[g] < 0 || row->algbw_gbps[g] < 0 || row->busbw_gbps[g] < 0)
+        /* a physical range (coll_lines.h): 0 to 1,000 s, 0 to 1e5 GB/s */
+        if (!(row->time_us[g] >= 0 && row->time_us[g] <= 1e3 * COLL_MAX_LATENCY_US) ||
+            !(row->algbw_gbps[g] >= 0 && row->algbw_gbps[g] <= COLL_MAX_BUSBW_GBPS) ||
+            !(row->busbw_gbps[g] >= 0 && row->busbw_gbps[g] <= COLL_MAX_BUSBW_GBPS))
             return -1;
     }
     return 0;
@@ -278,7 +282,8 @@ int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_ru
         if (rc > 0)
             continue; /* a log line */
         if (rc < 0) {
-            status = sc_error_set(err, SC_EPARSE, "malformed result row (time or bandwidth not a number)");
+            status = sc_error_set(err, SC_EPARSE, "malformed result row (time or bandwidth not a number, or outside 0 to %g us and 0 to %g GB/s)",
+                                  1e3 * COLL_MAX_LATENCY_US, COLL_MAX_BUSBW_GBPS);
             err->offset = (int64_t)(line_start - text);
             goto fail;
         }

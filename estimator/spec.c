@@ -18,8 +18,6 @@
 
 /* The largest spec document taken. */
 #define SPEC_MAX_BYTES (1 << 20)
-/* tp x cp x pp x dp at most. */
-#define SPEC_MAX_GPUS (1 << 24)
 
 enum kind { K_OBJECT, K_INT, K_BOOL, K_NUM, K_ENUM, K_STR };
 
@@ -76,41 +74,42 @@ static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_F
 #define ENUM_OR_NULL(path, member, names) {path, K_ENUM, 0, 1, AT(member), 0, 0, names}
 #define STR(path, req, null, member) {path, K_STR, req, null, AT(member), 1, 0, NULL}
 
-/* Ranges keep every product the estimator forms far from overflow. */
+/* Ranges keep every product the estimator forms far from overflow
+ * (spec.h, EST_MAX_*). */
 static const struct field fields[] = {
     OBJ("model"),
-    INT("model.layers", 1, 0, model.layers, 1, 1 << 16),
-    INT("model.hidden", 1, 0, model.hidden, 1, 1 << 20),
-    INT("model.heads", 1, 0, model.heads, 1, 1 << 16),
-    INT("model.kv_heads", 0, 0, model.kv_heads, 1, 1 << 16),
-    INT("model.head_dim", 0, 0, model.head_dim, 1, 1 << 16),
-    INT("model.ffn", 0, 0, model.ffn, 1, 1 << 24),
+    INT("model.layers", 1, 0, model.layers, 1, EST_MAX_LAYERS),
+    INT("model.hidden", 1, 0, model.hidden, 1, EST_MAX_HIDDEN),
+    INT("model.heads", 1, 0, model.heads, 1, EST_MAX_HEADS),
+    INT("model.kv_heads", 0, 0, model.kv_heads, 1, EST_MAX_HEADS),
+    INT("model.head_dim", 0, 0, model.head_dim, 1, EST_MAX_HEADS),
+    INT("model.ffn", 0, 0, model.ffn, 1, EST_MAX_FFN),
     ENUM("model.mlp", model.mlp, mlp_names),
-    INT("model.seq", 1, 0, model.seq, 1, 1 << 24),
-    INT("model.vocab", 0, 0, model.vocab, 1, 1 << 24),
+    INT("model.seq", 1, 0, model.seq, 1, EST_MAX_SEQ),
+    INT("model.vocab", 0, 0, model.vocab, 1, EST_MAX_VOCAB),
     BOOL("model.tied_embeddings", model.tied_embeddings),
-    INT("model.attention_window", 0, 1, model.attention_window, 1, 1 << 24),
-    INT("model.full_attention_every", 0, 0, model.full_attention_every, 0, 1 << 16),
+    INT("model.attention_window", 0, 1, model.attention_window, 1, EST_MAX_SEQ),
+    INT("model.full_attention_every", 0, 0, model.full_attention_every, 0, EST_MAX_LAYERS),
     BOOL("model.dropout", model.dropout),
     OBJ("model.moe"),
-    INT("model.moe.experts", 0, 0, model.moe.experts, 0, 1 << 16),
-    INT("model.moe.top_k", 0, 0, model.moe.top_k, 0, 1 << 16),
-    INT("model.moe.ffn", 0, 1, model.moe.ffn, 1, 1 << 24),
+    INT("model.moe.experts", 0, 0, model.moe.experts, 0, EST_MAX_EXPERTS),
+    INT("model.moe.top_k", 0, 0, model.moe.top_k, 0, EST_MAX_EXPERTS),
+    INT("model.moe.ffn", 0, 1, model.moe.ffn, 1, EST_MAX_FFN),
     INT("model.moe.shared_experts", 0, 0, model.moe.shared_experts, 0, 1 << 10),
-    INT("model.moe.every", 0, 0, model.moe.every, 1, 1 << 16),
-    INT("model.moe.dense_layers", 0, 0, model.moe.dense_layers, 0, 1 << 16),
+    INT("model.moe.every", 0, 0, model.moe.every, 1, EST_MAX_LAYERS),
+    INT("model.moe.dense_layers", 0, 0, model.moe.dense_layers, 0, EST_MAX_LAYERS),
     OBJ("parallel"),
-    INT("parallel.tp", 0, 0, parallel.tp, 1, 1 << 20),
-    INT("parallel.cp", 0, 0, parallel.cp, 1, 1 << 20),
-    INT("parallel.pp", 0, 0, parallel.pp, 1, 1 << 20),
-    INT("parallel.dp", 0, 0, parallel.dp, 1, 1 << 20),
-    INT("parallel.ep", 0, 0, parallel.ep, 1, 1 << 20),
-    INT("parallel.etp", 0, 1, parallel.etp, 1, 1 << 20),
-    INT("parallel.micro_batch", 0, 0, parallel.micro_batch, 1, 1 << 20),
-    INT("parallel.global_batch", 0, 0, parallel.global_batch, 1, 1LL << 40),
+    INT("parallel.tp", 0, 0, parallel.tp, 1, EST_MAX_DEGREE),
+    INT("parallel.cp", 0, 0, parallel.cp, 1, EST_MAX_DEGREE),
+    INT("parallel.pp", 0, 0, parallel.pp, 1, EST_MAX_DEGREE),
+    INT("parallel.dp", 0, 0, parallel.dp, 1, EST_MAX_DEGREE),
+    INT("parallel.ep", 0, 0, parallel.ep, 1, EST_MAX_DEGREE),
+    INT("parallel.etp", 0, 1, parallel.etp, 1, EST_MAX_DEGREE),
+    INT("parallel.micro_batch", 0, 0, parallel.micro_batch, 1, EST_MAX_MICRO_BATCH),
+    INT("parallel.global_batch", 0, 0, parallel.global_batch, 1, EST_MAX_GLOBAL_BATCH),
     ENUM("parallel.schedule", parallel.schedule, schedule_names),
     INT("parallel.vpp", 0, 0, parallel.vpp, 1, 1 << 10),
-    INT("parallel.fsdp_shard", 0, 1, parallel.fsdp_shard, 1, 1 << 20),
+    INT("parallel.fsdp_shard", 0, 1, parallel.fsdp_shard, 1, EST_MAX_DEGREE),
     OBJ("cluster"),
     STR("cluster.gpu", 1, 0, cluster.gpu),
     INT("cluster.gpus_per_node", 0, 0, cluster.gpus_per_node, 1, 1 << 20),
@@ -121,7 +120,7 @@ static const struct field fields[] = {
     OBJ("options"),
     ENUM("options.dtype", options.dtype, dtype_names),
     ENUM("options.recompute", options.recompute, recompute_names),
-    INT("options.recompute_layers", 0, 1, options.recompute_layers, 1, 1 << 16),
+    INT("options.recompute_layers", 0, 1, options.recompute_layers, 1, EST_MAX_LAYERS),
     ENUM("options.attention", options.attention, attention_names),
     INT("options.zero_stage", 0, 0, options.zero_stage, 0, 3),
     BOOL("options.sequence_parallel", options.sequence_parallel),
@@ -403,11 +402,15 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
         p->etp = p->tp;
     if (!p->global_batch)
         p->global_batch = p->micro_batch * p->dp;
+    if (p->global_batch > EST_MAX_GLOBAL_BATCH)
+        return sc_error_set(err, SC_EINVAL,
+                            "parallel.global_batch: micro_batch x dp = %lld sequences, over the limit of %d",
+                            (long long)p->global_batch, EST_MAX_GLOBAL_BATCH);
     double gpus = (double)p->tp * (double)p->cp * (double)p->pp * (double)p->dp;
-    if (gpus > SPEC_MAX_GPUS)
+    if (gpus > EST_MAX_GPUS)
         return sc_error_set(err, SC_EINVAL,
                             "parallel: tp x cp x pp x dp = %.0f GPUs, over the limit of %d", gpus,
-                            SPEC_MAX_GPUS);
+                            EST_MAX_GPUS);
     if ((rc = div_check(m->heads, p->tp, "model.heads", "parallel.tp", err)) ||
         (rc = div_check(m->kv_heads, p->tp, "model.kv_heads", "parallel.tp", err)) ||
         (rc = div_check(m->ffn, p->tp, "model.ffn", "parallel.tp", err)))

@@ -62,6 +62,24 @@ enum est_master_weights { EST_MASTER_FP32, EST_MASTER_BF16 };
  * F.cross_entropy, optimizer.zero_grad(set_to_none=True)). */
 enum est_framework { EST_FRAMEWORK_MEGATRON, EST_FRAMEWORK_PYTORCH };
 
+/* The largest values a spec, a job description and a what-if set take.
+ * No real training job comes near them (the largest published runs have
+ * ~130 layers, hidden 25,600, 256 routed experts, 16M tokens a step); they
+ * keep every count the estimator forms (tasks, micro-batches, FLOPs,
+ * bytes) far from overflow, and a request past one is refused by the
+ * parser, the field named. README.md ("Limits of a spec") lists them. */
+#define EST_MAX_LAYERS 4096
+#define EST_MAX_HIDDEN (1 << 17)
+#define EST_MAX_HEADS (1 << 12)      /* heads, kv_heads, head_dim */
+#define EST_MAX_FFN (1 << 20)        /* model.ffn, model.moe.ffn */
+#define EST_MAX_SEQ (1 << 24)
+#define EST_MAX_VOCAB (1 << 22)
+#define EST_MAX_EXPERTS (1 << 14)
+#define EST_MAX_DEGREE (1 << 20)     /* tp, cp, pp, dp, ep, etp, fsdp_shard */
+#define EST_MAX_MICRO_BATCH (1 << 16)
+#define EST_MAX_GLOBAL_BATCH (1 << 24)
+#define EST_MAX_GPUS (1 << 24)       /* tp x cp x pp x dp */
+
 struct est_moe {
     int64_t experts;        /* routed experts; 0 = no MoE */
     int64_t top_k;          /* experts per token */

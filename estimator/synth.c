@@ -22,6 +22,7 @@
 #include "estimator/quant.h"
 #include "model/graph_builder.h"
 #include "model/kernel_family.h"
+#include "common/checked.h"
 #include "common/banned.h"
 
 static const char *const detail_names[] = {"stage", "layer", "kernel"};
@@ -165,7 +166,7 @@ struct op {
  * (see struct run and run_add): computed once per list, so that at layer
  * and stage detail a layer's operations are emitted in one step. */
 struct run_sum {
-    int n;               /* operations */
+    int64_t n;           /* operations */
     int64_t cpu;         /* host time: its dispatches */
     int64_t gpu;         /* GPU time */
     int64_t comm;        /* of which communication */
@@ -256,7 +257,7 @@ static int op_push(struct synth *y, struct oplist *l, const struct op *o)
 
 static int64_t ns(double us)
 {
-    return us > 0 ? (int64_t)llround(us * 1000.0) : 0;
+    return sc_sat_round(us * 1000.0);
 }
 
 /* A GEMM in dtype dt. */
@@ -354,7 +355,7 @@ static void coll(struct synth *y, struct oplist *l, const char *name, enum model
     if (g->ranks <= 1)
         return;
     op_push(y, l, &(struct op){name, MODEL_TASK_COMM, (uint8_t)op, OP_PLAIN, 1, coll_ns(y, op, g, bytes),
-                               (int64_t)bytes, (uint32_t)g->ranks});
+                               sc_sat_trunc(bytes), (uint32_t)g->ranks});
 }
 
 /* Quantisation of one bf16 tensor of `elements` for a low-precision GEMM,
@@ -672,7 +673,7 @@ static void moe_exchange(struct synth *y, struct oplist *l, const struct moe_tok
             coll(y, l, "expert tp reduce-scatter", MODEL_COLL_REDUCESCATTER, &sh->etp_group, t->gathered);
         if (sh->ep_group.ranks > 1)
             op_push(y, l, &(struct op){names[0], MODEL_TASK_COMM, MODEL_COLL_ALLTOALL, OP_PLAIN, 1,
-                                       deepep_ns(y, t->tokens), (int64_t)bytes, 0});
+                                       deepep_ns(y, t->tokens), sc_sat_trunc(bytes), 0});
         if (to_experts)
             coll(y, l, "expert tp all-gather", MODEL_COLL_ALLGATHER, &sh->etp_group, t->gathered);
         return;
@@ -972,7 +973,7 @@ static uint32_t host_call(struct synth *y, struct rank *r, const struct model_ta
             r->call_ns = t->dur;
         } else {
             offset = r->call_ns;
-            r->call_ns += t->dur;
+            r->call_ns = sc_sat_add(r->call_ns, t->dur);
             if (!y->failed && model_gb_set_dur(y->gb, r->call, r->call_ns))
                 y->failed = y->err->code;
         }
@@ -1050,7 +1051,7 @@ static void wait_on(struct synth *y, struct rank *r, int stream, uint32_t task)
 static int64_t op_host(const struct synth *y, const struct op *o)
 {
     double us = o->cls == MODEL_TASK_COMM ? y->c->host_coll_us : y->c->host_op_us;
-    return ns(us) * (o->ndisp ? o->ndisp : 1);
+    return sc_sat_mul(ns(us), o->ndisp ? o->ndisp : 1);
 }
 
 static int64_t max_i64(int64_t a, int64_t b)
@@ -1067,12 +1068,12 @@ static void sum_append(struct run_sum *b, const struct run_sum *a)
         *b = *a;
         return;
     }
-    b->tail = max_i64(b->tail + a->gpu, b->cpu + a->tail);
+    b->tail = max_i64(sc_sat_add(b->tail, a->gpu), sc_sat_add(b->cpu, a->tail));
     b->mixed |= a->mixed || a->sub != b->sub;
     b->kernel |= a->kernel;
-    b->cpu += a->cpu;
-    b->gpu += a->gpu;
-    b->comm += a->comm;
+    b->cpu = sc_sat_add(b->cpu, a->cpu);
+    b->gpu = sc_sat_add(b->gpu, a->gpu);
+    b->comm = sc_sat_add(b->comm, a->comm);
     b->flops += a->flops;
     b->n += a->n;
 }
@@ -1081,7 +1082,7 @@ static void sum_op(const struct synth *y, const struct op *o, struct run_sum *ou
 {
     int64_t cpu = op_host(y, o);
     *out = (struct run_sum){.n = 1, .cpu = cpu, .gpu = o->dur, .comm = o->cls == MODEL_TASK_COMM ? o->dur : o->comm,
-                            .flops = o->flops, .first_cpu = cpu, .tail = cpu + o->dur,
+                            .flops = o->flops, .first_cpu = cpu, .tail = sc_sat_add(cpu, o->dur),
                             .cls = o->cls, .sub = o->sub, .kernel = o->cls == MODEL_TASK_KERNEL, .first = o};
 }
 
@@ -1130,7 +1131,7 @@ static void overlap_tp(const struct synth *y, struct oplist *l)
         }
         struct op *gemm = &l->v[g];
         int64_t c = l->v[i].dur, k = gemm->dur;
-        int64_t both = (c > k ? c : k) + (c < k ? c : k) / (int64_t)y->sh.tp;
+        int64_t both = sc_sat_add(c > k ? c : k, (c < k ? c : k) / (int64_t)y->sh.tp);
         gemm->comm = both - k;
         gemm->dur = both;
         /* the collective is dropped: its GEMM holds its time */
@@ -1334,7 +1335,7 @@ static void dp_colls(struct synth *y, struct rank *r, enum model_coll_op op, int
     for (size_t k = 0; k < n; k++) {
         struct op o = {c[k].op == op ? name : "gradient all-reduce across replicas", MODEL_TASK_COMM,
                        (uint8_t)c[k].op, OP_PLAIN, 1, coll_ns(y, c[k].op, c[k].group, c[k].bytes),
-                       (int64_t)c[k].bytes, (uint32_t)c[k].group->ranks};
+                       sc_sat_trunc(c[k].bytes), (uint32_t)c[k].group->ranks};
         wait_on(y, r, ST_DP, after);
         emit(y, r, ST_DP, &o);
         flush(y, r);
@@ -1461,7 +1462,7 @@ static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, doubl
     size_t n = dp_coll_list(y, op, 1, dense, experts, bytes_per, list);
     struct z3_colls c = {n > 0, 0};
     for (size_t k = 0; k < n; k++)
-        c.ns += coll_ns(y, list[k].op, list[k].group, list[k].bytes);
+        c.ns = sc_sat_add(c.ns, coll_ns(y, list[k].op, list[k].group, list[k].bytes));
     return c;
 }
 
@@ -1475,7 +1476,7 @@ static struct z3_unit z3_unit_of(struct synth *y, double dense, double experts)
 static void z3_sim_colls(struct z3_sim *z, const struct z3_colls *c, int64_t after)
 {
     if (c->any)
-        z->stream = max_i64(z->stream, after) + c->ns;
+        z->stream = sc_sat_add(max_i64(z->stream, after), c->ns);
 }
 
 /* z3_reduce: the gradients left by the last backward unit reduce-scattered. */
@@ -1496,7 +1497,7 @@ static void z3_sim_unit(struct synth *y, const struct z3_unit *u, int64_t comput
         z->compute = max_i64(z->compute, z->stream);
     }
     z3_sim_reduce(z);
-    z->compute += compute;
+    z->compute = sc_sat_add(z->compute, compute);
     if (backward) {
         z->grads = u->reduce;
         z->grads_after = z->compute;
@@ -1578,7 +1579,7 @@ struct pipeline {
  * their gradients) at a stage boundary. */
 static int64_t act_bytes(const struct synth *y)
 {
-    return (int64_t)(y->sh.Tl * y->sh.h * y->sh.B);
+    return sc_sat_trunc(y->sh.Tl * y->sh.h * y->sh.B);
 }
 
 /* How long one pipeline transfer takes, ns. */
@@ -1985,7 +1986,7 @@ static int param_gather(struct synth *y, const struct pipeline *p, int64_t rank,
         return 0;
     double bytes = rank_params(y, p, rank) * y->sh.B;
     *o = (struct op){"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
-                     coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                     coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), sc_sat_trunc(bytes),
                      (uint32_t)y->sh.dp_group.ranks};
     return 1;
 }
@@ -2041,7 +2042,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     if (s->options.zero_stage >= 1 && !zero3(y) && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
         double bytes = params * y->sh.B;
         struct op o = {"parameter all-gather", MODEL_TASK_COMM, MODEL_COLL_ALLGATHER, OP_PLAIN, 1,
-                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), (int64_t)bytes,
+                       coll_ns(y, MODEL_COLL_ALLGATHER, &y->sh.dp_group, bytes), sc_sat_trunc(bytes),
                        (uint32_t)y->sh.dp_group.ranks};
         emit(y, r, ST_COMPUTE, &o);
     }
@@ -2099,9 +2100,8 @@ static void pair_transfers(struct synth *y, struct pipeline *p)
 }
 
 /* About how many tasks and edges the step takes (more rather than fewer:
- * room not used costs address space only), so that the builder's arrays
- * are not grown and copied as the step is emitted. */
-static void reserve_room(struct synth *y, const struct pipeline *p)
+ * room not used costs address space only). */
+static void room(const struct synth *y, const struct pipeline *p, struct est_synth_size *out, int64_t *groups)
 {
     int64_t layers = 0, per_layer = 0;
     for (int64_t v = 0; v < p->pp * p->vpp; v++)
@@ -2117,10 +2117,29 @@ static void reserve_room(struct synth *y, const struct pipeline *p)
     else if (y->detail == EST_DETAIL_KERNEL)
         ops += layers * per_layer +
                (int64_t)(y->embed_fwd.n + y->embed_bwd.n + y->head_fwd.n + y->head_bwd.n);
-    int64_t passes = p->pp * p->vpp * p->m, groups = passes * (ops / 2 + 4) + 64 * p->pp;
-    if (!y->failed && model_gb_reserve(y->gb, (size_t)(passes * (2 * ops + 10) + 64 * p->pp),
-                                       (size_t)(passes * (3 * ops + 24) + 64 * p->pp), (size_t)groups,
-                                       (size_t)(2 * groups)))
+    if (zero3(y)) /* each unit's gathers and reduce-scatter, and the compute runs they cut */
+        ops += 8 * (layers + 2);
+    /* the spec's limits (EST_MAX_*) keep these far below 2^63 */
+    int64_t passes = p->pp * p->vpp * p->m;
+    /* at stage detail one pipeline rank's passes merge into the same few
+     * runs, however many micro-batches there are (nothing waits on a pass
+     * but the next) */
+    if (y->detail == EST_DETAIL_STAGE && y->sh.cp <= 1 && p->pp == 1 && !zero3(y))
+        passes = 1;
+    out->tasks = passes * (2 * ops + 10) + 64 * p->pp;
+    out->edges = passes * (3 * ops + 24) + 64 * p->pp;
+    out->bytes = (double)out->tasks * EST_SYNTH_BYTES_PER_TASK;
+    *groups = passes * (ops / 2 + 4) + 64 * p->pp;
+}
+
+/* Room for room()'s tasks and edges, so that the builder's arrays are not
+ * grown and copied as the step is emitted. */
+static void reserve_room(struct synth *y, const struct pipeline *p)
+{
+    struct est_synth_size z;
+    int64_t groups;
+    room(y, p, &z, &groups);
+    if (!y->failed && model_gb_reserve(y->gb, (size_t)z.tasks, (size_t)z.edges, (size_t)groups, (size_t)(2 * groups)))
         y->failed = y->err->code;
 }
 
@@ -2170,7 +2189,8 @@ static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, in
 {
     int64_t t = 0;
     for (size_t i = 0; i < l->n; i++)
-        t += l->v[i].special == OP_CP_ATTENTION ? y->s->parallel.cp * y->cp_block[backward].dur : l->v[i].dur;
+        t = sc_sat_add(t, l->v[i].special == OP_CP_ATTENTION ? sc_sat_mul(y->s->parallel.cp, y->cp_block[backward].dur)
+                                                             : l->v[i].dur);
     return t;
 }
 
@@ -2188,7 +2208,7 @@ int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, 
     for (int k = 0; k < 2; k++) {
         out->layer_f[k] = list_compute_ns(&y, &y.fwd[k], 0);
         out->layer_r[k] = list_compute_ns(&y, &y.recompute[k], 0);
-        out->layer_b[k] = out->layer_r[k] + list_compute_ns(&y, &y.bwd[k], 1);
+        out->layer_b[k] = sc_sat_add(out->layer_r[k], list_compute_ns(&y, &y.bwd[k], 1));
     }
     out->embed_f = list_compute_ns(&y, &y.embed_fwd, 0);
     out->embed_b = list_compute_ns(&y, &y.embed_bwd, 1);
@@ -2206,13 +2226,13 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
     *f = st->embedding ? pc->embed_f : 0;
     *b = st->embedding ? pc->embed_b : 0;
     if (st->loss) {
-        *f += pc->head_f;
-        *b += pc->head_b;
+        *f = sc_sat_add(*f, pc->head_f);
+        *b = sc_sat_add(*b, pc->head_b);
     }
     for (int i = 0; i < st->layers; i++) {
         int moe = est_model_layer_is_moe(&s->model, st->first_layer + i);
-        *f += pc->layer_f[moe];
-        *b += layer_b_ns(s, pc, moe, i);
+        *f = sc_sat_add(*f, pc->layer_f[moe]);
+        *b = sc_sat_add(*b, layer_b_ns(s, pc, moe, i));
     }
 }
 
@@ -2226,8 +2246,9 @@ static int64_t z3_unit_ns(struct synth *y, double dense, double experts)
     int64_t t = 0;
     for (int k = 0; k < 2; k++)
         if (sizes[k] > 0)
-            t += 2 * coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B) +
-                 coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k], sizes[k] * est_grad_bytes(y->s));
+            t = sc_sat_add(t, sc_sat_add(sc_sat_mul(2, coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B)),
+                                         coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k],
+                                                 sizes[k] * est_grad_bytes(y->s))));
     return t;
 }
 
@@ -2244,7 +2265,7 @@ static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t r
         const struct est_stage_layers *st = &p->vstages[virtual_stage(p, rank, chunk)];
         double emb, head;
         edge_params(s, st, &emb, &head);
-        t += z3_unit_ns(y, emb, 0) + z3_unit_ns(y, head, 0);
+        t = sc_sat_add(t, sc_sat_add(z3_unit_ns(y, emb, 0), z3_unit_ns(y, head, 0)));
         for (int i = 0; i < st->layers; i++) {
             int64_t layer = st->first_layer + i;
             int moe = est_model_layer_is_moe(&s->model, layer);
@@ -2253,10 +2274,10 @@ static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t r
                 est_layer_rank_params(s, layer, &dense, &experts);
                 kind_ns[moe] = z3_unit_ns(y, dense, experts);
             }
-            t += kind_ns[moe];
+            t = sc_sat_add(t, kind_ns[moe]);
         }
     }
-    return m * t;
+    return sc_sat_mul(m, t);
 }
 
 /* A bound's virtual stages: p->vstages placed (malloc'd) for p's pp and vpp. */
@@ -2314,20 +2335,20 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
             head = gather.dur;
         for (int64_t chunk = 0; chunk < p.vpp; chunk++) {
             pass_ns(s, pc, &p.vstages[virtual_stage(&p, rank, chunk)], &f, &b);
-            busy += m * (f + b);
+            busy = sc_sat_add(busy, sc_sat_mul(m, sc_sat_add(f, b)));
             if (chunk == 0) {
                 f0 = f;
                 b0 = b;
             }
         }
-        busy += send_gaps(p.pp, p.vpp, m, rank) * p2p;
-        best = head + busy + tail > best ? head + busy + tail : best;
+        busy = sc_sat_add(busy, sc_sat_mul(send_gaps(p.pp, p.vpp, m, rank), p2p));
+        best = max_i64(best, sc_sat_add(sc_sat_add(head, busy), tail));
         int64_t stream = z3_stream_ns(&y, &p, rank, m);
         best = stream > best ? stream : best;
         /* chunk 0's passes, which the later ranks wait for, each handed
          * on by a transfer */
-        head += f0 + p2p;
-        tail += b0 + p2p;
+        head = sc_sat_add(head, sc_sat_add(f0, p2p));
+        tail = sc_sat_add(tail, sc_sat_add(b0, p2p));
     }
     free(p.vstages);
     *ms = (double)best / 1e6;
@@ -2394,7 +2415,7 @@ static void scale_kernels(struct synth *y, int64_t ns, struct oplist *l, struct 
     for (int j = 0; j < 2; j++) {
         for (size_t i = 0; ls[j] && i < ls[j]->n; i++)
             if (ls[j]->v[i].cls == MODEL_TASK_KERNEL && ls[j]->v[i].special == OP_PLAIN)
-                ls[j]->v[i].dur = (int64_t)llround((double)ls[j]->v[i].dur * (double)ns / k);
+                ls[j]->v[i].dur = sc_sat_round((double)ls[j]->v[i].dur * (double)ns / k);
         if (ls[j])
             summarise(y, ls[j]);
     }
@@ -2418,11 +2439,12 @@ static void apply_measured(struct synth *y, const struct est_pass_costs *m)
  * tags or without them. */
 static int synth_step(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, const struct est_pass_costs *measured, int calls, int names,
-                      struct model_graph **out, struct sc_error *err)
+                      struct est_synth_size *size_only, struct model_graph **out, struct sc_error *err)
 {
     struct est_spec chosen; /* recompute "auto" resolved */
     int rc;
-    *out = NULL;
+    if (out)
+        *out = NULL;
     if ((rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err)))
         return rc;
     s = &chosen;
@@ -2437,8 +2459,8 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     int summed = detail == EST_DETAIL_STAGE && y.sh.cp <= 1;
     if (summed)
         p.pass = calloc((size_t)(p.pp * p.vpp), sizeof *p.pass);
-    y.gb = model_gb_new(err);
-    if (!p.vstages || !p.p2p || !p.grad_norm || (summed && !p.pass) || !y.gb) {
+    y.gb = size_only ? NULL : model_gb_new(err);
+    if (!p.vstages || !p.p2p || !p.grad_norm || (summed && !p.pass) || (!size_only && !y.gb)) {
         synth_release(&y, &p);
         model_gb_free(y.gb);
         return sc_error_set(err, SC_ENOMEM, "out of memory synthesising the step");
@@ -2450,6 +2472,13 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     }
     p.act_bytes = act_bytes(&y);
     p.p2p_dur = p2p_ns(&y);
+    if (size_only) {
+        int64_t groups;
+        make_ops(&y);
+        room(&y, &p, size_only, &groups);
+        synth_release(&y, &p);
+        return y.failed;
+    }
     if (!names)
         model_gb_skip_names(y.gb);
     make_ops(&y);
@@ -2482,18 +2511,25 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
 int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, NULL, 1, 1, out, err);
+    return synth_step(s, hw, c, detail, NULL, 1, 1, NULL, out, err);
 }
 
 int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, NULL, 0, 0, out, err);
+    return synth_step(s, hw, c, detail, NULL, 0, 0, NULL, out, err);
+}
+
+int est_synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                   enum est_detail detail, struct est_synth_size *out, struct sc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    return synth_step(s, hw, c, detail, NULL, 0, 0, out, NULL, err);
 }
 
 int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        enum est_detail detail, const struct est_pass_costs *measured, int names,
                        struct model_graph **out, struct sc_error *err)
 {
-    return synth_step(s, hw, c, detail, measured, 1, names, out, err);
+    return synth_step(s, hw, c, detail, measured, 1, names, NULL, out, err);
 }

@@ -108,6 +108,21 @@ int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struc
 int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, struct model_graph **out, struct sc_error *err);
 
+/* How large est_synth's graph of spec s at a detail would be, known
+ * before any of it is built: the tasks and edges it reserves room for (an
+ * upper bound: passes x operations a pass, a summed pass counted as its
+ * operations), and the memory building and replaying it takes at most,
+ * EST_SYNTH_BYTES_PER_TASK a task (measured: 150 bytes a task at kernel
+ * detail, 195 at layer detail, peak resident, build and replay). What
+ * admission control weighs an estimate by before it starts. */
+#define EST_SYNTH_BYTES_PER_TASK 256
+struct est_synth_size {
+    int64_t tasks, edges;
+    double bytes;
+};
+int est_synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                   enum est_detail detail, struct est_synth_size *out, struct sc_error *err);
+
 /* A lower bound of the step time, ms, that est_synth's graph of spec s
  * replays to at any detail, without building it. Each pipeline rank's
  * compute stream runs its passes one at a time, every one of them after

@@ -84,9 +84,9 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     whatif_release(&res);
     if ((rc = est_memory_estimate(s, w->hw->hbm_gb, &mem, err)))
         return rc;
-    est_estimate_derive(s, w->hw, &mem, out);
+    rc = est_estimate_derive(s, w->hw, &mem, out, err);
     est_memory_release(&mem);
-    return SC_OK;
+    return rc;
 }
 
 void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *out)

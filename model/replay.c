@@ -20,6 +20,7 @@
 #include "common/vec.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
+#include "common/checked.h"
 #include "common/banned.h"
 
 static const char *const bound_names[MODEL_BOUND_COUNT] = {
@@ -243,6 +244,29 @@ static int check_waits(const struct model_graph *g, const struct model_coll_wait
     return SC_OK;
 }
 
+/* MODEL_REPLAY_MAX_WORK_NS and _ORIGIN_NS: the sum of every duration and
+ * gap, in double (it cannot overflow), and the latest origin against the
+ * limits. */
+static int check_span(const struct model_graph *g, const int64_t *dur, const int64_t *gap, struct sc_error *err)
+{
+    double sum = 0, origin = 0;
+    for (size_t k = 0; k < g->n_res; k++)
+        if ((double)g->res[k].origin > origin)
+            origin = (double)g->res[k].origin;
+    for (size_t i = 0; i < g->n_tasks; i++) {
+        if (dur[i] < 0 || gap[i] < 0)
+            return sc_error_set(err, SC_EINVAL, "task %zu: a negative duration or gap after its factors", i);
+        sum += (double)dur[i] + (double)gap[i];
+    }
+    if (sum > MODEL_REPLAY_MAX_WORK_NS)
+        return sc_error_set(err, SC_ELIMIT, "the step's work sums to %.3g days, over the %.0f days a replay counts",
+                            sum / 86400e9, MODEL_REPLAY_MAX_WORK_NS / 86400e9);
+    if (origin > MODEL_REPLAY_MAX_ORIGIN_NS)
+        return sc_error_set(err, SC_ELIMIT, "a resource starts at %.3g ns, past the %.3g ns a replay counts from",
+                            origin, MODEL_REPLAY_MAX_ORIGIN_NS);
+    return SC_OK;
+}
+
 /* Each task's duration and the host work before it for this replay: the
  * graph's, times the factors that match (a split collective's transfer
  * and wait apart), or its override; kept_wait (NULL, or one per wait of
@@ -264,7 +288,7 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     for (size_t k = 0; k < nw && kept_wait; k++)
         kept_wait[k] = o->waits.v[k].wait;
     if (!o || (!o->n_factors && !o->n_overrides))
-        return SC_OK;
+        return check_span(g, dur, gap, err);
     f = malloc((n ? n : 1) * sizeof *f);
     fg = malloc((n ? n : 1) * sizeof *fg);
     name_ok = malloc(g->names.n ? g->names.n : 1);
@@ -313,9 +337,9 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     }
     for (size_t i = 0; i < n; i++) {
         if (f[i] != 1.0)
-            dur[i] = (int64_t)llround((double)dur[i] * f[i]);
+            dur[i] = sc_sat_round((double)dur[i] * f[i]);
         if (fg[i] != 1.0)
-            gap[i] = (int64_t)llround((double)gap[i] * fg[i]);
+            gap[i] = sc_sat_round((double)gap[i] * fg[i]);
     }
     if (nw && (rc = wait_scales(g, fa, fga, ws, err)))
         goto out;
@@ -341,6 +365,7 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     for (size_t k = 0; k < nw && kept_wait && o->n_overrides; k++) /* an override holds the wait at most */
         if (kept_wait[k] > dur[o->waits.v[k].task])
             kept_wait[k] = dur[o->waits.v[k].task];
+    rc = check_span(g, dur, gap, err);
 out:
     free(f);
     free(fg);

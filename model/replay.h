@@ -208,6 +208,17 @@ struct model_replay {
 int model_replay_durations(const struct model_graph *g, const struct model_replay_opts *o, int64_t *dur,
                            int64_t *gap, struct sc_error *err);
 
+/* The most work a replay counts: every task's duration and gap summed
+ * (2^60 ns, about 36 years; past any step a question is about, and below
+ * common/checked.h's SC_SAT_MAX, so a synthesised duration that saturated
+ * is refused here). With the latest resource origin (at most 2^62 ns),
+ * each end time the replay forms is below that plus one edge latency (at
+ * most 2^31 ns) a task, so int64 never overflows. A graph (or factors)
+ * past either is SC_ELIMIT, a negative duration or gap (a factor that
+ * overflowed) SC_EINVAL. */
+#define MODEL_REPLAY_MAX_WORK_NS 1.152921504606846976e18
+#define MODEL_REPLAY_MAX_ORIGIN_NS 4.611686018427387904e18
+
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err);
 void model_replay_free(struct model_replay *r); /* NULL-safe */

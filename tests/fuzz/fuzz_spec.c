@@ -4,7 +4,11 @@
  * An input starting with 'H' is the rest fed to est_model_from_hf; any
  * other is a spec. A spec that parses must be written out and read back to
  * the same spec, and its parameter, FLOP and memory figures must come out
- * without failing; a model mapped from a config must read back the same.
+ * without failing; on a GPU with a profile, the size of its graph at each
+ * detail (est_synth_size, what admission weighs it by) and the planner's
+ * lower bound come out without building it, finite or a clean refusal
+ * (the spec's limits keep every count from overflowing, which UBSan would
+ * catch); a model mapped from a config must read back the same.
  * Anything but a clean success or a clean error is a bug. */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +19,7 @@
 #include "estimator/hf_config.h"
 #include "estimator/memory.h"
 #include "estimator/spec.h"
+#include "estimator/synth.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -63,5 +68,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         !(mem.gb_per_gpu > 0))
         abort();
     est_memory_release(&mem);
+
+    const struct hw_profile *hw;
+    struct est_costs c;
+    if (est_spec_check_gpu(&s, &hw, &err) != SC_OK)
+        return 0;
+    est_costs_default(hw, &s, &c);
+    for (int d = EST_DETAIL_STAGE; d <= EST_DETAIL_KERNEL; d++) {
+        struct est_synth_size predicted;
+        int rc = est_synth_size(&s, hw, &c, (enum est_detail)d, &predicted, &err);
+        if (rc == SC_OK && !(predicted.tasks > 0 && predicted.edges > 0 && isfinite(predicted.bytes)))
+            abort();
+    }
+    double bound;
+    if (est_synth_bound(&s, hw, &c, &bound, &err) == SC_OK && !(bound >= 0 && isfinite(bound)))
+        abort();
     return 0;
 }

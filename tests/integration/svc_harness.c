@@ -42,6 +42,17 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+long long svc_peak_rss(const struct svc_daemon *d)
+{
+    char path[64], *status;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+    status = th_read_file(path, NULL);
+    const char *hwm = status ? strstr(status, "VmHWM:") : NULL;
+    long long kb = hwm ? strtoll(hwm + 6, NULL, 10) : -1;
+    free(status);
+    return kb * 1024;
+}
+
 void svc_dump_log(const struct svc_daemon *d)
 {
     char *log = th_read_file(d->log, NULL);

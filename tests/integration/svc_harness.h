@@ -128,4 +128,8 @@ size_t svc_fill_disk(const char *dir, const char *name, size_t leave);
 /* Print the daemon's log (for a failing test). */
 void svc_dump_log(const struct svc_daemon *d);
 
+/* The peak resident memory of the daemon so far (VmHWM), bytes; -1024 when
+ * it cannot be read. */
+long long svc_peak_rss(const struct svc_daemon *d);
+
 #endif

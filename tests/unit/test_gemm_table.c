@@ -77,7 +77,10 @@ TEST(gemm_table_refuses_malformed_tables_naming_the_line)
         {"dtype,batch,m,n,k,us\n\nbf16,0,2,3,4,5\n", "line 3: batch: '0' is not a whole number"},
         {"dtype,batch,m,n,k,us\nbf16,1,2.5,3,4,5\n", "line 2: m: '2.5' is not a whole number"},
         {"dtype,batch,m,n,k,us\nbf16,1,2,3,2147483649,5\n", "line 2: k: '2147483649'"},
-        {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,-5\n", "line 2: us: '-5' is not a positive time"},
+        {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,-5\n", "line 2: us: '-5' is not a time in microseconds above 0"},
+        /* kernel times no benchmark measures are refused, never stored */
+        {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,1e300\n", "line 2: us: '1e300' is not a time in microseconds"},
+        {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,1e-320\n", "line 2: us: '1e-320'"},
         {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,nan\n", "line 2: us: 'nan'"},
         {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,1e400\n", "line 2: us: '1e400'"},
         {"dtype,batch,m,n,k,us\nbf16,1,2,3,4,5us\n", "line 2: us: '5us'"},

@@ -155,6 +155,34 @@ TEST(spec_unknown_keys_are_named_by_path)
                    "options.zero: unknown key");
 }
 
+/* The documented limits (spec.h, EST_MAX_*): the value at the limit is
+ * taken, the one past it refused naming the field; a default that would
+ * pass one (global_batch = micro_batch x dp) too. */
+TEST(spec_limits_are_named)
+{
+    struct est_spec s;
+    struct sc_error err;
+    CHECK_EQ_INT(parse(spec_with("\"layers\":4096", "\"global_batch\":16777216", "", NULL), &s, &err), SC_OK);
+    CHECK_EQ_INT(s.model.layers, EST_MAX_LAYERS);
+    CHECK_EQ_INT(s.parallel.global_batch, EST_MAX_GLOBAL_BATCH);
+    check_rejected(spec_with("\"layers\":4097", "", "", NULL), SC_EINVAL,
+                   "model.layers: 4097 is out of range (1 to 4096)");
+    check_rejected(spec_with("", "\"global_batch\":16777217", "", NULL), SC_EINVAL,
+                   "parallel.global_batch: 16777217 is out of range (1 to 16777216)");
+    check_rejected(spec_with("", "\"global_batch\":2147483648", "", NULL), SC_EINVAL,
+                   "parallel.global_batch: 2147483648 is out of range");
+    check_rejected(spec_with("\"hidden\":262144,\"heads\":4", "", "", NULL), SC_EINVAL, "model.hidden:");
+    check_rejected(spec_with("\"heads\":8192", "", "", NULL), SC_EINVAL, "model.heads:");
+    check_rejected(spec_with("\"seq\":33554432", "", "", NULL), SC_EINVAL, "model.seq:");
+    check_rejected(spec_with("\"vocab\":8388608", "", "", NULL), SC_EINVAL, "model.vocab:");
+    check_rejected(spec_with("\"ffn\":2097152", "", "", NULL), SC_EINVAL, "model.ffn:");
+    check_rejected(spec_with("\"moe\":{\"experts\":32768,\"top_k\":1}", "", "", NULL), SC_EINVAL,
+                   "model.moe.experts:");
+    check_rejected(spec_with("", "\"micro_batch\":131072", "", NULL), SC_EINVAL, "parallel.micro_batch:");
+    check_rejected(spec_with("", "\"micro_batch\":65536,\"dp\":1024", "", NULL), SC_EINVAL,
+                   "parallel.global_batch: micro_batch x dp = 67108864 sequences, over the limit");
+}
+
 TEST(spec_types_ranges_and_required_fields)
 {
     check_rejected("{\"model\":", SC_EPARSE, "not valid JSON");
