@@ -71,6 +71,16 @@ static const char schemas[] =
     "\"Diff\":{\"type\":\"object\",\"description\":\"the document of `stepcast diff --json`\"},"
     "\"DiffRequest\":{\"type\":\"object\",\"required\":[\"other\"],\"properties\":{\"other\":{\"type\":\"string\","
     "\"description\":\"the model of run B\"}}},"
+    "\"Ab\":{\"type\":\"object\",\"description\":\"the document of `stepcast ab --json`: verdict (faster, slower, "
+    "no_change, inconclusive), difference_ms, difference_pct, ci95_ms, p_value, effect_size, min_effect_ms, center_ms, "
+    "steps, dropped_steps, refutations, survives\"},"
+    "\"AbRequest\":{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"additionalProperties\":false,"
+    "\"properties\":{\"a\":{\"type\":\"string\",\"description\":\"the model of the baseline run\"},"
+    "\"b\":{\"type\":\"string\",\"description\":\"the model of the variant run\"},"
+    "\"min_effect_pct\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":100,\"default\":1,"
+    "\"description\":\"the smallest effect that matters, % of a's center\"},"
+    "\"refutations\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":5,\"default\":5},"
+    "\"seed\":{\"type\":\"integer\",\"minimum\":0,\"default\":1}}},"
     "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
     "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
@@ -172,6 +182,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_PLAN_DELETE] = "Plan",
     [API_OP_WHATIF] = "WhatIf",
     [API_OP_MODEL_PLAN] = "Plan",
+    [API_OP_AB] = "Ab",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -184,6 +195,7 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_PLAN_CREATE] = "PlanRequest",
     [API_OP_WHATIF] = "WhatIfRequest",
     [API_OP_MODEL_PLAN] = "ModelPlanRequest",
+    [API_OP_AB] = "AbRequest",
 };
 
 static json_t *ref(const char *name)

@@ -9,6 +9,7 @@
 
 #include "api/ledger.h"
 #include "api/routes.h"
+#include "model/ab.h"
 #include "common/banned.h"
 
 int api_json_precheck(const char *body, size_t n, const struct api_body_limits *l,
@@ -203,6 +204,53 @@ int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l,
     if ((rc = only_fields(doc, fields, err)) == SC_OK &&
         (rc = get_string(doc, "other", API_ID_MAX - 1, other, API_ID_MAX, err)) == SC_OK && !api_id_valid(other))
         rc = api_fail(err, API_E_INVALID_JSON, "'other' must be a model id");
+    json_decref(doc);
+    return rc;
+}
+
+int api_decode_ab(const char *body, size_t n, const struct api_body_limits *l, struct api_ab_req *out,
+                  struct api_reply *err)
+{
+    static const char *const fields[] = {"a", "b", "min_effect_pct", "refutations", "seed", NULL};
+    struct model_ab_opts o;
+    json_t *doc, *v;
+    int rc;
+    memset(out, 0, sizeof *out);
+    model_ab_opts_default(&o);
+    out->min_effect_pct = o.min_effect_pct;
+    out->refutations = o.refutations;
+    out->seed = o.seed;
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
+    if ((rc = only_fields(doc, fields, err)) || (rc = get_string(doc, "a", API_ID_MAX - 1, out->a, API_ID_MAX, err)) ||
+        (rc = get_string(doc, "b", API_ID_MAX - 1, out->b, API_ID_MAX, err)))
+        goto out;
+    if (!api_id_valid(out->a) || !api_id_valid(out->b)) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'a' and 'b' must be model ids");
+        goto out;
+    }
+    if ((v = json_object_get(doc, "min_effect_pct"))) {
+        if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= 100)) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'min_effect_pct' must be a number above 0 and at most 100");
+            goto out;
+        }
+        out->min_effect_pct = json_number_value(v);
+    }
+    if ((v = json_object_get(doc, "refutations"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 5) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'refutations' must be an integer from 0 to 5");
+            goto out;
+        }
+        out->refutations = (int)json_integer_value(v);
+    }
+    if ((v = json_object_get(doc, "seed"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'seed' must be a whole number");
+            goto out;
+        }
+        out->seed = (unsigned long)json_integer_value(v);
+    }
+out:
     json_decref(doc);
     return rc;
 }

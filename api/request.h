@@ -44,6 +44,19 @@ int api_decode_build(const char *body, size_t n, const struct api_body_limits *l
 int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l, char other[API_ID_MAX],
                     struct api_reply *err);
 
+/* POST /v1/ab: {"a":ID,"b":ID,"min_effect_pct":P,"refutations":N,"seed":S}:
+ * the baseline model a and the variant b (valid identifiers, required);
+ * the rest as `stepcast ab`'s options (0 < P <= 100; 0 <= N <= 5; S a
+ * whole number), absent ones at model_ab_opts_default's values. */
+struct api_ab_req {
+    char a[API_ID_MAX], b[API_ID_MAX];
+    double min_effect_pct;
+    int refutations;
+    unsigned long seed;
+};
+int api_decode_ab(const char *body, size_t n, const struct api_body_limits *l, struct api_ab_req *out,
+                  struct api_reply *err);
+
 /* POST /v1/tokens: {"scope":"read|write|admin","name":"..."} (name optional). */
 struct api_token_req {
     enum api_scope scope;

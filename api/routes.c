@@ -157,6 +157,9 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                        "400," E_AUTH ",404,409,422",
                        "the replayed step as Chakra execution traces (as `stepcast export chakra`): a tar of "
                        "<prefix>.<rank>.et per rank and comm_group.json"},
+    [API_OP_AB] = {"POST", "/v1/ab", "postAb", API_SCOPE_READ, API_BODY_JSON, 200, NULL, "400," E_AUTH ",404,409,413,422",
+                   "model b (the variant) against model a (the baseline), step by step: the verdict with its interval, "
+                   "refutations and attribution (as `stepcast ab --json`); memoised by its inputs"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -58,6 +58,7 @@ enum api_op {
     API_OP_WHATIF,
     API_OP_MODEL_PLAN,
     API_OP_CHAKRA,
+    API_OP_AB,
     API_OP_COUNT
 };
 

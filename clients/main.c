@@ -86,6 +86,7 @@ static const char usage[] =
     "  critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
+    "  ab --model A --other B [--json] [--min-effect PCT] [--refutations N] [--seed S]\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  job config --job J [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
@@ -260,6 +261,7 @@ int main(int argc, char **argv)
         {"critical-path", cmd_remote_critical_path, 1},
         {"opportunities", cmd_remote_opportunities, 1},
         {"diff", cmd_remote_diff, 1},
+        {"ab", cmd_remote_ab, 1},
         {"whatif", cmd_remote_whatif, 1},
         {"jobs", cmd_jobs, 0},
         {"job", cmd_job, 0},

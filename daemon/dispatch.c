@@ -31,6 +31,7 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_PLAN_CREATE] = h_plan_create, [API_OP_PLAN_GET] = h_plan_get,
         [API_OP_PLAN_DELETE] = h_plan_delete, [API_OP_WHATIF] = h_model_whatif,
         [API_OP_MODEL_PLAN] = h_model_plan, [API_OP_CHAKRA] = h_model_query,
+        [API_OP_AB] = h_ab,
     };
     handlers[req->op](s, req, r);
 }

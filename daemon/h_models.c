@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/ab_json.h"
 #include "api/encode.h"
 #include "api/json_reply.h"
 #include "api/diff_json.h"
@@ -22,6 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/ab.h"
 #include "model/diff.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
@@ -311,6 +313,37 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
                 built_memo_put(cache_value(ea), key, r);
             model_diff_release(&d);
         }
+    }
+    if (eb)
+        cache_release(s->cache, eb);
+    cache_release(s->cache, ea);
+    metrics_memo(s->metrics, memo_hit);
+}
+
+/* Model b (the variant) against model a (the baseline): POST /v1/ab;
+ * memoised with a under b's id and the options. */
+void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct cache_entry *ea = NULL, *eb = NULL;
+    struct api_ab_req req;
+    char key[BUILT_MEMO_KEY_MAX];
+    struct model_ab ab;
+    struct sc_error err;
+    int memo_hit = 0;
+    if (api_decode_ab(q->body, q->body_len, &lim, &req, r) || h_ready_model(s, req.a, &ea, r))
+        return;
+    snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, req.b,
+             req.min_effect_pct, req.refutations, req.seed);
+    if (h_ready_model(s, req.b, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+        struct model_ab_opts o = {req.min_effect_pct, req.refutations, req.seed};
+        if (model_ab_run(built_model_job(cache_value(ea)), built_model_job(cache_value(eb)), &o, &ab, &err)) {
+            api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        } else {
+            if (api_reply_json(r, 200, api_ab_json(&ab)) == SC_OK)
+                built_memo_put(cache_value(ea), key, r);
+        }
+        model_ab_release(&ab);
     }
     if (eb)
         cache_release(s->cache, eb);

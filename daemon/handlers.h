@@ -27,6 +27,7 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
 /* Model id, ready, from the cache into *e (released by the caller with
  * cache_release); on failure the reply in r (409 while it builds) and its
