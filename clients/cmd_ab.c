@@ -25,6 +25,8 @@
 #include "clients/replay_print.h"
 #include "clients/table.h"
 #include "model/ab.h"
+#include "model/diff.h"
+#include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -51,6 +53,18 @@ static int print_ab(const json_t *doc)
         const json_t *agrees = json_object_get(f, "agrees");
         printf("%-16s %-14s %-7s %s\n", cli_json_str(f, "name", ""), cli_json_str(f, "verdict", ""),
                json_is_null(agrees) ? "-" : json_is_true(agrees) ? "yes" : "no", cli_json_str(f, "detail", ""));
+    }
+    const json_t *parts = json_object_get(doc, "attribution");
+    if (json_array_size(parts)) {
+        printf("\nattribution (as diff; 95%% interval over steps):\n");
+        cli_table_init(&tb, "category", "ms", "95% interval ms", NULL);
+        json_array_foreach(parts, i, f) {
+            const json_t *pci = json_object_get(f, "ci95_ms");
+            cli_table_rowf(&tb, "%s|%+.3f|[%+.3f, %+.3f]", cli_json_str(f, "category", ""), cli_json_num(f, "ms"),
+                           json_number_value(json_array_get(pci, 0)), json_number_value(json_array_get(pci, 1)));
+        }
+        cli_table_print(&tb, stdout, "  ");
+        cli_table_release(&tb);
     }
     size_t dropped = json_array_size(json_object_get(doc, "dropped_steps"));
     if (dropped)
@@ -128,26 +142,28 @@ int cmd_ab(int argc, char **argv)
 {
     struct model_ab_opts o;
     struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct model_job *jobs[2];
+    struct model_diff d;
     int json, rc;
     model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
     if ((rc = ab_options(argc, argv, &o, &lo, &json, NULL)))
         return rc < 0 ? 0 : rc;
     if (argc - optind != 2)
         return cli_usage_error("ab", "two runs are needed: A (the baseline) and B (the variant)");
-    struct model_job *a = NULL, *b = NULL;
-    if ((rc = cli_load_job(argv + optind, 1, &lo, &a)) || (rc = cli_load_job(argv + optind + 1, 1, &lo, &b))) {
-        model_job_free(a);
+    if ((rc = cli_diff_runs(argv + optind, &lo, &go, jobs, &d)))
         return rc;
-    }
     struct model_ab r;
     struct sc_error err;
-    if (model_ab_run(a, b, &o, &r, &err))
+    if (model_ab_run(jobs[0], jobs[1], &o, &r, &err) || model_ab_attribute(&r, &d, o.seed, &err))
         rc = cli_fail(&err);
     else
         rc = cli_print_doc(api_ab_json(&r), json, print_ab);
     model_ab_release(&r); /* a failed run left it empty */
-    model_job_free(a);
-    model_job_free(b);
+    model_diff_release(&d);
+    model_job_free(jobs[0]);
+    model_job_free(jobs[1]);
     return rc;
 }
 

@@ -320,8 +320,8 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     metrics_memo(s->metrics, memo_hit);
 }
 
-/* Model b (the variant) against model a (the baseline): POST /v1/ab;
- * memoised with a under b's id and the options. */
+/* Model b (the variant) against model a (the baseline), with diff's
+ * attribution: POST /v1/ab; memoised with a under b's id and the options. */
 void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
@@ -336,13 +336,19 @@ void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
     snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, req.b,
              req.min_effect_pct, req.refutations, req.seed);
     if (h_ready_model(s, req.b, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+        const struct built_model *a = cache_value(ea), *b = cache_value(eb);
         struct model_ab_opts o = {req.min_effect_pct, req.refutations, req.seed};
-        if (model_ab_run(built_model_job(cache_value(ea)), built_model_job(cache_value(eb)), &o, &ab, &err)) {
+        struct model_diff d = {0};
+        if (model_ab_run(built_model_job(a), built_model_job(b), &o, &ab, &err) ||
+            model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
+                           &d, &err) ||
+            model_ab_attribute(&ab, &d, req.seed, &err)) {
             api_fail_status(r, &err, API_E_UNPROCESSABLE);
         } else {
             if (api_reply_json(r, 200, api_ab_json(&ab)) == SC_OK)
                 built_memo_put(cache_value(ea), key, r);
         }
+        model_diff_release(&d);
         model_ab_release(&ab);
     }
     if (eb)

@@ -32,7 +32,7 @@ struct finder {
  * GPU work runs. */
 static int mean_step(struct finder *f, const struct model_replay_opts *o, int64_t *mean, int64_t *idle)
 {
-    return model_replay_mean_step(f->g, o, f->use, mean, idle, f->err);
+    return model_replay_mean_step(f->g, o, f->use, mean, idle, NULL, f->err);
 }
 
 static int add(struct finder *f, const char *name, const char *resource, const char *change, int64_t saving,

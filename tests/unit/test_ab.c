@@ -12,6 +12,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "model/ab.h"
+#include "model/diff.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -86,4 +87,31 @@ TEST(ab_statistics_of_known_samples)
     CHECK_NEAR(st.p_value, 1, 1e-12);
     CHECK_EQ_INT(st.verdict, MODEL_AB_NO_CHANGE);
     CHECK_EQ_INT(model_ab_compare(a, 2, b, 5, 0.1, 7, &st, &err), SC_EINVAL);
+}
+
+/* Attribution intervals over steps: a part that is the same on every step
+ * has that as its interval; one that varies has an interval inside its
+ * steps' range that holds its mean; a step's ranks are drawn together. */
+TEST(ab_attribution_intervals_over_steps)
+{
+    int64_t steady[8] = {2000000, 2000000, 2000000, 2000000, 2000000, 2000000, 2000000, 2000000},
+            varies[8] = {1000000, 5000000, 2000000, 4000000, 1000000, 5000000, 2000000, 4000000};
+    uint32_t ordinal[8] = {0, 1, 2, 3, 0, 1, 2, 3}; /* two ranks, four steps */
+    struct model_diff_part parts[2] = {{"compute:gemm", 2000000, steady}, {"host", 3000000, varies}};
+    struct model_diff d = {.steps = 8, .step_ordinal = ordinal, .parts = parts, .n_parts = 2};
+    struct model_ab r = {0};
+    struct sc_error err;
+    REQUIRE(model_ab_attribute(&r, &d, 3, &err) == SC_OK);
+    REQUIRE(r.n_attribution == 2);
+    CHECK_STREQ(r.attribution[0].category, "compute:gemm");
+    CHECK_NEAR(r.attribution[0].ms, 2, 1e-12);
+    CHECK_NEAR(r.attribution[0].ci_lo, 2, 1e-12);
+    CHECK_NEAR(r.attribution[0].ci_hi, 2, 1e-12);
+    CHECK_NEAR(r.attribution[1].ms, 3, 1e-12);
+    CHECK(r.attribution[1].ci_lo >= 1.5 && r.attribution[1].ci_lo < 3); /* a step's mean is 1.5 to 4.5 */
+    CHECK(r.attribution[1].ci_hi > 3 && r.attribution[1].ci_hi <= 4.5);
+    model_ab_release(&r);
+    CHECK(r.attribution == NULL);
+    d.steps = 0;
+    CHECK_EQ_INT(model_ab_attribute(&r, &d, 3, &err), SC_EINVAL);
 }
