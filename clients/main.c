@@ -87,6 +87,9 @@ static const char usage[] =
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
     "  ab --model A --other B [--json] [--min-effect PCT] [--refutations N] [--seed S]\n"
+    "  experiment create --baseline JOB --variant JOB [--hypothesis TEXT] [--external-id ID]\n"
+    "  experiment list [--external-id ID] | experiment show ID | experiment close ID [--json]\n"
+    "      a job against another, the A/B verdict kept; a closed win banks its saving\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  job config --job J [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
@@ -263,6 +266,7 @@ int main(int argc, char **argv)
         {"diff", cmd_remote_diff, 1},
         {"ab", cmd_remote_ab, 1},
         {"whatif", cmd_remote_whatif, 1},
+        {"experiment", cmd_experiment, 0},
         {"jobs", cmd_jobs, 0},
         {"job", cmd_job, 0},
         {"models", cmd_models, 0},

@@ -320,33 +320,28 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     metrics_memo(s->metrics, memo_hit);
 }
 
-/* Model b (the variant) against model a (the baseline), with diff's
- * attribution: POST /v1/ab; memoised with a under b's id and the options. */
-void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
+int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct model_ab_opts *o,
+                struct api_reply *r)
 {
-    struct api_body_limits lim = h_body_limits(s);
     struct cache_entry *ea = NULL, *eb = NULL;
-    struct api_ab_req req;
     char key[BUILT_MEMO_KEY_MAX];
     struct model_ab ab;
     struct sc_error err;
-    int memo_hit = 0;
-    if (api_decode_ab(q->body, q->body_len, &lim, &req, r) || h_ready_model(s, req.a, &ea, r))
-        return;
-    snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, req.b,
-             req.min_effect_pct, req.refutations, req.seed);
-    if (h_ready_model(s, req.b, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+    int memo_hit = 0, rc;
+    if ((rc = h_ready_model(s, a_id, &ea, r)))
+        return rc;
+    snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, b_id,
+             o->min_effect_pct, o->refutations < 0 || o->refutations > 5 ? 5 : o->refutations, o->seed);
+    if ((rc = h_ready_model(s, b_id, &eb, r)) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
-        struct model_ab_opts o = {req.min_effect_pct, req.refutations, req.seed};
         struct model_diff d = {0};
-        if (model_ab_run(built_model_job(a), built_model_job(b), &o, &ab, &err) ||
+        if (model_ab_run(built_model_job(a), built_model_job(b), o, &ab, &err) ||
             model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
                            &d, &err) ||
-            model_ab_attribute(&ab, &d, req.seed, &err)) {
-            api_fail_status(r, &err, API_E_UNPROCESSABLE);
-        } else {
-            if (api_reply_json(r, 200, api_ab_json(&ab)) == SC_OK)
-                built_memo_put(cache_value(ea), key, r);
+            model_ab_attribute(&ab, &d, o->seed, &err)) {
+            rc = api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        } else if ((rc = api_reply_json(r, 200, api_ab_json(&ab))) == SC_OK) {
+            built_memo_put(cache_value(ea), key, r);
         }
         model_diff_release(&d);
         model_ab_release(&ab);
@@ -355,6 +350,18 @@ void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
         cache_release(s->cache, eb);
     cache_release(s->cache, ea);
     metrics_memo(s->metrics, memo_hit);
+    return rc;
+}
+
+/* POST /v1/ab. */
+void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct api_ab_req req;
+    if (api_decode_ab(q->body, q->body_len, &lim, &req, r) == SC_OK) {
+        struct model_ab_opts o = {req.min_effect_pct, req.refutations, req.seed};
+        h_ab_answer(s, req.a, req.b, &o, r);
+    }
 }
 
 /* Every ready model's opportunities (each from its memo or found now),
