@@ -301,3 +301,53 @@ void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *
     free(bank);
     store_experiment_release(&e);
 }
+
+json_t *h_experiments_bank_json(struct svc *s)
+{
+    struct store_experiment *v = NULL;
+    struct sc_error err;
+    size_t n = 0;
+    json_t *groups = json_object(), *list = json_array();
+    if (!groups || !list || store_experiment_list(s->store, &v, &n, &err)) {
+        json_decref(groups);
+        json_decref(list);
+        return json_null();
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *bank = v[i].bank ? json_loads(v[i].bank, 0, NULL) : NULL, *g;
+        if (!json_is_object(bank)) {
+            json_decref(bank);
+            continue;
+        }
+        const char *team = json_string_value(json_object_get(json_object_get(bank, "cadence"), "team")),
+                   *month = json_string_value(json_object_get(bank, "month"));
+        const json_t *hours = json_object_get(bank, "gpu_hours_per_day"), *usd = json_object_get(bank, "usd_per_day");
+        char key[300];
+        snprintf(key, sizeof key, "%s\n%s", team ? team : "", month ? month : "");
+        if (!(g = json_object_get(groups, key))) {
+            g = json_pack("{s:o, s:s, s:i, s:f, s:f, s:i}", "team", team ? json_string(team) : json_null(), "month",
+                          month ? month : "", "experiments", 0, "gpu_hours_per_day", 0.0, "usd_per_day", 0.0,
+                          "per_step_only", 0);
+            if (!g || json_object_set_new(groups, key, g) || json_array_append(list, g))
+                break;
+        }
+        json_object_set_new(g, "experiments", json_integer(json_integer_value(json_object_get(g, "experiments")) + 1));
+        if (json_is_number(hours))
+            json_object_set_new(g, "gpu_hours_per_day", json_real(json_number_value(json_object_get(
+                                                                      g, "gpu_hours_per_day")) +
+                                                                  json_number_value(hours)));
+        else
+            json_object_set_new(g, "per_step_only",
+                                json_integer(json_integer_value(json_object_get(g, "per_step_only")) + 1));
+        if (json_is_number(usd))
+            json_object_set_new(g, "usd_per_day", json_real(json_number_value(json_object_get(g, "usd_per_day")) +
+                                                            json_number_value(usd)));
+        json_decref(bank);
+    }
+    store_experiments_free(v, n);
+    json_decref(groups);
+    return json_pack("{s:o, s:s}", "by_team_and_month", list,
+                     "method", "closed winning experiments' savings (POST /v1/experiments/{id}/close), summed per "
+                               "baseline team and month closed; per_step_only counts those whose job gives no "
+                               "world size or steps a day");
+}

@@ -149,6 +149,16 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     CHECK_NEAR(json_number_value(json_object_get(bank, "gpu_hours_per_day")), hours, 1e-9);
     CHECK_NEAR(json_number_value(json_object_get(bank, "usd_per_day")), hours * 2.5, 1e-9);
     CHECK_STREQ(json_string_value(json_object_get(json_object_get(bank, "cadence"), "team")), "infra");
+    /* the ledger's bank: per team and month */
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/validations", NULL, &r), 200);
+    json_t *ledger = json_loads(r.body ? r.body : "", 0, NULL);
+    svc_resp_release(&r);
+    const json_t *group = json_array_get(json_object_get(json_object_get(ledger, "bank"), "by_team_and_month"), 0);
+    CHECK_STREQ(json_string_value(json_object_get(group, "team")), "infra");
+    CHECK_STREQ(json_string_value(json_object_get(group, "month")), json_string_value(json_object_get(bank, "month")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(group, "experiments")), 1);
+    CHECK_NEAR(json_number_value(json_object_get(group, "gpu_hours_per_day")), hours, 1e-9);
+    json_decref(ledger);
     json_decref(closed);
     json_decref(e2);
     char *show[] = {stepcast, "--server", d.url, "experiment", "show", id, NULL};
