@@ -7,8 +7,6 @@
 
 #include "api/whatif_json.h"
 #include "estimator/job_config.h"
-#include "model/job.h"
-#include "model/trace.h"
 #include "common/banned.h"
 
 static double positive(const json_t *doc, const char *key)
@@ -23,19 +21,20 @@ static void tag(const json_t *doc, const char *key, char *out, size_t n)
     snprintf(out, n, "%s", v ? v : "");
 }
 
-void api_job_cadence_of(const char *description, const struct model_job *traced, double step_ms,
+void api_job_cadence_of(const char *description, const char *summary, double step_ms,
                         struct api_job_cadence *out)
 {
-    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL,
+           *sum = summary ? json_loads(summary, 0, NULL) : NULL;
     struct job_config cfg;
     struct sc_error err;
     memset(out, 0, sizeof *out);
     out->steps_per_day = out->gpu_hour_usd = -1;
-    for (size_t k = 0; traced && k < traced->n_ranks && !out->world_size; k++)
-        if (traced->ranks[k]->world_size > 0) {
-            out->world_size = traced->ranks[k]->world_size;
-            out->world_from = "distributedInfo";
-        }
+    if (json_integer_value(json_object_get(sum, "world_size")) > 0) {
+        out->world_size = json_integer_value(json_object_get(sum, "world_size"));
+        out->world_from = "distributedInfo";
+    }
+    json_decref(sum);
     if (!out->world_size && description && api_job_config_from_job(description, &cfg, &err) == SC_OK &&
         job_config_world_size(&cfg) > 0) {
         out->world_size = job_config_world_size(&cfg);

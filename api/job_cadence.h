@@ -4,7 +4,8 @@
  * fleet's waste are both "ms a step x world size x steps a day" at this
  * cadence.
  *
- *   world size   the traces' distributedInfo world_size, else the job
+ *   world size   the traces' distributedInfo world_size (a built model's
+ *                summary, api_model_summary), else the job
  *                config's tp x cp x pp x dp; never the traced rank count
  *   steps a day  the description's steps_per_day, else runtime_hours (the
  *                hours a day it runs) at the measured step; else unknown
@@ -16,8 +17,6 @@
 
 #include <jansson.h>
 
-struct model_job;
-
 struct api_job_cadence {
     int64_t world_size;     /* 0: unknown */
     const char *world_from; /* "distributedInfo", "config" or NULL */
@@ -27,10 +26,10 @@ struct api_job_cadence {
     char team[129], cluster[129]; /* tags, "" when none */
 };
 
-/* The cadence of a job whose stored description is `description` (NULL:
- * none) and whose traces are `traced` (NULL: not loaded), its measured
+/* The cadence of a job whose stored description is `description` and
+ * whose model's summary is `summary` (either NULL: none), its measured
  * step step_ms (for runtime_hours). */
-void api_job_cadence_of(const char *description, const struct model_job *traced, double step_ms,
+void api_job_cadence_of(const char *description, const char *summary, double step_ms,
                         struct api_job_cadence *out);
 
 /* GPU-hours a day that `ms_per_step` (on each rank) costs at the cadence:

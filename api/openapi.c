@@ -101,6 +101,10 @@ static const char schemas[] =
     "\"additionalProperties\":false,\"properties\":{\"baseline\":{\"type\":\"string\",\"description\":\"a job\"},"
     "\"variant\":{\"type\":\"string\",\"description\":\"a job\"},\"hypothesis\":{\"type\":\"string\","
     "\"maxLength\":1024},\"external_id\":{\"type\":\"string\",\"maxLength\":128}}},"
+    "\"FleetWaste\":{\"type\":\"object\",\"description\":\"{jobs:[{rank,job,model,team,cluster,ranked_by,"
+    "step_ms_per_rank,waste_ms_per_step_per_rank,world_size,world_size_from,steps_per_day,steps_per_day_from,"
+    "wasted_gpu_ms_per_step_summed,wasted_gpu_hours_per_day_summed,wasted_usd_per_day,note}],"
+    "needs_tracing_of_more_ranks:[{job,model,unexplained_ms_per_step_per_rank}],method}\"},"
     "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
     "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
@@ -205,6 +209,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_AB] = "Ab",
     [API_OP_EXPERIMENT_CREATE] = "Experiment", [API_OP_EXPERIMENTS_LIST] = "ExperimentList",
     [API_OP_EXPERIMENT_GET] = "Experiment",    [API_OP_EXPERIMENT_CLOSE] = "Experiment",
+    [API_OP_FLEET] = "FleetWaste",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {

@@ -174,6 +174,14 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  API_BODY_JSON_OPT, 200, NULL, "400," E_AUTH ",404,409",
                                  "close an experiment; a variant that reads faster and survives banks its saving "
                                  "(GPU-hours a day and dollars at the baseline job's cadence)"},
+    [API_OP_FLEET] = {"GET", "/v1/fleet", "getFleet", API_SCOPE_READ, API_BODY_NONE, 200,
+                      "top:integer:how many jobs (default 10, at most 1000);tag:string:only jobs with this tag, "
+                      "KEY:VALUE (team:infra);since:string:models built from this day (YYYY-MM-DD, UTC);"
+                      "until:string:models built before this day",
+                      "400," E_AUTH,
+                      "jobs ranked by wasted GPU-hours a day: the measured step less every actionable opportunity "
+                      "replayed together, x world size x steps a day, summed over ranks; dollars; unexplained "
+                      "waits listed apart (needs tracing of more ranks)"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -90,6 +90,8 @@ static const char usage[] =
     "  experiment create --baseline JOB --variant JOB [--hypothesis TEXT] [--external-id ID]\n"
     "  experiment list [--external-id ID] | experiment show ID | experiment close ID [--json]\n"
     "      a job against another, the A/B verdict kept; a closed win banks its saving\n"
+    "  fleet [--tag KEY:VALUE] [--since DAY] [--until DAY] [--top N] [--json]\n"
+    "      jobs ranked by wasted GPU-hours a day (their actionable opportunities replayed together)\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  job config --job J [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
@@ -267,6 +269,7 @@ int main(int argc, char **argv)
         {"ab", cmd_remote_ab, 1},
         {"whatif", cmd_remote_whatif, 1},
         {"experiment", cmd_experiment, 0},
+        {"fleet", cmd_fleet, 0},
         {"jobs", cmd_jobs, 0},
         {"job", cmd_job, 0},
         {"models", cmd_models, 0},

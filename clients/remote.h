@@ -77,6 +77,7 @@ int cmd_remote_opportunities(int argc, char **argv);
 int cmd_remote_diff(int argc, char **argv);
 int cmd_remote_ab(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
 int cmd_remote_whatif(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);

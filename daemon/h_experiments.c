@@ -23,8 +23,6 @@
 #include "api/json_reply.h"
 #include "api/job_cadence.h"
 #include "api/request.h"
-#include "daemon/built.h"
-#include "daemon/cache.h"
 #include "daemon/digest.h"
 #include "daemon/store.h"
 #include "model/ab.h"
@@ -241,18 +239,16 @@ static char *bank_of(struct svc *s, const struct store_experiment *e)
            saving_ms = -json_number_value(json_object_get(v, "difference_ms"));
     json_decref(v);
     struct api_job job;
+    struct api_model m;
     struct api_job_cadence c;
-    struct cache_entry *entry = NULL;
-    struct api_reply r = {0};
     struct sc_error err;
     memset(&job, 0, sizeof job);
+    memset(&m, 0, sizeof m);
     store_job_get(s->store, e->baseline, &job, &err); /* a job deleted since: no description */
     if (newest_ready(s, e->baseline, model) == 0)
-        h_ready_model(s, model, &entry, &r);
-    api_job_cadence_of(job.description, entry ? built_model_job(cache_value(entry)) : NULL, base_ms, &c);
-    if (entry)
-        cache_release(s->cache, entry);
-    api_reply_release(&r);
+        store_model_get(s->store, model, &m, &err);
+    api_job_cadence_of(job.description, m.summary, base_ms, &c);
+    api_model_release(&m);
     api_job_release(&job);
     double hours = api_job_gpu_hours_per_day(&c, saving_ms);
     time_t now = time(NULL);

@@ -30,6 +30,7 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r);
 /* Model b against model a (model/ab.h, with diff's attribution) into r: 200
  * and the document of `stepcast ab --json`, memoised with a; else r holds
  * the error (404, 409 while either builds, 422) and its status is returned. */
