@@ -11,6 +11,7 @@
 #include "api/ab_json.h"
 #include "api/encode.h"
 #include "api/fleet_json.h"
+#include "api/job_cadence.h"
 #include "api/json_reply.h"
 #include "api/diff_json.h"
 #include "api/opportunity_json.h"
@@ -594,8 +595,27 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
     return rc;
 }
 
+/* The price of a GPU-hour model id's job gives (its description's
+ * gpu_hour_usd), or -1. */
+static double job_price(struct svc *s, const char *id)
+{
+    struct api_model model;
+    struct api_job job;
+    struct api_job_cadence c;
+    struct sc_error err;
+    memset(&job, 0, sizeof job);
+    if (store_model_get(s->store, id, &model, &err))
+        return -1;
+    store_job_get(s->store, model.job, &job, &err);
+    api_job_cadence_of(job.description, NULL, 0, &c);
+    api_model_release(&model);
+    api_job_release(&job);
+    return c.gpu_hour_usd;
+}
+
 /* The what-if of a built model: the set, the job's description, the
- * memo (keyed by both), the transforms and their replay. */
+ * memo (keyed by both and the job's price), the transforms and their
+ * replay. */
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct job_config set, cfg;
@@ -605,9 +625,10 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (api_decode_whatif(q->body, q->body_len, &set, r) || h_model_whatif_ready(s, q->params.id, &cfg, &e, r))
         return;
     char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
+    double price = job_price(s, q->params.id);
     int keyed = set_text && cfg_text &&
-                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld", set_text, cfg_text,
-                                 (long)atomic_load(&s->ledger_changes)) < sizeof key;
+                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld&price=%.17g", set_text,
+                                 cfg_text, (long)atomic_load(&s->ledger_changes), price) < sizeof key;
     free(set_text);
     free(cfg_text);
     struct built_model *m = cache_value(e);
@@ -616,7 +637,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
         if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
             struct ledger_band band;
             h_ledger_band(s, API_LEDGER_WHATIF, &band);
-            int rc = api_reply_whatif(r, &res, &band);
+            int rc = api_reply_whatif(r, &res, &band, price);
             whatif_release(&res);
             if (rc == SC_OK && keyed)
                 built_memo_put(m, key, r);
