@@ -18,12 +18,8 @@
  * files into files[0..2). */
 static void gen_run(const char *name, const char *seed, const char *gpu_scale, char dir[4096], char files[2][4200])
 {
-    char bin[4096];
-    snprintf(dir, 4096, "%s/%s", th_tmpdir(), name);
-    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
-    char *argv[] = {bin, "--ranks", "2", "--steps", "8", "--seed", (char *)seed, "--gpu-scale", (char *)gpu_scale,
-                    "--gzip", dir, NULL};
-    CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+    const char *args[] = {"--ranks", "2", "--steps", "8", "--seed", seed, "--gpu-scale", gpu_scale, NULL};
+    svc_gentrace(name, args, dir);
     for (int r = 0; r < 2; r++)
         snprintf(files[r], 4200, "%s/rank%d.json.gz", dir, r);
 }

@@ -22,12 +22,8 @@
 /* A gentrace run of two ranks and eight steps in <tmp>/name. */
 static void gen_run(const char *name, const char *seed, const char *gpu_scale, char dir[4096])
 {
-    char bin[4096];
-    snprintf(dir, 4096, "%s/%s", th_tmpdir(), name);
-    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
-    char *argv[] = {bin, "--ranks", "2", "--steps", "8", "--seed", (char *)seed, "--gpu-scale", (char *)gpu_scale,
-                    "--gzip", dir, NULL};
-    CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+    const char *args[] = {"--ranks", "2", "--steps", "8", "--seed", seed, "--gpu-scale", gpu_scale, NULL};
+    svc_gentrace(name, args, dir);
 }
 
 static void put_run(const struct svc_daemon *d, const char *job, const char *dir)

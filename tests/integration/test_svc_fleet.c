@@ -17,12 +17,9 @@
 
 static void gen_run(const char *name, const char *ranks, const char *seed, char dir[4096])
 {
-    char bin[4096];
-    snprintf(dir, 4096, "%s/%s", th_tmpdir(), name);
-    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
-    char *argv[] = {bin,  "--ranks",     (char *)ranks, "--steps", "6", "--seed", (char *)seed, "--slow-rank", "1",
-                    "--slow-factor", "1.5", "--gzip", dir, NULL};
-    CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+    const char *args[] = {"--ranks", ranks, "--steps", "6", "--seed", seed, "--slow-rank", "1", "--slow-factor", "1.5",
+                          NULL};
+    svc_gentrace(name, args, dir);
 }
 
 /* Job `job` with its description, ranks 0 and 1 of the run in dir, built. */
