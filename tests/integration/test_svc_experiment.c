@@ -157,6 +157,10 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     json_decref(ledger);
     json_decref(closed);
     json_decref(e2);
+    char *ledger_argv[] = {stepcast, "--server", d.url, "ledger", "list", NULL};
+    CHECK_EQ_INT(th_run(ledger_argv, &out, NULL), 0);
+    CHECK_CONTAINS(out ? out : "", "banked by team infra in ");
+    free(out);
     char *show[] = {stepcast, "--server", d.url, "experiment", "show", id, NULL};
     CHECK_EQ_INT(th_run(show, &out, NULL), 0);
     CHECK_CONTAINS(out ? out : "", "GPU-hours a day (summed over ranks)");
