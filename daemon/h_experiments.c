@@ -324,8 +324,10 @@ json_t *h_experiments_bank_json(struct svc *s)
             g = json_pack("{s:o, s:s, s:i, s:f, s:f, s:i}", "team", team ? json_string(team) : json_null(), "month",
                           month ? month : "", "experiments", 0, "gpu_hours_per_day", 0.0, "usd_per_day", 0.0,
                           "per_step_only", 0);
-            if (!g || json_object_set_new(groups, key, g) || json_array_append(list, g))
+            if (!g || json_object_set_new(groups, key, g) || json_array_append(list, g)) {
+                json_decref(bank);
                 break;
+            }
         }
         json_object_set_new(g, "experiments", json_integer(json_integer_value(json_object_get(g, "experiments")) + 1));
         if (json_is_number(hours))
