@@ -5,7 +5,9 @@
  *    "center_ms":{"a":..,"b":..},"steps":{"a":N,"b":N},
  *    "dropped_steps":[{"run":"A","step":0,"why":"warm-up"}],
  *    "refutations":[{"name":"placebo","verdict":"no_change",
- *      "agrees":true|false|null,"detail":".."}],"survives":true} */
+ *      "agrees":true|false|null,"detail":".."}],"survives":true,
+ *    "attribution":[{"category":"compute:gemm","ms":..,"ci95_ms":[lo,hi]}]}
+ *   attribution null where the runs' graphs were not compared. */
 #ifndef API_AB_JSON_H
 #define API_AB_JSON_H
 

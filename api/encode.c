@@ -255,9 +255,13 @@ int api_model_summary(const struct model_job *job, char **text, struct sc_error 
             ranks = NULL;
         }
     }
-    json_t *doc = ranks ? json_pack("{s:s, s:I, s:I, s:o}", "stepcast_version", STEPCAST_VERSION,
-                                    "n_ranks", (json_int_t)job->n_ranks, "events",
-                                    (json_int_t)events, "ranks", ranks)
+    int64_t world = 0; /* distributedInfo's, the first rank that gives it */
+    for (size_t i = 0; i < job->n_ranks && !world; i++)
+        world = job->ranks[i]->world_size > 0 ? job->ranks[i]->world_size : 0;
+    json_t *doc = ranks ? json_pack("{s:s, s:I, s:o, s:I, s:o}", "stepcast_version", STEPCAST_VERSION,
+                                    "n_ranks", (json_int_t)job->n_ranks, "world_size",
+                                    world ? json_integer(world) : json_null(), "events", (json_int_t)events,
+                                    "ranks", ranks)
                         : NULL;
     *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
     json_decref(doc);

@@ -28,7 +28,13 @@ static const char schemas[] =
     "\"additionalProperties\":{\"oneOf\":[{\"type\":\"number\"},"
     " {\"type\":\"string\"},{\"type\":\"boolean\"}]}},"
     " \"hardware\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$\"},"
-    " \"description\":{\"type\":\"string\",\"maxLength\":1024}}},"
+    " \"description\":{\"type\":\"string\",\"maxLength\":1024},"
+    " \"steps_per_day\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1e9},"
+    " \"runtime_hours\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":24,"
+    "\"description\":\"the hours a day the job runs (its steps a day at the measured step)\"},"
+    " \"gpu_hour_usd\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1e6},"
+    " \"tags\":{\"type\":\"object\",\"maxProperties\":16,\"description\":\"team, cluster, ...\","
+    "\"additionalProperties\":{\"type\":\"string\",\"maxLength\":128}}}},"
     "\"Job\":{\"allOf\":[{\"$ref\":\"#/components/schemas/JobDescription\"},{\"type\":\"object\",\"properties\":{"
     " \"id\":{\"type\":\"string\"},\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
     " \"updated\":{\"type\":\"string\",\"format\":\"date-time\"},\"n_ranks\":{\"type\":\"integer\"},"
@@ -71,6 +77,34 @@ static const char schemas[] =
     "\"Diff\":{\"type\":\"object\",\"description\":\"the document of `stepcast diff --json`\"},"
     "\"DiffRequest\":{\"type\":\"object\",\"required\":[\"other\"],\"properties\":{\"other\":{\"type\":\"string\","
     "\"description\":\"the model of run B\"}}},"
+    "\"Ab\":{\"type\":\"object\",\"description\":\"the document of `stepcast ab --json`: verdict (faster, slower, "
+    "no_change, inconclusive), difference_ms, difference_pct, ci95_ms, p_value, effect_size, min_effect_ms, center_ms, "
+    "steps, dropped_steps, refutations, survives\"},"
+    "\"AbRequest\":{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"additionalProperties\":false,"
+    "\"properties\":{\"a\":{\"type\":\"string\",\"description\":\"the model of the baseline run\"},"
+    "\"b\":{\"type\":\"string\",\"description\":\"the model of the variant run\"},"
+    "\"min_effect_pct\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":100,\"default\":1,"
+    "\"description\":\"the smallest effect that matters, % of a's center\"},"
+    "\"refutations\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":5,\"default\":5},"
+    "\"seed\":{\"type\":\"integer\",\"minimum\":0,\"default\":1}}},"
+    "\"Experiment\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"baseline\":{\"type\":\"string\"},\"variant\":{\"type\":\"string\"},\"hypothesis\":{\"type\":\"string\"},"
+    "\"external_id\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"pending\",\"decided\","
+    "\"closed\"]},\"waiting_for\":{\"type\":\"string\"},\"error\":{\"type\":\"string\"},"
+    "\"created_ns\":{\"type\":\"integer\"},\"verdict\":{\"$ref\":\"#/components/schemas/Ab\"},"
+    "\"inputs\":{\"type\":\"string\",\"nullable\":true,\"description\":\"the SHA-256 of the verdict's inputs\"},"
+    "\"bank\":{\"type\":\"object\",\"nullable\":true,\"description\":\"{saving_ms_per_step, gpu_hours_per_day,"
+    " usd_per_day, month, cadence} of a closed winning experiment\"}}},"
+    "\"ExperimentList\":{\"type\":\"object\",\"properties\":{\"experiments\":{\"type\":\"array\",\"items\":"
+    "{\"$ref\":\"#/components/schemas/Experiment\"}}}},"
+    "\"ExperimentRequest\":{\"type\":\"object\",\"required\":[\"baseline\",\"variant\"],"
+    "\"additionalProperties\":false,\"properties\":{\"baseline\":{\"type\":\"string\",\"description\":\"a job\"},"
+    "\"variant\":{\"type\":\"string\",\"description\":\"a job\"},\"hypothesis\":{\"type\":\"string\","
+    "\"maxLength\":1024},\"external_id\":{\"type\":\"string\",\"maxLength\":128}}},"
+    "\"FleetWaste\":{\"type\":\"object\",\"description\":\"{jobs:[{rank,job,model,team,cluster,ranked_by,"
+    "step_ms_per_rank,waste_ms_per_step_per_rank,world_size,world_size_from,steps_per_day,steps_per_day_from,"
+    "wasted_gpu_ms_per_step_summed,wasted_gpu_hours_per_day_summed,wasted_usd_per_day,note}],"
+    "needs_tracing_of_more_ranks:[{job,model,unexplained_ms_per_step_per_rank}],method}\"},"
     "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
     "gpu_ms_per_step,opportunity}]}\"},"
     "\"CriticalPath\":{\"type\":\"object\"},"
@@ -183,6 +217,10 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_WHATIF] = "WhatIf",
     [API_OP_MODEL_PLAN] = "Plan",
     [API_OP_SPEC_FROM_HF] = "SpecModel",
+    [API_OP_AB] = "Ab",
+    [API_OP_EXPERIMENT_CREATE] = "Experiment", [API_OP_EXPERIMENTS_LIST] = "ExperimentList",
+    [API_OP_EXPERIMENT_GET] = "Experiment",    [API_OP_EXPERIMENT_CLOSE] = "Experiment",
+    [API_OP_FLEET] = "FleetWaste",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {
@@ -196,6 +234,8 @@ static const char *const request_schema[API_OP_COUNT] = {
     [API_OP_WHATIF] = "WhatIfRequest",
     [API_OP_MODEL_PLAN] = "ModelPlanRequest",
     [API_OP_SPEC_FROM_HF] = "HfConfig",
+    [API_OP_AB] = "AbRequest",
+    [API_OP_EXPERIMENT_CREATE] = "ExperimentRequest",
 };
 
 static json_t *ref(const char *name)

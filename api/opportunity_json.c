@@ -24,8 +24,9 @@ json_t *api_opportunities_json(const struct model_opportunities *o)
             json_object_set_new(e, "saving_at_zero_ms", api_json_ms(p->saving_at_zero_ns));
         json_array_append_new(list, e);
     }
-    return json_pack("{s:o, s:o, s:I, s:o}", "step_ms", api_json_ms(o->step_ns), "gpu_idle_ms",
-                     api_json_ms(o->gpu_idle_ns), "ranks", (json_int_t)o->n_ranks, "opportunities", list);
+    return json_pack("{s:o, s:o, s:I, s:o, s:o}", "step_ms", api_json_ms(o->step_ns), "gpu_idle_ms",
+                     api_json_ms(o->gpu_idle_ns), "ranks", (json_int_t)o->n_ranks, "actionable_saving_ms",
+                     api_json_ms(o->actionable_ns), "opportunities", list);
 }
 
 struct fleet_row {

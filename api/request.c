@@ -9,6 +9,7 @@
 
 #include "api/ledger.h"
 #include "api/routes.h"
+#include "model/ab.h"
 #include "common/banned.h"
 
 int api_json_precheck(const char *body, size_t n, const struct api_body_limits *l,
@@ -152,9 +153,14 @@ static int check_config_at(json_t *cfg, const char *path, int depth, struct api_
 int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
                    struct api_reply *err)
 {
-    static const char *const fields[] = {"config", "hardware", "description", NULL};
+    static const char *const fields[] = {"config",       "hardware", "description", "steps_per_day",
+                                         "runtime_hours", "gpu_hour_usd", "tags",       NULL};
+    static const struct {
+        const char *key;
+        double max;
+    } numbers[] = {{"steps_per_day", 1e9}, {"runtime_hours", 24}, {"gpu_hour_usd", 1e6}};
     char hw[72] = "", desc[1025] = "";
-    json_t *doc, *cfg;
+    json_t *doc, *cfg, *v;
     int rc;
     *canonical = NULL;
     if ((rc = load_object(body, n, l, 1, &doc, err)))
@@ -168,6 +174,28 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
     }
     if ((cfg = json_object_get(doc, "config")) && (rc = check_config_at(cfg, "config", 0, err)))
         goto out;
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+        if ((v = json_object_get(doc, numbers[i].key)) &&
+            (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= numbers[i].max))) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'%s' must be a number above 0 and at most %g", numbers[i].key,
+                          numbers[i].max);
+            goto out;
+        }
+    if ((v = json_object_get(doc, "tags"))) {
+        const char *k;
+        json_t *t;
+        if (!json_is_object(v) || json_object_size(v) > 16) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'tags' must be an object of at most 16 strings");
+            goto out;
+        }
+        json_object_foreach (v, k, t)
+            if (!api_id_valid(k) || !json_is_string(t) || json_string_length(t) == 0 ||
+                json_string_length(t) > 128 || strpbrk(json_string_value(t), "\r\n\t")) {
+                rc = api_fail(err, API_E_INVALID_JSON,
+                              "tags are identifiers naming strings of 1 to 128 bytes on one line ('%.64s')", k);
+                goto out;
+            }
+    }
     if (!(*canonical = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS)))
         rc = api_fail(err, API_E_UNAVAILABLE, "out of memory");
 out:
@@ -203,6 +231,73 @@ int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l,
     if ((rc = only_fields(doc, fields, err)) == SC_OK &&
         (rc = get_string(doc, "other", API_ID_MAX - 1, other, API_ID_MAX, err)) == SC_OK && !api_id_valid(other))
         rc = api_fail(err, API_E_INVALID_JSON, "'other' must be a model id");
+    json_decref(doc);
+    return rc;
+}
+
+int api_decode_ab(const char *body, size_t n, const struct api_body_limits *l, struct api_ab_req *out,
+                  struct api_reply *err)
+{
+    static const char *const fields[] = {"a", "b", "min_effect_pct", "refutations", "seed", NULL};
+    struct model_ab_opts o;
+    json_t *doc, *v;
+    int rc;
+    memset(out, 0, sizeof *out);
+    model_ab_opts_default(&o);
+    out->min_effect_pct = o.min_effect_pct;
+    out->refutations = o.refutations;
+    out->seed = o.seed;
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
+    if ((rc = only_fields(doc, fields, err)) || (rc = get_string(doc, "a", API_ID_MAX - 1, out->a, API_ID_MAX, err)) ||
+        (rc = get_string(doc, "b", API_ID_MAX - 1, out->b, API_ID_MAX, err)))
+        goto out;
+    if (!api_id_valid(out->a) || !api_id_valid(out->b)) {
+        rc = api_fail(err, API_E_INVALID_JSON, "'a' and 'b' must be model ids");
+        goto out;
+    }
+    if ((v = json_object_get(doc, "min_effect_pct"))) {
+        if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= 100)) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'min_effect_pct' must be a number above 0 and at most 100");
+            goto out;
+        }
+        out->min_effect_pct = json_number_value(v);
+    }
+    if ((v = json_object_get(doc, "refutations"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 5) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'refutations' must be an integer from 0 to 5");
+            goto out;
+        }
+        out->refutations = (int)json_integer_value(v);
+    }
+    if ((v = json_object_get(doc, "seed"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'seed' must be a whole number");
+            goto out;
+        }
+        out->seed = (unsigned long)json_integer_value(v);
+    }
+out:
+    json_decref(doc);
+    return rc;
+}
+
+int api_decode_experiment(const char *body, size_t n, const struct api_body_limits *l,
+                          struct api_experiment_req *out, struct api_reply *err)
+{
+    static const char *const fields[] = {"baseline", "variant", "hypothesis", "external_id", NULL};
+    json_t *doc;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = load_object(body, n, l, 0, &doc, err)))
+        return rc;
+    if ((rc = only_fields(doc, fields, err)) == SC_OK &&
+        (rc = get_string(doc, "baseline", API_ID_MAX - 1, out->baseline, sizeof out->baseline, err)) == SC_OK &&
+        (rc = get_string(doc, "variant", API_ID_MAX - 1, out->variant, sizeof out->variant, err)) == SC_OK &&
+        (rc = get_string(doc, "hypothesis", 1024, out->hypothesis, sizeof out->hypothesis, err)) == SC_OK &&
+        (rc = get_string(doc, "external_id", 128, out->external_id, sizeof out->external_id, err)) == SC_OK &&
+        (!api_id_valid(out->baseline) || !api_id_valid(out->variant)))
+        rc = api_fail(err, API_E_INVALID_JSON, "'baseline' and 'variant' must be job ids");
     json_decref(doc);
     return rc;
 }

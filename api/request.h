@@ -25,8 +25,13 @@ struct api_body_limits {
 int api_json_precheck(const char *body, size_t n, const struct api_body_limits *l,
                       struct api_reply *err);
 
-/* PUT /v1/jobs/{job}: {"config":{...},"hardware":"...","description":"..."},
- * all optional; an empty body is an empty description. *canonical gets the
+/* PUT /v1/jobs/{job}: {"config":{...},"hardware":"...","description":"...",
+ * "steps_per_day":N,"runtime_hours":H,"gpu_hour_usd":P,"tags":{"team":"..",
+ * "cluster":".."}}, all optional (steps_per_day, runtime_hours (a day's,
+ * at most 24) and gpu_hour_usd positive numbers: the job's cadence and
+ * price, for the saving an experiment banks and the fleet's waste; tags
+ * identifiers naming short strings); an empty body is an empty
+ * description. *canonical gets the
  * description as compact JSON with sorted keys (from malloc). */
 int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
                    struct api_reply *err);
@@ -43,6 +48,31 @@ int api_decode_build(const char *body, size_t n, const struct api_body_limits *l
 /* POST /v1/models/{a}/diff: {"other":ID}, ID a valid identifier. */
 int api_decode_diff(const char *body, size_t n, const struct api_body_limits *l, char other[API_ID_MAX],
                     struct api_reply *err);
+
+/* POST /v1/ab: {"a":ID,"b":ID,"min_effect_pct":P,"refutations":N,"seed":S}:
+ * the baseline model a and the variant b (valid identifiers, required);
+ * the rest as `stepcast ab`'s options (0 < P <= 100; 0 <= N <= 5; S a
+ * whole number), absent ones at model_ab_opts_default's values. */
+struct api_ab_req {
+    char a[API_ID_MAX], b[API_ID_MAX];
+    double min_effect_pct;
+    int refutations;
+    unsigned long seed;
+};
+int api_decode_ab(const char *body, size_t n, const struct api_body_limits *l, struct api_ab_req *out,
+                  struct api_reply *err);
+
+/* POST /v1/experiments: {"baseline":JOB,"variant":JOB,"hypothesis":"..",
+ * "external_id":".."}: the two jobs required (valid identifiers), the
+ * hypothesis up to 1024 bytes and the external id (a scheduler's job id)
+ * up to 128, both optional (unset: ""). */
+struct api_experiment_req {
+    char baseline[API_ID_MAX], variant[API_ID_MAX];
+    char hypothesis[1025];
+    char external_id[129];
+};
+int api_decode_experiment(const char *body, size_t n, const struct api_body_limits *l,
+                          struct api_experiment_req *out, struct api_reply *err);
 
 /* POST /v1/tokens: {"scope":"read|write|admin","name":"..."} (name optional). */
 struct api_token_req {

@@ -163,6 +163,31 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              "400," E_AUTH ",413,422",
                              "a spec's model from a Hugging Face config.json (as `stepcast spec from-hf`), and "
                              "which field gave its sequence length"},
+    [API_OP_AB] = {"POST", "/v1/ab", "postAb", API_SCOPE_READ, API_BODY_JSON, 200, NULL, "400," E_AUTH ",404,409,413,422",
+                   "model b (the variant) against model a (the baseline), step by step: the verdict with its interval, "
+                   "refutations and attribution (as `stepcast ab --json`); memoised by its inputs"},
+    [API_OP_EXPERIMENT_CREATE] = {"POST", "/v1/experiments", "createExperiment", API_SCOPE_WRITE, API_BODY_JSON, 201,
+                                  NULL, "400," E_AUTH ",413,507",
+                                  "an experiment: a baseline job against a variant job, their A/B verdict computed "
+                                  "once each has a built model and kept with its inputs' digest"},
+    [API_OP_EXPERIMENTS_LIST] = {"GET", "/v1/experiments", "listExperiments", API_SCOPE_READ, API_BODY_NONE, 200,
+                                 "external_id:string:only the experiments of this external id",
+                                 "400," E_AUTH, "every experiment, oldest first, each with its verdict"},
+    [API_OP_EXPERIMENT_GET] = {"GET", "/v1/experiments/{id}", "getExperiment", API_SCOPE_READ, API_BODY_NONE, 200,
+                               NULL, "400," E_AUTH ",404",
+                               "an experiment: pending (waiting_for), decided (its verdict) or closed (its bank)"},
+    [API_OP_EXPERIMENT_CLOSE] = {"POST", "/v1/experiments/{id}/close", "closeExperiment", API_SCOPE_WRITE,
+                                 API_BODY_JSON_OPT, 200, NULL, "400," E_AUTH ",404,409",
+                                 "close an experiment; a variant that reads faster and survives banks its saving "
+                                 "(GPU-hours a day and dollars at the baseline job's cadence)"},
+    [API_OP_FLEET] = {"GET", "/v1/fleet", "getFleet", API_SCOPE_READ, API_BODY_NONE, 200,
+                      "top:integer:how many jobs (default 10, at most 1000);tag:string:only jobs with this tag, "
+                      "KEY:VALUE (team:infra);since:string:models built from this day (YYYY-MM-DD, UTC);"
+                      "until:string:models built before this day",
+                      "400," E_AUTH,
+                      "jobs ranked by wasted GPU-hours a day: the measured step less every actionable opportunity "
+                      "replayed together, x world size x steps a day, summed over ranks; dollars; unexplained "
+                      "waits listed apart (needs tracing of more ranks)"},
 };
 
 const struct api_op_info *api_op_info(enum api_op op)

@@ -11,6 +11,7 @@
 #include "api/json_reply.h"
 #include "api/reply.h"
 #include "api/replay_json.h"
+#include "estimator/estimate.h"
 #include "estimator/hardware.h"
 #include "estimator/job_config.h"
 #include "estimator/structure.h"
@@ -60,7 +61,28 @@ json_t *api_structure_json(const struct job_structure *s)
                      struct_grad_sync_name(s->grad_sync), "data_parallel", uses);
 }
 
-json_t *api_whatif_json(const struct whatif_result *r)
+/* Unrounded: a step's GPU-hours are millionths. */
+static json_t *cost_json(const struct est_cost *c)
+{
+    return json_pack("{s:f, s:o, s:o}", "gpu_hours", c->gpu_hours, "energy_kwh",
+                     c->energy_kwh >= 0 ? json_real(c->energy_kwh) : json_null(), "cost_usd",
+                     c->cost_usd >= 0 ? json_real(c->cost_usd) : json_null());
+}
+
+/* One configuration's step of step_ms priced: per step and per million
+ * tokens. */
+static json_t *priced(const struct job_config *c, double step_ms, double gpu_hour_usd)
+{
+    const struct hw_profile *hw = c->gpu[0] ? hw_profile_find(c->gpu) : NULL;
+    double gpus = (double)job_config_world_size(c), tokens = (double)c->global_batch * (double)c->seq;
+    struct est_cost step, per_m;
+    est_cost_of(gpus, step_ms / 1e3, hw, gpu_hour_usd, &step);
+    est_cost_of(gpus, tokens > 0 ? step_ms / 1e3 / (tokens / 1e6) : 0, hw, gpu_hour_usd, &per_m);
+    return json_pack("{s:I, s:o, s:o, s:o}", "gpus", (json_int_t)gpus, "gpu", hw ? json_string(hw->id) : json_null(),
+                     "per_step", cost_json(&step), "per_m_tokens", tokens > 0 ? cost_json(&per_m) : json_null());
+}
+
+json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
 {
     json_t *doc = api_replay_json(r->replay), *models = json_array();
     if (!doc || !models) {
@@ -100,6 +122,10 @@ json_t *api_whatif_json(const struct whatif_result *r)
     json_object_set_new(doc, "memory_gb_per_gpu", r->has_memory ? num(r->memory_gb_per_gpu) : json_null());
     json_object_set_new(doc, "fits", r->has_memory ? json_boolean(r->fits) : json_null());
     json_object_set_new(doc, "structure", api_structure_json(&r->structure));
+    json_object_set_new(doc, "cost",
+                        json_pack("{s:o, s:o, s:s}", "base", priced(&r->base, r->base_step_ms, gpu_hour_usd), "target",
+                                  priced(&r->target, r->step_ms, gpu_hour_usd), "energy",
+                                  "kWh at the GPUs' board power: an upper bound"));
     return doc;
 }
 
@@ -180,9 +206,10 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
     return rc;
 }
 
-int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band)
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band,
+                     double gpu_hour_usd)
 {
-    json_t *doc = api_whatif_json(res);
+    json_t *doc = api_whatif_json(res, gpu_hour_usd);
     if (doc && band && json_object_set_new(doc, "band", ledger_band_json(band, API_LEDGER_WHATIF, res->step_ms)))
         doc = (json_decref(doc), NULL);
     if (!doc)

@@ -7,7 +7,13 @@
  *   "base_step_ms":..,"from_measured_ms":..,"from_models_ms":..,
  *   "models_used":[{"model":"kernel_model","tasks":N,"ms":..,"why":".."}],
  *   "collective_transfer_ms":..,"collective_wait_ms":..,
- *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...}
+ *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...},
+ *   "cost":{"base"|"target":{"gpus","gpu","per_step":{"gpu_hours",
+ *   "energy_kwh","cost_usd"},"per_m_tokens":{...}|null},"energy":".."}:
+ *   the traced step (base, measured) and the what-if's (target) priced
+ *   by est_cost_of: GPUs the config's, per million tokens at its
+ *   global_batch x seq (null without them), kWh at board power (an upper
+ *   bound), dollars at gpu_hour_usd (null when not given)
  * structure: {"layers_per_rank":N,"layers_from":"module annotations",
  *   "layer_tasks":N,"gpu":"a100-sxm4-40gb"|null,"device_name":"..",
  *   "world_size":N|null,"collectives":{"dp":{"count":N,"ms":..},...},
@@ -34,7 +40,7 @@ struct sc_error;
 
 json_t *api_structure_json(const struct job_structure *s);
 json_t *api_job_config_json(const struct job_config *c);
-json_t *api_whatif_json(const struct whatif_result *r);
+json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd);
 /* [{"family":"gemm","traced_ms":..,"synth_ms":..,"traced_kernels":..,
  * "synth_kernels":..}, ...]: the families either side has, per rank and
  * step (`stepcast whatif --compare-synth --json` adds it as
@@ -54,6 +60,7 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
 /* A what-if's document as a 200 reply, with the ledger's "band" for
  * what-ifs (ledger.h) when band is not NULL. */
 struct ledger_band;
-int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band);
+int api_reply_whatif(struct api_reply *r, const struct whatif_result *res, const struct ledger_band *band,
+                     double gpu_hour_usd);
 
 #endif

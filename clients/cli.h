@@ -69,6 +69,14 @@ int cli_run_traces(const char *const *paths, size_t n, const struct model_load_o
                    struct cli_run *run, struct sc_error *err);
 void cli_run_release(struct cli_run *run);
 
+/* Two runs, paths[0] (A) and paths[1] (B), each loaded as a job, its graph
+ * built and its kept collectives split, then diffed into *d
+ * (model/diff.h); the jobs into jobs[0..2) (the caller frees them and d).
+ * Returns an exit status, the error printed; on failure nothing is held. */
+struct model_diff;
+int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
+                  struct model_job *jobs[2], struct model_diff *d);
+
 /* Each rank's replayed timeline (api/timeline_json.h) into
  * DIR/rank<R>.replay.json, DIR created if need be. Returns the exit status. */
 struct model_replay;

@@ -68,16 +68,42 @@ static int print_diff(const json_t *doc)
     return 0;
 }
 
+int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
+                  struct model_job *jobs[2], struct model_diff *d)
+{
+    struct model_graph *g[2] = {NULL, NULL};
+    struct model_coll_wait *wv[2] = {NULL, NULL}; /* each run's kept collectives split */
+    struct model_coll_waits waits[2] = {{0}, {0}};
+    struct sc_error err;
+    int rc = 0;
+
+    jobs[0] = jobs[1] = NULL;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if ((rc = cli_load_job(paths + k, 1, lo, &jobs[k])))
+            break;
+        if (model_graph_build(jobs[k], go, &g[k], &err) || coll_split_waits(g[k], &wv[k], &waits[k].n, &err))
+            rc = cli_fail(&err);
+        waits[k].v = wv[k];
+    }
+    if (rc == 0 && model_diff_run(g[0], &waits[0], g[1], &waits[1], d, &err))
+        rc = cli_fail(&err);
+    for (int k = 0; k < 2; k++) {
+        free(wv[k]);
+        model_graph_free(g[k]);
+        if (rc) {
+            model_job_free(jobs[k]);
+            jobs[k] = NULL;
+        }
+    }
+    return rc;
+}
+
 int cmd_diff(int argc, char **argv)
 {
     struct model_load_opts lo;
     struct model_graph_opts go;
-    struct model_job *job[2] = {NULL, NULL};
-    struct model_graph *g[2] = {NULL, NULL};
-    struct model_coll_wait *wv[2] = {NULL, NULL}; /* each run's kept collectives split */
-    struct model_coll_waits waits[2] = {{0}, {0}};
+    struct model_job *jobs[2];
     struct model_diff d;
-    struct sc_error err;
     int rc, json;
 
     model_load_opts_default(&lo);
@@ -86,26 +112,12 @@ int cmd_diff(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (argc - optind != 2)
         return cli_usage_error("diff", "give two runs, A and B");
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        if ((rc = cli_load_job(argv + optind + k, 1, &lo, &job[k])))
-            break;
-        if (model_graph_build(job[k], &go, &g[k], &err) || coll_split_waits(g[k], &wv[k], &waits[k].n, &err))
-            rc = cli_fail(&err);
-        waits[k].v = wv[k];
-    }
-    if (rc == 0) {
-        if (model_diff_run(g[0], &waits[0], g[1], &waits[1], &d, &err)) {
-            rc = cli_fail(&err);
-        } else {
-            rc = cli_print_doc(api_diff_json(&d), json, print_diff);
-            model_diff_release(&d);
-        }
-    }
-    for (int k = 0; k < 2; k++) {
-        free(wv[k]);
-        model_graph_free(g[k]);
-        model_job_free(job[k]);
-    }
+    if ((rc = cli_diff_runs(argv + optind, &lo, &go, jobs, &d)))
+        return rc;
+    rc = cli_print_doc(api_diff_json(&d), json, print_diff);
+    model_diff_release(&d);
+    model_job_free(jobs[0]);
+    model_job_free(jobs[1]);
     return rc;
 }
 

@@ -337,6 +337,12 @@ static int print_ledger(const json_t *doc, int as_json)
             printf("band of %s: measured / predicted from %.3f to %.3f (10th-90th percentile of %lld entries)\n",
                    kind, cli_json_num(v, "ratio_lo"), cli_json_num(v, "ratio_hi"), cli_json_int(v, "entries"));
     }
+    /* a server's: the savings closed winning experiments banked */
+    json_array_foreach (json_object_get(json_object_get(doc, "bank"), "by_team_and_month"), i, v)
+        printf("banked by team %s in %s: %.2f GPU-hours a day (summed over ranks), $%.2f a day, %lld experiments"
+               " (%lld per step only)\n",
+               cli_json_str(v, "team", "(none)"), cli_json_str(v, "month", "?"), cli_json_num(v, "gpu_hours_per_day"),
+               cli_json_num(v, "usd_per_day"), cli_json_int(v, "experiments"), cli_json_int(v, "per_step_only"));
     return 0;
 }
 

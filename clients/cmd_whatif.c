@@ -21,14 +21,15 @@
 
 static const char usage[] =
     "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
-    "                       [--steps A-B] [--timeline DIR] TRACE...\n"
+    "                       [--steps A-B] [--timeline DIR] [--gpu-hour-usd P] TRACE...\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
     "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
     "             \"tied_embeddings\":..,\"framework\":..,\"master_weights\":..,\n"
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (README, whatif)\n"
-    "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n";
+    "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
+    "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
 
 /* Read and parse the job description at path; an exit status. */
 int cli_load_job_config(const char *path, struct job_config *cfg)
@@ -94,7 +95,7 @@ int cmd_whatif(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},           {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'},    {"help", no_argument, NULL, 'h'},
         {"compare-synth", no_argument, NULL, 'C'}, {"timeline", required_argument, NULL, 't'},
-        {NULL, 0, NULL, 0},
+        {"gpu-hour-usd", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
     struct model_graph_opts go;
@@ -102,13 +103,20 @@ int cmd_whatif(int argc, char **argv)
     struct sc_error err;
     const char *config = NULL, *timeline = NULL;
     int json = 0, compare = 0, c, rc;
+    double price = -1;
+    char *end;
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
     job_config_init(&set);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:S:jm:s:hCt:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:S:jm:s:hCt:p:", opts, NULL)) != -1) {
         switch (c) {
+        case 'p':
+            price = strtod(optarg, &end);
+            if (*end || end == optarg || !(price > 0 && price <= 1e6))
+                return cli_usage_error("whatif", "--gpu-hour-usd takes a price above 0 and at most 1e6");
+            break;
         case 'C': compare = 1; break;
         case 't': timeline = optarg; break;
         case 'c': config = optarg; break;
@@ -150,7 +158,7 @@ int cmd_whatif(int argc, char **argv)
         model_job_free(job);
         return cli_fail(&err);
     }
-    json_t *doc = api_whatif_json(&r);
+    json_t *doc = api_whatif_json(&r, price);
     if (doc && compare)
         json_object_set_new(doc, "compare_synth", api_synth_compare_json(&cmp));
     if (!doc) {

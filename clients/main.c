@@ -86,6 +86,12 @@ static const char usage[] =
     "  critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
+    "  ab --model A --other B [--json] [--min-effect PCT] [--refutations N] [--seed S]\n"
+    "  experiment create --baseline JOB --variant JOB [--hypothesis TEXT] [--external-id ID]\n"
+    "  experiment list [--external-id ID] | experiment show ID | experiment close ID [--json]\n"
+    "      a job against another, the A/B verdict kept; a closed win banks its saving\n"
+    "  fleet [--tag KEY:VALUE] [--since DAY] [--until DAY] [--top N] [--json]\n"
+    "      jobs ranked by wasted GPU-hours a day (their actionable opportunities replayed together)\n"
     "  jobs [--json] [JOB] | jobs --delete JOB\n"
     "  job config --job J [--description TEXT] [--json] FILE: the job's description (what-ifs, plans)\n"
     "  models [--json] [--job J] [ID] | models --delete ID\n"
@@ -260,7 +266,10 @@ int main(int argc, char **argv)
         {"critical-path", cmd_remote_critical_path, 1},
         {"opportunities", cmd_remote_opportunities, 1},
         {"diff", cmd_remote_diff, 1},
+        {"ab", cmd_remote_ab, 1},
         {"whatif", cmd_remote_whatif, 1},
+        {"experiment", cmd_experiment, 0},
+        {"fleet", cmd_fleet, 0},
         {"jobs", cmd_jobs, 0},
         {"job", cmd_job, 0},
         {"models", cmd_models, 0},

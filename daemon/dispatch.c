@@ -32,6 +32,9 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_PLAN_DELETE] = h_plan_delete, [API_OP_WHATIF] = h_model_whatif,
         [API_OP_MODEL_PLAN] = h_model_plan, [API_OP_CHAKRA] = h_model_query,
         [API_OP_SPEC_FROM_HF] = h_spec_from_hf,
+        [API_OP_AB] = h_ab, [API_OP_FLEET] = h_fleet,
+        [API_OP_EXPERIMENT_CREATE] = h_experiment_create, [API_OP_EXPERIMENTS_LIST] = h_experiments_list,
+        [API_OP_EXPERIMENT_GET] = h_experiment_get, [API_OP_EXPERIMENT_CLOSE] = h_experiment_close,
     };
     handlers[req->op](s, req, r);
 }

@@ -3,11 +3,15 @@
 #include "daemon/handlers.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/ab_json.h"
 #include "api/encode.h"
+#include "api/fleet_json.h"
+#include "api/job_cadence.h"
 #include "api/json_reply.h"
 #include "api/diff_json.h"
 #include "api/opportunity_json.h"
@@ -22,6 +26,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "model/ab.h"
 #include "model/diff.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
@@ -236,13 +241,17 @@ int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct 
     return SC_OK;
 }
 
+/* What kept opportunities are keyed by: the version that found them, and
+ * the document's form (2: with actionable_saving_ms). */
+#define OPPORTUNITIES_KEPT_AS STEPCAST_VERSION "/2"
+
 /* Model id's opportunities as this version found them and kept in the
  * store, into r (200); 0 when none was kept. */
 static int kept_opportunities(struct svc *s, const char *id, struct api_reply *r)
 {
     char *doc;
     struct sc_error err;
-    if (store_model_opportunities(s->store, id, STEPCAST_VERSION, &doc, &err))
+    if (store_model_opportunities(s->store, id, OPPORTUNITIES_KEPT_AS, &doc, &err))
         return 0;
     api_reply_take(r, 200, "application/json", doc, strlen(doc));
     return 1;
@@ -268,7 +277,7 @@ static void answer_opportunities(struct svc *s, const char *id, struct built_mod
     if (rc != SC_OK)
         return;
     built_memo_put(m, key, r);
-    if (store_model_keep_opportunities(s->store, id, STEPCAST_VERSION, r->body, &err))
+    if (store_model_keep_opportunities(s->store, id, OPPORTUNITIES_KEPT_AS, r->body, &err))
         log_warn("opportunities", "model=%s event=not_kept msg=\"%s\"", id, err.msg);
 }
 
@@ -319,23 +328,98 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     metrics_memo(s->metrics, memo_hit);
 }
 
-/* Every ready model's opportunities (each from its memo or found now),
- * ranked by the GPU time per step the best one wins back. */
-void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r)
+int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct model_ab_opts *o,
+                struct api_reply *r)
+{
+    struct cache_entry *ea = NULL, *eb = NULL;
+    char key[BUILT_MEMO_KEY_MAX];
+    struct model_ab ab;
+    struct sc_error err;
+    int memo_hit = 0, rc;
+    if ((rc = h_ready_model(s, a_id, &ea, r)))
+        return rc;
+    snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, b_id,
+             o->min_effect_pct, o->refutations < 0 || o->refutations > 5 ? 5 : o->refutations, o->seed);
+    if ((rc = h_ready_model(s, b_id, &eb, r)) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+        const struct built_model *a = cache_value(ea), *b = cache_value(eb);
+        struct model_diff d = {0};
+        if (model_ab_run(built_model_job(a), built_model_job(b), o, &ab, &err) ||
+            model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
+                           &d, &err) ||
+            model_ab_attribute(&ab, &d, o->seed, &err)) {
+            rc = api_fail_status(r, &err, API_E_UNPROCESSABLE);
+        } else if ((rc = api_reply_json(r, 200, api_ab_json(&ab))) == SC_OK) {
+            built_memo_put(cache_value(ea), key, r);
+        }
+        model_diff_release(&d);
+        model_ab_release(&ab);
+    }
+    if (eb)
+        cache_release(s->cache, eb);
+    cache_release(s->cache, ea);
+    metrics_memo(s->metrics, memo_hit);
+    return rc;
+}
+
+/* POST /v1/ab. */
+void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_body_limits lim = h_body_limits(s);
+    struct api_ab_req req;
+    if (api_decode_ab(q->body, q->body_len, &lim, &req, r) == SC_OK) {
+        struct model_ab_opts o = {req.min_effect_pct, req.refutations, req.seed};
+        h_ab_answer(s, req.a, req.b, &o, r);
+    }
+}
+
+/* Ready model id's opportunities document (from the store where kept,
+ * else from its memo or found now), or NULL. */
+static json_t *ready_opportunities(struct svc *s, const char *id)
+{
+    struct cache_entry *e;
+    struct api_reply one = {0};
+    struct sc_error err;
+    int hit = 0, memo_hit = 0;
+    json_t *doc = NULL;
+    if (kept_opportunities(s, id, &one)) { /* the model need not be loaded */
+        memo_hit = 1;
+    } else {
+        if (cache_get(s->cache, id, builder_load_ready, s->builder, &e, &hit, &err))
+            return NULL;
+        answer_opportunities(s, id, cache_value(e), &one, &memo_hit);
+        cache_release(s->cache, e);
+    }
+    metrics_memo(s->metrics, memo_hit);
+    if (one.status == 200)
+        doc = json_loadb(one.body, one.len, 0, NULL);
+    api_reply_release(&one);
+    return doc;
+}
+
+/* ?top=N (1 to 1000, default 10) into *top; on failure the reply in r. */
+static int top_query(struct svc_request *q, struct api_reply *r, long *top)
 {
     const char *top_s = svc_query(q, "top");
-    long top = 10;
+    char *end;
+    *top = 10;
+    if (!top_s)
+        return SC_OK;
+    *top = strtol(top_s, &end, 10);
+    if (*end || end == top_s || *top < 1 || *top > 1000)
+        return api_fail(r, API_E_BAD_REQUEST, "top must be a number from 1 to 1000");
+    return SC_OK;
+}
+
+/* Every ready model's opportunities, ranked by the GPU time per step the
+ * best one wins back. */
+void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    long top;
     struct api_model *v = NULL;
     struct sc_error err;
     size_t n = 0, k = 0;
-    if (top_s) {
-        char *end;
-        top = strtol(top_s, &end, 10);
-        if (*end || end == top_s || top < 1 || top > 1000) {
-            api_fail(r, API_E_BAD_REQUEST, "top must be a number from 1 to 1000");
-            return;
-        }
-    }
+    if (top_query(q, r, &top))
+        return;
     if (store_model_list(s->store, NULL, &v, &n, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
@@ -347,25 +431,10 @@ void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_repl
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        struct cache_entry *e;
-        struct api_reply one = {0};
-        int hit = 0, memo_hit = 0;
-        if (v[i].status != API_MODEL_READY)
+        if (v[i].status != API_MODEL_READY || !(docs[k] = ready_opportunities(s, v[i].id)))
             continue;
-        if (kept_opportunities(s, v[i].id, &one)) { /* the model need not be loaded */
-            memo_hit = 1;
-        } else {
-            if (cache_get(s->cache, v[i].id, builder_load_ready, s->builder, &e, &hit, &err))
-                continue;
-            answer_opportunities(s, v[i].id, cache_value(e), &one, &memo_hit);
-            cache_release(s->cache, e);
-        }
-        metrics_memo(s->metrics, memo_hit);
-        if (one.status == 200 && (docs[k] = json_loadb(one.body, one.len, 0, NULL))) {
-            ids[k] = v[i].id;
-            jobs[k++] = v[i].job;
-        }
-        api_reply_release(&one);
+        ids[k] = v[i].id;
+        jobs[k++] = v[i].job;
     }
     api_reply_json(r, 200, api_fleet_json(ids, jobs, docs, k, (size_t)top));
 out:
@@ -375,6 +444,94 @@ out:
     free(ids);
     free(jobs);
     api_models_free(v, n);
+}
+
+/* "YYYY-MM-DD" as nanoseconds since the epoch at 00:00 UTC; -1 when it is
+ * not one (days from the civil date, proleptic Gregorian). */
+static int64_t day_ns(const char *s)
+{
+    long y, m, d;
+    char *end;
+    if (strlen(s) != 10 || s[4] != '-' || s[7] != '-')
+        return -1;
+    y = strtol(s, &end, 10);
+    if (end != s + 4 || (m = strtol(s + 5, &end, 10)) < 1 || m > 12 || end != s + 7 ||
+        (d = strtol(s + 8, &end, 10)) < 1 || d > 31 || *end || y < 1970 || y > 9999)
+        return -1;
+    y -= m <= 2;
+    long era = y / 400, yoe = y - era * 400, doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1,
+         doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return (int64_t)(era * 146097 + doe - 719468) * 86400 * 1000000000;
+}
+
+/* Whether description's tags hold key:value (tag "key:value"). */
+static int has_tag(const char *description, const char *tag)
+{
+    const char *colon = strchr(tag, ':');
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
+    char key[80];
+    int yes = 0;
+    if (colon && (size_t)(colon - tag) < sizeof key) {
+        snprintf(key, sizeof key, "%.*s", (int)(colon - tag), tag);
+        const char *v = json_string_value(json_object_get(json_object_get(doc, "tags"), key));
+        yes = v && !strcmp(v, colon + 1);
+    }
+    json_decref(doc);
+    return yes;
+}
+
+/* GET /v1/fleet: each job's newest ready model (built in the window),
+ * ranked by wasted GPU-hours a day (api/fleet_json.h). */
+void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    const char *tag = svc_query(q, "tag"), *since_s = svc_query(q, "since"), *until_s = svc_query(q, "until");
+    int64_t since = since_s ? day_ns(since_s) : 0, until = until_s ? day_ns(until_s) : INT64_MAX;
+    struct api_job *jobs = NULL;
+    struct api_fleet_job *rows = NULL;
+    struct api_model *models = NULL;
+    struct sc_error err;
+    size_t n_jobs = 0, k = 0;
+    long top;
+    if (top_query(q, r, &top))
+        return;
+    if (since < 0 || until < 0 || (tag && !strchr(tag, ':')))
+        return (void)api_fail(r, API_E_BAD_REQUEST,
+                              "since and until are dates (YYYY-MM-DD, UTC; until excluded); tag is KEY:VALUE");
+    if (store_job_list(s->store, &jobs, &n_jobs, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    if (!(rows = calloc(n_jobs ? n_jobs : 1, sizeof *rows)) ||
+        !(models = calloc(n_jobs ? n_jobs : 1, sizeof *models))) {
+        api_fail(r, API_E_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n_jobs; i++) {
+        struct api_model *v = NULL;
+        size_t n = 0, best = (size_t)-1;
+        if ((tag && !has_tag(jobs[i].description, tag)) || store_model_list(s->store, jobs[i].id, &v, &n, &err))
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (v[j].status == API_MODEL_READY && v[j].created_ns >= since && v[j].created_ns < until &&
+                (best == (size_t)-1 || v[j].created_ns > v[best].created_ns))
+                best = j;
+        json_t *doc = best == (size_t)-1 ? NULL : ready_opportunities(s, v[best].id);
+        if (doc && store_model_get(s->store, v[best].id, &models[k], &err) == SC_OK) {
+            rows[k] = (struct api_fleet_job){jobs[i].id, models[k].id, doc, jobs[i].description, models[k].summary};
+            k++;
+        } else
+            json_decref(doc);
+        api_models_free(v, n);
+    }
+    api_reply_json(r, 200, api_fleet_waste_json(rows, k, (size_t)top));
+out:
+    for (size_t i = 0; rows && i < k; i++) {
+        json_decref((json_t *)rows[i].opportunities);
+        api_model_release(&models[i]);
+    }
+    free(rows);
+    free(models);
+    api_jobs_free(jobs, n_jobs);
 }
 /* The job description of model id's job (its stored config); on failure
  * the reply in r and its status. */
@@ -439,8 +596,27 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
     return rc;
 }
 
+/* The price of a GPU-hour model id's job gives (its description's
+ * gpu_hour_usd), or -1. */
+static double job_price(struct svc *s, const char *id)
+{
+    struct api_model model;
+    struct api_job job;
+    struct api_job_cadence c;
+    struct sc_error err;
+    memset(&job, 0, sizeof job);
+    if (store_model_get(s->store, id, &model, &err))
+        return -1;
+    store_job_get(s->store, model.job, &job, &err);
+    api_job_cadence_of(job.description, NULL, 0, &c);
+    api_model_release(&model);
+    api_job_release(&job);
+    return c.gpu_hour_usd;
+}
+
 /* The what-if of a built model: the set, the job's description, the
- * memo (keyed by both), the transforms and their replay. */
+ * memo (keyed by both and the job's price), the transforms and their
+ * replay. */
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct job_config set, cfg;
@@ -450,9 +626,10 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (api_decode_whatif(q->body, q->body_len, &set, r) || h_model_whatif_ready(s, q->params.id, &cfg, &e, r))
         return;
     char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
+    double price = job_price(s, q->params.id);
     int keyed = set_text && cfg_text &&
-                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld", set_text, cfg_text,
-                                 (long)atomic_load(&s->ledger_changes)) < sizeof key;
+                (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld&price=%.17g", set_text,
+                                 cfg_text, (long)atomic_load(&s->ledger_changes), price) < sizeof key;
     free(set_text);
     free(cfg_text);
     struct built_model *m = cache_value(e);
@@ -461,7 +638,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
         if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
             struct ledger_band band;
             h_ledger_band(s, API_LEDGER_WHATIF, &band);
-            int rc = api_reply_whatif(r, &res, &band);
+            int rc = api_reply_whatif(r, &res, &band, price);
             whatif_release(&res);
             if (rc == SC_OK && keyed)
                 built_memo_put(m, key, r);

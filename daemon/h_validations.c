@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/json_reply.h"
 #include "api/ledger.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
@@ -147,7 +148,10 @@ void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    api_reply_ledger(r, v, n, in && !strcmp(in, "true"));
+    json_t *doc = api_ledger_json(v, n, in && !strcmp(in, "true"));
+    if (doc)
+        json_object_set_new(doc, "bank", h_experiments_bank_json(s));
+    api_reply_json(r, 200, doc);
     api_validations_free(v, n);
 }
 

@@ -5,6 +5,8 @@
 #ifndef DAEMON_HANDLERS_H
 #define DAEMON_HANDLERS_H
 
+#include <jansson.h>
+
 #include "api/request.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
@@ -28,6 +30,21 @@ void h_model_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_ab(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* Model b against model a (model/ab.h, with diff's attribution) into r: 200
+ * and the document of `stepcast ab --json`, memoised with a; else r holds
+ * the error (404, 409 while either builds, 422) and its status is returned. */
+struct model_ab_opts;
+void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* The ledger's bank: closed winning experiments' savings summed per team
+ * and month ({"by_team_and_month":[{"team","month","experiments",
+ * "gpu_hours_per_day","usd_per_day","per_step_only"}],"method"}). */
+json_t *h_experiments_bank_json(struct svc *s);
+int h_ab_answer(struct svc *s, const char *a, const char *b, const struct model_ab_opts *o, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
 /* Model id, ready, from the cache into *e (released by the caller with
  * cache_release); on failure the reply in r (409 while it builds) and its

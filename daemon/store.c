@@ -115,6 +115,22 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     /* 4: a ready model's opportunities as a stepcast version found them,
      * kept for the fleet's ranking (GET /v1/opportunities) */
     "ALTER TABLE models ADD COLUMN opportunities TEXT; ALTER TABLE models ADD COLUMN opportunities_version TEXT;",
+    /* 5: experiments (POST /v1/experiments): two jobs compared, the verdict
+     * kept with the digest of the inputs it was computed from */
+    "CREATE TABLE experiments("
+    "  id TEXT PRIMARY KEY,"
+    "  baseline TEXT NOT NULL,"
+    "  variant TEXT NOT NULL,"
+    "  hypothesis TEXT,"
+    "  external_id TEXT,"
+    "  state TEXT NOT NULL CHECK(state IN ('open', 'closed')),"
+    "  inputs TEXT,"
+    "  verdict TEXT,"
+    "  bank TEXT,"
+    "  created_ns INTEGER NOT NULL,"
+    "  decided_ns INTEGER,"
+    "  closed_ns INTEGER);"
+    "CREATE INDEX experiments_external ON experiments(external_id);",
 };
 
 enum stmt {
@@ -127,6 +143,7 @@ enum stmt {
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE,
+    Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_COUNT
 };
 
@@ -145,6 +162,10 @@ enum stmt {
 #define VALID_COLS                                                                 \
     "id, model, kind, spec, set_json, measured_ms, COALESCE(predicted_ms, 0), source, run_at," \
     " version, calibration, in_sample, created_ns"
+
+#define EXP_COLS                                                                   \
+    "id, baseline, variant, hypothesis, external_id, state, inputs, verdict, bank, created_ns," \
+    " COALESCE(decided_ns, 0), COALESCE(closed_ns, 0)"
 
 static const char *const sql[Q_COUNT] = {
     [Q_BLOB_EXISTS] = "SELECT 1 FROM blobs WHERE sha256 = ?1",
@@ -222,6 +243,14 @@ static const char *const sql[Q_COUNT] = {
     [Q_PLAN_GET] = "SELECT id, request, state, document, error, version, created_ns, finished_ns"
                    " FROM plans WHERE id = ?1",
     [Q_PLAN_DELETE] = "DELETE FROM plans WHERE id = ?1",
+    [Q_EXP_INSERT] = "INSERT INTO experiments(id, baseline, variant, hypothesis, external_id, state, created_ns)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, 'open', ?6)",
+    [Q_EXP_GET] = "SELECT " EXP_COLS " FROM experiments WHERE id = ?1",
+    [Q_EXP_LIST] = "SELECT " EXP_COLS " FROM experiments ORDER BY created_ns, id",
+    [Q_EXP_DECIDE] = "UPDATE experiments SET inputs = ?2, verdict = ?3, decided_ns = ?4"
+                     " WHERE id = ?1 AND state = 'open'",
+    [Q_EXP_CLOSE] = "UPDATE experiments SET state = 'closed', bank = ?2, closed_ns = ?3"
+                    " WHERE id = ?1 AND state = 'open'",
 };
 
 struct store {
@@ -1323,4 +1352,123 @@ static int plan_delete(struct store *s, const char *id, struct sc_error *err)
 int store_plan_delete(struct store *s, const char *id, struct sc_error *err)
 {
     LOCKED(s, plan_delete(s, id, err));
+}
+
+/* ---- experiments ---- */
+
+void store_experiment_release(struct store_experiment *e)
+{
+    free(e->hypothesis);
+    free(e->inputs);
+    free(e->verdict);
+    free(e->bank);
+    memset(e, 0, sizeof *e);
+}
+
+void store_experiments_free(struct store_experiment *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        store_experiment_release(&v[i]);
+    free(v);
+}
+
+static void read_experiment(sqlite3_stmt *st, void *row)
+{
+    struct store_experiment *e = row;
+    col_copy(st, 0, e->id, sizeof e->id);
+    col_copy(st, 1, e->baseline, sizeof e->baseline);
+    col_copy(st, 2, e->variant, sizeof e->variant);
+    e->hypothesis = col_dup(st, 3);
+    col_copy(st, 4, e->external_id, sizeof e->external_id);
+    e->closed = strcmp((const char *)sqlite3_column_text(st, 5), "closed") == 0;
+    e->inputs = col_dup(st, 6);
+    e->verdict = col_dup(st, 7);
+    e->bank = col_dup(st, 8);
+    e->created_ns = sqlite3_column_int64(st, 9);
+    e->decided_ns = sqlite3_column_int64(st, 10);
+    e->closed_ns = sqlite3_column_int64(st, 11);
+}
+
+static int experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, Q_EXP_INSERT, &st, err)) == SC_OK) {
+        bind_text(st, 1, e->id);
+        bind_text(st, 2, e->baseline);
+        bind_text(st, 3, e->variant);
+        bind_text(st, 4, e->hypothesis);
+        bind_text(st, 5, e->external_id[0] ? e->external_id : NULL);
+        sqlite3_bind_int64(st, 6, e->created_ns);
+        rc = run(s, st, err, "create experiment");
+    }
+    return end(s, rc, err);
+}
+
+int store_experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err)
+{
+    LOCKED(s, experiment_create(s, e, err));
+}
+
+static int experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_EXP_GET, &st, err);
+    memset(out, 0, sizeof *out);
+    if (rc)
+        return rc;
+    bind_text(st, 1, id);
+    rc = one_row(s, st, read_experiment, out, "get experiment", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no experiment '%s'", id) : rc;
+}
+
+int store_experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err)
+{
+    LOCKED(s, experiment_get(s, id, out, err));
+}
+
+static void release_experiments(void *v, size_t n)
+{
+    store_experiments_free(v, n);
+}
+
+int store_experiment_list(struct store *s, struct store_experiment **out, size_t *n, struct sc_error *err)
+{
+    LOCKED(s, all_rows(s, Q_EXP_LIST, NULL, read_experiment, sizeof **out, release_experiments, (void **)out, n,
+                       "list experiments", err));
+}
+
+/* One UPDATE of an open experiment: ?1 its id, ?2 text, ?3 a time (decide
+ * also ?2 inputs, ?3 verdict, ?4 the time). */
+static int experiment_update(struct store *s, enum stmt q, const char *id, const char *a, const char *b, int64_t ns,
+                             struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc, i = 2;
+    if ((rc = begin(s, err)))
+        return rc;
+    if ((rc = prep(s, q, &st, err)) == SC_OK) {
+        bind_text(st, 1, id);
+        bind_text(st, i++, a);
+        if (q == Q_EXP_DECIDE)
+            bind_text(st, i++, b);
+        sqlite3_bind_int64(st, i, ns);
+        rc = run(s, st, err, "update experiment");
+    }
+    if (rc == SC_OK && sqlite3_changes(s->db) == 0)
+        rc = sc_error_set(err, SC_ENOTFOUND, "no open experiment '%s'", id);
+    return end(s, rc, err);
+}
+
+int store_experiment_decide(struct store *s, const char *id, const char *inputs, const char *verdict,
+                            int64_t decided_ns, struct sc_error *err)
+{
+    LOCKED(s, experiment_update(s, Q_EXP_DECIDE, id, inputs, verdict, decided_ns, err));
+}
+
+int store_experiment_close(struct store *s, const char *id, const char *bank, struct sc_error *err)
+{
+    LOCKED(s, experiment_update(s, Q_EXP_CLOSE, id, bank, NULL, store_now_ns(), err));
 }

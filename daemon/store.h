@@ -13,6 +13,10 @@
  * transaction and hands their names back (`freed`) for the caller to unlink
  * after the commit.
  *
+ * Experiments (two jobs compared, POST /v1/experiments) keep their
+ * verdict with the digest of its inputs, so a restart neither loses nor
+ * recomputes it.
+ *
  * Every function is one transaction, serialised by a mutex: any thread may
  * call any function. Strings handed back are owned by the caller (release
  * them with the matching *_release / *_free). */
@@ -26,7 +30,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -165,5 +169,34 @@ int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error 
 /* SC_ENOTFOUND when there is none. */
 int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err);
 int store_plan_delete(struct store *s, const char *id, struct sc_error *err);
+
+/* ---- experiments: a baseline job against a variant job ---- */
+
+struct store_experiment {
+    char id[64];
+    char baseline[STORE_NAME_MAX], variant[STORE_NAME_MAX]; /* job ids */
+    char *hypothesis;     /* or NULL (malloc'd) */
+    char external_id[129]; /* "" when none */
+    int closed;
+    char *inputs;  /* the digest of the verdict's inputs, or NULL while undecided */
+    char *verdict; /* the A/B document (JSON) for those inputs, or NULL */
+    char *bank;    /* when closed: the saving banked (JSON), or NULL */
+    int64_t created_ns, decided_ns, closed_ns; /* 0: not yet */
+};
+void store_experiment_release(struct store_experiment *e);
+void store_experiments_free(struct store_experiment *v, size_t n);
+/* A new open experiment (id, baseline, variant, hypothesis, external_id,
+ * created_ns). */
+int store_experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err);
+/* SC_ENOTFOUND when there is none. */
+int store_experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err);
+/* Every experiment, oldest first. */
+int store_experiment_list(struct store *s, struct store_experiment **out, size_t *n, struct sc_error *err);
+/* Keep an open experiment's verdict, the digest of its inputs and when
+ * it was decided (SC_ENOTFOUND when it is closed or gone). */
+int store_experiment_decide(struct store *s, const char *id, const char *inputs, const char *verdict,
+                            int64_t decided_ns, struct sc_error *err);
+/* Close an open one, with the saving it banks (JSON, or NULL). */
+int store_experiment_close(struct store *s, const char *id, const char *bank, struct sc_error *err);
 
 #endif

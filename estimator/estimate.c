@@ -83,10 +83,11 @@ int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, c
                  "pipeline rank %lld needs %.1f GB; %s has %.1f GB after the %.1f GB reserve",
                  (long long)mem->worst_stage, mem->gb_per_gpu, hw->id, mem->capacity_gb,
                  hw->hbm_gb - mem->capacity_gb);
-    double gpu_hours = tokens > 0 ? out->gpus * step_s / 3600 / (tokens / 1e6) : 0;
-    out->gpu_hours_per_m_tokens = gpu_hours;
-    out->energy_kwh_per_m_tokens = gpu_hours * hw->board_power_w / 1000;
-    out->cost_usd_per_m_tokens = s->cluster.gpu_hour_usd >= 0 ? gpu_hours * s->cluster.gpu_hour_usd : -1;
+    struct est_cost per_m;
+    est_cost_of(out->gpus, tokens > 0 ? step_s / (tokens / 1e6) : 0, hw, s->cluster.gpu_hour_usd, &per_m);
+    out->gpu_hours_per_m_tokens = per_m.gpu_hours;
+    out->energy_kwh_per_m_tokens = per_m.energy_kwh;
+    out->cost_usd_per_m_tokens = per_m.cost_usd;
     out->time_to_train_days = s->options.train_tokens > 0 && out->tokens_per_s > 0 ?
                                   s->options.train_tokens / out->tokens_per_s / 86400 : -1;
     if (!(isfinite(out->step_ms) && out->step_ms > 0))
@@ -111,6 +112,13 @@ int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, co
                         "estimate at a coarser detail, or with fewer micro-batches (parallel.global_batch)",
                         size.bytes / 1048576.0, (long long)size.tasks, est_detail_name(d), budget_name,
                         budget / 1048576.0);
+}
+
+void est_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out)
+{
+    out->gpu_hours = gpus * seconds / 3600;
+    out->energy_kwh = hw ? out->gpu_hours * hw->board_power_w / 1000 : -1;
+    out->cost_usd = gpu_hour_usd >= 0 ? out->gpu_hours * gpu_hour_usd : -1;
 }
 
 int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

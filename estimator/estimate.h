@@ -69,6 +69,16 @@ int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, co
  * the dtype's dense peak of its GPUs (0 without a peak or a time). */
 double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);
 
+/* What `gpus` GPUs of profile hw (NULL: unknown) cost for `seconds`:
+ * GPU-hours, kWh at the GPU's board power (an upper bound: a GPU that
+ * waits draws less; -1 without a profile) and dollars at gpu_hour_usd
+ * (< 0 not given: cost -1). Estimates and traced runs (and their
+ * what-ifs) price their steps with it. */
+struct est_cost {
+    double gpu_hours, energy_kwh, cost_usd;
+};
+void est_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out);
+
 /* The figures that follow from out->step_ms and the memory of spec s
  * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
  * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to

@@ -10,6 +10,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "model/diff.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -447,6 +448,68 @@ done:
 void model_ab_release(struct model_ab *r)
 {
     free(r->dropped);
+    free(r->attribution);
     r->dropped = NULL;
-    r->n_dropped = 0;
+    r->attribution = NULL;
+    r->n_dropped = r->n_attribution = 0;
+}
+
+/* ---- attribution ---- */
+
+int model_ab_attribute(struct model_ab *r, const struct model_diff *d, unsigned long seed, struct sc_error *err)
+{
+    size_t steps = 0, np = d->n_parts;
+    for (size_t k = 0; k < d->steps; k++)
+        if (d->step_ordinal[k] + (size_t)1 > steps)
+            steps = d->step_ordinal[k] + (size_t)1;
+    /* per step: its pairs, and each part's sum over them (ns) */
+    double *count = calloc(steps ? steps : 1, sizeof *count), *sum = calloc((steps ? steps : 1) * (np ? np : 1), sizeof *sum),
+           *draws = malloc(MODEL_AB_BOOTSTRAP * (np ? np : 1) * sizeof *draws), *total = malloc((np ? np : 1) * sizeof *total);
+    struct model_ab_part *parts = calloc(np ? np : 1, sizeof *parts);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    int rc = SC_OK;
+    if (!count || !sum || !draws || !total || !parts || !rng) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (!steps) {
+        rc = sc_error_set(err, SC_EINVAL, "the diff has no matched step");
+        goto out;
+    }
+    for (size_t k = 0; k < d->steps; k++) {
+        size_t s = d->step_ordinal[k];
+        count[s]++;
+        for (size_t p = 0; p < np; p++)
+            sum[s * np + p] += (double)d->parts[p].each[k];
+    }
+    gsl_rng_set(rng, seed);
+    for (size_t b = 0; b < MODEL_AB_BOOTSTRAP; b++) {
+        double n = 0;
+        memset(total, 0, np * sizeof *total);
+        for (size_t i = 0; i < steps; i++) {
+            size_t s = gsl_rng_uniform_int(rng, steps);
+            n += count[s];
+            for (size_t p = 0; p < np; p++)
+                total[p] += sum[s * np + p];
+        }
+        for (size_t p = 0; p < np; p++)
+            draws[p * MODEL_AB_BOOTSTRAP + b] = total[p] / n / 1e6;
+    }
+    for (size_t p = 0; p < np; p++) {
+        double *v = draws + p * MODEL_AB_BOOTSTRAP;
+        qsort(v, MODEL_AB_BOOTSTRAP, sizeof *v, cmp_double);
+        snprintf(parts[p].category, sizeof parts[p].category, "%s", d->parts[p].category);
+        parts[p].ms = (double)d->parts[p].ns / 1e6;
+        parts[p].ci_lo = v[(size_t)(0.025 * MODEL_AB_BOOTSTRAP)];
+        parts[p].ci_hi = v[(size_t)(0.975 * MODEL_AB_BOOTSTRAP) - 1];
+    }
+    free(r->attribution);
+    r->attribution = parts;
+    r->n_attribution = np;
+    parts = NULL;
+out:
+    free(count), free(sum), free(draws), free(total), free(parts);
+    if (rng)
+        gsl_rng_free(rng);
+    return rc;
 }

@@ -21,6 +21,14 @@ struct side {
     uint32_t *match;  /* per task: the other side's task, or MODEL_NONE */
     uint8_t *counted; /* per step: a matched step */
     size_t n_steps;   /* steps with an end, for per-step figures */
+    int64_t *each;    /* per graph step: the last replay's step */
+};
+
+/* The matched (rank, step) pairs: graph steps of A and B. */
+struct pairs {
+    size_t *a, *b;
+    uint32_t *ordinal; /* its place among its rank's pairs */
+    size_t n;
 };
 
 /* The side's tasks on its first `ranks` ranks, sorted by key, ordinals set. */
@@ -31,7 +39,8 @@ static int side_refs(struct side *s, size_t ranks)
     s->match = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *s->match);
     s->counted = calloc(g->n_steps ? g->n_steps : 1, 1);
     s->wait = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *s->wait);
-    if (!s->refs || !s->match || !s->counted || !s->wait)
+    s->each = calloc(g->n_steps ? g->n_steps : 1, sizeof *s->each);
+    if (!s->refs || !s->match || !s->counted || !s->wait || !s->each)
         return -1;
     for (size_t k = 0; k < s->waits.n; k++)
         if (s->waits.v[k].task < g->n_tasks)
@@ -49,8 +58,9 @@ static int side_refs(struct side *s, size_t ranks)
     return 0;
 }
 
-/* Match the two sides' tasks (merge-join on the key) and their steps. */
-static void match(struct side *a, struct side *b, size_t ranks)
+/* Match the two sides' tasks (merge-join on the key) and their steps
+ * (into p, room for A's steps). */
+static void match(struct side *a, struct side *b, size_t ranks, struct pairs *p)
 {
     for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
         int c = model_task_key_cmp(&a->refs[i], &b->refs[j], 1);
@@ -65,7 +75,7 @@ static void match(struct side *a, struct side *b, size_t ranks)
         }
     }
     for (uint16_t r = 0; r < ranks; r++)
-        for (size_t i = 0, j = 0;; i++, j++) {
+        for (size_t i = 0, j = 0, k = 0;; i++, j++, k++) {
             while (i < a->g->n_steps && (a->g->steps[i].rank != r || a->g->steps[i].partial ||
                                          a->g->steps[i].end == MODEL_NONE))
                 i++;
@@ -75,11 +85,14 @@ static void match(struct side *a, struct side *b, size_t ranks)
             if (i >= a->g->n_steps || j >= b->g->n_steps)
                 break;
             a->counted[i] = b->counted[j] = 1;
+            p->a[p->n] = i;
+            p->b[p->n] = j;
+            p->ordinal[p->n++] = (uint32_t)k;
         }
 }
 
 /* The mean replayed step over the side's matched steps, waits kept, with
- * the overrides given. */
+ * the overrides given; each step's into s->each. */
 static int mean_step(const struct side *s, const struct model_replay_override *ov, size_t n_ov, int64_t *mean,
                      struct sc_error *err)
 {
@@ -87,7 +100,7 @@ static int mean_step(const struct side *s, const struct model_replay_override *o
     model_replay_opts_kept(&o, s->waits);
     o.overrides = ov;
     o.n_overrides = n_ov;
-    return model_replay_mean_step(s->g, &o, s->counted, mean, NULL, err);
+    return model_replay_mean_step(s->g, &o, s->counted, mean, NULL, s->each, err);
 }
 
 
@@ -96,20 +109,32 @@ struct attrib {
     struct model_replay_override *ov;
     size_t n_ov;
     int64_t prev;
+    const struct pairs *pairs;
+    int64_t *prev_each; /* per pair: the running total on its steps */
+    int64_t *b_each;    /* per pair: B's step */
+    int64_t *scratch;   /* per pair */
     struct model_diff *out;
     size_t cap_parts;
     struct sc_error *err;
 };
 
-/* A part of ns, added to the running total. */
-static int add_part(struct attrib *t, const char *category, int64_t ns)
+/* A part of ns, each[k] on pair k's steps, added to the running totals. */
+static int add_part(struct attrib *t, const char *category, int64_t ns, const int64_t *each)
 {
-    if (sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts))
+    size_t n = t->pairs->n;
+    int64_t *copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!copy || sc_vec_reserve((void **)&t->out->parts, &t->cap_parts, t->out->n_parts + 1, sizeof *t->out->parts)) {
+        free(copy);
         return sc_error_set(t->err, SC_ENOMEM, "out of memory");
+    }
     struct model_diff_part *p = &t->out->parts[t->out->n_parts++];
     snprintf(p->category, sizeof p->category, "%s", category);
     p->ns = ns;
+    p->each = copy;
+    memcpy(copy, each, n * sizeof *copy);
     t->prev += ns;
+    for (size_t k = 0; k < n; k++)
+        t->prev_each[k] += each[k];
     return SC_OK;
 }
 
@@ -118,7 +143,11 @@ static int part(struct attrib *t, const char *category)
 {
     int64_t mean;
     int rc = mean_step(t->a, t->ov, t->n_ov, &mean, t->err);
-    return rc ? rc : add_part(t, category, mean - t->prev);
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < t->pairs->n; k++)
+        t->scratch[k] = t->a->each[t->pairs->a[k]] - t->prev_each[k];
+    return add_part(t, category, mean - t->prev, t->scratch);
 }
 
 static int is_kernel(const struct model_task *t)
@@ -230,7 +259,11 @@ static int added(struct attrib *t, const struct side *b)
             ov[n++] = (struct model_replay_override){.task = j, .dur = 0};
     rc = mean_step(b, ov, n, &without, t->err);
     free(ov);
-    return rc ? rc : add_part(t, "added", t->out->b_ns - without);
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < t->pairs->n; k++)
+        t->scratch[k] = t->b_each[k] - b->each[t->pairs->b[k]];
+    return add_part(t, "added", t->out->b_ns - without, t->scratch);
 }
 
 /* ---- kernel lists -------------------------------------------------------------------- */
@@ -335,19 +368,25 @@ int model_diff_run(const struct model_graph *ga, const struct model_coll_waits *
 {
     struct side a = {.g = ga, .waits = wa ? *wa : (struct model_coll_waits){0}},
                 b = {.g = gb, .waits = wb ? *wb : (struct model_coll_waits){0}};
-    struct attrib t = {.a = &a, .b = &b, .out = out, .err = err};
-    size_t ranks = ga->n_ranks < gb->n_ranks ? ga->n_ranks : gb->n_ranks;
+    struct pairs p = {0};
+    struct attrib t = {.a = &a, .b = &b, .pairs = &p, .out = out, .err = err};
+    size_t ranks = ga->n_ranks < gb->n_ranks ? ga->n_ranks : gb->n_ranks, room = ga->n_steps ? ga->n_steps : 1;
     int rc = SC_OK;
 
     memset(out, 0, sizeof *out);
-    if (side_refs(&a, ranks) || side_refs(&b, ranks) ||
-        !(t.ov = malloc((3 * ga->n_tasks + 1) * sizeof *t.ov))) { /* a task, its peer wait, its unexplained one */
+    p.a = malloc(room * sizeof *p.a);
+    p.b = malloc(room * sizeof *p.b);
+    p.ordinal = malloc(room * sizeof *p.ordinal);
+    t.prev_each = calloc(room, sizeof *t.prev_each);
+    t.b_each = malloc(room * sizeof *t.b_each);
+    t.scratch = malloc(room * sizeof *t.scratch);
+    if (side_refs(&a, ranks) || side_refs(&b, ranks) || !p.a || !p.b || !p.ordinal || !t.prev_each || !t.b_each ||
+        !t.scratch || !(t.ov = malloc((3 * ga->n_tasks + 1) * sizeof *t.ov))) { /* a task, its peer wait, its unexplained one */
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
         goto out;
     }
-    match(&a, &b, ranks);
-    for (size_t k = 0; k < ga->n_steps; k++)
-        out->steps += a.counted[k];
+    match(&a, &b, ranks, &p);
+    out->steps = p.n;
     if (!out->steps) {
         rc = sc_error_set(err, SC_EINVAL, "the two runs have no whole step to match");
         goto out;
@@ -355,13 +394,29 @@ int model_diff_run(const struct model_graph *ga, const struct model_coll_waits *
     if ((rc = mean_step(&a, NULL, 0, &out->a_ns, err)) || (rc = mean_step(&b, NULL, 0, &out->b_ns, err)))
         goto out;
     t.prev = out->a_ns;
+    for (size_t k = 0; k < p.n; k++) {
+        t.prev_each[k] = a.each[p.a[k]];
+        t.b_each[k] = b.each[p.b[k]];
+    }
     if ((rc = attribute(&t)) || (rc = added(&t, &b)))
         goto out;
-    if ((rc = add_part(&t, "unmatched", out->b_ns - t.prev)))
+    for (size_t k = 0; k < p.n; k++)
+        t.scratch[k] = t.b_each[k] - t.prev_each[k];
+    if ((rc = add_part(&t, "unmatched", out->b_ns - t.prev, t.scratch)))
         goto out;
+    out->step_ordinal = p.ordinal;
+    p.ordinal = NULL;
     if (kernels(&a, &b, out))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
 out:
+    free(p.a);
+    free(p.b);
+    free(p.ordinal);
+    free(t.prev_each);
+    free(t.b_each);
+    free(t.scratch);
+    free(a.each);
+    free(b.each);
     free(a.refs);
     free(a.match);
     free(a.counted);
@@ -378,7 +433,10 @@ out:
 
 void model_diff_release(struct model_diff *d)
 {
+    for (size_t i = 0; d->parts && i < d->n_parts; i++)
+        free(d->parts[i].each);
     free(d->parts);
+    free(d->step_ordinal);
     free(d->added);
     free(d->removed);
     free(d->retimed);

@@ -47,6 +47,8 @@
 struct model_diff_part {
     char category[40]; /* "compute:gemm", "communication", ..., "unmatched" */
     int64_t ns;
+    int64_t *each;     /* per matched (rank, step) pair, in the order of step_ordinal: the part on
+                          that pair's steps (ns is their mean, up to rounding) */
 };
 
 /* Kernels by name: added (B only), removed (A only) or re-timed (matched,
@@ -60,6 +62,8 @@ struct model_diff_kernel {
 struct model_diff {
     int64_t a_ns, b_ns;   /* mean matched step of each */
     size_t steps;         /* matched (rank, step) pairs */
+    uint32_t *step_ordinal; /* per pair: its steps' place among its rank's matched steps (the
+                               job's step, for intervals over steps) */
     struct model_diff_part *parts; /* in the order above; sum = b_ns - a_ns */
     size_t n_parts;
     struct model_diff_kernel *added, *removed, *retimed; /* by time, most first */

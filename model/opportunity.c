@@ -32,7 +32,7 @@ struct finder {
  * GPU work runs. */
 static int mean_step(struct finder *f, const struct model_replay_opts *o, int64_t *mean, int64_t *idle)
 {
-    return model_replay_mean_step(f->g, o, f->use, mean, idle, f->err);
+    return model_replay_mean_step(f->g, o, f->use, mean, idle, NULL, f->err);
 }
 
 static int add(struct finder *f, const char *name, const char *resource, const char *change, int64_t saving,
@@ -142,9 +142,10 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Every kernel matched on at least two ranks at the median of its
- * durations across ranks (of an even count, the mean of the middle two). */
-static int stragglers(struct finder *f)
+/* The overrides that put every kernel matched on at least two ranks at the
+ * median of its durations across ranks (of an even count, the mean of the
+ * middle two): *ov from malloc, *n_ov of them. */
+static int straggler_overrides(struct finder *f, struct model_replay_override **out, size_t *n_out)
 {
     const struct model_graph *g = f->g;
     struct model_task_key *k = NULL;
@@ -152,6 +153,8 @@ static int stragglers(struct finder *f)
     int64_t *d = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *d);
     size_t n = 0, n_ov = 0;
     int rc = SC_OK;
+    *out = NULL;
+    *n_out = 0;
     for (uint32_t i = 0; i < g->n_tasks; i++)
         n += g->tasks[i].cls == MODEL_TASK_KERNEL;
     k = malloc((n ? n : 1) * sizeof *k);
@@ -179,19 +182,57 @@ static int stragglers(struct finder *f)
         for (size_t j = a; j < b; j++)
             ov[n_ov++] = (struct model_replay_override){k[j].task, median};
     }
-    struct model_replay_opts o;
-    int64_t mean, bound;
-    model_replay_opts_kept(&o, f->waits);
-    o.overrides = ov;
-    o.n_overrides = n_ov;
-    if ((rc = mean_step(f, &o, &mean, NULL)) || (rc = bound_of(f, &o, &bound)))
-        goto out;
-    rc = add(f, "stragglers removed (every kernel at its median across ranks)", "gpu", "stragglers=median",
-             f->base_ns - mean, bound, -1);
+    *out = ov;
+    *n_out = n_ov;
+    ov = NULL;
 out:
     free(k);
     free(ov);
     free(d);
+    return rc;
+}
+
+static int stragglers(struct finder *f)
+{
+    struct model_replay_override *ov;
+    struct model_replay_opts o;
+    int64_t mean, bound;
+    size_t n_ov;
+    int rc = straggler_overrides(f, &ov, &n_ov);
+    if (rc)
+        return rc;
+    model_replay_opts_kept(&o, f->waits);
+    o.overrides = ov;
+    o.n_overrides = n_ov;
+    if ((rc = mean_step(f, &o, &mean, NULL)) == SC_OK && (rc = bound_of(f, &o, &bound)) == SC_OK)
+        rc = add(f, "stragglers removed (every kernel at its median across ranks)", "gpu", "stragglers=median",
+                 f->base_ns - mean, bound, -1);
+    free(ov);
+    return rc;
+}
+
+/* Every actionable change found (opportunity.h actionable_ns) applied
+ * together in one replay. */
+static int actionable(struct finder *f)
+{
+    struct model_replay_override *ov = NULL;
+    struct model_replay_opts o;
+    size_t n_ov = 0;
+    int64_t mean;
+    int rc = SC_OK;
+    if (f->g->n_ranks > 1 && (rc = straggler_overrides(f, &ov, &n_ov)))
+        return rc;
+    model_replay_opts_kept(&o, f->waits);
+    o.overrides = ov;
+    o.n_overrides = n_ov;
+    for (size_t i = 0; i < f->out->n && rc == SC_OK; i++) {
+        const char *c = f->out->v[i].change;
+        if (strcmp(c, "comm=0") && strcmp(c, "unexplained=0") && strcmp(c, "stragglers=median"))
+            rc = model_replay_parse_scale(c, &o, f->err);
+    }
+    if (rc == SC_OK && (rc = mean_step(f, &o, &mean, NULL)) == SC_OK)
+        f->out->actionable_ns = f->base_ns - mean;
+    free(ov);
     return rc;
 }
 
@@ -270,7 +311,8 @@ int model_opportunities_find(const struct model_graph *g, const struct model_col
         (rc = scaled(&f, "network 2x faster", "communication", "comm=0.5")) ||
         (rc = scaled(&f, "host overhead halved", "host", "cpu=0.5")) ||
         (rc = scaled(&f, "launch overhead gone (as CUDA graphs give)", "launch", "launch=0")) ||
-        (rc = families(&f)) || (g->n_ranks > 1 && (rc = stragglers(&f))) || (rc = unexplained(&f)))
+        (rc = families(&f)) || (g->n_ranks > 1 && (rc = stragglers(&f))) || (rc = unexplained(&f)) ||
+        (rc = actionable(&f)))
         goto out;
     sc_sort(out->v, out->n, sizeof *out->v, saving_desc);
 out:

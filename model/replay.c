@@ -1164,7 +1164,7 @@ const struct model_replay_step *model_replay_slowest(const struct model_replay *
 }
 
 int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
-                           int64_t *mean, int64_t *idle, struct sc_error *err)
+                           int64_t *mean, int64_t *idle, int64_t *each, struct sc_error *err)
 {
     struct model_replay *r;
     int rc = model_replay_run(g, o, &r, err);
@@ -1172,6 +1172,8 @@ int model_replay_mean_step(const struct model_graph *g, const struct model_repla
         return rc;
     int64_t sum = 0, idle_sum = 0, n = 0;
     for (size_t s = 0; s < r->n_steps; s++) {
+        if (each)
+            each[s] = r->steps[s].replayed_ns;
         if (!use[s])
             continue;
         const struct model_breakdown *b = &r->steps[s].breakdown;

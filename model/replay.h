@@ -226,9 +226,10 @@ void model_replay_free(struct model_replay *r); /* NULL-safe */
 /* Replay g with o and average the steps that use[] marks (per graph step:
  * a replay's steps are the graph's, in its order): *mean the replayed
  * step, ns; with idle, *idle the time in it that no GPU work runs (neither
- * compute nor communication). Both 0 when no step is marked. */
+ * compute nor communication). Both 0 when no step is marked. With each,
+ * each[s] the replayed step s, ns, for every graph step. */
 int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
-                           int64_t *mean, int64_t *idle, struct sc_error *err);
+                           int64_t *mean, int64_t *idle, int64_t *each, struct sc_error *err);
 
 /* The step of r that replays longest (the first of equals): the one an
  * estimate's step time and breakdown are. NULL when r has no step. */

@@ -1,7 +1,8 @@
 /* tests/fuzz/fuzz_request.c: libFuzzer target for request decoding.
  *
  * The first byte picks what the rest is fed to: a JSON body for each
- * decoder (job description, build request, token request, ledger entry), or
+ * decoder (job description, build request, token request, ledger entry,
+ * diff, A/B and experiment requests), or
  * "METHOD PATH?QUERY" for the router, the query check and the parser of
  * each `scale` value (what a replay handler reads). Small limits so
  * the depth and size checks are reached. Anything but a clean success or
@@ -92,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size ? size - 1 : 0;
     if (size == 0)
         return 0;
-    switch (data[0] % 6) {
+    switch (data[0] % 8) {
     case 0: {
         char *canon = NULL;
         if (api_decode_job(body, n, &l, &canon, &r) == SC_OK && !canon)
@@ -121,6 +122,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (api_decode_validation(body, n, &l, &v, &r) == SC_OK && !(v.measured_ms > 0))
             abort();
         api_validation_req_release(&v);
+        break;
+    }
+    case 6: {
+        struct api_ab_req a;
+        if (api_decode_ab(body, n, &l, &a, &r) == SC_OK &&
+            (!api_id_valid(a.a) || !api_id_valid(a.b) || a.refutations < -1 || a.refutations > 5 ||
+             !(a.min_effect_pct > 0 && a.min_effect_pct <= 100)))
+            abort();
+        break;
+    }
+    case 7: {
+        struct api_experiment_req e;
+        if (api_decode_experiment(body, n, &l, &e, &r) == SC_OK &&
+            (!api_id_valid(e.baseline) || !api_id_valid(e.variant)))
+            abort();
         break;
     }
     default:

@@ -613,3 +613,18 @@ json_t *svc_wait_plan(const struct svc_daemon *d, const char *id)
 {
     return svc_poll_plan(d, id, NULL, NULL);
 }
+
+void svc_gentrace(const char *name, const char *const *args, char dir[4096])
+{
+    char bin[4096];
+    char *argv[20] = {bin};
+    size_t n = 1;
+    snprintf(dir, 4096, "%s/%s", th_tmpdir(), name);
+    snprintf(bin, sizeof bin, "%s", th_build_path("gentrace"));
+    for (; args && args[n - 1] && n < 17; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n++] = "--gzip";
+    argv[n++] = dir;
+    argv[n] = NULL;
+    CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+}

@@ -92,6 +92,11 @@ int svc_run_check(const char *data_dir, char **report);
  * -1 leaves distributedInfo out. */
 char *svc_small_trace(int rank, int ops, long seed, size_t *n);
 
+/* A generated run (build/gentrace --gzip with the flags args,
+ * NULL-terminated, at most 16) in <tmp>/name, that folder into dir. Fails
+ * the test when it cannot. */
+void svc_gentrace(const char *name, const char *const *args, char dir[4096]);
+
 /* Wait until GET /v1/models/{id} is no longer building; its status. */
 const char *svc_wait_model(const struct svc_daemon *d, const char *id, double timeout_s);
 

@@ -1,0 +1,107 @@
+/* api/fleet_json.c: the fleet by wasted GPU-hours a day (fleet_json.h). */
+#include "api/fleet_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/job_cadence.h"
+#include "common/banned.h"
+
+struct row {
+    size_t i;
+    int tier;     /* 0: GPU-hours a day known; 1: GPU-ms a step summed; 2: ms a step on a rank */
+    double waste; /* in the tier's unit */
+    json_t *doc;
+};
+
+static int by_waste(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->tier != y->tier)
+        return x->tier - y->tier;
+    if (x->waste != y->waste)
+        return x->waste < y->waste ? 1 : -1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static json_t *num_or_null(double v, int known)
+{
+    return known ? json_real(v) : json_null();
+}
+
+/* The saving of the opportunity with change `change`, ms (0 when none). */
+static double saving_of(const json_t *doc, const char *change)
+{
+    const json_t *o;
+    size_t i;
+    json_array_foreach(json_object_get(doc, "opportunities"), i, o) {
+        const char *c = json_string_value(json_object_get(o, "change"));
+        if (c && !strcmp(c, change))
+            return json_number_value(json_object_get(o, "saving_ms"));
+    }
+    return 0;
+}
+
+static const char *const tier_names[] = {"wasted_gpu_hours_per_day_summed", "wasted_gpu_ms_per_step_summed",
+                                         "waste_ms_per_step_per_rank"};
+
+json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top)
+{
+    struct row *rows = calloc(n ? n : 1, sizeof *rows);
+    json_t *jobs = json_array(), *apart = json_array();
+    if (!rows || !jobs || !apart) {
+        free(rows);
+        json_decref(jobs);
+        json_decref(apart);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *d = v[i].opportunities;
+        double step = json_number_value(json_object_get(d, "step_ms")),
+               waste = json_number_value(json_object_get(d, "actionable_saving_ms")),
+               unexplained = saving_of(d, "unexplained=0");
+        struct api_job_cadence c;
+        api_job_cadence_of(v[i].description, v[i].summary, step, &c);
+        double hours = api_job_gpu_hours_per_day(&c, waste), summed = waste * (double)c.world_size;
+        struct row *r = &rows[i];
+        r->i = i;
+        r->tier = hours >= 0 ? 0 : c.world_size > 0 ? 1 : 2;
+        r->waste = r->tier == 0 ? hours : r->tier == 1 ? summed : waste;
+        r->doc = json_pack("{s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "job", v[i].job,
+                           "model", v[i].model, "team", c.team[0] ? json_string(c.team) : json_null(), "cluster",
+                           c.cluster[0] ? json_string(c.cluster) : json_null(), "ranked_by", tier_names[r->tier],
+                           "step_ms_per_rank", step, "waste_ms_per_step_per_rank", waste, "world_size",
+                           c.world_size > 0 ? json_integer(c.world_size) : json_null(), "world_size_from",
+                           c.world_from ? json_string(c.world_from) : json_null(), "steps_per_day",
+                           num_or_null(c.steps_per_day, c.steps_per_day >= 0), "steps_per_day_from",
+                           c.steps_from ? json_string(c.steps_from) : json_null(), "wasted_gpu_ms_per_step_summed",
+                           num_or_null(summed, c.world_size > 0), "wasted_gpu_hours_per_day_summed",
+                           num_or_null(hours, hours >= 0), "wasted_usd_per_day",
+                           num_or_null(hours * c.gpu_hour_usd, hours >= 0 && c.gpu_hour_usd >= 0));
+        if (r->doc && r->tier)
+            json_object_set_new(r->doc, "note",
+                                json_string(c.world_size > 0 ? "no steps a day (PUT /v1/jobs/{job}: steps_per_day or "
+                                                               "runtime_hours): ranked per step"
+                                                             : "no world size (distributedInfo or the job's config) "
+                                                               "and no steps a day: ranked per step on a rank"));
+        if (unexplained > 0)
+            json_array_append_new(apart, json_pack("{s:s, s:s, s:f}", "job", v[i].job, "model", v[i].model,
+                                                   "unexplained_ms_per_step_per_rank", unexplained));
+    }
+    qsort(rows, n, sizeof *rows, by_waste);
+    for (size_t i = 0; i < n; i++) {
+        if (i < top && rows[i].doc) {
+            json_object_set_new(rows[i].doc, "rank", json_integer((json_int_t)i + 1));
+            json_array_append_new(jobs, rows[i].doc);
+        } else {
+            json_decref(rows[i].doc);
+        }
+    }
+    free(rows);
+    return json_pack("{s:o, s:o, s:s}", "jobs", jobs, "needs_tracing_of_more_ranks", apart, "method",
+                     "waste: the measured step less the step with every actionable opportunity applied together "
+                     "and replayed (network 2x faster, host overhead halved, launch overhead gone, the top kernel "
+                     "families 2x faster, stragglers removed), per step on each rank; x world size x steps a day "
+                     "/ 3.6e6 ms = GPU-hours a day summed over ranks; dollars at gpu_hour_usd. Jobs without steps "
+                     "a day rank after, per step; unexplained waits are listed apart: they need more ranks traced");
+}
