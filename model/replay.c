@@ -8,6 +8,7 @@
  * scheduled anyway and counted (`forced`), so a replay always finishes. */
 #include "model/replay.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -416,8 +417,11 @@ struct sim {
 static void release(struct sim *s, uint32_t task, int finish_event)
 {
     uint32_t *w = finish_event ? &s->wait_f[task] : &s->wait_s[task];
-    if (*w && --*w == 0)
+    assert(task < s->g->n_tasks);
+    if (*w && --*w == 0) {
+        assert(s->tail < 2 * s->g->n_tasks); /* each task's start and finish queued once */
         s->queue[s->tail++] = task << 1 | (uint32_t)finish_event;
+    }
 }
 
 /* Tell the successors of task k that it started (fin = 0) or finished. */
@@ -454,6 +458,7 @@ static inline void end_task(struct sim *s, uint32_t i, int forced)
         else if (ed->type == MODEL_SF && (!forced || s->state[ed->from] != PENDING))
             end = max64(end, s->start[ed->from] + ed->lat);
     }
+    assert(s->state[i] == STARTED && end >= s->start[i]); /* time runs forward */
     s->end[i] = end;
     s->state[i] = FINISHED;
     s->finished++;
@@ -478,6 +483,7 @@ static void finish_group(struct sim *s, uint32_t gi)
             notify(s, k, 0);
         }
         s->end[k] = max64(s->start[k], s->gready[gi] + s->gdur[gi]);
+        assert(s->end[k] >= s->start[k] && s->gready[gi] != INT64_MIN);
         s->state[k] = FINISHED;
         s->finished++;
         s->wait_f[k] = 0;
@@ -513,6 +519,9 @@ static inline void start_task(struct sim *s, uint32_t i, int forced)
         else if (ed->type == MODEL_SS && (!forced || s->state[ed->from] != PENDING))
             ready[ed->peer] = max64(ready[ed->peer], s->start[ed->from] + lat);
     }
+    assert(s->state[i] == PENDING && s->gap[i] >= 0);
+    /* a resource runs one task at a time, in order */
+    assert(forced || g->prev[i] == MODEL_NONE || (s->state[g->prev[i]] == FINISHED && ready[0] >= s->end[g->prev[i]]));
     s->start[i] = ready[0];
     s->state[i] = STARTED;
     if (t->paired) /* when its transfer runs, until end_task reads it */
@@ -623,6 +632,8 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
     }
     if ((rc = durations(g, o, s.dur, gap, kept_wait, err)))
         goto out;
+    for (size_t i = 0; i < n; i++)
+        assert(s.dur[i] >= 0 && gap[i] >= 0);
     /* a start waits for its resource's task before and its start edges
      * (FS, SS); a finish for its start and its finish edges (FF, SF) */
     _Static_assert(MODEL_FS < 2 && MODEL_SS < 2 && MODEL_FF >= 2 && MODEL_SF >= 2, "start edges first");
@@ -634,6 +645,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
         s.wait_f[i] = 1 + preds - (starts - (g->prev[i] != MODEL_NONE));
         if (!starts)
             s.queue[s.tail++] = i << 1;
+        assert(s.wait_f[i] >= 1); /* its own start holds every finish */
     }
     for (size_t k = 0; k < g->n_groups; k++) {
         s.gwait[k] = g->group_at[k + 1] - g->group_at[k];
@@ -641,6 +653,7 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
         s.gdur[k] = 0;
         for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++)
             s.gdur[k] = max64(s.gdur[k], s.dur[g->group_tasks[m]]);
+        assert(s.gwait[k] >= 1 && s.gdur[k] >= 0);
     }
     while (s.finished < n) {
         if (s.tail > 0) {
@@ -656,6 +669,8 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
             break_cycle(&s);
         }
     }
+    for (size_t i = 0; !rc && i < n; i++)
+        assert(s.state[i] == FINISHED && end[i] >= start[i]);
 out:
     if (dur_out && !rc) {
         *dur_out = s.dur; /* the scratch's first n words */
@@ -687,6 +702,7 @@ static int64_t covered(const struct sc_spans *s, int64_t a, int64_t b)
         if (hi > lo)
             sum += hi - lo;
     }
+    assert(sum <= (b > a ? b - a : 0)); /* merged spans: disjoint */
     return sum;
 }
 
@@ -714,6 +730,7 @@ static struct model_breakdown breakdown(const struct sc_spans *const sp[BD_KINDS
             }
         }
         int64_t d = next - t;
+        assert(d > 0); /* the sweep moves forward */
         if (in[BD_COMPUTE] && in[BD_COMM])
             out.overlap += d;
         else if (in[BD_COMPUTE])
@@ -731,6 +748,9 @@ static struct model_breakdown breakdown(const struct sc_spans *const sp[BD_KINDS
             if (in[k] && sp[k]->v[ix[k]].b <= t)
                 ix[k]++;
     }
+    /* the window's time, each moment counted once */
+    assert(a >= b || out.overlap + out.compute_exposed + out.comm_exposed + out.unexplained + out.host + out.idle ==
+                         b - a);
     return out;
 }
 
@@ -828,6 +848,7 @@ static const struct model_edge *latest_edge(const struct model_graph *g, const i
  * the kernel it waited on had ended, leaves its source running at cur). */
 static int64_t walk_to(int64_t t, int64_t floor, int64_t cur)
 {
+    assert(floor <= cur);
     return t < floor ? floor : t > cur ? cur : t;
 }
 
@@ -841,12 +862,14 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
     uint32_t i = last;
     int at_end = 1;
     int64_t cur = end[last];
+    size_t first = p->n;
     /* an edge of negative latency walked back through: its source's run up
      * to cur is what the target waited on, and its segment says so */
     const struct model_edge *through = NULL;
     for (size_t guard = 0; cur > floor && guard <= 4 * g->n_tasks + 16; guard++) {
         const struct model_task *t = &g->tasks[i];
         const struct model_edge *by;
+        assert(i < g->n_tasks && cur >= floor);
         if (at_end) {
             /* what set the end: (a collective) the last member to be ready,
              * a finish-to-finish wait, or its own duration */
@@ -916,6 +939,7 @@ static int critical_path(const struct model_graph *g, const int64_t *start, cons
     }
     if (cur > floor && seg(p, i, floor, cur, MODEL_BOUND_HOST)) /* reached an origin */
         return -1;
+    assert(p->n == first || p->v[p->n - 1].start == floor); /* the walk reached the step's start */
     return 0;
 }
 
@@ -928,6 +952,8 @@ static void reverse_segments(struct model_replay_segment *v, size_t n)
         v[i] = v[n - 1 - i];
         v[n - 1 - i] = t;
     }
+    for (size_t i = 1; i < n; i++)
+        assert(v[i].start == v[i - 1].end); /* they tile the step, in time order */
 }
 
 /* What the graph's unexplained waits cost each measured step of r: how
