@@ -156,12 +156,22 @@ struct light {
     atomic_int *stop;
     double ms[4096];
     int n;
+    int during; /* answered before the heavy work was over */
 };
 
+/* Light requests, 10 ms apart, until the heavy work is over and at least
+ * three were answered (a slow first answer leaves the rest to measure). */
 static void *light_loop(void *arg)
 {
     struct light *l = arg;
-    while (!atomic_load(l->stop) && l->n < 4096) {
+    l->during = -1;
+    while (l->n < 4096) {
+        if (atomic_load(l->stop)) {
+            if (l->during < 0)
+                l->during = l->n;
+            if (l->n >= 3)
+                break;
+        }
         double t0 = now_s();
         long st = svc_admin(l->d, "GET", l->path, NULL, NULL);
         l->ms[l->n++] = (now_s() - t0) * 1e3;
@@ -245,7 +255,7 @@ TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
     double h99 = p99(&light[0]), j99 = p99(&light[1]);
     fprintf(stderr, "  under load: /healthz p99 %.1f ms (max %.1f, n %d), GET /v1/jobs p99 %.1f ms (max %.1f, n %d)\n",
             h99, light[0].ms[light[0].n - 1], light[0].n, j99, light[1].ms[light[1].n - 1], light[1].n);
-    CHECK(light[0].n >= 3 && light[1].n >= 3);
+    CHECK(light[0].during >= 1 && light[1].during >= 1);
 #if !defined(__SANITIZE_ADDRESS__)
     /* generous: a machine busy with other work stretches these too */
     CHECK(h99 < 2000);
