@@ -87,7 +87,7 @@ static int fails(void)
     return 0;
 }
 
-#define WRAP(call, track_it)                                                                                           \
+#define WRAP(call)                                                                                           \
     do {                                                                                                               \
         pthread_mutex_lock(&mu);                                                                                       \
         if (fails()) {                                                                                                 \
@@ -97,7 +97,7 @@ static int fails(void)
         }                                                                                                              \
         pthread_mutex_unlock(&mu);                                                                                     \
         void *p_ = (call);                                                                                             \
-        if (track_it && p_) {                                                                                          \
+        if (p_) {                                                                                                      \
             pthread_mutex_lock(&mu);                                                                                   \
             track(p_);                                                                                                 \
             pthread_mutex_unlock(&mu);                                                                                 \
@@ -105,11 +105,11 @@ static int fails(void)
         return p_;                                                                                                     \
     } while (0)
 
-void *__wrap_malloc(size_t n) { WRAP(__real_malloc(n), 1); }
-void *__wrap_calloc(size_t k, size_t n) { WRAP(__real_calloc(k, n), 1); }
-void *__wrap_aligned_alloc(size_t a, size_t n) { WRAP(__real_aligned_alloc(a, n), 1); }
-char *__wrap_strdup(const char *s) { WRAP(__real_strdup(s), 1); }
-char *__wrap_strndup(const char *s, size_t n) { WRAP(__real_strndup(s, n), 1); }
+void *__wrap_malloc(size_t n) { WRAP(__real_malloc(n)); }
+void *__wrap_calloc(size_t k, size_t n) { WRAP(__real_calloc(k, n)); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { WRAP(__real_aligned_alloc(a, n)); }
+char *__wrap_strdup(const char *s) { WRAP(__real_strdup(s)); }
+char *__wrap_strndup(const char *s, size_t n) { WRAP(__real_strndup(s, n)); }
 
 void *__wrap_realloc(void *p, size_t n)
 {
