@@ -11,7 +11,9 @@
 // and Hardware forms with real inputs (a config.json of
 // ../shared/models/hf, or STEPCAST_SHARED's; the sample job) and compare
 // each chart's data points, read from the page's Chart.js objects, with
-// the API's answer; check that no raw JSON shows unless its toggle is on,
+// the API's answer; compare two generated runs (build/gentrace) in the A/B
+// view, create and close an experiment, rank the fleet with its filters;
+// check that no raw JSON shows unless its toggle is on,
 // that names from traces and requests stay text, that the keyboard alone
 // reaches every control and every field has a label; open views of routes
 // the server lacks. Each test saves a screenshot under
