@@ -99,7 +99,9 @@ export async function experimentsView(view) {
     await load();
   }
   const parts = [];
-  if (canCreate && jobs.length >= 2) {
+  if (canCreate && jobs.length < 2)
+    parts.push(el('p', { class: 'muted' }, 'An experiment needs two jobs, a baseline and a variant: create them first.'));
+  else if (canCreate) {
     const names = jobs.map(j => ({ job: j.id })).sort((a, b) => (a.job < b.job ? -1 : 1));
     parts.push(el('section', { id: 'experiment-new' }, el('h2', {}, 'A new experiment'), makeForm('experiment', [
       pairFields(names, 'The jobs (the verdict comes once each has a ready model)'),
