@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "daemon/workers.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -195,6 +196,7 @@ static void build_one(struct builder *b, struct slot *slot)
 static void *worker(void *arg)
 {
     struct builder *b = arg;
+    workers_background(b->env.nice_delta);
     pthread_mutex_lock(&b->mu);
     for (;;) {
         while (!b->stopping && (b->n == 0 || b->turn_taken))
