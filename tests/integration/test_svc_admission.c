@@ -230,9 +230,10 @@ static void *counted_estimate(void *arg)
  * run on the request pool (two threads at the defaults, the rest queued,
  * none refused), at a lower priority than the HTTP threads, so the light
  * requests answered while any heavy one is in flight (at least 50 of
- * each) stay under 100 ms at p99. p99 and the maximum are printed
- * (BENCHMARKS.md, "Hostile requests"). With every HTTP thread computing
- * they stalled for seconds. */
+ * each) stay under 100 ms at p99, and none waits a second: a stall shows
+ * in the maximum, not in the p99, since a client that waits sends no
+ * others. p99 and the maximum are printed (BENCHMARKS.md, "Hostile
+ * requests"). With every HTTP thread computing they stalled for seconds. */
 TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
 {
     enum { PLANS = 8, ESTIMATES = 4 };
@@ -269,10 +270,12 @@ TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
     double h99 = p99(&light[0]), j99 = p99(&light[1]);
     fprintf(stderr, "  under load: /healthz p99 %.1f ms (max %.1f, n %d), GET /v1/jobs p99 %.1f ms (max %.1f, n %d)\n",
             h99, nh ? light[0].ms[nh - 1] : -1, nh, j99, nj ? light[1].ms[nj - 1] : -1, nj);
-    CHECK(nh >= 50 && nj >= 50);
+    REQUIRE(nh >= 50 && nj >= 50);
 #if !defined(__SANITIZE_ADDRESS__)
     CHECK(h99 < 100);
     CHECK(j99 < 100);
+    CHECK(light[0].ms[nh - 1] < 1000);
+    CHECK(light[1].ms[nj - 1] < 1000);
 #endif
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
