@@ -88,13 +88,13 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
     struct sc_error err;
     char id[64], rnd[24], *request;
     int64_t space = est_plan_space(req);
-    int taken = 0;
+    int taken = 0, at_once = space <= inline_space && !src->resume;
     if (space > EST_PLAN_MAX_SPACE) {
         api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: %s",
                  (long long)space, EST_PLAN_MAX_SPACE, hint);
         return 0;
     }
-    if (space <= inline_space && !src->resume && svc_defer())
+    if (at_once && svc_defer())
         return 0; /* planned on a worker */
     if (src->resume) {
         snprintf(id, sizeof id, "%s", src->resume);
@@ -109,7 +109,7 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
         return 0;
     }
     pe->admission = s->admission;
-    if (space <= inline_space && !src->resume) {
+    if (at_once) {
         if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
             pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
             : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -91,11 +90,7 @@ static void cancel_run(struct run *r, int why)
 
 int plans_drain(struct plans *p, double timeout_s)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    long ns = deadline.tv_nsec + (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-    deadline.tv_sec += (time_t)timeout_s + ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
+    struct timespec deadline = workers_deadline(timeout_s);
     pthread_mutex_lock(&p->mu);
     while (count_running(p) && pthread_cond_timedwait(&p->changed, &p->mu, &deadline) != ETIMEDOUT)
         ;

@@ -141,13 +141,21 @@ void workers_cancel(struct workers *w)
     atomic_store(&w->cancel, 1);
 }
 
+struct timespec workers_deadline(double timeout_s)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    if (timeout_s > 0) {
+        long ns = t.tv_nsec + (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
+        t.tv_sec += (time_t)timeout_s + ns / 1000000000;
+        t.tv_nsec = ns % 1000000000;
+    }
+    return t;
+}
+
 int workers_wait_idle(struct workers *w, double timeout_s)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    long ns = deadline.tv_nsec + (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-    deadline.tv_sec += (time_t)timeout_s + ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
+    struct timespec deadline = workers_deadline(timeout_s);
     pthread_mutex_lock(&w->mu);
     while (w->places > 0 && pthread_cond_timedwait(&w->idle, &w->mu, &deadline) != ETIMEDOUT)
         ;

@@ -20,6 +20,7 @@
 #define DAEMON_WORKERS_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "common/error.h"
 
@@ -43,6 +44,10 @@ void workers_cancel(struct workers *w);
 int workers_wait_idle(struct workers *w, double timeout_s);
 /* Stop the threads (after workers_wait_idle returned 1). NULL-safe. */
 void workers_free(struct workers *w);
+
+/* The CLOCK_REALTIME time timeout_s from now: the deadline of a
+ * pthread_cond_timedwait (waits for heavy work to end). */
+struct timespec workers_deadline(double timeout_s);
 
 /* Lower the calling thread's priority for heavy work: SCHED_BATCH, and its
  * nice value raised by nice_delta (at most to 19). Failures are ignored:

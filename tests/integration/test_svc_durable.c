@@ -209,6 +209,9 @@ TEST(svc_durable_drain_timeout_cancels_what_still_runs)
     CHECK(dt < 1 + 4); /* the timeout, then a prompt cancel: not the work's seconds */
     CHECK_EQ_INT(est.status, 503);
     CHECK_STREQ(est.error, "unavailable");
+    char *log = th_read_file(d.log, NULL);
+    CHECK_CONTAINS(log, "event=drain_timeout requests_left=1 computing=1"); /* it was computing */
+    free(log);
     svc_start(&d, d.data, NULL, NULL);
     expect_interrupted(&d, id, space, 1);
     CHECK_EQ_INT(svc_stop(&d), 0);
