@@ -597,6 +597,7 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         server_free(srv);
         return rc;
     }
+    s->pool = srv->pool; /* its counts, for /metrics */
     /* poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon() races
      * with its epoll workers over the listening socket and can abort */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
@@ -673,6 +674,8 @@ void server_free(struct server *srv)
         return;
     if (srv->d)
         MHD_stop_daemon(srv->d);
+    if (srv->pool)
+        srv->svc->pool = NULL;
     workers_free(srv->pool);
     conn_guard_free(srv->guard);
     for (size_t i = 0; i < srv->n_origins; i++)

@@ -28,6 +28,7 @@ struct cache;
 struct daemon_config;
 struct metrics;
 struct plans;
+struct workers;
 struct store;
 
 struct svc {
@@ -50,6 +51,7 @@ struct svc {
     atomic_long ledger_changes;  /* ledger writes since start: part of the memo's key */
     struct plans *plans;         /* plans running in the background (h_plans.c) */
     struct admission *admission; /* the memory budget all heavy work is admitted under */
+    struct workers *pool;        /* the request pool, while the server runs (server.h) */
 };
 
 /* Bytes of memoised estimate documents kept (least recently used go). */
