@@ -8,7 +8,7 @@
  * plan is in the catalog, `running`, before the 202 is sent, its progress
  * saved as it goes; one a crash or a shutdown stopped reads `interrupted`
  * with that progress, and POST /v1/plans/{id}/resume runs it again from
- * its stored request under the same id. GET /v1/plans/{id} answers
+ * its stored request under the same id, as does a POST of the same request. GET /v1/plans/{id} answers
  * {"id","state":"running","progress":{"done","total"}} while it runs, then
  * the plan document with "id" and "state":"done" (or "failed" with its
  * error, or "cancelled"); DELETE cancels a running plan, or forgets a
@@ -81,7 +81,8 @@ struct plan_source {
 /* Plan req with pe: at once when its space is at most `inline_space`
  * (200), else in the background (202); 422 over EST_PLAN_MAX_SPACE, the
  * hint saying what to fix. A plan resumed runs in the background under
- * its id. 1 when a background plan took pe's cache entry. */
+ * its id, and so does a new background request whose body (and model) an
+ * interrupted plan has. 1 when a background plan took pe's cache entry. */
 static int start_plan(struct svc *s, const struct plan_source *src, const struct est_plan_request *req,
                       struct plans_eval *pe, int64_t inline_space, const char *hint, struct api_reply *r)
 {
@@ -96,17 +97,20 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
     }
     if (at_once && svc_defer())
         return 0; /* planned on a worker */
-    if (src->resume) {
-        snprintf(id, sizeof id, "%s", src->resume);
-    } else if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        return 0;
-    } else {
-        snprintf(id, sizeof id, "p-%s", rnd);
-    }
     if (!(request = strndup(src->body, src->len))) {
         api_fail(r, API_E_UNAVAILABLE, "out of memory");
         return 0;
+    }
+    if (src->resume) {
+        snprintf(id, sizeof id, "%s", src->resume);
+    } else if (!at_once && store_plan_interrupted(s->store, request, src->model, id, &err) == SC_OK) {
+        log_info("plan", "plan=%s event=resumed msg=\"an identical request\"", id); /* runs it again */
+    } else if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        free(request);
+        return 0;
+    } else {
+        snprintf(id, sizeof id, "p-%s", rnd);
     }
     pe->admission = s->admission;
     if (at_once) {

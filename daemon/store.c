@@ -161,7 +161,7 @@ enum stmt {
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
-    Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT,
+    Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_COUNT
 };
@@ -266,6 +266,8 @@ static const char *const sql[Q_COUNT] = {
                    " COALESCE(model, ''), done, total FROM plans WHERE id = ?1",
     [Q_PLAN_PROGRESS] = "UPDATE plans SET done = ?2, total = ?3 WHERE id = ?1 AND state = 'running'",
     [Q_PLAN_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'",
+    [Q_PLAN_INTERRUPTED] = "SELECT id FROM plans WHERE state = 'interrupted' AND request = ?1"
+                           " AND COALESCE(model, '') = ?2 ORDER BY created_ns, id LIMIT 1",
     [Q_PLAN_DELETE] = "DELETE FROM plans WHERE id = ?1",
     [Q_EXP_INSERT] = "INSERT INTO experiments(id, baseline, variant, hypothesis, external_id, state, created_ns)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, 'open', ?6)",
@@ -1346,6 +1348,30 @@ static int plan_progress(struct store *s, const char *id, int64_t done, int64_t 
 int store_plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
 {
     LOCKED(s, plan_progress(s, id, done, total, err));
+}
+
+static void read_id(sqlite3_stmt *st, void *row)
+{
+    col_copy(st, 0, row, 64);
+}
+
+static int plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                            struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_PLAN_INTERRUPTED, &st, err);
+    if (rc)
+        return rc;
+    bind_text(st, 1, request);
+    bind_text(st, 2, model);
+    rc = one_row(s, st, read_id, id, "find an interrupted plan", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no interrupted plan of this request") : rc;
+}
+
+int store_plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                           struct sc_error *err)
+{
+    LOCKED(s, plan_interrupted(s, request, model, id, err));
 }
 
 static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)

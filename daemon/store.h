@@ -174,6 +174,10 @@ void store_plan_release(struct store_plan *p);
 int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err);
 /* A running plan's progress. */
 int store_plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err);
+/* The oldest interrupted plan of this request (and model, "" for none)
+ * into id; SC_ENOTFOUND when there is none. */
+int store_plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                           struct sc_error *err);
 /* Every plan still `running` becomes `interrupted` (at startup: a crash
  * stopped them); *n says how many. */
 int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err);

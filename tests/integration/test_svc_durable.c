@@ -3,8 +3,8 @@
  *
  * A background plan is in the catalog before its 202: killed with SIGKILL
  * mid-run, the restarted daemon shows it `interrupted` with the progress
- * it had saved, and POST /v1/plans/{id}/resume runs it again to the same
- * document a fresh plan gives. On SIGTERM, work still running when the
+ * it had saved; POST /v1/plans/{id}/resume, or the same request again,
+ * runs it again, to the same document a fresh plan gives. On SIGTERM, work still running when the
  * drain timeout expires is cancelled: the heavy request is answered 503,
  * the background plan is stored `interrupted`, and the daemon exits
  * within seconds of the timeout instead of when the work would end. The
@@ -113,8 +113,11 @@ TEST(svc_durable_plan_killed_reads_interrupted_and_resumes)
     svc_start(&d, d.data, NULL, NULL);
     expect_interrupted(&d, id, space, 0);
 
-    /* SIGKILL mid-run: interrupted with the progress saved */
-    post_plan(&d, slow, id, &space);
+    /* the same request again runs that plan again (its id), and SIGKILL
+     * mid-run leaves it interrupted with the progress saved */
+    char again[64];
+    post_plan(&d, slow, again, &space);
+    CHECK_STREQ(again, id);
     wait_some_progress(&d, id);
     svc_kill9(&d);
     svc_start(&d, d.data, NULL, NULL);
