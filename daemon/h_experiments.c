@@ -36,7 +36,7 @@ static int newest_ready(struct svc *s, const char *job, char id[API_ID_MAX])
     size_t n = 0;
     int64_t newest = -1;
     id[0] = '\0';
-    if (store_model_list(s->store, job, &v, &n, &err))
+    if (store_model_list(s->store, job, NULL, &v, &n, NULL, &err))
         return -1;
     for (size_t i = 0; i < n; i++)
         if (v[i].status == API_MODEL_READY && v[i].created_ns > newest) {
@@ -178,6 +178,7 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
     snprintf(e.external_id, sizeof e.external_id, "%s", req.external_id);
     e.hypothesis = req.hypothesis[0] ? req.hypothesis : NULL;
     e.created_ns = store_now_ns();
+    snprintf(e.owner, sizeof e.owner, "%s", q->caller.id);
     if (store_experiment_create(s->store, &e, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
@@ -197,18 +198,33 @@ void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *
 {
     const char *external = svc_query(q, "external_id");
     struct store_experiment *v = NULL;
+    struct api_list_meta m = {0};
+    struct api_page pg;
     struct sc_error err;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n = 0;
-    if (store_experiment_list(s->store, &v, &n, &err)) {
+    int more;
+    if (h_page(q, &pg, r))
+        return;
+    if (store_experiment_list(s->store, external, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
+    if (more) {
+        api_page_cursor(v[n - 1].created_ns, v[n - 1].id, next);
+        m.next_cursor = next;
+    }
     json_t *list = json_array();
-    for (size_t i = 0; list && i < n; i++)
-        if (!external || strcmp(external, v[i].external_id) == 0)
-            json_array_append_new(list, experiment_json(s, &v[i]));
+    for (size_t i = 0; list && i < n; i++) {
+        json_t *e = experiment_json(s, &v[i]);
+        if (!e)
+            m.skipped++;
+        else
+            json_array_append_new(list, e);
+    }
     store_experiments_free(v, n);
-    api_reply_json(r, 200, json_pack("{s:o}", "experiments", list ? list : json_array()));
+    api_reply_json(r, 200, api_list_doc("experiments", list, &m));
+    h_page_skipped("experiments", &m);
 }
 
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -304,7 +320,7 @@ json_t *h_experiments_bank_json(struct svc *s)
     struct sc_error err;
     size_t n = 0;
     json_t *groups = json_object(), *list = json_array();
-    if (!groups || !list || store_experiment_list(s->store, &v, &n, &err)) {
+    if (!groups || !list || store_experiment_list(s->store, NULL, NULL, &v, &n, NULL, &err)) {
         json_decref(groups);
         json_decref(list);
         return json_null();

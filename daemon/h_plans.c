@@ -28,6 +28,7 @@
 #include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
+#include "daemon/config.h"
 #include "daemon/digest.h"
 #include "daemon/log.h"
 #include "daemon/plans.h"
@@ -38,27 +39,65 @@
 #define H_PLAN_INLINE_SPACE 1000
 #define H_MODEL_PLAN_INLINE_SPACE 64
 
+/* A finished plan as its answer: with its id when it is stored. */
+static void reply_plan(const struct store_plan *p, int stored, unsigned status, struct api_reply *r)
+{
+    json_t *doc = p->document ? json_loads(p->document, 0, NULL) : json_object();
+    if (doc) {
+        if (stored)
+            json_object_set_new(doc, "id", json_string(p->id));
+        json_object_set_new(doc, "state", json_string(p->state));
+        if (p->error)
+            json_object_set_new(doc, "error", json_string(p->error));
+        api_reply_json(r, status, doc);
+    } else {
+        api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", p->id);
+    }
+}
+
 /* The stored plan as its answer. */
 static void reply_stored(struct svc *s, const char *id, unsigned status, struct api_reply *r)
 {
     struct store_plan p;
     struct sc_error err;
-    json_t *doc;
     if (store_plan_get(s->store, id, &p, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    doc = p.document ? json_loads(p.document, 0, NULL) : json_object();
-    if (doc) {
-        json_object_set_new(doc, "id", json_string(p.id));
-        json_object_set_new(doc, "state", json_string(p.state));
-        if (p.error)
-            json_object_set_new(doc, "error", json_string(p.error));
-        api_reply_json(r, status, doc);
-    } else {
-        api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", id);
-    }
+    reply_plan(&p, 1, status, r);
     store_plan_release(&p);
+}
+
+/* A plan in the background is kept in the catalog: it needs a write token
+ * and room under max-stored-per-token. SC_OK, or the reply (403, 413). */
+static int may_keep(struct svc *s, const struct svc_request *q, int64_t space, int64_t inline_space,
+                    struct api_reply *r)
+{
+    struct sc_error err;
+    int64_t n = 0;
+    if (q->caller.scope < API_SCOPE_WRITE)
+        return api_fail(r, API_E_FORBIDDEN,
+                        "a plan of %lld configurations runs in the background and is kept, which needs a write "
+                        "token; a read token plans up to %lld at once",
+                        (long long)space, (long long)inline_space);
+    if (store_owned(s->store, q->caller.id, &n, &err))
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    if (s->cfg->max_stored_per_token && n >= s->cfg->max_stored_per_token)
+        return api_fail(r, API_E_TOO_LARGE,
+                        "token '%s' has stored %lld jobs, ledger entries, plans and experiments: the limit is "
+                        "max-stored-per-token %lld (delete some first)",
+                        q->caller.id, (long long)n, (long long)s->cfg->max_stored_per_token);
+    return SC_OK;
+}
+
+/* The request as kept with a background plan: compact, whatever padding
+ * it was sent with (from malloc; NULL when out of memory). */
+static char *compact_request(const struct svc_request *q)
+{
+    json_t *doc = json_loadb(q->body, q->body_len, 0, NULL);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
 }
 
 /* Plan req with pe: at once when its space is at most `inline_space`
@@ -69,7 +108,7 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
                       struct plans_eval *pe, int64_t inline_space, const char *hint, struct api_reply *r)
 {
     struct sc_error err;
-    char id[64], rnd[24], *request;
+    char id[64], rnd[24], *request = NULL;
     int64_t space = est_plan_space(req);
     int taken = 0;
     if (space > EST_PLAN_MAX_SPACE) {
@@ -77,31 +116,33 @@ static int start_plan(struct svc *s, struct svc_request *q, const struct est_pla
                  (long long)space, EST_PLAN_MAX_SPACE, hint);
         return 0;
     }
+    if (space > inline_space && may_keep(s, q, space, inline_space, r))
+        return 0;
     if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return 0;
     }
     snprintf(id, sizeof id, "p-%s", rnd);
-    if (!(request = malloc(q->body_len + 1))) {
-        api_fail(r, API_E_UNAVAILABLE, "out of memory");
-        return 0;
-    }
-    memcpy(request, q->body, q->body_len);
-    request[q->body_len] = '\0';
+    snprintf(pe->owner, sizeof pe->owner, "%s", q->caller.id);
     pe->admission = s->admission;
     if (space <= inline_space) {
         /* the whole plan holds a request slot; each evaluation its memory */
+        struct store_plan done;
+        memset(&done, 0, sizeof done);
         if (admission_try(s->admission, 0, 1, "the plan", &err) != ADMISSION_OK) {
             api_fail(r, API_E_BUSY, "%s", err.msg);
         } else {
-            if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
+            if (plans_run(NULL, id, NULL, req, pe, NULL, NULL, &done, &err))
                 pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
                 : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
                                                  : api_fail_status(r, &err, API_E_INTERNAL);
             else
-                reply_stored(s, id, 200, r);
+                reply_plan(&done, 0, 200, r);
+            store_plan_release(&done);
             admission_done(s->admission, 0, 1);
         }
+    } else if (!(request = compact_request(q))) {
+        api_fail(r, API_E_UNAVAILABLE, "out of memory");
     } else if (plans_start(s->plans, id, request, req, space, pe, &err)) {
         api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
     } else {
@@ -123,7 +164,7 @@ static int plan_bands(struct svc *s, struct est_bands *out, struct api_reply *r)
     struct sc_error err;
     size_t n = 0;
     int rc;
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), &v, &n, &err)) {
+    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), NULL, &v, &n, NULL, &err)) {
         log_warn("plan", "event=ledger_unavailable msg=\"%s\"", err.msg);
         n = 0;
     }

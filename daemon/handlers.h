@@ -61,7 +61,12 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
 
-/* h_ops.c: tokens, health, metrics, the OpenAPI document */
+/* h_ops.c: tokens, health, metrics, the OpenAPI document, and what every
+ * list route shares: the page it asks for (?limit, ?cursor; on failure
+ * the reply, 400 or 422, and its status), and the log line of the rows a
+ * page left out because they cannot be rendered. */
+int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r);
+void h_page_skipped(const char *list, const struct api_list_meta *m);
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r);

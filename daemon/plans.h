@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "api/resources.h"
 #include "common/error.h"
 #include "estimator/plan.h"
 #include "estimator/whatif_plan.h"
@@ -28,6 +29,8 @@ struct cache_entry;
  * the estimator ranks at the bands `bands` (its own copy).
  * plans_start takes both (whole and the entry) and gives them back once the
  * plan is stored; plans_run leaves them to the caller. */
+struct store_plan;
+
 struct plans_eval {
     /* each evaluation by the estimator is admitted first under this memory
      * budget (admission.h) by its graph's predicted size: inside a request
@@ -44,6 +47,7 @@ struct plans_eval {
     struct model_job *whole;
     struct cache *cache;
     struct cache_entry *entry;
+    char owner[API_ID_MAX]; /* the token that asked: the stored plan is its (max-stored-per-token) */
 };
 
 /* Give back what pe holds: its planner, bands, whole job and cache entry. */
@@ -54,11 +58,14 @@ int plans_new(struct store *store, struct plans **out, struct sc_error *err);
 void plans_free(struct plans *p);
 
 /* Plan req with pe now, on this thread, and store the result as plan `id`
- * (request: the POST body, kept with it). progress may be NULL. An
- * evaluation the memory budget refuses (pe->refused) ends it with SC_ELIMIT,
- * nothing stored. */
+ * (request: the POST body, kept with it); with store NULL nothing is
+ * stored and the result goes to *kept (store_plan_release), as a plan
+ * planned inside its request. progress may be NULL. An evaluation the
+ * memory budget refuses (pe->refused) ends it with SC_ELIMIT, nothing
+ * stored. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
+              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct store_plan *kept,
+              struct sc_error *err);
 /* The same on a thread of its own, which takes pe's whole job and cache
  * entry; SC_ELIMIT when PLANS_MAX_RUNNING run (they then stay the
  * caller's). space (est_plan_space of req) is its progress's total from

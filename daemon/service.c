@@ -119,6 +119,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = admission_new((uint64_t)cfg->memory_budget, (unsigned)cfg->heavy_requests, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
+    store_set_max_owned(s->store, cfg->max_stored_per_token);
     struct builder_env env = {s->store,   s->blobs, s->cache,       s->metrics,
                               &s->load,   &s->publish_mu, s->admission};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
