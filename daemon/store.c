@@ -252,8 +252,8 @@ static const char *const sql[Q_COUNT] = {
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (?1 IS NULL OR model = ?1)"
                      " AND (?2 IS NULL OR kind = ?2) AND (?7 IS NULL OR id > ?7) ORDER BY id" PAGE_LIMIT,
-    /* what MAPEs and bands read: no texts but the model's id */
-    [Q_VALID_SUMMARY] = "SELECT id, model, kind, NULL, NULL, measured_ms, COALESCE(predicted_ms, 0), NULL, NULL,"
+    /* what MAPEs and bands read: of the texts only the model's id and run_at */
+    [Q_VALID_SUMMARY] = "SELECT id, model, kind, NULL, NULL, measured_ms, COALESCE(predicted_ms, 0), NULL, run_at,"
                         " '', NULL, in_sample, created_ns FROM validations WHERE (?1 IS NULL OR model = ?1)"
                         " AND (?2 IS NULL OR kind = ?2) ORDER BY id",
     [Q_VALID_DELETE] = "DELETE FROM validations WHERE id = ?1",

@@ -174,8 +174,8 @@ int store_validation_add(struct store *s, struct api_validation *v, size_t n, co
 /* Entries by id, of one model and/or kind (NULL: any). */
 int store_validation_list(struct store *s, const char *model, const char *kind, const struct api_page *pg,
                           struct api_validation **out, size_t *n, int *more, struct sc_error *err);
-/* The same entries, all, with their ids, models, kinds, times and flags
- * only (no spec, set, source or calibration): what MAPEs read. */
+/* The same entries, all, with their ids, models, kinds, times, run_at and
+ * flags only (no spec, set, source or calibration): what MAPEs read. */
 int store_validation_summary(struct store *s, const char *model, const char *kind, struct api_validation **out,
                              size_t *n, struct sc_error *err);
 int store_validation_delete(struct store *s, int64_t id, struct sc_error *err);
