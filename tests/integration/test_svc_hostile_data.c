@@ -381,3 +381,34 @@ TEST(svc_hostile_data_stored_rows_limited_per_token)
     free(w2);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
+
+/* The command line reads every page: `stepcast jobs --json` of 1,205 jobs
+ * (two pages of 1,000 at most) lists each once. */
+TEST(svc_hostile_data_cli_follows_cursors)
+{
+    struct svc_daemon d;
+    svc_start(&d, NULL, NULL, NULL);
+    catalog_exec(&d, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1205)"
+                     " INSERT INTO jobs(id, description, created_ns, updated_ns) SELECT printf('j%04d', i), NULL, i, i"
+                     " FROM n;");
+    setenv("STEPCAST_SERVER", d.url, 1);
+    setenv("STEPCAST_TOKEN", SVC_ADMIN, 1);
+    char *argv[] = {(char *)th_build_path("stepcast"), "jobs", "--json", NULL};
+    char *out = th_run_expect(argv, 0, "j1205", NULL);
+    unsetenv("STEPCAST_SERVER");
+    unsetenv("STEPCAST_TOKEN");
+    json_t *doc = json_loads(out ? out : "", 0, NULL), *row;
+    size_t i;
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "jobs")), 1205);
+    json_array_foreach (json_object_get(doc, "jobs"), i, row) {
+        char want[16];
+        snprintf(want, sizeof want, "j%04zu", i + 1);
+        if (strcmp(json_string_value(json_object_get(row, "id")), want))
+            sc_check_fail(__FILE__, __LINE__, "jobs[%zu] is %s, not %s", i, json_string_value(json_object_get(row, "id")),
+                          want);
+    }
+    CHECK(!json_object_get(doc, "next_cursor"));
+    json_decref(doc);
+    free(out);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
