@@ -305,7 +305,10 @@ json_t *api_ledger_page_json(const struct api_validation *page, size_t n_page, c
                                         : json_pack("{s:I, s:i}", "entries", (json_int_t)b.n, "needed",
                                                     LEDGER_BAND_MIN)) != 0;
     }
-    if (!bad) {
+    if (!bad && !v) { /* a page after the first: its entries only */
+        doc = json_pack("{s:O, s:I, s:o}", "entries", entries, "skipped", (json_int_t)m->skipped, "next_cursor",
+                        m->next_cursor ? json_string(m->next_cursor) : json_null());
+    } else if (!bad) {
         finish_groups(all);
         finish_groups(by_model);
         finish_groups(by_kind);

@@ -107,7 +107,8 @@ json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sa
 /* The same with one page of entries (api/page.h) and its next_cursor:
  * "entries" the rows of page[0..n_page) that render ("skipped" counts the
  * others, also in m->skipped), the MAPEs and bands over v[0..n), every
- * entry the list selects. */
+ * entry the list selects; with v NULL (a page after the first) the
+ * entries, "skipped" and "next_cursor" only. */
 struct api_list_meta;
 json_t *api_ledger_page_json(const struct api_validation *page, size_t n_page, const struct api_validation *v,
                              size_t n, int with_in_sample, struct api_list_meta *m);

@@ -9,6 +9,7 @@
 
 #include "api/ledger.h"
 #include "api/routes.h"
+#include "api/job_cadence.h"
 #include "api/whatif_json.h"
 #include "model/ab.h"
 #include "common/banned.h"
@@ -157,13 +158,7 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
 {
     static const char *const fields[] = {"config",       "hardware", "description", "steps_per_day",
                                          "runtime_hours", "gpu_hour_usd", "tags",       NULL};
-    /* physical ranges: a step a thousand days to a billion a day, a few
-     * seconds to a whole day, a hundredth of a cent to a million dollars an
-     * hour; below each lie zero, negatives and subnormal numbers */
-    static const struct {
-        const char *key;
-        double min, max;
-    } numbers[] = {{"steps_per_day", 1e-3, 1e9}, {"runtime_hours", 1e-3, 24}, {"gpu_hour_usd", 1e-4, 1e6}};
+    static const char *const numbers[] = {"steps_per_day", "runtime_hours", "gpu_hour_usd"};
     struct sc_error cerr;
     char hw[72] = "", desc[1025] = "";
     json_t *doc, *cfg, *v;
@@ -180,15 +175,18 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
     }
     if ((cfg = json_object_get(doc, "config")) && (rc = check_config_at(cfg, "config", 0, err)))
         goto out;
-    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
-        if ((v = json_object_get(doc, numbers[i].key)) && !json_is_number(v)) {
-            rc = api_fail(err, API_E_INVALID_JSON, "'%s' must be a number", numbers[i].key);
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++) {
+        double min = 0, max = 0;
+        api_job_number_range(numbers[i], &min, &max);
+        if ((v = json_object_get(doc, numbers[i])) && !json_is_number(v)) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'%s' must be a number", numbers[i]);
             goto out;
-        } else if (v && !(json_number_value(v) >= numbers[i].min && json_number_value(v) <= numbers[i].max)) {
-            rc = api_fail(err, API_E_UNPROCESSABLE, "'%s' must be a number from %g to %g (%g given)",
-                          numbers[i].key, numbers[i].min, numbers[i].max, json_number_value(v));
+        } else if (v && !(json_number_value(v) >= min && json_number_value(v) <= max)) {
+            rc = api_fail(err, API_E_UNPROCESSABLE, "'%s' must be a number from %g to %g (%g given)", numbers[i], min,
+                          max, json_number_value(v));
             goto out;
         }
+    }
     if ((v = json_object_get(doc, "tags"))) {
         const char *k;
         json_t *t;

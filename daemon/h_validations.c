@@ -150,8 +150,9 @@ void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *
     }
     if (h_page(q, &pg, r))
         return;
+    /* the MAPEs and bands read every entry: on the first page only */
     if (store_validation_list(s->store, model, kind, &pg, &page, &n_page, &more, &err) ||
-        store_validation_summary(s->store, model, kind, &v, &n, &err)) {
+        (!pg.has_after && store_validation_summary(s->store, model, kind, &v, &n, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
         goto out;
     }
@@ -159,8 +160,8 @@ void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *
         api_page_cursor(page[n_page - 1].id, "", next);
         m.next_cursor = next;
     }
-    json_t *doc = api_ledger_page_json(page, n_page, v, n, in && !strcmp(in, "true"), &m);
-    if (doc)
+    json_t *doc = api_ledger_page_json(page, n_page, pg.has_after ? NULL : v, n, in && !strcmp(in, "true"), &m);
+    if (doc && !pg.has_after)
         json_object_set_new(doc, "bank", h_experiments_bank_json(s));
     api_reply_json(r, 200, doc);
     h_page_skipped("validations", &m);

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "api/job_cadence.h"
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/whatif_json.h"
@@ -28,16 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The job's numbers in their ranges (api/request.h). */
 static void numbers_in_range(const char *canonical)
 {
-    static const struct {
-        const char *key;
-        double min, max;
-    } ranges[] = {{"steps_per_day", 1e-3, 1e9}, {"runtime_hours", 1e-3, 24}, {"gpu_hour_usd", 1e-4, 1e6}};
-    json_t *doc = json_loads(canonical, 0, NULL);
+    json_t *doc = json_loads(canonical, 0, NULL), *v;
+    const char *key;
     if (!json_is_object(doc))
         abort();
-    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
-        json_t *v = json_object_get(doc, ranges[i].key);
-        if (v && !(json_number_value(v) >= ranges[i].min && json_number_value(v) <= ranges[i].max))
+    json_object_foreach (doc, key, v) {
+        double min, max;
+        if (api_job_number_range(key, &min, &max) && !(json_number_value(v) >= min && json_number_value(v) <= max))
             abort();
     }
     json_decref(doc);

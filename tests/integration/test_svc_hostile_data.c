@@ -256,6 +256,7 @@ TEST(svc_hostile_data_lists_paged_by_cursor)
     doc = get_json(&d, path, 200);
     CHECK_EQ_INT(json_array_size(json_object_get(doc, "entries")), 1);
     CHECK(json_is_null(json_object_get(doc, "next_cursor")));
+    CHECK(!json_object_get(doc, "mape")); /* the first page has the summary */
     json_decref(doc);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
