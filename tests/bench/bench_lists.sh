@@ -4,7 +4,8 @@
 # Starts the daemon on a temporary data directory, writes ENTRIES ledger
 # entries (121,000) and JOBS jobs (20,000) into its catalog with sqlite3,
 # restarts it, then times GET /v1/validations and GET /v1/jobs (one
-# request each, the default page) and all the pages of each at limit=1000,
+# request each, the default page) and all the pages of each at limit=1000
+# (the requests' times summed),
 # printing each answer's bytes, seconds and the daemon's peak RSS
 # (VmHWM) after it. STEPCASTD names another daemon binary (an older
 # build, to compare: it answers every row at once).
@@ -61,17 +62,18 @@ one() { # NAME PATH
     out=$(curl -s -o "$tmp/body" -w '%{http_code} %{size_download} %{time_total}' -H "$auth" "$url$2")
     echo "$1: GET $2: status, bytes, s: $out; peak RSS $(hwm)"
 }
-all() { # NAME PATH KEY: every page at limit=1000
-    t0=$(date +%s.%N)
-    cursor="" pages=0 bytes=0
+all() { # NAME PATH: every page at limit=1000 (seconds: the requests', summed)
+    cursor="" pages=0 bytes=0 secs=0
     while :; do
-        curl -s -o "$tmp/body" -H "$auth" "$url$2?limit=1000${cursor:+&cursor=$cursor}"
-        bytes=$((bytes + $(wc -c <"$tmp/body")))
+        set -- "$1" "$2" $(curl -s -o "$tmp/body" -w '%{size_download} %{time_total}' -H "$auth" \
+            "$url$2?limit=1000${cursor:+&cursor=$cursor}")
+        bytes=$((bytes + $3))
+        secs=$(echo "$secs + $4" | bc)
         pages=$((pages + 1))
-        cursor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("next_cursor") or "")' "$tmp/body")
+        cursor=$(sed -n 's/.*"next_cursor":"\([0-9a-f]*\)".*/\1/p' "$tmp/body")
         [ -n "$cursor" ] || break
     done
-    echo "$1: every page of $2 at limit=1000: $pages pages, $bytes bytes, $(echo "$(date +%s.%N) - $t0" | bc) s; peak RSS $(hwm)"
+    echo "$1: every page of $2 at limit=1000: $pages pages, $bytes bytes, $secs s; peak RSS $(hwm)"
 }
 one ledger /v1/validations
 one jobs /v1/jobs
