@@ -110,6 +110,9 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
         v.kind = API_LEDGER_ESTIMATE;
         rc = predict_estimate(s, req.spec, &v, r);
     }
+    if (rc == SC_OK && !ledger_step_ms_valid(v.predicted_ms)) /* kept only what the ledger can render */
+        rc = api_fail(r, API_E_UNPROCESSABLE, "the prediction, %g ms, is outside the ledger's range (%g to %g ms)",
+                      v.predicted_ms, LEDGER_STEP_MS_MIN, LEDGER_STEP_MS_MAX);
     if (rc == SC_OK) {
         if ((rc = store_validation_add(s->store, &v, 1, q->caller.id, &err))) {
             api_fail_status(r, &err, rc == SC_ENOSPC ? API_E_NO_SPACE : API_E_INTERNAL);
