@@ -355,7 +355,9 @@ class Client:
         done and returns it (the document of ``stepcast plan --json`` with
         ``id`` and ``state``); ``progress`` gets (done, total) at each poll.
         Without ``wait``, returns ``{"id", "state"}`` (or the plan, when the
-        space was small enough to plan at once). Raises StepcastError
+        space was small enough to plan at once: not kept, so without an
+        ``id``). A plan in the background is kept and needs a write token.
+        Raises StepcastError
         ``plan_failed`` or ``plan_cancelled``, or ``timeout``."""
         body = {"spec": dict(spec), "gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
         return self._plan("/v1/plans", body, wait, poll, progress, timeout)
