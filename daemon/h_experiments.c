@@ -136,12 +136,8 @@ static json_t *doc_or_null(const char *text)
     return d ? d : json_null();
 }
 
-/* The experiment as the API shows it, settled first. */
-static json_t *experiment_json(struct svc *s, struct store_experiment *e)
+json_t *h_experiment_doc(const struct store_experiment *e)
 {
-    const char *why;
-    char problem[256];
-    settle(s, e, &why, problem);
     json_t *verdict = doc_or_null(e->verdict);
     const char *state = e->closed ? "closed" : json_is_object(verdict) ? "decided" : "pending";
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:I, s:o, s:o, s:o}", "id", e->id, "baseline",
@@ -151,6 +147,16 @@ static json_t *experiment_json(struct svc *s, struct store_experiment *e)
                             e->inputs ? json_string(e->inputs) : json_null(), "bank", doc_or_null(e->bank));
     if (doc && e->decided_ns)
         json_object_set_new(doc, "decided_ns", json_integer(e->decided_ns));
+    return doc;
+}
+
+/* The experiment as the API shows it, settled first. */
+static json_t *experiment_json(struct svc *s, struct store_experiment *e)
+{
+    const char *why;
+    char problem[256];
+    settle(s, e, &why, problem);
+    json_t *doc = h_experiment_doc(e);
     if (doc && why)
         json_object_set_new(doc, "waiting_for", json_string(why));
     if (doc && problem[0])

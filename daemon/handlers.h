@@ -40,6 +40,10 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
 void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* A stored experiment as the API shows it, as it stands (no verdict
+ * computed); NULL when a stored text cannot be rendered. */
+struct store_experiment;
+json_t *h_experiment_doc(const struct store_experiment *e);
 /* The ledger's bank: closed winning experiments' savings summed per team
  * and month ({"by_team_and_month":[{"team","month","experiments",
  * "gpu_hours_per_day","usd_per_day","per_step_only"}],"method"}). */

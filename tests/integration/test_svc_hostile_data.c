@@ -151,6 +151,7 @@ TEST(svc_hostile_data_unrenderable_rows_skipped_and_checked)
     CHECK_CONTAINS(report ? report : "", "token 't-bad'");
     CHECK_CONTAINS(report ? report : "", "calibration 'c-bad'");
     CHECK_CONTAINS(report ? report : "", "ledger entry '");
+    CHECK_CONTAINS(report ? report : "", "experiment 'e-bad'");
     CHECK_CONTAINS(report ? report : "", "INCONSISTENT");
     free(report);
     svc_start(&d, d.data, NULL, NULL);
