@@ -28,7 +28,6 @@
 #include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
-#include "daemon/config.h"
 #include "daemon/digest.h"
 #include "daemon/log.h"
 #include "daemon/plans.h"
@@ -74,20 +73,12 @@ static int may_keep(struct svc *s, const struct svc_request *q, int64_t space, i
                     struct api_reply *r)
 {
     struct sc_error err;
-    int64_t n = 0;
     if (q->caller.scope < API_SCOPE_WRITE)
         return api_fail(r, API_E_FORBIDDEN,
                         "a plan of %lld configurations runs in the background and is kept, which needs a write "
                         "token; a read token plans up to %lld at once",
                         (long long)space, (long long)inline_space);
-    if (store_owned(s->store, q->caller.id, &n, &err))
-        return api_fail_status(r, &err, API_E_INTERNAL);
-    if (s->cfg->max_stored_per_token && n >= s->cfg->max_stored_per_token)
-        return api_fail(r, API_E_TOO_LARGE,
-                        "token '%s' has stored %lld jobs, ledger entries, plans and experiments: the limit is "
-                        "max-stored-per-token %lld (delete some first)",
-                        q->caller.id, (long long)n, (long long)s->cfg->max_stored_per_token);
-    return SC_OK;
+    return store_owner_room(s->store, q->caller.id, &err) ? api_fail_status(r, &err, API_E_INTERNAL) : SC_OK;
 }
 
 /* The request as kept with a background plan: compact, whatever padding

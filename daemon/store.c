@@ -657,9 +657,9 @@ void store_set_max_owned(struct store *s, int64_t max)
     pthread_mutex_unlock(&s->mu);
 }
 
-int store_owned(struct store *s, const char *owner, int64_t *n, struct sc_error *err)
+int store_owner_room(struct store *s, const char *owner, struct sc_error *err)
 {
-    LOCKED(s, owned(s, owner, n, err));
+    LOCKED(s, owner_room(s, owner, 1, err));
 }
 
 static int job_room(struct store *s, const char *job, const char *owner, struct sc_error *err)

@@ -57,8 +57,9 @@ void store_close(struct store *s); /* NULL-safe */
 
 /* The rows one owner may store (0: any number); from startup. */
 void store_set_max_owned(struct store *s, int64_t max);
-/* How many jobs, ledger entries, plans and experiments owner stored. */
-int store_owned(struct store *s, const char *owner, int64_t *n, struct sc_error *err);
+/* SC_OK when owner may store one more row, else SC_ELIMIT naming the
+ * limit (what a row stored later, a background plan's, is checked by). */
+int store_owner_room(struct store *s, const char *owner, struct sc_error *err);
 
 /* SC_OK when job exists or owner may store one more row, else SC_ELIMIT
  * (checked before a trace's blob goes into place; store_trace_put checks

@@ -262,6 +262,11 @@ TEST(svc_hostile_data_lists_paged_by_cursor)
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
+/* A plan of thousands of combinations: planned in the background, kept. */
+static const char larger[] = "{\"spec\":{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
+                             "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}},"
+                             "\"gpus\":16,\"top\":5}";
+
 /* The route table's path with its parameters filled. */
 static void fill_path(const char *tmpl, char *out, size_t n)
 {
@@ -288,9 +293,6 @@ TEST(svc_hostile_data_read_token_stores_nothing)
     static const char small[] = "{\"spec\":{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":4096},"
                                 "\"parallel\":{\"global_batch\":64,\"micro_batch\":1},\"cluster\":{\"gpu\":"
                                 "\"h100-sxm\"},\"options\":{\"zero_stage\":1}},\"gpus\":16,\"top\":3}";
-    static const char larger[] = "{\"spec\":{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
-                                 "\"parallel\":{\"global_batch\":32},\"cluster\":{\"gpu\":\"h100-sxm\"}},"
-                                 "\"gpus\":16,\"top\":5}";
     struct svc_daemon d;
     struct svc_resp r;
     char path[256];
@@ -346,7 +348,7 @@ TEST(svc_hostile_data_read_token_stores_nothing)
 }
 
 /* --max-stored-per-token 3: a token's fourth job, upload to a new job,
- * ledger entry or experiment is 413 naming the limit, and nothing is
+ * ledger entry, experiment or background plan is 413 naming the limit, and nothing is
  * stored; replacing what it has is not growth; another token has its own
  * room; deleting makes room again. */
 TEST(svc_hostile_data_stored_rows_limited_per_token)
@@ -367,6 +369,9 @@ TEST(svc_hostile_data_stored_rows_limited_per_token)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_call_as(&d, w, "POST", "/v1/validations", entry, NULL), 413);
     CHECK_EQ_INT(svc_call_as(&d, w, "POST", "/v1/experiments", "{\"baseline\":\"a\",\"variant\":\"b\"}", NULL), 413);
+    CHECK_EQ_INT(svc_call_as(&d, w, "POST", "/v1/plans", larger, &r), 413);
+    CHECK_CONTAINS(r.body, "max-stored-per-token 3");
+    svc_resp_release(&r);
     char *trace = svc_small_trace(0, 3, 7, &n);
     struct svc_opts up = {w, trace, n, NULL, NULL};
     CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/d/ranks/0/trace", &up, NULL), 413);
