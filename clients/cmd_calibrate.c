@@ -333,6 +333,9 @@ static int calibrate_remote(int argc, char **argv)
 
 int cmd_calibrate(int argc, char **argv)
 {
+    /* traces, or a profile written to --out: local forms */
+    if (argc >= 2 && (!strcmp(argv[1], "traces") || cli_has_option(argc, argv, "--out")))
+        remote_stay_local();
     if (argc >= 2 && remote_configured())
         return calibrate_remote(argc, argv);
     if (argc < 2)

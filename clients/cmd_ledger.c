@@ -228,7 +228,7 @@ static int ledger_add(const struct opts *o)
     v.measured_ms = o->measured_ms;
     if (o->model) {
         if (!remote_configured())
-            return cli_usage_error(CMD, "a model's replay or what-if is made by the server: give --server URL");
+            return cli_usage_error(CMD, "a model's replay or what-if is made by the server, for its ledger: give --server URL, no --ledger");
         snprintf(v.model, sizeof v.model, "%s", o->model);
         v.kind = o->set ? API_LEDGER_WHATIF : API_LEDGER_REPLAY;
         if (o->set && !(v.set = strdup(o->set)))
@@ -480,8 +480,8 @@ int cmd_ledger(int argc, char **argv)
     }
     int rest = argc - 1 - optind;
     char **args = argv + 1 + optind;
-    if (remote_configured() && (o.ledger || o.calibrations))
-        return cli_usage_error(CMD, "--ledger and --calibrations are local: the server keeps its own");
+    if (o.ledger || o.calibrations) /* a local ledger: the server keeps its own */
+        remote_stay_local();
     if (o.in_sample && o.out_of_sample)
         return cli_usage_error(CMD, "--in-sample or --out-of-sample, not both");
     if (!strcmp(what, "add") && rest == 0)

@@ -217,20 +217,23 @@ double cli_json_num(const void *obj, const char *key)
     return json_number_value(json_object_get(obj, key));
 }
 
+int cli_has_option(int argc, char **argv, const char *opt)
+{
+    size_t n = strlen(opt);
+    for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++)
+        if (strncmp(argv[a], opt, n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
+            return 1;
+    return 0;
+}
+
 /* Whether a command's arguments name what only a server holds: a built
  * model (--model, --other) or the fleet (--fleet). */
 static int names_server_object(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--other", "--fleet"};
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--") == 0)
-            break;
-        for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
-            size_t n = strlen(opts[k]);
-            if (strncmp(argv[a], opts[k], n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
-                return 1;
-        }
-    }
+    for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+        if (cli_has_option(argc, argv, opts[k]))
+            return 1;
     return 0;
 }
 

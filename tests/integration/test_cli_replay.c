@@ -72,9 +72,11 @@ TEST(cli_critical_path_sums_and_lists_the_top)
 }
 
 /* A server in the environment (here one nothing listens on) does not turn
- * commands on traces into remote ones: they run as without it; a form
- * that names a server's model does go to the server. */
-TEST(cli_server_in_the_environment_keeps_trace_commands_local)
+ * local commands into remote ones: commands on traces run as without it,
+ * and so do the forms that name local files (calibrate --out, estimate
+ * --calibrations, ledger --ledger, plan --from-traces); a form that names
+ * a server's model does go to the server. */
+TEST(cli_server_in_the_environment_keeps_local_commands_local)
 {
     char *cli = (char *)th_build_path("stepcast");
     char *replay[] = {cli, "replay", "--json", SAMPLE, NULL};
@@ -93,6 +95,29 @@ TEST(cli_server_in_the_environment_keeps_trace_commands_local)
     }
     char *global[] = {cli, "--server", "http://127.0.0.1:1", "replay", SAMPLE, NULL};
     free(th_run_expect(global, 0, "ProfilerStep#3", NULL));
+    /* forms that name local files: a profile written (--out), traces, a
+     * local ledger, a calibrations folder */
+    const char *profile = th_write_file("sample-profile.json", "", 0);
+    char *calib[] = {cli, "calibrate", "traces", "--force", "--out", (char *)profile, SAMPLE, NULL};
+    free(th_run_expect(calib, 0, "wrote", NULL));
+    char *text = th_read_file(profile, NULL);
+    CHECK(text && strstr(text, "\"flags\""));
+    free(text);
+    static const char spec[] = "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":16,\"seq\":1024},"
+                               "\"parallel\":{\"global_batch\":8},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    char spec_path[4096];
+    snprintf(spec_path, sizeof spec_path, "%s", th_write_file("small-spec.json", spec, sizeof spec - 1));
+    char *est[] = {cli, "estimate", "--calibrations", (char *)th_tmpdir(), "--spec", spec_path, NULL};
+    free(th_run_expect(est, 0, "on 1 x h100-sxm", NULL));
+    char ledger[4096];
+    snprintf(ledger, sizeof ledger, "%s/ledger.json", th_tmpdir());
+    char *add[] = {cli, "ledger", "add", "--ledger", ledger, "--spec", spec_path, "--measured-ms", "50", NULL};
+    free(th_run_expect(add, 0, NULL, NULL));
+    char *list[] = {cli, "ledger", "list", "--ledger", ledger, NULL};
+    free(th_run_expect(list, 0, "over 1 entries (out-of-sample)", NULL));
+    /* a what-if plan of traces: local, its description checked here */
+    char *plan[] = {cli, "plan", "--from-traces", "--config", "data/sample-config.json", "--gpus", "4", SAMPLE, NULL};
+    free(th_run_expect(plan, 2, NULL, "config.hidden: missing"));
     /* --model names the server's object: the server is asked, and is not there */
     char *remote[] = {cli, "replay", "--model", "m-x", NULL};
     free(th_run_expect(remote, 1, NULL, "127.0.0.1:1"));
