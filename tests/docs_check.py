@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tests/docs_check.py [--build DIR]: the documents agree with the programs.
 
-  - `stepcast --help` lists the commands that docs/commands/ has a page for
+  - `stepcast --help` lists the commands clients/main.c runs, and those
+    that docs/commands/ has a page for
     (docs/commands/<command>.md), no more and no fewer, and the index
     docs/commands/README.md links each page;
   - each page is headed `# stepcast <command>` and holds, under `## Usage`,
@@ -116,6 +117,11 @@ def main():
     rc, text, _ = run([cli, "--help"])
     cmds = overview(text) if rc == 0 else {}
     c.check(rc == 0 and cmds, "stepcast --help lists commands", "exit %d" % rc)
+    with open(os.path.join(ROOT, "clients", "main.c")) as f:
+        dispatched = set(re.findall(r'\{"([a-z][a-z-]*)", cmd_', f.read()))
+    c.check(dispatched and dispatched == set(cmds), "stepcast --help lists the commands clients/main.c runs",
+            "run but not listed: %s; listed but not run: %s"
+            % (sorted(dispatched - set(cmds)) or "none", sorted(set(cmds) - dispatched) or "none"))
     pages = {f[:-3] for f in os.listdir(pages_dir) if f.endswith(".md")} - {"README", "stepcastd"}
     c.check(set(cmds) == pages, "one page per command",
             "commands without a page: %s; pages of no command: %s"
