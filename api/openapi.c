@@ -79,7 +79,7 @@ static const char schemas[] =
     "\"description\":\"the model of run B\"}}},"
     "\"Ab\":{\"type\":\"object\",\"description\":\"the document of `stepcast ab --json`: verdict (faster, slower, "
     "no_change, inconclusive), difference_ms, difference_pct, ci95_ms, p_value, effect_size, min_effect_ms, center_ms, "
-    "steps, dropped_steps, refutations, survives\"},"
+    "steps, samples_ms (the samples compared, per run), dropped_steps, refutations, survives\"},"
     "\"AbRequest\":{\"type\":\"object\",\"required\":[\"a\",\"b\"],\"additionalProperties\":false,"
     "\"properties\":{\"a\":{\"type\":\"string\",\"description\":\"the model of the baseline run\"},"
     "\"b\":{\"type\":\"string\",\"description\":\"the model of the variant run\"},"
@@ -103,7 +103,8 @@ static const char schemas[] =
     "\"maxLength\":1024},\"external_id\":{\"type\":\"string\",\"maxLength\":128}}},"
     "\"FleetWaste\":{\"type\":\"object\",\"description\":\"{jobs:[{rank,job,model,team,cluster,ranked_by,"
     "step_ms_per_rank,waste_ms_per_step_per_rank,world_size,world_size_from,steps_per_day,steps_per_day_from,"
-    "wasted_gpu_ms_per_step_summed,wasted_gpu_hours_per_day_summed,wasted_usd_per_day,note}],"
+    "wasted_gpu_ms_per_step_summed,wasted_gpu_hours_per_day_summed,wasted_usd_per_day,note,"
+    "waste_by_kind:[{kind,alone_ms_per_step_per_rank,share}]}],"
     "needs_tracing_of_more_ranks:[{job,model,unexplained_ms_per_step_per_rank}],method}\"},"
     "\"Fleet\":{\"type\":\"object\",\"description\":\"{jobs:[{model,job,ranks,step_ms,gpu_idle_ms,"
     "gpu_ms_per_step,opportunity}]}\"},"
@@ -159,7 +160,7 @@ static const char schemas[] =
     "\"default\":10},\"objective\":{\"type\":\"string\",\"enum\":[\"time\",\"cost\"],\"default\":\"time\"}},"
     "\"description\":\"a plan from the model's job: its config gives the model and global batch\"},"
     "\"Plan\":{\"type\":\"object\",\"required\":[\"id\",\"state\"],\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"done\",\"failed\",\"cancelled\"]},"
+    "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"interrupted\",\"done\",\"failed\",\"cancelled\"]},"
     "\"progress\":{\"type\":\"object\",\"properties\":{\"done\":{\"type\":\"integer\"},\"total\":{\"type\":\"integer\"}}},"
     "\"error\":{\"type\":\"string\"},\"evaluated\":{\"type\":\"integer\"},\"pruned\":{\"type\":\"integer\"},"
     "\"infeasible\":{\"type\":\"object\",\"properties\":{\"memory\":{\"type\":\"integer\"},"
@@ -221,6 +222,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_EXPERIMENT_CREATE] = "Experiment", [API_OP_EXPERIMENTS_LIST] = "ExperimentList",
     [API_OP_EXPERIMENT_GET] = "Experiment",    [API_OP_EXPERIMENT_CLOSE] = "Experiment",
     [API_OP_FLEET] = "FleetWaste",
+    [API_OP_PLAN_RESUME] = "Plan",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {

@@ -82,6 +82,27 @@ static json_t *priced(const struct job_config *c, double step_ms, double gpu_hou
                      "per_step", cost_json(&step), "per_m_tokens", tokens > 0 ? cost_json(&per_m) : json_null());
 }
 
+/* A breakdown part's provenance: the share of its work's time a model
+ * gave and, in words, where it came from. */
+static json_t *source_json(double share)
+{
+    share = round(share * 1e6) / 1e6;
+    return json_pack("{s:f, s:s}", "modelled_share", share, "source",
+                     share <= 0 ? "measured" : share >= 1 ? "modelled" : "measured and modelled");
+}
+
+/* Each part of the what-if's breakdown (replay_json's `breakdown`): from
+ * measurement (carried from traced durations) or from models (re-priced
+ * by a cost model), by the work that fills it (whatif.h modelled_share_*);
+ * idle time is no work's. */
+static json_t *breakdown_sources(const struct whatif_result *r)
+{
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:{s:n, s:s}}", "compute_exposed",
+                     source_json(r->modelled_share_compute), "overlap", source_json(r->modelled_share_overlap),
+                     "comm_exposed", source_json(r->modelled_share_comm), "unexplained", source_json(0), "host",
+                     source_json(r->modelled_share_host), "idle", "modelled_share", "source", "no work");
+}
+
 json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
 {
     json_t *doc = api_replay_json(r->replay), *models = json_array();
@@ -117,6 +138,7 @@ json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
     json_object_set_new(doc, "from_measured_ms", num(r->from_measured_ms));
     json_object_set_new(doc, "from_models_ms", num(r->from_models_ms));
     json_object_set_new(doc, "models_used", models);
+    json_object_set_new(doc, "breakdown_sources", breakdown_sources(r));
     json_object_set_new(doc, "collective_transfer_ms", num(r->collective_transfer_ms));
     json_object_set_new(doc, "collective_wait_ms", num(r->collective_wait_ms));
     json_object_set_new(doc, "memory_gb_per_gpu", r->has_memory ? num(r->memory_gb_per_gpu) : json_null());

@@ -6,6 +6,10 @@
  *   "base":{job description, "gpu":traced},"target":{...},"step_ms":..,
  *   "base_step_ms":..,"from_measured_ms":..,"from_models_ms":..,
  *   "models_used":[{"model":"kernel_model","tasks":N,"ms":..,"why":".."}],
+ *   "breakdown_sources":{"compute_exposed":{"modelled_share":0..1,
+ *   "source":"measured"|"modelled"|"measured and modelled"},...,
+ *   "idle":{"modelled_share":null,"source":"no work"}} (whatif.h
+ *   modelled_share_*),
  *   "collective_transfer_ms":..,"collective_wait_ms":..,
  *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...},
  *   "cost":{"base"|"target":{"gpus","gpu","per_step":{"gpu_hours",

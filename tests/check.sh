@@ -96,7 +96,7 @@ else
 fi
 
 if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-    if build all; then
+    if build all build/gentrace; then
         phase "dashboard in chromium" node tests/browser/dashboard.mjs build
     fi
 else
