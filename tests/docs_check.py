@@ -9,8 +9,9 @@
     the output of `stepcast <command> --help` exactly as the program prints
     it; its `## Options` list names exactly the options of that usage, and
     every option `stepcast --help` gives the command is in the usage;
-  - docs/commands/stepcastd.md likewise for `stepcastd --help`, its options
-    those that are not settings (docs/configuration.md lists the settings);
+  - docs/commands/stepcastd.md likewise for `stepcastd --help` up to its
+    list of settings, its options those that are not settings
+    (docs/configuration.md lists the settings);
   - docs/api.md and docs/configuration.md are what scripts/gen-docs makes
     from the build (--check).
 
@@ -144,9 +145,12 @@ def main():
     rc, usage, _ = run([daemon, "--help"])
     rc2, settings, _ = run([daemon, "--print-settings"])
     if c.check(rc == 0 and rc2 == 0, "stepcastd --help and --print-settings", "exit %d, %d" % (rc, rc2)):
+        # the usage up to its list of settings, which docs/configuration.md
+        # holds (made from the same table, checked below)
+        head = usage[:usage.index("Settings:") + len("Settings:")] + "\n" if "Settings:" in usage else usage
         flags = {s["flag"] for s in json.loads(settings) if s["flag"]}
-        own = set(OPTION.findall(usage)) - flags
-        check_page(c, os.path.join(pages_dir, "stepcastd.md"), "# stepcastd", usage, own)
+        own = set(OPTION.findall(head)) - flags
+        check_page(c, os.path.join(pages_dir, "stepcastd.md"), "# stepcastd", head, own)
 
     rc, out, err = run([sys.executable, os.path.join(ROOT, "scripts", "gen-docs"), "--check", "--build", a.build])
     for line in out.splitlines():
