@@ -16,7 +16,7 @@
 #      runs"); and of the steps measured on lent H100 and H200 GPUs
 #      (tests/hopper_steps.py), and what-ifs from each of those traced
 #      steps to the others and from H100 to H200 (tests/whatif_steps.py);
-#      and README's and BENCHMARKS' what-if examples, run as written
+#      and the documents' what-if examples and the walkthrough, run as written
 #      (tests/docs_examples.py); the command pages of docs/commands against
 #      `stepcast --help` and each command's usage, docs/api.md and
 #      docs/configuration.md against what scripts/gen-docs makes from the

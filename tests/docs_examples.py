@@ -9,7 +9,7 @@ it), and must exit 0 and print the what-if's step. The walkthrough
 (docs/walkthrough.md) runs whole: each of its `sh` blocks, in order, in
 one such folder, each with sh -e, must exit 0. Blocks that talk to a daemon (`--server`,
 `--model`, curl) are run by the Python client's tests
-(TestReadmeExamples); a synopsis with [options] or placeholders is not an
+(TestDocExamples); a synopsis with [options] or placeholders is not an
 example. A block that reads ../shared is skipped, saying so, when that
 folder is absent. Ends with `N passed, N failed`; no example found is a
 failure."""
