@@ -1,6 +1,7 @@
 /* clients/cmd_replay.c: `stepcast replay` and `stepcast critical-path`:
  * rebuild each step from what its work costs and report it. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,14 @@
 
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
+    "                       [--keep-unexplained] [--timeline DIR] [--no-fold | --fold] TRACE...\n"
     "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
-    "             kernel:TEXT, family:NAME, name:GLOB\n";
+    "             kernel:TEXT, family:NAME, name:GLOB\n"
+    "       alike ranks of a job of more than 64 are folded into one that stands for them;\n"
+    "       --no-fold: never, --fold: whatever the job's size\n";
 static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B]\n"
-    "                              [--scale SPEC]... [--keep-unexplained] TRACE...\n"
+    "                              [--scale SPEC]... [--keep-unexplained] [--no-fold | --fold] TRACE...\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
 
 void cli_run_release(struct cli_run *r)
@@ -84,6 +87,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         {"timeline", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
         {"keep-unexplained", no_argument, NULL, 'u'},
         {"top", required_argument, NULL, 'T'},     {"all", no_argument, NULL, 'A'},
+        {"no-fold", no_argument, NULL, 'N'},       {"fold", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
@@ -105,6 +109,8 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         switch (c) {
         case 'j': *json = 1; break;
         case 'u': ro.keep_unexplained = 1; break;
+        case 'N': go.fold_over = SIZE_MAX; break;
+        case 'F': go.fold_over = 0; break;
         case 'm': lo.step_marker = optarg; break;
         case 's':
             if (model_graph_parse_steps(optarg, &go, &err))

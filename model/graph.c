@@ -115,6 +115,7 @@ void model_graph_opts_default(struct model_graph_opts *o)
     o->last_step = -1;
     o->inter_thread_gap_ns = MODEL_INTER_THREAD_GAP_NS;
     o->use_cuda_sync = 1;
+    o->fold_over = MODEL_FOLD_OVER;
 }
 
 int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err)
@@ -157,6 +158,8 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->group_tasks);
     free((void *)g->parts);
     free((void *)g->peers);
+    free((void *)g->folding.folded);
+    free((void *)g->folding.measured);
     free(g);
 }
 
@@ -182,5 +185,6 @@ size_t model_graph_bytes(const struct model_graph *g)
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
            g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t) +
-           g->n_parts * sizeof *g->parts + g->n_peers * sizeof *g->peers;
+           g->n_parts * sizeof *g->parts + g->n_peers * sizeof *g->peers +
+           g->folding.n_folded * sizeof *g->folding.folded + g->folding.n_measured * sizeof(int64_t);
 }

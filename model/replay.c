@@ -989,6 +989,43 @@ static int steps_unexplained(const struct model_graph *g, struct model_replay *r
     return rc;
 }
 
+/* The ranks folded into others (graph.h, MODEL_FOLD_OVER) scored as
+ * their representative's steps are: each measured step of theirs against
+ * the representative's replayed one, into *sum, r's maximum and count. */
+static int score_folded(const struct model_graph *g, struct model_replay *r, double *sum, struct sc_error *err)
+{
+    const struct model_graph_folding *f = &g->folding;
+    size_t *at = calloc(g->n_ranks + 1, sizeof *at), *ord = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *ord);
+    if (!at || !ord) {
+        free(at);
+        free(ord);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < f->n_folded; k++)
+        at[f->folded[k].rep + 1]++;
+    for (size_t i = 0; i < g->n_ranks; i++)
+        at[i + 1] += at[i];
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_replay_step *rs = &r->steps[s];
+        size_t k = ord[rs->rank]++;
+        if (rs->partial)
+            continue;
+        for (size_t q = at[rs->rank]; q < at[rs->rank + 1]; q++) {
+            int64_t m = f->measured[f->folded[q].measured + k];
+            if (m <= 0)
+                continue;
+            double a = fabs((double)(rs->replayed_ns - m) / (double)m * 100.0);
+            *sum += a;
+            if (a > r->max_abs_error_pct)
+                r->max_abs_error_pct = a;
+            r->n_scored++;
+        }
+    }
+    free(at);
+    free(ord);
+    return SC_OK;
+}
+
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err)
 {
@@ -1160,6 +1197,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             rs->path_n = path.n - first;
         }
     }
+    if (g->folding.n_folded && (rc = score_folded(g, r, &sum, err)))
+        goto out;
     r->mean_abs_error_pct = r->n_scored ? sum / (double)r->n_scored : 0.0;
     r->segments = path.v;
     r->n_segments = path.n;

@@ -196,7 +196,8 @@ struct model_replay {
     size_t n_steps;
     struct model_replay_segment *segments;
     size_t n_segments;
-    double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial */
+    double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial (and the
+                                                     measured steps of ranks folded into theirs) */
     size_t n_scored;
     size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
     size_t split_from[MODEL_WAIT_FROM_COUNT]; /* kept collectives split, by where the transfer
