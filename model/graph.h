@@ -141,7 +141,7 @@ struct model_load_opts;
  * representative's replay. A rank unlike any other (a straggler) stands
  * alone. Ranks are folded when a job has more than fold_over of them. */
 #define MODEL_FOLD_OVER 64
-#define MODEL_FOLD_TOL 0.01
+#define MODEL_FOLD_TOL 0.02
 /* Work below this is bucketed as if it were this much (small totals jitter
  * by more than MODEL_FOLD_TOL). */
 #define MODEL_FOLD_FLOOR_NS 1000000
@@ -310,6 +310,9 @@ struct model_folded_rank {
     uint16_t rep;      /* the rank standing for it: index into the graph's ranks */
     uint32_t measured; /* its measured step times: folding.measured[measured + k] for its
                           representative's k-th step (graph order), ns; -1: not measured */
+    int64_t origin_ns; /* how much later than its representative it entered its first step
+                          (clocks aligned on collectives): what replays the rank's first
+                          step shorter (replay.h, model_replay_folded_ns) */
 };
 
 struct model_graph_folding {

@@ -176,6 +176,7 @@ struct folded {
     const struct model_trace *t;
     int id; /* its rank number, once the job has ranked its traces */
     int64_t *measured;
+    int64_t origin; /* ns its first step began after the representative's, on one clock */
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
@@ -1799,12 +1800,28 @@ static int stands_for(const struct builder *a, const struct builder *b)
     return strcmp(a->r.t->source, b->r.t->source) < 0;
 }
 
+/* How much later m's first step began than rep's, ns, their clocks
+ * aligned on their collectives' ends (the median difference: a collective
+ * ends on every rank at once); 0 with no collective to align on. */
+static int64_t origin_after(const struct builder *rep, const struct builder *m, int64_t *scratch)
+{
+    if (!rep->n_comm)
+        return 0;
+    for (size_t i = 0; i < rep->n_comm; i++)
+        scratch[i] = m->comm[i].end - rep->comm[i].end;
+    sc_sort(scratch, rep->n_comm, sizeof *scratch, cmp_i64);
+    return m->r.origin - scratch[rep->n_comm / 2] - rep->r.origin;
+}
+
 /* Fold m (and the ranks folded into it) into rep; m is freed, also on
  * failure. */
 static int fold_into(struct builder *rep, struct builder *m, struct sc_error *err)
 {
-    int64_t *measured = NULL;
+    int64_t *measured = NULL, *scratch = NULL, after;
     int rc = SC_OK;
+    if (!(scratch = malloc((rep->n_comm ? rep->n_comm : 1) * sizeof *scratch)))
+        goto oom;
+    after = origin_after(rep, m, scratch);
     if (!rep->comm_min && rep->n_comm) {
         if (!(rep->comm_min = malloc(rep->n_comm * sizeof *rep->comm_min)))
             goto oom;
@@ -1819,11 +1836,14 @@ static int fold_into(struct builder *rep, struct builder *m, struct sc_error *er
         goto oom;
     for (size_t k = 0; k < m->n_steps; k++)
         measured[k] = m->steps[k].measured_ns;
-    memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
-    rep->n_folded += m->n_folded;
+    for (size_t q = 0; q < m->n_folded; q++) {
+        rep->folded[rep->n_folded] = m->folded[q];
+        rep->folded[rep->n_folded++].origin += after;
+    }
     m->n_folded = 0;
-    rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured};
+    rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, after};
 out:
+    free(scratch);
     rank_free(m);
     return rc;
 oom:
@@ -2295,7 +2315,9 @@ static int join(struct join *j, const struct model_job *job, struct model_graph 
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
         const struct builder *p = j->parts[rk];
         for (size_t k = 0; k < p->n_folded && rc == SC_OK; k++)
-            rc = model_gb_add_folded(gb, (uint16_t)rk, p->folded[k].id, p->folded[k].measured, p->n_steps);
+            rc = model_gb_add_folded(gb, &(struct model_folded_spec){(uint16_t)rk, p->folded[k].id,
+                                                                     p->folded[k].origin, p->folded[k].measured,
+                                                                     p->n_steps});
     }
     size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {

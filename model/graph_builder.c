@@ -162,8 +162,11 @@ void model_gb_folding_on(struct model_gb *gb, size_t ranks)
     gb->fold_ranks = ranks;
 }
 
-int model_gb_add_folded(struct model_gb *gb, uint16_t rep, int id, const int64_t *measured, size_t n)
+int model_gb_add_folded(struct model_gb *gb, const struct model_folded_spec *s)
 {
+    uint16_t rep = s->rep;
+    int id = s->id;
+    size_t n = s->n;
     const struct model_folded_rank *last = gb->n_folded ? &gb->folded[gb->n_folded - 1] : NULL;
     if (gb->failed)
         return gb->failed;
@@ -177,9 +180,9 @@ int model_gb_add_folded(struct model_gb *gb, uint16_t rep, int id, const int64_t
         sc_vec_reserve((void **)&gb->fold_measured, &gb->cap_measured, gb->n_measured + n + 1,
                        sizeof *gb->fold_measured))
         return OOM(gb);
-    gb->folded[gb->n_folded++] = (struct model_folded_rank){id, rep, (uint32_t)gb->n_measured};
+    gb->folded[gb->n_folded++] = (struct model_folded_rank){id, rep, (uint32_t)gb->n_measured, s->origin_ns};
     if (n)
-        memcpy(gb->fold_measured + gb->n_measured, measured, n * sizeof *measured);
+        memcpy(gb->fold_measured + gb->n_measured, s->measured, n * sizeof *s->measured);
     gb->n_measured += n;
     return SC_OK;
 }

@@ -314,6 +314,13 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
             for (size_t r = 0; r < g->n_ranks && rank_ix < 0; r++)
                 if (g->ranks[r].id == fc->rank)
                     rank_ix = (int)r;
+            for (size_t q = 0; q < g->folding.n_folded && rank_ix < 0; q++)
+                if (g->folding.folded[q].id == fc->rank) {
+                    rc = sc_error_set(err, SC_EINVAL,
+                                      "scale @%d: rank %d was folded into rank %d (replay with --no-fold to "
+                                      "scale it alone)", fc->rank, fc->rank, g->ranks[g->folding.folded[q].rep].id);
+                    goto out;
+                }
             if (rank_ix < 0) {
                 rc = sc_error_set(err, SC_EINVAL, "scale @%d: the job has no rank %d", fc->rank, fc->rank);
                 goto out;
@@ -989,6 +996,11 @@ static int steps_unexplained(const struct model_graph *g, struct model_replay *r
     return rc;
 }
 
+int64_t model_replay_folded_ns(const struct model_replay *r, size_t s, size_t k, const struct model_folded_rank *f)
+{
+    return r->steps[s].replayed_ns - (k == 0 ? f->origin_ns : 0);
+}
+
 /* The ranks folded into others (graph.h, MODEL_FOLD_OVER) scored as
  * their representative's steps are: each measured step of theirs against
  * the representative's replayed one, into *sum, r's maximum and count. */
@@ -1014,7 +1026,7 @@ static int score_folded(const struct model_graph *g, struct model_replay *r, dou
             int64_t m = f->measured[f->folded[q].measured + k];
             if (m <= 0)
                 continue;
-            double a = fabs((double)(rs->replayed_ns - m) / (double)m * 100.0);
+            double a = fabs((double)(model_replay_folded_ns(r, s, k, &f->folded[q]) - m) / (double)m * 100.0);
             *sum += a;
             if (a > r->max_abs_error_pct)
                 r->max_abs_error_pct = a;

@@ -232,6 +232,11 @@ void model_replay_free(struct model_replay *r); /* NULL-safe */
 int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
                            int64_t *mean, int64_t *idle, int64_t *each, struct sc_error *err);
 
+/* The replayed time of step s of r, the k-th step of its rank, for rank
+ * f folded into that rank (graph.h, model_graph_folding): the
+ * representative's, less how much later f entered its first step. */
+int64_t model_replay_folded_ns(const struct model_replay *r, size_t s, size_t k, const struct model_folded_rank *f);
+
 /* The step of r that replays longest (the first of equals): the one an
  * estimate's step time and breakdown are. NULL when r has no step. */
 const struct model_replay_step *model_replay_slowest(const struct model_replay *r);
