@@ -97,8 +97,9 @@ static json_t *measured_spread(const struct model_graph *g, size_t s, size_t k, 
 }
 
 /* How the job's ranks were folded (graph.h, MODEL_FOLD_OVER): how many
- * into how many, and each rank standing for others: which, and their
- * measured steps' spread. */
+ * into how many, and each rank standing for others: which (itself first),
+ * how much later each entered the first step than it (its first replayed
+ * step is that much shorter), and their measured steps' spread. */
 static json_t *folding_json(const struct model_graph *g)
 {
     const struct model_graph_folding *f = &g->folding;
@@ -112,18 +113,21 @@ static json_t *folding_json(const struct model_graph *g)
     for (size_t q = 0; q < f->n_folded;) {
         uint16_t rep = f->folded[q].rep;
         size_t e = q;
-        json_t *ranks = json_array(), *steps = json_array();
+        json_t *ranks = json_array(), *after = json_array(), *steps = json_array();
         json_array_append_new(ranks, json_integer(rank_id(g, rep)));
-        for (; e < f->n_folded && f->folded[e].rep == rep; e++)
+        json_array_append_new(after, api_json_ms(0));
+        for (; e < f->n_folded && f->folded[e].rep == rep; e++) {
             json_array_append_new(ranks, json_integer(f->folded[e].id));
+            json_array_append_new(after, api_json_ms(f->folded[e].origin_ns));
+        }
         for (size_t s = 0, k = 0; s < g->n_steps; s++)
             if (g->steps[s].rank == rep) {
                 json_array_append_new(steps, json_pack("{s:s, s:o}", "step", model_graph_str(g, g->steps[s].name),
                                                        "measured_ms", measured_spread(g, s, k, q, e - q, v)));
                 k++;
             }
-        json_array_append_new(groups, json_pack("{s:i, s:o, s:o}", "rank", rank_id(g, rep), "ranks", ranks,
-                                                "steps", steps));
+        json_array_append_new(groups, json_pack("{s:i, s:o, s:o, s:o}", "rank", rank_id(g, rep), "ranks", ranks,
+                                                "first_step_after_ms", after, "steps", steps));
         q = e;
     }
     free(v);
