@@ -30,7 +30,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
