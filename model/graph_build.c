@@ -21,7 +21,9 @@
  * A part takes of its trace what the join needs (names, collective
  * metadata), so model_graph_build_paths can shed each trace as soon as its
  * part is found and a job's events are never all in memory; the join hands
- * each part to the builder and frees it before the next. */
+ * each part to the builder and frees it before the next. In a job of many
+ * ranks, alike parts are folded as they come (graph.h, MODEL_FOLD_OVER):
+ * only their representatives reach the join. */
 #include "model/graph.h"
 
 #include <math.h>
@@ -2100,7 +2102,9 @@ static size_t stands(const struct join *j, size_t rk)
  * intrinsic time (the shortest member: the last to arrive waited for
  * nobody). Any other collective is kept on each rank, a group of its own
  * kernel, as a single traced rank's is (its untraced peers are taken to
- * run like it). */
+ * run like it). A part that stands for ranks folded into it (graph.h,
+ * MODEL_FOLD_OVER) counts as all of them, and its intrinsic time is the
+ * shortest of all of theirs. */
 static int collectives(struct join *j)
 {
     size_t nranks = j->n;
