@@ -16,7 +16,10 @@ figure is 0.5% or more apart, or the straggler was folded.
 
 Knobs: FOLD_RANKS (default "128 256"), FOLD_STEPS (10), FOLD_LAYERS (32),
 BUILD (build)."""
-import json, os, shutil, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale import run  # noqa: E402  (wall s, peak RSS bytes, CPU s) of a command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
@@ -24,20 +27,6 @@ RANKS = [int(r) for r in os.environ.get("FOLD_RANKS", "128 256").split()]
 STEPS = os.environ.get("FOLD_STEPS", "10")
 LAYERS = os.environ.get("FOLD_LAYERS", "32")
 SLOW = 7
-
-
-def run(argv, out):
-    """(wall seconds, peak RSS bytes, CPU seconds) of argv, stdout to the file `out`."""
-    t0 = time.perf_counter()
-    with open(out, "wb") as f:
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.PIPE)
-        _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t0
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
-    if status != 0:
-        sys.exit("bench_fold: %s failed: %s" % (" ".join(argv), err.strip()[-2000:]))
-    return dt, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
 
 
 def per_rank(doc):

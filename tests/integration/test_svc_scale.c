@@ -32,6 +32,16 @@ static json_t *replay_http(const struct svc_daemon *d, const char *model)
     return doc;
 }
 
+/* Upload dir's rank<r>.json files as ranks 0..RANKS-1 of job. */
+static void upload_ranks(const struct svc_daemon *d, const char *job, const char *dir)
+{
+    for (int i = 0; i < RANKS; i++) {
+        char file[4300];
+        snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
+        svc_put_trace_file(d, job, i, file);
+    }
+}
+
 TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
 {
     static const char *const gen[] = {"--steps", "4", "--layers", "8", NULL};
@@ -40,11 +50,7 @@ TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
     struct svc_resp r;
     th_gentrace_dir(RANKS, gen, dir, sizeof dir);
     svc_start(&d, NULL, NULL, NULL);
-    for (int i = 0; i < RANKS; i++) {
-        char file[4300];
-        snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
-        svc_put_trace_file(&d, "scale", i, file);
-    }
+    upload_ranks(&d, "scale", dir);
     char *model = svc_build_model(&d, "scale", NULL);
 
     /* the summary counts every event although the model keeps none */
@@ -100,11 +106,7 @@ TEST(svc_builds_folded_and_unfolded_as_the_cli_replays_them)
     json_t *cli[2];
     th_gentrace_dir(RANKS, gen, dir, sizeof dir);
     svc_start(&d, NULL, NULL, NULL);
-    for (int i = 0; i < RANKS; i++) {
-        char file[4300];
-        snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
-        svc_put_trace_file(&d, "fold", i, file);
-    }
+    upload_ranks(&d, "fold", dir);
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/jobs/fold/models", "{\"fold\":\"yes\"}", &r), 400);
     CHECK_CONTAINS(r.body, "'fold' must be a boolean");
     svc_resp_release(&r);

@@ -146,18 +146,13 @@ static int estimate_request(const void *ctx, struct sc_error *err)
     return rc;
 }
 
-/* A replay answered as JSON, from a built job. */
-static int replay_reply(const void *ctx, struct sc_error *err)
+/* g (of job) replayed and answered as JSON, when rc (its build's) is
+ * SC_OK; both freed. */
+static int answer_replay(struct model_job *job, struct model_graph *g, int rc, struct sc_error *err)
 {
-    const char *path = ctx;
-    struct model_job *job = NULL;
-    struct model_graph *g = NULL;
     struct model_replay *r = NULL;
-    struct model_load_opts lo;
     struct model_replay_opts ro;
-    model_load_opts_default(&lo);
     model_replay_opts_default(&ro);
-    int rc = model_graph_build_paths(&path, 1, NULL, NULL, &job, &g, err);
     if (!rc)
         rc = model_replay_run(g, &ro, &r, err);
     if (!rc) {
@@ -174,6 +169,16 @@ static int replay_reply(const void *ctx, struct sc_error *err)
     return rc;
 }
 
+/* A replay answered as JSON, from a built job. */
+static int replay_reply(const void *ctx, struct sc_error *err)
+{
+    const char *path = ctx;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    int rc = model_graph_build_paths(&path, 1, NULL, NULL, &job, &g, err);
+    return answer_replay(job, g, rc, err);
+}
+
 /* Three alike ranks folded into one (model/graph.h, MODEL_FOLD_OVER),
  * built while loading, replayed and answered as JSON. */
 static int folded_reply(const void *ctx, struct sc_error *err)
@@ -181,27 +186,11 @@ static int folded_reply(const void *ctx, struct sc_error *err)
     const char *const *paths = ctx;
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
-    struct model_replay *r = NULL;
     struct model_graph_opts go;
-    struct model_replay_opts ro;
     model_graph_opts_default(&go);
     go.fold_over = 0;
-    model_replay_opts_default(&ro);
     int rc = model_graph_build_paths(paths, 3, NULL, &go, &job, &g, err);
-    if (!rc)
-        rc = model_replay_run(g, &ro, &r, err);
-    if (!rc) {
-        json_t *doc = api_replay_json(r);
-        char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-        if (!body)
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory answering the replay");
-        free(body);
-        json_decref(doc);
-    }
-    model_replay_free(r);
-    model_graph_free(g);
-    model_job_free(job);
-    return rc;
+    return answer_replay(job, g, rc, err);
 }
 
 /* Three ranks of one job, alike: a GEMM, then an all-reduce among them. */
