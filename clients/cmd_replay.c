@@ -11,8 +11,7 @@
 
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/chakra_import.h"
-#include "estimator/coll_split.h"
+#include "estimator/traced.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
@@ -36,40 +35,19 @@ static const char path_usage[] =
 void cli_run_release(struct cli_run *r)
 {
     model_replay_free(r->replay);
-    model_graph_free(r->graph);
+    est_traced_release(&r->model);
     model_job_free(r->job);
-    free(r->waits);
     memset(r, 0, sizeof *r);
-}
-
-int cli_load_graph(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, int keep_traces, int *et, struct model_job **job,
-                   struct model_graph **graph, struct sc_error *err)
-{
-    /* each rank's trace is shed once its part of the graph is found, but
-     * where the caller reads the trace's events again */
-    struct model_graph_load gl = {.load = lo};
-    *job = NULL;
-    *graph = NULL;
-    if (est_chakra_is_et(paths, n, et, err))
-        return err->code;
-    if (*et)
-        return est_chakra_import(paths, n, &lo->limits, NULL, job, graph, err);
-    if (!keep_traces)
-        return model_graph_build_paths(paths, n, &gl, go, job, graph, err);
-    int rc = model_job_load(paths, n, lo, 0, job, err);
-    return rc ? rc : model_graph_build(*job, go, graph, err);
 }
 
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
                    const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
                    struct cli_run *run, struct sc_error *err)
 {
-    int et;
+    struct model_graph_load gl = {.load = lo};
     memset(run, 0, sizeof *run);
-    if (cli_load_graph(paths, n, lo, go, keep_traces, &et, &run->job, &run->graph, err) ||
-        coll_split_waits(run->graph, &run->waits, &ro->waits.n, err) ||
-        (ro->waits.v = run->waits, model_replay_run(run->graph, ro, &run->replay, err))) {
+    if (est_traced_build(paths, n, &gl, go, keep_traces, &run->job, &run->model, err) ||
+        (ro->waits = run->model.waits, model_replay_run(run->model.graph, ro, &run->replay, err))) {
         cli_run_release(run);
         return err->code;
     }
