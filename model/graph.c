@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/vec.h"
+#include "model/job.h"
 #include "common/banned.h"
 
 static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
@@ -161,6 +162,15 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->folding.folded);
     free((void *)g->folding.measured);
     free(g);
+}
+
+const struct model_trace *model_graph_trace(const struct model_graph *g, uint16_t r)
+{
+    const struct model_job *job = g->job;
+    for (size_t i = 0; job && i < job->n_ranks; i++)
+        if (job->rank_ids[i] == g->ranks[r].id)
+            return job->ranks[i];
+    return NULL;
 }
 
 size_t model_graph_part_seek(const struct model_graph *g, uint32_t i)

@@ -68,6 +68,7 @@
 
 struct model_job;
 struct model_load_opts;
+struct model_trace;
 
 #ifndef MODEL_NONE
 #define MODEL_NONE UINT32_MAX /* no task, event, group (as in trace.h) */
@@ -373,6 +374,11 @@ struct model_graph {
  * numbered i or more (n_parts when none is): task i's own when it has
  * one, and where a walk over tasks in increasing order starts. */
 size_t model_graph_part_seek(const struct model_graph *g, uint32_t i);
+
+/* The trace of the graph's rank r (its job's with that rank number; a
+ * folded job's ranks are its representatives, not the job's first
+ * ranks), or NULL (no job). */
+const struct model_trace *model_graph_trace(const struct model_graph *g, uint16_t r);
 
 /* A string of the graph's names. */
 static inline const char *model_graph_str(const struct model_graph *g, uint32_t id)

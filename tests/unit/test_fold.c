@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "api/timeline_json.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -93,6 +96,12 @@ TEST(fold_replay_equals_the_unfolded_one_and_keeps_the_straggler_apart)
         CHECK_EQ_INT(folded->groups[i].size, RANKS);
     CHECK_EQ_INT(folded->stats.collectives_kept, 0);
     CHECK_EQ_INT(folded->stats.collectives_matched, whole->stats.collectives_matched);
+    /* a representative's trace is its own (the timeline reads its events) */
+    for (size_t i = 0; i < folded->n_ranks; i++)
+        CHECK(model_graph_trace(folded, (uint16_t)i) == job->ranks[folded->ranks[i].id]);
+    json_t *timeline = api_timeline_json(rf, SLOW);
+    CHECK(timeline != NULL && json_array_size(json_object_get(timeline, "traceEvents")) > 0);
+    json_decref(timeline);
     /* a folded rank cannot be scaled alone: the error names who stands for it */
     int gone = folded->folding.folded[0].id;
     char spec[32];
