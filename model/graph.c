@@ -164,6 +164,23 @@ void model_graph_free(struct model_graph *g)
     free(g);
 }
 
+size_t model_graph_folded_into(const struct model_graph *g, uint16_t r, size_t *first)
+{
+    const struct model_graph_folding *f = &g->folding;
+    size_t lo = 0, hi = f->n_folded;
+    while (lo < hi) { /* the first folded into r or a later rank */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->folded[mid].rep < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    while (hi < f->n_folded && f->folded[hi].rep == r)
+        hi++;
+    return hi - lo;
+}
+
 const struct model_trace *model_graph_trace(const struct model_graph *g, uint16_t r)
 {
     const struct model_job *job = g->job;

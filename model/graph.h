@@ -375,6 +375,10 @@ struct model_graph {
  * one, and where a walk over tasks in increasing order starts. */
 size_t model_graph_part_seek(const struct model_graph *g, uint32_t i);
 
+/* The ranks folded into the graph's rank r (model_graph_folding): how
+ * many, from folding.folded[*first]. */
+size_t model_graph_folded_into(const struct model_graph *g, uint16_t r, size_t *first);
+
 /* The trace of the graph's rank r (its job's with that rank number; a
  * folded job's ranks are its representatives, not the job's first
  * ranks), or NULL (no job). */

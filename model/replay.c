@@ -1007,22 +1007,15 @@ int64_t model_replay_folded_ns(const struct model_replay *r, size_t s, size_t k,
 static int score_folded(const struct model_graph *g, struct model_replay *r, double *sum, struct sc_error *err)
 {
     const struct model_graph_folding *f = &g->folding;
-    size_t *at = calloc(g->n_ranks + 1, sizeof *at), *ord = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *ord);
-    if (!at || !ord) {
-        free(at);
-        free(ord);
+    size_t *ord = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *ord); /* each rank's steps so far */
+    if (!ord)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    for (size_t k = 0; k < f->n_folded; k++)
-        at[f->folded[k].rep + 1]++;
-    for (size_t i = 0; i < g->n_ranks; i++)
-        at[i + 1] += at[i];
     for (size_t s = 0; s < g->n_steps; s++) {
         const struct model_replay_step *rs = &r->steps[s];
-        size_t k = ord[rs->rank]++;
+        size_t k = ord[rs->rank]++, first, n = model_graph_folded_into(g, rs->rank, &first);
         if (rs->partial)
             continue;
-        for (size_t q = at[rs->rank]; q < at[rs->rank + 1]; q++) {
+        for (size_t q = first; q < first + n; q++) {
             int64_t m = f->measured[f->folded[q].measured + k];
             if (m <= 0)
                 continue;
@@ -1033,7 +1026,6 @@ static int score_folded(const struct model_graph *g, struct model_replay *r, dou
             r->n_scored++;
         }
     }
-    free(at);
     free(ord);
     return SC_OK;
 }

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "api/inspect_json.h"
 #include "api/timeline_json.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -96,6 +97,16 @@ TEST(fold_replay_equals_the_unfolded_one_and_keeps_the_straggler_apart)
         CHECK_EQ_INT(folded->groups[i].size, RANKS);
     CHECK_EQ_INT(folded->stats.collectives_kept, 0);
     CHECK_EQ_INT(folded->stats.collectives_matched, whole->stats.collectives_matched);
+    /* inspect lists every rank of each collective, folded or not */
+    json_t *cw = api_collectives_json(whole), *cf = api_collectives_json(folded);
+    CHECK(cw && cf && json_array_size(cw) == json_array_size(cf) && json_array_size(cw) > 0);
+    for (size_t i = 0; cw && cf && i < json_array_size(cw) && i < json_array_size(cf); i++) {
+        json_t *a = json_object_get(json_array_get(cw, i), "ranks"), *b = json_object_get(json_array_get(cf, i), "ranks");
+        CHECK_EQ_INT(json_array_size(a), RANKS);
+        CHECK(json_equal(a, b));
+    }
+    json_decref(cw);
+    json_decref(cf);
     /* a representative's trace is its own (the timeline reads its events) */
     for (size_t i = 0; i < folded->n_ranks; i++)
         CHECK(model_graph_trace(folded, (uint16_t)i) == job->ranks[folded->ranks[i].id]);
