@@ -40,7 +40,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
 
 /* The options of commands that read traces: --json, --step-marker NAME,
- * --steps A-B, --help (prints usage). Sets optind past them. Returns 0 to
+ * --steps A-B, --no-fold and --fold (go->fold_over), --help (prints
+ * usage). Sets optind past them. Returns 0 to
  * go on, -1 after --help, else the exit status of a usage error. */
 int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
                       struct model_graph_opts *go, int *json);

@@ -26,7 +26,7 @@
 #include "model/job.h"
 #include "common/banned.h"
 
-static const char usage[] = "usage: stepcast diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+static const char usage[] = "usage: stepcast diff [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] A B\n"
                             "       stepcast --server URL diff --model A --other B [--json]\n";
 
 static void print_kernels(const char *title, const json_t *list)

@@ -26,7 +26,7 @@
 #include "common/banned.h"
 
 static const char usage[] =
-    "usage: stepcast opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "usage: stepcast opportunities [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] TRACE...\n"
     "       stepcast --server URL opportunities --model ID [--json]\n"
     "       stepcast --server URL opportunities --fleet [--top N] [--json]\n";
 

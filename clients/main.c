@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,9 @@ static const char usage[] =
     "  critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
     "                [--keep-unexplained] [--no-fold | --fold] TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
-    "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "  opportunities [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] TRACE...\n"
     "      what would shorten the step, ranked, each saving measured by a replay\n"
-    "  diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+    "  diff [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] A B\n"
     "      two runs of one program: the step-time difference attributed by replays,\n"
     "      kernels added, removed and re-timed\n"
     "  ab [--json] [--min-effect PCT] [--refutations N] [--seed S] A B\n"
@@ -135,6 +136,7 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_us
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {"no-fold", no_argument, NULL, 'N'},     {"fold", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     struct sc_error err;
@@ -149,6 +151,8 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_us
             if (model_graph_parse_steps(optarg, go, &err))
                 return cli_usage_error(cmd, "%s", err.msg);
             break;
+        case 'N': go->fold_over = SIZE_MAX; break;
+        case 'F': go->fold_over = 0; break;
         case 'h': fputs(cmd_usage, stdout); return -1;
         default: return cli_usage_error(cmd, "bad option");
         }
