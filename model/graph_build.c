@@ -166,6 +166,7 @@ struct builder {
      * work, and as a representative, the ranks folded into it */
     uint64_t sig;
     int64_t work_gpu, work_cpu;
+    int64_t anchor; /* its first step's start less the mean end of its collectives, trace clock */
     int64_t *comm_min; /* per comm[] entry: the shortest traced time among the ranks it stands for
                           (NULL: its own) */
     struct folded *folded;
@@ -178,7 +179,7 @@ struct folded {
     const struct model_trace *t;
     int id; /* its rank number, once the job has ranked its traces */
     int64_t *measured;
-    int64_t origin; /* ns its first step began after the representative's, on one clock */
+    int64_t anchor; /* its builder's */
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
@@ -1722,11 +1723,14 @@ static void rank_profile(struct builder *b)
         h = mix(h, (uint64_t)e->to << 32 ^ e->from);
         h = mix(h, (uint64_t)e->type << 16 ^ (uint64_t)e->kind << 8 ^ e->inferred);
     }
+    double after = 0; /* the collectives' mean end after the first's */
     for (size_t i = 0; i < b->n_comm; i++) {
         const struct comm_meta *m = &b->comm[i];
         h = mix(mix(mix(h, str_hash(t, m->pg)), (uint64_t)m->key_seq), (uint64_t)m->bytes);
+        after += ((double)(m->end - b->comm[0].end) - after) / (double)(i + 1);
     }
     b->sig = h;
+    b->anchor = b->n_comm ? b->r.origin - b->comm[0].end - (int64_t)after : 0;
 }
 
 /* Whether two strings of two traces are equal (MODEL_NONE: none). */
@@ -1802,28 +1806,12 @@ static int stands_for(const struct builder *a, const struct builder *b)
     return strcmp(a->r.t->source, b->r.t->source) < 0;
 }
 
-/* How much later m's first step began than rep's, ns, their clocks
- * aligned on their collectives' ends (the median difference: a collective
- * ends on every rank at once); 0 with no collective to align on. */
-static int64_t origin_after(const struct builder *rep, const struct builder *m, int64_t *scratch)
-{
-    if (!rep->n_comm)
-        return 0;
-    for (size_t i = 0; i < rep->n_comm; i++)
-        scratch[i] = m->comm[i].end - rep->comm[i].end;
-    sc_sort(scratch, rep->n_comm, sizeof *scratch, cmp_i64);
-    return m->r.origin - scratch[rep->n_comm / 2] - rep->r.origin;
-}
-
 /* Fold m (and the ranks folded into it) into rep; m is freed, also on
  * failure. */
 static int fold_into(struct builder *rep, struct builder *m, struct sc_error *err)
 {
-    int64_t *measured = NULL, *scratch = NULL, after;
+    int64_t *measured = NULL;
     int rc = SC_OK;
-    if (!(scratch = malloc((rep->n_comm ? rep->n_comm : 1) * sizeof *scratch)))
-        goto oom;
-    after = origin_after(rep, m, scratch);
     if (!rep->comm_min && rep->n_comm) {
         if (!(rep->comm_min = malloc(rep->n_comm * sizeof *rep->comm_min)))
             goto oom;
@@ -1838,14 +1826,11 @@ static int fold_into(struct builder *rep, struct builder *m, struct sc_error *er
         goto oom;
     for (size_t k = 0; k < m->n_steps; k++)
         measured[k] = m->steps[k].measured_ns;
-    for (size_t q = 0; q < m->n_folded; q++) {
-        rep->folded[rep->n_folded] = m->folded[q];
-        rep->folded[rep->n_folded++].origin += after;
-    }
+    memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
+    rep->n_folded += m->n_folded;
     m->n_folded = 0;
-    rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, after};
+    rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, m->anchor};
 out:
-    free(scratch);
     rank_free(m);
     return rc;
 oom:
@@ -2320,8 +2305,8 @@ static int join(struct join *j, const struct model_job *job, struct model_graph 
         const struct builder *p = j->parts[rk];
         for (size_t k = 0; k < p->n_folded && rc == SC_OK; k++)
             rc = model_gb_add_folded(gb, &(struct model_folded_spec){(uint16_t)rk, p->folded[k].id,
-                                                                     p->folded[k].origin, p->folded[k].measured,
-                                                                     p->n_steps});
+                                                                     p->folded[k].anchor - p->anchor,
+                                                                     p->folded[k].measured, p->n_steps});
     }
     size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {

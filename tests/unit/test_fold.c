@@ -167,6 +167,7 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
     for (size_t k = 0; k < ga->folding.n_folded && k < gb->folding.n_folded; k++) {
         CHECK_EQ_INT(ga->folding.folded[k].id, gb->folding.folded[k].id);
         CHECK_EQ_INT(ga->folding.folded[k].rep, gb->folding.folded[k].rep);
+        CHECK_EQ_INT(ga->folding.folded[k].origin_ns, gb->folding.folded[k].origin_ns);
     }
     for (size_t i = 0; i < ga->n_tasks && i < gb->n_tasks; i++)
         if (ga->tasks[i].dur != gb->tasks[i].dur) {
