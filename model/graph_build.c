@@ -1826,7 +1826,8 @@ static int fold_into(struct builder *rep, struct builder *m, struct sc_error *er
         goto oom;
     for (size_t k = 0; k < m->n_steps; k++)
         measured[k] = m->steps[k].measured_ns;
-    memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
+    if (m->n_folded)
+        memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
     rep->n_folded += m->n_folded;
     m->n_folded = 0;
     rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, m->anchor};
