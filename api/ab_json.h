@@ -3,6 +3,7 @@
  *   {"verdict":"slower","difference_ms":..,"difference_pct":..,
  *    "ci95_ms":[lo,hi],"p_value":..,"effect_size":..,"min_effect_ms":..,
  *    "center_ms":{"a":..,"b":..},"steps":{"a":N,"b":N},
+ *    "samples_ms":{"a":[..],"b":[..]} (the samples compared, step order),
  *    "dropped_steps":[{"run":"A","step":0,"why":"warm-up"}],
  *    "refutations":[{"name":"placebo","verdict":"no_change",
  *      "agrees":true|false|null,"detail":".."}],"survives":true,

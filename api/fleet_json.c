@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/job_cadence.h"
+#include "model/opportunity.h"
 #include "common/banned.h"
 
 struct row {
@@ -40,6 +41,43 @@ static double saving_of(const json_t *doc, const char *change)
             return json_number_value(json_object_get(o, "saving_ms"));
     }
     return 0;
+}
+
+/* The waste split by kind of opportunity (its resource: communication,
+ * host, launch, gpu): each actionable change's saving alone (those that
+ * save), summed by kind, and each kind's share of their sum. Applied
+ * together the changes save less than the sum of their savings alone, so
+ * the waste is apportioned by these shares. */
+static json_t *waste_by_kind(const json_t *doc)
+{
+    enum { KINDS = 8 };
+    const char *kind[KINDS];
+    double alone[KINDS], total = 0;
+    size_t n = 0, i;
+    const json_t *o;
+    json_array_foreach(json_object_get(doc, "opportunities"), i, o) {
+        const char *change = json_string_value(json_object_get(o, "change")),
+                   *resource = json_string_value(json_object_get(o, "resource"));
+        double saving = json_number_value(json_object_get(o, "saving_ms"));
+        if (!change || !resource || !model_opportunity_actionable(change) || !(saving > 0))
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(kind[k], resource))
+            k++;
+        if (k == KINDS)
+            continue;
+        if (k == n) {
+            kind[n] = resource;
+            alone[n++] = 0;
+        }
+        alone[k] += saving;
+        total += saving;
+    }
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < n; k++)
+        json_array_append_new(out, json_pack("{s:s, s:f, s:f}", "kind", kind[k], "alone_ms_per_step_per_rank",
+                                             alone[k], "share", alone[k] / total));
+    return out;
 }
 
 static const char *const tier_names[] = {"wasted_gpu_hours_per_day_summed", "wasted_gpu_ms_per_step_summed",
@@ -78,6 +116,8 @@ json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top
                            num_or_null(summed, c.world_size > 0), "wasted_gpu_hours_per_day_summed",
                            num_or_null(hours, hours >= 0), "wasted_usd_per_day",
                            num_or_null(hours * c.gpu_hour_usd, hours >= 0 && c.gpu_hour_usd >= 0));
+        if (r->doc)
+            json_object_set_new(r->doc, "waste_by_kind", waste_by_kind(d));
         if (r->doc && r->tier)
             json_object_set_new(r->doc, "note",
                                 json_string(c.world_size > 0 ? "no steps a day (PUT /v1/jobs/{job}: steps_per_day or "

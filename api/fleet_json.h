@@ -9,7 +9,11 @@
  * after those that do, by GPU-ms per step summed over ranks (or per rank,
  * without a world size), and say so. The unexplained waits are not
  * savings anyone can act on: they are listed apart, as needing more ranks
- * traced. Every figure says whether it is per rank or summed over ranks. */
+ * traced. Every figure says whether it is per rank or summed over ranks.
+ * waste_by_kind splits the waste by kind of opportunity: each kind's
+ * actionable savings alone and its share of all of them, by which a
+ * picture apportions the waste (applied together they save less than
+ * their sum). */
 #ifndef API_FLEET_JSON_H
 #define API_FLEET_JSON_H
 
@@ -30,7 +34,8 @@ struct api_fleet_job {
  *   "step_ms_per_rank","waste_ms_per_step_per_rank","world_size",
  *   "world_size_from","steps_per_day","steps_per_day_from",
  *   "wasted_gpu_ms_per_step_summed","wasted_gpu_hours_per_day_summed",
- *   "wasted_usd_per_day","note"}],
+ *   "wasted_usd_per_day","note",
+ *   "waste_by_kind":[{"kind","alone_ms_per_step_per_rank","share"}]}],
  *  "needs_tracing_of_more_ranks":[{"job","model","unexplained_ms_per_step_per_rank"}],
  *  "method":".."} */
 json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top);

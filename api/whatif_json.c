@@ -82,6 +82,27 @@ static json_t *priced(const struct job_config *c, double step_ms, double gpu_hou
                      "per_step", cost_json(&step), "per_m_tokens", tokens > 0 ? cost_json(&per_m) : json_null());
 }
 
+/* A breakdown part's provenance: the share of its work's time a model
+ * gave and, in words, where it came from. */
+static json_t *source_json(double share)
+{
+    share = round(share * 1e6) / 1e6;
+    return json_pack("{s:f, s:s}", "modelled_share", share, "source",
+                     share <= 0 ? "measured" : share >= 1 ? "modelled" : "measured and modelled");
+}
+
+/* Each part of the what-if's breakdown (replay_json's `breakdown`): from
+ * measurement (carried from traced durations) or from models (re-priced
+ * by a cost model), by the work that fills it (whatif.h modelled_share_*);
+ * idle time is no work's. */
+static json_t *breakdown_sources(const struct whatif_result *r)
+{
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:{s:n, s:s}}", "compute_exposed",
+                     source_json(r->modelled_share_compute), "overlap", source_json(r->modelled_share_overlap),
+                     "comm_exposed", source_json(r->modelled_share_comm), "unexplained", source_json(0), "host",
+                     source_json(r->modelled_share_host), "idle", "modelled_share", "source", "no work");
+}
+
 json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
 {
     json_t *doc = api_replay_json(r->replay), *models = json_array();
@@ -117,6 +138,7 @@ json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
     json_object_set_new(doc, "from_measured_ms", num(r->from_measured_ms));
     json_object_set_new(doc, "from_models_ms", num(r->from_models_ms));
     json_object_set_new(doc, "models_used", models);
+    json_object_set_new(doc, "breakdown_sources", breakdown_sources(r));
     json_object_set_new(doc, "collective_transfer_ms", num(r->collective_transfer_ms));
     json_object_set_new(doc, "collective_wait_ms", num(r->collective_wait_ms));
     json_object_set_new(doc, "memory_gb_per_gpu", r->has_memory ? num(r->memory_gb_per_gpu) : json_null());
@@ -175,13 +197,13 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
     return rc;
 }
 
-int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+/* The keys of a job's config that a job description has (seq_len read as
+ * seq), as compact JSON text (malloc'd); NULL without a config or memory. */
+static char *config_known(const char *description)
 {
-    json_error_t je;
-    json_t *doc = description ? json_loads(description, 0, &je) : NULL;
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
     json_t *cfg = json_object_get(doc, "config"), *kept = json_object();
     const char *const *keys = job_config_keys();
-    int rc;
     for (size_t i = 0; cfg && kept && keys[i]; i++) {
         char top[64]; /* "moe" of "moe.experts": the object is kept whole */
         snprintf(top, sizeof top, "%.*s", (int)strcspn(keys[i], "."), keys[i]);
@@ -192,6 +214,33 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
             json_object_set(kept, top, v);
     }
     char *text = cfg && kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    json_decref(kept);
+    json_decref(doc);
+    return text;
+}
+
+int api_job_config_check(const char *description, struct sc_error *err)
+{
+    struct job_config c;
+    char *text = config_known(description);
+    int rc = SC_OK;
+    job_config_init(&c);
+    if (text && (rc = job_config_parse_set_json(text, strlen(text), &c, err)) &&
+        strncmp(err->msg, "set.", 4) == 0) { /* named as the description names it */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "config.%s", err->msg + 4);
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    free(text);
+    return rc;
+}
+
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+{
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
+    json_t *cfg = json_object_get(doc, "config");
+    int rc;
+    char *text = config_known(description);
     if (!cfg)
         rc = sc_error_set(err, SC_EINVAL,
                           "the job has no config: give its tp, pp and dp with PUT /v1/jobs/{job} "
@@ -201,7 +250,6 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
     else if ((rc = job_config_parse(text, strlen(text), out, err)))
         sc_error_prefix(err, "the job's config");
     free(text);
-    json_decref(kept);
     json_decref(doc);
     return rc;
 }

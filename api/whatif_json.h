@@ -6,6 +6,10 @@
  *   "base":{job description, "gpu":traced},"target":{...},"step_ms":..,
  *   "base_step_ms":..,"from_measured_ms":..,"from_models_ms":..,
  *   "models_used":[{"model":"kernel_model","tasks":N,"ms":..,"why":".."}],
+ *   "breakdown_sources":{"compute_exposed":{"modelled_share":0..1,
+ *   "source":"measured"|"modelled"|"measured and modelled"},...,
+ *   "idle":{"modelled_share":null,"source":"no work"}} (whatif.h
+ *   modelled_share_*),
  *   "collective_transfer_ms":..,"collective_wait_ms":..,
  *   "memory_gb_per_gpu":..|null,"fits":..|null,"structure":{...},
  *   "cost":{"base"|"target":{"gpus","gpu","per_step":{"gpu_hours",
@@ -56,6 +60,9 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
  * read as seq), the others ignored. SC_EINVAL naming what is missing or
  * wrong. */
 int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err);
+/* The keys of that config, each checked as a what-if's set checks it (its
+ * range; no key required): SC_OK, or SC_EINVAL naming config.KEY. */
+int api_job_config_check(const char *description, struct sc_error *err);
 
 /* A what-if's document as a 200 reply, with the ledger's "band" for
  * what-ifs (ledger.h) when band is not NULL. */

@@ -47,8 +47,14 @@ static const struct cfg_entry table[] = {
      "comma-separated origins allowed by CORS (\"*\": any; empty: none)"},
     {"http-threads", CFG_INT, F(http_threads), "4", 1, 256, 0, "HTTP threads"},
     {"heavy-requests", CFG_INT, F(heavy_requests), "0", 0, 256, 0,
-     "requests computing an estimate, an inline plan or a validation at once; more are refused with 429, so "
-     "the other HTTP threads stay free for light requests (0: half of http-threads, at least 1)"},
+     "threads that compute for requests (estimates not memoised, replays, what-ifs, inline plans, "
+     "validations), apart from the HTTP threads, which stay free for light requests (0: half of "
+     "http-threads, at least 1)"},
+    {"heavy-queue", CFG_INT, F(heavy_queue), "16", 0, 65536, 0,
+     "requests waiting for a heavy-requests thread; more are refused with 429 and Retry-After"},
+    {"heavy-nice", CFG_INT, F(heavy_nice), "10", 0, 19, 0,
+     "added to the nice value of the threads doing heavy work (heavy-requests, builds, background plans), "
+     "so that the HTTP threads get the CPU first"},
     {"build-workers", CFG_INT, F(build_workers), "2", 1, 64, 0, "model build threads"},
     {"max-connections", CFG_INT, F(max_connections), "512", 1, 65536, 0, "open connections"},
     {"request-timeout", CFG_INT, F(request_timeout), "60", 1, 86400, 0,
@@ -77,6 +83,9 @@ static const struct cfg_entry table[] = {
      "estimated memory of the heavy work running at once (model builds, estimates, plan evaluations, "
      "validations); builds and background plans wait, a request is refused with 429 (0: half of "
      "physical memory)"},
+    {"max-stored-per-token", CFG_INT, F(max_stored_per_token), "100000", 0, INT64_C(1) << 40, 0,
+     "jobs, ledger entries, background plans and experiments one token may keep in the catalog; more are "
+     "refused with 413 until it deletes some (0: no limit)"},
     {"ops-need-token", CFG_BOOL, F(ops_need_token), "false", 0, 1, 0,
      "/healthz and /metrics need a read token"},
 };

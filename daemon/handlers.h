@@ -40,15 +40,23 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
 void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* A stored experiment as the API shows it, as it stands (no verdict
+ * computed); NULL when a stored text cannot be rendered. */
+struct store_experiment;
+json_t *h_experiment_doc(const struct store_experiment *e);
 /* The ledger's bank: closed winning experiments' savings summed per team
  * and month ({"by_team_and_month":[{"team","month","experiments",
  * "gpu_hours_per_day","usd_per_day","per_step_only"}],"method"}). */
 json_t *h_experiments_bank_json(struct svc *s);
 int h_ab_answer(struct svc *s, const char *a, const char *b, const struct model_ab_opts *o, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* What a helper returns when it deferred the request (svc_defer): r is
+ * untouched, and the handler returns at once. */
+#define H_DEFERRED (-1)
 /* Model id, ready, from the cache into *e (released by the caller with
  * cache_release); on failure the reply in r (409 while it builds) and its
- * status. */
+ * status. A model not in memory is loaded again from its traces, which is
+ * heavy work: on an HTTP thread, H_DEFERRED. */
 struct cache_entry;
 int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r);
 /* The step time of a what-if (set) of model id, for the ledger; on
@@ -61,7 +69,12 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
 
-/* h_ops.c: tokens, health, metrics, the OpenAPI document */
+/* h_ops.c: tokens, health, metrics, the OpenAPI document, and what every
+ * list route shares: the page it asks for (?limit, ?cursor; on failure
+ * the reply, 400 or 422, and its status), and the log line of the rows a
+ * page left out because they cannot be rendered. */
+int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r);
+void h_page_skipped(const char *list, const struct api_list_meta *m);
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
@@ -111,6 +124,7 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_plan_resume(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_validations.c: the validation ledger */
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);

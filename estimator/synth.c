@@ -22,6 +22,7 @@
 #include "estimator/quant.h"
 #include "model/graph_builder.h"
 #include "model/kernel_family.h"
+#include "common/cancel.h"
 #include "common/checked.h"
 #include "common/banned.h"
 
@@ -1724,6 +1725,10 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
 {
     int v = virtual_stage(p, r->id, chunk);
     int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    if (!y->failed && sc_cancelled())
+        y->failed = sc_error_set(y->err, SC_ECANCELED, "the synthesis was called off");
+    if (y->failed)
+        return;
     if (y->sim) {
         z3_sim_pass(y, &p->vstages[v], backward);
         return;
@@ -2117,6 +2122,8 @@ static void room(const struct synth *y, const struct pipeline *p, struct est_syn
     else if (y->detail == EST_DETAIL_KERNEL)
         ops += layers * per_layer +
                (int64_t)(y->embed_fwd.n + y->embed_bwd.n + y->head_fwd.n + y->head_bwd.n);
+    if (y->detail != EST_DETAIL_KERNEL && y->sh.cp > 1) /* the ring's blocks and exchanges cut the merged runs */
+        ops += layers * 6 * y->s->parallel.cp;
     if (zero3(y)) /* each unit's gathers and reduce-scatter, and the compute runs they cut */
         ops += 8 * (layers + 2);
     /* the spec's limits (EST_MAX_*) keep these far below 2^63 */

@@ -942,8 +942,42 @@ static double mean_step_ms(const struct model_replay *r, size_t *steps, double *
     return n ? sum / (double)n / 1e6 : 0;
 }
 
+/* The time of each kind of work in a transformed graph, and how much of
+ * it a model gave (whatif_result.modelled_share_*). */
+struct provenance {
+    double compute, compute_model, comm, comm_model, host, host_model;
+};
+
+/* Task t of the transformed graph, `modelled` (0 to 1) of its time a
+ * model's. */
+static void provenance_add(struct provenance *p, const struct model_task *t, double modelled)
+{
+    double d = (double)t->dur;
+    if (t->cls == MODEL_TASK_COMM) {
+        p->comm += d;
+        p->comm_model += d * modelled;
+    } else if (model_task_on_gpu(t->cls)) {
+        p->compute += d;
+        p->compute_model += d * modelled;
+    } else {
+        d += (double)t->gap;
+        p->host += d;
+        p->host_model += d * modelled;
+    }
+}
+
+static void provenance_set(const struct provenance *p, struct whatif_result *out)
+{
+    out->modelled_share_compute = p->compute > 0 ? p->compute_model / p->compute : 0;
+    out->modelled_share_comm = p->comm > 0 ? p->comm_model / p->comm : 0;
+    out->modelled_share_overlap =
+        p->compute + p->comm > 0 ? (p->compute_model + p->comm_model) / (p->compute + p->comm) : 0;
+    out->modelled_share_host = p->host > 0 ? p->host_model / p->host : 0;
+}
+
 /* Split the replayed steps' critical paths into measured and modelled
- * time by the task each segment belongs to. */
+ * time by the task each segment belongs to, and the graph's work by kind
+ * (provenance). */
 static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
 {
     const struct model_graph *c = out->graph;
@@ -957,6 +991,14 @@ static int attribute(const struct wf *w, const uint32_t *map, struct whatif_resu
         assert(map[i] < c->n_tasks);
         src[map[i]] = i;
     }
+    struct provenance pv = {0};
+    for (uint32_t k = 0; k < c->n_tasks; k++) { /* inserted tasks are the collective model's */
+        uint32_t i = src[k];
+        double d = i == MODEL_NONE ? 1 : w->dur[i];
+        double share = i == MODEL_NONE ? 1 : w->model_ns[i] > 0 && d > 0 ? fmin(w->model_ns[i] / d, 1) : 0;
+        provenance_add(&pv, &c->tasks[k], share);
+    }
+    provenance_set(&pv, out);
     double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
     size_t n = 0;
     int complete = any_complete(r);
@@ -1181,16 +1223,24 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     out->host_exposed_ms = slow ? (double)slow->breakdown.host / 1e6 : 0;
     double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
            transfer = 0;
+    struct provenance pv = {0};
     for (uint32_t i = 0; i < c->n_tasks; i++) {
         const struct model_task *t = &c->tasks[i];
+        int optimizer = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
         if (t->cls == MODEL_TASK_COMM) {
             w->retimed[WHATIF_COLLECTIVE_MODEL]++;
             if (slow && t->rank == slow->rank)
                 transfer += (double)t->dur;
-        } else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER) {
+        } else if (optimizer) {
             w->retimed[WHATIF_KERNEL_MODEL]++;
         }
+        /* the schedule's transfers, collectives, optimizer and host
+         * dispatches are the models'; the passes' kernels measured but
+         * for the share the kernel model re-timed */
+        provenance_add(&pv, t,
+                       t->cls == MODEL_TASK_COMM || optimizer || !model_task_on_gpu(t->cls) ? 1 : fmin(share, 1));
     }
+    provenance_set(&pv, out);
     if (slow) {
         for (size_t k = slow->path_first; k < slow->path_first + slow->path_n; k++) {
             const struct model_replay_segment *seg = &out->replay->segments[k];

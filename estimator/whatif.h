@@ -103,6 +103,13 @@ struct whatif_result {
      * is host-bound where a spec's estimate would not be */
     double host_exposed_ms;
     struct whatif_model_use models[WHATIF_MODEL_COUNT];
+    /* Of the transformed graph's work, the share of its time a model gave
+     * (0: all carried from traced durations, 1: all re-priced by a model),
+     * by kind: GPU compute (kernels, copies, sets), communication, host
+     * work. The breakdown's parts take them: compute alone the compute
+     * share, communication exposed the communication share, overlap the
+     * two together (weighted by their time), host the host share. */
+    double modelled_share_compute, modelled_share_comm, modelled_share_overlap, modelled_share_host;
     double collective_transfer_ms, collective_wait_ms; /* per step, target */
     int sizes_unknown;            /* collectives without sizes were re-timed by ratio */
     int has_memory;

@@ -434,6 +434,11 @@ int model_ab_run(const struct model_job *a, const struct model_job *b, const str
 refuted:
     free(h1), free(h2);
 done:
+    if (rc == SC_OK) { /* the samples compared move to out */
+        out->samples_a = sa.v;
+        out->samples_b = sb.v;
+        sa.v = sb.v = NULL;
+    }
     samples_release(&sa);
     samples_release(&sb);
     samples_release(&x);
@@ -449,8 +454,11 @@ void model_ab_release(struct model_ab *r)
 {
     free(r->dropped);
     free(r->attribution);
+    free(r->samples_a);
+    free(r->samples_b);
     r->dropped = NULL;
     r->attribution = NULL;
+    r->samples_a = r->samples_b = NULL;
     r->n_dropped = r->n_attribution = 0;
 }
 

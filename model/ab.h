@@ -119,6 +119,8 @@ struct model_ab {
     struct model_ab_part *attribution; /* malloc'd; NULL until model_ab_attribute */
     size_t n_attribution;
     size_t steps_a, steps_b;
+    double *samples_a, *samples_b;    /* malloc'd: the samples compared (ms), steps_a and steps_b of
+                                         them, in step order */
     struct model_ab_dropped *dropped; /* malloc'd */
     size_t n_dropped;
     struct model_ab_refutation refutations[5];

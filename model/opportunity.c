@@ -211,8 +211,13 @@ static int stragglers(struct finder *f)
     return rc;
 }
 
+int model_opportunity_actionable(const char *change)
+{
+    return strcmp(change, "comm=0") && strcmp(change, "unexplained=0");
+}
+
 /* Every actionable change found (opportunity.h actionable_ns) applied
- * together in one replay. */
+ * together in one replay (the stragglers' as overrides). */
 static int actionable(struct finder *f)
 {
     struct model_replay_override *ov = NULL;
@@ -227,7 +232,7 @@ static int actionable(struct finder *f)
     o.n_overrides = n_ov;
     for (size_t i = 0; i < f->out->n && rc == SC_OK; i++) {
         const char *c = f->out->v[i].change;
-        if (strcmp(c, "comm=0") && strcmp(c, "unexplained=0") && strcmp(c, "stragglers=median"))
+        if (model_opportunity_actionable(c) && strcmp(c, "stragglers=median"))
             rc = model_replay_parse_scale(c, &o, f->err);
     }
     if (rc == SC_OK && (rc = mean_step(f, &o, &mean, NULL)) == SC_OK)

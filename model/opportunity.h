@@ -47,6 +47,10 @@ struct model_opportunities {
     size_t n;
 };
 
+/* Whether the change (model_opportunity.change) counts in actionable_ns:
+ * all but the bound comm=0 and the unexplained waits' unexplained=0. */
+int model_opportunity_actionable(const char *change);
+
 /* Replay g with each change, its kept collectives split by waits (NULL:
  * none, replay.h) in every replay, so that comm=F re-times transfers alone.
  * SC_EINVAL when the graph has no step. */

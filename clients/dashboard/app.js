@@ -3,9 +3,12 @@
 // #/models/M, #/estimate, #/plan, #/whatif/M, ...), so the browser's back
 // button works and no token or name ever reaches the server in a URL.
 
+import { abView } from './ab.js';
 import { ApiError, api, forgetRoutes, token } from './api.js';
 import { el, errorBox } from './dom.js';
 import { estimateView } from './estimate.js';
+import { experimentsView } from './experiments.js';
+import { fleetView } from './fleet.js';
 import { hardwareView } from './hardware.js';
 import { jobView, jobsView } from './jobs.js';
 import { ledgerView } from './ledger.js';
@@ -20,15 +23,12 @@ const logout = document.getElementById('logout');
 
 const VIEWS = {
   estimate: estimateView, plan: planView, whatif: whatifView, ledger: ledgerView, validations: ledgerView,
-  hardware: hardwareView,
+  hardware: hardwareView, ab: abView, experiments: experimentsView, fleet: fleetView,
 };
 // Views of routes a server may not have: [title, method, route, params,
 // renderer, the command that shows it].
 const ROUTES = {
   opportunities: ['Opportunities across the fleet', 'GET', '/v1/opportunities', {}, fleetTable],
-  ab: ['A/B: two runs compared', 'POST', '/v1/ab', {}, null, 'stepcast ab'],
-  experiments: ['Experiments', 'GET', '/v1/experiments', {}, null, 'stepcast experiment list'],
-  fleet: ['Fleet: wasted GPU time by job', 'GET', '/v1/fleet', {}, null, 'stepcast fleet'],
 };
 
 function login(message) {

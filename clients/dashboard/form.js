@@ -38,7 +38,7 @@ function field(prefix, f) {
 
 function valueOf({ f, input }) {
   if (f.type === 'checkbox') return input.checked;
-  if (f.type === 'select' || f.type === 'text' || f.type === 'textarea') return input.value;
+  if (['select', 'text', 'textarea', 'date'].includes(f.type)) return input.value;
   return input.value.trim() === '' ? null : Number(input.value);
 }
 

@@ -1,9 +1,8 @@
-// clients/dashboard/routes.js: sections for routes a server may not have
-// (the opportunities, the A/B comparison, experiments and the fleet on an
-// older server). Each asks the server's OpenAPI document first: a route it
-// lacks gives a clear "not available on this server"; a GET route it has
-// gets its answer drawn by `render`; a route without a renderer here is
-// named, with the command line that shows it.
+// clients/dashboard/routes.js: views and sections of routes a server may
+// not have (the opportunities, the A/B comparison, experiments and the
+// fleet on an older server). Each asks the server's OpenAPI document
+// first: a route it lacks gives a clear "not available on this server"; a
+// GET route it has gets its answer drawn by `render`.
 
 import { api, hasRoute } from './api.js';
 import { el, errorBox } from './dom.js';
@@ -30,7 +29,7 @@ function fill(template, params) {
   return template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(params[k]));
 }
 
-export async function routeSection(title, method, template, params = {}, render = null, cli = null) {
+export async function routeSection(title, method, template, params, render) {
   const section = el('section', { class: 'route', data: { route: `${method} ${template}` } }, el('h2', {}, title));
   let have;
   try {
@@ -41,11 +40,6 @@ export async function routeSection(title, method, template, params = {}, render 
   }
   if (!have) {
     section.append(unavailable(method, template));
-    return section;
-  }
-  if (!render || method !== 'GET') {
-    section.append(el('p', { class: 'muted' }, `This server has ${method} ${template}; this dashboard does not draw ` +
-      `it yet${cli ? `: ${cli} shows it` : ''}.`));
     return section;
   }
   try {

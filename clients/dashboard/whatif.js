@@ -2,10 +2,11 @@
 // description as a form (the configuration the traces ran, saved on the job
 // with PUT /v1/jobs/{job}: what-ifs start from it), then what to change,
 // POST /v1/models/{id}/whatif, and the step before and after by breakdown
-// part, with how much of the new step came from measurement and how much
-// from models (and which models).
+// part, each part's time split into what came from measurement and what
+// from models, and how much of the new step came from each (and which
+// models).
 
-import { api, path } from './api.js';
+import { api, apiList, path } from './api.js';
 import { BREAKDOWN, meanBreakdown } from './breakdown.js';
 import { PALETTE, bars, figure } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
@@ -60,11 +61,23 @@ async function configSection(job, json, onSaved) {
   };
 }
 
+// Each part of the new step split by where it came from (the answer's
+// breakdown_sources): its modelled share re-priced by a cost model, the
+// rest carried from traced durations; a part of no work (idle) neither.
+export function partSources(after, sources) {
+  return BREAKDOWN.map(([k, t]) => {
+    const src = (sources || {})[k] || {}, share = src.modelled_share;
+    const work = typeof share === 'number';
+    return { key: k, title: t, after: after[k], source: src.source || 'not said by this server',
+      modelled: work ? after[k] * share : 0, measured: work ? after[k] * (1 - share) : 0, none: work ? 0 : after[k] };
+  });
+}
+
 function results(out, before, w) {
   const after = meanBreakdown(w.steps);
   const canvas = el('canvas', { id: 'chart-whatif', 'aria-label': 'the step before and after, by part (ms)' });
   const source = el('canvas', { id: 'chart-whatif-source', 'aria-label': 'the new step: measured and modelled (ms)' });
-  const rows = BREAKDOWN.map(([k, t]) => ({ key: k, title: t, before: before[k], after: after[k] }));
+  const rows = partSources(after, w.breakdown_sources).map(r => ({ ...r, before: before[r.key] }));
   out.replaceChildren(
     el('section', { id: 'whatif-summary' }, el('h2', {}, 'Before and after'),
       el('p', {}, `${num(w.base_step_ms, 3)} ms before, ${num(w.step_ms, 3)} ms after ` +
@@ -72,10 +85,16 @@ function results(out, before, w) {
         (w.band && typeof w.band.lo_ms === 'number'
           ? `80 % band: ${num(w.band.lo_ms, 3)} to ${num(w.band.hi_ms, 3)} ms.`
           : `No band yet (${w.band ? w.band.entries : 0} what-if entries in the ledger).`)),
+      el('p', { class: 'muted' }, 'Each part of the new step is split by where its time came from: measured ' +
+        '(carried from the traced durations) or modelled (re-priced by a cost model), in the share of the work ' +
+        'that fills it; idle time is no work\'s.'),
       figure(canvas, table([
         { title: 'part', cell: r => r.title },
         { title: 'before ms', num: true, field: 'before', cell: r => num(r.before, 3) },
         { title: 'after ms', num: true, field: 'after', cell: r => num(r.after, 3) },
+        { title: 'of it measured ms', num: true, field: 'measured', cell: r => num(r.measured, 3) },
+        { title: 'of it modelled ms', num: true, field: 'modelled', cell: r => num(r.modelled, 3) },
+        { title: 'source', field: 'source', cell: r => r.source },
       ], rows, { id: 'whatif-parts' }))),
     el('section', {}, el('h2', {}, 'Where the new step\'s time comes from'),
       el('p', { class: 'muted' }, 'Measured: work kept at its traced duration. Modelled: work a model re-timed ' +
@@ -87,9 +106,11 @@ function results(out, before, w) {
         { title: 'why', cell: m => m.why },
       ], w.models_used || [], { id: 'whatif-models' }))));
   bars(canvas, rows.map(r => r.title), [
-    { label: 'before (replayed as traced)', values: rows.map(r => r.before), color: PALETTE[0] },
-    { label: 'after (what-if)', values: rows.map(r => r.after), color: PALETTE[1] },
-  ], { yTitle: 'ms per step (mean over steps)' });
+    { label: 'before (replayed as traced)', values: rows.map(r => r.before), color: PALETTE[0], stack: 'before' },
+    { label: 'after: measured', values: rows.map(r => r.measured), color: PALETTE[2], stack: 'after' },
+    { label: 'after: modelled', values: rows.map(r => r.modelled), color: PALETTE[3], stack: 'after' },
+    { label: 'after: idle (no work)', values: rows.map(r => r.none), color: PALETTE[7], stack: 'after' },
+  ], { stacked: true, yTitle: 'ms per step (mean over steps)' });
   bars(source, ['after'], [
     { label: 'from measurement', values: [w.from_measured_ms], color: PALETTE[2] },
     { label: 'from models', values: [w.from_models_ms], color: PALETTE[3] },
@@ -123,7 +144,7 @@ function setForm(model, config, hardware, json, out, view) {
 }
 
 async function chooseModel(view) {
-  const { models } = await api('/v1/models');
+  const { models } = await apiList('/v1/models', 'models');
   const ready = models.filter(m => m.status === 'ready');
   if (!ready.length) {
     view.append(el('p', { class: 'muted' }, 'No model is ready: build one from a job\'s traces first.'));

@@ -11,14 +11,18 @@
 // and Hardware forms with real inputs (a config.json of
 // ../shared/models/hf, or STEPCAST_SHARED's; the sample job) and compare
 // each chart's data points, read from the page's Chart.js objects, with
-// the API's answer; check that no raw JSON shows unless its toggle is on,
+// the API's answer; compare two generated runs (build/gentrace) in the A/B
+// view, create and close an experiment, rank the fleet with its filters;
+// check that no raw JSON shows unless its toggle is on,
 // that names from traces and requests stay text, that the keyboard alone
 // reaches every control and every field has a label; open views of routes
 // the server lacks. Each test saves a screenshot under
 // BUILD_DIR/screenshots/. Ends with the runner's line `N passed, N
 // failed`; a browser that cannot start fails every test.
 
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { ADMIN, assert, call, launch, login, openPage, sleep, startDaemon } from './harness.mjs';
@@ -35,6 +39,19 @@ const HOSTILE_KERNELS = {
   'void at::native::vectorized_elementwise_kernel<4, at::native::relu>': '"><img src=x onerror="window.__pwned = \'img\'">',
 };
 const HOSTILE_DESCRIPTION = '<img src=x onerror="window.__pwned = \'description\'"> a job named in markup';
+const HOSTILE_TEAM = '<img src=x onerror="window.__pwned = \'team\'">';
+const HOSTILE_HYPOTHESIS = '<script>window.__pwned = "hypothesis"</script> the variant wins';
+// The A/B runs (build/gentrace, as tests/integration/test_svc_ab.c makes
+// them): two ranks, twelve steps; the variant's GPU work 1.3x longer; a
+// third run whose first kernel of each step waits on nothing the trace
+// shows (unexplained waits). Each job's description: [gentrace flags,
+// description].
+const RUNS = {
+  'ab-base': [['--seed', '1'], { tags: { team: 'infra', cluster: 'west' } }],
+  'ab-variant': [['--seed', '2', '--gpu-scale', '1.3'],
+    { steps_per_day: 50000, gpu_hour_usd: 2.5, tags: { team: HOSTILE_TEAM, cluster: 'east' } }],
+  'ab-waits': [['--seed', '3', '--gpu-delay', '400000'], { steps_per_day: 20000, tags: { team: 'infra', cluster: 'east' } }],
+};
 
 // The model view asks the server which scale kinds it takes; one it lacks
 // answers 400, which the browser logs.
@@ -78,7 +95,22 @@ async function loadJobs(d) {
   await call(d, 'PUT', '/v1/jobs/hostile', JSON.stringify({ description: HOSTILE_DESCRIPTION }),
     { 'Content-Type': 'application/json' });
   for (let r = 0; r < ranks.length; r++) await call(d, 'PUT', `/v1/jobs/hostile/ranks/${r}/trace`, hostileRank(ranks[r]));
-  return { sample: await buildModel(d, 'sample'), hostile: await buildModel(d, 'hostile') };
+  const models = { sample: await buildModel(d, 'sample'), hostile: await buildModel(d, 'hostile') };
+  const gentrace = join(BUILD, 'gentrace');
+  assert(existsSync(gentrace), `no ${gentrace}: make ${gentrace}`);
+  const dir = mkdtempSync(join(tmpdir(), 'stepcast-runs-'));
+  try {
+    for (const [job, [flags, description]] of Object.entries(RUNS)) {
+      execFileSync(gentrace, ['--ranks', '2', '--steps', '12', ...flags, '--gzip', join(dir, job)]);
+      await call(d, 'PUT', `/v1/jobs/${job}`, JSON.stringify(description), { 'Content-Type': 'application/json' });
+      for (let r = 0; r < 2; r++)
+        await call(d, 'PUT', `/v1/jobs/${job}/ranks/${r}/trace`, readFileSync(join(dir, job, `rank${r}.json.gz`)));
+      models[job] = await buildModel(d, job);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return models;
 }
 
 // ---- the page ----
@@ -281,6 +313,9 @@ function near(a, b, what, tol = 1e-6) {
     `${what}: page ${a}, API ${b}`);
 }
 
+// A figure as the page writes it with 3 decimals (dom.js num).
+const num3 = x => x.toLocaleString('en-US', { minimumFractionDigits: 3, maximumFractionDigits: 3 });
+
 // Okabe and Ito's colours: every chart's datasets draw in them.
 const OKABE_ITO = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#56B4E9', '#CC79A7', '#F0E442', '#000000'];
 
@@ -335,7 +370,8 @@ async function keyboardOnly(page) {
     return all.length;
   });
   const reached = new Set();
-  for (let i = 0; i < total + 5 && reached.size < total; i++) {
+  // a date field takes a Tab per part (month, day, year)
+  for (let i = 0; i < 3 * total + 5 && reached.size < total; i++) {
     await page.keyboard.press('Tab');
     const k = await page.evaluate(() => document.activeElement && document.activeElement.dataset.kb);
     if (k !== undefined && k !== null) reached.add(k);
@@ -542,10 +578,21 @@ test('what-if: the job\'s configuration saved from its form, then before and aft
   const c = await chartData(page, 'chart-whatif');
   checkChart(c, 'whatif');
   const parts = ['compute_exposed', 'overlap', 'comm_exposed', 'unexplained', 'host', 'idle'];
+  assert(w.breakdown_sources && parts.every(k => w.breakdown_sources[k]), 'the API says where each part came from');
+  const sources = await page.$$eval('#whatif-parts [data-field=source]', tds => tds.map(t => t.textContent));
   parts.forEach((k, i) => {
     near(dataset(c, 'before (replayed as traced)')[i], mean(replay.steps, k), `before ${k}`);
-    near(dataset(c, 'after (what-if)')[i], mean(w.steps, k), `after ${k}`);
+    const after = mean(w.steps, k), share = w.breakdown_sources[k].modelled_share;
+    const [measured, modelled, none] = ['after: measured', 'after: modelled', 'after: idle (no work)']
+      .map(l => dataset(c, l)[i]);
+    near(measured + modelled + none, after, `after ${k}`);
+    near(modelled, share === null ? 0 : after * share, `after ${k}, modelled`);
+    near(none, share === null ? after : 0, `after ${k}, no work`);
+    assert(sources[i] === w.breakdown_sources[k].source, `${k}: source '${sources[i]}'`);
   });
+  // dp 4 -> 8 re-times the data-parallel collectives and keeps the kernels
+  assert(w.breakdown_sources.comm_exposed.modelled_share > 0 && w.breakdown_sources.compute_exposed.source === 'measured',
+    `sources ${JSON.stringify(w.breakdown_sources)}`);
   const src = await chartData(page, 'chart-whatif-source');
   near(dataset(src, 'from measurement')[0], w.from_measured_ms, 'from measurement');
   near(dataset(src, 'from models')[0], w.from_models_ms, 'from models');
@@ -660,18 +707,246 @@ test('model: the sample says it is synthetic; the ranks\' spread; a diff names k
   page.assertClean([PROBE]);
 });
 
-test('A/B, experiments, fleet: "not available" where the server lacks the route', async (ctx, page) => {
+// A box's figures as the test reads them: quartiles by linear
+// interpolation, whiskers at the farthest samples within 1.5 IQR.
+function quartiles(samples) {
+  const v = [...samples].sort((a, b) => a - b);
+  const q = p => { const h = (v.length - 1) * p, i = Math.floor(h); return v[i] + (h - i) * ((v[i + 1] ?? v[i]) - v[i]); };
+  const q1 = q(0.25), q3 = q(0.75), r = 1.5 * (q3 - q1);
+  const inside = v.filter(x => x >= q1 - r && x <= q3 + r);
+  return { q1, median: q(0.5), q3, lo: inside[0], hi: inside.at(-1), outliers: v.length - inside.length };
+}
+
+// Whether a click or submit sends METHOD `path` while `act` runs.
+async function sends(page, method, path, act) {
+  let sent = false;
+  const spy = r => { if (new URL(r.url()).pathname === path && r.method() === method) sent = true; };
+  page.on('request', spy);
+  await act();
+  await sleep(200);
+  page.off('request', spy);
+  return sent;
+}
+
+test('A/B: two generated runs from the form; box plots, the interval, the verdict, refutations, attribution', async (ctx, page) => {
   await login(page, ctx.d);
-  const { paths } = await call(ctx.d, 'GET', '/v1/openapi.json');
+  await page.goto(`${ctx.d.url}/#/ab`);
+  await page.waitForSelector('#ab-form');
+  await noRawJson(page);
+  assert(await page.inputValue('#ab-baseline') === 'ab-base' && await page.inputValue('#ab-variant') === 'ab-variant',
+    'the first two jobs with a ready model are the defaults');
+  // the same job twice, and no effect: said beside the fields, nothing sent
+  await page.selectOption('#ab-variant', 'ab-base');
+  await page.fill('#ab-min_effect_pct', '0');
+  assert(!(await sends(page, 'POST', '/v1/ab', () => page.click('#ab-submit'))), 'an invalid A/B was sent');
+  assert((await page.textContent('#ab-variant-msg')).includes('other than the baseline'), 'the same job twice');
+  assert((await page.textContent('#ab-min_effect_pct-msg')).length > 0, 'a zero effect');
+  await page.selectOption('#ab-variant', 'ab-variant');
+  await page.fill('#ab-min_effect_pct', '2');
+  await page.fill('#ab-seed', '3');
+  const body = JSON.parse(await requestBody(page, 'POST', '/v1/ab', () => page.click('#ab-submit')));
+  await page.waitForSelector('#view[data-state=ready] #ab-verdict');
+  assert(JSON.stringify(body) === JSON.stringify({ a: ctx.models['ab-base'], b: ctx.models['ab-variant'],
+    min_effect_pct: 2, refutations: 5, seed: 3 }), `sent ${JSON.stringify(body)}`);
+  const d = await call(ctx.d, 'POST', '/v1/ab', JSON.stringify(body));
+  assert(d.verdict === 'slower' && d.ci95_ms[0] > 0, `the variant's GPU work is 1.3x: ${d.verdict} ${d.ci95_ms}`);
+  assert(await page.getAttribute('#ab-verdict', 'data-verdict') === d.verdict, 'the verdict shown');
+  const said = await page.textContent('#ab-verdict');
+  assert(said.includes(d.survives ? 'It survives' : 'does not survive'), `survives: '${said}'`);
+  // the box plots, from the samples the API compared
+  const box = await chartData(page, 'chart-ab-steps');
+  checkChart(box, 'ab steps');
+  assert(box.labels.length === 2 && box.labels[0].includes('ab-base') && box.labels[1].includes('ab-variant'), `${box.labels}`);
+  assert(box.scales.y.title.includes('ms'), 'the step axis has its unit');
+  ['a', 'b'].forEach((run, i) => {
+    assert(d.samples_ms[run].length === d.steps[run], `${run}: ${d.samples_ms[run].length} samples, ${d.steps[run]} steps`);
+    const q = quartiles(d.samples_ms[run]);
+    const [q1, q3] = dataset(box, 'first to third quartile')[i], [lo, hi] = dataset(box, 'whiskers (1.5 IQR)')[i];
+    near(q1, q.q1, `${run} Q1`);
+    near(q3, q.q3, `${run} Q3`);
+    near(lo, q.lo, `${run} low whisker`);
+    near(hi, q.hi, `${run} high whisker`);
+    near(dataset(box, 'median')[i], q.median, `${run} median`);
+    near(dataset(box, 'center')[i], d.center_ms[run], `${run} center`);
+    assert(dataset(box, 'outliers').filter(p => p.x === box.labels[i]).length === q.outliers, `${run} outliers`);
+  });
+  // the difference, its interval and the band of no effect
+  const diff = await chartData(page, 'chart-ab-difference');
+  checkChart(diff, 'ab difference');
+  near(dataset(diff, 'estimate')[0], d.difference_ms, 'difference');
+  near(dataset(diff, '95 % interval')[0][0], d.ci95_ms[0], 'interval low');
+  near(dataset(diff, '95 % interval')[0][1], d.ci95_ms[1], 'interval high');
+  near(dataset(diff, 'smaller than the smallest effect that matters')[0][1], d.min_effect_ms, 'min effect');
+  // the refutations
+  const refs = await page.$$eval('#ab-refutations tbody tr', trs => trs.map(tr =>
+    ['name', 'verdict', 'agrees'].map(f => tr.querySelector(`[data-field=${f}]`).textContent)));
+  const words = { no_change: 'no change', not_applicable: 'not applicable' };
+  assert(JSON.stringify(refs) === JSON.stringify(d.refutations.map(r => [r.name, words[r.verdict] || r.verdict,
+    r.agrees === null ? 'not applicable' : r.agrees ? 'yes' : 'no'])), `refutations ${JSON.stringify(refs)}`);
+  // the attribution, each part with its interval
+  const at = await chartData(page, 'chart-ab-attribution');
+  checkChart(at, 'ab attribution');
+  assert(JSON.stringify(at.labels) === JSON.stringify(d.attribution.map(p => p.category)), `parts ${at.labels}`);
+  d.attribution.forEach((p, i) => {
+    near(dataset(at, 'estimate')[i], p.ms, `${p.category}`);
+    near(dataset(at, '95 % interval')[i][0], p.ci95_ms[0], `${p.category} low`);
+    near(dataset(at, '95 % interval')[i][1], p.ci95_ms[1], `${p.category} high`);
+  });
+  await viewChecked(page, 'ab', '"samples_ms"', 'dashboard-ab.png');
+});
+
+test('experiments: created from the form, decided, closed from the keyboard; the bank; a hostile hypothesis stays text', async (ctx, page) => {
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/experiments`);
+  await page.waitForSelector('#view[data-state=ready] #experiment-form');
+  await noRawJson(page);
+  await page.selectOption('#experiment-baseline', 'ab-variant');
+  await page.selectOption('#experiment-variant', 'ab-variant');
+  assert(!(await sends(page, 'POST', '/v1/experiments', () => page.click('#experiment-submit'))), 'the same job twice was sent');
+  assert((await page.textContent('#experiment-variant-msg')).includes('other than the baseline'), 'the same job twice');
+  // the faster run as the variant: it wins, and banks at the baseline's cadence
+  await page.selectOption('#experiment-variant', 'ab-base');
+  await page.fill('#experiment-hypothesis', HOSTILE_HYPOTHESIS);
+  await page.fill('#experiment-external_id', 'sched-42');
+  const body = JSON.parse(await requestBody(page, 'POST', '/v1/experiments', () => page.click('#experiment-submit')));
+  assert(JSON.stringify(body) === JSON.stringify({ baseline: 'ab-variant', variant: 'ab-base',
+    hypothesis: HOSTILE_HYPOTHESIS, external_id: 'sched-42' }), `sent ${JSON.stringify(body)}`);
+  await page.waitForSelector('#experiments [data-field=external]:text-is("sched-42")');
+  await page.waitForSelector('#view[data-state=ready]');
+  const { experiments } = await call(ctx.d, 'GET', '/v1/experiments?external_id=sched-42');
+  const e = experiments[0];
+  assert(experiments.length === 1 && e.state === 'decided' && e.verdict.verdict === 'faster', `API: ${e.state}`);
+  const row = async () => page.$eval(`#experiments tr:has(code:text-is("${e.id}"))`, tr =>
+    Object.fromEntries([...tr.querySelectorAll('[data-field]')].map(td => [td.dataset.field, td.textContent])));
+  let shown = await row();
+  assert(shown.hypothesis === HOSTILE_HYPOTHESIS, `the hypothesis as text: '${shown.hypothesis}'`);
+  assert(shown.state === 'decided' && shown.verdict.startsWith('faster') &&
+    shown.verdict.includes(e.verdict.difference_ms.toFixed(3).replace('-', '')), `row ${JSON.stringify(shown)}`);
+  // closed from the keyboard: its button focused, Enter
+  await page.focus(`button.close-experiment[data-id="${e.id}"]`);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(id => [...document.querySelectorAll('#experiments tr')].some(tr =>
+    tr.textContent.includes(id) && tr.querySelector('[data-field=state]').textContent === 'closed'), e.id);
+  await page.waitForSelector('#view[data-state=ready]');
+  const closed = await call(ctx.d, 'GET', `/v1/experiments/${e.id}`);
+  assert(closed.state === 'closed' && closed.bank && closed.bank.gpu_hours_per_day > 0, `bank ${JSON.stringify(closed.bank)}`);
+  shown = await row();
+  assert(shown.bank.includes(num3(closed.bank.gpu_hours_per_day)) && shown.bank.includes('summed over ranks') &&
+    shown.bank.includes(closed.bank.usd_per_day.toFixed(2)), `bank shown: '${shown.bank}'`);
+  const { experiments: all } = await call(ctx.d, 'GET', '/v1/experiments');
+  const hours = all.filter(x => x.bank && typeof x.bank.gpu_hours_per_day === 'number')
+    .reduce((a, x) => a + x.bank.gpu_hours_per_day, 0);
+  assert((await page.textContent('#experiments-bank')).includes(num3(hours)), 'the bank summed');
+  assert(await page.evaluate(() => window.__pwned === undefined && !document.querySelector('#view img, #view script')),
+    'markup from a request ran');
+  await viewChecked(page, 'experiments', '"bank"', 'dashboard-experiments.png');
+});
+
+
+test('fleet: wasted GPU-hours a day by job and kind, per step apart, filters, links to models, waits apart', async (ctx, page) => {
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/fleet`);
+  await page.waitForSelector('#view[data-state=ready] #fleet-out');
+  const doc = await call(ctx.d, 'GET', '/v1/fleet?top=10');
+  const byDay = doc.jobs.filter(j => j.ranked_by === 'wasted_gpu_hours_per_day_summed');
+  const perStep = doc.jobs.filter(j => j.ranked_by === 'wasted_gpu_ms_per_step_summed');
+  assert(byDay.some(j => j.job === 'ab-variant') && perStep.some(j => j.job === 'ab-base'), 'the jobs\' tiers');
+  // each tier's bars: the job's figure split by kind, in the API's order
+  for (const [id, jobs, key] of [['chart-fleet-day', byDay, 'wasted_gpu_hours_per_day_summed'],
+    ['chart-fleet-step', perStep, 'wasted_gpu_ms_per_step_summed']]) {
+    const c = await chartData(page, id);
+    checkChart(c, id);
+    assert(JSON.stringify(c.labels) === JSON.stringify(jobs.map(j => `#${j.rank} ${j.job}`)), `${id}: ${c.labels}`);
+    assert(/summed over ranks/.test(c.scales.x.title), `${id}: the axis says summed over ranks (${c.scales.x.title})`);
+    jobs.forEach((j, i) => {
+      near(c.datasets.reduce((a, ds) => a + ds.data[i], 0), j[key], `${j.job}'s bar`);
+      for (const k of j.waste_by_kind) {
+        const ds = c.datasets.find(x => x.label.toLowerCase().includes(k.kind === 'gpu' ? 'gpu work' : k.kind));
+        assert(ds, `${id}: no bar part for ${k.kind}`);
+        near(ds.data[i], j[key] * k.share, `${j.job} ${k.kind}`);
+      }
+    });
+  }
+  const stepNote = await page.textContent('#fleet-step');
+  assert(stepNote.includes('ranked per step') && stepNote.includes('per rank'), 'the per-step jobs say so');
+  // the teams, as text, in the table and the filter
+  const teams = await page.$$eval('#fleet-day-details [data-field=team]', tds => tds.map(t => t.textContent));
+  assert(teams.includes(HOSTILE_TEAM), `teams ${teams}`);
+  const tags = await page.$$eval('#fleet-tag option', os => os.map(o => o.value));
+  assert(tags.includes(`team:${HOSTILE_TEAM}`) && tags.includes('team:infra'), `tags ${tags}`);
+  // the unexplained waits, apart
+  const apart = await page.$$eval('#fleet-apart-table [data-field=job]', tds => tds.map(t => t.textContent));
+  assert(doc.needs_tracing_of_more_ranks.some(a => a.job === 'ab-waits'), 'the API lists the waits apart');
+  assert(JSON.stringify(apart) === JSON.stringify(doc.needs_tracing_of_more_ranks.map(a => a.job)), `apart ${apart}`);
+  await noRawJson(page);
+  await shot(page, 'dashboard-fleet.png');
+  // in dollars: the jobs with a price
+  await page.selectOption('#fleet-unit', 'usd');
+  await page.click('#fleet-submit');
+  await page.waitForSelector('#view[data-state=ready] #fleet-unpriced');
+  const usd = await chartData(page, 'chart-fleet-day');
+  const priced = byDay.filter(j => typeof j.wasted_usd_per_day === 'number');
+  assert(usd.labels.length === priced.length && priced.length > 0, `${usd.labels} priced`);
+  priced.forEach((j, i) => near(usd.datasets.reduce((a, ds) => a + ds.data[i], 0), j.wasted_usd_per_day, `${j.job} $`));
+  assert(/USD a day, summed over ranks/.test(usd.scales.x.title), 'the dollars\' axis');
+  // a tag: the server's answer for it
+  await page.selectOption('#fleet-unit', 'gpu_hours');
+  await page.selectOption('#fleet-tag', 'team:infra');
+  await page.click('#fleet-submit');
+  await page.waitForSelector('#view[data-state=ready]');
+  const infra = await call(ctx.d, 'GET', '/v1/fleet?top=10&tag=team:infra');
+  const shownJobs = await page.$$eval('#fleet-out [data-field=job] a', as => as.map(a => a.textContent));
+  const wantJobs = [...infra.jobs.filter(j => j.ranked_by === 'wasted_gpu_hours_per_day_summed'),
+    ...infra.jobs.filter(j => j.ranked_by !== 'wasted_gpu_hours_per_day_summed'),
+    ...infra.needs_tracing_of_more_ranks].map(j => j.job);
+  assert(JSON.stringify(shownJobs) === JSON.stringify(wantJobs), `team:infra ${shownJobs} (API ${wantJobs})`);
+  // a window: before the first day, refused; one in the future, none
+  await page.fill('#fleet-since', '2099-01-02');
+  await page.fill('#fleet-until', '2099-01-01');
+  assert(!(await sends(page, 'GET', '/v1/fleet', () => page.click('#fleet-submit'))), 'an empty window was asked for');
+  assert((await page.textContent('#fleet-until-msg')).length > 0, 'until before since is refused');
+  await page.fill('#fleet-until', '');
+  await page.click('#fleet-submit');
+  await page.waitForSelector('#fleet-out :text("No job has a ready model built in the window")');
+  assert((await call(ctx.d, 'GET', '/v1/fleet?tag=team:infra&since=2099-01-02')).jobs.length === 0, 'the API agrees');
+  // a bar opens its job's model
+  await page.fill('#fleet-since', '');
+  await page.selectOption('#fleet-tag', '');
+  await page.click('#fleet-submit');
+  await page.waitForSelector('#view[data-state=ready] #chart-fleet-day');
+  const at = await page.$eval('#chart-fleet-day', c => {
+    const bar = window.Chart.getChart(c).getDatasetMeta(0).data[0], r = c.getBoundingClientRect();
+    return { x: r.left + (bar.x + bar.base) / 2, y: r.top + bar.y };
+  });
+  await page.mouse.click(at.x, at.y);
+  await page.waitForSelector('#view[data-view=models][data-state=ready]');
+  assert(decodeURIComponent(page.url().split('#/models/')[1]) === byDay[0].model, `the bar opened ${page.url()}`);
+  await page.goBack();
+  await page.waitForSelector('#view[data-state=ready] #fleet-form');
+  assert(await page.evaluate(() => window.__pwned === undefined && !document.querySelector('#view img')), 'a tag ran');
+  await toggleJson(page, 'fleet', '"needs_tracing_of_more_ranks"');
+  await keyboardOnly(page);
+  page.assertClean([PROBE]);
+});
+
+test('A/B, experiments, fleet: "not available" where the server lacks the route', async (ctx, page) => {
+  // the server's OpenAPI document, less these routes: an older server
   const views = { ab: ['post', '/v1/ab'], experiments: ['get', '/v1/experiments'], fleet: ['get', '/v1/fleet'],
     opportunities: ['get', '/v1/opportunities'] };
-  for (const [view, [method, route]] of Object.entries(views)) {
+  await page.route('**/v1/openapi.json', async route => {
+    const res = await route.fetch();
+    const doc = await res.json();
+    for (const [, path] of Object.values(views)) delete doc.paths[path];
+    await route.fulfill({ response: res, json: doc });
+  });
+  await login(page, ctx.d);
+  for (const [view, [method, path]] of Object.entries(views)) {
     await page.goto(`${ctx.d.url}/#/${view}`);
-    await page.waitForSelector(`#view[data-view=${view}] section.route h2`);
-    const text = await page.textContent('#view');
-    const have = Boolean(paths[route] && paths[route][method]);
-    assert(text.includes('Not available on this server') === !have, `${view}: '${text}'`);
-    if (!have) await shot(page, 'dashboard-not-available.png');
+    await page.waitForSelector(`#view[data-view=${view}] .unavailable`);
+    const text = await page.textContent('#view .unavailable');
+    assert(text.includes('Not available on this server') && text.includes(`${method.toUpperCase()} ${path}`), `${view}: '${text}'`);
+    assert(!(await page.$('#view form')), `${view}: a form without its route`);
+    if (view === 'fleet') await shot(page, 'dashboard-not-available.png');
   }
   page.assertClean();
 });

@@ -436,6 +436,34 @@ TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
         }
     }
     CHECK(checked >= 4);
+    /* where the parts came from: the kernels kept, the collectives
+     * re-priced by the collective model, the host work as traced */
+    CHECK(r.modelled_share_compute == 0);
+    CHECK(r.modelled_share_comm > 0 && r.modelled_share_comm <= 1);
+    CHECK(r.modelled_share_overlap > 0 && r.modelled_share_overlap < r.modelled_share_comm);
+    CHECK(r.modelled_share_host == 0);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* Another GPU re-prices the kernels by the kernel model; a pipeline change
+ * rebuilds the schedule, whose collectives and host dispatches are the
+ * models' (whatif.h modelled_share_*). */
+TEST(whatif_parts_say_what_a_model_priced)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-sources", &job);
+    struct whatif_result r;
+    struct sc_error err;
+    REQUIRE(whatif(g, synth_config, "gpu=h100-sxm", &r, &err) == SC_OK);
+    printf("  gpu: compute %.3f comm %.3f host %.3f\n", r.modelled_share_compute, r.modelled_share_comm,
+           r.modelled_share_host);
+    CHECK(r.modelled_share_compute > 0.5 && r.modelled_share_compute <= 1);
+    CHECK(r.modelled_share_host == 0);
+    whatif_release(&r);
+    REQUIRE(whatif(g, synth_config, "", &r, &err) == SC_OK);
+    CHECK(r.modelled_share_compute == 0 && r.modelled_share_host == 0); /* a no-op keeps the kernels */
     whatif_release(&r);
     model_graph_free(g);
     model_job_free(job);

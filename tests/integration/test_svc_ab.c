@@ -56,6 +56,20 @@ TEST(svc_ab_over_built_models)
     CHECK(json_equal(http, local));
     CHECK_STREQ(json_string_value(json_object_get(http, "verdict")), "slower");
     CHECK(json_number_value(json_array_get(json_object_get(http, "ci95_ms"), 0)) > 0);
+    /* the samples compared: one a step, each run's center among them */
+    for (const char *run = "a"; run; run = *run == 'a' ? "b" : NULL) {
+        const json_t *v = json_object_get(json_object_get(http, "samples_ms"), run);
+        double center = json_number_value(json_object_get(json_object_get(http, "center_ms"), run)), lo = 1e300,
+               hi = 0;
+        CHECK_EQ_INT((long long)json_array_size(v),
+                     json_integer_value(json_object_get(json_object_get(http, "steps"), run)));
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            double x = json_number_value(json_array_get(v, i));
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+        CHECK(lo > 0 && lo <= center && center <= hi);
+    }
     json_decref(local);
     /* asked again: the same answer, from the memo */
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/ab", body, &r), 200);

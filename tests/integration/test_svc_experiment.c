@@ -69,7 +69,7 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base",
                            "{\"steps_per_day\":10000,\"gpu_hour_usd\":2.5,\"tags\":{\"team\":\"infra\"}}", NULL),
                  201);
-    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base", "{\"runtime_hours\":25}", &r), 400);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base", "{\"runtime_hours\":25}", &r), 422);
     CHECK_CONTAINS(r.body ? r.body : "", "runtime_hours");
     svc_resp_release(&r);
     put_run(&d, "base", base);

@@ -85,6 +85,33 @@ TEST(svc_fleet_ranks_jobs_by_wasted_gpu_hours)
                    waste / 3.6e6 * world * steps, 1e-9);
         CHECK_STREQ(json_string_value(json_object_get(j, "ranked_by")), "wasted_gpu_hours_per_day_summed");
     }
+    { /* the waste by kind: each resource's actionable savings alone, and its share */
+        const json_t *j = json_array_get(jobs, 0), *kinds = json_object_get(j, "waste_by_kind"), *k, *o;
+        char path[128];
+        snprintf(path, sizeof path, "/v1/models/%s/opportunities", json_string_value(json_object_get(j, "model")));
+        REQUIRE(svc_admin(&d, "GET", path, NULL, &r) == 200);
+        json_t *opp = json_loads(r.body ? r.body : "", 0, NULL);
+        svc_resp_release(&r);
+        double shares = 0;
+        size_t i, n;
+        CHECK(json_array_size(kinds) >= 2);
+        json_array_foreach(kinds, i, k) {
+            const char *kind = json_string_value(json_object_get(k, "kind"));
+            double alone = 0;
+            json_array_foreach(json_object_get(opp, "opportunities"), n, o) {
+                const char *change = json_string_value(json_object_get(o, "change"));
+                double saving = json_number_value(json_object_get(o, "saving_ms"));
+                if (!strcmp(json_string_value(json_object_get(o, "resource")), kind) && strcmp(change, "comm=0") &&
+                    strcmp(change, "unexplained=0") && saving > 0)
+                    alone += saving;
+            }
+            CHECK_NEAR(json_number_value(json_object_get(k, "alone_ms_per_step_per_rank")), alone, 1e-9);
+            CHECK(strcmp(kind, "unexplained"));
+            shares += json_number_value(json_object_get(k, "share"));
+        }
+        CHECK_NEAR(shares, 1, 1e-9);
+        json_decref(opp);
+    }
     const json_t *j2 = json_array_get(jobs, 1), *j1 = json_array_get(jobs, 0), *j4 = json_array_get(jobs, 3),
                  *j5 = json_array_get(jobs, 4);
     CHECK_STREQ(json_string_value(json_object_get(j4, "steps_per_day_from")), "runtime_hours");

@@ -719,7 +719,7 @@ TEST(svc_ledger_a_poisoned_row_is_skipped_not_fatal)
     double p = estimate_ms(&d, spec_one_node);
     post_estimate(&d, SVC_ADMIN, spec_one_node, p * 1.1, 0, 201);
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/validations", "{\"spec\":{\"model\":{}},\"measured_step_ms\":1e-320}", &r),
-                 400);
+                 422);
     CHECK_CONTAINS(r.body, "measured_step_ms");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
