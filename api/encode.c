@@ -64,11 +64,12 @@ static json_t *trace_json(const char *job, const struct api_trace *t)
 static json_t *model_json(const void *row)
 {
     const struct api_model *m = row;
-    return json_pack("{s:s, s:s, s:s, s:f, s:b, s:o, s:s, s:I, s:{s:o, s:o}, s:o, s:o, s:o}", "id",
+    return json_pack("{s:s, s:s, s:s, s:f, s:b, s:o, s:s, s:I, s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "id",
                      m->id, "job", m->job, "status", api_model_status_name(m->status), "progress",
                      m->progress, "queued", m->queued, "error", str_or_null(m->error), "version", m->version, "n_ranks",
                      (json_int_t)m->n_ranks, "options", "step_marker", str_or_null(m->step_marker),
-                     "steps", str_or_null(m->steps), "created", api_json_time(m->created_ns),
+                     "steps", str_or_null(m->steps), "fold", m->fold < 0 ? json_null() : json_boolean(m->fold),
+                     "created", api_json_time(m->created_ns),
                      "finished", api_json_time(m->finished_ns), "summary", parsed(m->summary));
 }
 

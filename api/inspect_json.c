@@ -2,6 +2,7 @@
 #include "api/inspect_json.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "estimator/coll_split.h"
 #include "estimator/structure.h"
@@ -162,6 +163,42 @@ static json_t *graph_str_or_null(const struct model_graph *g, uint32_t id)
     return *v ? json_string(v) : json_null();
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rank numbers of collective group k's members, in its order, or with
+ * the ranks folded into them (model/graph.h, model_graph_folding),
+ * ascending. */
+static json_t *group_ranks_json(const struct model_graph *g, size_t k)
+{
+    size_t n = 0, first;
+    for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++)
+        n += 1 + model_graph_folded_into(g, g->tasks[g->group_tasks[m]].rank, &first);
+    int *ids = malloc(n * sizeof *ids);
+    json_t *ranks = json_array();
+    if (!ids || !ranks) {
+        free(ids);
+        json_decref(ranks);
+        return NULL;
+    }
+    n = 0;
+    for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
+        uint16_t rank = g->tasks[g->group_tasks[m]].rank;
+        ids[n++] = g->ranks[rank].id;
+        for (size_t q = 0, c = model_graph_folded_into(g, rank, &first); q < c; q++)
+            ids[n++] = g->folding.folded[first + q].id;
+    }
+    if (g->folding.n_folded)
+        qsort(ids, n, sizeof *ids, cmp_int);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(ranks, json_integer(ids[i]));
+    free(ids);
+    return ranks;
+}
+
 json_t *api_collectives_json(const struct model_graph *g)
 {
     json_t *out = json_array();
@@ -169,11 +206,10 @@ json_t *api_collectives_json(const struct model_graph *g)
         const struct model_coll_group *cg = &g->groups[k];
         if (g->tasks[g->group_tasks[g->group_at[k]]].kept)
             continue; /* kept for untraced peers: no collective across ranks */
-        json_t *ranks = json_array();
+        json_t *ranks = group_ranks_json(g, k);
         int64_t transfer = 0;
         for (uint32_t m = g->group_at[k]; m < g->group_at[k + 1]; m++) {
             const struct model_task *t = &g->tasks[g->group_tasks[m]];
-            json_array_append_new(ranks, json_integer(g->ranks[t->rank].id));
             if (t->dur > transfer)
                 transfer = t->dur;
         }

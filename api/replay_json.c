@@ -72,6 +72,69 @@ static json_t *models_used(const struct model_replay *r)
     return a;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The measured times of step s (of rank rep) and of the ranks folded into
+ * it (k-th step of rep), into v: their least, median and greatest. */
+static json_t *measured_spread(const struct model_graph *g, size_t s, size_t k, size_t first, size_t n, int64_t *v)
+{
+    const struct model_graph_folding *f = &g->folding;
+    size_t m = 0;
+    if (g->steps[s].measured_ns > 0)
+        v[m++] = g->steps[s].measured_ns;
+    for (size_t q = first; q < first + n; q++)
+        if (f->measured[f->folded[q].measured + k] > 0)
+            v[m++] = f->measured[f->folded[q].measured + k];
+    if (!m)
+        return json_null();
+    qsort(v, m, sizeof *v, cmp_i64);
+    return json_pack("{s:o, s:o, s:o}", "min", api_json_ms(v[0]), "median", api_json_ms(v[m / 2]), "max",
+                     api_json_ms(v[m - 1]));
+}
+
+/* How the job's ranks were folded (graph.h, MODEL_FOLD_OVER): how many
+ * into how many, and each rank standing for others: which (itself first),
+ * how much later each entered the first step than it (its first replayed
+ * step is that much shorter), and their measured steps' spread. */
+static json_t *folding_json(const struct model_graph *g)
+{
+    const struct model_graph_folding *f = &g->folding;
+    json_t *groups = json_array();
+    int64_t *v = malloc((f->n_folded + 1) * sizeof *v);
+    if (!groups || !v) {
+        json_decref(groups);
+        free(v);
+        return NULL;
+    }
+    for (size_t q = 0; q < f->n_folded;) {
+        uint16_t rep = f->folded[q].rep;
+        size_t e = q;
+        json_t *ranks = json_array(), *after = json_array(), *steps = json_array();
+        json_array_append_new(ranks, json_integer(rank_id(g, rep)));
+        json_array_append_new(after, api_json_ms(0));
+        for (; e < f->n_folded && f->folded[e].rep == rep; e++) {
+            json_array_append_new(ranks, json_integer(f->folded[e].id));
+            json_array_append_new(after, api_json_ms(f->folded[e].origin_ns));
+        }
+        for (size_t s = 0, k = 0; s < g->n_steps; s++)
+            if (g->steps[s].rank == rep) {
+                json_array_append_new(steps, json_pack("{s:s, s:o}", "step", model_graph_str(g, g->steps[s].name),
+                                                       "measured_ms", measured_spread(g, s, k, q, e - q, v)));
+                k++;
+            }
+        json_array_append_new(groups, json_pack("{s:i, s:o, s:o, s:o}", "rank", rank_id(g, rep), "ranks", ranks,
+                                                "first_step_after_ms", after, "steps", steps));
+        q = e;
+    }
+    free(v);
+    return json_pack("{s:I, s:I, s:I, s:o}", "ranks", (json_int_t)f->ranks, "representatives",
+                     (json_int_t)g->n_ranks, "folded", (json_int_t)f->n_folded, "groups", groups);
+}
+
 json_t *api_replay_json(const struct model_replay *r)
 {
     json_t *steps = json_array();
@@ -92,9 +155,15 @@ json_t *api_replay_json(const struct model_replay *r)
                              api_json_ms(s->collective_kept_ns), "unexplained_ms",
                              ms_or_null(s->measured_ns < 0 ? -1 : s->unexplained_ns)));
     }
-    return json_pack("{s:o, s:o, s:o, s:I, s:o, s:o}", "steps", steps, "mean_abs_error_pct",
-                     pct(r->mean_abs_error_pct), "max_abs_error_pct", pct(r->max_abs_error_pct),
-                     "forced", (json_int_t)r->forced, "graph", graph_json(r->g), "models_used", models_used(r));
+    json_t *doc = json_pack("{s:o, s:o, s:o, s:I, s:o, s:o}", "steps", steps, "mean_abs_error_pct",
+                            pct(r->mean_abs_error_pct), "max_abs_error_pct", pct(r->max_abs_error_pct),
+                            "forced", (json_int_t)r->forced, "graph", graph_json(r->g), "models_used",
+                            models_used(r));
+    if (doc && r->g->folding.on && json_object_set_new(doc, "folding", folding_json(r->g))) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
 }
 
 /* "rank 0 stream 7", "rank 0 thread 1234" */

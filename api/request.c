@@ -218,15 +218,23 @@ out:
 int api_decode_build(const char *body, size_t n, const struct api_body_limits *l,
                      struct api_build_req *out, struct api_reply *err)
 {
-    static const char *const fields[] = {"step_marker", "steps", NULL};
-    json_t *doc;
+    static const char *const fields[] = {"step_marker", "steps", "fold", NULL};
+    json_t *doc, *fold;
     int rc;
     memset(out, 0, sizeof *out);
+    out->fold = -1;
     if ((rc = load_object(body, n, l, 1, &doc, err)))
         return rc;
     if ((rc = only_fields(doc, fields, err)) == SC_OK &&
         (rc = get_string(doc, "step_marker", 255, out->step_marker, sizeof out->step_marker, err)) == SC_OK)
         rc = get_string(doc, "steps", 63, out->steps, sizeof out->steps, err);
+    if (rc == SC_OK && (fold = json_object_get(doc, "fold"))) {
+        if (json_is_boolean(fold))
+            out->fold = json_is_true(fold);
+        else
+            rc = api_fail(err, API_E_INVALID_JSON, "'fold' must be a boolean (true: fold alike ranks whatever "
+                                                   "the job's size, false: never)");
+    }
     json_decref(doc);
     return rc;
 }

@@ -38,11 +38,13 @@ int api_json_precheck(const char *body, size_t n, const struct api_body_limits *
 int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
                    struct api_reply *err);
 
-/* POST /v1/jobs/{job}/models: {"step_marker":"...","steps":"A-B"}, both
- * optional; an empty body takes the defaults. Unset fields are "". */
+/* POST /v1/jobs/{job}/models: {"step_marker":"...","steps":"A-B",
+ * "fold":true|false}, all optional; an empty body takes the defaults.
+ * Unset strings are "", an unset fold -1 (by the job's size). */
 struct api_build_req {
     char step_marker[256];
     char steps[64];
+    int fold;
 };
 int api_decode_build(const char *body, size_t n, const struct api_body_limits *l,
                      struct api_build_req *out, struct api_reply *err);

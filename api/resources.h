@@ -45,6 +45,7 @@ struct api_model {
     char *error;       /* when failed */
     char *step_marker; /* build options, or NULL */
     char *steps;
+    int fold;          /* rank folding (model/graph.h): -1 by the job's size, 0 never, 1 always */
     char *summary;     /* JSON text (api_model_summary) when ready */
     int64_t created_ns, finished_ns; /* finished_ns 0 while building */
     int64_t n_ranks;

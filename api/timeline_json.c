@@ -527,7 +527,7 @@ json_t *api_timeline_json(const struct model_replay *r, int rank)
         if (g->res[k].rank == ri && g->res[k].origin < base)
             base = g->res[k].origin;
     base = base / 1000000000 * 1000000000; /* whole seconds, like Kineto's base */
-    const struct model_trace *t = g->job && ri < g->job->n_ranks ? g->job->ranks[ri] : NULL;
+    const struct model_trace *t = model_graph_trace(g, (uint16_t)ri);
     json_t *events = json_array();
     int rc;
     if (!events)

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "estimator/estimate.h"
+#include "estimator/traced.h"
 
 struct model_job;
 struct model_load_opts;
@@ -39,31 +40,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out);
 
 /* The options of commands that read traces: --json, --step-marker NAME,
- * --steps A-B, --help (prints usage). Sets optind past them. Returns 0 to
+ * --steps A-B, --no-fold and --fold (go->fold_over), --help (prints
+ * usage). Sets optind past them. Returns 0 to
  * go on, -1 after --help, else the exit status of a usage error. */
 int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
                       struct model_graph_opts *go, int *json);
-
-/* The graph of paths[0..n): Kineto traces loaded and built (the traces
- * keep their events when keep_traces, else each is shed once its part of
- * the graph is found), or Chakra ET files imported (*et set;
- * estimator/chakra_import.h). On failure err says why (and *graph is NULL;
- * free *job either way). */
-int cli_load_graph(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, int keep_traces, int *et, struct model_job **job,
-                   struct model_graph **graph, struct sc_error *err);
 
 /* A job's traces loaded, its graph built and replayed as `stepcast
  * replay` does (the kept collectives split, estimator/coll_split.h). */
 struct model_replay_opts;
 struct cli_run {
     struct model_job *job;
-    struct model_graph *graph;
+    struct est_traced model;     /* the graph and its kept collectives' split (ro->waits) */
     struct model_replay *replay;
-    struct model_coll_wait *waits; /* the kept collectives' split (ro->waits) */
 };
-/* cli_load_graph, then the replay with ro (its waits set here). On
- * failure *run is empty and err says why. */
+/* est_traced_build (estimator/traced.h), then the replay with ro (its
+ * waits set here). On failure *run is empty and err says why. */
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
                    const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
                    struct cli_run *run, struct sc_error *err);

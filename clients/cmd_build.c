@@ -72,10 +72,11 @@ int cmd_build(int argc, char **argv)
     static const struct option opts[] = {
         {"job", required_argument, NULL, 'j'},  {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'}, {"wait", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},        {"no-fold", no_argument, NULL, 'N'},
+        {"fold", no_argument, NULL, 'F'},        {NULL, 0, NULL, 0},
     };
     const char *job = NULL, *marker = NULL, *steps = NULL, *id = NULL;
-    int wait = 0, c, rc;
+    int wait = 0, fold = -1, c, rc;
     struct remote r;
     struct remote_resp resp;
     struct sc_error err;
@@ -88,19 +89,24 @@ int cmd_build(int argc, char **argv)
         case 'm': marker = optarg; break;
         case 's': steps = optarg; break;
         case 'w': wait = 1; break;
+        case 'N': fold = 0; break;
+        case 'F': fold = 1; break;
         case 'h':
-            printf("usage: stepcast build --job J [--step-marker NAME] [--steps A-B] [--wait]\n");
+            printf("usage: stepcast build --job J [--step-marker NAME] [--steps A-B] [--no-fold | --fold] [--wait]\n");
             return 0;
         default: return cli_usage_error("build", "bad option");
         }
     }
     if (!job || optind != argc)
-        return cli_usage_error("build", "usage: build --job J [--step-marker NAME] [--steps A-B] [--wait]");
+        return cli_usage_error("build", "usage: build --job J [--step-marker NAME] [--steps A-B] [--no-fold | --fold] "
+                                        "[--wait]");
     json_t *body = json_object();
     if (marker)
         json_object_set_new(body, "step_marker", json_string(marker));
     if (steps)
         json_object_set_new(body, "steps", json_string(steps));
+    if (fold >= 0)
+        json_object_set_new(body, "fold", json_boolean(fold));
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (remote_open(&r, &err)) {

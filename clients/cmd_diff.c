@@ -19,14 +19,14 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
-#include "estimator/coll_split.h"
+#include "estimator/traced.h"
 #include "clients/table.h"
 #include "model/diff.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
 
-static const char usage[] = "usage: stepcast diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+static const char usage[] = "usage: stepcast diff [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] A B\n"
                             "       stepcast --server URL diff --model A --other B [--json]\n";
 
 static void print_kernels(const char *title, const json_t *list)
@@ -71,9 +71,7 @@ static int print_diff(const json_t *doc)
 int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
                   struct model_job *jobs[2], struct model_diff *d)
 {
-    struct model_graph *g[2] = {NULL, NULL};
-    struct model_coll_wait *wv[2] = {NULL, NULL}; /* each run's kept collectives split */
-    struct model_coll_waits waits[2] = {{0}, {0}};
+    struct est_traced t[2] = {{0}, {0}}; /* each run's graph and kept collectives' split */
     struct sc_error err;
     int rc = 0;
 
@@ -81,15 +79,13 @@ int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct m
     for (int k = 0; k < 2 && rc == 0; k++) {
         if ((rc = cli_load_job(paths + k, 1, lo, &jobs[k])))
             break;
-        if (model_graph_build(jobs[k], go, &g[k], &err) || coll_split_waits(g[k], &wv[k], &waits[k].n, &err))
+        if (est_traced_of_job(jobs[k], go, &t[k], &err))
             rc = cli_fail(&err);
-        waits[k].v = wv[k];
     }
-    if (rc == 0 && model_diff_run(g[0], &waits[0], g[1], &waits[1], d, &err))
+    if (rc == 0 && model_diff_run(t[0].graph, &t[0].waits, t[1].graph, &t[1].waits, d, &err))
         rc = cli_fail(&err);
     for (int k = 0; k < 2; k++) {
-        free(wv[k]);
-        model_graph_free(g[k]);
+        est_traced_release(&t[k]);
         if (rc) {
             model_job_free(jobs[k]);
             jobs[k] = NULL;

@@ -245,7 +245,7 @@ int cmd_export(int argc, char **argv)
     /* the traces keep their events: the launching ops' shapes and FLOPs */
     if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro, 1, &run, &err))
         return cli_fail(&err);
-    int rc = export_run(run.graph, run.replay, &ro, prefix, dir);
+    int rc = export_run(run.model.graph, run.replay, &ro, prefix, dir);
     cli_run_release(&run);
     return rc;
 }

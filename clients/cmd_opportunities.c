@@ -18,7 +18,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
-#include "estimator/coll_split.h"
+#include "estimator/traced.h"
 #include "clients/table.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -26,7 +26,7 @@
 #include "common/banned.h"
 
 static const char usage[] =
-    "usage: stepcast opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "usage: stepcast opportunities [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] TRACE...\n"
     "       stepcast --server URL opportunities --model ID [--json]\n"
     "       stepcast --server URL opportunities --fleet [--top N] [--json]\n";
 
@@ -79,7 +79,6 @@ int cmd_opportunities(int argc, char **argv)
     struct model_load_opts lo;
     struct model_graph_opts go;
     struct model_job *job = NULL;
-    struct model_graph *g = NULL;
     struct model_opportunities ops;
     struct sc_error err;
     int rc, json;
@@ -92,19 +91,15 @@ int cmd_opportunities(int argc, char **argv)
         return cli_usage_error("opportunities", "no trace given");
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
-    struct model_coll_waits waits = {0};
-    struct model_coll_wait *wv = NULL;
-    if (model_graph_build(job, &go, &g, &err) || coll_split_waits(g, &wv, &waits.n, &err) ||
-        (waits.v = wv, model_opportunities_find(g, &waits, &ops, &err))) {
-        free(wv);
-        model_graph_free(g);
+    struct est_traced t;
+    if (est_traced_of_job(job, &go, &t, &err) || model_opportunities_find(t.graph, &t.waits, &ops, &err)) {
+        est_traced_release(&t);
         model_job_free(job);
         return cli_fail(&err);
     }
     rc = cli_print_doc(api_opportunities_json(&ops), json, print_job);
     model_opportunities_release(&ops);
-    free(wv);
-    model_graph_free(g);
+    est_traced_release(&t);
     model_job_free(job);
     return rc;
 }

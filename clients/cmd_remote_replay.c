@@ -25,7 +25,8 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
         {"model", required_argument, NULL, 'M'}, {"json", no_argument, NULL, 'j'},
         {"scale", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
         {"keep-unexplained", no_argument, NULL, 'u'}, {"top", required_argument, NULL, 'T'},
-        {"all", no_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+        {"all", no_argument, NULL, 'A'}, {"no-fold", no_argument, NULL, 'N'},
+        {"fold", no_argument, NULL, 'F'}, {NULL, 0, NULL, 0},
     };
     const char *model = NULL;
     char query[2048] = "", esc[512];
@@ -57,9 +58,13 @@ static int remote_document(int argc, char **argv, const char *cmd, const char *r
             if ((rc = cli_critical_path_option(cmd, c, optarg)))
                 return rc;
             break;
+        case 'N':
+        case 'F':
+            return cli_usage_error(cmd, "a model's ranks are folded or not when it is built: "
+                                        "stepcast build --job J --no-fold (or --fold)");
         case 'h':
             printf("usage: stepcast --server URL %s --model ID [--json] [--scale SPEC]... [--keep-unexplained]%s\n"
-                   "(steps and the step marker are chosen when the model is built)\n",
+                   "(steps, the step marker and rank folding are chosen when the model is built)\n",
                    cmd, as_text == cli_print_critical_path ? " [--top N | --all]" : "");
             return 0;
         default: return cli_usage_error(cmd, "bad option");

@@ -1,6 +1,7 @@
 /* clients/cmd_replay.c: `stepcast replay` and `stepcast critical-path`:
  * rebuild each step from what its work costs and report it. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,7 @@
 
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/chakra_import.h"
-#include "estimator/coll_split.h"
+#include "estimator/traced.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
@@ -22,13 +22,15 @@
 
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
+    "                       [--keep-unexplained] [--timeline DIR] [--no-fold | --fold] TRACE...\n"
     "       stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--keep-unexplained]\n"
     "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
-    "             kernel:TEXT, family:NAME, name:GLOB\n";
+    "             kernel:TEXT, family:NAME, name:GLOB\n"
+    "       alike ranks of a job of more than 64 are folded into one that stands for them;\n"
+    "       --no-fold: never, --fold: whatever the job's size\n";
 static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B]\n"
-    "                              [--scale SPEC]... [--keep-unexplained] TRACE...\n"
+    "                              [--scale SPEC]... [--keep-unexplained] [--no-fold | --fold] TRACE...\n"
     "       stepcast --server URL critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "                              [--keep-unexplained]\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
@@ -36,40 +38,19 @@ static const char path_usage[] =
 void cli_run_release(struct cli_run *r)
 {
     model_replay_free(r->replay);
-    model_graph_free(r->graph);
+    est_traced_release(&r->model);
     model_job_free(r->job);
-    free(r->waits);
     memset(r, 0, sizeof *r);
-}
-
-int cli_load_graph(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, int keep_traces, int *et, struct model_job **job,
-                   struct model_graph **graph, struct sc_error *err)
-{
-    /* each rank's trace is shed once its part of the graph is found, but
-     * where the caller reads the trace's events again */
-    struct model_graph_load gl = {.load = lo};
-    *job = NULL;
-    *graph = NULL;
-    if (est_chakra_is_et(paths, n, et, err))
-        return err->code;
-    if (*et)
-        return est_chakra_import(paths, n, &lo->limits, NULL, job, graph, err);
-    if (!keep_traces)
-        return model_graph_build_paths(paths, n, &gl, go, job, graph, err);
-    int rc = model_job_load(paths, n, lo, 0, job, err);
-    return rc ? rc : model_graph_build(*job, go, graph, err);
 }
 
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
                    const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
                    struct cli_run *run, struct sc_error *err)
 {
-    int et;
+    struct model_graph_load gl = {.load = lo};
     memset(run, 0, sizeof *run);
-    if (cli_load_graph(paths, n, lo, go, keep_traces, &et, &run->job, &run->graph, err) ||
-        coll_split_waits(run->graph, &run->waits, &ro->waits.n, err) ||
-        (ro->waits.v = run->waits, model_replay_run(run->graph, ro, &run->replay, err))) {
+    if (est_traced_build(paths, n, &gl, go, keep_traces, &run->job, &run->model, err) ||
+        (ro->waits = run->model.waits, model_replay_run(run->model.graph, ro, &run->replay, err))) {
         cli_run_release(run);
         return err->code;
     }
@@ -87,6 +68,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         {"timeline", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
         {"keep-unexplained", no_argument, NULL, 'u'},
         {"top", required_argument, NULL, 'T'},     {"all", no_argument, NULL, 'A'},
+        {"no-fold", no_argument, NULL, 'N'},       {"fold", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     struct model_load_opts lo;
@@ -108,6 +90,8 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         switch (c) {
         case 'j': *json = 1; break;
         case 'u': ro.keep_unexplained = 1; break;
+        case 'N': go.fold_over = SIZE_MAX; break;
+        case 'F': go.fold_over = 0; break;
         case 'm': lo.step_marker = optarg; break;
         case 's':
             if (model_graph_parse_steps(optarg, &go, &err))

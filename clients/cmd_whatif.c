@@ -142,20 +142,20 @@ int cmd_whatif(int argc, char **argv)
     if ((rc = cli_load_job_config(config, &cfg)))
         return rc;
     struct model_job *job = NULL;
-    struct model_graph *g = NULL;
+    struct est_traced t;
     struct whatif_result r;
-    int et;
-    if (cli_load_graph((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &et, &job, &g,
-                       &err) ||
-        whatif_run(g, &cfg, &set, &r, &err)) {
-        model_graph_free(g);
+    struct model_graph_load gl = {.load = &lo};
+    if (est_traced_build((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go, 1, &job, &t, &err) ||
+        whatif_run(t.graph, &cfg, &set, &r, &err)) {
+        est_traced_release(&t);
         model_job_free(job);
         return cli_fail(&err);
     }
+    const struct model_graph *g = t.graph;
     struct synth_compare cmp;
     if (compare && synth_compare(g, &cfg, r.structure.gpu, &cmp, &err)) {
         whatif_release(&r);
-        model_graph_free(g);
+        est_traced_release(&t);
         model_job_free(job);
         return cli_fail(&err);
     }
@@ -175,7 +175,7 @@ int cmd_whatif(int argc, char **argv)
         rc = cli_write_timelines(r.replay, timeline);
     json_decref(doc);
     whatif_release(&r);
-    model_graph_free(g);
+    est_traced_release(&t);
     model_job_free(job);
     return rc;
 }

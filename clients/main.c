@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +29,18 @@ static const char usage[] =
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
     "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
-    "         [--keep-unexplained] [--timeline DIR] TRACE...\n"
+    "         [--keep-unexplained] [--timeline DIR] [--no-fold | --fold] TRACE...\n"
     "      rebuild each step from what its work costs: replayed against measured\n"
     "      time, error, breakdown, what the trace cannot explain; --scale changes\n"
     "      durations (what-if): WHAT is gpu, comm, cpu, launch, all, a task class,\n"
-    "      kernel:TEXT, family:NAME or name:GLOB\n"
+    "      kernel:TEXT, family:NAME or name:GLOB; alike ranks of a job of more\n"
+    "      than 64 are folded into one that stands for them (--no-fold: never)\n"
     "  critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B] [--scale SPEC]...\n"
-    "                [--keep-unexplained] TRACE...\n"
+    "                [--keep-unexplained] [--no-fold | --fold] TRACE...\n"
     "      the chain of work and waits that sets each step's length\n"
-    "  opportunities [--json] [--step-marker NAME] [--steps A-B] TRACE...\n"
+    "  opportunities [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] TRACE...\n"
     "      what would shorten the step, ranked, each saving measured by a replay\n"
-    "  diff [--json] [--step-marker NAME] [--steps A-B] A B\n"
+    "  diff [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] A B\n"
     "      two runs of one program: the step-time difference attributed by replays,\n"
     "      kernels added, removed and re-timed\n"
     "  ab [--json] [--min-effect PCT] [--refutations N] [--seed S] A B\n"
@@ -88,7 +90,7 @@ static const char usage[] =
     "remote commands (a stepcastd at --server URL or $STEPCAST_SERVER; the token\n"
     "from $STEPCAST_TOKEN or --token-file):\n"
     "  upload --job J [--rank R] [--replace] FILE|DIR|TARBALL...\n"
-    "  build --job J [--step-marker NAME] [--steps A-B] [--wait]\n"
+    "  build --job J [--step-marker NAME] [--steps A-B] [--no-fold | --fold] [--wait]\n"
     "  replay --model ID [--json] [--scale SPEC]...\n"
     "  critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
@@ -137,6 +139,7 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_us
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
         {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {"no-fold", no_argument, NULL, 'N'},     {"fold", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     struct sc_error err;
@@ -151,6 +154,8 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_us
             if (model_graph_parse_steps(optarg, go, &err))
                 return cli_usage_error(cmd, "%s", err.msg);
             break;
+        case 'N': go->fold_over = SIZE_MAX; break;
+        case 'F': go->fold_over = 0; break;
         case 'h': fputs(cmd_usage, stdout); return -1;
         default: return cli_usage_error(cmd, "bad option");
         }

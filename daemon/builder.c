@@ -55,6 +55,8 @@ static int build_from_catalog(struct builder *b, const char *id, const struct ap
     size_t n = 0;
     int rc = store_model_traces(b->env.store, id, &traces, &n, err);
     model_graph_opts_default(&go);
+    if (m->fold >= 0)
+        go.fold_over = m->fold ? 0 : SIZE_MAX;
     if (rc == SC_OK && (!m->steps || (rc = model_graph_parse_steps(m->steps, &go, err)) == SC_OK)) {
         opts.step_marker = m->step_marker;
         rc = built_model_build(id, traces, n, b->env.blobs, &opts, &go, progress, pctx, out, err);

@@ -16,8 +16,7 @@
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
-#include "estimator/chakra_import.h"
-#include "estimator/coll_split.h"
+#include "estimator/traced.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/trace.h"
@@ -37,8 +36,7 @@ struct memo {
 struct built_model {
     char id[API_ID_MAX];
     struct model_job *job; /* its traces shed: headers only */
-    struct model_graph *graph;
-    struct model_coll_waits waits; /* its kept collectives split (coll_split_waits), for replays */
+    struct est_traced model; /* its graph and kept collectives' split (estimator/traced.h), for replays */
     /* what it was built from, to read the traces whole again */
     struct api_trace *traces;
     size_t n_traces;
@@ -174,28 +172,19 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
      * once its rank's part of the graph is found */
     struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
-        int et = 0;
         gl.ranks = f.ranks; /* the ranks they were uploaded as */
-        if ((rc = est_chakra_is_et((const char *const *)f.pv, n, &et, err)) == SC_OK)
-            rc = et ? est_chakra_import((const char *const *)f.pv, n, &opts->limits, f.ranks, &m->job, &m->graph, err)
-                    : model_graph_build_paths(f.pv, n, &gl, graph_opts, &m->job, &m->graph, err);
-        if (rc)
+        if ((rc = est_traced_build((const char *const *)f.pv, n, &gl, graph_opts, 0, &m->job, &m->model, err)))
             name_failed(err, &f, traces, n);
     }
     blob_files_release(&f);
     pthread_mutex_destroy(&bp.mu);
-    if (rc == SC_OK) {
-        struct model_coll_wait *wv;
-        rc = coll_split_waits(m->graph, &wv, &m->waits.n, err);
-        m->waits.v = wv;
-    }
     if (rc) {
         built_model_free(m);
         return rc;
     }
     for (size_t i = 0; i < m->job->n_ranks; i++)
         data += model_trace_bytes(m->job->ranks[i]);
-    data += model_graph_bytes(m->graph) + m->waits.n * sizeof *m->waits.v;
+    data += model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v;
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
@@ -252,9 +241,8 @@ void built_model_free(struct built_model *m)
     for (size_t i = 0; i < m->n_memo; i++)
         free(m->memo[i].body);
     pthread_mutex_destroy(&m->mu);
-    model_graph_free(m->graph);
+    est_traced_release(&m->model);
     model_job_free(m->job);
-    free((void *)m->waits.v);
     free(m->traces);
     free(m->step_marker);
     free(m);
@@ -270,7 +258,7 @@ int built_model_whole(const struct built_model *m, struct blob_store *bs, struct
         name_failed(err, &f, m->traces, m->n_traces);
     blob_files_release(&f);
     if (rc == SC_OK) {
-        *view = *m->graph;
+        *view = *m->model.graph;
         view->job = *job;
     }
     return rc;
@@ -288,12 +276,12 @@ const struct model_job *built_model_job(const struct built_model *m)
 
 const struct model_graph *built_model_graph(const struct built_model *m)
 {
-    return m->graph;
+    return m->model.graph;
 }
 
 const struct model_coll_waits *built_model_waits(const struct built_model *m)
 {
-    return &m->waits;
+    return &m->model.waits;
 }
 
 static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, const char *body,

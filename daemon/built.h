@@ -72,8 +72,8 @@ const struct model_job *built_model_job(const struct built_model *m);
 
 const struct model_graph *built_model_graph(const struct built_model *m);
 
-/* The waits of its graph's kept collectives (estimator/coll_split.h
- * coll_split_waits), split once when it was built, for its replays. */
+/* The waits of its graph's kept collectives (estimator/traced.h), split
+ * once when it was built, for its replays. */
 struct model_coll_waits;
 const struct model_coll_waits *built_model_waits(const struct built_model *m);
 

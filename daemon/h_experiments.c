@@ -57,8 +57,8 @@ static int digest_model(struct svc *s, struct digest *d, const char *id, struct 
     int rc;
     if ((rc = store_model_get(s->store, id, &m, err)))
         return rc;
-    snprintf(line, sizeof line, "model marker=%s steps=%s\n", m.step_marker ? m.step_marker : "",
-             m.steps ? m.steps : "");
+    snprintf(line, sizeof line, "model marker=%s steps=%s%s\n", m.step_marker ? m.step_marker : "",
+             m.steps ? m.steps : "", m.fold < 0 ? "" : m.fold ? " fold=1" : " fold=0");
     api_model_release(&m);
     if ((rc = digest_update(d, line, strlen(line), err)) || (rc = store_model_traces(s->store, id, &t, &n, err)))
         return rc;

@@ -102,6 +102,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     snprintf(m.version, sizeof m.version, "%s", STEPCAST_VERSION);
     m.step_marker = req.step_marker[0] ? req.step_marker : NULL;
     m.steps = req.steps[0] ? req.steps : NULL;
+    m.fold = req.fold;
     if ((rc = store_model_create(s->store, &m, &err))) {
         api_fail_status(r, &err, rc == SC_EINVAL ? API_E_CONFLICT : API_E_INTERNAL);
         return;

@@ -156,6 +156,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "ALTER TABLE validations ADD COLUMN owner TEXT; CREATE INDEX validations_owner ON validations(owner);"
     "ALTER TABLE plans ADD COLUMN owner TEXT; CREATE INDEX plans_owner ON plans(owner);"
     "ALTER TABLE experiments ADD COLUMN owner TEXT; CREATE INDEX experiments_owner ON experiments(owner);",
+    /* 8: a model's rank folding (model/graph.h, MODEL_FOLD_OVER): NULL by
+     * the job's size, 0 never, 1 always */
+    "ALTER TABLE models ADD COLUMN fold INTEGER;",
 };
 
 enum stmt {
@@ -182,7 +185,7 @@ enum stmt {
 #define MODEL_COLS(summary)                                                        \
     "m.id, m.job, m.status, m.error, m.step_marker, m.steps, m.version, " summary "," \
     " m.created_ns, COALESCE(m.finished_ns, 0),"                                   \
-    " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id)"
+    " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id), m.fold"
 #define TOKEN_COLS "id, name, scope, created_ns, COALESCE(revoked_ns, 0)"
 #define CALIB_COLS "name, gpu, source, model, sha256, created_ns"
 #define VALID_COLS                                                                 \
@@ -227,8 +230,8 @@ static const char *const sql[Q_COUNT] = {
                        " sha256 = excluded.sha256, bytes = excluded.bytes, events = excluded.events,"
                        " steps = excluded.steps, uploaded_ns = excluded.uploaded_ns",
     [Q_TRACE_COUNT] = "SELECT COUNT(*) FROM traces WHERE job = ?1",
-    [Q_MODEL_INSERT] = "INSERT INTO models(id, job, status, step_marker, steps, version, created_ns)"
-                       " VALUES(?1, ?2, 'building', ?3, ?4, ?5, ?6)",
+    [Q_MODEL_INSERT] = "INSERT INTO models(id, job, status, step_marker, steps, version, created_ns, fold)"
+                       " VALUES(?1, ?2, 'building', ?3, ?4, ?5, ?6, ?7)",
     [Q_MODEL_PIN] = "INSERT INTO model_traces(model, rank, sha256)"
                     " SELECT ?1, rank, sha256 FROM traces WHERE job = ?2",
     [Q_MODEL_GET] = "SELECT " MODEL_COLS("m.summary") " FROM models m WHERE m.id = ?1",
@@ -943,6 +946,7 @@ static void read_model(sqlite3_stmt *st, void *row)
     m->created_ns = sqlite3_column_int64(st, 8);
     m->finished_ns = sqlite3_column_int64(st, 9);
     m->n_ranks = sqlite3_column_int64(st, 10);
+    m->fold = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 11) != 0;
 }
 
 static int model_create(struct store *s, const struct api_model *m, struct sc_error *err)
@@ -965,6 +969,8 @@ static int model_create(struct store *s, const struct api_model *m, struct sc_er
         bind_text(st, 4, m->steps);
         bind_text(st, 5, m->version);
         sqlite3_bind_int64(st, 6, store_now_ns());
+        if (m->fold >= 0)
+            sqlite3_bind_int(st, 7, m->fold);
         rc = run(s, st, err, "insert model");
     }
     if (rc == SC_OK) {

@@ -39,7 +39,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;

@@ -644,7 +644,7 @@ static int write_rank(struct exporter *x, uint16_t ri, const char *prefix, struc
     uint32_t *order = NULL;
     uint64_t *deps = NULL;
     int rc = SC_OK;
-    const struct model_trace *t = g->job && ri < g->job->n_ranks ? g->job->ranks[ri] : NULL;
+    const struct model_trace *t = model_graph_trace(g, (uint16_t)ri);
 
     snprintf(file->name, sizeof file->name, "%s.%d.et", prefix, g->ranks[ri].id);
     if ((rc = facts_init(&f, t, err)))

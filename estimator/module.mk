@@ -58,6 +58,8 @@ CORE_SRCS += estimator/job_config.c estimator/job_check.c estimator/structure.c 
              estimator/graph_copy.c estimator/whatif.c estimator/whatif_pipeline.c estimator/whatif_plan.c \
              estimator/coll_split.c \
              estimator/synth_compare.c
+# a traced job's graph and its kept collectives' split, built once
+CORE_SRCS += estimator/traced.c
 # the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
 FUZZ_TARGETS += job_config
 # the quantisation kernels of the low-precision recipes (fp8, NVFP4)

@@ -77,13 +77,7 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
 
 const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r)
 {
-    const struct model_job *job = g->job;
-    if (!job)
-        return NULL;
-    for (size_t i = 0; i < job->n_ranks; i++)
-        if (job->rank_ids[i] == g->ranks[r].id)
-            return job->ranks[i];
-    return NULL;
+    return model_graph_trace(g, r);
 }
 
 int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,

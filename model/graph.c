@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/vec.h"
+#include "model/job.h"
 #include "common/banned.h"
 
 static const char *const edge_names[MODEL_EDGE_KIND_COUNT] = {
@@ -115,6 +116,7 @@ void model_graph_opts_default(struct model_graph_opts *o)
     o->last_step = -1;
     o->inter_thread_gap_ns = MODEL_INTER_THREAD_GAP_NS;
     o->use_cuda_sync = 1;
+    o->fold_over = MODEL_FOLD_OVER;
 }
 
 int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err)
@@ -157,7 +159,35 @@ void model_graph_free(struct model_graph *g)
     free((void *)g->group_tasks);
     free((void *)g->parts);
     free((void *)g->peers);
+    free((void *)g->folding.folded);
+    free((void *)g->folding.measured);
     free(g);
+}
+
+size_t model_graph_folded_into(const struct model_graph *g, uint16_t r, size_t *first)
+{
+    const struct model_graph_folding *f = &g->folding;
+    size_t lo = 0, hi = f->n_folded;
+    while (lo < hi) { /* the first folded into r or a later rank */
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->folded[mid].rep < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    while (hi < f->n_folded && f->folded[hi].rep == r)
+        hi++;
+    return hi - lo;
+}
+
+const struct model_trace *model_graph_trace(const struct model_graph *g, uint16_t r)
+{
+    const struct model_job *job = g->job;
+    for (size_t i = 0; job && i < job->n_ranks; i++)
+        if (job->rank_ids[i] == g->ranks[r].id)
+            return job->ranks[i];
+    return NULL;
 }
 
 size_t model_graph_part_seek(const struct model_graph *g, uint32_t i)
@@ -182,5 +212,6 @@ size_t model_graph_bytes(const struct model_graph *g)
            g->n_edges * (sizeof *g->edges + sizeof(uint32_t)) + g->n_res * sizeof *g->res +
            g->n_steps * sizeof *g->steps + g->n_ranks * sizeof *g->ranks +
            g->n_groups * (sizeof *g->groups + sizeof(uint32_t)) + g->n_tasks * sizeof(uint32_t) +
-           g->n_parts * sizeof *g->parts + g->n_peers * sizeof *g->peers;
+           g->n_parts * sizeof *g->parts + g->n_peers * sizeof *g->peers +
+           g->folding.n_folded * sizeof *g->folding.folded + g->folding.n_measured * sizeof(int64_t);
 }

@@ -68,6 +68,7 @@
 
 struct model_job;
 struct model_load_opts;
+struct model_trace;
 
 #ifndef MODEL_NONE
 #define MODEL_NONE UINT32_MAX /* no task, event, group (as in trace.h) */
@@ -128,10 +129,30 @@ struct model_load_opts;
 #define MODEL_HOST_POLL_LOOP_GAP_NS 200000
 #define MODEL_HOST_POLL_LOOP_LATE_NS 30000
 
+/* Rank folding: a job of many ranks is mostly data-parallel replicas
+ * that run the same program at about the same speed. A rank whose part of
+ * the graph has the same tasks, edges, steps and collectives (the same
+ * process groups and sequence numbers) as another's, and whose work (the
+ * durations of its GPU work but communication; its calls, host tasks and
+ * host gaps) falls in the same MODEL_FOLD_TOL-wide bucket on each side, is
+ * folded: the graph holds one of them, the representative (the one with
+ * the most GPU work, then CPU work: the last to arrive at a collective),
+ * which stands for the others in every collective; the others' measured
+ * step times are kept (model_graph_folding) and scored against the
+ * representative's replay. A rank unlike any other (a straggler) stands
+ * alone. Ranks are folded when a job has more than fold_over of them. */
+#define MODEL_FOLD_OVER 64
+#define MODEL_FOLD_TOL 0.02
+/* Work below this is bucketed as if it were this much (small totals jitter
+ * by more than MODEL_FOLD_TOL). */
+#define MODEL_FOLD_FLOOR_NS 1000000
+
 struct model_graph_opts {
     int64_t first_step, last_step; /* step numbers to model; -1 = all */
     int64_t inter_thread_gap_ns;   /* default MODEL_INTER_THREAD_GAP_NS */
     int use_cuda_sync;             /* 1: trust cuda_sync events when present */
+    size_t fold_over;              /* fold alike ranks of a job of more ranks than this
+                                      (MODEL_FOLD_OVER; SIZE_MAX: never, 0: always) */
 };
 
 void model_graph_opts_default(struct model_graph_opts *o);
@@ -284,6 +305,26 @@ struct model_coll_group {
     uint32_t size;       /* ranks taking part (may exceed the members: peers not modelled) */
 };
 
+/* A rank folded into another that stands for it (MODEL_FOLD_OVER). */
+struct model_folded_rank {
+    int id;            /* its rank number in the job */
+    uint16_t rep;      /* the rank standing for it: index into the graph's ranks */
+    uint32_t measured; /* its measured step times: folding.measured[measured + k] for its
+                          representative's k-th step (graph order), ns; -1: not measured */
+    int64_t origin_ns; /* how much later than its representative it entered its first step
+                          (clocks aligned on collectives): what replays the rank's first
+                          step shorter (replay.h, model_replay_folded_ns) */
+};
+
+struct model_graph_folding {
+    int on;          /* the job was past fold_over: its alike ranks were folded */
+    size_t ranks;    /* the job's ranks, folded or not */
+    const struct model_folded_rank *folded; /* by representative, then rank number */
+    size_t n_folded;
+    const int64_t *measured;
+    size_t n_measured;
+};
+
 /* What the build found, for reports and tests. */
 struct model_graph_stats {
     size_t edges_by_kind[MODEL_EDGE_KIND_COUNT];
@@ -326,12 +367,22 @@ struct model_graph {
     const struct model_task_peer *peers; /* by resource, each in its order; none in a traced job's graph */
     size_t n_peers;
     struct model_graph_stats stats;
+    struct model_graph_folding folding; /* off (zeroed) but in a folded traced job */
 };
 
 /* The first part (struct model_task_part) of a task
  * numbered i or more (n_parts when none is): task i's own when it has
  * one, and where a walk over tasks in increasing order starts. */
 size_t model_graph_part_seek(const struct model_graph *g, uint32_t i);
+
+/* The ranks folded into the graph's rank r (model_graph_folding): how
+ * many, from folding.folded[*first]. */
+size_t model_graph_folded_into(const struct model_graph *g, uint16_t r, size_t *first);
+
+/* The trace of the graph's rank r (its job's with that rank number; a
+ * folded job's ranks are its representatives, not the job's first
+ * ranks), or NULL (no job). */
+const struct model_trace *model_graph_trace(const struct model_graph *g, uint16_t r);
 
 /* A string of the graph's names. */
 static inline const char *model_graph_str(const struct model_graph *g, uint32_t id)

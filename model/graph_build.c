@@ -21,9 +21,12 @@
  * A part takes of its trace what the join needs (names, collective
  * metadata), so model_graph_build_paths can shed each trace as soon as its
  * part is found and a job's events are never all in memory; the join hands
- * each part to the builder and frees it before the next. */
+ * each part to the builder and frees it before the next. In a job of many
+ * ranks, alike parts are folded as they come (graph.h, MODEL_FOLD_OVER):
+ * only their representatives reach the join. */
 #include "model/graph.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -159,6 +162,24 @@ struct builder {
     size_t n_comm;
     int64_t queue_depth;
     struct model_graph_stats stats;
+    /* folding (graph.h, MODEL_FOLD_OVER): a hash of its structure, its
+     * work, and as a representative, the ranks folded into it */
+    uint64_t sig;
+    int64_t work_gpu, work_cpu;
+    int64_t anchor; /* its first step's start less the mean end of its collectives, trace clock */
+    int64_t *comm_min; /* per comm[] entry: the shortest traced time among the ranks it stands for
+                          (NULL: its own) */
+    struct folded *folded;
+    size_t n_folded, cap_folded;
+};
+
+/* A rank folded into a representative: its trace (header) and its
+ * measured step times, one per step of the representative. */
+struct folded {
+    const struct model_trace *t;
+    int id; /* its rank number, once the job has ranked its traces */
+    int64_t *measured;
+    int64_t anchor; /* its builder's */
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
@@ -1660,7 +1681,235 @@ static void rank_free(struct builder *b)
     free(b->edges);
     free(b->steps);
     free(b->comm);
+    free(b->comm_min);
+    for (size_t i = 0; i < b->n_folded; i++)
+        free(b->folded[i].measured);
+    free(b->folded);
     free(b);
+}
+
+/* ---- folding alike ranks (graph.h, MODEL_FOLD_OVER) ---------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* The hash of a string id of t (MODEL_NONE: none). */
+static uint64_t str_hash(const struct model_trace *t, uint32_t id)
+{
+    return id == MODEL_NONE ? 0 : t->strings.strs[id].hash;
+}
+
+/* What folding compares of the rank's part: a hash of its structure (what
+ * same_structure compares) and its work. */
+static void rank_profile(struct builder *b)
+{
+    const struct model_trace *t = b->r.t;
+    uint64_t h = mix(mix(mix(mix(0, b->n_tasks), b->n_edges), b->n_res), b->n_steps);
+    b->work_gpu = b->work_cpu = 0;
+    for (size_t i = 0; i < b->n_tasks; i++) {
+        const struct btask *k = &b->tasks[i];
+        h = mix(h, (uint64_t)k->kind << 40 ^ (uint64_t)k->sub << 32 ^ k->res);
+        h = mix(h, str_hash(t, k->name));
+        if (!b->res[k->res].gpu)
+            b->work_cpu += k->dur + k->gap;
+        else if (k->kind != MODEL_TASK_COMM)
+            b->work_gpu += k->dur;
+    }
+    for (size_t i = 0; i < b->n_edges; i++) {
+        const struct pending_edge *e = &b->edges[i];
+        h = mix(h, (uint64_t)e->to << 32 ^ e->from);
+        h = mix(h, (uint64_t)e->type << 16 ^ (uint64_t)e->kind << 8 ^ e->inferred);
+    }
+    double after = 0; /* the collectives' mean end after the first's */
+    for (size_t i = 0; i < b->n_comm; i++) {
+        const struct comm_meta *m = &b->comm[i];
+        h = mix(mix(mix(h, str_hash(t, m->pg)), (uint64_t)m->key_seq), (uint64_t)m->bytes);
+        after += ((double)(m->end - b->comm[0].end) - after) / (double)(i + 1);
+    }
+    b->sig = h;
+    b->anchor = b->n_comm ? b->r.origin - b->comm[0].end - (int64_t)after : 0;
+}
+
+/* Whether two strings of two traces are equal (MODEL_NONE: none). */
+static int same_str(const struct model_trace *ta, uint32_t a, const struct model_trace *tb, uint32_t b)
+{
+    if (a == MODEL_NONE || b == MODEL_NONE)
+        return a == b;
+    return strcmp(model_str(ta, a), model_str(tb, b)) == 0;
+}
+
+/* Whether two ranks' parts have the same resources, tasks, edges, steps
+ * and collectives (durations, gaps and latencies aside). */
+static int same_structure(const struct builder *a, const struct builder *b)
+{
+    const struct model_trace *ta = a->r.t, *tb = b->r.t;
+    if (a->sig != b->sig || a->n_tasks != b->n_tasks || a->n_edges != b->n_edges || a->n_res != b->n_res ||
+        a->n_steps != b->n_steps || a->n_comm != b->n_comm)
+        return 0;
+    for (size_t i = 0; i < a->n_res; i++) {
+        const struct model_resource *x = &a->res[i], *y = &b->res[i];
+        if (x->gpu != y->gpu || x->comm != y->comm || x->first != y->first || x->n != y->n ||
+            (x->gpu && ta->tracks[x->track].tid != tb->tracks[y->track].tid))
+            return 0;
+    }
+    for (size_t i = 0; i < a->n_tasks; i++) {
+        const struct btask *x = &a->tasks[i], *y = &b->tasks[i];
+        if (x->kind != y->kind || x->sub != y->sub || x->res != y->res || !same_str(ta, x->name, tb, y->name))
+            return 0;
+    }
+    for (size_t i = 0; i < a->n_edges; i++) {
+        const struct pending_edge *x = &a->edges[i], *y = &b->edges[i];
+        if (x->to != y->to || x->from != y->from || x->type != y->type || x->kind != y->kind ||
+            x->inferred != y->inferred)
+            return 0;
+    }
+    for (size_t i = 0; i < a->n_steps; i++) {
+        const struct model_graph_step *x = &a->steps[i], *y = &b->steps[i];
+        if (x->begin != y->begin || x->end != y->end || x->partial != y->partial ||
+            !same_str(ta, ta->steps[x->step].name, tb, tb->steps[y->step].name))
+            return 0;
+    }
+    for (size_t i = 0; i < a->n_comm; i++) {
+        const struct comm_meta *x = &a->comm[i], *y = &b->comm[i];
+        if (x->task != y->task || x->key_seq != y->key_seq || x->seq != y->seq || x->bytes != y->bytes ||
+            x->stream != y->stream || x->group_size != y->group_size || x->op != y->op ||
+            !same_str(ta, x->pg, tb, y->pg) || !same_str(ta, x->dtype, tb, y->dtype))
+            return 0;
+    }
+    return 1;
+}
+
+/* The MODEL_FOLD_TOL-wide bucket work w falls in (log scale). */
+static int64_t work_bucket(int64_t w)
+{
+    return (int64_t)floor(log1p((double)(w > 0 ? w : 0) / MODEL_FOLD_FLOOR_NS) / log1p(MODEL_FOLD_TOL));
+}
+
+static int alike(const struct builder *a, const struct builder *b)
+{
+    return a->sig == b->sig && work_bucket(a->work_gpu) == work_bucket(b->work_gpu) &&
+           work_bucket(a->work_cpu) == work_bucket(b->work_cpu) && same_structure(a, b);
+}
+
+/* Whether a rather than b stands for both: the one with more GPU work,
+ * then more CPU work (the later to arrive at a collective), then the
+ * first by trace name, whatever order they came in. */
+static int stands_for(const struct builder *a, const struct builder *b)
+{
+    if (a->work_gpu != b->work_gpu)
+        return a->work_gpu > b->work_gpu;
+    if (a->work_cpu != b->work_cpu)
+        return a->work_cpu > b->work_cpu;
+    return strcmp(a->r.t->source, b->r.t->source) < 0;
+}
+
+/* Fold m (and the ranks folded into it) into rep; m is freed, also on
+ * failure. */
+static int fold_into(struct builder *rep, struct builder *m, struct sc_error *err)
+{
+    int64_t *measured = NULL;
+    int rc = SC_OK;
+    if (!rep->comm_min && rep->n_comm) {
+        if (!(rep->comm_min = malloc(rep->n_comm * sizeof *rep->comm_min)))
+            goto oom;
+        for (size_t i = 0; i < rep->n_comm; i++)
+            rep->comm_min[i] = rep->tasks[rep->comm[i].task].dur;
+    }
+    for (size_t i = 0; i < rep->n_comm; i++)
+        rep->comm_min[i] = min64(rep->comm_min[i], m->comm_min ? m->comm_min[i] : m->tasks[m->comm[i].task].dur);
+    if (sc_vec_reserve((void **)&rep->folded, &rep->cap_folded, rep->n_folded + m->n_folded + 1, sizeof *rep->folded))
+        goto oom;
+    if (!(measured = malloc((m->n_steps ? m->n_steps : 1) * sizeof *measured)))
+        goto oom;
+    for (size_t k = 0; k < m->n_steps; k++)
+        measured[k] = m->steps[k].measured_ns;
+    if (m->n_folded)
+        memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
+    rep->n_folded += m->n_folded;
+    m->n_folded = 0;
+    rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, m->anchor};
+out:
+    rank_free(m);
+    return rc;
+oom:
+    rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    goto out;
+}
+
+/* The ranks' parts as they are found: all held while the job has at most
+ * `over` ranks, then folded as they come (the classes of alike ranks and
+ * who stands for each do not depend on the order). */
+struct folder {
+    size_t over, seen;
+    struct builder **v; /* the parts held: every rank's, or once folding, the representatives */
+    size_t n, cap;
+};
+
+/* Take p (freed on failure) among the representatives. */
+static int fold_one(struct folder *f, struct builder *p, struct sc_error *err)
+{
+    for (size_t k = 0; k < f->n; k++) {
+        struct builder *r = f->v[k];
+        if (!alike(r, p))
+            continue;
+        if (!stands_for(p, r))
+            return fold_into(r, p, err);
+        f->v[k] = p;
+        return fold_into(p, r, err);
+    }
+    if (sc_vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) {
+        rank_free(p);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    f->v[f->n++] = p;
+    return SC_OK;
+}
+
+/* Take a rank's part p (freed on failure). */
+static int folder_add(struct folder *f, struct builder *p, struct sc_error *err)
+{
+    if (++f->seen <= f->over) {
+        if (sc_vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) {
+            rank_free(p);
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        }
+        f->v[f->n++] = p;
+        return SC_OK;
+    }
+    if (f->seen == f->over + 1) { /* past the threshold: fold what is held */
+        struct builder **held = f->v;
+        size_t n = f->n;
+        int rc = SC_OK;
+        f->v = NULL;
+        f->n = f->cap = 0;
+        for (size_t i = 0; i < n; i++)
+            if (rc)
+                rank_free(held[i]);
+            else
+                rc = fold_one(f, held[i], err);
+        free(held);
+        if (rc) {
+            rank_free(p);
+            return rc;
+        }
+    }
+    return fold_one(f, p, err);
+}
+
+static int folder_on(const struct folder *f)
+{
+    return f->seen > f->over;
+}
+
+static void folder_release(struct folder *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        rank_free(f->v[i]);
+    free(f->v);
+    memset(f, 0, sizeof *f);
 }
 
 /* One rank's tasks, edges and steps from its trace (rank_keep's notes
@@ -1706,6 +1955,7 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
         (rc = host_sync_edges(b, r)) || (rc = host_poll_edges(b, r)) || (rc = inter_thread_edges(b, r)) ||
         (rc = step_end_edges(b, r)) || (rc = unexplained_waits(b)) || (rc = rank_keep(b)))
         goto out;
+    rank_profile(b);
 out:
     rank_trim(b);
     b->err = NULL;
@@ -1728,8 +1978,10 @@ out:
 struct join {
     struct builder **parts;
     const struct model_trace **traces; /* each part's trace (its header is enough) */
-    const int *rank_ids;
+    int *rank_ids;
     size_t n;
+    size_t total; /* the job's ranks: n and those folded into them */
+    int folded;   /* the job was folded (graph.h, MODEL_FOLD_OVER) */
     struct sc_error *err;
     uint32_t *base;        /* per rank: its first task in the graph */
     int64_t *clock_offset; /* per rank */
@@ -1815,7 +2067,13 @@ static size_t untraced_world(const struct join *j)
     for (size_t rk = 0; rk < j->n; rk++)
         if (j->traces[rk]->world_size > world)
             world = j->traces[rk]->world_size;
-    return world > 0 && (uint64_t)world > j->n ? (size_t)world : 0;
+    return world > 0 && (uint64_t)world > j->total ? (size_t)world : 0;
+}
+
+/* How many ranks part rk stands for: itself and those folded into it. */
+static size_t stands(const struct join *j, size_t rk)
+{
+    return 1 + j->parts[rk]->n_folded;
 }
 
 /* Group one collective's kernels across ranks: by process group and
@@ -1830,7 +2088,9 @@ static size_t untraced_world(const struct join *j)
  * intrinsic time (the shortest member: the last to arrive waited for
  * nobody). Any other collective is kept on each rank, a group of its own
  * kernel, as a single traced rank's is (its untraced peers are taken to
- * run like it). */
+ * run like it). A part that stands for ranks folded into it (graph.h,
+ * MODEL_FOLD_OVER) counts as all of them, and its intrinsic time is the
+ * shortest of all of theirs. */
 static int collectives(struct join *j)
 {
     size_t nranks = j->n;
@@ -1882,11 +2142,13 @@ static int collectives(struct join *j)
             for (size_t q = i; q < n && same_set(&refs[q], &refs[i]); q++)
                 if (seen[refs[q].rank] != stamp) {
                     seen[refs[q].rank] = stamp;
-                    want++;
+                    want += stands(j, refs[q].rank);
                 }
         }
-        size_t need = refs[i].size > 0 ? (size_t)refs[i].size : world ? world : want;
-        int same = e - i == need && need > 1;
+        size_t need = refs[i].size > 0 ? (size_t)refs[i].size : world ? world : want, members = 0;
+        for (size_t q = i; q < e; q++)
+            members += stands(j, refs[q].rank);
+        int same = members == need && need > 1;
         for (size_t q = i + 1; q < e && same; q++) /* one kernel per rank, one operation */
             same = refs[q].rank != refs[q - 1].rank && refs[q].m->op == refs[i].m->op;
         if (!same) {
@@ -1909,7 +2171,8 @@ static int collectives(struct join *j)
         }
         int64_t intrinsic = INT64_MAX, ref_end = INT64_MIN;
         for (size_t q = i; q < e; q++) {
-            intrinsic = min64(intrinsic, j->parts[refs[q].rank]->tasks[refs[q].m->task].dur);
+            const struct builder *p = j->parts[refs[q].rank];
+            intrinsic = min64(intrinsic, p->comm_min ? p->comm_min[refs[q].m - p->comm] : p->tasks[refs[q].m->task].dur);
             if (refs[q].rank == refs[i].rank)
                 ref_end = refs[q].m->end;
         }
@@ -1918,7 +2181,7 @@ static int collectives(struct join *j)
                            sizeof *j->group_tasks))
             goto oom;
         j->groups[j->n_groups++] = (struct bgroup){(uint32_t)j->n_group_tasks, (uint32_t)(e - i),
-                                                   group_spec(j->traces[refs[i].rank], refs[i].m, e - i)};
+                                                   group_spec(j->traces[refs[i].rank], refs[i].m, members)};
         for (size_t q = i; q < e; q++) {
             size_t rk = refs[q].rank;
             j->parts[rk]->tasks[refs[q].m->task].dur = intrinsic;
@@ -2037,6 +2300,15 @@ static int join(struct join *j, const struct model_job *job, struct model_graph 
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++)
         rc = model_gb_add_rank(gb, &(struct model_rank_spec){j->rank_ids[rk], j->clock_offset[rk],
                                                               j->parts[rk]->queue_depth}, &rank);
+    if (j->folded)
+        model_gb_folding_on(gb, j->total);
+    for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
+        const struct builder *p = j->parts[rk];
+        for (size_t k = 0; k < p->n_folded && rc == SC_OK; k++)
+            rc = model_gb_add_folded(gb, &(struct model_folded_spec){(uint16_t)rk, p->folded[k].id,
+                                                                     p->folded[k].anchor - p->anchor,
+                                                                     p->folded[k].measured, p->n_steps});
+    }
     size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
         rc = emit_rank(j, rk, gb);
@@ -2064,6 +2336,7 @@ static void join_release(struct join *j)
         rank_free(j->parts[rk]);
     free(j->parts);
     free(j->traces);
+    free(j->rank_ids);
     free(j->base);
     free(j->clock_offset);
     free(j->groups);
@@ -2071,6 +2344,89 @@ static void join_release(struct join *j)
 }
 
 /* ---- building -------------------------------------------------------------------------- */
+
+/* A trace and the rank number the job gave it. */
+struct ranked {
+    const struct model_trace *t;
+    int id;
+};
+
+static int by_trace(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct ranked *)a)->t, y = (uintptr_t)((const struct ranked *)b)->t;
+    return (x > y) - (x < y);
+}
+
+static int by_folded_id(const void *a, const void *b)
+{
+    int x = ((const struct folded *)a)->id, y = ((const struct folded *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* The join's parts: the folder's, in the job's rank order, each with the
+ * rank numbers of those folded into it. The folder gives its parts over. */
+static int assemble(struct join *j, struct folder *f, const struct model_job *job, struct sc_error *err)
+{
+    struct ranked *by_t = malloc((job->n_ranks ? job->n_ranks : 1) * sizeof *by_t);
+    size_t folded = 0;
+    int rc = SC_OK;
+
+    j->total = job->n_ranks;
+    j->folded = folder_on(f);
+    j->parts = calloc(f->n ? f->n : 1, sizeof *j->parts);
+    j->traces = malloc((f->n ? f->n : 1) * sizeof *j->traces);
+    j->rank_ids = malloc((f->n ? f->n : 1) * sizeof *j->rank_ids);
+    if (!by_t || !j->parts || !j->traces || !j->rank_ids) {
+        free(by_t);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < job->n_ranks; i++)
+        by_t[i] = (struct ranked){job->ranks[i], (int)i}; /* the job's index, for now */
+    sc_sort(by_t, job->n_ranks, sizeof *by_t, by_trace);
+    /* each part at its trace's index in the job; the others folded */
+    struct builder **at = calloc(job->n_ranks ? job->n_ranks : 1, sizeof *at);
+    if (!at) {
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < f->n; k++) {
+        struct builder *p = f->v[k];
+        struct ranked key = {p->r.t, 0}, *hit = bsearch(&key, by_t, job->n_ranks, sizeof *by_t, by_trace);
+        if (!hit || at[hit->id]) {
+            rc = sc_error_set(err, SC_EINTERNAL, "'%s' was built but is not in the job", p->r.t->source);
+            goto out;
+        }
+        at[hit->id] = p;
+        for (size_t q = 0; q < p->n_folded; q++) {
+            struct ranked fk = {p->folded[q].t, 0}, *fh = bsearch(&fk, by_t, job->n_ranks, sizeof *by_t, by_trace);
+            if (!fh) {
+                rc = sc_error_set(err, SC_EINTERNAL, "'%s' was folded but is not in the job", fk.t->source);
+                goto out;
+            }
+            p->folded[q].id = job->rank_ids[fh->id];
+        }
+        sc_sort(p->folded, p->n_folded, sizeof *p->folded, by_folded_id);
+        folded += p->n_folded;
+    }
+    if (f->n + folded != job->n_ranks) {
+        rc = sc_error_set(err, SC_EINTERNAL, "%zu traces were loaded but %zu built", job->n_ranks, f->n + folded);
+        goto out;
+    }
+    for (size_t i = 0; i < job->n_ranks; i++) {
+        if (!at[i])
+            continue;
+        j->parts[j->n] = at[i];
+        j->traces[j->n] = job->ranks[i];
+        j->rank_ids[j->n++] = job->rank_ids[i];
+    }
+    free(f->v); /* the parts are the join's now */
+    f->v = NULL;
+    f->n = f->cap = 0;
+out:
+    free(by_t);
+    free(at);
+    return rc;
+}
 
 struct job_parts {
     const struct model_job *job;
@@ -2088,7 +2444,9 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
                       struct model_graph **out, struct sc_error *err)
 {
     struct model_graph_opts o;
-    struct join j = {.n = job->n_ranks, .rank_ids = job->rank_ids, .err = err};
+    struct join j = {.err = err};
+    struct folder f = {0};
+    struct builder **parts = NULL;
     int rc;
 
     *out = NULL;
@@ -2098,35 +2456,33 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
         model_graph_opts_default(&o);
     if (!job->n_ranks)
         return sc_error_set(err, SC_EINVAL, "no trace to build a graph from");
-    j.parts = calloc(j.n, sizeof *j.parts);
-    j.traces = malloc(j.n * sizeof *j.traces);
-    if (!j.parts || !j.traces) {
-        join_release(&j);
+    if (!(parts = calloc(job->n_ranks, sizeof *parts)))
         return sc_error_set(err, SC_ENOMEM, "out of memory");
+    struct job_parts jp = {job, &o, parts};
+    f.over = o.fold_over;
+    rc = sc_parallel_for(job->n_ranks, 0, part_of_rank, &jp, err);
+    for (size_t i = 0; i < job->n_ranks; i++) { /* in rank order */
+        if (rc == SC_OK)
+            rc = folder_add(&f, parts[i], err);
+        else
+            rank_free(parts[i]);
     }
-    for (size_t i = 0; i < j.n; i++)
-        j.traces[i] = job->ranks[i];
-    struct job_parts jp = {job, &o, j.parts};
-    rc = sc_parallel_for(j.n, 0, part_of_rank, &jp, err);
-    if (rc == SC_OK)
+    free(parts);
+    if (rc == SC_OK && (rc = assemble(&j, &f, job, err)) == SC_OK)
         rc = join(&j, job, out);
+    folder_release(&f);
     join_release(&j);
     return rc;
 }
 
 /* ---- building while loading ------------------------------------------------------------- */
 
-struct loaded {
-    const struct model_trace *t;
-    struct builder *part;
-};
-
 struct streamed {
     const struct model_graph_opts *o;
     const struct model_graph_load *l;
     pthread_mutex_t mu;
-    struct loaded *v; /* in the order loaded */
-    size_t n, cap;
+    struct folder fold;
+    size_t n;
 };
 
 /* model_job_each: a trace just loaded -> its part; the trace keeps only
@@ -2140,23 +2496,12 @@ static int part_of_loaded(void *ctx, struct model_trace *t, struct sc_error *err
         return rc;
     model_trace_shed(t);
     pthread_mutex_lock(&s->mu);
-    if (sc_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
-        pthread_mutex_unlock(&s->mu);
-        rank_free(p);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    s->v[s->n] = (struct loaded){t, p};
+    rc = folder_add(&s->fold, p, err);
     size_t done = ++s->n;
     pthread_mutex_unlock(&s->mu);
-    if (s->l->progress)
+    if (rc == SC_OK && s->l->progress)
         s->l->progress(s->l->progress_ctx, done);
-    return SC_OK;
-}
-
-static int by_trace(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)((const struct loaded *)a)->t, y = (uintptr_t)((const struct loaded *)b)->t;
-    return (x > y) - (x < y);
+    return rc;
 }
 
 int model_graph_build_paths(const char *const *paths, size_t n, const struct model_graph_load *l,
@@ -2181,32 +2526,13 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
         lo = *s.l->load;
     else
         model_load_opts_default(&lo);
+    s.fold.over = o.fold_over;
     pthread_mutex_init(&s.mu, NULL);
     struct model_job_each each = {part_of_loaded, &s};
     rc = model_job_load_each(paths, n, s.l->ranks, &lo, s.l->threads, &each, &job, err);
-    if (rc == SC_OK) { /* the parts in the job's rank order */
-        j.n = job->n_ranks;
-        j.rank_ids = job->rank_ids;
-        j.parts = calloc(j.n ? j.n : 1, sizeof *j.parts);
-        j.traces = malloc((j.n ? j.n : 1) * sizeof *j.traces);
-        if (!j.parts || !j.traces)
-            rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-        sc_sort(s.v, s.n, sizeof *s.v, by_trace);
-        for (size_t i = 0; i < j.n && rc == SC_OK; i++) {
-            struct loaded key = {job->ranks[i], NULL};
-            struct loaded *hit = bsearch(&key, s.v, s.n, sizeof *s.v, by_trace);
-            if (!hit || !hit->part) {
-                rc = sc_error_set(err, SC_EINTERNAL, "'%s' was loaded but not built", job->ranks[i]->source);
-                break;
-            }
-            j.traces[i] = job->ranks[i];
-            j.parts[i] = hit->part;
-            hit->part = NULL;
-        }
-    }
-    for (size_t i = 0; i < s.n; i++)
-        rank_free(s.v[i].part); /* the parts not taken (a failed load) */
-    free(s.v);
+    if (rc == SC_OK)
+        rc = assemble(&j, &s.fold, job, err);
+    folder_release(&s.fold); /* the parts not taken (a failed load) */
     pthread_mutex_destroy(&s.mu);
     sc_heap_trim(); /* the traces' tables, freed by the loading threads */
     if (rc == SC_OK)

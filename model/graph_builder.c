@@ -67,6 +67,13 @@ struct model_gb {
     size_t n_peers, cap_peers;
     struct model_graph_stats stats;
     int unnamed; /* model_gb_skip_names */
+    /* model_gb_folding_on, model_gb_add_folded (graph.h, model_graph_folding) */
+    int fold_on;
+    size_t fold_ranks;
+    struct model_folded_rank *folded;
+    size_t n_folded, cap_folded;
+    int64_t *fold_measured;
+    size_t n_measured, cap_measured;
 };
 
 static int fail(struct model_gb *gb, int code, const char *what)
@@ -134,6 +141,8 @@ void model_gb_free(struct model_gb *gb)
     free(gb->group_tasks);
     free(gb->parts);
     free(gb->peers);
+    free(gb->folded);
+    free(gb->fold_measured);
     free(gb);
 }
 
@@ -145,6 +154,37 @@ void model_gb_set_job(struct model_gb *gb, const struct model_job *job)
 void model_gb_skip_names(struct model_gb *gb)
 {
     gb->unnamed = 1;
+}
+
+void model_gb_folding_on(struct model_gb *gb, size_t ranks)
+{
+    gb->fold_on = 1;
+    gb->fold_ranks = ranks;
+}
+
+int model_gb_add_folded(struct model_gb *gb, const struct model_folded_spec *s)
+{
+    uint16_t rep = s->rep;
+    int id = s->id;
+    size_t n = s->n;
+    const struct model_folded_rank *last = gb->n_folded ? &gb->folded[gb->n_folded - 1] : NULL;
+    if (gb->failed)
+        return gb->failed;
+    if (rep >= gb->n_ranks)
+        return fail(gb, SC_EINVAL, "a rank folded into a rank not added");
+    if (last && (rep < last->rep || (rep == last->rep && id <= last->id)))
+        return fail(gb, SC_EINVAL, "folded ranks out of order");
+    if (gb->n_measured + n >= UINT32_MAX)
+        return fail(gb, SC_ELIMIT, "too many folded steps");
+    if (sc_vec_reserve((void **)&gb->folded, &gb->cap_folded, gb->n_folded + 1, sizeof *gb->folded) ||
+        sc_vec_reserve((void **)&gb->fold_measured, &gb->cap_measured, gb->n_measured + n + 1,
+                       sizeof *gb->fold_measured))
+        return OOM(gb);
+    gb->folded[gb->n_folded++] = (struct model_folded_rank){id, rep, (uint32_t)gb->n_measured, s->origin_ns};
+    if (n)
+        memcpy(gb->fold_measured + gb->n_measured, s->measured, n * sizeof *s->measured);
+    gb->n_measured += n;
+    return SC_OK;
 }
 
 struct model_graph_stats *model_gb_stats(struct model_gb *gb)
@@ -787,6 +827,10 @@ int model_gb_finish_map(struct model_gb *gb, struct model_graph **out, uint32_t 
     g->peers = gb->peers;
     g->n_peers = gb->n_peers;
     g->stats = gb->stats;
+    g->folding = (struct model_graph_folding){gb->fold_on, gb->fold_ranks, gb->folded, gb->n_folded,
+                                              gb->fold_measured, gb->n_measured};
+    gb->folded = NULL;
+    gb->fold_measured = NULL;
     gb->res = NULL;
     gb->steps = NULL;
     gb->ranks = NULL;

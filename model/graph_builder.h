@@ -157,6 +157,23 @@ struct model_group_spec {
 int model_gb_add_group(struct model_gb *gb, const struct model_group_spec *s, const uint32_t *tasks,
                        size_t n, uint32_t *group);
 
+/* The job was folded (graph.h, MODEL_FOLD_OVER): it has `ranks` ranks,
+ * folded or not. */
+void model_gb_folding_on(struct model_gb *gb, size_t ranks);
+
+/* Rank `id` of the job, folded into rank `rep` (added): when its first
+ * step began after rep's, and its measured step times, one per step of
+ * rep (-1: not measured), n of them. Add them by representative, then
+ * rank number. */
+struct model_folded_spec {
+    uint16_t rep;
+    int id;
+    int64_t origin_ns;
+    const int64_t *measured;
+    size_t n;
+};
+int model_gb_add_folded(struct model_gb *gb, const struct model_folded_spec *s);
+
 /* Counts the caller found while building, reported with the graph
  * (edges_by_kind is filled by finish). */
 struct model_graph_stats *model_gb_stats(struct model_gb *gb);

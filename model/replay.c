@@ -315,6 +315,13 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
             for (size_t r = 0; r < g->n_ranks && rank_ix < 0; r++)
                 if (g->ranks[r].id == fc->rank)
                     rank_ix = (int)r;
+            for (size_t q = 0; q < g->folding.n_folded && rank_ix < 0; q++)
+                if (g->folding.folded[q].id == fc->rank) {
+                    rc = sc_error_set(err, SC_EINVAL,
+                                      "scale @%d: rank %d was folded into rank %d (replay with --no-fold to "
+                                      "scale it alone)", fc->rank, fc->rank, g->ranks[g->folding.folded[q].rep].id);
+                    goto out;
+                }
             if (rank_ix < 0) {
                 rc = sc_error_set(err, SC_EINVAL, "scale @%d: the job has no rank %d", fc->rank, fc->rank);
                 goto out;
@@ -994,6 +1001,40 @@ static int steps_unexplained(const struct model_graph *g, struct model_replay *r
     return rc;
 }
 
+int64_t model_replay_folded_ns(const struct model_replay *r, size_t s, size_t k, const struct model_folded_rank *f)
+{
+    return r->steps[s].replayed_ns - (k == 0 ? f->origin_ns : 0);
+}
+
+/* The ranks folded into others (graph.h, MODEL_FOLD_OVER) scored as
+ * their representative's steps are: each measured step of theirs against
+ * the representative's replayed one, into *sum, r's maximum and count. */
+static int score_folded(const struct model_graph *g, struct model_replay *r, double *sum, struct sc_error *err)
+{
+    const struct model_graph_folding *f = &g->folding;
+    size_t *ord = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *ord); /* each rank's steps so far */
+    if (!ord)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_replay_step *rs = &r->steps[s];
+        size_t k = ord[rs->rank]++, first, n = model_graph_folded_into(g, rs->rank, &first);
+        if (rs->partial)
+            continue;
+        for (size_t q = first; q < first + n; q++) {
+            int64_t m = f->measured[f->folded[q].measured + k];
+            if (m <= 0)
+                continue;
+            double a = fabs((double)(model_replay_folded_ns(r, s, k, &f->folded[q]) - m) / (double)m * 100.0);
+            *sum += a;
+            if (a > r->max_abs_error_pct)
+                r->max_abs_error_pct = a;
+            r->n_scored++;
+        }
+    }
+    free(ord);
+    return SC_OK;
+}
+
 int model_replay_run(const struct model_graph *g, const struct model_replay_opts *o,
                      struct model_replay **out, struct sc_error *err)
 {
@@ -1165,6 +1206,8 @@ int model_replay_run(const struct model_graph *g, const struct model_replay_opts
             rs->path_n = path.n - first;
         }
     }
+    if (g->folding.n_folded && (rc = score_folded(g, r, &sum, err)))
+        goto out;
     r->mean_abs_error_pct = r->n_scored ? sum / (double)r->n_scored : 0.0;
     r->segments = path.v;
     r->n_segments = path.n;

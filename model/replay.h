@@ -196,7 +196,8 @@ struct model_replay {
     size_t n_steps;
     struct model_replay_segment *segments;
     size_t n_segments;
-    double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial */
+    double mean_abs_error_pct, max_abs_error_pct; /* over steps that are not partial (and the
+                                                     measured steps of ranks folded into theirs) */
     size_t n_scored;
     size_t forced; /* tasks scheduled ahead of a dependency cycle (0 when all is well) */
     size_t split_from[MODEL_WAIT_FROM_COUNT]; /* kept collectives split, by where the transfer
@@ -230,6 +231,11 @@ void model_replay_free(struct model_replay *r); /* NULL-safe */
  * each[s] the replayed step s, ns, for every graph step. */
 int model_replay_mean_step(const struct model_graph *g, const struct model_replay_opts *o, const uint8_t *use,
                            int64_t *mean, int64_t *idle, int64_t *each, struct sc_error *err);
+
+/* The replayed time of step s of r, the k-th step of its rank, for rank
+ * f folded into that rank (graph.h, model_graph_folding): the
+ * representative's, less how much later f entered its first step. */
+int64_t model_replay_folded_ns(const struct model_replay *r, size_t s, size_t k, const struct model_folded_rank *f);
 
 /* The step of r that replays longest (the first of equals): the one an
  * estimate's step time and breakdown are. NULL when r has no step. */

@@ -1,6 +1,7 @@
 /* tests/shared_traces.c: the shared real traces with steps (shared_traces.h). */
 #include "tests/shared_traces.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,58 @@ int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, str
     }
     o->waits.v = *v;
     return 0;
+}
+
+/* The replayed time of the k-th step of rank number id, ns (a folded
+ * rank's through its representative); -1 when none. */
+static int64_t kth_step(const struct model_replay *r, int id, size_t k)
+{
+    const struct model_graph *g = r->g;
+    const struct model_folded_rank *f = NULL;
+    int rk = -1;
+    for (size_t i = 0; i < g->n_ranks && rk < 0; i++)
+        if (g->ranks[i].id == id)
+            rk = (int)i;
+    for (size_t q = 0; q < g->folding.n_folded && rk < 0; q++)
+        if (g->folding.folded[q].id == id) {
+            f = &g->folding.folded[q];
+            rk = f->rep;
+        }
+    for (size_t s = 0, j = 0; s < r->n_steps; s++)
+        if (r->steps[s].rank == rk && j++ == k)
+            return f ? model_replay_folded_ns(r, s, k, f) : r->steps[s].replayed_ns;
+    return -1;
+}
+
+void th_check_folded_replay(const struct model_replay *whole, const struct model_replay *folded, double tol_pct)
+{
+    const struct model_graph *gw = whole->g, *gf = folded->g;
+    REQUIRE(gf->folding.on && gf->folding.ranks == gw->n_ranks && !gw->folding.n_folded);
+    CHECK_EQ_INT(gf->n_ranks + gf->folding.n_folded, gw->n_ranks);
+    CHECK_EQ_INT(folded->n_scored, whole->n_scored);
+    CHECK_NEAR(folded->mean_abs_error_pct, whole->mean_abs_error_pct, tol_pct);
+    for (size_t k = 0;; k++) {
+        double sum_w = 0, sum_f = 0, max_w = 0, max_f = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < gw->n_ranks; i++) {
+            int64_t w = kth_step(whole, gw->ranks[i].id, k), f = kth_step(folded, gw->ranks[i].id, k);
+            CHECK((w < 0) == (f < 0));
+            if (w < 0 || f < 0)
+                continue;
+            if (fabs((double)(f - w)) > tol_pct / 100 * (double)w)
+                sc_check_fail(__FILE__, __LINE__, "rank %d step %zu: folded %lld ns, whole %lld ns", gw->ranks[i].id,
+                              k, (long long)f, (long long)w);
+            sum_w += (double)w;
+            sum_f += (double)f;
+            max_w = w > max_w ? (double)w : max_w;
+            max_f = f > max_f ? (double)f : max_f;
+            n++;
+        }
+        if (!n)
+            break;
+        CHECK_NEAR(sum_f / sum_w, 1.0, tol_pct / 100);
+        CHECK_NEAR(max_f / max_w, 1.0, tol_pct / 100);
+    }
 }
 
 int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_structure *out)

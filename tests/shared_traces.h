@@ -9,6 +9,7 @@
 struct model_job;
 struct model_graph;
 struct model_replay_opts;
+struct model_replay;
 struct model_coll_wait;
 
 struct shared_trace {
@@ -49,6 +50,14 @@ void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
  * `stepcast replay` does (estimator/coll_split.h); *v (free it after the
  * replay) holds them. Fails the test and returns -1 when it cannot. */
 int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, struct model_coll_wait **v);
+
+/* Check that `folded`, a replay of a job's graph with its alike ranks
+ * folded (model/graph.h, MODEL_FOLD_OVER), equals `whole`, a replay of
+ * the same job unfolded, within tol_pct %: each rank's steps (a folded
+ * rank's through its representative, model_replay_folded_ns), each step's
+ * mean and longest over all the job's ranks, the mean |error| (points)
+ * and how many steps are scored. */
+void th_check_folded_replay(const struct model_replay *whole, const struct model_replay *folded, double tol_pct);
 
 /* A job with its graph and the structure recovered against a description
  * (estimator/structure.h). */

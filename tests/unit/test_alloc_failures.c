@@ -146,18 +146,13 @@ static int estimate_request(const void *ctx, struct sc_error *err)
     return rc;
 }
 
-/* A replay answered as JSON, from a built job. */
-static int replay_reply(const void *ctx, struct sc_error *err)
+/* g (of job) replayed and answered as JSON, when rc (its build's) is
+ * SC_OK; both freed. */
+static int answer_replay(struct model_job *job, struct model_graph *g, int rc, struct sc_error *err)
 {
-    const char *path = ctx;
-    struct model_job *job = NULL;
-    struct model_graph *g = NULL;
     struct model_replay *r = NULL;
-    struct model_load_opts lo;
     struct model_replay_opts ro;
-    model_load_opts_default(&lo);
     model_replay_opts_default(&ro);
-    int rc = model_graph_build_paths(&path, 1, NULL, NULL, &job, &g, err);
     if (!rc)
         rc = model_replay_run(g, &ro, &r, err);
     if (!rc) {
@@ -172,6 +167,54 @@ static int replay_reply(const void *ctx, struct sc_error *err)
     model_graph_free(g);
     model_job_free(job);
     return rc;
+}
+
+/* A replay answered as JSON, from a built job. */
+static int replay_reply(const void *ctx, struct sc_error *err)
+{
+    const char *path = ctx;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    int rc = model_graph_build_paths(&path, 1, NULL, NULL, &job, &g, err);
+    return answer_replay(job, g, rc, err);
+}
+
+/* Three alike ranks folded into one (model/graph.h, MODEL_FOLD_OVER),
+ * built while loading, replayed and answered as JSON. */
+static int folded_reply(const void *ctx, struct sc_error *err)
+{
+    const char *const *paths = ctx;
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    struct model_graph_opts go;
+    model_graph_opts_default(&go);
+    go.fold_over = 0;
+    int rc = model_graph_build_paths(paths, 3, NULL, &go, &job, &g, err);
+    return answer_replay(job, g, rc, err);
+}
+
+/* Three ranks of one job, alike: a GEMM, then an all-reduce among them. */
+static const char *const *alike_ranks(void)
+{
+    static char path[3][4096];
+    static const char *pv[3];
+    for (int k = 0; k < 3; k++) {
+        struct tb tb;
+        char file[32];
+        tb_init(&tb, k, 3);
+        tb_step(&tb, 1, 0, 1000);
+        tb_launch(&tb, 10, 5, 7, "ampere_sgemm_128x64_nn", 20, 300);
+        int corr = tb_call(&tb, TB_MAIN, "cudaLaunchKernel", 330, 5);
+        tb_kernel_args(&tb, corr, 13, "ncclKernel_AllReduce_RING_LL_Sum_float", 340, 200,
+                       "\"Collective name\": \"allreduce\", \"In msg nelems\": 1024, \"Group size\": 3, "
+                       "\"dtype\": \"Float\", \"Process Group Name\": \"0\", \"Seq\": 1");
+        tb_call(&tb, TB_MAIN, "cudaStreamSynchronize", 340, 210);
+        snprintf(file, sizeof file, "alike%d.json", k);
+        snprintf(path[k], sizeof path[k], "%s", tb_write(&tb, file));
+        pv[k] = path[k];
+        tb_free(&tb);
+    }
+    return pv;
 }
 
 /* A one-step trace: launches on a stream, a sync, host work. */
@@ -198,6 +241,11 @@ TEST(alloc_failures_load_build_replay_clean)
 TEST(alloc_failures_replay_reply_clean)
 {
     each_allocation_fails("streamed build, replay, JSON reply", replay_reply, one_step_trace());
+}
+
+TEST(alloc_failures_folded_replay_clean)
+{
+    each_allocation_fails("folded build, replay, JSON reply", folded_reply, alike_ranks());
 }
 
 TEST(alloc_failures_estimate_clean)
