@@ -160,7 +160,7 @@ static const char schemas[] =
     "\"default\":10},\"objective\":{\"type\":\"string\",\"enum\":[\"time\",\"cost\"],\"default\":\"time\"}},"
     "\"description\":\"a plan from the model's job: its config gives the model and global batch\"},"
     "\"Plan\":{\"type\":\"object\",\"required\":[\"id\",\"state\"],\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"done\",\"failed\",\"cancelled\"]},"
+    "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"interrupted\",\"done\",\"failed\",\"cancelled\"]},"
     "\"progress\":{\"type\":\"object\",\"properties\":{\"done\":{\"type\":\"integer\"},\"total\":{\"type\":\"integer\"}}},"
     "\"error\":{\"type\":\"string\"},\"evaluated\":{\"type\":\"integer\"},\"pruned\":{\"type\":\"integer\"},"
     "\"infeasible\":{\"type\":\"object\",\"properties\":{\"memory\":{\"type\":\"integer\"},"
@@ -222,6 +222,7 @@ static const char *const reply_schema[API_OP_COUNT] = {
     [API_OP_EXPERIMENT_CREATE] = "Experiment", [API_OP_EXPERIMENTS_LIST] = "ExperimentList",
     [API_OP_EXPERIMENT_GET] = "Experiment",    [API_OP_EXPERIMENT_CLOSE] = "Experiment",
     [API_OP_FLEET] = "FleetWaste",
+    [API_OP_PLAN_RESUME] = "Plan",
 };
 
 static const char *const request_schema[API_OP_COUNT] = {

@@ -146,7 +146,7 @@ int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_co
     case SC_ENUMERIC: c = API_E_UNPROCESSABLE; break;
     case SC_ENOTFOUND: c = API_E_NOT_FOUND; break;
     case SC_EEXIST: c = API_E_CONFLICT; break;
-    case SC_ENOMEM: c = API_E_UNAVAILABLE; break;
+    case SC_ENOMEM: case SC_ECANCELED: c = API_E_UNAVAILABLE; break;
     case SC_ENOSPC: c = API_E_NO_SPACE; break;
     default: c = API_E_INTERNAL; break;
     }

@@ -68,7 +68,7 @@ int api_fail(struct api_reply *r, enum api_code code, const char *fmt, ...);
 
 /* An error reply for a library error: EPARSE/EINVAL -> `invalid` (the
  * caller says which 400 code fits), ELIMIT -> too_large, ENUMERIC ->
- * unprocessable, ENOTFOUND -> not_found, EEXIST -> conflict, ENOMEM ->
+ * unprocessable, ENOTFOUND -> not_found, EEXIST -> conflict, ENOMEM and ECANCELED ->
  * unavailable, others -> internal, whose message does not repeat err's
  * (it may name server paths): the server error hook gets err for every
  * 5xx. Returns err->code. */

@@ -142,6 +142,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                          "--json`) with its state"},
     [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                             "400," E_AUTH ",404", "cancel a running plan, or forget a finished one"},
+    [API_OP_PLAN_RESUME] = {"POST", "/v1/plans/{id}/resume", "resumePlan", API_SCOPE_READ, API_BODY_NONE, 202, NULL,
+                            "400," E_AUTH ",404,409,429,507",
+                            "run an interrupted plan (one a crash or a shutdown stopped) again from its stored "
+                            "request, under its id; 409 for a plan in any other state"},
     [API_OP_WHATIF] = {"POST", "/v1/models/{id}/whatif", "postWhatif", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
                        "400," E_AUTH ",404,409,413,422",
                        "the model's step transformed to another configuration and replayed (as `stepcast whatif "

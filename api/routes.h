@@ -65,6 +65,7 @@ enum api_op {
     API_OP_EXPERIMENT_GET,
     API_OP_EXPERIMENT_CLOSE,
     API_OP_FLEET,
+    API_OP_PLAN_RESUME,
     API_OP_COUNT
 };
 

@@ -46,6 +46,7 @@ const char *sc_status_name(enum sc_status code)
     case SC_EEXIST: return "exists";
     case SC_EINTERNAL: return "internal";
     case SC_ENOSPC: return "no_space";
+    case SC_ECANCELED: return "cancelled";
     }
     return "unknown";
 }

@@ -20,7 +20,8 @@ enum sc_status {
     SC_ENOTFOUND, /* no such file or object */
     SC_EEXIST,    /* already exists with other content */
     SC_EINTERNAL, /* a bug: an invariant did not hold */
-    SC_ENOSPC     /* no space left on the device (or quota) for a write */
+    SC_ENOSPC,    /* no space left on the device (or quota) for a write */
+    SC_ECANCELED  /* called off before it finished (common/cancel.h) */
 };
 
 struct sc_error {

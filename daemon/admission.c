@@ -11,10 +11,9 @@ struct admission {
     pthread_mutex_t mu;
     pthread_cond_t released;
     uint64_t budget, in_use;
-    unsigned request_slots, requests; /* heavy work inside requests: allowed, running */
 };
 
-int admission_new(uint64_t budget, unsigned request_slots, struct admission **out, struct sc_error *err)
+int admission_new(uint64_t budget, struct admission **out, struct sc_error *err)
 {
     struct admission *a = calloc(1, sizeof *a);
     if (!a)
@@ -22,7 +21,6 @@ int admission_new(uint64_t budget, unsigned request_slots, struct admission **ou
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->released, NULL);
     a->budget = budget;
-    a->request_slots = request_slots ? request_slots : 1;
     *out = a;
     return SC_OK;
 }
@@ -44,8 +42,7 @@ static int never(const struct admission *a, uint64_t need, const char *what, str
                         what, (double)need / 1048576.0, (double)a->budget / 1048576.0);
 }
 
-enum admission_verdict admission_try(struct admission *a, uint64_t need, int slot, const char *what,
-                                     struct sc_error *err)
+enum admission_verdict admission_try(struct admission *a, uint64_t need, const char *what, struct sc_error *err)
 {
     enum admission_verdict v = ADMISSION_OK;
     if (need > a->budget) {
@@ -53,11 +50,7 @@ enum admission_verdict admission_try(struct admission *a, uint64_t need, int slo
         return ADMISSION_NEVER;
     }
     pthread_mutex_lock(&a->mu);
-    if (slot && a->requests >= a->request_slots) {
-        sc_error_set(err, SC_ELIMIT, "%s waits: %u requests are computing already (heavy-requests): try again later",
-                     what, a->requests);
-        v = ADMISSION_BUSY;
-    } else if (a->in_use + need > a->budget) {
+    if (a->in_use + need > a->budget) {
         sc_error_set(err, SC_ELIMIT,
                      "%s needs an estimated %.1f MiB; %.1f MiB of the %.1f MiB memory budget is taken by work "
                      "running now: try again later",
@@ -65,7 +58,6 @@ enum admission_verdict admission_try(struct admission *a, uint64_t need, int slo
         v = ADMISSION_BUSY;
     } else {
         a->in_use += need;
-        a->requests += slot != 0;
     }
     pthread_mutex_unlock(&a->mu);
     return v;
@@ -95,15 +87,6 @@ void admission_release(struct admission *a, uint64_t need)
 {
     pthread_mutex_lock(&a->mu);
     a->in_use -= need;
-    pthread_cond_broadcast(&a->released);
-    pthread_mutex_unlock(&a->mu);
-}
-
-void admission_done(struct admission *a, uint64_t need, int slot)
-{
-    pthread_mutex_lock(&a->mu);
-    a->in_use -= need;
-    a->requests -= slot != 0;
     pthread_cond_broadcast(&a->released);
     pthread_mutex_unlock(&a->mu);
 }

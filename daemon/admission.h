@@ -8,10 +8,8 @@
  * is refused (HTTP 413, the prediction and the budget named); work that
  * would fit once others end either waits (builds and background plans, in
  * their own threads) or, inside a request, is refused with 429 and
- * Retry-After, so an HTTP thread never blocks on memory. Inside requests,
- * at most `request_slots` (heavy-requests) run heavy work at once, the
- * rest 429 alike, so that HTTP threads stay free for /healthz, catalog
- * reads and memoised answers. */
+ * Retry-After, so a worker never blocks on memory. How many requests
+ * compute at once is the request pool's size (workers.h, heavy-requests). */
 #ifndef DAEMON_ADMISSION_H
 #define DAEMON_ADMISSION_H
 
@@ -27,16 +25,12 @@ enum admission_verdict {
     ADMISSION_BUSY   /* fits the budget, not beside what runs now; err says so */
 };
 
-int admission_new(uint64_t budget, unsigned request_slots, struct admission **out, struct sc_error *err);
+int admission_new(uint64_t budget, struct admission **out, struct sc_error *err);
 void admission_free(struct admission *a); /* NULL-safe */
-/* Reserve need bytes, and with `slot` a request slot, for `what` (e.g.
- * "the estimate (kernel detail, 290000000 tasks)") now, or say why not;
- * give them back with admission_done() (the same need and slot). A request
- * whose work is many pieces (an inline plan) takes its slot once, need 0,
- * and each piece's memory without one. */
-enum admission_verdict admission_try(struct admission *a, uint64_t need, int slot, const char *what,
-                                     struct sc_error *err);
-void admission_done(struct admission *a, uint64_t need, int slot);
+/* Reserve need bytes for `what` (e.g. "the estimate (kernel detail,
+ * 290000000 tasks)") now, or say why not; give them back with
+ * admission_release(). */
+enum admission_verdict admission_try(struct admission *a, uint64_t need, const char *what, struct sc_error *err);
 /* Reserve need bytes, waiting while others hold the budget: SC_OK
  * (reserved), SC_ELIMIT when it can never fit, SC_EEXIST when stop(ctx)
  * becomes true while it waits (checked at each admission_wake()). */

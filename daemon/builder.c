@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "daemon/workers.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -195,6 +196,7 @@ static void build_one(struct builder *b, struct slot *slot)
 static void *worker(void *arg)
 {
     struct builder *b = arg;
+    workers_background(b->env.nice_delta);
     pthread_mutex_lock(&b->mu);
     for (;;) {
         while (!b->stopping && (b->n == 0 || b->turn_taken))
@@ -311,14 +313,8 @@ void builder_counts(struct builder *b, long *running, long *queued)
 
 int builder_stop(struct builder *b, double timeout_s)
 {
-    struct timespec deadline;
+    struct timespec deadline = workers_deadline(timeout_s);
     int all = 1;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    if (timeout_s > 0) {
-        long ns = deadline.tv_nsec + (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-        deadline.tv_sec += (time_t)timeout_s + ns / 1000000000;
-        deadline.tv_nsec = ns % 1000000000;
-    }
     pthread_mutex_lock(&b->mu);
     b->stopping = 1;
     b->n = 0; /* queued builds stay `building` in the catalog */

@@ -42,6 +42,7 @@ struct builder_env {
     const struct model_load_opts *load; /* limits; the marker is per model */
     pthread_mutex_t *publish_mu;        /* held while a result is published or a model deleted */
     struct admission *admission;        /* the memory budget builds are admitted under */
+    int nice_delta;                     /* build threads run at the priority of heavy work (workers.h) */
 };
 
 struct builder;

@@ -182,6 +182,10 @@ int cache_get(struct cache *c, const char *key, cache_load_fn load, void *ctx,
         *hit = 1;
         return SC_OK;
     }
+    if (!load) { /* a look only: never waits for a loader */
+        pthread_mutex_unlock(&c->mu);
+        return sc_error_set(err, SC_ENOTFOUND, "'%s' is not cached", key);
+    }
     c->misses++;
     if (e) { /* LOADING: wait for the loader */
         e->refs++;
@@ -200,10 +204,6 @@ int cache_get(struct cache *c, const char *key, cache_load_fn load, void *ctx,
         pthread_mutex_unlock(&c->mu);
         free_chain(c, dead);
         return rc;
-    }
-    if (!load) {
-        pthread_mutex_unlock(&c->mu);
-        return sc_error_set(err, SC_ENOTFOUND, "'%s' is not cached", key);
     }
     if (!(e = calloc(1, sizeof *e))) {
         pthread_mutex_unlock(&c->mu);

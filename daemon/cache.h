@@ -29,7 +29,9 @@ int cache_new(size_t capacity, cache_free_fn free_value, struct cache **out, str
 void cache_free(struct cache *c);
 
 /* A referenced entry for key: cached (*hit = 1), or loaded now with
- * load(ctx, ...) when load is non-NULL (else SC_ENOTFOUND). */
+ * load(ctx, ...), or by the get already loading it. With load NULL, only
+ * an entry ready now: SC_ENOTFOUND at once otherwise (one being loaded
+ * too), and no miss counted (an HTTP thread looks before it defers). */
 int cache_get(struct cache *c, const char *key, cache_load_fn load, void *ctx,
               struct cache_entry **out, int *hit, struct sc_error *err);
 void *cache_value(const struct cache_entry *e);

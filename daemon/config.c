@@ -47,8 +47,14 @@ static const struct cfg_entry table[] = {
      "comma-separated origins allowed by CORS (\"*\": any; empty: none)"},
     {"http-threads", CFG_INT, F(http_threads), "4", 1, 256, 0, "HTTP threads"},
     {"heavy-requests", CFG_INT, F(heavy_requests), "0", 0, 256, 0,
-     "requests computing an estimate, an inline plan or a validation at once; more are refused with 429, so "
-     "the other HTTP threads stay free for light requests (0: half of http-threads, at least 1)"},
+     "threads that compute for requests (estimates not memoised, replays, what-ifs, inline plans, "
+     "validations), apart from the HTTP threads, which stay free for light requests (0: half of "
+     "http-threads, at least 1)"},
+    {"heavy-queue", CFG_INT, F(heavy_queue), "16", 0, 65536, 0,
+     "requests waiting for a heavy-requests thread; more are refused with 429 and Retry-After"},
+    {"heavy-nice", CFG_INT, F(heavy_nice), "10", 0, 19, 0,
+     "added to the nice value of the threads doing heavy work (heavy-requests, builds, background plans), "
+     "so that the HTTP threads get the CPU first"},
     {"build-workers", CFG_INT, F(build_workers), "2", 1, 64, 0, "model build threads"},
     {"max-connections", CFG_INT, F(max_connections), "512", 1, 65536, 0, "open connections"},
     {"request-timeout", CFG_INT, F(request_timeout), "60", 1, 86400, 0,

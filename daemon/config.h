@@ -29,8 +29,11 @@ struct daemon_config {
     char *admin_token_file; /* read it from here; created when absent */
     char *cors_origins;     /* comma-separated allowed origins, "*" for any */
     int64_t http_threads;
-    int64_t heavy_requests;  /* requests doing heavy work at once (admission.h);
-                              * 0 in the sources: half of http_threads */
+    int64_t heavy_requests;  /* threads of the pool that computes for requests
+                              * (workers.h); 0 in the sources: half of
+                              * http_threads */
+    int64_t heavy_queue;     /* requests waiting for one of those threads */
+    int64_t heavy_nice;      /* added to the nice value of threads doing heavy work */
     int64_t build_workers;
     int64_t max_connections;
     int64_t request_timeout; /* seconds a connection may stay idle */

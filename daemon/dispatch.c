@@ -1,11 +1,28 @@
 /* daemon/dispatch.c: svc_handle() (service.h): a request to the handler of
  * its operation (handlers.h). Apart from service.c so that the handlers,
- * which use the service, and the service do not include each other. */
+ * which use the service, and the service do not include each other.
+ *
+ * Whether the thread may do heavy work, and whether a handler deferred
+ * it, are the thread's own (one request at a time per thread): handlers
+ * and the helpers they share ask svc_defer() where heavy work starts,
+ * without a request to pass it through. */
+#include <string.h>
+
 #include "daemon/handlers.h"
 #include "daemon/service.h"
 #include "common/banned.h"
 
-void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
+static _Thread_local int on_worker, deferred;
+
+int svc_defer(void)
+{
+    if (on_worker)
+        return 0;
+    deferred = 1;
+    return 1;
+}
+
+static void dispatch(struct svc *s, struct svc_request *req, struct api_reply *r)
 {
     static void (*const handlers[API_OP_COUNT])(struct svc *, struct svc_request *, struct api_reply *) = {
         [API_OP_HEALTHZ] = h_healthz,         [API_OP_METRICS] = h_metrics,
@@ -35,6 +52,25 @@ void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
         [API_OP_AB] = h_ab, [API_OP_FLEET] = h_fleet,
         [API_OP_EXPERIMENT_CREATE] = h_experiment_create, [API_OP_EXPERIMENTS_LIST] = h_experiments_list,
         [API_OP_EXPERIMENT_GET] = h_experiment_get, [API_OP_EXPERIMENT_CLOSE] = h_experiment_close,
+        [API_OP_PLAN_RESUME] = h_plan_resume,
     };
     handlers[req->op](s, req, r);
+}
+
+enum svc_handled svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r)
+{
+    deferred = 0;
+    dispatch(s, req, r);
+    if (!deferred)
+        return SVC_ANSWERED;
+    api_reply_release(r); /* what a handler left before it deferred */
+    memset(r, 0, sizeof *r);
+    return SVC_DEFERRED;
+}
+
+void svc_handle_heavy(struct svc *s, struct svc_request *req, struct api_reply *r)
+{
+    on_worker = 1;
+    dispatch(s, req, r);
+    on_worker = 0;
 }

@@ -94,13 +94,13 @@ int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d
         return rc;
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", est_detail_name(d), (long long)size.tasks);
-    switch (admission_try(s->admission, need, 1, what, err)) {
+    switch (admission_try(s->admission, need, what, err)) {
     case ADMISSION_OK: break;
     case ADMISSION_BUSY: *busy = 1; return SC_ELIMIT;
     case ADMISSION_NEVER: return SC_ELIMIT;
     }
     rc = est_estimate(&h->spec, h->hw, &h->costs, d, e, err);
-    admission_done(s->admission, need, 1);
+    admission_release(s->admission, need);
     return rc;
 }
 
@@ -187,8 +187,15 @@ void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     ctx = (struct estimate_ctx){s, &h, d, 0};
-    if ((rc = estimate_key(s, &h, d, key, &err)) ||
-        (rc = cache_get(s->answers, key, load_estimate, &ctx, &e, &hit, &err))) {
+    if ((rc = estimate_key(s, &h, d, key, &err)) == SC_OK &&
+        (rc = cache_get(s->answers, key, NULL, NULL, &e, &hit, &err)) == SC_ENOTFOUND) {
+        if (svc_defer()) { /* not memoised: estimated on a worker */
+            h_spec_release(&h);
+            return;
+        }
+        rc = cache_get(s->answers, key, load_estimate, &ctx, &e, &hit, &err);
+    }
+    if (rc) {
         h_estimate_fail(ctx.busy, &err, r);
     } else {
         const struct answer *a = cache_value(e);
@@ -407,7 +414,7 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
     struct api_model m;
     struct sc_error err;
     int rc;
-    if (!name)
+    if (!name || svc_defer()) /* it reads the model's traces again */
         return;
     if ((rc = store_model_get(s->store, q->params.id, &m, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);

@@ -89,29 +89,34 @@ static int inputs_digest(struct svc *s, const char *a, const char *b, char hex[D
 
 /* Bring an open experiment's verdict up to date with its inputs; *why
  * says what it waits for (static text, or NULL). An error of the A/B
- * itself (too few steps) goes to problem (its message). */
-static void settle(struct svc *s, struct store_experiment *e, const char **why, char problem[256])
+ * itself (too few steps) goes to problem (its message). 1 when the A/B
+ * must be computed, on an HTTP thread: the request is deferred
+ * (svc_defer). */
+static int settle(struct svc *s, struct store_experiment *e, const char **why, char problem[256])
 {
     char a[API_ID_MAX], b[API_ID_MAX], hex[DIGEST_HEX_LEN + 1], *inputs;
     struct model_ab_opts o;
     struct api_reply r = {0};
     struct sc_error err;
+    int rc;
     *why = NULL;
     problem[0] = '\0';
     if (e->closed)
-        return;
+        return 0;
     if (newest_ready(s, e->baseline, a) || newest_ready(s, e->variant, b)) {
         *why = "a built model of each job";
-        return;
+        return 0;
     }
     if (inputs_digest(s, a, b, hex, &err)) {
         snprintf(problem, 256, "%s", err.msg);
-        return;
+        return 0;
     }
     if (e->inputs && strcmp(e->inputs, hex) == 0)
-        return; /* decided on these inputs: never again */
+        return 0; /* decided on these inputs: never again */
     model_ab_opts_default(&o);
-    if (h_ab_answer(s, a, b, &o, &r) == SC_OK && r.status == 200) {
+    if ((rc = h_ab_answer(s, a, b, &o, &r)) == H_DEFERRED)
+        return 1;
+    if (rc == SC_OK && r.status == 200) {
         char *verdict = strndup(r.body, r.len);
         int64_t now = store_now_ns();
         inputs = strdup(hex);
@@ -128,6 +133,7 @@ static void settle(struct svc *s, struct store_experiment *e, const char **why, 
         snprintf(problem, 256, "%.*s", (int)(r.len < 255 ? r.len : 255), r.body ? r.body : "");
     }
     api_reply_release(&r);
+    return 0;
 }
 
 static json_t *doc_or_null(const char *text)
@@ -136,12 +142,14 @@ static json_t *doc_or_null(const char *text)
     return d ? d : json_null();
 }
 
-/* The experiment as the API shows it, settled first. */
-static json_t *experiment_json(struct svc *s, struct store_experiment *e)
+/* The experiment as the API shows it, settled first; NULL with *deferred
+ * set when settling it deferred the request. */
+static json_t *experiment_json(struct svc *s, struct store_experiment *e, int *deferred)
 {
     const char *why;
     char problem[256];
-    settle(s, e, &why, problem);
+    if ((*deferred = settle(s, e, &why, problem)))
+        return NULL;
     json_t *verdict = doc_or_null(e->verdict);
     const char *state = e->closed ? "closed" : json_is_object(verdict) ? "decided" : "pending";
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:I, s:o, s:o, s:o}", "id", e->id, "baseline",
@@ -165,7 +173,8 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
     struct store_experiment e;
     struct sc_error err;
     char rnd[24];
-    if (api_decode_experiment(q->body, q->body_len, &lim, &req, r))
+    /* made on a worker: its verdict may be computed at once, after it is stored */
+    if (svc_defer() || api_decode_experiment(q->body, q->body_len, &lim, &req, r))
         return;
     memset(&e, 0, sizeof e);
     if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
@@ -189,7 +198,8 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
         return;
     }
     snprintf(r->location, sizeof r->location, "/v1/experiments/%s", e.id);
-    api_reply_json(r, 201, experiment_json(s, &made));
+    int deferred; /* never: made on a worker */
+    api_reply_json(r, 201, experiment_json(s, &made, &deferred));
     store_experiment_release(&made);
 }
 
@@ -204,11 +214,15 @@ void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *
         return;
     }
     json_t *list = json_array();
-    for (size_t i = 0; list && i < n; i++)
+    int deferred = 0;
+    for (size_t i = 0; list && !deferred && i < n; i++)
         if (!external || strcmp(external, v[i].external_id) == 0)
-            json_array_append_new(list, experiment_json(s, &v[i]));
+            json_array_append_new(list, experiment_json(s, &v[i], &deferred));
     store_experiments_free(v, n);
-    api_reply_json(r, 200, json_pack("{s:o}", "experiments", list ? list : json_array()));
+    if (deferred)
+        json_decref(list);
+    else
+        api_reply_json(r, 200, json_pack("{s:o}", "experiments", list ? list : json_array()));
 }
 
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -219,7 +233,10 @@ void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    api_reply_json(r, 200, experiment_json(s, &e));
+    int deferred;
+    json_t *doc = experiment_json(s, &e, &deferred);
+    if (!deferred)
+        api_reply_json(r, 200, doc);
     store_experiment_release(&e);
 }
 
@@ -274,6 +291,7 @@ void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *
     struct sc_error err;
     const char *why;
     char problem[256], *bank;
+    int deferred; /* never: settled above */
     if (store_experiment_get(s->store, q->params.id, &e, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
@@ -283,14 +301,17 @@ void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *
         store_experiment_release(&e);
         return;
     }
-    settle(s, &e, &why, problem);
+    if (settle(s, &e, &why, problem)) {
+        store_experiment_release(&e);
+        return;
+    }
     bank = bank_of(s, &e);
     if (store_experiment_close(s->store, e.id, bank, &err)) {
         api_fail_status(r, &err, API_E_CONFLICT);
     } else {
         store_experiment_release(&e);
         if (store_experiment_get(s->store, q->params.id, &e, &err) == SC_OK)
-            api_reply_json(r, 200, experiment_json(s, &e));
+            api_reply_json(r, 200, experiment_json(s, &e, &deferred));
         else
             api_fail_status(r, &err, API_E_INTERNAL);
     }

@@ -215,7 +215,7 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
         api_fail(r, API_E_BAD_REQUEST, "the timeline needs ?rank=R");
         return;
     }
-    if ((*memo_hit = built_memo_get(m, key, r)))
+    if ((*memo_hit = built_memo_get(m, key, r)) || svc_defer())
         return;
     ro.waits = *built_model_waits(m);
     if (model_replay_run(built_model_graph(m), &ro, &rp, &err)) {
@@ -233,7 +233,11 @@ int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct 
 {
     struct sc_error err;
     int hit = 0;
-    int rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
+    int rc = cache_get(s->cache, id, NULL, NULL, e, &hit, &err);
+    if (rc == SC_ENOTFOUND && svc_defer())
+        return H_DEFERRED;
+    if (rc == SC_ENOTFOUND)
+        rc = cache_get(s->cache, id, builder_load_ready, s->builder, e, &hit, &err);
     if (rc == SC_EEXIST)
         return api_fail(r, API_E_NOT_READY, "%s", err.msg);
     if (rc)
@@ -266,7 +270,7 @@ static void answer_opportunities(struct svc *s, const char *id, struct built_mod
     const char *key = api_op_info(API_OP_OPPORTUNITIES)->id;
     struct model_opportunities ops;
     struct sc_error err;
-    if ((*memo_hit = built_memo_get(m, key, r)))
+    if ((*memo_hit = built_memo_get(m, key, r)) || svc_defer())
         return;
     if (model_opportunities_find(built_model_graph(m), built_model_waits(m), &ops, &err)) {
         api_fail_status(r, &err, API_E_UNPROCESSABLE);
@@ -296,7 +300,8 @@ void h_model_query(struct svc *s, struct svc_request *q, struct api_reply *r)
     else
         answer_replay(cache_value(e), q, r, &memo_hit);
     cache_release(s->cache, e);
-    metrics_memo(s->metrics, memo_hit);
+    if (r->status) /* answered here, not deferred */
+        metrics_memo(s->metrics, memo_hit);
 }
 
 /* This model (A) against {"other":ID} (B); memoised with A under B's id. */
@@ -311,7 +316,8 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (api_decode_diff(q->body, q->body_len, &lim, other, r) || h_ready_model(s, q->params.id, &ea, r))
         return;
     snprintf(key, sizeof key, "%s&other=%s", api_op_info(API_OP_DIFF)->id, other);
-    if (h_ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+    if (h_ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0 &&
+        !svc_defer()) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
         if (model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
                            &d, &err)) {
@@ -325,7 +331,8 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (eb)
         cache_release(s->cache, eb);
     cache_release(s->cache, ea);
-    metrics_memo(s->metrics, memo_hit);
+    if (r->status)
+        metrics_memo(s->metrics, memo_hit);
 }
 
 int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct model_ab_opts *o,
@@ -340,7 +347,10 @@ int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct 
         return rc;
     snprintf(key, sizeof key, "%s&b=%s&min=%.17g&refutations=%d&seed=%lu", api_op_info(API_OP_AB)->id, b_id,
              o->min_effect_pct, o->refutations < 0 || o->refutations > 5 ? 5 : o->refutations, o->seed);
-    if ((rc = h_ready_model(s, b_id, &eb, r)) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0) {
+    if ((rc = h_ready_model(s, b_id, &eb, r)) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0 &&
+        svc_defer()) {
+        rc = H_DEFERRED;
+    } else if (rc == SC_OK && !memo_hit) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
         struct model_diff d = {0};
         if (model_ab_run(built_model_job(a), built_model_job(b), o, &ab, &err) ||
@@ -357,7 +367,8 @@ int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct 
     if (eb)
         cache_release(s->cache, eb);
     cache_release(s->cache, ea);
-    metrics_memo(s->metrics, memo_hit);
+    if (r->status)
+        metrics_memo(s->metrics, memo_hit);
     return rc;
 }
 
@@ -378,18 +389,20 @@ static json_t *ready_opportunities(struct svc *s, const char *id)
 {
     struct cache_entry *e;
     struct api_reply one = {0};
-    struct sc_error err;
-    int hit = 0, memo_hit = 0;
+    int memo_hit = 0;
     json_t *doc = NULL;
     if (kept_opportunities(s, id, &one)) { /* the model need not be loaded */
         memo_hit = 1;
     } else {
-        if (cache_get(s->cache, id, builder_load_ready, s->builder, &e, &hit, &err))
+        if (h_ready_model(s, id, &e, &one)) {
+            api_reply_release(&one);
             return NULL;
+        }
         answer_opportunities(s, id, cache_value(e), &one, &memo_hit);
         cache_release(s->cache, e);
     }
-    metrics_memo(s->metrics, memo_hit);
+    if (one.status)
+        metrics_memo(s->metrics, memo_hit);
     if (one.status == 200)
         doc = json_loadb(one.body, one.len, 0, NULL);
     api_reply_release(&one);
@@ -633,7 +646,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     free(set_text);
     free(cfg_text);
     struct built_model *m = cache_value(e);
-    if (!keyed || !(memo_hit = built_memo_get(m, key, r))) {
+    if ((!keyed || !(memo_hit = built_memo_get(m, key, r))) && !svc_defer()) {
         struct whatif_result res;
         if (run_whatif(s, m, &cfg, &set, &res, r) == SC_OK) {
             struct ledger_band band;
@@ -645,5 +658,6 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
         }
     }
     cache_release(s->cache, e);
-    metrics_memo(s->metrics, memo_hit);
+    if (r->status)
+        metrics_memo(s->metrics, memo_hit);
 }

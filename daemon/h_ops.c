@@ -13,6 +13,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "daemon/workers.h"
 #include "common/banned.h"
 
 static double uptime(const struct svc *s)
@@ -103,6 +104,8 @@ void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r)
     g.cache_misses = cs.misses;
     g.cache_evictions = cs.evictions;
     builder_counts(s->builder, &g.builds_running, &g.builds_queued);
+    if (s->pool)
+        workers_counts(s->pool, &g.heavy_running, &g.heavy_queued);
     g.uploads_in_progress = atomic_load(&s->uploads);
     g.requests_in_flight = atomic_load(&s->in_flight);
     g.uptime_s = uptime(s);

@@ -2,9 +2,13 @@
  *
  * POST /v1/plans takes {"spec","gpus","up_to","top","objective"}; the spec
  * is a planning template whose cluster.profile names a calibration here.
- * A space of at most H_PLAN_INLINE_SPACE combinations is planned at once
- * (200 with the plan); a larger one in the background (202 {"id"}), over
- * EST_PLAN_MAX_SPACE it is 422 with its size. GET /v1/plans/{id} answers
+ * A space of at most H_PLAN_INLINE_SPACE combinations is planned at once,
+ * on a worker (200 with the plan); a larger one in the background (202
+ * {"id"}), over EST_PLAN_MAX_SPACE it is 422 with its size. A background
+ * plan is in the catalog, `running`, before the 202 is sent, its progress
+ * saved as it goes; one a crash or a shutdown stopped reads `interrupted`
+ * with that progress, and POST /v1/plans/{id}/resume runs it again from
+ * its stored request under the same id, as does a POST of the same request. GET /v1/plans/{id} answers
  * {"id","state":"running","progress":{"done","total"}} while it runs, then
  * the plan document with "id" and "state":"done" (or "failed" with its
  * error, or "cancelled"); DELETE cancels a running plan, or forgets a
@@ -38,7 +42,8 @@
 #define H_PLAN_INLINE_SPACE 1000
 #define H_MODEL_PLAN_INLINE_SPACE 64
 
-/* The stored plan as its answer. */
+/* The stored plan as its answer: its document, or its progress while it
+ * runs or since it was interrupted. */
 static void reply_stored(struct svc *s, const char *id, unsigned status, struct api_reply *r)
 {
     struct store_plan p;
@@ -54,6 +59,9 @@ static void reply_stored(struct svc *s, const char *id, unsigned status, struct 
         json_object_set_new(doc, "state", json_string(p.state));
         if (p.error)
             json_object_set_new(doc, "error", json_string(p.error));
+        if (!p.document && (!strcmp(p.state, "running") || !strcmp(p.state, "interrupted")))
+            json_object_set_new(doc, "progress", json_pack("{s:I, s:I}", "done", (json_int_t)p.done, "total",
+                                                           (json_int_t)p.total));
         api_reply_json(r, status, doc);
     } else {
         api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", id);
@@ -61,49 +69,60 @@ static void reply_stored(struct svc *s, const char *id, unsigned status, struct 
     store_plan_release(&p);
 }
 
+/* A plan's request: its body (the POST's, or an interrupted plan's, kept)
+ * and, for a plan from a built model, the model. */
+struct plan_source {
+    const char *body;
+    size_t len;
+    const char *model; /* "" for a plan from a spec */
+    const char *resume; /* the interrupted plan run again, or NULL */
+};
+
 /* Plan req with pe: at once when its space is at most `inline_space`
  * (200), else in the background (202); 422 over EST_PLAN_MAX_SPACE, the
- * hint saying what to fix. 1 when a background plan took pe's cache
- * entry. */
-static int start_plan(struct svc *s, struct svc_request *q, const struct est_plan_request *req,
+ * hint saying what to fix. A plan resumed runs in the background under
+ * its id, and so does a new background request whose body (and model) an
+ * interrupted plan has. 1 when a background plan took pe's cache entry. */
+static int start_plan(struct svc *s, const struct plan_source *src, const struct est_plan_request *req,
                       struct plans_eval *pe, int64_t inline_space, const char *hint, struct api_reply *r)
 {
     struct sc_error err;
     char id[64], rnd[24], *request;
     int64_t space = est_plan_space(req);
-    int taken = 0;
+    int taken = 0, at_once = space <= inline_space && !src->resume;
     if (space > EST_PLAN_MAX_SPACE) {
         api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: %s",
                  (long long)space, EST_PLAN_MAX_SPACE, hint);
         return 0;
     }
-    if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
-        return 0;
-    }
-    snprintf(id, sizeof id, "p-%s", rnd);
-    if (!(request = malloc(q->body_len + 1))) {
+    if (at_once && svc_defer())
+        return 0; /* planned on a worker */
+    if (!(request = strndup(src->body, src->len))) {
         api_fail(r, API_E_UNAVAILABLE, "out of memory");
         return 0;
     }
-    memcpy(request, q->body, q->body_len);
-    request[q->body_len] = '\0';
+    if (src->resume) {
+        snprintf(id, sizeof id, "%s", src->resume);
+    } else if (!at_once && store_plan_interrupted(s->store, request, src->model, id, &err) == SC_OK) {
+        log_info("plan", "plan=%s event=resumed msg=\"an identical request\"", id); /* runs it again */
+    } else if (digest_random_hex(8, rnd, sizeof rnd, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        free(request);
+        return 0;
+    } else {
+        snprintf(id, sizeof id, "p-%s", rnd);
+    }
     pe->admission = s->admission;
-    if (space <= inline_space) {
-        /* the whole plan holds a request slot; each evaluation its memory */
-        if (admission_try(s->admission, 0, 1, "the plan", &err) != ADMISSION_OK) {
-            api_fail(r, API_E_BUSY, "%s", err.msg);
-        } else {
-            if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
-                pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
-                : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
-                                                 : api_fail_status(r, &err, API_E_INTERNAL);
-            else
-                reply_stored(s, id, 200, r);
-            admission_done(s->admission, 0, 1);
-        }
-    } else if (plans_start(s->plans, id, request, req, space, pe, &err)) {
-        api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
+    if (at_once) {
+        if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
+            pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
+            : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
+                                             : api_fail_status(r, &err, API_E_INTERNAL);
+        else
+            reply_stored(s, id, 200, r);
+    } else if (plans_start(s->plans, id, request, src->model, req, space, pe, &err)) {
+        api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : err.code == SC_EEXIST ? API_E_CONFLICT
+                    : err.code == SC_ENOSPC ? API_E_NO_SPACE : API_E_UNAVAILABLE, "%s", err.msg);
     } else {
         taken = 1;
         snprintf(r->location, sizeof r->location, "/v1/plans/%s", id);
@@ -134,21 +153,21 @@ static int plan_bands(struct svc *s, struct est_bands *out, struct api_reply *r)
 
 /* The request's body into *req (and its spec's text into *spec, when
  * asked); on failure the reply in r. */
-static int decode_request(struct svc *s, struct svc_request *q, struct est_plan_request *req, char **spec,
+static int decode_request(struct svc *s, const struct plan_source *src, struct est_plan_request *req, char **spec,
                           struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
     struct sc_error err;
     int rc;
     memset(req, 0, sizeof *req);
-    if ((rc = api_json_precheck(q->body, q->body_len, &lim, r)))
+    if ((rc = api_json_precheck(src->body, src->len, &lim, r)))
         return rc;
-    if (api_plan_request_decode(q->body, q->body_len, req, spec, &err))
+    if (api_plan_request_decode(src->body, src->len, req, spec, &err))
         return api_fail(r, err.code == SC_EPARSE ? API_E_INVALID_JSON : API_E_BAD_REQUEST, "%s", err.msg);
     return SC_OK;
 }
 
-void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
+static void plan_from_spec(struct svc *s, const struct plan_source *src, struct api_reply *r)
 {
     struct est_plan_request req;
     struct plans_eval pe;
@@ -156,14 +175,14 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     char *spec = NULL;
     memset(&h, 0, sizeof h);
     memset(&pe, 0, sizeof pe);
-    if (decode_request(s, q, &req, &spec, r))
+    if (decode_request(s, src, &req, &spec, r))
         return;
     if (!h_spec_load(s, spec, strlen(spec), &req.given, &h, r)) {
         req.spec = h.spec;
         pe.est.hw = h.hw;
         pe.est.costs = h.costs;
         if (plan_bands(s, &pe.bands, r) == SC_OK &&
-            start_plan(s, q, &req, &pe, H_PLAN_INLINE_SPACE, "fix more of parallel and options in the spec", r))
+            start_plan(s, src, &req, &pe, H_PLAN_INLINE_SPACE, "fix more of parallel and options in the spec", r))
             memset(&pe, 0, sizeof pe); /* the background plan gives the bands back */
     }
     plans_eval_release(&pe);
@@ -171,26 +190,58 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
     h_spec_release(&h);
 }
 
-void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
+static void plan_from_model(struct svc *s, const struct plan_source *src, struct api_reply *r)
 {
     struct est_plan_request req;
     struct plans_eval pe;
     struct job_config cfg;
     struct sc_error err;
     memset(&pe, 0, sizeof pe);
-    if (decode_request(s, q, &req, NULL, r))
+    if (decode_request(s, src, &req, NULL, r))
         return;
-    if (h_model_whatif_ready(s, q->params.id, &cfg, &pe.entry, r))
+    /* a what-if reads the traces whole (a built model keeps their headers) */
+    if (svc_defer() || h_model_whatif_ready(s, src->model, &cfg, &pe.entry, r))
         return;
     pe.cache = s->cache;
-    /* a what-if reads the traces whole (a built model keeps their headers) */
     if (built_model_whole(cache_value(pe.entry), s->blobs, &pe.view, &pe.whole, &err))
         api_fail_status(r, &err, API_E_INTERNAL);
     else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
-    else if (start_plan(s, q, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
+    else if (start_plan(s, src, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
         return; /* the background plan gives both back */
     plans_eval_release(&pe);
+}
+
+void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct plan_source src = {q->body, q->body_len, "", NULL};
+    plan_from_spec(s, &src, r);
+}
+
+void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct plan_source src = {q->body, q->body_len, q->params.id, NULL};
+    plan_from_model(s, &src, r);
+}
+
+/* POST /v1/plans/{id}/resume: an interrupted plan, run again from its
+ * stored request (202); 409 for a plan in any other state. */
+void h_plan_resume(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct store_plan p;
+    struct sc_error err;
+    if (store_plan_get(s->store, q->params.id, &p, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    struct plan_source src = {p.request, strlen(p.request), p.model, p.id};
+    if (strcmp(p.state, "interrupted"))
+        api_fail(r, API_E_CONFLICT, "plan '%s' is %s: only an interrupted plan resumes", p.id, p.state);
+    else if (p.model[0])
+        plan_from_model(s, &src, r);
+    else
+        plan_from_spec(s, &src, r);
+    store_plan_release(&p);
 }
 
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r)

@@ -87,6 +87,8 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
     struct api_validation v;
     struct sc_error err;
     int rc;
+    if (svc_defer()) /* each entry is stored with its prediction: a replay, a what-if or an estimate */
+        return;
     if (api_decode_validation(q->body, q->body_len, &lim, &req, r))
         return;
     memset(&v, 0, sizeof v);

@@ -46,9 +46,13 @@ void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *
 json_t *h_experiments_bank_json(struct svc *s);
 int h_ab_answer(struct svc *s, const char *a, const char *b, const struct model_ab_opts *o, struct api_reply *r);
 void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* What a helper returns when it deferred the request (svc_defer): r is
+ * untouched, and the handler returns at once. */
+#define H_DEFERRED (-1)
 /* Model id, ready, from the cache into *e (released by the caller with
  * cache_release); on failure the reply in r (409 while it builds) and its
- * status. */
+ * status. A model not in memory is loaded again from its traces, which is
+ * heavy work: on an HTTP thread, H_DEFERRED. */
 struct cache_entry;
 int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r);
 /* The step time of a what-if (set) of model id, for the ledger; on
@@ -111,6 +115,7 @@ void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_plan_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r);
+void h_plan_resume(struct svc *s, struct svc_request *q, struct api_reply *r);
 
 /* h_validations.c: the validation ledger */
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);

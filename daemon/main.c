@@ -6,8 +6,11 @@
  *   stepcastd --version | --help
  *
  * Settings: defaults, then the config file, then STEPCAST_* variables, then
- * flags (config.h). SIGTERM or SIGINT drains: no new connections, requests
- * and builds in flight finish (up to drain-timeout), then exit 0. */
+ * flags (config.h). SIGTERM or SIGINT drains: no new connections; requests,
+ * background plans and builds in flight finish, up to drain-timeout; then
+ * the work still running is cancelled (plans are stored `interrupted`,
+ * requests answered 503, models left `building` for the next start), and
+ * the process exits 0. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -142,18 +145,25 @@ int main(int argc, char **argv)
         ;
     log_info("main", "event=draining signal=%s timeout_s=%lld", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.drain_timeout);
-    /* requests and builds run on together: one deadline bounds both */
+    /* requests, background plans and builds run on together: one deadline
+     * bounds them all; then what still runs is cancelled */
     double deadline = metrics_clock() + (double)cfg.drain_timeout;
-    server_drain(srv, (double)cfg.drain_timeout);
+    if (!server_drain(srv, (double)cfg.drain_timeout)) {
+        log_warn("main", "event=exit requests=interrupted");
+        return 0;
+    }
     server_free(srv);
     double left = deadline - metrics_clock();
+    if (!svc_drain_plans(&svc, left > 0 ? left : 0))
+        log_warn("main", "event=drain_timeout msg=\"background plans still run: interrupted\"");
+    left = deadline - metrics_clock();
     if (!svc_stop_builds(&svc, left > 0 ? left : 0)) {
         /* a build still runs: leave it to the exit; its model stays
          * `building` and is built again at the next start */
         log_warn("main", "event=exit builds=interrupted");
         return 0;
     }
-    svc_close(&svc);
+    svc_close(&svc); /* interrupts the plans still running (plans.h) */
     if (*cfg.port_file)
         unlink(cfg.port_file);
     log_info("main", "event=exit");

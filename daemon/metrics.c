@@ -208,6 +208,10 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, char **out
     histogram(&t, "stepcast_model_build_duration_seconds", "", &m->build_time, build_le);
     gauge(&t, "stepcast_model_builds_running", "builds on worker threads now", (double)g->builds_running);
     gauge(&t, "stepcast_model_builds_queued", "builds waiting for a worker", (double)g->builds_queued);
+    gauge(&t, "stepcast_heavy_requests_running", "requests computing on the request pool now",
+          (double)g->heavy_running);
+    gauge(&t, "stepcast_heavy_requests_queued", "requests waiting for a thread of the request pool",
+          (double)g->heavy_queued);
 
     gauge(&t, "stepcast_store_blobs", "trace blobs in the store", (double)g->blobs);
     gauge(&t, "stepcast_store_blob_bytes", "bytes of trace blobs in the store", (double)g->blob_bytes);

@@ -41,6 +41,7 @@ struct metrics_gauges {
     uint64_t cache_entries, cache_bytes, cache_capacity;
     uint64_t cache_hits, cache_misses, cache_evictions;
     long builds_running, builds_queued;
+    long heavy_running, heavy_queued; /* the request pool (workers.h) */
     long uploads_in_progress, requests_in_flight;
     double uptime_s;
 };

@@ -1,6 +1,7 @@
 /* daemon/plans.c: the registry of running plans (plans.h). */
 #include "daemon/plans.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/store.h"
+#include "daemon/workers.h"
 #include "model/job.h"
+#include "common/cancel.h"
 #include "common/banned.h"
 
 struct run {
@@ -26,11 +29,13 @@ struct run {
     struct plans_eval pe;
     atomic_llong done, total;
     atomic_int cancel;
+    int64_t saved_ns; /* when its progress was last saved */
     int held; /* plan.progress: 1 while its first report waits, 2 once read (under the mutex) */
 };
 
 struct plans {
     struct store *store;
+    int nice_delta;
     pthread_mutex_t mu;
     pthread_cond_t changed;
     struct run *running[PLANS_MAX_RUNNING];
@@ -45,12 +50,20 @@ void plans_eval_release(struct plans_eval *pe)
         cache_release(pe->cache, pe->entry);
 }
 
-int plans_new(struct store *store, struct plans **out, struct sc_error *err)
+int plans_new(struct store *store, int nice_delta, struct plans **out, struct sc_error *err)
 {
+    int64_t n;
+    int rc = store_plans_interrupt(store, &n, err);
+    if (rc)
+        return rc;
+    if (n)
+        log_warn("plan", "event=interrupted plans=%lld msg=\"running when the daemon stopped; POST "
+                         "/v1/plans/{id}/resume runs one again\"", (long long)n);
     struct plans *p = calloc(1, sizeof *p);
     if (!p)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     p->store = store;
+    p->nice_delta = nice_delta;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->changed, NULL);
     *out = p;
@@ -65,13 +78,25 @@ static int count_running(const struct plans *p)
     return n;
 }
 
-/* Ask run r to stop: its search at the next progress report, a wait for
- * memory at once. */
-static void cancel_run(struct run *r)
+/* Ask run r to stop (why: PLANS_CANCELLED or _INTERRUPTED): its long
+ * loops at their next check, its search at the next progress report, a
+ * wait for memory at once. */
+static void cancel_run(struct run *r, int why)
 {
-    atomic_store(&r->cancel, 1);
+    atomic_store(&r->cancel, why);
     if (r->pe.admission)
         admission_wake(r->pe.admission);
+}
+
+int plans_drain(struct plans *p, double timeout_s)
+{
+    struct timespec deadline = workers_deadline(timeout_s);
+    pthread_mutex_lock(&p->mu);
+    while (count_running(p) && pthread_cond_timedwait(&p->changed, &p->mu, &deadline) != ETIMEDOUT)
+        ;
+    int none = count_running(p) == 0;
+    pthread_mutex_unlock(&p->mu);
+    return none;
 }
 
 void plans_free(struct plans *p)
@@ -81,7 +106,7 @@ void plans_free(struct plans *p)
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
         if (p->running[i])
-            cancel_run(p->running[i]);
+            cancel_run(p->running[i], PLANS_INTERRUPTED);
     pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
     while (count_running(p))
         pthread_cond_wait(&p->changed, &p->mu);
@@ -120,16 +145,13 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     if (pe->cancel) {
         if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
-            return rc == SC_EEXIST ? sc_error_set(err, SC_EEXIST, "cancelled") : rc;
+            return rc == SC_EEXIST ? sc_error_set(err, SC_ECANCELED, "cancelled") : rc;
         }
-    } else if ((pe->refused = (int)admission_try(pe->admission, need, 0, what, err)) != ADMISSION_OK) {
+    } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
     rc = est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
-    if (pe->cancel)
-        admission_release(pe->admission, need);
-    else
-        admission_done(pe->admission, need, 0);
+    admission_release(pe->admission, need);
     return rc;
 }
 
@@ -156,9 +178,25 @@ static int admitted_refine(void *ctx, const struct est_spec *s, double enough_ms
     return a->inner.refine(a->inner.ctx, s, enough_ms, step_ms, err);
 }
 
+/* The progress reported, on its way to the caller's report. */
+struct seen {
+    est_plan_progress_fn fn;
+    void *ctx;
+    int64_t done, total;
+};
+
+static int seen_progress(void *ctx, int64_t done, int64_t total)
+{
+    struct seen *p = ctx;
+    p->done = done;
+    p->total = total;
+    return p->fn ? p->fn(p->ctx, done, total) : 0;
+}
+
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err)
 {
+    struct seen seen = {progress, ctx, 0, est_plan_space(req)};
     struct est_plan_evaluator ev;
     struct admitted_eval adm;
     struct est_plan_request banded = *req;
@@ -181,13 +219,18 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     pe->refused = ADMISSION_OK;
-    int failed = est_plan_run(&banded, &ev, progress, ctx, &plan, &perr);
-    if (failed && pe->refused != ADMISSION_OK && !pe->cancel) {
+    int failed = est_plan_run(&banded, &ev, seen_progress, &seen, &plan, &perr);
+    int stop = pe->cancel ? atomic_load(pe->cancel) : PLANS_GOING;
+    if (failed && !pe->cancel && (pe->refused != ADMISSION_OK || perr.code == SC_ECANCELED)) {
         est_plan_release(&plan);
-        *err = perr;
-        return SC_ELIMIT; /* inside a request: refused, nothing stored */
+        *err = perr; /* inside a request: refused, or called off by a shutdown; nothing stored */
+        return perr.code == SC_ECANCELED ? SC_ECANCELED : SC_ELIMIT;
     }
-    if (failed && pe->cancel && atomic_load(pe->cancel)) { /* while it waited for memory */
+    row.done = seen.done;
+    row.total = seen.total;
+    if (stop == PLANS_INTERRUPTED && (failed || plan.cancelled)) { /* a shutdown: POST .../resume runs it again */
+        snprintf(row.state, sizeof row.state, "interrupted");
+    } else if (failed && stop == PLANS_CANCELLED) { /* while it waited for memory or computed */
         snprintf(row.state, sizeof row.state, "cancelled");
     } else if (failed) {
         snprintf(row.state, sizeof row.state, "failed");
@@ -214,8 +257,15 @@ static int run_progress(void *ctx, int64_t done, int64_t total)
 {
     struct run *r = ctx;
     struct plans *p = r->owner;
+    int64_t now = store_now_ns();
     atomic_store(&r->done, done);
     atomic_store(&r->total, total);
+    if (now - r->saved_ns >= (int64_t)(PLANS_SAVE_EVERY_S * 1e9)) { /* what a crash leaves to read */
+        struct sc_error err;
+        r->saved_ns = now;
+        if (store_plan_progress(p->store, r->id, done, total, &err))
+            log_warn("plan", "plan=%s event=progress_not_saved msg=\"%s\"", r->id, err.msg);
+    }
     if (fp_armed("plan.progress")) { /* tests: the first report waits until it is read */
         pthread_mutex_lock(&p->mu);
         if (!r->held)
@@ -232,6 +282,8 @@ static void *run_thread(void *arg)
     struct run *r = arg;
     struct plans *p = r->owner;
     struct sc_error err;
+    workers_background(p->nice_delta);
+    sc_cancel_attach(&r->cancel);
     if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
     plans_eval_release(&r->pe);
@@ -246,10 +298,20 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                int64_t space, const struct plans_eval *pe, struct sc_error *err)
+static struct run *find(struct plans *p, const char *id)
+{
+    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
+        if (p->running[i] && strcmp(p->running[i]->id, id) == 0)
+            return p->running[i];
+    return NULL;
+}
+
+int plans_start(struct plans *p, const char *id, const char *request, const char *model,
+                const struct est_plan_request *req, int64_t space, const struct plans_eval *pe,
+                struct sc_error *err)
 {
     struct run *r = calloc(1, sizeof *r);
+    struct store_plan row = {.request = (char *)request, .total = space, .created_ns = store_now_ns()};
     pthread_t t;
     pthread_attr_t attr;
     int slot = -1, rc = SC_OK;
@@ -263,20 +325,30 @@ int plans_start(struct plans *p, const char *id, const char *request, const stru
     r->pe = *pe;
     r->pe.cancel = &r->cancel; /* waits for memory, and a cancel ends the wait */
     atomic_init(&r->total, space);
+    snprintf(row.id, sizeof row.id, "%s", id);
+    snprintf(row.model, sizeof row.model, "%s", model);
+    snprintf(row.state, sizeof row.state, "running");
+    snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING && slot < 0; i++)
         if (!p->running[i])
             slot = i;
-    if (slot < 0) {
+    if (find(p, id)) {
+        rc = sc_error_set(err, SC_EEXIST, "plan '%s' is running already", id);
+    } else if (slot < 0) {
         rc = sc_error_set(err, SC_ELIMIT, "%d plans are running (the most at once): try again later",
                           PLANS_MAX_RUNNING);
-    } else {
+    } else if ((rc = store_plan_put(p->store, &row, err)) == SC_OK) { /* acknowledged: in the catalog first */
         p->running[slot] = r;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create(&t, &attr, run_thread, r)) {
             p->running[slot] = NULL;
             rc = sc_error_set(err, SC_ENOMEM, "could not start a thread for the plan");
+            snprintf(row.state, sizeof row.state, "failed");
+            row.error = err->msg;
+            row.finished_ns = store_now_ns();
+            store_plan_put(p->store, &row, NULL);
         }
         pthread_attr_destroy(&attr);
     }
@@ -286,14 +358,6 @@ int plans_start(struct plans *p, const char *id, const char *request, const stru
         free(r);
     }
     return rc;
-}
-
-static struct run *find(struct plans *p, const char *id)
-{
-    for (int i = 0; i < PLANS_MAX_RUNNING; i++)
-        if (p->running[i] && strcmp(p->running[i]->id, id) == 0)
-            return p->running[i];
-    return NULL;
 }
 
 int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *total)
@@ -317,7 +381,7 @@ int plans_cancel(struct plans *p, const char *id)
     pthread_mutex_lock(&p->mu);
     struct run *r = find(p, id);
     if (r) {
-        cancel_run(r);
+        cancel_run(r, PLANS_CANCELLED);
         pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
         while (find(p, id))
             pthread_cond_wait(&p->changed, &p->mu);

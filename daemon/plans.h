@@ -1,7 +1,12 @@
 /* daemon/plans.h: plans running in the background (POST /v1/plans), each
- * on a thread of its own, at most PLANS_MAX_RUNNING at once. A finished
- * plan (done, failed or cancelled) is written to the catalog and leaves
- * the registry: GET finds a plan here while it runs, in the store after. */
+ * on a thread of its own (at the priority of heavy work, workers.h), at
+ * most PLANS_MAX_RUNNING at once. A plan is in the catalog as `running`
+ * before it starts, and its progress is saved there every
+ * PLANS_SAVE_EVERY_S; once finished (done, failed, cancelled by a DELETE,
+ * or interrupted by a shutdown) its row says so and it leaves the
+ * registry: GET finds a plan here while it runs, in the store after. A
+ * plan a crash stopped is still `running` in the catalog: plans_new marks
+ * such rows `interrupted`, with the progress last saved. */
 #ifndef DAEMON_PLANS_H
 #define DAEMON_PLANS_H
 
@@ -14,6 +19,7 @@
 #include "model/graph.h"
 
 #define PLANS_MAX_RUNNING 4
+#define PLANS_SAVE_EVERY_S 1.0
 
 struct admission;
 struct plans;
@@ -36,7 +42,7 @@ struct plans_eval {
      * (plans_start) it waits, and a cancel ends the wait */
     struct admission *admission;
     int refused;
-    atomic_int *cancel;
+    atomic_int *cancel; /* PLANS_GOING, or why it stops: PLANS_CANCELLED, _INTERRUPTED */
     struct est_plan_estimator est;
     struct est_bands bands;       /* the estimator's: ranked at the request's risk */
     struct whatif_planner whatif; /* used when whole is set; its graph is view */
@@ -46,25 +52,36 @@ struct plans_eval {
     struct cache_entry *entry;
 };
 
+enum { PLANS_GOING, PLANS_CANCELLED, PLANS_INTERRUPTED };
+
 /* Give back what pe holds: its planner, bands, whole job and cache entry. */
 void plans_eval_release(struct plans_eval *pe);
 
-int plans_new(struct store *store, struct plans **out, struct sc_error *err);
-/* Cancel every running plan and wait for each to be stored. */
+/* The registry; rows left `running` by a crash become `interrupted`.
+ * Plans run with their nice value raised by nice_delta. */
+int plans_new(struct store *store, int nice_delta, struct plans **out, struct sc_error *err);
+/* Wait up to timeout_s for the running plans to finish: 1 when none runs. */
+int plans_drain(struct plans *p, double timeout_s);
+/* Interrupt every running plan (its long loops stop, common/cancel.h) and
+ * wait for each to be stored as `interrupted`, with its progress. */
 void plans_free(struct plans *p);
 
 /* Plan req with pe now, on this thread, and store the result as plan `id`
- * (request: the POST body, kept with it). progress may be NULL. An
- * evaluation the memory budget refuses (pe->refused) ends it with SC_ELIMIT,
- * nothing stored. */
+ * (request: the POST body, kept with it). progress may be NULL. Without
+ * pe->cancel (inside a request), an evaluation the memory budget refuses
+ * (pe->refused) ends it with SC_ELIMIT, and a shutdown (common/cancel.h)
+ * with SC_ECANCELED, nothing stored. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
 /* The same on a thread of its own, which takes pe's whole job and cache
- * entry; SC_ELIMIT when PLANS_MAX_RUNNING run (they then stay the
- * caller's). space (est_plan_space of req) is its progress's total from
- * the start, before the search reports any. */
-int plans_start(struct plans *p, const char *id, const char *request, const struct est_plan_request *req,
-                int64_t space, const struct plans_eval *pe, struct sc_error *err);
+ * entry, once the plan is stored as `running` (model: the built model it
+ * plans from, or ""); else they stay the caller's: SC_ELIMIT when
+ * PLANS_MAX_RUNNING run, SC_EEXIST when plan id runs already, the store's
+ * error when it cannot be stored. space (est_plan_space of req) is its
+ * progress's total from the start, before the search reports any. */
+int plans_start(struct plans *p, const char *id, const char *request, const char *model,
+                const struct est_plan_request *req, int64_t space, const struct plans_eval *pe,
+                struct sc_error *err);
 /* Whether plan id is running; its progress then. */
 int plans_progress(struct plans *p, const char *id, int64_t *done, int64_t *total);
 /* Cancel plan id when it runs and wait until it is stored; 1 if it ran. */

@@ -5,7 +5,14 @@
  * request without its body (route, token, query, declared size, upload
  * slots) is decided on the first call and answered at once, so a 16 GiB
  * upload with a bad token costs nothing. A body that grows past its limit
- * without having declared its size (chunked) closes the connection. */
+ * without having declared its size (chunked) closes the connection.
+ *
+ * A request whose handler needs heavy work (svc_handle says SVC_DEFERRED)
+ * is handed to the request pool (workers.h) and its connection suspended
+ * (MHD_suspend_connection), so the HTTP thread goes back to other
+ * connections; the worker answers it and resumes the connection, and the
+ * access handler, called again, sends the answer. With the pool full it is
+ * 429 with Retry-After. */
 #include "daemon/server.h"
 
 #include <arpa/inet.h>
@@ -33,6 +40,8 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/service.h"
+#include "daemon/workers.h"
+#include "common/cancel.h"
 #include "common/banned.h"
 
 #define MAX_ORIGINS 32
@@ -50,6 +59,7 @@
 
 struct server {
     struct MHD_Daemon *d;
+    struct workers *pool; /* computes for deferred requests */
     struct conn_guard *guard;
     struct svc *svc;
     const struct daemon_config *cfg;
@@ -59,6 +69,8 @@ struct server {
 };
 
 struct conn {
+    struct server *srv;
+    struct MHD_Connection *mhd; /* while it is suspended for the pool */
     uint64_t id;
     double t0;
     struct http_head head;
@@ -69,6 +81,7 @@ struct conn {
     struct api_reply reply;
     int have_reply;      /* an answer is ready (an error found early) */
     int discard;         /* drop the body, then send the answer */
+    int deferred;        /* handed to the pool: answered when resumed */
     int close;           /* close the connection after the answer */
     int recorded;        /* counted in the metrics */
     enum api_body body;
@@ -322,6 +335,35 @@ static int consume(struct server *srv, struct conn *cs, const char *data, size_t
     return 0;
 }
 
+/* On a worker: the request's heavy work and its answer, then the
+ * connection back to libmicrohttpd, which calls on_request again. */
+static void run_deferred(void *ctx)
+{
+    struct conn *cs = ctx;
+    if (sc_cancelled()) /* queued when the drain timed out */
+        api_fail(&cs->reply, API_E_UNAVAILABLE, "the server is shutting down");
+    else
+        svc_handle_heavy(cs->srv->svc, &cs->req, &cs->reply);
+    cs->have_reply = 1;
+    MHD_resume_connection(cs->mhd);
+}
+
+/* Hand a deferred request to the pool: 1 when it took it (the connection
+ * is suspended until it is answered), 0 with the refusal in cs->reply. */
+static int offload(struct server *srv, struct MHD_Connection *c, struct conn *cs)
+{
+    struct sc_error err;
+    if (workers_reserve(srv->pool, &err)) {
+        api_fail(&cs->reply, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
+        return 0;
+    }
+    cs->mhd = c;
+    cs->deferred = 1;
+    MHD_suspend_connection(c); /* before the worker can resume it */
+    workers_submit(srv->pool, run_deferred, cs);
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -350,10 +392,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     conn_guard_body_done(srv->guard, cs->guarded);
-    if (!cs->have_reply) {
+    if (!cs->have_reply && !cs->deferred) {
         cs->req.body = cs->json ? cs->json : "";
         cs->req.body_len = cs->json_len;
-        svc_handle(srv->svc, &cs->req, &cs->reply);
+        if (svc_handle(srv->svc, &cs->req, &cs->reply) == SVC_DEFERRED && offload(srv, c, cs))
+            return MHD_YES; /* answered when the pool resumes the connection */
     }
     return send_reply(srv, c, cs);
 }
@@ -367,6 +410,7 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c)
     (void)c;
     if (!cs)
         return NULL;
+    cs->srv = srv;
     cs->id = atomic_fetch_add(&srv->next_id, 1) + 1;
     cs->t0 = metrics_clock();
     atomic_fetch_add(&srv->svc->in_flight, 1);
@@ -547,13 +591,17 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
     struct conn_guard_limits lim = {(double)cfg->head_timeout, (double)cfg->min_body_rate,
                                     (double)cfg->head_timeout, (size_t)cfg->max_connections,
                                     (size_t)cfg->max_connections_per_client};
-    if ((rc = conn_guard_new(&lim, &srv->guard, err))) {
+    if ((rc = conn_guard_new(&lim, &srv->guard, err)) ||
+        (rc = workers_start((unsigned)cfg->heavy_requests, (size_t)cfg->heavy_queue, (int)cfg->heavy_nice,
+                            &srv->pool, err))) {
         server_free(srv);
         return rc;
     }
+    s->pool = srv->pool; /* its counts, for /metrics */
     /* poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon() races
      * with its epoll workers over the listening socket and can abort */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (v6)
         flags |= MHD_USE_IPv6;
     srv->d = MHD_start_daemon(
@@ -583,22 +631,41 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
     return SC_OK;
 }
 
-void server_drain(struct server *srv, double timeout_s)
+/* Wait until no request is in flight or the monotonic deadline passes. */
+static long wait_requests(struct server *srv, double deadline)
+{
+    while (atomic_load(&srv->svc->in_flight) > 0 && metrics_clock() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&srv->svc->in_flight);
+}
+
+int server_drain(struct server *srv, double timeout_s)
 {
     atomic_store(&srv->svc->draining, 1);
     MHD_socket fd = MHD_quiesce_daemon(srv->d);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
-    double deadline = metrics_clock() + timeout_s;
-    while (atomic_load(&srv->svc->in_flight) > 0 && metrics_clock() < deadline) {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    long left = wait_requests(srv, metrics_clock() + timeout_s);
+    if (left) {
+        long running, queued;
+        workers_counts(srv->pool, &running, &queued);
+        log_warn("http", "event=drain_timeout requests_left=%ld computing=%ld queued=%ld msg=\"cancelled\"", left,
+                 running, queued);
+        /* their loops stop at their next check; each is answered 503 */
+        workers_cancel(srv->pool);
+        if (!workers_wait_idle(srv->pool, SERVER_CANCEL_GRACE_S)) {
+            /* a suspended connection must not meet MHD_stop_daemon: the exit takes it */
+            log_error("http", "event=cancel_timeout msg=\"work still runs %.0f s after it was cancelled\"",
+                      SERVER_CANCEL_GRACE_S);
+            return 0;
+        }
+        wait_requests(srv, metrics_clock() + SERVER_CANCEL_GRACE_S); /* their answers go out */
     }
-    long left = atomic_load(&srv->svc->in_flight);
-    if (left)
-        log_warn("http", "event=drain_timeout requests_left=%ld", left);
     MHD_stop_daemon(srv->d);
     srv->d = NULL;
+    return 1;
 }
 
 void server_free(struct server *srv)
@@ -607,6 +674,9 @@ void server_free(struct server *srv)
         return;
     if (srv->d)
         MHD_stop_daemon(srv->d);
+    if (srv->pool)
+        srv->svc->pool = NULL;
+    workers_free(srv->pool);
     conn_guard_free(srv->guard);
     for (size_t i = 0; i < srv->n_origins; i++)
         free(srv->origins[i]);

@@ -20,9 +20,15 @@ struct server;
 /* Bind cfg->listen and start serving; *port gets the bound port. */
 int server_start(struct svc *s, const struct daemon_config *cfg, struct server **out,
                  uint16_t *port, struct sc_error *err);
+/* Seconds that work cancelled at the end of a drain has to stop. */
+#define SERVER_CANCEL_GRACE_S 5.0
+
 /* Stop accepting connections, answer new requests on open connections with
- * 503, wait up to timeout_s for requests in flight, then stop. */
-void server_drain(struct server *srv, double timeout_s);
-void server_free(struct server *srv); /* after server_drain; NULL-safe */
+ * 503, wait up to timeout_s for requests in flight; then cancel the heavy
+ * work still running or queued for them (its requests are answered 503)
+ * and stop. 1 when stopped; 0 when cancelled work did not stop within
+ * SERVER_CANCEL_GRACE_S: the process must exit without server_free. */
+int server_drain(struct server *srv, double timeout_s);
+void server_free(struct server *srv); /* after server_drain returned 1; NULL-safe */
 
 #endif

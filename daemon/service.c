@@ -114,13 +114,13 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
-        (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, &s->plans, err)) ||
+        (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, (int)cfg->heavy_nice, &s->plans, err)) ||
         (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
-        (rc = admission_new((uint64_t)cfg->memory_budget, (unsigned)cfg->heavy_requests, &s->admission, err)))
+        (rc = admission_new((uint64_t)cfg->memory_budget, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
-    struct builder_env env = {s->store,   s->blobs, s->cache,       s->metrics,
-                              &s->load,   &s->publish_mu, s->admission};
+    struct builder_env env = {s->store,   s->blobs,       s->cache,     s->metrics,
+                              &s->load,   &s->publish_mu, s->admission, (int)cfg->heavy_nice};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
                             &s->builder, err)))
         goto fail;
@@ -150,6 +150,11 @@ fail:
     svc_stop_builds(s, 0);
     svc_close(s);
     return rc;
+}
+
+int svc_drain_plans(struct svc *s, double timeout_s)
+{
+    return plans_drain(s->plans, timeout_s);
 }
 
 int svc_stop_builds(struct svc *s, double timeout_s)

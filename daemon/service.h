@@ -28,6 +28,7 @@ struct cache;
 struct daemon_config;
 struct metrics;
 struct plans;
+struct workers;
 struct store;
 
 struct svc {
@@ -50,6 +51,7 @@ struct svc {
     atomic_long ledger_changes;  /* ledger writes since start: part of the memo's key */
     struct plans *plans;         /* plans running in the background (h_plans.c) */
     struct admission *admission; /* the memory budget all heavy work is admitted under */
+    struct workers *pool;        /* the request pool, while the server runs (server.h) */
 };
 
 /* Bytes of memoised estimate documents kept (least recently used go). */
@@ -72,14 +74,28 @@ struct svc_request {
 /* Open the data directory (creating it), check and sweep it, start the
  * builders. */
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err);
+/* Wait up to timeout_s for the background plans: 1 when none runs. Those
+ * still running at svc_close are interrupted (plans.h). */
+int svc_drain_plans(struct svc *s, double timeout_s);
 /* Stop the builders (see builder_stop); 1 when they all stopped. */
 int svc_stop_builds(struct svc *s, double timeout_s);
 /* Release everything; after svc_stop_builds returned 1. */
 void svc_close(struct svc *s);
 
 /* Answer a routed, authenticated request whose query the server checked
- * (api_check_query). */
-void svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
+ * (api_check_query), on an HTTP thread: SVC_ANSWERED with r filled, or
+ * SVC_DEFERRED when it needs heavy work (a handler called svc_defer), r
+ * untouched and nothing changed: svc_handle_heavy() answers it then, on a
+ * worker (workers.h). Memoised answers and catalog reads are answered at
+ * once. */
+enum svc_handled { SVC_ANSWERED, SVC_DEFERRED };
+enum svc_handled svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
+void svc_handle_heavy(struct svc *s, struct svc_request *req, struct api_reply *r);
+/* For handlers, just before heavy work (a replay, a what-if, an estimate
+ * or a model load that no memo answers): 1 on an HTTP thread, where the
+ * handler returns at once with r untouched and nothing stored, and the
+ * request is handled again on a worker; 0 on a worker: go on. */
+int svc_defer(void);
 
 /* The first value of a query parameter, or NULL. */
 const char *svc_query(const struct svc_request *req, const char *key);

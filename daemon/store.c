@@ -131,6 +131,25 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  decided_ns INTEGER,"
     "  closed_ns INTEGER);"
     "CREATE INDEX experiments_external ON experiments(external_id);",
+    /* 6: background plans stored from their 202 on (running, then
+     * interrupted by a crash or a shutdown, with their progress), and the
+     * model a plan from a model plans from, to resume it */
+    "CREATE TABLE plans6("
+    "  id TEXT PRIMARY KEY,"
+    "  request TEXT NOT NULL,"
+    "  model TEXT,"
+    "  state TEXT NOT NULL CHECK(state IN ('running', 'interrupted', 'done', 'failed', 'cancelled')),"
+    "  document TEXT,"
+    "  error TEXT,"
+    "  version TEXT NOT NULL,"
+    "  done INTEGER NOT NULL DEFAULT 0,"
+    "  total INTEGER NOT NULL DEFAULT 0,"
+    "  created_ns INTEGER NOT NULL,"
+    "  finished_ns INTEGER NOT NULL);"
+    "INSERT INTO plans6(id, request, state, document, error, version, created_ns, finished_ns)"
+    "  SELECT id, request, state, document, error, version, created_ns, finished_ns FROM plans;"
+    "DROP TABLE plans;"
+    "ALTER TABLE plans6 RENAME TO plans;",
 };
 
 enum stmt {
@@ -142,7 +161,7 @@ enum stmt {
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
-    Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE,
+    Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_COUNT
 };
@@ -238,10 +257,17 @@ static const char *const sql[Q_COUNT] = {
     [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (?1 IS NULL OR model = ?1)"
                      " AND (?2 IS NULL OR kind = ?2) ORDER BY id",
     [Q_VALID_DELETE] = "DELETE FROM validations WHERE id = ?1",
-    [Q_PLAN_PUT] = "INSERT INTO plans(id, request, state, document, error, version, created_ns, finished_ns)"
-                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    [Q_PLAN_GET] = "SELECT id, request, state, document, error, version, created_ns, finished_ns"
-                   " FROM plans WHERE id = ?1",
+    [Q_PLAN_PUT] = "INSERT INTO plans(id, request, state, document, error, version, created_ns, finished_ns, model,"
+                   " done, total) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULLIF(?9, ''), ?10, ?11)"
+                   " ON CONFLICT(id) DO UPDATE SET state = excluded.state, document = excluded.document,"
+                   " error = excluded.error, version = excluded.version, finished_ns = excluded.finished_ns,"
+                   " done = excluded.done, total = excluded.total",
+    [Q_PLAN_GET] = "SELECT id, request, state, document, error, version, created_ns, finished_ns,"
+                   " COALESCE(model, ''), done, total FROM plans WHERE id = ?1",
+    [Q_PLAN_PROGRESS] = "UPDATE plans SET done = ?2, total = ?3 WHERE id = ?1 AND state = 'running'",
+    [Q_PLAN_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'",
+    [Q_PLAN_INTERRUPTED] = "SELECT id FROM plans WHERE state = 'interrupted' AND request = ?1"
+                           " AND COALESCE(model, '') = ?2 ORDER BY created_ns, id LIMIT 1",
     [Q_PLAN_DELETE] = "DELETE FROM plans WHERE id = ?1",
     [Q_EXP_INSERT] = "INSERT INTO experiments(id, baseline, variant, hypothesis, external_id, state, created_ns)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, 'open', ?6)",
@@ -1294,6 +1320,9 @@ static int plan_put(struct store *s, const struct store_plan *p, struct sc_error
         bind_text(st, 6, p->version);
         sqlite3_bind_int64(st, 7, p->created_ns);
         sqlite3_bind_int64(st, 8, p->finished_ns);
+        bind_text(st, 9, p->model);
+        sqlite3_bind_int64(st, 10, p->done);
+        sqlite3_bind_int64(st, 11, p->total);
         rc = run(s, st, err, "put plan");
     }
     return end(s, rc, err);
@@ -1302,6 +1331,62 @@ static int plan_put(struct store *s, const struct store_plan *p, struct sc_error
 int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err)
 {
     LOCKED(s, plan_put(s, p, err));
+}
+
+static int plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_PLAN_PROGRESS, &st, err);
+    if (rc)
+        return rc;
+    bind_text(st, 1, id);
+    sqlite3_bind_int64(st, 2, done);
+    sqlite3_bind_int64(st, 3, total);
+    return run(s, st, err, "save a plan's progress");
+}
+
+int store_plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
+{
+    LOCKED(s, plan_progress(s, id, done, total, err));
+}
+
+static void read_id(sqlite3_stmt *st, void *row)
+{
+    col_copy(st, 0, row, 64);
+}
+
+static int plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                            struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_PLAN_INTERRUPTED, &st, err);
+    if (rc)
+        return rc;
+    bind_text(st, 1, request);
+    bind_text(st, 2, model);
+    rc = one_row(s, st, read_id, id, "find an interrupted plan", err);
+    return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no interrupted plan of this request") : rc;
+}
+
+int store_plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                           struct sc_error *err)
+{
+    LOCKED(s, plan_interrupted(s, request, model, id, err));
+}
+
+static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = prep(s, Q_PLAN_INTERRUPT, &st, err);
+    *n = 0;
+    if (rc == SC_OK && (rc = run(s, st, err, "mark plans interrupted")) == SC_OK)
+        *n = sqlite3_changes(s->db);
+    return rc;
+}
+
+int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
+{
+    LOCKED(s, plans_interrupt(s, n, err));
 }
 
 static void read_plan(sqlite3_stmt *st, void *row)
@@ -1315,6 +1400,9 @@ static void read_plan(sqlite3_stmt *st, void *row)
     col_copy(st, 5, p->version, sizeof p->version);
     p->created_ns = sqlite3_column_int64(st, 6);
     p->finished_ns = sqlite3_column_int64(st, 7);
+    col_copy(st, 8, p->model, sizeof p->model);
+    p->done = sqlite3_column_int64(st, 9);
+    p->total = sqlite3_column_int64(st, 10);
 }
 
 static int plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)

@@ -30,7 +30,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -153,19 +153,34 @@ int store_validation_delete(struct store *s, int64_t id, struct sc_error *err);
 /* Wall-clock nanoseconds, as stored. */
 int64_t store_now_ns(void);
 
-/* ---- finished plans (POST /v1/plans): what a restart keeps ---- */
+/* ---- plans (POST /v1/plans): background ones from their 202 on, and
+ * finished ones; what a restart keeps ---- */
 
 struct store_plan {
     char id[64];
     char *request;   /* the POST body, compact JSON (malloc'd) */
-    char state[16];  /* "done", "failed" or "cancelled" */
+    char model[STORE_NAME_MAX]; /* the built model a plan from a model plans from, or "" */
+    char state[16];  /* "running", "interrupted", "done", "failed" or "cancelled" */
     char *document;  /* the plan document when done, else NULL */
     char *error;     /* why it failed, else NULL */
     char version[32];
-    int64_t created_ns, finished_ns;
+    int64_t done, total; /* its progress: combinations evaluated, of */
+    int64_t created_ns, finished_ns; /* finished_ns 0 while running or interrupted */
 };
 void store_plan_release(struct store_plan *p);
+/* Store plan p, or update the one stored under its id: its state,
+ * document, error, version, progress and finish (not its request, model
+ * or creation). */
 int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err);
+/* A running plan's progress. */
+int store_plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err);
+/* The oldest interrupted plan of this request (and model, "" for none)
+ * into id; SC_ENOTFOUND when there is none. */
+int store_plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+                           struct sc_error *err);
+/* Every plan still `running` becomes `interrupted` (at startup: a crash
+ * stopped them); *n says how many. */
+int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err);
 /* SC_ENOTFOUND when there is none. */
 int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err);
 int store_plan_delete(struct store *s, const char *id, struct sc_error *err);

@@ -22,6 +22,7 @@
 #include "estimator/quant.h"
 #include "model/graph_builder.h"
 #include "model/kernel_family.h"
+#include "common/cancel.h"
 #include "common/checked.h"
 #include "common/banned.h"
 
@@ -1724,6 +1725,10 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
 {
     int v = virtual_stage(p, r->id, chunk);
     int sync_recv = backward ? v < p->pp * p->vpp - 1 : v > 0;
+    if (!y->failed && sc_cancelled())
+        y->failed = sc_error_set(y->err, SC_ECANCELED, "the synthesis was called off");
+    if (y->failed)
+        return;
     if (y->sim) {
         z3_sim_pass(y, &p->vstages[v], backward);
         return;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cancel.h"
 #include "common/hugepage.h"
 #include "common/spans.h"
 #include "common/vec.h"
@@ -655,7 +656,11 @@ static int simulate(const struct model_graph *g, const struct model_replay_opts 
             s.gdur[k] = max64(s.gdur[k], s.dur[g->group_tasks[m]]);
         assert(s.gwait[k] >= 1 && s.gdur[k] >= 0);
     }
-    while (s.finished < n) {
+    for (uint32_t step = 0; s.finished < n; step++) {
+        if (!(step & 0xffff) && sc_cancelled()) {
+            rc = sc_error_set(err, SC_ECANCELED, "the replay was called off");
+            goto out;
+        }
         if (s.tail > 0) {
             uint32_t ev = s.queue[--s.tail], i = ev >> 1;
             if (!(ev & 1)) {

@@ -153,28 +153,22 @@ TEST(svc_admission_busy_is_429_with_retry_after)
 struct light {
     const struct svc_daemon *d;
     const char *path;
-    atomic_int *stop;
+    atomic_int *heavy_left; /* heavy requests not answered yet */
     double ms[4096];
     int n;
-    int during; /* answered before the heavy work was over */
 };
 
-/* Light requests, 10 ms apart, until the heavy work is over and at least
- * three were answered (a slow first answer leaves the rest to measure). */
+/* Light requests, 10 ms apart, while heavy requests are in flight: what
+ * each took, as its client saw it. */
 static void *light_loop(void *arg)
 {
     struct light *l = arg;
-    l->during = -1;
-    while (l->n < 4096) {
-        if (atomic_load(l->stop)) {
-            if (l->during < 0)
-                l->during = l->n;
-            if (l->n >= 3)
-                break;
-        }
+    while (l->n < 4096 && atomic_load(l->heavy_left) > 0) {
         double t0 = now_s();
         long st = svc_admin(l->d, "GET", l->path, NULL, NULL);
-        l->ms[l->n++] = (now_s() - t0) * 1e3;
+        double ms = (now_s() - t0) * 1e3;
+        if (atomic_load(l->heavy_left) > 0) /* sent and answered under load */
+            l->ms[l->n++] = ms;
         if (st != 200)
             sc_check_fail(__FILE__, __LINE__, "GET %s: %ld under load", l->path, st);
         usleep(10000);
@@ -198,68 +192,90 @@ struct heavy_plan {
     const struct svc_daemon *d;
     int batch;
     long status;
+    atomic_int *left;
 };
 
+/* A plan planned inside its request (173 combinations, none pruned: top
+ * 1000): about 1.3 s of CPU. */
 static void *heavy_plan(void *arg)
 {
     struct heavy_plan *h = arg;
     char body[512];
     snprintf(body, sizeof body,
-             "{\"gpus\":64,\"spec\":{\"model\":{\"layers\":32,\"hidden\":4096,\"heads\":32,\"seq\":2048},"
-             "\"parallel\":{\"global_batch\":%d},\"cluster\":{\"gpu\":\"h100-sxm\"}}}",
+             "{\"gpus\":128,\"top\":1000,\"spec\":{\"model\":{\"layers\":48,\"hidden\":6144,\"heads\":48,"
+             "\"seq\":2048},\"parallel\":{\"global_batch\":%d},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"},"
+             "\"options\":{\"zero_stage\":1,\"recompute\":\"none\",\"sequence_parallel\":false}}}",
              h->batch);
     h->status = svc_admin(h->d, "POST", "/v1/plans", body, NULL);
+    atomic_fetch_sub(h->left, 1);
     return NULL;
 }
 
-/* 8 plans and 4 kernel-detail estimates at once (each of them seconds of
- * work): /healthz and a catalog read keep being answered quickly, since
- * heavy work holds at most heavy-requests of the HTTP threads (the rest
- * 429) and background plans run on threads of their own. p99 and the
- * maximum are printed (BENCHMARKS.md, "Hostile requests"); the bound
- * asserted is generous (this is no timed benchmark): with every HTTP
- * thread computing they stalled for seconds. */
+struct counted_estimate {
+    struct heavy h;
+    atomic_int *left;
+};
+
+static void *counted_estimate(void *arg)
+{
+    struct counted_estimate *c = arg;
+    heavy_estimate(&c->h);
+    atomic_fetch_sub(c->left, 1);
+    return NULL;
+}
+
+/* 8 plans and 4 kernel-detail estimates at once, each planned or
+ * estimated inside its request (seconds of CPU in all), while one client
+ * polls /healthz and another GET /v1/jobs every 10 ms. The heavy requests
+ * run on the request pool (two threads at the defaults, the rest queued,
+ * none refused), at a lower priority than the HTTP threads, so the light
+ * requests answered while any heavy one is in flight (at least 50 of
+ * each) stay under 100 ms at p99, and none waits a second: a stall shows
+ * in the maximum, not in the p99, since a client that waits sends no
+ * others. p99 and the maximum are printed (BENCHMARKS.md, "Hostile
+ * requests"). With every HTTP thread computing they stalled for seconds. */
 TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
 {
     enum { PLANS = 8, ESTIMATES = 4 };
     struct svc_daemon d;
     struct heavy_plan hp[PLANS];
-    struct heavy he[ESTIMATES];
+    struct counted_estimate he[ESTIMATES];
     pthread_t tp[PLANS], te[ESTIMATES], tl[2];
-    atomic_int stop = 0;
+    atomic_int left = PLANS + ESTIMATES;
     static struct light light[2];
     svc_start(&d, NULL, NULL, NULL);
-    light[0] = (struct light){.d = &d, .path = "/healthz", .stop = &stop};
-    light[1] = (struct light){.d = &d, .path = "/v1/jobs", .stop = &stop};
-    for (int i = 0; i < 2; i++)
-        pthread_create(&tl[i], NULL, light_loop, &light[i]);
+    light[0] = (struct light){.d = &d, .path = "/healthz", .heavy_left = &left};
+    light[1] = (struct light){.d = &d, .path = "/v1/jobs", .heavy_left = &left};
     for (int i = 0; i < PLANS; i++) {
-        hp[i] = (struct heavy_plan){&d, 4096 + 64 * i, 0};
+        hp[i] = (struct heavy_plan){&d, 2048 + 64 * i, 0, &left};
         pthread_create(&tp[i], NULL, heavy_plan, &hp[i]);
     }
     for (int i = 0; i < ESTIMATES; i++) {
-        he[i] = (struct heavy){&d, 1024 + 8 * i, 0, 0};
-        pthread_create(&te[i], NULL, heavy_estimate, &he[i]);
+        he[i] = (struct counted_estimate){{&d, 1024 + 8 * i, 0, 0}, &left};
+        pthread_create(&te[i], NULL, counted_estimate, &he[i]);
     }
+    for (int i = 0; i < 2; i++)
+        pthread_create(&tl[i], NULL, light_loop, &light[i]);
     for (int i = 0; i < PLANS; i++) {
         pthread_join(tp[i], NULL);
-        CHECK(hp[i].status == 200 || hp[i].status == 202 || hp[i].status == 429);
+        CHECK_EQ_INT(hp[i].status, 200); /* queued, not refused */
     }
     for (int i = 0; i < ESTIMATES; i++) {
         pthread_join(te[i], NULL);
-        CHECK(he[i].status == 200 || he[i].status == 429);
+        CHECK_EQ_INT(he[i].h.status, 200);
     }
-    atomic_store(&stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(tl[i], NULL);
+    int nh = light[0].n, nj = light[1].n;
     double h99 = p99(&light[0]), j99 = p99(&light[1]);
     fprintf(stderr, "  under load: /healthz p99 %.1f ms (max %.1f, n %d), GET /v1/jobs p99 %.1f ms (max %.1f, n %d)\n",
-            h99, light[0].ms[light[0].n - 1], light[0].n, j99, light[1].ms[light[1].n - 1], light[1].n);
-    CHECK(light[0].during >= 1 && light[1].during >= 1);
+            h99, nh ? light[0].ms[nh - 1] : -1, nh, j99, nj ? light[1].ms[nj - 1] : -1, nj);
+    REQUIRE(nh >= 50 && nj >= 50);
 #if !defined(__SANITIZE_ADDRESS__)
-    /* generous: a machine busy with other work stretches these too */
-    CHECK(h99 < 2000);
-    CHECK(j99 < 2000);
+    CHECK(h99 < 100);
+    CHECK(j99 < 100);
+    CHECK(light[0].ms[nh - 1] < 1000);
+    CHECK(light[1].ms[nj - 1] < 1000);
 #endif
     CHECK_EQ_INT(svc_stop(&d), 0);
 }

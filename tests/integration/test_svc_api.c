@@ -60,6 +60,8 @@ TEST(svc_health_version_metrics)
     CHECK_CONTAINS(r.body, "stepcast_store_blobs 1\n");
     CHECK_CONTAINS(r.body, "stepcast_model_cache_hits_total 0\n");
     CHECK_CONTAINS(r.body, "stepcast_model_build_duration_seconds_count 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_running 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_queued 0\n");
     CHECK_CONTAINS(r.body, "stepcast_build_info{version=\"" STEPCAST_VERSION "\"} 1\n");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);

@@ -5,12 +5,15 @@
  * --server URL plan --from-model ID`. Every returned row must equal the
  * what-if of that configuration (the same command line, or POST
  * /v1/models/{id}/whatif); bad bodies are 400 naming the field, a model
- * whose job has no config (or one that lacks what a plan needs) 422. The
- * traced job is a `stepcast synth` trace, so no shared data is needed. */
+ * whose job has no config (or one that lacks what a plan needs) 422; a
+ * background plan killed mid-run resumes (POST /v1/plans/{id}/resume) to
+ * the same rows. The traced job is a `stepcast synth` trace, so no shared
+ * data is needed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -217,6 +220,31 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     json_t *done = svc_wait_plan(&d, id);
     CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");
     rows_equal_whatifs(&d, model, done);
+    free(id);
+
+    /* the same, killed while it runs (held at its first progress report):
+     * interrupted after the restart, and resumed, from the model it names,
+     * to the same rows */
+    static const char *const hold[] = {"STEPCAST_FAILPOINT=plan.progress", NULL};
+    char resume[128];
+    svc_kill9(&d);
+    svc_start(&d, d.data, NULL, hold);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":32,\"up_to\":true,\"top\":3}", &r), 202);
+    id = strdup(svc_json_str(r.body, "id"));
+    svc_resp_release(&r);
+    usleep(500000);
+    svc_kill9(&d);
+    svc_start(&d, d.data, NULL, NULL);
+    snprintf(resume, sizeof resume, "/v1/plans/%s", id);
+    CHECK_EQ_INT(svc_admin(&d, "GET", resume, NULL, &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "state"), "interrupted");
+    svc_resp_release(&r);
+    snprintf(resume, sizeof resume, "/v1/plans/%s/resume", id);
+    CHECK_EQ_INT(svc_admin(&d, "POST", resume, NULL, NULL), 202);
+    json_t *again = svc_wait_plan(&d, id);
+    CHECK_STREQ(json_string_value(json_object_get(again, "state")), "done");
+    CHECK(again && json_equal(json_object_get(again, "top"), json_object_get(done, "top")));
+    json_decref(again);
     json_decref(done);
     free(id);
     free(model);

@@ -154,6 +154,33 @@ static int load_val(void *ctx, const char *key, void **value, size_t *bytes, str
 }
 
 static struct cache *shared_cache;
+static atomic_int slow_loading, slow_go;
+
+/* A load that holds until slow_go is set. */
+static int slow_load(void *ctx, const char *key, void **value, size_t *bytes, struct sc_error *err)
+{
+    (void)ctx;
+    (void)err;
+    atomic_store(&slow_loading, 1);
+    while (!atomic_load(&slow_go))
+        usleep(1000);
+    *value = strdup(key);
+    *bytes = 100;
+    return SC_OK;
+}
+
+static void *slow_getter(void *arg)
+{
+    struct cache_entry *e;
+    struct sc_error err;
+    int hit;
+    (void)arg;
+    if (cache_get(shared_cache, "slow", slow_load, NULL, &e, &hit, &err) == SC_OK)
+        cache_release(shared_cache, e);
+    else
+        CHECK(0);
+    return NULL;
+}
 
 static void *getter(void *arg)
 {
@@ -211,6 +238,17 @@ TEST(svc_cache_lru_refcounts_single_flight)
     CHECK_STREQ(err.msg, "not ready");
     CHECK(cache_get(c, "bad", load_val, NULL, &a, &hit, &err) == SC_EEXIST);
     CHECK_EQ_INT(atomic_load(&loads), 3);
+    /* a look without a loader never waits for one loading: an HTTP thread
+     * asks it before it hands the work to a worker */
+    pthread_t slow;
+    pthread_create(&slow, NULL, slow_getter, NULL);
+    while (!atomic_load(&slow_loading))
+        usleep(1000);
+    CHECK(cache_get(c, "slow", NULL, NULL, &a, &hit, &err) == SC_ENOTFOUND);
+    atomic_store(&slow_go, 1);
+    pthread_join(slow, NULL);
+    CHECK(cache_get(c, "slow", NULL, NULL, &a, &hit, &err) == SC_OK && hit);
+    cache_release(c, a);
     cache_free(c);
 }
 

@@ -360,7 +360,15 @@ class Client:
         body = {"gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
         return self._plan(_path("/v1/models/{}/plan", model), body, wait, poll, progress, timeout)
 
-    def _plan(self, path: str, body: Doc, wait: bool, poll: float,
+    def resume_plan(self, plan: str, *, wait: bool = True, poll: float = 0.5,
+                    progress: Optional[Callable[[int, int], None]] = None,
+                    timeout: Optional[float] = None) -> Doc:
+        """``POST /v1/plans/{id}/resume``: run an interrupted plan (one a crash
+        or a shutdown stopped) again from its stored request, under its id;
+        waited for as :meth:`plan`."""
+        return self._plan(_path("/v1/plans/{}/resume", plan), None, wait, poll, progress, timeout)
+
+    def _plan(self, path: str, body: Optional[Doc], wait: bool, poll: float,
               progress: Optional[Callable[[int, int], None]], timeout: Optional[float]) -> Doc:
         started = self.request("POST", path, json=body)
         if not wait:

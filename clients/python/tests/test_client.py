@@ -120,6 +120,7 @@ class TestService(ErrorCase):
             ("delete", "/v1/validations/{id}"): "delete_validation",
             ("post", "/v1/plans"): "plan", ("get", "/v1/plans/{id}"): "plan_status",
             ("delete", "/v1/plans/{id}"): "cancel_plan", ("post", "/v1/models/{id}/plan"): "plan_from_model",
+            ("post", "/v1/plans/{id}/resume"): "resume_plan",
         }
         paths = admin().openapi()["paths"]
         for (method, path), name in covered.items():

@@ -1,0 +1,19 @@
+/* common/cancel.h: cooperative cancellation of long computations.
+ *
+ * A thread running work that someone may call off (a daemon worker, a
+ * background plan, a model build) attaches an atomic flag; the long loops
+ * (the replay's event loop, synthesis per micro-batch, trace ingest) ask
+ * sc_cancelled() every so often and stop with SC_ECANCELED once it is set.
+ * A thread with no flag attached (the command line, most tests) is never
+ * cancelled and pays one thread-local load per check. */
+#ifndef COMMON_CANCEL_H
+#define COMMON_CANCEL_H
+
+#include <stdatomic.h>
+
+/* The flag this thread's work obeys from now on; NULL: none. */
+void sc_cancel_attach(atomic_int *flag);
+/* Whether this thread's work has been called off. */
+int sc_cancelled(void);
+
+#endif
