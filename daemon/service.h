@@ -103,10 +103,14 @@ const char *svc_query(const struct svc_request *req, const char *key);
  * anything else -1. */
 int svc_query_flag(const struct svc_request *req, const char *key);
 
-/* stepcastd --check: is the data directory consistent? (integrity_check,
- * foreign keys, every blob row's file present and hashing to its name, no
- * temp file or blob that no row names). Writes a report; SC_OK when
- * consistent, SC_EINTERNAL when not. Run it with the daemon stopped. */
-int svc_check(const char *data_dir, FILE *report, struct sc_error *err);
+/* The catalog's URL: cfg_store when set, else sqlite:<data_dir>/catalog.db. */
+void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n);
+
+/* stepcastd --check: is the store consistent? (the catalog's own checks
+ * (store_check), every blob row's file present and hashing to its name,
+ * no temp file or blob that no row names). store: as --store ("" for the
+ * default). Writes a report; SC_OK when consistent, SC_EINTERNAL when not.
+ * Run it with the daemon stopped. */
+int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err);
 
 #endif

@@ -62,3 +62,10 @@ void pg_server_start(struct pg_server *p)
     if (!registered++)
         atexit(stop_all);
 }
+
+void pg_server_use(void)
+{
+    static struct pg_server pg;
+    pg_server_start(&pg);
+    REQUIRE(setenv("STEPCAST_STORE", pg.url, 1) == 0);
+}

@@ -17,4 +17,8 @@ struct pg_server {
 
 void pg_server_start(struct pg_server *p);
 
+/* Start one and point every stepcastd this test runs (daemons and
+ * --check) at it: STEPCAST_STORE in the test's environment. */
+void pg_server_use(void);
+
 #endif
