@@ -187,6 +187,14 @@ static int pg_usable(struct sqldb *db)
     return 1;
 }
 
+/* PostgreSQL: after a failure, whether the connection was lost outside a
+ * transaction and is back (reset): then the statement may run again once.
+ * (A server restart breaks every connection; the next statement finds it.) */
+static int pg_again(struct sqldb *db)
+{
+    return PQstatus(db->pg) == CONNECTION_BAD && !db->in_txn && pg_usable(db);
+}
+
 /* ---- statements without parameters ---- */
 
 int sqldb_exec(struct sqldb *db, const char *sql, struct sc_error *err)
@@ -203,13 +211,18 @@ int sqldb_exec(struct sqldb *db, const char *sql, struct sc_error *err)
     }
     if (!pg_usable(db))
         return fail_err(db, err);
-    PGresult *res = PQexec(db->pg, sql);
-    ExecStatusType s = PQresultStatus(res);
-    int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
-    if (!ok)
-        pg_failure(db, res);
-    PQclear(res);
-    return ok ? SC_OK : fail_err(db, err);
+    for (int attempt = 0;; attempt++) {
+        PGresult *res = PQexec(db->pg, sql);
+        ExecStatusType s = PQresultStatus(res);
+        int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+        if (!ok)
+            pg_failure(db, res);
+        PQclear(res);
+        if (ok)
+            return SC_OK;
+        if (attempt || !pg_again(db))
+            return fail_err(db, err);
+    }
 }
 
 int sqldb_begin(struct sqldb *db, struct sc_error *err)
@@ -359,7 +372,7 @@ void sqldb_bind_double(struct sqldb_stmt *st, int i, double v)
     pg_bind(st, i, buf);
 }
 
-static int pg_run(struct sqldb_stmt *st)
+static int pg_run_once(struct sqldb_stmt *st)
 {
     struct sqldb *db = st->db;
     if (st->oom) {
@@ -378,6 +391,7 @@ static int pg_run(struct sqldb_stmt *st)
             return SQLDB_ERROR;
         st->prepared = db->generation;
     }
+    PQclear(st->res);
     st->res = PQexecPrepared(db->pg, st->name, st->n_params, (const char *const *)st->params, NULL, NULL, 0);
     ExecStatusType s = PQresultStatus(st->res);
     if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
@@ -389,6 +403,14 @@ static int pg_run(struct sqldb_stmt *st)
     st->n_rows = PQntuples(st->res);
     st->row = -1;
     return SQLDB_DONE;
+}
+
+static int pg_run(struct sqldb_stmt *st)
+{
+    int r = pg_run_once(st);
+    if (r == SQLDB_ERROR && pg_again(st->db))
+        r = pg_run_once(st);
+    return r;
 }
 
 int sqldb_step(struct sqldb_stmt *st)

@@ -482,14 +482,15 @@ static int end(struct store *s, int rc, struct sc_error *err)
     return rc;
 }
 
-/* The one integer of a query without parameters into *v. */
+/* The one integer of a query without parameters into *v (a statement
+ * prepared for this call only). */
 static int query_int(struct store *s, const char *q, int64_t *v, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = sqldb_prepare(s->db, q, &st, err);
     if (rc)
         return rc;
-    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, "read schema version");
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, q);
     *v = rc == SC_OK ? sqldb_column_int64(st, 0) : 0;
     sqldb_finalize(st);
     return rc;
@@ -586,6 +587,15 @@ void store_close(struct store *s)
 int store_is_postgresql(const struct store *s)
 {
     return sqldb_kind(s->db) == SQLDB_POSTGRESQL;
+}
+
+int store_ping(struct store *s, struct sc_error *err)
+{
+    int64_t one;
+    pthread_mutex_lock(&s->mu);
+    int rc = query_int(s, "SELECT 1", &one, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 /* SQLite: integrity_check and foreign_key_check. PostgreSQL enforces the

@@ -51,6 +51,8 @@ void store_names_release(struct store_names *l);
 int store_open(const char *url, struct store **out, struct sc_error *err);
 void store_close(struct store *s); /* NULL-safe */
 int store_is_postgresql(const struct store *s);
+/* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
+int store_ping(struct store *s, struct sc_error *err);
 
 /* SQLite: PRAGMA integrity_check and foreign_key_check; PostgreSQL (which
  * enforces foreign keys itself): the schema is this build's. SC_OK, or

@@ -63,6 +63,17 @@ void pg_server_start(struct pg_server *p)
         atexit(stop_all);
 }
 
+void pg_server_ctl(const struct pg_server *p, const char *cmd)
+{
+    char *argv[] = {"/bin/sh", PG_SCRIPT, (char *)cmd, (char *)p->dir, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = th_run(argv, &out, &err);
+    if (rc != 0)
+        sc_check_fail(__FILE__, __LINE__, "%s %s failed (%d): %s", PG_SCRIPT, cmd, rc, err ? err : "");
+    free(out);
+    free(err);
+}
+
 void pg_server_use(void)
 {
     static struct pg_server pg;

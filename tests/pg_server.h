@@ -17,6 +17,10 @@ struct pg_server {
 
 void pg_server_start(struct pg_server *p);
 
+/* Stop the server (an immediate shutdown, as a crash) or start it again:
+ * cmd "stop" or "start". */
+void pg_server_ctl(const struct pg_server *p, const char *cmd);
+
 /* Start one and point every stepcastd this test runs (daemons and
  * --check) at it: STEPCAST_STORE in the test's environment. */
 void pg_server_use(void);

@@ -3,7 +3,8 @@
 # stepcastd on --store postgresql://...
 #
 #   tests/pg_server.sh start DIR   initdb + pg_ctl start in DIR (an empty
-#                                  folder); prints the libpq URL to use
+#                                  folder; again: start what is there);
+#                                  prints the libpq URL to use
 #   tests/pg_server.sh stop DIR    stop it (immediate shutdown)
 #
 # The server listens only on a Unix socket in DIR (listen_addresses=''), so
@@ -40,7 +41,7 @@ case $cmd in
 start)
     # trust: only this socket's folder reaches the server; fsync off: a
     # test's server does not outlive a crash of the machine
-    if ! $as "$bindir/initdb" -D "$dir/data" -U stepcast -A trust -E UTF8 --no-sync \
+    if [ ! -d "$dir/data" ] && ! $as "$bindir/initdb" -D "$dir/data" -U stepcast -A trust -E UTF8 --no-sync \
         >"$dir/initdb.log" 2>&1; then
         cat "$dir/initdb.log" >&2
         exit 1

@@ -93,3 +93,32 @@ TEST(svc_pg_check_reports_the_store)
     CHECK_CONTAINS(report, "consistent");
     free(report);
 }
+
+/* PostgreSQL restarted under a running daemon: /healthz says 503 while it
+ * is down, the catalog answers again once it is back, with no restart of
+ * the daemon, and nothing acknowledged is lost. */
+TEST(svc_pg_restart_of_postgresql)
+{
+    struct pg_server pg;
+    struct svc_daemon d;
+    struct svc_resp r;
+    pg_server_start(&pg);
+    const char *const args[] = {"--store", pg.url, NULL};
+    svc_start(&d, NULL, args, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"store\":{\"engine\":\"postgresql\",\"reachable\":true}");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/before", "{}", NULL), 201);
+
+    pg_server_ctl(&pg, "stop");
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, &r), 503);
+    CHECK_CONTAINS(r.body, "\"reachable\":false");
+    CHECK_CONTAINS(r.body, "\"status\":\"store_unreachable\"");
+    svc_resp_release(&r);
+
+    pg_server_ctl(&pg, "start");
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/after", "{}", NULL), 201);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/before", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
