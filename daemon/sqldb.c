@@ -67,7 +67,9 @@ static void pg_failure(struct sqldb *db, const PGresult *res)
     if (!msg || !*msg)
         msg = PQerrorMessage(db->pg);
     enum sc_status st = SC_EIO;
-    if (state && !strncmp(state, "23", 2))
+    if (PQstatus(db->pg) == CONNECTION_BAD || (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3))))
+        st = SC_EUNAVAILABLE; /* connection lost, server shutting down or restarting */
+    else if (state && !strncmp(state, "23", 2))
         st = SC_EEXIST; /* integrity constraint violation */
     else if (state && !strcmp(state, "53100"))
         st = SC_ENOSPC; /* disk_full */
@@ -128,8 +130,8 @@ static int open_pg(struct sqldb *db, const char *url, struct sc_error *err)
     if (!db->pg)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     if (PQstatus(db->pg) != CONNECTION_OK) {
-        set_failure(db, SC_EIO, PQerrorMessage(db->pg));
-        return sc_error_set(err, SC_EIO, "cannot connect to the catalog's PostgreSQL: %s", db->msg);
+        set_failure(db, SC_EUNAVAILABLE, PQerrorMessage(db->pg));
+        return sc_error_set(err, SC_EUNAVAILABLE, "cannot connect to the catalog's PostgreSQL: %s", db->msg);
     }
     db->generation = 1;
     /* warnings such as "there is no transaction in progress" are not
@@ -175,12 +177,12 @@ static int pg_usable(struct sqldb *db)
     if (PQstatus(db->pg) == CONNECTION_OK)
         return 1;
     if (db->in_txn) {
-        set_failure(db, SC_EIO, "the connection to PostgreSQL was lost in a transaction");
+        set_failure(db, SC_EUNAVAILABLE, "the connection to PostgreSQL was lost in a transaction");
         return 0;
     }
     PQreset(db->pg);
     if (PQstatus(db->pg) != CONNECTION_OK) {
-        set_failure(db, SC_EIO, PQerrorMessage(db->pg));
+        set_failure(db, SC_EUNAVAILABLE, PQerrorMessage(db->pg));
         return 0;
     }
     db->generation++;

@@ -69,7 +69,8 @@ double sqldb_column_double(struct sqldb_stmt *st, int i);
 /* Rows the last INSERT, UPDATE or DELETE changed. */
 int64_t sqldb_changes(const struct sqldb *db);
 /* The last failure: SC_EEXIST for a constraint, SC_ENOSPC for a full
- * disk, SC_ENOMEM, SC_EIO otherwise; and the engine's message. */
+ * disk, SC_ENOMEM, SC_EUNAVAILABLE when PostgreSQL does not answer,
+ * SC_EIO otherwise; and the engine's message. */
 enum sc_status sqldb_status(const struct sqldb *db);
 const char *sqldb_errmsg(const struct sqldb *db);
 

@@ -115,6 +115,9 @@ TEST(svc_pg_restart_of_postgresql)
     CHECK_CONTAINS(r.body, "\"reachable\":false");
     CHECK_CONTAINS(r.body, "\"status\":\"store_unreachable\"");
     svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs", NULL, &r), 503);
+    CHECK_STREQ(svc_error_code(&r), "unavailable");
+    svc_resp_release(&r);
 
     pg_server_ctl(&pg, "start");
     CHECK_EQ_INT(svc_admin(&d, "GET", "/healthz", NULL, NULL), 200);
