@@ -52,7 +52,11 @@ ALL_CFLAGS += -O1 -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-fra
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# `make fuzz` builds the libFuzzer targets with clang into build/fuzz (or BUILD=DIR)
+# `make fuzz-build` builds the libFuzzer targets with clang into build/fuzz
+# (or BUILD=DIR); `make fuzz` builds them and fuzzes each (FUZZ="a b": those
+# only) until FUZZ_RUNS executions (1,000,000) or FUZZ_SECONDS (600),
+# whichever comes first: hours in all, so not part of make check
+# (tests/fuzz/long.sh)
 ifdef FUZZING
 ALL_CFLAGS += -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=address,undefined
@@ -71,7 +75,7 @@ include common/module.mk model/module.mk estimator/module.mk api/module.mk \
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check bench run install clean deps fuzz fuzz-targets validate
+.PHONY: all check bench run install clean deps fuzz fuzz-build fuzz-targets validate
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -92,9 +96,12 @@ $(LIBSTEPCAST): $(CORE_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-fuzz: $(CONFIG)
-	$(MAKE) BUILD=$(if $(filter command line,$(origin BUILD)),$(BUILD),build/fuzz) CC=clang \
-	    FUZZING=1 fuzz-targets
+FUZZ_BUILD = $(if $(filter command line,$(origin BUILD)),$(BUILD),build/fuzz)
+fuzz-build: $(CONFIG)
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang FUZZING=1 fuzz-targets
+
+fuzz: fuzz-build
+	@sh tests/fuzz/long.sh $(FUZZ_BUILD) $(FUZZ)
 
 fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 

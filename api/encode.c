@@ -9,6 +9,7 @@
 
 #include "api/inspect_json.h"
 #include "api/json_reply.h"
+#include "api/page.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
 #include "estimator/chakra_export.h"
@@ -79,16 +80,23 @@ static json_t *token_json(const void *row)
                      api_json_time(t->revoked_ns));
 }
 
-/* [each(row)...] over n rows of `size` bytes; NULL when out of memory. */
-static json_t *array_of(const void *rows, size_t n, size_t size, json_t *(*each)(const void *row))
+/* [each(row)...] over n rows of `size` bytes; NULL when out of memory.
+ * With `skipped`, a row that each() cannot render (a string that is not
+ * UTF-8, a number JSON has no text for: stored before it was checked) is
+ * left out and counted there; without, it fails the whole array. */
+static json_t *array_of(const void *rows, size_t n, size_t size, json_t *(*each)(const void *row), size_t *skipped)
 {
     json_t *a = json_array();
     assert(rows || n == 0);
-    for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, each((const char *)rows + i * size))) {
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *o = each((const char *)rows + i * size);
+        if (!o && skipped) {
+            ++*skipped;
+        } else if (json_array_append_new(a, o)) {
             json_decref(a);
             a = NULL;
         }
+    }
     return a;
 }
 
@@ -122,15 +130,15 @@ int api_reply_job(struct api_reply *r, unsigned status, const struct api_job *j,
 {
     json_t *o = job_json(j);
     if (traces)
-        o = with(o, "traces", array_of(traces, n_traces, sizeof *traces, job_trace_json));
+        o = with(o, "traces", array_of(traces, n_traces, sizeof *traces, job_trace_json, NULL));
     if (models)
-        o = with(o, "models", array_of(models, n_models, sizeof *models, job_model_json));
+        o = with(o, "models", array_of(models, n_models, sizeof *models, job_model_json, NULL));
     return api_reply_json(r, status, o);
 }
 
-int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n)
+int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n, struct api_list_meta *m)
 {
-    return api_reply_json(r, 200, with(json_object(), "jobs", array_of(v, n, sizeof *v, job_json)));
+    return api_reply_json(r, 200, api_list_doc("jobs", array_of(v, n, sizeof *v, job_json, &m->skipped), m));
 }
 
 int api_reply_trace(struct api_reply *r, unsigned status, const char *job, const struct api_trace *t)
@@ -151,10 +159,9 @@ int api_reply_model_accepted(struct api_reply *r, const struct api_model *m)
     return api_reply_json(r, 202, o);
 }
 
-int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n)
+int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n, struct api_list_meta *m)
 {
-    return api_reply_json(r, 200,
-                          with(json_object(), "models", array_of(v, n, sizeof *v, model_json)));
+    return api_reply_json(r, 200, api_list_doc("models", array_of(v, n, sizeof *v, model_json, &m->skipped), m));
 }
 
 int api_reply_token(struct api_reply *r, unsigned status, const struct api_token *t,
@@ -166,10 +173,9 @@ int api_reply_token(struct api_reply *r, unsigned status, const struct api_token
     return api_reply_json(r, status, o);
 }
 
-int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n)
+int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n, struct api_list_meta *m)
 {
-    return api_reply_json(r, 200,
-                          with(json_object(), "tokens", array_of(v, n, sizeof *v, token_json)));
+    return api_reply_json(r, 200, api_list_doc("tokens", array_of(v, n, sizeof *v, token_json, &m->skipped), m));
 }
 
 int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, size_t models,

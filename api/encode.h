@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "api/page.h"
 #include "api/reply.h"
 #include "api/resources.h"
 #include "api/routes.h"
@@ -20,19 +21,21 @@ struct model_job;
 int api_reply_job(struct api_reply *r, unsigned status, const struct api_job *j,
                   const struct api_trace *traces, size_t n_traces, const struct api_model *models,
                   size_t n_models);
-int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n);
+/* The lists: one page (api/page.h), its rows that cannot be rendered
+ * left out and counted in m->skipped. */
+int api_reply_jobs(struct api_reply *r, const struct api_job *v, size_t n, struct api_list_meta *m);
 
 int api_reply_trace(struct api_reply *r, unsigned status, const char *job, const struct api_trace *t);
 
 int api_reply_model(struct api_reply *r, unsigned status, const struct api_model *m);
 /* The 202 of a build request: the model with "model": its id. */
 int api_reply_model_accepted(struct api_reply *r, const struct api_model *m);
-int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n);
+int api_reply_models(struct api_reply *r, const struct api_model *v, size_t n, struct api_list_meta *m);
 
 /* With the secret when just created (shown once), else without. */
 int api_reply_token(struct api_reply *r, unsigned status, const struct api_token *t,
                     const char *secret);
-int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n);
+int api_reply_tokens(struct api_reply *r, const struct api_token *v, size_t n, struct api_list_meta *m);
 
 /* {"deleted":"<kind>","id":..,"models":n,"blobs_freed":n} */
 int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, size_t models,

@@ -9,10 +9,27 @@
 #include "estimator/job_config.h"
 #include "common/banned.h"
 
+int api_job_number_range(const char *key, double *min, double *max)
+{
+    static const struct {
+        const char *key;
+        double min, max;
+    } ranges[] = {{"steps_per_day", 1e-3, 1e9}, {"runtime_hours", 1e-3, 24}, {"gpu_hour_usd", 1e-4, 1e6}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (strcmp(key, ranges[i].key) == 0) {
+            *min = ranges[i].min;
+            *max = ranges[i].max;
+            return 1;
+        }
+    return 0;
+}
+
+/* A number of the description in its range, else -1 (not given). */
 static double positive(const json_t *doc, const char *key)
 {
     const json_t *v = json_object_get(doc, key);
-    return json_is_number(v) && json_number_value(v) > 0 ? json_number_value(v) : -1;
+    double min = 0, max = 0, x = json_number_value(v);
+    return json_is_number(v) && api_job_number_range(key, &min, &max) && x >= min && x <= max ? x : -1;
 }
 
 static void tag(const json_t *doc, const char *key, char *out, size_t n)

@@ -26,6 +26,14 @@ struct api_job_cadence {
     char team[129], cluster[129]; /* tags, "" when none */
 };
 
+/* The ranges PUT /v1/jobs/{job} takes steps_per_day, runtime_hours and
+ * gpu_hour_usd in (physical: a step a thousand days to a billion a day, a
+ * few seconds to a day, a hundredth of a cent to a million dollars an
+ * hour; zero, negatives and subnormal numbers lie below). 0 for any other
+ * key. A stored value outside its range (an older daemon's) reads as not
+ * given. */
+int api_job_number_range(const char *key, double *min, double *max);
+
 /* The cadence of a job whose stored description is `description` and
  * whose model's summary is `summary` (either NULL: none), its measured
  * step step_ms (for runtime_hours). */

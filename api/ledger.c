@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/json_reply.h"
+#include "api/page.h"
 #include "api/routes.h"
 #include "estimator/estimate.h"
 #include "estimator/spec.h"
@@ -268,18 +269,26 @@ static void month_of(const struct api_validation *v, char out[8])
 
 json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sample)
 {
+    struct api_list_meta m = {0};
+    return api_ledger_page_json(v, n, v, n, with_in_sample, &m);
+}
+
+json_t *api_ledger_page_json(const struct api_validation *page, size_t n_page, const struct api_validation *v,
+                             size_t n, int with_in_sample, struct api_list_meta *m)
+{
     json_t *entries = json_array(), *all = json_object(), *by_model = json_object(), *by_kind = json_object(),
            *by_month = json_object(), *bands = json_object();
     json_t *doc = NULL;
     int bad = !entries || !all || !by_model || !by_kind || !by_month || !bands;
-    size_t skipped = 0;
+    for (size_t i = 0; i < n_page && !bad; i++) {
+        json_t *e = renderable(&page[i]) ? api_validation_json(&page[i]) : NULL;
+        if (!e)
+            m->skipped++;
+        else
+            bad = json_array_append_new(entries, e) != 0;
+    }
     for (size_t i = 0; i < n && !bad; i++) {
-        if (!renderable(&v[i])) {
-            skipped++;
-            continue;
-        }
-        bad = json_array_append_new(entries, api_validation_json(&v[i])) != 0;
-        if (bad || !scored(&v[i]) || (v[i].in_sample && !with_in_sample))
+        if (!renderable(&v[i]) || !scored(&v[i]) || (v[i].in_sample && !with_in_sample))
             continue;
         double ape = fabs(v[i].predicted_ms - v[i].measured_ms) / v[i].measured_ms * 100;
         char month[8];
@@ -296,16 +305,20 @@ json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sa
                                         : json_pack("{s:I, s:i}", "entries", (json_int_t)b.n, "needed",
                                                     LEDGER_BAND_MIN)) != 0;
     }
-    if (!bad) {
+    if (!bad && !v) { /* a page after the first: its entries only */
+        doc = json_pack("{s:O, s:I, s:o}", "entries", entries, "skipped", (json_int_t)m->skipped, "next_cursor",
+                        m->next_cursor ? json_string(m->next_cursor) : json_null());
+    } else if (!bad) {
         finish_groups(all);
         finish_groups(by_model);
         finish_groups(by_kind);
         finish_groups(by_month);
         json_t *overall = json_object_get(all, "all");
-        doc = json_pack("{s:O, s:o, s:b, s:O, s:O, s:O, s:O, s:I}", "entries", entries, "mape",
+        doc = json_pack("{s:O, s:o, s:b, s:O, s:O, s:O, s:O, s:I, s:o}", "entries", entries, "mape",
                         overall ? json_incref(overall) : json_pack("{s:n, s:i}", "mape_pct", "n", 0),
                         "in_sample_included", with_in_sample, "by_model", by_model, "by_kind", by_kind,
-                        "by_month", by_month, "bands", bands, "skipped", (json_int_t)skipped);
+                        "by_month", by_month, "bands", bands, "skipped", (json_int_t)m->skipped, "next_cursor",
+                        m->next_cursor ? json_string(m->next_cursor) : json_null());
     }
     json_decref(entries);
     json_decref(all);
@@ -343,15 +356,19 @@ int api_reply_calibration(struct api_reply *r, unsigned status, const struct api
     return api_reply_json(r, status, api_calibration_json(c, 1));
 }
 
-int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v, size_t n)
+int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v, size_t n, struct api_list_meta *m)
 {
     json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, api_calibration_json(&v[i], 0))) {
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *c = api_calibration_json(&v[i], 0);
+        if (!c) {
+            m->skipped++;
+        } else if (json_array_append_new(a, c)) {
             json_decref(a);
             a = NULL;
         }
-    return api_reply_json(r, 200, a ? json_pack("{s:o}", "calibrations", a) : NULL);
+    }
+    return api_reply_json(r, 200, api_list_doc("calibrations", a, m));
 }
 
 char *api_ledger_file_text(const struct api_validation *v, size_t n)

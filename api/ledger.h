@@ -104,6 +104,14 @@ json_t *api_validation_json(const struct api_validation *v);
  * before they were checked) is skipped, counted in "skipped", and never
  * fails the whole list. */
 json_t *api_ledger_json(const struct api_validation *v, size_t n, int with_in_sample);
+/* The same with one page of entries (api/page.h) and its next_cursor:
+ * "entries" the rows of page[0..n_page) that render ("skipped" counts the
+ * others, also in m->skipped), the MAPEs and bands over v[0..n), every
+ * entry the list selects; with v NULL (a page after the first) the
+ * entries, "skipped" and "next_cursor" only. */
+struct api_list_meta;
+json_t *api_ledger_page_json(const struct api_validation *page, size_t n_page, const struct api_validation *v,
+                             size_t n, int with_in_sample, struct api_list_meta *m);
 /* A calibration; its document and report when `full`. */
 json_t *api_calibration_json(const struct api_calibration *c, int full);
 
@@ -121,6 +129,6 @@ struct api_reply;
 int api_reply_validation(struct api_reply *r, unsigned status, const struct api_validation *v);
 int api_reply_ledger(struct api_reply *r, const struct api_validation *v, size_t n, int with_in_sample);
 int api_reply_calibration(struct api_reply *r, unsigned status, const struct api_calibration *c);
-int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v, size_t n);
+int api_reply_calibrations(struct api_reply *r, const struct api_calibration *v, size_t n, struct api_list_meta *m);
 
 #endif

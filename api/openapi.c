@@ -11,6 +11,12 @@
 #include "api/routes.h"
 #include "common/banned.h"
 
+/* The end of every list's answer (api/page.h). */
+#define PAGE_PROPS                                                                                            \
+    ",\"next_cursor\":{\"type\":\"string\",\"nullable\":true,\"description\":\"the next page's cursor "     \
+    "(?cursor=); null on the last page\"},\"skipped\":{\"type\":\"integer\",\"description\":\"stored rows of "  \
+    "this page that cannot be rendered, left out (stepcastd --check names them)\"}"
+
 /* Schemas of the resources, as encode.c writes them. */
 static const char schemas[] =
     "{"
@@ -29,10 +35,10 @@ static const char schemas[] =
     " {\"type\":\"string\"},{\"type\":\"boolean\"}]}},"
     " \"hardware\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$\"},"
     " \"description\":{\"type\":\"string\",\"maxLength\":1024},"
-    " \"steps_per_day\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1e9},"
-    " \"runtime_hours\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":24,"
+    " \"steps_per_day\":{\"type\":\"number\",\"minimum\":1e-3,\"maximum\":1e9},"
+    " \"runtime_hours\":{\"type\":\"number\",\"minimum\":1e-3,\"maximum\":24,"
     "\"description\":\"the hours a day the job runs (its steps a day at the measured step)\"},"
-    " \"gpu_hour_usd\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1e6},"
+    " \"gpu_hour_usd\":{\"type\":\"number\",\"minimum\":1e-4,\"maximum\":1e6},"
     " \"tags\":{\"type\":\"object\",\"maxProperties\":16,\"description\":\"team, cluster, ...\","
     "\"additionalProperties\":{\"type\":\"string\",\"maxLength\":128}}}},"
     "\"Job\":{\"allOf\":[{\"$ref\":\"#/components/schemas/JobDescription\"},{\"type\":\"object\",\"properties\":{"
@@ -41,7 +47,7 @@ static const char schemas[] =
     " \"trace_bytes\":{\"type\":\"integer\"},\"n_models\":{\"type\":\"integer\"},"
     " \"traces\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Trace\"}},"
     " \"models\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}]},"
-    "\"JobList\":{\"type\":\"object\",\"properties\":{\"jobs\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Job\"}}}},"
+    "\"JobList\":{\"type\":\"object\",\"properties\":{\"jobs\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Job\"}}" PAGE_PROPS "}},"
     "\"Trace\":{\"type\":\"object\",\"properties\":{\"job\":{\"type\":\"string\"},\"rank\":{\"type\":\"integer\"},"
     " \"sha256\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"events\":{\"type\":\"integer\"},"
     " \"steps\":{\"type\":\"integer\"},\"uploaded\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
@@ -58,7 +64,7 @@ static const char schemas[] =
     " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
     " \"finished\":{\"type\":\"string\",\"format\":\"date-time\",\"nullable\":true},"
     " \"summary\":{\"type\":\"object\",\"nullable\":true}}},"
-    "\"ModelList\":{\"type\":\"object\",\"properties\":{\"models\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Model\"}}}},"
+    "\"ModelList\":{\"type\":\"object\",\"properties\":{\"models\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Model\"}}" PAGE_PROPS "}},"
     "\"TokenRequest\":{\"type\":\"object\",\"required\":[\"scope\"],\"additionalProperties\":false,\"properties\":{"
     " \"scope\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"admin\"]},\"name\":{\"type\":\"string\",\"maxLength\":127}}},"
     "\"Token\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
@@ -66,7 +72,7 @@ static const char schemas[] =
     " \"token\":{\"type\":\"string\",\"description\":\"the secret; in the creation reply only\"},"
     " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
     " \"revoked\":{\"type\":\"string\",\"format\":\"date-time\",\"nullable\":true}}},"
-    "\"TokenList\":{\"type\":\"object\",\"properties\":{\"tokens\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Token\"}}}},"
+    "\"TokenList\":{\"type\":\"object\",\"properties\":{\"tokens\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Token\"}}" PAGE_PROPS "}},"
     "\"Deleted\":{\"type\":\"object\",\"properties\":{\"deleted\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
     " \"models\":{\"type\":\"integer\"},\"blobs_freed\":{\"type\":\"integer\"}}},"
     "\"Health\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
@@ -97,7 +103,7 @@ static const char schemas[] =
     "\"bank\":{\"type\":\"object\",\"nullable\":true,\"description\":\"{saving_ms_per_step, gpu_hours_per_day,"
     " usd_per_day, month, cadence} of a closed winning experiment\"}}},"
     "\"ExperimentList\":{\"type\":\"object\",\"properties\":{\"experiments\":{\"type\":\"array\",\"items\":"
-    "{\"$ref\":\"#/components/schemas/Experiment\"}}}},"
+    "{\"$ref\":\"#/components/schemas/Experiment\"}}" PAGE_PROPS "}},"
     "\"ExperimentRequest\":{\"type\":\"object\",\"required\":[\"baseline\",\"variant\"],"
     "\"additionalProperties\":false,\"properties\":{\"baseline\":{\"type\":\"string\",\"description\":\"a job\"},"
     "\"variant\":{\"type\":\"string\",\"description\":\"a job\"},\"hypothesis\":{\"type\":\"string\","
@@ -132,7 +138,7 @@ static const char schemas[] =
     " \"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
     " \"profile\":{\"type\":\"object\",\"description\":\"the cluster profile document\"},"
     " \"report\":{\"type\":\"string\",\"description\":\"what the fits said\"}}},"
-    "\"CalibrationList\":{\"type\":\"object\",\"properties\":{\"calibrations\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Calibration\"}}}},"
+    "\"CalibrationList\":{\"type\":\"object\",\"properties\":{\"calibrations\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Calibration\"}}" PAGE_PROPS "}},"
     "\"ValidationRequest\":{\"type\":\"object\",\"required\":[\"measured_step_ms\"],\"additionalProperties\":false,"
     " \"description\":\"model alone: replay (mean over ranks of the modelled steps); model and set: what-if (as POST"
     " /v1/models/{id}/whatif); spec: estimate\",\"properties\":{"
@@ -183,7 +189,7 @@ static const char schemas[] =
     "spec, estimated again at kernel detail\"}}}}}},"
     "\"Ledger\":{\"type\":\"object\",\"properties\":{\"entries\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Validation\"}},"
     " \"mape\":{\"type\":\"object\"},\"by_model\":{\"type\":\"object\"},\"by_kind\":{\"type\":\"object\"},"
-    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}}},"
+    " \"by_month\":{\"type\":\"object\"},\"bands\":{\"type\":\"object\"}" PAGE_PROPS "}},"
     "\"WhatIfRequest\":{\"type\":\"object\",\"required\":[\"set\"],\"additionalProperties\":false,\"properties\":{"
     " \"set\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"what to change: tp, pp,"
     " dp, micro_batch, global_batch, layers, hidden, heads, ffn, seq, vocab, vpp (positive integers), dtype,"

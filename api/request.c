@@ -9,6 +9,8 @@
 
 #include "api/ledger.h"
 #include "api/routes.h"
+#include "api/job_cadence.h"
+#include "api/whatif_json.h"
 #include "model/ab.h"
 #include "common/banned.h"
 
@@ -142,10 +144,11 @@ static int check_config_at(json_t *cfg, const char *path, int depth, struct api_
         if (json_is_string(v) && json_string_length(v) > 256)
             return api_fail(err, API_E_INVALID_JSON, "%s.%s is longer than 256 bytes", path, k);
         for (size_t i = 0; depth == 0 && positive_keys[i]; i++)
-            if (strcmp(k, positive_keys[i]) == 0 &&
-                (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                 json_integer_value(v) > (1 << 30)))
+            if (strcmp(k, positive_keys[i]) == 0 && !json_is_integer(v))
                 return api_fail(err, API_E_INVALID_JSON, "config.%s must be a positive integer", k);
+            else if (strcmp(k, positive_keys[i]) == 0 &&
+                     (json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30)))
+                return api_fail(err, API_E_UNPROCESSABLE, "config.%s must be an integer from 1 to %d", k, 1 << 30);
     }
     return SC_OK;
 }
@@ -155,10 +158,8 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
 {
     static const char *const fields[] = {"config",       "hardware", "description", "steps_per_day",
                                          "runtime_hours", "gpu_hour_usd", "tags",       NULL};
-    static const struct {
-        const char *key;
-        double max;
-    } numbers[] = {{"steps_per_day", 1e9}, {"runtime_hours", 24}, {"gpu_hour_usd", 1e6}};
+    static const char *const numbers[] = {"steps_per_day", "runtime_hours", "gpu_hour_usd"};
+    struct sc_error cerr;
     char hw[72] = "", desc[1025] = "";
     json_t *doc, *cfg, *v;
     int rc;
@@ -174,13 +175,18 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
     }
     if ((cfg = json_object_get(doc, "config")) && (rc = check_config_at(cfg, "config", 0, err)))
         goto out;
-    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
-        if ((v = json_object_get(doc, numbers[i].key)) &&
-            (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= numbers[i].max))) {
-            rc = api_fail(err, API_E_INVALID_JSON, "'%s' must be a number above 0 and at most %g", numbers[i].key,
-                          numbers[i].max);
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++) {
+        double min = 0, max = 0;
+        api_job_number_range(numbers[i], &min, &max);
+        if ((v = json_object_get(doc, numbers[i])) && !json_is_number(v)) {
+            rc = api_fail(err, API_E_INVALID_JSON, "'%s' must be a number", numbers[i]);
+            goto out;
+        } else if (v && !(json_number_value(v) >= min && json_number_value(v) <= max)) {
+            rc = api_fail(err, API_E_UNPROCESSABLE, "'%s' must be a number from %g to %g (%g given)", numbers[i], min,
+                          max, json_number_value(v));
             goto out;
         }
+    }
     if ((v = json_object_get(doc, "tags"))) {
         const char *k;
         json_t *t;
@@ -198,7 +204,13 @@ int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, 
     }
     if (!(*canonical = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS)))
         rc = api_fail(err, API_E_UNAVAILABLE, "out of memory");
+    else if (api_job_config_check(*canonical, &cerr)) /* what a what-if would refuse, refused now */
+        rc = api_fail(err, cerr.code == SC_ENOMEM ? API_E_UNAVAILABLE : API_E_UNPROCESSABLE, "%s", cerr.msg);
 out:
+    if (rc) {
+        free(*canonical);
+        *canonical = NULL;
+    }
     json_decref(doc);
     return rc;
 }
@@ -364,8 +376,9 @@ int api_decode_validation(const char *body, size_t n, const struct api_body_limi
     }
     v = json_object_get(doc, "measured_step_ms");
     if (!json_is_number(v) || !ledger_step_ms_valid(json_number_value(v))) {
-        rc = api_fail(err, API_E_INVALID_JSON, "'measured_step_ms' must be a number from %g to %g (ms)",
-                      LEDGER_STEP_MS_MIN, LEDGER_STEP_MS_MAX);
+        rc = api_fail(err, json_is_number(v) ? API_E_UNPROCESSABLE : API_E_INVALID_JSON,
+                      "'measured_step_ms' must be a number from %g to %g (ms)", LEDGER_STEP_MS_MIN,
+                      LEDGER_STEP_MS_MAX);
         goto done;
     }
     out->measured_ms = json_number_value(v);

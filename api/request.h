@@ -27,11 +27,13 @@ int api_json_precheck(const char *body, size_t n, const struct api_body_limits *
 
 /* PUT /v1/jobs/{job}: {"config":{...},"hardware":"...","description":"...",
  * "steps_per_day":N,"runtime_hours":H,"gpu_hour_usd":P,"tags":{"team":"..",
- * "cluster":".."}}, all optional (steps_per_day, runtime_hours (a day's,
- * at most 24) and gpu_hour_usd positive numbers: the job's cadence and
+ * "cluster":".."}}, all optional (steps_per_day 1e-3 to 1e9, runtime_hours
+ * (a day's) 1e-3 to 24 and gpu_hour_usd 1e-4 to 1e6: the job's cadence and
  * price, for the saving an experiment banks and the fleet's waste; tags
- * identifiers naming short strings); an empty body is an empty
- * description. *canonical gets the
+ * identifiers naming short strings; the config's keys a what-if reads in
+ * the ranges a what-if's set takes); an empty body is an empty
+ * description. A value of the wrong type is 400, one out of its range 422
+ * naming the field. *canonical gets the
  * description as compact JSON with sorted keys (from malloc). */
 int api_decode_job(const char *body, size_t n, const struct api_body_limits *l, char **canonical,
                    struct api_reply *err);
@@ -84,7 +86,8 @@ int api_decode_token(const char *body, size_t n, const struct api_body_limits *l
 
 /* POST /v1/validations: {"model":ID|null,"spec":{...}|null,"set":{...}|null,
  * "measured_step_ms":N,"source":"...","run_at":"...","in_sample":bool}:
- * measured_step_ms required (> 0, finite); model, spec or both absent is
+ * measured_step_ms required (LEDGER_STEP_MS_MIN to _MAX: out of it is 422
+ * naming it, not a number 400); model, spec or both absent is
  * an error, as is set without model, or model with spec. The spec and set
  * are handed back as compact JSON text (from malloc) for their own
  * parsers. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/page.h"
 #include "common/banned.h"
 
 #define E_AUTH "401,403"
@@ -14,8 +15,8 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                         "401", "Prometheus text-format metrics (a read token with ops-need-token)"},
     [API_OP_OPENAPI] = {"GET", "/v1/openapi.json", "getOpenapi", API_SCOPE_READ, API_BODY_NONE, 200,
                         NULL, E_AUTH, "this document"},
-    [API_OP_JOBS_LIST] = {"GET", "/v1/jobs", "listJobs", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
-                          E_AUTH, "every job with its trace and model counts"},
+    [API_OP_JOBS_LIST] = {"GET", "/v1/jobs", "listJobs", API_SCOPE_READ, API_BODY_NONE, 200, API_PAGE_QUERY,
+                          "400," E_AUTH ",422", "the jobs with their trace and model counts, a page by id"},
     [API_OP_JOB_PUT] = {"PUT", "/v1/jobs/{job}", "putJob", API_SCOPE_WRITE, API_BODY_JSON_OPT, 201,
                         NULL, "400," E_AUTH ",413,507",
                         "create a job or replace its description (200 when it existed)"},
@@ -36,7 +37,8 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              API_BODY_JSON_OPT, 202, NULL, "400," E_AUTH ",404,409,413,429,507",
                              "build a model from the job's current traces (poll Location)"},
     [API_OP_MODELS_LIST] = {"GET", "/v1/models", "listModels", API_SCOPE_READ, API_BODY_NONE, 200,
-                            "job:string:only this job's models", "400," E_AUTH, "every model"},
+                            "job:string:only this job's models;" API_PAGE_QUERY, "400," E_AUTH ",422",
+                            "the models, a page oldest first"},
     [API_OP_MODEL_GET] = {"GET", "/v1/models/{id}", "getModel", API_SCOPE_READ, API_BODY_NONE, 200,
                           NULL, "400," E_AUTH ",404", "a model: status, progress, error, summary"},
     [API_OP_MODEL_DELETE] = {"DELETE", "/v1/models/{id}", "deleteModel", API_SCOPE_ADMIN,
@@ -64,7 +66,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                              201, NULL, "400," E_AUTH ",413",
                              "create a token; the secret is in this reply only"},
     [API_OP_TOKENS_LIST] = {"GET", "/v1/tokens", "listTokens", API_SCOPE_ADMIN, API_BODY_NONE, 200,
-                            NULL, E_AUTH, "every token (without secrets)"},
+                            API_PAGE_QUERY, "400," E_AUTH ",422", "the tokens (without secrets), a page oldest first"},
     [API_OP_TOKEN_DELETE] = {"DELETE", "/v1/tokens/{id}", "deleteToken", API_SCOPE_ADMIN,
                              API_BODY_NONE, 200, NULL, "400," E_AUTH ",404,409",
                              "revoke a token (not the last admin token)"},
@@ -97,7 +99,8 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                   "one GEMM microbenchmark table -> the named cluster profile (200 when it "
                                   "replaced one)"},
     [API_OP_CALIBRATIONS_LIST] = {"GET", "/v1/calibrations", "listCalibrations", API_SCOPE_READ,
-                                  API_BODY_NONE, 200, NULL, E_AUTH, "every calibration (without documents)"},
+                                  API_BODY_NONE, 200, API_PAGE_QUERY, "400," E_AUTH ",422",
+                                  "the calibrations (without documents), a page by name"},
     [API_OP_CALIBRATION_GET] = {"GET", "/v1/calibrations/{id}", "getCalibration", API_SCOPE_READ,
                                 API_BODY_NONE, 200, NULL, "400," E_AUTH ",404",
                                 "a calibration: its cluster profile and the report of its fits"},
@@ -115,8 +118,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
     [API_OP_VALIDATIONS_LIST] = {"GET", "/v1/validations", "listValidations", API_SCOPE_READ, API_BODY_NONE,
                                  200,
                                  "model:string:one model's entries;kind:string:replay, whatif or estimate;"
-                                 "in_sample:boolean:count in-sample entries in the MAPE too",
-                                 "400," E_AUTH, "the ledger: entries, MAPE per model, kind and month, bands"},
+                                 "in_sample:boolean:count in-sample entries in the MAPE too;" API_PAGE_QUERY,
+                                 "400," E_AUTH ",422",
+                                 "the ledger: a page of entries by id; MAPE per model, kind and month, and bands "
+                                 "over every entry selected"},
     [API_OP_VALIDATION_DELETE] = {"DELETE", "/v1/validations/{id}", "deleteValidation", API_SCOPE_ADMIN,
                                   API_BODY_NONE, 200, NULL, "400," E_AUTH ",404", "delete a ledger entry"},
     [API_OP_OPPORTUNITIES] = {"GET", "/v1/models/{id}/opportunities", "getOpportunities", API_SCOPE_READ,
@@ -134,15 +139,17 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                      "difference attributed by replays, kernels added, removed and re-timed (as `stepcast diff --json`)"},
     [API_OP_PLAN_CREATE] = {"POST", "/v1/plans", "createPlan", API_SCOPE_READ, API_BODY_JSON, 202, NULL,
                             "400," E_AUTH ",413,422,429",
-                            "plan a spec on a GPU count: 202 with the plan's id, or 200 with the plan when "
-                            "its space is small; 422 when the space is over the cap (its size named)"},
+                            "plan a spec on a GPU count: 200 with the plan when its space is small (at most 1,000 "
+                            "configurations; nothing is stored), else 202 with the plan's id, kept in the catalog "
+                            "(a write token, counted under max-stored-per-token); 422 when the space is over the "
+                            "cap (its size named)"},
     [API_OP_PLAN_GET] = {"GET", "/v1/plans/{id}", "getPlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
                          "400," E_AUTH ",404",
                          "a plan: its progress while it runs, then the plan document (as `stepcast plan "
                          "--json`) with its state"},
-    [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_READ, API_BODY_NONE, 200, NULL,
+    [API_OP_PLAN_DELETE] = {"DELETE", "/v1/plans/{id}", "deletePlan", API_SCOPE_WRITE, API_BODY_NONE, 200, NULL,
                             "400," E_AUTH ",404", "cancel a running plan, or forget a finished one"},
-    [API_OP_PLAN_RESUME] = {"POST", "/v1/plans/{id}/resume", "resumePlan", API_SCOPE_READ, API_BODY_NONE, 202, NULL,
+    [API_OP_PLAN_RESUME] = {"POST", "/v1/plans/{id}/resume", "resumePlan", API_SCOPE_WRITE, API_BODY_NONE, 202, NULL,
                             "400," E_AUTH ",404,409,429,507",
                             "run an interrupted plan (one a crash or a shutdown stopped) again from its stored "
                             "request, under its id; 409 for a plan in any other state"},
@@ -175,8 +182,8 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                   "an experiment: a baseline job against a variant job, their A/B verdict computed "
                                   "once each has a built model and kept with its inputs' digest"},
     [API_OP_EXPERIMENTS_LIST] = {"GET", "/v1/experiments", "listExperiments", API_SCOPE_READ, API_BODY_NONE, 200,
-                                 "external_id:string:only the experiments of this external id",
-                                 "400," E_AUTH, "every experiment, oldest first, each with its verdict"},
+                                 "external_id:string:only the experiments of this external id;" API_PAGE_QUERY,
+                                 "400," E_AUTH ",422", "the experiments, a page oldest first, each with its verdict"},
     [API_OP_EXPERIMENT_GET] = {"GET", "/v1/experiments/{id}", "getExperiment", API_SCOPE_READ, API_BODY_NONE, 200,
                                NULL, "400," E_AUTH ",404",
                                "an experiment: pending (waiting_for), decided (its verdict) or closed (its bank)"},

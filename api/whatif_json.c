@@ -197,13 +197,13 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
     return rc;
 }
 
-int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+/* The keys of a job's config that a job description has (seq_len read as
+ * seq), as compact JSON text (malloc'd); NULL without a config or memory. */
+static char *config_known(const char *description)
 {
-    json_error_t je;
-    json_t *doc = description ? json_loads(description, 0, &je) : NULL;
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
     json_t *cfg = json_object_get(doc, "config"), *kept = json_object();
     const char *const *keys = job_config_keys();
-    int rc;
     for (size_t i = 0; cfg && kept && keys[i]; i++) {
         char top[64]; /* "moe" of "moe.experts": the object is kept whole */
         snprintf(top, sizeof top, "%.*s", (int)strcspn(keys[i], "."), keys[i]);
@@ -214,6 +214,33 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
             json_object_set(kept, top, v);
     }
     char *text = cfg && kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    json_decref(kept);
+    json_decref(doc);
+    return text;
+}
+
+int api_job_config_check(const char *description, struct sc_error *err)
+{
+    struct job_config c;
+    char *text = config_known(description);
+    int rc = SC_OK;
+    job_config_init(&c);
+    if (text && (rc = job_config_parse_set_json(text, strlen(text), &c, err)) &&
+        strncmp(err->msg, "set.", 4) == 0) { /* named as the description names it */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "config.%s", err->msg + 4);
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    free(text);
+    return rc;
+}
+
+int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err)
+{
+    json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
+    json_t *cfg = json_object_get(doc, "config");
+    int rc;
+    char *text = config_known(description);
     if (!cfg)
         rc = sc_error_set(err, SC_EINVAL,
                           "the job has no config: give its tp, pp and dp with PUT /v1/jobs/{job} "
@@ -223,7 +250,6 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
     else if ((rc = job_config_parse(text, strlen(text), out, err)))
         sc_error_prefix(err, "the job's config");
     free(text);
-    json_decref(kept);
     json_decref(doc);
     return rc;
 }

@@ -60,6 +60,9 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
  * read as seq), the others ignored. SC_EINVAL naming what is missing or
  * wrong. */
 int api_job_config_from_job(const char *description, struct job_config *out, struct sc_error *err);
+/* The keys of that config, each checked as a what-if's set checks it (its
+ * range; no key required): SC_OK, or SC_EINVAL naming config.KEY. */
+int api_job_config_check(const char *description, struct sc_error *err);
 
 /* A what-if's document as a 200 reply, with the ledger's "band" for
  * what-ifs (ledger.h) when band is not NULL. */

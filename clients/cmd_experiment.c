@@ -137,7 +137,7 @@ int cmd_experiment(int argc, char **argv)
         if (external)
             remote_escape(external, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/experiments%s%s", external ? "?external_id=" : "", esc);
-        return (rc = remote_json("GET", path, NULL, 200, &doc)) ? rc : cli_print_doc(doc, json, print_list);
+        return (rc = remote_list(path, "experiments", &doc)) ? rc : cli_print_doc(doc, json, print_list);
     }
     if (strcmp(verb, "show") && strcmp(verb, "close"))
         return cli_usage_error("experiment", "unknown verb '%s': create, list, show or close", verb);

@@ -84,7 +84,8 @@ int cmd_jobs(int argc, char **argv)
         snprintf(path, sizeof path, "/v1/jobs/%s", esc);
     } else
         snprintf(path, sizeof path, "/v1/jobs");
-    if ((rc = remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)))
+    if ((rc = del || optind < argc ? remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)
+                                   : remote_list(path, "jobs", &doc)))
         return rc;
     if (json || del)
         rc = cli_print_json(doc);

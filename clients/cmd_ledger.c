@@ -364,7 +364,7 @@ static int ledger_list(const struct opts *o)
         }
         if (o->kind)
             snprintf(path + k, sizeof path - k, "&kind=%s", o->kind);
-        if ((rc = remote_json("GET", path, NULL, 200, (void **)&doc)))
+        if ((rc = remote_list(path, "entries", (void **)&doc)))
             return rc;
     } else {
         struct api_validation *v = NULL;

@@ -50,7 +50,8 @@ int cmd_models(int argc, char **argv)
             remote_escape(job, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/models%s%s", job ? "?job=" : "", esc);
     }
-    if ((rc = remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)))
+    if ((rc = del || optind < argc ? remote_json(del ? "DELETE" : "GET", path, NULL, 200, &doc)
+                                   : remote_list(path, "models", &doc)))
         return rc;
     if (json || del || optind < argc) {
         rc = cli_print_json(doc);

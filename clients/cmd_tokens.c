@@ -73,7 +73,7 @@ int cmd_tokens(int argc, char **argv)
     if (argc > 2 || (argc == 2 && !json))
         return cli_usage_error("tokens",
                                "usage: tokens [--json] | create --scope S [--name N] | revoke ID");
-    if ((rc = remote_json("GET", "/v1/tokens", NULL, 200, &doc)))
+    if ((rc = remote_list("/v1/tokens", "tokens", &doc)))
         return rc;
     if (json) {
         rc = cli_print_json(doc);

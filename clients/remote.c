@@ -256,6 +256,38 @@ int remote_json(const char *method, const char *path, const char *json, long exp
     return rc;
 }
 
+int remote_list(const char *path, const char *key, void **doc)
+{
+    json_t *all = NULL;
+    char page[4096], cursor[1024] = "";
+    int rc;
+    *doc = NULL;
+    for (;;) {
+        json_t *d = NULL;
+        snprintf(page, sizeof page, "%s%slimit=1000%s%s", path, strchr(path, '?') ? "&" : "?",
+                 cursor[0] ? "&cursor=" : "", cursor);
+        if ((rc = remote_json("GET", page, NULL, 200, (void **)&d))) {
+            json_decref(all);
+            return rc;
+        }
+        const char *next = json_string_value(json_object_get(d, "next_cursor"));
+        snprintf(cursor, sizeof cursor, "%s", next && strlen(next) < sizeof cursor ? next : "");
+        if (!all) {
+            all = d;
+        } else {
+            json_array_extend(json_object_get(all, key), json_object_get(d, key));
+            json_object_set_new(all, "skipped", json_integer(json_integer_value(json_object_get(all, "skipped")) +
+                                                             json_integer_value(json_object_get(d, "skipped"))));
+            json_decref(d);
+        }
+        if (!cursor[0])
+            break;
+    }
+    json_object_del(all, "next_cursor");
+    *doc = all;
+    return 0;
+}
+
 int remote_fail(const struct remote_resp *resp)
 {
     json_t *doc = json_loads(resp->body ? resp->body : "", 0, NULL);

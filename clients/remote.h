@@ -57,6 +57,12 @@ int remote_put_file(struct remote *r, const char *path, const char *file, struct
  * decrefs it). Prints any failure; returns the exit status (0 on success). */
 int remote_json(const char *method, const char *path, const char *json, long expect, void **doc);
 
+/* A list route's every row: GET path a page of 1,000 rows at a time,
+ * following next_cursor, the rows of `key` of every page appended to the
+ * first page's (*doc, as remote_json's), its "skipped" the sum of the
+ * pages'. The exit status, as remote_json's. */
+int remote_list(const char *path, const char *key, void **doc);
+
 /* For a response that is not 2xx: print the server's error and return the
  * exit status (2 for 4xx, 1 otherwise). */
 int remote_fail(const struct remote_resp *resp);

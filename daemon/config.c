@@ -85,6 +85,9 @@ static const struct cfg_entry table[] = {
      "estimated memory of the heavy work running at once (model builds, estimates, plan evaluations, "
      "validations); builds and background plans wait, a request is refused with 429 (0: half of "
      "physical memory)"},
+    {"max-stored-per-token", CFG_INT, F(max_stored_per_token), "100000", 0, INT64_C(1) << 40, 0,
+     "jobs, ledger entries, background plans and experiments one token may keep in the catalog; more are "
+     "refused with 413 until it deletes some (0: no limit)"},
     {"ops-need-token", CFG_BOOL, F(ops_need_token), "false", 0, 1, 0,
      "/healthz and /metrics need a read token"},
 };

@@ -55,6 +55,7 @@ struct daemon_config {
     int64_t memory_budget;   /* estimated memory of the heavy work running at
                               * once (admission.h); 0 in the sources: half of
                               * physical RAM */
+    int64_t max_stored_per_token; /* catalog rows one token may keep (0: any) */
     int64_t ops_need_token;  /* /healthz and /metrics need a read token */
 };
 

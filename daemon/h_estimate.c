@@ -449,12 +449,23 @@ void h_calibrations(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_calibration_release(&c);
         return;
     }
+    struct api_list_meta m = {0};
     struct api_calibration *v;
+    struct api_page pg;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n;
-    if (store_calibration_list(s->store, &v, &n, &err)) {
+    int more;
+    if (h_page(q, &pg, r))
+        return;
+    if (store_calibration_list(s->store, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    api_reply_calibrations(r, v, n);
+    if (more) {
+        api_page_cursor(0, v[n - 1].name, next);
+        m.next_cursor = next;
+    }
+    api_reply_calibrations(r, v, n, &m);
+    h_page_skipped("calibrations", &m);
     api_calibrations_free(v, n);
 }

@@ -36,7 +36,7 @@ static int newest_ready(struct svc *s, const char *job, char id[API_ID_MAX])
     size_t n = 0;
     int64_t newest = -1;
     id[0] = '\0';
-    if (store_model_list(s->store, job, &v, &n, &err))
+    if (store_model_list(s->store, job, NULL, &v, &n, NULL, &err))
         return -1;
     for (size_t i = 0; i < n; i++)
         if (v[i].status == API_MODEL_READY && v[i].created_ns > newest) {
@@ -142,14 +142,8 @@ static json_t *doc_or_null(const char *text)
     return d ? d : json_null();
 }
 
-/* The experiment as the API shows it, settled first; NULL with *deferred
- * set when settling it deferred the request. */
-static json_t *experiment_json(struct svc *s, struct store_experiment *e, int *deferred)
+json_t *h_experiment_doc(const struct store_experiment *e)
 {
-    const char *why;
-    char problem[256];
-    if ((*deferred = settle(s, e, &why, problem)))
-        return NULL;
     json_t *verdict = doc_or_null(e->verdict);
     const char *state = e->closed ? "closed" : json_is_object(verdict) ? "decided" : "pending";
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:I, s:o, s:o, s:o}", "id", e->id, "baseline",
@@ -159,6 +153,19 @@ static json_t *experiment_json(struct svc *s, struct store_experiment *e, int *d
                             e->inputs ? json_string(e->inputs) : json_null(), "bank", doc_or_null(e->bank));
     if (doc && e->decided_ns)
         json_object_set_new(doc, "decided_ns", json_integer(e->decided_ns));
+    return doc;
+}
+
+/* The experiment as the API shows it, settled first; NULL with *deferred
+ * set when settling it deferred the request, NULL alone when it cannot be
+ * rendered. */
+static json_t *experiment_json(struct svc *s, struct store_experiment *e, int *deferred)
+{
+    const char *why;
+    char problem[256];
+    if ((*deferred = settle(s, e, &why, problem)))
+        return NULL;
+    json_t *doc = h_experiment_doc(e);
     if (doc && why)
         json_object_set_new(doc, "waiting_for", json_string(why));
     if (doc && problem[0])
@@ -187,6 +194,7 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
     snprintf(e.external_id, sizeof e.external_id, "%s", req.external_id);
     e.hypothesis = req.hypothesis[0] ? req.hypothesis : NULL;
     e.created_ns = store_now_ns();
+    snprintf(e.owner, sizeof e.owner, "%s", q->caller.id);
     if (store_experiment_create(s->store, &e, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
@@ -207,22 +215,38 @@ void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *
 {
     const char *external = svc_query(q, "external_id");
     struct store_experiment *v = NULL;
+    struct api_list_meta m = {0};
+    struct api_page pg;
     struct sc_error err;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n = 0;
-    if (store_experiment_list(s->store, &v, &n, &err)) {
+    int more;
+    if (h_page(q, &pg, r))
+        return;
+    if (store_experiment_list(s->store, external, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
+    if (more) {
+        api_page_cursor(v[n - 1].created_ns, v[n - 1].id, next);
+        m.next_cursor = next;
+    }
     json_t *list = json_array();
     int deferred = 0;
-    for (size_t i = 0; list && !deferred && i < n; i++)
-        if (!external || strcmp(external, v[i].external_id) == 0)
-            json_array_append_new(list, experiment_json(s, &v[i], &deferred));
+    for (size_t i = 0; list && !deferred && i < n; i++) {
+        json_t *e = experiment_json(s, &v[i], &deferred);
+        if (e)
+            json_array_append_new(list, e);
+        else if (!deferred)
+            m.skipped++;
+    }
     store_experiments_free(v, n);
-    if (deferred)
+    if (deferred) {
         json_decref(list);
-    else
-        api_reply_json(r, 200, json_pack("{s:o}", "experiments", list ? list : json_array()));
+        return;
+    }
+    api_reply_json(r, 200, api_list_doc("experiments", list, &m));
+    h_page_skipped("experiments", &m);
 }
 
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -325,7 +349,7 @@ json_t *h_experiments_bank_json(struct svc *s)
     struct sc_error err;
     size_t n = 0;
     json_t *groups = json_object(), *list = json_array();
-    if (!groups || !list || store_experiment_list(s->store, &v, &n, &err)) {
+    if (!groups || !list || store_experiment_list(s->store, NULL, NULL, &v, &n, NULL, &err)) {
         json_decref(groups);
         json_decref(list);
         return json_null();

@@ -41,15 +41,25 @@ void h_remove_blobs(struct svc *s, const struct store_names *freed)
 
 void h_jobs_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
+    struct api_list_meta m = {0};
     struct api_job *v;
+    struct api_page pg;
     struct sc_error err;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n;
-    (void)q;
-    if (store_job_list(s->store, &v, &n, &err)) {
+    int more;
+    if (h_page(q, &pg, r))
+        return;
+    if (store_job_list(s->store, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    api_reply_jobs(r, v, n);
+    if (more) {
+        api_page_cursor(0, v[n - 1].id, next);
+        m.next_cursor = next;
+    }
+    api_reply_jobs(r, v, n, &m);
+    h_page_skipped("jobs", &m);
     api_jobs_free(v, n);
 }
 
@@ -62,7 +72,7 @@ void h_job_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     int created = 0;
     if (api_decode_job(q->body, q->body_len, &lim, &desc, r))
         return;
-    if (store_job_put(s->store, q->params.job, desc, &created, &err) ||
+    if (store_job_put(s->store, q->params.job, desc, q->caller.id, &created, &err) ||
         store_job_get(s->store, q->params.job, &job, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
     } else {
@@ -84,7 +94,7 @@ void h_job_get(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     if (store_trace_list(s->store, job.id, &traces, &nt, &err) ||
-        store_model_list(s->store, job.id, &models, &nm, &err))
+        store_model_list(s->store, job.id, NULL, &models, &nm, NULL, &err))
         api_fail_status(r, &err, API_E_INTERNAL);
     else /* none is an empty list, not an absent one */
         api_reply_job(r, 200, &job, traces ? traces : (struct api_trace[1]){0}, nt,
@@ -200,11 +210,13 @@ static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *
                         (long long)q->params.rank, q->params.job, cur.sha256);
     if (rc != SC_OK && rc != SC_ENOTFOUND)
         return api_fail_status(r, &err, API_E_INTERNAL);
+    if (rc == SC_ENOTFOUND && (rc = store_job_room(s->store, q->params.job, q->caller.id, &err)))
+        return api_fail_status(r, &err, API_E_INTERNAL);
     if ((rc = store_blob_exists(s->store, rec->sha256, &have_blob, &err)) ||
         (!have_blob && (rc = blob_writer_commit(q->upload, &err))))
         return api_fail_status(r, &err, API_E_INTERNAL);
     fp_hit("upload.after_rename");
-    if ((rc = store_trace_put(s->store, q->params.job, rec, &freed, &err)))
+    if ((rc = store_trace_put(s->store, q->params.job, rec, q->caller.id, &freed, &err)))
         return api_fail_status(r, &err, API_E_INTERNAL);
     fp_hit("upload.after_commit");
     h_remove_blobs(s, &freed);

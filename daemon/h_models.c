@@ -128,20 +128,31 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     const char *job = svc_query(q, "job");
+    struct api_list_meta m = {0};
     struct api_model *v;
+    struct api_page pg;
     struct sc_error err;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n;
+    int more;
     if (job && !api_id_valid(job)) {
         api_fail(r, API_E_INVALID_ID, "job '%.64s' is not a valid identifier", job);
         return;
     }
-    if (store_model_list(s->store, job, &v, &n, &err)) {
+    if (h_page(q, &pg, r))
+        return;
+    if (store_model_list(s->store, job, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
     for (size_t i = 0; i < n; i++)
         fill_progress(s, &v[i]);
-    api_reply_models(r, v, n);
+    if (more) {
+        api_page_cursor(v[n - 1].created_ns, v[n - 1].id, next);
+        m.next_cursor = next;
+    }
+    api_reply_models(r, v, n, &m);
+    h_page_skipped("models", &m);
     api_models_free(v, n);
 }
 
@@ -433,7 +444,7 @@ void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_repl
     size_t n = 0, k = 0;
     if (top_query(q, r, &top))
         return;
-    if (store_model_list(s->store, NULL, &v, &n, &err)) {
+    if (store_model_list(s->store, NULL, NULL, &v, &n, NULL, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
@@ -510,7 +521,7 @@ void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (since < 0 || until < 0 || (tag && !strchr(tag, ':')))
         return (void)api_fail(r, API_E_BAD_REQUEST,
                               "since and until are dates (YYYY-MM-DD, UTC; until excluded); tag is KEY:VALUE");
-    if (store_job_list(s->store, &jobs, &n_jobs, &err)) {
+    if (store_job_list(s->store, NULL, &jobs, &n_jobs, NULL, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
@@ -522,7 +533,7 @@ void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
     for (size_t i = 0; i < n_jobs; i++) {
         struct api_model *v = NULL;
         size_t n = 0, best = (size_t)-1;
-        if ((tag && !has_tag(jobs[i].description, tag)) || store_model_list(s->store, jobs[i].id, &v, &n, &err))
+        if ((tag && !has_tag(jobs[i].description, tag)) || store_model_list(s->store, jobs[i].id, NULL, &v, &n, NULL, &err))
             continue;
         for (size_t j = 0; j < n; j++)
             if (v[j].status == API_MODEL_READY && v[j].created_ns >= since && v[j].created_ns < until &&

@@ -21,6 +21,19 @@ static double uptime(const struct svc *s)
     return metrics_clock() - s->started;
 }
 
+int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r)
+{
+    return api_page_parse(svc_query(q, "limit"), svc_query(q, "cursor"), pg, r);
+}
+
+void h_page_skipped(const char *list, const struct api_list_meta *m)
+{
+    if (m->skipped)
+        log_warn("store", "event=rows_skipped list=%s rows=%zu msg=\"stored rows that cannot be rendered were left "
+                          "out; stepcastd --check lists them\"",
+                 list, m->skipped);
+}
+
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
@@ -42,15 +55,25 @@ void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 
 void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
+    struct api_list_meta m = {0};
     struct api_token *v;
+    struct api_page pg;
     struct sc_error err;
+    char next[API_PAGE_CURSOR_MAX];
     size_t n;
-    (void)q;
-    if (store_token_list(s->store, &v, &n, &err)) {
+    int more;
+    if (h_page(q, &pg, r))
+        return;
+    if (store_token_list(s->store, &pg, &v, &n, &more, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    api_reply_tokens(r, v, n);
+    if (more) {
+        api_page_cursor(v[n - 1].created_ns, v[n - 1].id, next);
+        m.next_cursor = next;
+    }
+    api_reply_tokens(r, v, n, &m);
+    h_page_skipped("tokens", &m);
     free(v);
 }
 

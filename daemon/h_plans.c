@@ -42,52 +42,84 @@
 #define H_PLAN_INLINE_SPACE 1000
 #define H_MODEL_PLAN_INLINE_SPACE 64
 
-/* The stored plan as its answer: its document, or its progress while it
- * runs or since it was interrupted. */
+/* A plan as its answer: with its id when it is stored, and its progress
+ * while it runs or since it was interrupted. */
+static void reply_plan(const struct store_plan *p, int stored, unsigned status, struct api_reply *r)
+{
+    json_t *doc = p->document ? json_loads(p->document, 0, NULL) : json_object();
+    if (doc) {
+        if (stored)
+            json_object_set_new(doc, "id", json_string(p->id));
+        json_object_set_new(doc, "state", json_string(p->state));
+        if (p->error)
+            json_object_set_new(doc, "error", json_string(p->error));
+        if (!p->document && (!strcmp(p->state, "running") || !strcmp(p->state, "interrupted")))
+            json_object_set_new(doc, "progress", json_pack("{s:I, s:I}", "done", (json_int_t)p->done, "total",
+                                                           (json_int_t)p->total));
+        api_reply_json(r, status, doc);
+    } else {
+        api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", p->id);
+    }
+}
+
+/* The stored plan as its answer. */
 static void reply_stored(struct svc *s, const char *id, unsigned status, struct api_reply *r)
 {
     struct store_plan p;
     struct sc_error err;
-    json_t *doc;
     if (store_plan_get(s->store, id, &p, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    doc = p.document ? json_loads(p.document, 0, NULL) : json_object();
-    if (doc) {
-        json_object_set_new(doc, "id", json_string(p.id));
-        json_object_set_new(doc, "state", json_string(p.state));
-        if (p.error)
-            json_object_set_new(doc, "error", json_string(p.error));
-        if (!p.document && (!strcmp(p.state, "running") || !strcmp(p.state, "interrupted")))
-            json_object_set_new(doc, "progress", json_pack("{s:I, s:I}", "done", (json_int_t)p.done, "total",
-                                                           (json_int_t)p.total));
-        api_reply_json(r, status, doc);
-    } else {
-        api_fail(r, API_E_INTERNAL, "plan %s: its stored document is not JSON", id);
-    }
+    reply_plan(&p, 1, status, r);
     store_plan_release(&p);
 }
 
 /* A plan's request: its body (the POST's, or an interrupted plan's, kept)
- * and, for a plan from a built model, the model. */
+ * and, for a plan from a built model, the model; q is the request asking. */
 struct plan_source {
+    const struct svc_request *q;
     const char *body;
     size_t len;
     const char *model; /* "" for a plan from a spec */
     const char *resume; /* the interrupted plan run again, or NULL */
 };
 
+/* A plan in the background is kept in the catalog: it needs a write token
+ * and room under max-stored-per-token. SC_OK, or the reply (403, 413). */
+static int may_keep(struct svc *s, const struct svc_request *q, int64_t space, int64_t inline_space,
+                    struct api_reply *r)
+{
+    struct sc_error err;
+    if (q->caller.scope < API_SCOPE_WRITE)
+        return api_fail(r, API_E_FORBIDDEN,
+                        "a plan of %lld configurations runs in the background and is kept, which needs a write "
+                        "token; a read token plans up to %lld at once",
+                        (long long)space, (long long)inline_space);
+    return store_owner_room(s->store, q->caller.id, &err) ? api_fail_status(r, &err, API_E_INTERNAL) : SC_OK;
+}
+
+/* The request as kept with a background plan: compact, whatever padding
+ * it was sent with (from malloc; NULL when out of memory or not JSON). */
+static char *compact_request(const struct plan_source *src)
+{
+    json_t *doc = json_loadb(src->body, src->len, 0, NULL);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
+}
+
 /* Plan req with pe: at once when its space is at most `inline_space`
- * (200), else in the background (202); 422 over EST_PLAN_MAX_SPACE, the
- * hint saying what to fix. A plan resumed runs in the background under
- * its id, and so does a new background request whose body (and model) an
- * interrupted plan has. 1 when a background plan took pe's cache entry. */
+ * (200, nothing stored), else in the background (202); 422 over
+ * EST_PLAN_MAX_SPACE, the hint saying what to fix. A plan resumed runs in
+ * the background under its id, and so does a new background request whose
+ * body (and model) an interrupted plan has. 1 when a background plan took
+ * pe's cache entry. */
 static int start_plan(struct svc *s, const struct plan_source *src, const struct est_plan_request *req,
                       struct plans_eval *pe, int64_t inline_space, const char *hint, struct api_reply *r)
 {
     struct sc_error err;
-    char id[64], rnd[24], *request;
+    char id[64], rnd[24], *request = NULL;
     int64_t space = est_plan_space(req);
     int taken = 0, at_once = space <= inline_space && !src->resume;
     if (space > EST_PLAN_MAX_SPACE) {
@@ -95,9 +127,11 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
                  (long long)space, EST_PLAN_MAX_SPACE, hint);
         return 0;
     }
+    if (!at_once && may_keep(s, src->q, space, inline_space, r))
+        return 0;
     if (at_once && svc_defer())
         return 0; /* planned on a worker */
-    if (!(request = strndup(src->body, src->len))) {
+    if (!at_once && !(request = compact_request(src))) {
         api_fail(r, API_E_UNAVAILABLE, "out of memory");
         return 0;
     }
@@ -112,14 +146,18 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
     } else {
         snprintf(id, sizeof id, "p-%s", rnd);
     }
+    snprintf(pe->owner, sizeof pe->owner, "%s", src->q->caller.id);
     pe->admission = s->admission;
     if (at_once) {
-        if (plans_run(s->store, id, request, req, pe, NULL, NULL, &err))
+        struct store_plan done;
+        memset(&done, 0, sizeof done);
+        if (plans_run(NULL, id, NULL, req, pe, NULL, NULL, &done, &err))
             pe->refused == ADMISSION_BUSY ? api_fail(r, API_E_BUSY, "%s", err.msg)
             : pe->refused == ADMISSION_NEVER ? api_fail(r, API_E_TOO_LARGE, "%s", err.msg)
                                              : api_fail_status(r, &err, API_E_INTERNAL);
         else
-            reply_stored(s, id, 200, r);
+            reply_plan(&done, 0, 200, r);
+        store_plan_release(&done);
     } else if (plans_start(s->plans, id, request, src->model, req, space, pe, &err)) {
         api_fail(r, err.code == SC_ELIMIT ? API_E_BUSY : err.code == SC_EEXIST ? API_E_CONFLICT
                     : err.code == SC_ENOSPC ? API_E_NO_SPACE : API_E_UNAVAILABLE, "%s", err.msg);
@@ -142,7 +180,7 @@ static int plan_bands(struct svc *s, struct est_bands *out, struct api_reply *r)
     struct sc_error err;
     size_t n = 0;
     int rc;
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), &v, &n, &err)) {
+    if (store_validation_list(s->store, NULL, api_ledger_kind_name(API_LEDGER_ESTIMATE), NULL, &v, &n, NULL, &err)) {
         log_warn("plan", "event=ledger_unavailable msg=\"%s\"", err.msg);
         n = 0;
     }
@@ -214,13 +252,13 @@ static void plan_from_model(struct svc *s, const struct plan_source *src, struct
 
 void h_plan_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    struct plan_source src = {q->body, q->body_len, "", NULL};
+    struct plan_source src = {q, q->body, q->body_len, "", NULL};
     plan_from_spec(s, &src, r);
 }
 
 void h_model_plan(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    struct plan_source src = {q->body, q->body_len, q->params.id, NULL};
+    struct plan_source src = {q, q->body, q->body_len, q->params.id, NULL};
     plan_from_model(s, &src, r);
 }
 
@@ -234,7 +272,7 @@ void h_plan_resume(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    struct plan_source src = {p.request, strlen(p.request), p.model, p.id};
+    struct plan_source src = {q, p.request, strlen(p.request), p.model, p.id};
     if (strcmp(p.state, "interrupted"))
         api_fail(r, API_E_CONFLICT, "plan '%s' is %s: only an interrupted plan resumes", p.id, p.state);
     else if (p.model[0])

@@ -112,8 +112,11 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
         v.kind = API_LEDGER_ESTIMATE;
         rc = predict_estimate(s, req.spec, &v, r);
     }
+    if (rc == SC_OK && !ledger_step_ms_valid(v.predicted_ms)) /* kept only what the ledger can render */
+        rc = api_fail(r, API_E_UNPROCESSABLE, "the prediction, %g ms, is outside the ledger's range (%g to %g ms)",
+                      v.predicted_ms, LEDGER_STEP_MS_MIN, LEDGER_STEP_MS_MAX);
     if (rc == SC_OK) {
-        if ((rc = store_validation_add(s->store, &v, 1, &err))) {
+        if ((rc = store_validation_add(s->store, &v, 1, q->caller.id, &err))) {
             api_fail_status(r, &err, rc == SC_ENOSPC ? API_E_NO_SPACE : API_E_INTERNAL);
         } else {
             atomic_fetch_add(&s->ledger_changes, 1);
@@ -130,10 +133,14 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
 void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     const char *model = svc_query(q, "model"), *kind = svc_query(q, "kind"), *in = svc_query(q, "in_sample");
+    struct api_validation *page = NULL, *v = NULL;
+    struct api_list_meta m = {0};
     enum api_ledger_kind k;
-    struct api_validation *v;
+    struct api_page pg;
     struct sc_error err;
-    size_t n;
+    char next[API_PAGE_CURSOR_MAX];
+    size_t n_page = 0, n = 0;
+    int more;
     if (model && !api_id_valid(model)) {
         api_fail(r, API_E_INVALID_ID, "model '%.64s' is not a valid identifier", model);
         return;
@@ -146,14 +153,25 @@ void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *
         api_fail(r, API_E_BAD_REQUEST, "in_sample must be true or false");
         return;
     }
-    if (store_validation_list(s->store, model, kind, &v, &n, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+    if (h_page(q, &pg, r))
         return;
+    /* the MAPEs and bands read every entry: on the first page only */
+    if (store_validation_list(s->store, model, kind, &pg, &page, &n_page, &more, &err) ||
+        (!pg.has_after && store_validation_summary(s->store, model, kind, &v, &n, &err))) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        goto out;
     }
-    json_t *doc = api_ledger_json(v, n, in && !strcmp(in, "true"));
-    if (doc)
+    if (more) {
+        api_page_cursor(page[n_page - 1].id, "", next);
+        m.next_cursor = next;
+    }
+    json_t *doc = api_ledger_page_json(page, n_page, pg.has_after ? NULL : v, n, in && !strcmp(in, "true"), &m);
+    if (doc && !pg.has_after)
         json_object_set_new(doc, "bank", h_experiments_bank_json(s));
     api_reply_json(r, 200, doc);
+    h_page_skipped("validations", &m);
+out:
+    api_validations_free(page, n_page);
     api_validations_free(v, n);
 }
 
@@ -181,7 +199,8 @@ void h_ledger_band(struct svc *s, int kind, struct ledger_band *b)
     struct sc_error err;
     size_t n = 0;
     memset(b, 0, sizeof *b);
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name((enum api_ledger_kind)kind), &v, &n, &err))
+    if (store_validation_list(s->store, NULL, api_ledger_kind_name((enum api_ledger_kind)kind), NULL, &v, &n, NULL,
+                              &err))
         log_warn("ledger", "event=band_unavailable msg=\"%s\"", err.msg);
     else
         ledger_band_of(v, n, (enum api_ledger_kind)kind, b);

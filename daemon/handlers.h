@@ -40,6 +40,10 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
 void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *r);
+/* A stored experiment as the API shows it, as it stands (no verdict
+ * computed); NULL when a stored text cannot be rendered. */
+struct store_experiment;
+json_t *h_experiment_doc(const struct store_experiment *e);
 /* The ledger's bank: closed winning experiments' savings summed per team
  * and month ({"by_team_and_month":[{"team","month","experiments",
  * "gpu_hours_per_day","usd_per_day","per_step_only"}],"method"}). */
@@ -65,7 +69,12 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
 
-/* h_ops.c: tokens, health, metrics, the OpenAPI document */
+/* h_ops.c: tokens, health, metrics, the OpenAPI document, and what every
+ * list route shares: the page it asks for (?limit, ?cursor; on failure
+ * the reply, 400 or 422, and its status), and the log line of the rows a
+ * page left out because they cannot be rendered. */
+int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r);
+void h_page_skipped(const char *list, const struct api_list_meta *m);
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r);

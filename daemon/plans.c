@@ -194,7 +194,8 @@ static int seen_progress(void *ctx, int64_t done, int64_t total)
 }
 
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err)
+              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct store_plan *kept,
+              struct sc_error *err)
 {
     struct seen seen = {progress, ctx, 0, est_plan_space(req)};
     struct est_plan_evaluator ev;
@@ -217,6 +218,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
         }
     }
     snprintf(row.id, sizeof row.id, "%s", id);
+    snprintf(row.owner, sizeof row.owner, "%s", pe->owner);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     pe->refused = ADMISSION_OK;
     int failed = est_plan_run(&banded, &ev, seen_progress, &seen, &plan, &perr);
@@ -248,6 +250,15 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     row.finished_ns = store_now_ns();
     log_info("plan", "plan=%s state=%s evaluated=%lld pruned=%lld", id, row.state, (long long)plan.evaluated,
              (long long)plan.pruned);
+    if (!store) { /* planned inside its request: answered, not kept */
+        *kept = row;
+        kept->request = NULL;
+        if (row.error && !(kept->error = strdup(row.error))) {
+            store_plan_release(kept);
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        }
+        return SC_OK;
+    }
     int rc = store_plan_put(store, &row, err);
     free(row.document);
     return rc;
@@ -284,7 +295,7 @@ static void *run_thread(void *arg)
     struct sc_error err;
     workers_background(p->nice_delta);
     sc_cancel_attach(&r->cancel);
-    if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, &err))
+    if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, NULL, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
     plans_eval_release(&r->pe);
     pthread_mutex_lock(&p->mu);

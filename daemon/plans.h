@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "api/resources.h"
 #include "common/error.h"
 #include "estimator/plan.h"
 #include "estimator/whatif_plan.h"
@@ -34,6 +35,8 @@ struct cache_entry;
  * the estimator ranks at the bands `bands` (its own copy).
  * plans_start takes both (whole and the entry) and gives them back once the
  * plan is stored; plans_run leaves them to the caller. */
+struct store_plan;
+
 struct plans_eval {
     /* each evaluation by the estimator is admitted first under this memory
      * budget (admission.h) by its graph's predicted size: inside a request
@@ -50,6 +53,7 @@ struct plans_eval {
     struct model_job *whole;
     struct cache *cache;
     struct cache_entry *entry;
+    char owner[API_ID_MAX]; /* the token that asked: the stored plan is its (max-stored-per-token) */
 };
 
 enum { PLANS_GOING, PLANS_CANCELLED, PLANS_INTERRUPTED };
@@ -67,12 +71,15 @@ int plans_drain(struct plans *p, double timeout_s);
 void plans_free(struct plans *p);
 
 /* Plan req with pe now, on this thread, and store the result as plan `id`
- * (request: the POST body, kept with it). progress may be NULL. Without
- * pe->cancel (inside a request), an evaluation the memory budget refuses
+ * (request: the POST body, kept with it); with store NULL nothing is
+ * stored and the result goes to *kept (store_plan_release), as a plan
+ * planned inside its request. progress may be NULL. Without pe->cancel
+ * (inside a request), an evaluation the memory budget refuses
  * (pe->refused) ends it with SC_ELIMIT, and a shutdown (common/cancel.h)
  * with SC_ECANCELED, nothing stored. */
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
-              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct sc_error *err);
+              struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct store_plan *kept,
+              struct sc_error *err);
 /* The same on a thread of its own, which takes pe's whole job and cache
  * entry, once the plan is stored as `running` (model: the built model it
  * plans from, or ""); else they stay the caller's: SC_ELIMIT when

@@ -119,6 +119,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = admission_new((uint64_t)cfg->memory_budget, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
+    store_set_max_owned(s->store, cfg->max_stored_per_token);
     struct builder_env env = {s->store,   s->blobs,       s->cache,     s->metrics,
                               &s->load,   &s->publish_mu, s->admission, (int)cfg->heavy_nice};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
@@ -248,6 +249,8 @@ int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_e
         goto out;
     fprintf(report, "leftovers: %llu temp files, %llu blobs no row names\n",
             (unsigned long long)sw.temp_files, (unsigned long long)sw.orphans);
+    if ((rc = svc_check_rows(st, report, &bad, err)))
+        goto out;
     fprintf(report, "%s\n", bad ? "INCONSISTENT" : "consistent");
     if (bad)
         rc = sc_error_set(err, SC_EINTERNAL, "the data directory '%s' is not consistent", data_dir);

@@ -17,6 +17,8 @@
 
 /* more than any statement of the catalog has */
 #define SQLDB_MAX_PARAMS 64
+/* PostgreSQL's type text (pg_type.oid, fixed since its first release) */
+#define PG_TEXT_OID 25
 
 struct sqldb {
     enum sqldb_kind kind;
@@ -37,6 +39,7 @@ struct sqldb_stmt {
     char name[24];
     char *sql;        /* with $n parameters */
     int n_params;
+    Oid types[SQLDB_MAX_PARAMS]; /* of the parameters, 0: the server infers it */
     char **params;    /* n_params text values (malloc'd), NULL for SQL NULL */
     int oom;          /* a bind ran out of memory */
     unsigned prepared; /* the generation it is prepared in, 0: not */
@@ -251,10 +254,15 @@ void sqldb_rollback(struct sqldb *db)
 
 /* ---- prepared statements ---- */
 
-/* ?N -> $N outside quoted strings; the number of parameters into *n. */
-static char *pg_sql(const char *sql, int *n)
+/* ?N -> $N outside quoted strings; the number of parameters into *n.
+ * PostgreSQL infers a parameter's type from where it is used, except where
+ * it is only tested with IS NULL (an optional filter, "?7 IS NULL OR ...")
+ * or not used at all (a list's statement that takes ?7 to ?9 only): those
+ * are typed text in types[] (0 elsewhere: inferred). */
+static char *pg_sql(const char *sql, int *n, Oid types[SQLDB_MAX_PARAMS])
 {
     char *out = strdup(sql), quote = 0;
+    int used[SQLDB_MAX_PARAMS] = {0}; /* bit 1: IS NULL, bit 2: elsewhere */
     *n = 0;
     if (!out)
         return NULL;
@@ -264,11 +272,17 @@ static char *pg_sql(const char *sql, int *n)
         } else if (*p == '\'' || *p == '"') {
             quote = *p;
         } else if (*p == '?') {
+            char *end;
+            long k = strtol(p + 1, &end, 10);
             *p = '$';
-            long k = strtol(p + 1, NULL, 10);
-            *n = k > *n && k <= SQLDB_MAX_PARAMS ? (int)k : *n;
+            if (k < 1 || k > SQLDB_MAX_PARAMS)
+                continue;
+            *n = k > *n ? (int)k : *n;
+            used[k - 1] |= strncmp(end, " IS NULL", 8) ? 2 : 1;
         }
     }
+    for (int i = 0; i < SQLDB_MAX_PARAMS; i++)
+        types[i] = used[i] & 2 ? 0 : PG_TEXT_OID;
     return out;
 }
 
@@ -286,7 +300,7 @@ int sqldb_prepare(struct sqldb *db, const char *sql, struct sqldb_stmt **out, st
             return sc_error_set(err, db->status, "catalog: prepare: %s", db->msg);
         }
     } else {
-        st->sql = pg_sql(sql, &st->n_params);
+        st->sql = pg_sql(sql, &st->n_params, st->types);
         st->params = st->n_params ? calloc((size_t)st->n_params, sizeof *st->params) : NULL;
         if (!st->sql || (st->n_params && !st->params)) {
             sqldb_finalize(st);
@@ -384,7 +398,7 @@ static int pg_run_once(struct sqldb_stmt *st)
     if (!pg_usable(db))
         return SQLDB_ERROR;
     if (st->prepared != db->generation) {
-        PGresult *p = PQprepare(db->pg, st->name, st->sql, st->n_params, NULL);
+        PGresult *p = PQprepare(db->pg, st->name, st->sql, st->n_params, st->types);
         int ok = PQresultStatus(p) == PGRES_COMMAND_OK;
         if (!ok)
             pg_failure(db, p);

@@ -10,7 +10,9 @@
  *
  * Statements are written with SQLite's numbered parameters (?1, ?2, ...),
  * rewritten to $1, $2, ... for PostgreSQL, and use SQL both engines take
- * (ON CONFLICT ... DO NOTHING / DO UPDATE, RETURNING). What differs is
+ * (ON CONFLICT ... DO NOTHING / DO UPDATE, RETURNING). PostgreSQL types a
+ * parameter where it is first used: write "model = ?1 OR ?1 IS NULL", not
+ * the other way round (one used only with IS NULL, or not at all, is text). What differs is
  * here: how a transaction begins, what a failure means, the connection's
  * settings; and in store.c's schema, kept once per engine.
  *

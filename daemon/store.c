@@ -152,6 +152,12 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "  SELECT id, request, state, document, error, version, created_ns, finished_ns FROM plans;"
     "DROP TABLE plans;"
     "ALTER TABLE plans6 RENAME TO plans;",
+    /* 7: the token that stored each job, ledger entry, plan and experiment,
+     * so that max-stored-per-token can count them */
+    "ALTER TABLE jobs ADD COLUMN owner TEXT; CREATE INDEX jobs_owner ON jobs(owner);"
+    "ALTER TABLE validations ADD COLUMN owner TEXT; CREATE INDEX validations_owner ON validations(owner);"
+    "ALTER TABLE plans ADD COLUMN owner TEXT; CREATE INDEX plans_owner ON plans(owner);"
+    "ALTER TABLE experiments ADD COLUMN owner TEXT; CREATE INDEX experiments_owner ON experiments(owner);",
 };
 
 /* PostgreSQL catalogs start at version PG_BASE_VERSION, created whole by
@@ -159,7 +165,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
  * in PostgreSQL's types (BIGINT nanoseconds, DOUBLE PRECISION, an identity
  * column for the ledger's ids). A new schema version needs its PostgreSQL
  * migration too (migrate_pg). */
-#define PG_BASE_VERSION 6
+#define PG_BASE_VERSION 7
 _Static_assert(STORE_SCHEMA_VERSION == PG_BASE_VERSION,
                "a schema version after PG_BASE_VERSION needs its PostgreSQL migration in migrate_pg");
 /* the key of the advisory lock the migration holds */
@@ -169,7 +175,9 @@ static const char pg_base[] =
     "  id TEXT PRIMARY KEY,"
     "  description TEXT,"
     "  created_ns BIGINT NOT NULL,"
-    "  updated_ns BIGINT NOT NULL);"
+    "  updated_ns BIGINT NOT NULL,"
+    "  owner TEXT);"
+    "CREATE INDEX jobs_owner ON jobs(owner);"
     "CREATE TABLE blobs("
     "  sha256 TEXT PRIMARY KEY,"
     "  bytes BIGINT NOT NULL,"
@@ -224,8 +232,10 @@ static const char pg_base[] =
     "  version TEXT NOT NULL,"
     "  calibration TEXT,"
     "  in_sample BIGINT NOT NULL DEFAULT 0,"
-    "  created_ns BIGINT NOT NULL);"
+    "  created_ns BIGINT NOT NULL,"
+    "  owner TEXT);"
     "CREATE INDEX validations_model ON validations(model);"
+    "CREATE INDEX validations_owner ON validations(owner);"
     "CREATE TABLE calibrations("
     "  name TEXT PRIMARY KEY,"
     "  gpu TEXT NOT NULL,"
@@ -246,7 +256,9 @@ static const char pg_base[] =
     "  done BIGINT NOT NULL DEFAULT 0,"
     "  total BIGINT NOT NULL DEFAULT 0,"
     "  created_ns BIGINT NOT NULL,"
-    "  finished_ns BIGINT NOT NULL);"
+    "  finished_ns BIGINT NOT NULL,"
+    "  owner TEXT);"
+    "CREATE INDEX plans_owner ON plans(owner);"
     "CREATE TABLE experiments("
     "  id TEXT PRIMARY KEY,"
     "  baseline TEXT NOT NULL,"
@@ -259,8 +271,10 @@ static const char pg_base[] =
     "  bank TEXT,"
     "  created_ns BIGINT NOT NULL,"
     "  decided_ns BIGINT,"
-    "  closed_ns BIGINT);"
-    "CREATE INDEX experiments_external ON experiments(external_id);";
+    "  closed_ns BIGINT,"
+    "  owner TEXT);"
+    "CREATE INDEX experiments_external ON experiments(external_id);"
+    "CREATE INDEX experiments_owner ON experiments(owner);";
 
 enum stmt {
     Q_BLOB_EXISTS, Q_BLOB_LIST, Q_BLOB_TOTALS, Q_BLOB_INSERT, Q_BLOB_GC,
@@ -270,9 +284,10 @@ enum stmt {
     Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING, Q_MODEL_OPP_GET, Q_MODEL_OPP_PUT,
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
-    Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_DELETE,
+    Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_SUMMARY, Q_VALID_DELETE,
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
+    Q_OWNED,
     Q_COUNT
 };
 
@@ -296,6 +311,16 @@ enum stmt {
     "id, baseline, variant, hypothesis, external_id, state, inputs, verdict, bank, created_ns," \
     " COALESCE(decided_ns, 0), COALESCE(closed_ns, 0)"
 
+/* Pages of lists (api/page.h): ?7 and ?8 the key of the last row of the
+ * page before (NULL: from the first row), ?9 how many rows (NULL: all). */
+/* (the largest BIGINT for all: LIMIT -1 is SQLite's only) */
+#define PAGE_LIMIT " LIMIT COALESCE(?9, 9223372036854775807)"
+/* (created_ns, id) > (?7, ?8), spelt out, and each parameter's first use
+ * one that tells its type: PostgreSQL infers none from a row comparison or
+ * from IS NULL */
+#define AFTER_NS_ID(t)                                                             \
+    "(" t "created_ns > ?7 OR (" t "created_ns = ?7 AND " t "id > ?8) OR ?7 IS NULL)"
+
 static const char *const sql[Q_COUNT] = {
     [Q_BLOB_EXISTS] = "SELECT 1 FROM blobs WHERE sha256 = ?1",
     [Q_BLOB_LIST] = "SELECT sha256 FROM blobs ORDER BY sha256",
@@ -308,13 +333,13 @@ static const char *const sql[Q_COUNT] = {
                   " NOT EXISTS (SELECT 1 FROM model_traces m WHERE m.sha256 = blobs.sha256)"
                   " RETURNING sha256",
     [Q_JOB_EXISTS] = "SELECT 1 FROM jobs WHERE id = ?1",
-    [Q_JOB_UPSERT] = "INSERT INTO jobs(id, description, created_ns, updated_ns) VALUES(?1, ?2, ?3, ?3)"
+    [Q_JOB_UPSERT] = "INSERT INTO jobs(id, description, created_ns, updated_ns, owner) VALUES(?1, ?2, ?3, ?3, ?4)"
                      " ON CONFLICT(id) DO UPDATE SET description = excluded.description,"
                      " updated_ns = excluded.updated_ns",
-    [Q_JOB_TOUCH] = "INSERT INTO jobs(id, description, created_ns, updated_ns) VALUES(?1, NULL, ?2, ?2)"
+    [Q_JOB_TOUCH] = "INSERT INTO jobs(id, description, created_ns, updated_ns, owner) VALUES(?1, NULL, ?2, ?2, ?3)"
                     " ON CONFLICT(id) DO UPDATE SET updated_ns = excluded.updated_ns",
     [Q_JOB_GET] = "SELECT " JOB_COLS " FROM jobs j WHERE j.id = ?1",
-    [Q_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs j ORDER BY j.id",
+    [Q_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs j WHERE (?7 IS NULL OR j.id > ?8) ORDER BY j.id" PAGE_LIMIT,
     [Q_JOB_DELETE] = "DELETE FROM jobs WHERE id = ?1",
     [Q_JOB_MODELS] = "SELECT id FROM models WHERE job = ?1 ORDER BY id",
     [Q_TRACE_GET] = "SELECT rank, sha256, bytes, events, steps, uploaded_ns FROM traces"
@@ -331,9 +356,10 @@ static const char *const sql[Q_COUNT] = {
     [Q_MODEL_PIN] = "INSERT INTO model_traces(model, rank, sha256)"
                     " SELECT ?1, rank, sha256 FROM traces WHERE job = ?2",
     [Q_MODEL_GET] = "SELECT " MODEL_COLS("m.summary") " FROM models m WHERE m.id = ?1",
-    [Q_MODEL_LIST] = "SELECT " MODEL_COLS("NULL") " FROM models m ORDER BY m.created_ns, m.id",
-    [Q_MODEL_LIST_JOB] = "SELECT " MODEL_COLS("NULL") " FROM models m WHERE m.job = ?1"
-                         " ORDER BY m.created_ns, m.id",
+    [Q_MODEL_LIST] = "SELECT " MODEL_COLS("NULL") " FROM models m WHERE " AFTER_NS_ID("m.")
+                     " ORDER BY m.created_ns, m.id" PAGE_LIMIT,
+    [Q_MODEL_LIST_JOB] = "SELECT " MODEL_COLS("NULL") " FROM models m WHERE m.job = ?1 AND " AFTER_NS_ID("m.")
+                         " ORDER BY m.created_ns, m.id" PAGE_LIMIT,
     /* events: as counted when the blob was uploaded, -1 when no rank
      * holds that blob any more */
     [Q_MODEL_TRACES] = "SELECT x.rank, x.sha256, b.bytes,"
@@ -350,7 +376,8 @@ static const char *const sql[Q_COUNT] = {
                         " WHERE id = ?1 AND status = 'ready'",
     [Q_TOKEN_INSERT] = "INSERT INTO tokens(id, name, scope, hash, created_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_TOKEN_LOOKUP] = "SELECT " TOKEN_COLS " FROM tokens WHERE hash = ?1",
-    [Q_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens ORDER BY created_ns, id",
+    [Q_TOKEN_LIST] = "SELECT " TOKEN_COLS " FROM tokens WHERE " AFTER_NS_ID("") " ORDER BY created_ns, id"
+                     PAGE_LIMIT,
     [Q_TOKEN_GET] = "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1",
     [Q_TOKEN_REVOKE] = "UPDATE tokens SET revoked_ns = ?2 WHERE id = ?1 AND revoked_ns IS NULL",
     [Q_TOKEN_ADMINS] = "SELECT COUNT(*) FROM tokens WHERE scope = 'admin' AND revoked_ns IS NULL",
@@ -360,40 +387,50 @@ static const char *const sql[Q_COUNT] = {
                     " sha256 = excluded.sha256, document = excluded.document, report = excluded.report,"
                     " created_ns = excluded.created_ns",
     [Q_CALIB_GET] = "SELECT " CALIB_COLS ", document, report FROM calibrations WHERE name = ?1",
-    [Q_CALIB_LIST] = "SELECT " CALIB_COLS ", NULL, NULL FROM calibrations ORDER BY name",
+    [Q_CALIB_LIST] = "SELECT " CALIB_COLS ", NULL, NULL FROM calibrations WHERE (?7 IS NULL OR name > ?8)"
+                     " ORDER BY name" PAGE_LIMIT,
     [Q_CALIB_EXISTS] = "SELECT 1 FROM calibrations WHERE name = ?1",
     [Q_VALID_INSERT] = "INSERT INTO validations(model, kind, spec, set_json, measured_ms, predicted_ms, source,"
-                       " run_at, version, calibration, in_sample, created_ns)"
-                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
-    [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (?1 IS NULL OR model = ?1)"
-                     " AND (?2 IS NULL OR kind = ?2) ORDER BY id",
+                       " run_at, version, calibration, in_sample, created_ns, owner)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id",
+    [Q_VALID_LIST] = "SELECT " VALID_COLS " FROM validations WHERE (model = ?1 OR ?1 IS NULL)"
+                     " AND (kind = ?2 OR ?2 IS NULL) AND (id > ?7 OR ?7 IS NULL) ORDER BY id" PAGE_LIMIT,
+    /* what MAPEs and bands read: of the texts only the model's id and run_at */
+    [Q_VALID_SUMMARY] = "SELECT id, model, kind, NULL, NULL, measured_ms, COALESCE(predicted_ms, 0), NULL, run_at,"
+                        " '', NULL, in_sample, created_ns FROM validations WHERE (model = ?1 OR ?1 IS NULL)"
+                        " AND (kind = ?2 OR ?2 IS NULL) ORDER BY id",
     [Q_VALID_DELETE] = "DELETE FROM validations WHERE id = ?1",
     [Q_PLAN_PUT] = "INSERT INTO plans(id, request, state, document, error, version, created_ns, finished_ns, model,"
-                   " done, total) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULLIF(?9, ''), ?10, ?11)"
+                   " done, total, owner) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULLIF(?9, ''), ?10, ?11, ?12)"
                    " ON CONFLICT(id) DO UPDATE SET state = excluded.state, document = excluded.document,"
                    " error = excluded.error, version = excluded.version, finished_ns = excluded.finished_ns,"
                    " done = excluded.done, total = excluded.total",
     [Q_PLAN_GET] = "SELECT id, request, state, document, error, version, created_ns, finished_ns,"
-                   " COALESCE(model, ''), done, total FROM plans WHERE id = ?1",
+                   " COALESCE(model, ''), done, total, COALESCE(owner, '') FROM plans WHERE id = ?1",
     [Q_PLAN_PROGRESS] = "UPDATE plans SET done = ?2, total = ?3 WHERE id = ?1 AND state = 'running'",
     [Q_PLAN_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'",
     [Q_PLAN_INTERRUPTED] = "SELECT id FROM plans WHERE state = 'interrupted' AND request = ?1"
                            " AND COALESCE(model, '') = ?2 ORDER BY created_ns, id LIMIT 1",
     [Q_PLAN_DELETE] = "DELETE FROM plans WHERE id = ?1",
-    [Q_EXP_INSERT] = "INSERT INTO experiments(id, baseline, variant, hypothesis, external_id, state, created_ns)"
-                     " VALUES(?1, ?2, ?3, ?4, ?5, 'open', ?6)",
+    [Q_EXP_INSERT] = "INSERT INTO experiments(id, baseline, variant, hypothesis, external_id, state, created_ns,"
+                     " owner) VALUES(?1, ?2, ?3, ?4, ?5, 'open', ?6, ?7)",
     [Q_EXP_GET] = "SELECT " EXP_COLS " FROM experiments WHERE id = ?1",
-    [Q_EXP_LIST] = "SELECT " EXP_COLS " FROM experiments ORDER BY created_ns, id",
+    [Q_EXP_LIST] = "SELECT " EXP_COLS " FROM experiments WHERE (external_id = ?1 OR ?1 IS NULL) AND "
+                   AFTER_NS_ID("") " ORDER BY created_ns, id" PAGE_LIMIT,
     [Q_EXP_DECIDE] = "UPDATE experiments SET inputs = ?2, verdict = ?3, decided_ns = ?4"
                      " WHERE id = ?1 AND state = 'open'",
     [Q_EXP_CLOSE] = "UPDATE experiments SET state = 'closed', bank = ?2, closed_ns = ?3"
                     " WHERE id = ?1 AND state = 'open'",
+    [Q_OWNED] = "SELECT (SELECT COUNT(*) FROM jobs WHERE owner = ?1) + (SELECT COUNT(*) FROM validations"
+                " WHERE owner = ?1) + (SELECT COUNT(*) FROM plans WHERE owner = ?1) +"
+                " (SELECT COUNT(*) FROM experiments WHERE owner = ?1)",
 };
 
 struct store {
     struct sqldb *db;
     pthread_mutex_t mu;
     struct sqldb_stmt *st[Q_COUNT];
+    int64_t max_owned; /* rows one token may store (store_set_max_owned), 0: any */
 };
 
 int64_t store_now_ns(void)
@@ -704,9 +741,11 @@ static int one_row(struct store *s, struct sqldb_stmt *st, row_reader read, void
 /* Every row of statement q (with ?1 = key, unless NULL) into a new array of
  * zeroed elements of `size` bytes. On failure the rows read so far are
  * given to release. */
-static int all_rows(struct store *s, enum stmt q, const char *key, row_reader read, size_t size,
-                    void (*release)(void *v, size_t n), void **out, size_t *n,
-                    const char *what, struct sc_error *err)
+/* The rows of q (?1 bound to key when given); with pg, one page of a
+ * list (?7 to ?9, sql[] above): *more says whether rows follow it. */
+static int page_rows(struct store *s, enum stmt q, const char *key, const struct api_page *pg, int *more,
+                     row_reader read, size_t size, void (*release)(void *v, size_t n), void **out, size_t *n,
+                     const char *what, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     char *v = NULL;
@@ -714,11 +753,24 @@ static int all_rows(struct store *s, enum stmt q, const char *key, row_reader re
     int r, rc = prep(s, q, &st, err);
     *out = NULL;
     *n = 0;
+    if (more)
+        *more = 0;
     if (rc)
         return rc;
     if (key)
         bind_text(st, 1, key);
+    if (pg && pg->has_after) {
+        sqldb_bind_int64(st, 7, pg->after_num);
+        bind_text(st, 8, pg->after_id);
+    }
+    if (pg)
+        sqldb_bind_int64(st, 9, (int64_t)pg->limit + 1); /* one more: is there a next page? */
     while ((r = sqldb_step(st)) == SQLDB_ROW) {
+        if (pg && k == pg->limit) {
+            *more = 1;
+            r = SQLDB_DONE;
+            break;
+        }
         if (sc_vec_reserve((void **)&v, &cap, k + 1, size)) {
             rc = sc_error_set(err, SC_ENOMEM, "out of memory");
             break;
@@ -738,6 +790,12 @@ static int all_rows(struct store *s, enum stmt q, const char *key, row_reader re
     return SC_OK;
 }
 
+static int all_rows(struct store *s, enum stmt q, const char *key, row_reader read, size_t size,
+                    void (*release)(void *v, size_t n), void **out, size_t *n, const char *what, struct sc_error *err)
+{
+    return page_rows(s, q, key, NULL, NULL, read, size, release, out, n, what, err);
+}
+
 static void release_plain(void *v, size_t n)
 {
     (void)n;
@@ -751,6 +809,63 @@ static void release_plain(void *v, size_t n)
         pthread_mutex_unlock(&(s)->mu);                                            \
         return rc_;                                                                \
     } while (0)
+
+/* The rows owner stored, in the transaction open. */
+static int owned(struct store *s, const char *owner, int64_t *n, struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int rc = prep(s, Q_OWNED, &st, err), r;
+    *n = 0;
+    if (rc)
+        return rc;
+    bind_text(st, 1, owner);
+    if ((r = sqldb_step(st)) == SQLDB_ROW)
+        *n = sqldb_column_int64(st, 0);
+    else
+        rc = db_fail(s, err, "count owned rows");
+    done(st);
+    return rc;
+}
+
+/* SC_ELIMIT when owner (NULL: nobody's) may store no `adding` more rows. */
+static int owner_room(struct store *s, const char *owner, size_t adding, struct sc_error *err)
+{
+    int64_t n = 0;
+    int rc;
+    if (!owner || !s->max_owned)
+        return SC_OK;
+    if ((rc = owned(s, owner, &n, err)))
+        return rc;
+    if (n + (int64_t)adding > s->max_owned)
+        return sc_error_set(err, SC_ELIMIT,
+                            "token '%s' has stored %lld jobs, ledger entries, plans and experiments: the limit is "
+                            "max-stored-per-token %lld (delete some first)",
+                            owner, (long long)n, (long long)s->max_owned);
+    return SC_OK;
+}
+
+void store_set_max_owned(struct store *s, int64_t max)
+{
+    pthread_mutex_lock(&s->mu);
+    s->max_owned = max;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int store_owner_room(struct store *s, const char *owner, struct sc_error *err)
+{
+    LOCKED(s, owner_room(s, owner, 1, err));
+}
+
+static int job_room(struct store *s, const char *job, const char *owner, struct sc_error *err)
+{
+    int yes = 0, rc = exists(s, Q_JOB_EXISTS, job, &yes, err);
+    return rc ? rc : yes ? SC_OK : owner_room(s, owner, 1, err);
+}
+
+int store_job_room(struct store *s, const char *job, const char *owner, struct sc_error *err)
+{
+    LOCKED(s, job_room(s, job, owner, err));
+}
 
 /* ---- blobs ---- */
 
@@ -801,18 +916,19 @@ static void read_job(struct sqldb_stmt *st, void *row)
     j->n_models = sqldb_column_int64(st, 6);
 }
 
-static int job_put(struct store *s, const char *id, const char *desc, int *created,
+static int job_put(struct store *s, const char *id, const char *desc, const char *owner, int *created,
                    struct sc_error *err)
 {
     int rc, yes = 0;
     struct sqldb_stmt *st;
     if ((rc = begin(s, err)))
         return rc;
-    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK) {
+    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && (yes || (rc = owner_room(s, owner, 1, err)) == SC_OK)) {
         if ((rc = prep(s, Q_JOB_UPSERT, &st, err)) == SC_OK) {
             bind_text(st, 1, id);
             bind_text(st, 2, desc);
             sqldb_bind_int64(st, 3, store_now_ns());
+            bind_text(st, 4, owner);
             rc = run(s, st, err, "put job");
         }
     }
@@ -820,10 +936,10 @@ static int job_put(struct store *s, const char *id, const char *desc, int *creat
     return end(s, rc, err);
 }
 
-int store_job_put(struct store *s, const char *id, const char *description, int *created,
+int store_job_put(struct store *s, const char *id, const char *description, const char *owner, int *created,
                   struct sc_error *err)
 {
-    LOCKED(s, job_put(s, id, description, created, err));
+    LOCKED(s, job_put(s, id, description, owner, created, err));
 }
 
 static int job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
@@ -848,10 +964,11 @@ static void release_jobs(void *v, size_t n)
     api_jobs_free(v, n);
 }
 
-int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err)
+int store_job_list(struct store *s, const struct api_page *pg, struct api_job **out, size_t *n, int *more,
+                   struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_JOB_LIST, NULL, read_job, sizeof **out, release_jobs, (void **)out, n,
-                       "list jobs", err));
+    LOCKED(s, page_rows(s, Q_JOB_LIST, NULL, pg, more, read_job, sizeof **out, release_jobs, (void **)out, n,
+                        "list jobs", err));
 }
 
 static int job_delete(struct store *s, const char *id, struct store_names *models,
@@ -932,18 +1049,20 @@ int store_trace_list(struct store *s, const char *job, struct api_trace **out, s
                        n, "list traces", err));
 }
 
-static int trace_put(struct store *s, const char *job, struct api_trace *t,
+static int trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
                      struct store_names *freed, struct sc_error *err)
 {
     int64_t now = t->uploaded_ns = store_now_ns();
     struct sqldb_stmt *st;
-    int rc;
+    int rc, yes = 0;
     if ((rc = begin(s, err)))
         return rc;
-    if ((rc = prep(s, Q_JOB_TOUCH, &st, err)))
+    if ((rc = exists(s, Q_JOB_EXISTS, job, &yes, err)) || (!yes && (rc = owner_room(s, owner, 1, err))) ||
+        (rc = prep(s, Q_JOB_TOUCH, &st, err)))
         return end(s, rc, err);
     bind_text(st, 1, job);
     sqldb_bind_int64(st, 2, now);
+    bind_text(st, 3, owner);
     if ((rc = run(s, st, err, "touch job")))
         return end(s, rc, err);
     if ((rc = prep(s, Q_BLOB_INSERT, &st, err)))
@@ -967,10 +1086,10 @@ static int trace_put(struct store *s, const char *job, struct api_trace *t,
     return end(s, gc_blobs(s, freed, err), err);
 }
 
-int store_trace_put(struct store *s, const char *job, struct api_trace *t,
+int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
                     struct store_names *freed, struct sc_error *err)
 {
-    LOCKED(s, trace_put(s, job, t, freed, err));
+    LOCKED(s, trace_put(s, job, t, owner, freed, err));
 }
 
 /* ---- models ---- */
@@ -1053,11 +1172,11 @@ static void release_models(void *v, size_t n)
     api_models_free(v, n);
 }
 
-int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
-                     struct sc_error *err)
+int store_model_list(struct store *s, const char *job, const struct api_page *pg, struct api_model **out,
+                     size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, read_model, sizeof **out,
-                       release_models, (void **)out, n, "list models", err));
+    LOCKED(s, page_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, pg, more, read_model, sizeof **out,
+                        release_models, (void **)out, n, "list models", err));
 }
 
 int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
@@ -1231,10 +1350,11 @@ int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
     LOCKED(s, token_one(s, Q_TOKEN_LOOKUP, hash, out, err));
 }
 
-int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err)
+int store_token_list(struct store *s, const struct api_page *pg, struct api_token **out, size_t *n, int *more,
+                     struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_TOKEN_LIST, NULL, read_token, sizeof **out, release_plain,
-                       (void **)out, n, "list tokens", err));
+    LOCKED(s, page_rows(s, Q_TOKEN_LIST, NULL, pg, more, read_token, sizeof **out, release_plain, (void **)out, n,
+                        "list tokens", err));
 }
 
 static int token_revoke(struct store *s, const char *id, struct api_token *out,
@@ -1341,10 +1461,11 @@ static void release_calibrations(void *v, size_t n)
     api_calibrations_free(v, n);
 }
 
-int store_calibration_list(struct store *s, struct api_calibration **out, size_t *n, struct sc_error *err)
+int store_calibration_list(struct store *s, const struct api_page *pg, struct api_calibration **out, size_t *n,
+                           int *more, struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_CALIB_LIST, NULL, read_calibration, sizeof **out, release_calibrations,
-                       (void **)out, n, "list calibrations", err));
+    LOCKED(s, page_rows(s, Q_CALIB_LIST, NULL, pg, more, read_calibration, sizeof **out, release_calibrations,
+                        (void **)out, n, "list calibrations", err));
 }
 
 /* ---- the validation ledger ---- */
@@ -1370,12 +1491,15 @@ static void read_validation(struct sqldb_stmt *st, void *row)
     v->created_ns = sqldb_column_int64(st, 12);
 }
 
-static int validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err)
+static int validation_add(struct store *s, struct api_validation *v, size_t n, const char *owner,
+                          struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
     if ((rc = begin(s, err)))
         return rc;
+    if ((rc = owner_room(s, owner, n, err)))
+        return end(s, rc, err);
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
         if ((rc = prep(s, Q_VALID_INSERT, &st, err)))
             break;
@@ -1393,6 +1517,7 @@ static int validation_add(struct store *s, struct api_validation *v, size_t n, s
         bind_text(st, 10, v[i].calibration[0] ? v[i].calibration : NULL);
         sqldb_bind_int64(st, 11, v[i].in_sample != 0);
         sqldb_bind_int64(st, 12, v[i].created_ns);
+        bind_text(st, 13, owner);
         if (sqldb_step(st) == SQLDB_ROW)
             v[i].id = sqldb_column_int64(st, 0);
         else
@@ -1402,9 +1527,10 @@ static int validation_add(struct store *s, struct api_validation *v, size_t n, s
     return end(s, rc, err);
 }
 
-int store_validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err)
+int store_validation_add(struct store *s, struct api_validation *v, size_t n, const char *owner,
+                         struct sc_error *err)
 {
-    LOCKED(s, validation_add(s, v, n, err));
+    LOCKED(s, validation_add(s, v, n, owner, err));
 }
 
 static void release_validations(void *v, size_t n)
@@ -1412,25 +1538,32 @@ static void release_validations(void *v, size_t n)
     api_validations_free(v, n);
 }
 
-static int validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
-                           size_t *n, struct sc_error *err)
+static int validation_list(struct store *s, enum stmt q, const char *model, const char *kind,
+                           const struct api_page *pg, struct api_validation **out, size_t *n, int *more,
+                           struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_VALID_LIST, &st, err);
+    int rc = prep(s, q, &st, err);
     *out = NULL;
     *n = 0;
     if (rc)
         return rc;
     bind_text(st, 2, kind);
     /* all_rows binds ?1 */
-    return all_rows(s, Q_VALID_LIST, model, read_validation, sizeof **out, release_validations, (void **)out, n,
-                    "list validations", err);
+    return page_rows(s, q, model, pg, more, read_validation, sizeof **out, release_validations,
+                     (void **)out, n, "list validations", err);
 }
 
-int store_validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
-                          size_t *n, struct sc_error *err)
+int store_validation_list(struct store *s, const char *model, const char *kind, const struct api_page *pg,
+                          struct api_validation **out, size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, validation_list(s, model, kind, out, n, err));
+    LOCKED(s, validation_list(s, Q_VALID_LIST, model, kind, pg, out, n, more, err));
+}
+
+int store_validation_summary(struct store *s, const char *model, const char *kind, struct api_validation **out,
+                             size_t *n, struct sc_error *err)
+{
+    LOCKED(s, validation_list(s, Q_VALID_SUMMARY, model, kind, NULL, out, n, NULL, err));
 }
 
 static int validation_delete(struct store *s, int64_t id, struct sc_error *err)
@@ -1481,6 +1614,7 @@ static int plan_put(struct store *s, const struct store_plan *p, struct sc_error
         bind_text(st, 9, p->model);
         sqldb_bind_int64(st, 10, p->done);
         sqldb_bind_int64(st, 11, p->total);
+        bind_text(st, 12, p->owner[0] ? p->owner : NULL);
         rc = run(s, st, err, "put plan");
     }
     return end(s, rc, err);
@@ -1561,6 +1695,7 @@ static void read_plan(struct sqldb_stmt *st, void *row)
     col_copy(st, 8, p->model, sizeof p->model);
     p->done = sqldb_column_int64(st, 9);
     p->total = sqldb_column_int64(st, 10);
+    col_copy(st, 11, p->owner, sizeof p->owner);
 }
 
 static int plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)
@@ -1641,13 +1776,15 @@ static int experiment_create(struct store *s, const struct store_experiment *e, 
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if ((rc = prep(s, Q_EXP_INSERT, &st, err)) == SC_OK) {
+    if ((rc = owner_room(s, e->owner[0] ? e->owner : NULL, 1, err)) == SC_OK &&
+        (rc = prep(s, Q_EXP_INSERT, &st, err)) == SC_OK) {
         bind_text(st, 1, e->id);
         bind_text(st, 2, e->baseline);
         bind_text(st, 3, e->variant);
         bind_text(st, 4, e->hypothesis);
         bind_text(st, 5, e->external_id[0] ? e->external_id : NULL);
         sqldb_bind_int64(st, 6, e->created_ns);
+        bind_text(st, 7, e->owner[0] ? e->owner : NULL);
         rc = run(s, st, err, "create experiment");
     }
     return end(s, rc, err);
@@ -1680,10 +1817,11 @@ static void release_experiments(void *v, size_t n)
     store_experiments_free(v, n);
 }
 
-int store_experiment_list(struct store *s, struct store_experiment **out, size_t *n, struct sc_error *err)
+int store_experiment_list(struct store *s, const char *external_id, const struct api_page *pg,
+                          struct store_experiment **out, size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_EXP_LIST, NULL, read_experiment, sizeof **out, release_experiments, (void **)out, n,
-                       "list experiments", err));
+    LOCKED(s, page_rows(s, Q_EXP_LIST, external_id, pg, more, read_experiment, sizeof **out, release_experiments,
+                        (void **)out, n, "list experiments", err));
 }
 
 /* One UPDATE of an open experiment: ?1 its id, ?2 text, ?3 a time (decide

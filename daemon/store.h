@@ -21,6 +21,14 @@
  * verdict with the digest of its inputs, so a restart neither loses nor
  * recomputes it.
  *
+ * Lists take a page (api/page.h: rows after the cursor's key, at most its
+ * limit; *more says whether rows follow) or NULL for every row.
+ *
+ * Jobs, ledger entries, plans and experiments keep the id of the token that
+ * stored them (the owner, NULL for rows from before schema 6 or stored by
+ * nobody): with store_set_max_owned, a function that would add a row past
+ * the owner's limit adds nothing and returns SC_ELIMIT.
+ *
  * Every function is one transaction, serialised by a mutex: any thread may
  * call any function. Strings handed back are owned by the caller (release
  * them with the matching *_release / *_free). */
@@ -31,10 +39,11 @@
 #include <stdint.h>
 
 #include "api/ledger.h"
+#include "api/page.h"
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -54,6 +63,17 @@ int store_is_postgresql(const struct store *s);
 /* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
 int store_ping(struct store *s, struct sc_error *err);
 
+/* The rows one owner may store (0: any number); from startup. */
+void store_set_max_owned(struct store *s, int64_t max);
+/* SC_OK when owner may store one more row, else SC_ELIMIT naming the
+ * limit (what a row stored later, a background plan's, is checked by). */
+int store_owner_room(struct store *s, const char *owner, struct sc_error *err);
+
+/* SC_OK when job exists or owner may store one more row, else SC_ELIMIT
+ * (checked before a trace's blob goes into place; store_trace_put checks
+ * again). */
+int store_job_room(struct store *s, const char *job, const char *owner, struct sc_error *err);
+
 /* SQLite: PRAGMA integrity_check and foreign_key_check; PostgreSQL (which
  * enforces foreign keys itself): the schema is this build's. SC_OK, or
  * SC_EINTERNAL with what was found. */
@@ -72,10 +92,12 @@ int store_totals(struct store *s, struct store_totals *t, struct sc_error *err);
 /* ---- jobs ---- */
 
 /* Create or replace a job's description (NULL: none). *created says which. */
-int store_job_put(struct store *s, const char *id, const char *description, int *created,
+int store_job_put(struct store *s, const char *id, const char *description, const char *owner, int *created,
                   struct sc_error *err);
 int store_job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err);
-int store_job_list(struct store *s, struct api_job **out, size_t *n, struct sc_error *err);
+/* By id. */
+int store_job_list(struct store *s, const struct api_page *pg, struct api_job **out, size_t *n, int *more,
+                   struct sc_error *err);
 /* Delete a job with its traces and models; `models` gets the ids of the
  * models removed, `freed` the blobs left unreferenced. */
 int store_job_delete(struct store *s, const char *id, struct store_names *models,
@@ -91,7 +113,7 @@ int store_trace_list(struct store *s, const char *job, struct api_trace **out, s
  * the job if needed and the blob row if new, and sets t->uploaded_ns to the
  * time stored. The blob the rank held before, if now unreferenced, goes to
  * `freed`. */
-int store_trace_put(struct store *s, const char *job, struct api_trace *t,
+int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
                     struct store_names *freed, struct sc_error *err);
 
 /* ---- models ---- */
@@ -101,9 +123,10 @@ int store_trace_put(struct store *s, const char *job, struct api_trace *t,
  * SC_EINVAL: the job has no trace. */
 int store_model_create(struct store *s, const struct api_model *m, struct sc_error *err);
 int store_model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err);
-/* All models, or a job's (job non-NULL); summaries are not loaded. */
-int store_model_list(struct store *s, const char *job, struct api_model **out, size_t *n,
-                     struct sc_error *err);
+/* All models, or a job's (job non-NULL), by (created_ns, id); summaries
+ * are not loaded. */
+int store_model_list(struct store *s, const char *job, const struct api_page *pg, struct api_model **out,
+                     size_t *n, int *more, struct sc_error *err);
 /* The traces a model was built from, by rank: rank, sha256, bytes and
  * events (-1 when unknown: no rank of any job holds that blob any more);
  * steps and uploaded_ns are 0. */
@@ -133,7 +156,9 @@ int store_token_create(struct store *s, const struct api_token *t, const char *h
 /* The token whose hash this is (revoked ones too). SC_ENOTFOUND if none. */
 int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
                        struct sc_error *err);
-int store_token_list(struct store *s, struct api_token **out, size_t *n, struct sc_error *err);
+/* By (created_ns, id). */
+int store_token_list(struct store *s, const struct api_page *pg, struct api_token **out, size_t *n, int *more,
+                     struct sc_error *err);
 /* Revoke; SC_EEXIST when it is the last active admin token. */
 int store_token_revoke(struct store *s, const char *id, struct api_token *out,
                        struct sc_error *err);
@@ -148,15 +173,21 @@ int store_calibration_put(struct store *s, struct api_calibration *c, int *creat
 int store_calibration_get(struct store *s, const char *name, struct api_calibration *out,
                           struct sc_error *err);
 /* All, without documents and reports, by name. */
-int store_calibration_list(struct store *s, struct api_calibration **out, size_t *n, struct sc_error *err);
+int store_calibration_list(struct store *s, const struct api_page *pg, struct api_calibration **out, size_t *n,
+                           int *more, struct sc_error *err);
 
 /* ---- the validation ledger (api/ledger.h) ---- */
 
 /* Add entries v[0..n) in one transaction; sets their id and created_ns. */
-int store_validation_add(struct store *s, struct api_validation *v, size_t n, struct sc_error *err);
+int store_validation_add(struct store *s, struct api_validation *v, size_t n, const char *owner,
+                         struct sc_error *err);
 /* Entries by id, of one model and/or kind (NULL: any). */
-int store_validation_list(struct store *s, const char *model, const char *kind, struct api_validation **out,
-                          size_t *n, struct sc_error *err);
+int store_validation_list(struct store *s, const char *model, const char *kind, const struct api_page *pg,
+                          struct api_validation **out, size_t *n, int *more, struct sc_error *err);
+/* The same entries, all, with their ids, models, kinds, times, run_at and
+ * flags only (no spec, set, source or calibration): what MAPEs read. */
+int store_validation_summary(struct store *s, const char *model, const char *kind, struct api_validation **out,
+                             size_t *n, struct sc_error *err);
 int store_validation_delete(struct store *s, int64_t id, struct sc_error *err);
 
 /* Wall-clock nanoseconds, as stored. */
@@ -175,6 +206,7 @@ struct store_plan {
     char version[32];
     int64_t done, total; /* its progress: combinations evaluated, of */
     int64_t created_ns, finished_ns; /* finished_ns 0 while running or interrupted */
+    char owner[STORE_NAME_MAX]; /* the token that asked for it, or "" */
 };
 void store_plan_release(struct store_plan *p);
 /* Store plan p, or update the one stored under its id: its state,
@@ -206,6 +238,7 @@ struct store_experiment {
     char *verdict; /* the A/B document (JSON) for those inputs, or NULL */
     char *bank;    /* when closed: the saving banked (JSON), or NULL */
     int64_t created_ns, decided_ns, closed_ns; /* 0: not yet */
+    char owner[STORE_NAME_MAX]; /* the token that created it, or "" (kept, not read back) */
 };
 void store_experiment_release(struct store_experiment *e);
 void store_experiments_free(struct store_experiment *v, size_t n);
@@ -214,8 +247,10 @@ void store_experiments_free(struct store_experiment *v, size_t n);
 int store_experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err);
 /* SC_ENOTFOUND when there is none. */
 int store_experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err);
-/* Every experiment, oldest first. */
-int store_experiment_list(struct store *s, struct store_experiment **out, size_t *n, struct sc_error *err);
+/* Every experiment, or those of one external id (non-NULL), oldest first
+ * (by (created_ns, id)). */
+int store_experiment_list(struct store *s, const char *external_id, const struct api_page *pg,
+                          struct store_experiment **out, size_t *n, int *more, struct sc_error *err);
 /* Keep an open experiment's verdict, the digest of its inputs and when
  * it was decided (SC_ENOTFOUND when it is closed or gone). */
 int store_experiment_decide(struct store *s, const char *id, const char *inputs, const char *verdict,

@@ -38,6 +38,9 @@ FUZZ_TARGETS += cluster_profile
 CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
 # `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
 FUZZ_TARGETS += spec
+# specs whose numbers sit at and past the limits, estimated when small
+# (tests/fuzz/fuzz_spec_extreme.c)
+FUZZ_TARGETS += spec_extreme
 # the published step-time table reader and each row's spec (tests/fuzz/fuzz_published.c)
 FUZZ_TARGETS += published
 

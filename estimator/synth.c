@@ -2122,6 +2122,8 @@ static void room(const struct synth *y, const struct pipeline *p, struct est_syn
     else if (y->detail == EST_DETAIL_KERNEL)
         ops += layers * per_layer +
                (int64_t)(y->embed_fwd.n + y->embed_bwd.n + y->head_fwd.n + y->head_bwd.n);
+    if (y->detail != EST_DETAIL_KERNEL && y->sh.cp > 1) /* the ring's blocks and exchanges cut the merged runs */
+        ops += layers * 6 * y->s->parallel.cp;
     if (zero3(y)) /* each unit's gathers and reduce-scatter, and the compute runs they cut */
         ops += 8 * (layers + 2);
     /* the spec's limits (EST_MAX_*) keep these far below 2^63 */

@@ -78,7 +78,7 @@ fi
 if build SANITIZE=address,undefined tests; then
     phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests
 fi
-if build fuzz; then
+if build fuzz-build; then
     phase "fuzz corpora" sh tests/fuzz/replay.sh build/fuzz
 fi
 if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then

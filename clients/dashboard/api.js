@@ -49,6 +49,19 @@ export async function api(p, { method = 'GET', body, query, raw = false } = {}) 
   return raw ? res.blob() : res.json();
 }
 
+// Every row of a list route (GET /v1/jobs, /v1/models, ...): its pages of
+// 1,000 rows, each asked for with the next_cursor of the one before.
+export async function apiList(p, key, query = []) {
+  const doc = await api(p, { query: [...query, ['limit', 1000]] });
+  for (let cursor = doc.next_cursor; cursor;) {
+    const page = await api(p, { query: [...query, ['limit', 1000], ['cursor', cursor]] });
+    doc[key].push(...page[key]);
+    cursor = page.next_cursor;
+  }
+  delete doc.next_cursor;
+  return doc;
+}
+
 let routes = null;
 
 // Whether the server has METHOD TEMPLATE ("GET", "/v1/opportunities").

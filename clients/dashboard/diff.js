@@ -3,7 +3,7 @@
 // changed, as a chart with its table, and the kernels added, removed and
 // re-timed.
 
-import { api, path } from './api.js';
+import { api, apiList, path } from './api.js';
 import { bars, figure } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm } from './form.js';
@@ -39,7 +39,7 @@ function render(out, d) {
 export async function diffSection(id) {
   const section = el('section', { id: 'diff' }, el('h2', {}, 'Against another model'));
   if (await lacksRoute(section, 'POST', '/v1/models/{id}/diff')) return section;
-  const { models } = await api('/v1/models');
+  const { models } = await apiList('/v1/models', 'models');
   const others = models.filter(m => m.status === 'ready' && m.id !== id);
   if (!others.length) {
     section.append(el('p', { class: 'muted' }, 'No other ready model to compare with.'));

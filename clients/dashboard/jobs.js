@@ -1,7 +1,7 @@
 // clients/dashboard/jobs.js: the jobs, one job with its traces and models,
 // and building a model.
 
-import { api, path } from './api.js';
+import { api, apiList, path } from './api.js';
 import { bytes, el, errorBox, table } from './dom.js';
 
 function modelLink(m) {
@@ -10,7 +10,7 @@ function modelLink(m) {
 
 export async function jobsView(view) {
   view.append(el('h1', {}, 'Jobs'));
-  const [{ jobs }, { models }] = await Promise.all([api('/v1/jobs'), api('/v1/models')]);
+  const [{ jobs }, { models }] = await Promise.all([apiList('/v1/jobs', 'jobs'), apiList('/v1/models', 'models')]);
   if (!jobs.length) {
     view.append(el('p', { class: 'muted' }, 'No jobs yet: upload traces with `stepcast upload` or the Python client.'));
     return;

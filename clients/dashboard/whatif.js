@@ -6,7 +6,7 @@
 // from models, and how much of the new step came from each (and which
 // models).
 
-import { api, path } from './api.js';
+import { api, apiList, path } from './api.js';
 import { BREAKDOWN, meanBreakdown } from './breakdown.js';
 import { PALETTE, bars, figure } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
@@ -144,7 +144,7 @@ function setForm(model, config, hardware, json, out, view) {
 }
 
 async function chooseModel(view) {
-  const { models } = await api('/v1/models');
+  const { models } = await apiList('/v1/models', 'models');
   const ready = models.filter(m => m.status === 'ready');
   if (!ready.length) {
     view.append(el('p', { class: 'muted' }, 'No model is ready: build one from a job\'s traces first.'));

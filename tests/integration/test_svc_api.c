@@ -192,8 +192,8 @@ TEST(svc_jobs_crud)
     CHECK(strstr(r.body, "hardware") == NULL);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/bare", NULL, NULL), 201);
-    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/bad", "{\"config\":{\"tp\":-1}}", &r), 400);
-    CHECK_STREQ(svc_error_code(&r), "invalid_json");
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/bad", "{\"config\":{\"tp\":-1}}", &r), 422);
+    CHECK_STREQ(svc_error_code(&r), "unprocessable");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/bad", NULL, &r), 404);
     CHECK_STREQ(svc_error_code(&r), "not_found");

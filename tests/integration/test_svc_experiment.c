@@ -16,6 +16,7 @@
 
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/pg_server.h"
 #include "tests/integration/svc_harness.h"
 #include "common/banned.h"
 
@@ -56,7 +57,7 @@ static json_t *wait_decided(const struct svc_daemon *d, const char *id)
     return NULL;
 }
 
-TEST(svc_experiment_survives_sigkill_and_banks)
+static void experiment_survives_sigkill_and_banks(void)
 {
     struct svc_daemon d;
     struct svc_resp r;
@@ -69,7 +70,7 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base",
                            "{\"steps_per_day\":10000,\"gpu_hour_usd\":2.5,\"tags\":{\"team\":\"infra\"}}", NULL),
                  201);
-    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base", "{\"runtime_hours\":25}", &r), 400);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/base", "{\"runtime_hours\":25}", &r), 422);
     CHECK_CONTAINS(r.body ? r.body : "", "runtime_hours");
     svc_resp_release(&r);
     put_run(&d, "base", base);
@@ -178,4 +179,15 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     svc_resp_release(&r);
     unsetenv("STEPCAST_TOKEN");
     CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_experiment_survives_sigkill_and_banks)
+{
+    experiment_survives_sigkill_and_banks();
+}
+
+TEST(svc_pg_experiment_survives_sigkill_and_banks)
+{
+    pg_server_use();
+    experiment_survives_sigkill_and_banks();
 }

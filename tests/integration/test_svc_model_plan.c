@@ -185,15 +185,13 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/models/nosuch/plan", "{\"gpus\":4}", &r), 404);
     svc_resp_release(&r);
 
-    /* a small space: 200 with the plan; kept in the store */
+    /* a small space: 200 with the plan, answered and not stored (no id) */
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":4,\"top\":5}", &r), 200);
     CHECK_STREQ(svc_json_str(r.body, "state"), "done");
-    char *id = strdup(svc_json_str(r.body, "id"));
+    CHECK_STREQ(svc_json_str(r.body, "id"), "");
     json_t *a = json_loads(r.body, 0, NULL);
     svc_resp_release(&r);
     rows_equal_whatifs(&d, model, a);
-    json_t *b = svc_wait_plan(&d, id);
-    CHECK(a && b && json_equal(json_object_get(a, "top"), json_object_get(b, "top")));
 
     /* the remote command line prints the same rows */
     setenv("STEPCAST_SERVER", d.url, 1);
@@ -210,12 +208,10 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     unsetenv("STEPCAST_SERVER");
     unsetenv("STEPCAST_TOKEN");
     json_decref(a);
-    json_decref(b);
-    free(id);
 
     /* a larger one: 202, then the plan at GET /v1/plans/{id} */
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"gpus\":32,\"up_to\":true,\"top\":3}", &r), 202);
-    id = strdup(svc_json_str(r.body, "id"));
+    char *id = strdup(svc_json_str(r.body, "id"));
     svc_resp_release(&r);
     json_t *done = svc_wait_plan(&d, id);
     CHECK_STREQ(json_string_value(json_object_get(done, "state")), "done");

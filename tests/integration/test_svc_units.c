@@ -85,7 +85,7 @@ TEST(svc_request_decoders)
     CHECK_STREQ(c, "{}");
     free(c);
     c = NULL;
-    CHECK_EQ_INT(decode_job("{\"config\":{\"tp\":0}}", 32, &c), 400);
+    CHECK_EQ_INT(decode_job("{\"config\":{\"tp\":0}}", 32, &c), 422);
     CHECK_EQ_INT(decode_job("{\"config\":{\"tp\":\"2\"}}", 32, &c), 400);
     CHECK_EQ_INT(decode_job("{\"config\":{\"x\":[1]}}", 32, &c), 400);
     CHECK_EQ_INT(decode_job("{\"hardware\":\"../x\"}", 32, &c), 400);

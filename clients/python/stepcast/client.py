@@ -121,6 +121,19 @@ class Client:
                 attempt += 1
                 time.sleep(min(e.retry_after, self.max_wait))
 
+    def list(self, path: str, key: str, query: Sequence[Tuple[str, Any]] = ()) -> Doc:
+        """Every row of a list route: its pages of 1,000 rows, each asked
+        for with the ``next_cursor`` of the one before, the rows of ``key``
+        appended to the first page's and ``skipped`` summed."""
+        doc = self.request("GET", path, query=[*query, ("limit", 1000)])
+        cursor = doc.pop("next_cursor", None)
+        while cursor:
+            page = self.request("GET", path, query=[*query, ("limit", 1000), ("cursor", cursor)])
+            doc[key].extend(page[key])
+            doc["skipped"] = doc.get("skipped", 0) + page.get("skipped", 0)
+            cursor = page.get("next_cursor")
+        return doc
+
     def _send(self, method: str, url: str, headers: Dict[str, str], file: Optional[PathLike],
               body: Optional[bytes], text: bool) -> Any:
         f = open(file, "rb") if file is not None else None
@@ -174,7 +187,7 @@ class Client:
 
     def jobs(self) -> Doc:
         """``GET /v1/jobs``: ``{"jobs": [job, ...]}``."""
-        return self.request("GET", "/v1/jobs")
+        return self.list("/v1/jobs", "jobs")
 
     def job(self, job: str) -> Doc:
         """``GET /v1/jobs/{job}``: the job with its traces and models."""
@@ -251,7 +264,7 @@ class Client:
 
     def models(self, job: Optional[str] = None) -> Doc:
         """``GET /v1/models[?job=J]``: ``{"models": [model, ...]}``."""
-        return self.request("GET", "/v1/models", query=[("job", job)] if job is not None else [])
+        return self.list("/v1/models", "models", [("job", job)] if job is not None else [])
 
     def model(self, model: str) -> Doc:
         """``GET /v1/models/{id}``: status, progress, error, summary."""
@@ -311,7 +324,7 @@ class Client:
 
     def tokens(self) -> Doc:
         """``GET /v1/tokens``: ``{"tokens": [...]}`` (without secrets)."""
-        return self.request("GET", "/v1/tokens")
+        return self.list("/v1/tokens", "tokens")
 
     def create_token(self, scope: str, name: Optional[str] = None) -> Doc:
         """``POST /v1/tokens``: a new token; its secret (``"token"``) is in
@@ -342,7 +355,9 @@ class Client:
         done and returns it (the document of ``stepcast plan --json`` with
         ``id`` and ``state``); ``progress`` gets (done, total) at each poll.
         Without ``wait``, returns ``{"id", "state"}`` (or the plan, when the
-        space was small enough to plan at once). Raises StepcastError
+        space was small enough to plan at once: not kept, so without an
+        ``id``). A plan in the background is kept and needs a write token.
+        Raises StepcastError
         ``plan_failed`` or ``plan_cancelled``, or ``timeout``."""
         body = {"spec": dict(spec), "gpus": gpus, "up_to": up_to, "top": top, "objective": objective}
         return self._plan("/v1/plans", body, wait, poll, progress, timeout)
@@ -403,7 +418,7 @@ class Client:
 
     def calibrations(self) -> Doc:
         """``GET /v1/calibrations``: ``{"calibrations": [...]}`` (without profiles)."""
-        return self.request("GET", "/v1/calibrations")
+        return self.list("/v1/calibrations", "calibrations")
 
     def calibration(self, name: str) -> Doc:
         """``GET /v1/calibrations/{id}``: a calibration with its profile and report."""
@@ -448,7 +463,7 @@ class Client:
         query = [(k, v) for k, v in (("model", model), ("kind", kind)) if v is not None]
         if in_sample:
             query.append(("in_sample", "true"))
-        return self.request("GET", "/v1/validations", query=query)
+        return self.list("/v1/validations", "entries", query)
 
     def add_validation(self, measured_step_ms: float, *, model: Optional[str] = None,
                        spec: Optional[Mapping[str, Any]] = None, set: Optional[Mapping[str, Any]] = None,
