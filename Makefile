@@ -75,7 +75,7 @@ include common/module.mk model/module.mk estimator/module.mk api/module.mk \
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check bench run install clean deps fuzz fuzz-build fuzz-targets validate
+.PHONY: all check bench run install clean deps fuzz fuzz-build fuzz-targets validate docs
 .SECONDARY:
 .DEFAULT_GOAL := all
 
@@ -122,6 +122,11 @@ validate: $(CONFIG)
 	    python3 tests/hopper_steps.py --cli $(BUILD)/stepcast || rc=1; \
 	    $(BUILD)/validate --published $${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md \
 	    || rc=1; exit $$rc
+
+# docs/api.md and docs/configuration.md from stepcastd's own tables
+docs: $(CONFIG)
+	@$(MAKE) -s $(BUILD)/stepcastd
+	@python3 scripts/gen-docs --build $(BUILD)
 
 # the service on the embedded store under ./var, sample job loaded
 run: all

@@ -112,6 +112,9 @@ int cli_load_job_config(const char *path, struct job_config *cfg);
 
 /* Whether path is an existing directory. */
 int cli_is_dir(const char *path);
+/* Whether argv[1..argc) holds the option `opt` ("--out" or "--out=..."),
+ * before any "--". */
+int cli_has_option(int argc, char **argv, const char *opt);
 
 /* Print a JSON document (a json_t *) to stdout, indented. Returns 0 or 1. */
 int cli_print_json(void *json);

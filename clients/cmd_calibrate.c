@@ -331,8 +331,28 @@ static int calibrate_remote(int argc, char **argv)
     return rc;
 }
 
+static const char usage[] =
+    "usage: stepcast calibrate nccl-tests [--gpu ID] [--kind K] [--ranks N] [--nodes N] [--gemms TABLE.csv]...\n"
+    "                          [--force] --out PROFILE.json FILE...\n"
+    "       stepcast calibrate gemms [--gpu ID] [--force] --out PROFILE.json TABLE.csv...\n"
+    "       stepcast calibrate traces [--gpu ID] [--force] --out PROFILE.json TRACE...\n"
+    "       stepcast --server URL calibrate nccl-tests FILE --name N [--gpu ID] [--kind K] [--ranks N]\n"
+    "                          [--nodes N] [--json]\n"
+    "       stepcast --server URL calibrate gemms TABLE.csv --name N [--gpu ID] [--json]\n"
+    "       stepcast --server URL calibrate model ID --name N [--gpu ID] [--json]\n"
+    "       stepcast --server URL calibrate list | calibrate show NAME [--json]\n"
+    "       a fit past a physical bound or no better than the defaults is flagged, and written\n"
+    "       only with --force\n";
+
 int cmd_calibrate(int argc, char **argv)
 {
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || cli_has_option(argc, argv, "--help"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    /* traces, or a profile written to --out: local forms */
+    if (argc >= 2 && (!strcmp(argv[1], "traces") || cli_has_option(argc, argv, "--out")))
+        remote_stay_local();
     if (argc >= 2 && remote_configured())
         return calibrate_remote(argc, argv);
     if (argc < 2)

@@ -91,6 +91,11 @@ int cmd_hardware(int argc, char **argv)
     int as_json = 0;
     const char *id = NULL;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: stepcast [--server URL] hardware [--json] [ID]\n"
+                   "       every GPU profile, or the one named ID; with --server, the server's\n");
+            return 0;
+        }
         if (strcmp(argv[i], "--json") == 0)
             as_json = 1;
         else if (argv[i][0] == '-' || id)

@@ -127,7 +127,7 @@ int cmd_job(int argc, char **argv)
         {"description", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
     };
     static const char usage[] = "usage: stepcast job config [--server URL] --job J [--description TEXT] [--json] FILE\n"
-                                "       FILE: the job's description (README, whatif), checked here first;\n"
+                                "       FILE: the job's description (docs/commands/whatif.md), checked here first;\n"
                                 "       TEXT: the job's free-text description (kept when not given)\n";
     const char *id = NULL, *description = NULL;
     struct job_config cfg;

@@ -228,7 +228,8 @@ static int ledger_add(const struct opts *o)
     v.measured_ms = o->measured_ms;
     if (o->model) {
         if (!remote_configured())
-            return cli_usage_error(CMD, "a model's replay or what-if is made by the server: give --server URL");
+            return cli_usage_error(CMD, "a model's replay or what-if is made by the server, for its ledger: "
+                                        "give --server URL, no --ledger");
         snprintf(v.model, sizeof v.model, "%s", o->model);
         v.kind = o->set ? API_LEDGER_WHATIF : API_LEDGER_REPLAY;
         if (o->set && !(v.set = strdup(o->set)))
@@ -427,6 +428,16 @@ static int ledger_delete(const struct opts *o, const char *id)
     return rc;
 }
 
+static const char usage[] =
+    "usage: stepcast [--server URL] ledger add (--spec F [--calibrations DIR] | --model ID [--set JSON])\n"
+    "                --measured-ms X [--source TEXT] [--run-at DAY] [--in-sample] [--ledger FILE]\n"
+    "       stepcast [--server URL] ledger import [--gpu ID] [--dtype T] [--attention A] [--source TEXT]\n"
+    "                [--in-sample | --out-of-sample] [--calibrations DIR] [--ledger FILE] FILE.csv\n"
+    "       stepcast [--server URL] ledger list [--model ID] [--kind replay|whatif|estimate]\n"
+    "                [--in-sample | --out-of-sample] [--ledger FILE] [--json]\n"
+    "       stepcast [--server URL] ledger delete [--ledger FILE] ID\n"
+    "       --ledger FILE: a local ledger; with --server, the server's\n";
+
 int cmd_ledger(int argc, char **argv)
 {
     static const struct option long_opts[] = {
@@ -444,7 +455,7 @@ int cmd_ledger(int argc, char **argv)
     struct opts o = {.gpu = "a100-sxm4-80gb", .dtype = "fp16", .attention = "unfused"};
     int c;
     if (argc < 2 || argv[1][0] == '-') {
-        printf("usage: stepcast [--server URL] ledger add|import|list|delete ... [--ledger FILE]\n");
+        fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     const char *what = argv[1];
@@ -472,16 +483,14 @@ int cmd_ledger(int argc, char **argv)
         case 'i': o.in_sample = 1; break;
         case 'O': o.out_of_sample = 1; break;
         case 'j': o.json = 1; break;
-        case 'h':
-            printf("usage: stepcast [--server URL] ledger add|import|list|delete ... [--ledger FILE]\n");
-            return 0;
+        case 'h': fputs(usage, stdout); return 0;
         default: return cli_usage_error(CMD, "bad option");
         }
     }
     int rest = argc - 1 - optind;
     char **args = argv + 1 + optind;
-    if (remote_configured() && (o.ledger || o.calibrations))
-        return cli_usage_error(CMD, "--ledger and --calibrations are local: the server keeps its own");
+    if (o.ledger || o.calibrations) /* a local ledger: the server keeps its own */
+        remote_stay_local();
     if (o.in_sample && o.out_of_sample)
         return cli_usage_error(CMD, "--in-sample or --out-of-sample, not both");
     if (!strcmp(what, "add") && rest == 0)
@@ -492,6 +501,5 @@ int cmd_ledger(int argc, char **argv)
         return ledger_list(&o);
     if (!strcmp(what, "delete") && rest == 1)
         return ledger_delete(&o, args[0]);
-    return cli_usage_error(CMD, "usage: ledger add (--spec F | --model ID [--set JSON]) --measured-ms X | ledger "
-                           "import FILE.csv | ledger list [--model ID] [--kind K] | ledger delete ID");
+    return cli_usage_error(CMD, "%s", usage);
 }

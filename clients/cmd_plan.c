@@ -342,6 +342,8 @@ int cmd_plan(int argc, char **argv)
         default: return cli_usage_error("plan", "bad option");
         }
     }
+    if (traces || calibrations) /* local files: the traces, the calibrations folder */
+        remote_stay_local();
     if (model || traces) {
         json_t *doc = NULL;
         if (spec_path || calibrations || megatron || risk)
@@ -351,8 +353,8 @@ int cmd_plan(int argc, char **argv)
         if (model && (traces || config || optind < argc || !remote_configured()))
             return cli_usage_error("plan", "--from-model ID is the server's model: give --server URL, no --config "
                                            "nor traces");
-        if (traces && (!config || optind >= argc || remote_configured()))
-            return cli_usage_error("plan", "--from-traces is local: give --config F and the traces, no --server");
+        if (traces && (!config || optind >= argc))
+            return cli_usage_error("plan", "--from-traces needs --config F and the traces");
         rc = model ? plan_remote(NULL, model, &req, &doc)
                    : plan_traces(config, argv + optind, argc - optind, &req, &doc);
         if (!rc)
@@ -363,8 +365,6 @@ int cmd_plan(int argc, char **argv)
     if (!spec_path || !req.gpus || optind < argc)
         return cli_usage_error("plan", optind < argc ? "unexpected argument '%s'" : "--spec F and --gpus N are required",
                                optind < argc ? argv[optind] : "");
-    if (calibrations && remote_configured())
-        return cli_usage_error("plan", "--calibrations is local: the server's spec names its own calibrations");
     size_t n;
     char *text;
     json_t *doc = NULL;

@@ -23,11 +23,14 @@
 static const char replay_usage[] =
     "usage: stepcast replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
     "                       [--keep-unexplained] [--timeline DIR] TRACE...\n"
+    "       stepcast --server URL replay --model ID [--json] [--scale SPEC]... [--keep-unexplained]\n"
     "       WHAT: gpu, comm, cpu, launch, all, kernel, copy, set, communication, call, host,\n"
     "             kernel:TEXT, family:NAME, name:GLOB\n";
 static const char path_usage[] =
     "usage: stepcast critical-path [--json] [--top N | --all] [--step-marker NAME] [--steps A-B]\n"
     "                              [--scale SPEC]... [--keep-unexplained] TRACE...\n"
+    "       stepcast --server URL critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
+    "                              [--keep-unexplained]\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
 
 void cli_run_release(struct cli_run *r)

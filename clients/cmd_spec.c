@@ -57,10 +57,12 @@ static int positive_opt(const char *name, const char *v, long long max, long lon
     return 0;
 }
 
-/* The whole spec of `model` on `gpus` GPUs of `gpu`: the layout the
- * planner ranks first (as `stepcast plan` ranks: estimate's costs, the
- * time objective, the built-in bands), printed with every default. */
-static int whole_spec(const struct est_model *model, long long gpus, const char *gpu, long long batch)
+/* The whole spec of `model` (read from `path`) on `gpus` GPUs of `gpu`:
+ * the layout the planner ranks first (as `stepcast plan` ranks: estimate's
+ * costs, the time objective, the built-in bands), printed with every
+ * default; an error names the config file. */
+static int whole_spec(const char *path, const struct est_model *model, long long gpus, const char *gpu,
+                      long long batch)
 {
     struct est_plan_request req;
     struct est_plan_estimator est;
@@ -87,8 +89,10 @@ static int whole_spec(const struct est_model *model, long long gpus, const char 
     memset(&req, 0, sizeof req);
     int rc = est_plan_parse_spec(doc, strlen(doc), &req, &err);
     free(doc);
-    if (rc || est_spec_check_gpu(&req.spec, &est.hw, &err))
+    if (rc || est_spec_check_gpu(&req.spec, &est.hw, &err)) {
+        sc_error_prefix(&err, "%s", path);
         return cli_fail(&err);
+    }
     req.gpus = gpus;
     req.top = 1;
     req.objective = EST_OBJECTIVE_TIME;
@@ -96,12 +100,15 @@ static int whole_spec(const struct est_model *model, long long gpus, const char 
     if ((rc = cli_spec_costs(&req.spec, est.hw, NULL, &est.costs)))
         return rc;
     est_plan_evaluator_estimate(&est, &ev);
-    if (est_plan_run(&req, &ev, NULL, NULL, &plan, &err))
+    if (est_plan_run(&req, &ev, NULL, NULL, &plan, &err)) {
+        sc_error_prefix(&err, "%s", path);
         return cli_fail(&err);
+    }
     if (!plan.n_rows) {
         est_plan_release(&plan);
-        fprintf(stderr, "stepcast: no layout of %lld %s fits this model at a global batch of %lld: try more GPUs\n",
-                gpus, gpu, batch);
+        fprintf(stderr,
+                "stepcast: %s: no layout of %lld %s fits this model at a global batch of %lld: try more GPUs\n",
+                path, gpus, gpu, batch);
         return 2;
     }
     const struct est_plan_row *row = &plan.rows[0];
@@ -163,7 +170,7 @@ static int from_hf(int argc, char **argv)
     if (!seq)
         fprintf(stderr, "stepcast: seq %lld from %s; pass --seq N to train at another length\n",
                 (long long)model.seq, seq_from);
-    return gpu ? whole_spec(&model, gpus, gpu, batch) : print_text(est_model_json(&model));
+    return gpu ? whole_spec(path, &model, gpus, gpu, batch) : print_text(est_model_json(&model));
 }
 
 static int check(int argc, char **argv)

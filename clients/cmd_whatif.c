@@ -22,12 +22,13 @@
 static const char usage[] =
     "usage: stepcast whatif --config FILE [--set K=V,...] [--compare-synth] [--json] [--step-marker NAME]\n"
     "                       [--steps A-B] [--timeline DIR] [--gpu-hour-usd P] TRACE...\n"
+    "       stepcast --server URL whatif --model ID [--set K=V,...] [--json]\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
     "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
     "             \"tied_embeddings\":..,\"framework\":..,\"master_weights\":..,\n"
-    "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (README, whatif)\n"
+    "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (docs/commands/whatif.md)\n"
     "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
     "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
 

@@ -24,7 +24,7 @@ static const char usage[] =
     "Trace-driven performance model of distributed training steps.\n"
     "\n"
     "commands:\n"
-    "  inspect [--json] [--step-marker NAME] TRACE...\n"
+    "  inspect [--json] [--step-marker NAME] [--config FILE] TRACE...\n"
     "      what each rank's trace holds: GPU, steps, events, threads and\n"
     "      streams, collectives, and what a replay would lack\n"
     "  replay [--json] [--step-marker NAME] [--steps A-B] [--scale WHAT[@R]=F]...\n"
@@ -44,7 +44,8 @@ static const char usage[] =
     "  ab [--json] [--min-effect PCT] [--refutations N] [--seed S] A B\n"
     "      did run B's change make the step faster or slower than run A's: the\n"
     "      difference of median steps, its interval, a verdict and refutations\n"
-    "  whatif --config FILE [--set K=V,...] [--compare-synth] [--gpu-hour-usd P] [--json] TRACE...\n"
+    "  whatif --config FILE [--set K=V,...] [--compare-synth] [--gpu-hour-usd P] [--json]\n"
+    "         [--step-marker NAME] [--steps A-B] [--timeline DIR] TRACE...\n"
     "      the traced step at another configuration (tp, pp, dp, cp, layers,\n"
     "      model sizes, micro-batch, GPU): its measured work re-timed by the\n"
     "      estimator's models, what Megatron runs inserted, and replayed\n"
@@ -93,6 +94,8 @@ static const char usage[] =
     "  opportunities --model ID [--json] | opportunities --fleet [--top N] [--json]\n"
     "  diff --model A --other B [--json]\n"
     "  ab --model A --other B [--json] [--min-effect PCT] [--refutations N] [--seed S]\n"
+    "  whatif --model ID [--set K=V,...] [--json]\n"
+    "  plan --from-model ID --gpus N [...]\n"
     "  experiment create --baseline JOB --variant JOB [--hypothesis TEXT] [--external-id ID]\n"
     "  experiment list [--external-id ID] | experiment show ID | experiment close ID [--json]\n"
     "      a job against another, the A/B verdict kept; a closed win banks its saving\n"
@@ -217,20 +220,23 @@ double cli_json_num(const void *obj, const char *key)
     return json_number_value(json_object_get(obj, key));
 }
 
+int cli_has_option(int argc, char **argv, const char *opt)
+{
+    size_t n = strlen(opt);
+    for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++)
+        if (strncmp(argv[a], opt, n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
+            return 1;
+    return 0;
+}
+
 /* Whether a command's arguments name what only a server holds: a built
  * model (--model, --other) or the fleet (--fleet). */
 static int names_server_object(int argc, char **argv)
 {
     static const char *const opts[] = {"--model", "--other", "--fleet"};
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--") == 0)
-            break;
-        for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
-            size_t n = strlen(opts[k]);
-            if (strncmp(argv[a], opts[k], n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
-                return 1;
-        }
-    }
+    for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+        if (cli_has_option(argc, argv, opts[k]))
+            return 1;
     return 0;
 }
 

@@ -58,9 +58,16 @@ static const char *server_url(void)
     return opt_server ? opt_server : env && *env ? env : NULL;
 }
 
+static int stay_local;
+
 int remote_configured(void)
 {
-    return server_url() != NULL;
+    return !stay_local && server_url() != NULL;
+}
+
+void remote_stay_local(void)
+{
+    stay_local = 1;
 }
 
 static int read_token(const char *path, char *out, size_t n, struct sc_error *err)

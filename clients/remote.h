@@ -20,8 +20,14 @@
 
 /* Global options given before the command (NULL: not given). */
 void remote_set_options(const char *server, const char *token_file);
-/* Whether a server was named (flag or environment). */
+/* Whether a server was named (flag or environment) and the command's form
+ * may ask it. */
 int remote_configured(void);
+/* The command's form is a local one (it names local files: --out,
+ * --ledger, --calibrations, traces): a server named, by --server or
+ * $STEPCAST_SERVER, is not asked for the rest of the command, so that
+ * naming one never changes what a local command means. */
+void remote_stay_local(void);
 
 struct remote {
     char base[1024];    /* the server URL without a trailing slash */

@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "daemon/log.h"
 #include "common/banned.h"
 
@@ -387,4 +389,31 @@ void cfg_usage(FILE *f)
             fprintf(f, " [%s]", e->def);
         fputc('\n', f);
     }
+}
+
+void *cfg_table_json(void)
+{
+    static const char *const types[] = {[CFG_STR] = "string", [CFG_INT] = "integer", [CFG_SIZE] = "size",
+                                        [CFG_BOOL] = "boolean"};
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < N_ENTRIES; i++) {
+        const struct cfg_entry *e = &table[i];
+        char env[64], flag[64];
+        env_name(e->name, env, sizeof env);
+        snprintf(flag, sizeof flag, "--%s", e->name);
+        json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s}", "name", e->name, "flag",
+                              e->flags & CFG_NO_FLAG ? NULL : flag, "env", env, "type", types[e->type], "default",
+                              e->def, "help", e->help);
+        if (o && (e->type == CFG_INT || e->type == CFG_SIZE) &&
+            (json_object_set_new(o, "min", json_integer(e->min)) ||
+             json_object_set_new(o, "max", json_integer(e->max)))) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (!o || json_array_append_new(a, o)) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
 }

@@ -72,4 +72,12 @@ void cfg_print(const struct daemon_config *c, FILE *f);
 /* The settings as flags, with defaults and help, for --help. */
 void cfg_usage(FILE *f);
 
+/* The table itself as a JSON array (a json_t *; NULL when out of memory):
+ * each setting's name, flag (or null when only the environment and the
+ * file set it), environment variable, type (string, integer, size or
+ * boolean), default, range (min and max, for numbers and sizes) and help,
+ * for stepcastd --print-settings and the configuration document
+ * (scripts/gen-docs). */
+void *cfg_table_json(void);
+
 #endif

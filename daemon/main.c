@@ -3,6 +3,8 @@
  *   stepcastd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [...]
  *   stepcastd --check [--data-dir DIR] [--store URL]   is the store consistent?
  *   stepcastd --print-config [...]         the settings in effect, then exit
+ *   stepcastd --print-settings             the settings table as JSON
+ *   stepcastd --print-openapi              the API's OpenAPI document
  *   stepcastd --version | --help
  *
  * Settings: defaults, then the config file, then STEPCAST_* variables, then
@@ -18,6 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "api/openapi.h"
 #include "daemon/config.h"
 #include "daemon/dir_lock.h"
 #include "daemon/failpoint.h"
@@ -32,10 +37,30 @@ static const char usage_head[] =
     "usage: stepcastd [--config FILE] [settings...]\n"
     "       stepcastd --check [--data-dir DIR] [--store URL]\n"
     "       stepcastd --print-config [settings...] | --version | --help\n"
+    "       stepcastd --print-settings | --print-openapi\n"
     "\n"
     "The stepcast service: a REST API over a durable store of traces and models.\n"
     "Settings come from defaults, the config file (--config or STEPCAST_CONFIG),\n"
     "STEPCAST_<NAME> variables, then flags. Settings:\n";
+
+/* --print-settings (settings) or --print-openapi: a document on stdout
+ * (docs/configuration.md and docs/api.md are made from them). */
+static int print_document(int settings)
+{
+    struct sc_error err;
+    char *text = NULL;
+    if (settings) {
+        json_t *table = cfg_table_json();
+        text = table ? json_dumps(table, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(table);
+    } else if (api_openapi_text(&text, &err)) {
+        fprintf(stderr, "stepcastd: %s\n", err.msg);
+        return 1;
+    }
+    int rc = text && fputs(text, stdout) >= 0 && fputc('\n', stdout) != EOF ? 0 : 1;
+    free(text);
+    return rc;
+}
 
 static int write_port_file(const char *path, unsigned port)
 {
@@ -78,6 +103,10 @@ int main(int argc, char **argv)
             cfg_usage(stdout);
             free(args);
             return 0;
+        }
+        if (!strcmp(argv[i], "--print-settings") || !strcmp(argv[i], "--print-openapi")) {
+            free(args);
+            return print_document(argv[i][8] == 's');
         }
         if (!strcmp(argv[i], "--check"))
             check = 1;

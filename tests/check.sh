@@ -16,8 +16,11 @@
 #      runs"); and of the steps measured on lent H100 and H200 GPUs
 #      (tests/hopper_steps.py), and what-ifs from each of those traced
 #      steps to the others and from H100 to H200 (tests/whatif_steps.py);
-#      and README's and BENCHMARKS' what-if examples, run as written
-#      (tests/docs_examples.py);
+#      and the documents' what-if examples and the walkthrough, run as written
+#      (tests/docs_examples.py); the command pages of docs/commands against
+#      `stepcast --help` and each command's usage, docs/api.md and
+#      docs/configuration.md against what scripts/gen-docs makes from the
+#      build (tests/docs_check.py);
 #   8. what other tools make of what stepcast writes, through their own
 #      readers in ../shared/interop: HTA on replayed timelines, Chakra's
 #      Python reader and C++ feeder on exported execution traces
@@ -118,6 +121,7 @@ if build all; then
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
     phase "what-if on measured steps" python3 tests/whatif_steps.py --cli build/stepcast
     phase "docs' what-if examples" python3 tests/docs_examples.py
+    phase "docs against the programs" python3 tests/docs_check.py
 fi
 interop=${STEPCAST_SHARED:-../shared}/interop
 if [ ! -d "$interop" ]; then

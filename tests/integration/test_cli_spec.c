@@ -2,6 +2,7 @@
  * from-hf writes a model that reads back (and, given GPUs, a whole spec
  * laid out as the planner ranks first), check prints a complete spec, and
  * an invalid spec exits 2 with the field named. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,48 @@ TEST(cli_spec_from_hf_whole_spec)
     free(th_run_expect(none, 2, NULL, "no layout of 8 h100-sxm fits this model"));
     char *no_gpu[] = {cli, "spec", "from-hf", "--gpus", "8", config, NULL};
     free(th_run_expect(no_gpu, 2, NULL, "name its GPU with --gpu ID"));
+}
+
+/* Every Hugging Face config of ../shared/models/hf on 64 H100s: from-hf
+ * either writes a whole spec that `stepcast estimate` runs as written on
+ * all 64 GPUs, or refuses with exit 2 naming the config file and why (an
+ * attention a spec cannot express, no layout that fits). */
+TEST(cli_spec_from_hf_whole_specs_estimate)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", th_shared_dir("models/hf"));
+    char *cli = (char *)th_build_path("stepcast");
+    DIR *d = opendir(dir);
+    REQUIRE(d != NULL);
+    struct dirent *e;
+    int written = 0, refused = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".json"))
+            continue;
+        char config[4096], name[300];
+        snprintf(config, sizeof config, "%s/%s", dir, e->d_name);
+        char *argv[] = {cli, "spec", "from-hf", "--gpus", "64", "--gpu", "h100-sxm", config, NULL};
+        char *out = NULL, *err = NULL;
+        int rc = th_run(argv, &out, &err);
+        if (rc == 0) {
+            snprintf(name, sizeof name, "whole-%s", e->d_name);
+            const char *spec = th_write_file(name, out, out ? strlen(out) : 0);
+            char *est[] = {cli, "estimate", "--spec", (char *)spec, NULL};
+            char *so = th_run_expect(est, 0, "on 64 x h100-sxm", NULL);
+            if (!so)
+                fprintf(stderr, "  %s: its whole spec does not estimate\n", e->d_name);
+            free(so);
+            written++;
+        } else {
+            CHECK_EQ_INT(rc, 2);
+            CHECK_CONTAINS(err, config);
+            refused++;
+        }
+        free(out);
+        free(err);
+    }
+    closedir(d);
+    CHECK(written >= 1);
+    fprintf(stderr, "  %d configs written as whole specs and estimated, %d refused\n", written, refused);
 }

@@ -378,9 +378,52 @@ TEST(svc_openapi_matches_router)
     }
     /* the error codes are listed */
     CHECK(json_array_size(json_object_get(json_object_get(doc, "info"), "x-error-codes")) >= 15);
+    /* stepcastd --print-openapi (docs/api.md's source) prints what is served */
+    char *print[] = {(char *)th_build_path("stepcastd"), "--print-openapi", NULL};
+    char *printed = th_run_expect(print, 0, "\"paths\"", NULL);
+    json_t *pdoc = json_loads(printed ? printed : "", 0, NULL);
+    CHECK(pdoc && json_equal(pdoc, doc));
+    json_decref(pdoc);
+    free(printed);
     json_decref(doc);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+/* stepcastd --print-settings (docs/configuration.md's source): every
+ * setting --print-config prints, in its order, with its flag taking the
+ * default it names as the value --print-config then shows. */
+TEST(svc_print_settings_is_the_settings_table)
+{
+    char *daemon = (char *)th_build_path("stepcastd");
+    char *print[] = {daemon, "--print-settings", NULL};
+    char *text = th_run_expect(print, 0, NULL, NULL);
+    json_t *table = json_loads(text ? text : "", 0, NULL), *s;
+    free(text);
+    REQUIRE(json_array_size(table) >= 20);
+    char *config[] = {daemon, "--print-config", NULL};
+    char *effective = th_run_expect(config, 0, NULL, NULL);
+    REQUIRE(effective != NULL);
+    const char *line = effective;
+    size_t i;
+    json_array_foreach (table, i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        const char *flag = json_string_value(json_object_get(s, "flag"));
+        REQUIRE(name != NULL && line != NULL);
+        CHECK(strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == ' ');
+        CHECK(json_is_string(json_object_get(s, "env")) && json_is_string(json_object_get(s, "help")));
+        if (flag && strcmp(json_string_value(json_object_get(s, "type")), "string") == 0) {
+            char *def = (char *)json_string_value(json_object_get(s, "default")), want[512];
+            char *one[] = {daemon, "--print-config", (char *)flag, def, NULL};
+            snprintf(want, sizeof want, "%s = %s\n", name, def);
+            free(th_run_expect(one, 0, want, NULL));
+        }
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    CHECK(line && *line == '\0');
+    free(effective);
+    json_decref(table);
 }
 
 TEST(svc_cors)

@@ -680,8 +680,13 @@ TEST(cli_remote_calibrate_estimate_and_ledger)
     free(out);
     char *del[] = {sc, "--server", d.url, "ledger", "delete", "1", NULL};
     free(th_run_expect(del, 2, NULL, "forbidden")); /* a write token: deletion is for admins */
-    char *local_only[] = {sc, "--server", d.url, "ledger", "list", "--ledger", "x.json", NULL};
-    free(th_run_expect(local_only, 2, NULL, "local"));
+    /* a local ledger named: the server is not asked, its entry not listed */
+    char local_ledger[4096];
+    snprintf(local_ledger, sizeof local_ledger, "%s/local-ledger.json", th_tmpdir());
+    char *local_only[] = {sc, "--server", d.url, "ledger", "list", "--json", "--ledger", local_ledger, NULL};
+    out = th_run_expect(local_only, 0, NULL, NULL);
+    CHECK(out && !strstr(out, "ib@"));
+    free(out);
     unsetenv("STEPCAST_TOKEN");
     free(writer);
     CHECK_EQ_INT(svc_stop(&d), 0);

@@ -98,6 +98,39 @@ TEST(svc_one_daemon_per_data_directory)
     CHECK_EQ_INT(th_run(held, NULL, NULL), 0);
 }
 
+/* `make run` (daemon/run.sh) beside a daemon already serving ./var: it
+ * says where that one serves and exits 0, leaving it running, its lock
+ * held and its port file in place (a second make run used to delete it). */
+TEST(svc_make_run_leaves_a_live_daemon_alone)
+{
+    struct svc_daemon d;
+    char var[PATH_MAX], port_file[PATH_MAX + 8], cwd[PATH_MAX], bin[PATH_MAX], cmd[3 * PATH_MAX + 64], pid[32];
+    snprintf(var, sizeof var, "%s/var", th_tmpdir());
+    svc_start(&d, var, NULL, NULL);
+    REQUIRE(getcwd(cwd, sizeof cwd) != NULL && realpath(th_build_path("stepcastd"), bin) != NULL);
+    *strrchr(bin, '/') = '\0';
+    /* the port where run.sh reads it */
+    snprintf(port_file, sizeof port_file, "%s/port", var);
+    char *port = th_read_file(d.portfile, NULL);
+    REQUIRE(port != NULL);
+    th_write_file("var/port", port, strlen(port));
+    snprintf(cmd, sizeof cmd, "cd '%s' && sh '%s/daemon/run.sh' '%s'", th_tmpdir(), cwd, bin);
+    snprintf(pid, sizeof pid, "(pid %d)", (int)d.pid);
+    char *run[] = {"/bin/sh", "-c", cmd, NULL};
+    char *out = th_run_expect(run, 0, "already serves ./var at http://127.0.0.1:", NULL);
+    CHECK_CONTAINS(out, pid);
+    CHECK_CONTAINS(out, d.url);
+    free(out);
+    char *after = th_read_file(port_file, NULL);
+    CHECK_STREQ(after ? after : "", port);
+    free(after);
+    free(port);
+    struct svc_resp r;
+    CHECK_EQ_INT(svc_call(&d, "GET", "/healthz", NULL, &r), 200);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
 TEST(svc_builds_left_building_at_start)
 {
     static const char *const ids[] = {"m-left-a", "m-left-b", "m-left-c"};

@@ -6,9 +6,9 @@ Starts $STEPCAST_BUILD/stepcastd on 127.0.0.1 (a free port, a temp store,
 --max-uploads 1 so a held upload makes the next one busy) and drives every
 route the client has, every error class the API can be made to answer, the
 retry on 429 and the upload of files, directories and archives. The sample
-job comes from data/sample/. README's Python example and its remote
-command-line examples up to the what-if run as written (TestReadmeExamples,
-on ../shared/traces' DLRM traces). Ends with `N passed, N failed`.
+job comes from data/sample/. The Python example of docs/python.md and the
+remote command-line examples of docs/service.md up to the what-if run as
+written (TestDocExamples, on ../shared/traces' DLRM traces). Ends with `N passed, N failed`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 BUILD = os.path.join(ROOT, os.environ.get("STEPCAST_BUILD", "build"))
 SAMPLE = os.path.join(ROOT, "data", "sample")
 DLRM = os.path.join(ROOT, "..", "shared", "traces", "param", "et_replay", "tests", "inputs", "dlrm_kineto.tar.gz")
-README_URL = "http://127.0.0.1:8750"  # the daemon README's examples talk to
+DOCS_URL = "http://127.0.0.1:8750"  # the daemon the documents' examples talk to
 ADMIN = "admin-secret-0123456789abcdef"
 
 import stepcast  # noqa: E402  (installed, or on PYTHONPATH)
@@ -473,21 +473,22 @@ class TestRetry(ErrorCase):
         admin().delete_job("retry")
 
 
-def readme_blocks(lang, holding):
-    """README.md's fenced code blocks in `lang` that hold the text `holding`."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+def doc_blocks(doc, lang, holding):
+    """The fenced code blocks in `lang` of the document `doc` (a path from
+    the repository's root) that hold the text `holding`."""
+    with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
         text = f.read()
     return [b for b in re.findall(r"^```" + lang + r"\n(.*?)^```", text, re.S | re.M) if holding in b]
 
 
-class TestReadmeExamples(unittest.TestCase):
-    """README's examples, run as written in a folder laid out as the
+class TestDocExamples(unittest.TestCase):
+    """The documents' examples, run as written in a folder laid out as the
     repository's root is after `make run` (build/, var/admin.token) with the
     DLRM traces beside them; only the daemon's URL is this test's."""
 
     def setUp(self):
         if not os.path.exists(DLRM):
-            self.skipTest(f"{DLRM} is absent: README's examples use the shared DLRM traces")
+            self.skipTest(f"{DLRM} is absent: the examples use the shared DLRM traces")
         self.dir = tempfile.mkdtemp(prefix="stepcast-readme-")
         os.mkdir(os.path.join(self.dir, "var"))
         with open(os.path.join(self.dir, "var", "admin.token"), "w") as f:
@@ -505,16 +506,16 @@ class TestReadmeExamples(unittest.TestCase):
         return p.stdout
 
     def test_python_client_example(self):
-        (code,) = readme_blocks("python", "Client(")
-        self.assertIn(README_URL, code)
-        out = self.run_example([sys.executable, "-c", code.replace(README_URL, D["url"])])
+        (code,) = doc_blocks("docs/python.md", "python", "Client(")
+        self.assertIn(DOCS_URL, code)
+        out = self.run_example([sys.executable, "-c", code.replace(DOCS_URL, D["url"])])
         self.assertRegex(out, r"ms -> [0-9.]+ ms on 16 H100s")
         self.assertIn("404 not_found no job 'nope'", out)
 
     def test_remote_command_line_whatif_example(self):
         """The remote mode's block up to its what-if: the description set,
         the traces uploaded, a model built and the what-if asked of it."""
-        (block,) = readme_blocks("sh", "whatif --model")
+        (block,) = doc_blocks("docs/service.md", "sh", "whatif --model")
         lines = []
         for line in block.splitlines():
             line = re.sub(r"\s+#.*$", "", line)  # the comments
@@ -522,8 +523,8 @@ class TestReadmeExamples(unittest.TestCase):
             if re.match(r"(export |echo |M=|build/stepcast (job config |upload --job dlrm dlrm_kineto|whatif ))", line):
                 lines.append(line)
         self.assertEqual(len(lines), 6, lines)
-        self.assertIn(README_URL, lines[0])
-        script = "set -e\n" + "\n".join(lines).replace(README_URL, D["url"])
+        self.assertIn(DOCS_URL, lines[0])
+        script = "set -e\n" + "\n".join(lines).replace(DOCS_URL, D["url"])
         out = self.run_example(["bash", "-c", script])
         self.assertRegex(out, r"step [0-9.]+ ms \(base replayed [0-9.]+ ms\)")
 
