@@ -190,12 +190,13 @@ int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, siz
 int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h)
 {
     return api_reply_json(r, status,
-                          json_pack("{s:s, s:s, s:f, s:i, s:{s:i, s:i}, s:b, s:I}", "status", h->status,
-                                    "version", STEPCAST_VERSION, "uptime_s", h->uptime_s,
+                          json_pack("{s:s, s:s, s:f, s:i, s:{s:i, s:i}, s:b, s:I, s:{s:s, s:b}}", "status",
+                                    h->status, "version", STEPCAST_VERSION, "uptime_s", h->uptime_s,
                                     "schema", h->schema, "builds", "running",
                                     (int)h->builds_running, "queued", (int)h->builds_queued,
                                     "disk_full", h->disk_full, "disk_free_bytes",
-                                    (json_int_t)h->disk_free_bytes));
+                                    (json_int_t)h->disk_free_bytes, "store", "engine", h->store,
+                                    "reachable", h->store_reachable));
 }
 
 int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank)

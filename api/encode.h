@@ -42,12 +42,14 @@ int api_reply_deleted(struct api_reply *r, const char *kind, const char *id, siz
                       size_t blobs);
 
 struct api_health {
-    const char *status; /* "ok" or "draining" */
+    const char *status; /* "ok", "draining" or "store_unreachable" */
     double uptime_s;
     int schema;
     long builds_running, builds_queued;
     int disk_full;            /* the data directory's disk has no room left */
     uint64_t disk_free_bytes;
+    const char *store;        /* the catalog's engine: "sqlite" or "postgresql" */
+    int store_reachable;      /* it answered just now */
 };
 int api_reply_health(struct api_reply *r, unsigned status, const struct api_health *h);
 

@@ -29,7 +29,7 @@ static const struct api_code_info codes[API_E_COUNT] = {
     [API_E_UNPROCESSABLE] = {"unprocessable", 422, "well-formed but unusable (e.g. the trace names another rank)"},
     [API_E_BUSY] = {"busy", 429, "too many uploads or builds in progress (see Retry-After)"},
     [API_E_INTERNAL] = {"internal", 500, "the server failed (the log has the details)"},
-    [API_E_UNAVAILABLE] = {"unavailable", 503, "shutting down, or out of memory (see Retry-After)"},
+    [API_E_UNAVAILABLE] = {"unavailable", 503, "shutting down, out of memory, or the catalog does not answer (see Retry-After)"},
     [API_E_URI_TOO_LONG] = {"uri_too_long", 414, "the request target (path and query) is over 8 KiB"},
     [API_E_HEADERS_TOO_LARGE] = {"headers_too_large", 431, "the request line and headers are over max-header"},
     [API_E_NO_SPACE] = {"insufficient_storage", 507, "the data directory's disk is full: free space, or delete jobs or models"},
@@ -146,7 +146,7 @@ int api_fail_status(struct api_reply *r, const struct sc_error *err, enum api_co
     case SC_ENUMERIC: c = API_E_UNPROCESSABLE; break;
     case SC_ENOTFOUND: c = API_E_NOT_FOUND; break;
     case SC_EEXIST: c = API_E_CONFLICT; break;
-    case SC_ENOMEM: case SC_ECANCELED: c = API_E_UNAVAILABLE; break;
+    case SC_ENOMEM: case SC_ECANCELED: case SC_EUNAVAILABLE: c = API_E_UNAVAILABLE; break;
     case SC_ENOSPC: c = API_E_NO_SPACE; break;
     default: c = API_E_INTERNAL; break;
     }

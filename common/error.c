@@ -47,6 +47,7 @@ const char *sc_status_name(enum sc_status code)
     case SC_EINTERNAL: return "internal";
     case SC_ENOSPC: return "no_space";
     case SC_ECANCELED: return "cancelled";
+    case SC_EUNAVAILABLE: return "unavailable";
     }
     return "unknown";
 }

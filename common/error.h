@@ -21,7 +21,8 @@ enum sc_status {
     SC_EEXIST,    /* already exists with other content */
     SC_EINTERNAL, /* a bug: an invariant did not hold */
     SC_ENOSPC,    /* no space left on the device (or quota) for a write */
-    SC_ECANCELED  /* called off before it finished (common/cancel.h) */
+    SC_ECANCELED, /* called off before it finished (common/cancel.h) */
+    SC_EUNAVAILABLE /* a server it depends on does not answer (the catalog's PostgreSQL) */
 };
 
 struct sc_error {

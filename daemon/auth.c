@@ -165,8 +165,16 @@ int auth_bootstrap(struct store *s, const struct daemon_config *cfg, struct sc_e
         return sc_error_set(err, SC_EINVAL,
                             "the admin token must be 16 to 256 printable characters without spaces");
     /* the file first: a token in the catalog that nobody holds is useless */
-    if ((fresh && (rc = write_secret(cfg->admin_token_file, secret, err))) ||
-        (rc = create_with_secret(s, API_SCOPE_ADMIN, "bootstrap admin", secret, &tok, err)))
+    if (fresh && (rc = write_secret(cfg->admin_token_file, secret, err)))
+        return rc;
+    rc = create_with_secret(s, API_SCOPE_ADMIN, "bootstrap admin", secret, &tok, err);
+    if (rc == SC_EEXIST) {
+        /* its hash is stored already: another daemon on the same catalog
+         * (PostgreSQL) bootstrapped this token at the same moment */
+        log_info("auth", "event=bootstrap_skipped msg=\"another daemon stored this admin token\"");
+        return SC_OK;
+    }
+    if (rc)
         return rc;
     log_info("auth", "event=admin_token_created id=%s source=%s", tok.id,
              *cfg->admin_token ? "STEPCAST_ADMIN_TOKEN" : fresh ? "new file" : "file");

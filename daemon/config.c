@@ -38,6 +38,8 @@ struct cfg_entry {
 
 static const struct cfg_entry table[] = {
     {"data-dir", CFG_STR, F(data_dir), "./var", 0, 0, 0, "catalog, trace blobs and temp files"},
+    {"store", CFG_STR, F(store), "", 0, 0, 0,
+     "catalog: sqlite:PATH or postgresql://... (default sqlite:DATA-DIR/catalog.db)"},
     {"listen", CFG_STR, F(listen), "127.0.0.1:8750", 0, 0, 0, "HOST:PORT to bind; port 0 picks a free port"},
     {"port-file", CFG_STR, F(port_file), "", 0, 0, 0, "write the bound port here"},
     {"log-level", CFG_STR, F(log_level), "info", 0, 0, 0, "debug, info, warn, error or off"},

@@ -22,6 +22,8 @@
 
 struct daemon_config {
     char *data_dir;         /* catalog, blobs, temp files */
+    char *store;            /* the catalog's URL (store.h); "" for
+                             * sqlite:<data_dir>/catalog.db */
     char *listen;           /* HOST:PORT; port 0 picks a free one */
     char *port_file;        /* where the bound port is written, or "" */
     char *log_level;        /* debug|info|warn|error|off */

@@ -92,14 +92,21 @@ void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
 void h_healthz(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_health h = {0};
+    struct sc_error err;
     int draining = atomic_load(&s->draining);
     (void)q;
-    h.status = draining ? "draining" : "ok";
+    h.store = store_is_postgresql(s->store) ? "postgresql" : "sqlite";
+    h.store_reachable = store_ping(s->store, &err) == SC_OK;
+    if (!h.store_reachable) {
+        char qm[600];
+        log_warn("store", "event=unreachable msg=\"%s\"", log_quote(err.msg, qm, sizeof qm));
+    }
+    h.status = draining ? "draining" : h.store_reachable ? "ok" : "store_unreachable";
     h.uptime_s = uptime(s);
     h.schema = STORE_SCHEMA_VERSION;
     builder_counts(s->builder, &h.builds_running, &h.builds_queued);
     h.disk_full = blob_store_disk_full(s->blobs, &h.disk_free_bytes) == 1;
-    api_reply_health(r, draining ? 503 : 200, &h);
+    api_reply_health(r, draining || !h.store_reachable ? 503 : 200, &h);
 }
 
 void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r)

@@ -1,7 +1,7 @@
 /* daemon/main.c: stepcastd, the stepcast service.
  *
  *   stepcastd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [...]
- *   stepcastd --check [--data-dir DIR]     is the data directory consistent?
+ *   stepcastd --check [--data-dir DIR] [--store URL]   is the store consistent?
  *   stepcastd --print-config [...]         the settings in effect, then exit
  *   stepcastd --print-settings             the settings table as JSON
  *   stepcastd --print-openapi              the API's OpenAPI document
@@ -35,7 +35,7 @@
 
 static const char usage_head[] =
     "usage: stepcastd [--config FILE] [settings...]\n"
-    "       stepcastd --check [--data-dir DIR]\n"
+    "       stepcastd --check [--data-dir DIR] [--store URL]\n"
     "       stepcastd --print-config [settings...] | --version | --help\n"
     "       stepcastd --print-settings | --print-openapi\n"
     "\n"
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
         int rc = 0;
         if (print)
             cfg_print(&cfg, stdout);
-        else if (svc_check(cfg.data_dir, stdout, &err)) {
+        else if (svc_check(cfg.data_dir, cfg.store, stdout, &err)) {
             fprintf(stderr, "stepcastd: %s\n", err.msg);
             rc = 1;
         }

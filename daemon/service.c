@@ -109,7 +109,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     pthread_mutex_init(&s->publish_mu, NULL);
     model_load_opts_default(&s->load);
     s->load.limits.max_events = (uint64_t)cfg->max_events;
-    snprintf(path, sizeof path, "%s/catalog.db", cfg->data_dir);
+    svc_store_url(cfg->store, cfg->data_dir, path, sizeof path);
     if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
@@ -198,9 +198,17 @@ int svc_query_flag(const struct svc_request *req, const char *key)
     return -1;
 }
 
+void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n)
+{
+    if (cfg_store && *cfg_store)
+        snprintf(out, n, "%s", cfg_store);
+    else
+        snprintf(out, n, "sqlite:%s/catalog.db", data_dir);
+}
+
 /* ---- stepcastd --check ---- */
 
-int svc_check(const char *data_dir, FILE *report, struct sc_error *err)
+int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err)
 {
     char path[PATH_MAX];
     struct store *st = NULL;
@@ -212,16 +220,18 @@ int svc_check(const char *data_dir, FILE *report, struct sc_error *err)
     size_t bad = 0;
     int rc;
 
-    snprintf(path, sizeof path, "%s/catalog.db", data_dir);
-    if (access(path, F_OK)) /* a check creates nothing */
-        return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': it has no catalog.db", data_dir);
+    svc_store_url(store, data_dir, path, sizeof path);
+    if (!strncmp(path, "sqlite:", 7) && access(path + 7, F_OK)) /* a check creates nothing */
+        return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': there is no %s", data_dir, path + 7);
     if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(data_dir, &bs, err)))
         goto out;
     if (store_check(st, &e)) {
         fprintf(report, "catalog: %s\n", e.msg);
         bad++;
     } else {
-        fprintf(report, "catalog: integrity_check ok, foreign keys ok\n");
+        fprintf(report, "catalog: %s\n", store_is_postgresql(st)
+                                              ? "PostgreSQL answers, schema version ok (it enforces foreign keys)"
+                                              : "integrity_check ok, foreign keys ok");
     }
     if ((rc = store_blob_list(st, &rows, err)))
         goto out;

@@ -1,9 +1,13 @@
 /* daemon/store.h: the catalog: jobs, traces, models, validations, tokens.
  *
- * One SQLite database (<data>/catalog.db) in WAL mode with foreign keys on
- * and synchronous=FULL, so a commit that returned is on disk. The schema is
- * versioned (PRAGMA user_version) and migrated forward on open; a newer
- * schema than this build knows is refused.
+ * A SQL database named by a store URL (sqldb.h): by default SQLite
+ * (sqlite:<data>/catalog.db) in WAL mode with foreign keys on and
+ * synchronous=FULL, or PostgreSQL (postgresql://...); either way a commit
+ * that returned is durable. The schema is versioned (SQLite: PRAGMA
+ * user_version; PostgreSQL: table stepcast_schema) and migrated forward on
+ * open, on PostgreSQL in one transaction under an advisory lock, so that
+ * daemons starting at once migrate it once; a newer schema than this build
+ * knows is refused.
  *
  * Trace bytes are not here: a `blobs` row names a file of the blob store
  * (blobs.h) by its SHA-256, and traces (the current trace of each rank of a
@@ -51,9 +55,13 @@ struct store_names {
 };
 void store_names_release(struct store_names *l);
 
-/* Open or create the catalog and migrate it. */
-int store_open(const char *path, struct store **out, struct sc_error *err);
+/* Open or create the catalog of a store URL (sqlite:PATH or
+ * postgresql://...) and migrate it. */
+int store_open(const char *url, struct store **out, struct sc_error *err);
 void store_close(struct store *s); /* NULL-safe */
+int store_is_postgresql(const struct store *s);
+/* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
+int store_ping(struct store *s, struct sc_error *err);
 
 /* The rows one owner may store (0: any number); from startup. */
 void store_set_max_owned(struct store *s, int64_t max);
@@ -66,8 +74,9 @@ int store_owner_room(struct store *s, const char *owner, struct sc_error *err);
  * again). */
 int store_job_room(struct store *s, const char *job, const char *owner, struct sc_error *err);
 
-/* PRAGMA integrity_check and foreign_key_check: SC_OK, or SC_EINTERNAL
- * with what SQLite reported. */
+/* SQLite: PRAGMA integrity_check and foreign_key_check; PostgreSQL (which
+ * enforces foreign keys itself): the schema is this build's. SC_OK, or
+ * SC_EINTERNAL with what was found. */
 int store_check(struct store *s, struct sc_error *err);
 
 /* ---- blobs ---- */

@@ -15,7 +15,7 @@ out=${1:-build/config.mk}
 modules="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev gsl:libgsl-dev
 sqlite3:libsqlite3-dev zlib:zlib1g-dev libcurl:libcurl4-openssl-dev
 libcrypto:libssl-dev libarchive:libarchive-dev libprotobuf-c:libprotobuf-c-dev
-protobuf:libprotobuf-dev"
+protobuf:libprotobuf-dev libpq:libpq-dev"
 # command -> Debian package (clang and its runtime build the fuzz targets;
 # python3 and wrk are the baselines and load generator of `make bench`;
 # node, npm and chromium build and test the dashboard; protoc-c compiles the
@@ -58,6 +58,11 @@ else
     add python3
     for pair in $pymodules; do add "${pair#*:}"; done
 fi
+# the PostgreSQL server the tests of --store postgresql:// run
+# (tests/pg_server.sh): Debian keeps initdb and pg_ctl off PATH
+pg_server=""
+for f in /usr/lib/postgresql/*/bin/initdb; do [ -x "$f" ] && pg_server=$f; done
+[ -n "$pg_server" ] || add postgresql
 # libFuzzer's runtime ships apart from clang on Debian
 if command -v clang >/dev/null 2>&1; then
     f=$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || true)
@@ -114,7 +119,7 @@ if [ ! -f "$root/node_modules/.package-lock.json" ] ||
     (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --prefer-offline >&2)
 fi
 
-pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive libprotobuf-c"
+pcmods="libmicrohttpd jansson gsl sqlite3 zlib libcurl libcrypto libarchive libprotobuf-c libpq"
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 have_cupti=0
 cupti_lib=""

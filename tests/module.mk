@@ -1,5 +1,5 @@
 # tests/: the C test runner and its cases (unit, golden, integration).
-TEST_SRCS += tests/runner.c tests/alloc_fail.c tests/helpers.c tests/json_compare.c tests/trace_builder.c tests/shared_traces.c $(wildcard tests/unit/*.c tests/golden/*.c tests/integration/*.c)
+TEST_SRCS += tests/runner.c tests/alloc_fail.c tests/helpers.c tests/pg_server.c tests/json_compare.c tests/trace_builder.c tests/shared_traces.c $(wildcard tests/unit/*.c tests/golden/*.c tests/integration/*.c)
 TEST_BIN := $(BUILD)/tests/stepcast-tests
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 

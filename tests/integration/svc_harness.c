@@ -63,8 +63,10 @@ void svc_dump_log(const struct svc_daemon *d)
     free(log);
 }
 
-void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *args,
-               const char *const *env)
+/* Fork and exec stepcastd, its log and port file named <tmp>/<name>.log
+ * and <tmp>/<name>.port ("daemon": daemon.log and port, as ever). */
+static void spawn(struct svc_daemon *d, const char *data_dir, const char *const *args, const char *const *env,
+                  const char *name)
 {
     const char *bin = th_build_path("stepcastd");
     char *argv[64], data[PATH_MAX];
@@ -75,8 +77,11 @@ void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *ar
         snprintf(data, sizeof data, "%s/data", th_tmpdir());
     memset(d, 0, sizeof *d);
     memcpy(d->data, data, sizeof d->data);
-    snprintf(d->log, sizeof d->log, "%s/daemon.log", th_tmpdir());
-    snprintf(d->portfile, sizeof d->portfile, "%s/port", th_tmpdir());
+    snprintf(d->log, sizeof d->log, "%s/%s.log", th_tmpdir(), name);
+    if (!strcmp(name, "daemon"))
+        snprintf(d->portfile, sizeof d->portfile, "%s/port", th_tmpdir());
+    else
+        snprintf(d->portfile, sizeof d->portfile, "%s/%s.port", th_tmpdir(), name);
     unlink(d->portfile);
     argv[n++] = (char *)bin;
     argv[n++] = "--data-dir";
@@ -109,6 +114,12 @@ void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *ar
         _exit(127);
     }
     d->pid = pid;
+}
+
+/* Wait for a spawned daemon's port file. */
+static void await_start(struct svc_daemon *d)
+{
+    pid_t pid = d->pid;
     for (double t0 = now_s(); now_s() - t0 < 30;) {
         char *p = th_read_file(d->portfile, NULL);
         if (p && *p) {
@@ -133,6 +144,25 @@ void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *ar
     d->pid = 0;
     sc_check_fail(__FILE__, __LINE__, "stepcastd did not start in 30 s");
     exit(1);
+}
+
+void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *args,
+               const char *const *env)
+{
+    spawn(d, data_dir, args, env, "daemon");
+    await_start(d);
+}
+
+void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs, const char *const *args,
+                    const char *const *env)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "daemon-%zu", i);
+        spawn(&d[i], data_dirs[i], args, env, name);
+    }
+    for (size_t i = 0; i < n; i++)
+        await_start(&d[i]);
 }
 
 static int wait_status(pid_t pid, double timeout_s, int *status)

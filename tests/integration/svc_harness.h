@@ -30,6 +30,10 @@ struct svc_daemon {
  * NULL). data_dir NULL: "<tmp>/data". Fails the test when it cannot. */
 void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *args,
                const char *const *env);
+/* Start n daemons at once (data_dirs[i] each, none NULL), their logs and
+ * port files <tmp>/daemon-<i>.log and .port, then wait for them all. */
+void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs, const char *const *args,
+                    const char *const *env);
 /* SIGTERM and wait; returns the exit status (-signal when killed). */
 int svc_stop(struct svc_daemon *d);
 /* SIGKILL and wait. */

@@ -16,6 +16,7 @@
 
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/pg_server.h"
 #include "tests/integration/svc_harness.h"
 #include "common/banned.h"
 
@@ -56,7 +57,7 @@ static json_t *wait_decided(const struct svc_daemon *d, const char *id)
     return NULL;
 }
 
-TEST(svc_experiment_survives_sigkill_and_banks)
+static void experiment_survives_sigkill_and_banks(void)
 {
     struct svc_daemon d;
     struct svc_resp r;
@@ -178,4 +179,15 @@ TEST(svc_experiment_survives_sigkill_and_banks)
     svc_resp_release(&r);
     unsetenv("STEPCAST_TOKEN");
     CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+TEST(svc_experiment_survives_sigkill_and_banks)
+{
+    experiment_survives_sigkill_and_banks();
+}
+
+TEST(svc_pg_experiment_survives_sigkill_and_banks)
+{
+    pg_server_use();
+    experiment_survives_sigkill_and_banks();
 }

@@ -20,6 +20,7 @@
 #include "estimator/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/pg_server.h"
 #include "tests/integration/svc_harness.h"
 #include "common/banned.h"
 
@@ -440,7 +441,7 @@ static long long post_estimate(const struct svc_daemon *d, const char *token, co
     return id;
 }
 
-TEST(svc_ledger_entries_mape_bands_scopes)
+static void ledger_entries_mape_bands_scopes(void)
 {
     struct svc_daemon d;
     struct svc_resp r;
@@ -570,6 +571,17 @@ TEST(svc_ledger_entries_mape_bands_scopes)
     free(writer);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
+}
+
+TEST(svc_ledger_entries_mape_bands_scopes)
+{
+    ledger_entries_mape_bands_scopes();
+}
+
+TEST(svc_pg_ledger_entries_mape_bands_scopes)
+{
+    pg_server_use();
+    ledger_entries_mape_bands_scopes();
 }
 
 TEST(ledger_cli_local_import_flags_the_fit_set)

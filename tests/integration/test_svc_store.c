@@ -20,6 +20,7 @@
 
 #include "tests/check.h"
 #include "tests/helpers.h"
+#include "tests/pg_server.h"
 #include "tests/integration/svc_harness.h"
 #include "daemon/store.h"
 #include "common/banned.h"
@@ -145,7 +146,7 @@ TEST(svc_builds_left_building_at_start)
     /* what a stop in the middle of three builds leaves in the catalog */
     struct store *st = NULL;
     struct sc_error err;
-    snprintf(catalog, sizeof catalog, "%s/catalog.db", d.data);
+    snprintf(catalog, sizeof catalog, "sqlite:%s/catalog.db", d.data);
     CHECK_EQ_INT(store_open(catalog, &st, &err), SC_OK);
     for (size_t i = 0; st && i < 3; i++) {
         struct api_model m = {.status = API_MODEL_BUILDING};
@@ -175,7 +176,7 @@ TEST(svc_builds_left_building_at_start)
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
-TEST(svc_restart_keeps_everything)
+static void restart_keeps_everything(void)
 {
     struct svc_daemon d;
     struct svc_resp r;
@@ -209,6 +210,17 @@ TEST(svc_restart_keeps_everything)
     free(before);
     free(after);
     free(model);
+}
+
+TEST(svc_restart_keeps_everything)
+{
+    restart_keeps_everything();
+}
+
+TEST(svc_pg_restart_keeps_everything)
+{
+    pg_server_use();
+    restart_keeps_everything();
 }
 
 TEST(svc_build_of_a_lost_blob)
@@ -465,7 +477,7 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-TEST(svc_concurrent_clients)
+static void concurrent_clients(void)
 {
     struct svc_daemon d;
     static struct client cl[CLIENTS];
@@ -496,6 +508,17 @@ TEST(svc_concurrent_clients)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
+}
+
+TEST(svc_concurrent_clients)
+{
+    concurrent_clients();
+}
+
+TEST(svc_pg_concurrent_clients)
+{
+    pg_server_use();
+    concurrent_clients();
 }
 
 TEST(svc_sigterm_finishes_builds_in_flight)
