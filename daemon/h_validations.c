@@ -101,7 +101,9 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
     if (req.set) {
         struct job_config set;
         v.kind = API_LEDGER_WHATIF;
-        if ((rc = job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
+        if (!(v.set = strdup(req.set))) /* kept with the entry, as an estimate's spec is */
+            rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
+        else if ((rc = job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
             rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
         else
             rc = h_whatif_step_ms(s, req.model, &set, &v.predicted_ms, r);

@@ -161,7 +161,15 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     CHECK_STREQ(svc_json_str(r.body, "kind"), "whatif");
     json_t *entry = json_loads(r.body, 0, NULL);
     CHECK_NEAR(json_number_value(json_object_get(entry, "predicted_step_ms")), step_ms, 1e-6);
+    /* the change it priced is kept with it, in the answer and in the list */
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(entry, "set"), "dp")), 2);
     json_decref(entry);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/validations?kind=whatif", NULL, &r), 200);
+    json_t *listed = json_loads(r.body, 0, NULL);
+    json_t *first_set = json_object_get(json_array_get(json_object_get(listed, "entries"), 0), "set");
+    CHECK_STREQ(json_string_value(json_object_get(first_set, "gpu")), "v100-sxm2-16gb");
+    json_decref(listed);
     svc_resp_release(&r);
     /* ten out-of-sample what-ifs, measured at known ratios of the
      * prediction: what-ifs now carry the band of their 10th and 90th
