@@ -11,12 +11,15 @@
  *   delete.after_commit  rows deleted, unreferenced blobs not yet removed
  *   build.after_load     a model's traces are loaded, its status not saved
  *
- * One point holds instead of crashing (plans.c asks fp_armed):
+ * Two points hold instead of crashing (fp_armed):
  *
  *   plan.progress        a background plan's thread waits at its first
  *                        progress report until a GET has read it (or the
  *                        plan is cancelled), so a test sees a running
  *                        plan's progress on any machine
+ *   store.counted        a transaction that counts before it writes (the
+ *                        last admin token, a token's room) waits 0.3 s
+ *                        after its count, so that replicas race there
  *
  * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H

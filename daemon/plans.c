@@ -297,6 +297,7 @@ static void *run_thread(void *arg)
     sc_cancel_attach(&r->cancel);
     if (plans_run(p->store, r->id, r->request, &r->req, &r->pe, run_progress, r, NULL, &err))
         log_warn("plan", "plan=%s event=not_stored msg=\"%s\"", r->id, err.msg);
+    store_plan_unclaim(p->store, r->id);
     plans_eval_release(&r->pe);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < PLANS_MAX_RUNNING; i++)
@@ -349,7 +350,11 @@ int plans_start(struct plans *p, const char *id, const char *request, const char
     } else if (slot < 0) {
         rc = sc_error_set(err, SC_ELIMIT, "%d plans are running (the most at once): try again later",
                           PLANS_MAX_RUNNING);
-    } else if ((rc = store_plan_put(p->store, &row, err)) == SC_OK) { /* acknowledged: in the catalog first */
+    } else if ((rc = store_plan_claim(p->store, id, err))) {
+        /* another replica runs it, or ran it already */
+    } else if ((rc = store_plan_put(p->store, &row, err))) {
+        store_plan_unclaim(p->store, id);
+    } else { /* acknowledged: in the catalog first */
         p->running[slot] = r;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -360,6 +365,7 @@ int plans_start(struct plans *p, const char *id, const char *request, const char
             row.error = err->msg;
             row.finished_ns = store_now_ns();
             store_plan_put(p->store, &row, NULL);
+            store_plan_unclaim(p->store, id);
         }
         pthread_attr_destroy(&attr);
     }

@@ -17,6 +17,7 @@
 
 #include "api/ledger.h"
 #include "common/vec.h"
+#include "daemon/failpoint.h"
 #include "daemon/sqldb.h"
 #include "common/banned.h"
 
@@ -173,6 +174,9 @@ _Static_assert(STORE_SCHEMA_VERSION == PG_BASE_VERSION,
                "a schema version after PG_BASE_VERSION needs its PostgreSQL migration in migrate_pg");
 /* the key of the advisory lock the migration holds */
 #define PG_MIGRATION_LOCK "7310292067"
+/* PostgreSQL: classes of the advisory locks on (class, hashtext(key))
+ * that serialise replicas (the two-key space, apart from the one above) */
+enum { PG_LOCK_OWNER = 7310, PG_LOCK_ADMINS = 7311, PG_LOCK_PLAN = 7312 };
 static const char pg_base[] =
     "CREATE TABLE jobs("
     "  id TEXT PRIMARY KEY,"
@@ -292,6 +296,7 @@ enum stmt {
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_OWNED,
+    Q_PG_XACT_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
     Q_COUNT
 };
 
@@ -428,6 +433,13 @@ static const char *const sql[Q_COUNT] = {
     [Q_OWNED] = "SELECT (SELECT COUNT(*) FROM jobs WHERE owner = ?1) + (SELECT COUNT(*) FROM validations"
                 " WHERE owner = ?1) + (SELECT COUNT(*) FROM plans WHERE owner = ?1) +"
                 " (SELECT COUNT(*) FROM experiments WHERE owner = ?1)",
+    /* PostgreSQL only: advisory locks of class ?1 on a text key (replicas, below) */
+    [Q_PG_XACT_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
+    [Q_PG_PLAN_CLAIM] = "SELECT CAST(pg_try_advisory_lock(CAST(?1 AS INTEGER), hashtext(?2)) AS INTEGER)",
+    [Q_PG_PLAN_UNCLAIM] = "SELECT pg_advisory_unlock(CAST(?1 AS INTEGER), hashtext(?2))",
+    [Q_PG_PLANS_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'"
+                             " AND pg_try_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(id))",
+    [Q_PLAN_STATE] = "SELECT state FROM plans WHERE id = ?1",
 };
 
 struct store {
@@ -814,6 +826,36 @@ static void release_plain(void *v, size_t n)
         return rc_;                                                                \
     } while (0)
 
+/* ---- replicas: what this process's mutex cannot serialise ----
+ *
+ * On PostgreSQL several daemons share the catalog, and READ COMMITTED lets
+ * two transactions each count what the other is about to change (the last
+ * admin token, a token's room). A transaction that checks such a count
+ * first takes an advisory transaction lock on what it counts: the others
+ * wait for its COMMIT, and their count, a statement later, sees it. On
+ * SQLite, BEGIN IMMEDIATE holds the whole file already. */
+
+static int replicas_serialise(struct store *s, int cls, const char *key, struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int rc;
+    if (!store_is_postgresql(s))
+        return SC_OK;
+    if ((rc = prep(s, Q_PG_XACT_LOCK, &st, err)))
+        return rc;
+    sqldb_bind_int64(st, 1, cls);
+    bind_text(st, 2, key);
+    return run(s, st, err, "lock");
+}
+
+/* Tests: the point store.counted holds between a count and the write it
+ * allows, so that two replicas race inside that window. */
+static void counted(void)
+{
+    if (fp_armed("store.counted"))
+        nanosleep(&(struct timespec){0, 300000000}, NULL);
+}
+
 /* The rows owner stored, in the transaction open. */
 static int owned(struct store *s, const char *owner, int64_t *n, struct sc_error *err)
 {
@@ -838,8 +880,9 @@ static int owner_room(struct store *s, const char *owner, size_t adding, struct 
     int rc;
     if (!owner || !s->max_owned)
         return SC_OK;
-    if ((rc = owned(s, owner, &n, err)))
+    if ((rc = replicas_serialise(s, PG_LOCK_OWNER, owner, err)) || (rc = owned(s, owner, &n, err)))
         return rc;
+    counted();
     if (n + (int64_t)adding > s->max_owned)
         return sc_error_set(err, SC_ELIMIT,
                             "token '%s' has stored %lld jobs, ledger entries, plans and experiments: the limit is "
@@ -1371,12 +1414,14 @@ static int token_revoke(struct store *s, const char *id, struct api_token *out,
     int rc;
     if ((rc = begin(s, err)))
         return rc;
-    if ((rc = token_one(s, Q_TOKEN_GET, id, out, err)))
+    /* every revocation (the token read under the lock too): never the last admin token */
+    if ((rc = replicas_serialise(s, PG_LOCK_ADMINS, "admins", err)) || (rc = token_one(s, Q_TOKEN_GET, id, out, err)))
         return end(s, rc, err);
     if (out->revoked_ns)
         return end(s, SC_OK, err); /* already revoked: nothing to do */
     if ((rc = count(s, Q_TOKEN_ADMINS, NULL, &admins, err)))
         return end(s, rc, err);
+    counted();
     if (out->scope == API_SCOPE_ADMIN && admins <= 1)
         return end(s, sc_error_set(err, SC_EEXIST, "token '%s' is the last active admin token", id),
                    err);
@@ -1672,11 +1717,14 @@ int store_plan_interrupted(struct store *s, const char *request, const char *mod
     LOCKED(s, plan_interrupted(s, request, model, id, err));
 }
 
+/* On PostgreSQL only the running plans no replica claims (store.h). */
 static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_PLAN_INTERRUPT, &st, err);
+    int pg = store_is_postgresql(s), rc = prep(s, pg ? Q_PG_PLANS_INTERRUPT : Q_PLAN_INTERRUPT, &st, err);
     *n = 0;
+    if (rc == SC_OK && pg)
+        sqldb_bind_int64(st, 1, PG_LOCK_PLAN);
     if (rc == SC_OK && (rc = run(s, st, err, "mark plans interrupted")) == SC_OK)
         *n = sqldb_changes(s->db);
     return rc;
@@ -1685,6 +1733,59 @@ static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
 int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
 {
     LOCKED(s, plans_interrupt(s, n, err));
+}
+
+/* The one integer of advisory-lock statement q on plan id (PostgreSQL). */
+static int plan_lock(struct store *s, enum stmt q, const char *id, int64_t *v, struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int rc = prep(s, q, &st, err);
+    if (rc)
+        return rc;
+    sqldb_bind_int64(st, 1, PG_LOCK_PLAN);
+    bind_text(st, 2, id);
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, "plan lock");
+    *v = rc == SC_OK ? sqldb_column_int64(st, 0) : 0;
+    done(st);
+    return rc;
+}
+
+static int plan_claim(struct store *s, const char *id, struct sc_error *err)
+{
+    char state[64] = ""; /* read_id's size */
+    int64_t got = 0;
+    struct sqldb_stmt *st;
+    int rc;
+    if (!store_is_postgresql(s))
+        return SC_OK;
+    if ((rc = plan_lock(s, Q_PG_PLAN_CLAIM, id, &got, err)))
+        return rc;
+    if (!got)
+        return sc_error_set(err, SC_EEXIST, "plan '%s' is running on another replica", id);
+    if ((rc = prep(s, Q_PLAN_STATE, &st, err)) == SC_OK) {
+        bind_text(st, 1, id);
+        rc = one_row(s, st, read_id, state, "plan state", err);
+        rc = rc == SC_ENOTFOUND ? SC_OK : rc; /* a new plan */
+    }
+    if (rc == SC_OK && *state && strcmp(state, "interrupted"))
+        rc = sc_error_set(err, SC_EEXIST, "plan '%s' is %s already", id, state);
+    if (rc)
+        plan_lock(s, Q_PG_PLAN_UNCLAIM, id, &got, NULL);
+    return rc;
+}
+
+int store_plan_claim(struct store *s, const char *id, struct sc_error *err)
+{
+    LOCKED(s, plan_claim(s, id, err));
+}
+
+void store_plan_unclaim(struct store *s, const char *id)
+{
+    int64_t was;
+    pthread_mutex_lock(&s->mu);
+    if (store_is_postgresql(s)) /* failing, the connection was lost, and the claim with it */
+        (void)plan_lock(s, Q_PG_PLAN_UNCLAIM, id, &was, NULL);
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void read_plan(struct sqldb_stmt *st, void *row)

@@ -222,6 +222,14 @@ int store_plan_interrupted(struct store *s, const char *request, const char *mod
 /* Every plan still `running` becomes `interrupted` (at startup: a crash
  * stopped them); *n says how many. */
 int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err);
+/* PostgreSQL, where replicas share the plans: a plan about to run is
+ * claimed by this daemon (a session advisory lock, held until unclaimed or
+ * until this daemon's connection ends), so that it runs once. SC_EEXIST
+ * when another daemon runs it, or when it is stored in a state other than
+ * `interrupted`. store_plans_interrupt passes over the plans claimed. On
+ * SQLite (one daemon) both do nothing. */
+int store_plan_claim(struct store *s, const char *id, struct sc_error *err);
+void store_plan_unclaim(struct store *s, const char *id);
 /* SC_ENOTFOUND when there is none. */
 int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err);
 int store_plan_delete(struct store *s, const char *id, struct sc_error *err);
