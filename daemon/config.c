@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "common/banned.h"
 
 enum cfg_type { CFG_STR, CFG_INT, CFG_SIZE, CFG_BOOL };
@@ -42,6 +43,9 @@ static const struct cfg_entry table[] = {
      "catalog: sqlite:PATH or postgresql://... (default sqlite:DATA-DIR/catalog.db)"},
     {"listen", CFG_STR, F(listen), "127.0.0.1:8750", 0, 0, 0, "HOST:PORT to bind; port 0 picks a free port"},
     {"port-file", CFG_STR, F(port_file), "", 0, 0, 0, "write the bound port here"},
+    {"replica-name", CFG_STR, F(replica_name), "", 0, 0, 0,
+     "this daemon's name in the replica label of every /metrics sample: 1 to 64 letters, digits, '.', '_', "
+     "':' or '-' (default HOSTNAME-PID)"},
     {"log-level", CFG_STR, F(log_level), "info", 0, 0, 0, "debug, info, warn, error or off"},
     {"admin-token", CFG_STR, F(admin_token), "", 0, 0, CFG_SECRET | CFG_NO_FLAG,
      "first admin token when the store has none"},
@@ -312,9 +316,36 @@ static int load_flags(struct daemon_config *c, int argc, char **argv, const char
     return SC_OK;
 }
 
+/* replica-name checked, or HOSTNAME-PID when empty (the host name's other
+ * characters as '_'). */
+static int replica_name(struct daemon_config *c, struct sc_error *err)
+{
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-";
+    char host[256] = "", name[METRICS_REPLICA_MAX + 1];
+    size_t n = strlen(c->replica_name);
+    if (n) {
+        if (n > METRICS_REPLICA_MAX || strspn(c->replica_name, ok) != n)
+            return sc_error_set(err, SC_EINVAL, "replica-name: '%s' is not 1 to %d letters, digits, '.', '_', ':' or '-'",
+                                c->replica_name, METRICS_REPLICA_MAX);
+        return SC_OK;
+    }
+    if (gethostname(host, sizeof host - 1) || !*host)
+        snprintf(host, sizeof host, "localhost");
+    for (char *p = host; *p; p++)
+        if (!strchr(ok, *p))
+            *p = '_';
+    snprintf(name, sizeof name, "%.40s-%ld", host, (long)getpid());
+    char *copy = strdup(name);
+    if (!copy)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    free(c->replica_name);
+    c->replica_name = copy;
+    return SC_OK;
+}
+
 static int validate(struct daemon_config *c, struct sc_error *err)
 {
-    int lvl = log_level_parse(c->log_level);
+    int rc, lvl = log_level_parse(c->log_level);
     if (lvl < 0)
         return sc_error_set(err, SC_EINVAL, "log-level: '%s' is not debug, info, warn, error or off",
                             c->log_level);
@@ -322,6 +353,8 @@ static int validate(struct daemon_config *c, struct sc_error *err)
         return sc_error_set(err, SC_EINVAL, "data-dir is empty");
     if (!strrchr(c->listen, ':'))
         return sc_error_set(err, SC_EINVAL, "listen: '%s' is not HOST:PORT", c->listen);
+    if ((rc = replica_name(c, err)))
+        return rc;
     if (c->heavy_requests == 0)
         c->heavy_requests = c->http_threads / 2 > 0 ? c->http_threads / 2 : 1;
     if (c->memory_budget == 0) {

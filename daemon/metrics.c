@@ -33,6 +33,7 @@ struct metrics {
     atomic_uint_fast64_t builds[2]; /* failed, ready */
     struct histogram build_time;
     atomic_uint_fast64_t memo[2]; /* miss, hit */
+    char replica[METRICS_REPLICA_MAX + 1];
 };
 
 double metrics_clock(void)
@@ -42,11 +43,13 @@ double metrics_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int metrics_new(struct metrics **out, struct sc_error *err)
+int metrics_new(const char *replica, struct metrics **out, struct sc_error *err)
 {
     /* zeroed memory is a valid initial state for these atomics */
-    *out = calloc(1, sizeof **out);
-    return *out ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    if (!(*out = calloc(1, sizeof **out)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    snprintf((*out)->replica, sizeof (*out)->replica, "%s", replica);
+    return SC_OK;
 }
 
 void metrics_free(struct metrics *m)
@@ -150,6 +153,23 @@ static void histogram(struct text *t, const char *name, const char *labels, cons
     put(t, "%s_count%s%s%s %" PRIu64 "\n", name, *labels ? "{" : "", labels, *labels ? "}" : "", count);
 }
 
+/* in with the label replica="name" first in every sample line, into out. */
+static void label_samples(const struct text *in, const char *name, struct text *out)
+{
+    const char *p = in->p, *end = in->p + in->n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        int len = (int)(nl ? nl + 1 - p : end - p), k = (int)strcspn(p, "{ \n");
+        if (*p == '#')
+            put(out, "%.*s", len, p);
+        else if (p[k] == '{')
+            put(out, "%.*s{replica=\"%s\",%.*s", k, p, name, len - k - 1, p + k + 1);
+        else
+            put(out, "%.*s{replica=\"%s\"}%.*s", k, p, name, len - k, p + k);
+        p += len;
+    }
+}
+
 static void gauge(struct text *t, const char *name, const char *help, double v)
 {
     header(t, name, "gauge", help);
@@ -233,11 +253,15 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, char **out
     put(&t, "stepcast_query_memo_total{result=\"miss\"} %" PRIu64 "\n",
         (uint64_t)atomic_load_explicit(&m->memo[0], memory_order_relaxed));
 
-    if (t.failed) {
-        free(t.p);
+    struct text labelled = {0};
+    if (!t.failed)
+        label_samples(&t, m->replica, &labelled);
+    free(t.p);
+    if (t.failed || labelled.failed) {
+        free(labelled.p);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    *out = t.p;
-    *len = t.n;
+    *out = labelled.p;
+    *len = labelled.n;
     return SC_OK;
 }

@@ -3,7 +3,9 @@
  * Recording is lock-free (C11 atomics), so every request can record its
  * route, status and latency without contention; rendering reads the
  * atomics and takes the gauges (store size, cache, work in progress) from
- * the caller at that moment. Metric names start with stepcast_. */
+ * the caller at that moment. Metric names start with stepcast_, and every
+ * sample has the label replica="NAME" (--replica-name): replicas behind a
+ * load balancer each answer for themselves. */
 #ifndef DAEMON_METRICS_H
 #define DAEMON_METRICS_H
 
@@ -15,6 +17,9 @@
 
 struct metrics;
 
+/* the longest replica label value */
+#define METRICS_REPLICA_MAX 64
+
 enum metrics_upload { METRICS_UPLOAD_CREATED, METRICS_UPLOAD_IDENTICAL, METRICS_UPLOAD_REJECTED,
                       METRICS_UPLOAD_N };
 
@@ -22,7 +27,9 @@ enum metrics_upload { METRICS_UPLOAD_CREATED, METRICS_UPLOAD_IDENTICAL, METRICS_
  * uptime and of the drain deadline. */
 double metrics_clock(void);
 
-int metrics_new(struct metrics **out, struct sc_error *err);
+/* replica: the value of every sample's replica label (config.h checks it
+ * needs no escaping). */
+int metrics_new(const char *replica, struct metrics **out, struct sc_error *err);
 void metrics_free(struct metrics *m);
 
 /* One finished request: its operation (API_OP_COUNT when no route matched),

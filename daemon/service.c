@@ -115,7 +115,7 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, (int)cfg->heavy_nice, &s->plans, err)) ||
-        (rc = metrics_new(&s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
+        (rc = metrics_new(cfg->replica_name, &s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
         (rc = admission_new((uint64_t)cfg->memory_budget, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);

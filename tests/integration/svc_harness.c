@@ -107,6 +107,7 @@ static void spawn(struct svc_daemon *d, const char *data_dir, const char *const 
             dup2(fd, 1);
         }
         setenv("STEPCAST_ADMIN_TOKEN", SVC_ADMIN, 1);
+        setenv("STEPCAST_REPLICA_NAME", SVC_REPLICA, 1);
         unsetenv("STEPCAST_FAILPOINT");
         for (int i = 0; env && env[i]; i++)
             putenv((char *)env[i]);

@@ -15,6 +15,9 @@
 #include <jansson.h>
 
 #define SVC_ADMIN "admin-secret-0123456789abcdef"
+/* every daemon's --replica-name (STEPCAST_REPLICA_NAME; a test's env may
+ * change it): the replica label of its /metrics */
+#define SVC_REPLICA "r1"
 
 struct svc_daemon {
     pid_t pid;

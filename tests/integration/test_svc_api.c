@@ -52,17 +52,17 @@ TEST(svc_health_version_metrics)
     CHECK_EQ_INT(svc_call(&d, "GET", "/v1/jobs", NULL, NULL), 401);
     CHECK_EQ_INT(svc_call(&d, "GET", "/metrics", NULL, &r), 200);
     CHECK_CONTAINS(r.headers, "text/plain; version=0.0.4");
-    CHECK_CONTAINS(r.body, "stepcast_http_requests_total{route=\"getHealth\",status=\"200\"} 1\n");
-    CHECK_CONTAINS(r.body, "stepcast_http_requests_total{route=\"listJobs\",status=\"401\"} 1\n");
-    CHECK_CONTAINS(r.body, "stepcast_http_request_duration_seconds_bucket{route=\"putTrace\",le=\"+Inf\"} 1\n");
-    CHECK_CONTAINS(r.body, "stepcast_upload_bytes_total ");
-    CHECK_CONTAINS(r.body, "stepcast_uploads_total{result=\"created\"} 1\n");
-    CHECK_CONTAINS(r.body, "stepcast_store_blobs 1\n");
-    CHECK_CONTAINS(r.body, "stepcast_model_cache_hits_total 0\n");
-    CHECK_CONTAINS(r.body, "stepcast_model_build_duration_seconds_count 0\n");
-    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_running 0\n");
-    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_queued 0\n");
-    CHECK_CONTAINS(r.body, "stepcast_build_info{version=\"" STEPCAST_VERSION "\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_http_requests_total{replica=\"" SVC_REPLICA "\",route=\"getHealth\",status=\"200\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_http_requests_total{replica=\"" SVC_REPLICA "\",route=\"listJobs\",status=\"401\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_http_request_duration_seconds_bucket{replica=\"" SVC_REPLICA "\",route=\"putTrace\",le=\"+Inf\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_upload_bytes_total{replica=\"" SVC_REPLICA "\"} ");
+    CHECK_CONTAINS(r.body, "stepcast_uploads_total{replica=\"" SVC_REPLICA "\",result=\"created\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_store_blobs{replica=\"" SVC_REPLICA "\"} 1\n");
+    CHECK_CONTAINS(r.body, "stepcast_model_cache_hits_total{replica=\"" SVC_REPLICA "\"} 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_model_build_duration_seconds_count{replica=\"" SVC_REPLICA "\"} 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_running{replica=\"" SVC_REPLICA "\"} 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_heavy_requests_queued{replica=\"" SVC_REPLICA "\"} 0\n");
+    CHECK_CONTAINS(r.body, "stepcast_build_info{replica=\"" SVC_REPLICA "\",version=\"" STEPCAST_VERSION "\"} 1\n");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
 

@@ -103,8 +103,8 @@ TEST(svc_estimate_over_http_equals_cli)
         svc_resp_release(&r);
     }
     CHECK_EQ_INT(svc_admin(&d, "GET", "/metrics", NULL, &r), 200);
-    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{result=\"hit\"} "); /* the metric is there */
-    CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
+    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} "); /* the metric is there */
+    CHECK(!strstr(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} 0\n"));
     svc_resp_release(&r);
     /* the same as `stepcast --server URL estimate` */
     char env[128];

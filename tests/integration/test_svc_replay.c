@@ -109,7 +109,7 @@ TEST(svc_replay_over_http_equals_cli)
             check_same(http_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
             struct svc_resp m;
             svc_admin(&d, "GET", "/metrics", NULL, &m);
-            CHECK_CONTAINS(m.body, "stepcast_model_cache_misses_total 0\n");
+            CHECK_CONTAINS(m.body, "stepcast_model_cache_misses_total{replica=\"" SVC_REPLICA "\"} 0\n");
             svc_resp_release(&m);
         }
         char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
@@ -200,9 +200,9 @@ TEST(svc_replay_over_http_equals_cli)
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 200);
     svc_admin(&d, "GET", "/metrics", NULL, &r);
-    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{result=\"hit\"} ");
-    CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
-    CHECK(!strstr(r.body, "stepcast_model_cache_hits_total 0\n"));
+    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} ");
+    CHECK(!strstr(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} 0\n"));
+    CHECK(!strstr(r.body, "stepcast_model_cache_hits_total{replica=\"" SVC_REPLICA "\"} 0\n"));
     svc_resp_release(&r);
     json_decref(fleet_before);
     CHECK_EQ_INT(svc_stop(&d), 0);

@@ -271,3 +271,54 @@ TEST(svc_replicas_plan_runs_once)
     CHECK_EQ_INT(svc_stop(&d[1]), 0);
     CHECK_EQ_INT(svc_stop(&d[2]), 0);
 }
+
+/* /metrics is per replica: every sample carries its replica label, the
+ * --replica-name given or HOSTNAME-PID, and counts its own requests
+ * only. A name that would need escaping is refused at startup. */
+TEST(svc_replicas_metrics_carry_the_replica_label)
+{
+    static const char *const unnamed[] = {"STEPCAST_REPLICA_NAME=", NULL};
+    struct pg_server pg;
+    struct svc_daemon d[2];
+    struct svc_resp r;
+    char dir[2][4200], want[512], host[256] = "";
+    pg_server_start(&pg);
+    const char *const east[] = {"--store", pg.url, "--replica-name", "east-1", NULL};
+    const char *const plain[] = {"--store", pg.url, NULL};
+    for (int i = 0; i < 2; i++)
+        snprintf(dir[i], sizeof dir[i], "%s/replica%d", th_tmpdir(), i);
+    svc_start(&d[0], dir[0], east, NULL);
+    svc_start(&d[1], dir[1], plain, unnamed);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(svc_admin(&d[0], "GET", "/v1/jobs", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_admin(&d[1], "GET", "/v1/jobs", NULL, NULL), 200);
+
+    CHECK_EQ_INT(svc_call(&d[0], "GET", "/metrics", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "stepcast_http_requests_total{replica=\"east-1\",route=\"listJobs\",status=\"200\"} 3\n");
+    CHECK_CONTAINS(r.body, "stepcast_store_jobs{replica=\"east-1\"} 0\n");
+    for (const char *p = r.body; *p; p = strchr(p, '\n') + 1) { /* every sample */
+        if (*p != '#')
+            CHECK(strncmp(strpbrk(p, "{ "), "{replica=\"east-1\"", 17) == 0);
+        if (!strchr(p, '\n'))
+            break;
+    }
+    svc_resp_release(&r);
+
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    CHECK_EQ_INT(svc_call(&d[1], "GET", "/metrics", NULL, &r), 200);
+    snprintf(want, sizeof want, "stepcast_http_requests_total{replica=\"%.40s-%ld\",route=\"listJobs\",status=\"200\"} 1\n",
+             host, (long)d[1].pid);
+    CHECK_CONTAINS(r.body, want);
+    svc_resp_release(&r);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(svc_stop(&d[i]), 0);
+
+    const char *const bad[] = {"--store", pg.url, "--replica-name", "a\"b", NULL};
+    char *argv[8] = {(char *)th_build_path("stepcastd")}, *out = NULL, *err = NULL;
+    for (int i = 0; bad[i]; i++)
+        argv[i + 1] = (char *)bad[i];
+    CHECK(th_run(argv, &out, &err) != 0);
+    CHECK_CONTAINS(err, "replica-name");
+    free(out);
+    free(err);
+}

@@ -504,7 +504,7 @@ static void concurrent_clients(void)
         }
     struct svc_resp r;
     svc_admin(&d, "GET", "/metrics", NULL, &r);
-    CHECK_CONTAINS(r.body, "stepcast_uploads_total{result=\"created\"} 100\n");
+    CHECK_CONTAINS(r.body, "stepcast_uploads_total{replica=\"" SVC_REPLICA "\",result=\"created\"} 100\n");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);

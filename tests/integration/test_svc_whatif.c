@@ -135,8 +135,8 @@ TEST(svc_whatif_equals_cli_memoised_and_refused_with_the_field)
     for (int i = 0; i < 2; i++)
         CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"gpu\":\"v100-sxm2-16gb\",\"dp\":2}}", NULL), 200);
     svc_admin(&d, "GET", "/metrics", NULL, &r);
-    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{result=\"hit\"} "); /* the metric is there */
-    CHECK(!strstr(r.body, "stepcast_query_memo_total{result=\"hit\"} 0\n"));
+    CHECK_CONTAINS(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} "); /* the metric is there */
+    CHECK(!strstr(r.body, "stepcast_query_memo_total{replica=\"" SVC_REPLICA "\",result=\"hit\"} 0\n"));
     svc_resp_release(&r);
 
     /* refused, the field named */

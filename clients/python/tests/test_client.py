@@ -448,7 +448,7 @@ class TestRetry(ErrorCase):
         s.sendall(f"PUT /v1/jobs/held/ranks/0/trace HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n"
                   "Content-Length: 100000\r\n\r\n{".encode())
         for _ in range(500):
-            if "stepcast_uploads_in_progress 1" in admin().metrics():
+            if re.search(r"^stepcast_uploads_in_progress\{[^}]*\} 1$", admin().metrics(), re.M):
                 return s
             time.sleep(0.01)
         s.close()
