@@ -2,6 +2,9 @@
  *
  *   stepcastd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [...]
  *   stepcastd --check [--data-dir DIR] [--store URL]   is the store consistent?
+ *   stepcastd --migrate --from sqlite:PATH --to URL [--data-dir DIR]
+ *                                          a catalog and its blobs copied
+ *                                          (migrate.h)
  *   stepcastd --print-config [...]         the settings in effect, then exit
  *   stepcastd --print-settings             the settings table as JSON
  *   stepcastd --print-openapi              the API's OpenAPI document
@@ -28,6 +31,7 @@
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/migrate.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
@@ -36,6 +40,7 @@
 static const char usage_head[] =
     "usage: stepcastd [--config FILE] [settings...]\n"
     "       stepcastd --check [--data-dir DIR] [--store URL]\n"
+    "       stepcastd --migrate --from sqlite:PATH --to URL [--data-dir DIR]\n"
     "       stepcastd --print-config [settings...] | --version | --help\n"
     "       stepcastd --print-settings | --print-openapi\n"
     "\n"
@@ -85,7 +90,8 @@ int main(int argc, char **argv)
     struct svc svc;
     struct server *srv = NULL;
     char **args = calloc((size_t)argc + 1, sizeof *args);
-    int n = 0, check = 0, print = 0, sig = 0;
+    int n = 0, check = 0, print = 0, migrate = 0, sig = 0;
+    const char *from = NULL, *to = NULL;
     uint16_t port = 0;
     sigset_t stop;
 
@@ -110,6 +116,12 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--check"))
             check = 1;
+        else if (!strcmp(argv[i], "--migrate"))
+            migrate = 1;
+        else if (!strcmp(argv[i], "--from") && i + 1 < argc)
+            from = argv[++i];
+        else if (!strcmp(argv[i], "--to") && i + 1 < argc)
+            to = argv[++i];
         else if (!strcmp(argv[i], "--print-config"))
             print = 1;
         else
@@ -123,6 +135,15 @@ int main(int argc, char **argv)
     }
     free(args);
     log_threshold = (enum log_level)log_level_parse(cfg.log_level);
+    if (migrate) {
+        int rc = 2;
+        if (!from || !to)
+            fprintf(stderr, "stepcastd: --migrate needs --from sqlite:PATH and --to URL\n");
+        else if ((rc = migrate_run(from, to, cfg.data_dir, stdout, &err) ? 1 : 0))
+            fprintf(stderr, "stepcastd: --migrate: %s\n", err.msg);
+        cfg_release(&cfg);
+        return rc;
+    }
     if (print || check) {
         int rc = 0;
         if (print)

@@ -26,6 +26,8 @@ const char *th_shared_dir(const char *sub);
 
 /* A fresh temporary directory (removed at exit of the test process). */
 const char *th_tmpdir(void);
+/* Monotonic seconds, to time what a test waits for. */
+double th_now_s(void);
 /* Write n bytes to "<tmpdir>/<name>"; returns the path (static buffer). */
 const char *th_write_file(const char *name, const void *data, size_t n);
 /* The whole file, NUL-terminated, from malloc; NULL on error. */

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -153,13 +152,6 @@ TEST(svc_replicas_token_room_holds_across_replicas)
     replicas_stop(d, 2);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A token revoked through replica 1 is refused by replica 2 within 1 s
  * (no replica keeps tokens it read), and a token created through replica
  * 2 works on replica 1 as soon. */
@@ -177,13 +169,13 @@ TEST(svc_replicas_revocation_takes_effect_everywhere)
         CHECK_EQ_INT(svc_call_as(&d[1], t, "GET", "/v1/jobs", NULL, NULL), 200);
     snprintf(path, sizeof path, "/v1/tokens/%s", id);
     CHECK_EQ_INT(svc_admin(&d[0], "DELETE", path, NULL, NULL), 200);
-    double t0 = now_s(), waited;
+    double t0 = th_now_s(), waited;
     long st;
-    while ((st = svc_call_as(&d[1], t, "GET", "/v1/jobs", NULL, &r)) == 200 && now_s() - t0 < 2) {
+    while ((st = svc_call_as(&d[1], t, "GET", "/v1/jobs", NULL, &r)) == 200 && th_now_s() - t0 < 2) {
         svc_resp_release(&r);
         usleep(20000);
     }
-    waited = now_s() - t0;
+    waited = th_now_s() - t0;
     CHECK_EQ_INT(st, 401);
     CHECK_CONTAINS(r.body, "revoked");
     svc_resp_release(&r);

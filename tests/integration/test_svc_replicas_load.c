@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -35,13 +34,6 @@ static const char spec_one_node[] = "{\"model\":{\"layers\":8,\"hidden\":1024,\"
 static const char small_plan[] = "{\"spec\":{\"model\":{\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":4096},"
                                  "\"parallel\":{\"global_batch\":64,\"micro_batch\":1},\"cluster\":{\"gpu\":"
                                  "\"h100-sxm\"},\"options\":{\"zero_stage\":1}},\"gpus\":16,\"top\":3}";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double load_seconds(void)
 {
@@ -82,7 +74,7 @@ static void *client_run(void *arg)
 {
     struct client *c = arg;
     char path[128];
-    for (int k = 0; now_s() < c->until && c->n_live < MAX_JOBS && c->n_gone < MAX_JOBS; k++) {
+    for (int k = 0; th_now_s() < c->until && c->n_live < MAX_JOBS && c->n_gone < MAX_JOBS; k++) {
         int any = (c->i + k) % 3;
         char job[32];
         size_t n;
@@ -150,7 +142,7 @@ TEST(svc_replicas_fifty_clients_over_three_replicas)
         data[i] = dirs[i];
     }
     svc_start_many(d, 3, data, NULL, NULL);
-    double until = now_s() + secs;
+    double until = th_now_s() + secs;
     for (int i = 0; i < CLIENTS; i++) {
         memset(&cl[i], 0, sizeof cl[i]);
         cl[i] = (struct client){.i = i, .d = d, .until = until};
@@ -247,9 +239,9 @@ TEST(svc_replicas_postgresql_restarted_under_load)
     }
     usleep(1000000);
     pg_server_ctl(&pg, "start");
-    double t0 = now_s();
+    double t0 = th_now_s();
     for (int i = 0; i < 2; i++)
-        while (svc_admin(&d[i], "GET", "/healthz", NULL, NULL) != 200 && now_s() - t0 < 10)
+        while (svc_admin(&d[i], "GET", "/healthz", NULL, NULL) != 200 && th_now_s() - t0 < 10)
             usleep(50000);
     long before[8];
     for (int i = 0; i < 8; i++)
