@@ -101,7 +101,7 @@ static void *client_run(void *arg)
             const char *old = c->live[c->first_live];
             snprintf(path, sizeof path, "/v1/jobs/%s", old);
             if (call(c, (any + 1) % 3, "DELETE", path, NULL, 0) == 200) {
-                snprintf(c->gone[c->n_gone++], 32, "%s", old);
+                memcpy(c->gone[c->n_gone++], old, sizeof c->gone[0]);
                 c->first_live++;
             }
         }
