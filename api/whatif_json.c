@@ -119,11 +119,14 @@ json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
                                                 "ms", num(u->ms), "why", u->why));
     }
     if (r->host_exposed_ms > 0) {
-        char why[256];
+        char why[384], prof[128] = "";
+        if (r->profiler_ms > 0)
+            snprintf(prof, sizeof prof, " less the profiler's cost per operator it recorded (%.3f ms a step)",
+                     r->profiler_ms);
         snprintf(why, sizeof why,
-                 "not a model: the traced job's host work kept at its measured pace; the GPUs wait %.3f ms of the "
+                 "not a model: the traced job's host work kept at its measured pace%s; the GPUs wait %.3f ms of the "
                  "step (%.1f%%) for it, where a spec's estimate has its stack's host costs",
-                 r->host_exposed_ms, r->step_ms > 0 ? 100 * r->host_exposed_ms / r->step_ms : 0);
+                 prof, r->host_exposed_ms, r->step_ms > 0 ? 100 * r->host_exposed_ms / r->step_ms : 0);
         json_array_append_new(models, json_pack("{s:s,s:I,s:o,s:s}", "model", "traced_host", "tasks", (json_int_t)0,
                                                 "ms", num(r->host_exposed_ms), "why", why));
     }

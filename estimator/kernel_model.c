@@ -42,6 +42,7 @@ void kernel_params_default(struct kernel_params *p)
     p->attn_backward_fraction = 0.865;
     p->attn_block_us = 0;
     p->attn_backward_block_us = 0;
+    p->strided_elements_per_sm_us = 2400;
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         p->dtype_scale[d] = 1.0;
 }
@@ -75,6 +76,7 @@ int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
         {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction), 0.01, 1.5},
         {"attn_block_us", offsetof(struct kernel_params, attn_block_us), 0, 1000},
         {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us), 0, 1000},
+        {"strided_elements_per_sm_us", offsetof(struct kernel_params, strided_elements_per_sm_us), 1, 1e6},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         double v = *(const double *)((const char *)p + f[i].off);
@@ -118,6 +120,13 @@ static double hbm_us(const struct kernel_params *p, const struct hw_profile *hw,
 double kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes)
 {
     return p->kernel_fixed_us + hbm_us(p, hw, bytes > 0 ? bytes : 0);
+}
+
+double kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes)
+{
+    double sms = hw->sm_count > 0 ? (double)hw->sm_count : 1;
+    return fmax(hbm_us(p, hw, bytes > 0 ? bytes : 0),
+                (elements > 0 ? elements : 0) / (sms * p->strided_elements_per_sm_us));
 }
 
 double kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype, enum hw_dtype from)

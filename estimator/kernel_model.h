@@ -20,7 +20,9 @@
  * writing the output and log-sum-exp; the backward's dQ, dK and dV
  * bookkeeping), and its bytes;
  * unfused attention as its two batched GEMMs and softmax. Memory-bound kernels (elementwise, norms, softmax, dropout,
- * casts, the optimizer) by bytes moved at the achievable HBM bandwidth.
+ * casts, the optimizer) by bytes moved at the achievable HBM bandwidth;
+ * elementwise kernels over strided operands, which PyTorch runs without
+ * vector loads, at least by the SMs' element rate.
  * Every kernel pays a fixed cost.
  *
  * All parameters are hardware-level and physically meaningful; defaults
@@ -71,6 +73,16 @@ struct kernel_params {
      * microbenchmark) takes all four from it (kernel_params_for_gpu). */
     double attn_block_us;
     double attn_backward_block_us;
+    /* elements a streaming multiprocessor takes per microsecond through
+     * PyTorch's non-vectorised elementwise kernels (the path of operands
+     * that are strided views, as an eager SwiGLU's chunked halves are),
+     * whose index arithmetic, not HBM, bounds them: 2,400, the eight such
+     * kernels of the H100's traced Llama step
+     * (data/calibration/torch-steps: silu, its gradient and the gate's
+     * multiplies, 178 to 204 us for 58.7 M elements on 132 SMs), checked
+     * on the H200's trace, where they take 0.95x the H100's time against
+     * 0.70x for HBM-bound kernels */
+    double strided_elements_per_sm_us;
     /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
      * 1, unless a GEMM table with several dtypes fits each
      * (gemm_samples_fit_dtypes) */
@@ -111,6 +123,11 @@ int kernel_gemm(const struct kernel_params *p, const struct hw_profile *hw, cons
 
 /* The time of a kernel moving `bytes` between HBM and the SMs. */
 double kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes);
+
+/* A non-vectorised elementwise kernel over `elements` moving `bytes`:
+ * bounded by the SMs' element rate (strided_elements_per_sm_us) or by
+ * HBM, whichever is slower, without the fixed cost. */
+double kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes);
 
 /* Bytes a memory-bound kernel moves per element of its tensor, each
  * element read and written once:

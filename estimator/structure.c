@@ -12,6 +12,7 @@
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
+#include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/vec.h"
 #include "common/banned.h"
@@ -43,6 +44,8 @@ void job_structure_release(struct job_structure *s)
     free(s->coll_size);
     free(s->phase);
     free(s->dp_use);
+    free(s->host_ops);
+    s->host_ops = NULL;
     s->phase = NULL;
     s->dp_use = NULL;
     s->layer = NULL;
@@ -62,10 +65,16 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
     out->coll_size = malloc(n * sizeof *out->coll_size);
     out->phase = malloc(n);
     out->dp_use = malloc(n);
-    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use) {
+    out->host_ops = malloc(n * sizeof *out->host_ops);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
+        !out->host_ops) {
         job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
+    if (src->host_ops)
+        memcpy(out->host_ops, src->host_ops, n_tasks * sizeof *out->host_ops);
+    else
+        memset(out->host_ops, 0, n * sizeof *out->host_ops);
     memcpy(out->layer, src->layer, n_tasks * sizeof *out->layer);
     memcpy(out->role, src->role, n_tasks);
     memcpy(out->coll_bytes, src->coll_bytes, n_tasks * sizeof *out->coll_bytes);
@@ -627,6 +636,121 @@ static int check_groups(const struct model_graph *g, const struct job_config *c,
     return SC_OK;
 }
 
+/* ---- the profiler's operators ---- */
+
+static int int64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The first of the n sorted keys at or after k. */
+static size_t lower_bound(const int64_t *v, size_t n, int64_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether a runtime call blocks its thread on the GPU. */
+static int blocking_call(const struct model_event *e)
+{
+    return (e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) &&
+           (e->rt == MODEL_RT_LAUNCH_SYNC || e->rt == MODEL_RT_SYNC_STREAM || e->rt == MODEL_RT_SYNC_DEVICE ||
+            e->rt == MODEL_RT_SYNC_EVENT || e->rt == MODEL_RT_QUERY);
+}
+
+/* The time trace t's host threads spend working inside recorded operators:
+ * the union of its cpu_op spans on each thread, less the calls in them
+ * that wait for the GPU (a .item(), a blocking copy), ns. */
+static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error *err)
+{
+    struct span *v = malloc((t->n_events ? t->n_events : 1) * sizeof *v);
+    size_t k = 0, m = 0;
+    if (!v)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t e = 0; e < t->n_events; e++)
+        if (t->events[e].kind == MODEL_EV_CPU_OP)
+            v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
+    qsort(v, k, sizeof *v, span_cmp);
+    for (size_t i = 0; i < k; i++) { /* merged in place, per thread */
+        if (m && v[m - 1].track == v[i].track && v[i].start <= v[m - 1].end) {
+            if (v[i].end > v[m - 1].end)
+                v[m - 1].end = v[i].end;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    for (size_t i = 0; i < m; i++)
+        *out += (double)(v[i].end - v[i].start);
+    for (size_t e = 0; e < t->n_events; e++) {
+        const struct model_event *c = &t->events[e];
+        if (!blocking_call(c))
+            continue;
+        size_t lo = 0, hi = m; /* the first merged span after the call's start */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (v[mid].track < c->track || (v[mid].track == c->track && v[mid].start <= c->ts))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo && v[lo - 1].track == c->track && c->ts < v[lo - 1].end)
+            *out -= (double)((c->ts + c->dur < v[lo - 1].end ? c->ts + c->dur : v[lo - 1].end) - c->ts);
+    }
+    free(v);
+    return SC_OK;
+}
+
+/* out->host_ops: for each runtime call on a CPU thread, the cpu_op events
+ * of its trace that began on its thread within its host gap (the gap ends
+ * where the call starts); out->host_ops_ns: the host's working time inside
+ * them (ops_busy_ns). Keys are (track, time since the trace's first
+ * event) packed in 64 bits: 16 bits of track, 48 of nanoseconds (78 hours). */
+static int host_ops(const struct model_graph *g, struct job_structure *out, struct sc_error *err)
+{
+    for (uint16_t r = 0; r < g->n_ranks; r++) {
+        const struct model_trace *t = job_structure_trace(g, r);
+        size_t n = 0, k = 0;
+        for (size_t e = 0; t && e < t->n_events; e++)
+            n += t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff;
+        if (!n)
+            continue;
+        int rc = ops_busy_ns(t, &out->host_ops_ns, err);
+        if (rc)
+            return rc;
+        int64_t *key = malloc(n * sizeof *key);
+        if (!key)
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        for (size_t e = 0; e < t->n_events; e++)
+            if (t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff)
+                key[k++] = (int64_t)t->events[e].track << 48 | ((t->events[e].ts - t->first_ts) & ((1LL << 48) - 1));
+        qsort(key, n, sizeof *key, int64_cmp);
+        for (uint32_t i = 0; i < g->n_tasks; i++) {
+            const struct model_task *tk = &g->tasks[i];
+            uint32_t ev = g->src[i].event;
+            if (tk->rank != r || tk->cls != MODEL_TASK_CALL || ev == MODEL_NONE || ev >= t->n_events || tk->gap <= 0)
+                continue;
+            const struct model_event *e = &t->events[ev];
+            int64_t at = e->ts - t->first_ts, from = at - tk->gap;
+            if (at < 0 || from < 0 || at >= 1LL << 48 || e->track > 0xffff)
+                continue;
+            int64_t track = (int64_t)e->track << 48;
+            size_t c = lower_bound(key, n, track | at) - lower_bound(key, n, track | from);
+            out->host_ops[i] = (uint16_t)(c < UINT16_MAX ? c : UINT16_MAX);
+            out->host_ops_total += out->host_ops[i];
+        }
+        free(key);
+    }
+    return SC_OK;
+}
+
 int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err)
 {
@@ -640,7 +764,9 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     out->coll_size = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->coll_size);
     out->phase = calloc(g->n_tasks ? g->n_tasks : 1, 1);
     out->dp_use = calloc(g->n_tasks ? g->n_tasks : 1, 1);
-    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use) {
+    out->host_ops = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->host_ops);
+    if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
+        !out->host_ops) {
         job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
@@ -718,7 +844,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         out->by_role[role]++;
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
     }
-    if ((rc = launchers(g, out, err)))
+    if ((rc = launchers(g, out, err)) || (rc = host_ops(g, out, err)))
         job_structure_release(out);
     return rc;
 }

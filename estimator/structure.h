@@ -52,7 +52,9 @@
  *    optimizer) or FSDP's (gathers per unit, gradients reduce-scattered);
  *  - the step is torch.compile'd when Inductor's kernels ("triton_...")
  *    or compiled regions ("CompiledFunction", "Torch-Compiled Region")
- *    are in it.
+ *    are in it;
+ *  - the operators the profiler instrumented in each runtime call's host
+ *    gap (host_ops: what a what-if takes the profiler's cost off).
  *
  * Checks (a contradiction is SC_EINVAL naming both sides; job_check.h): tp x cp x pp x dp
  * against the trace's world size; every collective group size the trace
@@ -97,6 +99,10 @@ struct job_structure {
     int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
     uint8_t *phase;      /* per task: enum struct_phase (NONE: the trace records no autograd engine) */
     uint8_t *dp_use;     /* per task: enum struct_dp_use */
+    /* per task: the operators the profiler recorded (Kineto's cpu_op
+     * events) that began on a runtime call's thread in the host gap
+     * before it; 0 for every other task */
+    uint16_t *host_ops;
     enum struct_layer_source layer_source;
     int layers_per_rank;     /* the most layers found on one rank (0: none) */
     size_t layer_tasks;      /* tasks found inside a layer */
@@ -115,6 +121,8 @@ struct job_structure {
     size_t by_use[STRUCT_DP_USE_COUNT];    /* data-parallel collectives by use */
     double use_bytes[STRUCT_DP_USE_COUNT]; /* their bytes in all */
     double use_ms[STRUCT_DP_USE_COUNT];    /* their traced time in all, ms */
+    size_t host_ops_total;                 /* host_ops over all tasks */
+    double host_ops_ns; /* the host's time inside them (their spans' union less its waits on the GPU) */
 };
 
 /* Recover g's structure (g built from a job: g->job must be set) and check

@@ -50,6 +50,7 @@ struct wf {
     int has_pl;
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int lean;               /* whatif_run_with's */
+    double profiler_ns;     /* a step's host time the profiler took (unprofiled_host) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -137,6 +138,14 @@ static int split_collectives(struct wf *w, struct sc_error *err)
 static int name_has(const char *s, const char *sub)
 {
     return s && strstr(s, sub) != NULL;
+}
+
+/* Whether kernel i is PyTorch's non-vectorised elementwise kernel (the
+ * path of strided operands; kernel_strided_us). */
+static int strided_elementwise(const struct model_graph *g, uint32_t i)
+{
+    return g->tasks[i].cls == MODEL_TASK_KERNEL &&
+           name_has(model_graph_str(g, g->src[i].name), "native::elementwise_kernel<");
 }
 
 /* The dtype a GEMM-like kernel computes in, from its name. */
@@ -240,12 +249,17 @@ static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 /* Transform 2: the GPU type. A kernel launched by a GEMM op with its
  * shape recorded (gemm_samples.h) is re-timed by the model's ratio for
  * that shape; another compute-bound kernel by the ratio for the square
- * GEMM the model gives its measured time; the rest by the achievable
- * memory bandwidth's. */
+ * GEMM the model gives its measured time; PyTorch's non-vectorised
+ * elementwise kernels by the ratio of their kernel model (the SMs' element
+ * rate where it bounds them); the rest by the achievable memory
+ * bandwidth's. */
 static int gpu_type(struct wf *w, struct sc_error *err)
 {
     const struct model_graph *g = w->g;
     double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
+    /* a binary elementwise kernel over strided operands, per element */
+    double binary = kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
+    double strided = kernel_strided_us(&w->kp1, w->hw1, 1, binary) / kernel_strided_us(&w->kp0, w->hw0, 1, binary);
     int rc = SC_OK;
     if (w->hw0 == w->hw1)
         return SC_OK; /* the same GPU: every ratio is 1 */
@@ -262,7 +276,7 @@ static int gpu_type(struct wf *w, struct sc_error *err)
             uint32_t ev = g->src[i].event;
             if (tk->rank != r || !model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM)
                 continue;
-            double ratio = mem;
+            double ratio = strided_elementwise(g, i) ? strided : mem;
             uint32_t si = t && ev != MODEL_NONE && ev < t->n_events ? sample_of[ev] : MODEL_NONE;
             if (si != MODEL_NONE) {
                 const struct gemm_sample *s = &samples.v[si];
@@ -339,19 +353,31 @@ static int gated(const struct job_config *c)
     return c->has_mlp && c->mlp == EST_MLP_SWIGLU;
 }
 
-/* Elements a token's MLP activation moves, forward or backward, in units
- * of the FFN's width: GELU reads and writes it (its gradient reads two);
- * SwiGLU fused (Megatron's) reads gate and up and writes their product,
- * and its backward reads both and the gradient and writes two; eager
- * (framework pytorch) SwiGLU is a silu and a multiply, and backward two
- * multiplies and the silu's gradient. */
-static double activation_elements(const struct job_config *c, int backward)
+/* A token's MLP activation on the target GPU, forward or backward, us
+ * (kernel_model.h): GELU reads and writes the FFN's width (its gradient
+ * reads two); SwiGLU fused (Megatron's) reads gate and up and writes their
+ * product, and its backward reads both and the gradient and writes two.
+ * Eager (framework pytorch) SwiGLU works on the chunked halves of one
+ * GEMM's output, strided views that PyTorch's elementwise kernels take
+ * without vector loads: forward a silu and a multiply; backward a multiply
+ * on contiguous operands, one on the strided gate, the silu's gradient,
+ * and the two halves' gradients concatenated (contiguous). */
+static double activation_us(const struct wf *w, const struct job_config *c, int backward)
 {
     double f = (double)(c->ffn ? c->ffn : 4 * c->hidden);
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    double e = f * hw_dtype_bytes(d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d);
+    const struct kernel_params *kp = &w->kp1;
     int eager = c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH;
+#define HBM(n) kernel_strided_us(kp, w->hw1, 0, (n) * e)
+#define STRIDED(n) kernel_strided_us(kp, w->hw1, f, (n) * e)
     if (!gated(c))
-        return f * (backward ? 3 : 2);
-    return f * (eager ? (backward ? 9 : 5) : (backward ? 5 : 3));
+        return backward ? HBM(3) : HBM(2);
+    if (!eager)
+        return backward ? HBM(5) : HBM(3);
+    return backward ? HBM(3) + STRIDED(3) + STRIDED(3) + HBM(4) : STRIDED(2) + STRIDED(3);
+#undef HBM
+#undef STRIDED
 }
 
 /* The forward GEMMs of one layer on the target GPU, microseconds: QKV
@@ -659,11 +685,11 @@ static int shapes(struct wf *w, struct sc_error *err)
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
     double r_act_f = tokens, r_act_b = tokens, r_act = tokens;
-    if (has_dims(b)) {
-        r_act_f *= activation_elements(t, 0) / activation_elements(b, 0);
-        r_act_b *= activation_elements(t, 1) / activation_elements(b, 1);
-        r_act *= (activation_elements(t, 0) + activation_elements(t, 1)) /
-                 (activation_elements(b, 0) + activation_elements(b, 1));
+    if (has_dims(b)) { /* per token on the target GPU: the GPU type re-timed the kernels already */
+        r_act_f *= activation_us(w, t, 0) / activation_us(w, b, 0);
+        r_act_b *= activation_us(w, t, 1) / activation_us(w, b, 1);
+        r_act *= (activation_us(w, t, 0) + activation_us(w, t, 1)) /
+                 (activation_us(w, b, 0) + activation_us(w, b, 1));
     }
     int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
     if (((from_tp1 || has_dims(b)) && (rc = placement(w, err))) ||
@@ -903,6 +929,43 @@ static int collectives(struct wf *w, struct sc_error *err)
     return SC_OK;
 }
 
+/* ---- the host ---- */
+
+/* The profiler's share of the time the traced host spends inside the
+ * operators torch.profiler records (Kineto's cpu_op events, structure.h
+ * host_ops): it instruments each, and a host that runs an operator slower
+ * runs that instrumentation slower too. The what-if answers the step as the
+ * job runs without the profiler, so each host gap loses, per operator that
+ * began in it, this share of the host's mean time inside an operator.
+ * 0.60: the one share at which the H100's host-bound traced step of
+ * data/calibration/torch-steps (gpt-h1024-s1024-b8, replayed at 27.01 ms)
+ * comes out at the 24.24 ms measured without the profiler (4.3 us per
+ * operator on that host, 2.7 on the H200's), fitted on the H100's table alone and checked on
+ * the H200's (tests/whatif_steps.py; docs/lab/what-if-on-traced-jobs.md).
+ * PyTorch's maintainers report the same order: "4 us per op on CUDA"
+ * (pytorch/pytorch#82793). */
+#define PROFILER_SHARE 0.60
+
+/* The profiler's cost per recorded operator on the traced host, ns. */
+static double profiler_op_ns(const struct job_structure *st)
+{
+    return st->host_ops_total ? PROFILER_SHARE * st->host_ops_ns / (double)st->host_ops_total : 0;
+}
+
+/* The traced host gaps less the profiler's cost (never below nothing);
+ * the time taken off a step, ms. */
+static double unprofiled_host(struct wf *w)
+{
+    double per = profiler_op_ns(w->st), cut = 0;
+    for (uint32_t i = 0; i < w->g->n_tasks && per > 0 && w->st->host_ops; i++)
+        if (w->st->host_ops[i]) {
+            double c = fmin(w->gap[i], (double)w->st->host_ops[i] * per);
+            w->gap[i] -= c;
+            cut += c;
+        }
+    return cut / 1e6 / (double)(w->g->n_steps ? w->g->n_steps : 1);
+}
+
 /* ---- the answer ---- */
 
 /* Whether the answer averages step s of r: the complete steps, or every
@@ -1114,7 +1177,7 @@ static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
     struct est_spec bs;
     struct model_graph *sg = NULL;
     struct sc_error ignored;
-    double traced = host_ns_per_step(w->g), synth = 0;
+    double traced = fmax(0, host_ns_per_step(w->g) - w->profiler_ns), synth = 0;
     if (job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
         est_synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
         return c->host_op_us;
@@ -1400,6 +1463,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         w.gap[i] = (double)g->tasks[i].gap;
         w.size_ratio[i] = 1.0;
     }
+    out->profiler_ms = unprofiled_host(&w);
+    w.profiler_ns = out->profiler_ms * 1e6;
     mark_per_mb(&w);
     if ((rc = split_collectives(&w, err)))
         goto done;

@@ -8,6 +8,11 @@
  * usual. Every transform runs on every what-if, a no-op included, so a
  * no-op checks the whole path. In order:
  *
+ *  0. the host without the profiler: each runtime call's host gap less
+ *     the profiler's share of the host's time for the operators
+ *     torch.profiler recorded in it (whatif.c PROFILER_SHARE), so the step
+ *     is the job's as it runs unprofiled; a trace without such records
+ *     (stepcast's own profiler, nsys, synth) keeps its gaps;
  *  1. collectives split (coll_split.h, shared with the plain replay):
  *     each communication task's traced time is a
  *     transfer and a wait for peers. With the collective's size (the
@@ -22,8 +27,9 @@
  *     target, applied to its measured duration less the fixed cost of a
  *     kernel: the GEMM ceiling's ratio for GEMMs, convolutions and
  *     attention (in the dtype the kernel name shows, else the
- *     description's, else fp32), the achievable memory bandwidth's for the
- *     rest; collectives get the target's collective parameters.
+ *     description's, else fp32), the strided elementwise model's for
+ *     PyTorch's non-vectorised elementwise kernels, the achievable memory
+ *     bandwidth's for the rest; collectives get the target's collective parameters.
  *  3. layers: each task of a layer (structure.h) repeated L'/L times in
  *     place: its duration and host gap scaled by L'/L (the layer's measured
  *     time added or removed); the gradients grow with the parameters.
@@ -102,6 +108,9 @@ struct whatif_result {
      * dispatch): where a change shrinks the GPU's work below it, the step
      * is host-bound where a spec's estimate would not be */
     double host_exposed_ms;
+    /* taken off the traced host per step: the profiler's cost per operator
+     * it recorded (whatif.c PROFILER_OP_NS; 0 without such records) */
+    double profiler_ms;
     struct whatif_model_use models[WHATIF_MODEL_COUNT];
     /* Of the transformed graph's work, the share of its time a model gave
      * (0: all carried from traced durations, 1: all re-priced by a model),

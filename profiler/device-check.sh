@@ -12,7 +12,12 @@
 #                    training steps, timed (steps.csv) and traced;
 #   torch-steps-profiled/
 #                    the first of them under this profiler's injection,
-#                    and `stepcast replay` of its trace (replay.txt).
+#                    and `stepcast replay` of its trace (replay.txt);
+#   torch-steps-compile/, torch-steps-fsdp/
+#                    the first of them torch.compile'd, and sharded with
+#                    FSDP2 on this GPU (a process group of one), traced,
+#                    with `stepcast inspect` of each trace (inspect.txt):
+#                    real traces for the structure recovery.
 # Each step runs even when one before it failed. Ends with
 # `N passed, N failed` over the steps; exit status 1 on any failure, 2 when
 # there is no GPU or no nvcc (nothing measured).
@@ -60,6 +65,12 @@ if python3 -c 'import torch' >/dev/null 2>&1; then
             python3 profiler/torch-step.py --quick --nvtx --out "$2" &&
         build/stepcast replay "$2"/stepcast_*.pt.trace.json >"$2/replay.txt" 2>&1 && tail -3 "$2/replay.txt"' \
         sh "$lib" "$prof"
+    for mode in compile fsdp; do
+        step "torch-step --$mode, inspected" sh -c '
+            python3 profiler/torch-step.py --quick --precision bf16 --$1 --out "$2" &&
+            build/stepcast inspect "$2"/*.pt.trace.json >"$2/inspect.txt" 2>&1 && tail -12 "$2/inspect.txt"' \
+            sh "$mode" "$out/torch-steps-$mode"
+    done
 else
     echo "skip torch-step: python3 has no PyTorch"
 fi

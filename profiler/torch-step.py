@@ -5,7 +5,7 @@ model on the GPU at hand (profiler/README.md; what it measured on an H100
 and an H200 is in data/calibration/torch-steps).
 
     python3 profiler/torch-step.py --out DIR [--quick] [--nvtx] [--attention]
-                                   [--precision amp|bf16]
+                                   [--precision amp|bf16] [--compile] [--fsdp]
 
 For each model below (dense and grouped-query, plain and gated MLP), one
 GPU, eager PyTorch in mixed precision as training runs it (--precision
@@ -25,6 +25,16 @@ forward and backward over the shapes in ATTENTION (causal and not, head
 dimensions 64 and 128, grouped-query, 1K to 16K tokens), three times each
 under torch.profiler with record_shapes, into DIR/attention.pt.trace.json,
 for `stepcast calibrate traces` to fit the GPU's attention throughput.
+
+--compile runs each model through torch.compile (Inductor's kernels and
+compiled regions in its trace); --fsdp shards each block and the model
+with FSDP2 (torch.distributed.fsdp.fully_shard, PyTorch 2.6 and later)
+over the ranks torchrun gives (one when run alone: a process group of one,
+whose hooks, gathers and reduce-scatters still run and are traced). Either
+suffixes the model's name (-compile, -fsdp); under torchrun with more
+than one rank each rank writes its trace as <model>.rankN.pt.trace.json
+and rank 0 the table. They are for stepcast's structure recovery
+(`stepcast inspect`) on real torch.compile'd and FSDP steps.
 
 --nvtx profiles nothing itself: each step runs inside an NVTX range
 "ProfilerStep#N", for stepcast's own CUPTI profiler (CUDA_INJECTION64_PATH)
@@ -104,13 +114,47 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB).float(), labels.view(-1))
 
 
-def run_model(spec, out, nvtx, amp, say):
+def distributed():
+    """The rank and world size of a process group for FSDP (torchrun's, or
+    one of a single rank), set up once."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl", rank=int(os.environ.get("RANK", "0")),
+                                world_size=int(os.environ.get("WORLD_SIZE", "1")))
+    return dist.get_rank(), dist.get_world_size()
+
+
+def fsdp_wrap(model):
+    """Each block its own FSDP2 unit, and the model (embedding, final norm)
+    the root's."""
+    from torch.distributed.fsdp import fully_shard
+    distributed()
+    for blk in model.blocks:
+        fully_shard(blk)
+    fully_shard(model)
+    return model
+
+
+def run_model(spec, out, nvtx, amp, say, mode=""):
     name, layers, hidden, heads, kv_heads, ffn, mlp, seq, mb = spec
     torch.manual_seed(0)
     model = GPT(layers, hidden, heads, kv_heads, ffn, mlp).cuda()
     if not amp:
         model = model.to(torch.bfloat16)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    if "fsdp" in mode:
+        model = fsdp_wrap(model)
+    if "compile" in mode:
+        model = torch.compile(model)
+    for m in ("compile", "fsdp"):
+        if m in mode:
+            name += "-" + m
+    rank, world = distributed() if "fsdp" in mode else (0, 1)
+    # fused AdamW over FSDP's sharded (DTensor) parameters is not in every
+    # release: the default (foreach) there
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused="fsdp" not in mode)
     tokens = torch.randint(0, VOCAB, (mb, seq), device="cuda")
     labels = torch.randint(0, VOCAB, (mb, seq), device="cuda")
 
@@ -140,7 +184,7 @@ def run_model(spec, out, nvtx, amp, say):
     peak_gb = torch.cuda.max_memory_allocated() / 1e9
     if not nvtx:
         sched = torch.profiler.schedule(wait=0, warmup=1, active=1)
-        trace = os.path.join(out, name + ".pt.trace.json")
+        trace = os.path.join(out, name + (".rank%d" % rank if world > 1 else "") + ".pt.trace.json")
         with torch.profiler.profile(
                 activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
                 schedule=sched, record_shapes=True,
@@ -196,7 +240,10 @@ def main():
     ap.add_argument("--nvtx", action="store_true", help="NVTX step ranges, no torch.profiler")
     ap.add_argument("--attention", action="store_true", help="attention alone, traced")
     ap.add_argument("--precision", choices=("amp", "bf16"), default="amp")
+    ap.add_argument("--compile", action="store_true", help="each model through torch.compile")
+    ap.add_argument("--fsdp", action="store_true", help="each block and the model sharded with FSDP2")
     a = ap.parse_args()
+    mode = " ".join(m for m in ("compile", "fsdp") if getattr(a, m))
     if not torch.cuda.is_available():
         print("torch-step: no GPU here: nothing measured", file=sys.stderr)
         return 2
@@ -210,11 +257,14 @@ def main():
     rows = []
     t0 = time.time()
     for spec in MODELS[:1] if a.quick else MODELS:
-        rows.append(run_model(spec, a.out, a.nvtx, a.precision == "amp", say))
+        rows.append(run_model(spec, a.out, a.nvtx, a.precision == "amp", say, mode))
+    if a.fsdp and distributed()[0] != 0:
+        return 0
     with open(os.path.join(a.out, "steps.csv"), "w", newline="") as f:
-        f.write("# device: %s\n# torch %s, cuda %s, %s, eager, %s\n" %
+        f.write("# device: %s\n# torch %s, cuda %s, %s, %s, %s\n" %
                 (dev, torch.__version__, torch.version.cuda,
                  "bf16 autocast, fp32 parameters and AdamW" if a.precision == "amp" else "bf16",
+                 ", ".join(m for m in ("compile", "fsdp") if getattr(a, m)) or "eager",
                  "NVTX ranges" if a.nvtx else "torch.profiler"))
         w = csv.writer(f)
         w.writerow(["model", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "seq", "micro_batch",

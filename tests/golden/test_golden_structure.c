@@ -2,7 +2,8 @@
  * shared real traces (estimator/structure.h): DDP's gradient buckets and
  * buffer broadcasts, a partly torch.compile'd step, and the forward and
  * backward passes of the eager steps measured on H100
- * (data/calibration/torch-steps). Expected figures come from the traces'
+ * (data/calibration/torch-steps) and the operators the profiler recorded
+ * in their host gaps. Expected figures come from the traces'
  * README (../shared/traces/README.md) and the models' tables. */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "estimator/structure.h"
 #include "model/graph.h"
 #include "model/job.h"
+#include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/shared_traces.h"
@@ -101,12 +103,18 @@ TEST(golden_structure_eager_steps_forward_and_backward)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
             continue;
         }
+        size_t ops = 0; /* the operators torch.profiler recorded */
+        for (size_t e = 0; e < job->ranks[0]->n_events; e++)
+            ops += job->ranks[0]->events[e].kind == MODEL_EV_CPU_OP;
         if (th_structure_recover(job, "{\"tp\":1,\"pp\":1,\"dp\":1}", &r)) {
             th_structure_release(&r);
             continue;
         }
-        printf("     %s: %d layers, %d forward, %d backward\n", models[m].name, r.st.layers_per_rank,
-               r.st.layers_forward, r.st.layers_backward);
+        printf("     %s: %d layers, %d forward, %d backward, %zu of %zu operators in host gaps\n", models[m].name,
+               r.st.layers_per_rank, r.st.layers_forward, r.st.layers_backward, r.st.host_ops_total, ops);
+        /* nearly all begin before some runtime call of their thread (the
+         * last ones of the step launch nothing) */
+        CHECK(r.st.host_ops_total <= ops && r.st.host_ops_total >= ops * 9 / 10);
         CHECK_EQ_INT(r.st.layers_forward, models[m].layers);
         CHECK_EQ_INT(r.st.layers_backward, models[m].layers);
         CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_NONE);

@@ -1,6 +1,6 @@
 /* tests/golden/test_golden_whatif.c: what-ifs on traced jobs
  * (estimator/whatif.h): a no-op reproduces the replay on the shared
- * traces; the real pair trace_diff/control (A100, rank 3 of 8) ->
+ * traces, less the host time their profiler took; the real pair trace_diff/control (A100, rank 3 of 8) ->
  * trace_diff/test (V100, rank 1 of 2); on `stepcast synth` traces, each
  * kind of change against `stepcast estimate` of the changed spec, layers
  * adding their measured time, data-parallel changes moving each gradient
@@ -157,12 +157,31 @@ TEST(whatif_noop_reproduces_the_replay_on_the_shared_traces)
             sc_check_fail(__FILE__, __LINE__, "%s: %s", names[k], err.msg);
         CHECK_EQ_INT(rc, SC_OK);
         if (!rc) {
-            /* every step, not only the mean; the source graph untouched */
+            /* the steps together: the replay's, less at most the host time
+             * the profiler took (whatif.h, 0; a step whose host work ends
+             * sooner can start sooner, so a step alone may grow); the
+             * copy's host gaps short by exactly that, its durations the
+             * source's; the source graph untouched */
+            double gaps[2] = {0, 0}, durs[2] = {0, 0}, xs = 0, bs = 0;
+            double cut = r.profiler_ms * 1e6 * (double)(g->n_steps ? g->n_steps : 1);
             CHECK_EQ_INT(r.replay->n_steps, base->n_steps);
-            for (size_t s = 0; s < base->n_steps && s < r.replay->n_steps; s++)
-                CHECK_NEAR((double)r.replay->steps[s].replayed_ns, (double)base->steps[s].replayed_ns,
-                           0.005 * (double)base->steps[s].replayed_ns);
+            for (size_t s = 0; s < base->n_steps && s < r.replay->n_steps; s++) {
+                bs += (double)base->steps[s].replayed_ns;
+                xs += (double)r.replay->steps[s].replayed_ns;
+            }
+            if (!(xs <= bs * 1.005 && xs >= bs - cut - 0.005 * bs))
+                sc_check_fail(__FILE__, __LINE__, "%s: no-op steps %.3f ms, replay %.3f, the profiler's %.3f",
+                              names[k], xs / 1e6, bs / 1e6, cut / 1e6);
             CHECK(r.graph != g && r.graph->n_tasks == g->n_tasks);
+            for (uint32_t i = 0; i < g->n_tasks && r.graph->n_tasks == g->n_tasks; i++) {
+                gaps[0] += (double)g->tasks[i].gap;
+                gaps[1] += (double)r.graph->tasks[i].gap;
+                durs[0] += (double)g->tasks[i].dur;
+                durs[1] += (double)r.graph->tasks[i].dur;
+            }
+            CHECK_NEAR(gaps[1], gaps[0] - cut, (double)g->n_tasks);
+            CHECK_NEAR(durs[1], durs[0], (double)g->n_tasks);
+            printf("     %s: %.3f ms a step of host time the profiler took\n", names[k], r.profiler_ms);
             CHECK_NEAR(r.from_measured_ms, r.step_ms, 0.005 * r.step_ms);
             whatif_release(&r);
         }
@@ -1036,8 +1055,11 @@ TEST(whatif_tp_from_a_context_parallel_trace)
  *    quarter of its step (host-bound: the part is a bound, not a sum);
  *    pipelines keep the whole ratio (their host waits surface as bubbles);
  *  - from a traced step that itself waits on its host for a tenth of its
- *    time or more (the H100 machine's gpt-h1024: 4.2 ms of 27.9), every
- *    target keeps that pace: the whole ratio within 15%.
+ *    time or more, as replayed (the H100 machine's gpt-h1024: 4.2 ms of
+ *    27.0), every target keeps that host's pace less the profiler's share
+ *    the what-if takes off it (whatif.h, 0), where the estimate keeps its
+ *    stack's: the GPUs' part within 10%, a pipeline's whole ratio within
+ *    15%.
  * Each such case is printed with its figures and named. */
 TEST(whatif_roads_from_the_measured_eager_steps)
 {
@@ -1074,6 +1096,17 @@ TEST(whatif_roads_from_the_measured_eager_steps)
             REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
             REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
             REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+            /* the traced step's own wait on its (profiled) host, replayed */
+            struct model_replay_opts ro;
+            struct model_replay *traced;
+            double traced_host = 0, traced_ms = 0;
+            model_replay_opts_default(&ro);
+            REQUIRE(model_replay_run(g, &ro, &traced, &err) == SC_OK);
+            for (size_t k = 0; k < traced->n_steps; k++) {
+                traced_host += (double)traced->steps[k].breakdown.host;
+                traced_ms += (double)traced->steps[k].replayed_ns;
+            }
+            model_replay_free(traced);
             static const struct {
                 const char *set;
                 int tp, pp, dp, cp, m; /* the target; m micro-batches a step */
@@ -1108,16 +1141,18 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                  * host (the traced host's pace; the stack's in the estimate) */
                 double wd = (r.step_ms - r.host_exposed_ms) / (r0.step_ms - r0.host_exposed_ms),
                        ed = (e1 - eh1) / (e0 - eh0), dd = wd / ed - 1;
-                double hw = r.host_exposed_ms / r.step_ms, he = eh1 / e1, h0 = r0.host_exposed_ms / r0.step_ms;
+                double hw = r.host_exposed_ms / r.step_ms, he = eh1 / e1;
+                double h0 = traced_ms > 0 ? traced_host / traced_ms : 0;
                 /* which figure is held, and how close (the function's comment) */
                 int traced_bound = h0 >= 0.1, bound = hw >= 0.25 || he >= 0.25, differ = fabs(hw - he) >= 0.03;
-                int pp = goals[t].pp > 1, gpus_only = !traced_bound && !pp && (bound || differ);
-                double limit = traced_bound ? 0.15 : pp ? 0.06 : bound ? 0.10 : 0.05;
+                int pp = goals[t].pp > 1, gpus_only = !pp && (traced_bound || bound || differ);
+                double limit = pp ? (traced_bound ? 0.15 : 0.06) : traced_bound || bound ? 0.10 : 0.05;
                 double off = gpus_only ? dd : d;
-                const char *why = traced_bound ? " traced step host-bound"
-                                  : !gpus_only ? ""
-                                  : bound      ? " host-bound target, GPUs' part"
-                                               : " host paces differ, GPUs' part";
+                const char *why = traced_bound && pp ? " traced step host-bound"
+                                  : traced_bound ? " traced step host-bound, GPUs' part"
+                                  : !gpus_only   ? ""
+                                  : bound        ? " host-bound target, GPUs' part"
+                                                 : " host paces differ, GPUs' part";
                 printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%  GPUs only %+6.1f%%  (host waits "
                        "%.2f of %.2f ms; estimate %.2f of %.2f)%s\n",
                        gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, 100 * dd, r.host_exposed_ms, r.step_ms,

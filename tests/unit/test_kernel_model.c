@@ -105,6 +105,29 @@ TEST(kernel_model_memory_bound_kernels)
     CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_CAST, 1000, HW_FP8, HW_BF16), 3000, 0);
 }
 
+/* PyTorch's non-vectorised elementwise kernels: on an H100 or H200 (132
+ * SMs) a binary bf16 kernel over 58.7 M elements (the Llama step's
+ * multiplies on its chunked halves) is bound by the SMs' element rate, the
+ * same on both GPUs; over few elements per byte, by HBM as any other. */
+TEST(kernel_model_strided_elementwise)
+{
+    const struct hw_profile *h100 = gpu("h100-sxm"), *h200 = gpu("h200");
+    if (!h100 || !h200)
+        return;
+    struct kernel_params p;
+    struct sc_error err;
+    kernel_params_default(&p);
+    double n = 2.0 * 2048 * 14336, bytes = kernel_mem_bytes(KERNEL_MEM_BINARY, n, HW_BF16, HW_BF16);
+    double t100 = kernel_strided_us(&p, h100, n, bytes), t200 = kernel_strided_us(&p, h200, n, bytes);
+    CHECK_NEAR(t100, n / (132 * 2400.0), 1e-9);
+    CHECK_NEAR(t200, t100, 1e-9);
+    CHECK(t100 > kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us);
+    CHECK_NEAR(kernel_strided_us(&p, h100, 0, bytes), kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us, 1e-9);
+    p.strided_elements_per_sm_us = 0;
+    CHECK_EQ_INT(kernel_params_check(&p, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "strided_elements_per_sm_us");
+}
+
 TEST(kernel_model_attention)
 {
     const struct hw_profile *h100 = gpu("h100-sxm");
