@@ -264,6 +264,63 @@ static int by_track_time(const void *a, const void *b)
     return x->event < y->event ? -1 : x->event > y->event;
 }
 
+/* The end of the run in order by by_track_time that starts at v[i]. */
+static size_t run_end(const struct item *v, size_t i, size_t n)
+{
+    while (++i < n && by_track_time(&v[i - 1], &v[i]) <= 0)
+        ;
+    return i;
+}
+
+/* v[0..n) by by_track_time through w (room for n): a pass merging its runs
+ * already in order two by two, until one is left. One track's items come
+ * as a few long runs (traces write a thread's events in time order, in a
+ * few sections, and the step markers come last). */
+static void merge_runs(struct item *v, struct item *w, size_t n)
+{
+    for (size_t runs = 2; runs > 1;) {
+        runs = 0;
+        for (size_t i = 0; i < n; runs++) {
+            size_t m = run_end(v, i, n), e = m < n ? run_end(v, m, n) : n, x = i, y = m, o = i;
+            while (x < m && y < e)
+                w[o++] = by_track_time(&v[y], &v[x]) < 0 ? v[y++] : v[x++];
+            memcpy(w + o, v + x, (m - x) * sizeof *v);
+            memcpy(w + o + (m - x), v + y, (e - y) * sizeof *v);
+            i = e;
+        }
+        memcpy(v, w, n * sizeof *v);
+    }
+}
+
+/* items[0..n) by by_track_time: a stable pass by track (each below
+ * n_tracks), then each track's items (merge_runs). The same order as a
+ * sort of the whole by by_track_time, a total order, in fewer comparisons.
+ * -1 when out of memory. */
+static int sort_by_track_time(struct item *items, size_t n, size_t n_tracks)
+{
+    if (n < 2)
+        return 0;
+    struct item *tmp = malloc(n * sizeof *tmp);
+    size_t *at = calloc(n_tracks + 1, sizeof *at);
+    if (!tmp || !at) {
+        free(tmp);
+        free(at);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        at[items[i].track + 1]++;
+    for (size_t k = 0; k < n_tracks; k++)
+        at[k + 1] += at[k];
+    for (size_t i = 0; i < n; i++)
+        tmp[at[items[i].track]++] = items[i];
+    for (size_t k = 0, from = 0; k < n_tracks; from = at[k++]) /* at[k]: the end of track k's */
+        merge_runs(tmp + from, items + from, at[k] - from);
+    memcpy(items, tmp, n * sizeof *items);
+    free(tmp);
+    free(at);
+    return 0;
+}
+
 static int is_call(unsigned kind)
 {
     return kind == MODEL_EV_RUNTIME || kind == MODEL_EV_DRIVER;
@@ -317,7 +374,8 @@ static int rank_threads(struct builder *b, struct rank_build *r)
         items[n++] = (struct item){t->steps[k].start, 0, (uint32_t)k, step_track, 1, MODEL_TASK_MARKER};
         items[n++] = (struct item){t->steps[k].end, 0, (uint32_t)k, step_track, 0, MODEL_TASK_MARKER};
     }
-    sc_sort(items, n, sizeof *items, by_track_time);
+    if (sort_by_track_time(items, n, t->n_tracks))
+        goto oom;
     r->thread_lo = (uint32_t)b->n_res;
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
@@ -428,7 +486,8 @@ static int rank_streams(struct builder *b, struct rank_build *r)
                                                                      : MODEL_TASK_KERNEL;
         items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, kind};
     }
-    sc_sort(items, n, sizeof *items, by_track_time);
+    if (sort_by_track_time(items, n, t->n_tracks))
+        goto oom;
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
         if ((rc = new_res(b, r->rank, 1, track, r->origin)))
