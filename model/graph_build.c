@@ -264,36 +264,9 @@ static int by_track_time(const void *a, const void *b)
     return x->event < y->event ? -1 : x->event > y->event;
 }
 
-/* The end of the run in order by by_track_time that starts at v[i]. */
-static size_t run_end(const struct item *v, size_t i, size_t n)
-{
-    while (++i < n && by_track_time(&v[i - 1], &v[i]) <= 0)
-        ;
-    return i;
-}
-
-/* v[0..n) by by_track_time through w (room for n): a pass merging its runs
- * already in order two by two, until one is left. One track's items come
- * as a few long runs (traces write a thread's events in time order, in a
- * few sections, and the step markers come last). */
-static void merge_runs(struct item *v, struct item *w, size_t n)
-{
-    for (size_t runs = 2; runs > 1;) {
-        runs = 0;
-        for (size_t i = 0; i < n; runs++) {
-            size_t m = run_end(v, i, n), e = m < n ? run_end(v, m, n) : n, x = i, y = m, o = i;
-            while (x < m && y < e)
-                w[o++] = by_track_time(&v[y], &v[x]) < 0 ? v[y++] : v[x++];
-            memcpy(w + o, v + x, (m - x) * sizeof *v);
-            memcpy(w + o + (m - x), v + y, (e - y) * sizeof *v);
-            i = e;
-        }
-        memcpy(v, w, n * sizeof *v);
-    }
-}
-
 /* items[0..n) by by_track_time: a stable pass by track (each below
- * n_tracks), then each track's items (merge_runs). The same order as a
+ * n_tracks), then each track's items, which come as a few long runs in
+ * order (sc_sort_runs). The same order as a
  * sort of the whole by by_track_time, a total order, in fewer comparisons.
  * -1 when out of memory. */
 static int sort_by_track_time(struct item *items, size_t n, size_t n_tracks)
@@ -314,7 +287,7 @@ static int sort_by_track_time(struct item *items, size_t n, size_t n_tracks)
     for (size_t i = 0; i < n; i++)
         tmp[at[items[i].track]++] = items[i];
     for (size_t k = 0, from = 0; k < n_tracks; from = at[k++]) /* at[k]: the end of track k's */
-        merge_runs(tmp + from, items + from, at[k] - from);
+        sc_sort_runs(tmp + from, items + from, at[k] - from, sizeof *items, by_track_time);
     memcpy(items, tmp, n * sizeof *items);
     free(tmp);
     free(at);
@@ -743,47 +716,52 @@ static int is_pageable_htod(const char *name)
     return strstr(name, "Pageable") && (strstr(name, "HtoD") || strstr(name, "Pageable ->"));
 }
 
-static int cmp_name_dur(const void *a, const void *b)
+static int cmp_i64(const void *a, const void *b);
+
+/* An event's name's slot among n_names string ids: n_names for none. */
+static size_t name_slot(const struct model_trace *t, uint32_t event, size_t n_names)
 {
-    const int64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
+    uint32_t name = t->events[event].name;
+    return name < n_names ? name : n_names;
 }
 
+/* The median duration of each name of the rank's calls: their durations
+ * gathered by name (a counting pass over the trace's string ids, no id
+ * last), then each name's sorted. */
 static int api_medians(struct builder *b, struct rank_build *r, struct api_median *m)
 {
-    size_t n = 0;
-    int64_t *pairs = NULL;
+    size_t n = 0, n_names = r->t->strings.n;
     memset(m, 0, sizeof *m);
     for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
         n += b->res[res].n;
-    if (!(pairs = malloc((n ? n : 1) * 2 * sizeof *pairs)))
-        return OOM(b);
-    n = 0;
-    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
-        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
-            if (b->tasks[k].kind == MODEL_TASK_CALL) {
-                pairs[2 * n] = r->t->events[b->tasks[k].event].name;
-                pairs[2 * n + 1] = b->tasks[k].dur;
-                n++;
-            }
-    sc_sort(pairs, n, 2 * sizeof *pairs, cmp_name_dur);
+    int64_t *durs = malloc((n ? n : 1) * sizeof *durs);
+    size_t *at = calloc(n_names + 2, sizeof *at);
     m->name = malloc((n ? n : 1) * sizeof *m->name);
     m->median = malloc((n ? n : 1) * sizeof *m->median);
-    if (!m->name || !m->median) {
-        free(pairs);
+    if (!durs || !at || !m->name || !m->median) {
+        free(durs);
+        free(at);
         return OOM(b);
     }
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && pairs[2 * j] == pairs[2 * i])
-            j++;
-        m->name[m->n] = (uint32_t)pairs[2 * i];
-        m->median[m->n++] = pairs[2 * ((i + j) / 2) + 1];
-        i = j;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
+            if (b->tasks[k].kind == MODEL_TASK_CALL)
+                at[name_slot(r->t, b->tasks[k].event, n_names) + 1]++;
+    for (size_t q = 0; q <= n_names; q++)
+        at[q + 1] += at[q];
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
+            if (b->tasks[k].kind == MODEL_TASK_CALL)
+                durs[at[name_slot(r->t, b->tasks[k].event, n_names)]++] = b->tasks[k].dur;
+    for (size_t q = 0, from = 0; q <= n_names; from = at[q++]) { /* at[q]: the end of name q's */
+        if (at[q] == from)
+            continue;
+        sc_sort(durs + from, at[q] - from, sizeof *durs, cmp_i64);
+        m->name[m->n] = q < n_names ? (uint32_t)q : MODEL_NONE;
+        m->median[m->n++] = durs[from + (at[q] - from) / 2];
     }
-    free(pairs);
+    free(durs);
+    free(at);
     return SC_OK;
 }
 
