@@ -13,9 +13,14 @@
 #include "model/trace.h"
 #include "common/banned.h"
 
+double api_ms(int64_t ns)
+{
+    return round((double)ns) / 1e6;
+}
+
 json_t *api_json_ms(int64_t ns)
 {
-    return json_real(round((double)ns) / 1e6);
+    return json_real(api_ms(ns));
 }
 
 static json_t *str_or_null(const struct model_trace *t, uint32_t id)

@@ -34,5 +34,7 @@ json_t *api_collectives_json(const struct model_graph *g);
 
 /* ns -> ms, rounded to the nanosecond, as a JSON real. */
 json_t *api_json_ms(int64_t ns);
+/* The same value as a double: what a reader of the documents gets back. */
+double api_ms(int64_t ns);
 
 #endif

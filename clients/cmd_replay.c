@@ -167,7 +167,8 @@ int cmd_critical_path(int argc, char **argv)
     int json, rc = prepare(argc, argv, "critical-path", path_usage, &run, &json, NULL);
     if (rc)
         return rc < 0 ? 0 : rc;
-    rc = cli_print_doc(api_critical_path_json(run.replay), json, cli_print_critical_path);
+    rc = json ? cli_print_doc(api_critical_path_json(run.replay), 1, cli_print_critical_path)
+              : cli_print_critical_path_replay(run.replay);
     cli_run_release(&run);
     return rc;
 }

@@ -1,15 +1,22 @@
 /* clients/replay_print.c: the replay and critical-path documents as text
  * (replay_print.h). They print from the JSON documents, so the local
  * commands and the remote ones (which get those documents from stepcastd)
- * show the same tables. */
+ * show the same tables; the critical path's summary is also printed
+ * straight from a local replay, grouped the same way, which spares making
+ * the document of its every segment. */
 #include "clients/replay_print.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/inspect_json.h"
+#include "api/replay_json.h"
 #include "clients/cli.h"
 #include "clients/table.h"
+#include "model/graph.h"
+#include "model/replay.h"
 #include "common/banned.h"
 
 int cli_print_doc(json_t *doc, int json, int (*as_text)(const json_t *))
@@ -132,6 +139,24 @@ static int group_by_ms(const void *a, const void *b)
     return (x->ms < y->ms) - (x->ms > y->ms);
 }
 
+/* The groups of a step's path (g[0..used), taken), the longest first:
+ * the top path_top of them. */
+static void print_groups(struct path_group *g, size_t used, double step_ms)
+{
+    qsort(g, used, sizeof *g, group_by_ms);
+    size_t shown = (size_t)path_top < used ? (size_t)path_top : used;
+    struct cli_table tb;
+    cli_table_init(&tb, "ms", "share", "count", "bound", "task", NULL);
+    for (size_t j = 0; j < shown; j++)
+        cli_table_rowf(&tb, "%.3f|%.1f%%|%zu|%s|%.80s", g[j].ms, step_ms > 0 ? 100 * g[j].ms / step_ms : 0,
+                       g[j].count, g[j].bound, g[j].task);
+    cli_table_print(&tb, stdout, "  ");
+    cli_table_release(&tb);
+    if (shown < used)
+        printf("  ... %zu more kinds of task on the path; --top N shows more, --all lists the path in order\n",
+               used - shown);
+}
+
 /* The path's time grouped by bound and task name, the longest first: the
  * top path_top of them. */
 static int print_path_summary(const json_t *path, double step_ms)
@@ -153,20 +178,16 @@ static int print_path_summary(const json_t *path, double step_ms)
         g[j].count++;
         g[j].ms += ms;
     }
-    qsort(g, used, sizeof *g, group_by_ms);
-    size_t shown = (size_t)path_top < used ? (size_t)path_top : used;
-    struct cli_table tb;
-    cli_table_init(&tb, "ms", "share", "count", "bound", "task", NULL);
-    for (size_t j = 0; j < shown; j++)
-        cli_table_rowf(&tb, "%.3f|%.1f%%|%zu|%s|%.80s", g[j].ms, step_ms > 0 ? 100 * g[j].ms / step_ms : 0,
-                       g[j].count, g[j].bound, g[j].task);
-    cli_table_print(&tb, stdout, "  ");
-    cli_table_release(&tb);
-    if (shown < used)
-        printf("  ... %zu more kinds of task on the path; --top N shows more, --all lists the path in order\n",
-               used - shown);
+    print_groups(g, used, step_ms);
     free(g);
     return 0;
+}
+
+/* A step's first line, up to its time by bound. */
+static void print_step_head(size_t i, long long rank, const char *step, double replayed_ms, size_t n)
+{
+    printf("%srank %lld %s: %.3f ms replayed, %zu tasks on the critical path;", i ? "\n" : "", rank, step,
+           replayed_ms, n);
 }
 
 int cli_critical_path_option(const char *cmd, int opt, const char *arg)
@@ -195,9 +216,8 @@ int cli_print_critical_path(const json_t *doc)
         const json_t *v, *path = json_object_get(s, "path");
         const char *bound;
         size_t k;
-        printf("%srank %lld %s: %.3f ms replayed, %zu tasks on the critical path;", i ? "\n" : "",
-               cli_json_int(s, "rank"), cli_json_str(s, "step", ""), cli_json_num(s, "replayed_ms"),
-               json_array_size(path));
+        print_step_head(i, cli_json_int(s, "rank"), cli_json_str(s, "step", ""), cli_json_num(s, "replayed_ms"),
+                        json_array_size(path));
         json_object_foreach((json_t *)json_object_get(s, "by_bound"), bound, v)
             printf(" %s %.3f", bound, json_number_value(v));
         printf("\n");
@@ -214,6 +234,93 @@ int cli_print_critical_path(const json_t *doc)
                            cli_json_str(v, "resource", ""), cli_json_str(v, "wait", cli_json_str(v, "task", "")));
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);
+    }
+    return 0;
+}
+
+/* A group of a replayed path, found by its bound and the interned name of
+ * its task (or of the GPU work a host wait was on): names are interned
+ * once in the graph, so equal names are the same pointer. */
+struct group_key {
+    const char *name;
+    uint8_t bound, wait;
+};
+
+static size_t key_hash(const struct group_key *k, size_t mask)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)k->name >> 3) * 0x9E3779B97F4A7C15ull;
+    return (size_t)((h >> 32) ^ (h ^ ((uint64_t)k->bound << 1 | k->wait)) * 0xC2B2AE3D27D4EB4Full) & mask;
+}
+
+/* Step s's path grouped as print_path_summary groups the document's, in
+ * the same order, from the replay itself. */
+static int print_replay_summary(const struct model_replay *r, const struct model_replay_step *s)
+{
+    const struct model_graph *g = r->g;
+    size_t n = s->path_n, used = 0, cap = 16;
+    int rc = 1;
+    while (cap < 2 * n)
+        cap *= 2;
+    struct path_group *gr = calloc(n ? n : 1, sizeof *gr);
+    struct group_key *keys = calloc(n ? n : 1, sizeof *keys);
+    uint32_t *slot = calloc(cap, sizeof *slot); /* group index + 1; 0: free */
+    char **waits = calloc(n ? n : 1, sizeof *waits);
+    size_t n_waits = 0;
+    if (!gr || !keys || !slot || !waits)
+        goto out;
+    for (size_t k = s->path_first; k < s->path_first + n; k++) {
+        const struct model_replay_segment *sg = &r->segments[k];
+        struct group_key key = {.bound = sg->bound, .wait = sg->edge == MODEL_EDGE_HOST_POLL};
+        key.name = model_graph_str(g, g->src[key.wait ? sg->on : sg->task].name);
+        size_t h = key_hash(&key, cap - 1);
+        uint32_t j;
+        while ((j = slot[h]) && (keys[j - 1].name != key.name || keys[j - 1].bound != key.bound ||
+                                 keys[j - 1].wait != key.wait))
+            h = (h + 1) & (cap - 1);
+        if (!j) {
+            const char *task = key.name;
+            if (key.wait) { /* as the document words it (api_critical_path_json) */
+                char wait[160];
+                snprintf(wait, sizeof wait, "host waits on %s", key.name);
+                if (!(task = waits[n_waits++] = strdup(wait)))
+                    goto out;
+            }
+            keys[used] = key;
+            gr[used++] = (struct path_group){model_bound_name((enum model_bound)sg->bound), task, 0, 0};
+            slot[h] = j = (uint32_t)used;
+        }
+        gr[j - 1].count++;
+        gr[j - 1].ms += api_ms(sg->end - s->start) - api_ms(sg->start - s->start);
+    }
+    print_groups(gr, used, api_ms(s->replayed_ns));
+    rc = 0;
+out:
+    for (size_t k = 0; k < n_waits; k++)
+        free(waits[k]);
+    free(waits);
+    free(slot);
+    free(keys);
+    free(gr);
+    return rc;
+}
+
+int cli_print_critical_path_replay(const struct model_replay *r)
+{
+    if (path_top == CLI_PATH_ALL)
+        return cli_print_doc(api_critical_path_json(r), 0, cli_print_critical_path);
+    const struct model_graph *g = r->g;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const struct model_replay_step *s = &r->steps[i];
+        int64_t by[MODEL_BOUND_COUNT] = {0};
+        for (size_t k = s->path_first; k < s->path_first + s->path_n; k++)
+            by[r->segments[k].bound] += r->segments[k].end - r->segments[k].start;
+        print_step_head(i, g->ranks[s->rank].id, model_graph_str(g, g->steps[i].name), api_ms(s->replayed_ns),
+                        s->path_n);
+        for (int b = 0; b < MODEL_BOUND_COUNT; b++)
+            printf(" %s %.3f", model_bound_name((enum model_bound)b), api_ms(by[b]));
+        printf("\n");
+        if (print_replay_summary(r, s))
+            return 1;
     }
     return 0;
 }

@@ -17,6 +17,10 @@ int cli_print_whatif_replay(const json_t *doc);
  * count --top gave, cli_critical_path_option); --all lists every entry in
  * order. */
 int cli_print_critical_path(const json_t *doc);
+/* The same text straight from a replay (model/replay.h), without making
+ * the document of every segment: what the local command prints. */
+struct model_replay;
+int cli_print_critical_path_replay(const struct model_replay *r);
 #define CLI_PATH_TOP_DEFAULT 10
 #define CLI_PATH_ALL (-1L)
 /* "--top N" or "--all" (opt 'T' with its argument, or 'A'): sets what the

@@ -1,9 +1,11 @@
-/* common/vec.c: doubling growth for malloc'd arrays (vec.h). */
+/* common/vec.c: doubling growth for malloc'd arrays, and a sort of what
+ * comes in runs (vec.h). */
 #include "common/vec.h"
 
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/banned.h"
 
@@ -27,4 +29,43 @@ int sc_vec_reserve(void **arr, size_t *cap, size_t need, size_t elem)
     *arr = p;
     *cap = n;
     return 0;
+}
+
+/* The end of the run in order that starts at element i. */
+static size_t run_end(const char *v, size_t i, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    while (++i < n && cmp(v + (i - 1) * size, v + i * size) <= 0)
+        ;
+    return i;
+}
+
+void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    char *v = base, *w = tmp;
+    for (size_t runs = 2; n > 1 && runs > 1;) {
+        runs = 0;
+        for (size_t i = 0; i < n; runs++) {
+            size_t m = run_end(v, i, n, size, cmp), e = m < n ? run_end(v, m, n, size, cmp) : n;
+            size_t x = i, y = m, o = i;
+            while (x < m && y < e) {
+                size_t *from, k;
+                if (cmp(v + y * size, v + x * size) < 0) { /* the right side's, up to v[x] */
+                    for (k = y + 1; k < e && cmp(v + k * size, v + x * size) < 0; k++)
+                        ;
+                    from = &y;
+                } else { /* the left side's, up to v[y] */
+                    for (k = x + 1; k < m && cmp(v + y * size, v + k * size) >= 0; k++)
+                        ;
+                    from = &x;
+                }
+                memcpy(w + o * size, v + *from * size, (k - *from) * size);
+                o += k - *from;
+                *from = k;
+            }
+            memcpy(w + o * size, v + x * size, (m - x) * size);
+            memcpy(w + (o + m - x) * size, v + y * size, (e - y) * size);
+            i = e;
+        }
+        memcpy(v, w, n * size);
+    }
 }

@@ -211,6 +211,42 @@ static int looks_like_tar(const char *path, const unsigned char *head, size_t n)
     return 0;
 }
 
+/* Whether a 512-byte block is a tar header: its checksum field (octal, at
+ * 148) is the sum of its bytes with that field as spaces. */
+static int tar_checksum_ok(const unsigned char *h)
+{
+    unsigned long sum = 0, want = 0;
+    size_t i = 148;
+    for (size_t k = 0; k < 512; k++)
+        sum += k >= 148 && k < 156 ? ' ' : h[k];
+    while (i < 156 && h[i] == ' ')
+        i++;
+    if (i == 156 || h[i] < '0' || h[i] > '7')
+        return 0;
+    for (; i < 156 && h[i] >= '0' && h[i] <= '7'; i++)
+        want = want * 8 + (unsigned long)(h[i] - '0');
+    return sum == want;
+}
+
+/* Whether path holds, decompressed when gzip, a JSON text ('{' or '[' after
+ * white space) that no tar header starts: a trace, which spares loading
+ * libarchive (and reading through it) to ask whether it is an archive. */
+static int json_not_tar(const char *path)
+{
+    unsigned char buf[512];
+    struct model_stream *raw = NULL, *s = NULL;
+    struct sc_error ignored;
+    size_t n = 0, i = 0;
+    if (model_stream_open_file(path, &raw, &ignored) || model_stream_open_decoded(raw, 1, &s, &ignored))
+        return 0;
+    for (ssize_t got = 1; n < sizeof buf && got > 0; n += got > 0 ? (size_t)got : 0)
+        got = model_stream_read(s, buf + n, sizeof buf - n, &ignored);
+    model_stream_close(s);
+    while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    return i < n && (buf[i] == '{' || buf[i] == '[') && (n < sizeof buf || !tar_checksum_ok(buf));
+}
+
 int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
 {
     struct model_archive *m = NULL;
@@ -224,6 +260,8 @@ int model_archive_is_tar(const char *path, int *yes, struct sc_error *err)
                             path, strerror(errno));
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
+    if (json_not_tar(path))
+        return SC_OK;
     if (sc_dynlib_load(&la_lib, err)) {
         /* without libarchive, plain and gzipped traces still read: only what
          * looks like a tar archive is refused */

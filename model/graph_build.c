@@ -264,6 +264,36 @@ static int by_track_time(const void *a, const void *b)
     return x->event < y->event ? -1 : x->event > y->event;
 }
 
+/* items[0..n) by by_track_time: a stable pass by track (each below
+ * n_tracks), then each track's items, which come as a few long runs in
+ * order (sc_sort_runs). The same order as a
+ * sort of the whole by by_track_time, a total order, in fewer comparisons.
+ * -1 when out of memory. */
+static int sort_by_track_time(struct item *items, size_t n, size_t n_tracks)
+{
+    if (n < 2)
+        return 0;
+    struct item *tmp = malloc(n * sizeof *tmp);
+    size_t *at = calloc(n_tracks + 1, sizeof *at);
+    if (!tmp || !at) {
+        free(tmp);
+        free(at);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        at[items[i].track + 1]++;
+    for (size_t k = 0; k < n_tracks; k++)
+        at[k + 1] += at[k];
+    for (size_t i = 0; i < n; i++)
+        tmp[at[items[i].track]++] = items[i];
+    for (size_t k = 0, from = 0; k < n_tracks; from = at[k++]) /* at[k]: the end of track k's */
+        sc_sort_runs(tmp + from, items + from, at[k] - from, sizeof *items, by_track_time);
+    memcpy(items, tmp, n * sizeof *items);
+    free(tmp);
+    free(at);
+    return 0;
+}
+
 static int is_call(unsigned kind)
 {
     return kind == MODEL_EV_RUNTIME || kind == MODEL_EV_DRIVER;
@@ -317,7 +347,8 @@ static int rank_threads(struct builder *b, struct rank_build *r)
         items[n++] = (struct item){t->steps[k].start, 0, (uint32_t)k, step_track, 1, MODEL_TASK_MARKER};
         items[n++] = (struct item){t->steps[k].end, 0, (uint32_t)k, step_track, 0, MODEL_TASK_MARKER};
     }
-    sc_sort(items, n, sizeof *items, by_track_time);
+    if (sort_by_track_time(items, n, t->n_tracks))
+        goto oom;
     r->thread_lo = (uint32_t)b->n_res;
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
@@ -428,7 +459,8 @@ static int rank_streams(struct builder *b, struct rank_build *r)
                                                                      : MODEL_TASK_KERNEL;
         items[n++] = (struct item){e->ts, e->dur, (uint32_t)i, e->track, 2, kind};
     }
-    sc_sort(items, n, sizeof *items, by_track_time);
+    if (sort_by_track_time(items, n, t->n_tracks))
+        goto oom;
     for (size_t i = 0; i < n;) {
         uint32_t track = items[i].track;
         if ((rc = new_res(b, r->rank, 1, track, r->origin)))
@@ -684,47 +716,52 @@ static int is_pageable_htod(const char *name)
     return strstr(name, "Pageable") && (strstr(name, "HtoD") || strstr(name, "Pageable ->"));
 }
 
-static int cmp_name_dur(const void *a, const void *b)
+static int cmp_i64(const void *a, const void *b);
+
+/* An event's name's slot among n_names string ids: n_names for none. */
+static size_t name_slot(const struct model_trace *t, uint32_t event, size_t n_names)
 {
-    const int64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
+    uint32_t name = t->events[event].name;
+    return name < n_names ? name : n_names;
 }
 
+/* The median duration of each name of the rank's calls: their durations
+ * gathered by name (a counting pass over the trace's string ids, no id
+ * last), then each name's sorted. */
 static int api_medians(struct builder *b, struct rank_build *r, struct api_median *m)
 {
-    size_t n = 0;
-    int64_t *pairs = NULL;
+    size_t n = 0, n_names = r->t->strings.n;
     memset(m, 0, sizeof *m);
     for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
         n += b->res[res].n;
-    if (!(pairs = malloc((n ? n : 1) * 2 * sizeof *pairs)))
-        return OOM(b);
-    n = 0;
-    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
-        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
-            if (b->tasks[k].kind == MODEL_TASK_CALL) {
-                pairs[2 * n] = r->t->events[b->tasks[k].event].name;
-                pairs[2 * n + 1] = b->tasks[k].dur;
-                n++;
-            }
-    sc_sort(pairs, n, 2 * sizeof *pairs, cmp_name_dur);
+    int64_t *durs = malloc((n ? n : 1) * sizeof *durs);
+    size_t *at = calloc(n_names + 2, sizeof *at);
     m->name = malloc((n ? n : 1) * sizeof *m->name);
     m->median = malloc((n ? n : 1) * sizeof *m->median);
-    if (!m->name || !m->median) {
-        free(pairs);
+    if (!durs || !at || !m->name || !m->median) {
+        free(durs);
+        free(at);
         return OOM(b);
     }
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && pairs[2 * j] == pairs[2 * i])
-            j++;
-        m->name[m->n] = (uint32_t)pairs[2 * i];
-        m->median[m->n++] = pairs[2 * ((i + j) / 2) + 1];
-        i = j;
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
+            if (b->tasks[k].kind == MODEL_TASK_CALL)
+                at[name_slot(r->t, b->tasks[k].event, n_names) + 1]++;
+    for (size_t q = 0; q <= n_names; q++)
+        at[q + 1] += at[q];
+    for (uint32_t res = r->thread_lo; res < r->thread_hi; res++)
+        for (uint32_t k = b->res[res].first; k < b->res[res].first + b->res[res].n; k++)
+            if (b->tasks[k].kind == MODEL_TASK_CALL)
+                durs[at[name_slot(r->t, b->tasks[k].event, n_names)]++] = b->tasks[k].dur;
+    for (size_t q = 0, from = 0; q <= n_names; from = at[q++]) { /* at[q]: the end of name q's */
+        if (at[q] == from)
+            continue;
+        sc_sort(durs + from, at[q] - from, sizeof *durs, cmp_i64);
+        m->name[m->n] = q < n_names ? (uint32_t)q : MODEL_NONE;
+        m->median[m->n++] = durs[from + (at[q] - from) / 2];
     }
-    free(pairs);
+    free(durs);
+    free(at);
     return SC_OK;
 }
 

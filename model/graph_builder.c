@@ -679,7 +679,12 @@ static int layout(struct model_gb *gb, struct model_graph *g, uint32_t *to, uint
     }
     free(gb->order); /* the keys are all that is needed of it */
     gb->order = NULL;
-    sc_sort(k, n, sizeof *k, by_order_key);
+    /* each resource's keys rise: a few long runs */
+    struct order_key *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted)
+        goto oom;
+    sc_sort_runs(k, sorted, n, sizeof *k, by_order_key);
+    free(sorted);
     for (uint32_t j = 0; j < n; j++) {
         assert(j == 0 || by_order_key(&k[j - 1], &k[j]) < 0);
         to[k[j].i] = j;

@@ -125,6 +125,56 @@ TEST(common_vec_grows_and_refuses_overflow)
     sc_sort(NULL, 0, sizeof(int), NULL); /* an empty array may be NULL */
 }
 
+struct run_item {
+    int64_t key;
+    uint32_t seq; /* its place in the input: what stability keeps */
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct run_item *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static int by_key_seq(const void *a, const void *b)
+{
+    const struct run_item *x = a, *y = b;
+    int c = by_key(a, b);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* sc_sort_runs against qsort by (key, place): the order of a stable sort,
+ * on input that is one run, a few long runs (equal keys across them),
+ * reversed, and random. */
+TEST(common_sort_runs_is_a_stable_sort)
+{
+    enum { N = 3000 };
+    struct run_item *v = malloc(N * sizeof *v), *want = malloc(N * sizeof *want), *tmp = malloc(N * sizeof *tmp);
+    REQUIRE(v && want && tmp);
+    uint32_t seed = 12345;
+    for (int shape = 0; shape < 4; shape++) {
+        for (uint32_t i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            int64_t key = shape == 0   ? (int64_t)i
+                          : shape == 1 ? (int64_t)(i % 700) / 3 /* runs of 700, keys repeat */
+                          : shape == 2 ? (int64_t)(N - i)
+                                       : (int64_t)(seed >> 16) % 97;
+            v[i] = want[i] = (struct run_item){key, i};
+        }
+        qsort(want, N, sizeof *want, by_key_seq);
+        sc_sort_runs(v, tmp, N, sizeof *v, by_key);
+        size_t bad = 0;
+        for (size_t i = 0; i < N; i++)
+            bad += v[i].key != want[i].key || v[i].seq != want[i].seq;
+        CHECK_EQ_INT(bad, 0);
+    }
+    sc_sort_runs(v, tmp, 1, sizeof *v, by_key); /* one element: nothing to do */
+    sc_sort_runs(NULL, NULL, 0, sizeof *v, by_key);
+    free(v);
+    free(want);
+    free(tmp);
+}
+
 TEST(common_i64map_put_get_replace)
 {
     struct sc_i64map m = SC_I64MAP_INIT;
