@@ -21,6 +21,7 @@
 #include "clients/cli.h"
 #include "clients/remote.h"
 #include "estimator/estimate.h"
+#include "estimator/request_resolve.h"
 #include "common/banned.h"
 
 static double num(const json_t *o, const char *key)
@@ -67,48 +68,50 @@ static void print_text(const json_t *d, const char *gpu)
         printf("time to train: %.1f days at this step time, without failures\n", num(d, "time_to_train_days"));
 }
 
-/* cluster.profile: the file as named, else NAME.json in `dir`. */
-static int read_profile(const char *name, const char *dir, char **text, size_t *n, struct sc_error *err)
+/* The file lookup of a spec's cluster.profile (estimator/request_resolve.h):
+ * the file as named, else NAME.json in the --calibrations directory
+ * (ctx, may be NULL). */
+static int find_profile_file(void *ctx, const char *name, struct est_profile_found *found, struct sc_error *err)
 {
+    const char *dir = ctx;
     char path[4096];
     int rc;
     if (!dir || access(name, F_OK) == 0 || strchr(name, '/'))
-        rc = cli_read_file(name, 16 << 20, text, n, err);
+        rc = cli_read_file(name, 16 << 20, &found->document, &found->len, err);
     else if (snprintf(path, sizeof path, "%s/%s.json", dir, name), access(path, F_OK) != 0)
         return sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no file '%s', nor '%s'", name, path);
     else
-        rc = cli_read_file(path, 16 << 20, text, n, err);
+        rc = cli_read_file(path, 16 << 20, &found->document, &found->len, err);
     return rc ? sc_error_prefix(err, "cluster.profile") : SC_OK;
 }
 
 int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
                    struct est_costs *costs)
 {
+    struct est_profile_lookup files = {find_profile_file, (void *)calibrations};
+    enum est_request_fault fault;
     struct sc_error err;
-    int rc;
-    est_costs_default(hw, spec, costs);
-    if (spec->cluster.profile[0]) {
-        char *profile = NULL;
-        size_t len;
-        rc = read_profile(spec->cluster.profile, calibrations, &profile, &len, &err);
-        if (!rc)
-            rc = est_costs_apply_profile(costs, profile, len, spec->cluster.gpu, &err);
-        free(profile);
-        if (rc)
-            return cli_fail(&err);
-    }
+    if (est_request_costs(spec, hw, &files, costs, NULL, &fault, &err))
+        return cli_fail(&err);
     return 0;
 }
 
 int cli_load_spec(const char *text, size_t n, const char *source, const char *calibrations, struct est_spec *spec,
                   const struct hw_profile **hw, struct est_costs *costs)
 {
+    struct est_profile_lookup files = {find_profile_file, (void *)calibrations};
+    struct est_request req;
     struct sc_error err;
-    if (est_spec_load(text, n, spec, hw, &err)) {
-        sc_error_prefix(&err, "%s", source);
+    if (est_request_resolve(text, n, 0, &files, &req, &err)) {
+        if (req.fault == EST_REQUEST_SPEC)
+            sc_error_prefix(&err, "%s", source);
         return cli_fail(&err);
     }
-    return cli_spec_costs(spec, *hw, calibrations, costs);
+    *spec = req.spec;
+    *hw = req.hw;
+    *costs = req.costs;
+    est_request_release(&req);
+    return 0;
 }
 
 int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,

@@ -11,7 +11,7 @@
 
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/traced.h"
+#include "estimator/model_open.h"
 #include "clients/cli.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
@@ -38,23 +38,32 @@ static const char path_usage[] =
 void cli_run_release(struct cli_run *r)
 {
     model_replay_free(r->replay);
-    est_traced_release(&r->model);
-    model_job_free(r->job);
+    est_model_close(r->model);
     memset(r, 0, sizeof *r);
+}
+
+int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                    const struct model_graph_opts *go, int keep_traces, struct est_traced_model **out)
+{
+    struct est_model_options o = {.load = *lo, .graph = *go, .keep_traces = keep_traces};
+    struct sc_error err;
+    return est_model_open(paths, n, &o, NULL, NULL, out, &err) ? cli_fail(&err) : 0;
 }
 
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
                    const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
-                   struct cli_run *run, struct sc_error *err)
+                   struct cli_run *run)
 {
-    struct model_graph_load gl = {.load = lo};
+    struct sc_error err;
+    int rc;
     memset(run, 0, sizeof *run);
-    if (est_traced_build(paths, n, &gl, go, keep_traces, &run->job, &run->model, err) ||
-        (ro->waits = run->model.waits, model_replay_run(run->model.graph, ro, &run->replay, err))) {
+    if ((rc = cli_open_traces(paths, n, lo, go, keep_traces, &run->model)))
+        return rc;
+    if (est_model_replay(run->model, ro, &run->replay, &err)) {
         cli_run_release(run);
-        return err->code;
+        return cli_fail(&err);
     }
-    return SC_OK;
+    return 0;
 }
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
@@ -120,10 +129,8 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
     /* a timeline writes the trace's events again */
-    if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
-                       timeline && *timeline, run, &err))
-        return cli_fail(&err);
-    return 0;
+    return cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
+                          timeline && *timeline, run);
 }
 
 int cli_write_timelines(const struct model_replay *r, const char *dir)

@@ -13,6 +13,7 @@
 #include "clients/replay_print.h"
 #include "clients/table.h"
 #include "estimator/job_config.h"
+#include "estimator/model_open.h"
 #include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
@@ -141,22 +142,18 @@ int cmd_whatif(int argc, char **argv)
         return cli_usage_error("whatif", "no trace given");
     if ((rc = cli_load_job_config(config, &cfg)))
         return rc;
-    struct model_job *job = NULL;
-    struct est_traced t;
+    struct est_traced_model *m;
     struct whatif_result r;
-    struct model_graph_load gl = {.load = &lo};
-    if (est_traced_build((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go, 1, &job, &t, &err) ||
-        whatif_run(t.graph, &cfg, &set, &r, &err)) {
-        est_traced_release(&t);
-        model_job_free(job);
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &m)))
+        return rc;
+    if (est_model_whatif(m, NULL, &cfg, &set, &r, &err)) {
+        est_model_close(m);
         return cli_fail(&err);
     }
-    const struct model_graph *g = t.graph;
     struct synth_compare cmp;
-    if (compare && synth_compare(g, &cfg, r.structure.gpu, &cmp, &err)) {
+    if (compare && synth_compare(est_model_graph(m), &cfg, r.structure.gpu, &cmp, &err)) {
         whatif_release(&r);
-        est_traced_release(&t);
-        model_job_free(job);
+        est_model_close(m);
         return cli_fail(&err);
     }
     json_t *doc = api_whatif_json(&r, price);
@@ -175,8 +172,7 @@ int cmd_whatif(int argc, char **argv)
         rc = cli_write_timelines(r.replay, timeline);
     json_decref(doc);
     whatif_release(&r);
-    est_traced_release(&t);
-    model_job_free(job);
+    est_model_close(m);
     return rc;
 }
 
