@@ -1,8 +1,7 @@
-/* clients/cli.h: what the stepcast subcommands share.
- *
- * Each subcommand is `int cmd_<name>(int argc, char **argv)` returning the
- * process exit status: 0 success, 2 invalid input or usage, 1 anything
- * else. Errors go to stderr as "stepcast: <message>". */
+/* clients/cli.h: what the stepcast subcommands share, all of it defined
+ * in clients/cli.c. The subcommands themselves are in clients/commands.h.
+ * Exit statuses: 0 success, 2 invalid input or usage, 1 anything else.
+ * Errors go to stderr as "stepcast: <message>". */
 #ifndef CLIENTS_CLI_H
 #define CLIENTS_CLI_H
 
@@ -12,22 +11,6 @@
 struct model_job;
 struct model_load_opts;
 struct model_graph_opts;
-
-int cmd_inspect(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_critical_path(int argc, char **argv);
-int cmd_hardware(int argc, char **argv);
-int cmd_calibrate(int argc, char **argv);
-int cmd_spec(int argc, char **argv);
-int cmd_estimate(int argc, char **argv);
-int cmd_synth(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_opportunities(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_ab(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_whatif(int argc, char **argv);
-int cmd_export(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);

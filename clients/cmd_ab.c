@@ -21,6 +21,7 @@
 
 #include "api/ab_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"

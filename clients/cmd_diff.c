@@ -17,6 +17,7 @@
 
 #include "api/diff_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "estimator/model_open.h"
@@ -65,20 +66,6 @@ static int print_diff(const json_t *doc)
     print_kernels("removed (in A only)", json_object_get(kernels, "removed"));
     print_kernels("re-timed", json_object_get(kernels, "retimed"));
     return 0;
-}
-
-int cli_open_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
-                  struct est_traced_model *m[2])
-{
-    int rc = 0;
-    m[0] = m[1] = NULL;
-    for (int k = 0; k < 2 && rc == 0; k++)
-        rc = cli_open_traces((const char *const *)paths + k, 1, lo, go, 0, &m[k]);
-    if (rc) {
-        est_model_close(m[0]);
-        m[0] = NULL;
-    }
-    return rc;
 }
 
 int cmd_diff(int argc, char **argv)

@@ -19,6 +19,7 @@
 
 #include "api/estimate_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/estimate.h"
 #include "estimator/request_resolve.h"
@@ -66,83 +67,6 @@ static void print_text(const json_t *d, const char *gpu)
     printf("\n");
     if (json_is_number(json_object_get(d, "time_to_train_days")))
         printf("time to train: %.1f days at this step time, without failures\n", num(d, "time_to_train_days"));
-}
-
-/* The file lookup of a spec's cluster.profile (estimator/request_resolve.h):
- * the file as named, else NAME.json in the --calibrations directory
- * (ctx, may be NULL). */
-static int find_profile_file(void *ctx, const char *name, struct est_profile_found *found, struct sc_error *err)
-{
-    const char *dir = ctx;
-    char path[4096];
-    int rc;
-    if (!dir || access(name, F_OK) == 0 || strchr(name, '/'))
-        rc = cli_read_file(name, 16 << 20, &found->document, &found->len, err);
-    else if (snprintf(path, sizeof path, "%s/%s.json", dir, name), access(path, F_OK) != 0)
-        return sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no file '%s', nor '%s'", name, path);
-    else
-        rc = cli_read_file(path, 16 << 20, &found->document, &found->len, err);
-    return rc ? sc_error_prefix(err, "cluster.profile") : SC_OK;
-}
-
-int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
-                   struct est_costs *costs)
-{
-    struct est_profile_lookup files = {find_profile_file, (void *)calibrations};
-    enum est_request_fault fault;
-    struct sc_error err;
-    if (est_request_costs(spec, hw, &files, costs, NULL, &fault, &err))
-        return cli_fail(&err);
-    return 0;
-}
-
-int cli_load_spec(const char *text, size_t n, const char *source, const char *calibrations, struct est_spec *spec,
-                  const struct hw_profile **hw, struct est_costs *costs)
-{
-    struct est_profile_lookup files = {find_profile_file, (void *)calibrations};
-    struct est_request req;
-    struct sc_error err;
-    if (est_request_resolve(text, n, 0, &files, &req, &err)) {
-        if (req.fault == EST_REQUEST_SPEC)
-            sc_error_prefix(&err, "%s", source);
-        return cli_fail(&err);
-    }
-    *spec = req.spec;
-    *hw = req.hw;
-    *costs = req.costs;
-    est_request_release(&req);
-    return 0;
-}
-
-int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
-                       const struct hw_profile **hw, struct est_costs *costs)
-{
-    struct sc_error err;
-    size_t n;
-    char *text;
-    if (cli_read_file(path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
-    int rc = cli_load_spec(text, n, path, calibrations, spec, hw, costs);
-    free(text);
-    return rc;
-}
-
-int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
-                 struct est_spec *spec, struct est_estimate *e)
-{
-    const struct hw_profile *hw;
-    struct est_costs costs;
-    struct sc_error err;
-    int rc = cli_load_spec(text, n, source, calibrations, spec, &hw, &costs);
-    if (rc)
-        return rc;
-    /* refused before it allocates, rather than swapping */
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double budget = pages > 0 && page > 0 ? (double)pages * (double)page / 2 : INFINITY;
-    if (est_estimate_admit(spec, hw, &costs, detail, budget, "half of this machine's memory", &err) ||
-        est_estimate(spec, hw, &costs, detail, e, &err))
-        return cli_fail(&err);
-    return 0;
 }
 
 /* The estimate document of a spec, made here. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/chakra_export.h"
 #include "estimator/model_open.h"

@@ -16,6 +16,7 @@
 
 #include "api/opportunity_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "estimator/model_open.h"

@@ -30,6 +30,7 @@
 #include "api/megatron_args.h"
 #include "api/plan_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/model_open.h"
 #include "estimator/plan.h"

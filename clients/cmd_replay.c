@@ -13,6 +13,7 @@
 #include "api/timeline_json.h"
 #include "estimator/model_open.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -34,37 +35,6 @@ static const char path_usage[] =
     "       stepcast --server URL critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "                              [--keep-unexplained]\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
-
-void cli_run_release(struct cli_run *r)
-{
-    model_replay_free(r->replay);
-    est_model_close(r->model);
-    memset(r, 0, sizeof *r);
-}
-
-int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                    const struct model_graph_opts *go, int keep_traces, struct est_traced_model **out)
-{
-    struct est_model_options o = {.load = *lo, .graph = *go, .keep_traces = keep_traces};
-    struct sc_error err;
-    return est_model_open(paths, n, &o, NULL, NULL, out, &err) ? cli_fail(&err) : 0;
-}
-
-int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
-                   struct cli_run *run)
-{
-    struct sc_error err;
-    int rc;
-    memset(run, 0, sizeof *run);
-    if ((rc = cli_open_traces(paths, n, lo, go, keep_traces, &run->model)))
-        return rc;
-    if (est_model_replay(run->model, ro, &run->replay, &err)) {
-        cli_run_release(run);
-        return cli_fail(&err);
-    }
-    return 0;
-}
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
  * *json and *timeline report the output options. */
@@ -131,27 +101,6 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     /* a timeline writes the trace's events again */
     return cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
                           timeline && *timeline, run);
-}
-
-int cli_write_timelines(const struct model_replay *r, const char *dir)
-{
-    if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
-        fprintf(stderr, "stepcast: cannot create directory '%s'\n", dir);
-        return 1;
-    }
-    for (size_t i = 0; i < r->g->n_ranks; i++) {
-        char path[4096];
-        int rank = r->g->ranks[i].id;
-        json_t *doc = api_timeline_json(r, rank);
-        snprintf(path, sizeof path, "%s/rank%d.replay.json", dir, rank);
-        if (!doc || json_dump_file(doc, path, API_TIMELINE_DUMP_FLAGS)) {
-            json_decref(doc);
-            fprintf(stderr, "stepcast: cannot write '%s'\n", path);
-            return 1;
-        }
-        json_decref(doc);
-    }
-    return 0;
 }
 
 int cmd_replay(int argc, char **argv)

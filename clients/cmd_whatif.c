@@ -9,6 +9,7 @@
 
 #include "api/whatif_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
@@ -32,23 +33,6 @@ static const char usage[] =
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (docs/commands/whatif.md)\n"
     "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
     "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
-
-/* Read and parse the job description at path; an exit status. */
-int cli_load_job_config(const char *path, struct job_config *cfg)
-{
-    struct sc_error err;
-    char *text;
-    size_t n;
-    if (cli_read_file(path, JOB_CONFIG_MAX_BYTES, &text, &n, &err))
-        return cli_fail(&err);
-    int rc = job_config_parse(text, n, cfg, &err);
-    free(text);
-    if (rc) {
-        sc_error_prefix(&err, "%s", path);
-        return cli_fail(&err);
-    }
-    return 0;
-}
 
 static void print_compare(const struct synth_compare *c)
 {
