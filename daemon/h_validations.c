@@ -195,16 +195,3 @@ void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply 
     api_reply_deleted(r, "validation", q->params.id, 0, 0);
 }
 
-void h_ledger_band(struct svc *s, int kind, struct ledger_band *b)
-{
-    struct api_validation *v = NULL;
-    struct sc_error err;
-    size_t n = 0;
-    memset(b, 0, sizeof *b);
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name((enum api_ledger_kind)kind), NULL, &v, &n, NULL,
-                              &err))
-        log_warn("ledger", "event=band_unavailable msg=\"%s\"", err.msg);
-    else
-        ledger_band_of(v, n, (enum api_ledger_kind)kind, b);
-    api_validations_free(v, n);
-}
