@@ -9,11 +9,9 @@
  * calibrations, and the answer (with its error band from the server's
  * ledger) is printed the same way. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 

@@ -5,20 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "api/replay_json.h"
-#include "api/timeline_json.h"
 #include "estimator/model_open.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "model/replay.h"
-#include "model/trace.h"
 #include "common/banned.h"
 
 static const char replay_usage[] =

@@ -18,7 +18,6 @@
 #include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =

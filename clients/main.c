@@ -2,22 +2,16 @@
  * subcommand dispatch. Local commands read traces (a Kineto trace file,
  * plain or gzip, a directory of per-rank files, or a tar archive of them);
  * remote commands talk to a stepcastd (clients/remote.h). */
-#include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
