@@ -1,34 +1,16 @@
-/* clients/cli.h: what the stepcast subcommands share.
- *
- * Each subcommand is `int cmd_<name>(int argc, char **argv)` returning the
- * process exit status: 0 success, 2 invalid input or usage, 1 anything
- * else. Errors go to stderr as "stepcast: <message>". */
+/* clients/cli.h: what the stepcast subcommands share, all of it defined
+ * in clients/cli.c. The subcommands themselves are in clients/commands.h.
+ * Exit statuses: 0 success, 2 invalid input or usage, 1 anything else.
+ * Errors go to stderr as "stepcast: <message>". */
 #ifndef CLIENTS_CLI_H
 #define CLIENTS_CLI_H
 
 #include "common/error.h"
 #include "estimator/estimate.h"
-#include "estimator/traced.h"
 
 struct model_job;
 struct model_load_opts;
 struct model_graph_opts;
-
-int cmd_inspect(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_critical_path(int argc, char **argv);
-int cmd_hardware(int argc, char **argv);
-int cmd_calibrate(int argc, char **argv);
-int cmd_spec(int argc, char **argv);
-int cmd_estimate(int argc, char **argv);
-int cmd_synth(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_opportunities(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_ab(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_whatif(int argc, char **argv);
-int cmd_export(int argc, char **argv);
 
 /* Print "stepcast: <msg>" and return the exit status for err. */
 int cli_fail(const struct sc_error *err);
@@ -46,28 +28,32 @@ int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct
 int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage, struct model_load_opts *lo,
                       struct model_graph_opts *go, int *json);
 
-/* A job's traces loaded, its graph built and replayed as `stepcast
- * replay` does (the kept collectives split, estimator/coll_split.h). */
+/* Open TRACE... (estimator/model_open.h) with the given options, keeping
+ * the traces whole with keep_traces; prints the error and returns the exit
+ * status on failure, 0 with *out (est_model_close) on success. */
+struct est_traced_model;
+int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
+                    const struct model_graph_opts *go, int keep_traces, struct est_traced_model **out);
+
+/* A job opened and replayed as `stepcast replay` does (the kept
+ * collectives' waits applied by the façade). */
 struct model_replay_opts;
 struct cli_run {
-    struct model_job *job;
-    struct est_traced model;     /* the graph and its kept collectives' split (ro->waits) */
+    struct est_traced_model *model;
     struct model_replay *replay;
 };
-/* est_traced_build (estimator/traced.h), then the replay with ro (its
- * waits set here). On failure *run is empty and err says why. */
+/* cli_open_traces, then the replay with ro. Returns the exit status, the
+ * error printed; on failure *run is empty. */
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
                    const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
-                   struct cli_run *run, struct sc_error *err);
+                   struct cli_run *run);
 void cli_run_release(struct cli_run *run);
 
-/* Two runs, paths[0] (A) and paths[1] (B), each loaded as a job, its graph
- * built and its kept collectives split, then diffed into *d
- * (model/diff.h); the jobs into jobs[0..2) (the caller frees them and d).
- * Returns an exit status, the error printed; on failure nothing is held. */
-struct model_diff;
-int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
-                  struct model_job *jobs[2], struct model_diff *d);
+/* Two runs, paths[0] (A) and paths[1] (B), each opened as one job into
+ * m[0..2) (the caller closes them). Returns an exit status, the error
+ * printed; on failure nothing is held. */
+int cli_open_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
+                  struct est_traced_model *m[2]);
 
 /* Each rank's replayed timeline (api/timeline_json.h) into
  * DIR/rank<R>.replay.json, DIR created if need be. Returns the exit status. */

@@ -21,13 +21,13 @@
 
 #include "api/ab_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
+#include "estimator/model_open.h"
 #include "model/ab.h"
-#include "model/diff.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
@@ -143,8 +143,9 @@ int cmd_ab(int argc, char **argv)
     struct model_ab_opts o;
     struct model_load_opts lo;
     struct model_graph_opts go;
-    struct model_job *jobs[2];
-    struct model_diff d;
+    struct est_traced_model *m[2];
+    struct model_ab r;
+    struct sc_error err;
     int json, rc;
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
@@ -152,18 +153,15 @@ int cmd_ab(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (argc - optind != 2)
         return cli_usage_error("ab", "two runs are needed: A (the baseline) and B (the variant)");
-    if ((rc = cli_diff_runs(argv + optind, &lo, &go, jobs, &d)))
+    if ((rc = cli_open_runs(argv + optind, &lo, &go, m)))
         return rc;
-    struct model_ab r;
-    struct sc_error err;
-    if (model_ab_run(jobs[0], jobs[1], &o, &r, &err) || model_ab_attribute(&r, &d, o.seed, &err))
+    if (est_model_ab(m[0], m[1], &o, &r, &err))
         rc = cli_fail(&err);
     else
         rc = cli_print_doc(api_ab_json(&r), json, print_ab);
     model_ab_release(&r); /* a failed run left it empty */
-    model_diff_release(&d);
-    model_job_free(jobs[0]);
-    model_job_free(jobs[1]);
+    est_model_close(m[0]);
+    est_model_close(m[1]);
     return rc;
 }
 

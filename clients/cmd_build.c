@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "common/banned.h"
 

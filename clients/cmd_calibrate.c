@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/calibrate.h"
 #include "estimator/collective_model.h"

@@ -17,13 +17,13 @@
 
 #include "api/diff_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
-#include "estimator/traced.h"
+#include "estimator/model_open.h"
 #include "clients/table.h"
 #include "model/diff.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] = "usage: stepcast diff [--json] [--step-marker NAME] [--steps A-B] [--no-fold | --fold] A B\n"
@@ -68,38 +68,13 @@ static int print_diff(const json_t *doc)
     return 0;
 }
 
-int cli_diff_runs(char **paths, const struct model_load_opts *lo, const struct model_graph_opts *go,
-                  struct model_job *jobs[2], struct model_diff *d)
-{
-    struct est_traced t[2] = {{0}, {0}}; /* each run's graph and kept collectives' split */
-    struct sc_error err;
-    int rc = 0;
-
-    jobs[0] = jobs[1] = NULL;
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        if ((rc = cli_load_job(paths + k, 1, lo, &jobs[k])))
-            break;
-        if (est_traced_of_job(jobs[k], go, &t[k], &err))
-            rc = cli_fail(&err);
-    }
-    if (rc == 0 && model_diff_run(t[0].graph, &t[0].waits, t[1].graph, &t[1].waits, d, &err))
-        rc = cli_fail(&err);
-    for (int k = 0; k < 2; k++) {
-        est_traced_release(&t[k]);
-        if (rc) {
-            model_job_free(jobs[k]);
-            jobs[k] = NULL;
-        }
-    }
-    return rc;
-}
-
 int cmd_diff(int argc, char **argv)
 {
     struct model_load_opts lo;
     struct model_graph_opts go;
-    struct model_job *jobs[2];
+    struct est_traced_model *m[2];
     struct model_diff d;
+    struct sc_error err;
     int rc, json;
 
     model_load_opts_default(&lo);
@@ -108,12 +83,16 @@ int cmd_diff(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (argc - optind != 2)
         return cli_usage_error("diff", "give two runs, A and B");
-    if ((rc = cli_diff_runs(argv + optind, &lo, &go, jobs, &d)))
+    if ((rc = cli_open_runs(argv + optind, &lo, &go, m)))
         return rc;
-    rc = cli_print_doc(api_diff_json(&d), json, print_diff);
-    model_diff_release(&d);
-    model_job_free(jobs[0]);
-    model_job_free(jobs[1]);
+    if (est_model_diff(m[0], m[1], &d, &err)) {
+        rc = cli_fail(&err);
+    } else {
+        rc = cli_print_doc(api_diff_json(&d), json, print_diff);
+        model_diff_release(&d);
+    }
+    est_model_close(m[0]);
+    est_model_close(m[1]);
     return rc;
 }
 

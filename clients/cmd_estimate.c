@@ -9,18 +9,18 @@
  * calibrations, and the answer (with its error band from the server's
  * ledger) is printed the same way. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "api/estimate_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/estimate.h"
+#include "estimator/request_resolve.h"
 #include "common/banned.h"
 
 static double num(const json_t *o, const char *key)
@@ -65,81 +65,6 @@ static void print_text(const json_t *d, const char *gpu)
     printf("\n");
     if (json_is_number(json_object_get(d, "time_to_train_days")))
         printf("time to train: %.1f days at this step time, without failures\n", num(d, "time_to_train_days"));
-}
-
-/* cluster.profile: the file as named, else NAME.json in `dir`. */
-static int read_profile(const char *name, const char *dir, char **text, size_t *n, struct sc_error *err)
-{
-    char path[4096];
-    int rc;
-    if (!dir || access(name, F_OK) == 0 || strchr(name, '/'))
-        rc = cli_read_file(name, 16 << 20, text, n, err);
-    else if (snprintf(path, sizeof path, "%s/%s.json", dir, name), access(path, F_OK) != 0)
-        return sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no file '%s', nor '%s'", name, path);
-    else
-        rc = cli_read_file(path, 16 << 20, text, n, err);
-    return rc ? sc_error_prefix(err, "cluster.profile") : SC_OK;
-}
-
-int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
-                   struct est_costs *costs)
-{
-    struct sc_error err;
-    int rc;
-    est_costs_default(hw, spec, costs);
-    if (spec->cluster.profile[0]) {
-        char *profile = NULL;
-        size_t len;
-        rc = read_profile(spec->cluster.profile, calibrations, &profile, &len, &err);
-        if (!rc)
-            rc = est_costs_apply_profile(costs, profile, len, spec->cluster.gpu, &err);
-        free(profile);
-        if (rc)
-            return cli_fail(&err);
-    }
-    return 0;
-}
-
-int cli_load_spec(const char *text, size_t n, const char *source, const char *calibrations, struct est_spec *spec,
-                  const struct hw_profile **hw, struct est_costs *costs)
-{
-    struct sc_error err;
-    if (est_spec_load(text, n, spec, hw, &err)) {
-        sc_error_prefix(&err, "%s", source);
-        return cli_fail(&err);
-    }
-    return cli_spec_costs(spec, *hw, calibrations, costs);
-}
-
-int cli_load_spec_file(const char *path, const char *calibrations, struct est_spec *spec,
-                       const struct hw_profile **hw, struct est_costs *costs)
-{
-    struct sc_error err;
-    size_t n;
-    char *text;
-    if (cli_read_file(path, 1 << 20, &text, &n, &err))
-        return cli_fail(&err);
-    int rc = cli_load_spec(text, n, path, calibrations, spec, hw, costs);
-    free(text);
-    return rc;
-}
-
-int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
-                 struct est_spec *spec, struct est_estimate *e)
-{
-    const struct hw_profile *hw;
-    struct est_costs costs;
-    struct sc_error err;
-    int rc = cli_load_spec(text, n, source, calibrations, spec, &hw, &costs);
-    if (rc)
-        return rc;
-    /* refused before it allocates, rather than swapping */
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double budget = pages > 0 && page > 0 ? (double)pages * (double)page / 2 : INFINITY;
-    if (est_estimate_admit(spec, hw, &costs, detail, budget, "half of this machine's memory", &err) ||
-        est_estimate(spec, hw, &costs, detail, e, &err))
-        return cli_fail(&err);
-    return 0;
 }
 
 /* The estimate document of a spec, made here. */

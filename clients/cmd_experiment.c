@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"

@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/chakra_export.h"
+#include "estimator/model_open.h"
 #include "estimator/synth.h"
 #include "model/archive.h"
 #include "model/graph.h"
@@ -243,9 +245,10 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "no trace given (or --spec F)");
     struct cli_run run;
     /* the traces keep their events: the launching ops' shapes and FLOPs */
-    if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro, 1, &run, &err))
-        return cli_fail(&err);
-    int rc = export_run(run.model.graph, run.replay, &ro, prefix, dir);
+    int rc = cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro, 1, &run);
+    if (rc)
+        return rc;
+    rc = export_run(est_model_graph(run.model), run.replay, &ro, prefix, dir);
     cli_run_release(&run);
     return rc;
 }

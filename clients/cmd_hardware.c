@@ -10,6 +10,7 @@
 
 #include "api/hardware_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/hardware.h"
 #include "common/banned.h"

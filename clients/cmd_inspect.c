@@ -10,6 +10,7 @@
 #include "api/inspect_json.h"
 #include "api/whatif_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/table.h"
 #include "estimator/chakra_import.h"
 #include "estimator/job_check.h"

@@ -33,6 +33,7 @@
 
 #include "api/ledger.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/table.h"
 #include "common/strtab.h"

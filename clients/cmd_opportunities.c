@@ -16,12 +16,12 @@
 
 #include "api/opportunity_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
-#include "estimator/traced.h"
+#include "estimator/model_open.h"
 #include "clients/table.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "model/opportunity.h"
 #include "common/banned.h"
 
@@ -78,7 +78,7 @@ int cmd_opportunities(int argc, char **argv)
 {
     struct model_load_opts lo;
     struct model_graph_opts go;
-    struct model_job *job = NULL;
+    struct est_traced_model *m;
     struct model_opportunities ops;
     struct sc_error err;
     int rc, json;
@@ -89,18 +89,15 @@ int cmd_opportunities(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (optind >= argc)
         return cli_usage_error("opportunities", "no trace given");
-    if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 0, &m)))
         return rc;
-    struct est_traced t;
-    if (est_traced_of_job(job, &go, &t, &err) || model_opportunities_find(t.graph, &t.waits, &ops, &err)) {
-        est_traced_release(&t);
-        model_job_free(job);
+    if (est_model_opportunities(m, &ops, &err)) {
+        est_model_close(m);
         return cli_fail(&err);
     }
     rc = cli_print_doc(api_opportunities_json(&ops), json, print_job);
     model_opportunities_release(&ops);
-    est_traced_release(&t);
-    model_job_free(job);
+    est_model_close(m);
     return rc;
 }
 

@@ -30,7 +30,9 @@
 #include "api/megatron_args.h"
 #include "api/plan_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
+#include "estimator/model_open.h"
 #include "estimator/plan.h"
 #include "estimator/whatif_plan.h"
 #include "model/graph.h"
@@ -88,25 +90,26 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
 {
     struct job_config cfg;
     struct model_load_opts lo;
-    struct model_job *job = NULL;
-    struct model_graph *g = NULL;
+    struct model_graph_opts go;
+    struct est_traced_model *m = NULL;
     struct whatif_planner w = {0};
     struct est_plan_evaluator ev;
     struct sc_error err;
     int rc;
     model_load_opts_default(&lo);
-    if ((rc = cli_load_job_config(config, &cfg)) || (rc = cli_load_job(traces, n, &lo, &job)))
+    model_graph_opts_default(&go);
+    /* the traces kept whole: what-ifs read their events */
+    if ((rc = cli_load_job_config(config, &cfg)) ||
+        (rc = cli_open_traces((const char *const *)traces, (size_t)n, &lo, &go, 1, &m)))
         return rc;
-    if (model_graph_build(job, NULL, &g, &err) || whatif_plan_request(g, &cfg, req, &w, &err)) {
+    if (whatif_plan_request(est_model_graph(m), &cfg, req, &w, &err)) {
         rc = cli_fail(&err);
-        goto out;
+    } else {
+        whatif_plan_evaluator(&w, &ev);
+        rc = run_plan(req, &ev, doc);
     }
-    whatif_plan_evaluator(&w, &ev);
-    rc = run_plan(req, &ev, doc);
-out:
     whatif_plan_release(&w);
-    model_graph_free(g);
-    model_job_free(job);
+    est_model_close(m);
     return rc;
 }
 

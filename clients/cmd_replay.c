@@ -5,19 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "api/replay_json.h"
-#include "api/timeline_json.h"
-#include "estimator/traced.h"
+#include "estimator/model_open.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/replay_print.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "model/replay.h"
-#include "model/trace.h"
 #include "common/banned.h"
 
 static const char replay_usage[] =
@@ -34,28 +31,6 @@ static const char path_usage[] =
     "       stepcast --server URL critical-path --model ID [--json] [--top N | --all] [--scale SPEC]...\n"
     "                              [--keep-unexplained]\n"
     "       each step's path summed by task, the longest N (10); --all lists the path in order\n";
-
-void cli_run_release(struct cli_run *r)
-{
-    model_replay_free(r->replay);
-    est_traced_release(&r->model);
-    model_job_free(r->job);
-    memset(r, 0, sizeof *r);
-}
-
-int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
-                   struct cli_run *run, struct sc_error *err)
-{
-    struct model_graph_load gl = {.load = lo};
-    memset(run, 0, sizeof *run);
-    if (est_traced_build(paths, n, &gl, go, keep_traces, &run->job, &run->model, err) ||
-        (ro->waits = run->model.waits, model_replay_run(run->model.graph, ro, &run->replay, err))) {
-        cli_run_release(run);
-        return err->code;
-    }
-    return SC_OK;
-}
 
 /* Parse the shared options, load, build and replay. Returns an exit status;
  * *json and *timeline report the output options. */
@@ -120,31 +95,8 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
     if (optind >= argc)
         return cli_usage_error(cmd, "no trace given");
     /* a timeline writes the trace's events again */
-    if (cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
-                       timeline && *timeline, run, &err))
-        return cli_fail(&err);
-    return 0;
-}
-
-int cli_write_timelines(const struct model_replay *r, const char *dir)
-{
-    if (mkdir(dir, 0755) && !cli_is_dir(dir)) {
-        fprintf(stderr, "stepcast: cannot create directory '%s'\n", dir);
-        return 1;
-    }
-    for (size_t i = 0; i < r->g->n_ranks; i++) {
-        char path[4096];
-        int rank = r->g->ranks[i].id;
-        json_t *doc = api_timeline_json(r, rank);
-        snprintf(path, sizeof path, "%s/rank%d.replay.json", dir, rank);
-        if (!doc || json_dump_file(doc, path, API_TIMELINE_DUMP_FLAGS)) {
-            json_decref(doc);
-            fprintf(stderr, "stepcast: cannot write '%s'\n", path);
-            return 1;
-        }
-        json_decref(doc);
-    }
-    return 0;
+    return cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
+                          timeline && *timeline, run);
 }
 
 int cmd_replay(int argc, char **argv)

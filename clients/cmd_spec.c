@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "estimator/bands.h"
 #include "estimator/flops.h"
 #include "estimator/hf_config.h"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "estimator/synth.h"
 #include "estimator/synth_trace.h"
 #include "model/graph.h"

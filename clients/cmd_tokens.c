@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/table.h"
 #include "common/banned.h"

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "model/archive.h"
 #include "model/chakra_read.h"

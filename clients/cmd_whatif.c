@@ -9,14 +9,15 @@
 
 #include "api/whatif_json.h"
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
 #include "estimator/job_config.h"
+#include "estimator/model_open.h"
 #include "estimator/synth_compare.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
@@ -31,23 +32,6 @@ static const char usage[] =
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (docs/commands/whatif.md)\n"
     "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
     "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
-
-/* Read and parse the job description at path; an exit status. */
-int cli_load_job_config(const char *path, struct job_config *cfg)
-{
-    struct sc_error err;
-    char *text;
-    size_t n;
-    if (cli_read_file(path, JOB_CONFIG_MAX_BYTES, &text, &n, &err))
-        return cli_fail(&err);
-    int rc = job_config_parse(text, n, cfg, &err);
-    free(text);
-    if (rc) {
-        sc_error_prefix(&err, "%s", path);
-        return cli_fail(&err);
-    }
-    return 0;
-}
 
 static void print_compare(const struct synth_compare *c)
 {
@@ -141,22 +125,18 @@ int cmd_whatif(int argc, char **argv)
         return cli_usage_error("whatif", "no trace given");
     if ((rc = cli_load_job_config(config, &cfg)))
         return rc;
-    struct model_job *job = NULL;
-    struct est_traced t;
+    struct est_traced_model *m;
     struct whatif_result r;
-    struct model_graph_load gl = {.load = &lo};
-    if (est_traced_build((const char *const *)argv + optind, (size_t)(argc - optind), &gl, &go, 1, &job, &t, &err) ||
-        whatif_run(t.graph, &cfg, &set, &r, &err)) {
-        est_traced_release(&t);
-        model_job_free(job);
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &m)))
+        return rc;
+    if (est_model_whatif(m, NULL, &cfg, &set, &r, &err)) {
+        est_model_close(m);
         return cli_fail(&err);
     }
-    const struct model_graph *g = t.graph;
     struct synth_compare cmp;
-    if (compare && synth_compare(g, &cfg, r.structure.gpu, &cmp, &err)) {
+    if (compare && synth_compare(est_model_graph(m), &cfg, r.structure.gpu, &cmp, &err)) {
         whatif_release(&r);
-        est_traced_release(&t);
-        model_job_free(job);
+        est_model_close(m);
         return cli_fail(&err);
     }
     json_t *doc = api_whatif_json(&r, price);
@@ -175,8 +155,7 @@ int cmd_whatif(int argc, char **argv)
         rc = cli_write_timelines(r.replay, timeline);
     json_decref(doc);
     whatif_release(&r);
-    est_traced_release(&t);
-    model_job_free(job);
+    est_model_close(m);
     return rc;
 }
 

@@ -2,21 +2,16 @@
  * subcommand dispatch. Local commands read traces (a Kineto trace file,
  * plain or gzip, a directory of per-rank files, or a tar archive of them);
  * remote commands talk to a stepcastd (clients/remote.h). */
-#include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "clients/cli.h"
+#include "clients/commands.h"
 #include "clients/remote.h"
-#include "model/graph.h"
-#include "model/job.h"
 #include "common/banned.h"
 
 static const char usage[] =
@@ -115,124 +110,6 @@ static const char usage[] =
     "TRACE is a Kineto trace (JSON, plain or gzip), a directory of per-rank\n"
     "traces or a .tar(.gz) of them. Exit status: 0 success, 2 invalid input\n"
     "or usage, 3 an estimate --require-fit that does not fit, 1 anything else.\n";
-
-int cli_fail(const struct sc_error *err)
-{
-    fprintf(stderr, "stepcast: %s\n", err->msg);
-    return sc_status_exit_code(err->code);
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "stepcast%s%s: ", cmd ? " " : "", cmd ? cmd : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see 'stepcast --help')\n");
-    return 2;
-}
-
-int cli_trace_options(int argc, char **argv, const char *cmd, const char *cmd_usage, struct model_load_opts *lo,
-                      struct model_graph_opts *go, int *json)
-{
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"step-marker", required_argument, NULL, 'm'},
-        {"steps", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {"no-fold", no_argument, NULL, 'N'},     {"fold", no_argument, NULL, 'F'},
-        {NULL, 0, NULL, 0},
-    };
-    struct sc_error err;
-    int c;
-    *json = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jm:s:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': *json = 1; break;
-        case 'm': lo->step_marker = optarg; break;
-        case 's':
-            if (model_graph_parse_steps(optarg, go, &err))
-                return cli_usage_error(cmd, "%s", err.msg);
-            break;
-        case 'N': go->fold_over = SIZE_MAX; break;
-        case 'F': go->fold_over = 0; break;
-        case 'h': fputs(cmd_usage, stdout); return -1;
-        default: return cli_usage_error(cmd, "bad option");
-        }
-    }
-    return 0;
-}
-
-int cli_load_job(char **paths, int n, const struct model_load_opts *opts, struct model_job **out)
-{
-    struct sc_error err;
-    if (model_job_load((const char *const *)paths, (size_t)n, opts, 0, out, &err))
-        return cli_fail(&err);
-    return 0;
-}
-
-int cli_read_file(const char *path, size_t max, char **out, size_t *n, struct sc_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    *out = NULL;
-    *n = 0;
-    if (!f)
-        return sc_error_set(err, SC_ENOTFOUND, "%s: %s", path, strerror(errno));
-    if (!(buf = malloc(max + 1))) {
-        fclose(f);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    *n = fread(buf, 1, max + 1, f);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed || *n > max) {
-        free(buf);
-        return sc_error_set(err, failed ? SC_EIO : SC_ELIMIT, "%s: %s (at most %zu bytes)", path,
-                            failed ? "read failed" : "too large", max);
-    }
-    buf[*n] = '\0';
-    *out = buf;
-    return SC_OK;
-}
-
-int cli_is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-int cli_print_json(void *json)
-{
-    int rc = json_dumpf(json, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) ? 1 : 0;
-    fputc('\n', stdout);
-    return rc;
-}
-
-const char *cli_json_str(const void *obj, const char *key, const char *none)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : none;
-}
-
-long long cli_json_int(const void *obj, const char *key)
-{
-    return (long long)json_integer_value(json_object_get(obj, key));
-}
-
-double cli_json_num(const void *obj, const char *key)
-{
-    return json_number_value(json_object_get(obj, key));
-}
-
-int cli_has_option(int argc, char **argv, const char *opt)
-{
-    size_t n = strlen(opt);
-    for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++)
-        if (strncmp(argv[a], opt, n) == 0 && (argv[a][n] == '\0' || argv[a][n] == '='))
-            return 1;
-    return 0;
-}
 
 /* Whether a command's arguments name what only a server holds: a built
  * model (--model, --other) or the fleet (--fleet). */

@@ -6,8 +6,8 @@
  * STEPCAST_TOKEN or --token-file (never from the command line, where other
  * users could read it). Requests go through libcurl; the server's JSON
  * error bodies become "stepcast: <code>: <message>" and exit status 2 for
- * a 4xx, 1 for anything else. The remote subcommands are declared here
- * (one clients/cmd_<name>.c each). */
+ * a 4xx, 1 for anything else. The remote subcommands are in
+ * clients/commands.h. */
 #ifndef CLIENTS_REMOTE_H
 #define CLIENTS_REMOTE_H
 
@@ -79,21 +79,5 @@ int remote_print_document(const struct remote_resp *resp, int json, int (*as_tex
 
 /* Percent-encode s for a query value into out (size n). */
 void remote_escape(const char *s, char *out, size_t n);
-
-/* The subcommands of remote mode. */
-int cmd_upload(int argc, char **argv);
-int cmd_build(int argc, char **argv);
-int cmd_remote_replay(int argc, char **argv);
-int cmd_remote_critical_path(int argc, char **argv);
-int cmd_remote_opportunities(int argc, char **argv);
-int cmd_remote_diff(int argc, char **argv);
-int cmd_remote_ab(int argc, char **argv);
-int cmd_experiment(int argc, char **argv);
-int cmd_fleet(int argc, char **argv);
-int cmd_remote_whatif(int argc, char **argv);
-int cmd_jobs(int argc, char **argv);
-int cmd_job(int argc, char **argv);
-int cmd_models(int argc, char **argv);
-int cmd_tokens(int argc, char **argv);
 
 #endif

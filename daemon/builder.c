@@ -17,6 +17,7 @@
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -167,7 +168,7 @@ static void build_one(struct builder *b, struct slot *slot)
     } else
         need = 0;
     if (rc == SC_OK)
-        rc = api_model_summary(built_model_job(bm), &summary, &err);
+        rc = api_model_summary(est_model_job(built_model_opened(bm)), &summary, &err);
 
     pthread_mutex_lock(b->env.publish_mu);
     int saved = rc == SC_OK

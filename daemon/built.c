@@ -16,7 +16,7 @@
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
-#include "estimator/traced.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/trace.h"
@@ -35,8 +35,7 @@ struct memo {
 
 struct built_model {
     char id[API_ID_MAX];
-    struct model_job *job; /* its traces shed: headers only */
-    struct est_traced model; /* its graph and kept collectives' split (estimator/traced.h), for replays */
+    struct est_traced_model *model; /* its traces shed to headers (estimator/model_open.h) */
     /* what it was built from, to read the traces whole again */
     struct api_trace *traces;
     size_t n_traces;
@@ -75,7 +74,7 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
 }
 
 /* A model's traces as blob files: their paths and the ranks they were
- * uploaded as, for model_job_load_each and model_graph_build_paths. */
+ * uploaded as, for est_model_open and model_job_load_each. */
 struct blob_files {
     char (*paths)[PATH_MAX];
     const char **pv;
@@ -146,7 +145,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     struct built_model *m = calloc(1, sizeof *m);
     struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
     struct blob_files f = {0};
-    size_t data = 0;
+    size_t data;
     int rc = SC_OK;
 
     *out = NULL;
@@ -170,10 +169,11 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     m->load.step_marker = m->step_marker;
     /* ranks load and build on all cores; each trace keeps only its header
      * once its rank's part of the graph is found */
-    struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
+    struct est_model_options mo = {.load = *opts, .graph = *graph_opts};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
-        gl.ranks = f.ranks; /* the ranks they were uploaded as */
-        if ((rc = est_traced_build((const char *const *)f.pv, n, &gl, graph_opts, 0, &m->job, &m->model, err)))
+        mo.ranks = f.ranks; /* the ranks they were uploaded as */
+        if ((rc = est_model_open((const char *const *)f.pv, n, &mo, progress ? on_rank_built : NULL, &bp, &m->model,
+                                 err)))
             name_failed(err, &f, traces, n);
     }
     blob_files_release(&f);
@@ -182,9 +182,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
         built_model_free(m);
         return rc;
     }
-    for (size_t i = 0; i < m->job->n_ranks; i++)
-        data += model_trace_bytes(m->job->ranks[i]);
-    data += model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v;
+    data = est_model_bytes(m->model);
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
@@ -241,8 +239,7 @@ void built_model_free(struct built_model *m)
     for (size_t i = 0; i < m->n_memo; i++)
         free(m->memo[i].body);
     pthread_mutex_destroy(&m->mu);
-    est_traced_release(&m->model);
-    model_job_free(m->job);
+    est_model_close(m->model);
     free(m->traces);
     free(m->step_marker);
     free(m);
@@ -258,7 +255,7 @@ int built_model_whole(const struct built_model *m, struct blob_store *bs, struct
         name_failed(err, &f, m->traces, m->n_traces);
     blob_files_release(&f);
     if (rc == SC_OK) {
-        *view = *m->model.graph;
+        *view = *est_model_graph(m->model);
         view->job = *job;
     }
     return rc;
@@ -269,19 +266,9 @@ size_t built_model_bytes(const struct built_model *m)
     return m->bytes;
 }
 
-const struct model_job *built_model_job(const struct built_model *m)
+const struct est_traced_model *built_model_opened(const struct built_model *m)
 {
-    return m->job;
-}
-
-const struct model_graph *built_model_graph(const struct built_model *m)
-{
-    return m->model.graph;
-}
-
-const struct model_coll_waits *built_model_waits(const struct built_model *m)
-{
-    return &m->model.waits;
+    return m->model;
 }
 
 static int copy_reply(struct api_reply *r, unsigned status, const char *ctype, const char *body,

@@ -1,16 +1,16 @@
-/* daemon/built.h: a built model in memory: {job, graph, memo}.
+/* daemon/built.h: a built model in memory: the opened model and its memo.
  *
- * built_model_build() is the whole build: it loads the traces a model was
- * made from (blobs, by rank, on all cores) and builds its dependency graph
- * (model/graph.h), which replays then run on, keeping of each trace only
- * its header (model_trace_shed) in a struct model_job, and splits its kept
- * collectives' waits for those replays. Builders
- * call it for new models and the cache calls it to bring back a ready
- * model after a restart or an eviction, so both give the same model. A
- * built model is immutable but for its memo: the rendered answers to
- * queries, kept (bounded) since the same replay of the same model is asked
- * for again and again. Handlers (handlers.h) parse queries, run them on
- * the graph and render the answers; this file knows none of that. */
+ * built_model_build() is the whole build: it opens the traces a model was
+ * made from (blobs, by rank, on all cores) through the estimator's façade
+ * (estimator/model_open.h), which builds the dependency graph, keeps of
+ * each trace only its header and splits its kept collectives' waits for
+ * the replays that queries run on it. Builders call it for new models and
+ * the cache calls it to bring back a ready model after a restart or an
+ * eviction, so both give the same model. A built model is immutable but
+ * for its memo: the rendered answers to queries, kept (bounded) since the
+ * same replay of the same model is asked for again and again. Handlers
+ * (handlers.h) parse queries, ask them of the opened model and render the
+ * answers; this file knows none of that. */
 #ifndef DAEMON_BUILT_H
 #define DAEMON_BUILT_H
 
@@ -68,14 +68,10 @@ int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_s
 
 /* Bytes it holds (for the cache's budget), memo included at its bound. */
 size_t built_model_bytes(const struct built_model *m);
-const struct model_job *built_model_job(const struct built_model *m);
-
-const struct model_graph *built_model_graph(const struct built_model *m);
-
-/* The waits of its graph's kept collectives (estimator/traced.h), split
- * once when it was built, for its replays. */
-struct model_coll_waits;
-const struct model_coll_waits *built_model_waits(const struct built_model *m);
+/* The opened model (estimator/model_open.h) its queries run on: replays
+ * and comparisons with its kept collectives' waits applied. */
+struct est_traced_model;
+const struct est_traced_model *built_model_opened(const struct built_model *m);
 
 /* A view of the model's graph whose job holds its traces whole (every
  * event), read again from their blobs on all cores, for what needs more of

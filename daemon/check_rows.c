@@ -1,10 +1,10 @@
-/* daemon/check_rows.c: svc_check_rows() (service.h), stepcastd --check's
- * pass over the catalog's rows. Each row is rendered by the encoder its
- * list uses, so what the check names is exactly what the lists leave out.
- * Apart from service.c, as dispatch.c is: experiments render in their
- * handler, and the handlers include the service. */
-#include "daemon/handlers.h"
-#include "daemon/service.h"
+/* daemon/check_rows.c: svc_check_rows() (check_rows.h), stepcastd
+ * --check's pass over the catalog's rows. Each row is rendered by the
+ * encoder its list uses, so what the check names is exactly what the
+ * lists leave out. Apart from service.c, which calls it, and from the
+ * handlers: experiments render as their handlers render them
+ * (experiment_doc.h). */
+#include "daemon/check_rows.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +13,9 @@
 #include "api/encode.h"
 #include "api/ledger.h"
 #include "api/request.h"
+#include "daemon/experiment_doc.h"
 #include "daemon/log.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 /* Report one row of `what` that a list leaves out, or whose numbers the

@@ -32,7 +32,7 @@
 #include "estimator/calibrate.h"
 #include "estimator/estimate.h"
 #include "estimator/hf_config.h"
-#include "estimator/plan.h"
+#include "estimator/request_resolve.h"
 #include "common/banned.h"
 
 void h_spec_release(struct h_spec *h)
@@ -41,44 +41,52 @@ void h_spec_release(struct h_spec *h)
     h->canonical = NULL;
 }
 
+/* The catalog lookup of a spec's cluster.profile
+ * (estimator/request_resolve.h): the calibration of that name. */
+static int find_calibration(void *ctx, const char *name, struct est_profile_found *found, struct sc_error *err)
+{
+    struct svc *s = ctx;
+    struct api_calibration c;
+    int rc;
+    if (!api_id_valid(name))
+        return sc_error_set(err, SC_EINVAL, "cluster.profile: '%.64s' is not a calibration name", name);
+    if ((rc = store_calibration_get(s->store, name, &c, err)))
+        return rc == SC_ENOTFOUND ? sc_error_set(err, SC_ENOTFOUND, "cluster.profile: no calibration '%s' (GET "
+                                                 "/v1/calibrations lists them)", name)
+                                  : rc;
+    found->len = strlen(c.document);
+    if ((found->document = malloc(found->len + 1)))
+        memcpy(found->document, c.document, found->len + 1);
+    snprintf(found->label, sizeof found->label, "%s@%.12s", c.name, c.sha256);
+    snprintf(found->sha256, sizeof found->sha256, "%s", c.sha256);
+    api_calibration_release(&c);
+    return found->document ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+}
+
 int h_spec_load(struct svc *s, const char *text, size_t len, struct est_spec_given *given, struct h_spec *h,
                 struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
-    struct est_plan_request plan;
+    struct est_profile_lookup catalog = {find_calibration, s};
+    struct est_request req;
     struct sc_error err;
     int rc;
     memset(h, 0, sizeof *h);
     if ((rc = api_json_precheck(text, len, &lim, r)))
         return rc;
-    if (given) {
-        if (est_plan_parse_spec(text, len, &plan, &err) || est_spec_check_gpu(&plan.spec, &h->hw, &err))
-            return api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
-        h->spec = plan.spec;
-        *given = plan.given;
-    } else if (est_spec_load(text, len, &h->spec, &h->hw, &err)) {
-        return api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
-    }
-    est_costs_default(h->hw, &h->spec, &h->costs);
-    if (h->spec.cluster.profile[0]) {
-        struct api_calibration c;
-        if (!api_id_valid(h->spec.cluster.profile))
-            return api_fail(r, API_E_INVALID_SPEC, "cluster.profile: '%.64s' is not a calibration name",
-                            h->spec.cluster.profile);
-        if ((rc = store_calibration_get(s->store, h->spec.cluster.profile, &c, &err)))
-            return rc == SC_ENOTFOUND
-                       ? api_fail(r, API_E_INVALID_SPEC, "cluster.profile: no calibration '%s' (GET /v1/calibrations "
-                                  "lists them)", h->spec.cluster.profile)
-                       : api_fail_status(r, &err, API_E_INTERNAL);
-        rc = est_costs_apply_profile(&h->costs, c.document, strlen(c.document), h->spec.cluster.gpu, &err);
-        snprintf(h->calibration, sizeof h->calibration, "%s@%.12s", c.name, c.sha256);
-        snprintf(h->calib_sha, sizeof h->calib_sha, "%s", c.sha256);
-        api_calibration_release(&c);
-        if (rc)
-            return api_fail(r, API_E_INVALID_SPEC, "cluster.profile: %s", err.msg);
-    }
-    if (!(h->canonical = est_spec_json(&h->spec)))
-        return api_fail(r, API_E_UNAVAILABLE, "out of memory");
+    if (est_request_resolve(text, len, given ? EST_REQUEST_TEMPLATE : 0, &catalog, &req, &err))
+        return req.fault == EST_REQUEST_LOOKUP ? api_fail_status(r, &err, API_E_INTERNAL)
+                                               : api_fail(r, API_E_INVALID_SPEC, "%s", err.msg);
+    h->spec = req.spec;
+    h->hw = req.hw;
+    h->costs = req.costs;
+    h->canonical = req.canonical; /* taken */
+    req.canonical = NULL;
+    snprintf(h->calibration, sizeof h->calibration, "%s", req.profile.label);
+    snprintf(h->calib_sha, sizeof h->calib_sha, "%s", req.profile.sha256);
+    if (given)
+        *given = req.given;
+    est_request_release(&req);
     return SC_OK;
 }
 

@@ -24,6 +24,7 @@
 #include "api/job_cadence.h"
 #include "api/request.h"
 #include "daemon/digest.h"
+#include "daemon/experiment_doc.h"
 #include "daemon/store.h"
 #include "model/ab.h"
 #include "common/banned.h"
@@ -134,26 +135,6 @@ static int settle(struct svc *s, struct store_experiment *e, const char **why, c
     }
     api_reply_release(&r);
     return 0;
-}
-
-static json_t *doc_or_null(const char *text)
-{
-    json_t *d = text ? json_loads(text, 0, NULL) : NULL;
-    return d ? d : json_null();
-}
-
-json_t *h_experiment_doc(const struct store_experiment *e)
-{
-    json_t *verdict = doc_or_null(e->verdict);
-    const char *state = e->closed ? "closed" : json_is_object(verdict) ? "decided" : "pending";
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:I, s:o, s:o, s:o}", "id", e->id, "baseline",
-                            e->baseline, "variant", e->variant, "hypothesis", e->hypothesis, "external_id",
-                            e->external_id[0] ? e->external_id : NULL, "state", state, "created_ns",
-                            (json_int_t)e->created_ns, "verdict", verdict, "inputs",
-                            e->inputs ? json_string(e->inputs) : json_null(), "bank", doc_or_null(e->bank));
-    if (doc && e->decided_ns)
-        json_object_set_new(doc, "decided_ns", json_integer(e->decided_ns));
-    return doc;
 }
 
 /* The experiment as the API shows it, settled first; NULL with *deferred
@@ -268,7 +249,7 @@ void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r)
  * malloc), or NULL when its variant did not win: faster, and surviving. */
 static char *bank_of(struct svc *s, const struct store_experiment *e)
 {
-    json_t *v = doc_or_null(e->verdict);
+    json_t *v = h_doc_or_null(e->verdict);
     char *text = NULL, model[API_ID_MAX], month[8] = "";
     const char *verdict = json_string_value(json_object_get(v, "verdict"));
     if (!json_is_object(v) || !verdict || strcmp(verdict, "faster") ||

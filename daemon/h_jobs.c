@@ -24,12 +24,6 @@
 #include "model/trace.h"
 #include "common/banned.h"
 
-struct api_body_limits h_body_limits(const struct svc *s)
-{
-    struct api_body_limits l = {(size_t)s->cfg->max_json_body, (unsigned)s->cfg->max_json_depth};
-    return l;
-}
-
 void h_remove_blobs(struct svc *s, const struct store_names *freed)
 {
     for (size_t i = 0; i < freed->n; i++) {

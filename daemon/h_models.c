@@ -29,6 +29,7 @@
 #include "model/ab.h"
 #include "model/diff.h"
 #include "estimator/job_config.h"
+#include "estimator/model_open.h"
 #include "estimator/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -229,12 +230,11 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
     }
     if ((*memo_hit = built_memo_get(m, key, r)) || svc_defer())
         return;
-    ro.waits = *built_model_waits(m);
-    if (model_replay_run(built_model_graph(m), &ro, &rp, &err)) {
+    if (est_model_replay(built_model_opened(m), &ro, &rp, &err)) {
         api_fail_status(r, &err, API_E_BAD_REQUEST);
         return;
     }
-    int rc = q->op == API_OP_CHAKRA ? api_reply_chakra(r, built_model_graph(m), rp, &ro, prefix)
+    int rc = q->op == API_OP_CHAKRA ? api_reply_chakra(r, est_model_graph(built_model_opened(m)), rp, &ro, prefix)
                                     : api_reply_replay(r, q->op, rp, (int)rank);
     model_replay_free(rp);
     if (rc == SC_OK)
@@ -284,7 +284,7 @@ static void answer_opportunities(struct svc *s, const char *id, struct built_mod
     struct sc_error err;
     if ((*memo_hit = built_memo_get(m, key, r)) || svc_defer())
         return;
-    if (model_opportunities_find(built_model_graph(m), built_model_waits(m), &ops, &err)) {
+    if (est_model_opportunities(built_model_opened(m), &ops, &err)) {
         api_fail_status(r, &err, API_E_UNPROCESSABLE);
         return;
     }
@@ -331,8 +331,7 @@ void h_model_diff(struct svc *s, struct svc_request *q, struct api_reply *r)
     if (h_ready_model(s, other, &eb, r) == SC_OK && (memo_hit = built_memo_get(cache_value(ea), key, r)) == 0 &&
         !svc_defer()) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
-        if (model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
-                           &d, &err)) {
+        if (est_model_diff(built_model_opened(a), built_model_opened(b), &d, &err)) {
             api_fail_status(r, &err, API_E_UNPROCESSABLE);
         } else {
             if (api_reply_json(r, 200, api_diff_json(&d)) == SC_OK)
@@ -364,16 +363,11 @@ int h_ab_answer(struct svc *s, const char *a_id, const char *b_id, const struct 
         rc = H_DEFERRED;
     } else if (rc == SC_OK && !memo_hit) {
         const struct built_model *a = cache_value(ea), *b = cache_value(eb);
-        struct model_diff d = {0};
-        if (model_ab_run(built_model_job(a), built_model_job(b), o, &ab, &err) ||
-            model_diff_run(built_model_graph(a), built_model_waits(a), built_model_graph(b), built_model_waits(b),
-                           &d, &err) ||
-            model_ab_attribute(&ab, &d, o->seed, &err)) {
+        if (est_model_ab(built_model_opened(a), built_model_opened(b), o, &ab, &err)) {
             rc = api_fail_status(r, &err, API_E_UNPROCESSABLE);
         } else if ((rc = api_reply_json(r, 200, api_ab_json(&ab))) == SC_OK) {
             built_memo_put(cache_value(ea), key, r);
         }
-        model_diff_release(&d);
         model_ab_release(&ab);
     }
     if (eb)
@@ -592,7 +586,7 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     int rc = SC_OK;
     if (built_model_whole(m, s->blobs, &view, &whole, &err))
         rc = api_fail_status(r, &err, API_E_INTERNAL);
-    else if (whatif_run(&view, cfg, set, res, &err))
+    else if (est_model_whatif(built_model_opened(m), whole, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     model_job_free(whole);
     return rc;

@@ -21,19 +21,6 @@ static double uptime(const struct svc *s)
     return metrics_clock() - s->started;
 }
 
-int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r)
-{
-    return api_page_parse(svc_query(q, "limit"), svc_query(q, "cursor"), pg, r);
-}
-
-void h_page_skipped(const char *list, const struct api_list_meta *m)
-{
-    if (m->skipped)
-        log_warn("store", "event=rows_skipped list=%s rows=%zu msg=\"stored rows that cannot be rendered were left "
-                          "out; stepcastd --check lists them\"",
-                 list, m->skipped);
-}
-
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);

@@ -21,6 +21,7 @@
 #include "daemon/cache.h"
 #include "daemon/log.h"
 #include "estimator/estimate.h"
+#include "estimator/model_open.h"
 #include "model/replay.h"
 #include "estimator/job_config.h"
 #include "common/banned.h"
@@ -40,8 +41,7 @@ static int predict_replay(struct svc *s, const char *id, double *ms, struct api_
         return rc;
     model_replay_opts_default(&ro);
     ro.step_unexplained = 0; /* the step times are all it reads */
-    ro.waits = *built_model_waits(cache_value(e));
-    rc = model_replay_run(built_model_graph(cache_value(e)), &ro, &rp, &err);
+    rc = est_model_replay(built_model_opened(cache_value(e)), &ro, &rp, &err);
     cache_release(s->cache, e);
     if (rc)
         return api_fail_status(r, &err, API_E_UNPROCESSABLE);
@@ -195,16 +195,3 @@ void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply 
     api_reply_deleted(r, "validation", q->params.id, 0, 0);
 }
 
-void h_ledger_band(struct svc *s, int kind, struct ledger_band *b)
-{
-    struct api_validation *v = NULL;
-    struct sc_error err;
-    size_t n = 0;
-    memset(b, 0, sizeof *b);
-    if (store_validation_list(s->store, NULL, api_ledger_kind_name((enum api_ledger_kind)kind), NULL, &v, &n, NULL,
-                              &err))
-        log_warn("ledger", "event=band_unavailable msg=\"%s\"", err.msg);
-    else
-        ledger_band_of(v, n, (enum api_ledger_kind)kind, b);
-    api_validations_free(v, n);
-}

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api/request.h"
+#include "daemon/h_shared.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
 #include "estimator/estimate.h"
@@ -40,10 +41,6 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
 void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_get(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_experiment_close(struct svc *s, struct svc_request *q, struct api_reply *r);
-/* A stored experiment as the API shows it, as it stands (no verdict
- * computed); NULL when a stored text cannot be rendered. */
-struct store_experiment;
-json_t *h_experiment_doc(const struct store_experiment *e);
 /* The ledger's bank: closed winning experiments' savings summed per team
  * and month ({"by_team_and_month":[{"team","month","experiments",
  * "gpu_hours_per_day","usd_per_day","per_step_only"}],"method"}). */
@@ -69,12 +66,7 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
 
-/* h_ops.c: tokens, health, metrics, the OpenAPI document, and what every
- * list route shares: the page it asks for (?limit, ?cursor; on failure
- * the reply, 400 or 422, and its status), and the log line of the rows a
- * page left out because they cannot be rendered. */
-int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r);
-void h_page_skipped(const char *list, const struct api_list_meta *m);
+/* h_ops.c: tokens, health, metrics and the OpenAPI document */
 void h_token_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_tokens_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_token_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
@@ -130,17 +122,9 @@ void h_plan_resume(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r);
 void h_validation_delete(struct svc *s, struct svc_request *q, struct api_reply *r);
-/* The ledger's error band for predictions of kind k (none when the ledger
- * cannot be read: the prediction still answers). Answers that carry it
- * are memoised under s->ledger_changes too. */
-struct ledger_band;
-void h_ledger_band(struct svc *s, int kind, struct ledger_band *b);
 
 /* Remove blob files the catalog no longer names (after the commit that
  * freed them); failures are logged, the next start sweeps what is left. */
 void h_remove_blobs(struct svc *s, const struct store_names *freed);
-
-/* The limits of JSON request bodies, from the config. */
-struct api_body_limits h_body_limits(const struct svc *s);
 
 #endif

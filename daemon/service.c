@@ -17,6 +17,7 @@
 #include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
+#include "daemon/check_rows.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"

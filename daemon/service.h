@@ -109,19 +109,9 @@ void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_
 /* stepcastd --check: is the store consistent? (the catalog's own checks
  * (store_check), every blob row's file present and hashing to its name,
  * no temp file or blob that no row names, every row one its list can
- * render: svc_check_rows). store: as --store ("" for the default). Writes
+ * render: check_rows.h). store: as --store ("" for the default). Writes
  * a report; SC_OK when consistent, SC_EINTERNAL when not. Run it with the
  * daemon stopped. */
 int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err);
-
-/* The rows of the catalog st that its lists cannot show (check_rows.c,
- * beside the handlers that render them): every job, model, token,
- * calibration, ledger entry and experiment rendered as its list renders
- * it, and each job's description checked as PUT /v1/jobs/{job} checks one
- * now; each that fails (stored before a check existed, or written by
- * hand) is named on a line of the report and added to *bad, then one
- * summary line. SC_OK, or the catalog's error. */
-struct store;
-int svc_check_rows(struct store *st, FILE *report, size_t *bad, struct sc_error *err);
 
 #endif

@@ -60,6 +60,9 @@ CORE_SRCS += estimator/job_config.c estimator/job_check.c estimator/structure.c 
              estimator/synth_compare.c
 # a traced job's graph and its kept collectives' split, built once
 CORE_SRCS += estimator/traced.c
+# the façades programs call: a traced job opened and asked its questions,
+# and an estimate's or a plan's request resolved (spec, hardware, costs)
+CORE_SRCS += estimator/model_open.c estimator/request_resolve.c
 # the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
 FUZZ_TARGETS += job_config
 # the quantisation kernels of the low-precision recipes (fp8, NVFP4)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/coll_split.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/opportunity.h"
@@ -37,16 +37,12 @@ static void check_ranked(const char *what, const struct model_opportunities *o)
     }
 }
 
-/* As `stepcast opportunities` finds them: kept collectives split. */
-static int find_all(const struct model_job *job, struct model_graph **g, struct model_opportunities *o)
+/* As `stepcast opportunities` finds them: the job opened through the
+ * façade (estimator/model_open.h), its kept collectives split. */
+static int find_all(const struct model_job *job, struct est_traced_model **m, struct model_opportunities *o)
 {
     struct sc_error err;
-    struct model_coll_waits waits = {0};
-    struct model_coll_wait *wv = NULL;
-    int rc = model_graph_build(job, NULL, g, &err) || coll_split_waits(*g, &wv, &waits.n, &err) ||
-             (waits.v = wv, model_opportunities_find(*g, &waits, o, &err));
-    free(wv);
-    if (rc) {
+    if (est_model_of_job(job, NULL, m, &err) || est_model_opportunities(*m, o, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
@@ -82,9 +78,9 @@ TEST(opportunities_gentrace_slow_rank)
 {
     const char *args[] = {"--steps", "2", "--slow-rank", "1", "--slow-factor", "1.5", NULL};
     struct model_job *job = th_gentrace_job(2, args);
-    struct model_graph *g = NULL;
+    struct est_traced_model *m = NULL;
     struct model_opportunities o;
-    if (!job || find_all(job, &g, &o))
+    if (!job || find_all(job, &m, &o))
         goto out;
     check_ranked("gentrace", &o);
     const struct model_opportunity *zero = find(&o, "comm=0"), *half = find(&o, "comm=0.5"),
@@ -96,6 +92,7 @@ TEST(opportunities_gentrace_slow_rank)
         CHECK(llabs(zero->bound_ns - 2 * half->bound_ns) <= zero->bound_ns / 1000 + 1);
         CHECK(strag->saving_ns > 0);
         CHECK(gemm->saving_ns > 0 && gemm->saving_at_zero_ns >= gemm->saving_ns);
+        const struct model_graph *g = est_model_graph(m);
         int64_t base = mean_step(g, NULL);
         CHECK_EQ_INT(o.step_ns, base);
         CHECK_EQ_INT(zero->saving_ns, base - mean_step(g, "comm=0"));
@@ -103,7 +100,7 @@ TEST(opportunities_gentrace_slow_rank)
     }
     model_opportunities_release(&o);
 out:
-    model_graph_free(g);
+    est_model_close(m);
     model_job_free(job);
 }
 
@@ -113,16 +110,16 @@ TEST(opportunities_every_shared_trace)
 {
     for (size_t i = 0; i < th_n_traces; i++) {
         struct model_job *job = NULL;
-        struct model_graph *g = NULL;
+        struct est_traced_model *m = NULL;
         struct model_opportunities o;
         if (th_load_trace(&th_traces[i], &job))
             continue;
-        if (find_all(job, &g, &o) == 0) {
+        if (find_all(job, &m, &o) == 0) {
             check_ranked(th_traces[i].name, &o);
-            CHECK((find(&o, "stragglers=median") != NULL) == (g->n_ranks > 1));
+            CHECK((find(&o, "stragglers=median") != NULL) == (est_model_graph(m)->n_ranks > 1));
             model_opportunities_release(&o);
         }
-        model_graph_free(g);
+        est_model_close(m);
         model_job_free(job);
     }
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api/replay_json.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -21,14 +22,15 @@
 
 struct run {
     struct model_job *job;
-    struct model_graph *g;
+    struct est_traced_model *m; /* the job opened (estimator/model_open.h) */
+    const struct model_graph *g;
     struct model_replay *r;
 };
 
 static void run_free(struct run *run)
 {
     model_replay_free(run->r);
-    model_graph_free(run->g);
+    est_model_close(run->m);
     model_job_free(run->job);
     memset(run, 0, sizeof *run);
 }
@@ -39,6 +41,7 @@ static int replay(struct model_job *job, const char *scale, struct run *run)
     struct model_replay_opts ro;
     struct sc_error err = {0};
     run->job = job;
+    run->m = NULL;
     run->g = NULL;
     run->r = NULL;
     model_replay_opts_default(&ro);
@@ -49,14 +52,16 @@ static int replay(struct model_job *job, const char *scale, struct run *run)
         CHECK(model_replay_parse_scale(one, &ro, &err) == SC_OK);
         p += n + (p[n] == ' ');
     }
-    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
-    if (model_graph_build(job, NULL, &run->g, &err) || th_split_waits(run->g, &ro, &waits) ||
-        model_replay_run(run->g, &ro, &run->r, &err)) {
-        free(waits);
+    /* kept collectives split, as stepcast replay does */
+    int rc = est_model_of_job(job, NULL, &run->m, &err);
+    if (rc == SC_OK) {
+        run->g = est_model_graph(run->m);
+        rc = est_model_replay(run->m, &ro, &run->r, &err);
+    }
+    if (rc) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
-    free(waits);
     CHECK_EQ_INT(run->r->forced, 0);
     return 0;
 }
@@ -179,9 +184,9 @@ static double check_double_gpu(const char *name)
     CHECK(m2 >= 1.9 * busy);
     CHECK(m2 <= 2.1 * m1);
     model_replay_free(a.r);
-    model_graph_free(a.g);
+    est_model_close(a.m);
     model_replay_free(b.r);
-    model_graph_free(b.g);
+    est_model_close(b.m);
     model_job_free(job);
     return m1 > 0 ? m2 / m1 : 0;
 }
@@ -223,9 +228,9 @@ static void check_half_gpu(const char *name, size_t want_min)
     }
     CHECK(checked >= want_min);
     model_replay_free(a.r);
-    model_graph_free(a.g);
+    est_model_close(a.m);
     model_replay_free(b.r);
-    model_graph_free(b.g);
+    est_model_close(b.m);
     model_job_free(job);
 }
 
@@ -278,7 +283,7 @@ static void check_longer_kernel_before_sync(const char *name)
         model_job_free(job);
         return;
     }
-    struct model_graph *g = a.g;
+    const struct model_graph *g = a.g;
     const struct model_graph_step *s0 = &g->steps[0];
     uint32_t call = MODEL_NONE, gpu = MODEL_NONE;
     for (uint32_t i = s0->begin; i != s0->end && call == MODEL_NONE; i = g->next[i])
@@ -331,7 +336,7 @@ static void check_longer_independent_kernel(const char *name)
         model_job_free(job);
         return;
     }
-    struct model_graph *g = a.g;
+    const struct model_graph *g = a.g;
     uint32_t pick = MODEL_NONE;
     for (uint32_t k = 0; k < g->n_res && pick == MODEL_NONE; k++) {
         const struct model_resource *r = &g->res[k];

@@ -1,6 +1,7 @@
 /* tests/unit/test_layering.c: scripts/check-layering passes on this tree
  * and fails on small trees with a planted upward include, a sibling
- * include and a planted cycle between modules. */
+ * include, a planted cycle between modules and one through shared
+ * headers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,5 +89,33 @@ TEST(layering_fails_on_planted_problems)
           strstr(out, "daemon/b -> daemon/c -> daemon/a -> daemon/b") ||
           strstr(out, "daemon/c -> daemon/a -> daemon/b -> daemon/c"));
     CHECK_CONTAINS(out, "1 problem(s)");
+    free(out);
+
+    /* a cycle of calls through shared headers, which no include shows:
+     * a.c includes x.h, whose fb() b.c defines; b.c includes y.h, whose
+     * fa() a.c defines. Only the calls make it a cycle: c.c includes x.h
+     * too but calls nothing of it, and d.c defines fd() of x.h but calls
+     * nothing. */
+    snprintf(root, sizeof root, "%s/shared", th_tmpdir());
+    plant(root, "clients/x.h", "int fb(void);\nint fd(void);\n");
+    plant(root, "clients/y.h", "int fa(void);\nint fc(void);\n");
+    plant(root, "clients/a.c", "#include \"clients/x.h\"\n#include \"clients/y.h\"\nint fa(void)\n{\n    return fb();\n}\n");
+    plant(root, "clients/b.c", "#include \"clients/x.h\"\n#include \"clients/y.h\"\nint fb(void)\n{\n    return fa();\n}\n");
+    plant(root, "clients/c.c", "#include \"clients/x.h\"\n#include \"clients/y.h\"\nint fc(void)\n{\n    return 1; /* fd() */\n}\n");
+    plant(root, "clients/d.c", "#include \"clients/x.h\"\nint fd(void)\n{\n    return 0;\n}\n");
+    CHECK_EQ_INT(check_layering(root, &out), 1);
+    CHECK(strstr(out, "cycle: clients/a (fb() via clients/x.h) -> clients/b (fa() via clients/y.h) -> clients/a") ||
+          strstr(out, "cycle: clients/b (fa() via clients/y.h) -> clients/a (fb() via clients/x.h) -> clients/b"));
+    CHECK(!strstr(out, "clients/c ") && !strstr(out, "clients/d "));
+    CHECK_CONTAINS(out, "1 problem(s)");
+    free(out);
+
+    /* the same calls, one way only: no cycle */
+    snprintf(root, sizeof root, "%s/oneway", th_tmpdir());
+    plant(root, "clients/x.h", "int fb(void);\n");
+    plant(root, "clients/y.h", "int fa(void);\n");
+    plant(root, "clients/a.c", "#include \"clients/x.h\"\n#include \"clients/y.h\"\nint fa(void)\n{\n    return fb();\n}\n");
+    plant(root, "clients/b.c", "#include \"clients/x.h\"\nint fb(void)\n{\n    return 2;\n}\n");
+    CHECK_EQ_INT(check_layering(root, &out), 0);
     free(out);
 }
