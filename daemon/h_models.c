@@ -20,6 +20,7 @@
 #include "api/whatif_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
+#include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
@@ -30,6 +31,7 @@
 #include "model/diff.h"
 #include "estimator/job_config.h"
 #include "estimator/whatif.h"
+#include "estimator/whatif_size.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/opportunity.h"
@@ -589,12 +591,25 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     struct sc_error err;
     struct model_graph view;
     struct model_job *whole = NULL;
+    struct whatif_size size;
+    char what[160];
     int rc = SC_OK;
+    /* admitted first by its predicted size (whatif_size.h): 413 when it
+     * can never fit the memory budget, 429 while others hold it */
+    whatif_size_predict(built_model_graph(m)->n_tasks, built_model_whole_bytes(m), cfg, set, &size);
+    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
+    switch (admission_try(s->admission, need, what, &err)) {
+    case ADMISSION_OK: break;
+    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
+    case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
+    }
     if (built_model_whole(m, s->blobs, &view, &whole, &err))
         rc = api_fail_status(r, &err, API_E_INTERNAL);
     else if (whatif_run(&view, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     model_job_free(whole);
+    admission_release(s->admission, need);
     return rc;
 }
 
