@@ -121,6 +121,18 @@ static void *heavy_estimate(void *arg)
     return NULL;
 }
 
+/* One of several heavy requests at once answered: 200 (*ok), or 429 with
+ * Retry-After (*busy); anything else fails the test. */
+static void tally(const char *what, int i, long status, int retry_after, int *ok, int *busy)
+{
+    if (status == 200)
+        (*ok)++;
+    else if (status == 429 && retry_after)
+        (*busy)++;
+    else
+        sc_check_fail(__FILE__, __LINE__, "%s %d: %ld", what, i, status);
+}
+
 /* Six kernel-detail estimates of about 350 MB each at once under a budget
  * that holds two: the rest are told to come back (429, Retry-After), none
  * is 413 or 5xx, and the daemon's peak stays near the budget. */
@@ -139,12 +151,7 @@ TEST(svc_admission_busy_is_429_with_retry_after)
     }
     for (int i = 0; i < N; i++) {
         pthread_join(t[i], NULL);
-        if (h[i].status == 200)
-            ok++;
-        else if (h[i].status == 429 && h[i].retry_after)
-            busy++;
-        else
-            sc_check_fail(__FILE__, __LINE__, "estimate %d: %ld", i, h[i].status);
+        tally("estimate", i, h[i].status, h[i].retry_after, &ok, &busy);
     }
     fprintf(stderr, "  %d answered, %d told to retry\n", ok, busy);
     CHECK(ok >= 1);
@@ -389,12 +396,7 @@ TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
     }
     for (int i = 0; i < N; i++) {
         pthread_join(t[i], NULL);
-        if (h[i].status == 200)
-            ok++;
-        else if (h[i].status == 429 && h[i].retry_after)
-            busy++;
-        else
-            sc_check_fail(__FILE__, __LINE__, "what-if %d: %ld", i, h[i].status);
+        tally("what-if", i, h[i].status, h[i].retry_after, &ok, &busy);
     }
     fprintf(stderr, "  budget %s: %d answered, %d told to retry\n", budget, ok, busy);
     CHECK(ok >= 1);
