@@ -37,13 +37,23 @@ void whatif_size_predict(size_t n_tasks, double whole_bytes, const struct job_co
     /* without global_batch in the set, each rank's batch is kept */
     if (set->dp && !set->global_batch && base->global_batch && base->dp)
         t.global_batch = base->global_batch / base->dp * t.dp;
-    g *= grows(base->layers, t.layers);
-    double m0 = micro_batches(base), m1 = micro_batches(&t);
-    if (m0 > 0 && m1 > m0)
-        g *= m1 / m0;
-    g *= grows(t.pp, base->pp);               /* fewer stages: more layers a rank */
-    g *= grows(base->vpp ? base->vpp : 1, t.vpp ? t.vpp : 1);
-    g *= grows(base->cp ? base->cp : 1, t.cp ? t.cp : 1);
+    if (set->has_schedule)
+        t.schedule = set->schedule, t.has_schedule = 1;
+    /* the copy keeps the traced tasks (layers and micro-batches re-time
+     * them); the schedule rebuilt (whatif.c's condition) has the
+     * target's layers, micro-batches and stages */
+    int rebuilt = t.pp != base->pp || job_config_schedule(&t) != job_config_schedule(base) ||
+                  job_config_vpp(&t) != job_config_vpp(base) || (t.cp ? t.cp : 1) != (base->cp ? base->cp : 1) ||
+                  (base->pp > 1 && (t.tp != base->tp || t.dp != base->dp));
+    if (rebuilt) {
+        g *= grows(base->layers, t.layers);
+        double m0 = micro_batches(base), m1 = micro_batches(&t);
+        if (m0 > 0 && m1 > m0)
+            g *= m1 / m0;
+        g *= grows(t.pp, base->pp); /* fewer stages: more layers a rank */
+        g *= grows(job_config_vpp(base), job_config_vpp(&t));
+        g *= grows(base->cp ? base->cp : 1, t.cp ? t.cp : 1);
+    }
     if (base->tp <= 1 && t.tp > 1)
         g *= 2; /* a collective inserted beside each layer's GEMMs at most */
     if (base->dp <= 1 && t.dp > 1)

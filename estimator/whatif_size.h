@@ -1,13 +1,14 @@
 /* estimator/whatif_size.h: how large a what-if's graph would be, known
  * before the what-if runs.
  *
- * A what-if (whatif.h) copies the traced graph with its tasks repeated or
- * inserted: more layers repeat each layer's tasks, more micro-batches a
- * step repeat each micro-batch's work, fewer pipeline stages put more
- * layers on each rank, more context-parallel ranks split attention into
- * more blocks, tensor or data parallelism from 1 inserts collectives. The
- * prediction is an upper bound of the copy's tasks: the traced task count
- * times each of those growth factors that applies (never below 1), and
+ * A what-if (whatif.h) either copies the traced graph, re-timing its
+ * tasks (more layers or micro-batches scale durations, not the task
+ * count) and inserting collectives (tensor or data parallelism from 1),
+ * or, for another pipeline, schedule, vpp or cp (or tp or dp of a
+ * pipelined job), rebuilds the schedule with the target's layers,
+ * micro-batches a step, stages, virtual stages and attention blocks. The
+ * prediction is an upper bound of the result's tasks: the traced task
+ * count times each growth factor of the path taken (never below 1), and
  * its memory at WHATIF_BYTES_PER_TASK a task (the copy, its replay and
  * the structure recovered) plus the traces read whole again. What the
  * daemon's admission control (daemon/admission.h) weighs a what-if, and

@@ -333,14 +333,15 @@ static void *heavy_whatif(void *arg)
 {
     struct heavy_whatif *h = arg;
     struct svc_resp r;
-    h->status = svc_admin(h->d, "POST", h->path, "{\"set\":{\"layers\":64}}", &r);
+    h->status = svc_admin(h->d, "POST", h->path, "{\"set\":{\"layers\":64,\"pp\":2}}", &r);
     h->retry_after = r.headers && strstr(r.headers, "Retry-After:") != NULL;
     svc_resp_release(&r);
     return NULL;
 }
 
 /* Model what-ifs are admitted by the size predicted from the built model
- * (estimator/whatif_size.h): 4,096 layers of a 4-layer job under a 64 MiB
+ * (estimator/whatif_size.h): 4,096 layers on 2 stages (the schedule
+ * rebuilt) of a 4-layer job under a 64 MiB
  * budget is 413 at once, naming the budget, the prediction and the tasks;
  * the same job's what-if to dp 8 is answered; a plan from the model whose
  * candidates could never fit is 413 too; and what-ifs that fit alone but
@@ -357,7 +358,7 @@ TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
     char *model = small_model(&d);
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
     double t0 = now_s();
-    long st = svc_admin(&d, "POST", path, "{\"set\":{\"layers\":4096}}", &r);
+    long st = svc_admin(&d, "POST", path, "{\"set\":{\"layers\":4096,\"pp\":2}}", &r);
     double dt = now_s() - t0;
     fprintf(stderr, "  4,096 layers: %ld in %.3f s: %s\n", st, dt, r.body);
     CHECK_EQ_INT(st, 413);
@@ -421,7 +422,7 @@ static void *upload_one(void *arg)
 }
 
 /* Six uploads of a large trace (gzip, about 170 MB whole, seconds of reading
- * each) at once, more than the HTTP threads (4), while one client polls
+ * each) at once, three times the HTTP threads (2), while one client polls
  * /healthz every 10 ms: each upload's event check runs on the request pool
  * (workers.h), not on an HTTP thread, so /healthz stays under 100 ms at
  * p99 and never waits a second. Before, the checks held every HTTP
@@ -436,9 +437,10 @@ TEST(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
     static struct light light;
     char dir[4096], file[4200];
     const char *args[] = {"--ranks", "1", "--steps", "600", "--layers", "48", NULL};
+    static const char *const daemon_args[] = {"--http-threads", "2", NULL};
     svc_gentrace("admission-uploads", args, dir);
     snprintf(file, sizeof file, "%s/rank0.json.gz", dir);
-    svc_start(&d, NULL, NULL, NULL);
+    svc_start(&d, NULL, daemon_args, NULL);
     light = (struct light){.d = &d, .path = "/healthz", .heavy_left = &left};
     double t0 = now_s();
     for (int i = 0; i < N; i++) {
