@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/job_cadence.h"
+#include "api/page.h"
 #include "model/opportunity.h"
 #include "common/banned.h"
 
@@ -12,6 +13,7 @@ struct row {
     size_t i;
     int tier;     /* 0: GPU-hours a day known; 1: GPU-ms a step summed; 2: ms a step on a rank */
     double waste; /* in the tier's unit */
+    double unexplained;
     json_t *doc;
 };
 
@@ -83,8 +85,9 @@ static json_t *waste_by_kind(const json_t *doc)
 static const char *const tier_names[] = {"wasted_gpu_hours_per_day_summed", "wasted_gpu_ms_per_step_summed",
                                          "waste_ms_per_step_per_rank"};
 
-json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top)
+json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, const struct api_page *pg, size_t skipped)
 {
+    size_t first = api_page_first(pg), limit = pg->limit;
     struct row *rows = calloc(n ? n : 1, sizeof *rows);
     json_t *jobs = json_array(), *apart = json_array();
     if (!rows || !jobs || !apart) {
@@ -124,21 +127,30 @@ json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top
                                                                "runtime_hours): ranked per step"
                                                              : "no world size (distributedInfo or the job's config) "
                                                                "and no steps a day: ranked per step on a rank"));
-        if (unexplained > 0)
-            json_array_append_new(apart, json_pack("{s:s, s:s, s:f}", "job", v[i].job, "model", v[i].model,
-                                                   "unexplained_ms_per_step_per_rank", unexplained));
+        r->unexplained = unexplained;
     }
     qsort(rows, n, sizeof *rows, by_waste);
     for (size_t i = 0; i < n; i++) {
-        if (i < top && rows[i].doc) {
+        if (i >= first && i < first + limit && !rows[i].doc)
+            skipped++; /* a row that cannot be rendered (text that is not UTF-8) */
+        if (i >= first && i < first + limit && rows[i].doc) {
             json_object_set_new(rows[i].doc, "rank", json_integer((json_int_t)i + 1));
             json_array_append_new(jobs, rows[i].doc);
+            if (rows[i].unexplained > 0) /* of the jobs on this page */
+                json_array_append_new(apart, json_pack("{s:s, s:s, s:f}", "job", v[rows[i].i].job, "model",
+                                                       v[rows[i].i].model, "unexplained_ms_per_step_per_rank",
+                                                       rows[i].unexplained));
         } else {
             json_decref(rows[i].doc);
         }
     }
+    char cursor[API_PAGE_CURSOR_MAX];
+    int more = n > first + limit;
+    if (more) /* the rank and job of the page's last row */
+        api_page_cursor((int64_t)(first + limit), v[rows[first + limit - 1].i].job, cursor);
     free(rows);
-    return json_pack("{s:o, s:o, s:s}", "jobs", jobs, "needs_tracing_of_more_ranks", apart, "method",
+    return json_pack("{s:o, s:o, s:o, s:I, s:s}", "jobs", jobs, "needs_tracing_of_more_ranks", apart, "next_cursor",
+                     more ? json_string(cursor) : json_null(), "skipped", (json_int_t)skipped, "method",
                      "waste: the measured step less the step with every actionable opportunity applied together "
                      "and replayed (network 2x faster, host overhead halved, launch overhead gone, the top kernel "
                      "families 2x faster, stragglers removed), per step on each rank; x world size x steps a day "

@@ -29,15 +29,20 @@ struct api_fleet_job {
     const char *summary;         /* the model's summary, or NULL */
 };
 
-/* The fleet document of v[0..n), the top `top` jobs:
+struct api_page;
+
+/* The fleet document of v[0..n), the page pg of its ranking (api/page.h:
+ * ranks after the cursor's, at most pg->limit of them; skipped: rows
+ * already left out, to which those that cannot be rendered are added):
  * {"jobs":[{"rank","job","model","team","cluster","ranked_by",
  *   "step_ms_per_rank","waste_ms_per_step_per_rank","world_size",
  *   "world_size_from","steps_per_day","steps_per_day_from",
  *   "wasted_gpu_ms_per_step_summed","wasted_gpu_hours_per_day_summed",
  *   "wasted_usd_per_day","note",
  *   "waste_by_kind":[{"kind","alone_ms_per_step_per_rank","share"}]}],
- *  "needs_tracing_of_more_ranks":[{"job","model","unexplained_ms_per_step_per_rank"}],
+ *  "needs_tracing_of_more_ranks":[{"job","model","unexplained_ms_per_step_per_rank"}] (of the page's jobs),
+ *  "next_cursor":C or null,"skipped":N,
  *  "method":".."} */
-json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, size_t top);
+json_t *api_fleet_waste_json(const struct api_fleet_job *v, size_t n, const struct api_page *pg, size_t skipped);
 
 #endif

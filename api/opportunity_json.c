@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "api/inspect_json.h"
+#include "api/page.h"
 #include "common/vec.h"
 #include "model/opportunity.h"
 #include "common/banned.h"
@@ -43,8 +44,10 @@ static int by_gpu_ms(const void *a, const void *b)
 }
 
 json_t *api_fleet_json(const char *const *models, const char *const *jobs, json_t *const *docs, size_t n,
-                       size_t top)
+                       const struct api_page *pg, size_t skipped)
 {
+    size_t first = api_page_first(pg), limit = pg->limit;
+    char cursor[API_PAGE_CURSOR_MAX];
     struct fleet_row *rows = malloc((n ? n : 1) * sizeof *rows);
     json_t *list = json_array();
     size_t m = 0;
@@ -61,15 +64,22 @@ json_t *api_fleet_json(const char *const *models, const char *const *jobs, json_
         rows[m++] = (struct fleet_row){i, json_number_value(json_object_get(best, "saving_ms")) * ranks};
     }
     sc_sort(rows, m, sizeof *rows, by_gpu_ms);
-    for (size_t k = 0; k < m && k < top; k++) {
-        const json_t *d = docs[rows[k].i];
-        json_array_append_new(
-            list, json_pack("{s:s, s:s, s:O, s:O, s:O, s:f, s:O}", "model", models[rows[k].i], "job",
-                            jobs[rows[k].i], "ranks", json_object_get(d, "ranks"), "step_ms",
-                            json_object_get(d, "step_ms"), "gpu_idle_ms", json_object_get(d, "gpu_idle_ms"),
-                            "gpu_ms_per_step", round(rows[k].gpu_ms * 1000) / 1000, "opportunity",
-                            json_array_get(json_object_get(d, "opportunities"), 0)));
+    int more = m > first + limit;
+    if (more) /* the rank and model of the page's last row */
+        api_page_cursor((int64_t)(first + limit), models[rows[first + limit - 1].i], cursor);
+    for (size_t k = first; k < m && k < first + limit; k++) {
+        json_t *row = json_pack("{s:I, s:s, s:s, s:O, s:O, s:O, s:f, s:O}", "rank", (json_int_t)k + 1, "model",
+                                models[rows[k].i], "job", jobs[rows[k].i], "ranks", json_object_get(docs[rows[k].i], "ranks"),
+                                "step_ms", json_object_get(docs[rows[k].i], "step_ms"), "gpu_idle_ms",
+                                json_object_get(docs[rows[k].i], "gpu_idle_ms"), "gpu_ms_per_step",
+                                round(rows[k].gpu_ms * 1000) / 1000, "opportunity",
+                                json_array_get(json_object_get(docs[rows[k].i], "opportunities"), 0));
+        if (row)
+            json_array_append_new(list, row);
+        else
+            skipped++; /* text that is not UTF-8 */
     }
     free(rows);
-    return json_pack("{s:o}", "jobs", list);
+    return json_pack("{s:o, s:o, s:I}", "jobs", list, "next_cursor", more ? json_string(cursor) : json_null(),
+                     "skipped", (json_int_t)skipped);
 }

@@ -19,10 +19,14 @@ struct model_opportunities;
 
 json_t *api_opportunities_json(const struct model_opportunities *o);
 
+struct api_page;
+
 /* The fleet view of models[i] (ids), jobs[i] and their opportunity
- * documents docs[i] (as api_opportunities_json writes them; borrowed), the
- * top `top` jobs. */
+ * documents docs[i] (as api_opportunities_json writes them; borrowed),
+ * ranked, the page pg of it (api/page.h): {"jobs":[{"rank",...}],
+ * "next_cursor","skipped"}, skipped counting the rows already left out
+ * and those that cannot be rendered. */
 json_t *api_fleet_json(const char *const *models, const char *const *jobs, json_t *const *docs, size_t n,
-                       size_t top);
+                       const struct api_page *pg, size_t skipped);
 
 #endif

@@ -83,3 +83,8 @@ json_t *api_list_doc(const char *key, json_t *items, const struct api_list_meta 
     return json_pack("{s:o, s:o, s:I}", key, items, "next_cursor",
                      m->next_cursor ? json_string(m->next_cursor) : json_null(), "skipped", (json_int_t)m->skipped);
 }
+
+size_t api_page_first(const struct api_page *pg)
+{
+    return pg->has_after && pg->after_num > 0 ? (size_t)pg->after_num : 0;
+}

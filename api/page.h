@@ -57,4 +57,15 @@ json_t *api_list_doc(const char *key, json_t *items, const struct api_list_meta 
     "limit:integer:rows per page (default 100, at most 1000);cursor:string:the next_cursor of the " \
     "page before"
 
+/* The index of the first row of page pg of a ranked list: the rank its
+ * cursor names (0 without a cursor). */
+size_t api_page_first(const struct api_page *pg);
+
+/* The ranked lists (GET /v1/fleet, /v1/opportunities) are paged alike,
+ * by rank: a cursor names the last row's rank and id, the next page
+ * starts at the rank after it. `top` is the page's size under its older
+ * name (limit and top together are 400). */
+#define API_FLEET_PAGE_QUERY                                                                        \
+    API_PAGE_QUERY ";top:integer:the same as limit (its older name; not with limit)"
+
 #endif

@@ -129,8 +129,7 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                               "what would shorten the step, ranked, each saving measured by a replay "
                               "(as `stepcast opportunities --json`)"},
     [API_OP_FLEET_OPPORTUNITIES] = {"GET", "/v1/opportunities", "listOpportunities", API_SCOPE_READ,
-                                    API_BODY_NONE, 200, "top:integer:how many jobs (default 10, at most 1000)",
-                                    "400," E_AUTH,
+                                    API_BODY_NONE, 200, API_FLEET_PAGE_QUERY, "400," E_AUTH ",422",
                                     "every ready model ranked by the GPU time per step its best opportunity "
                                     "wins back across its ranks"},
     [API_OP_DIFF] = {"POST", "/v1/models/{id}/diff", "diffModels", API_SCOPE_READ, API_BODY_JSON, 200, NULL,
@@ -192,10 +191,10 @@ static const struct api_op_info ops[API_OP_COUNT] = {
                                  "close an experiment; a variant that reads faster and survives banks its saving "
                                  "(GPU-hours a day and dollars at the baseline job's cadence)"},
     [API_OP_FLEET] = {"GET", "/v1/fleet", "getFleet", API_SCOPE_READ, API_BODY_NONE, 200,
-                      "top:integer:how many jobs (default 10, at most 1000);tag:string:only jobs with this tag, "
+                      API_FLEET_PAGE_QUERY ";tag:string:only jobs with this tag, "
                       "KEY:VALUE (team:infra);since:string:models built from this day (YYYY-MM-DD, UTC);"
                       "until:string:models built before this day",
-                      "400," E_AUTH,
+                      "400," E_AUTH ",422",
                       "jobs ranked by wasted GPU-hours a day: the measured step less every actionable opportunity "
                       "replayed together, x world size x steps a day, summed over ranks; dollars; unexplained "
                       "waits listed apart (needs tracing of more ranks)"},

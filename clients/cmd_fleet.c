@@ -2,7 +2,9 @@
  * wasted GPU-hours a day (GET /v1/fleet, api/fleet_json.h):
  *
  *   stepcast fleet [--tag KEY:VALUE] [--since YYYY-MM-DD] [--until YYYY-MM-DD]
- *                  [--top N] [--json] */
+ *                  [--top N] [--json]
+ *
+ * Every job ranked (the list's pages followed), or the first N. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,5 +97,8 @@ int cmd_fleet(int argc, char **argv)
     }
     if (len >= sizeof path)
         return cli_usage_error("fleet", "options too long");
-    return (rc = remote_json("GET", path, NULL, 200, &doc)) ? rc : cli_print_doc(doc, json, print_fleet);
+    /* the first N jobs (one page), or every page of the ranking */
+    static const char *const keys[] = {"jobs", "needs_tracing_of_more_ranks", NULL};
+    rc = vals[3] ? remote_json("GET", path, NULL, 200, &doc) : remote_list_keys(path, keys, &doc);
+    return rc ? rc : cli_print_doc(doc, json, print_fleet);
 }

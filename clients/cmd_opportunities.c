@@ -110,7 +110,7 @@ int cmd_remote_opportunities(int argc, char **argv)
     };
     const char *model = NULL;
     char path[640], esc[512];
-    long top = 10;
+    long top = 0; /* 0: every page */
     int c, rc, json = 0, fleet = 0;
     void *doc = NULL;
 
@@ -134,12 +134,15 @@ int cmd_remote_opportunities(int argc, char **argv)
     if (optind != argc || !!model == fleet)
         return cli_usage_error("opportunities", "with --server, give --model ID or --fleet (no trace files)");
     if (fleet) {
-        snprintf(path, sizeof path, "/v1/opportunities?top=%ld", top);
+        if (top) /* the first N; else every model ranked */
+            snprintf(path, sizeof path, "/v1/opportunities?top=%ld", top);
+        else
+            snprintf(path, sizeof path, "/v1/opportunities");
     } else {
         remote_escape(model, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/models/%s/opportunities", esc);
     }
-    if ((rc = remote_json("GET", path, NULL, 200, &doc)))
+    if ((rc = fleet && !top ? remote_list(path, "jobs", &doc) : remote_json("GET", path, NULL, 200, &doc)))
         return rc;
     return cli_print_doc(doc, json, fleet ? print_fleet : print_job);
 }

@@ -265,6 +265,12 @@ int remote_json(const char *method, const char *path, const char *json, long exp
 
 int remote_list(const char *path, const char *key, void **doc)
 {
+    const char *keys[] = {key, NULL};
+    return remote_list_keys(path, keys, doc);
+}
+
+int remote_list_keys(const char *path, const char *const *keys, void **doc)
+{
     json_t *all = NULL;
     char page[4096], cursor[1024] = "";
     int rc;
@@ -282,7 +288,8 @@ int remote_list(const char *path, const char *key, void **doc)
         if (!all) {
             all = d;
         } else {
-            json_array_extend(json_object_get(all, key), json_object_get(d, key));
+            for (const char *const *k = keys; *k; k++)
+                json_array_extend(json_object_get(all, *k), json_object_get(d, *k));
             json_object_set_new(all, "skipped", json_integer(json_integer_value(json_object_get(all, "skipped")) +
                                                              json_integer_value(json_object_get(d, "skipped"))));
             json_decref(d);

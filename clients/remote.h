@@ -68,6 +68,8 @@ int remote_json(const char *method, const char *path, const char *json, long exp
  * first page's (*doc, as remote_json's), its "skipped" the sum of the
  * pages'. The exit status, as remote_json's. */
 int remote_list(const char *path, const char *key, void **doc);
+/* The same with the rows of each of keys (NULL-terminated) appended. */
+int remote_list_keys(const char *path, const char *const *keys, void **doc);
 
 /* For a response that is not 2xx: print the server's error and return the
  * exit status (2 for 4xx, 1 otherwise). */

@@ -261,6 +261,14 @@ int built_model_whole(const struct built_model *m, struct blob_store *bs, struct
     return rc;
 }
 
+double built_model_whole_bytes(const struct built_model *m)
+{
+    double events = 0;
+    for (size_t i = 0; i < m->job->n_ranks; i++)
+        events += (double)m->job->ranks[i]->n_complete;
+    return events * BUILT_BYTES_PER_LOADING_EVENT;
+}
+
 size_t built_model_bytes(const struct built_model *m)
 {
     return m->bytes;

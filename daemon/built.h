@@ -82,6 +82,10 @@ struct model_graph;
 int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
                       struct model_job **job, struct sc_error *err);
 
+/* The peak bytes built_model_whole takes to read m's traces whole again:
+ * BUILT_BYTES_PER_LOADING_EVENT for each of their events. */
+double built_model_whole_bytes(const struct built_model *m);
+
 /* Longest memo key (a query's name and parameters). */
 #define BUILT_MEMO_KEY_MAX 512
 

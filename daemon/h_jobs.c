@@ -2,8 +2,9 @@
  *
  * An upload reaches h_trace_put() already on disk: the HTTP layer streamed
  * the body into a blob writer (a temp file, hashed as it arrived). Here it
- * is validated by the trace reader from the file (a rejected upload costs
- * no fsync), fsync'd, and, unless the rank already holds these bytes or
+ * is validated by the trace reader from the file on a worker of the
+ * request pool (workers.h: the HTTP threads stay free while large uploads
+ * are read; a rejected upload costs no fsync), fsync'd, and, unless the rank already holds these bytes or
  * other ones, renamed into the blob store and committed; the reply goes out
  * only after the commit. */
 #include "daemon/handlers.h"
@@ -237,6 +238,11 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
         api_fail(r, API_E_INVALID_TRACE, "the body is empty; send a Kineto trace (JSON or gzip)");
         goto done;
     }
+    /* reading every event takes seconds for a large trace: on a worker
+     * (heavy-requests), so HTTP threads stay free while uploads are
+     * checked; the received file waits with the request */
+    if (svc_defer())
+        return;
     if (validate(s, q, &rec, r))
         goto done;
     if (blob_writer_finish(q->upload, rec.sha256, &err)) {

@@ -15,11 +15,13 @@
 #include "api/json_reply.h"
 #include "api/diff_json.h"
 #include "api/opportunity_json.h"
+#include "api/page.h"
 #include "api/request.h"
 #include "api/ledger.h"
 #include "api/whatif_json.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
+#include "daemon/admission.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/digest.h"
@@ -31,6 +33,7 @@
 #include "estimator/job_config.h"
 #include "estimator/model_open.h"
 #include "estimator/whatif.h"
+#include "estimator/whatif_size.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/opportunity.h"
@@ -415,29 +418,25 @@ static json_t *ready_opportunities(struct svc *s, const char *id)
     return doc;
 }
 
-/* ?top=N (1 to 1000, default 10) into *top; on failure the reply in r. */
-static int top_query(struct svc_request *q, struct api_reply *r, long *top)
+/* The page of a ranked list (api/page.h): ?limit or ?top (its older
+ * name), ?cursor; on failure the reply in r. */
+static int ranked_page(struct svc_request *q, struct api_page *pg, struct api_reply *r)
 {
-    const char *top_s = svc_query(q, "top");
-    char *end;
-    *top = 10;
-    if (!top_s)
-        return SC_OK;
-    *top = strtol(top_s, &end, 10);
-    if (*end || end == top_s || *top < 1 || *top > 1000)
-        return api_fail(r, API_E_BAD_REQUEST, "top must be a number from 1 to 1000");
-    return SC_OK;
+    const char *top = svc_query(q, "top"), *limit = svc_query(q, "limit");
+    if (top && limit)
+        return api_fail(r, API_E_BAD_REQUEST, "give limit or top (its older name), not both");
+    return api_page_parse(top ? top : limit, svc_query(q, "cursor"), pg, r);
 }
 
 /* Every ready model's opportunities, ranked by the GPU time per step the
  * best one wins back. */
 void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    long top;
+    struct api_page pg;
     struct api_model *v = NULL;
     struct sc_error err;
-    size_t n = 0, k = 0;
-    if (top_query(q, r, &top))
+    size_t n = 0, k = 0, skipped = 0;
+    if (ranked_page(q, &pg, r))
         return;
     if (store_model_list(s->store, NULL, NULL, &v, &n, NULL, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
@@ -450,12 +449,18 @@ void h_fleet_opportunities(struct svc *s, struct svc_request *q, struct api_repl
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        if (v[i].status != API_MODEL_READY || !(docs[k] = ready_opportunities(s, v[i].id)))
+        if (v[i].status != API_MODEL_READY)
             continue;
+        if (!(docs[k] = ready_opportunities(s, v[i].id))) {
+            skipped++; /* ready, and its opportunities cannot be read */
+            continue;
+        }
         ids[k] = v[i].id;
         jobs[k++] = v[i].job;
     }
-    api_reply_json(r, 200, api_fleet_json(ids, jobs, docs, k, (size_t)top));
+    /* rows left out have no rank: counted on the first page */
+    api_reply_json(r, 200, api_fleet_json(ids, jobs, docs, k, &pg, pg.has_after ? 0 : skipped));
+    h_page_skipped("opportunities", &(struct api_list_meta){NULL, skipped});
 out:
     for (size_t i = 0; docs && i < k; i++)
         json_decref(docs[i]);
@@ -509,9 +514,9 @@ void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
     struct api_fleet_job *rows = NULL;
     struct api_model *models = NULL;
     struct sc_error err;
-    size_t n_jobs = 0, k = 0;
-    long top;
-    if (top_query(q, r, &top))
+    size_t n_jobs = 0, k = 0, skipped = 0;
+    struct api_page pg;
+    if (ranked_page(q, &pg, r))
         return;
     if (since < 0 || until < 0 || (tag && !strchr(tag, ':')))
         return (void)api_fail(r, API_E_BAD_REQUEST,
@@ -538,11 +543,14 @@ void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
         if (doc && store_model_get(s->store, v[best].id, &models[k], &err) == SC_OK) {
             rows[k] = (struct api_fleet_job){jobs[i].id, models[k].id, doc, jobs[i].description, models[k].summary};
             k++;
-        } else
+        } else {
+            skipped += best != (size_t)-1; /* its newest ready model cannot be read */
             json_decref(doc);
+        }
         api_models_free(v, n);
     }
-    api_reply_json(r, 200, api_fleet_waste_json(rows, k, (size_t)top));
+    api_reply_json(r, 200, api_fleet_waste_json(rows, k, &pg, pg.has_after ? 0 : skipped));
+    h_page_skipped("fleet", &(struct api_list_meta){NULL, skipped});
 out:
     for (size_t i = 0; rows && i < k; i++) {
         json_decref((json_t *)rows[i].opportunities);
@@ -583,12 +591,25 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     struct sc_error err;
     struct model_graph view;
     struct model_job *whole = NULL;
+    struct whatif_size size;
+    char what[160];
     int rc = SC_OK;
+    /* admitted first by its predicted size (whatif_size.h): 413 when it
+     * can never fit the memory budget, 429 while others hold it */
+    whatif_size_predict(built_model_graph(m)->n_tasks, built_model_whole_bytes(m), cfg, set, &size);
+    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
+    switch (admission_try(s->admission, need, what, &err)) {
+    case ADMISSION_OK: break;
+    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
+    case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
+    }
     if (built_model_whole(m, s->blobs, &view, &whole, &err))
         rc = api_fail_status(r, &err, API_E_INTERNAL);
     else if (est_model_whatif(built_model_opened(m), whole, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     model_job_free(whole);
+    admission_release(s->admission, need);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
+#include "estimator/whatif_size.h"
 #include "model/job.h"
 #include "common/cancel.h"
 #include "common/banned.h"
@@ -121,8 +122,10 @@ static int cancelled(void *ctx)
     return atomic_load((atomic_int *)ctx);
 }
 
-/* The estimator's evaluator with its evaluations admitted first
- * (plans_eval.admission); its bounds build nothing and stay its own. */
+/* The evaluator (the estimator's, or the what-if's of a model) with its
+ * evaluations admitted first (plans_eval.admission), by the size
+ * est_synth_size or whatif_size_predict gives; the estimator's bounds
+ * build nothing and stay its own. */
 struct admitted_eval {
     struct plans_eval *pe;
     struct est_plan_evaluator inner;
@@ -136,12 +139,20 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     char what[160];
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = est_synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err)))
+    if (pe->whole) { /* the what-if of the model's graph (whatif_size.h) */
+        struct job_config set;
+        struct whatif_size ws;
+        whatif_plan_set(&pe->whatif, s, &set);
+        whatif_size_predict(pe->view.n_tasks, 0, &pe->whatif.base, &set, &ws);
+        size.tasks = ws.tasks < 9e18 ? (int64_t)ws.tasks : INT64_MAX;
+        size.bytes = ws.bytes;
+    } else if ((rc = est_synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {
         return rc;
+    }
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
-    snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s detail, %lld tasks)",
-             (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp, est_detail_name(d),
-             (long long)size.tasks);
+    snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s, %lld tasks)",
+             (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp,
+             pe->whole ? "what-if" : est_detail_name(d), (long long)size.tasks);
     if (pe->cancel) {
         if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
@@ -150,7 +161,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
-    rc = est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
+    rc = pe->whole ? a->inner.evaluate(a->inner.ctx, s, out, err) : est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
     admission_release(pe->admission, need);
     return rc;
 }
@@ -211,11 +222,11 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     } else {
         est_plan_evaluator_estimate(&pe->est, &ev);
         banded.bands = &pe->bands;
-        if (pe->admission) {
-            adm = (struct admitted_eval){pe, ev};
-            ev = (struct est_plan_evaluator){admitted_stage, ev.bound ? admitted_bound : NULL, &adm,
-                                             ev.refine ? admitted_refine : NULL, ev.detail ? admitted_kernel : NULL};
-        }
+    }
+    if (pe->admission) {
+        adm = (struct admitted_eval){pe, ev};
+        ev = (struct est_plan_evaluator){admitted_stage, ev.bound ? admitted_bound : NULL, &adm,
+                                         ev.refine ? admitted_refine : NULL, ev.detail ? admitted_kernel : NULL};
     }
     snprintf(row.id, sizeof row.id, "%s", id);
     snprintf(row.owner, sizeof row.owner, "%s", pe->owner);

@@ -38,8 +38,9 @@ struct cache_entry;
 struct store_plan;
 
 struct plans_eval {
-    /* each evaluation by the estimator is admitted first under this memory
-     * budget (admission.h) by its graph's predicted size: inside a request
+    /* each evaluation (the estimator's or a model's what-if) is admitted
+     * first under this memory budget (admission.h) by its graph's
+     * predicted size (est_synth_size, whatif_size_predict): inside a request
      * (plans_run) it is tried, and a refusal ends the plan unstored with
      * `refused` set (ADMISSION_NEVER or _BUSY); in the background
      * (plans_start) it waits, and a cancel ends the wait */

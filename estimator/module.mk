@@ -55,7 +55,7 @@ CORE_SRCS += estimator/synth_trace.c
 # what-ifs on traced jobs: the job's description, its structure recovered
 # from the trace, the graph copied with new durations, the transforms
 CORE_SRCS += estimator/job_config.c estimator/job_check.c estimator/structure.c estimator/coll_placement.c \
-             estimator/graph_copy.c estimator/whatif.c estimator/whatif_pipeline.c estimator/whatif_plan.c \
+             estimator/graph_copy.c estimator/whatif.c estimator/whatif_pipeline.c estimator/whatif_plan.c estimator/whatif_size.c \
              estimator/coll_split.c \
              estimator/synth_compare.c
 # a traced job's graph and its kept collectives' split, built once

@@ -54,6 +54,21 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
     return SC_OK;
 }
 
+void whatif_plan_set(const struct whatif_planner *w, const struct est_spec *s, struct job_config *set)
+{
+    job_config_init(set);
+    set->tp = s->parallel.tp;
+    set->pp = s->parallel.pp;
+    set->dp = s->parallel.dp;
+    set->micro_batch = w->base.micro_batch ? s->parallel.micro_batch : 0;
+    set->global_batch = s->parallel.global_batch; /* the plan's, whatever dp */
+    /* the candidate's schedule (the template's: 1F1B), also for a job
+     * traced with another */
+    set->has_schedule = 1;
+    set->schedule = s->parallel.schedule;
+    set->vpp = s->parallel.vpp;
+}
+
 static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
 {
     struct whatif_planner *w = ctx;
@@ -61,18 +76,8 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
     struct whatif_result res;
     struct est_memory mem;
     int rc;
-    job_config_init(&set);
     memset(out, 0, sizeof *out);
-    set.tp = s->parallel.tp;
-    set.pp = s->parallel.pp;
-    set.dp = s->parallel.dp;
-    set.micro_batch = w->base.micro_batch ? s->parallel.micro_batch : 0;
-    set.global_batch = s->parallel.global_batch; /* the plan's, whatever dp */
-    /* the candidate's schedule (the template's: 1F1B), also for a job
-     * traced with another */
-    set.has_schedule = 1;
-    set.schedule = s->parallel.schedule;
-    set.vpp = s->parallel.vpp;
+    whatif_plan_set(w, s, &set);
     if ((rc = whatif_run_with(w->g, &w->base, &w->structure, w->base_step_ms, &set, 1, &res, err)))
         return rc;
     /* the slowest step, as an estimate has it */

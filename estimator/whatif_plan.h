@@ -40,6 +40,10 @@ struct whatif_planner {
 int whatif_plan_request(const struct model_graph *g, const struct job_config *base, struct est_plan_request *req,
                         struct whatif_planner *w, struct sc_error *err);
 
+/* The what-if set of candidate s: its tp, pp, dp, micro-batch (when the
+ * description gives one), global batch and schedule. */
+void whatif_plan_set(const struct whatif_planner *w, const struct est_spec *s, struct job_config *set);
+
 /* The evaluator: the what-if of w's graph on a candidate. ctx is w. */
 void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *out);
 /* What whatif_plan_request made (a zeroed or released w is fine). */

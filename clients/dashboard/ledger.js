@@ -2,8 +2,9 @@
 // every measured step against stepcast's prediction for it, log-log, with
 // the y = x line and each kind's 80 % band, coloured by GPU and shaped by
 // kind; then the mean absolute percentage error by kind and by month.
+// Every entry is shown: the list's pages are followed to its end.
 
-import { api } from './api.js';
+import { apiList } from './api.js';
 import { PALETTE, bars, figure, scatter, shape } from './charts.js';
 import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm } from './form.js';
@@ -112,7 +113,9 @@ export async function ledgerView(view) {
     if (v.kind) query.push(['kind', v.kind]);
     if (v.in_sample) query.push(['in_sample', 'true']);
     try {
-      const doc = await api('/v1/validations', { query });
+      // every page (next_cursor), so the chart and table show every entry
+      // the MAPEs cover
+      const doc = await apiList('/v1/validations', 'entries', query);
       json.show('GET /v1/validations', doc);
       if (!doc.entries.length) out.replaceChildren(el('p', { class: 'muted' }, 'No entries yet: record measured ' +
         'steps with stepcast ledger add or import.'));

@@ -646,6 +646,15 @@ test('ledger: predicted against measured, log-log with y = x; MAPE by kind and m
   await noRawJson(page);
   await toggleJson(page, 'ledger', '"by_month"');
   await shot(page, 'dashboard-ledger.png');
+  // more entries than a page (100): the view follows next_cursor and
+  // shows every one of them (before, the first 100)
+  for (let i = 0; i < 100; i++)
+    await add({ model: ctx.models.sample, measured_step_ms: 18 + i / 100, run_at: '2026-11-03' });
+  const first = await call(ctx.d, 'GET', '/v1/validations');
+  assert(first.entries.length === 100 && first.next_cursor, 'the list is paged');
+  await page.click('#ledger-submit');
+  await page.waitForFunction(n => document.querySelectorAll('#ledger-entries tbody tr').length === n,
+    scored.length + 100, { timeout: 10000 });
   // one kind: the form asks the server again
   const estimates = scored.filter(e => e.kind === 'estimate').length;
   await page.selectOption('#ledger-kind', 'estimate');

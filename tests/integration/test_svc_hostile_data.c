@@ -419,3 +419,112 @@ TEST(svc_hostile_data_cli_follows_cursors)
     free(out);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
+
+/* The rows of every page of a ranked list (path ends in its query),
+ * following next_cursor: their `key` values into seen[], in order, with
+ * their ranks checked to run 1, 2, ... without a gap, their "skipped"
+ * summed; the pages' count. */
+static int ranked_pages(const struct svc_daemon *d, const char *path, const char *key, char seen[][64], size_t *n,
+                        size_t cap, long long *skipped)
+{
+    char url[1024], cursor[512] = "";
+    int pages = 0;
+    *n = 0;
+    *skipped = 0;
+    do {
+        snprintf(url, sizeof url, "%s%s%s", path, cursor[0] ? "&cursor=" : "", cursor);
+        json_t *doc = get_json(d, url, 200), *row;
+        size_t i;
+        REQUIRE(doc);
+        json_array_foreach (json_object_get(doc, "jobs"), i, row) {
+            CHECK_EQ_INT(json_integer_value(json_object_get(row, "rank")), (long long)*n + 1);
+            if (*n < cap)
+                snprintf(seen[(*n)++], 64, "%s", json_string_value(json_object_get(row, key)));
+        }
+        *skipped += json_integer_value(json_object_get(doc, "skipped"));
+        const char *next = json_string_value(json_object_get(doc, "next_cursor"));
+        snprintf(cursor, sizeof cursor, "%s", next ? next : "");
+        json_decref(doc);
+        pages++;
+    } while (cursor[0] && pages < 100);
+    return pages;
+}
+
+static int distinct(char seen[][64], size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (!strcmp(seen[i], seen[j]))
+                return 0;
+    return 1;
+}
+
+/* GET /v1/fleet and /v1/opportunities, the ranked lists, are paged like
+ * every list: 151 jobs with a ready model are two pages of the default
+ * 100, ranks 1 to 151 with nothing repeated or lost; `top` is limit's
+ * older name; a job whose newest ready model's opportunities cannot be
+ * read is left out and counted ("skipped": 1), not a 5xx. Before, both
+ * answered at most `top` (1,000) rows, with no cursor and no count. */
+TEST(svc_hostile_data_fleet_lists_paged_and_skipped)
+{
+    enum { JOBS = 150 };
+    static char seen[JOBS + 8][64];
+    struct svc_daemon d;
+    char dir[4096], file[4200], sql[2048];
+    size_t n;
+    long long skipped;
+    const char *args[] = {"--ranks", "2", "--steps", "4", "--seed", "9", NULL};
+    svc_gentrace("fleet-pages", args, dir);
+    svc_start(&d, NULL, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/j0", "{\"steps_per_day\":1000}", NULL), 201);
+    for (int r = 0; r < 2; r++) {
+        snprintf(file, sizeof file, "%s/rank%d.json.gz", dir, r);
+        svc_put_trace_file(&d, "j0", r, file);
+    }
+    char *model = svc_build_model(&d, "j0", NULL);
+    json_decref(get_json(&d, "/v1/fleet", 200)); /* its opportunities are kept */
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* 150 more jobs whose ready models are j0's (as a restore would leave
+     * them), and one whose kept opportunities are not JSON */
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)"
+             " INSERT INTO jobs(id, description, created_ns, updated_ns)"
+             " SELECT printf('f%%03d', i), '{\"steps_per_day\":1000}', 1, 1 FROM n;"
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)"
+             " INSERT INTO models(id, job, status, step_marker, steps, version, summary, created_ns, finished_ns,"
+             " opportunities, opportunities_version, fold)"
+             " SELECT printf('m-f%%03d', i), printf('f%%03d', i), 'ready', m.step_marker, m.steps, m.version,"
+             " m.summary, m.created_ns, m.finished_ns, m.opportunities, m.opportunities_version, m.fold"
+             " FROM n, models m WHERE m.id = '%s';"
+             "INSERT INTO jobs(id, description, created_ns, updated_ns) VALUES('jbad', NULL, 1, 1);"
+             "INSERT INTO models(id, job, status, version, created_ns, opportunities, opportunities_version)"
+             " SELECT 'm-bad', 'jbad', 'ready', version, created_ns, '{not json', opportunities_version"
+             " FROM models WHERE id = '%s';",
+             JOBS, JOBS, model, model);
+    catalog_exec(&d, sql);
+    svc_start(&d, d.data, NULL, NULL);
+    static const struct {
+        const char *path, *key;
+    } lists[] = {{"/v1/fleet?since=2000-01-01", "job"}, {"/v1/opportunities?limit=100", "model"}};
+    for (size_t l = 0; l < 2; l++) {
+        int pages = ranked_pages(&d, lists[l].path, lists[l].key, seen, &n, JOBS + 8, &skipped);
+        fprintf(stderr, "  %s: %d pages, %zu rows, %lld skipped\n", lists[l].path, pages, n, skipped);
+        CHECK_EQ_INT(pages, 2);
+        CHECK_EQ_INT((long long)n, JOBS + 1);
+        CHECK(distinct(seen, n));
+        CHECK_EQ_INT(skipped, 1);
+    }
+    /* top: the page's size under its older name */
+    json_t *doc = get_json(&d, "/v1/fleet?top=5", 200);
+    CHECK_EQ_INT(json_array_size(json_object_get(doc, "jobs")), 5);
+    CHECK(json_is_string(json_object_get(doc, "next_cursor")));
+    json_decref(doc);
+    json_decref(get_json(&d, "/v1/opportunities?top=5&limit=5", 400));
+    json_decref(get_json(&d, "/v1/fleet?limit=1001", 422));
+    json_decref(get_json(&d, "/v1/fleet?cursor=zz", 400));
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    char *log = th_read_file(d.log, NULL);
+    CHECK_CONTAINS(log ? log : "", "event=rows_skipped list=fleet rows=1");
+    free(log);
+    free(model);
+}
