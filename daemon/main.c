@@ -127,7 +127,7 @@ int main(int argc, char **argv)
         int rc = 0;
         if (print)
             cfg_print(&cfg, stdout);
-        else if (svc_check(cfg.data_dir, cfg.store, stdout, &err)) {
+        else if (svc_check(cfg.data_dir, cfg.store, cfg.blobs, stdout, &err)) {
             fprintf(stderr, "stepcastd: %s\n", err.msg);
             rc = 1;
         }

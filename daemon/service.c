@@ -97,7 +97,7 @@ static void log_server_error(const struct sc_error *err)
 
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], blobs[PATH_MAX];
     struct store_names building = {0};
     int rc;
 
@@ -110,7 +110,8 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     model_load_opts_default(&s->load);
     s->load.limits.max_events = (uint64_t)cfg->max_events;
     svc_store_url(cfg->store, cfg->data_dir, path, sizeof path);
-    if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
+    int shared = svc_blobs_dir(cfg->blobs, cfg->data_dir, blobs, sizeof blobs);
+    if ((rc = blob_store_open(blobs, cfg->data_dir, shared, &s->blobs, err)) ||
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
@@ -206,11 +207,22 @@ void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_
         snprintf(out, n, "sqlite:%s/catalog.db", data_dir);
 }
 
+int svc_blobs_dir(const char *cfg_blobs, const char *data_dir, char *out, size_t n)
+{
+    if (cfg_blobs && *cfg_blobs) {
+        snprintf(out, n, "%s", cfg_blobs);
+        return 1;
+    }
+    snprintf(out, n, "%s/blobs", data_dir);
+    return 0;
+}
+
 /* ---- stepcastd --check ---- */
 
-int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err)
+int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *report,
+              struct sc_error *err)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], dir[PATH_MAX];
     struct store *st = NULL;
     struct blob_store *bs = NULL;
     struct store_names rows = {0};
@@ -223,7 +235,8 @@ int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_e
     svc_store_url(store, data_dir, path, sizeof path);
     if (!strncmp(path, "sqlite:", 7) && access(path + 7, F_OK)) /* a check creates nothing */
         return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': there is no %s", data_dir, path + 7);
-    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(data_dir, &bs, err)))
+    int shared = svc_blobs_dir(blobs, data_dir, dir, sizeof dir);
+    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(dir, data_dir, shared, &bs, err)))
         goto out;
     if (store_check(st, &e)) {
         fprintf(report, "catalog: %s\n", e.msg);

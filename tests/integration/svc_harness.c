@@ -458,7 +458,7 @@ char *svc_fingerprint(const struct svc_daemon *d)
     svc_resp_release(&r);
     snprintf(p, sizeof p, "%s/blobs", d->data);
     list_dir(&b, p, 0);
-    snprintf(p, sizeof p, "%s/tmp", d->data);
+    snprintf(p, sizeof p, "%s/blobs/.tmp", d->data);
     list_dir(&b, p, 0);
     return b.p;
 }

@@ -375,7 +375,7 @@ static int send_all(int fd, const char *p, size_t n)
 static int wait_temp(const struct svc_daemon *d)
 {
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s/tmp", d->data);
+    snprintf(tmp, sizeof tmp, "%s/blobs/.tmp", d->data);
     for (int i = 0; i < 500; i++, usleep(10000))
         if (count_files(tmp) > 0)
             return 1;
@@ -398,7 +398,7 @@ TEST(svc_kill9_mid_upload)
     CHECK(wait_temp(&d));
     svc_kill9(&d);
     close(fd);
-    snprintf(tmp, sizeof tmp, "%s/tmp", d.data);
+    snprintf(tmp, sizeof tmp, "%s/blobs/.tmp", d.data);
     CHECK_EQ_INT(count_files(tmp), 1); /* the half-received upload */
     svc_start(&d, d.data, NULL, NULL);
     CHECK_EQ_INT(count_files(tmp), 0); /* swept at start */

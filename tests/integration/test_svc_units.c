@@ -1,11 +1,14 @@
 /* tests/integration/test_svc_units.c: the service's modules in-process:
  * router, request decoders, model cache, config sources, blob store. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/reply.h"
@@ -326,7 +329,7 @@ TEST(svc_blob_store_write_commit_sweep)
     uint64_t n;
     char data[256];
     snprintf(data, sizeof data, "%s/blobdata", th_tmpdir());
-    CHECK(blob_store_open(data, &bs, &err) == SC_OK);
+    CHECK(blob_store_open(data, data, 0, &bs, &err) == SC_OK);
     CHECK(blob_writer_new(bs, &w, &err) == SC_OK);
     CHECK(blob_writer_write(w, "hello ", 6, &err) == SC_OK);
     CHECK(blob_writer_write(w, "world", 5, &err) == SC_OK);
@@ -355,6 +358,95 @@ TEST(svc_blob_store_write_commit_sweep)
     blob_store_free(bs);
 }
 
+/* Put, get, exists and remove by digest: the whole of what callers need
+ * of a blob besides streaming, so an object store could stand behind it. */
+TEST(svc_blob_put_get_exists_remove)
+{
+    struct blob_store *bs;
+    struct sc_error err;
+    char dir[4096], sha[DIGEST_HEX_LEN + 1], again[DIGEST_HEX_LEN + 1];
+    void *got = NULL;
+    size_t n = 0;
+    snprintf(dir, sizeof dir, "%s/blobput", th_tmpdir());
+    REQUIRE(blob_store_open(dir, dir, 1, &bs, &err) == SC_OK);
+    CHECK(blob_put(bs, "hello world", 11, sha, &err) == SC_OK);
+    CHECK_STREQ(sha, "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    CHECK(blob_put(bs, "hello world", 11, again, &err) == SC_OK); /* the same content again */
+    CHECK_STREQ(again, sha);
+    CHECK(blob_exists(bs, sha) == 1);
+    CHECK(blob_get(bs, sha, 1 << 20, &got, &n, &err) == SC_OK);
+    CHECK(n == 11 && got && memcmp(got, "hello world", 11) == 0);
+    free(got);
+    CHECK_EQ_INT(blob_get(bs, sha, 10, &got, &n, &err), SC_ELIMIT);
+    CHECK(blob_remove(bs, sha, &err) == SC_OK);
+    CHECK(blob_exists(bs, sha) == 0);
+    CHECK_EQ_INT(blob_get(bs, sha, 1 << 20, &got, &n, &err), SC_ENOTFOUND);
+    blob_store_free(bs);
+}
+
+/* Touch a file into path, last modified age_s ago. */
+static void make_file(const char *path, long age_s)
+{
+    struct timespec ts[2];
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs("x", f);
+    fclose(f);
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= age_s;
+    ts[1] = ts[0];
+    REQUIRE(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+/* A shared blob directory: the start-up sweep removes what a dead writer of
+ * this host left and what is older than BLOB_STALE_S, never a live
+ * replica's temp file nor a fresh blob whose row may be about to commit. */
+TEST(svc_blob_sweep_leaves_live_replicas_files)
+{
+    struct blob_store *bs;
+    struct blob_sweep_stats st;
+    struct sc_error err;
+    char dir[4096], host[64], p[4200], live[4200], dead[4200], far_new[4200], far_old[4200];
+    char fresh[4200], old[4200];
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(0);
+    REQUIRE(waitpid(child, NULL, 0) == child); /* a pid of this host no process has */
+    snprintf(dir, sizeof dir, "%s/blobshared", th_tmpdir());
+    REQUIRE(blob_store_open(dir, dir, 1, &bs, &err) == SC_OK);
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+              *c == '.'))
+            *c = '-';
+    snprintf(live, sizeof live, "%s/.tmp/%ld.%s.aaaaaa", dir, (long)getppid(), host);
+    snprintf(dead, sizeof dead, "%s/.tmp/%ld.%s.bbbbbb", dir, (long)child, host);
+    snprintf(far_new, sizeof far_new, "%s/.tmp/%ld.elsewhere.example.cccccc", dir, (long)child);
+    snprintf(far_old, sizeof far_old, "%s/.tmp/%ld.elsewhere.example.dddddd", dir, (long)child);
+    make_file(live, 2 * BLOB_STALE_S);
+    make_file(dead, 0);
+    make_file(far_new, 10);
+    make_file(far_old, BLOB_STALE_S + 10);
+    snprintf(p, sizeof p, "%s/ab", dir);
+    REQUIRE(mkdir(p, 0755) == 0);
+    snprintf(fresh, sizeof fresh, "%s/ab/ab%062d", dir, 1);
+    snprintf(old, sizeof old, "%s/ab/ab%062d", dir, 2);
+    make_file(fresh, 5);
+    make_file(old, BLOB_STALE_S + 10);
+    CHECK(blob_sweep(bs, keep_none, NULL, 0, NULL, &st, &err) == SC_OK);
+    CHECK_EQ_INT(st.temp_files, 2);
+    CHECK_EQ_INT(st.orphans, 1);
+    CHECK(access(live, F_OK) == 0);
+    CHECK(access(dead, F_OK) != 0);
+    CHECK(access(far_new, F_OK) == 0);
+    CHECK(access(far_old, F_OK) != 0);
+    CHECK(access(fresh, F_OK) == 0);
+    CHECK(access(old, F_OK) != 0);
+    blob_store_free(bs);
+}
+
 /* A build whose job was deleted while it waited in the queue finds no
  * trace: a clean "not found" naming the model, never a copy from nowhere. */
 TEST(svc_build_of_a_job_deleted_while_queued)
@@ -365,7 +457,7 @@ TEST(svc_build_of_a_job_deleted_while_queued)
     struct model_load_opts lo;
     struct sc_error err;
     snprintf(dir, sizeof dir, "%s/deleted-job", th_tmpdir());
-    REQUIRE(blob_store_open(dir, &bs, &err) == SC_OK);
+    REQUIRE(blob_store_open(dir, dir, 0, &bs, &err) == SC_OK);
     model_load_opts_default(&lo);
     CHECK_EQ_INT(built_model_build("m-gone", NULL, 0, bs, &lo, NULL, NULL, NULL, &m, &err), SC_ENOTFOUND);
     CHECK(m == NULL);
