@@ -14,6 +14,7 @@
 #include "daemon/admission.h"
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
+#include "daemon/build_queue.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
@@ -98,7 +99,6 @@ static void log_server_error(const struct sc_error *err)
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
 {
     char path[PATH_MAX], blobs[PATH_MAX];
-    struct store_names building = {0};
     int rc;
 
     memset(s, 0, sizeof *s);
@@ -121,32 +121,16 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         goto fail;
     s->openapi_len = strlen(s->openapi);
     store_set_max_owned(s->store, cfg->max_stored_per_token);
-    struct builder_env env = {s->store,   s->blobs,       s->cache,     s->metrics,
-                              &s->load,   &s->publish_mu, s->admission, (int)cfg->heavy_nice};
+    /* builds this replica's previous run had taken go back to the queue */
+    if ((rc = bq_replica_name(cfg->data_dir, s->replica, err)) ||
+        (rc = bq_release_all(s->store, s->replica, err)))
+        goto fail;
+    struct builder_env env = {s->store, s->blobs,     s->cache,           s->metrics, &s->load,
+                              &s->publish_mu, s->admission, (int)cfg->heavy_nice, s->replica};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
                             &s->builder, err)))
         goto fail;
-    /* builds a stop interrupted */
-    if ((rc = store_model_building(s->store, &building, err)))
-        goto fail;
-    for (size_t i = 0; i < building.n; i++) {
-        struct sc_error e;
-        /* the first max-queued-builds of them, whatever the workers have
-         * finished meanwhile: which ones fail must not depend on timing */
-        int over = i >= (size_t)cfg->max_queued_builds;
-        if (over)
-            sc_error_set(&e, SC_ELIMIT, "more than %lld builds were left building (max-queued-builds)",
-                         (long long)cfg->max_queued_builds);
-        if (over || builder_submit(s->builder, building.v[i], &e)) {
-            /* fail it rather than leave it `building` with no build behind it */
-            char why[sizeof e.msg + 64];
-            snprintf(why, sizeof why, "not rebuilt after a restart: %s; build it again", e.msg);
-            log_warn("build", "model=%s event=not_resubmitted msg=\"%s\"", building.v[i], e.msg);
-            store_model_finish(s->store, building.v[i], API_MODEL_FAILED, why, NULL, NULL);
-        } else
-            log_info("build", "model=%s event=resubmitted", building.v[i]);
-    }
-    store_names_release(&building);
+    log_info("build", "event=queue replica=%s", s->replica);
     return SC_OK;
 fail:
     svc_stop_builds(s, 0);

@@ -37,6 +37,7 @@ struct svc {
     struct blob_store *blobs;
     struct cache *cache;
     struct builder *builder;
+    char replica[96]; /* this replica's name (build_queue.h, BQ_OWNER_MAX) */
     struct metrics *metrics;
     struct model_load_opts load; /* trace limits from the config */
     char *openapi;               /* the document, rendered once */
