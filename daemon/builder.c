@@ -10,17 +10,22 @@
 
 #include "api/encode.h"
 #include "daemon/admission.h"
+#include "daemon/blobs.h"
 #include "daemon/build_queue.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/model_blob.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "common/banned.h"
+
+/* Largest built model's blob read back (its memory is the model's). */
+#define MODEL_BLOB_MAX_LOAD ((size_t)1 << 40)
 
 struct slot {
     char id[API_ID_MAX]; /* "" when idle */
@@ -148,17 +153,34 @@ static void release(struct builder *b, uint64_t need)
     admission_release(b->env.admission, need);
 }
 
+/* The built model as a blob (model_blob.h), for every replica to load:
+ * its hash into sha and its size into *bytes. */
+static int store_blob(struct builder *b, const struct built_model *bm, char sha[DIGEST_HEX_LEN + 1],
+                      uint64_t *bytes, struct sc_error *err)
+{
+    void *p = NULL;
+    size_t n = 0;
+    int rc = model_blob_write(bm, &p, &n, err);
+    if (rc == SC_OK)
+        rc = blob_put(b->env.blobs, p, n, sha, err);
+    free(p);
+    *bytes = n;
+    if (rc)
+        sc_error_prefix(err, "storing the built model");
+    return rc;
+}
+
 /* Publish a build's outcome under its lease: the catalog row, then the
  * model in this replica's cache. *kept 0 when the lease was lost (another
  * replica took the build, or the model was deleted): nothing published. */
 static int publish(struct builder *b, const char *id, int rc, struct built_model *bm, const char *summary,
-                   struct sc_error *err, int *kept)
+                   const char *built, uint64_t bytes, struct sc_error *err, int *kept)
 {
     struct sc_error e;
     int saved;
     pthread_mutex_lock(b->env.publish_mu);
     if (rc == SC_OK)
-        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_READY, NULL, summary, NULL, 0, kept, &e);
+        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_READY, NULL, summary, built, bytes, kept, &e);
     else
         saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_FAILED, err->msg, NULL, NULL, 0, kept, &e);
     if (rc == SC_OK && saved == SC_OK && *kept)
@@ -205,7 +227,11 @@ static void build_one(struct builder *b, struct slot *slot)
         need = 0;
     if (rc == SC_OK)
         rc = api_model_summary(built_model_job(bm), &summary, &err);
-    if (publish(b, m.id, rc, bm, summary, &err, &kept) == SC_OK && kept && rc == SC_OK)
+    char built[DIGEST_HEX_LEN + 1];
+    uint64_t built_bytes = 0;
+    if (rc == SC_OK)
+        rc = store_blob(b, bm, built, &built_bytes, &err);
+    if (publish(b, m.id, rc, bm, summary, built, built_bytes, &err, &kept) == SC_OK && kept && rc == SC_OK)
         bm = NULL; /* the cache has it */
 
     double dt = metrics_clock() - t0;
@@ -454,21 +480,50 @@ void builder_free(struct builder *b)
     free(b);
 }
 
+/* A ready model from its blob (model_blob.h): 1 when loaded, 0 when it
+ * has none or it cannot be read (logged: the model is built again from
+ * its traces), or the catalog's error. */
+static int load_blob(struct builder *b, const char *id, const struct api_model *m, struct built_model **out,
+                     struct sc_error *err)
+{
+    char sha[DIGEST_HEX_LEN + 1];
+    struct model_load_opts opts = *b->env.load;
+    struct sc_error e;
+    void *p = NULL;
+    size_t n = 0;
+    int rc = bq_built_blob(b->env.store, id, sha, err);
+    if (rc <= 0)
+        return rc;
+    opts.step_marker = m->step_marker;
+    if ((rc = blob_get(b->env.blobs, sha, MODEL_BLOB_MAX_LOAD, &p, &n, &e)) == SC_OK)
+        rc = model_blob_read(p, n, id, &opts, out, &e);
+    free(p);
+    if (rc) {
+        char q[600];
+        log_error("build", "model=%s event=blob_unreadable blob=%s msg=\"%s\" then=rebuild", id, sha,
+                  log_quote(e.msg, q, sizeof q));
+        return 0;
+    }
+    return 1;
+}
+
 int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
                        struct sc_error *err)
 {
     struct builder *b = ctx;
     struct built_model *bm = NULL;
     struct api_model m;
-    int rc = store_model_get(b->env.store, id, &m, err);
+    int rc = store_model_get(b->env.store, id, &m, err), from_blob = 0;
     if (rc)
         return rc;
     if (m.status != API_MODEL_READY)
         rc = sc_error_set(err, SC_EEXIST, "model '%s' is %s", id, api_model_status_name(m.status));
-    else if ((rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
+    else if ((from_blob = load_blob(b, id, &m, &bm, err)) < 0)
+        rc = from_blob;
+    else if (from_blob || (rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
         *value = bm;
         *bytes = built_model_bytes(bm);
-        log_info("build", "model=%s event=reloaded bytes=%zu", id, *bytes);
+        log_info("build", "model=%s event=reloaded from=%s bytes=%zu", id, from_blob ? "blob" : "traces", *bytes);
     }
     api_model_release(&m);
     return rc;

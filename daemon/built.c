@@ -138,60 +138,81 @@ static void on_rank_built(void *ctx, size_t built)
     pthread_mutex_unlock(&p->mu);
 }
 
-int built_model_build(const char *id, const struct api_trace *traces, size_t n,
-                      struct blob_store *bs, const struct model_load_opts *opts,
-                      const struct model_graph_opts *graph_opts, built_progress_fn progress,
-                      void *progress_ctx, struct built_model **out, struct sc_error *err)
+int built_model_assemble(const char *id, const struct api_trace *traces, size_t n,
+                         const struct model_load_opts *opts, struct model_job *job, struct est_traced *model,
+                         struct built_model **out, struct sc_error *err)
 {
     struct built_model *m = calloc(1, sizeof *m);
-    struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
-    struct blob_files f = {0};
     size_t data = 0;
-    int rc = SC_OK;
-
     *out = NULL;
-    if (!n) { /* its job's traces were deleted while the build waited */
+    if (!m || !(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
+        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
+        if (m)
+            free(m->traces);
         free(m);
-        return sc_error_set(err, SC_ENOTFOUND, "model %s has no traces left to build from (its job was deleted)",
-                            id);
-    }
-    if (!m)
+        est_traced_release(model);
+        model_job_free(job);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
     m->load = *opts;
-    if (!(m->traces = malloc(n * sizeof *m->traces)) ||
-        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
-        built_model_free(m);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
+    m->load.step_marker = m->step_marker;
     memcpy(m->traces, traces, n * sizeof *traces);
     m->n_traces = n;
-    m->load.step_marker = m->step_marker;
-    /* ranks load and build on all cores; each trace keeps only its header
-     * once its rank's part of the graph is found */
-    struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
-    if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
-        gl.ranks = f.ranks; /* the ranks they were uploaded as */
-        if ((rc = est_traced_build((const char *const *)f.pv, n, &gl, graph_opts, 0, &m->job, &m->model, err)))
-            name_failed(err, &f, traces, n);
-    }
-    blob_files_release(&f);
-    pthread_mutex_destroy(&bp.mu);
-    if (rc) {
-        built_model_free(m);
-        return rc;
-    }
+    m->job = job;
+    m->model = *model;
     for (size_t i = 0; i < m->job->n_ranks; i++)
         data += model_trace_bytes(m->job->ranks[i]);
     data += model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v;
     m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
                   : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
     m->bytes = sizeof *m + data + m->memo_cap;
-    if (progress)
-        progress(progress_ctx, 1.0);
     *out = m;
     return SC_OK;
+}
+
+int built_model_build(const char *id, const struct api_trace *traces, size_t n,
+                      struct blob_store *bs, const struct model_load_opts *opts,
+                      const struct model_graph_opts *graph_opts, built_progress_fn progress,
+                      void *progress_ctx, struct built_model **out, struct sc_error *err)
+{
+    struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
+    struct blob_files f = {0};
+    struct model_job *job = NULL;
+    struct est_traced model = {0};
+    int rc;
+
+    *out = NULL;
+    if (!n) /* its job's traces were deleted while the build waited */
+        return sc_error_set(err, SC_ENOTFOUND, "model %s has no traces left to build from (its job was deleted)",
+                            id);
+    /* ranks load and build on all cores; each trace keeps only its header
+     * once its rank's part of the graph is found */
+    struct model_graph_load gl = {.load = opts, .progress = progress ? on_rank_built : NULL, .progress_ctx = &bp};
+    if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
+        gl.ranks = f.ranks; /* the ranks they were uploaded as */
+        if ((rc = est_traced_build((const char *const *)f.pv, n, &gl, graph_opts, 0, &job, &model, err)))
+            name_failed(err, &f, traces, n);
+    }
+    blob_files_release(&f);
+    pthread_mutex_destroy(&bp.mu);
+    if (rc) {
+        est_traced_release(&model);
+        model_job_free(job);
+        return rc;
+    }
+    if ((rc = built_model_assemble(id, traces, n, opts, job, &model, out, err)))
+        return rc;
+    if (progress)
+        progress(progress_ctx, 1.0);
+    return SC_OK;
+}
+
+const struct api_trace *built_model_traces(const struct built_model *m, size_t *n)
+{
+    *n = m->n_traces;
+    return m->traces;
 }
 
 static int cmp_desc(const void *a, const void *b)

@@ -96,9 +96,9 @@ static double now_s(void)
 }
 
 /* Uploaded through the first replica, built through the second, replayed
- * through the third (which never built it: it loads it on first use),
- * the same as `stepcast replay --json` of the file; with two replicas,
- * the first replays what the second built. */
+ * through the third, then through each, the same as `stepcast replay
+ * --json` of the file: the replicas that did not build it load it from
+ * its blob on first use. */
 static void upload_build_replay(size_t n)
 {
     struct pg_server pg;
@@ -114,12 +114,16 @@ static void upload_build_replay(size_t n)
     CHECK_STREQ(svc_wait_model(&d[n - 1], id, 120), "ready");
     snprintf(path, sizeof path, "/v1/models/%s/replay", id);
     check_same(http_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
-    if (n == 3) /* and through the one it was uploaded to */
-        check_same(http_json(&d[0], path), cli_replay(file), "replay through the first replica");
+    for (size_t i = 0; i + 1 < n; i++) /* and through every other one */
+        check_same(http_json(&d[i], path), cli_replay(file), "replay through each replica");
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
     CHECK_EQ_INT(log_lines(d, n, id, "event=start"), 1);
     CHECK_EQ_INT(log_lines(d, n, id, "event=ready"), 1);
+    /* the replicas that did not build it loaded it from its blob, never
+     * from its traces */
+    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=blob"), (int)n - 1);
+    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=traces"), 0);
     free(id);
 }
 
