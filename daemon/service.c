@@ -21,7 +21,9 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/model_blob.h"
 #include "daemon/store.h"
+#include "model/trace.h"
 #include "common/banned.h"
 
 static int cmp_name(const void *a, const void *b)
@@ -203,6 +205,39 @@ int svc_blobs_dir(const char *cfg_blobs, const char *data_dir, char *out, size_t
 
 /* ---- stepcastd --check ---- */
 
+/* Each built model's blob loads and its graph passes model_graph_check
+ * (model_blob_read runs it). */
+static int check_built(struct store *st, struct blob_store *bs, FILE *report, size_t *bad, struct sc_error *err)
+{
+    char (*ids)[API_ID_MAX] = NULL;
+    char (*shas)[DIGEST_HEX_LEN + 1] = NULL;
+    struct model_load_opts lo;
+    size_t n = 0, ok = 0;
+    int rc = bq_built_blobs(st, &ids, &shas, &n, err);
+    model_load_opts_default(&lo);
+    for (size_t i = 0; rc == SC_OK && i < n; i++) {
+        struct built_model *m = NULL;
+        struct sc_error e;
+        void *p = NULL;
+        size_t len = 0;
+        int r = blob_get(bs, shas[i], SIZE_MAX / 2, &p, &len, &e);
+        if (r == SC_OK)
+            r = model_blob_read(p, len, ids[i], &lo, &m, &e);
+        free(p);
+        built_model_free(m);
+        if (r) {
+            fprintf(report, "model %s: blob %s: %s\n", ids[i], shas[i], e.msg);
+            ++*bad;
+        } else
+            ok++;
+    }
+    if (rc == SC_OK)
+        fprintf(report, "built models: %zu of %zu blobs load, their graphs checked\n", ok, n);
+    free(ids);
+    free(shas);
+    return rc;
+}
+
 int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *report,
               struct sc_error *err)
 {
@@ -246,7 +281,7 @@ int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *
         goto out;
     fprintf(report, "leftovers: %llu temp files, %llu blobs no row names\n",
             (unsigned long long)sw.temp_files, (unsigned long long)sw.orphans);
-    if ((rc = svc_check_rows(st, report, &bad, err)))
+    if ((rc = check_built(st, bs, report, &bad, err)) || (rc = svc_check_rows(st, report, &bad, err)))
         goto out;
     fprintf(report, "%s\n", bad ? "INCONSISTENT" : "consistent");
     if (bad)

@@ -18,6 +18,11 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
+#include "daemon/model_blob.h"
+#include "estimator/traced.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/replay.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -445,6 +450,121 @@ TEST(svc_blob_sweep_leaves_live_replicas_files)
     CHECK(access(fresh, F_OK) == 0);
     CHECK(access(old, F_OK) != 0);
     blob_store_free(bs);
+}
+
+/* A model built from paths[0..n), as a daemon builds it. */
+static struct built_model *model_of(const char *const *paths, size_t n)
+{
+    struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct model_job *job = NULL;
+    struct est_traced t;
+    struct api_trace traces[8];
+    struct built_model *m = NULL;
+    struct sc_error err;
+    model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
+    memset(traces, 0, sizeof traces);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        traces[i].rank = (int64_t)i;
+        memset(traces[i].sha256, 'a' + (int)i, DIGEST_HEX_LEN);
+    }
+    REQUIRE(est_traced_build(paths, n, NULL, &go, 0, &job, &t, &err) == SC_OK);
+    REQUIRE(built_model_assemble("m-blob", traces, n, &lo, job, &t, &m, &err) == SC_OK);
+    return m;
+}
+
+/* Each step's replayed time, with the model's collective waits. */
+static void replay_steps(const struct built_model *m, int64_t *each)
+{
+    struct model_replay_opts o;
+    struct sc_error err;
+    int64_t mean;
+    const struct model_graph *g = built_model_graph(m);
+    uint8_t *use = calloc(g->n_steps + 1, 1);
+    memset(use, 1, g->n_steps);
+    model_replay_opts_kept(&o, *built_model_waits(m));
+    CHECK(model_replay_mean_step(g, &o, use, &mean, NULL, each, &err) == SC_OK);
+    free(use);
+}
+
+/* A model written as a blob and read back is the same model: its blob
+ * again byte for byte, and its replay step for step; on the sample and
+ * on a real trace of the shared ones. */
+TEST(svc_model_blob_round_trip)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
+                                         "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
+    char hta[4096];
+    snprintf(hta, sizeof hta, "%s",
+             th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"));
+    const char *const real[] = {hta};
+    for (int k = 0; k < 2; k++) {
+        struct built_model *m = k ? model_of(real, 1) : model_of(sample, 4), *back = NULL;
+        struct model_load_opts lo;
+        struct sc_error err;
+        void *p = NULL, *q = NULL;
+        size_t n = 0, nq = 0;
+        model_load_opts_default(&lo);
+        REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
+        REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
+        REQUIRE(model_blob_write(back, &q, &nq, &err) == SC_OK);
+        CHECK(n == nq && memcmp(p, q, n) == 0);
+        const struct model_graph *g = built_model_graph(m);
+        CHECK(g->n_steps > 0);
+        int64_t *a = calloc(g->n_steps, sizeof *a), *b = calloc(g->n_steps, sizeof *b);
+        replay_steps(m, a);
+        replay_steps(back, b);
+        CHECK(memcmp(a, b, g->n_steps * sizeof *a) == 0);
+        CHECK(a[0] > 0);
+        free(a);
+        free(b);
+        free(p);
+        free(q);
+        built_model_free(m);
+        built_model_free(back);
+    }
+}
+
+/* A corrupt, truncated or other-version blob is refused, saying so. */
+TEST(svc_model_blob_refuses_bad_blobs)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz"};
+    struct built_model *m = model_of(sample, 1), *back = NULL;
+    struct model_load_opts lo;
+    struct sc_error err;
+    uint8_t *p = NULL;
+    void *sealed = NULL;
+    size_t n = 0, ns = 0;
+    model_load_opts_default(&lo);
+    REQUIRE(model_blob_write(m, (void **)&p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(model_blob_read(p, n - 1, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "truncated");
+    CHECK_EQ_INT(model_blob_read(p, 40, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "shorter than its header");
+    p[n / 2] ^= 1;
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "checksum mismatch");
+    p[n / 2] ^= 1;
+    p[8] = MODEL_BLOB_VERSION + 1;
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "format version");
+    p[8] = MODEL_BLOB_VERSION;
+    p[0] = 'X';
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "not a built model");
+    p[0] = 'S';
+    /* a payload whose checksum holds but whose content does not: its
+     * first record (the traces' count) claims more than there is */
+    uint64_t many = 1000000;
+    memcpy(p + MODEL_BLOB_HEADER, &many, sizeof many);
+    REQUIRE(model_blob_seal(p + MODEL_BLOB_HEADER, n - MODEL_BLOB_HEADER, &sealed, &ns, &err) == SC_OK);
+    CHECK_EQ_INT(model_blob_read(sealed, ns, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "traces: 1000000 records");
+    CHECK(back == NULL);
+    free(sealed);
+    free(p);
+    built_model_free(m);
 }
 
 /* A build whose job was deleted while it waited in the queue finds no
