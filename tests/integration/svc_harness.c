@@ -658,3 +658,16 @@ void svc_gentrace(const char *name, const char *const *args, char dir[4096])
     argv[n] = NULL;
     CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
 }
+
+void svc_check_same_json(json_t *http, json_t *cli, const char *what)
+{
+    if (!http || !cli || !json_equal(http, cli)) {
+        char *a = http ? json_dumps(http, JSON_COMPACT) : NULL, *b = cli ? json_dumps(cli, JSON_COMPACT) : NULL;
+        sc_check_fail(__FILE__, __LINE__, "%s: HTTP and CLI differ:\nHTTP %.600s\nCLI  %.600s", what,
+                      a ? a : "(none)", b ? b : "(none)");
+        free(a);
+        free(b);
+    }
+    json_decref(http);
+    json_decref(cli);
+}

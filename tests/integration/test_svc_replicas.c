@@ -62,18 +62,6 @@ static json_t *cli_replay(const char *file)
     return doc;
 }
 
-static void check_same(json_t *http, json_t *cli, const char *what)
-{
-    if (!http || !cli || !json_equal(http, cli)) {
-        char *a = http ? json_dumps(http, JSON_COMPACT) : NULL, *b = cli ? json_dumps(cli, JSON_COMPACT) : NULL;
-        sc_check_fail(__FILE__, __LINE__, "%s: HTTP and CLI differ:\nHTTP %.600s\nCLI  %.600s", what,
-                      a ? a : "(none)", b ? b : "(none)");
-        free(a);
-        free(b);
-    }
-    json_decref(http);
-    json_decref(cli);
-}
 
 /* Lines of the daemons' logs that hold both needles. */
 static int log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b)
@@ -113,9 +101,9 @@ static void upload_build_replay(size_t n)
     char *id = svc_request_model(&d[1], "hta", NULL);
     CHECK_STREQ(svc_wait_model(&d[n - 1], id, 120), "ready");
     snprintf(path, sizeof path, "/v1/models/%s/replay", id);
-    check_same(http_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
+    svc_check_same_json(http_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
     for (size_t i = 0; i + 1 < n; i++) /* and through every other one */
-        check_same(http_json(&d[i], path), cli_replay(file), "replay through each replica");
+        svc_check_same_json(http_json(&d[i], path), cli_replay(file), "replay through each replica");
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
     CHECK_EQ_INT(log_lines(d, n, id, "event=start"), 1);
