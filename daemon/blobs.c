@@ -1,15 +1,17 @@
-/* daemon/blobs.c: content-addressed trace files (blobs.h). */
+/* daemon/blobs.c: content-addressed, immutable files (blobs.h). */
 #include "daemon/blobs.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/failpoint.h"
@@ -19,6 +21,8 @@ struct blob_store {
     char blobs[PATH_MAX];
     char tmp[PATH_MAX];
     char reserve[PATH_MAX];
+    char host[64]; /* this host's name, as temp files carry it */
+    int shared;
 };
 
 struct blob_writer {
@@ -66,18 +70,33 @@ int blob_fsync_dir(const char *dir, struct sc_error *err)
     return SC_OK;
 }
 
-int blob_store_open(const char *data_dir, struct blob_store **out, struct sc_error *err)
+/* The host name as temp files carry it: letters, digits, '-' and '.'. */
+static void host_name(char *out, size_t n)
+{
+    if (gethostname(out, n - 1))
+        snprintf(out, n, "localhost");
+    out[n - 1] = '\0';
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '.'))
+            *p = '-';
+}
+
+int blob_store_open(const char *dir, const char *data_dir, int shared, struct blob_store **out,
+                    struct sc_error *err)
 {
     struct blob_store *bs = calloc(1, sizeof *bs);
     int rc;
     *out = NULL;
     if (!bs)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    snprintf(bs->blobs, sizeof bs->blobs, "%s/blobs", data_dir);
-    snprintf(bs->tmp, sizeof bs->tmp, "%s/tmp", data_dir);
+    snprintf(bs->blobs, sizeof bs->blobs, "%s", dir);
+    snprintf(bs->tmp, sizeof bs->tmp, "%s/.tmp", dir);
     snprintf(bs->reserve, sizeof bs->reserve, "%s/reserve", data_dir);
-    if ((rc = blob_mkdir_p(bs->blobs, err)) || (rc = blob_mkdir_p(bs->tmp, err)) ||
-        (rc = blob_fsync_dir(data_dir, err))) {
+    host_name(bs->host, sizeof bs->host);
+    bs->shared = shared;
+    if ((rc = blob_mkdir_p(bs->tmp, err)) || (rc = blob_fsync_dir(bs->blobs, err)) ||
+        (rc = blob_mkdir_p(data_dir, err)) || (rc = blob_fsync_dir(data_dir, err))) {
         free(bs);
         return rc;
     }
@@ -137,7 +156,7 @@ int blob_writer_new(struct blob_store *bs, struct blob_writer **out, struct sc_e
     if (!w)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     w->bs = bs;
-    snprintf(w->path, sizeof w->path, "%s/upload-XXXXXX", bs->tmp);
+    snprintf(w->path, sizeof w->path, "%s/%ld.%s.XXXXXX", bs->tmp, (long)getpid(), bs->host);
     if ((w->fd = mkstemp(w->path)) < 0) {
         rc = sc_error_set(err, io_status(), "cannot create a temp file in '%s': %s", bs->tmp,
                           strerror(errno));
@@ -228,6 +247,71 @@ void blob_writer_free(struct blob_writer *w)
     free(w);
 }
 
+int blob_put(struct blob_store *bs, const void *p, size_t n, char sha[DIGEST_HEX_LEN + 1],
+             struct sc_error *err)
+{
+    struct blob_writer *w;
+    int rc = blob_writer_new(bs, &w, err);
+    if (rc)
+        return rc;
+    if ((rc = blob_writer_write(w, p, n, err)) == SC_OK && (rc = blob_writer_finish(w, sha, err)) == SC_OK)
+        rc = blob_writer_commit(w, err);
+    blob_writer_free(w);
+    return rc;
+}
+
+int blob_get(struct blob_store *bs, const char *sha, size_t max, void **out, size_t *n,
+             struct sc_error *err)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    size_t got = 0;
+    char *buf;
+    int fd;
+    *out = NULL;
+    *n = 0;
+    blob_path(bs, sha, path, sizeof path);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "cannot open blob %s: %s", sha,
+                            strerror(errno));
+    if (fstat(fd, &st) || st.st_size < 0) {
+        close(fd);
+        return sc_error_set(err, SC_EIO, "cannot read blob %s: %s", sha, strerror(errno));
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return sc_error_set(err, SC_ELIMIT, "blob %s holds %lld bytes, more than %zu", sha,
+                            (long long)st.st_size, max);
+    }
+    if (!(buf = malloc((size_t)st.st_size + 1))) {
+        close(fd);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : 0;
+            close(fd);
+            free(buf);
+            return sc_error_set(err, SC_EIO, "cannot read blob %s: %s", sha, e ? strerror(e) : "it shrank");
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    *out = buf;
+    *n = got;
+    return SC_OK;
+}
+
+int blob_exists(struct blob_store *bs, const char *sha)
+{
+    char path[PATH_MAX];
+    blob_path(bs, sha, path, sizeof path);
+    return access(path, F_OK) == 0;
+}
+
 int blob_remove(struct blob_store *bs, const char *sha, struct sc_error *err)
 {
     char p[PATH_MAX];
@@ -277,6 +361,26 @@ int blob_verify(struct blob_store *bs, const char *sha, uint64_t *bytes, struct 
     return SC_OK;
 }
 
+/* Whether a file was last modified BLOB_STALE_S ago or more. */
+static int stale(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && time(NULL) - st.st_mtime >= BLOB_STALE_S;
+}
+
+/* Whether a temp file's writer is gone (blobs.h): its name is
+ * PID.HOST.XXXXXX. */
+static int temp_left_over(const struct blob_store *bs, const char *name, const char *path)
+{
+    char *end;
+    long pid = strtol(name, &end, 10);
+    const char *last = strrchr(name, '.');
+    if (pid > 0 && *end == '.' && last > end && (size_t)(last - end - 1) == strlen(bs->host) &&
+        !strncmp(end + 1, bs->host, strlen(bs->host)))
+        return pid != (long)getpid() && kill((pid_t)pid, 0) && errno == ESRCH;
+    return stale(path);
+}
+
 static int remove_file(const char *path, int dry_run, FILE *list, struct sc_error *err)
 {
     if (list)
@@ -301,6 +405,8 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         snprintf(p, sizeof p, "%s/%s", bs->tmp, de->d_name);
+        if (!temp_left_over(bs, de->d_name, p))
+            continue;
         st->temp_files++;
         rc = remove_file(p, dry_run, list, err);
     }
@@ -315,6 +421,8 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
             continue;
         snprintf(sub, sizeof sub, "%s/%s", bs->blobs, de->d_name);
         if (!(s = opendir(sub))) {
+            if (bs->shared && !stale(sub))
+                continue;
             st->orphans++; /* a stray file where a folder belongs */
             rc = remove_file(sub, dry_run, list, err);
             continue;
@@ -331,6 +439,8 @@ int blob_sweep(struct blob_store *bs, int (*keep)(void *ctx, const char *sha), v
                     st->kept_bytes += (uint64_t)fs.st_size;
                 continue;
             }
+            if (bs->shared && !stale(p))
+                continue; /* another replica may be about to commit its row */
             st->orphans++;
             rc = remove_file(p, dry_run, list, err);
         }

@@ -10,11 +10,14 @@
 
 #include "api/encode.h"
 #include "daemon/admission.h"
+#include "daemon/blobs.h"
+#include "daemon/build_queue.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/model_blob.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
 #include "estimator/model_open.h"
@@ -22,27 +25,40 @@
 #include "model/trace.h"
 #include "common/banned.h"
 
+/* Largest built model's blob read back (its memory is the model's). */
+#define MODEL_BLOB_MAX_LOAD ((size_t)1 << 40)
+
 struct slot {
     char id[API_ID_MAX]; /* "" when idle */
     double progress;
-    int waiting; /* taken from the queue, not yet admitted */
+    int waiting;  /* taken from the queue, not yet admitted */
+    int has_turn; /* holds the admission turn */
+};
+
+struct worker_arg {
+    struct builder *b;
+    struct slot *slot;
 };
 
 struct builder {
     struct builder_env env;
     pthread_mutex_t mu;
-    pthread_cond_t work, idle;
-    char (*queue)[API_ID_MAX]; /* ring */
-    size_t cap, head, n;
+    pthread_cond_t work, idle, tick;
+    size_t cap; /* max-queued-builds: models building in the catalog */
     unsigned workers, running, waiting;
     atomic_int stopping; /* read without mu by admission_wait's stop */
+    int kicked;          /* a build was submitted since the workers last looked */
+    int claim_failing;   /* the last claim failed (logged once until one works) */
     /* admission: one worker at a time holds the turn, from taking the
      * queue's head until that build is admitted (or fails), so builds start
      * in the order they were queued */
     int turn_taken;
     pthread_t *threads;
     unsigned started;
+    pthread_t lease_thread;
+    int lease_started, lease_stop;
     struct slot *slots;
+    struct worker_arg *args;
 };
 
 /* A model's traces and build options from the catalog, built. */
@@ -85,6 +101,9 @@ static void end_turn(struct builder *b, struct slot *slot)
     if (slot->waiting) {
         slot->waiting = 0;
         b->waiting--;
+    }
+    if (slot->has_turn) {
+        slot->has_turn = 0;
         b->turn_taken = 0;
         pthread_cond_broadcast(&b->work);
     }
@@ -135,16 +154,54 @@ static void release(struct builder *b, uint64_t need)
     admission_release(b->env.admission, need);
 }
 
+/* The built model as a blob (model_blob.h), for every replica to load:
+ * its hash into sha and its size into *bytes. */
+static int store_blob(struct builder *b, const struct built_model *bm, char sha[DIGEST_HEX_LEN + 1],
+                      uint64_t *bytes, struct sc_error *err)
+{
+    void *p = NULL;
+    size_t n = 0;
+    int rc = model_blob_write(bm, &p, &n, err);
+    if (rc == SC_OK)
+        rc = blob_put(b->env.blobs, p, n, sha, err);
+    free(p);
+    *bytes = n;
+    if (rc)
+        sc_error_prefix(err, "storing the built model");
+    return rc;
+}
+
+/* Publish a build's outcome under its lease: the catalog row, then the
+ * model in this replica's cache. *kept 0 when the lease was lost (another
+ * replica took the build, or the model was deleted): nothing published. */
+static int publish(struct builder *b, const char *id, int rc, struct built_model *bm, const char *summary,
+                   const char *built, uint64_t bytes, struct sc_error *err, int *kept)
+{
+    struct sc_error e;
+    int saved;
+    pthread_mutex_lock(b->env.publish_mu);
+    if (rc == SC_OK)
+        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_READY, NULL, summary, built, bytes, kept, &e);
+    else
+        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_FAILED, err->msg, NULL, NULL, 0, kept, &e);
+    if (rc == SC_OK && saved == SC_OK && *kept)
+        cache_put(b->env.cache, id, bm, built_model_bytes(bm), NULL);
+    pthread_mutex_unlock(b->env.publish_mu);
+    if (saved)
+        log_error("build", "model=%s event=not_saved msg=\"%s\"", id, e.msg);
+    return saved;
+}
+
 static void build_one(struct builder *b, struct slot *slot)
 {
     struct progress_ctx pc = {b, slot};
     struct api_model m;
     struct built_model *bm = NULL;
-    struct sc_error err;
+    struct sc_error err, e;
     char *summary = NULL;
     uint64_t need = 0;
     double t0 = metrics_clock();
-    int rc;
+    int rc, kept = 0;
 
     if ((rc = store_model_get(b->env.store, slot->id, &m, &err))) {
         if (rc != SC_ENOTFOUND)
@@ -156,38 +213,42 @@ static void build_one(struct builder *b, struct slot *slot)
         return;
     }
     rc = admit(b, slot, &need, &err);
-    if (rc == SC_EEXIST) { /* stopping: built at the next start */
+    if (rc == SC_EEXIST) { /* stopping: the next claim builds it */
+        if (bq_release(b->env.store, m.id, b->env.owner, &e))
+            log_warn("build", "model=%s event=lease_not_released msg=\"%s\"", m.id, e.msg);
         api_model_release(&m);
         return;
     }
     if (rc == SC_OK) {
-        log_info("build", "model=%s job=%s event=start ranks=%lld estimate=%llu", m.id, m.job,
-                 (long long)m.n_ranks, (unsigned long long)need);
+        log_info("build", "model=%s job=%s event=start ranks=%lld estimate=%llu replica=%s", m.id, m.job,
+                 (long long)m.n_ranks, (unsigned long long)need, b->env.owner);
         rc = build_from_catalog(b, slot->id, &m, on_progress, &pc, &bm, &err);
         fp_hit("build.after_load");
     } else
         need = 0;
     if (rc == SC_OK)
         rc = api_model_summary(est_model_job(built_model_opened(bm)), &summary, &err);
-
-    pthread_mutex_lock(b->env.publish_mu);
-    int saved = rc == SC_OK
-                    ? store_model_finish(b->env.store, m.id, API_MODEL_READY, NULL, summary, &err)
-                    : store_model_finish(b->env.store, m.id, API_MODEL_FAILED, err.msg, NULL, NULL);
-    if (rc == SC_OK && saved == SC_OK) {
-        cache_put(b->env.cache, m.id, bm, built_model_bytes(bm), NULL);
-        bm = NULL;
-    }
-    pthread_mutex_unlock(b->env.publish_mu);
+    char built[DIGEST_HEX_LEN + 1];
+    uint64_t built_bytes = 0;
+    if (rc == SC_OK)
+        rc = store_blob(b, bm, built, &built_bytes, &err);
+    if (publish(b, m.id, rc, bm, summary, built, built_bytes, &err, &kept) == SC_OK && kept && rc == SC_OK)
+        bm = NULL; /* the cache has it */
 
     double dt = metrics_clock() - t0;
-    metrics_build(b->env.metrics, rc == SC_OK, dt);
-    if (rc == SC_OK)
-        log_info("build", "model=%s event=ready ms=%.1f", m.id, dt * 1e3);
+    if (!kept)
+        log_warn("build", "model=%s event=lease_lost ms=%.1f msg=\"another replica took the build, or the "
+                          "model was deleted: its result is dropped\"",
+                 m.id, dt * 1e3);
     else {
-        char q[600];
-        log_warn("build", "model=%s event=failed ms=%.1f status=%s msg=\"%s\"", m.id, dt * 1e3,
-                 sc_status_name(err.code), log_quote(err.msg, q, sizeof q));
+        metrics_build(b->env.metrics, rc == SC_OK, dt);
+        if (rc == SC_OK)
+            log_info("build", "model=%s event=ready ms=%.1f", m.id, dt * 1e3);
+        else {
+            char q[600];
+            log_warn("build", "model=%s event=failed ms=%.1f status=%s msg=\"%s\"", m.id, dt * 1e3,
+                     sc_status_name(err.code), log_quote(err.msg, q, sizeof q));
+        }
     }
     built_model_free(bm);
     free(summary);
@@ -196,28 +257,53 @@ static void build_one(struct builder *b, struct slot *slot)
         release(b, need);
 }
 
+/* Take the next build from the catalog's queue into slot (with b->mu held,
+ * and the admission turn): 1 when one was taken. */
+static int claim(struct builder *b, struct slot *slot)
+{
+    char id[API_ID_MAX];
+    struct sc_error err;
+    pthread_mutex_unlock(&b->mu);
+    int got = bq_claim(b->env.store, b->env.owner, id, &err);
+    pthread_mutex_lock(&b->mu);
+    if (got < 0 && !b->claim_failing)
+        log_warn("build", "event=claim_failed msg=\"%s\"", err.msg);
+    b->claim_failing = got < 0;
+    if (got <= 0)
+        return 0;
+    memcpy(slot->id, id, sizeof slot->id);
+    slot->progress = 0;
+    slot->waiting = 1;
+    b->running++;
+    b->waiting++;
+    return 1;
+}
+
 static void *worker(void *arg)
 {
-    struct builder *b = arg;
+    struct worker_arg *wa = arg;
+    struct builder *b = wa->b;
+    struct slot *slot = wa->slot;
     workers_background(b->env.nice_delta);
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        while (!b->stopping && (b->n == 0 || b->turn_taken))
+        while (!b->stopping && b->turn_taken)
             pthread_cond_wait(&b->work, &b->mu);
         if (b->stopping)
             break;
-        struct slot *slot = NULL;
-        for (unsigned i = 0; i < b->workers && !slot; i++)
-            if (!b->slots[i].id[0])
-                slot = &b->slots[i];
-        memcpy(slot->id, b->queue[b->head], sizeof slot->id);
-        slot->progress = 0;
-        slot->waiting = 1;
+        slot->has_turn = 1;
         b->turn_taken = 1;
-        b->head = (b->head + 1) % b->cap;
-        b->n--;
-        b->running++;
-        b->waiting++;
+        b->kicked = 0;
+        if (!claim(b, slot)) {
+            end_turn(b, slot);
+            /* nothing to build: look again in BQ_POLL_S (another replica's
+             * queue, an expired lease) or when a build is submitted here */
+            struct timespec at = workers_deadline(BQ_POLL_S);
+            while (!b->stopping && !b->kicked && !b->turn_taken)
+                if (pthread_cond_timedwait(&b->work, &b->mu, &at) == ETIMEDOUT)
+                    break;
+            continue;
+        }
         pthread_mutex_unlock(&b->mu);
 
         build_one(b, slot);
@@ -232,17 +318,54 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Renew the leases of the builds taken here every BQ_RENEW_S, writing
+ * their progress for the other replicas to read. */
+static void *lease_keeper(void *arg)
+{
+    struct builder *b = arg;
+    char (*ids)[API_ID_MAX] = calloc(b->workers, sizeof *ids);
+    double *progress = calloc(b->workers, sizeof *progress);
+    pthread_mutex_lock(&b->mu);
+    while (!b->lease_stop && ids && progress) {
+        struct timespec at = workers_deadline(BQ_RENEW_S);
+        while (!b->lease_stop && pthread_cond_timedwait(&b->tick, &b->mu, &at) != ETIMEDOUT)
+            ;
+        if (b->lease_stop)
+            break;
+        size_t n = 0;
+        for (unsigned i = 0; i < b->workers; i++)
+            if (b->slots[i].id[0]) {
+                memcpy(ids[n], b->slots[i].id, sizeof ids[n]);
+                progress[n++] = b->slots[i].progress;
+            }
+        pthread_mutex_unlock(&b->mu);
+        for (size_t i = 0; i < n; i++) {
+            struct sc_error err;
+            int kept = 0;
+            if (bq_renew(b->env.store, ids[i], b->env.owner, progress[i], &kept, &err))
+                log_warn("build", "model=%s event=lease_not_renewed msg=\"%s\"", ids[i], err.msg);
+            else if (!kept)
+                log_warn("build", "model=%s event=lease_gone msg=\"the build goes on; its result will be "
+                                  "dropped\"", ids[i]);
+        }
+        pthread_mutex_lock(&b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    free(ids);
+    free(progress);
+    return NULL;
+}
+
 int builder_start(const struct builder_env *env, unsigned workers, size_t max_queued,
                   struct builder **out, struct sc_error *err)
 {
     struct builder *b = calloc(1, sizeof *b);
     *out = NULL;
-    if (!b || !(b->queue = calloc(max_queued, sizeof *b->queue)) ||
-        !(b->threads = calloc(workers, sizeof *b->threads)) ||
-        !(b->slots = calloc(workers, sizeof *b->slots))) {
+    if (!b || !(b->threads = calloc(workers, sizeof *b->threads)) ||
+        !(b->slots = calloc(workers, sizeof *b->slots)) || !(b->args = calloc(workers, sizeof *b->args))) {
         if (b) {
-            free(b->queue);
             free(b->threads);
+            free(b->slots);
             free(b);
         }
         return sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -253,15 +376,18 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->idle, NULL);
-    for (unsigned i = 0; i < workers; i++) {
-        int e = pthread_create(&b->threads[i], NULL, worker, b);
-        if (e) { /* pthread_create returns its error; errno is not set */
-            b->workers = i;
-            builder_stop(b, 0);
-            builder_free(b);
-            return sc_error_set(err, SC_EIO, "cannot start build threads: %s", strerror(e));
-        }
-        b->started++;
+    pthread_cond_init(&b->tick, NULL);
+    int e = pthread_create(&b->lease_thread, NULL, lease_keeper, b);
+    b->lease_started = e == 0;
+    for (unsigned i = 0; i < workers && e == 0; i++) {
+        b->args[i] = (struct worker_arg){b, &b->slots[i]};
+        if ((e = pthread_create(&b->threads[i], NULL, worker, &b->args[i])) == 0)
+            b->started++;
+    }
+    if (e) { /* pthread_create returns its error; errno is not set */
+        builder_stop(b, 0);
+        builder_free(b);
+        return sc_error_set(err, SC_EIO, "cannot start build threads: %s", strerror(e));
     }
     *out = b;
     return SC_OK;
@@ -269,25 +395,26 @@ int builder_start(const struct builder_env *env, unsigned workers, size_t max_qu
 
 int builder_submit(struct builder *b, const char *id, struct sc_error *err)
 {
-    int rc = SC_OK;
-    pthread_mutex_lock(&b->mu);
-    /* running builds count against the bound too */
-    if (b->stopping)
-        rc = sc_error_set(err, SC_ELIMIT, "shutting down");
-    else if (b->n + b->running >= b->cap)
-        rc = sc_error_set(err, SC_ELIMIT, "%zu builds are queued or running (max-queued-builds)",
-                          b->n + b->running);
-    else {
-        snprintf(b->queue[(b->head + b->n) % b->cap], API_ID_MAX, "%s", id);
-        b->n++;
+    int64_t all = 0, waiting = 0;
+    int rc = atomic_load(&b->stopping) ? sc_error_set(err, SC_ELIMIT, "shutting down")
+                                       : bq_counts(b->env.store, &all, &waiting, err);
+    /* the model's own row counts: it is already building in the catalog */
+    if (rc == SC_OK && all > (int64_t)b->cap)
+        rc = sc_error_set(err, SC_ELIMIT, "%lld builds are queued or running (max-queued-builds)",
+                          (long long)all - 1);
+    if (rc == SC_OK) {
+        log_debug("build", "model=%s event=submitted", id);
+        pthread_mutex_lock(&b->mu);
+        b->kicked = 1;
         pthread_cond_signal(&b->work);
+        pthread_mutex_unlock(&b->mu);
     }
-    pthread_mutex_unlock(&b->mu);
     return rc;
 }
 
 int builder_progress(struct builder *b, const char *id, double *fraction, int *queued)
 {
+    struct sc_error err;
     int found = 0;
     pthread_mutex_lock(&b->mu);
     for (unsigned i = 0; i < b->workers && !found; i++)
@@ -296,21 +423,20 @@ int builder_progress(struct builder *b, const char *id, double *fraction, int *q
             *queued = b->slots[i].waiting;
             found = 1;
         }
-    for (size_t i = 0; i < b->n && !found; i++)
-        if (strcmp(b->queue[(b->head + i) % b->cap], id) == 0) {
-            *fraction = 0;
-            *queued = 1;
-            found = 1;
-        }
     pthread_mutex_unlock(&b->mu);
-    return found;
+    /* building on another replica, or waiting for one to take it */
+    return found ? 1 : bq_progress(b->env.store, id, fraction, queued, &err) == 1;
 }
 
 void builder_counts(struct builder *b, long *running, long *queued)
 {
+    struct sc_error err;
+    int64_t all = 0, waiting = 0;
+    if (bq_counts(b->env.store, &all, &waiting, &err))
+        waiting = 0;
     pthread_mutex_lock(&b->mu);
     *running = (long)(b->running - b->waiting);
-    *queued = (long)(b->n + b->waiting);
+    *queued = (long)(b->waiting + (unsigned)waiting);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -319,19 +445,25 @@ int builder_stop(struct builder *b, double timeout_s)
     struct timespec deadline = workers_deadline(timeout_s);
     int all = 1;
     pthread_mutex_lock(&b->mu);
-    b->stopping = 1;
-    b->n = 0; /* queued builds stay `building` in the catalog */
+    b->stopping = 1; /* builds not taken stay `building` in the catalog */
     pthread_cond_broadcast(&b->work);
     admission_wake(b->env.admission); /* builds waiting for memory look at stopping */
     while (b->running > 0 && all)
         if (pthread_cond_timedwait(&b->idle, &b->mu, &deadline) == ETIMEDOUT)
             all = b->running == 0;
+    if (all) {
+        b->lease_stop = 1;
+        pthread_cond_broadcast(&b->tick);
+    }
     pthread_mutex_unlock(&b->mu);
     if (!all)
         return 0;
     for (unsigned i = 0; i < b->started; i++)
         pthread_join(b->threads[i], NULL);
     b->started = 0;
+    if (b->lease_started)
+        pthread_join(b->lease_thread, NULL);
+    b->lease_started = 0;
     return 1;
 }
 
@@ -341,11 +473,39 @@ void builder_free(struct builder *b)
         return;
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->idle);
+    pthread_cond_destroy(&b->tick);
     pthread_mutex_destroy(&b->mu);
-    free(b->queue);
     free(b->threads);
     free(b->slots);
+    free(b->args);
     free(b);
+}
+
+/* A ready model from its blob (model_blob.h): 1 when loaded, 0 when it
+ * has none or it cannot be read (logged: the model is built again from
+ * its traces), or the catalog's error. */
+static int load_blob(struct builder *b, const char *id, const struct api_model *m, struct built_model **out,
+                     struct sc_error *err)
+{
+    char sha[DIGEST_HEX_LEN + 1];
+    struct model_load_opts opts = *b->env.load;
+    struct sc_error e;
+    void *p = NULL;
+    size_t n = 0;
+    int rc = bq_built_blob(b->env.store, id, sha, err);
+    if (rc <= 0)
+        return rc;
+    opts.step_marker = m->step_marker;
+    if ((rc = blob_get(b->env.blobs, sha, MODEL_BLOB_MAX_LOAD, &p, &n, &e)) == SC_OK)
+        rc = model_blob_read(p, n, id, &opts, out, &e);
+    free(p);
+    if (rc) {
+        char q[600];
+        log_error("build", "model=%s event=blob_unreadable blob=%s msg=\"%s\" then=rebuild", id, sha,
+                  log_quote(e.msg, q, sizeof q));
+        return 0;
+    }
+    return 1;
 }
 
 int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
@@ -354,15 +514,17 @@ int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
     struct builder *b = ctx;
     struct built_model *bm = NULL;
     struct api_model m;
-    int rc = store_model_get(b->env.store, id, &m, err);
+    int rc = store_model_get(b->env.store, id, &m, err), from_blob = 0;
     if (rc)
         return rc;
     if (m.status != API_MODEL_READY)
         rc = sc_error_set(err, SC_EEXIST, "model '%s' is %s", id, api_model_status_name(m.status));
-    else if ((rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
+    else if ((from_blob = load_blob(b, id, &m, &bm, err)) < 0)
+        rc = from_blob;
+    else if (from_blob || (rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
         *value = bm;
         *bytes = built_model_bytes(bm);
-        log_info("build", "model=%s event=reloaded bytes=%zu", id, *bytes);
+        log_info("build", "model=%s event=reloaded from=%s bytes=%zu", id, from_blob ? "blob" : "traces", *bytes);
     }
     api_model_release(&m);
     return rc;

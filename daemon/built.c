@@ -137,59 +137,74 @@ static void on_rank_built(void *ctx, size_t built)
     pthread_mutex_unlock(&p->mu);
 }
 
+int built_model_assemble(const char *id, const struct api_trace *traces, size_t n,
+                         const struct model_load_opts *opts, struct est_traced_model *model,
+                         struct built_model **out, struct sc_error *err)
+{
+    struct built_model *m = calloc(1, sizeof *m);
+    size_t data;
+    *out = NULL;
+    if (!m || !(m->traces = malloc((n ? n : 1) * sizeof *m->traces)) ||
+        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
+        if (m)
+            free(m->traces);
+        free(m);
+        est_model_close(model);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    snprintf(m->id, sizeof m->id, "%s", id);
+    pthread_mutex_init(&m->mu, NULL);
+    m->load = *opts;
+    m->load.step_marker = m->step_marker;
+    memcpy(m->traces, traces, n * sizeof *traces);
+    m->n_traces = n;
+    m->model = model;
+    data = est_model_bytes(m->model);
+    m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
+                  : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
+    m->bytes = sizeof *m + data + m->memo_cap;
+    *out = m;
+    return SC_OK;
+}
+
 int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       struct blob_store *bs, const struct model_load_opts *opts,
                       const struct model_graph_opts *graph_opts, built_progress_fn progress,
                       void *progress_ctx, struct built_model **out, struct sc_error *err)
 {
-    struct built_model *m = calloc(1, sizeof *m);
     struct build_progress bp = {progress, progress_ctx, n, PTHREAD_MUTEX_INITIALIZER, 0};
     struct blob_files f = {0};
-    size_t data;
-    int rc = SC_OK;
+    struct est_traced_model *model = NULL;
+    int rc;
 
     *out = NULL;
-    if (!n) { /* its job's traces were deleted while the build waited */
-        free(m);
+    if (!n) /* its job's traces were deleted while the build waited */
         return sc_error_set(err, SC_ENOTFOUND, "model %s has no traces left to build from (its job was deleted)",
                             id);
-    }
-    if (!m)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    snprintf(m->id, sizeof m->id, "%s", id);
-    pthread_mutex_init(&m->mu, NULL);
-    m->load = *opts;
-    if (!(m->traces = malloc(n * sizeof *m->traces)) ||
-        (opts->step_marker && !(m->step_marker = strdup(opts->step_marker)))) {
-        built_model_free(m);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
-    memcpy(m->traces, traces, n * sizeof *traces);
-    m->n_traces = n;
-    m->load.step_marker = m->step_marker;
     /* ranks load and build on all cores; each trace keeps only its header
      * once its rank's part of the graph is found */
     struct est_model_options mo = {.load = *opts, .graph = *graph_opts};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
         mo.ranks = f.ranks; /* the ranks they were uploaded as */
-        if ((rc = est_model_open((const char *const *)f.pv, n, &mo, progress ? on_rank_built : NULL, &bp, &m->model,
+        if ((rc = est_model_open((const char *const *)f.pv, n, &mo, progress ? on_rank_built : NULL, &bp, &model,
                                  err)))
             name_failed(err, &f, traces, n);
     }
     blob_files_release(&f);
     pthread_mutex_destroy(&bp.mu);
-    if (rc) {
-        built_model_free(m);
+    if (rc)
         return rc;
-    }
-    data = est_model_bytes(m->model);
-    m->memo_cap = data / 2 < MEMO_MIN_BYTES ? MEMO_MIN_BYTES
-                  : data / 2 > MEMO_MAX_BYTES ? MEMO_MAX_BYTES : data / 2;
-    m->bytes = sizeof *m + data + m->memo_cap;
+    if ((rc = built_model_assemble(id, traces, n, opts, model, out, err)))
+        return rc;
     if (progress)
         progress(progress_ctx, 1.0);
-    *out = m;
     return SC_OK;
+}
+
+const struct api_trace *built_model_traces(const struct built_model *m, size_t *n)
+{
+    *n = m->n_traces;
+    return m->traces;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -263,9 +278,10 @@ int built_model_whole(const struct built_model *m, struct blob_store *bs, struct
 
 double built_model_whole_bytes(const struct built_model *m)
 {
+    const struct model_job *job = est_model_job(m->model);
     double events = 0;
-    for (size_t i = 0; i < m->job->n_ranks; i++)
-        events += (double)m->job->ranks[i]->n_complete;
+    for (size_t i = 0; i < job->n_ranks; i++)
+        events += (double)job->ranks[i]->n_complete;
     return events * BUILT_BYTES_PER_LOADING_EVENT;
 }
 

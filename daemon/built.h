@@ -41,6 +41,16 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
                       void *progress_ctx, struct built_model **out, struct sc_error *err);
 void built_model_free(struct built_model *m); /* NULL-safe */
 
+/* A built model of parts already made (built_model_build's, or those read
+ * from its blob: model_blob.h): traces[0..n) it was made from and the
+ * opened model (estimator/model_open.h), taken over (also on failure). */
+struct est_traced_model;
+int built_model_assemble(const char *id, const struct api_trace *traces, size_t n,
+                         const struct model_load_opts *opts, struct est_traced_model *model,
+                         struct built_model **out, struct sc_error *err);
+/* The traces it was made from, *n of them. */
+const struct api_trace *built_model_traces(const struct built_model *m, size_t *n);
+
 /* Load one trace of a model from its blob; an error names the blob by its
  * hash (not the server's path) after "rank N: ". */
 struct model_trace;

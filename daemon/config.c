@@ -39,6 +39,9 @@ struct cfg_entry {
 
 static const struct cfg_entry table[] = {
     {"data-dir", CFG_STR, F(data_dir), "./var", 0, 0, 0, "catalog, trace blobs and temp files"},
+    {"blobs", CFG_STR, F(blobs), "", 0, 0, 0,
+     "blob directory: trace and built-model files by content hash, shareable by replicas on several "
+     "hosts (default DATA-DIR/blobs)"},
     {"store", CFG_STR, F(store), "", 0, 0, 0,
      "catalog: sqlite:PATH or postgresql://... (default sqlite:DATA-DIR/catalog.db)"},
     {"listen", CFG_STR, F(listen), "127.0.0.1:8750", 0, 0, 0, "HOST:PORT to bind; port 0 picks a free port"},

@@ -22,6 +22,7 @@
 
 struct daemon_config {
     char *data_dir;         /* catalog, blobs, temp files */
+    char *blobs;            /* the blob directory (blobs.h); "" for <data_dir>/blobs */
     char *store;            /* the catalog's URL (store.h); "" for
                              * sqlite:<data_dir>/catalog.db */
     char *listen;           /* HOST:PORT; port 0 picks a free one */

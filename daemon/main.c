@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         int rc = 2;
         if (!from || !to)
             fprintf(stderr, "stepcastd: --migrate needs --from sqlite:PATH and --to URL\n");
-        else if ((rc = migrate_run(from, to, cfg.data_dir, stdout, &err) ? 1 : 0))
+        else if ((rc = migrate_run(from, to, cfg.data_dir, cfg.blobs, stdout, &err) ? 1 : 0))
             fprintf(stderr, "stepcastd: --migrate: %s\n", err.msg);
         cfg_release(&cfg);
         return rc;
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         int rc = 0;
         if (print)
             cfg_print(&cfg, stdout);
-        else if (svc_check(cfg.data_dir, cfg.store, stdout, &err)) {
+        else if (svc_check(cfg.data_dir, cfg.store, cfg.blobs, stdout, &err)) {
             fprintf(stderr, "stepcastd: %s\n", err.msg);
             rc = 1;
         }

@@ -11,6 +11,7 @@
 #include "daemon/blobs.h"
 #include "daemon/digest.h"
 #include "daemon/sqldb.h"
+#include "daemon/service.h"
 #include "daemon/store.h"
 #include "common/banned.h"
 
@@ -277,12 +278,13 @@ static void source_dir(const char *from, char *out, size_t n)
         snprintf(out, n, "%.*s", slash == path ? 1 : (int)(slash - path), path);
 }
 
-int migrate_run(const char *from, const char *to, const char *to_data_dir, FILE *report, struct sc_error *err)
+int migrate_run(const char *from, const char *to, const char *to_data_dir, const char *to_blobs, FILE *report,
+                struct sc_error *err)
 {
     struct copy *c = calloc(1, sizeof *c);
     struct store *ends[2] = {NULL, NULL};
     struct blobs_copy b = {NULL, NULL, 0, 0, err};
-    char dir[4200];
+    char dir[4200], from_blobs[4300], into[4300];
     int rc;
     if (!c)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -299,11 +301,14 @@ int migrate_run(const char *from, const char *to, const char *to_data_dir, FILE 
         (rc = read_schema(c, err)) || (rc = target_empty(c, err)))
         goto out;
     source_dir(from, dir, sizeof dir);
-    if ((rc = blob_store_open(dir, &b.from, err)) || (rc = blob_store_open(to_data_dir, &b.to, err)) ||
+    svc_blobs_dir(NULL, dir, from_blobs, sizeof from_blobs);
+    int shared = svc_blobs_dir(to_blobs, to_data_dir, into, sizeof into);
+    if ((rc = blob_store_open(from_blobs, dir, 0, &b.from, err)) ||
+        (rc = blob_store_open(into, to_data_dir, shared, &b.to, err)) ||
         (rc = each_row(c->src, "SELECT sha256 FROM blobs ORDER BY sha256", NULL, copy_blob, &b, err)))
         goto out;
-    fprintf(report, "blobs: %lld files, %lld bytes, from %s/blobs into %s/blobs\n", (long long)b.n,
-            (long long)b.bytes, dir, to_data_dir);
+    fprintf(report, "blobs: %lld files, %lld bytes, from %s into %s\n", (long long)b.n, (long long)b.bytes,
+            from_blobs, into);
     if ((rc = sqldb_begin(c->dst, err)))
         goto out;
     for (int k = 0; rc == SC_OK && k < c->n; k++)

@@ -20,7 +20,9 @@
 
 /* Copy catalog `from` (sqlite:PATH) and its blobs into catalog `to`
  * (postgresql://..., or another sqlite:PATH) and data directory
- * to_data_dir; what it did, table by table, to report. */
-int migrate_run(const char *from, const char *to, const char *to_data_dir, FILE *report, struct sc_error *err);
+ * to_data_dir (its blobs into to_blobs: --blobs, NULL or "" for
+ * <to_data_dir>/blobs); what it did, table by table, to report. */
+int migrate_run(const char *from, const char *to, const char *to_data_dir, const char *to_blobs, FILE *report,
+                struct sc_error *err);
 
 #endif

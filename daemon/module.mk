@@ -9,7 +9,7 @@ $(BUILD)/stepcastd: $(BUILD)/obj/daemon/main.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
 # the request-body decoders (api/request.c)
-FUZZ_TARGETS += request
+FUZZ_TARGETS += request model_blob
 
 # the web dashboard, built into stepcastd as a table of its files (dashboard.h)
 DASHBOARD_FILES := $(sort $(wildcard clients/dashboard/*.html clients/dashboard/*.css \

@@ -14,6 +14,7 @@
 #include "daemon/admission.h"
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
+#include "daemon/build_queue.h"
 #include "daemon/builder.h"
 #include "daemon/built.h"
 #include "daemon/cache.h"
@@ -21,7 +22,9 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/model_blob.h"
 #include "daemon/store.h"
+#include "model/trace.h"
 #include "common/banned.h"
 
 static int cmp_name(const void *a, const void *b)
@@ -98,8 +101,7 @@ static void log_server_error(const struct sc_error *err)
 
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err)
 {
-    char path[PATH_MAX];
-    struct store_names building = {0};
+    char path[PATH_MAX], blobs[PATH_MAX];
     int rc;
 
     memset(s, 0, sizeof *s);
@@ -111,7 +113,8 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
     model_load_opts_default(&s->load);
     s->load.limits.max_events = (uint64_t)cfg->max_events;
     svc_store_url(cfg->store, cfg->data_dir, path, sizeof path);
-    if ((rc = blob_store_open(cfg->data_dir, &s->blobs, err)) ||
+    int shared = svc_blobs_dir(cfg->blobs, cfg->data_dir, blobs, sizeof blobs);
+    if ((rc = blob_store_open(blobs, cfg->data_dir, shared, &s->blobs, err)) ||
         (rc = open_catalog(s, path, err)) || (rc = sweep(s, err)) ||
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
@@ -121,32 +124,16 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         goto fail;
     s->openapi_len = strlen(s->openapi);
     store_set_max_owned(s->store, cfg->max_stored_per_token);
-    struct builder_env env = {s->store,   s->blobs,       s->cache,     s->metrics,
-                              &s->load,   &s->publish_mu, s->admission, (int)cfg->heavy_nice};
+    /* builds this replica's previous run had taken go back to the queue */
+    if ((rc = bq_replica_name(cfg->data_dir, s->replica, err)) ||
+        (rc = bq_release_all(s->store, s->replica, err)))
+        goto fail;
+    struct builder_env env = {s->store, s->blobs,     s->cache,           s->metrics, &s->load,
+                              &s->publish_mu, s->admission, (int)cfg->heavy_nice, s->replica};
     if ((rc = builder_start(&env, (unsigned)cfg->build_workers, (size_t)cfg->max_queued_builds,
                             &s->builder, err)))
         goto fail;
-    /* builds a stop interrupted */
-    if ((rc = store_model_building(s->store, &building, err)))
-        goto fail;
-    for (size_t i = 0; i < building.n; i++) {
-        struct sc_error e;
-        /* the first max-queued-builds of them, whatever the workers have
-         * finished meanwhile: which ones fail must not depend on timing */
-        int over = i >= (size_t)cfg->max_queued_builds;
-        if (over)
-            sc_error_set(&e, SC_ELIMIT, "more than %lld builds were left building (max-queued-builds)",
-                         (long long)cfg->max_queued_builds);
-        if (over || builder_submit(s->builder, building.v[i], &e)) {
-            /* fail it rather than leave it `building` with no build behind it */
-            char why[sizeof e.msg + 64];
-            snprintf(why, sizeof why, "not rebuilt after a restart: %s; build it again", e.msg);
-            log_warn("build", "model=%s event=not_resubmitted msg=\"%s\"", building.v[i], e.msg);
-            store_model_finish(s->store, building.v[i], API_MODEL_FAILED, why, NULL, NULL);
-        } else
-            log_info("build", "model=%s event=resubmitted", building.v[i]);
-    }
-    store_names_release(&building);
+    log_info("build", "event=queue replica=%s", s->replica);
     return SC_OK;
 fail:
     svc_stop_builds(s, 0);
@@ -207,11 +194,55 @@ void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_
         snprintf(out, n, "sqlite:%s/catalog.db", data_dir);
 }
 
+int svc_blobs_dir(const char *cfg_blobs, const char *data_dir, char *out, size_t n)
+{
+    if (cfg_blobs && *cfg_blobs) {
+        snprintf(out, n, "%s", cfg_blobs);
+        return 1;
+    }
+    snprintf(out, n, "%s/blobs", data_dir);
+    return 0;
+}
+
 /* ---- stepcastd --check ---- */
 
-int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err)
+/* Each built model's blob loads and its graph passes model_graph_check
+ * (model_blob_read runs it). */
+static int check_built(struct store *st, struct blob_store *bs, FILE *report, size_t *bad, struct sc_error *err)
 {
-    char path[PATH_MAX];
+    char (*ids)[API_ID_MAX] = NULL;
+    char (*shas)[DIGEST_HEX_LEN + 1] = NULL;
+    struct model_load_opts lo;
+    size_t n = 0, ok = 0;
+    int rc = bq_built_blobs(st, &ids, &shas, &n, err);
+    model_load_opts_default(&lo);
+    for (size_t i = 0; rc == SC_OK && i < n; i++) {
+        struct built_model *m = NULL;
+        struct sc_error e;
+        void *p = NULL;
+        size_t len = 0;
+        int r = blob_get(bs, shas[i], SIZE_MAX / 2, &p, &len, &e);
+        if (r == SC_OK)
+            r = model_blob_read(p, len, ids[i], &lo, &m, &e);
+        free(p);
+        built_model_free(m);
+        if (r) {
+            fprintf(report, "model %s: blob %s: %s\n", ids[i], shas[i], e.msg);
+            ++*bad;
+        } else
+            ok++;
+    }
+    if (rc == SC_OK)
+        fprintf(report, "built models: %zu of %zu blobs load, their graphs checked\n", ok, n);
+    free(ids);
+    free(shas);
+    return rc;
+}
+
+int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *report,
+              struct sc_error *err)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
     struct store *st = NULL;
     struct blob_store *bs = NULL;
     struct store_names rows = {0};
@@ -224,7 +255,8 @@ int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_e
     svc_store_url(store, data_dir, path, sizeof path);
     if (!strncmp(path, "sqlite:", 7) && access(path + 7, F_OK)) /* a check creates nothing */
         return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': there is no %s", data_dir, path + 7);
-    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(data_dir, &bs, err)))
+    int shared = svc_blobs_dir(blobs, data_dir, dir, sizeof dir);
+    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(dir, data_dir, shared, &bs, err)))
         goto out;
     if (store_check(st, &e)) {
         fprintf(report, "catalog: %s\n", e.msg);
@@ -250,7 +282,7 @@ int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_e
         goto out;
     fprintf(report, "leftovers: %llu temp files, %llu blobs no row names\n",
             (unsigned long long)sw.temp_files, (unsigned long long)sw.orphans);
-    if ((rc = svc_check_rows(st, report, &bad, err)))
+    if ((rc = check_built(st, bs, report, &bad, err)) || (rc = svc_check_rows(st, report, &bad, err)))
         goto out;
     fprintf(report, "%s\n", bad ? "INCONSISTENT" : "consistent");
     if (bad)

@@ -37,6 +37,7 @@ struct svc {
     struct blob_store *blobs;
     struct cache *cache;
     struct builder *builder;
+    char replica[96]; /* this replica's name (build_queue.h, BQ_OWNER_MAX) */
     struct metrics *metrics;
     struct model_load_opts load; /* trace limits from the config */
     char *openapi;               /* the document, rendered once */
@@ -106,12 +107,19 @@ int svc_query_flag(const struct svc_request *req, const char *key);
 /* The catalog's URL: cfg_store when set, else sqlite:<data_dir>/catalog.db. */
 void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n);
 
+/* The blob directory (blobs.h): cfg_blobs when set, else <data_dir>/blobs.
+ * Returns 1 when it was named (replicas may share it), else 0. */
+int svc_blobs_dir(const char *cfg_blobs, const char *data_dir, char *out, size_t n);
+
 /* stepcastd --check: is the store consistent? (the catalog's own checks
  * (store_check), every blob row's file present and hashing to its name,
  * no temp file or blob that no row names, every row one its list can
- * render: check_rows.h). store: as --store ("" for the default). Writes
+ * render: check_rows.h; every built model's blob loading and passing
+ * model_graph_check: model_blob.h). store and blobs: as --store and
+ * --blobs ("" for the default). Writes
  * a report; SC_OK when consistent, SC_EINTERNAL when not. Run it with the
  * daemon stopped. */
-int svc_check(const char *data_dir, const char *store, FILE *report, struct sc_error *err);
+int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *report,
+              struct sc_error *err);
 
 #endif

@@ -162,16 +162,31 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     /* 8: a model's rank folding (model/graph.h, MODEL_FOLD_OVER): NULL by
      * the job's size, 0 never, 1 always */
     "ALTER TABLE models ADD COLUMN fold INTEGER;",
+    /* 9: the build queue (build_queue.h): a building model's lease (the
+     * replica building it and until when), its progress, and the blob of
+     * the built model once ready (model_blob.h) */
+    "ALTER TABLE models ADD COLUMN lease_owner TEXT;"
+    "ALTER TABLE models ADD COLUMN lease_ns INTEGER;"
+    "ALTER TABLE models ADD COLUMN progress REAL;"
+    "ALTER TABLE models ADD COLUMN built TEXT REFERENCES blobs(sha256);"
+    "CREATE INDEX models_built ON models(built);",
 };
 
 /* PostgreSQL catalogs start at version PG_BASE_VERSION, created whole by
  * pg_base: the tables above as migrations 1 to PG_BASE_VERSION leave them,
  * in PostgreSQL's types (BIGINT nanoseconds, DOUBLE PRECISION, an identity
  * column for the ledger's ids). A new schema version needs its PostgreSQL
- * migration too (migrate_pg). */
+ * migration too: pg_migrations[i] takes a PostgreSQL catalog from version
+ * PG_BASE_VERSION + i to the next. */
 #define PG_BASE_VERSION 8
-_Static_assert(STORE_SCHEMA_VERSION == PG_BASE_VERSION,
-               "a schema version after PG_BASE_VERSION needs its PostgreSQL migration in migrate_pg");
+static const char *const pg_migrations[] = {
+    /* 9: as SQLite's 9 */
+    "ALTER TABLE models ADD COLUMN lease_owner TEXT, ADD COLUMN lease_ns BIGINT,"
+    " ADD COLUMN progress DOUBLE PRECISION, ADD COLUMN built TEXT REFERENCES blobs(sha256);"
+    "CREATE INDEX models_built ON models(built);",
+};
+_Static_assert(STORE_SCHEMA_VERSION == PG_BASE_VERSION + sizeof pg_migrations / sizeof pg_migrations[0],
+               "a schema version after PG_BASE_VERSION needs its PostgreSQL migration in pg_migrations");
 /* the key of the advisory lock the migration holds */
 #define PG_MIGRATION_LOCK "7310292067"
 /* PostgreSQL: classes of the advisory locks on (class, hashtext(key))
@@ -289,7 +304,7 @@ enum stmt {
     Q_JOB_EXISTS, Q_JOB_UPSERT, Q_JOB_TOUCH, Q_JOB_GET, Q_JOB_LIST, Q_JOB_DELETE, Q_JOB_MODELS,
     Q_TRACE_GET, Q_TRACE_LIST, Q_TRACE_UPSERT, Q_TRACE_COUNT,
     Q_MODEL_INSERT, Q_MODEL_PIN, Q_MODEL_GET, Q_MODEL_LIST, Q_MODEL_LIST_JOB, Q_MODEL_TRACES,
-    Q_MODEL_FINISH, Q_MODEL_DELETE, Q_MODEL_BUILDING, Q_MODEL_OPP_GET, Q_MODEL_OPP_PUT,
+    Q_MODEL_DELETE, Q_MODEL_OPP_GET, Q_MODEL_OPP_PUT,
     Q_TOKEN_INSERT, Q_TOKEN_LOOKUP, Q_TOKEN_LIST, Q_TOKEN_GET, Q_TOKEN_REVOKE, Q_TOKEN_ADMINS,
     Q_CALIB_PUT, Q_CALIB_GET, Q_CALIB_LIST, Q_CALIB_EXISTS,
     Q_VALID_INSERT, Q_VALID_LIST, Q_VALID_SUMMARY, Q_VALID_DELETE,
@@ -339,7 +354,8 @@ static const char *const sql[Q_COUNT] = {
                       " ON CONFLICT(sha256) DO NOTHING",
     [Q_BLOB_GC] = "DELETE FROM blobs WHERE"
                   " NOT EXISTS (SELECT 1 FROM traces t WHERE t.sha256 = blobs.sha256) AND"
-                  " NOT EXISTS (SELECT 1 FROM model_traces m WHERE m.sha256 = blobs.sha256)"
+                  " NOT EXISTS (SELECT 1 FROM model_traces m WHERE m.sha256 = blobs.sha256) AND"
+                  " NOT EXISTS (SELECT 1 FROM models b WHERE b.built = blobs.sha256)"
                   " RETURNING sha256",
     [Q_JOB_EXISTS] = "SELECT 1 FROM jobs WHERE id = ?1",
     [Q_JOB_UPSERT] = "INSERT INTO jobs(id, description, created_ns, updated_ns, owner) VALUES(?1, ?2, ?3, ?3, ?4)"
@@ -375,10 +391,7 @@ static const char *const sql[Q_COUNT] = {
                        " COALESCE((SELECT t.events FROM traces t WHERE t.sha256 = x.sha256 LIMIT 1), -1)"
                        " FROM model_traces x"
                        " JOIN blobs b ON b.sha256 = x.sha256 WHERE x.model = ?1 ORDER BY x.rank",
-    [Q_MODEL_FINISH] = "UPDATE models SET status = ?2, error = ?3, summary = ?4, finished_ns = ?5"
-                       " WHERE id = ?1",
     [Q_MODEL_DELETE] = "DELETE FROM models WHERE id = ?1",
-    [Q_MODEL_BUILDING] = "SELECT id FROM models WHERE status = 'building' ORDER BY created_ns, id",
     [Q_MODEL_OPP_GET] = "SELECT opportunities FROM models"
                         " WHERE id = ?1 AND opportunities_version = ?2 AND opportunities IS NOT NULL",
     [Q_MODEL_OPP_PUT] = "UPDATE models SET opportunities = ?3, opportunities_version = ?2"
@@ -599,7 +612,8 @@ static int migrate_pg(struct store *s, struct sc_error *err)
         rc = exec(s, pg_base, err);
         version = PG_BASE_VERSION;
     }
-    /* (versions after PG_BASE_VERSION: their PostgreSQL migrations here) */
+    for (; rc == SC_OK && version < STORE_SCHEMA_VERSION; version++)
+        rc = exec(s, pg_migrations[version - PG_BASE_VERSION], err);
     snprintf(bump, sizeof bump, "DELETE FROM stepcast_schema; INSERT INTO stepcast_schema VALUES(%lld)",
              (long long)version);
     if (rc == SC_OK)
@@ -1235,32 +1249,6 @@ int store_model_traces(struct store *s, const char *id, struct api_trace **out, 
                        (void **)out, n, "model traces", err));
 }
 
-static int model_finish(struct store *s, const char *id, enum api_model_status status,
-                        const char *error, const char *summary, struct sc_error *err)
-{
-    struct sqldb_stmt *st;
-    int rc;
-    if ((rc = begin(s, err)))
-        return rc;
-    if ((rc = prep(s, Q_MODEL_FINISH, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, id);
-    bind_text(st, 2, api_model_status_name(status));
-    bind_text(st, 3, error);
-    bind_text(st, 4, summary);
-    sqldb_bind_int64(st, 5, store_now_ns());
-    rc = run(s, st, err, "finish model");
-    if (rc == SC_OK && sqldb_changes(s->db) == 0)
-        rc = sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id);
-    return end(s, rc, err);
-}
-
-int store_model_finish(struct store *s, const char *id, enum api_model_status st,
-                       const char *error, const char *summary, struct sc_error *err)
-{
-    LOCKED(s, model_finish(s, id, st, error, summary, err));
-}
-
 static void read_text(struct sqldb_stmt *st, void *row)
 {
     *(char **)row = col_dup(st, 0);
@@ -1336,9 +1324,15 @@ int store_model_delete(struct store *s, const char *id, struct store_names *free
     LOCKED(s, model_delete(s, id, freed, err));
 }
 
-int store_model_building(struct store *s, struct store_names *out, struct sc_error *err)
+struct sqldb *store_db_hold(struct store *s)
 {
-    LOCKED(s, names_query(s, Q_MODEL_BUILDING, NULL, out, err));
+    pthread_mutex_lock(&s->mu);
+    return s->db;
+}
+
+void store_db_release(struct store *s)
+{
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- tokens ---- */

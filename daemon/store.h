@@ -43,7 +43,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;
@@ -132,10 +132,7 @@ int store_model_list(struct store *s, const char *job, const struct api_page *pg
  * steps and uploaded_ns are 0. */
 int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
                        struct sc_error *err);
-/* The end of a build: ready with a summary, or failed with an error.
- * SC_ENOTFOUND when the model was deleted meanwhile. */
-int store_model_finish(struct store *s, const char *id, enum api_model_status st,
-                       const char *error, const char *summary, struct sc_error *err);
+/* (the end of a build: bq_finish, build_queue.h) */
 /* A ready model's opportunities document (GET /v1/models/{id}/opportunities)
  * as stepcast `version` found it, kept so that ranking the fleet need not
  * load the model again: *doc is malloc'd; SC_ENOTFOUND when that version
@@ -147,8 +144,14 @@ int store_model_keep_opportunities(struct store *s, const char *id, const char *
                                    struct sc_error *err);
 int store_model_delete(struct store *s, const char *id, struct store_names *freed,
                        struct sc_error *err);
-/* Ids of models still building (to requeue after a restart). */
-int store_model_building(struct store *s, struct store_names *out, struct sc_error *err);
+
+/* For a module that keeps its own statements over the catalog (the build
+ * queue, build_queue.h): the connection, with the store's mutex held
+ * until store_db_release. Its statements are its own to prepare and
+ * finalize before the release. */
+struct sqldb;
+struct sqldb *store_db_hold(struct store *s);
+void store_db_release(struct store *s);
 
 /* ---- tokens (the secret is never stored, only its hash) ---- */
 int store_token_create(struct store *s, const struct api_token *t, const char *hash,

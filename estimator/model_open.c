@@ -74,6 +74,22 @@ int est_model_of_job(const struct model_job *job, const struct model_graph_opts 
     return SC_OK;
 }
 
+int est_model_adopt(struct model_job *job, struct est_traced *t, struct est_traced_model **out,
+                    struct sc_error *err)
+{
+    struct est_traced_model *m = calloc(1, sizeof *m);
+    *out = NULL;
+    if (!m) {
+        est_traced_release(t);
+        model_job_free(job);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    m->job = m->own = job;
+    m->model = *t;
+    *out = m;
+    return SC_OK;
+}
+
 void est_model_close(struct est_traced_model *m)
 {
     if (!m)
@@ -91,6 +107,11 @@ const struct model_graph *est_model_graph(const struct est_traced_model *m)
 const struct model_job *est_model_job(const struct est_traced_model *m)
 {
     return m->job;
+}
+
+const struct model_coll_waits *est_model_waits(const struct est_traced_model *m)
+{
+    return &m->model.waits;
 }
 
 size_t est_model_bytes(const struct est_traced_model *m)

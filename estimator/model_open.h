@@ -56,11 +56,19 @@ int est_model_open(const char *const *paths, size_t n, const struct est_model_op
  * with go (NULL: the defaults). */
 int est_model_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced_model **out,
                      struct sc_error *err);
+/* Open a job whose graph and waits' split are already made (read back from
+ * where a build stored them): job and t are taken over, also on failure. */
+struct est_traced;
+int est_model_adopt(struct model_job *job, struct est_traced *t, struct est_traced_model **out,
+                    struct sc_error *err);
 void est_model_close(struct est_traced_model *m); /* NULL-safe */
 
 /* The graph and job of m (borrowed), for what renders or inspects them. */
 const struct model_graph *est_model_graph(const struct est_traced_model *m);
 const struct model_job *est_model_job(const struct est_traced_model *m);
+/* The split waits of m's kept collectives (borrowed), for what stores them. */
+struct model_coll_waits;
+const struct model_coll_waits *est_model_waits(const struct est_traced_model *m);
 /* Bytes m holds: its traces as kept, its graph and its waits' split. */
 size_t est_model_bytes(const struct est_traced_model *m);
 

@@ -459,7 +459,7 @@ char *svc_fingerprint(const struct svc_daemon *d)
     svc_resp_release(&r);
     snprintf(p, sizeof p, "%s/blobs", d->data);
     list_dir(&b, p, 0);
-    snprintf(p, sizeof p, "%s/tmp", d->data);
+    snprintf(p, sizeof p, "%s/blobs/.tmp", d->data);
     list_dir(&b, p, 0);
     return b.p;
 }
@@ -658,4 +658,17 @@ void svc_gentrace(const char *name, const char *const *args, char dir[4096])
     argv[n++] = dir;
     argv[n] = NULL;
     CHECK_EQ_INT(th_run(argv, NULL, NULL), 0);
+}
+
+void svc_check_same_json(json_t *http, json_t *cli, const char *what)
+{
+    if (!http || !cli || !json_equal(http, cli)) {
+        char *a = http ? json_dumps(http, JSON_COMPACT) : NULL, *b = cli ? json_dumps(cli, JSON_COMPACT) : NULL;
+        sc_check_fail(__FILE__, __LINE__, "%s: HTTP and CLI differ:\nHTTP %.600s\nCLI  %.600s", what,
+                      a ? a : "(none)", b ? b : "(none)");
+        free(a);
+        free(b);
+    }
+    json_decref(http);
+    json_decref(cli);
 }

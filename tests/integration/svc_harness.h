@@ -124,6 +124,10 @@ char *svc_model_of_files(const struct svc_daemon *d, const char *job, int first_
 /* Poll GET /v1/plans/{id} until the plan no longer runs; its last answer
  * (NULL when none came, or it still ran after a minute). Each answer that
  * it runs goes to running(doc, ctx) first, when running is not NULL. */
+/* Fail the test (saying what) unless the documents the service and the
+ * local command line gave are equal; releases both. */
+void svc_check_same_json(json_t *http, json_t *cli, const char *what);
+
 json_t *svc_poll_plan(const struct svc_daemon *d, const char *id, void (*running)(const json_t *, void *),
                       void *ctx);
 json_t *svc_wait_plan(const struct svc_daemon *d, const char *id);

@@ -272,9 +272,9 @@ TEST(svc_upload_rules)
     CHECK_CONTAINS(r.body, "\"summary\":{\"stepcast_version\":\"" STEPCAST_VERSION "\"");
     CHECK_CONTAINS(r.body, "\"version\":\"" STEPCAST_VERSION "\"");
     svc_resp_release(&r);
-    /* deleting the model frees the old blob */
+    /* deleting the model frees the old trace's blob and its built model's */
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, &r), 200);
-    CHECK_EQ_INT(svc_json_int(r.body, "blobs_freed"), 1);
+    CHECK_EQ_INT(svc_json_int(r.body, "blobs_freed"), 2);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 404);
 

@@ -473,7 +473,7 @@ TEST(svc_hostile_full_disk)
     snprintf(disk, sizeof disk, "%s/disk", th_tmpdir());
     svc_small_disk(disk, 8u << 20);
     snprintf(data, sizeof data, "%s/data", disk);
-    snprintf(tmp, sizeof tmp, "%s/tmp", data);
+    snprintf(tmp, sizeof tmp, "%s/blobs/.tmp", data);
     snprintf(fill, sizeof fill, "%s/fill", disk);
     setup_in(&c, data, NULL);
     char *t = svc_small_trace(1, 400, 31, &n); /* ~30 KB */

@@ -40,18 +40,6 @@ static json_t *http_json(const struct svc_daemon *d, const char *path)
     return doc;
 }
 
-static void check_same(json_t *http, json_t *cli, const char *what)
-{
-    if (!http || !cli || !json_equal(http, cli)) {
-        char *a = http ? json_dumps(http, JSON_COMPACT) : NULL, *b = cli ? json_dumps(cli, JSON_COMPACT) : NULL;
-        sc_check_fail(__FILE__, __LINE__, "%s: HTTP and CLI differ:\nHTTP %.600s\nCLI  %.600s", what,
-                      a ? a : "(none)", b ? b : "(none)");
-        free(a);
-        free(b);
-    }
-    json_decref(http);
-    json_decref(cli);
-}
 
 struct fixture {
     char dlrm_dir[4096];
@@ -106,7 +94,7 @@ TEST(svc_replay_over_http_equals_cli)
             json_decref(again);
             snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
             char *opp_kept[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
-            check_same(http_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
+            svc_check_same_json(http_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
             struct svc_resp m;
             svc_admin(&d, "GET", "/metrics", NULL, &m);
             CHECK_CONTAINS(m.body, "stepcast_model_cache_misses_total{replica=\"" SVC_REPLICA "\"} 0\n");
@@ -114,17 +102,17 @@ TEST(svc_replay_over_http_equals_cli)
         }
         char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);
-        check_same(http_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
+        svc_check_same_json(http_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
         char *hta_argv[] = {stepcast, "replay", "--json", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay", hta);
-        check_same(http_json(&d, path), cli_json(hta_argv), "hta replay");
+        svc_check_same_json(http_json(&d, path), cli_json(hta_argv), "hta replay");
         char *scaled[] = {stepcast, "replay", "--json", "--scale", "gpu=2", "--scale", "gpu@3=1.5",
                           f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu=2&scale=gpu%%403=1.5", dlrm);
-        check_same(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
+        svc_check_same_json(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
         char *kept[] = {stepcast, "replay", "--json", "--keep-unexplained", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=true", hta);
-        check_same(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
+        svc_check_same_json(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
         /* one rank of two: its collectives kept for the untraced peer are
          * split (their sizes given) over HTTP as by the CLI */
         char *hta_comm[] = {stepcast, "replay", "--json", "--scale", "comm=0", f.hta, NULL};
@@ -132,16 +120,16 @@ TEST(svc_replay_over_http_equals_cli)
         json_t *hc = http_json(&d, path), *used = json_array_get(json_object_get(hc, "models_used"), 0);
         CHECK_STREQ(json_string_value(json_object_get(used, "model")), "collective_model");
         CHECK(json_integer_value(json_object_get(used, "tasks")) > 0);
-        check_same(hc, cli_json(hta_comm), "hta replay, comm=0");
+        svc_check_same_json(hc, cli_json(hta_comm), "hta replay, comm=0");
         char *hta_opp[] = {stepcast, "opportunities", "--json", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/opportunities", hta);
-        check_same(http_json(&d, path), cli_json(hta_opp), "hta opportunities");
+        svc_check_same_json(http_json(&d, path), cli_json(hta_opp), "hta opportunities");
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
-        check_same(http_json(&d, path), cli_json(cp), "dlrm critical path");
+        svc_check_same_json(http_json(&d, path), cli_json(cp), "dlrm critical path");
         char *opp[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
-        check_same(http_json(&d, path), cli_json(opp), "dlrm opportunities");
+        svc_check_same_json(http_json(&d, path), cli_json(opp), "dlrm opportunities");
         json_t *fleet = http_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
         json_t *all = http_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
         if (pass == 0)
@@ -158,7 +146,7 @@ TEST(svc_replay_over_http_equals_cli)
         snprintf(path, sizeof path, "/v1/models/%s/diff", hta);
         snprintf(body, sizeof body, "{\"other\":\"%s\"}", dlrm);
         CHECK_EQ_INT(svc_admin(&d, "POST", path, body, &dr), 200);
-        check_same(json_loads(dr.body, 0, NULL), cli_json(diff), "hta against dlrm diff");
+        svc_check_same_json(json_loads(dr.body, 0, NULL), cli_json(diff), "hta against dlrm diff");
         svc_resp_release(&dr);
         snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
         json_t *tl = http_json(&d, path);
@@ -237,7 +225,7 @@ TEST(svc_build_options_and_not_ready)
     char *stepcast = strdup(th_build_path("stepcast"));
     char *argv[] = {stepcast, "replay", "--json", "--step-marker", "Optimizer.step", "--steps", "3-5",
                     (char *)linear, NULL};
-    check_same(http_json(&d, path), cli_json(argv), "linear replay with marker and steps");
+    svc_check_same_json(http_json(&d, path), cli_json(argv), "linear replay with marker and steps");
     free(stepcast);
     free(id);
     CHECK_EQ_INT(svc_stop(&d), 0);

@@ -1,11 +1,14 @@
 /* tests/integration/test_svc_units.c: the service's modules in-process:
  * router, request decoders, model cache, config sources, blob store. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/reply.h"
@@ -15,6 +18,11 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
+#include "daemon/model_blob.h"
+#include "estimator/model_open.h"
+#include "model/graph.h"
+#include "model/job.h"
+#include "model/replay.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -326,7 +334,7 @@ TEST(svc_blob_store_write_commit_sweep)
     uint64_t n;
     char data[256];
     snprintf(data, sizeof data, "%s/blobdata", th_tmpdir());
-    CHECK(blob_store_open(data, &bs, &err) == SC_OK);
+    CHECK(blob_store_open(data, data, 0, &bs, &err) == SC_OK);
     CHECK(blob_writer_new(bs, &w, &err) == SC_OK);
     CHECK(blob_writer_write(w, "hello ", 6, &err) == SC_OK);
     CHECK(blob_writer_write(w, "world", 5, &err) == SC_OK);
@@ -355,6 +363,207 @@ TEST(svc_blob_store_write_commit_sweep)
     blob_store_free(bs);
 }
 
+/* Put, get, exists and remove by digest: the whole of what callers need
+ * of a blob besides streaming, so an object store could stand behind it. */
+TEST(svc_blob_put_get_exists_remove)
+{
+    struct blob_store *bs;
+    struct sc_error err;
+    char dir[4096], sha[DIGEST_HEX_LEN + 1], again[DIGEST_HEX_LEN + 1];
+    void *got = NULL;
+    size_t n = 0;
+    snprintf(dir, sizeof dir, "%s/blobput", th_tmpdir());
+    REQUIRE(blob_store_open(dir, dir, 1, &bs, &err) == SC_OK);
+    CHECK(blob_put(bs, "hello world", 11, sha, &err) == SC_OK);
+    CHECK_STREQ(sha, "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9");
+    CHECK(blob_put(bs, "hello world", 11, again, &err) == SC_OK); /* the same content again */
+    CHECK_STREQ(again, sha);
+    CHECK(blob_exists(bs, sha) == 1);
+    CHECK(blob_get(bs, sha, 1 << 20, &got, &n, &err) == SC_OK);
+    CHECK(n == 11 && got && memcmp(got, "hello world", 11) == 0);
+    free(got);
+    CHECK_EQ_INT(blob_get(bs, sha, 10, &got, &n, &err), SC_ELIMIT);
+    CHECK(blob_remove(bs, sha, &err) == SC_OK);
+    CHECK(blob_exists(bs, sha) == 0);
+    CHECK_EQ_INT(blob_get(bs, sha, 1 << 20, &got, &n, &err), SC_ENOTFOUND);
+    blob_store_free(bs);
+}
+
+/* Touch a file into path, last modified age_s ago. */
+static void make_file(const char *path, long age_s)
+{
+    struct timespec ts[2];
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs("x", f);
+    fclose(f);
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= age_s;
+    ts[1] = ts[0];
+    REQUIRE(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+/* A shared blob directory: the start-up sweep removes what a dead writer of
+ * this host left and what is older than BLOB_STALE_S, never a live
+ * replica's temp file nor a fresh blob whose row may be about to commit. */
+TEST(svc_blob_sweep_leaves_live_replicas_files)
+{
+    struct blob_store *bs;
+    struct blob_sweep_stats st;
+    struct sc_error err;
+    char dir[4096], host[64], p[4200], live[4200], dead[4200], far_new[4200], far_old[4200];
+    char fresh[4200], old[4200];
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(0);
+    REQUIRE(waitpid(child, NULL, 0) == child); /* a pid of this host no process has */
+    snprintf(dir, sizeof dir, "%s/blobshared", th_tmpdir());
+    REQUIRE(blob_store_open(dir, dir, 1, &bs, &err) == SC_OK);
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+              *c == '.'))
+            *c = '-';
+    snprintf(live, sizeof live, "%s/.tmp/%ld.%s.aaaaaa", dir, (long)getppid(), host);
+    snprintf(dead, sizeof dead, "%s/.tmp/%ld.%s.bbbbbb", dir, (long)child, host);
+    snprintf(far_new, sizeof far_new, "%s/.tmp/%ld.elsewhere.example.cccccc", dir, (long)child);
+    snprintf(far_old, sizeof far_old, "%s/.tmp/%ld.elsewhere.example.dddddd", dir, (long)child);
+    make_file(live, 2 * BLOB_STALE_S);
+    make_file(dead, 0);
+    make_file(far_new, 10);
+    make_file(far_old, BLOB_STALE_S + 10);
+    snprintf(p, sizeof p, "%s/ab", dir);
+    REQUIRE(mkdir(p, 0755) == 0);
+    snprintf(fresh, sizeof fresh, "%s/ab/ab%062d", dir, 1);
+    snprintf(old, sizeof old, "%s/ab/ab%062d", dir, 2);
+    make_file(fresh, 5);
+    make_file(old, BLOB_STALE_S + 10);
+    CHECK(blob_sweep(bs, keep_none, NULL, 0, NULL, &st, &err) == SC_OK);
+    CHECK_EQ_INT(st.temp_files, 2);
+    CHECK_EQ_INT(st.orphans, 1);
+    CHECK(access(live, F_OK) == 0);
+    CHECK(access(dead, F_OK) != 0);
+    CHECK(access(far_new, F_OK) == 0);
+    CHECK(access(far_old, F_OK) != 0);
+    CHECK(access(fresh, F_OK) == 0);
+    CHECK(access(old, F_OK) != 0);
+    blob_store_free(bs);
+}
+
+/* A model built from paths[0..n), as a daemon builds it. */
+static struct built_model *model_of(const char *const *paths, size_t n)
+{
+    struct model_load_opts lo;
+    struct est_traced_model *om = NULL;
+    struct api_trace traces[8];
+    struct built_model *m = NULL;
+    struct sc_error err;
+    model_load_opts_default(&lo);
+    memset(traces, 0, sizeof traces);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        traces[i].rank = (int64_t)i;
+        memset(traces[i].sha256, 'a' + (int)i, DIGEST_HEX_LEN);
+    }
+    REQUIRE(est_model_open(paths, n, NULL, NULL, NULL, &om, &err) == SC_OK);
+    REQUIRE(built_model_assemble("m-blob", traces, n, &lo, om, &m, &err) == SC_OK);
+    return m;
+}
+
+/* Each step's replayed time, with the model's collective waits. */
+static void replay_steps(const struct built_model *m, int64_t *each)
+{
+    struct model_replay_opts o;
+    struct sc_error err;
+    int64_t mean;
+    const struct model_graph *g = est_model_graph(built_model_opened(m));
+    uint8_t *use = calloc(g->n_steps + 1, 1);
+    memset(use, 1, g->n_steps);
+    model_replay_opts_kept(&o, *est_model_waits(built_model_opened(m)));
+    CHECK(model_replay_mean_step(g, &o, use, &mean, NULL, each, &err) == SC_OK);
+    free(use);
+}
+
+/* A model written as a blob and read back is the same model: its blob
+ * again byte for byte, and its replay step for step; on the sample and
+ * on a real trace of the shared ones. */
+TEST(svc_model_blob_round_trip)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
+                                         "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
+    char hta[4096];
+    snprintf(hta, sizeof hta, "%s",
+             th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"));
+    const char *const real[] = {hta};
+    for (int k = 0; k < 2; k++) {
+        struct built_model *m = k ? model_of(real, 1) : model_of(sample, 4), *back = NULL;
+        struct model_load_opts lo;
+        struct sc_error err;
+        void *p = NULL, *q = NULL;
+        size_t n = 0, nq = 0;
+        model_load_opts_default(&lo);
+        REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
+        REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
+        REQUIRE(model_blob_write(back, &q, &nq, &err) == SC_OK);
+        CHECK(n == nq && memcmp(p, q, n) == 0);
+        const struct model_graph *g = est_model_graph(built_model_opened(m));
+        CHECK(g->n_steps > 0);
+        int64_t *a = calloc(g->n_steps, sizeof *a), *b = calloc(g->n_steps, sizeof *b);
+        replay_steps(m, a);
+        replay_steps(back, b);
+        CHECK(memcmp(a, b, g->n_steps * sizeof *a) == 0);
+        CHECK(a[0] > 0);
+        free(a);
+        free(b);
+        free(p);
+        free(q);
+        built_model_free(m);
+        built_model_free(back);
+    }
+}
+
+/* A corrupt, truncated or other-version blob is refused, saying so. */
+TEST(svc_model_blob_refuses_bad_blobs)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz"};
+    struct built_model *m = model_of(sample, 1), *back = NULL;
+    struct model_load_opts lo;
+    struct sc_error err;
+    uint8_t *p = NULL;
+    void *sealed = NULL;
+    size_t n = 0, ns = 0;
+    model_load_opts_default(&lo);
+    REQUIRE(model_blob_write(m, (void **)&p, &n, &err) == SC_OK);
+    CHECK_EQ_INT(model_blob_read(p, n - 1, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "truncated");
+    CHECK_EQ_INT(model_blob_read(p, 40, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "shorter than its header");
+    p[n / 2] ^= 1;
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "checksum mismatch");
+    p[n / 2] ^= 1;
+    p[8] = MODEL_BLOB_VERSION + 1;
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "format version");
+    p[8] = MODEL_BLOB_VERSION;
+    p[0] = 'X';
+    CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "not a built model");
+    p[0] = 'S';
+    /* a payload whose checksum holds but whose content does not: its
+     * first record (the traces' count) claims more than there is */
+    uint64_t many = 1000000;
+    memcpy(p + MODEL_BLOB_HEADER, &many, sizeof many);
+    REQUIRE(model_blob_seal(p + MODEL_BLOB_HEADER, n - MODEL_BLOB_HEADER, &sealed, &ns, &err) == SC_OK);
+    CHECK_EQ_INT(model_blob_read(sealed, ns, "x", &lo, &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "traces: 1000000 records");
+    CHECK(back == NULL);
+    free(sealed);
+    free(p);
+    built_model_free(m);
+}
+
 /* A build whose job was deleted while it waited in the queue finds no
  * trace: a clean "not found" naming the model, never a copy from nowhere. */
 TEST(svc_build_of_a_job_deleted_while_queued)
@@ -365,7 +574,7 @@ TEST(svc_build_of_a_job_deleted_while_queued)
     struct model_load_opts lo;
     struct sc_error err;
     snprintf(dir, sizeof dir, "%s/deleted-job", th_tmpdir());
-    REQUIRE(blob_store_open(dir, &bs, &err) == SC_OK);
+    REQUIRE(blob_store_open(dir, dir, 0, &bs, &err) == SC_OK);
     model_load_opts_default(&lo);
     CHECK_EQ_INT(built_model_build("m-gone", NULL, 0, bs, &lo, NULL, NULL, NULL, &m, &err), SC_ENOTFOUND);
     CHECK(m == NULL);

@@ -1,0 +1,311 @@
+/* daemon/build_queue.c: the build queue in the catalog (build_queue.h).
+ * Its statements run on both engines through sqldb.h, prepared per call
+ * (a queue is polled about once a second, not per request). */
+#include "daemon/build_queue.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/blobs.h"
+#include "daemon/sqldb.h"
+#include "daemon/store.h"
+#include "common/banned.h"
+
+#define NS_PER_S INT64_C(1000000000)
+
+/* A statement's parameter: text (NULL binds NULL), an integer or a real. */
+struct arg {
+    char kind; /* 't', 'i', 'd' */
+    const char *t;
+    int64_t i;
+    double d;
+};
+#define T(v) {'t', (v), 0, 0}
+#define I(v) {'i', NULL, (v), 0}
+#define D(v) {'d', NULL, 0, (v)}
+
+typedef void (*row_fn)(struct sqldb_stmt *st, void *ctx);
+
+/* Run q (the store held) with args; row(st, ctx) for each row; *rows gets
+ * how many there were. */
+static int query(struct sqldb *db, const char *q, const struct arg *a, size_t na, row_fn row, void *ctx,
+                 int64_t *rows, struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int r, rc = sqldb_prepare(db, q, &st, err);
+    if (rows)
+        *rows = 0;
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < na; k++) {
+        if (a[k].kind == 't')
+            sqldb_bind_text(st, (int)k + 1, a[k].t);
+        else if (a[k].kind == 'i')
+            sqldb_bind_int64(st, (int)k + 1, a[k].i);
+        else
+            sqldb_bind_double(st, (int)k + 1, a[k].d);
+    }
+    while ((r = sqldb_step(st)) == SQLDB_ROW) {
+        if (rows)
+            ++*rows;
+        if (row)
+            row(st, ctx);
+    }
+    if (r != SQLDB_DONE)
+        rc = sc_error_set(err, sqldb_status(db), "catalog: build queue: %s", sqldb_errmsg(db));
+    sqldb_finalize(st);
+    return rc;
+}
+
+/* query() with the store taken and given back around it. */
+static int held(struct store *s, const char *q, const struct arg *a, size_t na, row_fn row, void *ctx,
+                int64_t *rows, struct sc_error *err)
+{
+    int rc = query(store_db_hold(s), q, a, na, row, ctx, rows, err);
+    store_db_release(s);
+    return rc;
+}
+
+static void copy_text(struct sqldb_stmt *st, int i, char *out, size_t n)
+{
+    const char *t = sqldb_column_text(st, i);
+    snprintf(out, n, "%s", t ? t : "");
+}
+
+static void read_id(struct sqldb_stmt *st, void *ctx)
+{
+    copy_text(st, 0, ctx, API_ID_MAX);
+}
+
+static void read_sha(struct sqldb_stmt *st, void *ctx)
+{
+    copy_text(st, 0, ctx, DIGEST_HEX_LEN + 1);
+}
+
+int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_error *err)
+{
+    static const char head[] =
+        "UPDATE models SET lease_owner = ?1, lease_ns = ?2, progress = 0 WHERE id = ("
+        "SELECT id FROM models WHERE status = 'building' AND (lease_ns IS NULL OR lease_ns < ?3)"
+        " ORDER BY created_ns, id LIMIT 1";
+    char q[512];
+    int64_t now = store_now_ns(), rows = 0;
+    struct arg a[] = {T(owner), I(now + BQ_LEASE_S * NS_PER_S), I(now)};
+    struct sqldb *db = store_db_hold(s);
+    snprintf(q, sizeof q, "%s%s) RETURNING id", head,
+             sqldb_kind(db) == SQLDB_POSTGRESQL ? " FOR UPDATE SKIP LOCKED" : "");
+    id[0] = '\0';
+    int rc = query(db, q, a, 3, read_id, id, &rows, err);
+    store_db_release(s);
+    return rc ? rc : rows > 0 && id[0];
+}
+
+int bq_renew(struct store *s, const char *id, const char *owner, double progress, int *kept,
+             struct sc_error *err)
+{
+    struct arg a[] = {T(id), T(owner), I(store_now_ns() + BQ_LEASE_S * NS_PER_S), D(progress)};
+    int64_t rows = 0;
+    int rc = held(s,
+                  "UPDATE models SET lease_ns = ?3, progress = ?4"
+                  " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
+                  a, 4, NULL, NULL, &rows, err);
+    *kept = rc == SC_OK && rows > 0;
+    return rc;
+}
+
+int bq_release(struct store *s, const char *id, const char *owner, struct sc_error *err)
+{
+    struct arg a[] = {T(id), T(owner)};
+    return held(s,
+                "UPDATE models SET lease_owner = NULL, lease_ns = NULL, progress = 0"
+                " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
+                a, 2, NULL, NULL, NULL, err);
+}
+
+int bq_release_all(struct store *s, const char *owner, struct sc_error *err)
+{
+    struct arg a[] = {T(owner)};
+    return held(s,
+                "UPDATE models SET lease_owner = NULL, lease_ns = NULL, progress = 0"
+                " WHERE lease_owner = ?1 AND status = 'building' RETURNING id",
+                a, 1, NULL, NULL, NULL, err);
+}
+
+int bq_finish(struct store *s, const char *id, const char *owner, enum api_model_status status,
+              const char *error, const char *summary, const char *built, uint64_t bytes, int *kept,
+              struct sc_error *err)
+{
+    int64_t now = store_now_ns(), rows = 0;
+    struct arg blob[] = {T(built), I((int64_t)bytes), I(now)};
+    struct arg a[] = {T(id),      T(owner), T(api_model_status_name(status)), T(error), T(summary),
+                      I(now),     T(built)};
+    struct sqldb *db = store_db_hold(s);
+    int rc = sqldb_begin(db, err);
+    *kept = 0;
+    if (rc == SC_OK && built)
+        rc = query(db,
+                   "INSERT INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)"
+                   " ON CONFLICT(sha256) DO NOTHING",
+                   blob, 3, NULL, NULL, NULL, err);
+    if (rc == SC_OK)
+        rc = query(db,
+                   "UPDATE models SET status = ?3, error = ?4, summary = ?5, finished_ns = ?6, built = ?7,"
+                   " lease_owner = NULL, lease_ns = NULL, progress = 1"
+                   " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
+                   a, 7, NULL, NULL, &rows, err);
+    if (rc == SC_OK && rows > 0) {
+        rc = sqldb_commit(db, err);
+        *kept = rc == SC_OK;
+    } else
+        sqldb_rollback(db); /* the lease is gone: nor is the blob's row wanted */
+    store_db_release(s);
+    return rc;
+}
+
+struct progress_row {
+    double fraction;
+    int queued;
+};
+
+static void read_progress(struct sqldb_stmt *st, void *ctx)
+{
+    struct progress_row *p = ctx;
+    p->fraction = sqldb_column_double(st, 0);
+    p->queued = sqldb_column_int64(st, 1) != 0;
+}
+
+int bq_progress(struct store *s, const char *id, double *fraction, int *queued, struct sc_error *err)
+{
+    struct progress_row p = {0, 0};
+    struct arg a[] = {T(id), I(store_now_ns())};
+    int64_t rows = 0;
+    int rc = held(s,
+                  "SELECT COALESCE(progress, 0),"
+                  " CASE WHEN lease_ns IS NULL OR lease_ns < ?2 THEN 1 ELSE 0 END"
+                  " FROM models WHERE id = ?1 AND status = 'building'",
+                  a, 2, read_progress, &p, &rows, err);
+    *fraction = p.fraction;
+    *queued = p.queued;
+    return rc ? rc : rows > 0;
+}
+
+struct counts_row {
+    int64_t all, waiting;
+};
+
+static void read_counts(struct sqldb_stmt *st, void *ctx)
+{
+    struct counts_row *c = ctx;
+    c->all = sqldb_column_int64(st, 0);
+    c->waiting = sqldb_column_int64(st, 1);
+}
+
+int bq_counts(struct store *s, int64_t *all, int64_t *waiting, struct sc_error *err)
+{
+    struct counts_row c = {0, 0};
+    struct arg a[] = {I(store_now_ns())};
+    int rc = held(s,
+                  "SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_ns IS NULL OR lease_ns < ?1 THEN 1 ELSE 0 END), 0)"
+                  " FROM models WHERE status = 'building'",
+                  a, 1, read_counts, &c, NULL, err);
+    *all = c.all;
+    *waiting = c.waiting;
+    return rc;
+}
+
+int bq_built_blob(struct store *s, const char *id, char sha[DIGEST_HEX_LEN + 1], struct sc_error *err)
+{
+    struct arg a[] = {T(id)};
+    int64_t rows = 0;
+    sha[0] = '\0';
+    int rc = held(s, "SELECT built FROM models WHERE id = ?1 AND status = 'ready' AND built IS NOT NULL", a, 1,
+                  read_sha, sha, &rows, err);
+    return rc ? rc : rows > 0 && sha[0];
+}
+
+struct built_rows {
+    char (*ids)[API_ID_MAX];
+    char (*shas)[DIGEST_HEX_LEN + 1];
+    size_t n, cap;
+    int failed;
+};
+
+static void read_built(struct sqldb_stmt *st, void *ctx)
+{
+    struct built_rows *b = ctx;
+    if (b->failed)
+        return;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        void *i = realloc(b->ids, cap * sizeof *b->ids), *h = i ? realloc(b->shas, cap * sizeof *b->shas) : NULL;
+        if (i)
+            b->ids = i;
+        if (h)
+            b->shas = h;
+        if (!i || !h) {
+            b->failed = 1;
+            return;
+        }
+        b->cap = cap;
+    }
+    copy_text(st, 0, b->ids[b->n], API_ID_MAX);
+    copy_text(st, 1, b->shas[b->n], DIGEST_HEX_LEN + 1);
+    b->n++;
+}
+
+int bq_built_blobs(struct store *s, char (**ids)[API_ID_MAX], char (**shas)[DIGEST_HEX_LEN + 1],
+                   size_t *n, struct sc_error *err)
+{
+    struct built_rows b = {0};
+    int rc = held(s, "SELECT id, built FROM models WHERE built IS NOT NULL ORDER BY id", NULL, 0, read_built, &b,
+                  NULL, err);
+    if (rc == SC_OK && b.failed)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    if (rc) {
+        free(b.ids);
+        free(b.shas);
+        b.ids = NULL;
+        b.shas = NULL;
+        b.n = 0;
+    }
+    *ids = b.ids;
+    *shas = b.shas;
+    *n = b.n;
+    return rc;
+}
+
+int bq_replica_name(const char *data_dir, char out[BQ_OWNER_MAX], struct sc_error *err)
+{
+    char path[PATH_MAX], host[64] = "", rnd[DIGEST_HEX_LEN + 1], buf[BQ_OWNER_MAX];
+    ssize_t k;
+    int fd;
+    snprintf(path, sizeof path, "%s/replica", data_dir);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[k > 0 ? k : 0] = '\0';
+        buf[strcspn(buf, "\r\n")] = '\0';
+        if (buf[0]) {
+            snprintf(out, BQ_OWNER_MAX, "%s", buf);
+            return SC_OK;
+        }
+    }
+    gethostname(host, sizeof host - 1);
+    int rc = digest_random_hex(6, rnd, sizeof rnd, err);
+    if (rc)
+        return rc;
+    snprintf(out, BQ_OWNER_MAX, "%.60s-%s", host[0] ? host : "replica", rnd);
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        return sc_error_set(err, SC_EIO, "cannot create '%s': %s", path, strerror(errno));
+    size_t len = strlen(out);
+    k = write(fd, out, len);
+    rc = (k == (ssize_t)len && fsync(fd) == 0) ? SC_OK
+                                               : sc_error_set(err, SC_EIO, "cannot write '%s': %s", path, strerror(errno));
+    close(fd);
+    return rc == SC_OK ? blob_fsync_dir(data_dir, err) : rc;
+}

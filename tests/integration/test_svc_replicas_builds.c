@@ -1,0 +1,198 @@
+/* tests/integration/test_svc_replicas_builds.c: stepcastd as replicas: two and
+ * three daemons, each its own data directory, on one real PostgreSQL
+ * (tests/pg_server.h) and one blob directory (--blobs). A job uploaded
+ * through one is built through another (by whichever replica takes it
+ * from the catalog's queue, build_queue.h) and replayed through a third,
+ * as the local command line replays it; a replica killed mid-build loses
+ * its lease and another finishes the build; each model is built once. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/build_queue.h"
+#include "tests/check.h"
+#include "tests/helpers.h"
+#include "tests/integration/svc_harness.h"
+#include "tests/pg_server.h"
+
+/* n replicas on the server pg, data directories <tmp>/replica-<i> and
+ * blobs in <tmp>/shared-blobs; extra flags after those. */
+static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra)
+{
+    static char dirs[3][4200];
+    char blobs[4200];
+    const char *data[3], *args[16] = {"--store", pg->url, "--blobs", blobs};
+    size_t k = 4;
+    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
+    for (size_t i = 0; extra && extra[i] && k < 15; i++)
+        args[k++] = extra[i];
+    args[k] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "%s/replica-%zu", th_tmpdir(), i);
+        data[i] = dirs[i];
+    }
+    svc_start_many(d, n, data, args, NULL);
+}
+
+static json_t *http_json(const struct svc_daemon *d, const char *path)
+{
+    struct svc_resp r;
+    long st = svc_admin(d, "GET", path, NULL, &r);
+    json_t *doc = st == 200 ? json_loads(r.body, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "GET %s: %ld %.300s\n", path, st, r.body);
+    svc_resp_release(&r);
+    return doc;
+}
+
+static json_t *cli_replay(const char *file)
+{
+    char *argv[] = {(char *)th_build_path("stepcast"), "replay", "--json", (char *)file, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = th_run(argv, &out, &err);
+    json_t *doc = rc == 0 ? json_loads(out, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "stepcast replay: exit %d: %s\n", rc, err ? err : "");
+    free(out);
+    free(err);
+    return doc;
+}
+
+
+/* Lines of the daemons' logs that hold both needles. */
+static int log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b)
+{
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *log = th_read_file(d[i].log, NULL);
+        for (char *line = log ? strtok(log, "\n") : NULL; line; line = strtok(NULL, "\n"))
+            count += strstr(line, a) && strstr(line, b);
+        free(log);
+    }
+    return count;
+}
+
+/* Uploaded through the first replica, built through the second, replayed
+ * through the third, then through each, the same as `stepcast replay
+ * --json` of the file: the replicas that did not build it load it from
+ * its blob on first use. */
+static void upload_build_replay(size_t n)
+{
+    struct pg_server pg;
+    struct svc_daemon d[3];
+    char path[256];
+    char file[4096];
+    snprintf(file, sizeof file, "%s",
+             th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"));
+    pg_server_start(&pg);
+    start_replicas(d, n, &pg, NULL);
+    svc_put_trace_file(&d[0], "hta", 0, file);
+    char *id = svc_request_model(&d[1], "hta", NULL);
+    CHECK_STREQ(svc_wait_model(&d[n - 1], id, 120), "ready");
+    snprintf(path, sizeof path, "/v1/models/%s/replay", id);
+    svc_check_same_json(http_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
+    for (size_t i = 0; i + 1 < n; i++) /* and through every other one */
+        svc_check_same_json(http_json(&d[i], path), cli_replay(file), "replay through each replica");
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ_INT(svc_stop(&d[i]), 0);
+    CHECK_EQ_INT(log_lines(d, n, id, "event=start"), 1);
+    CHECK_EQ_INT(log_lines(d, n, id, "event=ready"), 1);
+    /* the replicas that did not build it loaded it from its blob, never
+     * from its traces */
+    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=blob"), (int)n - 1);
+    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=traces"), 0);
+    free(id);
+}
+
+TEST(svc_replicas_two_upload_build_replay)
+{
+    upload_build_replay(2);
+}
+
+TEST(svc_replicas_three_upload_build_replay)
+{
+    upload_build_replay(3);
+}
+
+/* A replica killed (SIGKILL, STEPCAST_FAILPOINT=build.after_load) in the
+ * middle of a build it had taken: its lease runs out and another replica
+ * takes the build and finishes it within 30 s. */
+TEST(svc_replicas_killed_mid_build_is_finished_by_another)
+{
+    struct pg_server pg;
+    struct svc_daemon a, b;
+    struct svc_resp r;
+    char data[4200], blobs[4200], path[256];
+    size_t n;
+    pg_server_start(&pg);
+    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
+    snprintf(data, sizeof data, "%s/replica-a", th_tmpdir());
+    const char *const args[] = {"--store", pg.url, "--blobs", blobs, NULL};
+    const char *const env[] = {"STEPCAST_FAILPOINT=build.after_load", NULL};
+    svc_start(&a, data, args, env);
+    char *t = svc_small_trace(0, 40, 5, &n);
+    struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
+    CHECK_EQ_INT(svc_call(&a, "PUT", "/v1/jobs/j/ranks/0/trace", &o, NULL), 201);
+    free(t);
+    char *id = svc_request_model(&a, "j", NULL);
+    int status = 0;
+    REQUIRE(waitpid(a.pid, &status, 0) == a.pid); /* killed at the failpoint */
+    double died = th_now_s();
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    a.pid = 0;
+
+    snprintf(data, sizeof data, "%s/replica-b", th_tmpdir());
+    svc_start(&b, data, args, NULL);
+    /* the dead replica's lease still holds: b reports the build as taken */
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    CHECK_EQ_INT(svc_admin(&b, "GET", path, NULL, &r), 200);
+    CHECK_STREQ(svc_json_str(r.body, "status"), "building");
+    svc_resp_release(&r);
+    CHECK_STREQ(svc_wait_model(&b, id, 60), "ready");
+    double took = th_now_s() - died;
+    CHECK(took <= 30);
+    CHECK(took >= 1); /* not before the lease ran out */
+    fprintf(stderr, "    finished by another replica %.1f s after the first died (lease %d s)\n", took,
+            BQ_LEASE_S);
+    CHECK_EQ_INT(svc_stop(&b), 0);
+    CHECK_EQ_INT(log_lines(&b, 1, id, "event=ready"), 1);
+    free(id);
+}
+
+/* Two replicas asked, through each of them, to build models of one job:
+ * each model is taken by one replica and built once. */
+TEST(svc_replicas_build_each_model_once)
+{
+    struct pg_server pg;
+    struct svc_daemon d[2];
+    char *ids[8];
+    size_t n;
+    pg_server_start(&pg);
+    start_replicas(d, 2, &pg, (const char *const[]){"--build-workers", "2", NULL});
+    for (int rank = 0; rank < 2; rank++) {
+        char *t = svc_small_trace(rank, 300, 40 + rank, &n), path[64];
+        struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
+        snprintf(path, sizeof path, "/v1/jobs/j/ranks/%d/trace", rank);
+        CHECK_EQ_INT(svc_call(&d[rank], "PUT", path, &o, NULL), 201);
+        free(t);
+    }
+    for (int i = 0; i < 8; i++)
+        ids[i] = svc_request_model(&d[i % 2], "j", NULL);
+    for (int i = 0; i < 8; i++)
+        CHECK_STREQ(svc_wait_model(&d[(i + 1) % 2], ids[i], 120), "ready");
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(svc_stop(&d[i]), 0);
+    int on[2] = {0, 0};
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ_INT(log_lines(d, 2, ids[i], "event=start"), 1);
+        CHECK_EQ_INT(log_lines(d, 2, ids[i], "event=ready"), 1);
+        for (int k = 0; k < 2; k++)
+            on[k] += log_lines(&d[k], 1, ids[i], "event=start");
+        free(ids[i]);
+    }
+    CHECK_EQ_INT(on[0] + on[1], 8);
+}
