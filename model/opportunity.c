@@ -29,10 +29,44 @@ struct finder {
 };
 
 /* Mean replayed step of opts over f->use; with idle, the mean time no
- * GPU work runs. */
+ * GPU work runs. In a folded job (graph.h, model_graph_folding) the mean
+ * is over the job's ranks: a representative's step counts once for itself
+ * and once for each rank folded into it, as that rank replays it
+ * (replay.h, model_replay_folded_ns), with its representative's idle time. */
 static int mean_step(struct finder *f, const struct model_replay_opts *o, int64_t *mean, int64_t *idle)
 {
-    return model_replay_mean_step(f->g, o, f->use, mean, idle, NULL, f->err);
+    const struct model_graph *g = f->g;
+    if (!g->folding.n_folded)
+        return model_replay_mean_step(g, o, f->use, mean, idle, NULL, f->err);
+    struct model_replay *r;
+    size_t *ord = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *ord); /* each rank's steps so far */
+    if (!ord)
+        return sc_error_set(f->err, SC_ENOMEM, "out of memory");
+    int rc = model_replay_run(g, o, &r, f->err);
+    if (rc) {
+        free(ord);
+        return rc;
+    }
+    int64_t sum = 0, idle_sum = 0, n = 0;
+    for (size_t s = 0; s < r->n_steps; s++) {
+        const struct model_replay_step *rs = &r->steps[s];
+        size_t k = ord[rs->rank]++, first, folded = model_graph_folded_into(g, rs->rank, &first);
+        if (!f->use[s])
+            continue;
+        int64_t idle_s = rs->replayed_ns - rs->breakdown.compute_exposed - rs->breakdown.overlap -
+                         rs->breakdown.comm_exposed;
+        sum += rs->replayed_ns;
+        for (size_t q = first; q < first + folded; q++)
+            sum += model_replay_folded_ns(r, s, k, &g->folding.folded[q]);
+        idle_sum += idle_s * (int64_t)(folded + 1);
+        n += (int64_t)(folded + 1);
+    }
+    model_replay_free(r);
+    free(ord);
+    *mean = n ? sum / n : 0;
+    if (idle)
+        *idle = n ? idle_sum / n : 0;
+    return SC_OK;
 }
 
 static int add(struct finder *f, const char *name, const char *resource, const char *change, int64_t saving,
@@ -136,21 +170,40 @@ static int by_name_ord(const void *a, const void *b)
     return (x->ord > y->ord) - (x->ord < y->ord);
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* A duration and how many ranks have it (a representative and the ranks
+ * folded into it, graph.h). */
+struct weighted {
+    int64_t d;
+    size_t n;
+};
+
+static int by_duration(const void *a, const void *b)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    int64_t x = ((const struct weighted *)a)->d, y = ((const struct weighted *)b)->d;
     return (x > y) - (x < y);
+}
+
+/* The duration at position pos (from 0) of v sorted, each v[i] counted
+ * v[i].n times. */
+static int64_t weighted_at(const struct weighted *v, size_t n, size_t pos)
+{
+    size_t i = 0;
+    for (size_t seen = v[0].n; seen <= pos && i + 1 < n; seen += v[++i].n)
+        ;
+    return v[i].d;
 }
 
 /* The overrides that put every kernel matched on at least two ranks at the
  * median of its durations across ranks (of an even count, the mean of the
- * middle two): *ov from malloc, *n_ov of them. */
+ * middle two; a folded job's across all its ranks, a representative's
+ * duration standing for the ranks folded into it): *ov from malloc, *n_ov
+ * of them. */
 static int straggler_overrides(struct finder *f, struct model_replay_override **out, size_t *n_out)
 {
     const struct model_graph *g = f->g;
     struct model_task_key *k = NULL;
     struct model_replay_override *ov = NULL;
-    int64_t *d = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *d);
+    struct weighted *d = malloc((g->n_ranks ? g->n_ranks : 1) * sizeof *d);
     size_t n = 0, n_ov = 0;
     int rc = SC_OK;
     *out = NULL;
@@ -174,11 +227,14 @@ static int straggler_overrides(struct finder *f, struct model_replay_override **
             ;
         if (b - a < 2 || b - a > g->n_ranks)
             continue;
-        for (size_t j = a; j < b; j++)
-            d[j - a] = g->tasks[k[j].task].dur;
-        sc_sort(d, b - a, sizeof *d, cmp_i64);
-        size_t m = b - a;
-        int64_t median = m % 2 ? d[m / 2] : d[m / 2 - 1] + (d[m / 2] - d[m / 2 - 1]) / 2;
+        size_t m = 0, first;
+        for (size_t j = a; j < b; j++) {
+            d[j - a] = (struct weighted){g->tasks[k[j].task].dur, 1 + model_graph_folded_into(g, k[j].rank, &first)};
+            m += d[j - a].n;
+        }
+        sc_sort(d, b - a, sizeof *d, by_duration);
+        int64_t lo = weighted_at(d, b - a, (m - 1) / 2), hi = weighted_at(d, b - a, m / 2);
+        int64_t median = lo + (hi - lo) / 2;
         for (size_t j = a; j < b; j++)
             ov[n_ov++] = (struct model_replay_override){k[j].task, median};
     }
@@ -276,7 +332,7 @@ int model_opportunities_find(const struct model_graph *g, const struct model_col
     int rc;
 
     memset(out, 0, sizeof *out);
-    out->n_ranks = g->n_ranks;
+    out->n_ranks = g->folding.on ? g->folding.ranks : g->n_ranks;
     f.dur0 = malloc((4 * n + 2 * (g->n_ranks ? g->n_ranks : 1)) * sizeof *f.dur0);
     if (!f.dur0)
         return sc_error_set(err, SC_ENOMEM, "out of memory");

@@ -13,7 +13,8 @@
  * unexplained waits removed. Beside each saving, its Amdahl bound: the
  * time the change takes out of the work it acts on per step, on the rank
  * where that is most (ranks that wait for each other save together), which
- * no saving should exceed. Steps are means over (rank, step). */
+ * no saving should exceed. Steps are means over (rank, step), a folded
+ * job's over all its ranks (graph.h, model_graph_folding), folded or not. */
 #ifndef MODEL_OPPORTUNITY_H
 #define MODEL_OPPORTUNITY_H
 
@@ -42,7 +43,7 @@ struct model_opportunities {
                               network infinitely fast, families at x0; not the
                               unexplained waits, which need more ranks traced) */
     int64_t gpu_idle_ns; /* mean time per step that no GPU work runs on a rank */
-    size_t n_ranks;
+    size_t n_ranks;      /* the job's ranks, those folded into others included */
     struct model_opportunity *v; /* sorted by saving, largest first */
     size_t n;
 };

@@ -35,7 +35,9 @@
  *            [--gpu-delay NS] [--cuda-sync] [--modules] [--load-ms MS]
  *            [--dispatch] [--poll-loop] OUTDIR
  *
- * Writes OUTDIR/rank<r>.json (or .json.gz). Deterministic for a seed. */
+ * Writes OUTDIR/rank<r>.json (or, with --gzip, .json.gz at zlib level 1:
+ * jobs of tens of GB are generated compressed, and fast). Up to 4,096
+ * ranks. Deterministic for a seed. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -48,7 +50,7 @@
 
 #include "common/banned.h"
 
-enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, STREAM_NOTIFY = 30, MAX_RANKS = 512, MAX_BUCKETS = 64 };
+enum { STREAM_COMPUTE = 7, STREAM_NCCL = 13, STREAM_COPY = 22, STREAM_NOTIFY = 30, MAX_RANKS = 4096, MAX_BUCKETS = 64 };
 
 struct opts {
     int ranks, steps, layers, gzip, cuda_sync, slow_rank, modules, dispatch, poll_loop;
@@ -461,7 +463,7 @@ static void open_rank(struct rank *k, const char *dir)
     char path[4096];
     snprintf(path, sizeof path, "%s/rank%d.json%s", dir, k->r, O.gzip ? ".gz" : "");
     if (O.gzip) {
-        k->gz = gzopen(path, "wb6");
+        k->gz = gzopen(path, "wb1"); /* fast: jobs of many GB are written this way */
         if (!k->gz) {
             fprintf(stderr, "gentrace: cannot write %s\n", path);
             exit(1);
@@ -545,7 +547,8 @@ int main(int argc, char **argv)
     mkdir(argv[optind], 0755);
     int buckets = O.layers < 4 ? O.layers : 4;
     struct rank *ks = calloc((size_t)O.ranks, sizeof *ks);
-    if (!ks)
+    int64_t *starts = malloc((size_t)O.ranks * sizeof *starts);
+    if (!ks || !starts)
         return 1;
     for (int r = 0; r < O.ranks; r++) {
         struct rank *k = &ks[r];
@@ -561,7 +564,6 @@ int main(int argc, char **argv)
         open_rank(k, argv[optind]);
     }
     for (int s = 0; s < O.steps; s++) {
-        int64_t starts[MAX_RANKS];
         for (int r = 0; r < O.ranks; r++) {
             starts[r] = ks[r].cpu_main;
             local_forward_backward(&ks[r], s + 1, buckets);
@@ -572,6 +574,7 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < O.ranks; r++)
         close_rank(&ks[r]);
+    free(starts);
     free(ks);
     return 0;
 }
