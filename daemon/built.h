@@ -9,7 +9,7 @@
  * model after a restart or an eviction, so both give the same model. A
  * built model is immutable but for its memo: the rendered answers to
  * queries, kept (bounded) since the same replay of the same model is asked
- * for again and again. Handlers (handlers.h) parse queries, run them on
+ * for again and again. Handlers (h_models.c) parse queries, run them on
  * the graph and render the answers; this file knows none of that. */
 #ifndef DAEMON_BUILT_H
 #define DAEMON_BUILT_H

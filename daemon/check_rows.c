@@ -3,7 +3,6 @@
  * list uses, so what the check names is exactly what the lists leave out.
  * Apart from service.c, as dispatch.c is: experiments render in their
  * handler, and the handlers include the service. */
-#include "daemon/handlers.h"
 #include "daemon/service.h"
 
 #include <stdint.h>
@@ -13,7 +12,9 @@
 #include "api/encode.h"
 #include "api/ledger.h"
 #include "api/request.h"
+#include "daemon/h_experiments.h"
 #include "daemon/log.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 /* Report one row of `what` that a list leaves out, or whose numbers the

@@ -1,6 +1,6 @@
 /* daemon/h_ops.c: tokens, /healthz, /metrics and the OpenAPI document
- * (handlers.h). */
-#include "daemon/handlers.h"
+ * (api/ops.def). */
+#include "daemon/h_ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +10,12 @@
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/cache.h"
+#include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
+#include "daemon/dispatch.h"
 #include "common/banned.h"
 
 static double uptime(const struct svc *s)
@@ -21,9 +23,15 @@ static double uptime(const struct svc *s)
     return metrics_clock() - s->started;
 }
 
+struct api_body_limits h_body_limits(const struct svc *s)
+{
+    struct api_body_limits l = {(size_t)s->cfg->max_json_body, (unsigned)s->cfg->max_json_depth};
+    return l;
+}
+
 int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r)
 {
-    return api_page_parse(svc_query(q, "limit"), svc_query(q, "cursor"), pg, r);
+    return api_page_parse((size_t)api_query_int(&q->query, "limit"), api_query_str(&q->query, "cursor"), pg, r);
 }
 
 void h_page_skipped(const char *list, const struct api_list_meta *m)

@@ -31,6 +31,7 @@
 
 #include <microhttpd.h>
 
+#include "api/query.h"
 #include "api/routes.h"
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
@@ -261,8 +262,8 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
         auth_check(s->store, trimmed_header(c, MHD_HTTP_HEADER_AUTHORIZATION, authorization, sizeof authorization),
                    need, &cs->req.caller, &cs->reply))
         goto answer;
-    /* unknown, repeated or too many (past SVC_MAX_QUERY) parameters */
-    if (api_check_query(cs->req.op, cs->req.qkey, cs->req.n_query, &cs->reply))
+    /* unknown, repeated, missing or bad parameters, or too many (past SVC_MAX_QUERY) */
+    if (api_query_decode(cs->req.op, cs->req.qkey, cs->req.qval, cs->req.n_query, &cs->req.query, &cs->reply))
         goto answer;
     cs->body = op->body;
     if (op->body == API_BODY_TRACE) {

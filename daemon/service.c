@@ -180,24 +180,6 @@ void svc_close(struct svc *s)
 }
 
 
-const char *svc_query(const struct svc_request *req, const char *key)
-{
-    for (size_t i = 0; i < req->n_query; i++)
-        if (strcmp(req->qkey[i], key) == 0)
-            return req->qval[i];
-    return NULL;
-}
-
-int svc_query_flag(const struct svc_request *req, const char *key)
-{
-    const char *v = svc_query(req, key);
-    if (!v || !strcmp(v, "false") || !strcmp(v, "0"))
-        return 0;
-    if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
-        return 1;
-    return -1;
-}
-
 void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n)
 {
     if (cfg_store && *cfg_store)
