@@ -36,6 +36,7 @@
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/config.h"
+#include "daemon/dispatch.h"
 #include "daemon/conn_guard.h"
 #include "daemon/http_head.h"
 #include "daemon/log.h"
