@@ -8,8 +8,11 @@
 #include <jansson.h>
 
 #include "api/reply.h"
+#include "api/query.h"
 #include "api/routes.h"
 #include "common/banned.h"
+
+#define ID_PATTERN "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 /* The end of every list's answer (api/page.h). */
 #define PAGE_PROPS                                                                                            \
@@ -203,53 +206,6 @@ static const char schemas[] =
     " collective_wait_ms, memory_gb_per_gpu, fits and structure (the document of `stepcast whatif --json`)\"}"
     "}";
 
-/* The reply schema of each operation (a components/schemas name). */
-static const char *const reply_schema[API_OP_COUNT] = {
-    [API_OP_HEALTHZ] = "Health",          [API_OP_METRICS] = NULL,
-    [API_OP_OPENAPI] = NULL,              [API_OP_JOBS_LIST] = "JobList",
-    [API_OP_JOB_PUT] = "Job",             [API_OP_JOB_GET] = "Job",
-    [API_OP_JOB_DELETE] = "Deleted",      [API_OP_TRACE_PUT] = "Trace",
-    [API_OP_TRACE_GET] = "Trace",         [API_OP_MODEL_CREATE] = "Model",
-    [API_OP_MODELS_LIST] = "ModelList",   [API_OP_MODEL_GET] = "Model",
-    [API_OP_MODEL_DELETE] = "Deleted",    [API_OP_REPLAY] = "Replay",
-    [API_OP_CRITICAL_PATH] = "CriticalPath", [API_OP_TIMELINE] = "KinetoTrace",
-    [API_OP_TOKEN_CREATE] = "Token",      [API_OP_TOKENS_LIST] = "TokenList",
-    [API_OP_TOKEN_DELETE] = "Token",
-    [API_OP_ESTIMATE] = "Estimate",       [API_OP_HARDWARE_LIST] = "HardwareList",
-    [API_OP_HARDWARE_GET] = "Hardware",   [API_OP_CALIBRATION_NCCL] = "Calibration",
-    [API_OP_CALIBRATION_GEMMS] = "Calibration",
-    [API_OP_CALIBRATIONS_LIST] = "CalibrationList", [API_OP_CALIBRATION_GET] = "Calibration",
-    [API_OP_MODEL_CALIBRATION] = "Calibration", [API_OP_VALIDATION_CREATE] = "Validation",
-    [API_OP_VALIDATIONS_LIST] = "Ledger", [API_OP_VALIDATION_DELETE] = "Deleted",
-    [API_OP_OPPORTUNITIES] = "Opportunities", [API_OP_FLEET_OPPORTUNITIES] = "Fleet",
-    [API_OP_DIFF] = "Diff",
-    [API_OP_PLAN_CREATE] = "Plan",        [API_OP_PLAN_GET] = "Plan",
-    [API_OP_PLAN_DELETE] = "Plan",
-    [API_OP_WHATIF] = "WhatIf",
-    [API_OP_MODEL_PLAN] = "Plan",
-    [API_OP_SPEC_FROM_HF] = "SpecModel",
-    [API_OP_AB] = "Ab",
-    [API_OP_EXPERIMENT_CREATE] = "Experiment", [API_OP_EXPERIMENTS_LIST] = "ExperimentList",
-    [API_OP_EXPERIMENT_GET] = "Experiment",    [API_OP_EXPERIMENT_CLOSE] = "Experiment",
-    [API_OP_FLEET] = "FleetWaste",
-    [API_OP_PLAN_RESUME] = "Plan",
-};
-
-static const char *const request_schema[API_OP_COUNT] = {
-    [API_OP_JOB_PUT] = "JobDescription",
-    [API_OP_MODEL_CREATE] = "BuildRequest",
-    [API_OP_TOKEN_CREATE] = "TokenRequest",
-    [API_OP_ESTIMATE] = "Spec",
-    [API_OP_VALIDATION_CREATE] = "ValidationRequest",
-    [API_OP_DIFF] = "DiffRequest",
-    [API_OP_PLAN_CREATE] = "PlanRequest",
-    [API_OP_WHATIF] = "WhatIfRequest",
-    [API_OP_MODEL_PLAN] = "ModelPlanRequest",
-    [API_OP_SPEC_FROM_HF] = "HfConfig",
-    [API_OP_AB] = "AbRequest",
-    [API_OP_EXPERIMENT_CREATE] = "ExperimentRequest",
-};
-
 static json_t *ref(const char *name)
 {
     char p[128];
@@ -262,65 +218,86 @@ static json_t *content(const char *type, json_t *schema)
     return json_pack("{s:{s:o}}", type, "schema", schema);
 }
 
-static json_t *parameters(const struct api_op_info *op)
+/* A query parameter's default, as its type has it. */
+static json_t *default_value(const struct api_query_param *q)
 {
+    switch (q->type) {
+    case API_Q_INT:
+        return json_integer(strtoll(q->def, NULL, 10));
+    case API_Q_NUMBER:
+        return json_real(strtod(q->def, NULL));
+    case API_Q_BOOL:
+        return json_boolean(strcmp(q->def, "true") == 0 || strcmp(q->def, "1") == 0);
+    default:
+        return json_string(q->def);
+    }
+}
+
+static json_t *parameters(const struct api_op_info *op, enum api_op id)
+{
+    const struct api_query_param *q;
     json_t *a = json_array();
     if (strstr(op->path, "{job}"))
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "job", "in", "path",
-                                           "required", 1, "schema", "type", "string", "pattern",
-                                           "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+                                           "required", 1, "schema", "type", "string", "pattern", ID_PATTERN));
     if (strstr(op->path, "{rank}"))
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:i}}", "name", "rank", "in", "path",
                                            "required", 1, "schema", "type", "integer", "minimum", 0));
     if (strstr(op->path, "{id}"))
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s, s:s}}", "name", "id", "in", "path",
-                                           "required", 1, "schema", "type", "string", "pattern",
-                                           "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"));
+                                           "required", 1, "schema", "type", "string", "pattern", ID_PATTERN));
     if (strstr(op->path, "{file}"))
         json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:{s:s}}", "name", "file", "in", "path",
                                            "required", 1, "schema", "type", "string"));
-    /* "name:type:description;..." */
-    for (const char *q = op->query; q && *q;) {
-        const char *end = strchr(q, ';');
-        size_t n = end ? (size_t)(end - q) : strlen(q);
-        char item[256], *type, *desc;
-        snprintf(item, sizeof item, "%.*s", (int)n, q);
-        if ((type = strchr(item, ':')) && (desc = strchr(type + 1, ':'))) {
-            *type++ = '\0';
-            *desc++ = '\0';
-            json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:{s:s}}", "name", item, "in",
-                                               "query", "required", strcmp(item, "rank") == 0,
-                                               "description", desc, "schema", "type", type));
+    for (size_t i = 0; (q = api_query_param(id, i)); i++) {
+        json_t *schema = json_pack("{s:s}", "type", api_qtype_name(q->type));
+        if (q->type == API_Q_INT) {
+            json_object_set_new(schema, "minimum", json_integer((json_int_t)q->min));
+            json_object_set_new(schema, "maximum", json_integer((json_int_t)q->max));
+        } else if (q->type == API_Q_NUMBER) {
+            json_object_set_new(schema, "minimum", json_real(q->min));
+            json_object_set_new(schema, "maximum", json_real(q->max));
         }
-        q = end ? end + 1 : q + n;
+        if (q->type == API_Q_ENUM) {
+            json_t *values = json_array();
+            for (const char *v = q->form; v;) {
+                const char *c = strchr(v, ',');
+                json_array_append_new(values, json_stringn(v, c ? (size_t)(c - v) : strlen(v)));
+                v = c ? c + 1 : NULL;
+            }
+            json_object_set_new(schema, "enum", values);
+        }
+        if (q->type == API_Q_ID)
+            json_object_set_new(schema, "pattern", json_string(ID_PATTERN));
+        if (q->type == API_Q_STRING && q->form)
+            json_object_set_new(schema, "pattern", json_string(q->form));
+        if (q->def)
+            json_object_set_new(schema, "default", default_value(q));
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", q->name, "in", "query", "required",
+                                           (q->flags & API_QF_REQUIRED) != 0, "description", q->description,
+                                           "schema", schema));
     }
     return a;
 }
 
-static json_t *responses(const struct api_op_info *op, enum api_op id)
+static json_t *responses(const struct api_op_info *op)
 {
     json_t *r = json_object();
     char code[8], list[96];
     json_t *ok;
-    if (id == API_OP_METRICS)
-        ok = content("text/plain", json_pack("{s:s}", "type", "string"));
-    else if (id == API_OP_DASHBOARD || id == API_OP_DASHBOARD_FILE)
-        ok = content("text/html", json_pack("{s:s}", "type", "string"));
-    else if (id == API_OP_CHAKRA)
-        ok = content("application/x-tar", json_pack("{s:s, s:s}", "type", "string", "format", "binary"));
+    if (op->reply)
+        ok = content(op->reply_media, ref(op->reply));
+    else if (!strcmp(op->reply_media, "application/json"))
+        ok = content(op->reply_media, json_pack("{s:s}", "type", "object"));
+    else if (!strncmp(op->reply_media, "text/", 5))
+        ok = content(op->reply_media, json_pack("{s:s}", "type", "string"));
     else
-        ok = content("application/json", reply_schema[id] ? ref(reply_schema[id]) : json_pack("{s:s}", "type", "object"));
+        ok = content(op->reply_media, json_pack("{s:s, s:s}", "type", "string", "format", "binary"));
     snprintf(code, sizeof code, "%u", op->success);
     json_object_set_new(r, code, json_pack("{s:s, s:o}", "description", op->summary, "content", ok));
-    if (id == API_OP_TRACE_PUT || id == API_OP_JOB_PUT)
-        json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description",
-                                                id == API_OP_TRACE_PUT ? "identical bytes were already there"
-                                                                        : "the job existed: description replaced",
-                                                "content", content("application/json", ref(reply_schema[id]))));
-    if (id == API_OP_CALIBRATION_NCCL || id == API_OP_CALIBRATION_GEMMS || id == API_OP_MODEL_CALIBRATION)
-        json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description",
-                                                "a calibration of that name existed: replaced",
-                                                "content", content("application/json", ref(reply_schema[id]))));
+    if (op->also_200)
+        json_object_set_new(r, "200", json_pack("{s:s, s:o}", "description", op->also_200, "content",
+                                                content(op->reply_media, ref(op->reply))));
     /* the op's own, then what any request can get for its head */
     snprintf(list, sizeof list, "%s,400,414,431", op->errors);
     for (char *p = list; *p;) {
@@ -338,7 +315,7 @@ static json_t *operation(enum api_op id)
 {
     const struct api_op_info *op = api_op_info(id);
     json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "operationId", op->id, "summary", op->summary,
-                          "parameters", parameters(op), "responses", responses(op, id));
+                          "parameters", parameters(op, id), "responses", responses(op));
     if (!o)
         return NULL;
     if (op->scope != API_SCOPE_NONE) {
@@ -347,24 +324,17 @@ static json_t *operation(enum api_op id)
     }
     if (op->body == API_BODY_TRACE)
         json_object_set_new(o, "requestBody",
-                            json_pack("{s:b, s:s, s:o}", "required", 1, "description",
-                                      "a Kineto trace, plain JSON or gzip (detected by content)",
-                                      "content", content("application/octet-stream",
+                            json_pack("{s:b, s:s, s:o}", "required", 1, "description", op->request, "content", content("application/octet-stream",
                                                          json_pack("{s:s, s:s}", "type", "string",
                                                                    "format", "binary"))));
     else if (op->body == API_BODY_TEXT)
         json_object_set_new(o, "requestBody",
-                            json_pack("{s:b, s:s, s:o}", "required", 1, "description",
-                                      id == API_OP_CALIBRATION_GEMMS
-                                          ? "a GEMM microbenchmark table, CSV dtype,batch,m,n,k,us (up to "
-                                            "max-json-body)"
-                                          : "the text output of one nccl-tests run (up to max-json-body)",
-                                      "content",
+                            json_pack("{s:b, s:s, s:o}", "required", 1, "description", op->request, "content",
                                       content("text/plain", json_pack("{s:s}", "type", "string"))));
     else if (op->body != API_BODY_NONE)
         json_object_set_new(o, "requestBody",
                             json_pack("{s:b, s:o}", "required", op->body == API_BODY_JSON, "content",
-                                      content("application/json", ref(request_schema[id]))));
+                                      content("application/json", ref(op->request))));
     return o;
 }
 

@@ -1,6 +1,6 @@
 /* api/openapi.h: the OpenAPI 3 document of the REST API.
  *
- * Written from the operation table (routes.h) and the error-code table
+ * Written from the operation list (ops.def) and the error-code table
  * (reply.h), with the resource schemas beside them (openapi.c), so every
  * route the router serves is documented and nothing else is. */
 #ifndef API_OPENAPI_H

@@ -41,23 +41,10 @@ static int cursor_key(const char *cursor, struct api_page *p)
     return 1;
 }
 
-int api_page_parse(const char *limit, const char *cursor, struct api_page *out, struct api_reply *err)
+int api_page_parse(size_t limit, const char *cursor, struct api_page *out, struct api_reply *err)
 {
     memset(out, 0, sizeof *out);
-    out->limit = API_PAGE_DEFAULT;
-    if (limit) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(limit, &end, 10);
-        if (errno == ERANGE && v > 0)
-            v = LLONG_MAX;
-        else if (errno || end == limit || *end || v < 1 || limit[0] == '+' || limit[0] == ' ')
-            return api_fail(err, API_E_BAD_REQUEST, "limit must be a positive integer");
-        if (v > API_PAGE_MAX)
-            return api_fail(err, API_E_UNPROCESSABLE, "limit %.24s is over the limit of %d rows a page", limit,
-                            API_PAGE_MAX);
-        out->limit = (size_t)v;
-    }
+    out->limit = limit ? limit : API_PAGE_DEFAULT;
     if (cursor) {
         if (!cursor_key(cursor, out))
             return api_fail(err, API_E_BAD_REQUEST, "cursor is not one a page of this list gave");

@@ -31,11 +31,10 @@ struct api_page {
     char after_id[API_ID_MAX];
 };
 
-/* The query values `limit` and `cursor` (NULL when absent) into *out.
- * Else the reply: 400 bad_request for a limit that is not a positive
- * integer or a cursor that no page gave, 422 for a limit over
- * API_PAGE_MAX. */
-int api_page_parse(const char *limit, const char *cursor, struct api_page *out, struct api_reply *err);
+/* The query values `limit` (decoded: 1 to API_PAGE_MAX, api/ops.def) and
+ * `cursor` (NULL when absent) into *out. Else the reply: 400 bad_request
+ * for a cursor that no page gave. */
+int api_page_parse(size_t limit, const char *cursor, struct api_page *out, struct api_reply *err);
 
 /* The cursor naming the row of key (num, id). */
 void api_page_cursor(int64_t num, const char *id, char out[API_PAGE_CURSOR_MAX]);
@@ -52,20 +51,13 @@ struct api_list_meta {
  * NULL (out of memory) when items is. */
 json_t *api_list_doc(const char *key, json_t *items, const struct api_list_meta *m);
 
-/* The query parameters of every list route, for its entry in routes.c. */
-#define API_PAGE_QUERY                                                                             \
-    "limit:integer:rows per page (default 100, at most 1000);cursor:string:the next_cursor of the " \
-    "page before"
-
 /* The index of the first row of page pg of a ranked list: the rank its
  * cursor names (0 without a cursor). */
 size_t api_page_first(const struct api_page *pg);
 
-/* The ranked lists (GET /v1/fleet, /v1/opportunities) are paged alike,
- * by rank: a cursor names the last row's rank and id, the next page
- * starts at the rank after it. `top` is the page's size under its older
- * name (limit and top together are 400). */
-#define API_FLEET_PAGE_QUERY                                                                        \
-    API_PAGE_QUERY ";top:integer:the same as limit (its older name; not with limit)"
+/* The ranked lists (GET /v1/fleet, /v1/opportunities) are paged alike, by
+ * rank: a cursor names the last row's rank and id, the next page starts at
+ * the rank after it; `top` is the page's size under its older name (limit
+ * and top together are 400: api/ops.def). */
 
 #endif

@@ -296,10 +296,13 @@ int bq_replica_name(const char *data_dir, char out[BQ_OWNER_MAX], struct sc_erro
         }
     }
     gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++) /* a name /metrics' replica label carries unescaped */
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *c))
+            *c = '_';
     int rc = digest_random_hex(6, rnd, sizeof rnd, err);
     if (rc)
         return rc;
-    snprintf(out, BQ_OWNER_MAX, "%.60s-%s", host[0] ? host : "replica", rnd);
+    snprintf(out, BQ_OWNER_MAX, "%.40s-%s", host[0] ? host : "replica", rnd);
     if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
         return sc_error_set(err, SC_EIO, "cannot create '%s': %s", path, strerror(errno));
     size_t len = strlen(out);

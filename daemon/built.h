@@ -9,7 +9,7 @@
  * eviction, so both give the same model. A built model is immutable but
  * for its memo: the rendered answers to queries, kept (bounded) since the
  * same replay of the same model is asked for again and again. Handlers
- * (handlers.h) parse queries, ask them of the opened model and render the
+ * (h_models.c) parse queries, ask them of the opened model and render the
  * answers; this file knows none of that. */
 #ifndef DAEMON_BUILT_H
 #define DAEMON_BUILT_H

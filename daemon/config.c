@@ -48,7 +48,7 @@ static const struct cfg_entry table[] = {
     {"port-file", CFG_STR, F(port_file), "", 0, 0, 0, "write the bound port here"},
     {"replica-name", CFG_STR, F(replica_name), "", 0, 0, 0,
      "this daemon's name in the replica label of every /metrics sample: 1 to 64 letters, digits, '.', '_', "
-     "':' or '-' (default HOSTNAME-PID)"},
+     "':' or '-' (default: the data directory's own, DATA-DIR/replica, HOST-RANDOM made once)"},
     {"log-level", CFG_STR, F(log_level), "info", 0, 0, 0, "debug, info, warn, error or off"},
     {"admin-token", CFG_STR, F(admin_token), "", 0, 0, CFG_SECRET | CFG_NO_FLAG,
      "first admin token when the store has none"},
@@ -319,30 +319,15 @@ static int load_flags(struct daemon_config *c, int argc, char **argv, const char
     return SC_OK;
 }
 
-/* replica-name checked, or HOSTNAME-PID when empty (the host name's other
- * characters as '_'). */
-static int replica_name(struct daemon_config *c, struct sc_error *err)
+/* replica-name, when given: a name the replica label can carry unescaped
+ * (empty: the data directory's replica name, service.c). */
+static int replica_name(const struct daemon_config *c, struct sc_error *err)
 {
     static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-";
-    char host[256] = "", name[METRICS_REPLICA_MAX + 1];
     size_t n = strlen(c->replica_name);
-    if (n) {
-        if (n > METRICS_REPLICA_MAX || strspn(c->replica_name, ok) != n)
-            return sc_error_set(err, SC_EINVAL, "replica-name: '%s' is not 1 to %d letters, digits, '.', '_', ':' or '-'",
-                                c->replica_name, METRICS_REPLICA_MAX);
-        return SC_OK;
-    }
-    if (gethostname(host, sizeof host - 1) || !*host)
-        snprintf(host, sizeof host, "localhost");
-    for (char *p = host; *p; p++)
-        if (!strchr(ok, *p))
-            *p = '_';
-    snprintf(name, sizeof name, "%.40s-%ld", host, (long)getpid());
-    char *copy = strdup(name);
-    if (!copy)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    free(c->replica_name);
-    c->replica_name = copy;
+    if (n && (n > METRICS_REPLICA_MAX || strspn(c->replica_name, ok) != n))
+        return sc_error_set(err, SC_EINVAL, "replica-name: '%s' is not 1 to %d letters, digits, '.', '_', ':' or '-'",
+                            c->replica_name, METRICS_REPLICA_MAX);
     return SC_OK;
 }
 

@@ -27,8 +27,8 @@ struct daemon_config {
                              * sqlite:<data_dir>/catalog.db */
     char *listen;           /* HOST:PORT; port 0 picks a free one */
     char *port_file;        /* where the bound port is written, or "" */
-    char *replica_name;     /* the replica label of /metrics (metrics.h);
-                             * "" in the sources: HOSTNAME-PID */
+    char *replica_name;     /* the replica label of /metrics (metrics.h); "":
+                             * the data directory's (build_queue.h) */
     char *log_level;        /* debug|info|warn|error|off */
     char *admin_token;      /* first admin token (environment or file only) */
     char *admin_token_file; /* read it from here; created when absent */

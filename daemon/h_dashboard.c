@@ -3,7 +3,7 @@
  * name in the path is only compared with the table's names; the content
  * type comes from the table's name. Every reply of the server carries the
  * dashboard's Content-Security-Policy (server.c). */
-#include "daemon/handlers.h"
+#include "daemon/dispatch.h"
 
 #include <stdlib.h>
 #include <string.h>

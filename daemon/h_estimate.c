@@ -1,4 +1,4 @@
-/* daemon/h_estimate.c: estimation over HTTP (handlers.h): estimates of
+/* daemon/h_estimate.c: estimation over HTTP (api/ops.def): estimates of
  * specs, the hardware profiles, and calibrations (named cluster profiles
  * kept in the catalog, made from nccl-tests outputs, GEMM microbenchmark
  * tables or a built model's traces).
@@ -12,11 +12,13 @@
  * the daemon's memory budget (admission.h) by the size of its graph,
  * predicted before it is built (est_synth_size): 413 when it could never
  * fit, 429 with Retry-After while other work holds the budget. */
-#include "daemon/handlers.h"
+#include "daemon/h_estimate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "api/estimate_json.h"
 #include "api/hardware_json.h"
@@ -33,6 +35,10 @@
 #include "estimator/estimate.h"
 #include "estimator/hf_config.h"
 #include "estimator/request_resolve.h"
+#include "estimator/plan.h"
+#include "daemon/dispatch.h"
+#include "daemon/h_shared.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 void h_spec_release(struct h_spec *h)
@@ -177,7 +183,7 @@ static int estimate_key(struct svc *s, const struct h_spec *h, enum est_detail d
 
 void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *detail = svc_query(q, "detail");
+    const char *detail = api_query_str(&q->query, "detail");
     enum est_detail d = EST_DETAIL_STAGE;
     struct estimate_ctx ctx;
     struct cache_entry *e;
@@ -235,18 +241,10 @@ void h_hardware(struct svc *s, struct svc_request *q, struct api_reply *r)
 void h_spec_from_hf(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
-    const char *seq_s = svc_query(q, "seq"), *seq_from = NULL;
+    const char *seq_from = NULL;
     struct est_model model;
     struct sc_error err;
-    long long seq = 0;
-    if (seq_s) {
-        char *end;
-        seq = strtoll(seq_s, &end, 10);
-        if (*end || end == seq_s || seq < 1 || seq > (1ll << 24)) {
-            api_fail(r, API_E_BAD_REQUEST, "seq must be a number from 1 to %lld", 1ll << 24);
-            return;
-        }
-    }
+    long long seq = api_query_int(&q->query, "seq"); /* 0: the config's */
     if (api_json_precheck(q->body, q->body_len, &lim, r))
         return;
     if (est_model_from_hf(q->body, q->body_len, seq, &model, &seq_from, &err)) {
@@ -280,6 +278,7 @@ static void make_calibration(struct svc *s, const char *name, const char *source
     FILE *report;
     memset(&c, 0, sizeof c);
     memset(&prof, 0, sizeof prof);
+    kernel_params_default(&prof.kernel); /* what the document leaves out */
     if (!(report = open_memstream(&c.report, &report_len))) {
         api_fail(r, API_E_UNAVAILABLE, "out of memory");
         return;
@@ -307,31 +306,6 @@ static void make_calibration(struct svc *s, const char *name, const char *source
     api_calibration_release(&c);
 }
 
-/* ?name=, required and an identifier. */
-static const char *calibration_name(const struct svc_request *q, struct api_reply *r)
-{
-    const char *name = svc_query(q, "name");
-    if (!name || !api_id_valid(name)) {
-        api_fail(r, API_E_BAD_REQUEST, "?name= must name the calibration ([A-Za-z0-9][A-Za-z0-9._-]{0,63})");
-        return NULL;
-    }
-    return name;
-}
-
-/* ?ranks= and ?nodes=: whole numbers from 1 to 1000000. */
-static int count_param(const struct svc_request *q, const char *key, int *out, struct api_reply *r)
-{
-    const char *v = svc_query(q, key);
-    char *end;
-    if (!v)
-        return SC_OK;
-    long x = strtol(v, &end, 10);
-    if (*end || end == v || x < 1 || x > 1000000)
-        return api_fail(r, API_E_BAD_REQUEST, "%s must be a whole number from 1 to 1000000", key);
-    *out = (int)x;
-    return SC_OK;
-}
-
 struct nccl_ctx {
     const struct svc_request *q;
     const struct calib_opts *o;
@@ -349,15 +323,12 @@ static int calib_nccl_body(void *ctx, FILE *report, char **doc, struct sc_error 
 
 void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    struct calib_opts o = {.gpu = svc_query(q, "gpu"), .kind = MODEL_COLL_UNKNOWN};
-    const char *name = calibration_name(q, r), *kind = svc_query(q, "kind");
-    if (!name || count_param(q, "ranks", &o.ranks, r) || count_param(q, "nodes", &o.nodes, r))
-        return;
-    if (kind && (o.kind = coll_kind_from_name(kind)) == MODEL_COLL_UNKNOWN) {
-        api_fail(r, API_E_BAD_REQUEST, "kind: '%.32s' is none of all_reduce, all_gather, reduce_scatter, "
-                 "alltoall, broadcast, reduce, sendrecv", kind);
-        return;
-    }
+    struct calib_opts o = {.gpu = api_query_str(&q->query, "gpu"), .kind = MODEL_COLL_UNKNOWN,
+                           .ranks = (int)api_query_int(&q->query, "ranks"),
+                           .nodes = (int)api_query_int(&q->query, "nodes")};
+    const char *name = api_query_str(&q->query, "name"), *kind = api_query_str(&q->query, "kind");
+    if (kind)
+        o.kind = coll_kind_from_name(kind);
     if (!q->body_len) {
         api_fail(r, API_E_BAD_REQUEST, "the body is empty: send the output of one nccl-tests run");
         return;
@@ -373,15 +344,13 @@ static int calib_gemms_body(void *ctx, FILE *report, char **doc, struct sc_error
     const char *text = q->body, *label = "GEMM table";
     size_t len = q->body_len;
     struct calib_files body = {&text, &len, &label, 1};
-    struct calib_opts o = {.gpu = svc_query(q, "gpu"), .kind = MODEL_COLL_UNKNOWN};
+    struct calib_opts o = {.gpu = api_query_str(&q->query, "gpu"), .kind = MODEL_COLL_UNKNOWN};
     return calib_files(NULL, &body, &o, report, doc, err);
 }
 
 void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *name = calibration_name(q, r);
-    if (!name)
-        return;
+    const char *name = api_query_str(&q->query, "name");
     if (!q->body_len) {
         api_fail(r, API_E_BAD_REQUEST, "the body is empty: send one GEMM microbenchmark table");
         return;
@@ -418,11 +387,11 @@ static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
 
 void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *name = calibration_name(q, r);
+    const char *name = api_query_str(&q->query, "name");
     struct api_model m;
     struct sc_error err;
     int rc;
-    if (!name || svc_defer()) /* it reads the model's traces again */
+    if (svc_defer()) /* it reads the model's traces again */
         return;
     if ((rc = store_model_get(s->store, q->params.id, &m, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
@@ -434,7 +403,7 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
         return;
     }
     api_model_release(&m);
-    struct traces_ctx c = {s, NULL, 0, svc_query(q, "gpu")};
+    struct traces_ctx c = {s, NULL, 0, api_query_str(&q->query, "gpu")};
     struct api_trace *traces = NULL;
     if (store_model_traces(s->store, q->params.id, &traces, &c.n, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);

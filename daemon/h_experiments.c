@@ -1,4 +1,4 @@
-/* daemon/h_experiments.c: experiments (handlers.h): a baseline job against
+/* daemon/h_experiments.c: experiments (api/ops.def): a baseline job against
  * a variant job, the A/B verdict of their runs kept in the store.
  *
  * An experiment names jobs, not models: its runs are each job's newest
@@ -13,11 +13,13 @@
  * experiment whose variant reads faster and survives banks its saving:
  * (baseline's center - variant's) x world size x steps a day, in GPU-hours
  * a day and dollars at the baseline job's cadence (api/job_cadence.h). */
-#include "daemon/handlers.h"
+#include "daemon/h_experiments.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 #include <time.h>
 
 #include "api/json_reply.h"
@@ -27,6 +29,9 @@
 #include "daemon/experiment_doc.h"
 #include "daemon/store.h"
 #include "model/ab.h"
+#include "daemon/dispatch.h"
+#include "daemon/h_models.h"
+#include "daemon/h_shared.h"
 #include "common/banned.h"
 
 /* The newest ready model of job into id; 0 when it has one. */
@@ -194,7 +199,7 @@ void h_experiment_create(struct svc *s, struct svc_request *q, struct api_reply 
 
 void h_experiments_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *external = svc_query(q, "external_id");
+    const char *external = api_query_str(&q->query, "external_id");
     struct store_experiment *v = NULL;
     struct api_list_meta m = {0};
     struct api_page pg;

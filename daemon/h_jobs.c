@@ -1,4 +1,4 @@
-/* daemon/h_jobs.c: jobs and trace uploads (handlers.h).
+/* daemon/h_jobs.c: jobs and trace uploads (api/ops.def).
  *
  * An upload reaches h_trace_put() already on disk: the HTTP layer streamed
  * the body into a blob writer (a temp file, hashed as it arrived). Here it
@@ -7,7 +7,7 @@
  * are read; a rejected upload costs no fsync), fsync'd, and, unless the rank already holds these bytes or
  * other ones, renamed into the blob store and committed; the reply goes out
  * only after the commit. */
-#include "daemon/handlers.h"
+#include "daemon/h_jobs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,8 @@
 #include "model/chakra_read.h"
 #include "model/stream.h"
 #include "model/trace.h"
+#include "daemon/dispatch.h"
+#include "daemon/h_shared.h"
 #include "common/banned.h"
 
 void h_remove_blobs(struct svc *s, const struct store_names *freed)
@@ -225,15 +227,11 @@ void h_trace_put(struct svc *s, struct svc_request *q, struct api_reply *r)
     enum metrics_upload result = METRICS_UPLOAD_REJECTED;
     struct api_trace rec;
     struct sc_error err;
-    int replace = svc_query_flag(q, "replace");
+    int replace = (int)api_query_int(&q->query, "replace");
 
     memset(&rec, 0, sizeof rec);
     rec.rank = q->params.rank;
     rec.bytes = (int64_t)blob_writer_bytes(q->upload);
-    if (replace < 0) {
-        api_fail(r, API_E_BAD_REQUEST, "replace must be true or false");
-        goto done;
-    }
     if (rec.bytes == 0) {
         api_fail(r, API_E_INVALID_TRACE, "the body is empty; send a Kineto trace (JSON or gzip)");
         goto done;

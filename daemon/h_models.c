@@ -1,12 +1,14 @@
 /* daemon/h_models.c: models: build requests, status, deletion, and the
- * queries answered from a built model (handlers.h). */
-#include "daemon/handlers.h"
+ * queries answered from a built model (api/ops.def). */
+#include "daemon/h_models.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "api/ab_json.h"
 #include "api/encode.h"
@@ -38,6 +40,9 @@
 #include "model/job.h"
 #include "model/opportunity.h"
 #include "model/replay.h"
+#include "daemon/dispatch.h"
+#include "daemon/h_jobs.h"
+#include "daemon/h_shared.h"
 #include "common/banned.h"
 
 /* Progress for the reply: 1 when ready, the builder's figure while
@@ -132,7 +137,7 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 
 void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *job = svc_query(q, "job");
+    const char *job = api_query_str(&q->query, "job");
     struct api_list_meta m = {0};
     struct api_model *v;
     struct api_page pg;
@@ -140,10 +145,6 @@ void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)
     char next[API_PAGE_CURSOR_MAX];
     size_t n;
     int more;
-    if (job && !api_id_valid(job)) {
-        api_fail(r, API_E_INVALID_ID, "job '%.64s' is not a valid identifier", job);
-        return;
-    }
     if (h_page(q, &pg, r))
         return;
     if (store_model_list(s->store, job, &pg, &v, &n, &more, &err)) {
@@ -194,17 +195,14 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
     struct model_replay *rp = NULL;
     struct sc_error err;
     char key[BUILT_MEMO_KEY_MAX];
-    long rank = -1;
-    const char *prefix = "stepcast";
+    long rank = q->op == API_OP_TIMELINE ? (long)api_query_int(&q->query, "rank") : -1;
+    const char *prefix = q->op == API_OP_CHAKRA ? api_query_str(&q->query, "prefix") : NULL;
     size_t k = (size_t)snprintf(key, sizeof key, "%s", api_op_info(q->op)->id);
 
     model_replay_opts_default(&ro);
     ro.critical_path = q->op == API_OP_CRITICAL_PATH;
     ro.step_unexplained = q->op == API_OP_REPLAY; /* what only the replay's answer holds */
-    if ((ro.keep_unexplained = svc_query_flag(q, "keep_unexplained")) < 0) {
-        api_fail(r, API_E_BAD_REQUEST, "keep_unexplained must be true or false");
-        return;
-    }
+    ro.keep_unexplained = (int)api_query_int(&q->query, "keep_unexplained");
     for (size_t i = 0; i < q->n_query; i++) {
         if (k < sizeof key)
             k += (size_t)snprintf(key + k, sizeof key - k, "&%s=%s", q->qkey[i], q->qval[i]);
@@ -212,23 +210,9 @@ static void answer_replay(struct built_model *m, const struct svc_request *q, st
             api_fail(r, API_E_BAD_REQUEST, "scale: %s", err.msg);
             return;
         }
-        if (!strcmp(q->qkey[i], "prefix"))
-            prefix = q->qval[i];
-        if (!strcmp(q->qkey[i], "rank")) {
-            char *end;
-            rank = strtol(q->qval[i], &end, 10);
-            if (*end || end == q->qval[i] || rank < 0 || rank > INT_MAX) {
-                api_fail(r, API_E_BAD_REQUEST, "rank must be a rank number");
-                return;
-            }
-        }
     }
     if (k >= sizeof key) {
         api_fail(r, API_E_BAD_REQUEST, "the query is too long");
-        return;
-    }
-    if (q->op == API_OP_TIMELINE && rank < 0) {
-        api_fail(r, API_E_BAD_REQUEST, "the timeline needs ?rank=R");
         return;
     }
     if ((*memo_hit = built_memo_get(m, key, r)) || svc_defer())
@@ -422,10 +406,11 @@ static json_t *ready_opportunities(struct svc *s, const char *id)
  * name), ?cursor; on failure the reply in r. */
 static int ranked_page(struct svc_request *q, struct api_page *pg, struct api_reply *r)
 {
-    const char *top = svc_query(q, "top"), *limit = svc_query(q, "limit");
-    if (top && limit)
+    int top = api_query_given(&q->query, "top");
+    if (top && api_query_given(&q->query, "limit"))
         return api_fail(r, API_E_BAD_REQUEST, "give limit or top (its older name), not both");
-    return api_page_parse(top ? top : limit, svc_query(q, "cursor"), pg, r);
+    return api_page_parse((size_t)api_query_int(&q->query, top ? "top" : "limit"), api_query_str(&q->query, "cursor"),
+                          pg, r);
 }
 
 /* Every ready model's opportunities, ranked by the GPU time per step the
@@ -508,7 +493,8 @@ static int has_tag(const char *description, const char *tag)
  * ranked by wasted GPU-hours a day (api/fleet_json.h). */
 void h_fleet(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *tag = svc_query(q, "tag"), *since_s = svc_query(q, "since"), *until_s = svc_query(q, "until");
+    const char *tag = api_query_str(&q->query, "tag"), *since_s = api_query_str(&q->query, "since"),
+               *until_s = api_query_str(&q->query, "until");
     int64_t since = since_s ? day_ns(since_s) : 0, until = until_s ? day_ns(until_s) : INT64_MAX;
     struct api_job *jobs = NULL;
     struct api_fleet_job *rows = NULL;

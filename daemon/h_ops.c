@@ -1,6 +1,6 @@
 /* daemon/h_ops.c: tokens, /healthz, /metrics and the OpenAPI document
- * (handlers.h). */
-#include "daemon/handlers.h"
+ * (api/ops.def). */
+#include "daemon/h_shared.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +10,12 @@
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
 #include "daemon/cache.h"
+#include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
+#include "daemon/dispatch.h"
 #include "common/banned.h"
 
 static double uptime(const struct svc *s)

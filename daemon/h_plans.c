@@ -1,4 +1,4 @@
-/* daemon/h_plans.c: the planner over HTTP (handlers.h).
+/* daemon/h_plans.c: the planner over HTTP (api/ops.def).
  *
  * POST /v1/plans takes {"spec","gpus","up_to","top","objective"}; the spec
  * is a planning template whose cluster.profile names a calibration here.
@@ -18,7 +18,7 @@
  * plans from the built model instead of a spec (estimator/whatif_plan.h):
  * the same document, states and store; 422 when the model's job has no
  * config or one that lacks what a plan needs. */
-#include "daemon/handlers.h"
+#include "daemon/dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +35,10 @@
 #include "daemon/digest.h"
 #include "daemon/log.h"
 #include "daemon/plans.h"
+#include "daemon/h_estimate.h"
+#include "daemon/h_models.h"
+#include "daemon/h_shared.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 /* Spaces this small are planned inside the request; from a model, whose

@@ -18,7 +18,7 @@ struct api_body_limits h_body_limits(const struct svc *s)
 
 int h_page(const struct svc_request *q, struct api_page *pg, struct api_reply *r)
 {
-    return api_page_parse(svc_query(q, "limit"), svc_query(q, "cursor"), pg, r);
+    return api_page_parse((size_t)api_query_int(&q->query, "limit"), api_query_str(&q->query, "cursor"), pg, r);
 }
 
 void h_page_skipped(const char *list, const struct api_list_meta *m)

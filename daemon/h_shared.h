@@ -1,4 +1,4 @@
-/* daemon/h_shared.h: what several handlers (handlers.h) share, defined
+/* daemon/h_shared.h: what several handlers (dispatch.h) share, defined
  * in h_shared.c apart from any handler, so that no handler calls another
  * for it: the limits of request bodies, the page a list asks for, and the
  * ledger's error band. */

@@ -1,4 +1,4 @@
-/* daemon/h_validations.c: the validation ledger (handlers.h, api/ledger.h).
+/* daemon/h_validations.c: the validation ledger (api/ops.def, api/ledger.h).
  *
  * POST /v1/validations stores a measured step time with the prediction
  * stepcast makes for it now: the replay of a model (the mean over ranks of
@@ -8,11 +8,13 @@
  * entry keeps the stepcast version and the calibration that predicted, and
  * its model's id when the model is deleted later. Every write bumps
  * s->ledger_changes, which the estimate memo keys on (bands). */
-#include "daemon/handlers.h"
+#include "daemon/dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "api/encode.h"
 #include "api/json_reply.h"
@@ -24,6 +26,11 @@
 #include "estimator/model_open.h"
 #include "model/replay.h"
 #include "estimator/job_config.h"
+#include "daemon/h_estimate.h"
+#include "daemon/h_experiments.h"
+#include "daemon/h_models.h"
+#include "daemon/h_shared.h"
+#include "daemon/store.h"
 #include "common/banned.h"
 
 /* The replay's prediction: the mean over ranks of the modelled steps
@@ -134,27 +141,15 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
 
 void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
-    const char *model = svc_query(q, "model"), *kind = svc_query(q, "kind"), *in = svc_query(q, "in_sample");
+    const char *model = api_query_str(&q->query, "model"), *kind = api_query_str(&q->query, "kind");
+    int in_sample = (int)api_query_int(&q->query, "in_sample");
     struct api_validation *page = NULL, *v = NULL;
     struct api_list_meta m = {0};
-    enum api_ledger_kind k;
     struct api_page pg;
     struct sc_error err;
     char next[API_PAGE_CURSOR_MAX];
     size_t n_page = 0, n = 0;
     int more;
-    if (model && !api_id_valid(model)) {
-        api_fail(r, API_E_INVALID_ID, "model '%.64s' is not a valid identifier", model);
-        return;
-    }
-    if (kind && api_ledger_kind_parse(kind, &k)) {
-        api_fail(r, API_E_BAD_REQUEST, "kind must be replay, whatif or estimate");
-        return;
-    }
-    if (in && strcmp(in, "true") && strcmp(in, "false")) {
-        api_fail(r, API_E_BAD_REQUEST, "in_sample must be true or false");
-        return;
-    }
     if (h_page(q, &pg, r))
         return;
     /* the MAPEs and bands read every entry: on the first page only */
@@ -167,7 +162,7 @@ void h_validations_list(struct svc *s, struct svc_request *q, struct api_reply *
         api_page_cursor(page[n_page - 1].id, "", next);
         m.next_cursor = next;
     }
-    json_t *doc = api_ledger_page_json(page, n_page, pg.has_after ? NULL : v, n, in && !strcmp(in, "true"), &m);
+    json_t *doc = api_ledger_page_json(page, n_page, pg.has_after ? NULL : v, n, in_sample, &m);
     if (doc && !pg.has_after)
         json_object_set_new(doc, "bank", h_experiments_bank_json(s));
     api_reply_json(r, 200, doc);

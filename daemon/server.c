@@ -31,10 +31,12 @@
 
 #include <microhttpd.h>
 
+#include "api/query.h"
 #include "api/routes.h"
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/config.h"
+#include "daemon/dispatch.h"
 #include "daemon/conn_guard.h"
 #include "daemon/http_head.h"
 #include "daemon/log.h"
@@ -261,8 +263,8 @@ static void begin(struct server *srv, struct MHD_Connection *c, struct conn *cs,
         auth_check(s->store, trimmed_header(c, MHD_HTTP_HEADER_AUTHORIZATION, authorization, sizeof authorization),
                    need, &cs->req.caller, &cs->reply))
         goto answer;
-    /* unknown, repeated or too many (past SVC_MAX_QUERY) parameters */
-    if (api_check_query(cs->req.op, cs->req.qkey, cs->req.n_query, &cs->reply))
+    /* unknown, repeated, missing or bad parameters, or too many (past SVC_MAX_QUERY) */
+    if (api_query_decode(cs->req.op, cs->req.qkey, cs->req.qval, cs->req.n_query, &cs->req.query, &cs->reply))
         goto answer;
     cs->body = op->body;
     if (op->body == API_BODY_TRACE) {
@@ -349,11 +351,18 @@ static void run_deferred(void *ctx)
 }
 
 /* Hand a deferred request to the pool: 1 when it took it (the connection
- * is suspended until it is answered), 0 with the refusal in cs->reply. */
+ * is suspended until it is answered), 0 with the answer in cs->reply: the
+ * refusal, or, for a trace upload (its body already stored, and uploads
+ * bounded by max-uploads), its check run here when the pool's queue is
+ * full, as before the pool took uploads. */
 static int offload(struct server *srv, struct MHD_Connection *c, struct conn *cs)
 {
     struct sc_error err;
     if (workers_reserve(srv->pool, &err)) {
+        if (cs->req.op == API_OP_TRACE_PUT) {
+            svc_handle_heavy(srv->svc, &cs->req, &cs->reply);
+            return 0;
+        }
         api_fail(&cs->reply, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
         return 0;
     }

@@ -119,14 +119,14 @@ int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *er
         (rc = auth_bootstrap(s->store, cfg, err)) ||
         (rc = cache_new((size_t)cfg->cache_bytes, free_built, &s->cache, err)) ||
         (rc = cache_new(SVC_ANSWERS_BYTES, free, &s->answers, err)) || (rc = plans_new(s->store, (int)cfg->heavy_nice, &s->plans, err)) ||
-        (rc = metrics_new(cfg->replica_name, &s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
+        (rc = bq_replica_name(cfg->data_dir, s->replica, err)) ||
+        (rc = metrics_new(cfg->replica_name[0] ? cfg->replica_name : s->replica, &s->metrics, err)) || (rc = api_openapi_text(&s->openapi, err)) ||
         (rc = admission_new((uint64_t)cfg->memory_budget, &s->admission, err)))
         goto fail;
     s->openapi_len = strlen(s->openapi);
     store_set_max_owned(s->store, cfg->max_stored_per_token);
     /* builds this replica's previous run had taken go back to the queue */
-    if ((rc = bq_replica_name(cfg->data_dir, s->replica, err)) ||
-        (rc = bq_release_all(s->store, s->replica, err)))
+    if ((rc = bq_release_all(s->store, s->replica, err)))
         goto fail;
     struct builder_env env = {s->store, s->blobs,     s->cache,           s->metrics, &s->load,
                               &s->publish_mu, s->admission, (int)cfg->heavy_nice, s->replica};
@@ -167,24 +167,6 @@ void svc_close(struct svc *s)
     memset(s, 0, sizeof *s);
 }
 
-
-const char *svc_query(const struct svc_request *req, const char *key)
-{
-    for (size_t i = 0; i < req->n_query; i++)
-        if (strcmp(req->qkey[i], key) == 0)
-            return req->qval[i];
-    return NULL;
-}
-
-int svc_query_flag(const struct svc_request *req, const char *key)
-{
-    const char *v = svc_query(req, key);
-    if (!v || !strcmp(v, "false") || !strcmp(v, "0"))
-        return 0;
-    if (!strcmp(v, "true") || !strcmp(v, "1") || !*v)
-        return 1;
-    return -1;
-}
 
 void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n)
 {

@@ -5,8 +5,8 @@
  * directory to a consistent state first (migrations, then a sweep of temp
  * files and blobs no row names), then starts the builders and resubmits
  * the builds a stop interrupted. The HTTP layer (server.h) parses,
- * routes and authenticates, then calls svc_handle() with a complete
- * request; svc_handle() never sees libmicrohttpd. */
+ * routes and authenticates, then calls svc_handle() (dispatch.h) with a
+ * complete request; svc_handle() never sees libmicrohttpd. */
 #ifndef DAEMON_SERVICE_H
 #define DAEMON_SERVICE_H
 
@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "api/query.h"
 #include "api/reply.h"
 #include "api/resources.h"
 #include "api/routes.h"
@@ -58,7 +59,7 @@ struct svc {
 /* Bytes of memoised estimate documents kept (least recently used go). */
 #define SVC_ANSWERS_BYTES (32u << 20)
 
-#define SVC_MAX_QUERY 16 /* the most api_check_query takes */
+#define SVC_MAX_QUERY API_QUERY_MAX /* the most api_query_decode takes */
 
 struct svc_request {
     enum api_op op;
@@ -70,6 +71,7 @@ struct svc_request {
                                     * handler frees it (and NULLs this) */
     size_t n_query;
     const char *qkey[SVC_MAX_QUERY], *qval[SVC_MAX_QUERY];
+    struct api_query query;        /* the query, decoded (api/query.h) */
 };
 
 /* Open the data directory (creating it), check and sweep it, start the
@@ -82,27 +84,6 @@ int svc_drain_plans(struct svc *s, double timeout_s);
 int svc_stop_builds(struct svc *s, double timeout_s);
 /* Release everything; after svc_stop_builds returned 1. */
 void svc_close(struct svc *s);
-
-/* Answer a routed, authenticated request whose query the server checked
- * (api_check_query), on an HTTP thread: SVC_ANSWERED with r filled, or
- * SVC_DEFERRED when it needs heavy work (a handler called svc_defer), r
- * untouched and nothing changed: svc_handle_heavy() answers it then, on a
- * worker (workers.h). Memoised answers and catalog reads are answered at
- * once. */
-enum svc_handled { SVC_ANSWERED, SVC_DEFERRED };
-enum svc_handled svc_handle(struct svc *s, struct svc_request *req, struct api_reply *r);
-void svc_handle_heavy(struct svc *s, struct svc_request *req, struct api_reply *r);
-/* For handlers, just before heavy work (a replay, a what-if, an estimate
- * or a model load that no memo answers): 1 on an HTTP thread, where the
- * handler returns at once with r untouched and nothing stored, and the
- * request is handled again on a worker; 0 on a worker: go on. */
-int svc_defer(void);
-
-/* The first value of a query parameter, or NULL. */
-const char *svc_query(const struct svc_request *req, const char *key);
-/* A boolean query parameter: true, 1 or empty -> 1; false, 0 or absent -> 0;
- * anything else -1. */
-int svc_query_flag(const struct svc_request *req, const char *key);
 
 /* The catalog's URL: cfg_store when set, else sqlite:<data_dir>/catalog.db. */
 void svc_store_url(const char *cfg_store, const char *data_dir, char *out, size_t n);

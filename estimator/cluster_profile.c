@@ -28,6 +28,7 @@ static const struct {
     {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
     {"attn_block_us", offsetof(struct kernel_params, attn_block_us)},
     {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us)},
+    {"strided_elements_per_sm_us", offsetof(struct kernel_params, strided_elements_per_sm_us)},
     {"gemm_ceiling_scale_fp32", offsetof(struct kernel_params, dtype_scale[HW_FP32])},
     {"gemm_ceiling_scale_tf32", offsetof(struct kernel_params, dtype_scale[HW_TF32])},
     {"gemm_ceiling_scale_fp16", offsetof(struct kernel_params, dtype_scale[HW_FP16])},

@@ -3,7 +3,7 @@
  * The first byte picks what the rest is fed to: a JSON body for each
  * decoder (job description, build request, token request, ledger entry,
  * diff, A/B and experiment requests), or
- * "METHOD PATH?QUERY" for the router, the query check and the parser of
+ * "METHOD PATH?QUERY" for the router, the query decoder and the parser of
  * each `scale` value (what a replay handler reads). Small limits so
  * the depth and size checks are reached. Anything but a clean success or
  * a clean error reply (valid JSON with an error code) is a bug. */
@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "api/query.h"
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/routes.h"
@@ -50,7 +51,8 @@ static void route(const char *text, size_t n)
     if ((q = strchr(sp + 1, '?')))
         *q++ = '\0';
     if (api_route(buf, sp + 1, 4096, &op, &p, &r) == SC_OK) {
-        const char *keys[17], *values[17]; /* one past the 16 api_check_query takes */
+        const char *keys[API_QUERY_MAX + 1], *values[API_QUERY_MAX + 1]; /* one past what api_query_decode takes */
+        struct api_query dq;
         size_t k = 0;
         for (char *a = q; a && *a && k < sizeof keys / sizeof keys[0];) {
             char *amp = strchr(a, '&');
@@ -63,7 +65,13 @@ static void route(const char *text, size_t n)
             keys[k++] = a;
             a = amp ? amp + 1 : NULL;
         }
-        if (api_check_query(op, keys, k, &r) == SC_OK)
+        if (api_query_decode(op, keys, values, k, &dq, &r) == SC_OK) {
+            /* every decoded value is within its parameter's bounds */
+            const struct api_query_param *qp;
+            for (size_t i = 0; (qp = api_query_param(op, i)); i++)
+                if ((qp->type == API_Q_INT && dq.v[i].text && (dq.v[i].i < qp->min || dq.v[i].i > qp->max)) ||
+                    ((qp->flags & API_QF_REQUIRED) && !dq.v[i].given))
+                    abort();
             for (size_t i = 0; i < k; i++) {
                 struct model_replay_opts o;
                 struct sc_error err;
@@ -74,6 +82,7 @@ static void route(const char *text, size_t n)
                 if (rc == SC_OK && o.n_factors != (strcmp(keys[i], "scale") ? 0u : 1u))
                     abort();
             }
+        }
         /* what reaches a handler is valid: identifiers, and ranks in range */
         if ((p.job[0] && !api_id_valid(p.job)) || (p.id[0] && !api_id_valid(p.id)) ||
             p.rank >= 4096 || (strstr(api_op_info(op)->path, "{rank}") && p.rank < 0))
