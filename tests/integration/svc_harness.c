@@ -672,3 +672,14 @@ void svc_check_same_json(json_t *http, json_t *cli, const char *what)
     json_decref(http);
     json_decref(cli);
 }
+
+json_t *svc_admin_json(const struct svc_daemon *d, const char *path)
+{
+    struct svc_resp r;
+    long st = svc_admin(d, "GET", path, NULL, &r);
+    json_t *doc = st == 200 ? json_loads(r.body, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "GET %s: %ld %.300s\n", path, st, r.body);
+    svc_resp_release(&r);
+    return doc;
+}

@@ -131,6 +131,9 @@ void svc_check_same_json(json_t *http, json_t *cli, const char *what);
 json_t *svc_poll_plan(const struct svc_daemon *d, const char *id, void (*running)(const json_t *, void *),
                       void *ctx);
 json_t *svc_wait_plan(const struct svc_daemon *d, const char *id);
+/* GET path as the admin: the answer's JSON when it is a 200, else NULL
+ * (the status and body on stderr). */
+json_t *svc_admin_json(const struct svc_daemon *d, const char *path);
 
 /* A real small disk for this test process and the daemons it starts: a
  * tmpfs of `bytes` mounted on `dir` (created) in a mount namespace of the

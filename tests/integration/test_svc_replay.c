@@ -29,17 +29,6 @@ static json_t *cli_json(char **argv)
     return doc;
 }
 
-static json_t *http_json(const struct svc_daemon *d, const char *path)
-{
-    struct svc_resp r;
-    long st = svc_admin(d, "GET", path, NULL, &r);
-    json_t *doc = st == 200 ? json_loads(r.body, 0, NULL) : NULL;
-    if (!doc)
-        fprintf(stderr, "GET %s: %ld %.300s\n", path, st, r.body);
-    svc_resp_release(&r);
-    return doc;
-}
-
 
 struct fixture {
     char dlrm_dir[4096];
@@ -89,12 +78,12 @@ TEST(svc_replay_over_http_equals_cli)
             /* the opportunities found before the restart were kept: the
              * fleet's ranking and a model's answer come without loading
              * any model (no cache miss), the same as before */
-            json_t *again = http_json(&d, "/v1/opportunities");
+            json_t *again = svc_admin_json(&d, "/v1/opportunities");
             CHECK(fleet_before && again && json_equal(again, fleet_before));
             json_decref(again);
             snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
             char *opp_kept[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
-            svc_check_same_json(http_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
+            svc_check_same_json(svc_admin_json(&d, path), cli_json(opp_kept), "dlrm opportunities kept");
             struct svc_resp m;
             svc_admin(&d, "GET", "/metrics", NULL, &m);
             CHECK_CONTAINS(m.body, "stepcast_model_cache_misses_total{replica=\"" SVC_REPLICA "\"} 0\n");
@@ -102,36 +91,36 @@ TEST(svc_replay_over_http_equals_cli)
         }
         char *dlrm_argv[16] = {stepcast, "replay", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay", dlrm);
-        svc_check_same_json(http_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(dlrm_argv), "dlrm replay");
         char *hta_argv[] = {stepcast, "replay", "--json", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay", hta);
-        svc_check_same_json(http_json(&d, path), cli_json(hta_argv), "hta replay");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(hta_argv), "hta replay");
         char *scaled[] = {stepcast, "replay", "--json", "--scale", "gpu=2", "--scale", "gpu@3=1.5",
                           f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?scale=gpu=2&scale=gpu%%403=1.5", dlrm);
-        svc_check_same_json(http_json(&d, path), cli_json(scaled), "dlrm replay scaled");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(scaled), "dlrm replay scaled");
         char *kept[] = {stepcast, "replay", "--json", "--keep-unexplained", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?keep_unexplained=true", hta);
-        svc_check_same_json(http_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(kept), "hta replay keeping unexplained waits");
         /* one rank of two: its collectives kept for the untraced peer are
          * split (their sizes given) over HTTP as by the CLI */
         char *hta_comm[] = {stepcast, "replay", "--json", "--scale", "comm=0", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/replay?scale=comm=0", hta);
-        json_t *hc = http_json(&d, path), *used = json_array_get(json_object_get(hc, "models_used"), 0);
+        json_t *hc = svc_admin_json(&d, path), *used = json_array_get(json_object_get(hc, "models_used"), 0);
         CHECK_STREQ(json_string_value(json_object_get(used, "model")), "collective_model");
         CHECK(json_integer_value(json_object_get(used, "tasks")) > 0);
         svc_check_same_json(hc, cli_json(hta_comm), "hta replay, comm=0");
         char *hta_opp[] = {stepcast, "opportunities", "--json", f.hta, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/opportunities", hta);
-        svc_check_same_json(http_json(&d, path), cli_json(hta_opp), "hta opportunities");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(hta_opp), "hta opportunities");
         char *cp[] = {stepcast, "critical-path", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/critical-path", dlrm);
-        svc_check_same_json(http_json(&d, path), cli_json(cp), "dlrm critical path");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(cp), "dlrm critical path");
         char *opp[] = {stepcast, "opportunities", "--json", f.dlrm_dir, NULL};
         snprintf(path, sizeof path, "/v1/models/%s/opportunities", dlrm);
-        svc_check_same_json(http_json(&d, path), cli_json(opp), "dlrm opportunities");
-        json_t *fleet = http_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
-        json_t *all = http_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
+        svc_check_same_json(svc_admin_json(&d, path), cli_json(opp), "dlrm opportunities");
+        json_t *fleet = svc_admin_json(&d, "/v1/opportunities?top=1"), *jobs = json_object_get(fleet, "jobs");
+        json_t *all = svc_admin_json(&d, "/v1/opportunities"), *every = json_object_get(all, "jobs");
         if (pass == 0)
             fleet_before = json_incref(all);
         CHECK_EQ_INT(json_array_size(jobs), 1);
@@ -149,7 +138,7 @@ TEST(svc_replay_over_http_equals_cli)
         svc_check_same_json(json_loads(dr.body, 0, NULL), cli_json(diff), "hta against dlrm diff");
         svc_resp_release(&dr);
         snprintf(path, sizeof path, "/v1/models/%s/timeline?rank=3", dlrm);
-        json_t *tl = http_json(&d, path);
+        json_t *tl = svc_admin_json(&d, path);
         CHECK(json_array_size(json_object_get(tl, "traceEvents")) > 1000);
         json_decref(tl);
         if (pass == 1)
@@ -218,14 +207,14 @@ TEST(svc_build_options_and_not_ready)
     CHECK(r.status == 200 || (r.status == 409 && !strcmp(svc_error_code(&r), "not_ready")));
     svc_resp_release(&r);
     CHECK_STREQ(svc_wait_model(&d, id, 120), "ready");
-    json_t *doc = http_json(&d, path);
+    json_t *doc = svc_admin_json(&d, path);
     json_t *steps = json_object_get(doc, "steps");
     CHECK(json_array_size(steps) >= 1 && json_array_size(steps) <= 3);
     json_decref(doc);
     char *stepcast = strdup(th_build_path("stepcast"));
     char *argv[] = {stepcast, "replay", "--json", "--step-marker", "Optimizer.step", "--steps", "3-5",
                     (char *)linear, NULL};
-    svc_check_same_json(http_json(&d, path), cli_json(argv), "linear replay with marker and steps");
+    svc_check_same_json(svc_admin_json(&d, path), cli_json(argv), "linear replay with marker and steps");
     free(stepcast);
     free(id);
     CHECK_EQ_INT(svc_stop(&d), 0);

@@ -38,17 +38,6 @@ static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_serve
     svc_start_many(d, n, data, args, NULL);
 }
 
-static json_t *http_json(const struct svc_daemon *d, const char *path)
-{
-    struct svc_resp r;
-    long st = svc_admin(d, "GET", path, NULL, &r);
-    json_t *doc = st == 200 ? json_loads(r.body, 0, NULL) : NULL;
-    if (!doc)
-        fprintf(stderr, "GET %s: %ld %.300s\n", path, st, r.body);
-    svc_resp_release(&r);
-    return doc;
-}
-
 static json_t *cli_replay(const char *file)
 {
     char *argv[] = {(char *)th_build_path("stepcast"), "replay", "--json", (char *)file, NULL};
@@ -94,9 +83,9 @@ static void upload_build_replay(size_t n)
     char *id = svc_request_model(&d[1], "hta", NULL);
     CHECK_STREQ(svc_wait_model(&d[n - 1], id, 120), "ready");
     snprintf(path, sizeof path, "/v1/models/%s/replay", id);
-    svc_check_same_json(http_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
+    svc_check_same_json(svc_admin_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
     for (size_t i = 0; i + 1 < n; i++) /* and through every other one */
-        svc_check_same_json(http_json(&d[i], path), cli_replay(file), "replay through each replica");
+        svc_check_same_json(svc_admin_json(&d[i], path), cli_replay(file), "replay through each replica");
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
     CHECK_EQ_INT(log_lines(d, n, id, "event=start"), 1);
