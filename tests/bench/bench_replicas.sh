@@ -3,11 +3,10 @@
 # replicas on one PostgreSQL (tests/pg_server.sh: a server of its own in a
 # temporary folder, a Unix socket only), measured with wrk.
 #
-# The sample job (data/sample) is uploaded through the first replica and
-# its trace blobs copied into the others' data directories (until replicas
-# share a blob directory each keeps the blobs it received), the model is
-# built once through the first, and each replica replays it once (loaded
-# and memoised). Then, for 1, 2 and 3 replicas, one wrk per
+# The replicas share one blob directory (--blobs). The sample job
+# (data/sample) is uploaded through the first replica, its model built
+# once through the second (whichever replica takes it from the queue),
+# and each replica replays it once (loaded from its blob and memoised). Then, for 1, 2 and 3 replicas, one wrk per
 # replica runs at once, CONNECTIONS connections split between them: GET
 # /v1/models/{id}/replay (cached replays) and POST /v1/estimate with a new
 # spec each request (new estimates). Prints the requests/s summed over the
@@ -48,7 +47,7 @@ fi
 admin="bench-admin-token-0123456789"
 urls=""
 for i in 1 2 3; do
-    STEPCAST_ADMIN_TOKEN=$admin "$B/stepcastd" --store "$store" --data-dir "$tmp/data$i" --listen 127.0.0.1:0 \
+    STEPCAST_ADMIN_TOKEN=$admin "$B/stepcastd" --store "$store" --data-dir "$tmp/data$i" --blobs "$tmp/blobs" --listen 127.0.0.1:0 \
         --port-file "$tmp/port$i" --http-threads "$HTTP_THREADS" --replica-name "bench-$i" \
         2>"$tmp/daemon$i.log" &
     pids="$pids $!"
@@ -64,10 +63,8 @@ export STEPCAST_TOKEN=$admin
 first=$(echo $urls | cut -d' ' -f1)
 STEPCAST_SERVER=$first "$B/stepcast" upload --job bench data/sample >/dev/null 2>"$tmp/upload.log" ||
     { cat "$tmp/upload.log"; exit 1; }
-for i in 2 3; do # content-addressed: a copy is what a shared blob directory would hold
-    cp -R "$tmp/data1/blobs/." "$tmp/data$i/blobs/"
-done
-model=$(STEPCAST_SERVER=$first "$B/stepcast" build --job bench --wait)
+second=$(echo $urls | cut -d' ' -f2)
+model=$(STEPCAST_SERVER=$second "$B/stepcast" build --job bench --wait)
 for u in $urls; do
     STEPCAST_SERVER=$u "$B/stepcast" replay --model "$model" --json >/dev/null
 done

@@ -5,10 +5,9 @@
  * `make check`; the issue's 60 on request) mix uploads, builds, job
  * reads, lists, estimates, plans and deletes: no answer is 5xx, and after
  * every replica restarted each acknowledged job is there (and each deleted
- * one is not). Until replicas share a blob directory a trace's blob lives
- * in the data directory of the replica that received it, so uploads and
- * builds go to replica 0 and everything else to any replica; --check runs
- * on replica 0's data directory.
+ * one is not). The replicas share one blob directory (--blobs), so every
+ * request, uploads and builds included, goes to any replica; --check runs
+ * on replica 0's data directory and the shared blobs.
  *
  * Then PostgreSQL is stopped under load with two replicas: what needs the
  * catalog is 503 while it is down, and the replicas recover by themselves. */
@@ -81,7 +80,7 @@ static void *client_run(void *arg)
         snprintf(job, sizeof job, "c%02d-%d", c->i, k);
         char *trace = svc_small_trace(0, 2 + k % 3, (long)c->i * 1000000 + k, &n);
         snprintf(path, sizeof path, "/v1/jobs/%s/ranks/0/trace", job);
-        long st = call(c, 0, "PUT", path, trace, n);
+        long st = call(c, any, "PUT", path, trace, n);
         free(trace);
         if (st == 201)
             snprintf(c->live[c->n_live++], 32, "%s", job);
@@ -93,7 +92,7 @@ static void *client_run(void *arg)
         call(c, (any + 2) % 3, "GET", "/v1/jobs?limit=5", NULL, 0);
         if (k % 4 == 0 && st == 201) {
             snprintf(path, sizeof path, "/v1/jobs/%s/models", job);
-            call(c, 0, "POST", path, NULL, 0);
+            call(c, (any + 2) % 3, "POST", path, NULL, 0);
         }
         if (k % 5 == 1)
             call(c, any, "POST", "/v1/plans", small_plan, strlen(small_plan));
@@ -131,7 +130,7 @@ TEST(svc_replicas_fifty_clients_over_three_replicas)
 {
     static struct client cl[CLIENTS];
     struct svc_daemon d[3];
-    char dirs[3][4200], *report = NULL;
+    char dirs[3][4200], blobs[4200], *report = NULL;
     const char *data[3];
     pthread_t t[CLIENTS];
     double secs = load_seconds();
@@ -141,7 +140,9 @@ TEST(svc_replicas_fifty_clients_over_three_replicas)
         snprintf(dirs[i], sizeof dirs[i], "%s/replica%d", th_tmpdir(), i);
         data[i] = dirs[i];
     }
-    svc_start_many(d, 3, data, NULL, NULL);
+    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
+    const char *const shared[] = {"--blobs", blobs, NULL};
+    svc_start_many(d, 3, data, shared, NULL);
     double until = th_now_s() + secs;
     for (int i = 0; i < CLIENTS; i++) {
         memset(&cl[i], 0, sizeof cl[i]);
@@ -163,11 +164,13 @@ TEST(svc_replicas_fifty_clients_over_three_replicas)
 
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
-    svc_start_many(d, 3, data, NULL, NULL);
+    svc_start_many(d, 3, data, shared, NULL);
     check_jobs(d, cl);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
+    setenv("STEPCAST_BLOBS", blobs, 1); /* --check reads the shared blobs */
     CHECK_EQ_INT(svc_run_check(dirs[0], &report), 0);
+    unsetenv("STEPCAST_BLOBS");
     CHECK_CONTAINS(report, "consistent");
     free(report);
 }
