@@ -29,13 +29,6 @@
 #include "tests/helpers.h"
 #include "common/banned.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -121,7 +114,7 @@ static void spawn(struct svc_daemon *d, const char *data_dir, const char *const 
 static void await_start(struct svc_daemon *d)
 {
     pid_t pid = d->pid;
-    for (double t0 = now_s(); now_s() - t0 < 30;) {
+    for (double t0 = th_now_s(); th_now_s() - t0 < 30;) {
         char *p = th_read_file(d->portfile, NULL);
         if (p && *p) {
             d->port = (int)strtol(p, NULL, 10);
@@ -168,7 +161,7 @@ void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs
 
 static int wait_status(pid_t pid, double timeout_s, int *status)
 {
-    for (double t0 = now_s(); now_s() - t0 < timeout_s; sleep_ms(5)) {
+    for (double t0 = th_now_s(); th_now_s() - t0 < timeout_s; sleep_ms(5)) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
             return 0;
@@ -361,7 +354,7 @@ char *svc_raw(const struct svc_daemon *d, const void *data, size_t n, double wai
             break; /* the server may close before reading it all */
         off += (size_t)k;
     }
-    for (double t0 = now_s(); now_s() - t0 < wait_s;) {
+    for (double t0 = th_now_s(); th_now_s() - t0 < wait_s;) {
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, 50) <= 0)
             continue;
@@ -517,7 +510,7 @@ const char *svc_wait_model(const struct svc_daemon *d, const char *id, double ti
     char path[256];
     snprintf(path, sizeof path, "/v1/models/%s", id);
     status[0] = '\0';
-    for (double t0 = now_s(); now_s() - t0 < timeout_s; sleep_ms(20)) {
+    for (double t0 = th_now_s(); th_now_s() - t0 < timeout_s; sleep_ms(20)) {
         struct svc_resp r;
         svc_admin(d, "GET", path, NULL, &r);
         snprintf(status, sizeof status, "%s", svc_json_str(r.body, "status"));

@@ -27,13 +27,6 @@
     "{\"model\":{\"layers\":30,\"hidden\":3072,\"heads\":32,\"seq\":2048},\"parallel\":{\"dp\":1,\"global_batch\":" \
     "320000},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void expect_too_large(const struct svc_daemon *d, const char *path, const char *body, const char *what)
 {
     struct svc_resp r;
@@ -51,7 +44,7 @@ TEST(svc_admission_refuses_what_could_never_fit)
     struct svc_daemon d;
     struct svc_resp r;
     svc_start(&d, NULL, args, NULL);
-    double t0 = now_s();
+    double t0 = th_now_s();
     expect_too_large(&d, "/v1/estimate?detail=kernel", BIG_SPEC, "estimate at kernel detail");
     /* the validation: pp 2, global batch 2^24 took 4 GB */
     expect_too_large(&d, "/v1/validations",
@@ -59,7 +52,7 @@ TEST(svc_admission_refuses_what_could_never_fit)
                      "\"parallel\":{\"pp\":2,\"global_batch\":16777216},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}},"
                      "\"measured_step_ms\":1000,\"source\":\"test\"}",
                      "validation");
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
     fprintf(stderr, "  two refusals in %.3f s\n", dt);
     CHECK(dt < 5);
     /* the same spec at the default (stage) detail fits and is answered */
@@ -173,9 +166,9 @@ static void *light_loop(void *arg)
 {
     struct light *l = arg;
     while (l->n < 4096 && atomic_load(l->heavy_left) > 0) {
-        double t0 = now_s();
+        double t0 = th_now_s();
         long st = svc_admin(l->d, "GET", l->path, NULL, NULL);
-        double ms = (now_s() - t0) * 1e3;
+        double ms = (th_now_s() - t0) * 1e3;
         if (atomic_load(l->heavy_left) > 0) /* sent and answered under load */
             l->ms[l->n++] = ms;
         if (st != 200)
@@ -357,9 +350,9 @@ TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
     svc_start(&d, NULL, small, NULL);
     char *model = small_model(&d);
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
-    double t0 = now_s();
+    double t0 = th_now_s();
     long st = svc_admin(&d, "POST", path, "{\"set\":{\"layers\":4096,\"pp\":2}}", &r);
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
     fprintf(stderr, "  4,096 layers: %ld in %.3f s: %s\n", st, dt, r.body);
     CHECK_EQ_INT(st, 413);
     CHECK_CONTAINS(r.body, "memory-budget");
@@ -442,7 +435,7 @@ TEST(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
     snprintf(file, sizeof file, "%s/rank0.json.gz", dir);
     svc_start(&d, NULL, daemon_args, NULL);
     light = (struct light){.d = &d, .path = "/healthz", .heavy_left = &left};
-    double t0 = now_s();
+    double t0 = th_now_s();
     for (int i = 0; i < N; i++) {
         u[i] = (struct upload){.d = &d, .file = file, .left = &left};
         snprintf(u[i].job, sizeof u[i].job, "u%d", i);
@@ -451,7 +444,7 @@ TEST(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
     pthread_create(&tl, NULL, light_loop, &light);
     for (int i = 0; i < N; i++)
         pthread_join(t[i], NULL);
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
     pthread_join(tl, NULL);
     int n = light.n;
     double h99 = p99(&light);

@@ -33,13 +33,6 @@ static const char slow[] = "{\"spec\":{\"model\":{\"layers\":96,\"hidden\":12288
                            "\"vocab\":51200},\"parallel\":{\"global_batch\":16384},\"cluster\":{\"gpu\":"
                            "\"a100-sxm4-80gb\"}},\"gpus\":1024,\"top\":1000}";
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* POST a background plan: its id (the test fails unless it is 202). */
 static void post_plan(const struct svc_daemon *d, const char *body, char id[64], long long *space)
 {
@@ -203,9 +196,9 @@ TEST(svc_durable_drain_timeout_cancels_what_still_runs)
     struct call est = {&d, "/v1/estimate?detail=kernel", LONG_ESTIMATE, 0, 0, ""};
     pthread_create(&t, NULL, post, &est);
     usleep(300000); /* on the pool */
-    double t0 = now_s();
+    double t0 = th_now_s();
     int st = svc_stop(&d);
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
     pthread_join(t, NULL);
     fprintf(stderr, "  SIGTERM with --drain-timeout 1: exit %d after %.2f s; the estimate %ld\n", st, dt, est.status);
     CHECK_EQ_INT(st, 0);
