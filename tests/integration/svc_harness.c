@@ -676,3 +676,20 @@ json_t *svc_admin_json(const struct svc_daemon *d, const char *path)
     svc_resp_release(&r);
     return doc;
 }
+
+void svc_start_replicas(struct svc_daemon *d, size_t n, const char *store, const char *const *args,
+                        const char *const *env)
+{
+    static char dirs[4][4200];
+    const char *data[4], *all[16] = {"--store", store};
+    size_t k = 2;
+    REQUIRE(n <= 4);
+    for (size_t i = 0; args && args[i] && k < 15; i++)
+        all[k++] = args[i];
+    all[k] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "%s/replica%zu", th_tmpdir(), i);
+        data[i] = dirs[i];
+    }
+    svc_start_many(d, n, data, all, env);
+}

@@ -37,6 +37,11 @@ void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *ar
  * port files <tmp>/daemon-<i>.log and .port, then wait for them all. */
 void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs, const char *const *args,
                     const char *const *env);
+/* n (at most 4) replicas on the catalog store (--store URL), each its own
+ * data directory <tmp>/replica<i>, with the extra flags args and the
+ * environment env (either may be NULL). */
+void svc_start_replicas(struct svc_daemon *d, size_t n, const char *store, const char *const *args,
+                        const char *const *env);
 /* SIGTERM and wait; returns the exit status (-signal when killed). */
 int svc_stop(struct svc_daemon *d);
 /* SIGKILL and wait. */

@@ -16,25 +16,6 @@
 #include "tests/pg_server.h"
 #include "common/banned.h"
 
-/* n replicas on one new PostgreSQL, a data directory each, with the extra
- * flags args (may be NULL) and environment env (may be NULL). */
-static void replicas_start(struct svc_daemon *d, int n, struct pg_server *pg, const char *const *args,
-                           const char *const *env)
-{
-    static char dirs[4][4200];
-    const char *data[4], *all[16] = {"--store", pg->url};
-    int k = 2;
-    REQUIRE(n <= 4);
-    for (int i = 0; args && args[i] && k < 15; i++)
-        all[k++] = args[i];
-    all[k] = NULL;
-    for (int i = 0; i < n; i++) {
-        snprintf(dirs[i], sizeof dirs[i], "%s/replica%d", th_tmpdir(), i);
-        data[i] = dirs[i];
-    }
-    svc_start_many(d, (size_t)n, data, all, env);
-}
-
 static void replicas_stop(struct svc_daemon *d, int n)
 {
     for (int i = 0; i < n; i++)
@@ -90,7 +71,7 @@ TEST(svc_replicas_never_revoke_the_last_admin_token)
     struct svc_resp r;
     char keep[128] = SVC_ADMIN, keep_id[64] = "", other[128], other_id[64];
     pg_server_start(&pg);
-    replicas_start(d, 2, &pg, NULL, hold);
+    svc_start_replicas(d, 2, pg.url, NULL, hold);
     CHECK_EQ_INT(svc_admin(&d[0], "GET", "/v1/tokens", NULL, &r), 200);
     json_t *doc = json_loads(r.body, 0, NULL);
     svc_resp_release(&r);
@@ -130,7 +111,7 @@ TEST(svc_replicas_token_room_holds_across_replicas)
     struct svc_daemon d[2];
     char w[128], w_id[64];
     pg_server_start(&pg);
-    replicas_start(d, 2, &pg, args, hold);
+    svc_start_replicas(d, 2, pg.url, args, hold);
     new_token(&d[0], SVC_ADMIN, "write", w, w_id);
     CHECK_EQ_INT(svc_call_as(&d[0], w, "PUT", "/v1/jobs/a", "{}", NULL), 201);
     CHECK_EQ_INT(svc_call_as(&d[1], w, "PUT", "/v1/jobs/b", "{}", NULL), 201);
@@ -162,7 +143,7 @@ TEST(svc_replicas_revocation_takes_effect_everywhere)
     struct svc_resp r;
     char t[128], id[64], path[96];
     pg_server_start(&pg);
-    replicas_start(d, 2, &pg, NULL, NULL);
+    svc_start_replicas(d, 2, pg.url, NULL, NULL);
     new_token(&d[1], SVC_ADMIN, "read", t, id);
     CHECK_EQ_INT(svc_call_as(&d[0], t, "GET", "/v1/jobs", NULL, NULL), 200);
     for (int i = 0; i < 20; i++) /* replica 2 has used it, often */
@@ -201,7 +182,7 @@ TEST(svc_replicas_plan_runs_once)
     struct svc_resp r;
     char id[64], path[128], resume[160];
     pg_server_start(&pg);
-    replicas_start(d, 2, &pg, NULL, hold);
+    svc_start_replicas(d, 2, pg.url, NULL, hold);
     REQUIRE(svc_admin(&d[0], "POST", "/v1/plans", larger, &r) == 202);
     snprintf(id, sizeof id, "%s", svc_json_str(r.body, "id"));
     svc_resp_release(&r);

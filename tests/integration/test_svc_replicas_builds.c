@@ -19,23 +19,18 @@
 #include "tests/integration/svc_harness.h"
 #include "tests/pg_server.h"
 
-/* n replicas on the server pg, data directories <tmp>/replica-<i> and
+/* n replicas on the server pg, data directories <tmp>/replica<i> and
  * blobs in <tmp>/shared-blobs; extra flags after those. */
 static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra)
 {
-    static char dirs[3][4200];
     char blobs[4200];
-    const char *data[3], *args[16] = {"--store", pg->url, "--blobs", blobs};
-    size_t k = 4;
+    const char *args[16] = {"--blobs", blobs};
+    size_t k = 2;
     snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
     for (size_t i = 0; extra && extra[i] && k < 15; i++)
         args[k++] = extra[i];
     args[k] = NULL;
-    for (size_t i = 0; i < n; i++) {
-        snprintf(dirs[i], sizeof dirs[i], "%s/replica-%zu", th_tmpdir(), i);
-        data[i] = dirs[i];
-    }
-    svc_start_many(d, n, data, args, NULL);
+    svc_start_replicas(d, n, pg->url, args, NULL);
 }
 
 static json_t *cli_replay(const char *file)
