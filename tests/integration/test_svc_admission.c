@@ -236,7 +236,7 @@ static void *counted_estimate(void *arg)
  * in the maximum, not in the p99, since a client that waits sends no
  * others. p99 and the maximum are printed (BENCHMARKS.md, "Hostile
  * requests"). With every HTTP thread computing they stalled for seconds. */
-TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
+TEST_ALONE(svc_admission_light_requests_stay_fast_under_heavy_load)
 {
     enum { PLANS = 8, ESTIMATES = 4 };
     struct svc_daemon d;
@@ -420,7 +420,7 @@ static void *upload_one(void *arg)
  * (workers.h), not on an HTTP thread, so /healthz stays under 100 ms at
  * p99 and never waits a second. Before, the checks held every HTTP
  * thread and /healthz waited for them. */
-TEST(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
+TEST_ALONE(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
 {
     enum { N = 6 };
     struct svc_daemon d;

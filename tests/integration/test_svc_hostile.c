@@ -567,7 +567,7 @@ static double closed_after(int fd, const char *drip, double every, double wait_s
     return -1;
 }
 
-TEST(svc_hostile_slow_head_and_body)
+TEST_ALONE(svc_hostile_slow_head_and_body)
 {
     struct ctx c;
     char head[512];
