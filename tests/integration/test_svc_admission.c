@@ -138,7 +138,7 @@ static void tally(const char *what, int i, long status, int retry_after, int *ok
 /* Six kernel-detail estimates of about 350 MB each at once under a budget
  * that holds two: the rest are told to come back (429, Retry-After), none
  * is 413 or 5xx, and the daemon's peak stays near the budget. */
-TEST(svc_admission_busy_is_429_with_retry_after)
+TEST_ALONE(svc_admission_busy_is_429_with_retry_after)
 {
     enum { N = 6 };
     static const char *const args[] = {"--memory-budget", "900M", "--http-threads", "8", NULL};
@@ -349,7 +349,7 @@ static void *heavy_whatif(void *arg)
  * candidates could never fit is 413 too; and what-ifs that fit alone but
  * not together, at once, are partly told to come back (429, Retry-After).
  * Before, the 4,096-layer what-if ran (hundreds of MB) and none was 429. */
-TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
+TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
 {
     enum { N = 6 };
     static const char *const small[] = {"--memory-budget", "64M", NULL};

@@ -687,7 +687,7 @@ static const char *tiny_events_gzip(const char *name, long n)
     return path;
 }
 
-TEST(svc_hostile_uploads_of_millions_of_events)
+TEST_ALONE(svc_hostile_uploads_of_millions_of_events)
 {
     struct ctx c;
     enum { EVENTS = 3000000, UPLOADS = 3 };
