@@ -1328,6 +1328,7 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
     const struct model_trace *t = r->t;
     struct op_ref *ops = NULL;
     int64_t *starts = NULL;
+    void *tmp = NULL;
     size_t n = 0, cap = 0;
     int rc = SC_OK;
     const struct api_median *med = &r->med;
@@ -1344,12 +1345,13 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
         }
     if (n < 64)
         goto out;
-    sc_sort(ops, n, sizeof *ops, by_lstart);
-    if (!(starts = malloc(n * sizeof *starts)))
+    /* each stream's launches come in order: merged as runs, through tmp */
+    if (!(tmp = malloc(n * sizeof *ops)) || !(starts = malloc(n * sizeof *starts)))
         goto oom;
+    sc_sort_runs(ops, tmp, n, sizeof *ops, by_lstart);
     for (size_t j = 0; j < n; j++)
         starts[j] = b->ts[ops[j].task];
-    sc_sort(starts, n, sizeof *starts, cmp_i64);
+    sc_sort_runs(starts, tmp, n, sizeof *starts, cmp_i64);
     /* pending when each launch returns: launched so far minus started */
     int64_t qmax = 0;
     size_t *pending = malloc(n * sizeof *pending);
@@ -1397,6 +1399,7 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
 out:
     free(ops);
     free(starts);
+    free(tmp);
     return rc;
 oom:
     rc = OOM(b);
