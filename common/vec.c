@@ -70,32 +70,37 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
     }
 }
 
-int64_t sc_select_i64(int64_t *v, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n - 1;
-    assert(k < n);
-    while (lo < hi) {
-        /* Hoare's partition of v[lo..hi] around the median of three */
-        size_t mid = lo + (hi - lo) / 2;
-        int64_t a = v[lo], b = v[mid], c = v[hi];
-        int64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-        size_t i = lo, j = hi;
-        for (;;) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i >= j)
-                break;
-            int64_t t = v[i];
-            v[i++] = v[j];
-            v[j--] = t;
-        }
-        /* v[lo..j] <= pivot <= v[j+1..hi] */
-        if (k <= j)
-            hi = j;
-        else
-            lo = j + 1;
-    }
-    return v[k];
+/* One quickselect for each element type (vec.h). */
+#define SC_SELECT(NAME, T)                                                     \
+T NAME(T *v, size_t n, size_t k)                                               \
+{                                                                              \
+    size_t lo = 0, hi = n - 1;                                                 \
+    assert(k < n);                                                             \
+    while (lo < hi) {                                                          \
+        /* Hoare's partition of v[lo..hi] around the median of three */        \
+        size_t mid = lo + (hi - lo) / 2;                                       \
+        T a = v[lo], b = v[mid], c = v[hi];                                    \
+        T pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b); \
+        size_t i = lo, j = hi;                                                 \
+        for (;;) {                                                             \
+            while (v[i] < pivot)                                               \
+                i++;                                                           \
+            while (v[j] > pivot)                                               \
+                j--;                                                           \
+            if (i >= j)                                                        \
+                break;                                                         \
+            T t = v[i];                                                        \
+            v[i++] = v[j];                                                     \
+            v[j--] = t;                                                        \
+        }                                                                      \
+        /* v[lo..j] <= pivot <= v[j+1..hi] */                                  \
+        if (k <= j)                                                            \
+            hi = j;                                                            \
+        else                                                                   \
+            lo = j + 1;                                                        \
+    }                                                                          \
+    return v[k];                                                               \
 }
+
+SC_SELECT(sc_select_i64, int64_t)
+SC_SELECT(sc_select_double, double)

@@ -36,5 +36,6 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
  * is left permuted. The value a sort would put at v[k], in linear time on
  * average, for the medians and percentiles that need no other order. */
 int64_t sc_select_i64(int64_t *v, size_t n, size_t k);
+double sc_select_double(double *v, size_t n, size_t k); /* no NaN in v */
 
 #endif

@@ -14,6 +14,7 @@
 #include "model/diff.h"
 #include "model/job.h"
 #include "model/trace.h"
+#include "common/vec.h"
 #include "common/banned.h"
 
 static const char *const verdict_names[] = {"faster", "slower", "no_change", "inconclusive"};
@@ -38,41 +39,11 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Reorder v[0..n) (n >= 1) so that v[k] is what sorting would put there,
- * nothing larger before it and nothing smaller after (Hoare's selection:
- * the bootstrap takes two medians a resample, 8,000 a comparison, and a
- * sort of each was most of its time). */
-static void select_kth(double *v, size_t n, size_t k)
-{
-    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
-    while (lo < hi) {
-        double pivot = v[lo + (hi - lo) / 2];
-        ptrdiff_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                double t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (want <= j)
-            hi = j;
-        else if (want >= i)
-            lo = i;
-        else
-            return; /* between j and i: every value there is the pivot */
-    }
-}
-
 /* The median of v[0..n) (n >= 1), reordering tmp, a copy. */
 static double median_of(const double *v, size_t n, double *tmp)
 {
     memcpy(tmp, v, n * sizeof *v);
-    select_kth(tmp, n, n / 2);
+    sc_select_double(tmp, n, n / 2); /* not a sort: the bootstrap takes 8,000 a comparison */
     if (n % 2)
         return tmp[n / 2];
     double below = tmp[0]; /* the largest of the lower half */

@@ -181,14 +181,15 @@ static int by_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* sc_select_i64 against a sort: every rank k of arrays of each length up
+/* sc_select_i64 and sc_select_double against a sort: every rank k of arrays of each length up
  * to 40 and of 1,001 elements, sorted, reversed, all equal, few distinct
  * values (runs of duplicates) and random, with negatives. */
-TEST(common_select_i64_is_the_sorted_kth)
+TEST(common_select_is_the_sorted_kth)
 {
     enum { N = 1001 };
     int64_t *v = malloc(N * sizeof *v), *sorted = malloc(N * sizeof *sorted);
-    REQUIRE(v && sorted);
+    double *d = malloc(N * sizeof *d);
+    REQUIRE(v && sorted && d);
     uint32_t seed = 777;
     size_t bad = 0, tried = 0;
     for (size_t n = 1; n <= N; n = n < 40 ? n + 1 : N) {
@@ -203,9 +204,12 @@ TEST(common_select_i64_is_the_sorted_kth)
             }
             qsort(sorted, n, sizeof *sorted, by_i64);
             for (size_t k = 0; k < n; k += n < 40 ? 1 : 37) {
-                for (size_t i = 0; i < n; i++) /* the same values, in a shuffled order */
+                for (size_t i = 0; i < n; i++) { /* the same values, in a shuffled order */
                     v[i] = sorted[(i * 7919 + (size_t)shape) % n];
+                    d[i] = (double)v[i] / 4;
+                }
                 bad += sc_select_i64(v, n, k) != sorted[k];
+                bad += sc_select_double(d, n, k) != (double)sorted[k] / 4;
                 tried++;
             }
         }
@@ -216,6 +220,7 @@ TEST(common_select_i64_is_the_sorted_kth)
     CHECK_EQ_INT(bad, 0);
     free(v);
     free(sorted);
+    free(d);
 }
 
 TEST(common_i64map_put_get_replace)
