@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,10 @@ struct built_model {
     size_t n_traces;
     struct model_load_opts load;
     char *step_marker; /* load.step_marker's own copy */
+    /* its traces whole, read once on first need (built_model_whole) and
+     * kept; whole_mu orders that read */
+    pthread_mutex_t whole_mu;
+    struct model_job *whole;
     size_t bytes;      /* job + graph + memo budget */
     size_t memo_cap;   /* bytes the memo may hold */
     pthread_mutex_t mu;
@@ -60,10 +65,19 @@ static void name_by_hash(struct sc_error *err, const char *path, const char *sha
     }
 }
 
+/* Trace files read from blobs since the process started (built_trace_reads). */
+static atomic_ullong trace_reads;
+
+uint64_t built_trace_reads(void)
+{
+    return atomic_load(&trace_reads);
+}
+
 int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
                      struct model_trace **out, struct sc_error *err)
 {
     char path[PATH_MAX];
+    atomic_fetch_add(&trace_reads, 1);
     blob_path(bs, tr->sha256, path, sizeof path);
     int rc = model_trace_load_file(path, opts, out, err);
     if (rc) {
@@ -154,6 +168,7 @@ int built_model_assemble(const char *id, const struct api_trace *traces, size_t 
     }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->whole_mu, NULL);
     m->load = *opts;
     m->load.step_marker = m->step_marker;
     memcpy(m->traces, traces, n * sizeof *traces);
@@ -186,6 +201,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     struct est_model_options mo = {.load = *opts, .graph = *graph_opts};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
         mo.ranks = f.ranks; /* the ranks they were uploaded as */
+        atomic_fetch_add(&trace_reads, n);
         if ((rc = est_model_open((const char *const *)f.pv, n, &mo, progress ? on_rank_built : NULL, &bp, &model,
                                  err)))
             name_failed(err, &f, traces, n);
@@ -254,26 +270,49 @@ void built_model_free(struct built_model *m)
     for (size_t i = 0; i < m->n_memo; i++)
         free(m->memo[i].body);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->whole_mu);
+    model_job_free(m->whole);
     est_model_close(m->model);
     free(m->traces);
     free(m->step_marker);
     free(m);
 }
 
-int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
-                      struct model_job **job, struct sc_error *err)
+int built_model_whole(struct built_model *m, struct blob_store *bs, struct model_graph *view, size_t *added,
+                      struct sc_error *err)
 {
-    struct blob_files f = {0};
-    int rc = blob_files(bs, m->traces, m->n_traces, &f, err);
-    *job = NULL;
-    if (rc == SC_OK && (rc = model_job_load_each(f.pv, m->n_traces, f.ranks, &m->load, 0, NULL, job, err)))
-        name_failed(err, &f, m->traces, m->n_traces);
-    blob_files_release(&f);
+    int rc = SC_OK;
+    *added = 0;
+    pthread_mutex_lock(&m->whole_mu);
+    if (!m->whole) {
+        struct blob_files f = {0};
+        struct model_job *job = NULL;
+        if ((rc = blob_files(bs, m->traces, m->n_traces, &f, err)) == SC_OK) {
+            atomic_fetch_add(&trace_reads, m->n_traces);
+            if ((rc = model_job_load_each(f.pv, m->n_traces, f.ranks, &m->load, 0, NULL, &job, err)))
+                name_failed(err, &f, m->traces, m->n_traces);
+        }
+        blob_files_release(&f);
+        if (rc == SC_OK) {
+            for (size_t i = 0; i < job->n_ranks; i++)
+                *added += model_trace_bytes(job->ranks[i]);
+            m->whole = job; /* published under whole_mu: read only after taking it */
+        }
+    }
     if (rc == SC_OK) {
         *view = *est_model_graph(m->model);
-        view->job = *job;
+        view->job = m->whole;
     }
+    pthread_mutex_unlock(&m->whole_mu);
     return rc;
+}
+
+int built_model_has_whole(struct built_model *m)
+{
+    pthread_mutex_lock(&m->whole_mu);
+    int kept = m->whole != NULL;
+    pthread_mutex_unlock(&m->whole_mu);
+    return kept;
 }
 
 double built_model_whole_bytes(const struct built_model *m)

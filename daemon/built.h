@@ -84,17 +84,27 @@ struct est_traced_model;
 const struct est_traced_model *built_model_opened(const struct built_model *m);
 
 /* A view of the model's graph whose job holds its traces whole (every
- * event), read again from their blobs on all cores, for what needs more of
- * them than a built model keeps (a what-if reads module annotations, GEMM
- * shapes and collective metadata). *view shares the graph's arrays: release
- * *job with model_job_free once done with the view; never free the view. */
+ * event), for what needs more of them than a built model keeps (a what-if
+ * reads module annotations, GEMM shapes and collective metadata; a
+ * calibration joins ops to kernels). The first call reads them from their
+ * blobs on all cores and m keeps them: later calls (what-ifs, what-if
+ * validations, plans and calibrations of m) read no blob. *added gets the
+ * bytes that first call kept (0 after), for the cache to count. *view
+ * shares m's arrays and is valid while m is; never free it. Thread-safe:
+ * concurrent first calls read once. */
 struct model_graph;
-int built_model_whole(const struct built_model *m, struct blob_store *bs, struct model_graph *view,
-                      struct model_job **job, struct sc_error *err);
+int built_model_whole(struct built_model *m, struct blob_store *bs, struct model_graph *view, size_t *added,
+                      struct sc_error *err);
+/* Whether m keeps its traces whole already (built_model_whole). */
+int built_model_has_whole(struct built_model *m);
 
-/* The peak bytes built_model_whole takes to read m's traces whole again:
+/* The peak bytes built_model_whole takes to read m's traces whole:
  * BUILT_BYTES_PER_LOADING_EVENT for each of their events. */
 double built_model_whole_bytes(const struct built_model *m);
+
+/* Trace files read from blobs since the process started: by builds (each
+ * rank's trace), by built_model_whole and by built_load_trace. */
+uint64_t built_trace_reads(void);
 
 /* Longest memo key (a query's name and parameters). */
 #define BUILT_MEMO_KEY_MAX 512

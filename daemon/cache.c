@@ -295,6 +295,19 @@ int cache_put(struct cache *c, const char *key, void *value, size_t bytes, struc
     return SC_OK;
 }
 
+void cache_charge(struct cache *c, struct cache_entry *e, size_t bytes)
+{
+    struct cache_entry *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    e->bytes += bytes;
+    if (e->present && e->state == READY) {
+        c->bytes += bytes;
+        evict(c, &dead);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free_chain(c, dead);
+}
+
 void cache_remove(struct cache *c, const char *key)
 {
     struct cache_entry *e, *dead = NULL;

@@ -40,6 +40,10 @@ void cache_release(struct cache *c, struct cache_entry *e);
 /* Insert a value made elsewhere (a finished build), taking it over; an
  * entry already there under key is detached. */
 int cache_put(struct cache *c, const char *key, void *value, size_t bytes, struct sc_error *err);
+/* Count `bytes` more for referenced entry e (its value grew: a built
+ * model keeping its traces whole); colder unreferenced entries are
+ * evicted to stay within capacity. */
+void cache_charge(struct cache *c, struct cache_entry *e, size_t bytes);
 /* Detach key (freed now, or at its last release). */
 void cache_remove(struct cache *c, const char *key);
 

@@ -36,7 +36,10 @@
 #include "estimator/hf_config.h"
 #include "estimator/request_resolve.h"
 #include "estimator/plan.h"
+#include "model/graph.h"
+#include "model/job.h"
 #include "daemon/dispatch.h"
+#include "daemon/h_models.h"
 #include "daemon/h_shared.h"
 #include "daemon/store.h"
 #include "common/banned.h"
@@ -359,26 +362,19 @@ void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply 
 }
 
 struct traces_ctx {
-    struct svc *s;
-    const struct api_trace *traces; /* in rank order */
-    size_t n;
+    const struct model_job *whole; /* the model's traces whole, in rank order */
     const char *gpu;
 };
 
-/* calib_fn: the model's traces read again from their blobs, one at a time
- * (a built model keeps only their headers). */
+/* calib_fn: the model's traces whole, as the built model keeps them once
+ * read (h_model_whole). */
 static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
 {
     struct traces_ctx *c = ctx;
     struct calib_acc *a = calib_acc_new();
     int rc = a ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (size_t i = 0; i < c->n && rc == SC_OK; i++) {
-        struct model_trace *t;
-        if ((rc = built_load_trace(c->s->blobs, &c->traces[i], &c->s->load, &t, err)) == SC_OK) {
-            rc = calib_acc_add(a, t, err);
-            model_trace_free(t);
-        }
-    }
+    for (size_t i = 0; i < c->whole->n_ranks && rc == SC_OK; i++)
+        rc = calib_acc_add(a, c->whole->ranks[i], err);
     if (rc == SC_OK)
         rc = calib_acc_finish(a, c->gpu, report, doc, err);
     calib_acc_free(a);
@@ -389,9 +385,11 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
 {
     const char *name = api_query_str(&q->query, "name");
     struct api_model m;
+    struct cache_entry *e;
+    struct model_graph view;
     struct sc_error err;
     int rc;
-    if (svc_defer()) /* it reads the model's traces again */
+    if (svc_defer()) /* it reads the model's traces whole (once for the model) */
         return;
     if ((rc = store_model_get(s->store, q->params.id, &m, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
@@ -403,15 +401,13 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
         return;
     }
     api_model_release(&m);
-    struct traces_ctx c = {s, NULL, 0, api_query_str(&q->query, "gpu")};
-    struct api_trace *traces = NULL;
-    if (store_model_traces(s->store, q->params.id, &traces, &c.n, &err)) {
-        api_fail_status(r, &err, API_E_INTERNAL);
+    if (h_ready_model(s, q->params.id, &e, r))
         return;
+    if (h_model_whole(s, e, 1, &view, r) == SC_OK) {
+        struct traces_ctx c = {view.job, api_query_str(&q->query, "gpu")};
+        make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
     }
-    c.traces = traces;
-    make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
-    free(traces);
+    cache_release(s->cache, e);
 }
 
 void h_calibrations(struct svc *s, struct svc_request *q, struct api_reply *r)

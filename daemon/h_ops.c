@@ -9,6 +9,7 @@
 #include "daemon/auth.h"
 #include "daemon/blobs.h"
 #include "daemon/builder.h"
+#include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -122,6 +123,7 @@ void h_metrics(struct svc *s, struct svc_request *q, struct api_reply *r)
     g.cache_hits = cs.hits;
     g.cache_misses = cs.misses;
     g.cache_evictions = cs.evictions;
+    g.trace_reads = built_trace_reads();
     builder_counts(s->builder, &g.builds_running, &g.builds_queued);
     if (s->pool)
         workers_counts(s->pool, &g.heavy_running, &g.heavy_queued);

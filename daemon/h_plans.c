@@ -241,12 +241,13 @@ static void plan_from_model(struct svc *s, const struct plan_source *src, struct
     memset(&pe, 0, sizeof pe);
     if (decode_request(s, src, &req, NULL, r))
         return;
-    /* a what-if reads the traces whole (a built model keeps their headers) */
+    /* a what-if reads the traces whole (kept by the model once read:
+     * h_model_whole, admitted before that read) */
     if (svc_defer() || h_model_whatif_ready(s, src->model, &cfg, &pe.entry, r))
         return;
     pe.cache = s->cache;
-    if (built_model_whole(cache_value(pe.entry), s->blobs, &pe.view, &pe.whole, &err))
-        api_fail_status(r, &err, API_E_INTERNAL);
+    if (h_model_whole(s, pe.entry, 1, &pe.view, r))
+        ;
     else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, src, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))

@@ -47,6 +47,7 @@ struct metrics_gauges {
     int64_t jobs, models;           /* catalog rows */
     uint64_t cache_entries, cache_bytes, cache_capacity;
     uint64_t cache_hits, cache_misses, cache_evictions;
+    uint64_t trace_reads; /* trace files read from blobs (built_trace_reads) */
     long builds_running, builds_queued;
     long heavy_running, heavy_queued; /* the request pool (workers.h) */
     long uploads_in_progress, requests_in_flight;

@@ -46,7 +46,6 @@ void plans_eval_release(struct plans_eval *pe)
 {
     whatif_plan_release(&pe->whatif);
     est_bands_release(&pe->bands);
-    model_job_free(pe->whole);
     if (pe->entry)
         cache_release(pe->cache, pe->entry);
 }
@@ -139,7 +138,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     char what[160];
     int rc;
     memset(out, 0, sizeof *out);
-    if (pe->whole) { /* the what-if of the model's graph (whatif_size.h) */
+    if (pe->view.job) { /* the what-if of the model's graph (whatif_size.h) */
         struct job_config set;
         struct whatif_size ws;
         whatif_plan_set(&pe->whatif, s, &set);
@@ -152,7 +151,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s, %lld tasks)",
              (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp,
-             pe->whole ? "what-if" : est_detail_name(d), (long long)size.tasks);
+             pe->view.job ? "what-if" : est_detail_name(d), (long long)size.tasks);
     if (pe->cancel) {
         if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
@@ -161,7 +160,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
-    rc = pe->whole ? a->inner.evaluate(a->inner.ctx, s, out, err) : est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
+    rc = pe->view.job ? a->inner.evaluate(a->inner.ctx, s, out, err) : est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
     admission_release(pe->admission, need);
     return rc;
 }
@@ -216,7 +215,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
     json_t *doc = NULL;
-    if (pe->whole) {
+    if (pe->view.job) {
         pe->whatif.g = &pe->view; /* pe may have been copied since the view was made */
         whatif_plan_evaluator(&pe->whatif, &ev);
     } else {

@@ -30,11 +30,11 @@ struct cache_entry;
 
 /* What evaluates a plan's candidates: the estimator (est), or, for a plan
  * from a built model (POST /v1/models/{id}/plan), its what-if (whatif) on
- * `view`, the model's graph with its traces read whole (`whole`,
- * built_model_whole), the graph held by the cache entry `entry`. A plan by
+ * `view`, the model's graph with its traces whole (view.job, kept by the
+ * built model: h_model_whole), held by the cache entry `entry`. A plan by
  * the estimator ranks at the bands `bands` (its own copy).
- * plans_start takes both (whole and the entry) and gives them back once the
- * plan is stored; plans_run leaves them to the caller. */
+ * plans_start takes the entry and gives it back once the plan is stored;
+ * plans_run leaves it to the caller. */
 struct store_plan;
 
 struct plans_eval {
@@ -49,9 +49,8 @@ struct plans_eval {
     atomic_int *cancel; /* PLANS_GOING, or why it stops: PLANS_CANCELLED, _INTERRUPTED */
     struct est_plan_estimator est;
     struct est_bands bands;       /* the estimator's: ranked at the request's risk */
-    struct whatif_planner whatif; /* used when whole is set; its graph is view */
+    struct whatif_planner whatif; /* used when view.job is set; its graph is view */
     struct model_graph view;
-    struct model_job *whole;
     struct cache *cache;
     struct cache_entry *entry;
     char owner[API_ID_MAX]; /* the token that asked: the stored plan is its (max-stored-per-token) */
@@ -59,7 +58,7 @@ struct plans_eval {
 
 enum { PLANS_GOING, PLANS_CANCELLED, PLANS_INTERRUPTED };
 
-/* Give back what pe holds: its planner, bands, whole job and cache entry. */
+/* Give back what pe holds: its planner, bands and cache entry. */
 void plans_eval_release(struct plans_eval *pe);
 
 /* The registry; rows left `running` by a crash become `interrupted`.
@@ -81,9 +80,9 @@ void plans_free(struct plans *p);
 int plans_run(struct store *store, const char *id, const char *request, const struct est_plan_request *req,
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct store_plan *kept,
               struct sc_error *err);
-/* The same on a thread of its own, which takes pe's whole job and cache
- * entry, once the plan is stored as `running` (model: the built model it
- * plans from, or ""); else they stay the caller's: SC_ELIMIT when
+/* The same on a thread of its own, which takes pe's cache entry once the
+ * plan is stored as `running` (model: the built model it plans from, or
+ * ""); else it stays the caller's: SC_ELIMIT when
  * PLANS_MAX_RUNNING run, SC_EEXIST when plan id runs already, the store's
  * error when it cannot be stored. space (est_plan_space of req) is its
  * progress's total from the start, before the search reports any. */

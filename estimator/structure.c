@@ -3,6 +3,7 @@
 #include "estimator/structure.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -751,9 +752,17 @@ static int host_ops(const struct model_graph *g, struct job_structure *out, stru
     return SC_OK;
 }
 
+static atomic_ulong recoveries;
+
+unsigned long job_structure_recoveries(void)
+{
+    return atomic_load(&recoveries);
+}
+
 int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err)
 {
+    atomic_fetch_add(&recoveries, 1);
     memset(out, 0, sizeof *out);
     out->world_size = -1;
     if (!g->job)

@@ -129,6 +129,9 @@ struct job_structure {
  * it against cfg. Release with job_structure_release(). */
 int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err);
+/* Structures job_structure_recover has recovered in this process (what a
+ * search over one job, a plan, must do once: whatif_plan.h). */
+unsigned long job_structure_recoveries(void);
 void job_structure_release(struct job_structure *s);
 /* A copy of src, recovered from a graph of n_tasks tasks, into *out
  * (released with job_structure_release). */

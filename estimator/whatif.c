@@ -4,6 +4,7 @@
 #include "estimator/whatif.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1375,8 +1376,16 @@ void whatif_release(struct whatif_result *r)
     r->graph = NULL;
 }
 
+static atomic_ulong base_steps;
+
+unsigned long whatif_base_steps(void)
+{
+    return atomic_load(&base_steps);
+}
+
 int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err)
 {
+    atomic_fetch_add(&base_steps, 1);
     struct model_replay_opts ro;
     struct model_replay *r;
     model_replay_opts_steps(&ro); /* the step times are all it reads */

@@ -136,6 +136,8 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
                struct whatif_result *out, struct sc_error *err);
 /* g's mean replayed step, ms: whatif_result.base_step_ms. */
 int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err);
+/* Replays whatif_base_step has run in this process (a plan runs one). */
+unsigned long whatif_base_steps(void);
 /* whatif_run on what depends on the job alone, found already: g's
  * structure (job_structure_recover of g and base) and base_step_ms
  * (whatif_base_step of g): a search trying many sets on one job finds them

@@ -335,7 +335,7 @@ static void *heavy_whatif(void *arg)
 {
     struct heavy_whatif *h = arg;
     struct svc_resp r;
-    h->status = svc_admin(h->d, "POST", h->path, "{\"set\":{\"layers\":64,\"pp\":2}}", &r);
+    h->status = svc_admin(h->d, "POST", h->path, "{\"set\":{\"layers\":256,\"pp\":2}}", &r);
     h->retry_after = r.headers && strstr(r.headers, "Retry-After:") != NULL;
     svc_resp_release(&r);
     return NULL;
@@ -345,8 +345,9 @@ static void *heavy_whatif(void *arg)
  * (estimator/whatif_size.h): 4,096 layers on 2 stages (the schedule
  * rebuilt) of a 4-layer job under a 64 MiB
  * budget is 413 at once, naming the budget, the prediction and the tasks;
- * the same job's what-if to dp 8 is answered; a plan from the model whose
- * candidates could never fit is 413 too; and what-ifs that fit alone but
+ * the same job's what-if to dp 8 is answered; a plan from the model is 413
+ * before reading its traces when their reading could never fit, and when
+ * its candidates could never fit; and what-ifs that fit alone but
  * not together, at once, are partly told to come back (429, Retry-After).
  * Before, the 4,096-layer what-if ran (hundreds of MB) and none was 429. */
 TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
@@ -372,10 +373,24 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8}}", NULL), 200);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    /* a plan from the model under a budget below any candidate's graph */
+    /* a plan from the model under a budget below reading its traces
+     * whole: refused before reading any (the model comes back from its
+     * built-model blob) */
     static const char *const tiny[] = {"--memory-budget", "4K", NULL};
     svc_start(&d, d.data, tiny, NULL);
     snprintf(path, sizeof path, "/v1/models/%s/plan", model);
+    st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);
+    if (st != 413)
+        sc_check_fail(__FILE__, __LINE__, "plan from the model: want 413, got %ld %s", st, r.body);
+    CHECK_CONTAINS(r.body, "reading the model's traces whole");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/metrics", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "stepcast_trace_reads_total{replica=\"" SVC_REPLICA "\"} 0\n");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* under one that reads them but fits no candidate's graph */
+    static const char *const small_plan[] = {"--memory-budget", "300K", NULL};
+    svc_start(&d, d.data, small_plan, NULL);
     st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);
     if (st != 413)
         sc_check_fail(__FILE__, __LINE__, "plan from the model: want 413, got %ld %s", st, r.body);
@@ -384,10 +399,11 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
-    /* the budget: a 64-layer what-if (16 times the traced graph) needs 2/3
-     * of it, so two cannot run at once */
-    double layer64 = big / 1024.0 * 16.0;
-    snprintf(budget, sizeof budget, "%.0fM", layer64 * 1.5 + 1);
+    /* the budget: a 256-layer what-if (64 times the traced graph) needs
+     * 2/3 of it, so two cannot run at once (a smaller one, its traces
+     * read once for the model, ends before the next arrives) */
+    double layer256 = big / 1024.0 * 64.0;
+    snprintf(budget, sizeof budget, "%.0fM", layer256 * 1.5 + 1);
     const char *const args[] = {"--memory-budget", budget, "--heavy-requests", "4", "--http-threads", "8", NULL};
     svc_start(&d, d.data, args, NULL);
     struct heavy_whatif h[N];

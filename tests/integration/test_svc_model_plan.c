@@ -246,3 +246,72 @@ TEST(svc_model_plan_rows_equal_whatifs_200_202_and_errors)
     free(model);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
+
+/* The trace files daemon d has read from its blobs (its /metrics). */
+static long long trace_reads(const struct svc_daemon *d)
+{
+    struct svc_resp r;
+    long long n = -1;
+    CHECK_EQ_INT(svc_admin(d, "GET", "/metrics", NULL, &r), 200);
+    const char *at = r.body ? strstr(r.body, "\nstepcast_trace_reads_total{") : NULL;
+    if (at && (at = strchr(at, '}')))
+        n = atoll(at + 1);
+    svc_resp_release(&r);
+    return n;
+}
+
+/* What-ifs (each set another, so none is memoised), a what-if validation,
+ * a plan and a calibration of one model read its trace from its blob once
+ * between them, whether the model was built here or loaded from its
+ * built-model blob after a restart; their answers are those of the same
+ * what-ifs asked first. */
+TEST(svc_model_traces_read_once_for_whatifs_plans_and_calibrations)
+{
+    static const char *const sets[] = {"{\"set\":{\"dp\":2}}", "{\"set\":{\"dp\":8}}", "{\"set\":{\"tp\":2}}",
+                                       "{\"set\":{\"micro_batch\":2,\"global_batch\":16}}"};
+    enum { N_SETS = sizeof sets / sizeof sets[0] };
+    struct svc_daemon d;
+    struct svc_resp r;
+    char trace[600], path[256], body[512];
+    double first[N_SETS];
+    snprintf(trace, sizeof trace, "%s/rank0.pt.trace.json", synth_dir());
+    svc_start(&d, NULL, NULL, NULL);
+    char *model = svc_model_of_files(&d, "once", 0, (const char *const[]){trace}, 1);
+    snprintf(body, sizeof body, "{\"config\":%s}", config);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/once", body, NULL), 200);
+    for (int round = 0; round < 2; round++) {
+        long long built = trace_reads(&d);
+        CHECK(built >= 0);
+        snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
+        for (int i = 0; i < N_SETS; i++) {
+            CHECK_EQ_INT(svc_admin(&d, "POST", path, sets[i], &r), 200);
+            json_t *w = json_loads(r.body ? r.body : "", 0, NULL);
+            double ms = json_number_value(json_object_get(w, "step_ms"));
+            json_decref(w);
+            if (round == 0)
+                first[i] = ms;
+            CHECK(ms > 0 && ms == first[i]);
+            svc_resp_release(&r);
+            CHECK_EQ_INT(trace_reads(&d), built + 1); /* the first read it, the others kept it */
+        }
+        snprintf(body, sizeof body, "{\"model\":\"%s\",\"set\":{\"dp\":%d},\"measured_step_ms\":20}", model,
+                 round ? 32 : 16);
+        CHECK_EQ_INT(svc_admin(&d, "POST", "/v1/validations", body, NULL), 201);
+        snprintf(path, sizeof path, "/v1/models/%s/plan", model);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, round ? "{\"gpus\":8,\"top\":2}" : "{\"gpus\":4,\"top\":2}", &r),
+                     200);
+        svc_resp_release(&r);
+        snprintf(path, sizeof path, "/v1/models/%s/calibration?name=once%d&gpu=a100-sxm4-80gb", model, round);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 201);
+        svc_resp_release(&r);
+        CHECK_EQ_INT(trace_reads(&d), built + 1);
+        /* again after a restart: the model comes back from its built-model
+         * blob, not its traces, and reads them once more for all of these */
+        if (round == 0) {
+            CHECK_EQ_INT(svc_stop(&d), 0);
+            svc_start(&d, d.data, NULL, NULL);
+        }
+    }
+    free(model);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
