@@ -10,21 +10,15 @@
 #include "estimator/synth.h"
 #include "estimator/synth_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cancel.h"
 #include "common/vec.h"
-#include "estimator/cluster_profile.h"
-#include "estimator/flops.h"
 #include "estimator/memory.h"
 #include "estimator/placement.h"
-#include "estimator/quant.h"
-#include "model/graph_builder.h"
 #include "model/kernel_family.h"
-#include "common/cancel.h"
-#include "common/checked.h"
 #include "common/banned.h"
 
 /* ---- the schedule ---- */

@@ -8,7 +8,6 @@
  * parameters, not the pipeline: the schedule only says when a layer's
  * pass begins and ends. */
 #include "estimator/synth_data_parallel.h"
-
 #include "estimator/synth_internal.h"
 
 #include "estimator/flops.h"

@@ -9,7 +9,6 @@
  * tasks. */
 #include "estimator/synth_internal.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "model/kernel_family.h"

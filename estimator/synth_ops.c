@@ -11,11 +11,8 @@
 #include "estimator/synth_internal.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "common/vec.h"
-#include "estimator/flops.h"
-#include "estimator/memory.h"
 #include "estimator/quant.h"
 #include "model/kernel_family.h"
 #include "common/banned.h"
