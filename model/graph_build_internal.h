@@ -198,6 +198,7 @@ uint32_t gb_launch_task(const struct rank_build *r, uint32_t ev);
 int64_t gb_launch_ts(const struct rank_build *r, uint32_t ev);
 int gb_rank_streams(struct builder *b, struct rank_build *r);
 uint32_t gb_last_launched_before(const struct stream *s, int64_t before);
+uint32_t gb_last_ending_by(const struct builder *b, uint32_t first, size_t n, int64_t t);
 struct stream *gb_stream_of_task(struct rank_build *r, const struct builder *b, uint32_t task);
 int gb_thread_scans(struct builder *b, struct rank_build *r);
 uint32_t gb_next_launched(const struct builder *b, uint32_t c);

@@ -83,17 +83,9 @@ static uint32_t gpu_ending_in(struct builder *b, struct rank_build *r, int64_t f
     for (size_t i = 0; i < r->n_streams; i++) {
         const struct stream *s = &r->streams[i];
         /* tasks of a stream end in order: binary search the last ending by to */
-        size_t lo = 0, hi = s->n;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (b->end[s->first + mid] <= to + ORDER_TOL_NS)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (!lo)
+        uint32_t x = gb_last_ending_by(b, s->first, s->n, to + ORDER_TOL_NS);
+        if (x == MODEL_NONE)
             continue;
-        uint32_t x = s->first + (uint32_t)lo - 1;
         if (b->end[x] >= from && (best == MODEL_NONE || b->end[x] > b->end[best]))
             best = x;
     }
@@ -830,17 +822,9 @@ int gb_inter_thread_edges(struct builder *b, struct rank_build *r)
                     continue;
                 const struct model_resource *ra = &b->res[r->thread_lo + j];
                 /* the last of its tasks ending by idle.b (tasks end in order) */
-                size_t lo = 0, hi = ra->n;
-                while (lo < hi) {
-                    size_t mid = (lo + hi) / 2;
-                    if (b->end[ra->first + mid] <= idle.b)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                if (!lo)
+                uint32_t c = gb_last_ending_by(b, ra->first, ra->n, idle.b);
+                if (c == MODEL_NONE)
                     continue;
-                uint32_t c = ra->first + (uint32_t)lo - 1;
                 int64_t e = b->end[c];
                 if (e < idle.b - MODEL_HANDOFF_MAX_LATENCY_NS || e < idle.a)
                     continue;

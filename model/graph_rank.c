@@ -345,6 +345,21 @@ uint32_t gb_last_launched_before(const struct stream *s, int64_t before)
     return lo ? s->first + (uint32_t)lo - 1 : MODEL_NONE;
 }
 
+/* The last of the n tasks from `first` (tasks that end in order: one
+ * stream's or one thread's) to end by t, or MODEL_NONE. */
+uint32_t gb_last_ending_by(const struct builder *b, uint32_t first, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->end[first + mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? first + (uint32_t)lo - 1 : MODEL_NONE;
+}
+
 struct stream *gb_stream_of_task(struct rank_build *r, const struct builder *b, uint32_t task)
 {
     uint32_t i = b->stream_ix[b->tasks[task].res];
