@@ -132,7 +132,7 @@ struct est_stage_params {
     double dense;   /* sharded over dp x cp */
     double experts; /* sharded over the expert data-parallel ranks */
     /* the most weights one ZeRO-3 gather brings to this GPU: a layer's,
-     * the embedding's or the output layer's (synth.c gathers each) */
+     * the embedding's or the output layer's (synth_data_parallel.c gathers each) */
     double largest_layer;
 };
 

@@ -46,7 +46,7 @@ FUZZ_TARGETS += published
 
 # a training step synthesised from a spec, its estimate, and the estimates
 # checked against measured runs
-CORE_SRCS += estimator/synth.c estimator/estimate.c estimator/invariants.c estimator/validation.c \
+CORE_SRCS += estimator/costs.c estimator/detail.c estimator/synth.c estimator/synth_ops.c estimator/synth_emit.c estimator/synth_data_parallel.c estimator/estimate.c estimator/invariants.c estimator/validation.c \
              estimator/published.c
 # the planner: the best configurations for a GPU count
 CORE_SRCS += estimator/plan.c

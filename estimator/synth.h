@@ -41,61 +41,12 @@
 #define ESTIMATOR_SYNTH_H
 
 #include "common/error.h"
-#include "estimator/collective_model.h"
-#include "estimator/kernel_model.h"
+#include "estimator/costs.h"
+#include "estimator/detail.h"
+#include "estimator/synth_data_parallel.h"
 #include "estimator/spec.h"
 
 struct model_graph;
-
-enum est_detail { EST_DETAIL_STAGE, EST_DETAIL_LAYER, EST_DETAIL_KERNEL };
-
-const char *est_detail_name(enum est_detail d);
-/* "stage", "layer" or "kernel"; SC_EINVAL naming them otherwise. */
-int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err);
-
-/* What the synthesised work costs. */
-struct est_costs {
-    struct kernel_params kernel;
-    struct coll_params coll;
-    /* host time to dispatch one GPU operation, microseconds (the
-     * framework's dispatch, in the forward pass or the autograd engine's,
-     * and the launch), and to issue one collective (the process group's
-     * bookkeeping and its stream synchronisation) */
-    double host_op_us, host_coll_us;
-    /* busiest expert's tokens over the mean under top-k routing */
-    double moe_imbalance;
-};
-
-/* The costs of the cited sources alone (README "Cost models": spec sheets,
- * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
- * bandwidth overrides applied: where `make validate` starts its fits. */
-void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
-/* The cited costs with the hardware-level parameters `make validate` fits
- * on the A100 steps of ../shared/validation set to that fit (BENCHMARKS.md,
- * "Estimator validation"): where the published runs' fits start. */
-void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
-/* The estimator's defaults: est_costs_base, and for Megatron's step on
- * Hopper and Blackwell GPUs in 16-bit, fp8 or fp4 (spec NULL: none) the
- * fit on the published runs of ../shared/validation/published by GPU
- * generation and precision (BENCHMARKS.md, "Published runs"). */
-void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
-
-/* Apply a cluster profile document (`stepcast calibrate ... --out`, the
- * file a spec's cluster.profile names) over *c: the collective parameters,
- * and the kernel ones when it holds them. SC_EINVAL when it was measured
- * on another GPU than `gpu`; SC_EPARSE for a bad document. */
-int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
-                            struct sc_error *err);
-
-/* The data-parallel gradient reduction the synthesised step runs, for a
- * what-if that adds it to a traced one (whatif.h): Megatron-core's DDP
- * bucket (at least 40 M parameters, and 1 M per data-parallel rank:
- * distributed/param_and_grad_buffer.py), the bytes of a gradient as the
- * collectives reduce it, and transformer layer i's parameters on one
- * rank, dense and expert. */
-double est_grad_bucket_params(const struct est_spec *s);
-double est_grad_bytes(const struct est_spec *s);
-void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts);
 
 /* The graph of one step of spec s (which est_spec_load checked), with
  * options.recompute "auto" the recomputation it chooses on the GPU
@@ -156,9 +107,6 @@ int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const
  * on the model, the cluster, the costs, tp, cp, ep, etp, micro_batch and
  * the options, but not on pp, vpp, dp or the batch; and the bound from
  * them (s with its recomputation resolved, not "auto"). */
-struct est_pass_costs {
-    int64_t layer_f[2], layer_b[2], layer_r[2], embed_f, embed_b, head_f, head_b;
-};
 int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err);
 int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

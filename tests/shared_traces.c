@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/coll_split.h"
 #include "estimator/job_config.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -144,17 +143,6 @@ struct model_job *th_gentrace_job(int ranks, const char *const *args)
         free(paths[r]);
     free(paths);
     return job;
-}
-
-int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, struct model_coll_wait **v)
-{
-    struct sc_error err;
-    if (coll_split_waits(g, v, &o->waits.n, &err)) {
-        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-        return -1;
-    }
-    o->waits.v = *v;
-    return 0;
 }
 
 /* The replayed time of the k-th step of rank number id, ns (a folded

@@ -8,9 +8,7 @@
 
 struct model_job;
 struct model_graph;
-struct model_replay_opts;
 struct model_replay;
-struct model_coll_wait;
 
 struct shared_trace {
     const char *name, *path, *marker; /* marker: the step marker, NULL for ProfilerStep#N */
@@ -45,11 +43,6 @@ struct model_job *th_gentrace_job(int ranks, const char *const *args);
 /* The same written only: its folder (rank<r>.json files) into dir[size]
  * (the test fails when gentrace does). */
 void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size);
-
-/* Split g's collectives kept for untraced peers into o->waits, as
- * `stepcast replay` does (estimator/coll_split.h); *v (free it after the
- * replay) holds them. Fails the test and returns -1 when it cannot. */
-int th_split_waits(const struct model_graph *g, struct model_replay_opts *o, struct model_coll_wait **v);
 
 /* Check that `folded`, a replay of a job's graph with its alike ranks
  * folded (model/graph.h, MODEL_FOLD_OVER), equals `whole`, a replay of

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/diff.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -34,23 +35,16 @@ static void check_sum(const struct model_diff *d)
 /* As stepcast diff runs it: each side's kept collectives split. */
 static int diff_jobs(const struct model_job *a, const struct model_job *b, struct model_diff *d)
 {
-    struct model_graph *ga = NULL, *gb = NULL;
-    struct model_replay_opts oa, ob; /* only their waits */
-    struct model_coll_wait *va = NULL, *vb = NULL;
+    struct est_traced_model *ma = NULL, *mb = NULL;
     struct sc_error err = {0};
     int rc = -1;
-    model_replay_opts_default(&oa);
-    model_replay_opts_default(&ob);
-    if (model_graph_build(a, NULL, &ga, &err) || model_graph_build(b, NULL, &gb, &err) ||
-        th_split_waits(ga, &oa, &va) || th_split_waits(gb, &ob, &vb) ||
-        model_diff_run(ga, &oa.waits, gb, &ob.waits, d, &err))
+    if (est_model_of_job(a, NULL, &ma, &err) || est_model_of_job(b, NULL, &mb, &err) ||
+        est_model_diff(ma, mb, d, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     else
         rc = 0;
-    free(va);
-    free(vb);
-    model_graph_free(ga);
-    model_graph_free(gb);
+    est_model_close(ma);
+    est_model_close(mb);
     return rc;
 }
 

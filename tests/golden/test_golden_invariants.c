@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -46,24 +47,22 @@ static int launched(const struct model_graph *g, uint32_t i)
 
 /* Replay g with every GPU task at factor f (on rank index `only`, -1: all)
  * and check conservation per rank and stream; the number of violations. */
-static size_t check_conserved(const char *what, const struct model_graph *g, double f, int only)
+static size_t check_conserved(const char *what, const struct est_traced_model *m, double f, int only)
 {
+    const struct model_graph *g = est_model_graph(m);
     struct model_replay_opts o;
     struct model_replay *r = NULL;
     struct sc_error err;
     size_t bad = 0;
-    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
     int64_t *dur = malloc((g->n_tasks + 1) * sizeof *dur), *gap = malloc((g->n_tasks + 1) * sizeof *gap);
-    if (!dur || !gap || gpu_factors(&o, f, only < 0 ? -1 : g->ranks[only].id) || th_split_waits(g, &o, &waits) ||
-        model_replay_run(g, &o, &r, &err) || model_replay_durations(g, &o, dur, gap, &err)) {
+    if (!dur || !gap || gpu_factors(&o, f, only < 0 ? -1 : g->ranks[only].id) || est_model_replay(m, &o, &r, &err) ||
+        model_replay_durations(g, &o, dur, gap, &err)) {
         CHECK(!"replay failed");
-        free(waits);
         free(dur);
         free(gap);
         model_replay_free(r);
         return 1;
     }
-    free(waits);
     int64_t *sum = calloc(g->n_ranks, sizeof *sum), *busy = calloc(g->n_res, sizeof *busy);
     CHECK(sum && busy);
     for (size_t s = 0; s < r->n_steps; s++)
@@ -95,19 +94,19 @@ static size_t check_conserved(const char *what, const struct model_graph *g, dou
 /* Every factor, on all ranks and on the last rank alone. */
 static void check_conservation(const char *what, const struct model_job *job)
 {
-    struct model_graph *g = NULL;
+    struct est_traced_model *m = NULL; /* opened as stepcast replay opens it: kept collectives split */
     struct sc_error err;
-    if (model_graph_build(job, NULL, &g, &err)) {
+    if (est_model_of_job(job, NULL, &m, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s: %s", what, err.msg);
         return;
     }
     size_t bad = 0;
     for (size_t k = 0; k < sizeof factors / sizeof factors[0]; k++) {
-        bad += check_conserved(what, g, factors[k], -1);
-        bad += check_conserved(what, g, factors[k], (int)g->n_ranks - 1);
+        bad += check_conserved(what, m, factors[k], -1);
+        bad += check_conserved(what, m, factors[k], (int)est_model_graph(m)->n_ranks - 1);
     }
     CHECK_EQ_INT(bad, 0);
-    model_graph_free(g);
+    est_model_close(m);
 }
 
 TEST(invariant_work_conserved_every_shared_trace)

@@ -14,6 +14,7 @@
 
 #include "api/inspect_json.h"
 #include "estimator/coll_split.h"
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -26,7 +27,8 @@
 /* A job's graph and its replays without and with the unexplained waits
  * kept. */
 struct run {
-    struct model_graph *g;
+    struct est_traced_model *m;
+    const struct model_graph *g; /* m's */
     struct model_replay *r, *kept;
 };
 
@@ -34,30 +36,27 @@ static void run_free(struct run *run)
 {
     model_replay_free(run->r);
     model_replay_free(run->kept);
-    model_graph_free(run->g);
+    est_model_close(run->m);
     memset(run, 0, sizeof *run);
 }
 
 static int replay(const struct model_job *job, struct run *run)
 {
     struct model_replay_opts o;
-    struct model_coll_wait *waits = NULL;
     struct sc_error err;
     int rc = -1;
     memset(run, 0, sizeof *run);
-    if (model_graph_build(job, NULL, &run->g, &err)) {
+    if (est_model_of_job(job, NULL, &run->m, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
+    run->g = est_model_graph(run->m);
     model_replay_opts_default(&o);
-    if (th_split_waits(run->g, &o, &waits) == 0) {
-        if (model_replay_run(run->g, &o, &run->r, &err) == SC_OK &&
-            (o.keep_unexplained = 1, model_replay_run(run->g, &o, &run->kept, &err)) == SC_OK)
-            rc = 0;
-        else
-            sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    }
-    free(waits);
+    if (est_model_replay(run->m, &o, &run->r, &err) == SC_OK &&
+        (o.keep_unexplained = 1, est_model_replay(run->m, &o, &run->kept, &err)) == SC_OK)
+        rc = 0;
+    else
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     if (rc)
         run_free(run);
     return rc;

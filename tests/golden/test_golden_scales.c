@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -26,8 +27,23 @@ static struct model_job *job4(const char *opt, const char *val)
     return th_gentrace_job(4, args);
 }
 
-/* The graph of job and its replay with the scales (NULL-terminated). */
-static struct model_replay *replay(const struct model_graph *g, const char *const *scales)
+/* job opened as stepcast replay opens it (kept collectives split). */
+static struct est_traced_model *open_job(const struct model_job *job)
+{
+    struct est_traced_model *m = NULL;
+    struct sc_error err;
+    if (job && est_model_of_job(job, NULL, &m, &err))
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+    return m;
+}
+
+static const struct model_graph *graph_of(const struct est_traced_model *m)
+{
+    return m ? est_model_graph(m) : NULL;
+}
+
+/* The replay of m with the scales (NULL-terminated). */
+static struct model_replay *replay(const struct est_traced_model *m, const char *const *scales)
 {
     struct model_replay_opts o;
     struct model_replay *r = NULL;
@@ -36,24 +52,11 @@ static struct model_replay *replay(const struct model_graph *g, const char *cons
     o.critical_path = 0;
     for (; scales && *scales; scales++)
         REQUIRE(model_replay_parse_scale(*scales, &o, &err) == SC_OK);
-    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
-    if (th_split_waits(g, &o, &waits) == 0) {
-        if (model_replay_run(g, &o, &r, &err))
-            sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-        else
-            CHECK_EQ_INT(r->forced, 0);
-    }
-    free(waits);
-    return r;
-}
-
-static struct model_graph *graph(const struct model_job *job)
-{
-    struct model_graph *g = NULL;
-    struct sc_error err;
-    if (job && model_graph_build(job, NULL, &g, &err))
+    if (est_model_replay(m, &o, &r, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    return g;
+    else
+        CHECK_EQ_INT(r->forced, 0);
+    return r;
 }
 
 /* Every step of replay r within tol (a fraction) of the measured step of
@@ -78,11 +81,12 @@ static void check_reproduces(const char *what, const struct model_replay *r, con
 TEST(scale_comm_zero_removes_the_exposed_communication)
 {
     struct model_job *a = job4("--comm-scale", "1"), *b = job4("--comm-scale", "0");
-    struct model_graph *ga = graph(a), *gb = graph(b);
+    struct est_traced_model *ma = open_job(a), *mb = open_job(b);
+    const struct model_graph *ga = graph_of(ma), *gb = graph_of(mb);
     if (!ga || !gb)
         goto out;
     const char *comm0[] = {"comm=0", NULL}, *comm0_one[] = {"comm@2=0", NULL};
-    struct model_replay *plain = replay(ga, NULL), *fast = replay(ga, comm0), *one = replay(ga, comm0_one);
+    struct model_replay *plain = replay(ma, NULL), *fast = replay(ma, comm0), *one = replay(ma, comm0_one);
     if (!plain || !fast || !one)
         goto free_replays;
     check_reproduces("comm=0", fast, gb, 0.001);
@@ -102,8 +106,8 @@ free_replays:
     model_replay_free(fast);
     model_replay_free(one);
 out:
-    model_graph_free(ga);
-    model_graph_free(gb);
+    est_model_close(ma);
+    est_model_close(mb);
     model_job_free(a);
     model_job_free(b);
 }
@@ -114,11 +118,12 @@ out:
 TEST(scale_gpu_and_comm_reproduce_a_faster_gpu)
 {
     struct model_job *a = job4("--gpu-scale", "1"), *b = job4("--gpu-scale", "0.5");
-    struct model_graph *ga = graph(a), *gb = graph(b);
+    struct est_traced_model *ma = open_job(a), *mb = open_job(b);
+    const struct model_graph *ga = graph_of(ma), *gb = graph_of(mb);
     if (!ga || !gb)
         goto out;
     const char *both[] = {"gpu=0.5", "comm=0.5", NULL}, *gpu_only[] = {"gpu=0.5", NULL};
-    struct model_replay *r = replay(ga, both), *q = replay(ga, gpu_only);
+    struct model_replay *r = replay(ma, both), *q = replay(ma, gpu_only);
     if (r && q) {
         check_reproduces("gpu=0.5 comm=0.5", r, gb, 0.005);
         for (size_t i = 0; i < q->n_steps; i++)
@@ -127,8 +132,8 @@ TEST(scale_gpu_and_comm_reproduce_a_faster_gpu)
     model_replay_free(r);
     model_replay_free(q);
 out:
-    model_graph_free(ga);
-    model_graph_free(gb);
+    est_model_close(ma);
+    est_model_close(mb);
     model_job_free(a);
     model_job_free(b);
 }
@@ -149,9 +154,10 @@ TEST(scale_gpu_half_through_host_waits_with_no_sync_call)
                    *half[] = {"--steps", "3", "--layers", "16", "--seed", "3", "--gpu-scale", "0.5",
                               forms[f][0], forms[f][1], NULL};
         struct model_job *a = th_gentrace_job(4, one), *b = th_gentrace_job(4, half);
-        struct model_graph *ga = graph(a), *gb = graph(b);
+        struct est_traced_model *ma = open_job(a), *mb = open_job(b);
+        const struct model_graph *ga = graph_of(ma), *gb = graph_of(mb);
         const char *both[] = {"gpu=0.5", "comm=0.5", NULL};
-        struct model_replay *plain = ga ? replay(ga, NULL) : NULL, *r = ga ? replay(ga, both) : NULL;
+        struct model_replay *plain = ga ? replay(ma, NULL) : NULL, *r = ga ? replay(ma, both) : NULL;
         if (plain && r && gb) {
             int dispatch = strcmp(forms[f][0], "--dispatch") == 0, loop = !dispatch || forms[f][1];
             CHECK_EQ_INT(ga->stats.host_waits_gap, dispatch ? 16 * 3 * 4 : 0);
@@ -161,8 +167,8 @@ TEST(scale_gpu_half_through_host_waits_with_no_sync_call)
         }
         model_replay_free(plain);
         model_replay_free(r);
-        model_graph_free(ga);
-        model_graph_free(gb);
+        est_model_close(ma);
+        est_model_close(mb);
         model_job_free(a);
         model_job_free(b);
     }
@@ -176,17 +182,18 @@ TEST(scale_one_ranks_kernels_by_name)
     const char *slow_args[] = {"--steps", "3", "--layers", "16", "--seed", "3", "--slow-rank", "0",
                                "--slow-factor", "2", NULL};
     struct model_job *a = th_gentrace_job(4, slow_args), *b = job4("--gpu-scale", "1");
-    struct model_graph *ga = graph(a), *gb = graph(b);
+    struct est_traced_model *ma = open_job(a), *mb = open_job(b);
+    const struct model_graph *ga = graph_of(ma), *gb = graph_of(mb);
     if (!ga || !gb)
         goto out;
     const char *fix[] = {"kernel:sgemm@0=0.5", "kernel:at::native@0=0.5", NULL};
-    struct model_replay *r = replay(ga, fix);
+    struct model_replay *r = replay(ma, fix);
     if (r)
         check_reproduces("kernel:..@0=0.5", r, gb, 0.005);
     model_replay_free(r);
 out:
-    model_graph_free(ga);
-    model_graph_free(gb);
+    est_model_close(ma);
+    est_model_close(mb);
     model_job_free(a);
     model_job_free(b);
 }
@@ -197,13 +204,14 @@ out:
 TEST(scale_kernel_text_hits_only_matching_kernels)
 {
     struct model_job *a = job4("--gpu-scale", "1");
-    struct model_graph *g = graph(a);
+    struct est_traced_model *m = open_job(a);
+    const struct model_graph *g = graph_of(m);
     if (!g)
         goto out;
     const char *sgemm[] = {"kernel:sgemm=0.5", NULL}, *allreduce[] = {"kernel:AllReduce=0", NULL},
                *comm0[] = {"comm=0", NULL}, *none[] = {"kernel:SGEMM=0.5", NULL};
-    struct model_replay *r = replay(g, sgemm), *ar = replay(g, allreduce), *c0 = replay(g, comm0),
-                        *plain = replay(g, NULL), *same = replay(g, none);
+    struct model_replay *r = replay(m, sgemm), *ar = replay(m, allreduce), *c0 = replay(m, comm0),
+                        *plain = replay(m, NULL), *same = replay(m, none);
     if (!r || !ar || !c0 || !plain || !same)
         goto free_replays;
     size_t hit = 0, missed = 0;
@@ -229,7 +237,7 @@ free_replays:
     model_replay_free(plain);
     model_replay_free(same);
 out:
-    model_graph_free(g);
+    est_model_close(m);
     model_job_free(a);
 }
 
@@ -241,12 +249,13 @@ out:
 TEST(scale_cpu_half_host_bound_and_gpu_bound_gentrace)
 {
     struct model_job *host = job4("--gpu-scale", "0.01"), *gpu = job4("--gpu-scale", "1");
-    struct model_graph *gh = graph(host), *gg = graph(gpu);
+    struct est_traced_model *mh = open_job(host), *mg = open_job(gpu);
+    const struct model_graph *gh = graph_of(mh), *gg = graph_of(mg);
     const char *half[] = {"cpu=0.5", NULL};
     if (!gh || !gg)
         goto out;
-    struct model_replay *h0 = replay(gh, NULL), *h1 = replay(gh, half), *g0 = replay(gg, NULL),
-                        *g1 = replay(gg, half);
+    struct model_replay *h0 = replay(mh, NULL), *h1 = replay(mh, half), *g0 = replay(mg, NULL),
+                        *g1 = replay(mg, half);
     for (size_t i = 0; h0 && h1 && i < h0->n_steps; i++) {
         double ratio = (double)h1->steps[i].replayed_ns / (double)h0->steps[i].replayed_ns;
         CHECK(ratio <= (h0->steps[i].step == 0 ? 0.7 : 0.6));
@@ -265,8 +274,8 @@ TEST(scale_cpu_half_host_bound_and_gpu_bound_gentrace)
     model_replay_free(g0);
     model_replay_free(g1);
 out:
-    model_graph_free(gh);
-    model_graph_free(gg);
+    est_model_close(mh);
+    est_model_close(mg);
     model_job_free(host);
     model_job_free(gpu);
 }
@@ -280,8 +289,9 @@ static double shared_ratio(const char *name, const char *const *scales, double *
     double ratio = -1;
     if (!st || th_load_trace(st, &job))
         return -1;
-    struct model_graph *g = graph(job);
-    struct model_replay *a = g ? replay(g, NULL) : NULL, *b = g ? replay(g, scales) : NULL;
+    struct est_traced_model *m = open_job(job);
+    const struct model_graph *g = graph_of(m);
+    struct model_replay *a = g ? replay(m, NULL) : NULL, *b = g ? replay(m, scales) : NULL;
     if (a && b) {
         double sa = 0, sb = 0;
         *each_max = 0;
@@ -299,7 +309,7 @@ static double shared_ratio(const char *name, const char *const *scales, double *
     }
     model_replay_free(a);
     model_replay_free(b);
-    model_graph_free(g);
+    est_model_close(m);
     model_job_free(job);
     return ratio;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -18,9 +19,9 @@
 
 #define DELAY_NS 3000000
 
-/* Build and replay job (keep: keep the waits; f != 1: GPU work and
+/* Open job once into *m and replay it (keep: keep the waits; f != 1: GPU work and
  * transfers at f); NULL when it failed. */
-static struct model_replay *replay(const struct model_job *job, struct model_graph **g, int keep, double f)
+static struct model_replay *replay(const struct model_job *job, struct est_traced_model **m, int keep, double f)
 {
     struct model_replay_opts o;
     struct model_replay *r = NULL;
@@ -34,14 +35,11 @@ static struct model_replay *replay(const struct model_job *job, struct model_gra
         CHECK(model_replay_parse_scale(a, &o, &err) == SC_OK);
         CHECK(model_replay_parse_scale(b, &o, &err) == SC_OK);
     }
-    struct model_coll_wait *waits = NULL; /* kept collectives split, as stepcast replay does */
-    if ((!*g && model_graph_build(job, NULL, g, &err)) || th_split_waits(*g, &o, &waits) ||
-        model_replay_run(*g, &o, &r, &err)) {
-        free(waits);
+    /* opened as stepcast replay opens it: kept collectives split */
+    if ((!*m && est_model_of_job(job, NULL, m, &err)) || est_model_replay(*m, &o, &r, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return NULL;
     }
-    free(waits);
     CHECK_EQ_INT(r->forced, 0);
     return r;
 }
@@ -62,15 +60,15 @@ static struct model_job *delayed_job(const char *gpu_scale)
 TEST(unexplained_injected_wait_known_size)
 {
     struct model_job *job = delayed_job("1"), *half = delayed_job("0.5");
-    struct model_graph *g = NULL, *gh = NULL;
+    struct est_traced_model *m = NULL, *m_half = NULL;
     if (!job || !half)
         goto out;
-    struct model_replay *plain = replay(job, &g, 0, 1.0), *kept = replay(job, &g, 1, 1.0),
-                        *kept_half = replay(job, &g, 1, 0.5), *measured_half = replay(half, &gh, 0, 1.0);
+    struct model_replay *plain = replay(job, &m, 0, 1.0), *kept = replay(job, &m, 1, 1.0),
+                        *kept_half = replay(job, &m, 1, 0.5), *measured_half = replay(half, &m_half, 0, 1.0);
     CHECK(plain && kept && kept_half && measured_half);
     if (!plain || !kept || !kept_half || !measured_half)
         goto free_replays;
-    CHECK(g->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED] >= 2); /* one per rank */
+    CHECK(est_model_graph(m)->stats.edges_by_kind[MODEL_EDGE_UNEXPLAINED] >= 2); /* one per rank */
     for (size_t s = 0; s < plain->n_steps; s++) {
         const struct model_replay_step *p = &plain->steps[s], *k = &kept->steps[s], *kh = &kept_half->steps[s],
                                        *mh = &measured_half->steps[s];
@@ -88,8 +86,8 @@ free_replays:
     model_replay_free(kept_half);
     model_replay_free(measured_half);
 out:
-    model_graph_free(g);
-    model_graph_free(gh);
+    est_model_close(m);
+    est_model_close(m_half);
     model_job_free(job);
     model_job_free(half);
 }
@@ -99,12 +97,12 @@ TEST(unexplained_none_without_wait)
 {
     const char *args[] = {"--steps", "2", NULL};
     struct model_job *job = th_gentrace_job(2, args);
-    struct model_graph *g = NULL;
-    struct model_replay *r = job ? replay(job, &g, 0, 1.0) : NULL;
+    struct est_traced_model *m = NULL;
+    struct model_replay *r = job ? replay(job, &m, 0, 1.0) : NULL;
     for (size_t s = 0; r && s < r->n_steps; s++)
         CHECK(r->steps[s].unexplained_ns <= r->steps[s].measured_ns / 1000);
     model_replay_free(r);
-    model_graph_free(g);
+    est_model_close(m);
     model_job_free(job);
 }
 
@@ -116,10 +114,10 @@ TEST(unexplained_invariants_every_shared_trace)
 {
     for (size_t i = 0; i < th_n_traces; i++) {
         struct model_job *job = NULL;
-        struct model_graph *g = NULL;
+        struct est_traced_model *m = NULL;
         if (th_load_trace(&th_traces[i], &job))
             continue;
-        struct model_replay *plain = replay(job, &g, 0, 1.0), *kept = plain ? replay(job, &g, 1, 1.0) : NULL;
+        struct model_replay *plain = replay(job, &m, 0, 1.0), *kept = plain ? replay(job, &m, 1, 1.0) : NULL;
         if (plain && kept) {
             for (size_t s = 0; s < plain->n_steps; s++) {
                 const struct model_replay_step *p = &plain->steps[s];
@@ -142,7 +140,7 @@ TEST(unexplained_invariants_every_shared_trace)
         }
         model_replay_free(plain);
         model_replay_free(kept);
-        model_graph_free(g);
+        est_model_close(m);
         model_job_free(job);
     }
 }
@@ -159,7 +157,7 @@ TEST(unexplained_everything_at_half_halves_the_step)
 {
     for (size_t i = 0; i < th_n_traces; i++) {
         struct model_job *job = NULL;
-        struct model_graph *g = NULL;
+        struct est_traced_model *m = NULL;
         struct model_replay_opts o;
         struct model_replay *plain = NULL, *half = NULL;
         struct sc_error err;
@@ -169,9 +167,8 @@ TEST(unexplained_everything_at_half_halves_the_step)
         CHECK(model_replay_parse_scale("gpu=0.5", &o, &err) == SC_OK &&
               model_replay_parse_scale("comm=0.5", &o, &err) == SC_OK &&
               model_replay_parse_scale("cpu=0.5", &o, &err) == SC_OK);
-        struct model_coll_wait *waits = NULL;
-        if ((plain = replay(job, &g, 0, 1.0)) && th_split_waits(g, &o, &waits) == 0 &&
-            model_replay_run(g, &o, &half, &err) == SC_OK) {
+        if ((plain = replay(job, &m, 0, 1.0)) && est_model_replay(m, &o, &half, &err) == SC_OK) {
+            const struct model_graph *g = est_model_graph(m);
             int64_t lo = INT64_MAX, hi = INT64_MIN, step = 0;
             for (size_t r = 0; r < g->n_res; r++) {
                 lo = g->res[r].origin < lo ? g->res[r].origin : lo;
@@ -191,10 +188,9 @@ TEST(unexplained_everything_at_half_halves_the_step)
                 CHECK(x >= 0.47 && x <= 0.55);
             }
         }
-        free(waits);
         model_replay_free(plain);
         model_replay_free(half);
-        model_graph_free(g);
+        est_model_close(m);
         model_job_free(job);
     }
 }
@@ -205,10 +201,10 @@ TEST(unexplained_everything_at_half_halves_the_step)
 TEST(unexplained_negative_queue)
 {
     struct model_job *job = NULL;
-    struct model_graph *g = NULL;
+    struct est_traced_model *m = NULL;
     if (th_load_trace(th_find_trace("negative_queue"), &job))
         return;
-    struct model_replay *plain = replay(job, &g, 0, 1.0), *kept = plain ? replay(job, &g, 1, 1.0) : NULL;
+    struct model_replay *plain = replay(job, &m, 0, 1.0), *kept = plain ? replay(job, &m, 1, 1.0) : NULL;
     if (plain && kept) {
         CHECK(plain->mean_abs_error_pct > 20.0);
         for (size_t s = 0; s < plain->n_steps; s++)
@@ -218,7 +214,7 @@ TEST(unexplained_negative_queue)
     }
     model_replay_free(plain);
     model_replay_free(kept);
-    model_graph_free(g);
+    est_model_close(m);
     model_job_free(job);
 }
 
