@@ -311,7 +311,7 @@ enum stmt {
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_OWNED,
-    Q_PG_XACT_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
+    Q_PG_XACT_LOCK, Q_PG_DIGEST_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
     Q_COUNT
 };
 
@@ -448,6 +448,8 @@ static const char *const sql[Q_COUNT] = {
                 " (SELECT COUNT(*) FROM experiments WHERE owner = ?1)",
     /* PostgreSQL only: advisory locks of class ?1 on a text key (replicas, below) */
     [Q_PG_XACT_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
+    /* a blob's digest: the one-key space, which no two-key lock shares */
+    [Q_PG_DIGEST_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS BIGINT))",
     [Q_PG_PLAN_CLAIM] = "SELECT CAST(pg_try_advisory_lock(CAST(?1 AS INTEGER), hashtext(?2)) AS INTEGER)",
     [Q_PG_PLAN_UNCLAIM] = "SELECT pg_advisory_unlock(CAST(?1 AS INTEGER), hashtext(?2))",
     [Q_PG_PLANS_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'"
@@ -866,8 +868,7 @@ static int replicas_serialise(struct store *s, int cls, const char *key, struct 
  * allows, so that two replicas race inside that window. */
 static void counted(void)
 {
-    if (fp_armed("store.counted"))
-        nanosleep(&(struct timespec){0, 300000000}, NULL);
+    fp_hold("store.counted", 300);
 }
 
 /* The rows owner stored, in the transaction open. */
@@ -930,9 +931,48 @@ int store_job_room(struct store *s, const char *job, const char *owner, struct s
 
 /* ---- blobs ---- */
 
-int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err)
+/* One lock per digest: a blob's file goes into place and its row is
+ * committed (trace_put) under the lock on its digest, and a freed blob's
+ * file is unlinked (store_blob_remove) under the same lock once no row
+ * names it. So no replica unlinks a file whose row another replica has
+ * just committed again for the same content. On PostgreSQL: a
+ * transaction-scoped advisory lock keyed on the digest's first 64 bits;
+ * on SQLite (one daemon per catalog, dir_lock.h) BEGIN IMMEDIATE and the
+ * mutex hold the whole catalog already. */
+static int digest_lock(struct store *s, const char *sha, struct sc_error *err)
 {
-    LOCKED(s, exists(s, Q_BLOB_EXISTS, sha, yes, err));
+    struct sqldb_stmt *st;
+    char head[17];
+    uint64_t u;
+    int64_t key;
+    int rc;
+    if (!store_is_postgresql(s))
+        return SC_OK;
+    snprintf(head, sizeof head, "%.16s", sha);
+    u = strtoull(head, NULL, 16);
+    memcpy(&key, &u, sizeof key);
+    if ((rc = prep(s, Q_PG_DIGEST_LOCK, &st, err)))
+        return rc;
+    sqldb_bind_int64(st, 1, key);
+    return run(s, st, err, "lock blob");
+}
+
+static int blob_remove(struct store *s, const char *sha, store_blob_fn unlink_file, void *ctx,
+                       struct sc_error *err)
+{
+    int yes = 0, rc = begin(s, err);
+    if (rc)
+        return rc;
+    if ((rc = digest_lock(s, sha, err)) == SC_OK && (rc = exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK &&
+        !yes)
+        rc = unlink_file(ctx, sha, err);
+    return end(s, rc, err);
+}
+
+int store_blob_remove(struct store *s, const char *sha, store_blob_fn unlink_file, void *ctx,
+                      struct sc_error *err)
+{
+    LOCKED(s, blob_remove(s, sha, unlink_file, ctx, err));
 }
 
 int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err)
@@ -1111,13 +1151,18 @@ int store_trace_list(struct store *s, const char *job, struct api_trace **out, s
 }
 
 static int trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                     struct store_names *freed, struct sc_error *err)
+                     store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err)
 {
     int64_t now = t->uploaded_ns = store_now_ns();
     struct sqldb_stmt *st;
     int rc, yes = 0;
     if ((rc = begin(s, err)))
         return rc;
+    if ((rc = digest_lock(s, t->sha256, err)) || (rc = exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
+        (!yes && (rc = place(ctx, t->sha256, err))))
+        return end(s, rc, err);
+    fp_hold("store.placed", 1000);
+    yes = 0;
     if ((rc = exists(s, Q_JOB_EXISTS, job, &yes, err)) || (!yes && (rc = owner_room(s, owner, 1, err))) ||
         (rc = prep(s, Q_JOB_TOUCH, &st, err)))
         return end(s, rc, err);
@@ -1148,9 +1193,9 @@ static int trace_put(struct store *s, const char *job, struct api_trace *t, cons
 }
 
 int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                    struct store_names *freed, struct sc_error *err)
+                    store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err)
 {
-    LOCKED(s, trace_put(s, job, t, owner, freed, err));
+    LOCKED(s, trace_put(s, job, t, owner, place, ctx, freed, err));
 }
 
 /* ---- models ---- */

@@ -80,7 +80,15 @@ int store_job_room(struct store *s, const char *job, const char *owner, struct s
 int store_check(struct store *s, struct sc_error *err);
 
 /* ---- blobs ---- */
-int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err);
+/* What the store calls to put a blob's file in place, or to unlink it,
+ * inside the transaction that holds the lock on its digest. */
+typedef int (*store_blob_fn)(void *ctx, const char *sha, struct sc_error *err);
+/* Unlink a blob freed by a delete (`freed` below) with unlink_file,
+ * unless a row names it again: another replica committed the same
+ * content since. The removal and trace_put's placing and commit are
+ * serialised per digest, on every replica (a PostgreSQL advisory lock). */
+int store_blob_remove(struct store *s, const char *sha, store_blob_fn unlink_file, void *ctx,
+                      struct sc_error *err);
 /* Every blob row, for sweeps and checks. */
 int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err);
 
@@ -109,12 +117,13 @@ int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_t
                     struct sc_error *err);
 int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err);
-/* Set the trace of (job, rank) to t (whose blob file is in place): creates
- * the job if needed and the blob row if new, and sets t->uploaded_ns to the
- * time stored. The blob the rank held before, if now unreferenced, goes to
- * `freed`. */
+/* Set the trace of (job, rank) to t: under the lock on t->sha256, calls
+ * place(ctx, sha) to put the blob's file in place unless a row names that
+ * blob already, then creates the job if needed and the blob row if new,
+ * and sets t->uploaded_ns to the time stored. The blob the rank held
+ * before, if now unreferenced, goes to `freed`. */
 int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                    struct store_names *freed, struct sc_error *err);
+                    store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err);
 
 /* ---- models ---- */
 
