@@ -36,8 +36,9 @@ static int query(struct sqldb *db, const char *q, const struct sqldb_arg *a, siz
 static int held(struct store *s, const char *q, const struct sqldb_arg *a, size_t na, row_fn row, void *ctx,
                 int64_t *rows, struct sc_error *err)
 {
-    int rc = query(store_db_hold(s), q, a, na, row, ctx, rows, err);
-    store_db_release(s);
+    struct sqldb *db = store_db_hold(s);
+    int rc = query(db, q, a, na, row, ctx, rows, err);
+    store_db_release(s, db);
     return rc;
 }
 
@@ -73,7 +74,7 @@ int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_
              sqldb_kind(db) == SQLDB_POSTGRESQL ? " FOR UPDATE SKIP LOCKED" : "");
     id[0] = '\0';
     int rc = query(db, q, a, 3, read_id, id, &rows, err);
-    store_db_release(s);
+    store_db_release(s, db);
     return rc ? rc : rows > 0 && id[0];
 }
 
@@ -135,7 +136,7 @@ int bq_finish(struct store *s, const char *id, const char *owner, enum api_model
         *kept = rc == SC_OK;
     } else
         sqldb_rollback(db); /* the lease is gone: nor is the blob's row wanted */
-    store_db_release(s);
+    store_db_release(s, db);
     return rc;
 }
 

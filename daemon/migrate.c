@@ -284,7 +284,7 @@ int migrate_run(const char *from, const char *to, const char *to_data_dir, const
     }
     /* each end opened as a daemon opens it: its schema created or migrated
      * to this build's version, refused when newer */
-    if ((rc = store_open(from, &ends[0], err)) || (rc = store_open(to, &ends[1], err)))
+    if ((rc = store_open(from, 1, &ends[0], err)) || (rc = store_open(to, 1, &ends[1], err)))
         goto out;
     fprintf(report, "schema version %d at both ends\n", STORE_SCHEMA_VERSION);
     if ((rc = sqldb_open(from, &c->src, err)) || (rc = sqldb_open(to, &c->dst, err)) ||

@@ -21,8 +21,8 @@
  * broken outside a transaction is reset before the next statement; inside
  * a transaction every statement fails until the rollback.
  *
- * Not thread-safe: one thread at a time per connection (store.c holds a
- * mutex). */
+ * Not thread-safe: one thread at a time per connection (store.c's pool
+ * hands each connection to one thread at a time). */
 #ifndef DAEMON_SQLDB_H
 #define DAEMON_SQLDB_H
 

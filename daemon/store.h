@@ -29,8 +29,9 @@
  * nobody): with store_set_max_owned, a function that would add a row past
  * the owner's limit adds nothing and returns SC_ELIMIT.
  *
- * Every function is one transaction, serialised by a mutex: any thread may
- * call any function. Strings handed back are owned by the caller (release
+ * Every function is one transaction on one connection of a pool (on
+ * SQLite one connection, so functions run one at a time; on PostgreSQL
+ * up to store-connections at once): any thread may call any function. Strings handed back are owned by the caller (release
  * them with the matching *_release / *_free). */
 #ifndef DAEMON_STORE_H
 #define DAEMON_STORE_H
@@ -56,8 +57,9 @@ struct store_names {
 void store_names_release(struct store_names *l);
 
 /* Open or create the catalog of a store URL (sqlite:PATH or
- * postgresql://...) and migrate it. */
-int store_open(const char *url, struct store **out, struct sc_error *err);
+ * postgresql://...) and migrate it. PostgreSQL: a pool of `connections`
+ * connections (at least 1); SQLite: one. */
+int store_open(const char *url, size_t connections, struct store **out, struct sc_error *err);
 void store_close(struct store *s); /* NULL-safe */
 int store_is_postgresql(const struct store *s);
 /* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
@@ -155,12 +157,12 @@ int store_model_delete(struct store *s, const char *id, struct store_names *free
                        struct sc_error *err);
 
 /* For a module that keeps its own statements over the catalog (the build
- * queue, build_queue.h): the connection, with the store's mutex held
- * until store_db_release. Its statements are its own to prepare and
+ * queue, build_queue.h): a connection of the pool, its own until
+ * store_db_release(s, db). Its statements are its own to prepare and
  * finalize before the release. */
 struct sqldb;
 struct sqldb *store_db_hold(struct store *s);
-void store_db_release(struct store *s);
+void store_db_release(struct store *s, struct sqldb *db);
 
 /* ---- tokens (the secret is never stored, only its hash) ---- */
 int store_token_create(struct store *s, const struct api_token *t, const char *hash,
