@@ -1,5 +1,5 @@
-/* common/vec.c: doubling growth for malloc'd arrays, and a sort of what
- * comes in runs (vec.h). */
+/* common/vec.c: doubling growth for malloc'd arrays, a sort of what comes
+ * in runs and a selection (vec.h). */
 #include "common/vec.h"
 
 #include <assert.h>
@@ -68,4 +68,34 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
         }
         memcpy(v, w, n * size);
     }
+}
+
+int64_t sc_select_i64(int64_t *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    assert(k < n);
+    while (lo < hi) {
+        /* Hoare's partition of v[lo..hi] around the median of three */
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t a = v[lo], b = v[mid], c = v[hi];
+        int64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        size_t i = lo, j = hi;
+        for (;;) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i >= j)
+                break;
+            int64_t t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* v[lo..j] <= pivot <= v[j+1..hi] */
+        if (k <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+    return v[k];
 }

@@ -9,6 +9,7 @@
 #define COMMON_VEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Make room for `need` elements of `elem` bytes. Returns 0, or -1 (the array
@@ -30,5 +31,10 @@ static inline void sc_sort(void *base, size_t n, size_t size, int (*cmp)(const v
  * sections); stable, so the same order as qsort where cmp is a total
  * order. */
 void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* The k-th smallest of v[0..n) (k < n), found in place by quickselect: v
+ * is left permuted. The value a sort would put at v[k], in linear time on
+ * average, for the medians and percentiles that need no other order. */
+int64_t sc_select_i64(int64_t *v, size_t n, size_t k);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,93 @@ void est_score_of(const struct est_runs *r, const unsigned char *select, const d
     out->max_ape = worst;
 }
 
+/* One estimate of a run: its costs, detail and step, ms. */
+struct memo_entry {
+    struct est_costs costs;
+    enum est_detail detail;
+    double step_ms;
+};
+
+struct memo_run {
+    struct memo_entry *v;
+    size_t n, cap;
+};
+
+struct est_memo {
+    pthread_mutex_t lock;
+    size_t n, hits;
+    struct memo_run *runs;
+};
+
+struct est_memo *est_memo_new(size_t n)
+{
+    struct est_memo *m = calloc(1, sizeof *m);
+    if (!m || !(m->runs = calloc(n ? n : 1, sizeof *m->runs)) || pthread_mutex_init(&m->lock, NULL)) {
+        if (m)
+            free(m->runs);
+        free(m);
+        return NULL;
+    }
+    m->n = n;
+    return m;
+}
+
+void est_memo_free(struct est_memo *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        free(m->runs[i].v);
+    free(m->runs);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+size_t est_memo_hits(struct est_memo *m)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t hits = m->hits;
+    pthread_mutex_unlock(&m->lock);
+    return hits;
+}
+
+/* Run i's estimate with costs c at detail d from memo m (NULL: none); 1
+ * when found. Costs are compared byte for byte: copies of one start, as a
+ * fit makes them, compare equal where their values do. */
+static int memo_get(struct est_memo *m, size_t i, const struct est_costs *c, enum est_detail d, double *step_ms)
+{
+    int found = 0;
+    if (!m || i >= m->n)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    const struct memo_run *r = &m->runs[i];
+    for (size_t k = r->n; k-- > 0 && !found;)
+        if (r->v[k].detail == d && !memcmp(&r->v[k].costs, c, sizeof *c)) {
+            *step_ms = r->v[k].step_ms;
+            found = 1;
+        }
+    m->hits += (size_t)found;
+    pthread_mutex_unlock(&m->lock);
+    return found;
+}
+
+/* Keep run i's estimate with costs c at detail d in memo m (NULL: none);
+ * out of memory, it is not kept. */
+static void memo_put(struct est_memo *m, size_t i, const struct est_costs *c, enum est_detail d, double step_ms)
+{
+    if (!m || i >= m->n)
+        return;
+    pthread_mutex_lock(&m->lock);
+    struct memo_run *r = &m->runs[i];
+    if (sc_vec_reserve((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v) == 0) {
+        struct memo_entry *e = &r->v[r->n++];
+        memcpy(&e->costs, c, sizeof *c); /* every byte: memo_get compares them */
+        e->detail = d;
+        e->step_ms = step_ms;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
 int est_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
                  enum est_detail detail, double *pred, struct est_score *out, struct sc_error *err)
 {
@@ -166,13 +254,14 @@ int est_validate(const struct est_runs *r, const unsigned char *select, const st
     for (size_t i = 0; i < r->n; i++) {
         size_t j = r->same ? r->same[i] : i; /* j <= i */
         struct est_estimate e;
-        if ((select && !select[i]) || !isnan(est[j]))
+        if ((select && !select[i]) || !isnan(est[j]) || memo_get(r->memo, j, c, detail, &est[j]))
             continue;
         if ((rc = est_estimate(&r->specs[j], r->hws[j], c, detail, &e, err))) {
             sc_error_prefix(err, "line %zu", r->lines[j]);
             goto done;
         }
         est[j] = e.step_ms;
+        memo_put(r->memo, j, c, detail, est[j]);
         est_estimate_release(&e);
     }
     for (size_t i = 0; i < r->n; i++)

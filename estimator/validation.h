@@ -57,10 +57,13 @@ struct est_score {
     size_t n;
 };
 
+struct est_memo;
+
 /* Measured runs to estimate: each one's spec and GPU profile, measured
  * step time and line in its file (for messages). same (may be NULL): the
  * first run with a spec identical to each run's, whose estimate it
- * shares (a configuration measured again is estimated once). */
+ * shares (a configuration measured again is estimated once). memo (may
+ * be NULL): the estimates already made, by run and costs, to reuse. */
 struct est_runs {
     size_t n;
     const struct est_spec *specs;
@@ -68,7 +71,17 @@ struct est_runs {
     const double *step_ms;
     const size_t *lines;
     const size_t *same;
+    struct est_memo *memo;
 };
+
+/* A memo of n runs' step estimates by costs, for est_runs.memo: fits from
+ * one start on runs that overlap (the folds of a leave-one-out) evaluate
+ * the same first simplex, and a fit scores its best point, estimated
+ * already. Threads may share it. NULL when out of memory. */
+struct est_memo *est_memo_new(size_t n);
+void est_memo_free(struct est_memo *m);
+/* The estimates memo m has spared. */
+size_t est_memo_hits(struct est_memo *m);
 
 /* The score of estimates pred (ms) against the runs selected (NULL: all). */
 void est_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,

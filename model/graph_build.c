@@ -727,7 +727,7 @@ static size_t name_slot(const struct model_trace *t, uint32_t event, size_t n_na
 
 /* The median duration of each name of the rank's calls: their durations
  * gathered by name (a counting pass over the trace's string ids, no id
- * last), then each name's sorted. */
+ * last), then each name's middle one selected. */
 static int api_medians(struct builder *b, struct rank_build *r, struct api_median *m)
 {
     size_t n = 0, n_names = r->t->strings.n;
@@ -756,9 +756,8 @@ static int api_medians(struct builder *b, struct rank_build *r, struct api_media
     for (size_t q = 0, from = 0; q <= n_names; from = at[q++]) { /* at[q]: the end of name q's */
         if (at[q] == from)
             continue;
-        sc_sort(durs + from, at[q] - from, sizeof *durs, cmp_i64);
         m->name[m->n] = q < n_names ? (uint32_t)q : MODEL_NONE;
-        m->median[m->n++] = durs[from + (at[q] - from) / 2];
+        m->median[m->n++] = sc_select_i64(durs + from, at[q] - from, (at[q] - from) / 2);
     }
     free(durs);
     free(at);
@@ -812,8 +811,7 @@ static int calibrate_latencies(struct builder *b, struct rank_build *r)
         }
     }
     if (n) {
-        sc_sort(v, n, sizeof *v, cmp_i64);
-        r->launch_lat = max64(0, v[n / 10]);
+        r->launch_lat = max64(0, sc_select_i64(v, n, n / 10));
     }
     free(v);
     return SC_OK;
@@ -1268,8 +1266,7 @@ static int host_poll_edges(struct builder *b, struct rank_build *r)
         }
         if (rc || n < MODEL_HOST_POLL_MIN_CALLS)
             continue;
-        sc_sort(gaps, n, sizeof *gaps, cmp_i64);
-        int64_t usual = gaps[n / 2];
+        int64_t usual = sc_select_i64(gaps, n, n / 2);
         if (usual > MODEL_HOST_POLL_USUAL_MAX_NS)
             continue;
         int64_t long_gap = max64(MODEL_HOST_POLL_MIN_NS, MODEL_HOST_POLL_RATIO * usual);
@@ -1331,6 +1328,7 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
     const struct model_trace *t = r->t;
     struct op_ref *ops = NULL;
     int64_t *starts = NULL;
+    void *tmp = NULL;
     size_t n = 0, cap = 0;
     int rc = SC_OK;
     const struct api_median *med = &r->med;
@@ -1347,12 +1345,13 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
         }
     if (n < 64)
         goto out;
-    sc_sort(ops, n, sizeof *ops, by_lstart);
-    if (!(starts = malloc(n * sizeof *starts)))
+    /* each stream's launches come in order: merged as runs, through tmp */
+    if (!(tmp = malloc(n * sizeof *ops)) || !(starts = malloc(n * sizeof *starts)))
         goto oom;
+    sc_sort_runs(ops, tmp, n, sizeof *ops, by_lstart);
     for (size_t j = 0; j < n; j++)
         starts[j] = b->ts[ops[j].task];
-    sc_sort(starts, n, sizeof *starts, cmp_i64);
+    sc_sort_runs(starts, tmp, n, sizeof *starts, cmp_i64);
     /* pending when each launch returns: launched so far minus started */
     int64_t qmax = 0;
     size_t *pending = malloc(n * sizeof *pending);
@@ -1400,6 +1399,7 @@ static int launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *
 out:
     free(ops);
     free(starts);
+    free(tmp);
     return rc;
 oom:
     rc = OOM(b);
@@ -2234,8 +2234,7 @@ static int collectives(struct join *j)
     }
     for (size_t rk = 0; rk < nranks; rk++) {
         if (ndiff[rk]) {
-            sc_sort(diffs[rk], ndiff[rk], sizeof **diffs, cmp_i64);
-            j->clock_offset[rk] = diffs[rk][ndiff[rk] / 2];
+            j->clock_offset[rk] = sc_select_i64(diffs[rk], ndiff[rk], ndiff[rk] / 2);
         }
     }
 out:

@@ -7,8 +7,9 @@
  *
  * TEST registers the function at load time, so adding a test is adding a
  * function: no list to edit. tests/runner.c runs each test in its own child
- * process with a timeout, prints `ok`/`FAIL`/`skip` per test and ends with
- * the line `N passed, N failed`. A check that fails records the failure and
+ * process with a timeout (N at a time with -j N, TEST_ALONE tests alone),
+ * prints `ok`/`FAIL`/`skip` per test and ends with the line
+ * `N passed, N failed`. A check that fails records the failure and
  * lets the test go on; REQUIRE is for preconditions: when it fails the test
  * fails and ends there (what follows would only crash or mislead); SKIP()
  * ends the test as skipped with a reason. */
@@ -23,6 +24,7 @@ struct sc_test {
     const char *name;
     const char *file;
     void (*fn)(void);
+    int alone; /* TEST_ALONE: never run beside another test (runner -j) */
     struct sc_test *next;
 };
 
@@ -33,14 +35,22 @@ _Noreturn void sc_require_fail(const char *file, int line, const char *cond);
 _Noreturn void sc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int sc_check_failures;
 
-#define TEST(name)                                                                 \
+#define TEST_REGISTERED(name, alone)                                               \
     static void test_##name(void);                                                 \
-    static struct sc_test test_reg_##name = {#name, __FILE__, test_##name, NULL};  \
+    static struct sc_test test_reg_##name = {#name, __FILE__, test_##name, alone,  \
+                                             NULL};                                \
     __attribute__((constructor)) static void test_ctor_##name(void)                \
     {                                                                              \
         sc_test_register(&test_reg_##name);                                        \
     }                                                                              \
     static void test_##name(void)
+
+#define TEST(name) TEST_REGISTERED(name, 0)
+
+/* A test that times what it asserts (latency under load, timeouts): with
+ * `stepcast-tests -j N` it runs when no other test does, so another
+ * test's work cannot make it fail. */
+#define TEST_ALONE(name) TEST_REGISTERED(name, 1)
 
 #define CHECK(c)                                                                   \
     do {                                                                           \

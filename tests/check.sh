@@ -27,23 +27,55 @@
 #      (tests/interop/run.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
+# The test runners run JOBS tests at once (default: the cores; their
+# TEST_ALONE tests, which time what they assert, alone). The published
+# runs' fits (7), which use the cores on their own, run beside the phases
+# after them that mostly wait (the dashboard, the Python client, the
+# documents' and interop checks): their output is printed when they end.
+# Each build and phase prints its wall and CPU time (`== phase NAME: W s
+# wall, C s CPU`; CPU is user + system of every process it ran and waited
+# for), and a table of them comes before the last line.
 set -u
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 passed=0
 failed=0
+timings=()       # "NAME<TAB>WALL<TAB>CPU" per build and phase, in order
+started=$EPOCHREALTIME
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-# run a phase: NAME COMMAND...; adds its summary to the totals
-phase() {
-    local name=$1 log summary p f
-    shift
-    echo "== $name: $*"
-    log=$(mktemp)
-    "$@" 2>&1 | tee "$log"
-    local rc=${PIPESTATUS[0]}
+# set variable $1 to the CPU seconds (user + system) of the children this
+# shell has waited for (`times` runs here: in a $(...) it would count a
+# subshell's)
+children_cpu() {
+    local f=$work/times.$BASHPID
+    times >"$f"
+    printf -v "$1" '%s' "$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+        printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$f")"
+}
+
+# the CPU seconds from $1 to $2
+minus() {
+    awk -v a="$2" -v b="$1" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# the seconds since EPOCHREALTIME was T0
+since() {
+    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# note what NAME took: WALL and CPU seconds
+timed() {
+    echo "== phase $1: $2 s wall, $3 s CPU"
+    timings+=("$1"$'\t'"$2"$'\t'"$3")
+}
+
+# add the summary in LOG of phase NAME (its exit status RC) to the totals
+account() {
+    local name=$1 rc=$2 log=$3 summary p f
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
-    rm -f "$log"
     if [ -z "$summary" ]; then
         echo "== $name: no test summary (exit status $rc): counted as 1 failure"
         failed=$((failed + 1))
@@ -63,13 +95,60 @@ phase() {
     failed=$((failed + f))
 }
 
+# run a phase: NAME COMMAND...; adds its summary to the totals
+phase() {
+    local name=$1 log t0 c0 c1 rc
+    shift
+    echo "== $name: $*"
+    log=$(mktemp -p "$work")
+    t0=$EPOCHREALTIME
+    children_cpu c0
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    children_cpu c1
+    timed "$name" "$(since "$t0")" "$(minus "$c1" "$c0")"
+    account "$name" "$rc" "$log"
+}
+
+# start a phase in the background: NAME COMMAND...; phase_join prints its
+# output and adds it to the totals
+bg_name=
+phase_start() {
+    bg_name=$1
+    shift
+    echo "== $bg_name: $* (beside the phases that follow; its output when it ends)"
+    (
+        t0=$EPOCHREALTIME
+        "$@" >"$work/bg.log" 2>&1
+        echo $? >"$work/bg.rc"
+        since "$t0" >"$work/bg.wall"
+        children_cpu c
+        echo "$c" >"$work/bg.cpu"
+    ) &
+}
+phase_join() {
+    [ -n "$bg_name" ] || return 0
+    wait
+    echo "== $bg_name: its output"
+    cat "$work/bg.log"
+    timed "$bg_name" "$(cat "$work/bg.wall")" "$(cat "$work/bg.cpu")"
+    account "$bg_name" "$(cat "$work/bg.rc")" "$work/bg.log"
+    bg_name=
+}
+
 build() {
+    local t0 c0 c1 rc=0
     echo "== build: $*"
+    t0=$EPOCHREALTIME
+    children_cpu c0
     if ! $MAKE -j"$JOBS" -s "$@"; then
         echo "== build failed: make $*"
         failed=$((failed + 1))
-        return 1
+        rc=1
     fi
+    children_cpu c1
+    timed "build $*" "$(since "$t0")" "$(minus "$c1" "$c0")"
+    return $rc
 }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
@@ -78,13 +157,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build all tests; then
     # the replicas' load test at the issue's 60 s here; ASan's run below
     # keeps the test's own 20 s (each request costs several times more)
-    phase "tests" env STEPCAST_LOAD_SECONDS=60 build/tests/stepcast-tests
+    phase "tests" env STEPCAST_LOAD_SECONDS=60 build/tests/stepcast-tests -j "$JOBS"
 fi
 if build SANITIZE=address,undefined tests; then
-    phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests
+    phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests -j "$JOBS"
 fi
 if build fuzz-build; then
-    phase "fuzz corpora" sh tests/fuzz/replay.sh build/fuzz
+    phase "fuzz corpora" env JOBS="$JOBS" sh tests/fuzz/replay.sh build/fuzz
 fi
 if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then
     if build profiler-tests; then
@@ -97,40 +176,44 @@ else
     echo "== profiler: no CUDA toolkit with CUPTI: its tests do not run here"
 fi
 
-if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-    if build all build/gentrace; then
-        phase "dashboard in chromium" node tests/browser/dashboard.mjs build
-    fi
-else
-    echo "== dashboard: no chromium at ${CHROMIUM:-/usr/bin/chromium} (scripts/deps.sh installs it): its tests do not run here"
-fi
-if build all; then
-    phase "python client" sh clients/python/tests/run.sh build
-fi
 validation=${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
-if [ ! -f "$validation" ]; then
-    echo "== validation: skipped: $validation is not here"
-elif build build/validate; then
-    phase "validation" build/validate "$validation"
-fi
 published=${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md
-if [ ! -f "$published" ]; then
-    echo "== published runs: skipped: $published is not here"
-elif build build/validate; then
-    phase "published runs" build/validate --published "$published"
-fi
-if build all; then
+if build all build/gentrace build/validate; then
+    if [ ! -f "$published" ]; then
+        echo "== published runs: skipped: $published is not here"
+    else
+        phase_start "published runs" build/validate --published "$published"
+    fi
+    if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+        phase "dashboard in chromium" node tests/browser/dashboard.mjs build
+    else
+        echo "== dashboard: no chromium at ${CHROMIUM:-/usr/bin/chromium} (scripts/deps.sh installs it): its tests do not run here"
+    fi
+    phase "python client" sh clients/python/tests/run.sh build
+    if [ ! -f "$validation" ]; then
+        echo "== validation: skipped: $validation is not here"
+    else
+        phase "validation" build/validate "$validation"
+    fi
     phase "hopper steps" python3 tests/hopper_steps.py --cli build/stepcast
     phase "what-if on measured steps" python3 tests/whatif_steps.py --cli build/stepcast
     phase "docs' what-if examples" python3 tests/docs_examples.py
     phase "docs against the programs" python3 tests/docs_check.py
-fi
-interop=${STEPCAST_SHARED:-../shared}/interop
-if [ ! -d "$interop" ]; then
-    echo "== interop: skipped: $interop is not here"
-elif build all; then
-    phase "interop (HTA, Chakra)" /usr/bin/python3 tests/interop/run.py --cli build/stepcast
+    interop=${STEPCAST_SHARED:-../shared}/interop
+    if [ ! -d "$interop" ]; then
+        echo "== interop: skipped: $interop is not here"
+    else
+        phase "interop (HTA, Chakra)" /usr/bin/python3 tests/interop/run.py --cli build/stepcast
+    fi
+    phase_join
 fi
 
+echo "== times (wall s, CPU s):"
+for t in "${timings[@]}"; do
+    IFS=$'\t' read -r name wall cpu <<<"$t"
+    printf '   %-58s %7s %7s\n' "$name" "$wall" "$cpu"
+done
+children_cpu cpu
+printf '   %-58s %7s %7s\n' "in all" "$(since "$started")" "$cpu"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,8 +5,11 @@ For each file: `build/bench-load FILE` (tests/bench/bench_load.c: the load
 every command shares, and each rank's summary, as `stepcast inspect` makes
 it) against `python3 -c 'import json; json.load(open(F))'` on the same
 decompressed file, best of 5 wall-clock runs each, and the peak RSS of each
-process (from wait4). Prints the figures with the commands."""
-import gzip, os, shutil, subprocess, sys, tempfile, time
+process (from wait4); then the whole `stepcast inspect` of the real trace
+against json.load of it, medians of 5 in CPU time (user + system, what a
+shared machine changes least; target x15). Prints the figures with the
+commands."""
+import gzip, os, shutil, statistics, subprocess, sys, tempfile, time
 
 RUNS = 5
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -14,8 +17,9 @@ BUILD = os.path.join(ROOT, "build")
 SHARED = os.environ.get("STEPCAST_SHARED", os.path.join(ROOT, "..", "shared"))
 
 
-def run(argv):
-    """(wall seconds, peak RSS bytes) of one run of argv."""
+def run(argv, cpu=False):
+    """(wall seconds, peak RSS bytes) of one run of argv; with cpu, its CPU
+    seconds in place of the wall ones."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
@@ -24,7 +28,7 @@ def run(argv):
     p.stderr.close()
     if status != 0:
         sys.exit("bench: %s failed: %s" % (" ".join(argv), err.strip()))
-    return dt, ru.ru_maxrss * 1024
+    return (ru.ru_utime + ru.ru_stime if cpu else dt), ru.ru_maxrss * 1024
 
 
 def best(argv):
@@ -55,6 +59,21 @@ def bench(label, path, size=None):
     return t_py / t_ours, rss_ours < size
 
 
+def inspect_vs_json_load(path):
+    """`stepcast inspect` (load, graph, the collectives across ranks and
+    the host's waits, printed) against json.load of the plain file path,
+    the two in turn, medians of RUNS in CPU seconds."""
+    ours = [os.path.join(BUILD, "stepcast"), "inspect", path]
+    py = [sys.executable, "-c", "import json; json.load(open(%r))" % path]
+    t_ours, t_py = [], []
+    for _ in range(RUNS):
+        t_ours.append(run(ours, cpu=True)[0])
+        t_py.append(run(py, cpu=True)[0])
+    a, b = statistics.median(t_ours), statistics.median(t_py)
+    print("  stepcast inspect %s: %.3f s CPU; json.load: %.3f s CPU (medians of %d); x%.1f (target x15: %s)"
+          % (os.path.basename(path), a, b, RUNS, b / a, "met" if b / a >= 15 else "NOT met"))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="stepcast-bench-")
     try:
@@ -67,6 +86,7 @@ def main():
                 shutil.copyfileobj(src, dst)
             base_size = os.path.getsize(plain)
             results.append(bench("real trace (trace_diff/control)", plain))
+            inspect_vs_json_load(plain)
             os.unlink(plain)
             out = subprocess.run([os.path.join(BUILD, "bench-load"), control], check=True,
                                  capture_output=True, text=True).stdout.strip()

@@ -2,14 +2,18 @@
 # tests/fuzz/replay.sh BUILD_DIR: run every fuzz target over its corpus
 # (tests/fuzz/corpus/<target>/), then fuzz each briefly from that corpus.
 # Prints one line per input and the runner's summary `N passed, N failed`.
+# JOBS targets (default: the cores) run at a time, each one's lines printed
+# when its batch ends, in the targets' order.
 set -u
 dir=${1:-build/fuzz}
 runs=${FUZZ_RUNS:-20000}
-passed=0
-failed=0
-for bin in "$dir"/fuzz_*; do
-    [ -x "$bin" ] || continue
-    name=${bin##*/fuzz_}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# one target: its lines on stdout, its passed and failed counts in $out/NAME.n
+target() {
+    bin=$1 name=$2 passed=0 failed=0
     corpus=tests/fuzz/corpus/$name
     for f in "$corpus"/*; do
         [ -f "$f" ] || continue
@@ -33,6 +37,45 @@ for bin in "$dir"/fuzz_*; do
         cp "$scratch"/crash-* "$scratch"/leak-* "$scratch"/timeout-* tests/fuzz/ 2>/dev/null
     fi
     rm -rf "$scratch" "$scratch.log"
+    echo "$passed $failed" >"$out/$name.n"
+}
+
+# the targets started since the last batch ended: wait, then print them
+batch=
+finish() {
+    wait
+    for name in $batch; do
+        cat "$out/$name.log"
+    done
+    batch=
+}
+
+running=0
+all=
+for bin in "$dir"/fuzz_*; do
+    [ -x "$bin" ] || continue
+    name=${bin##*/fuzz_}
+    target "$bin" "$name" >"$out/$name.log" 2>&1 &
+    batch="$batch $name"
+    all="$all $name"
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        finish
+        running=0
+    fi
+done
+finish
+passed=0
+failed=0
+for name in $all; do
+    if [ ! -f "$out/$name.n" ]; then
+        echo "FAIL fuzz_$name: ended without its counts"
+        failed=$((failed + 1))
+        continue
+    fi
+    read -r p f <"$out/$name.n"
+    passed=$((passed + p))
+    failed=$((failed + f))
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -38,6 +38,15 @@ static void expect_too_large(const struct svc_daemon *d, const char *path, const
     svc_resp_release(&r);
 }
 
+/* The light requests' times are checked only without ASan (its slowdown
+ * is not the daemon's): without it these tests run alone (TEST_ALONE),
+ * under it beside other tests. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_TIMED(name) TEST(name)
+#else
+#define TEST_TIMED(name) TEST_ALONE(name)
+#endif
+
 TEST(svc_admission_refuses_what_could_never_fit)
 {
     static const char *const args[] = {"--memory-budget", "2G", NULL};
@@ -129,7 +138,7 @@ static void tally(const char *what, int i, long status, int retry_after, int *ok
 /* Six kernel-detail estimates of about 350 MB each at once under a budget
  * that holds two: the rest are told to come back (429, Retry-After), none
  * is 413 or 5xx, and the daemon's peak stays near the budget. */
-TEST(svc_admission_busy_is_429_with_retry_after)
+TEST_ALONE(svc_admission_busy_is_429_with_retry_after)
 {
     enum { N = 6 };
     static const char *const args[] = {"--memory-budget", "900M", "--http-threads", "8", NULL};
@@ -236,7 +245,7 @@ static void *counted_estimate(void *arg)
  * in the maximum, not in the p99, since a client that waits sends no
  * others. p99 and the maximum are printed (BENCHMARKS.md, "Hostile
  * requests"). With every HTTP thread computing they stalled for seconds. */
-TEST(svc_admission_light_requests_stay_fast_under_heavy_load)
+TEST_TIMED(svc_admission_light_requests_stay_fast_under_heavy_load)
 {
     enum { PLANS = 8, ESTIMATES = 4 };
     struct svc_daemon d;
@@ -340,7 +349,7 @@ static void *heavy_whatif(void *arg)
  * candidates could never fit is 413 too; and what-ifs that fit alone but
  * not together, at once, are partly told to come back (429, Retry-After).
  * Before, the 4,096-layer what-if ran (hundreds of MB) and none was 429. */
-TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
+TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
 {
     enum { N = 6 };
     static const char *const small[] = {"--memory-budget", "64M", NULL};
@@ -420,7 +429,7 @@ static void *upload_one(void *arg)
  * (workers.h), not on an HTTP thread, so /healthz stays under 100 ms at
  * p99 and never waits a second. Before, the checks held every HTTP
  * thread and /healthz waited for them. */
-TEST(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
+TEST_TIMED(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
 {
     enum { N = 6 };
     struct svc_daemon d;

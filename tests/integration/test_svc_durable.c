@@ -183,7 +183,7 @@ static void *post(void *arg)
     "{\"model\":{\"layers\":30,\"hidden\":3072,\"heads\":32,\"seq\":2048},\"parallel\":{\"dp\":1,\"global_batch\":" \
     "8192},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}"
 
-TEST(svc_durable_drain_timeout_cancels_what_still_runs)
+TEST_ALONE(svc_durable_drain_timeout_cancels_what_still_runs)
 {
     static const char *const args[] = {"--drain-timeout", "1", NULL};
     struct svc_daemon d;
@@ -216,7 +216,7 @@ TEST(svc_durable_drain_timeout_cancels_what_still_runs)
 /* One thread computing for requests and one waiting: of four estimates
  * at once, the others are told to come back (429, Retry-After), and the
  * two taken are answered. */
-TEST(svc_durable_request_pool_full_is_429)
+TEST_ALONE(svc_durable_request_pool_full_is_429)
 {
     enum { N = 4 };
     static const char *const args[] = {"--heavy-requests", "1", "--heavy-queue", "1", NULL};

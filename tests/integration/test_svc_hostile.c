@@ -567,7 +567,7 @@ static double closed_after(int fd, const char *drip, double every, double wait_s
     return -1;
 }
 
-TEST(svc_hostile_slow_head_and_body)
+TEST_ALONE(svc_hostile_slow_head_and_body)
 {
     struct ctx c;
     char head[512];
@@ -687,7 +687,7 @@ static const char *tiny_events_gzip(const char *name, long n)
     return path;
 }
 
-TEST(svc_hostile_uploads_of_millions_of_events)
+TEST_ALONE(svc_hostile_uploads_of_millions_of_events)
 {
     struct ctx c;
     enum { EVENTS = 3000000, UPLOADS = 3 };

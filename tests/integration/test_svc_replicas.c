@@ -136,7 +136,7 @@ TEST(svc_replicas_token_room_holds_across_replicas)
 /* A token revoked through replica 1 is refused by replica 2 within 1 s
  * (no replica keeps tokens it read), and a token created through replica
  * 2 works on replica 1 as soon. */
-TEST(svc_replicas_revocation_takes_effect_everywhere)
+TEST_ALONE(svc_replicas_revocation_takes_effect_everywhere)
 {
     struct pg_server pg;
     struct svc_daemon d[2];

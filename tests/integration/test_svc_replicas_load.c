@@ -128,7 +128,7 @@ static void check_jobs(const struct svc_daemon *d, struct client *cl)
     printf("    %ld jobs acknowledged and kept, %ld deleted: all as acknowledged\n", live, gone);
 }
 
-TEST(svc_replicas_fifty_clients_over_three_replicas)
+TEST_ALONE(svc_replicas_fifty_clients_over_three_replicas)
 {
     static struct client cl[CLIENTS];
     struct svc_daemon d[3];
@@ -214,7 +214,7 @@ static void *writer_run(void *arg)
  * are 200 or 503 (never another failure), some are 503 while it is down,
  * and once it is back both replicas answer again without a restart;
  * every job acknowledged is there. */
-TEST(svc_replicas_postgresql_restarted_under_load)
+TEST_ALONE(svc_replicas_postgresql_restarted_under_load)
 {
     struct pg_server pg;
     struct svc_daemon d[2];

@@ -79,6 +79,7 @@ static void pub_free(struct pub *p)
     free(p->fits);
     free(p->group);
     free(p->ok);
+    est_memo_free(p->runs.memo);
 }
 
 /* mark the runs a predicate selects; their count */
@@ -263,7 +264,8 @@ static int build(struct pub *p, int *failed)
         free(json[i]);
     }
     free(json);
-    p->runs = (struct est_runs){m, p->specs, p->hws, p->step_ms, p->lines, p->same};
+    /* the folds' fits start alike: the memo spares their common estimates */
+    p->runs = (struct est_runs){m, p->specs, p->hws, p->step_ms, p->lines, p->same, est_memo_new(m)};
     printf("%zu rows: %zu the spec expresses (%zu distinct configurations), %zu refused, %zu skipped:\n", n, m,
            distinct, n - m - skipped, skipped);
     for (size_t k = 0; k < n_reasons; k++)
@@ -452,7 +454,8 @@ static int folds_report(struct pub *p, enum est_detail detail, int iters, double
         }
         score_pick(p, "MoE rows, fitted", is_moe, NULL, pred, test, TARGET_MOE);
     }
-    printf("     fits took %.1f s (%.1f s in all)\n", seconds, now_s() - t0);
+    printf("     fits took %.1f s (%.1f s in all; %zu row estimates from the memo)\n", seconds, now_s() - t0,
+           p->runs.memo ? est_memo_hits(p->runs.memo) : 0);
 out:
     free(train);
     free(test);

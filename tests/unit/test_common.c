@@ -175,6 +175,49 @@ TEST(common_sort_runs_is_a_stable_sort)
     free(tmp);
 }
 
+static int by_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* sc_select_i64 against a sort: every rank k of arrays of each length up
+ * to 40 and of 1,001 elements, sorted, reversed, all equal, few distinct
+ * values (runs of duplicates) and random, with negatives. */
+TEST(common_select_i64_is_the_sorted_kth)
+{
+    enum { N = 1001 };
+    int64_t *v = malloc(N * sizeof *v), *sorted = malloc(N * sizeof *sorted);
+    REQUIRE(v && sorted);
+    uint32_t seed = 777;
+    size_t bad = 0, tried = 0;
+    for (size_t n = 1; n <= N; n = n < 40 ? n + 1 : N) {
+        for (int shape = 0; shape < 5; shape++) {
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                sorted[i] = shape == 0   ? (int64_t)i
+                            : shape == 1 ? -(int64_t)i
+                            : shape == 2 ? 42
+                            : shape == 3 ? (int64_t)(seed >> 16) % 3 - 1
+                                         : (int64_t)(seed >> 8) - (1 << 23);
+            }
+            qsort(sorted, n, sizeof *sorted, by_i64);
+            for (size_t k = 0; k < n; k += n < 40 ? 1 : 37) {
+                for (size_t i = 0; i < n; i++) /* the same values, in a shuffled order */
+                    v[i] = sorted[(i * 7919 + (size_t)shape) % n];
+                bad += sc_select_i64(v, n, k) != sorted[k];
+                tried++;
+            }
+        }
+        if (n == N)
+            break;
+    }
+    CHECK(tried > 4000);
+    CHECK_EQ_INT(bad, 0);
+    free(v);
+    free(sorted);
+}
+
 TEST(common_i64map_put_get_replace)
 {
     struct sc_i64map m = SC_I64MAP_INIT;
