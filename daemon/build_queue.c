@@ -18,56 +18,27 @@
 
 #define NS_PER_S INT64_C(1000000000)
 
-/* A statement's parameter: text (NULL binds NULL), an integer or a real. */
-struct arg {
-    char kind; /* 't', 'i', 'd' */
-    const char *t;
-    int64_t i;
-    double d;
-};
-#define T(v) {'t', (v), 0, 0}
-#define I(v) {'i', NULL, (v), 0}
-#define D(v) {'d', NULL, 0, (v)}
+#define T(v) SQLDB_T(v)
+#define I(v) SQLDB_I(v)
+#define D(v) SQLDB_D(v)
 
-typedef void (*row_fn)(struct sqldb_stmt *st, void *ctx);
+typedef int (*row_fn)(void *ctx, struct sqldb_stmt *st);
 
-/* Run q (the store held) with args; row(st, ctx) for each row; *rows gets
+/* Run q (the store held) with args; row(ctx, st) for each row; *rows gets
  * how many there were. */
-static int query(struct sqldb *db, const char *q, const struct arg *a, size_t na, row_fn row, void *ctx,
+static int query(struct sqldb *db, const char *q, const struct sqldb_arg *a, size_t na, row_fn row, void *ctx,
                  int64_t *rows, struct sc_error *err)
 {
-    struct sqldb_stmt *st;
-    int r, rc = sqldb_prepare(db, q, &st, err);
-    if (rows)
-        *rows = 0;
-    if (rc)
-        return rc;
-    for (size_t k = 0; k < na; k++) {
-        if (a[k].kind == 't')
-            sqldb_bind_text(st, (int)k + 1, a[k].t);
-        else if (a[k].kind == 'i')
-            sqldb_bind_int64(st, (int)k + 1, a[k].i);
-        else
-            sqldb_bind_double(st, (int)k + 1, a[k].d);
-    }
-    while ((r = sqldb_step(st)) == SQLDB_ROW) {
-        if (rows)
-            ++*rows;
-        if (row)
-            row(st, ctx);
-    }
-    if (r != SQLDB_DONE)
-        rc = sc_error_set(err, sqldb_status(db), "catalog: build queue: %s", sqldb_errmsg(db));
-    sqldb_finalize(st);
-    return rc;
+    return sqldb_each_row(db, q, a, na, row, ctx, rows, "catalog: build queue", err);
 }
 
 /* query() with the store taken and given back around it. */
-static int held(struct store *s, const char *q, const struct arg *a, size_t na, row_fn row, void *ctx,
+static int held(struct store *s, const char *q, const struct sqldb_arg *a, size_t na, row_fn row, void *ctx,
                 int64_t *rows, struct sc_error *err)
 {
-    int rc = query(store_db_hold(s), q, a, na, row, ctx, rows, err);
-    store_db_release(s);
+    struct sqldb *db = store_db_hold(s);
+    int rc = query(db, q, a, na, row, ctx, rows, err);
+    store_db_release(s, db);
     return rc;
 }
 
@@ -77,14 +48,16 @@ static void copy_text(struct sqldb_stmt *st, int i, char *out, size_t n)
     snprintf(out, n, "%s", t ? t : "");
 }
 
-static void read_id(struct sqldb_stmt *st, void *ctx)
+static int read_id(void *ctx, struct sqldb_stmt *st)
 {
     copy_text(st, 0, ctx, API_ID_MAX);
+    return SC_OK;
 }
 
-static void read_sha(struct sqldb_stmt *st, void *ctx)
+static int read_sha(void *ctx, struct sqldb_stmt *st)
 {
     copy_text(st, 0, ctx, DIGEST_HEX_LEN + 1);
+    return SC_OK;
 }
 
 int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_error *err)
@@ -95,20 +68,20 @@ int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_
         " ORDER BY created_ns, id LIMIT 1";
     char q[512];
     int64_t now = store_now_ns(), rows = 0;
-    struct arg a[] = {T(owner), I(now + BQ_LEASE_S * NS_PER_S), I(now)};
+    struct sqldb_arg a[] = {T(owner), I(now + BQ_LEASE_S * NS_PER_S), I(now)};
     struct sqldb *db = store_db_hold(s);
     snprintf(q, sizeof q, "%s%s) RETURNING id", head,
              sqldb_kind(db) == SQLDB_POSTGRESQL ? " FOR UPDATE SKIP LOCKED" : "");
     id[0] = '\0';
     int rc = query(db, q, a, 3, read_id, id, &rows, err);
-    store_db_release(s);
+    store_db_release(s, db);
     return rc ? rc : rows > 0 && id[0];
 }
 
 int bq_renew(struct store *s, const char *id, const char *owner, double progress, int *kept,
              struct sc_error *err)
 {
-    struct arg a[] = {T(id), T(owner), I(store_now_ns() + BQ_LEASE_S * NS_PER_S), D(progress)};
+    struct sqldb_arg a[] = {T(id), T(owner), I(store_now_ns() + BQ_LEASE_S * NS_PER_S), D(progress)};
     int64_t rows = 0;
     int rc = held(s,
                   "UPDATE models SET lease_ns = ?3, progress = ?4"
@@ -120,7 +93,7 @@ int bq_renew(struct store *s, const char *id, const char *owner, double progress
 
 int bq_release(struct store *s, const char *id, const char *owner, struct sc_error *err)
 {
-    struct arg a[] = {T(id), T(owner)};
+    struct sqldb_arg a[] = {T(id), T(owner)};
     return held(s,
                 "UPDATE models SET lease_owner = NULL, lease_ns = NULL, progress = 0"
                 " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
@@ -129,7 +102,7 @@ int bq_release(struct store *s, const char *id, const char *owner, struct sc_err
 
 int bq_release_all(struct store *s, const char *owner, struct sc_error *err)
 {
-    struct arg a[] = {T(owner)};
+    struct sqldb_arg a[] = {T(owner)};
     return held(s,
                 "UPDATE models SET lease_owner = NULL, lease_ns = NULL, progress = 0"
                 " WHERE lease_owner = ?1 AND status = 'building' RETURNING id",
@@ -141,8 +114,8 @@ int bq_finish(struct store *s, const char *id, const char *owner, enum api_model
               struct sc_error *err)
 {
     int64_t now = store_now_ns(), rows = 0;
-    struct arg blob[] = {T(built), I((int64_t)bytes), I(now)};
-    struct arg a[] = {T(id),      T(owner), T(api_model_status_name(status)), T(error), T(summary),
+    struct sqldb_arg blob[] = {T(built), I((int64_t)bytes), I(now)};
+    struct sqldb_arg a[] = {T(id),      T(owner), T(api_model_status_name(status)), T(error), T(summary),
                       I(now),     T(built)};
     struct sqldb *db = store_db_hold(s);
     int rc = sqldb_begin(db, err);
@@ -163,7 +136,7 @@ int bq_finish(struct store *s, const char *id, const char *owner, enum api_model
         *kept = rc == SC_OK;
     } else
         sqldb_rollback(db); /* the lease is gone: nor is the blob's row wanted */
-    store_db_release(s);
+    store_db_release(s, db);
     return rc;
 }
 
@@ -172,17 +145,18 @@ struct progress_row {
     int queued;
 };
 
-static void read_progress(struct sqldb_stmt *st, void *ctx)
+static int read_progress(void *ctx, struct sqldb_stmt *st)
 {
     struct progress_row *p = ctx;
     p->fraction = sqldb_column_double(st, 0);
     p->queued = sqldb_column_int64(st, 1) != 0;
+    return SC_OK;
 }
 
 int bq_progress(struct store *s, const char *id, double *fraction, int *queued, struct sc_error *err)
 {
     struct progress_row p = {0, 0};
-    struct arg a[] = {T(id), I(store_now_ns())};
+    struct sqldb_arg a[] = {T(id), I(store_now_ns())};
     int64_t rows = 0;
     int rc = held(s,
                   "SELECT COALESCE(progress, 0),"
@@ -198,17 +172,18 @@ struct counts_row {
     int64_t all, waiting;
 };
 
-static void read_counts(struct sqldb_stmt *st, void *ctx)
+static int read_counts(void *ctx, struct sqldb_stmt *st)
 {
     struct counts_row *c = ctx;
     c->all = sqldb_column_int64(st, 0);
     c->waiting = sqldb_column_int64(st, 1);
+    return SC_OK;
 }
 
 int bq_counts(struct store *s, int64_t *all, int64_t *waiting, struct sc_error *err)
 {
     struct counts_row c = {0, 0};
-    struct arg a[] = {I(store_now_ns())};
+    struct sqldb_arg a[] = {I(store_now_ns())};
     int rc = held(s,
                   "SELECT COUNT(*), COALESCE(SUM(CASE WHEN lease_ns IS NULL OR lease_ns < ?1 THEN 1 ELSE 0 END), 0)"
                   " FROM models WHERE status = 'building'",
@@ -220,7 +195,7 @@ int bq_counts(struct store *s, int64_t *all, int64_t *waiting, struct sc_error *
 
 int bq_built_blob(struct store *s, const char *id, char sha[DIGEST_HEX_LEN + 1], struct sc_error *err)
 {
-    struct arg a[] = {T(id)};
+    struct sqldb_arg a[] = {T(id)};
     int64_t rows = 0;
     sha[0] = '\0';
     int rc = held(s, "SELECT built FROM models WHERE id = ?1 AND status = 'ready' AND built IS NOT NULL", a, 1,
@@ -232,14 +207,11 @@ struct built_rows {
     char (*ids)[API_ID_MAX];
     char (*shas)[DIGEST_HEX_LEN + 1];
     size_t n, cap;
-    int failed;
 };
 
-static void read_built(struct sqldb_stmt *st, void *ctx)
+static int read_built(void *ctx, struct sqldb_stmt *st)
 {
     struct built_rows *b = ctx;
-    if (b->failed)
-        return;
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 16;
         void *i = realloc(b->ids, cap * sizeof *b->ids), *h = i ? realloc(b->shas, cap * sizeof *b->shas) : NULL;
@@ -247,15 +219,14 @@ static void read_built(struct sqldb_stmt *st, void *ctx)
             b->ids = i;
         if (h)
             b->shas = h;
-        if (!i || !h) {
-            b->failed = 1;
-            return;
-        }
+        if (!i || !h)
+            return SC_ENOMEM;
         b->cap = cap;
     }
     copy_text(st, 0, b->ids[b->n], API_ID_MAX);
     copy_text(st, 1, b->shas[b->n], DIGEST_HEX_LEN + 1);
     b->n++;
+    return SC_OK;
 }
 
 int bq_built_blobs(struct store *s, char (**ids)[API_ID_MAX], char (**shas)[DIGEST_HEX_LEN + 1],
@@ -264,7 +235,7 @@ int bq_built_blobs(struct store *s, char (**ids)[API_ID_MAX], char (**shas)[DIGE
     struct built_rows b = {0};
     int rc = held(s, "SELECT id, built FROM models WHERE built IS NOT NULL ORDER BY id", NULL, 0, read_built, &b,
                   NULL, err);
-    if (rc == SC_OK && b.failed)
+    if (rc == SC_ENOMEM)
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     if (rc) {
         free(b.ids);

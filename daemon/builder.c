@@ -59,7 +59,15 @@ struct builder {
     int lease_started, lease_stop;
     struct slot *slots;
     struct worker_arg *args;
+    /* builder_counts: the catalog's waiting builds, as counted at
+     * counted_at (CLOCK_MONOTONIC seconds; 0: never) */
+    int64_t counted_waiting;
+    double counted_at;
 };
+
+/* How long builder_counts reuses the catalog's count: /healthz and
+ * /metrics run no query per probe. */
+#define COUNTS_FRESH_S 1.0
 
 /* A model's traces and build options from the catalog, built. */
 static int build_from_catalog(struct builder *b, const char *id, const struct api_model *m,
@@ -431,10 +439,22 @@ int builder_progress(struct builder *b, const char *id, double *fraction, int *q
 void builder_counts(struct builder *b, long *running, long *queued)
 {
     struct sc_error err;
-    int64_t all = 0, waiting = 0;
-    if (bq_counts(b->env.store, &all, &waiting, &err))
-        waiting = 0;
+    struct timespec ts;
+    int64_t all = 0, waiting;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     pthread_mutex_lock(&b->mu);
+    int fresh = b->counted_at > 0 && now - b->counted_at < COUNTS_FRESH_S;
+    waiting = b->counted_waiting;
+    pthread_mutex_unlock(&b->mu);
+    int counted = !fresh && bq_counts(b->env.store, &all, &waiting, &err) == SC_OK;
+    if (!fresh && !counted)
+        waiting = 0; /* the catalog does not answer: not kept */
+    pthread_mutex_lock(&b->mu);
+    if (counted) {
+        b->counted_waiting = waiting;
+        b->counted_at = now;
+    }
     *running = (long)(b->running - b->waiting);
     *queued = (long)(b->waiting + (unsigned)waiting);
     pthread_mutex_unlock(&b->mu);

@@ -62,6 +62,8 @@ int builder_submit(struct builder *b, const char *id, struct sc_error *err);
  * worker or for memory) when id is queued or building, here or on another
  * replica (as its last lease renewal wrote it), else 0. */
 int builder_progress(struct builder *b, const char *id, double *fraction, int *queued);
+/* Builds running here, and queued here or in the catalog (its count is
+ * reused for up to a second: health probes and scrapes cost no query). */
 void builder_counts(struct builder *b, long *running, long *queued);
 /* Stop taking builds and wait up to timeout_s for those running to finish;
  * queued ones stay `building` in the catalog for the next claim. Returns 1

@@ -44,6 +44,8 @@ static const struct cfg_entry table[] = {
      "hosts (default DATA-DIR/blobs)"},
     {"store", CFG_STR, F(store), "", 0, 0, 0,
      "catalog: sqlite:PATH or postgresql://... (default sqlite:DATA-DIR/catalog.db)"},
+    {"store-connections", CFG_INT, F(store_connections), "4", 1, 256, 0,
+     "connections to a PostgreSQL store (a pool; a transaction runs on one; SQLite uses one)"},
     {"listen", CFG_STR, F(listen), "127.0.0.1:8750", 0, 0, 0, "HOST:PORT to bind; port 0 picks a free port"},
     {"port-file", CFG_STR, F(port_file), "", 0, 0, 0, "write the bound port here"},
     {"replica-name", CFG_STR, F(replica_name), "", 0, 0, 0,

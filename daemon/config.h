@@ -53,6 +53,7 @@ struct daemon_config {
     int64_t max_ranks;       /* ranks of one job (rank ids are below it) */
     int64_t max_uploads;     /* uploads in progress at once */
     int64_t max_queued_builds; /* model builds waiting or running */
+    int64_t store_connections; /* the PostgreSQL store's pool (store.h) */
     int64_t max_header;      /* bytes of request line and headers */
     int64_t cache_bytes;     /* memory for built models (LRU) */
     int64_t memory_budget;   /* estimated memory of the heavy work running at

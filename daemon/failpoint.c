@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -30,5 +31,13 @@ void fp_hit(const char *name)
         log_warn("failpoint", "hit=%s action=SIGKILL", name);
         kill(getpid(), SIGKILL);
         pause();
+    }
+}
+
+void fp_hold(const char *name, long ms)
+{
+    if (fp_armed(name)) {
+        log_warn("failpoint", "hold=%s ms=%ld", name, ms);
+        nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
     }
 }

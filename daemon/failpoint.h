@@ -20,6 +20,10 @@
  *   store.counted        a transaction that counts before it writes (the
  *                        last admin token, a token's room) waits 0.3 s
  *                        after its count, so that replicas race there
+ *   store.placed         a trace's transaction waits 1 s once its blob is
+ *                        in place (or found there) under the digest's
+ *                        lock, before its rows, so that a delete through
+ *                        another replica races there
  *
  * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H
@@ -30,5 +34,8 @@ void fp_init(void);
 void fp_hit(const char *name);
 /* Whether the point `name` is armed. */
 int fp_armed(const char *name);
+/* When `name` is armed: log "hold=NAME" (what a test waits for), then
+ * sleep ms milliseconds. */
+void fp_hold(const char *name, long ms);
 
 #endif

@@ -27,11 +27,18 @@
 #include "daemon/h_shared.h"
 #include "common/banned.h"
 
+static int unlink_blob(void *blobs, const char *sha, struct sc_error *err)
+{
+    return blob_remove(blobs, sha, err);
+}
+
+/* Each freed blob is unlinked under the lock on its digest, unless another
+ * replica has committed a row naming it since (store_blob_remove). */
 void h_remove_blobs(struct svc *s, const struct store_names *freed)
 {
     for (size_t i = 0; i < freed->n; i++) {
         struct sc_error err;
-        if (blob_remove(s->blobs, freed->v[i], &err))
+        if (store_blob_remove(s->store, freed->v[i], unlink_blob, s->blobs, &err))
             log_warn("store", "event=blob_remove_failed sha256=%s msg=\"%s\"", freed->v[i], err.msg);
     }
 }
@@ -183,6 +190,17 @@ static int validate(struct svc *s, struct svc_request *q, struct api_trace *rec,
     return rc;
 }
 
+/* The received file renamed into the blob store, when no row names its
+ * blob yet (store_trace_put calls it under the lock on its digest). */
+static int place_upload(void *upload, const char *sha, struct sc_error *err)
+{
+    (void)sha;
+    int rc = blob_writer_commit(upload, err);
+    if (rc == SC_OK)
+        fp_hit("upload.after_rename");
+    return rc;
+}
+
 /* With blob_mu held: decide against the rank's current trace, then put the
  * blob in place, commit and answer with the record committed. *result says
  * what happened. */
@@ -192,7 +210,7 @@ static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *
     struct store_names freed = {0};
     struct api_trace cur;
     struct sc_error err;
-    int rc, have_blob = 0;
+    int rc;
 
     rc = store_trace_get(s->store, q->params.job, q->params.rank, &cur, &err);
     if (rc == SC_OK && strcmp(cur.sha256, rec->sha256) == 0) {
@@ -209,11 +227,7 @@ static int commit_trace(struct svc *s, struct svc_request *q, struct api_trace *
         return api_fail_status(r, &err, API_E_INTERNAL);
     if (rc == SC_ENOTFOUND && (rc = store_job_room(s->store, q->params.job, q->caller.id, &err)))
         return api_fail_status(r, &err, API_E_INTERNAL);
-    if ((rc = store_blob_exists(s->store, rec->sha256, &have_blob, &err)) ||
-        (!have_blob && (rc = blob_writer_commit(q->upload, &err))))
-        return api_fail_status(r, &err, API_E_INTERNAL);
-    fp_hit("upload.after_rename");
-    if ((rc = store_trace_put(s->store, q->params.job, rec, q->caller.id, &freed, &err)))
+    if ((rc = store_trace_put(s->store, q->params.job, rec, q->caller.id, place_upload, q->upload, &freed, &err)))
         return api_fail_status(r, &err, API_E_INTERNAL);
     fp_hit("upload.after_commit");
     h_remove_blobs(s, &freed);

@@ -41,18 +41,8 @@ static int db_fail(struct sqldb *db, struct sc_error *err, const char *what)
 static int each_row(struct sqldb *db, const char *sql, const char *key, int (*fn)(void *, struct sqldb_stmt *),
                     void *ctx, struct sc_error *err)
 {
-    struct sqldb_stmt *st;
-    int r, rc = sqldb_prepare(db, sql, &st, err);
-    if (rc)
-        return rc;
-    if (key)
-        sqldb_bind_text(st, 1, key);
-    while (rc == SC_OK && (r = sqldb_step(st)) == SQLDB_ROW)
-        rc = fn(ctx, st);
-    if (rc == SC_OK && r != SQLDB_DONE)
-        rc = db_fail(db, err, sql);
-    sqldb_finalize(st);
-    return rc;
+    struct sqldb_arg a[] = {SQLDB_T(key)};
+    return sqldb_each_row(db, sql, a, key ? 1 : 0, fn, ctx, NULL, sql, err);
 }
 
 static int add_table(void *ctx, struct sqldb_stmt *st)
@@ -294,7 +284,7 @@ int migrate_run(const char *from, const char *to, const char *to_data_dir, const
     }
     /* each end opened as a daemon opens it: its schema created or migrated
      * to this build's version, refused when newer */
-    if ((rc = store_open(from, &ends[0], err)) || (rc = store_open(to, &ends[1], err)))
+    if ((rc = store_open(from, 1, &ends[0], err)) || (rc = store_open(to, 1, &ends[1], err)))
         goto out;
     fprintf(report, "schema version %d at both ends\n", STORE_SCHEMA_VERSION);
     if ((rc = sqldb_open(from, &c->src, err)) || (rc = sqldb_open(to, &c->dst, err)) ||

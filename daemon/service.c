@@ -83,11 +83,12 @@ static void free_built(void *m)
  * shared-memory files: the reserve (blobs.h) makes the room for them. */
 static int open_catalog(struct svc *s, const char *path, struct sc_error *err)
 {
-    int rc = store_open(path, &s->store, err);
+    size_t conns = (size_t)s->cfg->store_connections;
+    int rc = store_open(path, conns, &s->store, err);
     if (rc && blob_reserve_release(s->blobs)) {
         log_warn("store", "event=reserve_released msg=\"the catalog did not open (%s); trying again "
                           "with the reserve's space\"", err->msg);
-        rc = store_open(path, &s->store, err);
+        rc = store_open(path, conns, &s->store, err);
     }
     return rc;
 }
@@ -238,7 +239,7 @@ int svc_check(const char *data_dir, const char *store, const char *blobs, FILE *
     if (!strncmp(path, "sqlite:", 7) && access(path + 7, F_OK)) /* a check creates nothing */
         return sc_error_set(err, SC_ENOTFOUND, "no store in '%s': there is no %s", data_dir, path + 7);
     int shared = svc_blobs_dir(blobs, data_dir, dir, sizeof dir);
-    if ((rc = store_open(path, &st, err)) || (rc = blob_store_open(dir, data_dir, shared, &bs, err)))
+    if ((rc = store_open(path, 1, &st, err)) || (rc = blob_store_open(dir, data_dir, shared, &bs, err)))
         goto out;
     if (store_check(st, &e)) {
         fprintf(report, "catalog: %s\n", e.msg);

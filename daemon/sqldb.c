@@ -449,6 +449,36 @@ int sqldb_step(struct sqldb_stmt *st)
     return ++st->row < st->n_rows ? SQLDB_ROW : SQLDB_DONE;
 }
 
+int sqldb_each_row(struct sqldb *db, const char *sql, const struct sqldb_arg *a, size_t na,
+                   int (*row)(void *ctx, struct sqldb_stmt *st), void *ctx, int64_t *rows, const char *what,
+                   struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int r = SQLDB_DONE, rc = sqldb_prepare(db, sql, &st, err);
+    if (rows)
+        *rows = 0;
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < na; k++) {
+        if (a[k].kind == 't')
+            sqldb_bind_text(st, (int)k + 1, a[k].t);
+        else if (a[k].kind == 'i')
+            sqldb_bind_int64(st, (int)k + 1, a[k].i);
+        else
+            sqldb_bind_double(st, (int)k + 1, a[k].d);
+    }
+    while (rc == SC_OK && (r = sqldb_step(st)) == SQLDB_ROW) {
+        if (rows)
+            ++*rows;
+        if (row)
+            rc = row(ctx, st);
+    }
+    if (rc == SC_OK && r != SQLDB_DONE)
+        rc = sc_error_set(err, sqldb_status(db), "%s: %s", what, sqldb_errmsg(db));
+    sqldb_finalize(st);
+    return rc;
+}
+
 const char *sqldb_column_text(struct sqldb_stmt *st, int i)
 {
     if (st->lite)

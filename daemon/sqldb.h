@@ -21,11 +21,12 @@
  * broken outside a transaction is reset before the next statement; inside
  * a transaction every statement fails until the rollback.
  *
- * Not thread-safe: one thread at a time per connection (store.c holds a
- * mutex). */
+ * Not thread-safe: one thread at a time per connection (store.c's pool
+ * hands each connection to one thread at a time). */
 #ifndef DAEMON_SQLDB_H
 #define DAEMON_SQLDB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -67,6 +68,27 @@ void sqldb_reset(struct sqldb_stmt *st);
 const char *sqldb_column_text(struct sqldb_stmt *st, int i);
 int64_t sqldb_column_int64(struct sqldb_stmt *st, int i);
 double sqldb_column_double(struct sqldb_stmt *st, int i);
+
+/* A parameter of sqldb_each_row: text (NULL binds SQL NULL), an integer
+ * or a real. */
+struct sqldb_arg {
+    char kind; /* 't', 'i', 'd' */
+    const char *t;
+    int64_t i;
+    double d;
+};
+#define SQLDB_T(v) {'t', (v), 0, 0}
+#define SQLDB_I(v) {'i', NULL, (v), 0}
+#define SQLDB_D(v) {'d', NULL, 0, (v)}
+
+/* Prepare sql, bind a[0..na) to ?1, ?2, ..., and call row(ctx, st) (when
+ * not NULL) for each row, stopping at its first answer other than SC_OK,
+ * which is returned; *rows (when not NULL) gets how many rows were read.
+ * A failing statement sets err to "what: the engine's message". The
+ * statement is prepared for this call only and finalized. */
+int sqldb_each_row(struct sqldb *db, const char *sql, const struct sqldb_arg *a, size_t na,
+                   int (*row)(void *ctx, struct sqldb_stmt *st), void *ctx, int64_t *rows, const char *what,
+                   struct sc_error *err);
 
 /* Rows the last INSERT, UPDATE or DELETE changed. */
 int64_t sqldb_changes(const struct sqldb *db);

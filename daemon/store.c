@@ -4,9 +4,10 @@
  * schema is kept once per engine: SQLite's as its migrations from version
  * 1, PostgreSQL's whole at the version its support began (pg_base).
  * Statements are prepared once and reused: the
- * token lookup runs on every request. Each public function takes the mutex,
- * runs its statements inside one transaction where it writes, and resets
- * what it used. */
+ * token lookup runs on every request. Each public function takes a
+ * connection of the pool (struct store, below), runs its statements inside
+ * one transaction where it writes, resets what it used and gives the
+ * connection back. */
 #include "daemon/store.h"
 
 #include <pthread.h>
@@ -311,7 +312,7 @@ enum stmt {
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_OWNED,
-    Q_PG_XACT_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
+    Q_PG_XACT_LOCK, Q_PG_DIGEST_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
     Q_COUNT
 };
 
@@ -448,6 +449,8 @@ static const char *const sql[Q_COUNT] = {
                 " (SELECT COUNT(*) FROM experiments WHERE owner = ?1)",
     /* PostgreSQL only: advisory locks of class ?1 on a text key (replicas, below) */
     [Q_PG_XACT_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
+    /* a blob's digest: the one-key space, which no two-key lock shares */
+    [Q_PG_DIGEST_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS BIGINT))",
     [Q_PG_PLAN_CLAIM] = "SELECT CAST(pg_try_advisory_lock(CAST(?1 AS INTEGER), hashtext(?2)) AS INTEGER)",
     [Q_PG_PLAN_UNCLAIM] = "SELECT pg_advisory_unlock(CAST(?1 AS INTEGER), hashtext(?2))",
     [Q_PG_PLANS_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'"
@@ -455,12 +458,71 @@ static const char *const sql[Q_COUNT] = {
     [Q_PLAN_STATE] = "SELECT state FROM plans WHERE id = ?1",
 };
 
-struct store {
+/* One connection of the pool, with its own prepared statements. */
+struct conn {
+    struct store *pool;
     struct sqldb *db;
-    pthread_mutex_t mu;
     struct sqldb_stmt *st[Q_COUNT];
+    int busy;
+};
+
+/* The pool: a public function takes a free connection (waiting for one),
+ * runs its transaction on it and gives it back. SQLite has one
+ * connection (one writer: BEGIN IMMEDIATE); PostgreSQL store-connections.
+ * Plan claims are session locks: they are taken and released on
+ * connection PLAN_CONN. */
+struct store {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    struct conn *conns;
+    size_t n;
     int64_t max_owned; /* rows one token may store (store_set_max_owned), 0: any */
 };
+
+#define ANY_CONN (-1)
+#define PLAN_CONN 0
+
+/* A free connection (want: ANY_CONN, or that one), marked busy. */
+static struct conn *conn_take(struct store *pool, int want)
+{
+    struct conn *c = NULL;
+    pthread_mutex_lock(&pool->mu);
+    while (!c) {
+        for (size_t i = 0; i < pool->n && !c; i++)
+            if (!pool->conns[i].busy && (want == ANY_CONN || (size_t)want == i))
+                c = &pool->conns[i];
+        if (!c)
+            pthread_cond_wait(&pool->freed, &pool->mu);
+    }
+    c->busy = 1;
+    pthread_mutex_unlock(&pool->mu);
+    return c;
+}
+
+static void conn_give(struct conn *c)
+{
+    struct store *pool = c->pool;
+    pthread_mutex_lock(&pool->mu);
+    c->busy = 0;
+    pthread_cond_broadcast(&pool->freed);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+static int is_pg(const struct conn *s)
+{
+    return sqldb_kind(s->db) == SQLDB_POSTGRESQL;
+}
+
+/* The body of a public function: expr run on a connection s of the pool
+ * (ANY_CONN, or connection `want`). */
+#define LOCKED_ON(want, expr)                                                      \
+    do {                                                                           \
+        struct conn *s = conn_take(pool, (want));                                  \
+        int rc_ = (expr);                                                          \
+        conn_give(s);                                                              \
+        return rc_;                                                                \
+    } while (0)
+#define LOCKED(pool_, expr) LOCKED_ON(ANY_CONN, expr)
 
 int64_t store_now_ns(void)
 {
@@ -483,18 +545,18 @@ static int names_add(struct store_names *l, const char *s, struct sc_error *err)
     return SC_OK;
 }
 
-static int db_fail(struct store *s, struct sc_error *err, const char *what)
+static int db_fail(struct conn *s, struct sc_error *err, const char *what)
 {
     return sc_error_set(err, sqldb_status(s->db), "catalog: %s: %s", what, sqldb_errmsg(s->db));
 }
 
-static int exec(struct store *s, const char *q, struct sc_error *err)
+static int exec(struct conn *s, const char *q, struct sc_error *err)
 {
     return sqldb_exec(s->db, q, err);
 }
 
 /* Statement q, prepared on first use and kept. */
-static int prep(struct store *s, enum stmt q, struct sqldb_stmt **st, struct sc_error *err)
+static int prep(struct conn *s, enum stmt q, struct sqldb_stmt **st, struct sc_error *err)
 {
     int rc;
     if (!s->st[q] && (rc = sqldb_prepare(s->db, sql[q], &s->st[q], err)))
@@ -514,7 +576,7 @@ static void bind_text(struct sqldb_stmt *st, int i, const char *v)
 }
 
 /* sqldb_step to completion, for statements without rows. */
-static int run(struct store *s, struct sqldb_stmt *st, struct sc_error *err, const char *what)
+static int run(struct conn *s, struct sqldb_stmt *st, struct sc_error *err, const char *what)
 {
     int r = sqldb_step(st);
     int rc = r == SQLDB_DONE || r == SQLDB_ROW ? SC_OK : db_fail(s, err, what);
@@ -534,13 +596,13 @@ static void col_copy(struct sqldb_stmt *st, int i, char *out, size_t n)
     snprintf(out, n, "%s", t ? t : "");
 }
 
-static int begin(struct store *s, struct sc_error *err)
+static int begin(struct conn *s, struct sc_error *err)
 {
     return sqldb_begin(s->db, err);
 }
 
 /* COMMIT when rc is OK, else ROLLBACK; returns the first failure. */
-static int end(struct store *s, int rc, struct sc_error *err)
+static int end(struct conn *s, int rc, struct sc_error *err)
 {
     if (rc == SC_OK)
         return sqldb_commit(s->db, err);
@@ -550,7 +612,7 @@ static int end(struct store *s, int rc, struct sc_error *err)
 
 /* The one integer of a query without parameters into *v (a statement
  * prepared for this call only). */
-static int query_int(struct store *s, const char *q, int64_t *v, struct sc_error *err)
+static int query_int(struct conn *s, const char *q, int64_t *v, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = sqldb_prepare(s->db, q, &st, err);
@@ -570,7 +632,7 @@ static int newer_schema(int64_t version, struct sc_error *err)
 
 /* SQLite: the version in PRAGMA user_version, each migration in its own
  * transaction (the file is this daemon's alone: dir_lock.h). */
-static int migrate_sqlite(struct store *s, struct sc_error *err)
+static int migrate_sqlite(struct conn *s, struct sc_error *err)
 {
     int64_t version = 0;
     int rc = query_int(s, "PRAGMA user_version", &version, err);
@@ -595,7 +657,7 @@ static int migrate_sqlite(struct store *s, struct sc_error *err)
 /* PostgreSQL: the version in table stepcast_schema, the whole migration
  * one transaction under an advisory lock, so that daemons starting at
  * once on one database migrate it once, one after the other. */
-static int migrate_pg(struct store *s, struct sc_error *err)
+static int migrate_pg(struct conn *s, struct sc_error *err)
 {
     int64_t version = 0;
     char bump[96];
@@ -621,65 +683,78 @@ static int migrate_pg(struct store *s, struct sc_error *err)
     return end(s, rc, err);
 }
 
-int store_open(const char *url, struct store **out, struct sc_error *err)
+int store_open(const char *url, size_t connections, struct store **out, struct sc_error *err)
 {
-    struct store *s = calloc(1, sizeof *s);
+    struct store *pool = calloc(1, sizeof *pool);
     int rc;
     *out = NULL;
-    if (!s)
+    if (!pool || !(pool->conns = calloc(connections ? connections : 1, sizeof *pool->conns))) {
+        free(pool);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    pthread_mutex_init(&s->mu, NULL);
-    if ((rc = sqldb_open(url, &s->db, err)) ||
-        (rc = sqldb_kind(s->db) == SQLDB_SQLITE ? migrate_sqlite(s, err) : migrate_pg(s, err))) {
+    }
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->freed, NULL);
+    pool->conns[0].pool = pool;
+    pool->n = 1;
+    struct conn *s = &pool->conns[0];
+    rc = sqldb_open(url, &s->db, err);
+    if (rc == SC_OK)
+        rc = is_pg(s) ? migrate_pg(s, err) : migrate_sqlite(s, err);
+    /* SQLite: one connection, its one writer */
+    for (size_t i = 1; rc == SC_OK && is_pg(s) && i < connections; i++) {
+        pool->conns[i].pool = pool;
+        rc = sqldb_open(url, &pool->conns[i].db, err);
+        pool->n += rc == SC_OK;
+    }
+    if (rc) {
         if (s->db)
             sc_error_prefix(err, "'%s'", url);
-        store_close(s);
+        store_close(pool);
         return rc;
     }
-    *out = s;
+    *out = pool;
     return SC_OK;
 }
 
-void store_close(struct store *s)
+void store_close(struct store *pool)
 {
-    if (!s)
+    if (!pool)
         return;
-    for (int i = 0; i < Q_COUNT; i++)
-        sqldb_finalize(s->st[i]);
-    sqldb_close(s->db);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    for (size_t k = 0; k < pool->n; k++) {
+        for (int i = 0; i < Q_COUNT; i++)
+            sqldb_finalize(pool->conns[k].st[i]);
+        sqldb_close(pool->conns[k].db);
+    }
+    pthread_cond_destroy(&pool->freed);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool->conns);
+    free(pool);
 }
 
-int store_is_postgresql(const struct store *s)
+int store_is_postgresql(const struct store *pool)
 {
-    return sqldb_kind(s->db) == SQLDB_POSTGRESQL;
+    return is_pg(&pool->conns[0]);
 }
 
-int store_ping(struct store *s, struct sc_error *err)
+int store_ping(struct store *pool, struct sc_error *err)
 {
     int64_t one;
-    pthread_mutex_lock(&s->mu);
-    int rc = query_int(s, "SELECT 1", &one, err);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    LOCKED(pool, query_int(s, "SELECT 1", &one, err));
 }
 
 /* SQLite: integrity_check and foreign_key_check. PostgreSQL enforces the
  * foreign keys itself and checks its pages: the catalog must answer, at
  * this build's schema version. */
-int store_check(struct store *s, struct sc_error *err)
+static int check(struct conn *s, struct sc_error *err)
 {
     static const char *const checks[] = {"PRAGMA integrity_check", "PRAGMA foreign_key_check"};
     int rc = SC_OK;
-    pthread_mutex_lock(&s->mu);
-    if (store_is_postgresql(s)) {
+    if (is_pg(s)) {
         int64_t version = 0;
         rc = query_int(s, "SELECT COALESCE(MAX(version), 0) FROM stepcast_schema", &version, err);
         if (rc == SC_OK && version != STORE_SCHEMA_VERSION)
             rc = sc_error_set(err, SC_EINTERNAL, "schema version %lld, not %d", (long long)version,
                               STORE_SCHEMA_VERSION);
-        pthread_mutex_unlock(&s->mu);
         return rc;
     }
     for (size_t i = 0; i < 2 && rc == SC_OK; i++) {
@@ -694,13 +769,17 @@ int store_check(struct store *s, struct sc_error *err)
         }
         sqldb_finalize(st);
     }
-    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-/* ---- helpers run under the mutex ---- */
+int store_check(struct store *pool, struct sc_error *err)
+{
+    LOCKED(pool, check(s, err));
+}
 
-static int exists(struct store *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
+/* ---- helpers run on a connection taken ---- */
+
+static int exists(struct conn *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, q, &st, err);
@@ -714,7 +793,7 @@ static int exists(struct store *s, enum stmt q, const char *key, int *yes, struc
     return rc;
 }
 
-static int names_query(struct store *s, enum stmt q, const char *key, struct store_names *out,
+static int names_query(struct conn *s, enum stmt q, const char *key, struct store_names *out,
                        struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -731,12 +810,12 @@ static int names_query(struct store *s, enum stmt q, const char *key, struct sto
     return rc;
 }
 
-static int gc_blobs(struct store *s, struct store_names *freed, struct sc_error *err)
+static int gc_blobs(struct conn *s, struct store_names *freed, struct sc_error *err)
 {
     return names_query(s, Q_BLOB_GC, NULL, freed, err);
 }
 
-static int count(struct store *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
+static int count(struct conn *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, q, &st, err);
@@ -756,7 +835,7 @@ typedef void (*row_reader)(struct sqldb_stmt *st, void *row);
 /* The one row of the bound statement st into *row, then st is done:
  * SC_ENOTFOUND with err untouched when there is none, for the caller to say
  * what is missing. */
-static int one_row(struct store *s, struct sqldb_stmt *st, row_reader read, void *row,
+static int one_row(struct conn *s, struct sqldb_stmt *st, row_reader read, void *row,
                    const char *what, struct sc_error *err)
 {
     int r = sqldb_step(st), rc = SC_OK;
@@ -773,7 +852,7 @@ static int one_row(struct store *s, struct sqldb_stmt *st, row_reader read, void
  * given to release. */
 /* The rows of q (?1 bound to key when given); with pg, one page of a
  * list (?7 to ?9, sql[] above): *more says whether rows follow it. */
-static int page_rows(struct store *s, enum stmt q, const char *key, const struct api_page *pg, int *more,
+static int page_rows(struct conn *s, enum stmt q, const char *key, const struct api_page *pg, int *more,
                      row_reader read, size_t size, void (*release)(void *v, size_t n), void **out, size_t *n,
                      const char *what, struct sc_error *err)
 {
@@ -820,7 +899,7 @@ static int page_rows(struct store *s, enum stmt q, const char *key, const struct
     return SC_OK;
 }
 
-static int all_rows(struct store *s, enum stmt q, const char *key, row_reader read, size_t size,
+static int all_rows(struct conn *s, enum stmt q, const char *key, row_reader read, size_t size,
                     void (*release)(void *v, size_t n), void **out, size_t *n, const char *what, struct sc_error *err)
 {
     return page_rows(s, q, key, NULL, NULL, read, size, release, out, n, what, err);
@@ -832,28 +911,22 @@ static void release_plain(void *v, size_t n)
     free(v);
 }
 
-#define LOCKED(s, expr)                                                            \
-    do {                                                                           \
-        pthread_mutex_lock(&(s)->mu);                                              \
-        int rc_ = (expr);                                                          \
-        pthread_mutex_unlock(&(s)->mu);                                            \
-        return rc_;                                                                \
-    } while (0)
 
-/* ---- replicas: what this process's mutex cannot serialise ----
+/* ---- replicas: what one connection cannot serialise ----
  *
- * On PostgreSQL several daemons share the catalog, and READ COMMITTED lets
+ * On PostgreSQL several daemons, each with several connections, share the
+ * catalog, and READ COMMITTED lets
  * two transactions each count what the other is about to change (the last
  * admin token, a token's room). A transaction that checks such a count
  * first takes an advisory transaction lock on what it counts: the others
  * wait for its COMMIT, and their count, a statement later, sees it. On
  * SQLite, BEGIN IMMEDIATE holds the whole file already. */
 
-static int replicas_serialise(struct store *s, int cls, const char *key, struct sc_error *err)
+static int replicas_serialise(struct conn *s, int cls, const char *key, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
-    if (!store_is_postgresql(s))
+    if (!is_pg(s))
         return SC_OK;
     if ((rc = prep(s, Q_PG_XACT_LOCK, &st, err)))
         return rc;
@@ -866,12 +939,11 @@ static int replicas_serialise(struct store *s, int cls, const char *key, struct 
  * allows, so that two replicas race inside that window. */
 static void counted(void)
 {
-    if (fp_armed("store.counted"))
-        nanosleep(&(struct timespec){0, 300000000}, NULL);
+    fp_hold("store.counted", 300);
 }
 
 /* The rows owner stored, in the transaction open. */
-static int owned(struct store *s, const char *owner, int64_t *n, struct sc_error *err)
+static int owned(struct conn *s, const char *owner, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_OWNED, &st, err), r;
@@ -888,59 +960,98 @@ static int owned(struct store *s, const char *owner, int64_t *n, struct sc_error
 }
 
 /* SC_ELIMIT when owner (NULL: nobody's) may store no `adding` more rows. */
-static int owner_room(struct store *s, const char *owner, size_t adding, struct sc_error *err)
+static int owner_room(struct conn *s, const char *owner, size_t adding, struct sc_error *err)
 {
     int64_t n = 0;
     int rc;
-    if (!owner || !s->max_owned)
+    if (!owner || !s->pool->max_owned)
         return SC_OK;
     if ((rc = replicas_serialise(s, PG_LOCK_OWNER, owner, err)) || (rc = owned(s, owner, &n, err)))
         return rc;
     counted();
-    if (n + (int64_t)adding > s->max_owned)
+    if (n + (int64_t)adding > s->pool->max_owned)
         return sc_error_set(err, SC_ELIMIT,
                             "token '%s' has stored %lld jobs, ledger entries, plans and experiments: the limit is "
                             "max-stored-per-token %lld (delete some first)",
-                            owner, (long long)n, (long long)s->max_owned);
+                            owner, (long long)n, (long long)s->pool->max_owned);
     return SC_OK;
 }
 
-void store_set_max_owned(struct store *s, int64_t max)
+void store_set_max_owned(struct store *pool, int64_t max)
 {
-    pthread_mutex_lock(&s->mu);
-    s->max_owned = max;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&pool->mu);
+    pool->max_owned = max;
+    pthread_mutex_unlock(&pool->mu);
 }
 
-int store_owner_room(struct store *s, const char *owner, struct sc_error *err)
+int store_owner_room(struct store *pool, const char *owner, struct sc_error *err)
 {
-    LOCKED(s, owner_room(s, owner, 1, err));
+    LOCKED(pool, owner_room(s, owner, 1, err));
 }
 
-static int job_room(struct store *s, const char *job, const char *owner, struct sc_error *err)
+static int job_room(struct conn *s, const char *job, const char *owner, struct sc_error *err)
 {
     int yes = 0, rc = exists(s, Q_JOB_EXISTS, job, &yes, err);
     return rc ? rc : yes ? SC_OK : owner_room(s, owner, 1, err);
 }
 
-int store_job_room(struct store *s, const char *job, const char *owner, struct sc_error *err)
+int store_job_room(struct store *pool, const char *job, const char *owner, struct sc_error *err)
 {
-    LOCKED(s, job_room(s, job, owner, err));
+    LOCKED(pool, job_room(s, job, owner, err));
 }
 
 /* ---- blobs ---- */
 
-int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err)
+/* One lock per digest: a blob's file goes into place and its row is
+ * committed (trace_put) under the lock on its digest, and a freed blob's
+ * file is unlinked (store_blob_remove) under the same lock once no row
+ * names it. So no replica unlinks a file whose row another replica has
+ * just committed again for the same content. On PostgreSQL: a
+ * transaction-scoped advisory lock keyed on the digest's first 64 bits;
+ * on SQLite (one daemon per catalog, dir_lock.h) BEGIN IMMEDIATE and the
+ * mutex hold the whole catalog already. */
+static int digest_lock(struct conn *s, const char *sha, struct sc_error *err)
 {
-    LOCKED(s, exists(s, Q_BLOB_EXISTS, sha, yes, err));
+    struct sqldb_stmt *st;
+    char head[17];
+    uint64_t u;
+    int64_t key;
+    int rc;
+    if (!is_pg(s))
+        return SC_OK;
+    snprintf(head, sizeof head, "%.16s", sha);
+    u = strtoull(head, NULL, 16);
+    memcpy(&key, &u, sizeof key);
+    if ((rc = prep(s, Q_PG_DIGEST_LOCK, &st, err)))
+        return rc;
+    sqldb_bind_int64(st, 1, key);
+    return run(s, st, err, "lock blob");
 }
 
-int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err)
+static int blob_remove(struct conn *s, const char *sha, store_blob_fn unlink_file, void *ctx,
+                       struct sc_error *err)
 {
-    LOCKED(s, names_query(s, Q_BLOB_LIST, NULL, out, err));
+    int yes = 0, rc = begin(s, err);
+    if (rc)
+        return rc;
+    if ((rc = digest_lock(s, sha, err)) == SC_OK && (rc = exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK &&
+        !yes)
+        rc = unlink_file(ctx, sha, err);
+    return end(s, rc, err);
 }
 
-static int totals(struct store *s, struct store_totals *t, struct sc_error *err)
+int store_blob_remove(struct store *pool, const char *sha, store_blob_fn unlink_file, void *ctx,
+                      struct sc_error *err)
+{
+    LOCKED(pool, blob_remove(s, sha, unlink_file, ctx, err));
+}
+
+int store_blob_list(struct store *pool, struct store_names *out, struct sc_error *err)
+{
+    LOCKED(pool, names_query(s, Q_BLOB_LIST, NULL, out, err));
+}
+
+static int totals(struct conn *s, struct store_totals *t, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_BLOB_TOTALS, &st, err);
@@ -958,9 +1069,9 @@ static int totals(struct store *s, struct store_totals *t, struct sc_error *err)
     return rc;
 }
 
-int store_totals(struct store *s, struct store_totals *t, struct sc_error *err)
+int store_totals(struct store *pool, struct store_totals *t, struct sc_error *err)
 {
-    LOCKED(s, totals(s, t, err));
+    LOCKED(pool, totals(s, t, err));
 }
 
 /* ---- jobs ---- */
@@ -977,7 +1088,7 @@ static void read_job(struct sqldb_stmt *st, void *row)
     j->n_models = sqldb_column_int64(st, 6);
 }
 
-static int job_put(struct store *s, const char *id, const char *desc, const char *owner, int *created,
+static int job_put(struct conn *s, const char *id, const char *desc, const char *owner, int *created,
                    struct sc_error *err)
 {
     int rc, yes = 0;
@@ -997,13 +1108,13 @@ static int job_put(struct store *s, const char *id, const char *desc, const char
     return end(s, rc, err);
 }
 
-int store_job_put(struct store *s, const char *id, const char *description, const char *owner, int *created,
+int store_job_put(struct store *pool, const char *id, const char *description, const char *owner, int *created,
                   struct sc_error *err)
 {
-    LOCKED(s, job_put(s, id, description, owner, created, err));
+    LOCKED(pool, job_put(s, id, description, owner, created, err));
 }
 
-static int job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
+static int job_get(struct conn *s, const char *id, struct api_job *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_JOB_GET, &st, err);
@@ -1015,9 +1126,9 @@ static int job_get(struct store *s, const char *id, struct api_job *out, struct 
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no job '%s'", id) : rc;
 }
 
-int store_job_get(struct store *s, const char *id, struct api_job *out, struct sc_error *err)
+int store_job_get(struct store *pool, const char *id, struct api_job *out, struct sc_error *err)
 {
-    LOCKED(s, job_get(s, id, out, err));
+    LOCKED(pool, job_get(s, id, out, err));
 }
 
 static void release_jobs(void *v, size_t n)
@@ -1025,14 +1136,14 @@ static void release_jobs(void *v, size_t n)
     api_jobs_free(v, n);
 }
 
-int store_job_list(struct store *s, const struct api_page *pg, struct api_job **out, size_t *n, int *more,
+int store_job_list(struct store *pool, const struct api_page *pg, struct api_job **out, size_t *n, int *more,
                    struct sc_error *err)
 {
-    LOCKED(s, page_rows(s, Q_JOB_LIST, NULL, pg, more, read_job, sizeof **out, release_jobs, (void **)out, n,
+    LOCKED(pool, page_rows(s, Q_JOB_LIST, NULL, pg, more, read_job, sizeof **out, release_jobs, (void **)out, n,
                         "list jobs", err));
 }
 
-static int job_delete(struct store *s, const char *id, struct store_names *models,
+static int job_delete(struct conn *s, const char *id, struct store_names *models,
                       struct store_names *freed, struct sc_error *err)
 {
     int rc, yes = 0;
@@ -1054,10 +1165,10 @@ static int job_delete(struct store *s, const char *id, struct store_names *model
     return end(s, rc, err);
 }
 
-int store_job_delete(struct store *s, const char *id, struct store_names *models,
+int store_job_delete(struct store *pool, const char *id, struct store_names *models,
                      struct store_names *freed, struct sc_error *err)
 {
-    LOCKED(s, job_delete(s, id, models, freed, err));
+    LOCKED(pool, job_delete(s, id, models, freed, err));
 }
 
 /* ---- traces ---- */
@@ -1081,7 +1192,7 @@ static void read_trace(struct sqldb_stmt *st, void *row)
     t->uploaded_ns = sqldb_column_int64(st, 5);
 }
 
-static int trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
+static int trace_get(struct conn *s, const char *job, int64_t rank, struct api_trace *out,
                      struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1097,27 +1208,32 @@ static int trace_get(struct store *s, const char *job, int64_t rank, struct api_
                : rc;
 }
 
-int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_trace *out,
+int store_trace_get(struct store *pool, const char *job, int64_t rank, struct api_trace *out,
                     struct sc_error *err)
 {
-    LOCKED(s, trace_get(s, job, rank, out, err));
+    LOCKED(pool, trace_get(s, job, rank, out, err));
 }
 
-int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
+int store_trace_list(struct store *pool, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_TRACE_LIST, job, read_trace, sizeof **out, release_plain, (void **)out,
+    LOCKED(pool, all_rows(s, Q_TRACE_LIST, job, read_trace, sizeof **out, release_plain, (void **)out,
                        n, "list traces", err));
 }
 
-static int trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                     struct store_names *freed, struct sc_error *err)
+static int trace_put(struct conn *s, const char *job, struct api_trace *t, const char *owner,
+                     store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err)
 {
     int64_t now = t->uploaded_ns = store_now_ns();
     struct sqldb_stmt *st;
     int rc, yes = 0;
     if ((rc = begin(s, err)))
         return rc;
+    if ((rc = digest_lock(s, t->sha256, err)) || (rc = exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
+        (!yes && (rc = place(ctx, t->sha256, err))))
+        return end(s, rc, err);
+    fp_hold("store.placed", 1000);
+    yes = 0;
     if ((rc = exists(s, Q_JOB_EXISTS, job, &yes, err)) || (!yes && (rc = owner_room(s, owner, 1, err))) ||
         (rc = prep(s, Q_JOB_TOUCH, &st, err)))
         return end(s, rc, err);
@@ -1147,10 +1263,10 @@ static int trace_put(struct store *s, const char *job, struct api_trace *t, cons
     return end(s, gc_blobs(s, freed, err), err);
 }
 
-int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                    struct store_names *freed, struct sc_error *err)
+int store_trace_put(struct store *pool, const char *job, struct api_trace *t, const char *owner,
+                    store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err)
 {
-    LOCKED(s, trace_put(s, job, t, owner, freed, err));
+    LOCKED(pool, trace_put(s, job, t, owner, place, ctx, freed, err));
 }
 
 /* ---- models ---- */
@@ -1175,7 +1291,7 @@ static void read_model(struct sqldb_stmt *st, void *row)
     m->fold = (int)sqldb_column_int64(st, 11); /* -1: by the job's size */
 }
 
-static int model_create(struct store *s, const struct api_model *m, struct sc_error *err)
+static int model_create(struct conn *s, const struct api_model *m, struct sc_error *err)
 {
     int rc, yes = 0;
     int64_t n = 0;
@@ -1208,12 +1324,12 @@ static int model_create(struct store *s, const struct api_model *m, struct sc_er
     return end(s, rc, err);
 }
 
-int store_model_create(struct store *s, const struct api_model *m, struct sc_error *err)
+int store_model_create(struct store *pool, const struct api_model *m, struct sc_error *err)
 {
-    LOCKED(s, model_create(s, m, err));
+    LOCKED(pool, model_create(s, m, err));
 }
 
-static int model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
+static int model_get(struct conn *s, const char *id, struct api_model *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_MODEL_GET, &st, err);
@@ -1225,9 +1341,9 @@ static int model_get(struct store *s, const char *id, struct api_model *out, str
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no model '%s'", id) : rc;
 }
 
-int store_model_get(struct store *s, const char *id, struct api_model *out, struct sc_error *err)
+int store_model_get(struct store *pool, const char *id, struct api_model *out, struct sc_error *err)
 {
-    LOCKED(s, model_get(s, id, out, err));
+    LOCKED(pool, model_get(s, id, out, err));
 }
 
 static void release_models(void *v, size_t n)
@@ -1235,17 +1351,17 @@ static void release_models(void *v, size_t n)
     api_models_free(v, n);
 }
 
-int store_model_list(struct store *s, const char *job, const struct api_page *pg, struct api_model **out,
+int store_model_list(struct store *pool, const char *job, const struct api_page *pg, struct api_model **out,
                      size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, page_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, pg, more, read_model, sizeof **out,
+    LOCKED(pool, page_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, pg, more, read_model, sizeof **out,
                         release_models, (void **)out, n, "list models", err));
 }
 
-int store_model_traces(struct store *s, const char *id, struct api_trace **out, size_t *n,
+int store_model_traces(struct store *pool, const char *id, struct api_trace **out, size_t *n,
                        struct sc_error *err)
 {
-    LOCKED(s, all_rows(s, Q_MODEL_TRACES, id, read_trace_brief, sizeof **out, release_plain,
+    LOCKED(pool, all_rows(s, Q_MODEL_TRACES, id, read_trace_brief, sizeof **out, release_plain,
                        (void **)out, n, "model traces", err));
 }
 
@@ -1254,7 +1370,7 @@ static void read_text(struct sqldb_stmt *st, void *row)
     *(char **)row = col_dup(st, 0);
 }
 
-static int model_opportunities(struct store *s, const char *id, const char *version, char **doc,
+static int model_opportunities(struct conn *s, const char *id, const char *version, char **doc,
                                struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1270,13 +1386,13 @@ static int model_opportunities(struct store *s, const char *id, const char *vers
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no opportunities kept for model '%s'", id) : rc;
 }
 
-int store_model_opportunities(struct store *s, const char *id, const char *version, char **doc,
+int store_model_opportunities(struct store *pool, const char *id, const char *version, char **doc,
                               struct sc_error *err)
 {
-    LOCKED(s, model_opportunities(s, id, version, doc, err));
+    LOCKED(pool, model_opportunities(s, id, version, doc, err));
 }
 
-static int model_keep_opportunities(struct store *s, const char *id, const char *version, const char *doc,
+static int model_keep_opportunities(struct conn *s, const char *id, const char *version, const char *doc,
                                     struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1294,13 +1410,13 @@ static int model_keep_opportunities(struct store *s, const char *id, const char 
     return end(s, rc, err);
 }
 
-int store_model_keep_opportunities(struct store *s, const char *id, const char *version, const char *doc,
+int store_model_keep_opportunities(struct store *pool, const char *id, const char *version, const char *doc,
                                    struct sc_error *err)
 {
-    LOCKED(s, model_keep_opportunities(s, id, version, doc, err));
+    LOCKED(pool, model_keep_opportunities(s, id, version, doc, err));
 }
 
-static int model_delete(struct store *s, const char *id, struct store_names *freed,
+static int model_delete(struct conn *s, const char *id, struct store_names *freed,
                         struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1318,21 +1434,22 @@ static int model_delete(struct store *s, const char *id, struct store_names *fre
     return end(s, rc, err);
 }
 
-int store_model_delete(struct store *s, const char *id, struct store_names *freed,
+int store_model_delete(struct store *pool, const char *id, struct store_names *freed,
                        struct sc_error *err)
 {
-    LOCKED(s, model_delete(s, id, freed, err));
+    LOCKED(pool, model_delete(s, id, freed, err));
 }
 
-struct sqldb *store_db_hold(struct store *s)
+struct sqldb *store_db_hold(struct store *pool)
 {
-    pthread_mutex_lock(&s->mu);
-    return s->db;
+    return conn_take(pool, ANY_CONN)->db;
 }
 
-void store_db_release(struct store *s)
+void store_db_release(struct store *pool, struct sqldb *db)
 {
-    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < pool->n; i++)
+        if (pool->conns[i].db == db)
+            conn_give(&pool->conns[i]);
 }
 
 /* ---- tokens ---- */
@@ -1350,7 +1467,7 @@ static void read_token(struct sqldb_stmt *st, void *row)
     t->revoked_ns = sqldb_column_int64(st, 4);
 }
 
-static int token_create(struct store *s, const struct api_token *t, const char *hash,
+static int token_create(struct conn *s, const struct api_token *t, const char *hash,
                         struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1368,13 +1485,13 @@ static int token_create(struct store *s, const struct api_token *t, const char *
     return end(s, rc, err);
 }
 
-int store_token_create(struct store *s, const struct api_token *t, const char *hash,
+int store_token_create(struct store *pool, const struct api_token *t, const char *hash,
                        struct sc_error *err)
 {
-    LOCKED(s, token_create(s, t, hash, err));
+    LOCKED(pool, token_create(s, t, hash, err));
 }
 
-static int token_one(struct store *s, enum stmt q, const char *key, struct api_token *out,
+static int token_one(struct conn *s, enum stmt q, const char *key, struct api_token *out,
                      struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1387,20 +1504,20 @@ static int token_one(struct store *s, enum stmt q, const char *key, struct api_t
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no such token") : rc;
 }
 
-int store_token_lookup(struct store *s, const char *hash, struct api_token *out,
+int store_token_lookup(struct store *pool, const char *hash, struct api_token *out,
                        struct sc_error *err)
 {
-    LOCKED(s, token_one(s, Q_TOKEN_LOOKUP, hash, out, err));
+    LOCKED(pool, token_one(s, Q_TOKEN_LOOKUP, hash, out, err));
 }
 
-int store_token_list(struct store *s, const struct api_page *pg, struct api_token **out, size_t *n, int *more,
+int store_token_list(struct store *pool, const struct api_page *pg, struct api_token **out, size_t *n, int *more,
                      struct sc_error *err)
 {
-    LOCKED(s, page_rows(s, Q_TOKEN_LIST, NULL, pg, more, read_token, sizeof **out, release_plain, (void **)out, n,
+    LOCKED(pool, page_rows(s, Q_TOKEN_LIST, NULL, pg, more, read_token, sizeof **out, release_plain, (void **)out, n,
                         "list tokens", err));
 }
 
-static int token_revoke(struct store *s, const char *id, struct api_token *out,
+static int token_revoke(struct conn *s, const char *id, struct api_token *out,
                         struct sc_error *err)
 {
     int64_t admins = 0;
@@ -1428,15 +1545,15 @@ static int token_revoke(struct store *s, const char *id, struct api_token *out,
     return end(s, rc, err);
 }
 
-int store_token_revoke(struct store *s, const char *id, struct api_token *out,
+int store_token_revoke(struct store *pool, const char *id, struct api_token *out,
                        struct sc_error *err)
 {
-    LOCKED(s, token_revoke(s, id, out, err));
+    LOCKED(pool, token_revoke(s, id, out, err));
 }
 
-int store_token_active_admins(struct store *s, int64_t *n, struct sc_error *err)
+int store_token_active_admins(struct store *pool, int64_t *n, struct sc_error *err)
 {
-    LOCKED(s, count(s, Q_TOKEN_ADMINS, NULL, n, err));
+    LOCKED(pool, count(s, Q_TOKEN_ADMINS, NULL, n, err));
 }
 
 /* ---- calibrations ---- */
@@ -1454,7 +1571,7 @@ static void read_calibration(struct sqldb_stmt *st, void *row)
     c->report = col_dup(st, 7);
 }
 
-static int calibration_put(struct store *s, struct api_calibration *c, int *created, struct sc_error *err)
+static int calibration_put(struct conn *s, struct api_calibration *c, int *created, struct sc_error *err)
 {
     int rc, yes = 0;
     struct sqldb_stmt *st;
@@ -1477,12 +1594,12 @@ static int calibration_put(struct store *s, struct api_calibration *c, int *crea
     return end(s, rc, err);
 }
 
-int store_calibration_put(struct store *s, struct api_calibration *c, int *created, struct sc_error *err)
+int store_calibration_put(struct store *pool, struct api_calibration *c, int *created, struct sc_error *err)
 {
-    LOCKED(s, calibration_put(s, c, created, err));
+    LOCKED(pool, calibration_put(s, c, created, err));
 }
 
-static int calibration_get(struct store *s, const char *name, struct api_calibration *out,
+static int calibration_get(struct conn *s, const char *name, struct api_calibration *out,
                            struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1495,10 +1612,10 @@ static int calibration_get(struct store *s, const char *name, struct api_calibra
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no calibration '%s'", name) : rc;
 }
 
-int store_calibration_get(struct store *s, const char *name, struct api_calibration *out,
+int store_calibration_get(struct store *pool, const char *name, struct api_calibration *out,
                           struct sc_error *err)
 {
-    LOCKED(s, calibration_get(s, name, out, err));
+    LOCKED(pool, calibration_get(s, name, out, err));
 }
 
 static void release_calibrations(void *v, size_t n)
@@ -1506,10 +1623,10 @@ static void release_calibrations(void *v, size_t n)
     api_calibrations_free(v, n);
 }
 
-int store_calibration_list(struct store *s, const struct api_page *pg, struct api_calibration **out, size_t *n,
+int store_calibration_list(struct store *pool, const struct api_page *pg, struct api_calibration **out, size_t *n,
                            int *more, struct sc_error *err)
 {
-    LOCKED(s, page_rows(s, Q_CALIB_LIST, NULL, pg, more, read_calibration, sizeof **out, release_calibrations,
+    LOCKED(pool, page_rows(s, Q_CALIB_LIST, NULL, pg, more, read_calibration, sizeof **out, release_calibrations,
                         (void **)out, n, "list calibrations", err));
 }
 
@@ -1536,7 +1653,7 @@ static void read_validation(struct sqldb_stmt *st, void *row)
     v->created_ns = sqldb_column_int64(st, 12);
 }
 
-static int validation_add(struct store *s, struct api_validation *v, size_t n, const char *owner,
+static int validation_add(struct conn *s, struct api_validation *v, size_t n, const char *owner,
                           struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1572,10 +1689,10 @@ static int validation_add(struct store *s, struct api_validation *v, size_t n, c
     return end(s, rc, err);
 }
 
-int store_validation_add(struct store *s, struct api_validation *v, size_t n, const char *owner,
+int store_validation_add(struct store *pool, struct api_validation *v, size_t n, const char *owner,
                          struct sc_error *err)
 {
-    LOCKED(s, validation_add(s, v, n, owner, err));
+    LOCKED(pool, validation_add(s, v, n, owner, err));
 }
 
 static void release_validations(void *v, size_t n)
@@ -1583,7 +1700,7 @@ static void release_validations(void *v, size_t n)
     api_validations_free(v, n);
 }
 
-static int validation_list(struct store *s, enum stmt q, const char *model, const char *kind,
+static int validation_list(struct conn *s, enum stmt q, const char *model, const char *kind,
                            const struct api_page *pg, struct api_validation **out, size_t *n, int *more,
                            struct sc_error *err)
 {
@@ -1599,19 +1716,19 @@ static int validation_list(struct store *s, enum stmt q, const char *model, cons
                      (void **)out, n, "list validations", err);
 }
 
-int store_validation_list(struct store *s, const char *model, const char *kind, const struct api_page *pg,
+int store_validation_list(struct store *pool, const char *model, const char *kind, const struct api_page *pg,
                           struct api_validation **out, size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, validation_list(s, Q_VALID_LIST, model, kind, pg, out, n, more, err));
+    LOCKED(pool, validation_list(s, Q_VALID_LIST, model, kind, pg, out, n, more, err));
 }
 
-int store_validation_summary(struct store *s, const char *model, const char *kind, struct api_validation **out,
+int store_validation_summary(struct store *pool, const char *model, const char *kind, struct api_validation **out,
                              size_t *n, struct sc_error *err)
 {
-    LOCKED(s, validation_list(s, Q_VALID_SUMMARY, model, kind, NULL, out, n, NULL, err));
+    LOCKED(pool, validation_list(s, Q_VALID_SUMMARY, model, kind, NULL, out, n, NULL, err));
 }
 
-static int validation_delete(struct store *s, int64_t id, struct sc_error *err)
+static int validation_delete(struct conn *s, int64_t id, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
@@ -1626,9 +1743,9 @@ static int validation_delete(struct store *s, int64_t id, struct sc_error *err)
     return end(s, rc, err);
 }
 
-int store_validation_delete(struct store *s, int64_t id, struct sc_error *err)
+int store_validation_delete(struct store *pool, int64_t id, struct sc_error *err)
 {
-    LOCKED(s, validation_delete(s, id, err));
+    LOCKED(pool, validation_delete(s, id, err));
 }
 
 /* ---- finished plans ---- */
@@ -1641,7 +1758,7 @@ void store_plan_release(struct store_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static int plan_put(struct store *s, const struct store_plan *p, struct sc_error *err)
+static int plan_put(struct conn *s, const struct store_plan *p, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
@@ -1665,12 +1782,12 @@ static int plan_put(struct store *s, const struct store_plan *p, struct sc_error
     return end(s, rc, err);
 }
 
-int store_plan_put(struct store *s, const struct store_plan *p, struct sc_error *err)
+int store_plan_put(struct store *pool, const struct store_plan *p, struct sc_error *err)
 {
-    LOCKED(s, plan_put(s, p, err));
+    LOCKED(pool, plan_put(s, p, err));
 }
 
-static int plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
+static int plan_progress(struct conn *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_PLAN_PROGRESS, &st, err);
@@ -1682,9 +1799,9 @@ static int plan_progress(struct store *s, const char *id, int64_t done, int64_t 
     return run(s, st, err, "save a plan's progress");
 }
 
-int store_plan_progress(struct store *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
+int store_plan_progress(struct store *pool, const char *id, int64_t done, int64_t total, struct sc_error *err)
 {
-    LOCKED(s, plan_progress(s, id, done, total, err));
+    LOCKED(pool, plan_progress(s, id, done, total, err));
 }
 
 static void read_id(struct sqldb_stmt *st, void *row)
@@ -1692,7 +1809,7 @@ static void read_id(struct sqldb_stmt *st, void *row)
     col_copy(st, 0, row, 64);
 }
 
-static int plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+static int plan_interrupted(struct conn *s, const char *request, const char *model, char id[64],
                             struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1705,17 +1822,17 @@ static int plan_interrupted(struct store *s, const char *request, const char *mo
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no interrupted plan of this request") : rc;
 }
 
-int store_plan_interrupted(struct store *s, const char *request, const char *model, char id[64],
+int store_plan_interrupted(struct store *pool, const char *request, const char *model, char id[64],
                            struct sc_error *err)
 {
-    LOCKED(s, plan_interrupted(s, request, model, id, err));
+    LOCKED(pool, plan_interrupted(s, request, model, id, err));
 }
 
 /* On PostgreSQL only the running plans no replica claims (store.h). */
-static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
+static int plans_interrupt(struct conn *s, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int pg = store_is_postgresql(s), rc = prep(s, pg ? Q_PG_PLANS_INTERRUPT : Q_PLAN_INTERRUPT, &st, err);
+    int pg = is_pg(s), rc = prep(s, pg ? Q_PG_PLANS_INTERRUPT : Q_PLAN_INTERRUPT, &st, err);
     *n = 0;
     if (rc == SC_OK && pg)
         sqldb_bind_int64(st, 1, PG_LOCK_PLAN);
@@ -1724,13 +1841,13 @@ static int plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
     return rc;
 }
 
-int store_plans_interrupt(struct store *s, int64_t *n, struct sc_error *err)
+int store_plans_interrupt(struct store *pool, int64_t *n, struct sc_error *err)
 {
-    LOCKED(s, plans_interrupt(s, n, err));
+    LOCKED(pool, plans_interrupt(s, n, err));
 }
 
 /* The one integer of advisory-lock statement q on plan id (PostgreSQL). */
-static int plan_lock(struct store *s, enum stmt q, const char *id, int64_t *v, struct sc_error *err)
+static int plan_lock(struct conn *s, enum stmt q, const char *id, int64_t *v, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, q, &st, err);
@@ -1744,13 +1861,13 @@ static int plan_lock(struct store *s, enum stmt q, const char *id, int64_t *v, s
     return rc;
 }
 
-static int plan_claim(struct store *s, const char *id, struct sc_error *err)
+static int plan_claim(struct conn *s, const char *id, struct sc_error *err)
 {
     char state[64] = ""; /* read_id's size */
     int64_t got = 0;
     struct sqldb_stmt *st;
     int rc;
-    if (!store_is_postgresql(s))
+    if (!is_pg(s))
         return SC_OK;
     if ((rc = plan_lock(s, Q_PG_PLAN_CLAIM, id, &got, err)))
         return rc;
@@ -1768,18 +1885,18 @@ static int plan_claim(struct store *s, const char *id, struct sc_error *err)
     return rc;
 }
 
-int store_plan_claim(struct store *s, const char *id, struct sc_error *err)
+int store_plan_claim(struct store *pool, const char *id, struct sc_error *err)
 {
-    LOCKED(s, plan_claim(s, id, err));
+    LOCKED_ON(PLAN_CONN, plan_claim(s, id, err));
 }
 
-void store_plan_unclaim(struct store *s, const char *id)
+void store_plan_unclaim(struct store *pool, const char *id)
 {
     int64_t was;
-    pthread_mutex_lock(&s->mu);
-    if (store_is_postgresql(s)) /* failing, the connection was lost, and the claim with it */
+    struct conn *s = conn_take(pool, PLAN_CONN);
+    if (is_pg(s)) /* failing, the connection was lost, and the claim with it */
         (void)plan_lock(s, Q_PG_PLAN_UNCLAIM, id, &was, NULL);
-    pthread_mutex_unlock(&s->mu);
+    conn_give(s);
 }
 
 static void read_plan(struct sqldb_stmt *st, void *row)
@@ -1799,7 +1916,7 @@ static void read_plan(struct sqldb_stmt *st, void *row)
     col_copy(st, 11, p->owner, sizeof p->owner);
 }
 
-static int plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)
+static int plan_get(struct conn *s, const char *id, struct store_plan *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_PLAN_GET, &st, err);
@@ -1811,12 +1928,12 @@ static int plan_get(struct store *s, const char *id, struct store_plan *out, str
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no plan '%s'", id) : rc;
 }
 
-int store_plan_get(struct store *s, const char *id, struct store_plan *out, struct sc_error *err)
+int store_plan_get(struct store *pool, const char *id, struct store_plan *out, struct sc_error *err)
 {
-    LOCKED(s, plan_get(s, id, out, err));
+    LOCKED(pool, plan_get(s, id, out, err));
 }
 
-static int plan_delete(struct store *s, const char *id, struct sc_error *err)
+static int plan_delete(struct conn *s, const char *id, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
@@ -1831,9 +1948,9 @@ static int plan_delete(struct store *s, const char *id, struct sc_error *err)
     return end(s, rc, err);
 }
 
-int store_plan_delete(struct store *s, const char *id, struct sc_error *err)
+int store_plan_delete(struct store *pool, const char *id, struct sc_error *err)
 {
-    LOCKED(s, plan_delete(s, id, err));
+    LOCKED(pool, plan_delete(s, id, err));
 }
 
 /* ---- experiments ---- */
@@ -1871,7 +1988,7 @@ static void read_experiment(struct sqldb_stmt *st, void *row)
     e->closed_ns = sqldb_column_int64(st, 11);
 }
 
-static int experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err)
+static int experiment_create(struct conn *s, const struct store_experiment *e, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
@@ -1891,12 +2008,12 @@ static int experiment_create(struct store *s, const struct store_experiment *e, 
     return end(s, rc, err);
 }
 
-int store_experiment_create(struct store *s, const struct store_experiment *e, struct sc_error *err)
+int store_experiment_create(struct store *pool, const struct store_experiment *e, struct sc_error *err)
 {
-    LOCKED(s, experiment_create(s, e, err));
+    LOCKED(pool, experiment_create(s, e, err));
 }
 
-static int experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err)
+static int experiment_get(struct conn *s, const char *id, struct store_experiment *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = prep(s, Q_EXP_GET, &st, err);
@@ -1908,9 +2025,9 @@ static int experiment_get(struct store *s, const char *id, struct store_experime
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no experiment '%s'", id) : rc;
 }
 
-int store_experiment_get(struct store *s, const char *id, struct store_experiment *out, struct sc_error *err)
+int store_experiment_get(struct store *pool, const char *id, struct store_experiment *out, struct sc_error *err)
 {
-    LOCKED(s, experiment_get(s, id, out, err));
+    LOCKED(pool, experiment_get(s, id, out, err));
 }
 
 static void release_experiments(void *v, size_t n)
@@ -1918,16 +2035,16 @@ static void release_experiments(void *v, size_t n)
     store_experiments_free(v, n);
 }
 
-int store_experiment_list(struct store *s, const char *external_id, const struct api_page *pg,
+int store_experiment_list(struct store *pool, const char *external_id, const struct api_page *pg,
                           struct store_experiment **out, size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(s, page_rows(s, Q_EXP_LIST, external_id, pg, more, read_experiment, sizeof **out, release_experiments,
+    LOCKED(pool, page_rows(s, Q_EXP_LIST, external_id, pg, more, read_experiment, sizeof **out, release_experiments,
                         (void **)out, n, "list experiments", err));
 }
 
 /* One UPDATE of an open experiment: ?1 its id, ?2 text, ?3 a time (decide
  * also ?2 inputs, ?3 verdict, ?4 the time). */
-static int experiment_update(struct store *s, enum stmt q, const char *id, const char *a, const char *b, int64_t ns,
+static int experiment_update(struct conn *s, enum stmt q, const char *id, const char *a, const char *b, int64_t ns,
                              struct sc_error *err)
 {
     struct sqldb_stmt *st;
@@ -1947,13 +2064,13 @@ static int experiment_update(struct store *s, enum stmt q, const char *id, const
     return end(s, rc, err);
 }
 
-int store_experiment_decide(struct store *s, const char *id, const char *inputs, const char *verdict,
+int store_experiment_decide(struct store *pool, const char *id, const char *inputs, const char *verdict,
                             int64_t decided_ns, struct sc_error *err)
 {
-    LOCKED(s, experiment_update(s, Q_EXP_DECIDE, id, inputs, verdict, decided_ns, err));
+    LOCKED(pool, experiment_update(s, Q_EXP_DECIDE, id, inputs, verdict, decided_ns, err));
 }
 
-int store_experiment_close(struct store *s, const char *id, const char *bank, struct sc_error *err)
+int store_experiment_close(struct store *pool, const char *id, const char *bank, struct sc_error *err)
 {
-    LOCKED(s, experiment_update(s, Q_EXP_CLOSE, id, bank, NULL, store_now_ns(), err));
+    LOCKED(pool, experiment_update(s, Q_EXP_CLOSE, id, bank, NULL, store_now_ns(), err));
 }

@@ -29,8 +29,9 @@
  * nobody): with store_set_max_owned, a function that would add a row past
  * the owner's limit adds nothing and returns SC_ELIMIT.
  *
- * Every function is one transaction, serialised by a mutex: any thread may
- * call any function. Strings handed back are owned by the caller (release
+ * Every function is one transaction on one connection of a pool (on
+ * SQLite one connection, so functions run one at a time; on PostgreSQL
+ * up to store-connections at once): any thread may call any function. Strings handed back are owned by the caller (release
  * them with the matching *_release / *_free). */
 #ifndef DAEMON_STORE_H
 #define DAEMON_STORE_H
@@ -56,8 +57,9 @@ struct store_names {
 void store_names_release(struct store_names *l);
 
 /* Open or create the catalog of a store URL (sqlite:PATH or
- * postgresql://...) and migrate it. */
-int store_open(const char *url, struct store **out, struct sc_error *err);
+ * postgresql://...) and migrate it. PostgreSQL: a pool of `connections`
+ * connections (at least 1); SQLite: one. */
+int store_open(const char *url, size_t connections, struct store **out, struct sc_error *err);
 void store_close(struct store *s); /* NULL-safe */
 int store_is_postgresql(const struct store *s);
 /* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
@@ -80,7 +82,15 @@ int store_job_room(struct store *s, const char *job, const char *owner, struct s
 int store_check(struct store *s, struct sc_error *err);
 
 /* ---- blobs ---- */
-int store_blob_exists(struct store *s, const char *sha, int *yes, struct sc_error *err);
+/* What the store calls to put a blob's file in place, or to unlink it,
+ * inside the transaction that holds the lock on its digest. */
+typedef int (*store_blob_fn)(void *ctx, const char *sha, struct sc_error *err);
+/* Unlink a blob freed by a delete (`freed` below) with unlink_file,
+ * unless a row names it again: another replica committed the same
+ * content since. The removal and trace_put's placing and commit are
+ * serialised per digest, on every replica (a PostgreSQL advisory lock). */
+int store_blob_remove(struct store *s, const char *sha, store_blob_fn unlink_file, void *ctx,
+                      struct sc_error *err);
 /* Every blob row, for sweeps and checks. */
 int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err);
 
@@ -109,12 +119,13 @@ int store_trace_get(struct store *s, const char *job, int64_t rank, struct api_t
                     struct sc_error *err);
 int store_trace_list(struct store *s, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err);
-/* Set the trace of (job, rank) to t (whose blob file is in place): creates
- * the job if needed and the blob row if new, and sets t->uploaded_ns to the
- * time stored. The blob the rank held before, if now unreferenced, goes to
- * `freed`. */
+/* Set the trace of (job, rank) to t: under the lock on t->sha256, calls
+ * place(ctx, sha) to put the blob's file in place unless a row names that
+ * blob already, then creates the job if needed and the blob row if new,
+ * and sets t->uploaded_ns to the time stored. The blob the rank held
+ * before, if now unreferenced, goes to `freed`. */
 int store_trace_put(struct store *s, const char *job, struct api_trace *t, const char *owner,
-                    struct store_names *freed, struct sc_error *err);
+                    store_blob_fn place, void *ctx, struct store_names *freed, struct sc_error *err);
 
 /* ---- models ---- */
 
@@ -146,12 +157,12 @@ int store_model_delete(struct store *s, const char *id, struct store_names *free
                        struct sc_error *err);
 
 /* For a module that keeps its own statements over the catalog (the build
- * queue, build_queue.h): the connection, with the store's mutex held
- * until store_db_release. Its statements are its own to prepare and
+ * queue, build_queue.h): a connection of the pool, its own until
+ * store_db_release(s, db). Its statements are its own to prepare and
  * finalize before the release. */
 struct sqldb;
 struct sqldb *store_db_hold(struct store *s);
-void store_db_release(struct store *s);
+void store_db_release(struct store *s, struct sqldb *db);
 
 /* ---- tokens (the secret is never stored, only its hash) ---- */
 int store_token_create(struct store *s, const struct api_token *t, const char *hash,

@@ -11,17 +11,20 @@
 # /v1/models/{id}/replay (cached replays) and POST /v1/estimate with a new
 # spec each request (new estimates). Prints the requests/s summed over the
 # replicas (the better of two measurements), the ratio to one replica
-# measured in the same run, and the worst replica's p99. Each replica
-# serialises its catalog statements on one PostgreSQL connection (every
-# request looks its token up), so one replica is bound by that round trip.
+# measured in the same run, and the worst replica's p99. Each replica runs
+# its catalog statements on a pool of STORE_CONNECTIONS PostgreSQL
+# connections (every request looks its token up); STORE_CONNECTIONS=1 is
+# the single connection of before the pool.
 # Knobs: BUILD (build dir), DURATION (s per measurement, default 5),
-# CONNECTIONS (12), HTTP_THREADS (each replica's, default 2).
+# CONNECTIONS (12), HTTP_THREADS (each replica's, default 2),
+# STORE_CONNECTIONS (each replica's pool, default 4).
 set -eu
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-12}
 HTTP_THREADS=${HTTP_THREADS:-2}
+STORE_CONNECTIONS=${STORE_CONNECTIONS:-4}
 command -v wrk >/dev/null || { echo "bench_replicas: wrk is not installed (scripts/deps.sh installs it)"; exit 1; }
 tmp=$(mktemp -d)
 chmod 711 "$tmp"
@@ -48,7 +51,7 @@ admin="bench-admin-token-0123456789"
 urls=""
 for i in 1 2 3; do
     STEPCAST_ADMIN_TOKEN=$admin "$B/stepcastd" --store "$store" --data-dir "$tmp/data$i" --blobs "$tmp/blobs" --listen 127.0.0.1:0 \
-        --port-file "$tmp/port$i" --http-threads "$HTTP_THREADS" --replica-name "bench-$i" \
+        --port-file "$tmp/port$i" --http-threads "$HTTP_THREADS" --store-connections "$STORE_CONNECTIONS" --replica-name "bench-$i" \
         2>"$tmp/daemon$i.log" &
     pids="$pids $!"
     n=0
@@ -112,7 +115,7 @@ best() {
     if [ "${a%% *}" -ge "${b%% *}" ]; then echo "$a"; else echo "$b"; fi
 }
 
-echo "replicas: $(nproc) cores; 1 to 3 stepcastd --http-threads $HTTP_THREADS on one PostgreSQL ($(pg_config --version 2>/dev/null || echo PostgreSQL))"
+echo "replicas: $(nproc) cores; 1 to 3 stepcastd --http-threads $HTTP_THREADS --store-connections $STORE_CONNECTIONS on one PostgreSQL ($(pg_config --version 2>/dev/null || echo PostgreSQL))"
 echo "job:      data/sample, model $model; load: wrk -t1 -c$CONNECTIONS/N -d${DURATION}s --latency, one per replica at once, best of 2"
 if [ "$(nproc)" -le 2 ]; then
     echo "note:     on $(nproc) cores the replicas and wrk share the same cores: this measures the replicas'"

@@ -6,6 +6,7 @@
  * as the local command line replays it; a replica killed mid-build loses
  * its lease and another finishes the build; each model is built once. */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@
 
 /* n replicas on the server pg, data directories <tmp>/replica<i> and
  * blobs in <tmp>/shared-blobs; extra flags after those. */
-static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra)
+static void start_replicas_env(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra,
+                               const char *const *env)
 {
     char blobs[4200];
     const char *args[16] = {"--blobs", blobs};
@@ -30,7 +32,12 @@ static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_serve
     for (size_t i = 0; extra && extra[i] && k < 15; i++)
         args[k++] = extra[i];
     args[k] = NULL;
-    svc_start_replicas(d, n, pg->url, args, NULL);
+    svc_start_replicas(d, n, pg->url, args, env);
+}
+
+static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra)
+{
+    start_replicas_env(d, n, pg, extra, NULL);
 }
 
 static json_t *cli_replay(const char *file)
@@ -179,4 +186,75 @@ TEST(svc_replicas_build_each_model_once)
         free(ids[i]);
     }
     CHECK_EQ_INT(on[0] + on[1], 8);
+}
+
+/* An upload through one replica, run on its own thread. */
+struct upload {
+    const struct svc_daemon *d;
+    const char *path;
+    const char *body;
+    size_t n;
+    long status;
+};
+
+static void *upload_run(void *arg)
+{
+    struct upload *u = arg;
+    struct svc_opts o = {SVC_ADMIN, u->body, u->n, NULL, NULL};
+    u->status = svc_call(u->d, "PUT", u->path, &o, NULL);
+    return NULL;
+}
+
+/* The blob race across replicas: job x holds a trace (through replica 0);
+ * the same bytes are uploaded to job y through replica 1 while replica 0
+ * deletes x. The failpoint store.placed holds replica 1's transaction 1 s
+ * after it found the blob there and before its rows, and the delete is
+ * sent once replica 1 logs that hold: without a lock on the digest shared
+ * by the replicas, replica 0 frees the blob (no committed row names it)
+ * and unlinks the file that y's acknowledged trace names. y must still
+ * build and replay as x did. */
+TEST(svc_replicas_delete_keeps_a_blob_another_replica_commits)
+{
+    static const char *const hold[] = {"STEPCAST_FAILPOINT=store.placed", NULL};
+    struct pg_server pg;
+    struct svc_daemon d[2];
+    struct svc_resp r;
+    char path[256], blob[4400];
+    size_t n;
+    pg_server_start(&pg);
+    start_replicas_env(d, 2, &pg, NULL, hold);
+    char *t = svc_small_trace(0, 60, 7, &n);
+    struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
+    CHECK_EQ_INT(svc_call(&d[0], "PUT", "/v1/jobs/x/ranks/0/trace", &o, &r), 201);
+    snprintf(blob, sizeof blob, "%s/shared-blobs/%.2s/%s", th_tmpdir(), svc_json_str(r.body, "sha256"),
+             svc_json_str(r.body, "sha256"));
+    svc_resp_release(&r);
+    char *x = svc_request_model(&d[0], "x", NULL);
+    REQUIRE(strcmp(svc_wait_model(&d[0], x, 120), "ready") == 0);
+    snprintf(path, sizeof path, "/v1/models/%s/replay", x);
+    json_t *want = svc_admin_json(&d[0], path);
+    REQUIRE(want);
+
+    struct upload u = {&d[1], "/v1/jobs/y/ranks/0/trace", t, n, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, upload_run, &u) == 0);
+    double t0 = th_now_s();
+    while (log_lines(&d[1], 1, "failpoint", "hold=store.placed") == 0 && th_now_s() - t0 < 60)
+        usleep(5000);
+    CHECK_EQ_INT(log_lines(&d[1], 1, "failpoint", "hold=store.placed"), 1);
+    CHECK_EQ_INT(svc_admin(&d[0], "DELETE", "/v1/jobs/x", NULL, NULL), 200);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(u.status, 201);
+    CHECK(access(blob, F_OK) == 0);
+
+    char *y = svc_request_model(&d[1], "y", NULL);
+    CHECK_STREQ(svc_wait_model(&d[0], y, 120), "ready");
+    snprintf(path, sizeof path, "/v1/models/%s/replay", y);
+    /* the same trace: the same replay, whichever job holds it */
+    svc_check_same_json(svc_admin_json(&d[0], path), want, "replay of the job whose blob was raced");
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(svc_stop(&d[i]), 0);
+    free(t);
+    free(x);
+    free(y);
 }

@@ -1,8 +1,10 @@
 /* tests/integration/test_svc_replicas_load.c: replicas on one real
  * PostgreSQL under load (tests/pg_server.h).
  *
- * 50 clients spread over three replicas for STEPCAST_LOAD_SECONDS (20 in
- * `make check`; the issue's 60 on request) mix uploads, builds, job
+ * 50 clients spread over three replicas for STEPCAST_LOAD_SECONDS (20 s
+ * when unset; `make check` sets the issue's 60 for its plain phase, while
+ * its ASan+UBSan phase keeps 20 s, each request there costing several
+ * times more) mix uploads, builds, job
  * reads, lists, estimates, plans and deletes: no answer is 5xx, and after
  * every replica restarted each acknowledged job is there (and each deleted
  * one is not). The replicas share one blob directory (--blobs), so every

@@ -147,7 +147,7 @@ TEST(svc_builds_left_building_at_start)
     struct store *st = NULL;
     struct sc_error err;
     snprintf(catalog, sizeof catalog, "sqlite:%s/catalog.db", d.data);
-    CHECK_EQ_INT(store_open(catalog, &st, &err), SC_OK);
+    CHECK_EQ_INT(store_open(catalog, 1, &st, &err), SC_OK);
     for (size_t i = 0; st && i < 3; i++) {
         struct api_model m = {.status = API_MODEL_BUILDING};
         snprintf(m.id, sizeof m.id, "%s", ids[i]);
