@@ -305,11 +305,16 @@ static void repeat(struct wf *w, uint32_t i, double r)
     w->wait[i] *= r;
 }
 
+/* How many times the target repeats each traced layer's work. */
+static double layers_ratio(const struct job_config *b, const struct job_config *t)
+{
+    return b->layers ? (double)t->layers / (double)b->layers : 1.0;
+}
+
 /* Transform 3: layers. */
 static int layers(struct wf *w, struct sc_error *err)
 {
     const struct job_config *b = w->b, *t = w->t;
-    double r = 1;
     if (t->layers != b->layers) {
         if (!b->layers)
             return sc_error_set(err, SC_EINVAL, "set.layers: the job description must give layers to change them");
@@ -318,8 +323,7 @@ static int layers(struct wf *w, struct sc_error *err)
                                 "set.layers: the trace shows no layer (no module annotation, no repeating kernel "
                                 "sequence)");
     }
-    if (b->layers)
-        r = (double)t->layers / (double)b->layers;
+    double r = layers_ratio(b, t);
     for (uint32_t i = 0; i < w->g->n_tasks; i++) {
         if (w->st->layer[i] < 0)
             continue;
@@ -952,6 +956,70 @@ static double profiler_op_ns(const struct job_structure *st)
     return st->host_ops_total ? PROFILER_SHARE * st->host_ops_ns / (double)st->host_ops_total : 0;
 }
 
+/* The traced host's time for one operator as the what-if runs it: its
+ * mean time inside the operators the profiler recorded, less the
+ * profiler's cost (unprofiled_host), ns. */
+static double host_op_ns(const struct wf *w)
+{
+    const struct job_structure *st = w->st;
+    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - profiler_op_ns(st) : 0;
+}
+
+/* The operators eager PyTorch records for one layer's MLP activation,
+ * forward or backward (the operator counts of the traces of
+ * data/calibration/torch-steps, the GPT's against the Llama's): GELU runs
+ * aten::gelu forward and, backward, the engine's call, GeluBackward0 and
+ * aten::gelu_backward; SwiGLU on one GEMM's chunked output runs
+ * aten::chunk, its split, two narrows, two slices and two as_strided
+ * views, the silu and the multiply forward, and backward the engine's call
+ * and node of the multiply (two aten::mul), of the silu (silu_backward)
+ * and of the split (the halves' aten::cat). 0 for another stack: a fused
+ * activation's host work is the traced job's own. */
+static int activation_ops(const struct job_config *c, int backward)
+{
+    if (!c->has_framework || c->framework != EST_FRAMEWORK_PYTORCH)
+        return 0;
+    return gated(c) ? 10 : backward ? 3 : 1;
+}
+
+/* The kernels of one layer's MLP activation, forward or backward
+ * (activation_us): eager SwiGLU's two forward and four backward, one for
+ * GELU or a fused activation. */
+static int activation_kernels(const struct job_config *c, int backward)
+{
+    return gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
+}
+
+/* The MLP activation's host work in the target's form: each runtime call
+ * that launched a kernel of a layer's activation (coll_placement.h
+ * mlp_activation) keeps the operators in its host gap in the ratio of the
+ * target's activation operators to the traced one's, each at the traced
+ * host's time per operator (host_op_ns), and its own time (the launch) in
+ * the ratio of their kernels; r: the layers transform's repetition of a
+ * layer's work. */
+static void activation_host(struct wf *w, const struct coll_placement *pl, double r)
+{
+    const struct model_graph *g = w->g;
+    double per = host_op_ns(w);
+    for (uint32_t i = 0; i < g->n_tasks && pl->mlp_activation && per > 0; i++) {
+        int pass = pl->mlp_activation[i];
+        if (!pass)
+            continue;
+        int bwd = pass == COLL_MLP_BACKWARD, o0 = activation_ops(w->b, bwd), o1 = activation_ops(w->t, bwd);
+        int k0 = activation_kernels(w->b, bwd), k1 = activation_kernels(w->t, bwd);
+        if (!o0 || !o1 || (o0 == o1 && k0 == k1))
+            continue;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            uint32_t c = g->edges[e].from;
+            if (g->edges[e].kind != MODEL_EDGE_LAUNCH || !w->st->host_ops[c])
+                continue;
+            double d = (double)w->st->host_ops[c] * ((double)o1 / (double)o0 - 1) * per;
+            w->gap[c] = fmax(0, w->gap[c] + d * (w->st->layer[c] >= 0 ? r : 1));
+            w->dur[c] *= (double)k1 / (double)k0;
+        }
+    }
+}
+
 /* The traced host gaps less the profiler's cost (never below nothing);
  * the time taken off a step, ms. */
 static double unprofiled_host(struct wf *w)
@@ -1470,6 +1538,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
+    activation_host(&w, &w.pl, layers_ratio(w.b, w.t));
     /* the schedule rebuilt: for another pipeline; for another context-
      * parallel degree (the ring's blocks and exchanges in every layer);
      * and for another tp or dp of a pipelined job, whose stages' waits on
