@@ -50,6 +50,7 @@ struct wf {
     int has_pl;
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int lean;               /* whatif_run_with's */
+    int profiled;           /* the target runs under the profiler: its cost stays on the host */
     double profiler_ns;     /* a step's host time the profiler took (unprofiled_host) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
@@ -958,11 +959,12 @@ static double profiler_op_ns(const struct job_structure *st)
 
 /* The traced host's time for one operator as the what-if runs it: its
  * mean time inside the operators the profiler recorded, less the
- * profiler's cost (unprofiled_host), ns. */
+ * profiler's cost (unprofiled_host) unless the target runs profiled, ns. */
 static double host_op_ns(const struct wf *w)
 {
     const struct job_structure *st = w->st;
-    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - profiler_op_ns(st) : 0;
+    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - (w->profiled ? 0 : profiler_op_ns(st))
+                              : 0;
 }
 
 /* The operators eager PyTorch records for one layer's MLP activation,
@@ -1459,7 +1461,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
 /* whatif_run once out->structure holds g's structure; base_step_ms is g's
  * whatif_base_step, or negative to have it replayed. */
 static int run(const struct model_graph *g, const struct job_config *base, double base_step_ms,
-               const struct job_config *set, int lean, struct whatif_result *out, struct sc_error *err)
+               const struct job_config *set, int lean, int profiled, struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
     struct model_replay_opts ro;
@@ -1468,6 +1470,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     int rc;
     memset(&w, 0, sizeof w);
     w.lean = lean;
+    w.profiled = profiled;
     replay_opts(&w, &ro);
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
@@ -1531,7 +1534,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         w.gap[i] = (double)g->tasks[i].gap;
         w.size_ratio[i] = 1.0;
     }
-    out->profiler_ms = unprofiled_host(&w);
+    out->profiler_ms = profiled ? 0 : unprofiled_host(&w);
     w.profiler_ns = out->profiler_ms * 1e6;
     mark_per_mb(&w);
     if ((rc = split_collectives(&w, err)))
@@ -1606,14 +1609,32 @@ done:
     return rc;
 }
 
+/* out->profiled_step_ms: the same what-if with the profiler's cost kept
+ * on the host, for a step that took off some (out released on failure). */
+static int profiled_step(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+                         struct whatif_result *out, struct sc_error *err)
+{
+    struct whatif_result p;
+    memset(&p, 0, sizeof p);
+    if (!(out->profiler_ms > 0))
+        return SC_OK;
+    int rc = job_structure_copy(&out->structure, g->n_tasks, &p.structure, err);
+    if (rc == SC_OK && (rc = run(g, base, out->base_step_ms, set, 0, 1, &p, err)) == SC_OK)
+        out->profiled_step_ms = p.step_ms;
+    whatif_release(&p);
+    if (rc)
+        whatif_release(out);
+    return rc;
+}
+
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err)
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_recover(g, base, &out->structure, err)))
+    if ((rc = job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
         return rc;
-    return run(g, base, -1, set, 0, out, err);
+    return profiled_step(g, base, set, out, err);
 }
 
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
@@ -1622,7 +1643,8 @@ int whatif_run_with(const struct model_graph *g, const struct job_config *base, 
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
+    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)) ||
+        (rc = run(g, base, base_step_ms, set, lean, 0, out, err)))
         return rc;
-    return run(g, base, base_step_ms, set, lean, out, err);
+    return lean ? SC_OK : profiled_step(g, base, set, out, err);
 }
