@@ -202,7 +202,9 @@ static const char schemas[] =
     " schedule (1f1b or interleaved, checked with vpp as a spec's parallel object is), gpu (a hardware profile"
     " id); an empty object is a no-op\"}}},"
     "\"WhatIf\":{\"type\":\"object\",\"description\":\"the replay document of the transformed step with base,"
-    " target, step_ms, base_step_ms, from_measured_ms, from_models_ms, models_used, collective_transfer_ms,"
+    " target, step_ms, base_step_ms, profiler_ms (the host time per step taken off as the profiler's),"
+    " profiled_step_ms (the step with it kept, as under the profiler; null without it), from_measured_ms,"
+    " from_models_ms, models_used, collective_transfer_ms,"
     " collective_wait_ms, memory_gb_per_gpu, fits and structure (the document of `stepcast whatif --json`)\"}"
     "}";
 

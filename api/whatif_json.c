@@ -138,6 +138,8 @@ json_t *api_whatif_json(const struct whatif_result *r, double gpu_hour_usd)
     json_object_set_new(doc, "target", api_job_config_json(&r->target));
     json_object_set_new(doc, "step_ms", num(r->step_ms));
     json_object_set_new(doc, "base_step_ms", num(r->base_step_ms));
+    json_object_set_new(doc, "profiler_ms", num(r->profiler_ms));
+    json_object_set_new(doc, "profiled_step_ms", r->profiled_step_ms > 0 ? num(r->profiled_step_ms) : json_null());
     json_object_set_new(doc, "from_measured_ms", num(r->from_measured_ms));
     json_object_set_new(doc, "from_models_ms", num(r->from_models_ms));
     json_object_set_new(doc, "models_used", models);

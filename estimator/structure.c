@@ -659,12 +659,22 @@ static size_t lower_bound(const int64_t *v, size_t n, int64_t k)
     return lo;
 }
 
-/* Whether a runtime call blocks its thread on the GPU. */
-static int blocking_call(const struct model_event *e)
+/* Whether event e of t is a runtime call that blocks its thread on the
+ * GPU: a synchronising call, or an async copy to pageable host memory
+ * (it returns once the copy has run, as the graph has it: an item(), a
+ * .cpu() of a loss). */
+static int blocking_call(const struct model_trace *t, size_t e)
 {
-    return (e->kind == MODEL_EV_RUNTIME || e->kind == MODEL_EV_DRIVER) &&
-           (e->rt == MODEL_RT_LAUNCH_SYNC || e->rt == MODEL_RT_SYNC_STREAM || e->rt == MODEL_RT_SYNC_DEVICE ||
-            e->rt == MODEL_RT_SYNC_EVENT || e->rt == MODEL_RT_QUERY);
+    const struct model_event *c = &t->events[e];
+    if (c->kind != MODEL_EV_RUNTIME && c->kind != MODEL_EV_DRIVER)
+        return 0;
+    if (c->rt == MODEL_RT_LAUNCH) {
+        uint32_t l = t->link ? t->link[e] : MODEL_NONE;
+        return l != MODEL_NONE && t->events[l].kind == MODEL_EV_MEMCPY &&
+               model_copy_pageable_dtoh(model_str(t, t->events[l].name));
+    }
+    return c->rt == MODEL_RT_LAUNCH_SYNC || c->rt == MODEL_RT_SYNC_STREAM || c->rt == MODEL_RT_SYNC_DEVICE ||
+           c->rt == MODEL_RT_SYNC_EVENT || c->rt == MODEL_RT_QUERY;
 }
 
 /* The time trace t's host threads spend working inside recorded operators:
@@ -692,7 +702,7 @@ static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error
         *out += (double)(v[i].end - v[i].start);
     for (size_t e = 0; e < t->n_events; e++) {
         const struct model_event *c = &t->events[e];
-        if (!blocking_call(c))
+        if (!blocking_call(t, e))
             continue;
         size_t lo = 0, hi = m; /* the first merged span after the call's start */
         while (lo < hi) {

@@ -51,6 +51,7 @@ struct wf {
     int has_pl;
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int lean;               /* whatif_run_with's */
+    int profiled;           /* the target runs under the profiler: its cost stays on the host */
     double profiler_ns;     /* a step's host time the profiler took (unprofiled_host) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
@@ -221,7 +222,7 @@ static int compute_bound(const struct model_task *t)
 
 /* The part of task i's duration that does not grow with its work. A
  * synthesised kernel's is the stack's fixed cost it was written with
- * (synth.c); a measured kernel's is none: on the eager steps of
+ * (costs.c); a measured kernel's is none: on the eager steps of
  * data/calibration/torch-steps, GEMMs of 0.05 and 1 TFLOP run at the same
  * throughput and the loss's kernels scale with the tokens they read, and a
  * fixed cost of 3 or 8 us left the what-ifs between those steps 0.5 and
@@ -306,11 +307,16 @@ static void repeat(struct wf *w, uint32_t i, double r)
     w->wait[i] *= r;
 }
 
+/* How many times the target repeats each traced layer's work. */
+static double layers_ratio(const struct job_config *b, const struct job_config *t)
+{
+    return b->layers ? (double)t->layers / (double)b->layers : 1.0;
+}
+
 /* Transform 3: layers. */
 static int layers(struct wf *w, struct sc_error *err)
 {
     const struct job_config *b = w->b, *t = w->t;
-    double r = 1;
     if (t->layers != b->layers) {
         if (!b->layers)
             return sc_error_set(err, SC_EINVAL, "set.layers: the job description must give layers to change them");
@@ -319,8 +325,7 @@ static int layers(struct wf *w, struct sc_error *err)
                                 "set.layers: the trace shows no layer (no module annotation, no repeating kernel "
                                 "sequence)");
     }
-    if (b->layers)
-        r = (double)t->layers / (double)b->layers;
+    double r = layers_ratio(b, t);
     for (uint32_t i = 0; i < w->g->n_tasks; i++) {
         if (w->st->layer[i] < 0)
             continue;
@@ -421,7 +426,7 @@ static double output_gemm_ratio(const struct wf *w, const struct job_config *b, 
 /* A layer's attention forward on the target GPU, microseconds: flash
  * attention over the sequence, or with context parallelism one block of
  * seq / cp queries and keys, or (ring) the whole ring the estimator's step
- * runs (synth.c): cp blocks, block i + 1 after the key/value exchange
+ * runs (synth_ops.c): cp blocks, block i + 1 after the key/value exchange
  * that ran beside block i. */
 static double attention_us(const struct wf *w, const struct job_config *c, int ring, int backward)
 {
@@ -953,6 +958,71 @@ static double profiler_op_ns(const struct job_structure *st)
     return st->host_ops_total ? PROFILER_SHARE * st->host_ops_ns / (double)st->host_ops_total : 0;
 }
 
+/* The traced host's time for one operator as the what-if runs it: its
+ * mean time inside the operators the profiler recorded, less the
+ * profiler's cost (unprofiled_host) unless the target runs profiled, ns. */
+static double host_op_ns(const struct wf *w)
+{
+    const struct job_structure *st = w->st;
+    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - (w->profiled ? 0 : profiler_op_ns(st))
+                              : 0;
+}
+
+/* The operators eager PyTorch records for one layer's MLP activation,
+ * forward or backward (the operator counts of the traces of
+ * data/calibration/torch-steps, the GPT's against the Llama's): GELU runs
+ * aten::gelu forward and, backward, the engine's call, GeluBackward0 and
+ * aten::gelu_backward; SwiGLU on one GEMM's chunked output runs
+ * aten::chunk, its split, two narrows, two slices and two as_strided
+ * views, the silu and the multiply forward, and backward the engine's call
+ * and node of the multiply (two aten::mul), of the silu (silu_backward)
+ * and of the split (the halves' aten::cat). 0 for another stack: a fused
+ * activation's host work is the traced job's own. */
+static int activation_ops(const struct job_config *c, int backward)
+{
+    if (!c->has_framework || c->framework != EST_FRAMEWORK_PYTORCH)
+        return 0;
+    return gated(c) ? 10 : backward ? 3 : 1;
+}
+
+/* The kernels of one layer's MLP activation, forward or backward
+ * (activation_us): eager SwiGLU's two forward and four backward, one for
+ * GELU or a fused activation. */
+static int activation_kernels(const struct job_config *c, int backward)
+{
+    return gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
+}
+
+/* The MLP activation's host work in the target's form: each runtime call
+ * that launched a kernel of a layer's activation (coll_placement.h
+ * mlp_activation) keeps the operators in its host gap in the ratio of the
+ * target's activation operators to the traced one's, each at the traced
+ * host's time per operator (host_op_ns), and its own time (the launch) in
+ * the ratio of their kernels; r: the layers transform's repetition of a
+ * layer's work. */
+static void activation_host(struct wf *w, const struct coll_placement *pl, double r)
+{
+    const struct model_graph *g = w->g;
+    double per = host_op_ns(w);
+    for (uint32_t i = 0; i < g->n_tasks && pl->mlp_activation && per > 0; i++) {
+        int pass = pl->mlp_activation[i];
+        if (!pass)
+            continue;
+        int bwd = pass == COLL_MLP_BACKWARD, o0 = activation_ops(w->b, bwd), o1 = activation_ops(w->t, bwd);
+        int k0 = activation_kernels(w->b, bwd), k1 = activation_kernels(w->t, bwd);
+        if (!o0 || !o1 || (o0 == o1 && k0 == k1))
+            continue;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            uint32_t c = g->edges[e].from;
+            if (g->edges[e].kind != MODEL_EDGE_LAUNCH || !w->st->host_ops[c])
+                continue;
+            double d = (double)w->st->host_ops[c] * ((double)o1 / (double)o0 - 1) * per;
+            w->gap[c] = fmax(0, w->gap[c] + d * (w->st->layer[c] >= 0 ? r : 1));
+            w->dur[c] *= (double)k1 / (double)k0;
+        }
+    }
+}
+
 /* The traced host gaps less the profiler's cost (never below nothing);
  * the time taken off a step, ms. */
 static double unprofiled_host(struct wf *w)
@@ -1228,7 +1298,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                       "the embedding and the loss counted as layers), as Megatron-LM requires",
                             (long long)stages, (long long)tc.layers);
     /* with a context-parallel target the synthesised ring times each
-     * layer's attention (its blocks and key/value exchanges, synth.c): the
+     * layer's attention (its blocks and key/value exchanges, synth_ops.c): the
      * passes are measured without the attention kernels the ring replaces,
      * whose measured pace the ring keeps (ring_attention_pace) */
     double *pass_dur = NULL, attention_ns = 0;
@@ -1400,7 +1470,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
 /* whatif_run once out->structure holds g's structure; base_step_ms is g's
  * whatif_base_step, or negative to have it replayed. */
 static int run(const struct model_graph *g, const struct job_config *base, double base_step_ms,
-               const struct job_config *set, int lean, struct whatif_result *out, struct sc_error *err)
+               const struct job_config *set, int lean, int profiled, struct whatif_result *out, struct sc_error *err)
 {
     struct wf w;
     struct model_replay_opts ro;
@@ -1409,6 +1479,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     int rc;
     memset(&w, 0, sizeof w);
     w.lean = lean;
+    w.profiled = profiled;
     replay_opts(&w, &ro);
     if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
@@ -1472,13 +1543,14 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         w.gap[i] = (double)g->tasks[i].gap;
         w.size_ratio[i] = 1.0;
     }
-    out->profiler_ms = unprofiled_host(&w);
+    out->profiler_ms = profiled ? 0 : unprofiled_host(&w);
     w.profiler_ns = out->profiler_ms * 1e6;
     mark_per_mb(&w);
     if ((rc = split_collectives(&w, err)))
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
+    activation_host(&w, &w.pl, layers_ratio(w.b, w.t));
     /* the schedule rebuilt: for another pipeline; for another context-
      * parallel degree (the ring's blocks and exchanges in every layer);
      * and for another tp or dp of a pipelined job, whose stages' waits on
@@ -1546,14 +1618,32 @@ done:
     return rc;
 }
 
+/* out->profiled_step_ms: the same what-if with the profiler's cost kept
+ * on the host, for a step that took off some (out released on failure). */
+static int profiled_step(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+                         struct whatif_result *out, struct sc_error *err)
+{
+    struct whatif_result p;
+    memset(&p, 0, sizeof p);
+    if (!(out->profiler_ms > 0))
+        return SC_OK;
+    int rc = job_structure_copy(&out->structure, g->n_tasks, &p.structure, err);
+    if (rc == SC_OK && (rc = run(g, base, out->base_step_ms, set, 0, 1, &p, err)) == SC_OK)
+        out->profiled_step_ms = p.step_ms;
+    whatif_release(&p);
+    if (rc)
+        whatif_release(out);
+    return rc;
+}
+
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err)
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_recover(g, base, &out->structure, err)))
+    if ((rc = job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
         return rc;
-    return run(g, base, -1, set, 0, out, err);
+    return profiled_step(g, base, set, out, err);
 }
 
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
@@ -1562,7 +1652,8 @@ int whatif_run_with(const struct model_graph *g, const struct job_config *base, 
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)))
+    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)) ||
+        (rc = run(g, base, base_step_ms, set, lean, 0, out, err)))
         return rc;
-    return run(g, base, base_step_ms, set, lean, out, err);
+    return lean ? SC_OK : profiled_step(g, base, set, out, err);
 }

@@ -109,8 +109,14 @@ struct whatif_result {
      * is host-bound where a spec's estimate would not be */
     double host_exposed_ms;
     /* taken off the traced host per step: the profiler's cost per operator
-     * it recorded (whatif.c PROFILER_OP_NS; 0 without such records) */
+     * it recorded (whatif.c PROFILER_SHARE; 0 without such records). A
+     * no-op of a profiled trace comes out this much (or, where the host
+     * is not on the critical path, less) below its replay */
     double profiler_ms;
+    /* the step with that cost kept, as the target would run under the
+     * profiler: what to set beside another profiled trace's step (0 when
+     * profiler_ms is, or for whatif_run_with's lean callers) */
+    double profiled_step_ms;
     struct whatif_model_use models[WHATIF_MODEL_COUNT];
     /* Of the transformed graph's work, the share of its time a model gave
      * (0: all carried from traced durations, 1: all re-priced by a model),

@@ -92,16 +92,6 @@ static uint32_t gpu_ending_in(struct builder *b, struct rank_build *r, int64_t f
     return best;
 }
 
-static int is_pageable_dtoh(const char *name)
-{
-    return strstr(name, "Pageable") && (strstr(name, "DtoH") || strstr(name, "-> Pageable"));
-}
-
-static int is_pageable_htod(const char *name)
-{
-    return strstr(name, "Pageable") && (strstr(name, "HtoD") || strstr(name, "Pageable ->"));
-}
-
 /* An event's name's slot among n_names string ids: n_names for none. */
 static size_t name_slot(const struct model_trace *t, uint32_t event, size_t n_names)
 {
@@ -562,11 +552,11 @@ int gb_host_sync_edges(struct builder *b, struct rank_build *r)
             case MODEL_RT_LAUNCH:
                 if (own_task != MODEL_NONE && t->events[own].kind == MODEL_EV_MEMCPY) {
                     const char *name = model_str(t, t->events[own].name);
-                    if (is_pageable_dtoh(name)) {
+                    if (model_copy_pageable_dtoh(name)) {
                         rc = add_wait(b, r, c, own_task, 1, MODEL_EDGE_HOST_SYNC);
                         continue;
                     }
-                    if (is_pageable_htod(name)) {
+                    if (model_copy_pageable_htod(name)) {
                         /* it returns once its data is staged. When it
                          * returned after most of its copy had run, it ran
                          * with the copy: it ends when the copy does, less

@@ -99,3 +99,13 @@ enum model_rt_class model_runtime_class(const char *name)
             return calls[i].cls;
     return MODEL_RT_OTHER;
 }
+
+int model_copy_pageable_dtoh(const char *copy_name)
+{
+    return strstr(copy_name, "Pageable") && (strstr(copy_name, "DtoH") || strstr(copy_name, "-> Pageable"));
+}
+
+int model_copy_pageable_htod(const char *copy_name)
+{
+    return strstr(copy_name, "Pageable") && (strstr(copy_name, "HtoD") || strstr(copy_name, "Pageable ->"));
+}

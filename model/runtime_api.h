@@ -21,4 +21,12 @@ enum model_rt_class {
 
 enum model_rt_class model_runtime_class(const char *name);
 
+/* Whether a copy (its GPU event's name, "Memcpy DtoH (Device ->
+ * Pageable)") moves device memory to pageable host memory: the async call
+ * that launched it returns once the copy has run, a wait on the GPU. */
+int model_copy_pageable_dtoh(const char *copy_name);
+/* ... or pageable host memory to the device: the call returns once its
+ * data is staged. */
+int model_copy_pageable_htod(const char *copy_name);
+
 #endif

@@ -13,9 +13,11 @@ of each traced step is its table row (vocab 50304, one GPU, micro-batch
 = global batch) and its stack (eager PyTorch, pure bf16); nothing is
 fitted on these steps but the profiler's share of the host's time
 (estimator/whatif.c PROFILER_SHARE), on the H100's host-bound
-gpt-h1024-s1024-b8 alone: the what-if answers the step as it runs without
+gpt-h1024-s1024-b8 alone (the eager MLP activations' operator and kernel
+counts, estimator/whatif.c activation_ops, are PyTorch's, read off the
+traces' operators, not fitted): the what-if answers the step as it runs without
 the profiler, as the table measured it. Every what-if's step must lie
-within --max-error (default 7%) of the measured step, and their mean
+within --max-error (default 5%, the issue's bound) of the measured step, and their mean
 |error| be at most --max-mape (default 3%). Prints a table (the GPUs'
 wait on the traced host's work, less the profiler's share, in `host`),
 how many lie within 5%, and ends with `N passed, N failed`."""
@@ -46,7 +48,7 @@ def description(r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-mape", type=float, default=3.0)
-    ap.add_argument("--max-error", type=float, default=7.0)
+    ap.add_argument("--max-error", type=float, default=5.0)
     ap.add_argument("--cli", default="build/stepcast")
     a = ap.parse_args()
     root = "data/calibration/torch-steps"
