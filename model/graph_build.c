@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cancel.h"
 #include "common/hugepage.h"
 #include "common/i64map.h"
 #include "common/pool.h"
@@ -183,6 +184,9 @@ struct folded {
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
+/* SC_ECANCELED once the work is called off (common/cancel.h): looked at
+ * between a rank's passes and between the ranks joined */
+#define CALLED_OFF(e) (sc_cancelled() ? sc_error_set((e), SC_ECANCELED, "the graph's build was called off") : SC_OK)
 
 static int64_t max64(int64_t a, int64_t b)
 {
@@ -1973,7 +1977,8 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
     }
     memset(r->outer, 0xff, t->n_events * sizeof *r->outer);
     memset(r->task_of, 0xff, t->n_events * sizeof *r->task_of);
-    if ((rc = rank_window(b, r)) || (rc = rank_threads(b, r)) || (rc = rank_streams(b, r)))
+    if ((rc = CALLED_OFF(err)) || (rc = rank_window(b, r)) || (rc = rank_threads(b, r)) ||
+        (rc = rank_streams(b, r)))
         goto out;
     size_t n = b->n_tasks ? b->n_tasks : 1;
     b->wait_done = calloc(n, sizeof *b->wait_done);
@@ -1986,11 +1991,13 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
         goto out;
     }
     memset(b->stream_ix, 0xff, b->n_res * sizeof *b->stream_ix);
-    if ((rc = thread_scans(b, r)) || (rc = api_medians(b, r, &r->med)) || (rc = calibrate_latencies(b, r)) ||
-        (rc = launch_edges(b, r)) || (rc = cuda_sync_edges(b, r)) || (rc = inferred_event_edges(b, r)) ||
+    if ((rc = CALLED_OFF(err)) || (rc = thread_scans(b, r)) || (rc = api_medians(b, r, &r->med)) ||
+        (rc = calibrate_latencies(b, r)) || (rc = launch_edges(b, r)) || (rc = cuda_sync_edges(b, r)) ||
+        (rc = inferred_event_edges(b, r)) || (rc = CALLED_OFF(err)) ||
         (rc = launch_queue_edges(b, r, &b->queue_depth)) || (rc = gpu_wait_edges(b, r)) ||
         (rc = host_sync_edges(b, r)) || (rc = host_poll_edges(b, r)) || (rc = inter_thread_edges(b, r)) ||
-        (rc = step_end_edges(b, r)) || (rc = unexplained_waits(b)) || (rc = rank_keep(b)))
+        (rc = CALLED_OFF(err)) || (rc = step_end_edges(b, r)) || (rc = unexplained_waits(b)) ||
+        (rc = rank_keep(b)))
         goto out;
     rank_profile(b);
 out:
@@ -2348,7 +2355,8 @@ static int join(struct join *j, const struct model_job *job, struct model_graph 
     }
     size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
-        rc = emit_rank(j, rk, gb);
+        if ((rc = CALLED_OFF(j->err)) == SC_OK)
+            rc = emit_rank(j, rk, gb);
         freed += j->parts[rk]->n_tasks;
         rank_free(j->parts[rk]);
         j->parts[rk] = NULL;
