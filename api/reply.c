@@ -24,7 +24,7 @@ static const struct api_code_info codes[API_E_COUNT] = {
     [API_E_NO_ROUTE] = {"no_route", 404, "no such path"},
     [API_E_METHOD] = {"method_not_allowed", 405, "the path does not take this method (see Allow)"},
     [API_E_CONFLICT] = {"conflict", 409, "the rank already has a different trace (use ?replace=true), or the state forbids it"},
-    [API_E_NOT_READY] = {"not_ready", 409, "the model is still building, or its build failed"},
+    [API_E_NOT_READY] = {"not_ready", 409, "the model is still building, its build failed, or it was interrupted"},
     [API_E_TOO_LARGE] = {"too_large", 413, "the body or the trace is over a limit"},
     [API_E_UNPROCESSABLE] = {"unprocessable", 422, "well-formed but unusable (e.g. the trace names another rank)"},
     [API_E_BUSY] = {"busy", 429, "too many uploads or builds in progress (see Retry-After)"},

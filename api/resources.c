@@ -7,7 +7,7 @@
 #include "common/banned.h"
 
 static const char *const scope_names[] = {"none", "read", "write", "admin"};
-static const char *const status_names[] = {"building", "ready", "failed"};
+static const char *const status_names[] = {"building", "ready", "failed", "interrupted"};
 
 const char *api_scope_name(enum api_scope sc)
 {

@@ -34,7 +34,9 @@ struct api_trace {
     int64_t bytes, events, steps, uploaded_ns;
 };
 
-enum api_model_status { API_MODEL_BUILDING, API_MODEL_READY, API_MODEL_FAILED };
+/* interrupted: a build a shutdown cancelled (its progress kept), waiting for
+ * POST /v1/models/{id}/resume */
+enum api_model_status { API_MODEL_BUILDING, API_MODEL_READY, API_MODEL_FAILED, API_MODEL_INTERRUPTED };
 const char *api_model_status_name(enum api_model_status st);
 
 struct api_model {
@@ -49,7 +51,8 @@ struct api_model {
     char *summary;     /* JSON text (api_model_summary) when ready */
     int64_t created_ns, finished_ns; /* finished_ns 0 while building */
     int64_t n_ranks;
-    double progress;   /* 0..1; filled by the daemon for the reply */
+    double progress;   /* 0..1; the catalog's when interrupted, else filled by
+                        * the daemon for the reply */
     int queued;        /* building but not started (waits for a worker or
                         * memory); filled by the daemon for the reply */
 };

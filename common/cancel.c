@@ -14,3 +14,8 @@ int sc_cancelled(void)
 {
     return flag && atomic_load_explicit(flag, memory_order_relaxed);
 }
+
+atomic_int *sc_cancel_flag(void)
+{
+    return flag;
+}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/cancel.h"
 #include "common/banned.h"
 
 #define MAX_THREADS 64
@@ -19,17 +20,22 @@ struct pool {
     int *rcs;
     atomic_size_t next;
     atomic_size_t first_failed; /* the lowest index that failed, or n */
+    atomic_int *cancel;         /* the calling thread's (common/cancel.h) */
 };
 
 static void *worker(void *arg)
 {
     struct pool *p = arg;
+    sc_cancel_attach(p->cancel);
     for (;;) {
         size_t i = atomic_fetch_add(&p->next, 1);
         if (i >= p->n || i > atomic_load(&p->first_failed))
             return NULL;
         assert(i < p->n);
-        p->rcs[i] = p->fn(p->ctx, i, &p->errs[i]);
+        if (sc_cancelled())
+            p->rcs[i] = sc_error_set(&p->errs[i], SC_ECANCELED, "called off");
+        else
+            p->rcs[i] = p->fn(p->ctx, i, &p->errs[i]);
         size_t f = atomic_load(&p->first_failed);
         while (p->rcs[i] && i < f && !atomic_compare_exchange_weak(&p->first_failed, &f, i))
             ;
@@ -48,7 +54,7 @@ unsigned sc_pool_threads(unsigned threads)
 int sc_parallel_for(size_t n, unsigned threads, int (*fn)(void *ctx, size_t i, struct sc_error *err),
                     void *ctx, struct sc_error *err)
 {
-    struct pool p = {.n = n, .fn = fn, .ctx = ctx};
+    struct pool p = {.n = n, .fn = fn, .ctx = ctx, .cancel = sc_cancel_flag()};
     pthread_t tid[MAX_THREADS];
     unsigned nt = sc_pool_threads(threads), started = 0;
     int rc = SC_OK;

@@ -3,7 +3,10 @@
  * Loading and building a job's ranks are independent per rank; this runs
  * them on all cores. Items are handed out in index order, one at a time;
  * after item f fails, no item after f starts, and every item before it
- * still runs: the error reported is the one a serial run would report. */
+ * still runs: the error reported is the one a serial run would report.
+ * The threads obey the calling thread's cancel flag (common/cancel.h):
+ * once it is set, no item starts (SC_ECANCELED) and the items running stop
+ * at their own checks. */
 #ifndef COMMON_POOL_H
 #define COMMON_POOL_H
 

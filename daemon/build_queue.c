@@ -75,7 +75,7 @@ int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_
     id[0] = '\0';
     int rc = query(db, q, a, 3, read_id, id, &rows, err);
     store_db_release(s, db);
-    return rc ? rc : rows > 0 && id[0];
+    return rc ? -1 : rows > 0 && id[0];
 }
 
 int bq_renew(struct store *s, const char *id, const char *owner, double progress, int *kept,
@@ -89,6 +89,50 @@ int bq_renew(struct store *s, const char *id, const char *owner, double progress
                   a, 4, NULL, NULL, &rows, err);
     *kept = rc == SC_OK && rows > 0;
     return rc;
+}
+
+int bq_held(struct store *s, const char *id, const char *owner, int *kept, struct sc_error *err)
+{
+    struct sqldb_arg a[] = {T(id), T(owner)};
+    int64_t rows = 0;
+    int rc = held(s, "SELECT 1 FROM models WHERE id = ?1 AND lease_owner = ?2 AND status = 'building'", a, 2,
+                  NULL, NULL, &rows, err);
+    *kept = rc == SC_OK && rows > 0;
+    return rc;
+}
+
+int bq_interrupt(struct store *s, const char *id, const char *owner, double progress, const char *error,
+                 int *kept, struct sc_error *err)
+{
+    struct sqldb_arg a[] = {T(id), T(owner), D(progress), T(error), I(store_now_ns())};
+    int64_t rows = 0;
+    int rc = held(s,
+                  "UPDATE models SET status = 'interrupted', progress = ?3, error = ?4, finished_ns = ?5,"
+                  " lease_owner = NULL, lease_ns = NULL"
+                  " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
+                  a, 5, NULL, NULL, &rows, err);
+    *kept = rc == SC_OK && rows > 0;
+    return rc;
+}
+
+int bq_resume(struct store *s, const char *id, struct sc_error *err)
+{
+    struct sqldb_arg a[] = {T(id)};
+    int64_t rows = 0;
+    int rc = held(s,
+                  "UPDATE models SET status = 'building', error = NULL, finished_ns = NULL, progress = 0,"
+                  " lease_owner = NULL, lease_ns = NULL WHERE id = ?1 AND status = 'interrupted' RETURNING id",
+                  a, 1, NULL, NULL, &rows, err);
+    return rc ? -1 : rows > 0;
+}
+
+int bq_unresume(struct store *s, const struct api_model *was, struct sc_error *err)
+{
+    struct sqldb_arg a[] = {T(was->id), D(was->progress), T(was->error), I(was->finished_ns)};
+    return held(s,
+                "UPDATE models SET status = 'interrupted', progress = ?2, error = ?3, finished_ns = ?4"
+                " WHERE id = ?1 AND status = 'building' AND lease_owner IS NULL RETURNING id",
+                a, 4, NULL, NULL, NULL, err);
 }
 
 int bq_release(struct store *s, const char *id, const char *owner, struct sc_error *err)
@@ -165,7 +209,7 @@ int bq_progress(struct store *s, const char *id, double *fraction, int *queued, 
                   a, 2, read_progress, &p, &rows, err);
     *fraction = p.fraction;
     *queued = p.queued;
-    return rc ? rc : rows > 0;
+    return rc ? -1 : rows > 0;
 }
 
 struct counts_row {
@@ -200,7 +244,7 @@ int bq_built_blob(struct store *s, const char *id, char sha[DIGEST_HEX_LEN + 1],
     sha[0] = '\0';
     int rc = held(s, "SELECT built FROM models WHERE id = ?1 AND status = 'ready' AND built IS NOT NULL", a, 1,
                   read_sha, sha, &rows, err);
-    return rc ? rc : rows > 0 && sha[0];
+    return rc ? -1 : rows > 0 && sha[0];
 }
 
 struct built_rows {

@@ -20,6 +20,7 @@
 #include "daemon/model_blob.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
+#include "common/cancel.h"
 #include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/trace.h"
@@ -28,11 +29,18 @@
 /* Largest built model's blob read back (its memory is the model's). */
 #define MODEL_BLOB_MAX_LOAD ((size_t)1 << 40)
 
+/* Why a build stops before its end: its model was deleted, or its lease
+ * lost (through any replica), or the daemon stops (its drain timed out). */
+enum { BUILD_GOING, BUILD_CANCELLED, BUILD_INTERRUPTED };
+
 struct slot {
     char id[API_ID_MAX]; /* "" when idle */
     double progress;
     int waiting;  /* taken from the queue, not yet admitted */
     int has_turn; /* holds the admission turn */
+    /* BUILD_GOING, or why its build stops: the cancel flag of its worker
+     * (common/cancel.h), which the build's loops and threads obey */
+    atomic_int cancel;
 };
 
 struct worker_arg {
@@ -101,6 +109,10 @@ static void on_progress(void *ctx, double f)
     pthread_mutex_lock(&p->b->mu);
     p->slot->progress = f;
     pthread_mutex_unlock(&p->b->mu);
+    while (fp_armed("build.progress") && !atomic_load(&p->slot->cancel)) { /* tests: held until cancelled */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Give up the admission turn (with b->mu held). */
@@ -117,19 +129,21 @@ static void end_turn(struct builder *b, struct slot *slot)
     }
 }
 
-static int builder_stopping(void *ctx)
+/* admission_wait's stop: the builder stops, or this build is cancelled */
+static int build_stops(void *ctx)
 {
-    struct builder *b = ctx;
-    return atomic_load(&b->stopping);
+    const struct worker_arg *wa = ctx;
+    return atomic_load(&wa->b->stopping) || atomic_load(&wa->slot->cancel);
 }
 
 /* The build's memory estimate against the daemon's budget (admission.h):
  * SC_OK once it is admitted (*need reserved), SC_ELIMIT when it can never
  * fit, another error when it cannot be estimated; SC_EEXIST when the
  * builder stops while it waits (the model stays `building` for the next
- * start). */
+ * start) or the build is cancelled. */
 static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc_error *err)
 {
+    struct worker_arg wa = {b, slot};
     struct api_trace *traces = NULL;
     uint64_t events = 0, in_use, budget;
     size_t n = 0;
@@ -150,7 +164,7 @@ static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc
                           (double)budget / 1048576.0);
     snprintf(what, sizeof what, "the build of model %s", slot->id);
     if (rc == SC_OK)
-        rc = admission_wait(b->env.admission, *need, what, builder_stopping, b, err);
+        rc = admission_wait(b->env.admission, *need, what, build_stops, &wa, err);
     pthread_mutex_lock(&b->mu);
     end_turn(b, slot);
     pthread_mutex_unlock(&b->mu);
@@ -200,6 +214,24 @@ static int publish(struct builder *b, const char *id, int rc, struct built_model
     return saved;
 }
 
+/* A build cancelled by a shutdown: its model `interrupted` under its
+ * lease, with the progress it had made. */
+static void interrupt(struct builder *b, struct slot *slot, const char *id, double dt)
+{
+    struct sc_error e;
+    char why[200];
+    int kept = 0;
+    pthread_mutex_lock(&b->mu);
+    double progress = slot->progress;
+    pthread_mutex_unlock(&b->mu);
+    snprintf(why, sizeof why, "the daemon stopped during the build: POST /v1/models/%s/resume builds it again", id);
+    if (bq_interrupt(b->env.store, id, b->env.owner, progress, why, &kept, &e))
+        log_error("build", "model=%s event=not_saved msg=\"%s\"", id, e.msg);
+    else if (kept)
+        log_warn("build", "model=%s event=interrupted ms=%.1f progress=%.3f msg=\"the drain timed out: "
+                          "POST /v1/models/%s/resume builds it again\"", id, dt * 1e3, progress, id);
+}
+
 static void build_one(struct builder *b, struct slot *slot)
 {
     struct progress_ctx pc = {b, slot};
@@ -221,7 +253,7 @@ static void build_one(struct builder *b, struct slot *slot)
         return;
     }
     rc = admit(b, slot, &need, &err);
-    if (rc == SC_EEXIST) { /* stopping: the next claim builds it */
+    if (rc == SC_EEXIST) { /* stopping: the next claim builds it (or cancelled: gone) */
         if (bq_release(b->env.store, m.id, b->env.owner, &e))
             log_warn("build", "model=%s event=lease_not_released msg=\"%s\"", m.id, e.msg);
         api_model_release(&m);
@@ -236,15 +268,25 @@ static void build_one(struct builder *b, struct slot *slot)
         need = 0;
     if (rc == SC_OK)
         rc = api_model_summary(est_model_job(built_model_opened(bm)), &summary, &err);
+    if (rc == SC_OK && sc_cancelled()) /* nor is its blob written */
+        rc = sc_error_set(&err, SC_ECANCELED, "called off");
     char built[DIGEST_HEX_LEN + 1];
     uint64_t built_bytes = 0;
     if (rc == SC_OK)
         rc = store_blob(b, bm, built, &built_bytes, &err);
-    if (publish(b, m.id, rc, bm, summary, built, built_bytes, &err, &kept) == SC_OK && kept && rc == SC_OK)
+    int why = rc == SC_ECANCELED ? atomic_load(&slot->cancel) : BUILD_GOING;
+    double dt;
+    if (why == BUILD_GOING && publish(b, m.id, rc, bm, summary, built, built_bytes, &err, &kept) == SC_OK &&
+        kept && rc == SC_OK)
         bm = NULL; /* the cache has it */
 
-    double dt = metrics_clock() - t0;
-    if (!kept)
+    dt = metrics_clock() - t0;
+    if (why == BUILD_INTERRUPTED)
+        interrupt(b, slot, m.id, dt);
+    else if (why == BUILD_CANCELLED)
+        log_info("build", "model=%s event=cancelled ms=%.1f msg=\"the model was deleted, or its lease lost: the "
+                          "build stopped, nothing published\"", m.id, dt * 1e3);
+    else if (!kept)
         log_warn("build", "model=%s event=lease_lost ms=%.1f msg=\"another replica took the build, or the "
                           "model was deleted: its result is dropped\"",
                  m.id, dt * 1e3);
@@ -281,6 +323,7 @@ static int claim(struct builder *b, struct slot *slot)
         return 0;
     memcpy(slot->id, id, sizeof slot->id);
     slot->progress = 0;
+    atomic_store(&slot->cancel, BUILD_GOING);
     slot->waiting = 1;
     b->running++;
     b->waiting++;
@@ -293,6 +336,7 @@ static void *worker(void *arg)
     struct builder *b = wa->b;
     struct slot *slot = wa->slot;
     workers_background(b->env.nice_delta);
+    sc_cancel_attach(&slot->cancel); /* its builds' loops and threads stop when it is set */
     pthread_mutex_lock(&b->mu);
     for (;;) {
         while (!b->stopping && b->turn_taken)
@@ -326,16 +370,35 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Renew the leases of the builds taken here every BQ_RENEW_S, writing
- * their progress for the other replicas to read. */
+/* Stop the build of model id, if one runs here (with b->mu held); why:
+ * BUILD_CANCELLED or _INTERRUPTED. 1 when one did. */
+static int cancel_locked(struct builder *b, const char *id, int why)
+{
+    int found = 0;
+    for (unsigned i = 0; i < b->workers; i++)
+        if (b->slots[i].id[0] && (!id || strcmp(b->slots[i].id, id) == 0)) {
+            int going = BUILD_GOING;
+            atomic_compare_exchange_strong(&b->slots[i].cancel, &going, why);
+            found = 1;
+        }
+    if (found)
+        admission_wake(b->env.admission); /* a build waiting for memory looks at its flag */
+    return found;
+}
+
+/* Every BQ_POLL_S, look whether the builds taken here still hold their
+ * leases (a model deleted through any replica loses its lease: its build
+ * stops), and every BQ_RENEW_S renew them, writing their progress for the
+ * other replicas to read. */
 static void *lease_keeper(void *arg)
 {
     struct builder *b = arg;
     char (*ids)[API_ID_MAX] = calloc(b->workers, sizeof *ids);
     double *progress = calloc(b->workers, sizeof *progress);
+    double renewed = metrics_clock();
     pthread_mutex_lock(&b->mu);
     while (!b->lease_stop && ids && progress) {
-        struct timespec at = workers_deadline(BQ_RENEW_S);
+        struct timespec at = workers_deadline(BQ_POLL_S);
         while (!b->lease_stop && pthread_cond_timedwait(&b->tick, &b->mu, &at) != ETIMEDOUT)
             ;
         if (b->lease_stop)
@@ -347,14 +410,23 @@ static void *lease_keeper(void *arg)
                 progress[n++] = b->slots[i].progress;
             }
         pthread_mutex_unlock(&b->mu);
+        int renew = metrics_clock() - renewed >= BQ_RENEW_S - 0.5 * BQ_POLL_S;
+        if (renew)
+            renewed = metrics_clock();
         for (size_t i = 0; i < n; i++) {
             struct sc_error err;
             int kept = 0;
-            if (bq_renew(b->env.store, ids[i], b->env.owner, progress[i], &kept, &err))
+            int rc = renew ? bq_renew(b->env.store, ids[i], b->env.owner, progress[i], &kept, &err)
+                           : bq_held(b->env.store, ids[i], b->env.owner, &kept, &err);
+            if (rc) {
                 log_warn("build", "model=%s event=lease_not_renewed msg=\"%s\"", ids[i], err.msg);
-            else if (!kept)
-                log_warn("build", "model=%s event=lease_gone msg=\"the build goes on; its result will be "
-                                  "dropped\"", ids[i]);
+                continue;
+            }
+            pthread_mutex_lock(&b->mu);
+            if (!kept && cancel_locked(b, ids[i], BUILD_CANCELLED))
+                log_info("build", "model=%s event=lease_gone msg=\"the model was deleted, or its lease taken: "
+                                  "the build stops\"", ids[i]);
+            pthread_mutex_unlock(&b->mu);
         }
         pthread_mutex_lock(&b->mu);
     }
@@ -460,17 +532,41 @@ void builder_counts(struct builder *b, long *running, long *queued)
     pthread_mutex_unlock(&b->mu);
 }
 
+int builder_cancel(struct builder *b, const char *id)
+{
+    pthread_mutex_lock(&b->mu);
+    int found = cancel_locked(b, id, BUILD_CANCELLED);
+    pthread_mutex_unlock(&b->mu);
+    if (found)
+        log_info("build", "model=%s event=cancel msg=\"the model was deleted: the build stops\"", id);
+    return found;
+}
+
+/* Wait (with b->mu held) until no build runs or the deadline passes: 1
+ * when none runs. */
+static int wait_idle(struct builder *b, const struct timespec *deadline)
+{
+    while (b->running > 0)
+        if (pthread_cond_timedwait(&b->idle, &b->mu, deadline) == ETIMEDOUT)
+            return b->running == 0;
+    return 1;
+}
+
 int builder_stop(struct builder *b, double timeout_s)
 {
     struct timespec deadline = workers_deadline(timeout_s);
-    int all = 1;
     pthread_mutex_lock(&b->mu);
     b->stopping = 1; /* builds not taken stay `building` in the catalog */
     pthread_cond_broadcast(&b->work);
     admission_wake(b->env.admission); /* builds waiting for memory look at stopping */
-    while (b->running > 0 && all)
-        if (pthread_cond_timedwait(&b->idle, &b->mu, &deadline) == ETIMEDOUT)
-            all = b->running == 0;
+    int all = wait_idle(b, &deadline);
+    if (!all) { /* the drain timed out: what still builds stops, its model interrupted */
+        log_warn("build", "event=drain_timeout builds=%u msg=\"cancelled: their models are interrupted\"",
+                 b->running);
+        cancel_locked(b, NULL, BUILD_INTERRUPTED);
+        deadline = workers_deadline(BUILDER_CANCEL_GRACE_S);
+        all = wait_idle(b, &deadline);
+    }
     if (all) {
         b->lease_stop = 1;
         pthread_cond_broadcast(&b->tick);
@@ -503,7 +599,7 @@ void builder_free(struct builder *b)
 
 /* A ready model from its blob (model_blob.h): 1 when loaded, 0 when it
  * has none or it cannot be read (logged: the model is built again from
- * its traces), or the catalog's error. */
+ * its traces), -1 on the catalog's error (in err). */
 static int load_blob(struct builder *b, const char *id, const struct api_model *m, struct built_model **out,
                      struct sc_error *err)
 {
@@ -540,7 +636,7 @@ int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
     if (m.status != API_MODEL_READY)
         rc = sc_error_set(err, SC_EEXIST, "model '%s' is %s", id, api_model_status_name(m.status));
     else if ((from_blob = load_blob(b, id, &m, &bm, err)) < 0)
-        rc = from_blob;
+        rc = err->code;
     else if (from_blob || (rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
         *value = bm;
         *bytes = built_model_bytes(bm);

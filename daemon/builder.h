@@ -9,8 +9,18 @@
  * renews the leases of the builds running here. HTTP threads never build,
  * so queries stay fast while builds run. The queue is bounded
  * (max-queued-builds: models building in the catalog). Models still
- * `building` after a stop or a crash stay queued, so an accepted build is
- * never lost.
+ * `building` after a crash, or queued at a stop, stay queued, so an
+ * accepted build is never lost.
+ *
+ * A build is cancelled cooperatively: its worker's cancel flag
+ * (common/cancel.h) reaches the threads that load and build its ranks,
+ * whose loops look at it every few thousand events and between passes,
+ * and the build looks again before it writes its blob; it then frees what
+ * it made and publishes nothing. Deleting a model cancels its build here at
+ * once (builder_cancel), and on another replica within BQ_POLL_S, when that
+ * replica's lease keeper finds the lease gone. A build still running when
+ * a stop's drain times out is cancelled and its model marked `interrupted`
+ * with its progress (build_queue.h), for POST /v1/models/{id}/resume.
  *
  * Builds are admitted under the daemon's memory budget (admission.h,
  * shared with estimates, plans and what-ifs): each one's peak is estimated
@@ -65,9 +75,14 @@ int builder_progress(struct builder *b, const char *id, double *fraction, int *q
 /* Builds running here, and queued here or in the catalog (its count is
  * reused for up to a second: health probes and scrapes cost no query). */
 void builder_counts(struct builder *b, long *running, long *queued);
+/* Cancel the build of model id (deleted) if it runs here: 1 when it did. */
+int builder_cancel(struct builder *b, const char *id);
 /* Stop taking builds and wait up to timeout_s for those running to finish;
- * queued ones stay `building` in the catalog for the next claim. Returns 1
+ * queued ones stay `building` in the catalog for the next claim. Builds
+ * still running then are cancelled, their models `interrupted` with their
+ * progress, and waited for up to BUILDER_CANCEL_GRACE_S more. Returns 1
  * when every worker has stopped (builder_free may run), else 0. */
+#define BUILDER_CANCEL_GRACE_S 5.0
 int builder_stop(struct builder *b, double timeout_s);
 void builder_free(struct builder *b); /* after builder_stop returned 1 */
 

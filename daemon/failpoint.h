@@ -11,12 +11,17 @@
  *   delete.after_commit  rows deleted, unreferenced blobs not yet removed
  *   build.after_load     a model's traces are loaded, its status not saved
  *
- * Two points hold instead of crashing (fp_armed):
+ * Three points hold instead of crashing (fp_armed):
  *
  *   plan.progress        a background plan's thread waits at its first
  *                        progress report until a GET has read it (or the
  *                        plan is cancelled), so a test sees a running
  *                        plan's progress on any machine
+ *   build.progress       a build's first progress report (a rank built)
+ *                        waits until the build is cancelled (its model
+ *                        deleted, or the daemon's drain timed out), so a
+ *                        test sees a build running, with progress, on any
+ *                        machine
  *   store.counted        a transaction that counts before it writes (the
  *                        last admin token, a token's room) waits 0.3 s
  *                        after its count, so that replicas race there

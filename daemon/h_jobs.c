@@ -14,6 +14,7 @@
 
 #include "api/encode.h"
 #include "daemon/blobs.h"
+#include "daemon/builder.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
 #include "daemon/failpoint.h"
@@ -121,8 +122,10 @@ void h_job_delete(struct svc *s, struct svc_request *q, struct api_reply *r)
         store_names_release(&freed);
         rc = store_job_delete(s->store, q->params.job, &models, &freed, &err);
     }
-    for (size_t i = 0; rc == SC_OK && i < models.n; i++)
+    for (size_t i = 0; rc == SC_OK && i < models.n; i++) {
         cache_remove(s->cache, models.v[i]);
+        builder_cancel(s->builder, models.v[i]); /* another replica's stops when it finds its lease gone */
+    }
     pthread_mutex_unlock(&s->publish_mu);
     if (rc == SC_OK) {
         fp_hit("delete.after_commit");

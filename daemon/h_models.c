@@ -22,6 +22,7 @@
 #include "api/ledger.h"
 #include "api/whatif_json.h"
 #include "daemon/blobs.h"
+#include "daemon/build_queue.h"
 #include "daemon/builder.h"
 #include "daemon/admission.h"
 #include "daemon/built.h"
@@ -53,15 +54,16 @@ static void fill_progress(struct svc *s, struct api_model *m)
     int queued = 0;
     if (m->status == API_MODEL_BUILDING)
         m->progress = builder_progress(s->builder, m->id, &f, &queued) ? f : 0;
-    else
+    else if (m->status != API_MODEL_INTERRUPTED) /* which keeps the progress it had made */
         m->progress = m->status == API_MODEL_READY ? 1 : 0;
     m->queued = queued;
 }
 
-/* Delete a model: its row and pins, its cached copy, then the blob files
- * nothing else names. blob_mu keeps uploads from reusing a blob between
- * the commit and the unlink; publish_mu keeps a finishing build from
- * caching the model after it is gone. */
+/* Delete a model: its row and pins, its cached copy, its build if one runs
+ * here (another replica's stops when it finds its lease gone), then the
+ * blob files nothing else names. blob_mu keeps uploads from reusing a blob
+ * between the commit and the unlink; publish_mu keeps a finishing build
+ * from caching the model after it is gone. */
 static int delete_model(struct svc *s, const char *id, struct store_names *freed,
                         struct sc_error *err)
 {
@@ -73,8 +75,10 @@ static int delete_model(struct svc *s, const char *id, struct store_names *freed
         store_names_release(freed);
         rc = store_model_delete(s->store, id, freed, err);
     }
-    if (rc == SC_OK)
+    if (rc == SC_OK) {
         cache_remove(s->cache, id);
+        builder_cancel(s->builder, id);
+    }
     pthread_mutex_unlock(&s->publish_mu);
     if (rc == SC_OK) {
         h_remove_blobs(s, freed);
@@ -84,11 +88,26 @@ static int delete_model(struct svc *s, const char *id, struct store_names *freed
     return rc;
 }
 
+/* 202 with model id as it stands now, and its Location. */
+static void reply_accepted(struct svc *s, const char *id, struct api_reply *r)
+{
+    struct api_model made;
+    struct sc_error err;
+    if (store_model_get(s->store, id, &made, &err)) {
+        api_fail_status(r, &err, API_E_INTERNAL);
+        return;
+    }
+    fill_progress(s, &made);
+    if (api_reply_model_accepted(r, &made) == SC_OK)
+        snprintf(r->location, sizeof r->location, "/v1/models/%s", made.id);
+    api_model_release(&made);
+}
+
 void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
 {
     struct api_body_limits lim = h_body_limits(s);
     struct api_build_req req;
-    struct api_model m, made;
+    struct api_model m;
     struct model_graph_opts go;
     struct sc_error err;
     char rnd[24];
@@ -125,14 +144,37 @@ void h_model_create(struct svc *s, struct svc_request *q, struct api_reply *r)
         return;
     }
     log_info("build", "model=%s job=%s event=queued by=%s", m.id, m.job, q->caller.id);
-    if (store_model_get(s->store, m.id, &made, &err)) {
+    reply_accepted(s, m.id, r);
+}
+
+/* POST /v1/models/{id}/resume: an interrupted model back in the build
+ * queue (202), built again from the start; 409 for a model in any other
+ * state, 429 when max-queued-builds are queued (it stays interrupted). */
+void h_model_resume(struct svc *s, struct svc_request *q, struct api_reply *r)
+{
+    struct api_model m;
+    struct sc_error err;
+    int rc;
+    if (store_model_get(s->store, q->params.id, &m, &err)) {
         api_fail_status(r, &err, API_E_INTERNAL);
         return;
     }
-    fill_progress(s, &made);
-    if (api_reply_model_accepted(r, &made) == SC_OK)
-        snprintf(r->location, sizeof r->location, "/v1/models/%s", made.id);
-    api_model_release(&made);
+    if (m.status != API_MODEL_INTERRUPTED)
+        rc = api_fail(r, API_E_CONFLICT, "model '%s' is %s: only an interrupted model resumes", m.id,
+                      api_model_status_name(m.status));
+    else if ((rc = bq_resume(s->store, m.id, &err)) < 0 || rc == 0)
+        rc = rc ? api_fail_status(r, &err, API_E_INTERNAL)
+                : api_fail(r, API_E_CONFLICT, "model '%s' is no longer interrupted", m.id);
+    else if ((rc = builder_submit(s->builder, m.id, &err))) {
+        struct sc_error e;
+        if (bq_unresume(s->store, &m, &e))
+            log_warn("build", "model=%s event=not_interrupted_again msg=\"%s\"", m.id, e.msg);
+        api_fail(r, API_E_BUSY, "%s", err.msg);
+    } else {
+        log_info("build", "model=%s job=%s event=resumed by=%s", m.id, m.job, q->caller.id);
+        reply_accepted(s, m.id, r);
+    }
+    api_model_release(&m);
 }
 
 void h_models_list(struct svc *s, struct svc_request *q, struct api_reply *r)

@@ -13,9 +13,10 @@
  * Settings: defaults, then the config file, then STEPCAST_* variables, then
  * flags (config.h). SIGTERM or SIGINT drains: no new connections; requests,
  * background plans and builds in flight finish, up to drain-timeout; then
- * the work still running is cancelled (plans are stored `interrupted`,
- * requests answered 503, models left `building` for the next start), and
- * the process exits 0. */
+ * the work still running is cancelled (requests answered 503, plans stored
+ * `interrupted`, builds stopped and their models `interrupted`, each with
+ * its progress and resumed by POST .../resume; builds not started stay
+ * queued for the next start), and the process exits 0. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,8 +209,8 @@ int main(int argc, char **argv)
         log_warn("main", "event=drain_timeout msg=\"background plans still run: interrupted\"");
     left = deadline - metrics_clock();
     if (!svc_stop_builds(&svc, left > 0 ? left : 0)) {
-        /* a build still runs: leave it to the exit; its model stays
-         * `building` and is built again at the next start */
+        /* a build still runs after it was cancelled: leave it to the exit;
+         * its model stays `building` and is built again at the next start */
         log_warn("main", "event=exit builds=interrupted");
         return 0;
     }

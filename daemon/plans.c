@@ -95,6 +95,11 @@ int plans_drain(struct plans *p, double timeout_s)
     while (count_running(p) && pthread_cond_timedwait(&p->changed, &p->mu, &deadline) != ETIMEDOUT)
         ;
     int none = count_running(p) == 0;
+    for (int i = 0; i < PLANS_MAX_RUNNING && !none; i++) /* stored `interrupted` as they stop (plans_free) */
+        if (p->running[i])
+            cancel_run(p->running[i], PLANS_INTERRUPTED);
+    if (!none)
+        pthread_cond_broadcast(&p->changed); /* a plan held at plan.progress */
     pthread_mutex_unlock(&p->mu);
     return none;
 }

@@ -64,7 +64,9 @@ void plans_eval_release(struct plans_eval *pe);
 /* The registry; rows left `running` by a crash become `interrupted`.
  * Plans run with their nice value raised by nice_delta. */
 int plans_new(struct store *store, int nice_delta, struct plans **out, struct sc_error *err);
-/* Wait up to timeout_s for the running plans to finish: 1 when none runs. */
+/* Wait up to timeout_s for the running plans to finish: 1 when none runs;
+ * else those still running are interrupted (their long loops stop,
+ * common/cancel.h), and plans_free waits until each is stored. */
 int plans_drain(struct plans *p, double timeout_s);
 /* Interrupt every running plan (its long loops stop, common/cancel.h) and
  * wait for each to be stored as `interrupted`, with its progress. */

@@ -78,9 +78,12 @@ struct svc_request {
  * builders. */
 int svc_open(struct svc *s, const struct daemon_config *cfg, struct sc_error *err);
 /* Wait up to timeout_s for the background plans: 1 when none runs. Those
- * still running at svc_close are interrupted (plans.h). */
+ * still running are interrupted then, and stored so by svc_close
+ * (plans.h). */
 int svc_drain_plans(struct svc *s, double timeout_s);
-/* Stop the builders (see builder_stop); 1 when they all stopped. */
+/* Stop the builders (see builder_stop: builds still running after
+ * timeout_s are cancelled, their models interrupted); 1 when they all
+ * stopped. */
 int svc_stop_builds(struct svc *s, double timeout_s);
 /* Release everything; after svc_stop_builds returned 1. */
 void svc_close(struct svc *s);

@@ -171,6 +171,36 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     "ALTER TABLE models ADD COLUMN progress REAL;"
     "ALTER TABLE models ADD COLUMN built TEXT REFERENCES blobs(sha256);"
     "CREATE INDEX models_built ON models(built);",
+    /* 10: a model may be `interrupted` (a build a shutdown cancelled, with
+     * its progress; POST /v1/models/{id}/resume queues it again). SQLite
+     * changes a CHECK only by building the table again, its foreign keys
+     * off (migrate_sqlite) */
+    "CREATE TABLE models10("
+    "  id TEXT PRIMARY KEY,"
+    "  job TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+    "  status TEXT NOT NULL CHECK(status IN ('building', 'ready', 'failed', 'interrupted')),"
+    "  error TEXT,"
+    "  step_marker TEXT,"
+    "  steps TEXT,"
+    "  version TEXT NOT NULL,"
+    "  summary TEXT,"
+    "  created_ns INTEGER NOT NULL,"
+    "  finished_ns INTEGER,"
+    "  opportunities TEXT,"
+    "  opportunities_version TEXT,"
+    "  fold INTEGER,"
+    "  lease_owner TEXT,"
+    "  lease_ns INTEGER,"
+    "  progress REAL,"
+    "  built TEXT REFERENCES blobs(sha256));"
+    "INSERT INTO models10(id, job, status, error, step_marker, steps, version, summary, created_ns, finished_ns,"
+    "  opportunities, opportunities_version, fold, lease_owner, lease_ns, progress, built)"
+    "  SELECT id, job, status, error, step_marker, steps, version, summary, created_ns, finished_ns,"
+    "  opportunities, opportunities_version, fold, lease_owner, lease_ns, progress, built FROM models;"
+    "DROP TABLE models;"
+    "ALTER TABLE models10 RENAME TO models;"
+    "CREATE INDEX models_job ON models(job);"
+    "CREATE INDEX models_built ON models(built);",
 };
 
 /* PostgreSQL catalogs start at version PG_BASE_VERSION, created whole by
@@ -185,6 +215,9 @@ static const char *const pg_migrations[] = {
     "ALTER TABLE models ADD COLUMN lease_owner TEXT, ADD COLUMN lease_ns BIGINT,"
     " ADD COLUMN progress DOUBLE PRECISION, ADD COLUMN built TEXT REFERENCES blobs(sha256);"
     "CREATE INDEX models_built ON models(built);",
+    /* 10: as SQLite's 10 (pg_base's CHECK has PostgreSQL's default name) */
+    "ALTER TABLE models DROP CONSTRAINT models_status_check,"
+    " ADD CONSTRAINT models_status_check CHECK(status IN ('building', 'ready', 'failed', 'interrupted'));",
 };
 _Static_assert(STORE_SCHEMA_VERSION == PG_BASE_VERSION + sizeof pg_migrations / sizeof pg_migrations[0],
                "a schema version after PG_BASE_VERSION needs its PostgreSQL migration in pg_migrations");
@@ -325,7 +358,8 @@ enum stmt {
 #define MODEL_COLS(summary)                                                        \
     "m.id, m.job, m.status, m.error, m.step_marker, m.steps, m.version, " summary "," \
     " m.created_ns, COALESCE(m.finished_ns, 0),"                                   \
-    " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id), COALESCE(m.fold, -1)"
+    " (SELECT COUNT(*) FROM model_traces x WHERE x.model = m.id), COALESCE(m.fold, -1),"  \
+    " COALESCE(m.progress, 0)"
 #define TOKEN_COLS "id, name, scope, created_ns, COALESCE(revoked_ns, 0)"
 #define CALIB_COLS "name, gpu, source, model, sha256, created_ns"
 #define VALID_COLS                                                                 \
@@ -630,6 +664,24 @@ static int newer_schema(int64_t version, struct sc_error *err)
                         (long long)version, STORE_SCHEMA_VERSION);
 }
 
+/* SQLite: SC_OK when no row names a missing parent after migration to
+ * `version` (PRAGMA foreign_key_check finds none). */
+static int foreign_keys_met(struct conn *s, int64_t version, struct sc_error *err)
+{
+    struct sqldb_stmt *st;
+    int rc = sqldb_prepare(s->db, "PRAGMA foreign_key_check", &st, err);
+    if (rc)
+        return rc;
+    int r = sqldb_step(st);
+    if (r == SQLDB_ROW)
+        rc = sc_error_set(err, SC_EINTERNAL, "migration to schema %lld: table %s names a missing row of %s",
+                          (long long)version, sqldb_column_text(st, 0), sqldb_column_text(st, 2));
+    else if (r != SQLDB_DONE)
+        rc = db_fail(s, err, "PRAGMA foreign_key_check");
+    sqldb_finalize(st);
+    return rc;
+}
+
 /* SQLite: the version in PRAGMA user_version, each migration in its own
  * transaction (the file is this daemon's alone: dir_lock.h). */
 static int migrate_sqlite(struct conn *s, struct sc_error *err)
@@ -640,18 +692,27 @@ static int migrate_sqlite(struct conn *s, struct sc_error *err)
         return rc;
     if (version > STORE_SCHEMA_VERSION)
         return newer_schema(version, err);
-    for (; version < STORE_SCHEMA_VERSION; version++) {
+    if (version == STORE_SCHEMA_VERSION)
+        return SC_OK;
+    /* foreign keys off while a migration builds a table again (its DROP
+     * would delete the rows that name it), each checked before its commit;
+     * the pragma is only heard outside a transaction */
+    if ((rc = exec(s, "PRAGMA foreign_keys = OFF", err)))
+        return rc;
+    for (; version < STORE_SCHEMA_VERSION && rc == SC_OK; version++) {
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %lld", (long long)version + 1);
         if ((rc = begin(s, err)))
-            return rc;
+            break;
         rc = exec(s, migrations[version], err);
         if (rc == SC_OK)
             rc = exec(s, bump, err);
-        if ((rc = end(s, rc, err)))
-            return rc;
+        if (rc == SC_OK)
+            rc = foreign_keys_met(s, version + 1, err);
+        rc = end(s, rc, err);
     }
-    return SC_OK;
+    int on = exec(s, "PRAGMA foreign_keys = ON", err);
+    return rc ? rc : on;
 }
 
 /* PostgreSQL: the version in table stepcast_schema, the whole migration
@@ -1278,8 +1339,10 @@ static void read_model(struct sqldb_stmt *st, void *row)
     col_copy(st, 0, m->id, sizeof m->id);
     col_copy(st, 1, m->job, sizeof m->job);
     col_copy(st, 2, status, sizeof status);
-    m->status = !strcmp(status, "ready") ? API_MODEL_READY
-                : !strcmp(status, "failed") ? API_MODEL_FAILED : API_MODEL_BUILDING;
+    m->status = !strcmp(status, "ready")         ? API_MODEL_READY
+                : !strcmp(status, "failed")      ? API_MODEL_FAILED
+                : !strcmp(status, "interrupted") ? API_MODEL_INTERRUPTED
+                                                 : API_MODEL_BUILDING;
     m->error = col_dup(st, 3);
     m->step_marker = col_dup(st, 4);
     m->steps = col_dup(st, 5);
@@ -1289,6 +1352,7 @@ static void read_model(struct sqldb_stmt *st, void *row)
     m->finished_ns = sqldb_column_int64(st, 9);
     m->n_ranks = sqldb_column_int64(st, 10);
     m->fold = (int)sqldb_column_int64(st, 11); /* -1: by the job's size */
+    m->progress = sqldb_column_double(st, 12);
 }
 
 static int model_create(struct conn *s, const struct api_model *m, struct sc_error *err)

@@ -44,7 +44,7 @@
 #include "api/resources.h"
 #include "common/error.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 #define STORE_NAME_MAX API_ID_MAX
 
 struct store;

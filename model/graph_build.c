@@ -62,7 +62,8 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
     }
     memset(r->outer, 0xff, t->n_events * sizeof *r->outer);
     memset(r->task_of, 0xff, t->n_events * sizeof *r->task_of);
-    if ((rc = gb_rank_window(b, r)) || (rc = gb_rank_threads(b, r)) || (rc = gb_rank_streams(b, r)))
+    if ((rc = CALLED_OFF(err)) || (rc = gb_rank_window(b, r)) || (rc = gb_rank_threads(b, r)) ||
+        (rc = gb_rank_streams(b, r)))
         goto out;
     size_t n = b->n_tasks ? b->n_tasks : 1;
     b->wait_done = calloc(n, sizeof *b->wait_done);
@@ -75,11 +76,13 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
         goto out;
     }
     memset(b->stream_ix, 0xff, b->n_res * sizeof *b->stream_ix);
-    if ((rc = gb_thread_scans(b, r)) || (rc = gb_api_medians(b, r, &r->med)) || (rc = gb_calibrate_latencies(b, r)) ||
-        (rc = gb_launch_edges(b, r)) || (rc = gb_cuda_sync_edges(b, r)) || (rc = gb_inferred_event_edges(b, r)) ||
+    if ((rc = CALLED_OFF(err)) || (rc = gb_thread_scans(b, r)) || (rc = gb_api_medians(b, r, &r->med)) ||
+        (rc = gb_calibrate_latencies(b, r)) || (rc = gb_launch_edges(b, r)) || (rc = gb_cuda_sync_edges(b, r)) ||
+        (rc = gb_inferred_event_edges(b, r)) || (rc = CALLED_OFF(err)) ||
         (rc = gb_launch_queue_edges(b, r, &b->queue_depth)) || (rc = gb_gpu_wait_edges(b, r)) ||
         (rc = gb_host_sync_edges(b, r)) || (rc = gb_host_poll_edges(b, r)) || (rc = gb_inter_thread_edges(b, r)) ||
-        (rc = gb_step_end_edges(b, r)) || (rc = gb_unexplained_waits(b)) || (rc = gb_rank_keep(b)))
+        (rc = CALLED_OFF(err)) || (rc = gb_step_end_edges(b, r)) || (rc = gb_unexplained_waits(b)) ||
+        (rc = gb_rank_keep(b)))
         goto out;
     gb_rank_profile(b);
 out:

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cancel.h"
 #include "common/error.h"
 #include "common/i64map.h"
 #include "common/pool.h"
@@ -140,6 +141,9 @@ struct folded {
 };
 
 #define OOM(b) sc_error_set((b)->err, SC_ENOMEM, "out of memory")
+/* SC_ECANCELED once the work is called off (common/cancel.h): looked at
+ * between a rank's passes and between the ranks joined */
+#define CALLED_OFF(e) (sc_cancelled() ? sc_error_set((e), SC_ECANCELED, "the graph's build was called off") : SC_OK)
 
 static inline int64_t max64(int64_t a, int64_t b)
 {

@@ -338,7 +338,8 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
     }
     size_t freed = 0; /* tasks of the parts freed since the heap was last trimmed */
     for (size_t rk = 0; rk < j->n && rc == SC_OK; rk++) {
-        rc = emit_rank(j, rk, gb);
+        if ((rc = CALLED_OFF(j->err)) == SC_OK)
+            rc = emit_rank(j, rk, gb);
         freed += j->parts[rk]->n_tasks;
         gb_rank_free(j->parts[rk]);
         j->parts[rk] = NULL;

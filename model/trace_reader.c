@@ -36,6 +36,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/cancel.h"
 #include "common/vec.h"
 #include "model/steps.h"
 #include "model/stream.h"
@@ -1606,6 +1607,10 @@ static int refill(struct reader *r, const char *mark)
     return RD_OK;
 }
 
+/* How often a parse looks whether its work was called off (common/cancel.h):
+ * a few milliseconds of parsing. */
+#define CANCEL_EVERY_EVENTS 16384
+
 static int step_events(struct reader *r, int *state, int top_array)
 {
     struct raw_event e;
@@ -1651,6 +1656,9 @@ static int step_events(struct reader *r, int *state, int top_array)
     r->event_index++;
     r->t->n_entries++;
     *state = EV_NEXT;
+    if (!(r->event_index % CANCEL_EVERY_EVENTS) && sc_cancelled()) /* the work was called off */
+        return (sc_error_set(r->err, SC_ECANCELED, "'%s': called off at traceEvents[%llu]", r->source,
+                             (unsigned long long)r->event_index), RD_ERR);
     return RD_OK;
 }
 
@@ -1882,6 +1890,7 @@ struct part {
     const char *path;
     const struct model_load_opts *opts;
     int64_t start; /* 0: the document */
+    atomic_int *cancel;   /* the caller's cancel flag (common/cancel.h) */
     const int64_t *stops; /* the starts of the parts after it */
     size_t n_stops;
     struct reader r;
@@ -1893,6 +1902,7 @@ static void *part_run(void *arg)
 {
     struct part *p = arg;
     struct model_stream *in = NULL;
+    sc_cancel_attach(p->cancel);
     p->rc = model_stream_open_file_at(p->path, p->start, &in, &p->err);
     if (p->rc == SC_OK)
         p->rc = reader_open(&p->r, in, p->path, p->opts, &p->err);
@@ -1972,6 +1982,7 @@ static int read_split(const char *path, const int64_t *starts, size_t n,
         parts[i].path = path;
         parts[i].opts = opts;
         parts[i].start = starts[i];
+        parts[i].cancel = sc_cancel_flag();
         parts[i].stops = starts + i + 1;
         parts[i].n_stops = n - i - 1;
     }

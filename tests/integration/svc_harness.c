@@ -693,3 +693,55 @@ void svc_start_replicas(struct svc_daemon *d, size_t n, const char *store, const
     }
     svc_start_many(d, n, data, all, env);
 }
+
+json_t *svc_cli_replay(const char *path)
+{
+    char *argv[] = {(char *)th_build_path("stepcast"), "replay", "--json", (char *)path, NULL};
+    char *out = NULL, *err = NULL;
+    int rc = th_run(argv, &out, &err);
+    json_t *doc = rc == 0 ? json_loads(out, 0, NULL) : NULL;
+    if (!doc)
+        fprintf(stderr, "stepcast replay: exit %d: %s\n", rc, err ? err : "");
+    free(out);
+    free(err);
+    return doc;
+}
+
+int svc_log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b)
+{
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *log = th_read_file(d[i].log, NULL), *save = NULL;
+        for (char *line = log ? strtok_r(log, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+            count += strstr(line, a) && strstr(line, b);
+        free(log);
+    }
+    return count;
+}
+
+/* /healthz's builds.running; -1 when it does not answer 200. */
+static long builds_running(const struct svc_daemon *d)
+{
+    struct svc_resp r;
+    long v = -1;
+    if (svc_call(d, "GET", "/healthz", &(struct svc_opts){0}, &r) == 200) {
+        json_t *doc = json_loads(r.body, 0, NULL);
+        json_t *x = json_object_get(json_object_get(doc, "builds"), "running");
+        v = json_is_integer(x) ? (long)json_integer_value(x) : -1;
+        json_decref(doc);
+    }
+    svc_resp_release(&r);
+    return v;
+}
+
+double svc_wait_builds_running(const struct svc_daemon *d, long want, double timeout_s)
+{
+    double t0 = th_now_s();
+    while (th_now_s() - t0 < timeout_s) {
+        if (builds_running(d) == want)
+            return th_now_s() - t0;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}

@@ -139,6 +139,14 @@ json_t *svc_wait_plan(const struct svc_daemon *d, const char *id);
 /* GET path as the admin: the answer's JSON when it is a 200, else NULL
  * (the status and body on stderr). */
 json_t *svc_admin_json(const struct svc_daemon *d, const char *path);
+/* `stepcast replay --json PATH` (a trace file or a folder of ranks): its
+ * document, or NULL (the reason on stderr). */
+json_t *svc_cli_replay(const char *path);
+/* Lines of the logs of d[0..n) that hold both a and b. */
+int svc_log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b);
+/* Poll /healthz until its builds.running is `want`: the seconds it took,
+ * or -1 after timeout_s. */
+double svc_wait_builds_running(const struct svc_daemon *d, long want, double timeout_s);
 
 /* A real small disk for this test process and the daemons it starts: a
  * tmpfs of `bytes` mounted on `dir` (created) in a mount namespace of the

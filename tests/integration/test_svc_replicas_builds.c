@@ -40,33 +40,6 @@ static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_serve
     start_replicas_env(d, n, pg, extra, NULL);
 }
 
-static json_t *cli_replay(const char *file)
-{
-    char *argv[] = {(char *)th_build_path("stepcast"), "replay", "--json", (char *)file, NULL};
-    char *out = NULL, *err = NULL;
-    int rc = th_run(argv, &out, &err);
-    json_t *doc = rc == 0 ? json_loads(out, 0, NULL) : NULL;
-    if (!doc)
-        fprintf(stderr, "stepcast replay: exit %d: %s\n", rc, err ? err : "");
-    free(out);
-    free(err);
-    return doc;
-}
-
-
-/* Lines of the daemons' logs that hold both needles. */
-static int log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b)
-{
-    int count = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *log = th_read_file(d[i].log, NULL);
-        for (char *line = log ? strtok(log, "\n") : NULL; line; line = strtok(NULL, "\n"))
-            count += strstr(line, a) && strstr(line, b);
-        free(log);
-    }
-    return count;
-}
-
 /* Uploaded through the first replica, built through the second, replayed
  * through the third, then through each, the same as `stepcast replay
  * --json` of the file: the replicas that did not build it load it from
@@ -85,17 +58,17 @@ static void upload_build_replay(size_t n)
     char *id = svc_request_model(&d[1], "hta", NULL);
     CHECK_STREQ(svc_wait_model(&d[n - 1], id, 120), "ready");
     snprintf(path, sizeof path, "/v1/models/%s/replay", id);
-    svc_check_same_json(svc_admin_json(&d[n - 1], path), cli_replay(file), "replay through another replica");
+    svc_check_same_json(svc_admin_json(&d[n - 1], path), svc_cli_replay(file), "replay through another replica");
     for (size_t i = 0; i + 1 < n; i++) /* and through every other one */
-        svc_check_same_json(svc_admin_json(&d[i], path), cli_replay(file), "replay through each replica");
+        svc_check_same_json(svc_admin_json(&d[i], path), svc_cli_replay(file), "replay through each replica");
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
-    CHECK_EQ_INT(log_lines(d, n, id, "event=start"), 1);
-    CHECK_EQ_INT(log_lines(d, n, id, "event=ready"), 1);
+    CHECK_EQ_INT(svc_log_lines(d, n, id, "event=start"), 1);
+    CHECK_EQ_INT(svc_log_lines(d, n, id, "event=ready"), 1);
     /* the replicas that did not build it loaded it from its blob, never
      * from its traces */
-    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=blob"), (int)n - 1);
-    CHECK_EQ_INT(log_lines(d, n, id, "event=reloaded from=traces"), 0);
+    CHECK_EQ_INT(svc_log_lines(d, n, id, "event=reloaded from=blob"), (int)n - 1);
+    CHECK_EQ_INT(svc_log_lines(d, n, id, "event=reloaded from=traces"), 0);
     free(id);
 }
 
@@ -150,7 +123,64 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     fprintf(stderr, "    finished by another replica %.1f s after the first died (lease %d s)\n", took,
             BQ_LEASE_S);
     CHECK_EQ_INT(svc_stop(&b), 0);
-    CHECK_EQ_INT(log_lines(&b, 1, id, "event=ready"), 1);
+    CHECK_EQ_INT(svc_log_lines(&b, 1, id, "event=ready"), 1);
+    free(id);
+}
+
+/* A build taken by replica A (held at its first rank built,
+ * STEPCAST_FAILPOINT=build.progress, so it runs on any machine), its model
+ * deleted through replica B: A finds its lease gone at its next look
+ * (every BQ_POLL_S, between renewals every BQ_RENEW_S) and stops the build,
+ * publishing nothing. */
+TEST(svc_replicas_delete_through_another_stops_the_build)
+{
+    struct pg_server pg;
+    struct svc_daemon a, b;
+    struct svc_resp r;
+    char data[4200], blobs[4200], path[256];
+    size_t n;
+    pg_server_start(&pg);
+    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
+    snprintf(data, sizeof data, "%s/replica-a", th_tmpdir());
+    const char *const args[] = {"--store", pg.url, "--blobs", blobs, NULL};
+    const char *const hold[] = {"STEPCAST_FAILPOINT=build.progress", NULL};
+    svc_start(&a, data, args, hold);
+    for (int rank = 0; rank < 2; rank++) {
+        char *t = svc_small_trace(rank, 200, 60 + rank, &n), p[64];
+        struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
+        snprintf(p, sizeof p, "/v1/jobs/j/ranks/%d/trace", rank);
+        CHECK_EQ_INT(svc_call(&a, "PUT", p, &o, NULL), 201);
+        free(t);
+    }
+    char *id = svc_request_model(&a, "j", NULL);
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    double progress = 0;
+    for (int i = 0; i < 2000 && progress <= 0; i++) { /* A builds it, held */
+        CHECK_EQ_INT(svc_admin(&a, "GET", path, NULL, &r), 200);
+        json_t *doc = json_loads(r.body, 0, NULL);
+        progress = json_number_value(json_object_get(doc, "progress"));
+        json_decref(doc);
+        svc_resp_release(&r);
+        usleep(10000);
+    }
+    REQUIRE(progress > 0);
+
+    snprintf(data, sizeof data, "%s/replica-b", th_tmpdir());
+    svc_start(&b, data, args, NULL);
+    CHECK_EQ_INT(svc_admin(&b, "DELETE", path, NULL, NULL), 200);
+    double took = svc_wait_builds_running(&a, 0, 30);
+    fprintf(stderr, "    deleted through another replica: the build stopped %.2f s later (renewals every %d s)\n",
+            took, BQ_RENEW_S);
+    CHECK(took >= 0 && took < BQ_RENEW_S + 2);
+    CHECK_EQ_INT(svc_admin(&a, "GET", path, NULL, NULL), 404);
+    CHECK_EQ_INT(svc_admin(&b, "GET", path, NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&a), 0);
+    CHECK_EQ_INT(svc_stop(&b), 0);
+    /* (both replicas log to one file) started once, by A; stopped there */
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=start"), 1);
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=lease_gone"), 1);
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=cancelled"), 1);
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=ready"), 0);
     free(id);
 }
 
@@ -179,10 +209,10 @@ TEST(svc_replicas_build_each_model_once)
         CHECK_EQ_INT(svc_stop(&d[i]), 0);
     int on[2] = {0, 0};
     for (int i = 0; i < 8; i++) {
-        CHECK_EQ_INT(log_lines(d, 2, ids[i], "event=start"), 1);
-        CHECK_EQ_INT(log_lines(d, 2, ids[i], "event=ready"), 1);
+        CHECK_EQ_INT(svc_log_lines(d, 2, ids[i], "event=start"), 1);
+        CHECK_EQ_INT(svc_log_lines(d, 2, ids[i], "event=ready"), 1);
         for (int k = 0; k < 2; k++)
-            on[k] += log_lines(&d[k], 1, ids[i], "event=start");
+            on[k] += svc_log_lines(&d[k], 1, ids[i], "event=start");
         free(ids[i]);
     }
     CHECK_EQ_INT(on[0] + on[1], 8);
@@ -239,9 +269,9 @@ TEST(svc_replicas_delete_keeps_a_blob_another_replica_commits)
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, upload_run, &u) == 0);
     double t0 = th_now_s();
-    while (log_lines(&d[1], 1, "failpoint", "hold=store.placed") == 0 && th_now_s() - t0 < 60)
+    while (svc_log_lines(&d[1], 1, "failpoint", "hold=store.placed") == 0 && th_now_s() - t0 < 60)
         usleep(5000);
-    CHECK_EQ_INT(log_lines(&d[1], 1, "failpoint", "hold=store.placed"), 1);
+    CHECK_EQ_INT(svc_log_lines(&d[1], 1, "failpoint", "hold=store.placed"), 1);
     CHECK_EQ_INT(svc_admin(&d[0], "DELETE", "/v1/jobs/x", NULL, NULL), 200);
     pthread_join(th, NULL);
     CHECK_EQ_INT(u.status, 201);
