@@ -582,7 +582,10 @@ static int run_whatif(struct svc *s, struct built_model *m, const struct job_con
     int rc = SC_OK;
     /* admitted first by its predicted size (whatif_size.h): 413 when it
      * can never fit the memory budget, 429 while others hold it */
-    whatif_size_predict(est_model_graph(built_model_opened(m))->n_tasks, built_model_whole_bytes(m), cfg, set, &size);
+    size_t n_traces;
+    built_model_traces(m, &n_traces);
+    whatif_size_predict(est_model_graph(built_model_opened(m))->n_tasks, built_model_whole_events(m), n_traces, cfg,
+                        set, &size);
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
     switch (admission_try(s->admission, need, what, &err)) {

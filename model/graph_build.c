@@ -1881,6 +1881,7 @@ oom:
  * who stands for each do not depend on the order). */
 struct folder {
     size_t over, seen;
+    size_t reps_max; /* model_graph_opts.fold_reps_max */
     struct builder **v; /* the parts held: every rank's, or once folding, the representatives */
     size_t n, cap;
 };
@@ -1896,6 +1897,13 @@ static int fold_one(struct folder *f, struct builder *p, struct sc_error *err)
             return fold_into(r, p, err);
         f->v[k] = p;
         return fold_into(p, r, err);
+    }
+    if (f->reps_max && f->n >= f->reps_max) {
+        rank_free(p);
+        return sc_error_set(err, SC_ELIMIT,
+                            "the job's ranks fold to more than %zu representatives (fold_reps_max), more "
+                            "than its memory was estimated for",
+                            f->reps_max);
     }
     if (sc_vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) {
         rank_free(p);
@@ -2497,6 +2505,7 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     struct job_parts jp = {job, &o, parts};
     f.over = o.fold_over;
+    f.reps_max = o.fold_reps_max;
     rc = sc_parallel_for(job->n_ranks, 0, part_of_rank, &jp, err);
     for (size_t i = 0; i < job->n_ranks; i++) { /* in rank order */
         if (rc == SC_OK)
@@ -2564,6 +2573,7 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
     else
         model_load_opts_default(&lo);
     s.fold.over = o.fold_over;
+    s.fold.reps_max = o.fold_reps_max;
     pthread_mutex_init(&s.mu, NULL);
     struct model_job_each each = {part_of_loaded, &s};
     rc = model_job_load_each(paths, n, s.l->ranks, &lo, s.l->threads, &each, &job, err);

@@ -373,11 +373,16 @@ TEST(svc_admission_model_whatifs_admitted_by_predicted_size)
     CHECK_CONTAINS(r.body, "a plan's candidate");
     CHECK_CONTAINS(r.body, "what-if");
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* what a 64-layer what-if (16 times the traced graph) needs, from its
+     * refusal under this budget */
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
-    /* the budget: a 64-layer what-if (16 times the traced graph) needs 2/3
-     * of it, so two cannot run at once */
-    double layer64 = big / 1024.0 * 16.0;
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"layers\":64,\"pp\":2}}", &r), 413);
+    double layer64 = needed_mib(r.body);
+    svc_resp_release(&r);
+    CHECK(layer64 > 0 && layer64 < big);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* the budget: a 64-layer what-if needs 2/3 of it, so two cannot run
+     * at once */
     snprintf(budget, sizeof budget, "%.0fM", layer64 * 1.5 + 1);
     const char *const args[] = {"--memory-budget", budget, "--heavy-requests", "4", "--http-threads", "8", NULL};
     svc_start(&d, d.data, args, NULL);
