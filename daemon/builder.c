@@ -139,7 +139,7 @@ static int admit(struct builder *b, struct slot *slot, const struct api_model *m
     struct built_estimate est = {0};
     uint64_t in_use, budget;
     size_t n = 0;
-    char what[160], held[96] = "";
+    char what[160], held[64] = "", ranks[64] = "";
     int rc = store_model_traces(b->env.store, slot->id, &traces, &n, err);
     if (rc == SC_OK && (rc = graph_opts(m, &go, err)) == SC_OK) {
         if (unfolded)
@@ -149,19 +149,20 @@ static int admit(struct builder *b, struct slot *slot, const struct api_model *m
     free(traces);
     *need = est.bytes;
     *reps_max = est.reps_max;
-    if (est.reps_max)
-        snprintf(held, sizeof held, " of its %zu largest ranks, folded, plus %u KiB for each of its %zu", est.reps_max,
-                 BUILT_BYTES_PER_FOLDED_RANK >> 10, n);
+    if (est.reps_max) {
+        snprintf(held, sizeof held, " of its %zu largest ranks (folded)", est.reps_max);
+        snprintf(ranks, sizeof ranks, ", plus %u KiB for each of its %zu ranks", BUILT_BYTES_PER_FOLDED_RANK >> 10, n);
+    }
     admission_counts(b->env.admission, &in_use, &budget);
     if (rc == SC_OK && *need > budget)
         rc = sc_error_set(err, SC_ELIMIT,
-                          "the build needs an estimated %.1f MiB (%llu events%s, at %d bytes each, %d "
-                          "more each for those of the traces loading at once, plus %.0f MiB), more "
+                          "the build needs an estimated %.1f MiB (%llu events%s at %d bytes each, %d "
+                          "more each for those of the traces loading at once, plus %.0f MiB%s), more "
                           "than the daemon's memory budget, %.1f MiB (memory-budget): it "
                           "can never run here",
                           (double)*need / 1048576.0, (unsigned long long)est.held_events, held,
                           BUILT_BYTES_PER_EVENT, BUILT_BYTES_PER_LOADING_EVENT,
-                          (double)BUILT_BYTES_FIXED / 1048576.0, (double)budget / 1048576.0);
+                          (double)BUILT_BYTES_FIXED / 1048576.0, ranks, (double)budget / 1048576.0);
     snprintf(what, sizeof what, "the build of model %s", slot->id);
     if (rc == SC_OK)
         rc = admission_wait(b->env.admission, *need, what, builder_stopping, b, err);
