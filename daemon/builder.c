@@ -77,8 +77,19 @@ struct builder {
  * /metrics run no query per probe. */
 #define COUNTS_FRESH_S 1.0
 
-/* A model's traces and build options from the catalog, built. */
-static int build_from_catalog(struct builder *b, const char *id, const struct api_model *m,
+/* The graph options model m is built with: the defaults, its rank
+ * folding and its steps. */
+static int graph_opts(const struct api_model *m, struct model_graph_opts *go, struct sc_error *err)
+{
+    model_graph_opts_default(go);
+    if (m->fold >= 0)
+        go->fold_over = m->fold ? 0 : SIZE_MAX;
+    return m->steps ? model_graph_parse_steps(m->steps, go, err) : SC_OK;
+}
+
+/* A model's traces and build options from the catalog, built, with at
+ * most reps_max representatives when folded (0: any number). */
+static int build_from_catalog(struct builder *b, const char *id, const struct api_model *m, size_t reps_max,
                               built_progress_fn progress, void *pctx, struct built_model **out,
                               struct sc_error *err)
 {
@@ -87,10 +98,8 @@ static int build_from_catalog(struct builder *b, const char *id, const struct ap
     struct api_trace *traces = NULL;
     size_t n = 0;
     int rc = store_model_traces(b->env.store, id, &traces, &n, err);
-    model_graph_opts_default(&go);
-    if (m->fold >= 0)
-        go.fold_over = m->fold ? 0 : SIZE_MAX;
-    if (rc == SC_OK && (!m->steps || (rc = model_graph_parse_steps(m->steps, &go, err)) == SC_OK)) {
+    if (rc == SC_OK && (rc = graph_opts(m, &go, err)) == SC_OK) {
+        go.fold_reps_max = reps_max;
         opts.step_marker = m->step_marker;
         rc = built_model_build(id, traces, n, b->env.blobs, &opts, &go, progress, pctx, out, err);
     }
@@ -137,31 +146,46 @@ static int build_stops(void *ctx)
 }
 
 /* The build's memory estimate against the daemon's budget (admission.h):
- * SC_OK once it is admitted (*need reserved), SC_ELIMIT when it can never
+ * SC_OK once it is admitted (*need reserved; *reps_max the representatives
+ * it was estimated with, 0 when not folded), SC_ELIMIT when it can never
  * fit, another error when it cannot be estimated; SC_EEXIST when the
  * builder stops while it waits (the model stays `building` for the next
- * start) or the build is cancelled. */
-static int admit(struct builder *b, struct slot *slot, uint64_t *need, struct sc_error *err)
+ * start) or the build is cancelled. unfolded: estimated as if no rank
+ * folded (a build that folded to more representatives than estimated,
+ * again). */
+static int admit(struct builder *b, struct slot *slot, const struct api_model *m, int unfolded, uint64_t *need,
+                 size_t *reps_max, struct sc_error *err)
 {
     struct worker_arg wa = {b, slot};
     struct api_trace *traces = NULL;
-    uint64_t events = 0, in_use, budget;
+    struct model_graph_opts go;
+    struct built_estimate est = {0};
+    uint64_t in_use, budget;
     size_t n = 0;
-    char what[160];
+    char what[160], held[64] = "", ranks[64] = "";
     int rc = store_model_traces(b->env.store, slot->id, &traces, &n, err);
-    if (rc == SC_OK)
-        rc = built_model_estimate(traces, n, b->env.blobs, b->env.load, need, &events, err);
+    if (rc == SC_OK && (rc = graph_opts(m, &go, err)) == SC_OK) {
+        if (unfolded)
+            go.fold_over = SIZE_MAX;
+        rc = built_model_estimate(traces, n, b->env.blobs, b->env.load, &go, &est, err);
+    }
     free(traces);
+    *need = est.bytes;
+    *reps_max = est.reps_max;
+    if (est.reps_max) {
+        snprintf(held, sizeof held, " of its %zu largest ranks (folded)", est.reps_max);
+        snprintf(ranks, sizeof ranks, ", plus %u KiB for each of its %zu ranks", BUILT_BYTES_PER_FOLDED_RANK >> 10, n);
+    }
     admission_counts(b->env.admission, &in_use, &budget);
     if (rc == SC_OK && *need > budget)
         rc = sc_error_set(err, SC_ELIMIT,
-                          "the build needs an estimated %.1f MiB (%llu events at %d bytes each, %d "
-                          "more each for those of the traces loading at once, plus %.0f MiB), more "
+                          "the build needs an estimated %.1f MiB (%llu events%s at %d bytes each, %d "
+                          "more each for those of the traces loading at once, plus %.0f MiB%s), more "
                           "than the daemon's memory budget, %.1f MiB (memory-budget): it "
                           "can never run here",
-                          (double)*need / 1048576.0, (unsigned long long)events, BUILT_BYTES_PER_EVENT,
-                          BUILT_BYTES_PER_LOADING_EVENT, (double)BUILT_BYTES_FIXED / 1048576.0,
-                          (double)budget / 1048576.0);
+                          (double)*need / 1048576.0, (unsigned long long)est.held_events, held,
+                          BUILT_BYTES_PER_EVENT, BUILT_BYTES_PER_LOADING_EVENT,
+                          (double)BUILT_BYTES_FIXED / 1048576.0, ranks, (double)budget / 1048576.0);
     snprintf(what, sizeof what, "the build of model %s", slot->id);
     if (rc == SC_OK)
         rc = admission_wait(b->env.admission, *need, what, build_stops, &wa, err);
@@ -252,20 +276,31 @@ static void build_one(struct builder *b, struct slot *slot)
         api_model_release(&m);
         return;
     }
-    rc = admit(b, slot, &need, &err);
-    if (rc == SC_EEXIST) { /* stopping: the next claim builds it (or cancelled: gone) */
-        if (bq_release(b->env.store, m.id, b->env.owner, &e))
-            log_warn("build", "model=%s event=lease_not_released msg=\"%s\"", m.id, e.msg);
-        api_model_release(&m);
-        return;
-    }
-    if (rc == SC_OK) {
-        log_info("build", "model=%s job=%s event=start ranks=%lld estimate=%llu replica=%s", m.id, m.job,
-                 (long long)m.n_ranks, (unsigned long long)need, b->env.owner);
-        rc = build_from_catalog(b, slot->id, &m, on_progress, &pc, &bm, &err);
+    size_t reps_max = 0;
+    for (int unfolded = 0;; unfolded = 1) {
+        rc = admit(b, slot, &m, unfolded, &need, &reps_max, &err);
+        if (rc == SC_EEXIST) { /* stopping: the next claim builds it (or cancelled: gone) */
+            if (bq_release(b->env.store, m.id, b->env.owner, &e))
+                log_warn("build", "model=%s event=lease_not_released msg=\"%s\"", m.id, e.msg);
+            api_model_release(&m);
+            return;
+        }
+        if (rc) {
+            need = 0;
+            break;
+        }
+        log_info("build", "model=%s job=%s event=start ranks=%lld estimate=%llu reps_max=%zu replica=%s", m.id,
+                 m.job, (long long)m.n_ranks, (unsigned long long)need, reps_max, b->env.owner);
+        rc = build_from_catalog(b, slot->id, &m, reps_max, on_progress, &pc, &bm, &err);
         fp_hit("build.after_load");
-    } else
+        if (rc != SC_ELIMIT || !reps_max)
+            break;
+        /* its ranks folded to more representatives than estimated: again,
+         * estimated and admitted as if none folded */
+        log_info("build", "model=%s event=refold msg=\"%s\"", m.id, err.msg);
+        release(b, need);
         need = 0;
+    }
     if (rc == SC_OK)
         rc = api_model_summary(est_model_job(built_model_opened(bm)), &summary, &err);
     if (rc == SC_OK && sc_cancelled()) /* nor is its blob written */
@@ -637,7 +672,7 @@ int builder_load_ready(void *ctx, const char *id, void **value, size_t *bytes,
         rc = sc_error_set(err, SC_EEXIST, "model '%s' is %s", id, api_model_status_name(m.status));
     else if ((from_blob = load_blob(b, id, &m, &bm, err)) < 0)
         rc = err->code;
-    else if (from_blob || (rc = build_from_catalog(b, id, &m, NULL, NULL, &bm, err)) == SC_OK) {
+    else if (from_blob || (rc = build_from_catalog(b, id, &m, 0, NULL, NULL, &bm, err)) == SC_OK) {
         *value = bm;
         *bytes = built_model_bytes(bm);
         log_info("build", "model=%s event=reloaded from=%s bytes=%zu", id, from_blob ? "blob" : "traces", *bytes);

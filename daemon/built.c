@@ -230,12 +230,13 @@ static int cmp_desc(const void *a, const void *b)
 }
 
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
-                         const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
-                         struct sc_error *err)
+                         const struct model_load_opts *opts, const struct model_graph_opts *go,
+                         struct built_estimate *out, struct sc_error *err)
 {
     struct model_load_opts counting = *opts;
-    uint64_t sum = 0, loading = 0, *each = calloc(n ? n : 1, sizeof *each);
+    uint64_t sum = 0, loading = 0, held = 0, *each = calloc(n ? n : 1, sizeof *each);
     counting.count_only = 1;
+    memset(out, 0, sizeof *out);
     if (!each)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -253,13 +254,23 @@ int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_s
         }
         sum += each[i];
     }
-    /* the largest traces are the ones that may be loading at once */
+    /* the largest traces are the ones that may be loading at once, and,
+     * folded, those the representatives are counted as */
     sc_sort(each, n, sizeof *each, cmp_desc);
     for (size_t i = 0; i < n && i < sc_pool_threads(0); i++)
         loading += each[i];
+    size_t reps = go && n > go->fold_over ? (go->fold_over > BUILT_FOLD_REPS ? go->fold_over : BUILT_FOLD_REPS) : n;
+    if (reps < n) {
+        for (size_t i = 0; i < reps; i++)
+            held += each[i];
+        out->reps_max = reps;
+    } else
+        held = sum;
     free(each);
-    *events = sum;
-    *bytes = BUILT_BYTES_FIXED + sum * BUILT_BYTES_PER_EVENT + loading * BUILT_BYTES_PER_LOADING_EVENT;
+    out->events = sum;
+    out->held_events = held;
+    out->bytes = BUILT_BYTES_FIXED + held * BUILT_BYTES_PER_EVENT + loading * BUILT_BYTES_PER_LOADING_EVENT +
+                 (out->reps_max ? (uint64_t)n * BUILT_BYTES_PER_FOLDED_RANK : 0);
     return SC_OK;
 }
 
@@ -315,13 +326,18 @@ int built_model_has_whole(struct built_model *m)
     return kept;
 }
 
-double built_model_whole_bytes(const struct built_model *m)
+double built_model_whole_events(const struct built_model *m)
 {
     const struct model_job *job = est_model_job(m->model);
     double events = 0;
     for (size_t i = 0; i < job->n_ranks; i++)
         events += (double)job->ranks[i]->n_complete;
-    return events * BUILT_BYTES_PER_LOADING_EVENT;
+    return events;
+}
+
+double built_model_whole_bytes(const struct built_model *m)
+{
+    return built_model_whole_events(m) * BUILT_BYTES_PER_LOADING_EVENT;
 }
 
 size_t built_model_bytes(const struct built_model *m)

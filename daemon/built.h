@@ -57,24 +57,42 @@ struct model_trace;
 int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const struct model_load_opts *opts,
                      struct model_trace **out, struct sc_error *err);
 
-/* The peak memory a build of traces[0..n) is estimated to take:
- * BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each event (what the
- * graph, its build and a replay hold of it), plus
- * BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that may be in
- * memory whole at once (the largest, one per loading thread: each trace is
- * shed once its rank is built). Measured as the daemon's peak RSS during a
- * build less before it (README "Build memory", BENCHMARKS.md "Scale"): 46
- * bytes per event on a 64-rank gentrace job of 3.3 million events, 82 to
- * 184 on the shared traces, whose few ranks are loading whole; the
- * constants bound those. A trace's events are traces[i].events, or counted
- * from its blob (streaming, bounded memory) when that is negative
- * (unknown). *events gets their sum. */
+/* The peak memory a build of traces[0..n) with graph options go is
+ * estimated to take: BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each
+ * event the graph holds (what the graph, its build and a replay hold of
+ * it), plus BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that
+ * may be in memory whole at once (the largest, one per loading thread:
+ * each trace is shed once its rank is built). Measured as the daemon's
+ * peak RSS during a build less before it (README "Build memory",
+ * BENCHMARKS.md "Scale"): 46 bytes per event on a 64-rank gentrace job of
+ * 3.3 million events, 82 to 184 on the shared traces, whose few ranks are
+ * loading whole; the constants bound those. A trace's events are
+ * traces[i].events, or counted from its blob (streaming, bounded memory)
+ * when that is negative (unknown).
+ *
+ * When go folds the job's ranks (n over go->fold_over: model/graph.h), the
+ * graph holds only representatives: counted as the BUILT_FOLD_REPS largest
+ * ranks (or fold_over, when more: those are held before folding starts),
+ * plus BUILT_BYTES_PER_FOLDED_RANK for every rank (its trace's header and
+ * measured step times: 80 to 100 KB a rank measured at 4,096 ranks,
+ * BENCHMARKS.md "Scale"). reps_max then says that bound, for the build's
+ * go->fold_reps_max: a job whose ranks fold to more representatives fails
+ * its build with SC_ELIMIT instead of outgrowing the estimate (the builder
+ * then admits it again as unfolded). */
 #define BUILT_BYTES_PER_EVENT 64
 #define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
+#define BUILT_FOLD_REPS 64
+#define BUILT_BYTES_PER_FOLDED_RANK (128u << 10)
+struct built_estimate {
+    uint64_t bytes;       /* peak */
+    uint64_t events;      /* of every trace */
+    uint64_t held_events; /* of the ranks the graph holds (events when unfolded) */
+    size_t reps_max;      /* representatives counted (0: not folded) */
+};
 int built_model_estimate(const struct api_trace *traces, size_t n, struct blob_store *bs,
-                         const struct model_load_opts *opts, uint64_t *bytes, uint64_t *events,
-                         struct sc_error *err);
+                         const struct model_load_opts *opts, const struct model_graph_opts *go,
+                         struct built_estimate *out, struct sc_error *err);
 
 /* Bytes it holds (for the cache's budget), memo included at its bound. */
 size_t built_model_bytes(const struct built_model *m);
@@ -98,6 +116,8 @@ int built_model_whole(struct built_model *m, struct blob_store *bs, struct model
 /* Whether m keeps its traces whole already (built_model_whole). */
 int built_model_has_whole(struct built_model *m);
 
+/* The events of m's traces, which built_model_whole reads again. */
+double built_model_whole_events(const struct built_model *m);
 /* The peak bytes built_model_whole takes to read m's traces whole:
  * BUILT_BYTES_PER_LOADING_EVENT for each of their events. */
 double built_model_whole_bytes(const struct built_model *m);

@@ -86,7 +86,9 @@ static const struct cfg_entry table[] = {
     {"max-events", CFG_INT, F(max_events), "50000000", 1, INT64_C(1) << 40, 0,
      "traceEvents entries of one trace"},
     {"max-ranks", CFG_INT, F(max_ranks), "4096", 1, 65536, 0, "ranks of one job (rank ids are below it)"},
-    {"max-uploads", CFG_INT, F(max_uploads), "16", 1, 4096, 0, "trace uploads in progress at once"},
+    {"max-uploads", CFG_INT, F(max_uploads), "16", 1, 4096, 0,
+     "trace uploads in progress at once; their checks have as many places of their own on the "
+     "heavy-requests threads, apart from heavy-queue"},
     {"max-queued-builds", CFG_INT, F(max_queued_builds), "64", 1, 100000, 0,
      "model builds waiting or running"},
     {"max-header", CFG_SIZE, F(max_header), "64K", 4 * KiB, 16 * MiB, 0,

@@ -649,8 +649,11 @@ static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_con
     /* admitted first by its predicted size (whatif_size.h), with the
      * traces' reading while the model does not keep them yet: 413 when it
      * can never fit the memory budget, 429 while others hold it */
-    whatif_size_predict(est_model_graph(built_model_opened(m))->n_tasks,
-                        built_model_has_whole(m) ? 0 : built_model_whole_bytes(m), cfg, set, &size);
+    size_t n_traces;
+    built_model_traces(m, &n_traces);
+    int kept = built_model_has_whole(m);
+    whatif_size_predict(est_model_graph(built_model_opened(m))->n_tasks, kept ? 0 : built_model_whole_events(m),
+                        kept ? 0 : n_traces, cfg, set, &size);
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
     switch (admission_try(s->admission, need, what, &err)) {

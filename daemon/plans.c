@@ -147,7 +147,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
         struct job_config set;
         struct whatif_size ws;
         whatif_plan_set(&pe->whatif, s, &set);
-        whatif_size_predict(pe->view.n_tasks, 0, &pe->whatif.base, &set, &ws);
+        whatif_size_predict(pe->view.n_tasks, 0, 0, &pe->whatif.base, &set, &ws);
         size.tasks = ws.tasks < 9e18 ? (int64_t)ws.tasks : INT64_MAX;
         size.bytes = ws.bytes;
     } else if ((rc = est_synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {

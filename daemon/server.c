@@ -351,25 +351,23 @@ static void run_deferred(void *ctx)
 }
 
 /* Hand a deferred request to the pool: 1 when it took it (the connection
- * is suspended until it is answered), 0 with the answer in cs->reply: the
- * refusal, or, for a trace upload (its body already stored, and uploads
- * bounded by max-uploads), its check run here when the pool's queue is
- * full, as before the pool took uploads. */
+ * is suspended until it is answered), 0 with the refusal in cs->reply. A
+ * trace upload (its body already stored) takes a place in the pool's room
+ * for uploads, which holds max-uploads, as many as the server lets in at
+ * once: it is never refused while the server runs, however full the heavy
+ * requests' queue. */
 static int offload(struct server *srv, struct MHD_Connection *c, struct conn *cs)
 {
     struct sc_error err;
-    if (workers_reserve(srv->pool, &err)) {
-        if (cs->req.op == API_OP_TRACE_PUT) {
-            svc_handle_heavy(srv->svc, &cs->req, &cs->reply);
-            return 0;
-        }
+    enum workers_room room = cs->req.op == API_OP_TRACE_PUT ? WORKERS_UPLOAD : WORKERS_HEAVY;
+    if (workers_reserve(srv->pool, room, &err)) {
         api_fail(&cs->reply, err.code == SC_ELIMIT ? API_E_BUSY : API_E_UNAVAILABLE, "%s", err.msg);
         return 0;
     }
     cs->mhd = c;
     cs->deferred = 1;
     MHD_suspend_connection(c); /* before the worker can resume it */
-    workers_submit(srv->pool, run_deferred, cs);
+    workers_submit(srv->pool, room, run_deferred, cs);
     return 1;
 }
 
@@ -601,8 +599,8 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
                                     (double)cfg->head_timeout, (size_t)cfg->max_connections,
                                     (size_t)cfg->max_connections_per_client};
     if ((rc = conn_guard_new(&lim, &srv->guard, err)) ||
-        (rc = workers_start((unsigned)cfg->heavy_requests, (size_t)cfg->heavy_queue, (int)cfg->heavy_nice,
-                            &srv->pool, err))) {
+        (rc = workers_start((unsigned)cfg->heavy_requests, (size_t)cfg->heavy_queue, (size_t)cfg->max_uploads,
+                            (int)cfg->heavy_nice, &srv->pool, err))) {
         server_free(srv);
         return rc;
     }

@@ -19,15 +19,16 @@
 struct job {
     workers_fn fn;
     void *ctx;
+    enum workers_room room;
 };
 
 struct workers {
     pthread_mutex_t mu;
     pthread_cond_t work, idle;
-    struct job *queue; /* ring of max_queued + threads: every reserved place fits */
+    struct job *queue; /* ring of every room's places: every reserved place fits */
     size_t cap, head, n;
-    size_t places; /* reserved, not yet done: at most threads + max_queued */
-    size_t max_places;
+    size_t places[WORKERS_ROOMS]; /* reserved, not yet done: at most max_places */
+    size_t max_places[WORKERS_ROOMS];
     unsigned threads, started, running;
     int nice_delta, stopping;
     atomic_int cancel;
@@ -65,26 +66,29 @@ static void *worker(void *arg)
         j.fn(j.ctx);
         pthread_mutex_lock(&w->mu);
         w->running--;
-        w->places--;
+        w->places[j.room]--;
         pthread_cond_broadcast(&w->idle);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-int workers_start(unsigned threads, size_t max_queued, int nice_delta, struct workers **out, struct sc_error *err)
+int workers_start(unsigned threads, size_t max_queued, size_t max_uploads, int nice_delta, struct workers **out,
+                  struct sc_error *err)
 {
     struct workers *w = calloc(1, sizeof *w);
     threads = threads ? threads : 1;
     *out = NULL;
-    if (!w || !(w->queue = calloc(threads + max_queued, sizeof *w->queue)) ||
+    if (!w || !(w->queue = calloc(threads + max_queued + max_uploads, sizeof *w->queue)) ||
         !(w->tids = calloc(threads, sizeof *w->tids))) {
         if (w)
             free(w->queue);
         free(w);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
-    w->cap = w->max_places = threads + max_queued;
+    w->max_places[WORKERS_HEAVY] = threads + max_queued;
+    w->max_places[WORKERS_UPLOAD] = max_uploads;
+    w->cap = threads + max_queued + max_uploads;
     w->threads = threads;
     w->nice_delta = nice_delta;
     pthread_mutex_init(&w->mu, NULL);
@@ -102,27 +106,30 @@ int workers_start(unsigned threads, size_t max_queued, int nice_delta, struct wo
     return SC_OK;
 }
 
-int workers_reserve(struct workers *w, struct sc_error *err)
+int workers_reserve(struct workers *w, enum workers_room room, struct sc_error *err)
 {
     int rc = SC_OK;
     pthread_mutex_lock(&w->mu);
     if (atomic_load(&w->cancel))
         rc = sc_error_set(err, SC_ECANCELED, "the server is shutting down");
-    else if (w->places >= w->max_places)
+    else if (w->places[room] >= w->max_places[room] && room == WORKERS_UPLOAD)
+        rc = sc_error_set(err, SC_ELIMIT, "%zu uploads are being checked (max-uploads): try again later",
+                          w->max_places[room]);
+    else if (w->places[room] >= w->max_places[room])
         rc = sc_error_set(err, SC_ELIMIT,
                           "%u requests are computing and %zu wait for them (heavy-requests, heavy-queue): "
                           "try again later",
-                          w->threads, w->max_places - w->threads);
+                          w->threads, w->max_places[room] - w->threads);
     else
-        w->places++;
+        w->places[room]++;
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
 
-void workers_submit(struct workers *w, workers_fn fn, void *ctx)
+void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, void *ctx)
 {
     pthread_mutex_lock(&w->mu);
-    w->queue[(w->head + w->n) % w->cap] = (struct job){fn, ctx};
+    w->queue[(w->head + w->n) % w->cap] = (struct job){fn, ctx, room};
     w->n++;
     pthread_cond_signal(&w->work);
     pthread_mutex_unlock(&w->mu);
@@ -157,9 +164,10 @@ int workers_wait_idle(struct workers *w, double timeout_s)
 {
     struct timespec deadline = workers_deadline(timeout_s);
     pthread_mutex_lock(&w->mu);
-    while (w->places > 0 && pthread_cond_timedwait(&w->idle, &w->mu, &deadline) != ETIMEDOUT)
+    while (w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] > 0 &&
+           pthread_cond_timedwait(&w->idle, &w->mu, &deadline) != ETIMEDOUT)
         ;
-    int idle = w->places == 0;
+    int idle = w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] == 0;
     pthread_mutex_unlock(&w->mu);
     return idle;
 }

@@ -7,7 +7,13 @@
  * has a fixed number of threads and a bounded queue: a job is first given
  * a place (workers_reserve: refused when every thread is busy and the
  * queue is full, so the caller answers 429 with Retry-After), then handed
- * over (workers_submit, which cannot fail). The pool's threads, and the
+ * over (workers_submit, which cannot fail). Places come from two rooms:
+ * heavy requests share threads + max_queued of them; trace uploads, whose
+ * bodies are already received and whose number the server bounds
+ * (max-uploads), have a room of their own that size, so a queue full of
+ * heavy requests never refuses an upload's check nor sends it back to an
+ * HTTP thread. Both rooms run on the same threads, first come first
+ * served. The pool's threads, and the
  * other threads that do heavy work (builds, background plans), call
  * workers_background(): SCHED_BATCH and a higher nice value, per thread, so
  * that the scheduler runs the HTTP threads first whenever both are ready.
@@ -28,14 +34,24 @@ struct workers;
 
 typedef void (*workers_fn)(void *ctx);
 
-/* threads threads (at least 1), at most max_queued jobs waiting for one;
- * nice_delta is what workers_background() adds. */
-int workers_start(unsigned threads, size_t max_queued, int nice_delta, struct workers **out, struct sc_error *err);
-/* A place for one job: SC_OK, SC_ELIMIT when every thread is busy and the
- * queue full, SC_ECANCELED after workers_cancel (err says which). */
-int workers_reserve(struct workers *w, struct sc_error *err);
-/* Run fn(ctx) on a thread of the pool, in the place reserved. */
-void workers_submit(struct workers *w, workers_fn fn, void *ctx);
+/* The room a job's place is taken from. */
+enum workers_room {
+    WORKERS_HEAVY,  /* threads + max_queued places */
+    WORKERS_UPLOAD, /* max_uploads places */
+    WORKERS_ROOMS
+};
+
+/* threads threads (at least 1), at most max_queued heavy jobs waiting for
+ * one beside those running, and max_uploads upload jobs running or
+ * waiting; nice_delta is what workers_background() adds. */
+int workers_start(unsigned threads, size_t max_queued, size_t max_uploads, int nice_delta, struct workers **out,
+                  struct sc_error *err);
+/* A place for one job in room: SC_OK, SC_ELIMIT when the room is full
+ * (heavy: every thread busy and the queue full), SC_ECANCELED after
+ * workers_cancel (err says which). */
+int workers_reserve(struct workers *w, enum workers_room room, struct sc_error *err);
+/* Run fn(ctx) on a thread of the pool, in the place reserved in room. */
+void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, void *ctx);
 /* Jobs running, and waiting for a thread. */
 void workers_counts(struct workers *w, long *running, long *queued);
 /* Call off every job, running or queued; no place is given any more. */

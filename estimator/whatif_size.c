@@ -1,6 +1,7 @@
 /* estimator/whatif_size.c: a what-if's predicted size (whatif_size.h). */
 #include "estimator/whatif_size.h"
 
+#include "common/pool.h"
 #include "common/banned.h"
 
 /* to / from when both are given and to is larger, else 1 */
@@ -17,7 +18,7 @@ static double micro_batches(const struct job_config *c)
     return c->global_batch && c->dp ? (double)c->global_batch / (double)(mb * c->dp) : 0;
 }
 
-void whatif_size_predict(size_t n_tasks, double whole_bytes, const struct job_config *base,
+void whatif_size_predict(size_t n_tasks, double whole_events, size_t whole_traces, const struct job_config *base,
                          const struct job_config *set, struct whatif_size *out)
 {
     struct job_config t = *base; /* the target: base with set's keys */
@@ -60,5 +61,7 @@ void whatif_size_predict(size_t n_tasks, double whole_bytes, const struct job_co
         g *= 1.25; /* the gradient buckets */
     out->growth = g;
     out->tasks = (double)n_tasks * g;
-    out->bytes = out->tasks * WHATIF_BYTES_PER_TASK + whole_bytes;
+    size_t readers = whole_traces < sc_pool_threads(0) ? whole_traces : sc_pool_threads(0);
+    out->bytes = out->tasks * WHATIF_BYTES_PER_TASK + whole_events * WHATIF_BYTES_PER_EVENT +
+                 (double)readers * WHATIF_BYTES_PER_READER;
 }

@@ -117,6 +117,7 @@ void model_graph_opts_default(struct model_graph_opts *o)
     o->inter_thread_gap_ns = MODEL_INTER_THREAD_GAP_NS;
     o->use_cuda_sync = 1;
     o->fold_over = MODEL_FOLD_OVER;
+    o->fold_reps_max = 0;
 }
 
 int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err)

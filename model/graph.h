@@ -153,6 +153,9 @@ struct model_graph_opts {
     int use_cuda_sync;             /* 1: trust cuda_sync events when present */
     size_t fold_over;              /* fold alike ranks of a job of more ranks than this
                                       (MODEL_FOLD_OVER; SIZE_MAX: never, 0: always) */
+    size_t fold_reps_max;          /* a folded job's representatives at most (0: any
+                                      number): one more fails the build with SC_ELIMIT,
+                                      for what sized its memory by them (the daemon) */
 };
 
 void model_graph_opts_default(struct model_graph_opts *o);

@@ -213,6 +213,7 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     struct job_parts jp = {job, &o, parts};
     f.over = o.fold_over;
+    f.reps_max = o.fold_reps_max;
     rc = sc_parallel_for(job->n_ranks, 0, part_of_rank, &jp, err);
     for (size_t i = 0; i < job->n_ranks; i++) { /* in rank order */
         if (rc == SC_OK)
@@ -280,6 +281,7 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
     else
         model_load_opts_default(&lo);
     s.fold.over = o.fold_over;
+    s.fold.reps_max = o.fold_reps_max;
     pthread_mutex_init(&s.mu, NULL);
     struct model_job_each each = {part_of_loaded, &s};
     rc = model_job_load_each(paths, n, s.l->ranks, &lo, s.l->threads, &each, &job, err);

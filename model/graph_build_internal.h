@@ -167,6 +167,7 @@ enum span_mode {
  * who stands for each do not depend on the order). */
 struct folder {
     size_t over, seen;
+    size_t reps_max; /* model_graph_opts.fold_reps_max */
     struct builder **v; /* the parts held: every rank's, or once folding, the representatives */
     size_t n, cap;
 };

@@ -177,6 +177,13 @@ static int fold_one(struct folder *f, struct builder *p, struct sc_error *err)
         f->v[k] = p;
         return fold_into(p, r, err);
     }
+    if (f->reps_max && f->n >= f->reps_max) {
+        gb_rank_free(p);
+        return sc_error_set(err, SC_ELIMIT,
+                            "the job's ranks fold to more than %zu representatives (fold_reps_max), more "
+                            "than its memory was estimated for",
+                            f->reps_max);
+    }
     if (sc_vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) {
         gb_rank_free(p);
         return sc_error_set(err, SC_ENOMEM, "out of memory");

@@ -4,6 +4,7 @@
 #include "tests/alloc_fail.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,8 +35,10 @@ char *__wrap_strndup(const char *s, size_t n);
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int armed, env_read, reached;
 static unsigned long fail_at, count;
-static void **set; /* from __real_calloc, never freed while armed */
-static size_t live;
+static void **set;    /* from __real_calloc, never freed while armed */
+static size_t *sizes; /* of set[i] */
+static size_t live, live_bytes, peak_bytes;
+static int lost; /* a block did not fit the set */
 
 static size_t slot_of(const void *p)
 {
@@ -50,9 +53,14 @@ static void track(void *p)
     for (size_t i = slot_of(p), k = 0; k < SET_SLOTS; i = (i + 1) & (SET_SLOTS - 1), k++)
         if (!set[i] || set[i] == TOMB) {
             set[i] = p;
+            sizes[i] = malloc_usable_size(p);
             live++;
+            live_bytes += sizes[i];
+            if (live_bytes > peak_bytes)
+                peak_bytes = live_bytes;
             return;
         }
+    lost = 1;
 }
 
 static void untrack(void *p)
@@ -63,6 +71,7 @@ static void untrack(void *p)
         if (set[i] == p) {
             set[i] = TOMB;
             live--;
+            live_bytes -= sizes[i];
             return;
         }
 }
@@ -153,11 +162,13 @@ static void json_release(void *p)
 void alloc_fail_arm(unsigned long n)
 {
     pthread_mutex_lock(&mu);
-    if (!set)
+    if (!set) {
         set = __real_calloc(SET_SLOTS, sizeof *set);
-    else
+        sizes = __real_calloc(SET_SLOTS, sizeof *sizes);
+    } else
         memset(set, 0, SET_SLOTS * sizeof *set);
-    live = 0;
+    live = live_bytes = peak_bytes = 0;
+    lost = 0;
     count = 0;
     reached = 0;
     fail_at = n;
@@ -176,6 +187,22 @@ void alloc_fail_disarm(unsigned long *allocations, size_t *live_out, int *failed
     *failed = reached;
     if (set)
         memset(set, 0, SET_SLOTS * sizeof *set);
-    live = 0;
+    live = live_bytes = peak_bytes = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+void alloc_fail_bytes(size_t *peak, size_t *now, int *complete)
+{
+    pthread_mutex_lock(&mu);
+    *peak = peak_bytes;
+    *now = live_bytes;
+    *complete = !lost;
+    pthread_mutex_unlock(&mu);
+}
+
+void alloc_fail_reset_peak(void)
+{
+    pthread_mutex_lock(&mu);
+    peak_bytes = live_bytes;
     pthread_mutex_unlock(&mu);
 }

@@ -397,15 +397,23 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     CHECK_CONTAINS(r.body, "a plan's candidate");
     CHECK_CONTAINS(r.body, "what-if");
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_stop(&d), 0);
+    /* what a 256-layer what-if needs, from its refusal under this budget */
     snprintf(path, sizeof path, "/v1/models/%s/whatif", model);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"layers\":256,\"pp\":2}}", &r), 413);
+    double layer256 = needed_mib(r.body);
+    svc_resp_release(&r);
+    CHECK(layer256 > 0 && layer256 < big);
+    CHECK_EQ_INT(svc_stop(&d), 0);
     /* the budget: a 256-layer what-if (64 times the traced graph) needs
      * 2/3 of it, so two cannot run at once (a smaller one, its traces
      * read once for the model, ends before the next arrives) */
-    double layer256 = big / 1024.0 * 64.0;
     snprintf(budget, sizeof budget, "%.0fM", layer256 * 1.5 + 1);
     const char *const args[] = {"--memory-budget", budget, "--heavy-requests", "4", "--http-threads", "8", NULL};
     svc_start(&d, d.data, args, NULL);
+    /* one small what-if first, so that the model keeps its traces whole
+     * (as it did when layer256 was measured) and the six weigh only their
+     * graphs */
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8}}", NULL), 200);
     struct heavy_whatif h[N];
     pthread_t t[N];
     int ok = 0, busy = 0;
@@ -440,11 +448,15 @@ static void *upload_one(void *arg)
 }
 
 /* Six uploads of a large trace (gzip, about 170 MB whole, seconds of reading
- * each) at once, three times the HTTP threads (2), while one client polls
+ * each) at once, three times the HTTP threads (2) and six times the heavy
+ * requests' room (one thread, heavy-queue 0), while one client polls
  * /healthz every 10 ms: each upload's event check runs on the request pool
- * (workers.h), not on an HTTP thread, so /healthz stays under 100 ms at
- * p99 and never waits a second. Before, the checks held every HTTP
- * thread and /healthz waited for them. */
+ * (workers.h) in the room kept for uploads (max-uploads places), not on an
+ * HTTP thread, so every upload is 201 (none 429) and /healthz stays under
+ * 100 ms at p99 and never waits a second. Before the pool took uploads,
+ * the checks held every HTTP thread; before uploads had their own room, a
+ * full queue sent the checks back to the HTTP threads and /healthz waited
+ * for them again. */
 TEST_TIMED(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
 {
     enum { N = 6 };
@@ -455,7 +467,8 @@ TEST_TIMED(svc_admission_light_requests_stay_fast_while_uploads_are_checked)
     static struct light light;
     char dir[4096], file[4200];
     const char *args[] = {"--ranks", "1", "--steps", "600", "--layers", "48", NULL};
-    static const char *const daemon_args[] = {"--http-threads", "2", NULL};
+    static const char *const daemon_args[] = {"--http-threads", "2", "--heavy-requests", "1", "--heavy-queue", "0",
+                                              NULL};
     svc_gentrace("admission-uploads", args, dir);
     snprintf(file, sizeof file, "%s/rank0.json.gz", dir);
     svc_start(&d, NULL, daemon_args, NULL);

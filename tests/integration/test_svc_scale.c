@@ -32,14 +32,19 @@ static json_t *replay_http(const struct svc_daemon *d, const char *model)
     return doc;
 }
 
-/* Upload dir's rank<r>.json files as ranks 0..RANKS-1 of job. */
-static void upload_ranks(const struct svc_daemon *d, const char *job, const char *dir)
+/* Upload dir's rank<r>.json files as ranks 0..n-1 of job. */
+static void upload_n_ranks(const struct svc_daemon *d, const char *job, const char *dir, int n)
 {
-    for (int i = 0; i < RANKS; i++) {
+    for (int i = 0; i < n; i++) {
         char file[4300];
         snprintf(file, sizeof file, "%s/rank%d.json", dir, i);
         svc_put_trace_file(d, job, i, file);
     }
+}
+
+static void upload_ranks(const struct svc_daemon *d, const char *job, const char *dir)
+{
+    upload_n_ranks(d, job, dir, RANKS);
 }
 
 TEST(svc_builds_a_many_rank_job_from_uploads_as_the_cli_replays_it)
@@ -149,5 +154,67 @@ TEST(svc_builds_folded_and_unfolded_as_the_cli_replays_them)
         free(model[k]);
     }
     free(stepcast);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+/* Model `id`'s build under the daemon's budget: its status once built,
+ * and the MiB its refusal said it needed (-1: none said). */
+static const char *built_or_refused(const struct svc_daemon *d, const char *id, double *mib)
+{
+    char path[256];
+    struct svc_resp r;
+    const char *status = svc_wait_model(d, id, 300);
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    CHECK_EQ_INT(svc_admin(d, "GET", path, NULL, &r), 200);
+    const char *at = strstr(r.body, "needs an estimated ");
+    *mib = at ? strtod(at + strlen("needs an estimated "), NULL) : -1;
+    svc_resp_release(&r);
+    return status;
+}
+
+/* A job of 128 alike ranks (over MODEL_FOLD_OVER) is built folded, and the
+ * build's admission counts the ranks as folded (daemon/built.h): under a
+ * budget between the folded and the unfolded predictions the folded
+ * build is admitted and built, the same job unfolded is refused as never
+ * fitting, and the daemon's peak resident memory stays within the folded
+ * prediction. Before, every event counted, and the folded build was
+ * refused too (bench_scale.sh passed --memory-budget 1T). */
+TEST(svc_folded_build_admitted_by_its_representatives)
+{
+    enum { N = 128 };
+    static const char *const gen[] = {"--steps", "8", "--layers", "48", NULL};
+    static const char *const tiny[] = {"--memory-budget", "1M", NULL};
+    char dir[4096], budget[64];
+    struct svc_daemon d;
+    double folded = -1, unfolded = -1;
+    th_gentrace_dir(N, gen, dir, sizeof dir);
+    svc_start(&d, NULL, tiny, NULL);
+    upload_n_ranks(&d, "many", dir, N);
+    /* the predictions, read from the refusals under a budget of 1 MiB */
+    char *m0 = svc_request_model(&d, "many", NULL), *m1 = svc_request_model(&d, "many", "{\"fold\":false}");
+    CHECK_STREQ(built_or_refused(&d, m0, &folded), "failed");
+    CHECK_STREQ(built_or_refused(&d, m1, &unfolded), "failed");
+    fprintf(stderr, "  %d ranks: predicted %.1f MiB folded, %.1f MiB unfolded\n", N, folded, unfolded);
+    REQUIRE(folded > 0 && unfolded > folded * 1.25);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    snprintf(budget, sizeof budget, "%.0fM", (folded + unfolded) / 2);
+    const char *const args[] = {"--memory-budget", budget, NULL};
+    svc_start(&d, d.data, args, NULL);
+    long long before = svc_peak_rss(&d);
+    char *m2 = svc_request_model(&d, "many", NULL), *m3 = svc_request_model(&d, "many", "{\"fold\":false}");
+    double mib = 0;
+    CHECK_STREQ(built_or_refused(&d, m2, &mib), "ready");
+    long long peak = svc_peak_rss(&d);
+    CHECK_STREQ(built_or_refused(&d, m3, &mib), "failed");
+    CHECK(mib > 0); /* refused as never fitting, not failed otherwise */
+    fprintf(stderr, "  budget %s: folded built, peak RSS %.1f MiB (%.1f before); unfolded refused\n", budget,
+            (double)peak / 1048576.0, (double)before / 1048576.0);
+#if !defined(__SANITIZE_ADDRESS__)
+    CHECK((double)(peak - before) / 1048576.0 <= folded);
+#endif
+    free(m0);
+    free(m1);
+    free(m2);
+    free(m3);
     CHECK_EQ_INT(svc_stop(&d), 0);
 }

@@ -19,6 +19,7 @@
 #include "daemon/cache.h"
 #include "daemon/config.h"
 #include "daemon/model_blob.h"
+#include "daemon/workers.h"
 #include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -580,4 +581,53 @@ TEST(svc_build_of_a_job_deleted_while_queued)
     CHECK(m == NULL);
     CHECK_CONTAINS(err.msg, "m-gone has no traces left");
     blob_store_free(bs);
+}
+
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+    atomic_int ran;
+};
+
+static void wait_gate(void *ctx)
+{
+    struct gate *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    atomic_fetch_add(&g->ran, 1);
+}
+
+/* The request pool's rooms (workers.h): with its one thread busy and no
+ * queue, a heavy request is refused, yet uploads still get their places,
+ * as many as max-uploads and no more; every job taken runs. */
+TEST(svc_workers_keep_room_for_uploads)
+{
+    struct workers *w = NULL;
+    struct sc_error err;
+    struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    REQUIRE(workers_start(1, 0, 2, 0, &w, &err) == SC_OK);
+    CHECK_EQ_INT(workers_reserve(w, WORKERS_HEAVY, &err), SC_OK);
+    workers_submit(w, WORKERS_HEAVY, wait_gate, &g);
+    CHECK_EQ_INT(workers_reserve(w, WORKERS_HEAVY, &err), SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "heavy-queue");
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_OK);
+        workers_submit(w, WORKERS_UPLOAD, wait_gate, &g);
+    }
+    CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_ELIMIT);
+    CHECK_CONTAINS(err.msg, "max-uploads");
+    pthread_mutex_lock(&g.mu);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    CHECK(workers_wait_idle(w, 10));
+    CHECK_EQ_INT(atomic_load(&g.ran), 3);
+    /* the places are given back */
+    CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_OK);
+    workers_submit(w, WORKERS_UPLOAD, wait_gate, &g);
+    CHECK(workers_wait_idle(w, 10));
+    workers_free(w);
 }

@@ -194,6 +194,47 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
     model_job_free(small);
 }
 
+/* A folded job's representatives can be capped (fold_reps_max, what the
+ * daemon sizes a folded build's memory by): the job (its straggler and
+ * the rest, several representatives) built with room for one fails with
+ * SC_ELIMIT, from a loaded job and while loading, and builds with room
+ * for as many as it has. */
+TEST(fold_past_its_representatives_cap_is_refused)
+{
+    char dir[4096], paths[RANKS][4200];
+    const char *pv[RANKS];
+    struct model_load_opts lo;
+    struct model_job *whole = NULL, *shed = NULL;
+    struct model_graph *g = NULL;
+    struct model_graph_opts o;
+    struct sc_error err;
+    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
+    for (int r = 0; r < RANKS; r++) {
+        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
+        pv[r] = paths[r];
+    }
+    model_load_opts_default(&lo);
+    REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
+    model_graph_opts_default(&o);
+    o.fold_over = 0;
+    REQUIRE(model_graph_build(whole, &o, &g, &err) == SC_OK);
+    size_t reps = g->n_ranks;
+    CHECK(reps >= 2 && reps < RANKS);
+    model_graph_free(g);
+    o.fold_reps_max = 1;
+    CHECK_EQ_INT(model_graph_build(whole, &o, &g, &err), SC_ELIMIT);
+    CHECK(g == NULL);
+    CHECK_CONTAINS(err.msg, "more than 1 representatives");
+    struct model_graph_load gl = {.threads = 2};
+    CHECK_EQ_INT(model_graph_build_paths(pv, RANKS, &gl, &o, &shed, &g, &err), SC_ELIMIT);
+    CHECK(g == NULL && shed == NULL);
+    o.fold_reps_max = reps;
+    REQUIRE(model_graph_build(whole, &o, &g, &err) == SC_OK);
+    CHECK_EQ_INT(g->n_ranks, reps);
+    model_graph_free(g);
+    model_job_free(whole);
+}
+
 /* Opportunities on the folded job: over all its ranks (each
  * representative weighted by the ranks folded into it), as on the
  * unfolded one: the baseline step within 0.05% (over the representatives
