@@ -154,8 +154,8 @@ int bq_release_all(struct store *s, const char *owner, struct sc_error *err)
 }
 
 int bq_finish(struct store *s, const char *id, const char *owner, enum api_model_status status,
-              const char *error, const char *summary, const char *built, uint64_t bytes, int *kept,
-              struct sc_error *err)
+              const char *error, const char *summary, const char *built, uint64_t bytes, bq_place_fn place,
+              void *pctx, int *kept, struct sc_error *err)
 {
     int64_t now = store_now_ns(), rows = 0;
     struct sqldb_arg blob[] = {T(built), I((int64_t)bytes), I(now)};
@@ -164,6 +164,8 @@ int bq_finish(struct store *s, const char *id, const char *owner, enum api_model
     struct sqldb *db = store_db_hold(s);
     int rc = sqldb_begin(db, err);
     *kept = 0;
+    if (rc == SC_OK && built && (rc = store_digest_lock(db, built, err)) == SC_OK && place)
+        rc = place(pctx, err);
     if (rc == SC_OK && built)
         rc = query(db,
                    "INSERT INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)"

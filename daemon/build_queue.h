@@ -60,10 +60,14 @@ int bq_release_all(struct store *s, const char *owner, struct sc_error *err);
 /* Finish owner's build of model id: status ready (with its summary and,
  * when built is not NULL, the blob of the built model, `bytes` long, whose
  * catalog row this adds) or failed (with error). *kept 0, and nothing
- * written, when the lease is no longer owner's. */
+ * written, when the lease is no longer owner's. With built, place(pctx)
+ * runs under the lock on its digest (store_digest_lock) before the row is
+ * added: it puts the blob's file back should another replica have removed
+ * it since it was written (an identical built model's, deleted). */
+typedef int (*bq_place_fn)(void *ctx, struct sc_error *err);
 int bq_finish(struct store *s, const char *id, const char *owner, enum api_model_status status,
-              const char *error, const char *summary, const char *built, uint64_t bytes, int *kept,
-              struct sc_error *err);
+              const char *error, const char *summary, const char *built, uint64_t bytes, bq_place_fn place,
+              void *pctx, int *kept, struct sc_error *err);
 
 /* Owner's build of model id, cancelled by a shutdown: status
  * `interrupted`, with its progress (0..1) and error saying how to resume

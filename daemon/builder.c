@@ -200,36 +200,56 @@ static void release(struct builder *b, uint64_t need)
     admission_release(b->env.admission, need);
 }
 
-/* The built model as a blob (model_blob.h), for every replica to load:
- * its hash into sha and its size into *bytes. */
-static int store_blob(struct builder *b, const struct built_model *bm, char sha[DIGEST_HEX_LEN + 1],
-                      uint64_t *bytes, struct sc_error *err)
+/* The built model's blob (model_blob.h), for every replica to load: its
+ * bytes, kept until the build is published, and its name. */
+struct built_blob {
+    struct blob_store *bs;
+    void *p;
+    size_t n;
+    char sha[DIGEST_HEX_LEN + 1];
+};
+
+static int store_blob(struct builder *b, const struct built_model *bm, struct built_blob *bb, struct sc_error *err)
 {
-    void *p = NULL;
-    size_t n = 0;
-    int rc = model_blob_write(bm, &p, &n, err);
+    int rc = model_blob_write(bm, &bb->p, &bb->n, err);
+    bb->bs = b->env.blobs;
     if (rc == SC_OK)
-        rc = blob_put(b->env.blobs, p, n, sha, err);
-    free(p);
-    *bytes = n;
+        rc = blob_put(bb->bs, bb->p, bb->n, bb->sha, err);
     if (rc)
         sc_error_prefix(err, "storing the built model");
     return rc;
+}
+
+/* bq_finish's place, under the lock on the blob's digest: its file put
+ * back when another replica removed it since store_blob wrote it (an
+ * identical built model's blob, its model deleted meanwhile). */
+static int place_blob(void *ctx, struct sc_error *err)
+{
+    struct built_blob *bb = ctx;
+    char again[DIGEST_HEX_LEN + 1];
+    if (blob_exists(bb->bs, bb->sha))
+        return SC_OK;
+    log_info("build", "blob=%s event=put_again msg=\"removed by another replica since it was written\"", bb->sha);
+    return blob_put(bb->bs, bb->p, bb->n, again, err);
 }
 
 /* Publish a build's outcome under its lease: the catalog row, then the
  * model in this replica's cache. *kept 0 when the lease was lost (another
  * replica took the build, or the model was deleted): nothing published. */
 static int publish(struct builder *b, const char *id, int rc, struct built_model *bm, const char *summary,
-                   const char *built, uint64_t bytes, struct sc_error *err, int *kept)
+                   struct built_blob *bb, struct sc_error *err, int *kept)
 {
     struct sc_error e;
     int saved;
+    if (rc == SC_OK)
+        fp_hold("build.publishing", 2000);
     pthread_mutex_lock(b->env.publish_mu);
     if (rc == SC_OK)
-        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_READY, NULL, summary, built, bytes, kept, &e);
+        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_READY, NULL, summary, bb->sha, bb->n, place_blob,
+                          bb, kept, &e);
     else
-        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_FAILED, err->msg, NULL, NULL, 0, kept, &e);
+        saved = bq_finish(b->env.store, id, b->env.owner, API_MODEL_FAILED, err->msg, NULL, NULL, 0, NULL, NULL,
+                          kept, &e);
     if (rc == SC_OK && saved == SC_OK && *kept)
         cache_put(b->env.cache, id, bm, built_model_bytes(bm), NULL);
     pthread_mutex_unlock(b->env.publish_mu);
@@ -305,13 +325,12 @@ static void build_one(struct builder *b, struct slot *slot)
         rc = api_model_summary(est_model_job(built_model_opened(bm)), &summary, &err);
     if (rc == SC_OK && sc_cancelled()) /* nor is its blob written */
         rc = sc_error_set(&err, SC_ECANCELED, "called off");
-    char built[DIGEST_HEX_LEN + 1];
-    uint64_t built_bytes = 0;
+    struct built_blob bb = {0};
     if (rc == SC_OK)
-        rc = store_blob(b, bm, built, &built_bytes, &err);
+        rc = store_blob(b, bm, &bb, &err);
     int why = rc == SC_ECANCELED ? atomic_load(&slot->cancel) : BUILD_GOING;
     double dt;
-    if (why == BUILD_GOING && publish(b, m.id, rc, bm, summary, built, built_bytes, &err, &kept) == SC_OK &&
+    if (why == BUILD_GOING && publish(b, m.id, rc, bm, summary, &bb, &err, &kept) == SC_OK &&
         kept && rc == SC_OK)
         bm = NULL; /* the cache has it */
 
@@ -336,6 +355,7 @@ static void build_one(struct builder *b, struct slot *slot)
         }
     }
     built_model_free(bm);
+    free(bb.p);
     free(summary);
     api_model_release(&m);
     if (need)

@@ -11,7 +11,7 @@
  *   delete.after_commit  rows deleted, unreferenced blobs not yet removed
  *   build.after_load     a model's traces are loaded, its status not saved
  *
- * Three points hold instead of crashing (fp_armed):
+ * Points that hold instead of crashing (fp_armed, fp_hold):
  *
  *   plan.progress        a background plan's thread waits at its first
  *                        progress report until a GET has read it (or the
@@ -29,6 +29,9 @@
  *                        in place (or found there) under the digest's
  *                        lock, before its rows, so that a delete through
  *                        another replica races there
+ *   build.publishing     a build waits 2 s between writing its built
+ *                        model's blob and committing its row, so that the
+ *                        delete of a model with the same blob races there
  *
  * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H

@@ -345,7 +345,7 @@ enum stmt {
     Q_PLAN_PUT, Q_PLAN_GET, Q_PLAN_DELETE, Q_PLAN_PROGRESS, Q_PLAN_INTERRUPT, Q_PLAN_INTERRUPTED,
     Q_EXP_INSERT, Q_EXP_GET, Q_EXP_LIST, Q_EXP_DECIDE, Q_EXP_CLOSE,
     Q_OWNED,
-    Q_PG_XACT_LOCK, Q_PG_DIGEST_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
+    Q_PG_XACT_LOCK, Q_PG_PLAN_CLAIM, Q_PG_PLAN_UNCLAIM, Q_PG_PLANS_INTERRUPT, Q_PLAN_STATE,
     Q_COUNT
 };
 
@@ -484,7 +484,6 @@ static const char *const sql[Q_COUNT] = {
     /* PostgreSQL only: advisory locks of class ?1 on a text key (replicas, below) */
     [Q_PG_XACT_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
     /* a blob's digest: the one-key space, which no two-key lock shares */
-    [Q_PG_DIGEST_LOCK] = "SELECT pg_advisory_xact_lock(CAST(?1 AS BIGINT))",
     [Q_PG_PLAN_CLAIM] = "SELECT CAST(pg_try_advisory_lock(CAST(?1 AS INTEGER), hashtext(?2)) AS INTEGER)",
     [Q_PG_PLAN_UNCLAIM] = "SELECT pg_advisory_unlock(CAST(?1 AS INTEGER), hashtext(?2))",
     [Q_PG_PLANS_INTERRUPT] = "UPDATE plans SET state = 'interrupted' WHERE state = 'running'"
@@ -1063,30 +1062,33 @@ int store_job_room(struct store *pool, const char *job, const char *owner, struc
 
 /* ---- blobs ---- */
 
-/* One lock per digest: a blob's file goes into place and its row is
- * committed (trace_put) under the lock on its digest, and a freed blob's
+/* One lock per digest (store_digest_lock, store.h): a blob's file goes
+ * into place and its row is committed (trace_put, and a build's bq_finish)
+ * under the lock on its digest, and a freed blob's
  * file is unlinked (store_blob_remove) under the same lock once no row
  * names it. So no replica unlinks a file whose row another replica has
  * just committed again for the same content. On PostgreSQL: a
  * transaction-scoped advisory lock keyed on the digest's first 64 bits;
  * on SQLite (one daemon per catalog, dir_lock.h) BEGIN IMMEDIATE and the
  * mutex hold the whole catalog already. */
-static int digest_lock(struct conn *s, const char *sha, struct sc_error *err)
+int store_digest_lock(struct sqldb *db, const char *sha, struct sc_error *err)
 {
-    struct sqldb_stmt *st;
     char head[17];
     uint64_t u;
     int64_t key;
-    int rc;
-    if (!is_pg(s))
+    if (sqldb_kind(db) != SQLDB_POSTGRESQL)
         return SC_OK;
     snprintf(head, sizeof head, "%.16s", sha);
     u = strtoull(head, NULL, 16);
     memcpy(&key, &u, sizeof key);
-    if ((rc = prep(s, Q_PG_DIGEST_LOCK, &st, err)))
-        return rc;
-    sqldb_bind_int64(st, 1, key);
-    return run(s, st, err, "lock blob");
+    struct sqldb_arg a[] = {SQLDB_I(key)};
+    return sqldb_each_row(db, "SELECT pg_advisory_xact_lock(CAST(?1 AS BIGINT))", a, 1, NULL, NULL, NULL,
+                          "catalog: lock blob", err);
+}
+
+static int digest_lock(struct conn *s, const char *sha, struct sc_error *err)
+{
+    return store_digest_lock(s->db, sha, err);
 }
 
 static int blob_remove(struct conn *s, const char *sha, store_blob_fn unlink_file, void *ctx,

@@ -163,6 +163,14 @@ int store_model_delete(struct store *s, const char *id, struct store_names *free
 struct sqldb;
 struct sqldb *store_db_hold(struct store *s);
 void store_db_release(struct store *s, struct sqldb *db);
+/* Inside a transaction on db: the lock on blob sha's digest, held until
+ * it ends. Whoever puts a blob's file in place and commits its row, and
+ * whoever removes a file no row names any more, takes it first, so no
+ * replica removes a file another has just committed a row for. On
+ * PostgreSQL a transaction-scoped advisory lock on the digest's first 64
+ * bits; on SQLite nothing (one daemon per catalog, whose writes are
+ * serial). */
+int store_digest_lock(struct sqldb *db, const char *sha, struct sc_error *err);
 
 /* ---- tokens (the secret is never stored, only its hash) ---- */
 int store_token_create(struct store *s, const struct api_token *t, const char *hash,
