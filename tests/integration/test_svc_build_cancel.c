@@ -4,7 +4,8 @@
  * Deleting a model mid-build stops its build within a second (a gentrace
  * job of 3.2 million events, whose whole build takes seconds): the build
  * frees what it made, publishes nothing, and its worker builds the next
- * model. On SIGTERM, a build still running when --drain-timeout expires is
+ * model. A job deleted while its model's build waits in the queue, or
+ * while it runs, stops it the same way. On SIGTERM, a build still running when --drain-timeout expires is
  * cancelled and its model stored `interrupted` with its progress; the
  * daemon exits within seconds of the timeout; after the restart the model
  * is still `interrupted` (not built again behind the user's back), and
@@ -85,6 +86,61 @@ TEST(svc_build_delete_mid_build_stops_it_within_a_second)
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
+/* Model id's progress once its build is held at its first rank built
+ * (STEPCAST_FAILPOINT=build.progress): above 0, or 0 after 20 s. */
+static double held_build(const struct svc_daemon *d, const char *id)
+{
+    double progress = 0;
+    for (int i = 0; i < 2000 && progress <= 0; i++) {
+        json_t *m = get_model(d, id);
+        progress = json_number_value(json_object_get(m, "progress"));
+        json_decref(m);
+        usleep(10000);
+    }
+    return progress;
+}
+
+/* A job deleted while its model's build waits in the queue, and another
+ * while its model's build runs (held at its first rank built, the one
+ * build worker taken): both answer 200, the running build stops, neither
+ * model is published, and the catalog is consistent (--check). Before
+ * cancellation, the running build ran to its end, and a build whose job
+ * was deleted while it waited reached memcpy from NULL. */
+TEST(svc_build_job_deleted_while_queued_and_while_running)
+{
+    static const char *const run[] = {"--ranks", "2", "--steps", "8", "--seed", "6", NULL};
+    static const char *const one_worker[] = {"--build-workers", "1", NULL};
+    static const char *const hold[] = {"STEPCAST_FAILPOINT=build.progress", NULL};
+    struct svc_daemon d;
+    char dir[4096], path[160];
+    svc_start(&d, NULL, one_worker, hold);
+    upload_gentrace(&d, "deleted-running", "running", run, dir);
+    upload_gentrace(&d, "deleted-queued", "queued", run, dir);
+    char *running = svc_request_model(&d, "running", NULL);
+    REQUIRE(held_build(&d, running) > 0);
+    char *queued = svc_request_model(&d, "queued", NULL);
+    json_t *m = get_model(&d, queued);
+    CHECK_STREQ(str_of(m, "status"), "building"); /* waiting for the one worker */
+    json_decref(m);
+    CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/jobs/queued", NULL, NULL), 200);
+    double t0 = th_now_s();
+    CHECK_EQ_INT(svc_admin(&d, "DELETE", "/v1/jobs/running", NULL, NULL), 200);
+    CHECK(svc_wait_builds_running(&d, 0, 30) >= 0);
+    fprintf(stderr, "    job deleted mid-build: the build stopped %.3f s after the DELETE\n", th_now_s() - t0);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "/v1/models/%s", i ? queued : running);
+        CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 404);
+    }
+    CHECK_EQ_INT(svc_call(&d, "GET", "/healthz", &(struct svc_opts){0}, NULL), 200);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, running, "event=cancelled"), 1);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, running, "event=ready"), 0);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, queued, "event=ready"), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
+    free(running);
+    free(queued);
+}
+
 TEST(svc_build_drain_timeout_interrupts_and_resume_builds_it)
 {
     static const char *const run[] = {"--ranks", "2", "--steps", "8", "--seed", "5", NULL};
@@ -96,13 +152,7 @@ TEST(svc_build_drain_timeout_interrupts_and_resume_builds_it)
     svc_start(&d, NULL, drain, hold);
     upload_gentrace(&d, "drain-run", "run", run, dir);
     char *id = svc_request_model(&d, "run", NULL);
-    double progress = 0;
-    for (int i = 0; i < 2000 && progress <= 0; i++) { /* held at its first rank built */
-        json_t *m = get_model(&d, id);
-        progress = json_number_value(json_object_get(m, "progress"));
-        json_decref(m);
-        usleep(10000);
-    }
+    double progress = held_build(&d, id);
     REQUIRE(progress > 0);
     double t0 = th_now_s();
     int st = svc_stop(&d);
