@@ -347,6 +347,12 @@ static void run_deferred(void *ctx)
     else
         svc_handle_heavy(cs->srv->svc, &cs->req, &cs->reply);
     cs->have_reply = 1;
+}
+
+/* After run_deferred, its pool place given back: the answer goes out. */
+static void answer_deferred(void *ctx)
+{
+    struct conn *cs = ctx;
     MHD_resume_connection(cs->mhd);
 }
 
@@ -367,7 +373,7 @@ static int offload(struct server *srv, struct MHD_Connection *c, struct conn *cs
     cs->mhd = c;
     cs->deferred = 1;
     MHD_suspend_connection(c); /* before the worker can resume it */
-    workers_submit(srv->pool, room, run_deferred, cs);
+    workers_submit(srv->pool, room, run_deferred, answer_deferred, cs);
     return 1;
 }
 

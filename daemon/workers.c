@@ -17,7 +17,7 @@
 #include "common/banned.h"
 
 struct job {
-    workers_fn fn;
+    workers_fn fn, then;
     void *ctx;
     enum workers_room room;
 };
@@ -30,6 +30,7 @@ struct workers {
     size_t places[WORKERS_ROOMS]; /* reserved, not yet done: at most max_places */
     size_t max_places[WORKERS_ROOMS];
     unsigned threads, started, running;
+    unsigned answering; /* jobs past their place, in their `then` */
     int nice_delta, stopping;
     atomic_int cancel;
     pthread_t *tids;
@@ -67,6 +68,13 @@ static void *worker(void *arg)
         pthread_mutex_lock(&w->mu);
         w->running--;
         w->places[j.room]--;
+        if (j.then) { /* the place given back first: whoever reads the answer finds it free */
+            w->answering++;
+            pthread_mutex_unlock(&w->mu);
+            j.then(j.ctx);
+            pthread_mutex_lock(&w->mu);
+            w->answering--;
+        }
         pthread_cond_broadcast(&w->idle);
     }
     pthread_mutex_unlock(&w->mu);
@@ -126,10 +134,10 @@ int workers_reserve(struct workers *w, enum workers_room room, struct sc_error *
     return rc;
 }
 
-void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, void *ctx)
+void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, workers_fn then, void *ctx)
 {
     pthread_mutex_lock(&w->mu);
-    w->queue[(w->head + w->n) % w->cap] = (struct job){fn, ctx, room};
+    w->queue[(w->head + w->n) % w->cap] = (struct job){fn, then, ctx, room};
     w->n++;
     pthread_cond_signal(&w->work);
     pthread_mutex_unlock(&w->mu);
@@ -164,10 +172,10 @@ int workers_wait_idle(struct workers *w, double timeout_s)
 {
     struct timespec deadline = workers_deadline(timeout_s);
     pthread_mutex_lock(&w->mu);
-    while (w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] > 0 &&
+    while (w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] + w->answering > 0 &&
            pthread_cond_timedwait(&w->idle, &w->mu, &deadline) != ETIMEDOUT)
         ;
-    int idle = w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] == 0;
+    int idle = w->places[WORKERS_HEAVY] + w->places[WORKERS_UPLOAD] + w->answering == 0;
     pthread_mutex_unlock(&w->mu);
     return idle;
 }

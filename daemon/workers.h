@@ -50,8 +50,11 @@ int workers_start(unsigned threads, size_t max_queued, size_t max_uploads, int n
  * (heavy: every thread busy and the queue full), SC_ECANCELED after
  * workers_cancel (err says which). */
 int workers_reserve(struct workers *w, enum workers_room room, struct sc_error *err);
-/* Run fn(ctx) on a thread of the pool, in the place reserved in room. */
-void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, void *ctx);
+/* Run fn(ctx) on a thread of the pool, in the place reserved in room;
+ * then, when not NULL, then(ctx) once the place and the running count are
+ * given back (what hands the answer to the client, so that its next
+ * request, or a look at the pool's counts, never finds them still taken). */
+void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, workers_fn then, void *ctx);
 /* Jobs running, and waiting for a thread. */
 void workers_counts(struct workers *w, long *running, long *queued);
 /* Call off every job, running or queued; no place is given any more. */

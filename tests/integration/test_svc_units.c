@@ -610,12 +610,12 @@ TEST(svc_workers_keep_room_for_uploads)
     struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     REQUIRE(workers_start(1, 0, 2, 0, &w, &err) == SC_OK);
     CHECK_EQ_INT(workers_reserve(w, WORKERS_HEAVY, &err), SC_OK);
-    workers_submit(w, WORKERS_HEAVY, wait_gate, &g);
+    workers_submit(w, WORKERS_HEAVY, wait_gate, NULL, &g);
     CHECK_EQ_INT(workers_reserve(w, WORKERS_HEAVY, &err), SC_ELIMIT);
     CHECK_CONTAINS(err.msg, "heavy-queue");
     for (int i = 0; i < 2; i++) {
         CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_OK);
-        workers_submit(w, WORKERS_UPLOAD, wait_gate, &g);
+        workers_submit(w, WORKERS_UPLOAD, wait_gate, NULL, &g);
     }
     CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_ELIMIT);
     CHECK_CONTAINS(err.msg, "max-uploads");
@@ -627,7 +627,7 @@ TEST(svc_workers_keep_room_for_uploads)
     CHECK_EQ_INT(atomic_load(&g.ran), 3);
     /* the places are given back */
     CHECK_EQ_INT(workers_reserve(w, WORKERS_UPLOAD, &err), SC_OK);
-    workers_submit(w, WORKERS_UPLOAD, wait_gate, &g);
+    workers_submit(w, WORKERS_UPLOAD, wait_gate, NULL, &g);
     CHECK(workers_wait_idle(w, 10));
     workers_free(w);
 }
