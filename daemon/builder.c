@@ -68,7 +68,7 @@ struct builder {
     struct slot *slots;
     struct worker_arg *args;
     /* builder_counts: the catalog's waiting builds, as counted at
-     * counted_at (CLOCK_MONOTONIC seconds; 0: never) */
+     * counted_at (metrics_clock() seconds; 0: never) */
     int64_t counted_waiting;
     double counted_at;
 };
@@ -566,10 +566,8 @@ int builder_progress(struct builder *b, const char *id, double *fraction, int *q
 void builder_counts(struct builder *b, long *running, long *queued)
 {
     struct sc_error err;
-    struct timespec ts;
     int64_t all = 0, waiting;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    double now = metrics_clock();
     pthread_mutex_lock(&b->mu);
     int fresh = b->counted_at > 0 && now - b->counted_at < COUNTS_FRESH_S;
     waiting = b->counted_waiting;
