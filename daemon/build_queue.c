@@ -24,20 +24,15 @@
 
 typedef int (*row_fn)(void *ctx, struct sqldb_stmt *st);
 
-/* Run q (the store held) with args; row(ctx, st) for each row; *rows gets
- * how many there were. */
-static int query(struct sqldb *db, const char *q, const struct sqldb_arg *a, size_t na, row_fn row, void *ctx,
-                 int64_t *rows, struct sc_error *err)
-{
-    return sqldb_each_row(db, q, a, na, row, ctx, rows, "catalog: build queue", err);
-}
+/* what a failing statement of the queue names (sqldb_each_row) */
+#define BQ_WHAT "catalog: build queue"
 
-/* query() with the store taken and given back around it. */
+/* sqldb_each_row with the store taken and given back around it. */
 static int held(struct store *s, const char *q, const struct sqldb_arg *a, size_t na, row_fn row, void *ctx,
                 int64_t *rows, struct sc_error *err)
 {
     struct sqldb *db = store_db_hold(s);
-    int rc = query(db, q, a, na, row, ctx, rows, err);
+    int rc = sqldb_each_row(db, q, a, na, row, ctx, rows, BQ_WHAT, err);
     store_db_release(s, db);
     return rc;
 }
@@ -73,7 +68,7 @@ int bq_claim(struct store *s, const char *owner, char id[API_ID_MAX], struct sc_
     snprintf(q, sizeof q, "%s%s) RETURNING id", head,
              sqldb_kind(db) == SQLDB_POSTGRESQL ? " FOR UPDATE SKIP LOCKED" : "");
     id[0] = '\0';
-    int rc = query(db, q, a, 3, read_id, id, &rows, err);
+    int rc = sqldb_each_row(db, q, a, 3, read_id, id, &rows, BQ_WHAT, err);
     store_db_release(s, db);
     return rc ? -1 : rows > 0 && id[0];
 }
@@ -167,16 +162,16 @@ int bq_finish(struct store *s, const char *id, const char *owner, enum api_model
     if (rc == SC_OK && built && (rc = store_digest_lock(db, built, err)) == SC_OK && place)
         rc = place(pctx, err);
     if (rc == SC_OK && built)
-        rc = query(db,
-                   "INSERT INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)"
-                   " ON CONFLICT(sha256) DO NOTHING",
-                   blob, 3, NULL, NULL, NULL, err);
+        rc = sqldb_each_row(db,
+                            "INSERT INTO blobs(sha256, bytes, created_ns) VALUES(?1, ?2, ?3)"
+                            " ON CONFLICT(sha256) DO NOTHING",
+                            blob, 3, NULL, NULL, NULL, BQ_WHAT, err);
     if (rc == SC_OK)
-        rc = query(db,
-                   "UPDATE models SET status = ?3, error = ?4, summary = ?5, finished_ns = ?6, built = ?7,"
-                   " lease_owner = NULL, lease_ns = NULL, progress = 1"
-                   " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
-                   a, 7, NULL, NULL, &rows, err);
+        rc = sqldb_each_row(db,
+                            "UPDATE models SET status = ?3, error = ?4, summary = ?5, finished_ns = ?6, built = ?7,"
+                            " lease_owner = NULL, lease_ns = NULL, progress = 1"
+                            " WHERE id = ?1 AND lease_owner = ?2 AND status = 'building' RETURNING id",
+                            a, 7, NULL, NULL, &rows, BQ_WHAT, err);
     if (rc == SC_OK && rows > 0) {
         rc = sqldb_commit(db, err);
         *kept = rc == SC_OK;
