@@ -546,16 +546,16 @@ static int is_pg(const struct conn *s)
     return sqldb_kind(s->db) == SQLDB_POSTGRESQL;
 }
 
-/* The body of a public function: expr run on a connection s of the pool
+/* The body of a public function: expr run on a connection s of pool
  * (ANY_CONN, or connection `want`). */
-#define LOCKED_ON(want, expr)                                                      \
+#define LOCKED_ON(pool, want, expr)                                                \
     do {                                                                           \
-        struct conn *s = conn_take(pool, (want));                                  \
+        struct conn *s = conn_take((pool), (want));                                \
         int rc_ = (expr);                                                          \
         conn_give(s);                                                              \
         return rc_;                                                                \
     } while (0)
-#define LOCKED(pool_, expr) LOCKED_ON(ANY_CONN, expr)
+#define LOCKED(pool, expr) LOCKED_ON(pool, ANY_CONN, expr)
 
 int64_t store_now_ns(void)
 {
@@ -1953,7 +1953,7 @@ static int plan_claim(struct conn *s, const char *id, struct sc_error *err)
 
 int store_plan_claim(struct store *pool, const char *id, struct sc_error *err)
 {
-    LOCKED_ON(PLAN_CONN, plan_claim(s, id, err));
+    LOCKED_ON(pool, PLAN_CONN, plan_claim(s, id, err));
 }
 
 void store_plan_unclaim(struct store *pool, const char *id)
