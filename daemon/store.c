@@ -1086,19 +1086,14 @@ int store_digest_lock(struct sqldb *db, const char *sha, struct sc_error *err)
                           "catalog: lock blob", err);
 }
 
-static int digest_lock(struct conn *s, const char *sha, struct sc_error *err)
-{
-    return store_digest_lock(s->db, sha, err);
-}
-
 static int blob_remove(struct conn *s, const char *sha, store_blob_fn unlink_file, void *ctx,
                        struct sc_error *err)
 {
     int yes = 0, rc = begin(s, err);
     if (rc)
         return rc;
-    if ((rc = digest_lock(s, sha, err)) == SC_OK && (rc = exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK &&
-        !yes)
+    if ((rc = store_digest_lock(s->db, sha, err)) == SC_OK &&
+        (rc = exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK && !yes)
         rc = unlink_file(ctx, sha, err);
     return end(s, rc, err);
 }
@@ -1292,7 +1287,7 @@ static int trace_put(struct conn *s, const char *job, struct api_trace *t, const
     int rc, yes = 0;
     if ((rc = begin(s, err)))
         return rc;
-    if ((rc = digest_lock(s, t->sha256, err)) || (rc = exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
+    if ((rc = store_digest_lock(s->db, t->sha256, err)) || (rc = exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
         (!yes && (rc = place(ctx, t->sha256, err))))
         return end(s, rc, err);
     fp_hold("store.placed", 1000);
