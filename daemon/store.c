@@ -541,7 +541,7 @@ static void conn_give(struct conn *c)
     pthread_mutex_unlock(&pool->mu);
 }
 
-static int is_pg(const struct conn *s)
+static int conn_is_pg(const struct conn *s)
 {
     return sqldb_kind(s->db) == SQLDB_POSTGRESQL;
 }
@@ -578,18 +578,13 @@ static int names_add(struct store_names *l, const char *s, struct sc_error *err)
     return SC_OK;
 }
 
-static int db_fail(struct conn *s, struct sc_error *err, const char *what)
+static int conn_fail(struct conn *s, struct sc_error *err, const char *what)
 {
     return sc_error_set(err, sqldb_status(s->db), "catalog: %s: %s", what, sqldb_errmsg(s->db));
 }
 
-static int exec(struct conn *s, const char *q, struct sc_error *err)
-{
-    return sqldb_exec(s->db, q, err);
-}
-
 /* Statement q, prepared on first use and kept. */
-static int prep(struct conn *s, enum stmt q, struct sqldb_stmt **st, struct sc_error *err)
+static int conn_prep(struct conn *s, enum stmt q, struct sqldb_stmt **st, struct sc_error *err)
 {
     int rc;
     if (!s->st[q] && (rc = sqldb_prepare(s->db, sql[q], &s->st[q], err)))
@@ -598,44 +593,29 @@ static int prep(struct conn *s, enum stmt q, struct sqldb_stmt **st, struct sc_e
     return SC_OK;
 }
 
-static void done(struct sqldb_stmt *st)
-{
-    sqldb_reset(st);
-}
-
-static void bind_text(struct sqldb_stmt *st, int i, const char *v)
-{
-    sqldb_bind_text(st, i, v);
-}
-
 /* sqldb_step to completion, for statements without rows. */
-static int run(struct conn *s, struct sqldb_stmt *st, struct sc_error *err, const char *what)
+static int conn_run(struct conn *s, struct sqldb_stmt *st, struct sc_error *err, const char *what)
 {
     int r = sqldb_step(st);
-    int rc = r == SQLDB_DONE || r == SQLDB_ROW ? SC_OK : db_fail(s, err, what);
-    done(st);
+    int rc = r == SQLDB_DONE || r == SQLDB_ROW ? SC_OK : conn_fail(s, err, what);
+    sqldb_reset(st);
     return rc;
 }
 
-static char *col_dup(struct sqldb_stmt *st, int i)
+static char *store_col_dup(struct sqldb_stmt *st, int i)
 {
     const char *t = sqldb_column_text(st, i);
     return t ? strdup(t) : NULL;
 }
 
-static void col_copy(struct sqldb_stmt *st, int i, char *out, size_t n)
+static void store_col_copy(struct sqldb_stmt *st, int i, char *out, size_t n)
 {
     const char *t = sqldb_column_text(st, i);
     snprintf(out, n, "%s", t ? t : "");
 }
 
-static int begin(struct conn *s, struct sc_error *err)
-{
-    return sqldb_begin(s->db, err);
-}
-
 /* COMMIT when rc is OK, else ROLLBACK; returns the first failure. */
-static int end(struct conn *s, int rc, struct sc_error *err)
+static int conn_end(struct conn *s, int rc, struct sc_error *err)
 {
     if (rc == SC_OK)
         return sqldb_commit(s->db, err);
@@ -645,13 +625,13 @@ static int end(struct conn *s, int rc, struct sc_error *err)
 
 /* The one integer of a query without parameters into *v (a statement
  * prepared for this call only). */
-static int query_int(struct conn *s, const char *q, int64_t *v, struct sc_error *err)
+static int conn_query_int(struct conn *s, const char *q, int64_t *v, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc = sqldb_prepare(s->db, q, &st, err);
     if (rc)
         return rc;
-    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, q);
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : conn_fail(s, err, q);
     *v = rc == SC_OK ? sqldb_column_int64(st, 0) : 0;
     sqldb_finalize(st);
     return rc;
@@ -676,7 +656,7 @@ static int foreign_keys_met(struct conn *s, int64_t version, struct sc_error *er
         rc = sc_error_set(err, SC_EINTERNAL, "migration to schema %lld: table %s names a missing row of %s",
                           (long long)version, sqldb_column_text(st, 0), sqldb_column_text(st, 2));
     else if (r != SQLDB_DONE)
-        rc = db_fail(s, err, "PRAGMA foreign_key_check");
+        rc = conn_fail(s, err, "PRAGMA foreign_key_check");
     sqldb_finalize(st);
     return rc;
 }
@@ -686,7 +666,7 @@ static int foreign_keys_met(struct conn *s, int64_t version, struct sc_error *er
 static int migrate_sqlite(struct conn *s, struct sc_error *err)
 {
     int64_t version = 0;
-    int rc = query_int(s, "PRAGMA user_version", &version, err);
+    int rc = conn_query_int(s, "PRAGMA user_version", &version, err);
     if (rc)
         return rc;
     if (version > STORE_SCHEMA_VERSION)
@@ -696,21 +676,21 @@ static int migrate_sqlite(struct conn *s, struct sc_error *err)
     /* foreign keys off while a migration builds a table again (its DROP
      * would delete the rows that name it), each checked before its commit;
      * the pragma is only heard outside a transaction */
-    if ((rc = exec(s, "PRAGMA foreign_keys = OFF", err)))
+    if ((rc = sqldb_exec(s->db, "PRAGMA foreign_keys = OFF", err)))
         return rc;
     for (; version < STORE_SCHEMA_VERSION && rc == SC_OK; version++) {
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %lld", (long long)version + 1);
-        if ((rc = begin(s, err)))
+        if ((rc = sqldb_begin(s->db, err)))
             break;
-        rc = exec(s, migrations[version], err);
+        rc = sqldb_exec(s->db, migrations[version], err);
         if (rc == SC_OK)
-            rc = exec(s, bump, err);
+            rc = sqldb_exec(s->db, bump, err);
         if (rc == SC_OK)
             rc = foreign_keys_met(s, version + 1, err);
-        rc = end(s, rc, err);
+        rc = conn_end(s, rc, err);
     }
-    int on = exec(s, "PRAGMA foreign_keys = ON", err);
+    int on = sqldb_exec(s->db, "PRAGMA foreign_keys = ON", err);
     return rc ? rc : on;
 }
 
@@ -721,26 +701,26 @@ static int migrate_pg(struct conn *s, struct sc_error *err)
 {
     int64_t version = 0;
     char bump[96];
-    int rc = begin(s, err);
+    int rc = sqldb_begin(s->db, err);
     if (rc)
         return rc;
-    rc = exec(s, "SELECT pg_advisory_xact_lock(" PG_MIGRATION_LOCK ");"
+    rc = sqldb_exec(s->db, "SELECT pg_advisory_xact_lock(" PG_MIGRATION_LOCK ");"
                  "CREATE TABLE IF NOT EXISTS stepcast_schema(version BIGINT NOT NULL)", err);
     if (rc == SC_OK)
-        rc = query_int(s, "SELECT COALESCE(MAX(version), 0) FROM stepcast_schema", &version, err);
+        rc = conn_query_int(s, "SELECT COALESCE(MAX(version), 0) FROM stepcast_schema", &version, err);
     if (rc == SC_OK && version > STORE_SCHEMA_VERSION)
         rc = newer_schema(version, err);
     if (rc == SC_OK && version < PG_BASE_VERSION) {
-        rc = exec(s, pg_base, err);
+        rc = sqldb_exec(s->db, pg_base, err);
         version = PG_BASE_VERSION;
     }
     for (; rc == SC_OK && version < STORE_SCHEMA_VERSION; version++)
-        rc = exec(s, pg_migrations[version - PG_BASE_VERSION], err);
+        rc = sqldb_exec(s->db, pg_migrations[version - PG_BASE_VERSION], err);
     snprintf(bump, sizeof bump, "DELETE FROM stepcast_schema; INSERT INTO stepcast_schema VALUES(%lld)",
              (long long)version);
     if (rc == SC_OK)
-        rc = exec(s, bump, err);
-    return end(s, rc, err);
+        rc = sqldb_exec(s->db, bump, err);
+    return conn_end(s, rc, err);
 }
 
 int store_open(const char *url, size_t connections, struct store **out, struct sc_error *err)
@@ -759,9 +739,9 @@ int store_open(const char *url, size_t connections, struct store **out, struct s
     struct conn *s = &pool->conns[0];
     rc = sqldb_open(url, &s->db, err);
     if (rc == SC_OK)
-        rc = is_pg(s) ? migrate_pg(s, err) : migrate_sqlite(s, err);
+        rc = conn_is_pg(s) ? migrate_pg(s, err) : migrate_sqlite(s, err);
     /* SQLite: one connection, its one writer */
-    for (size_t i = 1; rc == SC_OK && is_pg(s) && i < connections; i++) {
+    for (size_t i = 1; rc == SC_OK && conn_is_pg(s) && i < connections; i++) {
         pool->conns[i].pool = pool;
         rc = sqldb_open(url, &pool->conns[i].db, err);
         pool->n += rc == SC_OK;
@@ -793,13 +773,13 @@ void store_close(struct store *pool)
 
 int store_is_postgresql(const struct store *pool)
 {
-    return is_pg(&pool->conns[0]);
+    return conn_is_pg(&pool->conns[0]);
 }
 
 int store_ping(struct store *pool, struct sc_error *err)
 {
     int64_t one;
-    LOCKED(pool, query_int(s, "SELECT 1", &one, err));
+    LOCKED(pool, conn_query_int(s, "SELECT 1", &one, err));
 }
 
 /* SQLite: integrity_check and foreign_key_check. PostgreSQL enforces the
@@ -809,9 +789,9 @@ static int check(struct conn *s, struct sc_error *err)
 {
     static const char *const checks[] = {"PRAGMA integrity_check", "PRAGMA foreign_key_check"};
     int rc = SC_OK;
-    if (is_pg(s)) {
+    if (conn_is_pg(s)) {
         int64_t version = 0;
-        rc = query_int(s, "SELECT COALESCE(MAX(version), 0) FROM stepcast_schema", &version, err);
+        rc = conn_query_int(s, "SELECT COALESCE(MAX(version), 0) FROM stepcast_schema", &version, err);
         if (rc == SC_OK && version != STORE_SCHEMA_VERSION)
             rc = sc_error_set(err, SC_EINTERNAL, "schema version %lld, not %d", (long long)version,
                               STORE_SCHEMA_VERSION);
@@ -839,71 +819,71 @@ int store_check(struct store *pool, struct sc_error *err)
 
 /* ---- helpers run on a connection taken ---- */
 
-static int exists(struct conn *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
+static int conn_exists(struct conn *s, enum stmt q, const char *key, int *yes, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, q, &st, err);
+    int rc = conn_prep(s, q, &st, err);
     if (rc)
         return rc;
-    bind_text(st, 1, key);
+    sqldb_bind_text(st, 1, key);
     int r = sqldb_step(st);
     *yes = r == SQLDB_ROW;
-    rc = r == SQLDB_ROW || r == SQLDB_DONE ? SC_OK : db_fail(s, err, "lookup");
-    done(st);
+    rc = r == SQLDB_ROW || r == SQLDB_DONE ? SC_OK : conn_fail(s, err, "lookup");
+    sqldb_reset(st);
     return rc;
 }
 
-static int names_query(struct conn *s, enum stmt q, const char *key, struct store_names *out,
+static int conn_names(struct conn *s, enum stmt q, const char *key, struct store_names *out,
                        struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int r, rc = prep(s, q, &st, err);
+    int r, rc = conn_prep(s, q, &st, err);
     if (rc)
         return rc;
     if (key)
-        bind_text(st, 1, key);
+        sqldb_bind_text(st, 1, key);
     while (rc == SC_OK && (r = sqldb_step(st)) == SQLDB_ROW)
         rc = names_add(out, sqldb_column_text(st, 0), err);
     if (rc == SC_OK && r != SQLDB_DONE)
-        rc = db_fail(s, err, "query");
-    done(st);
+        rc = conn_fail(s, err, "query");
+    sqldb_reset(st);
     return rc;
 }
 
-static int gc_blobs(struct conn *s, struct store_names *freed, struct sc_error *err)
+static int store_blob_gc(struct conn *s, struct store_names *freed, struct sc_error *err)
 {
-    return names_query(s, Q_BLOB_GC, NULL, freed, err);
+    return conn_names(s, Q_BLOB_GC, NULL, freed, err);
 }
 
-static int count(struct conn *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
+static int conn_count(struct conn *s, enum stmt q, const char *key, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, q, &st, err);
+    int rc = conn_prep(s, q, &st, err);
     if (rc)
         return rc;
     if (key)
-        bind_text(st, 1, key);
-    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, "count");
+        sqldb_bind_text(st, 1, key);
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : conn_fail(s, err, "count");
     *n = rc == SC_OK ? sqldb_column_int64(st, 0) : 0;
-    done(st);
+    sqldb_reset(st);
     return rc;
 }
 
 /* Reads the current row of a statement into one element of a result. */
-typedef void (*row_reader)(struct sqldb_stmt *st, void *row);
+typedef void (*store_row_fn)(struct sqldb_stmt *st, void *row);
 
 /* The one row of the bound statement st into *row, then st is done:
  * SC_ENOTFOUND with err untouched when there is none, for the caller to say
  * what is missing. */
-static int one_row(struct conn *s, struct sqldb_stmt *st, row_reader read, void *row,
+static int conn_one_row(struct conn *s, struct sqldb_stmt *st, store_row_fn read, void *row,
                    const char *what, struct sc_error *err)
 {
     int r = sqldb_step(st), rc = SC_OK;
     if (r == SQLDB_ROW)
         read(st, row);
     else
-        rc = r == SQLDB_DONE ? SC_ENOTFOUND : db_fail(s, err, what);
-    done(st);
+        rc = r == SQLDB_DONE ? SC_ENOTFOUND : conn_fail(s, err, what);
+    sqldb_reset(st);
     return rc;
 }
 
@@ -912,14 +892,14 @@ static int one_row(struct conn *s, struct sqldb_stmt *st, row_reader read, void 
  * given to release. */
 /* The rows of q (?1 bound to key when given); with pg, one page of a
  * list (?7 to ?9, sql[] above): *more says whether rows follow it. */
-static int page_rows(struct conn *s, enum stmt q, const char *key, const struct api_page *pg, int *more,
-                     row_reader read, size_t size, void (*release)(void *v, size_t n), void **out, size_t *n,
+static int conn_page_rows(struct conn *s, enum stmt q, const char *key, const struct api_page *pg, int *more,
+                     store_row_fn read, size_t size, void (*release)(void *v, size_t n), void **out, size_t *n,
                      const char *what, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     char *v = NULL;
     size_t cap = 0, k = 0;
-    int r, rc = prep(s, q, &st, err);
+    int r, rc = conn_prep(s, q, &st, err);
     *out = NULL;
     *n = 0;
     if (more)
@@ -927,10 +907,10 @@ static int page_rows(struct conn *s, enum stmt q, const char *key, const struct 
     if (rc)
         return rc;
     if (key)
-        bind_text(st, 1, key);
+        sqldb_bind_text(st, 1, key);
     if (pg && pg->has_after) {
         sqldb_bind_int64(st, 7, pg->after_num);
-        bind_text(st, 8, pg->after_id);
+        sqldb_bind_text(st, 8, pg->after_id);
     }
     if (pg)
         sqldb_bind_int64(st, 9, (int64_t)pg->limit + 1); /* one more: is there a next page? */
@@ -948,8 +928,8 @@ static int page_rows(struct conn *s, enum stmt q, const char *key, const struct 
         read(st, v + k++ * size);
     }
     if (rc == SC_OK && r != SQLDB_DONE)
-        rc = db_fail(s, err, what);
-    done(st);
+        rc = conn_fail(s, err, what);
+    sqldb_reset(st);
     if (rc) {
         release(v, k);
         return rc;
@@ -959,10 +939,10 @@ static int page_rows(struct conn *s, enum stmt q, const char *key, const struct 
     return SC_OK;
 }
 
-static int all_rows(struct conn *s, enum stmt q, const char *key, row_reader read, size_t size,
+static int conn_all_rows(struct conn *s, enum stmt q, const char *key, store_row_fn read, size_t size,
                     void (*release)(void *v, size_t n), void **out, size_t *n, const char *what, struct sc_error *err)
 {
-    return page_rows(s, q, key, NULL, NULL, read, size, release, out, n, what, err);
+    return conn_page_rows(s, q, key, NULL, NULL, read, size, release, out, n, what, err);
 }
 
 static void release_plain(void *v, size_t n)
@@ -986,13 +966,13 @@ static int replicas_serialise(struct conn *s, int cls, const char *key, struct s
 {
     struct sqldb_stmt *st;
     int rc;
-    if (!is_pg(s))
+    if (!conn_is_pg(s))
         return SC_OK;
-    if ((rc = prep(s, Q_PG_XACT_LOCK, &st, err)))
+    if ((rc = conn_prep(s, Q_PG_XACT_LOCK, &st, err)))
         return rc;
     sqldb_bind_int64(st, 1, cls);
-    bind_text(st, 2, key);
-    return run(s, st, err, "lock");
+    sqldb_bind_text(st, 2, key);
+    return conn_run(s, st, err, "lock");
 }
 
 /* Tests: the point store.counted holds between a count and the write it
@@ -1006,16 +986,16 @@ static void counted(void)
 static int owned(struct conn *s, const char *owner, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_OWNED, &st, err), r;
+    int rc = conn_prep(s, Q_OWNED, &st, err), r;
     *n = 0;
     if (rc)
         return rc;
-    bind_text(st, 1, owner);
+    sqldb_bind_text(st, 1, owner);
     if ((r = sqldb_step(st)) == SQLDB_ROW)
         *n = sqldb_column_int64(st, 0);
     else
-        rc = db_fail(s, err, "count owned rows");
-    done(st);
+        rc = conn_fail(s, err, "count owned rows");
+    sqldb_reset(st);
     return rc;
 }
 
@@ -1051,7 +1031,7 @@ int store_owner_room(struct store *pool, const char *owner, struct sc_error *err
 
 static int job_room(struct conn *s, const char *job, const char *owner, struct sc_error *err)
 {
-    int yes = 0, rc = exists(s, Q_JOB_EXISTS, job, &yes, err);
+    int yes = 0, rc = conn_exists(s, Q_JOB_EXISTS, job, &yes, err);
     return rc ? rc : yes ? SC_OK : owner_room(s, owner, 1, err);
 }
 
@@ -1089,13 +1069,13 @@ int store_digest_lock(struct sqldb *db, const char *sha, struct sc_error *err)
 static int blob_remove(struct conn *s, const char *sha, store_blob_fn unlink_file, void *ctx,
                        struct sc_error *err)
 {
-    int yes = 0, rc = begin(s, err);
+    int yes = 0, rc = sqldb_begin(s->db, err);
     if (rc)
         return rc;
     if ((rc = store_digest_lock(s->db, sha, err)) == SC_OK &&
-        (rc = exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK && !yes)
+        (rc = conn_exists(s, Q_BLOB_EXISTS, sha, &yes, err)) == SC_OK && !yes)
         rc = unlink_file(ctx, sha, err);
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_blob_remove(struct store *pool, const char *sha, store_blob_fn unlink_file, void *ctx,
@@ -1106,24 +1086,24 @@ int store_blob_remove(struct store *pool, const char *sha, store_blob_fn unlink_
 
 int store_blob_list(struct store *pool, struct store_names *out, struct sc_error *err)
 {
-    LOCKED(pool, names_query(s, Q_BLOB_LIST, NULL, out, err));
+    LOCKED(pool, conn_names(s, Q_BLOB_LIST, NULL, out, err));
 }
 
 static int totals(struct conn *s, struct store_totals *t, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_BLOB_TOTALS, &st, err);
+    int rc = conn_prep(s, Q_BLOB_TOTALS, &st, err);
     memset(t, 0, sizeof *t);
     if (rc)
         return rc;
-    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, "totals");
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : conn_fail(s, err, "totals");
     if (rc == SC_OK) {
         t->jobs = sqldb_column_int64(st, 0);
         t->models = sqldb_column_int64(st, 1);
         t->blobs = sqldb_column_int64(st, 2);
         t->blob_bytes = sqldb_column_int64(st, 3);
     }
-    done(st);
+    sqldb_reset(st);
     return rc;
 }
 
@@ -1137,8 +1117,8 @@ int store_totals(struct store *pool, struct store_totals *t, struct sc_error *er
 static void read_job(struct sqldb_stmt *st, void *row)
 {
     struct api_job *j = row;
-    col_copy(st, 0, j->id, sizeof j->id);
-    j->description = col_dup(st, 1);
+    store_col_copy(st, 0, j->id, sizeof j->id);
+    j->description = store_col_dup(st, 1);
     j->created_ns = sqldb_column_int64(st, 2);
     j->updated_ns = sqldb_column_int64(st, 3);
     j->n_traces = sqldb_column_int64(st, 4);
@@ -1151,19 +1131,19 @@ static int job_put(struct conn *s, const char *id, const char *desc, const char 
 {
     int rc, yes = 0;
     struct sqldb_stmt *st;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && (yes || (rc = owner_room(s, owner, 1, err)) == SC_OK)) {
-        if ((rc = prep(s, Q_JOB_UPSERT, &st, err)) == SC_OK) {
-            bind_text(st, 1, id);
-            bind_text(st, 2, desc);
+    if ((rc = conn_exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && (yes || (rc = owner_room(s, owner, 1, err)) == SC_OK)) {
+        if ((rc = conn_prep(s, Q_JOB_UPSERT, &st, err)) == SC_OK) {
+            sqldb_bind_text(st, 1, id);
+            sqldb_bind_text(st, 2, desc);
             sqldb_bind_int64(st, 3, store_now_ns());
-            bind_text(st, 4, owner);
-            rc = run(s, st, err, "put job");
+            sqldb_bind_text(st, 4, owner);
+            rc = conn_run(s, st, err, "put job");
         }
     }
     *created = !yes;
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_job_put(struct store *pool, const char *id, const char *description, const char *owner, int *created,
@@ -1175,12 +1155,12 @@ int store_job_put(struct store *pool, const char *id, const char *description, c
 static int job_get(struct conn *s, const char *id, struct api_job *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_JOB_GET, &st, err);
+    int rc = conn_prep(s, Q_JOB_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, id);
-    rc = one_row(s, st, read_job, out, "get job", err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_one_row(s, st, read_job, out, "get job", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no job '%s'", id) : rc;
 }
 
@@ -1197,7 +1177,7 @@ static void release_jobs(void *v, size_t n)
 int store_job_list(struct store *pool, const struct api_page *pg, struct api_job **out, size_t *n, int *more,
                    struct sc_error *err)
 {
-    LOCKED(pool, page_rows(s, Q_JOB_LIST, NULL, pg, more, read_job, sizeof **out, release_jobs, (void **)out, n,
+    LOCKED(pool, conn_page_rows(s, Q_JOB_LIST, NULL, pg, more, read_job, sizeof **out, release_jobs, (void **)out, n,
                         "list jobs", err));
 }
 
@@ -1206,21 +1186,21 @@ static int job_delete(struct conn *s, const char *id, struct store_names *models
 {
     int rc, yes = 0;
     struct sqldb_stmt *st;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && !yes)
+    if ((rc = conn_exists(s, Q_JOB_EXISTS, id, &yes, err)) == SC_OK && !yes)
         rc = sc_error_set(err, SC_ENOTFOUND, "no job '%s'", id);
     if (rc == SC_OK)
-        rc = names_query(s, Q_JOB_MODELS, id, models, err);
+        rc = conn_names(s, Q_JOB_MODELS, id, models, err);
     if (rc == SC_OK) {
-        if ((rc = prep(s, Q_JOB_DELETE, &st, err)) == SC_OK) {
-            bind_text(st, 1, id);
-            rc = run(s, st, err, "delete job");
+        if ((rc = conn_prep(s, Q_JOB_DELETE, &st, err)) == SC_OK) {
+            sqldb_bind_text(st, 1, id);
+            rc = conn_run(s, st, err, "delete job");
         }
     }
     if (rc == SC_OK)
-        rc = gc_blobs(s, freed, err);
-    return end(s, rc, err);
+        rc = store_blob_gc(s, freed, err);
+    return conn_end(s, rc, err);
 }
 
 int store_job_delete(struct store *pool, const char *id, struct store_names *models,
@@ -1236,7 +1216,7 @@ static void read_trace_brief(struct sqldb_stmt *st, void *row)
 {
     struct api_trace *t = row;
     t->rank = sqldb_column_int64(st, 0);
-    col_copy(st, 1, t->sha256, sizeof t->sha256);
+    store_col_copy(st, 1, t->sha256, sizeof t->sha256);
     t->bytes = sqldb_column_int64(st, 2);
     t->events = sqldb_column_int64(st, 3);
 }
@@ -1254,13 +1234,13 @@ static int trace_get(struct conn *s, const char *job, int64_t rank, struct api_t
                      struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_TRACE_GET, &st, err);
+    int rc = conn_prep(s, Q_TRACE_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, job);
+    sqldb_bind_text(st, 1, job);
     sqldb_bind_int64(st, 2, rank);
-    rc = one_row(s, st, read_trace, out, "get trace", err);
+    rc = conn_one_row(s, st, read_trace, out, "get trace", err);
     return rc == SC_ENOTFOUND
                ? sc_error_set(err, rc, "job '%s' has no trace for rank %lld", job, (long long)rank)
                : rc;
@@ -1275,7 +1255,7 @@ int store_trace_get(struct store *pool, const char *job, int64_t rank, struct ap
 int store_trace_list(struct store *pool, const char *job, struct api_trace **out, size_t *n,
                      struct sc_error *err)
 {
-    LOCKED(pool, all_rows(s, Q_TRACE_LIST, job, read_trace, sizeof **out, release_plain, (void **)out,
+    LOCKED(pool, conn_all_rows(s, Q_TRACE_LIST, job, read_trace, sizeof **out, release_plain, (void **)out,
                        n, "list traces", err));
 }
 
@@ -1285,40 +1265,40 @@ static int trace_put(struct conn *s, const char *job, struct api_trace *t, const
     int64_t now = t->uploaded_ns = store_now_ns();
     struct sqldb_stmt *st;
     int rc, yes = 0;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = store_digest_lock(s->db, t->sha256, err)) || (rc = exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
+    if ((rc = store_digest_lock(s->db, t->sha256, err)) || (rc = conn_exists(s, Q_BLOB_EXISTS, t->sha256, &yes, err)) ||
         (!yes && (rc = place(ctx, t->sha256, err))))
-        return end(s, rc, err);
+        return conn_end(s, rc, err);
     fp_hold("store.placed", 1000);
     yes = 0;
-    if ((rc = exists(s, Q_JOB_EXISTS, job, &yes, err)) || (!yes && (rc = owner_room(s, owner, 1, err))) ||
-        (rc = prep(s, Q_JOB_TOUCH, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, job);
+    if ((rc = conn_exists(s, Q_JOB_EXISTS, job, &yes, err)) || (!yes && (rc = owner_room(s, owner, 1, err))) ||
+        (rc = conn_prep(s, Q_JOB_TOUCH, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, job);
     sqldb_bind_int64(st, 2, now);
-    bind_text(st, 3, owner);
-    if ((rc = run(s, st, err, "touch job")))
-        return end(s, rc, err);
-    if ((rc = prep(s, Q_BLOB_INSERT, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, t->sha256);
+    sqldb_bind_text(st, 3, owner);
+    if ((rc = conn_run(s, st, err, "touch job")))
+        return conn_end(s, rc, err);
+    if ((rc = conn_prep(s, Q_BLOB_INSERT, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, t->sha256);
     sqldb_bind_int64(st, 2, t->bytes);
     sqldb_bind_int64(st, 3, now);
-    if ((rc = run(s, st, err, "insert blob")))
-        return end(s, rc, err);
-    if ((rc = prep(s, Q_TRACE_UPSERT, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, job);
+    if ((rc = conn_run(s, st, err, "insert blob")))
+        return conn_end(s, rc, err);
+    if ((rc = conn_prep(s, Q_TRACE_UPSERT, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, job);
     sqldb_bind_int64(st, 2, t->rank);
-    bind_text(st, 3, t->sha256);
+    sqldb_bind_text(st, 3, t->sha256);
     sqldb_bind_int64(st, 4, t->bytes);
     sqldb_bind_int64(st, 5, t->events);
     sqldb_bind_int64(st, 6, t->steps);
     sqldb_bind_int64(st, 7, now);
-    if ((rc = run(s, st, err, "put trace")))
-        return end(s, rc, err);
-    return end(s, gc_blobs(s, freed, err), err);
+    if ((rc = conn_run(s, st, err, "put trace")))
+        return conn_end(s, rc, err);
+    return conn_end(s, store_blob_gc(s, freed, err), err);
 }
 
 int store_trace_put(struct store *pool, const char *job, struct api_trace *t, const char *owner,
@@ -1333,18 +1313,18 @@ static void read_model(struct sqldb_stmt *st, void *row)
 {
     struct api_model *m = row;
     char status[16];
-    col_copy(st, 0, m->id, sizeof m->id);
-    col_copy(st, 1, m->job, sizeof m->job);
-    col_copy(st, 2, status, sizeof status);
+    store_col_copy(st, 0, m->id, sizeof m->id);
+    store_col_copy(st, 1, m->job, sizeof m->job);
+    store_col_copy(st, 2, status, sizeof status);
     m->status = !strcmp(status, "ready")         ? API_MODEL_READY
                 : !strcmp(status, "failed")      ? API_MODEL_FAILED
                 : !strcmp(status, "interrupted") ? API_MODEL_INTERRUPTED
                                                  : API_MODEL_BUILDING;
-    m->error = col_dup(st, 3);
-    m->step_marker = col_dup(st, 4);
-    m->steps = col_dup(st, 5);
-    col_copy(st, 6, m->version, sizeof m->version);
-    m->summary = col_dup(st, 7);
+    m->error = store_col_dup(st, 3);
+    m->step_marker = store_col_dup(st, 4);
+    m->steps = store_col_dup(st, 5);
+    store_col_copy(st, 6, m->version, sizeof m->version);
+    m->summary = store_col_dup(st, 7);
     m->created_ns = sqldb_column_int64(st, 8);
     m->finished_ns = sqldb_column_int64(st, 9);
     m->n_ranks = sqldb_column_int64(st, 10);
@@ -1357,32 +1337,32 @@ static int model_create(struct conn *s, const struct api_model *m, struct sc_err
     int rc, yes = 0;
     int64_t n = 0;
     struct sqldb_stmt *st;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = exists(s, Q_JOB_EXISTS, m->job, &yes, err)) == SC_OK && !yes)
+    if ((rc = conn_exists(s, Q_JOB_EXISTS, m->job, &yes, err)) == SC_OK && !yes)
         rc = sc_error_set(err, SC_ENOTFOUND, "no job '%s'", m->job);
-    if (rc == SC_OK && (rc = count(s, Q_TRACE_COUNT, m->job, &n, err)) == SC_OK && n == 0)
+    if (rc == SC_OK && (rc = conn_count(s, Q_TRACE_COUNT, m->job, &n, err)) == SC_OK && n == 0)
         rc = sc_error_set(err, SC_EINVAL, "job '%s' has no trace to build a model from", m->job);
     if (rc == SC_OK) {
-        if ((rc = prep(s, Q_MODEL_INSERT, &st, err)))
-            return end(s, rc, err);
-        bind_text(st, 1, m->id);
-        bind_text(st, 2, m->job);
-        bind_text(st, 3, m->step_marker);
-        bind_text(st, 4, m->steps);
-        bind_text(st, 5, m->version);
+        if ((rc = conn_prep(s, Q_MODEL_INSERT, &st, err)))
+            return conn_end(s, rc, err);
+        sqldb_bind_text(st, 1, m->id);
+        sqldb_bind_text(st, 2, m->job);
+        sqldb_bind_text(st, 3, m->step_marker);
+        sqldb_bind_text(st, 4, m->steps);
+        sqldb_bind_text(st, 5, m->version);
         sqldb_bind_int64(st, 6, store_now_ns());
         sqldb_bind_int64(st, 7, m->fold);
-        rc = run(s, st, err, "insert model");
+        rc = conn_run(s, st, err, "insert model");
     }
     if (rc == SC_OK) {
-        if ((rc = prep(s, Q_MODEL_PIN, &st, err)))
-            return end(s, rc, err);
-        bind_text(st, 1, m->id);
-        bind_text(st, 2, m->job);
-        rc = run(s, st, err, "pin traces");
+        if ((rc = conn_prep(s, Q_MODEL_PIN, &st, err)))
+            return conn_end(s, rc, err);
+        sqldb_bind_text(st, 1, m->id);
+        sqldb_bind_text(st, 2, m->job);
+        rc = conn_run(s, st, err, "pin traces");
     }
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_model_create(struct store *pool, const struct api_model *m, struct sc_error *err)
@@ -1393,12 +1373,12 @@ int store_model_create(struct store *pool, const struct api_model *m, struct sc_
 static int model_get(struct conn *s, const char *id, struct api_model *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_MODEL_GET, &st, err);
+    int rc = conn_prep(s, Q_MODEL_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, id);
-    rc = one_row(s, st, read_model, out, "get model", err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_one_row(s, st, read_model, out, "get model", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no model '%s'", id) : rc;
 }
 
@@ -1415,33 +1395,33 @@ static void release_models(void *v, size_t n)
 int store_model_list(struct store *pool, const char *job, const struct api_page *pg, struct api_model **out,
                      size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(pool, page_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, pg, more, read_model, sizeof **out,
+    LOCKED(pool, conn_page_rows(s, job ? Q_MODEL_LIST_JOB : Q_MODEL_LIST, job, pg, more, read_model, sizeof **out,
                         release_models, (void **)out, n, "list models", err));
 }
 
 int store_model_traces(struct store *pool, const char *id, struct api_trace **out, size_t *n,
                        struct sc_error *err)
 {
-    LOCKED(pool, all_rows(s, Q_MODEL_TRACES, id, read_trace_brief, sizeof **out, release_plain,
+    LOCKED(pool, conn_all_rows(s, Q_MODEL_TRACES, id, read_trace_brief, sizeof **out, release_plain,
                        (void **)out, n, "model traces", err));
 }
 
 static void read_text(struct sqldb_stmt *st, void *row)
 {
-    *(char **)row = col_dup(st, 0);
+    *(char **)row = store_col_dup(st, 0);
 }
 
 static int model_opportunities(struct conn *s, const char *id, const char *version, char **doc,
                                struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_MODEL_OPP_GET, &st, err);
+    int rc = conn_prep(s, Q_MODEL_OPP_GET, &st, err);
     *doc = NULL;
     if (rc)
         return rc;
-    bind_text(st, 1, id);
-    bind_text(st, 2, version);
-    rc = one_row(s, st, read_text, doc, "get opportunities", err);
+    sqldb_bind_text(st, 1, id);
+    sqldb_bind_text(st, 2, version);
+    rc = conn_one_row(s, st, read_text, doc, "get opportunities", err);
     if (rc == SC_OK && !*doc)
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no opportunities kept for model '%s'", id) : rc;
@@ -1458,17 +1438,17 @@ static int model_keep_opportunities(struct conn *s, const char *id, const char *
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_MODEL_OPP_PUT, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, id);
-    bind_text(st, 2, version);
-    bind_text(st, 3, doc);
-    rc = run(s, st, err, "keep opportunities");
+    if ((rc = conn_prep(s, Q_MODEL_OPP_PUT, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, id);
+    sqldb_bind_text(st, 2, version);
+    sqldb_bind_text(st, 3, doc);
+    rc = conn_run(s, st, err, "keep opportunities");
     if (rc == SC_OK && sqldb_changes(s->db) == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "no ready model '%s'", id);
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_model_keep_opportunities(struct store *pool, const char *id, const char *version, const char *doc,
@@ -1482,17 +1462,17 @@ static int model_delete(struct conn *s, const char *id, struct store_names *free
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_MODEL_DELETE, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, id);
-    rc = run(s, st, err, "delete model");
+    if ((rc = conn_prep(s, Q_MODEL_DELETE, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_run(s, st, err, "delete model");
     if (rc == SC_OK && sqldb_changes(s->db) == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "no model '%s'", id);
     if (rc == SC_OK)
-        rc = gc_blobs(s, freed, err);
-    return end(s, rc, err);
+        rc = store_blob_gc(s, freed, err);
+    return conn_end(s, rc, err);
 }
 
 int store_model_delete(struct store *pool, const char *id, struct store_names *freed,
@@ -1519,9 +1499,9 @@ static void read_token(struct sqldb_stmt *st, void *row)
 {
     struct api_token *t = row;
     char scope[16];
-    col_copy(st, 0, t->id, sizeof t->id);
-    col_copy(st, 1, t->name, sizeof t->name);
-    col_copy(st, 2, scope, sizeof scope);
+    store_col_copy(st, 0, t->id, sizeof t->id);
+    store_col_copy(st, 1, t->name, sizeof t->name);
+    store_col_copy(st, 2, scope, sizeof scope);
     if (api_scope_parse(scope, &t->scope))
         t->scope = API_SCOPE_READ;
     t->created_ns = sqldb_column_int64(st, 3);
@@ -1533,17 +1513,17 @@ static int token_create(struct conn *s, const struct api_token *t, const char *h
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_TOKEN_INSERT, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, t->id);
-    bind_text(st, 2, t->name);
-    bind_text(st, 3, api_scope_name(t->scope));
-    bind_text(st, 4, hash);
+    if ((rc = conn_prep(s, Q_TOKEN_INSERT, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, t->id);
+    sqldb_bind_text(st, 2, t->name);
+    sqldb_bind_text(st, 3, api_scope_name(t->scope));
+    sqldb_bind_text(st, 4, hash);
     sqldb_bind_int64(st, 5, t->created_ns ? t->created_ns : store_now_ns());
-    rc = run(s, st, err, "create token");
-    return end(s, rc, err);
+    rc = conn_run(s, st, err, "create token");
+    return conn_end(s, rc, err);
 }
 
 int store_token_create(struct store *pool, const struct api_token *t, const char *hash,
@@ -1556,12 +1536,12 @@ static int token_one(struct conn *s, enum stmt q, const char *key, struct api_to
                      struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, q, &st, err);
+    int rc = conn_prep(s, q, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, key);
-    rc = one_row(s, st, read_token, out, "get token", err);
+    sqldb_bind_text(st, 1, key);
+    rc = conn_one_row(s, st, read_token, out, "get token", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no such token") : rc;
 }
 
@@ -1574,7 +1554,7 @@ int store_token_lookup(struct store *pool, const char *hash, struct api_token *o
 int store_token_list(struct store *pool, const struct api_page *pg, struct api_token **out, size_t *n, int *more,
                      struct sc_error *err)
 {
-    LOCKED(pool, page_rows(s, Q_TOKEN_LIST, NULL, pg, more, read_token, sizeof **out, release_plain, (void **)out, n,
+    LOCKED(pool, conn_page_rows(s, Q_TOKEN_LIST, NULL, pg, more, read_token, sizeof **out, release_plain, (void **)out, n,
                         "list tokens", err));
 }
 
@@ -1584,26 +1564,26 @@ static int token_revoke(struct conn *s, const char *id, struct api_token *out,
     int64_t admins = 0;
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
     /* every revocation (the token read under the lock too): never the last admin token */
     if ((rc = replicas_serialise(s, PG_LOCK_ADMINS, "admins", err)) || (rc = token_one(s, Q_TOKEN_GET, id, out, err)))
-        return end(s, rc, err);
+        return conn_end(s, rc, err);
     if (out->revoked_ns)
-        return end(s, SC_OK, err); /* already revoked: nothing to do */
-    if ((rc = count(s, Q_TOKEN_ADMINS, NULL, &admins, err)))
-        return end(s, rc, err);
+        return conn_end(s, SC_OK, err); /* already revoked: nothing to do */
+    if ((rc = conn_count(s, Q_TOKEN_ADMINS, NULL, &admins, err)))
+        return conn_end(s, rc, err);
     counted();
     if (out->scope == API_SCOPE_ADMIN && admins <= 1)
-        return end(s, sc_error_set(err, SC_EEXIST, "token '%s' is the last active admin token", id),
+        return conn_end(s, sc_error_set(err, SC_EEXIST, "token '%s' is the last active admin token", id),
                    err);
-    if ((rc = prep(s, Q_TOKEN_REVOKE, &st, err)))
-        return end(s, rc, err);
+    if ((rc = conn_prep(s, Q_TOKEN_REVOKE, &st, err)))
+        return conn_end(s, rc, err);
     out->revoked_ns = store_now_ns();
-    bind_text(st, 1, id);
+    sqldb_bind_text(st, 1, id);
     sqldb_bind_int64(st, 2, out->revoked_ns);
-    rc = run(s, st, err, "revoke token");
-    return end(s, rc, err);
+    rc = conn_run(s, st, err, "revoke token");
+    return conn_end(s, rc, err);
 }
 
 int store_token_revoke(struct store *pool, const char *id, struct api_token *out,
@@ -1614,7 +1594,7 @@ int store_token_revoke(struct store *pool, const char *id, struct api_token *out
 
 int store_token_active_admins(struct store *pool, int64_t *n, struct sc_error *err)
 {
-    LOCKED(pool, count(s, Q_TOKEN_ADMINS, NULL, n, err));
+    LOCKED(pool, conn_count(s, Q_TOKEN_ADMINS, NULL, n, err));
 }
 
 /* ---- calibrations ---- */
@@ -1622,37 +1602,37 @@ int store_token_active_admins(struct store *pool, int64_t *n, struct sc_error *e
 static void read_calibration(struct sqldb_stmt *st, void *row)
 {
     struct api_calibration *c = row;
-    col_copy(st, 0, c->name, sizeof c->name);
-    col_copy(st, 1, c->gpu, sizeof c->gpu);
-    col_copy(st, 2, c->source, sizeof c->source);
-    col_copy(st, 3, c->model, sizeof c->model);
-    col_copy(st, 4, c->sha256, sizeof c->sha256);
+    store_col_copy(st, 0, c->name, sizeof c->name);
+    store_col_copy(st, 1, c->gpu, sizeof c->gpu);
+    store_col_copy(st, 2, c->source, sizeof c->source);
+    store_col_copy(st, 3, c->model, sizeof c->model);
+    store_col_copy(st, 4, c->sha256, sizeof c->sha256);
     c->created_ns = sqldb_column_int64(st, 5);
-    c->document = col_dup(st, 6);
-    c->report = col_dup(st, 7);
+    c->document = store_col_dup(st, 6);
+    c->report = store_col_dup(st, 7);
 }
 
 static int calibration_put(struct conn *s, struct api_calibration *c, int *created, struct sc_error *err)
 {
     int rc, yes = 0;
     struct sqldb_stmt *st;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = exists(s, Q_CALIB_EXISTS, c->name, &yes, err)) == SC_OK &&
-        (rc = prep(s, Q_CALIB_PUT, &st, err)) == SC_OK) {
+    if ((rc = conn_exists(s, Q_CALIB_EXISTS, c->name, &yes, err)) == SC_OK &&
+        (rc = conn_prep(s, Q_CALIB_PUT, &st, err)) == SC_OK) {
         c->created_ns = store_now_ns();
-        bind_text(st, 1, c->name);
-        bind_text(st, 2, c->gpu);
-        bind_text(st, 3, c->source);
-        bind_text(st, 4, c->model[0] ? c->model : NULL);
-        bind_text(st, 5, c->sha256);
-        bind_text(st, 6, c->document);
-        bind_text(st, 7, c->report);
+        sqldb_bind_text(st, 1, c->name);
+        sqldb_bind_text(st, 2, c->gpu);
+        sqldb_bind_text(st, 3, c->source);
+        sqldb_bind_text(st, 4, c->model[0] ? c->model : NULL);
+        sqldb_bind_text(st, 5, c->sha256);
+        sqldb_bind_text(st, 6, c->document);
+        sqldb_bind_text(st, 7, c->report);
         sqldb_bind_int64(st, 8, c->created_ns);
-        rc = run(s, st, err, "put calibration");
+        rc = conn_run(s, st, err, "put calibration");
     }
     *created = !yes;
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_calibration_put(struct store *pool, struct api_calibration *c, int *created, struct sc_error *err)
@@ -1664,12 +1644,12 @@ static int calibration_get(struct conn *s, const char *name, struct api_calibrat
                            struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_CALIB_GET, &st, err);
+    int rc = conn_prep(s, Q_CALIB_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, name);
-    rc = one_row(s, st, read_calibration, out, "get calibration", err);
+    sqldb_bind_text(st, 1, name);
+    rc = conn_one_row(s, st, read_calibration, out, "get calibration", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no calibration '%s'", name) : rc;
 }
 
@@ -1687,7 +1667,7 @@ static void release_calibrations(void *v, size_t n)
 int store_calibration_list(struct store *pool, const struct api_page *pg, struct api_calibration **out, size_t *n,
                            int *more, struct sc_error *err)
 {
-    LOCKED(pool, page_rows(s, Q_CALIB_LIST, NULL, pg, more, read_calibration, sizeof **out, release_calibrations,
+    LOCKED(pool, conn_page_rows(s, Q_CALIB_LIST, NULL, pg, more, read_calibration, sizeof **out, release_calibrations,
                         (void **)out, n, "list calibrations", err));
 }
 
@@ -1698,18 +1678,18 @@ static void read_validation(struct sqldb_stmt *st, void *row)
     struct api_validation *v = row;
     char kind[16];
     v->id = sqldb_column_int64(st, 0);
-    col_copy(st, 1, v->model, sizeof v->model);
-    col_copy(st, 2, kind, sizeof kind);
+    store_col_copy(st, 1, v->model, sizeof v->model);
+    store_col_copy(st, 2, kind, sizeof kind);
     if (api_ledger_kind_parse(kind, &v->kind))
         v->kind = API_LEDGER_REPLAY;
-    v->spec = col_dup(st, 3);
-    v->set = col_dup(st, 4);
+    v->spec = store_col_dup(st, 3);
+    v->set = store_col_dup(st, 4);
     v->measured_ms = sqldb_column_double(st, 5);
     v->predicted_ms = sqldb_column_double(st, 6);
-    col_copy(st, 7, v->source, sizeof v->source);
-    col_copy(st, 8, v->run_at, sizeof v->run_at);
-    col_copy(st, 9, v->version, sizeof v->version);
-    col_copy(st, 10, v->calibration, sizeof v->calibration);
+    store_col_copy(st, 7, v->source, sizeof v->source);
+    store_col_copy(st, 8, v->run_at, sizeof v->run_at);
+    store_col_copy(st, 9, v->version, sizeof v->version);
+    store_col_copy(st, 10, v->calibration, sizeof v->calibration);
     v->in_sample = (int)sqldb_column_int64(st, 11) != 0;
     v->created_ns = sqldb_column_int64(st, 12);
 }
@@ -1719,35 +1699,35 @@ static int validation_add(struct conn *s, struct api_validation *v, size_t n, co
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
     if ((rc = owner_room(s, owner, n, err)))
-        return end(s, rc, err);
+        return conn_end(s, rc, err);
     for (size_t i = 0; i < n && rc == SC_OK; i++) {
-        if ((rc = prep(s, Q_VALID_INSERT, &st, err)))
+        if ((rc = conn_prep(s, Q_VALID_INSERT, &st, err)))
             break;
         v[i].created_ns = store_now_ns();
-        bind_text(st, 1, v[i].model[0] ? v[i].model : NULL);
-        bind_text(st, 2, api_ledger_kind_name(v[i].kind));
-        bind_text(st, 3, v[i].spec);
-        bind_text(st, 4, v[i].set);
+        sqldb_bind_text(st, 1, v[i].model[0] ? v[i].model : NULL);
+        sqldb_bind_text(st, 2, api_ledger_kind_name(v[i].kind));
+        sqldb_bind_text(st, 3, v[i].spec);
+        sqldb_bind_text(st, 4, v[i].set);
         sqldb_bind_double(st, 5, v[i].measured_ms);
         if (v[i].predicted_ms > 0)
             sqldb_bind_double(st, 6, v[i].predicted_ms);
-        bind_text(st, 7, v[i].source[0] ? v[i].source : NULL);
-        bind_text(st, 8, v[i].run_at[0] ? v[i].run_at : NULL);
-        bind_text(st, 9, v[i].version);
-        bind_text(st, 10, v[i].calibration[0] ? v[i].calibration : NULL);
+        sqldb_bind_text(st, 7, v[i].source[0] ? v[i].source : NULL);
+        sqldb_bind_text(st, 8, v[i].run_at[0] ? v[i].run_at : NULL);
+        sqldb_bind_text(st, 9, v[i].version);
+        sqldb_bind_text(st, 10, v[i].calibration[0] ? v[i].calibration : NULL);
         sqldb_bind_int64(st, 11, v[i].in_sample != 0);
         sqldb_bind_int64(st, 12, v[i].created_ns);
-        bind_text(st, 13, owner);
+        sqldb_bind_text(st, 13, owner);
         if (sqldb_step(st) == SQLDB_ROW)
             v[i].id = sqldb_column_int64(st, 0);
         else
-            rc = db_fail(s, err, "add validation");
-        done(st);
+            rc = conn_fail(s, err, "add validation");
+        sqldb_reset(st);
     }
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_validation_add(struct store *pool, struct api_validation *v, size_t n, const char *owner,
@@ -1766,14 +1746,14 @@ static int validation_list(struct conn *s, enum stmt q, const char *model, const
                            struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, q, &st, err);
+    int rc = conn_prep(s, q, &st, err);
     *out = NULL;
     *n = 0;
     if (rc)
         return rc;
-    bind_text(st, 2, kind);
+    sqldb_bind_text(st, 2, kind);
     /* all_rows binds ?1 */
-    return page_rows(s, q, model, pg, more, read_validation, sizeof **out, release_validations,
+    return conn_page_rows(s, q, model, pg, more, read_validation, sizeof **out, release_validations,
                      (void **)out, n, "list validations", err);
 }
 
@@ -1793,15 +1773,15 @@ static int validation_delete(struct conn *s, int64_t id, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_VALID_DELETE, &st, err)))
-        return end(s, rc, err);
+    if ((rc = conn_prep(s, Q_VALID_DELETE, &st, err)))
+        return conn_end(s, rc, err);
     sqldb_bind_int64(st, 1, id);
-    rc = run(s, st, err, "delete validation");
+    rc = conn_run(s, st, err, "delete validation");
     if (rc == SC_OK && sqldb_changes(s->db) == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "no validation %lld", (long long)id);
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_validation_delete(struct store *pool, int64_t id, struct sc_error *err)
@@ -1823,24 +1803,24 @@ static int plan_put(struct conn *s, const struct store_plan *p, struct sc_error 
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_PLAN_PUT, &st, err)) == SC_OK) {
-        bind_text(st, 1, p->id);
-        bind_text(st, 2, p->request);
-        bind_text(st, 3, p->state);
-        bind_text(st, 4, p->document);
-        bind_text(st, 5, p->error);
-        bind_text(st, 6, p->version);
+    if ((rc = conn_prep(s, Q_PLAN_PUT, &st, err)) == SC_OK) {
+        sqldb_bind_text(st, 1, p->id);
+        sqldb_bind_text(st, 2, p->request);
+        sqldb_bind_text(st, 3, p->state);
+        sqldb_bind_text(st, 4, p->document);
+        sqldb_bind_text(st, 5, p->error);
+        sqldb_bind_text(st, 6, p->version);
         sqldb_bind_int64(st, 7, p->created_ns);
         sqldb_bind_int64(st, 8, p->finished_ns);
-        bind_text(st, 9, p->model);
+        sqldb_bind_text(st, 9, p->model);
         sqldb_bind_int64(st, 10, p->done);
         sqldb_bind_int64(st, 11, p->total);
-        bind_text(st, 12, p->owner[0] ? p->owner : NULL);
-        rc = run(s, st, err, "put plan");
+        sqldb_bind_text(st, 12, p->owner[0] ? p->owner : NULL);
+        rc = conn_run(s, st, err, "put plan");
     }
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_plan_put(struct store *pool, const struct store_plan *p, struct sc_error *err)
@@ -1851,13 +1831,13 @@ int store_plan_put(struct store *pool, const struct store_plan *p, struct sc_err
 static int plan_progress(struct conn *s, const char *id, int64_t done, int64_t total, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_PLAN_PROGRESS, &st, err);
+    int rc = conn_prep(s, Q_PLAN_PROGRESS, &st, err);
     if (rc)
         return rc;
-    bind_text(st, 1, id);
+    sqldb_bind_text(st, 1, id);
     sqldb_bind_int64(st, 2, done);
     sqldb_bind_int64(st, 3, total);
-    return run(s, st, err, "save a plan's progress");
+    return conn_run(s, st, err, "save a plan's progress");
 }
 
 int store_plan_progress(struct store *pool, const char *id, int64_t done, int64_t total, struct sc_error *err)
@@ -1867,19 +1847,19 @@ int store_plan_progress(struct store *pool, const char *id, int64_t done, int64_
 
 static void read_id(struct sqldb_stmt *st, void *row)
 {
-    col_copy(st, 0, row, 64);
+    store_col_copy(st, 0, row, 64);
 }
 
 static int plan_interrupted(struct conn *s, const char *request, const char *model, char id[64],
                             struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_PLAN_INTERRUPTED, &st, err);
+    int rc = conn_prep(s, Q_PLAN_INTERRUPTED, &st, err);
     if (rc)
         return rc;
-    bind_text(st, 1, request);
-    bind_text(st, 2, model);
-    rc = one_row(s, st, read_id, id, "find an interrupted plan", err);
+    sqldb_bind_text(st, 1, request);
+    sqldb_bind_text(st, 2, model);
+    rc = conn_one_row(s, st, read_id, id, "find an interrupted plan", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no interrupted plan of this request") : rc;
 }
 
@@ -1893,11 +1873,11 @@ int store_plan_interrupted(struct store *pool, const char *request, const char *
 static int plans_interrupt(struct conn *s, int64_t *n, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int pg = is_pg(s), rc = prep(s, pg ? Q_PG_PLANS_INTERRUPT : Q_PLAN_INTERRUPT, &st, err);
+    int pg = conn_is_pg(s), rc = conn_prep(s, pg ? Q_PG_PLANS_INTERRUPT : Q_PLAN_INTERRUPT, &st, err);
     *n = 0;
     if (rc == SC_OK && pg)
         sqldb_bind_int64(st, 1, PG_LOCK_PLAN);
-    if (rc == SC_OK && (rc = run(s, st, err, "mark plans interrupted")) == SC_OK)
+    if (rc == SC_OK && (rc = conn_run(s, st, err, "mark plans interrupted")) == SC_OK)
         *n = sqldb_changes(s->db);
     return rc;
 }
@@ -1911,14 +1891,14 @@ int store_plans_interrupt(struct store *pool, int64_t *n, struct sc_error *err)
 static int plan_lock(struct conn *s, enum stmt q, const char *id, int64_t *v, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, q, &st, err);
+    int rc = conn_prep(s, q, &st, err);
     if (rc)
         return rc;
     sqldb_bind_int64(st, 1, PG_LOCK_PLAN);
-    bind_text(st, 2, id);
-    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : db_fail(s, err, "plan lock");
+    sqldb_bind_text(st, 2, id);
+    rc = sqldb_step(st) == SQLDB_ROW ? SC_OK : conn_fail(s, err, "plan lock");
     *v = rc == SC_OK ? sqldb_column_int64(st, 0) : 0;
-    done(st);
+    sqldb_reset(st);
     return rc;
 }
 
@@ -1928,15 +1908,15 @@ static int plan_claim(struct conn *s, const char *id, struct sc_error *err)
     int64_t got = 0;
     struct sqldb_stmt *st;
     int rc;
-    if (!is_pg(s))
+    if (!conn_is_pg(s))
         return SC_OK;
     if ((rc = plan_lock(s, Q_PG_PLAN_CLAIM, id, &got, err)))
         return rc;
     if (!got)
         return sc_error_set(err, SC_EEXIST, "plan '%s' is running on another replica", id);
-    if ((rc = prep(s, Q_PLAN_STATE, &st, err)) == SC_OK) {
-        bind_text(st, 1, id);
-        rc = one_row(s, st, read_id, state, "plan state", err);
+    if ((rc = conn_prep(s, Q_PLAN_STATE, &st, err)) == SC_OK) {
+        sqldb_bind_text(st, 1, id);
+        rc = conn_one_row(s, st, read_id, state, "plan state", err);
         rc = rc == SC_ENOTFOUND ? SC_OK : rc; /* a new plan */
     }
     if (rc == SC_OK && *state && strcmp(state, "interrupted"))
@@ -1955,7 +1935,7 @@ void store_plan_unclaim(struct store *pool, const char *id)
 {
     int64_t was;
     struct conn *s = conn_take(pool, PLAN_CONN);
-    if (is_pg(s)) /* failing, the connection was lost, and the claim with it */
+    if (conn_is_pg(s)) /* failing, the connection was lost, and the claim with it */
         (void)plan_lock(s, Q_PG_PLAN_UNCLAIM, id, &was, NULL);
     conn_give(s);
 }
@@ -1963,29 +1943,29 @@ void store_plan_unclaim(struct store *pool, const char *id)
 static void read_plan(struct sqldb_stmt *st, void *row)
 {
     struct store_plan *p = row;
-    col_copy(st, 0, p->id, sizeof p->id);
-    p->request = col_dup(st, 1);
-    col_copy(st, 2, p->state, sizeof p->state);
-    p->document = col_dup(st, 3);
-    p->error = col_dup(st, 4);
-    col_copy(st, 5, p->version, sizeof p->version);
+    store_col_copy(st, 0, p->id, sizeof p->id);
+    p->request = store_col_dup(st, 1);
+    store_col_copy(st, 2, p->state, sizeof p->state);
+    p->document = store_col_dup(st, 3);
+    p->error = store_col_dup(st, 4);
+    store_col_copy(st, 5, p->version, sizeof p->version);
     p->created_ns = sqldb_column_int64(st, 6);
     p->finished_ns = sqldb_column_int64(st, 7);
-    col_copy(st, 8, p->model, sizeof p->model);
+    store_col_copy(st, 8, p->model, sizeof p->model);
     p->done = sqldb_column_int64(st, 9);
     p->total = sqldb_column_int64(st, 10);
-    col_copy(st, 11, p->owner, sizeof p->owner);
+    store_col_copy(st, 11, p->owner, sizeof p->owner);
 }
 
 static int plan_get(struct conn *s, const char *id, struct store_plan *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_PLAN_GET, &st, err);
+    int rc = conn_prep(s, Q_PLAN_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, id);
-    rc = one_row(s, st, read_plan, out, "get plan", err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_one_row(s, st, read_plan, out, "get plan", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no plan '%s'", id) : rc;
 }
 
@@ -1998,15 +1978,15 @@ static int plan_delete(struct conn *s, const char *id, struct sc_error *err)
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, Q_PLAN_DELETE, &st, err)))
-        return end(s, rc, err);
-    bind_text(st, 1, id);
-    rc = run(s, st, err, "delete plan");
+    if ((rc = conn_prep(s, Q_PLAN_DELETE, &st, err)))
+        return conn_end(s, rc, err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_run(s, st, err, "delete plan");
     if (rc == SC_OK && sqldb_changes(s->db) == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "no plan '%s'", id);
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_plan_delete(struct store *pool, const char *id, struct sc_error *err)
@@ -2035,15 +2015,15 @@ void store_experiments_free(struct store_experiment *v, size_t n)
 static void read_experiment(struct sqldb_stmt *st, void *row)
 {
     struct store_experiment *e = row;
-    col_copy(st, 0, e->id, sizeof e->id);
-    col_copy(st, 1, e->baseline, sizeof e->baseline);
-    col_copy(st, 2, e->variant, sizeof e->variant);
-    e->hypothesis = col_dup(st, 3);
-    col_copy(st, 4, e->external_id, sizeof e->external_id);
+    store_col_copy(st, 0, e->id, sizeof e->id);
+    store_col_copy(st, 1, e->baseline, sizeof e->baseline);
+    store_col_copy(st, 2, e->variant, sizeof e->variant);
+    e->hypothesis = store_col_dup(st, 3);
+    store_col_copy(st, 4, e->external_id, sizeof e->external_id);
     e->closed = strcmp(sqldb_column_text(st, 5), "closed") == 0;
-    e->inputs = col_dup(st, 6);
-    e->verdict = col_dup(st, 7);
-    e->bank = col_dup(st, 8);
+    e->inputs = store_col_dup(st, 6);
+    e->verdict = store_col_dup(st, 7);
+    e->bank = store_col_dup(st, 8);
     e->created_ns = sqldb_column_int64(st, 9);
     e->decided_ns = sqldb_column_int64(st, 10);
     e->closed_ns = sqldb_column_int64(st, 11);
@@ -2053,20 +2033,20 @@ static int experiment_create(struct conn *s, const struct store_experiment *e, s
 {
     struct sqldb_stmt *st;
     int rc;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
     if ((rc = owner_room(s, e->owner[0] ? e->owner : NULL, 1, err)) == SC_OK &&
-        (rc = prep(s, Q_EXP_INSERT, &st, err)) == SC_OK) {
-        bind_text(st, 1, e->id);
-        bind_text(st, 2, e->baseline);
-        bind_text(st, 3, e->variant);
-        bind_text(st, 4, e->hypothesis);
-        bind_text(st, 5, e->external_id[0] ? e->external_id : NULL);
+        (rc = conn_prep(s, Q_EXP_INSERT, &st, err)) == SC_OK) {
+        sqldb_bind_text(st, 1, e->id);
+        sqldb_bind_text(st, 2, e->baseline);
+        sqldb_bind_text(st, 3, e->variant);
+        sqldb_bind_text(st, 4, e->hypothesis);
+        sqldb_bind_text(st, 5, e->external_id[0] ? e->external_id : NULL);
         sqldb_bind_int64(st, 6, e->created_ns);
-        bind_text(st, 7, e->owner[0] ? e->owner : NULL);
-        rc = run(s, st, err, "create experiment");
+        sqldb_bind_text(st, 7, e->owner[0] ? e->owner : NULL);
+        rc = conn_run(s, st, err, "create experiment");
     }
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_experiment_create(struct store *pool, const struct store_experiment *e, struct sc_error *err)
@@ -2077,12 +2057,12 @@ int store_experiment_create(struct store *pool, const struct store_experiment *e
 static int experiment_get(struct conn *s, const char *id, struct store_experiment *out, struct sc_error *err)
 {
     struct sqldb_stmt *st;
-    int rc = prep(s, Q_EXP_GET, &st, err);
+    int rc = conn_prep(s, Q_EXP_GET, &st, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
-    bind_text(st, 1, id);
-    rc = one_row(s, st, read_experiment, out, "get experiment", err);
+    sqldb_bind_text(st, 1, id);
+    rc = conn_one_row(s, st, read_experiment, out, "get experiment", err);
     return rc == SC_ENOTFOUND ? sc_error_set(err, rc, "no experiment '%s'", id) : rc;
 }
 
@@ -2099,7 +2079,7 @@ static void release_experiments(void *v, size_t n)
 int store_experiment_list(struct store *pool, const char *external_id, const struct api_page *pg,
                           struct store_experiment **out, size_t *n, int *more, struct sc_error *err)
 {
-    LOCKED(pool, page_rows(s, Q_EXP_LIST, external_id, pg, more, read_experiment, sizeof **out, release_experiments,
+    LOCKED(pool, conn_page_rows(s, Q_EXP_LIST, external_id, pg, more, read_experiment, sizeof **out, release_experiments,
                         (void **)out, n, "list experiments", err));
 }
 
@@ -2110,19 +2090,19 @@ static int experiment_update(struct conn *s, enum stmt q, const char *id, const 
 {
     struct sqldb_stmt *st;
     int rc, i = 2;
-    if ((rc = begin(s, err)))
+    if ((rc = sqldb_begin(s->db, err)))
         return rc;
-    if ((rc = prep(s, q, &st, err)) == SC_OK) {
-        bind_text(st, 1, id);
-        bind_text(st, i++, a);
+    if ((rc = conn_prep(s, q, &st, err)) == SC_OK) {
+        sqldb_bind_text(st, 1, id);
+        sqldb_bind_text(st, i++, a);
         if (q == Q_EXP_DECIDE)
-            bind_text(st, i++, b);
+            sqldb_bind_text(st, i++, b);
         sqldb_bind_int64(st, i, ns);
-        rc = run(s, st, err, "update experiment");
+        rc = conn_run(s, st, err, "update experiment");
     }
     if (rc == SC_OK && sqldb_changes(s->db) == 0)
         rc = sc_error_set(err, SC_ENOTFOUND, "no open experiment '%s'", id);
-    return end(s, rc, err);
+    return conn_end(s, rc, err);
 }
 
 int store_experiment_decide(struct store *pool, const char *id, const char *inputs, const char *verdict,
