@@ -14,6 +14,8 @@
 #include "daemon/blobs.h"
 #include "daemon/sqldb.h"
 #include "daemon/store.h"
+#include "daemon/store_blob.h"
+#include "daemon/store_pool.h"
 #include "common/banned.h"
 
 #define NS_PER_S INT64_C(1000000000)

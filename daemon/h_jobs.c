@@ -21,6 +21,8 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "daemon/store_blob.h"
+#include "daemon/store_pool.h"
 #include "model/chakra_read.h"
 #include "model/stream.h"
 #include "model/trace.h"

@@ -31,6 +31,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
+#include "daemon/store_pool.h"
 #include "model/ab.h"
 #include "model/diff.h"
 #include "estimator/job_config.h"

@@ -35,7 +35,7 @@
 #include "daemon/migrate.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
-#include "daemon/store.h"
+#include "daemon/store_schema.h"
 #include "common/banned.h"
 
 static const char usage_head[] =

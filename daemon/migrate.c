@@ -12,7 +12,8 @@
 #include "daemon/digest.h"
 #include "daemon/sqldb.h"
 #include "daemon/service.h"
-#include "daemon/store.h"
+#include "daemon/store_pool.h"
+#include "daemon/store_schema.h"
 #include "common/banned.h"
 
 #define MAX_TABLES 64

@@ -1,6 +1,8 @@
-# daemon/: stepcastd: config, logs, catalog (SQLite), blob store, model cache
-# and builders, metrics, the HTTP server (libmicrohttpd). Everything but main.c
-# goes into the library, so tests can drive the modules directly.
+# daemon/: stepcastd: config, logs, catalog (SQLite or PostgreSQL: store.c's
+# records over store_pool.c's connections, store_schema.c, store_blob.c and
+# store_sql.c), blob store, model cache and builders, metrics, the HTTP server
+# (libmicrohttpd). Everything but main.c goes into the library, so tests can
+# drive the modules directly.
 DAEMON_MAIN := daemon/main.c
 CORE_SRCS += $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 BINS += $(BUILD)/stepcastd

@@ -24,6 +24,9 @@
 #include "daemon/metrics.h"
 #include "daemon/model_blob.h"
 #include "daemon/store.h"
+#include "daemon/store_blob.h"
+#include "daemon/store_pool.h"
+#include "daemon/store_schema.h"
 #include "model/trace.h"
 #include "common/banned.h"
 

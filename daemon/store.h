@@ -31,8 +31,13 @@
  *
  * Every function is one transaction on one connection of a pool (on
  * SQLite one connection, so functions run one at a time; on PostgreSQL
- * up to store-connections at once): any thread may call any function. Strings handed back are owned by the caller (release
- * them with the matching *_release / *_free). */
+ * up to store-connections at once): any thread may call any function.
+ * Strings handed back are owned by the caller (release them with the
+ * matching *_release / *_free).
+ *
+ * The records are here (store.c); the catalog's connections
+ * (store_pool.h), schema (store_schema.h) and blob rows (store_blob.h)
+ * have headers of their own, which this one includes. */
 #ifndef DAEMON_STORE_H
 #define DAEMON_STORE_H
 
@@ -43,27 +48,9 @@
 #include "api/page.h"
 #include "api/resources.h"
 #include "common/error.h"
-
-#define STORE_SCHEMA_VERSION 10
-#define STORE_NAME_MAX API_ID_MAX
-
-struct store;
-
-/* A growing list of names (ids or hashes). */
-struct store_names {
-    char (*v)[STORE_NAME_MAX];
-    size_t n, cap;
-};
-void store_names_release(struct store_names *l);
-
-/* Open or create the catalog of a store URL (sqlite:PATH or
- * postgresql://...) and migrate it. PostgreSQL: a pool of `connections`
- * connections (at least 1); SQLite: one. */
-int store_open(const char *url, size_t connections, struct store **out, struct sc_error *err);
-void store_close(struct store *s); /* NULL-safe */
-int store_is_postgresql(const struct store *s);
-/* Does the catalog answer? SC_OK, or why not (PostgreSQL down). */
-int store_ping(struct store *s, struct sc_error *err);
+#include "daemon/store_blob.h"
+#include "daemon/store_pool.h"
+#include "daemon/store_schema.h"
 
 /* The rows one owner may store (0: any number); from startup. */
 void store_set_max_owned(struct store *s, int64_t max);
@@ -75,29 +62,6 @@ int store_owner_room(struct store *s, const char *owner, struct sc_error *err);
  * (checked before a trace's blob goes into place; store_trace_put checks
  * again). */
 int store_job_room(struct store *s, const char *job, const char *owner, struct sc_error *err);
-
-/* SQLite: PRAGMA integrity_check and foreign_key_check; PostgreSQL (which
- * enforces foreign keys itself): the schema is this build's. SC_OK, or
- * SC_EINTERNAL with what was found. */
-int store_check(struct store *s, struct sc_error *err);
-
-/* ---- blobs ---- */
-/* What the store calls to put a blob's file in place, or to unlink it,
- * inside the transaction that holds the lock on its digest. */
-typedef int (*store_blob_fn)(void *ctx, const char *sha, struct sc_error *err);
-/* Unlink a blob freed by a delete (`freed` below) with unlink_file,
- * unless a row names it again: another replica committed the same
- * content since. The removal and trace_put's placing and commit are
- * serialised per digest, on every replica (a PostgreSQL advisory lock). */
-int store_blob_remove(struct store *s, const char *sha, store_blob_fn unlink_file, void *ctx,
-                      struct sc_error *err);
-/* Every blob row, for sweeps and checks. */
-int store_blob_list(struct store *s, struct store_names *out, struct sc_error *err);
-
-struct store_totals {
-    int64_t jobs, models, blobs, blob_bytes;
-};
-int store_totals(struct store *s, struct store_totals *t, struct sc_error *err);
 
 /* ---- jobs ---- */
 
@@ -155,22 +119,6 @@ int store_model_keep_opportunities(struct store *s, const char *id, const char *
                                    struct sc_error *err);
 int store_model_delete(struct store *s, const char *id, struct store_names *freed,
                        struct sc_error *err);
-
-/* For a module that keeps its own statements over the catalog (the build
- * queue, build_queue.h): a connection of the pool, its own until
- * store_db_release(s, db). Its statements are its own to prepare and
- * finalize before the release. */
-struct sqldb;
-struct sqldb *store_db_hold(struct store *s);
-void store_db_release(struct store *s, struct sqldb *db);
-/* Inside a transaction on db: the lock on blob sha's digest, held until
- * it ends. Whoever puts a blob's file in place and commits its row, and
- * whoever removes a file no row names any more, takes it first, so no
- * replica removes a file another has just committed a row for. On
- * PostgreSQL a transaction-scoped advisory lock on the digest's first 64
- * bits; on SQLite nothing (one daemon per catalog, whose writes are
- * serial). */
-int store_digest_lock(struct sqldb *db, const char *sha, struct sc_error *err);
 
 /* ---- tokens (the secret is never stored, only its hash) ---- */
 int store_token_create(struct store *s, const struct api_token *t, const char *hash,
