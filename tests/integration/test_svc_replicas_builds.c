@@ -20,15 +20,21 @@
 #include "tests/integration/svc_harness.h"
 #include "tests/pg_server.h"
 
+/* The blob directory the replicas share: <tmp>/shared-blobs. */
+static const char *shared_blobs(void)
+{
+    static char dir[4200];
+    snprintf(dir, sizeof dir, "%s/shared-blobs", th_tmpdir());
+    return dir;
+}
+
 /* n replicas on the server pg, data directories <tmp>/replica<i> and
- * blobs in <tmp>/shared-blobs; extra flags after those. */
+ * blobs in shared_blobs(); extra flags after those. */
 static void start_replicas_env(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra,
                                const char *const *env)
 {
-    char blobs[4200];
-    const char *args[16] = {"--blobs", blobs};
+    const char *args[16] = {"--blobs", shared_blobs()};
     size_t k = 2;
-    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
     for (size_t i = 0; extra && extra[i] && k < 15; i++)
         args[k++] = extra[i];
     args[k] = NULL;
@@ -38,6 +44,17 @@ static void start_replicas_env(struct svc_daemon *d, size_t n, const struct pg_s
 static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_server *pg, const char *const *extra)
 {
     start_replicas_env(d, n, pg, extra, NULL);
+}
+
+/* One replica, data directory <tmp>/<name>, on the server pg and
+ * shared_blobs(), with the environment env (may be NULL). */
+static void start_replica(struct svc_daemon *d, const char *name, const struct pg_server *pg,
+                          const char *const *env)
+{
+    char data[4200];
+    snprintf(data, sizeof data, "%s/%s", th_tmpdir(), name);
+    const char *const args[] = {"--store", pg->url, "--blobs", shared_blobs(), NULL};
+    svc_start(d, data, args, env);
 }
 
 /* Uploaded through the first replica, built through the second, replayed
@@ -90,14 +107,11 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     struct pg_server pg;
     struct svc_daemon a, b;
     struct svc_resp r;
-    char data[4200], blobs[4200], path[256];
+    char path[256];
     size_t n;
-    pg_server_start(&pg);
-    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
-    snprintf(data, sizeof data, "%s/replica-a", th_tmpdir());
-    const char *const args[] = {"--store", pg.url, "--blobs", blobs, NULL};
     const char *const env[] = {"STEPCAST_FAILPOINT=build.after_load", NULL};
-    svc_start(&a, data, args, env);
+    pg_server_start(&pg);
+    start_replica(&a, "replica-a", &pg, env);
     char *t = svc_small_trace(0, 40, 5, &n);
     struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
     CHECK_EQ_INT(svc_call(&a, "PUT", "/v1/jobs/j/ranks/0/trace", &o, NULL), 201);
@@ -109,8 +123,7 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     a.pid = 0;
 
-    snprintf(data, sizeof data, "%s/replica-b", th_tmpdir());
-    svc_start(&b, data, args, NULL);
+    start_replica(&b, "replica-b", &pg, NULL);
     /* the dead replica's lease still holds: b reports the build as taken */
     snprintf(path, sizeof path, "/v1/models/%s", id);
     CHECK_EQ_INT(svc_admin(&b, "GET", path, NULL, &r), 200);
@@ -137,14 +150,11 @@ TEST(svc_replicas_delete_through_another_stops_the_build)
     struct pg_server pg;
     struct svc_daemon a, b;
     struct svc_resp r;
-    char data[4200], blobs[4200], path[256];
+    char path[256];
     size_t n;
-    pg_server_start(&pg);
-    snprintf(blobs, sizeof blobs, "%s/shared-blobs", th_tmpdir());
-    snprintf(data, sizeof data, "%s/replica-a", th_tmpdir());
-    const char *const args[] = {"--store", pg.url, "--blobs", blobs, NULL};
     const char *const hold[] = {"STEPCAST_FAILPOINT=build.progress", NULL};
-    svc_start(&a, data, args, hold);
+    pg_server_start(&pg);
+    start_replica(&a, "replica-a", &pg, hold);
     for (int rank = 0; rank < 2; rank++) {
         char *t = svc_small_trace(rank, 200, 60 + rank, &n), p[64];
         struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
@@ -165,8 +175,7 @@ TEST(svc_replicas_delete_through_another_stops_the_build)
     }
     REQUIRE(progress > 0);
 
-    snprintf(data, sizeof data, "%s/replica-b", th_tmpdir());
-    svc_start(&b, data, args, NULL);
+    start_replica(&b, "replica-b", &pg, NULL);
     CHECK_EQ_INT(svc_admin(&b, "DELETE", path, NULL, NULL), 200);
     double took = svc_wait_builds_running(&a, 0, 30);
     fprintf(stderr, "    deleted through another replica: the build stopped %.2f s later (renewals every %d s)\n",
@@ -256,7 +265,7 @@ TEST(svc_replicas_delete_keeps_a_blob_another_replica_commits)
     char *t = svc_small_trace(0, 60, 7, &n);
     struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
     CHECK_EQ_INT(svc_call(&d[0], "PUT", "/v1/jobs/x/ranks/0/trace", &o, &r), 201);
-    snprintf(blob, sizeof blob, "%s/shared-blobs/%.2s/%s", th_tmpdir(), svc_json_str(r.body, "sha256"),
+    snprintf(blob, sizeof blob, "%s/%.2s/%s", shared_blobs(), svc_json_str(r.body, "sha256"),
              svc_json_str(r.body, "sha256"));
     svc_resp_release(&r);
     char *x = svc_request_model(&d[0], "x", NULL);
