@@ -147,6 +147,14 @@ void svc_start(struct svc_daemon *d, const char *data_dir, const char *const *ar
     await_start(d);
 }
 
+void svc_start_replica(struct svc_daemon *d, const char *name, const char *const *args, const char *const *env)
+{
+    char data[PATH_MAX];
+    snprintf(data, sizeof data, "%s/%s", th_tmpdir(), name);
+    spawn(d, data, args, env, name);
+    await_start(d);
+}
+
 void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs, const char *const *args,
                     const char *const *env)
 {

@@ -4,7 +4,8 @@
  * directory under the test's temp dir and waits for its --port-file;
  * svc_call() makes an HTTP request with libcurl; svc_raw() writes raw bytes
  * on a socket (hostile inputs libcurl will not send). The daemon's log is
- * kept in <dir>/daemon.log and printed when a test fails. */
+ * kept in <dir>/daemon.log and printed when a test fails; each of several
+ * daemons at once (svc_start_many, svc_start_replica) has a log of its own. */
 #ifndef TESTS_INTEGRATION_SVC_HARNESS_H
 #define TESTS_INTEGRATION_SVC_HARNESS_H
 
@@ -42,6 +43,11 @@ void svc_start_many(struct svc_daemon *d, size_t n, const char *const *data_dirs
  * environment env (either may be NULL). */
 void svc_start_replicas(struct svc_daemon *d, size_t n, const char *store, const char *const *args,
                         const char *const *env);
+/* One replica started on its own: data directory <tmp>/<name>, log and
+ * port file <tmp>/<name>.log and .port, so that each replica's log holds
+ * its lines only (svc_log_lines of one replica); otherwise as svc_start.
+ * Started again under the same name, it appends to the same log. */
+void svc_start_replica(struct svc_daemon *d, const char *name, const char *const *args, const char *const *env);
 /* SIGTERM and wait; returns the exit status (-signal when killed). */
 int svc_stop(struct svc_daemon *d);
 /* SIGKILL and wait. */

@@ -193,10 +193,8 @@ TEST(svc_replicas_plan_runs_once)
     CHECK_STREQ(svc_json_str(r.body, "state"), "running");
     svc_resp_release(&r);
 
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/replica2", th_tmpdir());
     const char *const args[] = {"--store", pg.url, NULL};
-    svc_start(&d[2], dir, args, NULL);
+    svc_start_replica(&d[2], "replica2", args, NULL);
     CHECK_EQ_INT(svc_admin(&d[2], "GET", path, NULL, &r), 200);
     CHECK_STREQ(svc_json_str(r.body, "state"), "running");
     svc_resp_release(&r);
@@ -228,7 +226,7 @@ TEST(svc_replicas_plan_runs_once)
     usleep(300000);
     svc_kill9(&d[0]);
     CHECK_EQ_INT(svc_stop(&d[2]), 0);
-    svc_start(&d[2], dir, args, NULL);
+    svc_start_replica(&d[2], "replica2", args, NULL);
     CHECK_EQ_INT(svc_admin(&d[1], "GET", path, NULL, &r), 200);
     CHECK_STREQ(svc_json_str(r.body, "state"), "interrupted");
     svc_resp_release(&r);
@@ -255,14 +253,12 @@ TEST(svc_replicas_metrics_carry_the_replica_label)
     struct pg_server pg;
     struct svc_daemon d[2];
     struct svc_resp r;
-    char dir[2][4200], want[512], host[256] = "";
+    char want[512], host[256] = "";
     pg_server_start(&pg);
     const char *const east[] = {"--store", pg.url, "--replica-name", "east-1", NULL};
     const char *const plain[] = {"--store", pg.url, NULL};
-    for (int i = 0; i < 2; i++)
-        snprintf(dir[i], sizeof dir[i], "%s/replica%d", th_tmpdir(), i);
-    svc_start(&d[0], dir[0], east, NULL);
-    svc_start(&d[1], dir[1], plain, unnamed);
+    svc_start_replica(&d[0], "replica0", east, NULL);
+    svc_start_replica(&d[1], "replica1", plain, unnamed);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(svc_admin(&d[0], "GET", "/v1/jobs", NULL, NULL), 200);
     CHECK_EQ_INT(svc_admin(&d[1], "GET", "/v1/jobs", NULL, NULL), 200);
@@ -279,7 +275,7 @@ TEST(svc_replicas_metrics_carry_the_replica_label)
     svc_resp_release(&r);
 
     /* unnamed: the data directory's own name, made once */
-    snprintf(want, sizeof want, "%s/replica", dir[1]);
+    snprintf(want, sizeof want, "%s/replica", d[1].data);
     char *own = th_read_file(want, NULL);
     REQUIRE(own != NULL && *own);
     snprintf(host, sizeof host, "%s", own);

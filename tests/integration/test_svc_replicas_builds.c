@@ -46,15 +46,14 @@ static void start_replicas(struct svc_daemon *d, size_t n, const struct pg_serve
     start_replicas_env(d, n, pg, extra, NULL);
 }
 
-/* One replica, data directory <tmp>/<name>, on the server pg and
- * shared_blobs(), with the environment env (may be NULL). */
+/* One replica named name (svc_start_replica: data directory and log of its
+ * own) on the server pg and shared_blobs(), with the environment env (may
+ * be NULL). */
 static void start_replica(struct svc_daemon *d, const char *name, const struct pg_server *pg,
                           const char *const *env)
 {
-    char data[4200];
-    snprintf(data, sizeof data, "%s/%s", th_tmpdir(), name);
     const char *const args[] = {"--store", pg->url, "--blobs", shared_blobs(), NULL};
-    svc_start(d, data, args, env);
+    svc_start_replica(d, name, args, env);
 }
 
 /* Uploaded through the first replica, built through the second, replayed
@@ -136,6 +135,9 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     fprintf(stderr, "    finished by another replica %.1f s after the first died (lease %d s)\n", took,
             BQ_LEASE_S);
     CHECK_EQ_INT(svc_stop(&b), 0);
+    /* each replica's own log: A took the build and died in it, B built it */
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=start"), 1);
+    CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=ready"), 0);
     CHECK_EQ_INT(svc_log_lines(&b, 1, id, "event=ready"), 1);
     free(id);
 }
@@ -185,11 +187,13 @@ TEST(svc_replicas_delete_through_another_stops_the_build)
     CHECK_EQ_INT(svc_admin(&b, "GET", path, NULL, NULL), 404);
     CHECK_EQ_INT(svc_stop(&a), 0);
     CHECK_EQ_INT(svc_stop(&b), 0);
-    /* (both replicas log to one file) started once, by A; stopped there */
+    /* started once, by A (each replica logs to its own file), and stopped
+     * there; B, which deleted it, never took it */
     CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=start"), 1);
     CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=lease_gone"), 1);
     CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=cancelled"), 1);
     CHECK_EQ_INT(svc_log_lines(&a, 1, id, "event=ready"), 0);
+    CHECK_EQ_INT(svc_log_lines(&b, 1, id, "event=start"), 0);
     free(id);
 }
 
