@@ -30,7 +30,7 @@
  * negative value, so that it cannot be read as an sc_status (all >= 0),
  * which reader_run returns beside it. */
 enum { RD_OK = 0, RD_MORE = 1, RD_DONE = 3, RD_ERR = -1, RD_STOP = -2 };
-enum { READ_CHUNK = 1 << 20, BUF_PAD = 64 };
+enum { READ_CHUNK = 1 << 17, BUF_PAD = 64 };
 
 struct slice {
     const char *p;
