@@ -27,9 +27,7 @@
  * stream, and splits a large plain file into parts read on threads. */
 #include "model/trace.h"
 
-#include <limits.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
