@@ -1,0 +1,249 @@
+/* model/trace_lex.h: the JSON lexer of the trace reader (trace_reader.c),
+ * and the reader state its parts share.
+ *
+ * The reader is split by concept: this lexer (strings, numbers, generic
+ * values, errors with their byte offset; trace_lex.c), one traceEvents
+ * entry parsed (trace_event.c) and committed to the event tables
+ * (trace_commit.c), the top-level members other than traceEvents
+ * (trace_meta.c), and the streaming driver (trace_reader.c). They share
+ * one `struct reader`. The few lexing steps every value takes (whitespace,
+ * short strings, brackets, key compares) are inline here; the rest are
+ * tr_ functions of trace_lex.c.
+ *
+ * Every tr_ and inline function returns an RD_ code: RD_OK, RD_MORE (the
+ * item ran into the end of the buffered data: refill and parse it again)
+ * or RD_ERR (r->err is set). */
+#ifndef MODEL_TRACE_LEX_H
+#define MODEL_TRACE_LEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "common/error.h"
+#include "model/trace.h"
+
+/* A part of a split parse reached the start of a later part (RD_STOP): a
+ * negative value, so that it cannot be read as an sc_status (all >= 0),
+ * which reader_run returns beside it. */
+enum { RD_OK = 0, RD_MORE = 1, RD_DONE = 3, RD_ERR = -1, RD_STOP = -2 };
+enum { READ_CHUNK = 1 << 17, BUF_PAD = 64 };
+
+struct slice {
+    const char *p;
+    size_t n;
+};
+
+/* A pid, tid or flow id: a number or a string. */
+struct idval {
+    int64_t num;
+    struct slice str; /* .p NULL for numbers */
+};
+
+struct reader {
+    struct model_stream *in;
+    const char *source;
+    const struct model_limits *lim;
+    const struct model_load_opts *opts;
+    size_t n_markers; /* step markers kept (count_only) */
+    struct model_trace *t;
+    struct sc_error *err;
+    int eof;
+
+    char *buf; /* data in buf[0..len), NUL at buf[len], BUF_PAD zeros after */
+    size_t len, cap;
+    int64_t base_off; /* stream offset of buf[0] */
+    const char *p, *end;
+
+    char *scratch; /* decoded strings of the current item; never outgrows it */
+    size_t scratch_len, scratch_cap;
+
+    uint64_t event_index; /* traceEvents entries seen */
+    int in_events;        /* inside traceEvents: errors name the event */
+    unsigned depth;
+    int saw_events;
+
+    /* recent categories, to skip interning the same few strings */
+    struct {
+        char bytes[32];
+        uint8_t n;
+        uint16_t cat;
+    } cat_cache[8];
+    unsigned cat_cache_next;
+    uint32_t last_track;
+    int64_t last_pid, last_tid;
+    int have_last_track;
+
+    /* a part of a split parse (read_split): the guessed starts of later
+     * parts; reaching one at an event boundary ends this part there */
+    const int64_t *stops;
+    size_t n_stops, stop_idx;
+    int stop_hit; /* index into stops of the start reached, or -1 */
+
+    /* the last error, unformatted, so a part can renumber its event */
+    enum sc_status err_code;
+    int64_t err_off;
+    int err_in_events;
+    char err_text[320];
+};
+
+__attribute__((format(printf, 3, 4)))
+int tr_fail_at(struct reader *r, const char *at, const char *fmt, ...);
+/* The parser met the sentinel at p: more input, or a NUL byte in the data. */
+int tr_at_sentinel(struct reader *r, const char *p);
+
+#define FAIL(r, ...) tr_fail_at((r), NULL, __VA_ARGS__)
+#define OOM(r) (sc_error_set((r)->err, SC_ENOMEM, "'%s': out of memory", (r)->source), RD_ERR)
+
+/* A string at r->p that is not short, plain ASCII (see lex_string). */
+int tr_lex_string_long(struct reader *r, struct slice *out);
+/* A JSON number at r->p, as round(value * 10^scale) in *out (ties away from
+ * zero); see trace_lex.c. With out NULL the number is only validated. */
+int tr_lex_number(struct reader *r, int scale, int64_t *out, int *is_int);
+/* One level deeper, within limits.max_depth. */
+int tr_enter(struct reader *r);
+/* The literal lit (true, false, null) of n bytes at r->p. */
+int tr_lex_literal(struct reader *r, const char *lit, size_t n);
+/* Validate and step over any value (after whitespace). */
+int tr_skip_value(struct reader *r);
+/* A value that must be a string. */
+int tr_get_string(struct reader *r, struct slice *out, const char *what);
+/* An integer-valued number (a fraction is rounded); null leaves *out as is. */
+int tr_get_int(struct reader *r, int64_t *out, const char *what);
+/* The raw JSON text of any value (for "Input Dims" and the like). */
+int tr_get_raw(struct reader *r, struct slice *out);
+/* Up to three integers of an array like [8,1,1] (grid, block). */
+int tr_get_dim3(struct reader *r, int32_t v[3]);
+/* A pid, tid or id: number or string. */
+int tr_get_idval(struct reader *r, struct idval *v, const char *what);
+
+/* ---- whitespace and punctuation ------------------------------------------ */
+
+static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
+static inline int skip_ws(struct reader *r)
+{
+    const char *p = r->p;
+    /* usually none or one (", "): decide those without a loop */
+    if (is_ws[(unsigned char)p[0]]) {
+        p++;
+        while (is_ws[(unsigned char)*p])
+            p++;
+    }
+    r->p = p;
+    if (*p == '\0')
+        return tr_at_sentinel(r, p);
+    return RD_OK;
+}
+
+/* Skip whitespace, then require the byte c. */
+static inline int expect(struct reader *r, char c, const char *what)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p != c)
+        return FAIL(r, "expected %s", what);
+    r->p++;
+    return RD_OK;
+}
+
+/* A string at r->p (which must be '"'). *out borrows the buffer or scratch
+ * until the end of the current item. Keys and most values are short plain
+ * ASCII: one 16-byte compare finds their closing quote inline. */
+static inline int lex_string(struct reader *r, struct slice *out)
+{
+#if defined(__SSE2__)
+    const char *body = r->p + 1;
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)body);
+    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    unsigned sp = (unsigned)_mm_movemask_epi8(
+                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                   _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
+                  (unsigned)_mm_movemask_epi8(v);
+    if (q && !(sp & ((q & (0u - q)) - 1))) {
+        unsigned n = (unsigned)__builtin_ctz(q);
+        out->p = body;
+        out->n = n;
+        r->p = body + n + 1;
+        return RD_OK;
+    }
+#endif
+    return tr_lex_string_long(r, out);
+}
+/* Step into the object or array at r->p; *more is 0 when it closes at once. */
+static inline int open_container(struct reader *r, int *more)
+{
+    char close = *r->p == '{' ? '}' : ']';
+    int rc = tr_enter(r);
+    if (rc)
+        return rc;
+    r->p++;
+    if ((rc = skip_ws(r)))
+        return rc;
+    *more = *r->p != close;
+    if (!*more) {
+        r->p++;
+        r->depth--;
+    }
+    return RD_OK;
+}
+
+/* The next member's "key": inside an object. */
+static inline int member_key(struct reader *r, struct slice *key)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p != '"')
+        return FAIL(r, "expected a string key");
+    if ((rc = lex_string(r, key)))
+        return rc;
+    return expect(r, ':', "':'");
+}
+
+/* After a member or element: *more is 1 past a ',', 0 past the closing bracket. */
+static inline int next_item(struct reader *r, char close, int *more)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p == ',') {
+        r->p++;
+        *more = 1;
+        return RD_OK;
+    }
+    if (*r->p == close) {
+        r->p++;
+        r->depth--;
+        *more = 0;
+        return RD_OK;
+    }
+    return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
+/* Equality of n bytes, 8 at a time; n is a constant at every call, so this
+ * unrolls into a few loads and compares (a libc memcmp call costs more than
+ * the comparison on these short keys). */
+static inline int bytes_eq(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    for (; n >= 8; n -= 8, a += 8, b += 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+    }
+    for (; n; n--, a++, b++)
+        if (*a != *b)
+            return 0;
+    return 1;
+}
+
+#define KEY_IS(k, lit) ((k).n == sizeof(lit) - 1 && bytes_eq((k).p, lit, sizeof(lit) - 1))
+
+
+#endif
