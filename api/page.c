@@ -1,6 +1,7 @@
 /* api/page.c: list pages (page.h). */
 #include "api/page.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
@@ -57,6 +58,7 @@ void api_page_cursor(int64_t num, const char *id, char out[API_PAGE_CURSOR_MAX])
 {
     char text[API_PAGE_CURSOR_MAX / 2 + 1];
     int n = snprintf(text, sizeof text, "%" PRId64 ":%s", num, id);
+    assert(n >= 0 && (size_t)n < sizeof text); /* an id (under API_ID_MAX) fits whole */
     size_t k = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
     for (size_t i = 0; i < k; i++)
         snprintf(out + 2 * i, 3, "%02x", (unsigned char)text[i]);

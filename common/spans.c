@@ -1,6 +1,8 @@
 /* common/spans.c: the union of time spans (spans.h). */
 #include "common/spans.h"
 
+#include <assert.h>
+
 #include "common/banned.h"
 
 /* Sort v[0..n) of `runs` sorted runs by start, a natural merge sort whose
@@ -25,6 +27,7 @@ static struct sc_span *merge_sort(struct sc_span *v, struct sc_span *t, size_t n
                 t[k++] = v[i++];
             while (j < hi)
                 t[k++] = v[j++];
+            assert(k == hi); /* each span of the two runs merged once */
             runs++;
             lo = hi;
         }
@@ -53,6 +56,7 @@ static struct sc_span *radix_sort(struct sc_span *v, struct sc_span *t, size_t n
             at[d] = sum;
             sum += c;
         }
+        assert(sum == n);
         for (size_t i = 0; i < n; i++)
             t[at[((uint64_t)v[i].a - (uint64_t)lo) >> shift & (RADIX - 1)]++] = v[i];
         struct sc_span *sorted = t;
@@ -92,6 +96,7 @@ size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc
     if (runs > 1)
         v = sort(v, tmp, n, runs);
     for (size_t i = 0; i < n; i++) {
+        assert(i == 0 || v[i - 1].a <= v[i].a); /* sorted by start */
         if (m && v[i].a <= v[m - 1].b) {
             if (v[i].b > v[m - 1].b)
                 v[m - 1].b = v[i].b;

@@ -64,6 +64,7 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
             }
             memcpy(w + o * size, v + x * size, (m - x) * size);
             memcpy(w + (o + m - x) * size, v + y * size, (e - y) * size);
+            assert(o + (m - x) + (e - y) == e); /* the two runs' elements, each once */
             i = e;
         }
         memcpy(v, w, n * size);

@@ -1,6 +1,7 @@
 /* daemon/admission.c: the daemon-wide memory budget (admission.h). */
 #include "daemon/admission.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -58,6 +59,7 @@ enum admission_verdict admission_try(struct admission *a, uint64_t need, const c
         v = ADMISSION_BUSY;
     } else {
         a->in_use += need;
+        assert(a->in_use <= a->budget);
     }
     pthread_mutex_unlock(&a->mu);
     return v;
@@ -79,6 +81,7 @@ int admission_wait(struct admission *a, uint64_t need, const char *what, int (*s
         rc = SC_EEXIST;
     else
         a->in_use += need;
+    assert(a->in_use <= a->budget);
     pthread_mutex_unlock(&a->mu);
     return rc;
 }
@@ -86,6 +89,7 @@ int admission_wait(struct admission *a, uint64_t need, const char *what, int (*s
 void admission_release(struct admission *a, uint64_t need)
 {
     pthread_mutex_lock(&a->mu);
+    assert(a->in_use >= need); /* no more given back than was admitted */
     a->in_use -= need;
     pthread_cond_broadcast(&a->released);
     pthread_mutex_unlock(&a->mu);

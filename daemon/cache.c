@@ -5,6 +5,7 @@
  * for a load sleep on one condition variable. */
 #include "daemon/cache.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,10 +105,12 @@ static void detach(struct cache *c, struct cache_entry *e)
     struct cache_entry **pp = &c->buckets[bucket(e->key)];
     while (*pp && *pp != e)
         pp = &(*pp)->hnext;
+    assert(*pp || !e->present); /* an entry present is in its bucket */
     if (*pp)
         *pp = e->hnext;
     e->hnext = NULL;
     if (e->state == READY) {
+        assert(c->bytes >= e->bytes && c->entries > 0);
         lru_unlink(c, e);
         c->bytes -= e->bytes;
         c->entries--;
@@ -123,6 +126,7 @@ static void evict(struct cache *c, struct cache_entry **dead)
     while (c->bytes > c->capacity && e) {
         struct cache_entry *prev = e->prev;
         if (e->refs == 0) {
+            assert(e->present && e->state == READY); /* the LRU list holds ready entries of the map */
             detach(c, e);
             c->evictions++;
             e->hnext = *dead;
@@ -144,6 +148,7 @@ static void free_chain(struct cache *c, struct cache_entry *dead)
 static void insert(struct cache *c, struct cache_entry *e)
 {
     size_t b = bucket(e->key);
+    assert(!e->present && !find(c, e->key)); /* one entry a key */
     e->hnext = c->buckets[b];
     c->buckets[b] = e;
     e->present = 1;
@@ -151,6 +156,7 @@ static void insert(struct cache *c, struct cache_entry *e)
 
 static void make_ready(struct cache *c, struct cache_entry *e, void *value, size_t bytes)
 {
+    assert(e->state == LOADING && e->present);
     e->value = value;
     e->bytes = bytes;
     e->state = READY;
@@ -257,6 +263,7 @@ void cache_release(struct cache *c, struct cache_entry *e)
     if (!e)
         return;
     pthread_mutex_lock(&c->mu);
+    assert(e->refs > 0); /* released once per reference taken */
     if (--e->refs == 0) {
         if (!e->present)
             dead = e;

@@ -1,6 +1,8 @@
 /* daemon/model_blob.c: a built model to and from bytes (model_blob.h). */
 #include "daemon/model_blob.h"
 
+#include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,19 +21,107 @@
 
 static const char magic[8] = {'S', 'C', 'M', 'O', 'D', 'E', 'L', '\0'};
 
-/* The sizes of the records stored whole, and the byte order, hashed. */
+/* ---- records, field by field ----
+ *
+ * A record (a struct in an array) is stored as its fields one after the
+ * other, in the order listed here, in the host's byte order: never its
+ * padding, so that the same model is always the same bytes. A text field
+ * (a char array) is stored whole, its bytes after the NUL as zeros. A
+ * field missing from a list is not stored, and reads back as zero. */
+
+struct field {
+    uint16_t off, size;
+    uint8_t text;
+};
+
+struct record {
+    size_t size; /* sizeof the struct */
+    const struct field *f;
+    size_t nf;
+};
+
+#define FIELD(T, m) {offsetof(struct T, m), sizeof(((struct T *)0)->m), 0}
+#define TEXT(T, m) {offsetof(struct T, m), sizeof(((struct T *)0)->m), 1}
+#define RECORD(name, T, ...)                                                                                    \
+    static const struct field name##_fields[] = {__VA_ARGS__};                                                 \
+    static const struct record name = {sizeof(struct T), name##_fields, sizeof name##_fields / sizeof(struct field)}
+
+RECORD(rec_trace_file, api_trace, FIELD(api_trace, rank), TEXT(api_trace, sha256), FIELD(api_trace, bytes),
+       FIELD(api_trace, events), FIELD(api_trace, steps), FIELD(api_trace, uploaded_ns));
+RECORD(rec_track, model_track, FIELD(model_track, pid), FIELD(model_track, tid), FIELD(model_track, pid_str),
+       FIELD(model_track, tid_str), FIELD(model_track, label), FIELD(model_track, n_events),
+       FIELD(model_track, n_gpu), FIELD(model_track, is_gpu), FIELD(model_track, is_cpu));
+RECORD(rec_cat, model_cat, FIELD(model_cat, name), FIELD(model_cat, kind), FIELD(model_cat, flow),
+       FIELD(model_cat, count));
+RECORD(rec_device, model_device, FIELD(model_device, id), FIELD(model_device, name), FIELD(model_device, total_mem),
+       FIELD(model_device, major), FIELD(model_device, minor), FIELD(model_device, num_sms));
+RECORD(rec_pg, model_pg, FIELD(model_pg, name), FIELD(model_pg, desc), FIELD(model_pg, size), FIELD(model_pg, ranks));
+RECORD(rec_step, model_step, FIELD(model_step, name), FIELD(model_step, number), FIELD(model_step, start),
+       FIELD(model_step, end), FIELD(model_step, track), FIELD(model_step, event), FIELD(model_step, partial));
+RECORD(rec_task, model_task, FIELD(model_task, dur), FIELD(model_task, gap), FIELD(model_task, res),
+       FIELD(model_task, group), FIELD(model_task, rank), FIELD(model_task, cls), FIELD(model_task, sub),
+       FIELD(model_task, kept), FIELD(model_task, paired));
+RECORD(rec_task_src, model_task_src, FIELD(model_task_src, name), FIELD(model_task_src, event),
+       FIELD(model_task_src, tag));
+RECORD(rec_edge, model_edge, FIELD(model_edge, from), FIELD(model_edge, lat), FIELD(model_edge, type),
+       FIELD(model_edge, kind), FIELD(model_edge, inferred), FIELD(model_edge, peer));
+RECORD(rec_res, model_resource, FIELD(model_resource, rank), FIELD(model_resource, gpu), FIELD(model_resource, comm),
+       FIELD(model_resource, track), FIELD(model_resource, label), FIELD(model_resource, first),
+       FIELD(model_resource, last), FIELD(model_resource, n), FIELD(model_resource, pid), FIELD(model_resource, tid),
+       FIELD(model_resource, origin));
+RECORD(rec_graph_step, model_graph_step, FIELD(model_graph_step, rank), FIELD(model_graph_step, step),
+       FIELD(model_graph_step, begin), FIELD(model_graph_step, end), FIELD(model_graph_step, name),
+       FIELD(model_graph_step, measured_ns), FIELD(model_graph_step, partial));
+RECORD(rec_graph_rank, model_graph_rank, FIELD(model_graph_rank, id), FIELD(model_graph_rank, clock_offset_ns),
+       FIELD(model_graph_rank, launch_queue_depth));
+RECORD(rec_group, model_coll_group, FIELD(model_coll_group, op), FIELD(model_coll_group, bytes),
+       FIELD(model_coll_group, dtype), FIELD(model_coll_group, pg), FIELD(model_coll_group, seq),
+       FIELD(model_coll_group, size));
+RECORD(rec_part, model_task_part, FIELD(model_task_part, task), FIELD(model_task_part, comm_ns),
+       FIELD(model_task_part, flops));
+RECORD(rec_peer, model_task_peer, FIELD(model_task_peer, task), FIELD(model_task_peer, res));
+RECORD(rec_folded, model_folded_rank, FIELD(model_folded_rank, id), FIELD(model_folded_rank, rep),
+       FIELD(model_folded_rank, measured), FIELD(model_folded_rank, origin_ns));
+RECORD(rec_stats, model_graph_stats, FIELD(model_graph_stats, edges_by_kind),
+       FIELD(model_graph_stats, inferred_event_syncs), FIELD(model_graph_stats, cuda_sync_event_syncs),
+       FIELD(model_graph_stats, collectives_matched), FIELD(model_graph_stats, collectives_kept),
+       FIELD(model_graph_stats, host_waits_gap), FIELD(model_graph_stats, host_waits_loop));
+RECORD(rec_wait, model_coll_wait, FIELD(model_coll_wait, task), FIELD(model_coll_wait, wait),
+       FIELD(model_coll_wait, from));
+
+static const struct record *const records[] = {
+    &rec_trace_file, &rec_track, &rec_cat,  &rec_device, &rec_pg,   &rec_step,   &rec_task, &rec_task_src,
+    &rec_edge,       &rec_res,   &rec_graph_step, &rec_graph_rank, &rec_group, &rec_part, &rec_peer,
+    &rec_folded,     &rec_stats, &rec_wait,
+};
+
+/* The bytes a record takes in a blob. */
+static size_t packed(const struct record *r)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < r->nf; k++)
+        n += r->f[k].size;
+    return n;
+}
+
+/* The records' fields (their sizes and kinds) and the byte order, hashed. */
 static uint32_t layout(void)
 {
-    const uint64_t sizes[] = {
-        0x0102030405060708u,           sizeof(struct api_trace),       sizeof(struct model_track),
-        sizeof(struct model_cat),      sizeof(struct model_device),    sizeof(struct model_pg),
-        sizeof(struct model_step),     sizeof(struct model_task),      sizeof(struct model_task_src),
-        sizeof(struct model_edge),     sizeof(struct model_resource),  sizeof(struct model_graph_step),
-        sizeof(struct model_graph_rank), sizeof(struct model_coll_group), sizeof(struct model_task_part),
-        sizeof(struct model_task_peer), sizeof(struct model_folded_rank), sizeof(struct model_graph_stats),
-        sizeof(struct model_coll_wait),
-    };
-    return (uint32_t)sc_hash_bytes(sizes, sizeof sizes);
+    uint64_t h[1 + 3 * (sizeof records / sizeof records[0])];
+    size_t n = 0;
+    h[n++] = 0x0102030405060708u;
+    for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
+        uint64_t sizes = 0, texts = 0;
+        for (size_t k = 0; k < records[i]->nf; k++) {
+            assert(records[i]->f[k].off + records[i]->f[k].size <= records[i]->size);
+            sizes = sizes * 131 + records[i]->f[k].size;
+            texts = texts * 2 + records[i]->f[k].text;
+        }
+        h[n++] = records[i]->nf;
+        h[n++] = sizes;
+        h[n++] = texts;
+    }
+    return (uint32_t)sc_hash_bytes(h, sizeof h);
 }
 
 /* ---- writing ---- */
@@ -42,22 +132,30 @@ struct wbuf {
     int oom;
 };
 
-static void put(struct wbuf *b, const void *p, size_t n)
+/* Room for n more bytes: 0, or -1 (b->oom) when there is none. */
+static int reserve(struct wbuf *b, size_t n)
 {
-    if (b->oom || !n)
-        return;
-    if (b->n + n > b->cap) {
+    if (b->oom)
+        return -1;
+    if (n > b->cap - b->n) {
         size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap < b->n + n)
+        while (cap - b->n < n)
             cap *= 2;
         uint8_t *q = realloc(b->p, cap);
         if (!q) {
             b->oom = 1;
-            return;
+            return -1;
         }
         b->p = q;
         b->cap = cap;
     }
+    return 0;
+}
+
+static void put(struct wbuf *b, const void *p, size_t n)
+{
+    if (!n || reserve(b, n))
+        return;
     memcpy(b->p + b->n, p, n);
     b->n += n;
 }
@@ -67,11 +165,31 @@ static void put_u64(struct wbuf *b, uint64_t v)
     put(b, &v, sizeof v);
 }
 
-/* A counted array of records of `size` bytes. */
+/* A counted array of numbers of `size` bytes each (no padding). */
 static void put_array(struct wbuf *b, const void *p, size_t count, size_t size)
 {
     put_u64(b, count);
     put(b, p, count * size);
+}
+
+/* A counted array of records, field by field. */
+static void put_records(struct wbuf *b, const void *p, size_t count, const struct record *r)
+{
+    size_t w = packed(r);
+    put_u64(b, count);
+    if (!count || reserve(b, count * w))
+        return;
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *rec = (const uint8_t *)p + i * r->size;
+        for (size_t k = 0; k < r->nf; k++) {
+            const struct field *f = &r->f[k];
+            uint8_t *d = b->p + b->n;
+            size_t len = f->text ? strnlen((const char *)rec + f->off, f->size) : f->size;
+            memcpy(d, rec + f->off, len);
+            memset(d + len, 0, f->size - len);
+            b->n += f->size;
+        }
+    }
 }
 
 /* A string: its length then its bytes; UINT64_MAX for NULL. */
@@ -102,11 +220,11 @@ static void put_trace(struct wbuf *b, const struct model_trace *t)
                          (int64_t)t->n_complete, t->step_marker};
     put_str(b, t->source);
     put_strtab(b, &t->strings);
-    put_array(b, t->tracks, t->n_tracks, sizeof *t->tracks);
-    put_array(b, t->cats, t->n_cats, sizeof *t->cats);
-    put_array(b, t->devices, t->n_devices, sizeof *t->devices);
-    put_array(b, t->pgs, t->n_pgs, sizeof *t->pgs);
-    put_array(b, t->steps, t->n_steps, sizeof *t->steps);
+    put_records(b, t->tracks, t->n_tracks, &rec_track);
+    put_records(b, t->cats, t->n_cats, &rec_cat);
+    put_records(b, t->devices, t->n_devices, &rec_device);
+    put_records(b, t->pgs, t->n_pgs, &rec_pg);
+    put_records(b, t->steps, t->n_steps, &rec_step);
     put_array(b, v, sizeof v / sizeof v[0], sizeof v[0]);
 }
 
@@ -114,23 +232,23 @@ static void put_graph(struct wbuf *b, const struct model_graph *g)
 {
     size_t n = g->n_tasks;
     put_strtab(b, &g->names);
-    put_array(b, g->tasks, n, sizeof *g->tasks);
-    put_array(b, g->src, n, sizeof *g->src);
+    put_records(b, g->tasks, n, &rec_task);
+    put_records(b, g->src, n, &rec_task_src);
     put_array(b, g->prev, 4 * n + 2, sizeof *g->prev); /* prev, next, pred_at, succ_at */
-    put_array(b, g->edges, g->n_edges, sizeof *g->edges);
+    put_records(b, g->edges, g->n_edges, &rec_edge);
     put_array(b, g->succs, g->n_edges, sizeof *g->succs);
-    put_array(b, g->res, g->n_res, sizeof *g->res);
-    put_array(b, g->steps, g->n_steps, sizeof *g->steps);
-    put_array(b, g->ranks, g->n_ranks, sizeof *g->ranks);
-    put_array(b, g->groups, g->n_groups, sizeof *g->groups);
+    put_records(b, g->res, g->n_res, &rec_res);
+    put_records(b, g->steps, g->n_steps, &rec_graph_step);
+    put_records(b, g->ranks, g->n_ranks, &rec_graph_rank);
+    put_records(b, g->groups, g->n_groups, &rec_group);
     put_array(b, g->group_at, g->n_groups ? g->n_groups + 1 : 0, sizeof *g->group_at);
     put_array(b, g->group_tasks, g->n_groups ? g->group_at[g->n_groups] : 0, sizeof *g->group_tasks);
-    put_array(b, g->parts, g->n_parts, sizeof *g->parts);
-    put_array(b, g->peers, g->n_peers, sizeof *g->peers);
-    put_array(b, &g->stats, 1, sizeof g->stats);
+    put_records(b, g->parts, g->n_parts, &rec_part);
+    put_records(b, g->peers, g->n_peers, &rec_peer);
+    put_records(b, &g->stats, 1, &rec_stats);
     put_u64(b, (uint64_t)g->folding.on);
     put_u64(b, g->folding.ranks);
-    put_array(b, g->folding.folded, g->folding.n_folded, sizeof *g->folding.folded);
+    put_records(b, g->folding.folded, g->folding.n_folded, &rec_folded);
     put_array(b, g->folding.measured, g->folding.n_measured, sizeof *g->folding.measured);
 }
 
@@ -169,12 +287,12 @@ int model_blob_write(const struct built_model *m, void **out, size_t *n, struct 
     const struct est_traced_model *om = built_model_opened(m);
     const struct model_job *job = est_model_job(om);
     const struct model_coll_waits *w = est_model_waits(om);
-    put_array(&b, traces, nt, sizeof *traces);
+    put_records(&b, traces, nt, &rec_trace_file);
     put_array(&b, job->rank_ids, job->n_ranks, sizeof *job->rank_ids);
     for (size_t i = 0; i < job->n_ranks; i++)
         put_trace(&b, job->ranks[i]);
     put_graph(&b, est_model_graph(om));
-    put_array(&b, w->v, w->n, sizeof *w->v);
+    put_records(&b, w->v, w->n, &rec_wait);
     int rc = b.oom ? sc_error_set(err, SC_ENOMEM, "out of memory") : model_blob_seal(b.p, b.n, out, n, err);
     free(b.p);
     return rc;
@@ -232,6 +350,32 @@ static void *get_array(struct rbuf *r, size_t size, size_t *count, size_t want, 
         free(p);
         return NULL;
     }
+    *count = (size_t)c;
+    return p;
+}
+
+/* A counted array of records, field by field, into *out (from calloc:
+ * what no field covers is zero) and *count; `want` as for get_array. */
+static void *get_records(struct rbuf *r, const struct record *rec, size_t *count, size_t want, const char *what)
+{
+    size_t w = packed(rec);
+    uint64_t c = get_u64(r, what);
+    uint8_t *p;
+    *count = 0;
+    if (r->rc)
+        return NULL;
+    if (c > (r->n - r->off) / w)
+        return BAD(r, "%s: %llu records of %zu bytes, more than the blob holds", what, (unsigned long long)c, w),
+               NULL;
+    if (want != SIZE_MAX && c != want)
+        return BAD(r, "%s: %llu records, not %zu", what, (unsigned long long)c, want), NULL;
+    if (!(p = calloc(c ? (size_t)c : 1, rec->size)))
+        return r->rc = sc_error_set(r->err, SC_ENOMEM, "out of memory"), NULL;
+    for (size_t i = 0; i < c; i++)
+        for (size_t k = 0; k < rec->nf; k++) {
+            memcpy(p + i * rec->size + rec->f[k].off, r->p + r->off, rec->f[k].size);
+            r->off += rec->f[k].size;
+        }
     *count = (size_t)c;
     return p;
 }
@@ -297,11 +441,11 @@ static struct model_trace *get_trace(struct rbuf *r)
     free(source);
     get_strtab(r, &t->strings, "trace strings");
     ns = t->strings.n;
-    t->tracks = get_array(r, sizeof *t->tracks, &t->n_tracks, SIZE_MAX, "trace tracks");
-    t->cats = get_array(r, sizeof *t->cats, &t->n_cats, SIZE_MAX, "trace categories");
-    t->devices = get_array(r, sizeof *t->devices, &t->n_devices, SIZE_MAX, "trace devices");
-    t->pgs = get_array(r, sizeof *t->pgs, &t->n_pgs, SIZE_MAX, "trace process groups");
-    t->steps = get_array(r, sizeof *t->steps, &t->n_steps, SIZE_MAX, "trace steps");
+    t->tracks = get_records(r, &rec_track, &t->n_tracks, SIZE_MAX, "trace tracks");
+    t->cats = get_records(r, &rec_cat, &t->n_cats, SIZE_MAX, "trace categories");
+    t->devices = get_records(r, &rec_device, &t->n_devices, SIZE_MAX, "trace devices");
+    t->pgs = get_records(r, &rec_pg, &t->n_pgs, SIZE_MAX, "trace process groups");
+    t->steps = get_records(r, &rec_step, &t->n_steps, SIZE_MAX, "trace steps");
     t->cap_tracks = t->n_tracks;
     t->cap_cats = t->n_cats;
     t->cap_devices = t->n_devices;
@@ -391,9 +535,9 @@ static struct model_graph *get_graph(struct rbuf *r)
         return NULL;
     }
     get_strtab(r, &g->names, "graph names");
-    g->tasks = get_array(r, sizeof *g->tasks, &g->n_tasks, SIZE_MAX, "tasks");
+    g->tasks = get_records(r, &rec_task, &g->n_tasks, SIZE_MAX, "tasks");
     n = g->n_tasks;
-    g->src = get_array(r, sizeof *g->src, &k, n, "task sources");
+    g->src = get_records(r, &rec_task_src, &k, n, "task sources");
     uint32_t *links = get_array(r, sizeof *links, &k, 4 * n + 2, "task links");
     if (links) {
         g->prev = links;
@@ -401,7 +545,7 @@ static struct model_graph *get_graph(struct rbuf *r)
         g->pred_at = links + 2 * n;
         g->succ_at = links + 3 * n + 1;
     }
-    g->edges = get_array(r, sizeof *g->edges, &g->n_edges, SIZE_MAX, "edges");
+    g->edges = get_records(r, &rec_edge, &g->n_edges, SIZE_MAX, "edges");
     /* the successors share the edges' allocation (graph.c frees them with it) */
     uint32_t *succs = get_array(r, sizeof *succs, &k, g->n_edges, "successors");
     if (!r->rc) {
@@ -415,22 +559,22 @@ static struct model_graph *get_graph(struct rbuf *r)
         }
     }
     free(succs);
-    g->res = get_array(r, sizeof *g->res, &g->n_res, SIZE_MAX, "resources");
-    g->steps = get_array(r, sizeof *g->steps, &g->n_steps, SIZE_MAX, "steps");
-    g->ranks = get_array(r, sizeof *g->ranks, &g->n_ranks, SIZE_MAX, "ranks");
-    g->groups = get_array(r, sizeof *g->groups, &g->n_groups, SIZE_MAX, "groups");
+    g->res = get_records(r, &rec_res, &g->n_res, SIZE_MAX, "resources");
+    g->steps = get_records(r, &rec_graph_step, &g->n_steps, SIZE_MAX, "steps");
+    g->ranks = get_records(r, &rec_graph_rank, &g->n_ranks, SIZE_MAX, "ranks");
+    g->groups = get_records(r, &rec_group, &g->n_groups, SIZE_MAX, "groups");
     g->group_at = get_array(r, sizeof *g->group_at, &k, g->n_groups ? g->n_groups + 1 : 0, "group offsets");
     size_t members = g->n_groups && g->group_at ? g->group_at[g->n_groups] : 0;
     g->group_tasks = get_array(r, sizeof *g->group_tasks, &k, members, "group members");
-    g->parts = get_array(r, sizeof *g->parts, &g->n_parts, SIZE_MAX, "task parts");
-    g->peers = get_array(r, sizeof *g->peers, &g->n_peers, SIZE_MAX, "task peers");
-    struct model_graph_stats *stats = get_array(r, sizeof *stats, &k, 1, "graph stats");
+    g->parts = get_records(r, &rec_part, &g->n_parts, SIZE_MAX, "task parts");
+    g->peers = get_records(r, &rec_peer, &g->n_peers, SIZE_MAX, "task peers");
+    struct model_graph_stats *stats = get_records(r, &rec_stats, &k, 1, "graph stats");
     if (stats)
         g->stats = *stats;
     free(stats);
     g->folding.on = get_u64(r, "folding") != 0;
     g->folding.ranks = (size_t)get_u64(r, "folding");
-    g->folding.folded = get_array(r, sizeof *g->folding.folded, &g->folding.n_folded, SIZE_MAX, "folded ranks");
+    g->folding.folded = get_records(r, &rec_folded, &g->folding.n_folded, SIZE_MAX, "folded ranks");
     g->folding.measured = get_array(r, sizeof *g->folding.measured, &g->folding.n_measured, SIZE_MAX, "folded steps");
     if (!r->rc) {
         if (g->n_groups && g->group_at[0] != 0)
@@ -484,6 +628,16 @@ static int header_ok(const uint8_t *p, size_t n, struct sc_error *err)
     return SC_OK;
 }
 
+int model_blob_stale(const void *p, size_t n)
+{
+    uint32_t version, lay;
+    if (n < MODEL_BLOB_HEADER || memcmp(p, magic, 8))
+        return 0;
+    memcpy(&version, (const uint8_t *)p + 8, 4);
+    memcpy(&lay, (const uint8_t *)p + 12, 4);
+    return version != MODEL_BLOB_VERSION || lay != layout();
+}
+
 int model_blob_read(const void *p, size_t n, const char *id, const struct model_load_opts *opts,
                     struct built_model **out, struct sc_error *err)
 {
@@ -495,7 +649,7 @@ int model_blob_read(const void *p, size_t n, const char *id, const struct model_
     *out = NULL;
     if ((r.rc = header_ok(p, n, err)))
         return r.rc;
-    traces = get_array(&r, sizeof *traces, &nt, SIZE_MAX, "traces");
+    traces = get_records(&r, &rec_trace_file, &nt, SIZE_MAX, "traces");
     for (size_t i = 0; !r.rc && i < nt; i++)
         if (!memchr(traces[i].sha256, '\0', sizeof traces[i].sha256) || !digest_is_hex(traces[i].sha256))
             BAD(&r, "trace %zu is named by no hash", i);
@@ -512,7 +666,7 @@ int model_blob_read(const void *p, size_t n, const char *id, const struct model_
     if (!r.rc && (model.graph = get_graph(&r)))
         model.graph->job = job;
     size_t nw = 0;
-    struct model_coll_wait *w = get_array(&r, sizeof *w, &nw, SIZE_MAX, "collective waits");
+    struct model_coll_wait *w = get_records(&r, &rec_wait, &nw, SIZE_MAX, "collective waits");
     model.waits.v = w;
     model.waits.n = nw;
     for (size_t i = 0; !r.rc && i < nw; i++)

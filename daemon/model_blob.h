@@ -6,8 +6,8 @@
  *
  *     "SCMODEL\0"             magic, 8 bytes
  *     u32 version             MODEL_BLOB_VERSION
- *     u32 layout              the sizes of the records below, hashed: a
- *                             blob written by a build whose records differ
+ *     u32 layout              the sizes of the records' fields below, hashed:
+ *                             a blob written by a build whose records differ
  *                             (another version, another architecture) is
  *                             refused, never misread
  *     u64 payload bytes
@@ -17,7 +17,12 @@
  *                             keeps no more), its graph (graph.h: names, then
  *                             each array, counted), its collectives' waits
  *
- * Numbers are the host's (the layout word includes the byte order).
+ * Each record is written field by field (model_blob.c lists the fields of
+ * each struct), never its padding, and a text field's bytes after its NUL
+ * are zeros: the same model is always the same bytes, and no byte of the
+ * blob comes from memory the model never set. Version 1 wrote records as
+ * raw memory; such a blob is refused and its model built again from its
+ * traces. Numbers are the host's (the layout word includes the byte order).
  * Counts, array sizes, string ids and every index are checked when read,
  * and the graph passes model_graph_check(), so a truncated, corrupt or
  * other-version blob is a clear error and no crash. */
@@ -32,7 +37,7 @@
 struct built_model;
 struct model_load_opts;
 
-#define MODEL_BLOB_VERSION 1
+#define MODEL_BLOB_VERSION 2
 #define MODEL_BLOB_HEADER 88 /* magic, version, layout, payload bytes, checksum */
 
 /* m as a blob's bytes: *out from malloc, *n long. */
@@ -42,6 +47,11 @@ int model_blob_write(const struct built_model *m, void **out, size_t *n, struct 
  * step marker: the model's). SC_EINVAL saying what is wrong with it. */
 int model_blob_read(const void *p, size_t n, const char *id, const struct model_load_opts *opts,
                     struct built_model **out, struct sc_error *err);
+
+/* 1 when p is a built model's blob of another format version (or written
+ * by a build whose records differ): not corrupt, only stale; its model is
+ * built again from its traces. 0 otherwise. */
+int model_blob_stale(const void *p, size_t n);
 
 /* A payload with its header in front (what model_blob_write does last):
  * *out from malloc, *n long. For the fuzz target, which feeds payloads. */

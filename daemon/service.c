@@ -199,7 +199,7 @@ static int check_built(struct store *st, struct blob_store *bs, FILE *report, si
     char (*ids)[API_ID_MAX] = NULL;
     char (*shas)[DIGEST_HEX_LEN + 1] = NULL;
     struct model_load_opts lo;
-    size_t n = 0, ok = 0;
+    size_t n = 0, ok = 0, stale = 0;
     int rc = bq_built_blobs(st, &ids, &shas, &n, err);
     model_load_opts_default(&lo);
     for (size_t i = 0; rc == SC_OK && i < n; i++) {
@@ -208,6 +208,13 @@ static int check_built(struct store *st, struct blob_store *bs, FILE *report, si
         void *p = NULL;
         size_t len = 0;
         int r = blob_get(bs, shas[i], SIZE_MAX / 2, &p, &len, &e);
+        if (r == SC_OK && model_blob_stale(p, len)) {
+            fprintf(report, "model %s: blob %s: an earlier format, built again from its traces on first use\n",
+                    ids[i], shas[i]);
+            stale++;
+            free(p);
+            continue;
+        }
         if (r == SC_OK)
             r = model_blob_read(p, len, ids[i], &lo, &m, &e);
         free(p);
@@ -219,7 +226,8 @@ static int check_built(struct store *st, struct blob_store *bs, FILE *report, si
             ok++;
     }
     if (rc == SC_OK)
-        fprintf(report, "built models: %zu of %zu blobs load, their graphs checked\n", ok, n);
+        fprintf(report, "built models: %zu of %zu blobs load, their graphs checked; %zu of an earlier format\n",
+                ok, n, stale);
     free(ids);
     free(shas);
     return rc;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include "daemon/workers.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -66,6 +67,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&w->mu);
         j.fn(j.ctx);
         pthread_mutex_lock(&w->mu);
+        assert(w->running > 0 && j.room < WORKERS_ROOMS && w->places[j.room] > 0); /* its place reserved */
         w->running--;
         w->places[j.room]--;
         if (j.then) { /* the place given back first: whoever reads the answer finds it free */
@@ -137,6 +139,8 @@ int workers_reserve(struct workers *w, enum workers_room room, struct sc_error *
 void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, workers_fn then, void *ctx)
 {
     pthread_mutex_lock(&w->mu);
+    /* submitted in a place reserved: the places bound the queue */
+    assert(room < WORKERS_ROOMS && w->places[room] > 0 && w->n < w->cap);
     w->queue[(w->head + w->n) % w->cap] = (struct job){fn, then, ctx, room};
     w->n++;
     pthread_cond_signal(&w->work);

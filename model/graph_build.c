@@ -31,6 +31,7 @@
 #include "model/graph.h"
 #include "model/graph_build_internal.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,7 @@ static int assemble(struct join *j, struct folder *f, const struct model_job *jo
         j->traces[j->n] = job->ranks[i];
         j->rank_ids[j->n++] = job->rank_ids[i];
     }
+    assert(j->n == f->n); /* each part placed once, in the job's order */
     free(f->v); /* the parts are the join's now */
     f->v = NULL;
     f->n = f->cap = 0;

@@ -9,6 +9,7 @@
  * because this is where the build decides what waited for what. */
 #include "model/graph_build_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ static int add_wait(struct builder *b, struct rank_build *r, uint32_t c, uint32_
 {
     if (x == MODEL_NONE)
         return SC_OK;
+    assert(c < b->n_tasks && x < b->n_tasks && b->tasks[c].kind == MODEL_TASK_CALL); /* a call waits */
     int64_t s = b->ts[c], e = b->end[c], at = ff ? b->end[x] : b->ts[x];
     if (at > e + ORDER_TOL_NS)
         return SC_OK; /* the trace says it did not wait for x */

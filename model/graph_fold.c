@@ -7,6 +7,7 @@
  * folded part keeps only its trace header and measured step times. */
 #include "model/graph_build_internal.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,8 @@ static int fold_into(struct builder *rep, struct builder *m, struct sc_error *er
 {
     int64_t *measured = NULL;
     int rc = SC_OK;
+    /* alike: the same collectives, and steps, one for one */
+    assert(rep->n_comm == m->n_comm && rep->n_steps == m->n_steps);
     if (!rep->comm_min && rep->n_comm) {
         if (!(rep->comm_min = malloc(rep->n_comm * sizeof *rep->comm_min)))
             goto oom;
@@ -156,6 +159,7 @@ static int fold_into(struct builder *rep, struct builder *m, struct sc_error *er
         memcpy(rep->folded + rep->n_folded, m->folded, m->n_folded * sizeof *m->folded);
     rep->n_folded += m->n_folded;
     m->n_folded = 0;
+    assert(rep->n_folded < rep->cap_folded);
     rep->folded[rep->n_folded++] = (struct folded){m->r.t, -1, measured, m->anchor};
 out:
     gb_rank_free(m);

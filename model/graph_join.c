@@ -7,6 +7,7 @@
  * more than one rank at a time. */
 #include "model/graph_build_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,7 @@ static int collectives(struct join *j)
                 goto oom;
             for (size_t q = i; q < e; q++) {
                 size_t rk = refs[q].rank;
+                assert(rk < nranks && refs[q].m->task < j->parts[rk]->n_tasks);
                 j->parts[rk]->tasks[refs[q].m->task].kept = 1;
                 j->groups[j->n_groups++] =
                     (struct bgroup){(uint32_t)j->n_group_tasks, 1, group_spec(j->traces[rk], refs[q].m, 1)};
@@ -204,6 +206,7 @@ static int collectives(struct join *j)
             if (refs[q].rank == refs[i].rank)
                 ref_end = refs[q].m->end;
         }
+        assert(ref_end != INT64_MIN && intrinsic >= 0 && intrinsic != INT64_MAX);
         if (sc_vec_reserve((void **)&j->groups, &j->cap_groups, j->n_groups + 1, sizeof *j->groups) ||
             sc_vec_reserve((void **)&j->group_tasks, &j->cap_group_tasks, j->n_group_tasks + (e - i),
                            sizeof *j->group_tasks))
@@ -212,6 +215,7 @@ static int collectives(struct join *j)
                                                    group_spec(j->traces[refs[i].rank], refs[i].m, members)};
         for (size_t q = i; q < e; q++) {
             size_t rk = refs[q].rank;
+            assert(rk < nranks && refs[q].m->task < j->parts[rk]->n_tasks);
             j->parts[rk]->tasks[refs[q].m->task].dur = intrinsic;
             j->group_tasks[j->n_group_tasks++] = j->base[rk] + refs[q].m->task;
             if (refs[i].rank == 0) {
@@ -255,6 +259,7 @@ static int emit_rank(struct join *j, size_t rk, struct model_gb *gb)
 
     for (size_t i = 0; i < p->n_res && rc == SC_OK; i++) {
         const struct model_resource *r = &p->res[i];
+        assert(r->track < t->n_tracks);
         const struct model_track *tk = &t->tracks[r->track];
         struct model_res_spec rs = {.rank = (uint16_t)rk, .gpu = r->gpu, .comm = r->comm,
                                     .label = tk->label == MODEL_NONE ? NULL : model_str(t, tk->label),
@@ -273,13 +278,16 @@ static int emit_rank(struct join *j, size_t rk, struct model_gb *gb)
                                      .kept = k->kept, .order = p->ts[i] - off,
                                      .name = k->name == MODEL_NONE ? "(step boundary)" : model_str(t, k->name)};
         rc = model_gb_add_task(gb, &ts, &id);
+        assert(rc || id == base + i); /* the builder's id is the task's index */
     }
     for (size_t i = 0; i < p->n_edges && rc == SC_OK; i++) {
         const struct pending_edge *e = &p->edges[i];
+        assert(e->from < p->n_tasks && e->to < p->n_tasks);
         rc = model_gb_add_edge(gb, base + e->from, base + e->to, e->kind, e->type, e->lat, e->inferred);
     }
     for (size_t i = 0; i < p->n_steps && rc == SC_OK; i++) {
         const struct model_graph_step *s = &p->steps[i];
+        assert(s->step < t->n_steps && s->begin < p->n_tasks && (s->end == MODEL_NONE || s->end < p->n_tasks));
         rc = model_gb_add_step(gb, &(struct model_step_spec){(uint16_t)rk, base + s->begin,
                                                              s->end == MODEL_NONE ? MODEL_NONE : base + s->end,
                                                              model_str(t, t->steps[s->step].name),
@@ -320,6 +328,7 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
     }
     if ((rc = collectives(j)))
         return rc;
+    assert(j->n_group_tasks <= tasks); /* a task is in one group at most */
     if (!(gb = model_gb_new(j->err)))
         return SC_ENOMEM;
     model_gb_set_job(gb, job);
@@ -348,8 +357,10 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
             freed = 0;
         }
     }
-    for (size_t i = 0; i < j->n_groups && rc == SC_OK; i++)
+    for (size_t i = 0; i < j->n_groups && rc == SC_OK; i++) {
+        assert(j->groups[i].first + j->groups[i].n <= j->n_group_tasks);
         rc = model_gb_add_group(gb, &j->groups[i].spec, j->group_tasks + j->groups[i].first, j->groups[i].n, NULL);
+    }
     if (rc) {
         model_gb_free(gb);
         return rc;

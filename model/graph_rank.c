@@ -9,6 +9,7 @@
  * them. */
 #include "model/graph_build_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,8 @@ int gb_add_edge(struct builder *b, uint32_t from, uint32_t to, int64_t lat, uint
 {
     if (from == to || from == MODEL_NONE || to == MODEL_NONE)
         return SC_OK;
+    assert(from < b->n_tasks && to < b->n_tasks); /* between tasks of this part */
+    assert(type <= MODEL_SF && kind < MODEL_EDGE_KIND_COUNT);
     if (sc_vec_reserve((void **)&b->edges, &b->cap_edges, b->n_edges + 1, sizeof *b->edges))
         return OOM(b);
     b->edges[b->n_edges++] = (struct pending_edge){to, from, lat, type, kind, (uint8_t)inferred};
@@ -47,6 +50,7 @@ int gb_new_task(struct builder *b, const struct btask *t, int64_t ts, int64_t en
     }
     if (b->n_tasks >= (1u << 30))
         return sc_error_set(b->err, SC_ELIMIT, "more than %u tasks", 1u << 30);
+    assert(t->res < b->n_res && t->kind < MODEL_TASK_CLASS_COUNT); /* its resource made first */
     b->tasks[b->n_tasks] = *t;
     b->ts[b->n_tasks] = ts;
     b->end[b->n_tasks] = end;
@@ -350,6 +354,7 @@ uint32_t gb_last_launched_before(const struct stream *s, int64_t before)
 uint32_t gb_last_ending_by(const struct builder *b, uint32_t first, size_t n, int64_t t)
 {
     size_t lo = 0, hi = n;
+    assert(n == 0 || first + n <= b->n_tasks);
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (b->end[first + mid] <= t)
@@ -362,7 +367,9 @@ uint32_t gb_last_ending_by(const struct builder *b, uint32_t first, size_t n, in
 
 struct stream *gb_stream_of_task(struct rank_build *r, const struct builder *b, uint32_t task)
 {
+    assert(task < b->n_tasks);
     uint32_t i = b->stream_ix[b->tasks[task].res];
+    assert(i == MODEL_NONE || i < r->n_streams);
     return i == MODEL_NONE ? NULL : &r->streams[i];
 }
 
@@ -377,8 +384,10 @@ int gb_thread_scans(struct builder *b, struct rank_build *r)
     for (uint32_t res = r->thread_lo; res < r->thread_hi; res++) {
         uint32_t first = b->res[res].first, last = first + b->res[res].n;
         uint32_t cur = MODEL_NONE, rec = MODEL_NONE, next = MODEL_NONE;
+        assert(last <= b->n_tasks);
         for (uint32_t k = first; k < last; k++) {
             uint32_t ev = b->tasks[k].event;
+            assert(b->tasks[k].res == res); /* a thread's tasks lie side by side */
             if (b->tasks[k].kind == MODEL_TASK_CALL) {
                 uint32_t gpu = t->link[ev];
                 if (gpu != MODEL_NONE && r->task_of[gpu] != MODEL_NONE)
@@ -410,6 +419,7 @@ int gb_thread_scans(struct builder *b, struct rank_build *r)
 uint32_t gb_next_launched(const struct builder *b, uint32_t c)
 {
     const struct model_resource *res = &b->res[b->tasks[c].res];
+    assert(c >= res->first && c < res->first + res->n); /* c among its thread's tasks */
     return c + 1 < res->first + res->n ? b->next_gpu[c + 1] : MODEL_NONE;
 }
 

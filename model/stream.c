@@ -6,6 +6,7 @@
  * CRC and size, and the stream above them is the same. */
 #include "model/stream.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -295,6 +296,7 @@ static int decoded_refill(struct decoded_stream *d, struct sc_error *err)
         ssize_t r = model_stream_read(d->inner, d->in + keep, DECODE_IN - keep, err);
         if (r < 0)
             return -1;
+        assert((size_t)r <= DECODE_IN - keep); /* a read fills no more than it is given */
         if (r == 0)
             d->inner_eof = 1;
         keep += (size_t)r;
@@ -337,6 +339,7 @@ static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct 
 {
     struct decoded_stream *d = (struct decoded_stream *)s;
     if (!d->gzip) {
+        assert(d->pos <= d->len && d->len <= DECODE_IN);
         if (d->pos < d->len) {
             size_t k = d->len - d->pos < n ? d->len - d->pos : n;
             memcpy(buf, d->in + d->pos, k);
@@ -365,6 +368,7 @@ static ssize_t decoded_read(struct model_stream *s, void *buf, size_t n, struct 
         size_t before = d->avail_in;
         const char *msg = NULL;
         int zr = inflater_run(&d->z, &d->next_in, &d->avail_in, &out, &room, &msg);
+        assert(d->avail_in <= before && room <= n); /* inflate takes and gives within bounds */
         d->consumed += (int64_t)(before - d->avail_in);
         if (zr == INFLATE_MEMBER_END) {
             d->between_members = 1;

@@ -1,6 +1,7 @@
 /* tests/integration/test_svc_units.c: the service's modules in-process:
  * router, request decoders, model cache, config sources, blob store. */
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/config.h"
+#include "daemon/digest.h"
 #include "daemon/model_blob.h"
 #include "daemon/workers.h"
 #include "estimator/model_open.h"
@@ -453,8 +455,9 @@ TEST(svc_blob_sweep_leaves_live_replicas_files)
     blob_store_free(bs);
 }
 
-/* A model built from paths[0..n), as a daemon builds it. */
-static struct built_model *model_of(const char *const *paths, size_t n)
+/* A model built from paths[0..n), as a daemon builds it; its trace
+ * records filled with the byte `fill` before their fields are set. */
+static struct built_model *model_of_filled(const char *const *paths, size_t n, int fill)
 {
     struct model_load_opts lo;
     struct est_traced_model *om = NULL;
@@ -462,14 +465,21 @@ static struct built_model *model_of(const char *const *paths, size_t n)
     struct built_model *m = NULL;
     struct sc_error err;
     model_load_opts_default(&lo);
-    memset(traces, 0, sizeof traces);
+    memset(traces, fill, sizeof traces);
     for (size_t i = 0; i < n && i < 8; i++) {
         traces[i].rank = (int64_t)i;
         memset(traces[i].sha256, 'a' + (int)i, DIGEST_HEX_LEN);
+        traces[i].sha256[DIGEST_HEX_LEN] = '\0';
+        traces[i].bytes = traces[i].events = traces[i].steps = traces[i].uploaded_ns = 0;
     }
     REQUIRE(est_model_open(paths, n, NULL, NULL, NULL, &om, &err) == SC_OK);
     REQUIRE(built_model_assemble("m-blob", traces, n, &lo, om, &m, &err) == SC_OK);
     return m;
+}
+
+static struct built_model *model_of(const char *const *paths, size_t n)
+{
+    return model_of_filled(paths, n, 0);
 }
 
 /* Each step's replayed time, with the model's collective waits. */
@@ -522,6 +532,40 @@ TEST(svc_model_blob_round_trip)
         built_model_free(m);
         built_model_free(back);
     }
+}
+
+/* The same job built twice is the same blob, byte for byte, and so the
+ * same digest: whatever bytes the records' padding and their text fields'
+ * tails held. The two builds differ in those only: the trace records are
+ * filled with another byte before their fields are set, and the heap
+ * hands out memory filled with another byte (glibc's M_PERTURB; under
+ * ASan the heap is its own, and only the first difference is made). */
+TEST(svc_model_blob_same_job_same_bytes)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
+                                         "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
+    static const int fill[2] = {0xa5, 0x5a};
+    char sum[2][DIGEST_HEX_LEN + 1];
+    void *p[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    struct sc_error err;
+    for (int k = 0; k < 2; k++) {
+        mallopt(M_PERTURB, fill[k]);
+        struct built_model *m = model_of_filled(sample, 4, fill[k]);
+        REQUIRE(model_blob_write(m, &p[k], &n[k], &err) == SC_OK);
+        built_model_free(m);
+        mallopt(M_PERTURB, 0);
+        REQUIRE(digest_hex(p[k], n[k], sum[k], &err) == SC_OK);
+    }
+    /* the first byte of the payload that differs, if any */
+    size_t at = MODEL_BLOB_HEADER;
+    while (at < n[0] && at < n[1] && ((const uint8_t *)p[0])[at] == ((const uint8_t *)p[1])[at])
+        at++;
+    CHECK_EQ_INT(n[0], n[1]);
+    CHECK_EQ_INT(at, n[0]);
+    CHECK_STREQ(sum[0], sum[1]);
+    free(p[0]);
+    free(p[1]);
 }
 
 /* A corrupt, truncated or other-version blob is refused, saying so. */
