@@ -12,7 +12,7 @@
 #include "api/page.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/chakra_export.h"
+#include "estimator/interchange/chakra_export.h"
 #include "model/archive.h"
 #include "model/job.h"
 #include "model/trace.h"

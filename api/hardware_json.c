@@ -3,7 +3,7 @@
 
 #include "api/json_reply.h"
 #include "api/reply.h"
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
 static json_t *dtype_table(const double *v)

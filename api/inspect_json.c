@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "estimator/coll_split.h"
-#include "estimator/structure.h"
+#include "estimator/whatif/coll_split.h"
+#include "estimator/whatif/structure.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"

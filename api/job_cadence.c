@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/whatif_json.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "common/banned.h"
 
 int api_job_number_range(const char *key, double *min, double *max)

@@ -10,8 +10,8 @@
 #include "api/json_reply.h"
 #include "api/page.h"
 #include "api/routes.h"
-#include "estimator/estimate.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 static const char *const kind_names[API_LEDGER_KIND_COUNT] = {"replay", "whatif", "estimate"};

@@ -6,7 +6,7 @@
 
 #include "api/estimate_json.h"
 #include "api/megatron_args.h"
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 /* A band: its region, where it comes from and what it holds. */

@@ -1,4 +1,4 @@
-/* api/plan_json.h: a plan (estimator/plan.h) as the document `stepcast
+/* api/plan_json.h: a plan (estimator/plan/plan.h) as the document `stepcast
  * plan --json` prints and GET /v1/plans/{id} answers, and the body of
  * POST /v1/plans. */
 #ifndef API_PLAN_JSON_H
@@ -17,7 +17,7 @@ struct est_plan_request;
  * "risk":P,"top":[{"parallel":{..},"options":{..},"estimate":{..}}]}: each
  * row's parallel and options objects with every value written out (a spec
  * made of the template's model and cluster and them is the configuration),
- * its estimate the estimate document. A plan with bands (estimator/bands.h)
+ * its estimate the estimate document. A plan with bands (estimator/plan/bands.h)
  * adds to each row "at_risk":{"risk","error","step_ms"}, "band" (its
  * region's, or null), "extrapolated" and, when true,
  * "extrapolated_because"; the top row, estimated again at kernel detail,

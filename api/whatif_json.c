@@ -11,12 +11,12 @@
 #include "api/json_reply.h"
 #include "api/reply.h"
 #include "api/replay_json.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "common/banned.h"
 
 static json_t *num(double v)

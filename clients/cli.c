@@ -20,7 +20,7 @@
 
 #include "api/timeline_json.h"
 #include "clients/cli.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
 #include "estimator/request_resolve.h"
 #include "model/graph.h"

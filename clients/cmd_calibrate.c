@@ -30,8 +30,8 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/calibrate.h"
-#include "estimator/collective_model.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/costs/collective_model.h"
 #include "model/job.h"
 #include "common/banned.h"
 

@@ -1,6 +1,6 @@
 /* clients/cmd_estimate.c: `stepcast estimate --spec F`: the step time,
  * throughput, utilisation, memory and cost of a configuration nobody has
- * traced, from its spec (estimator/estimate.h).
+ * traced, from its spec (estimator/synth/estimate.h).
  *
  * Locally a spec's cluster.profile is a cluster profile file: the path as
  * given, else NAME.json in the --calibrations DIR. With a server
@@ -19,7 +19,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 #include "estimator/request_resolve.h"
 #include "common/banned.h"
 

@@ -1,7 +1,7 @@
 /* clients/cmd_export.c: `stepcast export chakra`: a replayed step (from
  * traces, or synthesised from a spec) as Chakra execution traces, one
  * file per rank and the communicator table, for ASTRA-sim and other
- * simulators (estimator/chakra_export.h). */
+ * simulators (estimator/interchange/chakra_export.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -12,9 +12,9 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/chakra_export.h"
+#include "estimator/interchange/chakra_export.h"
 #include "estimator/model_open.h"
-#include "estimator/synth.h"
+#include "estimator/synth/synth.h"
 #include "model/archive.h"
 #include "model/graph.h"
 #include "model/replay.h"

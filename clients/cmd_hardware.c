@@ -12,7 +12,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
 /* "label: fp32 67 tf32 494.7 ...": the dtypes the table has. */

@@ -17,7 +17,7 @@
 #include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/table.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "common/banned.h"
 
 static void print_list(json_t *doc)

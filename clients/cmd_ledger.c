@@ -37,7 +37,7 @@
 #include "clients/remote.h"
 #include "clients/table.h"
 #include "common/strtab.h"
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "common/banned.h"
 
 #define CMD "ledger"

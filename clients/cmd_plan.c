@@ -1,5 +1,5 @@
 /* clients/cmd_plan.c: `stepcast plan --spec F --gpus N`: the best
- * configurations of a model on N GPUs (estimator/plan.h), as a table, the
+ * configurations of a model on N GPUs (estimator/plan/plan.h), as a table, the
  * plan document (--json) or the Megatron-LM arguments that run each row
  * (--megatron). A progress bar goes to stderr when it is a terminal.
  *
@@ -8,14 +8,14 @@
  * posted to POST /v1/plans and polled at GET /v1/plans/{id} until the plan
  * is done.
  *
- * Rows rank at a risk (--risk P, 0.5 to 1; estimator/bands.h): by the
+ * Rows rank at a risk (--risk P, 0.5 to 1; estimator/plan/bands.h): by the
  * step time the band of their region puts at the P-quantile; the table
  * shows it beside the estimate, marks a row beyond what was validated
  * with '!' and says why under it, and gives the top row's estimate at
  * kernel detail. Locally the bands are the compiled-in ones; a server
  * merges its ledger into them.
  *
- * From a traced job instead of a spec (estimator/whatif_plan.h), each
+ * From a traced job instead of a spec (estimator/whatif/whatif_plan.h), each
  * candidate the what-if of the job: `--from-traces --config F TRACE...`
  * here, `--from-model ID` on the server (POST /v1/models/{id}/plan). */
 #include <getopt.h>
@@ -33,8 +33,8 @@
 #include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/model_open.h"
-#include "estimator/plan.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"

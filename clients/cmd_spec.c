@@ -16,12 +16,12 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
-#include "estimator/bands.h"
-#include "estimator/flops.h"
-#include "estimator/hf_config.h"
-#include "estimator/memory.h"
-#include "estimator/plan.h"
-#include "estimator/spec.h"
+#include "estimator/plan/bands.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/memory.h"
+#include "estimator/plan/plan.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 /* Specs and configs are small; larger files are not one. */

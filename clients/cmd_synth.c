@@ -1,6 +1,6 @@
 /* clients/cmd_synth.c: `stepcast synth --spec F --out DIR`: the step that
  * `stepcast estimate` synthesises and replays, written as one Kineto trace
- * per pipeline stage (estimator/synth_trace.h), for `stepcast replay`,
+ * per pipeline stage (estimator/synth/synth_trace.h), for `stepcast replay`,
  * trace viewers and anything else that reads profiler traces. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
-#include "estimator/synth.h"
-#include "estimator/synth_trace.h"
+#include "estimator/synth/synth.h"
+#include "estimator/synth/synth_trace.h"
 #include "model/graph.h"
 #include "model/replay.h"
 #include "common/banned.h"

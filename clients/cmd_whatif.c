@@ -1,5 +1,5 @@
 /* clients/cmd_whatif.c: `stepcast whatif`: a traced job's step transformed
- * to another configuration and replayed (estimator/whatif.h). */
+ * to another configuration and replayed (estimator/whatif/whatif.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +13,10 @@
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "common/banned.h"
 

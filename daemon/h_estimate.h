@@ -9,8 +9,8 @@
 #include "api/resources.h"
 #include "common/error.h"
 #include "daemon/service.h"
-#include "estimator/estimate.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/spec.h"
 
 /* A posted spec: parsed and checked, its cluster.profile resolved to a
  * stored calibration and applied to the costs. */

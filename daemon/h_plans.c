@@ -15,7 +15,7 @@
  * finished one.
  *
  * POST /v1/models/{id}/plan takes {"gpus","up_to","top","objective"} and
- * plans from the built model instead of a spec (estimator/whatif_plan.h):
+ * plans from the built model instead of a spec (estimator/whatif/whatif_plan.h):
  * the same document, states and store; 422 when the model's job has no
  * config or one that lacks what a plan needs. */
 #include "daemon/dispatch.h"

@@ -3,7 +3,7 @@
  * POST /v1/validations stores a measured step time with the prediction
  * stepcast makes for it now: the replay of a model (the mean over ranks of
  * its modelled steps), the what-if of a model (`set`, from its job's
- * config; estimator/whatif.h), or the estimate of a spec at the default
+ * config; estimator/whatif/whatif.h), or the estimate of a spec at the default
  * detail. The
  * entry keeps the stepcast version and the calibration that predicted, and
  * its model's id when the model is deleted later. Every write bumps
@@ -22,10 +22,10 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/log.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 #include "estimator/model_open.h"
 #include "model/replay.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "daemon/h_estimate.h"
 #include "daemon/h_experiments.h"
 #include "daemon/h_models.h"

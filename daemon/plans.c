@@ -17,7 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
-#include "estimator/whatif_size.h"
+#include "estimator/whatif/whatif_size.h"
 #include "model/job.h"
 #include "common/cancel.h"
 #include "common/banned.h"

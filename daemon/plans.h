@@ -15,8 +15,8 @@
 
 #include "api/resources.h"
 #include "common/error.h"
-#include "estimator/plan.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "model/graph.h"
 
 #define PLANS_MAX_RUNNING 4

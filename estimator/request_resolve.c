@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 int est_request_costs(const struct est_spec *spec, const struct hw_profile *hw, const struct est_profile_lookup *lookup,

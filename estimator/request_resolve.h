@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 
 /* A cluster profile a lookup found: its document, and how the program
  * names it (a label such as "NAME@SHA12" and the document's hash; "" when

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/chakra_import.h"
-#include "estimator/coll_split.h"
+#include "estimator/interchange/chakra_import.h"
+#include "estimator/whatif/coll_split.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"

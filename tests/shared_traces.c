@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"

@@ -3,7 +3,7 @@
  *
  *     build/bench-gemm-model TRACE...
  *
- * Every GEMM op with its shape (estimator/gemm_samples.h) is timed by the
+ * Every GEMM op with its shape (estimator/calibrate/gemm_samples.h) is timed by the
  * model with its default parameters on the profile of the trace's GPU, and
  * the errors are summed up per GPU: median and mean of |predicted /
  * measured - 1|, and the median of predicted / measured. */
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "common/vec.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
 #include "model/job.h"
 #include "common/banned.h"
 

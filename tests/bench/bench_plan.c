@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 static double cpu_now(void)

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_bands.c: libFuzzer target for the bands file reader
- * (estimator/bands.h). A file parsed is written again and must parse to
+ * (estimator/plan/bands.h). A file parsed is written again and must parse to
  * the same bands; every band's quantiles ascend and its figures are in
  * range, and a step time at any risk is finite and positive. Anything but
  * a clean success or a clean error is a bug. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/bands.h"
+#include "estimator/plan/bands.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

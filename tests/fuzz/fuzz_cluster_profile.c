@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/cluster_profile.h"
-#include "estimator/hardware.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "estimator/gemm_table.h"
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
+#include "estimator/calibrate/gemm_table.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

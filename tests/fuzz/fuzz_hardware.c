@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_hardware.c: libFuzzer target for the hardware profile
- * reader (estimator/hardware.h), which `stepcast --server URL hardware`
+ * reader (estimator/costs/hardware.h), which `stepcast --server URL hardware`
  * runs on the server's documents.
  *
  * Arbitrary bytes go to hw_profile_parse; a profile that parses must give
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

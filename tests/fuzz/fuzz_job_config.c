@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_job_config.c: libFuzzer target for the job description
- * and what-if set parsers (estimator/job_config.h).
+ * and what-if set parsers (estimator/spec/job_config.h).
  *
  * An input starting with 'S' is the rest as a "k=v,k=v" set, 'J' a set as
  * JSON, anything else a job description. A description that parses must
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

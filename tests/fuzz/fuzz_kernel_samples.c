@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/attn_samples.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
+#include "estimator/calibrate/attn_samples.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
 #include "model/trace.h"
 #include "tests/fuzz/fuzz_limits.h"
 #include "common/banned.h"

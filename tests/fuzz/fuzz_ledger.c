@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_ledger.c: libFuzzer target for what `stepcast ledger`
  * reads: the CSV of measured step times of `ledger import` (and `make
- * validate`; estimator/validation.h), and the local ledger file
+ * validate`; estimator/plan/validation.h), and the local ledger file
  * (api/ledger.h).
  *
  * The first byte picks the reader. Each CSV row parsed becomes its spec,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "api/ledger.h"
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -7,8 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "estimator/collective_model.h"
-#include "estimator/nccl_tests.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/calibrate/coll_fit.h"
+#include "estimator/calibrate/nccl_tests.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

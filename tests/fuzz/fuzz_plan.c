@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "api/plan_json.h"
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

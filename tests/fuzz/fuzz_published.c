@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_published.c: libFuzzer target for the published
- * step-time table of `validate --published` (estimator/published.h).
+ * step-time table of `validate --published` (estimator/calibrate/published.h).
  *
  * Each row parsed must hold what the reader promises (a positive step
  * time, GPUs the product of its parallelism); each row the spec can
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "estimator/published.h"
+#include "estimator/calibrate/published.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

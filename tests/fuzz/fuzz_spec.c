@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/flops.h"
-#include "estimator/hf_config.h"
-#include "estimator/memory.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -20,8 +20,8 @@
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/whatif_json.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /* tests/golden/test_golden_coll_placement.c: the tensor-parallel collectives
- * a what-if from tp 1 places (estimator/coll_placement.h), counted on the
+ * a what-if from tp 1 places (estimator/whatif/coll_placement.h), counted on the
  * eager PyTorch steps measured on H100 and H200
  * (data/calibration/torch-steps) against Megatron's rules, traces
  * without transformer layers refused, and the gradient reduction a
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
-#include "estimator/coll_placement.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/synth.h"
-#include "estimator/whatif.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/whatif/coll_placement.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/synth/synth.h"
+#include "estimator/whatif/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"

@@ -12,9 +12,9 @@
 
 #include <jansson.h>
 
-#include "estimator/cluster_profile.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"

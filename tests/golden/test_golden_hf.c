@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "estimator/hf_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

@@ -9,9 +9,9 @@
  * default fraction. The figures are in BENCHMARKS.md. */
 #include <string.h>
 
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"

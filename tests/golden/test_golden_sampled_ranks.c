@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "api/inspect_json.h"
-#include "estimator/coll_split.h"
+#include "estimator/whatif/coll_split.h"
 #include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"

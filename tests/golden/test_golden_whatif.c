@@ -1,5 +1,5 @@
 /* tests/golden/test_golden_whatif.c: what-ifs on traced jobs
- * (estimator/whatif.h): a no-op reproduces the replay on the shared
+ * (estimator/whatif/whatif.h): a no-op reproduces the replay on the shared
  * traces, less the host time their profiler took; the real pair trace_diff/control (A100, rank 3 of 8) ->
  * trace_diff/test (V100, rank 1 of 2); on `stepcast synth` traces, each
  * kind of change against `stepcast estimate` of the changed spec, layers
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/collective_model.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
-#include "estimator/structure.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/kernel_family.h"

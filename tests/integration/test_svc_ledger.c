@@ -14,10 +14,10 @@
 #include <sqlite3.h>
 
 #include "daemon/store.h"
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/pg_server.h"

@@ -1,6 +1,6 @@
 /* tests/integration/test_svc_whatif_size.c: the memory a model what-if
  * takes, measured, against the size the daemon admits it by
- * (estimator/whatif_size.h).
+ * (estimator/whatif/whatif_size.h).
  *
  * Each case builds a model as the daemon's builder does (built_model_build
  * from blobs), then does what the daemon's what-if does (run_whatif in
@@ -20,10 +20,10 @@
 #include "api/resources.h"
 #include "daemon/blobs.h"
 #include "daemon/built.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/whatif.h"
-#include "estimator/whatif_size.h"
+#include "estimator/whatif/whatif.h"
+#include "estimator/whatif/whatif_size.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "tests/alloc_fail.h"

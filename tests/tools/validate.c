@@ -1,5 +1,5 @@
 /* tests/tools/validate.c: `make validate`: the spec-driven estimator
- * against measured step times (estimator/validation.h).
+ * against measured step times (estimator/plan/validation.h).
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
  *            [--detail stage|layer|kernel] [--max-mape PCT]
@@ -20,7 +20,7 @@
  * the fit on all rows (the input's columns, then estimated ms), for study.
  * --starts K fits from K starts (est_fit); the default, 1, is what make
  * validate runs. --bands OUT.json writes the band of the rows' region
- * (estimator/bands.h) under the estimator's defaults, as one region of a
+ * (estimator/plan/bands.h) under the estimator's defaults, as one region of a
  * bands file: data/calibration/bands.json is made of such regions.
  *
  *   validate --published [--detail L] [--iters N] [--bands OUT.json] FILE.md
@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/bands.h"
-#include "estimator/estimate.h"
-#include "estimator/invariants.h"
-#include "estimator/validation.h"
+#include "estimator/plan/bands.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/plan/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
 
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
         printf("FAIL the physical invariants: %s\n", err.msg);
         failed++;
     } else {
-        printf("ok   the physical invariants hold on every estimate (estimator/invariants.h)\n");
+        printf("ok   the physical invariants hold on every estimate (estimator/synth/invariants.h)\n");
         passed++;
     }
     if (bands_out) {

@@ -1,6 +1,6 @@
 /* tests/tools/validate_published.c: `validate --published FILE` (make
  * validate's second part): the estimator against the published step times
- * of current training jobs on H100 and GB200 (estimator/published.h).
+ * of current training jobs on H100 and GB200 (estimator/calibrate/published.h).
  *
  * Every row the spec can express is estimated with the estimator's
  * defaults at the chosen detail and printed with its error and the
@@ -24,9 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "estimator/estimate.h"
-#include "estimator/published.h"
-#include "estimator/validation.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/calibrate/published.h"
+#include "estimator/plan/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
 

@@ -13,9 +13,9 @@
 
 #include "api/estimate_json.h"
 #include "api/replay_json.h"
-#include "estimator/estimate.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "estimator/attn_samples.h"
-#include "estimator/hardware.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/attn_samples.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/synth/synth.h"
 #include "model/job.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"

@@ -1,5 +1,5 @@
 /* tests/unit/test_chakra.c: Chakra ET export and import
- * (estimator/chakra_export.h, estimator/chakra_import.h), the reader
+ * (estimator/interchange/chakra_export.h, estimator/interchange/chakra_import.h), the reader
  * (model/chakra_read.h) and the framing (model/chakra_et.h): what the
  * files hold node by node, that walking them in dependency order gives the
  * replayed step, and that a file replays as its critical path. */
@@ -11,8 +11,8 @@
 #include <et_def.pb-c.h>
 #include <jansson.h>
 
-#include "estimator/chakra_export.h"
-#include "estimator/chakra_import.h"
+#include "estimator/interchange/chakra_export.h"
+#include "estimator/interchange/chakra_import.h"
 #include "model/chakra_read.h"
 #include "model/collective.h"
 #include "model/graph.h"

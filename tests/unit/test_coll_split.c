@@ -1,5 +1,5 @@
 /* tests/unit/test_coll_split.c: a single traced rank's collectives split
- * into transfer and wait (estimator/coll_split.h) and replayed so
+ * into transfer and wait (estimator/whatif/coll_split.h) and replayed so
  * (model/replay.h waits), on fixture traces whose wait is known: the
  * collective lasts the model's transfer for its size plus a wait the
  * fixture chooses. */
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/coll_split.h"
-#include "estimator/collective_model.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/whatif.h"
+#include "estimator/whatif/coll_split.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"

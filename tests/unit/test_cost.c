@@ -1,4 +1,4 @@
-/* tests/unit/test_cost.c: est_cost_of (estimator/estimate.h), what a
+/* tests/unit/test_cost.c: est_cost_of (estimator/synth/estimate.h), what a
  * step of N GPUs costs, and its use in a what-if document: the traced
  * step and the what-if's priced per step and per million tokens. */
 #include <math.h>
@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

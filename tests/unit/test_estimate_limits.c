@@ -1,5 +1,5 @@
 /* tests/unit/test_estimate_limits.c: specs at the documented limits
- * (estimator/spec.h, EST_MAX_*) are answered correctly or refused, never
+ * (estimator/spec/spec.h, EST_MAX_*) are answered correctly or refused, never
  * with a figure that is not physical, and no count overflows on the way.
  *
  * The property test draws random specs whose every size is a power of two
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/memory.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

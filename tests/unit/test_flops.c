@@ -2,8 +2,8 @@
  * model sizes, each recomputed here by hand from the architecture. */
 #include <string.h>
 
-#include "estimator/flops.h"
-#include "estimator/spec.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

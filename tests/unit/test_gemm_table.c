@@ -1,5 +1,5 @@
 /* tests/unit/test_gemm_table.c: GEMM microbenchmark tables
- * (estimator/gemm_table.h) and `calibrate gemms` on them (calib_files):
+ * (estimator/calibrate/gemm_table.h) and `calibrate gemms` on them (calib_files):
  * rows, comments and the device read; malformed tables refused with the
  * line and column named; the kernel model's parameters recovered from a
  * table it made; one GPU type at a time; rows of a dtype the GPU lacks
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "common/csv.h"
-#include "estimator/calibrate.h"
-#include "estimator/cluster_profile.h"
-#include "estimator/gemm_table.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/calibrate/gemm_table.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

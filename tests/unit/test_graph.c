@@ -10,7 +10,7 @@
 #include "api/inspect_json.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/coll_split.h"
+#include "estimator/whatif/coll_split.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -879,7 +879,7 @@ TEST(graph_single_rank_keeps_collective_durations)
 
 /* The pair's collective as the graph groups it: matched across the two
  * ranks, a group of `size`, or kept on each, which the replay's split
- * times among `size` ranks (estimator/coll_split.h). */
+ * times among `size` ranks (estimator/whatif/coll_split.h). */
 static void check_pair_groups(const struct run *a, int matched, int64_t size)
 {
     const struct model_graph *g = a->g;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"

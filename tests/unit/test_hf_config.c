@@ -2,8 +2,8 @@
  * field or feature named, and Qwen's MoE layer rule. */
 #include <string.h>
 
-#include "estimator/hf_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/flops.h"
-#include "estimator/invariants.h"
-#include "estimator/kernel_model.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/flops.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

@@ -1,16 +1,16 @@
 /* tests/unit/test_job_config.c: the job description's keys beyond the
- * parallelism and model sizes (estimator/job_config.h): parsed strictly,
+ * parallelism and model sizes (estimator/spec/job_config.h): parsed strictly,
  * written back, applied by a set, passed into the spec, and checked
- * against a trace (estimator/job_check.h). */
+ * against a trace (estimator/whatif/job_check.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/check.h"
 
-#include "estimator/hardware.h"
-#include "estimator/job_check.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/whatif/job_check.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 static const char full[] =

@@ -5,8 +5,8 @@
  * unfused attention, and bad input. */
 #include <math.h>
 
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

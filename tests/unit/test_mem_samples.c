@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/calibrate.h"
-#include "estimator/cluster_profile.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
-#include "estimator/synth.h"
-#include "estimator/hardware.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
+#include "estimator/synth/synth.h"
+#include "estimator/costs/hardware.h"
 #include "model/job.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/flops.h"
-#include "estimator/memory.h"
-#include "estimator/placement.h"
-#include "estimator/spec.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/placement.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

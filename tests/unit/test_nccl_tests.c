@@ -9,11 +9,12 @@
 
 #include <jansson.h>
 
-#include "estimator/cluster_profile.h"
-#include "estimator/collective_model.h"
-#include "estimator/hardware.h"
-#include "estimator/nccl_tests.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/calibrate/coll_fit.h"
+#include "estimator/calibrate/nccl_tests.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

@@ -1,4 +1,4 @@
-/* tests/unit/test_plan.c: the planner (estimator/plan.h) against brute
+/* tests/unit/test_plan.c: the planner (estimator/plan/plan.h) against brute
  * force: its bound never exceeds the estimate it bounds, pruning never
  * changes the top rows, rows are sorted, fit and use the GPUs asked for,
  * fixed values stay fixed, and a cancelled search stops (within one
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/memory.h"
-#include "estimator/plan.h"
-#include "estimator/synth.h"
+#include "estimator/spec/memory.h"
+#include "estimator/plan/plan.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

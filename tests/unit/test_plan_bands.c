@@ -1,4 +1,4 @@
-/* tests/unit/test_plan_bands.c: the error bands (estimator/bands.h) and
+/* tests/unit/test_plan_bands.c: the error bands (estimator/plan/bands.h) and
  * the planner at a risk (plan.h): the compiled-in file parses, the reader
  * refuses what is not a bands file naming the field, quantiles
  * interpolate, a row beyond what was validated is marked with the reason,
@@ -13,8 +13,8 @@
 
 #include "api/ledger.h"
 #include "api/plan_json.h"
-#include "estimator/bands.h"
-#include "estimator/plan.h"
+#include "estimator/plan/bands.h"
+#include "estimator/plan/plan.h"
 #include "tests/check.h"
 #include "common/banned.h"
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_published.c: the published step-time table of `make
- * validate` (estimator/published.h): a hand-written table read, each
+ * validate` (estimator/calibrate/published.h): a hand-written table read, each
  * malformed one refused with its line named, a row's spec with the least
  * recomputation that fits, and the shared file read (skipped when
  * ../shared is absent). */
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/invariants.h"
-#include "estimator/memory.h"
-#include "estimator/published.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/spec/memory.h"
+#include "estimator/calibrate/published.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -271,7 +271,7 @@ TEST(published_shared_file_read)
 
 /* Every published row's estimate (the estimator's defaults, stage detail,
  * as `make validate` makes it) keeps the physical invariants
- * (estimator/invariants.h); a configuration measured again is checked
+ * (estimator/synth/invariants.h); a configuration measured again is checked
  * once. */
 TEST(published_estimates_keep_the_physical_invariants)
 {

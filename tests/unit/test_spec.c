@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "estimator/spec.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/flops.h"
-#include "estimator/graph_copy.h"
-#include "estimator/memory.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/flops.h"
+#include "estimator/whatif/graph_copy.h"
+#include "estimator/spec/memory.h"
+#include "estimator/synth/synth.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"

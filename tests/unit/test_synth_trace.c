@@ -1,5 +1,5 @@
 /* tests/unit/test_synth_trace.c: the synthesised step written as Kineto
- * traces (estimator/synth_trace.h) re-ingests through the ordinary reader
+ * traces (estimator/synth/synth_trace.h) re-ingests through the ordinary reader
  * and replays to the estimate's step time, with its dependencies found from
  * the trace (cuda_sync records, collectives matched across the stages), and
  * carries module annotations a tool can find layers by. */
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/synth.h"
-#include "estimator/synth_trace.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/synth/synth.h"
+#include "estimator/synth/synth_trace.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"

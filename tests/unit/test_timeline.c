@@ -9,8 +9,8 @@
 #include <jansson.h>
 
 #include "api/timeline_json.h"
-#include "estimator/job_config.h"
-#include "estimator/whatif.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/plan.h"
-#include "estimator/structure.h"
-#include "estimator/whatif.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/whatif/whatif.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
