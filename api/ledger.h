@@ -91,7 +91,7 @@ json_t *ledger_band_json(const struct ledger_band *b, enum api_ledger_kind k, do
  * runs on this deployment's own cluster and software, and its largest GPU
  * count and best MFU per dtype become the larger of both; a region with
  * fewer keeps the file's band, or has none. *out is malloc'd
- * (est_bands_release). SC_ENOMEM. */
+ * (plan_bands_release). SC_ENOMEM. */
 int ledger_bands_merge(const struct api_validation *v, size_t n, const struct est_bands *base, struct est_bands *out,
                        struct sc_error *err);
 

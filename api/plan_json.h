@@ -28,7 +28,7 @@ json_t *api_plan_json(const struct est_plan *p);
  * "objective":"time","risk":P}; spec and gpus required, up_to false, top
  * 10, objective "time" and risk 0.5 (0.5 to 1) by default; any other key is an error. The spec comes
  * back as compact JSON text (from malloc) in *spec for the planner's own
- * parser (est_plan_parse_spec), the rest in *req. SC_EINVAL naming the
+ * parser (plan_parse_spec), the rest in *req. SC_EINVAL naming the
  * field. With spec NULL, the body of POST /v1/models/{id}/plan: the same
  * without the spec and the risk (a plan of what-ifs has no bands: a "spec"
  * or "risk" key is unknown). */

@@ -100,7 +100,7 @@ int cli_print_json(void *json);
 /* Estimate a spec (text of n bytes, from file `source`) here: its
  * cluster.profile is a file, or NAME.json in `calibrations` (a directory,
  * may be NULL). Prints the error, naming source, and returns the exit
- * status on failure, 0 with *spec and *e (est_estimate_release) on
+ * status on failure, 0 with *spec and *e (synth_estimate_release) on
  * success. */
 int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
                  struct est_spec *spec, struct est_estimate *e);

@@ -76,7 +76,7 @@ static int predict_estimate(struct svc *s, const char *spec, struct api_validati
     int rc = h_spec_load(s, spec, strlen(spec), NULL, &h, r);
     if (rc == SC_OK && (rc = h_estimate_admitted(s, &h, EST_DETAIL_STAGE, &e, &busy, &err)) == SC_OK) {
         v->predicted_ms = e.step_ms;
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
         snprintf(v->calibration, sizeof v->calibration, "%s", h.calibration);
         v->spec = h.canonical;
         h.canonical = NULL;
@@ -110,7 +110,7 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
         v.kind = API_LEDGER_WHATIF;
         if (!(v.set = strdup(req.set))) /* kept with the entry, as an estimate's spec is */
             rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
-        else if ((rc = job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
+        else if ((rc = spec_job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
             rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
         else
             rc = h_whatif_step_ms(s, req.model, &set, &v.predicted_ms, r);

@@ -54,7 +54,7 @@ struct est_request {
 };
 
 /* Flags of est_request_resolve. */
-#define EST_REQUEST_TEMPLATE 1 /* a planning template (est_plan_parse_spec): its parallel and
+#define EST_REQUEST_TEMPLATE 1 /* a planning template (plan_parse_spec): its parallel and
                                   options values may be left open, out->given says which */
 
 /* Resolve the request text[0..len). lookup NULL: a named cluster.profile

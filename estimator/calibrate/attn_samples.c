@@ -73,7 +73,7 @@ static int causal_of(const struct attn_op *op, json_t *concrete)
     return strcmp(v, "True") == 0 ? 1 : strcmp(v, "False") == 0 ? 0 : -1;
 }
 
-int attn_op_shape(const char *name, const char *dims_text, const char *types_text, const char *concrete_text,
+int calib_attn_op_shape(const char *name, const char *dims_text, const char *types_text, const char *concrete_text,
                   struct attn_shape *shape, int *backward, struct sc_error *err)
 {
     const struct attn_op *op = op_of(name);
@@ -94,7 +94,7 @@ int attn_op_shape(const char *name, const char *dims_text, const char *types_tex
         rc = sc_error_set(err, SC_EPARSE, "no is_causal where the schema puts it");
         goto out;
     }
-    if (gemm_torch_dtype(json_string_value(json_array_get(types, (size_t)op->query)), &shape->dtype)) {
+    if (calib_gemm_torch_dtype(json_string_value(json_array_get(types, (size_t)op->query)), &shape->dtype)) {
         rc = sc_error_set(err, SC_EPARSE, "the query's element type is none attention runs in");
         goto out;
     }
@@ -116,18 +116,18 @@ out:
     return rc;
 }
 
-int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *out, size_t *unreadable,
+int calib_attn_samples_from_trace(const struct model_trace *t, struct attn_samples *out, size_t *unreadable,
                             struct sc_error *err)
 {
     struct op_kernels ok;
-    int status = op_kernels_join(t, &ok, err);
+    int status = cost_op_kernels_join(t, &ok, err);
     if (!status)
-        status = attn_samples_of_ops(t, &ok, out, unreadable, err);
-    op_kernels_release(&ok);
+        status = calib_attn_samples_of_ops(t, &ok, out, unreadable, err);
+    cost_op_kernels_release(&ok);
     return status;
 }
 
-int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct attn_samples *out,
+int calib_attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct attn_samples *out,
                         size_t *unreadable, struct sc_error *err)
 {
     const struct op_kernels ok = *ops;
@@ -142,7 +142,7 @@ int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *op
         const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
         struct attn_sample s;
         memset(&s, 0, sizeof s);
-        if (!in || attn_op_shape(name, model_str(t, in->input_dims), model_str(t, in->input_types),
+        if (!in || calib_attn_op_shape(name, model_str(t, in->input_dims), model_str(t, in->input_types),
                                  model_str(t, in->concrete_inputs), &s.shape, &s.backward, &why)) {
             if (unreadable)
                 (*unreadable)++;
@@ -159,7 +159,7 @@ int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *op
     return status;
 }
 
-void attn_samples_release(struct attn_samples *s)
+void calib_attn_samples_release(struct attn_samples *s)
 {
     if (!s)
         return;
@@ -172,12 +172,12 @@ void attn_samples_release(struct attn_samples *s)
 static int model_us(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
                     double *us, struct sc_error *err)
 {
-    int rc = kernel_flash_attention(p, hw, &s->shape, s->backward, us, err);
+    int rc = cost_kernel_flash_attention(p, hw, &s->shape, s->backward, us, err);
     *us += p->kernel_fixed_us * (s->kernels - 1);
     return rc;
 }
 
-int attn_samples_check(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
+int calib_attn_samples_check(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
                        size_t n, struct estimate_check *out, struct sc_error *err)
 {
     double *ratio = malloc((n + 1) * sizeof *ratio);
@@ -191,7 +191,7 @@ int attn_samples_check(const struct kernel_params *p, const struct hw_profile *h
         if (s[i].measured_us > 0 && (rc = model_us(p, hw, &s[i], &us, err)) == SC_OK)
             ratio[m++] = us / s[i].measured_us;
     }
-    if (!rc && estimate_check_ratios(ratio, m, out))
+    if (!rc && cost_estimate_check_ratios(ratio, m, out))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     free(ratio);
     return rc;
@@ -224,9 +224,9 @@ static int fit_pass(struct kernel_params *k, double *value, double *block_us, in
             if (s[i].backward != backward || !(s[i].measured_us > 0))
                 continue;
             *block_us = 0;
-            int rc = kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t0, &why);
+            int rc = cost_kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t0, &why);
             *block_us = 1;
-            rc = rc || kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t1, &why);
+            rc = rc || cost_kernel_flash_attention(k, hw, &s[i].shape, s[i].backward, &t1, &why);
             *block_us = keep;
             if (rc) {
                 *value = start;
@@ -251,7 +251,7 @@ static int fit_pass(struct kernel_params *k, double *value, double *block_us, in
         for (size_t j = 0; !with_block && j < m; j++) /* the block time kept is known */
             fixed[j] += *block_us * waves[j];
         const double *x[] = {bound, waves};
-        if (robust_fit_relative(t, fixed, x, with_block ? 2 : 1, m, "attention", c, se, &why) || !(c[0] > 0) ||
+        if (calib_robust_fit_relative(t, fixed, x, with_block ? 2 : 1, m, "attention", c, se, &why) || !(c[0] > 0) ||
             !(*value / c[0] >= 0.01 && *value / c[0] <= 1.5) || (with_block && !(c[1] <= 1000))) {
             *value = start;
             *block_us = start_block;
@@ -276,7 +276,7 @@ static int fit_pass(struct kernel_params *k, double *value, double *block_us, in
     return 1;
 }
 
-int attn_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw, const struct attn_sample *s,
+int calib_attn_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw, const struct attn_sample *s,
                      size_t n, struct kernel_params *out, struct attn_fit *fit, struct sc_error *err)
 {
     const struct kernel_params b = *base_in, *base = &b; /* *out may be *base_in */
@@ -291,7 +291,7 @@ int attn_samples_fit(const struct kernel_params *base_in, const struct hw_profil
         fit->forward += !s[i].backward;
         fit->backward += s[i].backward;
     }
-    if ((status = attn_samples_check(base, hw, s, n, &fit->before, err)))
+    if ((status = calib_attn_samples_check(base, hw, s, n, &fit->before, err)))
         goto out;
     fw = fit_pass(&k, &k.attn_efficiency, &k.attn_block_us, 0, hw, s, n, t, fixed, bound, waves, fit->forward_se);
     if (fw >= 0)
@@ -303,7 +303,7 @@ int attn_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     }
     fit->fitted = (fw > 0 ? 1u : 0u) | (bw > 0 ? 2u : 0u);
     *out = k;
-    status = attn_samples_check(out, hw, s, n, &fit->after, err);
+    status = calib_attn_samples_check(out, hw, s, n, &fit->after, err);
 out:
     free(t);
     return status;

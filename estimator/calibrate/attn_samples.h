@@ -42,23 +42,23 @@ struct attn_samples {
 /* The shape and pass of an attention op `name` from the raw JSON texts of
  * its Input Dims, Input type and Concrete Inputs. SC_EINVAL when `name` is
  * not a fused attention op; SC_EPARSE when its arguments cannot be read. */
-int attn_op_shape(const char *name, const char *dims, const char *types, const char *concrete,
+int calib_attn_op_shape(const char *name, const char *dims, const char *types, const char *concrete,
                   struct attn_shape *shape, int *backward, struct sc_error *err);
 
 /* Append the attention samples of one trace; *unreadable (may be NULL)
  * adds the attention ops whose arguments could not be read. */
-int attn_samples_from_trace(const struct model_trace *t, struct attn_samples *out, size_t *unreadable,
+int calib_attn_samples_from_trace(const struct model_trace *t, struct attn_samples *out, size_t *unreadable,
                             struct sc_error *err);
 /* The same from the trace's ops joined to their kernels already. */
 struct op_kernels;
-int attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct attn_samples *out,
+int calib_attn_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct attn_samples *out,
                         size_t *unreadable, struct sc_error *err);
 
-void attn_samples_release(struct attn_samples *s);
+void calib_attn_samples_release(struct attn_samples *s);
 
 /* The kernel model against the samples: flash attention's time plus the
  * fixed cost of each kernel beyond the first. */
-int attn_samples_check(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
+int calib_attn_samples_check(const struct kernel_params *p, const struct hw_profile *hw, const struct attn_sample *s,
                        size_t n, struct estimate_check *out, struct sc_error *err);
 
 /* Fit attn_efficiency and attn_block_us on the forward samples, then
@@ -78,7 +78,7 @@ struct attn_fit {
     struct estimate_check before, after;  /* over all samples */
     double forward_se[2], backward_se[2]; /* standard errors: the throughput's, the block time's */
 };
-int attn_samples_fit(const struct kernel_params *base, const struct hw_profile *hw, const struct attn_sample *s,
+int calib_attn_samples_fit(const struct kernel_params *base, const struct hw_profile *hw, const struct attn_sample *s,
                      size_t n, struct kernel_params *out, struct attn_fit *fit, struct sc_error *err);
 
 #endif

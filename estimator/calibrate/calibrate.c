@@ -25,7 +25,7 @@ void calib_run_apply(struct nct_run *run, const struct calib_opts *o)
     if (o->kind != MODEL_COLL_UNKNOWN && o->kind != run->kind) {
         run->kind = o->kind;
         if (run->ranks_derived || !run->ranks) {
-            run->ranks = nct_ranks_from_ratio(run);
+            run->ranks = calib_nct_ranks_from_ratio(run);
             run->ranks_derived = run->ranks > 0;
         }
     }
@@ -51,11 +51,11 @@ int calib_same_device(const char *a, const char *b)
 /* The profile a device name maps to, with or without the "NVIDIA ". */
 static const struct hw_profile *profile_of(const char *device)
 {
-    const struct hw_profile *hw = hw_profile_for_device(device);
+    const struct hw_profile *hw = cost_hw_profile_for_device(device);
     char full[128];
     if (!hw && strncmp(device, "NVIDIA ", 7) != 0) {
         snprintf(full, sizeof full, "NVIDIA %s", device);
-        hw = hw_profile_for_device(full);
+        hw = cost_hw_profile_for_device(full);
     }
     return hw;
 }
@@ -63,7 +63,7 @@ static const struct hw_profile *profile_of(const char *device)
 int calib_resolve_gpu(const char *id, const char *device, const struct hw_profile **hw,
                       struct sc_error *err)
 {
-    *hw = id ? hw_profile_find(id) : device[0] ? profile_of(device) : NULL;
+    *hw = id ? cost_hw_profile_find(id) : device[0] ? profile_of(device) : NULL;
     if (*hw)
         return SC_OK;
     if (id)
@@ -89,7 +89,7 @@ static double run_error(const struct coll_params *p, const struct nct_run *run, 
 {
     struct estimate_check c;
     struct sc_error ignored;
-    return coll_run_check(p, run, (run->ranks + nodes - 1) / nodes, 0, &c, &ignored) == SC_OK ? c.median_abs_pct
+    return calib_coll_run_check(p, run, (run->ranks + nodes - 1) / nodes, 0, &c, &ignored) == SC_OK ? c.median_abs_pct
                                                                                              : -1;
 }
 
@@ -99,8 +99,8 @@ static void report_check(FILE *report, const char *what, const struct coll_param
     struct estimate_check c, big;
     struct sc_error ignored;
     int per = (run->ranks + nodes - 1) / nodes;
-    if (coll_run_check(p, run, per, 0, &c, &ignored) != SC_OK ||
-        coll_run_check(p, run, per, coll_fit_range_lo[COLL_FIT_RANGES - 1], &big, &ignored) != SC_OK)
+    if (calib_coll_run_check(p, run, per, 0, &c, &ignored) != SC_OK ||
+        calib_coll_run_check(p, run, per, coll_fit_range_lo[COLL_FIT_RANGES - 1], &big, &ignored) != SC_OK)
         return;
     fprintf(report, "    %s: median error %.1f%%, median predicted / measured %.2f", what, c.median_abs_pct,
             c.median_ratio);
@@ -124,12 +124,12 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
     m->ranks = run->ranks;
     m->nodes = run->nodes;
     snprintf(m->source, sizeof m->source, "%s", source);
-    int rc = coll_fit_run(run, m->fits, &m->n_fits, err);
+    int rc = calib_coll_fit_run(run, m->fits, &m->n_fits, err);
     if (rc) {
         sc_error_prefix(err, "%.128s", source);
         return rc;
     }
-    fprintf(report, "%s: %s, %d ranks%s, ", source, coll_kind_name(run->kind), run->ranks,
+    fprintf(report, "%s: %s, %d ranks%s, ", source, cost_coll_kind_name(run->kind), run->ranks,
             run->ranks_derived ? " (from busbw / algbw)" : "");
     if (run->nodes)
         fprintf(report, "%d node%s, %zu rows\n", run->nodes, run->nodes > 1 ? "s" : "", run->n_rows);
@@ -141,7 +141,7 @@ int calib_measure(const struct nct_run *run, const char *source, const struct hw
         report_fit(report, &m->fits[i]);
     /* the model before calibration, on the GPU's profile */
     char what[96];
-    coll_params_from_hw(hw, &def);
+    cost_coll_params_from_hw(hw, &def);
     snprintf(what, sizeof what, "model with %s's defaults", hw->id);
     report_check(report, what, &def, run, run_nodes(run, hw));
     return SC_OK;
@@ -197,10 +197,10 @@ static void flag_collectives(const struct hw_profile *hw, struct cluster_profile
                               ? CALIB_LINK_SLACK_SMALL / CALIB_LINK_SLACK
                               : 1))
                 flag(prof, report, "%s from %.0f B: busbw %.1f GB/s is above the %s's %.0f GB/s NVLink per direction",
-                     coll_kind_name((enum model_coll_op)k), p->lines[k].v[j].from_bytes, p->lines[k].v[j].busbw_gbps,
+                     cost_coll_kind_name((enum model_coll_op)k), p->lines[k].v[j].from_bytes, p->lines[k].v[j].busbw_gbps,
                      hw->id, hw->nvlink_gbps);
     struct coll_params def;
-    coll_params_from_hw(hw, &def);
+    cost_coll_params_from_hw(hw, &def);
     for (size_t i = 0; runs && i < n; i++) {
         if (!runs[i])
             continue;
@@ -209,7 +209,7 @@ static void flag_collectives(const struct hw_profile *hw, struct cluster_profile
             flag(prof, report,
                  "on %s (%s, %d ranks) the calibrated model is %.1f%% off, no better than the defaults' %.1f%%: "
                  "the model does not describe these measurements",
-                 m[i].source, coll_kind_name(m[i].kind), m[i].ranks, after, before);
+                 m[i].source, cost_coll_kind_name(m[i].kind), m[i].ranks, after, before);
     }
 }
 
@@ -231,8 +231,8 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
             m[i].nodes = m[i].ranks > hw->gpus_per_node ? (m[i].ranks + hw->gpus_per_node - 1) / hw->gpus_per_node : 1;
         m[i].inter = m[i].nodes > 1;
     }
-    coll_params_from_hw(hw, &prof.coll);
-    coll_params_apply(&prof.coll, m, n, text, sizeof text);
+    cost_coll_params_from_hw(hw, &prof.coll);
+    cost_coll_params_apply(&prof.coll, m, n, text, sizeof text);
     fprintf(report, "GPU profile %s%s%s%s\n", hw->id, device[0] ? " (measured on '" : "", device,
             device[0] ? "')" : "");
     fputs(text[0] ? text : "no collective measured: the collective model keeps the profile's defaults\n", report);
@@ -244,7 +244,7 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
         if (runs[i]) {
             char what[192];
             snprintf(what, sizeof what, "calibrated model on %s (%s, %d ranks)", m[i].source,
-                     coll_kind_name(m[i].kind), m[i].ranks);
+                     cost_coll_kind_name(m[i].kind), m[i].ranks);
             report_check(report, what, p, runs[i], m[i].nodes);
         }
     flag_collectives(hw, &prof, m, runs, n, report);
@@ -254,7 +254,7 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
              "the GEMM fit is %.1f%% off its own samples, no better than the defaults' %.1f%%: the model does not "
              "describe these GEMMs",
              prof.kernel_fit.after.median_abs_pct, prof.kernel_fit.before.median_abs_pct);
-    json_t *j = cluster_profile_json(&prof, m, n);
+    json_t *j = calib_cluster_profile_json(&prof, m, n);
     *doc = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(j);
     return *doc ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -269,16 +269,16 @@ static const char *base_name(const char *path)
 
 /* The GEMM fit of one GPU's samples, reported; when nothing can be fitted
  * the kernel model keeps the estimator's defaults (`make validate`'s fit,
- * est_costs_default: what a spec without this profile would get) and the
+ * calib_costs_default: what a spec without this profile would get) and the
  * report says why. */
 static void fit_gemms(const struct hw_profile *hw, const struct gemm_samples *s, struct cluster_profile *prof,
                       FILE *report)
 {
     struct sc_error err;
     struct est_costs defaults;
-    est_costs_default(hw, NULL, &defaults);
+    calib_costs_default(hw, NULL, &defaults);
     prof->kernel = defaults.kernel;
-    if (gemm_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->kernel_fit, &err)) {
+    if (calib_gemm_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->kernel_fit, &err)) {
         fprintf(report, "GEMMs: %zu with shapes; not fitted (%s): their parameters keep the defaults\n", s->n,
                 err.msg);
         return;
@@ -308,17 +308,17 @@ static void report_dtypes(const struct hw_profile *hw, const struct gemm_samples
         for (size_t i = 0; i < s->n; i++)
             if (s->v[i].dtype == (enum hw_dtype)d)
                 sub[n++] = s->v[i];
-        if (n && gemm_samples_check(before, hw, sub, n, &b, &err) == SC_OK &&
-            gemm_samples_check(after, hw, sub, n, &a, &err) == SC_OK) {
+        if (n && calib_gemm_samples_check(before, hw, sub, n, &b, &err) == SC_OK &&
+            calib_gemm_samples_check(after, hw, sub, n, &a, &err) == SC_OK) {
             fprintf(report, "    %-4s %6zu GEMMs: median error %.1f%% (defaults: %.1f%%), median predicted / measured "
-                    "%.2f (defaults: %.2f)", hw_dtype_name((enum hw_dtype)d), n, a.median_abs_pct, b.median_abs_pct,
+                    "%.2f (defaults: %.2f)", cost_hw_dtype_name((enum hw_dtype)d), n, a.median_abs_pct, b.median_abs_pct,
                     a.median_ratio, b.median_ratio);
             if (own >> d & 1)
-                fprintf(report, "; its own ceiling, gemm_ceiling_scale_%s %.3f", hw_dtype_name((enum hw_dtype)d),
+                fprintf(report, "; its own ceiling, gemm_ceiling_scale_%s %.3f", cost_hw_dtype_name((enum hw_dtype)d),
                         after->dtype_scale[d]);
             fputc('\n', report);
         } else if (n)
-            fprintf(report, "    %-4s %6zu GEMMs: not checked (%s)\n", hw_dtype_name((enum hw_dtype)d), n, err.msg);
+            fprintf(report, "    %-4s %6zu GEMMs: not checked (%s)\n", cost_hw_dtype_name((enum hw_dtype)d), n, err.msg);
     }
     free(sub);
 }
@@ -338,8 +338,8 @@ static void drop_missing_dtypes(const struct hw_profile *hw, struct gemm_samples
     s->n = k;
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (dropped[d])
-            fprintf(report, "GEMMs: %zu in %s left out: %s has no %s\n", dropped[d], hw_dtype_name((enum hw_dtype)d),
-                    hw->name, hw_dtype_name((enum hw_dtype)d));
+            fprintf(report, "GEMMs: %zu in %s left out: %s has no %s\n", dropped[d], cost_hw_dtype_name((enum hw_dtype)d),
+                    hw->name, cost_hw_dtype_name((enum hw_dtype)d));
 }
 
 /* The device a file names (dev, "" for none) checked against the one the
@@ -360,7 +360,7 @@ static int read_runs(const struct calib_files *f, const struct calib_opts *o, st
 {
     for (size_t i = 0; i < f->n; i++) {
         const char *name = f->names[i] ? f->names[i] : "output";
-        int rc = nct_parse(f->texts[i], f->lens[i], base_name(f->names[i]), &runs[i], err);
+        int rc = calib_nct_parse(f->texts[i], f->lens[i], base_name(f->names[i]), &runs[i], err);
         if (rc) {
             if (err->offset >= 0)
                 sc_error_prefix(err, "'%.128s': byte %lld", name, (long long)err->offset);
@@ -382,7 +382,7 @@ static int read_tables(const struct calib_files *f, struct gemm_samples *s, char
     char dev[96];
     for (size_t i = 0; i < f->n; i++) {
         const char *name = f->names[i] ? base_name(f->names[i]) : "table";
-        int rc = gemm_table_parse(f->texts[i], f->lens[i], s, dev, sizeof dev, err);
+        int rc = calib_gemm_table_parse(f->texts[i], f->lens[i], s, dev, sizeof dev, err);
         if (rc) {
             sc_error_prefix(err, "'%.128s'", name);
             return rc;
@@ -422,8 +422,8 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
     if (!rc && gf->n) {
         struct est_costs defaults;
         unsigned own = 0;
-        est_costs_default(hw, NULL, &defaults);
-        if ((rc = gemm_samples_fit_dtypes(&prof.kernel, hw, s.v, s.n, &prof.kernel, &own, err)) == SC_OK)
+        calib_costs_default(hw, NULL, &defaults);
+        if ((rc = calib_gemm_samples_fit_dtypes(&prof.kernel, hw, s.v, s.n, &prof.kernel, &own, err)) == SC_OK)
             report_dtypes(hw, &s, &defaults.kernel, &prof.kernel, own, report);
     }
     for (size_t i = 0; i < nf->n && !rc; i++) {
@@ -434,11 +434,11 @@ int calib_files(const struct calib_files *nccl, const struct calib_files *gemms,
         rc = calib_profile(hw, device, !gf->n ? "nccl-tests" : !nf->n ? "gemm-bench" : "nccl-tests+gemm-bench", m,
                            run_of, nf->n, gf->n ? &prof : NULL, report, doc, err);
     for (size_t i = 0; runs && i < nf->n; i++)
-        nct_run_release(&runs[i]);
+        calib_nct_run_release(&runs[i]);
     free(runs);
     free(run_of);
     free(m);
-    gemm_samples_release(&s);
+    calib_gemm_samples_release(&s);
     return rc;
 }
 
@@ -449,7 +449,7 @@ static void fit_memory(const struct hw_profile *hw, const struct mem_samples *s,
 {
     struct sc_error err;
     const struct mem_fit *f = &prof->mem_fit;
-    if (mem_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->mem_fit, &err)) {
+    if (calib_mem_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->mem_fit, &err)) {
         fprintf(report, "memory-bound ops: %zu with bytes; not fitted (%s): hbm_fraction keeps %.2f\n", s->n,
                 err.msg, prof->kernel.hbm_fraction);
     } else {
@@ -477,7 +477,7 @@ static void fit_attention(const struct hw_profile *hw, const struct attn_samples
     const struct attn_fit *f = &prof->attn_fit;
     if (s->n == 0 && unreadable == 0)
         return;
-    if (attn_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->attn_fit, &err)) {
+    if (calib_attn_samples_fit(&prof->kernel, hw, s->v, s->n, &prof->kernel, &prof->attn_fit, &err)) {
         fprintf(report, "attention ops: %zu with shapes; not fitted (%s)\n", s->n, err.msg);
     } else if (!f->fitted) {
         fprintf(report, "attention ops: %zu forward, %zu backward with shapes; at least 4 of a pass are needed to "
@@ -522,10 +522,10 @@ void calib_acc_free(struct calib_acc *a)
 {
     if (!a)
         return;
-    coll_runs_release(&a->runs);
-    gemm_samples_release(&a->gemms);
-    mem_samples_release(&a->mems);
-    attn_samples_release(&a->attns);
+    calib_coll_runs_release(&a->runs);
+    calib_gemm_samples_release(&a->gemms);
+    calib_mem_samples_release(&a->mems);
+    calib_attn_samples_release(&a->attns);
     free(a);
 }
 
@@ -538,16 +538,16 @@ int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_er
                             t->source ? t->source : "a trace");
     /* the ops joined to their kernels once, for the three kinds of samples */
     struct op_kernels ok;
-    if ((rc = op_kernels_join(t, &ok, err)))
+    if ((rc = cost_op_kernels_join(t, &ok, err)))
         return rc;
-    if ((rc = gemm_samples_of_ops(t, &ok, &a->gemms, &sk, NULL, err)) ||
-        (rc = mem_samples_of_ops(t, &ok, &a->mems, &a->mem_skipped, err)) ||
-        (rc = attn_samples_of_ops(t, &ok, &a->attns, &a->attn_unreadable, err)) ||
-        (rc = coll_runs_from_trace(t, &a->runs, err))) {
-        op_kernels_release(&ok);
+    if ((rc = calib_gemm_samples_of_ops(t, &ok, &a->gemms, &sk, NULL, err)) ||
+        (rc = calib_mem_samples_of_ops(t, &ok, &a->mems, &a->mem_skipped, err)) ||
+        (rc = calib_attn_samples_of_ops(t, &ok, &a->attns, &a->attn_unreadable, err)) ||
+        (rc = calib_coll_runs_from_trace(t, &a->runs, err))) {
+        cost_op_kernels_release(&ok);
         return rc;
     }
-    op_kernels_release(&ok);
+    cost_op_kernels_release(&ok);
     a->skipped += sk;
     for (size_t i = 0; i < t->n_devices; i++) {
         const char *name = model_str(t, t->devices[i].name);

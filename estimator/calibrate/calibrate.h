@@ -42,7 +42,7 @@ int calib_same_device(const char *a, const char *b);
 int calib_resolve_gpu(const char *id, const char *device, const struct hw_profile **hw,
                       struct sc_error *err);
 
-/* Fit one run (coll_fit_run) into *m, and check the model with the GPU's
+/* Fit one run (calib_coll_fit_run) into *m, and check the model with the GPU's
  * defaults on it; both are reported. */
 int calib_measure(const struct nct_run *run, const char *source, const struct hw_profile *hw,
                   struct coll_measurement *m, FILE *report, struct sc_error *err);

@@ -74,14 +74,14 @@ static json_t *check_json(const struct estimate_check *c)
                      c->mean_abs_pct, "median_ratio", c->median_ratio);
 }
 
-void *cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
+void *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
 {
     json_t *ms = json_array();
     for (size_t i = 0; ms && i < n; i++) {
         json_t *fits = json_array();
         for (size_t j = 0; fits && j < m[i].n_fits; j++)
             json_array_append_new(fits, fit_json(&m[i].fits[j]));
-        json_array_append_new(ms, json_pack("{s:s, s:i, s:i, s:s, s:s, s:o}", "kind", coll_kind_name(m[i].kind),
+        json_array_append_new(ms, json_pack("{s:s, s:i, s:i, s:s, s:s, s:o}", "kind", cost_coll_kind_name(m[i].kind),
                                             "ranks", m[i].ranks, "nodes", m[i].nodes, "tier",
                                             m[i].inter ? "inter" : "intra", "source", m[i].source, "fits",
                                             fits ? fits : json_null()));
@@ -90,7 +90,7 @@ void *cluster_profile_json(const struct cluster_profile *p, const struct coll_me
     json_t *coll = json_pack("{s:f, s:o, s:o, s:f, s:b, s:b}", "base_us", c->base_us, "intra",
                              tier_json(&c->intra), "inter", tier_json(&c->inter), "nvls_gain", c->nvls_gain,
                              "nvls", c->nvls, "sharp", c->sharp);
-    json_t *lines = coll_lines_json(c->lines);
+    json_t *lines = cost_coll_lines_json(c->lines);
     if (coll && lines)
         json_object_set_new(coll, "lines", lines);
     else
@@ -177,7 +177,7 @@ static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
         (status = get_num(x, "busbw_gbps", "collective.inter", &q->inter.busbw_gbps, err)) ||
         (status = get_num(x, "hop_us", "collective.inter", &q->inter.hop_us, err)))
         return status;
-    if ((b = json_object_get(c, "lines")) && (status = coll_lines_parse(b, "cluster profile: collective.lines",
+    if ((b = json_object_get(c, "lines")) && (status = cost_coll_lines_parse(b, "cluster profile: collective.lines",
                                                                        q->lines, err)))
         return status;
     if ((b = json_object_get(c, "nvls")))
@@ -187,7 +187,7 @@ static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
     return SC_OK;
 }
 
-int cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err)
+int calib_cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err)
 {
     json_error_t je;
     json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
@@ -211,7 +211,7 @@ int cluster_profile_parse(const char *json, size_t len, struct cluster_profile *
         goto out;
     if (c && (status = parse_coll(c, &q.coll, err)))
         goto out;
-    if (c && coll_params_valid(&q.coll, err)) {
+    if (c && cost_coll_params_valid(&q.coll, err)) {
         sc_error_prefix(err, "cluster profile");
         status = err->code = SC_EPARSE;
         goto out;
@@ -224,7 +224,7 @@ int cluster_profile_parse(const char *json, size_t len, struct cluster_profile *
         for (size_t i = 0; i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
             if ((status = get_num(k, kernel_fields[i].name, "kernel", kernel_field(&q.kernel, i), err)))
                 goto out;
-        if (kernel_params_check(&q.kernel, err)) {
+        if (cost_kernel_params_check(&q.kernel, err)) {
             status = sc_error_set(err, SC_EPARSE, "cluster profile: %s", err->msg);
             goto out;
         }

@@ -10,7 +10,7 @@
  *    "flags": ["..."]}           what the fit got wrong (read by no one)
  *
  * Reading it sets only what it holds: the caller starts from the GPU's
- * defaults (coll_params_from_hw, kernel_params_default). */
+ * defaults (cost_coll_params_from_hw, cost_kernel_params_default). */
 #ifndef ESTIMATOR_CLUSTER_PROFILE_H
 #define ESTIMATOR_CLUSTER_PROFILE_H
 
@@ -43,11 +43,11 @@ struct cluster_profile {
 };
 
 /* The document (a json_t *, new reference; NULL when out of memory). */
-void *cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n);
+void *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n);
 
 /* Read a document over *p: gpu, device_name and source, and every
  * parameter it holds. SC_EPARSE naming the member on a bad document;
  * *p is unchanged then. */
-int cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err);
+int calib_cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err);
 
 #endif

@@ -103,15 +103,15 @@ static int fit_range(const struct sample *s, size_t n, struct coll_fit *f, struc
     return SC_OK;
 }
 
-int coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
+int calib_coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
                  struct sc_error *err)
 {
     *n_out = 0;
-    if (!coll_kind_modelled(run->kind))
+    if (!cost_coll_kind_modelled(run->kind))
         return sc_error_set(err, SC_EINVAL, "the collective is unknown: name it (--kind)");
     if (run->ranks < 2)
         return sc_error_set(err, SC_EINVAL, "the group size is unknown: give it (--ranks)");
-    double factor = coll_bus_factor(run->kind, run->ranks);
+    double factor = cost_coll_bus_factor(run->kind, run->ranks);
     struct sample *s = malloc((run->n_rows * 2 + 1) * sizeof *s);
     if (!s)
         return sc_error_set(err, SC_ENOMEM, "out of memory");

@@ -19,7 +19,7 @@ struct nct_run;
  * fewer than 3 samples are fitted for busbw alone when no range has 3.
  * SC_EINVAL when the run's kind or group size is unknown; SC_ENUMERIC when
  * GSL fails. *n_out fits are written (at most COLL_FIT_RANGES). */
-int coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
+int calib_coll_fit_run(const struct nct_run *run, struct coll_fit *fits, size_t *n_out,
                  struct sc_error *err);
 
 #endif

@@ -10,7 +10,7 @@
 #include "model/collective.h"
 #include "common/banned.h"
 
-int coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, struct sc_error *err)
+int calib_coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, struct sc_error *err)
 {
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
@@ -20,7 +20,7 @@ int coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, st
         enum model_coll_op kind = model_coll_op_parse(model_str(t, c->name) ? model_str(t, c->name) : "");
         int el = model_dtype_bytes(model_str(t, c->dtype));
         int64_t nel = kind == MODEL_COLL_ALLGATHER ? c->out_nelems : c->in_nelems;
-        if (!coll_kind_modelled(kind) || el <= 0 || nel <= 0 || c->group_size < 2 || e->dur <= 0)
+        if (!cost_coll_kind_modelled(kind) || el <= 0 || nel <= 0 || c->group_size < 2 || e->dur <= 0)
             continue;
         size_t r = 0;
         while (r < runs->n && (runs->v[r].kind != kind || runs->v[r].ranks != c->group_size))
@@ -48,24 +48,24 @@ int coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, st
         row->time_us[0] = (double)e->dur / 1000;
         row->time_us[1] = -1;
         row->algbw_gbps[0] = row->bytes / row->time_us[0] * 1e-3;
-        row->busbw_gbps[0] = row->algbw_gbps[0] * coll_bus_factor(kind, c->group_size);
+        row->busbw_gbps[0] = row->algbw_gbps[0] * cost_coll_bus_factor(kind, c->group_size);
     }
     return SC_OK;
 oom:
     return sc_error_set(err, SC_ENOMEM, "out of memory");
 }
 
-void coll_runs_release(struct coll_runs *r)
+void calib_coll_runs_release(struct coll_runs *r)
 {
     if (!r)
         return;
     for (size_t i = 0; i < r->n; i++)
-        nct_run_release(&r->v[i]);
+        calib_nct_run_release(&r->v[i]);
     free(r->v);
     memset(r, 0, sizeof *r);
 }
 
-int coll_run_check(const struct coll_params *p, const struct nct_run *run, int ranks_per_domain,
+int calib_coll_run_check(const struct coll_params *p, const struct nct_run *run, int ranks_per_domain,
                    double min_bytes, struct estimate_check *out, struct sc_error *err)
 {
     struct coll_group g = {run->ranks, ranks_per_domain < run->ranks ? ranks_per_domain : run->ranks};
@@ -80,10 +80,10 @@ int coll_run_check(const struct coll_params *p, const struct nct_run *run, int r
             struct coll_estimate e;
             if (!(run->rows[i].time_us[k] > 0) || !(run->rows[i].bytes > 0) || run->rows[i].bytes < min_bytes)
                 continue;
-            if (!(status = coll_estimate(p, run->kind, &g, run->rows[i].bytes, &e, err)))
+            if (!(status = cost_coll_estimate(p, run->kind, &g, run->rows[i].bytes, &e, err)))
                 ratio[n++] = e.time_us / run->rows[i].time_us[k];
         }
-    if (!status && estimate_check_ratios(ratio, n, out))
+    if (!status && cost_estimate_check_ratios(ratio, n, out))
         status = sc_error_set(err, SC_ENOMEM, "out of memory");
     free(ratio);
     return status;

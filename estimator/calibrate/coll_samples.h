@@ -26,15 +26,15 @@ struct coll_runs {
 /* Add a trace's sized collectives to the runs (a new run per kind and
  * group size not seen before). Kernels without a size, a known dtype, a
  * group size of 2 or more or a modelled kind are left out. */
-int coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, struct sc_error *err);
+int calib_coll_runs_from_trace(const struct model_trace *t, struct coll_runs *runs, struct sc_error *err);
 
-void coll_runs_release(struct coll_runs *r);
+void calib_coll_runs_release(struct coll_runs *r);
 
 /* The collective model against a run's samples of at least `min_bytes`,
  * the group laid out with `ranks_per_domain` members in each NVLink
  * domain. */
 struct coll_params;
-int coll_run_check(const struct coll_params *p, const struct nct_run *run, int ranks_per_domain,
+int calib_coll_run_check(const struct coll_params *p, const struct nct_run *run, int ranks_per_domain,
                    double min_bytes, struct estimate_check *out, struct sc_error *err);
 
 #endif

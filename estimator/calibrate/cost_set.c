@@ -18,11 +18,11 @@
 #define EST_HOST_COLL_US 10.0
 #define EST_MOE_IMBALANCE 1.25
 
-void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+void calib_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
     memset(c, 0, sizeof *c);
-    kernel_params_for_gpu(&c->kernel, hw);
-    coll_params_from_hw(hw, &c->coll);
+    cost_kernel_params_for_gpu(&c->kernel, hw);
+    cost_coll_params_from_hw(hw, &c->coll);
     if (spec && spec->cluster.intra_node_gbps > 0) { /* the spec's fabric, not the one measured */
         c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * COLL_INTRA_FRACTION;
         memset(c->coll.lines, 0, sizeof c->coll.lines);
@@ -49,11 +49,11 @@ void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, s
 #define EST_FIT_HBM_FRACTION 0.706
 #define EST_FIT_KERNEL_FIXED_US 8.29
 
-void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+void calib_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
-    est_costs_cited(hw, spec, c);
+    calib_costs_cited(hw, spec, c);
     c->host_op_us = EST_FIT_HOST_OP_US;
-    c->kernel.gemm_ceiling_scale = hw_has_gemm_tflops(hw) ? 1 : EST_FIT_GEMM_CEILING_SCALE;
+    c->kernel.gemm_ceiling_scale = cost_hw_has_gemm_tflops(hw) ? 1 : EST_FIT_GEMM_CEILING_SCALE;
     c->kernel.hbm_fraction = EST_FIT_HBM_FRACTION;
     c->kernel.kernel_fixed_us = EST_FIT_KERNEL_FIXED_US;
 }
@@ -61,7 +61,7 @@ void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, st
 /* What `make validate` fits on the published step times of NeMo and
  * Megatron-Core jobs of 8 to 2,304 GPUs (../shared/validation/published;
  * BENCHMARKS.md, "Published runs"), per GPU and precision, starting from
- * est_costs_base: the same four parameters, the GEMM ceiling's share
+ * calib_costs_base: the same four parameters, the GEMM ceiling's share
  * relative to the GPU's own measured table (H100) or its MAMF (GB200).
  * They hold for Megatron's step (options.framework megatron) at scale, and
  * carry over by a rule: every Hopper GPU takes the H100's, every
@@ -79,9 +79,9 @@ static const struct {
     {HW_ARCH_BLACKWELL, 1, 142.422, 0.710, 0.636, 3.130},
 };
 
-void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
+void calib_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
-    est_costs_base(hw, spec, c);
+    calib_costs_base(hw, spec, c);
     if (!spec || spec->options.framework != EST_FRAMEWORK_MEGATRON || spec->options.dtype == HW_FP32)
         return;
     int low = spec->options.dtype == HW_FP8 || spec->options.dtype == HW_FP4;
@@ -94,14 +94,14 @@ void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec,
         }
 }
 
-int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
+int calib_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
                             struct sc_error *err)
 {
     struct cluster_profile p;
     memset(&p, 0, sizeof p);
     p.coll = c->coll;
     p.kernel = c->kernel;
-    if (cluster_profile_parse(json, len, &p, err))
+    if (calib_cluster_profile_parse(json, len, &p, err))
         return sc_error_prefix(err, "cluster.profile");
     if (p.gpu[0] && strcmp(p.gpu, gpu) != 0)
         return sc_error_set(err, SC_EINVAL, "cluster.profile: measured on %s, but cluster.gpu is %s", p.gpu,

@@ -29,26 +29,26 @@ struct est_costs {
 /* The costs of the cited sources alone (README "Cost models": spec sheets,
  * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
  * bandwidth overrides applied: where `make validate` starts its fits. */
-void est_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+void calib_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
 /* The cited costs with the hardware-level parameters `make validate` fits
  * on the A100 steps of ../shared/validation set to that fit (BENCHMARKS.md,
  * "Estimator validation"): where the published runs' fits start. */
-void est_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
-/* The estimator's defaults: est_costs_base, and for Megatron's step on
+void calib_costs_base(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+/* The estimator's defaults: calib_costs_base, and for Megatron's step on
  * Hopper and Blackwell GPUs in 16-bit, fp8 or fp4 (spec NULL: none) the
  * fit on the published runs of ../shared/validation/published by GPU
  * generation and precision (BENCHMARKS.md, "Published runs"). */
-void est_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
+void calib_costs_default(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);
 
 /* Apply a cluster profile document (`stepcast calibrate ... --out`, the
  * file a spec's cluster.profile names) over *c: the collective parameters,
  * and the kernel ones when it holds them. SC_EINVAL when it was measured
  * on another GPU than `gpu`; SC_EPARSE for a bad document. */
-int est_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
+int calib_costs_apply_profile(struct est_costs *c, const char *json, size_t len, const char *gpu,
                             struct sc_error *err);
 
 /* What one micro-batch's passes cost on the compute stream, ns
- * (est_synth_pass_costs, synth.h). */
+ * (synth_pass_costs, synth.h). */
 struct est_pass_costs {
     int64_t layer_f[2], layer_b[2], layer_r[2], embed_f, embed_b, head_f, head_b;
 };

@@ -103,7 +103,7 @@ out:
     return rc;
 }
 
-int gemm_torch_dtype(const char *t, enum hw_dtype *d)
+int calib_gemm_torch_dtype(const char *t, enum hw_dtype *d)
 {
     static const struct {
         const char *name;
@@ -127,7 +127,7 @@ static int dtype_of(enum gemm_op op, const char *text, enum hw_dtype *d)
 {
     json_t *types = json_loads(text, 0, NULL);
     size_t first = op == OP_ADDMM || op == OP_BADDBMM ? 1 : 0;
-    int rc = gemm_torch_dtype(json_string_value(json_array_get(types, first)), d);
+    int rc = calib_gemm_torch_dtype(json_string_value(json_array_get(types, first)), d);
     json_decref(types);
     return rc;
 }
@@ -137,7 +137,7 @@ static int tf32_kernel(const char *name)
     return name && (strstr(name, "tf32") || strstr(name, "s1688") || strstr(name, "s16816"));
 }
 
-const char *gemm_device_name(const struct model_trace *t, int32_t device)
+const char *calib_gemm_device_name(const struct model_trace *t, int32_t device)
 {
     for (size_t i = 0; i < t->n_devices; i++)
         if (t->devices[i].id == device)
@@ -145,24 +145,24 @@ const char *gemm_device_name(const struct model_trace *t, int32_t device)
     return NULL;
 }
 
-int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+int calib_gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err)
 {
-    return gemm_samples_of_kernels(t, out, skipped, NULL, err);
+    return calib_gemm_samples_of_kernels(t, out, skipped, NULL, err);
 }
 
-int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+int calib_gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             uint32_t *sample_of_event, struct sc_error *err)
 {
     struct op_kernels ok;
-    int status = op_kernels_join(t, &ok, err);
+    int status = cost_op_kernels_join(t, &ok, err);
     if (!status)
-        status = gemm_samples_of_ops(t, &ok, out, skipped, sample_of_event, err);
-    op_kernels_release(&ok);
+        status = calib_gemm_samples_of_ops(t, &ok, out, skipped, sample_of_event, err);
+    cost_op_kernels_release(&ok);
     return status;
 }
 
-int gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct gemm_samples *out,
+int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct gemm_samples *out,
                         size_t *skipped, uint32_t *sample_of_event, struct sc_error *err)
 {
     const struct op_kernels ok = *ops;
@@ -207,7 +207,7 @@ int gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *op
     return status;
 }
 
-void gemm_samples_release(struct gemm_samples *s)
+void calib_gemm_samples_release(struct gemm_samples *s)
 {
     if (!s)
         return;
@@ -215,7 +215,7 @@ void gemm_samples_release(struct gemm_samples *s)
     memset(s, 0, sizeof *s);
 }
 
-int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
+int calib_gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
                        const struct gemm_sample *s, size_t n, struct estimate_check *out,
                        struct sc_error *err)
 {
@@ -230,10 +230,10 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
         struct gemm_estimate e;
         if (!(s[i].measured_us > 0))
             continue; /* a zero-length record: no error to speak of */
-        if (!(status = kernel_gemm(p, hw, &g, &e, err)))
+        if (!(status = cost_kernel_gemm(p, hw, &g, &e, err)))
             ratio[m++] = e.time_us / s[i].measured_us;
     }
-    if (!status && estimate_check_ratios(ratio, m, out))
+    if (!status && cost_estimate_check_ratios(ratio, m, out))
         status = sc_error_set(err, SC_ENOMEM, "out of memory");
     free(ratio);
     return status;
@@ -245,7 +245,7 @@ int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *h
 /* The rows a fit regresses, of the samples with a time (of dtype `only`,
  * or of every dtype when `only` < 0), timed with parameters k: the
  * measured time t, the model's kernel count and its time beyond their
- * fixed cost (bound). *rows gets how many; SC_OK, or kernel_gemm's error. */
+ * fixed cost (bound). *rows gets how many; SC_OK, or cost_kernel_gemm's error. */
 static int fit_rows(const struct kernel_params *k, const struct hw_profile *hw, const struct gemm_sample *s,
                     size_t n, int only, double *t, double *kernels, double *bound, size_t *rows,
                     struct sc_error *err)
@@ -256,7 +256,7 @@ static int fit_rows(const struct kernel_params *k, const struct hw_profile *hw, 
         struct gemm_estimate e;
         if (!(s[i].measured_us > 0) || (only >= 0 && s[i].dtype != (enum hw_dtype)only))
             continue;
-        int status = kernel_gemm(k, hw, &g, &e, err);
+        int status = cost_kernel_gemm(k, hw, &g, &e, err);
         if (status)
             return status;
         t[m] = s[i].measured_us;
@@ -268,7 +268,7 @@ static int fit_rows(const struct kernel_params *k, const struct hw_profile *hw, 
     return SC_OK;
 }
 
-int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
+int calib_gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err)
 {
@@ -281,7 +281,7 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     if (m < MIN_FIT_SAMPLES)
         return sc_error_set(err, SC_EINVAL, "%zu GEMMs with a time: at least %d are needed to fit", m,
                             MIN_FIT_SAMPLES);
-    int status = gemm_samples_check(base, hw, s, n, &fit->before, err);
+    int status = calib_gemm_samples_check(base, hw, s, n, &fit->before, err);
     if (status)
         return status;
     double *t = malloc(3 * m * sizeof *t + 1), *kernels = t + m, *bound = t + 2 * m, c[2], se[2];
@@ -290,7 +290,7 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     if ((status = fit_rows(base, hw, s, n, -1, t, kernels, bound, &m, err)))
         goto out;
     const double *x[] = {kernels, bound};
-    if ((status = robust_fit_relative(t, NULL, x, 2, m, "GEMM", c, se, err)))
+    if ((status = calib_robust_fit_relative(t, NULL, x, 2, m, "GEMM", c, se, err)))
         goto out;
     double fixed = c[0], inv_scale = c[1];
     if (!(inv_scale > 0)) {
@@ -299,7 +299,7 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     }
     out->kernel_fixed_us = fixed;
     out->gemm_ceiling_scale = base->gemm_ceiling_scale / inv_scale;
-    if ((status = kernel_params_check(out, err))) {
+    if ((status = cost_kernel_params_check(out, err))) {
         status = sc_error_set(err, SC_ENUMERIC, "the GEMM fit gives an unphysical value: %s", err->msg);
         *out = *base;
         goto out;
@@ -307,13 +307,13 @@ int gemm_samples_fit(const struct kernel_params *base_in, const struct hw_profil
     fit->samples = m;
     fit->fixed_se_us = se[0];
     fit->scale_se = base->gemm_ceiling_scale * se[1] / (inv_scale * inv_scale);
-    status = gemm_samples_check(out, hw, s, n, &fit->after, err);
+    status = calib_gemm_samples_check(out, hw, s, n, &fit->after, err);
 out:
     free(t);
     return status;
 }
 
-int gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw_profile *hw,
+int calib_gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw_profile *hw,
                             const struct gemm_sample *s, size_t n, struct kernel_params *out, unsigned *fitted,
                             struct sc_error *err)
 {
@@ -342,7 +342,7 @@ int gemm_samples_fit_dtypes(const struct kernel_params *base_in, const struct hw
             ok = fit_rows(&k, hw, s, n, d, t, fixed, bound, &m, &why) == SC_OK;
             for (size_t j = 0; ok && j < m; j++)
                 fixed[j] *= k.kernel_fixed_us; /* kernels -> their fixed cost, kept */
-            ok = ok && m >= MIN_FIT_SAMPLES && robust_fit_relative(t, fixed, x, 1, m, "GEMM", &c, &se, &why) == SC_OK &&
+            ok = ok && m >= MIN_FIT_SAMPLES && calib_robust_fit_relative(t, fixed, x, 1, m, "GEMM", &c, &se, &why) == SC_OK &&
                  c > 0 && k.dtype_scale[d] / c >= 0.01 && k.dtype_scale[d] / c <= 2;
             if (ok)
                 k.dtype_scale[d] /= c;

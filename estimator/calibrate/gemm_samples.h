@@ -41,26 +41,26 @@ struct gemm_samples {
  * kernels). Ops
  * whose dims or dtype cannot be read, and ops that launched no kernel, are
  * skipped and counted in *skipped (may be NULL). */
-int gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+int calib_gemm_samples_from_trace(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             struct sc_error *err);
 
 /* The same, and sample_of_event[i] (t->n_events entries) gets the index in
  * out->v of the sample kernel event i belongs to, or MODEL_NONE. */
-int gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
+int calib_gemm_samples_of_kernels(const struct model_trace *t, struct gemm_samples *out, size_t *skipped,
                             uint32_t *sample_of_event, struct sc_error *err);
 
 /* The same from the trace's ops joined to their kernels already
- * (op_kernels_join), for a caller that reads the join for more. */
+ * (cost_op_kernels_join), for a caller that reads the join for more. */
 struct op_kernels;
-int gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct gemm_samples *out,
+int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct gemm_samples *out,
                         size_t *skipped, uint32_t *sample_of_event, struct sc_error *err);
 
-void gemm_samples_release(struct gemm_samples *s);
+void calib_gemm_samples_release(struct gemm_samples *s);
 
 struct kernel_params;
 
 /* The kernel model against measured samples (all of one GPU). */
-int gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
+int calib_gemm_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
                        const struct gemm_sample *s, size_t n, struct estimate_check *out,
                        struct sc_error *err);
 
@@ -76,26 +76,26 @@ struct gemm_fit {
     struct estimate_check before, after;
     double fixed_se_us, scale_se; /* standard errors */
 };
-int gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+int calib_gemm_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
                      const struct gemm_sample *s, size_t n, struct kernel_params *out,
                      struct gemm_fit *fit, struct sc_error *err);
 
-/* After gemm_samples_fit (*base its result), each dtype's ceiling fitted
+/* After calib_gemm_samples_fit (*base its result), each dtype's ceiling fitted
  * alone where samples of more than one dtype are given: for every dtype
  * with at least 8 samples, the measured times less the fixed cost on the
  * model's bound time, by the same robust regression, repeated at the scale
  * found until it holds (the bound is linear in it only where compute
  * binds); out->dtype_scale[d] gets it and bit d of *fitted is set. A dtype whose fit
  * fails or leaves the physical range keeps base's. SC_ENOMEM, or SC_OK. */
-int gemm_samples_fit_dtypes(const struct kernel_params *base, const struct hw_profile *hw,
+int calib_gemm_samples_fit_dtypes(const struct kernel_params *base, const struct hw_profile *hw,
                             const struct gemm_sample *s, size_t n, struct kernel_params *out, unsigned *fitted,
                             struct sc_error *err);
 
 /* The dtype of a PyTorch element type name ("c10::BFloat16", "float",
  * "c10::Float8_e4m3fn"): 0, or -1 for a type no GEMM runs in. */
-int gemm_torch_dtype(const char *type, enum hw_dtype *d);
+int calib_gemm_torch_dtype(const char *type, enum hw_dtype *d);
 
 /* The trace's name of a device id ("NVIDIA A100-SXM4-80GB"), or NULL. */
-const char *gemm_device_name(const struct model_trace *t, int32_t device);
+const char *calib_gemm_device_name(const struct model_trace *t, int32_t device);
 
 #endif

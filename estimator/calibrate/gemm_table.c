@@ -41,7 +41,7 @@ static int read_row(const char *s, size_t w, size_t line, struct gemm_sample *ou
     struct sc_error why;
     if (sc_csv_field(&q, end, 0, buf, sizeof buf))
         return sc_error_set(err, SC_EPARSE, "line %zu: expected 6 comma-separated columns (" HEADER ")", line);
-    if (hw_dtype_parse(buf, &out->dtype, &why))
+    if (cost_hw_dtype_parse(buf, &out->dtype, &why))
         return sc_error_set(err, SC_EPARSE, "line %zu: dtype: '%s' is none of fp32, tf32, fp16, bf16, fp8, fp4",
                             line, buf);
     for (int c = 0; c < 5; c++) {
@@ -62,7 +62,7 @@ static int read_row(const char *s, size_t w, size_t line, struct gemm_sample *ou
     return SC_OK;
 }
 
-int gemm_table_parse(const char *text, size_t len, struct gemm_samples *out, char *device, size_t n,
+int calib_gemm_table_parse(const char *text, size_t len, struct gemm_samples *out, char *device, size_t n,
                      struct sc_error *err)
 {
     struct sc_lines l;

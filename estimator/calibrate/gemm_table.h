@@ -23,7 +23,7 @@
  * device (n bytes) gets the "# device:" name, or "" when the table names
  * none. SC_EPARSE naming the line and column of anything else; SC_ELIMIT
  * past GEMM_TABLE_MAX_ROWS rows. */
-int gemm_table_parse(const char *text, size_t len, struct gemm_samples *out, char *device, size_t n,
+int calib_gemm_table_parse(const char *text, size_t len, struct gemm_samples *out, char *device, size_t n,
                      struct sc_error *err);
 
 #endif

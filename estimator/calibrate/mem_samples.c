@@ -162,7 +162,7 @@ static double bytes_of(enum mem_role role, const struct tensor *t, int n)
     }
 }
 
-int mem_op_bytes(const char *name, const char *dims_text, const char *types_text, double *bytes,
+int calib_mem_op_bytes(const char *name, const char *dims_text, const char *types_text, double *bytes,
                  struct sc_error *err)
 {
     enum mem_role role = role_of(name);
@@ -204,18 +204,18 @@ static int elementwise_kernel(const char *name)
     return name && (strstr(name, "elementwise") || strstr(name, "vectorized") || strstr(name, "kernel_vec"));
 }
 
-int mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out, struct mem_skips *skips,
+int calib_mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out, struct mem_skips *skips,
                            struct sc_error *err)
 {
     struct op_kernels ok;
-    int status = op_kernels_join(t, &ok, err);
+    int status = cost_op_kernels_join(t, &ok, err);
     if (!status)
-        status = mem_samples_of_ops(t, &ok, out, skips, err);
-    op_kernels_release(&ok);
+        status = calib_mem_samples_of_ops(t, &ok, out, skips, err);
+    cost_op_kernels_release(&ok);
     return status;
 }
 
-int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct mem_samples *out,
+int calib_mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct mem_samples *out,
                        struct mem_skips *skips, struct sc_error *err)
 {
     const struct op_kernels ok = *ops;
@@ -229,7 +229,7 @@ int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops
             continue;
         struct mem_sample s = {.device = -1, .op = l->op};
         const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
-        if (mem_op_bytes(model_str(t, o->name), in ? model_str(t, in->input_dims) : NULL,
+        if (calib_mem_op_bytes(model_str(t, o->name), in ? model_str(t, in->input_dims) : NULL,
                          in ? model_str(t, in->input_types) : NULL, &s.bytes, &why)) {
             if (skips)
                 skips->unreadable++;
@@ -259,7 +259,7 @@ int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops
     return status;
 }
 
-void mem_samples_release(struct mem_samples *s)
+void calib_mem_samples_release(struct mem_samples *s)
 {
     if (!s)
         return;
@@ -267,7 +267,7 @@ void mem_samples_release(struct mem_samples *s)
     memset(s, 0, sizeof *s);
 }
 
-int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
+int calib_mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
                       const struct mem_sample *s, size_t n, struct estimate_check *out,
                       struct sc_error *err)
 {
@@ -278,16 +278,16 @@ int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) /* a zero-length record has no error to speak of */
         if (s[i].measured_us > 0)
-            ratio[m++] = (kernel_memory_us(p, hw, s[i].bytes) + p->kernel_fixed_us * (s[i].kernels - 1)) /
+            ratio[m++] = (cost_kernel_memory_us(p, hw, s[i].bytes) + p->kernel_fixed_us * (s[i].kernels - 1)) /
                          s[i].measured_us;
-    int rc = estimate_check_ratios(ratio, m, out) ? sc_error_set(err, SC_ENOMEM, "out of memory") : SC_OK;
+    int rc = cost_estimate_check_ratios(ratio, m, out) ? sc_error_set(err, SC_ENOMEM, "out of memory") : SC_OK;
     free(ratio);
     return rc;
 }
 
 #define MIN_FIT_SAMPLES 8
 
-int mem_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
+int calib_mem_samples_fit(const struct kernel_params *base_in, const struct hw_profile *hw,
                     const struct mem_sample *s, size_t n, struct kernel_params *out, struct mem_fit *fit,
                     struct sc_error *err)
 {
@@ -315,11 +315,11 @@ int mem_samples_fit(const struct kernel_params *base_in, const struct hw_profile
         goto out;
     }
     const double *x[] = {hbm};
-    if ((status = mem_samples_check(base, hw, big, m, &fit->before, err)) ||
-        (status = robust_fit_relative(t, fixed, x, 1, m, "memory-bound", &c, &se, err)))
+    if ((status = calib_mem_samples_check(base, hw, big, m, &fit->before, err)) ||
+        (status = calib_robust_fit_relative(t, fixed, x, 1, m, "memory-bound", &c, &se, err)))
         goto out;
     out->hbm_fraction = 1 / c;
-    if (!(c > 0) || kernel_params_check(out, err)) {
+    if (!(c > 0) || cost_kernel_params_check(out, err)) {
         status = sc_error_set(err, SC_ENUMERIC, "the memory-bound fit gives an unphysical hbm_fraction (%.3g)",
                               1 / c);
         *out = *base;
@@ -328,7 +328,7 @@ int mem_samples_fit(const struct kernel_params *base_in, const struct hw_profile
     fit->samples = m;
     fit->before_fraction = base->hbm_fraction;
     fit->fraction_se = se / (c * c);
-    status = mem_samples_check(out, hw, big, m, &fit->after, err);
+    status = calib_mem_samples_check(out, hw, big, m, &fit->after, err);
 out:
     free(big);
     free(t);

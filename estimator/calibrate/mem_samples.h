@@ -50,24 +50,24 @@ struct mem_skips {
  * texts of Input Dims and Input type). SC_EINVAL when the op is not a
  * memory-bound one this module knows; SC_EPARSE when its inputs cannot be
  * read. */
-int mem_op_bytes(const char *name, const char *dims, const char *types, double *bytes, struct sc_error *err);
+int calib_mem_op_bytes(const char *name, const char *dims, const char *types, double *bytes, struct sc_error *err);
 
 /* Append the memory-bound samples of one trace (in the order of their first
  * kernels); *skips (may be NULL) adds the ops left out. */
-int mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out, struct mem_skips *skips,
+int calib_mem_samples_from_trace(const struct model_trace *t, struct mem_samples *out, struct mem_skips *skips,
                            struct sc_error *err);
 /* The same from the trace's ops joined to their kernels already. */
 struct op_kernels;
-int mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct mem_samples *out,
+int calib_mem_samples_of_ops(const struct model_trace *t, const struct op_kernels *ok, struct mem_samples *out,
                        struct mem_skips *skips, struct sc_error *err);
 
-void mem_samples_release(struct mem_samples *s);
+void calib_mem_samples_release(struct mem_samples *s);
 
 struct kernel_params;
 
 /* The kernel model (kernel_fixed_us x kernels + bytes at hbm_fraction of
  * the GPU's HBM bandwidth) against measured samples (all of one GPU). */
-int mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
+int calib_mem_samples_check(const struct kernel_params *p, const struct hw_profile *hw,
                       const struct mem_sample *s, size_t n, struct estimate_check *out,
                       struct sc_error *err);
 
@@ -91,7 +91,7 @@ struct mem_fit {
     double before_fraction; /* *base's hbm_fraction */
     double fraction_se;     /* standard error of hbm_fraction */
 };
-int mem_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
+int calib_mem_samples_fit(const struct kernel_params *base, const struct hw_profile *hw,
                     const struct mem_sample *s, size_t n, struct kernel_params *out, struct mem_fit *fit,
                     struct sc_error *err);
 

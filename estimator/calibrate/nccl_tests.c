@@ -96,7 +96,7 @@ static enum model_coll_op kind_from_name(const char *name)
 }
 
 /* The largest rows, where the two-decimal rounding matters least. */
-int nct_ranks_from_ratio(const struct nct_run *r)
+int calib_nct_ranks_from_ratio(const struct nct_run *r)
 {
     size_t best = r->n_rows;
     for (size_t i = 0; i < r->n_rows; i++)
@@ -221,7 +221,7 @@ static int result_row(const struct line *l, int groups, struct nct_row *row)
     return 0;
 }
 
-int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_run *out,
+int calib_nct_parse(const char *text, size_t len, const char *name_hint, struct nct_run *out,
               struct sc_error *err)
 {
     struct nct_run r = {.kind = MODEL_COLL_UNKNOWN};
@@ -313,7 +313,7 @@ int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_ru
     r.nodes = (int)hosts.n;
     r.ranks = n_ranks;
     if (!r.ranks && r.kind != MODEL_COLL_UNKNOWN) {
-        r.ranks = nct_ranks_from_ratio(&r);
+        r.ranks = calib_nct_ranks_from_ratio(&r);
         r.ranks_derived = r.ranks > 0;
     }
     hosts_free(&hosts);
@@ -325,7 +325,7 @@ fail:
     return status;
 }
 
-void nct_run_release(struct nct_run *r)
+void calib_nct_run_release(struct nct_run *r)
 {
     if (!r)
         return;

@@ -53,14 +53,14 @@ struct nct_run {
  * all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast or
  * reduce found in it at a word start. SC_EPARSE when no result row is found
  * or a row is malformed (err->offset: the byte where its line starts). */
-int nct_parse(const char *text, size_t len, const char *name_hint, struct nct_run *out,
+int calib_nct_parse(const char *text, size_t len, const char *name_hint, struct nct_run *out,
               struct sc_error *err);
 
 /* The group size from the busbw/algbw ratio of the largest rows, for the
- * run's kind (nct_parse does this when the file names no devices; call it
+ * run's kind (calib_nct_parse does this when the file names no devices; call it
  * again after naming the kind); 0 when the ratio does not tell. */
-int nct_ranks_from_ratio(const struct nct_run *r);
+int calib_nct_ranks_from_ratio(const struct nct_run *r);
 
-void nct_run_release(struct nct_run *r); /* NULL-safe; leaves r empty */
+void calib_nct_run_release(struct nct_run *r); /* NULL-safe; leaves r empty */
 
 #endif

@@ -209,7 +209,7 @@ static int parse_row(const struct cells *c, const int *at, size_t line, struct e
     for (int i = 0; i < N_COLS; i++)
         t[i] = c->text[at[i]];
     memset(r, 0, sizeof *r);
-    est_model_init(&r->dims);
+    spec_model_init(&r->dims);
     r->dims.vocab = 0; /* the dims column's V, required */
     r->line = line;
 
@@ -343,7 +343,7 @@ static void vp_from_other_releases(struct est_published *v, size_t n)
     }
 }
 
-int est_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
+int calib_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
                         struct sc_error *err)
 {
     struct est_published *v = NULL;
@@ -439,7 +439,7 @@ fail:
     return rc;
 }
 
-const char *est_pub_software_name(enum est_pub_software s)
+const char *calib_pub_software_name(enum est_pub_software s)
 {
     return s == EST_PUB_MAXTEXT ? "MaxText" : s == EST_PUB_PAXML ? "PAXML" : "NeMo";
 }
@@ -476,16 +476,16 @@ static int spec_as_run(const struct est_published *r, struct est_spec *out, cons
         m->mlp == EST_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->seq, (long long)m->vocab, moe,
         (long long)r->tp, (long long)r->pp, (long long)r->cp, (long long)r->dp, (long long)r->ep, etp,
         (long long)r->micro_batch, (long long)r->global_batch, vpp, shard, gb200 ? "gb200" : "h100-sxm",
-        gb200 ? 72 : 8, hw_dtype_name(r->dtype), r->fsdp ? 3 : 1, tp ? "true" : "false",
+        gb200 ? 72 : 8, cost_hw_dtype_name(r->dtype), r->fsdp ? 3 : 1, tp ? "true" : "false",
         tp ? "true" : "false");
     if (len < 0 || (size_t)len >= sizeof text)
         return sc_error_set(err, SC_EINVAL, "line %zu: spec too long", r->line);
-    if (est_spec_load(text, (size_t)len, out, hw, err))
+    if (spec_load(text, (size_t)len, out, hw, err))
         return sc_error_prefix(err, "line %zu", r->line);
     return SC_OK;
 }
 
-int est_published_spec(const struct est_published *r, struct est_spec *out, const struct hw_profile **hw,
+int calib_published_spec(const struct est_published *r, struct est_spec *out, const struct hw_profile **hw,
                        int *fits, struct sc_error *err)
 {
     struct est_spec asked;
@@ -493,10 +493,10 @@ int est_published_spec(const struct est_published *r, struct est_spec *out, cons
     int rc;
     *fits = 0;
     if ((rc = spec_as_run(r, &asked, hw, err)) ||
-        (rc = est_memory_resolve_recompute(&asked, (*hw)->hbm_gb, out, err)) ||
-        (rc = est_memory_estimate(out, (*hw)->hbm_gb, &mem, err)))
+        (rc = spec_memory_resolve_recompute(&asked, (*hw)->hbm_gb, out, err)) ||
+        (rc = spec_memory_estimate(out, (*hw)->hbm_gb, &mem, err)))
         return rc;
     *fits = mem.fits;
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
     return SC_OK;
 }

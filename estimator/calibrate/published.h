@@ -70,11 +70,11 @@ struct est_published {
  * line (and column) for a table that is not one, a malformed cell, or a
  * row whose GPUs are not its parallelism's product; SC_ELIMIT past
  * 100,000 rows or 64 columns. */
-int est_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
+int calib_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
                         struct sc_error *err);
 
 /* "NeMo", "MaxText", "PAXML". */
-const char *est_pub_software_name(enum est_pub_software s);
+const char *calib_pub_software_name(enum est_pub_software s);
 
 /* The spec of usable row r as the NeMo recipes ran it: cluster h100-sxm
  * (8 GPUs a node) or gb200 (72-GPU NVLink domain), its dtype, flash
@@ -88,8 +88,8 @@ const char *est_pub_software_name(enum est_pub_software s);
  * it fits (these jobs ran: options.recompute auto, resolved in *out).
  * *fits is 0 when not even full recomputation fits (the spec has full
  * then). SC_EINVAL naming the row's line and the
- * field when est_spec_load refuses the configuration. */
-int est_published_spec(const struct est_published *r, struct est_spec *out, const struct hw_profile **hw,
+ * field when spec_load refuses the configuration. */
+int calib_published_spec(const struct est_published *r, struct est_spec *out, const struct hw_profile **hw,
                        int *fits, struct sc_error *err);
 
 #endif

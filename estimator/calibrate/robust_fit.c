@@ -9,7 +9,7 @@
 
 #include "common/banned.h"
 
-int robust_fit_relative(const double *t, const double *o, const double *const *x, size_t p, size_t n,
+int calib_robust_fit_relative(const double *t, const double *o, const double *const *x, size_t p, size_t n,
                         const char *what, double *b, double *se, struct sc_error *err)
 {
     gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);

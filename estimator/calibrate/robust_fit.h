@@ -17,7 +17,7 @@
 /* Fit b[p] with standard errors se[p] on n rows of t (all
  * > 0), o (NULL: none) and x[0..p). SC_ENUMERIC naming `what` when GSL
  * fails or a coefficient is not finite; SC_ENOMEM. */
-int robust_fit_relative(const double *t, const double *o, const double *const *x, size_t p, size_t n,
+int calib_robust_fit_relative(const double *t, const double *o, const double *const *x, size_t p, size_t n,
                         const char *what, double *b, double *se, struct sc_error *err);
 
 #endif

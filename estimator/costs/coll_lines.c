@@ -19,7 +19,7 @@ static const struct {
     {MODEL_COLL_SENDRECV, "sendrecv"},
 };
 
-int coll_kind_modelled(enum model_coll_op k)
+int cost_coll_kind_modelled(enum model_coll_op k)
 {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (kinds[i].op == k)
@@ -27,7 +27,7 @@ int coll_kind_modelled(enum model_coll_op k)
     return 0;
 }
 
-const char *coll_kind_name(enum model_coll_op k)
+const char *cost_coll_kind_name(enum model_coll_op k)
 {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (kinds[i].op == k)
@@ -35,7 +35,7 @@ const char *coll_kind_name(enum model_coll_op k)
     return "unknown";
 }
 
-enum model_coll_op coll_kind_from_name(const char *s)
+enum model_coll_op cost_coll_kind_from_name(const char *s)
 {
     for (size_t i = 0; s && i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(kinds[i].name, s) == 0)
@@ -45,9 +45,9 @@ enum model_coll_op coll_kind_from_name(const char *s)
 
 const double coll_fit_range_lo[COLL_FIT_RANGES] = {1, 65536, 1048576, 16777216};
 
-int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *L, struct sc_error *err)
+int cost_coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *L, struct sc_error *err)
 {
-    if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !coll_kind_modelled(k)))
+    if (L->n < 0 || L->n > COLL_FIT_RANGES || (L->n > 0 && !cost_coll_kind_modelled(k)))
         return sc_error_set(err, SC_EINVAL, "collective parameters: at most %d lines, of a modelled kind",
                             COLL_FIT_RANGES);
     for (int i = 0; i < L->n; i++) {
@@ -58,21 +58,21 @@ int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *L, stru
             (i > 0 && !(l->from_bytes > L->v[i - 1].to_bytes)))
             return sc_error_set(err, SC_EINVAL, "collective parameters: %s line %d: busbw must be %g to %g GB/s, "
                                 "latency 0 to %g us, and its sizes (0 <= from <= to) above the line before",
-                                coll_kind_name(k), i + 1, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS,
+                                cost_coll_kind_name(k), i + 1, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS,
                                 COLL_MAX_LATENCY_US);
     }
     return SC_OK;
 }
 
-int coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err)
+int cost_coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err)
 {
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
-        if (coll_kind_lines_valid((enum model_coll_op)k, &lines[k], err))
+        if (cost_coll_kind_lines_valid((enum model_coll_op)k, &lines[k], err))
             return err->code;
     return SC_OK;
 }
 
-void *coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
+void *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
 {
     json_t *o = NULL;
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
@@ -83,14 +83,14 @@ void *coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
                                                "to_bytes", L->v[i].to_bytes, "hop_us", L->v[i].hop_us,
                                                "busbw_gbps", L->v[i].busbw_gbps));
         if (a && (o || (o = json_object())))
-            json_object_set_new(o, coll_kind_name((enum model_coll_op)k), a);
+            json_object_set_new(o, cost_coll_kind_name((enum model_coll_op)k), a);
         else
             json_decref(a);
     }
     return o;
 }
 
-int coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
+int cost_coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
                      struct sc_error *err)
 {
     static const char *const fields[] = {"from_bytes", "to_bytes", "hop_us", "busbw_gbps"};
@@ -101,7 +101,7 @@ int coll_lines_parse(const void *json, const char *where, struct coll_lines line
     if (!json_is_object(o))
         return sc_error_set(err, SC_EPARSE, "%s must be an object", where);
     json_object_foreach(o, key, a) {
-        enum model_coll_op k = coll_kind_from_name(key);
+        enum model_coll_op k = cost_coll_kind_from_name(key);
         if (k == MODEL_COLL_UNKNOWN)
             return sc_error_set(err, SC_EPARSE, "%s.%.32s: not a collective kind", where, key);
         if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > COLL_FIT_RANGES)
@@ -122,7 +122,7 @@ int coll_lines_parse(const void *json, const char *where, struct coll_lines line
             L->v[i] = (struct coll_line){v[0], v[1], v[2], v[3]};
         }
     }
-    if (coll_lines_valid(got, err)) {
+    if (cost_coll_lines_valid(got, err)) {
         err->code = SC_EPARSE;
         return sc_error_prefix(err, "%s", where);
     }

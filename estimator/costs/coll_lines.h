@@ -17,12 +17,12 @@
 
 /* Whether the model times this kind: all-reduce, all-gather,
  * reduce-scatter, all-to-all, broadcast, reduce, send/recv. */
-int coll_kind_modelled(enum model_coll_op k);
+int cost_coll_kind_modelled(enum model_coll_op k);
 /* nccl-tests kind names: "all_reduce", "all_gather", "reduce_scatter",
  * "alltoall", "broadcast", "reduce", "sendrecv" (and parsing them back:
  * MODEL_COLL_UNKNOWN for anything else). */
-const char *coll_kind_name(enum model_coll_op k);
-enum model_coll_op coll_kind_from_name(const char *s);
+const char *cost_coll_kind_name(enum model_coll_op k);
+enum model_coll_op cost_coll_kind_from_name(const char *s);
 
 /* Size ranges fitted separately:
  * [1 B, 64 KiB), [64 KiB, 1 MiB), [1 MiB, 16 MiB), [16 MiB, inf). */
@@ -61,17 +61,17 @@ struct coll_lines {
 /* SC_EINVAL unless every kind's lines are of a modelled kind, at most
  * COLL_FIT_RANGES, busbw > 0, hop >= 0, sizes 0 <= from <= to, each line's
  * above the one before. */
-int coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err);
+int cost_coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err);
 /* The same for one kind's lines. */
-int coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *lines, struct sc_error *err);
+int cost_coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *lines, struct sc_error *err);
 
 /* Lines in JSON: {"all_reduce": [{"from_bytes", "to_bytes", "hop_us",
- * "busbw_gbps"}, ...], ...}. coll_lines_json gives a json_t * (new
- * reference), NULL when no kind has lines. coll_lines_parse reads a json_t *
- * object into lines[] (every kind's, replaced), checked (coll_lines_valid);
+ * "busbw_gbps"}, ...], ...}. cost_coll_lines_json gives a json_t * (new
+ * reference), NULL when no kind has lines. cost_coll_lines_parse reads a json_t *
+ * object into lines[] (every kind's, replaced), checked (cost_coll_lines_valid);
  * SC_EPARSE after `where` and the member otherwise, lines[] unchanged. */
-void *coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT]);
-int coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
+void *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT]);
+int cost_coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
                      struct sc_error *err);
 
 #endif

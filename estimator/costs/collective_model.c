@@ -11,7 +11,7 @@
 #include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
-double coll_bus_factor(enum model_coll_op k, int n)
+double cost_coll_bus_factor(enum model_coll_op k, int n)
 {
     if (n < 1)
         n = 1;
@@ -27,7 +27,7 @@ double coll_bus_factor(enum model_coll_op k, int n)
     }
 }
 
-void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
+void cost_coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
 {
     memset(p, 0, sizeof *p);
     p->base_us = COLL_BASE_US;
@@ -41,7 +41,7 @@ void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
     memcpy(p->lines, hw->coll_lines, sizeof p->lines);
 }
 
-const char *coll_algo_name(enum coll_algo a)
+const char *cost_coll_algo_name(enum coll_algo a)
 {
     static const char *const names[] = {"ring", "tree", "nvls", "direct"};
     return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "unknown";
@@ -205,25 +205,25 @@ static int tiers_valid(const struct coll_params *p, struct sc_error *err)
     return SC_OK;
 }
 
-int coll_params_valid(const struct coll_params *p, struct sc_error *err)
+int cost_coll_params_valid(const struct coll_params *p, struct sc_error *err)
 {
     if (tiers_valid(p, err))
         return err->code;
-    return coll_lines_valid(p->lines, err);
+    return cost_coll_lines_valid(p->lines, err);
 }
 
-int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
+int cost_coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
                   double bytes, struct coll_estimate *out, struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!coll_kind_modelled(kind))
+    if (!cost_coll_kind_modelled(kind))
         return sc_error_set(err, SC_EINVAL, "no cost model for collective '%s'", model_coll_op_name(kind));
     if (g->ranks < 1 || g->ranks_per_domain < 1 || g->ranks_per_domain > g->ranks)
         return sc_error_set(err, SC_EINVAL, "collective group of %d ranks, %d per domain: need 1 <= per domain <= ranks",
                             g->ranks, g->ranks_per_domain);
     if (!(bytes >= 0) || !isfinite(bytes))
         return sc_error_set(err, SC_EINVAL, "collective size must be a finite number of bytes >= 0");
-    if (tiers_valid(p, err) || coll_kind_lines_valid(kind, &p->lines[kind], err)) /* what this estimate reads */
+    if (tiers_valid(p, err) || cost_coll_kind_lines_valid(kind, &p->lines[kind], err)) /* what this estimate reads */
         return err->code;
     if (g->ranks == 1 && kind != MODEL_COLL_SENDRECV) {
         out->time_us = out->alpha_us = p->base_us; /* a local copy at most */
@@ -303,12 +303,12 @@ static void apply_lines(struct coll_params *p, const struct coll_measurement *m,
         if (!latency_fit(small) || !(big->busbw_gbps > 0) || big->size_hi < coll_fit_range_lo[COLL_FIT_RANGES - 1] ||
             !(pl[0].steps_intra > 0)) {
             say(report, report_len, "%s: no lines from %s (it needs sizes below 64 KiB and from 16 MiB)\n",
-                coll_kind_name(best->kind), best->source);
+                cost_coll_kind_name(best->kind), best->source);
             continue;
         }
         struct coll_lines *L = &p->lines[best->kind];
         L->n = 0;
-        say(report, report_len, "%s in the NVLink domain, from %s (%d ranks):", coll_kind_name(best->kind), best->source,
+        say(report, report_len, "%s in the NVLink domain, from %s (%d ranks):", cost_coll_kind_name(best->kind), best->source,
             best->ranks);
         for (size_t i = 0; i < best->n_fits; i++) {
             const struct coll_fit *f = &best->fits[i];
@@ -326,7 +326,7 @@ static void apply_lines(struct coll_params *p, const struct coll_measurement *m,
     }
 }
 
-void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
+void cost_coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len)
 {
     const struct coll_measurement *in = pick(m, n, 0), *x = pick(m, n, 1);
@@ -337,7 +337,7 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
         if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1]) {
             p->intra.busbw_gbps = big->busbw_gbps / pl[0].intra_gain;
             say(report, report_len, "intra busbw %.1f GB/s from %s %s, %d ranks, sizes %.0f-%.0f B\n",
-                p->intra.busbw_gbps, in->source, coll_kind_name(in->kind), in->ranks, big->size_lo,
+                p->intra.busbw_gbps, in->source, cost_coll_kind_name(in->kind), in->ranks, big->size_lo,
                 big->size_hi);
         }
         if (latency_fit(small) && pl[0].steps_intra > 0) {
@@ -352,7 +352,7 @@ void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, 
         plans(p, x->kind, g, d, pl);
         if (big->busbw_gbps > 0 && big->size_hi >= coll_fit_range_lo[COLL_FIT_RANGES - 1] &&
             pl[0].bytes_inter > 0) {
-            double per_byte = coll_bus_factor(x->kind, x->ranks) / big->busbw_gbps;
+            double per_byte = cost_coll_bus_factor(x->kind, x->ranks) / big->busbw_gbps;
             double intra = pl[0].bytes_intra > 0 ? pl[0].bytes_intra / (p->intra.busbw_gbps * pl[0].intra_gain) : 0;
             if (per_byte > 1.1 * intra) {
                 p->inter.busbw_gbps = pl[0].bytes_inter / per_byte;

@@ -38,7 +38,7 @@ struct hw_profile;
 
 
 /* The nccl-tests bus factor: busbw = algbw x factor. */
-double coll_bus_factor(enum model_coll_op k, int ranks);
+double cost_coll_bus_factor(enum model_coll_op k, int ranks);
 
 /* One tier of the fabric. */
 struct coll_tier {
@@ -46,7 +46,7 @@ struct coll_tier {
     double hop_us;     /* latency of one algorithm step over this tier */
 };
 
-/* Defaults (coll_params_from_hw), each from a cited source:
+/* Defaults (cost_coll_params_from_hw), each from a cited source:
  *  COLL_INTRA_FRACTION 0.78: busbw over NVLink per direction; 235.3 GB/s
  *    of 300 in the 8 x A100-SXM4-40GB all_reduce_perf run of
  *    microsoft/superbenchmark (../shared/calibration/nccl-tests);
@@ -81,11 +81,11 @@ struct coll_params {
 /* The defaults above on a GPU's profile: busbw = nvlink (network) GB/s per
  * direction x fraction; and the profile's measured lines, where it has
  * them (hw_profile.coll_lines). */
-void coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p);
+void cost_coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p);
 
 /* SC_EINVAL unless bandwidths are > 0 and latencies >= 0 (lines'
- * included: coll_lines_valid). */
-int coll_params_valid(const struct coll_params *p, struct sc_error *err);
+ * included: cost_coll_lines_valid). */
+int cost_coll_params_valid(const struct coll_params *p, struct sc_error *err);
 
 
 /* How a group is laid out: `ranks` members, `ranks_per_domain` of them in
@@ -96,7 +96,7 @@ struct coll_group {
 };
 
 enum coll_algo { COLL_ALGO_RING, COLL_ALGO_TREE, COLL_ALGO_NVLS, COLL_ALGO_DIRECT };
-const char *coll_algo_name(enum coll_algo a);
+const char *cost_coll_algo_name(enum coll_algo a);
 
 struct coll_estimate {
     double time_us;
@@ -110,7 +110,7 @@ struct coll_estimate {
  * inside one domain, of a kind with lines, is priced by them (over the
  * group's steps and bytes); any other by the tiers.
  * SC_EINVAL for a kind the model does not time or a bad group. */
-int coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
+int cost_coll_estimate(const struct coll_params *p, enum model_coll_op kind, const struct coll_group *g,
                   double bytes, struct coll_estimate *out, struct sc_error *err);
 
 /* ---- one size range of a measurement, as calibrate/coll_fit.h fits it ---- */
@@ -147,7 +147,7 @@ struct coll_measurement {
  * its lines, one per size range fitted. What nothing measured keeps its
  * default. One line per value set goes to `report` (if non-NULL), for the
  * user. */
-void coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
+void cost_coll_params_apply(struct coll_params *p, const struct coll_measurement *m, size_t n,
                        char *report, size_t report_len);
 
 #endif

@@ -20,7 +20,7 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int estimate_check_ratios(double *ratio, size_t n, struct estimate_check *out)
+int cost_estimate_check_ratios(double *ratio, size_t n, struct estimate_check *out)
 {
     memset(out, 0, sizeof *out);
     if (n == 0)

@@ -15,6 +15,6 @@ struct estimate_check {
 
 /* Sum up predicted / measured ratios; ratio[] is reordered. 0, or -1 when
  * out of memory. */
-int estimate_check_ratios(double *ratio, size_t n, struct estimate_check *out);
+int cost_estimate_check_ratios(double *ratio, size_t n, struct estimate_check *out);
 
 #endif

@@ -19,22 +19,22 @@ static const char *const dtype_names[HW_DTYPE_COUNT] = {"fp32", "tf32", "fp16", 
 static const double dtype_bytes[HW_DTYPE_COUNT] = {4, 4, 2, 2, 1, 0.5};
 static const char *const arch_names[HW_ARCH_COUNT] = {"unknown", "volta", "ampere", "hopper", "blackwell", "cdna3"};
 
-const char *hw_arch_name(enum hw_arch a)
+const char *cost_hw_arch_name(enum hw_arch a)
 {
     return (unsigned)a < HW_ARCH_COUNT ? arch_names[a] : "unknown";
 }
 
-const char *hw_dtype_name(enum hw_dtype d)
+const char *cost_hw_dtype_name(enum hw_dtype d)
 {
     return (unsigned)d < HW_DTYPE_COUNT ? dtype_names[d] : "?";
 }
 
-double hw_dtype_bytes(enum hw_dtype d)
+double cost_hw_dtype_bytes(enum hw_dtype d)
 {
     return (unsigned)d < HW_DTYPE_COUNT ? dtype_bytes[d] : 0;
 }
 
-int hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err)
+int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err)
 {
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (s && strcmp(s, dtype_names[d]) == 0) {
@@ -80,8 +80,8 @@ static int get_dtype_table(json_t *o, const char *key, int required, double *out
     if (!json_is_object(t))
         return sc_error_set(err, SC_EPARSE, "%s: an object of dtype -> TFLOP/s is required", key);
     json_object_foreach(t, k, v) {
-        enum hw_dtype d = HW_FP32; /* hw_dtype_parse sets it */
-        if (hw_dtype_parse(k, &d, err)) {
+        enum hw_dtype d = HW_FP32; /* cost_hw_dtype_parse sets it */
+        if (cost_hw_dtype_parse(k, &d, err)) {
             err->code = SC_EPARSE;
             return sc_error_prefix(err, "%s", key);
         }
@@ -177,7 +177,7 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     p->gpus_per_node = (int)per_node;
     p->nvls = json_is_true(json_object_get(o, "nvls"));
     p->ib_sharp = json_is_true(json_object_get(o, "ib_sharp"));
-    int measured = hw_has_gemm_tflops(p);
+    int measured = cost_hw_has_gemm_tflops(p);
     for (int d = 0; d < HW_DTYPE_COUNT; d++) {
         if (p->mamf_tflops[d] > p->peak_tflops[d] || p->gemm_tflops[d] > p->peak_tflops[d])
             return sc_error_set(err, SC_EPARSE, "%s.%s exceeds peak_tflops.%s",
@@ -191,7 +191,7 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     if (attn && parse_attention(attn, p, err))
         return err->code;
     json_t *lines = json_object_get(o, "collective_lines");
-    if (lines && coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
+    if (lines && cost_coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
         return err->code;
     if (names && !json_is_array(names))
         return sc_error_set(err, SC_EPARSE, "device_names: an array of strings is required");
@@ -207,7 +207,7 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     return SC_OK;
 }
 
-int hw_has_gemm_tflops(const struct hw_profile *p)
+int cost_hw_has_gemm_tflops(const struct hw_profile *p)
 {
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (p->gemm_tflops[d] > 0)
@@ -215,7 +215,7 @@ int hw_has_gemm_tflops(const struct hw_profile *p)
     return 0;
 }
 
-double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d)
+double cost_hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d)
 {
     if ((unsigned)d >= HW_DTYPE_COUNT || !(p->peak_tflops[d] > 0))
         return 0;
@@ -227,7 +227,7 @@ double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d)
     return best > 0 ? best : p->peak_tflops[d];
 }
 
-int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err)
+int cost_hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err)
 {
     json_error_t jerr;
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -263,7 +263,7 @@ static void load(void)
     for (size_t i = 0; i < n; i++) {
         struct sc_error err;
         const struct sc_embedded *f = &sc_hardware_files[i];
-        if (hw_profile_parse((const char *)f->data, f->len, &profiles[n_profiles], &err))
+        if (cost_hw_profile_parse((const char *)f->data, f->len, &profiles[n_profiles], &err))
             fprintf(stderr, "stepcast: hardware profile %s: %s\n", f->name, err.msg);
         else
             n_profiles++;
@@ -271,26 +271,26 @@ static void load(void)
     qsort(profiles, n_profiles, sizeof *profiles, by_id);
 }
 
-size_t hw_profile_count(void)
+size_t cost_hw_profile_count(void)
 {
     pthread_once(&load_once, load);
     return n_profiles;
 }
 
-const struct hw_profile *hw_profile_at(size_t i)
+const struct hw_profile *cost_hw_profile_at(size_t i)
 {
-    return i < hw_profile_count() ? &profiles[i] : NULL;
+    return i < cost_hw_profile_count() ? &profiles[i] : NULL;
 }
 
-const struct hw_profile *hw_profile_find(const char *id)
+const struct hw_profile *cost_hw_profile_find(const char *id)
 {
-    for (size_t i = 0; id && i < hw_profile_count(); i++)
+    for (size_t i = 0; id && i < cost_hw_profile_count(); i++)
         if (strcmp(profiles[i].id, id) == 0)
             return &profiles[i];
     return NULL;
 }
 
-const char *hw_profile_document(const struct hw_profile *p, size_t *len)
+const char *cost_hw_profile_document(const struct hw_profile *p, size_t *len)
 {
     size_t n = strlen(p->id);
     for (size_t i = 0; sc_hardware_files[i].name; i++) {
@@ -303,9 +303,9 @@ const char *hw_profile_document(const struct hw_profile *p, size_t *len)
     return NULL;
 }
 
-const struct hw_profile *hw_profile_for_device(const char *device_name)
+const struct hw_profile *cost_hw_profile_for_device(const char *device_name)
 {
-    for (size_t i = 0; device_name && i < hw_profile_count(); i++)
+    for (size_t i = 0; device_name && i < cost_hw_profile_count(); i++)
         for (int k = 0; k < profiles[i].n_device_names; k++)
             if (strcmp(profiles[i].device_names[k], device_name) == 0)
                 return &profiles[i];

@@ -24,11 +24,11 @@
 
 enum hw_dtype { HW_FP32, HW_TF32, HW_FP16, HW_BF16, HW_FP8, HW_FP4, HW_DTYPE_COUNT };
 
-const char *hw_dtype_name(enum hw_dtype d); /* "fp32", "tf32", ... */
+const char *cost_hw_dtype_name(enum hw_dtype d); /* "fp32", "tf32", ... */
 /* SC_EINVAL with a message naming the accepted names when s is none. */
-int hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err);
+int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err);
 /* Bytes per element as stored: fp32 and tf32 4, fp16 and bf16 2, fp8 1, fp4 0.5. */
-double hw_dtype_bytes(enum hw_dtype d);
+double cost_hw_dtype_bytes(enum hw_dtype d);
 
 /* The GPU's architecture (generation): what decides the low-precision
  * formats its tensor cores take (MXFP8 and NVFP4 on Blackwell only) and
@@ -37,7 +37,7 @@ double hw_dtype_bytes(enum hw_dtype d);
 enum hw_arch { HW_ARCH_UNKNOWN, HW_ARCH_VOLTA, HW_ARCH_AMPERE, HW_ARCH_HOPPER, HW_ARCH_BLACKWELL, HW_ARCH_CDNA3,
                HW_ARCH_COUNT };
 
-const char *hw_arch_name(enum hw_arch a); /* "hopper", ...; "unknown" */
+const char *cost_hw_arch_name(enum hw_arch a); /* "hopper", ...; "unknown" */
 
 struct hw_profile {
     char id[48];   /* file name without .json, e.g. "h100-sxm" */
@@ -65,31 +65,31 @@ struct hw_profile {
     int nvls;      /* NVLink SHARP (in-switch reduction) in the domain */
     int ib_sharp;  /* in-network reduction across domains */
     /* measured NCCL curves inside the GPU's NVLink domain, by kind, where
-     * a cited nccl-tests run has them (coll_params_from_hw sets them) */
+     * a cited nccl-tests run has them (cost_coll_params_from_hw sets them) */
     struct coll_lines coll_lines[MODEL_COLL_OP_COUNT];
     char device_names[HW_MAX_DEVICE_NAMES][64]; /* names traces carry for it */
     int n_device_names;
 };
 
-size_t hw_profile_count(void);
-const struct hw_profile *hw_profile_at(size_t i); /* sorted by id */
+size_t cost_hw_profile_count(void);
+const struct hw_profile *cost_hw_profile_at(size_t i); /* sorted by id */
 /* The profile with that id, or NULL. */
-const struct hw_profile *hw_profile_find(const char *id);
+const struct hw_profile *cost_hw_profile_find(const char *id);
 /* The profile listing that trace device name (deviceProperties "name"), or
  * NULL: unknown names are reported by the caller, never guessed. */
-const struct hw_profile *hw_profile_for_device(const char *device_name);
+const struct hw_profile *cost_hw_profile_for_device(const char *device_name);
 /* Whether the profile carries GEMM ceilings measured on the GPU itself. */
-int hw_has_gemm_tflops(const struct hw_profile *p);
+int cost_hw_has_gemm_tflops(const struct hw_profile *p);
 /* The GPU's measured matmul ceiling for dtype d, TFLOP/s: the larger of
  * its MAMF and its own GEMM table's (fp16 and bf16 share theirs, as they
  * share the tensor cores); the dense peak where nothing was measured, and
  * 0 for a dtype the GPU lacks. No kernel may run faster (invariants.h). */
-double hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d);
+double cost_hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d);
 /* The compiled-in file of profile p (data/hardware/ID.json, NUL-ended):
  * its sources and notes, which the struct leaves out. NULL when p is not
  * one of the compiled-in profiles. */
-const char *hw_profile_document(const struct hw_profile *p, size_t *len);
+const char *cost_hw_profile_document(const struct hw_profile *p, size_t *len);
 /* Parse one profile document (the data/hardware format). */
-int hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err);
+int cost_hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err);
 
 #endif

@@ -31,7 +31,7 @@ static const int splits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
  * the cited fraction: no Blackwell backward figure is published beside it. */
 #define ATTN_EFFICIENCY_BLACKWELL 0.711
 
-void kernel_params_default(struct kernel_params *p)
+void cost_kernel_params_default(struct kernel_params *p)
 {
     p->gemm_ceiling_scale = 1.0;
     p->mamf_fallback_fraction = 0.80;
@@ -47,9 +47,9 @@ void kernel_params_default(struct kernel_params *p)
         p->dtype_scale[d] = 1.0;
 }
 
-void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw)
+void cost_kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw)
 {
-    kernel_params_default(p);
+    cost_kernel_params_default(p);
     if (hw && hw->arch == HW_ARCH_BLACKWELL)
         p->attn_efficiency = ATTN_EFFICIENCY_BLACKWELL;
     if (hw && hw->attn_efficiency > 0) {
@@ -60,7 +60,7 @@ void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw)
     }
 }
 
-int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
+int cost_kernel_params_check(const struct kernel_params *p, struct sc_error *err)
 {
     static const struct {
         const char *name;
@@ -87,11 +87,11 @@ int kernel_params_check(const struct kernel_params *p, struct sc_error *err)
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (!(p->dtype_scale[d] >= 0.01 && p->dtype_scale[d] <= 2))
             return sc_error_set(err, SC_EINVAL, "kernel parameter gemm_ceiling_scale_%s = %g: must be in [0.01, 2]",
-                                hw_dtype_name((enum hw_dtype)d), p->dtype_scale[d]);
+                                cost_hw_dtype_name((enum hw_dtype)d), p->dtype_scale[d]);
     return SC_OK;
 }
 
-double kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw_profile *hw,
+double cost_kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw_profile *hw,
                                   enum hw_dtype d)
 {
     if ((unsigned)d >= HW_DTYPE_COUNT || !(hw->peak_tflops[d] > 0))
@@ -117,21 +117,21 @@ static double hbm_us(const struct kernel_params *p, const struct hw_profile *hw,
     return bytes / (hw->hbm_gbps * p->hbm_fraction * 1e3); /* GB/s = 1e3 bytes per us */
 }
 
-double kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes)
+double cost_kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes)
 {
     return p->kernel_fixed_us + hbm_us(p, hw, bytes > 0 ? bytes : 0);
 }
 
-double kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes)
+double cost_kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes)
 {
     double sms = hw->sm_count > 0 ? (double)hw->sm_count : 1;
     return fmax(hbm_us(p, hw, bytes > 0 ? bytes : 0),
                 (elements > 0 ? elements : 0) / (sms * p->strided_elements_per_sm_us));
 }
 
-double kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype, enum hw_dtype from)
+double cost_kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype, enum hw_dtype from)
 {
-    double e = hw_dtype_bytes(dtype);
+    double e = cost_hw_dtype_bytes(dtype);
     switch (kind) {
     case KERNEL_MEM_UNARY:
     case KERNEL_MEM_NORM_FWD:
@@ -144,7 +144,7 @@ double kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype
     case KERNEL_MEM_DROPOUT:
         return (2 * e + 1) * n;
     case KERNEL_MEM_CAST:
-        return (hw_dtype_bytes(from) + e) * n;
+        return (cost_hw_dtype_bytes(from) + e) * n;
     }
     return 0;
 }
@@ -157,11 +157,11 @@ double kernel_mem_bytes(enum kernel_mem_kind kind, double n, enum hw_dtype dtype
 static double sm_feed_bytes_per_us(const struct kernel_params *p, const struct hw_profile *hw,
                                    enum hw_dtype d)
 {
-    double c16 = fmax(kernel_gemm_ceiling_tflops(p, hw, HW_BF16), kernel_gemm_ceiling_tflops(p, hw, HW_FP16));
+    double c16 = fmax(cost_kernel_gemm_ceiling_tflops(p, hw, HW_BF16), cost_kernel_gemm_ceiling_tflops(p, hw, HW_FP16));
     double el = 2;
     if (!(c16 > 0)) { /* no 16-bit tensor cores: the dtype's own path */
-        c16 = kernel_gemm_ceiling_tflops(p, hw, d);
-        el = hw_dtype_bytes(d);
+        c16 = cost_kernel_gemm_ceiling_tflops(p, hw, d);
+        el = cost_hw_dtype_bytes(d);
     }
     double sm_flops = c16 * 1e6 / hw->sm_count;
     return el * sm_flops / p->gemm_full_tile;
@@ -173,7 +173,7 @@ static int check_gpu(const struct hw_profile *hw, enum hw_dtype d, struct sc_err
         return sc_error_set(err, SC_EINVAL, "hardware profile '%s' lacks SMs or HBM bandwidth", hw->id);
     if ((unsigned)d >= HW_DTYPE_COUNT || !(hw->peak_tflops[d] > 0))
         return sc_error_set(err, SC_EINVAL, "%s has no %s", hw->name,
-                            (unsigned)d < HW_DTYPE_COUNT ? hw_dtype_name(d) : "such dtype");
+                            (unsigned)d < HW_DTYPE_COUNT ? cost_hw_dtype_name(d) : "such dtype");
     return SC_OK;
 }
 
@@ -182,17 +182,17 @@ static int positive(double v)
     return v > 0 && isfinite(v);
 }
 
-int kernel_gemm(const struct kernel_params *p, const struct hw_profile *hw, const struct gemm_shape *s,
+int cost_kernel_gemm(const struct kernel_params *p, const struct hw_profile *hw, const struct gemm_shape *s,
                 struct gemm_estimate *out, struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!positive(s->m) || !positive(s->n) || !positive(s->k) || !(s->batch >= 1 && isfinite(s->batch)))
         return sc_error_set(err, SC_EINVAL, "GEMM %g x %g x %g (batch %g): dimensions must be positive",
                             s->m, s->n, s->k, s->batch);
-    if (check_gpu(hw, s->dtype, err) || kernel_params_check(p, err))
+    if (check_gpu(hw, s->dtype, err) || cost_kernel_params_check(p, err))
         return err->code;
-    double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * 1e6 / hw->sm_count; /* per us */
-    double el = hw_dtype_bytes(s->dtype), out_el = el < 2 ? 2 : el; /* fp8/fp4 GEMMs write bf16 */
+    double sm_flops = cost_kernel_gemm_ceiling_tflops(p, hw, s->dtype) * 1e6 / hw->sm_count; /* per us */
+    double el = cost_hw_dtype_bytes(s->dtype), out_el = el < 2 ? 2 : el; /* fp8/fp4 GEMMs write bf16 */
     double bytes = s->batch * ((s->m * s->k + s->k * s->n) * el + s->m * s->n * out_el);
     double t_mem = hbm_us(p, hw, bytes);
     double feed = sm_feed_bytes_per_us(p, hw, s->dtype);
@@ -240,7 +240,7 @@ static int check_attn(const struct attn_shape *s, struct sc_error *err)
     return SC_OK;
 }
 
-double attn_visible_keys(const struct attn_shape *s)
+double cost_attn_visible_keys(const struct attn_shape *s)
 {
     double sq = s->seq_q, skv = s->seq_kv, w = s->window;
     if (!s->causal)
@@ -252,21 +252,21 @@ double attn_visible_keys(const struct attn_shape *s)
     return keys > 0 ? keys : 1;
 }
 
-int kernel_flash_attention(const struct kernel_params *p, const struct hw_profile *hw,
+int cost_kernel_flash_attention(const struct kernel_params *p, const struct hw_profile *hw,
                            const struct attn_shape *s, int backward, double *time_us,
                            struct sc_error *err)
 {
     *time_us = 0;
-    if (check_attn(s, err) || check_gpu(hw, s->dtype, err) || kernel_params_check(p, err))
+    if (check_attn(s, err) || check_gpu(hw, s->dtype, err) || cost_kernel_params_check(p, err))
         return err->code;
     double b = s->batch, h = s->heads, sq = s->seq_q, skv = s->seq_kv, d = s->head_dim;
-    double flops = 4 * b * h * sq * attn_visible_keys(s) * d * (backward ? 2.5 : 1);
+    double flops = 4 * b * h * sq * cost_attn_visible_keys(s) * d * (backward ? 2.5 : 1);
     double blocks = b * h * ceil(sq / ATTN_BLOCK_Q);
-    double sm_flops = kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency *
+    double sm_flops = cost_kernel_gemm_ceiling_tflops(p, hw, s->dtype) * p->attn_efficiency *
                       (backward ? p->attn_backward_fraction : 1) * 1e6 / hw->sm_count;
     double waves = ceil(blocks / hw->sm_count);
     double t_comp = waves * ((flops / blocks) / sm_flops + (backward ? p->attn_backward_block_us : p->attn_block_us));
-    double el = hw_dtype_bytes(s->dtype);
+    double el = cost_hw_dtype_bytes(s->dtype);
     double q = b * sq * h * d, kv = b * skv * s->kv_heads * d;
     double bytes = backward ? el * (4 * q + 4 * kv) + 4 * q /* dQ accumulated in fp32 */
                             : el * (2 * q + 2 * kv) + 4 * b * h * sq /* log-sum-exp */;
@@ -279,12 +279,12 @@ static int add_gemm(const struct kernel_params *p, const struct hw_profile *hw, 
 {
     struct gemm_shape g = {.m = m, .n = n, .k = k, .batch = batch, .dtype = d};
     struct gemm_estimate e;
-    int rc = kernel_gemm(p, hw, &g, &e, err);
+    int rc = cost_kernel_gemm(p, hw, &g, &e, err);
     *sum += e.time_us;
     return rc;
 }
 
-int kernel_unfused_attention(const struct kernel_params *p, const struct hw_profile *hw,
+int cost_kernel_unfused_attention(const struct kernel_params *p, const struct hw_profile *hw,
                              const struct attn_shape *s, int backward, double *time_us,
                              struct sc_error *err)
 {
@@ -299,14 +299,14 @@ int kernel_unfused_attention(const struct kernel_params *p, const struct hw_prof
         if ((rc = add_gemm(p, hw, bh, sq, skv, d, dt, &t, err)) || /* S = Q K^T */
             (rc = add_gemm(p, hw, bh, sq, d, skv, dt, &t, err)))   /* O = P V */
             return rc;
-        t += kernel_memory_us(p, hw, kernel_mem_bytes(KERNEL_MEM_SOFTMAX_FWD, scores, dt, dt));
+        t += cost_kernel_memory_us(p, hw, cost_kernel_mem_bytes(KERNEL_MEM_SOFTMAX_FWD, scores, dt, dt));
     } else {
         if ((rc = add_gemm(p, hw, bh, skv, d, sq, dt, &t, err)) || /* dV = P^T dO */
             (rc = add_gemm(p, hw, bh, sq, skv, d, dt, &t, err)) || /* dP = dO V^T */
             (rc = add_gemm(p, hw, bh, sq, d, skv, dt, &t, err)) || /* dQ = dS K */
             (rc = add_gemm(p, hw, bh, skv, d, sq, dt, &t, err)))   /* dK = dS^T Q */
             return rc;
-        t += kernel_memory_us(p, hw, kernel_mem_bytes(KERNEL_MEM_SOFTMAX_BWD, scores, dt, dt));
+        t += cost_kernel_memory_us(p, hw, cost_kernel_mem_bytes(KERNEL_MEM_SOFTMAX_BWD, scores, dt, dt));
     }
     *time_us = t;
     return SC_OK;

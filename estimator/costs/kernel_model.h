@@ -26,7 +26,7 @@
  * Every kernel pays a fixed cost.
  *
  * All parameters are hardware-level and physically meaningful; defaults
- * come from cited sources (kernel_params_default, README "Cost models"),
+ * come from cited sources (cost_kernel_params_default, README "Cost models"),
  * and a fit may override them. */
 #ifndef ESTIMATOR_KERNEL_MODEL_H
 #define ESTIMATOR_KERNEL_MODEL_H
@@ -59,7 +59,7 @@ struct kernel_params {
      * of the GEMM ceiling: 0.84, FlashAttention-2's forward 73% of A100
      * peak (Dao 2023) over the A100's MAMF efficiency of 86.9%; on
      * Blackwell 0.711 (cuDNN's fused attention on a B200, arXiv 2603.05451:
-     * kernel_params_for_gpu) */
+     * cost_kernel_params_for_gpu) */
     double attn_efficiency;
     /* its backward's throughput over its forward's: 0.865,
      * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
@@ -70,7 +70,7 @@ struct kernel_params {
      * backward, microseconds: 0 (the figures above are a share at long
      * sequences). A GPU whose profile carries its own measured attention
      * (hw_profile.attn_*: `calibrate traces` on its attention
-     * microbenchmark) takes all four from it (kernel_params_for_gpu). */
+     * microbenchmark) takes all four from it (cost_kernel_params_for_gpu). */
     double attn_block_us;
     double attn_backward_block_us;
     /* elements a streaming multiprocessor takes per microsecond through
@@ -85,21 +85,21 @@ struct kernel_params {
     double strided_elements_per_sm_us;
     /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
      * 1, unless a GEMM table with several dtypes fits each
-     * (gemm_samples_fit_dtypes) */
+     * (calib_gemm_samples_fit_dtypes) */
     double dtype_scale[HW_DTYPE_COUNT];
 };
 
-void kernel_params_default(struct kernel_params *p);
+void cost_kernel_params_default(struct kernel_params *p);
 /* The defaults, with the GPU generation's cited attention share
  * (Blackwell's) and what was measured on the GPU itself (its attention). */
-void kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw);
+void cost_kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw);
 
 /* SC_EINVAL naming the field when a parameter is out of its range. */
-int kernel_params_check(const struct kernel_params *p, struct sc_error *err);
+int cost_kernel_params_check(const struct kernel_params *p, struct sc_error *err);
 
 /* The achievable GEMM throughput of the GPU in a dtype, TFLOP/s (0 when
  * the GPU has no such dtype). */
-double kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw_profile *hw,
+double cost_kernel_gemm_ceiling_tflops(const struct kernel_params *p, const struct hw_profile *hw,
                                   enum hw_dtype dtype);
 
 struct gemm_shape {
@@ -118,16 +118,16 @@ struct gemm_estimate {
 
 /* The time of one GEMM kernel. SC_EINVAL for a non-positive or
  * non-finite dimension, or a dtype the GPU lacks. */
-int kernel_gemm(const struct kernel_params *p, const struct hw_profile *hw, const struct gemm_shape *s,
+int cost_kernel_gemm(const struct kernel_params *p, const struct hw_profile *hw, const struct gemm_shape *s,
                 struct gemm_estimate *out, struct sc_error *err);
 
 /* The time of a kernel moving `bytes` between HBM and the SMs. */
-double kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes);
+double cost_kernel_memory_us(const struct kernel_params *p, const struct hw_profile *hw, double bytes);
 
 /* A non-vectorised elementwise kernel over `elements` moving `bytes`:
  * bounded by the SMs' element rate (strided_elements_per_sm_us) or by
  * HBM, whichever is slower, without the fixed cost. */
-double kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes);
+double cost_kernel_strided_us(const struct kernel_params *p, const struct hw_profile *hw, double elements, double bytes);
 
 /* Bytes a memory-bound kernel moves per element of its tensor, each
  * element read and written once:
@@ -140,7 +140,7 @@ double kernel_strided_us(const struct kernel_params *p, const struct hw_profile 
  *   dropout                                 2 x dtype + 1 (the mask)
  *   cast to dtype (from the other dtype `from`) from + dtype
  * (an Adam step's bytes depend on where its state lives:
- * est_optimizer_step_bytes, estimator/spec/memory.h) */
+ * spec_optimizer_step_bytes, estimator/spec/memory.h) */
 enum kernel_mem_kind {
     KERNEL_MEM_UNARY,
     KERNEL_MEM_BINARY,
@@ -151,7 +151,7 @@ enum kernel_mem_kind {
     KERNEL_MEM_DROPOUT,
     KERNEL_MEM_CAST
 };
-double kernel_mem_bytes(enum kernel_mem_kind kind, double elements, enum hw_dtype dtype,
+double cost_kernel_mem_bytes(enum kernel_mem_kind kind, double elements, enum hw_dtype dtype,
                         enum hw_dtype from);
 
 struct attn_shape {
@@ -165,12 +165,12 @@ struct attn_shape {
 /* Keys a query of s sees on average: all of them; causal, the lower
  * triangle (query i of sq sees skv - sq + i + 1); within a window of w
  * keys (sq == skv), min(i + 1, w): w - w (w - 1) / (2 sq). */
-double attn_visible_keys(const struct attn_shape *s);
+double cost_attn_visible_keys(const struct attn_shape *s);
 
 /* Flash attention, one kernel: forward (4 b h sq skv d FLOPs, halved when
  * causal) or backward (2.5 x forward: the recomputed scores and the four
  * gradient products). */
-int kernel_flash_attention(const struct kernel_params *p, const struct hw_profile *hw,
+int cost_kernel_flash_attention(const struct kernel_params *p, const struct hw_profile *hw,
                            const struct attn_shape *s, int backward, double *time_us,
                            struct sc_error *err);
 
@@ -178,7 +178,7 @@ int kernel_flash_attention(const struct kernel_params *p, const struct hw_profil
  * and the softmax over the b h sq skv scores in memory (forward); the
  * backward's four batched GEMMs and softmax backward. Causal masking saves
  * nothing here. The sum of its kernels' times. */
-int kernel_unfused_attention(const struct kernel_params *p, const struct hw_profile *hw,
+int cost_kernel_unfused_attention(const struct kernel_params *p, const struct hw_profile *hw,
                              const struct attn_shape *s, int backward, double *time_us,
                              struct sc_error *err);
 

@@ -92,7 +92,7 @@ static uint32_t op_of_kernel(const struct model_trace *t, const uint32_t *call_o
     return call_op[t->link[i]];
 }
 
-int op_kernels_join(const struct model_trace *t, struct op_kernels *out, struct sc_error *err)
+int cost_op_kernels_join(const struct model_trace *t, struct op_kernels *out, struct sc_error *err)
 {
     uint32_t *call_op = NULL, *group = NULL;
     size_t n_kernels = 0;
@@ -148,11 +148,11 @@ out:
     free(call_op);
     free(group);
     if (status)
-        op_kernels_release(out);
+        cost_op_kernels_release(out);
     return status;
 }
 
-void op_kernels_release(struct op_kernels *k)
+void cost_op_kernels_release(struct op_kernels *k)
 {
     if (!k)
         return;

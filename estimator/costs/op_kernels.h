@@ -30,8 +30,8 @@ struct op_kernels {
 /* The ops of a trace that launched kernels, each with its kernels (a
  * launch outside every op counts for none). Empty when the trace has no
  * launch links. */
-int op_kernels_join(const struct model_trace *t, struct op_kernels *out, struct sc_error *err);
+int cost_op_kernels_join(const struct model_trace *t, struct op_kernels *out, struct sc_error *err);
 
-void op_kernels_release(struct op_kernels *k);
+void cost_op_kernels_release(struct op_kernels *k);
 
 #endif

@@ -56,7 +56,7 @@ static int facts_init(struct trace_facts *f, const struct model_trace *t, struct
         goto out;
     }
     memset(f->op_of, 0xff, t->n_events * sizeof *f->op_of);
-    if ((rc = op_kernels_join(t, &ok, err)) || (rc = gemm_samples_of_ops(t, &ok, &gs, NULL, sample_of, err)))
+    if ((rc = cost_op_kernels_join(t, &ok, err)) || (rc = calib_gemm_samples_of_ops(t, &ok, &gs, NULL, sample_of, err)))
         goto out;
     for (size_t i = 0; i < ok.n_ops; i++)
         for (uint32_t k = ok.ops[i].first; k < ok.ops[i].first + ok.ops[i].n; k++)
@@ -67,8 +67,8 @@ static int facts_init(struct trace_facts *f, const struct model_trace *t, struct
             f->flops[ev] = 2.0 * s->m * s->n * s->k * s->batch / (s->kernels > 0 ? s->kernels : 1);
         }
 out:
-    op_kernels_release(&ok);
-    gemm_samples_release(&gs);
+    cost_op_kernels_release(&ok);
+    calib_gemm_samples_release(&gs);
     free(sample_of);
     return rc;
 }
@@ -756,7 +756,7 @@ static int prefix_ok(const char *p)
     return 1;
 }
 
-int est_chakra_export(const struct model_graph *g, const struct model_replay *r, const struct model_replay_opts *o,
+int chakra_export(const struct model_graph *g, const struct model_replay *r, const struct model_replay_opts *o,
                       const char *prefix, struct est_chakra_out *out, struct sc_error *err)
 {
     struct exporter x = {.g = g, .r = r, .out = out};
@@ -813,7 +813,7 @@ out:
     return rc;
 }
 
-void est_chakra_out_release(struct est_chakra_out *out)
+void chakra_out_release(struct est_chakra_out *out)
 {
     for (size_t k = 0; out->files && k < out->n_files; k++)
         model_et_buf_release(&out->files[k].body);

@@ -66,11 +66,11 @@ struct est_chakra_out {
 
 /* Export replay r of graph g (run with options o, NULL for the defaults,
  * for the durations). Files are named with `prefix` (at most 64 bytes of
- * [A-Za-z0-9_.-]). *out is filled; release it with est_chakra_out_release
+ * [A-Za-z0-9_.-]). *out is filled; release it with chakra_out_release
  * (also after a failure). */
-int est_chakra_export(const struct model_graph *g, const struct model_replay *r, const struct model_replay_opts *o,
+int chakra_export(const struct model_graph *g, const struct model_replay *r, const struct model_replay_opts *o,
                       const char *prefix, struct est_chakra_out *out, struct sc_error *err);
 
-void est_chakra_out_release(struct est_chakra_out *out);
+void chakra_out_release(struct est_chakra_out *out);
 
 #endif

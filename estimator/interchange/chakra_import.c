@@ -39,7 +39,7 @@ static int is_dir(const char *path)
     return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
-int est_chakra_is_et(const char *const *paths, size_t n, int *yes, struct sc_error *err)
+int chakra_is_et(const char *const *paths, size_t n, int *yes, struct sc_error *err)
 {
     size_t et = 0, table = 0;
     *yes = 0;
@@ -442,7 +442,7 @@ static int make_job(struct model_et_rank **ets, size_t n, const int64_t *ranks, 
     return rc;
 }
 
-int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
+int chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
                       struct model_job **job, struct model_graph **out, struct sc_error *err)
 {
     struct inputs in = {{0}, NULL};

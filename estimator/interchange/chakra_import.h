@@ -35,13 +35,13 @@ struct model_limits;
 
 /* Whether paths[0..n) name Chakra ET (each of them: a mix of ET and
  * Kineto traces is SC_EINVAL). */
-int est_chakra_is_et(const char *const *paths, size_t n, int *yes, struct sc_error *err);
+int chakra_is_et(const char *const *paths, size_t n, int *yes, struct sc_error *err);
 
 /* The graph of the ET files paths name, and *job: one header-only trace
  * per rank (its source and rank), which the graph borrows. lim: NULL for
  * the defaults. `ranks`, when not NULL, says that every path is a file
  * and ranks[i] (when >= 0) is the rank of paths[i] (uploads). */
-int est_chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
+int chakra_import(const char *const *paths, size_t n, const struct model_limits *lim, const int64_t *ranks,
                       struct model_job **job, struct model_graph **out, struct sc_error *err);
 
 #endif

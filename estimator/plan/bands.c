@@ -23,12 +23,12 @@ const char *const est_band_level_names[EST_BAND_LEVELS] = {"p05", "p10", "p25", 
 static const char *const kind_names[EST_MODEL_KIND_COUNT] = {"dense", "moe"};
 static const char *const sharding_names[EST_SHARDING_COUNT] = {"none", "distributed_optimizer", "fsdp"};
 
-const char *est_model_kind_name(enum est_model_kind k)
+const char *plan_model_kind_name(enum est_model_kind k)
 {
     return (unsigned)k < EST_MODEL_KIND_COUNT ? kind_names[k] : "?";
 }
 
-const char *est_sharding_name(enum est_sharding s)
+const char *plan_sharding_name(enum est_sharding s)
 {
     return (unsigned)s < EST_SHARDING_COUNT ? sharding_names[s] : "?";
 }
@@ -75,7 +75,7 @@ static int parse_region(json_t *r, struct est_band *b, const char *at, struct sc
         return sc_error_set(err, SC_EPARSE, "%s: must be an object", at);
     if ((rc = only_keys(r, keys, sizeof keys / sizeof keys[0], at, err)))
         return rc;
-    if (!gpu || !hw_profile_find(gpu))
+    if (!gpu || !cost_hw_profile_find(gpu))
         return sc_error_set(err, SC_EPARSE, "%sgpu: must be the id of a hardware profile", at);
     snprintf(b->gpu, sizeof b->gpu, "%s", gpu);
     if (kind < 0)
@@ -113,7 +113,7 @@ static int parse_region(json_t *r, struct est_band *b, const char *at, struct sc
         return sc_error_set(err, SC_EPARSE, "%sbest_mfu: must be an object of dtype -> MFU", at);
     json_object_foreach (m, k, v) {
         enum hw_dtype d = HW_FP32;
-        if (hw_dtype_parse(k, &d, err)) {
+        if (cost_hw_dtype_parse(k, &d, err)) {
             err->code = SC_EPARSE;
             return sc_error_prefix(err, "%sbest_mfu", at);
         }
@@ -124,7 +124,7 @@ static int parse_region(json_t *r, struct est_band *b, const char *at, struct sc
     return SC_OK;
 }
 
-int est_bands_parse(const char *text, size_t len, struct est_bands *out, struct sc_error *err)
+int plan_bands_parse(const char *text, size_t len, struct est_bands *out, struct sc_error *err)
 {
     static const char *const keys[] = {"format", "version", "regions"};
     json_error_t je;
@@ -154,7 +154,7 @@ int est_bands_parse(const char *text, size_t len, struct est_bands *out, struct 
         snprintf(at, sizeof at, "regions[%zu].", i);
         if ((rc = parse_region(r, b, at, err)))
             break;
-        if (est_bands_find(out, b->gpu, b->model, b->sharding)) {
+        if (plan_bands_find(out, b->gpu, b->model, b->sharding)) {
             rc = sc_error_set(err, SC_EPARSE, "regions[%zu]: %s, %s, %s is given twice", i, b->gpu,
                               kind_names[b->model], sharding_names[b->sharding]);
             break;
@@ -163,11 +163,11 @@ int est_bands_parse(const char *text, size_t len, struct est_bands *out, struct 
     }
     json_decref(doc);
     if (rc)
-        est_bands_release(out);
+        plan_bands_release(out);
     return rc;
 }
 
-char *est_bands_text(const struct est_bands *b)
+char *plan_bands_text(const struct est_bands *b)
 {
     json_t *regions = json_array(), *doc;
     char *text = NULL;
@@ -178,7 +178,7 @@ char *est_bands_text(const struct est_bands *b)
             json_object_set_new(e, est_band_level_names[k], json_real(r->error[k]));
         for (int d = 0; m && d < HW_DTYPE_COUNT; d++)
             if (r->best_mfu[d] > 0)
-                json_object_set_new(m, hw_dtype_name((enum hw_dtype)d), json_real(r->best_mfu[d]));
+                json_object_set_new(m, cost_hw_dtype_name((enum hw_dtype)d), json_real(r->best_mfu[d]));
         if (json_array_append_new(regions,
                                   json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:s}", "gpu", r->gpu, "model",
                                             kind_names[r->model], "sharding", sharding_names[r->sharding], "rows",
@@ -196,14 +196,14 @@ char *est_bands_text(const struct est_bands *b)
     return text;
 }
 
-void est_bands_release(struct est_bands *b)
+void plan_bands_release(struct est_bands *b)
 {
     free(b->regions);
     b->regions = NULL;
     b->n = 0;
 }
 
-int est_bands_copy(const struct est_bands *b, struct est_bands *out, struct sc_error *err)
+int plan_bands_copy(const struct est_bands *b, struct est_bands *out, struct sc_error *err)
 {
     out->n = 0;
     if (!(out->regions = calloc(b->n + 1, sizeof *out->regions)))
@@ -225,11 +225,11 @@ static void load_builtin(void)
 {
     struct sc_error err;
     const struct sc_embedded *f = &sc_bands_files[0];
-    if (f->name && est_bands_parse((const char *)f->data, f->len, &builtin, &err))
+    if (f->name && plan_bands_parse((const char *)f->data, f->len, &builtin, &err))
         fprintf(stderr, "stepcast: %s: %s\n", f->name, err.msg);
 }
 
-const struct est_bands *est_bands_builtin(void)
+const struct est_bands *plan_bands_builtin(void)
 {
     pthread_once(&builtin_once, load_builtin);
     return &builtin;
@@ -237,7 +237,7 @@ const struct est_bands *est_bands_builtin(void)
 
 /* ---- what a band says ---- */
 
-void est_region_of(const struct est_spec *s, enum est_model_kind *model, enum est_sharding *sharding)
+void plan_region_of(const struct est_spec *s, enum est_model_kind *model, enum est_sharding *sharding)
 {
     *model = s->model.moe.experts > 0 ? EST_MODEL_MOE : EST_MODEL_DENSE;
     *sharding = s->options.zero_stage >= 3 ? EST_SHARDING_FSDP
@@ -245,7 +245,7 @@ void est_region_of(const struct est_spec *s, enum est_model_kind *model, enum es
                                              : EST_SHARDING_NONE;
 }
 
-const struct est_band *est_bands_find(const struct est_bands *b, const char *gpu, enum est_model_kind model,
+const struct est_band *plan_bands_find(const struct est_bands *b, const char *gpu, enum est_model_kind model,
                                       enum est_sharding sharding)
 {
     for (size_t i = 0; b && i < b->n; i++)
@@ -260,31 +260,31 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double est_quantile_sorted(const double *x, size_t n, double q)
+double plan_quantile_sorted(const double *x, size_t n, double q)
 {
     double pos = q * (double)(n - 1);
     size_t i = (size_t)pos;
     return i + 1 < n ? x[i] + (pos - (double)i) * (x[i + 1] - x[i]) : x[n - 1];
 }
 
-void est_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms)
+void plan_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms)
 {
-    double mfu = est_mfu(s, hw, measured_ms);
+    double mfu = synth_mfu(s, hw, measured_ms);
     if (mfu > b->best_mfu[s->options.dtype] && mfu <= 1)
         b->best_mfu[s->options.dtype] = mfu;
-    if (est_spec_gpus(s) > b->max_gpus)
-        b->max_gpus = est_spec_gpus(s);
+    if (spec_gpus(s) > b->max_gpus)
+        b->max_gpus = spec_gpus(s);
 }
 
-void est_band_set_errors(struct est_band *out, double *e, size_t n)
+void plan_band_set_errors(struct est_band *out, double *e, size_t n)
 {
     qsort(e, n, sizeof *e, cmp_double);
     out->rows = (int64_t)n;
     for (int k = 0; k < EST_BAND_LEVELS; k++)
-        out->error[k] = est_quantile_sorted(e, n, est_band_levels[k]);
+        out->error[k] = plan_quantile_sorted(e, n, est_band_levels[k]);
 }
 
-double est_band_error_at(const struct est_band *b, double q)
+double plan_band_error_at(const struct est_band *b, double q)
 {
     if (q <= est_band_levels[0])
         return b->error[0];
@@ -296,7 +296,7 @@ double est_band_error_at(const struct est_band *b, double q)
     return b->error[EST_BAND_LEVELS - 1];
 }
 
-int est_risk_check(double p, const char *field, struct sc_error *err)
+int plan_risk_check(double p, const char *field, struct sc_error *err)
 {
     if (!(p >= 0.5 && p <= 1))
         return sc_error_set(err, SC_EINVAL, "%s: %g is not in [0.5, 1] (0.5: the median; 0.9: measured "
@@ -304,9 +304,9 @@ int est_risk_check(double p, const char *field, struct sc_error *err)
     return SC_OK;
 }
 
-double est_band_at_risk(const struct est_band *b, double p, double est_ms)
+double plan_band_at_risk(const struct est_band *b, double p, double est_ms)
 {
-    return b ? est_ms / (1 + est_band_error_at(b, 1 - p)) : est_ms;
+    return b ? est_ms / (1 + plan_band_error_at(b, 1 - p)) : est_ms;
 }
 
 /* Append "; "-joined reasons. */
@@ -325,28 +325,28 @@ static void add_reason(struct est_band_view *v, const char *fmt, ...)
     va_end(ap);
 }
 
-void est_band_view_of(const struct est_bands *b, const struct est_spec *s, const struct est_estimate *e, double p,
+void plan_band_view_of(const struct est_bands *b, const struct est_spec *s, const struct est_estimate *e, double p,
                       struct est_band_view *out)
 {
     enum est_model_kind model;
     enum est_sharding sharding;
     enum hw_dtype d = s->options.dtype;
     memset(out, 0, sizeof *out);
-    est_region_of(s, &model, &sharding);
-    out->band = est_bands_find(b, s->cluster.gpu, model, sharding);
+    plan_region_of(s, &model, &sharding);
+    out->band = plan_bands_find(b, s->cluster.gpu, model, sharding);
     out->risk = p;
-    out->step_ms = est_band_at_risk(out->band, p, e->step_ms);
+    out->step_ms = plan_band_at_risk(out->band, p, e->step_ms);
     if (!out->band) {
         add_reason(out, "no validated row of %s, %s, sharding %s", s->cluster.gpu, kind_names[model],
                    sharding_names[sharding]);
         return;
     }
-    out->error = est_band_error_at(out->band, 1 - p);
-    if (est_spec_gpus(s) > out->band->max_gpus)
-        add_reason(out, "%lld GPUs, above the %lld of the largest validated row", (long long)est_spec_gpus(s),
+    out->error = plan_band_error_at(out->band, 1 - p);
+    if (spec_gpus(s) > out->band->max_gpus)
+        add_reason(out, "%lld GPUs, above the %lld of the largest validated row", (long long)spec_gpus(s),
                    (long long)out->band->max_gpus);
     if (!(out->band->best_mfu[d] > 0))
-        add_reason(out, "no validated row in %s", hw_dtype_name(d));
+        add_reason(out, "no validated row in %s", cost_hw_dtype_name(d));
     else if (e->mfu > out->band->best_mfu[d] / (1 + out->band->error[0]))
         add_reason(out, "MFU %.1f%% above the best measured %.1f%% with the band's error (%.1f%%)", e->mfu * 100,
                    out->band->best_mfu[d] * 100, out->band->best_mfu[d] / (1 + out->band->error[0]) * 100);

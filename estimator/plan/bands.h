@@ -36,8 +36,8 @@ struct est_estimate;
 
 enum est_model_kind { EST_MODEL_DENSE, EST_MODEL_MOE, EST_MODEL_KIND_COUNT };
 enum est_sharding { EST_SHARDING_NONE, EST_SHARDING_OPTIMIZER, EST_SHARDING_FSDP, EST_SHARDING_COUNT };
-const char *est_model_kind_name(enum est_model_kind k);   /* "dense", "moe" */
-const char *est_sharding_name(enum est_sharding s);       /* "none", "distributed_optimizer", "fsdp" */
+const char *plan_model_kind_name(enum est_model_kind k);   /* "dense", "moe" */
+const char *plan_sharding_name(enum est_sharding s);       /* "none", "distributed_optimizer", "fsdp" */
 
 /* The quantile levels a band keeps, ascending: 0.05 to 0.95. */
 #define EST_BAND_LEVELS 7
@@ -61,50 +61,50 @@ struct est_bands {
 };
 
 /* Parse a bands file; SC_EPARSE naming the region and key. Release with
- * est_bands_release(). */
-int est_bands_parse(const char *text, size_t len, struct est_bands *out, struct sc_error *err);
+ * plan_bands_release(). */
+int plan_bands_parse(const char *text, size_t len, struct est_bands *out, struct sc_error *err);
 /* The file again (malloc'd), parsing to the same bands; NULL when out of memory. */
-char *est_bands_text(const struct est_bands *b);
-void est_bands_release(struct est_bands *b);
+char *plan_bands_text(const struct est_bands *b);
+void plan_bands_release(struct est_bands *b);
 /* A copy of b in out (its own regions). SC_ENOMEM. */
-int est_bands_copy(const struct est_bands *b, struct est_bands *out, struct sc_error *err);
+int plan_bands_copy(const struct est_bands *b, struct est_bands *out, struct sc_error *err);
 
 /* The bands compiled in (data/calibration/bands.json), parsed once; never
  * NULL (empty if the file were refused: tests check it parses). */
-const struct est_bands *est_bands_builtin(void);
+const struct est_bands *plan_bands_builtin(void);
 
 /* The region of spec s. */
-void est_region_of(const struct est_spec *s, enum est_model_kind *model, enum est_sharding *sharding);
+void plan_region_of(const struct est_spec *s, enum est_model_kind *model, enum est_sharding *sharding);
 /* The band of a region, or NULL. */
-const struct est_band *est_bands_find(const struct est_bands *b, const char *gpu, enum est_model_kind model,
+const struct est_band *plan_bands_find(const struct est_bands *b, const char *gpu, enum est_model_kind model,
                                       enum est_sharding sharding);
 
 /* The q-quantile of ascending x[0..n), n > 0, interpolating linearly
  * between order statistics. */
-double est_quantile_sorted(const double *x, size_t n, double q);
+double plan_quantile_sorted(const double *x, size_t n, double q);
 /* A band from signed errors e[0..n) (sorted here), n > 0: its rows and
- * quantiles (est_quantile_sorted); the rest of *out is left as it is. */
-void est_band_set_errors(struct est_band *out, double *e, size_t n);
+ * quantiles (plan_quantile_sorted); the rest of *out is left as it is. */
+void plan_band_set_errors(struct est_band *out, double *e, size_t n);
 
 /* A measured run of spec s (on hw, its step measured_ms) behind band b:
  * its MFU and GPUs raise b's best MFU in its dtype (an MFU above 1 is no
  * measurement) and largest GPU count. */
-void est_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms);
+void plan_band_add_run(struct est_band *b, const struct est_spec *s, const struct hw_profile *hw, double measured_ms);
 
 /* The error quantile at level q (interpolated between the levels kept;
  * below 0.05 the 0.05 one, above 0.95 the 0.95 one). */
-double est_band_error_at(const struct est_band *b, double q);
+double plan_band_error_at(const struct est_band *b, double q);
 
 /* The risk levels the planner takes: 0.5 (the median) to 1. */
 #define EST_RISK_DEFAULT 0.5
 /* SC_EINVAL naming `field` unless p is in [0.5, 1]. */
-int est_risk_check(double p, const char *field, struct sc_error *err);
+int plan_risk_check(double p, const char *field, struct sc_error *err);
 
 /* A step time at risk p: what the measured time would be at the band's
  * p-quantile, est_ms / (1 + the error quantile at 1 - p) (a measured time
  * above it only 1 - p of the time, as far as the band knows). Without a
  * band, est_ms. */
-double est_band_at_risk(const struct est_band *b, double p, double est_ms);
+double plan_band_at_risk(const struct est_band *b, double p, double est_ms);
 
 /* What the bands say of estimate e of spec s at risk p: its band (NULL
  * when the region has none), the error quantile used, the step time at
@@ -119,7 +119,7 @@ struct est_band_view {
     int extrapolated;
     char reason[256];  /* "" when not extrapolated; reasons joined by "; " */
 };
-void est_band_view_of(const struct est_bands *b, const struct est_spec *s, const struct est_estimate *e, double p,
+void plan_band_view_of(const struct est_bands *b, const struct est_spec *s, const struct est_estimate *e, double p,
                       struct est_band_view *out);
 
 #endif

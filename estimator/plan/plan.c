@@ -15,12 +15,12 @@
 /* Sequences this long or longer are also split over context-parallel ranks. */
 #define PLAN_CP_MIN_SEQ 8192
 
-const char *est_objective_name(enum est_objective o)
+const char *plan_objective_name(enum est_objective o)
 {
     return o == EST_OBJECTIVE_COST ? "cost" : "time";
 }
 
-int est_objective_parse(const char *s, enum est_objective *out, struct sc_error *err)
+int plan_objective_parse(const char *s, enum est_objective *out, struct sc_error *err)
 {
     if (strcmp(s, "time") == 0)
         *out = EST_OBJECTIVE_TIME;
@@ -31,28 +31,28 @@ int est_objective_parse(const char *s, enum est_objective *out, struct sc_error 
     return SC_OK;
 }
 
-int est_plan_parse_spec(const char *text, size_t len, struct est_plan_request *req,
+int plan_parse_spec(const char *text, size_t len, struct est_plan_request *req,
                         struct sc_error *err)
 {
-    int rc = est_spec_parse_template(text, len, &req->spec, &req->given, err);
+    int rc = spec_parse_template(text, len, &req->spec, &req->given, err);
     if (rc)
         return rc;
-    if (!est_spec_given_has(&req->given, "parallel.global_batch"))
+    if (!spec_given_has(&req->given, "parallel.global_batch"))
         return sc_error_set(err, SC_EINVAL,
                             "parallel.global_batch: missing (a plan keeps the global batch)");
-    return est_spec_check_gpu(&req->spec, NULL, err);
+    return spec_check_gpu(&req->spec, NULL, err);
 }
 
 static int estimate_eval(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
 {
     const struct est_plan_estimator *e = ctx;
-    return est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
+    return synth_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
 }
 
 static int estimate_kernel(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
 {
     const struct est_plan_estimator *e = ctx;
-    return est_estimate(s, e->hw, &e->costs, EST_DETAIL_KERNEL, out, err);
+    return synth_estimate(s, e->hw, &e->costs, EST_DETAIL_KERNEL, out, err);
 }
 
 /* The pass costs of s's layout, remembered (*out points into the memo). */
@@ -76,7 +76,7 @@ static int pass_costs(struct est_plan_estimator *e, const struct est_spec *s, co
     i = e->next_memo++ % EST_PLAN_MEMO;
     if (e->n_memo < EST_PLAN_MEMO)
         e->n_memo++;
-    if ((rc = est_synth_pass_costs(s, e->hw, &e->costs, &e->memo[i], err))) {
+    if ((rc = synth_pass_costs(s, e->hw, &e->costs, &e->memo[i], err))) {
         memset(&e->memo_key[i], 0xff, sizeof k); /* matches no layout */
         return rc;
     }
@@ -91,7 +91,7 @@ static int estimate_bound(void *ctx, const struct est_spec *s, double *ms, struc
     const struct est_pass_costs *pc;
     int rc = pass_costs(e, s, &pc, err);
     *ms = 0;
-    return rc ? rc : est_synth_bound_of(s, e->hw, &e->costs, pc, ms, err);
+    return rc ? rc : synth_bound_of(s, e->hw, &e->costs, pc, ms, err);
 }
 
 /* ZeRO-3's streams followed unit by unit (0 for other stages): the search
@@ -101,13 +101,13 @@ static int estimate_refine(void *ctx, const struct est_spec *s, double enough_ms
     struct est_plan_estimator *e = ctx;
     const struct est_pass_costs *pc;
     *ms = 0;
-    if (s->options.zero_stage < 3) /* est_synth_bound_z3 would give 0: no pass costs needed */
+    if (s->options.zero_stage < 3) /* synth_bound_z3 would give 0: no pass costs needed */
         return SC_OK;
     int rc = pass_costs(e, s, &pc, err);
-    return rc ? rc : est_synth_bound_z3(s, e->hw, &e->costs, pc, enough_ms, ms, err);
+    return rc ? rc : synth_bound_z3(s, e->hw, &e->costs, pc, enough_ms, ms, err);
 }
 
-void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)
+void plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out)
 {
     e->n_memo = e->next_memo = 0;
     out->evaluate = estimate_eval;
@@ -141,7 +141,7 @@ static unsigned fixed_mask(const struct est_plan_request *req)
 {
     unsigned m = 0;
     for (int i = 0; i < F_COUNT; i++)
-        if (est_spec_given_has(&req->given, fixable[i]))
+        if (spec_given_has(&req->given, fixable[i]))
             m |= 1u << i;
     return m;
 }
@@ -351,7 +351,7 @@ static int walk_all(struct walk *w0)
     return 0;
 }
 
-int64_t est_plan_space(const struct est_plan_request *req)
+int64_t plan_space(const struct est_plan_request *req)
 {
     int64_t n = 0;
     struct walk w = {.req = req, .count = &n};
@@ -408,12 +408,12 @@ static double objective(const struct search *y, const struct est_spec *s, double
 {
     enum est_model_kind model;
     enum est_sharding sharding;
-    est_region_of(s, &model, &sharding);
+    plan_region_of(s, &model, &sharding);
     step_ms *= y->at_risk[sharding];
     if (y->req->objective == EST_OBJECTIVE_TIME)
         return step_ms;
     double tokens = (double)s->parallel.global_batch * (double)s->model.seq;
-    return (double)est_spec_gpus(s) * step_ms / 3.6e6 / (tokens / 1e6);
+    return (double)spec_gpus(s) * step_ms / 3.6e6 / (tokens / 1e6);
 }
 
 /* Whether two combinations differ in the ZeRO stage at most. */
@@ -445,7 +445,7 @@ static int check_one(void *ctx, const struct cand *c)
     int rc, fits = 0;
     y->out->space++;
     cand_spec(y->req, y->fixed, c, &s);
-    if (est_spec_check(&s, NULL)) { /* only counted: no message formatted */
+    if (spec_check(&s, NULL)) { /* only counted: no message formatted */
         y->out->infeasible_divisibility++;
         return tick(y) ? -1 : 0;
     }
@@ -456,10 +456,10 @@ static int check_one(void *ctx, const struct cand *c)
         chosen.recompute = r;
         s.options.recompute = (enum est_recompute)r;
         const struct est_memory *like = y->last_mem.stages && same_but_zero(&y->last, &chosen) ? &y->last_mem : NULL;
-        if ((rc = est_memory_estimate_like(&s, like, y->hw->hbm_gb, 1, &mem, y->err)))
+        if ((rc = spec_memory_estimate_like(&s, like, y->hw->hbm_gb, 1, &mem, y->err)))
             return rc;
         fits = mem.fits;
-        est_memory_release(&y->last_mem);
+        spec_memory_release(&y->last_mem);
         y->last_mem = mem;
         y->last = chosen;
     }
@@ -543,11 +543,11 @@ static void keep_top(struct est_plan *out, int64_t *order, size_t top, struct es
     while (at > 0 && row_before(row, index, &out->rows[at - 1], order[at - 1]))
         at--;
     if (at >= top) {
-        est_estimate_release(&row->estimate);
+        synth_estimate_release(&row->estimate);
         return;
     }
     if (n == top) {
-        est_estimate_release(&out->rows[n - 1].estimate);
+        synth_estimate_release(&out->rows[n - 1].estimate);
         n--;
     }
     memmove(&out->rows[at + 1], &out->rows[at], (n - at) * sizeof *out->rows);
@@ -557,7 +557,7 @@ static void keep_top(struct est_plan *out, int64_t *order, size_t top, struct es
     out->n_rows = n + 1;
 }
 
-int est_plan_run(const struct est_plan_request *req, const struct est_plan_evaluator *ev,
+int plan_run(const struct est_plan_request *req, const struct est_plan_evaluator *ev,
                  est_plan_progress_fn progress, void *progress_ctx, struct est_plan *out,
                  struct sc_error *err)
 {
@@ -572,20 +572,20 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         return sc_error_set(err, SC_EINVAL, "gpus: %lld is not in 1 to %d", (long long)req->gpus, 1 << 20);
     out->risk = req->risk ? req->risk : EST_RISK_DEFAULT;
     out->banded = req->bands != NULL;
-    if ((rc = est_risk_check(out->risk, "risk", err)))
+    if ((rc = plan_risk_check(out->risk, "risk", err)))
         return rc;
     for (int k = 0; k < EST_SHARDING_COUNT; k++) {
         enum est_model_kind model;
         enum est_sharding sharding;
         struct est_spec like = req->spec;
         like.options.zero_stage = k == EST_SHARDING_FSDP ? 3 : k; /* a stage of each kind */
-        est_region_of(&like, &model, &sharding);
-        y.at_risk[k] = est_band_at_risk(est_bands_find(req->bands, req->spec.cluster.gpu, model, sharding),
+        plan_region_of(&like, &model, &sharding);
+        y.at_risk[k] = plan_band_at_risk(plan_bands_find(req->bands, req->spec.cluster.gpu, model, sharding),
                                         out->risk, 1);
     }
-    if ((rc = est_spec_check_gpu(&req->spec, &y.hw, err)))
+    if ((rc = spec_check_gpu(&req->spec, &y.hw, err)))
         return rc;
-    y.total = est_plan_space(req);
+    y.total = plan_space(req);
     if (y.total > EST_PLAN_MAX_SPACE)
         return sc_error_set(err, SC_ELIMIT, "the plan spans at least %lld configurations, over the limit of %d",
                             (long long)y.total, EST_PLAN_MAX_SPACE);
@@ -624,7 +624,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
         struct est_plan_row row;
         memset(&row, 0, sizeof row);
         cand_spec(req, y.fixed, &c, &row.spec);
-        if ((rc = est_spec_check(&row.spec, err)))
+        if ((rc = spec_check(&row.spec, err)))
             goto done;
         if (ev->bound && ev->refine && !c.refined) {
             /* the step time at which it would be pruned now (the
@@ -650,7 +650,7 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
     }
     /* what the bands say of each row, and the top row at kernel detail */
     for (size_t i = 0; !rc && !out->cancelled && out->banded && i < out->n_rows; i++)
-        est_band_view_of(req->bands, &out->rows[i].spec, &out->rows[i].estimate, out->risk, &out->rows[i].band);
+        plan_band_view_of(req->bands, &out->rows[i].spec, &out->rows[i].estimate, out->risk, &out->rows[i].band);
     if (!rc && !out->cancelled && out->n_rows && ev->detail) {
         if ((rc = ev->detail(ev->ctx, &out->rows[0].spec, &out->rows[0].kernel, err)))
             goto done;
@@ -658,21 +658,21 @@ int est_plan_run(const struct est_plan_request *req, const struct est_plan_evalu
     }
 done:
     sc_heap_keep_end();
-    est_memory_release(&y.last_mem);
+    spec_memory_release(&y.last_mem);
     free(y.cands);
     free(order);
     if (rc || out->cancelled) {
-        est_plan_release(out);
+        plan_release(out);
         out->cancelled = !rc;
     }
     return rc;
 }
 
-void est_plan_release(struct est_plan *p)
+void plan_release(struct est_plan *p)
 {
     for (size_t i = 0; i < p->n_rows; i++) {
-        est_estimate_release(&p->rows[i].estimate);
-        est_estimate_release(&p->rows[i].kernel);
+        synth_estimate_release(&p->rows[i].estimate);
+        synth_estimate_release(&p->rows[i].kernel);
     }
     free(p->rows);
     p->rows = NULL;

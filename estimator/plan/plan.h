@@ -2,7 +2,7 @@
  * number of GPUs (DESIGN.md §5, "Planner").
  *
  * The input is a spec whose parallel and options objects give only what is
- * fixed (est_spec_parse_template), a GPU count N and an objective. The
+ * fixed (spec_parse_template), a GPU count N and an objective. The
  * space is every combination of
  *   tp         dividing N and the NVLink domain (gpus_per_node): tensor
  *              parallelism stays within a node;
@@ -32,11 +32,11 @@
  * Every other combination is evaluated, or pruned. An evaluation is a full
  * estimate (estimate.h) at the default detail, made in this run. A pruned
  * combination is one that provably cannot enter the top K: its lower bound
- * (est_synth_bound, times GPUs for the cost objective) is above the K-th
+ * (synth_bound, times GPUs for the cost objective) is above the K-th
  * best found so far; combinations are evaluated in order of their bounds,
  * so the first one past the K-th best ends the search. A combination that
  * comes up is first given the evaluator's tighter bound, if it has one
- * (est_synth_bound_z3 under ZeRO stage 3); when that is larger it goes
+ * (synth_bound_z3 under ZeRO stage 3); when that is larger it goes
  * back in line with it, so it is evaluated only if nothing with a smaller
  * bound has pushed the K-th best below it. An evaluator without a bound (a
  * what-if of a traced model, say) prunes nothing.
@@ -46,7 +46,7 @@
  * time, then by the order of enumeration.
  *
  * At a risk P (0.5 to 1) with bands (bands.h), both take the step time at
- * risk, est_band_at_risk: the estimate over 1 + the error quantile at
+ * risk, plan_band_at_risk: the estimate over 1 + the error quantile at
  * 1 - P of the candidate's region, so a region where the estimator has
  * been optimistic ranks lower; a candidate whose region has no band
  * ranks by its estimate and is marked extrapolated. The region's factor
@@ -73,12 +73,12 @@
 
 enum est_objective { EST_OBJECTIVE_TIME, EST_OBJECTIVE_COST };
 
-const char *est_objective_name(enum est_objective o);
+const char *plan_objective_name(enum est_objective o);
 /* "time" or "cost"; SC_EINVAL naming them otherwise. */
-int est_objective_parse(const char *s, enum est_objective *out, struct sc_error *err);
+int plan_objective_parse(const char *s, enum est_objective *out, struct sc_error *err);
 
 struct est_plan_request {
-    struct est_spec spec;         /* the template (est_spec_parse_template) */
+    struct est_spec spec;         /* the template (spec_parse_template) */
     struct est_spec_given given;  /* which of its keys are fixed */
     int64_t gpus;
     int up_to;
@@ -94,10 +94,10 @@ struct est_plan_request {
  * whose parallel and options values are fixed where given, searched where
  * not. parallel.global_batch is required (the batch is what a plan keeps);
  * a GPU with no profile is refused. SC_EINVAL / SC_EPARSE naming the field. */
-int est_plan_parse_spec(const char *text, size_t len, struct est_plan_request *req,
+int plan_parse_spec(const char *text, size_t len, struct est_plan_request *req,
                         struct sc_error *err);
 
-/* What evaluates a candidate. The default (est_plan_evaluator_estimate)
+/* What evaluates a candidate. The default (plan_evaluator_estimate)
  * estimates it from its spec; another evaluator (a what-if of a traced
  * model) plugs in here. bound may be NULL: nothing is pruned. refine (may
  * be NULL; used only with bound) is another lower bound that costs more:
@@ -116,10 +116,10 @@ struct est_plan_evaluator {
 };
 
 /* The estimator's evaluator: the spec's GPU profile hw and costs c (the
- * same est_costs_default and cluster profile `stepcast estimate` applies),
+ * same calib_costs_default and cluster profile `stepcast estimate` applies),
  * at the default detail. ctx points at this struct. Its bound keeps the
  * pass costs (synth.h) of the layouts it has seen, which hold for one
- * plan's candidates (one model and cluster): est_plan_evaluator_estimate()
+ * plan's candidates (one model and cluster): plan_evaluator_estimate()
  * empties them. */
 #define EST_PLAN_MEMO 256
 struct est_plan_pass_key {
@@ -132,7 +132,7 @@ struct est_plan_estimator {
     struct est_pass_costs memo[EST_PLAN_MEMO];
     size_t n_memo, next_memo;
 };
-void est_plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out);
+void plan_evaluator_estimate(struct est_plan_estimator *e, struct est_plan_evaluator *out);
 
 struct est_plan_row {
     struct est_spec spec; /* the configuration, complete */
@@ -162,13 +162,13 @@ typedef int (*est_plan_progress_fn)(void *ctx, int64_t done, int64_t total);
 /* The number of combinations req spans (before checks); counting stops
  * soon after it passes EST_PLAN_MAX_SPACE, so a larger figure is a lower
  * bound of the size. */
-int64_t est_plan_space(const struct est_plan_request *req);
+int64_t plan_space(const struct est_plan_request *req);
 
 /* Plan: SC_ELIMIT when the space is over EST_PLAN_MAX_SPACE; other errors
- * are the evaluator's. Release with est_plan_release(). */
-int est_plan_run(const struct est_plan_request *req, const struct est_plan_evaluator *ev,
+ * are the evaluator's. Release with plan_release(). */
+int plan_run(const struct est_plan_request *req, const struct est_plan_evaluator *ev,
                  est_plan_progress_fn progress, void *progress_ctx, struct est_plan *out,
                  struct sc_error *err);
-void est_plan_release(struct est_plan *p);
+void plan_release(struct est_plan *p);
 
 #endif

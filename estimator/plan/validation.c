@@ -25,7 +25,7 @@ static const char *const column_names[COLUMNS] = {
     "GPUs", "global batch", "micro batch", "hidden size", "attention heads", "layers",
     "sequence length", "tensor parallelism", "data parallelism", "pipeline parallelism", "iteration time"};
 
-int est_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
+int plan_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
                        struct sc_error *err)
 {
     struct est_measured *v = NULL;
@@ -91,7 +91,7 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
     return SC_OK;
 }
 
-int est_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
+int plan_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
                       const char *attention, struct est_spec *out, const struct hw_profile **hw,
                       struct sc_error *err)
 {
@@ -106,7 +106,7 @@ int est_measured_spec(const struct est_measured *m, const char *gpu, const char 
                        (long long)m->global_batch, gpu, dtype, attention);
     if (len < 0 || (size_t)len >= sizeof text)
         return sc_error_set(err, SC_EINVAL, "line %zu: names too long", m->line);
-    if (est_spec_load(text, (size_t)len, out, hw, err))
+    if (spec_load(text, (size_t)len, out, hw, err))
         return sc_error_prefix(err, "line %zu", m->line);
     return SC_OK;
 }
@@ -134,7 +134,7 @@ static double *param_at(struct est_costs *c, size_t i)
     return (double *)((char *)c + est_fit_params[i].offset);
 }
 
-void est_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
+void plan_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
                   struct est_score *out)
 {
     double sum = 0, sum_signed = 0, worst = 0;
@@ -172,7 +172,7 @@ struct est_memo {
     struct memo_run *runs;
 };
 
-struct est_memo *est_memo_new(size_t n)
+struct est_memo *plan_memo_new(size_t n)
 {
     struct est_memo *m = calloc(1, sizeof *m);
     if (!m || !(m->runs = calloc(n ? n : 1, sizeof *m->runs)) || pthread_mutex_init(&m->lock, NULL)) {
@@ -185,7 +185,7 @@ struct est_memo *est_memo_new(size_t n)
     return m;
 }
 
-void est_memo_free(struct est_memo *m)
+void plan_memo_free(struct est_memo *m)
 {
     if (!m)
         return;
@@ -196,7 +196,7 @@ void est_memo_free(struct est_memo *m)
     free(m);
 }
 
-size_t est_memo_hits(struct est_memo *m)
+size_t plan_memo_hits(struct est_memo *m)
 {
     pthread_mutex_lock(&m->lock);
     size_t hits = m->hits;
@@ -241,7 +241,7 @@ static void memo_put(struct est_memo *m, size_t i, const struct est_costs *c, en
     pthread_mutex_unlock(&m->lock);
 }
 
-int est_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
+int plan_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
                  enum est_detail detail, double *pred, struct est_score *out, struct sc_error *err)
 {
     double *est = malloc((r->n ? r->n : 1) * sizeof *est);
@@ -256,17 +256,17 @@ int est_validate(const struct est_runs *r, const unsigned char *select, const st
         struct est_estimate e;
         if ((select && !select[i]) || !isnan(est[j]) || memo_get(r->memo, j, c, detail, &est[j]))
             continue;
-        if ((rc = est_estimate(&r->specs[j], r->hws[j], c, detail, &e, err))) {
+        if ((rc = synth_estimate(&r->specs[j], r->hws[j], c, detail, &e, err))) {
             sc_error_prefix(err, "line %zu", r->lines[j]);
             goto done;
         }
         est[j] = e.step_ms;
         memo_put(r->memo, j, c, detail, est[j]);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     for (size_t i = 0; i < r->n; i++)
         est[i] = est[r->same ? r->same[i] : i];
-    est_score_of(r, select, est, out);
+    plan_score_of(r, select, est, out);
     if (pred)
         for (size_t i = 0; i < r->n; i++)
             if (!select || select[i])
@@ -301,7 +301,7 @@ static double mape_at(const gsl_vector *x, void *arg)
         *param_at(&c, i) = est_fit_params[i].lo + u * (est_fit_params[i].hi - est_fit_params[i].lo);
     }
     f->evals++;
-    if (est_validate(f->runs, f->select, &c, f->detail, NULL, &s, f->err)) {
+    if (plan_validate(f->runs, f->select, &c, f->detail, NULL, &s, f->err)) {
         f->failed = f->err->code;
         return 1e9;
     }
@@ -344,7 +344,7 @@ done:
 /* Iterations of each start's exploration when there are several. */
 #define FIT_EXPLORE_ITERS 40
 
-int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
+int plan_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
             int starts, int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err)
 {
     struct fit_ctx f = {r, select, *c, detail, err, 0, 0, {0}, 0};
@@ -379,7 +379,7 @@ int est_fit(const struct est_runs *r, const unsigned char *select, struct est_co
     for (size_t d = 0; d < f.n_dims; d++)
         *param_at(c, f.dim[d]) = est_fit_params[f.dim[d]].lo +
                                  gsl_vector_get(best, d) * (est_fit_params[f.dim[d]].hi - est_fit_params[f.dim[d]].lo);
-    rc = est_validate(r, select, c, detail, NULL, out, err);
+    rc = plan_validate(r, select, c, detail, NULL, out, err);
     f.evals++;
 done:
     if (evals)

@@ -27,7 +27,7 @@ struct est_measured {
 /* Parse CSV text; *rows is malloc'd. SC_EPARSE naming the line and column
  * for anything that is not a row of eleven positive numbers, or GPUs not
  * tp x dp x pp; SC_ELIMIT past 1,000,000 rows. */
-int est_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
+int plan_measured_parse(const char *text, size_t len, struct est_measured **rows, size_t *n,
                        struct sc_error *err);
 
 /* The spec of a measured run on GPU `gpu` in `dtype` ("fp16", ...) with
@@ -36,7 +36,7 @@ int est_measured_parse(const char *text, size_t len, struct est_measured **rows,
  * pass, not in overlapped buckets (`use_checkpoint` true and
  * `use_gradient_bucket` false in every config file of config/validation/single in
  * VIA-Research/vTrain@f8dda84, the commit the set comes from). */
-int est_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
+int plan_measured_spec(const struct est_measured *m, const char *gpu, const char *dtype,
                       const char *attention, struct est_spec *out, const struct hw_profile **hw,
                       struct sc_error *err);
 
@@ -78,25 +78,25 @@ struct est_runs {
  * one start on runs that overlap (the folds of a leave-one-out) evaluate
  * the same first simplex, and a fit scores its best point, estimated
  * already. Threads may share it. NULL when out of memory. */
-struct est_memo *est_memo_new(size_t n);
-void est_memo_free(struct est_memo *m);
+struct est_memo *plan_memo_new(size_t n);
+void plan_memo_free(struct est_memo *m);
 /* The estimates memo m has spared. */
-size_t est_memo_hits(struct est_memo *m);
+size_t plan_memo_hits(struct est_memo *m);
 
 /* The score of estimates pred (ms) against the runs selected (NULL: all). */
-void est_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
+void plan_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
                   struct est_score *out);
 
 /* Estimate every run selected (select NULL: all) with costs c and score
  * them. pred (may be NULL) gets each selected run's estimate in ms. */
-int est_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
+int plan_validate(const struct est_runs *r, const unsigned char *select, const struct est_costs *c,
                  enum est_detail detail, double *pred, struct est_score *out, struct sc_error *err);
 
-/* The iterations of est_fit's converging run that `make validate`'s A100
+/* The iterations of plan_fit's converging run that `make validate`'s A100
  * set takes. */
 #define EST_FIT_ITERS 120
 
-/* Every parameter of est_fit_params, as est_fit's `params` mask (bit i:
+/* Every parameter of est_fit_params, as plan_fit's `params` mask (bit i:
  * est_fit_params[i]). */
 #define EST_FIT_ALL ((1u << 4) - 1)
 
@@ -109,7 +109,7 @@ int est_validate(const struct est_runs *r, const unsigned char *select, const st
  * the best of them (the MAPE has more than one basin: BENCHMARKS.md,
  * "Estimator validation"). *evals (may be NULL) gets the estimates of the
  * selected runs' set it made. */
-int est_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
+int plan_fit(const struct est_runs *r, const unsigned char *select, struct est_costs *c, unsigned params,
             int starts, int iters, enum est_detail detail, struct est_score *out, size_t *evals, struct sc_error *err);
 
 #endif

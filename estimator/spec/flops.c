@@ -11,13 +11,13 @@ static double mlp_weights(const struct est_model *m, int64_t ffn)
     return (m->mlp == EST_MLP_SWIGLU ? 3.0 : 2.0) * (double)m->hidden * (double)ffn;
 }
 
-void est_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out)
+void spec_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out)
 {
     double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
            kv = (double)(m->kv_heads * m->head_dim);
     out->attention = h * q + 2 * h * kv + q * h;
     out->norms = 2 * h;
-    if (est_model_layer_is_moe(m, i)) {
+    if (spec_model_layer_is_moe(m, i)) {
         const struct est_moe *e = &m->moe;
         double one = mlp_weights(m, e->ffn);
         out->mlp = (double)e->shared_experts * one;
@@ -31,7 +31,7 @@ void est_layer_params(const struct est_model *m, int64_t i, struct est_layer_par
     }
 }
 
-void est_model_params(const struct est_model *m, struct est_params *out)
+void spec_model_params(const struct est_model *m, struct est_params *out)
 {
     double h = (double)m->hidden;
     out->embedding = (double)m->vocab * h;
@@ -40,7 +40,7 @@ void est_model_params(const struct est_model *m, struct est_params *out)
     out->active_gemm = (double)m->vocab * h; /* the output layer's GEMM runs either way */
     for (int64_t i = 0; i < m->layers; i++) {
         struct est_layer_params lp;
-        est_layer_params(m, i, &lp);
+        spec_layer_params(m, i, &lp);
         out->layers += lp.attention + lp.mlp + lp.experts + lp.router + lp.norms;
         out->active_gemm += lp.active;
     }
@@ -50,17 +50,17 @@ void est_model_params(const struct est_model *m, struct est_params *out)
 /* Which keys of its row a query's attention counts. */
 enum keys {
     KEYS_PALM,    /* PaLM's model FLOPs: the sequence (a windowed layer: its window) */
-    KEYS_VISIBLE, /* what flash attention computes: the visible ones (attn_visible_keys) */
+    KEYS_VISIBLE, /* what flash attention computes: the visible ones (cost_attn_visible_keys) */
     KEYS_SQUARE   /* what unfused attention computes: the whole square */
 };
 
 static double layer_keys(const struct est_model *m, int64_t i, enum keys k)
 {
-    int windowed = est_model_layer_is_windowed(m, i);
+    int windowed = spec_model_layer_is_windowed(m, i);
     struct attn_shape a = {.seq_q = (double)m->seq, .seq_kv = (double)m->seq, .causal = 1,
                            .window = windowed ? (double)m->attention_window : 0};
     if (k == KEYS_VISIBLE)
-        return attn_visible_keys(&a);
+        return cost_attn_visible_keys(&a);
     return k == KEYS_PALM && windowed ? (double)m->attention_window : (double)m->seq;
 }
 
@@ -73,16 +73,16 @@ static double attention_fwd(const struct est_model *m, enum keys k)
     return 4.0 * (double)(m->heads * m->head_dim) * keys;
 }
 
-double est_attention_flops_fwd(const struct est_model *m)
+double spec_attention_flops_fwd(const struct est_model *m)
 {
     return attention_fwd(m, KEYS_PALM);
 }
 
-double est_model_flops_per_token(const struct est_model *m)
+double spec_model_flops_per_token(const struct est_model *m)
 {
     struct est_params p;
-    est_model_params(m, &p);
-    return 6 * p.active_gemm + 3 * est_attention_flops_fwd(m);
+    spec_model_params(m, &p);
+    return 6 * p.active_gemm + 3 * spec_attention_flops_fwd(m);
 }
 
 /* The GEMM weights a token passes through in transformer layer i, padded
@@ -92,13 +92,13 @@ static double layer_weights(const struct est_spec *s, int64_t i)
     const struct est_model *m = &s->model;
     double capacity = s->options.moe_capacity_factor > 0 ? s->options.moe_capacity_factor : 1;
     struct est_layer_params lp;
-    est_layer_params(m, i, &lp);
-    if (est_model_layer_is_moe(m, i))
+    spec_layer_params(m, i, &lp);
+    if (spec_model_layer_is_moe(m, i))
         return lp.active + (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
     return lp.active;
 }
 
-double est_hardware_flops_per_token(const struct est_spec *s)
+double spec_hardware_flops_per_token(const struct est_spec *s)
 {
     const struct est_model *m = &s->model;
     const struct est_parallel *p = &s->parallel;
@@ -119,9 +119,9 @@ double est_hardware_flops_per_token(const struct est_spec *s)
         return flops + 2 * layers + attention;
     for (int64_t v = 0; v < p->pp * p->vpp; v++) {
         struct est_stage_layers st;
-        if (est_place_stage((int)m->layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
+        if (spec_place_stage((int)m->layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
             break;
-        for (int64_t i = 0; i < st.layers && est_spec_layer_recomputed(s, i); i++)
+        for (int64_t i = 0; i < st.layers && spec_layer_recomputed(s, i); i++)
             recomputed += 2 * layer_weights(s, st.first_layer + i) +
                           4.0 * (double)(m->heads * m->head_dim) * layer_keys(m, st.first_layer + i, k);
     }

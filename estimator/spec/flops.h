@@ -53,17 +53,17 @@ struct est_params {
 };
 
 /* Layer i (0-based; dense or MoE by the model's moe fields). */
-void est_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out);
-void est_model_params(const struct est_model *m, struct est_params *out);
+void spec_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out);
+void spec_model_params(const struct est_model *m, struct est_params *out);
 
 /* Attention-score FLOPs of one token, forward only, over all layers:
  * 2 x (QK^T and its use on V) = 4 x heads x head_dim x the keys a query
  * attends to, the sequence (a windowed layer: its window). */
-double est_attention_flops_fwd(const struct est_model *m);
+double spec_attention_flops_fwd(const struct est_model *m);
 
 /* PaLM's model FLOPs per token (recomputation not counted). */
-double est_model_flops_per_token(const struct est_model *m);
+double spec_model_flops_per_token(const struct est_model *m);
 /* What spec s's step executes per token (hardware FLOPs, above). */
-double est_hardware_flops_per_token(const struct est_spec *s);
+double spec_hardware_flops_per_token(const struct est_spec *s);
 
 #endif

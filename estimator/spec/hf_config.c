@@ -171,7 +171,7 @@ static int map_fields(json_t *cfg, enum family f, struct est_model *m, struct sc
     return SC_OK;
 }
 
-int est_model_from_hf(const char *text, size_t len, int64_t seq, struct est_model *out,
+int spec_model_from_hf(const char *text, size_t len, int64_t seq, struct est_model *out,
                       const char **seq_from, struct sc_error *err)
 {
     json_error_t je;
@@ -182,7 +182,7 @@ int est_model_from_hf(const char *text, size_t len, int64_t seq, struct est_mode
     if (!cfg)
         return sc_error_set(err, SC_EPARSE, "config.json: not valid JSON: %s (line %d)", je.text,
                             je.line);
-    est_model_init(&m);
+    spec_model_init(&m);
     type = json_string_value(json_object_get(cfg, "model_type"));
     size_t k = 0, n = sizeof model_types / sizeof model_types[0];
     while (type && k < n && strcmp(model_types[k].model_type, type) != 0)
@@ -206,16 +206,16 @@ int est_model_from_hf(const char *text, size_t len, int64_t seq, struct est_mode
         if (!rc)
             rc = sliding_window(cfg, &m, err);
         if (!rc)
-            rc = est_model_resolve(&m, err);
+            rc = spec_model_resolve(&m, err);
     }
     json_decref(cfg);
     if (rc)
         return rc;
     /* the spec's range checks, by way of its text */
-    char *json = est_model_json(&m);
+    char *json = spec_model_json(&m);
     if (!json)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    rc = est_model_parse(json, strlen(json), out, err);
+    rc = spec_model_parse(json, strlen(json), out, err);
     free(json);
     if (rc)
         return sc_error_prefix(err, "config.json (model_type %s)", model_types[k].model_type);

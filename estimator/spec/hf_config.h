@@ -39,7 +39,7 @@
  * comes from the config, and seq_from (may be NULL) names the field it came
  * from (a static string). SC_EPARSE for bad JSON, SC_EINVAL naming the
  * field or the feature that is unsupported. */
-int est_model_from_hf(const char *text, size_t len, int64_t seq, struct est_model *out,
+int spec_model_from_hf(const char *text, size_t len, int64_t seq, struct est_model *out,
                       const char **seq_from, struct sc_error *err);
 
 #endif

@@ -51,7 +51,7 @@ static const struct key keys[] = {
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
-const char *const *job_config_keys(void)
+const char *const *spec_job_config_keys(void)
 {
     static const char *names[N_KEYS + 1];
     for (size_t i = 0; i < N_KEYS; i++)
@@ -59,7 +59,7 @@ const char *const *job_config_keys(void)
     return names;
 }
 
-void job_config_init(struct job_config *c)
+void spec_job_config_init(struct job_config *c)
 {
     memset(c, 0, sizeof *c);
     c->sequence_parallel = -1;
@@ -111,34 +111,34 @@ static int set_value(struct job_config *c, const struct key *k, const char *pref
             c->has_zero_stage = 1;
         return SC_OK;
     case KEY_DTYPE:
-        if (!v->s || hw_dtype_parse(v->s, &c->dtype, err))
+        if (!v->s || cost_hw_dtype_parse(v->s, &c->dtype, err))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be one of fp32, tf32, fp16, bf16, fp8, fp4", prefix,
                                 k->name);
         c->has_dtype = 1;
         return SC_OK;
     case KEY_SCHEDULE:
-        if (!v->s || est_schedule_parse(v->s, &c->schedule))
+        if (!v->s || spec_schedule_parse(v->s, &c->schedule))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"1f1b\" or \"interleaved\"", prefix, k->name);
         c->has_schedule = 1;
         return SC_OK;
     case KEY_MLP:
-        if (!v->s || est_mlp_parse(v->s, &c->mlp))
+        if (!v->s || spec_mlp_parse(v->s, &c->mlp))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"gelu\" or \"swiglu\"", prefix, k->name);
         c->has_mlp = 1;
         return SC_OK;
     case KEY_RECOMPUTE: /* what a traced job ran: the spec's "auto" is a search */
-        if (!v->s || est_recompute_parse(v->s, &c->recompute) || c->recompute == EST_RECOMPUTE_AUTO)
+        if (!v->s || spec_recompute_parse(v->s, &c->recompute) || c->recompute == EST_RECOMPUTE_AUTO)
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"none\", \"selective\" or \"full\"", prefix,
                                 k->name);
         c->has_recompute = 1;
         return SC_OK;
     case KEY_FRAMEWORK:
-        if (!v->s || est_framework_parse(v->s, &c->framework))
+        if (!v->s || spec_framework_parse(v->s, &c->framework))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"megatron\" or \"pytorch\"", prefix, k->name);
         c->has_framework = 1;
         return SC_OK;
     case KEY_MASTER:
-        if (!v->s || est_master_weights_parse(v->s, &c->master_weights))
+        if (!v->s || spec_master_weights_parse(v->s, &c->master_weights))
             return sc_error_set(err, SC_EINVAL, "%s%s: must be \"fp32\" or \"bf16\"", prefix, k->name);
         c->has_master_weights = 1;
         return SC_OK;
@@ -148,7 +148,7 @@ static int set_value(struct job_config *c, const struct key *k, const char *pref
         *bool_field(c, k) = v->b;
         return SC_OK;
     case KEY_GPU:
-        if (!v->s || !hw_profile_find(v->s))
+        if (!v->s || !cost_hw_profile_find(v->s))
             return sc_error_set(err, SC_EINVAL, "%s%s: no hardware profile named '%s' (see stepcast hardware)",
                                 prefix, k->name, v->s ? v->s : "");
         snprintf(c->gpu, sizeof c->gpu, "%s", v->s);
@@ -193,7 +193,7 @@ static int walk(const json_t *obj, const char *prefix, const char *path, int set
 static int from_object(const json_t *obj, int set, struct job_config *c, struct sc_error *err)
 {
     const char *prefix = set ? "set." : "";
-    job_config_init(c);
+    spec_job_config_init(c);
     if (!json_is_object(obj))
         return sc_error_set(err, SC_EINVAL, "%s: must be a JSON object", set ? "set" : "job description");
     int rc = walk(obj, prefix, "", set, c, err);
@@ -204,7 +204,7 @@ static int from_object(const json_t *obj, int set, struct job_config *c, struct 
             if (keys[i].required && int_value(c, &keys[i]) == 0)
                 return sc_error_set(err, SC_EINVAL, "%s: required (the job description gives tp, pp and dp)",
                                     keys[i].name);
-    return set ? SC_OK : job_config_check_schedule(c, "", err);
+    return set ? SC_OK : spec_job_config_check_schedule(c, "", err);
 }
 
 static int parse_json(const char *text, size_t len, int set, struct job_config *out, struct sc_error *err)
@@ -222,20 +222,20 @@ static int parse_json(const char *text, size_t len, int set, struct job_config *
     return rc;
 }
 
-int job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err)
+int spec_job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err)
 {
     return parse_json(text, len, 0, out, err);
 }
 
-int job_config_parse_set_json(const char *text, size_t len, struct job_config *out, struct sc_error *err)
+int spec_job_config_parse_set_json(const char *text, size_t len, struct job_config *out, struct sc_error *err)
 {
     return parse_json(text, len, 1, out, err);
 }
 
-int job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err)
+int spec_job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err)
 {
     char item[160];
-    job_config_init(out);
+    spec_job_config_init(out);
     if (!list || !*list)
         return sc_error_set(err, SC_EINVAL, "set: empty (give k=v,k=v)");
     for (const char *p = list; *p;) {
@@ -265,7 +265,7 @@ int job_config_parse_set_list(const char *list, struct job_config *out, struct s
     return SC_OK;
 }
 
-void job_config_apply(const struct job_config *base, const struct job_config *set, struct job_config *out)
+void spec_job_config_apply(const struct job_config *base, const struct job_config *set, struct job_config *out)
 {
     *out = *base;
     for (size_t i = 0; i < N_KEYS; i++)
@@ -307,40 +307,40 @@ void job_config_apply(const struct job_config *base, const struct job_config *se
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
 }
 
-enum est_schedule job_config_schedule(const struct job_config *c)
+enum est_schedule spec_job_config_schedule(const struct job_config *c)
 {
     return c->has_schedule ? c->schedule : EST_SCHEDULE_1F1B;
 }
 
-int64_t job_config_vpp(const struct job_config *c)
+int64_t spec_job_config_vpp(const struct job_config *c)
 {
     return c->vpp ? c->vpp : 1;
 }
 
-int job_config_sequence_parallel(const struct job_config *c)
+int spec_job_config_sequence_parallel(const struct job_config *c)
 {
     return c->sequence_parallel > 0;
 }
 
-int64_t job_config_world_size(const struct job_config *c)
+int64_t spec_job_config_world_size(const struct job_config *c)
 {
     return c->tp * (c->cp ? c->cp : 1) * c->pp * c->dp;
 }
 
-int job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err)
+int spec_job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err)
 {
-    return est_schedule_check(c->pp, job_config_vpp(c), job_config_schedule(c), c->layers,
-                              job_config_micro_batches(c), prefix, prefix, err);
+    return spec_schedule_check(c->pp, spec_job_config_vpp(c), spec_job_config_schedule(c), c->layers,
+                              spec_job_config_micro_batches(c), prefix, prefix, err);
 }
 
-int64_t job_config_micro_batches(const struct job_config *c)
+int64_t spec_job_config_micro_batches(const struct job_config *c)
 {
     if (!c->global_batch || !c->micro_batch || !c->dp)
         return 0;
     return c->global_batch / (c->micro_batch * c->dp);
 }
 
-char *job_config_json(const struct job_config *c)
+char *spec_job_config_json(const struct job_config *c)
 {
     json_t *o = json_object(), *moe = NULL;
     for (size_t i = 0; o && i < N_KEYS; i++) {
@@ -351,18 +351,18 @@ char *job_config_json(const struct job_config *c)
             if (int_value(c, k) || (k->off == offsetof(struct job_config, zero_stage) && c->has_zero_stage))
                 v = json_integer(int_value(c, k));
             break;
-        case KEY_DTYPE: v = c->has_dtype ? json_string(hw_dtype_name(c->dtype)) : NULL; break;
-        case KEY_SCHEDULE: v = c->has_schedule ? json_string(est_schedule_name(c->schedule)) : NULL; break;
-        case KEY_MLP: v = c->has_mlp ? json_string(est_mlp_name(c->mlp)) : NULL; break;
-        case KEY_RECOMPUTE: v = c->has_recompute ? json_string(est_recompute_name(c->recompute)) : NULL; break;
+        case KEY_DTYPE: v = c->has_dtype ? json_string(cost_hw_dtype_name(c->dtype)) : NULL; break;
+        case KEY_SCHEDULE: v = c->has_schedule ? json_string(spec_schedule_name(c->schedule)) : NULL; break;
+        case KEY_MLP: v = c->has_mlp ? json_string(spec_mlp_name(c->mlp)) : NULL; break;
+        case KEY_RECOMPUTE: v = c->has_recompute ? json_string(spec_recompute_name(c->recompute)) : NULL; break;
         case KEY_BOOL: {
             int b = *bool_field((struct job_config *)c, k);
             v = b >= 0 ? json_boolean(b) : NULL;
             break;
         }
-        case KEY_FRAMEWORK: v = c->has_framework ? json_string(est_framework_name(c->framework)) : NULL; break;
+        case KEY_FRAMEWORK: v = c->has_framework ? json_string(spec_framework_name(c->framework)) : NULL; break;
         case KEY_MASTER:
-            v = c->has_master_weights ? json_string(est_master_weights_name(c->master_weights)) : NULL;
+            v = c->has_master_weights ? json_string(spec_master_weights_name(c->master_weights)) : NULL;
             break;
         case KEY_GPU: v = c->gpu[0] ? json_string(c->gpu) : NULL; break;
         }
@@ -432,7 +432,7 @@ static void int_members(struct out *o, const struct job_config *c, const char *c
     }
 }
 
-int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
+int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err)
 {
     static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", NULL};
@@ -444,7 +444,7 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
     put(&o, "{\"model\":{");
     int_members(&o, c, model_keys);
     if (c->has_mlp)
-        member(&o, "\"mlp\":\"%s\"", est_mlp_name(c->mlp));
+        member(&o, "\"mlp\":\"%s\"", spec_mlp_name(c->mlp));
     if (c->tied_embeddings >= 0)
         member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
     if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
@@ -457,7 +457,7 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
     if (!open)
         member(&o, "\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"schedule\":\"%s\",\"vpp\":%lld",
                (long long)c->tp, (long long)c->pp, (long long)c->dp, (long long)(c->micro_batch ? c->micro_batch : 1),
-               est_schedule_name(job_config_schedule(c)), (long long)job_config_vpp(c));
+               spec_schedule_name(spec_job_config_schedule(c)), (long long)spec_job_config_vpp(c));
     else if (!c->micro_batch) /* a what-if keeps it (a spec's default: 1) */
         member(&o, "\"micro_batch\":1");
     int_members(&o, c, par_keys);
@@ -466,28 +466,28 @@ int job_config_spec_text(const struct job_config *c, const char *gpu, int open, 
         member(&o, "\"gpus_per_node\":%lld", (long long)c->gpus_per_node);
     put(&o, "},\"options\":{");
     if (c->has_dtype)
-        member(&o, "\"dtype\":\"%s\"", hw_dtype_name(c->dtype));
+        member(&o, "\"dtype\":\"%s\"", cost_hw_dtype_name(c->dtype));
     if (c->has_recompute)
-        member(&o, "\"recompute\":\"%s\"", est_recompute_name(c->recompute));
+        member(&o, "\"recompute\":\"%s\"", spec_recompute_name(c->recompute));
     if (c->has_zero_stage)
         member(&o, "\"zero_stage\":%lld", (long long)c->zero_stage);
     if (c->sequence_parallel >= 0)
         member(&o, "\"sequence_parallel\":%s", c->sequence_parallel ? "true" : "false");
     if (c->has_framework)
-        member(&o, "\"framework\":\"%s\"", est_framework_name(c->framework));
+        member(&o, "\"framework\":\"%s\"", spec_framework_name(c->framework));
     if (c->has_master_weights)
-        member(&o, "\"master_weights\":\"%s\"", est_master_weights_name(c->master_weights));
+        member(&o, "\"master_weights\":\"%s\"", spec_master_weights_name(c->master_weights));
     put(&o, "}}");
     if (o.n >= size)
         return sc_error_set(err, SC_ELIMIT, "the job description's spec is too long");
     return SC_OK;
 }
 
-int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err)
+int spec_job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err)
 {
     char text[JOB_CONFIG_SPEC_TEXT_MAX];
-    int rc = job_config_spec_text(c, gpu, 0, text, sizeof text, err);
+    int rc = spec_job_config_spec_text(c, gpu, 0, text, sizeof text, err);
     if (rc)
         return rc;
-    return est_spec_load(text, strlen(text), out, NULL, err);
+    return spec_load(text, strlen(text), out, NULL, err);
 }

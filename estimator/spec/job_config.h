@@ -14,7 +14,7 @@
  * (README, "Estimating a configuration") and defaults as it does; the
  * pipeline schedule is Megatron-LM's "1f1b" or "interleaved" over vpp
  * virtual stages per pipeline rank, checked as a spec's is
- * (est_schedule_check, spec.h). A what-if's `set` takes the same keys, any
+ * (spec_schedule_check, spec.h). A what-if's `set` takes the same keys, any
  * subset, and `gpu` (a hardware profile id), given as "k=v,k=v" on the
  * command line (moe's members dotted: "moe.experts=16"; booleans true or
  * false) or as a JSON object over HTTP. The traced GPU is never described:
@@ -68,65 +68,65 @@ struct job_config {
     } moe; /* 0 = not given */
 };
 
-/* The largest spec text job_config_spec_text writes. */
+/* The largest spec text spec_job_config_spec_text writes. */
 #define JOB_CONFIG_SPEC_TEXT_MAX 2048
 
 /* *c empty: nothing given (the booleans -1, every other field 0). A
  * description or set made by hand starts from it. */
-void job_config_init(struct job_config *c);
+void spec_job_config_init(struct job_config *c);
 
 /* Parse a job description (text of len bytes). SC_EPARSE for bad JSON,
  * SC_EINVAL naming the key otherwise (tp, pp and dp are required). */
-int job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err);
+int spec_job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err);
 
 /* Parse a what-if's set given as "k=v,k=v" (the command line) or as a JSON
- * object's text (HTTP) into *out (job_config_init first: only what is
+ * object's text (HTTP) into *out (spec_job_config_init first: only what is
  * given is set). An unknown gpu is SC_EINVAL naming set.gpu. */
-int job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err);
-int job_config_parse_set_json(const char *text, size_t len, struct job_config *out,
+int spec_job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err);
+int spec_job_config_parse_set_json(const char *text, size_t len, struct job_config *out,
                               struct sc_error *err);
 
 /* *out = base with every field `set` gives replaced. */
-void job_config_apply(const struct job_config *base, const struct job_config *set,
+void spec_job_config_apply(const struct job_config *base, const struct job_config *set,
                       struct job_config *out);
 
 /* The schedule and the virtual stages per pipeline rank of c, the
  * defaults (1f1b, 1) where it gives none. */
-enum est_schedule job_config_schedule(const struct job_config *c);
-int64_t job_config_vpp(const struct job_config *c);
+enum est_schedule spec_job_config_schedule(const struct job_config *c);
+int64_t spec_job_config_vpp(const struct job_config *c);
 /* Whether c runs sequence parallelism: as given, else the spec's default
  * (options.sequence_parallel false). */
-int job_config_sequence_parallel(const struct job_config *c);
+int spec_job_config_sequence_parallel(const struct job_config *c);
 /* The GPUs c describes: tp x cp x pp x dp (cp 1 when not given). */
-int64_t job_config_world_size(const struct job_config *c);
+int64_t spec_job_config_world_size(const struct job_config *c);
 
-/* c's schedule checked as a spec's is (est_schedule_check), the fields
+/* c's schedule checked as a spec's is (spec_schedule_check), the fields
  * named after prefix ("" for a description, "set." for a what-if's
  * target). */
-int job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err);
+int spec_job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err);
 
 /* Micro-batches per step of each pipeline: global_batch / (micro_batch x
  * dp), or 0 when the description does not give both batches. */
-int64_t job_config_micro_batches(const struct job_config *c);
+int64_t spec_job_config_micro_batches(const struct job_config *c);
 
 /* The description as a JSON object's text (malloc'd; NULL when out of
  * memory): every given key, nothing else. */
-char *job_config_json(const struct job_config *c);
+char *spec_job_config_json(const struct job_config *c);
 
 /* The spec (estimator/spec/spec.h) of configuration c on GPU profile `gpu`:
  * every key c gives, the spec's defaults for the rest.
  * SC_EINVAL when c lacks layers, hidden, heads or seq, or the spec's own
  * checks fail (the field named). */
-int job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
+int spec_job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
 /* The text of that spec into text[0..size) (JOB_CONFIG_SPEC_TEXT_MAX
  * bytes hold any); with `open`, its parallel object leaves tp, pp, dp,
  * the schedule, vpp and micro_batch open (micro_batch is 1 where c gives
  * none): the planner's template (whatif_plan.h). */
-int job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
+int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err);
 
 /* Every key a set accepts ("tp", ..., "schedule", "vpp", "gpu", ...,
  * "moe.experts", ...: moe's members dotted), NULL-terminated. */
-const char *const *job_config_keys(void);
+const char *const *spec_job_config_keys(void);
 
 #endif

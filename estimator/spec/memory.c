@@ -32,7 +32,7 @@ static double gemm_input_bytes(const struct est_spec *s)
     return value_bytes(s->options.dtype);
 }
 
-void est_state_bytes(const struct est_options *o, struct est_state_bytes *out)
+void spec_state_bytes(const struct est_options *o, struct est_state_bytes *out)
 {
     if (o->dtype == HW_FP32) /* the weights are the master: Adam's two moments beside them */
         *out = (struct est_state_bytes){4, 4, 8, 0};
@@ -43,14 +43,14 @@ void est_state_bytes(const struct est_options *o, struct est_state_bytes *out)
         *out = (struct est_state_bytes){2, o->grad_reduce_in_fp32 ? 4 : 2, 12, 1};
 }
 
-double est_optimizer_step_bytes(const struct est_state_bytes *b)
+double spec_optimizer_step_bytes(const struct est_state_bytes *b)
 {
     /* the gradient read, the state read and written, and the weights
      * written from the master (or, without one, read and written) */
     return b->gradients + 2 * b->optimizer + (b->master ? 1 : 2) * b->weights;
 }
 
-void est_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
+void spec_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
                       struct est_model_states *out)
 {
     double d = (double)shards;
@@ -82,7 +82,7 @@ static double replicated_split(const struct est_spec *s)
     return s->options.sequence_parallel ? (double)s->parallel.tp : 1;
 }
 
-void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out)
+void spec_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out)
 {
     const struct est_model *m = &s->model;
     double a = value_bytes(s->options.dtype), g = gemm_input_bytes(s), t = (double)s->parallel.tp,
@@ -100,16 +100,16 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     /* split by tp: Q, K, V, the output projection's input (a GEMM's) */
     double attention = T * ((q + 2 * kv) * a + q * g) / t;
     /* unfused: the softmax output (in fp32 where PyTorch runs the softmax,
-     * est_spec_fused_softmax), its dropout mask and the dropout output (b x
+     * spec_fused_softmax), its dropout mask and the dropout output (b x
      * heads x s x s/cp each); flash: only the softmax statistics, one fp32
      * log-sum-exp per query row */
     double rows = (double)s->parallel.micro_batch * (double)m->heads * (double)m->seq /
                   (double)s->parallel.cp / t;
-    double probs = est_spec_fused_softmax(s) ? a : 4, dropped = m->dropout ? a + 1 : 0;
+    double probs = spec_fused_softmax(s) ? a : 4, dropped = m->dropout ? a + 1 : 0;
     double scores = s->options.attention == EST_ATTENTION_UNFUSED ? (probs + dropped) * rows * (double)m->seq
                                                                    : 4 * rows;
     double mlp;
-    if (est_model_layer_is_moe(m, layer)) {
+    if (spec_model_layer_is_moe(m, layer)) {
         const struct est_moe *e = &m->moe;
         double etp = (double)s->parallel.etp;
         /* routed tokens gathered over etp ranks that hold T / tp each */
@@ -122,7 +122,7 @@ void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_l
     out->full = replicated + attention + scores + mlp;
     switch (s->options.recompute) {
     case EST_RECOMPUTE_NONE:
-    case EST_RECOMPUTE_AUTO: /* est_memory_estimate resolves it first */
+    case EST_RECOMPUTE_AUTO: /* spec_memory_estimate resolves it first */
         out->kept = out->full;
         break;
     case EST_RECOMPUTE_SELECTIVE: out->kept = out->full - scores; break;
@@ -142,7 +142,7 @@ struct layer_kinds {
 /* The kind of layer i (1: MoE). */
 static int kind_of(const struct est_spec *s, const struct layer_kinds *k, int64_t i)
 {
-    return k->moe_model && est_model_layer_is_moe(&s->model, i);
+    return k->moe_model && spec_model_layer_is_moe(&s->model, i);
 }
 
 static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
@@ -156,10 +156,10 @@ static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
         int moe = kind_of(s, k, i);
         if (!done[moe]) {
             struct est_layer_params lp;
-            est_layer_params(&s->model, i, &lp);
+            spec_layer_params(&s->model, i, &lp);
             k->dense[moe] = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
             k->experts[moe] = lp.experts / experts_split;
-            est_layer_activations(s, i, &k->acts[moe]);
+            spec_layer_activations(s, i, &k->acts[moe]);
             done[moe] = 1;
         }
     }
@@ -215,7 +215,7 @@ static void virtual_stage_activations(const struct est_spec *s, const struct lay
     *kept = *transient = 0;
     for (int64_t i = 0; i < v->layers; i++) {
         struct est_layer_activations la = kinds->acts[kind_of(s, kinds, v->first_layer + i)];
-        int recomputed = est_spec_layer_recomputed(s, i); /* kept is full without recomputation */
+        int recomputed = spec_layer_recomputed(s, i); /* kept is full without recomputation */
         *kept += recomputed ? la.kept : la.full;
         if (recomputed && s->options.recompute == EST_RECOMPUTE_FULL && la.full > *transient)
             *transient = la.full;
@@ -298,10 +298,10 @@ static double peak_held(int64_t pp, int64_t vpp, int64_t m, int64_t r, const str
     return last > peak ? last : peak;
 }
 
-int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
+int spec_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err)
 {
-    return est_memory_estimate_like(s, NULL, hbm_gb, 0, out, err);
+    return spec_memory_estimate_like(s, NULL, hbm_gb, 0, out, err);
 }
 
 /* The peak of one stage: its states and activations together, except in
@@ -323,7 +323,7 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
                          struct est_memory *out, struct sc_error *err)
 {
     const struct est_parallel *p = &s->parallel;
-    int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = est_spec_micro_batches(s);
+    int64_t pp = p->pp, vpp = p->vpp, nv = pp * vpp, m = spec_micro_batches(s);
     double dense_shards = (double)(p->fsdp_shard ? p->fsdp_shard : p->dp * p->cp),
            expert_shards = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     int zero = (int)s->options.zero_stage, rc;
@@ -333,7 +333,7 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
     double *kept = NULL; /* per chunk of one rank, and its sums (struct chunk_kept) */
     struct chunk_kept ck;
     struct est_state_bytes b;
-    est_state_bytes(&s->options, &b);
+    spec_state_bytes(&s->options, &b);
     memset(out, 0, sizeof *out);
     out->recompute = s->options.recompute;
     out->recompute_layers = s->options.recompute_layers;
@@ -345,11 +345,11 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
         place = calloc((size_t)nv, sizeof *place);
         kept = calloc((size_t)(3 * vpp + 2), sizeof *kept);
         rc = !place || !kept ? sc_error_set(err, SC_ENOMEM, "out of memory for %lld pipeline stages", (long long)pp)
-                             : est_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err);
+                             : spec_place_layers((int)s->model.layers, (int)pp, (int)vpp, place, err);
         if (rc) {
             free(place);
             free(kept);
-            est_memory_release(out);
+            spec_memory_release(out);
             return rc;
         }
         ck = (struct chunk_kept){kept, kept + vpp, kept + 2 * vpp + 1};
@@ -382,8 +382,8 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
         st->params = sp;
 
         struct est_model_states dense, experts;
-        est_model_states(sp.dense, &b, zero, (int64_t)dense_shards, &dense);
-        est_model_states(sp.experts, &b, zero, (int64_t)expert_shards, &experts);
+        spec_model_states(sp.dense, &b, zero, (int64_t)dense_shards, &dense);
+        spec_model_states(sp.experts, &b, zero, (int64_t)expert_shards, &experts);
         st->states.weights = dense.weights + experts.weights;
         st->states.gradients = dense.gradients + experts.gradients;
         st->states.optimizer = dense.optimizer + experts.optimizer;
@@ -403,7 +403,7 @@ static int estimate_like(const struct est_spec *s, const struct est_memory *like
     return SC_OK;
 }
 
-int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
+int spec_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
                              int until_over, struct est_memory *out, struct sc_error *err)
 {
     if (s->options.recompute != EST_RECOMPUTE_AUTO)
@@ -413,14 +413,14 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
      * its first stage over (until_over); then full of all, whatever it
      * needs */
     struct est_spec c = *s;
-    int64_t most = est_spec_chunk_layers_most(s);
+    int64_t most = spec_chunk_layers_most(s);
     int rc;
     c.options.recompute_layers = 0;
     for (c.options.recompute = EST_RECOMPUTE_NONE;;) {
         int last = c.options.recompute == EST_RECOMPUTE_FULL && !c.options.recompute_layers;
         if ((rc = estimate_like(&c, NULL, hbm_gb, last ? until_over : 1, out, err)) || out->fits || last)
             return rc;
-        est_memory_release(out);
+        spec_memory_release(out);
         if (c.options.recompute == EST_RECOMPUTE_NONE) {
             c.options.recompute = EST_RECOMPUTE_SELECTIVE;
         } else if (c.options.recompute == EST_RECOMPUTE_SELECTIVE) {
@@ -432,14 +432,14 @@ int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *
     }
 }
 
-void est_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out)
+void spec_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out)
 {
     *out = *s;
     out->options.recompute = m->recompute;
     out->options.recompute_layers = m->recompute_layers;
 }
 
-int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
+int spec_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
                                struct sc_error *err)
 {
     struct est_memory m;
@@ -447,20 +447,20 @@ int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct
     *out = *s;
     if (s->options.recompute != EST_RECOMPUTE_AUTO)
         return SC_OK;
-    if ((rc = est_memory_estimate(s, hbm_gb, &m, err)))
+    if ((rc = spec_memory_estimate(s, hbm_gb, &m, err)))
         return rc;
-    est_memory_chosen_spec(s, &m, out);
-    est_memory_release(&m);
+    spec_memory_chosen_spec(s, &m, out);
+    spec_memory_release(&m);
     return SC_OK;
 }
 
-void est_memory_release(struct est_memory *m)
+void spec_memory_release(struct est_memory *m)
 {
     free(m->stages);
     memset(m, 0, sizeof *m);
 }
 
-void est_memory_fit_text(const struct est_memory *m, char *buf, size_t n)
+void spec_memory_fit_text(const struct est_memory *m, char *buf, size_t n)
 {
     snprintf(buf, n, "pipeline stage %lld needs %.1f GB per GPU, %s the %.1f GB usable",
              (long long)m->worst_stage, m->gb_per_gpu, m->fits ? "within" : "more than",

@@ -2,7 +2,7 @@
  * stage, and whether it fits.
  *
  * Model states (Rajbhandari et al. 2020, ZeRO), bytes per parameter
- * (est_state_bytes), by options.master_weights:
+ * (spec_state_bytes), by options.master_weights:
  *   fp32 (mixed precision, the default): 2 of 16-bit weights, 4 of fp32
  *     gradients (Megatron accumulates them in its fp32 main-grad buffers;
  *     PyTorch's autocast over fp32 weights has fp32 gradients too) and 12
@@ -109,15 +109,15 @@ struct est_state_bytes {
     double weights, gradients, optimizer;
     int master;
 };
-void est_state_bytes(const struct est_options *o, struct est_state_bytes *out);
+void spec_state_bytes(const struct est_options *o, struct est_state_bytes *out);
 /* Bytes an Adam step moves per parameter: the gradient read, the
  * optimizer state read and written, the weights written from the master
  * copy (without one, read and written). */
-double est_optimizer_step_bytes(const struct est_state_bytes *b);
+double spec_optimizer_step_bytes(const struct est_state_bytes *b);
 
 /* The model states of `params` parameters of b's bytes under ZeRO stage
  * zero_stage (0-3) over `shards` data-parallel ranks, per GPU. */
-void est_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
+void spec_model_states(double params, const struct est_state_bytes *b, int zero_stage, int64_t shards,
                       struct est_model_states *out);
 
 /* Bytes one transformer layer keeps per micro-batch on one GPU. */
@@ -125,7 +125,7 @@ struct est_layer_activations {
     double kept; /* under the spec's recomputation */
     double full; /* without recomputation (held while the layer is recomputed) */
 };
-void est_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out);
+void spec_layer_activations(const struct est_spec *s, int64_t layer, struct est_layer_activations *out);
 
 /* A pipeline rank's parameters per GPU, before ZeRO shards them. */
 struct est_stage_params {
@@ -157,14 +157,14 @@ struct est_memory {
 };
 
 /* The memory of every pipeline stage of spec s on a GPU with hbm_gb of
- * memory. Release with est_memory_release(). Under options.recompute
+ * memory. Release with spec_memory_release(). Under options.recompute
  * "auto" it is the memory of the least recomputation that fits (none,
  * selective, full of 1, 2, ... layers of each model chunk, full of all;
  * full of all when none does), out->recompute and out->recompute_layers
  * say which. */
-int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
+int spec_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memory *out,
                         struct sc_error *err);
-/* est_memory_estimate with the parameters, activations and in-flight
+/* spec_memory_estimate with the parameters, activations and in-flight
  * passes of like's stages copied from `like` (NULL: modelled), an
  * estimate of a spec that differs from s in options.zero_stage at most:
  * they do not depend on ZeRO, so a search that tries each ZeRO stage of a
@@ -172,20 +172,20 @@ int est_memory_estimate(const struct est_spec *s, double hbm_gb, struct est_memo
  * that does not fit (pipeline rank 0 first, which holds the most passes
  * in flight): out->n_stages counts the stages modelled, and when it is
  * less than pp the estimate does not fit, which is all a check needs. */
-int est_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
+int spec_memory_estimate_like(const struct est_spec *s, const struct est_memory *like, double hbm_gb,
                              int until_over, struct est_memory *out, struct sc_error *err);
-void est_memory_release(struct est_memory *m);
+void spec_memory_release(struct est_memory *m);
 /* *out = *s with the recomputation m was estimated with: options.recompute
  * (and recompute_layers) as given, or what "auto" chose. */
-void est_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out);
+void spec_memory_chosen_spec(const struct est_spec *s, const struct est_memory *m, struct est_spec *out);
 /* *out = *s with options.recompute "auto" replaced by what it chooses on a
  * GPU with hbm_gb of memory (any other value kept): what the step is
  * synthesised with. */
-int est_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
+int spec_memory_resolve_recompute(const struct est_spec *s, double hbm_gb, struct est_spec *out,
                                  struct sc_error *err);
 
 /* One line on the fit, e.g. "pipeline stage 0 needs 93.2 GB per GPU, more
  * than the 74.0 GB usable" (or "..., within the 74.0 GB usable"). */
-void est_memory_fit_text(const struct est_memory *m, char *buf, size_t n);
+void spec_memory_fit_text(const struct est_memory *m, char *buf, size_t n);
 
 #endif

@@ -48,7 +48,7 @@ static int place_check(int layers, int pp, int vpp, struct sc_error *err)
     return SC_OK;
 }
 
-int est_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
+int spec_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
                      struct sc_error *err)
 {
     int rc = place_check(layers, pp, vpp, err), v = pp * vpp;
@@ -65,7 +65,7 @@ int est_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
     return SC_OK;
 }
 
-int est_place_stage(int layers, int pp, int vpp, int stage, struct est_stage_layers *out,
+int spec_place_stage(int layers, int pp, int vpp, int stage, struct est_stage_layers *out,
                     struct sc_error *err)
 {
     int rc = place_check(layers, pp, vpp, err);

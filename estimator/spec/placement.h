@@ -29,11 +29,11 @@ struct est_stage_layers {
 
 /* Fill out[0 .. pp*vpp) for virtual stages in order. SC_EINVAL when a count
  * is below 1 or pp*vpp > layers + 2 (the spec rejects both before). */
-int est_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
+int spec_place_layers(int layers, int pp, int vpp, struct est_stage_layers *out,
                      struct sc_error *err);
-/* Virtual stage `stage` (0 .. pp*vpp - 1) alone, as est_place_layers
+/* Virtual stage `stage` (0 .. pp*vpp - 1) alone, as spec_place_layers
  * places it, without the others. */
-int est_place_stage(int layers, int pp, int vpp, int stage, struct est_stage_layers *out,
+int spec_place_stage(int layers, int pp, int vpp, int stage, struct est_stage_layers *out,
                     struct sc_error *err);
 
 #endif

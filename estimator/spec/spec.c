@@ -1,7 +1,7 @@
 /* estimator/spec/spec.c: parsing, defaults, checks and writing of the spec.
  *
  * One table lists every key with its type, range, default sentinel and
- * place in struct est_spec; the parser, the writer and est_spec_keys() all
+ * place in struct est_spec; the parser, the writer and spec_keys() all
  * walk it, so they cannot disagree about which keys exist. The checks of
  * what can run follow Megatron-LM's own (heads and query groups divisible
  * by tp, the sequence split into 2 x cp chunks, MoE parallel folding, ...). */
@@ -146,7 +146,7 @@ _Static_assert(sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_schedule) 
                    sizeof(enum est_framework) == sizeof(int),
                "enum fields are written as int");
 
-const char *const *est_spec_keys(void)
+const char *const *spec_keys(void)
 {
     static const char *keys[NFIELDS + 1];
     for (size_t i = 0; i < NFIELDS; i++)
@@ -154,7 +154,7 @@ const char *const *est_spec_keys(void)
     return keys;
 }
 
-void est_model_init(struct est_model *m)
+void spec_model_init(struct est_model *m)
 {
     memset(m, 0, sizeof *m);
     m->mlp = EST_MLP_GELU;
@@ -168,7 +168,7 @@ void est_model_init(struct est_model *m)
 static void set_defaults(struct est_spec *s)
 {
     memset(s, 0, sizeof *s);
-    est_model_init(&s->model);
+    spec_model_init(&s->model);
     s->parallel.tp = s->parallel.cp = s->parallel.pp = s->parallel.dp = 1;
     s->parallel.ep = s->parallel.vpp = s->parallel.micro_batch = 1;
     s->parallel.schedule = EST_SCHEDULE_1F1B;
@@ -341,7 +341,7 @@ static json_t *load_object(const char *text, size_t len, struct sc_error *err)
     return doc;
 }
 
-int est_model_resolve(struct est_model *m, struct sc_error *err)
+int spec_model_resolve(struct est_model *m, struct sc_error *err)
 {
     struct est_moe *e = &m->moe;
     if (!m->kv_heads)
@@ -429,10 +429,10 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
                                             : "parallel.tp (sequence parallelism)",
                             (long long)seq_div);
 
-    if ((rc = est_schedule_check(p->pp, p->vpp, p->schedule, m->layers, 0, "parallel.", "model.", err)) ||
+    if ((rc = spec_schedule_check(p->pp, p->vpp, p->schedule, m->layers, 0, "parallel.", "model.", err)) ||
         (rc = div_check(p->global_batch, p->micro_batch * p->dp, "parallel.global_batch",
                         "parallel.micro_batch x parallel.dp", err)) ||
-        (rc = est_schedule_check(p->pp, p->vpp, p->schedule, m->layers,
+        (rc = spec_schedule_check(p->pp, p->vpp, p->schedule, m->layers,
                                  p->global_batch / (p->micro_batch * p->dp), "parallel.", "model.", err)))
         return rc;
 
@@ -475,33 +475,33 @@ static int resolve_parallel(struct est_spec *s, struct sc_error *err)
     if (o->recompute_layers && o->recompute != EST_RECOMPUTE_FULL)
         return sc_error_set(err, SC_EINVAL,
                             "options.recompute_layers: only with options.recompute \"full\" (it is \"%s\")",
-                            est_recompute_name(o->recompute));
-    if (o->recompute_layers && o->recompute_layers > est_spec_chunk_layers_most(s))
+                            spec_recompute_name(o->recompute));
+    if (o->recompute_layers && o->recompute_layers > spec_chunk_layers_most(s))
         return sc_error_set(err, SC_EINVAL,
                             "options.recompute_layers: %lld is more than the %lld transformer layers of the "
                             "largest model chunk (model.layers over parallel.pp x parallel.vpp)",
-                            (long long)o->recompute_layers, (long long)est_spec_chunk_layers_most(s));
+                            (long long)o->recompute_layers, (long long)spec_chunk_layers_most(s));
     if (o->master_weights == EST_MASTER_BF16 && (o->dtype == HW_FP32 || o->dtype == HW_FP16))
         return sc_error_set(err, SC_EINVAL,
                             "options.master_weights: \"bf16\" (pure bf16 training) needs options.dtype "
                             "bf16, fp8 or fp4, not %s",
-                            hw_dtype_name(o->dtype));
+                            cost_hw_dtype_name(o->dtype));
     return SC_OK;
 }
 
 /* The defaults that follow the GPU's profile (an unknown GPU takes the
- * HGX board's 8 and the pre-Blackwell recipe; est_spec_check_gpu reports
+ * HGX board's 8 and the pre-Blackwell recipe; spec_check_gpu reports
  * it): the NVLink domain, and with fp8 the recipe Transformer Engine
  * takes by default there (MXFP8 on Blackwell, per-tensor scaling before). */
 static int resolve_gpu_defaults(struct est_spec *s, struct sc_error *err)
 {
-    const struct hw_profile *hw = hw_profile_find(s->cluster.gpu);
+    const struct hw_profile *hw = cost_hw_profile_find(s->cluster.gpu);
     struct est_options *o = &s->options;
     if (!s->cluster.gpus_per_node)
         s->cluster.gpus_per_node = hw ? hw->gpus_per_node : 8;
     if (o->dtype != HW_FP8 && o->fp8_recipe != EST_FP8_RECIPE_NONE)
         return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: only with options.dtype \"fp8\" (it is \"%s\")",
-                            hw_dtype_name(o->dtype));
+                            cost_hw_dtype_name(o->dtype));
     if (o->grad_reduce_in_fp32 < 0) /* Megatron-LM's default for bf16 parameters */
         o->grad_reduce_in_fp32 = o->dtype == HW_BF16 || o->dtype == HW_FP8 || o->dtype == HW_FP4;
     if (o->dtype == HW_FP8 && o->fp8_recipe == EST_FP8_RECIPE_NONE)
@@ -521,12 +521,12 @@ static int parse_given(const char *text, size_t len, struct est_spec *out, int *
     set_defaults(out);
     rc = walk(doc, "", out, given, err);
     json_decref(doc);
-    if (rc || (rc = check_required(given, "", err)) || (rc = est_model_resolve(&out->model, err)))
+    if (rc || (rc = check_required(given, "", err)) || (rc = spec_model_resolve(&out->model, err)))
         return rc;
     return resolve_gpu_defaults(out, err);
 }
 
-int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
+int spec_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
                        int64_t micro_batches, const char *par, const char *mod, struct sc_error *err)
 {
     if (vpp > 1 && pp == 1)
@@ -569,64 +569,64 @@ static const char *name_of(const struct name_value *names, int v)
     return names[0].name;
 }
 
-int est_schedule_parse(const char *name, enum est_schedule *out)
+int spec_schedule_parse(const char *name, enum est_schedule *out)
 {
     return name_find(schedule_names, name, (int *)out);
 }
 
-int est_mlp_parse(const char *name, enum est_mlp *out)
+int spec_mlp_parse(const char *name, enum est_mlp *out)
 {
     return name_find(mlp_names, name, (int *)out);
 }
 
-const char *est_mlp_name(enum est_mlp m)
+const char *spec_mlp_name(enum est_mlp m)
 {
     return name_of(mlp_names, (int)m);
 }
 
-int est_framework_parse(const char *name, enum est_framework *out)
+int spec_framework_parse(const char *name, enum est_framework *out)
 {
     return name_find(framework_names, name, (int *)out);
 }
 
-const char *est_framework_name(enum est_framework f)
+const char *spec_framework_name(enum est_framework f)
 {
     return name_of(framework_names, (int)f);
 }
 
-int est_master_weights_parse(const char *name, enum est_master_weights *out)
+int spec_master_weights_parse(const char *name, enum est_master_weights *out)
 {
     return name_find(master_names, name, (int *)out);
 }
 
-const char *est_master_weights_name(enum est_master_weights m)
+const char *spec_master_weights_name(enum est_master_weights m)
 {
     return name_of(master_names, (int)m);
 }
 
-int est_recompute_parse(const char *name, enum est_recompute *out)
+int spec_recompute_parse(const char *name, enum est_recompute *out)
 {
     return name_find(recompute_names, name, (int *)out);
 }
 
-const char *est_schedule_name(enum est_schedule s)
+const char *spec_schedule_name(enum est_schedule s)
 {
     return name_of(schedule_names, (int)s);
 }
 
-const char *est_recompute_name(enum est_recompute r)
+const char *spec_recompute_name(enum est_recompute r)
 {
     return name_of(recompute_names, (int)r);
 }
 
-int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
+int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
 {
     int given[NFIELDS] = {0};
     int rc = parse_given(text, len, out, given, err);
     return rc ? rc : resolve_parallel(out, err);
 }
 
-int est_spec_parse_template(const char *text, size_t len, struct est_spec *out,
+int spec_parse_template(const char *text, size_t len, struct est_spec *out,
                             struct est_spec_given *given, struct sc_error *err)
 {
     int g[NFIELDS] = {0};
@@ -640,18 +640,18 @@ int est_spec_parse_template(const char *text, size_t len, struct est_spec *out,
     return rc;
 }
 
-int est_spec_given_has(const struct est_spec_given *given, const char *path)
+int spec_given_has(const struct est_spec_given *given, const char *path)
 {
     const struct field *f = find_field(path);
     return f && given->key[f - fields];
 }
 
-int est_spec_check(struct est_spec *s, struct sc_error *err)
+int spec_check(struct est_spec *s, struct sc_error *err)
 {
     return resolve_parallel(s, err);
 }
 
-int est_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err)
+int spec_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err)
 {
     int given[NFIELDS] = {0};
     struct est_spec s;
@@ -666,48 +666,48 @@ int est_model_parse(const char *text, size_t len, struct est_model *out, struct 
     else
         rc = walk(model, "model", &s, given, err);
     json_decref(doc);
-    if (rc || (rc = check_required(given, "model.", err)) || (rc = est_model_resolve(&s.model, err)))
+    if (rc || (rc = check_required(given, "model.", err)) || (rc = spec_model_resolve(&s.model, err)))
         return rc;
     *out = s.model;
     return SC_OK;
 }
 
-int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
+int spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
                        struct sc_error *err)
 {
-    const struct hw_profile *hw = hw_profile_find(spec->cluster.gpu);
+    const struct hw_profile *hw = cost_hw_profile_find(spec->cluster.gpu);
     if (!hw) {
         char known[512] = "";
         size_t used = 0;
-        for (size_t i = 0; i < hw_profile_count() && used < sizeof known; i++)
+        for (size_t i = 0; i < cost_hw_profile_count() && used < sizeof known; i++)
             used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
-                                     hw_profile_at(i)->id);
+                                     cost_hw_profile_at(i)->id);
         return sc_error_set(err, SC_EINVAL, "cluster.gpu: no hardware profile \"%.48s\" (known: %s)",
                             spec->cluster.gpu, known);
     }
     if (hw->peak_tflops[spec->options.dtype] <= 0)
         return sc_error_set(err, SC_EINVAL, "options.dtype: the %s has no %s compute", hw->id,
-                            hw_dtype_name(spec->options.dtype));
+                            cost_hw_dtype_name(spec->options.dtype));
     /* the block-scaled formats need the tensor cores that take their scales */
     if (spec->options.dtype == HW_FP4 && hw->arch != HW_ARCH_BLACKWELL)
-        return sc_error_set(err, SC_EINVAL, "options.dtype: fp4 (NVFP4) needs a Blackwell GPU; the %s is %s", hw->id, hw_arch_name(hw->arch));
+        return sc_error_set(err, SC_EINVAL, "options.dtype: fp4 (NVFP4) needs a Blackwell GPU; the %s is %s", hw->id, cost_hw_arch_name(hw->arch));
     if (spec->options.fp8_recipe == EST_FP8_RECIPE_MXFP8 && hw->arch != HW_ARCH_BLACKWELL)
         return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: \"mxfp8\" needs a Blackwell GPU; the %s is %s "
-                            "(\"tensorwise\" or \"blockwise\" run there)", hw->id, hw_arch_name(hw->arch));
+                            "(\"tensorwise\" or \"blockwise\" run there)", hw->id, cost_hw_arch_name(hw->arch));
     if (spec->options.fp8_recipe == EST_FP8_RECIPE_BLOCKWISE && hw->arch != HW_ARCH_HOPPER &&
         hw->arch != HW_ARCH_BLACKWELL)
         return sc_error_set(err, SC_EINVAL, "options.fp8_recipe: \"blockwise\" needs a Hopper or Blackwell GPU; "
-                            "the %s is %s", hw->id, hw_arch_name(hw->arch));
+                            "the %s is %s", hw->id, cost_hw_arch_name(hw->arch));
     if (profile)
         *profile = hw;
     return SC_OK;
 }
 
-int est_spec_load(const char *text, size_t len, struct est_spec *out,
+int spec_load(const char *text, size_t len, struct est_spec *out,
                   const struct hw_profile **profile, struct sc_error *err)
 {
-    int rc = est_spec_parse(text, len, out, err);
-    return rc ? rc : est_spec_check_gpu(out, profile, err);
+    int rc = spec_parse(text, len, out, err);
+    return rc ? rc : spec_check_gpu(out, profile, err);
 }
 
 /* The value of field f in s as JSON (null for a not-given optional value). */
@@ -765,12 +765,12 @@ out:
     return text;
 }
 
-char *est_spec_json(const struct est_spec *spec)
+char *spec_json(const struct est_spec *spec)
 {
     return write_fields(spec, "");
 }
 
-char *est_model_json(const struct est_model *model)
+char *spec_model_json(const struct est_model *model)
 {
     struct est_spec s;
     set_defaults(&s);
@@ -778,19 +778,19 @@ char *est_model_json(const struct est_model *model)
     return write_fields(&s, "model");
 }
 
-int64_t est_spec_gpus(const struct est_spec *spec)
+int64_t spec_gpus(const struct est_spec *spec)
 {
     const struct est_parallel *p = &spec->parallel;
     return p->tp * p->cp * p->pp * p->dp;
 }
 
-int64_t est_spec_micro_batches(const struct est_spec *spec)
+int64_t spec_micro_batches(const struct est_spec *spec)
 {
     const struct est_parallel *p = &spec->parallel;
     return p->global_batch / (p->micro_batch * p->dp);
 }
 
-int est_spec_fused_softmax(const struct est_spec *spec)
+int spec_fused_softmax(const struct est_spec *spec)
 {
     int64_t keys = spec->model.seq / spec->parallel.cp,
             batches = spec->parallel.micro_batch * (spec->model.heads / spec->parallel.tp);
@@ -798,13 +798,13 @@ int est_spec_fused_softmax(const struct est_spec *spec)
     return keys > 16 && keys <= 4096 && keys % 4 == 0 && batches % per_block == 0;
 }
 
-int est_model_layer_is_windowed(const struct est_model *model, int64_t i)
+int spec_model_layer_is_windowed(const struct est_model *model, int64_t i)
 {
     int64_t k = model->full_attention_every;
     return model->attention_window > 0 && model->attention_window < model->seq && !(k && (i + 1) % k == 0);
 }
 
-int est_spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk)
+int spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk)
 {
     const struct est_options *o = &spec->options;
     if (o->recompute == EST_RECOMPUTE_SELECTIVE)
@@ -812,13 +812,13 @@ int est_spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk)
     return o->recompute == EST_RECOMPUTE_FULL && (!o->recompute_layers || in_chunk < o->recompute_layers);
 }
 
-int64_t est_spec_chunk_layers_most(const struct est_spec *spec)
+int64_t spec_chunk_layers_most(const struct est_spec *spec)
 {
     const struct est_parallel *p = &spec->parallel;
     int64_t most = 0;
     for (int64_t v = 0; v < p->pp * p->vpp; v++) {
         struct est_stage_layers st;
-        if (est_place_stage((int)spec->model.layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
+        if (spec_place_stage((int)spec->model.layers, (int)p->pp, (int)p->vpp, (int)v, &st, NULL))
             return 0;
         if (st.layers > most)
             most = st.layers;
@@ -826,7 +826,7 @@ int64_t est_spec_chunk_layers_most(const struct est_spec *spec)
     return most;
 }
 
-int est_model_layer_is_moe(const struct est_model *model, int64_t i)
+int spec_model_layer_is_moe(const struct est_model *model, int64_t i)
 {
     const struct est_moe *e = &model->moe;
     return e->experts > 0 && i >= e->dense_layers && (i - e->dense_layers) % e->every == 0;

@@ -9,9 +9,9 @@
  * field's JSON path, e.g. "parallel.tpp: unknown key". Absent keys take the
  * documented defaults, so a parsed spec is complete.
  *
- * Two steps: est_spec_parse() checks everything that needs no hardware
- * profile; est_spec_check_gpu() checks the GPU (it has a profile, and the
- * dtype is one it computes in). est_spec_load() does both. */
+ * Two steps: spec_parse() checks everything that needs no hardware
+ * profile; spec_check_gpu() checks the GPU (it has a profile, and the
+ * dtype is one it computes in). spec_load() does both. */
 #ifndef ESTIMATOR_SPEC_H
 #define ESTIMATOR_SPEC_H
 
@@ -50,7 +50,7 @@ enum est_fp8_recipe {
     EST_FP8_RECIPE_MXFP8       /* MXFP8BlockScaling: 1x32 blocks, E8M0 scales (Blackwell) */
 };
 /* AUTO: the least of none, selective and full that fits the GPU's memory
- * (est_memory_resolve_recompute), chosen per estimate. */
+ * (spec_memory_resolve_recompute), chosen per estimate. */
 enum est_recompute { EST_RECOMPUTE_NONE, EST_RECOMPUTE_SELECTIVE, EST_RECOMPUTE_FULL, EST_RECOMPUTE_AUTO };
 /* Where the optimizer's weights and state live (estimator/spec/memory.h):
  * FP32: mixed precision, fp32 master weights, gradients and Adam moments
@@ -172,80 +172,80 @@ struct est_spec {
  * and micro_batches 0 = not known (their checks skipped). SC_EINVAL naming
  * the field, the parallelism fields after prefix par ("parallel.") and
  * the layers after mod ("model."). */
-int est_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
+int spec_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
                        int64_t micro_batches, const char *par, const char *mod, struct sc_error *err);
 /* "1f1b" or "interleaved" to the schedule (SC_EINVAL for another name), and
  * back. */
-int est_schedule_parse(const char *name, enum est_schedule *out);
-const char *est_schedule_name(enum est_schedule s);
+int spec_schedule_parse(const char *name, enum est_schedule *out);
+const char *spec_schedule_name(enum est_schedule s);
 /* "none", "selective", "full" or "auto" to the recomputation (SC_EINVAL
  * for another name), and back. */
-int est_recompute_parse(const char *name, enum est_recompute *out);
-const char *est_recompute_name(enum est_recompute r);
+int spec_recompute_parse(const char *name, enum est_recompute *out);
+const char *spec_recompute_name(enum est_recompute r);
 /* "gelu" or "swiglu" to the MLP (SC_EINVAL for another name), and back. */
-int est_mlp_parse(const char *name, enum est_mlp *out);
-const char *est_mlp_name(enum est_mlp m);
+int spec_mlp_parse(const char *name, enum est_mlp *out);
+const char *spec_mlp_name(enum est_mlp m);
 /* "megatron" or "pytorch" to the framework, "fp32" or "bf16" to the master
  * weights (SC_EINVAL for another name), and back. */
-int est_framework_parse(const char *name, enum est_framework *out);
-const char *est_framework_name(enum est_framework f);
-int est_master_weights_parse(const char *name, enum est_master_weights *out);
-const char *est_master_weights_name(enum est_master_weights m);
+int spec_framework_parse(const char *name, enum est_framework *out);
+const char *spec_framework_name(enum est_framework f);
+int spec_master_weights_parse(const char *name, enum est_master_weights *out);
+const char *spec_master_weights_name(enum est_master_weights m);
 
 /* Parse and check a spec document (text of len bytes, not NUL-terminated
  * necessarily). *out is complete with defaults on success. Bad JSON is
  * SC_EPARSE; everything else SC_EINVAL or SC_ELIMIT, the field named. */
-int est_spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err);
-/* Which keys a document held (est_spec_parse_template). */
+int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err);
+/* Which keys a document held (spec_parse_template). */
 #define EST_SPEC_MAX_KEYS 64
 struct est_spec_given {
-    unsigned char key[EST_SPEC_MAX_KEYS]; /* by the index in est_spec_keys() */
+    unsigned char key[EST_SPEC_MAX_KEYS]; /* by the index in spec_keys() */
 };
 
 /* A spec whose parallel and options objects may leave values open (the
- * planner's input): parsed and checked as est_spec_parse does, defaults
+ * planner's input): parsed and checked as spec_parse does, defaults
  * filled, except the checks across parallel and options, which
- * est_spec_check() makes once every value is set. *given records which
+ * spec_check() makes once every value is set. *given records which
  * keys the document held (a null etp counts as not given). */
-int est_spec_parse_template(const char *text, size_t len, struct est_spec *out,
+int spec_parse_template(const char *text, size_t len, struct est_spec *out,
                             struct est_spec_given *given, struct sc_error *err);
 /* Whether the document held the key at path (e.g. "parallel.tp"). */
-int est_spec_given_has(const struct est_spec_given *given, const char *path);
-/* The checks across parallel and options that est_spec_parse makes (and
+int spec_given_has(const struct est_spec_given *given, const char *path);
+/* The checks across parallel and options that spec_parse makes (and
  * the defaults that depend on them: etp = tp when 0, global_batch =
  * micro_batch x dp when 0): SC_EINVAL naming the field. */
-int est_spec_check(struct est_spec *s, struct sc_error *err);
+int spec_check(struct est_spec *s, struct sc_error *err);
 
 /* The GPU has a profile and computes in the spec's dtype (fp4, NVFP4, on
  * Blackwell only), and takes its fp8 recipe (mxfp8 on Blackwell only,
  * blockwise on Hopper and later); *profile (may be NULL) is set to it.
  * SC_EINVAL naming cluster.gpu, options.dtype or options.fp8_recipe. */
-int est_spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
+int spec_check_gpu(const struct est_spec *spec, const struct hw_profile **profile,
                        struct sc_error *err);
-/* est_spec_parse() then est_spec_check_gpu(). */
-int est_spec_load(const char *text, size_t len, struct est_spec *out,
+/* spec_parse() then spec_check_gpu(). */
+int spec_load(const char *text, size_t len, struct est_spec *out,
                   const struct hw_profile **profile, struct sc_error *err);
 
 /* A model with the defaults that depend on nothing else (mlp gelu, vocab
  * 50257, moe.every 1, dropout) and 0 in every other field, meaning "not given". */
-void est_model_init(struct est_model *m);
+void spec_model_init(struct est_model *m);
 /* Fill the defaults that depend on other fields (kv_heads, head_dim, ffn,
  * moe.ffn) and check what the model alone must satisfy. */
-int est_model_resolve(struct est_model *m, struct sc_error *err);
+int spec_model_resolve(struct est_model *m, struct sc_error *err);
 
-/* Parse {"model":{...}}, a spec's model alone (what est_model_json writes). */
-int est_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err);
+/* Parse {"model":{...}}, a spec's model alone (what spec_model_json writes). */
+int spec_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err);
 
 /* The spec as JSON text with every default written out (malloc'd; NULL when
  * out of memory). Parsing it again gives the same spec. */
-char *est_spec_json(const struct est_spec *spec);
+char *spec_json(const struct est_spec *spec);
 /* {"model":{...}} with every model field written out (malloc'd or NULL). */
-char *est_model_json(const struct est_model *model);
+char *spec_model_json(const struct est_model *model);
 
 /* GPUs the job uses: tp x cp x pp x dp. */
-int64_t est_spec_gpus(const struct est_spec *spec);
+int64_t spec_gpus(const struct est_spec *spec);
 /* Micro-batches per step on each pipeline: global_batch / (micro_batch x dp). */
-int64_t est_spec_micro_batches(const struct est_spec *spec);
+int64_t spec_micro_batches(const struct est_spec *spec);
 /* Whether Megatron's fused causal scale-mask-softmax kernel takes the
  * scores of the spec's unfused attention (FusedScaleMaskSoftmax.
  * is_kernel_available, NVIDIA/Megatron-LM megatron/model/fused_softmax.py):
@@ -253,25 +253,25 @@ int64_t est_spec_micro_batches(const struct est_spec *spec);
  * (micro-batch x heads per rank) a multiple of the kernel's batches per
  * block, 4 (8 when there are at most 128 keys). Else PyTorch runs the
  * softmax op by op, in fp32. */
-int est_spec_fused_softmax(const struct est_spec *spec);
+int spec_fused_softmax(const struct est_spec *spec);
 /* Whether transformer layer i (0-based) attends through a window narrower
  * than the sequence. */
-int est_model_layer_is_windowed(const struct est_model *model, int64_t i);
+int spec_model_layer_is_windowed(const struct est_model *model, int64_t i);
 /* Whether the transformer layer at place `in_chunk` (0-based) of its
  * model chunk runs options.recompute's recomputation before its backward:
  * under "selective" every layer; under "full" every layer or, with
  * options.recompute_layers N, the chunk's first N; else none. */
-int est_spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk);
+int spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk);
 /* The most transformer layers one model chunk (virtual pipeline stage)
  * holds, as estimator/spec/placement.h places them; 0 when they cannot be
  * placed. */
-int64_t est_spec_chunk_layers_most(const struct est_spec *spec);
+int64_t spec_chunk_layers_most(const struct est_spec *spec);
 /* Whether transformer layer i (0-based) is an MoE layer. */
-int est_model_layer_is_moe(const struct est_model *model, int64_t i);
+int spec_model_layer_is_moe(const struct est_model *model, int64_t i);
 
 /* Every key path the parser accepts ("model.layers", "model.moe.top_k",
  * ...; objects too: "model", "model.moe"), NULL-terminated. The schema test
  * compares it with data/spec.schema.json. */
-const char *const *est_spec_keys(void);
+const char *const *spec_keys(void);
 
 #endif

@@ -8,12 +8,12 @@
 
 static const char *const detail_names[] = {"stage", "layer", "kernel"};
 
-const char *est_detail_name(enum est_detail d)
+const char *synth_detail_name(enum est_detail d)
 {
     return (unsigned)d <= EST_DETAIL_KERNEL ? detail_names[d] : "?";
 }
 
-int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
+int synth_detail_parse(const char *s, enum est_detail *out, struct sc_error *err)
 {
     for (int d = 0; d <= EST_DETAIL_KERNEL; d++)
         if (s && strcmp(s, detail_names[d]) == 0) {

@@ -8,8 +8,8 @@
 
 enum est_detail { EST_DETAIL_STAGE, EST_DETAIL_LAYER, EST_DETAIL_KERNEL };
 
-const char *est_detail_name(enum est_detail d);
+const char *synth_detail_name(enum est_detail d);
 /* "stage", "layer" or "kernel"; SC_EINVAL naming them otherwise. */
-int est_detail_parse(const char *s, enum est_detail *out, struct sc_error *err);
+int synth_detail_parse(const char *s, enum est_detail *out, struct sc_error *err);
 
 #endif

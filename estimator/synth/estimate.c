@@ -41,7 +41,7 @@ static double compute_idle_ms(const struct model_graph *g, const struct model_re
     return (double)(st->end - st->start - busy) / 1e6;
 }
 
-double est_graph_flops(const struct model_graph *g, const struct est_spec *s)
+double synth_graph_flops(const struct model_graph *g, const struct est_spec *s)
 {
     double sum = 0;
     for (size_t i = 0; i < g->n_parts; i++)
@@ -49,25 +49,25 @@ double est_graph_flops(const struct model_graph *g, const struct est_spec *s)
     return sum * (double)(s->parallel.tp * s->parallel.cp * s->parallel.dp);
 }
 
-double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms)
+double synth_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms)
 {
-    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * (double)est_spec_gpus(s);
+    double peak = hw->peak_tflops[s->options.dtype] * 1e12 * (double)spec_gpus(s);
     double tokens_per_s = step_ms > 0 ? (double)(s->parallel.global_batch * s->model.seq) / (step_ms / 1e3) : 0;
-    return peak > 0 ? est_model_flops_per_token(&s->model) * tokens_per_s / peak : 0;
+    return peak > 0 ? spec_model_flops_per_token(&s->model) * tokens_per_s / peak : 0;
 }
 
-int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+int synth_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
                         struct est_estimate *out, struct sc_error *err)
 {
     double step_s = out->step_ms / 1e3;
     double tokens = (double)(s->parallel.global_batch * s->model.seq);
-    out->gpus = (double)est_spec_gpus(s);
+    out->gpus = (double)spec_gpus(s);
     out->tokens_per_s = step_s > 0 ? tokens / step_s : 0;
     double peak = hw->peak_tflops[s->options.dtype] * 1e12 * out->gpus;
-    out->mfu = est_mfu(s, hw, out->step_ms);
+    out->mfu = synth_mfu(s, hw, out->step_ms);
     struct est_spec run; /* with the recomputation estimated (auto resolved) */
-    est_memory_chosen_spec(s, mem, &run);
-    double hw_flops = est_hardware_flops_per_token(&run);
+    spec_memory_chosen_spec(s, mem, &run);
+    double hw_flops = spec_hardware_flops_per_token(&run);
     out->hfu = peak > 0 ? hw_flops * out->tokens_per_s / peak : 0;
     if (!(out->executed_flops > 0))
         out->executed_flops = hw_flops * tokens;
@@ -75,7 +75,7 @@ int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, c
     out->memory_gb_per_gpu = mem->gb_per_gpu;
     out->memory_usable_gb = mem->capacity_gb;
     out->memory_attention = s->options.attention == EST_ATTENTION_UNFUSED ? "unfused" : "flash";
-    out->recompute_chosen = est_recompute_name(mem->recompute);
+    out->recompute_chosen = spec_recompute_name(mem->recompute);
     out->recompute_layers_chosen = mem->recompute == EST_RECOMPUTE_FULL ? mem->recompute_layers : 0;
     out->fits = mem->fits;
     if (!mem->fits)
@@ -84,7 +84,7 @@ int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, c
                  (long long)mem->worst_stage, mem->gb_per_gpu, hw->id, mem->capacity_gb,
                  hw->hbm_gb - mem->capacity_gb);
     struct est_cost per_m;
-    est_cost_of(out->gpus, tokens > 0 ? step_s / (tokens / 1e6) : 0, hw, s->cluster.gpu_hour_usd, &per_m);
+    synth_cost_of(out->gpus, tokens > 0 ? step_s / (tokens / 1e6) : 0, hw, s->cluster.gpu_hour_usd, &per_m);
     out->gpu_hours_per_m_tokens = per_m.gpu_hours;
     out->energy_kwh_per_m_tokens = per_m.energy_kwh;
     out->cost_usd_per_m_tokens = per_m.cost_usd;
@@ -100,28 +100,28 @@ int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, c
     return SC_OK;
 }
 
-int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        enum est_detail d, double budget, const char *budget_name, struct sc_error *err)
 {
     struct est_synth_size size;
-    int rc = est_synth_size(s, hw, c, d, &size, err);
+    int rc = synth_size(s, hw, c, d, &size, err);
     if (rc || size.bytes <= budget)
         return rc;
     return sc_error_set(err, SC_ELIMIT,
                         "the estimate needs an estimated %.1f MiB (%lld tasks at %s detail), more than %s, %.1f MiB: "
                         "estimate at a coarser detail, or with fewer micro-batches (parallel.global_batch)",
-                        size.bytes / 1048576.0, (long long)size.tasks, est_detail_name(d), budget_name,
+                        size.bytes / 1048576.0, (long long)size.tasks, synth_detail_name(d), budget_name,
                         budget / 1048576.0);
 }
 
-void est_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out)
+void synth_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out)
 {
     out->gpu_hours = gpus * seconds / 3600;
     out->energy_kwh = hw ? out->gpu_hours * hw->board_power_w / 1000 : -1;
     out->cost_usd = gpu_hour_usd >= 0 ? out->gpu_hours * gpu_hour_usd : -1;
 }
 
-int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err)
 {
     struct model_graph *g = NULL;
@@ -131,23 +131,23 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
     struct est_spec chosen; /* s with recompute "auto" resolved */
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = est_memory_estimate(s, hw->hbm_gb, &mem, err)))
+    if ((rc = spec_memory_estimate(s, hw->hbm_gb, &mem, err)))
         return rc;
-    est_memory_chosen_spec(s, &mem, &chosen);
+    spec_memory_chosen_spec(s, &mem, &chosen);
     s = &chosen;
-    if ((rc = est_synth_unnamed(s, hw, c, detail, &g, err))) {
-        est_memory_release(&mem);
+    if ((rc = synth_unnamed(s, hw, c, detail, &g, err))) {
+        spec_memory_release(&mem);
         return rc;
     }
     model_replay_opts_steps(&ro);
     if ((rc = model_replay_run(g, &ro, &rp, err))) {
-        est_memory_release(&mem);
+        spec_memory_release(&mem);
         model_graph_free(g);
         return rc;
     }
     out->stages = calloc(rp->n_steps ? rp->n_steps : 1, sizeof *out->stages);
     if (!out->stages) {
-        est_memory_release(&mem);
+        spec_memory_release(&mem);
         model_replay_free(rp);
         model_graph_free(g);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
@@ -168,23 +168,23 @@ int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const st
         e->bubble_ms = compute_idle_ms(g, rp, st);
     }
     out->tasks = g->n_tasks;
-    out->executed_flops = est_graph_flops(g, s);
+    out->executed_flops = synth_graph_flops(g, s);
     const struct model_replay_step *slow = model_replay_slowest(rp);
     if (slow) {
         out->step_ms = (double)slow->replayed_ns / 1e6;
         out->breakdown = slow->breakdown;
     }
 
-    rc = est_estimate_derive(s, hw, &mem, out, err);
-    est_memory_release(&mem);
+    rc = synth_estimate_derive(s, hw, &mem, out, err);
+    spec_memory_release(&mem);
     model_replay_free(rp);
     model_graph_free(g);
     if (rc)
-        est_estimate_release(out);
+        synth_estimate_release(out);
     return rc;
 }
 
-void est_estimate_release(struct est_estimate *e)
+void synth_estimate_release(struct est_estimate *e)
 {
     free(e->stages);
     memset(e, 0, sizeof *e);

@@ -47,27 +47,27 @@ struct est_estimate {
     size_t tasks;                   /* in the synthesised graph */
 };
 
-/* Estimate spec s (checked by est_spec_load) with costs c at a level of
- * detail. Release with est_estimate_release(). */
-int est_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+/* Estimate spec s (checked by spec_load) with costs c at a level of
+ * detail. Release with synth_estimate_release(). */
+int synth_estimate(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                  enum est_detail detail, struct est_estimate *out, struct sc_error *err);
-void est_estimate_release(struct est_estimate *e);
+void synth_estimate_release(struct est_estimate *e);
 
 /* The FLOPs the whole job executes in one step of spec s's synthesised
  * graph g: its tasks' summed (each pipeline rank once), times the tp x cp
  * x dp ranks each stands for. */
-double est_graph_flops(const struct model_graph *g, const struct est_spec *s);
+double synth_graph_flops(const struct model_graph *g, const struct est_spec *s);
 
 /* Whether the estimate of spec s at detail d fits `budget` bytes by its
- * graph's predicted size (est_synth_size), known before any of it is
+ * graph's predicted size (synth_size), known before any of it is
  * built: SC_ELIMIT naming the prediction, `budget_name` (what the budget
  * is) and what to change when it does not. */
-int est_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_estimate_admit(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        enum est_detail d, double budget, const char *budget_name, struct sc_error *err);
 
 /* The MFU of spec s on hw at a step time: its model FLOPs per second over
  * the dtype's dense peak of its GPUs (0 without a peak or a time). */
-double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);
+double synth_mfu(const struct est_spec *s, const struct hw_profile *hw, double step_ms);
 
 /* What `gpus` GPUs of profile hw (NULL: unknown) cost for `seconds`:
  * GPU-hours, kWh at the GPU's board power (an upper bound: a GPU that
@@ -77,17 +77,17 @@ double est_mfu(const struct est_spec *s, const struct hw_profile *hw, double ste
 struct est_cost {
     double gpu_hours, energy_kwh, cost_usd;
 };
-void est_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out);
+void synth_cost_of(double gpus, double seconds, const struct hw_profile *hw, double gpu_hour_usd, struct est_cost *out);
 
 /* The figures that follow from out->step_ms and the memory of spec s
- * (mem, est_memory_estimate's): tokens/s, MFU and HFU, memory and whether
+ * (mem, spec_memory_estimate's): tokens/s, MFU and HFU, memory and whether
  * it fits, GPUs, GPU-hours, energy and cost per million tokens, time to
  * train. For an estimate, and for a step timed otherwise (a what-if).
  * SC_ENUMERIC when they are not physical, the estimate refused rather than
  * answered: a step time or MFU that is not finite, a step time not above
  * 0, an MFU outside (0, 1] (more model FLOPs a second than the GPUs' peak). */
 struct est_memory;
-int est_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
+int synth_estimate_derive(const struct est_spec *s, const struct hw_profile *hw, const struct est_memory *mem,
                         struct est_estimate *out, struct sc_error *err);
 
 #endif

@@ -19,11 +19,11 @@
 #define SLACK_NS 1.0
 #define SLACK_REL 1e-6
 
-double est_wire_factor(enum model_coll_op op, int n, int in_switch)
+double synth_wire_factor(enum model_coll_op op, int n, int in_switch)
 {
     if (n < 2)
         return 0;
-    double f = coll_bus_factor(op, n);
+    double f = cost_coll_bus_factor(op, n);
     return in_switch && op == MODEL_COLL_ALLREDUCE ? f / 2 : f;
 }
 
@@ -45,8 +45,8 @@ static int check_tasks_flops(const struct est_spec *s, const struct hw_profile *
         double f = g->parts[k].flops;
         if (!(f > 0))
             continue;
-        double ceiling = fmax(hw_matmul_ceiling_tflops(hw, task_dtype(s, t->sub)),
-                              hw_matmul_ceiling_tflops(hw, s->options.dtype));
+        double ceiling = fmax(cost_hw_matmul_ceiling_tflops(hw, task_dtype(s, t->sub)),
+                              cost_hw_matmul_ceiling_tflops(hw, s->options.dtype));
         double least_ns = f / (ceiling * 1e12) * 1e9;
         if ((double)t->dur + SLACK_NS < least_ns * (1 - SLACK_REL))
             return sc_error_set(err, SC_EINTERNAL,
@@ -73,7 +73,7 @@ static int check_collectives(const struct est_spec *s, const struct hw_profile *
         const struct model_coll_group *grp = &g->groups[t->group];
         if (grp->bytes <= 0)
             continue;
-        double wire = (double)grp->bytes * est_wire_factor((enum model_coll_op)grp->op, (int)grp->size, in_switch);
+        double wire = (double)grp->bytes * synth_wire_factor((enum model_coll_op)grp->op, (int)grp->size, in_switch);
         double least_ns = wire / (link * 1e9) * 1e9;
         if ((double)t->dur + SLACK_NS < least_ns * (1 - SLACK_REL))
             return sc_error_set(err, SC_EINTERNAL,
@@ -111,24 +111,24 @@ static int check_figures(const struct est_spec *s, const struct hw_profile *hw, 
                          const struct model_graph *g, struct sc_error *err)
 {
     double tokens = (double)(s->parallel.global_batch * s->model.seq);
-    double formula = est_hardware_flops_per_token(s) * tokens;
-    double executed = est_graph_flops(g, s);
+    double formula = spec_hardware_flops_per_token(s) * tokens;
+    double executed = synth_graph_flops(g, s);
     if (fabs(executed / formula - 1) > 0.01)
         return sc_error_set(err, SC_EINTERNAL,
                             "invariant broken: the step's tasks execute %.6g FLOPs, the hardware-FLOP formula "
                             "says %.6g (%+.2f%%)",
                             executed, formula, 100 * (executed / formula - 1));
     double peak = hw->peak_tflops[s->options.dtype];
-    double share = hw_matmul_ceiling_tflops(hw, s->options.dtype) / peak;
+    double share = cost_hw_matmul_ceiling_tflops(hw, s->options.dtype) / peak;
     if (e->executed_flops_util > share * (1 + SLACK_REL) + 1e-6)
         return sc_error_set(err, SC_EINTERNAL,
                             "invariant broken: executed_flops_util %.4f above %s's %s matmul ceiling, %.4f of peak",
-                            e->executed_flops_util, hw->id, hw_dtype_name(s->options.dtype), share);
+                            e->executed_flops_util, hw->id, cost_hw_dtype_name(s->options.dtype), share);
     /* MFU counts attention's whole square: beyond the ceiling by that alone */
     struct est_spec plain = *s;
     plain.options.recompute = EST_RECOMPUTE_NONE;
     plain.options.moe_capacity_factor = 0;
-    double mfu_most = share * est_model_flops_per_token(&s->model) / est_hardware_flops_per_token(&plain);
+    double mfu_most = share * spec_model_flops_per_token(&s->model) / spec_hardware_flops_per_token(&plain);
     if (e->mfu > mfu_most * (1 + SLACK_REL) + 1e-6)
         return sc_error_set(err, SC_EINTERNAL, "invariant broken: mfu %.4f above %.4f, the ceiling's share %.4f "
                                                "with causal attention's masked half",
@@ -136,7 +136,7 @@ static int check_figures(const struct est_spec *s, const struct hw_profile *hw, 
     return SC_OK;
 }
 
-int est_invariants_check(const struct est_spec *spec, const struct hw_profile *hw, const struct est_costs *c,
+int synth_invariants_check(const struct est_spec *spec, const struct hw_profile *hw, const struct est_costs *c,
                          const struct est_estimate *e, struct sc_error *err)
 {
     struct est_spec resolved; /* recompute auto: what it chose */
@@ -145,8 +145,8 @@ int est_invariants_check(const struct est_spec *spec, const struct hw_profile *h
     struct model_replay *rp = NULL;
     struct model_replay_opts ro;
     int rc;
-    if ((rc = est_memory_resolve_recompute(spec, hw->hbm_gb, &resolved, err)) ||
-        (rc = est_synth(s, hw, c, EST_DETAIL_KERNEL, &g, err)))
+    if ((rc = spec_memory_resolve_recompute(spec, hw->hbm_gb, &resolved, err)) ||
+        (rc = synth_build(s, hw, c, EST_DETAIL_KERNEL, &g, err)))
         return rc;
     model_replay_opts_steps(&ro);
     if (!(rc = model_replay_run(g, &ro, &rp, err)) && !(rc = check_tasks_flops(s, hw, g, err)) &&

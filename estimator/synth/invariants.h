@@ -5,10 +5,10 @@
  * and on every estimate `make validate` scores:
  *
  * - a GEMM or attention task takes at least its executed FLOPs over the
- *   GPU's measured matmul ceiling (hw_matmul_ceiling_tflops) for the dtype
+ *   GPU's measured matmul ceiling (cost_hw_matmul_ceiling_tflops) for the dtype
  *   it runs in (attention in bf16 under fp8 and fp4 recipes);
  * - the FLOPs the synthesised graph executes, summed over its tasks, equal
- *   the hardware-FLOP formula (est_hardware_flops_per_token) within 1%;
+ *   the hardware-FLOP formula (spec_hardware_flops_per_token) within 1%;
  * - executed_flops_util is at most the ceiling's share of the peak, and
  *   mfu (PaLM's attention square) at most that share scaled by model over
  *   executed FLOPs without recomputation, i.e. by causal attention's half;
@@ -18,24 +18,24 @@
  * - a pipeline rank's step takes at least the work of each of its streams.
  *
  * Memory-bound kernels and collectives by placement are checked at the
- * cost models' level (kernel_memory_us at HBM bandwidth at most,
- * coll_estimate at its placement's link at most) by the same tests. */
+ * cost models' level (cost_kernel_memory_us at HBM bandwidth at most,
+ * cost_coll_estimate at its placement's link at most) by the same tests. */
 #ifndef ESTIMATOR_INVARIANTS_H
 #define ESTIMATOR_INVARIANTS_H
 
 #include "common/error.h"
 #include "estimator/synth/estimate.h"
 
-/* Check estimate e of spec s (est_estimate's, at any detail, with costs
+/* Check estimate e of spec s (synth_estimate's, at any detail, with costs
  * c) against the invariants, on the step synthesised again at kernel
  * detail. SC_EINTERNAL naming the invariant broken and by how much. */
-int est_invariants_check(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_invariants_check(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          const struct est_estimate *e, struct sc_error *err);
 
 /* The wire factor of a collective of kind op over n ranks: the bytes each
  * rank sends over its link per byte of the collective's size (nccl-tests'
- * bus factor, coll_bus_factor; an all-reduce reduced in the switch,
+ * bus factor, cost_coll_bus_factor; an all-reduce reduced in the switch,
  * `in_switch`, sends and receives its data once); 0 for fewer than two. */
-double est_wire_factor(enum model_coll_op op, int n, int in_switch);
+double synth_wire_factor(enum model_coll_op op, int n, int in_switch);
 
 #endif

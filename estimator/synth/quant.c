@@ -7,7 +7,7 @@
 /* bytes of the bf16 tensor each kernel reads */
 #define SRC 2.0
 
-int quant_kernels(enum hw_dtype dtype, enum est_fp8_recipe recipe, enum hw_arch arch, enum quant_tensor t,
+int synth_quant_kernels(enum hw_dtype dtype, enum est_fp8_recipe recipe, enum hw_arch arch, enum quant_tensor t,
                   struct quant_kernel out[QUANT_MAX_KERNELS])
 {
     int weight = t == QUANT_WEIGHT;

@@ -50,7 +50,7 @@ struct quant_kernel {
 /* The kernels that quantise one bf16 tensor for a GEMM in dtype (fp8 by
  * recipe, fp4 as NVFP4) on a GPU of architecture arch, into out; how many
  * (0 for a dtype that is not quantised). */
-int quant_kernels(enum hw_dtype dtype, enum est_fp8_recipe recipe, enum hw_arch arch, enum quant_tensor t,
+int synth_quant_kernels(enum hw_dtype dtype, enum est_fp8_recipe recipe, enum hw_arch arch, enum quant_tensor t,
                   struct quant_kernel out[QUANT_MAX_KERNELS]);
 
 #endif

@@ -119,7 +119,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
         }
         for (int i = 0; i < st->layers && !y->failed; i++) {
             int64_t layer = st->first_layer + i;
-            int is_moe = est_model_layer_is_moe(&s->model, layer);
+            int is_moe = spec_model_layer_is_moe(&s->model, layer);
             double dense, experts;
             if (y->names && y->detail != EST_DETAIL_STAGE)
                 snprintf(r->region, sizeof r->region, "layer %lld forward mb %lld", (long long)layer, (long long)mb);
@@ -143,13 +143,13 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
     }
     for (int i = st->layers - 1; i >= 0 && !y->failed; i--) {
         int64_t layer = st->first_layer + i;
-        int is_moe = est_model_layer_is_moe(&s->model, layer);
+        int is_moe = spec_model_layer_is_moe(&s->model, layer);
         double dense, experts;
         if (y->names && y->detail != EST_DETAIL_STAGE)
             snprintf(r->region, sizeof r->region, "layer %lld backward mb %lld", (long long)layer, (long long)mb);
         synth_kind_rank_params(y, layer, is_moe, &dense, &experts);
         synth_z3_gather(y, r, dense, experts);
-        if (est_spec_layer_recomputed(s, i))
+        if (spec_layer_recomputed(s, i))
             synth_emit_ops(y, r, &y->recompute[is_moe], 0);
         synth_emit_ops(y, r, &y->bwd[is_moe], 1);
         synth_layer_boundary(y, r);
@@ -157,7 +157,7 @@ static void pass_ops(struct synth *y, struct rank *r, const struct est_stage_lay
         if (last_mb && !synth_zero3(y)) {
             bucket->dense += dense;
             bucket->experts += experts;
-            if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= est_grad_bucket_params(s))
+            if (s->options.overlap_grad_reduce && bucket->dense + bucket->experts >= synth_grad_bucket_params(s))
                 synth_bucket_reduce(y, r, bucket);
         }
     }
@@ -210,8 +210,8 @@ static void run_pass(struct synth *y, struct pipeline *p, struct rank *r, int64_
     }
     /* the pass starts on what the pipeline received (a task of its own).
      * The batch of transfers before it synchronised on the receive, and
-     * the pass is dispatched after, so the graph est_estimate replays (no
-     * `calls`) needs no edge for it; est_synth's shows the wait a trace
+     * the pass is dispatched after, so the graph synth_estimate replays (no
+     * `calls`) needs no edge for it; synth_build's shows the wait a trace
      * has */
     if (sync_recv && y->calls)
         synth_wait_on(y, r, ST_COMPUTE, r->last[ST_RECV]);
@@ -274,7 +274,7 @@ static void side_edge(struct synth *y, int peer, uint32_t from, uint32_t to, enu
  * synchronises the device, so it ends when they and all earlier work have.
  * A send carries what the compute stream has produced so far; the
  * transfers are paired across ranks by pair_transfers (collective groups
- * of two), or, in the graph est_estimate replays, joined here as one task
+ * of two), or, in the graph synth_estimate replays, joined here as one task
  * on both sides. */
 static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const int *kinds, int n)
 {
@@ -296,7 +296,7 @@ static void p2p_batch(struct synth *y, struct pipeline *p, struct rank *r, const
             continue;
         int send = kinds[i] == P2P_FWD_SEND || kinds[i] == P2P_BWD_SEND;
         int stream = send ? ST_SEND : ST_RECV;
-        /* without `calls` (the graph est_estimate replays) a transfer is
+        /* without `calls` (the graph synth_estimate replays) a transfer is
          * one task on both sides (model_gb_pair): the side emitted second
          * joins the first one's task */
         uint32_t task = y->calls ? MODEL_NONE : p2p_partner(p, r, kinds[i]);
@@ -446,7 +446,7 @@ static double rank_params(struct synth *y, const struct pipeline *p, int64_t ran
         for (int i = 0; i < st->layers; i++) {
             int64_t layer = st->first_layer + i;
             double dense, experts;
-            synth_kind_rank_params(y, layer, est_model_layer_is_moe(&s->model, layer), &dense, &experts);
+            synth_kind_rank_params(y, layer, spec_model_layer_is_moe(&s->model, layer), &dense, &experts);
             total += dense + experts;
         }
         double emb = (double)(s->model.vocab * s->model.hidden) / (double)s->parallel.tp;
@@ -502,9 +502,9 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     snprintf(r->region, sizeof r->region, "optimizer");
     synth_wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
     struct est_state_bytes sb; /* the gradients and optimizer state the step reads */
-    est_state_bytes(&s->options, &sb);
+    spec_state_bytes(&s->options, &sb);
     struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1,
-                      synth_ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * sb.gradients)), 0, 0};
+                      synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * sb.gradients)), 0, 0};
     synth_emit(y, r, ST_COMPUTE, &norm);
     synth_flush(y, r); /* the all-reduce below is a group member of its own */
     struct op norm_ar = {"gradient norm all-reduce", MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, OP_PLAIN, 1,
@@ -516,7 +516,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
      * after that synchronisation */
     synth_host_sync(y, r, "gradient norm .item()", &p->grad_norm[r->id], 1);
     struct op adam = {"optimizer step", MODEL_TASK_KERNEL, MODEL_KF_OPTIMIZER, OP_PLAIN, 1,
-                      synth_ns(kernel_memory_us(&y->c->kernel, y->hw, params / shards * est_optimizer_step_bytes(&sb))),
+                      synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * spec_optimizer_step_bytes(&sb))),
                       0, 0};
     synth_emit(y, r, ST_COMPUTE, &adam);
     if (s->options.zero_stage >= 1 && !synth_zero3(y) && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
@@ -646,7 +646,7 @@ static void synth_release(struct synth *y, struct pipeline *p)
 }
 
 /* The operations of every layer kind, the embedding and the loss, with
- * their costs (what both est_synth and est_synth_bound start from). */
+ * their costs (what both synth_build and synth_bound start from). */
 static void make_ops(struct synth *y)
 {
     synth_layer_ops(y, 0);
@@ -676,11 +676,11 @@ static int64_t list_compute_ns(const struct synth *y, const struct oplist *l, in
     return t;
 }
 
-int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err)
 {
     struct est_spec chosen; /* recompute "auto" resolved */
-    int rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
+    int rc = spec_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
     if (rc)
         return rc;
     struct synth y = {.s = &chosen, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
@@ -712,7 +712,7 @@ static void pass_ns(const struct est_spec *s, const struct est_pass_costs *pc, c
         *b = sc_sat_add(*b, pc->head_b);
     }
     for (int i = 0; i < st->layers; i++) {
-        int moe = est_model_layer_is_moe(&s->model, st->first_layer + i);
+        int moe = spec_model_layer_is_moe(&s->model, st->first_layer + i);
         *f = sc_sat_add(*f, pc->layer_f[moe]);
         *b = sc_sat_add(*b, synth_layer_b_ns(s, pc, moe, i));
     }
@@ -730,7 +730,7 @@ static int64_t z3_unit_ns(struct synth *y, double dense, double experts)
         if (sizes[k] > 0)
             t = sc_sat_add(t, sc_sat_add(sc_sat_mul(2, synth_coll_ns(y, MODEL_COLL_ALLGATHER, groups[k], sizes[k] * y->sh.B)),
                                          synth_coll_ns(y, MODEL_COLL_REDUCESCATTER, groups[k],
-                                                 sizes[k] * est_grad_bytes(y->s))));
+                                                 sizes[k] * synth_grad_bytes(y->s))));
     return t;
 }
 
@@ -750,10 +750,10 @@ static int64_t z3_stream_ns(struct synth *y, const struct pipeline *p, int64_t r
         t = sc_sat_add(t, sc_sat_add(z3_unit_ns(y, emb, 0), z3_unit_ns(y, head, 0)));
         for (int i = 0; i < st->layers; i++) {
             int64_t layer = st->first_layer + i;
-            int moe = est_model_layer_is_moe(&s->model, layer);
+            int moe = spec_model_layer_is_moe(&s->model, layer);
             if (kind_ns[moe] < 0) {
                 double dense, experts;
-                est_layer_rank_params(s, layer, &dense, &experts);
+                synth_layer_rank_params(s, layer, &dense, &experts);
                 kind_ns[moe] = z3_unit_ns(y, dense, experts);
             }
             t = sc_sat_add(t, kind_ns[moe]);
@@ -767,7 +767,7 @@ static int bound_stages(const struct est_spec *s, struct pipeline *p, struct sc_
 {
     if (!(p->vstages = calloc((size_t)(p->pp * p->vpp), sizeof *p->vstages)))
         return sc_error_set(err, SC_ENOMEM, "out of memory bounding the step");
-    if (est_place_layers((int)s->model.layers, (int)p->pp, (int)p->vpp, p->vstages, err)) {
+    if (spec_place_layers((int)s->model.layers, (int)p->pp, (int)p->vpp, p->vstages, err)) {
         free(p->vstages);
         p->vstages = NULL;
         return err->code;
@@ -794,12 +794,12 @@ static int64_t send_gaps(int64_t pp, int64_t vpp, int64_t m, int64_t rank)
     return (total - (last ? m : 0)) + (total - (first ? m : 1));
 }
 
-int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
     struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
-    int64_t m = est_spec_micro_batches(s), best = 0, head = 0, tail = 0, p2p = 0;
+    int64_t m = spec_micro_batches(s), best = 0, head = 0, tail = 0, p2p = 0;
     int rc;
     *ms = 0;
     synth_shape_init(&y);
@@ -837,23 +837,23 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
     return y.failed;
 }
 
-int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err)
 {
     struct est_pass_costs pc;
     struct est_spec chosen; /* recompute "auto" resolved: which layers recompute */
-    int rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
+    int rc = spec_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err);
     *ms = 0;
     if (!rc)
-        rc = est_synth_pass_costs(&chosen, hw, c, &pc, err);
-    return rc ? rc : est_synth_bound_of(&chosen, hw, c, &pc, ms, err);
+        rc = synth_pass_costs(&chosen, hw, c, &pc, err);
+    return rc ? rc : synth_bound_of(&chosen, hw, c, &pc, ms, err);
 }
 
-int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double enough_ms, double *ms, struct sc_error *err)
 {
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
-    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = spec_micro_batches(s)};
     int64_t best = 0;
     int rc;
     *ms = 0;
@@ -927,11 +927,11 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     int rc;
     if (out)
         *out = NULL;
-    if ((rc = est_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err)))
+    if ((rc = spec_memory_resolve_recompute(s, hw->hbm_gb, &chosen, err)))
         return rc;
     s = &chosen;
     struct synth y = {.s = s, .hw = hw, .c = c, .detail = detail, .calls = calls, .names = names, .err = err};
-    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = est_spec_micro_batches(s)};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp, .m = spec_micro_batches(s)};
     synth_shape_init(&y);
     p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages);
     p.p2p = calloc((size_t)(p.pp * P2P_KINDS), sizeof *p.p2p);
@@ -947,7 +947,7 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
         model_gb_free(y.gb);
         return sc_error_set(err, SC_ENOMEM, "out of memory synthesising the step");
     }
-    if (est_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
+    if (spec_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) {
         synth_release(&y, &p);
         model_gb_free(y.gb);
         return err->code;
@@ -990,26 +990,26 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     return model_gb_finish(y.gb, out, err);
 }
 
-int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_build(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
     return synth_step(s, hw, c, detail, NULL, 1, 1, NULL, out, err);
 }
 
-int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, struct model_graph **out, struct sc_error *err)
 {
     return synth_step(s, hw, c, detail, NULL, 0, 0, NULL, out, err);
 }
 
-int est_synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                    enum est_detail detail, struct est_synth_size *out, struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
     return synth_step(s, hw, c, detail, NULL, 0, 0, out, NULL, err);
 }
 
-int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        enum est_detail detail, const struct est_pass_costs *measured, int names,
                        struct model_graph **out, struct sc_error *err)
 {

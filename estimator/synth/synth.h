@@ -48,18 +48,18 @@
 
 struct model_graph;
 
-/* The graph of one step of spec s (which est_spec_load checked), with
+/* The graph of one step of spec s (which spec_load checked), with
  * options.recompute "auto" the recomputation it chooses on the GPU
- * (est_memory_resolve_recompute; est_synth_pass_costs too). */
-int est_synth(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+ * (spec_memory_resolve_recompute; synth_pass_costs too). */
+int synth_build(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
               enum est_detail detail, struct model_graph **out, struct sc_error *err);
 /* The same graph with no task names or tags (model_gb_skip_names), for a
- * caller that only replays it (est_estimate): the same tasks, edges,
+ * caller that only replays it (synth_estimate): the same tasks, edges,
  * durations and so the same replay, built faster. */
-int est_synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_unnamed(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                       enum est_detail detail, struct model_graph **out, struct sc_error *err);
 
-/* How large est_synth's graph of spec s at a detail would be, known
+/* How large synth_build's graph of spec s at a detail would be, known
  * before any of it is built: the tasks and edges it reserves room for (an
  * upper bound: passes x operations a pass, a summed pass counted as its
  * operations), and the memory building and replaying it takes at most,
@@ -71,10 +71,10 @@ struct est_synth_size {
     int64_t tasks, edges;
     double bytes;
 };
-int est_synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_size(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                    enum est_detail detail, struct est_synth_size *out, struct sc_error *err);
 
-/* A lower bound of the step time, ms, that est_synth's graph of spec s
+/* A lower bound of the step time, ms, that synth_build's graph of spec s
  * replays to at any detail, without building it. Each pipeline rank's
  * compute stream runs its passes one at a time, every one of them after
  * its first forward pass and before its last backward pass; its first
@@ -97,19 +97,19 @@ int est_synth_size(const struct est_spec *s, const struct hw_profile *hw, const 
  * which run one after another; the bound is the larger of the two. The
  * waits for the other side of a transfer, host work, other collectives
  * and the optimizer only add to it. */
-int est_synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                     double *ms, struct sc_error *err);
 
-/* est_synth_bound in two parts: what one micro-batch's passes cost on the
+/* synth_bound in two parts: what one micro-batch's passes cost on the
  * compute stream (ns; [0] a dense layer, [1] an MoE layer, the backward
  * with its recomputation, layer_r of it the recomputation, which a layer
  * that options.recompute_layers leaves out does not run), which depends
  * on the model, the cluster, the costs, tp, cp, ep, etp, micro_batch and
  * the options, but not on pp, vpp, dp or the batch; and the bound from
  * them (s with its recomputation resolved, not "auto"). */
-int est_synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                          struct est_pass_costs *out, struct sc_error *err);
-int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double *ms, struct sc_error *err);
 
 /* A tighter lower bound under ZeRO stage 3 (0 otherwise), ms, from the
@@ -122,23 +122,23 @@ int est_synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, co
  * overlap_param_gather; else all compute so far), the unit's compute after
  * its gather and the compute before it (taking its pass cost), a backward
  * unit's gradients reduce-scattered on the stream after its compute and
- * the next gather. Transfers and other ranks, which est_synth_bound_of
+ * the next gather. Transfers and other ranks, which synth_bound_of
  * counts, are left out: every other task and wait of the graph only
  * delays, so a rank's step is at least the later of its two streams'
  * ends. It follows the ranks one after another and stops once one reaches
  * enough_ms (INFINITY: never): the larger of the ranks followed is still a
  * lower bound, and one that large is all a caller that prunes there asks. */
-int est_synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double enough_ms, double *ms, struct sc_error *err);
 
-/* est_synth with the kernels of each pass scaled so that one micro-batch's
+/* synth_build with the kernels of each pass scaled so that one micro-batch's
  * pass takes what `measured` gives (ns; the backward with its
  * recomputation; a field <= 0 keeps the model's): a traced job's measured
  * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
  * collectives, the optimizer and the host's dispatches stay the models'.
  * Without `names` the tasks keep no names or tags (model_gb_skip_names),
  * for a caller that reads only the figures: the same graph otherwise. */
-int est_synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+int synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        enum est_detail detail, const struct est_pass_costs *measured, int names,
                        struct model_graph **out, struct sc_error *err);
 

@@ -39,11 +39,11 @@ int synth_compare(const struct model_graph *g, const struct job_config *cfg, con
     struct est_costs costs;
     struct model_graph *s = NULL;
     memset(out, 0, sizeof *out);
-    int rc = job_config_spec(cfg, hw->id, &spec, err);
+    int rc = spec_job_config_spec(cfg, hw->id, &spec, err);
     if (rc)
         return sc_error_prefix(err, "--compare-synth");
-    est_costs_default(hw, &spec, &costs);
-    if ((rc = est_synth(&spec, hw, &costs, EST_DETAIL_KERNEL, &s, err)))
+    calib_costs_default(hw, &spec, &costs);
+    if ((rc = synth_build(&spec, hw, &costs, EST_DETAIL_KERNEL, &s, err)))
         return rc;
     sums(g, g->n_steps ? (double)g->n_steps : 1.0, out->traced_ms, out->traced_kernels);
     sums(s, s->n_ranks ? (double)s->n_ranks : 1.0, out->synth_ms, out->synth_kernels);

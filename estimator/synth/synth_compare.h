@@ -7,7 +7,7 @@
  * Traced: the summed durations of the graph's GPU tasks of each family
  * (communication kernels as communication, copies and sets as copy) per
  * rank and modelled step. Synthesised: the same sums over the step
- * est_synth() builds at kernel detail from the description's spec on the
+ * synth_build() builds at kernel detail from the description's spec on the
  * traced GPU, per simulated rank (a pipeline stage). */
 #ifndef ESTIMATOR_SYNTH_COMPARE_H
 #define ESTIMATOR_SYNTH_COMPARE_H

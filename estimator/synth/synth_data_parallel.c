@@ -2,7 +2,7 @@
  * synthesiser (synth_internal.h): the gradient buckets reduced as the last
  * backward produces them, ZeRO-3's per-layer parameter gathers and
  * gradient reduce-scatters, and ZeRO-3's two streams of one rank timed
- * without building a graph (est_synth_bound_z3).
+ * without building a graph (synth_bound_z3).
  *
  * Apart from the schedule because these collectives follow the
  * parameters, not the pipeline: the schedule only says when a layer's
@@ -16,16 +16,16 @@
 
 /* ---- gradient buckets ---- */
 
-double est_grad_bucket_params(const struct est_spec *s)
+double synth_grad_bucket_params(const struct est_spec *s)
 {
     double per_dp = 1e6 * (double)(s->parallel.dp * s->parallel.cp);
     return per_dp > 40e6 ? per_dp : 40e6;
 }
 
-void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts)
+void synth_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts)
 {
     struct est_layer_params p;
-    est_layer_params(&s->model, i, &p);
+    spec_layer_params(&s->model, i, &p);
     *dense = (p.attention + p.mlp) / (double)s->parallel.tp + p.norms + p.router;
     *experts = p.experts / (double)(s->parallel.ep * s->parallel.etp);
 }
@@ -35,17 +35,17 @@ void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, d
 void synth_kind_rank_params(struct synth *y, int64_t i, int is_moe, double *dense, double *experts)
 {
     if (!y->layer_known[is_moe]) {
-        est_layer_rank_params(y->s, i, &y->layer_dense[is_moe], &y->layer_experts[is_moe]);
+        synth_layer_rank_params(y->s, i, &y->layer_dense[is_moe], &y->layer_experts[is_moe]);
         y->layer_known[is_moe] = 1;
     }
     *dense = y->layer_dense[is_moe];
     *experts = y->layer_experts[is_moe];
 }
 
-double est_grad_bytes(const struct est_spec *s)
+double synth_grad_bytes(const struct est_spec *s)
 {
     struct est_state_bytes b;
-    est_state_bytes(&s->options, &b);
+    spec_state_bytes(&s->options, &b);
     return b.gradients;
 }
 
@@ -100,7 +100,7 @@ void synth_bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b
 {
     enum model_coll_op op = y->s->options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE;
     dp_colls(y, r, op, 0, op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce" : "gradient reduce-scatter", b->dense,
-             b->experts, est_grad_bytes(y->s), synth_anchor(y, r, ST_COMPUTE));
+             b->experts, synth_grad_bytes(y->s), synth_anchor(y, r, ST_COMPUTE));
     b->dense = b->experts = 0;
 }
 
@@ -133,7 +133,7 @@ void synth_z3_reduce(struct synth *y, struct rank *r)
     if (r->z3_grads.dense + r->z3_grads.experts <= 0)
         return;
     dp_colls(y, r, MODEL_COLL_REDUCESCATTER, 1, "gradient reduce-scatter", r->z3_grads.dense, r->z3_grads.experts,
-             est_grad_bytes(y->s), r->z3_grads.after);
+             synth_grad_bytes(y->s), r->z3_grads.after);
     r->z3_grads.dense = r->z3_grads.experts = 0;
 }
 
@@ -187,7 +187,7 @@ static struct z3_colls z3_colls_of(struct synth *y, enum model_coll_op op, doubl
 static struct z3_unit z3_unit_of(struct synth *y, double dense, double experts)
 {
     return (struct z3_unit){dense + experts > 0, z3_colls_of(y, MODEL_COLL_ALLGATHER, dense, experts, y->sh.B),
-                            z3_colls_of(y, MODEL_COLL_REDUCESCATTER, dense, experts, est_grad_bytes(y->s))};
+                            z3_colls_of(y, MODEL_COLL_REDUCESCATTER, dense, experts, synth_grad_bytes(y->s))};
 }
 
 /* Collectives c on the stream after `after`. */
@@ -226,7 +226,7 @@ static void z3_sim_unit(struct synth *y, const struct z3_unit *u, int64_t comput
  * chunk, with its recomputation where it runs it. */
 int64_t synth_layer_b_ns(const struct est_spec *s, const struct est_pass_costs *pc, int moe, int64_t in_chunk)
 {
-    return pc->layer_b[moe] - (est_spec_layer_recomputed(s, in_chunk) ? 0 : pc->layer_r[moe]);
+    return pc->layer_b[moe] - (spec_layer_recomputed(s, in_chunk) ? 0 : pc->layer_r[moe]);
 }
 
 /* run_pass's units of virtual stage st, in its order. */
@@ -250,7 +250,7 @@ void synth_z3_sim_pass(struct synth *y, const struct est_stage_layers *st, int b
     for (int i = 0; i < st->layers; i++) {
         int in_chunk = backward ? st->layers - 1 - i : i;
         int64_t layer = st->first_layer + in_chunk;
-        int moe = est_model_layer_is_moe(&y->s->model, layer);
+        int moe = spec_model_layer_is_moe(&y->s->model, layer);
         if (!z->layer_known[moe]) {
             double dense, experts;
             synth_kind_rank_params(y, layer, moe, &dense, &experts);

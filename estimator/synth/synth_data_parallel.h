@@ -14,8 +14,8 @@
  * distributed/param_and_grad_buffer.py), the bytes of a gradient as the
  * collectives reduce it, and transformer layer i's parameters on one
  * rank, dense and expert. */
-double est_grad_bucket_params(const struct est_spec *s);
-double est_grad_bytes(const struct est_spec *s);
-void est_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts);
+double synth_grad_bucket_params(const struct est_spec *s);
+double synth_grad_bytes(const struct est_spec *s);
+void synth_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts);
 
 #endif

@@ -34,7 +34,7 @@ uint32_t synth_add_group(struct synth *y, enum model_coll_op op, int64_t bytes, 
                          const uint32_t *tasks, size_t n)
 {
     uint32_t g = MODEL_NONE;
-    struct model_group_spec gs = {.op = op, .bytes = bytes, .dtype = hw_dtype_name(y->sh.dt),
+    struct model_group_spec gs = {.op = op, .bytes = bytes, .dtype = cost_hw_dtype_name(y->sh.dt),
                                   .pg = NULL, .seq = -1, .size = size};
     if (!y->failed && model_gb_add_group(y->gb, &gs, tasks, n, &g))
         y->failed = y->err->code;
@@ -43,8 +43,8 @@ uint32_t synth_add_group(struct synth *y, enum model_coll_op op, int64_t bytes, 
 
 /* A host call on rank r's thread (t, on r->cpu); returns the task that
  * holds it, and *at (unless NULL) when the call starts in that task. With
- * `calls` (est_synth's graph) each call is a task (at 0); without (the one
- * est_estimate only replays) the task holds the calls since the thread
+ * `calls` (synth_build's graph) each call is a task (at 0); without (the one
+ * synth_estimate only replays) the task holds the calls since the thread
  * last synchronised: the calls run
  * back to back, nothing waits on one but the work it launches, and that
  * work waits on the task's start plus the call's place in it (SS and SF

@@ -117,7 +117,7 @@ struct synth {
     double layer_dense[2], layer_experts[2];
     uint8_t layer_known[2];
     /* set: the schedule only times ZeRO-3's streams of a rank
-     * (est_synth_bound_z3), building nothing */
+     * (synth_bound_z3), building nothing */
     struct z3_sim *sim;
 };
 
@@ -188,7 +188,7 @@ struct z3_unit {
     struct z3_colls gather, reduce;
 };
 
-/* est_synth_bound_z3 follows a rank's passes in the schedule's order with
+/* synth_bound_z3 follows a rank's passes in the schedule's order with
  * only what synth_z3_gather, synth_z3_reduce and synth_z3_grads_done make the two streams
  * wait for, and each unit's compute at its cost in est_pass_costs (the
  * compute stream's time of its operations); times in ns from the step's

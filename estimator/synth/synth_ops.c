@@ -37,7 +37,7 @@ static void gemm_in(struct synth *y, struct oplist *l, const char *name, double 
     struct gemm_shape g = {m, n, k, batch, dt};
     if (y->failed)
         return;
-    if (kernel_gemm(&y->c->kernel, y->hw, &g, &e, y->err)) {
+    if (cost_kernel_gemm(&y->c->kernel, y->hw, &g, &e, y->err)) {
         y->failed = sc_error_prefix(y->err, "%s", name);
         return;
     }
@@ -70,14 +70,14 @@ static void gemm_bwd(struct synth *y, struct oplist *l, const char *dgrad, const
 static void mem_bytes(struct synth *y, struct oplist *l, const char *name, int family, double bytes)
 {
     op_push(y, l, &(struct op){name, MODEL_TASK_KERNEL, (uint8_t)family, OP_PLAIN, 1,
-                               synth_ns(kernel_memory_us(&y->c->kernel, y->hw, bytes)), 0, 0});
+                               synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, bytes)), 0, 0});
 }
 
 static void mem(struct synth *y, struct oplist *l, const char *name, int family,
                 enum kernel_mem_kind kind, double elements)
 {
     mem_bytes(y, l, name, family,
-              kernel_mem_bytes(kind, elements, y->sh.dt16, HW_FP32));
+              cost_kernel_mem_bytes(kind, elements, y->sh.dt16, HW_FP32));
 }
 
 /* A linear layer's bias gradient: the output gradient summed over tokens.
@@ -105,7 +105,7 @@ int64_t synth_coll_ns(struct synth *y, enum model_coll_op op, const struct coll_
         if (y->coll_memo[i].op == (int)op && y->coll_memo[i].ranks == g->ranks &&
             y->coll_memo[i].per_domain == g->ranks_per_domain && y->coll_memo[i].bytes == bytes)
             return y->coll_memo[i].ns;
-    if (coll_estimate(&y->c->coll, op, g, bytes, &e, y->err)) {
+    if (cost_coll_estimate(&y->c->coll, op, g, bytes, &e, y->err)) {
         y->failed = y->err->code;
         return 0;
     }
@@ -134,11 +134,11 @@ static void coll(struct synth *y, struct oplist *l, const char *name, enum model
 static void quantize(struct synth *y, struct oplist *l, enum quant_tensor t, double elements)
 {
     struct quant_kernel k[QUANT_MAX_KERNELS];
-    int n = quant_kernels(y->sh.dt, y->sh.recipe, y->hw->arch, t, k);
-    double share = t == QUANT_WEIGHT ? 1.0 / (double)est_spec_micro_batches(y->s) : 1.0;
+    int n = synth_quant_kernels(y->sh.dt, y->sh.recipe, y->hw->arch, t, k);
+    double share = t == QUANT_WEIGHT ? 1.0 / (double)spec_micro_batches(y->s) : 1.0;
     for (int i = 0; i < n; i++)
         op_push(y, l, &(struct op){k[i].name, MODEL_TASK_KERNEL, MODEL_KF_FP8, OP_PLAIN, 1,
-                                   synth_ns(share * kernel_memory_us(&y->c->kernel, y->hw, k[i].bytes * elements)), 0,
+                                   synth_ns(share * cost_kernel_memory_us(&y->c->kernel, y->hw, k[i].bytes * elements)), 0,
                                    0});
 }
 
@@ -171,7 +171,7 @@ static void tp_out(struct synth *y, struct oplist *l, int backward)
 }
 
 /* The softmax when Megatron's fused kernel does not take the scores
- * (est_spec_fused_softmax): PyTorch's
+ * (spec_fused_softmax): PyTorch's
  * ops one by one, in fp32 (query-key layer scaling on): a cast up, the
  * scale, the causal mask, the softmax and a cast back, forward; their
  * gradients backward. Bytes per score element read and written, with a
@@ -197,7 +197,7 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
 {
     const struct shape *sh = &y->sh;
     double scores = bh * sq * sq, d = sh->hd;
-    int fused = est_spec_fused_softmax(y->s);
+    int fused = spec_fused_softmax(y->s);
     if (!backward) {
         gemm(y, l, "attention scores (baddbmm)", sq, sq, d, bh);
         if (fused)
@@ -222,13 +222,13 @@ static void unfused_attention(struct synth *y, struct oplist *l, double bh, doub
 }
 
 /* The FLOPs a flash attention kernel executes as the FLOP formulas count
- * them: the visible keys of each query (attn_visible_keys), the backward
+ * them: the visible keys of each query (cost_attn_visible_keys), the backward
  * twice the forward (the scores it recomputes are not counted, as
  * recomputation in hardware FLOPs counts only what the framework runs
  * again). */
 static double flash_flops(const struct attn_shape *a, int backward)
 {
-    return 4 * a->batch * a->heads * a->seq_q * attn_visible_keys(a) * a->head_dim * (backward ? 2 : 1);
+    return 4 * a->batch * a->heads * a->seq_q * cost_attn_visible_keys(a) * a->head_dim * (backward ? 2 : 1);
 }
 
 /* The share of the model's layers that attend through a sliding window. */
@@ -236,7 +236,7 @@ static double windowed_share(const struct est_model *m)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < m->layers; i++)
-        n += est_model_layer_is_windowed(m, i);
+        n += spec_model_layer_is_windowed(m, i);
     return (double)n / (double)m->layers;
 }
 
@@ -263,8 +263,8 @@ static void attention_core(struct synth *y, struct oplist *l, int backward)
     w.window = (double)s->model.attention_window;
     if (y->failed)
         return;
-    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err) ||
-        (share > 0 && kernel_flash_attention(&y->c->kernel, y->hw, &w, backward, &tw, y->err))) {
+    if (cost_kernel_flash_attention(&y->c->kernel, y->hw, &a, backward, &t, y->err) ||
+        (share > 0 && cost_kernel_flash_attention(&y->c->kernel, y->hw, &w, backward, &tw, y->err))) {
         y->failed = y->err->code;
         return;
     }
@@ -282,8 +282,8 @@ void synth_cp_pieces(struct synth *y)
     struct attn_shape a = {b, heads, kv, blk, blk, sh->hd, 1, sh->dt16, 0};
     if (sh->cp <= 1 || y->failed)
         return;
-    if (kernel_flash_attention(&y->c->kernel, y->hw, &a, 0, &tf, y->err) ||
-        kernel_flash_attention(&y->c->kernel, y->hw, &a, 1, &tb, y->err)) {
+    if (cost_kernel_flash_attention(&y->c->kernel, y->hw, &a, 0, &tf, y->err) ||
+        cost_kernel_flash_attention(&y->c->kernel, y->hw, &a, 1, &tb, y->err)) {
         y->failed = y->err->code;
         return;
     }
@@ -476,7 +476,7 @@ static void moe_exchange(struct synth *y, struct oplist *l, const struct moe_tok
  * which is fp32 under grad_reduce_in_fp32, else the activations' dtype. */
 static void expert_grad_accumulation(struct synth *y, struct oplist *l, double params)
 {
-    double grad = hw_dtype_bytes(y->sh.dt16);
+    double grad = cost_hw_dtype_bytes(y->sh.dt16);
     double main_grad = y->s->options.grad_reduce_in_fp32 ? 4 : grad;
     mem_bytes(y, l, "expert gradient accumulation", MODEL_KF_ELEMENTWISE, params * (grad + 2 * main_grad));
 }
@@ -592,11 +592,11 @@ void synth_embedding_and_loss_ops(struct synth *y)
     /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
      * exponentials and the target's logit, each all-reduced over tp */
     op_push(y, &y->head_fwd, &(struct op){"cross entropy", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 3,
-                                          synth_ns(kernel_memory_us(&y->c->kernel, y->hw, logits * 4 * 3)), 0, 0});
+                                          synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * 4 * 3)), 0, 0});
     for (int i = 0; i < 3 && sh->tp > 1; i++)
         coll(y, &y->head_fwd, "cross entropy all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * 4);
     op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
-                                          synth_ns(kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
+                                          synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
     gemm_bwd_in(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1, sh->dt16);
     tp_in(y, &y->head_bwd, 1);
     norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);

@@ -378,7 +378,7 @@ static void collective_args(struct writer *w, uint32_t t)
     char pg[256];
     int64_t seq, size = -1, bytes = -1;
     int elem;
-    const char *dtype = torch_dtype(hw_dtype_name(w->s->options.dtype), &elem);
+    const char *dtype = torch_dtype(cost_hw_dtype_name(w->s->options.dtype), &elem);
     if (k->group != MODEL_NONE) {
         const struct model_coll_group *gr = &g->groups[k->group];
         uint32_t first = g->group_at[k->group], n = g->group_at[k->group + 1] - first;
@@ -390,7 +390,7 @@ static void collective_args(struct writer *w, uint32_t t)
             size_t used = (size_t)snprintf(pg, sizeof pg, "ranks");
             for (uint32_t i = 0; i < n && used < sizeof pg; i++)
                 used += (size_t)snprintf(pg + used, sizeof pg - used, "%s%" PRId64, i ? "," : " ",
-                                         est_synth_trace_rank(w->s, g, g->tasks[g->group_tasks[first + i]].rank));
+                                         synth_trace_rank(w->s, g, g->tasks[g->group_tasks[first + i]].rank));
         } else {
             snprintf(pg, sizeof pg, "group of %" PRId64 " with rank %" PRId64, size, w->global_rank);
         }
@@ -542,7 +542,7 @@ static void cpu_thread(struct writer *w, const struct model_resource *res)
     close_span(w, &w->pass, 1);
 }
 
-int64_t est_synth_trace_rank(const struct est_spec *s, const struct model_graph *g, uint16_t rank)
+int64_t synth_trace_rank(const struct est_spec *s, const struct model_graph *g, uint16_t rank)
 {
     return (int64_t)g->ranks[rank].id * s->parallel.tp * s->parallel.cp * s->parallel.dp;
 }
@@ -553,7 +553,7 @@ static void header(struct writer *w)
     fprintf(w->f, "{\"schemaVersion\": 1, \"stepcast_synthetic\": true, \"displayTimeUnit\": \"ms\",\n"
                   " \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %" PRId64 ", \"world_size\": %" PRId64
                   "},\n \"deviceProperties\": [{\"id\": %" PRId64 ", \"name\": ",
-            w->global_rank, est_spec_gpus(w->s), w->device);
+            w->global_rank, spec_gpus(w->s), w->device);
     put_str(w->f, hw->n_device_names ? hw->device_names[0] : hw->name);
     fprintf(w->f, ", \"totalGlobalMem\": %.0f, \"numSms\": %d}],\n \"traceEvents\": [", hw->hbm_gb * 1e9,
             hw->sm_count);
@@ -563,7 +563,7 @@ static void header(struct writer *w)
     w->events++;
 }
 
-int est_synth_trace_write(const struct est_spec *s, const struct hw_profile *hw, enum est_detail detail,
+int synth_trace_write(const struct est_spec *s, const struct hw_profile *hw, enum est_detail detail,
                           const struct model_graph *g, const int64_t *start, const int64_t *end,
                           uint16_t rank, FILE *f, struct sc_error *err)
 {
@@ -573,7 +573,7 @@ int est_synth_trace_write(const struct est_spec *s, const struct hw_profile *hw,
     if (rank >= g->n_ranks)
         return sc_error_set(err, SC_EINVAL, "no rank %u in the synthesised step", (unsigned)rank);
     w.stage = g->ranks[rank].id;
-    w.global_rank = est_synth_trace_rank(s, g, rank);
+    w.global_rank = synth_trace_rank(s, g, rank);
     w.device = s->cluster.gpus_per_node > 0 ? w.global_rank % s->cluster.gpus_per_node : 0;
     w.cpu_pid = CPU_PID_BASE + w.global_rank;
     w.rec_corr = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *w.rec_corr);
@@ -584,7 +584,7 @@ int est_synth_trace_write(const struct est_spec *s, const struct hw_profile *hw,
         goto out;
     }
     memset(w.rec_corr, 0xff, g->n_tasks * sizeof *w.rec_corr);
-    if ((rc = est_place_layers((int)s->model.layers, (int)s->parallel.pp, (int)s->parallel.vpp, w.place, err)) ||
+    if ((rc = spec_place_layers((int)s->model.layers, (int)s->parallel.pp, (int)s->parallel.vpp, w.place, err)) ||
         (rc = index_rank(&w)))
         goto out;
     header(&w);

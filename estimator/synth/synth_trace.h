@@ -35,12 +35,12 @@
 struct model_graph;
 
 /* The global rank of graph rank `rank` (a pipeline stage) of spec s. */
-int64_t est_synth_trace_rank(const struct est_spec *s, const struct model_graph *g, uint16_t rank);
+int64_t synth_trace_rank(const struct est_spec *s, const struct model_graph *g, uint16_t rank);
 
 /* Write graph rank `rank` of g, the step of spec s synthesised at `detail`
  * and replayed into start[] and end[] (ns, one per task), as a Kineto
  * trace to f. SC_EIO when writing fails, SC_ENOMEM. */
-int est_synth_trace_write(const struct est_spec *s, const struct hw_profile *hw, enum est_detail detail,
+int synth_trace_write(const struct est_spec *s, const struct hw_profile *hw, enum est_detail detail,
                           const struct model_graph *g, const int64_t *start, const int64_t *end,
                           uint16_t rank, FILE *f, struct sc_error *err);
 

@@ -298,7 +298,7 @@ static int place_stream(struct walk *w)
     return SC_OK;
 }
 
-int coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
+int whatif_coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
                         struct coll_placement *out, struct sc_error *err)
 {
     struct walk w = {g, st, sequence_parallel, NULL, 0, 0, NULL, 0, 0, out};
@@ -335,13 +335,13 @@ int coll_placement_find(const struct model_graph *g, const struct job_structure 
     free(w.k);
     free(w.p);
     if (rc) {
-        coll_placement_release(out);
+        whatif_coll_placement_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     return SC_OK;
 }
 
-int coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err)
+int whatif_coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err)
 {
     if (p->forward_passes)
         return SC_OK;
@@ -349,10 +349,10 @@ int coll_placement_tp_check(const struct coll_placement *p, const struct job_str
                         "set.tp: the trace shows no transformer layer (%d layers per rank found, %s; none with the "
                         "four GEMMs of attention and MLP and an attention kernel), so there is nowhere to place "
                         "tensor parallelism's collectives",
-                        st->layers_per_rank, struct_layer_source_name(st->layer_source));
+                        st->layers_per_rank, whatif_struct_layer_source_name(st->layer_source));
 }
 
-void coll_placement_release(struct coll_placement *p)
+void whatif_coll_placement_release(struct coll_placement *p)
 {
     free(p->v);
     free(p->vocab_parallel);

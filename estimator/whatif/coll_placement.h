@@ -12,7 +12,7 @@
  * transformer layer's has at least four GEMMs (QKV, output projection,
  * the MLP's two) and an attention or softmax kernel; a trace with none
  * (DLRM, ResNet, an attention benchmark) cannot take tensor parallelism
- * (coll_placement_tp_check says why).
+ * (whatif_coll_placement_tp_check says why).
  *
  * Tensor parallelism, per layer, as Megatron's ColumnParallelLinear and
  * RowParallelLinear run it (the forward's GEMMs in order: QKV, attention,
@@ -108,11 +108,11 @@ struct coll_placement {
 
 /* The tensor-parallel collectives of g's step (structure st) with or
  * without sequence parallelism, and where its gradients become ready.
- * Release with coll_placement_release. */
-int coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
+ * Release with whatif_coll_placement_release. */
+int whatif_coll_placement_find(const struct model_graph *g, const struct job_structure *st, int sequence_parallel,
                         struct coll_placement *out, struct sc_error *err);
 /* SC_EINVAL naming set.tp, saying why, when p found no transformer layer. */
-int coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err);
-void coll_placement_release(struct coll_placement *p);
+int whatif_coll_placement_tp_check(const struct coll_placement *p, const struct job_structure *st, struct sc_error *err);
+void whatif_coll_placement_release(struct coll_placement *p);
 
 #endif

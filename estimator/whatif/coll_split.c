@@ -12,13 +12,13 @@
 #include "model/trace.h"
 #include "common/banned.h"
 
-double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
+double whatif_coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes)
 {
     struct coll_estimate e;
     struct sc_error ignored;
     if (gr.ranks <= 1)
         return 0;
-    if (coll_estimate(p, (enum model_coll_op)kind, &gr, bytes, &e, &ignored))
+    if (cost_coll_estimate(p, (enum model_coll_op)kind, &gr, bytes, &e, &ignored))
         return -1;
     return e.time_us;
 }
@@ -28,13 +28,13 @@ double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr
 static double invert_bytes(const struct coll_params *p, int kind, struct coll_group gr, double time_us)
 {
     double lo = 0, hi = 1e13;
-    if (coll_split_us(p, kind, gr, lo) >= time_us)
+    if (whatif_coll_split_us(p, kind, gr, lo) >= time_us)
         return 0;
-    if (coll_split_us(p, kind, gr, hi) <= time_us)
+    if (whatif_coll_split_us(p, kind, gr, hi) <= time_us)
         return hi;
     for (int i = 0; i < 100; i++) {
         double mid = 0.5 * (lo + hi);
-        if (coll_split_us(p, kind, gr, mid) < time_us)
+        if (whatif_coll_split_us(p, kind, gr, mid) < time_us)
             lo = mid;
         else
             hi = mid;
@@ -96,7 +96,7 @@ static int least_waiting(const struct model_graph *g, const struct coll_split_in
     return SC_OK;
 }
 
-void coll_split_release(struct coll_split *s)
+void whatif_coll_split_release(struct coll_split *s)
 {
     free(s->transfer);
     free(s->wait);
@@ -106,7 +106,7 @@ void coll_split_release(struct coll_split *s)
     memset(s, 0, sizeof *s);
 }
 
-int coll_split_run(const struct model_graph *g, const struct coll_params *p, coll_split_layout_fn layout,
+int whatif_coll_split_run(const struct model_graph *g, const struct coll_params *p, coll_split_layout_fn layout,
                    void *ctx, struct coll_split *out, struct sc_error *err)
 {
     size_t n = g->n_tasks ? g->n_tasks : 1;
@@ -140,7 +140,7 @@ int coll_split_run(const struct model_graph *g, const struct coll_params *p, col
         struct coll_group gr = in[i].group;
         double d = (double)t->dur;
         int64_t size = in[i].bytes;
-        out->kind[i] = kind >= 0 && coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
+        out->kind[i] = kind >= 0 && cost_coll_kind_modelled((enum model_coll_op)kind) && gr.ranks > 1 ? kind : -1;
         out->transfer[i] = d;
         if (out->kind[i] < 0)
             continue;
@@ -151,7 +151,7 @@ int coll_split_run(const struct model_graph *g, const struct coll_params *p, col
             continue;
         }
         if (size > 0) {
-            double us = coll_split_us(p, kind, gr, (double)size);
+            double us = whatif_coll_split_us(p, kind, gr, (double)size);
             out->bytes[i] = (double)size;
             out->transfer[i] = us >= 0 && us * 1e3 < d ? us * 1e3 : d;
             out->from[i] = MODEL_WAIT_FROM_SIZE;
@@ -167,7 +167,7 @@ out:
     free(in);
     free(least);
     if (rc)
-        coll_split_release(out);
+        whatif_coll_split_release(out);
     return rc;
 }
 
@@ -179,7 +179,7 @@ struct replay_layout {
     int node;        /* GPUs per NVLink domain */
 };
 
-int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world)
+int64_t whatif_coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world)
 {
     uint32_t group = g->tasks[i].group;
     if (group != MODEL_NONE && g->groups[group].size > 1)
@@ -187,7 +187,7 @@ int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t w
     return world > 0 ? world : -1;
 }
 
-/* A kept collective's group (coll_split_kept_ranks), packed into domains;
+/* A kept collective's group (whatif_coll_split_kept_ranks), packed into domains;
  * send/recv among more than two is NCCL's all-to-all. */
 static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
@@ -197,17 +197,17 @@ static void replay_layout(void *ctx, uint32_t i, struct coll_split_in *in)
         return; /* its transfer alone already */
     if (t->group != MODEL_NONE)
         in->bytes = l->g->groups[t->group].bytes;
-    int64_t ranks = coll_split_kept_ranks(l->g, i, l->world[t->rank]);
+    int64_t ranks = whatif_coll_split_kept_ranks(l->g, i, l->world[t->rank]);
     if (ranks <= 1 || ranks > 1 << 24)
         return;
     in->kind = t->sub;
-    if (struct_coll_is_p2p(in->kind) && ranks > 2)
+    if (whatif_struct_coll_is_p2p(in->kind) && ranks > 2)
         in->kind = MODEL_COLL_ALLTOALL;
     in->group.ranks = (int)ranks;
     in->group.ranks_per_domain = ranks < l->node ? (int)ranks : l->node;
 }
 
-int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err)
+int whatif_coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err)
 {
     const struct hw_profile *hw;
     struct sc_error ignored;
@@ -218,24 +218,24 @@ int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, 
     *n = 0;
     for (uint32_t i = 0; i < g->n_tasks; i++)
         kept += g->tasks[i].kept;
-    if (!kept || !g->job || job_structure_gpu(g, &hw, NULL, 0, &ignored))
+    if (!kept || !g->job || whatif_job_structure_gpu(g, &hw, NULL, 0, &ignored))
         return SC_OK; /* no model for the traced GPU: kept whole */
     struct replay_layout l = {g, malloc((g->n_ranks ? g->n_ranks : 1) * sizeof(int64_t)),
                               hw->gpus_per_node > 0 ? hw->gpus_per_node : 1};
     if (!l.world)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (uint16_t r = 0; r < g->n_ranks; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         l.world[r] = t ? t->world_size : -1;
     }
-    coll_params_from_hw(hw, &p);
-    int rc = coll_split_run(g, &p, replay_layout, &l, &s, err);
+    cost_coll_params_from_hw(hw, &p);
+    int rc = whatif_coll_split_run(g, &p, replay_layout, &l, &s, err);
     free(l.world);
     if (rc)
         return rc;
     struct model_coll_wait *v = malloc(kept * sizeof *v);
     if (!v) {
-        coll_split_release(&s);
+        whatif_coll_split_release(&s);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
@@ -244,7 +244,7 @@ int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, 
         int64_t w = (int64_t)(s.wait[i] + 0.5);
         v[(*n)++] = (struct model_coll_wait){i, w < g->tasks[i].dur ? w : g->tasks[i].dur, s.from[i]};
     }
-    coll_split_release(&s);
+    whatif_coll_split_release(&s);
     if (!*n) {
         free(v);
         v = NULL;

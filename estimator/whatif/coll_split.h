@@ -43,26 +43,26 @@ struct coll_split {
 };
 
 /* The split of g's communication tasks, each as layout() says, timed with
- * p. Release with coll_split_release(). */
-int coll_split_run(const struct model_graph *g, const struct coll_params *p, coll_split_layout_fn layout,
+ * p. Release with whatif_coll_split_release(). */
+int whatif_coll_split_run(const struct model_graph *g, const struct coll_params *p, coll_split_layout_fn layout,
                    void *ctx, struct coll_split *out, struct sc_error *err);
-void coll_split_release(struct coll_split *s);
+void whatif_coll_split_release(struct coll_split *s);
 
 /* One collective's time, us: 0 for a group of one, -1 when the model
  * cannot time it. */
-double coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes);
+double whatif_coll_split_us(const struct coll_params *p, int kind, struct coll_group gr, double bytes);
 
 /* How many ranks kept collective i of g takes part among, as the replay's
  * split times it: its group's size where the trace gives one (model/graph.h),
  * else `world`, its trace's distributedInfo.world_size (its peers, traced
  * or not, taken to be the whole job); -1 when neither says. */
-int64_t coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world);
+int64_t whatif_coll_split_kept_ranks(const struct model_graph *g, uint32_t i, int64_t world);
 
 /* The waits of g's kept collectives for a replay (model/replay.h), the
  * model on the traced GPU's profile, each collective's group
- * coll_split_kept_ranks, its members packed into NVLink domains. Without a
+ * whatif_coll_split_kept_ranks, its members packed into NVLink domains. Without a
  * profile for the traced GPU, or a group size, nothing is split. *out from
  * malloc (NULL when *n is 0). */
-int coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err);
+int whatif_coll_split_waits(const struct model_graph *g, struct model_coll_wait **out, size_t *n, struct sc_error *err);
 
 #endif

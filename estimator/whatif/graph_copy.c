@@ -28,7 +28,7 @@ static int ins_cmp(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *gap, const struct graph_insert *ins,
+int whatif_graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *gap, const struct graph_insert *ins,
                size_t n_ins, struct model_graph **out, uint32_t **map_out, struct sc_error *err)
 {
     struct model_gb *gb = model_gb_new(err);

@@ -37,7 +37,7 @@ struct graph_insert {
  * inserted tasks ins[0..n_ins) (several may follow one task: in the order
  * given). *map (may be NULL; malloc'd) gets each source task's id in the
  * copy. */
-int graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *gap, const struct graph_insert *ins,
+int whatif_graph_copy(const struct model_graph *g, const int64_t *dur, const int64_t *gap, const struct graph_insert *ins,
                size_t n_ins, struct model_graph **out, uint32_t **map, struct sc_error *err);
 
 #endif

@@ -6,12 +6,12 @@
 #include "estimator/spec/spec.h"
 #include "common/banned.h"
 
-int job_config_has_group(const struct job_config *c, int64_t size, int p2p)
+int whatif_job_config_has_group(const struct job_config *c, int64_t size, int p2p)
 {
     int64_t cp = c->cp ? c->cp : 1, ep = c->ep ? c->ep : 1, etp = c->etp ? c->etp : c->tp;
     const int64_t sizes[] = {c->tp,         cp,           c->pp,           c->dp,
                              c->dp * cp,    c->tp * cp,   c->tp * c->dp,   c->tp * c->pp,
-                             job_config_world_size(c)};
+                             spec_job_config_world_size(c)};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (size == sizes[i])
             return 1;
@@ -23,9 +23,9 @@ int job_config_has_group(const struct job_config *c, int64_t size, int p2p)
     return p2p && size == 2 && c->pp > 1;
 }
 
-int job_check_world_size(const struct job_config *c, int64_t world_size, const char *prefix, struct sc_error *err)
+int whatif_job_check_world_size(const struct job_config *c, int64_t world_size, const char *prefix, struct sc_error *err)
 {
-    int64_t world = job_config_world_size(c);
+    int64_t world = spec_job_config_world_size(c);
     if (world_size <= 0 || world_size == world)
         return SC_OK;
     return sc_error_set(err, SC_EINVAL,
@@ -35,14 +35,14 @@ int job_check_world_size(const struct job_config *c, int64_t world_size, const c
                         (long long)world, (long long)world_size);
 }
 
-int job_check_mfu(const struct job_config *c, const struct hw_profile *hw, double step_ms, const char *prefix,
+int whatif_job_check_mfu(const struct job_config *c, const struct hw_profile *hw, double step_ms, const char *prefix,
                   struct sc_error *err)
 {
     struct est_spec spec;
     struct sc_error ignored;
-    if (!hw || !(step_ms > 0) || job_config_spec(c, hw->id, &spec, &ignored))
+    if (!hw || !(step_ms > 0) || spec_job_config_spec(c, hw->id, &spec, &ignored))
         return SC_OK;
-    double mfu = est_mfu(&spec, hw, step_ms);
+    double mfu = synth_mfu(&spec, hw, step_ms);
     if (mfu <= 1)
         return SC_OK;
     return sc_error_set(err, SC_EINVAL,
@@ -50,6 +50,6 @@ int job_check_mfu(const struct job_config *c, const struct hw_profile *hw, doubl
                         "%s GPUs in %s, above their peak: the traced job ran less work per step than the "
                         "description gives",
                         prefix, c->global_batch ? "global_batch" : "micro_batch", (long long)spec.parallel.global_batch,
-                        (long long)spec.model.seq, step_ms, mfu * 100, (long long)est_spec_gpus(&spec), hw->id,
-                        hw_dtype_name(spec.options.dtype));
+                        (long long)spec.model.seq, step_ms, mfu * 100, (long long)spec_gpus(&spec), hw->id,
+                        cost_hw_dtype_name(spec.options.dtype));
 }

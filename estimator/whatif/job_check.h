@@ -6,7 +6,7 @@
  * the field it names after `prefix` ("" for "global_batch: ...",
  * "config." for "config.global_batch: ...").
  *
- * job_structure_recover (structure.h) checks the layers against the
+ * whatif_job_structure_recover (structure.h) checks the layers against the
  * trace's module annotations and calls what is here for the world size
  * and the group sizes. */
 #ifndef ESTIMATOR_JOB_CHECK_H
@@ -22,11 +22,11 @@
  * Core's groups (tp, cp, pp, dp, dp x cp, tp x cp, tp x dp, tp x pp, the
  * world; with experts ep, etp, etp x ep and the expert data-parallel
  * group), or a pipeline send/recv pair (p2p, pp > 1). */
-int job_config_has_group(const struct job_config *c, int64_t size, int p2p);
+int whatif_job_config_has_group(const struct job_config *c, int64_t size, int p2p);
 
 /* c's GPUs (tp x cp x pp x dp) against the trace's world size
  * (distributedInfo; <= 0: unknown, nothing checked). SC_EINVAL naming dp. */
-int job_check_world_size(const struct job_config *c, int64_t world_size, const char *prefix, struct sc_error *err);
+int whatif_job_check_world_size(const struct job_config *c, int64_t world_size, const char *prefix, struct sc_error *err);
 
 /* c's model and batch against the traced step: the model FLOPs of
  * global_batch sequences (micro_batch x dp without it) in step_ms, over
@@ -36,7 +36,7 @@ int job_check_world_size(const struct job_config *c, int64_t world_size, const c
  * layers, hidden, heads and seq, or when c makes no spec (its own checks
  * refuse it elsewhere). SC_EINVAL naming global_batch (micro_batch when
  * c gives no global batch). */
-int job_check_mfu(const struct job_config *c, const struct hw_profile *hw, double step_ms, const char *prefix,
+int whatif_job_check_mfu(const struct job_config *c, const struct hw_profile *hw, double step_ms, const char *prefix,
                   struct sc_error *err);
 
 #endif

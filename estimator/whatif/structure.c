@@ -24,18 +24,18 @@
 
 static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "cp", "other"};
 
-const char *struct_role_name(enum struct_role r)
+const char *whatif_struct_role_name(enum struct_role r)
 {
     return (unsigned)r < STRUCT_ROLE_COUNT ? role_names[r] : "none";
 }
 
-const char *struct_layer_source_name(enum struct_layer_source s)
+const char *whatif_struct_layer_source_name(enum struct_layer_source s)
 {
     return s == STRUCT_LAYERS_MODULES ? "module annotations" : s == STRUCT_LAYERS_REPEAT ? "repeating kernel sequence"
                                                                                         : "none";
 }
 
-void job_structure_release(struct job_structure *s)
+void whatif_job_structure_release(struct job_structure *s)
 {
     if (!s)
         return;
@@ -55,7 +55,7 @@ void job_structure_release(struct job_structure *s)
     s->coll_size = NULL;
 }
 
-int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
+int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
                        struct sc_error *err)
 {
     size_t n = n_tasks ? n_tasks : 1;
@@ -69,7 +69,7 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
     out->host_ops = malloc(n * sizeof *out->host_ops);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
         !out->host_ops) {
-        job_structure_release(out);
+        whatif_job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     if (src->host_ops)
@@ -85,25 +85,25 @@ int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct j
     return SC_OK;
 }
 
-const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r)
+const struct model_trace *whatif_job_structure_trace(const struct model_graph *g, uint16_t r)
 {
     return model_graph_trace(g, r);
 }
 
-int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
+int whatif_job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
                       struct sc_error *err)
 {
     *out = NULL;
     if (n)
         name[0] = '\0';
     for (uint16_t r = 0; r < g->n_ranks; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         if (!t || !t->n_devices)
             continue;
         const char *dev = model_str(t, t->devices[0].name);
         if (n)
             snprintf(name, n, "%s", dev ? dev : "");
-        *out = hw_profile_for_device(dev);
+        *out = cost_hw_profile_for_device(dev);
         if (!*out)
             return sc_error_set(err, SC_EINVAL,
                                 "the trace's GPU '%s' has no hardware profile: the kernel and collective models "
@@ -214,13 +214,13 @@ static int label_tasks(const struct model_graph *g, span_label_fn fn, int32_t *l
     struct spans *sp = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *sp);
     int rc = sp ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         rc = t ? spans_collect(t, fn, &sp[r], err) : SC_OK;
         found[r] = !rc && sp[r].n > 0;
     }
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
         uint16_t r = g->tasks[i].rank;
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         assert(r < g->n_ranks && (!sp[r].n || t));
         uint32_t ev = sp[r].n ? call_event(g, i) : MODEL_NONE;
         if (ev == MODEL_NONE || ev >= t->n_events)
@@ -260,7 +260,7 @@ static int32_t module_layer(const char *name)
  * gets the most layers seen (0: no annotation). */
 static int modules_rank(const struct model_graph *g, uint16_t r, int32_t *layer, int *found, struct sc_error *err)
 {
-    const struct model_trace *t = job_structure_trace(g, r);
+    const struct model_trace *t = whatif_job_structure_trace(g, r);
     struct spans sp;
     *found = 0;
     if (!t)
@@ -404,12 +404,12 @@ static void propagate(const struct model_graph *g, int32_t *layer)
 
 static const char *const dp_use_names[STRUCT_DP_USE_COUNT] = {"none", "gradients", "parameters", "buffers", "other"};
 
-const char *struct_dp_use_name(enum struct_dp_use u)
+const char *whatif_struct_dp_use_name(enum struct_dp_use u)
 {
     return (unsigned)u < STRUCT_DP_USE_COUNT ? dp_use_names[u] : "none";
 }
 
-const char *struct_grad_sync_name(enum struct_grad_sync s)
+const char *whatif_struct_grad_sync_name(enum struct_grad_sync s)
 {
     static const char *const names[] = {"none", "ddp", "zero", "fsdp"};
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "none";
@@ -524,7 +524,7 @@ static int launchers(const struct model_graph *g, struct job_structure *out, str
         if (found[g->tasks[i].rank])
             out->phase[i] = label[i] >= 0 ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++)
-        compiled_rank(job_structure_trace(g, r), out);
+        compiled_rank(whatif_job_structure_trace(g, r), out);
     free(found);
     free(hooks);
     for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
@@ -559,7 +559,7 @@ static int launchers(const struct model_graph *g, struct job_structure *out, str
 
 /* ---- collective roles ---- */
 
-int struct_coll_is_p2p(int op)
+int whatif_struct_coll_is_p2p(int op)
 {
     return op == MODEL_COLL_SENDRECV || op == MODEL_COLL_SEND || op == MODEL_COLL_RECV;
 }
@@ -575,7 +575,7 @@ static void comm_info(const struct model_graph *g, uint32_t i, int64_t *bytes, i
         *bytes = g->groups[t->group].bytes;
         *size = (int32_t)g->groups[t->group].size;
     } else {
-        const struct model_trace *tr = job_structure_trace(g, t->rank);
+        const struct model_trace *tr = whatif_job_structure_trace(g, t->rank);
         uint32_t ev = g->src[i].event;
         if (tr && ev != MODEL_NONE && ev < tr->n_events) {
             uint32_t info = tr->events[ev].info;
@@ -594,7 +594,7 @@ static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_
                                  const struct job_config *c)
 {
     const struct model_task *t = &g->tasks[i];
-    if (struct_coll_is_p2p(t->sub)) {
+    if (whatif_struct_coll_is_p2p(t->sub)) {
         if (c->cp > 1 && (size == 0 || size == 2 || size == c->cp) && (c->pp == 1 || layer >= 0))
             return STRUCT_ROLE_CP;
         if (c->pp > 1 && (size == 0 || size == 2))
@@ -631,7 +631,7 @@ static int check_groups(const struct model_graph *g, const struct job_config *c,
 {
     for (size_t k = 0; k < g->n_groups; k++) {
         const struct model_coll_group *gr = &g->groups[k];
-        if (gr->size > 1 && !job_config_has_group(c, gr->size, struct_coll_is_p2p(gr->op)))
+        if (gr->size > 1 && !whatif_job_config_has_group(c, gr->size, whatif_struct_coll_is_p2p(gr->op)))
             return contradiction(c, gr->size, gr->op, "on process group", model_graph_str(g, gr->pg), err);
     }
     return SC_OK;
@@ -727,7 +727,7 @@ static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error
 static int host_ops(const struct model_graph *g, struct job_structure *out, struct sc_error *err)
 {
     for (uint16_t r = 0; r < g->n_ranks; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         size_t n = 0, k = 0;
         for (size_t e = 0; t && e < t->n_events; e++)
             n += t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff;
@@ -764,12 +764,12 @@ static int host_ops(const struct model_graph *g, struct job_structure *out, stru
 
 static atomic_ulong recoveries;
 
-unsigned long job_structure_recoveries(void)
+unsigned long whatif_job_structure_recoveries(void)
 {
     return atomic_load(&recoveries);
 }
 
-int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
+int whatif_job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err)
 {
     atomic_fetch_add(&recoveries, 1);
@@ -786,7 +786,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     out->host_ops = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->host_ops);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
         !out->host_ops) {
-        job_structure_release(out);
+        whatif_job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < g->n_tasks; i++) {
@@ -795,15 +795,15 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     }
     const struct hw_profile *hw;
     struct sc_error ignored;
-    job_structure_gpu(g, &hw, out->device_name, sizeof out->device_name, &ignored);
+    whatif_job_structure_gpu(g, &hw, out->device_name, sizeof out->device_name, &ignored);
     out->gpu = hw;
 
     for (uint16_t r = 0; r < g->n_ranks; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         if (t && t->world_size > 0) {
             out->world_size = t->world_size;
-            if (job_check_world_size(cfg, t->world_size, "", err)) {
-                job_structure_release(out);
+            if (whatif_job_check_world_size(cfg, t->world_size, "", err)) {
+                whatif_job_structure_release(out);
                 return err->code;
             }
         }
@@ -842,7 +842,7 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
     if (!out->layer_source && out->layers_per_rank)
         out->layer_source = STRUCT_LAYERS_REPEAT;
     if (rc) {
-        job_structure_release(out);
+        whatif_job_structure_release(out);
         return rc;
     }
 
@@ -852,10 +852,10 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         if (g->tasks[i].cls != MODEL_TASK_COMM)
             continue;
         comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
-        if (out->coll_size[i] && !job_config_has_group(cfg, out->coll_size[i], struct_coll_is_p2p(g->tasks[i].sub))) {
+        if (out->coll_size[i] && !whatif_job_config_has_group(cfg, out->coll_size[i], whatif_struct_coll_is_p2p(g->tasks[i].sub))) {
             rc = contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel", model_graph_str(g, g->src[i].name),
                                err);
-            job_structure_release(out);
+            whatif_job_structure_release(out);
             return rc;
         }
         enum struct_role role = classify(g, i, out->layer[i], out->coll_size[i], cfg);
@@ -864,6 +864,6 @@ int job_structure_recover(const struct model_graph *g, const struct job_config *
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
     }
     if ((rc = launchers(g, out, err)) || (rc = host_ops(g, out, err)))
-        job_structure_release(out);
+        whatif_job_structure_release(out);
     return rc;
 }

@@ -77,20 +77,20 @@ struct hw_profile;
 
 enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_CP,
                    STRUCT_ROLE_OTHER, STRUCT_ROLE_COUNT };
-const char *struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "cp", "other" */
+const char *whatif_struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "cp", "other" */
 
 enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
-const char *struct_layer_source_name(enum struct_layer_source s);
+const char *whatif_struct_layer_source_name(enum struct_layer_source s);
 
 enum struct_phase { STRUCT_PHASE_NONE, STRUCT_PHASE_FORWARD, STRUCT_PHASE_BACKWARD };
 
 /* What a data-parallel collective is for (STRUCT_DP_NONE: not one). */
 enum struct_dp_use { STRUCT_DP_NONE, STRUCT_DP_GRADS, STRUCT_DP_PARAMS, STRUCT_DP_BUFFERS, STRUCT_DP_OTHER,
                      STRUCT_DP_USE_COUNT };
-const char *struct_dp_use_name(enum struct_dp_use u); /* "none", "gradients", "parameters", "buffers", "other" */
+const char *whatif_struct_dp_use_name(enum struct_dp_use u); /* "none", "gradients", "parameters", "buffers", "other" */
 
 enum struct_grad_sync { STRUCT_SYNC_NONE, STRUCT_SYNC_DDP, STRUCT_SYNC_ZERO, STRUCT_SYNC_FSDP };
-const char *struct_grad_sync_name(enum struct_grad_sync s); /* "none", "ddp", "zero", "fsdp" */
+const char *whatif_struct_grad_sync_name(enum struct_grad_sync s); /* "none", "ddp", "zero", "fsdp" */
 
 struct job_structure {
     int32_t *layer;  /* per task: its layer on the rank (0-based), or -1 */
@@ -126,29 +126,29 @@ struct job_structure {
 };
 
 /* Recover g's structure (g built from a job: g->job must be set) and check
- * it against cfg. Release with job_structure_release(). */
-int job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
+ * it against cfg. Release with whatif_job_structure_release(). */
+int whatif_job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err);
-/* Structures job_structure_recover has recovered in this process (what a
+/* Structures whatif_job_structure_recover has recovered in this process (what a
  * search over one job, a plan, must do once: whatif_plan.h). */
-unsigned long job_structure_recoveries(void);
-void job_structure_release(struct job_structure *s);
+unsigned long whatif_job_structure_recoveries(void);
+void whatif_job_structure_release(struct job_structure *s);
 /* A copy of src, recovered from a graph of n_tasks tasks, into *out
- * (released with job_structure_release). */
-int job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
+ * (released with whatif_job_structure_release). */
+int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, struct job_structure *out,
                        struct sc_error *err);
 
 /* The traced GPU of a job's graph: the profile of the trace's device name;
  * SC_EINVAL naming the device when no profile lists it. */
-int job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
+int whatif_job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
                       struct sc_error *err);
 
 /* Whether a collective kind (enum model_coll_op) is point-to-point:
  * send/recv, send or recv. */
-int struct_coll_is_p2p(int op);
+int whatif_struct_coll_is_p2p(int op);
 
 /* The trace of graph rank r (g->job's), or NULL. */
 struct model_trace;
-const struct model_trace *job_structure_trace(const struct model_graph *g, uint16_t r);
+const struct model_trace *whatif_job_structure_trace(const struct model_graph *g, uint16_t r);
 
 #endif

@@ -91,7 +91,7 @@ static struct coll_group layout(int role, const struct job_config *c, int node, 
         break;
     default: n = c->tp * c->pp * c->dp; stride = 1; break;
     }
-    if (struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP && role != STRUCT_ROLE_CP)
+    if (whatif_struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP && role != STRUCT_ROLE_CP)
         *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
     int64_t per = stride >= node ? 1 : node / stride;
     gr.ranks = (int)n;
@@ -123,7 +123,7 @@ static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 static int split_collectives(struct wf *w, struct sc_error *err)
 {
     struct coll_split s;
-    int rc = coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
+    int rc = whatif_coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
     if (rc)
         return rc;
     w->transfer = s.transfer;
@@ -143,7 +143,7 @@ static int name_has(const char *s, const char *sub)
 }
 
 /* Whether kernel i is PyTorch's non-vectorised elementwise kernel (the
- * path of strided operands; kernel_strided_us). */
+ * path of strided operands; cost_kernel_strided_us). */
 static int strided_elementwise(const struct model_graph *g, uint32_t i)
 {
     return g->tasks[i].cls == MODEL_TASK_KERNEL &&
@@ -172,9 +172,9 @@ static int gemm_on(const struct wf *w, const struct hw_profile *hw, struct gemm_
 {
     const struct kernel_params *kp = hw == w->hw0 ? &w->kp0 : &w->kp1;
     struct sc_error ignored;
-    if (kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
+    if (cost_kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
         s.dtype = HW_FP32;
-    return kernel_gemm(kp, hw, &s, e, &ignored);
+    return cost_kernel_gemm(kp, hw, &s, e, &ignored);
 }
 
 /* gemm_on's time, us; -1 when the model cannot time it. */
@@ -229,7 +229,7 @@ static int compute_bound(const struct model_task *t)
  * 1.3 points further from the measured steps (tests/whatif_steps.py). */
 static double kernel_fixed_ns(const struct wf *w, uint32_t i)
 {
-    const struct model_trace *t = job_structure_trace(w->g, w->g->tasks[i].rank);
+    const struct model_trace *t = whatif_job_structure_trace(w->g, w->g->tasks[i].rank);
     return t && t->synthetic ? w->kp0.kernel_fixed_us * 1e3 : 0.0;
 }
 
@@ -260,19 +260,19 @@ static int gpu_type(struct wf *w, struct sc_error *err)
     const struct model_graph *g = w->g;
     double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
     /* a binary elementwise kernel over strided operands, per element */
-    double binary = kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
-    double strided = kernel_strided_us(&w->kp1, w->hw1, 1, binary) / kernel_strided_us(&w->kp0, w->hw0, 1, binary);
+    double binary = cost_kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
+    double strided = cost_kernel_strided_us(&w->kp1, w->hw1, 1, binary) / cost_kernel_strided_us(&w->kp0, w->hw0, 1, binary);
     int rc = SC_OK;
     if (w->hw0 == w->hw1)
         return SC_OK; /* the same GPU: every ratio is 1 */
     for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
-        const struct model_trace *t = job_structure_trace(g, r);
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
         struct gemm_samples samples = {0};
         uint32_t *sample_of = t ? malloc((t->n_events ? t->n_events : 1) * sizeof *sample_of) : NULL;
         if (t && !sample_of)
             return oom(err);
         if (t)
-            rc = gemm_samples_of_kernels(t, &samples, NULL, sample_of, err);
+            rc = calib_gemm_samples_of_kernels(t, &samples, NULL, sample_of, err);
         for (uint32_t i = 0; i < g->n_tasks && !rc; i++) {
             const struct model_task *tk = &g->tasks[i];
             uint32_t ev = g->src[i].event;
@@ -289,7 +289,7 @@ static int gpu_type(struct wf *w, struct sc_error *err)
             }
             retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
         }
-        gemm_samples_release(&samples);
+        calib_gemm_samples_release(&samples);
         free(sample_of);
     }
     return rc;
@@ -372,11 +372,11 @@ static double activation_us(const struct wf *w, const struct job_config *c, int 
 {
     double f = (double)(c->ffn ? c->ffn : 4 * c->hidden);
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    double e = f * hw_dtype_bytes(d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d);
+    double e = f * cost_hw_dtype_bytes(d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d);
     const struct kernel_params *kp = &w->kp1;
     int eager = c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH;
-#define HBM(n) kernel_strided_us(kp, w->hw1, 0, (n) * e)
-#define STRIDED(n) kernel_strided_us(kp, w->hw1, f, (n) * e)
+#define HBM(n) cost_kernel_strided_us(kp, w->hw1, 0, (n) * e)
+#define STRIDED(n) cost_kernel_strided_us(kp, w->hw1, f, (n) * e)
     if (!gated(c))
         return backward ? HBM(3) : HBM(2);
     if (!eager)
@@ -437,14 +437,14 @@ static double attention_us(const struct wf *w, const struct job_config *c, int r
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
     struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
                            hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
-    if (kernel_flash_attention(&w->kp1, w->hw1, &s, backward, &t_us, &ignored))
+    if (cost_kernel_flash_attention(&w->kp1, w->hw1, &s, backward, &t_us, &ignored))
         return -1;
     if (cp <= 1 || !ring)
         return t_us;
     int64_t node = node_of(c, w->hw1);
     struct coll_group pair = {2, c->tp * 2 <= node ? 2 : 1};
-    double ex = coll_split_us(&w->cp1, MODEL_COLL_SENDRECV, pair,
-                              2 * b * s.seq_q * s.kv_heads * hd * hw_dtype_bytes(s.dtype));
+    double ex = whatif_coll_split_us(&w->cp1, MODEL_COLL_SENDRECV, pair,
+                              2 * b * s.seq_q * s.kv_heads * hd * cost_hw_dtype_bytes(s.dtype));
     double block_end = 0, exchange_end = 0;
     for (int64_t i = 0; i < cp_of(c); i++) {
         double prev = block_end, received = exchange_end;
@@ -515,7 +515,7 @@ static double params_per_gpu(const struct job_config *c)
     struct sc_error ignored;
     if (!c->layers || !c->hidden || !c->heads)
         return 0;
-    est_model_init(&m);
+    spec_model_init(&m);
     m.layers = c->layers;
     m.hidden = c->hidden;
     m.heads = c->heads;
@@ -528,9 +528,9 @@ static double params_per_gpu(const struct job_config *c)
     m.seq = c->seq ? c->seq : 1;
     if (c->vocab)
         m.vocab = c->vocab;
-    if (est_model_resolve(&m, &ignored))
+    if (spec_model_resolve(&m, &ignored))
         return 0;
-    est_model_params(&m, &p);
+    spec_model_params(&m, &p);
     return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
 }
 
@@ -607,7 +607,7 @@ static int placement(struct wf *w, struct sc_error *err)
 {
     if (w->has_pl)
         return SC_OK;
-    int rc = coll_placement_find(w->g, w->st, w->t->tp > 1 && job_config_sequence_parallel(w->t), &w->pl, err);
+    int rc = whatif_coll_placement_find(w->g, w->st, w->t->tp > 1 && spec_job_config_sequence_parallel(w->t), &w->pl, err);
     w->has_pl = !rc;
     return rc;
 }
@@ -621,11 +621,11 @@ static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, 
     int rc = SC_OK;
     /* the tokens a rank holds: its micro-batch's share of the sequence */
     double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq / (double)cp_of(t);
-    double bytes[2] = {tokens * (double)t->hidden * hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
+    double bytes[2] = {tokens * (double)t->hidden * cost_hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
     for (size_t i = 0; i < pl->n && !rc; i++) {
         int kind = pl->v[i].op;
         struct coll_group gr = layout(STRUCT_ROLE_TP, t, node_of(t, w->hw1), &kind);
-        double us = coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
+        double us = whatif_coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
         rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
     }
     return rc ? oom(err) : SC_OK;
@@ -697,9 +697,9 @@ static int shapes(struct wf *w, struct sc_error *err)
         r_act *= (activation_us(w, t, 0) + activation_us(w, t, 1)) /
                  (activation_us(w, b, 0) + activation_us(w, b, 1));
     }
-    int sp = t->tp > 1 && job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
+    int sp = t->tp > 1 && spec_job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
     if (((from_tp1 || has_dims(b)) && (rc = placement(w, err))) ||
-        (from_tp1 && (rc = coll_placement_tp_check(&w->pl, w->st, err))))
+        (from_tp1 && (rc = whatif_coll_placement_tp_check(&w->pl, w->st, err))))
         return rc;
     const struct coll_placement *pl = &w->pl; /* zeroed when not found */
     uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
@@ -761,7 +761,7 @@ static int shapes(struct wf *w, struct sc_error *err)
 /* Transform 5: micro-batches per step. */
 static void micro_batches(struct wf *w)
 {
-    int64_t m0 = job_config_micro_batches(w->b), m1 = job_config_micro_batches(w->t);
+    int64_t m0 = spec_job_config_micro_batches(w->b), m1 = spec_job_config_micro_batches(w->t);
     double r = m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0;
     for (uint32_t i = 0; i < w->g->n_tasks; i++) {
         if (w->per_mb[i])
@@ -824,7 +824,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     if (!has_dims(t) || !t->layers || !t->heads)
         return sc_error_set(err, SC_EINVAL, "set.dp: going from dp=1 to more needs layers, hidden, heads and seq in "
                                             "the job description (to size the gradient reduction)");
-    if ((rc = job_config_spec(t, w->hw1->id, &spec, err)))
+    if ((rc = spec_job_config_spec(t, w->hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
     if (spec.options.zero_stage >= 3)
         return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
@@ -835,17 +835,17 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
     const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
     struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
-    double bucket = est_grad_bucket_params(&spec), bytes_per = est_grad_bytes(&spec), open, layer = 0;
+    double bucket = synth_grad_bucket_params(&spec), bytes_per = synth_grad_bytes(&spec), open, layer = 0;
     int64_t stage_layers = spec.model.layers / spec.parallel.pp;
     for (int64_t i = 0; i < stage_layers; i++) {
         double dense, experts;
-        est_layer_rank_params(&spec, i, &dense, &experts);
+        synth_layer_rank_params(&spec, i, &dense, &experts);
         layer += (dense + experts) / (double)stage_layers;
     }
     /* a rank's stage (ranks are numbered with the pipeline outermost, as
      * Megatron does): the first holds the embedding, the last the output
      * layer (a single stage with tied embeddings holds one matrix) */
-    int64_t per_stage = job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
+    int64_t per_stage = spec_job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
     double emb = (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp;
     for (size_t r = 0; r < pl->n_ranks && !rc; r++) {
         const struct coll_grads *c = &pl->grads[r];
@@ -855,7 +855,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         for (size_t j = 0; j < c->n && !rc; j++) {
             open += per_pass;
             if (spec.options.overlap_grad_reduce && open >= bucket) {
-                rc = add_side_insert(w, c->ready[j], kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                rc = add_side_insert(w, c->ready[j], kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
                                      name, c->optimizer_begin);
                 open = 0;
             }
@@ -865,7 +865,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         if (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings))
             open += emb;
         if (!rc && c->backward_end != MODEL_NONE)
-            rc = add_side_insert(w, c->backward_end, kind, coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+            rc = add_side_insert(w, c->backward_end, kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
                                  name, c->optimizer_begin);
         /* the distributed optimizer's updated parameters all-gathered, as
          * the estimator's step has it: at the step's start, the first
@@ -876,7 +876,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
             double params = layer * (double)stage_layers + (stage == 0 ? emb : 0) +
                             (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings) ? emb : 0);
             rc = add_side_insert(w, c->first_kernel, ag,
-                                 coll_split_us(&w->cp1, ag, gg, params * hw_dtype_bytes(spec.options.dtype == HW_FP32
+                                 whatif_coll_split_us(&w->cp1, ag, gg, params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
                                                                                            ? HW_FP32
                                                                                            : HW_BF16)) * 1e3,
                                  "parameter all-gather (what-if)", c->first_forward);
@@ -914,8 +914,8 @@ static int collectives(struct wf *w, struct sc_error *err)
             int k0 = t->sub, k1 = t->sub;
             struct coll_group g0 = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &k0);
             struct coll_group g1 = layout(w->st->role[i], w->t, node_of(w->t, w->hw1), &k1);
-            double t0 = coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
-            double t1 = coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            double t0 = whatif_coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
+            double t1 = whatif_coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
                 r = t1 / t0;
         } else {
@@ -1191,7 +1191,7 @@ static void describe(const struct wf *w, struct whatif_result *out)
         snprintf(c->why + len, sizeof c->why - len,
                  "; the trace's gradient reduction (%s, %.1f collectives a step) re-timed among %lld data-parallel "
                  "ranks",
-                 struct_grad_sync_name(w->st->grad_sync),
+                 whatif_struct_grad_sync_name(w->st->grad_sync),
                  (double)w->st->by_use[STRUCT_DP_GRADS] / (double)(w->st->steps ? w->st->steps : 1),
                  (long long)w->t->dp);
     }
@@ -1249,8 +1249,8 @@ static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
     struct model_graph *sg = NULL;
     struct sc_error ignored;
     double traced = fmax(0, host_ns_per_step(w->g) - w->profiler_ns), synth = 0;
-    if (job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
-        est_synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
+    if (spec_job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
+        synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
         return c->host_op_us;
     synth = host_ns_per_step(sg);
     model_graph_free(sg);
@@ -1288,7 +1288,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         return sc_error_set(err, SC_EINVAL,
                             "set.pp: changing the pipeline-parallel degree needs layers, hidden, heads and seq in "
                             "the job description (to place the layers and size the transfers)");
-    int64_t vpp = job_config_vpp(&tc), stages = tc.pp * vpp;
+    int64_t vpp = spec_job_config_vpp(&tc), stages = tc.pp * vpp;
     if (tc.layers % stages && (tc.layers + 2) % stages)
         return sc_error_set(err, SC_EINVAL,
                             vpp > 1 ? "set.vpp: %lld virtual pipeline stages (pp x vpp) do not split %lld layers "
@@ -1318,13 +1318,13 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         return rc;
     if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
         tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
-    if ((rc = job_config_spec(&tc, w->hw1->id, &spec, err)))
+    if ((rc = spec_job_config_spec(&tc, w->hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
-    est_costs_base(w->hw1, &spec, &costs);
+    calib_costs_base(w->hw1, &spec, &costs);
     costs.host_op_us = traced_host_op_us(w, &costs);
     if (attention_ns > 0)
         ring_attention_pace(w, &tc, attention_ns, wp.micro_batches, &costs.kernel);
-    if ((rc = est_synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
+    if ((rc = synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
         return rc;
     /* the layers transform repeated each layer's work in place: one
      * layer's pass is the measured one */
@@ -1345,7 +1345,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                                             (double)(model.head_f + model.head_b))
                                                : 0;
     m.head_b = (int64_t)h - m.head_f;
-    if ((rc = est_synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
+    if ((rc = synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
         return rc;
     replay_opts(w, &ro);
     if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
@@ -1406,7 +1406,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     snprintf(w->pipeline_why, sizeof w->pipeline_why,
              "; pipeline pp %lld -> %lld: Megatron's %s rebuilt for %lld layers and %lld micro-batches with the "
              "traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
-             (long long)b->pp, (long long)tc.pp, sched, (long long)tc.layers, (long long)est_spec_micro_batches(&spec),
+             (long long)b->pp, (long long)tc.pp, sched, (long long)tc.layers, (long long)spec_micro_batches(&spec),
              (double)m.layer_f[0] / 1e6, (double)m.layer_b[0] / 1e6);
     return SC_OK;
 }
@@ -1418,15 +1418,15 @@ static int memory(const struct job_config *t, const struct hw_profile *hw1, stru
     struct est_memory m;
     if (!t->layers || !t->hidden || !t->heads || !t->seq)
         return SC_OK;
-    int rc = job_config_spec(t, hw1->id, &spec, err);
+    int rc = spec_job_config_spec(t, hw1->id, &spec, err);
     if (!rc)
-        rc = est_memory_estimate(&spec, hw1->hbm_gb, &m, err);
+        rc = spec_memory_estimate(&spec, hw1->hbm_gb, &m, err);
     if (rc)
         return sc_error_prefix(err, "set: the target configuration");
     out->has_memory = 1;
     out->memory_gb_per_gpu = m.gb_per_gpu;
     out->fits = m.fits;
-    est_memory_release(&m);
+    spec_memory_release(&m);
     return SC_OK;
 }
 
@@ -1441,7 +1441,7 @@ void whatif_release(struct whatif_result *r)
         return;
     model_replay_free(r->replay);
     model_graph_free(r->graph);
-    job_structure_release(&r->structure);
+    whatif_job_structure_release(&r->structure);
     r->replay = NULL;
     r->graph = NULL;
 }
@@ -1481,16 +1481,16 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     w.lean = lean;
     w.profiled = profiled;
     replay_opts(&w, &ro);
-    if ((rc = job_structure_gpu(g, &w.hw0, NULL, 0, err)))
+    if ((rc = whatif_job_structure_gpu(g, &w.hw0, NULL, 0, err)))
         goto done;
     out->base = *base;
     snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
     /* a description whose batch the traced step could not have run (an
      * MFU above 1) is the job's error */
     if ((base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))) ||
-        (rc = job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
+        (rc = whatif_job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
         goto done;
-    job_config_apply(&out->base, set, &out->target);
+    spec_job_config_apply(&out->base, set, &out->target);
     if ((rc = unmodelled_changes(&out->base, &out->target, err)))
         goto done;
     /* dp N keeps each rank's work: the global batch follows dp unless the
@@ -1504,27 +1504,27 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
                           (long long)(out->target.micro_batch * out->target.dp));
         goto done;
     }
-    if ((rc = job_config_check_schedule(&out->target, "set.", err)))
+    if ((rc = spec_job_config_check_schedule(&out->target, "set.", err)))
         goto done;
     /* without global_batch in the description, a dp change keeps the
      * per-rank batch; with it, the micro-batches per step follow */
-    w.hw1 = hw_profile_find(out->target.gpu);
+    w.hw1 = cost_hw_profile_find(out->target.gpu);
     w.g = g;
     w.st = &out->structure;
     w.b = &out->base;
     w.t = &out->target;
     {
         /* kernel-level costs on both GPUs: the traced job's own stack stays
-         * in its measured times (est_costs_default's fit of NeMo's runs at
+         * in its measured times (calib_costs_default's fit of NeMo's runs at
          * scale is a stack's, not a kernel's) */
         struct est_costs defaults;
-        est_costs_base(w.hw0, NULL, &defaults);
+        calib_costs_base(w.hw0, NULL, &defaults);
         w.kp0 = defaults.kernel;
-        est_costs_base(w.hw1, NULL, &defaults);
+        calib_costs_base(w.hw1, NULL, &defaults);
         w.kp1 = defaults.kernel;
     }
-    coll_params_from_hw(w.hw0, &w.cp0);
-    coll_params_from_hw(w.hw1, &w.cp1);
+    cost_coll_params_from_hw(w.hw0, &w.cp0);
+    cost_coll_params_from_hw(w.hw1, &w.cp1);
     size_t n = g->n_tasks ? g->n_tasks : 1;
     w.dur = malloc(n * sizeof *w.dur);
     w.gap = malloc(n * sizeof *w.gap);
@@ -1555,8 +1555,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
      * parallel degree (the ring's blocks and exchanges in every layer);
      * and for another tp or dp of a pipelined job, whose stages' waits on
      * one another the traced step's waits cannot carry over */
-    if (out->target.pp != out->base.pp || job_config_schedule(&out->target) != job_config_schedule(&out->base) ||
-        job_config_vpp(&out->target) != job_config_vpp(&out->base) ||
+    if (out->target.pp != out->base.pp || spec_job_config_schedule(&out->target) != spec_job_config_schedule(&out->base) ||
+        spec_job_config_vpp(&out->target) != spec_job_config_vpp(&out->base) ||
         cp_of(&out->target) != cp_of(&out->base) ||
         (out->base.pp > 1 && (out->target.tp != out->base.tp || out->target.dp != out->base.dp))) {
         if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
@@ -1583,7 +1583,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
             out->collective_wait_ms += w.wait[i] / 1e6;
         }
     }
-    if ((rc = graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
+    if ((rc = whatif_graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         goto done;
     size_t steps;
@@ -1612,7 +1612,7 @@ done:
     free(w.size_ratio);
     free(w.per_mb);
     free(w.ins);
-    coll_placement_release(&w.pl);
+    whatif_coll_placement_release(&w.pl);
     if (rc)
         whatif_release(out);
     return rc;
@@ -1627,7 +1627,7 @@ static int profiled_step(const struct model_graph *g, const struct job_config *b
     memset(&p, 0, sizeof p);
     if (!(out->profiler_ms > 0))
         return SC_OK;
-    int rc = job_structure_copy(&out->structure, g->n_tasks, &p.structure, err);
+    int rc = whatif_job_structure_copy(&out->structure, g->n_tasks, &p.structure, err);
     if (rc == SC_OK && (rc = run(g, base, out->base_step_ms, set, 0, 1, &p, err)) == SC_OK)
         out->profiled_step_ms = p.step_ms;
     whatif_release(&p);
@@ -1641,7 +1641,7 @@ int whatif_run(const struct model_graph *g, const struct job_config *base, const
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
+    if ((rc = whatif_job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
         return rc;
     return profiled_step(g, base, set, out, err);
 }
@@ -1652,7 +1652,7 @@ int whatif_run_with(const struct model_graph *g, const struct job_config *base, 
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = job_structure_copy(st, g->n_tasks, &out->structure, err)) ||
+    if ((rc = whatif_job_structure_copy(st, g->n_tasks, &out->structure, err)) ||
         (rc = run(g, base, base_step_ms, set, lean, 0, out, err)))
         return rc;
     return lean ? SC_OK : profiled_step(g, base, set, out, err);

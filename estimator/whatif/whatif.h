@@ -145,13 +145,13 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
 /* Replays whatif_base_step has run in this process (a plan runs one). */
 unsigned long whatif_base_steps(void);
 /* whatif_run on what depends on the job alone, found already: g's
- * structure (job_structure_recover of g and base) and base_step_ms
+ * structure (whatif_job_structure_recover of g and base) and base_step_ms
  * (whatif_base_step of g): a search trying many sets on one job finds them
  * once. `lean` is for a caller that reads only the step, the slowest
  * step's breakdown and the graph's size (a plan): the replay follows no
  * critical path, so nothing is attributed to the models (from_models_ms
  * 0), other steps get no breakdown, and a graph the pipeline transform
- * synthesises keeps no task names (est_synth_measured); those figures are
+ * synthesises keeps no task names (synth_measured); those figures are
  * the same. */
 int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
                     double base_step_ms, const struct job_config *set, int lean, struct whatif_result *out,

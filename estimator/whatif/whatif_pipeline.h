@@ -3,7 +3,7 @@
  *
  * Regrouping stages changes which rank waits for which, so the step is not
  * the source graph with other durations: it is Megatron-LM's schedule
- * rebuilt (est_synth_measured, synth.h: the target's layers placed on its
+ * rebuilt (synth_measured, synth.h: the target's layers placed on its
  * stages by placement.h, 1F1B, or interleaved when the description gives
  * virtual stages, for the target's micro-batches per step) with the traced
  * job's own work in every pass.

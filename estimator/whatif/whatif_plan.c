@@ -19,7 +19,7 @@ static const char *const kept[] = {"parallel.cp",       "parallel.ep",        "p
 
 static void give(struct est_spec_given *given, const char *path)
 {
-    const char *const *keys = est_spec_keys();
+    const char *const *keys = spec_keys();
     for (size_t i = 0; keys[i] && i < EST_SPEC_MAX_KEYS; i++)
         if (strcmp(keys[i], path) == 0)
             given->key[i] = 1;
@@ -41,13 +41,13 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
     memset(w, 0, sizeof *w);
     w->g = g;
     w->base = *base;
-    if ((rc = job_structure_gpu(g, &w->hw, NULL, 0, err)) ||
-        (rc = job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
-        (rc = est_spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
+    if ((rc = whatif_job_structure_gpu(g, &w->hw, NULL, 0, err)) ||
+        (rc = spec_job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
+        (rc = spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
         return sc_error_prefix(err, "config");
-    if ((rc = job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)) ||
-        (rc = job_check_world_size(base, w->structure.world_size, "config.", err)) ||
-        (rc = job_check_mfu(base, w->hw, w->base_step_ms, "config.", err)))
+    if ((rc = whatif_job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)) ||
+        (rc = whatif_job_check_world_size(base, w->structure.world_size, "config.", err)) ||
+        (rc = whatif_job_check_mfu(base, w->hw, w->base_step_ms, "config.", err)))
         return rc;
     for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
         give(&req->given, kept[k]);
@@ -56,7 +56,7 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
 
 void whatif_plan_set(const struct whatif_planner *w, const struct est_spec *s, struct job_config *set)
 {
-    job_config_init(set);
+    spec_job_config_init(set);
     set->tp = s->parallel.tp;
     set->pp = s->parallel.pp;
     set->dp = s->parallel.dp;
@@ -87,10 +87,10 @@ static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *ou
         out->breakdown = slow->breakdown;
     out->tasks = res.graph->n_tasks;
     whatif_release(&res);
-    if ((rc = est_memory_estimate(s, w->hw->hbm_gb, &mem, err)))
+    if ((rc = spec_memory_estimate(s, w->hw->hbm_gb, &mem, err)))
         return rc;
-    rc = est_estimate_derive(s, w->hw, &mem, out, err);
-    est_memory_release(&mem);
+    rc = synth_estimate_derive(s, w->hw, &mem, out, err);
+    spec_memory_release(&mem);
     return rc;
 }
 
@@ -105,5 +105,5 @@ void whatif_plan_evaluator(struct whatif_planner *w, struct est_plan_evaluator *
 
 void whatif_plan_release(struct whatif_planner *w)
 {
-    job_structure_release(&w->structure);
+    whatif_job_structure_release(&w->structure);
 }

@@ -3,7 +3,7 @@
  * configuration, so the job's own kernels and overheads carry over
  * (`stepcast plan --from-model`, POST /v1/models/{id}/plan).
  *
- * The template is the job description's spec (job_config_spec_text: its
+ * The template is the job description's spec (spec_job_config_spec_text: its
  * model, layers, hidden, heads and seq required, with its global batch,
  * required: a plan keeps it) on the traced GPU. A what-if changes tp, pp,
  * dp and micro_batch (micro_batch only when the description gives it), so

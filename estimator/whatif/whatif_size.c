@@ -43,8 +43,8 @@ void whatif_size_predict(size_t n_tasks, double whole_events, size_t whole_trace
     /* the copy keeps the traced tasks (layers and micro-batches re-time
      * them); the schedule rebuilt (whatif.c's condition) has the
      * target's layers, micro-batches and stages */
-    int rebuilt = t.pp != base->pp || job_config_schedule(&t) != job_config_schedule(base) ||
-                  job_config_vpp(&t) != job_config_vpp(base) || (t.cp ? t.cp : 1) != (base->cp ? base->cp : 1) ||
+    int rebuilt = t.pp != base->pp || spec_job_config_schedule(&t) != spec_job_config_schedule(base) ||
+                  spec_job_config_vpp(&t) != spec_job_config_vpp(base) || (t.cp ? t.cp : 1) != (base->cp ? base->cp : 1) ||
                   (base->pp > 1 && (t.tp != base->tp || t.dp != base->dp));
     if (rebuilt) {
         g *= grows(base->layers, t.layers);
@@ -52,7 +52,7 @@ void whatif_size_predict(size_t n_tasks, double whole_events, size_t whole_trace
         if (m0 > 0 && m1 > m0)
             g *= m1 / m0;
         g *= grows(t.pp, base->pp); /* fewer stages: more layers a rank */
-        g *= grows(job_config_vpp(base), job_config_vpp(&t));
+        g *= grows(spec_job_config_vpp(base), spec_job_config_vpp(&t));
         g *= grows(base->cp ? base->cp : 1, t.cp ? t.cp : 1);
     }
     if (base->tp <= 1 && t.tp > 1)

@@ -23,7 +23,7 @@ static void csv(const char *text, size_t size)
     struct est_measured *rows = NULL;
     struct sc_error err;
     size_t n = 0;
-    if (est_measured_parse(text, size, &rows, &n, &err) != SC_OK)
+    if (plan_measured_parse(text, size, &rows, &n, &err) != SC_OK)
         return;
     for (size_t i = 0; i < n && i < 64; i++) {
         struct est_spec spec;
@@ -31,7 +31,7 @@ static void csv(const char *text, size_t size)
         if (!(rows[i].step_ms > 0) ||
             (double)rows[i].gpus != (double)rows[i].tp * (double)rows[i].dp * (double)rows[i].pp)
             abort();
-        (void)est_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &spec, &hw, &err);
+        (void)plan_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &spec, &hw, &err);
     }
     free(rows);
 }

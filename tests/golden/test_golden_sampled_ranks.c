@@ -73,7 +73,7 @@ static void check_kept_groups(const struct model_job *job, const struct model_gr
         if (t->cls != MODEL_TASK_COMM)
             continue;
         comm++;
-        wrong += !t->kept || coll_split_kept_ranks(g, i, job->ranks[t->rank]->world_size) != size;
+        wrong += !t->kept || whatif_coll_split_kept_ranks(g, i, job->ranks[t->rank]->world_size) != size;
     }
     CHECK(comm > 0);
     CHECK_EQ_INT(wrong, 0);

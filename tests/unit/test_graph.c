@@ -888,7 +888,7 @@ static void check_pair_groups(const struct run *a, int matched, int64_t size)
     CHECK_EQ_INT(g->n_groups, matched ? 1 : 2);
     for (size_t k = 0; k < g->n_groups; k++)
         CHECK_EQ_INT(matched ? (int64_t)g->groups[k].size
-                             : coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
+                             : whatif_coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
                      size);
 }
 
