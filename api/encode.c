@@ -12,7 +12,7 @@
 #include "api/page.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/chakra_export.h"
+#include "estimator/interchange/chakra_export.h"
 #include "model/archive.h"
 #include "model/job.h"
 #include "model/trace.h"
@@ -223,7 +223,7 @@ int api_reply_chakra(struct api_reply *r, const struct model_graph *g, const str
     unsigned char *tar = NULL;
     size_t len = 0;
     struct sc_error err;
-    int rc = est_chakra_export(g, rp, ro, prefix, &o, &err);
+    int rc = chakra_export(g, rp, ro, prefix, &o, &err);
     if (rc == SC_OK && !(files = calloc(o.n_files ? o.n_files : 1, sizeof *files)))
         rc = sc_error_set(&err, SC_ENOMEM, "out of memory");
     for (size_t k = 0; rc == SC_OK && k < o.n_files; k++)
@@ -231,7 +231,7 @@ int api_reply_chakra(struct api_reply *r, const struct model_graph *g, const str
     if (rc == SC_OK)
         rc = model_archive_tar(files, o.n_files, &tar, &len, &err);
     free(files);
-    est_chakra_out_release(&o);
+    chakra_out_release(&o);
     if (rc)
         return api_fail_status(r, &err, API_E_BAD_REQUEST);
     api_reply_take(r, 200, "application/x-tar", (char *)tar, len);

@@ -60,7 +60,7 @@ struct model_replay;
 int api_reply_replay(struct api_reply *r, enum api_op op, const struct model_replay *rp, int rank);
 
 /* The replay rp of graph g (run with options ro) as Chakra execution
- * traces (estimator/chakra_export.h): a tar of the files named with
+ * traces (estimator/interchange/chakra_export.h): a tar of the files named with
  * `prefix` (400 for a bad prefix). */
 struct model_graph;
 struct model_replay_opts;

@@ -7,7 +7,7 @@
 
 #include "api/inspect_json.h"
 #include "api/ledger.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 #include "common/banned.h"
 
 /* Figures rounded to what they can mean: 4 significant decimals of a ms. */

@@ -1,4 +1,4 @@
-/* api/estimate_json.h: an estimate (estimator/estimate.h) as the document
+/* api/estimate_json.h: an estimate (estimator/synth/estimate.h) as the document
  * `stepcast estimate --json` prints and POST /v1/estimate answers. */
 #ifndef API_ESTIMATE_JSON_H
 #define API_ESTIMATE_JSON_H

@@ -3,14 +3,14 @@
 
 #include "api/json_reply.h"
 #include "api/reply.h"
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
 static json_t *dtype_table(const double *v)
 {
     json_t *o = json_object();
     for (int d = 0; o && d < HW_DTYPE_COUNT; d++)
-        if (v[d] > 0 && json_object_set_new(o, hw_dtype_name((enum hw_dtype)d), json_real(v[d]))) {
+        if (v[d] > 0 && json_object_set_new(o, cost_hw_dtype_name((enum hw_dtype)d), json_real(v[d]))) {
             json_decref(o);
             return NULL;
         }
@@ -22,7 +22,7 @@ static json_t *dtype_table(const double *v)
 static json_t *sources_json(const struct hw_profile *p)
 {
     size_t len = 0;
-    const char *text = hw_profile_document(p, &len);
+    const char *text = cost_hw_profile_document(p, &len);
     json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
     json_t *sources = json_incref(json_object_get(doc, "sources"));
     json_decref(doc);
@@ -46,7 +46,7 @@ json_t *api_hardware_json(const struct hw_profile *p)
                           "board_power_w", p->board_power_w, "nvls", p->nvls, "ib_sharp", p->ib_sharp,
                           "device_names", names);
     if (o && p->arch != HW_ARCH_UNKNOWN &&
-        json_object_set_new(o, "architecture", json_string(hw_arch_name(p->arch)))) {
+        json_object_set_new(o, "architecture", json_string(cost_hw_arch_name(p->arch)))) {
         json_decref(o);
         o = NULL;
     }
@@ -65,7 +65,7 @@ json_t *api_hardware_json(const struct hw_profile *p)
     }
     if (!o)
         json_decref(sources);
-    json_t *lines = coll_lines_json(p->coll_lines);
+    json_t *lines = cost_coll_lines_json(p->coll_lines);
     if (o && lines && json_object_set_new(o, "collective_lines", lines)) {
         json_decref(o);
         return NULL;
@@ -78,8 +78,8 @@ json_t *api_hardware_json(const struct hw_profile *p)
 int api_reply_hardware_list(struct api_reply *r)
 {
     json_t *a = json_array();
-    for (size_t i = 0; a && i < hw_profile_count(); i++)
-        if (json_array_append_new(a, api_hardware_json(hw_profile_at(i)))) {
+    for (size_t i = 0; a && i < cost_hw_profile_count(); i++)
+        if (json_array_append_new(a, api_hardware_json(cost_hw_profile_at(i)))) {
             json_decref(a);
             a = NULL;
         }
@@ -88,7 +88,7 @@ int api_reply_hardware_list(struct api_reply *r)
 
 int api_reply_hardware(struct api_reply *r, const char *id)
 {
-    const struct hw_profile *p = hw_profile_find(id);
+    const struct hw_profile *p = cost_hw_profile_find(id);
     if (!p)
         return api_fail(r, API_E_NOT_FOUND, "no hardware profile '%s' (GET /v1/hardware lists them)", id);
     return api_reply_json(r, 200, api_hardware_json(p));

@@ -1,4 +1,4 @@
-/* api/hardware_json.h: hardware profiles (estimator/hardware.h) as JSON,
+/* api/hardware_json.h: hardware profiles (estimator/costs/hardware.h) as JSON,
  * in the data/hardware file format less its notes: where each figure
  * comes from is its "sources", as the profile's file has them. */
 #ifndef API_HARDWARE_JSON_H

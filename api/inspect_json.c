@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "estimator/coll_split.h"
-#include "estimator/structure.h"
+#include "estimator/whatif/coll_split.h"
+#include "estimator/whatif/structure.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"
@@ -234,7 +234,7 @@ json_t *api_collectives_json(const struct model_graph *g)
 
 /* The collectives kept on their traced rank (members of theirs were not
  * traced: one rank's trace, or k of a job's N ranks), per rank, kind and
- * the group they take part among (coll_split_kept_ranks: the trace's
+ * the group they take part among (whatif_coll_split_kept_ranks: the trace's
  * group size, else its world size; null when neither says): how many,
  * and their traced time (a transfer and a wait for the untraced peers). */
 static json_t *kept_collectives_json(const struct model_graph *g)
@@ -251,8 +251,8 @@ static json_t *kept_collectives_json(const struct model_graph *g)
         const struct model_task *t = &g->tasks[i];
         if (!t->kept)
             continue;
-        const struct model_trace *tr = job_structure_trace(g, t->rank);
-        int64_t ranks = coll_split_kept_ranks(g, i, tr ? tr->world_size : -1);
+        const struct model_trace *tr = whatif_job_structure_trace(g, t->rank);
+        int64_t ranks = whatif_coll_split_kept_ranks(g, i, tr ? tr->world_size : -1);
         size_t k = 0;
         while (k < n && !(v[k].rank == t->rank && v[k].op == t->sub && v[k].ranks == ranks))
             k++;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/whatif_json.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "common/banned.h"
 
 int api_job_number_range(const char *key, double *min, double *max)
@@ -53,8 +53,8 @@ void api_job_cadence_of(const char *description, const char *summary, double ste
     }
     json_decref(sum);
     if (!out->world_size && description && api_job_config_from_job(description, &cfg, &err) == SC_OK &&
-        job_config_world_size(&cfg) > 0) {
-        out->world_size = job_config_world_size(&cfg);
+        spec_job_config_world_size(&cfg) > 0) {
+        out->world_size = spec_job_config_world_size(&cfg);
         out->world_from = "config";
     }
     double hours = positive(doc, "runtime_hours");

@@ -10,8 +10,8 @@
 #include "api/json_reply.h"
 #include "api/page.h"
 #include "api/routes.h"
-#include "estimator/estimate.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 static const char *const kind_names[API_LEDGER_KIND_COUNT] = {"replay", "whatif", "estimate"};
@@ -97,8 +97,8 @@ void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_ki
     if (ratio && out->n >= LEDGER_BAND_MIN) {
         qsort(ratio, out->n, sizeof *ratio, cmp_double);
         out->has = 1;
-        out->lo = est_quantile_sorted(ratio, out->n, 0.1);
-        out->hi = est_quantile_sorted(ratio, out->n, 0.9);
+        out->lo = plan_quantile_sorted(ratio, out->n, 0.1);
+        out->hi = plan_quantile_sorted(ratio, out->n, 0.9);
     }
     free(ratio);
 }
@@ -115,7 +115,7 @@ static struct region_key region_key_of(const struct est_spec *s)
 {
     struct region_key k = {0};
     snprintf(k.gpu, sizeof k.gpu, "%s", s->cluster.gpu);
-    est_region_of(s, &k.model, &k.sharding);
+    plan_region_of(s, &k.model, &k.sharding);
     return k;
 }
 
@@ -140,7 +140,7 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
     for (size_t i = 0; i < n; i++) {
         struct sc_error ignored;
         if (v[i].kind != API_LEDGER_ESTIMATE || v[i].in_sample || !scored(&v[i]) || !v[i].spec ||
-            est_spec_load(v[i].spec, strlen(v[i].spec), &specs[i], &hws[i], &ignored)) {
+            spec_load(v[i].spec, strlen(v[i].spec), &specs[i], &hws[i], &ignored)) {
             hws[i] = NULL;
             continue;
         }
@@ -161,7 +161,7 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
         }
         if (m < LEDGER_BAND_MIN)
             continue; /* too few to say more than the file */
-        b = (struct est_band *)est_bands_find(out, keys[j].gpu, keys[j].model, keys[j].sharding);
+        b = (struct est_band *)plan_bands_find(out, keys[j].gpu, keys[j].model, keys[j].sharding);
         if (!b) {
             b = &out->regions[out->n++];
             *b = fresh;
@@ -169,13 +169,13 @@ int ledger_bands_merge(const struct api_validation *v, size_t n, const struct es
             b->model = keys[j].model;
             b->sharding = keys[j].sharding;
         }
-        est_band_set_errors(b, e, m);
+        plan_band_set_errors(b, e, m);
         snprintf(b->source, sizeof b->source, "the ledger: %zu out-of-sample estimates", m);
         for (size_t i = 0; i < n; i++) {
             struct region_key k = hws[i] ? region_key_of(&specs[i]) : (struct region_key){0};
             if (!hws[i] || memcmp(&keys[j], &k, sizeof k))
                 continue;
-            est_band_add_run(b, &specs[i], hws[i], v[i].measured_ms);
+            plan_band_add_run(b, &specs[i], hws[i], v[i].measured_ms);
         }
     }
 done:
@@ -184,7 +184,7 @@ done:
     free(keys);
     free(e);
     if (rc)
-        est_bands_release(out);
+        plan_bands_release(out);
     return rc;
 }
 

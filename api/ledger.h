@@ -26,7 +26,7 @@
 
 #include "api/resources.h"
 #include "common/error.h"
-#include "estimator/bands.h"
+#include "estimator/plan/bands.h"
 
 #define LEDGER_BAND_MIN 10
 
@@ -84,14 +84,14 @@ void ledger_band_of(const struct api_validation *v, size_t n, enum api_ledger_ki
  * null without a band; {"kind","entries","needed"} says how many are missing. */
 json_t *ledger_band_json(const struct ledger_band *b, enum api_ledger_kind k, double predicted_ms);
 
-/* The bands `base` (estimator/bands.h) with the ledger's estimates merged
+/* The bands `base` (estimator/plan/bands.h) with the ledger's estimates merged
  * in: a region (of each entry's spec) with at least LEDGER_BAND_MIN
  * out-of-sample estimate entries takes their error quantiles, count and
  * the ledger as its source in place of the file's, since they measured
  * runs on this deployment's own cluster and software, and its largest GPU
  * count and best MFU per dtype become the larger of both; a region with
  * fewer keeps the file's band, or has none. *out is malloc'd
- * (est_bands_release). SC_ENOMEM. */
+ * (plan_bands_release). SC_ENOMEM. */
 int ledger_bands_merge(const struct api_validation *v, size_t n, const struct est_bands *base, struct est_bands *out,
                        struct sc_error *err);
 

@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "estimator/hardware.h"
-#include "estimator/spec.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/spec.h"
 
 /* The arguments of model m trained in dtype with a row's parallel and
  * options objects (every value written out, as a plan row has them), on

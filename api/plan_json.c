@@ -6,7 +6,7 @@
 
 #include "api/estimate_json.h"
 #include "api/megatron_args.h"
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 /* A band: its region, where it comes from and what it holds. */
@@ -17,9 +17,9 @@ static json_t *band_json(const struct est_band *b)
         json_object_set_new(e, est_band_level_names[k], json_real(b->error[k]));
     for (int d = 0; m && d < HW_DTYPE_COUNT; d++)
         if (b->best_mfu[d] > 0)
-            json_object_set_new(m, hw_dtype_name((enum hw_dtype)d), json_real(b->best_mfu[d]));
+            json_object_set_new(m, cost_hw_dtype_name((enum hw_dtype)d), json_real(b->best_mfu[d]));
     return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:o, s:I}", "gpu", b->gpu, "model",
-                     est_model_kind_name(b->model), "sharding", est_sharding_name(b->sharding), "rows",
+                     plan_model_kind_name(b->model), "sharding", plan_sharding_name(b->sharding), "rows",
                      (json_int_t)b->rows, "source", b->source, "error", e, "best_mfu", m, "max_gpus",
                      (json_int_t)b->max_gpus);
 }
@@ -39,7 +39,7 @@ static int add_band(json_t *out, const struct est_band_view *v)
  * top row's (first) Megatron-LM arguments. */
 static json_t *row_json(const struct est_plan *p, const struct est_plan_row *row, int first)
 {
-    char *text = est_spec_json(&row->spec);
+    char *text = spec_json(&row->spec);
     json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
     json_t *estimate = api_estimate_json(&row->estimate), *out = NULL;
     free(text);
@@ -121,12 +121,12 @@ int api_plan_request_decode(const char *body, size_t len, struct est_plan_reques
             if (!json_is_string(v))
                 rc = sc_error_set(err, SC_EINVAL, "objective: must be \"time\" or \"cost\"");
             else
-                rc = est_objective_parse(json_string_value(v), &req->objective, err);
+                rc = plan_objective_parse(json_string_value(v), &req->objective, err);
         } else if (strcmp(key, "risk") == 0 && spec) {
             if (!json_is_number(v))
                 rc = sc_error_set(err, SC_EINVAL, "risk: must be a number from 0.5 to 1");
             else
-                rc = est_risk_check(json_number_value(v), "risk", err);
+                rc = plan_risk_check(json_number_value(v), "risk", err);
             req->risk = json_number_value(v);
         } else {
             rc = sc_error_set(err, SC_EINVAL, "%.64s: unknown key (%sgpus, up_to, top, objective%s)", key,

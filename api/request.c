@@ -119,7 +119,7 @@ static const char *const positive_keys[] = {"tp", "pp", "dp", "ep", "cp", "etp",
                                             NULL};
 
 /* A config (or, at depth 1, its moe object: a job description's only
- * nested one, estimator/job_config.h) named `path`. */
+ * nested one, estimator/spec/job_config.h) named `path`. */
 static int check_config_at(json_t *cfg, const char *path, int depth, struct api_reply *err)
 {
     const char *k;

@@ -11,12 +11,12 @@
 #include "api/json_reply.h"
 #include "api/reply.h"
 #include "api/replay_json.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "common/banned.h"
 
 static json_t *num(double v)
@@ -26,7 +26,7 @@ static json_t *num(double v)
 
 json_t *api_job_config_json(const struct job_config *c)
 {
-    char *text = job_config_json(c);
+    char *text = spec_job_config_json(c);
     json_error_t je;
     json_t *o = text ? json_loads(text, 0, &je) : NULL;
     free(text);
@@ -37,11 +37,11 @@ json_t *api_structure_json(const struct job_structure *s)
 {
     json_t *colls = json_object(), *uses = json_object();
     for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
-        json_object_set_new(colls, struct_role_name((enum struct_role)r),
+        json_object_set_new(colls, whatif_struct_role_name((enum struct_role)r),
                             json_pack("{s:I,s:o}", "count", (json_int_t)s->by_role[r], "ms", num(s->role_ms[r])));
     double steps = s->steps ? (double)s->steps : 1;
     for (int u = STRUCT_DP_GRADS; u < STRUCT_DP_USE_COUNT; u++)
-        json_object_set_new(uses, struct_dp_use_name((enum struct_dp_use)u),
+        json_object_set_new(uses, whatif_struct_dp_use_name((enum struct_dp_use)u),
                             json_pack("{s:I,s:o,s:o,s:o}", "count", (json_int_t)s->by_use[u], "per_step",
                                       num((double)s->by_use[u] / steps), "bytes_per_step",
                                       num(s->use_bytes[u] / steps), "ms", num(s->use_ms[u])));
@@ -54,11 +54,11 @@ json_t *api_structure_json(const struct job_structure *s)
                               "inductor_kernels", (json_int_t)s->inductor_kernels, "compiled_regions",
                               (json_int_t)s->compiled_regions);
     return json_pack("{s:i,s:s,s:I,s:o,s:s,s:o,s:o,s:o,s:o,s:s,s:o}", "layers_per_rank", s->layers_per_rank,
-                     "layers_from", struct_layer_source_name(s->layer_source), "layer_tasks",
+                     "layers_from", whatif_struct_layer_source_name(s->layer_source), "layer_tasks",
                      (json_int_t)s->layer_tasks, "gpu", s->gpu ? json_string(s->gpu->id) : json_null(), "device_name",
                      s->device_name, "world_size", s->world_size > 0 ? json_integer(s->world_size) : json_null(),
                      "collectives", colls, "stack", stack, "passes", passes, "gradient_reduction",
-                     struct_grad_sync_name(s->grad_sync), "data_parallel", uses);
+                     whatif_struct_grad_sync_name(s->grad_sync), "data_parallel", uses);
 }
 
 /* Unrounded: a step's GPU-hours are millionths. */
@@ -73,11 +73,11 @@ static json_t *cost_json(const struct est_cost *c)
  * tokens. */
 static json_t *priced(const struct job_config *c, double step_ms, double gpu_hour_usd)
 {
-    const struct hw_profile *hw = c->gpu[0] ? hw_profile_find(c->gpu) : NULL;
-    double gpus = (double)job_config_world_size(c), tokens = (double)c->global_batch * (double)c->seq;
+    const struct hw_profile *hw = c->gpu[0] ? cost_hw_profile_find(c->gpu) : NULL;
+    double gpus = (double)spec_job_config_world_size(c), tokens = (double)c->global_batch * (double)c->seq;
     struct est_cost step, per_m;
-    est_cost_of(gpus, step_ms / 1e3, hw, gpu_hour_usd, &step);
-    est_cost_of(gpus, tokens > 0 ? step_ms / 1e3 / (tokens / 1e6) : 0, hw, gpu_hour_usd, &per_m);
+    synth_cost_of(gpus, step_ms / 1e3, hw, gpu_hour_usd, &step);
+    synth_cost_of(gpus, tokens > 0 ? step_ms / 1e3 / (tokens / 1e6) : 0, hw, gpu_hour_usd, &per_m);
     return json_pack("{s:I, s:o, s:o, s:o}", "gpus", (json_int_t)gpus, "gpu", hw ? json_string(hw->id) : json_null(),
                      "per_step", cost_json(&step), "per_m_tokens", tokens > 0 ? cost_json(&per_m) : json_null());
 }
@@ -194,7 +194,7 @@ int api_decode_whatif(const char *body, size_t len, struct job_config *set, stru
         char *text = json_dumps(s, JSON_COMPACT);
         if (!text)
             rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
-        else if (job_config_parse_set_json(text, strlen(text), set, &err))
+        else if (spec_job_config_parse_set_json(text, strlen(text), set, &err))
             rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
         free(text);
     }
@@ -208,7 +208,7 @@ static char *config_known(const char *description)
 {
     json_t *doc = description ? json_loads(description, 0, NULL) : NULL;
     json_t *cfg = json_object_get(doc, "config"), *kept = json_object();
-    const char *const *keys = job_config_keys();
+    const char *const *keys = spec_job_config_keys();
     for (size_t i = 0; cfg && kept && keys[i]; i++) {
         char top[64]; /* "moe" of "moe.experts": the object is kept whole */
         snprintf(top, sizeof top, "%.*s", (int)strcspn(keys[i], "."), keys[i]);
@@ -229,8 +229,8 @@ int api_job_config_check(const char *description, struct sc_error *err)
     struct job_config c;
     char *text = config_known(description);
     int rc = SC_OK;
-    job_config_init(&c);
-    if (text && (rc = job_config_parse_set_json(text, strlen(text), &c, err)) &&
+    spec_job_config_init(&c);
+    if (text && (rc = spec_job_config_parse_set_json(text, strlen(text), &c, err)) &&
         strncmp(err->msg, "set.", 4) == 0) { /* named as the description names it */
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "config.%s", err->msg + 4);
@@ -252,7 +252,7 @@ int api_job_config_from_job(const char *description, struct job_config *out, str
                           "{\"config\":{\"tp\":..,\"pp\":..,\"dp\":..}}");
     else if (!text)
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-    else if ((rc = job_config_parse(text, strlen(text), out, err)))
+    else if ((rc = spec_job_config_parse(text, strlen(text), out, err)))
         sc_error_prefix(err, "the job's config");
     free(text);
     json_decref(doc);

@@ -15,7 +15,7 @@
  *   "cost":{"base"|"target":{"gpus","gpu","per_step":{"gpu_hours",
  *   "energy_kwh","cost_usd"},"per_m_tokens":{...}|null},"energy":".."}:
  *   the traced step (base, measured) and the what-if's (target) priced
- *   by est_cost_of: GPUs the config's, per million tokens at its
+ *   by synth_cost_of: GPUs the config's, per million tokens at its
  *   global_batch x seq (null without them), kWh at board power (an upper
  *   bound), dollars at gpu_hour_usd (null when not given)
  * structure: {"layers_per_rank":N,"layers_from":"module annotations",

@@ -20,7 +20,7 @@
 
 #include "api/timeline_json.h"
 #include "clients/cli.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
 #include "estimator/request_resolve.h"
 #include "model/graph.h"
@@ -154,7 +154,7 @@ int cli_load_job_config(const char *path, struct job_config *cfg)
     size_t n;
     if (cli_read_file(path, JOB_CONFIG_MAX_BYTES, &text, &n, &err))
         return cli_fail(&err);
-    int rc = job_config_parse(text, n, cfg, &err);
+    int rc = spec_job_config_parse(text, n, cfg, &err);
     free(text);
     if (rc) {
         sc_error_prefix(&err, "%s", path);
@@ -300,8 +300,8 @@ int cli_estimate(const char *text, size_t n, const char *source, const char *cal
     /* refused before it allocates, rather than swapping */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     double budget = pages > 0 && page > 0 ? (double)pages * (double)page / 2 : INFINITY;
-    if (est_estimate_admit(spec, hw, &costs, detail, budget, "half of this machine's memory", &err) ||
-        est_estimate(spec, hw, &costs, detail, e, &err))
+    if (synth_estimate_admit(spec, hw, &costs, detail, budget, "half of this machine's memory", &err) ||
+        synth_estimate(spec, hw, &costs, detail, e, &err))
         return cli_fail(&err);
     return 0;
 }

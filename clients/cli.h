@@ -6,7 +6,7 @@
 #define CLIENTS_CLI_H
 
 #include "common/error.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 
 struct model_job;
 struct model_load_opts;
@@ -84,7 +84,7 @@ int cli_load_spec_file(const char *path, const char *calibrations, struct est_sp
 int cli_spec_costs(const struct est_spec *spec, const struct hw_profile *hw, const char *calibrations,
                    struct est_costs *costs);
 struct job_config;
-/* Read and parse the job description (estimator/job_config.h) at path;
+/* Read and parse the job description (estimator/spec/job_config.h) at path;
  * prints the error and returns the exit status on failure, 0 on success. */
 int cli_load_job_config(const char *path, struct job_config *cfg);
 
@@ -100,7 +100,7 @@ int cli_print_json(void *json);
 /* Estimate a spec (text of n bytes, from file `source`) here: its
  * cluster.profile is a file, or NAME.json in `calibrations` (a directory,
  * may be NULL). Prints the error, naming source, and returns the exit
- * status on failure, 0 with *spec and *e (est_estimate_release) on
+ * status on failure, 0 with *spec and *e (synth_estimate_release) on
  * success. */
 int cli_estimate(const char *text, size_t n, const char *source, const char *calibrations, enum est_detail detail,
                  struct est_spec *spec, struct est_estimate *e);

@@ -30,8 +30,8 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/calibrate.h"
-#include "estimator/collective_model.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/costs/collective_model.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -141,7 +141,7 @@ static int calibrate_files(int argc, char **argv, int gemms)
             o.gpu = v;
             continue;
         } else if (of_runs && !strcmp(a, "--kind")) {
-            if ((o.kind = coll_kind_from_name(v)) == MODEL_COLL_UNKNOWN)
+            if ((o.kind = cost_coll_kind_from_name(v)) == MODEL_COLL_UNKNOWN)
                 return cli_usage_error(CMD, "--kind: '%s' is none of all_reduce, all_gather, "
                                        "reduce_scatter, alltoall, broadcast, reduce, sendrecv", v);
             continue;

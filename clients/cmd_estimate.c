@@ -1,6 +1,6 @@
 /* clients/cmd_estimate.c: `stepcast estimate --spec F`: the step time,
  * throughput, utilisation, memory and cost of a configuration nobody has
- * traced, from its spec (estimator/estimate.h).
+ * traced, from its spec (estimator/synth/estimate.h).
  *
  * Locally a spec's cluster.profile is a cluster profile file: the path as
  * given, else NAME.json in the --calibrations DIR. With a server
@@ -19,7 +19,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 #include "estimator/request_resolve.h"
 #include "common/banned.h"
 
@@ -78,7 +78,7 @@ static int estimate_here(const char *text, size_t n, const char *source, const c
         return rc;
     snprintf(gpu, gpu_n, "%s", spec.cluster.gpu);
     *doc = api_estimate_json(&e);
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     return *doc ? 0 : 1;
 }
 
@@ -91,7 +91,7 @@ static int estimate_remote(const char *text, enum est_detail detail, json_t **do
                                    ? json_string_value(json_object_get(json_object_get(spec, "cluster"), "gpu"))
                                    : "?");
     json_decref(spec);
-    snprintf(path, sizeof path, "/v1/estimate?detail=%s", est_detail_name(detail));
+    snprintf(path, sizeof path, "/v1/estimate?detail=%s", synth_detail_name(detail));
     return remote_json("POST", path, text, 200, (void **)doc);
 }
 
@@ -116,7 +116,7 @@ int cmd_estimate(int argc, char **argv)
         switch (c) {
         case 's': spec_path = optarg; break;
         case 'd':
-            if (est_detail_parse(optarg, &detail, &err))
+            if (synth_detail_parse(optarg, &detail, &err))
                 return cli_fail(&err);
             break;
         case 'c': calibrations = optarg; break;

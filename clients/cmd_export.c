@@ -1,7 +1,7 @@
 /* clients/cmd_export.c: `stepcast export chakra`: a replayed step (from
  * traces, or synthesised from a spec) as Chakra execution traces, one
  * file per rank and the communicator table, for ASTRA-sim and other
- * simulators (estimator/chakra_export.h). */
+ * simulators (estimator/interchange/chakra_export.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -12,9 +12,9 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/chakra_export.h"
+#include "estimator/interchange/chakra_export.h"
 #include "estimator/model_open.h"
-#include "estimator/synth.h"
+#include "estimator/synth/synth.h"
 #include "model/archive.h"
 #include "model/graph.h"
 #include "model/replay.h"
@@ -76,8 +76,8 @@ static int export_run(const struct model_graph *g, const struct model_replay *r,
 {
     struct est_chakra_out o;
     struct sc_error err;
-    int rc = est_chakra_export(g, r, ro, prefix, &o, &err) ? cli_fail(&err) : write_files(&o, dir);
-    est_chakra_out_release(&o);
+    int rc = chakra_export(g, r, ro, prefix, &o, &err) ? cli_fail(&err) : write_files(&o, dir);
+    chakra_out_release(&o);
     return rc;
 }
 
@@ -97,7 +97,7 @@ static int export_spec(const char *spec_path, const char *calibrations, enum est
         return rc;
     model_replay_opts_default(&ro);
     ro.critical_path = 0;
-    if (est_synth(&spec, hw, &costs, detail, &g, &err) || model_replay_run(g, &ro, &r, &err))
+    if (synth_build(&spec, hw, &costs, detail, &g, &err) || model_replay_run(g, &ro, &r, &err))
         rc = cli_fail(&err);
     else
         rc = export_run(g, r, &ro, prefix, dir);
@@ -220,7 +220,7 @@ int cmd_export(int argc, char **argv)
                 return cli_usage_error("export", "%s", err.msg);
             break;
         case 'd':
-            if (est_detail_parse(optarg, &detail, &err))
+            if (synth_detail_parse(optarg, &detail, &err))
                 return cli_usage_error("export", "%s", err.msg);
             break;
         case 'h': fputs(usage, stdout); return 0;

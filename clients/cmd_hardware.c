@@ -12,7 +12,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
 /* "label: fp32 67 tf32 494.7 ...": the dtypes the table has. */
@@ -21,7 +21,7 @@ static void print_dtypes(const char *label, const double *tflops)
     printf("%s", label);
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (tflops[d] > 0)
-            printf(" %s %g", hw_dtype_name((enum hw_dtype)d), tflops[d]);
+            printf(" %s %g", cost_hw_dtype_name((enum hw_dtype)d), tflops[d]);
 }
 
 static int print_one(const struct hw_profile *p, int as_json)
@@ -32,11 +32,11 @@ static int print_one(const struct hw_profile *p, int as_json)
         json_decref(o);
         return rc;
     }
-    printf("%s: %s (%s)\n", p->id, p->name, hw_arch_name(p->arch));
+    printf("%s: %s (%s)\n", p->id, p->name, cost_hw_arch_name(p->arch));
     printf("  SMs %d, HBM %.0f GB at %.0f GB/s, %.0f W\n", p->sm_count, p->hbm_gb, p->hbm_gbps,
            p->board_power_w);
     print_dtypes("  dense peak TFLOP/s:", p->peak_tflops);
-    if (hw_has_gemm_tflops(p))
+    if (cost_hw_has_gemm_tflops(p))
         print_dtypes("\n  GEMM ceiling measured on it, TFLOP/s:", p->gemm_tflops);
     if (p->attn_efficiency > 0)
         printf("\n  flash attention measured on it: %.3f of the GEMM ceiling + %.2f us a wave of query blocks; "
@@ -47,7 +47,7 @@ static int print_one(const struct hw_profile *p, int as_json)
     const char *sep = "  NCCL measured in the NVLink domain (collective lines):";
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
         if (p->coll_lines[k].n > 0) {
-            printf("%s %s", sep, coll_kind_name((enum model_coll_op)k));
+            printf("%s %s", sep, cost_coll_kind_name((enum model_coll_op)k));
             sep = ",";
         }
     if (sep[0] == ',')
@@ -63,7 +63,7 @@ static int print_doc(json_t *o, int as_json)
     struct hw_profile p;
     struct sc_error err;
     char *text = json_dumps(o, JSON_COMPACT);
-    int rc = text && !as_json ? hw_profile_parse(text, strlen(text), &p, &err) : 1;
+    int rc = text && !as_json ? cost_hw_profile_parse(text, strlen(text), &p, &err) : 1;
     free(text);
     return rc ? cli_print_json(o) : print_one(&p, 0);
 }
@@ -107,7 +107,7 @@ int cmd_hardware(int argc, char **argv)
     if (remote_configured())
         return hardware_remote(id, as_json);
     if (id) {
-        const struct hw_profile *p = hw_profile_find(id);
+        const struct hw_profile *p = cost_hw_profile_find(id);
         if (!p) {
             fprintf(stderr, "stepcast: no hardware profile '%s' (stepcast hardware lists them)\n", id);
             return 2;
@@ -116,8 +116,8 @@ int cmd_hardware(int argc, char **argv)
     }
     if (as_json) {
         json_t *a = json_array();
-        for (size_t i = 0; a && i < hw_profile_count(); i++)
-            if (json_array_append_new(a, api_hardware_json(hw_profile_at(i)))) {
+        for (size_t i = 0; a && i < cost_hw_profile_count(); i++)
+            if (json_array_append_new(a, api_hardware_json(cost_hw_profile_at(i)))) {
                 json_decref(a);
                 a = NULL;
             }
@@ -125,7 +125,7 @@ int cmd_hardware(int argc, char **argv)
         json_decref(a);
         return rc;
     }
-    for (size_t i = 0; i < hw_profile_count(); i++)
-        print_one(hw_profile_at(i), 0);
+    for (size_t i = 0; i < cost_hw_profile_count(); i++)
+        print_one(cost_hw_profile_at(i), 0);
     return 0;
 }

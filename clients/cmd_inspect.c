@@ -12,11 +12,11 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/table.h"
-#include "estimator/chakra_import.h"
-#include "estimator/job_check.h"
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
-#include "estimator/whatif.h"
+#include "estimator/interchange/chakra_import.h"
+#include "estimator/whatif/job_check.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/whatif/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/inspect.h"
@@ -237,12 +237,12 @@ static int contradictions(const struct model_graph *g, const struct job_config *
     struct est_spec spec;
     double step_ms;
     int rc = 0;
-    if (job_check_world_size(cfg, st->world_size, "", &err))
+    if (whatif_job_check_world_size(cfg, st->world_size, "", &err))
         rc = cli_fail(&err);
     /* the description's own checks, as an estimate of it makes them */
-    if (st->gpu && cfg->layers && cfg->hidden && cfg->heads && cfg->seq && job_config_spec(cfg, st->gpu->id, &spec, &err))
+    if (st->gpu && cfg->layers && cfg->hidden && cfg->heads && cfg->seq && spec_job_config_spec(cfg, st->gpu->id, &spec, &err))
         rc = cli_fail(&err);
-    if (whatif_base_step(g, &step_ms, &err) || job_check_mfu(cfg, st->gpu, step_ms, "", &err))
+    if (whatif_base_step(g, &step_ms, &err) || whatif_job_check_mfu(cfg, st->gpu, step_ms, "", &err))
         rc = cli_fail(&err);
     return rc;
 }
@@ -275,7 +275,7 @@ static void print_launchers(const struct job_structure *st)
     cli_table_init(&tb, "data-parallel", "count", "per step", "MB per step", "traced ms", NULL);
     for (int u = STRUCT_DP_GRADS; u < STRUCT_DP_USE_COUNT; u++)
         if (st->by_use[u])
-            cli_table_rowf(&tb, "%s|%zu|%.1f|%.3f|%.3f", struct_dp_use_name((enum struct_dp_use)u), st->by_use[u],
+            cli_table_rowf(&tb, "%s|%zu|%.1f|%.3f|%.3f", whatif_struct_dp_use_name((enum struct_dp_use)u), st->by_use[u],
                            (double)st->by_use[u] / steps, st->use_bytes[u] / steps / 1e6, st->use_ms[u]);
     cli_table_print(&tb, stdout, "  ");
     cli_table_release(&tb);
@@ -288,26 +288,26 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
 {
     struct job_structure st;
     struct sc_error err;
-    if (job_structure_recover(g, cfg, &st, &err))
+    if (whatif_job_structure_recover(g, cfg, &st, &err))
         return cli_fail(&err);
     int rc = contradictions(g, cfg, &st);
     if (rc) {
-        job_structure_release(&st);
+        whatif_job_structure_release(&st);
         return rc;
     }
-    const char *schedule = est_schedule_name(job_config_schedule(cfg));
+    const char *schedule = spec_schedule_name(spec_job_config_schedule(cfg));
     if (doc) {
         json_t *sj = api_structure_json(&st);
         if (sj)
             json_object_set_new(sj, "pipeline", json_pack("{s:I, s:s, s:I}", "pp", (json_int_t)cfg->pp, "schedule",
-                                                          schedule, "vpp", (json_int_t)job_config_vpp(cfg)));
+                                                          schedule, "vpp", (json_int_t)spec_job_config_vpp(cfg)));
         json_object_set_new(doc, "structure", sj);
     } else {
         printf("\nstructure (checked against the job description):\n");
         printf("  gpu: %s (%s)   layers per rank: %d, from %s (%zu tasks)\n", st.gpu ? st.gpu->id : "no profile",
-               or_dash(st.device_name), st.layers_per_rank, struct_layer_source_name(st.layer_source), st.layer_tasks);
+               or_dash(st.device_name), st.layers_per_rank, whatif_struct_layer_source_name(st.layer_source), st.layer_tasks);
         printf("  pipeline: pp %lld, schedule %s, vpp %lld (as described)\n", (long long)cfg->pp, schedule,
-               (long long)job_config_vpp(cfg));
+               (long long)spec_job_config_vpp(cfg));
         struct cli_table tb;
         cli_table_init(&tb, "collectives", "count", "traced ms", NULL);
         for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
@@ -321,7 +321,7 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
         cli_table_release(&tb);
         print_launchers(&st);
     }
-    job_structure_release(&st);
+    whatif_job_structure_release(&st);
     return 0;
 }
 
@@ -359,14 +359,14 @@ int cmd_inspect(int argc, char **argv)
         return rc;
     int et;
     struct sc_error eterr;
-    if (est_chakra_is_et((const char *const *)argv + optind, (size_t)(argc - optind), &et, &eterr))
+    if (chakra_is_et((const char *const *)argv + optind, (size_t)(argc - optind), &et, &eterr))
         return cli_fail(&eterr);
     if (et) { /* no trace to inspect: what the files' graph holds */
         struct model_graph *g = NULL;
         json_t *doc = NULL;
         if (config)
             return cli_usage_error("inspect", "--config needs Kineto traces");
-        if (est_chakra_import((const char *const *)argv + optind, (size_t)(argc - optind), &lo.limits, NULL, &job, &g,
+        if (chakra_import((const char *const *)argv + optind, (size_t)(argc - optind), &lo.limits, NULL, &job, &g,
                               &eterr))
             rc = cli_fail(&eterr);
         else if (!(doc = et_json(job, g)))

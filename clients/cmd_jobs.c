@@ -17,7 +17,7 @@
 #include "clients/commands.h"
 #include "clients/remote.h"
 #include "clients/table.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "common/banned.h"
 
 static void print_list(json_t *doc)
@@ -174,7 +174,7 @@ int cmd_job(int argc, char **argv)
     else if (resp.status != 404)
         rc = remote_fail(&resp);
     remote_resp_release(&resp);
-    if (!rc && (!(config = job_config_json(&cfg)) || !(body = job_body(config, doc, description))))
+    if (!rc && (!(config = spec_job_config_json(&cfg)) || !(body = job_body(config, doc, description))))
         rc = cli_fail(&(struct sc_error){.code = SC_ENOMEM, .msg = "out of memory"});
     if (!rc && remote_call(&r, "PUT", path, body, &resp, &err))
         rc = cli_fail(&err);

@@ -37,7 +37,7 @@
 #include "clients/remote.h"
 #include "clients/table.h"
 #include "common/strtab.h"
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "common/banned.h"
 
 #define CMD "ledger"
@@ -198,9 +198,9 @@ static int spec_entry(const struct opts *o, const char *text, size_t len, const 
     if (rc)
         return rc;
     v->predicted_ms = e.step_ms;
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     snprintf(v->calibration, sizeof v->calibration, "%s", spec.cluster.profile);
-    v->spec = est_spec_json(&spec);
+    v->spec = spec_json(&spec);
     return v->spec ? 0 : 1;
 }
 
@@ -260,7 +260,7 @@ static int ledger_import(const struct opts *o, const char *file)
     if (cli_read_file(file, 256u << 20, &text, &len, &err))
         return cli_fail(&err);
     int fit_set = len == FIT_SET_BYTES && sc_hash_bytes(text, len) == FIT_SET_HASH;
-    rc = est_measured_parse(text, len, &rows, &n, &err);
+    rc = plan_measured_parse(text, len, &rows, &n, &err);
     free(text);
     if (rc) {
         fprintf(stderr, "stepcast: '%s': %s\n", file, err.msg);
@@ -277,10 +277,10 @@ static int ledger_import(const struct opts *o, const char *file)
         v[i].in_sample = in_sample;
         v[i].measured_ms = rows[i].step_ms;
         snprintf(v[i].source, sizeof v[i].source, "%.200s line %zu", o->source ? o->source : file, rows[i].line);
-        if (est_measured_spec(&rows[i], o->gpu, o->dtype, o->attention, &spec, &hw, &err)) {
+        if (plan_measured_spec(&rows[i], o->gpu, o->dtype, o->attention, &spec, &hw, &err)) {
             fprintf(stderr, "stepcast: '%s': %s\n", file, err.msg);
             rc = 2;
-        } else if (!(spec_text = est_spec_json(&spec))) {
+        } else if (!(spec_text = spec_json(&spec))) {
             rc = 1;
         } else {
             rc = spec_entry(o, spec_text, strlen(spec_text), v[i].source, &v[i]);

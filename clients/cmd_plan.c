@@ -1,5 +1,5 @@
 /* clients/cmd_plan.c: `stepcast plan --spec F --gpus N`: the best
- * configurations of a model on N GPUs (estimator/plan.h), as a table, the
+ * configurations of a model on N GPUs (estimator/plan/plan.h), as a table, the
  * plan document (--json) or the Megatron-LM arguments that run each row
  * (--megatron). A progress bar goes to stderr when it is a terminal.
  *
@@ -8,14 +8,14 @@
  * posted to POST /v1/plans and polled at GET /v1/plans/{id} until the plan
  * is done.
  *
- * Rows rank at a risk (--risk P, 0.5 to 1; estimator/bands.h): by the
+ * Rows rank at a risk (--risk P, 0.5 to 1; estimator/plan/bands.h): by the
  * step time the band of their region puts at the P-quantile; the table
  * shows it beside the estimate, marks a row beyond what was validated
  * with '!' and says why under it, and gives the top row's estimate at
  * kernel detail. Locally the bands are the compiled-in ones; a server
  * merges its ledger into them.
  *
- * From a traced job instead of a spec (estimator/whatif_plan.h), each
+ * From a traced job instead of a spec (estimator/whatif/whatif_plan.h), each
  * candidate the what-if of the job: `--from-traces --config F TRACE...`
  * here, `--from-model ID` on the server (POST /v1/models/{id}/plan). */
 #include <getopt.h>
@@ -33,8 +33,8 @@
 #include "clients/commands.h"
 #include "clients/remote.h"
 #include "estimator/model_open.h"
-#include "estimator/plan.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "common/banned.h"
@@ -61,10 +61,10 @@ static int run_plan(const struct est_plan_request *req, const struct est_plan_ev
 {
     struct est_plan plan;
     struct sc_error err;
-    if (est_plan_run(req, ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
+    if (plan_run(req, ev, isatty(2) ? local_progress : NULL, NULL, &plan, &err))
         return cli_fail(&err);
     *doc = api_plan_json(&plan);
-    est_plan_release(&plan);
+    plan_release(&plan);
     return *doc ? 0 : 1;
 }
 
@@ -74,14 +74,14 @@ static int plan_here(const char *calibrations, const struct est_plan_request *re
     struct est_plan_evaluator ev;
     struct sc_error err;
     int rc;
-    if (est_spec_check_gpu(&req->spec, &est.hw, &err))
+    if (spec_check_gpu(&req->spec, &est.hw, &err))
         return cli_fail(&err);
     struct est_plan_request banded = *req;
-    banded.bands = est_bands_builtin();
+    banded.bands = plan_bands_builtin();
     req = &banded;
     if ((rc = cli_spec_costs(&req->spec, est.hw, calibrations, &est.costs)))
         return rc;
-    est_plan_evaluator_estimate(&est, &ev);
+    plan_evaluator_estimate(&est, &ev);
     return run_plan(req, &ev, doc);
 }
 
@@ -129,7 +129,7 @@ static int plan_remote(const char *text, const char *model, const struct est_pla
         return cli_fail(&err);
     }
     body = json_pack("{s:I, s:b, s:I, s:s}", "gpus", (json_int_t)req->gpus, "up_to", req->up_to, "top",
-                     (json_int_t)req->top, "objective", est_objective_name(req->objective));
+                     (json_int_t)req->top, "objective", plan_objective_name(req->objective));
     if (body && spec) { /* a plan of what-ifs has no bands: no risk */
         json_object_set_new(body, "spec", spec);
         json_object_set_new(body, "risk", json_real(req->risk));
@@ -318,7 +318,7 @@ int cmd_plan(int argc, char **argv)
             break;
         }
         case 'o':
-            if (est_objective_parse(optarg, &req.objective, &err))
+            if (plan_objective_parse(optarg, &req.objective, &err))
                 return cli_usage_error("plan", "--%s", err.msg);
             break;
         case 'm': megatron = 1; break;
@@ -330,7 +330,7 @@ int cmd_plan(int argc, char **argv)
         case 'r':
             risk = 1;
             req.risk = strtod(optarg, &end);
-            if (end == optarg || *end || est_risk_check(req.risk, "--risk", &err))
+            if (end == optarg || *end || plan_risk_check(req.risk, "--risk", &err))
                 return cli_usage_error("plan", "--risk: '%s' is not a number from 0.5 to 1 (0.5: the median, "
                                                "0.9: measured above it one time in ten)", optarg);
             break;
@@ -374,7 +374,7 @@ int cmd_plan(int argc, char **argv)
     if (cli_read_file(spec_path, 1 << 20, &text, &n, &err))
         return cli_fail(&err);
     /* the model of the spec, for --megatron and the table, parsed here either way */
-    if (est_plan_parse_spec(text, n, &req, &err)) {
+    if (plan_parse_spec(text, n, &req, &err)) {
         free(text);
         sc_error_prefix(&err, "%s", spec_path);
         return cli_fail(&err);

@@ -16,12 +16,12 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
-#include "estimator/bands.h"
-#include "estimator/flops.h"
-#include "estimator/hf_config.h"
-#include "estimator/memory.h"
-#include "estimator/plan.h"
-#include "estimator/spec.h"
+#include "estimator/plan/bands.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/memory.h"
+#include "estimator/plan/plan.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 /* Specs and configs are small; larger files are not one. */
@@ -70,7 +70,7 @@ static int whole_spec(const char *path, const struct est_model *model, long long
     struct est_plan_evaluator ev;
     struct est_plan plan;
     struct sc_error err;
-    char *model_text = est_model_json(model), *doc = NULL;
+    char *model_text = spec_model_json(model), *doc = NULL;
     if (!model_text)
         return print_text(NULL);
     if (!batch) { /* FROM_HF_STEP_TOKENS, whole multiples of the GPUs: any dp divides it */
@@ -88,25 +88,25 @@ static int whole_spec(const char *path, const struct est_model *model, long long
     if (!doc)
         return print_text(NULL);
     memset(&req, 0, sizeof req);
-    int rc = est_plan_parse_spec(doc, strlen(doc), &req, &err);
+    int rc = plan_parse_spec(doc, strlen(doc), &req, &err);
     free(doc);
-    if (rc || est_spec_check_gpu(&req.spec, &est.hw, &err)) {
+    if (rc || spec_check_gpu(&req.spec, &est.hw, &err)) {
         sc_error_prefix(&err, "%s", path);
         return cli_fail(&err);
     }
     req.gpus = gpus;
     req.top = 1;
     req.objective = EST_OBJECTIVE_TIME;
-    req.bands = est_bands_builtin(); /* ranked as `stepcast plan` ranks */
+    req.bands = plan_bands_builtin(); /* ranked as `stepcast plan` ranks */
     if ((rc = cli_spec_costs(&req.spec, est.hw, NULL, &est.costs)))
         return rc;
-    est_plan_evaluator_estimate(&est, &ev);
-    if (est_plan_run(&req, &ev, NULL, NULL, &plan, &err)) {
+    plan_evaluator_estimate(&est, &ev);
+    if (plan_run(&req, &ev, NULL, NULL, &plan, &err)) {
         sc_error_prefix(&err, "%s", path);
         return cli_fail(&err);
     }
     if (!plan.n_rows) {
-        est_plan_release(&plan);
+        plan_release(&plan);
         fprintf(stderr,
                 "stepcast: %s: no layout of %lld %s fits this model at a global batch of %lld: try more GPUs\n",
                 path, gpus, gpu, batch);
@@ -121,8 +121,8 @@ static int whole_spec(const char *path, const struct est_model *model, long long
             (long long)plan.space, gpus, (long long)p->tp, (long long)p->pp, (long long)p->dp, (long long)p->cp,
             (long long)p->micro_batch, (long long)p->global_batch, (long long)p->global_batch * model->seq,
             row->estimate.step_ms, 100 * row->estimate.mfu);
-    rc = print_text(est_spec_json(&row->spec));
-    est_plan_release(&plan);
+    rc = print_text(spec_json(&row->spec));
+    plan_release(&plan);
     return rc;
 }
 
@@ -162,7 +162,7 @@ static int from_hf(int argc, char **argv)
         return cli_usage_error("spec", "--gpu makes a whole spec: give its GPUs with --gpus N");
     if (cli_read_file(path, SPEC_FILE_MAX, &text, &n, &err))
         return cli_fail(&err);
-    rc = est_model_from_hf(text, n, seq, &model, &seq_from, &err);
+    rc = spec_model_from_hf(text, n, seq, &model, &seq_from, &err);
     free(text);
     if (rc) {
         sc_error_prefix(&err, "%s", path);
@@ -171,7 +171,7 @@ static int from_hf(int argc, char **argv)
     if (!seq)
         fprintf(stderr, "stepcast: seq %lld from %s; pass --seq N to train at another length\n",
                 (long long)model.seq, seq_from);
-    return gpu ? whole_spec(path, &model, gpus, gpu, batch) : print_text(est_model_json(&model));
+    return gpu ? whole_spec(path, &model, gpus, gpu, batch) : print_text(spec_model_json(&model));
 }
 
 static int check(int argc, char **argv)
@@ -185,7 +185,7 @@ static int check(int argc, char **argv)
     if (cli_read_file(argv[1], SPEC_FILE_MAX, &text, &n, &err))
         return cli_fail(&err);
     const struct hw_profile *hw;
-    int rc = est_spec_load(text, n, &spec, &hw, &err);
+    int rc = spec_load(text, n, &spec, &hw, &err);
     free(text);
     if (rc) {
         sc_error_prefix(&err, "%s", argv[1]);
@@ -195,17 +195,17 @@ static int check(int argc, char **argv)
     struct est_params params;
     struct est_memory mem;
     char fit[160];
-    est_model_params(&spec.model, &params);
-    if (est_memory_estimate(&spec, hw->hbm_gb, &mem, &err))
+    spec_model_params(&spec.model, &params);
+    if (spec_memory_estimate(&spec, hw->hbm_gb, &mem, &err))
         return cli_fail(&err);
-    est_memory_fit_text(&mem, fit, sizeof fit);
+    spec_memory_fit_text(&mem, fit, sizeof fit);
     fprintf(stderr,
             "%lld GPUs (%s); %.4g parameters, %.4g in the GEMMs a token passes; %.4g model "
             "FLOPs per token; %s\n",
-            (long long)est_spec_gpus(&spec), hw->id, params.total, params.active_gemm,
-            est_model_flops_per_token(&spec.model), fit);
-    est_memory_release(&mem);
-    return print_text(est_spec_json(&spec));
+            (long long)spec_gpus(&spec), hw->id, params.total, params.active_gemm,
+            spec_model_flops_per_token(&spec.model), fit);
+    spec_memory_release(&mem);
+    return print_text(spec_json(&spec));
 }
 
 int cmd_spec(int argc, char **argv)

@@ -1,6 +1,6 @@
 /* clients/cmd_synth.c: `stepcast synth --spec F --out DIR`: the step that
  * `stepcast estimate` synthesises and replays, written as one Kineto trace
- * per pipeline stage (estimator/synth_trace.h), for `stepcast replay`,
+ * per pipeline stage (estimator/synth/synth_trace.h), for `stepcast replay`,
  * trace viewers and anything else that reads profiler traces. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
-#include "estimator/synth.h"
-#include "estimator/synth_trace.h"
+#include "estimator/synth/synth.h"
+#include "estimator/synth/synth_trace.h"
 #include "model/graph.h"
 #include "model/replay.h"
 #include "common/banned.h"
@@ -23,11 +23,11 @@ static int write_rank(const struct est_spec *s, const struct hw_profile *hw, enu
                       const char *dir, struct sc_error *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/rank%lld.pt.trace.json", dir, (long long)est_synth_trace_rank(s, g, rank));
+    snprintf(path, sizeof path, "%s/rank%lld.pt.trace.json", dir, (long long)synth_trace_rank(s, g, rank));
     FILE *f = fopen(path, "w");
     if (!f)
         return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
-    int rc = est_synth_trace_write(s, hw, detail, g, start, end, rank, f, err);
+    int rc = synth_trace_write(s, hw, detail, g, start, end, rank, f, err);
     if (fclose(f) && rc == SC_OK)
         rc = sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
     if (rc == SC_OK)
@@ -70,7 +70,7 @@ int cmd_synth(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'c': calibrations = optarg; break;
         case 'd':
-            if (est_detail_parse(optarg, &detail, &err))
+            if (synth_detail_parse(optarg, &detail, &err))
                 return cli_fail(&err);
             break;
         case 'h':
@@ -101,7 +101,7 @@ int cmd_synth(int argc, char **argv)
         return cli_fail(&err);
     }
     struct model_graph *g = NULL;
-    if (est_synth(&spec, hw, &costs, detail, &g, &err))
+    if (synth_build(&spec, hw, &costs, detail, &g, &err))
         return cli_fail(&err);
     int64_t *start = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *start);
     int64_t *end = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *end);

@@ -1,5 +1,5 @@
 /* clients/cmd_whatif.c: `stepcast whatif`: a traced job's step transformed
- * to another configuration and replayed (estimator/whatif.h). */
+ * to another configuration and replayed (estimator/whatif/whatif.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +13,10 @@
 #include "clients/remote.h"
 #include "clients/replay_print.h"
 #include "clients/table.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "common/banned.h"
 
@@ -93,7 +93,7 @@ int cmd_whatif(int argc, char **argv)
 
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
-    job_config_init(&set);
+    spec_job_config_init(&set);
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:S:jm:s:hCt:p:", opts, NULL)) != -1) {
         switch (c) {
@@ -106,7 +106,7 @@ int cmd_whatif(int argc, char **argv)
         case 't': timeline = optarg; break;
         case 'c': config = optarg; break;
         case 'S':
-            if (job_config_parse_set_list(optarg, &set, &err))
+            if (spec_job_config_parse_set_list(optarg, &set, &err))
                 return cli_usage_error("whatif", "%s", err.msg);
             break;
         case 'j': json = 1; break;
@@ -174,13 +174,13 @@ int cmd_remote_whatif(int argc, char **argv)
     struct remote r;
     struct remote_resp resp;
     int c, rc, json = 0;
-    job_config_init(&set);
+    spec_job_config_init(&set);
     optind = 1;
     while ((c = getopt_long(argc, argv, "M:S:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'M': model = optarg; break;
         case 'S':
-            if (job_config_parse_set_list(optarg, &set, &err))
+            if (spec_job_config_parse_set_list(optarg, &set, &err))
                 return cli_usage_error("whatif", "%s", err.msg);
             break;
         case 'j': json = 1; break;
@@ -193,7 +193,7 @@ int cmd_remote_whatif(int argc, char **argv)
     }
     if (!model || optind != argc)
         return cli_usage_error("whatif", "with --server, whatif takes --model ID (no trace files)");
-    char *set_text = job_config_json(&set), body[8192], path[600], id[512];
+    char *set_text = spec_job_config_json(&set), body[8192], path[600], id[512];
     if (!set_text)
         return cli_usage_error("whatif", "out of memory");
     snprintf(body, sizeof body, "{\"set\":%s}", set_text);

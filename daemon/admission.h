@@ -2,7 +2,7 @@
  *
  * Every piece of work whose memory grows with its request (a model build,
  * an estimate, a plan's evaluations, a what-if, a validation) predicts its
- * peak before it allocates (est_synth_size, built_model_estimate, ...)
+ * peak before it allocates (synth_size, built_model_estimate, ...)
  * and is admitted under the daemon-wide budget (memory-budget): its bytes
  * are reserved until it ends. Work that could never fit the whole budget
  * is refused (HTTP 413, the prediction and the budget named); work that

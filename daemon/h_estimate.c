@@ -10,7 +10,7 @@
  * calibration under the same name, a new build or a new ledger entry never
  * serves a stale answer. Each estimate not memoised is admitted first under
  * the daemon's memory budget (admission.h) by the size of its graph,
- * predicted before it is built (est_synth_size): 413 when it could never
+ * predicted before it is built (synth_size): 413 when it could never
  * fit, 429 with Retry-After while other work holds the budget. */
 #include "daemon/h_estimate.h"
 
@@ -31,11 +31,11 @@
 #include "daemon/digest.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
-#include "estimator/calibrate.h"
-#include "estimator/estimate.h"
-#include "estimator/hf_config.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/hf_config.h"
 #include "estimator/request_resolve.h"
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "daemon/dispatch.h"
@@ -107,16 +107,16 @@ int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d
     int rc;
     *busy = 0;
     memset(e, 0, sizeof *e);
-    if ((rc = est_synth_size(&h->spec, h->hw, &h->costs, d, &size, err)))
+    if ((rc = synth_size(&h->spec, h->hw, &h->costs, d, &size, err)))
         return rc;
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
-    snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", est_detail_name(d), (long long)size.tasks);
+    snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", synth_detail_name(d), (long long)size.tasks);
     switch (admission_try(s->admission, need, what, err)) {
     case ADMISSION_OK: break;
     case ADMISSION_BUSY: *busy = 1; return SC_ELIMIT;
     case ADMISSION_NEVER: return SC_ELIMIT;
     }
-    rc = est_estimate(&h->spec, h->hw, &h->costs, d, e, err);
+    rc = synth_estimate(&h->spec, h->hw, &h->costs, d, e, err);
     admission_release(s->admission, need);
     return rc;
 }
@@ -154,7 +154,7 @@ static int load_estimate(void *ctx, const char *key, void **value, size_t *bytes
         return rc;
     h_ledger_band(c->s, API_LEDGER_ESTIMATE, &band);
     char *text = api_estimate_text(&e, &band, &len);
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     struct answer *a = text ? malloc(sizeof *a + len + 1) : NULL;
     if (a) {
         a->len = len;
@@ -174,7 +174,7 @@ static int estimate_key(struct svc *s, const struct h_spec *h, enum est_detail d
 {
     char head[256];
     struct digest g;
-    int n = snprintf(head, sizeof head, "%s|%s|%s|%ld|", STEPCAST_VERSION, h->calib_sha, est_detail_name(d),
+    int n = snprintf(head, sizeof head, "%s|%s|%s|%ld|", STEPCAST_VERSION, h->calib_sha, synth_detail_name(d),
                      (long)atomic_load(&s->ledger_changes));
     int rc = digest_init(&g, err);
     if (!rc && !(rc = digest_update(&g, head, (size_t)n, err)) &&
@@ -195,7 +195,7 @@ void h_estimate(struct svc *s, struct svc_request *q, struct api_reply *r)
     char key[DIGEST_HEX_LEN + 1];
     int hit = 0, rc;
 
-    if (detail && est_detail_parse(detail, &d, &err)) {
+    if (detail && synth_detail_parse(detail, &d, &err)) {
         api_fail(r, API_E_BAD_REQUEST, "detail: %s", err.msg);
         return;
     }
@@ -250,13 +250,13 @@ void h_spec_from_hf(struct svc *s, struct svc_request *q, struct api_reply *r)
     long long seq = api_query_int(&q->query, "seq"); /* 0: the config's */
     if (api_json_precheck(q->body, q->body_len, &lim, r))
         return;
-    if (est_model_from_hf(q->body, q->body_len, seq, &model, &seq_from, &err)) {
+    if (spec_model_from_hf(q->body, q->body_len, seq, &model, &seq_from, &err)) {
         api_fail(r, err.code == SC_ENOMEM ? API_E_UNAVAILABLE : err.code == SC_EPARSE ? API_E_BAD_REQUEST
                                                                                 : API_E_UNPROCESSABLE,
                  "%s", err.msg);
         return;
     }
-    char *text = est_model_json(&model);
+    char *text = spec_model_json(&model);
     json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     if (doc && json_object_set_new(doc, "seq_from", seq ? json_null() : json_string(seq_from))) {
@@ -281,7 +281,7 @@ static void make_calibration(struct svc *s, const char *name, const char *source
     FILE *report;
     memset(&c, 0, sizeof c);
     memset(&prof, 0, sizeof prof);
-    kernel_params_default(&prof.kernel); /* what the document leaves out */
+    cost_kernel_params_default(&prof.kernel); /* what the document leaves out */
     if (!(report = open_memstream(&c.report, &report_len))) {
         api_fail(r, API_E_UNAVAILABLE, "out of memory");
         return;
@@ -290,7 +290,7 @@ static void make_calibration(struct svc *s, const char *name, const char *source
     fclose(report);
     if (rc) {
         api_fail(r, rc == SC_ENOMEM ? API_E_UNAVAILABLE : API_E_UNPROCESSABLE, "%s", err.msg);
-    } else if ((rc = cluster_profile_parse(c.document, strlen(c.document), &prof, &err)) ||
+    } else if ((rc = calib_cluster_profile_parse(c.document, strlen(c.document), &prof, &err)) ||
                (rc = digest_hex(c.document, strlen(c.document), c.sha256, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
     } else {
@@ -331,7 +331,7 @@ void h_calibration_nccl(struct svc *s, struct svc_request *q, struct api_reply *
                            .nodes = (int)api_query_int(&q->query, "nodes")};
     const char *name = api_query_str(&q->query, "name"), *kind = api_query_str(&q->query, "kind");
     if (kind)
-        o.kind = coll_kind_from_name(kind);
+        o.kind = cost_coll_kind_from_name(kind);
     if (!q->body_len) {
         api_fail(r, API_E_BAD_REQUEST, "the body is empty: send the output of one nccl-tests run");
         return;

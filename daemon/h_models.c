@@ -34,10 +34,10 @@
 #include "daemon/store_pool.h"
 #include "model/ab.h"
 #include "model/diff.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/whatif.h"
-#include "estimator/whatif_size.h"
+#include "estimator/whatif/whatif.h"
+#include "estimator/whatif/whatif_size.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/opportunity.h"
@@ -721,7 +721,7 @@ void h_model_whatif(struct svc *s, struct svc_request *q, struct api_reply *r)
     int memo_hit = 0;
     if (api_decode_whatif(q->body, q->body_len, &set, r) || h_model_whatif_ready(s, q->params.id, &cfg, &e, r))
         return;
-    char *set_text = job_config_json(&set), *cfg_text = job_config_json(&cfg);
+    char *set_text = spec_job_config_json(&set), *cfg_text = spec_job_config_json(&cfg);
     double price = job_price(s, q->params.id);
     int keyed = set_text && cfg_text &&
                 (size_t)snprintf(key, sizeof key, "whatif?set=%s&config=%s&ledger=%ld&price=%.17g", set_text,

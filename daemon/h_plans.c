@@ -15,7 +15,7 @@
  * finished one.
  *
  * POST /v1/models/{id}/plan takes {"gpus","up_to","top","objective"} and
- * plans from the built model instead of a spec (estimator/whatif_plan.h):
+ * plans from the built model instead of a spec (estimator/whatif/whatif_plan.h):
  * the same document, states and store; 422 when the model's job has no
  * config or one that lacks what a plan needs. */
 #include "daemon/dispatch.h"
@@ -124,7 +124,7 @@ static int start_plan(struct svc *s, const struct plan_source *src, const struct
 {
     struct sc_error err;
     char id[64], rnd[24], *request = NULL;
-    int64_t space = est_plan_space(req);
+    int64_t space = plan_space(req);
     int taken = 0, at_once = space <= inline_space && !src->resume;
     if (space > EST_PLAN_MAX_SPACE) {
         api_fail(r, API_E_UNPROCESSABLE, "the plan spans at least %lld configurations, over the limit of %d: %s",
@@ -188,7 +188,7 @@ static int plan_bands(struct svc *s, struct est_bands *out, struct api_reply *r)
         log_warn("plan", "event=ledger_unavailable msg=\"%s\"", err.msg);
         n = 0;
     }
-    rc = ledger_bands_merge(v, n, est_bands_builtin(), out, &err);
+    rc = ledger_bands_merge(v, n, plan_bands_builtin(), out, &err);
     api_validations_free(v, n);
     return rc ? api_fail(r, API_E_UNAVAILABLE, "%s", err.msg) : SC_OK;
 }

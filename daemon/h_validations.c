@@ -3,7 +3,7 @@
  * POST /v1/validations stores a measured step time with the prediction
  * stepcast makes for it now: the replay of a model (the mean over ranks of
  * its modelled steps), the what-if of a model (`set`, from its job's
- * config; estimator/whatif.h), or the estimate of a spec at the default
+ * config; estimator/whatif/whatif.h), or the estimate of a spec at the default
  * detail. The
  * entry keeps the stepcast version and the calibration that predicted, and
  * its model's id when the model is deleted later. Every write bumps
@@ -22,10 +22,10 @@
 #include "daemon/built.h"
 #include "daemon/cache.h"
 #include "daemon/log.h"
-#include "estimator/estimate.h"
+#include "estimator/synth/estimate.h"
 #include "estimator/model_open.h"
 #include "model/replay.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "daemon/h_estimate.h"
 #include "daemon/h_experiments.h"
 #include "daemon/h_models.h"
@@ -76,7 +76,7 @@ static int predict_estimate(struct svc *s, const char *spec, struct api_validati
     int rc = h_spec_load(s, spec, strlen(spec), NULL, &h, r);
     if (rc == SC_OK && (rc = h_estimate_admitted(s, &h, EST_DETAIL_STAGE, &e, &busy, &err)) == SC_OK) {
         v->predicted_ms = e.step_ms;
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
         snprintf(v->calibration, sizeof v->calibration, "%s", h.calibration);
         v->spec = h.canonical;
         h.canonical = NULL;
@@ -110,7 +110,7 @@ void h_validation_create(struct svc *s, struct svc_request *q, struct api_reply 
         v.kind = API_LEDGER_WHATIF;
         if (!(v.set = strdup(req.set))) /* kept with the entry, as an estimate's spec is */
             rc = api_fail(r, API_E_UNAVAILABLE, "out of memory");
-        else if ((rc = job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
+        else if ((rc = spec_job_config_parse_set_json(req.set, strlen(req.set), &set, &err)))
             rc = api_fail(r, API_E_INVALID_JSON, "%s", err.msg);
         else
             rc = h_whatif_step_ms(s, req.model, &set, &v.predicted_ms, r);

@@ -17,7 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "daemon/workers.h"
-#include "estimator/whatif_size.h"
+#include "estimator/whatif/whatif_size.h"
 #include "model/job.h"
 #include "common/cancel.h"
 #include "common/banned.h"
@@ -45,7 +45,7 @@ struct plans {
 void plans_eval_release(struct plans_eval *pe)
 {
     whatif_plan_release(&pe->whatif);
-    est_bands_release(&pe->bands);
+    plan_bands_release(&pe->bands);
     if (pe->entry)
         cache_release(pe->cache, pe->entry);
 }
@@ -128,7 +128,7 @@ static int cancelled(void *ctx)
 
 /* The evaluator (the estimator's, or the what-if's of a model) with its
  * evaluations admitted first (plans_eval.admission), by the size
- * est_synth_size or whatif_size_predict gives; the estimator's bounds
+ * synth_size or whatif_size_predict gives; the estimator's bounds
  * build nothing and stay its own. */
 struct admitted_eval {
     struct plans_eval *pe;
@@ -150,13 +150,13 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
         whatif_size_predict(pe->view.n_tasks, 0, 0, &pe->whatif.base, &set, &ws);
         size.tasks = ws.tasks < 9e18 ? (int64_t)ws.tasks : INT64_MAX;
         size.bytes = ws.bytes;
-    } else if ((rc = est_synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {
+    } else if ((rc = synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {
         return rc;
     }
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s, %lld tasks)",
              (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp,
-             pe->view.job ? "what-if" : est_detail_name(d), (long long)size.tasks);
+             pe->view.job ? "what-if" : synth_detail_name(d), (long long)size.tasks);
     if (pe->cancel) {
         if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
@@ -165,7 +165,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
-    rc = pe->view.job ? a->inner.evaluate(a->inner.ctx, s, out, err) : est_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
+    rc = pe->view.job ? a->inner.evaluate(a->inner.ctx, s, out, err) : synth_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
     admission_release(pe->admission, need);
     return rc;
 }
@@ -212,7 +212,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
               struct plans_eval *pe, est_plan_progress_fn progress, void *ctx, struct store_plan *kept,
               struct sc_error *err)
 {
-    struct seen seen = {progress, ctx, 0, est_plan_space(req)};
+    struct seen seen = {progress, ctx, 0, plan_space(req)};
     struct est_plan_evaluator ev;
     struct admitted_eval adm;
     struct est_plan_request banded = *req;
@@ -224,7 +224,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
         pe->whatif.g = &pe->view; /* pe may have been copied since the view was made */
         whatif_plan_evaluator(&pe->whatif, &ev);
     } else {
-        est_plan_evaluator_estimate(&pe->est, &ev);
+        plan_evaluator_estimate(&pe->est, &ev);
         banded.bands = &pe->bands;
     }
     if (pe->admission) {
@@ -236,10 +236,10 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     snprintf(row.owner, sizeof row.owner, "%s", pe->owner);
     snprintf(row.version, sizeof row.version, "%s", STEPCAST_VERSION);
     pe->refused = ADMISSION_OK;
-    int failed = est_plan_run(&banded, &ev, seen_progress, &seen, &plan, &perr);
+    int failed = plan_run(&banded, &ev, seen_progress, &seen, &plan, &perr);
     int stop = pe->cancel ? atomic_load(pe->cancel) : PLANS_GOING;
     if (failed && !pe->cancel && (pe->refused != ADMISSION_OK || perr.code == SC_ECANCELED)) {
-        est_plan_release(&plan);
+        plan_release(&plan);
         *err = perr; /* inside a request: refused, or called off by a shutdown; nothing stored */
         return perr.code == SC_ECANCELED ? SC_ECANCELED : SC_ELIMIT;
     }
@@ -260,7 +260,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     } else {
         snprintf(row.state, sizeof row.state, "done");
     }
-    est_plan_release(&plan);
+    plan_release(&plan);
     json_decref(doc);
     row.finished_ns = store_now_ns();
     log_info("plan", "plan=%s state=%s evaluated=%lld pruned=%lld", id, row.state, (long long)plan.evaluated,

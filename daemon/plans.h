@@ -15,8 +15,8 @@
 
 #include "api/resources.h"
 #include "common/error.h"
-#include "estimator/plan.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "model/graph.h"
 
 #define PLANS_MAX_RUNNING 4
@@ -40,7 +40,7 @@ struct store_plan;
 struct plans_eval {
     /* each evaluation (the estimator's or a model's what-if) is admitted
      * first under this memory budget (admission.h) by its graph's
-     * predicted size (est_synth_size, whatif_size_predict): inside a request
+     * predicted size (synth_size, whatif_size_predict): inside a request
      * (plans_run) it is tried, and a refusal ends the plan unstored with
      * `refused` set (ADMISSION_NEVER or _BUSY); in the background
      * (plans_start) it waits, and a cancel ends the wait */
@@ -86,7 +86,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
  * plan is stored as `running` (model: the built model it plans from, or
  * ""); else it stays the caller's: SC_ELIMIT when
  * PLANS_MAX_RUNNING run, SC_EEXIST when plan id runs already, the store's
- * error when it cannot be stored. space (est_plan_space of req) is its
+ * error when it cannot be stored. space (plan_space of req) is its
  * progress's total from the start, before the search reports any. */
 int plans_start(struct plans *p, const char *id, const char *request, const char *model,
                 const struct est_plan_request *req, int64_t space, const struct plans_eval *pe,

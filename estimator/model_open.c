@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "estimator/traced.h"
-#include "estimator/whatif.h"
+#include "estimator/whatif/whatif.h"
 #include "model/ab.h"
 #include "model/diff.h"
 #include "model/opportunity.h"

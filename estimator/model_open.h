@@ -8,7 +8,7 @@
  * them or apply them twice. The command line opens trace files, the daemon
  * a model's blobs (paths with the ranks they were uploaded as) and keeps
  * the opened model in its cache (daemon/built.h). Not to be confused with
- * struct est_model, the model part of a spec (estimator/spec.h). */
+ * struct est_model, the model part of a spec (estimator/spec/spec.h). */
 #ifndef ESTIMATOR_MODEL_OPEN_H
 #define ESTIMATOR_MODEL_OPEN_H
 
@@ -94,7 +94,7 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
                  struct model_ab *out, struct sc_error *err);
 
 /* The what-if of m's job, described by cfg, changed as set says
- * (estimator/whatif.h). It reads the traces' events: m opened with
+ * (estimator/whatif/whatif.h). It reads the traces' events: m opened with
  * keep_traces, or `whole` the same job loaded whole (NULL: m's own).
  * Release with whatif_release. */
 int est_model_whatif(const struct est_traced_model *m, const struct model_job *whole, const struct job_config *cfg,

@@ -1,5 +1,12 @@
-# estimator/: hardware profiles, cost models, synthesis and what-if (DESIGN.md §5).
-CORE_SRCS += estimator/hardware.c
+# estimator/: hardware profiles, cost models, calibration, synthesis,
+# planning and what-if (DESIGN.md §5), one folder per capability, lowest
+# first (scripts/check-layering holds the order): costs <- spec <-
+# calibrate <- synth <- plan <- whatif <- interchange <- the façades here.
+
+# costs/: the hardware profiles, the kernel and collective cost models,
+# the op-to-kernel map and the one way a model's error is summed up
+CORE_SRCS += estimator/costs/hardware.c estimator/costs/kernel_model.c estimator/costs/coll_lines.c \
+             estimator/costs/collective_model.c estimator/costs/op_kernels.c estimator/costs/estimate_check.c
 
 # the hardware profiles of data/hardware, compiled in (common/embedded.h)
 HARDWARE_FILES := $(sort $(wildcard data/hardware/*.json))
@@ -7,68 +14,72 @@ CORE_SRCS += $(BUILD)/gen/hardware_data.c
 $(BUILD)/gen/hardware_data.c: $(HARDWARE_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh sc_hardware_files $(HARDWARE_FILES) >$@.tmp && mv $@.tmp $@
+# the hardware profile reader and the kernel model on what it reads (estimator/costs/hardware.c)
+FUZZ_TARGETS += hardware
 
-# the estimator's error bands by region (estimator/bands.h), and the bands
-# file that data/calibration/bands.json compiles in
-CORE_SRCS += estimator/bands.c $(BUILD)/gen/bands_data.c
+# spec/: the spec, its parameter and FLOP counts, layer placement and
+# memory model, the Hugging Face config mapping, and a traced job's
+# description with its what-if set
+CORE_SRCS += estimator/spec/spec.c estimator/spec/placement.c estimator/spec/flops.c estimator/spec/memory.c \
+             estimator/spec/hf_config.c estimator/spec/job_config.c
+# `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
+FUZZ_TARGETS += spec
+# specs whose numbers sit at and past the limits, estimated when small
+# (tests/fuzz/fuzz_spec_extreme.c)
+FUZZ_TARGETS += spec_extreme
+# the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
+FUZZ_TARGETS += job_config
+
+# calibrate/: the cost models fitted to nccl-tests output, GEMM
+# microbenchmark tables, traces and published runs; cluster profiles; the
+# cost set a spec is estimated with (cited, fitted defaults, a profile)
+CORE_SRCS += estimator/calibrate/nccl_tests.c estimator/calibrate/coll_fit.c estimator/calibrate/robust_fit.c \
+             estimator/calibrate/gemm_samples.c estimator/calibrate/mem_samples.c estimator/calibrate/coll_samples.c \
+             estimator/calibrate/attn_samples.c estimator/calibrate/gemm_table.c estimator/calibrate/cluster_profile.c \
+             estimator/calibrate/calibrate.c estimator/calibrate/published.c estimator/calibrate/cost_set.c
+# the nccl-tests output reader (estimator/calibrate/nccl_tests.c)
+FUZZ_TARGETS += nccl_tests
+# the Input Dims and Input type readers of the GEMM and memory-bound samples
+FUZZ_TARGETS += kernel_samples
+# the GEMM microbenchmark table reader (estimator/calibrate/gemm_table.c)
+FUZZ_TARGETS += gemm_table
+# the cluster profile reader and the collective model it sets (estimator/calibrate/cluster_profile.c)
+FUZZ_TARGETS += cluster_profile
+# the published step-time table reader and each row's spec (tests/fuzz/fuzz_published.c)
+FUZZ_TARGETS += published
+
+# synth/: a training step synthesised from a spec (with the quantisation
+# kernels of the low-precision recipes), its estimate and invariants, the
+# step written as per-rank Kineto traces (`stepcast synth`), and compared
+# with a traced job
+CORE_SRCS += estimator/synth/detail.c estimator/synth/synth.c estimator/synth/synth_ops.c estimator/synth/synth_emit.c \
+             estimator/synth/synth_data_parallel.c estimator/synth/quant.c estimator/synth/estimate.c \
+             estimator/synth/invariants.c estimator/synth/synth_trace.c estimator/synth/synth_compare.c
+
+# plan/: the planner (the best configurations for a GPU count), the
+# estimator's error bands by region, and estimates checked against
+# measured runs; the bands file data/calibration/bands.json compiles in
+CORE_SRCS += estimator/plan/plan.c estimator/plan/bands.c estimator/plan/validation.c $(BUILD)/gen/bands_data.c
 $(BUILD)/gen/bands_data.c: data/calibration/bands.json scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh sc_bands_files data/calibration/bands.json >$@.tmp && mv $@.tmp $@
 # the bands file reader (tests/fuzz/fuzz_bands.c)
 FUZZ_TARGETS += bands
 
-# the kernel and collective cost models, and their calibration from
-# nccl-tests output, GEMM microbenchmark tables and traces
-CORE_SRCS += estimator/kernel_model.c estimator/coll_lines.c estimator/collective_model.c estimator/nccl_tests.c \
-             estimator/op_kernels.c estimator/robust_fit.c estimator/gemm_samples.c \
-             estimator/mem_samples.c estimator/coll_samples.c estimator/cluster_profile.c \
-             estimator/attn_samples.c estimator/estimate_check.c estimator/calibrate.c estimator/gemm_table.c
+# whatif/: what-ifs on traced jobs: the job checked, its structure
+# recovered from the trace, collectives placed and their waits split, the
+# graph copied with new durations, the transforms
+CORE_SRCS += estimator/whatif/job_check.c estimator/whatif/structure.c estimator/whatif/coll_placement.c \
+             estimator/whatif/coll_split.c estimator/whatif/graph_copy.c estimator/whatif/whatif.c \
+             estimator/whatif/whatif_pipeline.c estimator/whatif/whatif_plan.c estimator/whatif/whatif_size.c
 
-# the nccl-tests output reader (estimator/nccl_tests.c)
-FUZZ_TARGETS += nccl_tests
-# the Input Dims and Input type readers of the GEMM and memory-bound samples
-FUZZ_TARGETS += kernel_samples
-# the GEMM microbenchmark table reader (estimator/gemm_table.c)
-FUZZ_TARGETS += gemm_table
-# the hardware profile reader and the kernel model on what it reads (estimator/hardware.c)
-FUZZ_TARGETS += hardware
-# the cluster profile reader and the collective model it sets (estimator/cluster_profile.c)
-FUZZ_TARGETS += cluster_profile
-# the spec, its parameter and FLOP counts, layer placement and memory model
-CORE_SRCS += estimator/spec.c estimator/placement.c estimator/flops.c estimator/memory.c estimator/hf_config.c
-# `make fuzz`: the spec parser and the Hugging Face config mapping (tests/fuzz/fuzz_spec.c)
-FUZZ_TARGETS += spec
-# specs whose numbers sit at and past the limits, estimated when small
-# (tests/fuzz/fuzz_spec_extreme.c)
-FUZZ_TARGETS += spec_extreme
-# the published step-time table reader and each row's spec (tests/fuzz/fuzz_published.c)
-FUZZ_TARGETS += published
+# interchange/: a replayed step as Chakra execution traces, and Chakra ET
+# files replayed (estimator/interchange/chakra_export.h, chakra_import.h)
+CORE_SRCS += estimator/interchange/chakra_export.c estimator/interchange/chakra_import.c
+$(BUILD)/obj/estimator/interchange/chakra_export.o: $(BUILD)/gen/et_def.pb-c.h
 
-# a training step synthesised from a spec, its estimate, and the estimates
-# checked against measured runs
-CORE_SRCS += estimator/costs.c estimator/detail.c estimator/synth.c estimator/synth_ops.c estimator/synth_emit.c estimator/synth_data_parallel.c estimator/estimate.c estimator/invariants.c estimator/validation.c \
-             estimator/published.c
-# the planner: the best configurations for a GPU count
-CORE_SRCS += estimator/plan.c
-# the synthesised step written as per-rank Kineto traces (`stepcast synth`)
-CORE_SRCS += estimator/synth_trace.c
-# what-ifs on traced jobs: the job's description, its structure recovered
-# from the trace, the graph copied with new durations, the transforms
-CORE_SRCS += estimator/job_config.c estimator/job_check.c estimator/structure.c estimator/coll_placement.c \
-             estimator/graph_copy.c estimator/whatif.c estimator/whatif_pipeline.c estimator/whatif_plan.c estimator/whatif_size.c \
-             estimator/coll_split.c \
-             estimator/synth_compare.c
-# a traced job's graph and its kept collectives' split, built once
-CORE_SRCS += estimator/traced.c
-# the façades programs call: a traced job opened and asked its questions,
-# and an estimate's or a plan's request resolved (spec, hardware, costs)
-CORE_SRCS += estimator/model_open.c estimator/request_resolve.c
-# the job description and what-if set parser (tests/fuzz/fuzz_job_config.c)
-FUZZ_TARGETS += job_config
-# the quantisation kernels of the low-precision recipes (fp8, NVFP4)
-CORE_SRCS += estimator/quant.c
-
-# a replayed step as Chakra execution traces, and Chakra ET files replayed
-# (estimator/chakra_export.h, estimator/chakra_import.h)
-CORE_SRCS += estimator/chakra_export.c estimator/chakra_import.c
-$(BUILD)/obj/estimator/chakra_export.o: $(BUILD)/gen/et_def.pb-c.h
+# the façades programs call: a traced job's graph and its kept
+# collectives' split, built once (traced.c); a traced job opened and asked
+# its questions; an estimate's or a plan's request resolved (spec,
+# hardware, costs)
+CORE_SRCS += estimator/traced.c estimator/model_open.c estimator/request_resolve.c

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 int est_request_costs(const struct est_spec *spec, const struct hw_profile *hw, const struct est_profile_lookup *lookup,
@@ -17,7 +17,7 @@ int est_request_costs(const struct est_spec *spec, const struct hw_profile *hw, 
     memset(&f, 0, sizeof f);
     if (found)
         memset(found, 0, sizeof *found);
-    est_costs_default(hw, spec, costs);
+    calib_costs_default(hw, spec, costs);
     if (!spec->cluster.profile[0])
         return SC_OK;
     if (!lookup) {
@@ -30,7 +30,7 @@ int est_request_costs(const struct est_spec *spec, const struct hw_profile *hw, 
         *fault = rc == SC_ENOTFOUND || rc == SC_EINVAL ? EST_REQUEST_PROFILE : EST_REQUEST_LOOKUP;
         return rc;
     }
-    rc = est_costs_apply_profile(costs, f.document, f.len, spec->cluster.gpu, err);
+    rc = calib_costs_apply_profile(costs, f.document, f.len, spec->cluster.gpu, err);
     free(f.document);
     f.document = NULL;
     f.len = 0;
@@ -50,19 +50,19 @@ int est_request_resolve(const char *text, size_t len, unsigned flags, const stru
     memset(out, 0, sizeof *out);
     if (flags & EST_REQUEST_TEMPLATE) {
         struct est_plan_request plan;
-        if ((rc = est_plan_parse_spec(text, len, &plan, err)) == SC_OK) {
+        if ((rc = plan_parse_spec(text, len, &plan, err)) == SC_OK) {
             out->spec = plan.spec;
             out->given = plan.given;
-            rc = est_spec_check_gpu(&out->spec, &out->hw, err);
+            rc = spec_check_gpu(&out->spec, &out->hw, err);
         }
     } else {
-        rc = est_spec_load(text, len, &out->spec, &out->hw, err);
+        rc = spec_load(text, len, &out->spec, &out->hw, err);
     }
     if (rc)
         out->fault = EST_REQUEST_SPEC;
     if (rc == SC_OK)
         rc = est_request_costs(&out->spec, out->hw, lookup, &out->costs, &out->profile, &out->fault, err);
-    if (rc == SC_OK && !(out->canonical = est_spec_json(&out->spec))) {
+    if (rc == SC_OK && !(out->canonical = spec_json(&out->spec))) {
         out->fault = EST_REQUEST_LOOKUP;
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     }

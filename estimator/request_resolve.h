@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 
 /* A cluster profile a lookup found: its document, and how the program
  * names it (a label such as "NAME@SHA12" and the document's hash; "" when
@@ -54,7 +54,7 @@ struct est_request {
 };
 
 /* Flags of est_request_resolve. */
-#define EST_REQUEST_TEMPLATE 1 /* a planning template (est_plan_parse_spec): its parallel and
+#define EST_REQUEST_TEMPLATE 1 /* a planning template (plan_parse_spec): its parallel and
                                   options values may be left open, out->given says which */
 
 /* Resolve the request text[0..len). lookup NULL: a named cluster.profile

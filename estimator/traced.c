@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/chakra_import.h"
-#include "estimator/coll_split.h"
+#include "estimator/interchange/chakra_import.h"
+#include "estimator/whatif/coll_split.h"
 #include "model/job.h"
 #include "model/trace.h"
 #include "common/banned.h"
@@ -15,7 +15,7 @@
 static int split(struct est_traced *out, int rc, struct sc_error *err)
 {
     struct model_coll_wait *v = NULL;
-    if (rc == SC_OK && (rc = coll_split_waits(out->graph, &v, &out->waits.n, err)) == SC_OK)
+    if (rc == SC_OK && (rc = whatif_coll_split_waits(out->graph, &v, &out->waits.n, err)) == SC_OK)
         out->waits.v = v;
     if (rc)
         est_traced_release(out);
@@ -37,10 +37,10 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         lo = *l->load;
     else
         model_load_opts_default(&lo);
-    if ((rc = est_chakra_is_et(paths, n, &et, err)))
+    if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et)
-        rc = est_chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err);
+        rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err);
     else if (!keep_traces)
         rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
     else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)

@@ -21,7 +21,7 @@ struct est_traced {
 };
 
 /* The model of paths[0..n): Chakra ET files imported
- * (estimator/chakra_import.h, with l->ranks and l->load's limits), or
+ * (estimator/interchange/chakra_import.h, with l->ranks and l->load's limits), or
  * Kineto traces built while they load (model_graph_build_paths: each
  * trace shed to its header once its part is found) or, with keep_traces,
  * loaded whole first (for callers that read the trace's events again).

@@ -55,7 +55,7 @@ struct model_replay_override {
 
 /* A collective kept for untraced peers (graph.h: its group was not all
  * traced) split into the transfer and the wait for peers its traced
- * duration holds (estimator/coll_split.h computes the split). In a replay the wait
+ * duration holds (estimator/whatif/coll_split.h computes the split). In a replay the wait
  * comes first; the transfer is scaled by the factors that match the task
  * (comm, its rank's too), the wait by how the rank's work changes under
  * the factors given for every rank (the untraced peers are taken to run

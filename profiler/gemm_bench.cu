@@ -14,7 +14,7 @@
 // among others. The operands hold uniform random values in [-1, 1) in
 // the dtype timed: a GPU runs GEMMs on constant data at higher clocks
 // (fewer bits toggle, less power), which no training step sees. Writes the table `stepcast calibrate gemms` reads
-// (estimator/gemm_table.h) to stdout; progress to stderr.
+// (estimator/calibrate/gemm_table.h) to stdout; progress to stderr.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -204,8 +204,8 @@ int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_
     memset(out, 0, sizeof *out);
     if (!(out->job = job))
         return -1;
-    if (job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &out->g, &err) ||
-        job_structure_recover(out->g, &cfg, &out->st, &err)) {
+    if (spec_job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &out->g, &err) ||
+        whatif_job_structure_recover(out->g, &cfg, &out->st, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
@@ -214,7 +214,7 @@ int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_
 
 void th_structure_release(struct th_structure *s)
 {
-    job_structure_release(&s->st);
+    whatif_job_structure_release(&s->st);
     model_graph_free(s->g);
     model_job_free(s->job);
     memset(s, 0, sizeof *s);

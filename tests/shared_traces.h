@@ -53,8 +53,8 @@ void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
 void th_check_folded_replay(const struct model_replay *whole, const struct model_replay *folded, double tol_pct);
 
 /* A job with its graph and the structure recovered against a description
- * (estimator/structure.h). */
-#include "estimator/structure.h"
+ * (estimator/whatif/structure.h). */
+#include "estimator/whatif/structure.h"
 struct th_structure {
     struct model_job *job;
     struct model_graph *g;

@@ -3,7 +3,7 @@
  *
  *     build/bench-gemm-model TRACE...
  *
- * Every GEMM op with its shape (estimator/gemm_samples.h) is timed by the
+ * Every GEMM op with its shape (estimator/calibrate/gemm_samples.h) is timed by the
  * model with its default parameters on the profile of the trace's GPU, and
  * the errors are summed up per GPU: median and mean of |predicted /
  * measured - 1|, and the median of predicted / measured. */
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "common/vec.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
 #include "model/job.h"
 #include "common/banned.h"
 
@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     int status = 0;
 
     memset(gpus, 0, sizeof gpus);
-    kernel_params_default(&p);
+    cost_kernel_params_default(&p);
     for (int a = 1; a < argc; a++) {
         struct model_job *job = NULL;
         const char *path = argv[a];
@@ -46,14 +46,14 @@ int main(int argc, char **argv)
             struct gemm_samples s = {0};
             size_t sk = 0;
             const struct model_trace *t = job->ranks[r];
-            if (gemm_samples_from_trace(t, &s, &sk, &err)) {
+            if (calib_gemm_samples_from_trace(t, &s, &sk, &err)) {
                 fprintf(stderr, "bench-gemm-model: %s\n", err.msg);
                 return 1;
             }
             skipped += sk;
             for (size_t i = 0; i < s.n; i++) {
-                const char *name = gemm_device_name(t, s.v[i].device);
-                const struct hw_profile *hw = name ? hw_profile_for_device(name) : NULL;
+                const char *name = calib_gemm_device_name(t, s.v[i].device);
+                const struct hw_profile *hw = name ? cost_hw_profile_for_device(name) : NULL;
                 if (!hw) {
                     fprintf(stderr, "bench-gemm-model: %s: no profile for GPU '%s'\n", t->source,
                             name ? name : "(unnamed)");
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
                 gp->tf32 += s.v[i].dtype == HW_TF32;
                 gp->other += s.v[i].dtype != HW_FP32 && s.v[i].dtype != HW_TF32;
             }
-            gemm_samples_release(&s);
+            calib_gemm_samples_release(&s);
         }
         model_job_free(job);
     }
@@ -83,13 +83,13 @@ int main(int argc, char **argv)
            "median_abs%", "mean_abs%", "median_ratio");
     for (size_t g = 0; g < n_gpus; g++) {
         struct estimate_check c;
-        if (gemm_samples_check(&p, gpus[g].hw, gpus[g].s.v, gpus[g].s.n, &c, &err)) {
+        if (calib_gemm_samples_check(&p, gpus[g].hw, gpus[g].s.v, gpus[g].s.n, &c, &err)) {
             fprintf(stderr, "bench-gemm-model: %s\n", err.msg);
             return 1;
         }
         printf("%-16s %8zu %6zu %6zu %6zu %12.1f %10.1f %14.2f\n", gpus[g].hw->id, c.n, gpus[g].fp32,
                gpus[g].tf32, gpus[g].other, c.median_abs_pct, c.mean_abs_pct, c.median_ratio);
-        gemm_samples_release(&gpus[g].s);
+        calib_gemm_samples_release(&gpus[g].s);
     }
     printf("(ops whose dims or dtype could not be read: %zu)\n", skipped);
     return status;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The kernel model's GEMM times against the GEMM kernels of the real traces
 # (fp32 recommendation models on A100 and V100), per GPU, with the model's
-# default parameters (estimator/kernel_model.h).
+# default parameters (estimator/costs/kernel_model.h).
 cd "$(dirname "$0")/../.." || exit 1
 make -s build/bench-gemm-model || exit 1
 shared=${STEPCAST_SHARED:-../shared}/traces

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 static double cpu_now(void)
@@ -126,23 +126,23 @@ int main(int argc, char **argv)
     }
     fclose(f);
     memset(&req, 0, sizeof req);
-    if (est_plan_parse_spec(text, n, &req, &err) || est_spec_check_gpu(&req.spec, &est.hw, &err)) {
+    if (plan_parse_spec(text, n, &req, &err) || spec_check_gpu(&req.spec, &est.hw, &err)) {
         fprintf(stderr, "bench-plan: %s\n", err.msg);
         return 1;
     }
     free(text);
     req.gpus = atoll(argv[2]);
     req.top = 10;
-    est_costs_default(est.hw, &req.spec, &est.costs);
+    calib_costs_default(est.hw, &req.spec, &est.costs);
     struct timed best = {0};
     double best_total = -1;
     struct est_plan plan;
     for (int i = 0; i < 5; i++) {
         struct timed t = {0};
-        est_plan_evaluator_estimate(&est, &t.inner);
+        plan_evaluator_estimate(&est, &t.inner);
         struct est_plan_evaluator ev = {timed_eval, timed_bound, &t, timed_refine};
         double t0 = cpu_now();
-        if (est_plan_run(&req, &ev, NULL, NULL, &plan, &err)) {
+        if (plan_run(&req, &ev, NULL, NULL, &plan, &err)) {
             fprintf(stderr, "bench-plan: %s\n", err.msg);
             return 1;
         }
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
             best = t;
         }
         if (i < 4)
-            est_plan_release(&plan);
+            plan_release(&plan);
     }
     printf("  space %lld: evaluated %lld, pruned %lld, infeasible: memory %lld, divisibility %lld\n",
            (long long)plan.space, (long long)plan.evaluated, (long long)plan.pruned,
@@ -164,10 +164,10 @@ int main(int argc, char **argv)
            "%.0f combinations dealt with per second\n",
            (double)plan.evaluated / best_total, (double)plan.evaluated / best.eval_s,
            best.eval_s * 1e3 / (double)plan.evaluated, (double)plan.space / best_total);
-    est_plan_release(&plan);
+    plan_release(&plan);
 
     struct est_plan_evaluator all;
-    est_plan_evaluator_estimate(&est, &all);
+    plan_evaluator_estimate(&est, &all);
     all.bound = NULL;
     struct dumping d = {all, NULL};
     if (argc == 4) {
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
         all = (struct est_plan_evaluator){dump_eval, NULL, &d, NULL};
     }
     double t0 = cpu_now();
-    if (est_plan_run(&req, &all, NULL, NULL, &plan, &err)) {
+    if (plan_run(&req, &all, NULL, NULL, &plan, &err)) {
         fprintf(stderr, "bench-plan: %s\n", err.msg);
         return 1;
     }
@@ -191,6 +191,6 @@ int main(int argc, char **argv)
            "%.0f evaluations per second of the whole run (%.2f ms each)\n",
            (long long)plan.evaluated, (long long)plan.pruned, total, (double)plan.evaluated / total,
            total * 1e3 / (double)plan.evaluated);
-    est_plan_release(&plan);
+    plan_release(&plan);
     return 0;
 }

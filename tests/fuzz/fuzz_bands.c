@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_bands.c: libFuzzer target for the bands file reader
- * (estimator/bands.h). A file parsed is written again and must parse to
+ * (estimator/plan/bands.h). A file parsed is written again and must parse to
  * the same bands; every band's quantiles ascend and its figures are in
  * range, and a step time at any risk is finite and positive. Anything but
  * a clean success or a clean error is a bug. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/bands.h"
+#include "estimator/plan/bands.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,10 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct est_bands b, again;
     struct sc_error err;
-    if (est_bands_parse((const char *)data, size, &b, &err) != SC_OK)
+    if (plan_bands_parse((const char *)data, size, &b, &err) != SC_OK)
         return 0;
-    char *text = est_bands_text(&b);
-    if (!text || est_bands_parse(text, strlen(text), &again, &err) != SC_OK || again.n != b.n)
+    char *text = plan_bands_text(&b);
+    if (!text || plan_bands_parse(text, strlen(text), &again, &err) != SC_OK || again.n != b.n)
         abort();
     for (size_t i = 0; i < b.n; i++) {
         const struct est_band *r = &b.regions[i], *w = &again.regions[i];
@@ -33,15 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fabs(r->error[k] - w->error[k]) > 1e-5 * (1 + fabs(r->error[k])))
                 abort();
         for (double p = 0.5; p <= 1; p += 0.125) {
-            double ms = est_band_at_risk(r, p, 100);
+            double ms = plan_band_at_risk(r, p, 100);
             if (!(ms > 0) || !isfinite(ms))
                 abort();
         }
-        if (est_bands_find(&b, r->gpu, r->model, r->sharding) != r)
+        if (plan_bands_find(&b, r->gpu, r->model, r->sharding) != r)
             abort();
     }
     free(text);
-    est_bands_release(&b);
-    est_bands_release(&again);
+    plan_bands_release(&b);
+    plan_bands_release(&again);
     return 0;
 }

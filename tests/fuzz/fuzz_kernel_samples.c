@@ -5,7 +5,7 @@
  * An input starting with '{' or a gzip header is a trace: loaded with
  * small limits, its GEMM, memory-bound and attention samples taken and
  * fitted. Any other input is "name\0dims\0types\0concrete" for
- * mem_op_bytes and attn_op_shape (the name's first byte picks an op when
+ * calib_mem_op_bytes and calib_attn_op_shape (the name's first byte picks an op when
  * it is not a known one). Anything but a clean success or a clean error
  * is a bug. */
 #include <stddef.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/attn_samples.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
+#include "estimator/calibrate/attn_samples.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
 #include "model/trace.h"
 #include "tests/fuzz/fuzz_limits.h"
 #include "common/banned.h"
@@ -36,21 +36,21 @@ static void trace_samples(const uint8_t *data, size_t size)
     fuzz_load_opts(&o);
     if (model_trace_load_mem(data, size, "fuzz", &o, &t, &err) != SC_OK)
         return;
-    if (gemm_samples_from_trace(t, &g, NULL, &err) == SC_OK && mem_samples_from_trace(t, &m, &sk, &err) == SC_OK &&
-        attn_samples_from_trace(t, &a, NULL, &err) == SC_OK) {
+    if (calib_gemm_samples_from_trace(t, &g, NULL, &err) == SC_OK && calib_mem_samples_from_trace(t, &m, &sk, &err) == SC_OK &&
+        calib_attn_samples_from_trace(t, &a, NULL, &err) == SC_OK) {
         struct kernel_params base, out;
         struct gemm_fit gf;
         struct mem_fit mf;
         struct attn_fit af;
-        const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
-        kernel_params_default(&base);
-        (void)gemm_samples_fit(&base, hw, g.v, g.n, &out, &gf, &err);
-        (void)mem_samples_fit(&base, hw, m.v, m.n, &out, &mf, &err);
-        (void)attn_samples_fit(&base, hw, a.v, a.n, &out, &af, &err);
+        const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-40gb");
+        cost_kernel_params_default(&base);
+        (void)calib_gemm_samples_fit(&base, hw, g.v, g.n, &out, &gf, &err);
+        (void)calib_mem_samples_fit(&base, hw, m.v, m.n, &out, &mf, &err);
+        (void)calib_attn_samples_fit(&base, hw, a.v, a.n, &out, &af, &err);
     }
-    gemm_samples_release(&g);
-    mem_samples_release(&m);
-    attn_samples_release(&a);
+    calib_gemm_samples_release(&g);
+    calib_mem_samples_release(&m);
+    calib_attn_samples_release(&a);
     model_trace_free(t);
 }
 
@@ -79,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     concrete = types + strlen(types) + 1;
     if (strncmp(name, "aten::", 6) != 0)
         name = (char *)ops[size ? data[0] % (sizeof ops / sizeof ops[0]) : 0];
-    (void)mem_op_bytes(name, dims, types, &bytes, &err);
-    (void)attn_op_shape(name, dims, types, concrete, &shape, &backward, &err);
+    (void)calib_mem_op_bytes(name, dims, types, &bytes, &err);
+    (void)calib_attn_op_shape(name, dims, types, concrete, &shape, &backward, &err);
     free(text);
     return 0;
 }

@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_ledger.c: libFuzzer target for what `stepcast ledger`
  * reads: the CSV of measured step times of `ledger import` (and `make
- * validate`; estimator/validation.h), and the local ledger file
+ * validate`; estimator/plan/validation.h), and the local ledger file
  * (api/ledger.h).
  *
  * The first byte picks the reader. Each CSV row parsed becomes its spec,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "api/ledger.h"
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,7 +23,7 @@ static void csv(const char *text, size_t size)
     struct est_measured *rows = NULL;
     struct sc_error err;
     size_t n = 0;
-    if (est_measured_parse(text, size, &rows, &n, &err) != SC_OK)
+    if (plan_measured_parse(text, size, &rows, &n, &err) != SC_OK)
         return;
     for (size_t i = 0; i < n && i < 64; i++) {
         struct est_spec spec;
@@ -31,7 +31,7 @@ static void csv(const char *text, size_t size)
         if (!(rows[i].step_ms > 0) ||
             (double)rows[i].gpus != (double)rows[i].tp * (double)rows[i].dp * (double)rows[i].pp)
             abort();
-        (void)est_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &spec, &hw, &err);
+        (void)plan_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &spec, &hw, &err);
     }
     free(rows);
 }

@@ -1,14 +1,15 @@
 /* tests/fuzz/fuzz_nccl_tests.c: libFuzzer target for the nccl-tests output
  * reader and the fit that follows it in `stepcast calibrate nccl-tests`.
  *
- * Arbitrary bytes go to nct_parse (the first byte picks a file-name hint,
+ * Arbitrary bytes go to calib_nct_parse (the first byte picks a file-name hint,
  * so runs without a collective line are fitted too); what parses is fitted.
  * Anything but a clean success or a clean error is a bug. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "estimator/collective_model.h"
-#include "estimator/nccl_tests.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/calibrate/coll_fit.h"
+#include "estimator/calibrate/nccl_tests.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sc_error err;
     const char *hint = size ? hints[data[0] % (sizeof hints / sizeof hints[0])] : NULL;
 
-    if (nct_parse((const char *)data, size, hint, &run, &err) == SC_OK) {
+    if (calib_nct_parse((const char *)data, size, hint, &run, &err) == SC_OK) {
         struct coll_fit fits[COLL_FIT_RANGES];
         size_t n;
         if (run.ranks < 2)
             run.ranks = 8;
-        (void)coll_fit_run(&run, fits, &n, &err);
-        nct_run_release(&run);
+        (void)calib_coll_fit_run(&run, fits, &n, &err);
+        calib_nct_run_release(&run);
     }
     return 0;
 }

@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_plan.c: libFuzzer target for the planner's input: the
  * body of POST /v1/plans (api_plan_request_decode) and the planning spec in
- * it (est_plan_parse_spec), then the size of its space; and the same input
+ * it (plan_parse_spec), then the size of its space; and the same input
  * as the body of POST /v1/models/{id}/plan (no spec).
  *
  * A decoded request must hold a spec and a GPU count in range; a spec that
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "api/plan_json.h"
-#include "estimator/plan.h"
+#include "estimator/plan/plan.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -35,11 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!spec || req.gpus < 1 || req.gpus > (1 << 20) || req.top < 1 || req.top > EST_PLAN_MAX_TOP)
         abort();
-    rc = est_plan_parse_spec(spec, strlen(spec), &req, &err);
+    rc = plan_parse_spec(spec, strlen(spec), &req, &err);
     if (rc == SC_OK) {
-        if (est_spec_given_has(&req.given, "parallel.tp") && req.spec.parallel.tp < 1)
+        if (spec_given_has(&req.given, "parallel.tp") && req.spec.parallel.tp < 1)
             abort();
-        if (est_plan_space(&req) < 0)
+        if (plan_space(&req) < 0)
             abort();
     } else if (rc != SC_EINVAL && rc != SC_EPARSE && rc != SC_ELIMIT) {
         abort();

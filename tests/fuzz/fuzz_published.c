@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_published.c: libFuzzer target for the published
- * step-time table of `validate --published` (estimator/published.h).
+ * step-time table of `validate --published` (estimator/calibrate/published.h).
  *
  * Each row parsed must hold what the reader promises (a positive step
  * time, GPUs the product of its parallelism); each row the spec can
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "estimator/published.h"
+#include "estimator/calibrate/published.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct est_published *rows = NULL;
     struct sc_error err;
     size_t n = 0;
-    if (est_published_parse((const char *)data, size, &rows, &n, &err) != SC_OK)
+    if (calib_published_parse((const char *)data, size, &rows, &n, &err) != SC_OK)
         return 0;
     for (size_t i = 0; i < n; i++) {
         const struct est_published *r = &rows[i];
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct est_spec spec;
         const struct hw_profile *hw;
         int fits;
-        if (est_published_spec(r, &spec, &hw, &fits, &err) == SC_OK &&
+        if (calib_published_spec(r, &spec, &hw, &fits, &err) == SC_OK &&
             (spec.options.recompute > EST_RECOMPUTE_FULL || (!fits && spec.options.recompute != EST_RECOMPUTE_FULL)))
             abort();
     }

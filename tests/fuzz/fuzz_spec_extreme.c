@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -77,19 +77,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         value[data[i] % N_FIELDS] = extremes[data[i + 1] % N_EXTREMES];
     spec_text(value, text, sizeof text);
     memset(&s, 0, sizeof s);
-    if (est_spec_parse(text, strlen(text), &s, &err) != SC_OK)
+    if (spec_parse(text, strlen(text), &s, &err) != SC_OK)
         return 0;
     const struct hw_profile *hw;
     struct est_costs c;
-    if (est_spec_check_gpu(&s, &hw, &err) != SC_OK)
+    if (spec_check_gpu(&s, &hw, &err) != SC_OK)
         return 0;
-    est_costs_default(hw, &s, &c);
+    calib_costs_default(hw, &s, &c);
     struct est_synth_size predicted;
-    int sized = est_synth_size(&s, hw, &c, EST_DETAIL_STAGE, &predicted, &err);
+    int sized = synth_size(&s, hw, &c, EST_DETAIL_STAGE, &predicted, &err);
     if (sized == SC_OK && !(predicted.tasks > 0 && isfinite(predicted.bytes) && predicted.bytes > 0))
         abort();
     double bound;
-    if (est_synth_bound(&s, hw, &c, &bound, &err) == SC_OK && !(bound >= 0 && isfinite(bound)))
+    if (synth_bound(&s, hw, &c, &bound, &err) == SC_OK && !(bound >= 0 && isfinite(bound)))
         abort();
     /* what admission would refuse or weigh is not run here; nor a step of
      * millions of micro-batches, which stage detail merges into a few
@@ -100,10 +100,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct est_estimate e;
     memset(&e, 0, sizeof e);
-    if (est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK) {
+    if (synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK) {
         if (!(isfinite(e.step_ms) && e.step_ms > 0 && e.mfu > 0 && e.mfu <= 1 && isfinite(e.tokens_per_s)))
             abort();
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     return 0;
 }

@@ -20,8 +20,8 @@
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/whatif_json.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
 #include "common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -60,16 +60,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     numbers_in_range(canon);
     struct job_config base, set, target;
     struct sc_error err;
-    job_config_init(&set);
+    spec_job_config_init(&set);
     if (nul && api_job_config_from_job(canon, &base, &err) == SC_OK) {
         if (api_decode_whatif(body + job_n + 1, size - job_n - 1, &set, &r) == SC_OK) {
             struct est_spec spec;
-            job_config_apply(&base, &set, &target);
-            if (job_config_spec(&target, "h100-sxm", &spec, &err) == SC_OK) {
-                char *text = est_spec_json(&spec);
+            spec_job_config_apply(&base, &set, &target);
+            if (spec_job_config_spec(&target, "h100-sxm", &spec, &err) == SC_OK) {
+                char *text = spec_json(&spec);
                 struct est_spec back;
                 memset(&back, 0, sizeof back);
-                if (!text || est_spec_parse(text, strlen(text), &back, &err) != SC_OK)
+                if (!text || spec_parse(text, strlen(text), &back, &err) != SC_OK)
                     abort();
                 free(text);
             }

@@ -1,5 +1,5 @@
 /* tests/golden/test_golden_coll_placement.c: the tensor-parallel collectives
- * a what-if from tp 1 places (estimator/coll_placement.h), counted on the
+ * a what-if from tp 1 places (estimator/whatif/coll_placement.h), counted on the
  * eager PyTorch steps measured on H100 and H200
  * (data/calibration/torch-steps) against Megatron's rules, traces
  * without transformer layers refused, and the gradient reduction a
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
-#include "estimator/coll_placement.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/synth.h"
-#include "estimator/whatif.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/whatif/coll_placement.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/synth/synth.h"
+#include "estimator/whatif/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -59,9 +59,9 @@ static int load(const char *path, const char *config, struct loaded *l)
     memset(l, 0, sizeof *l);
     model_load_opts_default(&lo);
     model_graph_opts_default(&go);
-    if (job_config_parse(config, strlen(config), &l->cfg, &err) ||
+    if (spec_job_config_parse(config, strlen(config), &l->cfg, &err) ||
         model_job_load(paths, 1, &lo, 0, &l->job, &err) || model_graph_build(l->job, &go, &l->g, &err) ||
-        job_structure_recover(l->g, &l->cfg, &l->st, &err)) {
+        whatif_job_structure_recover(l->g, &l->cfg, &l->st, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
         return -1;
     }
@@ -70,7 +70,7 @@ static int load(const char *path, const char *config, struct loaded *l)
 
 static void unload(struct loaded *l)
 {
-    job_structure_release(&l->st);
+    whatif_job_structure_release(&l->st);
     model_graph_free(l->g);
     model_job_free(l->job);
 }
@@ -94,7 +94,7 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
                 struct coll_placement pl;
                 struct sc_error err;
                 size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
-                REQUIRE(coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
+                REQUIRE(whatif_coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
                 for (size_t i = 0; i < pl.n; i++) {
                     by_op[pl.v[i].op]++;
                     in_layer += pl.v[i].in_layer;
@@ -116,7 +116,7 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
                     CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
                     CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
                 }
-                coll_placement_release(&pl);
+                whatif_coll_placement_release(&pl);
             }
             unload(&l);
         }
@@ -132,7 +132,7 @@ TEST(coll_placement_tp_whatif_inserts_them_once_each)
     struct sc_error err;
     REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
                   &l) == 0);
-    REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
     REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
     size_t comm = 0;
     for (uint32_t i = 0; i < r.graph->n_tasks; i++)
@@ -164,19 +164,19 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
             return;
         model_graph_opts_default(&go);
         REQUIRE(model_graph_build(job, &go, &g, &err) == SC_OK);
-        REQUIRE(job_config_parse(cases[k].config, strlen(cases[k].config), &cfg, &err) == SC_OK);
-        REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse(cases[k].config, strlen(cases[k].config), &cfg, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
         if (k == 0) { /* the what-if itself */
             CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
         } else { /* ResNet's GPU has no profile: the placement alone */
             struct job_structure st;
             struct coll_placement pl;
-            REQUIRE(job_structure_recover(g, &cfg, &st, &err) == SC_OK);
-            REQUIRE(coll_placement_find(g, &st, 0, &pl, &err) == SC_OK);
+            REQUIRE(whatif_job_structure_recover(g, &cfg, &st, &err) == SC_OK);
+            REQUIRE(whatif_coll_placement_find(g, &st, 0, &pl, &err) == SC_OK);
             CHECK_EQ_INT(pl.forward_passes, 0);
-            CHECK_EQ_INT(coll_placement_tp_check(&pl, &st, &err), SC_EINVAL);
-            coll_placement_release(&pl);
-            job_structure_release(&st);
+            CHECK_EQ_INT(whatif_coll_placement_tp_check(&pl, &st, &err), SC_EINVAL);
+            whatif_coll_placement_release(&pl);
+            whatif_job_structure_release(&st);
         }
         CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
         model_graph_free(g);
@@ -199,7 +199,7 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
     for (int zero = 0; zero <= 1; zero++) {
         struct job_config set;
         struct whatif_result r;
-        REQUIRE(job_config_parse_set_list(zero ? "dp=8,zero_stage=1" : "dp=8", &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list(zero ? "dp=8,zero_stage=1" : "dp=8", &set, &err) == SC_OK);
         REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
         CHECK_EQ_INT(r.target.global_batch, 32);
         size_t grads = 0, gathers = 0, side = 0;
@@ -229,23 +229,23 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
         struct est_spec s0, s1;
         struct est_costs c;
         struct est_estimate e0, e1;
-        const struct hw_profile *hw = hw_profile_find("h100-sxm");
-        REQUIRE(job_config_spec(&l.cfg, "h100-sxm", &s0, &err) == SC_OK);
-        REQUIRE(job_config_spec(&r.target, "h100-sxm", &s1, &err) == SC_OK);
+        const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
+        REQUIRE(spec_job_config_spec(&l.cfg, "h100-sxm", &s0, &err) == SC_OK);
+        REQUIRE(spec_job_config_spec(&r.target, "h100-sxm", &s1, &err) == SC_OK);
         /* the traced step's stack, which a description does not give: eager
          * PyTorch, pure bf16 (its optimizer) */
         s0.options.framework = s1.options.framework = EST_FRAMEWORK_PYTORCH;
         s0.options.master_weights = s1.options.master_weights = EST_MASTER_BF16;
-        est_costs_default(hw, &s0, &c);
-        REQUIRE(est_estimate(&s0, hw, &c, EST_DETAIL_STAGE, &e0, &err) == SC_OK);
-        est_costs_default(hw, &s1, &c);
-        REQUIRE(est_estimate(&s1, hw, &c, EST_DETAIL_STAGE, &e1, &err) == SC_OK);
+        calib_costs_default(hw, &s0, &c);
+        REQUIRE(synth_estimate(&s0, hw, &c, EST_DETAIL_STAGE, &e0, &err) == SC_OK);
+        calib_costs_default(hw, &s1, &c);
+        REQUIRE(synth_estimate(&s1, hw, &c, EST_DETAIL_STAGE, &e1, &err) == SC_OK);
         double w = r.step_ms / r.base_step_ms, e = e1.step_ms / e0.step_ms;
         printf("  dp 1 -> 8%s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", zero ? ", distributed optimizer" : "", w, e,
                100 * (w / e - 1));
         CHECK_NEAR(w / e, 1, 0.05);
-        est_estimate_release(&e0);
-        est_estimate_release(&e1);
+        synth_estimate_release(&e0);
+        synth_estimate_release(&e1);
         whatif_release(&r);
     }
     unload(&l);

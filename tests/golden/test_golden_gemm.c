@@ -12,9 +12,9 @@
 
 #include <jansson.h>
 
-#include "estimator/cluster_profile.h"
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -35,7 +35,7 @@ static void golden(const char *rel, const char *profile, size_t samples, double 
     CHECK_EQ_INT(model_trace_load_file(path, NULL, &t, &err), SC_OK);
     if (!t)
         return;
-    CHECK_EQ_INT(gemm_samples_from_trace(t, &s, &skipped, &err), SC_OK);
+    CHECK_EQ_INT(calib_gemm_samples_from_trace(t, &s, &skipped, &err), SC_OK);
     CHECK_EQ_INT(s.n, samples);
     CHECK_EQ_INT(skipped, 0);
     for (size_t i = 0; i < s.n; i++)
@@ -48,19 +48,19 @@ static void golden(const char *rel, const char *profile, size_t samples, double 
         }
     CHECK_EQ_INT(count, shape_count);
     CHECK_NEAR(sum, shape_us, 1e-6);
-    const char *device = s.n ? gemm_device_name(t, s.v[0].device) : NULL;
-    const struct hw_profile *hw = device ? hw_profile_for_device(device) : NULL;
+    const char *device = s.n ? calib_gemm_device_name(t, s.v[0].device) : NULL;
+    const struct hw_profile *hw = device ? cost_hw_profile_for_device(device) : NULL;
     CHECK(hw != NULL);
     if (hw) {
         struct kernel_params p;
         struct estimate_check c;
-        kernel_params_default(&p);
+        cost_kernel_params_default(&p);
         CHECK_STREQ(hw->id, profile);
-        CHECK_EQ_INT(gemm_samples_check(&p, hw, s.v, s.n, &c, &err), SC_OK);
+        CHECK_EQ_INT(calib_gemm_samples_check(&p, hw, s.v, s.n, &c, &err), SC_OK);
         CHECK_EQ_INT(c.n, samples);
         CHECK(c.median_abs_pct < max_median_err_pct);
     }
-    gemm_samples_release(&s);
+    calib_gemm_samples_release(&s);
     model_trace_free(t);
 }
 
@@ -96,9 +96,9 @@ TEST(golden_calibrate_traces)
     struct cluster_profile p;
     struct sc_error err;
     memset(&p, 0, sizeof p);
-    coll_params_from_hw(hw_profile_find("a100-sxm4-40gb"), &p.coll);
-    kernel_params_default(&p.kernel);
-    CHECK_EQ_INT(cluster_profile_parse(doc, n, &p, &err), SC_OK);
+    cost_coll_params_from_hw(cost_hw_profile_find("a100-sxm4-40gb"), &p.coll);
+    cost_kernel_params_default(&p.kernel);
+    CHECK_EQ_INT(calib_cluster_profile_parse(doc, n, &p, &err), SC_OK);
     CHECK_EQ_INT(p.has_kernel, 1);
     CHECK_STREQ(p.source, "traces");
     CHECK(p.kernel.hbm_fraction != 0.86 && p.kernel.hbm_fraction <= 1);
@@ -109,16 +109,16 @@ TEST(golden_calibrate_traces)
     struct gemm_samples s = {0};
     struct kernel_params def;
     struct estimate_check before, after;
-    kernel_params_default(&def);
+    cost_kernel_params_default(&def);
     CHECK_EQ_INT(model_trace_load_file(trace, NULL, &t, &err), SC_OK);
     if (!t)
         return;
-    CHECK_EQ_INT(gemm_samples_from_trace(t, &s, NULL, &err), SC_OK);
-    const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
-    CHECK_EQ_INT(gemm_samples_check(&def, hw, s.v, s.n, &before, &err), SC_OK);
-    CHECK_EQ_INT(gemm_samples_check(&p.kernel, hw, s.v, s.n, &after, &err), SC_OK);
+    CHECK_EQ_INT(calib_gemm_samples_from_trace(t, &s, NULL, &err), SC_OK);
+    const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-40gb");
+    CHECK_EQ_INT(calib_gemm_samples_check(&def, hw, s.v, s.n, &before, &err), SC_OK);
+    CHECK_EQ_INT(calib_gemm_samples_check(&p.kernel, hw, s.v, s.n, &after, &err), SC_OK);
     CHECK(after.median_abs_pct < before.median_abs_pct);
-    gemm_samples_release(&s);
+    calib_gemm_samples_release(&s);
     model_trace_free(t);
 }
 

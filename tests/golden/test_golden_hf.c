@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "estimator/hf_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -39,7 +39,7 @@ static int check_config(const char *name, const char *text, size_t n)
     struct est_model m;
     struct sc_error err;
     const char *from = NULL;
-    int rc = est_model_from_hf(text, n, 0, &m, &from, &err);
+    int rc = spec_model_from_hf(text, n, 0, &m, &from, &err);
     int checked = 0;
     if (!type) {
         sc_check_fail(__FILE__, __LINE__, "%s: no model_type", name);
@@ -54,7 +54,7 @@ static int check_config(const char *name, const char *text, size_t n)
         json_t *types = json_object_get(cfg, "layer_types");
         REQUIRE(json_array_size(types) == (size_t)m.layers);
         for (size_t i = 0; i < json_array_size(types); i++)
-            CHECK_EQ_INT(est_model_layer_is_windowed(&m, (int64_t)i),
+            CHECK_EQ_INT(spec_model_layer_is_windowed(&m, (int64_t)i),
                          !strcmp(json_string_value(json_array_get(types, i)), "sliding_attention"));
         CHECK_EQ_INT(m.moe.experts, field(cfg, "num_local_experts"));
         CHECK_EQ_INT(m.moe.top_k, field(cfg, "num_experts_per_tok"));
@@ -102,13 +102,13 @@ static int check_config(const char *name, const char *text, size_t n)
     }
     if (checked) {
         /* what is written reads back the same, and --seq overrides */
-        char *out = est_model_json(&m);
+        char *out = spec_model_json(&m);
         struct est_model back;
         memset(&back, 0, sizeof back);
-        CHECK_EQ_INT(est_model_parse(out, strlen(out), &back, &err), SC_OK);
+        CHECK_EQ_INT(spec_model_parse(out, strlen(out), &back, &err), SC_OK);
         CHECK(memcmp(&back, &m, sizeof m) == 0);
         free(out);
-        CHECK_EQ_INT(est_model_from_hf(text, n, 4096, &m, NULL, &err), SC_OK);
+        CHECK_EQ_INT(spec_model_from_hf(text, n, 4096, &m, NULL, &err), SC_OK);
         CHECK_EQ_INT(m.seq, 4096);
         CHECK(from != NULL);
     }

@@ -9,9 +9,9 @@
  * default fraction. The figures are in BENCHMARKS.md. */
 #include <string.h>
 
-#include "estimator/gemm_samples.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -31,17 +31,17 @@ static void golden(const char *rel, const char *profile)
     CHECK_EQ_INT(model_trace_load_file(path, NULL, &t, &err), SC_OK);
     if (!t)
         return;
-    const struct hw_profile *hw = hw_profile_find(profile);
+    const struct hw_profile *hw = cost_hw_profile_find(profile);
     REQUIRE(hw != NULL);
-    CHECK_EQ_INT(gemm_samples_from_trace(t, &g, NULL, &err), SC_OK);
-    CHECK_EQ_INT(mem_samples_from_trace(t, &s, &sk, &err), SC_OK);
+    CHECK_EQ_INT(calib_gemm_samples_from_trace(t, &g, NULL, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_samples_from_trace(t, &s, &sk, &err), SC_OK);
     CHECK(s.n > 1000);
     struct kernel_params base, gemm, fitted;
     struct gemm_fit gf;
     struct mem_fit mf;
-    kernel_params_default(&base);
-    CHECK_EQ_INT(gemm_samples_fit(&base, hw, g.v, g.n, &gemm, &gf, &err), SC_OK);
-    CHECK_EQ_INT(mem_samples_fit(&gemm, hw, s.v, s.n, &fitted, &mf, &err), SC_OK);
+    cost_kernel_params_default(&base);
+    CHECK_EQ_INT(calib_gemm_samples_fit(&base, hw, g.v, g.n, &gemm, &gf, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_samples_fit(&gemm, hw, s.v, s.n, &fitted, &mf, &err), SC_OK);
     CHECK(mf.samples >= 8);
     CHECK(fitted.hbm_fraction > 0.6 && fitted.hbm_fraction <= 1);
     CHECK(mf.fraction_se > 0 && mf.fraction_se < 0.05);
@@ -55,10 +55,10 @@ static void golden(const char *rel, const char *profile)
         if (s.v[i].bytes >= MEM_FIT_MIN_BYTES && s.v[i].measured_us > 0)
             big[m++] = s.v[i];
     CHECK_EQ_INT(m, mf.samples);
-    CHECK_EQ_INT(mem_samples_check(&fitted, hw, big, m, &again, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_samples_check(&fitted, hw, big, m, &again, &err), SC_OK);
     CHECK_NEAR(again.mean_abs_pct, mf.after.mean_abs_pct, 1e-9);
-    mem_samples_release(&s);
-    gemm_samples_release(&g);
+    calib_mem_samples_release(&s);
+    calib_gemm_samples_release(&g);
     model_trace_free(t);
 }
 

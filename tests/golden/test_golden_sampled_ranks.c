@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "api/inspect_json.h"
-#include "estimator/coll_split.h"
+#include "estimator/whatif/coll_split.h"
 #include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -73,7 +73,7 @@ static void check_kept_groups(const struct model_job *job, const struct model_gr
         if (t->cls != MODEL_TASK_COMM)
             continue;
         comm++;
-        wrong += !t->kept || coll_split_kept_ranks(g, i, job->ranks[t->rank]->world_size) != size;
+        wrong += !t->kept || whatif_coll_split_kept_ranks(g, i, job->ranks[t->rank]->world_size) != size;
     }
     CHECK(comm > 0);
     CHECK_EQ_INT(wrong, 0);

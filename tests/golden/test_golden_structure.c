@@ -1,5 +1,5 @@
 /* tests/golden/test_golden_structure.c: what launched the work of the
- * shared real traces (estimator/structure.h): DDP's gradient buckets and
+ * shared real traces (estimator/whatif/structure.h): DDP's gradient buckets and
  * buffer broadcasts, a partly torch.compile'd step, and the forward and
  * backward passes of the eager steps measured on H100
  * (data/calibration/torch-steps) and the operators the profiler recorded
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/trace.h"

@@ -1,5 +1,5 @@
 /* tests/golden/test_golden_whatif.c: what-ifs on traced jobs
- * (estimator/whatif.h): a no-op reproduces the replay on the shared
+ * (estimator/whatif/whatif.h): a no-op reproduces the replay on the shared
  * traces, less the host time their profiler took; the real pair trace_diff/control (A100, rank 3 of 8) ->
  * trace_diff/test (V100, rank 1 of 2); on `stepcast synth` traces, each
  * kind of change against `stepcast estimate` of the changed spec, layers
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/collective_model.h"
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
-#include "estimator/structure.h"
-#include "estimator/synth_compare.h"
-#include "estimator/whatif.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/synth/synth_compare.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/kernel_family.h"
@@ -45,7 +45,7 @@ static struct job_config config(const char *json)
     struct job_config c;
     struct sc_error err;
     memset(&c, 0, sizeof c);
-    if (job_config_parse(json, strlen(json), &c, &err))
+    if (spec_job_config_parse(json, strlen(json), &c, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     return c;
 }
@@ -56,7 +56,7 @@ static int whatif(const struct model_graph *g, const char *cfg_json, const char 
 {
     struct job_config cfg = config(cfg_json), set;
     memset(&set, 0, sizeof set);
-    if (*set_list && job_config_parse_set_list(set_list, &set, err))
+    if (*set_list && spec_job_config_parse_set_list(set_list, &set, err))
         return err->code;
     return whatif_run(g, &cfg, &set, r, err);
 }
@@ -84,7 +84,7 @@ static struct model_graph *synth_graph(const char *spec, const char *name, struc
 
 /* `stepcast estimate` of a spec's text (kernel detail), ms: with the
  * estimator's defaults (`stack`), or with the kernel-level costs a what-if
- * re-times a trace's kernels by (est_costs_base on every GPU: the traced
+ * re-times a trace's kernels by (calib_costs_base on every GPU: the traced
  * job's own stack stays in its measured times; the H100's defaults fitted
  * on NeMo's runs at scale are a stack's, not a kernel's). */
 static double estimate_with(const char *text, int stack, double *host_ms)
@@ -94,15 +94,15 @@ static double estimate_with(const char *text, int stack, double *host_ms)
     struct est_costs c;
     struct est_estimate e;
     struct sc_error err;
-    if (est_spec_load(text, strlen(text), &s, &hw, &err))
+    if (spec_load(text, strlen(text), &s, &hw, &err))
         sc_check_fail(__FILE__, __LINE__, "%s: %s", text, err.msg);
-    (stack ? est_costs_default : est_costs_base)(hw, &s, &c);
-    if (est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
+    (stack ? calib_costs_default : calib_costs_base)(hw, &s, &c);
+    if (synth_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     double ms = e.step_ms;
     if (host_ms)
         *host_ms = (double)e.breakdown.host / 1e6;
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     return ms;
 }
 
@@ -340,7 +340,7 @@ TEST(whatif_compare_synth_on_a_synth_trace_matches_family_by_family)
     struct synth_compare c;
     struct sc_error err;
     struct job_config cfg = config(synth_config), bare = config("{\"tp\":1,\"pp\":1,\"dp\":4}");
-    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-80gb");
     REQUIRE(synth_compare(g, &cfg, hw, &c, &err) == SC_OK);
     size_t families = 0;
     for (int f = 0; f < MODEL_KF_COUNT; f++) {
@@ -368,7 +368,7 @@ TEST(whatif_doubling_the_layers_adds_their_measured_time)
     struct whatif_result base, twice;
     struct sc_error err;
     struct job_config c = config(cfg);
-    REQUIRE(job_structure_recover(g, &c, &st, &err) == SC_OK);
+    REQUIRE(whatif_job_structure_recover(g, &c, &st, &err) == SC_OK);
     CHECK_EQ_INT(st.layer_source, STRUCT_LAYERS_MODULES);
     CHECK_EQ_INT(st.layers_per_rank, 4);
     /* the measured per-step time of the layers' GPU work */
@@ -389,7 +389,7 @@ TEST(whatif_doubling_the_layers_adds_their_measured_time)
     CHECK_NEAR(added, layer_ns / 1e6, 0.02 * layer_ns / 1e6);
     whatif_release(&base);
     whatif_release(&twice);
-    job_structure_release(&st);
+    whatif_job_structure_release(&st);
     model_graph_free(g);
     model_job_free(job);
 }
@@ -448,9 +448,9 @@ TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
     const struct job_structure *st = &r.structure;
     /* same micro-batches per step (16 / 8 = 8 / 4): only the collectives
      * change; tasks keep their order on each resource in the copy */
-    const struct hw_profile *hw = hw_profile_find("a100-sxm4-80gb");
+    const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-80gb");
     struct coll_params p;
-    coll_params_from_hw(hw, &p);
+    cost_coll_params_from_hw(hw, &p);
     size_t checked = 0;
     for (uint32_t k = 0; k < g->n_res; k++) {
         uint32_t a = g->res[k].first, b = r.graph->res[k].first;
@@ -460,8 +460,8 @@ TEST(whatif_data_parallel_change_moves_gradient_collectives_by_the_model_ratio)
                 continue;
             struct coll_estimate e4, e8;
             struct coll_group g4 = {4, 4}, g8 = {8, 8};
-            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, (double)st->coll_bytes[a], &e4, &err) == SC_OK);
-            REQUIRE(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, (double)st->coll_bytes[a], &e8, &err) == SC_OK);
+            REQUIRE(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, (double)st->coll_bytes[a], &e4, &err) == SC_OK);
+            REQUIRE(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, (double)st->coll_bytes[a], &e8, &err) == SC_OK);
             CHECK_NEAR((double)r.graph->tasks[b].dur / (double)g->tasks[a].dur, e8.time_us / e4.time_us, 0.01);
             checked++;
         }
@@ -589,25 +589,25 @@ TEST(whatif_job_descriptions_and_sets_parse_strictly)
     struct job_config c, s;
     struct sc_error err;
     static const char ok[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"layers\":24,\"dtype\":\"bf16\"}";
-    CHECK_EQ_INT(job_config_parse(ok, strlen(ok), &c, &err), SC_OK);
+    CHECK_EQ_INT(spec_job_config_parse(ok, strlen(ok), &c, &err), SC_OK);
     CHECK_EQ_INT(c.tp, 2);
     CHECK(c.has_dtype && c.dtype == HW_BF16);
     static const char missing[] = "{\"tp\":2,\"dp\":4}";
-    CHECK_EQ_INT(job_config_parse(missing, strlen(missing), &c, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse(missing, strlen(missing), &c, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "pp");
     static const char unknown[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"tpp\":2}";
-    CHECK_EQ_INT(job_config_parse(unknown, strlen(unknown), &c, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse(unknown, strlen(unknown), &c, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "tpp: unknown key");
     static const char gpu[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"gpu\":\"h100-sxm\"}";
-    CHECK_EQ_INT(job_config_parse(gpu, strlen(gpu), &c, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse(gpu, strlen(gpu), &c, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "gpu");
-    CHECK_EQ_INT(job_config_parse("{", 1, &c, &err), SC_EPARSE);
-    CHECK_EQ_INT(job_config_parse_set_list("dp=16,gpu=h100-sxm", &s, &err), SC_OK);
+    CHECK_EQ_INT(spec_job_config_parse("{", 1, &c, &err), SC_EPARSE);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("dp=16,gpu=h100-sxm", &s, &err), SC_OK);
     CHECK(s.dp == 16 && strcmp(s.gpu, "h100-sxm") == 0 && s.tp == 0);
-    CHECK_EQ_INT(job_config_parse_set_list("dp=x", &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("dp=x", &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.dp");
-    CHECK_EQ_INT(job_config_parse_set_list("dp", &s, &err), SC_EINVAL);
-    CHECK_EQ_INT(job_config_parse_set_json("{\"tp\":\"2\"}", 10, &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("dp", &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse_set_json("{\"tp\":\"2\"}", 10, &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.tp");
 }
 
@@ -861,12 +861,12 @@ TEST(whatif_job_description_schedule_keys)
     struct job_config c, s;
     struct sc_error err;
     static const char plain[] = "{\"tp\":1,\"pp\":2,\"dp\":1}";
-    CHECK_EQ_INT(job_config_parse(plain, strlen(plain), &c, &err), SC_OK);
-    CHECK(job_config_schedule(&c) == EST_SCHEDULE_1F1B && job_config_vpp(&c) == 1);
+    CHECK_EQ_INT(spec_job_config_parse(plain, strlen(plain), &c, &err), SC_OK);
+    CHECK(spec_job_config_schedule(&c) == EST_SCHEDULE_1F1B && spec_job_config_vpp(&c) == 1);
     static const char il[] = "{\"tp\":1,\"pp\":2,\"dp\":1,\"layers\":8,\"schedule\":\"interleaved\",\"vpp\":2}";
-    CHECK_EQ_INT(job_config_parse(il, strlen(il), &c, &err), SC_OK);
-    CHECK(job_config_schedule(&c) == EST_SCHEDULE_INTERLEAVED && job_config_vpp(&c) == 2);
-    char *text = job_config_json(&c);
+    CHECK_EQ_INT(spec_job_config_parse(il, strlen(il), &c, &err), SC_OK);
+    CHECK(spec_job_config_schedule(&c) == EST_SCHEDULE_INTERLEAVED && spec_job_config_vpp(&c) == 2);
+    char *text = spec_job_config_json(&c);
     REQUIRE(text != NULL);
     CHECK_CONTAINS(text, "\"schedule\":\"interleaved\"");
     CHECK_CONTAINS(text, "\"vpp\":2");
@@ -885,14 +885,14 @@ TEST(whatif_job_description_schedule_keys)
          "global_batch:"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        CHECK_EQ_INT(job_config_parse(bad[k].doc, strlen(bad[k].doc), &c, &err), SC_EINVAL);
+        CHECK_EQ_INT(spec_job_config_parse(bad[k].doc, strlen(bad[k].doc), &c, &err), SC_EINVAL);
         CHECK(strncmp(err.msg, bad[k].field, strlen(bad[k].field)) == 0);
     }
-    CHECK_EQ_INT(job_config_parse_set_list("schedule=interleaved,vpp=2", &s, &err), SC_OK);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("schedule=interleaved,vpp=2", &s, &err), SC_OK);
     CHECK(s.has_schedule && s.schedule == EST_SCHEDULE_INTERLEAVED && s.vpp == 2);
-    CHECK_EQ_INT(job_config_parse_set_list("schedule=gpipe", &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("schedule=gpipe", &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.schedule");
-    CHECK_EQ_INT(job_config_parse_set_json("{\"vpp\":\"2\"}", 11, &s, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_job_config_parse_set_json("{\"vpp\":\"2\"}", 11, &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "set.vpp");
 }
 
@@ -955,7 +955,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
                  specs[k].tp, specs[k].pp, specs[k].model, specs[k].sp ? ",\"sequence_parallel\":true" : "");
         REQUIRE(model_job_load(dirs, 1, &lo, 0, &job, &err) == SC_OK);
         REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
-        REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
         double base = estimate_with(text, 1, NULL);
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
             char set_text[64], target_text[1024];
@@ -974,7 +974,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
             else
                 snprintf(set_text, sizeof set_text, "%s=%d", key == 't' ? "tp" : key == 'p' ? "pp" : "cp", v);
             spec_text(k, tp, pp, dp, cp, target_text, sizeof target_text);
-            REQUIRE(job_config_parse_set_list(set_text, &set, &err) == SC_OK);
+            REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
             if (whatif_run(g, &cfg, &set, &r, &err)) {
                 sc_check_fail(__FILE__, __LINE__, "%s %s: %s", specs[k].name, set_text, err.msg);
                 continue;
@@ -1029,7 +1029,7 @@ TEST(whatif_tp_from_a_context_parallel_trace)
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(dirs, 1, &lo, 0, &job, &err) == SC_OK);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
-    REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
     double base = estimate_with(text, 1, NULL);
     for (int tp = 2; tp <= 8; tp *= 2) {
         char set_text[32], target_text[1024];
@@ -1037,7 +1037,7 @@ TEST(whatif_tp_from_a_context_parallel_trace)
         struct whatif_result r;
         snprintf(set_text, sizeof set_text, "tp=%d", tp);
         cp_spec_text(tp, target_text, sizeof target_text);
-        REQUIRE(job_config_parse_set_list(set_text, &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
         if (whatif_run(g, &cfg, &set, &r, &err)) {
             sc_check_fail(__FILE__, __LINE__, "%s: %s", set_text, err.msg);
             continue;
@@ -1107,7 +1107,7 @@ TEST(whatif_roads_from_the_measured_eager_steps)
             model_load_opts_default(&lo);
             REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
             REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
-            REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+            REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
             /* the traced step's own wait on its (profiled) host, replayed */
             struct model_replay_opts ro;
             struct model_replay *traced;
@@ -1132,8 +1132,8 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                 int gb = mb * goals[t].dp * goals[t].m;
                 snprintf(set_text, sizeof set_text, "%s,global_batch=%d", goals[t].set, gb);
                 snprintf(base_set, sizeof base_set, "global_batch=%d", mb * goals[t].m);
-                REQUIRE(job_config_parse_set_list(set_text, &set, &err) == SC_OK);
-                REQUIRE(job_config_parse_set_list(base_set, &set0, &err) == SC_OK);
+                REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
+                REQUIRE(spec_job_config_parse_set_list(base_set, &set0, &err) == SC_OK);
                 REQUIRE(whatif_run(g, &cfg, &set0, &r0, &err) == SC_OK);
                 if (whatif_run(g, &cfg, &set, &r, &err)) {
                     sc_check_fail(__FILE__, __LINE__, "%s %s: %s", steps[m].name, set_text, err.msg);

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "estimator/spec.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -35,7 +35,7 @@ TEST(cli_spec_from_hf_and_check)
     CHECK_CONTAINS(err, "seq 8192 from rope_scaling.original_max_position_embeddings");
     struct est_model m;
     struct sc_error e;
-    CHECK_EQ_INT(est_model_parse(out, out ? strlen(out) : 0, &m, &e), SC_OK);
+    CHECK_EQ_INT(spec_model_parse(out, out ? strlen(out) : 0, &m, &e), SC_OK);
     CHECK_EQ_INT(m.kv_heads, 8);
     CHECK_EQ_INT(m.seq, 8192);
     free(out);
@@ -50,7 +50,7 @@ TEST(cli_spec_from_hf_and_check)
     path = th_write_file("spec.json", spec, strlen(spec));
     CHECK_EQ_INT(stepcast("spec", "check", path, NULL, &out, &err), 0);
     struct est_spec s;
-    CHECK_EQ_INT(est_spec_parse(out, out ? strlen(out) : 0, &s, &e), SC_OK);
+    CHECK_EQ_INT(spec_parse(out, out ? strlen(out) : 0, &s, &e), SC_OK);
     CHECK_EQ_INT(s.parallel.global_batch, 4);
     CHECK_CONTAINS(out, "\"zero_stage\": 0");
     CHECK_CONTAINS(err, "32 GPUs (h100-sxm)");
@@ -91,8 +91,8 @@ TEST(cli_spec_from_hf_whole_spec)
     struct est_spec s;
     struct sc_error e;
     REQUIRE(out != NULL);
-    CHECK_EQ_INT(est_spec_parse(out, strlen(out), &s, &e), SC_OK);
-    CHECK_EQ_INT(est_spec_gpus(&s), 256);
+    CHECK_EQ_INT(spec_parse(out, strlen(out), &s, &e), SC_OK);
+    CHECK_EQ_INT(spec_gpus(&s), 256);
     const char *whole = th_write_file("llama70b-whole.json", out, strlen(out));
     char *est[] = {cli, "estimate", "--spec", (char *)whole, NULL};
     free(th_run_expect(est, 0, "on 256 x h100-sxm", NULL));

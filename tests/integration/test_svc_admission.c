@@ -6,7 +6,7 @@
  * 429 with Retry-After; the same spec at a detail that fits is answered;
  * and light requests stay fast while heavy ones run. What-ifs of a built
  * model, and the candidates of a plan from one, are admitted by the size
- * predicted from the model (estimator/whatif_size.h). */
+ * predicted from the model (estimator/whatif/whatif_size.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -342,7 +342,7 @@ static void *heavy_whatif(void *arg)
 }
 
 /* Model what-ifs are admitted by the size predicted from the built model
- * (estimator/whatif_size.h): 4,096 layers on 2 stages (the schedule
+ * (estimator/whatif/whatif_size.h): 4,096 layers on 2 stages (the schedule
  * rebuilt) of a 4-layer job under a 64 MiB
  * budget is 413 at once, naming the budget, the prediction and the tasks;
  * the same job's what-if to dp 8 is answered; a plan from the model is 413

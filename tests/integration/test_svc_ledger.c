@@ -14,10 +14,10 @@
 #include <sqlite3.h>
 
 #include "daemon/store.h"
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "tests/pg_server.h"
@@ -342,9 +342,9 @@ TEST(svc_calibrate_gemms_over_http_equals_the_cli)
     struct est_spec plain_spec;
     struct sc_error spec_err;
     const struct hw_profile *h100;
-    REQUIRE(est_spec_load(plain, strlen(plain), &plain_spec, &h100, &spec_err) == SC_OK);
-    est_costs_default(h100, &plain_spec, &def);
-    double ceiling = kernel_gemm_ceiling_tflops(&def.kernel, h100, HW_BF16);
+    REQUIRE(spec_load(plain, strlen(plain), &plain_spec, &h100, &spec_err) == SC_OK);
+    calib_costs_default(h100, &plain_spec, &def);
+    double ceiling = cost_kernel_gemm_ceiling_tflops(&def.kernel, h100, HW_BF16);
     double with_table = estimate_ms(&d, lab), without = estimate_ms(&d, plain);
     CHECK(fabs(ceiling / 700 - 1) > 0.005); /* the table says something the defaults do not */
     CHECK(700 < ceiling ? with_table > without * 1.005 : with_table < without * 0.995);

@@ -1,5 +1,5 @@
 /* tests/integration/test_svc_model_plan.c: plans from a traced job
- * (estimator/whatif_plan.h) as users run them: `stepcast plan
+ * (estimator/whatif/whatif_plan.h) as users run them: `stepcast plan
  * --from-traces` here, POST /v1/models/{id}/plan on the daemon (200 for a
  * small space, 202 and GET /v1/plans/{id} for a larger one) and `stepcast
  * --server URL plan --from-model ID`. Every returned row must equal the

@@ -1,6 +1,6 @@
 /* tests/integration/test_svc_whatif_size.c: the memory a model what-if
  * takes, measured, against the size the daemon admits it by
- * (estimator/whatif_size.h).
+ * (estimator/whatif/whatif_size.h).
  *
  * Each case builds a model as the daemon's builder does (built_model_build
  * from blobs), then does what the daemon's what-if does (run_whatif in
@@ -20,10 +20,10 @@
 #include "api/resources.h"
 #include "daemon/blobs.h"
 #include "daemon/built.h"
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/whatif.h"
-#include "estimator/whatif_size.h"
+#include "estimator/whatif/whatif.h"
+#include "estimator/whatif/whatif_size.h"
 #include "model/graph.h"
 #include "model/trace.h"
 #include "tests/alloc_fail.h"
@@ -87,8 +87,8 @@ static int measure(struct built_model *m, struct blob_store *bs, const char *cfg
     size_t peak = 0, held = 0, peak2 = 0, now = 0, live = 0;
     unsigned long allocations = 0;
     int complete = 0, complete2 = 0, failed = 0;
-    REQUIRE(job_config_parse(cfg_json, strlen(cfg_json), &cfg, &err) == SC_OK);
-    REQUIRE(job_config_parse_set_list(set_list, &set, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse(cfg_json, strlen(cfg_json), &cfg, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse_set_list(set_list, &set, &err) == SC_OK);
     alloc_fail_arm(0);
     size_t added = 0; /* the traces kept whole by m: read the first time only */
     int rc = built_model_whole(m, bs, &view, &added, &err);
@@ -129,8 +129,8 @@ static void check_cases(struct built_model *m, struct blob_store *bs, const stru
         struct whatif_size size;
         struct measured got = {0};
         struct sc_error err;
-        REQUIRE(job_config_parse(c[i].cfg, strlen(c[i].cfg), &cfg, &err) == SC_OK);
-        REQUIRE(job_config_parse_set_list(c[i].set, &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse(c[i].cfg, strlen(c[i].cfg), &cfg, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list(c[i].set, &set, &err) == SC_OK);
         whatif_size_predict(g->n_tasks, kept ? 0 : events, kept ? 0 : n_traces, &cfg, &set, &size);
         if (measure(m, bs, c[i].cfg, c[i].set, &got))
             SKIP("the allocator is not wrapped (a link-time optimised build): nothing to measure");

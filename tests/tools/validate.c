@@ -1,12 +1,12 @@
 /* tests/tools/validate.c: `make validate`: the spec-driven estimator
- * against measured step times (estimator/validation.h).
+ * against measured step times (estimator/plan/validation.h).
  *
  *   validate [--gpu ID] [--dtype D] [--attention flash|unfused]
  *            [--detail stage|layer|kernel] [--max-mape PCT]
  *            [--rows OUT.csv] [--bands OUT.json] [--starts K] FILE.csv
  *
- * It reports the cited costs (est_costs_cited) and the estimator's
- * defaults (est_costs_default, which hold the fit on all rows) on every
+ * It reports the cited costs (calib_costs_cited) and the estimator's
+ * defaults (calib_costs_default, which hold the fit on all rows) on every
  * row; then fits the parameters
  * that may be fitted (est_fit_params) on every row with GSL, starting from
  * the cited costs, and scores that fit on every row and by parallelism kind
@@ -18,9 +18,9 @@
  * rows and each fold's score held against --max-mape (default 10%); the
  * kinds are reported. --rows writes every row with its estimate under
  * the fit on all rows (the input's columns, then estimated ms), for study.
- * --starts K fits from K starts (est_fit); the default, 1, is what make
+ * --starts K fits from K starts (plan_fit); the default, 1, is what make
  * validate runs. --bands OUT.json writes the band of the rows' region
- * (estimator/bands.h) under the estimator's defaults, as one region of a
+ * (estimator/plan/bands.h) under the estimator's defaults, as one region of a
  * bands file: data/calibration/bands.json is made of such regions.
  *
  *   validate --published [--detail L] [--iters N] [--bands OUT.json] FILE.md
@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/bands.h"
-#include "estimator/estimate.h"
-#include "estimator/invariants.h"
-#include "estimator/validation.h"
+#include "estimator/plan/bands.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/plan/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
 
@@ -98,10 +98,10 @@ int validate_invariants(const struct est_runs *r, const struct est_costs *c, enu
         int rc;
         if (r->same && r->same[i] != i)
             continue; /* a configuration measured again: checked once */
-        if ((rc = est_estimate(&r->specs[i], r->hws[i], c, detail, &e, err)))
+        if ((rc = synth_estimate(&r->specs[i], r->hws[i], c, detail, &e, err)))
             return rc;
-        rc = est_invariants_check(&r->specs[i], r->hws[i], c, &e, err);
-        est_estimate_release(&e);
+        rc = synth_invariants_check(&r->specs[i], r->hws[i], c, &e, err);
+        synth_estimate_release(&e);
         if (rc)
             return sc_error_prefix(err, "line %zu", r->lines ? r->lines[i] : i + 1);
     }
@@ -118,7 +118,7 @@ static int write_rows(const char *path, const struct est_measured *rows, const s
     FILE *f;
     if (!pred)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    if (est_validate(runs, NULL, c, detail, pred, &s, err)) {
+    if (plan_validate(runs, NULL, c, detail, pred, &s, err)) {
         free(pred);
         return err->code;
     }
@@ -138,7 +138,7 @@ static int write_rows(const char *path, const struct est_measured *rows, const s
     return fclose(f) ? sc_error_set(err, SC_EIO, "%s: cannot write", path) : SC_OK;
 }
 
-/* One region's band from the runs in it (est_region_of of each run's
+/* One region's band from the runs in it (plan_region_of of each run's
  * spec, with its GPU), estimates pred. */
 static void band_of(const struct est_runs *r, const double *pred, const struct est_band *key, struct est_band *out,
                     double *e)
@@ -148,14 +148,14 @@ static void band_of(const struct est_runs *r, const double *pred, const struct e
     for (size_t i = 0; i < r->n; i++) {
         enum est_model_kind model;
         enum est_sharding sharding;
-        est_region_of(&r->specs[i], &model, &sharding);
+        plan_region_of(&r->specs[i], &model, &sharding);
         if (strcmp(r->specs[i].cluster.gpu, key->gpu) || model != key->model || sharding != key->sharding ||
             !(pred[i] > 0))
             continue;
         e[n++] = pred[i] / r->step_ms[i] - 1;
-        est_band_add_run(out, &r->specs[i], r->hws[i], r->step_ms[i]);
+        plan_band_add_run(out, &r->specs[i], r->hws[i], r->step_ms[i]);
     }
-    est_band_set_errors(out, e, n);
+    plan_band_set_errors(out, e, n);
 }
 
 int validate_write_bands(const char *path, const struct est_runs *r, const double *pred, const char *source,
@@ -171,7 +171,7 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     /* the regions of the file already there that these runs do not cover stay */
     char *old = validate_slurp(path, &len);
-    if (old && (rc = est_bands_parse(old, len, &bands, err)))
+    if (old && (rc = plan_bands_parse(old, len, &bands, err)))
         rc = sc_error_prefix(err, "%s", path);
     free(old);
     unsigned char *made = calloc(bands.n + r->n + 1, 1); /* a region made from these runs */
@@ -181,8 +181,8 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
         struct est_band key = {0};
         snprintf(key.gpu, sizeof key.gpu, "%s", r->specs[i].cluster.gpu);
         snprintf(key.source, sizeof key.source, "%s", source);
-        est_region_of(&r->specs[i], &key.model, &key.sharding);
-        struct est_band *at = (struct est_band *)est_bands_find(&bands, key.gpu, key.model, key.sharding);
+        plan_region_of(&r->specs[i], &key.model, &key.sharding);
+        struct est_band *at = (struct est_band *)plan_bands_find(&bands, key.gpu, key.model, key.sharding);
         if (at && made[at - bands.regions])
             continue;
         if (!at) {
@@ -198,7 +198,7 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
         made[at - bands.regions] = 1;
     }
     free(made);
-    if (!rc && !(text = est_bands_text(&bands)))
+    if (!rc && !(text = plan_bands_text(&bands)))
         rc = sc_error_set(err, SC_ENOMEM, "out of memory");
     else if (!rc && (!(f = fopen(path, "w")) || fprintf(f, "%s\n", text) < 0))
         rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
@@ -206,7 +206,7 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
         rc = sc_error_set(err, SC_EIO, "%s: cannot write", path);
     free(text);
     free(e);
-    est_bands_release(&bands);
+    plan_bands_release(&bands);
     return rc;
 }
 
@@ -253,7 +253,7 @@ int main(int argc, char **argv)
         case 't': dtype = optarg; break;
         case 'a': attention = optarg; break;
         case 'd':
-            if (est_detail_parse(optarg, &detail, &err)) {
+            if (synth_detail_parse(optarg, &detail, &err)) {
                 fprintf(stderr, "validate: %s\n", err.msg);
                 return 2;
             }
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "validate: cannot read %s\n", argv[optind]);
         return 2;
     }
-    if (est_measured_parse(text, len, &rows, &n, &err)) {
+    if (plan_measured_parse(text, len, &rows, &n, &err)) {
         fprintf(stderr, "validate: %s: %s\n", argv[optind], err.msg);
         free(text);
         return 2;
@@ -313,7 +313,7 @@ int main(int argc, char **argv)
     if (!specs || !hws || !train || !test || !step_ms || !lines)
         goto out;
     for (size_t i = 0; i < n; i++) {
-        if (est_measured_spec(&rows[i], gpu, dtype, attention, &specs[i], &hws[i], &err)) {
+        if (plan_measured_spec(&rows[i], gpu, dtype, attention, &specs[i], &hws[i], &err)) {
             fprintf(stderr, "validate: %s\n", err.msg);
             rc = 2;
             goto out;
@@ -322,26 +322,26 @@ int main(int argc, char **argv)
         lines[i] = rows[i].line;
     }
     struct est_costs base;
-    est_costs_cited(hws[0], &specs[0], &base);
+    calib_costs_cited(hws[0], &specs[0], &base);
     printf("validate: %zu measured steps of %s on %s, %s, %s attention, detail %s\n", n, argv[optind], gpu,
-           dtype, attention, est_detail_name(detail));
+           dtype, attention, synth_detail_name(detail));
     print_costs("cited costs", &base);
 
     struct est_score s;
-    if (est_validate(&runs, NULL, &base, detail, NULL, &s, &err))
+    if (plan_validate(&runs, NULL, &base, detail, NULL, &s, &err))
         goto fail;
     report("all rows, cited costs", &s, -1);
     struct est_costs defaults;
-    est_costs_default(hws[0], &specs[0], &defaults);
+    calib_costs_default(hws[0], &specs[0], &defaults);
     print_costs("the estimator's defaults", &defaults);
-    if (est_validate(&runs, NULL, &defaults, detail, NULL, &s, &err))
+    if (plan_validate(&runs, NULL, &defaults, detail, NULL, &s, &err))
         goto fail;
     report("all rows, the estimator's defaults", &s, limit);
     if (validate_invariants(&runs, &defaults, detail, &err)) {
         printf("FAIL the physical invariants: %s\n", err.msg);
         failed++;
     } else {
-        printf("ok   the physical invariants hold on every estimate (estimator/invariants.h)\n");
+        printf("ok   the physical invariants hold on every estimate (estimator/synth/invariants.h)\n");
         passed++;
     }
     if (bands_out) {
@@ -349,9 +349,9 @@ int main(int argc, char **argv)
         const char *file = strrchr(argv[optind], '/');
         double *pred = calloc(runs.n ? runs.n : 1, sizeof *pred);
         snprintf(source, sizeof source, "validate --gpu %s --dtype %s --attention %s --detail %s %s: %zu rows",
-                 gpu, dtype, attention, est_detail_name(detail), file ? file + 1 : argv[optind], n);
+                 gpu, dtype, attention, synth_detail_name(detail), file ? file + 1 : argv[optind], n);
         int brc = !pred ? sc_error_set(&err, SC_ENOMEM, "out of memory")
-                        : est_validate(&runs, NULL, &defaults, detail, pred, &s, &err);
+                        : plan_validate(&runs, NULL, &defaults, detail, pred, &s, &err);
         if (!brc)
             brc = validate_write_bands(bands_out, &runs, pred, source, &err);
         free(pred);
@@ -359,7 +359,7 @@ int main(int argc, char **argv)
             goto fail;
     }
     struct est_costs all = base;
-    if (est_fit(&runs, NULL, &all, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
+    if (plan_fit(&runs, NULL, &all, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &s, NULL, &err))
         goto fail;
     print_costs("fitted on all rows", &all);
     report("all rows, fitted", &s, limit);
@@ -377,7 +377,7 @@ int main(int argc, char **argv)
             continue;
         char what[64];
         snprintf(what, sizeof what, "kind %s", kinds[k]);
-        if (est_validate(&runs, test, &all, detail, NULL, &s, &err))
+        if (plan_validate(&runs, test, &all, detail, NULL, &s, &err))
             goto fail;
         report(what, &s, -1);
     }
@@ -398,9 +398,9 @@ int main(int argc, char **argv)
                                           : rows[i].tp <= folds[f].train_value;
             test[i] = !train[i];
         }
-        if (est_fit(&runs, train, &fitted, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &fs, NULL, &err))
+        if (plan_fit(&runs, train, &fitted, EST_FIT_ALL, starts, EST_FIT_ITERS, detail, &fs, NULL, &err))
             goto fail;
-        if (est_validate(&runs, test, &fitted, detail, NULL, &s, &err))
+        if (plan_validate(&runs, test, &fitted, detail, NULL, &s, &err))
             goto fail;
         printf("     %s: training MAPE %.2f%% on %zu rows\n", folds[f].name, fs.mape, fs.n);
         print_costs("fitted", &fitted);
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
             char what[64];
             for (size_t i = 0; i < n; i++)
                 test[i] = rows[i].tp == tp;
-            if (est_validate(&runs, test, &fitted, detail, NULL, &s, &err))
+            if (plan_validate(&runs, test, &fitted, detail, NULL, &s, &err))
                 goto fail;
             snprintf(what, sizeof what, "  of which TP %lld", (long long)tp);
             report(what, &s, -1);

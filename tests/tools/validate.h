@@ -5,14 +5,14 @@
 
 #include <stddef.h>
 
-#include "estimator/synth.h"
-#include "estimator/validation.h"
+#include "estimator/synth/synth.h"
+#include "estimator/plan/validation.h"
 
 /* The file's bytes, NUL-ended (malloc'd), *n their count; NULL when it
  * cannot be read. */
 char *validate_slurp(const char *path, size_t *n);
 
-/* Write the error bands of the runs' regions (estimator/bands.h) under
+/* Write the error bands of the runs' regions (estimator/plan/bands.h) under
  * their estimates pred (ms; <= 0: not estimated) into the bands file at
  * path: a region of the file that is there already is replaced when the
  * runs cover it, the others kept. `source` says what made them. */
@@ -21,7 +21,7 @@ int validate_write_bands(const char *path, const struct est_runs *r, const doubl
 
 /* Check every run's estimate (costs c, at detail; a configuration
  * measured again once) against the physical invariants
- * (estimator/invariants.h): SC_EINTERNAL naming the line and the
+ * (estimator/synth/invariants.h): SC_EINTERNAL naming the line and the
  * invariant broken. */
 int validate_invariants(const struct est_runs *r, const struct est_costs *c, enum est_detail detail,
                         struct sc_error *err);

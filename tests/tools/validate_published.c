@@ -1,6 +1,6 @@
 /* tests/tools/validate_published.c: `validate --published FILE` (make
  * validate's second part): the estimator against the published step times
- * of current training jobs on H100 and GB200 (estimator/published.h).
+ * of current training jobs on H100 and GB200 (estimator/calibrate/published.h).
  *
  * Every row the spec can express is estimated with the estimator's
  * defaults at the chosen detail and printed with its error and the
@@ -24,13 +24,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "estimator/estimate.h"
-#include "estimator/published.h"
-#include "estimator/validation.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/calibrate/published.h"
+#include "estimator/plan/validation.h"
 #include "tests/tools/validate.h"
 #include "common/banned.h"
 
-/* The parameters fitted per GPU and dtype (est_fit's mask). */
+/* The parameters fitted per GPU and dtype (plan_fit's mask). */
 #define PUBLISHED_FIT_PARAMS EST_FIT_ALL
 #define TARGET_ALL 8.0
 #define TARGET_FOLD 12.0
@@ -60,8 +60,8 @@ struct pub {
     struct {
         char gpu[16];
         enum hw_dtype dtype;
-        struct est_costs defaults; /* est_costs_default: what every row is first scored with */
-        struct est_costs start;    /* est_costs_base: where the fits start */
+        struct est_costs defaults; /* calib_costs_default: what every row is first scored with */
+        struct est_costs start;    /* calib_costs_base: where the fits start */
     } groups[MAX_GROUPS];
     int n_groups;
 };
@@ -79,7 +79,7 @@ static void pub_free(struct pub *p)
     free(p->fits);
     free(p->group);
     free(p->ok);
-    est_memo_free(p->runs.memo);
+    plan_memo_free(p->runs.memo);
 }
 
 /* mark the runs a predicate selects; their count */
@@ -159,7 +159,7 @@ static void score_pick(const struct pub *p, const char *what, pick_fn f, const v
     struct est_score s;
     if (!pick(p, f, arg, sel))
         return;
-    est_score_of(&p->runs, sel, pred, &s);
+    plan_score_of(&p->runs, sel, pred, &s);
     print_score(what, &s, target);
 }
 
@@ -171,7 +171,7 @@ static void print_row(const struct pub *p, size_t i)
     if (o->recompute == EST_RECOMPUTE_FULL && o->recompute_layers) /* the first N layers of each chunk */
         snprintf(rcp, sizeof rcp, "full/%lld", (long long)o->recompute_layers);
     else
-        snprintf(rcp, sizeof rcp, "%s", est_recompute_name(o->recompute));
+        snprintf(rcp, sizeof rcp, "%s", spec_recompute_name(o->recompute));
     int k = snprintf(par, sizeof par, "TP%lld PP%lld", (long long)r->tp, (long long)r->pp);
     if (r->cp > 1)
         k += snprintf(par + k, sizeof par - (size_t)k, " CP%lld", (long long)r->cp);
@@ -181,7 +181,7 @@ static void print_row(const struct pub *p, size_t i)
         k += snprintf(par + k, sizeof par - (size_t)k, " VP%lld", (long long)r->vp);
     snprintf(par + k, sizeof par - (size_t)k, " %s%lld", r->fsdp ? "FSDP" : "DP", (long long)r->dp);
     printf("%5zu  %-16s %-5s %5lld %-4s %-30s %-7s %8.3f %8.3f %+7.1f%%  %s%s\n", r->line, r->model, r->gpu,
-           (long long)r->gpus, hw_dtype_name(r->dtype), par, est_pub_software_name(r->software), r->step_s,
+           (long long)r->gpus, cost_hw_dtype_name(r->dtype), par, calib_pub_software_name(r->software), r->step_s,
            p->pred[i] / 1000, (p->pred[i] - p->step_ms[i]) / p->step_ms[i] * 100,
            rcp, p->fits[i] ? "" : " (does not fit)");
 }
@@ -226,9 +226,9 @@ static int build(struct pub *p, int *failed)
             skipped++;
             continue;
         }
-        if (est_published_spec(r, &p->specs[m], &p->hws[m], &p->fits[m], &err)) {
+        if (calib_published_spec(r, &p->specs[m], &p->hws[m], &p->fits[m], &err)) {
             printf("REFUSED %s (%s, %lld GPUs, %s): %s\n", r->model, r->gpu, (long long)r->gpus,
-                   hw_dtype_name(r->dtype), err.msg);
+                   cost_hw_dtype_name(r->dtype), err.msg);
             (*failed)++;
             continue;
         }
@@ -240,15 +240,15 @@ static int build(struct pub *p, int *failed)
                 return -1;
             snprintf(p->groups[g].gpu, sizeof p->groups[g].gpu, "%s", r->gpu);
             p->groups[g].dtype = r->dtype;
-            est_costs_default(p->hws[m], &p->specs[m], &p->groups[g].defaults);
-            est_costs_base(p->hws[m], &p->specs[m], &p->groups[g].start);
+            calib_costs_default(p->hws[m], &p->specs[m], &p->groups[g].defaults);
+            calib_costs_base(p->hws[m], &p->specs[m], &p->groups[g].start);
             p->n_groups++;
         }
         p->group[m] = g;
         p->row[m] = i;
         p->step_ms[m] = r->step_s * 1000;
         p->lines[m] = r->line;
-        if (!(json[m] = est_spec_json(&p->specs[m])))
+        if (!(json[m] = spec_json(&p->specs[m])))
             return -1;
         p->same[m] = m;
         for (size_t j = 0; j < m; j++)
@@ -265,7 +265,7 @@ static int build(struct pub *p, int *failed)
     }
     free(json);
     /* the folds' fits start alike: the memo spares their common estimates */
-    p->runs = (struct est_runs){m, p->specs, p->hws, p->step_ms, p->lines, p->same, est_memo_new(m)};
+    p->runs = (struct est_runs){m, p->specs, p->hws, p->step_ms, p->lines, p->same, plan_memo_new(m)};
     printf("%zu rows: %zu the spec expresses (%zu distinct configurations), %zu refused, %zu skipped:\n", n, m,
            distinct, n - m - skipped, skipped);
     for (size_t k = 0; k < n_reasons; k++)
@@ -293,7 +293,7 @@ static void estimate_defaults(struct pub *p, enum est_detail detail, int *passed
             p->pred[i] = p->pred[j];
         } else {
             one[i] = 1;
-            p->ok[i] = !est_validate(&p->runs, one, &p->groups[p->group[i]].defaults, detail, p->pred, &s, &err);
+            p->ok[i] = !plan_validate(&p->runs, one, &p->groups[p->group[i]].defaults, detail, p->pred, &s, &err);
             one[i] = 0;
             made++;
             if (!p->ok[i])
@@ -305,7 +305,7 @@ static void estimate_defaults(struct pub *p, enum est_detail detail, int *passed
             (*failed)++;
     }
     double t = now_s() - t0;
-    printf("     %zu estimates at detail %s in %.2f s (%.1f ms each)\n", made, est_detail_name(detail), t,
+    printf("     %zu estimates at detail %s in %.2f s (%.1f ms each)\n", made, synth_detail_name(detail), t,
            made ? t * 1000 / (double)made : 0);
     free(one);
 }
@@ -347,9 +347,9 @@ static void *fit_group(void *arg)
     /* fewer rows than parameters + 1: the start, unfitted */
     j->fitted = j->ntr > est_n_fit_params;
     if (j->nte)
-        j->rc = (j->fitted && est_fit(&p->runs, j->tr, &j->c, PUBLISHED_FIT_PARAMS, 1, j->iters, j->detail, &j->fs,
+        j->rc = (j->fitted && plan_fit(&p->runs, j->tr, &j->c, PUBLISHED_FIT_PARAMS, 1, j->iters, j->detail, &j->fs,
                                       &j->evals, &j->err)) ||
-                est_validate(&p->runs, j->te, &j->c, j->detail, j->pred, &j->s, &j->err);
+                plan_validate(&p->runs, j->te, &j->c, j->detail, j->pred, &j->s, &j->err);
     j->seconds = now_s() - t0;
     return NULL;
 }
@@ -383,17 +383,17 @@ static int fit_and_score(struct pub *p, const char *name, const unsigned char *t
         if (rc || !j->nte)
             continue;
         if (j->rc) {
-            printf("ERROR %s, %s %s: %s\n", name, p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype), j->err.msg);
+            printf("ERROR %s, %s %s: %s\n", name, p->groups[g].gpu, cost_hw_dtype_name(p->groups[g].dtype), j->err.msg);
             rc = -1;
             continue;
         }
         *seconds += j->seconds;
         if (j->fitted)
             printf("       %-5s %-4s fitted on %3zu rows (MAPE %5.2f%%, %3zu evaluations, %5.1f s):",
-                   p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype), j->ntr, j->fs.mape, j->evals, j->seconds);
+                   p->groups[g].gpu, cost_hw_dtype_name(p->groups[g].dtype), j->ntr, j->fs.mape, j->evals, j->seconds);
         else
             printf("       %-5s %-4s %zu rows to fit on: the start, unfitted:", p->groups[g].gpu,
-                   hw_dtype_name(p->groups[g].dtype), j->ntr);
+                   cost_hw_dtype_name(p->groups[g].dtype), j->ntr);
         print_costs(&j->c);
         printf("\n       %-10s scored on %3zu rows: MAPE %6.2f%%  bias %+7.2f%%\n", "", j->s.n, j->s.mape, j->s.bias);
     }
@@ -415,7 +415,7 @@ static int folds_report(struct pub *p, enum est_detail detail, int iters, double
         rc = -1;
         goto out;
     }
-    printf("\nfits per GPU and dtype (%s), each at most %d simplex iterations from est_costs_base:\n",
+    printf("\nfits per GPU and dtype (%s), each at most %d simplex iterations from calib_costs_base:\n",
            "parameters of est_fit_params", iters);
     for (size_t f = 0; f < sizeof folds / sizeof folds[0]; f++) {
         char what[64];
@@ -430,7 +430,7 @@ static int folds_report(struct pub *p, enum est_detail detail, int iters, double
             continue;
         }
         struct est_score s;
-        est_score_of(&p->runs, test, pred, &s);
+        plan_score_of(&p->runs, test, pred, &s);
         for (size_t i = 0; i < n; i++)
             if (test[i] && !(held_out[i] > 0))
                 held_out[i] = pred[i];
@@ -445,17 +445,17 @@ static int folds_report(struct pub *p, enum est_detail detail, int iters, double
         (*failed)++;
     } else {
         struct est_score s;
-        est_score_of(&p->runs, train, pred, &s);
+        plan_score_of(&p->runs, train, pred, &s);
         print_score("all rows, fitted", &s, TARGET_ALL);
         for (int g = 0; g < p->n_groups; g++) {
             char what[48];
-            snprintf(what, sizeof what, "%s %s, fitted", p->groups[g].gpu, hw_dtype_name(p->groups[g].dtype));
+            snprintf(what, sizeof what, "%s %s, fitted", p->groups[g].gpu, cost_hw_dtype_name(p->groups[g].dtype));
             score_pick(p, what, by_group, &g, pred, test, -1);
         }
         score_pick(p, "MoE rows, fitted", is_moe, NULL, pred, test, TARGET_MOE);
     }
     printf("     fits took %.1f s (%.1f s in all; %zu row estimates from the memo)\n", seconds, now_s() - t0,
-           p->runs.memo ? est_memo_hits(p->runs.memo) : 0);
+           p->runs.memo ? plan_memo_hits(p->runs.memo) : 0);
 out:
     free(train);
     free(test);
@@ -488,7 +488,7 @@ int validate_published(const char *path, enum est_detail detail, int iters, cons
         fprintf(stderr, "validate: cannot read %s\n", path);
         return 2;
     }
-    if (est_published_parse(text, len, &p.rows, &p.n_rows, &err)) {
+    if (calib_published_parse(text, len, &p.rows, &p.n_rows, &err)) {
         fprintf(stderr, "validate: %s: %s\n", path, err.msg);
         free(text);
         return 2;
@@ -501,7 +501,7 @@ int validate_published(const char *path, enum est_detail detail, int iters, cons
     }
     printf("\nthe estimator's defaults per GPU and dtype:\n");
     for (int g = 0; g < p.n_groups; g++) {
-        printf("     %-5s %-4s", p.groups[g].gpu, hw_dtype_name(p.groups[g].dtype));
+        printf("     %-5s %-4s", p.groups[g].gpu, cost_hw_dtype_name(p.groups[g].dtype));
         print_costs(&p.groups[g].defaults);
         printf("\n");
     }
@@ -546,7 +546,7 @@ int validate_published(const char *path, enum est_detail detail, int iters, cons
     static const enum hw_dtype dtypes[] = {HW_BF16, HW_FP8};
     for (size_t i = 0; i < 2; i++) {
         char what[48];
-        snprintf(what, sizeof what, "precision %s", hw_dtype_name(dtypes[i]));
+        snprintf(what, sizeof what, "precision %s", cost_hw_dtype_name(dtypes[i]));
         score_pick(&p, what, by_dtype, &dtypes[i], p.pred, sel, -1);
     }
     score_pick(&p, "MoE rows", is_moe, NULL, p.pred, sel, TARGET_MOE);
@@ -562,7 +562,7 @@ int validate_published(const char *path, enum est_detail detail, int iters, cons
         char source[160];
         const char *file = strrchr(path, '/');
         snprintf(source, sizeof source, "validate --published --detail %s --iters %d %s: held out by model family",
-                 est_detail_name(detail), iters, file ? file + 1 : path);
+                 synth_detail_name(detail), iters, file ? file + 1 : path);
         if (validate_write_bands(bands_out, &p.runs, held_out, source, &err)) {
             fprintf(stderr, "validate: %s\n", err.msg);
             failed++;

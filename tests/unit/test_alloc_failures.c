@@ -13,9 +13,9 @@
 
 #include "api/estimate_json.h"
 #include "api/replay_json.h"
-#include "estimator/estimate.h"
-#include "estimator/job_config.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/spec/spec.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -107,13 +107,13 @@ static int estimate_spec(const void *ctx, struct sc_error *err)
     const struct hw_profile *hw;
     struct est_costs c;
     struct est_estimate e;
-    int rc = est_spec_load(text, strlen(text), &s, &hw, err);
+    int rc = spec_load(text, strlen(text), &s, &hw, err);
     if (rc)
         return rc;
-    est_costs_default(hw, &s, &c);
-    if ((rc = est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, err)))
+    calib_costs_default(hw, &s, &c);
+    if ((rc = synth_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, err)))
         return rc;
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     return SC_OK;
 }
 
@@ -128,13 +128,13 @@ static int estimate_request(const void *ctx, struct sc_error *err)
     struct job_config cfg;
     static const char desc[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"layers\":24,\"hidden\":2048,\"heads\":16,"
                                "\"seq\":2048,\"moe\":{\"experts\":8,\"top_k\":2}}";
-    int rc = job_config_parse(desc, sizeof desc - 1, &cfg, err);
+    int rc = spec_job_config_parse(desc, sizeof desc - 1, &cfg, err);
     if (!rc)
-        rc = est_spec_load(text, strlen(text), &s, &hw, err);
+        rc = spec_load(text, strlen(text), &s, &hw, err);
     if (rc)
         return rc;
-    est_costs_default(hw, &s, &c);
-    if ((rc = est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, err)))
+    calib_costs_default(hw, &s, &c);
+    if ((rc = synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, err)))
         return rc;
     json_t *doc = api_estimate_json(&e);
     char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -142,7 +142,7 @@ static int estimate_request(const void *ctx, struct sc_error *err)
         rc = sc_error_set(err, SC_ENOMEM, "out of memory answering the estimate");
     free(body);
     json_decref(doc);
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     return rc;
 }
 

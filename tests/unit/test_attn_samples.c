@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "estimator/attn_samples.h"
-#include "estimator/hardware.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/attn_samples.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/synth/synth.h"
 #include "model/job.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"
@@ -27,12 +27,12 @@ TEST(attn_op_shape_reads_each_backends_schema)
     struct attn_shape s;
     struct sc_error err;
     int bwd = -1;
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES, CUDNN_CAUSAL, &s, &bwd,
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES, CUDNN_CAUSAL, &s, &bwd,
                                &err), SC_OK);
     CHECK(s.batch == 2 && s.heads == 32 && s.kv_heads == 8 && s.seq_q == 2048 && s.seq_kv == 2048 &&
           s.head_dim == 128 && s.causal == 1 && s.dtype == HW_BF16 && bwd == 0);
     /* flash: [batch, seq, heads, dim], is_causal 9th; fp16 */
-    CHECK_EQ_INT(attn_op_shape("aten::_flash_attention_backward",
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_flash_attention_backward",
                                "[[4, 1024, 16, 64], [4, 1024, 16, 64], [4, 512, 4, 64], [4, 512, 4, 64]]",
                                "[\"c10::Half\", \"c10::Half\", \"c10::Half\", \"c10::Half\"]",
                                "[\"\", \"\", \"\", \"\", \"\", \"\", \"\", \"\", \"1024\", \"512\", \"0.\", \"False\"]",
@@ -40,23 +40,23 @@ TEST(attn_op_shape_reads_each_backends_schema)
     CHECK(s.batch == 4 && s.heads == 16 && s.kv_heads == 4 && s.seq_q == 1024 && s.seq_kv == 512 &&
           s.head_dim == 64 && s.causal == 0 && s.dtype == HW_FP16 && bwd == 1);
     /* efficient: custom_mask_type 1 (causal from the top left) */
-    CHECK_EQ_INT(attn_op_shape("aten::_efficient_attention_forward", "[[1, 256, 8, 128], [1, 256, 8, 128]]",
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_efficient_attention_forward", "[[1, 256, 8, 128], [1, 256, 8, 128]]",
                                "[\"c10::BFloat16\", \"c10::BFloat16\"]",
                                "[\"\", \"\", \"\", \"\", \"\", \"\", \"\", \"\", \"0.\", \"1\"]", &s, &bwd, &err), SC_OK);
     CHECK(s.causal == 1 && s.seq_q == 256 && s.heads == 8);
     /* refused: not attention; another version's schema (no bool where is_causal
      * should be); no Concrete Inputs; heads that kv_heads do not divide; doubles */
-    CHECK_EQ_INT(attn_op_shape("aten::mm", "[[2, 2], [2, 2]]", "[]", "[]", &s, &bwd, &err), SC_EINVAL);
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES,
+    CHECK_EQ_INT(calib_attn_op_shape("aten::mm", "[[2, 2], [2, 2]]", "[]", "[]", &s, &bwd, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES,
                                "[\"\", \"\", \"\", \"True\"]", &s, &bwd, &err), SC_EPARSE);
     CHECK_CONTAINS(err.msg, "is_causal");
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES, NULL, &s, &bwd, &err),
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, CUDNN_TYPES, NULL, &s, &bwd, &err),
                  SC_EPARSE);
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", "[[2, 32, 64, 128], [2, 6, 64, 128]]",
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", "[[2, 32, 64, 128], [2, 6, 64, 128]]",
                                CUDNN_TYPES, CUDNN_CAUSAL, &s, &bwd, &err), SC_EPARSE);
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, "[\"double\", \"double\"]",
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", CUDNN_DIMS, "[\"double\", \"double\"]",
                                CUDNN_CAUSAL, &s, &bwd, &err), SC_EPARSE);
-    CHECK_EQ_INT(attn_op_shape("aten::_cudnn_attention_forward", "[[2, 32, 64], [2, 8, 64]]", CUDNN_TYPES,
+    CHECK_EQ_INT(calib_attn_op_shape("aten::_cudnn_attention_forward", "[[2, 32, 64], [2, 8, 64]]", CUDNN_TYPES,
                                CUDNN_CAUSAL, &s, &bwd, &err), SC_EPARSE);
 }
 
@@ -68,10 +68,10 @@ TEST(attn_op_shape_reads_each_backends_schema)
  * three kernels), and one op of another PyTorch's schema. */
 TEST(attn_samples_fit_recovers_the_throughput)
 {
-    const struct hw_profile *hw = hw_profile_find("h100-sxm");
+    const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
     REQUIRE(hw != NULL);
     struct est_costs c;
-    est_costs_default(hw, NULL, &c);
+    calib_costs_default(hw, NULL, &c);
     struct kernel_params made = c.kernel;
     made.attn_efficiency = EFFICIENCY;
     made.attn_backward_fraction = BACKWARD;
@@ -87,7 +87,7 @@ TEST(attn_samples_fit_recovers_the_throughput)
         struct attn_shape s = {.batch = 1 + i % 2, .heads = 16 << (i % 3), .kv_heads = 8, .seq_q = 1024 << (i % 4),
                                .seq_kv = 1024 << (i % 4), .head_dim = 128, .causal = causal, .dtype = HW_BF16};
         double us;
-        REQUIRE(kernel_flash_attention(&made, hw, &s, bwd, &us, &err) == SC_OK);
+        REQUIRE(cost_kernel_flash_attention(&made, hw, &s, bwd, &us, &err) == SC_OK);
         char args[768], q[64], k[64];
         snprintf(q, sizeof q, "[%.0f, %.0f, %.0f, 128]", s.batch, s.heads, s.seq_q);
         snprintf(k, sizeof k, "[%.0f, 8, %.0f, 128]", s.batch, s.seq_kv);
@@ -123,14 +123,14 @@ TEST(attn_samples_fit_recovers_the_throughput)
     REQUIRE(job != NULL);
     struct attn_samples s = {0};
     size_t unreadable = 0;
-    CHECK_EQ_INT(attn_samples_from_trace(job->ranks[0], &s, &unreadable, &err), SC_OK);
+    CHECK_EQ_INT(calib_attn_samples_from_trace(job->ranks[0], &s, &unreadable, &err), SC_OK);
     CHECK_EQ_INT((int)s.n, 12);
     CHECK_EQ_INT((int)unreadable, 1);
     CHECK(s.n > 1 && s.v[1].backward == 1 && s.v[1].kernels == 3 && s.v[0].kernels == 1);
 
     struct kernel_params fitted;
     struct attn_fit fit;
-    CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
+    CHECK_EQ_INT(calib_attn_samples_fit(&c.kernel, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT((int)fit.fitted, 3);
     CHECK(fit.forward == 6 && fit.backward == 6);
     CHECK_NEAR(fitted.attn_efficiency, EFFICIENCY, 0.01);
@@ -143,16 +143,16 @@ TEST(attn_samples_fit_recovers_the_throughput)
     struct attn_sample one[8];
     for (int i = 0; i < 8; i++)
         one[i] = s.v[i < 4 ? 0 : 1];
-    CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, one, 8, &fitted, &fit, &err), SC_OK);
+    CHECK_EQ_INT(calib_attn_samples_fit(&c.kernel, hw, one, 8, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT((int)fit.fitted, 3);
     CHECK_NEAR(fitted.attn_block_us, c.kernel.attn_block_us, 0);
     CHECK_NEAR(fitted.attn_backward_block_us, c.kernel.attn_backward_block_us, 0);
     CHECK(fit.after.median_abs_pct < 0.5 && fit.before.median_abs_pct > 5);
     /* too few of a pass: nothing fitted, nothing changed */
-    CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, s.v, 3, &fitted, &fit, &err), SC_OK);
+    CHECK_EQ_INT(calib_attn_samples_fit(&c.kernel, hw, s.v, 3, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT((int)fit.fitted, 0);
     CHECK_NEAR(fitted.attn_efficiency, c.kernel.attn_efficiency, 0);
-    attn_samples_release(&s);
+    calib_attn_samples_release(&s);
     model_job_free(job);
     tb_free(&tb);
 }
@@ -178,17 +178,17 @@ TEST(attention_traces_give_their_profiles_attention)
         REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
         struct attn_samples s = {0};
         size_t unreadable = 0;
-        CHECK_EQ_INT(attn_samples_from_trace(job->ranks[0], &s, &unreadable, &err), SC_OK);
+        CHECK_EQ_INT(calib_attn_samples_from_trace(job->ranks[0], &s, &unreadable, &err), SC_OK);
         CHECK_EQ_INT((int)s.n, 54);
         CHECK_EQ_INT((int)unreadable, 0);
-        const struct hw_profile *hw = hw_profile_find(ids[g]);
+        const struct hw_profile *hw = cost_hw_profile_find(ids[g]);
         REQUIRE(hw != NULL && hw->attn_efficiency > 0);
         struct est_costs c;
         struct kernel_params fitted;
         struct attn_fit fit;
-        est_costs_default(hw, NULL, &c);
+        calib_costs_default(hw, NULL, &c);
         CHECK_NEAR(c.kernel.attn_block_us, hw->attn_block_us, 0);
-        CHECK_EQ_INT(attn_samples_fit(&c.kernel, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
+        CHECK_EQ_INT(calib_attn_samples_fit(&c.kernel, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
         CHECK_EQ_INT((int)fit.fitted, 3);
         CHECK_NEAR(fitted.attn_efficiency, hw->attn_efficiency, 0.01);
         CHECK_NEAR(fitted.attn_block_us, hw->attn_block_us, 0.1);
@@ -198,15 +198,15 @@ TEST(attention_traces_give_their_profiles_attention)
         CHECK(fit.before.median_abs_pct < 5 && fit.after.median_abs_pct < 5);
         struct kernel_params cited;
         struct estimate_check before;
-        kernel_params_default(&cited);
+        cost_kernel_params_default(&cited);
         cited.gemm_ceiling_scale = c.kernel.gemm_ceiling_scale;
-        CHECK_EQ_INT(attn_samples_check(&cited, hw, s.v, s.n, &before, &err), SC_OK);
+        CHECK_EQ_INT(calib_attn_samples_check(&cited, hw, s.v, s.n, &before, &err), SC_OK);
         CHECK(before.median_abs_pct > 8);
-        attn_samples_release(&s);
+        calib_attn_samples_release(&s);
         model_job_free(job);
     }
-    const struct hw_profile *a100 = hw_profile_find("a100-sxm4-80gb");
+    const struct hw_profile *a100 = cost_hw_profile_find("a100-sxm4-80gb");
     struct est_costs c;
-    est_costs_default(a100, NULL, &c);
+    calib_costs_default(a100, NULL, &c);
     CHECK(a100->attn_efficiency == 0 && c.kernel.attn_efficiency == 0.84 && c.kernel.attn_block_us == 0);
 }

@@ -1,5 +1,5 @@
 /* tests/unit/test_chakra.c: Chakra ET export and import
- * (estimator/chakra_export.h, estimator/chakra_import.h), the reader
+ * (estimator/interchange/chakra_export.h, estimator/interchange/chakra_import.h), the reader
  * (model/chakra_read.h) and the framing (model/chakra_et.h): what the
  * files hold node by node, that walking them in dependency order gives the
  * replayed step, and that a file replays as its critical path. */
@@ -11,8 +11,8 @@
 #include <et_def.pb-c.h>
 #include <jansson.h>
 
-#include "estimator/chakra_export.h"
-#include "estimator/chakra_import.h"
+#include "estimator/interchange/chakra_export.h"
+#include "estimator/interchange/chakra_import.h"
 #include "model/chakra_read.h"
 #include "model/collective.h"
 #include "model/graph.h"
@@ -131,9 +131,9 @@ TEST(chakra_export_types_and_walks_as_replayed)
     REQUIRE(job);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
-    CHECK_EQ_INT(est_chakra_export(g, r, NULL, "bad/prefix", &out, &err), SC_EINVAL);
-    est_chakra_out_release(&out);
-    REQUIRE(est_chakra_export(g, r, NULL, "job", &out, &err) == SC_OK);
+    CHECK_EQ_INT(chakra_export(g, r, NULL, "bad/prefix", &out, &err), SC_EINVAL);
+    chakra_out_release(&out);
+    REQUIRE(chakra_export(g, r, NULL, "job", &out, &err) == SC_OK);
     REQUIRE(out.n_files == 3);
     CHECK_STREQ(out.files[0].name, "job.0.et");
     CHECK_STREQ(out.files[1].name, "job.1.et");
@@ -192,7 +192,7 @@ TEST(chakra_export_types_and_walks_as_replayed)
     CHECK_EQ_INT(nodes, out.nodes);
     CHECK_EQ_INT(tasks, g->n_tasks);
     CHECK_EQ_INT(nodes, g->n_tasks + out.host_nodes + out.delay_nodes);
-    est_chakra_out_release(&out);
+    chakra_out_release(&out);
     model_replay_free(r);
     model_graph_free(g);
     model_job_free(job);
@@ -257,8 +257,8 @@ TEST(chakra_import_reads_the_older_generation)
     struct model_graph *g = NULL;
     struct model_replay *rp = NULL;
     int et;
-    REQUIRE(est_chakra_is_et(&path, 1, &et, &err) == SC_OK && et);
-    REQUIRE(est_chakra_import(&path, 1, NULL, NULL, &job, &g, &err) == SC_OK);
+    REQUIRE(chakra_is_et(&path, 1, &et, &err) == SC_OK && et);
+    REQUIRE(chakra_import(&path, 1, NULL, NULL, &job, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &rp, &err) == SC_OK);
     CHECK_EQ_INT(g->n_tasks, 4 + 2);
     CHECK_EQ_INT(rp->n_steps, 1);
@@ -340,7 +340,7 @@ TEST(chakra_import_takes_back_an_export)
     REQUIRE(job);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
-    REQUIRE(est_chakra_export(g, r, NULL, "job", &out, &err) == SC_OK);
+    REQUIRE(chakra_export(g, r, NULL, "job", &out, &err) == SC_OK);
     snprintf(dir, sizeof dir, "%s/exported", th_tmpdir());
     mkdir(dir, 0755);
     for (size_t k = 0; k < out.n_files; k++) {
@@ -349,7 +349,7 @@ TEST(chakra_import_takes_back_an_export)
         th_write_file(name, out.files[k].body.data, out.files[k].body.n);
     }
     const char *in = dir;
-    REQUIRE(est_chakra_import(&in, 1, NULL, NULL, &back, &g2, &err) == SC_OK);
+    REQUIRE(chakra_import(&in, 1, NULL, NULL, &back, &g2, &err) == SC_OK);
     REQUIRE(model_replay_run(g2, NULL, &r2, &err) == SC_OK);
     CHECK_EQ_INT(back->n_ranks, 2);
     CHECK_EQ_INT(g2->n_tasks, out.nodes + 2 * 2);
@@ -364,7 +364,7 @@ TEST(chakra_import_takes_back_an_export)
         CHECK_EQ_INT(r2->steps[rank].measured_ns, -1);
         walked_release(&w);
     }
-    est_chakra_out_release(&out);
+    chakra_out_release(&out);
     model_replay_free(r);
     model_replay_free(r2);
     model_graph_free(g);
@@ -414,7 +414,7 @@ TEST(chakra_import_replays_the_chakra_sample)
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct model_replay *r = NULL;
-    REQUIRE(est_chakra_import(&p, 1, NULL, NULL, &job, &g, &err) == SC_OK);
+    REQUIRE(chakra_import(&p, 1, NULL, NULL, &job, &g, &err) == SC_OK);
     REQUIRE(model_replay_run(g, NULL, &r, &err) == SC_OK);
     CHECK_EQ_INT(g->n_tasks, 3664 + 2);
     CHECK_EQ_INT(r->steps[0].replayed_ns, longest);

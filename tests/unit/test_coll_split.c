@@ -1,5 +1,5 @@
 /* tests/unit/test_coll_split.c: a single traced rank's collectives split
- * into transfer and wait (estimator/coll_split.h) and replayed so
+ * into transfer and wait (estimator/whatif/coll_split.h) and replayed so
  * (model/replay.h waits), on fixture traces whose wait is known: the
  * collective lasts the model's transfer for its size plus a wait the
  * fixture chooses. */
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/coll_split.h"
-#include "estimator/collective_model.h"
-#include "estimator/hardware.h"
-#include "estimator/job_config.h"
-#include "estimator/whatif.h"
+#include "estimator/whatif/coll_split.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/whatif.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -32,11 +32,11 @@
  * floats among WORLD ranks on the fixture's GPU (one NVLink domain), us. */
 static double model_transfer_us(void)
 {
-    const struct hw_profile *hw = hw_profile_for_device("NVIDIA A100-SXM4-80GB");
+    const struct hw_profile *hw = cost_hw_profile_for_device("NVIDIA A100-SXM4-80GB");
     struct coll_params p;
     REQUIRE(hw != NULL);
-    coll_params_from_hw(hw, &p);
-    return coll_split_us(&p, MODEL_COLL_ALLREDUCE, (struct coll_group){WORLD, WORLD}, 4.0 * FLOATS);
+    cost_coll_params_from_hw(hw, &p);
+    return whatif_coll_split_us(&p, MODEL_COLL_ALLREDUCE, (struct coll_group){WORLD, WORLD}, 4.0 * FLOATS);
 }
 
 /* Rank RANK of WORLD: per step a GEMM, then an all-reduce on the same
@@ -82,7 +82,7 @@ static int load(struct split_run *s, const char *path)
     memset(s, 0, sizeof *s);
     if (!(s->job = tb_job(&path, 1)))
         return -1;
-    if (model_graph_build(s->job, NULL, &s->g, &err) || coll_split_waits(s->g, &s->waits, &s->n_waits, &err)) {
+    if (model_graph_build(s->job, NULL, &s->g, &err) || whatif_coll_split_waits(s->g, &s->waits, &s->n_waits, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }
@@ -161,8 +161,8 @@ TEST(coll_split_sized_collective_wait_and_scales)
     struct whatif_result wr;
     struct sc_error err;
     const char *desc = "{\"tp\":1,\"pp\":1,\"dp\":8}";
-    job_config_init(&set);
-    REQUIRE(job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
+    spec_job_config_init(&set);
+    REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
     if (whatif_run(s.g, &cfg, &set, &wr, &err) == SC_OK) {
         CHECK(near_us(wr.collective_wait_ms * 1e6, WAIT_US, 2));
         CHECK(near_us(wr.collective_transfer_ms * 1e6, T, 2));
@@ -185,7 +185,7 @@ TEST(coll_split_sizes_kept_when_traces_are_shed)
     size_t n = 0;
     struct sc_error err;
     if (model_graph_build_paths(&path, 1, &(struct model_graph_load){0}, NULL, &job, &g, &err) ||
-        coll_split_waits(g, &v, &n, &err)) {
+        whatif_coll_split_waits(g, &v, &n, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     } else {
         REQUIRE(n == 1);

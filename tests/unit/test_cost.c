@@ -1,4 +1,4 @@
-/* tests/unit/test_cost.c: est_cost_of (estimator/estimate.h), what a
+/* tests/unit/test_cost.c: synth_cost_of (estimator/synth/estimate.h), what a
  * step of N GPUs costs, and its use in a what-if document: the traced
  * step and the what-if's priced per step and per million tokens. */
 #include <math.h>
@@ -7,22 +7,22 @@
 
 #include <jansson.h>
 
-#include "estimator/estimate.h"
-#include "estimator/hardware.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/costs/hardware.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
 
 TEST(cost_of_gpus_for_a_time)
 {
-    const struct hw_profile *hw = hw_profile_find("h100-sxm");
+    const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
     struct est_cost c;
     REQUIRE(hw != NULL);
-    est_cost_of(8, 3600, hw, 2.5, &c); /* 8 GPUs for an hour */
+    synth_cost_of(8, 3600, hw, 2.5, &c); /* 8 GPUs for an hour */
     CHECK_NEAR(c.gpu_hours, 8, 1e-12);
     CHECK_NEAR(c.energy_kwh, 8 * hw->board_power_w / 1000, 1e-12);
     CHECK_NEAR(c.cost_usd, 20, 1e-12);
-    est_cost_of(8, 3600, NULL, -1, &c);
+    synth_cost_of(8, 3600, NULL, -1, &c);
     CHECK(c.energy_kwh < 0 && c.cost_usd < 0);
 }
 
@@ -53,7 +53,7 @@ TEST(cost_of_traced_and_whatif_steps)
                      *per_m = json_object_get(side, "per_m_tokens");
         double ms = json_number_value(json_object_get(d, k ? "step_ms" : "base_step_ms")),
                gpus = (double)json_integer_value(json_object_get(side, "gpus"));
-        const struct hw_profile *hw = hw_profile_find(json_string_value(json_object_get(side, "gpu")));
+        const struct hw_profile *hw = cost_hw_profile_find(json_string_value(json_object_get(side, "gpu")));
         REQUIRE(hw != NULL);
         CHECK_EQ_INT((long long)gpus, k ? 16 : 4);
         double hours = gpus * ms / 1e3 / 3600;

@@ -1,12 +1,12 @@
 /* tests/unit/test_estimate_limits.c: specs at the documented limits
- * (estimator/spec.h, EST_MAX_*) are answered correctly or refused, never
+ * (estimator/spec/spec.h, EST_MAX_*) are answered correctly or refused, never
  * with a figure that is not physical, and no count overflows on the way.
  *
  * The property test draws random specs whose every size is a power of two
  * up to its limit (each at the limit a quarter of the time) and checks:
  * the spec parses or is refused with SC_EINVAL; its memory and the
  * planner's lower bound are finite or refused; and, where the graph is
- * small enough to build here (est_synth_size), the estimate either has a
+ * small enough to build here (synth_size), the estimate either has a
  * finite step above 0 and an MFU in (0, 1], or is refused with SC_ELIMIT or
  * SC_ENUMERIC. make check runs it under UBSan too, where any int overflow
  * on the way aborts it. */
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/memory.h"
-#include "estimator/spec.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -102,23 +102,23 @@ TEST(estimate_random_specs_at_the_limits)
         struct est_synth_size size;
         struct sc_error err;
         double bound;
-        int rc = est_spec_load(text, strlen(text), &s, &hw, &err);
+        int rc = spec_load(text, strlen(text), &s, &hw, &err);
         if (rc) {
             if (rc != SC_EINVAL)
                 sc_check_fail(__FILE__, __LINE__, "%s: status %d (%s)", text, rc, err.msg);
             continue;
         }
         parsed++;
-        est_costs_default(hw, &s, &c);
-        if (!(rc = est_memory_estimate(&s, hw->hbm_gb, &mem, &err))) {
+        calib_costs_default(hw, &s, &c);
+        if (!(rc = spec_memory_estimate(&s, hw->hbm_gb, &mem, &err))) {
             if (!isfinite(mem.gb_per_gpu) || mem.gb_per_gpu <= 0)
                 sc_check_fail(__FILE__, __LINE__, "%s: memory %g GB", text, mem.gb_per_gpu);
-            est_memory_release(&mem);
+            spec_memory_release(&mem);
         }
-        rc = est_synth_bound(&s, hw, &c, &bound, &err);
+        rc = synth_bound(&s, hw, &c, &bound, &err);
         if (rc == SC_OK && !(isfinite(bound) && bound >= 0))
             sc_check_fail(__FILE__, __LINE__, "%s: bound %g ms", text, bound);
-        if ((rc = est_synth_size(&s, hw, &c, EST_DETAIL_STAGE, &size, &err))) {
+        if ((rc = synth_size(&s, hw, &c, EST_DETAIL_STAGE, &size, &err))) {
             CHECK(rc == SC_ELIMIT || rc == SC_ENUMERIC || rc == SC_EINVAL);
             continue;
         }
@@ -126,12 +126,12 @@ TEST(estimate_random_specs_at_the_limits)
         if (size.tasks > PROPERTY_MAX_TASKS)
             continue;
         struct est_estimate e;
-        rc = est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err);
+        rc = synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err);
         if (rc == SC_OK) {
             estimated++;
             if (!physical(&e))
                 sc_check_fail(__FILE__, __LINE__, "%s: step %g ms, MFU %g", text, e.step_ms, e.mfu);
-            est_estimate_release(&e);
+            synth_estimate_release(&e);
         } else if (rc == SC_ELIMIT || rc == SC_ENUMERIC) {
             refused++;
         } else {
@@ -149,11 +149,11 @@ static int estimate_of(const char *text, struct est_estimate *e, struct sc_error
     const struct hw_profile *hw;
     struct est_spec s;
     struct est_costs c;
-    int rc = est_spec_load(text, strlen(text), &s, &hw, err);
+    int rc = spec_load(text, strlen(text), &s, &hw, err);
     if (rc)
         return rc;
-    est_costs_default(hw, &s, &c);
-    return est_estimate(&s, hw, &c, EST_DETAIL_STAGE, e, err);
+    calib_costs_default(hw, &s, &c);
+    return synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, e, err);
 }
 
 /* The issue's cases: a global batch of 2^31 took minutes and answered MFU
@@ -174,8 +174,8 @@ TEST(estimate_global_batch_at_the_limit_keeps_its_mfu)
         CHECK(large.mfu > 0 && large.mfu <= 1);
         CHECK_NEAR(large.mfu, small.mfu, 0.01 * small.mfu);
         CHECK_NEAR(large.step_ms / small.step_ms, EST_MAX_GLOBAL_BATCH / 2048.0, 0.01 * EST_MAX_GLOBAL_BATCH / 2048.0);
-        est_estimate_release(&small);
-        est_estimate_release(&large);
+        synth_estimate_release(&small);
+        synth_estimate_release(&large);
         snprintf(text, sizeof text, fmt, dp, 1 << 30);
         CHECK_EQ_INT(estimate_of(text, &large, &err), SC_EINVAL);
         CHECK_CONTAINS(err.msg, "parallel.global_batch");
@@ -198,10 +198,10 @@ TEST(estimate_every_size_at_the_limit_is_refused_not_wrong)
     CHECK_EQ_INT(rc, SC_ELIMIT);
     CHECK_CONTAINS(err.msg, "days");
     if (rc == SC_OK)
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
 }
 
-/* est_synth_size: what the graph is, before it is built; the prediction
+/* synth_size: what the graph is, before it is built; the prediction
  * is an upper bound on the graph, and grows with the detail and the
  * micro-batches. */
 TEST(estimate_size_is_known_before_the_graph)
@@ -216,14 +216,14 @@ TEST(estimate_size_is_known_before_the_graph)
     struct est_synth_size size[3], more;
     for (int d = EST_DETAIL_STAGE; d <= EST_DETAIL_KERNEL; d++) {
         snprintf(text, sizeof text, fmt, 8);
-        REQUIRE(est_spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_synth_size(&s, hw, &c, (enum est_detail)d, &size[d], &err) == SC_OK);
+        REQUIRE(spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_size(&s, hw, &c, (enum est_detail)d, &size[d], &err) == SC_OK);
         struct est_estimate e;
-        REQUIRE(est_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
+        REQUIRE(synth_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
         CHECK((int64_t)e.tasks <= size[d].tasks);
         CHECK(size[d].bytes == (double)size[d].tasks * EST_SYNTH_BYTES_PER_TASK);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     /* ZeRO-3's gathers and reduce-scatters, a unit (layer) at a time */
     for (int d = EST_DETAIL_STAGE; d <= EST_DETAIL_KERNEL; d++) {
@@ -232,14 +232,14 @@ TEST(estimate_size_is_known_before_the_graph)
                                  "\"options\":{\"zero_stage\":3}}";
         struct est_synth_size zs;
         struct est_estimate e;
-        REQUIRE(est_spec_load(z3, strlen(z3), &s, &hw, &err) == SC_OK);
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_synth_size(&s, hw, &c, (enum est_detail)d, &zs, &err) == SC_OK);
-        REQUIRE(est_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
+        REQUIRE(spec_load(z3, strlen(z3), &s, &hw, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_size(&s, hw, &c, (enum est_detail)d, &zs, &err) == SC_OK);
+        REQUIRE(synth_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
         if ((int64_t)e.tasks > zs.tasks)
             sc_check_fail(__FILE__, __LINE__, "ZeRO-3 at detail %d: %zu tasks, %lld predicted", d, e.tasks,
                           (long long)zs.tasks);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     /* the context-parallel ring: its blocks and exchanges, cp of each a
      * layer, cut the runs that stage and layer detail merge (a ring of
@@ -251,14 +251,14 @@ TEST(estimate_size_is_known_before_the_graph)
                                    "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
         struct est_synth_size zs;
         struct est_estimate e;
-        REQUIRE(est_spec_load(ring, strlen(ring), &s, &hw, &err) == SC_OK);
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_synth_size(&s, hw, &c, (enum est_detail)d, &zs, &err) == SC_OK);
-        REQUIRE(est_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
+        REQUIRE(spec_load(ring, strlen(ring), &s, &hw, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_size(&s, hw, &c, (enum est_detail)d, &zs, &err) == SC_OK);
+        REQUIRE(synth_estimate(&s, hw, &c, (enum est_detail)d, &e, &err) == SC_OK);
         if ((int64_t)e.tasks > zs.tasks)
             sc_check_fail(__FILE__, __LINE__, "cp 256 at detail %d: %zu tasks, %lld predicted", d, e.tasks,
                           (long long)zs.tasks);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     /* one pipeline rank at stage detail: the step does not grow with its
      * micro-batches, dense or MoE, with tensor and data parallelism */
@@ -272,18 +272,18 @@ TEST(estimate_size_is_known_before_the_graph)
     for (size_t k = 0; k < sizeof one_rank / sizeof one_rank[0]; k++) {
         struct est_synth_size zs;
         struct est_estimate e;
-        REQUIRE(est_spec_load(one_rank[k], strlen(one_rank[k]), &s, &hw, &err) == SC_OK);
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_synth_size(&s, hw, &c, EST_DETAIL_STAGE, &zs, &err) == SC_OK);
-        REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        REQUIRE(spec_load(one_rank[k], strlen(one_rank[k]), &s, &hw, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_size(&s, hw, &c, EST_DETAIL_STAGE, &zs, &err) == SC_OK);
+        REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
         if ((int64_t)e.tasks > zs.tasks || zs.tasks > 10000)
             sc_check_fail(__FILE__, __LINE__, "spec %zu: %zu tasks, %lld predicted", k, e.tasks, (long long)zs.tasks);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     CHECK(size[EST_DETAIL_STAGE].tasks < size[EST_DETAIL_LAYER].tasks);
     CHECK(size[EST_DETAIL_LAYER].tasks < size[EST_DETAIL_KERNEL].tasks);
     snprintf(text, sizeof text, fmt, 64);
-    REQUIRE(est_spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
-    REQUIRE(est_synth_size(&s, hw, &c, EST_DETAIL_KERNEL, &more, &err) == SC_OK);
+    REQUIRE(spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
+    REQUIRE(synth_size(&s, hw, &c, EST_DETAIL_KERNEL, &more, &err) == SC_OK);
     CHECK(more.tasks > 4 * size[EST_DETAIL_KERNEL].tasks);
 }

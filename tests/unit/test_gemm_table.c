@@ -1,5 +1,5 @@
 /* tests/unit/test_gemm_table.c: GEMM microbenchmark tables
- * (estimator/gemm_table.h) and `calibrate gemms` on them (calib_files):
+ * (estimator/calibrate/gemm_table.h) and `calibrate gemms` on them (calib_files):
  * rows, comments and the device read; malformed tables refused with the
  * line and column named; the kernel model's parameters recovered from a
  * table it made; one GPU type at a time; rows of a dtype the GPU lacks
@@ -10,17 +10,17 @@
 #include <string.h>
 
 #include "common/csv.h"
-#include "estimator/calibrate.h"
-#include "estimator/cluster_profile.h"
-#include "estimator/gemm_table.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/calibrate/gemm_table.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
 
 static int parse(const char *text, struct gemm_samples *s, char *device, struct sc_error *err)
 {
-    return gemm_table_parse(text, strlen(text), s, device, 96, err);
+    return calib_gemm_table_parse(text, strlen(text), s, device, 96, err);
 }
 
 /* calib_files on GEMM tables alone. */
@@ -59,7 +59,7 @@ TEST(gemm_table_reads_rows_comments_and_the_device)
     CHECK_EQ_INT(parse("dtype,batch,m,n,k,us\nfp16,2,8,8,8,3\n", &s, device, &err), SC_OK);
     CHECK_EQ_INT((long long)s.n, 4);
     CHECK_STREQ(device, "");
-    gemm_samples_release(&s);
+    calib_gemm_samples_release(&s);
 }
 
 TEST(gemm_table_refuses_malformed_tables_naming_the_line)
@@ -94,7 +94,7 @@ TEST(gemm_table_refuses_malformed_tables_naming_the_line)
         CHECK_EQ_INT(parse(bad[i].text, &s, device, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i].says);
         CHECK_EQ_INT((long long)s.n, 1);
-        gemm_samples_release(&s);
+        calib_gemm_samples_release(&s);
     }
 }
 
@@ -104,11 +104,11 @@ TEST(gemm_table_refuses_malformed_tables_naming_the_line)
  * the device line and recovers the fixed cost and each dtype's ceiling. */
 TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
 {
-    const struct hw_profile *hw = hw_profile_find("h100-sxm");
+    const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
     REQUIRE(hw != NULL);
     struct est_costs defaults;
     struct sc_error err;
-    est_costs_default(hw, NULL, &defaults);
+    calib_costs_default(hw, NULL, &defaults);
     struct kernel_params made = defaults.kernel;
     made.kernel_fixed_us = 5.5;
     made.gemm_ceiling_scale = 0.9;
@@ -125,10 +125,10 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
             struct gemm_shape g = {256.0 * (1 << (i % 6)), 512.0 * (1 << (i % 5)), 128.0 * (1 << (i % 7)),
                                    i % 3 ? 1 : 8, d};
             struct gemm_estimate e;
-            REQUIRE(kernel_gemm(&made, hw, &g, &e, &err) == SC_OK);
+            REQUIRE(cost_kernel_gemm(&made, hw, &g, &e, &err) == SC_OK);
             noise = noise * 1103515245u + 12345u;
             double jitter = 1 + 0.03 * (((noise >> 16) % 2001) / 1000.0 - 1);
-            fprintf(out, "%s,%.0f,%.0f,%.0f,%.0f,%.4f\n", hw_dtype_name(d), g.batch, g.m, g.n, g.k,
+            fprintf(out, "%s,%.0f,%.0f,%.0f,%.0f,%.4f\n", cost_hw_dtype_name(d), g.batch, g.m, g.n, g.k,
                     e.time_us * jitter);
         }
         fclose(out);
@@ -145,9 +145,9 @@ TEST(calibrate_gemms_recovers_the_parameters_that_made_the_table)
     CHECK_CONTAINS(report, "fp8      40 GEMMs");
     struct cluster_profile p;
     memset(&p, 0, sizeof p);
-    kernel_params_default(&p.kernel);
+    cost_kernel_params_default(&p.kernel);
     REQUIRE(doc != NULL);
-    CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+    CHECK_EQ_INT(calib_cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
     CHECK_STREQ(p.gpu, "h100-sxm");
     CHECK_STREQ(p.source, "gemm-bench");
     CHECK_STREQ(p.device_name, hw->device_names[0]);
@@ -172,8 +172,8 @@ TEST(gemm_bench_tables_give_their_profiles_ceilings)
 {
     static const char *const ids[] = {"h100-sxm", "h200"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        const struct hw_profile *hw = hw_profile_find(ids[i]);
-        REQUIRE(hw != NULL && hw_has_gemm_tflops(hw));
+        const struct hw_profile *hw = cost_hw_profile_find(ids[i]);
+        REQUIRE(hw != NULL && cost_hw_has_gemm_tflops(hw));
         char path[96];
         snprintf(path, sizeof path, "data/calibration/gemm-bench/%s.csv", ids[i]);
         size_t len = 0;
@@ -188,18 +188,18 @@ TEST(gemm_bench_tables_give_their_profiles_ceilings)
         fclose(devnull);
         struct cluster_profile p;
         memset(&p, 0, sizeof p);
-        kernel_params_default(&p.kernel);
+        cost_kernel_params_default(&p.kernel);
         REQUIRE(doc != NULL);
-        CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+        CHECK_EQ_INT(calib_cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
         CHECK_STREQ(p.gpu, ids[i]);
         int dtypes = 0;
         for (int d = 0; d < HW_DTYPE_COUNT; d++) {
             if (!(hw->peak_tflops[d] > 0))
                 continue;
-            double fitted = kernel_gemm_ceiling_tflops(&p.kernel, hw, (enum hw_dtype)d);
+            double fitted = cost_kernel_gemm_ceiling_tflops(&p.kernel, hw, (enum hw_dtype)d);
             if (fabs(fitted / hw->gemm_tflops[d] - 1) > 0.02)
                 fprintf(stderr, "%s %s: refitted %.1f TFLOP/s, profile %.1f\n", ids[i],
-                        hw_dtype_name((enum hw_dtype)d), fitted, hw->gemm_tflops[d]);
+                        cost_hw_dtype_name((enum hw_dtype)d), fitted, hw->gemm_tflops[d]);
             CHECK_NEAR(fitted / hw->gemm_tflops[d], 1, 0.02);
             dtypes++;
         }
@@ -213,15 +213,15 @@ TEST(gemm_bench_tables_give_their_profiles_ceilings)
  * and scale only the MAMF figures of GPUs measured nowhere here. */
 TEST(estimator_defaults_take_measured_gemm_ceilings_as_they_are)
 {
-    const struct hw_profile *h100 = hw_profile_find("h100-sxm"), *a100 = hw_profile_find("a100-sxm4-80gb");
+    const struct hw_profile *h100 = cost_hw_profile_find("h100-sxm"), *a100 = cost_hw_profile_find("a100-sxm4-80gb");
     REQUIRE(h100 != NULL && a100 != NULL);
-    REQUIRE(!hw_has_gemm_tflops(a100));
+    REQUIRE(!cost_hw_has_gemm_tflops(a100));
     struct est_costs c;
-    est_costs_default(h100, NULL, &c);
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_BF16), h100->gemm_tflops[HW_BF16], 1e-9);
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_FP8), h100->gemm_tflops[HW_FP8], 1e-9);
-    est_costs_default(a100, NULL, &c);
-    double a = kernel_gemm_ceiling_tflops(&c.kernel, a100, HW_BF16);
+    calib_costs_default(h100, NULL, &c);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_BF16), h100->gemm_tflops[HW_BF16], 1e-9);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&c.kernel, h100, HW_FP8), h100->gemm_tflops[HW_FP8], 1e-9);
+    calib_costs_default(a100, NULL, &c);
+    double a = cost_kernel_gemm_ceiling_tflops(&c.kernel, a100, HW_BF16);
     CHECK(a < 0.95 * a100->mamf_tflops[HW_BF16] && a > 0.5 * a100->mamf_tflops[HW_BF16]);
 }
 
@@ -296,13 +296,13 @@ TEST(calibrate_nccl_tests_and_gemms_into_one_profile)
     CHECK_EQ_INT(calib_files(&nccl, &gemms, &o, devnull, &doc, &err), SC_OK);
     struct cluster_profile p;
     memset(&p, 0, sizeof p);
-    kernel_params_default(&p.kernel);
+    cost_kernel_params_default(&p.kernel);
     REQUIRE(doc != NULL);
-    CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+    CHECK_EQ_INT(calib_cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
     CHECK_STREQ(p.source, "nccl-tests+gemm-bench");
     CHECK_EQ_INT(p.has_kernel, 1);
     /* the table's 700 TFLOP/s over the H100's measured ceiling */
-    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 700 / hw_profile_find("h100-sxm")->gemm_tflops[HW_BF16], 0.03);
+    CHECK_NEAR(p.kernel.gemm_ceiling_scale, 700 / cost_hw_profile_find("h100-sxm")->gemm_tflops[HW_BF16], 0.03);
     CHECK_NEAR(p.coll.inter.busbw_gbps, 24, 0.5);               /* the output's 24 GB/s */
     free(doc);
     CHECK_EQ_INT(calib_files(NULL, NULL, &o, devnull, &doc, &err), SC_EINVAL);

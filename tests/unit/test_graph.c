@@ -10,7 +10,7 @@
 #include "api/inspect_json.h"
 #include "api/replay_json.h"
 #include "api/timeline_json.h"
-#include "estimator/coll_split.h"
+#include "estimator/whatif/coll_split.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -879,7 +879,7 @@ TEST(graph_single_rank_keeps_collective_durations)
 
 /* The pair's collective as the graph groups it: matched across the two
  * ranks, a group of `size`, or kept on each, which the replay's split
- * times among `size` ranks (estimator/coll_split.h). */
+ * times among `size` ranks (estimator/whatif/coll_split.h). */
 static void check_pair_groups(const struct run *a, int matched, int64_t size)
 {
     const struct model_graph *g = a->g;
@@ -888,7 +888,7 @@ static void check_pair_groups(const struct run *a, int matched, int64_t size)
     CHECK_EQ_INT(g->n_groups, matched ? 1 : 2);
     for (size_t k = 0; k < g->n_groups; k++)
         CHECK_EQ_INT(matched ? (int64_t)g->groups[k].size
-                             : coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
+                             : whatif_coll_split_kept_ranks(g, g->group_tasks[g->group_at[k]], a->job->ranks[0]->world_size),
                      size);
 }
 

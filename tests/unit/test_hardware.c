@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/hardware.h"
+#include "estimator/costs/hardware.h"
 #include "model/trace.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
@@ -16,9 +16,9 @@ static const char *const issue_profiles[] = {
 
 TEST(hardware_every_profile_is_compiled_in_and_sane)
 {
-    CHECK_EQ_INT(hw_profile_count(), sizeof issue_profiles / sizeof issue_profiles[0]);
+    CHECK_EQ_INT(cost_hw_profile_count(), sizeof issue_profiles / sizeof issue_profiles[0]);
     for (size_t i = 0; i < sizeof issue_profiles / sizeof issue_profiles[0]; i++) {
-        const struct hw_profile *p = hw_profile_find(issue_profiles[i]);
+        const struct hw_profile *p = cost_hw_profile_find(issue_profiles[i]);
         CHECK(p != NULL);
         if (!p)
             continue;
@@ -33,16 +33,16 @@ TEST(hardware_every_profile_is_compiled_in_and_sane)
         /* NVFP4 is Blackwell's: an fp4 peak exactly where the architecture is */
         CHECK((p->peak_tflops[HW_FP4] > 0) == (p->arch == HW_ARCH_BLACKWELL));
     }
-    for (size_t i = 1; i < hw_profile_count(); i++)
-        CHECK(strcmp(hw_profile_at(i - 1)->id, hw_profile_at(i)->id) < 0);
-    CHECK(hw_profile_find("h100") == NULL);
-    CHECK(hw_profile_at(hw_profile_count()) == NULL);
+    for (size_t i = 1; i < cost_hw_profile_count(); i++)
+        CHECK(strcmp(cost_hw_profile_at(i - 1)->id, cost_hw_profile_at(i)->id) < 0);
+    CHECK(cost_hw_profile_find("h100") == NULL);
+    CHECK(cost_hw_profile_at(cost_hw_profile_count()) == NULL);
 }
 
 TEST(hardware_figures_follow_the_spec_sheets)
 {
-    const struct hw_profile *a = hw_profile_find("a100-sxm4-80gb"), *h = hw_profile_find("h100-sxm"),
-                            *gb = hw_profile_find("gb200"), *v = hw_profile_find("v100-sxm2-16gb");
+    const struct hw_profile *a = cost_hw_profile_find("a100-sxm4-80gb"), *h = cost_hw_profile_find("h100-sxm"),
+                            *gb = cost_hw_profile_find("gb200"), *v = cost_hw_profile_find("v100-sxm2-16gb");
     CHECK(a && h && gb && v);
     if (!(a && h && gb && v))
         return;
@@ -64,7 +64,7 @@ TEST(hardware_figures_follow_the_spec_sheets)
 
 TEST(hardware_b300_follows_its_datasheet_and_mamf)
 {
-    const struct hw_profile *b3 = hw_profile_find("b300"), *b2 = hw_profile_find("b200");
+    const struct hw_profile *b3 = cost_hw_profile_find("b300"), *b2 = cost_hw_profile_find("b200");
     CHECK(b3 && b2);
     if (!(b3 && b2))
         return;
@@ -80,7 +80,7 @@ TEST(hardware_b300_follows_its_datasheet_and_mamf)
     CHECK_NEAR(b3->nvlink_gbps, 900, 0.01);
     CHECK(b3->network_gbps > b2->network_gbps); /* ConnectX-8 at 800 Gb/s */
     CHECK_EQ_INT(b3->gpus_per_node, 8);
-    const struct hw_profile *p = hw_profile_for_device("NVIDIA B300 SXM6 AC");
+    const struct hw_profile *p = cost_hw_profile_for_device("NVIDIA B300 SXM6 AC");
     CHECK(p == b3);
 }
 
@@ -91,49 +91,49 @@ TEST(hardware_architecture_is_parsed_and_checked)
     const char *ok = "{\"id\":\"x\",\"name\":\"X\",\"architecture\":\"hopper\",\"sm_count\":10,\"hbm_gb\":1,"
                      "\"hbm_gbps\":100,\"nvlink_gbps\":10,\"network_gbps\":1,\"gpus_per_node\":8,"
                      "\"board_power_w\":100,\"peak_tflops\":{\"bf16\":100}}";
-    CHECK(hw_profile_parse(ok, strlen(ok), &p, &err) == SC_OK);
+    CHECK(cost_hw_profile_parse(ok, strlen(ok), &p, &err) == SC_OK);
     CHECK(p.arch == HW_ARCH_HOPPER);
-    CHECK(strcmp(hw_arch_name(p.arch), "hopper") == 0);
+    CHECK(strcmp(cost_hw_arch_name(p.arch), "hopper") == 0);
     const char *bad = "{\"id\":\"x\",\"name\":\"X\",\"architecture\":\"pascal\",\"sm_count\":10,\"hbm_gb\":1,"
                       "\"hbm_gbps\":100,\"nvlink_gbps\":10,\"network_gbps\":1,\"gpus_per_node\":8,"
                       "\"board_power_w\":100,\"peak_tflops\":{\"bf16\":100}}";
-    CHECK(hw_profile_parse(bad, strlen(bad), &p, &err) == SC_EPARSE);
+    CHECK(cost_hw_profile_parse(bad, strlen(bad), &p, &err) == SC_EPARSE);
     CHECK(strstr(err.msg, "architecture") != NULL);
 }
 
 TEST(hardware_device_names_map_explicitly)
 {
-    const struct hw_profile *p = hw_profile_for_device("NVIDIA A100-PG509-200");
+    const struct hw_profile *p = cost_hw_profile_for_device("NVIDIA A100-PG509-200");
     CHECK(p && strcmp(p->id, "a100-sxm4-40gb") == 0);
-    p = hw_profile_for_device("Tesla V100-SXM2-16GB");
+    p = cost_hw_profile_for_device("Tesla V100-SXM2-16GB");
     CHECK(p && strcmp(p->id, "v100-sxm2-16gb") == 0);
-    p = hw_profile_for_device("NVIDIA A100-SXM4-80GB");
+    p = cost_hw_profile_for_device("NVIDIA A100-SXM4-80GB");
     CHECK(p && strcmp(p->id, "a100-sxm4-80gb") == 0);
     /* never guessed from a near match */
-    CHECK(hw_profile_for_device("NVIDIA A100-PCIE-40GB") == NULL);
-    CHECK(hw_profile_for_device("NVIDIA GeForce RTX 2080 Ti") == NULL);
-    CHECK(hw_profile_for_device("") == NULL);
-    CHECK(hw_profile_for_device(NULL) == NULL);
+    CHECK(cost_hw_profile_for_device("NVIDIA A100-PCIE-40GB") == NULL);
+    CHECK(cost_hw_profile_for_device("NVIDIA GeForce RTX 2080 Ti") == NULL);
+    CHECK(cost_hw_profile_for_device("") == NULL);
+    CHECK(cost_hw_profile_for_device(NULL) == NULL);
 }
 
 TEST(hardware_dtypes)
 {
     enum hw_dtype d;
     struct sc_error err;
-    CHECK(hw_dtype_parse("bf16", &d, &err) == SC_OK && d == HW_BF16);
-    CHECK(hw_dtype_parse("fp4", &d, &err) == SC_OK && d == HW_FP4);
-    CHECK(hw_dtype_parse("float16", &d, &err) == SC_EINVAL);
+    CHECK(cost_hw_dtype_parse("bf16", &d, &err) == SC_OK && d == HW_BF16);
+    CHECK(cost_hw_dtype_parse("fp4", &d, &err) == SC_OK && d == HW_FP4);
+    CHECK(cost_hw_dtype_parse("float16", &d, &err) == SC_EINVAL);
     CHECK(strstr(err.msg, "float16") != NULL);
-    CHECK(hw_dtype_parse(NULL, &d, &err) == SC_EINVAL);
-    CHECK_NEAR(hw_dtype_bytes(HW_FP8), 1, 0);
-    CHECK_NEAR(hw_dtype_bytes(HW_FP4), 0.5, 0);
-    CHECK(strcmp(hw_dtype_name(HW_TF32), "tf32") == 0);
+    CHECK(cost_hw_dtype_parse(NULL, &d, &err) == SC_EINVAL);
+    CHECK_NEAR(cost_hw_dtype_bytes(HW_FP8), 1, 0);
+    CHECK_NEAR(cost_hw_dtype_bytes(HW_FP4), 0.5, 0);
+    CHECK(strcmp(cost_hw_dtype_name(HW_TF32), "tf32") == 0);
 }
 
 static int parse(const char *json, struct sc_error *err)
 {
     struct hw_profile p;
-    return hw_profile_parse(json, strlen(json), &p, err);
+    return cost_hw_profile_parse(json, strlen(json), &p, err);
 }
 
 #define MINIMAL                                                                                 \
@@ -181,7 +181,7 @@ TEST(hardware_parser_rejects_bad_profiles)
     struct hw_profile p;
     const char *lines = "{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"collective_lines\":{\"all_gather\":["
                         "{\"from_bytes\":32,\"to_bytes\":32768,\"hop_us\":4.4,\"busbw_gbps\":88}]}}";
-    CHECK(hw_profile_parse(lines, strlen(lines), &p, &err) == SC_OK);
+    CHECK(cost_hw_profile_parse(lines, strlen(lines), &p, &err) == SC_OK);
     CHECK(p.coll_lines[MODEL_COLL_ALLGATHER].n == 1 && p.coll_lines[MODEL_COLL_ALLREDUCE].n == 0);
     CHECK(parse("{" MINIMAL ",\"peak_tflops\":{\"bf16\":100},\"collective_lines\":{\"all_gather\":["
                 "{\"from_bytes\":32,\"to_bytes\":32768,\"hop_us\":4.4,\"busbw_gbps\":0}]}}", &err) == SC_EPARSE);
@@ -217,7 +217,7 @@ TEST(hardware_shared_trace_devices)
             model_trace_free(t);
             continue;
         }
-        const struct hw_profile *p = hw_profile_for_device(model_str(t, t->devices[0].name));
+        const struct hw_profile *p = cost_hw_profile_for_device(model_str(t, t->devices[0].name));
         if (cases[i].profile)
             CHECK(p && strcmp(p->id, cases[i].profile) == 0);
         else

@@ -2,8 +2,8 @@
  * field or feature named, and Qwen's MoE layer rule. */
 #include <string.h>
 
-#include "estimator/hf_config.h"
-#include "estimator/spec.h"
+#include "estimator/spec/hf_config.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -33,7 +33,7 @@ TEST(hf_config_refusals)
         {"not json", "not valid JSON"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK(est_model_from_hf(bad[i][0], strlen(bad[i][0]), 0, &m, NULL, &err) != SC_OK);
+        CHECK(spec_model_from_hf(bad[i][0], strlen(bad[i][0]), 0, &m, NULL, &err) != SC_OK);
         CHECK_CONTAINS(err.msg, bad[i][1]);
     }
     /* Qwen2-MoE: a shared expert four experts wide, MoE every second layer */
@@ -42,9 +42,9 @@ TEST(hf_config_refusals)
                         "\"max_position_embeddings\":64,\"num_experts\":4,\"num_experts_per_tok\":2,"
                         "\"moe_intermediate_size\":32,\"shared_expert_intermediate_size\":128,"
                         "\"decoder_sparse_step\":2}";
-    CHECK_EQ_INT(est_model_from_hf(qwen2, strlen(qwen2), 0, &m, NULL, &err), SC_OK);
+    CHECK_EQ_INT(spec_model_from_hf(qwen2, strlen(qwen2), 0, &m, NULL, &err), SC_OK);
     CHECK_EQ_INT(m.moe.shared_experts, 4);
     /* Qwen's rule: layer i is sparse when (i + 1) % step == 0 */
-    CHECK(!est_model_layer_is_moe(&m, 0) && est_model_layer_is_moe(&m, 1));
-    CHECK(!est_model_layer_is_moe(&m, 2) && est_model_layer_is_moe(&m, 3));
+    CHECK(!spec_model_layer_is_moe(&m, 0) && spec_model_layer_is_moe(&m, 1));
+    CHECK(!spec_model_layer_is_moe(&m, 2) && spec_model_layer_is_moe(&m, 3));
 }

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/flops.h"
-#include "estimator/invariants.h"
-#include "estimator/kernel_model.h"
-#include "estimator/spec.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/flops.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -39,7 +39,7 @@ static void random_spec(char *buf, size_t len)
 {
     static const char *const dtypes[] = {"fp32", "fp16", "bf16", "fp8", "fp4"};
     static const char *const recompute[] = {"none", "selective", "full", "auto"};
-    const struct hw_profile *hw = hw_profile_at(rnd() % hw_profile_count());
+    const struct hw_profile *hw = cost_hw_profile_at(rnd() % cost_hw_profile_count());
     const char *dtype;
     do
         dtype = dtypes[rnd() % 5];
@@ -111,29 +111,29 @@ TEST(invariants_hold_over_a_thousand_random_specs)
         struct sc_error err;
         tried++;
         random_spec(json, sizeof json);
-        if (est_spec_load(json, strlen(json), &s, &hw, &err))
+        if (spec_load(json, strlen(json), &s, &hw, &err))
             continue;
         valid++;
         moe += s.model.moe.experts > 0;
         partial += s.options.recompute_layers > 0;
         kinds[s.options.dtype]++;
-        for (size_t i = 0; i < hw_profile_count() && i < sizeof seen; i++)
-            if (hw_profile_at(i) == hw && !seen[i]++)
+        for (size_t i = 0; i < cost_hw_profile_count() && i < sizeof seen; i++)
+            if (cost_hw_profile_at(i) == hw && !seen[i]++)
                 gpus_seen++;
-        est_costs_default(hw, &s, &c);
+        calib_costs_default(hw, &s, &c);
         enum est_detail d = (enum est_detail)(valid % 3);
-        if (est_estimate(&s, hw, &c, d, &e, &err)) {
+        if (synth_estimate(&s, hw, &c, d, &e, &err)) {
             sc_check_fail(__FILE__, __LINE__, "%s: %s", json, err.msg);
             continue;
         }
-        if (est_invariants_check(&s, hw, &c, &e, &err))
-            sc_check_fail(__FILE__, __LINE__, "%s (%s detail): %s", json, est_detail_name(d), err.msg);
-        est_estimate_release(&e);
+        if (synth_invariants_check(&s, hw, &c, &e, &err))
+            sc_check_fail(__FILE__, __LINE__, "%s (%s detail): %s", json, synth_detail_name(d), err.msg);
+        synth_estimate_release(&e);
     }
     CHECK_EQ_INT(valid, 1000);
     CHECK(moe >= 200);
     CHECK(partial >= 50); /* full recomputation of some layers of each chunk */
-    CHECK_EQ_INT(gpus_seen, hw_profile_count() < sizeof seen ? hw_profile_count() : sizeof seen);
+    CHECK_EQ_INT(gpus_seen, cost_hw_profile_count() < sizeof seen ? cost_hw_profile_count() : sizeof seen);
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (d != HW_TF32)
             CHECK(kinds[d] > 0);
@@ -144,13 +144,13 @@ TEST(invariants_hold_over_a_thousand_random_specs)
  * inside one domain, the network across), on every GPU. */
 TEST(invariants_cost_models_respect_bandwidth)
 {
-    for (size_t i = 0; i < hw_profile_count(); i++) {
-        const struct hw_profile *hw = hw_profile_at(i);
+    for (size_t i = 0; i < cost_hw_profile_count(); i++) {
+        const struct hw_profile *hw = cost_hw_profile_at(i);
         struct est_costs c;
         struct sc_error err;
-        est_costs_default(hw, NULL, &c);
+        calib_costs_default(hw, NULL, &c);
         for (double bytes = 1e3; bytes < 1e11; bytes *= 7.3) {
-            CHECK(kernel_memory_us(&c.kernel, hw, bytes) * 1e-6 >= bytes / (hw->hbm_gbps * 1e9));
+            CHECK(cost_kernel_memory_us(&c.kernel, hw, bytes) * 1e-6 >= bytes / (hw->hbm_gbps * 1e9));
             static const enum model_coll_op ops[] = {MODEL_COLL_ALLREDUCE, MODEL_COLL_ALLGATHER,
                                                      MODEL_COLL_REDUCESCATTER, MODEL_COLL_ALLTOALL,
                                                      MODEL_COLL_SENDRECV};
@@ -160,12 +160,12 @@ TEST(invariants_cost_models_respect_bandwidth)
                         struct coll_estimate ce;
                         struct coll_group g = {ops[k] == MODEL_COLL_SENDRECV ? 2 : ranks,
                                                ops[k] == MODEL_COLL_SENDRECV ? (per > 1 ? 2 : 1) : per};
-                        REQUIRE(coll_estimate(&c.coll, ops[k], &g, bytes, &ce, &err) == SC_OK);
+                        REQUIRE(cost_coll_estimate(&c.coll, ops[k], &g, bytes, &ce, &err) == SC_OK);
                         int one_domain = g.ranks_per_domain == g.ranks;
                         double link = one_domain ? hw->nvlink_gbps : hw->network_gbps;
                         int in_switch = one_domain ? hw->nvls : hw->ib_sharp;
                         /* across domains the slowest link carries what leaves a domain */
-                        double wire = bytes * est_wire_factor(ops[k], one_domain ? g.ranks : g.ranks / g.ranks_per_domain,
+                        double wire = bytes * synth_wire_factor(ops[k], one_domain ? g.ranks : g.ranks / g.ranks_per_domain,
                                                               in_switch);
                         if (!(ce.time_us * 1e-6 * (1 + 1e-9) >= wire / (link * 1e9) / (one_domain ? 1 : g.ranks_per_domain)))
                             sc_check_fail(__FILE__, __LINE__, "%s: %s of %.3g bytes over %d ranks (%d a domain): "

@@ -5,14 +5,14 @@
  * unfused attention, and bad input. */
 #include <math.h>
 
-#include "estimator/hardware.h"
-#include "estimator/kernel_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/costs/kernel_model.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
 static const struct hw_profile *gpu(const char *id)
 {
-    const struct hw_profile *hw = hw_profile_find(id);
+    const struct hw_profile *hw = cost_hw_profile_find(id);
     CHECK(hw != NULL);
     return hw;
 }
@@ -23,8 +23,8 @@ static double gemm_us(const struct hw_profile *hw, double m, double n, double k,
     struct kernel_params p;
     struct sc_error err;
     struct gemm_shape s = {.m = m, .n = n, .k = k, .batch = 1, .dtype = d};
-    kernel_params_default(&p);
-    CHECK_EQ_INT(kernel_gemm(&p, hw, &s, e, &err), SC_OK);
+    cost_kernel_params_default(&p);
+    CHECK_EQ_INT(cost_kernel_gemm(&p, hw, &s, e, &err), SC_OK);
     return e->time_us;
 }
 
@@ -32,18 +32,18 @@ TEST(kernel_model_ceiling_per_dtype)
 {
     const struct hw_profile *a100 = gpu("a100-sxm4-80gb"), *v100 = gpu("v100-sxm2-32gb");
     struct kernel_params p;
-    kernel_params_default(&p);
+    cost_kernel_params_default(&p);
     if (!a100 || !v100)
         return;
     /* bf16: the MAMF table's 271.2; fp16 shares its efficiency; tf32 has
      * no MAMF figure: peak x 0.80 */
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&p, a100, HW_BF16), 271.2, 1e-9);
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&p, a100, HW_FP16), 312 * 271.2 / 312, 1e-9);
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&p, a100, HW_TF32), 156 * 0.80, 1e-9);
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&p, a100, HW_FP8), 0, 0); /* no fp8 on an A100 */
-    CHECK(kernel_gemm_ceiling_tflops(&p, v100, HW_BF16) == 0);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&p, a100, HW_BF16), 271.2, 1e-9);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&p, a100, HW_FP16), 312 * 271.2 / 312, 1e-9);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&p, a100, HW_TF32), 156 * 0.80, 1e-9);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&p, a100, HW_FP8), 0, 0); /* no fp8 on an A100 */
+    CHECK(cost_kernel_gemm_ceiling_tflops(&p, v100, HW_BF16) == 0);
     p.gemm_ceiling_scale = 0.5;
-    CHECK_NEAR(kernel_gemm_ceiling_tflops(&p, a100, HW_BF16), 135.6, 1e-9);
+    CHECK_NEAR(cost_kernel_gemm_ceiling_tflops(&p, a100, HW_BF16), 135.6, 1e-9);
 }
 
 TEST(kernel_model_large_gemm_reaches_the_ceiling)
@@ -52,8 +52,8 @@ TEST(kernel_model_large_gemm_reaches_the_ceiling)
     if (!h100)
         return;
     struct kernel_params p;
-    kernel_params_default(&p);
-    double ceiling = kernel_gemm_ceiling_tflops(&p, h100, HW_BF16);
+    cost_kernel_params_default(&p);
+    double ceiling = cost_kernel_gemm_ceiling_tflops(&p, h100, HW_BF16);
     struct gemm_estimate e;
     gemm_us(h100, 8192, 8192, 8192, HW_BF16, &e);
     /* whole tiles, many waves: within a few percent of the ceiling, never above */
@@ -97,12 +97,12 @@ TEST(kernel_model_memory_bound_kernels)
     if (!h100)
         return;
     struct kernel_params p;
-    kernel_params_default(&p);
-    CHECK_NEAR(kernel_memory_us(&p, h100, 1e9), 3 + 1e9 / (h100->hbm_gbps * 0.86 * 1e3), 1e-9);
-    CHECK_NEAR(kernel_memory_us(&p, h100, 0), 3, 0);
-    CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_BINARY, 1000, HW_BF16, HW_BF16), 6000, 0);
-    CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_DROPOUT, 1000, HW_BF16, HW_BF16), 5000, 0);
-    CHECK_NEAR(kernel_mem_bytes(KERNEL_MEM_CAST, 1000, HW_FP8, HW_BF16), 3000, 0);
+    cost_kernel_params_default(&p);
+    CHECK_NEAR(cost_kernel_memory_us(&p, h100, 1e9), 3 + 1e9 / (h100->hbm_gbps * 0.86 * 1e3), 1e-9);
+    CHECK_NEAR(cost_kernel_memory_us(&p, h100, 0), 3, 0);
+    CHECK_NEAR(cost_kernel_mem_bytes(KERNEL_MEM_BINARY, 1000, HW_BF16, HW_BF16), 6000, 0);
+    CHECK_NEAR(cost_kernel_mem_bytes(KERNEL_MEM_DROPOUT, 1000, HW_BF16, HW_BF16), 5000, 0);
+    CHECK_NEAR(cost_kernel_mem_bytes(KERNEL_MEM_CAST, 1000, HW_FP8, HW_BF16), 3000, 0);
 }
 
 /* PyTorch's non-vectorised elementwise kernels: on an H100 or H200 (132
@@ -116,15 +116,15 @@ TEST(kernel_model_strided_elementwise)
         return;
     struct kernel_params p;
     struct sc_error err;
-    kernel_params_default(&p);
-    double n = 2.0 * 2048 * 14336, bytes = kernel_mem_bytes(KERNEL_MEM_BINARY, n, HW_BF16, HW_BF16);
-    double t100 = kernel_strided_us(&p, h100, n, bytes), t200 = kernel_strided_us(&p, h200, n, bytes);
+    cost_kernel_params_default(&p);
+    double n = 2.0 * 2048 * 14336, bytes = cost_kernel_mem_bytes(KERNEL_MEM_BINARY, n, HW_BF16, HW_BF16);
+    double t100 = cost_kernel_strided_us(&p, h100, n, bytes), t200 = cost_kernel_strided_us(&p, h200, n, bytes);
     CHECK_NEAR(t100, n / (132 * 2400.0), 1e-9);
     CHECK_NEAR(t200, t100, 1e-9);
-    CHECK(t100 > kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us);
-    CHECK_NEAR(kernel_strided_us(&p, h100, 0, bytes), kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us, 1e-9);
+    CHECK(t100 > cost_kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us);
+    CHECK_NEAR(cost_kernel_strided_us(&p, h100, 0, bytes), cost_kernel_memory_us(&p, h100, bytes) - p.kernel_fixed_us, 1e-9);
     p.strided_elements_per_sm_us = 0;
-    CHECK_EQ_INT(kernel_params_check(&p, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_params_check(&p, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "strided_elements_per_sm_us");
 }
 
@@ -135,7 +135,7 @@ TEST(kernel_model_attention)
         return;
     struct kernel_params p;
     struct sc_error err;
-    kernel_params_default(&p);
+    cost_kernel_params_default(&p);
     struct attn_shape s = {.batch = 4, .heads = 32, .kv_heads = 32, .seq_q = 8192, .seq_kv = 8192,
                            .head_dim = 128, .causal = 0, .dtype = HW_BF16};
     double full, causal, bwd, unfused, gqa;
@@ -143,28 +143,28 @@ TEST(kernel_model_attention)
     p.attn_backward_fraction = 0.865;
     p.attn_block_us = 6;
     p.attn_backward_block_us = 24;
-    CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &full, &err), SC_OK);
+    CHECK_EQ_INT(cost_kernel_flash_attention(&p, h100, &s, 0, &full, &err), SC_OK);
     /* compute-bound: 4 b h s^2 d FLOPs at 0.84 of the ceiling, 4 x 32 x 64
      * = 8192 blocks of 128 queries in ceil(8192 / 132) = 63 waves of 62.06,
      * each wave 6 us more */
     double flops = 4.0 * 4 * 32 * 8192 * 8192 * 128;
-    double rate = kernel_gemm_ceiling_tflops(&p, h100, HW_BF16) * 0.84 * 1e6;
+    double rate = cost_kernel_gemm_ceiling_tflops(&p, h100, HW_BF16) * 0.84 * 1e6;
     CHECK_NEAR(full, flops / rate * 63 / (8192.0 / 132) + 63 * 6 + 3, 1e-6 * full);
     s.causal = 1;
-    CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &causal, &err), SC_OK);
+    CHECK_EQ_INT(cost_kernel_flash_attention(&p, h100, &s, 0, &causal, &err), SC_OK);
     /* (s + 1) / 2s of the scores visible; the blocks' time stays */
     CHECK_NEAR((causal - 3 - 63 * 6) / (full - 3 - 63 * 6), 8193.0 / 2 / 8192, 1e-9);
-    CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 1, &bwd, &err), SC_OK);
+    CHECK_EQ_INT(cost_kernel_flash_attention(&p, h100, &s, 1, &bwd, &err), SC_OK);
     /* 2.5 times the FLOPs at 0.865 of the forward's throughput, 24 us a wave */
     CHECK_NEAR((bwd - 3 - 63 * 24) / (causal - 3 - 63 * 6), 2.5 / 0.865, 1e-6);
     s.kv_heads = 8; /* grouped-query: the same FLOPs, fewer bytes */
-    CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &gqa, &err), SC_OK);
+    CHECK_EQ_INT(cost_kernel_flash_attention(&p, h100, &s, 0, &gqa, &err), SC_OK);
     CHECK_NEAR(gqa, causal, 1e-9);
     s.causal = 0;
-    CHECK_EQ_INT(kernel_unfused_attention(&p, h100, &s, 0, &unfused, &err), SC_OK);
+    CHECK_EQ_INT(cost_kernel_unfused_attention(&p, h100, &s, 0, &unfused, &err), SC_OK);
     CHECK(unfused > full); /* the 8192^2 score matrix goes through HBM */
     s.kv_heads = 64;
-    CHECK_EQ_INT(kernel_flash_attention(&p, h100, &s, 0, &full, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_flash_attention(&p, h100, &s, 0, &full, &err), SC_EINVAL);
 }
 
 TEST(kernel_model_bad_input)
@@ -175,17 +175,17 @@ TEST(kernel_model_bad_input)
     struct kernel_params p;
     struct sc_error err;
     struct gemm_estimate e;
-    kernel_params_default(&p);
+    cost_kernel_params_default(&p);
     struct gemm_shape s = {.m = 128, .n = 128, .k = 128, .batch = 1, .dtype = HW_FP8};
-    CHECK_EQ_INT(kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "fp8");
     s.dtype = HW_BF16;
     s.k = 0;
-    CHECK_EQ_INT(kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
     s.k = NAN;
-    CHECK_EQ_INT(kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
     s.k = 128;
     p.hbm_fraction = 1.5;
-    CHECK_EQ_INT(kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_kernel_gemm(&p, a100, &s, &e, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "hbm_fraction");
 }

@@ -11,15 +11,17 @@
 #include "tests/helpers.h"
 #include "common/banned.h"
 
-/* Write `text` to <root>/<rel>, making its folder. */
+/* Write `text` to <root>/<rel>, making its folders. */
 static void plant(const char *root, const char *rel, const char *text)
 {
     char path[512], dir[512];
     snprintf(path, sizeof path, "%s/%s", root, rel);
     snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = '\0';
     mkdir(root, 0700);
-    mkdir(dir, 0700);
+    for (char *slash = dir + strlen(root) + 1; (slash = strchr(slash, '/')) != NULL; *slash++ = '/') {
+        *slash = '\0';
+        mkdir(dir, 0700);
+    }
     FILE *f = fopen(path, "w");
     REQUIRE(f != NULL);
     fputs(text, f);
@@ -72,6 +74,25 @@ TEST(layering_fails_on_planted_problems)
     CHECK_CONTAINS(out, "daemon may not include clients");
     CHECK_CONTAINS(out, "api may not include profiler");
     CHECK(!strstr(out, "profiler/p.h:"));
+    free(out);
+
+    /* inside estimator: costs below calibrate (a cost model never includes
+     * its calibration), façades on top, unknown folders refused */
+    snprintf(root, sizeof root, "%s/estimator", th_tmpdir());
+    plant(root, "estimator/costs/m.c", "#include \"estimator/calibrate/f.h\"\n");
+    plant(root, "estimator/calibrate/f.h", "#include \"estimator/costs/m.h\"\n");
+    plant(root, "estimator/costs/m.h", "\n");
+    plant(root, "estimator/whatif/w.c", "#include \"estimator/open.h\"\n");
+    plant(root, "estimator/open.h", "#include \"estimator/whatif/w.h\"\n");
+    plant(root, "estimator/whatif/w.h", "#include \"estimator/misc/x.h\"\n");
+    plant(root, "estimator/misc/x.h", "\n");
+    CHECK_EQ_INT(check_layering(root, &out), 1);
+    CHECK_CONTAINS(out, "estimator/costs/m.c: includes \"estimator/calibrate/f.h\": estimator/costs may not include "
+                        "estimator/calibrate");
+    CHECK_CONTAINS(out, "estimator/whatif/w.c: includes \"estimator/open.h\": estimator/whatif may not include estimator\n");
+    CHECK_CONTAINS(out, "estimator/misc is not a known folder");
+    CHECK(!strstr(out, "estimator/calibrate/f.h:"));
+    CHECK(!strstr(out, "estimator/open.h:"));
     free(out);
 
     /* two modules of one layer calling into each other (a.c includes b.h,

@@ -1,11 +1,11 @@
 /* tests/unit/test_measured.c: the measured-steps table of `make validate`
- * and `ledger import` (est_measured_parse): the shared file's layout read,
+ * and `ledger import` (plan_measured_parse): the shared file's layout read,
  * and each malformed row refused with its line and column named; and the
  * fits on such rows the same with a memo of their estimates (est_memo). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/validation.h"
+#include "estimator/plan/validation.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -20,7 +20,7 @@ TEST(measured_rows_read_and_malformed_ones_named)
     struct est_measured *rows = NULL;
     size_t n = 0;
     struct sc_error err;
-    CHECK_EQ_INT(est_measured_parse(good, strlen(good), &rows, &n, &err), SC_OK);
+    CHECK_EQ_INT(plan_measured_parse(good, strlen(good), &rows, &n, &err), SC_OK);
     REQUIRE(n == 2);
     CHECK_EQ_INT(rows[0].pp, 2);
     CHECK_NEAR(rows[0].step_ms, 372.160408, 0);
@@ -39,7 +39,7 @@ TEST(measured_rows_read_and_malformed_ones_named)
         {"4,16,8,1024,16,24,1024,1,1,2,3\n", "line 1: 4 GPUs are not tp x dp x pp = 2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        CHECK_EQ_INT(est_measured_parse(bad[i].text, strlen(bad[i].text), &rows, &n, &err), SC_EPARSE);
+        CHECK_EQ_INT(plan_measured_parse(bad[i].text, strlen(bad[i].text), &rows, &n, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i].says);
         CHECK(rows == NULL && n == 0);
     }
@@ -59,29 +59,29 @@ TEST(measured_fit_with_a_memo_is_the_fit_without)
     struct est_measured *rows = NULL;
     size_t n = 0;
     struct sc_error err;
-    REQUIRE(est_measured_parse(text, strlen(text), &rows, &n, &err) == SC_OK && n == 6);
+    REQUIRE(plan_measured_parse(text, strlen(text), &rows, &n, &err) == SC_OK && n == 6);
     struct est_spec specs[6];
     const struct hw_profile *hws[6];
     double step_ms[6];
     size_t lines[6];
     for (size_t i = 0; i < n; i++) {
-        REQUIRE(est_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &specs[i], &hws[i], &err) == SC_OK);
+        REQUIRE(plan_measured_spec(&rows[i], "a100-sxm4-80gb", "fp16", "unfused", &specs[i], &hws[i], &err) == SC_OK);
         step_ms[i] = rows[i].step_ms;
         lines[i] = rows[i].line;
     }
     struct est_costs start, plain, memo1, memo2;
-    est_costs_base(hws[0], &specs[0], &start);
+    calib_costs_base(hws[0], &specs[0], &start);
     struct est_runs runs = {n, specs, hws, step_ms, lines, NULL, NULL};
     struct est_score s0, s1, s2;
     size_t e0 = 0, e1 = 0, e2 = 0;
     plain = start;
-    REQUIRE(est_fit(&runs, NULL, &plain, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s0, &e0, &err) == SC_OK);
-    REQUIRE((runs.memo = est_memo_new(n)) != NULL);
+    REQUIRE(plan_fit(&runs, NULL, &plain, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s0, &e0, &err) == SC_OK);
+    REQUIRE((runs.memo = plan_memo_new(n)) != NULL);
     memo1 = start;
-    REQUIRE(est_fit(&runs, NULL, &memo1, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s1, &e1, &err) == SC_OK);
-    size_t hits = est_memo_hits(runs.memo);
+    REQUIRE(plan_fit(&runs, NULL, &memo1, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s1, &e1, &err) == SC_OK);
+    size_t hits = plan_memo_hits(runs.memo);
     memo2 = start;
-    REQUIRE(est_fit(&runs, NULL, &memo2, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s2, &e2, &err) == SC_OK);
+    REQUIRE(plan_fit(&runs, NULL, &memo2, EST_FIT_ALL, 1, 12, EST_DETAIL_STAGE, &s2, &e2, &err) == SC_OK);
     CHECK(memcmp(&plain, &memo1, sizeof plain) == 0);
     CHECK(memcmp(&plain, &memo2, sizeof plain) == 0);
     CHECK_NEAR(s1.mape, s0.mape, 0);
@@ -90,7 +90,7 @@ TEST(measured_fit_with_a_memo_is_the_fit_without)
     CHECK_EQ_INT(e1, e0);
     CHECK(e0 > 10);
     CHECK(hits >= n); /* the best point, scored again */
-    CHECK_EQ_INT(est_memo_hits(runs.memo) - hits, e2 * n);
-    est_memo_free(runs.memo);
+    CHECK_EQ_INT(plan_memo_hits(runs.memo) - hits, e2 * n);
+    plan_memo_free(runs.memo);
     free(rows);
 }

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/calibrate.h"
-#include "estimator/cluster_profile.h"
-#include "estimator/kernel_model.h"
-#include "estimator/mem_samples.h"
-#include "estimator/synth.h"
-#include "estimator/hardware.h"
+#include "estimator/calibrate/calibrate.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/calibrate/mem_samples.h"
+#include "estimator/synth/synth.h"
+#include "estimator/costs/hardware.h"
 #include "model/job.h"
 #include "tests/check.h"
 #include "tests/trace_builder.h"
@@ -27,7 +27,7 @@ static double bytes(const char *op, const char *dims, const char *types)
 {
     double b = -1;
     struct sc_error err;
-    CHECK_EQ_INT(mem_op_bytes(op, dims, types, &b, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_op_bytes(op, dims, types, &b, &err), SC_OK);
     return b;
 }
 
@@ -49,16 +49,16 @@ TEST(mem_op_bytes_by_role)
                64 * (2 + 2 + 1), 0);
     CHECK_NEAR(bytes("aten::where", "[[16], [16], [1]]", "[\"bool\", \"float\", \"float\"]"), 16 + 64 + 4 + 64, 0);
     /* refused: not memory-bound, no broadcast, a tensor list, mismatched lists */
-    CHECK_EQ_INT(mem_op_bytes("aten::mm", "[[2, 2], [2, 2]]", "[\"float\", \"float\"]", &b, &err), SC_EINVAL);
-    CHECK_EQ_INT(mem_op_bytes("aten::add", "[[3], [4], []]", "[\"float\", \"float\", \"Scalar\"]", &b, &err),
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::mm", "[[2, 2], [2, 2]]", "[\"float\", \"float\"]", &b, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::add", "[[3], [4], []]", "[\"float\", \"float\", \"Scalar\"]", &b, &err),
                  SC_EPARSE);
-    CHECK_EQ_INT(mem_op_bytes("aten::add", "[[], []]", "[\"TensorList\", \"Scalar\"]", &b, &err), SC_EPARSE);
-    CHECK_EQ_INT(mem_op_bytes("aten::add", "[[3]]", "[\"float\", \"float\"]", &b, &err), SC_EPARSE);
-    CHECK_EQ_INT(mem_op_bytes("aten::add", "[[-3]]", "[\"float\"]", &b, &err), SC_EPARSE);
-    CHECK_EQ_INT(mem_op_bytes("aten::add", "not json", "[\"float\"]", &b, &err), SC_EPARSE);
-    CHECK_EQ_INT(mem_op_bytes("aten::fill_", "[[1125899906842624], []]", "[\"float\", \"Scalar\"]", &b, &err),
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::add", "[[], []]", "[\"TensorList\", \"Scalar\"]", &b, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::add", "[[3]]", "[\"float\", \"float\"]", &b, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::add", "[[-3]]", "[\"float\"]", &b, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::add", "not json", "[\"float\"]", &b, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::fill_", "[[1125899906842624], []]", "[\"float\", \"Scalar\"]", &b, &err),
                  SC_EPARSE); /* 4 PiB */
-    CHECK_EQ_INT(mem_op_bytes("aten::copy_", "[[4]]", "[\"float\"]", &b, &err), SC_EPARSE); /* no source */
+    CHECK_EQ_INT(calib_mem_op_bytes("aten::copy_", "[[4]]", "[\"float\"]", &b, &err), SC_EPARSE); /* no source */
 }
 
 #define FRACTION 0.75
@@ -123,21 +123,21 @@ TEST(mem_samples_fit_recovers_bandwidth)
     struct mem_samples s = {0};
     struct mem_skips sk = {0};
     struct sc_error err;
-    CHECK_EQ_INT(mem_samples_from_trace(job->ranks[0], &s, &sk, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_samples_from_trace(job->ranks[0], &s, &sk, &err), SC_OK);
     REQUIRE(s.n == expect + 1);
     CHECK_EQ_INT(sk.other_kernel, 1);
     CHECK_EQ_INT(sk.unreadable, 1);
     CHECK_EQ_INT(s.v[1].kernels, 2);
     CHECK_NEAR(s.v[3].bytes, 8 * 22 * 1048576.0, 0); /* the copy_ under aten::clone */
 
-    const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
+    const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-40gb");
     REQUIRE(hw != NULL && hw->hbm_gbps == GBPS);
     struct kernel_params base, fitted;
     struct mem_fit fit;
-    kernel_params_default(&base);
+    cost_kernel_params_default(&base);
     base.kernel_fixed_us = FIXED_US;
     fitted = base;
-    CHECK_EQ_INT(mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
+    CHECK_EQ_INT(calib_mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_OK);
     CHECK_EQ_INT(fit.samples, expect);
     CHECK_NEAR(fit.before_fraction, base.hbm_fraction, 0);
     CHECK_NEAR(fitted.hbm_fraction, FRACTION, 1e-3);
@@ -150,12 +150,12 @@ TEST(mem_samples_fit_recovers_bandwidth)
     for (size_t i = 0; i < s.n; i++)
         s.v[i].measured_us /= 2;
     fitted = base;
-    CHECK_EQ_INT(mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_ENUMERIC);
+    CHECK_EQ_INT(calib_mem_samples_fit(&fitted, hw, s.v, s.n, &fitted, &fit, &err), SC_ENUMERIC);
     CHECK_CONTAINS(err.msg, "unphysical");
     CHECK_NEAR(fitted.hbm_fraction, base.hbm_fraction, 0);
     /* too few samples */
-    CHECK_EQ_INT(mem_samples_fit(&base, hw, s.v, 5, &fitted, &fit, &err), SC_EINVAL);
-    mem_samples_release(&s);
+    CHECK_EQ_INT(calib_mem_samples_fit(&base, hw, s.v, 5, &fitted, &fit, &err), SC_EINVAL);
+    calib_mem_samples_release(&s);
     model_job_free(job);
     tb_free(&tb);
 }
@@ -163,7 +163,7 @@ TEST(mem_samples_fit_recovers_bandwidth)
 /* `calibrate traces` on a trace whose GEMMs fit but whose memory-bound ops
  * are too small to: the profile carries the fitted GEMM parameters and,
  * for the HBM share it could not fit, the estimator's default
- * (est_costs_default, what a spec without the profile gets), not the
+ * (calib_costs_default, what a spec without the profile gets), not the
  * cited figure. */
 TEST(calibrate_traces_keeps_the_estimators_hbm_fraction_when_it_cannot_fit_one)
 {
@@ -171,11 +171,11 @@ TEST(calibrate_traces_keeps_the_estimators_hbm_fraction_when_it_cannot_fit_one)
     char dims[128];
     double ts = 0;
     struct sc_error err;
-    const struct hw_profile *hw = hw_profile_find("a100-sxm4-40gb");
+    const struct hw_profile *hw = cost_hw_profile_find("a100-sxm4-40gb");
     REQUIRE(hw != NULL);
     /* the GEMMs timed by the kernel model at 0.8 of the ceiling and 5 us */
     struct kernel_params made;
-    kernel_params_default(&made);
+    cost_kernel_params_default(&made);
     made.gemm_ceiling_scale = 0.8;
     made.kernel_fixed_us = 5;
     tb_init(&tb, 0, 1);
@@ -183,7 +183,7 @@ TEST(calibrate_traces_keeps_the_estimators_hbm_fraction_when_it_cannot_fit_one)
     for (int i = 0; i < 12; i++, ts += 10000) {
         struct gemm_shape g = {512.0 * (1 + i % 4), 256.0 * (1 + i % 5), 1024.0 * (1 + i % 3), 1, HW_FP32};
         struct gemm_estimate e;
-        CHECK_EQ_INT(kernel_gemm(&made, hw, &g, &e, &err), SC_OK);
+        CHECK_EQ_INT(cost_kernel_gemm(&made, hw, &g, &e, &err), SC_OK);
         snprintf(dims, sizeof dims, "[[%.0f, %.0f], [%.0f, %.0f]]", g.m, g.k, g.k, g.n);
         char args[256];
         snprintf(args, sizeof args, "\"Input Dims\": %s, \"Input type\": [\"float\", \"float\"]", dims);
@@ -204,12 +204,12 @@ TEST(calibrate_traces_keeps_the_estimators_hbm_fraction_when_it_cannot_fit_one)
     CHECK_CONTAINS(text, "GEMMs: 12 with shapes and times");
     CHECK_CONTAINS(text, "memory-bound ops: 1 with bytes; not fitted");
     struct est_costs defaults;
-    est_costs_default(hw, NULL, &defaults);
+    calib_costs_default(hw, NULL, &defaults);
     struct cluster_profile p;
     memset(&p, 0, sizeof p);
-    kernel_params_default(&p.kernel);
+    cost_kernel_params_default(&p.kernel);
     REQUIRE(doc != NULL);
-    CHECK_EQ_INT(cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
+    CHECK_EQ_INT(calib_cluster_profile_parse(doc, strlen(doc), &p, &err), SC_OK);
     CHECK_EQ_INT(p.has_kernel, 1);
     CHECK_NEAR(p.kernel.gemm_ceiling_scale, 0.8, 0.01); /* fitted */
     CHECK_NEAR(p.kernel.kernel_fixed_us, 5, 0.1);

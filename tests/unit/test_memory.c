@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/flops.h"
-#include "estimator/memory.h"
-#include "estimator/placement.h"
-#include "estimator/spec.h"
+#include "estimator/spec/flops.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/placement.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -19,7 +19,7 @@ static struct est_spec spec(const char *json)
     struct est_spec s;
     struct sc_error err;
     memset(&s, 0, sizeof s);
-    if (est_spec_parse(json, strlen(json), &s, &err))
+    if (spec_parse(json, strlen(json), &s, &err))
         sc_check_fail(__FILE__, __LINE__, "%s: %s", json, err.msg);
     return s;
 }
@@ -40,35 +40,35 @@ TEST(memory_zero_paper_figures)
     struct est_spec amp = spec("{\"model\":{\"layers\":1,\"hidden\":64,\"heads\":1,\"seq\":8},"
                                "\"cluster\":{\"gpu\":\"x\"}}");
     struct est_state_bytes b;
-    est_state_bytes(&amp.options, &b);
+    spec_state_bytes(&amp.options, &b);
     CHECK_EQ_INT(b.master, 1);
     for (int stage = 0; stage <= 3; stage++) {
         struct est_model_states st;
-        est_model_states(7.5e9, &b, stage, 64, &st);
+        spec_model_states(7.5e9, &b, stage, 64, &st);
         CHECK_NEAR(states_gb(&st), want[stage], 0.005);
     }
     struct est_model_states st;
-    est_model_states(7.5e9, &b, 1, 64, &st);
+    spec_model_states(7.5e9, &b, 1, 64, &st);
     CHECK_NEAR(st.weights, 2 * 7.5e9, 1);
     CHECK_NEAR(st.gradients, 4 * 7.5e9, 1);
     CHECK_NEAR(st.optimizer, 12 * 7.5e9 / 64, 1);
     /* an Adam step: the fp32 gradient read, master, m, v read and written,
      * the 16-bit weights written */
-    CHECK_NEAR(est_optimizer_step_bytes(&b), 4 + 24 + 2, 0);
+    CHECK_NEAR(spec_optimizer_step_bytes(&b), 4 + 24 + 2, 0);
 
     /* pure bf16 (the torch-steps' bf16 runs): weights, gradients and both
      * moments in bf16, 2 + 2 + 4; the step reads the gradient, reads and
      * writes weights and moments */
     amp.options.master_weights = EST_MASTER_BF16;
-    est_state_bytes(&amp.options, &b);
-    est_model_states(1e9, &b, 0, 8, &st);
+    spec_state_bytes(&amp.options, &b);
+    spec_model_states(1e9, &b, 0, 8, &st);
     CHECK_NEAR(states_gb(&st), 8, 1e-9);
-    CHECK_NEAR(est_optimizer_step_bytes(&b), 2 + 8 + 4, 0);
+    CHECK_NEAR(spec_optimizer_step_bytes(&b), 2 + 8 + 4, 0);
 
     amp.options.dtype = HW_FP32; /* 4 + 4 + 8, no master copy */
     amp.options.master_weights = EST_MASTER_FP32;
-    est_state_bytes(&amp.options, &b);
-    est_model_states(1e9, &b, 0, 8, &st);
+    spec_state_bytes(&amp.options, &b);
+    spec_model_states(1e9, &b, 0, 8, &st);
     CHECK_NEAR(states_gb(&st), 16, 1e-9);
     CHECK_EQ_INT(b.master, 0);
 }
@@ -92,35 +92,35 @@ TEST(memory_korthikanti_per_layer)
     double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
     struct est_layer_activations la;
     struct est_spec sp = spec(gpt3("", ""));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, sbh * (34 + 5 * a * s / h), 0.5);
 
     sp = spec(gpt3("\"tp\":8", ""));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 0.5);
     CHECK_NEAR(la.kept, sbh * 23, 0.5); /* (10 + 3 + 10): the paper's Table 2 row */
 
     sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true"));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, sbh * (34 + 5 * a * s / h) / t, 0.5);
 
     sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true,\"recompute\":\"selective\""));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, sbh * 34 / t, 0.5);
 
     sp = spec(gpt3("\"tp\":8", "\"recompute\":\"selective\""));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, sbh * (10 + 24 / t), 0.5);
 
     sp = spec(gpt3("\"tp\":8", "\"sequence_parallel\":true,\"recompute\":\"full\""));
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, 2 * sbh / t, 0.5);
     CHECK_NEAR(la.full, sbh * (34 + 5 * a * s / h) / t, 0.5);
 
     /* context parallelism divides everything by cp */
     struct est_layer_activations cp2;
     sp = spec(gpt3("\"tp\":8,\"cp\":2", "\"sequence_parallel\":true"));
-    est_layer_activations(&sp, 0, &cp2);
+    spec_layer_activations(&sp, 0, &cp2);
     CHECK_NEAR(cp2.kept, sbh * (34 + 5 * a * s / h) / t / 2, 0.5);
 }
 
@@ -136,12 +136,12 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     double norms_inputs_masks = T * h * (2 + 2 + 2 + 2 + 1 + 1) / t;
     double qkv_out = T * (q + kv + kv + q) * 2 / t;
     /* b x heads x s x s: 8,192 keys are past Megatron's fused softmax
-     * (est_spec_fused_softmax), so PyTorch's keeps its output in fp32: 4
+     * (spec_fused_softmax), so PyTorch's keeps its output in fp32: 4
      * bytes, the dropout mask 1 and its output 2 */
     double scores = 32 * T * 8192 * (4 + 1 + 2) / t;
     double gated = T * (2 * f + f) * 2 / t;
     struct est_layer_activations la;
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     CHECK_NEAR(la.kept, norms_inputs_masks + qkv_out + scores + gated, 1);
 
     /* an MoE layer: shared expert like a dense MLP, routed tokens x top_k
@@ -156,7 +156,7 @@ TEST(memory_grouped_query_gated_and_moe_layers)
     double base = T * h * 10 / 2 + T * (4 * 64) * 2 / 2 + 4 * T * 128 * 7 / 2;
     double shared = T * 3 * 32 * 2 / 2;
     double routed = (T * 2 * 1 / 2) * (h * 2 + 3 * 32 * 2 / 1.0);
-    est_layer_activations(&sp, 1, &la);
+    spec_layer_activations(&sp, 1, &la);
     CHECK_NEAR(la.kept, base + shared + routed, 1e-6);
 }
 
@@ -172,9 +172,9 @@ TEST(memory_flash_attention_keeps_only_softmax_statistics)
     struct est_spec sp = spec(flash);
     CHECK_EQ_INT(sp.options.attention, EST_ATTENTION_FLASH);
     struct est_layer_activations fl, un;
-    est_layer_activations(&sp, 0, &fl);
+    spec_layer_activations(&sp, 0, &fl);
     sp = spec(gpt3("\"tp\":8", ""));
-    est_layer_activations(&sp, 0, &un);
+    spec_layer_activations(&sp, 0, &un);
     double stats = 4 * b * a * s / t;
     CHECK_NEAR(un.kept - fl.kept, sbh * 5 * a * s / (h * t) - stats, 0.5);
     CHECK_NEAR(fl.kept, sbh * (10 + 24 / t) + stats, 0.5);
@@ -183,7 +183,7 @@ TEST(memory_flash_attention_keeps_only_softmax_statistics)
     sp = spec("{\"model\":{\"layers\":96,\"hidden\":12288,\"heads\":96,\"seq\":2048,\"vocab\":51200},"
               "\"parallel\":{\"tp\":8},\"options\":{\"sequence_parallel\":true,\"attention\":\"flash\"},"
               "\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}");
-    est_layer_activations(&sp, 0, &fl);
+    spec_layer_activations(&sp, 0, &fl);
     CHECK_NEAR(fl.kept, sbh * 34 / t + stats, 0.5);
 }
 
@@ -198,7 +198,7 @@ TEST(memory_korthikanti_first_stage_in_flight)
                   "\"sequence_parallel\":true,\"recompute\":\"selective\""));
     struct est_memory mem;
     struct sc_error err;
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_EQ_INT(mem.n_stages, 8);
     CHECK_EQ_INT(mem.stages[0].in_flight, 8);
     CHECK_NEAR(mem.stages[0].activations, 8 * (12 * 34 * sbh / t + sbh / t), 1);
@@ -208,28 +208,28 @@ TEST(memory_korthikanti_first_stage_in_flight)
     CHECK_EQ_INT(mem.stages[7].in_flight, 1);
     CHECK_NEAR(mem.stages[7].activations,
                12 * 34 * sbh / t + 2 * 2 * sbh / t + (2 + 4) * 2048.0 * 51200 / t, 1);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 
     /* interleaved with 2 chunks: L (1 + (p - 1) / (p v)) = 138 layers */
     sp = spec(gpt3("\"tp\":8,\"pp\":8,\"vpp\":2,\"schedule\":\"interleaved\",\"global_batch\":64",
                    "\"sequence_parallel\":true,\"recompute\":\"selective\""));
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_EQ_INT(mem.stages[0].in_flight, 23);
     /* chunk 0 holds the embedding: 15 of the first 23 forward passes are
      * of it (micro-batches 0-7 and 8-14); after the next forward (chunk 0,
      * micro-batch 15) the first backward frees a pass of chunk 1, so 16
      * passes of chunk 0 are held until backward pass 8 frees one of it */
     CHECK_NEAR(mem.stages[0].activations, 138 * 34 * sbh / t + 16 * sbh / t, 1);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 
     /* full recomputation: each layer's input per micro-batch in flight and
      * one layer recomputed */
     sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64",
                    "\"sequence_parallel\":true,\"recompute\":\"full\""));
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_NEAR(mem.stages[0].activations,
                8 * (12 * 2 * sbh / t + sbh / t) + sbh * (34 + 5 * 96 * 2048 / 12288.0) / t, 1);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 }
 
 TEST(memory_model_states_per_stage_and_fit)
@@ -242,7 +242,7 @@ TEST(memory_model_states_per_stage_and_fit)
     double h = 1024, per_gpu = 4 * (12 * h * h / 2 + 2 * h) + 2 * 32000 * h / 2 + h;
     struct est_memory mem;
     struct sc_error err;
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_NEAR(mem.stages[0].states.weights, 2 * per_gpu, 1e-3);
     CHECK_NEAR(mem.stages[0].states.gradients, 4 * per_gpu, 1e-3); /* fp32 main grads */
     CHECK_NEAR(mem.stages[0].states.optimizer, 12 * per_gpu / 64, 1e-3);
@@ -252,21 +252,21 @@ TEST(memory_model_states_per_stage_and_fit)
                mem.stages[0].states.weights + mem.stages[0].states.gradients +
                    mem.stages[0].states.optimizer + mem.stages[0].activations,
                1e-3);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 
     /* GPT-3 175B on 8 GPUs without pipeline: far over 80 GB */
     sp = spec(gpt3("\"tp\":8", ""));
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK(!mem.fits);
     CHECK(mem.gb_per_gpu > 175e9 * 16 / 8 / 1e9);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 
     /* the worst stage is the peak: the first under 1F1B with no recompute */
     sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64", "\"sequence_parallel\":true"));
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
     CHECK_EQ_INT(mem.worst_stage, 0);
     CHECK_NEAR(mem.gb_per_gpu, mem.stages[0].total / 1e9, 1e-9);
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 }
 
 /* The activations one ZeRO stage's estimate lends another (what the
@@ -286,9 +286,9 @@ TEST(memory_estimate_like_equals_a_fresh_estimate)
         struct est_spec s0 = spec(gpt3(layouts[l], opt0)), s3 = spec(gpt3(layouts[l], opt3));
         struct est_memory m0, fresh, like;
         struct sc_error err;
-        CHECK_EQ_INT(est_memory_estimate(&s0, 80, &m0, &err), SC_OK);
-        CHECK_EQ_INT(est_memory_estimate(&s3, 80, &fresh, &err), SC_OK);
-        CHECK_EQ_INT(est_memory_estimate_like(&s3, &m0, 80, 0, &like, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&s0, 80, &m0, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&s3, 80, &fresh, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate_like(&s3, &m0, 80, 0, &like, &err), SC_OK);
         CHECK_EQ_INT(like.n_stages, fresh.n_stages);
         CHECK(fresh.stages[0].states.weights < m0.stages[0].states.weights); /* ZeRO-3 shards them */
         for (int64_t r = 0; r < fresh.n_stages; r++) {
@@ -296,9 +296,9 @@ TEST(memory_estimate_like_equals_a_fresh_estimate)
         }
         CHECK_EQ_INT(like.worst_stage, fresh.worst_stage);
         CHECK(like.gb_per_gpu == fresh.gb_per_gpu && like.fits == fresh.fits);
-        est_memory_release(&m0);
-        est_memory_release(&fresh);
-        est_memory_release(&like);
+        spec_memory_release(&m0);
+        spec_memory_release(&fresh);
+        spec_memory_release(&like);
     }
 }
 
@@ -311,9 +311,9 @@ TEST(memory_estimate_until_over_stops_at_the_first_stage_that_does_not_fit)
                     s1 = spec(gpt3("\"tp\":8,\"pp\":8,\"dp\":4,\"global_batch\":64", "\"zero_stage\":1"));
     struct est_memory full, check, next, full1;
     struct sc_error err;
-    CHECK_EQ_INT(est_memory_estimate(&s0, 40, &full, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&s0, 40, &full, &err), SC_OK);
     CHECK(!full.fits);
-    CHECK_EQ_INT(est_memory_estimate_like(&s0, NULL, 40, 1, &check, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate_like(&s0, NULL, 40, 1, &check, &err), SC_OK);
     CHECK(!check.fits);
     CHECK(check.n_stages >= 1 && check.n_stages < full.n_stages);
     for (int64_t r = 0; r < check.n_stages; r++)
@@ -321,17 +321,17 @@ TEST(memory_estimate_until_over_stops_at_the_first_stage_that_does_not_fit)
     CHECK(check.stages[check.n_stages - 1].total / 1e9 > check.capacity_gb);
     /* ZeRO 1 on a GPU of 200 GB fits: the stages the check left are
      * modelled */
-    CHECK_EQ_INT(est_memory_estimate(&s1, 200, &full1, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&s1, 200, &full1, &err), SC_OK);
     CHECK(full1.fits);
-    CHECK_EQ_INT(est_memory_estimate_like(&s1, &check, 200, 1, &next, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate_like(&s1, &check, 200, 1, &next, &err), SC_OK);
     CHECK_EQ_INT(next.n_stages, full1.n_stages);
     for (int64_t r = 0; r < full1.n_stages; r++)
         CHECK(memcmp(&next.stages[r], &full1.stages[r], sizeof full1.stages[r]) == 0);
     CHECK(next.fits && next.worst_stage == full1.worst_stage && next.gb_per_gpu == full1.gb_per_gpu);
-    est_memory_release(&full);
-    est_memory_release(&check);
-    est_memory_release(&next);
-    est_memory_release(&full1);
+    spec_memory_release(&full);
+    spec_memory_release(&check);
+    spec_memory_release(&next);
+    spec_memory_release(&full1);
 }
 
 /* placement: layers per virtual stage */
@@ -339,7 +339,7 @@ static void check_placement(int layers, int pp, int vpp, const int *want)
 {
     struct est_stage_layers st[16];
     struct sc_error err;
-    CHECK_EQ_INT(est_place_layers(layers, pp, vpp, st, &err), SC_OK);
+    CHECK_EQ_INT(spec_place_layers(layers, pp, vpp, st, &err), SC_OK);
     int next = 0;
     for (int i = 0; i < pp * vpp; i++) {
         if (st[i].layers != want[i] || st[i].first_layer != next)
@@ -349,7 +349,7 @@ static void check_placement(int layers, int pp, int vpp, const int *want)
         CHECK_EQ_INT(st[i].embedding, i == 0);
         CHECK_EQ_INT(st[i].loss, i == pp * vpp - 1);
         struct est_stage_layers one; /* one stage alone: the same */
-        CHECK_EQ_INT(est_place_stage(layers, pp, vpp, i, &one, &err), SC_OK);
+        CHECK_EQ_INT(spec_place_stage(layers, pp, vpp, i, &one, &err), SC_OK);
         CHECK(one.layers == st[i].layers && one.first_layer == st[i].first_layer &&
               one.embedding == st[i].embedding && one.loss == st[i].loss);
     }
@@ -377,8 +377,8 @@ TEST(placement_megatron_rules)
 
     struct est_stage_layers st[8];
     struct sc_error err;
-    CHECK_EQ_INT(est_place_stage(8, 4, 1, 4, st, &err), SC_EINVAL);
-    CHECK_EQ_INT(est_place_layers(4, 7, 1, st, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_place_stage(8, 4, 1, 4, st, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_place_layers(4, 7, 1, st, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "more than layers + 2");
 }
 
@@ -396,17 +396,17 @@ static void check_peak_by_simulation(const char *parallel)
     struct est_memory mem;
     struct sc_error err;
     struct est_stage_layers place[16];
-    int64_t pp = sp.parallel.pp, vpp = sp.parallel.vpp, m = est_spec_micro_batches(&sp);
+    int64_t pp = sp.parallel.pp, vpp = sp.parallel.vpp, m = spec_micro_batches(&sp);
     double T = 128.0 * (double)sp.parallel.micro_batch, h = 64;
-    CHECK_EQ_INT(est_memory_estimate(&sp, 80, &mem, &err), SC_OK);
-    CHECK_EQ_INT(est_place_layers((int)sp.model.layers, (int)pp, (int)vpp, place, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sp, 80, &mem, &err), SC_OK);
+    CHECK_EQ_INT(spec_place_layers((int)sp.model.layers, (int)pp, (int)vpp, place, &err), SC_OK);
     for (int64_t r = 0; r < pp; r++) {
         double kept[8] = {0}, held = 0, peak = 0;
         for (int64_t c = 0; c < vpp; c++) {
             const struct est_stage_layers *v = &place[c * pp + r];
             for (int i = v->first_layer; i < v->first_layer + v->layers; i++) {
                 struct est_layer_activations la;
-                est_layer_activations(&sp, i, &la);
+                spec_layer_activations(&sp, i, &la);
                 kept[c] += la.kept;
             }
             kept[c] += v->embedding ? T * h : 0;                     /* dropout mask */
@@ -431,7 +431,7 @@ static void check_peak_by_simulation(const char *parallel)
             sc_check_fail(__FILE__, __LINE__, "%s: rank %lld holds %.0f at its peak, not %.0f",
                           parallel, (long long)r, mem.stages[r].activations, peak);
     }
-    est_memory_release(&mem);
+    spec_memory_release(&mem);
 }
 
 TEST(memory_peak_follows_megatron_order)
@@ -484,8 +484,8 @@ TEST(memory_torch_steps_peak_within_10_percent)
             struct est_memory mem;
             struct sc_error err;
             const struct hw_profile *hw = NULL;
-            CHECK_EQ_INT(est_spec_check_gpu(&sp, &hw, &err), SC_OK);
-            CHECK_EQ_INT(est_memory_estimate(&sp, hw->hbm_gb, &mem, &err), SC_OK);
+            CHECK_EQ_INT(spec_check_gpu(&sp, &hw, &err), SC_OK);
+            CHECK_EQ_INT(spec_memory_estimate(&sp, hw->hbm_gb, &mem, &err), SC_OK);
             double error = mem.gb_per_gpu / peak_gb - 1;
             if (fabs(error) > 0.10)
                 sc_check_fail(__FILE__, __LINE__, "%s %s: %.3f GB modelled, %.3f measured (%+.1f%%)", tables[f],
@@ -495,7 +495,7 @@ TEST(memory_torch_steps_peak_within_10_percent)
             amp_over_bf16[1][model] += (amp ? 1 : -1) * peak_gb;
             model++;
             rows++;
-            est_memory_release(&mem);
+            spec_memory_release(&mem);
         }
         free(text);
     }
@@ -521,9 +521,9 @@ TEST(memory_recompute_auto_is_the_least_that_fits)
         char opt[96];
         snprintf(opt, sizeof opt, "\"sequence_parallel\":true,\"recompute\":\"%s\"", levels[k]);
         struct est_spec sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64", opt));
-        CHECK_EQ_INT(est_memory_estimate(&sp, 1000, &m, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&sp, 1000, &m, &err), SC_OK);
         need[k] = m.gb_per_gpu;
-        est_memory_release(&m);
+        spec_memory_release(&m);
     }
     CHECK(need[0] > need[1] && need[1] > need[2]);
     struct est_spec sp = spec(gpt3("\"tp\":8,\"pp\":8,\"global_batch\":64",
@@ -533,13 +533,13 @@ TEST(memory_recompute_auto_is_the_least_that_fits)
         double usable = k < 3 ? need[k] * 1.001 : need[2] * 0.5;
         double hbm = (usable + EST_MEMORY_RESERVE_GB) / (1 - EST_MEMORY_RESERVE_FRACTION);
         struct est_spec chosen;
-        CHECK_EQ_INT(est_memory_estimate(&sp, hbm, &m, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&sp, hbm, &m, &err), SC_OK);
         int want = k < 3 ? k : EST_RECOMPUTE_FULL;
         CHECK_EQ_INT(m.recompute, want);
         CHECK_EQ_INT(m.fits, k < 3);
         CHECK_NEAR(m.gb_per_gpu, need[want], 1e-9);
-        est_memory_release(&m);
-        CHECK_EQ_INT(est_memory_resolve_recompute(&sp, hbm, &chosen, &err), SC_OK);
+        spec_memory_release(&m);
+        CHECK_EQ_INT(spec_memory_resolve_recompute(&sp, hbm, &chosen, &err), SC_OK);
         CHECK_EQ_INT(chosen.options.recompute, want);
     }
 }
@@ -561,23 +561,23 @@ TEST(memory_recompute_layers_of_each_chunk)
         if (n)
             snprintf(opt + used, sizeof opt - (size_t)used, ",\"recompute_layers\":%d", n);
         struct est_spec sp = spec(gpt3(par, opt));
-        CHECK_EQ_INT(est_memory_estimate(&sp, 1000, &m, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&sp, 1000, &m, &err), SC_OK);
         need[n] = m.gb_per_gpu;
         CHECK_EQ_INT(m.recompute_layers, n);
         CHECK_EQ_INT(m.worst_stage, 0);
         CHECK_EQ_INT(m.stages[0].in_flight, 8);
-        est_memory_release(&m);
+        spec_memory_release(&m);
     }
     struct est_spec sp = spec(gpt3(par, "\"sequence_parallel\":true,\"recompute\":\"full\",\"recompute_layers\":1"));
     struct est_layer_activations la;
-    est_layer_activations(&sp, 0, &la);
+    spec_layer_activations(&sp, 0, &la);
     for (int n = 1; n < 12; n++)
         CHECK_NEAR(need[n] - need[n + 1], 8 * (la.full - la.kept) / 1e9, 1e-6);
     CHECK_NEAR(need[12], need[0], 1e-9);
     struct est_spec none = spec(gpt3(par, "\"sequence_parallel\":true"));
-    CHECK_EQ_INT(est_memory_estimate(&none, 1000, &m, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&none, 1000, &m, &err), SC_OK);
     CHECK(m.gb_per_gpu > need[1]);
-    est_memory_release(&m);
+    spec_memory_release(&m);
 
     /* auto, on a GPU where 5 layers of each chunk fit and 4 do not (nor
      * selective recomputation, which drops the unfused attention's scores:
@@ -589,26 +589,26 @@ TEST(memory_recompute_layers_of_each_chunk)
     for (int n = 0; n <= 12; n++) {
         struct est_spec f = spec(flash);
         f.options.recompute_layers = n;
-        CHECK_EQ_INT(est_memory_estimate(&f, 1000, &m, &err), SC_OK);
+        CHECK_EQ_INT(spec_memory_estimate(&f, 1000, &m, &err), SC_OK);
         need[n] = m.gb_per_gpu;
-        est_memory_release(&m);
+        spec_memory_release(&m);
     }
     memcpy(strstr(flash, "\"full\""), "\"auto\"", 6);
     struct est_spec a = spec(flash);
     struct est_spec sel = a;
     sel.options.recompute = EST_RECOMPUTE_SELECTIVE;
-    CHECK_EQ_INT(est_memory_estimate(&sel, 1000, &m, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&sel, 1000, &m, &err), SC_OK);
     CHECK(m.gb_per_gpu > need[4]);
-    est_memory_release(&m);
+    spec_memory_release(&m);
     double usable = (need[4] + need[5]) / 2, hbm = (usable + EST_MEMORY_RESERVE_GB) / (1 - EST_MEMORY_RESERVE_FRACTION);
     struct est_spec chosen;
-    CHECK_EQ_INT(est_memory_estimate(&a, hbm, &m, &err), SC_OK);
+    CHECK_EQ_INT(spec_memory_estimate(&a, hbm, &m, &err), SC_OK);
     CHECK_EQ_INT(m.recompute, EST_RECOMPUTE_FULL);
     CHECK_EQ_INT(m.recompute_layers, 5);
     CHECK(m.fits);
     CHECK_NEAR(m.gb_per_gpu, need[5], 1e-9);
-    est_memory_release(&m);
-    CHECK_EQ_INT(est_memory_resolve_recompute(&a, hbm, &chosen, &err), SC_OK);
+    spec_memory_release(&m);
+    CHECK_EQ_INT(spec_memory_resolve_recompute(&a, hbm, &chosen, &err), SC_OK);
     CHECK_EQ_INT(chosen.options.recompute, EST_RECOMPUTE_FULL);
     CHECK_EQ_INT(chosen.options.recompute_layers, 5);
 }

@@ -9,11 +9,12 @@
 
 #include <jansson.h>
 
-#include "estimator/cluster_profile.h"
-#include "estimator/collective_model.h"
-#include "estimator/hardware.h"
-#include "estimator/nccl_tests.h"
-#include "estimator/synth.h"
+#include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/calibrate/coll_fit.h"
+#include "estimator/calibrate/nccl_tests.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -29,7 +30,7 @@ static int load(const char *path, struct nct_run *run)
     if (!text)
         return -1;
     const char *base = strrchr(path, '/');
-    int rc = nct_parse(text, n, base ? base + 1 : path, run, &err);
+    int rc = calib_nct_parse(text, n, base ? base + 1 : path, run, &err);
     if (rc)
         fprintf(stderr, "%s: %s\n", path, err.msg);
     CHECK_EQ_INT(rc, SC_OK);
@@ -41,7 +42,7 @@ static int load(const char *path, struct nct_run *run)
 static const struct coll_fit *fit_large(const struct nct_run *run, struct coll_fit *fits, size_t *n)
 {
     struct sc_error err;
-    int rc = coll_fit_run(run, fits, n, &err);
+    int rc = calib_coll_fit_run(run, fits, n, &err);
     if (rc)
         fprintf(stderr, "fit: %s\n", err.msg);
     CHECK_EQ_INT(rc, SC_OK);
@@ -77,7 +78,7 @@ TEST(nccl_tests_old_format_all_reduce)
     /* small messages: ~34-35 us whatever the size (the file's time column) */
     CHECK(fits[0].alpha_fitted);
     CHECK(fits[0].alpha_us > 30 && fits[0].alpha_us < 40);
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_old_alltoall_with_blank_redop)
@@ -95,7 +96,7 @@ TEST(nccl_tests_old_alltoall_with_blank_redop)
     const struct coll_fit *big = fit_large(&run, fits, &n);
     if (big) /* busbw column: 210-226 GB/s from 512 MiB up */
         CHECK(big->busbw_gbps > 200 && big->busbw_gbps < 235);
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_partial_mpi_tagged_derives_ranks)
@@ -118,7 +119,7 @@ TEST(nccl_tests_partial_mpi_tagged_derives_ranks)
     if (big) /* busbw column: 396-483 GB/s from 128 MiB up */
         CHECK(big->busbw_gbps > 400 && big->busbw_gbps < 490);
     CHECK(fits[0].alpha_us > 10 && fits[0].alpha_us < 20); /* 12.9-19 us below 64 KiB */
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_newest_format_one_size)
@@ -139,7 +140,7 @@ TEST(nccl_tests_newest_format_one_size)
         CHECK_EQ_INT(f->alpha_fitted, 0);
         CHECK_NEAR(f->busbw_gbps, 22.96, 0.05);
     }
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_two_nodes_current_format)
@@ -156,7 +157,7 @@ TEST(nccl_tests_two_nodes_current_format)
     const struct coll_fit *big = fit_large(&run, fits, &n);
     if (big) /* busbw column: 213-339 GB/s from 256 MiB, still rising */
         CHECK(big->busbw_gbps > 250 && big->busbw_gbps < 345);
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_sendrecv_fixture_recovers_its_parameters)
@@ -177,7 +178,7 @@ TEST(nccl_tests_sendrecv_fixture_recovers_its_parameters)
     CHECK_NEAR(fits[0].alpha_us, 8.04, 0.2);
     CHECK_NEAR(fits[0].busbw_gbps, 24 / 1.005, 1.5);
     CHECK(fits[0].rms_err_pct < 1);
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 TEST(nccl_tests_bad_input)
@@ -187,23 +188,23 @@ TEST(nccl_tests_bad_input)
     const char *bad = "#       size   count  type  time algbw busbw wrong\n"
                       "        1024     256  float  8.0  0.13  0.13  0\n"
                       "        2048     512  float  x.0  0.13  0.13  0\n";
-    CHECK_EQ_INT(nct_parse(bad, strlen(bad), "sendrecv", &run, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_nct_parse(bad, strlen(bad), "sendrecv", &run, &err), SC_EPARSE);
     CHECK_EQ_INT(err.offset, (int64_t)(strstr(bad, "        2048") - bad));
-    CHECK_EQ_INT(nct_parse("", 0, NULL, &run, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_nct_parse("", 0, NULL, &run, &err), SC_EPARSE);
     CHECK_CONTAINS(err.msg, "no nccl-tests result rows");
     const char *log = "NCCL INFO hello\n\x01\x02 garbage\n";
-    CHECK_EQ_INT(nct_parse(log, strlen(log), NULL, &run, &err), SC_EPARSE);
+    CHECK_EQ_INT(calib_nct_parse(log, strlen(log), NULL, &run, &err), SC_EPARSE);
     /* rows but no kind and no ranks: the fit says what to give */
     const char *rows = "  1024  256  float  8.0  0.13  0.13  0  8.0  0.13  0.13  0\n";
-    CHECK_EQ_INT(nct_parse(rows, strlen(rows), "results.txt", &run, &err), SC_OK);
+    CHECK_EQ_INT(calib_nct_parse(rows, strlen(rows), "results.txt", &run, &err), SC_OK);
     struct coll_fit fits[COLL_FIT_RANGES];
     size_t n;
-    CHECK_EQ_INT(coll_fit_run(&run, fits, &n, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_coll_fit_run(&run, fits, &n, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "--kind");
     run.kind = MODEL_COLL_BROADCAST;
-    CHECK_EQ_INT(coll_fit_run(&run, fits, &n, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_coll_fit_run(&run, fits, &n, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "--ranks");
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 static struct coll_params hand_params(void)
@@ -223,44 +224,44 @@ TEST(collective_model_by_hand)
     struct sc_error err;
     /* all-reduce of 1 GB in one domain of 8: 3 + 14 x 1 us, 1.75 x 1e9 / 100 GB/s */
     struct coll_group one = {8, 8};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, 1e9, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, 1e9, &e, &err), SC_OK);
     CHECK_NEAR(e.alpha_us, 17, 1e-9);
     CHECK_NEAR(e.transfer_us, 17500, 1e-6);
     CHECK_EQ_INT(e.algo, COLL_ALGO_RING);
     /* 2 domains of 8: intra 1.75/100 against inter 2(1/2)/8/20 = 1/160: NVLink bounds;
      * latency 3 + 14 x 1 + 2 x 5 */
     struct coll_group two = {16, 8};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &two, 1e9, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &two, 1e9, &e, &err), SC_OK);
     CHECK_NEAR(e.alpha_us, 27, 1e-9);
     CHECK_NEAR(e.transfer_us, 17500, 1e-6);
     /* one rank per domain, 4 domains: the network carries 2 x 3/4 of S */
     struct coll_group flat = {4, 1};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLGATHER, &flat, 1e9, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLGATHER, &flat, 1e9, &e, &err), SC_OK);
     CHECK_NEAR(e.alpha_us, 3 + 3 * 5, 1e-9);
     CHECK_NEAR(e.transfer_us, 0.75e9 / 20 * 1e-3, 1e-6);
     /* 1024 domains: the tree's 2 log2(1024) = 20 steps beat the ring's 2046 */
     struct coll_group big = {8192, 8};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &big, 1024, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &big, 1024, &e, &err), SC_OK);
     CHECK_EQ_INT(e.algo, COLL_ALGO_TREE);
     CHECK_NEAR(e.alpha_us, 3 + 14 + 20 * 5, 1e-9);
     /* all-gather has no tree: its latency grows with every ring step */
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLGATHER, &big, 1024, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLGATHER, &big, 1024, &e, &err), SC_OK);
     CHECK_NEAR(e.alpha_us, 3 + 7 + 1023 * 5, 1e-9);
     /* NVLS: 2 steps in the domain and its busbw gain */
     p.nvls = 1;
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, 1e9, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, 1e9, &e, &err), SC_OK);
     CHECK_EQ_INT(e.algo, COLL_ALGO_NVLS);
     CHECK_NEAR(e.alpha_us, 5, 1e-9);
     CHECK_NEAR(e.transfer_us, 17500 / 1.5, 1e-6);
     /* send/recv across domains: one network step, S at 20 GB/s */
     struct coll_group pair = {2, 1};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_SENDRECV, &pair, 2e6, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_SENDRECV, &pair, 2e6, &e, &err), SC_OK);
     CHECK_NEAR(e.time_us, 3 + 5 + 100, 1e-9);
     /* bad input */
     struct coll_group bad = {4, 8};
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &bad, 1, &e, &err), SC_EINVAL);
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_BARRIER, &one, 1, &e, &err), SC_EINVAL);
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, NAN, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &bad, 1, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_BARRIER, &one, 1, &e, &err), SC_EINVAL);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &one, NAN, &e, &err), SC_EINVAL);
 }
 
 TEST(collective_model_extrapolates_from_a_fit)
@@ -273,21 +274,21 @@ TEST(collective_model_extrapolates_from_a_fit)
     struct coll_measurement m = {.kind = run.kind, .ranks = run.ranks, .nodes = 1};
     struct sc_error err;
     snprintf(m.source, sizeof m.source, "superbench");
-    CHECK_EQ_INT(coll_fit_run(&run, m.fits, &m.n_fits, &err), SC_OK);
+    CHECK_EQ_INT(calib_coll_fit_run(&run, m.fits, &m.n_fits, &err), SC_OK);
     struct coll_params p = hand_params();
     char report[1024] = "";
-    coll_params_apply(&p, &m, 1, report, sizeof report);
+    cost_coll_params_apply(&p, &m, 1, report, sizeof report);
     CHECK_CONTAINS(report, "intra busbw");
     CHECK_CONTAINS(report, "intra hop");
     struct coll_group g8 = {8, 8}, g4 = {4, 4};
     struct coll_estimate e8, e4;
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, 8589934592.0, &e8, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, 8589934592.0, &e8, &err), SC_OK);
     CHECK(fabs(e8.time_us / 63896 - 1) < 0.05);
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, 8, &e8, &err), SC_OK);
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, 8, &e4, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g8, 8, &e8, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, 8, &e4, &err), SC_OK);
     CHECK(fabs(e8.time_us / 34.7 - 1) < 0.15);
     CHECK(e4.alpha_us < e8.alpha_us);
-    nct_run_release(&run);
+    calib_nct_run_release(&run);
 }
 
 /* mean and largest |predicted / measured - 1| of a run under p */
@@ -302,7 +303,7 @@ static void run_error(const struct coll_params *p, const struct nct_run *run, do
             struct coll_estimate e;
             if (!(run->rows[i].time_us[k] > 0) || !(run->rows[i].bytes > 0))
                 continue;
-            CHECK_EQ_INT(coll_estimate(p, run->kind, &g, run->rows[i].bytes, &e, &err), SC_OK);
+            CHECK_EQ_INT(cost_coll_estimate(p, run->kind, &g, run->rows[i].bytes, &e, &err), SC_OK);
             double a = fabs(e.time_us / run->rows[i].time_us[k] - 1);
             *mean += a;
             *max = fmax(*max, a);
@@ -326,14 +327,14 @@ static int load_superbench(struct nct_run runs[SUPERBENCH_FILES], struct coll_me
         snprintf(path, sizeof path, NCT "superbench-a100-sxm4-40gb-1node-8gpu-%s-oldfmt.txt", kinds[i]);
         if (load(th_shared_calibration(path), &runs[i])) {
             while (i-- > 0)
-                nct_run_release(&runs[i]);
+                calib_nct_run_release(&runs[i]);
             return -1;
         }
         m[i].kind = runs[i].kind;
         m[i].ranks = runs[i].ranks;
         m[i].nodes = 1;
         snprintf(m[i].source, sizeof m[i].source, "%s", kinds[i]);
-        CHECK_EQ_INT(coll_fit_run(&runs[i], m[i].fits, &m[i].n_fits, &err), SC_OK);
+        CHECK_EQ_INT(calib_coll_fit_run(&runs[i], m[i].fits, &m[i].n_fits, &err), SC_OK);
     }
     return 0;
 }
@@ -352,8 +353,8 @@ TEST(collective_lines_give_each_calibration_file_back)
         return;
     struct coll_params p, tiers;
     char report[8192] = "";
-    coll_params_from_hw(hw_profile_find("a100-sxm4-40gb"), &p);
-    coll_params_apply(&p, m, N, report, sizeof report);
+    cost_coll_params_from_hw(cost_hw_profile_find("a100-sxm4-40gb"), &p);
+    cost_coll_params_apply(&p, m, N, report, sizeof report);
     CHECK_CONTAINS(report, "alltoall in the NVLink domain, from alltoall (8 ranks): from 32 B hop");
     tiers = p;
     memset(tiers.lines, 0, sizeof tiers.lines);
@@ -377,7 +378,7 @@ TEST(collective_lines_give_each_calibration_file_back)
             for (int j = 0; j < 3; j++) {
                 struct coll_group g = {2 << j, 2 << j};
                 struct coll_estimate e;
-                CHECK_EQ_INT(coll_estimate(&p, runs[i].kind, &g, ldexp(1, b), &e, &err), SC_OK);
+                CHECK_EQ_INT(cost_coll_estimate(&p, runs[i].kind, &g, ldexp(1, b), &e, &err), SC_OK);
                 t[j] = e.time_us;
                 CHECK(t[j] >= before[j]);
                 before[j] = t[j];
@@ -391,15 +392,15 @@ TEST(collective_lines_give_each_calibration_file_back)
     struct coll_group g4 = {4, 4}, g16 = {16, 8};
     struct coll_estimate e, t;
     double S = 33554432;
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, S, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g4, S, &e, &err), SC_OK);
     CHECK_NEAR(e.time_us, p.base_us + 6 * big->hop_us + S * 1.5 / big->busbw_gbps * 1e-3, 1e-9);
     CHECK(big->from_bytes >= 16777216 && big->hop_us > 0);
     /* across two domains the tiers price it, lines or not */
-    CHECK_EQ_INT(coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g16, S, &e, &err), SC_OK);
-    CHECK_EQ_INT(coll_estimate(&tiers, MODEL_COLL_ALLREDUCE, &g16, S, &t, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&p, MODEL_COLL_ALLREDUCE, &g16, S, &e, &err), SC_OK);
+    CHECK_EQ_INT(cost_coll_estimate(&tiers, MODEL_COLL_ALLREDUCE, &g16, S, &t, &err), SC_OK);
     CHECK_NEAR(e.time_us, t.time_us, 0);
     for (int i = 0; i < N; i++)
-        nct_run_release(&runs[i]);
+        calib_nct_run_release(&runs[i]);
 }
 
 TEST(a100_profiles_carry_the_superbench_lines)
@@ -413,17 +414,17 @@ TEST(a100_profiles_carry_the_superbench_lines)
     if (load_superbench(runs, m))
         return;
     for (int i = 0; i < N; i++)
-        nct_run_release(&runs[i]);
+        calib_nct_run_release(&runs[i]);
     static const char *const gpus[] = {"a100-sxm4-40gb", "a100-sxm4-80gb"};
     for (size_t g = 0; g < 2; g++) {
-        const struct hw_profile *hw = hw_profile_find(gpus[g]);
+        const struct hw_profile *hw = cost_hw_profile_find(gpus[g]);
         struct coll_params fitted;
         CHECK(hw != NULL);
         if (!hw)
             continue;
-        coll_params_from_hw(hw, &fitted);
+        cost_coll_params_from_hw(hw, &fitted);
         memset(fitted.lines, 0, sizeof fitted.lines);
-        coll_params_apply(&fitted, m, N, NULL, 0);
+        cost_coll_params_apply(&fitted, m, N, NULL, 0);
         for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
             const struct coll_lines *want = &fitted.lines[k], *got = &hw->coll_lines[k];
             CHECK_EQ_INT(got->n, want->n);
@@ -437,15 +438,15 @@ TEST(a100_profiles_carry_the_superbench_lines)
         struct est_spec spec;
         struct est_costs c;
         memset(&spec, 0, sizeof spec);
-        est_costs_cited(hw, &spec, &c);
+        calib_costs_cited(hw, &spec, &c);
         CHECK_EQ_INT(c.coll.lines[MODEL_COLL_ALLREDUCE].n, COLL_FIT_RANGES);
         spec.cluster.intra_node_gbps = 250;
-        est_costs_cited(hw, &spec, &c);
+        calib_costs_cited(hw, &spec, &c);
         CHECK_EQ_INT(c.coll.lines[MODEL_COLL_ALLREDUCE].n, 0);
     }
     /* a GPU no nccl-tests run measured keeps the tiers alone */
     struct coll_params h;
-    coll_params_from_hw(hw_profile_find("h100-sxm"), &h);
+    cost_coll_params_from_hw(cost_hw_profile_find("h100-sxm"), &h);
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
         CHECK_EQ_INT(h.lines[k].n, 0);
 }
@@ -458,7 +459,7 @@ TEST(cluster_profile_lines_round_trip_and_errors)
     w.coll = hand_params();
     w.coll.lines[MODEL_COLL_ALLGATHER] = (struct coll_lines){
         2, {{32, 32768, 4.5, 88}, {65536, 8589934592.0, 15, 221}}};
-    json_t *doc = cluster_profile_json(&w, NULL, 0);
+    json_t *doc = calib_cluster_profile_json(&w, NULL, 0);
     char *text = doc ? json_dumps(doc, 0) : NULL;
     json_decref(doc);
     CHECK(text != NULL);
@@ -467,14 +468,14 @@ TEST(cluster_profile_lines_round_trip_and_errors)
     CHECK_CONTAINS(text, "\"lines\": {\"all_gather\": [{");
     memset(&r, 0, sizeof r);
     r.coll = hand_params();
-    CHECK_EQ_INT(cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
+    CHECK_EQ_INT(calib_cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
     CHECK(memcmp(&r.coll.lines, &w.coll.lines, sizeof r.coll.lines) == 0);
     free(text);
     /* a document without lines leaves a kind to the tiers */
     const char *plain = "{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{}}";
     memset(&r, 0, sizeof r);
     r.coll = hand_params();
-    CHECK_EQ_INT(cluster_profile_parse(plain, strlen(plain), &r, &err), SC_OK);
+    CHECK_EQ_INT(calib_cluster_profile_parse(plain, strlen(plain), &r, &err), SC_OK);
     CHECK_EQ_INT(r.coll.lines[MODEL_COLL_ALLGATHER].n, 0);
 #define DOC(lines) "{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{\"lines\":" lines "}}"
 #define LINE(from, to, hop, bw) "{\"from_bytes\":" from ",\"to_bytes\":" to ",\"hop_us\":" hop ",\"busbw_gbps\":" bw "}"
@@ -496,7 +497,7 @@ TEST(cluster_profile_lines_round_trip_and_errors)
 #undef DOC
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct cluster_profile before = r;
-        CHECK_EQ_INT(cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
+        CHECK_EQ_INT(calib_cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i][1]);
         CHECK(memcmp(&before, &r, sizeof r) == 0); /* nothing half-applied */
     }
@@ -512,21 +513,21 @@ TEST(cluster_profile_round_trip_and_errors)
     snprintf(w.source, sizeof w.source, "nccl-tests");
     w.coll = hand_params();
     w.coll.sharp = 1;
-    kernel_params_default(&w.kernel);
+    cost_kernel_params_default(&w.kernel);
     w.kernel.kernel_fixed_us = 4.5;
     w.has_kernel = 1;
     snprintf(m.source, sizeof m.source, "f.txt");
     m.fits[0].busbw_gbps = 24;
     m.fits[0].points = 4;
-    json_t *doc = cluster_profile_json(&w, &m, 1);
+    json_t *doc = calib_cluster_profile_json(&w, &m, 1);
     CHECK(doc != NULL);
     char *text = json_dumps(doc, 0);
     json_decref(doc);
     memset(&r, 0, sizeof r);
     r.coll = hand_params();
     r.coll.intra.busbw_gbps = 1; /* overwritten by the profile */
-    kernel_params_default(&r.kernel);
-    CHECK_EQ_INT(cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
+    cost_kernel_params_default(&r.kernel);
+    CHECK_EQ_INT(calib_cluster_profile_parse(text, strlen(text), &r, &err), SC_OK);
     CHECK_STREQ(r.gpu, "h100-sxm");
     CHECK_STREQ(r.source, "nccl-tests");
     CHECK_NEAR(r.coll.intra.busbw_gbps, 100, 0);
@@ -555,7 +556,7 @@ TEST(cluster_profile_round_trip_and_errors)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct cluster_profile before = r;
-        CHECK_EQ_INT(cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
+        CHECK_EQ_INT(calib_cluster_profile_parse(bad[i][0], strlen(bad[i][0]), &r, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i][1]);
         CHECK(memcmp(&before, &r, sizeof r) == 0); /* nothing half-applied */
     }
@@ -580,8 +581,8 @@ TEST(calibrate_nccl_tests_command)
         struct cluster_profile prof;
         struct sc_error err;
         memset(&prof, 0, sizeof prof);
-        coll_params_from_hw(hw_profile_find("h100-sxm"), &prof.coll);
-        CHECK_EQ_INT(cluster_profile_parse(doc, n, &prof, &err), SC_OK);
+        cost_coll_params_from_hw(cost_hw_profile_find("h100-sxm"), &prof.coll);
+        CHECK_EQ_INT(calib_cluster_profile_parse(doc, n, &prof, &err), SC_OK);
         CHECK_STREQ(prof.gpu, "h100-sxm");
         CHECK_EQ_INT(prof.has_kernel, 0);
         CHECK_NEAR(prof.coll.inter.busbw_gbps, 24 / 1.005, 0.5);

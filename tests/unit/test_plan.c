@@ -1,4 +1,4 @@
-/* tests/unit/test_plan.c: the planner (estimator/plan.h) against brute
+/* tests/unit/test_plan.c: the planner (estimator/plan/plan.h) against brute
  * force: its bound never exceeds the estimate it bounds, pruning never
  * changes the top rows, rows are sorted, fit and use the GPUs asked for,
  * fixed values stay fixed, and a cancelled search stops (within one
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/memory.h"
-#include "estimator/plan.h"
-#include "estimator/synth.h"
+#include "estimator/spec/memory.h"
+#include "estimator/plan/plan.h"
+#include "estimator/synth/synth.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -35,10 +35,10 @@ static void setup(struct fixture *f, const char *spec, int64_t gpus, size_t top)
 {
     struct sc_error err;
     memset(f, 0, sizeof *f);
-    REQUIRE(est_plan_parse_spec(spec, strlen(spec), &f->req, &err) == SC_OK);
-    REQUIRE(est_spec_check_gpu(&f->req.spec, &f->est.hw, &err) == SC_OK);
-    est_costs_default(f->est.hw, &f->req.spec, &f->est.costs);
-    est_plan_evaluator_estimate(&f->est, &f->ev);
+    REQUIRE(plan_parse_spec(spec, strlen(spec), &f->req, &err) == SC_OK);
+    REQUIRE(spec_check_gpu(&f->req.spec, &f->est.hw, &err) == SC_OK);
+    calib_costs_default(f->est.hw, &f->req.spec, &f->est.costs);
+    plan_evaluator_estimate(&f->est, &f->ev);
     f->req.gpus = gpus;
     f->req.top = top;
 }
@@ -51,11 +51,11 @@ static int checked_eval(void *ctx, const struct est_spec *s, struct est_estimate
     const struct est_plan_estimator *e = ctx;
     struct est_pass_costs pc;
     double lb, z3, half;
-    int rc = est_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
-    if (rc || (rc = est_synth_bound(s, e->hw, &e->costs, &lb, err)) ||
-        (rc = est_synth_pass_costs(s, e->hw, &e->costs, &pc, err)) ||
-        (rc = est_synth_bound_z3(s, e->hw, &e->costs, &pc, INFINITY, &z3, err)) ||
-        (rc = est_synth_bound_z3(s, e->hw, &e->costs, &pc, z3 / 2, &half, err)))
+    int rc = synth_estimate(s, e->hw, &e->costs, EST_DETAIL_STAGE, out, err);
+    if (rc || (rc = synth_bound(s, e->hw, &e->costs, &lb, err)) ||
+        (rc = synth_pass_costs(s, e->hw, &e->costs, &pc, err)) ||
+        (rc = synth_bound_z3(s, e->hw, &e->costs, &pc, INFINITY, &z3, err)) ||
+        (rc = synth_bound_z3(s, e->hw, &e->costs, &pc, z3 / 2, &half, err)))
         return rc;
     bound_violations += lb > out->step_ms + 1e-9;
     bound_violations += z3 > out->step_ms + 1e-9;
@@ -82,13 +82,13 @@ static void brute_force_agrees(const char *spec, int64_t gpus, enum est_objectiv
     setup(&f, spec, gpus, 3);
     f.req.objective = obj;
     f.req.up_to = up_to;
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &pruned, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &pruned, &err) == SC_OK);
 
     /* brute force: every feasible combination evaluated, none pruned */
     struct est_plan_evaluator brute = {checked_eval, NULL, &f.est, NULL};
     bound_violations = z3_tighter = 0;
     f.req.top = EST_PLAN_MAX_TOP;
-    REQUIRE(est_plan_run(&f.req, &brute, NULL, NULL, &all, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &brute, NULL, NULL, &all, &err) == SC_OK);
     CHECK_EQ_INT(all.pruned, 0);
     CHECK(all.evaluated > 20);
     CHECK(all.n_rows == (size_t)(all.evaluated < EST_PLAN_MAX_TOP ? all.evaluated : EST_PLAN_MAX_TOP));
@@ -105,7 +105,7 @@ static void brute_force_agrees(const char *spec, int64_t gpus, enum est_objectiv
     for (size_t i = 0; i < all.n_rows; i++) {
         const struct est_plan_row *r = &all.rows[i];
         CHECK(r->estimate.fits);
-        CHECK(up_to ? est_spec_gpus(&r->spec) <= gpus : est_spec_gpus(&r->spec) == gpus);
+        CHECK(up_to ? spec_gpus(&r->spec) <= gpus : spec_gpus(&r->spec) == gpus);
         CHECK(r->spec.parallel.tp <= r->spec.cluster.gpus_per_node);
         CHECK(i == 0 || all.rows[i - 1].objective <= r->objective);
         CHECK(r->objective == (obj == EST_OBJECTIVE_TIME ? r->estimate.step_ms : r->estimate.gpu_hours_per_m_tokens) ||
@@ -113,8 +113,8 @@ static void brute_force_agrees(const char *spec, int64_t gpus, enum est_objectiv
                r->objective > r->estimate.gpu_hours_per_m_tokens * (1 - 1e-12) &&
                r->objective < r->estimate.gpu_hours_per_m_tokens * (1 + 1e-12)));
     }
-    est_plan_release(&pruned);
-    est_plan_release(&all);
+    plan_release(&pruned);
+    plan_release(&all);
 }
 
 TEST(plan_top_is_the_brute_force_minimum)
@@ -158,7 +158,7 @@ TEST(plan_moe_and_context_parallel_space)
     struct sc_error err;
     int cp = 0, ep = 0;
     setup(&f, moe_cp, 8, 50);
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &p, &err) == SC_OK);
     for (size_t i = 0; i < p.n_rows; i++) {
         const struct est_spec *s = &p.rows[i].spec;
         cp |= s->parallel.cp > 1;
@@ -169,7 +169,7 @@ TEST(plan_moe_and_context_parallel_space)
         CHECK_EQ_INT(s->parallel.global_batch, 8);
     }
     CHECK(cp && ep);
-    est_plan_release(&p);
+    plan_release(&p);
 }
 
 static int stop_early(void *ctx, int64_t done, int64_t total)
@@ -219,7 +219,7 @@ TEST(plan_cancel_and_limits)
     struct sc_error err;
     int calls = 0;
     setup(&f, dense, 16, 3);
-    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, stop_early, &calls, &p, &err), SC_OK);
+    CHECK_EQ_INT(plan_run(&f.req, &f.ev, stop_early, &calls, &p, &err), SC_OK);
     CHECK(p.cancelled);
     CHECK_EQ_INT(p.n_rows, 0);
     CHECK_EQ_INT(calls, 2);
@@ -228,32 +228,32 @@ TEST(plan_cancel_and_limits)
     struct counted c = {.inner = f.ev};
     struct est_plan_evaluator ev = {counted_eval, counted_bound, &c, counted_refine};
     f.req.top = 50;
-    CHECK_EQ_INT(est_plan_run(&f.req, &ev, stop_after_evaluation, &c, &p, &err), SC_OK);
+    CHECK_EQ_INT(plan_run(&f.req, &ev, stop_after_evaluation, &c, &p, &err), SC_OK);
     CHECK(p.cancelled);
     CHECK_EQ_INT(c.evaluations, 1);
-    CHECK_EQ_INT(est_plan_run(&f.req, &ev, NULL, NULL, &p, &err), SC_OK); /* uncancelled: many more */
+    CHECK_EQ_INT(plan_run(&f.req, &ev, NULL, NULL, &p, &err), SC_OK); /* uncancelled: many more */
     CHECK(p.evaluated > 1 && c.evaluations == 1 + p.evaluated);
-    est_plan_release(&p);
+    plan_release(&p);
 
     f.req.top = 0;
-    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "top");
 
     /* a space over the cap is refused before any work, with its size known */
     setup(&f, "{\"model\":{\"layers\":500,\"hidden\":8192,\"heads\":64,\"seq\":131072},"
               "\"parallel\":{\"global_batch\":4096},\"cluster\":{\"gpu\":\"h100-sxm\"}}", 65536, 3);
     f.req.up_to = 1;
-    CHECK(est_plan_space(&f.req) > EST_PLAN_MAX_SPACE);
-    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_ELIMIT);
+    CHECK(plan_space(&f.req) > EST_PLAN_MAX_SPACE);
+    CHECK_EQ_INT(plan_run(&f.req, &f.ev, NULL, NULL, &p, &err), SC_ELIMIT);
 
     /* the batch is what a plan keeps: it must be given */
     static const char no_batch[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
                                    "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
-    CHECK_EQ_INT(est_plan_parse_spec(no_batch, strlen(no_batch), &f.req, &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_parse_spec(no_batch, strlen(no_batch), &f.req, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "parallel.global_batch");
     static const char bad_key[] = "{\"model\":{\"layers\":6,\"hidden\":1024,\"heads\":16,\"seq\":2048},"
                                   "\"parallel\":{\"global_batch\":8,\"tpp\":2},\"cluster\":{\"gpu\":\"h100-sxm\"}}";
-    CHECK_EQ_INT(est_plan_parse_spec(bad_key, strlen(bad_key), &f.req, &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_parse_spec(bad_key, strlen(bad_key), &f.req, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "parallel.tpp");
 }
 
@@ -274,8 +274,8 @@ TEST(plan_recompute_auto_is_the_least_that_fits)
     setup(&f, text, 4, EST_PLAN_MAX_TOP);
     snprintf(text, sizeof text, base, "");
     setup(&g, text, 4, EST_PLAN_MAX_TOP);
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &autop, &err) == SC_OK);
-    REQUIRE(est_plan_run(&g.req, &g.ev, NULL, NULL, &all, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &autop, &err) == SC_OK);
+    REQUIRE(plan_run(&g.req, &g.ev, NULL, NULL, &all, &err) == SC_OK);
     CHECK_EQ_INT(autop.space * 3, all.space);
     CHECK(autop.n_rows > 0 && autop.n_rows < EST_PLAN_MAX_TOP && all.n_rows < EST_PLAN_MAX_TOP);
     int recomputed = 0;
@@ -283,21 +283,21 @@ TEST(plan_recompute_auto_is_the_least_that_fits)
         const struct est_plan_row *r = &autop.rows[i];
         CHECK(r->estimate.fits);
         CHECK(r->spec.options.recompute != EST_RECOMPUTE_AUTO);
-        CHECK_EQ_INT(strcmp(r->estimate.recompute_chosen, est_recompute_name(r->spec.options.recompute)), 0);
+        CHECK_EQ_INT(strcmp(r->estimate.recompute_chosen, spec_recompute_name(r->spec.options.recompute)), 0);
         recomputed += r->spec.options.recompute != EST_RECOMPUTE_NONE;
         for (int lower = EST_RECOMPUTE_NONE; lower < (int)r->spec.options.recompute; lower++) {
             struct est_spec s = r->spec;
             struct est_memory m;
             s.options.recompute = (enum est_recompute)lower;
-            REQUIRE(est_memory_estimate(&s, f.est.hw->hbm_gb, &m, &err) == SC_OK);
+            REQUIRE(spec_memory_estimate(&s, f.est.hw->hbm_gb, &m, &err) == SC_OK);
             CHECK(!m.fits);
-            est_memory_release(&m);
+            spec_memory_release(&m);
         }
         size_t same = 0;
-        char *mine = est_spec_json(&r->spec);
+        char *mine = spec_json(&r->spec);
         REQUIRE(mine != NULL);
         for (size_t k = 0; k < all.n_rows; k++) {
-            char *theirs = est_spec_json(&all.rows[k].spec);
+            char *theirs = spec_json(&all.rows[k].spec);
             REQUIRE(theirs != NULL);
             same += strcmp(mine, theirs) == 0 && all.rows[k].estimate.step_ms == r->estimate.step_ms;
             free(theirs);
@@ -311,6 +311,6 @@ TEST(plan_recompute_auto_is_the_least_that_fits)
                           (long long)r->spec.options.zero_stage, r->estimate.step_ms, same);
     }
     CHECK(recomputed > 0);
-    est_plan_release(&autop);
-    est_plan_release(&all);
+    plan_release(&autop);
+    plan_release(&all);
 }

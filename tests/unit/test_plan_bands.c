@@ -1,4 +1,4 @@
-/* tests/unit/test_plan_bands.c: the error bands (estimator/bands.h) and
+/* tests/unit/test_plan_bands.c: the error bands (estimator/plan/bands.h) and
  * the planner at a risk (plan.h): the compiled-in file parses, the reader
  * refuses what is not a bands file naming the field, quantiles
  * interpolate, a row beyond what was validated is marked with the reason,
@@ -13,8 +13,8 @@
 
 #include "api/ledger.h"
 #include "api/plan_json.h"
-#include "estimator/bands.h"
-#include "estimator/plan.h"
+#include "estimator/plan/bands.h"
+#include "estimator/plan/plan.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -28,7 +28,7 @@
 static void parse(const char *text, struct est_bands *b)
 {
     struct sc_error err;
-    int rc = est_bands_parse(text, strlen(text), b, &err);
+    int rc = plan_bands_parse(text, strlen(text), b, &err);
     if (rc)
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     REQUIRE(rc == SC_OK);
@@ -36,8 +36,8 @@ static void parse(const char *text, struct est_bands *b)
 
 TEST(plan_bands_builtin_file_parses)
 {
-    const struct est_bands *b = est_bands_builtin();
-    const struct est_band *a100 = est_bands_find(b, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
+    const struct est_bands *b = plan_bands_builtin();
+    const struct est_band *a100 = plan_bands_find(b, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
     REQUIRE(a100);
     CHECK(a100->rows >= 1000); /* make validate's rows */
     CHECK_EQ_INT(a100->max_gpus, 8);
@@ -45,16 +45,16 @@ TEST(plan_bands_builtin_file_parses)
     CHECK(a100->error[0] < 0 && a100->error[EST_BAND_LEVELS - 1] > 0);
     for (int k = 1; k < EST_BAND_LEVELS; k++)
         CHECK(a100->error[k] >= a100->error[k - 1]);
-    CHECK(est_bands_find(b, "a100-sxm4-80gb", EST_MODEL_MOE, EST_SHARDING_NONE) == NULL);
+    CHECK(plan_bands_find(b, "a100-sxm4-80gb", EST_MODEL_MOE, EST_SHARDING_NONE) == NULL);
     /* written again, it reads the same */
-    char *text = est_bands_text(b);
+    char *text = plan_bands_text(b);
     struct est_bands again;
     REQUIRE(text);
     parse(text, &again);
     CHECK_EQ_INT(again.n, b->n);
     CHECK_NEAR(again.regions[0].error[3], b->regions[0].error[3], 1e-6);
     free(text);
-    est_bands_release(&again);
+    plan_bands_release(&again);
 }
 
 TEST(plan_bands_reader_refuses_naming_the_field)
@@ -82,7 +82,7 @@ TEST(plan_bands_reader_refuses_naming_the_field)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct est_bands b;
         struct sc_error err;
-        CHECK_EQ_INT(est_bands_parse(bad[i].text, strlen(bad[i].text), &b, &err), SC_EPARSE);
+        CHECK_EQ_INT(plan_bands_parse(bad[i].text, strlen(bad[i].text), &b, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i].says);
         CHECK(b.regions == NULL && b.n == 0);
     }
@@ -94,23 +94,23 @@ TEST(plan_bands_quantiles_and_risk)
     struct sc_error err;
     parse(BANDS(REGION("h100-sxm", "dense", "fsdp", -0.4, -0.3, -0.2, -0.1, 0, 0.1, 0.2, "\"bf16\":0.5", 64)), &b);
     const struct est_band *r = &b.regions[0];
-    CHECK_NEAR(est_band_error_at(r, 0.5), -0.1, 1e-12);
-    CHECK_NEAR(est_band_error_at(r, 0.175), -0.25, 1e-12); /* halfway from p10 to p25 */
-    CHECK_NEAR(est_band_error_at(r, 0.0), -0.4, 1e-12);    /* below p05: p05 */
-    CHECK_NEAR(est_band_error_at(r, 0.99), 0.2, 1e-12);
+    CHECK_NEAR(plan_band_error_at(r, 0.5), -0.1, 1e-12);
+    CHECK_NEAR(plan_band_error_at(r, 0.175), -0.25, 1e-12); /* halfway from p10 to p25 */
+    CHECK_NEAR(plan_band_error_at(r, 0.0), -0.4, 1e-12);    /* below p05: p05 */
+    CHECK_NEAR(plan_band_error_at(r, 0.99), 0.2, 1e-12);
     /* optimistic at p10 by 30%: at risk 0.9 the measured time would be
      * est / 0.7; the median, est / 0.9 */
-    CHECK_NEAR(est_band_at_risk(r, 0.9, 70), 100, 1e-9);
-    CHECK_NEAR(est_band_at_risk(r, 0.5, 90), 100, 1e-9);
-    CHECK_NEAR(est_band_at_risk(NULL, 0.9, 70), 70, 0);
-    CHECK(est_band_at_risk(r, 1, 60) > est_band_at_risk(r, 0.9, 60));
-    CHECK_EQ_INT(est_risk_check(0.49, "risk", &err), SC_EINVAL);
+    CHECK_NEAR(plan_band_at_risk(r, 0.9, 70), 100, 1e-9);
+    CHECK_NEAR(plan_band_at_risk(r, 0.5, 90), 100, 1e-9);
+    CHECK_NEAR(plan_band_at_risk(NULL, 0.9, 70), 70, 0);
+    CHECK(plan_band_at_risk(r, 1, 60) > plan_band_at_risk(r, 0.9, 60));
+    CHECK_EQ_INT(plan_risk_check(0.49, "risk", &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "risk: ");
-    CHECK_EQ_INT(est_risk_check(1.01, "--risk", &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_risk_check(1.01, "--risk", &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "--risk: ");
-    CHECK_EQ_INT(est_risk_check(NAN, "risk", &err), SC_EINVAL);
-    CHECK_EQ_INT(est_risk_check(0.5, "risk", &err), SC_OK);
-    CHECK_EQ_INT(est_risk_check(1, "risk", &err), SC_OK);
+    CHECK_EQ_INT(plan_risk_check(NAN, "risk", &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_risk_check(0.5, "risk", &err), SC_OK);
+    CHECK_EQ_INT(plan_risk_check(1, "risk", &err), SC_OK);
     /* the plan request's field */
     struct est_plan_request req;
     char *spec = NULL;
@@ -121,7 +121,7 @@ TEST(plan_bands_quantiles_and_risk)
     CHECK_EQ_INT(api_plan_request_decode(body2, strlen(body2), &req, &spec, &err), SC_OK);
     CHECK_NEAR(req.risk, 0.9, 0);
     free(spec);
-    est_bands_release(&b);
+    plan_bands_release(&b);
 }
 
 TEST(plan_bands_marks_extrapolated_rows)
@@ -134,38 +134,38 @@ TEST(plan_bands_marks_extrapolated_rows)
     struct est_estimate e = {0};
     struct est_band_view v;
     struct sc_error err;
-    REQUIRE(est_spec_load(spec, strlen(spec), &s, NULL, &err) == SC_OK);
+    REQUIRE(spec_load(spec, strlen(spec), &s, NULL, &err) == SC_OK);
     parse(BANDS(REGION("h100-sxm", "dense", "distributed_optimizer", -0.2, -0.1, 0, 0, 0, 0.1, 0.2, "\"bf16\":0.4",
                        16)),
           &b);
     e.step_ms = 100;
     e.mfu = 0.45; /* under 0.4 / (1 - 0.2) = 0.5 */
-    est_band_view_of(&b, &s, &e, 0.9, &v);
+    plan_band_view_of(&b, &s, &e, 0.9, &v);
     CHECK(v.band == &b.regions[0]);
     CHECK_EQ_INT(v.extrapolated, 0);
     CHECK_STREQ(v.reason, "");
     CHECK_NEAR(v.step_ms, 100 / 0.9, 1e-9);
     e.mfu = 0.55; /* above what the band accounts for */
-    est_band_view_of(&b, &s, &e, 0.9, &v);
+    plan_band_view_of(&b, &s, &e, 0.9, &v);
     CHECK_EQ_INT(v.extrapolated, 1);
     CHECK_CONTAINS(v.reason, "MFU 55.0% above the best measured 40.0%");
     e.mfu = 0.3;
     s.parallel.dp = 32; /* more GPUs than validated */
-    est_band_view_of(&b, &s, &e, 0.9, &v);
+    plan_band_view_of(&b, &s, &e, 0.9, &v);
     CHECK_EQ_INT(v.extrapolated, 1);
     CHECK_CONTAINS(v.reason, "32 GPUs, above the 16 of the largest validated row");
     s.parallel.dp = 16;
     s.options.dtype = HW_FP8; /* no validated row in the dtype */
-    est_band_view_of(&b, &s, &e, 0.9, &v);
+    plan_band_view_of(&b, &s, &e, 0.9, &v);
     CHECK_CONTAINS(v.reason, "no validated row in fp8");
     s.options.dtype = HW_BF16;
     s.options.zero_stage = 3; /* another region: no band */
-    est_band_view_of(&b, &s, &e, 0.9, &v);
+    plan_band_view_of(&b, &s, &e, 0.9, &v);
     CHECK(v.band == NULL);
     CHECK_EQ_INT(v.extrapolated, 1);
     CHECK_CONTAINS(v.reason, "no validated row of h100-sxm, dense, sharding fsdp");
     CHECK_NEAR(v.step_ms, 100, 0); /* ranked by the estimate */
-    est_bands_release(&b);
+    plan_bands_release(&b);
 }
 
 /* 16 H100, a small dense model: ZeRO-3 layouts are among the best. */
@@ -182,10 +182,10 @@ static void setup(struct fixture *f, size_t top)
 {
     struct sc_error err;
     memset(f, 0, sizeof *f);
-    REQUIRE(est_plan_parse_spec(dense, strlen(dense), &f->req, &err) == SC_OK);
-    REQUIRE(est_spec_check_gpu(&f->req.spec, &f->est.hw, &err) == SC_OK);
-    est_costs_default(f->est.hw, &f->req.spec, &f->est.costs);
-    est_plan_evaluator_estimate(&f->est, &f->ev);
+    REQUIRE(plan_parse_spec(dense, strlen(dense), &f->req, &err) == SC_OK);
+    REQUIRE(spec_check_gpu(&f->req.spec, &f->est.hw, &err) == SC_OK);
+    calib_costs_default(f->est.hw, &f->req.spec, &f->est.costs);
+    plan_evaluator_estimate(&f->est, &f->ev);
     f->req.gpus = 16;
     f->req.top = top;
 }
@@ -213,12 +213,12 @@ TEST(plan_risk_sinks_an_optimistic_region)
     const size_t top = 20;
     parse(text, &b);
     setup(&f, top);
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &plain, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &plain, &err) == SC_OK);
     f.req.bands = &b;
     f.req.risk = 0.5; /* every p50 is 0: the same order */
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &median, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &median, &err) == SC_OK);
     f.req.risk = 0.9;
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &risky, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &risky, &err) == SC_OK);
     REQUIRE(plain.n_rows == top && median.n_rows == top && risky.n_rows == top);
     CHECK_EQ_INT(plain.banded, 0);
     CHECK_EQ_INT(risky.banded, 1);
@@ -240,7 +240,7 @@ TEST(plan_risk_sinks_an_optimistic_region)
     all.bound = NULL;
     all.refine = NULL;
     all.detail = NULL;
-    REQUIRE(est_plan_run(&f.req, &all, NULL, NULL, &brute, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &all, NULL, NULL, &brute, &err) == SC_OK);
     CHECK_EQ_INT(brute.pruned, 0);
     CHECK(risky.pruned > 0);
     for (size_t i = 0; i < top; i++) {
@@ -251,13 +251,13 @@ TEST(plan_risk_sinks_an_optimistic_region)
     /* a risk out of range names the field */
     f.req.risk = 0.4;
     struct est_plan none;
-    CHECK_EQ_INT(est_plan_run(&f.req, &f.ev, NULL, NULL, &none, &err), SC_EINVAL);
+    CHECK_EQ_INT(plan_run(&f.req, &f.ev, NULL, NULL, &none, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "risk: ");
-    est_plan_release(&plain);
-    est_plan_release(&median);
-    est_plan_release(&risky);
-    est_plan_release(&brute);
-    est_bands_release(&b);
+    plan_release(&plain);
+    plan_release(&median);
+    plan_release(&risky);
+    plan_release(&brute);
+    plan_bands_release(&b);
 }
 
 TEST(plan_top_row_at_kernel_detail)
@@ -268,7 +268,7 @@ TEST(plan_top_row_at_kernel_detail)
     struct est_bands none = {0};
     setup(&f, 3);
     f.req.bands = &none;
-    REQUIRE(est_plan_run(&f.req, &f.ev, NULL, NULL, &p, &err) == SC_OK);
+    REQUIRE(plan_run(&f.req, &f.ev, NULL, NULL, &p, &err) == SC_OK);
     REQUIRE(p.n_rows == 3);
     CHECK_EQ_INT(p.rows[0].has_kernel, 1);
     CHECK_EQ_INT(p.rows[1].has_kernel, 0);
@@ -290,7 +290,7 @@ TEST(plan_top_row_at_kernel_detail)
     CHECK_CONTAINS(json_string_value(json_object_get(row0, "extrapolated_because")), "no validated row of h100-sxm");
     CHECK(json_object_get(json_array_get(json_object_get(doc, "top"), 1), "kernel") == NULL);
     json_decref(doc);
-    est_plan_release(&p);
+    plan_release(&p);
 }
 
 /* An estimate entry of the ledger: spec text, predicted and measured. */
@@ -321,10 +321,10 @@ TEST(plan_bands_ledger_takes_precedence)
     for (int i = 0; i < LEDGER_BAND_MIN - 1; i++)
         entry(&v[n++], a100, 50, 100, 0); /* one too few: the file's band stays */
     REQUIRE(n <= sizeof v / sizeof v[0]);
-    const struct est_bands *file = est_bands_builtin();
+    const struct est_bands *file = plan_bands_builtin();
     REQUIRE(ledger_bands_merge(v, n, file, &out, &err) == SC_OK);
-    const struct est_band *h = est_bands_find(&out, "h100-sxm", EST_MODEL_DENSE, EST_SHARDING_NONE);
-    const struct est_band *a = est_bands_find(&out, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
+    const struct est_band *h = plan_bands_find(&out, "h100-sxm", EST_MODEL_DENSE, EST_SHARDING_NONE);
+    const struct est_band *a = plan_bands_find(&out, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
     REQUIRE(h && a);
     CHECK_EQ_INT(out.n, file->n + 1);
     CHECK_EQ_INT(h->rows, LEDGER_BAND_MIN);
@@ -333,9 +333,9 @@ TEST(plan_bands_ledger_takes_precedence)
     CHECK_EQ_INT(h->max_gpus, 64);
     CHECK(h->best_mfu[HW_BF16] > 0);
     CHECK_CONTAINS(h->source, "the ledger");
-    const struct est_band *fa = est_bands_find(file, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
+    const struct est_band *fa = plan_bands_find(file, "a100-sxm4-80gb", EST_MODEL_DENSE, EST_SHARDING_NONE);
     CHECK(memcmp(a, fa, sizeof *a) == 0);
-    est_bands_release(&out);
+    plan_bands_release(&out);
     for (size_t i = 0; i < n; i++)
         api_validation_release(&v[i]);
 }

@@ -1,5 +1,5 @@
 /* tests/unit/test_published.c: the published step-time table of `make
- * validate` (estimator/published.h): a hand-written table read, each
+ * validate` (estimator/calibrate/published.h): a hand-written table read, each
  * malformed one refused with its line named, a row's spec with the least
  * recomputation that fits, and the shared file read (skipped when
  * ../shared is absent). */
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/invariants.h"
-#include "estimator/memory.h"
-#include "estimator/published.h"
+#include "estimator/synth/invariants.h"
+#include "estimator/spec/memory.h"
+#include "estimator/calibrate/published.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -43,7 +43,7 @@ TEST(published_table_read)
     struct est_published *r = NULL;
     size_t n = 0;
     struct sc_error err;
-    CHECK_EQ_INT(est_published_parse(text, strlen(text), &r, &n, &err), SC_OK);
+    CHECK_EQ_INT(calib_published_parse(text, strlen(text), &r, &n, &err), SC_OK);
     REQUIRE(n == 6);
 
     CHECK_EQ_INT((long long)r[0].line, 7);
@@ -112,7 +112,7 @@ TEST(published_malformed_tables_named)
         struct est_published *r = NULL;
         size_t n = 0;
         struct sc_error err;
-        CHECK_EQ_INT(est_published_parse(bad[i].text, strlen(bad[i].text), &r, &n, &err), SC_EPARSE);
+        CHECK_EQ_INT(calib_published_parse(bad[i].text, strlen(bad[i].text), &r, &n, &err), SC_EPARSE);
         CHECK_CONTAINS(err.msg, bad[i].says);
         CHECK(r == NULL && n == 0);
     }
@@ -125,9 +125,9 @@ static int fits_with(struct est_spec s, const struct hw_profile *hw, enum est_re
     struct est_memory m;
     struct sc_error err;
     s.options.recompute = rec;
-    REQUIRE(est_memory_estimate(&s, hw->hbm_gb, &m, &err) == SC_OK);
+    REQUIRE(spec_memory_estimate(&s, hw->hbm_gb, &m, &err) == SC_OK);
     int fits = m.fits;
-    est_memory_release(&m);
+    spec_memory_release(&m);
     return fits;
 }
 
@@ -146,19 +146,19 @@ TEST(published_spec_takes_the_least_recomputation_that_fits)
     struct est_published *r = NULL;
     size_t n = 0;
     struct sc_error err;
-    REQUIRE(est_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 4);
+    REQUIRE(calib_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 4);
     int levels_seen[3] = {0, 0, 0};
     for (size_t i = 0; i < 3; i++) {
         struct est_spec s;
         const struct hw_profile *hw;
         int fits;
-        REQUIRE(est_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
+        REQUIRE(calib_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
         CHECK(!strcmp(s.cluster.gpu, "h100-sxm") && s.cluster.gpus_per_node == 8);
         CHECK_EQ_INT(s.options.zero_stage, 1);
         CHECK(s.options.overlap_grad_reduce && s.options.overlap_param_gather);
         CHECK_EQ_INT(s.options.sequence_parallel, r[i].tp > 1);
         CHECK_EQ_INT(s.parallel.vpp, r[i].vp ? r[i].vp : 1);
-        CHECK_EQ_INT(est_spec_gpus(&s), r[i].gpus);
+        CHECK_EQ_INT(spec_gpus(&s), r[i].gpus);
         enum est_recompute rec = s.options.recompute;
         levels_seen[rec] = 1;
         CHECK_EQ_INT(fits, fits_with(s, hw, rec));
@@ -172,7 +172,7 @@ TEST(published_spec_takes_the_least_recomputation_that_fits)
     struct est_spec s;
     const struct hw_profile *hw;
     int fits;
-    CHECK_EQ_INT(est_published_spec(&r[3], &s, &hw, &fits, &err), SC_EINVAL);
+    CHECK_EQ_INT(calib_published_spec(&r[3], &s, &hw, &fits, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "line 10");
     CHECK_CONTAINS(err.msg, "model.heads");
     free(r);
@@ -208,7 +208,7 @@ TEST(published_shared_file_read)
     struct est_published *r = NULL;
     size_t n = 0;
     struct sc_error err;
-    REQUIRE(est_published_parse(text, len, &r, &n, &err) == SC_OK);
+    REQUIRE(calib_published_parse(text, len, &r, &n, &err) == SC_OK);
 
     /* a row per line that starts with a GPU's cell */
     size_t lines = 0, h100 = 0, left_out = 0;
@@ -231,7 +231,7 @@ TEST(published_shared_file_read)
         struct est_spec s;
         const struct hw_profile *hw;
         int fits;
-        if (!r[i].skip[0] && est_published_spec(&r[i], &s, &hw, &fits, &err))
+        if (!r[i].skip[0] && calib_published_spec(&r[i], &s, &hw, &fits, &err))
             CHECK_CONTAINS(err.msg, "(a spec for every usable row)");
     }
     CHECK(h100 > 0 && left_out > 0);
@@ -271,7 +271,7 @@ TEST(published_shared_file_read)
 
 /* Every published row's estimate (the estimator's defaults, stage detail,
  * as `make validate` makes it) keeps the physical invariants
- * (estimator/invariants.h); a configuration measured again is checked
+ * (estimator/synth/invariants.h); a configuration measured again is checked
  * once. */
 TEST(published_estimates_keep_the_physical_invariants)
 {
@@ -282,7 +282,7 @@ TEST(published_estimates_keep_the_physical_invariants)
     REQUIRE(text);
     struct est_published *r = NULL;
     struct sc_error err;
-    REQUIRE(est_published_parse(text, len, &r, &n, &err) == SC_OK);
+    REQUIRE(calib_published_parse(text, len, &r, &n, &err) == SC_OK);
     struct est_spec *seen = calloc(n ? n : 1, sizeof *seen);
     REQUIRE(seen);
     for (size_t i = 0; i < n; i++) {
@@ -293,7 +293,7 @@ TEST(published_estimates_keep_the_physical_invariants)
         int fits, again = 0;
         if (r[i].skip[0])
             continue;
-        REQUIRE(est_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
+        REQUIRE(calib_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
         for (size_t k = 0; k < checked && !again; k++)
             again = !memcmp(&seen[k], &s, sizeof s);
         if (again)
@@ -301,11 +301,11 @@ TEST(published_estimates_keep_the_physical_invariants)
         seen[checked++] = s;
         moe += s.model.moe.experts > 0;
         fsdp += s.options.zero_stage == 3;
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
-        if (est_invariants_check(&s, hw, &c, &e, &err))
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        if (synth_invariants_check(&s, hw, &c, &e, &err))
             sc_check_fail(__FILE__, __LINE__, "line %zu (%s): %s", r[i].line, r[i].model, err.msg);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     CHECK(checked > 100 && moe > 0 && fsdp > 0);
     free(seen);
@@ -326,7 +326,7 @@ TEST(published_grok1_proxy_row_within_12_percent)
     REQUIRE(text);
     struct est_published *r = NULL;
     struct sc_error err;
-    REQUIRE(est_published_parse(text, len, &r, &n, &err) == SC_OK);
+    REQUIRE(calib_published_parse(text, len, &r, &n, &err) == SC_OK);
     for (size_t i = 0; i < n; i++) {
         struct est_spec s;
         const struct hw_profile *hw;
@@ -336,15 +336,15 @@ TEST(published_grok1_proxy_row_within_12_percent)
         if (strcmp(r[i].family, "grok1") || r[i].gpus != 8 || r[i].dtype != HW_BF16 || r[i].skip[0])
             continue;
         rows++;
-        REQUIRE(est_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
+        REQUIRE(calib_published_spec(&r[i], &s, &hw, &fits, &err) == SC_OK);
         CHECK(fits);
-        est_costs_default(hw, &s, &c);
-        REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
         double error = e.step_ms / 1e3 / r[i].step_s - 1;
         if (fabs(error) > 0.12)
             sc_check_fail(__FILE__, __LINE__, "line %zu: %.2f s estimated, %.2f s measured (%+.1f%%)", r[i].line,
                           e.step_ms / 1e3, r[i].step_s, 100 * error);
-        est_estimate_release(&e);
+        synth_estimate_release(&e);
     }
     CHECK(rows >= 2);
     free(r);

@@ -48,7 +48,7 @@ TEST(request_resolve_defaults_and_canonical_form)
     REQUIRE(est_request_resolve(text, strlen(text), 0, &l, &req, &err) == SC_OK);
     CHECK_EQ_INT(calls, 0); /* no cluster.profile: no lookup */
     CHECK(req.hw != NULL && strcmp(req.spec.cluster.gpu, "h100-sxm") == 0);
-    est_costs_default(req.hw, &req.spec, &def);
+    calib_costs_default(req.hw, &req.spec, &def);
     CHECK(memcmp(&def, &req.costs, sizeof def) == 0);
     CHECK_STREQ(req.profile.label, "");
     REQUIRE(req.canonical != NULL);

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "estimator/spec.h"
+#include "estimator/spec/spec.h"
 #include "tests/check.h"
 #include "tests/helpers.h"
 #include "common/banned.h"
@@ -29,7 +29,7 @@ static const char minimal[] =
 static int parse(const char *text, struct est_spec *s, struct sc_error *err)
 {
     memset(s, 0, sizeof *s);
-    return est_spec_parse(text, strlen(text), s, err);
+    return spec_parse(text, strlen(text), s, err);
 }
 
 TEST(spec_issue_example_parses)
@@ -46,8 +46,8 @@ TEST(spec_issue_example_parses)
     CHECK_EQ_INT(s.parallel.etp, 1);
     CHECK_EQ_INT(s.parallel.global_batch, 512);
     CHECK_STREQ(s.cluster.gpu, "a100-sxm4-80gb");
-    CHECK_EQ_INT(est_spec_gpus(&s), 64);
-    CHECK_EQ_INT(est_spec_micro_batches(&s), 1);
+    CHECK_EQ_INT(spec_gpus(&s), 64);
+    CHECK_EQ_INT(spec_micro_batches(&s), 1);
     CHECK(s.cluster.intra_node_gbps == 0 && s.cluster.gpu_hour_usd < 0);
     CHECK(s.options.overlap_grad_reduce && s.options.overlap_param_gather);
     CHECK(!s.options.tp_comm_overlap && !s.options.sequence_parallel);
@@ -301,17 +301,17 @@ TEST(spec_rules_of_what_can_run)
                                  "\"sequence_parallel\":true", NULL),
                        &s, &err),
                  SC_OK);
-    CHECK_EQ_INT(est_spec_gpus(&s), 8);
+    CHECK_EQ_INT(spec_gpus(&s), 8);
     CHECK_EQ_INT(parse(spec_with("\"seq\":127", "", "", NULL), &s, &err), SC_OK);
     CHECK_EQ_INT(parse(spec_with("\"layers\":11", "\"pp\":4", "\"recompute\":\"full\",\"recompute_layers\":4", NULL),
                        &s, &err),
                  SC_OK);
     CHECK_EQ_INT(s.options.recompute_layers, 4);
-    CHECK(est_spec_layer_recomputed(&s, 3) && !est_spec_layer_recomputed(&s, 4));
+    CHECK(spec_layer_recomputed(&s, 3) && !spec_layer_recomputed(&s, 4));
     CHECK_EQ_INT(parse(spec_with("", "", "\"recompute\":\"full\",\"recompute_layers\":null", NULL), &s, &err),
                  SC_OK);
     CHECK_EQ_INT(s.options.recompute_layers, 0); /* all */
-    CHECK(est_spec_layer_recomputed(&s, 1000));
+    CHECK(spec_layer_recomputed(&s, 1000));
 }
 
 TEST(spec_gpu_and_dtype_need_a_profile)
@@ -320,17 +320,17 @@ TEST(spec_gpu_and_dtype_need_a_profile)
     struct sc_error err;
     const struct hw_profile *hw = NULL;
     const char *text = spec_with("", "", "", "no-such-gpu");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "cluster.gpu: no hardware profile \"no-such-gpu\"");
     CHECK_CONTAINS(err.msg, "h100-sxm");
     text = spec_with("", "", "\"dtype\":\"fp4\"", "h100-sxm");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "options.dtype: the h100-sxm has no fp4");
     text = spec_with("", "", "\"dtype\":\"fp8\"", "a100-sxm4-80gb");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "options.dtype: the a100-sxm4-80gb has no fp8");
     text = spec_with("", "", "\"dtype\":\"fp4\"", "b200");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK(hw && strcmp(hw->id, "b200") == 0);
 }
 
@@ -344,29 +344,29 @@ TEST(spec_fp8_recipe_by_gpu_generation)
     /* the default follows the architecture: per-tensor scaling on Hopper,
      * MXFP8 on Blackwell; none without fp8 */
     const char *text = spec_with("", "", "\"dtype\":\"fp8\"", "h100-sxm");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_TENSORWISE);
     text = spec_with("", "", "\"dtype\":\"fp8\"", "b200");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_MXFP8);
     text = spec_with("", "", "\"dtype\":\"fp8\"", "b300");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_MXFP8);
     text = spec_with("", "", "", "b200");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_NONE);
     text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"blockwise\"", "h100-sxm");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_BLOCKWISE);
     text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"tensorwise\"", "b200");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_OK);
     CHECK_EQ_INT(s.options.fp8_recipe, EST_FP8_RECIPE_TENSORWISE);
     /* MXFP8 needs Blackwell's tensor cores */
     text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"mxfp8\"", "h100-sxm");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "options.fp8_recipe: \"mxfp8\" needs a Blackwell GPU; the h100-sxm is hopper");
     text = spec_with("", "", "\"dtype\":\"fp8\",\"fp8_recipe\":\"blockwise\"", "mi300x");
-    CHECK_EQ_INT(est_spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(text, strlen(text), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "options.fp8_recipe: \"blockwise\" needs a Hopper or Blackwell GPU");
     /* a recipe is fp8's only */
     text = spec_with("", "", "\"fp8_recipe\":\"tensorwise\"", "h100-sxm");
@@ -388,7 +388,7 @@ TEST(spec_nvlink_domain_defaults_to_the_profile)
     struct est_spec s;
     struct sc_error err;
     CHECK_EQ_INT(parse(spec_with("", "", "", "gb200"), &s, &err), SC_OK);
-    CHECK_EQ_INT(s.cluster.gpus_per_node, hw_profile_find("gb200")->gpus_per_node);
+    CHECK_EQ_INT(s.cluster.gpus_per_node, cost_hw_profile_find("gb200")->gpus_per_node);
     CHECK_EQ_INT(s.cluster.gpus_per_node, 72);
     CHECK_EQ_INT(parse(spec_with("", "", "", "h100-sxm"), &s, &err), SC_OK);
     CHECK_EQ_INT(s.cluster.gpus_per_node, 8);
@@ -400,7 +400,7 @@ static void check_roundtrip(const char *text)
     struct est_spec a, b;
     struct sc_error err;
     CHECK_EQ_INT(parse(text, &a, &err), SC_OK);
-    char *out = est_spec_json(&a);
+    char *out = spec_json(&a);
     CHECK(out != NULL);
     if (!out)
         return;
@@ -432,8 +432,8 @@ TEST(spec_written_out_reads_back_the_same)
     struct est_spec s;
     struct sc_error err;
     CHECK_EQ_INT(parse(example, &s, &err), SC_OK);
-    char *text = est_model_json(&s.model);
-    CHECK_EQ_INT(est_model_parse(text, strlen(text), &m, &err), SC_OK);
+    char *text = spec_model_json(&s.model);
+    CHECK_EQ_INT(spec_model_parse(text, strlen(text), &m, &err), SC_OK);
     CHECK(memcmp(&m, &s.model, sizeof m) == 0);
     free(text);
 }
@@ -449,7 +449,7 @@ TEST(spec_moe_layers)
                  SC_OK);
     int moe[10];
     for (int i = 0; i < 10; i++)
-        moe[i] = est_model_layer_is_moe(&s.model, i);
+        moe[i] = spec_model_layer_is_moe(&s.model, i);
     static const int want[10] = {0, 0, 0, 1, 0, 1, 0, 1, 0, 1};
     CHECK(memcmp(moe, want, sizeof want) == 0);
 }
@@ -565,7 +565,7 @@ TEST(spec_schema_agrees_with_the_parser)
     walk_schema(schema, "", paths, &base);
     /* the same set of keys on both sides */
     size_t n = 0;
-    for (const char *const *k = est_spec_keys(); *k; k++, n++)
+    for (const char *const *k = spec_keys(); *k; k++, n++)
         if (!json_object_get(paths, *k))
             sc_check_fail(__FILE__, __LINE__, "the parser takes %s; the schema lacks it", *k);
     CHECK_EQ_INT(json_object_size(paths), n);

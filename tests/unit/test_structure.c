@@ -1,5 +1,5 @@
 /* tests/unit/test_structure.c: what launched a traced step's work
- * (estimator/structure.h), on steps written here with the names PyTorch
+ * (estimator/whatif/structure.h), on steps written here with the names PyTorch
  * records: an FSDP2 step (per-unit gathers in FSDP::pre_forward and
  * FSDP::pre_backward, gradients reduce-scattered in
  * FSDP::post_backward_reduce), the same with FSDP1's names, and a
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
-#include "estimator/structure.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/structure.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "tests/check.h"

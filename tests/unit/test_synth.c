@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/flops.h"
-#include "estimator/graph_copy.h"
-#include "estimator/memory.h"
-#include "estimator/synth.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/spec/flops.h"
+#include "estimator/whatif/graph_copy.h"
+#include "estimator/spec/memory.h"
+#include "estimator/synth/synth.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
 #include "model/replay.h"
@@ -19,7 +19,7 @@
 static int load(const char *json, struct est_spec *s, const struct hw_profile **hw)
 {
     struct sc_error err;
-    int rc = est_spec_load(json, strlen(json), s, hw, &err);
+    int rc = spec_load(json, strlen(json), s, hw, &err);
     if (rc)
         fprintf(stderr, "spec: %s\n", err.msg);
     return rc;
@@ -41,16 +41,16 @@ static int estimate_at(const char *json, enum est_detail d, const struct est_cos
     struct sc_error err;
     if (load(json, &s, &hw))
         return -1;
-    est_costs_default(hw, &s, &c);
+    calib_costs_default(hw, &s, &c);
     if (override)
         c = *override;
-    if (est_estimate(&s, hw, &c, d, &e, &err)) {
+    if (synth_estimate(&s, hw, &c, d, &e, &err)) {
         fprintf(stderr, "estimate: %s\n", err.msg);
         return -1;
     }
     *out = (struct bd){e.step_ms, (e.breakdown.compute_exposed + e.breakdown.overlap) / 1e6,
                        e.breakdown.comm_exposed / 1e6, e.breakdown.host / 1e6};
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     return 0;
 }
 
@@ -109,8 +109,8 @@ TEST(synth_replays_every_spec_without_forcing)
         struct model_replay_opts o;
         struct sc_error err;
         CHECK(load(specs[i], &s, &hw) == SC_OK);
-        est_costs_default(hw, &s, &c);
-        CHECK(est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        CHECK(synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
         if (!g)
             continue;
         model_replay_opts_default(&o);
@@ -148,10 +148,10 @@ static int is_transfer(const struct model_graph *g, size_t k)
     return strncmp(model_graph_str(g, g->res[g->tasks[k].res].label), "pipeline ", 9) == 0;
 }
 
-/* The graph est_estimate replays (est_synth_unnamed) is est_synth's with
+/* The graph synth_estimate replays (synth_unnamed) is synth_build's with
  * no names, each thread's host calls between synchronisations as one
  * task, and each pipeline transfer as one task on both its sides (a send
- * and its receive, a group of two in est_synth's): the same other GPU
+ * and its receive, a group of two in synth_build's): the same other GPU
  * tasks in the same order (durations, streams, collective groups), and
  * the same replay to the nanosecond: every such task's start and end,
  * every step and breakdown (which counts each side of a transfer as
@@ -170,9 +170,9 @@ TEST(synth_unnamed_graph_is_the_named_one_less_names_and_host_tasks)
             struct model_replay_opts o;
             struct sc_error err;
             CHECK(load(specs[i], &s, &hw) == SC_OK);
-            est_costs_default(hw, &s, &c);
-            CHECK(est_synth(&s, hw, &c, (enum est_detail)d, &g, &err) == SC_OK);
-            CHECK(est_synth_unnamed(&s, hw, &c, (enum est_detail)d, &u, &err) == SC_OK);
+            calib_costs_default(hw, &s, &c);
+            CHECK(synth_build(&s, hw, &c, (enum est_detail)d, &g, &err) == SC_OK);
+            CHECK(synth_unnamed(&s, hw, &c, (enum est_detail)d, &u, &err) == SC_OK);
             model_replay_opts_default(&o);
             if (!g || !u || model_replay_run(g, &o, &rg, &err) || model_replay_run(u, &o, &ru, &err)) {
                 CHECK(!"synthesised and replayed");
@@ -270,9 +270,9 @@ TEST(synth_levels_of_detail_agree_on_the_breakdown)
     CHECK(comm_bound >= 2 && host_bound >= 2); /* the specs hold both cases */
 }
 
-/* A synthesised graph copied with its own durations (graph_copy, as a
+/* A synthesised graph copied with its own durations (whatif_graph_copy, as a
  * what-if copies one) replays as the source does, to the breakdown: its
- * merged tasks keep their communication, and (the graph est_estimate
+ * merged tasks keep their communication, and (the graph synth_estimate
  * replays) its transfers their two sides. */
 TEST(synth_graph_copied_replays_as_its_source)
 {
@@ -281,11 +281,11 @@ TEST(synth_graph_copied_replays_as_its_source)
     struct est_costs c;
     struct sc_error err;
     REQUIRE(load(specs[1], &s, &hw) == SC_OK); /* tensor, sequence and pipeline parallel */
-    est_costs_default(hw, &s, &c);
+    calib_costs_default(hw, &s, &c);
     for (int unnamed = 0; unnamed < 2; unnamed++) {
         struct model_graph *g = NULL, *copy = NULL;
         struct model_replay *rg = NULL, *rc = NULL;
-        REQUIRE((unnamed ? est_synth_unnamed : est_synth)(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_OK);
+        REQUIRE((unnamed ? synth_unnamed : synth_build)(&s, hw, &c, EST_DETAIL_STAGE, &g, &err) == SC_OK);
         CHECK(g->n_parts > 0);
         CHECK(unnamed ? g->n_peers > 0 : g->n_peers == 0);
         int64_t *dur = malloc(g->n_tasks * sizeof *dur), *gap = malloc(g->n_tasks * sizeof *gap);
@@ -294,7 +294,7 @@ TEST(synth_graph_copied_replays_as_its_source)
             dur[i] = g->tasks[i].dur;
             gap[i] = g->tasks[i].gap;
         }
-        REQUIRE(graph_copy(g, dur, gap, NULL, 0, &copy, NULL, &err) == SC_OK);
+        REQUIRE(whatif_graph_copy(g, dur, gap, NULL, 0, &copy, NULL, &err) == SC_OK);
         CHECK_EQ_INT(copy->n_parts, g->n_parts);
         CHECK_EQ_INT(copy->n_peers, g->n_peers);
         REQUIRE(model_replay_run(g, NULL, &rg, &err) == SC_OK);
@@ -310,7 +310,7 @@ TEST(synth_graph_copied_replays_as_its_source)
 }
 
 /* The default costs of a spec's GPU. */
-/* The cited costs (est_costs_cited): the tests of the host's mechanics
+/* The cited costs (calib_costs_cited): the tests of the host's mechanics
  * below were sized on them, whatever the validation fits. */
 static int cited_costs(const char *json, struct est_costs *c)
 {
@@ -318,7 +318,7 @@ static int cited_costs(const char *json, struct est_costs *c)
     const struct hw_profile *hw;
     int rc = load(json, &s, &hw);
     if (rc == SC_OK)
-        est_costs_cited(hw, &s, c);
+        calib_costs_cited(hw, &s, c);
     return rc;
 }
 
@@ -409,8 +409,8 @@ static size_t kernels_named(const char *spec, const char *name)
     size_t n = 0;
     if (load(spec, &s, &hw))
         return (size_t)-1;
-    est_costs_default(hw, &s, &c);
-    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+    calib_costs_default(hw, &s, &c);
+    if (synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
         return (size_t)-1;
     for (size_t t = 0; t < g->n_tasks; t++)
         n += strcmp(model_graph_str(g, g->src[t].name), name) == 0;
@@ -461,7 +461,7 @@ static double coll_ms(const struct est_costs *c, enum model_coll_op op, const st
 {
     struct coll_estimate e;
     struct sc_error err;
-    if (coll_estimate(&c->coll, op, g, bytes, &e, &err))
+    if (cost_coll_estimate(&c->coll, op, g, bytes, &e, &err))
         return -1;
     return e.time_us / 1e3;
 }
@@ -486,7 +486,7 @@ TEST(synth_zero3_gathers_cost_when_the_network_is_slow)
     struct est_spec sp;
     const struct hw_profile *hw;
     CHECK(load(s3, &sp, &hw) == SC_OK);
-    est_layer_params(&sp.model, 0, &lp);
+    spec_layer_params(&sp.model, 0, &lp);
     double params = lp.attention + lp.mlp + lp.norms, emb = 1024.0 * 1024;
     struct coll_group dp = {64, 8};
     double layer = 2 * coll_ms(&c, MODEL_COLL_ALLGATHER, &dp, 2 * params) +
@@ -499,7 +499,7 @@ TEST(synth_zero3_gathers_cost_when_the_network_is_slow)
     /* the planner's bound knows it, and still bounds the step */
     double bound = 0;
     struct sc_error err;
-    CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
+    CHECK(synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
     CHECK(bound >= stream * 0.99 && bound <= t3);
     /* stage 1 moves the parameters twice per step, stage 3 twelve times */
     CHECK(t3 > 2 * t1);
@@ -524,8 +524,8 @@ TEST(synth_zero3_is_no_slower_when_compute_hides_the_gathers)
     struct sc_error err;
     double bound = 0;
     CHECK(load(s3, &sp, &hw) == SC_OK);
-    est_costs_default(hw, &sp, &c);
-    CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
+    calib_costs_default(hw, &sp, &c);
+    CHECK(synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
     CHECK(bound > 0 && t3 >= bound);
 }
 
@@ -555,8 +555,8 @@ TEST(synth_zero3_hybrid_sharding_gathers_within_the_shard_group)
     struct model_graph *g = NULL;
     struct sc_error err;
     REQUIRE(load(hybrid, &s, &hw) == SC_OK);
-    est_costs_default(hw, &s, &c);
-    REQUIRE(est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
+    calib_costs_default(hw, &s, &c);
+    REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) == SC_OK);
     int gathers = 0, replicas = 0, wrong = 0;
     for (size_t i = 0; i < g->n_tasks; i++) {
         const char *name = model_graph_str(g, g->src[i].name);
@@ -575,16 +575,16 @@ TEST(synth_zero3_hybrid_sharding_gathers_within_the_shard_group)
     struct est_memory m_full, m_hybrid;
     struct est_spec sf;
     REQUIRE(load(full, &sf, &hw) == SC_OK);
-    REQUIRE(est_memory_estimate(&sf, hw->hbm_gb, &m_full, &err) == SC_OK);
-    REQUIRE(est_memory_estimate(&s, hw->hbm_gb, &m_hybrid, &err) == SC_OK);
+    REQUIRE(spec_memory_estimate(&sf, hw->hbm_gb, &m_full, &err) == SC_OK);
+    REQUIRE(spec_memory_estimate(&s, hw->hbm_gb, &m_hybrid, &err) == SC_OK);
     CHECK(m_hybrid.gb_per_gpu > m_full.gb_per_gpu);
-    est_memory_release(&m_full);
-    est_memory_release(&m_hybrid);
+    spec_memory_release(&m_full);
+    spec_memory_release(&m_hybrid);
 
     /* it needs ZeRO-3 and a divisor of dp x cp */
     char bad[512];
     snprintf(bad, sizeof bad, HYBRID_SPEC, ",\"fsdp_shard\":6");
-    CHECK_EQ_INT(est_spec_load(bad, strlen(bad), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(bad, strlen(bad), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "parallel.fsdp_shard: 6 does not divide");
 }
 
@@ -614,8 +614,8 @@ TEST(synth_bound_counts_the_pipeline_transfers)
             struct est_costs c;
             struct sc_error err;
             REQUIRE(load(spec, &sp, &hw) == SC_OK);
-            est_costs_default(hw, &sp, &c);
-            CHECK(est_synth_bound(&sp, hw, &c, &bound[slow], &err) == SC_OK);
+            calib_costs_default(hw, &sp, &c);
+            CHECK(synth_bound(&sp, hw, &c, &bound[slow], &err) == SC_OK);
             step[slow] = estimate_ms(spec, EST_DETAIL_STAGE, NULL);
             CHECK(bound[slow] > 0 && bound[slow] <= step[slow]);
             /* one micro-batch's activations, sequence-parallel off: 2048 x 2048 x 2 bytes */
@@ -641,8 +641,8 @@ static int quant_kernels_of(const char *spec, size_t *n, double *bytes)
     struct sc_error err;
     if (load(spec, &s, &hw))
         return -1;
-    est_costs_cited(hw, &s, &c);
-    if (est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
+    calib_costs_cited(hw, &s, &c);
+    if (synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
         return -1;
     *n = 0;
     *bytes = 0;
@@ -720,7 +720,7 @@ TEST(synth_weights_are_quantised_once_a_step)
      * (quant_kernels_of counts the bytes less a whole fixed cost) */
     struct est_costs c;
     CHECK(cited_costs(one, &c) == SC_OK);
-    const struct hw_profile *hw = hw_profile_find("b200");
+    const struct hw_profile *hw = cost_hw_profile_find("b200");
     double h = 4096, weights = 4 * h * h + 2 * h * 4 * h;
     double fixed_bytes = c.kernel.kernel_fixed_us * hw->hbm_gbps * c.kernel.hbm_fraction * 1e3;
     CHECK_NEAR((4 * b1 - b4) / 3, weights * (4 + 2.0 / 32) + 4 * fixed_bytes, weights * 0.01);
@@ -764,8 +764,8 @@ static struct model_graph *kernel_graph(const char *json)
     struct sc_error err;
     if (load(json, &s, &hw))
         return NULL;
-    est_costs_default(hw, &s, &c);
-    return est_synth(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) ? NULL : g;
+    calib_costs_default(hw, &s, &c);
+    return synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err) ? NULL : g;
 }
 
 /* Tasks of the spec's kernel-detail graph named `name`, and of them how
@@ -846,7 +846,7 @@ TEST(synth_sliding_window_attention)
     struct est_spec s;
     const struct hw_profile *hw;
     struct sc_error err;
-    CHECK_EQ_INT(est_spec_load(cp, strlen(cp), &s, &hw, &err), SC_EINVAL);
+    CHECK_EQ_INT(spec_load(cp, strlen(cp), &s, &hw, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "model.attention_window");
 }
 
@@ -876,11 +876,11 @@ TEST(synth_recompute_layers_of_each_chunk)
             struct sc_error err;
             double bound = 0, z3 = 0;
             REQUIRE(load(spec, &sp, &hw) == SC_OK);
-            est_costs_default(hw, &sp, &c);
+            calib_costs_default(hw, &sp, &c);
             step[k] = estimate_ms(spec, EST_DETAIL_LAYER, NULL);
-            CHECK(est_synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
-            CHECK(est_synth_pass_costs(&sp, hw, &c, &pc, &err) == SC_OK);
-            CHECK(est_synth_bound_z3(&sp, hw, &c, &pc, INFINITY, &z3, &err) == SC_OK);
+            CHECK(synth_bound(&sp, hw, &c, &bound, &err) == SC_OK);
+            CHECK(synth_pass_costs(&sp, hw, &c, &pc, &err) == SC_OK);
+            CHECK(synth_bound_z3(&sp, hw, &c, &pc, INFINITY, &z3, &err) == SC_OK);
             CHECK(bound > 0 && bound <= step[k]);
             CHECK(z3 <= step[k]);
             CHECK(zero < 3 || z3 > 0);

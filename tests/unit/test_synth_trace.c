@@ -1,5 +1,5 @@
 /* tests/unit/test_synth_trace.c: the synthesised step written as Kineto
- * traces (estimator/synth_trace.h) re-ingests through the ordinary reader
+ * traces (estimator/synth/synth_trace.h) re-ingests through the ordinary reader
  * and replays to the estimate's step time, with its dependencies found from
  * the trace (cuda_sync records, collectives matched across the stages), and
  * carries module annotations a tool can find layers by. */
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/estimate.h"
-#include "estimator/synth.h"
-#include "estimator/synth_trace.h"
+#include "estimator/synth/estimate.h"
+#include "estimator/synth/synth.h"
+#include "estimator/synth/synth_trace.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -61,17 +61,17 @@ static double write_traces(const char *json, enum est_detail d, const char *pref
     size_t forced = 0;
     double ms = -1;
     *n_paths = 0;
-    if (est_spec_load(json, strlen(json), &s, &hw, &err)) {
+    if (spec_load(json, strlen(json), &s, &hw, &err)) {
         fprintf(stderr, "spec: %s\n", err.msg);
         return -1;
     }
-    est_costs_default(hw, &s, &c);
-    if (est_estimate(&s, hw, &c, d, &e, &err) || est_synth(&s, hw, &c, d, &g, &err)) {
+    calib_costs_default(hw, &s, &c);
+    if (synth_estimate(&s, hw, &c, d, &e, &err) || synth_build(&s, hw, &c, d, &g, &err)) {
         fprintf(stderr, "synth: %s\n", err.msg);
         return -1;
     }
     ms = e.step_ms;
-    est_estimate_release(&e);
+    synth_estimate_release(&e);
     int64_t *start = malloc(g->n_tasks * sizeof *start), *end = malloc(g->n_tasks * sizeof *end);
     model_replay_opts_default(&o);
     o.critical_path = 0;
@@ -79,12 +79,12 @@ static double write_traces(const char *json, enum est_detail d, const char *pref
     CHECK_EQ_INT(model_replay_simulate(g, &o, start, end, &forced, &err), SC_OK);
     CHECK(g->n_ranks <= MAX_RANKS);
     for (uint16_t r = 0; r < g->n_ranks && r < MAX_RANKS; r++) {
-        snprintf(paths[r], 512, "%s/%s-rank%lld.json", th_tmpdir(), prefix, (long long)est_synth_trace_rank(&s, g, r));
+        snprintf(paths[r], 512, "%s/%s-rank%lld.json", th_tmpdir(), prefix, (long long)synth_trace_rank(&s, g, r));
         FILE *f = fopen(paths[r], "w");
         CHECK(f != NULL);
         if (!f)
             break;
-        CHECK_EQ_INT(est_synth_trace_write(&s, hw, d, g, start, end, r, f, &err), SC_OK);
+        CHECK_EQ_INT(synth_trace_write(&s, hw, d, g, start, end, r, f, &err), SC_OK);
         fclose(f);
         (*n_paths)++;
     }
@@ -102,7 +102,7 @@ TEST(synth_trace_replays_to_the_estimate_within_one_percent)
             char paths[MAX_RANKS][512], prefix[32];
             const char *argv[MAX_RANKS];
             size_t n;
-            snprintf(prefix, sizeof prefix, "synth%zu-%s", i, est_detail_name(details[k]));
+            snprintf(prefix, sizeof prefix, "synth%zu-%s", i, synth_detail_name(details[k]));
             double est_ms = write_traces(specs[i], details[k], prefix, paths, &n);
             CHECK(est_ms > 0);
             if (est_ms <= 0 || n == 0)
@@ -126,7 +126,7 @@ TEST(synth_trace_replays_to_the_estimate_within_one_percent)
                 double ms = (double)slowest / 1e6;
                 if (!(ms > est_ms * 0.99 && ms < est_ms * 1.01))
                     fprintf(stderr, "spec %zu at %s detail: replayed %.4f ms, estimate %.4f ms\n", i,
-                            est_detail_name(details[k]), ms, est_ms);
+                            synth_detail_name(details[k]), ms, est_ms);
                 CHECK_NEAR(ms, est_ms, est_ms * 0.01);
                 CHECK_EQ_INT(rp->forced, 0);
                 CHECK_EQ_INT(rp->n_steps, n);

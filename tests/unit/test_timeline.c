@@ -9,8 +9,8 @@
 #include <jansson.h>
 
 #include "api/timeline_json.h"
-#include "estimator/job_config.h"
-#include "estimator/whatif.h"
+#include "estimator/spec/job_config.h"
+#include "estimator/whatif/whatif.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -167,9 +167,9 @@ TEST(timeline_of_a_whatif)
     struct whatif_result r;
     struct sc_error err;
     REQUIRE(job);
-    job_config_init(&set);
-    REQUIRE(job_config_parse(cfg_text, sizeof cfg_text - 1, &cfg, &err) == SC_OK);
-    REQUIRE(job_config_parse_set_list("dp=16", &set, &err) == SC_OK);
+    spec_job_config_init(&set);
+    REQUIRE(spec_job_config_parse(cfg_text, sizeof cfg_text - 1, &cfg, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse_set_list("dp=16", &set, &err) == SC_OK);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
     REQUIRE(whatif_run(g, &cfg, &set, &r, &err) == SC_OK);
     const struct model_graph *w = r.graph;

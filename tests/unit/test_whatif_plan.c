@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimator/job_config.h"
+#include "estimator/spec/job_config.h"
 #include "estimator/model_open.h"
-#include "estimator/plan.h"
-#include "estimator/structure.h"
-#include "estimator/whatif.h"
-#include "estimator/whatif_plan.h"
+#include "estimator/plan/plan.h"
+#include "estimator/whatif/structure.h"
+#include "estimator/whatif/whatif.h"
+#include "estimator/whatif/whatif_plan.h"
 #include "tests/check.h"
 #include "common/banned.h"
 
@@ -38,18 +38,18 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
     est_model_options_default(&o);
     o.keep_traces = 1; /* what-ifs read the events */
     REQUIRE(est_model_open(paths, 1, &o, NULL, NULL, &m, &err) == SC_OK);
-    REQUIRE(job_config_parse(config, strlen(config), &cfg, &err) == SC_OK);
+    REQUIRE(spec_job_config_parse(config, strlen(config), &cfg, &err) == SC_OK);
     memset(&req, 0, sizeof req);
     req.gpus = 8;
     req.up_to = 1;
     req.top = 5;
-    unsigned long recovered = job_structure_recoveries(), replayed = whatif_base_steps();
+    unsigned long recovered = whatif_job_structure_recoveries(), replayed = whatif_base_steps();
     REQUIRE(whatif_plan_request(est_model_graph(m), &cfg, &req, &w, &err) == SC_OK);
     whatif_plan_evaluator(&w, &ev);
-    REQUIRE(est_plan_run(&req, &ev, NULL, NULL, &plan, &err) == SC_OK);
+    REQUIRE(plan_run(&req, &ev, NULL, NULL, &plan, &err) == SC_OK);
     CHECK(plan.evaluated > 10);
     CHECK_EQ_INT(plan.n_rows, 5);
-    CHECK_EQ_INT(job_structure_recoveries() - recovered, 1);
+    CHECK_EQ_INT(whatif_job_structure_recoveries() - recovered, 1);
     CHECK_EQ_INT(whatif_base_steps() - replayed, 1);
     /* each row is the what-if of its configuration, run on its own (which
      * recovers and replays again) */
@@ -61,8 +61,8 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
         CHECK(fabs(res.step_ms - plan.rows[i].estimate.step_ms) <= 1e-9 * res.step_ms);
         whatif_release(&res);
     }
-    CHECK_EQ_INT(job_structure_recoveries() - recovered, 1 + plan.n_rows);
-    est_plan_release(&plan);
+    CHECK_EQ_INT(whatif_job_structure_recoveries() - recovered, 1 + plan.n_rows);
+    plan_release(&plan);
     whatif_plan_release(&w);
     est_model_close(m);
 }

@@ -1,0 +1,1659 @@
+/* estimator/whatif/whatif.c: the transforms of a traced step and their replay
+ * (whatif.h). Durations are kept in double nanoseconds per source task
+ * while the transforms run, and rounded once for the copy. */
+#include "estimator/whatif/whatif.h"
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimator/whatif/coll_split.h"
+#include "estimator/costs/collective_model.h"
+#include "estimator/spec/flops.h"
+#include "estimator/calibrate/gemm_samples.h"
+#include "estimator/whatif/graph_copy.h"
+#include "estimator/costs/hardware.h"
+#include "estimator/whatif/job_check.h"
+#include "estimator/costs/kernel_model.h"
+#include "estimator/spec/memory.h"
+#include "estimator/spec/spec.h"
+#include "estimator/synth/synth.h"
+#include "estimator/whatif/coll_placement.h"
+#include "estimator/whatif/whatif_pipeline.h"
+#include "model/collective.h"
+#include "model/graph.h"
+#include "model/kernel_family.h"
+#include "model/replay.h"
+#include "common/vec.h"
+#include "common/banned.h"
+
+struct wf {
+    const struct model_graph *g;
+    const struct job_structure *st;
+    const struct job_config *b, *t; /* base, target */
+    const struct hw_profile *hw0, *hw1;
+    struct kernel_params kp0, kp1; /* the estimator's defaults on each GPU */
+    struct coll_params cp0, cp1;
+    double *dur, *gap;    /* per source task, ns */
+    double *model_ns;     /* the part of dur a model gave */
+    uint8_t *model;       /* enum whatif_model of that part */
+    double *transfer, *wait; /* communication tasks: the traced split, ns */
+    double *bytes0;       /* their size in the traced configuration */
+    int *coll_kind;       /* the kind the model times (-1: not modelled) */
+    double *size_ratio;   /* their size in the target over the traced one */
+    uint8_t *per_mb;      /* work done once per micro-batch */
+    struct graph_insert *ins;
+    size_t n_ins, cap_ins;
+    struct coll_placement pl; /* where the traced step lacks collectives (placement(), once) */
+    int has_pl;
+    char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
+    int lean;               /* whatif_run_with's */
+    int profiled;           /* the target runs under the profiler: its cost stays on the host */
+    double profiler_ns;     /* a step's host time the profiler took (unprofiled_host) */
+    int sizes_unknown;
+    size_t retimed[WHATIF_MODEL_COUNT];
+};
+
+static int oom(struct sc_error *err)
+{
+    return sc_error_set(err, SC_ENOMEM, "out of memory");
+}
+
+/* ---- collectives ---- */
+
+/* c's context-parallel degree (1 when not given). */
+static int64_t cp_of(const struct job_config *c)
+{
+    return c->cp ? c->cp : 1;
+}
+
+/* How a collective of role `role` lays out under configuration c on
+ * domains of `node` GPUs: its members and how many share a domain. */
+static struct coll_group layout(int role, const struct job_config *c, int node, int *kind)
+{
+    struct coll_group gr = {1, 1};
+    int64_t stride = 1, n = 1;
+    switch (role) {
+    case STRUCT_ROLE_TP: n = c->tp; stride = 1; break;
+    case STRUCT_ROLE_DP: n = c->dp * cp_of(c); stride = c->tp; break; /* gradients over dp x cp */
+    case STRUCT_ROLE_PP:
+        n = 2;
+        stride = c->tp * c->dp;
+        *kind = MODEL_COLL_SENDRECV;
+        break;
+    case STRUCT_ROLE_CP: /* a ring neighbour, tp ranks apart (attention_us) */
+        n = 2;
+        stride = c->tp;
+        *kind = MODEL_COLL_SENDRECV;
+        break;
+    default: n = c->tp * c->pp * c->dp; stride = 1; break;
+    }
+    if (whatif_struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP && role != STRUCT_ROLE_CP)
+        *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
+    int64_t per = stride >= node ? 1 : node / stride;
+    gr.ranks = (int)n;
+    gr.ranks_per_domain = (int)(per < n ? per : n);
+    if (gr.ranks_per_domain < 1)
+        gr.ranks_per_domain = 1;
+    return gr;
+}
+
+/* GPUs to an NVLink domain under configuration c on GPU hw: the
+ * description's gpus_per_node, else the profile's (as an estimate's). */
+static int node_of(const struct job_config *c, const struct hw_profile *hw)
+{
+    return c->gpus_per_node ? (int)c->gpus_per_node : hw->gpus_per_node;
+}
+
+/* Transform 1: every communication task's transfer and wait
+ * (coll_split.h), laid out as the traced configuration has its role. */
+static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
+{
+    const struct wf *w = ctx;
+    int kind = w->g->tasks[i].sub;
+    in->group = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &kind);
+    in->kind = kind;
+    in->bytes = w->st->coll_bytes[i];
+    in->key = w->st->role[i];
+}
+
+static int split_collectives(struct wf *w, struct sc_error *err)
+{
+    struct coll_split s;
+    int rc = whatif_coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
+    if (rc)
+        return rc;
+    w->transfer = s.transfer;
+    w->wait = s.wait;
+    w->bytes0 = s.bytes;
+    w->coll_kind = s.kind;
+    w->sizes_unknown = s.sizes_unknown;
+    free(s.from);
+    return SC_OK;
+}
+
+/* ---- kernels ---- */
+
+static int name_has(const char *s, const char *sub)
+{
+    return s && strstr(s, sub) != NULL;
+}
+
+/* Whether kernel i is PyTorch's non-vectorised elementwise kernel (the
+ * path of strided operands; cost_kernel_strided_us). */
+static int strided_elementwise(const struct model_graph *g, uint32_t i)
+{
+    return g->tasks[i].cls == MODEL_TASK_KERNEL &&
+           name_has(model_graph_str(g, g->src[i].name), "native::elementwise_kernel<");
+}
+
+/* The dtype a GEMM-like kernel computes in, from its name. */
+static enum hw_dtype kernel_dtype(const char *name, const struct job_config *c)
+{
+    if (name_has(name, "tf32") || name_has(name, "s1688") || name_has(name, "s16816"))
+        return HW_TF32;
+    if (name_has(name, "bf16"))
+        return HW_BF16;
+    if (name_has(name, "f16") || name_has(name, "h884") || name_has(name, "h1688") || name_has(name, "h16816") ||
+        name_has(name, "fp16") || name_has(name, "half"))
+        return HW_FP16;
+    if (name_has(name, "e4m3") || name_has(name, "e5m2") || name_has(name, "fp8"))
+        return HW_FP8;
+    return c->has_dtype ? c->dtype : HW_FP32;
+}
+
+/* One GEMM on hw (the traced or the target GPU, each with its own
+ * defaults: a GPU with measured GEMM ceilings keeps them) in its dtype
+ * (fp32 where hw lacks it) into *e; nonzero when the model cannot time it. */
+static int gemm_on(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s, struct gemm_estimate *e)
+{
+    const struct kernel_params *kp = hw == w->hw0 ? &w->kp0 : &w->kp1;
+    struct sc_error ignored;
+    if (cost_kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
+        s.dtype = HW_FP32;
+    return cost_kernel_gemm(kp, hw, &s, e, &ignored);
+}
+
+/* gemm_on's time, us; -1 when the model cannot time it. */
+static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
+{
+    struct gemm_estimate e;
+    return gemm_on(w, hw, s, &e) ? -1 : e.time_us;
+}
+
+/* The kernel model's ratio target / traced for a GEMM of that shape. */
+static double shape_ratio(const struct wf *w, struct gemm_shape s)
+{
+    double t0 = gemm_time(w, w->hw0, s), t1 = gemm_time(w, w->hw1, s);
+    return t0 > 0 && t1 > 0 ? t1 / t0 : -1;
+}
+
+/* Without the shape: the ratio for the square GEMM the model gives the
+ * measured time on the traced GPU. */
+static double square_ratio(const struct wf *w, double us, enum hw_dtype d)
+{
+    double lo = 1, hi = 65536;
+    struct gemm_shape s = {1, 1, 1, 1, d};
+    if (gemm_time(w, w->hw0, s) >= us)
+        return shape_ratio(w, s);
+    for (int i = 0; i < 40; i++) {
+        double mid = sqrt(lo * hi);
+        s.m = s.n = s.k = mid;
+        double t = gemm_time(w, w->hw0, s);
+        if (t < 0)
+            return -1;
+        if (t < us)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    s.m = s.n = s.k = lo;
+    return shape_ratio(w, s);
+}
+
+static int compute_bound(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_CONVOLUTION ||
+                                           t->sub == MODEL_KF_ATTENTION || t->sub == MODEL_KF_FP8);
+}
+
+/* The part of task i's duration that does not grow with its work. A
+ * synthesised kernel's is the stack's fixed cost it was written with
+ * (cost_set.c); a measured kernel's is none: on the eager steps of
+ * data/calibration/torch-steps, GEMMs of 0.05 and 1 TFLOP run at the same
+ * throughput and the loss's kernels scale with the tokens they read, and a
+ * fixed cost of 3 or 8 us left the what-ifs between those steps 0.5 and
+ * 1.3 points further from the measured steps (tests/whatif_steps.py). */
+static double kernel_fixed_ns(const struct wf *w, uint32_t i)
+{
+    const struct model_trace *t = whatif_job_structure_trace(w->g, w->g->tasks[i].rank);
+    return t && t->synthetic ? w->kp0.kernel_fixed_us * 1e3 : 0.0;
+}
+
+/* Scale task i's measured duration but its fixed part by r, the change
+ * credited to model m when r is not 1. */
+static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
+{
+    assert(i < w->g->n_tasks);
+    double fixed = kernel_fixed_ns(w, i), d = w->dur[i];
+    double keep = d < fixed ? d : fixed;
+    w->dur[i] = keep + (d - keep) * r;
+    if (r != 1.0) {
+        w->model_ns[i] = w->dur[i];
+        w->model[i] = (uint8_t)m;
+        w->retimed[m]++;
+    }
+}
+
+/* Transform 2: the GPU type. A kernel launched by a GEMM op with its
+ * shape recorded (gemm_samples.h) is re-timed by the model's ratio for
+ * that shape; another compute-bound kernel by the ratio for the square
+ * GEMM the model gives its measured time; PyTorch's non-vectorised
+ * elementwise kernels by the ratio of their kernel model (the SMs' element
+ * rate where it bounds them); the rest by the achievable memory
+ * bandwidth's. */
+static int gpu_type(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
+    /* a binary elementwise kernel over strided operands, per element */
+    double binary = cost_kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
+    double strided = cost_kernel_strided_us(&w->kp1, w->hw1, 1, binary) / cost_kernel_strided_us(&w->kp0, w->hw0, 1, binary);
+    int rc = SC_OK;
+    if (w->hw0 == w->hw1)
+        return SC_OK; /* the same GPU: every ratio is 1 */
+    for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
+        const struct model_trace *t = whatif_job_structure_trace(g, r);
+        struct gemm_samples samples = {0};
+        uint32_t *sample_of = t ? malloc((t->n_events ? t->n_events : 1) * sizeof *sample_of) : NULL;
+        if (t && !sample_of)
+            return oom(err);
+        if (t)
+            rc = calib_gemm_samples_of_kernels(t, &samples, NULL, sample_of, err);
+        for (uint32_t i = 0; i < g->n_tasks && !rc; i++) {
+            const struct model_task *tk = &g->tasks[i];
+            uint32_t ev = g->src[i].event;
+            if (tk->rank != r || !model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM)
+                continue;
+            double ratio = strided_elementwise(g, i) ? strided : mem;
+            uint32_t si = t && ev != MODEL_NONE && ev < t->n_events ? sample_of[ev] : MODEL_NONE;
+            if (si != MODEL_NONE) {
+                const struct gemm_sample *s = &samples.v[si];
+                ratio = shape_ratio(w, (struct gemm_shape){s->m, s->n, s->k, s->batch, s->dtype});
+            } else if (compute_bound(tk)) {
+                enum hw_dtype d = kernel_dtype(model_graph_str(g, g->src[i].name), w->b);
+                ratio = square_ratio(w, (double)tk->dur / 1e3, d);
+            }
+            retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
+        }
+        calib_gemm_samples_release(&samples);
+        free(sample_of);
+    }
+    return rc;
+}
+
+/* Task i done r times in place: its duration, host gap and the parts of
+ * them (modelled, transfer, wait) scaled by r. */
+static void repeat(struct wf *w, uint32_t i, double r)
+{
+    assert(i < w->g->n_tasks && r >= 0);
+    w->dur[i] *= r;
+    w->gap[i] *= r;
+    w->model_ns[i] *= r;
+    w->transfer[i] *= r;
+    w->wait[i] *= r;
+}
+
+/* How many times the target repeats each traced layer's work. */
+static double layers_ratio(const struct job_config *b, const struct job_config *t)
+{
+    return b->layers ? (double)t->layers / (double)b->layers : 1.0;
+}
+
+/* Transform 3: layers. */
+static int layers(struct wf *w, struct sc_error *err)
+{
+    const struct job_config *b = w->b, *t = w->t;
+    if (t->layers != b->layers) {
+        if (!b->layers)
+            return sc_error_set(err, SC_EINVAL, "set.layers: the job description must give layers to change them");
+        if (!w->st->layers_per_rank)
+            return sc_error_set(err, SC_EINVAL,
+                                "set.layers: the trace shows no layer (no module annotation, no repeating kernel "
+                                "sequence)");
+    }
+    double r = layers_ratio(b, t);
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        if (w->st->layer[i] < 0)
+            continue;
+        if (w->g->tasks[i].cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP)
+            continue; /* a gradient bucket: its size follows the parameters */
+        repeat(w, i, r);
+    }
+    return SC_OK;
+}
+
+/* ---- shapes ---- */
+
+/* A GEMM's time on the target GPU without the kernel's fixed cost: a
+ * measured GEMM's duration scales with its work (the eager steps of
+ * data/calibration/torch-steps run GEMMs of 0.05 and 1 TFLOP at the same
+ * throughput), so a fixed cost in the ratio would shrink a small layer's
+ * growth. */
+static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_dtype d)
+{
+    struct gemm_estimate e;
+    return gemm_on(w, w->hw1, (struct gemm_shape){m, n, k, 1, d}, &e) ? -1 : fmax(e.compute_us, e.memory_us);
+}
+
+static double kv_heads_of(const struct job_config *c)
+{
+    return (double)(c->kv_heads ? c->kv_heads : c->heads);
+}
+
+static int gated(const struct job_config *c)
+{
+    return c->has_mlp && c->mlp == EST_MLP_SWIGLU;
+}
+
+/* A token's MLP activation on the target GPU, forward or backward, us
+ * (kernel_model.h): GELU reads and writes the FFN's width (its gradient
+ * reads two); SwiGLU fused (Megatron's) reads gate and up and writes their
+ * product, and its backward reads both and the gradient and writes two.
+ * Eager (framework pytorch) SwiGLU works on the chunked halves of one
+ * GEMM's output, strided views that PyTorch's elementwise kernels take
+ * without vector loads: forward a silu and a multiply; backward a multiply
+ * on contiguous operands, one on the strided gate, the silu's gradient,
+ * and the two halves' gradients concatenated (contiguous). */
+static double activation_us(const struct wf *w, const struct job_config *c, int backward)
+{
+    double f = (double)(c->ffn ? c->ffn : 4 * c->hidden);
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    double e = f * cost_hw_dtype_bytes(d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d);
+    const struct kernel_params *kp = &w->kp1;
+    int eager = c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH;
+#define HBM(n) cost_kernel_strided_us(kp, w->hw1, 0, (n) * e)
+#define STRIDED(n) cost_kernel_strided_us(kp, w->hw1, f, (n) * e)
+    if (!gated(c))
+        return backward ? HBM(3) : HBM(2);
+    if (!eager)
+        return backward ? HBM(5) : HBM(3);
+    return backward ? HBM(3) + STRIDED(3) + STRIDED(3) + HBM(4) : STRIDED(2) + STRIDED(3);
+#undef HBM
+#undef STRIDED
+}
+
+/* The forward GEMMs of one layer on the target GPU, microseconds: QKV
+ * (grouped-query: the key/value heads' share), the output projection,
+ * the MLP's (gated: gate and up together). */
+static double layer_gemms_us(const struct wf *w, const struct job_config *c)
+{
+    double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq / (double)cp_of(c);
+    double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
+    double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * h / (double)c->heads : 3 * h;
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    double a = gemm_us(w, tokens, qkv / tp, h, d), o = gemm_us(w, tokens, h, h / tp, d),
+           f1 = gemm_us(w, tokens, f * (gated(c) ? 2 : 1) / tp, h, d), f2 = gemm_us(w, tokens, h, f / tp, d);
+    return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
+}
+
+/* Whether the description gives what re-timing a layer's shapes needs. */
+static int has_dims(const struct job_config *c)
+{
+    return c->hidden && c->seq;
+}
+
+/* The output layer's GEMM (tokens x vocab / tp x hidden) on the target
+ * relative to the traced job's, by the kernel model as a layer's GEMMs
+ * are; 0 when the descriptions do not give its shape. */
+static double output_gemm_ratio(const struct wf *w, const struct job_config *b, const struct job_config *t)
+{
+    if (!has_dims(b) || !has_dims(t) || !b->vocab || !t->vocab)
+        return 0;
+    double g[2];
+    const struct job_config *c[2] = {b, t};
+    for (int k = 0; k < 2; k++) {
+        double tokens = (double)(c[k]->micro_batch ? c[k]->micro_batch : 1) * (double)c[k]->seq / (double)cp_of(c[k]);
+        g[k] = gemm_us(w, tokens, (double)c[k]->vocab / (double)c[k]->tp, (double)c[k]->hidden,
+                       c[k]->has_dtype ? c[k]->dtype : HW_BF16);
+    }
+    return g[0] > 0 && g[1] >= 0 ? g[1] / g[0] : 0;
+}
+
+/* A layer's attention forward on the target GPU, microseconds: flash
+ * attention over the sequence, or with context parallelism one block of
+ * seq / cp queries and keys, or (ring) the whole ring the estimator's step
+ * runs (synth_ops.c): cp blocks, block i + 1 after the key/value exchange
+ * that ran beside block i. */
+static double attention_us(const struct wf *w, const struct job_config *c, int ring, int backward)
+{
+    double t_us;
+    struct sc_error ignored;
+    double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp, cp = (double)cp_of(c);
+    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = (double)c->hidden / (double)c->heads;
+    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
+    struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
+                           hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
+    if (cost_kernel_flash_attention(&w->kp1, w->hw1, &s, backward, &t_us, &ignored))
+        return -1;
+    if (cp <= 1 || !ring)
+        return t_us;
+    int64_t node = node_of(c, w->hw1);
+    struct coll_group pair = {2, c->tp * 2 <= node ? 2 : 1};
+    double ex = whatif_coll_split_us(&w->cp1, MODEL_COLL_SENDRECV, pair,
+                              2 * b * s.seq_q * s.kv_heads * hd * cost_hw_dtype_bytes(s.dtype));
+    double block_end = 0, exchange_end = 0;
+    for (int64_t i = 0; i < cp_of(c); i++) {
+        double prev = block_end, received = exchange_end;
+        if (i + 1 < cp_of(c))
+            exchange_end = fmax(exchange_end, prev) + ex;
+        block_end = (i > 0 ? fmax(prev, received) : prev) + t_us;
+    }
+    return block_end;
+}
+
+/* A rank's key/value width under c: its key/value heads x head dim (the
+ * hidden size when the description gives no heads). */
+static double kv_width(const struct job_config *c)
+{
+    double h = (double)(c->hidden ? c->hidden : 1);
+    return (c->heads ? kv_heads_of(c) * h / (double)c->heads : h) / (double)c->tp;
+}
+
+/* Which tasks run once per micro-batch: all but the optimizer, the
+ * data-parallel gradient collectives and the calls launching only those. */
+static void mark_per_mb(struct wf *w)
+{
+    const struct model_graph *g = w->g;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (!model_task_on_gpu(t->cls))
+            continue;
+        int grads = t->cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP &&
+                    (t->sub == MODEL_COLL_ALLREDUCE || t->sub == MODEL_COLL_REDUCESCATTER ||
+                     t->sub == MODEL_COLL_ALLGATHER);
+        int opt = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
+        w->per_mb[i] = !grads && !opt;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+            if (g->edges[e].kind == MODEL_EDGE_LAUNCH && w->per_mb[i]) {
+                assert(g->edges[e].from < i); /* a launch comes before the work it launches */
+                w->per_mb[g->edges[e].from] = 1;
+            }
+    }
+}
+
+static int dims_needed(const struct job_config *b, const struct job_config *t, struct sc_error *err)
+{
+    static const char *const names[] = {"hidden", "ffn", "seq", "heads"};
+    /* ffn defaults to 4 x hidden, as in a spec */
+    const int64_t bv[] = {b->hidden, b->ffn ? b->ffn : 4 * b->hidden, b->seq, b->heads},
+                  tv[] = {t->hidden, t->ffn ? t->ffn : 4 * t->hidden, t->seq, t->heads};
+    for (size_t k = 0; k < 4; k++)
+        if (tv[k] != bv[k] && (!bv[k] || !has_dims(b)))
+            return sc_error_set(err, SC_EINVAL,
+                                "set.%s: the job description must give %s (and hidden and seq) to change it",
+                                names[k], names[k]);
+    if (cp_of(t) != cp_of(b) && !(has_dims(b) && b->heads))
+        return sc_error_set(err, SC_EINVAL,
+                            "set.cp: the job description must give hidden, heads and seq to change cp");
+    if (t->vocab != b->vocab && !b->vocab)
+        return sc_error_set(err, SC_EINVAL, "set.vocab: the job description must give vocab to change it");
+    return SC_OK;
+}
+
+/* Weights one GPU holds under c (a pipeline stage's share of the layers,
+ * split by tp, and the embedding and output layer, split by tp as
+ * Megatron's vocabulary-parallel layers are), from the model's dimensions;
+ * 0 when the description lacks them. */
+static double params_per_gpu(const struct job_config *c)
+{
+    struct est_model m;
+    struct est_params p;
+    struct sc_error ignored;
+    if (!c->layers || !c->hidden || !c->heads)
+        return 0;
+    spec_model_init(&m);
+    m.layers = c->layers;
+    m.hidden = c->hidden;
+    m.heads = c->heads;
+    m.ffn = c->ffn;
+    m.kv_heads = c->kv_heads;
+    if (c->has_mlp)
+        m.mlp = c->mlp;
+    if (c->tied_embeddings >= 0)
+        m.tied_embeddings = c->tied_embeddings;
+    m.seq = c->seq ? c->seq : 1;
+    if (c->vocab)
+        m.vocab = c->vocab;
+    if (spec_model_resolve(&m, &ignored))
+        return 0;
+    spec_model_params(&m, &p);
+    return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
+}
+
+/* The ranks that share c's optimizer step: the distributed optimizer's
+ * (zero_stage 1 and up, the spec's default 0 when not given) data-parallel
+ * ranks, each updating its shard. */
+static double optimizer_shards(const struct job_config *c)
+{
+    return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * cp_of(c)) : 1.0;
+}
+
+/* Per-GPU weights of the target relative to the traced job's (sizes of
+ * gradient collectives and optimizer work). */
+static double params_ratio(const struct job_config *b, const struct job_config *t)
+{
+    double p0 = params_per_gpu(b), p1 = params_per_gpu(t);
+    if (p0 > 0 && p1 > 0)
+        return p1 / p0;
+    double r = (double)b->tp / (double)t->tp * (double)b->pp / (double)t->pp;
+    if (b->layers && t->layers)
+        r *= (double)t->layers / (double)b->layers;
+    return r;
+}
+
+/* What a memory-bound kernel's name says of its work: an MLP activation
+ * (over the FFN's width: tensor parallelism splits it, the FFN's size and
+ * gating scale it), or the attention's softmax or rotary embedding (over
+ * the heads: split too); norms, dropouts and residual adds work on the
+ * full hidden state of every rank without sequence parallelism. */
+enum name_class { NAME_PLAIN = 1, NAME_TP_SPLIT = 2, NAME_ACTIVATION = 4 };
+
+static int name_class(const char *name)
+{
+    static const char *const act[] = {"gelu", "relu", "silu", "swiglu", "activation", NULL};
+    static const char *const heads[] = {"softmax", "rotary", NULL};
+    if (model_kernel_name_has(name, act))
+        return NAME_TP_SPLIT | NAME_ACTIVATION;
+    return model_kernel_name_has(name, heads) ? NAME_TP_SPLIT : NAME_PLAIN;
+}
+
+/* Kernel i's name class (family first: a softmax or rotary kernel splits);
+ * cls (one per string of g, 0 until known) keeps each name's answer: a
+ * job has a few distinct names over many tasks. */
+static int kernel_name_class(const struct model_graph *g, uint32_t i, uint8_t *cls)
+{
+    const struct model_task *t = &g->tasks[i];
+    uint32_t name = g->src[i].name;
+    if (!cls[name])
+        cls[name] = (uint8_t)name_class(model_graph_str(g, name));
+    return cls[name] | (t->sub == MODEL_KF_SOFTMAX || t->sub == MODEL_KF_ROTARY ? NAME_TP_SPLIT : 0);
+}
+
+/* Work outside the layers that Megatron splits over tp: the output layer's
+ * GEMM, the vocabulary-parallel loss and embedding. */
+static int tp_split_outside(const struct model_task *t)
+{
+    return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_LOSS ||
+                                           t->sub == MODEL_KF_EMBEDDING || t->sub == MODEL_KF_SOFTMAX);
+}
+
+static int add_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name)
+{
+    assert(after < w->g->n_tasks);
+    if (sc_vec_reserve((void **)&w->ins, &w->cap_ins, w->n_ins + 1, sizeof *w->ins))
+        return SC_ENOMEM;
+    w->ins[w->n_ins++] = (struct graph_insert){after, MODEL_TASK_COMM, op, llround(dur_ns), name};
+    return SC_OK;
+}
+
+/* The traced step's placement of the collectives it lacks
+ * (coll_placement.h), found once a what-if, with the target's sequence
+ * parallelism. */
+static int placement(struct wf *w, struct sc_error *err)
+{
+    if (w->has_pl)
+        return SC_OK;
+    int rc = whatif_coll_placement_find(w->g, w->st, w->t->tp > 1 && spec_job_config_sequence_parallel(w->t), &w->pl, err);
+    w->has_pl = !rc;
+    return rc;
+}
+
+/* tp 1 -> more: the collectives Megatron runs, where it runs them
+ * (coll_placement.h), each timed by the collective model for its size on
+ * the target's tensor-parallel group. */
+static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, struct sc_error *err)
+{
+    const struct job_config *t = w->t;
+    int rc = SC_OK;
+    /* the tokens a rank holds: its micro-batch's share of the sequence */
+    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq / (double)cp_of(t);
+    double bytes[2] = {tokens * (double)t->hidden * cost_hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
+    for (size_t i = 0; i < pl->n && !rc; i++) {
+        int kind = pl->v[i].op;
+        struct coll_group gr = layout(STRUCT_ROLE_TP, t, node_of(t, w->hw1), &kind);
+        double us = whatif_coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
+        rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
+    }
+    return rc ? oom(err) : SC_OK;
+}
+
+/* Whether kernel i is a reduction of the gradients between the last
+ * backward pass of its rank and the optimizer (the gradient norm for
+ * clipping): work on the rank's parameters, done once a step, as the
+ * optimizer's. */
+static int after_backward(const struct wf *w, uint32_t i)
+{
+    const struct model_graph *g = w->g;
+    const struct model_task *tk = &g->tasks[i];
+    if (tk->sub != MODEL_KF_REDUCTION || w->st->layer[i] >= 0 || !w->pl.grads || tk->rank >= w->pl.n_ranks)
+        return 0;
+    const struct coll_grads *c = &w->pl.grads[tk->rank];
+    if (!c->n || c->optimizer_begin == MODEL_NONE || g->tasks[c->optimizer_begin].res != tk->res)
+        return 0;
+    for (uint32_t k = g->next[c->ready[c->n - 1]]; k != MODEL_NONE && k != c->optimizer_begin; k = g->next[k])
+        if (k == i)
+            return 1;
+    return 0;
+}
+
+/* Transform 4: tensor-parallel degree, model dimensions and micro-batch
+ * size. */
+static int shapes(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    const struct job_config *b = w->b, *t = w->t;
+    int rc = dims_needed(b, t, err);
+    if (rc)
+        return rc;
+    double mb = (double)(t->micro_batch ? t->micro_batch : 1) / (double)(b->micro_batch ? b->micro_batch : 1);
+    if ((t->micro_batch != b->micro_batch) && !b->micro_batch)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.micro_batch: the job description must give micro_batch to change it");
+    double tokens = mb * (double)cp_of(b) / (double)cp_of(t), width = 1, r_gemm, r_attn;
+    if (has_dims(b)) {
+        tokens *= (double)t->seq / (double)b->seq;
+        width = (double)t->hidden / (double)b->hidden;
+        double g0 = layer_gemms_us(w, b), g1 = layer_gemms_us(w, t);
+        if (g0 <= 0 || g1 < 0)
+            return sc_error_set(err, SC_EINVAL, "set: the kernel model cannot time this layer's GEMMs");
+        r_gemm = g1 / g0;
+        if (b->heads && t->heads) {
+            /* the ring's exchanges are tasks of their own: with cp kept,
+             * each block is re-timed as a block */
+            int ring = cp_of(b) != cp_of(t);
+            double a0 = attention_us(w, b, ring, 0), a1 = attention_us(w, t, ring, 0);
+            r_attn = a0 > 0 && a1 >= 0 ? a1 / a0 : r_gemm;
+        } else {
+            r_attn = mb * (double)t->seq * (double)t->seq * (double)t->hidden * (double)b->tp /
+                     ((double)b->seq * (double)b->seq * (double)b->hidden * (double)t->tp);
+        }
+    } else {
+        r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
+    }
+    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp, r_output = output_gemm_ratio(w, b, t);
+    double r_vocab = b->vocab && t->vocab ? (double)t->vocab / (double)b->vocab : 1.0;
+    if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
+        return sc_error_set(err, SC_EINVAL,
+                            "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
+                            "the tensor-parallel all-reduces)");
+    double r_act_f = tokens, r_act_b = tokens, r_act = tokens;
+    if (has_dims(b)) { /* per token on the target GPU: the GPU type re-timed the kernels already */
+        r_act_f *= activation_us(w, t, 0) / activation_us(w, b, 0);
+        r_act_b *= activation_us(w, t, 1) / activation_us(w, b, 1);
+        r_act *= (activation_us(w, t, 0) + activation_us(w, t, 1)) /
+                 (activation_us(w, b, 0) + activation_us(w, b, 1));
+    }
+    int sp = t->tp > 1 && spec_job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
+    if (((from_tp1 || has_dims(b)) && (rc = placement(w, err))) ||
+        (from_tp1 && (rc = whatif_coll_placement_tp_check(&w->pl, w->st, err))))
+        return rc;
+    const struct coll_placement *pl = &w->pl; /* zeroed when not found */
+    uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
+    if (!cls)
+        return oom(err);
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        int in_layer = w->st->layer[i] >= 0;
+        if (tk->cls == MODEL_TASK_COMM) {
+            int role = w->st->role[i];
+            if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || (role == STRUCT_ROLE_DP && w->per_mb[i]))
+                w->size_ratio[i] *= tokens * width;
+            else if (role == STRUCT_ROLE_CP) /* a rank's keys and values: its tokens x its key/value heads */
+                w->size_ratio[i] *= tokens * kv_width(t) / kv_width(b);
+            else if (role == STRUCT_ROLE_DP)
+                w->size_ratio[i] *= params_ratio(b, t);
+            continue;
+        }
+        if (!model_task_on_gpu(tk->cls))
+            continue;
+        if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_OPTIMIZER || after_backward(w, i))) {
+            /* the layers transform scaled one found inside a layer already */
+            w->per_mb[i] = 0;
+            double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
+            retime(w, i, params_ratio(b, t) * lr * optimizer_shards(b) / optimizer_shards(t), WHATIF_KERNEL_MODEL);
+            continue;
+        }
+        if (!w->per_mb[i])
+            continue;
+        double r;
+        if (!in_layer && tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_LOSS)
+            r = tokens * r_vocab * r_tp; /* over the logits: tokens x vocabulary */
+        else if (!in_layer && pl->vocab_parallel && pl->vocab_parallel[i]) {
+            /* over the logits: the output layer's GEMMs (tokens x h x V) and
+             * the loss's other kernels (tokens x V), split over the vocabulary */
+            int gemm = tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_GEMM;
+            r = gemm && r_output > 0 ? r_output
+                                     : (gemm ? r_mem : tokens) * r_vocab * (from_tp1 || tp_split_outside(tk) ? r_tp : 1.0);
+        } else if (!in_layer) /* the embedding and the final norm: tokens x h */
+            r = r_mem * (tp_split_outside(tk) ? r_tp * r_vocab : 1.0);
+        else if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_GEMM || tk->sub == MODEL_KF_FP8))
+            r = r_gemm;
+        else if (tk->cls == MODEL_TASK_KERNEL && tk->sub == MODEL_KF_ATTENTION)
+            r = r_attn;
+        else { /* with sequence parallelism every memory-bound kernel of a layer runs on seq / tp tokens */
+            int k = kernel_name_class(g, i, cls), act = pl->mlp_activation ? pl->mlp_activation[i] : 0;
+            double by = act == COLL_MLP_FORWARD ? r_act_f
+                        : act == COLL_MLP_BACKWARD ? r_act_b
+                        : k & NAME_ACTIVATION     ? r_act
+                                                  : r_mem;
+            r = by * (sp || act || (k & NAME_TP_SPLIT) ? r_tp : 1.0);
+        }
+        retime(w, i, r, WHATIF_KERNEL_MODEL);
+    }
+    free(cls);
+    return from_tp1 ? insert_tp_collectives(w, pl, err) : SC_OK;
+}
+
+/* Transform 5: micro-batches per step. */
+static void micro_batches(struct wf *w)
+{
+    int64_t m0 = spec_job_config_micro_batches(w->b), m1 = spec_job_config_micro_batches(w->t);
+    double r = m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0;
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        if (w->per_mb[i])
+            repeat(w, i, r);
+    }
+}
+
+/* What the transforms do not change yet: a set asking for it is refused,
+ * naming the field, rather than answered as if it had not asked. */
+static int unmodelled_changes(const struct job_config *b, const struct job_config *t, struct sc_error *err)
+{
+    const struct {
+        const char *key;
+        int changed;
+    } fields[] = {
+        {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1)},
+        {"etp", t->etp != b->etp},
+        {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
+                    t->moe.shared_experts != b->moe.shared_experts},
+        {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute)},
+        {"framework", t->has_framework != b->has_framework || (t->has_framework && t->framework != b->framework)},
+        {"master_weights", t->has_master_weights != b->has_master_weights ||
+                               (t->has_master_weights && t->master_weights != b->master_weights)},
+    };
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+        if (fields[k].changed)
+            return sc_error_set(err, SC_EINVAL,
+                                "set.%s: the what-if does not change a traced job's %s yet (estimate the target's "
+                                "spec instead)",
+                                fields[k].key, fields[k].key);
+    return SC_OK;
+}
+
+static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, const char *name, uint32_t before)
+{
+    if (add_insert(w, after, op, dur_ns, name))
+        return SC_ENOMEM;
+    struct graph_insert *in = &w->ins[w->n_ins - 1];
+    in->side = 1;
+    in->has_before = before != MODEL_NONE;
+    in->before = before;
+    return SC_OK;
+}
+
+/* dp 1 -> more: the gradient reduction the target runs, as the
+ * estimator's step runs it (synth.h): the last micro-batch's gradients in
+ * Megatron-core's buckets, each reduced on a communication stream of its
+ * own once the backward passes that fill it are done (overlap_grad_reduce;
+ * else all after the backward), the last with the embedding's and output
+ * layer's after the backward; all-reduced, or reduce-scattered under the
+ * distributed optimizer (zero_stage 1-2, whose updated parameters are
+ * all-gathered before the first forward), over the dp ranks placed as an
+ * estimate places them; the optimizer waits for them. A traced pass
+ * stands for layers' / layers of the target's layers. */
+static int insert_grad_reduction(struct wf *w, struct sc_error *err)
+{
+    const struct job_config *t = w->t;
+    struct est_spec spec;
+    int rc;
+    if (!has_dims(t) || !t->layers || !t->heads)
+        return sc_error_set(err, SC_EINVAL, "set.dp: going from dp=1 to more needs layers, hidden, heads and seq in "
+                                            "the job description (to size the gradient reduction)");
+    if ((rc = spec_job_config_spec(t, w->hw1->id, &spec, err)))
+        return sc_error_prefix(err, "set");
+    if (spec.options.zero_stage >= 3)
+        return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
+                                            "per-layer parameter gathers are not modelled; zero_stage 0-2 are");
+    if ((rc = placement(w, err)))
+        return rc;
+    const struct coll_placement *pl = &w->pl;
+    int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
+    const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
+    struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
+    double bucket = synth_grad_bucket_params(&spec), bytes_per = synth_grad_bytes(&spec), open, layer = 0;
+    int64_t stage_layers = spec.model.layers / spec.parallel.pp;
+    for (int64_t i = 0; i < stage_layers; i++) {
+        double dense, experts;
+        synth_layer_rank_params(&spec, i, &dense, &experts);
+        layer += (dense + experts) / (double)stage_layers;
+    }
+    /* a rank's stage (ranks are numbered with the pipeline outermost, as
+     * Megatron does): the first holds the embedding, the last the output
+     * layer (a single stage with tied embeddings holds one matrix) */
+    int64_t per_stage = spec_job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
+    double emb = (double)(spec.model.vocab * spec.model.hidden) / (double)spec.parallel.tp;
+    for (size_t r = 0; r < pl->n_ranks && !rc; r++) {
+        const struct coll_grads *c = &pl->grads[r];
+        int64_t stage = (int64_t)w->g->ranks[r].id / per_stage;
+        double per_pass = c->n ? layer * (double)stage_layers / (double)c->n : 0;
+        open = 0;
+        for (size_t j = 0; j < c->n && !rc; j++) {
+            open += per_pass;
+            if (spec.options.overlap_grad_reduce && open >= bucket) {
+                rc = add_side_insert(w, c->ready[j], kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                                     name, c->optimizer_begin);
+                open = 0;
+            }
+        }
+        if (stage == 0)
+            open += emb;
+        if (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings))
+            open += emb;
+        if (!rc && c->backward_end != MODEL_NONE)
+            rc = add_side_insert(w, c->backward_end, kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                                 name, c->optimizer_begin);
+        /* the distributed optimizer's updated parameters all-gathered, as
+         * the estimator's step has it: at the step's start, the first
+         * layer's forward waiting for it */
+        if (!rc && op == MODEL_COLL_REDUCESCATTER && c->first_kernel != MODEL_NONE) {
+            int ag = MODEL_COLL_ALLGATHER;
+            struct coll_group gg = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &ag);
+            double params = layer * (double)stage_layers + (stage == 0 ? emb : 0) +
+                            (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings) ? emb : 0);
+            rc = add_side_insert(w, c->first_kernel, ag,
+                                 whatif_coll_split_us(&w->cp1, ag, gg, params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
+                                                                                           ? HW_FP32
+                                                                                           : HW_BF16)) * 1e3,
+                                 "parameter all-gather (what-if)", c->first_forward);
+        }
+    }
+    return rc ? oom(err) : SC_OK;
+}
+
+/* Transforms 6 and the re-timing of every collective: transfer by the
+ * collective model's ratio, wait by the rank's GPU work's. */
+static int collectives(struct wf *w, struct sc_error *err)
+{
+    const struct model_graph *g = w->g;
+    double *busy0 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy0),
+           *busy1 = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *busy1);
+    if (!busy0 || !busy1) {
+        free(busy0);
+        free(busy1);
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (model_task_on_gpu(t->cls) && t->cls != MODEL_TASK_COMM) {
+            busy0[t->rank] += (double)t->dur;
+            busy1[t->rank] += w->dur[i];
+        }
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (t->cls != MODEL_TASK_COMM)
+            continue;
+        double scale = busy0[t->rank] > 0 ? busy1[t->rank] / busy0[t->rank] : 1.0;
+        double tr = w->transfer[i], r = 1.0;
+        if (w->coll_kind[i] >= 0) {
+            int k0 = t->sub, k1 = t->sub;
+            struct coll_group g0 = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &k0);
+            struct coll_group g1 = layout(w->st->role[i], w->t, node_of(w->t, w->hw1), &k1);
+            double t0 = whatif_coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
+            double t1 = whatif_coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            if (t0 > 0 && t1 >= 0)
+                r = t1 / t0;
+        } else {
+            r = w->size_ratio[i]; /* no size to time: a transfer as long as what it carries */
+        }
+        w->dur[i] = tr * r + w->wait[i] * scale;
+        w->wait[i] *= scale;
+        w->transfer[i] = tr * r;
+        if (r != 1.0) {
+            w->model_ns[i] = w->transfer[i];
+            w->model[i] = WHATIF_COLLECTIVE_MODEL;
+            w->retimed[WHATIF_COLLECTIVE_MODEL]++;
+        }
+    }
+    free(busy0);
+    free(busy1);
+    return SC_OK;
+}
+
+/* ---- the host ---- */
+
+/* The profiler's share of the time the traced host spends inside the
+ * operators torch.profiler records (Kineto's cpu_op events, structure.h
+ * host_ops): it instruments each, and a host that runs an operator slower
+ * runs that instrumentation slower too. The what-if answers the step as the
+ * job runs without the profiler, so each host gap loses, per operator that
+ * began in it, this share of the host's mean time inside an operator.
+ * 0.60: the one share at which the H100's host-bound traced step of
+ * data/calibration/torch-steps (gpt-h1024-s1024-b8, replayed at 27.01 ms)
+ * comes out at the 24.24 ms measured without the profiler (4.3 us per
+ * operator on that host, 2.7 on the H200's), fitted on the H100's table alone and checked on
+ * the H200's (tests/whatif_steps.py; docs/lab/what-if-on-traced-jobs.md).
+ * PyTorch's maintainers report the same order: "4 us per op on CUDA"
+ * (pytorch/pytorch#82793). */
+#define PROFILER_SHARE 0.60
+
+/* The profiler's cost per recorded operator on the traced host, ns. */
+static double profiler_op_ns(const struct job_structure *st)
+{
+    return st->host_ops_total ? PROFILER_SHARE * st->host_ops_ns / (double)st->host_ops_total : 0;
+}
+
+/* The traced host's time for one operator as the what-if runs it: its
+ * mean time inside the operators the profiler recorded, less the
+ * profiler's cost (unprofiled_host) unless the target runs profiled, ns. */
+static double host_op_ns(const struct wf *w)
+{
+    const struct job_structure *st = w->st;
+    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - (w->profiled ? 0 : profiler_op_ns(st))
+                              : 0;
+}
+
+/* The operators eager PyTorch records for one layer's MLP activation,
+ * forward or backward (the operator counts of the traces of
+ * data/calibration/torch-steps, the GPT's against the Llama's): GELU runs
+ * aten::gelu forward and, backward, the engine's call, GeluBackward0 and
+ * aten::gelu_backward; SwiGLU on one GEMM's chunked output runs
+ * aten::chunk, its split, two narrows, two slices and two as_strided
+ * views, the silu and the multiply forward, and backward the engine's call
+ * and node of the multiply (two aten::mul), of the silu (silu_backward)
+ * and of the split (the halves' aten::cat). 0 for another stack: a fused
+ * activation's host work is the traced job's own. */
+static int activation_ops(const struct job_config *c, int backward)
+{
+    if (!c->has_framework || c->framework != EST_FRAMEWORK_PYTORCH)
+        return 0;
+    return gated(c) ? 10 : backward ? 3 : 1;
+}
+
+/* The kernels of one layer's MLP activation, forward or backward
+ * (activation_us): eager SwiGLU's two forward and four backward, one for
+ * GELU or a fused activation. */
+static int activation_kernels(const struct job_config *c, int backward)
+{
+    return gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
+}
+
+/* The MLP activation's host work in the target's form: each runtime call
+ * that launched a kernel of a layer's activation (coll_placement.h
+ * mlp_activation) keeps the operators in its host gap in the ratio of the
+ * target's activation operators to the traced one's, each at the traced
+ * host's time per operator (host_op_ns), and its own time (the launch) in
+ * the ratio of their kernels; r: the layers transform's repetition of a
+ * layer's work. */
+static void activation_host(struct wf *w, const struct coll_placement *pl, double r)
+{
+    const struct model_graph *g = w->g;
+    double per = host_op_ns(w);
+    for (uint32_t i = 0; i < g->n_tasks && pl->mlp_activation && per > 0; i++) {
+        int pass = pl->mlp_activation[i];
+        if (!pass)
+            continue;
+        int bwd = pass == COLL_MLP_BACKWARD, o0 = activation_ops(w->b, bwd), o1 = activation_ops(w->t, bwd);
+        int k0 = activation_kernels(w->b, bwd), k1 = activation_kernels(w->t, bwd);
+        if (!o0 || !o1 || (o0 == o1 && k0 == k1))
+            continue;
+        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
+            uint32_t c = g->edges[e].from;
+            if (g->edges[e].kind != MODEL_EDGE_LAUNCH || !w->st->host_ops[c])
+                continue;
+            double d = (double)w->st->host_ops[c] * ((double)o1 / (double)o0 - 1) * per;
+            w->gap[c] = fmax(0, w->gap[c] + d * (w->st->layer[c] >= 0 ? r : 1));
+            w->dur[c] *= (double)k1 / (double)k0;
+        }
+    }
+}
+
+/* The traced host gaps less the profiler's cost (never below nothing);
+ * the time taken off a step, ms. */
+static double unprofiled_host(struct wf *w)
+{
+    double per = profiler_op_ns(w->st), cut = 0;
+    for (uint32_t i = 0; i < w->g->n_tasks && per > 0 && w->st->host_ops; i++)
+        if (w->st->host_ops[i]) {
+            double c = fmin(w->gap[i], (double)w->st->host_ops[i] * per);
+            w->gap[i] -= c;
+            cut += c;
+        }
+    return cut / 1e6 / (double)(w->g->n_steps ? w->g->n_steps : 1);
+}
+
+/* ---- the answer ---- */
+
+/* Whether the answer averages step s of r: the complete steps, or every
+ * step when none is complete (`complete`: whether any is). The step time
+ * and its split into measured and modelled time average the same steps. */
+static int averaged(const struct model_replay *r, size_t s, int complete)
+{
+    return !complete || !r->steps[s].partial;
+}
+
+static int any_complete(const struct model_replay *r)
+{
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (!r->steps[s].partial)
+            return 1;
+    return 0;
+}
+
+/* The mean of the steps averaged, ms; *steps (when not NULL) gets how
+ * many, *host_ms (when not NULL) the mean time they wait on the host (the
+ * replay's breakdown). */
+static double mean_step_ms(const struct model_replay *r, size_t *steps, double *host_ms)
+{
+    double sum = 0, host = 0;
+    size_t n = 0;
+    int complete = any_complete(r);
+    for (size_t s = 0; s < r->n_steps; s++)
+        if (averaged(r, s, complete)) {
+            sum += (double)r->steps[s].replayed_ns;
+            host += (double)r->steps[s].breakdown.host;
+            n++;
+        }
+    if (steps)
+        *steps = n;
+    if (host_ms)
+        *host_ms = n ? host / (double)n / 1e6 : 0;
+    return n ? sum / (double)n / 1e6 : 0;
+}
+
+/* The time of each kind of work in a transformed graph, and how much of
+ * it a model gave (whatif_result.modelled_share_*). */
+struct provenance {
+    double compute, compute_model, comm, comm_model, host, host_model;
+};
+
+/* Task t of the transformed graph, `modelled` (0 to 1) of its time a
+ * model's. */
+static void provenance_add(struct provenance *p, const struct model_task *t, double modelled)
+{
+    double d = (double)t->dur;
+    if (t->cls == MODEL_TASK_COMM) {
+        p->comm += d;
+        p->comm_model += d * modelled;
+    } else if (model_task_on_gpu(t->cls)) {
+        p->compute += d;
+        p->compute_model += d * modelled;
+    } else {
+        d += (double)t->gap;
+        p->host += d;
+        p->host_model += d * modelled;
+    }
+}
+
+static void provenance_set(const struct provenance *p, struct whatif_result *out)
+{
+    out->modelled_share_compute = p->compute > 0 ? p->compute_model / p->compute : 0;
+    out->modelled_share_comm = p->comm > 0 ? p->comm_model / p->comm : 0;
+    out->modelled_share_overlap =
+        p->compute + p->comm > 0 ? (p->compute_model + p->comm_model) / (p->compute + p->comm) : 0;
+    out->modelled_share_host = p->host > 0 ? p->host_model / p->host : 0;
+}
+
+/* Split the replayed steps' critical paths into measured and modelled
+ * time by the task each segment belongs to, and the graph's work by kind
+ * (provenance). */
+static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
+{
+    const struct model_graph *c = out->graph;
+    const struct model_replay *r = out->replay;
+    uint32_t *src = malloc((c->n_tasks ? c->n_tasks : 1) * sizeof *src);
+    if (!src)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < c->n_tasks; i++)
+        src[i] = MODEL_NONE; /* inserted */
+    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+        assert(map[i] < c->n_tasks);
+        src[map[i]] = i;
+    }
+    struct provenance pv = {0};
+    for (uint32_t k = 0; k < c->n_tasks; k++) { /* inserted tasks are the collective model's */
+        uint32_t i = src[k];
+        double d = i == MODEL_NONE ? 1 : w->dur[i];
+        double share = i == MODEL_NONE ? 1 : w->model_ns[i] > 0 && d > 0 ? fmin(w->model_ns[i] / d, 1) : 0;
+        provenance_add(&pv, &c->tasks[k], share);
+    }
+    provenance_set(&pv, out);
+    double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
+    size_t n = 0;
+    int complete = any_complete(r);
+    for (size_t s = 0; s < r->n_steps; s++) {
+        const struct model_replay_step *st = &r->steps[s];
+        if (!averaged(r, s, complete))
+            continue;
+        n++;
+        total += (double)st->replayed_ns;
+        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
+            const struct model_replay_segment *seg = &r->segments[k];
+            double len = (double)(seg->end - seg->start);
+            uint32_t i = src[seg->task];
+            if (seg->bound == MODEL_BOUND_HOST)
+                continue;
+            if (i == MODEL_NONE) {
+                models[WHATIF_COLLECTIVE_MODEL] += len;
+                continue;
+            }
+            double d = w->dur[i];
+            if (w->model_ns[i] > 0 && d > 0)
+                models[w->model[i]] += len * (w->model_ns[i] < d ? w->model_ns[i] / d : 1.0);
+        }
+    }
+    free(src);
+    if (!n)
+        return SC_OK;
+    out->from_models_ms = 0;
+    for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
+        out->models[m].ms = models[m] / (double)n / 1e6;
+        out->from_models_ms += out->models[m].ms;
+    }
+    out->from_measured_ms = total / (double)n / 1e6 - out->from_models_ms;
+    return SC_OK;
+}
+
+static void describe(const struct wf *w, struct whatif_result *out)
+{
+    struct whatif_model_use *k = &out->models[WHATIF_KERNEL_MODEL], *c = &out->models[WHATIF_COLLECTIVE_MODEL];
+    k->name = "kernel_model";
+    c->name = "collective_model";
+    k->tasks = w->retimed[WHATIF_KERNEL_MODEL];
+    c->tasks = w->retimed[WHATIF_COLLECTIVE_MODEL] + w->n_ins;
+    snprintf(k->why, sizeof k->why,
+             "measured kernels re-timed by the ratio of the model's times (traced %s, target %s: GEMM ceiling, "
+             "memory bandwidth, shapes)",
+             w->hw0->id, w->hw1->id);
+    snprintf(c->why, sizeof c->why, "collective transfers re-timed by the model's ratio (traced %s, target %s)%s%s",
+             w->hw0->id, w->hw1->id,
+             w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
+                                "instance's time, re-timed by the ratio"
+                              : "",
+             w->n_ins ? "; the collectives the traced step lacks inserted where Megatron runs them" : "");
+    if (w->st->grad_sync != STRUCT_SYNC_NONE && w->b->dp != w->t->dp && !w->pipeline_why[0]) {
+        size_t len = strlen(c->why);
+        snprintf(c->why + len, sizeof c->why - len,
+                 "; the trace's gradient reduction (%s, %.1f collectives a step) re-timed among %lld data-parallel "
+                 "ranks",
+                 whatif_struct_grad_sync_name(w->st->grad_sync),
+                 (double)w->st->by_use[STRUCT_DP_GRADS] / (double)(w->st->steps ? w->st->steps : 1),
+                 (long long)w->t->dp);
+    }
+    if (w->pipeline_why[0]) {
+        snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
+                                        "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
+                 w->hw0->id, w->hw1->id, w->pipeline_why);
+        snprintf(c->why, sizeof c->why,
+                 "pipeline send/recv of each micro-batch's activations (micro_batch x seq x hidden), the tensor- "
+                 "and data-parallel collectives of the rebuilt schedule (target %s)",
+                 w->hw1->id);
+    }
+}
+
+/* How a what-if replays its graph: with critical paths, unless lean. */
+static void replay_opts(const struct wf *w, struct model_replay_opts *ro)
+{
+    if (w->lean)
+        model_replay_opts_steps(ro);
+    else
+        model_replay_opts_default(ro);
+}
+
+/* ---- the pipeline transform ---- */
+
+/* Transform 7: another pipeline-parallel degree or schedule (1F1B or
+ * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
+ * work as the transforms before left it; its critical path is measured
+ * where it runs a pass (less the part the kernel model re-timed), the
+ * kernel model's for the optimizer, the collective model's for transfers
+ * and collectives. */
+/* Host work per step of graph g: every host thread's calls and the work
+ * between them, the mean over ranks and steps, ns. */
+static double host_ns_per_step(const struct model_graph *g)
+{
+    double ns = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (!g->res[t->res].gpu && (t->cls == MODEL_TASK_CALL || t->cls == MODEL_TASK_HOST))
+            ns += (double)t->dur + (double)t->gap;
+    }
+    size_t steps = g->n_steps ? g->n_steps : 1;
+    return ns / (double)steps;
+}
+
+/* The host time per synthesised operation that has the traced job's host
+ * dispatch what it did: c's, scaled by the traced step's host work over
+ * that of the base configuration's step synthesised with c (an eager step
+ * dispatches more per operation than Megatron's; a step synthesised under
+ * other defaults, what they had). c's own when the base cannot be
+ * synthesised. */
+static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
+{
+    struct est_spec bs;
+    struct model_graph *sg = NULL;
+    struct sc_error ignored;
+    double traced = fmax(0, host_ns_per_step(w->g) - w->profiler_ns), synth = 0;
+    if (spec_job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
+        synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
+        return c->host_op_us;
+    synth = host_ns_per_step(sg);
+    model_graph_free(sg);
+    return synth > 0 && traced > 0 ? c->host_op_us * traced / synth : c->host_op_us;
+}
+
+/* The ring's attention at the pace the traced kernels ran: the kernel
+ * model's attention efficiency k scaled by the model's time for the
+ * target's layers over what the measured kernels took once re-timed to the
+ * target's shapes (attention_ns a step, over the traced ranks' layers and
+ * micro-batches). */
+static void ring_attention_pace(const struct wf *w, const struct job_config *t, double attention_ns,
+                                int micro_batches, struct kernel_params *k)
+{
+    assert(attention_ns > 0);
+    double per_layer = attention_us(w, t, 1, 0) + attention_us(w, t, 1, 1);
+    double layers = w->b->layers && w->b->pp ? (double)t->layers / (double)w->b->pp : 0;
+    double model_ns = per_layer * 1e3 * layers * (double)(micro_batches > 0 ? micro_batches : 1) *
+                      (double)w->g->n_ranks;
+    if (per_layer > 0 && model_ns > 0)
+        k->attn_efficiency *= model_ns / attention_ns;
+}
+
+static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
+{
+    const struct job_config *b = w->b;
+    struct job_config tc = *w->t;
+    struct whatif_passes wp;
+    struct est_spec spec;
+    struct est_costs costs;
+    struct est_pass_costs model;
+    struct model_replay_opts ro;
+    int rc;
+    if (!b->layers || !b->hidden || !b->heads || !b->seq)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.pp: changing the pipeline-parallel degree needs layers, hidden, heads and seq in "
+                            "the job description (to place the layers and size the transfers)");
+    int64_t vpp = spec_job_config_vpp(&tc), stages = tc.pp * vpp;
+    if (tc.layers % stages && (tc.layers + 2) % stages)
+        return sc_error_set(err, SC_EINVAL,
+                            vpp > 1 ? "set.vpp: %lld virtual pipeline stages (pp x vpp) do not split %lld layers "
+                                      "evenly (nor layers + 2, the embedding and the loss counted as layers), as "
+                                      "Megatron-LM requires"
+                                    : "set.pp: %lld pipeline stages do not split %lld layers evenly (nor layers + 2, "
+                                      "the embedding and the loss counted as layers), as Megatron-LM requires",
+                            (long long)stages, (long long)tc.layers);
+    /* with a context-parallel target the synthesised ring times each
+     * layer's attention (its blocks and key/value exchanges, synth_ops.c): the
+     * passes are measured without the attention kernels the ring replaces,
+     * whose measured pace the ring keeps (ring_attention_pace) */
+    double *pass_dur = NULL, attention_ns = 0;
+    if (cp_of(&tc) > 1) {
+        if (!(pass_dur = malloc((w->g->n_tasks ? w->g->n_tasks : 1) * sizeof *pass_dur)))
+            return oom(err);
+        for (uint32_t i = 0; i < w->g->n_tasks; i++) {
+            const struct model_task *t = &w->g->tasks[i];
+            int ring = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_ATTENTION && w->st->layer[i] >= 0;
+            pass_dur[i] = ring ? 0 : w->dur[i];
+            attention_ns += ring && w->per_mb[i] ? w->dur[i] : 0;
+        }
+    }
+    rc = whatif_measure_passes(w->g, w->st, pass_dur ? pass_dur : w->dur, w->model_ns, w->per_mb, &wp, err);
+    free(pass_dur);
+    if (rc)
+        return rc;
+    if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
+        tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
+    if ((rc = spec_job_config_spec(&tc, w->hw1->id, &spec, err)))
+        return sc_error_prefix(err, "set");
+    calib_costs_base(w->hw1, &spec, &costs);
+    costs.host_op_us = traced_host_op_us(w, &costs);
+    if (attention_ns > 0)
+        ring_attention_pace(w, &tc, attention_ns, wp.micro_batches, &costs.kernel);
+    if ((rc = synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
+        return rc;
+    /* the layers transform repeated each layer's work in place: one
+     * layer's pass is the measured one */
+    double per_layer = b->layers && tc.layers ? (double)b->layers / (double)tc.layers : 1.0, e = (double)wp.ns.embed_f,
+           h = (double)wp.ns.head_f;
+    struct est_pass_costs m = wp.ns;
+    for (int k = 0; k < 2; k++) {
+        m.layer_f[k] = (int64_t)((double)m.layer_f[k] * per_layer);
+        m.layer_b[k] = (int64_t)((double)m.layer_b[k] * per_layer);
+    }
+    /* the embedding's and the loss's forward and backward, split as the
+     * kernel model splits them */
+    m.embed_f = model.embed_f + model.embed_b > 0 ? (int64_t)(e * (double)model.embed_f /
+                                                               (double)(model.embed_f + model.embed_b))
+                                                  : 0;
+    m.embed_b = (int64_t)e - m.embed_f;
+    m.head_f = model.head_f + model.head_b > 0 ? (int64_t)(h * (double)model.head_f /
+                                                            (double)(model.head_f + model.head_b))
+                                               : 0;
+    m.head_b = (int64_t)h - m.head_f;
+    if ((rc = synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
+        return rc;
+    replay_opts(w, &ro);
+    if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
+        return rc;
+
+    const struct model_graph *c = out->graph;
+    const struct model_replay_step *slow = model_replay_slowest(out->replay);
+    out->step_ms = slow ? (double)slow->replayed_ns / 1e6 : 0;
+    out->host_exposed_ms = slow ? (double)slow->breakdown.host / 1e6 : 0;
+    double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
+           transfer = 0;
+    struct provenance pv = {0};
+    for (uint32_t i = 0; i < c->n_tasks; i++) {
+        const struct model_task *t = &c->tasks[i];
+        int optimizer = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
+        if (t->cls == MODEL_TASK_COMM) {
+            w->retimed[WHATIF_COLLECTIVE_MODEL]++;
+            if (slow && t->rank == slow->rank)
+                transfer += (double)t->dur;
+        } else if (optimizer) {
+            w->retimed[WHATIF_KERNEL_MODEL]++;
+        }
+        /* the schedule's transfers, collectives, optimizer and host
+         * dispatches are the models'; the passes' kernels measured but
+         * for the share the kernel model re-timed */
+        provenance_add(&pv, t,
+                       t->cls == MODEL_TASK_COMM || optimizer || !model_task_on_gpu(t->cls) ? 1 : fmin(share, 1));
+    }
+    provenance_set(&pv, out);
+    if (slow) {
+        for (size_t k = slow->path_first; k < slow->path_first + slow->path_n; k++) {
+            const struct model_replay_segment *seg = &out->replay->segments[k];
+            const struct model_task *t = &c->tasks[seg->task];
+            double len = (double)(seg->end - seg->start);
+            if (seg->bound == MODEL_BOUND_HOST || !model_task_on_gpu(t->cls))
+                continue;
+            if (t->cls == MODEL_TASK_COMM)
+                models[WHATIF_COLLECTIVE_MODEL] += len;
+            else if (t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER)
+                models[WHATIF_KERNEL_MODEL] += len;
+            else
+                models[WHATIF_KERNEL_MODEL] += len * share;
+        }
+    }
+    out->from_models_ms = 0;
+    for (int k = 0; k < WHATIF_MODEL_COUNT; k++) {
+        out->models[k].ms = models[k] / 1e6;
+        out->from_models_ms += out->models[k].ms;
+    }
+    out->from_measured_ms = out->step_ms - out->from_models_ms;
+    out->collective_transfer_ms = transfer / 1e6;
+    out->collective_wait_ms = 0;
+    char sched[64];
+    if (vpp > 1)
+        snprintf(sched, sizeof sched, "interleaved schedule (%lld virtual stages per rank)", (long long)vpp);
+    else
+        snprintf(sched, sizeof sched, "1F1B schedule");
+    snprintf(w->pipeline_why, sizeof w->pipeline_why,
+             "; pipeline pp %lld -> %lld: Megatron's %s rebuilt for %lld layers and %lld micro-batches with the "
+             "traced passes' work (layer forward %.3f ms, backward %.3f ms per micro-batch)",
+             (long long)b->pp, (long long)tc.pp, sched, (long long)tc.layers, (long long)spec_micro_batches(&spec),
+             (double)m.layer_f[0] / 1e6, (double)m.layer_b[0] / 1e6);
+    return SC_OK;
+}
+
+static int memory(const struct job_config *t, const struct hw_profile *hw1, struct whatif_result *out,
+                  struct sc_error *err)
+{
+    struct est_spec spec;
+    struct est_memory m;
+    if (!t->layers || !t->hidden || !t->heads || !t->seq)
+        return SC_OK;
+    int rc = spec_job_config_spec(t, hw1->id, &spec, err);
+    if (!rc)
+        rc = spec_memory_estimate(&spec, hw1->hbm_gb, &m, err);
+    if (rc)
+        return sc_error_prefix(err, "set: the target configuration");
+    out->has_memory = 1;
+    out->memory_gb_per_gpu = m.gb_per_gpu;
+    out->fits = m.fits;
+    spec_memory_release(&m);
+    return SC_OK;
+}
+
+int whatif_error_names_set(const struct sc_error *err)
+{
+    return err->code == SC_EINVAL && strncmp(err->msg, "set", 3) == 0 && (err->msg[3] == '.' || err->msg[3] == ':');
+}
+
+void whatif_release(struct whatif_result *r)
+{
+    if (!r)
+        return;
+    model_replay_free(r->replay);
+    model_graph_free(r->graph);
+    whatif_job_structure_release(&r->structure);
+    r->replay = NULL;
+    r->graph = NULL;
+}
+
+static atomic_ulong base_steps;
+
+unsigned long whatif_base_steps(void)
+{
+    return atomic_load(&base_steps);
+}
+
+int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err)
+{
+    atomic_fetch_add(&base_steps, 1);
+    struct model_replay_opts ro;
+    struct model_replay *r;
+    model_replay_opts_steps(&ro); /* the step times are all it reads */
+    int rc = model_replay_run(g, &ro, &r, err);
+    if (rc)
+        return rc;
+    *ms = mean_step_ms(r, NULL, NULL);
+    model_replay_free(r);
+    return SC_OK;
+}
+
+/* whatif_run once out->structure holds g's structure; base_step_ms is g's
+ * whatif_base_step, or negative to have it replayed. */
+static int run(const struct model_graph *g, const struct job_config *base, double base_step_ms,
+               const struct job_config *set, int lean, int profiled, struct whatif_result *out, struct sc_error *err)
+{
+    struct wf w;
+    struct model_replay_opts ro;
+    uint32_t *map = NULL;
+    int64_t *idur = NULL, *igap = NULL;
+    int rc;
+    memset(&w, 0, sizeof w);
+    w.lean = lean;
+    w.profiled = profiled;
+    replay_opts(&w, &ro);
+    if ((rc = whatif_job_structure_gpu(g, &w.hw0, NULL, 0, err)))
+        goto done;
+    out->base = *base;
+    snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
+    /* a description whose batch the traced step could not have run (an
+     * MFU above 1) is the job's error */
+    if ((base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))) ||
+        (rc = whatif_job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
+        goto done;
+    spec_job_config_apply(&out->base, set, &out->target);
+    if ((rc = unmodelled_changes(&out->base, &out->target, err)))
+        goto done;
+    /* dp N keeps each rank's work: the global batch follows dp unless the
+     * set gives one */
+    if (set->dp && !set->global_batch && out->base.global_batch && out->target.dp != out->base.dp)
+        out->target.global_batch = out->base.global_batch / out->base.dp * out->target.dp;
+    if (out->target.global_batch && out->target.micro_batch &&
+        out->target.global_batch % (out->target.micro_batch * out->target.dp)) {
+        rc = sc_error_set(err, SC_EINVAL, "set.global_batch: %lld is not divisible by micro_batch x dp = %lld",
+                          (long long)out->target.global_batch,
+                          (long long)(out->target.micro_batch * out->target.dp));
+        goto done;
+    }
+    if ((rc = spec_job_config_check_schedule(&out->target, "set.", err)))
+        goto done;
+    /* without global_batch in the description, a dp change keeps the
+     * per-rank batch; with it, the micro-batches per step follow */
+    w.hw1 = cost_hw_profile_find(out->target.gpu);
+    w.g = g;
+    w.st = &out->structure;
+    w.b = &out->base;
+    w.t = &out->target;
+    {
+        /* kernel-level costs on both GPUs: the traced job's own stack stays
+         * in its measured times (calib_costs_default's fit of NeMo's runs at
+         * scale is a stack's, not a kernel's) */
+        struct est_costs defaults;
+        calib_costs_base(w.hw0, NULL, &defaults);
+        w.kp0 = defaults.kernel;
+        calib_costs_base(w.hw1, NULL, &defaults);
+        w.kp1 = defaults.kernel;
+    }
+    cost_coll_params_from_hw(w.hw0, &w.cp0);
+    cost_coll_params_from_hw(w.hw1, &w.cp1);
+    size_t n = g->n_tasks ? g->n_tasks : 1;
+    w.dur = malloc(n * sizeof *w.dur);
+    w.gap = malloc(n * sizeof *w.gap);
+    w.model_ns = calloc(n, sizeof *w.model_ns);
+    w.model = calloc(n, 1);
+    w.size_ratio = malloc(n * sizeof *w.size_ratio);
+    w.per_mb = calloc(n, 1);
+    idur = malloc(n * sizeof *idur);
+    igap = malloc(n * sizeof *igap);
+    if (!w.dur || !w.gap || !w.model_ns || !w.model || !w.size_ratio || !w.per_mb || !idur || !igap) {
+        rc = oom(err);
+        goto done;
+    }
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        w.dur[i] = (double)g->tasks[i].dur;
+        w.gap[i] = (double)g->tasks[i].gap;
+        w.size_ratio[i] = 1.0;
+    }
+    out->profiler_ms = profiled ? 0 : unprofiled_host(&w);
+    w.profiler_ns = out->profiler_ms * 1e6;
+    mark_per_mb(&w);
+    if ((rc = split_collectives(&w, err)))
+        goto done;
+    if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
+        goto done;
+    activation_host(&w, &w.pl, layers_ratio(w.b, w.t));
+    /* the schedule rebuilt: for another pipeline; for another context-
+     * parallel degree (the ring's blocks and exchanges in every layer);
+     * and for another tp or dp of a pipelined job, whose stages' waits on
+     * one another the traced step's waits cannot carry over */
+    if (out->target.pp != out->base.pp || spec_job_config_schedule(&out->target) != spec_job_config_schedule(&out->base) ||
+        spec_job_config_vpp(&out->target) != spec_job_config_vpp(&out->base) ||
+        cp_of(&out->target) != cp_of(&out->base) ||
+        (out->base.pp > 1 && (out->target.tp != out->base.tp || out->target.dp != out->base.dp))) {
+        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
+            goto done;
+        out->base_step_ms = base_step_ms;
+        out->sizes_unknown = w.sizes_unknown;
+        describe(&w, out);
+        goto done;
+    }
+    micro_batches(&w);
+    if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
+        goto done;
+    /* a step traced at dp 1 reduces no gradients across replicas (what a
+     * trace may class as data-parallel there is a group of one) */
+    if (out->base.dp * cp_of(&out->base) == 1 && out->target.dp * cp_of(&out->target) > 1 &&
+        (rc = insert_grad_reduction(&w, err)))
+        goto done;
+
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        idur[i] = w.dur[i] > 0 ? llround(w.dur[i]) : 0;
+        igap[i] = w.gap[i] > 0 ? llround(w.gap[i]) : 0;
+        if (g->tasks[i].cls == MODEL_TASK_COMM) {
+            out->collective_transfer_ms += w.transfer[i] / 1e6;
+            out->collective_wait_ms += w.wait[i] / 1e6;
+        }
+    }
+    if ((rc = whatif_graph_copy(g, idur, igap, w.ins, w.n_ins, &out->graph, &map, err)) ||
+        (rc = model_replay_run(out->graph, &ro, &out->replay, err)))
+        goto done;
+    size_t steps;
+    out->step_ms = mean_step_ms(out->replay, &steps, &out->host_exposed_ms);
+    out->base_step_ms = base_step_ms;
+    if (!steps)
+        steps = 1;
+    out->collective_transfer_ms /= (double)steps;
+    out->collective_wait_ms /= (double)steps;
+    out->sizes_unknown = w.sizes_unknown;
+    describe(&w, out);
+    rc = attribute(&w, map, out, err);
+
+done:
+    free(map);
+    free(idur);
+    free(igap);
+    free(w.dur);
+    free(w.gap);
+    free(w.model_ns);
+    free(w.model);
+    free(w.transfer);
+    free(w.wait);
+    free(w.bytes0);
+    free(w.coll_kind);
+    free(w.size_ratio);
+    free(w.per_mb);
+    free(w.ins);
+    whatif_coll_placement_release(&w.pl);
+    if (rc)
+        whatif_release(out);
+    return rc;
+}
+
+/* out->profiled_step_ms: the same what-if with the profiler's cost kept
+ * on the host, for a step that took off some (out released on failure). */
+static int profiled_step(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+                         struct whatif_result *out, struct sc_error *err)
+{
+    struct whatif_result p;
+    memset(&p, 0, sizeof p);
+    if (!(out->profiler_ms > 0))
+        return SC_OK;
+    int rc = whatif_job_structure_copy(&out->structure, g->n_tasks, &p.structure, err);
+    if (rc == SC_OK && (rc = run(g, base, out->base_step_ms, set, 0, 1, &p, err)) == SC_OK)
+        out->profiled_step_ms = p.step_ms;
+    whatif_release(&p);
+    if (rc)
+        whatif_release(out);
+    return rc;
+}
+
+int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
+               struct whatif_result *out, struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = whatif_job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
+        return rc;
+    return profiled_step(g, base, set, out, err);
+}
+
+int whatif_run_with(const struct model_graph *g, const struct job_config *base, const struct job_structure *st,
+                    double base_step_ms, const struct job_config *set, int lean, struct whatif_result *out,
+                    struct sc_error *err)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = whatif_job_structure_copy(st, g->n_tasks, &out->structure, err)) ||
+        (rc = run(g, base, base_step_ms, set, lean, 0, out, err)))
+        return rc;
+    return lean ? SC_OK : profiled_step(g, base, set, out, err);
+}
