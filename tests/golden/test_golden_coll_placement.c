@@ -1,9 +1,9 @@
 /* tests/golden/test_golden_coll_placement.c: the tensor-parallel collectives
  * a what-if from tp 1 places (estimator/coll_placement.h), counted on the
  * eager PyTorch steps measured on H100 and H200
- * (data/calibration/torch-steps) against Megatron's rules, traces
- * without transformer layers refused, and the gradient reduction a
- * what-if from dp 1 adds. */
+ * (data/calibration/torch-steps) against Megatron's rules, as placed and
+ * as the what-if inserts them, traces without transformer layers
+ * refused, and the gradient reduction a what-if from dp 1 adds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,31 +122,81 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
         }
 }
 
-/* The what-if from tp 1 to 2 inserts them: 4 per layer and 5 outside,
- * where the step had none. */
-TEST(coll_placement_tp_whatif_inserts_them_once_each)
+/* The communication tasks r's copy of g has beyond g's own, by operation. */
+static void inserted(const struct model_graph *g, const struct whatif_result *r, size_t by_op[MODEL_COLL_OP_COUNT])
 {
-    struct loaded l;
-    struct whatif_result r;
-    struct job_config set;
-    struct sc_error err;
-    REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
-                  &l) == 0);
-    REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
-    REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
-    size_t comm = 0;
-    for (uint32_t i = 0; i < r.graph->n_tasks; i++)
-        comm += r.graph->tasks[i].cls == MODEL_TASK_COMM;
-    CHECK_EQ_INT(comm, 4 * 8 + 5);
-    /* the step got faster, not slower: half the GEMMs, two ranks' collectives */
-    CHECK(r.step_ms < r.base_step_ms);
-    whatif_release(&r);
-    unload(&l);
+    memset(by_op, 0, MODEL_COLL_OP_COUNT * sizeof *by_op);
+    for (uint32_t i = 0; i < r->graph->n_tasks; i++)
+        if (r->graph->tasks[i].cls == MODEL_TASK_COMM)
+            by_op[r->graph->tasks[i].sub]++;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_COMM) {
+            REQUIRE(by_op[g->tasks[i].sub] > 0);
+            by_op[g->tasks[i].sub]--;
+        }
+}
+
+/* Megatron's tensor-parallel collectives for f forward layer passes
+ * (recomputed ones included), b backward ones and m micro-batches, by
+ * operation (the rules of coll_placement.h), against what was inserted. */
+static void check_megatron_counts(const size_t by_op[MODEL_COLL_OP_COUNT], int sp, size_t f, size_t b, size_t m,
+                                  const char *what)
+{
+    size_t ar = sp ? 3 * m : 2 * f + 2 * b + 5 * m, ag = sp ? 2 * f + 4 * b + m : 0, rs = sp ? 2 * f + 2 * b + 2 * m : 0,
+           other = 0;
+    for (int op = 0; op < MODEL_COLL_OP_COUNT; op++)
+        if (op != MODEL_COLL_ALLREDUCE && op != MODEL_COLL_ALLGATHER && op != MODEL_COLL_REDUCESCATTER)
+            other += by_op[op];
+    if (by_op[MODEL_COLL_ALLREDUCE] != ar || by_op[MODEL_COLL_ALLGATHER] != ag ||
+        by_op[MODEL_COLL_REDUCESCATTER] != rs || other)
+        sc_check_fail(__FILE__, __LINE__,
+                      "%s%s: inserted %zu all-reduces, %zu all-gathers, %zu reduce-scatters, %zu others; Megatron "
+                      "runs %zu, %zu, %zu, 0 (%zu forward passes, %zu backward, %zu micro-batches)",
+                      what, sp ? ", sequence parallel" : "", by_op[MODEL_COLL_ALLREDUCE], by_op[MODEL_COLL_ALLGATHER],
+                      by_op[MODEL_COLL_REDUCESCATTER], other, ar, ag, rs, f, b, m);
+}
+
+/* The what-if from tp 1 to 2 on each measured step inserts them, once
+ * each: without sequence parallelism 4 all-reduces a layer and 5 outside;
+ * with it, a layer's 6 all-gathers and 4 reduce-scatters, and outside the
+ * embedding's and output layer's reduce-scatters, the output layer's
+ * all-gather and the cross entropy's 3 all-reduces; where the step had
+ * none. The step gets faster, not slower: half the GEMMs, two ranks'
+ * collectives. */
+TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_step)
+{
+    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
+        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+            char path[512], what[600];
+            struct loaded l;
+            snprintf(path, sizeof path, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi],
+                     models[m].name);
+            if (load(path, models[m].config, &l))
+                continue;
+            for (int sp = 0; sp <= 1; sp++) {
+                struct job_config set;
+                struct whatif_result r;
+                struct sc_error err;
+                size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
+                REQUIRE(job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
+                if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
+                    sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+                    continue;
+                }
+                snprintf(what, sizeof what, "%s tp 1 -> 2", path);
+                inserted(l.g, &r, by_op);
+                check_megatron_counts(by_op, sp, L, L, 1, what);
+                CHECK(r.step_ms < r.base_step_ms);
+                whatif_release(&r);
+            }
+            unload(&l);
+        }
 }
 
 /* A trace without transformer layers cannot take tensor parallelism:
- * DLRM's and ResNet's shared traces are refused, naming set.tp and why.
- * (The attention benchmark of torch-steps has no step to replay at all.) */
+ * DLRM's and ResNet's shared traces, and the attention benchmark of
+ * torch-steps (on each GPU; its steps marked by its attention operator,
+ * as it has no ProfilerStep), are refused, naming set.tp and why. */
 TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
 {
     static const struct {
@@ -179,6 +229,33 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
             job_structure_release(&st);
         }
         CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
+        model_graph_free(g);
+        model_job_free(job);
+    }
+    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++) {
+        static const char cfg_text[] = "{\"tp\":1,\"pp\":1,\"dp\":1,\"hidden\":1024,\"seq\":1024,\"heads\":16}";
+        char path[512];
+        const char *paths[] = {path};
+        struct model_load_opts lo;
+        struct model_job *job = NULL;
+        struct model_graph *g = NULL;
+        struct job_config cfg, set;
+        struct whatif_result r;
+        struct sc_error err;
+        snprintf(path, sizeof path, "data/calibration/torch-steps/%s/attention.pt.trace.json.gz", gpus[gi]);
+        model_load_opts_default(&lo);
+        lo.step_marker = "aten::scaled_dot_product_attention";
+        REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
+        REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+        REQUIRE(job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) == SC_OK);
+        REQUIRE(job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
+        CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
+        CHECK_CONTAINS(err.msg, "none with the four GEMMs of attention and MLP and an attention kernel");
+        /* the same trace takes another change: the refusal is tp's */
+        REQUIRE(job_config_parse_set_list(gi ? "gpu=h100-sxm" : "gpu=h200", &set, &err) == SC_OK);
+        CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_OK);
+        whatif_release(&r);
         model_graph_free(g);
         model_job_free(job);
     }
