@@ -197,6 +197,95 @@ TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_ste
         }
 }
 
+/* `stepcast estimate` of a spec's text at kernel detail with the
+ * estimator's defaults (those `stepcast synth` writes its traces with), ms. */
+static double estimate_spec(const char *text)
+{
+    struct est_spec s;
+    const struct hw_profile *hw;
+    struct est_costs c;
+    struct est_estimate e;
+    struct sc_error err;
+    REQUIRE(est_spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
+    est_costs_default(hw, &s, &c);
+    REQUIRE(est_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err) == SC_OK);
+    double ms = e.step_ms;
+    est_estimate_release(&e);
+    return ms;
+}
+
+/* A step traced under full recomputation runs each layer's forward again
+ * before its backward, and its collectives with it: from tp 1, the what-if
+ * inserts the forward's collectives twice a layer (`stepcast synth`'s
+ * trace of a two-layer model with and without it), with and without
+ * sequence parallelism, and moves the step as the estimate of the same
+ * two specs does, within 5%. */
+TEST(coll_placement_tp_forward_collectives_repeat_under_full_recompute)
+{
+    static const char *const modes[] = {"none", "full"};
+    for (size_t k = 0; k < 2; k++) {
+        char spec[512], cfg[512], dir[512], name[64];
+        struct loaded l;
+        struct model_load_opts lo;
+        struct model_graph_opts go;
+        struct sc_error err;
+        static const char spec_fmt[] =
+            "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":50304},"
+            "\"parallel\":{\"tp\":%d,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2},"
+            "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"dtype\":\"bf16\",\"recompute\":\"%s\","
+            "\"sequence_parallel\":%s}}";
+        snprintf(spec, sizeof spec, spec_fmt, 1, modes[k], "false");
+        double e0 = estimate_spec(spec);
+        snprintf(cfg, sizeof cfg,
+                 "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
+                 "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}",
+                 modes[k]);
+        snprintf(name, sizeof name, "recompute-%s.json", modes[k]);
+        const char *spec_path = th_write_file(name, spec, strlen(spec));
+        snprintf(dir, sizeof dir, "%s/recompute-%s-out", th_tmpdir(), modes[k]);
+        char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)spec_path, "--out", dir, NULL};
+        free(th_run_expect(argv, 0, NULL, NULL));
+        const char *dirs[] = {dir};
+        memset(&l, 0, sizeof l);
+        model_load_opts_default(&lo);
+        model_graph_opts_default(&go);
+        REQUIRE(job_config_parse(cfg, strlen(cfg), &l.cfg, &err) == SC_OK);
+        REQUIRE(model_job_load(dirs, 1, &lo, 0, &l.job, &err) == SC_OK);
+        REQUIRE(model_graph_build(l.job, &go, &l.g, &err) == SC_OK);
+        REQUIRE(job_structure_recover(l.g, &l.cfg, &l.st, &err) == SC_OK);
+        for (int sp = 0; sp <= 1; sp++) {
+            struct coll_placement pl;
+            struct job_config set;
+            struct whatif_result r;
+            size_t by_op[MODEL_COLL_OP_COUNT];
+            char what[96];
+            REQUIRE(coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
+            size_t f = pl.forward_passes, b = pl.backward_passes, mbs = b / 2;
+            coll_placement_release(&pl);
+            /* two layers, two micro-batches a step; each step's layers run
+             * forward again under full recomputation */
+            CHECK(b >= 4 && b % 4 == 0);
+            CHECK_EQ_INT(f, k ? 2 * b : b);
+            REQUIRE(job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
+            if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
+                sc_check_fail(__FILE__, __LINE__, "recompute %s: %s", modes[k], err.msg);
+                continue;
+            }
+            snprintf(what, sizeof what, "recompute %s, tp 1 -> 2", modes[k]);
+            inserted(l.g, &r, by_op);
+            check_megatron_counts(by_op, sp, f, b, mbs, what);
+            char target[512];
+            snprintf(target, sizeof target, spec_fmt, 2, modes[k], sp ? "true" : "false");
+            double w = r.step_ms / r.base_step_ms, e = estimate_spec(target) / e0;
+            printf("  %s%s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", what, sp ? ", sequence parallel" : "", w, e,
+                   100 * (w / e - 1));
+            CHECK_NEAR(w / e, 1, 0.05);
+            whatif_release(&r);
+        }
+        unload(&l);
+    }
+}
+
 /* A trace without transformer layers cannot take tensor parallelism:
  * DLRM's and ResNet's shared traces, and the attention benchmark of
  * torch-steps (on each GPU; its steps marked by its attention operator,
