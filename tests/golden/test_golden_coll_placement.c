@@ -72,6 +72,13 @@ static int load(const char *path, const char *config, struct loaded *l)
     return 0;
 }
 
+/* The measured step of models[m] on gpus[gi] (its path into path). */
+static int load_step(size_t gi, size_t m, char *path, size_t n, struct loaded *l)
+{
+    snprintf(path, n, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi], models[m].name);
+    return load(path, models[m].config, l);
+}
+
 static void unload(struct loaded *l)
 {
     job_structure_release(&l->st);
@@ -90,9 +97,7 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
         for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
             char path[512];
             struct loaded l;
-            snprintf(path, sizeof path, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi],
-                     models[m].name);
-            if (load(path, models[m].config, &l))
+            if (load_step(gi, m, path, sizeof path, &l))
                 continue;
             for (int sp = 0; sp <= 1; sp++) {
                 struct coll_placement pl;
@@ -173,9 +178,7 @@ TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_ste
         for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
             char path[512], what[600];
             struct loaded l;
-            snprintf(path, sizeof path, "data/calibration/torch-steps/%s/%s.pt.trace.json.gz", gpus[gi],
-                     models[m].name);
-            if (load(path, models[m].config, &l))
+            if (load_step(gi, m, path, sizeof path, &l))
                 continue;
             for (int sp = 0; sp <= 1; sp++) {
                 struct job_config set;
