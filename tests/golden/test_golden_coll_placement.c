@@ -2,8 +2,9 @@
  * a what-if from tp 1 places (estimator/coll_placement.h), counted on the
  * eager PyTorch steps measured on H100 and H200
  * (data/calibration/torch-steps) against Megatron's rules, as placed and
- * as the what-if inserts them, traces without transformer layers
- * refused, and the gradient reduction a what-if from dp 1 adds. */
+ * as the what-if inserts them (and on a synthesised step under full
+ * recomputation), traces without transformer layers refused, and the
+ * gradient reduction a what-if from dp 1 adds, placed by gpus_per_node. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
