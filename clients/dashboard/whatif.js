@@ -13,34 +13,71 @@ import { el, errorBox, num, table } from './dom.js';
 import { jsonToggle, makeForm, whole } from './form.js';
 import { lacksRoute } from './routes.js';
 
-// The job description's fields the form shows (README, whatif); other keys
-// of a saved description are kept as they are.
+// The job description's fields the form shows (docs/commands/whatif.md):
+// whole numbers [name, label, required, least], then choices [name, label,
+// options]; other keys of a saved description are kept as they are.
+// moe_* are the nested moe object's.
 const CONFIG = [
   ['tp', 'Tensor parallel (tp)', true], ['pp', 'Pipeline parallel (pp)', true], ['dp', 'Data parallel (dp)', true],
-  ['cp', 'Context parallel (cp)'], ['ep', 'Expert parallel (ep)'], ['micro_batch', 'Micro-batch'],
-  ['global_batch', 'Global batch'], ['layers', 'Layers'], ['hidden', 'Hidden size'], ['heads', 'Attention heads'],
-  ['seq', 'Sequence length'], ['vpp', 'Virtual stages per pipeline rank'],
+  ['cp', 'Context parallel (cp)'], ['ep', 'Expert parallel (ep)'], ['etp', 'Expert tensor parallel (etp)'],
+  ['micro_batch', 'Micro-batch'], ['global_batch', 'Global batch'], ['layers', 'Layers'], ['hidden', 'Hidden size'],
+  ['heads', 'Attention heads'], ['kv_heads', 'Key/value heads'], ['ffn', 'FFN size'], ['seq', 'Sequence length'],
+  ['vocab', 'Vocabulary'], ['vpp', 'Virtual stages per pipeline rank'],
+  ['gpus_per_node', 'GPUs per node (NVLink domain)'], ['moe_experts', 'MoE experts'],
+  ['moe_top_k', 'MoE experts per token (top-k)'], ['moe_ffn', 'MoE expert FFN size'],
+  ['moe_shared_experts', 'MoE shared experts', false, 0],
 ];
-// What a what-if may change (WhatIfRequest), numbers first.
-const SET = ['tp', 'pp', 'dp', 'micro_batch', 'global_batch', 'layers', 'hidden', 'heads', 'ffn', 'seq', 'vocab', 'vpp'];
+const NOT_GIVEN = ['', 'not given (the spec\'s default)'];
+const CHOICES = [
+  ['zero_stage', 'ZeRO stage', [['', 'not given (0)'], ['0', '0'], ['1', '1'], ['2', '2'], ['3', '3']]],
+  ['mlp', 'MLP', [NOT_GIVEN, ['gelu', 'GELU'], ['swiglu', 'SwiGLU']]],
+  ['sequence_parallel', 'Sequence parallel', [NOT_GIVEN, ['true', 'yes'], ['false', 'no']]],
+  ['recompute', 'Recomputation', [NOT_GIVEN, ['none', 'none'], ['selective', 'selective'], ['full', 'full']]],
+];
+// What a what-if may change (WhatIfRequest), numbers first, then choices.
+const SET = ['tp', 'pp', 'dp', 'cp', 'micro_batch', 'global_batch', 'layers', 'hidden', 'heads', 'kv_heads', 'ffn',
+  'seq', 'vocab', 'vpp', 'gpus_per_node'];
+const SET_CHOICES = ['zero_stage', 'mlp', 'sequence_parallel'];
+
+// A choice's value as the description holds it ('' for not given).
+function choiceValue(name, v) {
+  if (v === '') return undefined;
+  if (name === 'zero_stage') return Number(v);
+  if (name === 'sequence_parallel') return v === 'true';
+  return v;
+}
+
+// A description's value of CONFIG's field `name` (moe_* inside moe).
+function configValue(config, name) {
+  if (name.startsWith('moe_')) return (config.moe || {})[name.slice(4)];
+  return config[name === 'seq' && config.seq_len ? 'seq_len' : name];
+}
 
 async function configSection(job, json, onSaved) {
   let doc = await api(path`/v1/jobs/${job}`);
   const config = doc.config || {};
   const status = el('p', { role: 'status' });
-  const fields = CONFIG.map(([name, label, required]) => ({
-    name, label, required, min: 1, step: 1, value: config[name === 'seq' && config.seq_len ? 'seq_len' : name],
-    check: whole(1, 1 << 24),
+  const fields = CONFIG.map(([name, label, required, least = 1]) => ({
+    name, label, required, min: least, step: 1, value: configValue(config, name), check: whole(least, 1 << 24),
   }));
-  fields.push({ name: 'zero_stage', label: 'ZeRO stage', type: 'select', value: String(config.zero_stage ?? ''),
-    options: [['', 'not given (0)'], ['0', '0'], ['1', '1'], ['2', '2'], ['3', '3']] });
+  for (const [name, label, options] of CHOICES) {
+    const v = config[name];
+    fields.push({ name, label, type: 'select', value: v === undefined ? '' : String(v), options });
+  }
   const form = makeForm('config', [{ legend: 'The configuration the traces ran', fields }], 'Save on the job',
     async v => {
       status.replaceChildren();
-      const next = { ...config };
-      for (const [k] of CONFIG) if (v[k] === null) delete next[k]; else next[k] = v[k];
+      const saved = doc.config || {}, next = { ...saved }, moe = { ...(saved.moe || {}) };
+      for (const [k] of CONFIG) {
+        const [obj, key] = k.startsWith('moe_') ? [moe, k.slice(4)] : [next, k];
+        if (v[k] === null) delete obj[key]; else obj[key] = v[k];
+      }
+      if (Object.keys(moe).length) next.moe = moe; else delete next.moe;
       if (next.seq !== undefined) delete next.seq_len;
-      if (v.zero_stage === '') delete next.zero_stage; else next.zero_stage = Number(v.zero_stage);
+      for (const [k] of CHOICES) {
+        const c = choiceValue(k, v[k]);
+        if (c === undefined) delete next[k]; else next[k] = c;
+      }
       const body = { config: next };
       for (const k of ['hardware', 'description']) if (typeof doc[k] === 'string') body[k] = doc[k];
       try {
@@ -118,13 +155,16 @@ function results(out, before, w) {
 }
 
 function setForm(model, config, hardware, json, out, view) {
-  const fields = SET.map(name => ({ name, label: name.replace('_', '-'), min: 1, step: 1,
+  const fields = SET.map(name => ({ name, label: name.replace(/_/g, '-'), min: 1, step: 1,
     value: name === 'dp' && config.dp ? 2 * config.dp : null, check: whole(1, 1 << 24) }));
+  for (const [name, label, options] of CHOICES.filter(([n]) => SET_CHOICES.includes(n)))
+    fields.push({ name, label, type: 'select', value: '', options: [['', 'as described'], ...options.slice(1)] });
   fields.push({ name: 'gpu', label: 'GPU', type: 'select', value: '',
     options: [['', 'as traced'], ...hardware.map(h => [h.id, `${h.name} (${h.id})`])] });
   return makeForm('whatif', [{ legend: 'What to change (empty: as it is)', fields }], 'Run the what-if', async v => {
     const set = {};
     for (const k of SET) if (v[k] !== null) set[k] = v[k];
+    for (const k of SET_CHOICES) if (choiceValue(k, v[k]) !== undefined) set[k] = choiceValue(k, v[k]);
     if (v.gpu) set.gpu = v.gpu;
     view.dataset.state = 'loading';
     try {

@@ -20,6 +20,7 @@ struct pass {
     int32_t layer;
     int gemms; /* at most MAX_GEMMS */
     int backward, transformer;
+    int recomputed; /* a forward run again just before its backward (split_recomputed) */
 };
 
 /* One stream's kernels and passes. */
@@ -186,6 +187,52 @@ static int loss_region(struct walk *w, uint32_t from, uint32_t to)
     return SC_OK;
 }
 
+/* Whether kernels [from, to] of the stream hold a fused attention kernel
+ * whose name says it is the backward's (1), the forward's (0), or none
+ * (-1). */
+static int attention_direction(const struct walk *w, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i <= to; i++)
+        if (w->g->tasks[w->k[i]].sub == MODEL_KF_ATTENTION)
+            return backward_name(model_graph_str(w->g, w->g->src[w->k[i]].name));
+    return -1;
+}
+
+/* Under full recomputation a layer runs its forward again right before
+ * its backward, on the same stream with nothing between: the two join in
+ * one pass. Split such a pass where the layer's forward ends, as long as
+ * the layer's first pass (its first micro-batch's forward): there, its
+ * head has the forward's GEMMs and the rest at least twice as many (a
+ * backward's), and a fused attention kernel in each is the forward's and
+ * the backward's. */
+static int split_recomputed(struct walk *w)
+{
+    for (size_t j = 0; j < w->n_p; j++) {
+        size_t f = 0;
+        while (f < j && w->p[f].layer != w->p[j].layer)
+            f++;
+        if (f == j)
+            continue;
+        uint32_t gm[MAX_GEMMS], len = w->p[f].last - w->p[f].first + 1, first = w->p[j].first, last = w->p[j].last;
+        int gf = gemms_in(w, w->p[f].first, w->p[f].last, gm, MAX_GEMMS);
+        if (last - first + 1 <= len || !gf)
+            continue;
+        uint32_t cut = first + len;
+        if (gemms_in(w, first, cut - 1, gm, MAX_GEMMS) != gf || gemms_in(w, cut, last, gm, MAX_GEMMS) < 2 * gf ||
+            attention_direction(w, first, cut - 1) == 1 || attention_direction(w, cut, last) == 0)
+            continue;
+        if (sc_vec_reserve((void **)&w->p, &w->cap_p, w->n_p + 1, sizeof *w->p))
+            return SC_ENOMEM;
+        memmove(&w->p[j + 2], &w->p[j + 1], (w->n_p - j - 1) * sizeof *w->p);
+        w->n_p++;
+        w->p[j].last = cut - 1;
+        w->p[j].recomputed = 1;
+        w->p[j + 1] = (struct pass){cut, last, w->p[j].layer, 0, 0, 0, 0};
+        j++;
+    }
+    return SC_OK;
+}
+
 /* Passes of one stream's kernels, classified. */
 static int find_passes(struct walk *w)
 {
@@ -199,8 +246,10 @@ static int find_passes(struct walk *w)
         }
         if (sc_vec_reserve((void **)&w->p, &w->cap_p, w->n_p + 1, sizeof *w->p))
             return SC_ENOMEM;
-        w->p[w->n_p++] = (struct pass){i, i, l, 0, 0, 0};
+        w->p[w->n_p++] = (struct pass){i, i, l, 0, 0, 0, 0};
     }
+    if (split_recomputed(w))
+        return SC_ENOMEM;
     /* each layer's fewest GEMMs in a pass (its forward's) */
     int32_t layers = 0;
     for (size_t j = 0; j < w->n_p; j++)
@@ -282,16 +331,18 @@ static int place_stream(struct walk *w)
         if (!p->transformer)
             continue;
         uint32_t gap_from = j ? w->p[j - 1].last + 1 : 0;
-        /* the embedding's output: after the work before the first layer */
-        if (!p->backward && p->layer == lo && p->first > gap_from &&
+        /* the embedding's output: after the work before the first layer
+         * (not before its forward run again for its backward) */
+        if (!p->backward && !p->recomputed && p->layer == lo && p->first > gap_from &&
             add(w, p->first - 1, w->sp ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, TP_TENSOR_ACTIVATION, 0,
                 w->sp ? "embedding reduce-scatter (what-if)" : "embedding all-reduce (what-if)"))
             return SC_ENOMEM;
         if (p->backward ? layer_backward(w, p) : layer_forward(w, p))
             return SC_ENOMEM;
-        /* between the last layer's forward and the first backward */
+        /* between the last layer's forward and the first backward (or the
+         * forward run again before it) */
         const struct pass *q = j + 1 < w->n_p ? &w->p[j + 1] : NULL;
-        if (!p->backward && q && q->transformer && q->backward && q->first > p->last + 1 &&
+        if (!p->backward && q && q->transformer && (q->backward || q->recomputed) && q->first > p->last + 1 &&
             loss_region(w, p->last + 1, q->first - 1))
             return SC_ENOMEM;
     }

@@ -601,6 +601,54 @@ test('what-if: the job\'s configuration saved from its form, then before and aft
   await viewChecked(page, 'whatif', '"from_models_ms"', 'dashboard-whatif.png');
 });
 
+test('what-if: the description\'s every key saved from its form and shown again; a set sends its choices', async (ctx, page) => {
+  const json = { 'Content-Type': 'application/json' };
+  const want = { tp: 1, pp: 1, dp: 4, layers: 8, hidden: 1024, heads: 16, kv_heads: 4, ffn: 4096, seq: 1024,
+    vocab: 50304, cp: 1, ep: 2, etp: 1, gpus_per_node: 4, zero_stage: 1, mlp: 'swiglu', sequence_parallel: false,
+    recompute: 'full', moe: { experts: 16, top_k: 2, ffn: 1024, shared_experts: 0 } };
+  await login(page, ctx.d);
+  await page.goto(`${ctx.d.url}/#/whatif/${ctx.models.sample}`);
+  await page.waitForSelector('#config-form');
+  for (const [k, v] of Object.entries(want)) {
+    if (k === 'moe') for (const [m, n] of Object.entries(v)) await page.fill(`#config-moe_${m}`, String(n));
+    else if (typeof v === 'number' && k !== 'zero_stage') await page.fill(`#config-${k}`, String(v));
+    else await page.selectOption(`#config-${k}`, String(v));
+  }
+  await page.click('#config-submit');
+  await page.waitForSelector('#job-config .saved');
+  const job = await call(ctx.d, 'GET', '/v1/jobs/sample');
+  const sorted = o => JSON.stringify(o, Object.keys({ ...o, ...o.moe }).sort());
+  assert(sorted(job.config) === sorted(want), `config ${JSON.stringify(job.config)}`);
+  // read back: the form shows what the job holds
+  await page.reload();
+  await page.waitForSelector('#config-form');
+  assert(await page.inputValue('#config-moe_experts') === '16' && await page.inputValue('#config-kv_heads') === '4',
+    'the saved MoE and GQA fields are shown');
+  assert(await page.inputValue('#config-recompute') === 'full' && await page.inputValue('#config-mlp') === 'swiglu' &&
+    await page.inputValue('#config-sequence_parallel') === 'false', 'the saved choices are shown');
+  // a field left empty is taken out of the description (moe with it)
+  for (const m of ['experts', 'top_k', 'ffn', 'shared_experts']) await page.fill(`#config-moe_${m}`, '');
+  await page.selectOption('#config-recompute', '');
+  await page.click('#config-submit');
+  await page.waitForSelector('#job-config .saved');
+  const cleared = (await call(ctx.d, 'GET', '/v1/jobs/sample')).config;
+  assert(cleared.moe === undefined && cleared.recompute === undefined && cleared.kv_heads === 4,
+    `config ${JSON.stringify(cleared)}`);
+  // the sample's own description again, then a what-if that sets a choice
+  await call(ctx.d, 'PUT', '/v1/jobs/sample', JSON.stringify({ config: { tp: 1, pp: 1, dp: 4, layers: 8 },
+    description: SAMPLE_DESCRIPTION }), json);
+  await page.reload();
+  await page.waitForSelector('#whatif-form');
+  await page.selectOption('#whatif-zero_stage', '1');
+  await page.selectOption('#whatif-sequence_parallel', 'true');
+  const body = JSON.parse(await requestBody(page, 'POST', `/v1/models/${ctx.models.sample}/whatif`,
+    () => page.click('#whatif-submit')));
+  await page.waitForSelector('#view[data-state=ready]');
+  assert(JSON.stringify(body) === JSON.stringify({ set: { dp: 8, zero_stage: 1, sequence_parallel: true } }),
+    `sent ${JSON.stringify(body)}`);
+  page.assertClean();
+});
+
 test('ledger: predicted against measured, log-log with y = x; MAPE by kind and month; names stay text', async (ctx, page) => {
   const config = hfConfig('llama-3.1-8b.json');
   if (!config) return console.log(`     skipped: no ${HF}/llama-3.1-8b.json`);
