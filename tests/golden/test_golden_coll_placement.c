@@ -201,21 +201,29 @@ TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_ste
         }
 }
 
+/* `estimate`'s step of spec s at `detail` with the estimator's default
+ * costs, ms. */
+static double default_step_ms(const struct est_spec *s, const struct hw_profile *hw, enum est_detail detail)
+{
+    struct est_costs c;
+    struct est_estimate e;
+    struct sc_error err;
+    calib_costs_default(hw, s, &c);
+    REQUIRE(synth_estimate(s, hw, &c, detail, &e, &err) == SC_OK);
+    double ms = e.step_ms;
+    synth_estimate_release(&e);
+    return ms;
+}
+
 /* `stepcast estimate` of a spec's text at kernel detail with the
  * estimator's defaults (those `stepcast synth` writes its traces with), ms. */
 static double estimate_spec(const char *text)
 {
     struct est_spec s;
     const struct hw_profile *hw;
-    struct est_costs c;
-    struct est_estimate e;
     struct sc_error err;
     REQUIRE(spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
-    calib_costs_default(hw, &s, &c);
-    REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err) == SC_OK);
-    double ms = e.step_ms;
-    synth_estimate_release(&e);
-    return ms;
+    return default_step_ms(&s, hw, EST_DETAIL_KERNEL);
 }
 
 /* A step traced under full recomputation runs each layer's forward again
@@ -364,21 +372,12 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
 static double estimate_ratio(const struct job_config *b, const struct job_config *t, const char *gpu)
 {
     struct est_spec s0, s1;
-    struct est_costs c;
-    struct est_estimate e0, e1;
     struct sc_error err;
     const struct hw_profile *hw = cost_hw_profile_find(gpu);
     REQUIRE(hw != NULL);
     REQUIRE(spec_job_config_spec(b, gpu, &s0, &err) == SC_OK);
     REQUIRE(spec_job_config_spec(t, gpu, &s1, &err) == SC_OK);
-    calib_costs_default(hw, &s0, &c);
-    REQUIRE(synth_estimate(&s0, hw, &c, EST_DETAIL_STAGE, &e0, &err) == SC_OK);
-    calib_costs_default(hw, &s1, &c);
-    REQUIRE(synth_estimate(&s1, hw, &c, EST_DETAIL_STAGE, &e1, &err) == SC_OK);
-    double e = e1.step_ms / e0.step_ms;
-    synth_estimate_release(&e0);
-    synth_estimate_release(&e1);
-    return e;
+    return default_step_ms(&s1, hw, EST_DETAIL_STAGE) / default_step_ms(&s0, hw, EST_DETAIL_STAGE);
 }
 
 /* The inserted gradient collectives' time in r's copy of g (g has none), ns. */
