@@ -198,6 +198,15 @@ static int attention_direction(const struct walk *w, uint32_t from, uint32_t to)
     return -1;
 }
 
+/* One more than the highest layer of the stream's passes. */
+static int32_t layer_count(const struct walk *w)
+{
+    int32_t layers = 0;
+    for (size_t j = 0; j < w->n_p; j++)
+        layers = w->p[j].layer + 1 > layers ? w->p[j].layer + 1 : layers;
+    return layers;
+}
+
 /* Under full recomputation a layer runs its forward again right before
  * its backward, on the same stream with nothing between: the two join in
  * one pass. Split such a pass where the layer's forward ends, as long as
@@ -207,12 +216,18 @@ static int attention_direction(const struct walk *w, uint32_t from, uint32_t to)
  * the backward's. */
 static int split_recomputed(struct walk *w)
 {
+    int32_t layers = layer_count(w);
+    size_t *first_pass = malloc((layers ? (size_t)layers : 1) * sizeof *first_pass); /* by layer */
+    if (!first_pass)
+        return SC_ENOMEM;
+    for (int32_t l = 0; l < layers; l++)
+        first_pass[l] = SIZE_MAX;
     for (size_t j = 0; j < w->n_p; j++) {
-        size_t f = 0;
-        while (f < j && w->p[f].layer != w->p[j].layer)
-            f++;
-        if (f == j)
+        size_t f = first_pass[w->p[j].layer];
+        if (f == SIZE_MAX) {
+            first_pass[w->p[j].layer] = j;
             continue;
+        }
         uint32_t gm[MAX_GEMMS], len = w->p[f].last - w->p[f].first + 1, first = w->p[j].first, last = w->p[j].last;
         int gf = gemms_in(w, w->p[f].first, w->p[f].last, gm, MAX_GEMMS);
         if (last - first + 1 <= len || !gf)
@@ -221,8 +236,10 @@ static int split_recomputed(struct walk *w)
         if (gemms_in(w, first, cut - 1, gm, MAX_GEMMS) != gf || gemms_in(w, cut, last, gm, MAX_GEMMS) < 2 * gf ||
             attention_direction(w, first, cut - 1) == 1 || attention_direction(w, cut, last) == 0)
             continue;
-        if (sc_vec_reserve((void **)&w->p, &w->cap_p, w->n_p + 1, sizeof *w->p))
+        if (sc_vec_reserve((void **)&w->p, &w->cap_p, w->n_p + 1, sizeof *w->p)) {
+            free(first_pass);
             return SC_ENOMEM;
+        }
         memmove(&w->p[j + 2], &w->p[j + 1], (w->n_p - j - 1) * sizeof *w->p);
         w->n_p++;
         w->p[j].last = cut - 1;
@@ -230,6 +247,7 @@ static int split_recomputed(struct walk *w)
         w->p[j + 1] = (struct pass){cut, last, w->p[j].layer, 0, 0, 0, 0};
         j++;
     }
+    free(first_pass);
     return SC_OK;
 }
 
@@ -251,9 +269,7 @@ static int find_passes(struct walk *w)
     if (split_recomputed(w))
         return SC_ENOMEM;
     /* each layer's fewest GEMMs in a pass (its forward's) */
-    int32_t layers = 0;
-    for (size_t j = 0; j < w->n_p; j++)
-        layers = w->p[j].layer + 1 > layers ? w->p[j].layer + 1 : layers;
+    int32_t layers = layer_count(w);
     int *least = malloc((layers ? (size_t)layers : 1) * sizeof *least);
     if (!least)
         return SC_ENOMEM;
