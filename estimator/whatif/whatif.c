@@ -12,7 +12,6 @@
 
 #include "estimator/whatif/coll_split.h"
 #include "estimator/costs/collective_model.h"
-#include "estimator/spec/flops.h"
 #include "estimator/calibrate/gemm_samples.h"
 #include "estimator/whatif/graph_copy.h"
 #include "estimator/costs/hardware.h"
@@ -23,6 +22,7 @@
 #include "estimator/synth/synth.h"
 #include "estimator/whatif/coll_placement.h"
 #include "estimator/whatif/whatif_pipeline.h"
+#include "estimator/whatif/whatif_price.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -34,9 +34,7 @@ struct wf {
     const struct model_graph *g;
     const struct job_structure *st;
     const struct job_config *b, *t; /* base, target */
-    const struct hw_profile *hw0, *hw1;
-    struct kernel_params kp0, kp1; /* the estimator's defaults on each GPU */
-    struct coll_params cp0, cp1;
+    struct whatif_price pr; /* the traced GPU (hw0) and the target (hw1), with their costs */
     double *dur, *gap;    /* per source task, ns */
     double *model_ns;     /* the part of dur a model gave */
     uint8_t *model;       /* enum whatif_model of that part */
@@ -64,57 +62,13 @@ static int oom(struct sc_error *err)
 
 /* ---- collectives ---- */
 
-/* c's context-parallel degree (1 when not given). */
-static int64_t cp_of(const struct job_config *c)
-{
-    return c->cp ? c->cp : 1;
-}
-
-/* How a collective of role `role` lays out under configuration c on
- * domains of `node` GPUs: its members and how many share a domain. */
-static struct coll_group layout(int role, const struct job_config *c, int node, int *kind)
-{
-    struct coll_group gr = {1, 1};
-    int64_t stride = 1, n = 1;
-    switch (role) {
-    case STRUCT_ROLE_TP: n = c->tp; stride = 1; break;
-    case STRUCT_ROLE_DP: n = c->dp * cp_of(c); stride = c->tp; break; /* gradients over dp x cp */
-    case STRUCT_ROLE_PP:
-        n = 2;
-        stride = c->tp * c->dp;
-        *kind = MODEL_COLL_SENDRECV;
-        break;
-    case STRUCT_ROLE_CP: /* a ring neighbour, tp ranks apart (attention_us) */
-        n = 2;
-        stride = c->tp;
-        *kind = MODEL_COLL_SENDRECV;
-        break;
-    default: n = c->tp * c->pp * c->dp; stride = 1; break;
-    }
-    if (whatif_struct_coll_is_p2p(*kind) && role != STRUCT_ROLE_PP && role != STRUCT_ROLE_CP)
-        *kind = MODEL_COLL_ALLTOALL; /* NCCL runs all-to-all as send/recv */
-    int64_t per = stride >= node ? 1 : node / stride;
-    gr.ranks = (int)n;
-    gr.ranks_per_domain = (int)(per < n ? per : n);
-    if (gr.ranks_per_domain < 1)
-        gr.ranks_per_domain = 1;
-    return gr;
-}
-
-/* GPUs to an NVLink domain under configuration c on GPU hw: the
- * description's gpus_per_node, else the profile's (as an estimate's). */
-static int node_of(const struct job_config *c, const struct hw_profile *hw)
-{
-    return c->gpus_per_node ? (int)c->gpus_per_node : hw->gpus_per_node;
-}
-
 /* Transform 1: every communication task's transfer and wait
  * (coll_split.h), laid out as the traced configuration has its role. */
 static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 {
     const struct wf *w = ctx;
     int kind = w->g->tasks[i].sub;
-    in->group = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &kind);
+    in->group = whatif_coll_layout(w->st->role[i], w->b, whatif_node_of(w->b, w->pr.hw0), &kind);
     in->kind = kind;
     in->bytes = w->st->coll_bytes[i];
     in->key = w->st->role[i];
@@ -123,7 +77,7 @@ static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
 static int split_collectives(struct wf *w, struct sc_error *err)
 {
     struct coll_split s;
-    int rc = whatif_coll_split_run(w->g, &w->cp0, whatif_layout, w, &s, err);
+    int rc = whatif_coll_split_run(w->g, &w->pr.cp0, whatif_layout, w, &s, err);
     if (rc)
         return rc;
     w->transfer = s.transfer;
@@ -165,55 +119,6 @@ static enum hw_dtype kernel_dtype(const char *name, const struct job_config *c)
     return c->has_dtype ? c->dtype : HW_FP32;
 }
 
-/* One GEMM on hw (the traced or the target GPU, each with its own
- * defaults: a GPU with measured GEMM ceilings keeps them) in its dtype
- * (fp32 where hw lacks it) into *e; nonzero when the model cannot time it. */
-static int gemm_on(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s, struct gemm_estimate *e)
-{
-    const struct kernel_params *kp = hw == w->hw0 ? &w->kp0 : &w->kp1;
-    struct sc_error ignored;
-    if (cost_kernel_gemm_ceiling_tflops(kp, hw, s.dtype) <= 0)
-        s.dtype = HW_FP32;
-    return cost_kernel_gemm(kp, hw, &s, e, &ignored);
-}
-
-/* gemm_on's time, us; -1 when the model cannot time it. */
-static double gemm_time(const struct wf *w, const struct hw_profile *hw, struct gemm_shape s)
-{
-    struct gemm_estimate e;
-    return gemm_on(w, hw, s, &e) ? -1 : e.time_us;
-}
-
-/* The kernel model's ratio target / traced for a GEMM of that shape. */
-static double shape_ratio(const struct wf *w, struct gemm_shape s)
-{
-    double t0 = gemm_time(w, w->hw0, s), t1 = gemm_time(w, w->hw1, s);
-    return t0 > 0 && t1 > 0 ? t1 / t0 : -1;
-}
-
-/* Without the shape: the ratio for the square GEMM the model gives the
- * measured time on the traced GPU. */
-static double square_ratio(const struct wf *w, double us, enum hw_dtype d)
-{
-    double lo = 1, hi = 65536;
-    struct gemm_shape s = {1, 1, 1, 1, d};
-    if (gemm_time(w, w->hw0, s) >= us)
-        return shape_ratio(w, s);
-    for (int i = 0; i < 40; i++) {
-        double mid = sqrt(lo * hi);
-        s.m = s.n = s.k = mid;
-        double t = gemm_time(w, w->hw0, s);
-        if (t < 0)
-            return -1;
-        if (t < us)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    s.m = s.n = s.k = lo;
-    return shape_ratio(w, s);
-}
-
 static int compute_bound(const struct model_task *t)
 {
     return t->cls == MODEL_TASK_KERNEL && (t->sub == MODEL_KF_GEMM || t->sub == MODEL_KF_CONVOLUTION ||
@@ -230,7 +135,7 @@ static int compute_bound(const struct model_task *t)
 static double kernel_fixed_ns(const struct wf *w, uint32_t i)
 {
     const struct model_trace *t = whatif_job_structure_trace(w->g, w->g->tasks[i].rank);
-    return t && t->synthetic ? w->kp0.kernel_fixed_us * 1e3 : 0.0;
+    return t && t->synthetic ? w->pr.kp0.kernel_fixed_us * 1e3 : 0.0;
 }
 
 /* Scale task i's measured duration but its fixed part by r, the change
@@ -258,12 +163,13 @@ static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 static int gpu_type(struct wf *w, struct sc_error *err)
 {
     const struct model_graph *g = w->g;
-    double mem = w->hw0->hbm_gbps / w->hw1->hbm_gbps;
+    double mem = w->pr.hw0->hbm_gbps / w->pr.hw1->hbm_gbps;
     /* a binary elementwise kernel over strided operands, per element */
     double binary = cost_kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
-    double strided = cost_kernel_strided_us(&w->kp1, w->hw1, 1, binary) / cost_kernel_strided_us(&w->kp0, w->hw0, 1, binary);
+    double strided = cost_kernel_strided_us(&w->pr.kp1, w->pr.hw1, 1, binary) /
+                     cost_kernel_strided_us(&w->pr.kp0, w->pr.hw0, 1, binary);
     int rc = SC_OK;
-    if (w->hw0 == w->hw1)
+    if (w->pr.hw0 == w->pr.hw1)
         return SC_OK; /* the same GPU: every ratio is 1 */
     for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
         const struct model_trace *t = whatif_job_structure_trace(g, r);
@@ -282,10 +188,10 @@ static int gpu_type(struct wf *w, struct sc_error *err)
             uint32_t si = t && ev != MODEL_NONE && ev < t->n_events ? sample_of[ev] : MODEL_NONE;
             if (si != MODEL_NONE) {
                 const struct gemm_sample *s = &samples.v[si];
-                ratio = shape_ratio(w, (struct gemm_shape){s->m, s->n, s->k, s->batch, s->dtype});
+                ratio = whatif_gemm_ratio(&w->pr, (struct gemm_shape){s->m, s->n, s->k, s->batch, s->dtype});
             } else if (compute_bound(tk)) {
                 enum hw_dtype d = kernel_dtype(model_graph_str(g, g->src[i].name), w->b);
-                ratio = square_ratio(w, (double)tk->dur / 1e3, d);
+                ratio = whatif_square_gemm_ratio(&w->pr, (double)tk->dur / 1e3, d);
             }
             retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
         }
@@ -338,131 +244,6 @@ static int layers(struct wf *w, struct sc_error *err)
 
 /* ---- shapes ---- */
 
-/* A GEMM's time on the target GPU without the kernel's fixed cost: a
- * measured GEMM's duration scales with its work (the eager steps of
- * data/calibration/torch-steps run GEMMs of 0.05 and 1 TFLOP at the same
- * throughput), so a fixed cost in the ratio would shrink a small layer's
- * growth. */
-static double gemm_us(const struct wf *w, double m, double n, double k, enum hw_dtype d)
-{
-    struct gemm_estimate e;
-    return gemm_on(w, w->hw1, (struct gemm_shape){m, n, k, 1, d}, &e) ? -1 : fmax(e.compute_us, e.memory_us);
-}
-
-static double kv_heads_of(const struct job_config *c)
-{
-    return (double)(c->kv_heads ? c->kv_heads : c->heads);
-}
-
-static int gated(const struct job_config *c)
-{
-    return c->has_mlp && c->mlp == EST_MLP_SWIGLU;
-}
-
-/* A token's MLP activation on the target GPU, forward or backward, us
- * (kernel_model.h): GELU reads and writes the FFN's width (its gradient
- * reads two); SwiGLU fused (Megatron's) reads gate and up and writes their
- * product, and its backward reads both and the gradient and writes two.
- * Eager (framework pytorch) SwiGLU works on the chunked halves of one
- * GEMM's output, strided views that PyTorch's elementwise kernels take
- * without vector loads: forward a silu and a multiply; backward a multiply
- * on contiguous operands, one on the strided gate, the silu's gradient,
- * and the two halves' gradients concatenated (contiguous). */
-static double activation_us(const struct wf *w, const struct job_config *c, int backward)
-{
-    double f = (double)(c->ffn ? c->ffn : 4 * c->hidden);
-    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    double e = f * cost_hw_dtype_bytes(d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d);
-    const struct kernel_params *kp = &w->kp1;
-    int eager = c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH;
-#define HBM(n) cost_kernel_strided_us(kp, w->hw1, 0, (n) * e)
-#define STRIDED(n) cost_kernel_strided_us(kp, w->hw1, f, (n) * e)
-    if (!gated(c))
-        return backward ? HBM(3) : HBM(2);
-    if (!eager)
-        return backward ? HBM(5) : HBM(3);
-    return backward ? HBM(3) + STRIDED(3) + STRIDED(3) + HBM(4) : STRIDED(2) + STRIDED(3);
-#undef HBM
-#undef STRIDED
-}
-
-/* The forward GEMMs of one layer on the target GPU, microseconds: QKV
- * (grouped-query: the key/value heads' share), the output projection,
- * the MLP's (gated: gate and up together). */
-static double layer_gemms_us(const struct wf *w, const struct job_config *c)
-{
-    double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq / (double)cp_of(c);
-    double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
-    double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * h / (double)c->heads : 3 * h;
-    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    double a = gemm_us(w, tokens, qkv / tp, h, d), o = gemm_us(w, tokens, h, h / tp, d),
-           f1 = gemm_us(w, tokens, f * (gated(c) ? 2 : 1) / tp, h, d), f2 = gemm_us(w, tokens, h, f / tp, d);
-    return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
-}
-
-/* Whether the description gives what re-timing a layer's shapes needs. */
-static int has_dims(const struct job_config *c)
-{
-    return c->hidden && c->seq;
-}
-
-/* The output layer's GEMM (tokens x vocab / tp x hidden) on the target
- * relative to the traced job's, by the kernel model as a layer's GEMMs
- * are; 0 when the descriptions do not give its shape. */
-static double output_gemm_ratio(const struct wf *w, const struct job_config *b, const struct job_config *t)
-{
-    if (!has_dims(b) || !has_dims(t) || !b->vocab || !t->vocab)
-        return 0;
-    double g[2];
-    const struct job_config *c[2] = {b, t};
-    for (int k = 0; k < 2; k++) {
-        double tokens = (double)(c[k]->micro_batch ? c[k]->micro_batch : 1) * (double)c[k]->seq / (double)cp_of(c[k]);
-        g[k] = gemm_us(w, tokens, (double)c[k]->vocab / (double)c[k]->tp, (double)c[k]->hidden,
-                       c[k]->has_dtype ? c[k]->dtype : HW_BF16);
-    }
-    return g[0] > 0 && g[1] >= 0 ? g[1] / g[0] : 0;
-}
-
-/* A layer's attention forward on the target GPU, microseconds: flash
- * attention over the sequence, or with context parallelism one block of
- * seq / cp queries and keys, or (ring) the whole ring the estimator's step
- * runs (synth_ops.c): cp blocks, block i + 1 after the key/value exchange
- * that ran beside block i. */
-static double attention_us(const struct wf *w, const struct job_config *c, int ring, int backward)
-{
-    double t_us;
-    struct sc_error ignored;
-    double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp, cp = (double)cp_of(c);
-    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = (double)c->hidden / (double)c->heads;
-    enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
-                           hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
-    if (cost_kernel_flash_attention(&w->kp1, w->hw1, &s, backward, &t_us, &ignored))
-        return -1;
-    if (cp <= 1 || !ring)
-        return t_us;
-    int64_t node = node_of(c, w->hw1);
-    struct coll_group pair = {2, c->tp * 2 <= node ? 2 : 1};
-    double ex = whatif_coll_split_us(&w->cp1, MODEL_COLL_SENDRECV, pair,
-                              2 * b * s.seq_q * s.kv_heads * hd * cost_hw_dtype_bytes(s.dtype));
-    double block_end = 0, exchange_end = 0;
-    for (int64_t i = 0; i < cp_of(c); i++) {
-        double prev = block_end, received = exchange_end;
-        if (i + 1 < cp_of(c))
-            exchange_end = fmax(exchange_end, prev) + ex;
-        block_end = (i > 0 ? fmax(prev, received) : prev) + t_us;
-    }
-    return block_end;
-}
-
-/* A rank's key/value width under c: its key/value heads x head dim (the
- * hidden size when the description gives no heads). */
-static double kv_width(const struct job_config *c)
-{
-    double h = (double)(c->hidden ? c->hidden : 1);
-    return (c->heads ? kv_heads_of(c) * h / (double)c->heads : h) / (double)c->tp;
-}
-
 /* Which tasks run once per micro-batch: all but the optimizer, the
  * data-parallel gradient collectives and the calls launching only those. */
 static void mark_per_mb(struct wf *w)
@@ -492,67 +273,16 @@ static int dims_needed(const struct job_config *b, const struct job_config *t, s
     const int64_t bv[] = {b->hidden, b->ffn ? b->ffn : 4 * b->hidden, b->seq, b->heads},
                   tv[] = {t->hidden, t->ffn ? t->ffn : 4 * t->hidden, t->seq, t->heads};
     for (size_t k = 0; k < 4; k++)
-        if (tv[k] != bv[k] && (!bv[k] || !has_dims(b)))
+        if (tv[k] != bv[k] && (!bv[k] || !whatif_has_dims(b)))
             return sc_error_set(err, SC_EINVAL,
                                 "set.%s: the job description must give %s (and hidden and seq) to change it",
                                 names[k], names[k]);
-    if (cp_of(t) != cp_of(b) && !(has_dims(b) && b->heads))
+    if (whatif_cp_of(t) != whatif_cp_of(b) && !(whatif_has_dims(b) && b->heads))
         return sc_error_set(err, SC_EINVAL,
                             "set.cp: the job description must give hidden, heads and seq to change cp");
     if (t->vocab != b->vocab && !b->vocab)
         return sc_error_set(err, SC_EINVAL, "set.vocab: the job description must give vocab to change it");
     return SC_OK;
-}
-
-/* Weights one GPU holds under c (a pipeline stage's share of the layers,
- * split by tp, and the embedding and output layer, split by tp as
- * Megatron's vocabulary-parallel layers are), from the model's dimensions;
- * 0 when the description lacks them. */
-static double params_per_gpu(const struct job_config *c)
-{
-    struct est_model m;
-    struct est_params p;
-    struct sc_error ignored;
-    if (!c->layers || !c->hidden || !c->heads)
-        return 0;
-    spec_model_init(&m);
-    m.layers = c->layers;
-    m.hidden = c->hidden;
-    m.heads = c->heads;
-    m.ffn = c->ffn;
-    m.kv_heads = c->kv_heads;
-    if (c->has_mlp)
-        m.mlp = c->mlp;
-    if (c->tied_embeddings >= 0)
-        m.tied_embeddings = c->tied_embeddings;
-    m.seq = c->seq ? c->seq : 1;
-    if (c->vocab)
-        m.vocab = c->vocab;
-    if (spec_model_resolve(&m, &ignored))
-        return 0;
-    spec_model_params(&m, &p);
-    return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
-}
-
-/* The ranks that share c's optimizer step: the distributed optimizer's
- * (zero_stage 1 and up, the spec's default 0 when not given) data-parallel
- * ranks, each updating its shard. */
-static double optimizer_shards(const struct job_config *c)
-{
-    return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * cp_of(c)) : 1.0;
-}
-
-/* Per-GPU weights of the target relative to the traced job's (sizes of
- * gradient collectives and optimizer work). */
-static double params_ratio(const struct job_config *b, const struct job_config *t)
-{
-    double p0 = params_per_gpu(b), p1 = params_per_gpu(t);
-    if (p0 > 0 && p1 > 0)
-        return p1 / p0;
-    double r = (double)b->tp / (double)t->tp * (double)b->pp / (double)t->pp;
-    if (b->layers && t->layers)
-        r *= (double)t->layers / (double)b->layers;
-    return r;
 }
 
 /* What a memory-bound kernel's name says of its work: an MLP activation
@@ -620,12 +350,12 @@ static int insert_tp_collectives(struct wf *w, const struct coll_placement *pl, 
     const struct job_config *t = w->t;
     int rc = SC_OK;
     /* the tokens a rank holds: its micro-batch's share of the sequence */
-    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq / (double)cp_of(t);
+    double tokens = (double)(t->micro_batch ? t->micro_batch : 1) * (double)t->seq / (double)whatif_cp_of(t);
     double bytes[2] = {tokens * (double)t->hidden * cost_hw_dtype_bytes(t->has_dtype ? t->dtype : HW_BF16), tokens * 4};
     for (size_t i = 0; i < pl->n && !rc; i++) {
         int kind = pl->v[i].op;
-        struct coll_group gr = layout(STRUCT_ROLE_TP, t, node_of(t, w->hw1), &kind);
-        double us = whatif_coll_split_us(&w->cp1, kind, gr, bytes[pl->v[i].tensor]);
+        struct coll_group gr = whatif_coll_layout(STRUCT_ROLE_TP, t, whatif_node_of(t, w->pr.hw1), &kind);
+        double us = whatif_coll_split_us(&w->pr.cp1, kind, gr, bytes[pl->v[i].tensor]);
         rc = add_insert(w, pl->v[i].after, kind, us * 1e3, pl->v[i].name);
     }
     return rc ? oom(err) : SC_OK;
@@ -663,19 +393,19 @@ static int shapes(struct wf *w, struct sc_error *err)
     if ((t->micro_batch != b->micro_batch) && !b->micro_batch)
         return sc_error_set(err, SC_EINVAL,
                             "set.micro_batch: the job description must give micro_batch to change it");
-    double tokens = mb * (double)cp_of(b) / (double)cp_of(t), width = 1, r_gemm, r_attn;
-    if (has_dims(b)) {
+    double tokens = mb * (double)whatif_cp_of(b) / (double)whatif_cp_of(t), width = 1, r_gemm, r_attn;
+    if (whatif_has_dims(b)) {
         tokens *= (double)t->seq / (double)b->seq;
         width = (double)t->hidden / (double)b->hidden;
-        double g0 = layer_gemms_us(w, b), g1 = layer_gemms_us(w, t);
+        double g0 = whatif_layer_gemms_us(&w->pr, b), g1 = whatif_layer_gemms_us(&w->pr, t);
         if (g0 <= 0 || g1 < 0)
             return sc_error_set(err, SC_EINVAL, "set: the kernel model cannot time this layer's GEMMs");
         r_gemm = g1 / g0;
         if (b->heads && t->heads) {
             /* the ring's exchanges are tasks of their own: with cp kept,
              * each block is re-timed as a block */
-            int ring = cp_of(b) != cp_of(t);
-            double a0 = attention_us(w, b, ring, 0), a1 = attention_us(w, t, ring, 0);
+            int ring = whatif_cp_of(b) != whatif_cp_of(t);
+            double a0 = whatif_attention_us(&w->pr, b, ring, 0), a1 = whatif_attention_us(&w->pr, t, ring, 0);
             r_attn = a0 > 0 && a1 >= 0 ? a1 / a0 : r_gemm;
         } else {
             r_attn = mb * (double)t->seq * (double)t->seq * (double)t->hidden * (double)b->tp /
@@ -684,21 +414,22 @@ static int shapes(struct wf *w, struct sc_error *err)
     } else {
         r_gemm = r_attn = mb * (double)b->tp / (double)t->tp;
     }
-    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp, r_output = output_gemm_ratio(w, b, t);
+    double r_mem = tokens * width, r_tp = (double)b->tp / (double)t->tp,
+           r_output = whatif_output_gemm_ratio(&w->pr, b, t);
     double r_vocab = b->vocab && t->vocab ? (double)t->vocab / (double)b->vocab : 1.0;
-    if (t->tp != b->tp && b->tp == 1 && !has_dims(t))
+    if (t->tp != b->tp && b->tp == 1 && !whatif_has_dims(t))
         return sc_error_set(err, SC_EINVAL,
                             "set.tp: going from tp=1 to more needs hidden and seq in the job description (to size "
                             "the tensor-parallel all-reduces)");
     double r_act_f = tokens, r_act_b = tokens, r_act = tokens;
-    if (has_dims(b)) { /* per token on the target GPU: the GPU type re-timed the kernels already */
-        r_act_f *= activation_us(w, t, 0) / activation_us(w, b, 0);
-        r_act_b *= activation_us(w, t, 1) / activation_us(w, b, 1);
-        r_act *= (activation_us(w, t, 0) + activation_us(w, t, 1)) /
-                 (activation_us(w, b, 0) + activation_us(w, b, 1));
+    if (whatif_has_dims(b)) { /* per token on the target GPU: the GPU type re-timed the kernels already */
+        r_act_f *= whatif_activation_us(&w->pr, t, 0) / whatif_activation_us(&w->pr, b, 0);
+        r_act_b *= whatif_activation_us(&w->pr, t, 1) / whatif_activation_us(&w->pr, b, 1);
+        r_act *= (whatif_activation_us(&w->pr, t, 0) + whatif_activation_us(&w->pr, t, 1)) /
+                 (whatif_activation_us(&w->pr, b, 0) + whatif_activation_us(&w->pr, b, 1));
     }
     int sp = t->tp > 1 && spec_job_config_sequence_parallel(t), from_tp1 = b->tp == 1 && t->tp > 1;
-    if (((from_tp1 || has_dims(b)) && (rc = placement(w, err))) ||
+    if (((from_tp1 || whatif_has_dims(b)) && (rc = placement(w, err))) ||
         (from_tp1 && (rc = whatif_coll_placement_tp_check(&w->pl, w->st, err))))
         return rc;
     const struct coll_placement *pl = &w->pl; /* zeroed when not found */
@@ -713,9 +444,9 @@ static int shapes(struct wf *w, struct sc_error *err)
             if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || (role == STRUCT_ROLE_DP && w->per_mb[i]))
                 w->size_ratio[i] *= tokens * width;
             else if (role == STRUCT_ROLE_CP) /* a rank's keys and values: its tokens x its key/value heads */
-                w->size_ratio[i] *= tokens * kv_width(t) / kv_width(b);
+                w->size_ratio[i] *= tokens * whatif_kv_width(t) / whatif_kv_width(b);
             else if (role == STRUCT_ROLE_DP)
-                w->size_ratio[i] *= params_ratio(b, t);
+                w->size_ratio[i] *= whatif_params_ratio(b, t);
             continue;
         }
         if (!model_task_on_gpu(tk->cls))
@@ -724,7 +455,8 @@ static int shapes(struct wf *w, struct sc_error *err)
             /* the layers transform scaled one found inside a layer already */
             w->per_mb[i] = 0;
             double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
-            retime(w, i, params_ratio(b, t) * lr * optimizer_shards(b) / optimizer_shards(t), WHATIF_KERNEL_MODEL);
+            retime(w, i, whatif_params_ratio(b, t) * lr * whatif_optimizer_shards(b) / whatif_optimizer_shards(t),
+                   WHATIF_KERNEL_MODEL);
             continue;
         }
         if (!w->per_mb[i])
@@ -821,10 +553,10 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     const struct job_config *t = w->t;
     struct est_spec spec;
     int rc;
-    if (!has_dims(t) || !t->layers || !t->heads)
+    if (!whatif_has_dims(t) || !t->layers || !t->heads)
         return sc_error_set(err, SC_EINVAL, "set.dp: going from dp=1 to more needs layers, hidden, heads and seq in "
                                             "the job description (to size the gradient reduction)");
-    if ((rc = spec_job_config_spec(t, w->hw1->id, &spec, err)))
+    if ((rc = spec_job_config_spec(t, w->pr.hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
     if (spec.options.zero_stage >= 3)
         return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
@@ -834,7 +566,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
     const struct coll_placement *pl = &w->pl;
     int op = spec.options.zero_stage >= 1 ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLREDUCE, kind = op;
     const char *name = op == MODEL_COLL_ALLREDUCE ? "gradient all-reduce (what-if)" : "gradient reduce-scatter (what-if)";
-    struct coll_group gr = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &kind);
+    struct coll_group gr = whatif_coll_layout(STRUCT_ROLE_DP, t, whatif_node_of(t, w->pr.hw1), &kind);
     double bucket = synth_grad_bucket_params(&spec), bytes_per = synth_grad_bytes(&spec), open, layer = 0;
     int64_t stage_layers = spec.model.layers / spec.parallel.pp;
     for (int64_t i = 0; i < stage_layers; i++) {
@@ -855,7 +587,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         for (size_t j = 0; j < c->n && !rc; j++) {
             open += per_pass;
             if (spec.options.overlap_grad_reduce && open >= bucket) {
-                rc = add_side_insert(w, c->ready[j], kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+                rc = add_side_insert(w, c->ready[j], kind, whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3,
                                      name, c->optimizer_begin);
                 open = 0;
             }
@@ -865,18 +597,18 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         if (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings))
             open += emb;
         if (!rc && c->backward_end != MODEL_NONE)
-            rc = add_side_insert(w, c->backward_end, kind, whatif_coll_split_us(&w->cp1, kind, gr, open * bytes_per) * 1e3,
+            rc = add_side_insert(w, c->backward_end, kind, whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3,
                                  name, c->optimizer_begin);
         /* the distributed optimizer's updated parameters all-gathered, as
          * the estimator's step has it: at the step's start, the first
          * layer's forward waiting for it */
         if (!rc && op == MODEL_COLL_REDUCESCATTER && c->first_kernel != MODEL_NONE) {
             int ag = MODEL_COLL_ALLGATHER;
-            struct coll_group gg = layout(STRUCT_ROLE_DP, t, node_of(t, w->hw1), &ag);
+            struct coll_group gg = whatif_coll_layout(STRUCT_ROLE_DP, t, whatif_node_of(t, w->pr.hw1), &ag);
             double params = layer * (double)stage_layers + (stage == 0 ? emb : 0) +
                             (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings) ? emb : 0);
             rc = add_side_insert(w, c->first_kernel, ag,
-                                 whatif_coll_split_us(&w->cp1, ag, gg, params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
+                                 whatif_coll_split_us(&w->pr.cp1, ag, gg, params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
                                                                                            ? HW_FP32
                                                                                            : HW_BF16)) * 1e3,
                                  "parameter all-gather (what-if)", c->first_forward);
@@ -912,10 +644,10 @@ static int collectives(struct wf *w, struct sc_error *err)
         double tr = w->transfer[i], r = 1.0;
         if (w->coll_kind[i] >= 0) {
             int k0 = t->sub, k1 = t->sub;
-            struct coll_group g0 = layout(w->st->role[i], w->b, node_of(w->b, w->hw0), &k0);
-            struct coll_group g1 = layout(w->st->role[i], w->t, node_of(w->t, w->hw1), &k1);
-            double t0 = whatif_coll_split_us(&w->cp0, k0, g0, w->bytes0[i]);
-            double t1 = whatif_coll_split_us(&w->cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
+            struct coll_group g0 = whatif_coll_layout(w->st->role[i], w->b, whatif_node_of(w->b, w->pr.hw0), &k0);
+            struct coll_group g1 = whatif_coll_layout(w->st->role[i], w->t, whatif_node_of(w->t, w->pr.hw1), &k1);
+            double t0 = whatif_coll_split_us(&w->pr.cp0, k0, g0, w->bytes0[i]);
+            double t1 = whatif_coll_split_us(&w->pr.cp1, k1, g1, w->bytes0[i] * w->size_ratio[i]);
             if (t0 > 0 && t1 >= 0)
                 r = t1 / t0;
         } else {
@@ -982,15 +714,15 @@ static int activation_ops(const struct job_config *c, int backward)
 {
     if (!c->has_framework || c->framework != EST_FRAMEWORK_PYTORCH)
         return 0;
-    return gated(c) ? 10 : backward ? 3 : 1;
+    return whatif_gated(c) ? 10 : backward ? 3 : 1;
 }
 
 /* The kernels of one layer's MLP activation, forward or backward
- * (activation_us): eager SwiGLU's two forward and four backward, one for
+ * (whatif_activation_us): eager SwiGLU's two forward and four backward, one for
  * GELU or a fused activation. */
 static int activation_kernels(const struct job_config *c, int backward)
 {
-    return gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
+    return whatif_gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
 }
 
 /* The MLP activation's host work in the target's form: each runtime call
@@ -1179,9 +911,9 @@ static void describe(const struct wf *w, struct whatif_result *out)
     snprintf(k->why, sizeof k->why,
              "measured kernels re-timed by the ratio of the model's times (traced %s, target %s: GEMM ceiling, "
              "memory bandwidth, shapes)",
-             w->hw0->id, w->hw1->id);
+             w->pr.hw0->id, w->pr.hw1->id);
     snprintf(c->why, sizeof c->why, "collective transfers re-timed by the model's ratio (traced %s, target %s)%s%s",
-             w->hw0->id, w->hw1->id,
+             w->pr.hw0->id, w->pr.hw1->id,
              w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
                                 "instance's time, re-timed by the ratio"
                               : "",
@@ -1198,11 +930,11 @@ static void describe(const struct wf *w, struct whatif_result *out)
     if (w->pipeline_why[0]) {
         snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
                                         "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
-                 w->hw0->id, w->hw1->id, w->pipeline_why);
+                 w->pr.hw0->id, w->pr.hw1->id, w->pipeline_why);
         snprintf(c->why, sizeof c->why,
                  "pipeline send/recv of each micro-batch's activations (micro_batch x seq x hidden), the tensor- "
                  "and data-parallel collectives of the rebuilt schedule (target %s)",
-                 w->hw1->id);
+                 w->pr.hw1->id);
     }
 }
 
@@ -1249,8 +981,8 @@ static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
     struct model_graph *sg = NULL;
     struct sc_error ignored;
     double traced = fmax(0, host_ns_per_step(w->g) - w->profiler_ns), synth = 0;
-    if (spec_job_config_spec(w->b, w->hw0->id, &bs, &ignored) ||
-        synth_unnamed(&bs, w->hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
+    if (spec_job_config_spec(w->b, w->pr.hw0->id, &bs, &ignored) ||
+        synth_unnamed(&bs, w->pr.hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
         return c->host_op_us;
     synth = host_ns_per_step(sg);
     model_graph_free(sg);
@@ -1266,7 +998,7 @@ static void ring_attention_pace(const struct wf *w, const struct job_config *t, 
                                 int micro_batches, struct kernel_params *k)
 {
     assert(attention_ns > 0);
-    double per_layer = attention_us(w, t, 1, 0) + attention_us(w, t, 1, 1);
+    double per_layer = whatif_attention_us(&w->pr, t, 1, 0) + whatif_attention_us(&w->pr, t, 1, 1);
     double layers = w->b->layers && w->b->pp ? (double)t->layers / (double)w->b->pp : 0;
     double model_ns = per_layer * 1e3 * layers * (double)(micro_batches > 0 ? micro_batches : 1) *
                       (double)w->g->n_ranks;
@@ -1302,7 +1034,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
      * passes are measured without the attention kernels the ring replaces,
      * whose measured pace the ring keeps (ring_attention_pace) */
     double *pass_dur = NULL, attention_ns = 0;
-    if (cp_of(&tc) > 1) {
+    if (whatif_cp_of(&tc) > 1) {
         if (!(pass_dur = malloc((w->g->n_tasks ? w->g->n_tasks : 1) * sizeof *pass_dur)))
             return oom(err);
         for (uint32_t i = 0; i < w->g->n_tasks; i++) {
@@ -1318,13 +1050,13 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         return rc;
     if (!tc.global_batch) /* weak scaling: the micro-batches per step are kept */
         tc.global_batch = (tc.micro_batch ? tc.micro_batch : 1) * tc.dp * (wp.micro_batches ? wp.micro_batches : 1);
-    if ((rc = spec_job_config_spec(&tc, w->hw1->id, &spec, err)))
+    if ((rc = spec_job_config_spec(&tc, w->pr.hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
-    calib_costs_base(w->hw1, &spec, &costs);
+    calib_costs_base(w->pr.hw1, &spec, &costs);
     costs.host_op_us = traced_host_op_us(w, &costs);
     if (attention_ns > 0)
         ring_attention_pace(w, &tc, attention_ns, wp.micro_batches, &costs.kernel);
-    if ((rc = synth_pass_costs(&spec, w->hw1, &costs, &model, err)))
+    if ((rc = synth_pass_costs(&spec, w->pr.hw1, &costs, &model, err)))
         return rc;
     /* the layers transform repeated each layer's work in place: one
      * layer's pass is the measured one */
@@ -1345,7 +1077,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                                             (double)(model.head_f + model.head_b))
                                                : 0;
     m.head_b = (int64_t)h - m.head_f;
-    if ((rc = synth_measured(&spec, w->hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
+    if ((rc = synth_measured(&spec, w->pr.hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
         return rc;
     replay_opts(w, &ro);
     if ((rc = model_replay_run(out->graph, &ro, &out->replay, err)))
@@ -1481,14 +1213,14 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     w.lean = lean;
     w.profiled = profiled;
     replay_opts(&w, &ro);
-    if ((rc = whatif_job_structure_gpu(g, &w.hw0, NULL, 0, err)))
+    if ((rc = whatif_job_structure_gpu(g, &w.pr.hw0, NULL, 0, err)))
         goto done;
     out->base = *base;
-    snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.hw0->id);
+    snprintf(out->base.gpu, sizeof out->base.gpu, "%s", w.pr.hw0->id);
     /* a description whose batch the traced step could not have run (an
      * MFU above 1) is the job's error */
     if ((base_step_ms < 0 && (rc = whatif_base_step(g, &base_step_ms, err))) ||
-        (rc = whatif_job_check_mfu(&out->base, w.hw0, base_step_ms, "", err)))
+        (rc = whatif_job_check_mfu(&out->base, w.pr.hw0, base_step_ms, "", err)))
         goto done;
     spec_job_config_apply(&out->base, set, &out->target);
     if ((rc = unmodelled_changes(&out->base, &out->target, err)))
@@ -1508,23 +1240,11 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     /* without global_batch in the description, a dp change keeps the
      * per-rank batch; with it, the micro-batches per step follow */
-    w.hw1 = cost_hw_profile_find(out->target.gpu);
     w.g = g;
     w.st = &out->structure;
     w.b = &out->base;
     w.t = &out->target;
-    {
-        /* kernel-level costs on both GPUs: the traced job's own stack stays
-         * in its measured times (calib_costs_default's fit of NeMo's runs at
-         * scale is a stack's, not a kernel's) */
-        struct est_costs defaults;
-        calib_costs_base(w.hw0, NULL, &defaults);
-        w.kp0 = defaults.kernel;
-        calib_costs_base(w.hw1, NULL, &defaults);
-        w.kp1 = defaults.kernel;
-    }
-    cost_coll_params_from_hw(w.hw0, &w.cp0);
-    cost_coll_params_from_hw(w.hw1, &w.cp1);
+    whatif_price_init(&w.pr, w.pr.hw0, cost_hw_profile_find(out->target.gpu));
     size_t n = g->n_tasks ? g->n_tasks : 1;
     w.dur = malloc(n * sizeof *w.dur);
     w.gap = malloc(n * sizeof *w.gap);
@@ -1557,9 +1277,9 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
      * one another the traced step's waits cannot carry over */
     if (out->target.pp != out->base.pp || spec_job_config_schedule(&out->target) != spec_job_config_schedule(&out->base) ||
         spec_job_config_vpp(&out->target) != spec_job_config_vpp(&out->base) ||
-        cp_of(&out->target) != cp_of(&out->base) ||
+        whatif_cp_of(&out->target) != whatif_cp_of(&out->base) ||
         (out->base.pp > 1 && (out->target.tp != out->base.tp || out->target.dp != out->base.dp))) {
-        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.hw1, out, err)))
+        if ((rc = pipeline(&w, out, err)) || (rc = memory(&out->target, w.pr.hw1, out, err)))
             goto done;
         out->base_step_ms = base_step_ms;
         out->sizes_unknown = w.sizes_unknown;
@@ -1567,11 +1287,11 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         goto done;
     }
     micro_batches(&w);
-    if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.hw1, out, err)))
+    if ((rc = collectives(&w, err)) || (rc = memory(&out->target, w.pr.hw1, out, err)))
         goto done;
     /* a step traced at dp 1 reduces no gradients across replicas (what a
      * trace may class as data-parallel there is a group of one) */
-    if (out->base.dp * cp_of(&out->base) == 1 && out->target.dp * cp_of(&out->target) > 1 &&
+    if (out->base.dp * whatif_cp_of(&out->base) == 1 && out->target.dp * whatif_cp_of(&out->target) > 1 &&
         (rc = insert_grad_reduction(&w, err)))
         goto done;
 
