@@ -12,9 +12,9 @@ what-if's step against the measured step of the target. The description
 of each traced step is its table row (vocab 50304, one GPU, micro-batch
 = global batch) and its stack (eager PyTorch, pure bf16); nothing is
 fitted on these steps but the profiler's share of the host's time
-(estimator/whatif/whatif.c PROFILER_SHARE), on the H100's host-bound
+(estimator/whatif/whatif_host.c PROFILER_SHARE), on the H100's host-bound
 gpt-h1024-s1024-b8 alone (the eager MLP activations' operator and kernel
-counts, estimator/whatif/whatif.c activation_ops, are PyTorch's, read off the
+counts, estimator/whatif/whatif_host.c activation_ops, are PyTorch's, read off the
 traces' operators, not fitted): the what-if answers the step as it runs without
 the profiler, as the table measured it. Every what-if's step must lie
 within --max-error (default 5%, the issue's bound) of the measured step, and their mean

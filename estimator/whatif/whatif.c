@@ -21,6 +21,7 @@
 #include "estimator/spec/spec.h"
 #include "estimator/synth/synth.h"
 #include "estimator/whatif/coll_placement.h"
+#include "estimator/whatif/whatif_host.h"
 #include "estimator/whatif/whatif_pipeline.h"
 #include "estimator/whatif/whatif_price.h"
 #include "model/collective.h"
@@ -50,7 +51,7 @@ struct wf {
     char pipeline_why[320]; /* what the pipeline transform did ("" when it did not run) */
     int lean;               /* whatif_run_with's */
     int profiled;           /* the target runs under the profiler: its cost stays on the host */
-    double profiler_ns;     /* a step's host time the profiler took (unprofiled_host) */
+    double profiler_ns;     /* a step's host time the profiler took (whatif_host_unprofile) */
     int sizes_unknown;
     size_t retimed[WHATIF_MODEL_COUNT];
 };
@@ -667,108 +668,6 @@ static int collectives(struct wf *w, struct sc_error *err)
     return SC_OK;
 }
 
-/* ---- the host ---- */
-
-/* The profiler's share of the time the traced host spends inside the
- * operators torch.profiler records (Kineto's cpu_op events, structure.h
- * host_ops): it instruments each, and a host that runs an operator slower
- * runs that instrumentation slower too. The what-if answers the step as the
- * job runs without the profiler, so each host gap loses, per operator that
- * began in it, this share of the host's mean time inside an operator.
- * 0.60: the one share at which the H100's host-bound traced step of
- * data/calibration/torch-steps (gpt-h1024-s1024-b8, replayed at 27.01 ms)
- * comes out at the 24.24 ms measured without the profiler (4.3 us per
- * operator on that host, 2.7 on the H200's), fitted on the H100's table alone and checked on
- * the H200's (tests/whatif_steps.py; docs/lab/what-if-on-traced-jobs.md).
- * PyTorch's maintainers report the same order: "4 us per op on CUDA"
- * (pytorch/pytorch#82793). */
-#define PROFILER_SHARE 0.60
-
-/* The profiler's cost per recorded operator on the traced host, ns. */
-static double profiler_op_ns(const struct job_structure *st)
-{
-    return st->host_ops_total ? PROFILER_SHARE * st->host_ops_ns / (double)st->host_ops_total : 0;
-}
-
-/* The traced host's time for one operator as the what-if runs it: its
- * mean time inside the operators the profiler recorded, less the
- * profiler's cost (unprofiled_host) unless the target runs profiled, ns. */
-static double host_op_ns(const struct wf *w)
-{
-    const struct job_structure *st = w->st;
-    return st->host_ops_total ? st->host_ops_ns / (double)st->host_ops_total - (w->profiled ? 0 : profiler_op_ns(st))
-                              : 0;
-}
-
-/* The operators eager PyTorch records for one layer's MLP activation,
- * forward or backward (the operator counts of the traces of
- * data/calibration/torch-steps, the GPT's against the Llama's): GELU runs
- * aten::gelu forward and, backward, the engine's call, GeluBackward0 and
- * aten::gelu_backward; SwiGLU on one GEMM's chunked output runs
- * aten::chunk, its split, two narrows, two slices and two as_strided
- * views, the silu and the multiply forward, and backward the engine's call
- * and node of the multiply (two aten::mul), of the silu (silu_backward)
- * and of the split (the halves' aten::cat). 0 for another stack: a fused
- * activation's host work is the traced job's own. */
-static int activation_ops(const struct job_config *c, int backward)
-{
-    if (!c->has_framework || c->framework != EST_FRAMEWORK_PYTORCH)
-        return 0;
-    return whatif_gated(c) ? 10 : backward ? 3 : 1;
-}
-
-/* The kernels of one layer's MLP activation, forward or backward
- * (whatif_activation_us): eager SwiGLU's two forward and four backward, one for
- * GELU or a fused activation. */
-static int activation_kernels(const struct job_config *c, int backward)
-{
-    return whatif_gated(c) && c->has_framework && c->framework == EST_FRAMEWORK_PYTORCH ? (backward ? 4 : 2) : 1;
-}
-
-/* The MLP activation's host work in the target's form: each runtime call
- * that launched a kernel of a layer's activation (coll_placement.h
- * mlp_activation) keeps the operators in its host gap in the ratio of the
- * target's activation operators to the traced one's, each at the traced
- * host's time per operator (host_op_ns), and its own time (the launch) in
- * the ratio of their kernels; r: the layers transform's repetition of a
- * layer's work. */
-static void activation_host(struct wf *w, const struct coll_placement *pl, double r)
-{
-    const struct model_graph *g = w->g;
-    double per = host_op_ns(w);
-    for (uint32_t i = 0; i < g->n_tasks && pl->mlp_activation && per > 0; i++) {
-        int pass = pl->mlp_activation[i];
-        if (!pass)
-            continue;
-        int bwd = pass == COLL_MLP_BACKWARD, o0 = activation_ops(w->b, bwd), o1 = activation_ops(w->t, bwd);
-        int k0 = activation_kernels(w->b, bwd), k1 = activation_kernels(w->t, bwd);
-        if (!o0 || !o1 || (o0 == o1 && k0 == k1))
-            continue;
-        for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++) {
-            uint32_t c = g->edges[e].from;
-            if (g->edges[e].kind != MODEL_EDGE_LAUNCH || !w->st->host_ops[c])
-                continue;
-            double d = (double)w->st->host_ops[c] * ((double)o1 / (double)o0 - 1) * per;
-            w->gap[c] = fmax(0, w->gap[c] + d * (w->st->layer[c] >= 0 ? r : 1));
-            w->dur[c] *= (double)k1 / (double)k0;
-        }
-    }
-}
-
-/* The traced host gaps less the profiler's cost (never below nothing);
- * the time taken off a step, ms. */
-static double unprofiled_host(struct wf *w)
-{
-    double per = profiler_op_ns(w->st), cut = 0;
-    for (uint32_t i = 0; i < w->g->n_tasks && per > 0 && w->st->host_ops; i++)
-        if (w->st->host_ops[i]) {
-            double c = fmin(w->gap[i], (double)w->st->host_ops[i] * per);
-            w->gap[i] -= c;
-            cut += c;
-        }
-    return cut / 1e6 / (double)(w->g->n_steps ? w->g->n_steps : 1);
-}
-
 /* ---- the answer ---- */
 
 /* Whether the answer averages step s of r: the complete steps, or every
@@ -949,46 +848,6 @@ static void replay_opts(const struct wf *w, struct model_replay_opts *ro)
 
 /* ---- the pipeline transform ---- */
 
-/* Transform 7: another pipeline-parallel degree or schedule (1F1B or
- * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
- * work as the transforms before left it; its critical path is measured
- * where it runs a pass (less the part the kernel model re-timed), the
- * kernel model's for the optimizer, the collective model's for transfers
- * and collectives. */
-/* Host work per step of graph g: every host thread's calls and the work
- * between them, the mean over ranks and steps, ns. */
-static double host_ns_per_step(const struct model_graph *g)
-{
-    double ns = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++) {
-        const struct model_task *t = &g->tasks[i];
-        if (!g->res[t->res].gpu && (t->cls == MODEL_TASK_CALL || t->cls == MODEL_TASK_HOST))
-            ns += (double)t->dur + (double)t->gap;
-    }
-    size_t steps = g->n_steps ? g->n_steps : 1;
-    return ns / (double)steps;
-}
-
-/* The host time per synthesised operation that has the traced job's host
- * dispatch what it did: c's, scaled by the traced step's host work over
- * that of the base configuration's step synthesised with c (an eager step
- * dispatches more per operation than Megatron's; a step synthesised under
- * other defaults, what they had). c's own when the base cannot be
- * synthesised. */
-static double traced_host_op_us(const struct wf *w, const struct est_costs *c)
-{
-    struct est_spec bs;
-    struct model_graph *sg = NULL;
-    struct sc_error ignored;
-    double traced = fmax(0, host_ns_per_step(w->g) - w->profiler_ns), synth = 0;
-    if (spec_job_config_spec(w->b, w->pr.hw0->id, &bs, &ignored) ||
-        synth_unnamed(&bs, w->pr.hw0, c, EST_DETAIL_KERNEL, &sg, &ignored))
-        return c->host_op_us;
-    synth = host_ns_per_step(sg);
-    model_graph_free(sg);
-    return synth > 0 && traced > 0 ? c->host_op_us * traced / synth : c->host_op_us;
-}
-
 /* The ring's attention at the pace the traced kernels ran: the kernel
  * model's attention efficiency k scaled by the model's time for the
  * target's layers over what the measured kernels took once re-timed to the
@@ -1006,6 +865,12 @@ static void ring_attention_pace(const struct wf *w, const struct job_config *t, 
         k->attn_efficiency *= model_ns / attention_ns;
 }
 
+/* Transform 7: another pipeline-parallel degree or schedule (1F1B or
+ * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
+ * work as the transforms before left it; its critical path is measured
+ * where it runs a pass (less the part the kernel model re-timed), the
+ * kernel model's for the optimizer, the collective model's for transfers
+ * and collectives. */
 static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
 {
     const struct job_config *b = w->b;
@@ -1053,7 +918,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     if ((rc = spec_job_config_spec(&tc, w->pr.hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
     calib_costs_base(w->pr.hw1, &spec, &costs);
-    costs.host_op_us = traced_host_op_us(w, &costs);
+    costs.host_op_us = whatif_host_op_us(w->g, w->b, w->pr.hw0, w->profiler_ns, &costs);
     if (attention_ns > 0)
         ring_attention_pace(w, &tc, attention_ns, wp.micro_batches, &costs.kernel);
     if ((rc = synth_pass_costs(&spec, w->pr.hw1, &costs, &model, err)))
@@ -1263,14 +1128,14 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         w.gap[i] = (double)g->tasks[i].gap;
         w.size_ratio[i] = 1.0;
     }
-    out->profiler_ms = profiled ? 0 : unprofiled_host(&w);
+    out->profiler_ms = profiled ? 0 : whatif_host_unprofile(g, w.st, w.gap);
     w.profiler_ns = out->profiler_ms * 1e6;
     mark_per_mb(&w);
     if ((rc = split_collectives(&w, err)))
         goto done;
     if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
-    activation_host(&w, &w.pl, layers_ratio(w.b, w.t));
+    whatif_host_activation(g, w.st, &w.pl, w.b, w.t, w.profiled, layers_ratio(w.b, w.t), w.dur, w.gap);
     /* the schedule rebuilt: for another pipeline; for another context-
      * parallel degree (the ring's blocks and exchanges in every layer);
      * and for another tp or dp of a pipelined job, whose stages' waits on

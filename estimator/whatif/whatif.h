@@ -10,7 +10,7 @@
  *
  *  0. the host without the profiler: each runtime call's host gap less
  *     the profiler's share of the host's time for the operators
- *     torch.profiler recorded in it (whatif.c PROFILER_SHARE), so the step
+ *     torch.profiler recorded in it (whatif_host.c PROFILER_SHARE), so the step
  *     is the job's as it runs unprofiled; a trace without such records
  *     (stepcast's own profiler, nsys, synth) keeps its gaps;
  *  1. collectives split (coll_split.h, shared with the plain replay):
@@ -109,7 +109,7 @@ struct whatif_result {
      * is host-bound where a spec's estimate would not be */
     double host_exposed_ms;
     /* taken off the traced host per step: the profiler's cost per operator
-     * it recorded (whatif.c PROFILER_SHARE; 0 without such records). A
+     * it recorded (whatif_host.c PROFILER_SHARE; 0 without such records). A
      * no-op of a profiled trace comes out this much (or, where the host
      * is not on the critical path, less) below its replay */
     double profiler_ms;

@@ -20,7 +20,7 @@
  * by the collective model for the activations of the description's
  * dimensions, the gradient collectives, the optimizer, the host's
  * dispatches) is the estimator's models', the host dispatching at the
- * traced job's pace (whatif.c: traced_host_op_us). */
+ * traced job's pace (whatif_host.h: whatif_host_op_us). */
 #ifndef ESTIMATOR_WHATIF_PIPELINE_H
 #define ESTIMATOR_WHATIF_PIPELINE_H
 
