@@ -24,6 +24,7 @@
 #include "estimator/whatif/whatif_host.h"
 #include "estimator/whatif/whatif_pipeline.h"
 #include "estimator/whatif/whatif_price.h"
+#include "estimator/whatif/whatif_result.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -670,136 +671,6 @@ static int collectives(struct wf *w, struct sc_error *err)
 
 /* ---- the answer ---- */
 
-/* Whether the answer averages step s of r: the complete steps, or every
- * step when none is complete (`complete`: whether any is). The step time
- * and its split into measured and modelled time average the same steps. */
-static int averaged(const struct model_replay *r, size_t s, int complete)
-{
-    return !complete || !r->steps[s].partial;
-}
-
-static int any_complete(const struct model_replay *r)
-{
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (!r->steps[s].partial)
-            return 1;
-    return 0;
-}
-
-/* The mean of the steps averaged, ms; *steps (when not NULL) gets how
- * many, *host_ms (when not NULL) the mean time they wait on the host (the
- * replay's breakdown). */
-static double mean_step_ms(const struct model_replay *r, size_t *steps, double *host_ms)
-{
-    double sum = 0, host = 0;
-    size_t n = 0;
-    int complete = any_complete(r);
-    for (size_t s = 0; s < r->n_steps; s++)
-        if (averaged(r, s, complete)) {
-            sum += (double)r->steps[s].replayed_ns;
-            host += (double)r->steps[s].breakdown.host;
-            n++;
-        }
-    if (steps)
-        *steps = n;
-    if (host_ms)
-        *host_ms = n ? host / (double)n / 1e6 : 0;
-    return n ? sum / (double)n / 1e6 : 0;
-}
-
-/* The time of each kind of work in a transformed graph, and how much of
- * it a model gave (whatif_result.modelled_share_*). */
-struct provenance {
-    double compute, compute_model, comm, comm_model, host, host_model;
-};
-
-/* Task t of the transformed graph, `modelled` (0 to 1) of its time a
- * model's. */
-static void provenance_add(struct provenance *p, const struct model_task *t, double modelled)
-{
-    double d = (double)t->dur;
-    if (t->cls == MODEL_TASK_COMM) {
-        p->comm += d;
-        p->comm_model += d * modelled;
-    } else if (model_task_on_gpu(t->cls)) {
-        p->compute += d;
-        p->compute_model += d * modelled;
-    } else {
-        d += (double)t->gap;
-        p->host += d;
-        p->host_model += d * modelled;
-    }
-}
-
-static void provenance_set(const struct provenance *p, struct whatif_result *out)
-{
-    out->modelled_share_compute = p->compute > 0 ? p->compute_model / p->compute : 0;
-    out->modelled_share_comm = p->comm > 0 ? p->comm_model / p->comm : 0;
-    out->modelled_share_overlap =
-        p->compute + p->comm > 0 ? (p->compute_model + p->comm_model) / (p->compute + p->comm) : 0;
-    out->modelled_share_host = p->host > 0 ? p->host_model / p->host : 0;
-}
-
-/* Split the replayed steps' critical paths into measured and modelled
- * time by the task each segment belongs to, and the graph's work by kind
- * (provenance). */
-static int attribute(const struct wf *w, const uint32_t *map, struct whatif_result *out, struct sc_error *err)
-{
-    const struct model_graph *c = out->graph;
-    const struct model_replay *r = out->replay;
-    uint32_t *src = malloc((c->n_tasks ? c->n_tasks : 1) * sizeof *src);
-    if (!src)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (uint32_t i = 0; i < c->n_tasks; i++)
-        src[i] = MODEL_NONE; /* inserted */
-    for (uint32_t i = 0; i < w->g->n_tasks; i++) {
-        assert(map[i] < c->n_tasks);
-        src[map[i]] = i;
-    }
-    struct provenance pv = {0};
-    for (uint32_t k = 0; k < c->n_tasks; k++) { /* inserted tasks are the collective model's */
-        uint32_t i = src[k];
-        double d = i == MODEL_NONE ? 1 : w->dur[i];
-        double share = i == MODEL_NONE ? 1 : w->model_ns[i] > 0 && d > 0 ? fmin(w->model_ns[i] / d, 1) : 0;
-        provenance_add(&pv, &c->tasks[k], share);
-    }
-    provenance_set(&pv, out);
-    double models[WHATIF_MODEL_COUNT] = {0}, total = 0;
-    size_t n = 0;
-    int complete = any_complete(r);
-    for (size_t s = 0; s < r->n_steps; s++) {
-        const struct model_replay_step *st = &r->steps[s];
-        if (!averaged(r, s, complete))
-            continue;
-        n++;
-        total += (double)st->replayed_ns;
-        for (size_t k = st->path_first; k < st->path_first + st->path_n; k++) {
-            const struct model_replay_segment *seg = &r->segments[k];
-            double len = (double)(seg->end - seg->start);
-            uint32_t i = src[seg->task];
-            if (seg->bound == MODEL_BOUND_HOST)
-                continue;
-            if (i == MODEL_NONE) {
-                models[WHATIF_COLLECTIVE_MODEL] += len;
-                continue;
-            }
-            double d = w->dur[i];
-            if (w->model_ns[i] > 0 && d > 0)
-                models[w->model[i]] += len * (w->model_ns[i] < d ? w->model_ns[i] / d : 1.0);
-        }
-    }
-    free(src);
-    if (!n)
-        return SC_OK;
-    out->from_models_ms = 0;
-    for (int m = 0; m < WHATIF_MODEL_COUNT; m++) {
-        out->models[m].ms = models[m] / (double)n / 1e6;
-        out->from_models_ms += out->models[m].ms;
-    }
-    out->from_measured_ms = total / (double)n / 1e6 - out->from_models_ms;
-    return SC_OK;
-}
-
 static void describe(const struct wf *w, struct whatif_result *out)
 {
     struct whatif_model_use *k = &out->models[WHATIF_KERNEL_MODEL], *c = &out->models[WHATIF_COLLECTIVE_MODEL];
@@ -954,7 +825,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
     out->host_exposed_ms = slow ? (double)slow->breakdown.host / 1e6 : 0;
     double share = wp.measured_ns > 0 ? wp.modelled_ns / wp.measured_ns : 0, models[WHATIF_MODEL_COUNT] = {0},
            transfer = 0;
-    struct provenance pv = {0};
+    struct whatif_provenance pv = {0};
     for (uint32_t i = 0; i < c->n_tasks; i++) {
         const struct model_task *t = &c->tasks[i];
         int optimizer = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
@@ -968,10 +839,10 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
         /* the schedule's transfers, collectives, optimizer and host
          * dispatches are the models'; the passes' kernels measured but
          * for the share the kernel model re-timed */
-        provenance_add(&pv, t,
+        whatif_provenance_add(&pv, t,
                        t->cls == MODEL_TASK_COMM || optimizer || !model_task_on_gpu(t->cls) ? 1 : fmin(share, 1));
     }
-    provenance_set(&pv, out);
+    whatif_provenance_set(&pv, out);
     if (slow) {
         for (size_t k = slow->path_first; k < slow->path_first + slow->path_n; k++) {
             const struct model_replay_segment *seg = &out->replay->segments[k];
@@ -1032,17 +903,6 @@ int whatif_error_names_set(const struct sc_error *err)
     return err->code == SC_EINVAL && strncmp(err->msg, "set", 3) == 0 && (err->msg[3] == '.' || err->msg[3] == ':');
 }
 
-void whatif_release(struct whatif_result *r)
-{
-    if (!r)
-        return;
-    model_replay_free(r->replay);
-    model_graph_free(r->graph);
-    whatif_job_structure_release(&r->structure);
-    r->replay = NULL;
-    r->graph = NULL;
-}
-
 static atomic_ulong base_steps;
 
 unsigned long whatif_base_steps(void)
@@ -1059,7 +919,7 @@ int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *e
     int rc = model_replay_run(g, &ro, &r, err);
     if (rc)
         return rc;
-    *ms = mean_step_ms(r, NULL, NULL);
+    *ms = whatif_mean_step_ms(r, NULL, NULL);
     model_replay_free(r);
     return SC_OK;
 }
@@ -1172,7 +1032,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         (rc = model_replay_run(out->graph, &ro, &out->replay, err)))
         goto done;
     size_t steps;
-    out->step_ms = mean_step_ms(out->replay, &steps, &out->host_exposed_ms);
+    out->step_ms = whatif_mean_step_ms(out->replay, &steps, &out->host_exposed_ms);
     out->base_step_ms = base_step_ms;
     if (!steps)
         steps = 1;
@@ -1180,7 +1040,7 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     out->collective_wait_ms /= (double)steps;
     out->sizes_unknown = w.sizes_unknown;
     describe(&w, out);
-    rc = attribute(&w, map, out, err);
+    rc = whatif_result_attribute(out, g, map, w.dur, w.model_ns, w.model, err);
 
 done:
     free(map);

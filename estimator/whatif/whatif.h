@@ -78,66 +78,19 @@
 #ifndef ESTIMATOR_WHATIF_H
 #define ESTIMATOR_WHATIF_H
 
-#include <stddef.h>
-
 #include "common/error.h"
 #include "estimator/spec/job_config.h"
 #include "estimator/whatif/structure.h"
+#include "estimator/whatif/whatif_result.h"
 
 struct model_graph;
-struct model_replay;
-
-enum whatif_model { WHATIF_KERNEL_MODEL, WHATIF_COLLECTIVE_MODEL, WHATIF_MODEL_COUNT };
-
-struct whatif_model_use {
-    const char *name;  /* "kernel_model", "collective_model" */
-    char why[512];     /* what it was used for */
-    size_t tasks;      /* tasks it re-timed */
-    double ms;         /* of the predicted step (mean over steps) */
-};
-
-struct whatif_result {
-    struct model_graph *graph;   /* the transformed copy (owned) */
-    struct model_replay *replay; /* its replay (owned; borrows graph) */
-    struct job_structure structure;
-    struct job_config base, target; /* gpu: the traced and the target profile ids */
-    double base_step_ms, step_ms;   /* mean over the modelled steps that are not partial */
-    double from_measured_ms, from_models_ms;
-    /* of step_ms, the GPUs waiting on the traced job's host work, which
-     * the what-if keeps at its measured durations (an eager step's
-     * dispatch): where a change shrinks the GPU's work below it, the step
-     * is host-bound where a spec's estimate would not be */
-    double host_exposed_ms;
-    /* taken off the traced host per step: the profiler's cost per operator
-     * it recorded (whatif_host.c PROFILER_SHARE; 0 without such records). A
-     * no-op of a profiled trace comes out this much (or, where the host
-     * is not on the critical path, less) below its replay */
-    double profiler_ms;
-    /* the step with that cost kept, as the target would run under the
-     * profiler: what to set beside another profiled trace's step (0 when
-     * profiler_ms is, or for whatif_run_with's lean callers) */
-    double profiled_step_ms;
-    struct whatif_model_use models[WHATIF_MODEL_COUNT];
-    /* Of the transformed graph's work, the share of its time a model gave
-     * (0: all carried from traced durations, 1: all re-priced by a model),
-     * by kind: GPU compute (kernels, copies, sets), communication, host
-     * work. The breakdown's parts take them: compute alone the compute
-     * share, communication exposed the communication share, overlap the
-     * two together (weighted by their time), host the host share. */
-    double modelled_share_compute, modelled_share_comm, modelled_share_overlap, modelled_share_host;
-    double collective_transfer_ms, collective_wait_ms; /* per step, target */
-    int sizes_unknown;            /* collectives without sizes were re-timed by ratio */
-    int has_memory;
-    double memory_gb_per_gpu;
-    int fits;
-};
 
 /* The what-if `set` (job_config_parse_set_*) of graph g (built from a job)
  * described by `base`. SC_EINVAL naming the field (set.X) for what the
  * set asks and cannot be done; any other error is the job's (its
  * description against its traces) or the machine's.
  * whatif_error_names_set tells the two apart. Release with
- * whatif_release(). */
+ * whatif_release() (whatif_result.h). */
 int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
                struct whatif_result *out, struct sc_error *err);
 /* g's mean replayed step, ms: whatif_result.base_step_ms. */
@@ -157,6 +110,5 @@ int whatif_run_with(const struct model_graph *g, const struct job_config *base, 
                     double base_step_ms, const struct job_config *set, int lean, struct whatif_result *out,
                     struct sc_error *err);
 int whatif_error_names_set(const struct sc_error *err);
-void whatif_release(struct whatif_result *r);
 
 #endif
