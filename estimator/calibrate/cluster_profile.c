@@ -15,35 +15,6 @@
 #define PROFILE_FORMAT "stepcast-cluster-profile"
 #define PROFILE_VERSION 1
 
-/* The kernel parameters by name: written and read from one table. */
-static const struct {
-    const char *name;
-    size_t off;
-} kernel_fields[] = {
-    {"gemm_ceiling_scale", offsetof(struct kernel_params, gemm_ceiling_scale)},
-    {"mamf_fallback_fraction", offsetof(struct kernel_params, mamf_fallback_fraction)},
-    {"gemm_full_tile", offsetof(struct kernel_params, gemm_full_tile)},
-    {"hbm_fraction", offsetof(struct kernel_params, hbm_fraction)},
-    {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us)},
-    {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency)},
-    {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
-    {"attn_block_us", offsetof(struct kernel_params, attn_block_us)},
-    {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us)},
-    {"strided_elements_per_sm_us", offsetof(struct kernel_params, strided_elements_per_sm_us)},
-    {"gemm_ceiling_scale_fp32", offsetof(struct kernel_params, dtype_scale[HW_FP32])},
-    {"gemm_ceiling_scale_tf32", offsetof(struct kernel_params, dtype_scale[HW_TF32])},
-    {"gemm_ceiling_scale_fp16", offsetof(struct kernel_params, dtype_scale[HW_FP16])},
-    {"gemm_ceiling_scale_bf16", offsetof(struct kernel_params, dtype_scale[HW_BF16])},
-    {"gemm_ceiling_scale_fp8", offsetof(struct kernel_params, dtype_scale[HW_FP8])},
-    {"gemm_ceiling_scale_fp4", offsetof(struct kernel_params, dtype_scale[HW_FP4])},
-};
-_Static_assert(HW_DTYPE_COUNT == 6, "a gemm_ceiling_scale_<dtype> field for every dtype");
-
-static double *kernel_field(struct kernel_params *k, size_t i)
-{
-    return (double *)((char *)k + kernel_fields[i].off);
-}
-
 static json_t *num_or_null(double v, int known)
 {
     return known && isfinite(v) ? json_real(v) : json_null();
@@ -109,9 +80,11 @@ static json_t *profile_doc(const struct cluster_profile *p, const struct coll_me
                             flags ? flags : json_null());
     if (doc && p->has_kernel) {
         json_t *k = json_object();
-        struct kernel_params kp = p->kernel;
-        for (size_t i = 0; k && i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
-            json_object_set_new(k, kernel_fields[i].name, json_real(*kernel_field(&kp, i)));
+        for (size_t i = 0; k && i < cost_kernel_param_count(); i++) {
+            char name[64];
+            json_object_set_new(k, cost_kernel_param_name(i, name, sizeof name),
+                                json_real(cost_kernel_param_get(&p->kernel, i)));
+        }
         json_t *fit = p->kernel_fit.samples || p->mem_fit.samples || p->attn_fit.fitted ? json_object() : NULL;
         if (fit && p->kernel_fit.samples) {
             json_object_set_new(fit, "gemm_samples", json_integer((json_int_t)p->kernel_fit.samples));
@@ -239,9 +212,12 @@ int calib_cluster_profile_parse(const char *json, size_t len, struct cluster_pro
             status = sc_error_set(err, SC_EPARSE, "cluster profile: kernel must be an object");
             goto out;
         }
-        for (size_t i = 0; i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
-            if ((status = get_num(k, kernel_fields[i].name, "kernel", kernel_field(&q.kernel, i), err)))
+        for (size_t i = 0; i < cost_kernel_param_count(); i++) {
+            char name[64];
+            if ((status = get_num(k, cost_kernel_param_name(i, name, sizeof name), "kernel",
+                                  cost_kernel_param_at(&q.kernel, i), err)))
                 goto out;
+        }
         if (cost_kernel_params_check(&q.kernel, err)) {
             status = sc_error_set(err, SC_EPARSE, "cluster profile: %s", err->msg);
             goto out;
