@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -45,7 +46,8 @@ static json_t *check_json(const struct estimate_check *c)
                      c->mean_abs_pct, "median_ratio", c->median_ratio);
 }
 
-void *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
+/* The document as a tree (NULL when out of memory). */
+static json_t *profile_doc(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
 {
     json_t *ms = json_array();
     for (size_t i = 0; ms && i < n; i++) {
@@ -61,7 +63,9 @@ void *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
     json_t *coll = json_pack("{s:f, s:o, s:o, s:f, s:b, s:b}", "base_us", c->base_us, "intra",
                              tier_json(&c->intra), "inter", tier_json(&c->inter), "nvls_gain", c->nvls_gain,
                              "nvls", c->nvls, "sharp", c->sharp);
-    json_t *lines = cost_coll_lines_json(c->lines);
+    char *lines_text = cost_coll_lines_json(c->lines);
+    json_t *lines = lines_text ? json_loads(lines_text, 0, NULL) : NULL;
+    free(lines_text);
     if (coll && lines)
         json_object_set_new(coll, "lines", lines);
     else
@@ -115,6 +119,14 @@ void *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
     return doc;
 }
 
+char *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
+{
+    json_t *doc = profile_doc(p, m, n);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    return text;
+}
+
 static int get_num(json_t *obj, const char *key, const char *where, double *out, struct sc_error *err)
 {
     json_t *v = json_object_get(obj, key);
@@ -150,9 +162,15 @@ static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
         (status = get_num(x, "busbw_gbps", "collective.inter", &q->inter.busbw_gbps, err)) ||
         (status = get_num(x, "hop_us", "collective.inter", &q->inter.hop_us, err)))
         return status;
-    if ((b = json_object_get(c, "lines")) && (status = cost_coll_lines_parse(b, "cluster profile: collective.lines",
-                                                                       q->lines, err)))
-        return status;
+    if ((b = json_object_get(c, "lines"))) {
+        char *text = json_dumps(b, JSON_ENCODE_ANY); /* doubles at 17 digits: read back exactly */
+        if (!text)
+            return sc_error_set(err, SC_ENOMEM, "cluster profile: collective.lines: out of memory");
+        status = cost_coll_lines_parse(text, strlen(text), "cluster profile: collective.lines", q->lines, err);
+        free(text);
+        if (status)
+            return status;
+    }
     if ((b = json_object_get(c, "nvls")))
         q->nvls = json_is_true(b);
     if ((b = json_object_get(c, "sharp")))
