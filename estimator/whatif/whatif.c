@@ -1,6 +1,9 @@
 /* estimator/whatif/whatif.c: the transforms of a traced step and their replay
  * (whatif.h). Durations are kept in double nanoseconds per source task
- * while the transforms run, and rounded once for the copy. */
+ * while the transforms run, and rounded once for the copy. What they ask
+ * of the cost models is whatif_price.h's, the traced host's accounting
+ * whatif_host.h's, the answer's split into measured and modelled time
+ * whatif_result.h's. */
 #include "estimator/whatif/whatif.h"
 
 #include <assert.h>
@@ -589,8 +592,9 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         for (size_t j = 0; j < c->n && !rc; j++) {
             open += per_pass;
             if (spec.options.overlap_grad_reduce && open >= bucket) {
-                rc = add_side_insert(w, c->ready[j], kind, whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3,
-                                     name, c->optimizer_begin);
+                rc = add_side_insert(w, c->ready[j], kind,
+                                     whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3, name,
+                                     c->optimizer_begin);
                 open = 0;
             }
         }
@@ -599,8 +603,9 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         if (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings))
             open += emb;
         if (!rc && c->backward_end != MODEL_NONE)
-            rc = add_side_insert(w, c->backward_end, kind, whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3,
-                                 name, c->optimizer_begin);
+            rc = add_side_insert(w, c->backward_end, kind,
+                                 whatif_coll_split_us(&w->pr.cp1, kind, gr, open * bytes_per) * 1e3, name,
+                                 c->optimizer_begin);
         /* the distributed optimizer's updated parameters all-gathered, as
          * the estimator's step has it: at the step's start, the first
          * layer's forward waiting for it */
@@ -610,9 +615,10 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
             double params = layer * (double)stage_layers + (stage == 0 ? emb : 0) +
                             (stage == w->b->pp - 1 && (stage > 0 || !spec.model.tied_embeddings) ? emb : 0);
             rc = add_side_insert(w, c->first_kernel, ag,
-                                 whatif_coll_split_us(&w->pr.cp1, ag, gg, params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
-                                                                                           ? HW_FP32
-                                                                                           : HW_BF16)) * 1e3,
+                                 whatif_coll_split_us(&w->pr.cp1, ag, gg,
+                                                      params * cost_hw_dtype_bytes(spec.options.dtype == HW_FP32
+                                                                                       ? HW_FP32
+                                                                                       : HW_BF16)) * 1e3,
                                  "parameter all-gather (what-if)", c->first_forward);
         }
     }
@@ -737,11 +743,11 @@ static void ring_attention_pace(const struct wf *w, const struct job_config *t, 
 }
 
 /* Transform 7: another pipeline-parallel degree or schedule (1F1B or
- * interleaved). The step is Megatron's schedule rebuilt for the target (whatif_pipeline.h) with the passes'
- * work as the transforms before left it; its critical path is measured
- * where it runs a pass (less the part the kernel model re-timed), the
- * kernel model's for the optimizer, the collective model's for transfers
- * and collectives. */
+ * interleaved). The step is Megatron's schedule rebuilt for the target
+ * (whatif_pipeline.h) with the passes' work as the transforms before left
+ * it; its critical path is measured where it runs a pass (less the part
+ * the kernel model re-timed), the kernel model's for the optimizer, the
+ * collective model's for transfers and collectives. */
 static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
 {
     const struct job_config *b = w->b;
