@@ -123,7 +123,8 @@ validate: $(CONFIG)
 	    $(BUILD)/validate --published $${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md \
 	    || rc=1; exit $$rc
 
-# docs/api.md and docs/configuration.md from stepcastd's own tables
+# docs/api.md, docs/configuration.md and docs/cost-models.md's tables from
+# stepcastd's own tables
 docs: $(CONFIG)
 	@$(MAKE) -s $(BUILD)/stepcastd
 	@python3 scripts/gen-docs --build $(BUILD)

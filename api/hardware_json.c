@@ -1,6 +1,8 @@
 /* api/hardware_json.c: a hardware profile as JSON (hardware_json.h). */
 #include "api/hardware_json.h"
 
+#include <stdlib.h>
+
 #include "api/json_reply.h"
 #include "api/reply.h"
 #include "estimator/costs/hardware.h"
@@ -65,7 +67,9 @@ json_t *api_hardware_json(const struct hw_profile *p)
     }
     if (!o)
         json_decref(sources);
-    json_t *lines = cost_coll_lines_json(p->coll_lines);
+    char *lines_text = cost_coll_lines_json(p->coll_lines);
+    json_t *lines = lines_text ? json_loads(lines_text, 0, NULL) : NULL;
+    free(lines_text);
     if (o && lines && json_object_set_new(o, "collective_lines", lines)) {
         json_decref(o);
         return NULL;

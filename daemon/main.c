@@ -8,6 +8,8 @@
  *   stepcastd --print-config [...]         the settings in effect, then exit
  *   stepcastd --print-settings             the settings table as JSON
  *   stepcastd --print-openapi              the API's OpenAPI document
+ *   stepcastd --print-cost-params          the estimator's cost parameter
+ *                                          table (cost_params.def) as JSON
  *   stepcastd --version | --help
  *
  * Settings: defaults, then the config file, then STEPCAST_* variables, then
@@ -36,6 +38,9 @@
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store_schema.h"
+#include "estimator/calibrate/cost_set.h"
+#include "estimator/costs/cost_params.h"
+#include "estimator/plan/validation.h"
 #include "common/banned.h"
 
 static const char usage_head[] =
@@ -43,20 +48,92 @@ static const char usage_head[] =
     "       stepcastd --check [--data-dir DIR] [--store URL]\n"
     "       stepcastd --migrate --from sqlite:PATH --to URL [--data-dir DIR]\n"
     "       stepcastd --print-config [settings...] | --version | --help\n"
-    "       stepcastd --print-settings | --print-openapi\n"
+    "       stepcastd --print-settings | --print-openapi | --print-cost-params\n"
     "\n"
     "The stepcast service: a REST API over a durable store of traces and models.\n"
     "Settings come from defaults, the config file (--config or STEPCAST_CONFIG),\n"
     "STEPCAST_<NAME> variables, then flags. Settings:\n";
 
-/* --print-settings (settings) or --print-openapi: a document on stdout
- * (docs/configuration.md and docs/api.md are made from them). */
-static int print_document(int settings)
+/* The fitted parameters of a cost set, by name. */
+static json_t *fitted_json(const struct est_costs *c)
+{
+    json_t *o = json_object();
+    for (size_t f = 0; o && f < est_n_fit_params; f++)
+        json_object_set_new(o, cost_params[est_fit_params[f].param].name,
+                            json_real(*(const double *)((const char *)c + est_fit_params[f].offset)));
+    return o;
+}
+
+/* calib_costs_default for Megatron's step on each GPU generation it fits
+ * by precision (the first profile of the generation standing for it), and
+ * calib_costs_base (the A100's) for every other case. */
+static json_t *cost_defaults_json(void)
+{
+    static const enum hw_arch archs[] = {HW_ARCH_HOPPER, HW_ARCH_BLACKWELL};
+    static const enum hw_dtype dtypes[] = {HW_BF16, HW_FP8};
+    json_t *rows = json_array();
+    for (size_t a = 0; rows && a < sizeof archs / sizeof archs[0]; a++) {
+        const struct hw_profile *hw = NULL;
+        json_t *gpus = json_array();
+        for (size_t g = 0; gpus && g < cost_hw_profile_count(); g++)
+            if (cost_hw_profile_at(g)->arch == archs[a]) {
+                hw = hw ? hw : cost_hw_profile_at(g);
+                json_array_append_new(gpus, json_string(cost_hw_profile_at(g)->id));
+            }
+        for (size_t d = 0; hw && d < sizeof dtypes / sizeof dtypes[0]; d++) {
+            struct est_spec spec;
+            struct est_costs c;
+            memset(&spec, 0, sizeof spec);
+            spec.options.framework = EST_FRAMEWORK_MEGATRON;
+            spec.options.dtype = dtypes[d];
+            calib_costs_default(hw, &spec, &c);
+            json_array_append_new(rows, json_pack("{s:s, s:O, s:s, s:b, s:o}", "arch", cost_hw_arch_name(archs[a]),
+                                                  "gpus", gpus, "dtype", cost_hw_dtype_name(dtypes[d]), "gemm_table",
+                                                  cost_hw_has_gemm_tflops(hw), "fitted", fitted_json(&c)));
+        }
+        json_decref(gpus);
+    }
+    struct est_costs base;
+    calib_costs_base(cost_hw_profile_find("a100-sxm4-80gb"), NULL, &base);
+    json_array_append_new(rows, json_pack("{s:s, s:o}", "arch", "other", "fitted", fitted_json(&base)));
+    return rows;
+}
+
+/* The cost parameter table, each row with the value `make validate`
+ * fitted on the A100 steps where it fits one (calib_costs_base), and the
+ * defaults by GPU generation and precision. */
+static json_t *cost_params_json(void)
+{
+    struct est_costs base;
+    calib_costs_base(cost_hw_profile_find("a100-sxm4-80gb"), NULL, &base);
+    json_t *rows = json_array();
+    for (int i = 0; rows && i < COST_PARAM_COUNT; i++) {
+        const struct cost_param_info *p = &cost_params[i];
+        json_t *row = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:s}", "name", p->name, "group",
+                                cost_param_group_name(p->group), "unit", p->unit, "cited", p->cited, "min", p->lo,
+                                "max", p->hi, "meaning", p->meaning, "source", p->source);
+        for (size_t f = 0; row && f < est_n_fit_params; f++)
+            if (est_fit_params[f].param == (enum cost_param)i)
+                json_object_set_new(row, "fit", json_pack("{s:f, s:f, s:f}", "min", p->fit_lo, "max", p->fit_hi,
+                                                          "a100", *(const double *)((const char *)&base +
+                                                                                    est_fit_params[f].offset)));
+        if (!row || json_array_append_new(rows, row)) {
+            json_decref(rows);
+            return NULL;
+        }
+    }
+    return rows ? json_pack("{s:o, s:o}", "params", rows, "defaults", cost_defaults_json()) : NULL;
+}
+
+/* --print-settings, --print-openapi or --print-cost-params: a document on
+ * stdout (docs/configuration.md, docs/api.md and the tables of
+ * docs/cost-models.md are made from them). */
+static int print_document(const char *which)
 {
     struct sc_error err;
     char *text = NULL;
-    if (settings) {
-        json_t *table = cfg_table_json();
+    if (strcmp(which, "openapi")) {
+        json_t *table = !strcmp(which, "settings") ? cfg_table_json() : cost_params_json();
         text = table ? json_dumps(table, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(table);
     } else if (api_openapi_text(&text, &err)) {
@@ -111,9 +188,10 @@ int main(int argc, char **argv)
             free(args);
             return 0;
         }
-        if (!strcmp(argv[i], "--print-settings") || !strcmp(argv[i], "--print-openapi")) {
+        if (!strcmp(argv[i], "--print-settings") || !strcmp(argv[i], "--print-openapi") ||
+            !strcmp(argv[i], "--print-cost-params")) {
             free(args);
-            return print_document(argv[i][8] == 's');
+            return print_document(argv[i] + strlen("--print-"));
         }
         if (!strcmp(argv[i], "--check"))
             check = 1;

@@ -4,8 +4,9 @@
 # calibrate <- synth <- plan <- whatif <- interchange <- the façades here.
 
 # costs/: the hardware profiles, the kernel and collective cost models,
-# the op-to-kernel map and the one way a model's error is summed up
-CORE_SRCS += estimator/costs/hardware.c estimator/costs/kernel_model.c estimator/costs/coll_lines.c \
+# the op-to-kernel map, the one way a model's error is summed up and the
+# table of every cost parameter (cost_params.def)
+CORE_SRCS += estimator/costs/cost_params.c estimator/costs/hardware.c estimator/costs/kernel_model.c estimator/costs/coll_lines.c \
              estimator/costs/collective_model.c estimator/costs/op_kernels.c estimator/costs/estimate_check.c
 
 # the hardware profiles of data/hardware, compiled in (common/embedded.h)

@@ -19,7 +19,8 @@
 #      and the documents' what-if examples and the walkthrough, run as written
 #      (tests/docs_examples.py); the command pages of docs/commands against
 #      `stepcast --help` and each command's usage, docs/api.md and
-#      docs/configuration.md against what scripts/gen-docs makes from the
+#      docs/configuration.md and the tables of docs/cost-models.md against
+#      what scripts/gen-docs makes from the
 #      build (tests/docs_check.py);
 #   8. what other tools make of what stepcast writes, through their own
 #      readers in ../shared/interop: HTA on replayed timelines, Chakra's

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "estimator/calibrate/coll_samples.h"
 #include "estimator/calibrate/coll_fit.h"
 #include "estimator/costs/collective_model.h"
@@ -254,9 +252,7 @@ int calib_profile(const struct hw_profile *hw, const char *device, const char *s
              "the GEMM fit is %.1f%% off its own samples, no better than the defaults' %.1f%%: the model does not "
              "describe these GEMMs",
              prof.kernel_fit.after.median_abs_pct, prof.kernel_fit.before.median_abs_pct);
-    json_t *j = calib_cluster_profile_json(&prof, m, n);
-    *doc = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(j);
+    *doc = calib_cluster_profile_json(&prof, m, n);
     return *doc ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
 }
 

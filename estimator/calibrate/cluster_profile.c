@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -13,35 +14,6 @@
 
 #define PROFILE_FORMAT "stepcast-cluster-profile"
 #define PROFILE_VERSION 1
-
-/* The kernel parameters by name: written and read from one table. */
-static const struct {
-    const char *name;
-    size_t off;
-} kernel_fields[] = {
-    {"gemm_ceiling_scale", offsetof(struct kernel_params, gemm_ceiling_scale)},
-    {"mamf_fallback_fraction", offsetof(struct kernel_params, mamf_fallback_fraction)},
-    {"gemm_full_tile", offsetof(struct kernel_params, gemm_full_tile)},
-    {"hbm_fraction", offsetof(struct kernel_params, hbm_fraction)},
-    {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us)},
-    {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency)},
-    {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction)},
-    {"attn_block_us", offsetof(struct kernel_params, attn_block_us)},
-    {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us)},
-    {"strided_elements_per_sm_us", offsetof(struct kernel_params, strided_elements_per_sm_us)},
-    {"gemm_ceiling_scale_fp32", offsetof(struct kernel_params, dtype_scale[HW_FP32])},
-    {"gemm_ceiling_scale_tf32", offsetof(struct kernel_params, dtype_scale[HW_TF32])},
-    {"gemm_ceiling_scale_fp16", offsetof(struct kernel_params, dtype_scale[HW_FP16])},
-    {"gemm_ceiling_scale_bf16", offsetof(struct kernel_params, dtype_scale[HW_BF16])},
-    {"gemm_ceiling_scale_fp8", offsetof(struct kernel_params, dtype_scale[HW_FP8])},
-    {"gemm_ceiling_scale_fp4", offsetof(struct kernel_params, dtype_scale[HW_FP4])},
-};
-_Static_assert(HW_DTYPE_COUNT == 6, "a gemm_ceiling_scale_<dtype> field for every dtype");
-
-static double *kernel_field(struct kernel_params *k, size_t i)
-{
-    return (double *)((char *)k + kernel_fields[i].off);
-}
 
 static json_t *num_or_null(double v, int known)
 {
@@ -74,7 +46,8 @@ static json_t *check_json(const struct estimate_check *c)
                      c->mean_abs_pct, "median_ratio", c->median_ratio);
 }
 
-void *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
+/* The document as a tree (NULL when out of memory). */
+static json_t *profile_doc(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
 {
     json_t *ms = json_array();
     for (size_t i = 0; ms && i < n; i++) {
@@ -90,7 +63,9 @@ void *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
     json_t *coll = json_pack("{s:f, s:o, s:o, s:f, s:b, s:b}", "base_us", c->base_us, "intra",
                              tier_json(&c->intra), "inter", tier_json(&c->inter), "nvls_gain", c->nvls_gain,
                              "nvls", c->nvls, "sharp", c->sharp);
-    json_t *lines = cost_coll_lines_json(c->lines);
+    char *lines_text = cost_coll_lines_json(c->lines);
+    json_t *lines = lines_text ? json_loads(lines_text, 0, NULL) : NULL;
+    free(lines_text);
     if (coll && lines)
         json_object_set_new(coll, "lines", lines);
     else
@@ -105,9 +80,11 @@ void *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
                             flags ? flags : json_null());
     if (doc && p->has_kernel) {
         json_t *k = json_object();
-        struct kernel_params kp = p->kernel;
-        for (size_t i = 0; k && i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
-            json_object_set_new(k, kernel_fields[i].name, json_real(*kernel_field(&kp, i)));
+        for (size_t i = 0; k && i < cost_kernel_param_count(); i++) {
+            char name[64];
+            json_object_set_new(k, cost_kernel_param_name(i, name, sizeof name),
+                                json_real(cost_kernel_param_get(&p->kernel, i)));
+        }
         json_t *fit = p->kernel_fit.samples || p->mem_fit.samples || p->attn_fit.fitted ? json_object() : NULL;
         if (fit && p->kernel_fit.samples) {
             json_object_set_new(fit, "gemm_samples", json_integer((json_int_t)p->kernel_fit.samples));
@@ -140,6 +117,14 @@ void *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
         json_object_set_new(doc, "kernel", k ? k : json_null());
     }
     return doc;
+}
+
+char *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n)
+{
+    json_t *doc = profile_doc(p, m, n);
+    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(doc);
+    return text;
 }
 
 static int get_num(json_t *obj, const char *key, const char *where, double *out, struct sc_error *err)
@@ -177,9 +162,15 @@ static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
         (status = get_num(x, "busbw_gbps", "collective.inter", &q->inter.busbw_gbps, err)) ||
         (status = get_num(x, "hop_us", "collective.inter", &q->inter.hop_us, err)))
         return status;
-    if ((b = json_object_get(c, "lines")) && (status = cost_coll_lines_parse(b, "cluster profile: collective.lines",
-                                                                       q->lines, err)))
-        return status;
+    if ((b = json_object_get(c, "lines"))) {
+        char *text = json_dumps(b, JSON_ENCODE_ANY); /* doubles at 17 digits: read back exactly */
+        if (!text)
+            return sc_error_set(err, SC_ENOMEM, "cluster profile: collective.lines: out of memory");
+        status = cost_coll_lines_parse(text, strlen(text), "cluster profile: collective.lines", q->lines, err);
+        free(text);
+        if (status)
+            return status;
+    }
     if ((b = json_object_get(c, "nvls")))
         q->nvls = json_is_true(b);
     if ((b = json_object_get(c, "sharp")))
@@ -221,9 +212,12 @@ int calib_cluster_profile_parse(const char *json, size_t len, struct cluster_pro
             status = sc_error_set(err, SC_EPARSE, "cluster profile: kernel must be an object");
             goto out;
         }
-        for (size_t i = 0; i < sizeof kernel_fields / sizeof kernel_fields[0]; i++)
-            if ((status = get_num(k, kernel_fields[i].name, "kernel", kernel_field(&q.kernel, i), err)))
+        for (size_t i = 0; i < cost_kernel_param_count(); i++) {
+            char name[64];
+            if ((status = get_num(k, cost_kernel_param_name(i, name, sizeof name), "kernel",
+                                  cost_kernel_param_at(&q.kernel, i), err)))
                 goto out;
+        }
         if (cost_kernel_params_check(&q.kernel, err)) {
             status = sc_error_set(err, SC_EPARSE, "cluster profile: %s", err->msg);
             goto out;

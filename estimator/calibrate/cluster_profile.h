@@ -42,8 +42,9 @@ struct cluster_profile {
     int n_flags;
 };
 
-/* The document (a json_t *, new reference; NULL when out of memory). */
-void *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n);
+/* The document as the file holds it (malloc'd text, indented, numbers at
+ * 10 significant digits; NULL when out of memory). */
+char *calib_cluster_profile_json(const struct cluster_profile *p, const struct coll_measurement *m, size_t n);
 
 /* Read a document over *p: gpu, device_name and source, and every
  * parameter it holds. SC_EPARSE naming the member on a bad document;

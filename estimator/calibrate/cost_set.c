@@ -10,13 +10,8 @@
 #include <string.h>
 
 #include "estimator/calibrate/cluster_profile.h"
+#include "estimator/costs/cost_params.h"
 #include "common/banned.h"
-
-/* The cited host dispatch cost per GPU operation, microseconds, and the
- * busiest expert's load over the mean: see README "Cost models". */
-#define EST_HOST_OP_US 10.0
-#define EST_HOST_COLL_US 10.0
-#define EST_MOE_IMBALANCE 1.25
 
 void calib_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c)
 {
@@ -24,14 +19,14 @@ void calib_costs_cited(const struct hw_profile *hw, const struct est_spec *spec,
     cost_kernel_params_for_gpu(&c->kernel, hw);
     cost_coll_params_from_hw(hw, &c->coll);
     if (spec && spec->cluster.intra_node_gbps > 0) { /* the spec's fabric, not the one measured */
-        c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * COLL_INTRA_FRACTION;
+        c->coll.intra.busbw_gbps = spec->cluster.intra_node_gbps * cost_param_cited(cost_param_intra_fraction);
         memset(c->coll.lines, 0, sizeof c->coll.lines);
     }
     if (spec && spec->cluster.inter_node_gbps > 0)
-        c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * COLL_INTER_FRACTION;
-    c->host_op_us = EST_HOST_OP_US;
-    c->host_coll_us = EST_HOST_COLL_US;
-    c->moe_imbalance = EST_MOE_IMBALANCE;
+        c->coll.inter.busbw_gbps = spec->cluster.inter_node_gbps * cost_param_cited(cost_param_inter_fraction);
+    c->host_op_us = cost_param_cited(cost_param_host_op_us);
+    c->host_coll_us = cost_param_cited(cost_param_host_coll_us);
+    c->moe_imbalance = cost_param_cited(cost_param_moe_imbalance);
 }
 
 /* What `make validate` fits on all 1,440 measured A100 steps of

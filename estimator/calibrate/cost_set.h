@@ -26,7 +26,7 @@ struct est_costs {
     double moe_imbalance;
 };
 
-/* The costs of the cited sources alone (README "Cost models": spec sheets,
+/* The costs of the cited sources alone (cost_params.def: spec sheets,
  * microbenchmarks, NCCL's constants) on a GPU's profile, with the spec's
  * bandwidth overrides applied: where `make validate` starts its fits. */
 void calib_costs_cited(const struct hw_profile *hw, const struct est_spec *spec, struct est_costs *c);

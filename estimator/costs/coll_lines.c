@@ -72,7 +72,7 @@ int cost_coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], st
     return SC_OK;
 }
 
-void *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
+char *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
 {
     json_t *o = NULL;
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
@@ -87,17 +87,18 @@ void *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
         else
             json_decref(a);
     }
-    return o;
+    char *text = o ? json_dumps(o, 0) : NULL; /* doubles at 17 digits: read back exactly */
+    json_decref(o);
+    return text;
 }
 
-int cost_coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
-                     struct sc_error *err)
+/* The lines of object o into got[] (zeroed), checked field by field. */
+static int lines_read(json_t *o, const char *where, struct coll_lines got[MODEL_COLL_OP_COUNT], struct sc_error *err)
 {
     static const char *const fields[] = {"from_bytes", "to_bytes", "hop_us", "busbw_gbps"};
-    json_t *o = (json_t *)json, *a;
-    struct coll_lines got[MODEL_COLL_OP_COUNT];
+    json_t *a;
     const char *key;
-    memset(got, 0, sizeof got);
+    memset(got, 0, MODEL_COLL_OP_COUNT * sizeof got[0]);
     if (!json_is_object(o))
         return sc_error_set(err, SC_EPARSE, "%s must be an object", where);
     json_object_foreach(o, key, a) {
@@ -122,6 +123,21 @@ int cost_coll_lines_parse(const void *json, const char *where, struct coll_lines
             L->v[i] = (struct coll_line){v[0], v[1], v[2], v[3]};
         }
     }
+    return SC_OK;
+}
+
+int cost_coll_lines_parse(const char *text, size_t len, const char *where,
+                          struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err)
+{
+    struct coll_lines got[MODEL_COLL_OP_COUNT];
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!o)
+        return sc_error_set(err, SC_EPARSE, "%s: %s (line %d)", where, je.text, je.line);
+    int rc = lines_read(o, where, got, err);
+    json_decref(o);
+    if (rc)
+        return rc;
     if (cost_coll_lines_valid(got, err)) {
         err->code = SC_EPARSE;
         return sc_error_prefix(err, "%s", where);

@@ -12,6 +12,8 @@
 #ifndef ESTIMATOR_COLL_LINES_H
 #define ESTIMATOR_COLL_LINES_H
 
+#include <stddef.h>
+
 #include "common/error.h"
 #include "model/collective.h"
 
@@ -65,13 +67,16 @@ int cost_coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], st
 /* The same for one kind's lines. */
 int cost_coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *lines, struct sc_error *err);
 
-/* Lines in JSON: {"all_reduce": [{"from_bytes", "to_bytes", "hop_us",
- * "busbw_gbps"}, ...], ...}. cost_coll_lines_json gives a json_t * (new
- * reference), NULL when no kind has lines. cost_coll_lines_parse reads a json_t *
- * object into lines[] (every kind's, replaced), checked (cost_coll_lines_valid);
- * SC_EPARSE after `where` and the member otherwise, lines[] unchanged. */
-void *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT]);
-int cost_coll_lines_parse(const void *json, const char *where, struct coll_lines lines[MODEL_COLL_OP_COUNT],
-                     struct sc_error *err);
+/* Lines as JSON text: {"all_reduce": [{"from_bytes", "to_bytes", "hop_us",
+ * "busbw_gbps"}, ...], ...}, the member a hardware profile names
+ * collective_lines and a cluster profile collective.lines.
+ * cost_coll_lines_json gives the text (malloc'd, every number exact), NULL
+ * when no kind has lines or out of memory. cost_coll_lines_parse reads
+ * len bytes of text, an object, into lines[] (every kind's, replaced),
+ * checked (cost_coll_lines_valid); SC_EPARSE after `where` and the member
+ * otherwise, lines[] unchanged. */
+char *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT]);
+int cost_coll_lines_parse(const char *text, size_t len, const char *where,
+                          struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "estimator/costs/cost_params.h"
 #include "estimator/costs/hardware.h"
 #include "common/banned.h"
 
@@ -30,12 +31,12 @@ double cost_coll_bus_factor(enum model_coll_op k, int n)
 void cost_coll_params_from_hw(const struct hw_profile *hw, struct coll_params *p)
 {
     memset(p, 0, sizeof *p);
-    p->base_us = COLL_BASE_US;
-    p->intra.busbw_gbps = hw->nvlink_gbps * COLL_INTRA_FRACTION;
-    p->intra.hop_us = COLL_NVLINK_HOP_US;
-    p->inter.busbw_gbps = hw->network_gbps * COLL_INTER_FRACTION;
-    p->inter.hop_us = COLL_NET_HOP_US;
-    p->nvls_gain = COLL_NVLS_GAIN;
+    p->base_us = cost_param_cited(cost_param_base_us);
+    p->intra.busbw_gbps = hw->nvlink_gbps * cost_param_cited(cost_param_intra_fraction);
+    p->intra.hop_us = cost_param_cited(cost_param_nvlink_hop_us);
+    p->inter.busbw_gbps = hw->network_gbps * cost_param_cited(cost_param_inter_fraction);
+    p->inter.hop_us = cost_param_cited(cost_param_net_hop_us);
+    p->nvls_gain = cost_param_cited(cost_param_nvls_gain);
     p->nvls = hw->nvls;
     p->sharp = hw->ib_sharp;
     memcpy(p->lines, hw->coll_lines, sizeof p->lines);

@@ -46,25 +46,9 @@ struct coll_tier {
     double hop_us;     /* latency of one algorithm step over this tier */
 };
 
-/* Defaults (cost_coll_params_from_hw), each from a cited source:
- *  COLL_INTRA_FRACTION 0.78: busbw over NVLink per direction; 235.3 GB/s
- *    of 300 in the 8 x A100-SXM4-40GB all_reduce_perf run of
- *    microsoft/superbenchmark (../shared/calibration/nccl-tests);
- *  COLL_INTER_FRACTION 0.92: busbw over the network per GPU and direction;
- *    NCCL's LL128/tree protocol efficiency (src/graph/tuning.cc, peers.md
- *    §3.3);
- *  COLL_NVLS_GAIN 1.28: NVLS all-reduce busbw over ring busbw on H100,
- *    475 / (20.6 x 18) GB/s in SimAI's astra-sim/system/calbusbw.cc
- *    (peers.md §3.4);
- *  COLL_BASE_US 3.6, COLL_NVLINK_HOP_US 0.47, COLL_NET_HOP_US 2.7: NCCL's
- *    ring base latency and per-step NVLink and network latencies of the LL
- *    protocol, which small messages use (tuning.cc, peers.md §3.3). */
-#define COLL_INTRA_FRACTION 0.78
-#define COLL_INTER_FRACTION 0.92
-#define COLL_NVLS_GAIN 1.28
-#define COLL_BASE_US 3.6
-#define COLL_NVLINK_HOP_US 0.47
-#define COLL_NET_HOP_US 2.7
+/* Defaults (cost_coll_params_from_hw): busbw as a fraction of the link's
+ * GB/s per tier, the NVLS gain, the base and per-step latencies, each
+ * from a cited source (the COLL rows of cost_params.def). */
 
 struct coll_params {
     double base_us;          /* fixed cost of one collective (launch, setup) */

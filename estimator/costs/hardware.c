@@ -191,8 +191,15 @@ static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
     if (attn && parse_attention(attn, p, err))
         return err->code;
     json_t *lines = json_object_get(o, "collective_lines");
-    if (lines && cost_coll_lines_parse(lines, "collective_lines", p->coll_lines, err))
-        return err->code;
+    if (lines) {
+        char *text = json_dumps(lines, JSON_ENCODE_ANY); /* doubles at 17 digits: read back exactly */
+        if (!text)
+            return sc_error_set(err, SC_ENOMEM, "collective_lines: out of memory");
+        int rc = cost_coll_lines_parse(text, strlen(text), "collective_lines", p->coll_lines, err);
+        free(text);
+        if (rc)
+            return rc;
+    }
     if (names && !json_is_array(names))
         return sc_error_set(err, SC_EPARSE, "device_names: an array of strings is required");
     json_array_foreach(names, i, name) {

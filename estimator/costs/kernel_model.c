@@ -4,8 +4,10 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "estimator/costs/cost_params.h"
 #include "common/banned.h"
 
 /* Output tiles the GEMM libraries choose among (CUTLASS's and cuBLAS's
@@ -31,20 +33,65 @@ static const int splits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
  * the cited fraction: no Blackwell backward figure is published beside it. */
 #define ATTN_EFFICIENCY_BLACKWELL 0.711
 
+/* The kernel parameters that are fields of struct kernel_params, by the
+ * table's names (cost_params.def). */
+#define COST_PARAM(group, name, ...) COST_FIELD_##group(name)
+#define COST_FIELD_KERNEL(name) {cost_param_##name, offsetof(struct kernel_params, name)},
+#define COST_FIELD_KERNEL_DTYPE(name)
+#define COST_FIELD_COLL(name)
+#define COST_FIELD_HOST(name)
+static const struct {
+    enum cost_param id;
+    size_t off;
+} kernel_fields[] = {
+#include "estimator/costs/cost_params.def"
+};
+#undef COST_PARAM
+#undef COST_FIELD_KERNEL
+#undef COST_FIELD_KERNEL_DTYPE
+#undef COST_FIELD_COLL
+#undef COST_FIELD_HOST
+#define KERNEL_FIELDS (sizeof kernel_fields / sizeof kernel_fields[0])
+
+size_t cost_kernel_param_count(void)
+{
+    return KERNEL_FIELDS + HW_DTYPE_COUNT;
+}
+
+const char *cost_kernel_param_name(size_t i, char *buf, size_t cap)
+{
+    if (i < KERNEL_FIELDS)
+        return cost_params[kernel_fields[i].id].name;
+    snprintf(buf, cap, "gemm_ceiling_scale_%s", cost_hw_dtype_name((enum hw_dtype)(i - KERNEL_FIELDS)));
+    return buf;
+}
+
+static size_t kernel_param_off(size_t i)
+{
+    if (i < KERNEL_FIELDS)
+        return kernel_fields[i].off;
+    return offsetof(struct kernel_params, dtype_scale) + (i - KERNEL_FIELDS) * sizeof(double);
+}
+
+double *cost_kernel_param_at(struct kernel_params *p, size_t i)
+{
+    return (double *)((char *)p + kernel_param_off(i));
+}
+
+double cost_kernel_param_get(const struct kernel_params *p, size_t i)
+{
+    return *(const double *)((const char *)p + kernel_param_off(i));
+}
+
+static enum cost_param kernel_param_id(size_t i)
+{
+    return i < KERNEL_FIELDS ? kernel_fields[i].id : cost_param_gemm_ceiling_scale_dtype;
+}
+
 void cost_kernel_params_default(struct kernel_params *p)
 {
-    p->gemm_ceiling_scale = 1.0;
-    p->mamf_fallback_fraction = 0.80;
-    p->gemm_full_tile = 128;
-    p->hbm_fraction = 0.86;
-    p->kernel_fixed_us = 3.0;
-    p->attn_efficiency = 0.84;
-    p->attn_backward_fraction = 0.865;
-    p->attn_block_us = 0;
-    p->attn_backward_block_us = 0;
-    p->strided_elements_per_sm_us = 2400;
-    for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        p->dtype_scale[d] = 1.0;
+    for (size_t i = 0; i < cost_kernel_param_count(); i++)
+        *cost_kernel_param_at(p, i) = cost_param_cited(kernel_param_id(i));
 }
 
 void cost_kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile *hw)
@@ -62,32 +109,12 @@ void cost_kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile
 
 int cost_kernel_params_check(const struct kernel_params *p, struct sc_error *err)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-        double lo, hi;
-    } f[] = {
-        {"gemm_ceiling_scale", offsetof(struct kernel_params, gemm_ceiling_scale), 0.01, 2},
-        {"mamf_fallback_fraction", offsetof(struct kernel_params, mamf_fallback_fraction), 0.01, 1},
-        {"gemm_full_tile", offsetof(struct kernel_params, gemm_full_tile), 8, 1024},
-        {"hbm_fraction", offsetof(struct kernel_params, hbm_fraction), 0.01, 1},
-        {"kernel_fixed_us", offsetof(struct kernel_params, kernel_fixed_us), 0, 1000},
-        {"attn_efficiency", offsetof(struct kernel_params, attn_efficiency), 0.01, 1.5},
-        {"attn_backward_fraction", offsetof(struct kernel_params, attn_backward_fraction), 0.01, 1.5},
-        {"attn_block_us", offsetof(struct kernel_params, attn_block_us), 0, 1000},
-        {"attn_backward_block_us", offsetof(struct kernel_params, attn_backward_block_us), 0, 1000},
-        {"strided_elements_per_sm_us", offsetof(struct kernel_params, strided_elements_per_sm_us), 1, 1e6},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        double v = *(const double *)((const char *)p + f[i].off);
-        if (!(v >= f[i].lo && v <= f[i].hi))
-            return sc_error_set(err, SC_EINVAL, "kernel parameter %s = %g: must be in [%g, %g]", f[i].name, v,
-                                f[i].lo, f[i].hi);
+    for (size_t i = 0; i < cost_kernel_param_count(); i++) {
+        char name[64];
+        double v = cost_kernel_param_get(p, i);
+        if (cost_param_check(kernel_param_id(i), cost_kernel_param_name(i, name, sizeof name), v, err))
+            return SC_EINVAL;
     }
-    for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        if (!(p->dtype_scale[d] >= 0.01 && p->dtype_scale[d] <= 2))
-            return sc_error_set(err, SC_EINVAL, "kernel parameter gemm_ceiling_scale_%s = %g: must be in [0.01, 2]",
-                                cost_hw_dtype_name((enum hw_dtype)d), p->dtype_scale[d]);
     return SC_OK;
 }
 

@@ -26,69 +26,43 @@
  * Every kernel pays a fixed cost.
  *
  * All parameters are hardware-level and physically meaningful; defaults
- * come from cited sources (cost_kernel_params_default, README "Cost models"),
- * and a fit may override them. */
+ * come from cited sources (cost_params.def, docs/cost-models.md), and a
+ * fit may override them. */
 #ifndef ESTIMATOR_KERNEL_MODEL_H
 #define ESTIMATOR_KERNEL_MODEL_H
 
 #include "common/error.h"
 #include "estimator/costs/hardware.h"
 
+/* The kernel model's parameters: each field's cited value, range, unit,
+ * meaning and source are its row of cost_params.def. */
 struct kernel_params {
-    /* multiplier on the achievable GEMM ceiling (1: the profile's measured
-     * gemm_tflops, else its cited MAMF figure) */
-    double gemm_ceiling_scale;
-    /* the ceiling as a fraction of dense peak where the profile has no MAMF
-     * figure for the dtype: 0.80, the median efficiency of the NVIDIA rows
-     * of the MAMF bf16 table (../shared/calibration/mamf.md) */
-    double mamf_fallback_fraction;
-    /* edge of the smallest square output tile that runs at the ceiling: 128
-     * (the CUTLASS and cuBLAS tensor-op default tile, 128x128); a smaller
-     * tile loads more operand bytes per FLOP and runs at
-     * (tm tn / (tm + tn)) / (edge / 2) of it */
-    double gemm_full_tile;
-    /* achievable fraction of HBM bandwidth: 0.86, the STREAM triad of
-     * te42kyfo/gpu-benches on an A100-SXM4-80GB, 1759 of 2039 GB/s
-     * (cuda-stream/a100_80.txt; 0.92 on an H100 PCIe) */
-    double hbm_fraction;
-    /* fixed cost of every kernel on the GPU, microseconds: 3, the time of
-     * a null kernel on recent GPUs and drivers (NVIDIA developer forums,
-     * "too much time for kernel launch latency", 2022) */
-    double kernel_fixed_us;
-    /* flash attention's throughput between its fixed times, as a fraction
-     * of the GEMM ceiling: 0.84, FlashAttention-2's forward 73% of A100
-     * peak (Dao 2023) over the A100's MAMF efficiency of 86.9%; on
-     * Blackwell 0.711 (cuDNN's fused attention on a B200, arXiv 2603.05451:
-     * cost_kernel_params_for_gpu) */
+    double gemm_ceiling_scale;     /* multiplier on the achievable GEMM ceiling */
+    double mamf_fallback_fraction; /* the ceiling over dense peak without a MAMF figure */
+    double gemm_full_tile;         /* edge of the smallest tile at the ceiling */
+    double hbm_fraction;           /* achievable share of HBM bandwidth */
+    double kernel_fixed_us;        /* fixed cost of every kernel */
+    /* flash attention: forward throughput over the GEMM ceiling, backward
+     * over forward, and the fixed time per wave of 128-query blocks of
+     * each. A GPU whose profile carries its own measured attention
+     * (hw_profile.attn_*) takes all four from it (cost_kernel_params_for_gpu). */
     double attn_efficiency;
-    /* its backward's throughput over its forward's: 0.865,
-     * FlashAttention-3's kernels on an H100 SXM5 at head dimension 128
-     * and 8K tokens, 559 TFLOP/s backward against 646 forward (Shah et
-     * al., 2024, arXiv 2407.08608) */
     double attn_backward_fraction;
-    /* the fixed time of each wave of blocks of 128 queries, forward and
-     * backward, microseconds: 0 (the figures above are a share at long
-     * sequences). A GPU whose profile carries its own measured attention
-     * (hw_profile.attn_*: `calibrate traces` on its attention
-     * microbenchmark) takes all four from it (cost_kernel_params_for_gpu). */
     double attn_block_us;
     double attn_backward_block_us;
-    /* elements a streaming multiprocessor takes per microsecond through
-     * PyTorch's non-vectorised elementwise kernels (the path of operands
-     * that are strided views, as an eager SwiGLU's chunked halves are),
-     * whose index arithmetic, not HBM, bounds them: 2,400, the eight such
-     * kernels of the H100's traced Llama step
-     * (data/calibration/torch-steps: silu, its gradient and the gate's
-     * multiplies, 178 to 204 us for 58.7 M elements on 132 SMs), checked
-     * on the H200's trace, where they take 0.95x the H100's time against
-     * 0.70x for HBM-bound kernels */
-    double strided_elements_per_sm_us;
-    /* a dtype's own multiplier on its ceiling, over gemm_ceiling_scale:
-     * 1, unless a GEMM table with several dtypes fits each
-     * (calib_gemm_samples_fit_dtypes) */
-    double dtype_scale[HW_DTYPE_COUNT];
+    double strided_elements_per_sm_us; /* non-vectorised elementwise kernels' pace */
+    double dtype_scale[HW_DTYPE_COUNT]; /* a dtype's own multiplier, over gemm_ceiling_scale */
 };
 
+/* The parameters one by one, as cluster profiles and checks name them:
+ * the fields in cost_params.def's order, then gemm_ceiling_scale_<dtype>
+ * for each dtype. `buf` holds a per-dtype name. */
+size_t cost_kernel_param_count(void);
+const char *cost_kernel_param_name(size_t i, char *buf, size_t cap);
+double *cost_kernel_param_at(struct kernel_params *p, size_t i);
+double cost_kernel_param_get(const struct kernel_params *p, size_t i);
+
+/* The cited values (cost_params.def). */
 void cost_kernel_params_default(struct kernel_params *p);
 /* The defaults, with the GPU generation's cited attention share
  * (Blackwell's) and what was measured on the GPU itself (its attention). */

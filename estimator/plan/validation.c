@@ -122,16 +122,29 @@ int plan_measured_spec(const struct est_measured *m, const char *gpu, const char
  * "Estimator validation"). */
 #define KERNEL_PARAM(f) (offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, f))
 const struct est_fit_param est_fit_params[] = {
-    {"host_op_us", offsetof(struct est_costs, host_op_us), 1, 150},
-    {"gemm_ceiling_scale", KERNEL_PARAM(gemm_ceiling_scale), 0.5, 1},
-    {"hbm_fraction", KERNEL_PARAM(hbm_fraction), 0.2, 1},
-    {"kernel_fixed_us", KERNEL_PARAM(kernel_fixed_us), 1, 30},
+    {cost_param_host_op_us, offsetof(struct est_costs, host_op_us)},
+    {cost_param_gemm_ceiling_scale, KERNEL_PARAM(gemm_ceiling_scale)},
+    {cost_param_hbm_fraction, KERNEL_PARAM(hbm_fraction)},
+    {cost_param_kernel_fixed_us, KERNEL_PARAM(kernel_fixed_us)},
 };
 const size_t est_n_fit_params = sizeof est_fit_params / sizeof est_fit_params[0];
 
 static double *param_at(struct est_costs *c, size_t i)
 {
     return (double *)((char *)c + est_fit_params[i].offset);
+}
+
+/* A fitted parameter's value at u in [0, 1] of the range searched, and back. */
+static double from_unit(size_t i, double u)
+{
+    const struct cost_param_info *p = &cost_params[est_fit_params[i].param];
+    return p->fit_lo + u * (p->fit_hi - p->fit_lo);
+}
+
+static double to_unit(size_t i, double v)
+{
+    const struct cost_param_info *p = &cost_params[est_fit_params[i].param];
+    return (v - p->fit_lo) / (p->fit_hi - p->fit_lo);
 }
 
 void plan_score_of(const struct est_runs *r, const unsigned char *select, const double *pred,
@@ -298,7 +311,7 @@ static double mape_at(const gsl_vector *x, void *arg)
         double u = gsl_vector_get(x, d);
         if (!(u >= 0 && u <= 1))
             return 1e9;
-        *param_at(&c, i) = est_fit_params[i].lo + u * (est_fit_params[i].hi - est_fit_params[i].lo);
+        *param_at(&c, i) = from_unit(i, u);
     }
     f->evals++;
     if (plan_validate(f->runs, f->select, &c, f->detail, NULL, &s, f->err)) {
@@ -364,7 +377,7 @@ int plan_fit(const struct est_runs *r, const unsigned char *select, struct est_c
         double mape = INFINITY;
         for (size_t d = 0; d < f.n_dims; d++) {
             size_t i = f.dim[d];
-            double u = (*param_at(c, i) - est_fit_params[i].lo) / (est_fit_params[i].hi - est_fit_params[i].lo);
+            double u = to_unit(i, *param_at(c, i));
             gsl_vector_set(x, d, s == 0 ? fmin(fmax(u, 0.05), 0.95) : (double)s / starts);
         }
         if (starts > 1 && (rc = simplex(&f, x, FIT_EXPLORE_ITERS, &mape, err)))
@@ -377,8 +390,7 @@ int plan_fit(const struct est_runs *r, const unsigned char *select, struct est_c
     if ((rc = simplex(&f, best, iters, &best_mape, err)))
         goto done;
     for (size_t d = 0; d < f.n_dims; d++)
-        *param_at(c, f.dim[d]) = est_fit_params[f.dim[d]].lo +
-                                 gsl_vector_get(best, d) * (est_fit_params[f.dim[d]].hi - est_fit_params[f.dim[d]].lo);
+        *param_at(c, f.dim[d]) = from_unit(f.dim[d], gsl_vector_get(best, d));
     rc = plan_validate(r, select, c, detail, NULL, out, err);
     f.evals++;
 done:

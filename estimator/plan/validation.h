@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "estimator/costs/cost_params.h"
 #include "estimator/synth/synth.h"
 
 struct est_measured {
@@ -41,11 +42,11 @@ int plan_measured_spec(const struct est_measured *m, const char *gpu, const char
                       struct sc_error *err);
 
 /* The parameters a validation may fit: hardware-level, each a field of
- * est_costs (README "Cost models"). */
+ * est_costs; its name and the range searched are its row of
+ * cost_params.def (cost_params[param].fit_lo, fit_hi). */
 struct est_fit_param {
-    const char *name;
+    enum cost_param param;
     size_t offset;   /* into struct est_costs */
-    double lo, hi;   /* the physically sensible range searched */
 };
 extern const struct est_fit_param est_fit_params[];
 extern const size_t est_n_fit_params;

@@ -30,13 +30,14 @@
  * the test binary's allocator counting the heap at its peak, on the
  * sample, a shared HTA trace, a gentrace job and a synthesised job to 4x,
  * 16x and 64x its layers on 2 and 4 stages: at most 382 bytes a task, 161
- * an event and 6.9 MiB a reader; each constant is that with half again as
+ * an event and 2.7 MiB a reader (since the reader reads 128 KiB at a
+ * time; 6.9 MiB before); each constant is that with half again as
  * margin (tests/integration/test_svc_whatif_size.c fails should a
  * prediction fall below what was measured; docs/lab/what-if-memory.md has
  * the table). */
 #define WHATIF_BYTES_PER_TASK 576
 #define WHATIF_BYTES_PER_EVENT 256
-#define WHATIF_BYTES_PER_READER (11u << 20)
+#define WHATIF_BYTES_PER_READER (4u << 20)
 
 struct whatif_size {
     double tasks; /* of the copy, at most */

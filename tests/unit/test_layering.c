@@ -1,7 +1,7 @@
 /* tests/unit/test_layering.c: scripts/check-layering passes on this tree
  * and fails on small trees with a planted upward include, a sibling
- * include, a planted cycle between modules and one through shared
- * headers. */
+ * include, a planted cycle between modules, one through shared
+ * headers, and a JSON tree named in an estimator header. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +93,24 @@ TEST(layering_fails_on_planted_problems)
     CHECK_CONTAINS(out, "estimator/misc is not a known folder");
     CHECK(!strstr(out, "estimator/calibrate/f.h:"));
     CHECK(!strstr(out, "estimator/open.h:"));
+    free(out);
+
+    /* a JSON tree in an estimator header: json_t, jansson.h or a void *
+     * standing in for one; comments, .c files and the api layer may */
+    snprintf(root, sizeof root, "%s/json", th_tmpdir());
+    plant(root, "estimator/costs/j.h", "#include <jansson.h>\n/* what void *x_json was */\nint x(void);\n");
+    plant(root, "estimator/spec/k.h", "json_t *spec_k(void);\n");
+    plant(root, "estimator/calibrate/l.h", "int calib_l(const void *json);\nvoid *calib_l_JSON(void);\n");
+    plant(root, "estimator/calibrate/l.c", "#include <jansson.h>\nstatic json_t *l;\n");
+    plant(root, "estimator/synth/m.h", "/* no json_t here */\nvoid *synth_m(void *ctx);\n");
+    plant(root, "api/n.h", "#include <jansson.h>\njson_t *api_n(void);\n");
+    CHECK_EQ_INT(check_layering(root, &out), 1);
+    CHECK_CONTAINS(out, "estimator/costs/j.h:1: a JSON tree in an estimator header");
+    CHECK_CONTAINS(out, "estimator/spec/k.h:1: a JSON tree");
+    CHECK_CONTAINS(out, "estimator/calibrate/l.h:1: a JSON tree");
+    CHECK_CONTAINS(out, "estimator/calibrate/l.h:2: a JSON tree");
+    CHECK(!strstr(out, "j.h:2") && !strstr(out, "l.c") && !strstr(out, "m.h") && !strstr(out, "api/n.h"));
+    CHECK_CONTAINS(out, "4 problem(s)");
     free(out);
 
     /* two modules of one layer calling into each other (a.c includes b.h,
