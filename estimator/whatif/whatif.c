@@ -809,11 +809,13 @@ static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, 
 
 /* ZeRO-3's collectives (zero3_schedule.h) inserted on a rank's
  * data-parallel stream, each timed by the collective model over the dp
- * ranks placed as an estimate places them: parameters in the spec's
- * width, gradients in the gradients'. */
+ * ranks placed as an estimate places them (parameters in the spec's
+ * width, gradients in the gradients'), as long as the collectives it
+ * stands for: its `times`, in each of the target's micro-batches a traced
+ * one stands for (micro_batches). */
 struct zero3_insert {
     struct wf *w;
-    double param_bytes, grad_bytes;
+    double param_bytes, grad_bytes, micro_batches;
 };
 
 static int zero3_insert(void *ctx, const struct zero3_coll *z)
@@ -822,18 +824,20 @@ static int zero3_insert(void *ctx, const struct zero3_coll *z)
     int kind = z->op, gather = z->op == MODEL_COLL_ALLGATHER;
     struct coll_group gr = layout(STRUCT_ROLE_DP, x->w->t, node_of(x->w->t, x->w->hw1), &kind);
     double us = whatif_coll_split_us(&x->w->cp1, kind, gr, z->params * (gather ? x->param_bytes : x->grad_bytes));
-    return add_side_insert(x->w, z->after, kind, us * 1e3,
+    return add_side_insert(x->w, z->after, kind, us * z->times * x->micro_batches * 1e3,
                            gather ? "parameter all-gather (what-if)" : "gradient reduce-scatter (what-if)", z->before);
 }
 
 /* dp 1 -> more under ZeRO-3 (FSDP): each unit's parameters gathered and
  * gradients reduce-scattered in every micro-batch, as the estimator's
- * step runs them; a traced layer pass stands for stage_params /
- * layers_per_rank of the stage's parameters. */
-static int insert_zero3(struct wf *w, const struct est_spec *spec, double stage_params, struct sc_error *err)
+ * step runs them; a layer holds `layer` parameters, and a traced layer
+ * pass stands for stage_layers / layers_per_rank of the stage's layers. */
+static int insert_zero3(struct wf *w, const struct est_spec *spec, double layer, int64_t stage_layers,
+                        struct sc_error *err)
 {
+    int64_t m0 = spec_job_config_micro_batches(w->b), m1 = spec_job_config_micro_batches(w->t);
     struct zero3_insert x = {w, cost_hw_dtype_bytes(spec->options.dtype == HW_FP32 ? HW_FP32 : HW_BF16),
-                             synth_grad_bytes(spec)};
+                             synth_grad_bytes(spec), m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0};
     int64_t per_stage = spec_job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
     if (w->st->layers_per_rank < 1)
         return sc_error_set(err, SC_EINVAL, "set.zero_stage: the trace shows no layers, the units ZeRO-3 gathers "
@@ -841,7 +845,7 @@ static int insert_zero3(struct wf *w, const struct est_spec *spec, double stage_
     for (size_t r = 0; r < w->pl.n_ranks; r++) {
         int64_t stage = (int64_t)w->g->ranks[r].id / per_stage;
         struct est_stage_layers sl = {0, 0, stage == 0, stage == w->b->pp - 1};
-        struct zero3_params zp = {stage_params / w->st->layers_per_rank, 0, 0};
+        struct zero3_params zp = {layer, 0, 0, (double)stage_layers / w->st->layers_per_rank};
         synth_edge_params(spec, &sl, &zp.embedding, &zp.output);
         if (whatif_zero3_schedule(&w->pl.grads[r], &zp, spec->options.overlap_param_gather, zero3_insert, &x))
             return oom(err);
@@ -884,7 +888,7 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         layer += (dense + experts) / (double)stage_layers;
     }
     if (spec.options.zero_stage >= 3)
-        return insert_zero3(w, &spec, layer * (double)stage_layers, err);
+        return insert_zero3(w, &spec, layer, stage_layers, err);
     /* a rank's stage (ranks are numbered with the pipeline outermost, as
      * Megatron does): the first holds the embedding, the last the output
      * layer (a single stage with tied embeddings holds one matrix) */

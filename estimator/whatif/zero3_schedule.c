@@ -17,28 +17,31 @@ int whatif_zero3_schedule(const struct coll_grads *c, const struct zero3_params 
                           int (*emit)(void *ctx, const struct zero3_coll *c), void *ctx)
 {
     uint32_t free_at = MODEL_NONE, grads_after = MODEL_NONE;
-    double grads = 0;
+    double grads = 0, grads_times = 1;
     int rc = SC_OK;
     for (size_t k = 0; k < c->n_units && !rc; k++) {
         const struct coll_unit *u = &c->units[k];
         uint32_t freed = prefetch ? free_at : u->prev;
-        double params = unit_params(p, u->kind);
+        double params = unit_params(p, u->kind), times = u->kind == COLL_UNIT_LAYER ? p->layers_per_unit : 1;
         free_at = u->prev;
         if (params > 0) {
             /* at the step's start, after the host's first launch */
             uint32_t after = freed == MODEL_NONE ? c->start : freed;
             rc = emit(ctx, &(struct zero3_coll){after, u->first == after ? MODEL_NONE : u->first,
-                                                MODEL_COLL_ALLGATHER, params});
+                                                MODEL_COLL_ALLGATHER, params, times});
         }
         if (!rc && grads > 0)
-            rc = emit(ctx, &(struct zero3_coll){grads_after, c->optimizer_begin, MODEL_COLL_REDUCESCATTER, grads});
+            rc = emit(ctx, &(struct zero3_coll){grads_after, c->optimizer_begin, MODEL_COLL_REDUCESCATTER, grads,
+                                                grads_times});
         grads = 0;
         if (u->backward) {
             grads = params;
+            grads_times = times;
             grads_after = u->last == MODEL_NONE ? c->start : u->last;
         }
     }
     if (!rc && grads > 0)
-        rc = emit(ctx, &(struct zero3_coll){grads_after, c->optimizer_begin, MODEL_COLL_REDUCESCATTER, grads});
+        rc = emit(ctx, &(struct zero3_coll){grads_after, c->optimizer_begin, MODEL_COLL_REDUCESCATTER, grads,
+                                            grads_times});
     return rc;
 }

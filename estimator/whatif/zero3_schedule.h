@@ -23,19 +23,23 @@
 
 struct coll_grads;
 
-/* A rank's parameters in one unit of each kind (enum coll_unit_kind). */
+/* A rank's parameters in one unit of each kind (enum coll_unit_kind: a
+ * layer's, the embedding's, the output layer's), and how many of the
+ * target's layers a traced layer unit stands for. */
 struct zero3_params {
     double layer, embedding, output;
+    double layers_per_unit;
 };
 
 /* One collective: on the rank's data-parallel stream after task `after`,
  * task `before` waiting for it (MODEL_NONE: none); op is
  * MODEL_COLL_ALLGATHER (parameters) or MODEL_COLL_REDUCESCATTER
- * (gradients) over `params` parameters. */
+ * (gradients) over `params` parameters, standing for `times` of them
+ * (a layer unit's: layers_per_unit). */
 struct zero3_coll {
     uint32_t after, before;
     int op;
-    double params;
+    double params, times;
 };
 
 /* Calls emit(ctx, c) for each collective of rank c's step in the order

@@ -600,11 +600,21 @@ static size_t named_ns(const struct model_graph *g, const char *what, double *ns
  * all-gathers and gradient reduce-scatters, each set as long in all
  * (sized alike, placed by gpus_per_node alike, timed by the same
  * collective model), to 0.5%; with the profile's 8 GPUs a node, and with
- * 1 and 16, where the collectives cost several times more or less. */
+ * 1 and 16, where the collectives cost several times more or less. With
+ * two micro-batches a step, or twice the layers, each traced unit's
+ * collectives stand for those of the micro-batches or layers it stands
+ * for: as long in all, half as many. */
 TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
 {
-    static const char *const sets[] = {"dp=8,zero_stage=3", "dp=64,zero_stage=3", "dp=64,zero_stage=3,gpus_per_node=1",
-                                       "dp=64,zero_stage=3,gpus_per_node=16"};
+    static const struct {
+        const char *set;
+        size_t layers, micro_batches; /* the target's */
+    } sets[] = {{"dp=8,zero_stage=3", 8, 1},
+                {"dp=64,zero_stage=3", 8, 1},
+                {"dp=64,zero_stage=3,gpus_per_node=1", 8, 1},
+                {"dp=64,zero_stage=3,gpus_per_node=16", 8, 1},
+                {"dp=8,zero_stage=3,global_batch=64", 8, 2},
+                {"dp=8,zero_stage=3,layers=16", 16, 1}};
     static const char *const names[] = {"parameter all-gather", "gradient reduce-scatter"};
     struct loaded l;
     struct sc_error err;
@@ -618,7 +628,7 @@ TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
         struct est_spec s;
         struct est_costs c;
         struct model_graph *e;
-        REQUIRE(spec_job_config_parse_set_list(sets[k], &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list(sets[k].set, &set, &err) == SC_OK);
         REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
         REQUIRE(spec_job_config_spec(&r.target, "h100-sxm", &s, &err) == SC_OK);
         calib_costs_default(hw, &s, &c);
@@ -627,10 +637,12 @@ TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
             double wns, ens;
             size_t wn = named_ns(r.graph, names[j], &wns), en = named_ns(e, names[j], &ens);
             /* the estimate's graph holds the step of one rank of each pipeline stage */
-            printf("  %-36s %-24s what-if %2zu, %.3f ms; estimate %2zu, %.3f ms\n", sets[k], names[j], wn, wns / 1e6,
+            printf("  %-36s %-24s what-if %2zu, %.3f ms; estimate %2zu, %.3f ms\n", sets[k].set, names[j], wn, wns / 1e6,
                    en, ens / 1e6);
-            CHECK_EQ_INT(wn, en);
-            CHECK(en > 0);
+            /* FSDP's rule (check_fsdp_counts): the traced step's 8 layers
+             * and one micro-batch, the target's */
+            CHECK_EQ_INT(wn, j ? 8 + 2 : 2 * 8 + 4);
+            CHECK_EQ_INT(en, sets[k].micro_batches * (j ? sets[k].layers + 2 : 2 * sets[k].layers + 4));
             CHECK_NEAR(wns / ens, 1, 0.005);
         }
         model_graph_free(e);
