@@ -89,12 +89,9 @@ static void unload(struct loaded *l)
     model_job_free(l->job);
 }
 
-/* Per layer 2 all-reduces forward and 2 backward; with sequence
- * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
- * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
- * embedding's, the cross entropy's three, the output layer's backward
- * one, and with sequence parallelism its forward all-gather. */
-TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
+/* check(gi, m, path, l) on the measured step of models[m] on gpus[gi],
+ * loaded into l (its path), for each. */
+static void each_measured_step(void (*check)(size_t gi, size_t m, const char *path, struct loaded *l))
 {
     for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
         for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
@@ -102,36 +99,53 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
             struct loaded l;
             if (load_step(gi, m, path, sizeof path, &l))
                 continue;
-            for (int sp = 0; sp <= 1; sp++) {
-                struct coll_placement pl;
-                struct sc_error err;
-                size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
-                REQUIRE(whatif_coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
-                for (size_t i = 0; i < pl.n; i++) {
-                    by_op[pl.v[i].op]++;
-                    in_layer += pl.v[i].in_layer;
-                    token += pl.v[i].tensor == TP_TENSOR_TOKEN_FP32;
-                    /* each follows a kernel of the step */
-                    CHECK(l.g->tasks[pl.v[i].after].cls == MODEL_TASK_KERNEL);
-                }
-                size_t L = (size_t)models[m].layers;
-                CHECK_EQ_INT(pl.forward_passes, L);
-                CHECK_EQ_INT(pl.backward_passes, L);
-                CHECK_EQ_INT(token, 3);
-                if (!sp) {
-                    CHECK_EQ_INT(in_layer, 4 * L);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 4 * L + 5);
-                    CHECK_EQ_INT(pl.n, 4 * L + 5);
-                } else {
-                    CHECK_EQ_INT(in_layer, 10 * L);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLGATHER], 6 * L + 1);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
-                }
-                whatif_coll_placement_release(&pl);
-            }
+            check(gi, m, path, &l);
             unload(&l);
         }
+}
+
+/* Per layer 2 all-reduces forward and 2 backward; with sequence
+ * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
+ * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
+ * embedding's, the cross entropy's three, the output layer's backward
+ * one, and with sequence parallelism its forward all-gather. */
+static void tp_counts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    (void)gi;
+    (void)path;
+    for (int sp = 0; sp <= 1; sp++) {
+        struct coll_placement pl;
+        struct sc_error err;
+        size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
+        REQUIRE(whatif_coll_placement_find(l->g, &l->st, sp, &pl, &err) == SC_OK);
+        for (size_t i = 0; i < pl.n; i++) {
+            by_op[pl.v[i].op]++;
+            in_layer += pl.v[i].in_layer;
+            token += pl.v[i].tensor == TP_TENSOR_TOKEN_FP32;
+            /* each follows a kernel of the step */
+            CHECK(l->g->tasks[pl.v[i].after].cls == MODEL_TASK_KERNEL);
+        }
+        size_t L = (size_t)models[m].layers;
+        CHECK_EQ_INT(pl.forward_passes, L);
+        CHECK_EQ_INT(pl.backward_passes, L);
+        CHECK_EQ_INT(token, 3);
+        if (!sp) {
+            CHECK_EQ_INT(in_layer, 4 * L);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 4 * L + 5);
+            CHECK_EQ_INT(pl.n, 4 * L + 5);
+        } else {
+            CHECK_EQ_INT(in_layer, 10 * L);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLGATHER], 6 * L + 1);
+            CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
+        }
+        whatif_coll_placement_release(&pl);
+    }
+}
+
+TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
+{
+    each_measured_step(tp_counts_on_step);
 }
 
 /* The communication tasks r's copy of g has beyond g's own, by operation. */
@@ -175,32 +189,31 @@ static void check_megatron_counts(const size_t by_op[MODEL_COLL_OP_COUNT], int s
  * all-gather and the cross entropy's 3 all-reduces; where the step had
  * none. The step gets faster, not slower: half the GEMMs, two ranks'
  * collectives. */
+static void tp_inserts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    (void)gi;
+    char what[600];
+    for (int sp = 0; sp <= 1; sp++) {
+        struct job_config set;
+        struct whatif_result r;
+        struct sc_error err;
+        size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
+        REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
+        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+            continue;
+        }
+        snprintf(what, sizeof what, "%s tp 1 -> 2", path);
+        inserted(l->g, &r, by_op);
+        check_megatron_counts(by_op, sp, L, L, 1, what);
+        CHECK(r.step_ms < r.base_step_ms);
+        whatif_release(&r);
+    }
+}
+
 TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_step)
 {
-    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-            char path[512], what[600];
-            struct loaded l;
-            if (load_step(gi, m, path, sizeof path, &l))
-                continue;
-            for (int sp = 0; sp <= 1; sp++) {
-                struct job_config set;
-                struct whatif_result r;
-                struct sc_error err;
-                size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
-                REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
-                if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
-                    sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
-                    continue;
-                }
-                snprintf(what, sizeof what, "%s tp 1 -> 2", path);
-                inserted(l.g, &r, by_op);
-                check_megatron_counts(by_op, sp, L, L, 1, what);
-                CHECK(r.step_ms < r.base_step_ms);
-                whatif_release(&r);
-            }
-            unload(&l);
-        }
+    each_measured_step(tp_inserts_on_step);
 }
 
 /* `estimate`'s step of spec s at `detail` with the estimator's default
@@ -227,6 +240,12 @@ static double estimate_spec(const char *text)
     REQUIRE(spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
     return default_step_ms(&s, hw, EST_DETAIL_KERNEL);
 }
+
+/* The description of the two-layer synthesised steps below (two
+ * micro-batches a step, recompute %s). */
+static const char two_layer_cfg[] =
+    "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
+    "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}";
 
 /* `stepcast synth`'s trace of spec text `spec`, described by cfg, loaded
  * into l (its files under a folder named by tag). */
@@ -271,10 +290,7 @@ TEST(coll_placement_tp_forward_collectives_repeat_under_full_recompute)
             "\"sequence_parallel\":%s}}";
         snprintf(spec, sizeof spec, spec_fmt, 1, modes[k], "false");
         double e0 = estimate_spec(spec);
-        snprintf(cfg, sizeof cfg,
-                 "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
-                 "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}",
-                 modes[k]);
+        snprintf(cfg, sizeof cfg, two_layer_cfg, modes[k]);
         snprintf(name, sizeof name, "recompute-%s", modes[k]);
         load_synth(spec, cfg, name, &l);
         for (int sp = 0; sp <= 1; sp++) {
@@ -541,45 +557,43 @@ static void check_fsdp_side(const struct whatif_result *r, const char *what)
  * reduce-scattered after its backward, on the side stream, the compute
  * waiting for each gather; and the step moves by what the estimate of
  * the same two configurations says, within 5%. */
+static void fsdp_inserts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    char what[600];
+    /* the traced step as the what-if runs it (without the
+     * profiler's cost on the host) */
+    struct job_config none;
+    struct whatif_result r0;
+    struct sc_error err;
+    REQUIRE(spec_job_config_parse_set_list("dp=1", &none, &err) == SC_OK);
+    REQUIRE(whatif_run(l->g, &l->cfg, &none, &r0, &err) == SC_OK);
+    for (int dp = 8; dp <= 64; dp *= 8) {
+        char sets[64];
+        struct job_config set;
+        struct whatif_result r;
+        size_t by_op[MODEL_COLL_OP_COUNT];
+        snprintf(sets, sizeof sets, "dp=%d,zero_stage=3", dp);
+        REQUIRE(spec_job_config_parse_set_list(sets, &set, &err) == SC_OK);
+        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+            continue;
+        }
+        snprintf(what, sizeof what, "%s dp 1 -> %d, zero_stage 3", path, dp);
+        inserted(l->g, &r, by_op);
+        check_fsdp_counts(by_op, (size_t)models[m].layers, 1, what);
+        check_fsdp_side(&r, what);
+        double w = r.step_ms / r0.step_ms, e = estimate_ratio(&l->cfg, &r.target, gpus[gi]);
+        printf("  %s %s dp 1 -> %d, zero_stage 3: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", gpus[gi],
+               models[m].name, dp, w, e, 100 * (w / e - 1));
+        CHECK_NEAR(w / e, 1, 0.05);
+        whatif_release(&r);
+    }
+    whatif_release(&r0);
+}
+
 TEST(coll_placement_dp_from_one_inserts_fsdps_per_unit_collectives)
 {
-    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-            char path[512], what[600];
-            struct loaded l;
-            if (load_step(gi, m, path, sizeof path, &l))
-                continue;
-            /* the traced step as the what-if runs it (without the
-             * profiler's cost on the host) */
-            struct job_config none;
-            struct whatif_result r0;
-            struct sc_error err;
-            REQUIRE(spec_job_config_parse_set_list("dp=1", &none, &err) == SC_OK);
-            REQUIRE(whatif_run(l.g, &l.cfg, &none, &r0, &err) == SC_OK);
-            for (int dp = 8; dp <= 64; dp *= 8) {
-                char sets[64];
-                struct job_config set;
-                struct whatif_result r;
-                size_t by_op[MODEL_COLL_OP_COUNT];
-                snprintf(sets, sizeof sets, "dp=%d,zero_stage=3", dp);
-                REQUIRE(spec_job_config_parse_set_list(sets, &set, &err) == SC_OK);
-                if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
-                    sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
-                    continue;
-                }
-                snprintf(what, sizeof what, "%s dp 1 -> %d, zero_stage 3", path, dp);
-                inserted(l.g, &r, by_op);
-                check_fsdp_counts(by_op, (size_t)models[m].layers, 1, what);
-                check_fsdp_side(&r, what);
-                double w = r.step_ms / r0.step_ms, e = estimate_ratio(&l.cfg, &r.target, gpus[gi]);
-                printf("  %s %s dp 1 -> %d, zero_stage 3: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", gpus[gi],
-                       models[m].name, dp, w, e, 100 * (w / e - 1));
-                CHECK_NEAR(w / e, 1, 0.05);
-                whatif_release(&r);
-            }
-            whatif_release(&r0);
-            unload(&l);
-        }
+    each_measured_step(fsdp_inserts_on_step);
 }
 
 /* The count and total time of the tasks of g whose name has `what`. */
@@ -674,10 +688,7 @@ TEST(coll_placement_dp_fsdp_in_every_micro_batch_and_under_full_recompute)
         size_t by_op[MODEL_COLL_OP_COUNT];
         snprintf(spec, sizeof spec, spec_fmt, 1, 2, modes[k], "");
         snprintf(target, sizeof target, spec_fmt, 8, 16, modes[k], ",\"zero_stage\":3");
-        snprintf(cfg, sizeof cfg,
-                 "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
-                 "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}",
-                 modes[k]);
+        snprintf(cfg, sizeof cfg, two_layer_cfg, modes[k]);
         snprintf(name, sizeof name, "fsdp-recompute-%s", modes[k]);
         load_synth(spec, cfg, name, &l);
         REQUIRE(spec_job_config_parse_set_list("dp=8,zero_stage=3", &set, &err) == SC_OK);
