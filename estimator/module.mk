@@ -73,7 +73,8 @@ FUZZ_TARGETS += bands
 CORE_SRCS += estimator/whatif/job_check.c estimator/whatif/structure.c estimator/whatif/coll_placement.c \
              estimator/whatif/coll_split.c estimator/whatif/graph_copy.c estimator/whatif/whatif.c \
              estimator/whatif/whatif_pipeline.c estimator/whatif/whatif_plan.c estimator/whatif/whatif_size.c \
-             estimator/whatif/whatif_price.c estimator/whatif/whatif_host.c estimator/whatif/whatif_result.c
+             estimator/whatif/whatif_price.c estimator/whatif/whatif_host.c estimator/whatif/whatif_result.c \
+             estimator/whatif/zero3_schedule.c
 
 # interchange/: a replayed step as Chakra execution traces, and Chakra ET
 # files replayed (estimator/interchange/chakra_export.h, chakra_import.h)

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "estimator/spec/placement.h"
 #include "estimator/spec/spec.h"
 
 /* The data-parallel gradient reduction the synthesised step runs, for a
@@ -17,5 +18,10 @@
 double synth_grad_bucket_params(const struct est_spec *s);
 double synth_grad_bytes(const struct est_spec *s);
 void synth_layer_rank_params(const struct est_spec *s, int64_t i, double *dense, double *experts);
+/* The embedding's and the output layer's parameters on one rank of
+ * virtual stage st (the output layer's own unless tied to the embedding
+ * on the same stage, and the final norm with it). */
+void synth_edge_params(const struct est_spec *s, const struct est_stage_layers *st, double *embedding,
+                       double *head);
 
 #endif

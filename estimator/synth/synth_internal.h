@@ -239,8 +239,6 @@ void synth_emit_ops(struct synth *y, struct rank *r, const struct oplist *l, int
 void synth_kind_rank_params(struct synth *y, int64_t i, int is_moe, double *dense, double *experts);
 void synth_bucket_reduce(struct synth *y, struct rank *r, struct bucket_state *b);
 int synth_zero3(const struct synth *y);
-void synth_edge_params(const struct est_spec *s, const struct est_stage_layers *st, double *embedding,
-                       double *head);
 void synth_z3_reduce(struct synth *y, struct rank *r);
 void synth_z3_gather(struct synth *y, struct rank *r, double dense, double experts);
 void synth_z3_grads_done(struct synth *y, struct rank *r, double dense, double experts);

@@ -294,6 +294,75 @@ static int find_passes(struct walk *w)
     return SC_OK;
 }
 
+/* An FSDP unit of kernels [a, b] of the stream (b = a - 1: none; a may
+ * be n_k, at the stream's end). */
+static int add_unit(const struct walk *w, struct coll_grads *c, uint32_t a, uint32_t b, int kind, int backward)
+{
+    assert(a <= w->n_k && b + 1 >= a && (b == a - 1 || b < w->n_k));
+    if (sc_vec_reserve((void **)&c->units, &c->cap_units, c->n_units + 1, sizeof *c->units))
+        return SC_ENOMEM;
+    uint32_t prev = a ? w->k[a - 1] : MODEL_NONE;
+    c->units[c->n_units++] = (struct coll_unit){a < w->n_k ? w->k[a] : MODEL_NONE, prev, b + 1 > a ? w->k[b] : prev,
+                                                (uint8_t)kind, (uint8_t)backward};
+    return SC_OK;
+}
+
+/* The kernel of [from, to) after which the output layer's backward
+ * begins: the first softmax or loss kernel; UINT32_MAX when none (a stage
+ * without the loss). */
+static uint32_t loss_kernel(const struct walk *w, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to; i++) {
+        unsigned sub = w->g->tasks[w->k[i]].sub;
+        if (sub == MODEL_KF_SOFTMAX || sub == MODEL_KF_LOSS)
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+/* The FSDP units of the stream's kernels before kernel `end` (the
+ * optimizer's first, or n_k), into c (coll_placement.h). */
+static int find_units(const struct walk *w, uint32_t end, struct coll_grads *c)
+{
+    uint32_t from = 0, lead = w->n_p ? w->p[0].first : 0; /* the step's first micro-batch's embedding kernels */
+    int dir = -1; /* the last pass's: forward 0, backward 1 */
+    for (size_t j = 0; j < w->n_p && w->p[j].first < end; j++) {
+        const struct pass *p = &w->p[j];
+        uint32_t last = p->last;
+        int backward = p->backward || p->recomputed;
+        if (p->recomputed && j + 1 < w->n_p && w->p[j + 1].backward && w->p[j + 1].layer == p->layer)
+            last = w->p[++j].last; /* its backward: one unit */
+        int rc = SC_OK;
+        if (!backward && dir != 0) { /* a micro-batch's forward begins */
+            uint32_t cut = p->first - from > lead ? p->first - lead : from;
+            if (dir == 1)
+                rc = add_unit(w, c, from, cut - 1, COLL_UNIT_EMBEDDING, 1);
+            if (!rc)
+                rc = add_unit(w, c, cut, p->first - 1, COLL_UNIT_EMBEDDING, 0);
+        } else if (backward && dir == 0) { /* the loss between */
+            uint32_t s = loss_kernel(w, from, p->first);
+            if (s != UINT32_MAX)
+                rc = add_unit(w, c, from, s, COLL_UNIT_OUTPUT, 0) || add_unit(w, c, s + 1, p->first - 1, COLL_UNIT_OUTPUT, 1);
+        }
+        if (rc || add_unit(w, c, p->first, last, COLL_UNIT_LAYER, backward))
+            return SC_ENOMEM;
+        from = last + 1;
+        dir = backward;
+    }
+    if (dir == 1 && add_unit(w, c, from, end - 1, COLL_UNIT_EMBEDDING, 1))
+        return SC_ENOMEM;
+    return SC_OK;
+}
+
+/* The host's launch of kernel task i, else i. */
+static uint32_t launch_of(const struct model_graph *g, uint32_t i)
+{
+    for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+        if (g->edges[e].kind == MODEL_EDGE_LAUNCH)
+            return g->edges[e].from;
+    return i;
+}
+
 /* Where the last micro-batch's gradients become ready on this stream
  * (its last backward passes, the rank's layers' worth, and the kernels
  * around the optimizer's first), into *c. */
@@ -314,9 +383,13 @@ static int grads_ready(struct walk *w, int layers, struct coll_grads *c)
         last = j;
     }
     free(c->ready);
+    free(c->units);
     memset(c, 0, sizeof *c);
     if (n && !(c->ready = malloc(n * sizeof *c->ready)))
         return SC_ENOMEM;
+    if (find_units(w, opt == UINT32_MAX ? (uint32_t)w->n_k : opt, c))
+        return SC_ENOMEM;
+    c->start = w->n_k ? launch_of(w->g, w->k[0]) : MODEL_NONE;
     for (size_t j = last; j < w->n_p && c->n < n; j++)
         if (w->p[j].backward && (opt == UINT32_MAX || w->p[j].first < opt))
             c->ready[c->n++] = w->k[w->p[j].last];
@@ -378,7 +451,7 @@ int whatif_coll_placement_find(const struct model_graph *g, const struct job_str
         rc = SC_ENOMEM;
     for (size_t r = 0; !rc && r < g->n_ranks; r++)
         out->grads[r].backward_end = out->grads[r].optimizer_begin = out->grads[r].first_kernel =
-            out->grads[r].first_forward = MODEL_NONE;
+            out->grads[r].first_forward = out->grads[r].start = MODEL_NONE;
     for (size_t r = 0; r < g->n_res && !rc; r++) {
         const struct model_resource *res = &g->res[r];
         if (!res->gpu)
@@ -424,8 +497,10 @@ void whatif_coll_placement_release(struct coll_placement *p)
     free(p->v);
     free(p->vocab_parallel);
     free(p->mlp_activation);
-    for (size_t r = 0; p->grads && r < p->n_ranks; r++)
+    for (size_t r = 0; p->grads && r < p->n_ranks; r++) {
         free(p->grads[r].ready);
+        free(p->grads[r].units);
+    }
     free(p->grads);
     memset(p, 0, sizeof *p);
 }

@@ -48,7 +48,19 @@
  * become ready, for the buckets a DDP or distributed optimizer reduces
  * as backward runs: the end of each of its backward layer passes, the end
  * of the backward (the last kernel before the optimizer), and the
- * optimizer's first kernel, which waits for them. */
+ * optimizer's first kernel, which waits for them.
+ *
+ * FSDP (ZeRO-3): the units whose parameters are gathered before they
+ * compute, in every micro-batch, in the order they run: each layer's
+ * forward pass; each backward pass (with the forward run again before it
+ * under full recomputation: one unit); the embedding's forward, the work
+ * before a micro-batch's first forward pass (after a backward, as many of
+ * its last kernels as the step ran before its first pass, the rest being
+ * the embedding's backward); the output layer's forward and backward, the
+ * work between a micro-batch's last forward pass and its first backward
+ * split after its first softmax or loss kernel (a stage without a loss
+ * has neither); and the embedding's backward, the work after the last
+ * backward pass up to the optimizer. */
 #ifndef ESTIMATOR_COLL_PLACEMENT_H
 #define ESTIMATOR_COLL_PLACEMENT_H
 
@@ -79,10 +91,28 @@ struct tp_collective {
  * the optimizer, the optimizer's first; and the step's first kernel and
  * first layer's forward, which the distributed optimizer's parameter
  * all-gather comes between (MODEL_NONE for what the rank lacks). */
+enum coll_unit_kind { COLL_UNIT_LAYER, COLL_UNIT_EMBEDDING, COLL_UNIT_OUTPUT };
+
+/* An FSDP unit's kernels: it starts before `first` (the next unit's
+ * first kernel when it has none) after `prev` (the kernel before it,
+ * MODEL_NONE at the stream's start), and ends with `last` (prev when it
+ * has none). */
+struct coll_unit {
+    uint32_t first, prev, last;
+    uint8_t kind; /* enum coll_unit_kind */
+    uint8_t backward;
+};
+
 struct coll_grads {
     uint32_t *ready;
     size_t n, kernels;
     uint32_t backward_end, optimizer_begin, first_kernel, first_forward;
+    /* the FSDP units of every micro-batch in order (malloc'd), and what
+     * the step's first gathers follow: the host's launch of the stream's
+     * first kernel (else that kernel) */
+    struct coll_unit *units;
+    size_t n_units, cap_units;
+    uint32_t start;
 };
 
 enum { COLL_MLP_FORWARD = 1, COLL_MLP_BACKWARD = 2 };

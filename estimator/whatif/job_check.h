@@ -7,8 +7,8 @@
  * "config." for "config.global_batch: ...").
  *
  * whatif_job_structure_recover (structure.h) checks the layers against the
- * trace's module annotations and calls what is here for the world size
- * and the group sizes. */
+ * trace's module annotations or its repeating kernel sequence and calls
+ * what is here for the world size and the group sizes. */
 #ifndef ESTIMATOR_JOB_CHECK_H
 #define ESTIMATOR_JOB_CHECK_H
 

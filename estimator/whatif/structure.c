@@ -321,12 +321,13 @@ static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps)
 /* Layers of rank r from the repeats of its busiest compute stream, step by
  * step, among the kernels no layer holds yet; with want > 0 only runs of
  * that many repeats (the layers module annotations found). *found gets the
- * most layers seen. */
-static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32_t *layer, int *found,
+ * most layers seen, *both the most seen in a step's two runs alike (the
+ * forward's and the backward's: a count the trace confirms). */
+static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32_t *layer, int *found, int *both,
                         struct sc_error *err)
 {
     uint32_t stream = MODEL_NONE, most = 0;
-    *found = 0;
+    *found = *both = 0;
     for (uint32_t k = 0; k < g->n_res; k++) {
         const struct model_resource *res = &g->res[k];
         /* a compute stream may carry a collective or two (a gradient
@@ -373,6 +374,8 @@ static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32
             }
             if ((int)run.reps > *found)
                 *found = (int)run.reps;
+            if (pass && (int)run.reps > *both)
+                *both = (int)run.reps;
             reps = run.reps;
         }
     }
@@ -769,6 +772,27 @@ unsigned long whatif_job_structure_recoveries(void)
     return atomic_load(&recoveries);
 }
 
+/* The layers found on a rank (from `source`) against the description's
+ * layers / pp: all of them with one stage, else one fewer or more where
+ * the stages do not split them evenly (Megatron's placement counts the
+ * embedding and the loss as layers then). SC_EINVAL naming layers. */
+static int check_layers(const struct job_config *cfg, int found, enum struct_layer_source source, int rank,
+                        struct sc_error *err)
+{
+    if (!cfg->layers)
+        return SC_OK;
+    int64_t lo = cfg->pp > 1 ? cfg->layers / cfg->pp - 1 : cfg->layers, hi = (cfg->layers + cfg->pp - 1) / cfg->pp;
+    if (found >= lo && found <= hi)
+        return SC_OK;
+    return sc_error_set(err, SC_EINVAL,
+                        "layers: the job description gives %lld layers over pp=%lld (%lld per rank), but the trace's "
+                        "%s %d on rank %d",
+                        (long long)cfg->layers, (long long)cfg->pp, (long long)(cfg->layers / cfg->pp),
+                        source == STRUCT_LAYERS_MODULES ? "module annotations show"
+                                                        : "repeating kernel sequence shows, forward and backward,",
+                        found, rank);
+}
+
 int whatif_job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
                           struct sc_error *err)
 {
@@ -816,15 +840,8 @@ int whatif_job_structure_recover(const struct model_graph *g, const struct job_c
         rc = modules_rank(g, r, out->layer, &found, err);
         if (found > out->layers_per_rank)
             out->layers_per_rank = found;
-        if (!rc && found && cfg->layers) {
-            int64_t lo = cfg->layers / cfg->pp - 1, hi = (cfg->layers + cfg->pp - 1) / cfg->pp;
-            if (found < lo || found > hi)
-                rc = sc_error_set(err, SC_EINVAL,
-                                  "layers: the job description gives %lld layers over pp=%lld (%lld per rank), but "
-                                  "the trace's module annotations show %d on rank %d",
-                                  (long long)cfg->layers, (long long)cfg->pp, (long long)(cfg->layers / cfg->pp),
-                                  found, g->ranks[r].id);
-        }
+        if (!rc && found)
+            rc = check_layers(cfg, found, STRUCT_LAYERS_MODULES, g->ranks[r].id, err);
     }
     if (out->layers_per_rank)
         out->layer_source = STRUCT_LAYERS_MODULES;
@@ -834,10 +851,12 @@ int whatif_job_structure_recover(const struct model_graph *g, const struct job_c
      * module calls) as many times as there are layers */
     int by_modules = out->layers_per_rank;
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
-        int found;
-        rc = repeats_rank(g, r, by_modules, out->layer, &found, err);
+        int found, both;
+        rc = repeats_rank(g, r, by_modules, out->layer, &found, &both, err);
         if (!by_modules && found > out->layers_per_rank)
             out->layers_per_rank = found;
+        if (!rc && !by_modules && both)
+            rc = check_layers(cfg, both, STRUCT_LAYERS_REPEAT, g->ranks[r].id, err);
     }
     if (!out->layer_source && out->layers_per_rank)
         out->layer_source = STRUCT_LAYERS_REPEAT;

@@ -59,8 +59,9 @@
  * Checks (a contradiction is SC_EINVAL naming both sides; job_check.h): tp x cp x pp x dp
  * against the trace's world size; every collective group size the trace
  * gives against the groups the description has (tp, dp, the pipeline's
- * pairs, tp x dp, the world); the layers the module annotations show
- * against layers / pp. */
+ * pairs, tp x dp, the world); the layers the module annotations show,
+ * else those the repeating kernel sequence shows in a step's forward and
+ * backward alike, against layers / pp (all of them with pp 1). */
 #ifndef ESTIMATOR_STRUCTURE_H
 #define ESTIMATOR_STRUCTURE_H
 

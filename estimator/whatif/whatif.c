@@ -28,6 +28,7 @@
 #include "estimator/whatif/whatif_pipeline.h"
 #include "estimator/whatif/whatif_price.h"
 #include "estimator/whatif/whatif_result.h"
+#include "estimator/whatif/zero3_schedule.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
@@ -543,6 +544,52 @@ static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, 
     return SC_OK;
 }
 
+/* ZeRO-3's collectives (zero3_schedule.h) inserted on a rank's
+ * data-parallel stream, each timed by the collective model over the dp
+ * ranks placed as an estimate places them (parameters in the spec's
+ * width, gradients in the gradients'), as long as the collectives it
+ * stands for: its `times`, in each of the target's micro-batches a traced
+ * one stands for (micro_batches). */
+struct zero3_insert {
+    struct wf *w;
+    double param_bytes, grad_bytes, micro_batches;
+};
+
+static int zero3_insert(void *ctx, const struct zero3_coll *z)
+{
+    struct zero3_insert *x = ctx;
+    int kind = z->op, gather = z->op == MODEL_COLL_ALLGATHER;
+    struct coll_group gr = whatif_coll_layout(STRUCT_ROLE_DP, x->w->t, whatif_node_of(x->w->t, x->w->pr.hw1), &kind);
+    double us = whatif_coll_split_us(&x->w->pr.cp1, kind, gr, z->params * (gather ? x->param_bytes : x->grad_bytes));
+    return add_side_insert(x->w, z->after, kind, us * z->times * x->micro_batches * 1e3,
+                           gather ? "parameter all-gather (what-if)" : "gradient reduce-scatter (what-if)", z->before);
+}
+
+/* dp 1 -> more under ZeRO-3 (FSDP): each unit's parameters gathered and
+ * gradients reduce-scattered in every micro-batch, as the estimator's
+ * step runs them; a layer holds `layer` parameters, and a traced layer
+ * pass stands for stage_layers / layers_per_rank of the stage's layers. */
+static int insert_zero3(struct wf *w, const struct est_spec *spec, double layer, int64_t stage_layers,
+                        struct sc_error *err)
+{
+    int64_t m0 = spec_job_config_micro_batches(w->b), m1 = spec_job_config_micro_batches(w->t);
+    struct zero3_insert x = {w, cost_hw_dtype_bytes(spec->options.dtype == HW_FP32 ? HW_FP32 : HW_BF16),
+                             synth_grad_bytes(spec), m0 > 0 && m1 > 0 ? (double)m1 / (double)m0 : 1.0};
+    int64_t per_stage = spec_job_config_world_size(w->b) / w->b->pp; /* tp x cp x dp */
+    if (w->st->layers_per_rank < 1)
+        return sc_error_set(err, SC_EINVAL, "set.zero_stage: the trace shows no layers, the units ZeRO-3 gathers "
+                                            "parameters for");
+    for (size_t r = 0; r < w->pl.n_ranks; r++) {
+        int64_t stage = (int64_t)w->g->ranks[r].id / per_stage;
+        struct est_stage_layers sl = {0, 0, stage == 0, stage == w->b->pp - 1};
+        struct zero3_params zp = {layer, 0, 0, (double)stage_layers / w->st->layers_per_rank};
+        synth_edge_params(spec, &sl, &zp.embedding, &zp.output);
+        if (whatif_zero3_schedule(&w->pl.grads[r], &zp, spec->options.overlap_param_gather, zero3_insert, &x))
+            return oom(err);
+    }
+    return SC_OK;
+}
+
 /* dp 1 -> more: the gradient reduction the target runs, as the
  * estimator's step runs it (synth.h): the last micro-batch's gradients in
  * Megatron-core's buckets, each reduced on a communication stream of its
@@ -551,7 +598,8 @@ static int add_side_insert(struct wf *w, uint32_t after, int op, double dur_ns, 
  * layer's after the backward; all-reduced, or reduce-scattered under the
  * distributed optimizer (zero_stage 1-2, whose updated parameters are
  * all-gathered before the first forward), over the dp ranks placed as an
- * estimate places them; the optimizer waits for them. A traced pass
+ * estimate places them; the optimizer waits for them. ZeRO-3:
+ * insert_zero3. A traced pass
  * stands for layers' / layers of the target's layers. */
 static int insert_grad_reduction(struct wf *w, struct sc_error *err)
 {
@@ -563,9 +611,6 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
                                             "the job description (to size the gradient reduction)");
     if ((rc = spec_job_config_spec(t, w->pr.hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
-    if (spec.options.zero_stage >= 3)
-        return sc_error_set(err, SC_EINVAL, "set.zero_stage: from a trace without data parallelism, ZeRO-3's "
-                                            "per-layer parameter gathers are not modelled; zero_stage 0-2 are");
     if ((rc = placement(w, err)))
         return rc;
     const struct coll_placement *pl = &w->pl;
@@ -579,6 +624,8 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
         synth_layer_rank_params(&spec, i, &dense, &experts);
         layer += (dense + experts) / (double)stage_layers;
     }
+    if (spec.options.zero_stage >= 3)
+        return insert_zero3(w, &spec, layer, stage_layers, err);
     /* a rank's stage (ranks are numbered with the pipeline outermost, as
      * Megatron does): the first holds the embedding, the last the output
      * layer (a single stage with tied embeddings holds one matrix) */

@@ -4,7 +4,9 @@
  * (data/calibration/torch-steps) against Megatron's rules, as placed and
  * as the what-if inserts them (and on a synthesised step under full
  * recomputation), traces without transformer layers refused, and the
- * gradient reduction a what-if from dp 1 adds, placed by gpus_per_node. */
+ * gradient reduction a what-if from dp 1 adds, placed by gpus_per_node:
+ * DDP's buckets, the distributed optimizer's, and FSDP's (ZeRO-3's)
+ * per-unit gathers and reduce-scatters in every micro-batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +89,9 @@ static void unload(struct loaded *l)
     model_job_free(l->job);
 }
 
-/* Per layer 2 all-reduces forward and 2 backward; with sequence
- * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
- * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
- * embedding's, the cross entropy's three, the output layer's backward
- * one, and with sequence parallelism its forward all-gather. */
-TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
+/* check(gi, m, path, l) on the measured step of models[m] on gpus[gi],
+ * loaded into l (its path), for each. */
+static void each_measured_step(void (*check)(size_t gi, size_t m, const char *path, struct loaded *l))
 {
     for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
         for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
@@ -100,36 +99,53 @@ TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
             struct loaded l;
             if (load_step(gi, m, path, sizeof path, &l))
                 continue;
-            for (int sp = 0; sp <= 1; sp++) {
-                struct coll_placement pl;
-                struct sc_error err;
-                size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
-                REQUIRE(whatif_coll_placement_find(l.g, &l.st, sp, &pl, &err) == SC_OK);
-                for (size_t i = 0; i < pl.n; i++) {
-                    by_op[pl.v[i].op]++;
-                    in_layer += pl.v[i].in_layer;
-                    token += pl.v[i].tensor == TP_TENSOR_TOKEN_FP32;
-                    /* each follows a kernel of the step */
-                    CHECK(l.g->tasks[pl.v[i].after].cls == MODEL_TASK_KERNEL);
-                }
-                size_t L = (size_t)models[m].layers;
-                CHECK_EQ_INT(pl.forward_passes, L);
-                CHECK_EQ_INT(pl.backward_passes, L);
-                CHECK_EQ_INT(token, 3);
-                if (!sp) {
-                    CHECK_EQ_INT(in_layer, 4 * L);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 4 * L + 5);
-                    CHECK_EQ_INT(pl.n, 4 * L + 5);
-                } else {
-                    CHECK_EQ_INT(in_layer, 10 * L);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLGATHER], 6 * L + 1);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
-                    CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
-                }
-                whatif_coll_placement_release(&pl);
-            }
+            check(gi, m, path, &l);
             unload(&l);
         }
+}
+
+/* Per layer 2 all-reduces forward and 2 backward; with sequence
+ * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
+ * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
+ * embedding's, the cross entropy's three, the output layer's backward
+ * one, and with sequence parallelism its forward all-gather. */
+static void tp_counts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    (void)gi;
+    (void)path;
+    for (int sp = 0; sp <= 1; sp++) {
+        struct coll_placement pl;
+        struct sc_error err;
+        size_t by_op[MODEL_COLL_OP_COUNT] = {0}, in_layer = 0, token = 0;
+        REQUIRE(whatif_coll_placement_find(l->g, &l->st, sp, &pl, &err) == SC_OK);
+        for (size_t i = 0; i < pl.n; i++) {
+            by_op[pl.v[i].op]++;
+            in_layer += pl.v[i].in_layer;
+            token += pl.v[i].tensor == TP_TENSOR_TOKEN_FP32;
+            /* each follows a kernel of the step */
+            CHECK(l->g->tasks[pl.v[i].after].cls == MODEL_TASK_KERNEL);
+        }
+        size_t L = (size_t)models[m].layers;
+        CHECK_EQ_INT(pl.forward_passes, L);
+        CHECK_EQ_INT(pl.backward_passes, L);
+        CHECK_EQ_INT(token, 3);
+        if (!sp) {
+            CHECK_EQ_INT(in_layer, 4 * L);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 4 * L + 5);
+            CHECK_EQ_INT(pl.n, 4 * L + 5);
+        } else {
+            CHECK_EQ_INT(in_layer, 10 * L);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLGATHER], 6 * L + 1);
+            CHECK_EQ_INT(by_op[MODEL_COLL_REDUCESCATTER], 4 * L + 2);
+            CHECK_EQ_INT(by_op[MODEL_COLL_ALLREDUCE], 3);
+        }
+        whatif_coll_placement_release(&pl);
+    }
+}
+
+TEST(coll_placement_tp_counts_megatrons_collectives_on_the_measured_steps)
+{
+    each_measured_step(tp_counts_on_step);
 }
 
 /* The communication tasks r's copy of g has beyond g's own, by operation. */
@@ -173,32 +189,31 @@ static void check_megatron_counts(const size_t by_op[MODEL_COLL_OP_COUNT], int s
  * all-gather and the cross entropy's 3 all-reduces; where the step had
  * none. The step gets faster, not slower: half the GEMMs, two ranks'
  * collectives. */
+static void tp_inserts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    (void)gi;
+    char what[600];
+    for (int sp = 0; sp <= 1; sp++) {
+        struct job_config set;
+        struct whatif_result r;
+        struct sc_error err;
+        size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
+        REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
+        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+            continue;
+        }
+        snprintf(what, sizeof what, "%s tp 1 -> 2", path);
+        inserted(l->g, &r, by_op);
+        check_megatron_counts(by_op, sp, L, L, 1, what);
+        CHECK(r.step_ms < r.base_step_ms);
+        whatif_release(&r);
+    }
+}
+
 TEST(coll_placement_tp_whatif_inserts_megatrons_collectives_on_each_measured_step)
 {
-    for (size_t gi = 0; gi < sizeof gpus / sizeof gpus[0]; gi++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-            char path[512], what[600];
-            struct loaded l;
-            if (load_step(gi, m, path, sizeof path, &l))
-                continue;
-            for (int sp = 0; sp <= 1; sp++) {
-                struct job_config set;
-                struct whatif_result r;
-                struct sc_error err;
-                size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
-                REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
-                if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
-                    sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
-                    continue;
-                }
-                snprintf(what, sizeof what, "%s tp 1 -> 2", path);
-                inserted(l.g, &r, by_op);
-                check_megatron_counts(by_op, sp, L, L, 1, what);
-                CHECK(r.step_ms < r.base_step_ms);
-                whatif_release(&r);
-            }
-            unload(&l);
-        }
+    each_measured_step(tp_inserts_on_step);
 }
 
 /* `estimate`'s step of spec s at `detail` with the estimator's default
@@ -226,6 +241,35 @@ static double estimate_spec(const char *text)
     return default_step_ms(&s, hw, EST_DETAIL_KERNEL);
 }
 
+/* The description of the two-layer synthesised steps below (two
+ * micro-batches a step, recompute %s). */
+static const char two_layer_cfg[] =
+    "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
+    "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}";
+
+/* `stepcast synth`'s trace of spec text `spec`, described by cfg, loaded
+ * into l (its files under a folder named by tag). */
+static void load_synth(const char *spec, const char *cfg, const char *tag, struct loaded *l)
+{
+    char dir[512], name[96];
+    struct model_load_opts lo;
+    struct model_graph_opts go;
+    struct sc_error err;
+    snprintf(name, sizeof name, "%s.json", tag);
+    const char *spec_path = th_write_file(name, spec, strlen(spec));
+    snprintf(dir, sizeof dir, "%s/%s-out", th_tmpdir(), tag);
+    char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)spec_path, "--out", dir, NULL};
+    free(th_run_expect(argv, 0, NULL, NULL));
+    const char *dirs[] = {dir};
+    memset(l, 0, sizeof *l);
+    model_load_opts_default(&lo);
+    model_graph_opts_default(&go);
+    REQUIRE(spec_job_config_parse(cfg, strlen(cfg), &l->cfg, &err) == SC_OK);
+    REQUIRE(model_job_load(dirs, 1, &lo, 0, &l->job, &err) == SC_OK);
+    REQUIRE(model_graph_build(l->job, &go, &l->g, &err) == SC_OK);
+    REQUIRE(whatif_job_structure_recover(l->g, &l->cfg, &l->st, &err) == SC_OK);
+}
+
 /* A step traced under full recomputation runs each layer's forward again
  * before its backward, and its collectives with it: from tp 1, the what-if
  * inserts the forward's collectives twice a layer (`stepcast synth`'s
@@ -236,10 +280,8 @@ TEST(coll_placement_tp_forward_collectives_repeat_under_full_recompute)
 {
     static const char *const modes[] = {"none", "full"};
     for (size_t k = 0; k < 2; k++) {
-        char spec[512], cfg[512], dir[512], name[64];
+        char spec[512], cfg[512], name[64];
         struct loaded l;
-        struct model_load_opts lo;
-        struct model_graph_opts go;
         struct sc_error err;
         static const char spec_fmt[] =
             "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":50304},"
@@ -248,23 +290,9 @@ TEST(coll_placement_tp_forward_collectives_repeat_under_full_recompute)
             "\"sequence_parallel\":%s}}";
         snprintf(spec, sizeof spec, spec_fmt, 1, modes[k], "false");
         double e0 = estimate_spec(spec);
-        snprintf(cfg, sizeof cfg,
-                 "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":2,\"layers\":2,\"hidden\":1024,"
-                 "\"heads\":16,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\",\"recompute\":\"%s\"}",
-                 modes[k]);
-        snprintf(name, sizeof name, "recompute-%s.json", modes[k]);
-        const char *spec_path = th_write_file(name, spec, strlen(spec));
-        snprintf(dir, sizeof dir, "%s/recompute-%s-out", th_tmpdir(), modes[k]);
-        char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)spec_path, "--out", dir, NULL};
-        free(th_run_expect(argv, 0, NULL, NULL));
-        const char *dirs[] = {dir};
-        memset(&l, 0, sizeof l);
-        model_load_opts_default(&lo);
-        model_graph_opts_default(&go);
-        REQUIRE(spec_job_config_parse(cfg, strlen(cfg), &l.cfg, &err) == SC_OK);
-        REQUIRE(model_job_load(dirs, 1, &lo, 0, &l.job, &err) == SC_OK);
-        REQUIRE(model_graph_build(l.job, &go, &l.g, &err) == SC_OK);
-        REQUIRE(whatif_job_structure_recover(l.g, &l.cfg, &l.st, &err) == SC_OK);
+        snprintf(cfg, sizeof cfg, two_layer_cfg, modes[k]);
+        snprintf(name, sizeof name, "recompute-%s", modes[k]);
+        load_synth(spec, cfg, name, &l);
         for (int sp = 0; sp <= 1; sp++) {
             struct coll_placement pl;
             struct job_config set;
@@ -393,9 +421,9 @@ static double grad_collectives_ns(const struct whatif_result *r)
 
 /* dp 1 -> 8 on a measured step: the gradient reduction inserted on a
  * communication stream of its own (all-reduced, or reduce-scattered under
- * the distributed optimizer, whose update each rank does for its shard and
- * whose parameters are all-gathered before the first forward),
- * each rank's batch kept (global batch 4 -> 32), and the step moves by
+ * the distributed optimizer, zero_stage 1 or 2, whose update each rank
+ * does for its shard and whose parameters are all-gathered before the
+ * first forward), each rank's batch kept (global batch 4 -> 32), and the step moves by
  * what the estimate of the same two configurations says, within 5%. */
 TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
 {
@@ -403,10 +431,11 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
     struct sc_error err;
     REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
                   &l) == 0);
-    for (int zero = 0; zero <= 1; zero++) {
+    for (int zero = 0; zero <= 2; zero++) {
+        static const char *const sets[] = {"dp=8", "dp=8,zero_stage=1", "dp=8,zero_stage=2"};
         struct job_config set;
         struct whatif_result r;
-        REQUIRE(spec_job_config_parse_set_list(zero ? "dp=8,zero_stage=1" : "dp=8", &set, &err) == SC_OK);
+        REQUIRE(spec_job_config_parse_set_list(sets[zero], &set, &err) == SC_OK);
         REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
         CHECK_EQ_INT(r.target.global_batch, 32);
         size_t grads = 0, gathers = 0, side = 0;
@@ -437,8 +466,7 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
             CHECK(grads >= 2 && r.replay->n_steps > 0 && r.replay->steps[0].breakdown.overlap > 0);
         /* the estimate of the description at dp 1 and dp 8 */
         double w = r.step_ms / r.base_step_ms, e = estimate_ratio(&l.cfg, &r.target, "h100-sxm");
-        printf("  dp 1 -> 8%s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", zero ? ", distributed optimizer" : "", w, e,
-               100 * (w / e - 1));
+        printf("  %s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", sets[zero], w, e, 100 * (w / e - 1));
         CHECK_NEAR(w / e, 1, 0.05);
         whatif_release(&r);
     }
@@ -478,4 +506,205 @@ TEST(coll_placement_dp_from_one_places_by_gpus_per_node)
     CHECK(ns[2] != ns[0]);
     CHECK(ns[3] > 2 * ns[0]);
     unload(&l);
+}
+
+/* FSDP's collectives for L layers and m micro-batches (coll_placement.h,
+ * zero3_schedule.h), against those inserted (by_op): each unit's
+ * parameters gathered before its forward and again before its backward
+ * (the L layers, the embedding, the output layer), and its gradients
+ * reduce-scattered after its backward, in every micro-batch. */
+static void check_fsdp_counts(const size_t by_op[MODEL_COLL_OP_COUNT], size_t L, size_t m, const char *what)
+{
+    size_t ag = m * (2 * L + 4), rs = m * (L + 2), other = 0;
+    for (int op = 0; op < MODEL_COLL_OP_COUNT; op++)
+        if (op != MODEL_COLL_ALLGATHER && op != MODEL_COLL_REDUCESCATTER)
+            other += by_op[op];
+    if (by_op[MODEL_COLL_ALLGATHER] != ag || by_op[MODEL_COLL_REDUCESCATTER] != rs || other)
+        sc_check_fail(__FILE__, __LINE__,
+                      "%s: inserted %zu all-gathers, %zu reduce-scatters, %zu others; FSDP runs %zu, %zu, 0 (%zu "
+                      "layers, %zu micro-batches)",
+                      what, by_op[MODEL_COLL_ALLGATHER], by_op[MODEL_COLL_REDUCESCATTER], other, ag, rs, L, m);
+}
+
+/* The inserted collectives of r's copy of g (g has none) on the side
+ * stream, each gather waited for by the compute: the tasks it is before. */
+static void check_fsdp_side(const struct whatif_result *r, const char *what)
+{
+    size_t comm = 0, side = 0, gathers = 0, waited = 0;
+    for (uint32_t i = 0; i < r->graph->n_tasks; i++) {
+        const struct model_task *t = &r->graph->tasks[i];
+        if (t->cls != MODEL_TASK_COMM)
+            continue;
+        comm++;
+        side += r->graph->res[t->res].comm;
+        if (t->sub != MODEL_COLL_ALLGATHER)
+            continue;
+        gathers++;
+        for (uint32_t e = r->graph->succ_at[i]; e < r->graph->succ_at[i + 1]; e++)
+            if (r->graph->tasks[r->graph->succs[e] >> 2].cls == MODEL_TASK_KERNEL) {
+                waited++;
+                break;
+            }
+    }
+    if (side != comm || waited != gathers)
+        sc_check_fail(__FILE__, __LINE__, "%s: %zu of %zu collectives on the side stream, %zu of %zu gathers waited for",
+                      what, side, comm, waited, gathers);
+}
+
+/* dp 1 -> 8 and 64 under ZeRO-3 (FSDP) on each measured step: each
+ * layer's, the embedding's and the output layer's parameters gathered
+ * before its forward and again before its backward and its gradients
+ * reduce-scattered after its backward, on the side stream, the compute
+ * waiting for each gather; and the step moves by what the estimate of
+ * the same two configurations says, within 5%. */
+static void fsdp_inserts_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    char what[600];
+    /* the traced step as the what-if runs it (without the
+     * profiler's cost on the host) */
+    struct job_config none;
+    struct whatif_result r0;
+    struct sc_error err;
+    REQUIRE(spec_job_config_parse_set_list("dp=1", &none, &err) == SC_OK);
+    REQUIRE(whatif_run(l->g, &l->cfg, &none, &r0, &err) == SC_OK);
+    for (int dp = 8; dp <= 64; dp *= 8) {
+        char sets[64];
+        struct job_config set;
+        struct whatif_result r;
+        size_t by_op[MODEL_COLL_OP_COUNT];
+        snprintf(sets, sizeof sets, "dp=%d,zero_stage=3", dp);
+        REQUIRE(spec_job_config_parse_set_list(sets, &set, &err) == SC_OK);
+        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+            continue;
+        }
+        snprintf(what, sizeof what, "%s dp 1 -> %d, zero_stage 3", path, dp);
+        inserted(l->g, &r, by_op);
+        check_fsdp_counts(by_op, (size_t)models[m].layers, 1, what);
+        check_fsdp_side(&r, what);
+        double w = r.step_ms / r0.step_ms, e = estimate_ratio(&l->cfg, &r.target, gpus[gi]);
+        printf("  %s %s dp 1 -> %d, zero_stage 3: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", gpus[gi],
+               models[m].name, dp, w, e, 100 * (w / e - 1));
+        CHECK_NEAR(w / e, 1, 0.05);
+        whatif_release(&r);
+    }
+    whatif_release(&r0);
+}
+
+TEST(coll_placement_dp_from_one_inserts_fsdps_per_unit_collectives)
+{
+    each_measured_step(fsdp_inserts_on_step);
+}
+
+/* The count and total time of the tasks of g whose name has `what`. */
+static size_t named_ns(const struct model_graph *g, const char *what, double *ns)
+{
+    size_t n = 0;
+    *ns = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_COMM && strstr(model_graph_str(g, g->src[i].name), what)) {
+            n++;
+            *ns += (double)g->tasks[i].dur;
+        }
+    return n;
+}
+
+/* Under ZeRO-3 the what-if from dp 1 runs the collectives the
+ * estimator's step of the same target runs: as many parameter
+ * all-gathers and gradient reduce-scatters, each set as long in all
+ * (sized alike, placed by gpus_per_node alike, timed by the same
+ * collective model), to 0.5%; with the profile's 8 GPUs a node, and with
+ * 1 and 16, where the collectives cost several times more or less. With
+ * two micro-batches a step, or twice the layers, each traced unit's
+ * collectives stand for those of the micro-batches or layers it stands
+ * for: as long in all, half as many. */
+TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
+{
+    static const struct {
+        const char *set;
+        size_t layers, micro_batches; /* the target's */
+    } sets[] = {{"dp=8,zero_stage=3", 8, 1},
+                {"dp=64,zero_stage=3", 8, 1},
+                {"dp=64,zero_stage=3,gpus_per_node=1", 8, 1},
+                {"dp=64,zero_stage=3,gpus_per_node=16", 8, 1},
+                {"dp=8,zero_stage=3,global_batch=64", 8, 2},
+                {"dp=8,zero_stage=3,layers=16", 16, 1}};
+    static const char *const names[] = {"parameter all-gather", "gradient reduce-scatter"};
+    struct loaded l;
+    struct sc_error err;
+    const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
+    REQUIRE(hw != NULL);
+    REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
+                  &l) == 0);
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        struct job_config set;
+        struct whatif_result r;
+        struct est_spec s;
+        struct est_costs c;
+        struct model_graph *e;
+        REQUIRE(spec_job_config_parse_set_list(sets[k].set, &set, &err) == SC_OK);
+        REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+        REQUIRE(spec_job_config_spec(&r.target, "h100-sxm", &s, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        for (int j = 0; j < 2; j++) {
+            double wns, ens;
+            size_t wn = named_ns(r.graph, names[j], &wns), en = named_ns(e, names[j], &ens);
+            /* the estimate's graph holds the step of one rank of each pipeline stage */
+            printf("  %-36s %-24s what-if %2zu, %.3f ms; estimate %2zu, %.3f ms\n", sets[k].set, names[j], wn, wns / 1e6,
+                   en, ens / 1e6);
+            /* FSDP's rule (check_fsdp_counts): the traced step's 8 layers
+             * and one micro-batch, the target's */
+            CHECK_EQ_INT(wn, j ? 8 + 2 : 2 * 8 + 4);
+            CHECK_EQ_INT(en, sets[k].micro_batches * (j ? sets[k].layers + 2 : 2 * sets[k].layers + 4));
+            CHECK_NEAR(wns / ens, 1, 0.005);
+        }
+        model_graph_free(e);
+        whatif_release(&r);
+    }
+    unload(&l);
+}
+
+/* Under full recomputation and over two micro-batches a step (`stepcast
+ * synth`'s trace of a two-layer model, with and without it), the what-if
+ * from dp 1 to 8 under ZeRO-3 gathers and reduce-scatters each unit's in
+ * every micro-batch, a layer's forward run again before its backward
+ * counted with that backward (one gather), as many as the estimator's
+ * step of the target runs, and moves the step as the estimate of the two
+ * specs does, within 5%. */
+TEST(coll_placement_dp_fsdp_in_every_micro_batch_and_under_full_recompute)
+{
+    static const char *const modes[] = {"none", "full"};
+    static const char spec_fmt[] =
+        "{\"model\":{\"layers\":2,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":50304},"
+        "\"parallel\":{\"tp\":1,\"pp\":1,\"dp\":%d,\"micro_batch\":1,\"global_batch\":%d},"
+        "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"dtype\":\"bf16\",\"recompute\":\"%s\"%s}}";
+    for (size_t k = 0; k < 2; k++) {
+        char spec[512], target[512], cfg[512], name[64], what[96];
+        struct loaded l;
+        struct job_config set;
+        struct whatif_result r;
+        struct sc_error err;
+        size_t by_op[MODEL_COLL_OP_COUNT];
+        snprintf(spec, sizeof spec, spec_fmt, 1, 2, modes[k], "");
+        snprintf(target, sizeof target, spec_fmt, 8, 16, modes[k], ",\"zero_stage\":3");
+        snprintf(cfg, sizeof cfg, two_layer_cfg, modes[k]);
+        snprintf(name, sizeof name, "fsdp-recompute-%s", modes[k]);
+        load_synth(spec, cfg, name, &l);
+        REQUIRE(spec_job_config_parse_set_list("dp=8,zero_stage=3", &set, &err) == SC_OK);
+        if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "recompute %s: %s", modes[k], err.msg);
+            unload(&l);
+            continue;
+        }
+        snprintf(what, sizeof what, "recompute %s, dp 1 -> 8, zero_stage 3", modes[k]);
+        inserted(l.g, &r, by_op);
+        check_fsdp_counts(by_op, 2, 2, what);
+        check_fsdp_side(&r, what);
+        double w = r.step_ms / r.base_step_ms, e = estimate_spec(target) / estimate_spec(spec);
+        printf("  %s: what-if x%.3f, estimate x%.3f (%+.1f%%)\n", what, w, e, 100 * (w / e - 1));
+        CHECK_NEAR(w / e, 1, 0.05);
+        whatif_release(&r);
+        unload(&l);
+    }
 }
