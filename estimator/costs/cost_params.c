@@ -27,10 +27,15 @@ const char *cost_param_group_name(enum cost_param_group g)
     return g == COST_GROUP_COLL ? "collective" : g == COST_GROUP_HOST ? "host" : "kernel";
 }
 
+int cost_param_in_range(enum cost_param p, double v)
+{
+    return v >= cost_params[p].lo && v <= cost_params[p].hi;
+}
+
 int cost_param_check(enum cost_param p, const char *shown, double v, struct sc_error *err)
 {
     const struct cost_param_info *c = &cost_params[p];
-    if (v >= c->lo && v <= c->hi)
+    if (cost_param_in_range(p, v))
         return SC_OK;
     return sc_error_set(err, SC_EINVAL, "%s parameter %s = %g: must be in [%g, %g]", cost_param_group_name(c->group),
                         shown ? shown : c->name, v, c->lo, c->hi);

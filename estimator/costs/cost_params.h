@@ -33,6 +33,9 @@ double cost_param_cited(enum cost_param p);
  * and docs. */
 const char *cost_param_group_name(enum cost_param_group g);
 
+/* Whether v lies in the parameter's range. */
+int cost_param_in_range(enum cost_param p, double v);
+
 /* SC_EINVAL naming the parameter (as `shown`, e.g. a per-dtype name; NULL:
  * its own) when v is outside its range. */
 int cost_param_check(enum cost_param p, const char *shown, double v, struct sc_error *err);

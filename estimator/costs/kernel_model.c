@@ -109,11 +109,14 @@ void cost_kernel_params_for_gpu(struct kernel_params *p, const struct hw_profile
 
 int cost_kernel_params_check(const struct kernel_params *p, struct sc_error *err)
 {
+    /* every kernel estimate checks its parameters: the name is made only
+     * for the message */
     for (size_t i = 0; i < cost_kernel_param_count(); i++) {
-        char name[64];
         double v = cost_kernel_param_get(p, i);
-        if (cost_param_check(kernel_param_id(i), cost_kernel_param_name(i, name, sizeof name), v, err))
-            return SC_EINVAL;
+        if (!cost_param_in_range(kernel_param_id(i), v)) {
+            char name[64];
+            return cost_param_check(kernel_param_id(i), cost_kernel_param_name(i, name, sizeof name), v, err);
+        }
     }
     return SC_OK;
 }
