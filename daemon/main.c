@@ -59,15 +59,14 @@ static json_t *fitted_json(const struct est_costs *c)
 {
     json_t *o = json_object();
     for (size_t f = 0; o && f < est_n_fit_params; f++)
-        json_object_set_new(o, cost_params[est_fit_params[f].param].name,
-                            json_real(*(const double *)((const char *)c + est_fit_params[f].offset)));
+        json_object_set_new(o, cost_params[est_fit_params[f].param].name, json_real(plan_fit_param(c, f)));
     return o;
 }
 
 /* calib_costs_default for Megatron's step on each GPU generation it fits
  * by precision (the first profile of the generation standing for it), and
- * calib_costs_base (the A100's) for every other case. */
-static json_t *cost_defaults_json(void)
+ * `base`, calib_costs_base (the A100's), for every other case. */
+static json_t *cost_defaults_json(const struct est_costs *base)
 {
     static const enum hw_arch archs[] = {HW_ARCH_HOPPER, HW_ARCH_BLACKWELL};
     static const enum hw_dtype dtypes[] = {HW_BF16, HW_FP8};
@@ -93,9 +92,7 @@ static json_t *cost_defaults_json(void)
         }
         json_decref(gpus);
     }
-    struct est_costs base;
-    calib_costs_base(cost_hw_profile_find("a100-sxm4-80gb"), NULL, &base);
-    json_array_append_new(rows, json_pack("{s:s, s:o}", "arch", "other", "fitted", fitted_json(&base)));
+    json_array_append_new(rows, json_pack("{s:s, s:o}", "arch", "other", "fitted", fitted_json(base)));
     return rows;
 }
 
@@ -115,14 +112,13 @@ static json_t *cost_params_json(void)
         for (size_t f = 0; row && f < est_n_fit_params; f++)
             if (est_fit_params[f].param == (enum cost_param)i)
                 json_object_set_new(row, "fit", json_pack("{s:f, s:f, s:f}", "min", p->fit_lo, "max", p->fit_hi,
-                                                          "a100", *(const double *)((const char *)&base +
-                                                                                    est_fit_params[f].offset)));
+                                                          "a100", plan_fit_param(&base, f)));
         if (!row || json_array_append_new(rows, row)) {
             json_decref(rows);
             return NULL;
         }
     }
-    return rows ? json_pack("{s:o, s:o}", "params", rows, "defaults", cost_defaults_json()) : NULL;
+    return rows ? json_pack("{s:o, s:o}", "params", rows, "defaults", cost_defaults_json(&base)) : NULL;
 }
 
 /* --print-settings, --print-openapi or --print-cost-params: a document on

@@ -134,6 +134,11 @@ static double *param_at(struct est_costs *c, size_t i)
     return (double *)((char *)c + est_fit_params[i].offset);
 }
 
+double plan_fit_param(const struct est_costs *c, size_t i)
+{
+    return *(const double *)((const char *)c + est_fit_params[i].offset);
+}
+
 /* A fitted parameter's value at u in [0, 1] of the range searched, and back. */
 static double from_unit(size_t i, double u)
 {

@@ -50,6 +50,8 @@ struct est_fit_param {
 };
 extern const struct est_fit_param est_fit_params[];
 extern const size_t est_n_fit_params;
+/* The value of est_fit_params[i] in c. */
+double plan_fit_param(const struct est_costs *c, size_t i);
 
 struct est_score {
     double mape;      /* mean absolute percentage error, % */

@@ -85,8 +85,7 @@ static void print_costs(const char *what, struct est_costs *c)
 {
     printf("     %s:", what);
     for (size_t i = 0; i < est_n_fit_params; i++)
-        printf(" %s=%.3f", cost_params[est_fit_params[i].param].name,
-               *(double *)((char *)c + est_fit_params[i].offset));
+        printf(" %s=%.3f", cost_params[est_fit_params[i].param].name, plan_fit_param(c, i));
     printf("\n");
 }
 

@@ -313,7 +313,7 @@ static void estimate_defaults(struct pub *p, enum est_detail detail, int *passed
 static void print_costs(const struct est_costs *c)
 {
     for (size_t i = 0; i < est_n_fit_params; i++)
-        printf(" %s=%.3f", cost_params[est_fit_params[i].param].name, *(const double *)((const char *)c + est_fit_params[i].offset));
+        printf(" %s=%.3f", cost_params[est_fit_params[i].param].name, plan_fit_param(c, i));
 }
 
 /* One group's part of a fit (fit_group), run on a thread of its own. */
