@@ -104,6 +104,35 @@ static void each_measured_step(void (*check)(size_t gi, size_t m, const char *pa
         }
 }
 
+/* Without module annotations a measured step's layers are its repeating
+ * kernel sequence: the description's count is found, and one layer more or
+ * fewer is refused naming the field. */
+static void layer_count_on_step(size_t gi, size_t m, const char *path, struct loaded *l)
+{
+    (void)gi;
+    (void)path;
+    CHECK_EQ_INT(l->st.layer_source, STRUCT_LAYERS_REPEAT);
+    CHECK_EQ_INT(l->st.layers_per_rank, models[m].layers);
+    for (int d = -1; d <= 1; d += 2) {
+        struct job_config wrong = l->cfg;
+        struct job_structure st;
+        struct sc_error err;
+        wrong.layers = models[m].layers + d;
+        if (whatif_job_structure_recover(l->g, &wrong, &st, &err) == SC_OK) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %lld layers accepted", path, (long long)wrong.layers);
+            whatif_job_structure_release(&st);
+            continue;
+        }
+        CHECK_CONTAINS(err.msg, "layers: ");
+        CHECK_CONTAINS(err.msg, "repeating kernel sequence");
+    }
+}
+
+TEST(coll_placement_layer_count_checked_on_the_measured_steps)
+{
+    each_measured_step(layer_count_on_step);
+}
+
 /* Per layer 2 all-reduces forward and 2 backward; with sequence
  * parallelism 2 all-gathers and 2 reduce-scatters forward, 4 all-gathers
  * (2 of them re-gathers) and 2 reduce-scatters backward. Outside: the
