@@ -43,7 +43,7 @@ static const struct key keys[] = {
     INTKEY(ep, EST_MAX_DEGREE, 0),   INTKEY(etp, EST_MAX_DEGREE, 0),   INTKEY0(zero_stage, 3),
     BOOLKEY(sequence_parallel), NAMEKEY("recompute", KEY_RECOMPUTE),
     INTKEY(gpus_per_node, 1 << 20, 0), NAMEKEY("framework", KEY_FRAMEWORK),
-    NAMEKEY("master_weights", KEY_MASTER), BOOLKEY(tied_embeddings),
+    NAMEKEY("master_weights", KEY_MASTER), BOOLKEY(tied_embeddings), BOOLKEY(bias),
     {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, EST_MAX_EXPERTS, 0},
     {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, EST_MAX_EXPERTS, 0},
     {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, EST_MAX_FFN, 0},
@@ -64,6 +64,7 @@ void spec_job_config_init(struct job_config *c)
     memset(c, 0, sizeof *c);
     c->sequence_parallel = -1;
     c->tied_embeddings = -1;
+    c->bias = -1;
 }
 
 static const struct key *find_key(const char *name)
@@ -303,6 +304,8 @@ void spec_job_config_apply(const struct job_config *base, const struct job_confi
         out->sequence_parallel = set->sequence_parallel;
     if (set->tied_embeddings >= 0)
         out->tied_embeddings = set->tied_embeddings;
+    if (set->bias >= 0)
+        out->bias = set->bias;
     if (set->gpu[0])
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
 }
@@ -447,6 +450,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
         member(&o, "\"mlp\":\"%s\"", spec_mlp_name(c->mlp));
     if (c->tied_embeddings >= 0)
         member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
+    if (c->bias >= 0)
+        member(&o, "\"bias\":%s", c->bias ? "true" : "false");
     if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
         member(&o, "\"moe\":{");
         o.first = 1;

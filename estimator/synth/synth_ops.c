@@ -81,10 +81,11 @@ static void mem(struct synth *y, struct oplist *l, const char *name, int family,
 }
 
 /* A linear layer's bias gradient: the output gradient summed over tokens.
- * GPT-style models (plain MLP) have biases; gated (Llama-style) ones none. */
+ * GPT-style models (plain MLP) have biases unless model.bias says they
+ * were built without; gated (Llama-style) ones none. */
 static void bias_grad(struct synth *y, struct oplist *l, const char *name, double tokens, double n)
 {
-    if (y->s->model.mlp == EST_MLP_GELU)
+    if (y->s->model.mlp == EST_MLP_GELU && y->s->model.bias)
         mem_bytes(y, l, name, MODEL_KF_REDUCTION, tokens * n * y->sh.B);
 }
 

@@ -450,6 +450,31 @@ TEST(synth_unfused_softmax_falls_back_to_pytorch_when_the_fused_kernel_cannot_ta
     CHECK_NEAR(fallback - fused, 8.0, 0.3);
 }
 
+/* A plain-MLP (GPT-style) layer's four linear layers each sum their
+ * output gradient over the tokens for their bias, unless the model was
+ * built without biases (model.bias false); a gated (Llama-style) layer has
+ * none either way. Without them the step is shorter by their kernels. */
+TEST(synth_bias_gradients_only_where_the_model_has_biases)
+{
+#define BIAS_SPEC "{\"model\":{\"layers\":1,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":1024," \
+        "\"mlp\":\"%s\"%s},\"cluster\":{\"gpu\":\"h100-sxm\"}}"
+    static const char *const grads[] = {"qkv projection bias gradient", "output projection bias gradient",
+                                        "mlp fc1 bias gradient", "mlp fc2 bias gradient"};
+    char gpt[256], none[256], gated[256], gated_bias[256];
+    snprintf(gpt, sizeof gpt, BIAS_SPEC, "gelu", "");
+    snprintf(none, sizeof none, BIAS_SPEC, "gelu", ",\"bias\":false");
+    snprintf(gated, sizeof gated, BIAS_SPEC, "swiglu", "");
+    snprintf(gated_bias, sizeof gated_bias, BIAS_SPEC, "swiglu", ",\"bias\":true");
+    for (size_t i = 0; i < sizeof grads / sizeof grads[0]; i++) {
+        CHECK_EQ_INT(kernels_named(gpt, grads[i]), 1);
+        CHECK_EQ_INT(kernels_named(none, grads[i]), 0);
+        CHECK_EQ_INT(kernels_named(gated, grads[i]), 0);
+        CHECK_EQ_INT(kernels_named(gated_bias, grads[i]), 0);
+    }
+    double with = estimate_ms(gpt, EST_DETAIL_KERNEL, NULL), without = estimate_ms(none, EST_DETAIL_KERNEL, NULL);
+    CHECK(with > 0 && without > 0 && without < with);
+}
+
 /* ZeRO-3 against stage 1 on data-parallel ranks over 8 nodes: small layers
  * and a slow network, then large layers on one fast NVLink domain. */
 #define ZERO_SPEC "{\"model\":{\"layers\":8,\"hidden\":%d,\"heads\":16,\"seq\":%d,\"vocab\":1024}," \
