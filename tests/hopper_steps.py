@@ -58,7 +58,7 @@ def main():
                         "cluster": {"gpu": gpu},
                         "options": {"dtype": "bf16", "framework": "pytorch",
                                     "master_weights": "fp32" if table.endswith(".amp") else "bf16"}}
-                spec["model"].update(mlp=r["mlp"], vocab=50304, dropout=False)
+                spec["model"].update(mlp=r["mlp"], vocab=50304, dropout=False, bias=False)
                 spec_path = os.path.join(tmp, "spec.json")
                 with open(spec_path, "w") as f:
                     json.dump(spec, f)
