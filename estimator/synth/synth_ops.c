@@ -582,25 +582,32 @@ void synth_layer_ops(struct synth *y, int is_moe)
  * entries set), log_softmax's (the gradient and the output read, the
  * input's gradient written) and the cast's back down. Bytes per logit
  * (per token for nll_loss's: an 8-byte target and an fp32), the 16-bit
- * side of a cast added. */
+ * side of a cast added; fp32 logits are not cast. */
 static void torch_cross_entropy(struct synth *y, double logits, int backward)
 {
     enum { PER_LOGIT, CAST, PER_TOKEN };
-    static const struct { const char *name; uint8_t family, per; double bytes; } ops[2][3] = {
-        {{"logits cast", MODEL_KF_COPY, CAST, 4}, {"log softmax", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4},
+    static const struct {
+        const char *name;
+        uint8_t family, per;
+        double bytes;
+    } ops[2][4] = {
+        {{"logits cast", MODEL_KF_COPY, CAST, 4},
+         {"log softmax", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4},
          {"nll loss", MODEL_KF_LOSS, PER_TOKEN, 8 + 4}},
-        {{"loss gradient zeros", MODEL_KF_ELEMENTWISE, PER_LOGIT, 4}, {"nll loss backward", MODEL_KF_LOSS, PER_TOKEN, 8 + 4},
-         {"log softmax backward", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4}}};
+        {{"loss gradient zeros", MODEL_KF_ELEMENTWISE, PER_LOGIT, 4},
+         {"nll loss backward", MODEL_KF_LOSS, PER_TOKEN, 8 + 4},
+         {"log softmax backward", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4},
+         {"logits gradient cast", MODEL_KF_COPY, CAST, 4}},
+    };
     const struct shape *sh = &y->sh;
-    for (size_t i = 0; i < 3; i++) {
-        const char *name = ops[backward][i].name;
-        double bytes = ops[backward][i].bytes;
-        bytes *= ops[backward][i].per == PER_TOKEN ? sh->T : logits;
-        mem_bytes(y, backward ? &y->head_bwd : &y->head_fwd, name, ops[backward][i].family,
-                  bytes + (ops[backward][i].per == CAST ? logits * sh->B : 0));
+    for (size_t i = 0; i < 4 && ops[backward][i].name; i++) {
+        int per = ops[backward][i].per;
+        if (per == CAST && sh->B >= 4)
+            continue;
+        double bytes = ops[backward][i].bytes * (per == PER_TOKEN ? sh->T : logits);
+        mem_bytes(y, backward ? &y->head_bwd : &y->head_fwd, ops[backward][i].name, ops[backward][i].family,
+                  bytes + (per == CAST ? logits * sh->B : 0));
     }
-    if (backward)
-        mem_bytes(y, &y->head_bwd, "logits gradient cast", MODEL_KF_COPY, logits * (4 + sh->B));
 }
 
 void synth_embedding_and_loss_ops(struct synth *y)
@@ -634,9 +641,7 @@ void synth_embedding_and_loss_ops(struct synth *y)
     if (y->s->options.framework == EST_FRAMEWORK_PYTORCH)
         torch_cross_entropy(y, logits, 1);
     else
-        op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
-                                              synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))),
-                                              0, 0});
+        mem_bytes(y, &y->head_bwd, "cross entropy backward", MODEL_KF_LOSS, logits * (4 + sh->B));
     gemm_bwd_in(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1, sh->dt16);
     tp_in(y, &y->head_bwd, 1);
     norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);

@@ -507,6 +507,12 @@ TEST(synth_eager_pytorch_loss_runs_op_by_op)
     }
     /* 18 bytes a logit against about 40 */
     CHECK(fused > 0 && ops > 2 * fused && ops < 2.5 * fused);
+    /* fp32 logits are not cast */
+    char fp32[320];
+    snprintf(fp32, sizeof fp32, "%.*s,\"dtype\":\"fp32\"}}", (int)strlen(pytorch) - 2, pytorch);
+    CHECK_EQ_INT(kernels_named(fp32, "log softmax"), 1);
+    CHECK_EQ_INT(kernels_named(fp32, "logits cast"), 0);
+    CHECK_EQ_INT(kernels_named(fp32, "logits gradient cast"), 0);
 }
 
 /* ZeRO-3 against stage 1 on data-parallel ranks over 8 nodes: small layers
