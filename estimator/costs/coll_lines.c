@@ -105,5 +105,5 @@ char *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
     int any = 0;
     for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
         any |= lines[k].n > 0;
-    return any ? doc_write(&cost_coll_lines_doc, NULL, lines, 0) : NULL;
+    return any ? doc_write(&cost_coll_lines_doc, NULL, lines, NULL, 0) : NULL;
 }

@@ -14,7 +14,9 @@
 
 extern const struct sc_embedded sc_hardware_files[]; /* generated from data/hardware */
 
-static const char *const dtype_names[HW_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
+const struct doc_name cost_hw_dtype_names[HW_DTYPE_COUNT + 1] = {
+    {"fp32", HW_FP32}, {"tf32", HW_TF32}, {"fp16", HW_FP16}, {"bf16", HW_BF16}, {"fp8", HW_FP8}, {"fp4", HW_FP4},
+    {NULL, 0}};
 static const double dtype_bytes[HW_DTYPE_COUNT] = {4, 4, 2, 2, 1, 0.5};
 static const char *const arch_names[HW_ARCH_COUNT] = {"unknown", "volta", "ampere", "hopper", "blackwell", "cdna3"};
 
@@ -25,7 +27,7 @@ const char *cost_hw_arch_name(enum hw_arch a)
 
 const char *cost_hw_dtype_name(enum hw_dtype d)
 {
-    return (unsigned)d < HW_DTYPE_COUNT ? dtype_names[d] : "?";
+    return (unsigned)d < HW_DTYPE_COUNT ? cost_hw_dtype_names[d].name : "?";
 }
 
 double cost_hw_dtype_bytes(enum hw_dtype d)
@@ -36,7 +38,7 @@ double cost_hw_dtype_bytes(enum hw_dtype d)
 int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err)
 {
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        if (s && strcmp(s, dtype_names[d]) == 0) {
+        if (s && strcmp(s, cost_hw_dtype_names[d].name) == 0) {
             *out = (enum hw_dtype)d;
             return SC_OK;
         }
@@ -102,10 +104,10 @@ static int check_profile(const struct hw_profile *p, struct sc_error *err)
         if (p->mamf_tflops[d] > p->peak_tflops[d] || p->gemm_tflops[d] > p->peak_tflops[d])
             return sc_error_set(err, SC_EPARSE, "%s.%s exceeds peak_tflops.%s",
                                 p->mamf_tflops[d] > p->peak_tflops[d] ? "mamf_tflops" : "gemm_tflops",
-                                dtype_names[d], dtype_names[d]);
+                                cost_hw_dtype_names[d].name, cost_hw_dtype_names[d].name);
         if (measured && p->peak_tflops[d] > 0 && !(p->gemm_tflops[d] > 0))
             return sc_error_set(err, SC_EPARSE, "gemm_tflops.%s is missing: a measured table covers every dtype "
-                                "the GPU has", dtype_names[d]);
+                                "the GPU has", cost_hw_dtype_names[d].name);
     }
     if (cost_coll_lines_valid(p->coll_lines, err)) {
         err->code = SC_EPARSE;

@@ -181,7 +181,7 @@ static int walk(struct reading *r, json_t *obj, const char *rel, struct sc_error
         char member[PATH_MAX_BYTES], path[PATH_MAX_BYTES];
         snprintf(member, sizeof member, "%s%s%.64s", rel, *rel ? "." : "", key);
         full_path(path, sizeof path, r->where, member);
-        const struct doc_field *f = find(r->t, member);
+        const struct doc_field *f = strchr(key, '.') ? NULL : find(r->t, member); /* "a.b" is no path */
         if (!f)
             return sc_error_set(err, r->t->code, "%s: unknown key", path);
         r->given[f - r->t->fields] = 1;
@@ -241,7 +241,7 @@ static int read_table(struct reading *r, json_t *obj, struct sc_error *err)
 int doc_read(const char *text, size_t len, const struct doc_table *t, const char *only, void *in_out,
              unsigned char *given, struct sc_error *err)
 {
-    struct reading r = {.t = t, .base = in_out, .where = ""};
+    struct reading r = {.t = t, .base = in_out, .where = t->root ? t->root : ""};
     json_error_t je;
     json_t *doc;
     int rc;
@@ -276,7 +276,8 @@ int doc_read(const char *text, size_t len, const struct doc_table *t, const char
 
 /* ---- writing ---- */
 
-static json_t *write_table(const struct doc_table *t, const char *only, const char *base);
+static json_t *write_table(const struct doc_table *t, const char *only, const char *base,
+                           const unsigned char *given);
 
 static json_t *items_json(const struct doc_field *f, const char *base)
 {
@@ -284,7 +285,7 @@ static json_t *items_json(const struct doc_field *f, const char *base)
     int n = *(const int *)(base + f->count_off);
     for (int i = 0; a && i < n; i++) {
         const char *at = base + f->off + (size_t)i * f->size;
-        if (json_array_append_new(a, f->type == DOC_STRS ? json_string(at) : write_table(f->sub, NULL, at))) {
+        if (json_array_append_new(a, f->type == DOC_STRS ? json_string(at) : write_table(f->sub, NULL, at, NULL))) {
             json_decref(a);
             return NULL;
         }
@@ -315,20 +316,23 @@ static json_t *field_json(const struct doc_field *f, const char *base)
     case DOC_STR: return *at ? json_string(at) : json_null();
     case DOC_STRS:
     case DOC_LIST: return items_json(f, base);
-    case DOC_OBJECT: return f->sub ? write_table(f->sub, NULL, at) : json_object();
+    case DOC_OBJECT: return f->sub ? write_table(f->sub, NULL, at, NULL) : json_object();
     case DOC_IGNORED: break;
     }
     return json_null();
 }
 
-/* Every field of t under only (NULL: all) into an object. */
-static json_t *write_table(const struct doc_table *t, const char *only, const char *base)
+/* Every field of t under only (NULL: all) that given marks (NULL: all)
+ * into an object. */
+static json_t *write_table(const struct doc_table *t, const char *only, const char *base,
+                           const unsigned char *given)
 {
     json_t *doc = json_object();
     size_t n = only ? strlen(only) : 0;
     for (size_t i = 0; doc && i < t->n; i++) {
         const struct doc_field *f = &t->fields[i];
-        if (f->type == DOC_IGNORED || (only && (strncmp(f->path, only, n) != 0 || (f->path[n] && f->path[n] != '.'))))
+        if (f->type == DOC_IGNORED || (given && !given[i]) ||
+            (only && (strncmp(f->path, only, n) != 0 || (f->path[n] && f->path[n] != '.'))))
             continue;
         if (f->type == DOC_LIST && (f->flags & DOC_SKIP_EMPTY) && *(const int *)(base + f->count_off) == 0)
             continue;
@@ -350,11 +354,12 @@ static json_t *write_table(const struct doc_table *t, const char *only, const ch
     return doc;
 }
 
-char *doc_write(const struct doc_table *t, const char *only, const void *in, int indent)
+char *doc_write(const struct doc_table *t, const char *only, const void *in, const unsigned char *given,
+                int indent)
 {
-    json_t *doc = write_table(t, only, in);
-    char *text = doc ? json_dumps(doc, (size_t)JSON_INDENT(indent) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
-                     : NULL;
+    json_t *doc = write_table(t, only, in, given);
+    size_t layout = indent < 0 ? JSON_COMPACT : (size_t)JSON_INDENT(indent);
+    char *text = doc ? json_dumps(doc, layout | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(doc);
     return text;
 }

@@ -57,6 +57,7 @@ struct doc_table {
     const char *name;      /* "the spec": whole-document errors name it */
     enum sc_status code;   /* the code of a value out of place: SC_EINVAL or SC_EPARSE */
     size_t max_bytes;      /* the largest document taken; 0: no limit */
+    const char *root;      /* the document's path in errors ("set": "set.tp: ..."); NULL: none */
 };
 
 /* The most fields one table holds (given[] below has this many). */
@@ -72,10 +73,11 @@ struct doc_table {
 int doc_read(const char *text, size_t len, const struct doc_table *t, const char *only, void *in_out,
              unsigned char *given, struct sc_error *err);
 
-/* The fields of in (those under only, or all for NULL) as a document,
- * indented by indent (0: on one line), numbers at 17 digits so that they
- * read back exactly, keys in the table's order. Malloc'd; NULL when out of
- * memory. */
-char *doc_write(const struct doc_table *t, const char *only, const void *in, int indent);
+/* The fields of in (those under only, or all for NULL; with given, those
+ * it marks) as a document, indented by indent (0: on one line, -1: on one
+ * line without spaces), numbers at 17 digits so that they read back
+ * exactly, keys in the table's order. Malloc'd; NULL when out of memory. */
+char *doc_write(const struct doc_table *t, const char *only, const void *in, const unsigned char *given,
+                int indent);
 
 #endif

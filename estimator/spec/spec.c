@@ -18,18 +18,18 @@
 /* The largest spec document taken. */
 #define SPEC_MAX_BYTES (1 << 20)
 
-static const struct doc_name mlp_names[] = {
+const struct doc_name spec_mlp_names[] = {
     {"gelu", EST_MLP_GELU}, {"swiglu", EST_MLP_SWIGLU}, {NULL, 0}};
-static const struct doc_name schedule_names[] = {
+const struct doc_name spec_schedule_names[] = {
     {"1f1b", EST_SCHEDULE_1F1B}, {"interleaved", EST_SCHEDULE_INTERLEAVED}, {NULL, 0}};
-static const struct doc_name recompute_names[] = {{"none", EST_RECOMPUTE_NONE},
+const struct doc_name spec_recompute_names[] = {{"none", EST_RECOMPUTE_NONE},
                                                     {"selective", EST_RECOMPUTE_SELECTIVE},
                                                     {"full", EST_RECOMPUTE_FULL},
                                                     {"auto", EST_RECOMPUTE_AUTO},
                                                     {NULL, 0}};
-static const struct doc_name master_names[] = {
+const struct doc_name spec_master_weights_names[] = {
     {"fp32", EST_MASTER_FP32}, {"bf16", EST_MASTER_BF16}, {NULL, 0}};
-static const struct doc_name framework_names[] = {
+const struct doc_name spec_framework_names[] = {
     {"megatron", EST_FRAMEWORK_MEGATRON}, {"pytorch", EST_FRAMEWORK_PYTORCH}, {NULL, 0}};
 static const struct doc_name attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
@@ -68,7 +68,7 @@ static const struct doc_field fields[] = {
     INT("model.kv_heads", 0, 0, model.kv_heads, 1, EST_MAX_HEADS),
     INT("model.head_dim", 0, 0, model.head_dim, 1, EST_MAX_HEADS),
     INT("model.ffn", 0, 0, model.ffn, 1, EST_MAX_FFN),
-    ENUM("model.mlp", model.mlp, mlp_names),
+    ENUM("model.mlp", model.mlp, spec_mlp_names),
     INT("model.seq", 1, 0, model.seq, 1, EST_MAX_SEQ),
     INT("model.vocab", 0, 0, model.vocab, 1, EST_MAX_VOCAB),
     BOOL("model.tied_embeddings", model.tied_embeddings),
@@ -91,7 +91,7 @@ static const struct doc_field fields[] = {
     INT("parallel.etp", 0, 1, parallel.etp, 1, EST_MAX_DEGREE),
     INT("parallel.micro_batch", 0, 0, parallel.micro_batch, 1, EST_MAX_MICRO_BATCH),
     INT("parallel.global_batch", 0, 0, parallel.global_batch, 1, EST_MAX_GLOBAL_BATCH),
-    ENUM("parallel.schedule", parallel.schedule, schedule_names),
+    ENUM("parallel.schedule", parallel.schedule, spec_schedule_names),
     INT("parallel.vpp", 0, 0, parallel.vpp, 1, 1 << 10),
     INT("parallel.fsdp_shard", 0, 1, parallel.fsdp_shard, 1, EST_MAX_DEGREE),
     OBJ("cluster", 1),
@@ -103,7 +103,7 @@ static const struct doc_field fields[] = {
     NUM("cluster.gpu_hour_usd", cluster.gpu_hour_usd, 0, 1e6),
     OBJ("options", 0),
     ENUM("options.dtype", options.dtype, dtype_names),
-    ENUM("options.recompute", options.recompute, recompute_names),
+    ENUM("options.recompute", options.recompute, spec_recompute_names),
     INT("options.recompute_layers", 0, 1, options.recompute_layers, 1, EST_MAX_LAYERS),
     ENUM("options.attention", options.attention, attention_names),
     INT("options.zero_stage", 0, 0, options.zero_stage, 0, 3),
@@ -116,9 +116,9 @@ static const struct doc_field fields[] = {
     ENUM("options.moe_dispatcher", options.moe_dispatcher, moe_dispatcher_names),
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
     ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
-    ENUM("options.master_weights", options.master_weights, master_names),
+    ENUM("options.master_weights", options.master_weights, spec_master_weights_names),
     {"options.grad_reduce_in_fp32", DOC_BOOL, DOC_NULLABLE, AT(options.grad_reduce_in_fp32), 0, 1, NULL, NULL, 0},
-    ENUM("options.framework", options.framework, framework_names),
+    ENUM("options.framework", options.framework, spec_framework_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -399,52 +399,52 @@ static const char *name_of(const struct doc_name *names, int v)
 
 int spec_schedule_parse(const char *name, enum est_schedule *out)
 {
-    return name_find(schedule_names, name, (int *)out);
+    return name_find(spec_schedule_names, name, (int *)out);
 }
 
 int spec_mlp_parse(const char *name, enum est_mlp *out)
 {
-    return name_find(mlp_names, name, (int *)out);
+    return name_find(spec_mlp_names, name, (int *)out);
 }
 
 const char *spec_mlp_name(enum est_mlp m)
 {
-    return name_of(mlp_names, (int)m);
+    return name_of(spec_mlp_names, (int)m);
 }
 
 int spec_framework_parse(const char *name, enum est_framework *out)
 {
-    return name_find(framework_names, name, (int *)out);
+    return name_find(spec_framework_names, name, (int *)out);
 }
 
 const char *spec_framework_name(enum est_framework f)
 {
-    return name_of(framework_names, (int)f);
+    return name_of(spec_framework_names, (int)f);
 }
 
 int spec_master_weights_parse(const char *name, enum est_master_weights *out)
 {
-    return name_find(master_names, name, (int *)out);
+    return name_find(spec_master_weights_names, name, (int *)out);
 }
 
 const char *spec_master_weights_name(enum est_master_weights m)
 {
-    return name_of(master_names, (int)m);
+    return name_of(spec_master_weights_names, (int)m);
 }
 
 int spec_recompute_parse(const char *name, enum est_recompute *out)
 {
-    return name_find(recompute_names, name, (int *)out);
+    return name_find(spec_recompute_names, name, (int *)out);
 }
 
 const char *spec_schedule_name(enum est_schedule s)
 {
-    return name_of(schedule_names, (int)s);
+    return name_of(spec_schedule_names, (int)s);
 }
 
 const char *spec_recompute_name(enum est_recompute r)
 {
-    return name_of(recompute_names, (int)r);
+    return name_of(spec_recompute_names, (int)r);
 }
 
 int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
@@ -527,7 +527,7 @@ int spec_load(const char *text, size_t len, struct est_spec *out,
 
 char *spec_json(const struct est_spec *spec)
 {
-    return doc_write(&spec_doc, NULL, spec, 2);
+    return doc_write(&spec_doc, NULL, spec, NULL, 2);
 }
 
 char *spec_model_json(const struct est_model *model)
@@ -535,7 +535,7 @@ char *spec_model_json(const struct est_model *model)
     struct est_spec s;
     set_defaults(&s);
     s.model = *model;
-    return doc_write(&spec_doc, "model", &s, 2);
+    return doc_write(&spec_doc, "model", &s, NULL, 2);
 }
 
 int64_t spec_gpus(const struct est_spec *spec)

@@ -112,6 +112,7 @@ TEST(json_doc_names_the_path_of_each_wrong_value)
         {"{}", "name: missing (it is required)", NULL},
         {"{\"name\":\"x\",\"nope\":1}", "nope: unknown key", NULL},
         {"{\"name\":\"x\",\"opt\":{\"nope\":1}}", "opt.nope: unknown key", NULL},
+        {"{\"name\":\"x\",\"opt.ratio\":1}", "opt.ratio: unknown key", NULL},
         {"{\"name\":\"x\",\"name\":\"y\"}", "duplicate", NULL},
         {"{\"name\":\"\"}", "name: must be 1 to 7 bytes", NULL},
         {"{\"name\":\"12345678\"}", "name: must be 1 to 7 bytes", NULL},
@@ -182,7 +183,7 @@ TEST(json_doc_writes_what_it_reads_back_the_same)
                       "\"names\":[\"a\",\"b\"],\"points\":[{\"x\":0.30000000000000004,\"id\":3}],"
                       "\"origin\":{\"x\":-0.5},\"opt\":{\"ratio\":1.5}}";
     REQUIRE(read_thing(doc, &t, NULL, &err) == SC_OK);
-    char *text = doc_write(&thing_doc, NULL, &t, 2);
+    char *text = doc_write(&thing_doc, NULL, &t, NULL, 2);
     REQUIRE(text != NULL);
     REQUIRE(read_thing(text, &back, NULL, &err) == SC_OK);
     CHECK(memcmp(&t, &back, sizeof t) == 0); /* 17 digits: every double exactly */
@@ -193,11 +194,11 @@ TEST(json_doc_writes_what_it_reads_back_the_same)
     free(text);
     /* an empty list that skips is left out; one subtree alone */
     t.n_points = 0;
-    text = doc_write(&thing_doc, NULL, &t, 0);
+    text = doc_write(&thing_doc, NULL, &t, NULL, 0);
     REQUIRE(text != NULL);
     CHECK(strstr(text, "points") == NULL);
     free(text);
-    text = doc_write(&thing_doc, "opt", &t, 0);
+    text = doc_write(&thing_doc, "opt", &t, NULL, 0);
     REQUIRE(text != NULL);
     CHECK_STREQ(text, "{\"opt\": {\"ratio\": 1.5, \"count\": null}}");
     free(text);
