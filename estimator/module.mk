@@ -1,7 +1,11 @@
 # estimator/: hardware profiles, cost models, calibration, synthesis,
 # planning and what-if (DESIGN.md §5), one folder per capability, lowest
-# first (scripts/check-layering holds the order): costs <- spec <-
+# first (scripts/check-layering holds the order): doc <- costs <- spec <-
 # calibrate <- synth <- plan <- whatif <- interchange <- the façades here.
+
+# doc/: the estimator's JSON documents read and written through their
+# tables of fields, the one place they meet Jansson
+CORE_SRCS += estimator/doc/json_doc.c
 
 # costs/: the hardware profiles, the kernel and collective cost models,
 # the op-to-kernel map, the one way a model's error is summed up and the

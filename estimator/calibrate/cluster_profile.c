@@ -2,7 +2,9 @@
  * read with Jansson (cluster_profile.h). */
 #include "estimator/calibrate/cluster_profile.h"
 
+#include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "estimator/doc/json_doc.h"
 #include "common/banned.h"
 
 #define PROFILE_FORMAT "stepcast-cluster-profile"
@@ -73,9 +76,9 @@ static json_t *profile_doc(const struct cluster_profile *p, const struct coll_me
     json_t *flags = json_array();
     for (int i = 0; flags && i < p->n_flags; i++)
         json_array_append_new(flags, json_string(p->flags[i]));
-    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:s, s:o, s:o, s:o}", "format", PROFILE_FORMAT, "version",
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "format", PROFILE_FORMAT, "version",
                             PROFILE_VERSION, "gpu", str_or_null(p->gpu), "device_name",
-                            str_or_null(p->device_name), "source", p->source, "measurements",
+                            str_or_null(p->device_name), "source", str_or_null(p->source), "measurements",
                             ms ? ms : json_null(), "collective", coll ? coll : json_null(), "flags",
                             flags ? flags : json_null());
     if (doc && p->has_kernel) {
@@ -127,105 +130,115 @@ char *calib_cluster_profile_json(const struct cluster_profile *p, const struct c
     return text;
 }
 
-static int get_num(json_t *obj, const char *key, const char *where, double *out, struct sc_error *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v)
-        return SC_OK; /* keeps the default */
-    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-        return sc_error_set(err, SC_EPARSE, "cluster profile: %s.%s must be a number >= 0", where, key);
-    *out = json_number_value(v);
-    return SC_OK;
-}
+/* ---- reading ---- */
 
-static int get_str(json_t *doc, const char *key, char *out, size_t len, struct sc_error *err)
-{
-    json_t *v = json_object_get(doc, key);
-    if (v && !json_is_null(v) && !json_is_string(v))
-        return sc_error_set(err, SC_EPARSE, "cluster profile: %s must be a string or null", key);
-    if (v)
-        snprintf(out, len, "%s", json_is_string(v) ? json_string_value(v) : "");
-    return SC_OK;
-}
+/* The document as read: its header, then the profile. */
+struct profile_doc {
+    char format[32];
+    int64_t version;
+    struct cluster_profile p;
+};
 
-static int parse_coll(json_t *c, struct coll_params *q, struct sc_error *err)
+#define AT(member) offsetof(struct profile_doc, member), sizeof(((struct profile_doc *)0)->member)
+#define FIELD(path, type, flags, member, lo, hi) {path, type, flags, AT(member), lo, hi, NULL, NULL, 0}
+#define OBJECT(path) {path, DOC_OBJECT, 0, 0, 0, 0, 0, NULL, NULL, 0}
+#define IGNORED(path) {path, DOC_IGNORED, 0, 0, 0, 0, 0, NULL, NULL, 0}
+/* a figure the fit gives: >= 0 here, its physical range checked after
+ * (cost_coll_params_valid, cost_kernel_params_check) */
+#define FIGURE(path, member) FIELD(path, DOC_NUM, 0, member, 0, HUGE_VAL)
+
+static const struct doc_field header_fields[] = {
+    FIELD("format", DOC_STR, DOC_REQUIRED, format, 0, 0),
+    FIELD("version", DOC_INT, DOC_REQUIRED, version, 1, PROFILE_VERSION),
+    FIELD("gpu", DOC_STR, DOC_NULLABLE, p.gpu, 0, 0),
+    FIELD("device_name", DOC_STR, DOC_NULLABLE, p.device_name, 0, 0),
+    FIELD("source", DOC_STR, DOC_NULLABLE, p.source, 0, 0),
+    IGNORED("measurements"),
+    IGNORED("flags"),
+    OBJECT("collective"),
+    FIGURE("collective.base_us", p.coll.base_us),
+    FIGURE("collective.nvls_gain", p.coll.nvls_gain),
+    OBJECT("collective.intra"),
+    FIGURE("collective.intra.busbw_gbps", p.coll.intra.busbw_gbps),
+    FIGURE("collective.intra.hop_us", p.coll.intra.hop_us),
+    OBJECT("collective.inter"),
+    FIGURE("collective.inter.busbw_gbps", p.coll.inter.busbw_gbps),
+    FIGURE("collective.inter.hop_us", p.coll.inter.hop_us),
+    {"collective.lines", DOC_OBJECT, 0, AT(p.coll.lines), 0, 0, NULL, &cost_coll_lines_doc, 0},
+    FIELD("collective.nvls", DOC_BOOL, 0, p.coll.nvls, 0, 1),
+    FIELD("collective.sharp", DOC_BOOL, 0, p.coll.sharp, 0, 1),
+    OBJECT("kernel"),
+    IGNORED("kernel.fit"),
+};
+#define N_HEADER (sizeof header_fields / sizeof header_fields[0])
+#define MAX_KERNEL_PARAMS 64
+
+/* The header's fields and one "kernel.NAME" for each kernel parameter,
+ * whose names the kernel model gives at run time. */
+static struct doc_field fields[N_HEADER + MAX_KERNEL_PARAMS];
+static char kernel_paths[MAX_KERNEL_PARAMS][72];
+static struct doc_table profile_table = {fields, 0, "a cluster profile", SC_EPARSE, 0};
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_table(void)
 {
-    json_t *in = json_object_get(c, "intra"), *x = json_object_get(c, "inter"), *b;
-    int status;
-    if (!json_is_object(c) || (in && !json_is_object(in)) || (x && !json_is_object(x)))
-        return sc_error_set(err, SC_EPARSE, "cluster profile: collective, collective.intra and "
-                                            "collective.inter must be objects");
-    if ((status = get_num(c, "base_us", "collective", &q->base_us, err)) ||
-        (status = get_num(c, "nvls_gain", "collective", &q->nvls_gain, err)) ||
-        (status = get_num(in, "busbw_gbps", "collective.intra", &q->intra.busbw_gbps, err)) ||
-        (status = get_num(in, "hop_us", "collective.intra", &q->intra.hop_us, err)) ||
-        (status = get_num(x, "busbw_gbps", "collective.inter", &q->inter.busbw_gbps, err)) ||
-        (status = get_num(x, "hop_us", "collective.inter", &q->inter.hop_us, err)))
-        return status;
-    if ((b = json_object_get(c, "lines"))) {
-        char *text = json_dumps(b, JSON_ENCODE_ANY); /* doubles at 17 digits: read back exactly */
-        if (!text)
-            return sc_error_set(err, SC_ENOMEM, "cluster profile: collective.lines: out of memory");
-        status = cost_coll_lines_parse(text, strlen(text), "cluster profile: collective.lines", q->lines, err);
-        free(text);
-        if (status)
-            return status;
+    static struct profile_doc at; /* where each parameter lies */
+    size_t n = N_HEADER;
+    memcpy(fields, header_fields, sizeof header_fields);
+    assert(cost_kernel_param_count() <= MAX_KERNEL_PARAMS);
+    for (size_t i = 0; i < cost_kernel_param_count(); i++, n++) {
+        char name[64];
+        snprintf(kernel_paths[i], sizeof kernel_paths[i], "kernel.%s", cost_kernel_param_name(i, name, sizeof name));
+        fields[n] = (struct doc_field)FIGURE(kernel_paths[i], p.kernel);
+        fields[n].off = (size_t)((char *)cost_kernel_param_at(&at.p.kernel, i) - (char *)&at);
+        fields[n].size = sizeof(double);
     }
-    if ((b = json_object_get(c, "nvls")))
-        q->nvls = json_is_true(b);
-    if ((b = json_object_get(c, "sharp")))
-        q->sharp = json_is_true(b);
-    return SC_OK;
+    profile_table.n = n;
+}
+
+static int given_at(const unsigned char *given, const char *path)
+{
+    for (size_t i = 0; i < profile_table.n; i++)
+        if (strcmp(fields[i].path, path) == 0)
+            return given[i];
+    return 0;
 }
 
 int calib_cluster_profile_parse(const char *json, size_t len, struct cluster_profile *p, struct sc_error *err)
 {
-    json_error_t je;
-    json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-    struct cluster_profile q = *p;
-    int status = SC_OK;
-    if (!doc)
-        return sc_error_set(err, SC_EPARSE, "cluster profile: %s (line %d)", je.text, je.line);
-    const char *fmt = json_string_value(json_object_get(doc, "format"));
-    json_t *c = json_object_get(doc, "collective"), *k = json_object_get(doc, "kernel");
-    if (!json_is_object(doc) || !fmt || strcmp(fmt, PROFILE_FORMAT) != 0) {
+    unsigned char given[DOC_MAX_FIELDS];
+    struct profile_doc *d = malloc(sizeof *d);
+    int status;
+    if (!d)
+        return sc_error_set(err, SC_ENOMEM, "cluster profile: out of memory");
+    pthread_once(&table_once, build_table);
+    memset(d, 0, sizeof *d);
+    d->p = *p;
+    memset(d->p.coll.lines, 0, sizeof d->p.coll.lines); /* lines given replace all of them */
+    if ((status = doc_read(json, len, &profile_table, NULL, d, given, err))) {
+        sc_error_prefix(err, "cluster profile");
+        goto out;
+    }
+    if (strcmp(d->format, PROFILE_FORMAT) != 0) {
         status = sc_error_set(err, SC_EPARSE, "cluster profile: format must be \"%s\"", PROFILE_FORMAT);
         goto out;
     }
-    if (json_integer_value(json_object_get(doc, "version")) != PROFILE_VERSION) {
-        status = sc_error_set(err, SC_EPARSE, "cluster profile: version must be %d", PROFILE_VERSION);
-        goto out;
-    }
-    if ((status = get_str(doc, "gpu", q.gpu, sizeof q.gpu, err)) ||
-        (status = get_str(doc, "device_name", q.device_name, sizeof q.device_name, err)) ||
-        (status = get_str(doc, "source", q.source, sizeof q.source, err)))
-        goto out;
-    if (c && (status = parse_coll(c, &q.coll, err)))
-        goto out;
-    if (c && cost_coll_params_valid(&q.coll, err)) {
+    if (!given_at(given, "collective.lines"))
+        memcpy(d->p.coll.lines, p->coll.lines, sizeof d->p.coll.lines);
+    if (given_at(given, "collective") && cost_coll_params_valid(&d->p.coll, err)) {
         sc_error_prefix(err, "cluster profile");
         status = err->code = SC_EPARSE;
         goto out;
     }
-    if (k) {
-        if (!json_is_object(k)) {
-            status = sc_error_set(err, SC_EPARSE, "cluster profile: kernel must be an object");
-            goto out;
-        }
-        for (size_t i = 0; i < cost_kernel_param_count(); i++) {
-            char name[64];
-            if ((status = get_num(k, cost_kernel_param_name(i, name, sizeof name), "kernel",
-                                  cost_kernel_param_at(&q.kernel, i), err)))
-                goto out;
-        }
-        if (cost_kernel_params_check(&q.kernel, err)) {
+    if (given_at(given, "kernel")) {
+        if (cost_kernel_params_check(&d->p.kernel, err)) {
             status = sc_error_set(err, SC_EPARSE, "cluster profile: %s", err->msg);
             goto out;
         }
-        q.has_kernel = 1;
+        d->p.has_kernel = 1;
     }
-    *p = q;
+    *p = d->p;
 out:
-    json_decref(doc);
+    free(d);
     return status;
 }

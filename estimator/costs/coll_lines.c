@@ -1,22 +1,27 @@
 /* estimator/costs/coll_lines.c: measured NCCL curves by size range, their
- * check and their JSON; the kinds' nccl-tests names (coll_lines.h). */
+ * check and their document's table; the kinds' nccl-tests names
+ * (coll_lines.h). */
 #include "estimator/costs/coll_lines.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "common/banned.h"
+
+/* The modelled kinds, in the enum's order, by their nccl-tests names. */
+#define COLL_KINDS(X)                                                                                   \
+    X(MODEL_COLL_ALLREDUCE, "all_reduce") X(MODEL_COLL_ALLGATHER, "all_gather")                         \
+    X(MODEL_COLL_REDUCESCATTER, "reduce_scatter") X(MODEL_COLL_ALLTOALL, "alltoall")                    \
+    X(MODEL_COLL_BROADCAST, "broadcast") X(MODEL_COLL_REDUCE, "reduce") X(MODEL_COLL_SENDRECV, "sendrecv")
 
 static const struct {
     enum model_coll_op op;
     const char *name;
 } kinds[] = {
-    {MODEL_COLL_ALLREDUCE, "all_reduce"}, {MODEL_COLL_ALLGATHER, "all_gather"},
-    {MODEL_COLL_REDUCESCATTER, "reduce_scatter"}, {MODEL_COLL_ALLTOALL, "alltoall"},
-    {MODEL_COLL_BROADCAST, "broadcast"}, {MODEL_COLL_REDUCE, "reduce"},
-    {MODEL_COLL_SENDRECV, "sendrecv"},
+#define KIND(op, name) {op, name},
+    COLL_KINDS(KIND)
+#undef KIND
 };
 
 int cost_coll_kind_modelled(enum model_coll_op k)
@@ -72,76 +77,33 @@ int cost_coll_lines_valid(const struct coll_lines lines[MODEL_COLL_OP_COUNT], st
     return SC_OK;
 }
 
+/* One line's fields; sizes up to an exabyte, the rest in the model's ranges. */
+#define LINE(key, member, lo, hi) \
+    {key, DOC_NUM, DOC_REQUIRED, offsetof(struct coll_line, member), sizeof(double), lo, hi, NULL, NULL, 0}
+static const struct doc_field line_fields[] = {
+    LINE("from_bytes", from_bytes, 0, 1e18),
+    LINE("to_bytes", to_bytes, 0, 1e18),
+    LINE("hop_us", hop_us, 0, COLL_MAX_LATENCY_US),
+    LINE("busbw_gbps", busbw_gbps, COLL_MIN_BUSBW_GBPS, COLL_MAX_BUSBW_GBPS),
+};
+static const struct doc_table line_doc = {line_fields, sizeof line_fields / sizeof line_fields[0], "a line",
+                                          SC_EPARSE, 0};
+
+/* A kind's lines: 1 to COLL_FIT_RANGES of them, absent when it has none. */
+#define AT_KIND(op, member) ((size_t)(op) * sizeof(struct coll_lines) + offsetof(struct coll_lines, member))
+static const struct doc_field kind_fields[] = {
+#define KIND(op, name) \
+    {name, DOC_LIST, DOC_SKIP_EMPTY, AT_KIND(op, v), sizeof(struct coll_line), 1, COLL_FIT_RANGES, NULL, &line_doc, AT_KIND(op, n)},
+    COLL_KINDS(KIND)
+#undef KIND
+};
+const struct doc_table cost_coll_lines_doc = {kind_fields, sizeof kind_fields / sizeof kind_fields[0],
+                                              "the collective lines", SC_EPARSE, 0};
+
 char *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT])
 {
-    json_t *o = NULL;
-    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++) {
-        const struct coll_lines *L = &lines[k];
-        json_t *a = L->n > 0 ? json_array() : NULL;
-        for (int i = 0; a && i < L->n; i++)
-            json_array_append_new(a, json_pack("{s:f, s:f, s:f, s:f}", "from_bytes", L->v[i].from_bytes,
-                                               "to_bytes", L->v[i].to_bytes, "hop_us", L->v[i].hop_us,
-                                               "busbw_gbps", L->v[i].busbw_gbps));
-        if (a && (o || (o = json_object())))
-            json_object_set_new(o, cost_coll_kind_name((enum model_coll_op)k), a);
-        else
-            json_decref(a);
-    }
-    char *text = o ? json_dumps(o, 0) : NULL; /* doubles at 17 digits: read back exactly */
-    json_decref(o);
-    return text;
-}
-
-/* The lines of object o into got[] (zeroed), checked field by field. */
-static int lines_read(json_t *o, const char *where, struct coll_lines got[MODEL_COLL_OP_COUNT], struct sc_error *err)
-{
-    static const char *const fields[] = {"from_bytes", "to_bytes", "hop_us", "busbw_gbps"};
-    json_t *a;
-    const char *key;
-    memset(got, 0, MODEL_COLL_OP_COUNT * sizeof got[0]);
-    if (!json_is_object(o))
-        return sc_error_set(err, SC_EPARSE, "%s must be an object", where);
-    json_object_foreach(o, key, a) {
-        enum model_coll_op k = cost_coll_kind_from_name(key);
-        if (k == MODEL_COLL_UNKNOWN)
-            return sc_error_set(err, SC_EPARSE, "%s.%.32s: not a collective kind", where, key);
-        if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > COLL_FIT_RANGES)
-            return sc_error_set(err, SC_EPARSE, "%s.%s must be an array of 1 to %d lines", where, key,
-                                COLL_FIT_RANGES);
-        struct coll_lines *L = &got[k];
-        L->n = (int)json_array_size(a);
-        for (int i = 0; i < L->n; i++) {
-            json_t *l = json_array_get(a, (size_t)i);
-            double v[4];
-            for (int f = 0; f < 4; f++) {
-                json_t *n = json_is_object(l) ? json_object_get(l, fields[f]) : NULL;
-                if (!json_is_number(n) || !isfinite(json_number_value(n)) || json_number_value(n) < 0)
-                    return sc_error_set(err, SC_EPARSE, "%s.%s[%d].%s must be a number >= 0", where, key, i,
-                                        fields[f]);
-                v[f] = json_number_value(n);
-            }
-            L->v[i] = (struct coll_line){v[0], v[1], v[2], v[3]};
-        }
-    }
-    return SC_OK;
-}
-
-int cost_coll_lines_parse(const char *text, size_t len, const char *where,
-                          struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err)
-{
-    struct coll_lines got[MODEL_COLL_OP_COUNT];
-    json_error_t je;
-    json_t *o = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-    if (!o)
-        return sc_error_set(err, SC_EPARSE, "%s: %s (line %d)", where, je.text, je.line);
-    int rc = lines_read(o, where, got, err);
-    json_decref(o);
-    if (rc)
-        return rc;
-    if (cost_coll_lines_valid(got, err)) {
-        err->code = SC_EPARSE;
-        return sc_error_prefix(err, "%s", where);
-    }
-    memcpy(lines, got, sizeof got);
-    return SC_OK;
+    int any = 0;
+    for (int k = 0; k < MODEL_COLL_OP_COUNT; k++)
+        any |= lines[k].n > 0;
+    return any ? doc_write(&cost_coll_lines_doc, NULL, lines, NULL, 0) : NULL;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "estimator/doc/json_doc.h"
 #include "model/collective.h"
 
 /* Whether the model times this kind: all-reduce, all-gather,
@@ -75,8 +76,12 @@ int cost_coll_kind_lines_valid(enum model_coll_op k, const struct coll_lines *li
  * len bytes of text, an object, into lines[] (every kind's, replaced),
  * checked (cost_coll_lines_valid); SC_EPARSE after `where` and the member
  * otherwise, lines[] unchanged. */
+/* The lines of every kind as a document's object ({"all_reduce": [{"from_bytes",
+ * "to_bytes", "hop_us", "busbw_gbps"}, ...], ...}), read into and written from
+ * struct coll_lines[MODEL_COLL_OP_COUNT]; profiles embed it. */
+extern const struct doc_table cost_coll_lines_doc;
+
+/* That object as text (NULL when no kind has lines, or out of memory). */
 char *cost_coll_lines_json(const struct coll_lines lines[MODEL_COLL_OP_COUNT]);
-int cost_coll_lines_parse(const char *text, size_t len, const char *where,
-                          struct coll_lines lines[MODEL_COLL_OP_COUNT], struct sc_error *err);
 
 #endif

@@ -8,14 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "common/embedded.h"
+#include "estimator/doc/json_doc.h"
 #include "common/banned.h"
 
 extern const struct sc_embedded sc_hardware_files[]; /* generated from data/hardware */
 
-static const char *const dtype_names[HW_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
+const struct doc_name cost_hw_dtype_names[HW_DTYPE_COUNT + 1] = {
+    {"fp32", HW_FP32}, {"tf32", HW_TF32}, {"fp16", HW_FP16}, {"bf16", HW_BF16}, {"fp8", HW_FP8}, {"fp4", HW_FP4},
+    {NULL, 0}};
 static const double dtype_bytes[HW_DTYPE_COUNT] = {4, 4, 2, 2, 1, 0.5};
 static const char *const arch_names[HW_ARCH_COUNT] = {"unknown", "volta", "ampere", "hopper", "blackwell", "cdna3"};
 
@@ -26,7 +27,7 @@ const char *cost_hw_arch_name(enum hw_arch a)
 
 const char *cost_hw_dtype_name(enum hw_dtype d)
 {
-    return (unsigned)d < HW_DTYPE_COUNT ? dtype_names[d] : "?";
+    return (unsigned)d < HW_DTYPE_COUNT ? cost_hw_dtype_names[d].name : "?";
 }
 
 double cost_hw_dtype_bytes(enum hw_dtype d)
@@ -37,7 +38,7 @@ double cost_hw_dtype_bytes(enum hw_dtype d)
 int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err)
 {
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
-        if (s && strcmp(s, dtype_names[d]) == 0) {
+        if (s && strcmp(s, cost_hw_dtype_names[d].name) == 0) {
             *out = (enum hw_dtype)d;
             return SC_OK;
         }
@@ -47,169 +48,70 @@ int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err)
 
 /* ---- parsing one profile ---- */
 
-static int get_number(json_t *o, const char *key, double min, double *out, struct sc_error *err)
-{
-    json_t *v = json_object_get(o, key);
-    if (!json_is_number(v))
-        return sc_error_set(err, SC_EPARSE, "%s: a number is required", key);
-    *out = json_number_value(v);
-    if (!(*out >= min) || *out > 1e9)
-        return sc_error_set(err, SC_EPARSE, "%s: %g is out of range", key, *out);
-    return SC_OK;
-}
+static const struct doc_name arch_doc_names[] = {{"volta", HW_ARCH_VOLTA},   {"ampere", HW_ARCH_AMPERE},
+                                                 {"hopper", HW_ARCH_HOPPER}, {"blackwell", HW_ARCH_BLACKWELL},
+                                                 {"cdna3", HW_ARCH_CDNA3},   {NULL, 0}};
 
-static int get_string(json_t *o, const char *key, char *buf, size_t size, struct sc_error *err)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    if (!s || !*s)
-        return sc_error_set(err, SC_EPARSE, "%s: a non-empty string is required", key);
-    if (strlen(s) >= size)
-        return sc_error_set(err, SC_EPARSE, "%s: longer than %zu bytes", key, size - 1);
-    snprintf(buf, size, "%s", s);
-    return SC_OK;
-}
+#define AT(member) offsetof(struct hw_profile, member), sizeof(((struct hw_profile *)0)->member)
+#define FIELD(path, type, flags, member, lo, hi) {path, type, flags, AT(member), lo, hi, NULL, NULL, 0}
+#define OBJECT(path, flags) {path, DOC_OBJECT, flags, 0, 0, 0, 0, NULL, NULL, 0}
+/* a table of TFLOP/s by dtype: {"bf16": 312, ...}, each above 0 */
+#define TFLOPS(table, d, name)                                                                             \
+    {#table "." name, DOC_NUM, 0, offsetof(struct hw_profile, table) + (d) * sizeof(double), sizeof(double), 1e-9, \
+     1e6, NULL, NULL, 0}
+#define TFLOPS_TABLE(table, flags)                                                                          \
+    OBJECT(#table, flags), TFLOPS(table, HW_FP32, "fp32"), TFLOPS(table, HW_TF32, "tf32"),                 \
+        TFLOPS(table, HW_FP16, "fp16"), TFLOPS(table, HW_BF16, "bf16"), TFLOPS(table, HW_FP8, "fp8"),      \
+        TFLOPS(table, HW_FP4, "fp4")
 
-/* {"bf16": 312, ...}: each key a dtype, each value >= 0 */
-static int get_dtype_table(json_t *o, const char *key, int required, double *out, struct sc_error *err)
-{
-    json_t *t = json_object_get(o, key);
-    const char *k;
-    json_t *v;
-    if (!t && !required)
-        return SC_OK;
-    if (!json_is_object(t))
-        return sc_error_set(err, SC_EPARSE, "%s: an object of dtype -> TFLOP/s is required", key);
-    json_object_foreach(t, k, v) {
-        enum hw_dtype d = HW_FP32; /* cost_hw_dtype_parse sets it */
-        if (cost_hw_dtype_parse(k, &d, err)) {
-            err->code = SC_EPARSE;
-            return sc_error_prefix(err, "%s", key);
-        }
-        if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
-            return sc_error_set(err, SC_EPARSE, "%s.%s: a positive number is required", key, k);
-        out[d] = json_number_value(v);
-    }
-    return SC_OK;
-}
+static const struct doc_field profile_fields[] = {
+    FIELD("id", DOC_STR, DOC_REQUIRED, id, 0, 0),
+    FIELD("name", DOC_STR, DOC_REQUIRED, name, 0, 0),
+    {"vendor", DOC_IGNORED, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {"architecture", DOC_ENUM, 0, AT(arch), 0, 0, arch_doc_names, NULL, 0},
+    FIELD("sm_count", DOC_INT, DOC_REQUIRED, sm_count, 1, 1e6),
+    FIELD("hbm_gb", DOC_NUM, DOC_REQUIRED, hbm_gb, 0.001, 1e9),
+    FIELD("hbm_gbps", DOC_NUM, DOC_REQUIRED, hbm_gbps, 0.001, 1e9),
+    TFLOPS_TABLE(peak_tflops, DOC_REQUIRED),
+    TFLOPS_TABLE(mamf_tflops, 0),
+    TFLOPS_TABLE(gemm_tflops, 0),
+    /* the kernel model's flash attention fit: all four, in its ranges */
+    OBJECT("attention", 0),
+    FIELD("attention.efficiency", DOC_NUM, DOC_REQUIRED, attn_efficiency, 0.01, 1.5),
+    FIELD("attention.backward_fraction", DOC_NUM, DOC_REQUIRED, attn_backward_fraction, 0.01, 1.5),
+    FIELD("attention.block_us", DOC_NUM, DOC_REQUIRED, attn_block_us, 0, 1000),
+    FIELD("attention.backward_block_us", DOC_NUM, DOC_REQUIRED, attn_backward_block_us, 0, 1000),
+    FIELD("nvlink_gbps", DOC_NUM, DOC_REQUIRED, nvlink_gbps, 0.001, 1e9),
+    FIELD("network_gbps", DOC_NUM, DOC_REQUIRED, network_gbps, 0.001, 1e9),
+    FIELD("gpus_per_node", DOC_INT, DOC_REQUIRED, gpus_per_node, 1, 65536),
+    FIELD("board_power_w", DOC_NUM, DOC_REQUIRED, board_power_w, 1, 1e9),
+    FIELD("nvls", DOC_BOOL, 0, nvls, 0, 1),
+    FIELD("ib_sharp", DOC_BOOL, 0, ib_sharp, 0, 1),
+    {"collective_lines", DOC_OBJECT, 0, AT(coll_lines), 0, 0, NULL, &cost_coll_lines_doc, 0},
+    {"device_names", DOC_STRS, 0, offsetof(struct hw_profile, device_names), sizeof(((struct hw_profile *)0)->device_names[0]),
+     0, HW_MAX_DEVICE_NAMES, NULL, NULL, offsetof(struct hw_profile, n_device_names)},
+    {"device_names_note", DOC_IGNORED, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    {"sources", DOC_IGNORED, 0, 0, 0, 0, 0, NULL, NULL, 0},
+};
+static const struct doc_table profile_doc = {profile_fields, sizeof profile_fields / sizeof profile_fields[0],
+                                             "a hardware profile", SC_EPARSE, 0};
 
-static const char *const known_keys[] = {
-    "id", "name", "vendor", "architecture", "sm_count", "hbm_gb", "hbm_gbps", "peak_tflops", "mamf_tflops", "gemm_tflops",
-    "attention", "nvlink_gbps", "network_gbps", "gpus_per_node", "board_power_w", "nvls", "ib_sharp",
-    "collective_lines", "device_names", "device_names_note", "sources", NULL};
-
-static int check_keys(json_t *o, struct sc_error *err)
+/* What the document says beyond one value at a time. */
+static int check_profile(const struct hw_profile *p, struct sc_error *err)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v) {
-        int known = 0;
-        for (const char *const *n = known_keys; *n && !known; n++)
-            known = strcmp(*n, k) == 0;
-        if (!known)
-            return sc_error_set(err, SC_EPARSE, "unknown key '%s'", k);
-    }
-    return SC_OK;
-}
-
-/* {"efficiency": 1.0, "backward_fraction": 0.88, "block_us": 6.1,
- * "backward_block_us": 23}: all four, in the kernel parameters' ranges. */
-static int parse_attention(json_t *a, struct hw_profile *p, struct sc_error *err)
-{
-    static const struct {
-        const char *key;
-        size_t off;
-        double lo, hi;
-    } f[] = {{"efficiency", offsetof(struct hw_profile, attn_efficiency), 0.01, 1.5},
-             {"backward_fraction", offsetof(struct hw_profile, attn_backward_fraction), 0.01, 1.5},
-             {"block_us", offsetof(struct hw_profile, attn_block_us), 0, 1000},
-             {"backward_block_us", offsetof(struct hw_profile, attn_backward_block_us), 0, 1000}};
-    if (!json_is_object(a) || json_object_size(a) != sizeof f / sizeof f[0])
-        return sc_error_set(err, SC_EPARSE, "attention: an object of efficiency, backward_fraction, block_us and "
-                            "backward_block_us is required");
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        json_t *v = json_object_get(a, f[i].key);
-        double x = json_is_number(v) ? json_number_value(v) : -1;
-        if (!(x >= f[i].lo && x <= f[i].hi))
-            return sc_error_set(err, SC_EPARSE, "attention.%s: a number in [%g, %g] is required", f[i].key, f[i].lo,
-                                f[i].hi);
-        *(double *)((char *)p + f[i].off) = x;
-    }
-    return SC_OK;
-}
-
-/* "architecture": one of arch_names past "unknown", or absent. */
-static int parse_arch(json_t *o, struct hw_profile *p, struct sc_error *err)
-{
-    json_t *v = json_object_get(o, "architecture");
-    if (!v)
-        return SC_OK;
-    for (int a = HW_ARCH_UNKNOWN + 1; a < HW_ARCH_COUNT; a++)
-        if (json_is_string(v) && strcmp(json_string_value(v), arch_names[a]) == 0) {
-            p->arch = (enum hw_arch)a;
-            return SC_OK;
-        }
-    return sc_error_set(err, SC_EPARSE, "architecture: one of volta, ampere, hopper, blackwell, cdna3 is required");
-}
-
-static int parse_object(json_t *o, struct hw_profile *p, struct sc_error *err)
-{
-    double sm = 0, per_node = 0; /* get_number sets them */
-    json_t *names = json_object_get(o, "device_names"), *name;
-    size_t i;
-    memset(p, 0, sizeof *p);
-    if (!json_is_object(o))
-        return sc_error_set(err, SC_EPARSE, "a profile is a JSON object");
-    if (check_keys(o, err) || get_string(o, "id", p->id, sizeof p->id, err) ||
-        get_string(o, "name", p->name, sizeof p->name, err) || parse_arch(o, p, err) ||
-        get_number(o, "sm_count", 1, &sm, err) || get_number(o, "hbm_gb", 0.001, &p->hbm_gb, err) ||
-        get_number(o, "hbm_gbps", 0.001, &p->hbm_gbps, err) ||
-        get_dtype_table(o, "peak_tflops", 1, p->peak_tflops, err) ||
-        get_dtype_table(o, "mamf_tflops", 0, p->mamf_tflops, err) ||
-        get_dtype_table(o, "gemm_tflops", 0, p->gemm_tflops, err) ||
-        get_number(o, "nvlink_gbps", 0.001, &p->nvlink_gbps, err) ||
-        get_number(o, "network_gbps", 0.001, &p->network_gbps, err) ||
-        get_number(o, "gpus_per_node", 1, &per_node, err) ||
-        get_number(o, "board_power_w", 1, &p->board_power_w, err))
-        return err->code;
-    if (sm != (int)sm || per_node != (int)per_node || per_node > 65536)
-        return sc_error_set(err, SC_EPARSE, "sm_count and gpus_per_node are whole numbers");
-    p->sm_count = (int)sm;
-    p->gpus_per_node = (int)per_node;
-    p->nvls = json_is_true(json_object_get(o, "nvls"));
-    p->ib_sharp = json_is_true(json_object_get(o, "ib_sharp"));
     int measured = cost_hw_has_gemm_tflops(p);
     for (int d = 0; d < HW_DTYPE_COUNT; d++) {
         if (p->mamf_tflops[d] > p->peak_tflops[d] || p->gemm_tflops[d] > p->peak_tflops[d])
             return sc_error_set(err, SC_EPARSE, "%s.%s exceeds peak_tflops.%s",
                                 p->mamf_tflops[d] > p->peak_tflops[d] ? "mamf_tflops" : "gemm_tflops",
-                                dtype_names[d], dtype_names[d]);
+                                cost_hw_dtype_names[d].name, cost_hw_dtype_names[d].name);
         if (measured && p->peak_tflops[d] > 0 && !(p->gemm_tflops[d] > 0))
             return sc_error_set(err, SC_EPARSE, "gemm_tflops.%s is missing: a measured table covers every dtype "
-                                "the GPU has", dtype_names[d]);
+                                "the GPU has", cost_hw_dtype_names[d].name);
     }
-    json_t *attn = json_object_get(o, "attention");
-    if (attn && parse_attention(attn, p, err))
-        return err->code;
-    json_t *lines = json_object_get(o, "collective_lines");
-    if (lines) {
-        char *text = json_dumps(lines, JSON_ENCODE_ANY); /* doubles at 17 digits: read back exactly */
-        if (!text)
-            return sc_error_set(err, SC_ENOMEM, "collective_lines: out of memory");
-        int rc = cost_coll_lines_parse(text, strlen(text), "collective_lines", p->coll_lines, err);
-        free(text);
-        if (rc)
-            return rc;
-    }
-    if (names && !json_is_array(names))
-        return sc_error_set(err, SC_EPARSE, "device_names: an array of strings is required");
-    json_array_foreach(names, i, name) {
-        const char *s = json_string_value(name);
-        if (i >= HW_MAX_DEVICE_NAMES)
-            return sc_error_set(err, SC_EPARSE, "device_names: at most %d", HW_MAX_DEVICE_NAMES);
-        if (!s || !*s || strlen(s) >= sizeof p->device_names[0])
-            return sc_error_set(err, SC_EPARSE, "device_names[%zu]: a string of 1-63 bytes", i);
-        snprintf(p->device_names[i], sizeof p->device_names[i], "%s", s);
-        p->n_device_names = (int)i + 1;
+    if (cost_coll_lines_valid(p->coll_lines, err)) {
+        err->code = SC_EPARSE;
+        return sc_error_prefix(err, "collective_lines");
     }
     return SC_OK;
 }
@@ -236,14 +138,9 @@ double cost_hw_matmul_ceiling_tflops(const struct hw_profile *p, enum hw_dtype d
 
 int cost_hw_profile_parse(const char *json, size_t len, struct hw_profile *out, struct sc_error *err)
 {
-    json_error_t jerr;
-    json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    int rc;
-    if (!o)
-        return sc_error_set(err, SC_EPARSE, "line %d: %s", jerr.line, jerr.text);
-    rc = parse_object(o, out, err);
-    json_decref(o);
-    return rc;
+    memset(out, 0, sizeof *out);
+    int rc = doc_read(json, len, &profile_doc, NULL, out, NULL, err);
+    return rc ? rc : check_profile(out, err);
 }
 
 /* ---- the compiled-in table ---- */

@@ -19,12 +19,15 @@
 
 #include "common/error.h"
 #include "estimator/costs/coll_lines.h"
+#include "estimator/doc/json_doc.h"
 
 #define HW_MAX_DEVICE_NAMES 4
 
 enum hw_dtype { HW_FP32, HW_TF32, HW_FP16, HW_BF16, HW_FP8, HW_FP4, HW_DTYPE_COUNT };
 
 const char *cost_hw_dtype_name(enum hw_dtype d); /* "fp32", "tf32", ... */
+/* The dtypes by name, in the enum's order, ending in a NULL name (json_doc.h). */
+extern const struct doc_name cost_hw_dtype_names[HW_DTYPE_COUNT + 1];
 /* SC_EINVAL with a message naming the accepted names when s is none. */
 int cost_hw_dtype_parse(const char *s, enum hw_dtype *out, struct sc_error *err);
 /* Bytes per element as stored: fp32 and tf32 4, fp16 and bf16 2, fp8 1, fp4 0.5. */

@@ -1,6 +1,7 @@
 /* estimator/spec/job_config.c: parsing and writing job descriptions and
  * what-if sets (job_config.h). One table of keys serves the JSON and the
- * "k=v" forms, so they accept the same names and ranges. */
+ * "k=v" forms (read as the JSON object they stand for), so they accept
+ * the same names and ranges; estimator/doc reads and writes it. */
 #include "estimator/spec/job_config.h"
 
 #include <errno.h>
@@ -9,53 +10,70 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "estimator/spec/spec.h"
 #include "common/banned.h"
 
-enum key_kind { KEY_INT, KEY_DTYPE, KEY_SCHEDULE, KEY_GPU, KEY_MLP, KEY_RECOMPUTE, KEY_BOOL, KEY_FRAMEWORK,
-                KEY_MASTER };
-
-struct key {
-    const char *name; /* moe's members dotted: "moe.experts" */
-    enum key_kind kind;
-    size_t off;       /* int64_t field of struct job_config (KEY_INT) */
-    int64_t min, max;
-    int required;     /* in a job description */
-};
-
-#define INTKEY(f, max, req) {#f, KEY_INT, offsetof(struct job_config, f), 1, max, req}
-/* zero_stage and moe.shared_experts take 0 */
-#define INTKEY0(f, max) {#f, KEY_INT, offsetof(struct job_config, f), 0, max, 0}
-#define NAMEKEY(name, kind) {name, kind, 0, 0, 0, 0}
+#define AT(member) offsetof(struct job_config, member), sizeof(((struct job_config *)0)->member)
+#define INTKEY(name, member, lo, hi) {name, DOC_INT, 0, AT(member), lo, hi, NULL, NULL, 0}
+#define NAMEKEY(name, member, names) {name, DOC_ENUM, 0, AT(member), 0, 0, names, NULL, 0}
 /* a boolean: an int field, -1 when not given */
-#define BOOLKEY(f) {#f, KEY_BOOL, offsetof(struct job_config, f), 0, 1, 0}
-/* The spec's ranges (estimator/spec/spec.h, EST_MAX_*). */
-static const struct key keys[] = {
-    INTKEY(tp, EST_MAX_DEGREE, 1),   INTKEY(pp, EST_MAX_DEGREE, 1),    INTKEY(dp, EST_MAX_DEGREE, 1),
-    INTKEY(micro_batch, EST_MAX_MICRO_BATCH, 0), INTKEY(global_batch, EST_MAX_GLOBAL_BATCH, 0),
-    INTKEY(layers, EST_MAX_LAYERS, 0),
-    INTKEY(hidden, EST_MAX_HIDDEN, 0), INTKEY(heads, EST_MAX_HEADS, 0), INTKEY(ffn, EST_MAX_FFN, 0),
-    INTKEY(seq, EST_MAX_SEQ, 0),     INTKEY(vocab, EST_MAX_VOCAB, 0),  NAMEKEY("dtype", KEY_DTYPE),
-    NAMEKEY("schedule", KEY_SCHEDULE), INTKEY(vpp, 1 << 10, 0),        NAMEKEY("gpu", KEY_GPU),
-    INTKEY(kv_heads, EST_MAX_HEADS, 0), NAMEKEY("mlp", KEY_MLP),       INTKEY(cp, EST_MAX_DEGREE, 0),
-    INTKEY(ep, EST_MAX_DEGREE, 0),   INTKEY(etp, EST_MAX_DEGREE, 0),   INTKEY0(zero_stage, 3),
-    BOOLKEY(sequence_parallel), NAMEKEY("recompute", KEY_RECOMPUTE),
-    INTKEY(gpus_per_node, 1 << 20, 0), NAMEKEY("framework", KEY_FRAMEWORK),
-    NAMEKEY("master_weights", KEY_MASTER), BOOLKEY(tied_embeddings), BOOLKEY(bias),
-    {"moe.experts", KEY_INT, offsetof(struct job_config, moe.experts), 1, EST_MAX_EXPERTS, 0},
-    {"moe.top_k", KEY_INT, offsetof(struct job_config, moe.top_k), 1, EST_MAX_EXPERTS, 0},
-    {"moe.ffn", KEY_INT, offsetof(struct job_config, moe.ffn), 1, EST_MAX_FFN, 0},
-    {"moe.shared_experts", KEY_INT, offsetof(struct job_config, moe.shared_experts), 0, 1 << 10, 0},
+#define BOOLKEY(name, member) {name, DOC_BOOL, 0, AT(member), 0, 1, NULL, NULL, 0}
+
+/* Every key, with the spec's ranges (estimator/spec/spec.h, EST_MAX_*);
+ * zero_stage and moe.shared_experts take 0. Written in this order. */
+static const struct doc_field keys[] = {
+    INTKEY("tp", tp, 1, EST_MAX_DEGREE),
+    INTKEY("pp", pp, 1, EST_MAX_DEGREE),
+    INTKEY("dp", dp, 1, EST_MAX_DEGREE),
+    INTKEY("micro_batch", micro_batch, 1, EST_MAX_MICRO_BATCH),
+    INTKEY("global_batch", global_batch, 1, EST_MAX_GLOBAL_BATCH),
+    INTKEY("layers", layers, 1, EST_MAX_LAYERS),
+    INTKEY("hidden", hidden, 1, EST_MAX_HIDDEN),
+    INTKEY("heads", heads, 1, EST_MAX_HEADS),
+    INTKEY("ffn", ffn, 1, EST_MAX_FFN),
+    INTKEY("seq", seq, 1, EST_MAX_SEQ),
+    INTKEY("vocab", vocab, 1, EST_MAX_VOCAB),
+    NAMEKEY("dtype", dtype, cost_hw_dtype_names),
+    NAMEKEY("schedule", schedule, spec_schedule_names),
+    INTKEY("vpp", vpp, 1, 1 << 10),
+    {"gpu", DOC_STR, 0, AT(gpu), 0, 0, NULL, NULL, 0},
+    INTKEY("kv_heads", kv_heads, 1, EST_MAX_HEADS),
+    NAMEKEY("mlp", mlp, spec_mlp_names),
+    INTKEY("cp", cp, 1, EST_MAX_DEGREE),
+    INTKEY("ep", ep, 1, EST_MAX_DEGREE),
+    INTKEY("etp", etp, 1, EST_MAX_DEGREE),
+    INTKEY("zero_stage", zero_stage, 0, 3),
+    BOOLKEY("sequence_parallel", sequence_parallel),
+    NAMEKEY("recompute", recompute, spec_recompute_names),
+    INTKEY("gpus_per_node", gpus_per_node, 1, 1 << 20),
+    NAMEKEY("framework", framework, spec_framework_names),
+    NAMEKEY("master_weights", master_weights, spec_master_weights_names),
+    BOOLKEY("tied_embeddings", tied_embeddings),
+    BOOLKEY("bias", bias),
+    {"moe", DOC_OBJECT, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    INTKEY("moe.experts", moe.experts, 1, EST_MAX_EXPERTS),
+    INTKEY("moe.top_k", moe.top_k, 1, EST_MAX_EXPERTS),
+    INTKEY("moe.ffn", moe.ffn, 1, EST_MAX_FFN),
+    INTKEY("moe.shared_experts", moe.shared_experts, 0, 1 << 10),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
+
+_Static_assert(sizeof(enum hw_dtype) == sizeof(int) && sizeof(enum est_schedule) == sizeof(int) &&
+                   sizeof(enum est_mlp) == sizeof(int) && sizeof(enum est_recompute) == sizeof(int) &&
+                   sizeof(enum est_framework) == sizeof(int) && sizeof(enum est_master_weights) == sizeof(int),
+               "enum keys are read as int");
+
+static const struct doc_table description_doc = {keys, N_KEYS, "job description", SC_EINVAL, JOB_CONFIG_MAX_BYTES,
+                                                 NULL};
+static const struct doc_table set_doc = {keys, N_KEYS, "set", SC_EINVAL, JOB_CONFIG_MAX_BYTES, "set"};
 
 const char *const *spec_job_config_keys(void)
 {
     static const char *names[N_KEYS + 1];
+    size_t n = 0;
     for (size_t i = 0; i < N_KEYS; i++)
-        names[i] = keys[i].name;
+        if (keys[i].type != DOC_OBJECT)
+            names[n++] = keys[i].path;
     return names;
 }
 
@@ -67,160 +85,71 @@ void spec_job_config_init(struct job_config *c)
     c->bias = -1;
 }
 
-static const struct key *find_key(const char *name)
+static size_t key_index(const char *name)
 {
     for (size_t i = 0; i < N_KEYS; i++)
-        if (strcmp(keys[i].name, name) == 0)
-            return &keys[i];
-    return NULL;
+        if (strcmp(keys[i].path, name) == 0)
+            return i;
+    return N_KEYS;
 }
 
-static int *bool_field(struct job_config *c, const struct key *k)
+static int64_t int_value(const struct job_config *c, const char *name)
 {
-    return (int *)((char *)c + k->off);
+    return *(const int64_t *)((const char *)c + keys[key_index(name)].off);
 }
 
-static int64_t *int_field(struct job_config *c, const struct key *k)
-{
-    return (int64_t *)((char *)c + k->off);
-}
-
-static int64_t int_value(const struct job_config *c, const struct key *k)
-{
-    return *(const int64_t *)((const char *)c + k->off);
-}
-
-/* A value as given: an integer, a boolean or a string (any of them). */
-struct value {
-    int is_int, is_bool;
-    long long i;
-    int b;
-    const char *s;
+/* The keys whose "given" c keeps in a flag of its own (their values have
+ * no "not given" of their own). */
+static const struct {
+    const char *key;
+    size_t flag; /* an int of struct job_config */
+} given_flags[] = {
+    {"dtype", offsetof(struct job_config, has_dtype)},
+    {"schedule", offsetof(struct job_config, has_schedule)},
+    {"mlp", offsetof(struct job_config, has_mlp)},
+    {"recompute", offsetof(struct job_config, has_recompute)},
+    {"framework", offsetof(struct job_config, has_framework)},
+    {"master_weights", offsetof(struct job_config, has_master_weights)},
+    {"zero_stage", offsetof(struct job_config, has_zero_stage)},
 };
+#define N_GIVEN_FLAGS (sizeof given_flags / sizeof given_flags[0])
 
-/* Set key k of *c from v. */
-static int set_value(struct job_config *c, const struct key *k, const char *prefix, const struct value *v,
-                     struct sc_error *err)
+static void set_given(struct job_config *c, const unsigned char *given)
 {
-    switch (k->kind) {
-    case KEY_INT:
-        if (!v->is_int || v->i < k->min || v->i > k->max)
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be an integer from %lld to %lld", prefix, k->name,
-                                (long long)k->min, (long long)k->max);
-        *int_field(c, k) = v->i;
-        if (k->off == offsetof(struct job_config, zero_stage))
-            c->has_zero_stage = 1;
-        return SC_OK;
-    case KEY_DTYPE:
-        if (!v->s || cost_hw_dtype_parse(v->s, &c->dtype, err))
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be one of fp32, tf32, fp16, bf16, fp8, fp4", prefix,
-                                k->name);
-        c->has_dtype = 1;
-        return SC_OK;
-    case KEY_SCHEDULE:
-        if (!v->s || spec_schedule_parse(v->s, &c->schedule))
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"1f1b\" or \"interleaved\"", prefix, k->name);
-        c->has_schedule = 1;
-        return SC_OK;
-    case KEY_MLP:
-        if (!v->s || spec_mlp_parse(v->s, &c->mlp))
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"gelu\" or \"swiglu\"", prefix, k->name);
-        c->has_mlp = 1;
-        return SC_OK;
-    case KEY_RECOMPUTE: /* what a traced job ran: the spec's "auto" is a search */
-        if (!v->s || spec_recompute_parse(v->s, &c->recompute) || c->recompute == EST_RECOMPUTE_AUTO)
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"none\", \"selective\" or \"full\"", prefix,
-                                k->name);
-        c->has_recompute = 1;
-        return SC_OK;
-    case KEY_FRAMEWORK:
-        if (!v->s || spec_framework_parse(v->s, &c->framework))
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"megatron\" or \"pytorch\"", prefix, k->name);
-        c->has_framework = 1;
-        return SC_OK;
-    case KEY_MASTER:
-        if (!v->s || spec_master_weights_parse(v->s, &c->master_weights))
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be \"fp32\" or \"bf16\"", prefix, k->name);
-        c->has_master_weights = 1;
-        return SC_OK;
-    case KEY_BOOL:
-        if (!v->is_bool)
-            return sc_error_set(err, SC_EINVAL, "%s%s: must be true or false", prefix, k->name);
-        *bool_field(c, k) = v->b;
-        return SC_OK;
-    case KEY_GPU:
-        if (!v->s || !cost_hw_profile_find(v->s))
-            return sc_error_set(err, SC_EINVAL, "%s%s: no hardware profile named '%s' (see stepcast hardware)",
-                                prefix, k->name, v->s ? v->s : "");
-        snprintf(c->gpu, sizeof c->gpu, "%s", v->s);
-        return SC_OK;
-    }
-    return sc_error_set(err, SC_EINTERNAL, "bad key kind");
+    for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
+        *(int *)((char *)c + given_flags[i].flag) = given[key_index(given_flags[i].key)];
 }
 
-/* The members of JSON object obj, whose keys are named after path ("" at
- * the top, "moe." in moe), into *c; `set` allows gpu. */
-static int walk(const json_t *obj, const char *prefix, const char *path, int set, struct job_config *c,
-                struct sc_error *err)
-{
-    const char *name;
-    json_t *v;
-    char full[80];
-    json_object_foreach((json_t *)obj, name, v)
-    {
-        snprintf(full, sizeof full, "%s%.64s", path, name);
-        const struct key *k = strchr(name, '.') ? NULL : find_key(full);
-        if (!*path && strcmp(name, "moe") == 0) {
-            if (!json_is_object(v))
-                return sc_error_set(err, SC_EINVAL, "%smoe: must be an object", prefix);
-            int rc = walk(v, prefix, "moe.", set, c, err);
-            if (rc)
-                return rc;
-            continue;
-        }
-        if (!k || (!set && k->kind == KEY_GPU))
-            return sc_error_set(err, SC_EINVAL, "%s%s: unknown key%s", prefix, full,
-                                k ? " (the traced GPU is read from the trace)" : "");
-        struct value val = {json_is_integer(v), json_is_boolean(v), json_is_integer(v) ? json_integer_value(v) : 0,
-                            json_is_true(v), json_string_value(v)};
-        int rc = set_value(c, k, prefix, &val, err);
-        if (rc)
-            return rc;
-    }
-    return SC_OK;
-}
-
-/* A JSON object into *c; `set` allows gpu and requires nothing. */
-static int from_object(const json_t *obj, int set, struct job_config *c, struct sc_error *err)
+/* What a document says beyond one value at a time: a traced job's
+ * recomputation is what it ran (the spec's "auto" is a search), its GPU is
+ * the trace's, a set's GPU has a profile, a description gives its layout. */
+static int check_config(const struct job_config *c, const unsigned char *given, int set, struct sc_error *err)
 {
     const char *prefix = set ? "set." : "";
-    spec_job_config_init(c);
-    if (!json_is_object(obj))
-        return sc_error_set(err, SC_EINVAL, "%s: must be a JSON object", set ? "set" : "job description");
-    int rc = walk(obj, prefix, "", set, c, err);
-    if (rc)
-        return rc;
-    if (!set)
-        for (size_t i = 0; i < N_KEYS; i++)
-            if (keys[i].required && int_value(c, &keys[i]) == 0)
-                return sc_error_set(err, SC_EINVAL, "%s: required (the job description gives tp, pp and dp)",
-                                    keys[i].name);
-    return set ? SC_OK : spec_job_config_check_schedule(c, "", err);
+    if (c->has_recompute && c->recompute == EST_RECOMPUTE_AUTO)
+        return sc_error_set(err, SC_EINVAL, "%srecompute: must be \"none\", \"selective\" or \"full\"", prefix);
+    if (given[key_index("gpu")] && !set)
+        return sc_error_set(err, SC_EINVAL, "gpu: unknown key (the traced GPU is read from the trace)");
+    if (given[key_index("gpu")] && !cost_hw_profile_find(c->gpu))
+        return sc_error_set(err, SC_EINVAL, "set.gpu: no hardware profile named '%s' (see stepcast hardware)",
+                            c->gpu);
+    if (set)
+        return SC_OK;
+    for (const char *const *k = (const char *const[]){"tp", "pp", "dp", NULL}; *k; k++)
+        if (!given[key_index(*k)])
+            return sc_error_set(err, SC_EINVAL, "%s: required (the job description gives tp, pp and dp)", *k);
+    return spec_job_config_check_schedule(c, "", err);
 }
 
 static int parse_json(const char *text, size_t len, int set, struct job_config *out, struct sc_error *err)
 {
-    json_error_t je;
-    if (len > JOB_CONFIG_MAX_BYTES)
-        return sc_error_set(err, SC_ELIMIT, "%s: larger than %d bytes", set ? "set" : "job description",
-                            JOB_CONFIG_MAX_BYTES);
-    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return sc_error_set(err, SC_EPARSE, "%s: bad JSON at line %d: %s", set ? "set" : "job description",
-                            je.line, je.text);
-    int rc = from_object(doc, set, out, err);
-    json_decref(doc);
-    return rc;
+    unsigned char given[N_KEYS];
+    int rc;
+    spec_job_config_init(out);
+    if ((rc = doc_read(text, len, set ? &set_doc : &description_doc, NULL, out, given, err)))
+        return rc;
+    set_given(out, given);
+    return check_config(out, given, set, err);
 }
 
 int spec_job_config_parse(const char *text, size_t len, struct job_config *out, struct sc_error *err)
@@ -233,45 +162,130 @@ int spec_job_config_parse_set_json(const char *text, size_t len, struct job_conf
     return parse_json(text, len, 1, out, err);
 }
 
+/* ---- writing JSON text by hand: a set's k=v list, a spec ---- */
+
+/* JSON text written into text[0..size): n its length (size once it
+ * overflowed), first whether the next member opens its object. */
+struct out {
+    char *text;
+    size_t size, n;
+    int first;
+};
+
+static void vput(struct out *o, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void vput(struct out *o, const char *fmt, va_list ap)
+{
+    int k = o->n < o->size ? vsnprintf(o->text + o->n, o->size - o->n, fmt, ap) : 0;
+    o->n = k < 0 || o->n + (size_t)k >= o->size ? o->size : o->n + (size_t)k;
+}
+
+/* Text as it is; "{" in it opens an object (its next member first). */
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput(o, fmt, ap);
+    va_end(ap);
+    o->first = fmt[strlen(fmt) - 1] == '{';
+}
+
+/* A member of the open object, after a comma unless it is the first. */
+static void member(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void member(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    if (!o->first)
+        put(o, ",");
+    va_start(ap, fmt);
+    vput(o, fmt, ap);
+    va_end(ap);
+    o->first = 0;
+}
+
+/* A k=v item's value as JSON: an integer or a boolean as it is, anything
+ * else a string (escaped). */
+static void put_value(struct out *o, const char *v)
+{
+    char *end;
+    errno = 0;
+    (void)strtoll(v, &end, 10);
+    if ((*v && !*end && errno == 0) || strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+        put(o, "%s", v);
+        return;
+    }
+    put(o, "\"");
+    for (; *v; v++)
+        if (*v == '"' || *v == '\\')
+            put(o, "\\%c", *v);
+        else if ((unsigned char)*v < 0x20)
+            put(o, "\\u%04x", (unsigned)*v);
+        else
+            put(o, "%c", *v);
+    put(o, "\"");
+}
+
+/* "k=v,k=v" as the JSON object it stands for ("moe.top_k=2": {"moe":
+ * {"top_k": 2}}), read as a set's JSON is: one table of keys serves both. */
 int spec_job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err)
 {
-    char item[160];
     spec_job_config_init(out);
     if (!list || !*list)
         return sc_error_set(err, SC_EINVAL, "set: empty (give k=v,k=v)");
-    for (const char *p = list; *p;) {
+    size_t cap = 6 * strlen(list) + 64; /* every byte escaped, the braces and "moe" */
+    char *text = malloc(cap), *moe = malloc(cap);
+    struct out top = {text, cap, 0, 0}, in_moe = {moe, cap, 0, 1};
+    int rc = SC_OK;
+    if (!text || !moe) {
+        rc = sc_error_set(err, SC_ENOMEM, "set: out of memory");
+        goto out;
+    }
+    put(&top, "{");
+    for (const char *p = list; *p && !rc;) {
+        char item[160];
         size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof item)
-            return sc_error_set(err, SC_EINVAL, "set: bad item at '%.40s' (give k=v,k=v)", p);
+        if (n == 0 || n >= sizeof item) {
+            rc = sc_error_set(err, SC_EINVAL, "set: bad item at '%.40s' (give k=v,k=v)", p);
+            break;
+        }
         memcpy(item, p, n);
         item[n] = '\0';
         p += n + (p[n] == ',');
         char *eq = strchr(item, '=');
-        if (!eq)
-            return sc_error_set(err, SC_EINVAL, "set.%s: give a value (k=v)", item);
+        if (!eq) {
+            rc = sc_error_set(err, SC_EINVAL, "set.%s: give a value (k=v)", item);
+            break;
+        }
         *eq = '\0';
-        const struct key *k = find_key(item);
-        if (!k)
-            return sc_error_set(err, SC_EINVAL, "set.%s: unknown key", item);
-        char *end;
-        errno = 0;
-        struct value v = {0, 0, strtoll(eq + 1, &end, 10), 0, eq + 1};
-        v.is_int = eq[1] && !*end && errno == 0;
-        v.b = strcmp(eq + 1, "true") == 0;
-        v.is_bool = v.b || strcmp(eq + 1, "false") == 0;
-        int rc = set_value(out, k, "set.", &v, err);
-        if (rc)
-            return rc;
+        size_t k = key_index(item);
+        if (k == N_KEYS || keys[k].type == DOC_OBJECT) {
+            rc = sc_error_set(err, SC_EINVAL, "set.%s: unknown key", item);
+            break;
+        }
+        struct out *o = strncmp(item, "moe.", 4) == 0 ? &in_moe : &top;
+        member(o, "\"%s\":", o == &in_moe ? item + 4 : item);
+        put_value(o, eq + 1);
     }
-    return SC_OK;
+    if (!rc) {
+        if (in_moe.n)
+            member(&top, "\"moe\":{%.*s}", (int)in_moe.n, moe);
+        put(&top, "}");
+        rc = parse_json(text, top.n, 1, out, err);
+    }
+out:
+    free(text);
+    free(moe);
+    return rc;
 }
 
 void spec_job_config_apply(const struct job_config *base, const struct job_config *set, struct job_config *out)
 {
     *out = *base;
-    for (size_t i = 0; i < N_KEYS; i++)
-        if (keys[i].kind == KEY_INT && int_value(set, &keys[i]))
-            *int_field(out, &keys[i]) = int_value(set, &keys[i]);
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const int64_t *v = (const int64_t *)((const char *)set + keys[i].off);
+        if (keys[i].type == DOC_INT && *v)
+            *(int64_t *)((char *)out + keys[i].off) = *v;
+    }
     if (set->has_zero_stage) {
         out->has_zero_stage = 1;
         out->zero_stage = set->zero_stage;
@@ -345,82 +359,21 @@ int64_t spec_job_config_micro_batches(const struct job_config *c)
 
 char *spec_job_config_json(const struct job_config *c)
 {
-    json_t *o = json_object(), *moe = NULL;
-    for (size_t i = 0; o && i < N_KEYS; i++) {
-        const struct key *k = &keys[i];
-        json_t *v = NULL;
-        switch (k->kind) {
-        case KEY_INT:
-            if (int_value(c, k) || (k->off == offsetof(struct job_config, zero_stage) && c->has_zero_stage))
-                v = json_integer(int_value(c, k));
-            break;
-        case KEY_DTYPE: v = c->has_dtype ? json_string(cost_hw_dtype_name(c->dtype)) : NULL; break;
-        case KEY_SCHEDULE: v = c->has_schedule ? json_string(spec_schedule_name(c->schedule)) : NULL; break;
-        case KEY_MLP: v = c->has_mlp ? json_string(spec_mlp_name(c->mlp)) : NULL; break;
-        case KEY_RECOMPUTE: v = c->has_recompute ? json_string(spec_recompute_name(c->recompute)) : NULL; break;
-        case KEY_BOOL: {
-            int b = *bool_field((struct job_config *)c, k);
-            v = b >= 0 ? json_boolean(b) : NULL;
-            break;
-        }
-        case KEY_FRAMEWORK: v = c->has_framework ? json_string(spec_framework_name(c->framework)) : NULL; break;
-        case KEY_MASTER:
-            v = c->has_master_weights ? json_string(spec_master_weights_name(c->master_weights)) : NULL;
-            break;
-        case KEY_GPU: v = c->gpu[0] ? json_string(c->gpu) : NULL; break;
-        }
-        if (!v)
-            continue;
-        if (strncmp(k->name, "moe.", 4) == 0) {
-            if (!moe)
-                json_object_set_new(o, "moe", moe = json_object());
-            json_object_set_new(moe, k->name + 4, v);
-        } else {
-            json_object_set_new(o, k->name, v);
-        }
+    unsigned char given[N_KEYS] = {0};
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *at = (const char *)c + keys[i].off;
+        if (keys[i].type == DOC_INT)
+            given[i] = *(const int64_t *)at != 0;
+        else if (keys[i].type == DOC_BOOL)
+            given[i] = *(const int *)at >= 0;
     }
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    return s;
-}
-
-/* A JSON text written into text[0..size): n its length (size once it
- * overflowed), first whether the next member opens its object. */
-struct out {
-    char *text;
-    size_t size, n;
-    int first;
-};
-
-static void vput(struct out *o, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-static void vput(struct out *o, const char *fmt, va_list ap)
-{
-    int k = o->n < o->size ? vsnprintf(o->text + o->n, o->size - o->n, fmt, ap) : 0;
-    o->n = k < 0 || o->n + (size_t)k >= o->size ? o->size : o->n + (size_t)k;
-}
-
-/* Text as it is; "{" in it opens an object (its next member first). */
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vput(o, fmt, ap);
-    va_end(ap);
-    o->first = fmt[strlen(fmt) - 1] == '{';
-}
-
-/* A member of the open object, after a comma unless it is the first. */
-static void member(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void member(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    if (!o->first)
-        put(o, ",");
-    va_start(ap, fmt);
-    vput(o, fmt, ap);
-    va_end(ap);
-    o->first = 0;
+    given[key_index("gpu")] = c->gpu[0] != 0;
+    for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
+        given[key_index(given_flags[i].key)] = (unsigned char)*(const int *)((const char *)c + given_flags[i].flag);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strncmp(keys[i].path, "moe.", 4) == 0 && given[i])
+            given[key_index("moe")] = 1;
+    return doc_write(&description_doc, NULL, c, given, -1);
 }
 
 /* A member for each int key of names that c gives (not 0), named without
@@ -428,7 +381,7 @@ static void member(struct out *o, const char *fmt, ...)
 static void int_members(struct out *o, const struct job_config *c, const char *const *names)
 {
     for (; *names; names++) {
-        int64_t v = int_value(c, find_key(*names));
+        int64_t v = int_value(c, *names);
         const char *dot = strchr(*names, '.');
         if (v)
             member(o, "\"%s\":%lld", dot ? dot + 1 : *names, (long long)v);

@@ -11,80 +11,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "estimator/doc/json_doc.h"
 #include "estimator/spec/placement.h"
 #include "common/banned.h"
 
 /* The largest spec document taken. */
 #define SPEC_MAX_BYTES (1 << 20)
 
-enum kind { K_OBJECT, K_INT, K_BOOL, K_NUM, K_ENUM, K_STR };
-
-struct name_value {
-    const char *name;
-    int value;
-};
-
-struct field {
-    const char *path;  /* JSON path, e.g. "model.moe.top_k" */
-    enum kind kind;
-    int required;
-    int nullable;      /* null (or absent) leaves the not-given value */
-    size_t off, size;  /* place in struct est_spec */
-    double min, max;   /* accepted range of a given number */
-    const struct name_value *names; /* K_ENUM, NULL-terminated */
-};
-
-static const struct name_value mlp_names[] = {
+const struct doc_name spec_mlp_names[] = {
     {"gelu", EST_MLP_GELU}, {"swiglu", EST_MLP_SWIGLU}, {NULL, 0}};
-static const struct name_value schedule_names[] = {
+const struct doc_name spec_schedule_names[] = {
     {"1f1b", EST_SCHEDULE_1F1B}, {"interleaved", EST_SCHEDULE_INTERLEAVED}, {NULL, 0}};
-static const struct name_value recompute_names[] = {{"none", EST_RECOMPUTE_NONE},
+const struct doc_name spec_recompute_names[] = {{"none", EST_RECOMPUTE_NONE},
                                                     {"selective", EST_RECOMPUTE_SELECTIVE},
                                                     {"full", EST_RECOMPUTE_FULL},
                                                     {"auto", EST_RECOMPUTE_AUTO},
                                                     {NULL, 0}};
-static const struct name_value master_names[] = {
+const struct doc_name spec_master_weights_names[] = {
     {"fp32", EST_MASTER_FP32}, {"bf16", EST_MASTER_BF16}, {NULL, 0}};
-static const struct name_value framework_names[] = {
+const struct doc_name spec_framework_names[] = {
     {"megatron", EST_FRAMEWORK_MEGATRON}, {"pytorch", EST_FRAMEWORK_PYTORCH}, {NULL, 0}};
-static const struct name_value attention_names[] = {
+static const struct doc_name attention_names[] = {
     {"flash", EST_ATTENTION_FLASH}, {"unfused", EST_ATTENTION_UNFUSED}, {NULL, 0}};
-static const struct name_value moe_dispatcher_names[] = {{"alltoall", EST_MOE_DISPATCHER_ALLTOALL},
+static const struct doc_name moe_dispatcher_names[] = {{"alltoall", EST_MOE_DISPATCHER_ALLTOALL},
                                                          {"allgather", EST_MOE_DISPATCHER_ALLGATHER},
                                                          {"flex", EST_MOE_DISPATCHER_FLEX},
                                                          {NULL, 0}};
-static const struct name_value moe_routing_names[] = {
+static const struct doc_name moe_routing_names[] = {
     {"balanced", EST_MOE_ROUTING_BALANCED}, {"natural", EST_MOE_ROUTING_NATURAL}, {NULL, 0}};
-static const struct name_value fp8_recipe_names[] = {{"tensorwise", EST_FP8_RECIPE_TENSORWISE},
+static const struct doc_name fp8_recipe_names[] = {{"tensorwise", EST_FP8_RECIPE_TENSORWISE},
                                                      {"blockwise", EST_FP8_RECIPE_BLOCKWISE},
                                                      {"mxfp8", EST_FP8_RECIPE_MXFP8},
                                                      {NULL, 0}};
-static const struct name_value dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_FP16},
+static const struct doc_name dtype_names[] = {{"fp32", HW_FP32}, {"fp16", HW_FP16},
                                                 {"bf16", HW_BF16}, {"fp8", HW_FP8},
                                                 {"fp4", HW_FP4},   {NULL, 0}};
 
 #define AT(member) offsetof(struct est_spec, member), sizeof(((struct est_spec *)0)->member)
-#define OBJ(path) {path, K_OBJECT, 0, 0, 0, 0, 0, 0, NULL}
-#define INT(path, req, null, member, lo, hi) {path, K_INT, req, null, AT(member), lo, hi, NULL}
-#define BOOL(path, member) {path, K_BOOL, 0, 0, AT(member), 0, 1, NULL}
-#define NUM(path, member, lo, hi) {path, K_NUM, 0, 1, AT(member), lo, hi, NULL}
-#define ENUM(path, member, names) {path, K_ENUM, 0, 0, AT(member), 0, 0, names}
-#define ENUM_OR_NULL(path, member, names) {path, K_ENUM, 0, 1, AT(member), 0, 0, names}
-#define STR(path, req, null, member) {path, K_STR, req, null, AT(member), 1, 0, NULL}
+#define REQ(r) ((r) ? DOC_REQUIRED : 0u)
+#define NULLABLE(n) ((n) ? DOC_NULLABLE : 0u)
+#define OBJ(path, req) {path, DOC_OBJECT, REQ(req), 0, 0, 0, 0, NULL, NULL, 0}
+#define INT(path, req, null, member, lo, hi) {path, DOC_INT, REQ(req) | NULLABLE(null), AT(member), lo, hi, NULL, NULL, 0}
+#define BOOL(path, member) {path, DOC_BOOL, 0, AT(member), 0, 1, NULL, NULL, 0}
+#define NUM(path, member, lo, hi) {path, DOC_NUM, DOC_NULLABLE, AT(member), lo, hi, NULL, NULL, 0}
+#define ENUM(path, member, names) {path, DOC_ENUM, 0, AT(member), 0, 0, names, NULL, 0}
+#define ENUM_OR_NULL(path, member, names) {path, DOC_ENUM, DOC_NULLABLE, AT(member), 0, 0, names, NULL, 0}
+#define STR(path, req, null, member) {path, DOC_STR, REQ(req) | NULLABLE(null), AT(member), 1, 0, NULL, NULL, 0}
 
 /* Ranges keep every product the estimator forms far from overflow
  * (spec.h, EST_MAX_*). */
-static const struct field fields[] = {
-    OBJ("model"),
+static const struct doc_field fields[] = {
+    OBJ("model", 1),
     INT("model.layers", 1, 0, model.layers, 1, EST_MAX_LAYERS),
     INT("model.hidden", 1, 0, model.hidden, 1, EST_MAX_HIDDEN),
     INT("model.heads", 1, 0, model.heads, 1, EST_MAX_HEADS),
     INT("model.kv_heads", 0, 0, model.kv_heads, 1, EST_MAX_HEADS),
     INT("model.head_dim", 0, 0, model.head_dim, 1, EST_MAX_HEADS),
     INT("model.ffn", 0, 0, model.ffn, 1, EST_MAX_FFN),
-    ENUM("model.mlp", model.mlp, mlp_names),
+    ENUM("model.mlp", model.mlp, spec_mlp_names),
     INT("model.seq", 1, 0, model.seq, 1, EST_MAX_SEQ),
     INT("model.vocab", 0, 0, model.vocab, 1, EST_MAX_VOCAB),
     BOOL("model.tied_embeddings", model.tied_embeddings),
@@ -92,14 +76,14 @@ static const struct field fields[] = {
     INT("model.full_attention_every", 0, 0, model.full_attention_every, 0, EST_MAX_LAYERS),
     BOOL("model.dropout", model.dropout),
     BOOL("model.bias", model.bias),
-    OBJ("model.moe"),
+    OBJ("model.moe", 0),
     INT("model.moe.experts", 0, 0, model.moe.experts, 0, EST_MAX_EXPERTS),
     INT("model.moe.top_k", 0, 0, model.moe.top_k, 0, EST_MAX_EXPERTS),
     INT("model.moe.ffn", 0, 1, model.moe.ffn, 1, EST_MAX_FFN),
     INT("model.moe.shared_experts", 0, 0, model.moe.shared_experts, 0, 1 << 10),
     INT("model.moe.every", 0, 0, model.moe.every, 1, EST_MAX_LAYERS),
     INT("model.moe.dense_layers", 0, 0, model.moe.dense_layers, 0, EST_MAX_LAYERS),
-    OBJ("parallel"),
+    OBJ("parallel", 0),
     INT("parallel.tp", 0, 0, parallel.tp, 1, EST_MAX_DEGREE),
     INT("parallel.cp", 0, 0, parallel.cp, 1, EST_MAX_DEGREE),
     INT("parallel.pp", 0, 0, parallel.pp, 1, EST_MAX_DEGREE),
@@ -108,19 +92,19 @@ static const struct field fields[] = {
     INT("parallel.etp", 0, 1, parallel.etp, 1, EST_MAX_DEGREE),
     INT("parallel.micro_batch", 0, 0, parallel.micro_batch, 1, EST_MAX_MICRO_BATCH),
     INT("parallel.global_batch", 0, 0, parallel.global_batch, 1, EST_MAX_GLOBAL_BATCH),
-    ENUM("parallel.schedule", parallel.schedule, schedule_names),
+    ENUM("parallel.schedule", parallel.schedule, spec_schedule_names),
     INT("parallel.vpp", 0, 0, parallel.vpp, 1, 1 << 10),
     INT("parallel.fsdp_shard", 0, 1, parallel.fsdp_shard, 1, EST_MAX_DEGREE),
-    OBJ("cluster"),
+    OBJ("cluster", 1),
     STR("cluster.gpu", 1, 0, cluster.gpu),
     INT("cluster.gpus_per_node", 0, 0, cluster.gpus_per_node, 1, 1 << 20),
     NUM("cluster.intra_node_gbps", cluster.intra_node_gbps, 1e-9, 1e6),
     NUM("cluster.inter_node_gbps", cluster.inter_node_gbps, 1e-9, 1e6),
     STR("cluster.profile", 0, 1, cluster.profile),
     NUM("cluster.gpu_hour_usd", cluster.gpu_hour_usd, 0, 1e6),
-    OBJ("options"),
+    OBJ("options", 0),
     ENUM("options.dtype", options.dtype, dtype_names),
-    ENUM("options.recompute", options.recompute, recompute_names),
+    ENUM("options.recompute", options.recompute, spec_recompute_names),
     INT("options.recompute_layers", 0, 1, options.recompute_layers, 1, EST_MAX_LAYERS),
     ENUM("options.attention", options.attention, attention_names),
     INT("options.zero_stage", 0, 0, options.zero_stage, 0, 3),
@@ -133,9 +117,9 @@ static const struct field fields[] = {
     ENUM("options.moe_dispatcher", options.moe_dispatcher, moe_dispatcher_names),
     NUM("options.moe_capacity_factor", options.moe_capacity_factor, 0.01, 64),
     ENUM_OR_NULL("options.fp8_recipe", options.fp8_recipe, fp8_recipe_names),
-    ENUM("options.master_weights", options.master_weights, master_names),
-    {"options.grad_reduce_in_fp32", K_BOOL, 0, 1, AT(options.grad_reduce_in_fp32), 0, 1, NULL},
-    ENUM("options.framework", options.framework, framework_names),
+    ENUM("options.master_weights", options.master_weights, spec_master_weights_names),
+    {"options.grad_reduce_in_fp32", DOC_BOOL, DOC_NULLABLE, AT(options.grad_reduce_in_fp32), 0, 1, NULL, NULL, 0},
+    ENUM("options.framework", options.framework, spec_framework_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -182,165 +166,14 @@ static void set_defaults(struct est_spec *s)
     s->options.overlap_param_gather = 1;
 }
 
-static const struct field *find_field(const char *path)
+static const struct doc_table spec_doc = {fields, NFIELDS, "the spec", SC_EINVAL, SPEC_MAX_BYTES};
+
+static size_t field_index(const char *path)
 {
     for (size_t i = 0; i < NFIELDS; i++)
         if (strcmp(fields[i].path, path) == 0)
-            return &fields[i];
-    return NULL;
-}
-
-static const char *type_name(enum kind k)
-{
-    switch (k) {
-    case K_OBJECT: return "an object";
-    case K_INT: return "an integer";
-    case K_BOOL: return "true or false";
-    case K_NUM: return "a number";
-    case K_ENUM:
-    case K_STR: return "a string";
-    }
-    return "?";
-}
-
-static int set_value(const struct field *f, json_t *v, struct est_spec *s, struct sc_error *err)
-{
-    char *at = (char *)s + f->off;
-    if (json_is_null(v) && f->nullable)
-        return SC_OK; /* the not-given value stays */
-    switch (f->kind) {
-    case K_INT: {
-        if (!json_is_integer(v))
-            break;
-        json_int_t x = json_integer_value(v);
-        if ((double)x < f->min || (double)x > f->max)
-            return sc_error_set(err, SC_EINVAL, "%s: %lld is out of range (%.0f to %.0f)",
-                                f->path, (long long)x, f->min, f->max);
-        *(int64_t *)at = (int64_t)x;
-        return SC_OK;
-    }
-    case K_NUM: {
-        if (!json_is_number(v))
-            break;
-        double x = json_number_value(v);
-        if (!(x >= f->min && x <= f->max))
-            return sc_error_set(err, SC_EINVAL, "%s: %g is out of range (%g to %g)", f->path, x,
-                                f->min, f->max);
-        *(double *)at = x;
-        return SC_OK;
-    }
-    case K_BOOL:
-        if (!json_is_boolean(v))
-            break;
-        *(int *)at = json_is_true(v);
-        return SC_OK;
-    case K_ENUM: {
-        if (!json_is_string(v))
-            break;
-        char names[160] = "";
-        size_t used = 0;
-        for (const struct name_value *n = f->names; n->name; n++) {
-            if (strcmp(n->name, json_string_value(v)) == 0) {
-                *(int *)at = n->value;
-                return SC_OK;
-            }
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                     n == f->names ? "" : ", ", n->name);
-            if (used >= sizeof names)
-                used = sizeof names - 1;
-        }
-        return sc_error_set(err, SC_EINVAL, "%s: \"%.64s\" is not one of %s", f->path,
-                            json_string_value(v), names);
-    }
-    case K_STR: {
-        if (!json_is_string(v))
-            break;
-        size_t n = json_string_length(v);
-        const char *str = json_string_value(v);
-        if (n < 1 || n >= f->size)
-            return sc_error_set(err, SC_EINVAL, "%s: must be 1 to %zu bytes", f->path,
-                                f->size - 1);
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)str[i] < 0x20 || str[i] == 0x7f)
-                return sc_error_set(err, SC_EINVAL, "%s: holds a control character", f->path);
-        memcpy(at, str, n + 1);
-        return SC_OK;
-    }
-    case K_OBJECT:
-        break;
-    }
-    return sc_error_set(err, SC_EINVAL, "%s: must be %s%s", f->path, type_name(f->kind),
-                        f->nullable ? " or null" : "");
-}
-
-/* Walk obj, whose path is prefix ("" for the document), into s; given[i]
- * marks fields[i] present. */
-static int walk(json_t *obj, const char *prefix, struct est_spec *s, int *given,
-                struct sc_error *err)
-{
-    const char *key;
-    json_t *v;
-    char path[160];
-    int rc;
-    json_object_foreach (obj, key, v) {
-        snprintf(path, sizeof path, "%s%s%.64s", prefix, *prefix ? "." : "", key);
-        const struct field *f = find_field(path);
-        if (!f)
-            return sc_error_set(err, SC_EINVAL, "%s: unknown key", path);
-        given[f - fields] = 1;
-        if (f->kind == K_OBJECT) {
-            if (!json_is_object(v))
-                return sc_error_set(err, SC_EINVAL, "%s: must be an object", path);
-            if ((rc = walk(v, path, s, given, err)))
-                return rc;
-        } else if ((rc = set_value(f, v, s, err))) {
-            return rc;
-        }
-    }
-    return SC_OK;
-}
-
-/* Required keys under prefix ("" = all) that are missing. */
-static int check_required(const int *given, const char *prefix, struct sc_error *err)
-{
-    size_t n = strlen(prefix);
-    for (size_t i = 0; i < NFIELDS; i++) {
-        if (!fields[i].required || strncmp(fields[i].path, prefix, n) != 0 || given[i])
-            continue;
-        /* a missing object is named before its members */
-        const char *dot = strchr(fields[i].path, '.');
-        if (!n && dot) {
-            char parent[32];
-            snprintf(parent, sizeof parent, "%.*s", (int)(dot - fields[i].path), fields[i].path);
-            const struct field *p = find_field(parent);
-            if (p && !given[p - fields])
-                return sc_error_set(err, SC_EINVAL, "%s: missing (it is required)", parent);
-        }
-        return sc_error_set(err, SC_EINVAL, "%s: missing (it is required)", fields[i].path);
-    }
-    return SC_OK;
-}
-
-static json_t *load_object(const char *text, size_t len, struct sc_error *err)
-{
-    json_error_t je;
-    json_t *doc;
-    if (len > SPEC_MAX_BYTES) {
-        sc_error_set(err, SC_ELIMIT, "the spec is %zu bytes, over the limit of %d", len,
-                     SPEC_MAX_BYTES);
-        return NULL;
-    }
-    if (!(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je))) {
-        sc_error_set(err, SC_EPARSE, "not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                     je.column);
-        return NULL;
-    }
-    if (!json_is_object(doc)) {
-        json_decref(doc);
-        sc_error_set(err, SC_EINVAL, "the spec must be a JSON object");
-        return NULL;
-    }
-    return doc;
+            return i;
+    return NFIELDS;
 }
 
 int spec_model_resolve(struct est_model *m, struct sc_error *err)
@@ -513,17 +346,12 @@ static int resolve_gpu_defaults(struct est_spec *s, struct sc_error *err)
 
 /* Parse, fill the defaults, check what needs no parallel layout; given[i]
  * marks fields[i] present. */
-static int parse_given(const char *text, size_t len, struct est_spec *out, int *given,
+static int parse_given(const char *text, size_t len, struct est_spec *out, unsigned char *given,
                        struct sc_error *err)
 {
-    json_t *doc = load_object(text, len, err);
     int rc;
-    if (!doc)
-        return err ? err->code : SC_EINVAL;
     set_defaults(out);
-    rc = walk(doc, "", out, given, err);
-    json_decref(doc);
-    if (rc || (rc = check_required(given, "", err)) || (rc = spec_model_resolve(&out->model, err)))
+    if ((rc = doc_read(text, len, &spec_doc, NULL, out, given, err)) || (rc = spec_model_resolve(&out->model, err)))
         return rc;
     return resolve_gpu_defaults(out, err);
 }
@@ -552,9 +380,9 @@ int spec_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int
 
 /* The value of `name` in names into *out (an enum's int); SC_EINVAL for
  * another name. */
-static int name_find(const struct name_value *names, const char *name, int *out)
+static int name_find(const struct doc_name *names, const char *name, int *out)
 {
-    for (const struct name_value *n = names; n->name; n++)
+    for (const struct doc_name *n = names; n->name; n++)
         if (strcmp(n->name, name) == 0) {
             *out = n->value;
             return SC_OK;
@@ -563,9 +391,9 @@ static int name_find(const struct name_value *names, const char *name, int *out)
 }
 
 /* The name of value v in names (the first name for an unknown value). */
-static const char *name_of(const struct name_value *names, int v)
+static const char *name_of(const struct doc_name *names, int v)
 {
-    for (const struct name_value *n = names; n->name; n++)
+    for (const struct doc_name *n = names; n->name; n++)
         if (n->value == v)
             return n->name;
     return names[0].name;
@@ -573,57 +401,57 @@ static const char *name_of(const struct name_value *names, int v)
 
 int spec_schedule_parse(const char *name, enum est_schedule *out)
 {
-    return name_find(schedule_names, name, (int *)out);
+    return name_find(spec_schedule_names, name, (int *)out);
 }
 
 int spec_mlp_parse(const char *name, enum est_mlp *out)
 {
-    return name_find(mlp_names, name, (int *)out);
+    return name_find(spec_mlp_names, name, (int *)out);
 }
 
 const char *spec_mlp_name(enum est_mlp m)
 {
-    return name_of(mlp_names, (int)m);
+    return name_of(spec_mlp_names, (int)m);
 }
 
 int spec_framework_parse(const char *name, enum est_framework *out)
 {
-    return name_find(framework_names, name, (int *)out);
+    return name_find(spec_framework_names, name, (int *)out);
 }
 
 const char *spec_framework_name(enum est_framework f)
 {
-    return name_of(framework_names, (int)f);
+    return name_of(spec_framework_names, (int)f);
 }
 
 int spec_master_weights_parse(const char *name, enum est_master_weights *out)
 {
-    return name_find(master_names, name, (int *)out);
+    return name_find(spec_master_weights_names, name, (int *)out);
 }
 
 const char *spec_master_weights_name(enum est_master_weights m)
 {
-    return name_of(master_names, (int)m);
+    return name_of(spec_master_weights_names, (int)m);
 }
 
 int spec_recompute_parse(const char *name, enum est_recompute *out)
 {
-    return name_find(recompute_names, name, (int *)out);
+    return name_find(spec_recompute_names, name, (int *)out);
 }
 
 const char *spec_schedule_name(enum est_schedule s)
 {
-    return name_of(schedule_names, (int)s);
+    return name_of(spec_schedule_names, (int)s);
 }
 
 const char *spec_recompute_name(enum est_recompute r)
 {
-    return name_of(recompute_names, (int)r);
+    return name_of(spec_recompute_names, (int)r);
 }
 
 int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err)
 {
-    int given[NFIELDS] = {0};
+    unsigned char given[NFIELDS];
     int rc = parse_given(text, len, out, given, err);
     return rc ? rc : resolve_parallel(out, err);
 }
@@ -631,21 +459,18 @@ int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_err
 int spec_parse_template(const char *text, size_t len, struct est_spec *out,
                             struct est_spec_given *given, struct sc_error *err)
 {
-    int g[NFIELDS] = {0};
     _Static_assert(NFIELDS <= EST_SPEC_MAX_KEYS, "est_spec_given holds every key");
-    int rc = parse_given(text, len, out, g, err);
     memset(given, 0, sizeof *given);
-    for (size_t i = 0; i < NFIELDS; i++)
-        given->key[i] = (unsigned char)g[i];
-    if (!rc && g[find_field("parallel.etp") - fields] && !out->parallel.etp)
-        given->key[find_field("parallel.etp") - fields] = 0; /* null: the default */
+    int rc = parse_given(text, len, out, given->key, err);
+    if (!rc && given->key[field_index("parallel.etp")] && !out->parallel.etp)
+        given->key[field_index("parallel.etp")] = 0; /* null: the default */
     return rc;
 }
 
 int spec_given_has(const struct est_spec_given *given, const char *path)
 {
-    const struct field *f = find_field(path);
-    return f && given->key[f - fields];
+    size_t i = field_index(path);
+    return i < NFIELDS && given->key[i];
 }
 
 int spec_check(struct est_spec *s, struct sc_error *err)
@@ -655,20 +480,10 @@ int spec_check(struct est_spec *s, struct sc_error *err)
 
 int spec_model_parse(const char *text, size_t len, struct est_model *out, struct sc_error *err)
 {
-    int given[NFIELDS] = {0};
     struct est_spec s;
-    json_t *doc = load_object(text, len, err);
     int rc;
-    if (!doc)
-        return err ? err->code : SC_EINVAL;
     set_defaults(&s);
-    json_t *model = json_object_get(doc, "model");
-    if (!json_is_object(model) || json_object_size(doc) != 1)
-        rc = sc_error_set(err, SC_EINVAL, "model: expected a document with only a model object");
-    else
-        rc = walk(model, "model", &s, given, err);
-    json_decref(doc);
-    if (rc || (rc = check_required(given, "model.", err)) || (rc = spec_model_resolve(&s.model, err)))
+    if ((rc = doc_read(text, len, &spec_doc, "model", &s, NULL, err)) || (rc = spec_model_resolve(&s.model, err)))
         return rc;
     *out = s.model;
     return SC_OK;
@@ -712,64 +527,9 @@ int spec_load(const char *text, size_t len, struct est_spec *out,
     return rc ? rc : spec_check_gpu(out, profile, err);
 }
 
-/* The value of field f in s as JSON (null for a not-given optional value). */
-static json_t *field_json(const struct field *f, const struct est_spec *s)
-{
-    const char *at = (const char *)s + f->off;
-    switch (f->kind) {
-    case K_INT: {
-        int64_t x = *(const int64_t *)at;
-        return f->nullable && !x ? json_null() : json_integer((json_int_t)x);
-    }
-    case K_NUM: {
-        double x = *(const double *)at;
-        return x < f->min ? json_null() : json_real(x);
-    }
-    case K_BOOL: return json_boolean(*(const int *)at);
-    case K_ENUM:
-        for (const struct name_value *n = f->names; n->name; n++)
-            if (n->value == *(const int *)at)
-                return json_string(n->name);
-        return json_null();
-    case K_STR: return *at ? json_string(at) : json_null();
-    case K_OBJECT: break;
-    }
-    return json_object();
-}
-
-/* Every field under prefix ("model" or "" for all) into a document. */
-static char *write_fields(const struct est_spec *s, const char *prefix)
-{
-    json_t *doc = json_object();
-    size_t n = strlen(prefix);
-    char *text = NULL;
-    if (!doc)
-        return NULL;
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const struct field *f = &fields[i];
-        if (strncmp(f->path, prefix, n) != 0)
-            continue;
-        /* the parent object is the one just added at the path's prefix */
-        json_t *parent = doc;
-        const char *p = f->path, *dot;
-        while ((dot = strchr(p, '.'))) {
-            char key[32];
-            snprintf(key, sizeof key, "%.*s", (int)(dot - p), p);
-            parent = json_object_get(parent, key);
-            p = dot + 1;
-        }
-        if (!parent || json_object_set_new(parent, p, field_json(f, s)))
-            goto out;
-    }
-    text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-out:
-    json_decref(doc);
-    return text;
-}
-
 char *spec_json(const struct est_spec *spec)
 {
-    return write_fields(spec, "");
+    return doc_write(&spec_doc, NULL, spec, NULL, 2);
 }
 
 char *spec_model_json(const struct est_model *model)
@@ -777,7 +537,7 @@ char *spec_model_json(const struct est_model *model)
     struct est_spec s;
     set_defaults(&s);
     s.model = *model;
-    return write_fields(&s, "model");
+    return doc_write(&spec_doc, "model", &s, NULL, 2);
 }
 
 int64_t spec_gpus(const struct est_spec *spec)

@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "estimator/costs/hardware.h"
+#include "estimator/doc/json_doc.h"
 
 enum est_mlp {
     EST_MLP_GELU,  /* two matrices and any plain activation (GELU, ReLU, squared ReLU) */
@@ -177,6 +178,10 @@ struct est_spec {
  * the layers after mod ("model."). */
 int spec_schedule_check(int64_t pp, int64_t vpp, enum est_schedule schedule, int64_t layers,
                        int64_t micro_batches, const char *par, const char *mod, struct sc_error *err);
+/* The names of the spec's enums as documents spell them, each list ending
+ * in a NULL name (estimator/doc/json_doc.h). */
+extern const struct doc_name spec_schedule_names[], spec_recompute_names[], spec_mlp_names[],
+    spec_framework_names[], spec_master_weights_names[];
 /* "1f1b" or "interleaved" to the schedule (SC_EINVAL for another name), and
  * back. */
 int spec_schedule_parse(const char *name, enum est_schedule *out);

@@ -73,7 +73,7 @@ TEST(svc_job_config_sets_a_jobs_description)
 
     /* a wrong file is refused naming the key, and nothing is sent */
     CHECK_EQ_INT(job_config(&d, NULL, &err, "--job", "j", bad_path, NULL), 2);
-    CHECK_CONTAINS(err, "moe.top_k: must be an integer");
+    CHECK_CONTAINS(err, "moe.top_k: 0 is out of range (1 to ");
     free(err);
     CHECK_EQ_INT(job_config(&d, NULL, &err, "--job", "j", NULL, NULL), 2);
     free(err);
@@ -97,7 +97,7 @@ TEST(svc_job_config_sets_a_jobs_description)
     svc_resp_release(&r);
     CHECK_EQ_INT(job_config(&d, NULL, NULL, "--job", "sample", "data/sample-config.json", NULL), 0);
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8,\"moe\":{\"experts\":0}}}", &r), 400);
-    CHECK_CONTAINS(r.body, "set.moe.experts: must be an integer");
+    CHECK_CONTAINS(r.body, "set.moe.experts: 0 is out of range (1 to ");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8}}", &r), 200);
     CHECK_CONTAINS(r.body, "\"target\":{\"tp\":1,\"pp\":1,\"dp\":8,\"layers\":8");

@@ -62,14 +62,14 @@ TEST(job_config_new_keys_refused_naming_the_key)
     static const struct {
         const char *doc, *msg;
     } bad[] = {
-        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"kv_heads\":0}", "kv_heads: must be an integer"},
-        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"mlp\":\"relu\"}", "mlp: must be \"gelu\" or \"swiglu\""},
-        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"zero_stage\":4}", "zero_stage: must be an integer from 0 to 3"},
+        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"kv_heads\":0}", "kv_heads: 0 is out of range (1 to "},
+        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"mlp\":\"relu\"}", "mlp: \"relu\" is not one of gelu, swiglu"},
+        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"zero_stage\":4}", "zero_stage: 4 is out of range (0 to 3)"},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"sequence_parallel\":1}", "sequence_parallel: must be true or false"},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"recompute\":\"auto\"}", "recompute: must be \"none\""},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"cp\":\"2\"}", "cp: must be an integer"},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe\":8}", "moe: must be an object"},
-        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe\":{\"top_k\":0}}", "moe.top_k: must be an integer"},
+        {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe\":{\"top_k\":0}}", "moe.top_k: 0 is out of range (1 to "},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe\":{\"expert\":8}}", "moe.expert: unknown key"},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe.experts\":8}", "moe.experts: unknown key"},
         {"{\"tp\":1,\"pp\":1,\"dp\":1,\"moe\":{\"moe\":{}}}", "moe.moe: unknown key"},

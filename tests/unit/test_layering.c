@@ -110,7 +110,24 @@ TEST(layering_fails_on_planted_problems)
     CHECK_CONTAINS(out, "estimator/calibrate/l.h:1: a JSON tree");
     CHECK_CONTAINS(out, "estimator/calibrate/l.h:2: a JSON tree");
     CHECK(!strstr(out, "j.h:2") && !strstr(out, "l.c") && !strstr(out, "m.h") && !strstr(out, "api/n.h"));
-    CHECK_CONTAINS(out, "4 problem(s)");
+    CHECK_CONTAINS(out, "estimator/costs/j.h:1: includes <jansson.h>"); /* and a cost model's */
+    CHECK_CONTAINS(out, "5 problem(s)");
+    free(out);
+
+    /* the estimator's documents are read through estimator/doc: a cost
+     * model or spec module including Jansson is refused, the Hugging Face
+     * reader and the other folders are not */
+    snprintf(root, sizeof root, "%s/doc", th_tmpdir());
+    plant(root, "estimator/costs/p.c", "#include <stdio.h>\n#include <jansson.h>\n");
+    plant(root, "estimator/spec/q.c", "  # include <jansson.h>\n");
+    plant(root, "estimator/spec/hf_config.c", "#include <jansson.h>\n");
+    plant(root, "estimator/doc/json_doc.c", "#include <jansson.h>\n");
+    plant(root, "estimator/plan/r.c", "#include <jansson.h>\n");
+    CHECK_EQ_INT(check_layering(root, &out), 1);
+    CHECK_CONTAINS(out, "estimator/costs/p.c:2: includes <jansson.h>: its documents are read through estimator/doc");
+    CHECK_CONTAINS(out, "estimator/spec/q.c:1: includes <jansson.h>");
+    CHECK(!strstr(out, "hf_config") && !strstr(out, "doc/json_doc.c") && !strstr(out, "plan/r.c"));
+    CHECK_CONTAINS(out, "2 problem(s)");
     free(out);
 
     /* two modules of one layer calling into each other (a.c includes b.h,

@@ -476,15 +476,15 @@ TEST(cluster_profile_lines_round_trip_and_errors)
 #define DOC(lines) "{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"collective\":{\"lines\":" lines "}}"
 #define LINE(from, to, hop, bw) "{\"from_bytes\":" from ",\"to_bytes\":" to ",\"hop_us\":" hop ",\"busbw_gbps\":" bw "}"
     const char *bad[][2] = {
-        {DOC("[1]"), "collective.lines must be an object"},
-        {DOC("{\"all_scatter\":[" LINE("1", "2", "1", "1") "]}"), "collective.lines.all_scatter: not a collective kind"},
-        {DOC("{\"all_gather\":[]}"), "collective.lines.all_gather must be an array of 1 to 4"},
+        {DOC("[1]"), "collective.lines: must be an object"},
+        {DOC("{\"all_scatter\":[" LINE("1", "2", "1", "1") "]}"), "collective.lines.all_scatter: unknown key"},
+        {DOC("{\"all_gather\":[]}"), "collective.lines.all_gather: must hold 1 to 4 items"},
         {DOC("{\"all_gather\":[" LINE("1", "2", "1", "1") "," LINE("3", "4", "1", "1") "," LINE("5", "6", "1", "1") ","
-             LINE("7", "8", "1", "1") "," LINE("9", "10", "1", "1") "]}"), "array of 1 to 4"},
+             LINE("7", "8", "1", "1") "," LINE("9", "10", "1", "1") "]}"), "must hold 1 to 4 items"},
         {DOC("{\"all_gather\":[{\"from_bytes\":1,\"hop_us\":1,\"busbw_gbps\":1}]}"),
-         "collective.lines.all_gather[0].to_bytes must be a number >= 0"},
-        {DOC("{\"all_gather\":[" LINE("1", "2", "-1", "1") "]}"), "collective.lines.all_gather[0].hop_us must be"},
-        {DOC("{\"all_gather\":[" LINE("1", "2", "1", "0") "]}"), "all_gather line 1: busbw must be 1e-06 to 100000 GB/s"},
+         "collective.lines.all_gather[0].to_bytes: missing (it is required)"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "-1", "1") "]}"), "collective.lines.all_gather[0].hop_us: -1 is out of range"},
+        {DOC("{\"all_gather\":[" LINE("1", "2", "1", "0") "]}"), "collective.lines.all_gather[0].busbw_gbps: 0 is out of range (1e-06 to 100000)"},
         {DOC("{\"all_gather\":[" LINE("1", "100", "1", "1") "," LINE("50", "200", "1", "1") "]}"),
          "all_gather line 2"},
         {DOC("{\"reduce\":[" LINE("10", "2", "1", "1") "]}"), "reduce line 1"},
@@ -545,7 +545,7 @@ TEST(cluster_profile_round_trip_and_errors)
         {"{\"format\":\"stepcast-cluster-profile\",\"version\":1,\"kernel\":{\"hbm_fraction\":7}}", "hbm_fraction"},
         {"{\"format\":\"stepcast-cluster-profile\",\"version\":2}", "version"},
         {"{}", "format"},
-        {"[1]", "format"},
+        {"[1]", "a cluster profile must be a JSON object"},
         {"{", "cluster profile"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
