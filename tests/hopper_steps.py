@@ -6,9 +6,10 @@ bf16, ID.amp.csv in mixed precision, ID the hardware profile's id),
 against their measured step times.
 
 Each row becomes a spec (layers, hidden, heads, kv_heads, ffn, mlp, seq,
-vocab 50304, no dropout, micro-batch = global batch, one GPU; the optimizer
-each table ran: options.master_weights bf16 for ID.csv, fp32 for ID.amp.csv;
-the eager PyTorch step's memory, options.framework pytorch) and `stepcast
+vocab 50304, no dropout, no biases (the linear layers are built without),
+micro-batch = global batch, one GPU; the optimizer each table ran:
+options.master_weights bf16 for ID.csv, fp32 for ID.amp.csv; the eager
+PyTorch step's memory and loss, options.framework pytorch) and `stepcast
 estimate --json` times it with the estimator's defaults; nothing was fitted
 on these steps. The eager model runs more, unfused memory-bound kernels than the
 Megatron-like step the estimator synthesises, so this checks the GPU's
@@ -58,7 +59,7 @@ def main():
                         "cluster": {"gpu": gpu},
                         "options": {"dtype": "bf16", "framework": "pytorch",
                                     "master_weights": "fp32" if table.endswith(".amp") else "bf16"}}
-                spec["model"].update(mlp=r["mlp"], vocab=50304, dropout=False)
+                spec["model"].update(mlp=r["mlp"], vocab=50304, dropout=False, bias=False)
                 spec_path = os.path.join(tmp, "spec.json")
                 with open(spec_path, "w") as f:
                     json.dump(spec, f)

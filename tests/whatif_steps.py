@@ -39,7 +39,7 @@ def rows(path):
 
 def description(r):
     d = {"tp": 1, "pp": 1, "dp": 1, "vocab": 50304, "dtype": "bf16", "mlp": r["mlp"], "framework": "pytorch",
-         "master_weights": "bf16", "tied_embeddings": True, "global_batch": int(r["micro_batch"])}
+         "master_weights": "bf16", "tied_embeddings": True, "bias": False, "global_batch": int(r["micro_batch"])}
     for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch"):
         d[k] = int(r[k])
     return d

@@ -49,6 +49,7 @@ static const struct doc_field keys[] = {
     NAMEKEY("framework", framework, spec_framework_names),
     NAMEKEY("master_weights", master_weights, spec_master_weights_names),
     BOOLKEY("tied_embeddings", tied_embeddings),
+    BOOLKEY("bias", bias),
     {"moe", DOC_OBJECT, 0, 0, 0, 0, 0, NULL, NULL, 0},
     INTKEY("moe.experts", moe.experts, 1, EST_MAX_EXPERTS),
     INTKEY("moe.top_k", moe.top_k, 1, EST_MAX_EXPERTS),
@@ -81,6 +82,7 @@ void spec_job_config_init(struct job_config *c)
     memset(c, 0, sizeof *c);
     c->sequence_parallel = -1;
     c->tied_embeddings = -1;
+    c->bias = -1;
 }
 
 static size_t key_index(const char *name)
@@ -316,6 +318,8 @@ void spec_job_config_apply(const struct job_config *base, const struct job_confi
         out->sequence_parallel = set->sequence_parallel;
     if (set->tied_embeddings >= 0)
         out->tied_embeddings = set->tied_embeddings;
+    if (set->bias >= 0)
+        out->bias = set->bias;
     if (set->gpu[0])
         snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
 }
@@ -399,6 +403,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
         member(&o, "\"mlp\":\"%s\"", spec_mlp_name(c->mlp));
     if (c->tied_embeddings >= 0)
         member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
+    if (c->bias >= 0)
+        member(&o, "\"bias\":%s", c->bias ? "true" : "false");
     if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
         member(&o, "\"moe\":{");
         o.first = 1;

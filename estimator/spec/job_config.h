@@ -6,7 +6,7 @@
  *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16",
  *    "schedule":"1f1b","vpp":1,"kv_heads":16,"mlp":"gelu","cp":1,"ep":1,
  *    "etp":2,"zero_stage":1,"sequence_parallel":true,"recompute":"none",
- *    "gpus_per_node":8,"tied_embeddings":false,
+ *    "gpus_per_node":8,"tied_embeddings":false,"bias":true,
  *    "moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0}}
  * with tp, pp and dp required and every other key optional (`stepcast
  * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}, `stepcast job
@@ -55,6 +55,7 @@ struct job_config {
     enum est_mlp mlp;
     int sequence_parallel; /* -1 = not given, else 0 or 1 */
     int tied_embeddings;   /* the output layer reuses the embedding's weights; -1 = not given */
+    int bias;              /* the linear layers have biases (the spec's model.bias); -1 = not given */
     int has_recompute;
     enum est_recompute recompute; /* none, selective or full */
     /* the traced step's stack: the spec's options.framework (megatron or

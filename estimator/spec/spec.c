@@ -75,6 +75,7 @@ static const struct doc_field fields[] = {
     INT("model.attention_window", 0, 1, model.attention_window, 1, EST_MAX_SEQ),
     INT("model.full_attention_every", 0, 0, model.full_attention_every, 0, EST_MAX_LAYERS),
     BOOL("model.dropout", model.dropout),
+    BOOL("model.bias", model.bias),
     OBJ("model.moe", 0),
     INT("model.moe.experts", 0, 0, model.moe.experts, 0, EST_MAX_EXPERTS),
     INT("model.moe.top_k", 0, 0, model.moe.top_k, 0, EST_MAX_EXPERTS),
@@ -145,6 +146,7 @@ void spec_model_init(struct est_model *m)
     m->vocab = 50257;
     m->moe.every = 1;
     m->dropout = 1;
+    m->bias = 1;
 }
 
 /* Defaults that depend on nothing; 0 (or -1, "") marks "not given" where a

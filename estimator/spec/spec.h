@@ -106,6 +106,9 @@ struct est_model {
     int tied_embeddings; /* the output layer reuses the input embedding's weights */
     struct est_moe moe;
     int dropout; /* hidden (and attention) dropout: its masks kept for the backward */
+    /* a plain (GELU) MLP model's linear layers have biases, whose gradients
+     * the backward sums over tokens; a gated (SwiGLU) one's never do */
+    int bias;
 };
 
 struct est_parallel {
@@ -232,7 +235,7 @@ int spec_load(const char *text, size_t len, struct est_spec *out,
                   const struct hw_profile **profile, struct sc_error *err);
 
 /* A model with the defaults that depend on nothing else (mlp gelu, vocab
- * 50257, moe.every 1, dropout) and 0 in every other field, meaning "not given". */
+ * 50257, moe.every 1, dropout, bias) and 0 in every other field, meaning "not given". */
 void spec_model_init(struct est_model *m);
 /* Fill the defaults that depend on other fields (kv_heads, head_dim, ffn,
  * moe.ffn) and check what the model alone must satisfy. */

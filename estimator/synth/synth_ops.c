@@ -81,10 +81,11 @@ static void mem(struct synth *y, struct oplist *l, const char *name, int family,
 }
 
 /* A linear layer's bias gradient: the output gradient summed over tokens.
- * GPT-style models (plain MLP) have biases; gated (Llama-style) ones none. */
+ * GPT-style models (plain MLP) have biases unless model.bias says they
+ * were built without; gated (Llama-style) ones none. */
 static void bias_grad(struct synth *y, struct oplist *l, const char *name, double tokens, double n)
 {
-    if (y->s->model.mlp == EST_MLP_GELU)
+    if (y->s->model.mlp == EST_MLP_GELU && y->s->model.bias)
         mem_bytes(y, l, name, MODEL_KF_REDUCTION, tokens * n * y->sh.B);
 }
 
@@ -573,6 +574,42 @@ void synth_layer_ops(struct synth *y, int is_moe)
     }
 }
 
+/* Eager PyTorch's F.cross_entropy on the logits cast to fp32, op by op:
+ * forward, the cast up, log_softmax (each logit read for the row's
+ * maximum and its sum of exponentials, then read and written) and
+ * nll_loss (the target's logit of each token); backward, nll_loss's
+ * gradient (an fp32 tensor of zeros the size of the logits, the targets'
+ * entries set), log_softmax's (the gradient and the output read, the
+ * input's gradient written) and the cast's back down. Bytes per logit
+ * (per token for nll_loss's: an 8-byte target and an fp32), the 16-bit
+ * side of a cast added; fp32 logits are not cast. */
+static void torch_cross_entropy(struct synth *y, double logits, int backward)
+{
+    enum { PER_LOGIT, CAST, PER_TOKEN };
+    static const struct {
+        const char *name;
+        uint8_t family, per;
+        double bytes;
+    } ops[2][4] = {
+        {{"logits cast", MODEL_KF_COPY, CAST, 4},
+         {"log softmax", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4},
+         {"nll loss", MODEL_KF_LOSS, PER_TOKEN, 8 + 4}},
+        {{"loss gradient zeros", MODEL_KF_ELEMENTWISE, PER_LOGIT, 4},
+         {"nll loss backward", MODEL_KF_LOSS, PER_TOKEN, 8 + 4},
+         {"log softmax backward", MODEL_KF_SOFTMAX, PER_LOGIT, 4 + 4 + 4},
+         {"logits gradient cast", MODEL_KF_COPY, CAST, 4}},
+    };
+    const struct shape *sh = &y->sh;
+    for (size_t i = 0; i < 4 && ops[backward][i].name; i++) {
+        int per = ops[backward][i].per;
+        if (per == CAST && sh->B >= 4)
+            continue;
+        double bytes = ops[backward][i].bytes * (per == PER_TOKEN ? sh->T : logits);
+        mem_bytes(y, backward ? &y->head_bwd : &y->head_fwd, ops[backward][i].name, ops[backward][i].family,
+                  bytes + (per == CAST ? logits * sh->B : 0));
+    }
+}
+
 void synth_embedding_and_loss_ops(struct synth *y)
 {
     const struct shape *sh = &y->sh;
@@ -589,14 +626,22 @@ void synth_embedding_and_loss_ops(struct synth *y)
     /* Megatron's output layer is a plain tensor-parallel linear layer,
      * outside Transformer Engine's fp8 and fp4 recipes: 16-bit */
     gemm_in(y, &y->head_fwd, "output layer", sh->T, v, sh->h, 1, sh->dt16);
-    /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
-     * exponentials and the target's logit, each all-reduced over tp */
-    op_push(y, &y->head_fwd, &(struct op){"cross entropy", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 3,
-                                          synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * 4 * 3)), 0, 0});
+    if (y->s->options.framework == EST_FRAMEWORK_PYTORCH) {
+        torch_cross_entropy(y, logits, 0);
+    } else {
+        /* vocabulary-parallel cross-entropy on fp32 logits: max, sum of
+         * exponentials and the target's logit */
+        op_push(y, &y->head_fwd, &(struct op){"cross entropy", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 3,
+                                              synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * 4 * 3)), 0,
+                                              0});
+    }
+    /* each of the three all-reduced over tp */
     for (int i = 0; i < 3 && sh->tp > 1; i++)
         coll(y, &y->head_fwd, "cross entropy all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * 4);
-    op_push(y, &y->head_bwd, &(struct op){"cross entropy backward", MODEL_TASK_KERNEL, MODEL_KF_LOSS, OP_PLAIN, 1,
-                                          synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, logits * (4 + sh->B))), 0, 0});
+    if (y->s->options.framework == EST_FRAMEWORK_PYTORCH)
+        torch_cross_entropy(y, logits, 1);
+    else
+        mem_bytes(y, &y->head_bwd, "cross entropy backward", MODEL_KF_LOSS, logits * (4 + sh->B));
     gemm_bwd_in(y, &y->head_bwd, "output layer dgrad", "output layer wgrad", sh->T, v, sh->h, 1, sh->dt16);
     tp_in(y, &y->head_bwd, 1);
     norm_bwd(y, &y->head_bwd, "final norm backward", sh->Tl);

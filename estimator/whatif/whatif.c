@@ -293,15 +293,17 @@ static int dims_needed(const struct job_config *b, const struct job_config *t, s
 
 /* What a memory-bound kernel's name says of its work: an MLP activation
  * (over the FFN's width: tensor parallelism splits it, the FFN's size and
- * gating scale it), or the attention's softmax or rotary embedding (over
- * the heads: split too); norms, dropouts and residual adds work on the
- * full hidden state of every rank without sequence parallelism. */
+ * gating scale it), or the attention's softmax, rotary embedding or the
+ * helpers of cuDNN's flash attention backward (each query's dot(dO, O),
+ * the fp32 dQ cast to 16 bits) (over the heads: split too); norms,
+ * dropouts and residual adds work on the full hidden state of every rank
+ * without sequence parallelism. */
 enum name_class { NAME_PLAIN = 1, NAME_TP_SPLIT = 2, NAME_ACTIVATION = 4 };
 
 static int name_class(const char *name)
 {
     static const char *const act[] = {"gelu", "relu", "silu", "swiglu", "activation", NULL};
-    static const char *const heads[] = {"softmax", "rotary", NULL};
+    static const char *const heads[] = {"softmax", "rotary", "dot_do_o", "convert_dq", NULL};
     if (model_kernel_name_has(name, act))
         return NAME_TP_SPLIT | NAME_ACTIVATION;
     return model_kernel_name_has(name, heads) ? NAME_TP_SPLIT : NAME_PLAIN;

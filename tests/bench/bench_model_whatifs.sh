@@ -7,7 +7,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo '{"tp":1,"pp":1,"dp":1,"vocab":50304,"dtype":"bf16","mlp":"gelu","framework":"pytorch","master_weights":"bf16","tied_embeddings":true,"global_batch":8,"layers":8,"hidden":1024,"heads":16,"kv_heads":16,"ffn":4096,"seq":1024,"micro_batch":8}' >"$tmp/ts.json"
+echo '{"tp":1,"pp":1,"dp":1,"vocab":50304,"dtype":"bf16","mlp":"gelu","framework":"pytorch","master_weights":"bf16","tied_embeddings":true,"bias":false,"global_batch":8,"layers":8,"hidden":1024,"heads":16,"kv_heads":16,"ffn":4096,"seq":1024,"micro_batch":8}' >"$tmp/ts.json"
 echo "torch-steps h100-sxm gpt-h1024-s1024-b8:"
 python3 tests/bench/model_whatifs.py build/stepcastd data/calibration/torch-steps/h100-sxm/gpt-h1024-s1024-b8.pt.trace.json.gz \
     "$tmp/ts.json" "$tmp/ts.out.json" || exit 1

@@ -35,19 +35,19 @@ static const struct {
     {"gpt-h1024-s1024-b8", 8,
      "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":8,\"global_batch\":8,\"layers\":8,\"hidden\":1024,"
      "\"heads\":16,\"ffn\":4096,\"seq\":1024,\"vocab\":50304,\"dtype\":\"bf16\","
-     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"}"},
+     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\",\"bias\":false}"},
     {"gpt-h2048-s2048-b4", 8,
      "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":4,\"global_batch\":4,\"layers\":8,\"hidden\":2048,"
      "\"heads\":16,\"ffn\":8192,\"seq\":2048,\"vocab\":50304,\"dtype\":\"bf16\","
-     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"}"},
+     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\",\"bias\":false}"},
     {"gpt-h4096-s4096-b1", 4,
      "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":1,\"global_batch\":1,\"layers\":4,\"hidden\":4096,"
      "\"heads\":32,\"ffn\":16384,\"seq\":4096,\"vocab\":50304,\"dtype\":\"bf16\","
-     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"}"},
+     "\"framework\":\"pytorch\",\"master_weights\":\"bf16\",\"bias\":false}"},
     {"llama-h4096-gqa8-swiglu-s2048-b2", 4,
      "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":2,\"global_batch\":2,\"layers\":4,\"hidden\":4096,"
      "\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"mlp\":\"swiglu\",\"seq\":2048,\"vocab\":50304,"
-     "\"dtype\":\"bf16\",\"framework\":\"pytorch\",\"master_weights\":\"bf16\"}"},
+     "\"dtype\":\"bf16\",\"framework\":\"pytorch\",\"master_weights\":\"bf16\",\"bias\":false}"},
 };
 
 struct loaded {

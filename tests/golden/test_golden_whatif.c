@@ -1097,31 +1097,29 @@ TEST(whatif_tp_from_a_context_parallel_trace)
  * (eager PyTorch, pure bf16: framework and master_weights), to tp 2, 4
  * and 8, dp 8, 64 and 512, pp 2 and 4 (four micro-batches a step, base and
  * target alike) and cp 2: the what-if and the estimate move the step by
- * the same ratio within 5% (pp: 6%, for the estimate's own error: it
- * prices eager PyTorch's loss as Megatron's fused cross entropy, 18 bytes
- * a logit where F.cross_entropy on fp32 logits moves about 40, so on the
- * H100's gpt-h2048 its loss region is 9.97 ms a micro-batch against the
- * 13.3 measured and its layer passes 4.91 ms against 4.41; the sums
- * agree at pp 1, but pp 4's last stage holds two layers and the loss,
- * 22.1 ms measured against 19.8, and that pp 4 comes out +5.4%; priced
- * op by op, every pp case here is within 3.2%, but the estimate of the
- * traced GPT steps, whose descriptions cannot say they have no biases,
- * moves up to 13% above their measured times: hopper_steps.py). Each
- * road waits on the host at its own pace (the what-if at the traced
- * host's, `traced_host`; the estimate at the eager stack's cost per
- * operation), and where the GPUs' work shrinks those waits part the
- * roads; so:
+ * the same ratio within 5%. The descriptions say what
+ * profiler/torch-step.py built: linear layers without biases (bias false:
+ * the estimate prices no bias gradients), and the estimate prices eager
+ * PyTorch's F.cross_entropy on fp32 logits op by op (about 40 bytes a
+ * logit; Megatron's fused loss moves 18): on the H100's gpt-h2048 its loss
+ * region was 9.97 ms a micro-batch against the 13.3 measured and its layer
+ * passes, with the biases' gradients, 4.91 ms against 4.41, sums that
+ * agree at pp 1 but not on pp 4's last stage (two layers and the loss),
+ * whose pp 4 came out +5.4%. Each road waits on the host at its own pace
+ * (the what-if at the traced host's, `traced_host`; the estimate at the
+ * eager stack's cost per operation), and where the GPUs' work shrinks
+ * those waits part the roads; so:
  *  - where the two targets' host waits differ by 3 points of their steps
  *    or more, the GPUs' part of each step (less its host wait) is held to
  *    5% instead, and to 10% where either target waits on its host for a
  *    quarter of its step (host-bound: the part is a bound, not a sum);
- *    pipelines keep the whole ratio (their host waits surface as bubbles);
+ *    pipelines too (the H200's gpt-h1024 at pp 2: the estimate waits
+ *    3.8 ms of 69.1 on its host, the what-if 0.3 of 62.0), always at 5%;
  *  - from a traced step that itself waits on its host for a tenth of its
  *    time or more, as replayed (the H100 machine's gpt-h1024: 4.2 ms of
  *    27.0), every target keeps that host's pace less the profiler's share
  *    the what-if takes off it (whatif.h, 0), where the estimate keeps its
- *    stack's: the GPUs' part within 10%, a pipeline's whole ratio within
- *    15%.
+ *    stack's: the GPUs' part within 10% (a pipeline as above).
  * Each such case is printed with its figures and named. */
 TEST(whatif_roads_from_the_measured_eager_steps)
 {
@@ -1137,6 +1135,9 @@ TEST(whatif_roads_from_the_measured_eager_steps)
          "\"layers\":4,\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"ffn\":14336,\"mlp\":\"swiglu\",\"seq\":2048", 2},
     };
     static const char stack[] = "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"";
+    /* profiler/torch-step.py's model: the output layer is the embedding's
+     * weights, and its linear layers have no biases */
+    static const char built[] = "\"bias\":false";
     size_t held = 0, named = 0;
     for (size_t gi = 0; gi < 2; gi++)
         for (size_t m = 0; m < sizeof steps / sizeof steps[0]; m++) {
@@ -1152,8 +1153,8 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                      steps[m].name);
             snprintf(desc, sizeof desc,
                      "{\"tp\":1,\"pp\":1,\"dp\":1,\"micro_batch\":%d,\"global_batch\":%d,\"vocab\":50304,"
-                     "\"dtype\":\"bf16\",%s,%s}",
-                     mb, mb, steps[m].model, stack);
+                     "\"dtype\":\"bf16\",%s,%s,%s}",
+                     mb, mb, steps[m].model, built, stack);
             model_load_opts_default(&lo);
             REQUIRE(model_job_load(paths, 1, &lo, 0, &job, &err) == SC_OK);
             REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
@@ -1192,10 +1193,10 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                 }
                 for (int k = 0; k < 2; k++)
                     snprintf(k ? s1 : s0, sizeof s0,
-                             "{\"model\":{%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,"
+                             "{\"model\":{%s,%s,\"vocab\":50304},\"parallel\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,"
                              "\"cp\":%d,\"micro_batch\":%d,\"global_batch\":%d},\"cluster\":{\"gpu\":\"%s\"},"
                              "\"options\":{\"dtype\":\"bf16\",%s}}",
-                             steps[m].model, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1,
+                             steps[m].model, built, k ? goals[t].tp : 1, k ? goals[t].pp : 1, k ? goals[t].dp : 1,
                              k ? goals[t].cp : 1, mb, k ? gb : mb * goals[t].m, gpus[gi], stack);
                 double eh0, eh1, e0 = estimate_with(s0, 1, &eh0), e1 = estimate_with(s1, 1, &eh1);
                 double w = r.step_ms / r0.step_ms, e = e1 / e0, d = w / e - 1;
@@ -1207,20 +1208,19 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                 double h0 = traced_ms > 0 ? traced_host / traced_ms : 0;
                 /* which figure is held, and how close (the function's comment) */
                 int traced_bound = h0 >= 0.1, bound = hw >= 0.25 || he >= 0.25, differ = fabs(hw - he) >= 0.03;
-                int pp = goals[t].pp > 1, gpus_only = !pp && (traced_bound || bound || differ);
-                double limit = pp ? (traced_bound ? 0.15 : 0.06) : traced_bound || bound ? 0.10 : 0.05;
+                int pp = goals[t].pp > 1, gpus_only = pp ? differ : traced_bound || bound || differ;
+                double limit = !pp && (traced_bound || bound) ? 0.10 : 0.05;
                 double off = gpus_only ? dd : d;
-                const char *why = traced_bound && pp ? " traced step host-bound"
-                                  : traced_bound ? " traced step host-bound, GPUs' part"
-                                  : !gpus_only   ? ""
-                                  : bound        ? " host-bound target, GPUs' part"
-                                                 : " host paces differ, GPUs' part";
+                const char *why = !gpus_only           ? ""
+                                  : traced_bound && !pp ? " traced step host-bound, GPUs' part"
+                                  : bound && !pp        ? " host-bound target, GPUs' part"
+                                                        : " host paces differ, GPUs' part";
                 printf("  %-9s %-32s %-7s what-if x%.3f  estimate x%.3f  %+6.1f%%  GPUs only %+6.1f%%  (host waits "
                        "%.2f of %.2f ms; estimate %.2f of %.2f)%s\n",
                        gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, 100 * dd, r.host_exposed_ms, r.step_ms,
                        eh1, e1, why);
                 held++;
-                named += limit > 0.06;
+                named += gpus_only;
                 if (off > limit || off < -limit)
                     sc_check_fail(__FILE__, __LINE__, "%s %s %s: what-if x%.3f, estimate x%.3f (%+.1f%%; GPUs only %+.1f%%)",
                                   gpus[gi], steps[m].name, goals[t].set, w, e, 100 * d, 100 * dd);
@@ -1230,6 +1230,6 @@ TEST(whatif_roads_from_the_measured_eager_steps)
             model_graph_free(g);
             model_job_free(job);
         }
-    printf("  %zu targets held, %zu of them named host-bound (to 10%% or 15%%)\n", held, named);
+    printf("  %zu targets held, %zu of them on the GPUs' part (named)\n", held, named);
     CHECK(held == 72);
 }

@@ -17,7 +17,7 @@ static const char full[] =
     "{\"tp\":2,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":32,\"layers\":8,\"hidden\":2048,\"heads\":16,"
     "\"seq\":2048,\"kv_heads\":4,\"mlp\":\"swiglu\",\"cp\":2,\"ep\":4,\"etp\":1,\"zero_stage\":0,"
     "\"sequence_parallel\":true,\"recompute\":\"selective\",\"gpus_per_node\":4,\"framework\":\"pytorch\","
-    "\"master_weights\":\"bf16\",\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
+    "\"master_weights\":\"bf16\",\"bias\":false,\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
 
 TEST(job_config_new_keys_parse_and_write_back)
 {
@@ -32,6 +32,7 @@ TEST(job_config_new_keys_parse_and_write_back)
     CHECK(c.has_recompute && c.recompute == EST_RECOMPUTE_SELECTIVE);
     CHECK(c.has_framework && c.framework == EST_FRAMEWORK_PYTORCH);
     CHECK(c.has_master_weights && c.master_weights == EST_MASTER_BF16);
+    CHECK_EQ_INT(c.bias, 0);
     CHECK(c.moe.experts == 8 && c.moe.top_k == 2 && c.moe.ffn == 1024 && c.moe.shared_experts == 1);
     CHECK_EQ_INT(spec_job_config_world_size(&c), 16);
     char *text = spec_job_config_json(&c);
@@ -46,6 +47,7 @@ TEST(job_config_new_keys_parse_and_write_back)
     static const char bare[] = "{\"tp\":2,\"pp\":1,\"dp\":4}";
     REQUIRE(spec_job_config_parse(bare, strlen(bare), &c, &err) == SC_OK);
     CHECK_EQ_INT(c.sequence_parallel, -1);
+    CHECK_EQ_INT(c.bias, -1);
     CHECK_EQ_INT(spec_job_config_sequence_parallel(&c), 0);
     CHECK(!c.has_zero_stage && !c.has_mlp && !c.has_recompute && c.cp == 0 && c.moe.experts == 0);
     CHECK_EQ_INT(spec_job_config_world_size(&c), 8);
@@ -97,7 +99,7 @@ TEST(job_config_sets_of_new_keys_apply)
     struct sc_error err;
     REQUIRE(spec_job_config_parse(full, strlen(full), &base, &err) == SC_OK);
     REQUIRE(spec_job_config_parse_set_list("moe.experts=16,sequence_parallel=false,zero_stage=3,recompute=full,"
-                                      "mlp=gelu,cp=1,kv_heads=8",
+                                      "mlp=gelu,cp=1,kv_heads=8,bias=true",
                                       &set, &err) == SC_OK);
     CHECK_EQ_INT(set.tp, 0);
     spec_job_config_apply(&base, &set, &out);
@@ -106,6 +108,7 @@ TEST(job_config_sets_of_new_keys_apply)
     CHECK(out.has_zero_stage && out.zero_stage == 3);
     CHECK(out.recompute == EST_RECOMPUTE_FULL && out.mlp == EST_MLP_GELU);
     CHECK(out.cp == 1 && out.kv_heads == 8 && out.ep == 4);
+    CHECK_EQ_INT(out.bias, 1);
 
     /* a set that gives none of them leaves them: "not given" is not false */
     static const char dp8[] = "{\"dp\":8,\"moe\":{\"top_k\":1}}";
@@ -142,6 +145,7 @@ TEST(job_config_new_keys_reach_the_spec)
     CHECK(s.options.zero_stage == 0 && s.options.sequence_parallel == 1 &&
           s.options.recompute == EST_RECOMPUTE_SELECTIVE);
     CHECK(s.options.framework == EST_FRAMEWORK_PYTORCH && s.options.master_weights == EST_MASTER_BF16);
+    CHECK_EQ_INT(s.model.bias, 0);
 
     /* the planner's template leaves the parallelism open, keeps the rest */
     char text[JOB_CONFIG_SPEC_TEXT_MAX];
@@ -149,6 +153,12 @@ TEST(job_config_new_keys_reach_the_spec)
     CHECK(strstr(text, "\"tp\"") == NULL);
     CHECK_CONTAINS(text, "\"cp\":2");
     CHECK_CONTAINS(text, "\"sequence_parallel\":true");
+
+    /* not given: the spec's default (biases) */
+    static const char plain[] = "{\"tp\":1,\"pp\":1,\"dp\":1,\"layers\":2,\"hidden\":1024,\"heads\":16,\"seq\":1024}";
+    REQUIRE(spec_job_config_parse(plain, strlen(plain), &c, &err) == SC_OK);
+    REQUIRE(spec_job_config_spec(&c, "h100-sxm", &s, &err) == SC_OK);
+    CHECK_EQ_INT(s.model.bias, 1);
 
     /* the spec's own checks name the spec's field */
     static const char moe_tp[] = "{\"tp\":2,\"pp\":1,\"dp\":4,\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq\":2048,"

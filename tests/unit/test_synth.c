@@ -398,8 +398,9 @@ TEST(synth_tensor_parallelism_divides_the_gemms)
     CHECK(t8 > t1 / 8 && t8 < t1 / 4);
 }
 
-/* Kernels of spec's step named `name` (kernel detail, one layer). */
-static size_t kernels_named(const char *spec, const char *name)
+/* Kernels of spec's step named `name` (kernel detail, one layer); *ms,
+ * when given, gets their time. */
+static size_t kernels_named_ms(const char *spec, const char *name, double *ms)
 {
     struct est_spec s;
     const struct hw_profile *hw;
@@ -413,9 +414,18 @@ static size_t kernels_named(const char *spec, const char *name)
     if (synth_build(&s, hw, &c, EST_DETAIL_KERNEL, &g, &err))
         return (size_t)-1;
     for (size_t t = 0; t < g->n_tasks; t++)
-        n += strcmp(model_graph_str(g, g->src[t].name), name) == 0;
+        if (strcmp(model_graph_str(g, g->src[t].name), name) == 0) {
+            n++;
+            if (ms)
+                *ms += (double)g->tasks[t].dur / 1e6;
+        }
     model_graph_free(g);
     return n;
+}
+
+static size_t kernels_named(const char *spec, const char *name)
+{
+    return kernels_named_ms(spec, name, NULL);
 }
 
 /* Megatron's fused causal softmax takes micro-batch x heads per rank only
@@ -448,6 +458,61 @@ TEST(synth_unfused_softmax_falls_back_to_pytorch_when_the_fused_kernel_cannot_ta
     double fallback = estimate_ms(one, EST_DETAIL_KERNEL, &c), fused = estimate_ms(wide, EST_DETAIL_KERNEL, &c);
     CHECK(fallback > 0 && fused > 0);
     CHECK_NEAR(fallback - fused, 8.0, 0.3);
+}
+
+/* A plain-MLP (GPT-style) layer's four linear layers each sum their
+ * output gradient over the tokens for their bias, unless the model was
+ * built without biases (model.bias false); a gated (Llama-style) layer has
+ * none either way. Without them the step is shorter by their kernels. */
+TEST(synth_bias_gradients_only_where_the_model_has_biases)
+{
+#define BIAS_SPEC "{\"model\":{\"layers\":1,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":1024," \
+        "\"mlp\":\"%s\"%s},\"cluster\":{\"gpu\":\"h100-sxm\"}}"
+    static const char *const grads[] = {"qkv projection bias gradient", "output projection bias gradient",
+                                        "mlp fc1 bias gradient", "mlp fc2 bias gradient"};
+    char gpt[256], none[256], gated[256], gated_bias[256];
+    snprintf(gpt, sizeof gpt, BIAS_SPEC, "gelu", "");
+    snprintf(none, sizeof none, BIAS_SPEC, "gelu", ",\"bias\":false");
+    snprintf(gated, sizeof gated, BIAS_SPEC, "swiglu", "");
+    snprintf(gated_bias, sizeof gated_bias, BIAS_SPEC, "swiglu", ",\"bias\":true");
+    for (size_t i = 0; i < sizeof grads / sizeof grads[0]; i++) {
+        CHECK_EQ_INT(kernels_named(gpt, grads[i]), 1);
+        CHECK_EQ_INT(kernels_named(none, grads[i]), 0);
+        CHECK_EQ_INT(kernels_named(gated, grads[i]), 0);
+        CHECK_EQ_INT(kernels_named(gated_bias, grads[i]), 0);
+    }
+    double with = estimate_ms(gpt, EST_DETAIL_KERNEL, NULL), without = estimate_ms(none, EST_DETAIL_KERNEL, NULL);
+    CHECK(with > 0 && without > 0 && without < with);
+}
+
+/* The loss as each stack runs it: Megatron's fused cross entropy (one
+ * kernel forward, one backward), or eager PyTorch's F.cross_entropy on
+ * fp32 logits op by op, which moves more than twice the bytes. */
+TEST(synth_eager_pytorch_loss_runs_op_by_op)
+{
+#define LOSS_SPEC "{\"model\":{\"layers\":1,\"hidden\":1024,\"heads\":16,\"seq\":1024,\"vocab\":50304}," \
+        "\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"framework\":\"%s\"}}"
+    static const char *const eager[] = {"logits cast", "log softmax", "nll loss", "loss gradient zeros",
+                                        "nll loss backward", "log softmax backward", "logits gradient cast"};
+    char megatron[256], pytorch[256];
+    snprintf(megatron, sizeof megatron, LOSS_SPEC, "megatron");
+    snprintf(pytorch, sizeof pytorch, LOSS_SPEC, "pytorch");
+    double fused = 0, ops = 0;
+    CHECK_EQ_INT(kernels_named_ms(megatron, "cross entropy", &fused), 1);
+    CHECK_EQ_INT(kernels_named_ms(megatron, "cross entropy backward", &fused), 1);
+    CHECK_EQ_INT(kernels_named(pytorch, "cross entropy"), 0);
+    for (size_t i = 0; i < sizeof eager / sizeof eager[0]; i++) {
+        CHECK_EQ_INT(kernels_named_ms(pytorch, eager[i], &ops), 1);
+        CHECK_EQ_INT(kernels_named(megatron, eager[i]), 0);
+    }
+    /* 18 bytes a logit against about 40 */
+    CHECK(fused > 0 && ops > 2 * fused && ops < 2.5 * fused);
+    /* fp32 logits are not cast */
+    char fp32[320];
+    snprintf(fp32, sizeof fp32, "%.*s,\"dtype\":\"fp32\"}}", (int)strlen(pytorch) - 2, pytorch);
+    CHECK_EQ_INT(kernels_named(fp32, "log softmax"), 1);
+    CHECK_EQ_INT(kernels_named(fp32, "logits cast"), 0);
+    CHECK_EQ_INT(kernels_named(fp32, "logits gradient cast"), 0);
 }
 
 /* ZeRO-3 against stage 1 on data-parallel ranks over 8 nodes: small layers

@@ -21,7 +21,7 @@ static const char trace[] = "data/calibration/torch-steps/h100-sxm/gpt-h1024-s10
  * tests/whatif_steps.py describes it */
 static const char config[] =
     "{\"tp\":1,\"pp\":1,\"dp\":1,\"vocab\":50304,\"dtype\":\"bf16\",\"mlp\":\"gelu\",\"framework\":\"pytorch\","
-    "\"master_weights\":\"bf16\",\"tied_embeddings\":true,\"global_batch\":8,\"layers\":8,\"hidden\":1024,"
+    "\"master_weights\":\"bf16\",\"tied_embeddings\":true,\"bias\":false,\"global_batch\":8,\"layers\":8,\"hidden\":1024,"
     "\"heads\":16,\"kv_heads\":16,\"ffn\":4096,\"seq\":1024,\"micro_batch\":8}";
 
 TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
