@@ -248,7 +248,7 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 e->ts_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
                     return FAIL(r, "ts is not a number");
-                rc = tr_lex_number(r, 3, &e->ts, NULL);
+                rc = lex_number(r, 3, &e->ts);
                 e->has_ts = 1;
                 goto next;
             }
@@ -279,7 +279,7 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 e->dur_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
                     return FAIL(r, "dur is not a number");
-                rc = tr_lex_number(r, 3, &e->dur, NULL);
+                rc = lex_number(r, 3, &e->dur);
                 e->has_dur = 1;
                 goto next;
             }
