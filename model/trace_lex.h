@@ -152,19 +152,18 @@ static inline int lex_number(struct reader *r, int scale, int64_t *out)
 {
     static const uint64_t pow10[4] = {1, 10, 100, 1000};
     static const uint64_t max[4] = {INT64_MAX, INT64_MAX / 10, INT64_MAX / 100, INT64_MAX / 1000};
-    static const uint64_t pow8[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    static const uint64_t pow8[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
     const char *p = r->p;
     uint64_t v, lo;
-    unsigned n = lead_digits8(p, &v), m = 0;
+    unsigned n = lead_digits8(p, &v);
     if (n == 8) {
-        m = lead_digits8(p + 8, &lo);
-        if (m < 8)
-            v = v * pow8[m] + lo;
+        unsigned m = lead_digits8(p + 8, &lo);
+        v = v * pow8[m] + lo;
         n += m;
     }
     char c = p[n];
-    if (n == 0 || m == 8 || (p[0] == '0' && n > 1) || c == '.' || c == 'e' || c == 'E' || c == '\0' ||
-        scale < 0 || scale > 3 || v > max[scale])
+    if (n == 0 || (p[0] == '0' && n > 1) || (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' ||
+        c == '\0' || scale < 0 || scale > 3 || v > max[scale])
         return tr_lex_number(r, scale, out, NULL);
     if (out)
         *out = (int64_t)(v * pow10[scale]);
