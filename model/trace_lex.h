@@ -193,6 +193,10 @@ static inline int skip_ws(struct reader *r)
 /* Skip whitespace, then require the byte c. */
 static inline int expect(struct reader *r, char c, const char *what)
 {
+    if (*r->p == c) { /* usually right there */
+        r->p++;
+        return RD_OK;
+    }
     int rc = skip_ws(r);
     if (rc)
         return rc;
@@ -259,6 +263,11 @@ static inline int member_key(struct reader *r, struct slice *key)
 /* After a member or element: *more is 1 past a ',', 0 past the closing bracket. */
 static inline int next_item(struct reader *r, char close, int *more)
 {
+    if (*r->p == ',') { /* usually right there */
+        r->p++;
+        *more = 1;
+        return RD_OK;
+    }
     int rc = skip_ws(r);
     if (rc)
         return rc;
