@@ -190,6 +190,31 @@ static inline int skip_ws(struct reader *r)
     return RD_OK;
 }
 
+/* tr_get_int and tr_get_idval with a plain number read inline: most
+ * values they read are one. */
+static inline int get_int(struct reader *r, int64_t *out, const char *what)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p >= '0' && *r->p <= '9')
+        return lex_number(r, 0, out);
+    return tr_get_int(r, out, what);
+}
+
+static inline int get_idval(struct reader *r, struct idval *v, const char *what)
+{
+    int rc = skip_ws(r);
+    if (rc)
+        return rc;
+    if (*r->p >= '0' && *r->p <= '9') {
+        v->str.p = NULL;
+        v->num = 0;
+        return lex_number(r, 0, &v->num);
+    }
+    return tr_get_idval(r, v, what);
+}
+
 /* Skip whitespace, then require the byte c. */
 static inline int expect(struct reader *r, char c, const char *what)
 {
@@ -285,22 +310,35 @@ static inline int next_item(struct reader *r, char close, int *more)
     return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
 }
 
-/* Equality of n bytes, 8 at a time; n is a constant at every call, so this
- * unrolls into a few loads and compares (a libc memcmp call costs more than
- * the comparison on these short keys). */
+/* Equality of n bytes, 8, 4, 2 and 1 at a time; n is a constant at every
+ * call, so this unrolls into a few loads and compares (a libc memcmp call
+ * costs more than the comparison on these short keys). */
 static inline int bytes_eq(const char *a, const char *b, size_t n)
 {
     uint64_t x, y;
+    uint32_t x4, y4;
+    uint16_t x2, y2;
     for (; n >= 8; n -= 8, a += 8, b += 8) {
         memcpy(&x, a, 8);
         memcpy(&y, b, 8);
         if (x != y)
             return 0;
     }
-    for (; n; n--, a++, b++)
-        if (*a != *b)
+    if (n >= 4) {
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        if (x4 != y4)
             return 0;
-    return 1;
+        a += 4, b += 4, n -= 4;
+    }
+    if (n >= 2) {
+        memcpy(&x2, a, 2);
+        memcpy(&y2, b, 2);
+        if (x2 != y2)
+            return 0;
+        a += 2, b += 2, n -= 2;
+    }
+    return n == 0 || *a == *b;
 }
 
 #define KEY_IS(k, lit) ((k).n == sizeof(lit) - 1 && bytes_eq((k).p, lit, sizeof(lit) - 1))
