@@ -233,23 +233,28 @@ static inline int expect(struct reader *r, char c, const char *what)
 
 /* A string at r->p (which must be '"'). *out borrows the buffer or scratch
  * until the end of the current item. Keys and most values are short plain
- * ASCII: one 16-byte compare finds their closing quote inline. */
+ * ASCII: one or two 16-byte compares find their closing quote inline (a
+ * string that short is never over limits.max_string, see trace.h). */
 static inline int lex_string(struct reader *r, struct slice *out)
 {
 #if defined(__SSE2__)
     const char *body = r->p + 1;
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)body);
-    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
-    unsigned sp = (unsigned)_mm_movemask_epi8(
-                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
-                                   _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
-                  (unsigned)_mm_movemask_epi8(v);
-    if (q && !(sp & ((q & (0u - q)) - 1))) {
-        unsigned n = (unsigned)__builtin_ctz(q);
-        out->p = body;
-        out->n = n;
-        r->p = body + n + 1;
-        return RD_OK;
+    for (unsigned k = 0; k < 32; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(body + k));
+        unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+        unsigned sp = (unsigned)_mm_movemask_epi8(
+                          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                       _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
+                      (unsigned)_mm_movemask_epi8(v);
+        if (q && !(sp & ((q & (0u - q)) - 1))) {
+            unsigned n = k + (unsigned)__builtin_ctz(q);
+            out->p = body;
+            out->n = n;
+            r->p = body + n + 1;
+            return RD_OK;
+        }
+        if (q || sp) /* an escape, a control byte or UTF-8 first */
+            break;
     }
 #endif
     return tr_lex_string_long(r, out);
