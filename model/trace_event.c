@@ -243,11 +243,10 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 goto next;
             }
             if (KEY_IS(k, "ts")) {
-                if ((rc = skip_ws(r)))
-                    return rc;
+                pass_ws(r);
                 e->ts_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
-                    return FAIL(r, "ts is not a number");
+                    return NOT_EXPECTED(r, "ts is not a number");
                 rc = lex_number(r, 3, &e->ts);
                 e->has_ts = 1;
                 goto next;
@@ -274,11 +273,10 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 goto next;
             }
             if (KEY_IS(k, "dur")) {
-                if ((rc = skip_ws(r)))
-                    return rc;
+                pass_ws(r);
                 e->dur_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
-                    return FAIL(r, "dur is not a number");
+                    return NOT_EXPECTED(r, "dur is not a number");
                 rc = lex_number(r, 3, &e->dur);
                 e->has_dur = 1;
                 goto next;

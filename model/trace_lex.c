@@ -428,9 +428,7 @@ int tr_lex_literal(struct reader *r, const char *lit, size_t n)
 int tr_skip_value(struct reader *r)
 {
     struct slice s;
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r); /* a NUL left goes to lex_number, which sends it to tr_at_sentinel */
     switch (*r->p) {
     case '{': return skip_container(r, '}');
     case '[': return skip_container(r, ']');
@@ -445,11 +443,9 @@ int tr_skip_value(struct reader *r)
 /* A value that must be a string. */
 int tr_get_string(struct reader *r, struct slice *out, const char *what)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r);
     if (*r->p != '"')
-        return FAIL(r, "%s is not a string", what);
+        return NOT_EXPECTED(r, "%s is not a string", what);
     return lex_string(r, out);
 }
 
@@ -484,9 +480,8 @@ int tr_get_int(struct reader *r, int64_t *out, const char *what)
 /* The raw JSON text of any value (for "Input Dims" and the like). */
 int tr_get_raw(struct reader *r, struct slice *out)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    int rc;
+    pass_ws(r); /* a NUL left goes to tr_skip_value */
     const char *start = r->p;
     if (*start == '"') { /* keep the decoded text of strings */
         return lex_string(r, out);

@@ -175,7 +175,10 @@ static inline int lex_number(struct reader *r, int scale, int64_t *out)
 
 static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
 
-static inline int skip_ws(struct reader *r)
+/* Step over whitespace. A NUL byte it stops at (the end of the buffered
+ * data, or one in the data) is left for the caller, who expects some other
+ * byte there and sends this case to tr_at_sentinel (not_expected). */
+static inline void pass_ws(struct reader *r)
 {
     const char *p = r->p;
     /* usually none or one (", "): decide those without a loop */
@@ -185,18 +188,25 @@ static inline int skip_ws(struct reader *r)
             p++;
     }
     r->p = p;
-    if (*p == '\0')
-        return tr_at_sentinel(r, p);
+}
+
+static inline int skip_ws(struct reader *r)
+{
+    pass_ws(r);
+    if (*r->p == '\0')
+        return tr_at_sentinel(r, r->p);
     return RD_OK;
 }
+
+/* After pass_ws, the byte at r->p is not the one expected: the end of the
+ * buffered data, a NUL byte, or the error `what`. */
+#define NOT_EXPECTED(r, ...) (*(r)->p == '\0' ? tr_at_sentinel((r), (r)->p) : FAIL((r), __VA_ARGS__))
 
 /* tr_get_int and tr_get_idval with a plain number read inline: most
  * values they read are one. */
 static inline int get_int(struct reader *r, int64_t *out, const char *what)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r);
     if (*r->p >= '0' && *r->p <= '9')
         return lex_number(r, 0, out);
     return tr_get_int(r, out, what);
@@ -204,9 +214,7 @@ static inline int get_int(struct reader *r, int64_t *out, const char *what)
 
 static inline int get_idval(struct reader *r, struct idval *v, const char *what)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r);
     if (*r->p >= '0' && *r->p <= '9') {
         v->str.p = NULL;
         v->num = 0;
@@ -280,11 +288,10 @@ static inline int open_container(struct reader *r, int *more)
 /* The next member's "key": inside an object. */
 static inline int member_key(struct reader *r, struct slice *key)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    int rc;
+    pass_ws(r);
     if (*r->p != '"')
-        return FAIL(r, "expected a string key");
+        return NOT_EXPECTED(r, "expected a string key");
     if ((rc = lex_string(r, key)))
         return rc;
     return expect(r, ':', "':'");
