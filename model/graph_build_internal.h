@@ -208,6 +208,9 @@ struct stream *gb_stream_of_task(struct rank_build *r, const struct builder *b, 
 int gb_thread_scans(struct builder *b, struct rank_build *r);
 uint32_t gb_next_launched(const struct builder *b, uint32_t c);
 uint32_t gb_current_stream_task(const struct builder *b, uint32_t c);
+/* Whether the thread's trace records a CPU op in the window (its
+ * SPANS_OPS would not be empty). */
+int gb_thread_has_ops(const struct rank_build *r, uint32_t track);
 int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
                     struct sc_span **out, size_t *nout);
 struct sc_span gb_longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b);

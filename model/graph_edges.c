@@ -656,12 +656,7 @@ int gb_host_poll_edges(struct builder *b, struct rank_build *r)
                 /* a thread whose trace records no operator (runtime calls
                  * alone, as CUPTI's) is silent between its calls whatever
                  * it runs: its gaps are host work */
-                struct sc_span *ops = NULL;
-                size_t n_ops = 0;
-                if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_OPS, &ops, &n_ops)))
-                    break;
-                free(ops);
-                if (!n_ops)
+                if (!gb_thread_has_ops(r, b->res[res].track))
                     break;
                 if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks)))
                     break;

@@ -436,6 +436,22 @@ uint32_t gb_current_stream_task(const struct builder *b, uint32_t c)
  * busy splits an idle stretch), or the instants its events start and end,
  * as spans of no duration (a stretch between two of them held nothing
  * recorded). */
+/* Whether event e is among the thread's spans in the window (mode). */
+static int in_spans(const struct rank_build *r, const struct model_event *e, uint32_t track, enum span_mode mode)
+{
+    if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
+        return 0;
+    return mode == SPANS_OPS ? e->kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || e->kind != MODEL_EV_PYTHON;
+}
+
+int gb_thread_has_ops(const struct rank_build *r, uint32_t track)
+{
+    for (size_t i = 0; i < r->t->n_events; i++)
+        if (in_spans(r, &r->t->events[i], track, SPANS_OPS))
+            return 1;
+    return 0;
+}
+
 int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
                     struct sc_span **out, size_t *nout)
 {
@@ -443,9 +459,7 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
     struct sc_spans s = {0}, tmp = {0};
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
-        if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
-            continue;
-        if (mode == SPANS_OPS ? e->kind != MODEL_EV_CPU_OP : mode == SPANS_MARKS_CALLS && e->kind == MODEL_EV_PYTHON)
+        if (!in_spans(r, e, track, mode))
             continue;
         if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 2, sizeof *s.v)) {
             free(s.v);
