@@ -444,11 +444,13 @@ static int in_spans(const struct rank_build *r, const struct model_event *e, uin
     return mode == SPANS_OPS ? e->kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || e->kind != MODEL_EV_PYTHON;
 }
 
-int gb_thread_has_ops(const struct rank_build *r, uint32_t track)
+int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind)
 {
-    for (size_t i = 0; i < r->t->n_events; i++)
-        if (in_spans(r, &r->t->events[i], track, SPANS_OPS))
+    for (size_t i = 0; i < r->t->n_events; i++) {
+        const struct model_event *e = &r->t->events[i];
+        if (e->kind == kind && in_spans(r, e, track, SPANS_MARKS))
             return 1;
+    }
     return 0;
 }
 
@@ -603,6 +605,16 @@ int gb_rank_keep(struct builder *b)
     return SC_OK;
 }
 
+void gb_rank_drop_marks(struct rank_build *r)
+{
+    for (uint32_t k = 0; r->marks && k < r->thread_hi - r->thread_lo; k++)
+        free(r->marks[k]);
+    free(r->marks);
+    free(r->n_marks);
+    r->marks = NULL;
+    r->n_marks = NULL;
+}
+
 /* Free what only finding the rank's edges needed; trim the rest to size. */
 void gb_rank_trim(struct builder *b)
 {
@@ -615,6 +627,7 @@ void gb_rank_trim(struct builder *b)
     free(r->med.name);
     free(r->med.median);
     free(r->records);
+    gb_rank_drop_marks(r);
     r->outer = r->task_of = r->records = NULL;
     r->streams = NULL;
     r->n_streams = 0;
