@@ -92,6 +92,11 @@ struct rank_build {
     struct api_median med;
     uint32_t *records; /* cudaEventRecord call tasks, by start */
     size_t n_records;
+    /* per thread (from thread_lo): the SPANS_MARKS_CALLS the host-sync pass
+     * found, kept for the host-poll pass when they are also the thread's
+     * SPANS_MARKS (no Python frame in the window); NULL where none */
+    struct sc_span **marks;
+    size_t *n_marks;
 };
 
 /* What is found of one rank before the ranks are joined: a builder whose
@@ -208,10 +213,15 @@ struct stream *gb_stream_of_task(struct rank_build *r, const struct builder *b, 
 int gb_thread_scans(struct builder *b, struct rank_build *r);
 uint32_t gb_next_launched(const struct builder *b, uint32_t c);
 uint32_t gb_current_stream_task(const struct builder *b, uint32_t c);
+/* Whether the thread's trace records an event of this kind in the window
+ * (for MODEL_EV_CPU_OP: whether its SPANS_OPS would not be empty). */
+int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind);
 int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
                     struct sc_span **out, size_t *nout);
 struct sc_span gb_longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b);
 int gb_rank_keep(struct builder *b);
+/* Free the marks the host-sync pass kept (struct rank_build). */
+void gb_rank_drop_marks(struct rank_build *r);
 void gb_rank_trim(struct builder *b);
 void gb_rank_free(struct builder *b);
 

@@ -598,6 +598,18 @@ int gb_host_sync_edges(struct builder *b, struct rank_build *r)
                     rc = add_wait(b, r, c, x, 1, MODEL_EDGE_HOST_SYNC);
             }
         }
+        if (have_marks && rc == SC_OK && marks && !gb_thread_has(r, b->res[res].track, MODEL_EV_PYTHON)) {
+            /* also the thread's SPANS_MARKS: kept for gb_host_poll_edges */
+            uint32_t nthreads = r->thread_hi - r->thread_lo;
+            if (!r->marks && (!(r->marks = calloc(nthreads, sizeof *r->marks)) ||
+                              !(r->n_marks = calloc(nthreads, sizeof *r->n_marks)))) {
+                free(marks);
+                return OOM(b);
+            }
+            r->marks[res - r->thread_lo] = marks;
+            r->n_marks[res - r->thread_lo] = n_marks;
+            marks = NULL;
+        }
         free(marks);
     }
     return rc;
@@ -656,15 +668,15 @@ int gb_host_poll_edges(struct builder *b, struct rank_build *r)
                 /* a thread whose trace records no operator (runtime calls
                  * alone, as CUPTI's) is silent between its calls whatever
                  * it runs: its gaps are host work */
-                struct sc_span *ops = NULL;
-                size_t n_ops = 0;
-                if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_OPS, &ops, &n_ops)))
+                if (!gb_thread_has(r, b->res[res].track, MODEL_EV_CPU_OP))
                     break;
-                free(ops);
-                if (!n_ops)
+                if (r->marks && r->marks[res - r->thread_lo]) { /* the host-sync pass's */
+                    marks = r->marks[res - r->thread_lo];
+                    n_marks = r->n_marks[res - r->thread_lo];
+                    r->marks[res - r->thread_lo] = NULL;
+                } else if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks))) {
                     break;
-                if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks)))
-                    break;
+                }
             }
             have_marks = 1;
             struct sc_span w = gb_longest_idle(marks, n_marks, b->ts[c] - b->tasks[c].gap, b->ts[c]);
@@ -680,6 +692,7 @@ int gb_host_poll_edges(struct builder *b, struct rank_build *r)
         free(marks);
     }
     free(gaps);
+    gb_rank_drop_marks(r); /* what the host-sync pass kept and no thread here took */
     return rc;
 }
 

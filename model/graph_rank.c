@@ -436,6 +436,24 @@ uint32_t gb_current_stream_task(const struct builder *b, uint32_t c)
  * busy splits an idle stretch), or the instants its events start and end,
  * as spans of no duration (a stretch between two of them held nothing
  * recorded). */
+/* Whether event e is among the thread's spans in the window (mode). */
+static int in_spans(const struct rank_build *r, const struct model_event *e, uint32_t track, enum span_mode mode)
+{
+    if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
+        return 0;
+    return mode == SPANS_OPS ? e->kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || e->kind != MODEL_EV_PYTHON;
+}
+
+int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind)
+{
+    for (size_t i = 0; i < r->t->n_events; i++) {
+        const struct model_event *e = &r->t->events[i];
+        if (e->kind == kind && in_spans(r, e, track, SPANS_MARKS))
+            return 1;
+    }
+    return 0;
+}
+
 int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
                     struct sc_span **out, size_t *nout)
 {
@@ -443,9 +461,7 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
     struct sc_spans s = {0}, tmp = {0};
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
-        if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
-            continue;
-        if (mode == SPANS_OPS ? e->kind != MODEL_EV_CPU_OP : mode == SPANS_MARKS_CALLS && e->kind == MODEL_EV_PYTHON)
+        if (!in_spans(r, e, track, mode))
             continue;
         if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 2, sizeof *s.v)) {
             free(s.v);
@@ -589,6 +605,16 @@ int gb_rank_keep(struct builder *b)
     return SC_OK;
 }
 
+void gb_rank_drop_marks(struct rank_build *r)
+{
+    for (uint32_t k = 0; r->marks && k < r->thread_hi - r->thread_lo; k++)
+        free(r->marks[k]);
+    free(r->marks);
+    free(r->n_marks);
+    r->marks = NULL;
+    r->n_marks = NULL;
+}
+
 /* Free what only finding the rank's edges needed; trim the rest to size. */
 void gb_rank_trim(struct builder *b)
 {
@@ -601,6 +627,7 @@ void gb_rank_trim(struct builder *b)
     free(r->med.name);
     free(r->med.median);
     free(r->records);
+    gb_rank_drop_marks(r);
     r->outer = r->task_of = r->records = NULL;
     r->streams = NULL;
     r->n_streams = 0;

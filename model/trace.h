@@ -166,7 +166,7 @@ struct model_step {
 struct model_limits {
     uint64_t max_events;      /* traceEvents entries */
     uint64_t max_item_bytes;  /* one event (or top-level member) in bytes */
-    uint64_t max_string;      /* one JSON string, bytes */
+    uint64_t max_string;      /* one JSON string, bytes (checked from 32 bytes) */
     uint32_t max_depth;       /* JSON nesting */
 };
 

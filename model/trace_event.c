@@ -51,7 +51,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
         switch (k.n) {
         case 3:
             if (KEY_IS(k, "Seq")) {
-                rc = tr_get_int(r, &coll_of(a)->seq, "Seq");
+                rc = get_int(r, &coll_of(a)->seq, "Seq");
                 goto next;
             }
             break;
@@ -67,7 +67,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 5:
             if (KEY_IS(k, "bytes")) {
-                rc = tr_get_int(r, &a->bytes, "bytes");
+                rc = get_int(r, &a->bytes, "bytes");
                 goto next;
             }
             if (KEY_IS(k, "block")) {
@@ -81,25 +81,25 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 6:
             if (KEY_IS(k, "stream")) {
-                rc = tr_get_int(r, &a->stream, "stream");
+                rc = get_int(r, &a->stream, "stream");
                 goto next;
             }
             if (KEY_IS(k, "device")) {
-                rc = tr_get_int(r, &a->device, "device");
+                rc = get_int(r, &a->device, "device");
                 goto next;
             }
             break;
         case 8:
             if (KEY_IS(k, "NCCL seq")) {
-                rc = tr_get_int(r, &coll_of(a)->nccl_seq, "NCCL seq");
+                rc = get_int(r, &coll_of(a)->nccl_seq, "NCCL seq");
                 goto next;
             }
             if (KEY_IS(k, "event_id")) {
-                rc = tr_get_int(r, &sync_of(a)->event_id, "event_id");
+                rc = get_int(r, &sync_of(a)->event_id, "event_id");
                 goto next;
             }
             if (KEY_IS(k, "Dst Rank") || KEY_IS(k, "Src Rank")) {
-                rc = tr_get_int(r, &coll_of(a)->peer, "a peer rank");
+                rc = get_int(r, &coll_of(a)->peer, "a peer rank");
                 goto next;
             }
             break;
@@ -113,23 +113,23 @@ static int parse_args(struct reader *r, struct raw_args *a)
                 goto next;
             }
             if (KEY_IS(k, "Group size")) {
-                rc = tr_get_int(r, &coll_of(a)->group_size, "Group size");
+                rc = get_int(r, &coll_of(a)->group_size, "Group size");
                 goto next;
             }
             break;
         case 11:
             if (KEY_IS(k, "correlation")) {
-                rc = tr_get_int(r, &a->correlation, "correlation");
+                rc = get_int(r, &a->correlation, "correlation");
                 goto next;
             }
             if (KEY_IS(k, "External id") || KEY_IS(k, "external id")) {
-                rc = tr_get_int(r, &a->external_id, "External id");
+                rc = get_int(r, &a->external_id, "External id");
                 goto next;
             }
             break;
         case 13:
             if (KEY_IS(k, "In msg nelems")) {
-                rc = tr_get_int(r, &coll_of(a)->in_nelems, "In msg nelems");
+                rc = get_int(r, &coll_of(a)->in_nelems, "In msg nelems");
                 goto next;
             }
             if (KEY_IS(k, "In split size")) {
@@ -139,7 +139,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 14:
             if (KEY_IS(k, "Out msg nelems")) {
-                rc = tr_get_int(r, &coll_of(a)->out_nelems, "Out msg nelems");
+                rc = get_int(r, &coll_of(a)->out_nelems, "Out msg nelems");
                 goto next;
             }
             if (KEY_IS(k, "Out split size")) {
@@ -151,7 +151,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
                 goto next;
             }
             if (KEY_IS(k, "wait_on_stream")) {
-                rc = tr_get_int(r, &sync_of(a)->wait_on_stream, "wait_on_stream");
+                rc = get_int(r, &sync_of(a)->wait_on_stream, "wait_on_stream");
                 goto next;
             }
             break;
@@ -188,7 +188,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 21:
             if (KEY_IS(k, "wait_on_cuda_event_id")) {
-                rc = tr_get_int(r, &sync_of(a)->event_id, "wait_on_cuda_event_id");
+                rc = get_int(r, &sync_of(a)->event_id, "wait_on_cuda_event_id");
                 goto next;
             }
             break;
@@ -200,7 +200,7 @@ static int parse_args(struct reader *r, struct raw_args *a)
             break;
         case 33:
             if (KEY_IS(k, "wait_on_cuda_event_record_corr_id")) {
-                rc = tr_get_int(r, &sync_of(a)->wait_corr, "wait_on_cuda_event_record_corr_id");
+                rc = get_int(r, &sync_of(a)->wait_corr, "wait_on_cuda_event_record_corr_id");
                 goto next;
             }
             break;
@@ -243,17 +243,16 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 goto next;
             }
             if (KEY_IS(k, "ts")) {
-                if ((rc = skip_ws(r)))
-                    return rc;
+                pass_ws(r);
                 e->ts_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
-                    return FAIL(r, "ts is not a number");
-                rc = tr_lex_number(r, 3, &e->ts, NULL);
+                    return NOT_EXPECTED(r, "ts is not a number");
+                rc = lex_number(r, 3, &e->ts);
                 e->has_ts = 1;
                 goto next;
             }
             if (KEY_IS(k, "id")) {
-                rc = tr_get_idval(r, &e->id, "id");
+                rc = get_idval(r, &e->id, "id");
                 e->has_id = 1;
                 goto next;
             }
@@ -264,22 +263,21 @@ int tr_parse_event(struct reader *r, struct raw_event *e)
                 goto next;
             }
             if (KEY_IS(k, "pid")) {
-                rc = tr_get_idval(r, &e->pid, "pid");
+                rc = get_idval(r, &e->pid, "pid");
                 e->has_pid = 1;
                 goto next;
             }
             if (KEY_IS(k, "tid")) {
-                rc = tr_get_idval(r, &e->tid, "tid");
+                rc = get_idval(r, &e->tid, "tid");
                 e->has_tid = 1;
                 goto next;
             }
             if (KEY_IS(k, "dur")) {
-                if ((rc = skip_ws(r)))
-                    return rc;
+                pass_ws(r);
                 e->dur_off = (size_t)(r->p - r->buf);
                 if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
-                    return FAIL(r, "dur is not a number");
-                rc = tr_lex_number(r, 3, &e->dur, NULL);
+                    return NOT_EXPECTED(r, "dur is not a number");
+                rc = lex_number(r, 3, &e->dur);
                 e->has_dur = 1;
                 goto next;
             }

@@ -282,22 +282,6 @@ __attribute__((noinline)) int tr_lex_string_long(struct reader *r, struct slice 
 
 /* ---- numbers --------------------------------------------------------------- */
 
-/* Whether the 8 bytes at p are all ASCII digits, and their value. */
-static inline int eight_digits(const char *p, uint64_t *value)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
-        0x3333333333333333ull)
-        return 0;
-    v -= 0x3030303030303030ull;
-    v = (v * 10) + (v >> 8);
-    v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
-         (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
-    *value = v;
-    return 1;
-}
-
 static const uint64_t pow10_u64[20] = {
     1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
     100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
@@ -324,7 +308,7 @@ int tr_lex_number(struct reader *r, int scale, int64_t *out, int *is_int)
             return tr_fail_at(r, start, "number with a leading zero");
     } else if (*p >= '1' && *p <= '9') {
         uint64_t eight;
-        while (digits <= 11 && eight_digits(p, &eight)) { /* the buffer pad makes 8 readable */
+        while (digits <= 11 && lead_digits8(p, &eight) == 8) { /* the buffer pad makes 8 readable */
             mant = mant * 100000000ull + eight;
             digits += 8;
             p += 8;
@@ -389,9 +373,8 @@ int tr_lex_number(struct reader *r, int scale, int64_t *out, int *is_int)
     if (mant == 0) {
         v = 0;
     } else if (e >= 0) {
-        if (e > 19 || mant > UINT64_MAX / pow10_u64[e])
+        if (e > 19 || __builtin_mul_overflow(mant, pow10_u64[e], &v))
             return tr_fail_at(r, start, "range: number %.*s is out of range", (int)(p - start), start);
-        v = mant * pow10_u64[e];
     } else if (e < -19) {
         v = 0;
     } else {
@@ -445,9 +428,7 @@ int tr_lex_literal(struct reader *r, const char *lit, size_t n)
 int tr_skip_value(struct reader *r)
 {
     struct slice s;
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r); /* a NUL left goes to lex_number, which sends it to tr_at_sentinel */
     switch (*r->p) {
     case '{': return skip_container(r, '}');
     case '[': return skip_container(r, ']');
@@ -455,18 +436,16 @@ int tr_skip_value(struct reader *r)
     case 't': return tr_lex_literal(r, "true", 4);
     case 'f': return tr_lex_literal(r, "false", 5);
     case 'n': return tr_lex_literal(r, "null", 4);
-    default: return tr_lex_number(r, 0, NULL, NULL);
+    default: return lex_number(r, 0, NULL);
     }
 }
 
 /* A value that must be a string. */
 int tr_get_string(struct reader *r, struct slice *out, const char *what)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    pass_ws(r);
     if (*r->p != '"')
-        return FAIL(r, "%s is not a string", what);
+        return NOT_EXPECTED(r, "%s is not a string", what);
     return lex_string(r, out);
 }
 
@@ -495,15 +474,14 @@ int tr_get_int(struct reader *r, int64_t *out, const char *what)
     }
     if (c != '-' && (c < '0' || c > '9'))
         return FAIL(r, "%s is not a number", what);
-    return tr_lex_number(r, 0, out, NULL);
+    return lex_number(r, 0, out);
 }
 
 /* The raw JSON text of any value (for "Input Dims" and the like). */
 int tr_get_raw(struct reader *r, struct slice *out)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    int rc;
+    pass_ws(r); /* a NUL left goes to tr_skip_value */
     const char *start = r->p;
     if (*start == '"') { /* keep the decoded text of strings */
         return lex_string(r, out);

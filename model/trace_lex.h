@@ -120,11 +120,65 @@ int tr_get_dim3(struct reader *r, int32_t v[3]);
 /* A pid, tid or id: number or string. */
 int tr_get_idval(struct reader *r, struct idval *v, const char *what);
 
+/* ---- numbers ---------------------------------------------------------------- */
+
+/* The count (0 to 8) of ASCII digits that lead the 8 bytes at p (readable:
+ * the buffer pad), and their value in *value. A byte is a digit when its
+ * value xor '0' is below 10; the first byte that is not is the lowest one
+ * flagged (a carry out of a byte only reaches the bytes after it). */
+static inline unsigned lead_digits8(const char *p, uint64_t *value)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    x ^= 0x3030303030303030ull;
+    uint64_t t = (x | (x + 0x0606060606060606ull)) & 0xF0F0F0F0F0F0F0F0ull;
+    unsigned n = t ? (unsigned)__builtin_ctzll(t) >> 3 : 8;
+    *value = 0;
+    if (n == 0)
+        return 0;
+    x <<= 8 * (8 - n); /* the digits at the low end, as leading zeros */
+    x = (x * 10) + (x >> 8);
+    x = (((x & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((x >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    *value = x;
+    return n;
+}
+
+/* A JSON number at r->p, as round(value * 10^scale) in *out (out NULL:
+ * validated only), as tr_lex_number reads it. Most numbers of a trace are
+ * plain integers of at most 16 digits (ids, pids, microsecond times):
+ * those are read here, without a loop per digit; the rest there. */
+static inline int lex_number(struct reader *r, int scale, int64_t *out)
+{
+    static const uint64_t pow10[4] = {1, 10, 100, 1000};
+    static const uint64_t max[4] = {INT64_MAX, INT64_MAX / 10, INT64_MAX / 100, INT64_MAX / 1000};
+    static const uint64_t pow8[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    const char *p = r->p;
+    uint64_t v, lo;
+    unsigned n = lead_digits8(p, &v);
+    if (n == 8) {
+        unsigned m = lead_digits8(p + 8, &lo);
+        v = v * pow8[m] + lo;
+        n += m;
+    }
+    char c = p[n];
+    if (n == 0 || (p[0] == '0' && n > 1) || (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' ||
+        c == '\0' || scale < 0 || scale > 3 || v > max[scale])
+        return tr_lex_number(r, scale, out, NULL);
+    if (out)
+        *out = (int64_t)(v * pow10[scale]);
+    r->p = p + n;
+    return RD_OK;
+}
+
 /* ---- whitespace and punctuation ------------------------------------------ */
 
 static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
 
-static inline int skip_ws(struct reader *r)
+/* Step over whitespace. A NUL byte it stops at (the end of the buffered
+ * data, or one in the data) is left for the caller, who expects some other
+ * byte there and sends this case to tr_at_sentinel (not_expected). */
+static inline void pass_ws(struct reader *r)
 {
     const char *p = r->p;
     /* usually none or one (", "): decide those without a loop */
@@ -134,14 +188,48 @@ static inline int skip_ws(struct reader *r)
             p++;
     }
     r->p = p;
-    if (*p == '\0')
-        return tr_at_sentinel(r, p);
+}
+
+static inline int skip_ws(struct reader *r)
+{
+    pass_ws(r);
+    if (*r->p == '\0')
+        return tr_at_sentinel(r, r->p);
     return RD_OK;
+}
+
+/* After pass_ws, the byte at r->p is not the one expected: the end of the
+ * buffered data, a NUL byte, or the error `what`. */
+#define NOT_EXPECTED(r, ...) (*(r)->p == '\0' ? tr_at_sentinel((r), (r)->p) : FAIL((r), __VA_ARGS__))
+
+/* tr_get_int and tr_get_idval with a plain number read inline: most
+ * values they read are one. */
+static inline int get_int(struct reader *r, int64_t *out, const char *what)
+{
+    pass_ws(r);
+    if (*r->p >= '0' && *r->p <= '9')
+        return lex_number(r, 0, out);
+    return tr_get_int(r, out, what);
+}
+
+static inline int get_idval(struct reader *r, struct idval *v, const char *what)
+{
+    pass_ws(r);
+    if (*r->p >= '0' && *r->p <= '9') {
+        v->str.p = NULL;
+        v->num = 0;
+        return lex_number(r, 0, &v->num);
+    }
+    return tr_get_idval(r, v, what);
 }
 
 /* Skip whitespace, then require the byte c. */
 static inline int expect(struct reader *r, char c, const char *what)
 {
+    if (*r->p == c) { /* usually right there */
+        r->p++;
+        return RD_OK;
+    }
     int rc = skip_ws(r);
     if (rc)
         return rc;
@@ -153,23 +241,28 @@ static inline int expect(struct reader *r, char c, const char *what)
 
 /* A string at r->p (which must be '"'). *out borrows the buffer or scratch
  * until the end of the current item. Keys and most values are short plain
- * ASCII: one 16-byte compare finds their closing quote inline. */
+ * ASCII: one or two 16-byte compares find their closing quote inline (a
+ * string that short is never over limits.max_string, see trace.h). */
 static inline int lex_string(struct reader *r, struct slice *out)
 {
 #if defined(__SSE2__)
     const char *body = r->p + 1;
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)body);
-    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
-    unsigned sp = (unsigned)_mm_movemask_epi8(
-                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
-                                   _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
-                  (unsigned)_mm_movemask_epi8(v);
-    if (q && !(sp & ((q & (0u - q)) - 1))) {
-        unsigned n = (unsigned)__builtin_ctz(q);
-        out->p = body;
-        out->n = n;
-        r->p = body + n + 1;
-        return RD_OK;
+    for (unsigned k = 0; k < 32; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(body + k));
+        unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+        unsigned sp = (unsigned)_mm_movemask_epi8(
+                          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                       _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v))) |
+                      (unsigned)_mm_movemask_epi8(v);
+        if (q && !(sp & ((q & (0u - q)) - 1))) {
+            unsigned n = k + (unsigned)__builtin_ctz(q);
+            out->p = body;
+            out->n = n;
+            r->p = body + n + 1;
+            return RD_OK;
+        }
+        if (q || sp) /* an escape, a control byte or UTF-8 first */
+            break;
     }
 #endif
     return tr_lex_string_long(r, out);
@@ -195,11 +288,10 @@ static inline int open_container(struct reader *r, int *more)
 /* The next member's "key": inside an object. */
 static inline int member_key(struct reader *r, struct slice *key)
 {
-    int rc = skip_ws(r);
-    if (rc)
-        return rc;
+    int rc;
+    pass_ws(r);
     if (*r->p != '"')
-        return FAIL(r, "expected a string key");
+        return NOT_EXPECTED(r, "expected a string key");
     if ((rc = lex_string(r, key)))
         return rc;
     return expect(r, ':', "':'");
@@ -208,6 +300,11 @@ static inline int member_key(struct reader *r, struct slice *key)
 /* After a member or element: *more is 1 past a ',', 0 past the closing bracket. */
 static inline int next_item(struct reader *r, char close, int *more)
 {
+    if (*r->p == ',') { /* usually right there */
+        r->p++;
+        *more = 1;
+        return RD_OK;
+    }
     int rc = skip_ws(r);
     if (rc)
         return rc;
@@ -225,22 +322,35 @@ static inline int next_item(struct reader *r, char close, int *more)
     return FAIL(r, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
 }
 
-/* Equality of n bytes, 8 at a time; n is a constant at every call, so this
- * unrolls into a few loads and compares (a libc memcmp call costs more than
- * the comparison on these short keys). */
+/* Equality of n bytes, 8, 4, 2 and 1 at a time; n is a constant at every
+ * call, so this unrolls into a few loads and compares (a libc memcmp call
+ * costs more than the comparison on these short keys). */
 static inline int bytes_eq(const char *a, const char *b, size_t n)
 {
     uint64_t x, y;
+    uint32_t x4, y4;
+    uint16_t x2, y2;
     for (; n >= 8; n -= 8, a += 8, b += 8) {
         memcpy(&x, a, 8);
         memcpy(&y, b, 8);
         if (x != y)
             return 0;
     }
-    for (; n; n--, a++, b++)
-        if (*a != *b)
+    if (n >= 4) {
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        if (x4 != y4)
             return 0;
-    return 1;
+        a += 4, b += 4, n -= 4;
+    }
+    if (n >= 2) {
+        memcpy(&x2, a, 2);
+        memcpy(&y2, b, 2);
+        if (x2 != y2)
+            return 0;
+        a += 2, b += 2, n -= 2;
+    }
+    return n == 0 || *a == *b;
 }
 
 #define KEY_IS(k, lit) ((k).n == sizeof(lit) - 1 && bytes_eq((k).p, lit, sizeof(lit) - 1))

@@ -643,6 +643,42 @@ TEST(reader_rejects_out_of_range_numbers)
     model_trace_free(t);
 }
 
+/* Integers of every length from 1 to 19 digits, as ts (read in ns: three
+ * decimals more) and as an id of args (as they are), against their value
+ * from strtoll; those too large for ns after the decimals are refused. */
+TEST(reader_integers_of_every_length_read_exactly)
+{
+    const char *digits = "9123456789012345678";
+    for (int len = 1; len <= 19; len++) {
+        char num[24], json[256];
+        struct sc_error err;
+        snprintf(num, sizeof num, "%.*s", len, digits);
+        long long v = strtoll(num, NULL, 10);
+        snprintf(json, sizeof json,
+                 "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":%s,"
+                 "\"tid\":7,\"ts\":%s,\"dur\":0,\"args\":{\"correlation\":%s}}]}",
+                 num, len <= 15 ? num : "1", num);
+        struct model_trace *t = load_str(json, &err);
+        CHECK(t != NULL);
+        if (!t)
+            continue;
+        CHECK_EQ_INT(t->events[0].correlation, v);
+        CHECK_EQ_INT(t->tracks[t->events[0].track].pid, v);
+        if (len <= 15)
+            CHECK_EQ_INT(t->events[0].ts, v * 1000);
+        model_trace_free(t);
+        snprintf(json, sizeof json, "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":%s,\"dur\":0}]}", num);
+        t = load_str(json, &err);
+        CHECK_EQ_INT(t != NULL, v <= INT64_MAX / 1000);
+        model_trace_free(t);
+    }
+    /* a leading zero is refused however long the number is */
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 0123456789, \"dur\": 1}]}", SC_EPARSE,
+                 "leading zero", -1, 0);
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 01, \"dur\": 1}]}", SC_EPARSE, "leading zero",
+                 -1, 0);
+}
+
 TEST(reader_rejects_negative_durations)
 {
     EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": 2}, {\"ph\": \"X\", \"ts\": 1, \"dur\": -0.5}]}",
