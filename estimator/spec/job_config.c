@@ -278,50 +278,36 @@ out:
     return rc;
 }
 
+/* The keys c gives: an int other than 0, a boolean not -1, a GPU named,
+ * a value whose flag says so; an object when a member is given. */
+static void given_of(const struct job_config *c, unsigned char given[N_KEYS])
+{
+    memset(given, 0, N_KEYS);
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *at = (const char *)c + keys[i].off;
+        if (keys[i].type == DOC_INT)
+            given[i] = *(const int64_t *)at != 0;
+        else if (keys[i].type == DOC_BOOL)
+            given[i] = *(const int *)at >= 0;
+    }
+    given[key_index("gpu")] = c->gpu[0] != 0;
+    for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
+        given[key_index(given_flags[i].key)] = (unsigned char)*(const int *)((const char *)c + given_flags[i].flag);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strncmp(keys[i].path, "moe.", 4) == 0 && given[i])
+            given[key_index("moe")] = 1;
+}
+
 void spec_job_config_apply(const struct job_config *base, const struct job_config *set, struct job_config *out)
 {
+    unsigned char given[N_KEYS];
     *out = *base;
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const int64_t *v = (const int64_t *)((const char *)set + keys[i].off);
-        if (keys[i].type == DOC_INT && *v)
-            *(int64_t *)((char *)out + keys[i].off) = *v;
-    }
-    if (set->has_zero_stage) {
-        out->has_zero_stage = 1;
-        out->zero_stage = set->zero_stage;
-    }
-    if (set->has_dtype) {
-        out->has_dtype = 1;
-        out->dtype = set->dtype;
-    }
-    if (set->has_schedule) {
-        out->has_schedule = 1;
-        out->schedule = set->schedule;
-    }
-    if (set->has_mlp) {
-        out->has_mlp = 1;
-        out->mlp = set->mlp;
-    }
-    if (set->has_recompute) {
-        out->has_recompute = 1;
-        out->recompute = set->recompute;
-    }
-    if (set->has_framework) {
-        out->has_framework = 1;
-        out->framework = set->framework;
-    }
-    if (set->has_master_weights) {
-        out->has_master_weights = 1;
-        out->master_weights = set->master_weights;
-    }
-    if (set->sequence_parallel >= 0)
-        out->sequence_parallel = set->sequence_parallel;
-    if (set->tied_embeddings >= 0)
-        out->tied_embeddings = set->tied_embeddings;
-    if (set->bias >= 0)
-        out->bias = set->bias;
-    if (set->gpu[0])
-        snprintf(out->gpu, sizeof out->gpu, "%s", set->gpu);
+    given_of(set, given);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (given[i] && keys[i].type != DOC_OBJECT)
+            memcpy((char *)out + keys[i].off, (const char *)set + keys[i].off, keys[i].size);
+    for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
+        *(int *)((char *)out + given_flags[i].flag) |= *(const int *)((const char *)set + given_flags[i].flag);
 }
 
 enum est_schedule spec_job_config_schedule(const struct job_config *c)
@@ -359,20 +345,8 @@ int64_t spec_job_config_micro_batches(const struct job_config *c)
 
 char *spec_job_config_json(const struct job_config *c)
 {
-    unsigned char given[N_KEYS] = {0};
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const char *at = (const char *)c + keys[i].off;
-        if (keys[i].type == DOC_INT)
-            given[i] = *(const int64_t *)at != 0;
-        else if (keys[i].type == DOC_BOOL)
-            given[i] = *(const int *)at >= 0;
-    }
-    given[key_index("gpu")] = c->gpu[0] != 0;
-    for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
-        given[key_index(given_flags[i].key)] = (unsigned char)*(const int *)((const char *)c + given_flags[i].flag);
-    for (size_t i = 0; i < N_KEYS; i++)
-        if (strncmp(keys[i].path, "moe.", 4) == 0 && given[i])
-            given[key_index("moe")] = 1;
+    unsigned char given[N_KEYS];
+    given_of(c, given);
     return doc_write(&description_doc, NULL, c, given, -1);
 }
 
