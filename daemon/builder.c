@@ -335,6 +335,8 @@ static void build_one(struct builder *b, struct slot *slot)
         bm = NULL; /* the cache has it */
 
     dt = metrics_clock() - t0;
+    if (why == BUILD_GOING && !kept) /* deleted after its last check: cancelled all the same */
+        why = atomic_load(&slot->cancel);
     if (why == BUILD_INTERRUPTED)
         interrupt(b, slot, m.id, dt);
     else if (why == BUILD_CANCELLED)

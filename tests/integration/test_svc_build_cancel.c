@@ -86,6 +86,39 @@ TEST(svc_build_delete_mid_build_stops_it_within_a_second)
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
+/* A model deleted after its build's last look at the cancel flag, while
+ * the build is held on its way to publish (STEPCAST_FAILPOINT=
+ * build.publishing, its blob written): the build finds its lease gone,
+ * publishes nothing and logs the deletion as a cancellation, not as a
+ * lease another replica took. */
+TEST(svc_build_delete_while_publishing_is_a_cancellation)
+{
+    static const char *const held[] = {"STEPCAST_FAILPOINT=build.publishing", NULL};
+    struct svc_daemon d;
+    char path[128];
+    size_t n;
+    svc_start(&d, NULL, NULL, held);
+    char *t = svc_small_trace(0, 40, 7, &n);
+    struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
+    CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/late/ranks/0/trace", &o, NULL), 201);
+    free(t);
+    char *id = svc_request_model(&d, "late", NULL);
+    double t0 = th_now_s();
+    while (svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") < 1 && th_now_s() - t0 < 60)
+        usleep(10000);
+    REQUIRE(svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") == 1);
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 200);
+    CHECK(svc_wait_builds_running(&d, 0, 30) >= 0);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, id, "event=cancelled"), 1);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, id, "event=lease_lost"), 0);
+    CHECK_EQ_INT(svc_log_lines(&d, 1, id, "event=ready"), 0);
+    CHECK_EQ_INT(svc_admin(&d, "GET", path, NULL, NULL), 404);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    CHECK_EQ_INT(svc_run_check(d.data, NULL), 0);
+    free(id);
+}
+
 /* Model id's progress once its build is held at its first rank built
  * (STEPCAST_FAILPOINT=build.progress): above 0, or 0 after 20 s. */
 static double held_build(const struct svc_daemon *d, const char *id)
