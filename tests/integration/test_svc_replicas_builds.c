@@ -115,7 +115,9 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     struct svc_opts o = {SVC_ADMIN, t, n, NULL, NULL};
     CHECK_EQ_INT(svc_call(&a, "PUT", "/v1/jobs/j/ranks/0/trace", &o, NULL), 201);
     free(t);
-    char *id = svc_request_model(&a, "j", NULL);
+    /* the build may reach the failpoint before the 202 is sent: the model
+     * is known from the catalog then */
+    svc_admin(&a, "POST", "/v1/jobs/j/models", NULL, NULL);
     int status = 0;
     REQUIRE(waitpid(a.pid, &status, 0) == a.pid); /* killed at the failpoint */
     double died = th_now_s();
@@ -123,6 +125,13 @@ TEST(svc_replicas_killed_mid_build_is_finished_by_another)
     a.pid = 0;
 
     start_replica(&b, "replica-b", &pg, NULL);
+    CHECK_EQ_INT(svc_admin(&b, "GET", "/v1/models?job=j", NULL, &r), 200);
+    json_t *doc = json_loads(r.body ? r.body : "", 0, NULL), *models = json_object_get(doc, "models");
+    REQUIRE(json_array_size(models) == 1);
+    char *id = strdup(json_string_value(json_object_get(json_array_get(models, 0), "id")));
+    json_decref(doc);
+    svc_resp_release(&r);
+    REQUIRE(id);
     /* the dead replica's lease still holds: b reports the build as taken */
     snprintf(path, sizeof path, "/v1/models/%s", id);
     CHECK_EQ_INT(svc_admin(&b, "GET", path, NULL, &r), 200);
