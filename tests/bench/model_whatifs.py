@@ -1,6 +1,7 @@
 """What-ifs, a plan and a calibration of one built model through the daemon:
 the daemon's CPU time for them (from /proc), medians of repeated rounds,
-and their answers. Usage: model_whatifs.py STEPCASTD TRACE CONFIG_JSON OUT_JSON [RANK].
+the first what-if's own, the daemon's resident memory once the model is
+built and after the rounds, and their answers. Usage: model_whatifs.py STEPCASTD TRACE CONFIG_JSON OUT_JSON [RANK].
 Each round asks 4 what-ifs; of the 20, one set repeats (memoised)."""
 import json, os, subprocess, sys, tempfile, time, urllib.request
 
@@ -22,6 +23,14 @@ def cpu(pid):
     with open("/proc/%d/stat" % pid) as f:
         v = f.read().rsplit(")", 1)[1].split()
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
 
 
 def main():
@@ -49,12 +58,16 @@ def main():
                     break
                 time.sleep(0.1)
             answers, whatif_s, plan_s = {}, [], []
+            built_mb, first_s = rss_mb(p.pid), None
             for r in range(rounds):
                 sets = [{"dp": 2 + r}, {"micro_batch": 1 + r % 4, "global_batch": 8 * (1 + r % 4)},
                         {"gpu": "h200", "dp": 8 + r}, {"tp": 2, "dp": 3 + r}]
                 t0 = cpu(p.pid)
                 for s in sets:
+                    t1 = cpu(p.pid)
                     st, body = call(url, "POST", "/v1/models/%s/whatif" % model, {"set": s})
+                    if first_s is None:
+                        first_s = cpu(p.pid) - t1
                     d = json.loads(body)
                     d.pop("band", None)
                     answers[json.dumps(s, sort_keys=True)] = [st, d]
@@ -64,8 +77,9 @@ def main():
                 plan_s.append(cpu(p.pid) - t0)
                 answers["plan %d" % r] = [st, json.loads(body).get("top")]
             med = lambda v: sorted(v)[len(v) // 2]
-            print("what-if, daemon CPU per request: median %.1f ms; plan (8 to 40 GPUs, top 3): median %.1f ms"
-                  % (med(whatif_s) * 1e3, med(plan_s) * 1e3))
+            print("what-if, daemon CPU per request: median %.1f ms, the first %.1f ms; plan (8 to 40 GPUs, top 3): "
+                  "median %.1f ms; daemon RSS %.1f MB once built, %.1f MB after"
+                  % (med(whatif_s) * 1e3, first_s * 1e3, med(plan_s) * 1e3, built_mb, rss_mb(p.pid)))
             json.dump(answers, open(out, "w"), indent=1, sort_keys=True)
         finally:
             p.terminate()
