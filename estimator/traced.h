@@ -1,6 +1,7 @@
-/* estimator/traced.h: a traced job built into what its replays read: the
- * dependency graph and the split of its collectives kept for untraced
- * peers into transfer and wait (coll_split.h), found once when the model
+/* estimator/traced.h: a traced job built into what its replays and
+ * what-ifs read: the dependency graph, the split of its collectives kept
+ * for untraced peers into transfer and wait (coll_split.h), and the notes
+ * a what-if reads of its traces (trace_notes.h), found once when the model
  * is built. The command line's replay, critical-path, export, diff,
  * opportunities and what-if, and the daemon's built models, build through
  * here, then replay the graph with its waits as many times as they need. */
@@ -12,12 +13,14 @@
 #include "common/error.h"
 #include "model/graph.h"
 #include "model/replay.h"
+#include "estimator/whatif/trace_notes.h"
 
 struct model_job;
 
 struct est_traced {
     struct model_graph *graph;     /* borrows its job */
     struct model_coll_waits waits; /* waits.v from malloc (NULL when none) */
+    struct trace_notes_set notes;  /* by graph rank, taken while each trace was whole */
 };
 
 /* The model of paths[0..n): Chakra ET files imported
