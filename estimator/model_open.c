@@ -116,7 +116,8 @@ const struct model_coll_waits *est_model_waits(const struct est_traced_model *m)
 
 size_t est_model_bytes(const struct est_traced_model *m)
 {
-    size_t bytes = model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v;
+    size_t bytes = model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v +
+                   trace_notes_set_bytes(&m->model.notes);
     for (size_t i = 0; i < m->job->n_ranks; i++)
         bytes += model_trace_bytes(m->job->ranks[i]);
     return bytes;

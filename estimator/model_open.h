@@ -70,7 +70,8 @@ const struct model_job *est_model_job(const struct est_traced_model *m);
 /* The split waits of m's kept collectives (borrowed), for what stores them. */
 struct model_coll_waits;
 const struct model_coll_waits *est_model_waits(const struct est_traced_model *m);
-/* Bytes m holds: its traces as kept, its graph and its waits' split. */
+/* Bytes m holds: its traces as kept, its graph, its waits' split and
+ * its traces' notes. */
 size_t est_model_bytes(const struct est_traced_model *m);
 
 /* Replay m with ro, ro->waits set to m's split: the steps, their

@@ -26,15 +26,18 @@ struct est_traced {
 /* The model of paths[0..n): Chakra ET files imported
  * (estimator/interchange/chakra_import.h, with l->ranks and l->load's limits), or
  * Kineto traces built while they load (model_graph_build_paths: each
- * trace shed to its header once its part is found) or, with keep_traces,
+ * kept rank's notes taken, then its trace shed to its header once its
+ * part is found; l's kept and dropped are replaced) or, with keep_traces,
  * loaded whole first (for callers that read the trace's events again).
- * l NULL: as model_graph_build_paths's. *job gets the job (free it after
- * *out, also on failure); on failure *out is empty. */
+ * A Chakra job's notes are empty, one per rank. l NULL: as
+ * model_graph_build_paths's. *job gets the job (free it after *out, also
+ * on failure); on failure *out is empty. */
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
                      const struct model_graph_opts *go, int keep_traces, struct model_job **job,
                      struct est_traced *out, struct sc_error *err);
 
-/* The model of a loaded job (borrowed; it outlives *out). */
+/* The model of a loaded job (borrowed; it outlives *out), its traces
+ * whole (not shed). */
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err);
 
