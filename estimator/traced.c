@@ -11,12 +11,15 @@
 #include "model/trace.h"
 #include "common/banned.h"
 
-/* The split of out->graph's kept collectives; out released on failure. */
-static int split(struct est_traced *out, int rc, struct sc_error *err)
+/* The split of out->graph's kept collectives, and its notes when its
+ * traces are whole (notes_whole); out released on failure. */
+static int split(struct est_traced *out, int notes_whole, int rc, struct sc_error *err)
 {
     struct model_coll_wait *v = NULL;
     if (rc == SC_OK && (rc = whatif_coll_split_waits(out->graph, &v, &out->waits.n, err)) == SC_OK)
         out->waits.v = v;
+    if (rc == SC_OK && notes_whole)
+        rc = trace_notes_of_graph(out->graph, &out->notes, err);
     if (rc)
         est_traced_release(out);
     return rc;
@@ -45,19 +48,20 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
     else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
         rc = model_graph_build(*job, go, &out->graph, err);
-    return split(out, rc, err);
+    return split(out, keep_traces, rc, err);
 }
 
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    return split(out, model_graph_build(job, go, &out->graph, err), err);
+    return split(out, 1, model_graph_build(job, go, &out->graph, err), err);
 }
 
 void est_traced_release(struct est_traced *t)
 {
     model_graph_free(t->graph);
     free((void *)t->waits.v);
+    trace_notes_set_release(&t->notes);
     memset(t, 0, sizeof *t);
 }
