@@ -663,7 +663,7 @@ static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_con
     case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
     }
     if ((rc = h_model_whole(s, e, 0, &view, r)) == SC_OK &&
-        est_model_whatif(built_model_opened(m), view.job, cfg, set, res, &err))
+        whatif_run(&view, NULL, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     admission_release(s->admission, need);
     return rc;

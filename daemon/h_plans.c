@@ -248,7 +248,7 @@ static void plan_from_model(struct svc *s, const struct plan_source *src, struct
     pe.cache = s->cache;
     if (h_model_whole(s, pe.entry, 1, &pe.view, r))
         ;
-    else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
+    else if (whatif_plan_request(&pe.view, NULL, &cfg, &req, &pe.whatif, &err))
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, src, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
         return; /* the background plan gives both back */

@@ -153,12 +153,13 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
     return rc;
 }
 
-int est_model_whatif(const struct est_traced_model *m, const struct model_job *whole, const struct job_config *cfg,
-                     const struct job_config *set, struct whatif_result *out, struct sc_error *err)
+int est_model_whatif(const struct est_traced_model *m, const struct job_config *cfg, const struct job_config *set,
+                     struct whatif_result *out, struct sc_error *err)
 {
-    if (!whole)
-        return whatif_run(m->model.graph, cfg, set, out, err);
-    struct model_graph view = *m->model.graph; /* the graph, reading whole's traces */
-    view.job = whole;
-    return whatif_run(&view, cfg, set, out, err);
+    return whatif_run(m->model.graph, &m->model.notes, cfg, set, out, err);
+}
+
+const struct trace_notes_set *est_model_notes(const struct est_traced_model *m)
+{
+    return &m->model.notes;
 }

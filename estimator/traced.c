@@ -117,12 +117,15 @@ static int no_notes(const struct model_graph *g, struct trace_notes_set *out, st
     return SC_OK;
 }
 
-/* The split of out->graph's kept collectives; out released on failure. */
-static int split(struct est_traced *out, int rc, struct sc_error *err)
+/* The split of out->graph's kept collectives, and its notes when its
+ * traces are whole (notes_whole); out released on failure. */
+static int split(struct est_traced *out, int notes_whole, int rc, struct sc_error *err)
 {
     struct model_coll_wait *v = NULL;
     if (rc == SC_OK && (rc = whatif_coll_split_waits(out->graph, &v, &out->waits.n, err)) == SC_OK)
         out->waits.v = v;
+    if (rc == SC_OK && notes_whole)
+        rc = trace_notes_of_graph(out->graph, &out->notes, err);
     if (rc)
         est_traced_release(out);
     return rc;
@@ -156,27 +159,23 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         noting.kept_ctx = &kept;
         if ((rc = model_graph_build_paths(paths, n, &noting, go, job, &out->graph, err)) == SC_OK)
             rc = kept_notes_take(&kept, out->graph, &out->notes, err);
-    } else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK &&
-               (rc = model_graph_build(*job, go, &out->graph, err)) == SC_OK)
-        rc = trace_notes_of_graph(out->graph, &out->notes, err);
+    } else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
+        rc = model_graph_build(*job, go, &out->graph, err);
     kept_notes_release(&kept);
-    return split(out, rc, err);
+    return split(out, !et && keep_traces, rc, err);
 }
 
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = model_graph_build(job, go, &out->graph, err);
-    if (rc == SC_OK)
-        rc = trace_notes_of_graph(out->graph, &out->notes, err);
-    return split(out, rc, err);
+    return split(out, 1, model_graph_build(job, go, &out->graph, err), err);
 }
 
 void est_traced_release(struct est_traced *t)
 {
-    trace_notes_set_release(&t->notes);
     model_graph_free(t->graph);
     free((void *)t->waits.v);
+    trace_notes_set_release(&t->notes);
     memset(t, 0, sizeof *t);
 }

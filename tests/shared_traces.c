@@ -205,7 +205,7 @@ int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_
     if (!(out->job = job))
         return -1;
     if (spec_job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &out->g, &err) ||
-        whatif_job_structure_recover(out->g, &cfg, &out->st, &err)) {
+        whatif_job_structure_recover(out->g, NULL, &cfg, &out->st, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }

@@ -94,7 +94,7 @@ static int measure(struct built_model *m, struct blob_store *bs, const char *cfg
     int rc = built_model_whole(m, bs, &view, &added, &err);
     alloc_fail_bytes(&peak, &held, &complete);
     alloc_fail_reset_peak();
-    if (rc == SC_OK && (rc = est_model_whatif(built_model_opened(m), view.job, &cfg, &set, &res, &err)) == SC_OK) {
+    if (rc == SC_OK && (rc = whatif_run(&view, NULL, &cfg, &set, &res, &err)) == SC_OK) {
         out->result_tasks = (double)res.graph->n_tasks;
         alloc_fail_bytes(&peak2, &now, &complete2);
         whatif_release(&res);
