@@ -25,18 +25,47 @@
 static const char *const GEN_ARGS[] = {"--steps", "3", "--layers", "6", "--modules", "--slow-rank", "5",
                                        "--slow-factor", "1.5", NULL};
 
-#define SAME_ARRAY(a, b, v, n)                                                                              \
-    ((a)->n == (b)->n && ((a)->n == 0 || memcmp((a)->v, (b)->v, (a)->n * sizeof *(a)->v) == 0))
-
-/* Whether two ranks' notes are the same, field for field. */
-static int same_notes(const struct trace_notes *a, const struct trace_notes *b)
+/* Whether two notes are the same, field for field (never their padding). */
+static int same_call(const struct trace_call_note *a, const struct trace_call_note *b)
 {
-    return SAME_ARRAY(a, b, calls, n_calls) && SAME_ARRAY(a, b, colls, n_colls) &&
-           SAME_ARRAY(a, b, gemms, n_gemms) && SAME_ARRAY(a, b, op_keys, n_op_keys) &&
-           memcmp(&a->ops_busy_ns, &b->ops_busy_ns, sizeof a->ops_busy_ns) == 0 &&
-           a->module_layers == b->module_layers && a->has_autograd == b->has_autograd &&
-           a->has_hooks == b->has_hooks && a->inductor_kernels == b->inductor_kernels &&
-           a->compiled_regions == b->compiled_regions;
+    return a->event == b->event && a->track == b->track && a->at == b->at && a->layer == b->layer &&
+           a->backward == b->backward && a->hook == b->hook;
+}
+
+static int same_coll(const struct trace_coll_note *a, const struct trace_coll_note *b)
+{
+    return a->event == b->event && a->group_size == b->group_size && a->dtype_bytes == b->dtype_bytes &&
+           a->in_nelems == b->in_nelems && a->out_nelems == b->out_nelems;
+}
+
+static int same_gemm(const struct trace_gemm_note *a, const struct trace_gemm_note *b)
+{
+    return a->event == b->event && a->shape.m == b->shape.m && a->shape.n == b->shape.n &&
+           a->shape.k == b->shape.k && a->shape.batch == b->shape.batch && a->shape.dtype == b->shape.dtype;
+}
+
+/* What differs between two ranks' notes, or NULL. */
+static const char *notes_differ(const struct trace_notes *a, const struct trace_notes *b)
+{
+    if (a->n_calls != b->n_calls || a->n_colls != b->n_colls || a->n_gemms != b->n_gemms ||
+        a->n_op_keys != b->n_op_keys)
+        return "counts";
+    for (size_t i = 0; i < a->n_calls; i++)
+        if (!same_call(&a->calls[i], &b->calls[i]))
+            return "calls";
+    for (size_t i = 0; i < a->n_colls; i++)
+        if (!same_coll(&a->colls[i], &b->colls[i]))
+            return "collectives";
+    for (size_t i = 0; i < a->n_gemms; i++)
+        if (!same_gemm(&a->gemms[i], &b->gemms[i]))
+            return "GEMMs";
+    if (a->n_op_keys && memcmp(a->op_keys, b->op_keys, a->n_op_keys * sizeof *a->op_keys))
+        return "operators";
+    if (a->ops_busy_ns != b->ops_busy_ns || a->module_layers != b->module_layers ||
+        a->has_autograd != b->has_autograd || a->has_hooks != b->has_hooks ||
+        a->inductor_kernels != b->inductor_kernels || a->compiled_regions != b->compiled_regions)
+        return "scalars";
+    return NULL;
 }
 
 /* Built while loading (fold_over as given), then from the job loaded
@@ -61,8 +90,10 @@ static void check_notes(const char *const *paths, const struct model_job *whole,
     size_t events = 0, noted = 0;
     for (size_t r = 0; r < gs->n_ranks; r++) {
         CHECK_EQ_INT(gs->ranks[r].id, gl->ranks[r].id);
-        if (!same_notes(&ns->rank[r], &nl->rank[r]))
-            sc_check_fail(__FILE__, __LINE__, "rank %d: the notes taken while loading differ", gs->ranks[r].id);
+        const char *what = notes_differ(&ns->rank[r], &nl->rank[r]);
+        if (what)
+            sc_check_fail(__FILE__, __LINE__, "rank %d: the notes taken while loading differ in %s", gs->ranks[r].id,
+                          what);
         events += model_graph_trace(gl, (uint16_t)r)->n_events;
         noted += ns->rank[r].n_calls;
     }
