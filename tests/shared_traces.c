@@ -121,6 +121,16 @@ void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
     free(th_run_expect(argv, 0, NULL, NULL));
 }
 
+void th_gentrace_paths(int ranks, const char *const *args, char (*paths)[TH_PATH_MAX], const char **pv)
+{
+    char dir[4096];
+    th_gentrace_dir(ranks, args, dir, sizeof dir);
+    for (int r = 0; r < ranks; r++) {
+        snprintf(paths[r], TH_PATH_MAX, "%s/rank%d.json", dir, r);
+        pv[r] = paths[r];
+    }
+}
+
 struct model_job *th_gentrace_job(int ranks, const char *const *args)
 {
     char dir[4096];

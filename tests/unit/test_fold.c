@@ -141,7 +141,7 @@ TEST(fold_replay_equals_the_unfolded_one_and_keeps_the_straggler_apart)
  * threshold. */
 TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_load_opts lo;
     struct model_job *whole = NULL, *shed = NULL, *small = NULL;
@@ -149,11 +149,7 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
     struct model_graph_opts o;
     struct sc_error err;
 
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
     ga = build(whole, RANKS - 1);
@@ -204,18 +200,14 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
  * for as many as it has. */
 TEST(fold_past_its_representatives_cap_is_refused)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_load_opts lo;
     struct model_job *whole = NULL, *shed = NULL;
     struct model_graph *g = NULL;
     struct model_graph_opts o;
     struct sc_error err;
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
     model_graph_opts_default(&o);
@@ -289,17 +281,13 @@ static size_t calls(const struct model_trace *const *v, size_t n, const struct m
  * a threshold). A failing callback fails the build. */
 TEST(fold_build_while_loading_hands_over_each_kept_trace_whole)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_job *job = NULL;
     struct model_graph *g = NULL;
     struct model_graph_opts o;
     struct sc_error err;
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_graph_opts_default(&o);
     static const size_t over[] = {SIZE_MAX, 0, 8};
     for (size_t c = 0; c < 3; c++) {

@@ -108,16 +108,12 @@ static void check_notes(const char *const *paths, const struct model_job *whole,
 
 TEST(traced_notes_taken_while_loading_equal_those_of_whole_traces)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_load_opts lo;
     struct model_job *whole = NULL;
     struct sc_error err;
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
     check_notes(pv, whole, SIZE_MAX); /* unfolded */
