@@ -3,7 +3,8 @@
 # "What-if on traced jobs"): the daemon's CPU per what-if (19 distinct
 # sets over 5 rounds) and per plan from the model, medians of 5 rounds, on a
 # torch-steps trace and, when ../shared is there, HTA's control trace. The
-# model reads its traces whole once (the first what-if) and keeps them.
+# what-ifs and plans read the notes the model took of its traces when it
+# was built: no trace is read again.
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
