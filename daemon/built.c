@@ -43,8 +43,8 @@ struct built_model {
     size_t n_traces;
     struct model_load_opts load;
     char *step_marker; /* load.step_marker's own copy */
-    /* its traces whole, read once on a calibration's need (built_model_whole) and
-     * kept; whole_mu orders that read */
+    /* its traces whole, read once on a calibration's need
+     * (built_model_whole) and kept; whole_mu orders that read */
     pthread_mutex_t whole_mu;
     struct model_job *whole;
     size_t bytes;      /* job + graph + memo budget */

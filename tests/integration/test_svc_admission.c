@@ -346,7 +346,8 @@ static void *heavy_whatif(void *arg)
  * rebuilt) of a 4-layer job under a 64 MiB
  * budget is 413 at once, naming the budget, the prediction and the tasks;
  * the same job's what-if to dp 8 is answered; a plan from the model is 413
- * when its candidates could never fit, having read no trace; and what-ifs
+ * when its candidates could never fit, having read no trace, and a
+ * calibration before reading the traces it needs whole; and what-ifs
  * that fit alone but not together, at once, are partly told to come back
  * (429, Retry-After).
  * Before, the 4,096-layer what-if ran (hundreds of MB) and none was 429. */
@@ -375,9 +376,14 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     CHECK_EQ_INT(svc_stop(&d), 0);
     /* a plan from the model under a budget that fits no candidate's
      * graph: refused, having read no trace (the model comes back from its
-     * built-model blob, notes and all) */
-    static const char *const tiny[] = {"--memory-budget", "300K", NULL};
+     * built-model blob, notes and all); a calibration, which reads the
+     * traces whole, refused before it reads them */
+    static const char *const tiny[] = {"--memory-budget", "4K", NULL};
     svc_start(&d, d.data, tiny, NULL);
+    snprintf(path, sizeof path, "/v1/models/%s/calibration?name=tiny&gpu=a100-sxm4-80gb", model);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 413);
+    CHECK_CONTAINS(r.body, "reading the model's traces whole");
+    svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/plan", model);
     st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);
     if (st != 413)
