@@ -308,8 +308,9 @@ TEST(fold_build_while_loading_hands_over_each_kept_trace_whole)
             CHECK(t->shed && calls(k.t, k.n, t) <= 1 && calls(k.dropped, k.n_dropped, t) <= calls(k.t, k.n, t));
         }
         CHECK_EQ_INT(k.n - k.n_dropped, g->n_ranks);
-        printf("  folded over %zu ranks: %zu ranks in the graph, %zu traces handed over of %d, %zu dropped\n",
-               over[c], g->n_ranks, k.n, RANKS, k.n_dropped);
+        printf("  %s %zu: %zu ranks in the graph, %zu traces handed over of %d, %zu dropped\n",
+               folded ? "folded past" : "unfolded, ranks", folded ? over[c] : (size_t)RANKS, g->n_ranks, k.n, RANKS,
+               k.n_dropped);
         if (folded)
             CHECK(g->folding.on && k.n < RANKS);
         else

@@ -100,7 +100,8 @@ static void check_notes(const char *const *paths, const struct model_job *whole,
     CHECK(noted > 0);
     size_t bytes = trace_notes_set_bytes(ns);
     CHECK(bytes > 0 && est_model_bytes(streamed) >= model_graph_bytes(gs) + bytes);
-    printf("  fold_over %zu: %zu ranks, notes %zu bytes (%.1f a traced event), graph %zu bytes\n", fold_over,
+    printf("  %s %zu: %zu ranks, notes %zu bytes (%.1f a traced event), graph %zu bytes\n",
+           fold_over < RANKS ? "folded past" : "unfolded, ranks", fold_over < RANKS ? fold_over : (size_t)RANKS,
            gs->n_ranks, bytes, (double)bytes / (double)(events ? events : 1), model_graph_bytes(gs));
     est_model_close(streamed);
     est_model_close(loaded);
