@@ -237,6 +237,7 @@ struct kept_log {
     const struct model_trace *t[RANKS], *dropped[RANKS];
     size_t n, whole; /* calls; of them, with the trace still whole */
     size_t n_dropped;
+    size_t most;     /* the most handed over and not dropped at once */
     size_t fail_at;  /* the call that fails (0: none) */
 };
 
@@ -248,6 +249,8 @@ static int log_kept(void *ctx, const struct model_trace *t, struct sc_error *err
     if (k->n < RANKS)
         k->t[k->n] = t;
     k->n++;
+    if (k->n > k->n_dropped && k->n - k->n_dropped > k->most)
+        k->most = k->n - k->n_dropped;
     k->whole += !t->shed && t->n_events == t->n_complete && t->n_events > 0;
     if (k->n == k->fail_at)
         rc = sc_error_set(err, SC_EIO, "the callback failed on '%s'", t->source);
@@ -278,7 +281,9 @@ static size_t calls(const struct model_trace *const *v, size_t n, const struct m
  * folded, every representative, and of the others only those that stood
  * for a while before one replaced them (fewer than the job's ranks), each
  * of which is dropped once (also those held before folding starts past
- * a threshold). A failing callback fails the build. */
+ * a threshold): never more at once than the threshold or the graph's
+ * ranks, what bounds a caller's memory. A failing callback fails the
+ * build. */
 TEST(fold_build_while_loading_hands_over_each_kept_trace_whole)
 {
     char paths[RANKS][TH_PATH_MAX];
@@ -308,9 +313,10 @@ TEST(fold_build_while_loading_hands_over_each_kept_trace_whole)
             CHECK(t->shed && calls(k.t, k.n, t) <= 1 && calls(k.dropped, k.n_dropped, t) <= calls(k.t, k.n, t));
         }
         CHECK_EQ_INT(k.n - k.n_dropped, g->n_ranks);
-        printf("  %s %zu: %zu ranks in the graph, %zu traces handed over of %d, %zu dropped\n",
+        CHECK(k.most <= (folded && over[c] > g->n_ranks ? over[c] : g->n_ranks));
+        printf("  %s %zu: %zu ranks in the graph, %zu traces handed over of %d, %zu dropped, at most %zu at once\n",
                folded ? "folded past" : "unfolded, ranks", folded ? over[c] : (size_t)RANKS, g->n_ranks, k.n, RANKS,
-               k.n_dropped);
+               k.n_dropped, k.most);
         if (folded)
             CHECK(g->folding.on && k.n < RANKS);
         else
