@@ -245,9 +245,9 @@ struct streamed {
 /* model_job_each: a trace just loaded -> its part; the trace keeps only
  * its header. The trace of a part kept is handed whole to l->kept first
  * (l->dropped, under the lock, when it is folded later on): p may be
- * folded or freed by another thread once the lock is let go,
- * but folding reads only a part's own tables and its trace's header
- * (strings, tracks, steps, source), never the events read or shed here. */
+ * folded or freed by another thread once the lock is let go, but folding
+ * reads only a part's own tables and its trace's header (strings, tracks,
+ * steps, source), never the events read or shed here. */
 static int part_of_loaded(void *ctx, struct model_trace *t, struct sc_error *err)
 {
     struct streamed *s = ctx;
