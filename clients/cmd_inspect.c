@@ -288,7 +288,7 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
 {
     struct job_structure st;
     struct sc_error err;
-    if (whatif_job_structure_recover(g, cfg, &st, &err))
+    if (whatif_job_structure_recover(g, NULL, cfg, &st, &err))
         return cli_fail(&err);
     int rc = contradictions(g, cfg, &st);
     if (rc) {

@@ -102,7 +102,7 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
     if ((rc = cli_load_job_config(config, &cfg)) ||
         (rc = cli_open_traces((const char *const *)traces, (size_t)n, &lo, &go, 1, &m)))
         return rc;
-    if (whatif_plan_request(est_model_graph(m), &cfg, req, &w, &err)) {
+    if (whatif_plan_request(est_model_graph(m), est_model_notes(m), &cfg, req, &w, &err)) {
         rc = cli_fail(&err);
     } else {
         whatif_plan_evaluator(&w, &ev);

@@ -129,7 +129,7 @@ int cmd_whatif(int argc, char **argv)
     struct whatif_result r;
     if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &m)))
         return rc;
-    if (est_model_whatif(m, NULL, &cfg, &set, &r, &err)) {
+    if (est_model_whatif(m, &cfg, &set, &r, &err)) {
         est_model_close(m);
         return cli_fail(&err);
     }

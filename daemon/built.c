@@ -37,13 +37,14 @@ struct memo {
 struct built_model {
     char id[API_ID_MAX];
     struct est_traced_model *model; /* its traces shed to headers (estimator/model_open.h) */
-    /* what it was built from, to read the traces whole again */
+    /* what it was built from, to read the traces whole again (a
+     * calibration) */
     struct api_trace *traces;
     size_t n_traces;
     struct model_load_opts load;
     char *step_marker; /* load.step_marker's own copy */
-    /* its traces whole, read once on first need (built_model_whole) and
-     * kept; whole_mu orders that read */
+    /* its traces whole, read once on a calibration's need
+     * (built_model_whole) and kept; whole_mu orders that read */
     pthread_mutex_t whole_mu;
     struct model_job *whole;
     size_t bytes;      /* job + graph + memo budget */

@@ -3,14 +3,15 @@
  * built_model_build() is the whole build: it opens the traces a model was
  * made from (blobs, by rank, on all cores) through the estimator's façade
  * (estimator/model_open.h), which builds the dependency graph, keeps of
- * each trace only its header and splits its kept collectives' waits for
- * the replays that queries run on it. Builders call it for new models and
- * the cache calls it to bring back a ready model after a restart or an
- * eviction, so both give the same model. A built model is immutable but
- * for its memo: the rendered answers to queries, kept (bounded) since the
- * same replay of the same model is asked for again and again. Handlers
- * (h_models.c) parse queries, ask them of the opened model and render the
- * answers; this file knows none of that. */
+ * each trace only its header and the notes a what-if reads of it, and
+ * splits its kept collectives' waits for the replays that queries run on
+ * it. Builders call it for new models and the cache calls it to bring
+ * back a ready model after a restart or an eviction, so both give the
+ * same model. A built model is immutable but for its memo: the rendered
+ * answers to queries, kept (bounded) since the same replay of the same
+ * model is asked for again and again. Handlers (h_models.c) parse
+ * queries, ask them of the opened model and render the answers; this
+ * file knows none of that. */
 #ifndef DAEMON_BUILT_H
 #define DAEMON_BUILT_H
 
@@ -102,14 +103,14 @@ struct est_traced_model;
 const struct est_traced_model *built_model_opened(const struct built_model *m);
 
 /* A view of the model's graph whose job holds its traces whole (every
- * event), for what needs more of them than a built model keeps (a what-if
- * reads module annotations, GEMM shapes and collective metadata; a
- * calibration joins ops to kernels). The first call reads them from their
- * blobs on all cores and m keeps them: later calls (what-ifs, what-if
- * validations, plans and calibrations of m) read no blob. *added gets the
- * bytes that first call kept (0 after), for the cache to count. *view
- * shares m's arrays and is valid while m is; never free it. Thread-safe:
- * concurrent first calls read once. */
+ * event), for what needs more of them than a built model keeps: a
+ * calibration joins ops to kernels (what-ifs, their validations and plans
+ * read the notes the model took of its traces instead: est_model_notes).
+ * The first call reads them from their blobs on all cores and m keeps
+ * them: later calibrations of m read no blob. *added gets the bytes that
+ * first call kept (0 after), for the cache to count. *view shares m's
+ * arrays and is valid while m is; never free it. Thread-safe: concurrent
+ * first calls read once. */
 struct model_graph;
 int built_model_whole(struct built_model *m, struct blob_store *bs, struct model_graph *view, size_t *added,
                       struct sc_error *err);

@@ -366,8 +366,38 @@ struct traces_ctx {
     const char *gpu;
 };
 
+/* The graph of e's built model with its traces whole (built_model_whole):
+ * read from their blobs once, on the model's first calibration, admitted
+ * first by the size of that read (413, 429), then kept and counted by the
+ * cache. On failure the reply in r and its status. *view is valid while e
+ * is held. */
+static int model_whole(struct svc *s, struct cache_entry *e, struct model_graph *view, struct api_reply *r)
+{
+    struct built_model *m = cache_value(e);
+    struct sc_error err;
+    size_t added;
+    uint64_t need = 0;
+    if (!built_model_has_whole(m)) {
+        double bytes = built_model_whole_bytes(m);
+        need = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
+        switch (admission_try(s->admission, need, "reading the model's traces whole", &err)) {
+        case ADMISSION_OK: break;
+        case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
+        case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
+        }
+    }
+    int rc = built_model_whole(m, s->blobs, view, &added, &err);
+    if (need)
+        admission_release(s->admission, need);
+    if (rc)
+        return api_fail_status(r, &err, API_E_INTERNAL);
+    if (added)
+        cache_charge(s->cache, e, added);
+    return SC_OK;
+}
+
 /* calib_fn: the model's traces whole, as the built model keeps them once
- * read (h_model_whole). */
+ * read (model_whole). */
 static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
 {
     struct traces_ctx *c = ctx;
@@ -403,7 +433,7 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
     api_model_release(&m);
     if (h_ready_model(s, q->params.id, &e, r))
         return;
-    if (h_model_whole(s, e, 1, &view, r) == SC_OK) {
+    if (model_whole(s, e, &view, r) == SC_OK) {
         struct traces_ctx c = {view.job, api_query_str(&q->query, "gpu")};
         make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
     }

@@ -610,51 +610,21 @@ static int model_job_config(struct svc *s, const char *id, struct job_config *cf
     return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
 }
 
-int h_model_whole(struct svc *s, struct cache_entry *e, int admit, struct model_graph *view, struct api_reply *r)
-{
-    struct built_model *m = cache_value(e);
-    struct sc_error err;
-    size_t added;
-    uint64_t need = 0;
-    if (admit && !built_model_has_whole(m)) {
-        double bytes = built_model_whole_bytes(m);
-        need = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
-        switch (admission_try(s->admission, need, "reading the model's traces whole", &err)) {
-        case ADMISSION_OK: break;
-        case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
-        case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
-        }
-    }
-    int rc = built_model_whole(m, s->blobs, view, &added, &err);
-    if (need)
-        admission_release(s->admission, need);
-    if (rc)
-        return api_fail_status(r, &err, API_E_INTERNAL);
-    if (added)
-        cache_charge(s->cache, e, added);
-    return SC_OK;
-}
-
-/* Run the what-if, on the model's graph with its traces whole (read once,
- * then kept: h_model_whole); on failure the reply: 400 naming a change the
- * set asks for, 422 for the job's config against its traces. */
+/* Run the what-if, on the model's graph and the notes taken of its traces
+ * when it was built (no trace is read again); on failure the reply: 400
+ * naming a change the set asks for, 422 for the job's config against its
+ * traces. */
 static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_config *cfg,
                       const struct job_config *set, struct whatif_result *res, struct api_reply *r)
 {
-    struct built_model *m = cache_value(e);
+    const struct est_traced_model *m = built_model_opened(cache_value(e));
     struct sc_error err;
-    struct model_graph view;
     struct whatif_size size;
     char what[160];
     int rc = SC_OK;
-    /* admitted first by its predicted size (whatif_size.h), with the
-     * traces' reading while the model does not keep them yet: 413 when it
+    /* admitted first by its predicted size (whatif_size.h): 413 when it
      * can never fit the memory budget, 429 while others hold it */
-    size_t n_traces;
-    built_model_traces(m, &n_traces);
-    int kept = built_model_has_whole(m);
-    whatif_size_predict(est_model_graph(built_model_opened(m))->n_tasks, kept ? 0 : built_model_whole_events(m),
-                        kept ? 0 : n_traces, cfg, set, &size);
+    whatif_size_predict(est_model_graph(m)->n_tasks, cfg, set, &size);
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
     switch (admission_try(s->admission, need, what, &err)) {
@@ -662,8 +632,7 @@ static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_con
     case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
     case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
     }
-    if ((rc = h_model_whole(s, e, 0, &view, r)) == SC_OK &&
-        est_model_whatif(built_model_opened(m), view.job, cfg, set, res, &err))
+    if (est_model_whatif(m, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     admission_release(s->admission, need);
     return rc;

@@ -29,12 +29,6 @@ int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set
  * building, 422 without a config). */
 int h_model_whatif_ready(struct svc *s, const char *id, struct job_config *cfg, struct cache_entry **e,
                          struct api_reply *r);
-/* The graph of e's built model with its traces whole (built_model_whole):
- * read from their blobs once, on the model's first need, then kept and
- * counted by the cache. With admit, that first read is admitted first by
- * its size (413, 429); without, the caller's admission counted it. On
- * failure the reply in r and its status. *view is valid while e is held. */
-int h_model_whole(struct svc *s, struct cache_entry *e, int admit, struct model_graph *view, struct api_reply *r);
 /* Model b against model a (model/ab.h, with diff's attribution) into r: 200
  * and the document of `stepcast ab --json`, memoised with a; else r holds
  * the error (404, 409 while either builds, 422) and its status is returned. */

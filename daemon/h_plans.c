@@ -38,6 +38,7 @@
 #include "daemon/h_estimate.h"
 #include "daemon/h_models.h"
 #include "daemon/h_shared.h"
+#include "estimator/model_open.h"
 #include "daemon/store.h"
 #include "common/banned.h"
 
@@ -241,14 +242,14 @@ static void plan_from_model(struct svc *s, const struct plan_source *src, struct
     memset(&pe, 0, sizeof pe);
     if (decode_request(s, src, &req, NULL, r))
         return;
-    /* a what-if reads the traces whole (kept by the model once read:
-     * h_model_whole, admitted before that read) */
+    /* the planner recovers the job's structure from the model's graph and
+     * the notes of its traces (no trace is read again) */
     if (svc_defer() || h_model_whatif_ready(s, src->model, &cfg, &pe.entry, r))
         return;
     pe.cache = s->cache;
-    if (h_model_whole(s, pe.entry, 1, &pe.view, r))
-        ;
-    else if (whatif_plan_request(&pe.view, &cfg, &req, &pe.whatif, &err))
+    const struct est_traced_model *m = built_model_opened(cache_value(pe.entry));
+    pe.graph = est_model_graph(m);
+    if (whatif_plan_request(pe.graph, est_model_notes(m), &cfg, &req, &pe.whatif, &err))
         api_fail(r, API_E_UNPROCESSABLE, "%s", err.msg);
     else if (start_plan(s, src, &req, &pe, H_MODEL_PLAN_INLINE_SPACE, "give fewer GPUs", r))
         return; /* the background plan gives both back */

@@ -248,7 +248,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, char **out
     counter(&t, "stepcast_model_cache_evictions_total", "models evicted to stay in budget",
             g->cache_evictions);
     counter(&t, "stepcast_trace_reads_total",
-            "trace files read from blobs: by builds, and once a model's for what needs them whole", g->trace_reads);
+            "trace files read from blobs: by builds, and once a model's for a calibration", g->trace_reads);
     header(&t, "stepcast_query_memo_total", "counter", "model queries by whether the answer was memoised");
     put(&t, "stepcast_query_memo_total{result=\"hit\"} %" PRIu64 "\n",
         (uint64_t)atomic_load_explicit(&m->memo[1], memory_order_relaxed));

@@ -2,6 +2,7 @@
 #include "daemon/model_blob.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,10 @@
 #include "common/strtab.h"
 #include "daemon/built.h"
 #include "daemon/digest.h"
+#include "estimator/costs/hardware.h"
 #include "estimator/model_open.h"
 #include "estimator/traced.h"
+#include "estimator/whatif/trace_notes.h"
 #include "model/graph.h"
 #include "model/graph_check.h"
 #include "model/job.h"
@@ -88,11 +91,23 @@ RECORD(rec_stats, model_graph_stats, FIELD(model_graph_stats, edges_by_kind),
        FIELD(model_graph_stats, host_waits_gap), FIELD(model_graph_stats, host_waits_loop));
 RECORD(rec_wait, model_coll_wait, FIELD(model_coll_wait, task), FIELD(model_coll_wait, wait),
        FIELD(model_coll_wait, from));
+RECORD(rec_call_note, trace_call_note, FIELD(trace_call_note, event), FIELD(trace_call_note, track),
+       FIELD(trace_call_note, at), FIELD(trace_call_note, layer), FIELD(trace_call_note, backward),
+       FIELD(trace_call_note, hook));
+RECORD(rec_coll_note, trace_coll_note, FIELD(trace_coll_note, event), FIELD(trace_coll_note, group_size),
+       FIELD(trace_coll_note, dtype_bytes), FIELD(trace_coll_note, in_nelems), FIELD(trace_coll_note, out_nelems));
+RECORD(rec_gemm_note, trace_gemm_note, FIELD(trace_gemm_note, event), FIELD(trace_gemm_note, shape.m),
+       FIELD(trace_gemm_note, shape.n), FIELD(trace_gemm_note, shape.k), FIELD(trace_gemm_note, shape.batch),
+       FIELD(trace_gemm_note, shape.dtype));
+/* a rank's notes but their arrays */
+RECORD(rec_notes, trace_notes, FIELD(trace_notes, ops_busy_ns), FIELD(trace_notes, module_layers),
+       FIELD(trace_notes, has_autograd), FIELD(trace_notes, has_hooks), FIELD(trace_notes, inductor_kernels),
+       FIELD(trace_notes, compiled_regions));
 
 static const struct record *const records[] = {
     &rec_trace_file, &rec_track, &rec_cat,  &rec_device, &rec_pg,   &rec_step,   &rec_task, &rec_task_src,
     &rec_edge,       &rec_res,   &rec_graph_step, &rec_graph_rank, &rec_group, &rec_part, &rec_peer,
-    &rec_folded,     &rec_stats, &rec_wait,
+    &rec_folded,     &rec_stats, &rec_wait, &rec_call_note, &rec_coll_note, &rec_gemm_note, &rec_notes,
 };
 
 /* The bytes a record takes in a blob. */
@@ -252,6 +267,20 @@ static void put_graph(struct wbuf *b, const struct model_graph *g)
     put_array(b, g->folding.measured, g->folding.n_measured, sizeof *g->folding.measured);
 }
 
+/* The notes of each graph rank: its arrays, then the rest. */
+static void put_notes(struct wbuf *b, const struct trace_notes_set *s)
+{
+    put_u64(b, s->n_ranks);
+    for (size_t r = 0; r < s->n_ranks; r++) {
+        const struct trace_notes *n = &s->rank[r];
+        put_records(b, n->calls, n->n_calls, &rec_call_note);
+        put_records(b, n->colls, n->n_colls, &rec_coll_note);
+        put_records(b, n->gemms, n->n_gemms, &rec_gemm_note);
+        put_array(b, n->op_keys, n->n_op_keys, sizeof *n->op_keys);
+        put_records(b, n, 1, &rec_notes);
+    }
+}
+
 int model_blob_seal(const void *payload, size_t len, void **out, size_t *n, struct sc_error *err)
 {
     uint8_t *p = malloc(MODEL_BLOB_HEADER + len);
@@ -293,6 +322,7 @@ int model_blob_write(const struct built_model *m, void **out, size_t *n, struct 
         put_trace(&b, job->ranks[i]);
     put_graph(&b, est_model_graph(om));
     put_records(&b, w->v, w->n, &rec_wait);
+    put_notes(&b, est_model_notes(om));
     int rc = b.oom ? sc_error_set(err, SC_ENOMEM, "out of memory") : model_blob_seal(b.p, b.n, out, n, err);
     free(b.p);
     return rc;
@@ -597,6 +627,91 @@ static struct model_graph *get_graph(struct rbuf *r)
     return g;
 }
 
+/* Each note of v (n of `size` bytes, each led by its uint32_t event):
+ * ascending by event, one note an event, each below the events its trace
+ * had. */
+static void events_ok(struct rbuf *r, const void *v, size_t n, size_t size, uint64_t events, size_t rank,
+                      const char *what)
+{
+    uint32_t prev = 0;
+    for (size_t i = 0; !r->rc && i < n; i++) {
+        uint32_t e;
+        memcpy(&e, (const uint8_t *)v + i * size, sizeof e);
+        if (e >= events || (i && e <= prev))
+            BAD(r, "rank %zu's %s note %zu is of event %u (its trace had %llu; notes go by event)", rank, what, i, e,
+                (unsigned long long)events);
+        prev = e;
+    }
+}
+
+/* What the what-if reads of a rank's notes in range: tracks, layers and
+ * hooks that are the trace's, shapes and sums that are numbers. */
+static void notes_ok(struct rbuf *r, const struct trace_notes *n, const struct model_trace *t, size_t rank)
+{
+    if (!t) {
+        BAD(r, "rank %zu of the graph has no trace for its notes", rank);
+        return;
+    }
+    events_ok(r, n->calls, n->n_calls, sizeof *n->calls, t->n_complete, rank, "call");
+    events_ok(r, n->colls, n->n_colls, sizeof *n->colls, t->n_complete, rank, "collective");
+    events_ok(r, n->gemms, n->n_gemms, sizeof *n->gemms, t->n_complete, rank, "GEMM");
+    if (!r->rc && (!isfinite(n->ops_busy_ns) || n->module_layers < 0 || n->has_autograd > 1 || n->has_hooks > 1))
+        BAD(r, "rank %zu's notes say nothing a trace could", rank);
+    for (size_t i = 0; !r->rc && i < n->n_calls; i++) {
+        const struct trace_call_note *c = &n->calls[i];
+        if (c->track >= t->n_tracks || c->layer < -1 || c->layer >= n->module_layers || c->backward < 0 ||
+            c->backward > 1 || c->hook < -1 || c->hook > TRACE_HOOK_DDP_BUFFERS)
+            BAD(r, "rank %zu's call note %zu names a track, layer or hook out of range", rank, i);
+    }
+    for (size_t i = 0; !r->rc && i < n->n_gemms; i++) {
+        const struct gemm_shape *g = &n->gemms[i].shape;
+        if (!(g->m >= 0 && g->n >= 0 && g->k >= 0 && g->batch >= 0) || !isfinite(g->m + g->n + g->k + g->batch) ||
+            (unsigned)g->dtype >= HW_DTYPE_COUNT)
+            BAD(r, "rank %zu's GEMM note %zu is of no shape", rank, i);
+    }
+    for (size_t i = 0; !r->rc && i < n->n_op_keys; i++)
+        if (n->op_keys[i] < 0 || (i && n->op_keys[i] < n->op_keys[i - 1]))
+            BAD(r, "rank %zu's operator notes are out of order at %zu", rank, i);
+}
+
+/* The notes of each rank of g (model.notes), read back as put_notes wrote
+ * them. */
+static void get_notes(struct rbuf *r, const struct model_graph *g, struct trace_notes_set *out)
+{
+    uint64_t n = get_u64(r, "notes");
+    if (r->rc)
+        return;
+    if (n != g->n_ranks) {
+        BAD(r, "notes of %llu ranks, the graph has %zu", (unsigned long long)n, g->n_ranks);
+        return;
+    }
+    if (!(out->rank = calloc(n ? (size_t)n : 1, sizeof *out->rank))) {
+        r->rc = sc_error_set(r->err, SC_ENOMEM, "out of memory");
+        return;
+    }
+    out->n_ranks = (size_t)n;
+    for (size_t k = 0; !r->rc && k < n; k++) {
+        struct trace_notes *t = &out->rank[k];
+        size_t one;
+        t->calls = get_records(r, &rec_call_note, &t->n_calls, SIZE_MAX, "call notes");
+        t->colls = get_records(r, &rec_coll_note, &t->n_colls, SIZE_MAX, "collective notes");
+        t->gemms = get_records(r, &rec_gemm_note, &t->n_gemms, SIZE_MAX, "GEMM notes");
+        t->op_keys = get_array(r, sizeof *t->op_keys, &t->n_op_keys, SIZE_MAX, "operator notes");
+        struct trace_notes *rest = get_records(r, &rec_notes, &one, 1, "notes");
+        if (rest) {
+            t->ops_busy_ns = rest->ops_busy_ns;
+            t->module_layers = rest->module_layers;
+            t->has_autograd = rest->has_autograd;
+            t->has_hooks = rest->has_hooks;
+            t->inductor_kernels = rest->inductor_kernels;
+            t->compiled_regions = rest->compiled_regions;
+        }
+        free(rest);
+        if (!r->rc)
+            notes_ok(r, t, model_graph_trace(g, (uint16_t)k), k);
+    }
+}
+
 /* The header: magic, version, layout, length and checksum. */
 static int header_ok(const uint8_t *p, size_t n, struct sc_error *err)
 {
@@ -672,6 +787,8 @@ int model_blob_read(const void *p, size_t n, const char *id, const struct model_
     for (size_t i = 0; !r.rc && i < nw; i++)
         if (w[i].task >= model.graph->n_tasks || w[i].wait < 0)
             BAD(&r, "collective wait %zu is of task %u of %zu", i, w[i].task, model.graph->n_tasks);
+    if (!r.rc)
+        get_notes(&r, model.graph, &model.notes);
     if (!r.rc && r.off != n)
         BAD(&r, "%zu bytes after its end", n - r.off);
     if (r.rc) {

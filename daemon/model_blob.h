@@ -15,16 +15,19 @@
  *     payload                 the traces it was built from (api_trace), its
  *                             job (each rank's trace header: model_trace_shed
  *                             keeps no more), its graph (graph.h: names, then
- *                             each array, counted), its collectives' waits
+ *                             each array, counted), its collectives' waits,
+ *                             the notes of each graph rank's trace
+ *                             (trace_notes.h: each array, then the rest)
  *
  * Each record is written field by field (model_blob.c lists the fields of
  * each struct), never its padding, and a text field's bytes after its NUL
  * are zeros: the same model is always the same bytes, and no byte of the
  * blob comes from memory the model never set. Version 1 wrote records as
- * raw memory; such a blob is refused and its model built again from its
- * traces. Numbers are the host's (the layout word includes the byte order).
- * Counts, array sizes, string ids and every index are checked when read,
- * and the graph passes model_graph_check(), so a truncated, corrupt or
+ * raw memory, version 2 had no notes; such a blob is stale (refused, its
+ * model built again from its traces). Numbers are the host's (the layout word includes the byte order).
+ * Counts, array sizes, string ids and every index are checked when read
+ * (notes: by event, below their trace's events, their tracks, layers and
+ * hooks in range), and the graph passes model_graph_check(), so a truncated, corrupt or
  * other-version blob is a clear error and no crash. */
 #ifndef DAEMON_MODEL_BLOB_H
 #define DAEMON_MODEL_BLOB_H
@@ -37,7 +40,7 @@
 struct built_model;
 struct model_load_opts;
 
-#define MODEL_BLOB_VERSION 2
+#define MODEL_BLOB_VERSION 3
 #define MODEL_BLOB_HEADER 88 /* magic, version, layout, payload bytes, checksum */
 
 /* m as a blob's bytes: *out from malloc, *n long. */

@@ -143,11 +143,11 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     char what[160];
     int rc;
     memset(out, 0, sizeof *out);
-    if (pe->view.job) { /* the what-if of the model's graph (whatif_size.h) */
+    if (pe->graph) { /* the what-if of the model's graph (whatif_size.h) */
         struct job_config set;
         struct whatif_size ws;
         whatif_plan_set(&pe->whatif, s, &set);
-        whatif_size_predict(pe->view.n_tasks, 0, 0, &pe->whatif.base, &set, &ws);
+        whatif_size_predict(pe->graph->n_tasks, &pe->whatif.base, &set, &ws);
         size.tasks = ws.tasks < 9e18 ? (int64_t)ws.tasks : INT64_MAX;
         size.bytes = ws.bytes;
     } else if ((rc = synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {
@@ -156,7 +156,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s, %lld tasks)",
              (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp,
-             pe->view.job ? "what-if" : synth_detail_name(d), (long long)size.tasks);
+             pe->graph ? "what-if" : synth_detail_name(d), (long long)size.tasks);
     if (pe->cancel) {
         if ((rc = admission_wait(pe->admission, need, what, cancelled, pe->cancel, err))) {
             pe->refused = rc == SC_ELIMIT ? ADMISSION_NEVER : ADMISSION_OK;
@@ -165,7 +165,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     } else if ((pe->refused = (int)admission_try(pe->admission, need, what, err)) != ADMISSION_OK) {
         return SC_ELIMIT;
     }
-    rc = pe->view.job ? a->inner.evaluate(a->inner.ctx, s, out, err) : synth_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
+    rc = pe->graph ? a->inner.evaluate(a->inner.ctx, s, out, err) : synth_estimate(s, pe->est.hw, &pe->est.costs, d, out, err);
     admission_release(pe->admission, need);
     return rc;
 }
@@ -220,8 +220,7 @@ int plans_run(struct store *store, const char *id, const char *request, const st
     struct sc_error perr;
     struct store_plan row = {.request = (char *)request, .created_ns = store_now_ns()};
     json_t *doc = NULL;
-    if (pe->view.job) {
-        pe->whatif.g = &pe->view; /* pe may have been copied since the view was made */
+    if (pe->graph) {
         whatif_plan_evaluator(&pe->whatif, &ev);
     } else {
         plan_evaluator_estimate(&pe->est, &ev);

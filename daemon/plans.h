@@ -30,8 +30,8 @@ struct cache_entry;
 
 /* What evaluates a plan's candidates: the estimator (est), or, for a plan
  * from a built model (POST /v1/models/{id}/plan), its what-if (whatif) on
- * `view`, the model's graph with its traces whole (view.job, kept by the
- * built model: h_model_whole), held by the cache entry `entry`. A plan by
+ * `graph`, the model's graph with the notes of its traces, held by the
+ * cache entry `entry`. A plan by
  * the estimator ranks at the bands `bands` (its own copy).
  * plans_start takes the entry and gives it back once the plan is stored;
  * plans_run leaves it to the caller. */
@@ -49,8 +49,8 @@ struct plans_eval {
     atomic_int *cancel; /* PLANS_GOING, or why it stops: PLANS_CANCELLED, _INTERRUPTED */
     struct est_plan_estimator est;
     struct est_bands bands;       /* the estimator's: ranked at the request's risk */
-    struct whatif_planner whatif; /* used when view.job is set; its graph is view */
-    struct model_graph view;
+    struct whatif_planner whatif; /* used when graph is set */
+    const struct model_graph *graph; /* the model's (entry's), or NULL for the estimator */
     struct cache *cache;
     struct cache_entry *entry;
     char owner[API_ID_MAX]; /* the token that asked: the stored plan is its (max-stored-per-token) */

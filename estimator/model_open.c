@@ -116,7 +116,8 @@ const struct model_coll_waits *est_model_waits(const struct est_traced_model *m)
 
 size_t est_model_bytes(const struct est_traced_model *m)
 {
-    size_t bytes = model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v;
+    size_t bytes = model_graph_bytes(m->model.graph) + m->model.waits.n * sizeof *m->model.waits.v +
+                   trace_notes_set_bytes(&m->model.notes);
     for (size_t i = 0; i < m->job->n_ranks; i++)
         bytes += model_trace_bytes(m->job->ranks[i]);
     return bytes;
@@ -152,12 +153,13 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
     return rc;
 }
 
-int est_model_whatif(const struct est_traced_model *m, const struct model_job *whole, const struct job_config *cfg,
-                     const struct job_config *set, struct whatif_result *out, struct sc_error *err)
+int est_model_whatif(const struct est_traced_model *m, const struct job_config *cfg, const struct job_config *set,
+                     struct whatif_result *out, struct sc_error *err)
 {
-    if (!whole)
-        return whatif_run(m->model.graph, cfg, set, out, err);
-    struct model_graph view = *m->model.graph; /* the graph, reading whole's traces */
-    view.job = whole;
-    return whatif_run(&view, cfg, set, out, err);
+    return whatif_run(m->model.graph, &m->model.notes, cfg, set, out, err);
+}
+
+const struct trace_notes_set *est_model_notes(const struct est_traced_model *m)
+{
+    return &m->model.notes;
 }

@@ -27,6 +27,7 @@ struct model_opportunities;
 struct model_replay;
 struct model_replay_opts;
 struct whatif_result;
+struct trace_notes_set;
 
 struct est_traced_model;
 
@@ -69,7 +70,8 @@ const struct model_job *est_model_job(const struct est_traced_model *m);
 /* The split waits of m's kept collectives (borrowed), for what stores them. */
 struct model_coll_waits;
 const struct model_coll_waits *est_model_waits(const struct est_traced_model *m);
-/* Bytes m holds: its traces as kept, its graph and its waits' split. */
+/* Bytes m holds: its traces as kept, its graph, its waits' split and
+ * its traces' notes. */
 size_t est_model_bytes(const struct est_traced_model *m);
 
 /* Replay m with ro, ro->waits set to m's split: the steps, their
@@ -94,10 +96,14 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
                  struct model_ab *out, struct sc_error *err);
 
 /* The what-if of m's job, described by cfg, changed as set says
- * (estimator/whatif/whatif.h). It reads the traces' events: m opened with
- * keep_traces, or `whole` the same job loaded whole (NULL: m's own).
+ * (estimator/whatif/whatif.h), from m's graph and the notes taken of its
+ * traces while they were whole (est_model_notes): no trace is read again.
  * Release with whatif_release. */
-int est_model_whatif(const struct est_traced_model *m, const struct model_job *whole, const struct job_config *cfg,
-                     const struct job_config *set, struct whatif_result *out, struct sc_error *err);
+int est_model_whatif(const struct est_traced_model *m, const struct job_config *cfg, const struct job_config *set,
+                     struct whatif_result *out, struct sc_error *err);
+
+/* The notes a what-if reads of m's traces, by graph rank
+ * (estimator/whatif/trace_notes.h). */
+const struct trace_notes_set *est_model_notes(const struct est_traced_model *m);
 
 #endif

@@ -71,10 +71,11 @@ $(BUILD)/gen/bands_data.c: data/calibration/bands.json scripts/embed.sh
 # the bands file reader (tests/fuzz/fuzz_bands.c)
 FUZZ_TARGETS += bands
 
-# whatif/: what-ifs on traced jobs: the job checked, its structure
-# recovered from the trace, collectives placed and their waits split, the
+# whatif/: what-ifs on traced jobs: the notes a what-if reads of a trace,
+# taken while it is whole, the job checked, its structure recovered from
+# the graph and those notes, collectives placed and their waits split, the
 # graph copied with new durations, the transforms
-CORE_SRCS += estimator/whatif/job_check.c estimator/whatif/structure.c estimator/whatif/coll_placement.c \
+CORE_SRCS += estimator/whatif/trace_notes.c estimator/whatif/job_check.c estimator/whatif/structure.c estimator/whatif/coll_placement.c \
              estimator/whatif/coll_split.c estimator/whatif/graph_copy.c estimator/whatif/whatif.c \
              estimator/whatif/whatif_pipeline.c estimator/whatif/whatif_plan.c estimator/whatif/whatif_size.c \
              estimator/whatif/whatif_price.c estimator/whatif/whatif_host.c estimator/whatif/whatif_result.c \

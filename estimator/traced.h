@@ -1,6 +1,7 @@
-/* estimator/traced.h: a traced job built into what its replays read: the
- * dependency graph and the split of its collectives kept for untraced
- * peers into transfer and wait (coll_split.h), found once when the model
+/* estimator/traced.h: a traced job built into what its replays and
+ * what-ifs read: the dependency graph, the split of its collectives kept
+ * for untraced peers into transfer and wait (coll_split.h), and the notes
+ * a what-if reads of its traces (trace_notes.h), found once when the model
  * is built. The command line's replay, critical-path, export, diff,
  * opportunities and what-if, and the daemon's built models, build through
  * here, then replay the graph with its waits as many times as they need. */
@@ -12,26 +13,31 @@
 #include "common/error.h"
 #include "model/graph.h"
 #include "model/replay.h"
+#include "estimator/whatif/trace_notes.h"
 
 struct model_job;
 
 struct est_traced {
     struct model_graph *graph;     /* borrows its job */
     struct model_coll_waits waits; /* waits.v from malloc (NULL when none) */
+    struct trace_notes_set notes;  /* by graph rank, taken while each trace was whole */
 };
 
 /* The model of paths[0..n): Chakra ET files imported
  * (estimator/interchange/chakra_import.h, with l->ranks and l->load's limits), or
  * Kineto traces built while they load (model_graph_build_paths: each
- * trace shed to its header once its part is found) or, with keep_traces,
+ * kept rank's notes taken, then its trace shed to its header once its
+ * part is found; l's kept and dropped are replaced) or, with keep_traces,
  * loaded whole first (for callers that read the trace's events again).
- * l NULL: as model_graph_build_paths's. *job gets the job (free it after
- * *out, also on failure); on failure *out is empty. */
+ * A Chakra job's notes are empty, one per rank. l NULL: as
+ * model_graph_build_paths's. *job gets the job (free it after *out, also
+ * on failure); on failure *out is empty. */
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
                      const struct model_graph_opts *go, int keep_traces, struct model_job **job,
                      struct est_traced *out, struct sc_error *err);
 
-/* The model of a loaded job (borrowed; it outlives *out). */
+/* The model of a loaded job (borrowed; it outlives *out), its traces
+ * whole (not shed). */
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err);
 

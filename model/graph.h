@@ -410,6 +410,16 @@ struct model_graph_load {
     /* called from the loading threads with the number of ranks built so far */
     void (*progress)(void *ctx, size_t built);
     void *progress_ctx;
+    /* NULL, or called from the loading threads with each trace, still
+     * whole, whose rank's part the graph may keep: never one folded into
+     * another rank's as it came. An error fails the build. */
+    int (*kept)(void *ctx, const struct model_trace *t, struct sc_error *err);
+    /* NULL, or told the trace of a part kept that was then folded into
+     * another's (one that stands for it, or on crossing fold_over): it
+     * will not be in the graph. Called under the build's lock, and it
+     * may come before kept's call for that trace returns. */
+    void (*dropped)(void *ctx, const struct model_trace *t);
+    void *kept_ctx; /* both's */
 };
 
 /* Load the traces that paths name (as model_job_load) and build their

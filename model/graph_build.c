@@ -218,8 +218,9 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
     f.reps_max = o.fold_reps_max;
     rc = sc_parallel_for(job->n_ranks, 0, part_of_rank, &jp, err);
     for (size_t i = 0; i < job->n_ranks; i++) { /* in rank order */
+        int kept;
         if (rc == SC_OK)
-            rc = gb_folder_add(&f, parts[i], err);
+            rc = gb_folder_add(&f, parts[i], &kept, err);
         else
             gb_rank_free(parts[i]);
     }
@@ -242,19 +243,26 @@ struct streamed {
 };
 
 /* model_job_each: a trace just loaded -> its part; the trace keeps only
- * its header. */
+ * its header. The trace of a part kept is handed whole to l->kept first
+ * (l->dropped, under the lock, when it is folded later on): p may be
+ * folded or freed by another thread once the lock is let go, but folding
+ * reads only a part's own tables and its trace's header (strings, tracks,
+ * steps, source), never the events read or shed here. */
 static int part_of_loaded(void *ctx, struct model_trace *t, struct sc_error *err)
 {
     struct streamed *s = ctx;
     struct builder *p;
+    int kept;
     int rc = rank_part(t, s->o, &p, err);
     if (rc)
         return rc;
-    model_trace_shed(t);
     pthread_mutex_lock(&s->mu);
-    rc = gb_folder_add(&s->fold, p, err);
+    rc = gb_folder_add(&s->fold, p, &kept, err);
     size_t done = ++s->n;
     pthread_mutex_unlock(&s->mu);
+    if (rc == SC_OK && kept && s->l->kept)
+        rc = s->l->kept(s->l->kept_ctx, t, err);
+    model_trace_shed(t);
     if (rc == SC_OK && s->l->progress)
         s->l->progress(s->l->progress_ctx, done);
     return rc;
@@ -284,6 +292,8 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
         model_load_opts_default(&lo);
     s.fold.over = o.fold_over;
     s.fold.reps_max = o.fold_reps_max;
+    s.fold.dropped = s.l->dropped;
+    s.fold.dropped_ctx = s.l->kept_ctx;
     pthread_mutex_init(&s.mu, NULL);
     struct model_job_each each = {part_of_loaded, &s};
     rc = model_job_load_each(paths, n, s.l->ranks, &lo, s.l->threads, &each, &job, err);

@@ -175,6 +175,10 @@ struct folder {
     size_t reps_max; /* model_graph_opts.fold_reps_max */
     struct builder **v; /* the parts held: every rank's, or once folding, the representatives */
     size_t n, cap;
+    /* NULL, or told the trace of each part held that is then folded into
+     * another's (model_graph_load.dropped) */
+    void (*dropped)(void *ctx, const struct model_trace *t);
+    void *dropped_ctx;
 };
 
 /* The ranks' parts, in rank order, and what is found across them. */
@@ -241,7 +245,11 @@ int gb_unexplained_waits(struct builder *b);
 
 /* graph_fold.c: alike ranks folded as they come */
 void gb_rank_profile(struct builder *b);
-int gb_folder_add(struct folder *f, struct builder *p, struct sc_error *err);
+/* Take a rank's part p (freed on failure); *kept: whether p is held now,
+ * before folding starts or as a representative (else it was folded into
+ * one). A part kept may still be folded later, into one that stands for
+ * it or on crossing the threshold: f->dropped is told then. */
+int gb_folder_add(struct folder *f, struct builder *p, int *kept, struct sc_error *err);
 int gb_folder_on(const struct folder *f);
 void gb_folder_release(struct folder *f);
 

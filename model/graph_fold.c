@@ -169,16 +169,31 @@ oom:
     goto out;
 }
 
-/* Take p (freed on failure) among the representatives. */
-static int fold_one(struct folder *f, struct builder *p, struct sc_error *err)
+/* The trace of a part held, now folded into another's. */
+static void drop(const struct folder *f, const struct builder *b)
 {
+    if (f->dropped)
+        f->dropped(f->dropped_ctx, b->r.t);
+}
+
+/* Take p (freed on failure) among the representatives; was_kept: p was
+ * held already (before folding started); *kept: whether p is one of them
+ * now (else it was folded into one). */
+static int fold_one(struct folder *f, struct builder *p, int was_kept, int *kept, struct sc_error *err)
+{
+    *kept = 0;
     for (size_t k = 0; k < f->n; k++) {
         struct builder *r = f->v[k];
         if (!alike(r, p))
             continue;
-        if (!stands_for(p, r))
+        if (!stands_for(p, r)) {
+            if (was_kept)
+                drop(f, p);
             return fold_into(r, p, err);
+        }
+        drop(f, r);
         f->v[k] = p;
+        *kept = 1;
         return fold_into(p, r, err);
     }
     if (f->reps_max && f->n >= f->reps_max) {
@@ -193,38 +208,40 @@ static int fold_one(struct folder *f, struct builder *p, struct sc_error *err)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
     f->v[f->n++] = p;
+    *kept = 1;
     return SC_OK;
 }
 
-/* Take a rank's part p (freed on failure). */
-int gb_folder_add(struct folder *f, struct builder *p, struct sc_error *err)
+int gb_folder_add(struct folder *f, struct builder *p, int *kept, struct sc_error *err)
 {
+    *kept = 0;
     if (++f->seen <= f->over) {
         if (sc_vec_reserve((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v)) {
             gb_rank_free(p);
             return sc_error_set(err, SC_ENOMEM, "out of memory");
         }
         f->v[f->n++] = p;
+        *kept = 1;
         return SC_OK;
     }
     if (f->seen == f->over + 1) { /* past the threshold: fold what is held */
         struct builder **held = f->v;
         size_t n = f->n;
-        int rc = SC_OK;
+        int rc = SC_OK, still;
         f->v = NULL;
         f->n = f->cap = 0;
         for (size_t i = 0; i < n; i++)
             if (rc)
                 gb_rank_free(held[i]);
             else
-                rc = fold_one(f, held[i], err);
+                rc = fold_one(f, held[i], 1, &still, err);
         free(held);
         if (rc) {
             gb_rank_free(p);
             return rc;
         }
     }
-    return fold_one(f, p, err);
+    return fold_one(f, p, 0, kept, err);
 }
 
 int gb_folder_on(const struct folder *f)

@@ -32,6 +32,11 @@ BENCH_LOAD := $(BUILD)/bench-load
 $(BENCH_LOAD): $(BUILD)/obj/tests/bench/bench_load.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
+# bench-notes: what taking a what-if's notes costs a build (make bench)
+BENCH_NOTES := $(BUILD)/bench-notes
+$(BENCH_NOTES): $(BUILD)/obj/tests/bench/bench_notes.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
 # bench-inflate: gzip inflate, zlib against ISA-L where the build has it (make bench)
 BENCH_INFLATE := $(BUILD)/bench-inflate
 $(BENCH_INFLATE): $(BUILD)/obj/tests/bench/bench_inflate.o

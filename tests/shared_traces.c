@@ -121,6 +121,16 @@ void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size)
     free(th_run_expect(argv, 0, NULL, NULL));
 }
 
+void th_gentrace_paths(int ranks, const char *const *args, char (*paths)[TH_PATH_MAX], const char **pv)
+{
+    char dir[4096];
+    th_gentrace_dir(ranks, args, dir, sizeof dir);
+    for (int r = 0; r < ranks; r++) {
+        snprintf(paths[r], TH_PATH_MAX, "%s/rank%d.json", dir, r);
+        pv[r] = paths[r];
+    }
+}
+
 struct model_job *th_gentrace_job(int ranks, const char *const *args)
 {
     char dir[4096];
@@ -205,7 +215,7 @@ int th_structure_recover(struct model_job *job, const char *cfg_text, struct th_
     if (!(out->job = job))
         return -1;
     if (spec_job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) || model_graph_build(job, NULL, &out->g, &err) ||
-        whatif_job_structure_recover(out->g, &cfg, &out->st, &err)) {
+        whatif_job_structure_recover(out->g, NULL, &cfg, &out->st, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
         return -1;
     }

@@ -43,6 +43,10 @@ struct model_job *th_gentrace_job(int ranks, const char *const *args);
 /* The same written only: its folder (rank<r>.json files) into dir[size]
  * (the test fails when gentrace does). */
 void th_gentrace_dir(int ranks, const char *const *args, char *dir, size_t size);
+/* The same, its files' paths into paths[r] for rank r, and pv[r]
+ * pointing there. */
+#define TH_PATH_MAX 4200
+void th_gentrace_paths(int ranks, const char *const *args, char (*paths)[TH_PATH_MAX], const char **pv);
 
 /* Check that `folded`, a replay of a job's graph with its alike ranks
  * folded (model/graph.h, MODEL_FOLD_OVER), equals `whole`, a replay of

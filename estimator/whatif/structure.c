@@ -10,10 +10,10 @@
 
 #include "estimator/costs/hardware.h"
 #include "estimator/whatif/job_check.h"
+#include "estimator/whatif/trace_notes.h"
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
-#include "model/runtime_api.h"
 #include "model/trace.h"
 #include "common/vec.h"
 #include "common/banned.h"
@@ -46,6 +46,10 @@ void whatif_job_structure_release(struct job_structure *s)
     free(s->phase);
     free(s->dp_use);
     free(s->host_ops);
+    free(s->gemm);
+    free(s->gemms);
+    s->gemm = NULL;
+    s->gemms = NULL;
     s->host_ops = NULL;
     s->phase = NULL;
     s->dp_use = NULL;
@@ -67,11 +71,16 @@ int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, s
     out->phase = malloc(n);
     out->dp_use = malloc(n);
     out->host_ops = malloc(n * sizeof *out->host_ops);
+    out->gemm = malloc(n * sizeof *out->gemm);
+    out->gemms = malloc((src->n_gemms ? src->n_gemms : 1) * sizeof *out->gemms);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
-        !out->host_ops) {
+        !out->host_ops || !out->gemm || !out->gemms) {
         whatif_job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
+    memcpy(out->gemm, src->gemm, n_tasks * sizeof *out->gemm);
+    if (src->n_gemms)
+        memcpy(out->gemms, src->gemms, src->n_gemms * sizeof *out->gemms);
     if (src->host_ops)
         memcpy(out->host_ops, src->host_ops, n_tasks * sizeof *out->host_ops);
     else
@@ -114,78 +123,13 @@ int whatif_job_structure_gpu(const struct model_graph *g, const struct hw_profil
     return sc_error_set(err, SC_EINVAL, "the trace names no GPU (no deviceProperties): the traced GPU is unknown");
 }
 
-/* ---- CPU spans around a call ---- */
+/* ---- the notes of a task's call ---- */
 
-/* Spans of one kind of CPU event (module calls, the autograd engine's
- * functions, gradient hooks), labelled, sorted by track and start; reach
- * is the latest end of the track's spans up to this one, so that the
- * search for the spans around a time stops where none reaches it. */
-struct span {
-    uint32_t track;
-    int64_t start, end, reach;
-    int32_t label;
-};
-
-struct spans {
-    struct span *v;
-    size_t n;
-};
-
-typedef int32_t (*span_label_fn)(const char *name); /* -1: not such a span */
-
-static int span_cmp(const void *a, const void *b)
+/* The notes of graph rank r. */
+static const struct trace_notes *notes_of(const struct trace_notes_set *n, uint16_t r)
 {
-    const struct span *x = a, *y = b;
-    if (x->track != y->track)
-        return x->track < y->track ? -1 : 1;
-    return (x->start > y->start) - (x->start < y->start);
-}
-
-static int spans_collect(const struct model_trace *t, span_label_fn label, struct spans *out, struct sc_error *err)
-{
-    size_t cap = 0;
-    out->v = NULL;
-    out->n = 0;
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        if (e->kind != MODEL_EV_PYTHON && e->kind != MODEL_EV_USER_ANNOTATION && e->kind != MODEL_EV_CPU_OP)
-            continue;
-        int32_t l = label(model_str(t, e->name));
-        if (l < 0)
-            continue;
-        if (sc_vec_reserve((void **)&out->v, &cap, out->n + 1, sizeof *out->v)) {
-            free(out->v);
-            out->v = NULL;
-            return sc_error_set(err, SC_ENOMEM, "out of memory");
-        }
-        out->v[out->n++] = (struct span){e->track, e->ts, e->ts + e->dur, 0, l};
-    }
-    if (out->n)
-        qsort(out->v, out->n, sizeof *out->v, span_cmp);
-    for (size_t k = 0; k < out->n; k++) {
-        int64_t prev = k && out->v[k - 1].track == out->v[k].track ? out->v[k - 1].reach : INT64_MIN;
-        out->v[k].reach = out->v[k].end > prev ? out->v[k].end : prev;
-    }
-    return SC_OK;
-}
-
-/* The label of the innermost span around time ts on a track (the latest
- * start at or before it that has not ended), or -1. */
-static int32_t spans_around(const struct spans *s, uint32_t track, int64_t ts)
-{
-    size_t lo = 0, hi = s->n; /* first span after (track, ts) */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->v[mid].track < track || (s->v[mid].track == track && s->v[mid].start <= ts))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    assert(lo == s->n || s->v[lo].track > track || s->v[lo].start > ts);
-    for (size_t k = lo; k-- > 0 && s->v[k].track == track && s->v[k].reach >= ts;)
-        if (s->v[k].end >= ts)
-            return s->v[k].label;
-    return -1;
+    assert(r < n->n_ranks);
+    return &n->rank[r];
 }
 
 /* The trace event of the call behind task i: a CPU task's own, a GPU
@@ -205,82 +149,32 @@ static uint32_t call_event(const struct model_graph *g, uint32_t i)
     return g->src[i].event;
 }
 
-/* Label every task by the spans around its call in its rank's trace (-1
- * where none is) into label[], in one pass over the tasks; found[r] gets
- * whether rank r's trace has such spans. */
-static int label_tasks(const struct model_graph *g, span_label_fn fn, int32_t *label, uint8_t *found,
-                       struct sc_error *err)
+/* The note of the call behind task i, or NULL. */
+static const struct trace_call_note *call_note(const struct model_graph *g, const struct trace_notes_set *n,
+                                               uint32_t i)
 {
-    struct spans *sp = calloc(g->n_ranks ? g->n_ranks : 1, sizeof *sp);
-    int rc = sp ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
-        const struct model_trace *t = whatif_job_structure_trace(g, r);
-        rc = t ? spans_collect(t, fn, &sp[r], err) : SC_OK;
-        found[r] = !rc && sp[r].n > 0;
-    }
-    for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
-        uint16_t r = g->tasks[i].rank;
-        const struct model_trace *t = whatif_job_structure_trace(g, r);
-        assert(r < g->n_ranks && (!sp[r].n || t));
-        uint32_t ev = sp[r].n ? call_event(g, i) : MODEL_NONE;
-        if (ev == MODEL_NONE || ev >= t->n_events)
-            continue;
-        int32_t l = spans_around(&sp[r], t->events[ev].track, t->events[ev].ts);
-        if (l >= 0)
-            label[i] = l;
-    }
-    for (uint16_t r = 0; sp && r < g->n_ranks; r++)
-        free(sp[r].v);
-    free(sp);
-    return rc;
+    uint32_t ev = call_event(g, i);
+    return ev == MODEL_NONE ? NULL : trace_notes_call(notes_of(n, g->tasks[i].rank), ev);
 }
 
 /* ---- layers from module annotations ---- */
 
-/* The layer number of "nn.Module: <Class>_<N>" with Class ending in Layer
- * or Block, or -1. */
-static int32_t module_layer(const char *name)
-{
-    static const char prefix[] = "nn.Module: ";
-    if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0)
-        return -1;
-    const char *cls = name + sizeof prefix - 1, *us = strrchr(cls, '_');
-    if (!us || us == cls || !us[1])
-        return -1;
-    size_t len = (size_t)(us - cls);
-    int layer_cls = (len >= 5 && strncmp(us - 5, "Layer", 5) == 0) || (len >= 5 && strncmp(us - 5, "Block", 5) == 0);
-    if (!layer_cls)
-        return -1;
-    char *end;
-    long v = strtol(us + 1, &end, 10);
-    return *end || v < 0 || v > (1 << 20) ? -1 : (int32_t)v;
-}
-
 /* Layers of rank r's CPU tasks from its trace's module annotations; *found
  * gets the most layers seen (0: no annotation). */
-static int modules_rank(const struct model_graph *g, uint16_t r, int32_t *layer, int *found, struct sc_error *err)
+static void modules_rank(const struct model_graph *g, const struct trace_notes_set *n, uint16_t r, int32_t *layer,
+                         int *found)
 {
-    const struct model_trace *t = whatif_job_structure_trace(g, r);
-    struct spans sp;
-    *found = 0;
-    if (!t)
-        return SC_OK;
-    if (spans_collect(t, module_layer, &sp, err))
-        return err->code;
-    for (size_t k = 0; k < sp.n; k++)
-        if (sp.v[k].label + 1 > *found)
-            *found = sp.v[k].label + 1;
-    for (uint32_t i = 0; sp.n && i < g->n_tasks; i++) {
+    const struct trace_notes *nt = notes_of(n, r);
+    *found = nt->module_layers;
+    for (uint32_t i = 0; *found && i < g->n_tasks; i++) {
         const struct model_task *tk = &g->tasks[i];
         uint32_t ev = g->src[i].event;
-        if (tk->rank != r || model_task_on_gpu(tk->cls) || ev == MODEL_NONE || ev >= t->n_events)
+        if (tk->rank != r || model_task_on_gpu(tk->cls) || ev == MODEL_NONE)
             continue;
-        int32_t l = spans_around(&sp, t->events[ev].track, t->events[ev].ts);
-        if (l >= 0)
-            layer[i] = l;
+        const struct trace_call_note *c = trace_notes_call(nt, ev);
+        if (c && c->layer >= 0)
+            layer[i] = c->layer;
     }
-    free(sp.v);
-    return SC_OK;
 }
 
 /* ---- layers from the repeating kernel sequence ---- */
@@ -418,61 +312,6 @@ const char *whatif_struct_grad_sync_name(enum struct_grad_sync s)
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "none";
 }
 
-static int has_prefix(const char *s, const char *p)
-{
-    return s && strncmp(s, p, strlen(p)) == 0;
-}
-
-#define AUTOGRAD_FUNCTION "autograd::engine::evaluate_function: "
-
-static int32_t autograd_label(const char *name)
-{
-    return has_prefix(name, AUTOGRAD_FUNCTION) ? 1 : -1;
-}
-
-/* The hooks that launch data-parallel collectives, by the names PyTorch's
- * autograd engine, DDP and FSDP (FSDP2's "FSDP::", FSDP1's
- * "FullyShardedDataParallel.") record them with. */
-enum hook { HOOK_GRADS, HOOK_FSDP_GRADS, HOOK_FSDP_PARAMS, HOOK_DDP_BUFFERS };
-
-static int32_t hook_label(const char *name)
-{
-    static const char *const fsdp_params[] = {"FSDP::all_gather",
-                                              "FSDP::pre_forward",
-                                              "FSDP::pre_backward",
-                                              "FSDP::unshard",
-                                              "FullyShardedDataParallel._pre_forward",
-                                              "FullyShardedDataParallel._pre_backward_hook",
-                                              "FullyShardedDataParallel._pre_backward_prefetch",
-                                              "FullyShardedDataParallel._post_backward_prefetch",
-                                              "FullyShardedDataParallel._unshard"};
-    if (!name)
-        return -1;
-    if (has_prefix(name, AUTOGRAD_FUNCTION))
-        return strstr(name, "AccumulateGrad") ? HOOK_GRADS : -1;
-    if (has_prefix(name, "FSDP::post_backward") || has_prefix(name, "FullyShardedDataParallel._post_backward_hook"))
-        return HOOK_FSDP_GRADS;
-    for (size_t k = 0; k < sizeof fsdp_params / sizeof *fsdp_params; k++)
-        if (has_prefix(name, fsdp_params[k]))
-            return HOOK_FSDP_PARAMS;
-    return strcmp(name, "DistributedDataParallel.forward") == 0 ? HOOK_DDP_BUFFERS : -1;
-}
-
-/* Kernels Inductor generated and compiled regions in rank r's trace. */
-static void compiled_rank(const struct model_trace *t, struct job_structure *out)
-{
-    for (size_t i = 0; t && i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        const char *name = model_str(t, e->name);
-        if (e->kind == MODEL_EV_KERNEL)
-            out->inductor_kernels += has_prefix(name, "triton_");
-        else if (e->kind == MODEL_EV_CPU_OP || e->kind == MODEL_EV_USER_ANNOTATION || e->kind == MODEL_EV_PYTHON)
-            out->compiled_regions += name && (strcmp(name, "CompiledFunction") == 0 ||
-                                              has_prefix(name, "Torch-Compiled Region") ||
-                                              strcmp(name, AUTOGRAD_FUNCTION "CompiledFunctionBackward") == 0);
-    }
-}
-
 /* The most distinct layers with forward (backward) kernels in one step of
  * a rank. */
 static void layers_by_phase(const struct model_graph *g, struct job_structure *out)
@@ -505,51 +344,34 @@ static void layers_by_phase(const struct model_graph *g, struct job_structure *o
 }
 
 /* Phases, data-parallel uses and the gradient reduction of g's tasks (the
- * roles already classified). */
-static int launchers(const struct model_graph *g, struct job_structure *out, struct sc_error *err)
+ * roles already classified), from the spans around their calls. */
+static void launchers(const struct model_graph *g, const struct trace_notes_set *n, struct job_structure *out)
 {
-    int32_t *label = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *label);
-    int32_t *hook = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *hook);
-    if (!label || !hook) {
-        free(label);
-        free(hook);
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    int fsdp = 0, scattered = 0;
+    for (uint16_t r = 0; r < g->n_ranks; r++) {
+        out->inductor_kernels += notes_of(n, r)->inductor_kernels;
+        out->compiled_regions += notes_of(n, r)->compiled_regions;
     }
-    for (size_t i = 0; i < g->n_tasks; i++)
-        label[i] = hook[i] = -1;
-    int rc = SC_OK, fsdp = 0, scattered = 0;
-    uint8_t *found = calloc(g->n_ranks ? g->n_ranks : 1, 1), *hooks = calloc(g->n_ranks ? g->n_ranks : 1, 1);
-    rc = !found || !hooks ? sc_error_set(err, SC_ENOMEM, "out of memory")
-                          : label_tasks(g, autograd_label, label, found, err);
-    if (!rc)
-        rc = label_tasks(g, hook_label, hook, hooks, err);
-    for (uint32_t i = 0; !rc && i < g->n_tasks; i++)
-        if (found[g->tasks[i].rank])
-            out->phase[i] = label[i] >= 0 ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
-    for (uint16_t r = 0; !rc && r < g->n_ranks; r++)
-        compiled_rank(whatif_job_structure_trace(g, r), out);
-    free(found);
-    free(hooks);
-    for (uint32_t i = 0; !rc && i < g->n_tasks; i++) {
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct trace_call_note *c = call_note(g, n, i);
+        int hook = c ? c->hook : -1;
+        if (notes_of(n, g->tasks[i].rank)->has_autograd)
+            out->phase[i] = c && c->backward ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
         out->backward_tasks += out->phase[i] == STRUCT_PHASE_BACKWARD;
         if (out->role[i] != STRUCT_ROLE_DP)
             continue;
-        enum struct_dp_use use = hook[i] == HOOK_GRADS || hook[i] == HOOK_FSDP_GRADS ? STRUCT_DP_GRADS
-                                 : hook[i] == HOOK_FSDP_PARAMS                        ? STRUCT_DP_PARAMS
-                                 : hook[i] == HOOK_DDP_BUFFERS && g->tasks[i].sub == MODEL_COLL_BROADCAST
+        enum struct_dp_use use = hook == TRACE_HOOK_GRADS || hook == TRACE_HOOK_FSDP_GRADS ? STRUCT_DP_GRADS
+                                 : hook == TRACE_HOOK_FSDP_PARAMS                          ? STRUCT_DP_PARAMS
+                                 : hook == TRACE_HOOK_DDP_BUFFERS && g->tasks[i].sub == MODEL_COLL_BROADCAST
                                      ? STRUCT_DP_BUFFERS
-                                                                                      : STRUCT_DP_OTHER;
-        fsdp |= hook[i] == HOOK_FSDP_GRADS || hook[i] == HOOK_FSDP_PARAMS;
+                                     : STRUCT_DP_OTHER;
+        fsdp |= hook == TRACE_HOOK_FSDP_GRADS || hook == TRACE_HOOK_FSDP_PARAMS;
         scattered |= use == STRUCT_DP_GRADS && g->tasks[i].sub == MODEL_COLL_REDUCESCATTER;
         out->dp_use[i] = (uint8_t)use;
         out->by_use[use]++;
         out->use_bytes[use] += out->coll_bytes[i] > 0 ? (double)out->coll_bytes[i] : 0;
         out->use_ms[use] += (double)g->tasks[i].dur / 1e6;
     }
-    free(label);
-    free(hook);
-    if (rc)
-        return rc;
     out->grad_sync = fsdp                              ? STRUCT_SYNC_FSDP
                      : scattered                       ? STRUCT_SYNC_ZERO
                      : out->by_use[STRUCT_DP_GRADS] > 0 ? STRUCT_SYNC_DDP
@@ -557,7 +379,6 @@ static int launchers(const struct model_graph *g, struct job_structure *out, str
     for (size_t s = 0; s < g->n_steps; s++)
         out->steps += g->steps[s].end != MODEL_NONE;
     layers_by_phase(g, out);
-    return SC_OK;
 }
 
 /* ---- collective roles ---- */
@@ -569,7 +390,8 @@ int whatif_struct_coll_is_p2p(int op)
 
 /* Communication task i's size and group size: its group's, else its
  * kernel's arguments'. */
-static void comm_info(const struct model_graph *g, uint32_t i, int64_t *bytes, int32_t *size)
+static void comm_info(const struct model_graph *g, const struct trace_notes_set *n, uint32_t i, int64_t *bytes,
+                      int32_t *size)
 {
     const struct model_task *t = &g->tasks[i];
     *bytes = -1;
@@ -577,16 +399,11 @@ static void comm_info(const struct model_graph *g, uint32_t i, int64_t *bytes, i
     if (t->group != MODEL_NONE) {
         *bytes = g->groups[t->group].bytes;
         *size = (int32_t)g->groups[t->group].size;
-    } else {
-        const struct model_trace *tr = whatif_job_structure_trace(g, t->rank);
-        uint32_t ev = g->src[i].event;
-        if (tr && ev != MODEL_NONE && ev < tr->n_events) {
-            uint32_t info = tr->events[ev].info;
-            if (info != MODEL_NONE && tr->infos[info].coll != MODEL_NONE) {
-                const struct model_collective *c = &tr->colls[tr->infos[info].coll];
-                *bytes = model_coll_bytes(tr, c, (enum model_coll_op)t->sub);
-                *size = c->group_size;
-            }
+    } else if (g->src[i].event != MODEL_NONE) {
+        const struct trace_coll_note *c = trace_notes_coll(notes_of(n, t->rank), g->src[i].event);
+        if (c) {
+            *bytes = trace_coll_note_bytes(c, t->sub);
+            *size = c->group_size;
         }
     }
     if (*size <= 1)
@@ -640,127 +457,48 @@ static int check_groups(const struct model_graph *g, const struct job_config *c,
     return SC_OK;
 }
 
-/* ---- the profiler's operators ---- */
+/* ---- the profiler's operators and the GEMMs' shapes ---- */
 
-static int int64_cmp(const void *a, const void *b)
+/* out->host_ops: for each runtime call on a CPU thread, the operators its
+ * trace recorded on its thread within its host gap (the gap ends where the
+ * call starts); out->host_ops_ns: the host's working time inside them. */
+static void host_ops(const struct model_graph *g, const struct trace_notes_set *n, struct job_structure *out)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The first of the n sorted keys at or after k. */
-static size_t lower_bound(const int64_t *v, size_t n, int64_t k)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (v[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Whether event e of t is a runtime call that blocks its thread on the
- * GPU: a synchronising call, or an async copy to pageable host memory
- * (it returns once the copy has run, as the graph has it: an item(), a
- * .cpu() of a loss). */
-static int blocking_call(const struct model_trace *t, size_t e)
-{
-    const struct model_event *c = &t->events[e];
-    if (c->kind != MODEL_EV_RUNTIME && c->kind != MODEL_EV_DRIVER)
-        return 0;
-    if (c->rt == MODEL_RT_LAUNCH) {
-        uint32_t l = t->link ? t->link[e] : MODEL_NONE;
-        return l != MODEL_NONE && t->events[l].kind == MODEL_EV_MEMCPY &&
-               model_copy_pageable_dtoh(model_str(t, t->events[l].name));
-    }
-    return c->rt == MODEL_RT_LAUNCH_SYNC || c->rt == MODEL_RT_SYNC_STREAM || c->rt == MODEL_RT_SYNC_DEVICE ||
-           c->rt == MODEL_RT_SYNC_EVENT || c->rt == MODEL_RT_QUERY;
-}
-
-/* The time trace t's host threads spend working inside recorded operators:
- * the union of its cpu_op spans on each thread, less the calls in them
- * that wait for the GPU (a .item(), a blocking copy), ns. */
-static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error *err)
-{
-    struct span *v = malloc((t->n_events ? t->n_events : 1) * sizeof *v);
-    size_t k = 0, m = 0;
-    if (!v)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (size_t e = 0; e < t->n_events; e++)
-        if (t->events[e].kind == MODEL_EV_CPU_OP)
-            v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
-    qsort(v, k, sizeof *v, span_cmp);
-    for (size_t i = 0; i < k; i++) { /* merged in place, per thread */
-        if (m && v[m - 1].track == v[i].track && v[i].start <= v[m - 1].end) {
-            if (v[i].end > v[m - 1].end)
-                v[m - 1].end = v[i].end;
-        } else {
-            v[m++] = v[i];
-        }
-    }
-    for (size_t i = 0; i < m; i++)
-        *out += (double)(v[i].end - v[i].start);
-    for (size_t e = 0; e < t->n_events; e++) {
-        const struct model_event *c = &t->events[e];
-        if (!blocking_call(t, e))
+    for (uint16_t r = 0; r < g->n_ranks; r++)
+        out->host_ops_ns += notes_of(n, r)->ops_busy_ns;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        const struct trace_notes *nt = notes_of(n, tk->rank);
+        uint32_t ev = g->src[i].event;
+        if (!nt->n_op_keys || tk->cls != MODEL_TASK_CALL || ev == MODEL_NONE || tk->gap <= 0)
             continue;
-        size_t lo = 0, hi = m; /* the first merged span after the call's start */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (v[mid].track < c->track || (v[mid].track == c->track && v[mid].start <= c->ts))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo && v[lo - 1].track == c->track && c->ts < v[lo - 1].end)
-            *out -= (double)((c->ts + c->dur < v[lo - 1].end ? c->ts + c->dur : v[lo - 1].end) - c->ts);
+        const struct trace_call_note *c = trace_notes_call(nt, ev);
+        if (!c)
+            continue;
+        size_t k = trace_notes_ops_between(nt, c->track, c->at - tk->gap, c->at);
+        out->host_ops[i] = (uint16_t)(k < UINT16_MAX ? k : UINT16_MAX);
+        out->host_ops_total += out->host_ops[i];
     }
-    free(v);
-    return SC_OK;
 }
 
-/* out->host_ops: for each runtime call on a CPU thread, the cpu_op events
- * of its trace that began on its thread within its host gap (the gap ends
- * where the call starts); out->host_ops_ns: the host's working time inside
- * them (ops_busy_ns). Keys are (track, time since the trace's first
- * event) packed in 64 bits: 16 bits of track, 48 of nanoseconds (78 hours). */
-static int host_ops(const struct model_graph *g, struct job_structure *out, struct sc_error *err)
+/* out->gemm and out->gemms: the shapes of the GPU tasks launched by a GEMM
+ * op that records its shape. */
+static int gemm_shapes(const struct model_graph *g, const struct trace_notes_set *n, struct job_structure *out,
+                       struct sc_error *err)
 {
-    for (uint16_t r = 0; r < g->n_ranks; r++) {
-        const struct model_trace *t = whatif_job_structure_trace(g, r);
-        size_t n = 0, k = 0;
-        for (size_t e = 0; t && e < t->n_events; e++)
-            n += t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff;
-        if (!n)
+    size_t cap = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        const struct trace_gemm_note *s = NULL;
+        out->gemm[i] = UINT32_MAX;
+        if (model_task_on_gpu(tk->cls) && tk->cls != MODEL_TASK_COMM && g->src[i].event != MODEL_NONE)
+            s = trace_notes_gemm(notes_of(n, tk->rank), g->src[i].event);
+        if (!s)
             continue;
-        int rc = ops_busy_ns(t, &out->host_ops_ns, err);
-        if (rc)
-            return rc;
-        int64_t *key = malloc(n * sizeof *key);
-        if (!key)
+        if (sc_vec_reserve((void **)&out->gemms, &cap, out->n_gemms + 1, sizeof *out->gemms))
             return sc_error_set(err, SC_ENOMEM, "out of memory");
-        for (size_t e = 0; e < t->n_events; e++)
-            if (t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff)
-                key[k++] = (int64_t)t->events[e].track << 48 | ((t->events[e].ts - t->first_ts) & ((1LL << 48) - 1));
-        qsort(key, n, sizeof *key, int64_cmp);
-        for (uint32_t i = 0; i < g->n_tasks; i++) {
-            const struct model_task *tk = &g->tasks[i];
-            uint32_t ev = g->src[i].event;
-            if (tk->rank != r || tk->cls != MODEL_TASK_CALL || ev == MODEL_NONE || ev >= t->n_events || tk->gap <= 0)
-                continue;
-            const struct model_event *e = &t->events[ev];
-            int64_t at = e->ts - t->first_ts, from = at - tk->gap;
-            if (at < 0 || from < 0 || at >= 1LL << 48 || e->track > 0xffff)
-                continue;
-            int64_t track = (int64_t)e->track << 48;
-            size_t c = lower_bound(key, n, track | at) - lower_bound(key, n, track | from);
-            out->host_ops[i] = (uint16_t)(c < UINT16_MAX ? c : UINT16_MAX);
-            out->host_ops_total += out->host_ops[i];
-        }
-        free(key);
+        out->gemm[i] = (uint32_t)out->n_gemms;
+        out->gemms[out->n_gemms++] = s->shape;
     }
     return SC_OK;
 }
@@ -793,26 +531,22 @@ static int check_layers(const struct job_config *cfg, int found, enum struct_lay
                         found, rank);
 }
 
-int whatif_job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
-                          struct sc_error *err)
+/* whatif_job_structure_recover with g's notes n. */
+static int recover(const struct model_graph *g, const struct trace_notes_set *n, const struct job_config *cfg,
+                   struct job_structure *out, struct sc_error *err)
 {
-    atomic_fetch_add(&recoveries, 1);
-    memset(out, 0, sizeof *out);
-    out->world_size = -1;
-    if (!g->job)
-        return sc_error_set(err, SC_EINVAL, "the graph was not built from a trace");
-    out->layer = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->layer);
-    out->role = calloc(g->n_tasks ? g->n_tasks : 1, 1);
-    out->coll_bytes = malloc((g->n_tasks ? g->n_tasks : 1) * sizeof *out->coll_bytes);
-    out->coll_size = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->coll_size);
-    out->phase = calloc(g->n_tasks ? g->n_tasks : 1, 1);
-    out->dp_use = calloc(g->n_tasks ? g->n_tasks : 1, 1);
-    out->host_ops = calloc(g->n_tasks ? g->n_tasks : 1, sizeof *out->host_ops);
+    size_t nt = g->n_tasks ? g->n_tasks : 1;
+    out->layer = malloc(nt * sizeof *out->layer);
+    out->role = calloc(nt, 1);
+    out->coll_bytes = malloc(nt * sizeof *out->coll_bytes);
+    out->coll_size = calloc(nt, sizeof *out->coll_size);
+    out->phase = calloc(nt, 1);
+    out->dp_use = calloc(nt, 1);
+    out->host_ops = calloc(nt, sizeof *out->host_ops);
+    out->gemm = malloc(nt * sizeof *out->gemm);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
-        !out->host_ops) {
-        whatif_job_structure_release(out);
+        !out->host_ops || !out->gemm)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
-    }
     for (size_t i = 0; i < g->n_tasks; i++) {
         out->layer[i] = -1;
         out->coll_bytes[i] = -1;
@@ -826,10 +560,8 @@ int whatif_job_structure_recover(const struct model_graph *g, const struct job_c
         const struct model_trace *t = whatif_job_structure_trace(g, r);
         if (t && t->world_size > 0) {
             out->world_size = t->world_size;
-            if (whatif_job_check_world_size(cfg, t->world_size, "", err)) {
-                whatif_job_structure_release(out);
+            if (whatif_job_check_world_size(cfg, t->world_size, "", err))
                 return err->code;
-            }
         }
     }
     int rc = check_groups(g, cfg, err);
@@ -837,10 +569,10 @@ int whatif_job_structure_recover(const struct model_graph *g, const struct job_c
     /* layers: module annotations on any rank, else repeats */
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
         int found;
-        rc = modules_rank(g, r, out->layer, &found, err);
+        modules_rank(g, n, r, out->layer, &found);
         if (found > out->layers_per_rank)
             out->layers_per_rank = found;
-        if (!rc && found)
+        if (found)
             rc = check_layers(cfg, found, STRUCT_LAYERS_MODULES, g->ranks[r].id, err);
     }
     if (out->layers_per_rank)
@@ -860,29 +592,48 @@ int whatif_job_structure_recover(const struct model_graph *g, const struct job_c
     }
     if (!out->layer_source && out->layers_per_rank)
         out->layer_source = STRUCT_LAYERS_REPEAT;
-    if (rc) {
-        whatif_job_structure_release(out);
+    if (rc)
         return rc;
-    }
 
     propagate(g, out->layer);
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         out->layer_tasks += out->layer[i] >= 0;
         if (g->tasks[i].cls != MODEL_TASK_COMM)
             continue;
-        comm_info(g, i, &out->coll_bytes[i], &out->coll_size[i]);
-        if (out->coll_size[i] && !whatif_job_config_has_group(cfg, out->coll_size[i], whatif_struct_coll_is_p2p(g->tasks[i].sub))) {
-            rc = contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel", model_graph_str(g, g->src[i].name),
-                               err);
-            whatif_job_structure_release(out);
-            return rc;
-        }
+        comm_info(g, n, i, &out->coll_bytes[i], &out->coll_size[i]);
+        if (out->coll_size[i] &&
+            !whatif_job_config_has_group(cfg, out->coll_size[i], whatif_struct_coll_is_p2p(g->tasks[i].sub)))
+            return contradiction(cfg, out->coll_size[i], g->tasks[i].sub, "kernel",
+                                 model_graph_str(g, g->src[i].name), err);
         enum struct_role role = classify(g, i, out->layer[i], out->coll_size[i], cfg);
         out->role[i] = (uint8_t)role;
         out->by_role[role]++;
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
     }
-    if ((rc = launchers(g, out, err)) || (rc = host_ops(g, out, err)))
+    launchers(g, n, out);
+    host_ops(g, n, out);
+    return gemm_shapes(g, n, out, err);
+}
+
+int whatif_job_structure_recover(const struct model_graph *g, const struct trace_notes_set *notes,
+                                 const struct job_config *cfg, struct job_structure *out, struct sc_error *err)
+{
+    struct trace_notes_set own = {0};
+    atomic_fetch_add(&recoveries, 1);
+    memset(out, 0, sizeof *out);
+    out->world_size = -1;
+    if (!g->job)
+        return sc_error_set(err, SC_EINVAL, "the graph was not built from a trace");
+    if (!notes) {
+        int rc = trace_notes_of_graph(g, &own, err);
+        if (rc)
+            return rc;
+        notes = &own;
+    }
+    assert(notes->n_ranks == g->n_ranks);
+    int rc = recover(g, notes, cfg, out, err);
+    trace_notes_set_release(&own);
+    if (rc)
         whatif_job_structure_release(out);
     return rc;
 }

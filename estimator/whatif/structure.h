@@ -1,7 +1,7 @@
 /* estimator/whatif/structure.h: what a traced job's graph is made of, recovered
- * from the trace and checked against the job's description (job_config.h),
- * for the what-ifs (whatif.h) to transform and for `stepcast inspect` to
- * show.
+ * from the graph and the notes taken of its traces (trace_notes.h) and
+ * checked against the job's description (job_config.h), for the what-ifs
+ * (whatif.h) to transform and for `stepcast inspect` to show.
  *
  * Layers: from module annotations first (python_function spans named as
  * PyTorch names module calls, "nn.Module: TransformerLayer_3", a class
@@ -69,10 +69,12 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "estimator/costs/kernel_model.h"
 #include "estimator/spec/job_config.h"
 
 struct model_graph;
 struct hw_profile;
+struct trace_notes_set;
 
 #define STRUCT_MIN_BLOCK 2
 
@@ -104,6 +106,11 @@ struct job_structure {
      * events) that began on a runtime call's thread in the host gap
      * before it; 0 for every other task */
     uint16_t *host_ops;
+    /* per task: its GEMM's shape as the op that launched it records it
+     * (gemms[gemm[i]]), or UINT32_MAX */
+    uint32_t *gemm;
+    struct gemm_shape *gemms;
+    size_t n_gemms;
     enum struct_layer_source layer_source;
     int layers_per_rank;     /* the most layers found on one rank (0: none) */
     size_t layer_tasks;      /* tasks found inside a layer */
@@ -126,10 +133,12 @@ struct job_structure {
     double host_ops_ns; /* the host's time inside them (their spans' union less its waits on the GPU) */
 };
 
-/* Recover g's structure (g built from a job: g->job must be set) and check
- * it against cfg. Release with whatif_job_structure_release(). */
-int whatif_job_structure_recover(const struct model_graph *g, const struct job_config *cfg, struct job_structure *out,
-                          struct sc_error *err);
+/* Recover g's structure (g built from a job: g->job must be set) from the
+ * notes taken of its traces (trace_notes.h; NULL: taken here from g's
+ * traces, which must be whole) and check it against cfg. Release with
+ * whatif_job_structure_release(). */
+int whatif_job_structure_recover(const struct model_graph *g, const struct trace_notes_set *notes,
+                                 const struct job_config *cfg, struct job_structure *out, struct sc_error *err);
 /* Structures whatif_job_structure_recover has recovered in this process (what a
  * search over one job, a plan, must do once: whatif_plan.h). */
 unsigned long whatif_job_structure_recoveries(void);

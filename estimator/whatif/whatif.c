@@ -15,7 +15,6 @@
 
 #include "estimator/whatif/coll_split.h"
 #include "estimator/costs/collective_model.h"
-#include "estimator/calibrate/gemm_samples.h"
 #include "estimator/whatif/graph_copy.h"
 #include "estimator/costs/hardware.h"
 #include "estimator/whatif/job_check.h"
@@ -32,6 +31,7 @@
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/kernel_family.h"
+#include "model/trace.h"
 #include "model/replay.h"
 #include "common/vec.h"
 #include "common/banned.h"
@@ -160,13 +160,13 @@ static void retime(struct wf *w, uint32_t i, double r, enum whatif_model m)
 }
 
 /* Transform 2: the GPU type. A kernel launched by a GEMM op with its
- * shape recorded (gemm_samples.h) is re-timed by the model's ratio for
+ * shape recorded (structure.h: gemm) is re-timed by the model's ratio for
  * that shape; another compute-bound kernel by the ratio for the square
  * GEMM the model gives its measured time; PyTorch's non-vectorised
  * elementwise kernels by the ratio of their kernel model (the SMs' element
  * rate where it bounds them); the rest by the achievable memory
  * bandwidth's. */
-static int gpu_type(struct wf *w, struct sc_error *err)
+static void gpu_type(struct wf *w)
 {
     const struct model_graph *g = w->g;
     double mem = w->pr.hw0->hbm_gbps / w->pr.hw1->hbm_gbps;
@@ -174,37 +174,21 @@ static int gpu_type(struct wf *w, struct sc_error *err)
     double binary = cost_kernel_mem_bytes(KERNEL_MEM_BINARY, 1, HW_BF16, HW_BF16);
     double strided = cost_kernel_strided_us(&w->pr.kp1, w->pr.hw1, 1, binary) /
                      cost_kernel_strided_us(&w->pr.kp0, w->pr.hw0, 1, binary);
-    int rc = SC_OK;
     if (w->pr.hw0 == w->pr.hw1)
-        return SC_OK; /* the same GPU: every ratio is 1 */
-    for (uint16_t r = 0; r < g->n_ranks && !rc; r++) {
-        const struct model_trace *t = whatif_job_structure_trace(g, r);
-        struct gemm_samples samples = {0};
-        uint32_t *sample_of = t ? malloc((t->n_events ? t->n_events : 1) * sizeof *sample_of) : NULL;
-        if (t && !sample_of)
-            return oom(err);
-        if (t)
-            rc = calib_gemm_samples_of_kernels(t, &samples, NULL, sample_of, err);
-        for (uint32_t i = 0; i < g->n_tasks && !rc; i++) {
-            const struct model_task *tk = &g->tasks[i];
-            uint32_t ev = g->src[i].event;
-            if (tk->rank != r || !model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM)
-                continue;
-            double ratio = strided_elementwise(g, i) ? strided : mem;
-            uint32_t si = t && ev != MODEL_NONE && ev < t->n_events ? sample_of[ev] : MODEL_NONE;
-            if (si != MODEL_NONE) {
-                const struct gemm_sample *s = &samples.v[si];
-                ratio = whatif_gemm_ratio(&w->pr, (struct gemm_shape){s->m, s->n, s->k, s->batch, s->dtype});
-            } else if (compute_bound(tk)) {
-                enum hw_dtype d = kernel_dtype(model_graph_str(g, g->src[i].name), w->b);
-                ratio = whatif_square_gemm_ratio(&w->pr, (double)tk->dur / 1e3, d);
-            }
-            retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
+        return; /* the same GPU: every ratio is 1 */
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *tk = &g->tasks[i];
+        if (!model_task_on_gpu(tk->cls) || tk->cls == MODEL_TASK_COMM)
+            continue;
+        double ratio = strided_elementwise(g, i) ? strided : mem;
+        if (w->st->gemm[i] != UINT32_MAX) {
+            ratio = whatif_gemm_ratio(&w->pr, w->st->gemms[w->st->gemm[i]]);
+        } else if (compute_bound(tk)) {
+            enum hw_dtype d = kernel_dtype(model_graph_str(g, g->src[i].name), w->b);
+            ratio = whatif_square_gemm_ratio(&w->pr, (double)tk->dur / 1e3, d);
         }
-        calib_gemm_samples_release(&samples);
-        free(sample_of);
+        retime(w, i, ratio > 0 ? ratio : mem, WHATIF_KERNEL_MODEL);
     }
-    return rc;
 }
 
 /* Task i done r times in place: its duration, host gap and the parts of
@@ -1048,7 +1032,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
     mark_per_mb(&w);
     if ((rc = split_collectives(&w, err)))
         goto done;
-    if ((rc = gpu_type(&w, err)) || (rc = layers(&w, err)) || (rc = shapes(&w, err)))
+    gpu_type(&w);
+    if ((rc = layers(&w, err)) || (rc = shapes(&w, err)))
         goto done;
     whatif_host_activation(g, w.st, &w.pl, w.b, w.t, w.profiled, layers_ratio(w.b, w.t), w.dur, w.gap);
     /* the schedule rebuilt: for another pipeline; for another context-
@@ -1136,12 +1121,12 @@ static int profiled_step(const struct model_graph *g, const struct job_config *b
     return rc;
 }
 
-int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
-               struct whatif_result *out, struct sc_error *err)
+int whatif_run(const struct model_graph *g, const struct trace_notes_set *notes, const struct job_config *base,
+               const struct job_config *set, struct whatif_result *out, struct sc_error *err)
 {
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = whatif_job_structure_recover(g, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
+    if ((rc = whatif_job_structure_recover(g, notes, base, &out->structure, err)) || (rc = run(g, base, -1, set, 0, 0, out, err)))
         return rc;
     return profiled_step(g, base, set, out, err);
 }

@@ -86,13 +86,14 @@
 struct model_graph;
 
 /* The what-if `set` (job_config_parse_set_*) of graph g (built from a job)
- * described by `base`. SC_EINVAL naming the field (set.X) for what the
+ * described by `base`, from the notes taken of its traces (trace_notes.h;
+ * NULL: taken here from g's traces, which must be whole). SC_EINVAL naming the field (set.X) for what the
  * set asks and cannot be done; any other error is the job's (its
  * description against its traces) or the machine's.
  * whatif_error_names_set tells the two apart. Release with
  * whatif_release() (whatif_result.h). */
-int whatif_run(const struct model_graph *g, const struct job_config *base, const struct job_config *set,
-               struct whatif_result *out, struct sc_error *err);
+int whatif_run(const struct model_graph *g, const struct trace_notes_set *notes, const struct job_config *base,
+               const struct job_config *set, struct whatif_result *out, struct sc_error *err);
 /* g's mean replayed step, ms: whatif_result.base_step_ms. */
 int whatif_base_step(const struct model_graph *g, double *ms, struct sc_error *err);
 /* Replays whatif_base_step has run in this process (a plan runs one). */

@@ -25,8 +25,8 @@ static void give(struct est_spec_given *given, const char *path)
             given->key[i] = 1;
 }
 
-int whatif_plan_request(const struct model_graph *g, const struct job_config *base, struct est_plan_request *req,
-                        struct whatif_planner *w, struct sc_error *err)
+int whatif_plan_request(const struct model_graph *g, const struct trace_notes_set *notes, const struct job_config *base,
+                        struct est_plan_request *req, struct whatif_planner *w, struct sc_error *err)
 {
     static const char *const need[] = {"layers", "hidden", "heads", "seq", "global_batch"};
     const int64_t have[] = {base->layers, base->hidden, base->heads, base->seq, base->global_batch};
@@ -45,7 +45,7 @@ int whatif_plan_request(const struct model_graph *g, const struct job_config *ba
         (rc = spec_job_config_spec_text(base, w->hw->id, 1, text, sizeof text, err)) ||
         (rc = spec_parse_template(text, strlen(text), &req->spec, &req->given, err)))
         return sc_error_prefix(err, "config");
-    if ((rc = whatif_job_structure_recover(g, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)) ||
+    if ((rc = whatif_job_structure_recover(g, notes, base, &w->structure, err)) || (rc = whatif_base_step(g, &w->base_step_ms, err)) ||
         (rc = whatif_job_check_world_size(base, w->structure.world_size, "config.", err)) ||
         (rc = whatif_job_check_mfu(base, w->hw, w->base_step_ms, "config.", err)))
         return rc;

@@ -34,11 +34,12 @@ struct whatif_planner {
 };
 
 /* The template and fixed keys of req (req->gpus, up_to, top and objective
- * are the caller's) and the planner w for graph g described by base.
+ * are the caller's) and the planner w for graph g described by base, its
+ * structure recovered from notes (whatif_job_structure_recover).
  * SC_EINVAL naming what the description lacks ("config.global_batch: ...")
  * or the trace's GPU without a profile. */
-int whatif_plan_request(const struct model_graph *g, const struct job_config *base, struct est_plan_request *req,
-                        struct whatif_planner *w, struct sc_error *err);
+int whatif_plan_request(const struct model_graph *g, const struct trace_notes_set *notes, const struct job_config *base,
+                        struct est_plan_request *req, struct whatif_planner *w, struct sc_error *err);
 
 /* The what-if set of candidate s: its tp, pp, dp, micro-batch (when the
  * description gives one), global batch and schedule. */

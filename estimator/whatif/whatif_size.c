@@ -1,7 +1,6 @@
 /* estimator/whatif/whatif_size.c: a what-if's predicted size (whatif_size.h). */
 #include "estimator/whatif/whatif_size.h"
 
-#include "common/pool.h"
 #include "common/banned.h"
 
 /* to / from when both are given and to is larger, else 1 */
@@ -18,8 +17,7 @@ static double micro_batches(const struct job_config *c)
     return c->global_batch && c->dp ? (double)c->global_batch / (double)(mb * c->dp) : 0;
 }
 
-void whatif_size_predict(size_t n_tasks, double whole_events, size_t whole_traces, const struct job_config *base,
-                         const struct job_config *set, struct whatif_size *out)
+void whatif_size_predict(size_t n_tasks, const struct job_config *base, const struct job_config *set, struct whatif_size *out)
 {
     struct job_config t = *base; /* the target: base with set's keys */
     double g = 1.0;
@@ -61,7 +59,5 @@ void whatif_size_predict(size_t n_tasks, double whole_events, size_t whole_trace
         g *= 1.25; /* the gradient buckets */
     out->growth = g;
     out->tasks = (double)n_tasks * g;
-    size_t readers = whole_traces < sc_pool_threads(0) ? whole_traces : sc_pool_threads(0);
-    out->bytes = out->tasks * WHATIF_BYTES_PER_TASK + whole_events * WHATIF_BYTES_PER_EVENT +
-                 (double)readers * WHATIF_BYTES_PER_READER;
+    out->bytes = out->tasks * WHATIF_BYTES_PER_TASK + WHATIF_BYTES_FIXED;
 }

@@ -3,7 +3,9 @@
 # "What-if on traced jobs"): the daemon's CPU per what-if (19 distinct
 # sets over 5 rounds) and per plan from the model, medians of 5 rounds, on a
 # torch-steps trace and, when ../shared is there, HTA's control trace. The
-# first what-if's CPU and the daemon's resident memory are printed too.
+# what-ifs and plans read the notes the model took of its traces when it
+# was built: no trace is read again. The first what-if's CPU and the
+# daemon's resident memory are printed too.
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -68,7 +68,7 @@ static int load(const char *path, const char *config, struct loaded *l)
     model_graph_opts_default(&go);
     if (spec_job_config_parse(config, strlen(config), &l->cfg, &err) ||
         model_job_load(paths, 1, &lo, 0, &l->job, &err) || model_graph_build(l->job, &go, &l->g, &err) ||
-        whatif_job_structure_recover(l->g, &l->cfg, &l->st, &err)) {
+        whatif_job_structure_recover(l->g, NULL, &l->cfg, &l->st, &err)) {
         sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
         return -1;
     }
@@ -118,7 +118,7 @@ static void layer_count_on_step(size_t gi, size_t m, const char *path, struct lo
         struct job_structure st;
         struct sc_error err;
         wrong.layers = models[m].layers + d;
-        if (whatif_job_structure_recover(l->g, &wrong, &st, &err) == SC_OK) {
+        if (whatif_job_structure_recover(l->g, NULL, &wrong, &st, &err) == SC_OK) {
             sc_check_fail(__FILE__, __LINE__, "%s: %lld layers accepted", path, (long long)wrong.layers);
             whatif_job_structure_release(&st);
             continue;
@@ -228,7 +228,7 @@ static void tp_inserts_on_step(size_t gi, size_t m, const char *path, struct loa
         struct sc_error err;
         size_t by_op[MODEL_COLL_OP_COUNT], L = (size_t)models[m].layers;
         REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
-        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+        if (whatif_run(l->g, NULL, &l->cfg, &set, &r, &err)) {
             sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
             continue;
         }
@@ -296,7 +296,7 @@ static void load_synth(const char *spec, const char *cfg, const char *tag, struc
     REQUIRE(spec_job_config_parse(cfg, strlen(cfg), &l->cfg, &err) == SC_OK);
     REQUIRE(model_job_load(dirs, 1, &lo, 0, &l->job, &err) == SC_OK);
     REQUIRE(model_graph_build(l->job, &go, &l->g, &err) == SC_OK);
-    REQUIRE(whatif_job_structure_recover(l->g, &l->cfg, &l->st, &err) == SC_OK);
+    REQUIRE(whatif_job_structure_recover(l->g, NULL, &l->cfg, &l->st, &err) == SC_OK);
 }
 
 /* A step traced under full recomputation runs each layer's forward again
@@ -336,7 +336,7 @@ TEST(coll_placement_tp_forward_collectives_repeat_under_full_recompute)
             CHECK(b >= 4 && b % 4 == 0);
             CHECK_EQ_INT(f, k ? 2 * b : b);
             REQUIRE(spec_job_config_parse_set_list(sp ? "tp=2,sequence_parallel=true" : "tp=2", &set, &err) == SC_OK);
-            if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
+            if (whatif_run(l.g, NULL, &l.cfg, &set, &r, &err)) {
                 sc_check_fail(__FILE__, __LINE__, "recompute %s: %s", modes[k], err.msg);
                 continue;
             }
@@ -379,11 +379,11 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
         REQUIRE(spec_job_config_parse(cases[k].config, strlen(cases[k].config), &cfg, &err) == SC_OK);
         REQUIRE(spec_job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
         if (k == 0) { /* the what-if itself */
-            CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
+            CHECK_EQ_INT(whatif_run(g, NULL, &cfg, &set, &r, &err), SC_EINVAL);
         } else { /* ResNet's GPU has no profile: the placement alone */
             struct job_structure st;
             struct coll_placement pl;
-            REQUIRE(whatif_job_structure_recover(g, &cfg, &st, &err) == SC_OK);
+            REQUIRE(whatif_job_structure_recover(g, NULL, &cfg, &st, &err) == SC_OK);
             REQUIRE(whatif_coll_placement_find(g, &st, 0, &pl, &err) == SC_OK);
             CHECK_EQ_INT(pl.forward_passes, 0);
             CHECK_EQ_INT(whatif_coll_placement_tp_check(&pl, &st, &err), SC_EINVAL);
@@ -411,12 +411,12 @@ TEST(coll_placement_tp_refuses_traces_without_transformer_layers)
         REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
         REQUIRE(spec_job_config_parse(cfg_text, strlen(cfg_text), &cfg, &err) == SC_OK);
         REQUIRE(spec_job_config_parse_set_list("tp=2", &set, &err) == SC_OK);
-        CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_EINVAL);
+        CHECK_EQ_INT(whatif_run(g, NULL, &cfg, &set, &r, &err), SC_EINVAL);
         CHECK_CONTAINS(err.msg, "set.tp: the trace shows no transformer layer");
         CHECK_CONTAINS(err.msg, "none with the four GEMMs of attention and MLP and an attention kernel");
         /* the same trace takes another change: the refusal is tp's */
         REQUIRE(spec_job_config_parse_set_list(gi ? "gpu=h100-sxm" : "gpu=h200", &set, &err) == SC_OK);
-        CHECK_EQ_INT(whatif_run(g, &cfg, &set, &r, &err), SC_OK);
+        CHECK_EQ_INT(whatif_run(g, NULL, &cfg, &set, &r, &err), SC_OK);
         whatif_release(&r);
         model_graph_free(g);
         model_job_free(job);
@@ -465,7 +465,7 @@ TEST(coll_placement_dp_from_one_inserts_the_gradient_reduction)
         struct job_config set;
         struct whatif_result r;
         REQUIRE(spec_job_config_parse_set_list(sets[zero], &set, &err) == SC_OK);
-        REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+        REQUIRE(whatif_run(l.g, NULL, &l.cfg, &set, &r, &err) == SC_OK);
         CHECK_EQ_INT(r.target.global_batch, 32);
         size_t grads = 0, gathers = 0, side = 0;
         for (uint32_t i = 0; i < r.graph->n_tasks; i++) {
@@ -522,7 +522,7 @@ TEST(coll_placement_dp_from_one_places_by_gpus_per_node)
         struct job_config set;
         struct whatif_result r;
         REQUIRE(spec_job_config_parse_set_list(sets[k], &set, &err) == SC_OK);
-        REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+        REQUIRE(whatif_run(l.g, NULL, &l.cfg, &set, &r, &err) == SC_OK);
         ns[k] = grad_collectives_ns(&r);
         double w = r.step_ms / r.base_step_ms, e = estimate_ratio(&l.cfg, &r.target, "h100-sxm");
         printf("  %-24s gradient collectives %.3f ms; what-if x%.3f, estimate x%.3f (%+.1f%%)\n", sets[k], ns[k] / 1e6,
@@ -595,7 +595,7 @@ static void fsdp_inserts_on_step(size_t gi, size_t m, const char *path, struct l
     struct whatif_result r0;
     struct sc_error err;
     REQUIRE(spec_job_config_parse_set_list("dp=1", &none, &err) == SC_OK);
-    REQUIRE(whatif_run(l->g, &l->cfg, &none, &r0, &err) == SC_OK);
+    REQUIRE(whatif_run(l->g, NULL, &l->cfg, &none, &r0, &err) == SC_OK);
     for (int dp = 8; dp <= 64; dp *= 8) {
         char sets[64];
         struct job_config set;
@@ -603,7 +603,7 @@ static void fsdp_inserts_on_step(size_t gi, size_t m, const char *path, struct l
         size_t by_op[MODEL_COLL_OP_COUNT];
         snprintf(sets, sizeof sets, "dp=%d,zero_stage=3", dp);
         REQUIRE(spec_job_config_parse_set_list(sets, &set, &err) == SC_OK);
-        if (whatif_run(l->g, &l->cfg, &set, &r, &err)) {
+        if (whatif_run(l->g, NULL, &l->cfg, &set, &r, &err)) {
             sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
             continue;
         }
@@ -672,7 +672,7 @@ TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
         struct est_costs c;
         struct model_graph *e;
         REQUIRE(spec_job_config_parse_set_list(sets[k].set, &set, &err) == SC_OK);
-        REQUIRE(whatif_run(l.g, &l.cfg, &set, &r, &err) == SC_OK);
+        REQUIRE(whatif_run(l.g, NULL, &l.cfg, &set, &r, &err) == SC_OK);
         REQUIRE(spec_job_config_spec(&r.target, "h100-sxm", &s, &err) == SC_OK);
         calib_costs_default(hw, &s, &c);
         REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
@@ -721,7 +721,7 @@ TEST(coll_placement_dp_fsdp_in_every_micro_batch_and_under_full_recompute)
         snprintf(name, sizeof name, "fsdp-recompute-%s", modes[k]);
         load_synth(spec, cfg, name, &l);
         REQUIRE(spec_job_config_parse_set_list("dp=8,zero_stage=3", &set, &err) == SC_OK);
-        if (whatif_run(l.g, &l.cfg, &set, &r, &err)) {
+        if (whatif_run(l.g, NULL, &l.cfg, &set, &r, &err)) {
             sc_check_fail(__FILE__, __LINE__, "recompute %s: %s", modes[k], err.msg);
             unload(&l);
             continue;

@@ -58,7 +58,7 @@ static int whatif(const struct model_graph *g, const char *cfg_json, const char 
     memset(&set, 0, sizeof set);
     if (*set_list && spec_job_config_parse_set_list(set_list, &set, err))
         return err->code;
-    return whatif_run(g, &cfg, &set, r, err);
+    return whatif_run(g, NULL, &cfg, &set, r, err);
 }
 
 /* The traces `stepcast synth` writes for spec (at kernel detail), as a job
@@ -368,7 +368,7 @@ TEST(whatif_doubling_the_layers_adds_their_measured_time)
     struct whatif_result base, twice;
     struct sc_error err;
     struct job_config c = config(cfg);
-    REQUIRE(whatif_job_structure_recover(g, &c, &st, &err) == SC_OK);
+    REQUIRE(whatif_job_structure_recover(g, NULL, &c, &st, &err) == SC_OK);
     CHECK_EQ_INT(st.layer_source, STRUCT_LAYERS_MODULES);
     CHECK_EQ_INT(st.layers_per_rank, 4);
     /* the measured per-step time of the layers' GPU work */
@@ -1015,7 +1015,7 @@ TEST(whatif_roads_agree_from_six_synthesised_specs)
                 snprintf(set_text, sizeof set_text, "%s=%d", key == 't' ? "tp" : key == 'p' ? "pp" : "cp", v);
             spec_text(k, tp, pp, dp, cp, target_text, sizeof target_text);
             REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
-            if (whatif_run(g, &cfg, &set, &r, &err)) {
+            if (whatif_run(g, NULL, &cfg, &set, &r, &err)) {
                 sc_check_fail(__FILE__, __LINE__, "%s %s: %s", specs[k].name, set_text, err.msg);
                 continue;
             }
@@ -1078,7 +1078,7 @@ TEST(whatif_tp_from_a_context_parallel_trace)
         snprintf(set_text, sizeof set_text, "tp=%d", tp);
         cp_spec_text(tp, target_text, sizeof target_text);
         REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
-        if (whatif_run(g, &cfg, &set, &r, &err)) {
+        if (whatif_run(g, NULL, &cfg, &set, &r, &err)) {
             sc_check_fail(__FILE__, __LINE__, "%s: %s", set_text, err.msg);
             continue;
         }
@@ -1185,8 +1185,8 @@ TEST(whatif_roads_from_the_measured_eager_steps)
                 snprintf(base_set, sizeof base_set, "global_batch=%d", mb * goals[t].m);
                 REQUIRE(spec_job_config_parse_set_list(set_text, &set, &err) == SC_OK);
                 REQUIRE(spec_job_config_parse_set_list(base_set, &set0, &err) == SC_OK);
-                REQUIRE(whatif_run(g, &cfg, &set0, &r0, &err) == SC_OK);
-                if (whatif_run(g, &cfg, &set, &r, &err)) {
+                REQUIRE(whatif_run(g, NULL, &cfg, &set0, &r0, &err) == SC_OK);
+                if (whatif_run(g, NULL, &cfg, &set, &r, &err)) {
                     sc_check_fail(__FILE__, __LINE__, "%s %s: %s", steps[m].name, set_text, err.msg);
                     whatif_release(&r0);
                     continue;

@@ -346,9 +346,10 @@ static void *heavy_whatif(void *arg)
  * rebuilt) of a 4-layer job under a 64 MiB
  * budget is 413 at once, naming the budget, the prediction and the tasks;
  * the same job's what-if to dp 8 is answered; a plan from the model is 413
- * before reading its traces when their reading could never fit, and when
- * its candidates could never fit; and what-ifs that fit alone but
- * not together, at once, are partly told to come back (429, Retry-After).
+ * when its candidates could never fit, having read no trace, and a
+ * calibration before reading the traces it needs whole; and what-ifs
+ * that fit alone but not together, at once, are partly told to come back
+ * (429, Retry-After).
  * Before, the 4,096-layer what-if ran (hundreds of MB) and none was 429. */
 TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
 {
@@ -373,24 +374,17 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8}}", NULL), 200);
     CHECK_EQ_INT(svc_stop(&d), 0);
-    /* a plan from the model under a budget below reading its traces
-     * whole: refused before reading any (the model comes back from its
-     * built-model blob) */
+    /* a plan from the model under a budget that fits no candidate's
+     * graph: refused, having read no trace (the model comes back from its
+     * built-model blob, notes and all); a calibration, which reads the
+     * traces whole, refused before it reads them */
     static const char *const tiny[] = {"--memory-budget", "4K", NULL};
     svc_start(&d, d.data, tiny, NULL);
-    snprintf(path, sizeof path, "/v1/models/%s/plan", model);
-    st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);
-    if (st != 413)
-        sc_check_fail(__FILE__, __LINE__, "plan from the model: want 413, got %ld %s", st, r.body);
+    snprintf(path, sizeof path, "/v1/models/%s/calibration?name=tiny&gpu=a100-sxm4-80gb", model);
+    CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 413);
     CHECK_CONTAINS(r.body, "reading the model's traces whole");
     svc_resp_release(&r);
-    CHECK_EQ_INT(svc_admin(&d, "GET", "/metrics", NULL, &r), 200);
-    CHECK_CONTAINS(r.body, "stepcast_trace_reads_total{replica=\"" SVC_REPLICA "\"} 0\n");
-    svc_resp_release(&r);
-    CHECK_EQ_INT(svc_stop(&d), 0);
-    /* under one that reads them but fits no candidate's graph */
-    static const char *const small_plan[] = {"--memory-budget", "300K", NULL};
-    svc_start(&d, d.data, small_plan, NULL);
+    snprintf(path, sizeof path, "/v1/models/%s/plan", model);
     st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);
     if (st != 413)
         sc_check_fail(__FILE__, __LINE__, "plan from the model: want 413, got %ld %s", st, r.body);
@@ -403,17 +397,15 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     double layer256 = needed_mib(r.body);
     svc_resp_release(&r);
     CHECK(layer256 > 0 && layer256 < big);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/metrics", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "stepcast_trace_reads_total{replica=\"" SVC_REPLICA "\"} 0\n");
+    svc_resp_release(&r);
     CHECK_EQ_INT(svc_stop(&d), 0);
     /* the budget: a 256-layer what-if (64 times the traced graph) needs
-     * 2/3 of it, so two cannot run at once (a smaller one, its traces
-     * read once for the model, ends before the next arrives) */
+     * 2/3 of it, so two cannot run at once */
     snprintf(budget, sizeof budget, "%.0fM", layer256 * 1.5 + 1);
     const char *const args[] = {"--memory-budget", budget, "--heavy-requests", "4", "--http-threads", "8", NULL};
     svc_start(&d, d.data, args, NULL);
-    /* one small what-if first, so that the model keeps its traces whole
-     * (as it did when layer256 was measured) and the six weigh only their
-     * graphs */
-    CHECK_EQ_INT(svc_admin(&d, "POST", path, "{\"set\":{\"dp\":8}}", NULL), 200);
     struct heavy_whatif h[N];
     pthread_t t[N];
     int ok = 0, busy = 0;

@@ -23,6 +23,7 @@
 #include "daemon/model_blob.h"
 #include "daemon/workers.h"
 #include "estimator/model_open.h"
+#include "estimator/whatif/trace_notes.h"
 #include "model/graph.h"
 #include "model/job.h"
 #include "model/replay.h"
@@ -532,6 +533,69 @@ TEST(svc_model_blob_round_trip)
         built_model_free(m);
         built_model_free(back);
     }
+}
+
+/* A blob's notes (the what-if's, estimator/whatif/trace_notes.h) come
+ * back as they were written, and notes no trace could have given are
+ * refused, naming what is wrong: out of event order, an event past the
+ * trace's, a hook or layer out of range, a GEMM of no shape. */
+TEST(svc_model_blob_keeps_notes_and_refuses_bad_ones)
+{
+    static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz"};
+    struct built_model *m = model_of(sample, 2), *back = NULL;
+    struct trace_notes_set *ns = (struct trace_notes_set *)est_model_notes(built_model_opened(m));
+    struct model_load_opts lo;
+    struct sc_error err;
+    void *p = NULL;
+    size_t n = 0;
+    model_load_opts_default(&lo);
+    REQUIRE(ns->n_ranks == 2 && ns->rank[1].n_calls > 1 && ns->rank[1].n_gemms > 0 && ns->rank[1].n_colls > 0);
+    REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
+    REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
+    const struct trace_notes_set *nb = est_model_notes(built_model_opened(back));
+    CHECK_EQ_INT(nb->n_ranks, 2);
+    CHECK_EQ_INT(trace_notes_set_bytes(nb), trace_notes_set_bytes(ns));
+    for (size_t r = 0; r < 2 && r < nb->n_ranks; r++) {
+        const struct trace_notes *a = &ns->rank[r], *b = &nb->rank[r];
+        CHECK(a->n_calls == b->n_calls && a->n_colls == b->n_colls && a->n_gemms == b->n_gemms &&
+              a->n_op_keys == b->n_op_keys && a->ops_busy_ns == b->ops_busy_ns &&
+              a->module_layers == b->module_layers && a->has_autograd == b->has_autograd);
+        for (size_t i = 0; i < a->n_calls && i < b->n_calls; i++)
+            CHECK(a->calls[i].event == b->calls[i].event && a->calls[i].at == b->calls[i].at &&
+                  a->calls[i].hook == b->calls[i].hook && a->calls[i].layer == b->calls[i].layer);
+        for (size_t i = 0; i < a->n_gemms && i < b->n_gemms; i++)
+            CHECK(a->gemms[i].shape.m == b->gemms[i].shape.m && a->gemms[i].shape.k == b->gemms[i].shape.k);
+    }
+    /* the cache counts them */
+    CHECK(built_model_bytes(back) >
+          trace_notes_set_bytes(nb) + model_graph_bytes(est_model_graph(built_model_opened(back))));
+    built_model_free(back);
+    free(p);
+
+    struct trace_notes *t = &ns->rank[1];
+    const struct model_trace *tr = model_graph_trace(est_model_graph(built_model_opened(m)), 1);
+    struct trace_call_note c0 = t->calls[0], c1 = t->calls[1];
+    struct trace_gemm_note g0 = t->gemms[0];
+    for (int k = 0; k < 5; k++) {
+        const char *want = NULL;
+        switch (k) {
+        case 0: t->calls[0] = c1, t->calls[1] = c0, want = "notes go by event"; break;
+        case 1: t->calls[0].event = (uint32_t)tr->n_complete, t->calls[1].event = UINT32_MAX, want = "its trace had";
+            break;
+        case 2: t->calls[1].hook = 9, want = "layer or hook out of range"; break;
+        case 3: t->calls[1].layer = t->module_layers, want = "layer or hook out of range"; break;
+        case 4: t->gemms[0].shape.k = -1, want = "is of no shape"; break;
+        }
+        REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
+        CHECK_EQ_INT(model_blob_read(p, n, "x", &lo, &back, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, want);
+        CHECK(back == NULL);
+        free(p);
+        t->calls[0] = c0;
+        t->calls[1] = c1;
+        t->gemms[0] = g0;
+    }
+    built_model_free(m);
 }
 
 /* The same job built twice is the same blob, byte for byte, and so the

@@ -4,15 +4,12 @@
  *
  * Each case builds a model as the daemon's builder does (built_model_build
  * from blobs), then does what the daemon's what-if does (run_whatif in
- * daemon/h_models.c): reads the traces whole again (built_model_whole: the
- * first what-if of a model only, which then keeps them) and runs the
- * what-if on them; the prediction counts the reading only while the model
- * does not keep them yet, as the daemon's does. The test binary's allocator wrappers
- * (tests/alloc_fail.h) count the heap bytes held at the peak of each part.
- * The prediction (whatif_size_predict) must not fall below the growth
- * measured; the bytes per event re-read and per task predicted are
- * printed, the figures WHATIF_BYTES_PER_EVENT and WHATIF_BYTES_PER_TASK
- * were set from (docs/lab/what-if-memory.md). */
+ * daemon/h_models.c): runs the what-if on the model's graph and the notes
+ * of its traces (no trace is read again). The test binary's allocator
+ * wrappers (tests/alloc_fail.h) count the heap bytes held at its peak. The
+ * prediction (whatif_size_predict) must not fall below the growth
+ * measured; the bytes per task predicted are printed, the figure
+ * WHATIF_BYTES_PER_TASK was set from (docs/lab/what-if-memory.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,46 +65,37 @@ static struct built_model *model_of(struct blob_store *bs, const char *const *pa
 }
 
 struct measured {
-    double reread;  /* peak heap bytes reading the traces whole again */
-    double whatif;  /* peak heap bytes of the what-if over what the re-read holds */
-    double growth;  /* peak heap bytes of both together */
+    double growth; /* peak heap bytes of the what-if */
     double result_tasks;
 };
 
 /* Run the what-if `set_list` of m, described by cfg_json, as the daemon
  * does, measuring its heap; 0, or -1 when the allocator is not wrapped
  * (a build with link-time optimisation) and nothing can be measured. */
-static int measure(struct built_model *m, struct blob_store *bs, const char *cfg_json, const char *set_list,
-                   struct measured *out)
+static int measure(struct built_model *m, const char *cfg_json, const char *set_list, struct measured *out)
 {
     struct job_config cfg, set;
-    struct model_graph view;
     struct whatif_result res;
     struct sc_error err;
-    size_t peak = 0, held = 0, peak2 = 0, now = 0, live = 0;
+    size_t peak = 0, now = 0, live = 0;
     unsigned long allocations = 0;
-    int complete = 0, complete2 = 0, failed = 0;
+    int complete = 0, failed = 0;
     REQUIRE(spec_job_config_parse(cfg_json, strlen(cfg_json), &cfg, &err) == SC_OK);
     REQUIRE(spec_job_config_parse_set_list(set_list, &set, &err) == SC_OK);
     alloc_fail_arm(0);
-    size_t added = 0; /* the traces kept whole by m: read the first time only */
-    int rc = built_model_whole(m, bs, &view, &added, &err);
-    alloc_fail_bytes(&peak, &held, &complete);
-    alloc_fail_reset_peak();
-    if (rc == SC_OK && (rc = est_model_whatif(built_model_opened(m), view.job, &cfg, &set, &res, &err)) == SC_OK) {
+    int rc = est_model_whatif(built_model_opened(m), &cfg, &set, &res, &err);
+    if (rc == SC_OK) {
         out->result_tasks = (double)res.graph->n_tasks;
-        alloc_fail_bytes(&peak2, &now, &complete2);
+        alloc_fail_bytes(&peak, &now, &complete);
         whatif_release(&res);
     }
     alloc_fail_disarm(&allocations, &live, &failed);
     if (rc)
         sc_check_fail(__FILE__, __LINE__, "what-if %s: %s", set_list, err.msg);
-    CHECK(complete && complete2); /* every block was counted */
+    CHECK(complete); /* every block was counted */
     if (allocations == 0)
         return -1;
-    out->reread = (double)peak;
-    out->whatif = (double)peak2 - (double)held;
-    out->growth = (double)(peak > peak2 ? peak : peak2);
+    out->growth = (double)peak;
     return 0;
 }
 
@@ -117,26 +105,21 @@ struct wcase {
 
 /* Each what-if of m measured against its prediction: the prediction is at
  * least the growth; one table line each. */
-static void check_cases(struct built_model *m, struct blob_store *bs, const struct wcase *c, size_t n)
+static void check_cases(struct built_model *m, const struct wcase *c, size_t n)
 {
     const struct model_graph *g = est_model_graph(built_model_opened(m));
-    double events = built_model_whole_events(m);
-    size_t n_traces;
-    built_model_traces(m, &n_traces);
     for (size_t i = 0; i < n; i++) {
-        int kept = built_model_has_whole(m); /* as the daemon predicts: no read once m keeps them */
         struct job_config cfg, set;
         struct whatif_size size;
         struct measured got = {0};
         struct sc_error err;
         REQUIRE(spec_job_config_parse(c[i].cfg, strlen(c[i].cfg), &cfg, &err) == SC_OK);
         REQUIRE(spec_job_config_parse_set_list(c[i].set, &set, &err) == SC_OK);
-        whatif_size_predict(g->n_tasks, kept ? 0 : events, kept ? 0 : n_traces, &cfg, &set, &size);
-        if (measure(m, bs, c[i].cfg, c[i].set, &got))
+        whatif_size_predict(g->n_tasks, &cfg, &set, &size);
+        if (measure(m, c[i].cfg, c[i].set, &got))
             SKIP("the allocator is not wrapped (a link-time optimised build): nothing to measure");
-        printf("  | %s | %s | %.0f | %zu | %.0f (%.0f) | %.1f | %.0f | %.0f | %.1f | %.1f | %.2f |\n", c[i].name,
-               c[i].set, events, g->n_tasks, size.tasks, got.result_tasks, got.reread / 1048576.0,
-               got.reread / events, got.whatif / size.tasks, got.growth / 1048576.0, size.bytes / 1048576.0,
+        printf("  | %s | %s | %zu | %.0f (%.0f) | %.0f | %.1f | %.1f | %.2f |\n", c[i].name, c[i].set, g->n_tasks,
+               size.tasks, got.result_tasks, got.growth / size.tasks, got.growth / 1048576.0, size.bytes / 1048576.0,
                size.bytes / got.growth);
         if (size.bytes < got.growth)
             sc_check_fail(__FILE__, __LINE__, "%s, set %s: predicted %.0f bytes, measured %.0f", c[i].name, c[i].set,
@@ -159,15 +142,15 @@ static void run(const char *name, const char *const *paths, size_t n, const stru
 {
     struct blob_store *bs = store(name);
     struct built_model *m = model_of(bs, paths, n);
-    check_cases(m, bs, c, nc);
+    check_cases(m, c, nc);
     built_model_free(m);
     blob_store_free(bs);
 }
 
 static void header(void)
 {
-    printf("  | job | set | events | tasks | predicted tasks (result) | re-read MiB | B/event | B/task | "
-           "growth MiB | predicted MiB | predicted/growth |\n");
+    printf("  | job | set | tasks | predicted tasks (result) | B/task | growth MiB | predicted MiB | "
+           "predicted/growth |\n");
 }
 
 /* The sample (4 ranks, data parallel) and a shared HTA trace (one rank of

@@ -1,7 +1,8 @@
 /* tests/unit/test_alloc_failures.c: every allocation of the main paths
  * made to fail in turn (tests/alloc_fail.h): loading a one-step trace,
- * building its graph and replaying it; estimating a small spec; a
- * request's way from its JSON body to the JSON reply. Each failure must
+ * building its graph and replaying it; a folded model opened with the
+ * notes of its traces; estimating a small spec; a request's way from its
+ * JSON body to the JSON reply. Each failure must
  * end in an error with a message (or, where the code can do without the
  * memory, in success), holding nothing it allocated. The same loops run
  * under ASan and UBSan in make check's second phase. */
@@ -13,6 +14,8 @@
 
 #include "api/estimate_json.h"
 #include "api/replay_json.h"
+#include "estimator/model_open.h"
+#include "estimator/whatif/trace_notes.h"
 #include "estimator/synth/estimate.h"
 #include "estimator/spec/job_config.h"
 #include "estimator/spec/spec.h"
@@ -193,6 +196,21 @@ static int folded_reply(const void *ctx, struct sc_error *err)
     return answer_replay(job, g, rc, err);
 }
 
+/* The model of alike ranks, folded as they load: each kept rank's notes
+ * taken while its trace is whole, those of ranks folded later dropped. */
+static int folded_model_notes(const void *ctx, struct sc_error *err)
+{
+    struct est_model_options mo;
+    struct est_traced_model *m = NULL;
+    est_model_options_default(&mo);
+    mo.graph.fold_over = 0;
+    int rc = est_model_open(ctx, 3, &mo, NULL, NULL, &m, err);
+    if (rc == SC_OK && est_model_notes(m)->n_ranks != est_model_graph(m)->n_ranks)
+        rc = sc_error_set(err, SC_EINTERNAL, "notes of %zu ranks", est_model_notes(m)->n_ranks);
+    est_model_close(m);
+    return rc;
+}
+
 /* Three ranks of one job, alike: a GEMM, then an all-reduce among them. */
 static const char *const *alike_ranks(void)
 {
@@ -246,6 +264,11 @@ TEST(alloc_failures_replay_reply_clean)
 TEST(alloc_failures_folded_replay_clean)
 {
     each_allocation_fails("folded build, replay, JSON reply", folded_reply, alike_ranks());
+}
+
+TEST(alloc_failures_folded_model_notes_clean)
+{
+    each_allocation_fails("folded model with its notes", folded_model_notes, alike_ranks());
 }
 
 TEST(alloc_failures_estimate_clean)

@@ -163,7 +163,7 @@ TEST(coll_split_sized_collective_wait_and_scales)
     const char *desc = "{\"tp\":1,\"pp\":1,\"dp\":8}";
     spec_job_config_init(&set);
     REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
-    if (whatif_run(s.g, &cfg, &set, &wr, &err) == SC_OK) {
+    if (whatif_run(s.g, NULL, &cfg, &set, &wr, &err) == SC_OK) {
         CHECK(near_us(wr.collective_wait_ms * 1e6, WAIT_US, 2));
         CHECK(near_us(wr.collective_transfer_ms * 1e6, T, 2));
         whatif_release(&wr);

@@ -6,7 +6,10 @@
  * within 0.5% and the straggler must stand alone. Building while loading
  * and from a loaded job must fold alike whatever order the traces come
  * in; a job at or under the threshold is not folded. Opportunities on a
- * folded job count its ranks, not its representatives. */
+ * folded job count its ranks, not its representatives. A build while
+ * loading hands over, still whole, the trace of each rank it keeps a
+ * part of, and never one folded as it came. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +141,7 @@ TEST(fold_replay_equals_the_unfolded_one_and_keeps_the_straggler_apart)
  * threshold. */
 TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_load_opts lo;
     struct model_job *whole = NULL, *shed = NULL, *small = NULL;
@@ -146,11 +149,7 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
     struct model_graph_opts o;
     struct sc_error err;
 
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
     ga = build(whole, RANKS - 1);
@@ -201,18 +200,14 @@ TEST(fold_is_the_same_built_while_loading_and_off_under_the_threshold)
  * for as many as it has. */
 TEST(fold_past_its_representatives_cap_is_refused)
 {
-    char dir[4096], paths[RANKS][4200];
+    char paths[RANKS][TH_PATH_MAX];
     const char *pv[RANKS];
     struct model_load_opts lo;
     struct model_job *whole = NULL, *shed = NULL;
     struct model_graph *g = NULL;
     struct model_graph_opts o;
     struct sc_error err;
-    th_gentrace_dir(RANKS, GEN_ARGS, dir, sizeof dir);
-    for (int r = 0; r < RANKS; r++) {
-        snprintf(paths[r], sizeof paths[r], "%s/rank%d.json", dir, r);
-        pv[r] = paths[r];
-    }
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
     model_load_opts_default(&lo);
     REQUIRE(model_job_load(pv, RANKS, &lo, 0, &whole, &err) == SC_OK);
     model_graph_opts_default(&o);
@@ -233,6 +228,109 @@ TEST(fold_past_its_representatives_cap_is_refused)
     CHECK_EQ_INT(g->n_ranks, reps);
     model_graph_free(g);
     model_job_free(whole);
+}
+
+/* The traces model_graph_build_paths hands to its `kept` callback, and
+ * those it drops. */
+struct kept_log {
+    pthread_mutex_t mu;
+    const struct model_trace *t[RANKS], *dropped[RANKS];
+    size_t n, whole; /* calls; of them, with the trace still whole */
+    size_t n_dropped;
+    size_t most;     /* the most handed over and not dropped at once */
+    size_t fail_at;  /* the call that fails (0: none) */
+};
+
+static int log_kept(void *ctx, const struct model_trace *t, struct sc_error *err)
+{
+    struct kept_log *k = ctx;
+    int rc = SC_OK;
+    pthread_mutex_lock(&k->mu);
+    if (k->n < RANKS)
+        k->t[k->n] = t;
+    k->n++;
+    if (k->n > k->n_dropped && k->n - k->n_dropped > k->most)
+        k->most = k->n - k->n_dropped;
+    k->whole += !t->shed && t->n_events == t->n_complete && t->n_events > 0;
+    if (k->n == k->fail_at)
+        rc = sc_error_set(err, SC_EIO, "the callback failed on '%s'", t->source);
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}
+
+static void log_dropped(void *ctx, const struct model_trace *t)
+{
+    struct kept_log *k = ctx;
+    pthread_mutex_lock(&k->mu);
+    if (k->n_dropped < RANKS)
+        k->dropped[k->n_dropped] = t;
+    k->n_dropped++;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static size_t calls(const struct model_trace *const *v, size_t n, const struct model_trace *t)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n && i < RANKS; i++)
+        c += v[i] == t;
+    return c;
+}
+
+/* Built while loading, each rank whose part is kept has its trace handed
+ * to the callback once, whole, before it is shed: every rank unfolded;
+ * folded, every representative, and of the others only those that stood
+ * for a while before one replaced them (fewer than the job's ranks), each
+ * of which is dropped once (also those held before folding starts past
+ * a threshold): never more at once than the threshold or the graph's
+ * ranks, what bounds a caller's memory. A failing callback fails the
+ * build. */
+TEST(fold_build_while_loading_hands_over_each_kept_trace_whole)
+{
+    char paths[RANKS][TH_PATH_MAX];
+    const char *pv[RANKS];
+    struct model_job *job = NULL;
+    struct model_graph *g = NULL;
+    struct model_graph_opts o;
+    struct sc_error err;
+    th_gentrace_paths(RANKS, GEN_ARGS, paths, pv);
+    model_graph_opts_default(&o);
+    static const size_t over[] = {SIZE_MAX, 0, 8};
+    for (size_t c = 0; c < 3; c++) {
+        int folded = c > 0;
+        struct kept_log k = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        struct model_graph_load gl = {.threads = 2, .kept = log_kept, .dropped = log_dropped, .kept_ctx = &k};
+        o.fold_over = over[c];
+        if (model_graph_build_paths(pv, RANKS, &gl, &o, &job, &g, &err))
+            sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        REQUIRE(g && job);
+        CHECK_EQ_INT(k.whole, k.n);
+        for (size_t r = 0; r < g->n_ranks; r++) {
+            const struct model_trace *t = model_graph_trace(g, (uint16_t)r);
+            CHECK(calls(k.t, k.n, t) == 1 && calls(k.dropped, k.n_dropped, t) == 0);
+        }
+        for (size_t i = 0; i < job->n_ranks; i++) {
+            const struct model_trace *t = job->ranks[i];
+            CHECK(t->shed && calls(k.t, k.n, t) <= 1 && calls(k.dropped, k.n_dropped, t) <= calls(k.t, k.n, t));
+        }
+        CHECK_EQ_INT(k.n - k.n_dropped, g->n_ranks);
+        CHECK(k.most <= (folded && over[c] > g->n_ranks ? over[c] : g->n_ranks));
+        printf("  %s %zu: %zu ranks in the graph, %zu traces handed over of %d, %zu dropped, at most %zu at once\n",
+               folded ? "folded past" : "unfolded, ranks", folded ? over[c] : (size_t)RANKS, g->n_ranks, k.n, RANKS,
+               k.n_dropped, k.most);
+        if (folded)
+            CHECK(g->folding.on && k.n < RANKS);
+        else
+            CHECK(!g->folding.on && k.n == RANKS);
+        model_graph_free(g);
+        model_job_free(job);
+        pthread_mutex_destroy(&k.mu);
+    }
+    struct kept_log k = {.mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = 3};
+    struct model_graph_load gl = {.threads = 2, .kept = log_kept, .kept_ctx = &k};
+    CHECK_EQ_INT(model_graph_build_paths(pv, RANKS, &gl, &o, &job, &g, &err), SC_EIO);
+    CHECK(g == NULL && job == NULL);
+    CHECK_CONTAINS(err.msg, "the callback failed on");
+    pthread_mutex_destroy(&k.mu);
 }
 
 /* Opportunities on the folded job: over all its ranks (each

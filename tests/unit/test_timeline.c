@@ -171,7 +171,7 @@ TEST(timeline_of_a_whatif)
     REQUIRE(spec_job_config_parse(cfg_text, sizeof cfg_text - 1, &cfg, &err) == SC_OK);
     REQUIRE(spec_job_config_parse_set_list("dp=16", &set, &err) == SC_OK);
     REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
-    REQUIRE(whatif_run(g, &cfg, &set, &r, &err) == SC_OK);
+    REQUIRE(whatif_run(g, NULL, &cfg, &set, &r, &err) == SC_OK);
     const struct model_graph *w = r.graph;
     int rank = w->ranks[0].id;
     json_t *doc = api_timeline_json(r.replay, rank), *o;

@@ -44,7 +44,7 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
     req.up_to = 1;
     req.top = 5;
     unsigned long recovered = whatif_job_structure_recoveries(), replayed = whatif_base_steps();
-    REQUIRE(whatif_plan_request(est_model_graph(m), &cfg, &req, &w, &err) == SC_OK);
+    REQUIRE(whatif_plan_request(est_model_graph(m), est_model_notes(m), &cfg, &req, &w, &err) == SC_OK);
     whatif_plan_evaluator(&w, &ev);
     REQUIRE(plan_run(&req, &ev, NULL, NULL, &plan, &err) == SC_OK);
     CHECK(plan.evaluated > 10);
@@ -57,7 +57,7 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
         struct job_config set;
         struct whatif_result res;
         whatif_plan_set(&w, &plan.rows[i].spec, &set);
-        REQUIRE(est_model_whatif(m, NULL, &cfg, &set, &res, &err) == SC_OK);
+        REQUIRE(est_model_whatif(m, &cfg, &set, &res, &err) == SC_OK);
         CHECK(fabs(res.step_ms - plan.rows[i].estimate.step_ms) <= 1e-9 * res.step_ms);
         whatif_release(&res);
     }
