@@ -17,6 +17,7 @@
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
+#include "estimator/calibrate/calibrate.h"
 #include "estimator/model_open.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -37,16 +38,15 @@ struct memo {
 struct built_model {
     char id[API_ID_MAX];
     struct est_traced_model *model; /* its traces shed to headers (estimator/model_open.h) */
-    /* what it was built from, to read the traces whole again (a
-     * calibration) */
+    /* what it was built from, to read the traces again (a calibration) */
     struct api_trace *traces;
     size_t n_traces;
     struct model_load_opts load;
     char *step_marker; /* load.step_marker's own copy */
-    /* its traces whole, read once on a calibration's need
-     * (built_model_whole) and kept; whole_mu orders that read */
-    pthread_mutex_t whole_mu;
-    struct model_job *whole;
+    /* its calibration samples, read once on a calibration's need
+     * (built_model_calib_samples) and kept; calib_mu orders that read */
+    pthread_mutex_t calib_mu;
+    struct calib_acc *calib;
     size_t bytes;      /* job + graph + memo budget */
     size_t memo_cap;   /* bytes the memo may hold */
     pthread_mutex_t mu;
@@ -169,7 +169,7 @@ int built_model_assemble(const char *id, const struct api_trace *traces, size_t 
     }
     snprintf(m->id, sizeof m->id, "%s", id);
     pthread_mutex_init(&m->mu, NULL);
-    pthread_mutex_init(&m->whole_mu, NULL);
+    pthread_mutex_init(&m->calib_mu, NULL);
     m->load = *opts;
     m->load.step_marker = m->step_marker;
     memcpy(m->traces, traces, n * sizeof *traces);
@@ -282,63 +282,71 @@ void built_model_free(struct built_model *m)
     for (size_t i = 0; i < m->n_memo; i++)
         free(m->memo[i].body);
     pthread_mutex_destroy(&m->mu);
-    pthread_mutex_destroy(&m->whole_mu);
-    model_job_free(m->whole);
+    pthread_mutex_destroy(&m->calib_mu);
+    calib_acc_free(m->calib);
     est_model_close(m->model);
     free(m->traces);
     free(m->step_marker);
     free(m);
 }
 
-int built_model_whole(struct built_model *m, struct blob_store *bs, struct model_graph *view, size_t *added,
-                      struct sc_error *err)
+/* The samples of m's traces, read from their blobs in rank order. */
+static int calib_read(struct built_model *m, struct blob_store *bs, struct calib_acc **out, struct sc_error *err)
 {
-    int rc = SC_OK;
-    *added = 0;
-    pthread_mutex_lock(&m->whole_mu);
-    if (!m->whole) {
-        struct blob_files f = {0};
-        struct model_job *job = NULL;
-        if ((rc = blob_files(bs, m->traces, m->n_traces, &f, err)) == SC_OK) {
-            atomic_fetch_add(&trace_reads, m->n_traces);
-            if ((rc = model_job_load_each(f.pv, m->n_traces, f.ranks, &m->load, 0, NULL, &job, err)))
-                name_failed(err, &f, m->traces, m->n_traces);
-        }
-        blob_files_release(&f);
-        if (rc == SC_OK) {
-            for (size_t i = 0; i < job->n_ranks; i++)
-                *added += model_trace_bytes(job->ranks[i]);
-            m->whole = job; /* published under whole_mu: read only after taking it */
+    struct calib_acc *a = calib_acc_new();
+    size_t *order = malloc((m->n_traces ? m->n_traces : 1) * sizeof *order);
+    int rc = a && order ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->n_traces; i++) { /* by rank: the traces are few, an insertion sort */
+        size_t k = i;
+        for (; k > 0 && m->traces[order[k - 1]].rank > m->traces[i].rank; k--)
+            order[k] = order[k - 1];
+        order[k] = i;
+    }
+    for (size_t i = 0; rc == SC_OK && i < m->n_traces; i++) {
+        struct model_trace *t;
+        if ((rc = built_load_trace(bs, &m->traces[order[i]], &m->load, &t, err)) == SC_OK) {
+            rc = calib_acc_add(a, t, err);
+            model_trace_free(t);
         }
     }
-    if (rc == SC_OK) {
-        *view = *est_model_graph(m->model);
-        view->job = m->whole;
+    free(order);
+    if (rc) {
+        calib_acc_free(a);
+        a = NULL;
     }
-    pthread_mutex_unlock(&m->whole_mu);
+    *out = a;
     return rc;
 }
 
-int built_model_has_whole(struct built_model *m)
+int built_model_calib_samples(struct built_model *m, struct blob_store *bs, const struct calib_acc **out,
+                              size_t *added, struct sc_error *err)
 {
-    pthread_mutex_lock(&m->whole_mu);
-    int kept = m->whole != NULL;
-    pthread_mutex_unlock(&m->whole_mu);
+    int rc = SC_OK;
+    *added = 0;
+    pthread_mutex_lock(&m->calib_mu);
+    if (!m->calib && (rc = calib_read(m, bs, &m->calib, err)) == SC_OK)
+        *added = calib_acc_bytes(m->calib);
+    *out = m->calib; /* published under calib_mu, never changed after */
+    pthread_mutex_unlock(&m->calib_mu);
+    return rc;
+}
+
+int built_model_has_calib_samples(struct built_model *m)
+{
+    pthread_mutex_lock(&m->calib_mu);
+    int kept = m->calib != NULL;
+    pthread_mutex_unlock(&m->calib_mu);
     return kept;
 }
 
-double built_model_whole_events(const struct built_model *m)
+double built_model_calib_read_bytes(const struct built_model *m)
 {
     const struct model_job *job = est_model_job(m->model);
-    double events = 0;
+    double most = 0;
     for (size_t i = 0; i < job->n_ranks; i++)
-        events += (double)job->ranks[i]->n_complete;
-    return events;
-}
-
-double built_model_whole_bytes(const struct built_model *m)
-{
-    return built_model_whole_events(m) * BUILT_BYTES_PER_LOADING_EVENT;
+        if ((double)job->ranks[i]->n_complete > most)
+            most = (double)job->ranks[i]->n_complete;
+    return most * BUILT_BYTES_PER_LOADING_EVENT;
 }
 
 size_t built_model_bytes(const struct built_model *m)

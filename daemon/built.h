@@ -102,29 +102,27 @@ size_t built_model_bytes(const struct built_model *m);
 struct est_traced_model;
 const struct est_traced_model *built_model_opened(const struct built_model *m);
 
-/* A view of the model's graph whose job holds its traces whole (every
- * event), for what needs more of them than a built model keeps: a
- * calibration joins ops to kernels (what-ifs, their validations and plans
- * read the notes the model took of its traces instead: est_model_notes).
- * The first call reads them from their blobs on all cores and m keeps
- * them: later calibrations of m read no blob. *added gets the bytes that
- * first call kept (0 after), for the cache to count. *view shares m's
- * arrays and is valid while m is; never free it. Thread-safe: concurrent
- * first calls read once. */
-struct model_graph;
-int built_model_whole(struct built_model *m, struct blob_store *bs, struct model_graph *view, size_t *added,
-                      struct sc_error *err);
-/* Whether m keeps its traces whole already (built_model_whole). */
-int built_model_has_whole(struct built_model *m);
-
-/* The events of m's traces, which built_model_whole reads again. */
-double built_model_whole_events(const struct built_model *m);
-/* The peak bytes built_model_whole takes to read m's traces whole:
- * BUILT_BYTES_PER_LOADING_EVENT for each of their events. */
-double built_model_whole_bytes(const struct built_model *m);
+/* The calibration samples of m's traces (estimator/calibrate/calibrate.h:
+ * the GEMMs, memory-bound ops, attention and collectives a calibration
+ * fits), for calibrations from the model; what-ifs, their validations and
+ * plans read the notes the model took of its traces instead
+ * (est_model_notes). The first call reads the traces from their blobs, one
+ * at a time in rank order (one trace in memory at once), and m keeps the
+ * samples: later calibrations of m read no blob. *added gets the bytes
+ * that first call kept (0 after), for the cache to count. *out is valid
+ * while m is and never changes once made (calib_acc_finish only reads
+ * it). Thread-safe: concurrent first calls read once. */
+struct calib_acc;
+int built_model_calib_samples(struct built_model *m, struct blob_store *bs, const struct calib_acc **out,
+                              size_t *added, struct sc_error *err);
+/* Whether m keeps its calibration samples already. */
+int built_model_has_calib_samples(struct built_model *m);
+/* The peak bytes built_model_calib_samples takes to read m's traces: its
+ * largest trace whole, BUILT_BYTES_PER_LOADING_EVENT an event. */
+double built_model_calib_read_bytes(const struct built_model *m);
 
 /* Trace files read from blobs since the process started: by builds (each
- * rank's trace), by built_model_whole and by built_load_trace. */
+ * rank's trace), by built_model_calib_samples and by built_load_trace. */
 uint64_t built_trace_reads(void);
 
 /* Longest memo key (a query's name and parameters). */

@@ -361,54 +361,47 @@ void h_calibration_gemms(struct svc *s, struct svc_request *q, struct api_reply 
     make_calibration(s, name, "gemm-bench", NULL, calib_gemms_body, q, r);
 }
 
-struct traces_ctx {
-    const struct model_job *whole; /* the model's traces whole, in rank order */
+struct samples_ctx {
+    const struct calib_acc *samples; /* the model's, as it keeps them once read */
     const char *gpu;
 };
 
-/* The graph of e's built model with its traces whole (built_model_whole):
- * read from their blobs once, on the model's first calibration, admitted
- * first by the size of that read (413, 429), then kept and counted by the
- * cache. On failure the reply in r and its status. *view is valid while e
- * is held. */
-static int model_whole(struct svc *s, struct cache_entry *e, struct model_graph *view, struct api_reply *r)
+/* The calibration samples of e's built model (built_model_calib_samples):
+ * read from its traces' blobs once, a trace at a time, on the model's
+ * first calibration, admitted first by the size of that read (413, 429),
+ * then kept and counted by the cache. On failure the reply in r and its
+ * status (422 for traces that cannot be calibrated together). *out is
+ * valid while e is held. */
+static int model_samples(struct svc *s, struct cache_entry *e, const struct calib_acc **out, struct api_reply *r)
 {
     struct built_model *m = cache_value(e);
     struct sc_error err;
     size_t added;
     uint64_t need = 0;
-    if (!built_model_has_whole(m)) {
-        double bytes = built_model_whole_bytes(m);
+    if (!built_model_has_calib_samples(m)) {
+        double bytes = built_model_calib_read_bytes(m);
         need = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
-        switch (admission_try(s->admission, need, "reading the model's traces whole", &err)) {
+        switch (admission_try(s->admission, need, "reading the model's traces for their samples", &err)) {
         case ADMISSION_OK: break;
         case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
         case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
         }
     }
-    int rc = built_model_whole(m, s->blobs, view, &added, &err);
+    int rc = built_model_calib_samples(m, s->blobs, out, &added, &err);
     if (need)
         admission_release(s->admission, need);
     if (rc)
-        return api_fail_status(r, &err, API_E_INTERNAL);
+        return api_fail_status(r, &err, API_E_UNPROCESSABLE);
     if (added)
         cache_charge(s->cache, e, added);
     return SC_OK;
 }
 
-/* calib_fn: the model's traces whole, as the built model keeps them once
- * read (model_whole). */
-static int calib_job(void *ctx, FILE *report, char **doc, struct sc_error *err)
+/* calib_fn: the model's samples fitted for the GPU asked. */
+static int calib_samples(void *ctx, FILE *report, char **doc, struct sc_error *err)
 {
-    struct traces_ctx *c = ctx;
-    struct calib_acc *a = calib_acc_new();
-    int rc = a ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (size_t i = 0; i < c->whole->n_ranks && rc == SC_OK; i++)
-        rc = calib_acc_add(a, c->whole->ranks[i], err);
-    if (rc == SC_OK)
-        rc = calib_acc_finish(a, c->gpu, report, doc, err);
-    calib_acc_free(a);
-    return rc;
+    struct samples_ctx *c = ctx;
+    return calib_acc_finish(c->samples, c->gpu, report, doc, err);
 }
 
 void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply *r)
@@ -416,10 +409,10 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
     const char *name = api_query_str(&q->query, "name");
     struct api_model m;
     struct cache_entry *e;
-    struct model_graph view;
+    const struct calib_acc *samples;
     struct sc_error err;
     int rc;
-    if (svc_defer()) /* it reads the model's traces whole (once for the model) */
+    if (svc_defer()) /* it reads the model's traces (once for the model) */
         return;
     if ((rc = store_model_get(s->store, q->params.id, &m, &err))) {
         api_fail_status(r, &err, API_E_INTERNAL);
@@ -433,9 +426,9 @@ void h_model_calibration(struct svc *s, struct svc_request *q, struct api_reply 
     api_model_release(&m);
     if (h_ready_model(s, q->params.id, &e, r))
         return;
-    if (model_whole(s, e, &view, r) == SC_OK) {
-        struct traces_ctx c = {view.job, api_query_str(&q->query, "gpu")};
-        make_calibration(s, name, "traces", q->params.id, calib_job, &c, r);
+    if (model_samples(s, e, &samples, r) == SC_OK) {
+        struct samples_ctx c = {samples, api_query_str(&q->query, "gpu")};
+        make_calibration(s, name, "traces", q->params.id, calib_samples, &c, r);
     }
     cache_release(s->cache, e);
 }

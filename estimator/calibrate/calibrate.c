@@ -525,6 +525,15 @@ void calib_acc_free(struct calib_acc *a)
     free(a);
 }
 
+size_t calib_acc_bytes(const struct calib_acc *a)
+{
+    size_t bytes = sizeof *a + a->gemms.cap * sizeof *a->gemms.v + a->mems.cap * sizeof *a->mems.v +
+                   a->attns.cap * sizeof *a->attns.v + a->runs.cap * sizeof *a->runs.v;
+    for (size_t i = 0; i < a->runs.n; i++)
+        bytes += a->runs.v[i].n_rows * sizeof *a->runs.v[i].rows;
+    return bytes;
+}
+
 int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_error *err)
 {
     size_t sk = 0;
@@ -571,7 +580,7 @@ int calib_traces(const struct model_job *job, const char *gpu, FILE *report, cha
     return rc;
 }
 
-int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err)
+int calib_acc_finish(const struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err)
 {
     struct coll_measurement *m = NULL;
     const struct nct_run **run_of = NULL;

@@ -89,11 +89,15 @@ int calib_traces(const struct model_job *job, const char *gpu, FILE *report, cha
 /* The same a trace at a time, in rank order, so a job's traces need not
  * all be in memory: calib_acc_add takes what calibration needs of each
  * (SC_EINVAL for a shed trace: model_trace_shed), calib_acc_finish fits
- * and writes the document as calib_traces does. */
+ * and writes the document as calib_traces does. Finishing reads the
+ * samples only: the same samples may be finished again, for another GPU,
+ * and by several threads at once. */
 struct calib_acc;
 struct calib_acc *calib_acc_new(void); /* NULL when out of memory */
 int calib_acc_add(struct calib_acc *a, const struct model_trace *t, struct sc_error *err);
-int calib_acc_finish(struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err);
+int calib_acc_finish(const struct calib_acc *a, const char *gpu, FILE *report, char **doc, struct sc_error *err);
+/* Bytes a holds (for the caches that bound memory). */
+size_t calib_acc_bytes(const struct calib_acc *a);
 void calib_acc_free(struct calib_acc *a); /* NULL-safe */
 
 #endif

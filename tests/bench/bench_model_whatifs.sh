@@ -5,7 +5,7 @@
 # torch-steps trace and, when ../shared is there, HTA's control trace. The
 # what-ifs and plans read the notes the model took of its traces when it
 # was built: no trace is read again. The first what-if's CPU and the
-# daemon's resident memory are printed too.
+# bytes the model cache holds are printed too.
 cd "$(dirname "$0")/../.." || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

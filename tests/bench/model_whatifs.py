@@ -1,7 +1,8 @@
 """What-ifs, a plan and a calibration of one built model through the daemon:
 the daemon's CPU time for them (from /proc), medians of repeated rounds,
-the first what-if's own, the daemon's resident memory once the model is
-built and after the rounds, and their answers. Usage: model_whatifs.py STEPCASTD TRACE CONFIG_JSON OUT_JSON [RANK].
+the first what-if's own, the bytes the model cache holds (the built model,
+as /metrics counts it) once the model is built and after the rounds, and
+their answers. Usage: model_whatifs.py STEPCASTD TRACE CONFIG_JSON OUT_JSON [RANK].
 Each round asks 4 what-ifs; of the 20, one set repeats (memoised)."""
 import json, os, subprocess, sys, tempfile, time, urllib.request
 
@@ -25,11 +26,10 @@ def cpu(pid):
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
+def cache_mb(url):
+    for line in call(url, "GET", "/metrics")[1].splitlines():
+        if line.startswith("stepcast_model_cache_bytes{"):
+            return float(line.split()[1]) / 1e6
     return float("nan")
 
 
@@ -58,7 +58,7 @@ def main():
                     break
                 time.sleep(0.1)
             answers, whatif_s, plan_s = {}, [], []
-            built_mb, first_s = rss_mb(p.pid), None
+            built_mb, first_s = cache_mb(url), None
             for r in range(rounds):
                 sets = [{"dp": 2 + r}, {"micro_batch": 1 + r % 4, "global_batch": 8 * (1 + r % 4)},
                         {"gpu": "h200", "dp": 8 + r}, {"tp": 2, "dp": 3 + r}]
@@ -78,8 +78,8 @@ def main():
                 answers["plan %d" % r] = [st, json.loads(body).get("top")]
             med = lambda v: sorted(v)[len(v) // 2]
             print("what-if, daemon CPU per request: median %.1f ms, the first %.1f ms; plan (8 to 40 GPUs, top 3): "
-                  "median %.1f ms; daemon RSS %.1f MB once built, %.1f MB after"
-                  % (med(whatif_s) * 1e3, first_s * 1e3, med(plan_s) * 1e3, built_mb, rss_mb(p.pid)))
+                  "median %.1f ms; model cache %.1f MB once built, %.1f MB after"
+                  % (med(whatif_s) * 1e3, first_s * 1e3, med(plan_s) * 1e3, built_mb, cache_mb(url)))
             json.dump(answers, open(out, "w"), indent=1, sort_keys=True)
         finally:
             p.terminate()

@@ -377,12 +377,12 @@ TEST_ALONE(svc_admission_model_whatifs_admitted_by_predicted_size)
     /* a plan from the model under a budget that fits no candidate's
      * graph: refused, having read no trace (the model comes back from its
      * built-model blob, notes and all); a calibration, which reads the
-     * traces whole, refused before it reads them */
+     * traces for their samples, refused before it reads them */
     static const char *const tiny[] = {"--memory-budget", "4K", NULL};
     svc_start(&d, d.data, tiny, NULL);
     snprintf(path, sizeof path, "/v1/models/%s/calibration?name=tiny&gpu=a100-sxm4-80gb", model);
     CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 413);
-    CHECK_CONTAINS(r.body, "reading the model's traces whole");
+    CHECK_CONTAINS(r.body, "reading the model's traces for their samples");
     svc_resp_release(&r);
     snprintf(path, sizeof path, "/v1/models/%s/plan", model);
     st = svc_admin(&d, "POST", path, "{\"gpus\":8}", &r);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "daemon/digest.h"
 #include "daemon/store.h"
 #include "estimator/costs/hardware.h"
 #include "estimator/costs/kernel_model.h"
@@ -244,6 +245,19 @@ TEST(svc_calibrations_named_kept_and_never_stale)
     CHECK_STREQ(svc_json_str(r.body, "model"), model);
     CHECK_CONTAINS(r.body, "GEMMs");
     CHECK_CONTAINS(r.body, "memory-bound ops: "); /* the same core as calibrate traces */
+    /* the very document `stepcast calibrate traces` writes of the same
+     * traces, from the samples the model read of them */
+    char out[4096], want[DIGEST_HEX_LEN + 1];
+    struct sc_error derr;
+    size_t len = 0;
+    snprintf(out, sizeof out, "%s/team-cli.json", th_tmpdir());
+    char *cli[] = {(char *)th_build_path("stepcast"), "calibrate", "traces", "--gpu", "a100-sxm4-80gb", "--force",
+                   "--out", out, (char *)ranks[0], (char *)ranks[1], NULL};
+    free(th_run_expect(cli, 0, NULL, NULL));
+    char *doc = th_read_file(out, &len);
+    REQUIRE(doc && digest_hex(doc, len, want, &derr) == SC_OK);
+    CHECK_STREQ(svc_json_str(r.body, "sha256"), want);
+    free(doc);
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_call_as(&d, writer, "POST", "/v1/models/m-none/calibration?name=x", NULL, NULL), 404);
 

@@ -288,7 +288,9 @@ static char *whatif_less_band(const char *body)
  * from its blob, never its traces) they still read none and answer the
  * same, byte for byte (but for the what-if's band, from the ledger the
  * validations add to). A calibration, which joins ops to kernels, reads
- * the model's trace once. */
+ * the model's trace once for its samples, which the model keeps: more
+ * calibrations of it, for the same GPU (the same document) or another,
+ * read none. */
 TEST(svc_model_whatifs_and_plans_read_no_trace_calibrations_once)
 {
     static const char *const sets[] = {"{\"set\":{\"dp\":2}}", "{\"set\":{\"dp\":8}}", "{\"set\":{\"tp\":2}}",
@@ -349,7 +351,21 @@ TEST(svc_model_whatifs_and_plans_read_no_trace_calibrations_once)
         CHECK_EQ_INT(trace_reads(&d), built);
         snprintf(path, sizeof path, "/v1/models/%s/calibration?name=once%d&gpu=a100-sxm4-80gb", model, round);
         CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 201);
+        char *sha = strdup(svc_json_str(r.body, "sha256"));
         svc_resp_release(&r);
+        CHECK_EQ_INT(trace_reads(&d), built + 1);
+        /* again, and for another GPU: from the samples the model kept, the
+         * same document for the same GPU */
+        snprintf(path, sizeof path, "/v1/models/%s/calibration?name=again%d&gpu=a100-sxm4-80gb", model, round);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 201);
+        CHECK(sha && strlen(sha) == 64);
+        CHECK_STREQ(svc_json_str(r.body, "sha256"), sha ? sha : "");
+        svc_resp_release(&r);
+        snprintf(path, sizeof path, "/v1/models/%s/calibration?name=h100%d&gpu=h100-sxm", model, round);
+        CHECK_EQ_INT(svc_admin(&d, "POST", path, NULL, &r), 201);
+        CHECK(strcmp(svc_json_str(r.body, "sha256"), sha ? sha : "") != 0);
+        svc_resp_release(&r);
+        free(sha);
         CHECK_EQ_INT(trace_reads(&d), built + 1);
         if (round == 0) {
             CHECK_EQ_INT(svc_stop(&d), 0);
