@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "common/i64map.h"
 #include "common/vec.h"
 #include "estimator/costs/kernel_model.h"
 #include "estimator/costs/op_kernels.h"
@@ -162,10 +163,56 @@ int calib_gemm_samples_of_kernels(const struct model_trace *t, struct gemm_sampl
     return status;
 }
 
+/* The shapes of a trace's GEMM ops, each read once per op kind, Input Dims
+ * and Input type: those are interned, and a trace repeats a few of them
+ * (a layer's GEMMs, step after step), so the JSON texts are parsed once. */
+struct shape_memo {
+    struct sc_i64map at; /* (dims, types) string ids -> first entry */
+    struct parsed {
+        enum gemm_op kind;
+        int ok;
+        double m, n, k, batch;
+        enum hw_dtype dtype;
+        uint32_t next; /* another kind's entry for the same texts, or MODEL_NONE */
+    } *v;
+    size_t n, cap;
+};
+
+/* The shape and dtype of an op of `kind` with Input Dims and Input type
+ * string ids dims and types into s; 0, or -1 when they cannot be read. */
+static int shape_memo_get(struct shape_memo *mm, const struct model_trace *t, enum gemm_op kind, uint32_t dims,
+                          uint32_t types, struct gemm_sample *s, struct sc_error *err)
+{
+    int64_t key = (int64_t)((uint64_t)dims << 32 | types);
+    uint32_t i = MODEL_NONE, first = MODEL_NONE;
+    if (key != INT64_MIN && sc_i64map_get(&mm->at, key, &first))
+        for (i = first; i != MODEL_NONE && mm->v[i].kind != kind; i = mm->v[i].next)
+            ;
+    if (i == MODEL_NONE) {
+        const char *dt = model_str(t, dims), *ty = model_str(t, types);
+        struct parsed p = {.kind = kind, .next = first};
+        struct gemm_sample q = {0};
+        p.ok = dt && ty && !shape_of(kind, dt, &q) && !dtype_of(kind, ty, &q.dtype);
+        p.m = q.m, p.n = q.n, p.k = q.k, p.batch = q.batch, p.dtype = q.dtype;
+        if (mm->n >= MODEL_NONE || sc_vec_reserve((void **)&mm->v, &mm->cap, mm->n + 1, sizeof *mm->v))
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+        i = (uint32_t)mm->n;
+        mm->v[mm->n++] = p;
+        if (key != INT64_MIN && sc_i64map_put(&mm->at, key, i))
+            return sc_error_set(err, SC_ENOMEM, "out of memory");
+    }
+    const struct parsed *p = &mm->v[i];
+    if (!p->ok)
+        return -1;
+    s->m = p->m, s->n = p->n, s->k = p->k, s->batch = p->batch, s->dtype = p->dtype;
+    return 0;
+}
+
 int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kernels *ops, struct gemm_samples *out,
                         size_t *skipped, uint32_t *sample_of_event, struct sc_error *err)
 {
     const struct op_kernels ok = *ops;
+    struct shape_memo memo = {SC_I64MAP_INIT, NULL, 0, 0};
     size_t n_skipped = 0;
     int status = SC_OK;
 
@@ -180,9 +227,14 @@ int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kerne
             continue;
         struct gemm_sample s = {.device = -1, .op = l->op};
         const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
-        const char *dims = in ? model_str(t, in->input_dims) : NULL;
-        const char *types = in ? model_str(t, in->input_types) : NULL;
-        if (!dims || !types || shape_of(kind, dims, &s) || dtype_of(kind, types, &s.dtype)) {
+        int got = in && in->input_dims != MODEL_NONE && in->input_types != MODEL_NONE
+                      ? shape_memo_get(&memo, t, kind, in->input_dims, in->input_types, &s, err)
+                      : -1;
+        if (got > 0) {
+            status = got;
+            break;
+        }
+        if (got) {
             n_skipped++;
             continue;
         }
@@ -202,6 +254,8 @@ int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kerne
         else
             out->v[out->n++] = s;
     }
+    sc_i64map_release(&memo.at);
+    free(memo.v);
     if (skipped)
         *skipped = n_skipped;
     return status;

@@ -103,27 +103,58 @@ static int span_cmp(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+/* v[0..n) by track and start: a trace's events come as a few runs in
+ * time order (sc_sort_runs). */
+static int sort_spans(struct span *v, size_t n, struct sc_error *err)
+{
+    if (n < 2)
+        return SC_OK;
+    struct span *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return oom(err);
+    sc_sort_runs(v, tmp, n, sizeof *v, span_cmp);
+    free(tmp);
+    return SC_OK;
+}
+
+/* The spans of t that label names, sorted by track and start. A name's
+ * label is found once (names are interned: a trace has few distinct
+ * ones); events come in a few runs in time order, which the sort keeps. */
 static int spans_collect(const struct model_trace *t, span_label_fn label, struct spans *out, struct sc_error *err)
 {
-    size_t cap = 0;
+    enum { UNSEEN = INT32_MIN };
+    size_t cap = 0, n_names = t->strings.n;
+    int32_t *memo = malloc((n_names ? n_names : 1) * sizeof *memo);
     out->v = NULL;
     out->n = 0;
+    if (!memo)
+        return oom(err);
+    for (size_t i = 0; i < n_names; i++)
+        memo[i] = UNSEEN;
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         if (e->kind != MODEL_EV_PYTHON && e->kind != MODEL_EV_USER_ANNOTATION && e->kind != MODEL_EV_CPU_OP)
             continue;
-        int32_t l = label(model_str(t, e->name));
+        int32_t l = e->name < n_names ? memo[e->name] : -1;
+        if (l == UNSEEN)
+            l = memo[e->name] = label(model_str(t, e->name));
         if (l < 0)
             continue;
         if (sc_vec_reserve((void **)&out->v, &cap, out->n + 1, sizeof *out->v)) {
+            free(memo);
             free(out->v);
             out->v = NULL;
             return oom(err);
         }
         out->v[out->n++] = (struct span){e->track, e->ts, e->ts + e->dur, 0, l};
     }
-    if (out->n)
-        qsort(out->v, out->n, sizeof *out->v, span_cmp);
+    free(memo);
+    if (sort_spans(out->v, out->n, err)) {
+        free(out->v);
+        out->v = NULL;
+        out->n = 0;
+        return err->code;
+    }
     for (size_t k = 0; k < out->n; k++) {
         int64_t prev = k && out->v[k - 1].track == out->v[k].track ? out->v[k - 1].reach : INT64_MIN;
         out->v[k].reach = out->v[k].end > prev ? out->v[k].end : prev;
@@ -230,7 +261,10 @@ static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error
     for (size_t e = 0; e < t->n_events; e++)
         if (t->events[e].kind == MODEL_EV_CPU_OP)
             v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
-    qsort(v, k, sizeof *v, span_cmp);
+    if (sort_spans(v, k, err)) {
+        free(v);
+        return err->code;
+    }
     for (size_t i = 0; i < k; i++) { /* merged in place, per thread */
         if (m && v[m - 1].track == v[i].track && v[i].start <= v[m - 1].end) {
             if (v[i].end > v[m - 1].end)
@@ -279,7 +313,11 @@ static int ops_of(const struct model_trace *t, struct trace_notes *out, struct s
         if (t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff)
             out->op_keys[out->n_op_keys++] =
                 (int64_t)t->events[e].track << 48 | ((t->events[e].ts - t->first_ts) & ((1LL << 48) - 1));
-    qsort(out->op_keys, n, sizeof *out->op_keys, int64_cmp);
+    int64_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return oom(err);
+    sc_sort_runs(out->op_keys, tmp, n, sizeof *out->op_keys, int64_cmp);
+    free(tmp);
     return SC_OK;
 }
 
