@@ -127,7 +127,11 @@ int cmd_whatif(int argc, char **argv)
         return rc;
     struct est_traced_model *m;
     struct whatif_result r;
-    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, 1, &m)))
+    /* the what-if reads the notes the build takes of each trace; only a
+     * timeline, which writes the traced events around the replayed ones,
+     * needs the traces whole */
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, timeline != NULL,
+                              &m)))
         return rc;
     if (est_model_whatif(m, &cfg, &set, &r, &err)) {
         est_model_close(m);

@@ -36,8 +36,9 @@ struct est_model_options {
     struct model_load_opts load;   /* model_load_opts_default unless set */
     struct model_graph_opts graph; /* model_graph_opts_default unless set */
     const int64_t *ranks;          /* blobs: ranks[i] the rank of paths[i]; NULL: from the traces */
-    int keep_traces;               /* 1: keep each trace whole (a what-if reads its events
-                                      again); 0: each shed to its header once built */
+    int keep_traces;               /* 1: keep each trace whole (a timeline writes its events
+                                      again); 0: each shed to its header once built (and
+                                      its what-if notes taken) */
 };
 
 /* The defaults: load and graph options at theirs, traces shed. */

@@ -2,7 +2,8 @@
  * whatif_plan.h) recovers the job's structure and replays its traced step
  * once for all its candidates, not once per candidate; each candidate is
  * still the what-if of its configuration. The job is a measured eager step
- * of data/calibration/torch-steps. */
+ * of data/calibration/torch-steps, opened as a built model opens it: its
+ * trace shed once built, the what-ifs reading its notes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,6 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
     struct sc_error err;
     const char *paths[] = {trace};
     est_model_options_default(&o);
-    o.keep_traces = 1; /* what-ifs read the events */
     REQUIRE(est_model_open(paths, 1, &o, NULL, NULL, &m, &err) == SC_OK);
     REQUIRE(spec_job_config_parse(config, strlen(config), &cfg, &err) == SC_OK);
     memset(&req, 0, sizeof req);
