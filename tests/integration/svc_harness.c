@@ -727,6 +727,16 @@ int svc_log_lines(const struct svc_daemon *d, size_t n, const char *a, const cha
     return count;
 }
 
+int svc_wait_hold(const struct svc_daemon *d, const char *name, double timeout_s)
+{
+    char hold[128];
+    snprintf(hold, sizeof hold, "hold=%s", name);
+    for (double t0 = th_now_s(); svc_log_lines(d, 1, "failpoint", hold) < 1; usleep(5000))
+        if (th_now_s() - t0 > timeout_s)
+            return 0;
+    return 1;
+}
+
 /* /healthz's builds.running; -1 when it does not answer 200. */
 static long builds_running(const struct svc_daemon *d)
 {

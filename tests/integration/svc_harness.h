@@ -150,6 +150,9 @@ json_t *svc_admin_json(const struct svc_daemon *d, const char *path);
 json_t *svc_cli_replay(const char *path);
 /* Lines of the logs of d[0..n) that hold both a and b. */
 int svc_log_lines(const struct svc_daemon *d, size_t n, const char *a, const char *b);
+/* Wait until d holds at failpoint `name` (its log's "hold=NAME" line,
+ * STEPCAST_FAILPOINT=NAME): 1, or 0 after timeout_s. */
+int svc_wait_hold(const struct svc_daemon *d, const char *name, double timeout_s);
 /* Poll /healthz until its builds.running is `want`: the seconds it took,
  * or -1 after timeout_s. */
 double svc_wait_builds_running(const struct svc_daemon *d, long want, double timeout_s);

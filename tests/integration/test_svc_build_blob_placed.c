@@ -61,9 +61,7 @@ TEST(svc_build_blob_removed_before_its_commit_is_put_back)
     REQUIRE(trace && strlen(trace) == 64);
     char *id = svc_request_model(&d, "twin", NULL);
     double t0 = th_now_s();
-    while (svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") < 1 && th_now_s() - t0 < 60)
-        usleep(10000);
-    REQUIRE(svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") == 1); /* its blob written */
+    REQUIRE(svc_wait_hold(&d, "build.publishing", 60)); /* its blob written */
     CHECK_EQ_INT(remove_blobs_but(&d, trace), 1);                              /* the built model's */
     CHECK(th_now_s() - t0 < 2.0); /* removed while the build was held */
     CHECK_STREQ(svc_wait_model(&d, id, 60), "ready");

@@ -103,10 +103,7 @@ TEST(svc_build_delete_while_publishing_is_a_cancellation)
     CHECK_EQ_INT(svc_call(&d, "PUT", "/v1/jobs/late/ranks/0/trace", &o, NULL), 201);
     free(t);
     char *id = svc_request_model(&d, "late", NULL);
-    double t0 = th_now_s();
-    while (svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") < 1 && th_now_s() - t0 < 60)
-        usleep(10000);
-    REQUIRE(svc_log_lines(&d, 1, "failpoint", "hold=build.publishing") == 1);
+    REQUIRE(svc_wait_hold(&d, "build.publishing", 60));
     snprintf(path, sizeof path, "/v1/models/%s", id);
     CHECK_EQ_INT(svc_admin(&d, "DELETE", path, NULL, NULL), 200);
     CHECK(svc_wait_builds_running(&d, 0, 30) >= 0);

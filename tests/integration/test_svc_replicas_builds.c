@@ -290,10 +290,7 @@ TEST(svc_replicas_delete_keeps_a_blob_another_replica_commits)
     struct upload u = {&d[1], "/v1/jobs/y/ranks/0/trace", t, n, 0};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, upload_run, &u) == 0);
-    double t0 = th_now_s();
-    while (svc_log_lines(&d[1], 1, "failpoint", "hold=store.placed") == 0 && th_now_s() - t0 < 60)
-        usleep(5000);
-    CHECK_EQ_INT(svc_log_lines(&d[1], 1, "failpoint", "hold=store.placed"), 1);
+    CHECK(svc_wait_hold(&d[1], "store.placed", 60));
     CHECK_EQ_INT(svc_admin(&d[0], "DELETE", "/v1/jobs/x", NULL, NULL), 200);
     pthread_join(th, NULL);
     CHECK_EQ_INT(u.status, 201);
