@@ -171,21 +171,21 @@ void cli_run_release(struct cli_run *r)
 }
 
 int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                    const struct model_graph_opts *go, int keep_traces, struct est_traced_model **out)
+                    const struct model_graph_opts *go, int keep, struct est_traced_model **out)
 {
-    struct est_model_options o = {.load = *lo, .graph = *go, .keep_traces = keep_traces};
+    struct est_model_options o = {.load = *lo, .graph = *go, .keep = (enum est_keep)keep};
     struct sc_error err;
     return est_model_open(paths, n, &o, NULL, NULL, out, &err) ? cli_fail(&err) : 0;
 }
 
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep,
                    struct cli_run *run)
 {
     struct sc_error err;
     int rc;
     memset(run, 0, sizeof *run);
-    if ((rc = cli_open_traces(paths, n, lo, go, keep_traces, &run->model)))
+    if ((rc = cli_open_traces(paths, n, lo, go, keep, &run->model)))
         return rc;
     if (est_model_replay(run->model, ro, &run->replay, &err)) {
         cli_run_release(run);
@@ -221,7 +221,7 @@ int cli_open_runs(char **paths, const struct model_load_opts *lo, const struct m
     int rc = 0;
     m[0] = m[1] = NULL;
     for (int k = 0; k < 2 && rc == 0; k++)
-        rc = cli_open_traces((const char *const *)paths + k, 1, lo, go, 0, &m[k]);
+        rc = cli_open_traces((const char *const *)paths + k, 1, lo, go, EST_KEEP_HEADERS, &m[k]);
     if (rc) {
         est_model_close(m[0]);
         m[0] = NULL;

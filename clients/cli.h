@@ -29,11 +29,12 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage,
                       struct model_graph_opts *go, int *json);
 
 /* Open TRACE... (estimator/model_open.h) with the given options, keeping
- * the traces whole with keep_traces; prints the error and returns the exit
- * status on failure, 0 with *out (est_model_close) on success. */
+ * what `keep` says of the traces (enum est_keep); prints the error and
+ * returns the exit status on failure, 0 with *out (est_model_close) on
+ * success. */
 struct est_traced_model;
 int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                    const struct model_graph_opts *go, int keep_traces, struct est_traced_model **out);
+                    const struct model_graph_opts *go, int keep, struct est_traced_model **out);
 
 /* A job opened and replayed as `stepcast replay` does (the kept
  * collectives' waits applied by the façade). */
@@ -45,7 +46,7 @@ struct cli_run {
 /* cli_open_traces, then the replay with ro. Returns the exit status, the
  * error printed; on failure *run is empty. */
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep_traces,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep,
                    struct cli_run *run);
 void cli_run_release(struct cli_run *run);
 

@@ -100,7 +100,7 @@ static int plan_traces(const char *config, char **traces, int n, struct est_plan
     model_graph_opts_default(&go);
     /* each trace shed once built: the what-ifs read the notes taken of it */
     if ((rc = cli_load_job_config(config, &cfg)) ||
-        (rc = cli_open_traces((const char *const *)traces, (size_t)n, &lo, &go, 0, &m)))
+        (rc = cli_open_traces((const char *const *)traces, (size_t)n, &lo, &go, EST_KEEP_NOTES, &m)))
         return rc;
     if (whatif_plan_request(est_model_graph(m), est_model_notes(m), &cfg, req, &w, &err)) {
         rc = cli_fail(&err);

@@ -96,7 +96,7 @@ static int prepare(int argc, char **argv, const char *cmd, const char *usage, st
         return cli_usage_error(cmd, "no trace given");
     /* a timeline writes the trace's events again */
     return cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
-                          timeline && *timeline, run);
+                          timeline && *timeline ? EST_KEEP_WHOLE : EST_KEEP_HEADERS, run);
 }
 
 int cmd_replay(int argc, char **argv)

@@ -198,8 +198,9 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
         return sc_error_set(err, SC_ENOTFOUND, "model %s has no traces left to build from (its job was deleted)",
                             id);
     /* ranks load and build on all cores; each trace keeps only its header
-     * once its rank's part of the graph is found */
-    struct est_model_options mo = {.load = *opts, .graph = *graph_opts};
+     * once its rank's part of the graph is found, and the notes a what-if
+     * reads of it */
+    struct est_model_options mo = {.load = *opts, .graph = *graph_opts, .keep = EST_KEEP_NOTES};
     if ((rc = blob_files(bs, traces, n, &f, err)) == SC_OK) {
         mo.ranks = f.ranks; /* the ranks they were uploaded as */
         atomic_fetch_add(&trace_reads, n);

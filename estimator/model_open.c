@@ -42,7 +42,8 @@ int est_model_open(const char *const *paths, size_t n, const struct est_model_op
     }
     struct model_graph_load gl = {
         .load = &o->load, .ranks = o->ranks, .progress = progress, .progress_ctx = progress_ctx};
-    int rc = est_traced_build(paths, n, &gl, &o->graph, o->keep_traces, &m->own, &m->model, err);
+    int rc = est_traced_build(paths, n, &gl, &o->graph, o->keep == EST_KEEP_WHOLE, o->keep == EST_KEEP_NOTES,
+                              &m->own, &m->model, err);
     m->job = m->own;
     if (rc) {
         est_model_close(m);
@@ -156,10 +157,10 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
 int est_model_whatif(const struct est_traced_model *m, const struct job_config *cfg, const struct job_config *set,
                      struct whatif_result *out, struct sc_error *err)
 {
-    return whatif_run(m->model.graph, &m->model.notes, cfg, set, out, err);
+    return whatif_run(m->model.graph, est_model_notes(m), cfg, set, out, err);
 }
 
 const struct trace_notes_set *est_model_notes(const struct est_traced_model *m)
 {
-    return &m->model.notes;
+    return m->model.notes.rank ? &m->model.notes : NULL;
 }

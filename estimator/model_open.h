@@ -31,17 +31,25 @@ struct trace_notes_set;
 
 struct est_traced_model;
 
+/* What a model keeps of its traces besides their graph. */
+enum est_keep {
+    EST_KEEP_HEADERS, /* each trace shed to its header once built: replays, diffs, exports of the graph */
+    EST_KEEP_NOTES,   /* also the notes a what-if reads of each (est_model_notes), taken while it is
+                         whole: what-ifs and plans, the daemon's built models */
+    EST_KEEP_WHOLE,   /* every trace whole (a timeline writes their events again; a what-if takes
+                         its notes from them when it runs) */
+};
+
 /* What to open and how. */
 struct est_model_options {
     struct model_load_opts load;   /* model_load_opts_default unless set */
     struct model_graph_opts graph; /* model_graph_opts_default unless set */
     const int64_t *ranks;          /* blobs: ranks[i] the rank of paths[i]; NULL: from the traces */
-    int keep_traces;               /* 1: keep each trace whole (a timeline writes its events
-                                      again); 0: each shed to its header once built (and
-                                      its what-if notes taken) */
+    enum est_keep keep;            /* EST_KEEP_HEADERS unless set */
 };
 
-/* The defaults: load and graph options at theirs, traces shed. */
+/* The defaults: load and graph options at theirs, traces shed to their
+ * headers. */
 void est_model_options_default(struct est_model_options *o);
 
 /* Called from the loading threads with the number of ranks built so far
@@ -98,13 +106,17 @@ int est_model_ab(const struct est_traced_model *a, const struct est_traced_model
 
 /* The what-if of m's job, described by cfg, changed as set says
  * (estimator/whatif/whatif.h), from m's graph and the notes taken of its
- * traces while they were whole (est_model_notes): no trace is read again.
- * Release with whatif_release. */
+ * traces while they were whole (est_model_notes; m opened with
+ * EST_KEEP_NOTES): no trace is read again. A model that keeps its traces
+ * whole (EST_KEEP_WHOLE, est_model_of_job) takes them from its traces;
+ * one that keeps their headers only is SC_EINVAL. Release with
+ * whatif_release. */
 int est_model_whatif(const struct est_traced_model *m, const struct job_config *cfg, const struct job_config *set,
                      struct whatif_result *out, struct sc_error *err);
 
 /* The notes a what-if reads of m's traces, by graph rank
- * (estimator/whatif/trace_notes.h). */
+ * (estimator/whatif/trace_notes.h), or NULL when m was not opened with
+ * EST_KEEP_NOTES. */
 const struct trace_notes_set *est_model_notes(const struct est_traced_model *m);
 
 #endif

@@ -132,7 +132,7 @@ static int split(struct est_traced *out, int notes_whole, int rc, struct sc_erro
 }
 
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
-                     const struct model_graph_opts *go, int keep_traces, struct model_job **job,
+                     const struct model_graph_opts *go, int keep_traces, int take_notes, struct model_job **job,
                      struct est_traced *out, struct sc_error *err)
 {
     static const struct model_graph_load none;
@@ -150,8 +150,10 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
     if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et) {
-        if ((rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err)) == SC_OK)
+        if ((rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err)) == SC_OK && take_notes)
             rc = no_notes(out->graph, &out->notes, err);
+    } else if (!keep_traces && !take_notes) {
+        rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
     } else if (!keep_traces) {
         struct model_graph_load noting = *l;
         noting.kept = note_kept;
@@ -162,14 +164,14 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
     } else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
         rc = model_graph_build(*job, go, &out->graph, err);
     kept_notes_release(&kept);
-    return split(out, !et && keep_traces, rc, err);
+    return split(out, !et && keep_traces && take_notes, rc, err);
 }
 
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    return split(out, 1, model_graph_build(job, go, &out->graph, err), err);
+    return split(out, 0, model_graph_build(job, go, &out->graph, err), err);
 }
 
 void est_traced_release(struct est_traced *t)

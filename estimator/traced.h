@@ -20,24 +20,25 @@ struct model_job;
 struct est_traced {
     struct model_graph *graph;     /* borrows its job */
     struct model_coll_waits waits; /* waits.v from malloc (NULL when none) */
-    struct trace_notes_set notes;  /* by graph rank, taken while each trace was whole */
+    struct trace_notes_set notes;  /* by graph rank, taken while each trace was whole; none
+                                      (rank NULL) unless asked for */
 };
 
 /* The model of paths[0..n): Chakra ET files imported
  * (estimator/interchange/chakra_import.h, with l->ranks and l->load's limits), or
  * Kineto traces built while they load (model_graph_build_paths: each
- * kept rank's notes taken, then its trace shed to its header once its
- * part is found; l's kept and dropped are replaced) or, with keep_traces,
- * loaded whole first (for callers that read the trace's events again).
- * A Chakra job's notes are empty, one per rank. l NULL: as
- * model_graph_build_paths's. *job gets the job (free it after *out, also
+ * trace shed to its header once its part is found; with take_notes, each
+ * kept rank's notes taken first, l's kept and dropped replaced) or, with
+ * keep_traces, loaded whole first (for callers that read the trace's
+ * events again; notes, asked for too, taken from them). A Chakra job's
+ * notes are empty, one per rank. l NULL: as model_graph_build_paths's. *job gets the job (free it after *out, also
  * on failure); on failure *out is empty. */
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
-                     const struct model_graph_opts *go, int keep_traces, struct model_job **job,
+                     const struct model_graph_opts *go, int keep_traces, int take_notes, struct model_job **job,
                      struct est_traced *out, struct sc_error *err);
 
 /* The model of a loaded job (borrowed; it outlives *out), its traces
- * whole (not shed). */
+ * whole (not shed): no notes, a what-if takes them from the traces. */
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err);
 

@@ -2,11 +2,10 @@
  *
  *   bench-notes TRACE...
  *
- * Builds the traces' model while they load, as the daemon does, both ways
- * in turn, ROUNDS rounds: the graph and its collectives' split alone
- * (model_graph_build_paths, then whatif_coll_split_waits: the build before
- * the notes) and the model with the notes a what-if reads of each trace
- * (est_model_open). Prints the median wall time of each and their ratio,
+ * Builds the traces' model while they load (est_model_open), both ways in
+ * turn, ROUNDS rounds: keeping the traces' headers alone (EST_KEEP_HEADERS,
+ * as a replay does) and with the notes a what-if reads of each trace
+ * (EST_KEEP_NOTES, as the daemon's built models). Prints the median wall time of each and their ratio,
  * then the notes' bytes against the events they were taken from and the
  * graph's bytes, and the model's (est_model_bytes, what the daemon's cache
  * counts). */
@@ -15,7 +14,6 @@
 #include <time.h>
 
 #include "estimator/model_open.h"
-#include "estimator/whatif/coll_split.h"
 #include "estimator/whatif/trace_notes.h"
 #include "model/graph.h"
 #include "model/job.h"
@@ -43,25 +41,25 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* The build before the notes: the graph while loading, and its split. */
-static int build_without(const char *const *paths, size_t n, struct sc_error *err)
+/* The model of paths[0..n) keeping `keep` of the traces, timed into *dt. */
+static struct est_traced_model *open_timed(const char *const *paths, size_t n, enum est_keep keep, double *dt)
 {
-    struct model_job *job = NULL;
-    struct model_graph *g = NULL;
-    struct model_coll_wait *w = NULL;
-    size_t nw = 0;
-    int rc = model_graph_build_paths(paths, n, NULL, NULL, &job, &g, err);
-    if (rc == SC_OK)
-        rc = whatif_coll_split_waits(g, &w, &nw, err);
-    free(w);
-    model_graph_free(g);
-    model_job_free(job);
-    return rc;
+    struct est_model_options o;
+    struct est_traced_model *m = NULL;
+    struct sc_error err;
+    est_model_options_default(&o);
+    o.keep = keep;
+    double t0 = now_s();
+    if (est_model_open(paths, n, &o, NULL, NULL, &m, &err)) {
+        fprintf(stderr, "bench-notes: %s\n", err.msg);
+        return NULL;
+    }
+    *dt = now_s() - t0;
+    return m;
 }
 
 int main(int argc, char **argv)
 {
-    struct sc_error err;
     if (argc < 2) {
         fprintf(stderr, "usage: bench-notes TRACE...\n");
         return 2;
@@ -71,20 +69,12 @@ int main(int argc, char **argv)
     double without[ROUNDS], with[ROUNDS];
     struct est_traced_model *m = NULL;
     for (int r = 0; r < ROUNDS; r++) {
-        double t0 = now_s();
-        if (build_without(paths, n, &err)) {
-            fprintf(stderr, "bench-notes: %s\n", err.msg);
-            return 1;
-        }
-        double t1 = now_s();
+        struct est_traced_model *bare = open_timed(paths, n, EST_KEEP_HEADERS, &without[r]);
+        est_model_close(bare);
         est_model_close(m);
-        m = NULL;
-        if (est_model_open(paths, n, NULL, NULL, NULL, &m, &err)) {
-            fprintf(stderr, "bench-notes: %s\n", err.msg);
+        m = bare ? open_timed(paths, n, EST_KEEP_NOTES, &with[r]) : NULL;
+        if (!m)
             return 1;
-        }
-        without[r] = t1 - t0;
-        with[r] = now_s() - t1;
     }
     const struct model_graph *g = est_model_graph(m);
     const struct trace_notes_set *s = est_model_notes(m);

@@ -473,7 +473,10 @@ static struct built_model *model_of_filled(const char *const *paths, size_t n, i
         traces[i].sha256[DIGEST_HEX_LEN] = '\0';
         traces[i].bytes = traces[i].events = traces[i].steps = traces[i].uploaded_ns = 0;
     }
-    REQUIRE(est_model_open(paths, n, NULL, NULL, NULL, &om, &err) == SC_OK);
+    struct est_model_options mo;
+    est_model_options_default(&mo);
+    mo.keep = EST_KEEP_NOTES; /* as a build opens it */
+    REQUIRE(est_model_open(paths, n, &mo, NULL, NULL, &om, &err) == SC_OK);
     REQUIRE(built_model_assemble("m-blob", traces, n, &lo, om, &m, &err) == SC_OK);
     return m;
 }

@@ -204,6 +204,7 @@ static int folded_model_notes(const void *ctx, struct sc_error *err)
     struct est_traced_model *m = NULL;
     est_model_options_default(&mo);
     mo.graph.fold_over = 0;
+    mo.keep = EST_KEEP_NOTES;
     int rc = est_model_open(ctx, 3, &mo, NULL, NULL, &m, err);
     if (rc == SC_OK && est_model_notes(m)->n_ranks != est_model_graph(m)->n_ranks)
         rc = sc_error_set(err, SC_EINTERNAL, "notes of %zu ranks", est_model_notes(m)->n_ranks);

@@ -75,14 +75,19 @@ static void check_notes(const char *const *paths, const struct model_job *whole,
     struct est_model_options mo;
     struct est_traced_model *streamed = NULL, *loaded = NULL;
     struct sc_error err;
+    struct trace_notes_set whole_notes = {0};
     est_model_options_default(&mo);
     mo.graph.fold_over = fold_over;
+    mo.keep = EST_KEEP_NOTES;
     if (est_model_open(paths, RANKS, &mo, NULL, NULL, &streamed, &err) ||
-        est_model_of_job(whole, &mo.graph, &loaded, &err))
+        est_model_of_job(whole, &mo.graph, &loaded, &err) ||
+        trace_notes_of_graph(est_model_graph(loaded), &whole_notes, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     REQUIRE(streamed && loaded);
+    CHECK(est_model_notes(loaded) == NULL); /* a loaded job's what-ifs take them from its traces */
     const struct model_graph *gs = est_model_graph(streamed), *gl = est_model_graph(loaded);
-    const struct trace_notes_set *ns = est_model_notes(streamed), *nl = est_model_notes(loaded);
+    const struct trace_notes_set *ns = est_model_notes(streamed), *nl = &whole_notes;
+    REQUIRE(ns);
     CHECK_EQ_INT(ns->n_ranks, gs->n_ranks);
     CHECK_EQ_INT(nl->n_ranks, gl->n_ranks);
     REQUIRE(gs->n_ranks == gl->n_ranks && ns->n_ranks == nl->n_ranks);
@@ -103,6 +108,7 @@ static void check_notes(const char *const *paths, const struct model_job *whole,
     printf("  %s %zu: %zu ranks, notes %zu bytes (%.1f a traced event), graph %zu bytes\n",
            fold_over < RANKS ? "folded past" : "unfolded, ranks", fold_over < RANKS ? fold_over : (size_t)RANKS,
            gs->n_ranks, bytes, (double)bytes / (double)(events ? events : 1), model_graph_bytes(gs));
+    trace_notes_set_release(&whole_notes);
     est_model_close(streamed);
     est_model_close(loaded);
 }
@@ -126,12 +132,16 @@ TEST(traced_notes_taken_while_loading_equal_those_of_whole_traces)
 TEST(traced_notes_of_a_chakra_job_are_empty)
 {
     const char *path = "tests/fuzz/corpus/chakra/gentrace-rank0.et";
+    struct est_model_options mo;
     struct est_traced_model *m = NULL;
     struct sc_error err;
-    if (est_model_open(&path, 1, NULL, NULL, NULL, &m, &err))
+    est_model_options_default(&mo);
+    mo.keep = EST_KEEP_NOTES;
+    if (est_model_open(&path, 1, &mo, NULL, NULL, &m, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     REQUIRE(m);
     const struct trace_notes_set *n = est_model_notes(m);
+    REQUIRE(n);
     static const struct trace_notes none;
     CHECK_EQ_INT(n->n_ranks, est_model_graph(m)->n_ranks);
     for (size_t r = 0; r < n->n_ranks; r++)

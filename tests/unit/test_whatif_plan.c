@@ -37,6 +37,7 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
     struct sc_error err;
     const char *paths[] = {trace};
     est_model_options_default(&o);
+    o.keep = EST_KEEP_NOTES;
     REQUIRE(est_model_open(paths, 1, &o, NULL, NULL, &m, &err) == SC_OK);
     REQUIRE(spec_job_config_parse(config, strlen(config), &cfg, &err) == SC_OK);
     memset(&req, 0, sizeof req);
