@@ -60,14 +60,16 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
 
 /* The peak memory a build of traces[0..n) with graph options go is
  * estimated to take: BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each
- * event the graph holds (what the graph, its build and a replay hold of
- * it), plus BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that
- * may be in memory whole at once (the largest, one per loading thread:
- * each trace is shed once its rank is built). Measured as the daemon's
- * peak RSS during a build less before it (README "Build memory",
- * BENCHMARKS.md "Scale"): 46 bytes per event on a 64-rank gentrace job of
- * 3.3 million events, 82 to 184 on the shared traces, whose few ranks are
- * loading whole; the constants bound those. A trace's events are
+ * event the graph holds (what the graph, the notes a what-if reads of the
+ * traces, the model's blob written and a replay hold of it), plus
+ * BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that may be in
+ * memory whole at once (the largest, one per loading thread: each trace
+ * is shed once its rank is built). Measured as the daemon's peak RSS
+ * during a build less before it (docs/service.md "Build memory",
+ * BENCHMARKS.md "Scale"): 125 to 127 bytes per event on gentrace jobs of
+ * 16 ranks (0.2 million events) and 64 ranks (3.3 million; 94 before the
+ * notes), 129 on HTA's control trace, whose one rank loads whole; the
+ * constants bound those (svc_unfolded_build_within_its_estimate). A trace's events are
  * traces[i].events, or counted from its blob (streaming, bounded memory)
  * when that is negative (unknown).
  *
@@ -80,7 +82,7 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
  * go->fold_reps_max: a job whose ranks fold to more representatives fails
  * its build with SC_ELIMIT instead of outgrowing the estimate (the builder
  * then admits it again as unfolded). */
-#define BUILT_BYTES_PER_EVENT 64
+#define BUILT_BYTES_PER_EVENT 128
 #define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
 #define BUILT_FOLD_REPS 64
