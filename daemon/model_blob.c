@@ -141,15 +141,25 @@ static uint32_t layout(void)
 
 /* ---- writing ---- */
 
+/* The blob is written in two passes over the model: the first counts its
+ * bytes (sizing), the second writes them into a buffer of that size,
+ * header first, so that a build holds the model and one blob's bytes at
+ * its peak, never a growing buffer and a sealed copy of it. */
 struct wbuf {
     uint8_t *p;
     size_t n, cap;
     int oom;
+    int sizing; /* count only */
 };
 
-/* Room for n more bytes: 0, or -1 (b->oom) when there is none. */
+/* Room for n more bytes: 0, or -1 (b->oom, or sizing: nothing to write)
+ * when there is none. */
 static int reserve(struct wbuf *b, size_t n)
 {
+    if (b->sizing) {
+        b->n += n;
+        return -1;
+    }
     if (b->oom)
         return -1;
     if (n > b->cap - b->n) {
@@ -192,7 +202,7 @@ static void put_records(struct wbuf *b, const void *p, size_t count, const struc
 {
     size_t w = packed(r);
     put_u64(b, count);
-    if (!count || reserve(b, count * w))
+    if (!count || reserve(b, count * w)) /* sizing: counted */
         return;
     for (size_t i = 0; i < count; i++) {
         const uint8_t *rec = (const uint8_t *)p + i * r->size;
@@ -281,51 +291,85 @@ static void put_notes(struct wbuf *b, const struct trace_notes_set *s)
     }
 }
 
-int model_blob_seal(const void *payload, size_t len, void **out, size_t *n, struct sc_error *err)
+/* Fill in the header of p[0..MODEL_BLOB_HEADER + len), its payload after it. */
+static int seal_in_place(uint8_t *p, size_t len, struct sc_error *err)
 {
-    uint8_t *p = malloc(MODEL_BLOB_HEADER + len);
     char sum[DIGEST_HEX_LEN + 1];
     uint32_t version = MODEL_BLOB_VERSION, lay = layout();
     uint64_t bytes = len;
-    int rc;
-    *out = NULL;
-    *n = 0;
-    if (!p)
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    if ((rc = digest_hex(payload, len, sum, err))) {
-        free(p);
+    int rc = digest_hex(p + MODEL_BLOB_HEADER, len, sum, err);
+    if (rc)
         return rc;
-    }
     memcpy(p, magic, 8);
     memcpy(p + 8, &version, 4);
     memcpy(p + 12, &lay, 4);
     memcpy(p + 16, &bytes, 8);
     memcpy(p + 24, sum, DIGEST_HEX_LEN);
+    return SC_OK;
+}
+
+int model_blob_seal(const void *payload, size_t len, void **out, size_t *n, struct sc_error *err)
+{
+    uint8_t *p = malloc(MODEL_BLOB_HEADER + len);
+    int rc;
+    *out = NULL;
+    *n = 0;
+    if (!p)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
     if (len)
         memcpy(p + MODEL_BLOB_HEADER, payload, len);
+    if ((rc = seal_in_place(p, len, err))) {
+        free(p);
+        return rc;
+    }
     *out = p;
     *n = MODEL_BLOB_HEADER + len;
     return SC_OK;
 }
 
-int model_blob_write(const struct built_model *m, void **out, size_t *n, struct sc_error *err)
+/* The payload of m's blob into b (sizing or writing). */
+static void put_model(struct wbuf *b, const struct built_model *m)
 {
-    struct wbuf b = {0};
     size_t nt;
     const struct api_trace *traces = built_model_traces(m, &nt);
     const struct est_traced_model *om = built_model_opened(m);
     const struct model_job *job = est_model_job(om);
     const struct model_coll_waits *w = est_model_waits(om);
-    put_records(&b, traces, nt, &rec_trace_file);
-    put_array(&b, job->rank_ids, job->n_ranks, sizeof *job->rank_ids);
+    put_records(b, traces, nt, &rec_trace_file);
+    put_array(b, job->rank_ids, job->n_ranks, sizeof *job->rank_ids);
     for (size_t i = 0; i < job->n_ranks; i++)
-        put_trace(&b, job->ranks[i]);
-    put_graph(&b, est_model_graph(om));
-    put_records(&b, w->v, w->n, &rec_wait);
-    put_notes(&b, est_model_notes(om));
-    int rc = b.oom ? sc_error_set(err, SC_ENOMEM, "out of memory") : model_blob_seal(b.p, b.n, out, n, err);
-    free(b.p);
-    return rc;
+        put_trace(b, job->ranks[i]);
+    put_graph(b, est_model_graph(om));
+    put_records(b, w->v, w->n, &rec_wait);
+    put_notes(b, est_model_notes(om));
+}
+
+int model_blob_write(const struct built_model *m, void **out, size_t *n, struct sc_error *err)
+{
+    struct wbuf size = {.sizing = 1}, b = {0};
+    int rc;
+    *out = NULL;
+    *n = 0;
+    if (!est_model_notes(built_model_opened(m))) /* a built model always takes them */
+        return sc_error_set(err, SC_EINTERNAL, "model blob: the model has no notes");
+    put_model(&size, m);
+    if (!(b.p = malloc(MODEL_BLOB_HEADER + size.n)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    b.n = MODEL_BLOB_HEADER;
+    b.cap = MODEL_BLOB_HEADER + size.n; /* exactly: the second pass never grows it */
+    put_model(&b, m);
+    assert(b.oom || b.n == b.cap);
+    if (b.oom)
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    else
+        rc = seal_in_place(b.p, size.n, err);
+    if (rc) {
+        free(b.p);
+        return rc;
+    }
+    *out = b.p;
+    *n = b.cap;
+    return SC_OK;
 }
 
 /* ---- reading ---- */

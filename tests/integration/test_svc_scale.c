@@ -225,7 +225,8 @@ TEST(svc_folded_build_admitted_by_its_representatives)
  * 0.2 million events, large enough that the bytes per event, not the
  * fixed part, make the estimate. The notes a what-if reads of the traces,
  * taken at the build, had pushed it 8% past an estimate that left them
- * out. */
+ * out, while the model's blob grew by doubling and was sealed into a
+ * copy. */
 TEST(svc_unfolded_build_within_its_estimate)
 {
     static const char *const gen[] = {"--steps", "48", NULL};
