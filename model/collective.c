@@ -89,11 +89,16 @@ int model_dtype_bytes(const char *d)
     return 0;
 }
 
+int64_t model_coll_bytes_of(int dtype_bytes, int64_t in_nelems, int64_t out_nelems, enum model_coll_op op)
+{
+    int64_t nelems = in_nelems;
+    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && out_nelems > nelems))
+        nelems = out_nelems;
+    return dtype_bytes > 0 && nelems >= 0 && nelems <= MODEL_COLL_MAX_BYTES / dtype_bytes ? nelems * dtype_bytes : -1;
+}
+
 int64_t model_coll_bytes(const struct model_trace *t, const struct model_collective *c, enum model_coll_op op)
 {
     int dt = model_dtype_bytes(c->dtype == MODEL_NONE ? NULL : model_str(t, c->dtype));
-    int64_t nelems = c->in_nelems;
-    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
-        nelems = c->out_nelems;
-    return dt > 0 && nelems >= 0 && nelems <= MODEL_COLL_MAX_BYTES / dt ? nelems * dt : -1;
+    return model_coll_bytes_of(dt, c->in_nelems, c->out_nelems, op);
 }

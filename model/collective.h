@@ -47,6 +47,9 @@ int model_is_comm_kernel(const char *kernel_name);
 struct model_trace;
 struct model_collective;
 int64_t model_coll_bytes(const struct model_trace *t, const struct model_collective *c, enum model_coll_op op);
+/* The same from the dtype's bytes per element (0: unknown) and the
+ * element counts (-1: absent). */
+int64_t model_coll_bytes_of(int dtype_bytes, int64_t in_nelems, int64_t out_nelems, enum model_coll_op op);
 
 /* Bytes per element of a PyTorch dtype name ("Float", "BFloat16", "c10::Half",
  * "float32", ...), or 0 when unknown. */

@@ -250,21 +250,13 @@ static int blocking_call(const struct model_trace *t, size_t e)
 }
 
 /* The time trace t's host threads spend working inside recorded operators:
- * the union of its cpu_op spans on each thread, less the calls in them
- * that wait for the GPU (a .item(), a blocking copy), ns. */
-static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error *err)
+ * the union of their spans v[0..k) (sorted by track and start; merged here
+ * in place) on each thread, less the calls in them that wait for the GPU
+ * (a .item(), a blocking copy), ns. */
+static double ops_busy_ns(const struct model_trace *t, struct span *v, size_t k)
 {
-    struct span *v = malloc((t->n_events ? t->n_events : 1) * sizeof *v);
-    size_t k = 0, m = 0;
-    if (!v)
-        return oom(err);
-    for (size_t e = 0; e < t->n_events; e++)
-        if (t->events[e].kind == MODEL_EV_CPU_OP)
-            v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
-    if (sort_spans(v, k, err)) {
-        free(v);
-        return err->code;
-    }
+    double busy = 0;
+    size_t m = 0;
     for (size_t i = 0; i < k; i++) { /* merged in place, per thread */
         if (m && v[m - 1].track == v[i].track && v[i].start <= v[m - 1].end) {
             if (v[i].end > v[m - 1].end)
@@ -274,7 +266,7 @@ static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error
         }
     }
     for (size_t i = 0; i < m; i++)
-        *out += (double)(v[i].end - v[i].start);
+        busy += (double)(v[i].end - v[i].start);
     for (size_t e = 0; e < t->n_events; e++) {
         const struct model_event *c = &t->events[e];
         if (!blocking_call(t, e))
@@ -288,37 +280,44 @@ static int ops_busy_ns(const struct model_trace *t, double *out, struct sc_error
                 hi = mid;
         }
         if (lo && v[lo - 1].track == c->track && c->ts < v[lo - 1].end)
-            *out -= (double)((c->ts + c->dur < v[lo - 1].end ? c->ts + c->dur : v[lo - 1].end) - c->ts);
+            busy -= (double)((c->ts + c->dur < v[lo - 1].end ? c->ts + c->dur : v[lo - 1].end) - c->ts);
     }
-    free(v);
-    return SC_OK;
+    return busy;
 }
 
-/* out->op_keys and out->ops_busy_ns. Keys are (track, time since the
- * trace's first event) packed in 64 bits: 16 bits of track, 48 of
- * nanoseconds (78 hours). */
+/* out->op_keys and out->ops_busy_ns, from the operators' spans sorted once.
+ * Keys are (track, time since the trace's first event) packed in 64 bits:
+ * 16 bits of track, 48 of nanoseconds (78 hours); taken in the spans'
+ * order, they are in order already but past 78 hours (the sort then
+ * makes them so). */
 static int ops_of(const struct model_trace *t, struct trace_notes *out, struct sc_error *err)
 {
-    size_t n = 0;
+    size_t n = 0, k = 0;
     for (size_t e = 0; e < t->n_events; e++)
         n += t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff;
     if (!n)
         return SC_OK;
-    int rc = ops_busy_ns(t, &out->ops_busy_ns, err);
-    if (rc)
-        return rc;
-    if (!(out->op_keys = malloc(n * sizeof *out->op_keys)))
-        return oom(err);
-    for (size_t e = 0; e < t->n_events; e++)
-        if (t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff)
-            out->op_keys[out->n_op_keys++] =
-                (int64_t)t->events[e].track << 48 | ((t->events[e].ts - t->first_ts) & ((1LL << 48) - 1));
+    struct span *v = malloc(t->n_events * sizeof *v);
     int64_t *tmp = malloc(n * sizeof *tmp);
-    if (!tmp)
+    if (!v || !tmp || !(out->op_keys = malloc(n * sizeof *out->op_keys))) {
+        free(v);
+        free(tmp);
         return oom(err);
-    sc_sort_runs(out->op_keys, tmp, n, sizeof *out->op_keys, int64_cmp);
+    }
+    for (size_t e = 0; e < t->n_events; e++)
+        if (t->events[e].kind == MODEL_EV_CPU_OP)
+            v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
+    int rc = sort_spans(v, k, err);
+    for (size_t i = 0; !rc && i < k; i++)
+        if (v[i].track <= 0xffff)
+            out->op_keys[out->n_op_keys++] = (int64_t)v[i].track << 48 | ((v[i].start - t->first_ts) & ((1LL << 48) - 1));
+    if (!rc) {
+        sc_sort_runs(out->op_keys, tmp, n, sizeof *out->op_keys, int64_cmp); /* one pass: in order */
+        out->ops_busy_ns = ops_busy_ns(t, v, k);
+    }
+    free(v);
     free(tmp);
-    return SC_OK;
+    return rc;
 }
 
 static size_t lower_bound(const int64_t *v, size_t n, int64_t k)
@@ -363,12 +362,7 @@ static int colls_of(const struct model_trace *t, struct trace_notes *out, struct
 
 int64_t trace_coll_note_bytes(const struct trace_coll_note *c, int op)
 {
-    int64_t nelems = c->in_nelems;
-    if (op == MODEL_COLL_ALLGATHER || (op == MODEL_COLL_RECV && c->out_nelems > nelems))
-        nelems = c->out_nelems;
-    return c->dtype_bytes > 0 && nelems >= 0 && nelems <= MODEL_COLL_MAX_BYTES / c->dtype_bytes
-               ? nelems * c->dtype_bytes
-               : -1;
+    return model_coll_bytes_of(c->dtype_bytes, c->in_nelems, c->out_nelems, (enum model_coll_op)op);
 }
 
 static int gemms_of(const struct model_trace *t, struct trace_notes *out, struct sc_error *err)
