@@ -7,6 +7,7 @@
  * query with a copy. */
 #include "daemon/built.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -291,26 +292,20 @@ void built_model_free(struct built_model *m)
     free(m);
 }
 
-/* The samples of m's traces, read from their blobs in rank order. */
+/* The samples of m's traces, read from their blobs in rank order (the
+ * order the catalog gives a model's traces in, and its blob keeps). */
 static int calib_read(struct built_model *m, struct blob_store *bs, struct calib_acc **out, struct sc_error *err)
 {
     struct calib_acc *a = calib_acc_new();
-    size_t *order = malloc((m->n_traces ? m->n_traces : 1) * sizeof *order);
-    int rc = a && order ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
-    for (size_t i = 0; i < m->n_traces; i++) { /* by rank: the traces are few, an insertion sort */
-        size_t k = i;
-        for (; k > 0 && m->traces[order[k - 1]].rank > m->traces[i].rank; k--)
-            order[k] = order[k - 1];
-        order[k] = i;
-    }
+    int rc = a ? SC_OK : sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; rc == SC_OK && i < m->n_traces; i++) {
         struct model_trace *t;
-        if ((rc = built_load_trace(bs, &m->traces[order[i]], &m->load, &t, err)) == SC_OK) {
+        assert(i == 0 || m->traces[i - 1].rank < m->traces[i].rank);
+        if ((rc = built_load_trace(bs, &m->traces[i], &m->load, &t, err)) == SC_OK) {
             rc = calib_acc_add(a, t, err);
             model_trace_free(t);
         }
     }
-    free(order);
     if (rc) {
         calib_acc_free(a);
         a = NULL;

@@ -381,11 +381,9 @@ static int model_samples(struct svc *s, struct cache_entry *e, const struct cali
     if (!built_model_has_calib_samples(m)) {
         double bytes = built_model_calib_read_bytes(m);
         need = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
-        switch (admission_try(s->admission, need, "reading the model's traces for their samples", &err)) {
-        case ADMISSION_OK: break;
-        case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
-        case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
-        }
+        int rc = h_admit(s, need, "reading the model's traces for their samples", r);
+        if (rc)
+            return rc;
     }
     int rc = built_model_calib_samples(m, s->blobs, out, &added, &err);
     if (need)

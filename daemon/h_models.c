@@ -610,6 +610,17 @@ static int model_job_config(struct svc *s, const char *id, struct job_config *cf
     return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
 }
 
+int h_admit(struct svc *s, uint64_t need, const char *what, struct api_reply *r)
+{
+    struct sc_error err;
+    switch (admission_try(s->admission, need, what, &err)) {
+    case ADMISSION_OK: return SC_OK;
+    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
+    case ADMISSION_NEVER: break;
+    }
+    return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
+}
+
 /* Run the what-if, on the model's graph and the notes taken of its traces
  * when it was built (no trace is read again); on failure the reply: 400
  * naming a change the set asks for, 422 for the job's config against its
@@ -627,11 +638,8 @@ static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_con
     whatif_size_predict(est_model_graph(m)->n_tasks, cfg, set, &size);
     uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
     snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
-    switch (admission_try(s->admission, need, what, &err)) {
-    case ADMISSION_OK: break;
-    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
-    case ADMISSION_NEVER: return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
-    }
+    if ((rc = h_admit(s, need, what, r)))
+        return rc;
     if (est_model_whatif(m, cfg, set, res, &err))
         rc = api_fail_status(r, &err, whatif_error_names_set(&err) ? API_E_INVALID_JSON : API_E_UNPROCESSABLE);
     admission_release(s->admission, need);
