@@ -68,6 +68,7 @@ struct server {
     atomic_uint_fast64_t next_id;
     char *origins[MAX_ORIGINS]; /* allowed CORS origins; "*" for any */
     size_t n_origins;
+    MHD_socket quiesced; /* the listening socket, once drained: closed after MHD_stop_daemon */
 };
 
 struct conn {
@@ -597,6 +598,7 @@ int server_start(struct svc *s, const struct daemon_config *cfg, struct server *
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     srv->svc = s;
     srv->cfg = cfg;
+    srv->quiesced = MHD_INVALID_SOCKET;
     if ((rc = parse_listen(cfg->listen, &ss, &v6, err)) || (rc = parse_origins(srv, cfg->cors_origins, err))) {
         server_free(srv);
         return rc;
@@ -657,9 +659,12 @@ static long wait_requests(struct server *srv, double deadline)
 int server_drain(struct server *srv, double timeout_s)
 {
     atomic_store(&srv->svc->draining, 1);
-    MHD_socket fd = MHD_quiesce_daemon(srv->d);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    /* shut down, not closed: a worker thread may still poll it until
+     * MHD_stop_daemon (microhttpd.h), and its number must not be reused
+     * under it; shut down, new connections are refused */
+    srv->quiesced = MHD_quiesce_daemon(srv->d);
+    if (srv->quiesced != MHD_INVALID_SOCKET)
+        shutdown(srv->quiesced, SHUT_RDWR);
     long left = wait_requests(srv, metrics_clock() + timeout_s);
     if (left) {
         long running, queued;
@@ -687,6 +692,8 @@ void server_free(struct server *srv)
         return;
     if (srv->d)
         MHD_stop_daemon(srv->d);
+    if (srv->quiesced != MHD_INVALID_SOCKET)
+        close(srv->quiesced);
     if (srv->pool)
         srv->svc->pool = NULL;
     workers_free(srv->pool);

@@ -198,6 +198,8 @@ int svc_stop(struct svc_daemon *d)
         return -1000;
     }
     d->pid = 0;
+    if (decode(st) != 0) /* a daemon that did not stop cleanly shows why */
+        svc_dump_log(d);
     return decode(st);
 }
 
