@@ -673,14 +673,17 @@ int server_drain(struct server *srv, double timeout_s)
                  running, queued);
         /* their loops stop at their next check; each is answered 503 */
         workers_cancel(srv->pool);
-        if (!workers_wait_idle(srv->pool, SERVER_CANCEL_GRACE_S)) {
-            /* a suspended connection must not meet MHD_stop_daemon: the exit takes it */
-            log_error("http", "event=cancel_timeout msg=\"work still runs %.0f s after it was cancelled\"",
-                      SERVER_CANCEL_GRACE_S);
-            return 0;
-        }
-        wait_requests(srv, metrics_clock() + SERVER_CANCEL_GRACE_S); /* their answers go out */
     }
+    /* Neither a suspended connection nor a worker still inside
+     * MHD_resume_connection (its answer may be out already) may meet
+     * MHD_stop_daemon, which frees what they use: the exit takes them. */
+    if (!workers_wait_idle(srv->pool, SERVER_CANCEL_GRACE_S)) {
+        log_error("http", "event=cancel_timeout msg=\"work still runs %.0f s after it was cancelled\"",
+                  SERVER_CANCEL_GRACE_S);
+        return 0;
+    }
+    if (left)
+        wait_requests(srv, metrics_clock() + SERVER_CANCEL_GRACE_S); /* their answers go out */
     MHD_stop_daemon(srv->d);
     srv->d = NULL;
     return 1;

@@ -59,7 +59,8 @@ void workers_submit(struct workers *w, enum workers_room room, workers_fn fn, wo
 void workers_counts(struct workers *w, long *running, long *queued);
 /* Call off every job, running or queued; no place is given any more. */
 void workers_cancel(struct workers *w);
-/* Wait up to timeout_s until no job runs or waits: 1 when none does. */
+/* Wait up to timeout_s until no job runs, waits or is being answered (its
+ * `then` still running): 1 when none is. */
 int workers_wait_idle(struct workers *w, double timeout_s);
 /* Stop the threads (after workers_wait_idle returned 1). NULL-safe. */
 void workers_free(struct workers *w);
