@@ -201,36 +201,36 @@ static void release(struct builder *b, uint64_t need)
 }
 
 /* The built model's blob (model_blob.h), for every replica to load: its
- * bytes, kept until the build is published, and its name. */
+ * name and size, and the model it is written from. */
 struct built_blob {
     struct blob_store *bs;
-    void *p;
+    const struct built_model *bm;
     size_t n;
     char sha[DIGEST_HEX_LEN + 1];
 };
 
 static int store_blob(struct builder *b, const struct built_model *bm, struct built_blob *bb, struct sc_error *err)
 {
-    int rc = model_blob_write(bm, &bb->p, &bb->n, err);
     bb->bs = b->env.blobs;
-    if (rc == SC_OK)
-        rc = blob_put(bb->bs, bb->p, bb->n, bb->sha, err);
+    bb->bm = bm;
+    int rc = model_blob_put(bm, bb->bs, bb->sha, &bb->n, err);
     if (rc)
         sc_error_prefix(err, "storing the built model");
     return rc;
 }
 
-/* bq_finish's place, under the lock on the blob's digest: its file put
- * back when another replica removed it since store_blob wrote it (an
+/* bq_finish's place, under the lock on the blob's digest: its file written
+ * again when another replica removed it since store_blob wrote it (an
  * identical built model's blob, its model deleted meanwhile). */
 static int place_blob(void *ctx, struct sc_error *err)
 {
     struct built_blob *bb = ctx;
     char again[DIGEST_HEX_LEN + 1];
+    size_t n;
     if (blob_exists(bb->bs, bb->sha))
         return SC_OK;
     log_info("build", "blob=%s event=put_again msg=\"removed by another replica since it was written\"", bb->sha);
-    return blob_put(bb->bs, bb->p, bb->n, again, err);
+    return model_blob_put(bb->bm, bb->bs, again, &n, err);
 }
 
 /* Publish a build's outcome under its lease: the catalog row, then the
@@ -357,7 +357,6 @@ static void build_one(struct builder *b, struct slot *slot)
         }
     }
     built_model_free(bm);
-    free(bb.p);
     free(summary);
     api_model_release(&m);
     if (need)

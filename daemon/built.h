@@ -61,15 +61,16 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
 /* The peak memory a build of traces[0..n) with graph options go is
  * estimated to take: BUILT_BYTES_FIXED, plus BUILT_BYTES_PER_EVENT for each
  * event the graph holds (what the graph, the notes a what-if reads of the
- * traces, the model's blob written and a replay hold of it), plus
+ * traces, and a replay hold of it), plus
  * BUILT_BYTES_PER_LOADING_EVENT for each event of the traces that may be in
  * memory whole at once (the largest, one per loading thread: each trace
  * is shed once its rank is built). Measured as the daemon's peak RSS
  * during a build less before it (docs/service.md "Build memory",
- * BENCHMARKS.md "Scale"): 88 to 93 bytes per event, loading included, on
- * gentrace jobs of 16 ranks (0.2 million events) and 64 ranks (3.3
- * million), the model's blob written in one buffer of its size; the
- * constants bound those (svc_unfolded_build_within_its_estimate). A trace's events are
+ * BENCHMARKS.md "Scale"): 61 to 73 bytes per event, loading included, on
+ * gentrace jobs of 64 ranks (3.3 million events) and 16 ranks (0.2
+ * million), the model's blob streamed to its file a chunk at a time (88
+ * to 93 while it was written into one buffer of its size); the constants
+ * bound those (svc_unfolded_build_within_its_estimate). A trace's events are
  * traces[i].events, or counted from its blob (streaming, bounded memory)
  * when that is negative (unknown).
  *
@@ -82,7 +83,7 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
  * go->fold_reps_max: a job whose ranks fold to more representatives fails
  * its build with SC_ELIMIT instead of outgrowing the estimate (the builder
  * then admits it again as unfolded). */
-#define BUILT_BYTES_PER_EVENT 96
+#define BUILT_BYTES_PER_EVENT 72
 #define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
 #define BUILT_FOLD_REPS 64

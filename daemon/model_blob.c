@@ -9,6 +9,7 @@
 
 #include "api/resources.h"
 #include "common/strtab.h"
+#include "daemon/blobs.h"
 #include "daemon/built.h"
 #include "daemon/digest.h"
 #include "estimator/costs/hardware.h"
@@ -141,19 +142,40 @@ static uint32_t layout(void)
 
 /* ---- writing ---- */
 
-/* The blob is written in two passes over the model: the first counts its
- * bytes (sizing), the second writes them into a buffer of that size,
- * header first, so that a build holds the model and one blob's bytes at
- * its peak, never a growing buffer and a sealed copy of it. */
+/* The blob is written in two passes over the model. Into memory
+ * (model_blob_write), the first counts its bytes (sizing) and the second
+ * writes them into a buffer of that size, header first. Into the blob
+ * store (model_blob_put), the first hashes the payload a chunk at a time
+ * and the second feeds the header and the payload to the blob's file: a
+ * build never holds its blob's bytes, only the model and a chunk. */
+/* Where a blob's bytes go: counted only (sizing), into memory, or fed to
+ * a sink a chunk at a time. */
 struct wbuf {
     uint8_t *p;
-    size_t n, cap;
-    int oom;
-    int sizing; /* count only */
+    size_t n, cap; /* a sink's: the chunk not yet fed, and its size */
+    int oom;       /* out of memory, or the sink failed (rc, err) */
+    int rc;
+    int sizing;    /* count only */
+    int (*sink)(void *ctx, const void *p, size_t n, struct sc_error *err);
+    void *ctx;
+    struct sc_error *err;
 };
 
+#define WBUF_CHUNK ((size_t)256 << 10)
+
+/* A sink's chunk fed to it: 0, or -1 when the sink failed. */
+static int feed(struct wbuf *b, const void *p, size_t n)
+{
+    if (n && (b->rc = b->sink(b->ctx, p, n, b->err))) {
+        b->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
 /* Room for n more bytes: 0, or -1 (b->oom, or sizing: nothing to write)
- * when there is none. */
+ * when there is none. A sink's chunk is fed when n does not fit after it
+ * (n is at most WBUF_CHUNK then). */
 static int reserve(struct wbuf *b, size_t n)
 {
     if (b->sizing) {
@@ -162,23 +184,37 @@ static int reserve(struct wbuf *b, size_t n)
     }
     if (b->oom)
         return -1;
-    if (n > b->cap - b->n) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap - b->n < n)
-            cap *= 2;
-        uint8_t *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
+    if (n <= b->cap - b->n)
+        return 0;
+    if (b->sink) {
+        assert(n <= b->cap);
+        if (feed(b, b->p, b->n))
             return -1;
-        }
-        b->p = q;
-        b->cap = cap;
+        b->n = 0;
+        return 0;
     }
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap - b->n < n)
+        cap *= 2;
+    uint8_t *q = realloc(b->p, cap);
+    if (!q) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = q;
+    b->cap = cap;
     return 0;
 }
 
 static void put(struct wbuf *b, const void *p, size_t n)
 {
+    if (b->sink && n > b->cap) { /* a large array goes to the sink as it is */
+        if (!b->oom && !feed(b, b->p, b->n)) {
+            b->n = 0;
+            feed(b, p, n);
+        }
+        return;
+    }
     if (!n || reserve(b, n))
         return;
     memcpy(b->p + b->n, p, n);
@@ -202,17 +238,22 @@ static void put_records(struct wbuf *b, const void *p, size_t count, const struc
 {
     size_t w = packed(r);
     put_u64(b, count);
-    if (!count || reserve(b, count * w)) /* sizing: counted */
-        return;
-    for (size_t i = 0; i < count; i++) {
-        const uint8_t *rec = (const uint8_t *)p + i * r->size;
-        for (size_t k = 0; k < r->nf; k++) {
-            const struct field *f = &r->f[k];
-            uint8_t *d = b->p + b->n;
-            size_t len = f->text ? strnlen((const char *)rec + f->off, f->size) : f->size;
-            memcpy(d, rec + f->off, len);
-            memset(d + len, 0, f->size - len);
-            b->n += f->size;
+    for (size_t i = 0, batch; i < count; i += batch) {
+        batch = b->sink ? WBUF_CHUNK / w : count; /* a sink's chunk at a time */
+        if (batch > count - i)
+            batch = count - i;
+        if (reserve(b, batch * w)) /* sizing: counted */
+            return;
+        for (size_t j = i; j < i + batch; j++) {
+            const uint8_t *rec = (const uint8_t *)p + j * r->size;
+            for (size_t k = 0; k < r->nf; k++) {
+                const struct field *f = &r->f[k];
+                uint8_t *d = b->p + b->n;
+                size_t len = f->text ? strnlen((const char *)rec + f->off, f->size) : f->size;
+                memcpy(d, rec + f->off, len);
+                memset(d + len, 0, f->size - len);
+                b->n += f->size;
+            }
         }
     }
 }
@@ -291,21 +332,25 @@ static void put_notes(struct wbuf *b, const struct trace_notes_set *s)
     }
 }
 
+/* The header of a payload of len bytes whose SHA-256 is sum. */
+static void header_of(uint8_t h[MODEL_BLOB_HEADER], uint64_t len, const char sum[DIGEST_HEX_LEN + 1])
+{
+    uint32_t version = MODEL_BLOB_VERSION, lay = layout();
+    memcpy(h, magic, 8);
+    memcpy(h + 8, &version, 4);
+    memcpy(h + 12, &lay, 4);
+    memcpy(h + 16, &len, 8);
+    memcpy(h + 24, sum, DIGEST_HEX_LEN);
+}
+
 /* Fill in the header of p[0..MODEL_BLOB_HEADER + len), its payload after it. */
 static int seal_in_place(uint8_t *p, size_t len, struct sc_error *err)
 {
     char sum[DIGEST_HEX_LEN + 1];
-    uint32_t version = MODEL_BLOB_VERSION, lay = layout();
-    uint64_t bytes = len;
     int rc = digest_hex(p + MODEL_BLOB_HEADER, len, sum, err);
-    if (rc)
-        return rc;
-    memcpy(p, magic, 8);
-    memcpy(p + 8, &version, 4);
-    memcpy(p + 12, &lay, 4);
-    memcpy(p + 16, &bytes, 8);
-    memcpy(p + 24, sum, DIGEST_HEX_LEN);
-    return SC_OK;
+    if (rc == SC_OK)
+        header_of(p, len, sum);
+    return rc;
 }
 
 int model_blob_seal(const void *payload, size_t len, void **out, size_t *n, struct sc_error *err)
@@ -370,6 +415,63 @@ int model_blob_write(const struct built_model *m, void **out, size_t *n, struct 
     *out = b.p;
     *n = b.cap;
     return SC_OK;
+}
+
+static int hash_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
+{
+    return digest_update(ctx, p, n, err);
+}
+
+static int file_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
+{
+    return blob_writer_write(ctx, p, n, err);
+}
+
+/* The model's blob streamed through one pass: to sink (with ctx), header
+ * first when header is not NULL. */
+static int stream_model(const struct built_model *m, const uint8_t *header,
+                        int (*sink)(void *, const void *, size_t, struct sc_error *), void *ctx,
+                        struct sc_error *err)
+{
+    struct wbuf b = {.cap = WBUF_CHUNK, .sink = sink, .ctx = ctx, .err = err};
+    if (!(b.p = malloc(WBUF_CHUNK)))
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    if (header)
+        put(&b, header, MODEL_BLOB_HEADER);
+    put_model(&b, m);
+    if (!b.oom)
+        feed(&b, b.p, b.n);
+    free(b.p);
+    return b.rc;
+}
+
+int model_blob_put(const struct built_model *m, struct blob_store *bs, char sha[DIGEST_HEX_LEN + 1], size_t *n,
+                   struct sc_error *err)
+{
+    struct wbuf size = {.sizing = 1};
+    struct blob_writer *w = NULL;
+    struct digest md;
+    char sum[DIGEST_HEX_LEN + 1];
+    uint8_t header[MODEL_BLOB_HEADER];
+    int rc;
+    *n = 0;
+    if (!est_model_notes(built_model_opened(m))) /* a built model always takes them */
+        return sc_error_set(err, SC_EINTERNAL, "model blob: the model has no notes");
+    put_model(&size, m);
+    if ((rc = digest_init(&md, err)))
+        return rc;
+    rc = stream_model(m, NULL, hash_sink, &md, err);
+    if (rc == SC_OK)
+        rc = digest_final(&md, sum, err);
+    digest_release(&md);
+    if (rc)
+        return rc;
+    header_of(header, size.n, sum);
+    if ((rc = blob_writer_new(bs, &w, err)) == SC_OK && (rc = stream_model(m, header, file_sink, w, err)) == SC_OK &&
+        (rc = blob_writer_finish(w, sha, err)) == SC_OK && (rc = blob_writer_commit(w, err)) == SC_OK)
+        *n = MODEL_BLOB_HEADER + size.n;
+    blob_writer_free(w);
+    return rc;
 }
 
 /* ---- reading ---- */

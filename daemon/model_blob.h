@@ -36,7 +36,9 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "daemon/digest.h"
 
+struct blob_store;
 struct built_model;
 struct model_load_opts;
 
@@ -45,6 +47,12 @@ struct model_load_opts;
 
 /* m as a blob's bytes: *out from malloc, *n long. */
 int model_blob_write(const struct built_model *m, void **out, size_t *n, struct sc_error *err);
+
+/* m's blob written into the blob store a chunk at a time, never whole in
+ * memory: the same bytes as model_blob_write's; sha gets its name, *n its
+ * size. */
+int model_blob_put(const struct built_model *m, struct blob_store *bs, char sha[DIGEST_HEX_LEN + 1], size_t *n,
+                   struct sc_error *err);
 
 /* The model a blob holds, as model `id` with the load options opts (its
  * step marker: the model's). SC_EINVAL saying what is wrong with it. */

@@ -226,7 +226,7 @@ TEST(svc_folded_build_admitted_by_its_representatives)
  * fixed part, make the estimate. The notes a what-if reads of the traces,
  * taken at the build, had pushed it 8% past an estimate that left them
  * out, while the model's blob grew by doubling and was sealed into a
- * copy. */
+ * copy; the blob streamed to its file took it from 18.4 to 14.4 MiB. */
 TEST(svc_unfolded_build_within_its_estimate)
 {
     static const char *const gen[] = {"--steps", "48", NULL};

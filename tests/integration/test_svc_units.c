@@ -502,16 +502,25 @@ static void replay_steps(const struct built_model *m, int64_t *each)
 
 /* A model written as a blob and read back is the same model: its blob
  * again byte for byte, and its replay step for step; on the sample and
- * on a real trace of the shared ones. */
+ * on a real trace of the shared ones. Streamed into the blob store a
+ * chunk at a time (as a build stores it), the blob is the same bytes,
+ * named by their digest. */
 TEST(svc_model_blob_round_trip)
 {
+    struct blob_store *bs;
+    struct sc_error e;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/modelblobs", th_tmpdir());
+    REQUIRE(blob_store_open(dir, dir, 0, &bs, &e) == SC_OK);
     static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz",
                                          "data/sample/rank2.json.gz", "data/sample/rank3.json.gz"};
-    char hta[4096];
-    snprintf(hta, sizeof hta, "%s",
+    char hta[2][4096];
+    snprintf(hta[0], sizeof hta[0], "%s",
              th_shared_path("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"));
-    const char *const real[] = {hta};
-    for (int k = 0; k < 2; k++) {
+    snprintf(hta[1], sizeof hta[1], "%s",
+             th_shared_path("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz"));
+    for (int k = 0; k < 3; k++) {
+        const char *const real[] = {hta[k ? k - 1 : 0]};
         struct built_model *m = k ? model_of(real, 1) : model_of(sample, 4), *back = NULL;
         struct model_load_opts lo;
         struct sc_error err;
@@ -522,6 +531,16 @@ TEST(svc_model_blob_round_trip)
         REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
         REQUIRE(model_blob_write(back, &q, &nq, &err) == SC_OK);
         CHECK(n == nq && memcmp(p, q, n) == 0);
+        char sha[DIGEST_HEX_LEN + 1], want[DIGEST_HEX_LEN + 1];
+        void *put = NULL;
+        size_t np = 0, ng = 0;
+        REQUIRE(model_blob_put(m, bs, sha, &np, &err) == SC_OK);
+        REQUIRE(digest_hex(p, n, want, &err) == SC_OK);
+        CHECK_STREQ(sha, want);
+        CHECK(np == n && blob_get(bs, sha, n, &put, &ng, &err) == SC_OK && ng == n && memcmp(put, p, n) == 0);
+        if (k == 2) /* control's: many chunks, and arrays larger than one (256 KiB) */
+            CHECK(n > (size_t)2 << 20);
+        free(put);
         const struct model_graph *g = est_model_graph(built_model_opened(m));
         CHECK(g->n_steps > 0);
         int64_t *a = calloc(g->n_steps, sizeof *a), *b = calloc(g->n_steps, sizeof *b);
@@ -536,6 +555,7 @@ TEST(svc_model_blob_round_trip)
         built_model_free(m);
         built_model_free(back);
     }
+    blob_store_free(bs);
 }
 
 /* A blob's notes (the what-if's, estimator/whatif/trace_notes.h) come
