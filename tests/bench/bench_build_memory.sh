@@ -12,34 +12,17 @@ cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
 RANKS=${RANKS:-64}
 STEPS=${STEPS:-190}
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
+. tests/bench/daemon.sh
+bench_tmp
 "$B/gentrace" --ranks "$RANKS" --steps "$STEPS" --gzip "$tmp/job" >/dev/null
-"$B/stepcastd" --data-dir "$tmp/data" --listen 127.0.0.1:0 --port-file "$tmp/port" \
-    --admin-token-file "$tmp/token" >"$tmp/log" 2>&1 &
-pid=$!
-i=0
-while [ ! -s "$tmp/port" ]; do
-    i=$((i + 1))
-    [ $i -gt 3000 ] && { echo "bench_build_memory: stepcastd did not start"; exit 1; }
-    sleep 0.01
-done
-STEPCAST_SERVER="http://127.0.0.1:$(cat "$tmp/port")"
-STEPCAST_TOKEN=$(cat "$tmp/token")
-export STEPCAST_SERVER STEPCAST_TOKEN
-hwm() { awk '/^VmHWM:/ {print $2 * 1024}' "/proc/$pid/status"; }
+bench_daemon_start bench_build_memory
+kb() { bench_hwm | awk '{print $1}'; }
 
 "$B/stepcast" upload --job mem "$tmp/job" >/dev/null
-before=$(hwm)
+before=$(kb)
 "$B/stepcast" build --job mem --no-fold --wait >/dev/null
-after=$(hwm)
-estimate=$(sed -n 's/.*event=start .*estimate=\([0-9]*\).*/\1/p' "$tmp/log" | head -1)
+after=$(kb)
+estimate=$(sed -n 's/.*event=start .*estimate=\([0-9]*\).*/\1/p' "$tmp/daemon.log" | head -1)
 blob=0
 for f in $(find "$tmp/data/blobs" -type f -size +1k); do
     if [ "$(head -c 7 "$f")" = "SCMODEL" ]; then
@@ -48,7 +31,7 @@ for f in $(find "$tmp/data/blobs" -type f -size +1k); do
 done
 echo "$B/gentrace --ranks $RANKS --steps $STEPS --gzip; stepcast upload; stepcast build --no-fold --wait:"
 awk -v b="$before" -v a="$after" -v e="$estimate" -v m="$blob" 'BEGIN {
-    g = a - b
+    g = (a - b) * 1024
     printf "  the build grew the daemon by %.1f MiB (VmHWM), its admission estimated %.1f MiB: x%.2f of the estimate\n",
            g / 1048576, e / 1048576, g / e
     printf "  the model blob streamed to its file: %.1f MiB (x%.2f of the growth)\n", m / 1048576, m / g

@@ -17,35 +17,11 @@ D=${STEPCASTD:-$B/stepcastd}
 ENTRIES=${ENTRIES:-121000}
 JOBS=${JOBS:-20000}
 command -v sqlite3 >/dev/null || { echo "bench_lists: sqlite3 is not installed"; exit 1; }
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. tests/bench/daemon.sh
+bench_tmp
 
-start() {
-    rm -f "$tmp/port"
-    "$D" --data-dir "$tmp/data" --listen 127.0.0.1:0 --port-file "$tmp/port" \
-        --admin-token-file "$tmp/admin.token" 2>>"$tmp/daemon.log" &
-    pid=$!
-    i=0
-    while [ ! -s "$tmp/port" ]; do
-        i=$((i + 1))
-        [ $i -gt 1000 ] && { echo "bench_lists: stepcastd did not start"; cat "$tmp/daemon.log"; exit 1; }
-        sleep 0.01
-    done
-    url="http://127.0.0.1:$(cat "$tmp/port")"
-}
-stop() {
-    kill "$pid" && wait "$pid" 2>/dev/null || true
-    pid=""
-}
-hwm() { sed -n 's/^VmHWM: *//p' "/proc/$pid/status"; }
-
-start
-stop
+bench_daemon_start bench_lists
+bench_daemon_stop
 sqlite3 "$tmp/data/catalog.db" <<SQL
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ENTRIES)
 INSERT INTO validations(model, kind, spec, measured_ms, predicted_ms, source, run_at, version, created_ns)
@@ -55,12 +31,12 @@ WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $JOBS)
 INSERT INTO jobs(id, description, created_ns, updated_ns)
 SELECT printf('job-%06d', i), '{"config":{"tp":8,"pp":4,"dp":16},"steps_per_day":10000}', i, i FROM n;
 SQL
-start
+bench_daemon_start bench_lists
 auth="Authorization: Bearer $(cat "$tmp/admin.token")"
-echo "stepcastd: $D; $ENTRIES ledger entries, $JOBS jobs; peak RSS after start $(hwm)"
+echo "stepcastd: $D; $ENTRIES ledger entries, $JOBS jobs; peak RSS after start $(bench_hwm)"
 one() { # NAME PATH
     out=$(curl -s -o "$tmp/body" -w '%{http_code} %{size_download} %{time_total}' -H "$auth" "$url$2")
-    echo "$1: GET $2: status, bytes, s: $out; peak RSS $(hwm)"
+    echo "$1: GET $2: status, bytes, s: $out; peak RSS $(bench_hwm)"
 }
 all() { # NAME PATH: every page at limit=1000 (seconds: the requests', summed)
     cursor="" pages=0 bytes=0 secs=0
@@ -73,7 +49,7 @@ all() { # NAME PATH: every page at limit=1000 (seconds: the requests', summed)
         cursor=$(sed -n 's/.*"next_cursor":"\([0-9a-f]*\)".*/\1/p' "$tmp/body")
         [ -n "$cursor" ] || break
     done
-    echo "$1: every page of $2 at limit=1000: $pages pages, $bytes bytes, $secs s; peak RSS $(hwm)"
+    echo "$1: every page of $2 at limit=1000: $pages pages, $bytes bytes, $secs s; peak RSS $(bench_hwm)"
 }
 one ledger /v1/validations
 one jobs /v1/jobs

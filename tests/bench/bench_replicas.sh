@@ -26,6 +26,7 @@ CONNECTIONS=${CONNECTIONS:-12}
 HTTP_THREADS=${HTTP_THREADS:-2}
 STORE_CONNECTIONS=${STORE_CONNECTIONS:-4}
 command -v wrk >/dev/null || { echo "bench_replicas: wrk is not installed (scripts/deps.sh installs it)"; exit 1; }
+. tests/bench/daemon.sh
 tmp=$(mktemp -d)
 chmod 711 "$tmp"
 mkdir "$tmp/pg"
@@ -54,12 +55,7 @@ for i in 1 2 3; do
         --port-file "$tmp/port$i" --http-threads "$HTTP_THREADS" --store-connections "$STORE_CONNECTIONS" --replica-name "bench-$i" \
         2>"$tmp/daemon$i.log" &
     pids="$pids $!"
-    n=0
-    while [ ! -s "$tmp/port$i" ]; do
-        n=$((n + 1))
-        [ $n -gt 1000 ] && { echo "bench_replicas: replica $i did not start"; cat "$tmp/daemon$i.log"; exit 1; }
-        sleep 0.01
-    done
+    bench_wait_port "$tmp/port$i" "$tmp/daemon$i.log" "bench_replicas: replica $i"
     urls="$urls http://127.0.0.1:$(cat "$tmp/port$i")"
 done
 export STEPCAST_TOKEN=$admin

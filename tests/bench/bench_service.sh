@@ -19,26 +19,9 @@ CONNECTIONS=${CONNECTIONS:-16}
 THREADS=${THREADS:-1}
 HTTP_THREADS=${HTTP_THREADS:-4}
 command -v wrk >/dev/null || { echo "bench_service: wrk is not installed (scripts/deps.sh installs it)"; exit 1; }
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-"$B/stepcastd" --data-dir "$tmp/data" --listen 127.0.0.1:0 --port-file "$tmp/port" \
-    --admin-token-file "$tmp/admin.token" --http-threads "$HTTP_THREADS" 2>"$tmp/daemon.log" &
-pid=$!
-i=0
-while [ ! -s "$tmp/port" ]; do
-    i=$((i + 1))
-    [ $i -gt 500 ] && { echo "bench_service: stepcastd did not start"; cat "$tmp/daemon.log"; exit 1; }
-    sleep 0.01
-done
-url="http://127.0.0.1:$(cat "$tmp/port")"
-export STEPCAST_SERVER="$url"
-export STEPCAST_TOKEN="$(cat "$tmp/admin.token")"
+. tests/bench/daemon.sh
+bench_tmp
+bench_daemon_start bench_service --http-threads "$HTTP_THREADS"
 
 shared=${STEPCAST_SHARED:-../shared}/traces/param/et_replay/tests/inputs/dlrm_kineto.tar.gz
 if [ -f "$shared" ]; then
