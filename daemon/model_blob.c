@@ -148,6 +148,7 @@ static uint32_t layout(void)
  * store (model_blob_put), the first hashes the payload a chunk at a time
  * and the second feeds the header and the payload to the blob's file: a
  * build never holds its blob's bytes, only the model and a chunk. */
+
 /* Where a blob's bytes go: counted only (sizing), into memory, or fed to
  * a sink a chunk at a time. */
 struct wbuf {
@@ -237,6 +238,7 @@ static void put_array(struct wbuf *b, const void *p, size_t count, size_t size)
 static void put_records(struct wbuf *b, const void *p, size_t count, const struct record *r)
 {
     size_t w = packed(r);
+    assert(w <= WBUF_CHUNK); /* a record fits a chunk */
     put_u64(b, count);
     for (size_t i = 0, batch; i < count; i += batch) {
         batch = b->sink ? WBUF_CHUNK / w : count; /* a sink's chunk at a time */
