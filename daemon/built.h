@@ -78,8 +78,11 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
  * graph holds only representatives: counted as the BUILT_FOLD_REPS largest
  * ranks (or fold_over, when more: those are held before folding starts),
  * plus BUILT_BYTES_PER_FOLDED_RANK for every rank (its trace's header and
- * measured step times: 80 to 100 KB a rank measured at 4,096 ranks,
- * BENCHMARKS.md "Scale"). reps_max then says that bound, for the build's
+ * measured step times). Measured at 4,096 ranks of 20 MB (BENCHMARKS.md
+ * "Scale", tests/bench/scale.py, which checks the estimate): the build
+ * grew the daemon by 1,084 MB, where the representatives at
+ * BUILT_BYTES_PER_EVENT and the loading come to 462 MB, leaving 152 KB a
+ * rank. reps_max then says that bound, for the build's
  * go->fold_reps_max: a job whose ranks fold to more representatives fails
  * its build with SC_ELIMIT instead of outgrowing the estimate (the builder
  * then admits it again as unfolded). */
@@ -87,7 +90,7 @@ int built_load_trace(struct blob_store *bs, const struct api_trace *tr, const st
 #define BUILT_BYTES_PER_LOADING_EVENT 256
 #define BUILT_BYTES_FIXED (4u << 20)
 #define BUILT_FOLD_REPS 64
-#define BUILT_BYTES_PER_FOLDED_RANK (128u << 10)
+#define BUILT_BYTES_PER_FOLDED_RANK (192u << 10)
 struct built_estimate {
     uint64_t bytes;       /* peak */
     uint64_t events;      /* of every trace */

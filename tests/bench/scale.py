@@ -16,15 +16,16 @@ through the daemon: stepcastd on an ephemeral port, the ranks uploaded
 compressed (`stepcast upload`), the model built (`stepcast build --wait`,
 folded) and its replay fetched (`stepcast replay --model M --json`): the
 daemon's peak RSS (VmHWM) after the uploads and after the build, its CPU
-time, and the replay checked equal to the command line's folded one.
-Fails (exit 1) past a bound or when the replays differ.
+time, and the replay checked equal to the command line's folded one; the
+build's growth against the estimate its admission logged (event=start).
+Fails (exit 1) past a bound, past the estimate or when the replays differ.
 
 Knobs: SCALE_JOBS ("RANKS:STEPS:NOFOLD ...", default "512:515:1 4096:103:0";
 NOFOLD 1 also replays --no-fold), SCALE_DAEMON (1; 0: skip the daemon),
 SCALE_CLI (1; 0: the daemon's road alone, its replay not compared),
 SCALE_REUSE (a folder holding r<RANKS> jobs already generated: used and
 kept), SCALE_NICE (19: the niceness the runs get), BUILD (build)."""
-import gzip, json, os, shutil, signal, struct, subprocess, sys, tempfile, time
+import gzip, json, os, re, shutil, signal, struct, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
@@ -131,7 +132,15 @@ def daemon_road(tmp, job, ranks, json_bytes, cli_json):
               (t_build, cpu, per(hwm_build, json_bytes, tasks, ranks), rss / 1e6))
         print("    stepcast replay --model M --json    %7.1f s  daemon peak RSS %.0f MB; steps equal to the "
               "command line's: %s" % (t_replay, hwm / 1e6, "not run" if cli_json is None else "yes" if same else "NO"))
+        log.flush()
+        found = re.search(r"event=start .*?estimate=(\d+)", open(log.name, errors="replace").read())
+        estimate = int(found.group(1)) if found else 0
+        print("    the build's admission estimate %.0f MB; its peak grew the daemon by %.0f MB (x%.2f)" %
+              (estimate / 1e6, (hwm_build - hwm_up) / 1e6, (hwm_build - hwm_up) / max(estimate, 1)))
         if not same:
+            ok = False
+        if hwm_build - hwm_up > estimate:
+            print("    the build outgrew its admission estimate (daemon/built.h)")
             ok = False
         if hwm > FOLDED_LIMIT or t_build > WALL_LIMIT:
             print("    over the bound (%.0f GB, %.0f s)" % (FOLDED_LIMIT / GB, WALL_LIMIT))
