@@ -15,7 +15,7 @@ python3 tests/bench/model_whatifs.py build/stepcastd data/calibration/torch-step
     "$tmp/ts.json" "$tmp/ts.out.json" || exit 1
 control=../shared/traces/HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz
 if [ -f "$control" ]; then
-    echo '{"tp":1,"pp":1,"dp":8,"zero":1}' >"$tmp/ctl.json"
+    echo '{"tp":1,"pp":1,"dp":8,"zero_stage":1}' >"$tmp/ctl.json"
     echo "HTA control (rank 3, 34.8 MB of JSON; its plan is 422: the description has no layers):"
     python3 tests/bench/model_whatifs.py build/stepcastd "$control" "$tmp/ctl.json" "$tmp/ctl.out.json" 3 || exit 1
 fi
