@@ -142,21 +142,17 @@ static uint32_t layout(void)
 
 /* ---- writing ---- */
 
-/* The blob is written in two passes over the model. Into memory
- * (model_blob_write), the first counts its bytes (sizing) and the second
- * writes them into a buffer of that size, header first. Into the blob
- * store (model_blob_put), the first hashes the payload a chunk at a time
- * and the second feeds the header and the payload to the blob's file: a
- * build never holds its blob's bytes, only the model and a chunk. */
-
-/* Where a blob's bytes go: counted only (sizing), into memory, or fed to
- * a sink a chunk at a time. */
+/* A blob's bytes are fed to a sink a chunk at a time: the model is
+ * walked twice, once to hash (and count) the payload for the header and
+ * once to write the header and the payload, so that a build never holds
+ * its blob's bytes, only the model and a chunk (model_blob_put streams
+ * them to the blob's file, model_blob_write into a buffer of their size). */
 struct wbuf {
     uint8_t *p;
-    size_t n, cap; /* a sink's: the chunk not yet fed, and its size */
-    int oom;       /* out of memory, or the sink failed (rc, err) */
+    size_t n;     /* in the chunk, not yet fed */
+    int failed;   /* the sink failed: rc, err */
     int rc;
-    int sizing;    /* count only */
+    uint64_t fed; /* bytes fed to the sink */
     int (*sink)(void *ctx, const void *p, size_t n, struct sc_error *err);
     void *ctx;
     struct sc_error *err;
@@ -164,53 +160,36 @@ struct wbuf {
 
 #define WBUF_CHUNK ((size_t)256 << 10)
 
-/* A sink's chunk fed to it: 0, or -1 when the sink failed. */
+/* n bytes fed to the sink: 0, or -1 when it failed. */
 static int feed(struct wbuf *b, const void *p, size_t n)
 {
     if (n && (b->rc = b->sink(b->ctx, p, n, b->err))) {
-        b->oom = 1;
+        b->failed = 1;
         return -1;
     }
+    b->fed += n;
     return 0;
 }
 
-/* Room for n more bytes: 0, or -1 (b->oom, or sizing: nothing to write)
- * when there is none. A sink's chunk is fed when n does not fit after it
- * (n is at most WBUF_CHUNK then). */
+/* Room for n more bytes in the chunk, n at most WBUF_CHUNK (the chunk fed
+ * first when they do not fit after it): 0, or -1 when the sink failed. */
 static int reserve(struct wbuf *b, size_t n)
 {
-    if (b->sizing) {
-        b->n += n;
+    if (b->failed)
         return -1;
-    }
-    if (b->oom)
-        return -1;
-    if (n <= b->cap - b->n)
+    if (n <= WBUF_CHUNK - b->n)
         return 0;
-    if (b->sink) {
-        assert(n <= b->cap);
-        if (feed(b, b->p, b->n))
-            return -1;
-        b->n = 0;
-        return 0;
-    }
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap - b->n < n)
-        cap *= 2;
-    uint8_t *q = realloc(b->p, cap);
-    if (!q) {
-        b->oom = 1;
+    assert(n <= WBUF_CHUNK);
+    if (feed(b, b->p, b->n))
         return -1;
-    }
-    b->p = q;
-    b->cap = cap;
+    b->n = 0;
     return 0;
 }
 
 static void put(struct wbuf *b, const void *p, size_t n)
 {
-    if (b->sink && n > b->cap) { /* a large array goes to the sink as it is */
-        if (!b->oom && !feed(b, b->p, b->n)) {
+    if (n > WBUF_CHUNK) { /* a large array goes to the sink as it is */
+        if (!b->failed && !feed(b, b->p, b->n)) {
             b->n = 0;
             feed(b, p, n);
         }
@@ -241,10 +220,10 @@ static void put_records(struct wbuf *b, const void *p, size_t count, const struc
     assert(w <= WBUF_CHUNK); /* a record fits a chunk */
     put_u64(b, count);
     for (size_t i = 0, batch; i < count; i += batch) {
-        batch = b->sink ? WBUF_CHUNK / w : count; /* a sink's chunk at a time */
+        batch = WBUF_CHUNK / w; /* a chunk at a time */
         if (batch > count - i)
             batch = count - i;
-        if (reserve(b, batch * w)) /* sizing: counted */
+        if (reserve(b, batch * w))
             return;
         for (size_t j = i; j < i + batch; j++) {
             const uint8_t *rec = (const uint8_t *)p + j * r->size;
@@ -374,7 +353,7 @@ int model_blob_seal(const void *payload, size_t len, void **out, size_t *n, stru
     return SC_OK;
 }
 
-/* The payload of m's blob into b (sizing or writing). */
+/* The payload of m's blob into b. */
 static void put_model(struct wbuf *b, const struct built_model *m)
 {
     size_t nt;
@@ -391,34 +370,6 @@ static void put_model(struct wbuf *b, const struct built_model *m)
     put_notes(b, est_model_notes(om));
 }
 
-int model_blob_write(const struct built_model *m, void **out, size_t *n, struct sc_error *err)
-{
-    struct wbuf size = {.sizing = 1}, b = {0};
-    int rc;
-    *out = NULL;
-    *n = 0;
-    if (!est_model_notes(built_model_opened(m))) /* a built model always takes them */
-        return sc_error_set(err, SC_EINTERNAL, "model blob: the model has no notes");
-    put_model(&size, m);
-    if (!(b.p = malloc(MODEL_BLOB_HEADER + size.n)))
-        return sc_error_set(err, SC_ENOMEM, "out of memory");
-    b.n = MODEL_BLOB_HEADER;
-    b.cap = MODEL_BLOB_HEADER + size.n; /* exactly: the second pass never grows it */
-    put_model(&b, m);
-    assert(b.oom || b.n == b.cap);
-    if (b.oom)
-        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
-    else
-        rc = seal_in_place(b.p, size.n, err);
-    if (rc) {
-        free(b.p);
-        return rc;
-    }
-    *out = b.p;
-    *n = b.cap;
-    return SC_OK;
-}
-
 static int hash_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
 {
     return digest_update(ctx, p, n, err);
@@ -429,49 +380,93 @@ static int file_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
     return blob_writer_write(ctx, p, n, err);
 }
 
-/* The model's blob streamed through one pass: to sink (with ctx), header
- * first when header is not NULL. */
+struct memory {
+    uint8_t *p;
+    size_t n;
+};
+
+static int memory_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
+{
+    struct memory *mem = ctx;
+    (void)err;
+    memcpy(mem->p + mem->n, p, n);
+    mem->n += n;
+    return SC_OK;
+}
+
+/* The model's blob walked once: fed to sink (with ctx), header first when
+ * header is not NULL; *fed the bytes fed. */
 static int stream_model(const struct built_model *m, const uint8_t *header,
-                        int (*sink)(void *, const void *, size_t, struct sc_error *), void *ctx,
+                        int (*sink)(void *, const void *, size_t, struct sc_error *), void *ctx, uint64_t *fed,
                         struct sc_error *err)
 {
-    struct wbuf b = {.cap = WBUF_CHUNK, .sink = sink, .ctx = ctx, .err = err};
+    struct wbuf b = {.sink = sink, .ctx = ctx, .err = err};
     if (!(b.p = malloc(WBUF_CHUNK)))
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     if (header)
         put(&b, header, MODEL_BLOB_HEADER);
     put_model(&b, m);
-    if (!b.oom)
+    if (!b.failed)
         feed(&b, b.p, b.n);
     free(b.p);
+    *fed = b.fed;
     return b.rc;
+}
+
+/* The header of m's blob: its payload walked once, hashed and counted. */
+static int header_of_model(const struct built_model *m, uint8_t header[MODEL_BLOB_HEADER], uint64_t *len,
+                           struct sc_error *err)
+{
+    struct digest md;
+    char sum[DIGEST_HEX_LEN + 1];
+    int rc;
+    if (!est_model_notes(built_model_opened(m))) /* a built model always takes them */
+        return sc_error_set(err, SC_EINTERNAL, "model blob: the model has no notes");
+    if ((rc = digest_init(&md, err)))
+        return rc;
+    if ((rc = stream_model(m, NULL, hash_sink, &md, len, err)) == SC_OK)
+        rc = digest_final(&md, sum, err);
+    digest_release(&md);
+    if (rc == SC_OK)
+        header_of(header, *len, sum);
+    return rc;
+}
+
+int model_blob_write(const struct built_model *m, void **out, size_t *n, struct sc_error *err)
+{
+    uint8_t header[MODEL_BLOB_HEADER];
+    uint64_t len, fed;
+    int rc;
+    *out = NULL;
+    *n = 0;
+    if ((rc = header_of_model(m, header, &len, err)))
+        return rc;
+    struct memory mem = {malloc(MODEL_BLOB_HEADER + len), 0};
+    if (!mem.p)
+        return sc_error_set(err, SC_ENOMEM, "out of memory");
+    if ((rc = stream_model(m, header, memory_sink, &mem, &fed, err))) {
+        free(mem.p);
+        return rc;
+    }
+    assert(fed == MODEL_BLOB_HEADER + len); /* the same walk twice */
+    *out = mem.p;
+    *n = mem.n;
+    return SC_OK;
 }
 
 int model_blob_put(const struct built_model *m, struct blob_store *bs, char sha[DIGEST_HEX_LEN + 1], size_t *n,
                    struct sc_error *err)
 {
-    struct wbuf size = {.sizing = 1};
     struct blob_writer *w = NULL;
-    struct digest md;
-    char sum[DIGEST_HEX_LEN + 1];
     uint8_t header[MODEL_BLOB_HEADER];
+    uint64_t len, fed;
     int rc;
     *n = 0;
-    if (!est_model_notes(built_model_opened(m))) /* a built model always takes them */
-        return sc_error_set(err, SC_EINTERNAL, "model blob: the model has no notes");
-    put_model(&size, m);
-    if ((rc = digest_init(&md, err)))
+    if ((rc = header_of_model(m, header, &len, err)))
         return rc;
-    rc = stream_model(m, NULL, hash_sink, &md, err);
-    if (rc == SC_OK)
-        rc = digest_final(&md, sum, err);
-    digest_release(&md);
-    if (rc)
-        return rc;
-    header_of(header, size.n, sum);
-    if ((rc = blob_writer_new(bs, &w, err)) == SC_OK && (rc = stream_model(m, header, file_sink, w, err)) == SC_OK &&
+    if ((rc = blob_writer_new(bs, &w, err)) == SC_OK && (rc = stream_model(m, header, file_sink, w, &fed, err)) == SC_OK &&
         (rc = blob_writer_finish(w, sha, err)) == SC_OK && (rc = blob_writer_commit(w, err)) == SC_OK)
-        *n = MODEL_BLOB_HEADER + size.n;
+        *n = fed;
     blob_writer_free(w);
     return rc;
 }
