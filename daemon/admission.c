@@ -43,6 +43,11 @@ static int never(const struct admission *a, uint64_t need, const char *what, str
                         what, (double)need / 1048576.0, (double)a->budget / 1048576.0);
 }
 
+uint64_t admission_bytes(double predicted)
+{
+    return predicted < 1.8e19 ? (uint64_t)predicted : UINT64_MAX;
+}
+
 enum admission_verdict admission_try(struct admission *a, uint64_t need, const char *what, struct sc_error *err)
 {
     enum admission_verdict v = ADMISSION_OK;

@@ -27,6 +27,9 @@ enum admission_verdict {
 
 int admission_new(uint64_t budget, struct admission **out, struct sc_error *err);
 void admission_free(struct admission *a); /* NULL-safe */
+/* A predicted peak (bytes, a double that may be huge) as the bytes to
+ * reserve: UINT64_MAX past what 64 bits hold, which never fits. */
+uint64_t admission_bytes(double predicted);
 /* Reserve need bytes for `what` (e.g. "the estimate (kernel detail,
  * 290000000 tasks)") now, or say why not; give them back with
  * admission_release(). */

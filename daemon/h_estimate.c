@@ -109,7 +109,7 @@ int h_estimate_admitted(struct svc *s, const struct h_spec *h, enum est_detail d
     memset(e, 0, sizeof *e);
     if ((rc = synth_size(&h->spec, h->hw, &h->costs, d, &size, err)))
         return rc;
-    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    uint64_t need = admission_bytes(size.bytes);
     snprintf(what, sizeof what, "the estimate (%s detail, %lld tasks)", synth_detail_name(d), (long long)size.tasks);
     switch (admission_try(s->admission, need, what, err)) {
     case ADMISSION_OK: break;
@@ -379,8 +379,7 @@ static int model_samples(struct svc *s, struct cache_entry *e, const struct cali
     size_t added;
     uint64_t need = 0;
     if (!built_model_has_calib_samples(m)) {
-        double bytes = built_model_calib_read_bytes(m);
-        need = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
+        need = admission_bytes(built_model_calib_read_bytes(m));
         int rc = h_admit(s, need, "reading the model's traces for their samples", r);
         if (rc)
             return rc;

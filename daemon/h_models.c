@@ -610,17 +610,6 @@ static int model_job_config(struct svc *s, const char *id, struct job_config *cf
     return rc ? api_fail_status(r, &err, API_E_UNPROCESSABLE) : SC_OK;
 }
 
-int h_admit(struct svc *s, uint64_t need, const char *what, struct api_reply *r)
-{
-    struct sc_error err;
-    switch (admission_try(s->admission, need, what, &err)) {
-    case ADMISSION_OK: return SC_OK;
-    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
-    case ADMISSION_NEVER: break;
-    }
-    return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
-}
-
 /* Run the what-if, on the model's graph and the notes taken of its traces
  * when it was built (no trace is read again); on failure the reply: 400
  * naming a change the set asks for, 422 for the job's config against its
@@ -636,7 +625,7 @@ static int run_whatif(struct svc *s, struct cache_entry *e, const struct job_con
     /* admitted first by its predicted size (whatif_size.h): 413 when it
      * can never fit the memory budget, 429 while others hold it */
     whatif_size_predict(est_model_graph(m)->n_tasks, cfg, set, &size);
-    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    uint64_t need = admission_bytes(size.bytes);
     snprintf(what, sizeof what, "the what-if (%.0f tasks, %.4g times the traced graph's)", size.tasks, size.growth);
     if ((rc = h_admit(s, need, what, r)))
         return rc;

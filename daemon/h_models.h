@@ -21,11 +21,6 @@ struct model_graph;
  * status. A model not in memory is loaded again from its traces, which is
  * heavy work: on an HTTP thread, H_DEFERRED. */
 int h_ready_model(struct svc *s, const char *id, struct cache_entry **e, struct api_reply *r);
-/* Admit `need` bytes of work named `what` (admission.h) now: SC_OK (give
- * them back with admission_release), else the reply in r, 413 when it can
- * never fit the memory budget, 429 while other work holds it, and its
- * status. */
-int h_admit(struct svc *s, uint64_t need, const char *what, struct api_reply *r);
 /* The step time of a what-if (set) of model id, for the ledger; on
  * failure the reply in r and its status. */
 int h_whatif_step_ms(struct svc *s, const char *id, const struct job_config *set, double *ms, struct api_reply *r);

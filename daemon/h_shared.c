@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/ledger.h"
+#include "daemon/admission.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/store.h"
@@ -41,4 +42,15 @@ void h_ledger_band(struct svc *s, int kind, struct ledger_band *b)
     else
         ledger_band_of(v, n, (enum api_ledger_kind)kind, b);
     api_validations_free(v, n);
+}
+
+int h_admit(struct svc *s, uint64_t need, const char *what, struct api_reply *r)
+{
+    struct sc_error err;
+    switch (admission_try(s->admission, need, what, &err)) {
+    case ADMISSION_OK: return SC_OK;
+    case ADMISSION_BUSY: return api_fail(r, API_E_BUSY, "%s", err.msg);
+    case ADMISSION_NEVER: break;
+    }
+    return api_fail(r, API_E_TOO_LARGE, "%s", err.msg);
 }

@@ -1,7 +1,7 @@
 /* daemon/h_shared.h: what several handlers (dispatch.h) share, defined
  * in h_shared.c apart from any handler, so that no handler calls another
- * for it: the limits of request bodies, the page a list asks for, and the
- * ledger's error band. */
+ * for it: the limits of request bodies, the page a list asks for, the
+ * ledger's error band and the admission of a request's heavy work. */
 #ifndef DAEMON_H_SHARED_H
 #define DAEMON_H_SHARED_H
 
@@ -24,5 +24,11 @@ void h_page_skipped(const char *list, const struct api_list_meta *m);
  * are memoised under s->ledger_changes too. */
 struct ledger_band;
 void h_ledger_band(struct svc *s, int kind, struct ledger_band *b);
+
+/* Admit `need` bytes of work named `what` (admission.h) now: SC_OK (give
+ * them back with admission_release), else the reply in r, 413 when it can
+ * never fit the memory budget, 429 while other work holds it, and its
+ * status. */
+int h_admit(struct svc *s, uint64_t need, const char *what, struct api_reply *r);
 
 #endif

@@ -153,7 +153,7 @@ static int admitted(struct admitted_eval *a, const struct est_spec *s, enum est_
     } else if ((rc = synth_size(s, pe->est.hw, &pe->est.costs, d, &size, err))) {
         return rc;
     }
-    uint64_t need = size.bytes < 1.8e19 ? (uint64_t)size.bytes : UINT64_MAX;
+    uint64_t need = admission_bytes(size.bytes);
     snprintf(what, sizeof what, "a plan's candidate tp %lld pp %lld dp %lld (%s, %lld tasks)",
              (long long)s->parallel.tp, (long long)s->parallel.pp, (long long)s->parallel.dp,
              pe->graph ? "what-if" : synth_detail_name(d), (long long)size.tasks);
