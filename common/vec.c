@@ -105,3 +105,15 @@ T NAME(T *v, size_t n, size_t k)                                               \
 
 SC_SELECT(sc_select_i64, int64_t)
 SC_SELECT(sc_select_double, double)
+
+int sc_sort_runs_alloc(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n < 2)
+        return 0;
+    void *tmp = malloc(n * size);
+    if (!tmp)
+        return -1;
+    sc_sort_runs(base, tmp, n, size, cmp);
+    free(tmp);
+    return 0;
+}

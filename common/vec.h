@@ -31,6 +31,9 @@ static inline void sc_sort(void *base, size_t n, size_t size, int (*cmp)(const v
  * sections); stable, so the same order as qsort where cmp is a total
  * order. */
 void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* The same with a tmp of its own: 0, or -1 (base untouched) when out of
+ * memory. */
+int sc_sort_runs_alloc(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /* The k-th smallest of v[0..n) (k < n), found in place by quickselect: v
  * is left permuted. The value a sort would put at v[k], in linear time on

@@ -54,13 +54,9 @@ static int innermost_ops(const struct model_trace *t, uint32_t *call_op, struct 
             goto oom;
         items[n_items++] = (struct item){e->ts, e->dur, e->track, (uint32_t)i, (uint8_t)call};
     }
-    if (n_items > 1) { /* each thread's events come in time order: a few runs */
-        struct item *tmp = malloc(n_items * sizeof *tmp);
-        if (!tmp)
-            goto oom;
-        sc_sort_runs(items, tmp, n_items, sizeof *items, item_cmp);
-        free(tmp);
-    }
+    /* each thread's events come in time order: a few runs */
+    if (sc_sort_runs_alloc(items, n_items, sizeof *items, item_cmp))
+        goto oom;
     for (size_t i = 0; i < n_items; i++) {
         const struct item *it = &items[i];
         if (i == 0 || it->track != items[i - 1].track)

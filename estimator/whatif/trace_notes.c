@@ -103,20 +103,6 @@ static int span_cmp(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* v[0..n) by track and start: a trace's events come as a few runs in
- * time order (sc_sort_runs). */
-static int sort_spans(struct span *v, size_t n, struct sc_error *err)
-{
-    if (n < 2)
-        return SC_OK;
-    struct span *tmp = malloc(n * sizeof *tmp);
-    if (!tmp)
-        return oom(err);
-    sc_sort_runs(v, tmp, n, sizeof *v, span_cmp);
-    free(tmp);
-    return SC_OK;
-}
-
 /* The spans of t that label names, sorted by track and start. A name's
  * label is found once (names are interned: a trace has few distinct
  * ones); events come in a few runs in time order, which the sort keeps. */
@@ -149,11 +135,11 @@ static int spans_collect(const struct model_trace *t, span_label_fn label, struc
         out->v[out->n++] = (struct span){e->track, e->ts, e->ts + e->dur, 0, l};
     }
     free(memo);
-    if (sort_spans(out->v, out->n, err)) {
+    if (sc_sort_runs_alloc(out->v, out->n, sizeof *out->v, span_cmp)) {
         free(out->v);
         out->v = NULL;
         out->n = 0;
-        return err->code;
+        return oom(err);
     }
     for (size_t k = 0; k < out->n; k++) {
         int64_t prev = k && out->v[k - 1].track == out->v[k].track ? out->v[k - 1].reach : INT64_MIN;
@@ -292,31 +278,31 @@ static double ops_busy_ns(const struct model_trace *t, struct span *v, size_t k)
  * makes them so). */
 static int ops_of(const struct model_trace *t, struct trace_notes *out, struct sc_error *err)
 {
-    size_t n = 0, k = 0;
+    size_t n = 0, ops = 0, k = 0;
     for (size_t e = 0; e < t->n_events; e++)
-        n += t->events[e].kind == MODEL_EV_CPU_OP && t->events[e].track <= 0xffff;
+        if (t->events[e].kind == MODEL_EV_CPU_OP) {
+            ops++;
+            n += t->events[e].track <= 0xffff;
+        }
     if (!n)
         return SC_OK;
-    struct span *v = malloc(t->n_events * sizeof *v);
-    int64_t *tmp = malloc(n * sizeof *tmp);
-    if (!v || !tmp || !(out->op_keys = malloc(n * sizeof *out->op_keys))) {
+    struct span *v = malloc(ops * sizeof *v);
+    if (!v || !(out->op_keys = malloc(n * sizeof *out->op_keys))) {
         free(v);
-        free(tmp);
         return oom(err);
     }
     for (size_t e = 0; e < t->n_events; e++)
         if (t->events[e].kind == MODEL_EV_CPU_OP)
             v[k++] = (struct span){t->events[e].track, t->events[e].ts, t->events[e].ts + t->events[e].dur, 0, 0};
-    int rc = sort_spans(v, k, err);
+    int rc = sc_sort_runs_alloc(v, k, sizeof *v, span_cmp) ? oom(err) : SC_OK;
     for (size_t i = 0; !rc && i < k; i++)
         if (v[i].track <= 0xffff)
             out->op_keys[out->n_op_keys++] = (int64_t)v[i].track << 48 | ((v[i].start - t->first_ts) & ((1LL << 48) - 1));
-    if (!rc) {
-        sc_sort_runs(out->op_keys, tmp, n, sizeof *out->op_keys, int64_cmp); /* one pass: in order */
+    if (!rc && sc_sort_runs_alloc(out->op_keys, n, sizeof *out->op_keys, int64_cmp)) /* one pass: in order */
+        rc = oom(err);
+    if (!rc)
         out->ops_busy_ns = ops_busy_ns(t, v, k);
-    }
     free(v);
-    free(tmp);
     return rc;
 }
 
