@@ -171,15 +171,15 @@ void cli_run_release(struct cli_run *r)
 }
 
 int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                    const struct model_graph_opts *go, int keep, struct est_traced_model **out)
+                    const struct model_graph_opts *go, enum est_keep keep, struct est_traced_model **out)
 {
-    struct est_model_options o = {.load = *lo, .graph = *go, .keep = (enum est_keep)keep};
+    struct est_model_options o = {.load = *lo, .graph = *go, .keep = keep};
     struct sc_error err;
     return est_model_open(paths, n, &o, NULL, NULL, out, &err) ? cli_fail(&err) : 0;
 }
 
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, enum est_keep keep,
                    struct cli_run *run)
 {
     struct sc_error err;

@@ -6,6 +6,7 @@
 #define CLIENTS_CLI_H
 
 #include "common/error.h"
+#include "estimator/model_open.h"
 #include "estimator/synth/estimate.h"
 
 struct model_job;
@@ -34,7 +35,7 @@ int cli_trace_options(int argc, char **argv, const char *cmd, const char *usage,
  * success. */
 struct est_traced_model;
 int cli_open_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                    const struct model_graph_opts *go, int keep, struct est_traced_model **out);
+                    const struct model_graph_opts *go, enum est_keep keep, struct est_traced_model **out);
 
 /* A job opened and replayed as `stepcast replay` does (the kept
  * collectives' waits applied by the façade). */
@@ -46,7 +47,7 @@ struct cli_run {
 /* cli_open_traces, then the replay with ro. Returns the exit status, the
  * error printed; on failure *run is empty. */
 int cli_run_traces(const char *const *paths, size_t n, const struct model_load_opts *lo,
-                   const struct model_graph_opts *go, struct model_replay_opts *ro, int keep,
+                   const struct model_graph_opts *go, struct model_replay_opts *ro, enum est_keep keep,
                    struct cli_run *run);
 void cli_run_release(struct cli_run *run);
 

@@ -245,7 +245,8 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "no trace given (or --spec F)");
     struct cli_run run;
     /* the traces keep their events: the launching ops' shapes and FLOPs */
-    int rc = cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro, EST_KEEP_WHOLE, &run);
+    int rc = cli_run_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, &ro,
+                            EST_KEEP_WHOLE, &run);
     if (rc)
         return rc;
     rc = export_run(est_model_graph(run.model), run.replay, &ro, prefix, dir);

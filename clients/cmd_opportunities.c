@@ -89,7 +89,8 @@ int cmd_opportunities(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (optind >= argc)
         return cli_usage_error("opportunities", "no trace given");
-    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, EST_KEEP_HEADERS, &m)))
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go,
+                              EST_KEEP_HEADERS, &m)))
         return rc;
     if (est_model_opportunities(m, &ops, &err)) {
         est_model_close(m);

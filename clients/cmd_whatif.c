@@ -130,8 +130,8 @@ int cmd_whatif(int argc, char **argv)
     /* the what-if reads the notes the build takes of each trace; only a
      * timeline, which writes the traced events around the replayed ones,
      * needs the traces whole */
-    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go, timeline ? EST_KEEP_WHOLE : EST_KEEP_NOTES,
-                              &m)))
+    if ((rc = cli_open_traces((const char *const *)argv + optind, (size_t)(argc - optind), &lo, &go,
+                              timeline ? EST_KEEP_WHOLE : EST_KEEP_NOTES, &m)))
         return rc;
     if (est_model_whatif(m, &cfg, &set, &r, &err)) {
         est_model_close(m);

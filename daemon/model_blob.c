@@ -464,7 +464,8 @@ int model_blob_put(const struct built_model *m, struct blob_store *bs, char sha[
     *n = 0;
     if ((rc = header_of_model(m, header, &len, err)))
         return rc;
-    if ((rc = blob_writer_new(bs, &w, err)) == SC_OK && (rc = stream_model(m, header, file_sink, w, &fed, err)) == SC_OK &&
+    if ((rc = blob_writer_new(bs, &w, err)) == SC_OK &&
+        (rc = stream_model(m, header, file_sink, w, &fed, err)) == SC_OK &&
         (rc = blob_writer_finish(w, sha, err)) == SC_OK && (rc = blob_writer_commit(w, err)) == SC_OK)
         *n = fed;
     blob_writer_free(w);

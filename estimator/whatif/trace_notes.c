@@ -297,7 +297,8 @@ static int ops_of(const struct model_trace *t, struct trace_notes *out, struct s
     int rc = sc_sort_runs_alloc(v, k, sizeof *v, span_cmp) ? oom(err) : SC_OK;
     for (size_t i = 0; !rc && i < k; i++)
         if (v[i].track <= 0xffff)
-            out->op_keys[out->n_op_keys++] = (int64_t)v[i].track << 48 | ((v[i].start - t->first_ts) & ((1LL << 48) - 1));
+            out->op_keys[out->n_op_keys++] =
+                (int64_t)v[i].track << 48 | ((v[i].start - t->first_ts) & ((1LL << 48) - 1));
     if (!rc && sc_sort_runs_alloc(out->op_keys, n, sizeof *out->op_keys, int64_cmp)) /* one pass: in order */
         rc = oom(err);
     if (!rc)
