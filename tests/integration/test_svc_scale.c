@@ -219,6 +219,27 @@ TEST(svc_folded_build_admitted_by_its_representatives)
     CHECK_EQ_INT(svc_stop(&d), 0);
 }
 
+/* A build of `job` on d: its peak resident memory (the daemon's VmHWM
+ * during the build less before it) against the estimate its admission
+ * counted (event=start estimate=N; daemon/built.h), printed; the
+ * estimate. */
+static double build_growth(struct svc_daemon *d, const char *job, const char *what, long long *growth)
+{
+    long long before = svc_peak_rss(d);
+    char *id = svc_build_model(d, job, NULL);
+    *growth = svc_peak_rss(d) - before;
+    char *log = th_read_file(d->log, NULL), start[160];
+    snprintf(start, sizeof start, "model=%s job=%s event=start", id ? id : "-", job);
+    const char *at = log ? strstr(log, start) : NULL;
+    at = at ? strstr(at, "estimate=") : NULL;
+    double estimate = at ? strtod(at + strlen("estimate="), NULL) : 0;
+    fprintf(stderr, "  %s: the build grew the daemon by %.1f MiB, estimated %.1f MiB\n", what,
+            (double)*growth / 1048576.0, estimate / 1048576.0);
+    free(log);
+    free(id);
+    return estimate;
+}
+
 /* An unfolded build's peak resident memory (the daemon's VmHWM during the
  * build less before it) within the estimate its admission counted
  * (event=start estimate=N; daemon/built.h): a gentrace job of 16 ranks and
@@ -230,25 +251,44 @@ TEST(svc_folded_build_admitted_by_its_representatives)
 TEST(svc_unfolded_build_within_its_estimate)
 {
     static const char *const gen[] = {"--steps", "48", NULL};
-    char dir[4096];
+    char dir[4096], what[64];
     struct svc_daemon d;
+    long long growth;
     th_gentrace_dir(RANKS, gen, dir, sizeof dir);
     svc_start(&d, NULL, NULL, NULL);
     upload_ranks(&d, "sized", dir);
-    long long before = svc_peak_rss(&d);
-    char *id = svc_build_model(&d, "sized", NULL);
-    long long peak = svc_peak_rss(&d);
-    char *log = th_read_file(d.log, NULL);
-    const char *at = log ? strstr(log, "event=start") : NULL;
-    at = at ? strstr(at, "estimate=") : NULL;
-    double estimate = at ? strtod(at + strlen("estimate="), NULL) : 0;
-    fprintf(stderr, "  %d ranks: the build grew the daemon by %.1f MiB, estimated %.1f MiB\n", RANKS,
-            (double)(peak - before) / 1048576.0, estimate / 1048576.0);
+    snprintf(what, sizeof what, "%d ranks", RANKS);
+    double estimate = build_growth(&d, "sized", what, &growth);
     CHECK(estimate > 8 * 1048576.0); /* more than the fixed part */
 #if !defined(__SANITIZE_ADDRESS__)
-    CHECK((double)(peak - before) <= estimate);
+    CHECK((double)growth <= estimate);
 #endif
-    free(log);
-    free(id);
     CHECK_EQ_INT(svc_stop(&d), 0);
+}
+
+/* The same on real traces of ../shared, each built by a daemon of its own:
+ * HTA's control step (one rank of 34.8 MB, loading whole) and its NCCL
+ * trace. */
+TEST(svc_build_of_real_traces_within_its_estimate)
+{
+    static const struct {
+        const char *path;
+        int rank; /* its distributedInfo's */
+    } traces[] = {{"HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz", 3},
+                  {"HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", 0}};
+    for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
+        const char *path = th_shared_path(traces[i].path);
+        char data[4200];
+        struct svc_daemon d;
+        long long growth;
+        snprintf(data, sizeof data, "%s/real%zu", th_tmpdir(), i);
+        svc_start(&d, data, NULL, NULL);
+        svc_put_trace_file(&d, "real", traces[i].rank, path);
+        double estimate = build_growth(&d, "real", strrchr(traces[i].path, '/') + 1, &growth);
+        CHECK(estimate > 0);
+#if !defined(__SANITIZE_ADDRESS__)
+        CHECK((double)growth <= estimate);
+#endif
+        CHECK_EQ_INT(svc_stop(&d), 0);
+    }
 }
