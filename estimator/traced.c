@@ -117,15 +117,12 @@ static int no_notes(const struct model_graph *g, struct trace_notes_set *out, st
     return SC_OK;
 }
 
-/* The split of out->graph's kept collectives, and its notes when its
- * traces are whole (notes_whole); out released on failure. */
-static int split(struct est_traced *out, int notes_whole, int rc, struct sc_error *err)
+/* The split of out->graph's kept collectives; out released on failure. */
+static int split(struct est_traced *out, int rc, struct sc_error *err)
 {
     struct model_coll_wait *v = NULL;
     if (rc == SC_OK && (rc = whatif_coll_split_waits(out->graph, &v, &out->waits.n, err)) == SC_OK)
         out->waits.v = v;
-    if (rc == SC_OK && notes_whole)
-        rc = trace_notes_of_graph(out->graph, &out->notes, err);
     if (rc)
         est_traced_release(out);
     return rc;
@@ -152,26 +149,28 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
     if (et) {
         if ((rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err)) == SC_OK && take_notes)
             rc = no_notes(out->graph, &out->notes, err);
-    } else if (!keep_traces && !take_notes) {
+    } else if (keep_traces) {
+        if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
+            rc = model_graph_build(*job, go, &out->graph, err);
+    } else if (!take_notes) {
         rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
-    } else if (!keep_traces) {
+    } else {
         struct model_graph_load noting = *l;
         noting.kept = note_kept;
         noting.dropped = note_dropped;
         noting.kept_ctx = &kept;
         if ((rc = model_graph_build_paths(paths, n, &noting, go, job, &out->graph, err)) == SC_OK)
             rc = kept_notes_take(&kept, out->graph, &out->notes, err);
-    } else if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
-        rc = model_graph_build(*job, go, &out->graph, err);
+    }
     kept_notes_release(&kept);
-    return split(out, !et && keep_traces && take_notes, rc, err);
+    return split(out, rc, err);
 }
 
 int est_traced_of_job(const struct model_job *job, const struct model_graph_opts *go, struct est_traced *out,
                       struct sc_error *err)
 {
     memset(out, 0, sizeof *out);
-    return split(out, 0, model_graph_build(job, go, &out->graph, err), err);
+    return split(out, model_graph_build(job, go, &out->graph, err), err);
 }
 
 void est_traced_release(struct est_traced *t)

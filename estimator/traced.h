@@ -30,8 +30,9 @@ struct est_traced {
  * trace shed to its header once its part is found; with take_notes, each
  * kept rank's notes taken first, l's kept and dropped replaced) or, with
  * keep_traces, loaded whole first (for callers that read the trace's
- * events again; notes, asked for too, taken from them). A Chakra job's
- * notes are empty, one per rank. l NULL: as model_graph_build_paths's. *job gets the job (free it after *out, also
+ * events again: no notes, a what-if takes them from the traces;
+ * take_notes is then ignored). A Chakra job's notes, asked for, are
+ * empty, one per rank. l NULL: as model_graph_build_paths's. *job gets the job (free it after *out, also
  * on failure); on failure *out is empty. */
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
                      const struct model_graph_opts *go, int keep_traces, int take_notes, struct model_job **job,
