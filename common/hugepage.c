@@ -12,6 +12,22 @@
 #include <malloc.h>
 #endif
 
+/* glibc's heap is the heap, unless a sanitizer's allocator replaced it:
+ * then malloc_trim and mallopt only reach glibc's own arena, never set up
+ * by a first malloc, and two threads calling them at once (a build's
+ * trim, a plan's mallopt) set it up concurrently and crash in it. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SC_SANITIZED_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define SC_SANITIZED_HEAP 1
+#endif
+#if defined(__GLIBC__) && !defined(SC_SANITIZED_HEAP)
+#define SC_GLIBC_HEAP 1
+#endif
+
 #include "common/banned.h"
 
 void *sc_huge_alloc(size_t n)
@@ -32,7 +48,7 @@ void *sc_huge_alloc(size_t n)
 
 void sc_heap_trim(void)
 {
-#ifdef __GLIBC__
+#ifdef SC_GLIBC_HEAP
     (void)malloc_trim(0);
 #endif
 }
@@ -46,7 +62,7 @@ static atomic_int keeping;
 void sc_heap_keep_begin(void)
 {
     if (atomic_fetch_add(&keeping, 1) == 0) {
-#ifdef __GLIBC__
+#ifdef SC_GLIBC_HEAP
         (void)mallopt(M_MMAP_THRESHOLD, KEEP_MMAP_MAX);
         (void)mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
@@ -56,7 +72,7 @@ void sc_heap_keep_begin(void)
 void sc_heap_keep_end(void)
 {
     if (atomic_fetch_sub(&keeping, 1) == 1) {
-#ifdef __GLIBC__
+#ifdef SC_GLIBC_HEAP
         (void)mallopt(M_TRIM_THRESHOLD, 2 * KEEP_MMAP_MAX);
         (void)malloc_trim(0);
 #endif
