@@ -186,28 +186,10 @@ static void inflater_end(struct inflater *z)
     (void)z;
 }
 
-/* Inflate from *in (*n_in bytes) into *out (*n_out bytes), advancing both:
- * INFLATE_OK (progress or not: more input or room is needed),
- * INFLATE_MEMBER_END (its trailer checked), INFLATE_ERROR (*msg says why). */
-static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_in,
-                        unsigned char **out, size_t *n_out, const char **msg)
+/* INFLATE_ERROR, with *msg naming igzip's error r as zlib would. */
+static int inflater_error(int r, const char **msg)
 {
-    uint32_t in_now = *n_in > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_in;
-    uint32_t out_now = *n_out > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_out;
-    z->st.next_in = (uint8_t *)*in;
-    z->st.avail_in = in_now;
-    z->st.next_out = *out;
-    z->st.avail_out = out_now;
-    int r = isal_inflate(&z->st);
-    *in += in_now - z->st.avail_in;
-    *n_in -= in_now - z->st.avail_in;
-    *out += out_now - z->st.avail_out;
-    *n_out -= out_now - z->st.avail_out;
     switch (r) {
-    case ISAL_DECOMP_OK:
-    case ISAL_END_INPUT:
-    case ISAL_OUT_OVERFLOW:
-        return z->st.block_state == ISAL_BLOCK_FINISH ? INFLATE_MEMBER_END : INFLATE_OK;
     case ISAL_INCORRECT_CHECKSUM:
         *msg = "incorrect data check";
         return INFLATE_ERROR;
@@ -222,6 +204,32 @@ static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_
         *msg = "invalid deflate data";
         return INFLATE_ERROR;
     }
+}
+
+/* Inflate from *in (*n_in bytes) into *out (*n_out bytes), advancing both:
+ * INFLATE_OK (progress or not: more input or room is needed),
+ * INFLATE_MEMBER_END (its trailer checked), INFLATE_ERROR (*msg says why). */
+static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_in,
+                        unsigned char **out, size_t *n_out, const char **msg)
+{
+    uint32_t in_now = *n_in > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_in;
+    uint32_t out_now = *n_out > UINT32_MAX ? UINT32_MAX : (uint32_t)*n_out;
+    z->st.next_in = (uint8_t *)*in;
+    z->st.avail_in = in_now;
+    z->st.next_out = *out;
+    z->st.avail_out = out_now;
+    int r = isal_inflate(&z->st);
+    /* On corrupt data igzip can leave its counts past the buffers (avail_in
+     * wrapped below zero): then nothing moves, and it is an error. */
+    if (z->st.avail_in > in_now || z->st.avail_out > out_now)
+        return inflater_error(r < 0 ? r : ISAL_INVALID_BLOCK, msg);
+    *in += in_now - z->st.avail_in;
+    *n_in -= in_now - z->st.avail_in;
+    *out += out_now - z->st.avail_out;
+    *n_out -= out_now - z->st.avail_out;
+    if (r != ISAL_DECOMP_OK && r != ISAL_END_INPUT && r != ISAL_OUT_OVERFLOW)
+        return inflater_error(r, msg);
+    return z->st.block_state == ISAL_BLOCK_FINISH ? INFLATE_MEMBER_END : INFLATE_OK;
 }
 #else
 struct inflater {

@@ -2,6 +2,7 @@
  * must read and every kind of bad input it must refuse. */
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "model/inspect.h"
 #include "model/stream.h"
@@ -419,6 +420,82 @@ TEST(reader_same_result_whatever_the_read_sizes)
         model_trace_free(t);
     }
     model_trace_free(ref);
+    free(json);
+}
+
+/* The same trace gzipped as three members, zero padding after the second,
+ * by every kind of deflate block (stored, fixed, dynamic, Huffman-only),
+ * read a few bytes at a time: a member's end falls anywhere within a read. */
+TEST(reader_gzip_members_whatever_the_read_sizes)
+{
+    static const char *const modes[] = {"ab0", "ab1", "ab9", "abF", "abh"};
+    size_t n;
+    char *json = th_read_file("tests/fixtures/rocm.json", &n);
+    CHECK(json != NULL);
+    if (!json)
+        return;
+    struct model_trace *ref = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_mem(json, n, "ref", NULL, &ref, &err) == SC_OK);
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0] && ref; m++) {
+        const char *path = th_write_file("members.gz", "", 0);
+        size_t cut[4] = {0, n / 3, n / 3 + 1, n};
+        for (int k = 0; k < 3; k++) {
+            gzFile g = gzopen(path, modes[m]);
+            CHECK(g && gzwrite(g, json + cut[k], (unsigned)(cut[k + 1] - cut[k])) > 0 && gzclose(g) == Z_OK);
+            if (k == 1) {
+                FILE *f = fopen(path, "ab");
+                CHECK(f && fwrite("\0\0\0", 1, 3, f) == 3 && fclose(f) == 0);
+            }
+        }
+        size_t gn;
+        char *gz = th_read_file(path, &gn);
+        CHECK(gz != NULL);
+        for (size_t step = 1; gz && step < 40; step += 2) {
+            struct trickle tr = {{trickle_read, trickle_close}, gz, gn, step};
+            struct model_trace *t = NULL;
+            if (!(model_trace_read(&tr.base, "trickle.gz", NULL, &t, &err) == SC_OK)) {
+                sc_check_fail(__FILE__, __LINE__, "%s, %zu bytes a read: %s", modes[m], step, err.msg);
+                break;
+            }
+            CHECK_EQ_INT(t->n_events, ref->n_events);
+            for (size_t i = 0; i < t->n_events && i < ref->n_events; i++)
+                CHECK_STREQ(model_str(t, t->events[i].name), model_str(ref, ref->events[i].name));
+            model_trace_free(t);
+        }
+        free(gz);
+    }
+    model_trace_free(ref);
+    free(json);
+}
+
+/* Every byte of a gzipped trace corrupted in turn and read a few bytes at
+ * a time: each read ends in the trace or a clean error, never past the
+ * inflater's buffers (igzip can leave its input count wrapped on corrupt
+ * data). */
+TEST(reader_corrupt_gzip_fails_cleanly_whatever_the_read_sizes)
+{
+    size_t n, gn;
+    char *json = th_read_file("tests/fixtures/rocm.json", &n);
+    char *gz = json ? th_read_file(th_write_gzip("c.json.gz", json, n), &gn) : NULL;
+    CHECK(gz != NULL);
+    int clean_errors = 0;
+    for (size_t at = 10; gz && at < gn - 8; at++) {
+        for (size_t step = 5; step < 40; step += 8) {
+            gz[at] ^= 0x10;
+            struct trickle tr = {{trickle_read, trickle_close}, gz, gn, step};
+            struct model_trace *t = NULL;
+            struct sc_error err;
+            if (model_trace_read(&tr.base, "c.json.gz", NULL, &t, &err) != SC_OK) {
+                CHECK_EQ_INT(err.code, SC_EPARSE);
+                clean_errors++;
+            }
+            model_trace_free(t);
+            gz[at] ^= 0x10;
+        }
+    }
+    CHECK(clean_errors > 0);
+    free(gz);
     free(json);
 }
 
