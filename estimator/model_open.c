@@ -42,8 +42,7 @@ int est_model_open(const char *const *paths, size_t n, const struct est_model_op
     }
     struct model_graph_load gl = {
         .load = &o->load, .ranks = o->ranks, .progress = progress, .progress_ctx = progress_ctx};
-    int rc = est_traced_build(paths, n, &gl, &o->graph, o->keep == EST_KEEP_WHOLE, o->keep == EST_KEEP_NOTES,
-                              &m->own, &m->model, err);
+    int rc = est_traced_build(paths, n, &gl, &o->graph, o->keep, &m->own, &m->model, err);
     m->job = m->own;
     if (rc) {
         est_model_close(m);

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "model/graph.h"
 #include "model/job.h"
+#include "estimator/traced.h" /* enum est_keep */
 
 struct job_config;
 struct model_ab;
@@ -30,15 +31,6 @@ struct whatif_result;
 struct trace_notes_set;
 
 struct est_traced_model;
-
-/* What a model keeps of its traces besides their graph. */
-enum est_keep {
-    EST_KEEP_HEADERS, /* each trace shed to its header once built: replays, diffs, exports of the graph */
-    EST_KEEP_NOTES,   /* also the notes a what-if reads of each (est_model_notes), taken while it is
-                         whole: what-ifs and plans, the daemon's built models */
-    EST_KEEP_WHOLE,   /* every trace whole (a timeline writes their events again; a what-if takes
-                         its notes from them when it runs) */
-};
 
 /* What to open and how. */
 struct est_model_options {

@@ -129,7 +129,7 @@ static int split(struct est_traced *out, int rc, struct sc_error *err)
 }
 
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
-                     const struct model_graph_opts *go, int keep_traces, int take_notes, struct model_job **job,
+                     const struct model_graph_opts *go, enum est_keep keep, struct model_job **job,
                      struct est_traced *out, struct sc_error *err)
 {
     static const struct model_graph_load none;
@@ -147,12 +147,13 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
     if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et) {
-        if ((rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err)) == SC_OK && take_notes)
+        if ((rc = chakra_import(paths, n, &lo.limits, l->ranks, job, &out->graph, err)) == SC_OK &&
+            keep == EST_KEEP_NOTES)
             rc = no_notes(out->graph, &out->notes, err);
-    } else if (keep_traces) {
+    } else if (keep == EST_KEEP_WHOLE) {
         if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
             rc = model_graph_build(*job, go, &out->graph, err);
-    } else if (!take_notes) {
+    } else if (keep == EST_KEEP_HEADERS) {
         rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
     } else {
         struct model_graph_load noting = *l;

@@ -17,6 +17,16 @@
 
 struct model_job;
 
+/* What a model keeps of its traces besides their graph. */
+enum est_keep {
+    EST_KEEP_HEADERS, /* each trace shed to its header once built: replays, diffs, exports of the graph */
+    EST_KEEP_NOTES,   /* also the notes a what-if reads of each (est_model_notes), taken while it is
+                         whole: what-ifs and plans, the daemon's built models */
+    EST_KEEP_WHOLE,   /* every trace whole (a timeline writes their events again; a what-if takes
+                         its notes from them when it runs) */
+};
+
+
 struct est_traced {
     struct model_graph *graph;     /* borrows its job */
     struct model_coll_waits waits; /* waits.v from malloc (NULL when none) */
@@ -27,15 +37,15 @@ struct est_traced {
 /* The model of paths[0..n): Chakra ET files imported
  * (estimator/interchange/chakra_import.h, with l->ranks and l->load's limits), or
  * Kineto traces built while they load (model_graph_build_paths: each
- * trace shed to its header once its part is found; with take_notes, each
- * kept rank's notes taken first, l's kept and dropped replaced) or, with
- * keep_traces, loaded whole first (for callers that read the trace's
- * events again: no notes, a what-if takes them from the traces;
- * take_notes is then ignored). A Chakra job's notes, asked for, are
- * empty, one per rank. l NULL: as model_graph_build_paths's. *job gets the job (free it after *out, also
+ * trace shed to its header once its part is found; with EST_KEEP_NOTES,
+ * each kept rank's notes taken first, l's kept and dropped replaced) or,
+ * with EST_KEEP_WHOLE, loaded whole first (for callers that read the
+ * trace's events again: no notes, a what-if takes them from the traces).
+ * A Chakra job's notes, asked for, are empty, one per rank. l NULL: as
+ * model_graph_build_paths's. *job gets the job (free it after *out, also
  * on failure); on failure *out is empty. */
 int est_traced_build(const char *const *paths, size_t n, const struct model_graph_load *l,
-                     const struct model_graph_opts *go, int keep_traces, int take_notes, struct model_job **job,
+                     const struct model_graph_opts *go, enum est_keep keep, struct model_job **job,
                      struct est_traced *out, struct sc_error *err);
 
 /* The model of a loaded job (borrowed; it outlives *out), its traces
