@@ -39,5 +39,6 @@ void fp_hold(const char *name, long ms)
     if (fp_armed(name)) {
         log_warn("failpoint", "hold=%s ms=%ld", name, ms);
         nanosleep(&(struct timespec){ms / 1000, ms % 1000 * 1000000}, NULL);
+        log_warn("failpoint", "held=%s", name);
     }
 }

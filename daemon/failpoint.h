@@ -32,6 +32,11 @@
  *   build.publishing     a build waits 2 s between writing its built
  *                        model's blob and committing its row, so that the
  *                        delete of a model with the same blob races there
+ *   http.answered        a worker waits 1 s in a deferred request's
+ *                        answer callback after handing its connection
+ *                        back to libmicrohttpd (the answer goes out
+ *                        meanwhile), so that a drain meets a worker still
+ *                        in that callback
  *
  * Unset (the normal case), fp_hit and fp_armed are one comparison. */
 #ifndef DAEMON_FAILPOINT_H
@@ -42,8 +47,8 @@ void fp_init(void);
 void fp_hit(const char *name);
 /* Whether the point `name` is armed. */
 int fp_armed(const char *name);
-/* When `name` is armed: log "hold=NAME" (what a test waits for), then
- * sleep ms milliseconds. */
+/* When `name` is armed: log "hold=NAME" (what a test waits for), sleep
+ * ms milliseconds, then log "held=NAME". */
 void fp_hold(const char *name, long ms);
 
 #endif

@@ -39,6 +39,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/conn_guard.h"
 #include "daemon/http_head.h"
+#include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/service.h"
@@ -355,6 +356,7 @@ static void answer_deferred(void *ctx)
 {
     struct conn *cs = ctx;
     MHD_resume_connection(cs->mhd);
+    fp_hold("http.answered", 1000);
 }
 
 /* Hand a deferred request to the pool: 1 when it took it (the connection
@@ -686,6 +688,7 @@ int server_drain(struct server *srv, double timeout_s)
         wait_requests(srv, metrics_clock() + SERVER_CANCEL_GRACE_S); /* their answers go out */
     MHD_stop_daemon(srv->d);
     srv->d = NULL;
+    log_info("http", "event=stopped");
     return 1;
 }
 

@@ -503,6 +503,40 @@ TEST(svc_sigterm_drains_requests_in_flight)
     free(t);
 }
 
+/* Where `a` first appears in the daemon's log, past `b`'s first line
+ * (-1: one of them is absent, or `a` comes first). */
+static long log_after(const struct svc_daemon *d, const char *b, const char *a)
+{
+    char *log = th_read_file(d->log, NULL);
+    const char *pb = log ? strstr(log, b) : NULL, *pa = log ? strstr(log, a) : NULL;
+    long at = pb && pa && pa > pb ? (long)(pa - log) : -1;
+    free(log);
+    return at;
+}
+
+/* A SIGTERM while a worker is still in a deferred request's answer
+ * callback (http.answered holds it there 1 s, its upload answered):
+ * libmicrohttpd is stopped only after the worker has left it, and the
+ * daemon exits cleanly with the upload kept. */
+TEST(svc_sigterm_waits_for_a_worker_in_its_answer)
+{
+    static const char *const held[] = {"STEPCAST_FAILPOINT=http.answered", NULL};
+    struct svc_daemon d;
+    size_t n;
+    char *t = svc_small_trace(0, 40, 8, &n);
+    svc_start(&d, NULL, NULL, held);
+    CHECK_EQ_INT(put_trace(&d, "j", 0, t, n, NULL, 0), 201); /* answered, its worker held */
+    CHECK(svc_wait_hold(&d, "http.answered", 10));
+    kill(d.pid, SIGTERM);
+    CHECK_EQ_INT(svc_wait_exit(&d, 30), 0);
+    CHECK(log_after(&d, "hold=http.answered", "held=http.answered") > 0);
+    CHECK(log_after(&d, "held=http.answered", "event=stopped") > 0);
+    svc_start(&d, d.data, NULL, NULL);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/j/ranks/0/trace", NULL, NULL), 200);
+    CHECK_EQ_INT(svc_stop(&d), 0);
+    free(t);
+}
+
 /* ---- 50 clients at once ---- */
 
 enum { CLIENTS = 50, JOBS = 5, UPLOADS = 2, READS = 6 };
