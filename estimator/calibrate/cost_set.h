@@ -51,6 +51,11 @@ int calib_costs_apply_profile(struct est_costs *c, const char *json, size_t len,
  * (synth_pass_costs, synth.h). */
 struct est_pass_costs {
     int64_t layer_f[2], layer_b[2], layer_r[2], embed_f, embed_b, head_f, head_b;
+    /* the kernels once a step after the backward passes (the gradient
+     * norm's and the optimizer's), the mean over the pipeline ranks: only
+     * synth_measured reads it (<= 0: the model's; synth_pass_costs leaves
+     * it 0, as it depends on pp and dp) */
+    int64_t step_end;
 };
 
 #endif

@@ -10,6 +10,7 @@
 #include "estimator/synth/synth.h"
 #include "estimator/synth/synth_internal.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,12 +485,41 @@ static void step_begin(struct synth *y, struct pipeline *p, struct rank *r, uint
     }
 }
 
+/* The gradient norm's and the optimizer's kernels of a rank holding
+ * `params`, ns: over its shard of the gradients and the optimizer's state
+ * (the distributed optimizer's dp x cp ranks), at the pace step_end_scale
+ * gives. */
+static void step_end_ns(const struct synth *y, double params, int64_t *norm, int64_t *adam)
+{
+    const struct est_spec *s = y->s;
+    double shards = s->options.zero_stage >= 1 ? (double)(s->parallel.dp * s->parallel.cp) : 1;
+    double k = y->step_end_scale > 0 ? y->step_end_scale : 1.0;
+    struct est_state_bytes sb; /* the gradients and optimizer state the step reads */
+    spec_state_bytes(&s->options, &sb);
+    *norm = synth_ns(k * cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * sb.gradients));
+    *adam = synth_ns(k * cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * spec_optimizer_step_bytes(&sb)));
+}
+
+/* The gradient norm's and the optimizer's kernels over p's pipeline
+ * ranks, the mean, ns, before any step_end_scale is set: the kernel
+ * model's. */
+static double mean_step_end_ns(struct synth *y, const struct pipeline *p)
+{
+    double sum = 0;
+    assert(!(y->step_end_scale > 0));
+    for (int64_t rank = 0; rank < p->pp; rank++) {
+        int64_t norm, adam;
+        step_end_ns(y, rank_params(y, p, rank), &norm, &adam);
+        sum += (double)norm + (double)adam;
+    }
+    return p->pp > 0 ? sum / (double)p->pp : 0;
+}
+
 static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct bucket_state *b,
                      uint32_t begin)
 {
     const struct est_spec *s = y->s;
     double params = rank_params(y, p, r->id);
-    double shards = s->options.zero_stage >= 1 ? (double)(s->parallel.dp * s->parallel.cp) : 1;
     if (!synth_zero3(y) && (!s->options.overlap_grad_reduce || b->dense + b->experts > 0)) {
         snprintf(r->region, sizeof r->region, "gradient reduction");
         if (!s->options.overlap_grad_reduce) {
@@ -501,10 +531,9 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     }
     snprintf(r->region, sizeof r->region, "optimizer");
     synth_wait_on(y, r, ST_COMPUTE, r->last[ST_DP]);
-    struct est_state_bytes sb; /* the gradients and optimizer state the step reads */
-    spec_state_bytes(&s->options, &sb);
-    struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1,
-                      synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * sb.gradients)), 0, 0};
+    int64_t norm_ns, adam_ns;
+    step_end_ns(y, params, &norm_ns, &adam_ns);
+    struct op norm = {"gradient norm", MODEL_TASK_KERNEL, MODEL_KF_REDUCTION, OP_PLAIN, 1, norm_ns, 0, 0};
     synth_emit(y, r, ST_COMPUTE, &norm);
     synth_flush(y, r); /* the all-reduce below is a group member of its own */
     struct op norm_ar = {"gradient norm all-reduce", MODEL_TASK_COMM, MODEL_COLL_ALLREDUCE, OP_PLAIN, 1,
@@ -515,9 +544,7 @@ static void step_end(struct synth *y, struct pipeline *p, struct rank *r, struct
     /* the step's loss and norm are read on the host: the optimizer runs
      * after that synchronisation */
     synth_host_sync(y, r, "gradient norm .item()", &p->grad_norm[r->id], 1);
-    struct op adam = {"optimizer step", MODEL_TASK_KERNEL, MODEL_KF_OPTIMIZER, OP_PLAIN, 1,
-                      synth_ns(cost_kernel_memory_us(&y->c->kernel, y->hw, params / shards * spec_optimizer_step_bytes(&sb))),
-                      0, 0};
+    struct op adam = {"optimizer step", MODEL_TASK_KERNEL, MODEL_KF_OPTIMIZER, OP_PLAIN, 1, adam_ns, 0, 0};
     synth_emit(y, r, ST_COMPUTE, &adam);
     if (s->options.zero_stage >= 1 && !synth_zero3(y) && !s->options.overlap_param_gather && y->sh.dp_group.ranks > 1) {
         double bytes = params * y->sh.B;
@@ -696,8 +723,25 @@ int synth_pass_costs(const struct est_spec *s, const struct hw_profile *hw, cons
     out->embed_b = list_compute_ns(&y, &y.embed_bwd, 1);
     out->head_f = list_compute_ns(&y, &y.head_fwd, 0);
     out->head_b = list_compute_ns(&y, &y.head_bwd, 1);
+    out->step_end = 0;
     synth_release(&y, &p);
     return y.failed;
+}
+
+int synth_step_end_ns(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                      double *ns, struct sc_error *err)
+{
+    struct synth y = {.s = s, .hw = hw, .c = c, .detail = EST_DETAIL_STAGE, .err = err};
+    struct pipeline p = {.pp = s->parallel.pp, .vpp = s->parallel.vpp};
+    int rc;
+    *ns = 0;
+    synth_shape_init(&y);
+    if (!(p.vstages = calloc((size_t)(p.pp * p.vpp), sizeof *p.vstages)))
+        rc = sc_error_set(err, SC_ENOMEM, "out of memory");
+    else if ((rc = spec_place_layers((int)s->model.layers, (int)p.pp, (int)p.vpp, p.vstages, err)) == SC_OK)
+        *ns = mean_step_end_ns(&y, &p);
+    synth_release(&y, &p);
+    return rc;
 }
 
 /* One micro-batch's forward (*f) and backward with its recomputation (*b)
@@ -964,8 +1008,12 @@ static int synth_step(const struct est_spec *s, const struct hw_profile *hw, con
     if (!names)
         model_gb_skip_names(y.gb);
     make_ops(&y);
-    if (measured)
+    if (measured) {
         apply_measured(&y, measured);
+        double model = measured->step_end > 0 ? mean_step_end_ns(&y, &p) : 0;
+        if (model > 0) /* the traced job's pace for the step's end */
+            y.step_end_scale = (double)measured->step_end / model;
+    }
     reserve_room(&y, &p);
     for (int64_t rank = 0; rank < p.pp && !y.failed; rank++) {
         struct rank r;

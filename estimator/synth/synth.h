@@ -131,11 +131,19 @@ int synth_bound_of(const struct est_spec *s, const struct hw_profile *hw, const 
 int synth_bound_z3(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
                        const struct est_pass_costs *pc, double enough_ms, double *ms, struct sc_error *err);
 
+/* The kernels once a step after the backward passes of spec s (the
+ * gradient norm's and the optimizer's), ns, the mean over its pipeline
+ * ranks: what synth_measured compares est_pass_costs.step_end with. */
+int synth_step_end_ns(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,
+                      double *ns, struct sc_error *err);
+
 /* synth_build with the kernels of each pass scaled so that one micro-batch's
  * pass takes what `measured` gives (ns; the backward with its
  * recomputation; a field <= 0 keeps the model's): a traced job's measured
  * work in Megatron's schedule for another pipeline (whatif.h). Transfers,
- * collectives, the optimizer and the host's dispatches stay the models'.
+ * collectives and the host's dispatches stay the models'; the gradient
+ * norm and the optimizer too, at the pace measured->step_end gives where
+ * it is above 0 (its mean over the pipeline ranks over the model's).
  * Without `names` the tasks keep no names or tags (model_gb_skip_names),
  * for a caller that reads only the figures: the same graph otherwise. */
 int synth_measured(const struct est_spec *s, const struct hw_profile *hw, const struct est_costs *c,

@@ -119,6 +119,10 @@ struct synth {
     /* set: the schedule only times ZeRO-3's streams of a rank
      * (synth_bound_z3), building nothing */
     struct z3_sim *sim;
+    /* the gradient norm's and the optimizer's kernels at the end of the
+     * step over the kernel model's (synth_measured: a traced job's pace;
+     * 0 as 1) */
+    double step_end_scale;
 };
 
 static inline int64_t synth_ns(double us)

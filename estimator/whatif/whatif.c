@@ -737,8 +737,8 @@ static void describe(const struct wf *w, struct whatif_result *out)
                  (long long)w->t->dp);
     }
     if (w->pipeline_why[0]) {
-        snprintf(k->why, sizeof k->why, "the optimizer and the host's dispatches of the rebuilt schedule, and the "
-                                        "measured passes re-timed by the model's ratios (traced %s, target %s)%s",
+        snprintf(k->why, sizeof k->why, "the host's dispatches of the rebuilt schedule, and the measured passes "
+                                        "and optimizer re-timed by the model's ratios (traced %s, target %s)%s",
                  w->pr.hw0->id, w->pr.hw1->id, w->pipeline_why);
         snprintf(c->why, sizeof c->why,
                  "pipeline send/recv of each micro-batch's activations (micro_batch x seq x hidden), the tensor- "
@@ -775,11 +775,37 @@ static void ring_attention_pace(const struct wf *w, const struct job_config *t, 
         k->attn_efficiency *= model_ns / attention_ns;
 }
 
+/* The target's kernels once a step after the backward (the optimizer's,
+ * and the gradients' reductions before it: the kernels per_mb leaves
+ * out), ns, the mean over its pipeline ranks: the traced ones (a rank's
+ * step, the mean over the graph's steps of every rank) at the ratio of the
+ * kernel model's for the target (spec t on the target's GPU, costs c) over
+ * the base's on the traced GPU. 0 (the model's) when the trace has none
+ * or the model cannot time them. */
+static int64_t step_end_ns(const struct wf *w, const struct est_spec *t, const struct est_costs *c)
+{
+    const struct model_graph *g = w->g;
+    struct est_spec bs;
+    struct est_costs bc;
+    struct sc_error ignored;
+    double traced = 0, m0 = 0, m1 = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].cls == MODEL_TASK_KERNEL && !w->per_mb[i])
+            traced += (double)g->tasks[i].dur;
+    if (!(traced > 0) || !g->n_steps || spec_job_config_spec(w->b, w->pr.hw0->id, &bs, &ignored))
+        return 0;
+    calib_costs_base(w->pr.hw0, &bs, &bc);
+    if (synth_step_end_ns(&bs, w->pr.hw0, &bc, &m0, &ignored) || synth_step_end_ns(t, w->pr.hw1, c, &m1, &ignored) ||
+        !(m0 > 0) || !(m1 > 0))
+        return 0;
+    return (int64_t)(traced / (double)g->n_steps * m1 / m0);
+}
+
 /* Transform 7: another pipeline-parallel degree or schedule (1F1B or
  * interleaved). The step is Megatron's schedule rebuilt for the target
  * (whatif_pipeline.h) with the passes' work as the transforms before left
  * it; its critical path is measured where it runs a pass (less the part
- * the kernel model re-timed), the kernel model's for the optimizer, the
+ * the kernel model re-timed) or the optimizer (step_end_ns), the
  * collective model's for transfers and collectives. */
 static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *err)
 {
@@ -852,6 +878,7 @@ static int pipeline(struct wf *w, struct whatif_result *out, struct sc_error *er
                                                             (double)(model.head_f + model.head_b))
                                                : 0;
     m.head_b = (int64_t)h - m.head_f;
+    m.step_end = step_end_ns(w, &spec, &costs);
     if ((rc = synth_measured(&spec, w->pr.hw1, &costs, EST_DETAIL_KERNEL, &m, !w->lean, &out->graph, err)))
         return rc;
     replay_opts(w, &ro);

@@ -1099,7 +1099,10 @@ TEST(whatif_tp_from_a_context_parallel_trace)
  * target alike) and cp 2: the what-if and the estimate move the step by
  * the same ratio within 5%. The descriptions say what
  * profiler/torch-step.py built: linear layers without biases (bias false:
- * the estimate prices no bias gradients), and the estimate prices eager
+ * the estimate prices no bias gradients), the output layer the embedding's
+ * weights (tied_embeddings true: one matrix's gradient and optimizer step,
+ * which a context-parallel target keeps whole on each rank, as the trace
+ * measured them), and the estimate prices eager
  * PyTorch's F.cross_entropy on fp32 logits op by op (about 40 bytes a
  * logit; Megatron's fused loss moves 18): on the H100's gpt-h2048 its loss
  * region was 9.97 ms a micro-batch against the 13.3 measured and its layer
@@ -1137,7 +1140,7 @@ TEST(whatif_roads_from_the_measured_eager_steps)
     static const char stack[] = "\"framework\":\"pytorch\",\"master_weights\":\"bf16\"";
     /* profiler/torch-step.py's model: the output layer is the embedding's
      * weights, and its linear layers have no biases */
-    static const char built[] = "\"bias\":false";
+    static const char built[] = "\"bias\":false,\"tied_embeddings\":true";
     size_t held = 0, named = 0;
     for (size_t gi = 0; gi < 2; gi++)
         for (size_t m = 0; m < sizeof steps / sizeof steps[0]; m++) {
