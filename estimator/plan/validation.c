@@ -114,12 +114,11 @@ int plan_measured_spec(const struct est_measured *m, const char *gpu, const char
 /* Host launches are asynchronous: with a kernel's fixed cost and the
  * memory-bound kernels' bandwidth free, the measured runs need no host
  * waiting on the GPU, and the hidden-size folds hold. The host time of a
- * collective beyond an operation's (host_coll_us) keeps its cited value:
- * one node's steps cannot tell it from host_op_us (fitted with them, the
- * folds put it anywhere from 1 to 361 us); with it a collective's host
- * time is 75 us, a little under what the c10d collective calls of the
- * shared A100 traces take (medians 81 to 278 us; BENCHMARKS.md,
- * "Estimator validation"). */
+ * collective (host_coll_us, charged in place of host_op_us) keeps its
+ * cited value: one node's steps cannot tell it from host_op_us (fitted
+ * with them, the folds put it anywhere from 1 to 361 us), though the c10d
+ * collective calls of the shared A100 traces take 81 to 278 us (medians;
+ * BENCHMARKS.md, "Estimator validation"). */
 #define KERNEL_PARAM(f) (offsetof(struct est_costs, kernel) + offsetof(struct kernel_params, f))
 const struct est_fit_param est_fit_params[] = {
     {cost_param_host_op_us, offsetof(struct est_costs, host_op_us)},
