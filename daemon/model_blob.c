@@ -382,13 +382,14 @@ static int file_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
 
 struct memory {
     uint8_t *p;
-    size_t n;
+    size_t n, cap;
 };
 
 static int memory_sink(void *ctx, const void *p, size_t n, struct sc_error *err)
 {
     struct memory *mem = ctx;
-    (void)err;
+    if (n > mem->cap - mem->n) /* the second walk gave more than the first */
+        return sc_error_set(err, SC_EINTERNAL, "model blob: the model changed while it was written");
     memcpy(mem->p + mem->n, p, n);
     mem->n += n;
     return SC_OK;
@@ -441,7 +442,7 @@ int model_blob_write(const struct built_model *m, void **out, size_t *n, struct 
     *n = 0;
     if ((rc = header_of_model(m, header, &len, err)))
         return rc;
-    struct memory mem = {malloc(MODEL_BLOB_HEADER + len), 0};
+    struct memory mem = {malloc(MODEL_BLOB_HEADER + len), 0, MODEL_BLOB_HEADER + len};
     if (!mem.p)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     if ((rc = stream_model(m, header, memory_sink, &mem, &fed, err))) {

@@ -26,7 +26,6 @@ enum est_keep {
                          its notes from them when it runs) */
 };
 
-
 struct est_traced {
     struct model_graph *graph;     /* borrows its job */
     struct model_coll_waits waits; /* waits.v from malloc (NULL when none) */

@@ -1097,16 +1097,11 @@ TEST(whatif_tp_from_a_context_parallel_trace)
     model_job_free(job);
 }
 
-/* Kernel time a step of g's kernels of family `sub`, or named `name`
- * (NULL: none), the mean over its steps, ms. */
-static double step_kernels_ms(const struct model_graph *g, int sub, const char *name)
+/* A step of g's optimizer kernels and those named `also` (NULL: none),
+ * the mean over its steps, ms. */
+static double step_optimizer_ms(const struct model_graph *g, const char *also)
 {
-    double ns = 0;
-    for (uint32_t i = 0; i < g->n_tasks; i++)
-        if (g->tasks[i].cls == MODEL_TASK_KERNEL &&
-            (g->tasks[i].sub == sub || (name && !strcmp(model_graph_str(g, g->src[i].name), name))))
-            ns += (double)g->tasks[i].dur;
-    return ns / 1e6 / (double)(g->n_steps ? g->n_steps : 1);
+    return (total(g, is_optimizer) + (also ? named(g, also) : 0)) / 1e6 / (double)(g->n_steps ? g->n_steps : 1);
 }
 
 /* A context-parallel target rebuilds the step (the pipeline transform),
@@ -1128,13 +1123,13 @@ TEST(whatif_cp_keeps_the_traced_optimizer)
     struct sc_error err;
     REQUIRE(g != NULL);
     REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
-    double traced = step_kernels_ms(g, MODEL_KF_OPTIMIZER, NULL);
+    double traced = step_optimizer_ms(g, NULL);
     static const char *const sets[] = {"cp=2,global_batch=1", "cp=2,zero_stage=1,global_batch=1"};
     double got[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         REQUIRE(spec_job_config_parse_set_list(sets[k], &set, &err) == SC_OK);
         REQUIRE(whatif_run(g, NULL, &cfg, &set, &r, &err) == SC_OK);
-        got[k] = step_kernels_ms(r.graph, MODEL_KF_OPTIMIZER, "gradient norm");
+        got[k] = step_optimizer_ms(r.graph, "gradient norm");
         printf("  %s: the traced optimizer %.3f ms a step, the what-if's optimizer and norm %.3f ms\n", sets[k],
                traced, got[k]);
         whatif_release(&r);
