@@ -164,21 +164,35 @@ const char *model_stream_inflater(void)
 }
 
 #ifdef STEPCAST_HAVE_ISAL
+/* The member's gzip header is read here, into a header that lasts across
+ * calls, and only its deflate data and trailer by isal_inflate. Given the
+ * whole member (ISAL_GZIP), igzip 2.30 reads a header that a read cut in
+ * two from uninitialised stack memory (valgrind), so a trace gzipped with
+ * its file name and read a few bytes at a time inflated or failed by what
+ * the stack held. */
 struct inflater {
     struct inflate_state st;
+    struct isal_gzip_header hdr; /* the header read so far (no name, comment or extra kept) */
+    int in_data;                 /* the header is read: inflating the member's data */
 };
+
+static void inflater_member(struct inflater *z)
+{
+    isal_gzip_header_init(&z->hdr);
+    z->in_data = 0;
+}
 
 static int inflater_init(struct inflater *z)
 {
     isal_inflate_init(&z->st);
-    z->st.crc_flag = ISAL_GZIP;
+    inflater_member(z);
     return 0;
 }
 
 static void inflater_next_member(struct inflater *z)
 {
     isal_inflate_reset(&z->st);
-    z->st.crc_flag = ISAL_GZIP;
+    inflater_member(z);
 }
 
 static void inflater_end(struct inflater *z)
@@ -218,7 +232,13 @@ static int inflater_run(struct inflater *z, const unsigned char **in, size_t *n_
     z->st.avail_in = in_now;
     z->st.next_out = *out;
     z->st.avail_out = out_now;
-    int r = isal_inflate(&z->st);
+    int r = ISAL_DECOMP_OK;
+    if (!z->in_data && (r = isal_read_gzip_header(&z->st, &z->hdr)) == ISAL_DECOMP_OK) {
+        z->in_data = 1;
+        z->st.crc_flag = ISAL_GZIP_NO_HDR_VER; /* the data, then its CRC and size checked */
+    }
+    if (z->in_data)
+        r = isal_inflate(&z->st);
     /* On corrupt data igzip can leave its counts past the buffers (avail_in
      * wrapped below zero): then nothing moves, and it is an error. */
     if (z->st.avail_in > in_now || z->st.avail_out > out_now)

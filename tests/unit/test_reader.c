@@ -457,6 +457,47 @@ TEST(reader_same_result_whatever_the_read_sizes)
     free(json);
 }
 
+/* A gzip member whose header carries every optional field (an extra
+ * field, a file name, a comment and the header's own CRC), read a few
+ * bytes at a time: a header cut between reads is read on where it
+ * stopped, each field by the flags read before the cut. */
+TEST(reader_gzip_header_fields_whatever_the_read_sizes)
+{
+    size_t n;
+    char *json = th_read_file("tests/fixtures/rocm.json", &n);
+    REQUIRE(json != NULL);
+    struct model_trace *ref = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_mem(json, n, "ref", NULL, &ref, &err) == SC_OK);
+    static unsigned char extra[] = "SC\x04\x00trace";
+    static unsigned char name[] = "rank0.pt.trace.json", comment[] = "profiled by the step's own profiler";
+    gz_header head = {0};
+    head.extra = extra;
+    head.extra_len = sizeof extra - 1;
+    head.name = name;
+    head.comment = comment;
+    head.hcrc = 1;
+    z_stream z = {0};
+    uLong cap = deflateBound(&z, (uLong)n) + 256;
+    unsigned char *gz = malloc(cap);
+    REQUIRE(gz != NULL);
+    CHECK(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    CHECK(deflateSetHeader(&z, &head) == Z_OK);
+    z.next_in = (unsigned char *)json;
+    z.avail_in = (uInt)n;
+    z.next_out = gz;
+    z.avail_out = (uInt)cap;
+    CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    size_t gn = z.total_out;
+    deflateEnd(&z);
+    CHECK(gn > 10 && (gz[3] & 0x1e) == 0x1e); /* FHCRC, FEXTRA, FNAME and FCOMMENT set */
+    if (ref)
+        check_trickled((const char *)gz, gn, 1, ref, "header fields");
+    model_trace_free(ref);
+    free(gz);
+    free(json);
+}
+
 /* The bytes of gz[0..gn) from the 10th on, every stride-th, corrupted in
  * turn and read a few bytes at a time: each read ends in the trace or a
  * clean error whose code is in the bit set `codes`, never past the
