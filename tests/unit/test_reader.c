@@ -503,9 +503,11 @@ TEST(reader_gzip_header_fields_whatever_the_read_sizes)
     size_t g1 = gzip_with_header_fields(json, cut, gz, cap);
     size_t g2 = g1 ? gzip_with_header_fields(json + cut, n - cut, gz + g1, cap - g1) : 0;
     CHECK(g1 > 10 && g2 > 10);
-    CHECK((gz[3] & 0x1e) == 0x1e && (gz[g1 + 3] & 0x1e) == 0x1e); /* FHCRC, FEXTRA, FNAME, FCOMMENT */
-    if (ref && g1 && g2)
-        check_trickled((const char *)gz, g1 + g2, 1, ref, "header fields");
+    if (g1 > 10 && g2 > 10) {
+        CHECK((gz[3] & 0x1e) == 0x1e && (gz[g1 + 3] & 0x1e) == 0x1e); /* FHCRC, FEXTRA, FNAME, FCOMMENT */
+        if (ref)
+            check_trickled((const char *)gz, g1 + g2, 1, ref, "header fields");
+    }
     model_trace_free(ref);
     free(gz);
     free(json);
