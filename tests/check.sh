@@ -30,9 +30,10 @@
 # this script sums them. A phase that runs no test counts as a failure.
 # The test runners run JOBS tests at once (default: the cores; their
 # TEST_ALONE tests, which time what they assert, alone). The published
-# runs' fits (7), which use the cores on their own, run beside the phases
-# after them that mostly wait (the dashboard, the Python client, the
-# documents' and interop checks): their output is printed when they end.
+# runs' fits (7), which use the cores on their own, start after the fuzz
+# build and run beside the phases from 3 on, which mostly wait (the fuzz
+# corpora, the profiler, the dashboard, the Python client, the documents'
+# and interop checks): their output is printed when they end.
 # Each build and phase prints its wall and CPU time (`== phase NAME: W s
 # wall, C s CPU`; CPU is user + system of every process it ran and waited
 # for), and a table of them comes before the last line.
@@ -163,7 +164,22 @@ fi
 if build SANITIZE=address,undefined tests; then
     phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests -j "$JOBS"
 fi
-if build fuzz-build; then
+fuzz_built=0
+build fuzz-build && fuzz_built=1
+# the published runs' fits, which use the cores, start here: the phases from
+# the fuzz corpora on leave a core idle much of the time
+validation=${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
+published=${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md
+tools_built=0
+build all build/gentrace build/validate && tools_built=1
+if [ "$tools_built" -eq 1 ]; then
+    if [ ! -f "$published" ]; then
+        echo "== published runs: skipped: $published is not here"
+    else
+        phase_start "published runs" build/validate --published "$published"
+    fi
+fi
+if [ "$fuzz_built" -eq 1 ]; then
     phase "fuzz corpora" env JOBS="$JOBS" sh tests/fuzz/replay.sh build/fuzz
 fi
 if grep -q '^HAVE_CUPTI := 1' build/config.mk 2>/dev/null; then
@@ -177,14 +193,7 @@ else
     echo "== profiler: no CUDA toolkit with CUPTI: its tests do not run here"
 fi
 
-validation=${STEPCAST_SHARED:-../shared}/validation/vtrain_single_node_a100.csv
-published=${STEPCAST_SHARED:-../shared}/validation/published/dgxc_benchmarking.md
-if build all build/gentrace build/validate; then
-    if [ ! -f "$published" ]; then
-        echo "== published runs: skipped: $published is not here"
-    else
-        phase_start "published runs" build/validate --published "$published"
-    fi
+if [ "$tools_built" -eq 1 ]; then
     if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
         phase "dashboard in chromium" node tests/browser/dashboard.mjs build
     else
@@ -206,8 +215,8 @@ if build all build/gentrace build/validate; then
     else
         phase "interop (HTA, Chakra)" /usr/bin/python3 tests/interop/run.py --cli build/stepcast
     fi
-    phase_join
 fi
+phase_join
 
 echo "== times (wall s, CPU s):"
 for t in "${timings[@]}"; do
