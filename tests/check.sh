@@ -28,8 +28,10 @@
 #      (tests/interop/run.py).
 # Each phase ends with a runner line `N passed, N failed`; the last line of
 # this script sums them. A phase that runs no test counts as a failure.
-# The test runners run JOBS tests at once (default: the cores; their
-# TEST_ALONE tests, which time what they assert, alone). The published
+# Builds run JOBS jobs at once (default: the cores); the test runners run
+# TEST_JOBS tests at once (default: twice the cores, as most of them wait
+# on daemons, PostgreSQL or the disk; their TEST_ALONE tests, which time
+# what they assert, alone). The published
 # runs' fits (7), which use the cores on their own, start after the fuzz
 # build and run beside the phases from 3 on, which mostly wait (the fuzz
 # corpora, the profiler, the dashboard, the Python client, the documents'
@@ -41,6 +43,7 @@ set -u
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
 passed=0
 failed=0
 timings=()       # "NAME<TAB>WALL<TAB>CPU" per build and phase, in order
@@ -159,10 +162,10 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build all tests; then
     # the replicas' load test at the issue's 60 s here; ASan's run below
     # keeps the test's own 20 s (each request costs several times more)
-    phase "tests" env STEPCAST_LOAD_SECONDS=60 build/tests/stepcast-tests -j "$JOBS"
+    phase "tests" env STEPCAST_LOAD_SECONDS=60 build/tests/stepcast-tests -j "$TEST_JOBS"
 fi
 if build SANITIZE=address,undefined tests; then
-    phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests -j "$JOBS"
+    phase "tests under ASan+UBSan" build/asan/tests/stepcast-tests -j "$TEST_JOBS"
 fi
 fuzz_built=0
 build fuzz-build && fuzz_built=1
