@@ -61,9 +61,20 @@ children_cpu() {
         printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$f")"
 }
 
-# the CPU seconds from $1 to $2
-minus() {
-    awk -v a="$2" -v b="$1" 'BEGIN { printf "%.1f", b - a }'
+# run COMMAND... in a subshell of its own, then write the CPU seconds of
+# what it ran to FILE ($1); its exit status. The subshell's children are
+# the command's alone: the published runs beside it are not among them,
+# whenever they end
+cpu_of() {
+    local file=$1
+    shift
+    (
+        "$@"
+        rc=$?
+        children_cpu c
+        echo "$c" >"$file"
+        exit $rc
+    )
 }
 
 # the seconds since EPOCHREALTIME was T0
@@ -102,16 +113,14 @@ account() {
 
 # run a phase: NAME COMMAND...; adds its summary to the totals
 phase() {
-    local name=$1 log t0 c0 c1 rc
+    local name=$1 log t0 rc
     shift
     echo "== $name: $*"
     log=$(mktemp -p "$work")
     t0=$EPOCHREALTIME
-    children_cpu c0
-    "$@" 2>&1 | tee "$log"
+    cpu_of "$log.cpu" "$@" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
-    children_cpu c1
-    timed "$name" "$(since "$t0")" "$(minus "$c1" "$c0")"
+    timed "$name" "$(since "$t0")" "$(cat "$log.cpu")"
     account "$name" "$rc" "$log"
 }
 
@@ -142,17 +151,15 @@ phase_join() {
 }
 
 build() {
-    local t0 c0 c1 rc=0
+    local t0 rc=0
     echo "== build: $*"
     t0=$EPOCHREALTIME
-    children_cpu c0
-    if ! $MAKE -j"$JOBS" -s "$@"; then
+    if ! cpu_of "$work/build.cpu" $MAKE -j"$JOBS" -s "$@"; then
         echo "== build failed: make $*"
         failed=$((failed + 1))
         rc=1
     fi
-    children_cpu c1
-    timed "build $*" "$(since "$t0")" "$(minus "$c1" "$c0")"
+    timed "build $*" "$(since "$t0")" "$(cat "$work/build.cpu")"
     return $rc
 }
 
