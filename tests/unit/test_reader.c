@@ -486,17 +486,51 @@ static size_t gzip_with_header_fields(const char *data, size_t n, unsigned char 
     return got;
 }
 
-/* Two such members back to back, read a few bytes at a time: a header cut
- * between reads is read on where it stopped, each field by the flags read
- * before the cut, in the second member as in the first. */
+/* The whole of a gzip file, inflated by zlib; NULL when it cannot be read. */
+static char *gunzip_file(const char *path, size_t *n)
+{
+    gzFile f = gzopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int k = 0;
+    if (!f)
+        return NULL;
+    do {
+        if (len + 65536 > cap) {
+            char *b = realloc(buf, cap = 2 * cap + 65536);
+            if (!b) {
+                k = -1;
+                break;
+            }
+            buf = b;
+        }
+        if ((k = gzread(f, buf + len, 65536)) > 0)
+            len += (size_t)k;
+    } while (k > 0);
+    gzclose(f);
+    if (k < 0) {
+        free(buf);
+        return NULL;
+    }
+    *n = len;
+    return buf;
+}
+
+/* HTA's alexnet step (a real trace) gzipped again as two such members back
+ * to back, read a few bytes at a time: a header cut between reads is read
+ * on where it stopped, each field by the flags read before the cut, in the
+ * second member as in the first; the trace is the one its profiler's own
+ * gzip file gives. */
 TEST(reader_gzip_header_fields_whatever_the_read_sizes)
 {
-    size_t n;
-    char *json = th_read_file("tests/fixtures/rocm.json", &n);
-    REQUIRE(json != NULL);
+    const char *path = th_shared_path(
+        "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz");
+    size_t n, gn;
+    char *json = gunzip_file(path, &n), *orig = th_read_file(path, &gn);
+    REQUIRE(json != NULL && orig != NULL);
     struct model_trace *ref = NULL;
     struct sc_error err;
-    CHECK(model_trace_load_mem(json, n, "ref", NULL, &ref, &err) == SC_OK);
+    CHECK(model_trace_load_mem(orig, gn, "ref", NULL, &ref, &err) == SC_OK);
     size_t cap = 2 * (n + 1024), cut = n / 3;
     unsigned char *gz = malloc(cap);
     REQUIRE(gz != NULL);
@@ -506,10 +540,11 @@ TEST(reader_gzip_header_fields_whatever_the_read_sizes)
     if (g1 > 10 && g2 > 10) {
         CHECK((gz[3] & 0x1e) == 0x1e && (gz[g1 + 3] & 0x1e) == 0x1e); /* FHCRC, FEXTRA, FNAME, FCOMMENT */
         if (ref)
-            check_trickled((const char *)gz, g1 + g2, 1, ref, "header fields");
+            check_trickled((const char *)gz, g1 + g2, 2, ref, "header fields");
     }
     model_trace_free(ref);
     free(gz);
+    free(orig);
     free(json);
 }
 
