@@ -166,10 +166,10 @@ const char *model_stream_inflater(void)
 #ifdef STEPCAST_HAVE_ISAL
 /* The member's gzip header is read here, into a header that lasts across
  * calls, and only its deflate data and trailer by isal_inflate. Given the
- * whole member (ISAL_GZIP), igzip 2.30 reads a header that a read cut in
- * two from uninitialised stack memory (valgrind), so a trace gzipped with
- * its file name and read a few bytes at a time inflated or failed by what
- * the stack held. */
+ * whole member (ISAL_GZIP), igzip 2.30 takes the flags of a header cut
+ * between two calls from uninitialised stack memory (valgrind), so a trace
+ * gzipped with its file name and read a few bytes at a time inflated or
+ * failed by what the stack held. */
 struct inflater {
     struct inflate_state st;
     struct isal_gzip_header hdr; /* the header read so far (no name, comment or extra kept) */

@@ -31,11 +31,11 @@
 # Builds run JOBS jobs at once (default: the cores); the test runners run
 # TEST_JOBS tests at once (default: twice the cores, as most of them wait
 # on daemons, PostgreSQL or the disk; their TEST_ALONE tests, which time
-# what they assert, alone). The published
-# runs' fits (7), which use the cores on their own, start after the fuzz
-# build and run beside the phases from 3 on, which mostly wait (the fuzz
-# corpora, the profiler, the dashboard, the Python client, the documents'
-# and interop checks): their output is printed when they end.
+# what they assert, alone). The published runs' fits (7), which use the
+# cores on their own, start after the fuzz build and run beside the phases
+# from 3 on, which mostly wait (the fuzz corpora, the profiler, the
+# dashboard, the Python client, the documents' and interop checks): their
+# output is printed when they end.
 # Each build and phase prints its wall and CPU time (`== phase NAME: W s
 # wall, C s CPU`; CPU is user + system of every process it ran and waited
 # for), and a table of them comes before the last line.

@@ -237,14 +237,15 @@ static void *counted_estimate(void *arg)
 
 /* 8 plans and 4 kernel-detail estimates at once (3 and 2 under ASan,
  * whose times are not checked), each planned or estimated inside its
- * request (seconds of CPU in all), while one client polls /healthz and another GET /v1/jobs every 10 ms. The heavy requests
- * run on the request pool (two threads at the defaults, the rest queued,
- * none refused), at a lower priority than the HTTP threads, so the light
- * requests answered while any heavy one is in flight (at least 50 of
- * each) stay under 100 ms at p99, and none waits a second: a stall shows
- * in the maximum, not in the p99, since a client that waits sends no
- * others. p99 and the maximum are printed (BENCHMARKS.md, "Hostile
- * requests"). With every HTTP thread computing they stalled for seconds. */
+ * request (seconds of CPU in all), while one client polls /healthz and
+ * another GET /v1/jobs every 10 ms. The heavy requests run on the request
+ * pool (two threads at the defaults, the rest queued, none refused), at a
+ * lower priority than the HTTP threads, so the light requests answered
+ * while any heavy one is in flight (at least 50 of each) stay under 100 ms
+ * at p99, and none waits a second: a stall shows in the maximum, not in
+ * the p99, since a client that waits sends no others. p99 and the maximum
+ * are printed (BENCHMARKS.md, "Hostile requests"). With every HTTP thread
+ * computing they stalled for seconds. */
 TEST_TIMED(svc_admission_light_requests_stay_fast_under_heavy_load)
 {
 #if defined(__SANITIZE_ADDRESS__)
