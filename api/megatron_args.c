@@ -38,10 +38,28 @@ char *api_megatron_args(const struct est_model *m, enum hw_dtype dtype, const js
         fprintf(f, " --group-query-attention --num-query-groups %lld", (long long)m->kv_heads);
     if (m->mlp == EST_MLP_SWIGLU)
         fprintf(f, " --swiglu");
-    if (m->moe.experts)
-        fprintf(f, " --num-experts %lld --moe-router-topk %lld --expert-model-parallel-size %lld "
-                   "--expert-tensor-parallel-size %lld",
-                (long long)m->moe.experts, (long long)m->moe.top_k, iget(p, "ep"), iget(p, "etp"));
+    if (m->mla.kv_lora_rank) {
+        fprintf(f, " --multi-latent-attention --kv-lora-rank %lld", (long long)m->mla.kv_lora_rank);
+        if (m->mla.q_lora_rank)
+            fprintf(f, " --q-lora-rank %lld", (long long)m->mla.q_lora_rank);
+        fprintf(f, " --qk-head-dim %lld --qk-pos-emb-head-dim %lld --v-head-dim %lld", (long long)m->mla.qk_head_dim,
+                (long long)m->mla.qk_pos_emb_head_dim, (long long)m->mla.v_head_dim);
+    }
+    if (m->moe.experts) {
+        fprintf(f, " --num-experts %lld --moe-router-topk %lld --moe-ffn-hidden-size %lld", (long long)m->moe.experts,
+                (long long)m->moe.top_k, (long long)m->moe.ffn);
+        if (m->moe.shared_experts)
+            fprintf(f, " --moe-shared-expert-intermediate-size %lld",
+                    (long long)(m->moe.shared_experts * m->moe.ffn));
+        if (m->moe.dense_layers || m->moe.every > 1) { /* which layers are MoE, one flag a layer */
+            fprintf(f, " --moe-layer-freq \"[");
+            for (int64_t i = 0; i < m->layers; i++)
+                fprintf(f, "%s%d", i ? "," : "", spec_model_layer_is_moe(m, i));
+            fprintf(f, "]\"");
+        }
+        fprintf(f, " --expert-model-parallel-size %lld --expert-tensor-parallel-size %lld", iget(p, "ep"),
+                iget(p, "etp"));
+    }
     fprintf(f, " --tensor-model-parallel-size %lld --context-parallel-size %lld --pipeline-model-parallel-size %lld",
             iget(p, "tp"), iget(p, "cp"), pp);
     if (vpp > 1)

@@ -136,7 +136,7 @@ static const char schemas[] =
     "\"Hardware\":{\"type\":\"object\",\"description\":\"a data/hardware profile with its sources (where"
     " each figure comes from, by figure)\"},"
     "\"HfConfig\":{\"type\":\"object\",\"description\":\"a Hugging Face config.json (README, spec from-hf:"
-    " llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gpt_oss, gpt2, gpt_neox)\"},"
+    " llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gpt_oss, gpt2, gpt_neox, deepseek_v2, deepseek_v3)\"},"
     "\"SpecModel\":{\"type\":\"object\",\"required\":[\"model\"],\"properties\":{\"model\":{\"type\":\"object\","
     " \"description\":\"a spec's model with every field written out\"},\"seq_from\":{\"type\":\"string\","
     " \"nullable\":true,\"description\":\"the config field that gave seq; null when the request's seq did\"}}},"

@@ -11,23 +11,46 @@ static double mlp_weights(const struct est_model *m, int64_t ffn)
     return (m->mlp == EST_MLP_SWIGLU ? 3.0 : 2.0) * (double)m->hidden * (double)ffn;
 }
 
+/* The attention's weights: split by tp (the q, k, v and output
+ * projections; with latent attention the up projections and the output
+ * one) and replicated (latent attention's down projections), and its
+ * norms' (the input norm's; the latents' too). */
+static void attention_weights(const struct est_model *m, struct est_layer_params *out)
+{
+    double h = (double)m->hidden, heads = (double)m->heads;
+    const struct est_mla *a = &m->mla;
+    out->norms = h;
+    if (!a->kv_lora_rank) {
+        double q = heads * (double)m->head_dim, kv = (double)(m->kv_heads * m->head_dim);
+        out->attention = h * q + 2 * h * kv + q * h;
+        out->latent = 0;
+        return;
+    }
+    double qk = (double)(a->qk_head_dim + a->qk_pos_emb_head_dim), ql = (double)a->q_lora_rank,
+           kl = (double)a->kv_lora_rank;
+    double q_up = ql ? ql * heads * qk : h * heads * qk; /* no query latent: one projection, split */
+    out->attention = q_up + kl * heads * (double)(a->qk_head_dim + a->v_head_dim) +
+                     heads * (double)a->v_head_dim * h;
+    out->latent = h * (ql + kl + (double)a->qk_pos_emb_head_dim);
+    out->norms += ql + kl;
+}
+
 void spec_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out)
 {
-    double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
-           kv = (double)(m->kv_heads * m->head_dim);
-    out->attention = h * q + 2 * h * kv + q * h;
-    out->norms = 2 * h;
+    double h = (double)m->hidden;
+    attention_weights(m, out);
+    out->norms += h; /* the MLP's */
     if (spec_model_layer_is_moe(m, i)) {
         const struct est_moe *e = &m->moe;
         double one = mlp_weights(m, e->ffn);
         out->mlp = (double)e->shared_experts * one;
         out->experts = (double)e->experts * one;
         out->router = h * (double)e->experts;
-        out->active = out->attention + out->router + (double)(e->top_k + e->shared_experts) * one;
+        out->active = out->attention + out->latent + out->router + (double)(e->top_k + e->shared_experts) * one;
     } else {
         out->mlp = mlp_weights(m, m->ffn);
         out->experts = out->router = 0;
-        out->active = out->attention + out->mlp;
+        out->active = out->attention + out->latent + out->mlp;
     }
 }
 
@@ -41,7 +64,7 @@ void spec_model_params(const struct est_model *m, struct est_params *out)
     for (int64_t i = 0; i < m->layers; i++) {
         struct est_layer_params lp;
         spec_layer_params(m, i, &lp);
-        out->layers += lp.attention + lp.mlp + lp.experts + lp.router + lp.norms;
+        out->layers += lp.attention + lp.latent + lp.mlp + lp.experts + lp.router + lp.norms;
         out->active_gemm += lp.active;
     }
     out->total = out->embedding + out->output + out->layers;
@@ -70,7 +93,7 @@ static double attention_fwd(const struct est_model *m, enum keys k)
     double keys = 0;
     for (int64_t i = 0; i < m->layers; i++)
         keys += layer_keys(m, i, k);
-    return 4.0 * (double)(m->heads * m->head_dim) * keys;
+    return 4.0 * (double)m->heads * spec_attention_head_dim(m) * keys;
 }
 
 double spec_attention_flops_fwd(const struct est_model *m)
@@ -86,16 +109,20 @@ double spec_model_flops_per_token(const struct est_model *m)
 }
 
 /* The GEMM weights a token passes through in transformer layer i, padded
- * experts included (they run). */
+ * experts included (they run), and latent attention's replicated down
+ * projections once on every tensor-parallel rank unless sequence
+ * parallelism splits their tokens. */
 static double layer_weights(const struct est_spec *s, int64_t i)
 {
     const struct est_model *m = &s->model;
     double capacity = s->options.moe_capacity_factor > 0 ? s->options.moe_capacity_factor : 1;
+    double copies = s->options.sequence_parallel ? 1 : (double)s->parallel.tp;
     struct est_layer_params lp;
     spec_layer_params(m, i, &lp);
+    double w = lp.active + (copies - 1) * lp.latent;
     if (spec_model_layer_is_moe(m, i))
-        return lp.active + (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
-    return lp.active;
+        return w + (capacity - 1) * (double)m->moe.top_k * mlp_weights(m, m->moe.ffn);
+    return w;
 }
 
 double spec_hardware_flops_per_token(const struct est_spec *s)
@@ -123,7 +150,7 @@ double spec_hardware_flops_per_token(const struct est_spec *s)
             break;
         for (int64_t i = 0; i < st.layers && spec_layer_recomputed(s, i); i++)
             recomputed += 2 * layer_weights(s, st.first_layer + i) +
-                          4.0 * (double)(m->heads * m->head_dim) * layer_keys(m, st.first_layer + i, k);
+                          4.0 * (double)m->heads * spec_attention_head_dim(m) * layer_keys(m, st.first_layer + i, k);
     }
     return flops + recomputed;
 }

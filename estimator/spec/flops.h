@@ -1,14 +1,16 @@
 /* estimator/spec/flops.h: parameter and FLOP counts of a spec's model.
  *
  * Parameters are the weights of the GEMMs (query, key/value, output
- * projection, MLP matrices, routers, experts, input embedding, output
+ * projection, latent attention's down and up projections, MLP matrices, routers, experts, input embedding, output
  * layer) and the norms' scales; biases are not counted (under 0.1% of any
  * model large enough to need an estimate). With tied embeddings the output
  * layer reuses the input embedding's weights: counted once in the total,
  * but its GEMM is still run.
  *
  * Model FLOPs per token follow PaLM (Chowdhery et al. 2022, appendix B):
- * 6 x N + 12 x layers x heads x head_dim x seq, where N counts the GEMM
+ * 6 x N + 12 x layers x heads x head_dim x seq (with latent attention
+ * head_dim is spec_attention_head_dim's mean of the query/key and value
+ * widths), where N counts the GEMM
  * weights a token passes through (attention, the dense MLP or, in an MoE
  * layer, the router, top_k experts and the shared experts, and the output
  * layer; not the embedding lookup) and the second term is the attention
@@ -21,7 +23,9 @@
  * with causal attention's visible keys only (flash attention, and every
  * context-parallel block, skips the masked half, a sliding-window layer
  * all but its window; unfused attention computes the whole square), the routed experts' GEMMs times the capacity factor (padded
- * tokens run), plus what recomputation executes again: the attention
+ * tokens run), latent attention's down projections on every tensor-parallel
+ * rank without sequence parallelism (replicated, each runs them on every
+ * token), plus what recomputation executes again: the attention
  * core's forward under selective recomputation, each recomputed
  * transformer layer's forward under full recomputation (every layer, or
  * with options.recompute_layers N the first N of each model chunk). The backward of attention counts
@@ -37,10 +41,11 @@
 /* One transformer layer's parameters, by how they are sharded. */
 struct est_layer_params {
     double attention; /* q, k, v and output projections (split by tp) */
+    double latent;    /* latent attention's down projections (replicated) */
     double mlp;       /* the dense MLP, or an MoE layer's shared experts (split by tp) */
     double experts;   /* an MoE layer's routed experts, all of them (split by ep x etp) */
     double router;    /* an MoE layer's router (replicated) */
-    double norms;     /* the two norms' scales (replicated) */
+    double norms;     /* the two norms' scales, and latent attention's two (replicated) */
     double active;    /* GEMM weights one token passes through in this layer */
 };
 

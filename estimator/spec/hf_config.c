@@ -130,6 +130,37 @@ static int qwen_moe_layers(json_t *cfg, struct est_model *m, struct sc_error *er
     return SC_OK;
 }
 
+/* DeepSeek's latent attention and MoE: layer i is sparse when i >=
+ * first_k_dense_replace and i % moe_layer_freq == 0, which a spec
+ * expresses when the frequency is 1; shared experts of the experts' size. */
+static int latent_attention_fields(json_t *cfg, struct est_model *m, struct sc_error *err)
+{
+    int64_t freq = 1;
+    int rc;
+    if ((rc = get_int(cfg, "kv_lora_rank", 1, 1, &m->mla.kv_lora_rank, err)) ||
+        (rc = get_int(cfg, "q_lora_rank", 0, 1, &m->mla.q_lora_rank, err)) ||
+        (rc = get_int(cfg, "qk_nope_head_dim", 1, 1, &m->mla.qk_head_dim, err)) ||
+        (rc = get_int(cfg, "qk_rope_head_dim", 1, 1, &m->mla.qk_pos_emb_head_dim, err)) ||
+        (rc = get_int(cfg, "v_head_dim", 1, 1, &m->mla.v_head_dim, err)) ||
+        (rc = get_int(cfg, "n_routed_experts", 0, 1, &m->moe.experts, err)))
+        return rc;
+    m->head_dim = 0; /* the latent attention's (spec_model_resolve) */
+    if (!m->moe.experts)
+        return SC_OK;
+    if ((rc = get_int(cfg, "num_experts_per_tok", 1, 1, &m->moe.top_k, err)) ||
+        (rc = get_int(cfg, "moe_intermediate_size", 1, 1, &m->moe.ffn, err)) ||
+        (rc = get_int(cfg, "n_shared_experts", 0, 0, &m->moe.shared_experts, err)) ||
+        (rc = get_int(cfg, "first_k_dense_replace", 0, 0, &m->moe.dense_layers, err)) ||
+        (rc = get_int(cfg, "moe_layer_freq", 0, 1, &freq, err)))
+        return rc;
+    if (freq != 1)
+        return sc_error_set(err, SC_EINVAL,
+                            "config.json: moe_layer_freq %lld (MoE in every k-th layer counted from the first) "
+                            "is unsupported",
+                            (long long)freq);
+    return SC_OK;
+}
+
 static int map_fields(json_t *cfg, enum family f, struct est_model *m, struct sc_error *err)
 {
     int gpt2 = f == GPT2;
@@ -167,6 +198,8 @@ static int map_fields(json_t *cfg, enum family f, struct est_model *m, struct sc
             (rc = get_int(cfg, "moe_intermediate_size", 1, 1, &m->moe.ffn, err)) ||
             (rc = qwen_moe_layers(cfg, m, err)))
             return rc;
+    } else if (f == LATENT_ATTENTION && (rc = latent_attention_fields(cfg, m, err))) {
+        return rc;
     }
     return SC_OK;
 }
@@ -191,13 +224,8 @@ int spec_model_from_hf(const char *text, size_t len, int64_t seq, struct est_mod
         rc = sc_error_set(err, SC_EINVAL,
                           "config.json: model_type \"%.64s\" is unsupported (supported: llama, "
                           "mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gpt_oss, gpt2, "
-                          "gpt_neox)",
+                          "gpt_neox, deepseek_v2, deepseek_v3)",
                           type ? type : "(none)");
-    } else if (model_types[k].family == LATENT_ATTENTION) {
-        rc = sc_error_set(err, SC_EINVAL,
-                          "config.json: %s uses multi-head latent attention (q_lora_rank, "
-                          "kv_lora_rank), which a spec's attention cannot express: unsupported",
-                          type);
     } else if (!(rc = map_fields(cfg, model_types[k].family, &m, err))) {
         if (seq > 0)
             m.seq = seq;

@@ -13,14 +13,21 @@
  *   gpt2: n_layer, n_embd, n_head, n_inner, vocab_size, n_positions; plain
  *     MLP, tied embeddings;
  *   gpt_neox: num_hidden_layers, hidden_size, num_attention_heads,
- *     intermediate_size, vocab_size; plain MLP.
+ *     intermediate_size, vocab_size; plain MLP;
+ *   deepseek_v2, deepseek_v3: the llama fields (intermediate_size is the
+ *     dense layers' FFN) and multi-head latent attention (kv_lora_rank,
+ *     q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim: model.mla),
+ *     n_routed_experts, num_experts_per_tok, moe_intermediate_size,
+ *     n_shared_experts, first_k_dense_replace (moe_layer_freq 1 only).
+ *     Multi-token prediction modules (num_nextn_predict_layers) are a
+ *     training option a spec does not run, and not counted; group-limited
+ *     routing (n_group, topk_group) costs what plain top-k routing does.
  * Sliding-window attention: sliding_window (unless use_sliding_window is
  * false), in every layer, or in the layers layer_types names
  * sliding_attention when the full_attention ones are every k-th layer
  * (gpt_oss: every second; model.full_attention_every).
  * What a spec cannot express is an error naming it, never approximated:
- * multi-head latent attention (deepseek_v2, deepseek_v3), other patterns
- * of windowed and full layers, dense layers other than the first ones
+ * other patterns of windowed and full layers, dense layers other than the first ones
  * among MoE layers.
  *
  * The sequence length is the one given, else the pretraining length that

@@ -88,7 +88,16 @@ void spec_layer_activations(const struct est_spec *s, int64_t layer, struct est_
     double a = value_bytes(s->options.dtype), g = gemm_input_bytes(s), t = (double)s->parallel.tp,
            T = micro_batch_tokens(s);
     double h = (double)m->hidden, q = (double)(m->heads * m->head_dim),
-           kv = (double)(m->kv_heads * m->head_dim), r = replicated_split(s);
+           kv = (double)(m->kv_heads * m->head_dim), o = q, r = replicated_split(s), latents = 0;
+    const struct est_mla *la = &m->mla;
+    if (la->kv_lora_rank) {
+        /* the values narrower than the keys; the latents kept as their
+         * norms' inputs and the up projections' (GEMM) inputs, and the
+         * keys' shared rotary part */
+        kv = (double)m->heads * (double)(m->head_dim + la->v_head_dim) / 2;
+        o = (double)(m->heads * la->v_head_dim);
+        latents = T * ((double)(la->q_lora_rank + la->kv_lora_rank) * (a + g) + (double)la->qk_pos_emb_head_dim * a) / r;
+    }
     /* the activation's input (gated: gate and up) and output; PyTorch's
      * unfused SwiGLU also keeps silu(gate) for the product's backward */
     double mats = m->mlp == EST_MLP_GELU ? 2 : s->options.framework == EST_FRAMEWORK_PYTORCH ? 4 : 3;
@@ -98,7 +107,7 @@ void spec_layer_activations(const struct est_spec *s, int64_t layer, struct est_
      * inputs (GEMM inputs: g bytes), two dropout masks (1) */
     double replicated = T * h * (2 * residual_bytes(s) + 2 * g + masks) / r;
     /* split by tp: Q, K, V, the output projection's input (a GEMM's) */
-    double attention = T * ((q + 2 * kv) * a + q * g) / t;
+    double attention = T * ((q + 2 * kv) * a + o * g) / t + latents;
     /* unfused: the softmax output (in fp32 where PyTorch runs the softmax,
      * spec_fused_softmax), its dropout mask and the dropout output (b x
      * heads x s x s/cp each); flash: only the softmax statistics, one fp32
@@ -157,7 +166,7 @@ static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
         if (!done[moe]) {
             struct est_layer_params lp;
             spec_layer_params(&s->model, i, &lp);
-            k->dense[moe] = (lp.attention + lp.mlp) / t + lp.router + lp.norms;
+            k->dense[moe] = (lp.attention + lp.mlp) / t + lp.latent + lp.router + lp.norms;
             k->experts[moe] = lp.experts / experts_split;
             spec_layer_activations(s, i, &k->acts[moe]);
             done[moe] = 1;

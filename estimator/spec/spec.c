@@ -83,6 +83,12 @@ static const struct doc_field fields[] = {
     INT("model.moe.shared_experts", 0, 0, model.moe.shared_experts, 0, 1 << 10),
     INT("model.moe.every", 0, 0, model.moe.every, 1, EST_MAX_LAYERS),
     INT("model.moe.dense_layers", 0, 0, model.moe.dense_layers, 0, EST_MAX_LAYERS),
+    OBJ("model.mla", 0),
+    INT("model.mla.kv_lora_rank", 0, 0, model.mla.kv_lora_rank, 0, EST_MAX_FFN),
+    INT("model.mla.q_lora_rank", 0, 0, model.mla.q_lora_rank, 0, EST_MAX_FFN),
+    INT("model.mla.qk_head_dim", 0, 0, model.mla.qk_head_dim, 0, EST_MAX_HEADS),
+    INT("model.mla.qk_pos_emb_head_dim", 0, 0, model.mla.qk_pos_emb_head_dim, 0, EST_MAX_HEADS),
+    INT("model.mla.v_head_dim", 0, 0, model.mla.v_head_dim, 0, EST_MAX_HEADS),
     OBJ("parallel", 0),
     INT("parallel.tp", 0, 0, parallel.tp, 1, EST_MAX_DEGREE),
     INT("parallel.cp", 0, 0, parallel.cp, 1, EST_MAX_DEGREE),
@@ -176,9 +182,49 @@ static size_t field_index(const char *path)
     return NFIELDS;
 }
 
+/* Latent attention's defaults (Megatron-Core's) and checks: every head
+ * has its own key and value, and head_dim is the query/key head's. */
+static int resolve_mla(struct est_model *m, struct sc_error *err)
+{
+    struct est_mla *a = &m->mla;
+    if (!a->kv_lora_rank) {
+        if (a->q_lora_rank || a->qk_head_dim || a->qk_pos_emb_head_dim || a->v_head_dim)
+            return sc_error_set(err, SC_EINVAL, "model.mla: %s needs model.mla.kv_lora_rank",
+                                a->q_lora_rank ? "q_lora_rank" : a->qk_head_dim ? "qk_head_dim"
+                                : a->qk_pos_emb_head_dim ? "qk_pos_emb_head_dim" : "v_head_dim");
+        return SC_OK;
+    }
+    if (!a->qk_head_dim)
+        a->qk_head_dim = 128;
+    if (!a->qk_pos_emb_head_dim)
+        a->qk_pos_emb_head_dim = 64;
+    if (!a->v_head_dim)
+        a->v_head_dim = 128;
+    if (m->kv_heads && m->kv_heads != m->heads)
+        return sc_error_set(err, SC_EINVAL,
+                            "model.kv_heads: %lld, but latent attention (model.mla) gives every one of the "
+                            "%lld heads its key and value",
+                            (long long)m->kv_heads, (long long)m->heads);
+    int64_t qk = a->qk_head_dim + a->qk_pos_emb_head_dim;
+    if (m->head_dim && m->head_dim != qk)
+        return sc_error_set(err, SC_EINVAL,
+                            "model.head_dim: %lld, but with model.mla it is qk_head_dim + qk_pos_emb_head_dim "
+                            "= %lld",
+                            (long long)m->head_dim, (long long)qk);
+    if (qk > EST_MAX_HEADS)
+        return sc_error_set(err, SC_EINVAL, "model.mla: qk_head_dim + qk_pos_emb_head_dim = %lld, over %d",
+                            (long long)qk, EST_MAX_HEADS);
+    m->kv_heads = m->heads;
+    m->head_dim = qk;
+    return SC_OK;
+}
+
 int spec_model_resolve(struct est_model *m, struct sc_error *err)
 {
     struct est_moe *e = &m->moe;
+    int rc = resolve_mla(m, err);
+    if (rc)
+        return rc;
     if (!m->kv_heads)
         m->kv_heads = m->heads;
     if (!m->head_dim) {
@@ -558,6 +604,14 @@ int spec_fused_softmax(const struct est_spec *spec)
             batches = spec->parallel.micro_batch * (spec->model.heads / spec->parallel.tp);
     int64_t per_block = keys <= 128 ? 8 : 4;
     return keys > 16 && keys <= 4096 && keys % 4 == 0 && batches % per_block == 0;
+}
+
+double spec_attention_head_dim(const struct est_model *model)
+{
+    const struct est_mla *a = &model->mla;
+    if (!a->kv_lora_rank)
+        return (double)model->head_dim;
+    return (double)(a->qk_head_dim + a->qk_pos_emb_head_dim + a->v_head_dim) / 2;
 }
 
 int spec_model_layer_is_windowed(const struct est_model *model, int64_t i)

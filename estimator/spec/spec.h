@@ -90,10 +90,24 @@ struct est_moe {
     int64_t dense_layers;   /* ... after this many dense layers first */
 };
 
+/* Multi-head latent attention (DeepSeek-V2 and V3; Megatron-Core's
+ * MLATransformerConfig names): queries and keys/values projected down to
+ * latent vectors, normed, and up again per head. Each query and key head is
+ * qk_head_dim wide plus a rotary part of qk_pos_emb_head_dim (the key's
+ * shared by every head), each value head v_head_dim. The down projections
+ * are replicated across tensor-parallel ranks, the up ones split by heads. */
+struct est_mla {
+    int64_t kv_lora_rank;        /* the key/value latent; 0 = no latent attention */
+    int64_t q_lora_rank;         /* the query latent; 0 = queries projected in one GEMM */
+    int64_t qk_head_dim;         /* default 128 */
+    int64_t qk_pos_emb_head_dim; /* default 64 */
+    int64_t v_head_dim;          /* default 128 */
+};
+
 struct est_model {
     int64_t layers, hidden, heads;
     int64_t kv_heads;  /* key/value heads (grouped-query attention when < heads) */
-    int64_t head_dim;  /* default hidden / heads */
+    int64_t head_dim;  /* default hidden / heads; with mla, qk_head_dim + qk_pos_emb_head_dim */
     int64_t ffn;       /* default 4 x hidden */
     enum est_mlp mlp;
     int64_t seq, vocab;
@@ -105,6 +119,7 @@ struct est_model {
     int64_t full_attention_every;
     int tied_embeddings; /* the output layer reuses the input embedding's weights */
     struct est_moe moe;
+    struct est_mla mla;
     int dropout; /* hidden (and attention) dropout: its masks kept for the backward */
     /* a plain (GELU) MLP model's linear layers have biases, whose gradients
      * the backward sums over tokens; a gated (SwiGLU) one's never do */
@@ -205,7 +220,7 @@ const char *spec_master_weights_name(enum est_master_weights m);
  * SC_EPARSE; everything else SC_EINVAL or SC_ELIMIT, the field named. */
 int spec_parse(const char *text, size_t len, struct est_spec *out, struct sc_error *err);
 /* Which keys a document held (spec_parse_template). */
-#define EST_SPEC_MAX_KEYS 64
+#define EST_SPEC_MAX_KEYS 96
 struct est_spec_given {
     unsigned char key[EST_SPEC_MAX_KEYS]; /* by the index in spec_keys() */
 };
@@ -274,6 +289,10 @@ int spec_layer_recomputed(const struct est_spec *spec, int64_t in_chunk);
  * holds, as estimator/spec/placement.h places them; 0 when they cannot be
  * placed. */
 int64_t spec_chunk_layers_most(const struct est_spec *spec);
+/* The width the attention core's cost follows: head_dim, or with latent
+ * attention the mean of the query/key and value heads' (their products
+ * with the scores cost what heads of that one width would). */
+double spec_attention_head_dim(const struct est_model *model);
 /* Whether transformer layer i (0-based) is an MoE layer. */
 int spec_model_layer_is_moe(const struct est_model *model, int64_t i);
 

@@ -74,7 +74,8 @@ struct shape {
     double B;           /* bytes per element of activations */
     double T;           /* tokens of a micro-batch on one rank: micro_batch x seq / cp */
     double Tl;          /* tokens a norm or dropout sees: T / tp with sequence parallelism */
-    double h, hd, heads, kv, ffn, vocab;
+    double h, heads, kv, ffn, vocab;
+    double hd;          /* the attention core's head width (spec_attention_head_dim) */
     double tp, cp;
     int sp;             /* sequence parallelism on (and tp > 1) */
     int flash;

@@ -91,10 +91,15 @@ static void bias_grad(struct synth *y, struct oplist *l, const char *name, doubl
 
 /* A norm's backward: the input gradient, then its weights' gradient
  * reduced over tokens. */
+static void norm_bwd_width(struct synth *y, struct oplist *l, const char *name, double tokens, double width)
+{
+    mem(y, l, name, MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_BWD, tokens * width);
+    mem_bytes(y, l, "norm weight gradient", MODEL_KF_NORMALIZATION, 2 * tokens * width * y->sh.B);
+}
+
 static void norm_bwd(struct synth *y, struct oplist *l, const char *name, double tokens)
 {
-    mem(y, l, name, MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_BWD, tokens * y->sh.h);
-    mem_bytes(y, l, "norm weight gradient", MODEL_KF_NORMALIZATION, 2 * tokens * y->sh.h * y->sh.B);
+    norm_bwd_width(y, l, name, tokens, y->sh.h);
 }
 
 int64_t synth_coll_ns(struct synth *y, enum model_coll_op op, const struct coll_group *g, double bytes)
@@ -152,16 +157,21 @@ static void quantize_fwd(struct synth *y, struct oplist *l, double m, double n, 
 
 /* Tensor-parallel collectives around a block: its input gathered (with
  * sequence parallelism) and its output reduced. */
-static void tp_in(struct synth *y, struct oplist *l, int backward)
+static void tp_in_width(struct synth *y, struct oplist *l, int backward, double width)
 {
     const struct shape *sh = &y->sh;
     if (sh->tp <= 1)
         return;
     if (sh->sp)
         coll(y, l, backward ? "tp reduce-scatter" : "tp all-gather",
-             backward ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLGATHER, &sh->tp_group, sh->T * sh->h * sh->B);
+             backward ? MODEL_COLL_REDUCESCATTER : MODEL_COLL_ALLGATHER, &sh->tp_group, sh->T * width * sh->B);
     else if (backward)
-        coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * sh->h * sh->B);
+        coll(y, l, "tp all-reduce", MODEL_COLL_ALLREDUCE, &sh->tp_group, sh->T * width * sh->B);
+}
+
+static void tp_in(struct synth *y, struct oplist *l, int backward)
+{
+    tp_in_width(y, l, backward, y->sh.h);
 }
 
 /* At a block's output they are the input's, in the other direction: a
@@ -303,9 +313,68 @@ void synth_cp_pieces(struct synth *y)
     }
 }
 
+/* Latent attention as Megatron-Core's MLASelfAttention runs it: the
+ * down projections (replicated, on the tokens a norm sees) and the
+ * latents' norms; the latents gathered over tp (with sequence
+ * parallelism; their gradients reduced, backward) instead of the hidden
+ * state; the up projections split by heads; the rotary part applied to
+ * queries and keys as they are laid out for the attention kernel; the
+ * output projection from the value heads. */
+static void latent_attention_block(struct synth *y, struct oplist *l, int backward)
+{
+    const struct shape *sh = &y->sh;
+    const struct est_model *m = &y->s->model;
+    const struct est_mla *a = &m->mla;
+    double ql = (double)a->q_lora_rank, kl = (double)a->kv_lora_rank, rope = (double)a->qk_pos_emb_head_dim;
+    double heads = sh->heads / sh->tp, qk = (double)m->head_dim, v = (double)a->v_head_dim;
+    double down_n = ql + kl + rope;                        /* the latents, and the keys' rotary part */
+    double q_k = ql ? ql : sh->h;                          /* the query projection's input */
+    double gathered = q_k + kl + rope;                     /* what tp gathers for the up projections */
+    double q_n = heads * qk, kv_n = heads * (a->qk_head_dim + v), proj_k = heads * v;
+    double laid_out = sh->T * heads * (2 * qk + v);        /* queries, keys and values for the kernel */
+    if (!backward) {
+        mem(y, l, "input norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
+        quantize_fwd(y, l, sh->Tl, down_n, sh->h);
+        gemm(y, l, "latent down projection", sh->Tl, down_n, sh->h, 1);
+        mem(y, l, "latent norms", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * (ql + kl));
+        tp_in_width(y, l, 0, gathered);
+        quantize_fwd(y, l, sh->T, q_n, q_k);
+        gemm(y, l, ql ? "query up projection" : "query projection", sh->T, q_n, q_k, 1);
+        quantize_fwd(y, l, sh->T, kv_n, kl);
+        gemm(y, l, "key/value up projection", sh->T, kv_n, kl, 1);
+        mem(y, l, "rotary embedding", MODEL_KF_ELEMENTWISE, KERNEL_MEM_UNARY, laid_out);
+        attention_core(y, l, 0);
+        quantize_fwd(y, l, sh->T, sh->h, proj_k);
+        gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
+        tp_out(y, l, 0);
+        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        return;
+    }
+    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    tp_out(y, l, 1);
+    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
+    gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
+    attention_core(y, l, 1);
+    mem(y, l, "rotary embedding backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_UNARY, laid_out);
+    quantize(y, l, QUANT_GRAD, sh->T * kv_n);
+    gemm_bwd(y, l, "key/value up projection dgrad", "key/value up projection wgrad", sh->T, kv_n, kl, 1);
+    quantize(y, l, QUANT_GRAD, sh->T * q_n);
+    gemm_bwd(y, l, ql ? "query up projection dgrad" : "query projection dgrad",
+             ql ? "query up projection wgrad" : "query projection wgrad", sh->T, q_n, q_k, 1);
+    tp_in_width(y, l, 1, gathered);
+    norm_bwd_width(y, l, "latent norms backward", sh->Tl, ql + kl);
+    quantize(y, l, QUANT_GRAD, sh->Tl * down_n);
+    gemm_bwd(y, l, "latent down projection dgrad", "latent down projection wgrad", sh->Tl, down_n, sh->h, 1);
+    norm_bwd(y, l, "input norm backward", sh->Tl);
+}
+
 static void attention_block(struct synth *y, struct oplist *l, int backward)
 {
     const struct shape *sh = &y->sh;
+    if (y->s->model.mla.kv_lora_rank) {
+        latent_attention_block(y, l, backward);
+        return;
+    }
     double qkv_n = (sh->heads + 2 * sh->kv) * sh->hd / sh->tp, proj_k = sh->heads * sh->hd / sh->tp;
     if (!backward) {
         mem(y, l, "input norm", MODEL_KF_NORMALIZATION, KERNEL_MEM_NORM_FWD, sh->Tl * sh->h);
@@ -676,7 +745,7 @@ void synth_shape_init(struct synth *y)
     sh->sp = s->options.sequence_parallel && tp > 1;
     sh->Tl = sh->sp ? sh->T / sh->tp : sh->T;
     sh->h = (double)s->model.hidden;
-    sh->hd = (double)s->model.head_dim;
+    sh->hd = spec_attention_head_dim(&s->model);
     sh->heads = (double)s->model.heads;
     sh->kv = (double)s->model.kv_heads;
     sh->ffn = (double)s->model.ffn;

@@ -88,6 +88,27 @@ TEST(cli_plan_rows_equal_estimate)
     free(out);
 }
 
+/* A latent-attention MoE model after a dense layer, as DeepSeek-V3 is
+ * built: the arguments say its latent attention, the experts' and the
+ * shared expert's sizes and which layers are MoE. */
+TEST(cli_plan_megatron_args_of_latent_attention_and_moe)
+{
+    static const char mla[] =
+        "{\"model\":{\"layers\":4,\"hidden\":1024,\"heads\":8,\"seq\":1024,\"vocab\":32000,\"mlp\":\"swiglu\","
+        "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":512,\"shared_experts\":1,\"dense_layers\":1},"
+        "\"mla\":{\"kv_lora_rank\":256,\"q_lora_rank\":512}},\"parallel\":{\"global_batch\":32},"
+        "\"cluster\":{\"gpu\":\"h100-sxm\"}}";
+    const char *path = th_write_file("plan-mla.json", mla, strlen(mla));
+    char *argv[] = {(char *)th_build_path("stepcast"), "plan", "--spec", (char *)path, "--gpus", "8", "--top", "1",
+                    "--megatron", NULL};
+    char *out = th_run_expect(argv, 0, "--multi-latent-attention --kv-lora-rank 256 --q-lora-rank 512 "
+                                       "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128", NULL);
+    CHECK_CONTAINS(out, "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 512 "
+                        "--moe-shared-expert-intermediate-size 512 --moe-layer-freq \"[0,1,1,1]\"");
+    CHECK(out && !strstr(out, "--group-query-attention"));
+    free(out);
+}
+
 TEST(cli_plan_bad_input)
 {
     const char *path = th_write_file("plan-spec.json", spec, strlen(spec));

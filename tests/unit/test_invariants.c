@@ -1,5 +1,5 @@
 /* tests/unit/test_invariants.c: the physical invariants (estimator/
- * invariants.h) over random valid specs: dense, grouped-query, gated, MoE
+ * invariants.h) over random valid specs: dense, grouped-query, latent, gated, MoE
  * with every ep / etp folding and routing, context parallelism, pipelines
  * with virtual stages, every dtype and every GPU profile; and the cost
  * models under them (memory-bound kernels, collectives by placement). */
@@ -77,20 +77,30 @@ static void random_spec(char *buf, size_t len)
         if (!cf)
             moe_opt[strlen(moe_opt) - 4] = 0; /* drop the number printed for no factor */
     }
+    char mla[160] = ""; /* latent attention: every head its key and value */
+    if (rnd() % 6 == 0) {
+        long rope = PICK(32, 64);
+        kv = heads;
+        snprintf(mla, sizeof mla,
+                 ",\"mla\":{\"kv_lora_rank\":%ld,\"q_lora_rank\":%ld,\"qk_head_dim\":%ld,"
+                 "\"qk_pos_emb_head_dim\":%ld,\"v_head_dim\":%ld}",
+                 PICK(256, 512), PICK(0, 768, 1536), hd, rope, PICK(64, 128));
+        hd += rope;
+    }
     char window[96] = ""; /* sliding-window layers, every k-th full */
     if (cp == 1 && rnd() % 4 == 0)
         snprintf(window, sizeof window, ",\"attention_window\":%ld,\"full_attention_every\":%ld", PICK(128, 1024),
                  PICK(0, 2, 6));
     snprintf(buf, len,
              "{\"model\":{\"layers\":%ld,\"hidden\":%ld,\"heads\":%ld,\"kv_heads\":%ld,\"head_dim\":%ld,"
-             "\"ffn\":%ld,\"mlp\":\"%s\",\"seq\":%ld,\"vocab\":%ld%s%s},"
+             "\"ffn\":%ld,\"mlp\":\"%s\",\"seq\":%ld,\"vocab\":%ld%s%s%s},"
              "\"parallel\":{\"tp\":%ld,\"cp\":%ld,\"pp\":%ld,\"dp\":%ld,\"micro_batch\":%ld,\"global_batch\":%ld,"
              "\"schedule\":\"%s\",\"vpp\":%ld%s},"
              "\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":%d},"
              "\"options\":{\"dtype\":\"%s\",\"recompute\":\"%s\"%s,\"attention\":\"%s\",\"zero_stage\":%ld,"
              "\"sequence_parallel\":%s,\"overlap_grad_reduce\":%s,\"overlap_param_gather\":%s%s}}",
              layers, hidden, heads, kv, hd, PICK(2, 3, 4) * hidden, rnd() % 2 ? "swiglu" : "gelu", seq,
-             PICK(32000, 50304, 128256), window, moe_json, tp, cp, pp, dp, mb, mb * dp * m,
+             PICK(32000, 50304, 128256), window, moe_json, mla, tp, cp, pp, dp, mb, mb * dp * m,
              vpp > 1 ? "interleaved" : "1f1b", vpp, moe_par, hw->id, hw->gpus_per_node, dtype,
              rcp, rcp_opt, rnd() % 6 ? "flash" : "unfused", zero,
              tp > 1 || rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false", rnd() % 2 ? "true" : "false",
@@ -100,7 +110,7 @@ static void random_spec(char *buf, size_t len)
 TEST(invariants_hold_over_a_thousand_random_specs)
 {
     char json[2048];
-    int valid = 0, tried = 0, moe = 0, partial = 0, kinds[HW_DTYPE_COUNT] = {0};
+    int valid = 0, tried = 0, moe = 0, latent = 0, partial = 0, kinds[HW_DTYPE_COUNT] = {0};
     size_t gpus_seen = 0;
     unsigned char seen[64] = {0};
     while (valid < 1000 && tried < 200000) {
@@ -115,6 +125,7 @@ TEST(invariants_hold_over_a_thousand_random_specs)
             continue;
         valid++;
         moe += s.model.moe.experts > 0;
+        latent += s.model.mla.kv_lora_rank > 0;
         partial += s.options.recompute_layers > 0;
         kinds[s.options.dtype]++;
         for (size_t i = 0; i < cost_hw_profile_count() && i < sizeof seen; i++)
@@ -132,11 +143,42 @@ TEST(invariants_hold_over_a_thousand_random_specs)
     }
     CHECK_EQ_INT(valid, 1000);
     CHECK(moe >= 200);
+    CHECK(latent >= 100);
     CHECK(partial >= 50); /* full recomputation of some layers of each chunk */
     CHECK_EQ_INT(gpus_seen, cost_hw_profile_count() < sizeof seen ? cost_hw_profile_count() : sizeof seen);
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         if (d != HW_TF32)
             CHECK(kinds[d] > 0);
+}
+
+/* Latent attention without sequence parallelism: every tensor-parallel
+ * rank runs the replicated down projections on every token, which the
+ * hardware FLOPs count (the invariants compare them with the step's). */
+TEST(invariants_hold_for_latent_attention_without_sequence_parallelism)
+{
+    static const char json[] =
+        "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"ffn\":5632,\"mlp\":\"swiglu\","
+        "\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1536}},\"parallel\":{\"tp\":%d,\"dp\":2,"
+        "\"global_batch\":8},\"cluster\":{\"gpu\":\"h100-sxm\"},\"options\":{\"sequence_parallel\":%s}}";
+    double flops[2];
+    for (int sp = 0; sp < 2; sp++) {
+        char text[512];
+        struct est_spec s;
+        const struct hw_profile *hw;
+        struct est_costs c;
+        struct est_estimate e;
+        struct sc_error err;
+        snprintf(text, sizeof text, json, 4, sp ? "true" : "false");
+        REQUIRE(spec_load(text, strlen(text), &s, &hw, &err) == SC_OK);
+        calib_costs_default(hw, &s, &c);
+        REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_KERNEL, &e, &err) == SC_OK);
+        CHECK_EQ_INT(synth_invariants_check(&s, hw, &c, &e, &err), SC_OK);
+        synth_estimate_release(&e);
+        flops[sp] = spec_hardware_flops_per_token(&s);
+    }
+    /* three more copies of the down projections: 4 layers x 2048 x (1536 +
+     * 512 + 64) weights, 6 FLOPs each a token */
+    CHECK(fabs(flops[0] - flops[1] - 3.0 * 6 * 4 * 2048 * 2112) < 1);
 }
 
 /* The cost models under the invariants: a memory-bound kernel at most at

@@ -233,6 +233,13 @@ TEST(spec_rules_of_what_can_run)
                    "model.hidden: 66 is not divisible by model.heads");
     check_rejected(spec_with("\"ffn\":101", "\"tp\":2", "", NULL), SC_EINVAL,
                    "model.ffn: 101 is not divisible");
+    /* latent attention: every head its key and value, head_dim the query's */
+    check_rejected(spec_with("\"mla\":{\"q_lora_rank\":32}", "", "", NULL), SC_EINVAL,
+                   "model.mla: q_lora_rank needs model.mla.kv_lora_rank");
+    check_rejected(spec_with("\"heads\":4,\"kv_heads\":2,\"mla\":{\"kv_lora_rank\":32}", "", "", NULL), SC_EINVAL,
+                   "model.kv_heads: 2, but latent attention");
+    check_rejected(spec_with("\"head_dim\":16,\"mla\":{\"kv_lora_rank\":32}", "", "", NULL), SC_EINVAL,
+                   "model.head_dim: 16, but with model.mla it is qk_head_dim + qk_pos_emb_head_dim = 192");
     /* the sequence over 2 x cp, and tp with sequence parallelism */
     check_rejected(spec_with("\"seq\":100", "\"cp\":4", "", NULL), SC_EINVAL,
                    "model.seq: 100 is not divisible by 2 x parallel.cp");
