@@ -11,6 +11,7 @@
 
 #include "common/csv.h"
 #include "common/vec.h"
+#include "estimator/spec/hf_config.h"
 #include "estimator/spec/memory.h"
 #include "common/banned.h"
 
@@ -32,10 +33,12 @@ static const char *const col_names[N_COLS] = {
 static const struct {
     const char *prefix, *why;
 } left_out[] = {
-    {"deepseek-v3", "DeepSeek-V3: multi-head latent attention (the README leaves it out)"},
     {"llama4", "Llama 4: MoE in alternate layers and a shared expert (the README leaves it out)"},
     {"nemotronh", "Nemotron-H: Mamba layers (the README leaves it out)"},
 };
+
+/* Why a latent-attention row waits for calib_published_latent_widths. */
+static const char latent_pending[] = "latent attention (MLA): its widths are not in the table";
 
 struct cells {
     char text[MAX_COLUMNS][MAX_CELL];
@@ -115,15 +118,22 @@ static int dim_token(const char *tok, const char *key, int64_t *out)
 }
 
 /* The dims column: "L32 h4096 heads32 kv8 ffn14336 (SwiGLU) V128256",
- * "... (gated GELU MLP: three matrices) MoE 8 experts top-2 ...", "(MHA)".
- * Parenthesised text is a remark, read for the MLP's kind (SwiGLU or
- * gated: three matrices; else two). Every other token must be one of
- * those; "heads=unknown" leaves the heads unknown (the row is skipped). */
+ * "... (gated GELU MLP: three matrices) MoE 8 experts top-2 ...", "(MHA)",
+ * "L61 h7168 MLA heads128; MoE 256 routed+1 shared, top-8, expert ffn2048,
+ * first 3 layers dense ffn18432; V129280". Parenthesised text is a remark,
+ * read for the MLP's kind (SwiGLU or gated: three matrices; else two).
+ * "MLA" is latent attention (its widths are not in the table: the row
+ * waits for calib_published_latent_widths), "routed+N shared" N shared
+ * experts, "expert ffnN" the experts' size, "first N layers dense ffnM"
+ * the dense layers before the MoE ones and their size. Every other token
+ * must be one of those; "heads=unknown" leaves the heads unknown (the row
+ * is skipped). */
 static int parse_dims(const char *s, size_t line, struct est_published *r, struct sc_error *err)
 {
     struct est_model *m = &r->dims;
     char tok[MAX_CELL];
     int moe = 0, depth = 0;
+    enum { PLAIN, EXPERT_FFN, DENSE_COUNT, DENSE_LAYERS, DENSE_WORD, DENSE_FFN } next = PLAIN;
     const char *p = s;
     while (*p) {
         while (*p == ' ' || *p == ';' || *p == ',')
@@ -147,10 +157,34 @@ static int parse_dims(const char *s, size_t line, struct est_published *r, struc
         tok[k] = '\0';
         p += k;
         int64_t v;
-        if (!strcmp(tok, "MoE"))
+        if (next == EXPERT_FFN || next == DENSE_FFN) {
+            if (!dim_token(tok, "ffn", next == EXPERT_FFN ? &m->moe.ffn : &m->ffn))
+                return sc_error_set(err, SC_EPARSE, "line %zu: model dims: '%s' where ffnN was expected", line, tok);
+            next = PLAIN;
+        } else if (next == DENSE_COUNT) {
+            if (count_cell(tok, -1, &m->moe.dense_layers))
+                return sc_error_set(err, SC_EPARSE, "line %zu: model dims: 'first %s' is not a count", line, tok);
+            next = DENSE_LAYERS;
+        } else if (next == DENSE_LAYERS || next == DENSE_WORD) {
+            if (strcmp(tok, next == DENSE_LAYERS ? "layers" : "dense"))
+                return sc_error_set(err, SC_EPARSE, "line %zu: model dims: 'first N layers dense ffnM' expected",
+                                    line);
+            next = next == DENSE_LAYERS ? DENSE_WORD : DENSE_FFN;
+        } else if (!strcmp(tok, "MLA"))
+            r->latent = 1;
+        else if (!strcmp(tok, "MoE"))
             moe = 1;
         else if (moe && !strcmp(tok, "experts") && depth == 1)
             depth = 2;
+        else if (moe && depth == 1 && !strncmp(tok, "routed+", 7) && !count_cell(tok + 7, -1, &v)) {
+            m->moe.shared_experts = v;
+            depth = 3; /* "shared" next */
+        } else if (moe && depth == 3 && !strcmp(tok, "shared"))
+            depth = 2;
+        else if (moe && depth == 2 && !strcmp(tok, "expert"))
+            next = EXPERT_FFN;
+        else if (moe && depth == 2 && !strcmp(tok, "first"))
+            next = DENSE_COUNT;
         else if (moe && depth == 0 && !count_cell(tok, -1, &v)) {
             m->moe.experts = v;
             depth = 1;
@@ -163,8 +197,15 @@ static int parse_dims(const char *s, size_t line, struct est_published *r, struc
                    dim_token(tok, "h", &m->hidden) || dim_token(tok, "V", &m->vocab)))
             return sc_error_set(err, SC_EPARSE, "line %zu: model dims: '%s' is not a dimension", line, tok);
     }
+    if (next != PLAIN)
+        return sc_error_set(err, SC_EPARSE, "line %zu: model dims: ends inside 'expert ffnN' or 'first N layers "
+                                            "dense ffnM'", line);
     if (moe && (depth != 2 || !m->moe.top_k))
-        return sc_error_set(err, SC_EPARSE, "line %zu: model dims: MoE without 'N experts top-K'", line);
+        return sc_error_set(err, SC_EPARSE, "line %zu: model dims: MoE without 'N experts top-K' or 'N routed+S "
+                                            "shared, top-K'", line);
+    if (m->moe.dense_layers >= r->full_layers && r->full_layers)
+        return sc_error_set(err, SC_EPARSE, "line %zu: model dims: %lld dense layers first of L%lld", line,
+                            (long long)m->moe.dense_layers, (long long)r->full_layers);
     if (!r->full_layers || !m->hidden || !m->vocab)
         return sc_error_set(err, SC_EPARSE, "line %zu: model dims: L, h and V are needed", line);
     if (!m->heads)
@@ -312,6 +353,8 @@ static int parse_row(const struct cells *c, const int *at, size_t line, struct e
                             (long long)r->dims.layers, (long long)r->full_layers);
     if (!r->skip[0] && strcmp(r->gpu, "H100") && strcmp(r->gpu, "GB200"))
         snprintf(r->skip, sizeof r->skip, "GPU '%s': no hardware profile is mapped to it", r->gpu);
+    if (!r->skip[0] && r->latent)
+        snprintf(r->skip, sizeof r->skip, "%s", latent_pending);
     return SC_OK;
 }
 
@@ -439,6 +482,35 @@ fail:
     return rc;
 }
 
+int calib_published_latent_pending(const struct est_published *r)
+{
+    return r->latent && !strcmp(r->skip, latent_pending);
+}
+
+void calib_published_latent_widths(struct est_published *rows, size_t n, const char *family, const char *config,
+                                   size_t len)
+{
+    struct est_model m;
+    struct sc_error err;
+    int rc = config ? spec_model_from_hf(config, len, 0, &m, NULL, &err) : SC_ENOTFOUND;
+    for (size_t i = 0; i < n; i++) {
+        struct est_published *r = &rows[i];
+        if (!calib_published_latent_pending(r) || strcmp(r->family, family))
+            continue;
+        if (!config)
+            snprintf(r->skip, sizeof r->skip, "latent attention (MLA): no %s.json gives its widths", family);
+        else if (rc)
+            snprintf(r->skip, sizeof r->skip, "latent attention (MLA): %s.json: %.60s", family, err.msg);
+        else if (m.hidden != r->dims.hidden || m.heads != r->dims.heads || m.vocab != r->dims.vocab ||
+                 !m.mla.kv_lora_rank)
+            snprintf(r->skip, sizeof r->skip, "latent attention (MLA): %s.json is not the table's model", family);
+        else {
+            r->dims.mla = m.mla;
+            r->skip[0] = '\0';
+        }
+    }
+}
+
 const char *calib_pub_software_name(enum est_pub_software s)
 {
     return s == EST_PUB_MAXTEXT ? "MaxText" : s == EST_PUB_PAXML ? "PAXML" : "NeMo";
@@ -451,10 +523,20 @@ static int spec_as_run(const struct est_published *r, struct est_spec *out, cons
 {
     const struct est_model *m = &r->dims;
     int gb200 = !strcmp(r->gpu, "GB200"), tp = r->tp > 1;
-    char moe[160] = "", vpp[64] = "", etp[32] = "", shard[40] = "", text[2048];
+    char moe[224] = "", mla[192] = "", vpp[64] = "", etp[32] = "", shard[40] = "", text[2048];
     if (m->moe.experts)
-        snprintf(moe, sizeof moe, ",\"moe\":{\"experts\":%lld,\"top_k\":%lld}", (long long)m->moe.experts,
-                 (long long)m->moe.top_k);
+        snprintf(moe, sizeof moe,
+                 ",\"moe\":{\"experts\":%lld,\"top_k\":%lld,\"ffn\":%lld,\"shared_experts\":%lld,"
+                 "\"dense_layers\":%lld}",
+                 (long long)m->moe.experts, (long long)m->moe.top_k,
+                 (long long)(m->moe.ffn ? m->moe.ffn : m->ffn ? m->ffn : 4 * m->hidden),
+                 (long long)m->moe.shared_experts, (long long)m->moe.dense_layers);
+    if (m->mla.kv_lora_rank)
+        snprintf(mla, sizeof mla,
+                 ",\"mla\":{\"kv_lora_rank\":%lld,\"q_lora_rank\":%lld,\"qk_head_dim\":%lld,"
+                 "\"qk_pos_emb_head_dim\":%lld,\"v_head_dim\":%lld}",
+                 (long long)m->mla.kv_lora_rank, (long long)m->mla.q_lora_rank, (long long)m->mla.qk_head_dim,
+                 (long long)m->mla.qk_pos_emb_head_dim, (long long)m->mla.v_head_dim);
     if (r->vp > 1) /* VP 1: one model chunk per rank */
         snprintf(vpp, sizeof vpp, ",\"schedule\":\"interleaved\",\"vpp\":%lld", (long long)r->vp);
     if (r->etp)
@@ -464,7 +546,7 @@ static int spec_as_run(const struct est_published *r, struct est_spec *out, cons
     int len = snprintf(
         text, sizeof text,
         "{\"model\":{\"layers\":%lld,\"hidden\":%lld,\"heads\":%lld,\"kv_heads\":%lld,\"ffn\":%lld,"
-        "\"mlp\":\"%s\",\"seq\":%lld,\"vocab\":%lld%s},"
+        "\"mlp\":\"%s\",\"seq\":%lld,\"vocab\":%lld%s%s},"
         "\"parallel\":{\"tp\":%lld,\"pp\":%lld,\"cp\":%lld,\"dp\":%lld,\"ep\":%lld%s,\"micro_batch\":%lld,"
         "\"global_batch\":%lld%s%s},"
         "\"cluster\":{\"gpu\":\"%s\",\"gpus_per_node\":%d},"
@@ -473,7 +555,7 @@ static int spec_as_run(const struct est_published *r, struct est_spec *out, cons
         "\"overlap_param_gather\":true,\"grad_reduce_in_fp32\":false}}",
         (long long)m->layers, (long long)m->hidden, (long long)m->heads,
         (long long)(m->kv_heads ? m->kv_heads : m->heads), (long long)(m->ffn ? m->ffn : 4 * m->hidden),
-        m->mlp == EST_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->seq, (long long)m->vocab, moe,
+        m->mlp == EST_MLP_SWIGLU ? "swiglu" : "gelu", (long long)m->seq, (long long)m->vocab, moe, mla,
         (long long)r->tp, (long long)r->pp, (long long)r->cp, (long long)r->dp, (long long)r->ep, etp,
         (long long)r->micro_batch, (long long)r->global_batch, vpp, shard, gb200 ? "gb200" : "h100-sxm",
         gb200 ? 72 : 8, cost_hw_dtype_name(r->dtype), r->fsdp ? 3 : 1, tp ? "true" : "false",

@@ -28,10 +28,11 @@
  *    many layers.
  *
  * Rows the spec cannot express are parsed and kept with a reason in
- * `skip`: the families the file's README leaves out (DeepSeek-V3's
- * multi-head latent attention, Llama 4's alternating MoE layers,
- * Nemotron-H's Mamba layers), a GPU with no profile here, dims that do
- * not say the heads. */
+ * `skip`: the families the file's README leaves out (Llama 4's
+ * alternating MoE layers, Nemotron-H's Mamba layers), a GPU with no
+ * profile here, dims that do not say the heads, and latent attention
+ * ("MLA", DeepSeek-V3's) until calib_published_latent_widths gives its
+ * widths, which the table does not print. */
 #ifndef ESTIMATOR_PUBLISHED_H
 #define ESTIMATOR_PUBLISHED_H
 
@@ -64,6 +65,7 @@ struct est_published {
     enum est_pub_software software;
     double step_s;        /* measured */
     char skip[112];       /* why the spec cannot express the row; "" = it can */
+    int latent;           /* the dims say MLA: dims.mla from the model's config.json */
 };
 
 /* Parse the file's text; *rows is malloc'd (free()). SC_EPARSE naming the
@@ -72,6 +74,17 @@ struct est_published {
  * 100,000 rows or 64 columns. */
 int calib_published_parse(const char *text, size_t len, struct est_published **rows, size_t *n,
                         struct sc_error *err);
+
+/* Whether row r is a latent-attention row that waits for its widths. */
+int calib_published_latent_pending(const struct est_published *r);
+/* The widths (dims.mla) of the waiting latent-attention rows of model
+ * family `family`, from its Hugging Face config.json text (the table's
+ * header says DeepSeek-V3's dims are the public config's:
+ * ../shared/models/hf/deepseek-v3.json). config NULL (no such file), one
+ * that does not parse or one of another model (hidden, heads, vocab):
+ * the rows stay skipped, saying why. */
+void calib_published_latent_widths(struct est_published *rows, size_t n, const char *family, const char *config,
+                                   size_t len);
 
 /* "NeMo", "MaxText", "PAXML". */
 const char *calib_pub_software_name(enum est_pub_software s);

@@ -1,6 +1,7 @@
 /* tests/unit/test_published.c: the published step-time table of `make
  * validate` (estimator/calibrate/published.h): a hand-written table read, each
- * malformed one refused with its line named, a row's spec with the least
+ * malformed one refused with its line named, latent-attention rows given
+ * their widths by their config.json, a row's spec with the least
  * recomputation that fits, and the shared file read (skipped when
  * ../shared is absent). */
 #include <math.h>
@@ -105,6 +106,18 @@ TEST(published_malformed_tables_named)
         {HEADER ROW("16", "BF16", "L32 h4096 heads32 (SwiGLU V1", "8", "1"), "line 7: model dims: '(' not closed"},
         {HEADER ROW("16", "BF16", "L32 heads32 V1", "8", "1"), "line 7: model dims: L, h and V are needed"},
         {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 V1", "8", "1"), "line 7: model dims: MoE without"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 routed+1 shared, top-2, expert V1", "8", "1"),
+         "line 7: model dims: 'V1' where ffnN was expected"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 routed+1 shared, top-2, first 3 dense ffn64 V1", "8", "1"),
+         "line 7: model dims: 'first N layers dense ffnM' expected"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 routed+1 shared, top-2, first three layers dense V1", "8",
+                    "1"),
+         "line 7: model dims: 'first three' is not a count"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 routed+1 shared, top-2, first 32 layers dense ffn64 V1",
+                    "8", "1"),
+         "line 7: model dims: 32 dense layers first of L32"},
+        {HEADER ROW("16", "BF16", "L32 h4096 heads32 MoE 8 routed+1 shared, top-2, expert", "8", "1"),
+         "line 7: model dims: ends inside"},
         {HEADER ROW("16", "BF16", "L16 h4096 heads32 V1", "8", "1"), "line 7: layers run 32: more than"},
         {HEADER ROW("16", "BF16", DENSE, "8", "1") "\n" HEADER, "line 13: a second table"},
     };
@@ -117,6 +130,73 @@ TEST(published_malformed_tables_named)
         CHECK(r == NULL && n == 0);
     }
 #undef ROW
+}
+
+/* A DeepSeek-V3 row: latent attention, whose widths the table leaves to
+ * the model's config.json, 256 routed experts and a shared one, the
+ * experts' size and the dense layers first; waiting for its widths, then
+ * given them by its own family's config only. */
+TEST(published_latent_rows_take_their_widths_from_the_config)
+{
+    static const char text[] =
+        HEADER
+        "| H100 | 512 | deepseek-v3-671b | L61 h7168 MLA heads128; MoE 256 routed+1 shared, top-8, expert ffn2048, "
+        "first 3 layers dense ffn18432; V129280 | BF16 | 4096 | 61 | 2 | 8 | 1 | 64 | 1 | 32 | 1 | 4096 | 128 | "
+        "NeMo 25.04.01 | 48.948 | 1 | ETP=1 |\n";
+    static const char config[] =
+        "{\"model_type\":\"deepseek_v3\",\"num_hidden_layers\":61,\"hidden_size\":7168,"
+        "\"num_attention_heads\":128,\"num_key_value_heads\":128,\"intermediate_size\":18432,"
+        "\"vocab_size\":129280,\"max_position_embeddings\":163840,\"kv_lora_rank\":512,\"q_lora_rank\":1536,"
+        "\"qk_nope_head_dim\":128,\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"n_routed_experts\":256,"
+        "\"num_experts_per_tok\":8,\"moe_intermediate_size\":2048,\"n_shared_experts\":1,"
+        "\"first_k_dense_replace\":3,\"moe_layer_freq\":1}";
+    struct est_published *r = NULL;
+    size_t n = 0;
+    struct sc_error err;
+    REQUIRE(calib_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 1);
+    const struct est_model *m = &r[0].dims;
+    CHECK(r[0].latent && calib_published_latent_pending(&r[0]));
+    CHECK_CONTAINS(r[0].skip, "latent attention (MLA): its widths are not in the table");
+    CHECK_EQ_INT(m->moe.experts, 256);
+    CHECK_EQ_INT(m->moe.top_k, 8);
+    CHECK_EQ_INT(m->moe.shared_experts, 1);
+    CHECK_EQ_INT(m->moe.ffn, 2048);
+    CHECK_EQ_INT(m->moe.dense_layers, 3);
+    CHECK_EQ_INT(m->ffn, 18432);
+    CHECK_EQ_INT(m->heads, 128);
+    CHECK_EQ_INT(r[0].etp, 1);
+
+    /* another family's config, none, or one of another model: still skipped */
+    calib_published_latent_widths(r, n, "deepseek-v2", config, strlen(config));
+    CHECK(calib_published_latent_pending(&r[0]));
+    char other[sizeof config];
+    memcpy(other, config, sizeof config);
+    memcpy(strstr(other, "7168"), "7169", 4);
+    calib_published_latent_widths(r, n, "deepseek-v3", other, strlen(other));
+    CHECK_CONTAINS(r[0].skip, "deepseek-v3.json is not the table's model");
+    CHECK(!calib_published_latent_pending(&r[0]));
+    free(r);
+    REQUIRE(calib_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 1);
+    calib_published_latent_widths(r, n, "deepseek-v3", NULL, 0);
+    CHECK_CONTAINS(r[0].skip, "no deepseek-v3.json gives its widths");
+    free(r);
+
+    REQUIRE(calib_published_parse(text, strlen(text), &r, &n, &err) == SC_OK && n == 1);
+    calib_published_latent_widths(r, n, "deepseek-v3", config, strlen(config));
+    CHECK(!r[0].skip[0]);
+    struct est_spec s;
+    const struct hw_profile *hw;
+    int fits;
+    REQUIRE(calib_published_spec(&r[0], &s, &hw, &fits, &err) == SC_OK);
+    CHECK_EQ_INT(s.model.mla.kv_lora_rank, 512);
+    CHECK_EQ_INT(s.model.mla.q_lora_rank, 1536);
+    CHECK_EQ_INT(s.model.head_dim, 192);
+    CHECK_EQ_INT(s.model.moe.ffn, 2048);
+    CHECK_EQ_INT(s.model.moe.shared_experts, 1);
+    CHECK_EQ_INT(s.model.moe.dense_layers, 3);
+    CHECK_EQ_INT(s.parallel.ep, 64);
+    CHECK_EQ_INT(s.parallel.etp, 1);
+    free(r);
 }
 
 /* The memory of spec s with recomputation rec: whether it fits. */
@@ -198,6 +278,22 @@ static int cells_of(const char *line, char cells[][128], int max)
     return k;
 }
 
+/* The latent-attention rows' widths from ../shared/models/hf, as
+ * `validate --published` gives them. */
+static void latent_widths(struct est_published *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!calib_published_latent_pending(&r[i]))
+            continue;
+        char path[4096];
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/%s.json", th_shared_dir("models/hf"), r[i].family);
+        char *config = th_read_file(path, &len);
+        calib_published_latent_widths(r, n, r[i].family, config, len);
+        free(config);
+    }
+}
+
 TEST(published_shared_file_read)
 {
     char path[4096];
@@ -209,9 +305,10 @@ TEST(published_shared_file_read)
     size_t n = 0;
     struct sc_error err;
     REQUIRE(calib_published_parse(text, len, &r, &n, &err) == SC_OK);
+    latent_widths(r, n);
 
     /* a row per line that starts with a GPU's cell */
-    size_t lines = 0, h100 = 0, left_out = 0;
+    size_t lines = 0, h100 = 0, left_out = 0, latent = 0;
     for (const char *p = text; p; p = strchr(p, '\n')) {
         p += *p == '\n';
         lines += !strncmp(p, "| H100 |", 8) || !strncmp(p, "| GB200 |", 9);
@@ -222,10 +319,13 @@ TEST(published_shared_file_read)
             h100++;
             CHECK_EQ_INT(r[i].gpus, r[i].tp * r[i].pp * r[i].cp * r[i].dp);
         }
-        if (!strncmp(r[i].model, "deepseek", 8) || !strncmp(r[i].model, "llama4", 6) ||
-            !strncmp(r[i].model, "nemotronh", 9)) {
+        if (!strncmp(r[i].model, "llama4", 6) || !strncmp(r[i].model, "nemotronh", 9)) {
             left_out++;
             CHECK(r[i].skip[0]);
+        }
+        if (!strncmp(r[i].model, "deepseek", 8)) { /* its widths from ../shared/models/hf */
+            latent++;
+            CHECK(!r[i].skip[0] && r[i].dims.mla.kv_lora_rank > 0);
         }
         /* every row the spec expresses gets its spec */
         struct est_spec s;
@@ -234,7 +334,7 @@ TEST(published_shared_file_read)
         if (!r[i].skip[0] && calib_published_spec(&r[i], &s, &hw, &fits, &err))
             CHECK_CONTAINS(err.msg, "(a spec for every usable row)");
     }
-    CHECK(h100 > 0 && left_out > 0);
+    CHECK(h100 > 0 && left_out > 0 && latent > 0);
 
     /* the first GB200 row, its cells read here; and the step printed with
      * spaces inside, which tokens/s = seq x GBS / step confirms */
@@ -283,12 +383,13 @@ TEST(published_estimates_keep_the_physical_invariants)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/dgxc_benchmarking.md", th_shared_dir("validation/published"));
-    size_t len, n = 0, distinct = 0, checked = 0, moe = 0, fsdp = 0;
+    size_t len, n = 0, distinct = 0, checked = 0, moe = 0, fsdp = 0, latent = 0;
     char *text = th_read_file(path, &len);
     REQUIRE(text);
     struct est_published *r = NULL;
     struct sc_error err;
     REQUIRE(calib_published_parse(text, len, &r, &n, &err) == SC_OK);
+    latent_widths(r, n);
     struct est_spec *seen = calloc(n ? n : 1, sizeof *seen);
     REQUIRE(seen);
     for (size_t i = 0; i < n; i++) {
@@ -310,13 +411,14 @@ TEST(published_estimates_keep_the_physical_invariants)
         checked++;
         moe += s.model.moe.experts > 0;
         fsdp += s.options.zero_stage == 3;
+        latent += s.model.mla.kv_lora_rank > 0;
         calib_costs_default(hw, &s, &c);
         REQUIRE(synth_estimate(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
         if (synth_invariants_check(&s, hw, &c, &e, &err))
             sc_check_fail(__FILE__, __LINE__, "line %zu (%s): %s", r[i].line, r[i].model, err.msg);
         synth_estimate_release(&e);
     }
-    CHECK(checked > 100 / INVARIANTS_STRIDE && moe > 0 && fsdp > 0);
+    CHECK(checked > 100 / INVARIANTS_STRIDE && moe > 0 && fsdp > 0 && latent > 0);
     free(seen);
     free(r);
     free(text);
