@@ -32,7 +32,7 @@ export function modelFields() {
       { name: 'hf_config', label: 'Hugging Face config.json', type: 'textarea', rows: 8, required: true,
         value: EXAMPLE_CONFIG, check: configCheck,
         help: 'Paste the model\'s config.json (llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, gpt_oss, ' +
-          'gpt2, gpt_neox); the example is Llama 3.1 8B\'s.' },
+          'gpt2, gpt_neox, deepseek_v2, deepseek_v3); the example is Llama 3.1 8B\'s.' },
       { name: 'seq', label: 'Sequence length', unit: 'tokens', min: 1, step: 1, check: whole(1, 1 << 24),
         help: 'Empty: the config\'s pretraining length.' },
     ],
