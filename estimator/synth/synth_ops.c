@@ -313,6 +313,25 @@ void synth_cp_pieces(struct synth *y)
     }
 }
 
+/* The attention block's output projection from proj_k (per rank), reduced
+ * over tp, and the residual's bias-dropout-add; backward the other way. */
+static void output_projection(struct synth *y, struct oplist *l, int backward, double proj_k)
+{
+    const struct shape *sh = &y->sh;
+    if (!backward) {
+        quantize_fwd(y, l, sh->T, sh->h, proj_k);
+        gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
+        tp_out(y, l, 0);
+        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        return;
+    }
+    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+    tp_out(y, l, 1);
+    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
+    gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
+    bias_grad(y, l, "output projection bias gradient", sh->T, sh->h);
+}
+
 /* Latent attention as Megatron-Core's MLASelfAttention runs it: the
  * down projections (replicated, on the tokens a norm sees) and the
  * latents' norms; the latents gathered over tp (with sequence
@@ -344,16 +363,10 @@ static void latent_attention_block(struct synth *y, struct oplist *l, int backwa
         gemm(y, l, "key/value up projection", sh->T, kv_n, kl, 1);
         mem(y, l, "rotary embedding", MODEL_KF_ELEMENTWISE, KERNEL_MEM_UNARY, laid_out);
         attention_core(y, l, 0);
-        quantize_fwd(y, l, sh->T, sh->h, proj_k);
-        gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
-        tp_out(y, l, 0);
-        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        output_projection(y, l, 0, proj_k);
         return;
     }
-    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
-    tp_out(y, l, 1);
-    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
-    gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
+    output_projection(y, l, 1, proj_k);
     attention_core(y, l, 1);
     mem(y, l, "rotary embedding backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_UNARY, laid_out);
     quantize(y, l, QUANT_GRAD, sh->T * kv_n);
@@ -382,17 +395,10 @@ static void attention_block(struct synth *y, struct oplist *l, int backward)
         quantize_fwd(y, l, sh->T, qkv_n, sh->h);
         gemm(y, l, "qkv projection", sh->T, qkv_n, sh->h, 1);
         attention_core(y, l, 0);
-        quantize_fwd(y, l, sh->T, sh->h, proj_k);
-        gemm(y, l, "output projection", sh->T, sh->h, proj_k, 1);
-        tp_out(y, l, 0);
-        mem(y, l, "bias dropout add", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
+        output_projection(y, l, 0, proj_k);
         return;
     }
-    mem(y, l, "bias dropout add backward", MODEL_KF_ELEMENTWISE, KERNEL_MEM_DROPOUT, sh->Tl * sh->h);
-    tp_out(y, l, 1);
-    quantize(y, l, QUANT_GRAD, sh->T * sh->h);
-    gemm_bwd(y, l, "output projection dgrad", "output projection wgrad", sh->T, sh->h, proj_k, 1);
-    bias_grad(y, l, "output projection bias gradient", sh->T, sh->h);
+    output_projection(y, l, 1, proj_k);
     attention_core(y, l, 1);
     quantize(y, l, QUANT_GRAD, sh->T * qkv_n);
     gemm_bwd(y, l, "qkv projection dgrad", "qkv projection wgrad", sh->T, qkv_n, sh->h, 1);
