@@ -29,7 +29,7 @@ static const char schemas[] =
     "\"JobDescription\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     " \"config\":{\"type\":\"object\",\"description\":\"the job description (README, whatif; tp, pp and dp"
     " required for a what-if or a plan): tp, pp, dp, ep, cp, etp, sp, gpus, gpus_per_node, micro_batch, global_batch,"
-    " layers, hidden, heads, kv_heads, ffn, seq_len, vocab, vpp (positive integers), zero_stage (0-3),"
+    " layers, hidden, heads, kv_heads, head_dim, ffn, seq_len, vocab, vpp (positive integers), zero_stage (0-3),"
     " schedule (1f1b or interleaved; default 1f1b, vpp 1), mlp (gelu or swiglu), recompute (none, selective or"
     " full), sequence_parallel, tied_embeddings and bias (booleans), framework (megatron or pytorch), master_weights (fp32 or bf16), moe (an"
     " object: experts, top_k, ffn, shared_experts) and any other"

@@ -26,7 +26,7 @@ static const char usage[] =
     "       stepcast --server URL whatif --model ID [--set K=V,...] [--json]\n"
     "       FILE: the job's description {\"tp\":..,\"pp\":..,\"dp\":..,\"micro_batch\":..,\"global_batch\":..,\n"
     "             \"layers\":..,\"hidden\":..,\"heads\":..,\"ffn\":..,\"seq\":..,\"vocab\":..,\"dtype\":..,\n"
-    "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
+    "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"head_dim\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
     "             \"tied_embeddings\":..,\"bias\":..,\"framework\":..,\"master_weights\":..,\n"
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (docs/commands/whatif.md)\n"

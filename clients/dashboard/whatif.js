@@ -21,7 +21,7 @@ const CONFIG = [
   ['tp', 'Tensor parallel (tp)', true], ['pp', 'Pipeline parallel (pp)', true], ['dp', 'Data parallel (dp)', true],
   ['cp', 'Context parallel (cp)'], ['ep', 'Expert parallel (ep)'], ['etp', 'Expert tensor parallel (etp)'],
   ['micro_batch', 'Micro-batch'], ['global_batch', 'Global batch'], ['layers', 'Layers'], ['hidden', 'Hidden size'],
-  ['heads', 'Attention heads'], ['kv_heads', 'Key/value heads'], ['ffn', 'FFN size'], ['seq', 'Sequence length'],
+  ['heads', 'Attention heads'], ['kv_heads', 'Key/value heads'], ['head_dim', 'Head width'], ['ffn', 'FFN size'], ['seq', 'Sequence length'],
   ['vocab', 'Vocabulary'], ['vpp', 'Virtual stages per pipeline rank'],
   ['gpus_per_node', 'GPUs per node (NVLink domain)'], ['moe_experts', 'MoE experts'],
   ['moe_top_k', 'MoE experts per token (top-k)'], ['moe_ffn', 'MoE expert FFN size'],

@@ -38,6 +38,7 @@ static const struct doc_field keys[] = {
     INTKEY("vpp", vpp, 1, 1 << 10),
     {"gpu", DOC_STR, 0, AT(gpu), 0, 0, NULL, NULL, 0},
     INTKEY("kv_heads", kv_heads, 1, EST_MAX_HEADS),
+    INTKEY("head_dim", head_dim, 1, EST_MAX_HEADS),
     NAMEKEY("mlp", mlp, spec_mlp_names),
     INTKEY("cp", cp, 1, EST_MAX_DEGREE),
     INTKEY("ep", ep, 1, EST_MAX_DEGREE),
@@ -365,7 +366,8 @@ static void int_members(struct out *o, const struct job_config *c, const char *c
 int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err)
 {
-    static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", NULL};
+    static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", "head_dim",
+                                             NULL};
     static const char *const moe_keys[] = {"moe.experts", "moe.top_k", "moe.ffn", "moe.shared_experts", NULL};
     static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
     struct out o = {text, size, 0, 0};

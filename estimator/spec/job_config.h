@@ -4,7 +4,7 @@
  * A job description is one JSON object,
  *   {"tp":2,"pp":1,"dp":4,"micro_batch":2,"global_batch":64,"layers":24,
  *    "hidden":2048,"heads":16,"ffn":8192,"seq":2048,"vocab":50257,"dtype":"bf16",
- *    "schedule":"1f1b","vpp":1,"kv_heads":16,"mlp":"gelu","cp":1,"ep":1,
+ *    "schedule":"1f1b","vpp":1,"kv_heads":16,"head_dim":128,"mlp":"gelu","cp":1,"ep":1,
  *    "etp":2,"zero_stage":1,"sequence_parallel":true,"recompute":"none",
  *    "gpus_per_node":8,"tied_embeddings":false,"bias":true,
  *    "moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0}}
@@ -49,7 +49,7 @@ struct job_config {
     char gpu[48]; /* a set's target GPU (profile id); "" = not given */
     /* the spec's keys of these names; 0 = not given (zero_stage: use
      * has_zero_stage) */
-    int64_t kv_heads, cp, ep, etp, zero_stage, gpus_per_node;
+    int64_t kv_heads, head_dim, cp, ep, etp, zero_stage, gpus_per_node;
     int has_zero_stage;
     int has_mlp;
     enum est_mlp mlp;

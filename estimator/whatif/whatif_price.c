@@ -136,6 +136,12 @@ static double kv_heads_of(const struct job_config *c)
     return (double)(c->kv_heads ? c->kv_heads : c->heads);
 }
 
+/* One head's width: head_dim, else hidden / heads (the spec's default). */
+static double head_dim_of(const struct job_config *c)
+{
+    return c->head_dim ? (double)c->head_dim : (double)c->hidden / (double)c->heads;
+}
+
 /* Whether c's MLP is gated (SwiGLU: gate and up). */
 int whatif_gated(const struct job_config *c)
 {
@@ -170,15 +176,17 @@ double whatif_activation_us(const struct whatif_price *p, const struct job_confi
 }
 
 /* The forward GEMMs of one layer on the target GPU, microseconds: QKV
- * (grouped-query: the key/value heads' share), the output projection,
- * the MLP's (gated: gate and up together). */
+ * (grouped-query: the key/value heads' share; heads of head_dim), the
+ * output projection from the heads, the MLP's (gated: gate and up
+ * together). */
 double whatif_layer_gemms_us(const struct whatif_price *p, const struct job_config *c)
 {
     double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq / (double)whatif_cp_of(c);
     double h = (double)c->hidden, f = (double)(c->ffn ? c->ffn : 4 * c->hidden), tp = (double)c->tp;
-    double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * h / (double)c->heads : 3 * h;
+    double qkv = c->heads ? (double)(c->heads + 2 * kv_heads_of(c)) * head_dim_of(c) : 3 * h,
+           q = c->heads ? (double)c->heads * head_dim_of(c) : h;
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
-    double a = gemm_us(p, tokens, qkv / tp, h, d), o = gemm_us(p, tokens, h, h / tp, d),
+    double a = gemm_us(p, tokens, qkv / tp, h, d), o = gemm_us(p, tokens, h, q / tp, d),
            f1 = gemm_us(p, tokens, f * (whatif_gated(c) ? 2 : 1) / tp, h, d), f2 = gemm_us(p, tokens, h, f / tp, d);
     return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
 }
@@ -217,7 +225,7 @@ double whatif_attention_us(const struct whatif_price *p, const struct job_config
     double t_us;
     struct sc_error ignored;
     double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp, cp = (double)whatif_cp_of(c);
-    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = (double)c->hidden / (double)c->heads;
+    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = head_dim_of(c);
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
     struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
                            hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
@@ -244,7 +252,8 @@ double whatif_attention_us(const struct whatif_price *p, const struct job_config
 double whatif_kv_width(const struct job_config *c)
 {
     double h = (double)(c->hidden ? c->hidden : 1);
-    return (c->heads ? kv_heads_of(c) * h / (double)c->heads : h) / (double)c->tp;
+    double hd = c->head_dim ? (double)c->head_dim : h / (double)(c->heads ? c->heads : 1);
+    return (c->heads ? kv_heads_of(c) * hd : h) / (double)c->tp;
 }
 
 /* Weights one GPU holds under c (a pipeline stage's share of the layers,
@@ -264,6 +273,7 @@ static double params_per_gpu(const struct job_config *c)
     m.heads = c->heads;
     m.ffn = c->ffn;
     m.kv_heads = c->kv_heads;
+    m.head_dim = c->head_dim;
     if (c->has_mlp)
         m.mlp = c->mlp;
     if (c->tied_embeddings >= 0)

@@ -15,7 +15,7 @@
 
 static const char full[] =
     "{\"tp\":2,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":32,\"layers\":8,\"hidden\":2048,\"heads\":16,"
-    "\"seq\":2048,\"kv_heads\":4,\"mlp\":\"swiglu\",\"cp\":2,\"ep\":4,\"etp\":1,\"zero_stage\":0,"
+    "\"seq\":2048,\"kv_heads\":4,\"head_dim\":256,\"mlp\":\"swiglu\",\"cp\":2,\"ep\":4,\"etp\":1,\"zero_stage\":0,"
     "\"sequence_parallel\":true,\"recompute\":\"selective\",\"gpus_per_node\":4,\"framework\":\"pytorch\","
     "\"master_weights\":\"bf16\",\"bias\":false,\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
 
@@ -137,7 +137,7 @@ TEST(job_config_new_keys_reach_the_spec)
     REQUIRE(spec_job_config_parse(full, strlen(full), &c, &err) == SC_OK);
     if (spec_job_config_spec(&c, "h100-sxm", &s, &err))
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
-    CHECK(s.model.kv_heads == 4 && s.model.mlp == EST_MLP_SWIGLU);
+    CHECK(s.model.kv_heads == 4 && s.model.head_dim == 256 && s.model.mlp == EST_MLP_SWIGLU);
     CHECK(s.model.moe.experts == 8 && s.model.moe.top_k == 2 && s.model.moe.ffn == 1024 &&
           s.model.moe.shared_experts == 1);
     CHECK(s.parallel.cp == 2 && s.parallel.ep == 4 && s.parallel.etp == 1 && s.parallel.global_batch == 32);
