@@ -260,11 +260,47 @@ TEST(whatif_control_to_test_within_twenty_percent_of_its_median_step)
     model_job_free(test);
 }
 
+/* A what-if: its set, and the field of the spec it changes. */
+struct change {
+    const char *set, *section, *key, *value;
+};
+
+/* The what-ifs of spec's synthesised trace (described by desc) against
+ * `stepcast estimate` of each changed spec. */
+static void whatifs_agree_with_estimates(const char *spec, const char *desc, const char *name,
+                                         const struct change *cases, size_t n)
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(spec, name, &job);
+    for (size_t k = 0; k < n; k++) {
+        struct whatif_result r;
+        struct sc_error err;
+        double est = estimate_changed(spec, cases[k].section, cases[k].key, cases[k].value);
+        if (whatif(g, desc, cases[k].set, &r, &err)) {
+            sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
+            continue;
+        }
+        printf("  %-18s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", *cases[k].set ? cases[k].set : "no-op",
+               r.step_ms, est, (r.step_ms - est) / est * 100);
+        /* a change of layers keeps the traced job's gradient buckets, each
+         * resized, where the estimate of the changed spec has as many
+         * buckets as its parameters fill: the last one's exposed time (bf16's
+         * gradients reduced in fp32) is a fresh estimate's to 4%; every
+         * kernel re-timed by the model on another GPU, each GPU with its own
+         * defaults (the H100 its measured GEMM ceilings): 1% */
+        double tol = !strncmp(cases[k].set, "gpu=", 4) ? 0.01 : !strncmp(cases[k].set, "layers=", 7) ? 0.04 : 0.03;
+        CHECK_NEAR(r.step_ms, est, tol * est);
+        /* the split averages the steps the step time does */
+        CHECK_NEAR(r.from_measured_ms + r.from_models_ms, r.step_ms, 1e-6 * r.step_ms);
+        whatif_release(&r);
+    }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
 TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
 {
-    static const struct {
-        const char *set, *section, *key, *value;
-    } cases[] = {
+    static const struct change cases[] = {
         {"", "model", NULL, NULL},
         {"layers=8", "model", "layers", "8"},
         {"layers=2", "model", "layers", "2"},
@@ -277,37 +313,11 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
         {"seq=4096", "model", "seq", "4096"},
         {"ffn=16384", "model", "ffn", "16384"},
         {"hidden=3072", "model", "hidden", "3072"},
-        /* every kernel re-timed by the model, each GPU with its own defaults
-         * (the H100 its measured GEMM ceilings): held at 1% below */
         {"gpu=h100-sxm", "cluster", "gpu", "\"h100-sxm\""},
         {"vocab=100000", "model", "vocab", "100000"},
     };
-    struct model_job *job;
-    struct model_graph *g = synth_graph(synth_spec, "whatif-synth", &job);
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        struct whatif_result r;
-        struct sc_error err;
-        double est = estimate_changed(synth_spec, cases[k].section, cases[k].key, cases[k].value);
-        /* the spec's default vocabulary, given so that it may change */
-        int rc = whatif(g, synth_config_vocab, cases[k].set, &r, &err);
-        if (rc)
-            sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
-        if (rc)
-            continue;
-        printf("  %-16s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", *cases[k].set ? cases[k].set : "no-op",
-               r.step_ms, est, (r.step_ms - est) / est * 100);
-        /* a change of layers keeps the traced job's gradient buckets, each
-         * resized, where the estimate of the changed spec has as many
-         * buckets as its parameters fill: the last one's exposed time (bf16's
-         * gradients reduced in fp32) is a fresh estimate's to 4% */
-        double tol = !strncmp(cases[k].set, "gpu=", 4) ? 0.01 : !strncmp(cases[k].set, "layers=", 7) ? 0.04 : 0.03;
-        CHECK_NEAR(r.step_ms, est, tol * est);
-        /* the split averages the steps the step time does */
-        CHECK_NEAR(r.from_measured_ms + r.from_models_ms, r.step_ms, 1e-6 * r.step_ms);
-        whatif_release(&r);
-    }
-    model_graph_free(g);
-    model_job_free(job);
+    /* the spec's default vocabulary, given so that it may change */
+    whatifs_agree_with_estimates(synth_spec, synth_config_vocab, "whatif-synth", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Heads wider than hidden / heads (Qwen3's 64 of 128 on 5,120): the
@@ -324,31 +334,13 @@ TEST(whatif_of_a_job_with_wide_heads_agrees_with_the_estimate)
     static const char desc[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
                                "\"hidden\":2048,\"heads\":16,\"kv_heads\":4,\"head_dim\":256,\"seq\":2048,"
                                "\"mlp\":\"swiglu\",\"vocab\":50257}";
-    static const struct {
-        const char *set, *section, *key, *value;
-    } cases[] = {
+    static const struct change cases[] = {
         {"tp=2", "parallel", "tp", "2"},
         {"seq=4096", "model", "seq", "4096"},
         {"kv_heads=8", "model", "kv_heads", "8"},
         {"hidden=3072", "model", "hidden", "3072"},
     };
-    struct model_job *job;
-    struct model_graph *g = synth_graph(spec, "whatif-wide-heads", &job);
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        struct whatif_result r;
-        struct sc_error err;
-        double est = estimate_changed(spec, cases[k].section, cases[k].key, cases[k].value);
-        if (whatif(g, desc, cases[k].set, &r, &err)) {
-            sc_check_fail(__FILE__, __LINE__, "%s: %s", cases[k].set, err.msg);
-            continue;
-        }
-        printf("  %-18s whatif %8.3f ms  estimate %8.3f ms  %+.2f%%\n", cases[k].set, r.step_ms, est,
-               (r.step_ms - est) / est * 100);
-        CHECK_NEAR(r.step_ms, est, 0.03 * est);
-        whatif_release(&r);
-    }
-    model_graph_free(g);
-    model_job_free(job);
+    whatifs_agree_with_estimates(spec, desc, "whatif-wide-heads", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Total duration of g's tasks that pick() selects, ns. */
