@@ -32,7 +32,7 @@ static const char schemas[] =
     " layers, hidden, heads, kv_heads, head_dim, ffn, seq_len, vocab, vpp (positive integers), zero_stage (0-3),"
     " schedule (1f1b or interleaved; default 1f1b, vpp 1), mlp (gelu or swiglu), recompute (none, selective or"
     " full), sequence_parallel, tied_embeddings and bias (booleans), framework (megatron or pytorch), master_weights (fp32 or bf16), moe (an"
-    " object: experts, top_k, ffn, shared_experts) and any other"
+    " object: experts, top_k, ffn, shared_experts, every, dense_layers) and any other"
     " scalar\",\"properties\":{\"moe\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}},"
     "\"additionalProperties\":{\"oneOf\":[{\"type\":\"number\"},"
     " {\"type\":\"string\"},{\"type\":\"boolean\"}]}},"

@@ -29,7 +29,8 @@ static const char usage[] =
     "             \"schedule\":..,\"vpp\":..,\"kv_heads\":..,\"head_dim\":..,\"mlp\":..,\"cp\":..,\"ep\":..,\"etp\":..,\n"
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
     "             \"tied_embeddings\":..,\"bias\":..,\"framework\":..,\"master_weights\":..,\n"
-    "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..}} (docs/commands/whatif.md)\n"
+    "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..,\"every\":..,\n"
+    "                   \"dense_layers\":..}} (docs/commands/whatif.md)\n"
     "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
     "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
 

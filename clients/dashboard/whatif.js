@@ -25,7 +25,8 @@ const CONFIG = [
   ['vocab', 'Vocabulary'], ['vpp', 'Virtual stages per pipeline rank'],
   ['gpus_per_node', 'GPUs per node (NVLink domain)'], ['moe_experts', 'MoE experts'],
   ['moe_top_k', 'MoE experts per token (top-k)'], ['moe_ffn', 'MoE expert FFN size'],
-  ['moe_shared_experts', 'MoE shared experts', false, 0],
+  ['moe_shared_experts', 'MoE shared experts', false, 0], ['moe_every', 'MoE in every k-th layer'],
+  ['moe_dense_layers', 'Dense layers before the MoE ones', false, 0],
 ];
 const NOT_GIVEN = ['', 'not given (the spec\'s default)'];
 const CHOICES = [

@@ -20,7 +20,8 @@
 #define BOOLKEY(name, member) {name, DOC_BOOL, 0, AT(member), 0, 1, NULL, NULL, 0}
 
 /* Every key, with the spec's ranges (estimator/spec/spec.h, EST_MAX_*);
- * zero_stage and moe.shared_experts take 0. Written in this order. */
+ * zero_stage, moe.shared_experts and moe.dense_layers take 0. Written in
+ * this order. */
 static const struct doc_field keys[] = {
     INTKEY("tp", tp, 1, EST_MAX_DEGREE),
     INTKEY("pp", pp, 1, EST_MAX_DEGREE),
@@ -56,6 +57,8 @@ static const struct doc_field keys[] = {
     INTKEY("moe.top_k", moe.top_k, 1, EST_MAX_EXPERTS),
     INTKEY("moe.ffn", moe.ffn, 1, EST_MAX_FFN),
     INTKEY("moe.shared_experts", moe.shared_experts, 0, 1 << 10),
+    INTKEY("moe.every", moe.every, 1, EST_MAX_LAYERS),
+    INTKEY("moe.dense_layers", moe.dense_layers, 0, EST_MAX_LAYERS),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -368,7 +371,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
 {
     static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", "head_dim",
                                              NULL};
-    static const char *const moe_keys[] = {"moe.experts", "moe.top_k", "moe.ffn", "moe.shared_experts", NULL};
+    static const char *const moe_keys[] = {"moe.experts", "moe.top_k",  "moe.ffn", "moe.shared_experts",
+                                           "moe.every",   "moe.dense_layers", NULL};
     static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
     struct out o = {text, size, 0, 0};
     if (!c->layers || !c->hidden || !c->heads || !c->seq)
@@ -381,7 +385,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
         member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
     if (c->bias >= 0)
         member(&o, "\"bias\":%s", c->bias ? "true" : "false");
-    if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts) {
+    if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts || c->moe.every ||
+        c->moe.dense_layers) {
         member(&o, "\"moe\":{");
         o.first = 1;
         int_members(&o, c, moe_keys);

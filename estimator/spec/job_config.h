@@ -7,7 +7,8 @@
  *    "schedule":"1f1b","vpp":1,"kv_heads":16,"head_dim":128,"mlp":"gelu","cp":1,"ep":1,
  *    "etp":2,"zero_stage":1,"sequence_parallel":true,"recompute":"none",
  *    "gpus_per_node":8,"tied_embeddings":false,"bias":true,
- *    "moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0}}
+ *    "moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0,"every":1,
+ *           "dense_layers":0}}
  * with tp, pp and dp required and every other key optional (`stepcast
  * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}, `stepcast job
  * config`). Each optional key means what the spec's key of that name means
@@ -66,6 +67,7 @@ struct job_config {
     enum est_master_weights master_weights;
     struct {
         int64_t experts, top_k, ffn, shared_experts;
+        int64_t every, dense_layers; /* MoE in every k-th layer after the dense ones */
     } moe; /* 0 = not given */
 };
 

@@ -504,7 +504,8 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
         {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1)},
         {"etp", t->etp != b->etp},
         {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
-                    t->moe.shared_experts != b->moe.shared_experts},
+                    t->moe.shared_experts != b->moe.shared_experts || t->moe.every != b->moe.every ||
+                    t->moe.dense_layers != b->moe.dense_layers},
         {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute)},
         {"framework", t->has_framework != b->has_framework || (t->has_framework && t->framework != b->framework)},
         {"master_weights", t->has_master_weights != b->has_master_weights ||

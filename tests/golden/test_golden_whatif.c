@@ -320,6 +320,28 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
     whatifs_agree_with_estimates(synth_spec, synth_config_vocab, "whatif-synth", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* What the what-if does not change yet is refused, naming the field, not
+ * answered as if the set had not asked for it. */
+TEST(whatif_refuses_what_it_does_not_change)
+{
+    static const char *const sets[][2] = {
+        {"moe.dense_layers=1", "set.moe: the what-if does not change a traced job's moe yet"},
+        {"moe.every=2", "set.moe: "},
+        {"recompute=full", "set.recompute: "},
+        {"framework=pytorch", "set.framework: "},
+    };
+    struct model_job *job;
+    struct model_graph *g = synth_graph(synth_spec, "whatif-refused", &job);
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        struct whatif_result r;
+        struct sc_error err;
+        CHECK_EQ_INT(whatif(g, synth_config_vocab, sets[k][0], &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, sets[k][1]);
+    }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
 /* Heads wider than hidden / heads (Qwen3's 64 of 128 on 5,120): the
  * description's head_dim sizes the QKV and output projections, attention
  * and the key/value width as the spec's does, so the what-if agrees with

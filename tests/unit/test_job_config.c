@@ -17,7 +17,8 @@ static const char full[] =
     "{\"tp\":2,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":32,\"layers\":8,\"hidden\":2048,\"heads\":16,"
     "\"seq\":2048,\"kv_heads\":4,\"head_dim\":256,\"mlp\":\"swiglu\",\"cp\":2,\"ep\":4,\"etp\":1,\"zero_stage\":0,"
     "\"sequence_parallel\":true,\"recompute\":\"selective\",\"gpus_per_node\":4,\"framework\":\"pytorch\","
-    "\"master_weights\":\"bf16\",\"bias\":false,\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}}";
+    "\"master_weights\":\"bf16\",\"bias\":false,\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1,"
+    "\"every\":2,\"dense_layers\":1}}";
 
 TEST(job_config_new_keys_parse_and_write_back)
 {
@@ -33,12 +34,14 @@ TEST(job_config_new_keys_parse_and_write_back)
     CHECK(c.has_framework && c.framework == EST_FRAMEWORK_PYTORCH);
     CHECK(c.has_master_weights && c.master_weights == EST_MASTER_BF16);
     CHECK_EQ_INT(c.bias, 0);
-    CHECK(c.moe.experts == 8 && c.moe.top_k == 2 && c.moe.ffn == 1024 && c.moe.shared_experts == 1);
+    CHECK(c.moe.experts == 8 && c.moe.top_k == 2 && c.moe.ffn == 1024 && c.moe.shared_experts == 1 &&
+          c.moe.every == 2 && c.moe.dense_layers == 1);
     CHECK_EQ_INT(spec_job_config_world_size(&c), 16);
     char *text = spec_job_config_json(&c);
     REQUIRE(text);
     CHECK_CONTAINS(text, "\"zero_stage\":0");
-    CHECK_CONTAINS(text, "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1}");
+    CHECK_CONTAINS(text, "\"moe\":{\"experts\":8,\"top_k\":2,\"ffn\":1024,\"shared_experts\":1,\"every\":2,"
+                         "\"dense_layers\":1}");
     CHECK_EQ_INT(spec_job_config_parse(text, strlen(text), &back, &err), SC_OK);
     CHECK(memcmp(&back, &c, sizeof c) == 0);
     free(text);
@@ -139,7 +142,7 @@ TEST(job_config_new_keys_reach_the_spec)
         sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
     CHECK(s.model.kv_heads == 4 && s.model.head_dim == 256 && s.model.mlp == EST_MLP_SWIGLU);
     CHECK(s.model.moe.experts == 8 && s.model.moe.top_k == 2 && s.model.moe.ffn == 1024 &&
-          s.model.moe.shared_experts == 1);
+          s.model.moe.shared_experts == 1 && s.model.moe.every == 2 && s.model.moe.dense_layers == 1);
     CHECK(s.parallel.cp == 2 && s.parallel.ep == 4 && s.parallel.etp == 1 && s.parallel.global_batch == 32);
     CHECK_EQ_INT(s.cluster.gpus_per_node, 4);
     CHECK(s.options.zero_stage == 0 && s.options.sequence_parallel == 1 &&
