@@ -30,8 +30,10 @@ static const char usage[] =
     "             \"zero_stage\":..,\"sequence_parallel\":..,\"recompute\":..,\"gpus_per_node\":..,\n"
     "             \"tied_embeddings\":..,\"bias\":..,\"framework\":..,\"master_weights\":..,\n"
     "             \"moe\":{\"experts\":..,\"top_k\":..,\"ffn\":..,\"shared_experts\":..,\"every\":..,\n"
-    "                   \"dense_layers\":..}} (docs/commands/whatif.md)\n"
-    "       K: any key of FILE (moe's dotted: moe.experts), and gpu\n"
+    "                   \"dense_layers\":..},\n"
+    "             \"mla\":{\"kv_lora_rank\":..,\"q_lora_rank\":..,\"qk_head_dim\":..,\"qk_pos_emb_head_dim\":..,\n"
+    "                   \"v_head_dim\":..}} (docs/commands/whatif.md)\n"
+    "       K: any key of FILE (moe's and mla's dotted: moe.experts), and gpu\n"
     "       P: the price of a GPU-hour, for the cost of the traced step and the what-if's\n";
 
 static void print_compare(const struct synth_compare *c)

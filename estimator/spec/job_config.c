@@ -59,6 +59,12 @@ static const struct doc_field keys[] = {
     INTKEY("moe.shared_experts", moe.shared_experts, 0, 1 << 10),
     INTKEY("moe.every", moe.every, 1, EST_MAX_LAYERS),
     INTKEY("moe.dense_layers", moe.dense_layers, 0, EST_MAX_LAYERS),
+    {"mla", DOC_OBJECT, 0, 0, 0, 0, 0, NULL, NULL, 0},
+    INTKEY("mla.kv_lora_rank", mla.kv_lora_rank, 1, EST_MAX_FFN),
+    INTKEY("mla.q_lora_rank", mla.q_lora_rank, 1, EST_MAX_FFN),
+    INTKEY("mla.qk_head_dim", mla.qk_head_dim, 1, EST_MAX_HEADS),
+    INTKEY("mla.qk_pos_emb_head_dim", mla.qk_pos_emb_head_dim, 1, EST_MAX_HEADS),
+    INTKEY("mla.v_head_dim", mla.v_head_dim, 1, EST_MAX_HEADS),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -229,6 +235,20 @@ static void put_value(struct out *o, const char *v)
     put(o, "\"");
 }
 
+/* The objects of a description, whose members a k=v list dots. */
+static const char *const objects[] = {"moe", "mla"};
+#define N_OBJECTS (sizeof objects / sizeof objects[0])
+
+/* The object of a dotted key ("moe.top_k": 0), or N_OBJECTS. */
+static size_t object_of(const char *key)
+{
+    const char *dot = strchr(key, '.');
+    for (size_t i = 0; dot && i < N_OBJECTS; i++)
+        if (strlen(objects[i]) == (size_t)(dot - key) && !strncmp(key, objects[i], (size_t)(dot - key)))
+            return i;
+    return N_OBJECTS;
+}
+
 /* "k=v,k=v" as the JSON object it stands for ("moe.top_k=2": {"moe":
  * {"top_k": 2}}), read as a set's JSON is: one table of keys serves both. */
 int spec_job_config_parse_set_list(const char *list, struct job_config *out, struct sc_error *err)
@@ -236,11 +256,15 @@ int spec_job_config_parse_set_list(const char *list, struct job_config *out, str
     spec_job_config_init(out);
     if (!list || !*list)
         return sc_error_set(err, SC_EINVAL, "set: empty (give k=v,k=v)");
-    size_t cap = 6 * strlen(list) + 64; /* every byte escaped, the braces and "moe" */
-    char *text = malloc(cap), *moe = malloc(cap);
-    struct out top = {text, cap, 0, 0}, in_moe = {moe, cap, 0, 1};
+    size_t cap = 6 * strlen(list) + 64; /* every byte escaped, the braces and an object's name */
+    char *text = malloc(cap), *members[N_OBJECTS] = {NULL};
+    struct out top = {text, cap, 0, 0}, in[N_OBJECTS];
     int rc = SC_OK;
-    if (!text || !moe) {
+    for (size_t i = 0; i < N_OBJECTS; i++) {
+        members[i] = malloc(cap);
+        in[i] = (struct out){members[i], cap, 0, 1};
+    }
+    if (!text || !members[0] || !members[N_OBJECTS - 1]) {
         rc = sc_error_set(err, SC_ENOMEM, "set: out of memory");
         goto out;
     }
@@ -266,19 +290,22 @@ int spec_job_config_parse_set_list(const char *list, struct job_config *out, str
             rc = sc_error_set(err, SC_EINVAL, "set.%s: unknown key", item);
             break;
         }
-        struct out *o = strncmp(item, "moe.", 4) == 0 ? &in_moe : &top;
-        member(o, "\"%s\":", o == &in_moe ? item + 4 : item);
+        size_t obj = object_of(item);
+        struct out *o = obj < N_OBJECTS ? &in[obj] : &top;
+        member(o, "\"%s\":", obj < N_OBJECTS ? strchr(item, '.') + 1 : item);
         put_value(o, eq + 1);
     }
     if (!rc) {
-        if (in_moe.n)
-            member(&top, "\"moe\":{%.*s}", (int)in_moe.n, moe);
+        for (size_t i = 0; i < N_OBJECTS; i++)
+            if (in[i].n)
+                member(&top, "\"%s\":{%.*s}", objects[i], (int)in[i].n, members[i]);
         put(&top, "}");
         rc = parse_json(text, top.n, 1, out, err);
     }
 out:
     free(text);
-    free(moe);
+    for (size_t i = 0; i < N_OBJECTS; i++)
+        free(members[i]);
     return rc;
 }
 
@@ -298,8 +325,8 @@ static void given_of(const struct job_config *c, unsigned char given[N_KEYS])
     for (size_t i = 0; i < N_GIVEN_FLAGS; i++)
         given[key_index(given_flags[i].key)] = (unsigned char)*(const int *)((const char *)c + given_flags[i].flag);
     for (size_t i = 0; i < N_KEYS; i++)
-        if (strncmp(keys[i].path, "moe.", 4) == 0 && given[i])
-            given[key_index("moe")] = 1;
+        if (object_of(keys[i].path) < N_OBJECTS && given[i])
+            given[key_index(objects[object_of(keys[i].path)])] = 1;
 }
 
 void spec_job_config_apply(const struct job_config *base, const struct job_config *set, struct job_config *out)
@@ -373,6 +400,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
                                              NULL};
     static const char *const moe_keys[] = {"moe.experts", "moe.top_k",  "moe.ffn", "moe.shared_experts",
                                            "moe.every",   "moe.dense_layers", NULL};
+    static const char *const mla_keys[] = {"mla.kv_lora_rank", "mla.q_lora_rank", "mla.qk_head_dim",
+                                           "mla.qk_pos_emb_head_dim", "mla.v_head_dim", NULL};
     static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
     struct out o = {text, size, 0, 0};
     if (!c->layers || !c->hidden || !c->heads || !c->seq)
@@ -390,6 +419,13 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
         member(&o, "\"moe\":{");
         o.first = 1;
         int_members(&o, c, moe_keys);
+        put(&o, "}");
+    }
+    if (c->mla.kv_lora_rank || c->mla.q_lora_rank || c->mla.qk_head_dim || c->mla.qk_pos_emb_head_dim ||
+        c->mla.v_head_dim) {
+        member(&o, "\"mla\":{");
+        o.first = 1;
+        int_members(&o, c, mla_keys);
         put(&o, "}");
     }
     put(&o, "},\"parallel\":{");

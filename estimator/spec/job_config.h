@@ -8,7 +8,9 @@
  *    "etp":2,"zero_stage":1,"sequence_parallel":true,"recompute":"none",
  *    "gpus_per_node":8,"tied_embeddings":false,"bias":true,
  *    "moe":{"experts":8,"top_k":2,"ffn":4096,"shared_experts":0,"every":1,
- *           "dense_layers":0}}
+ *           "dense_layers":0},
+ *    "mla":{"kv_lora_rank":512,"q_lora_rank":1536,"qk_head_dim":128,
+ *           "qk_pos_emb_head_dim":64,"v_head_dim":128}}
  * with tp, pp and dp required and every other key optional (`stepcast
  * whatif --config FILE`, the `config` of PUT /v1/jobs/{job}, `stepcast job
  * config`). Each optional key means what the spec's key of that name means
@@ -17,7 +19,7 @@
  * virtual stages per pipeline rank, checked as a spec's is
  * (spec_schedule_check, spec.h). A what-if's `set` takes the same keys, any
  * subset, and `gpu` (a hardware profile id), given as "k=v,k=v" on the
- * command line (moe's members dotted: "moe.experts=16"; booleans true or
+ * command line (moe's and mla's members dotted: "moe.experts=16"; booleans true or
  * false) or as a JSON object over HTTP. The traced GPU is never described:
  * it is read from the trace.
  *
@@ -69,6 +71,7 @@ struct job_config {
         int64_t experts, top_k, ffn, shared_experts;
         int64_t every, dense_layers; /* MoE in every k-th layer after the dense ones */
     } moe; /* 0 = not given */
+    struct est_mla mla; /* latent attention, the spec's model.mla; 0 = not given */
 };
 
 /* The largest spec text spec_job_config_spec_text writes. */

@@ -517,6 +517,25 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
                                 "set.%s: the what-if does not change a traced job's %s yet (estimate the target's "
                                 "spec instead)",
                                 fields[k].key, fields[k].key);
+    /* latent attention's GEMMs and tp gathers are not the ones the
+     * re-timing of a layer's shapes prices */
+    const struct {
+        const char *key;
+        int changed;
+    } latent[] = {
+        {"mla", memcmp(&t->mla, &b->mla, sizeof b->mla) != 0},
+        {"tp", t->tp != b->tp},
+        {"hidden", t->hidden != b->hidden},
+        {"heads", t->heads != b->heads},
+        {"kv_heads", t->kv_heads != b->kv_heads},
+        {"head_dim", t->head_dim != b->head_dim},
+    };
+    for (size_t k = 0; k < sizeof latent / sizeof latent[0]; k++)
+        if ((b->mla.kv_lora_rank || t->mla.kv_lora_rank) && latent[k].changed)
+            return sc_error_set(err, SC_EINVAL,
+                                "set.%s: the what-if does not change a traced latent-attention job's %s yet "
+                                "(estimate the target's spec instead)",
+                                latent[k].key, latent[k].key);
     return SC_OK;
 }
 

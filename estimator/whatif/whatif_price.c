@@ -142,6 +142,41 @@ static double head_dim_of(const struct job_config *c)
     return c->head_dim ? (double)c->head_dim : (double)c->hidden / (double)c->heads;
 }
 
+/* The spec model c describes (resolved); -1 when c lacks its sizes or
+ * they do not make one. */
+static int model_of(const struct job_config *c, struct est_model *m)
+{
+    struct sc_error ignored;
+    if (!c->layers || !c->hidden || !c->heads)
+        return -1;
+    spec_model_init(m);
+    m->layers = c->layers;
+    m->hidden = c->hidden;
+    m->heads = c->heads;
+    m->ffn = c->ffn;
+    m->kv_heads = c->kv_heads;
+    m->head_dim = c->head_dim;
+    m->mla = c->mla;
+    if (c->has_mlp)
+        m->mlp = c->mlp;
+    if (c->tied_embeddings >= 0)
+        m->tied_embeddings = c->tied_embeddings;
+    m->seq = c->seq ? c->seq : 1;
+    if (c->vocab)
+        m->vocab = c->vocab;
+    return spec_model_resolve(m, &ignored) ? -1 : 0;
+}
+
+/* The attention kernel's head width: head_dim, or latent attention's mean
+ * of the query/key and value widths (spec_attention_head_dim). */
+static double attention_head_dim_of(const struct job_config *c)
+{
+    struct est_model m;
+    if (c->mla.kv_lora_rank && !model_of(c, &m))
+        return spec_attention_head_dim(&m);
+    return head_dim_of(c);
+}
+
 /* Whether c's MLP is gated (SwiGLU: gate and up). */
 int whatif_gated(const struct job_config *c)
 {
@@ -225,7 +260,7 @@ double whatif_attention_us(const struct whatif_price *p, const struct job_config
     double t_us;
     struct sc_error ignored;
     double heads = (double)(c->heads / c->tp), kv = kv_heads_of(c) / (double)c->tp, cp = (double)whatif_cp_of(c);
-    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = head_dim_of(c);
+    double b = (double)(c->micro_batch ? c->micro_batch : 1), hd = attention_head_dim_of(c);
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
     struct attn_shape s = {b, heads < 1 ? 1 : heads, kv < 1 ? 1 : kv, (double)c->seq / cp, (double)c->seq / cp,
                            hd, 1, d == HW_FP8 || d == HW_FP4 ? HW_BF16 : d};
@@ -264,24 +299,7 @@ static double params_per_gpu(const struct job_config *c)
 {
     struct est_model m;
     struct est_params p;
-    struct sc_error ignored;
-    if (!c->layers || !c->hidden || !c->heads)
-        return 0;
-    spec_model_init(&m);
-    m.layers = c->layers;
-    m.hidden = c->hidden;
-    m.heads = c->heads;
-    m.ffn = c->ffn;
-    m.kv_heads = c->kv_heads;
-    m.head_dim = c->head_dim;
-    if (c->has_mlp)
-        m.mlp = c->mlp;
-    if (c->tied_embeddings >= 0)
-        m.tied_embeddings = c->tied_embeddings;
-    m.seq = c->seq ? c->seq : 1;
-    if (c->vocab)
-        m.vocab = c->vocab;
-    if (spec_model_resolve(&m, &ignored))
+    if (model_of(c, &m))
         return 0;
     spec_model_params(&m, &p);
     return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;

@@ -320,6 +320,46 @@ TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
     whatifs_agree_with_estimates(synth_spec, synth_config_vocab, "whatif-synth", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* A traced job with latent attention (DeepSeek's, model.mla), described
+ * as such: what-ifs that keep its layers' shapes agree with the estimate
+ * of the changed spec; those that would re-time its latent projections
+ * as plain attention's (tp, hidden, heads, the latent widths) are refused,
+ * naming the field. */
+TEST(whatif_of_a_latent_attention_job)
+{
+    static const char spec[] =
+        "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"ffn\":5632,\"mlp\":\"swiglu\","
+        "\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1024}},\"parallel\":{\"tp\":1,\"pp\":1,\"dp\":4,"
+        "\"micro_batch\":1,\"global_batch\":8},\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+    static const char desc[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
+                               "\"hidden\":2048,\"heads\":16,\"seq\":2048,\"ffn\":5632,\"mlp\":\"swiglu\","
+                               "\"vocab\":50257,\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1024}}";
+    static const struct change cases[] = {
+        {"", "model", NULL, NULL},
+        {"layers=8", "model", "layers", "8"},
+        {"dp=8,global_batch=8", "parallel", "dp", "8"},
+        {"micro_batch=2", "parallel", "micro_batch", "2"},
+        {"seq=4096", "model", "seq", "4096"},
+        {"gpu=h100-sxm", "cluster", "gpu", "\"h100-sxm\""},
+    };
+    whatifs_agree_with_estimates(spec, desc, "whatif-latent", cases, sizeof cases / sizeof cases[0]);
+
+    static const char *const refused[] = {"tp=2", "hidden=3072", "heads=32", "mla.kv_lora_rank=256"};
+    struct model_job *job;
+    struct model_graph *g = synth_graph(spec, "whatif-latent-refused", &job);
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        struct whatif_result r;
+        struct sc_error err;
+        char want[96];
+        snprintf(want, sizeof want, "set.%.*s: the what-if does not change a traced latent-attention job's",
+                 (int)strcspn(refused[k], ".="), refused[k]);
+        CHECK_EQ_INT(whatif(g, desc, refused[k], &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, want);
+    }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
 /* What the what-if does not change yet is refused, naming the field, not
  * answered as if the set had not asked for it. */
 TEST(whatif_refuses_what_it_does_not_change)

@@ -143,6 +143,7 @@ TEST(job_config_new_keys_reach_the_spec)
     CHECK(s.model.kv_heads == 4 && s.model.head_dim == 256 && s.model.mlp == EST_MLP_SWIGLU);
     CHECK(s.model.moe.experts == 8 && s.model.moe.top_k == 2 && s.model.moe.ffn == 1024 &&
           s.model.moe.shared_experts == 1 && s.model.moe.every == 2 && s.model.moe.dense_layers == 1);
+
     CHECK(s.parallel.cp == 2 && s.parallel.ep == 4 && s.parallel.etp == 1 && s.parallel.global_batch == 32);
     CHECK_EQ_INT(s.cluster.gpus_per_node, 4);
     CHECK(s.options.zero_stage == 0 && s.options.sequence_parallel == 1 &&
@@ -170,6 +171,25 @@ TEST(job_config_new_keys_reach_the_spec)
     CHECK_EQ_INT(spec_job_config_spec(&c, "h100-sxm", &s, &err), SC_EINVAL);
     CHECK_CONTAINS(err.msg, "options.sequence_parallel");
     CHECK_EQ_INT(spec_job_config_spec_text(&c, "h100-sxm", 0, text, 64, &err), SC_ELIMIT);
+
+    /* latent attention: the spec's model.mla, written back; a set dots its members */
+    static const char latent[] = "{\"tp\":1,\"pp\":1,\"dp\":2,\"layers\":2,\"hidden\":1024,\"heads\":8,\"seq\":1024,"
+                                 "\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1024,\"v_head_dim\":64}}";
+    struct job_config back;
+    REQUIRE(spec_job_config_parse(latent, strlen(latent), &c, &err) == SC_OK);
+    REQUIRE(spec_job_config_spec(&c, "h100-sxm", &s, &err) == SC_OK);
+    CHECK(s.model.mla.kv_lora_rank == 512 && s.model.mla.q_lora_rank == 1024 && s.model.mla.v_head_dim == 64);
+    CHECK(s.model.head_dim == 192 && s.model.kv_heads == 8);
+    char *written = spec_job_config_json(&c);
+    REQUIRE(written);
+    CHECK_CONTAINS(written, "\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1024,\"v_head_dim\":64}");
+    CHECK_EQ_INT(spec_job_config_parse(written, strlen(written), &back, &err), SC_OK);
+    CHECK(memcmp(&back, &c, sizeof c) == 0);
+    free(written);
+    REQUIRE(spec_job_config_parse_set_list("mla.kv_lora_rank=256,moe.top_k=4,dp=4", &back, &err) == SC_OK);
+    CHECK(back.mla.kv_lora_rank == 256 && back.moe.top_k == 4 && back.dp == 4);
+    CHECK_EQ_INT(spec_job_config_parse_set_list("mla.rank=2", &back, &err), SC_EINVAL);
+    CHECK_CONTAINS(err.msg, "set.mla.rank: unknown key");
 }
 
 TEST(job_check_world_size_groups_and_mfu)
