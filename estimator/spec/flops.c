@@ -40,18 +40,24 @@ void spec_layer_params(const struct est_model *m, int64_t i, struct est_layer_pa
     double h = (double)m->hidden;
     attention_weights(m, out);
     out->norms += h; /* the MLP's */
+    out->active = out->attention + out->latent;
     if (spec_model_layer_is_moe(m, i)) {
         const struct est_moe *e = &m->moe;
         double one = mlp_weights(m, e->ffn);
         out->mlp = (double)e->shared_experts * one;
         out->experts = (double)e->experts * one;
         out->router = h * (double)e->experts;
-        out->active = out->attention + out->latent + out->router + (double)(e->top_k + e->shared_experts) * one;
+        out->active += out->router + (double)(e->top_k + e->shared_experts) * one;
     } else {
         out->mlp = mlp_weights(m, m->ffn);
         out->experts = out->router = 0;
-        out->active = out->attention + out->latent + out->mlp;
+        out->active += out->mlp;
     }
+}
+
+double spec_layer_dense_per_rank(const struct est_layer_params *lp, double tp)
+{
+    return (lp->attention + lp->mlp) / tp + lp->latent + lp->router + lp->norms;
 }
 
 void spec_model_params(const struct est_model *m, struct est_params *out)

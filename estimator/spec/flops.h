@@ -59,6 +59,9 @@ struct est_params {
 
 /* Layer i (0-based; dense or MoE by the model's moe fields). */
 void spec_layer_params(const struct est_model *m, int64_t i, struct est_layer_params *out);
+/* A layer's weights on one of tp ranks but the routed experts': the
+ * split ones' share, and the replicated ones. */
+double spec_layer_dense_per_rank(const struct est_layer_params *lp, double tp);
 void spec_model_params(const struct est_model *m, struct est_params *out);
 
 /* Attention-score FLOPs of one token, forward only, over all layers:

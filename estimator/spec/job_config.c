@@ -260,11 +260,13 @@ int spec_job_config_parse_set_list(const char *list, struct job_config *out, str
     char *text = malloc(cap), *members[N_OBJECTS] = {NULL};
     struct out top = {text, cap, 0, 0}, in[N_OBJECTS];
     int rc = SC_OK;
+    int oom = !text;
     for (size_t i = 0; i < N_OBJECTS; i++) {
         members[i] = malloc(cap);
         in[i] = (struct out){members[i], cap, 0, 1};
+        oom |= !members[i];
     }
-    if (!text || !members[0] || !members[N_OBJECTS - 1]) {
+    if (oom) {
         rc = sc_error_set(err, SC_ENOMEM, "set: out of memory");
         goto out;
     }
@@ -393,15 +395,28 @@ static void int_members(struct out *o, const struct job_config *c, const char *c
     }
 }
 
+/* Object obj's given members as `"obj":{...}`, in the keys' order; nothing
+ * when none is given. */
+static void object_members(struct out *o, const struct job_config *c, size_t obj)
+{
+    int any = 0;
+    for (size_t i = 0; i < N_KEYS; i++)
+        any |= object_of(keys[i].path) == obj && int_value(c, keys[i].path) != 0;
+    if (!any)
+        return;
+    member(o, "\"%s\":{", objects[obj]);
+    o->first = 1;
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (object_of(keys[i].path) == obj && int_value(c, keys[i].path))
+            member(o, "\"%s\":%lld", strchr(keys[i].path, '.') + 1, (long long)int_value(c, keys[i].path));
+    put(o, "}");
+}
+
 int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err)
 {
     static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", "head_dim",
                                              NULL};
-    static const char *const moe_keys[] = {"moe.experts", "moe.top_k",  "moe.ffn", "moe.shared_experts",
-                                           "moe.every",   "moe.dense_layers", NULL};
-    static const char *const mla_keys[] = {"mla.kv_lora_rank", "mla.q_lora_rank", "mla.qk_head_dim",
-                                           "mla.qk_pos_emb_head_dim", "mla.v_head_dim", NULL};
     static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
     struct out o = {text, size, 0, 0};
     if (!c->layers || !c->hidden || !c->heads || !c->seq)
@@ -414,20 +429,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
         member(&o, "\"tied_embeddings\":%s", c->tied_embeddings ? "true" : "false");
     if (c->bias >= 0)
         member(&o, "\"bias\":%s", c->bias ? "true" : "false");
-    if (c->moe.experts || c->moe.top_k || c->moe.ffn || c->moe.shared_experts || c->moe.every ||
-        c->moe.dense_layers) {
-        member(&o, "\"moe\":{");
-        o.first = 1;
-        int_members(&o, c, moe_keys);
-        put(&o, "}");
-    }
-    if (c->mla.kv_lora_rank || c->mla.q_lora_rank || c->mla.qk_head_dim || c->mla.qk_pos_emb_head_dim ||
-        c->mla.v_head_dim) {
-        member(&o, "\"mla\":{");
-        o.first = 1;
-        int_members(&o, c, mla_keys);
-        put(&o, "}");
-    }
+    for (size_t i = 0; i < N_OBJECTS; i++)
+        object_members(&o, c, i);
     put(&o, "},\"parallel\":{");
     if (!open)
         member(&o, "\"tp\":%lld,\"pp\":%lld,\"dp\":%lld,\"micro_batch\":%lld,\"schedule\":\"%s\",\"vpp\":%lld",

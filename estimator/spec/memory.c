@@ -166,7 +166,7 @@ static void layer_kinds_init(const struct est_spec *s, struct layer_kinds *k)
         if (!done[moe]) {
             struct est_layer_params lp;
             spec_layer_params(&s->model, i, &lp);
-            k->dense[moe] = (lp.attention + lp.mlp) / t + lp.latent + lp.router + lp.norms;
+            k->dense[moe] = spec_layer_dense_per_rank(&lp, t);
             k->experts[moe] = lp.experts / experts_split;
             spec_layer_activations(s, i, &k->acts[moe]);
             done[moe] = 1;

@@ -26,7 +26,7 @@ void synth_layer_rank_params(const struct est_spec *s, int64_t i, double *dense,
 {
     struct est_layer_params p;
     spec_layer_params(&s->model, i, &p);
-    *dense = (p.attention + p.mlp) / (double)s->parallel.tp + p.latent + p.norms + p.router;
+    *dense = spec_layer_dense_per_rank(&p, (double)s->parallel.tp);
     *experts = p.experts / (double)(s->parallel.ep * s->parallel.etp);
 }
 

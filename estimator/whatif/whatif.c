@@ -494,48 +494,39 @@ static void micro_batches(struct wf *w)
 }
 
 /* What the transforms do not change yet: a set asking for it is refused,
- * naming the field, rather than answered as if it had not asked. */
+ * naming the field, rather than answered as if it had not asked. Of a
+ * latent-attention job, neither its layers' shapes: its latent
+ * projections and tp gathers are not the GEMMs and collectives the
+ * re-timing of a layer's shapes prices. */
 static int unmodelled_changes(const struct job_config *b, const struct job_config *t, struct sc_error *err)
 {
+    int latent = b->mla.kv_lora_rank || t->mla.kv_lora_rank;
     const struct {
         const char *key;
-        int changed;
+        int changed, latent_only;
     } fields[] = {
-        {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1)},
-        {"etp", t->etp != b->etp},
-        {"moe", t->moe.experts != b->moe.experts || t->moe.top_k != b->moe.top_k || t->moe.ffn != b->moe.ffn ||
-                    t->moe.shared_experts != b->moe.shared_experts || t->moe.every != b->moe.every ||
-                    t->moe.dense_layers != b->moe.dense_layers},
-        {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute)},
-        {"framework", t->has_framework != b->has_framework || (t->has_framework && t->framework != b->framework)},
-        {"master_weights", t->has_master_weights != b->has_master_weights ||
-                               (t->has_master_weights && t->master_weights != b->master_weights)},
+        {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1), 0},
+        {"etp", t->etp != b->etp, 0},
+        {"moe", memcmp(&t->moe, &b->moe, sizeof b->moe) != 0, 0},
+        {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute), 0},
+        {"framework", t->has_framework != b->has_framework || (t->has_framework && t->framework != b->framework), 0},
+        {"master_weights",
+         t->has_master_weights != b->has_master_weights ||
+             (t->has_master_weights && t->master_weights != b->master_weights),
+         0},
+        {"mla", memcmp(&t->mla, &b->mla, sizeof b->mla) != 0, 1},
+        {"tp", t->tp != b->tp, 1},
+        {"hidden", t->hidden != b->hidden, 1},
+        {"heads", t->heads != b->heads, 1},
+        {"kv_heads", t->kv_heads != b->kv_heads, 1},
+        {"head_dim", t->head_dim != b->head_dim, 1},
     };
     for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
-        if (fields[k].changed)
+        if (fields[k].changed && (latent || !fields[k].latent_only))
             return sc_error_set(err, SC_EINVAL,
-                                "set.%s: the what-if does not change a traced job's %s yet (estimate the target's "
+                                "set.%s: the what-if does not change a traced %sjob's %s yet (estimate the target's "
                                 "spec instead)",
-                                fields[k].key, fields[k].key);
-    /* latent attention's GEMMs and tp gathers are not the ones the
-     * re-timing of a layer's shapes prices */
-    const struct {
-        const char *key;
-        int changed;
-    } latent[] = {
-        {"mla", memcmp(&t->mla, &b->mla, sizeof b->mla) != 0},
-        {"tp", t->tp != b->tp},
-        {"hidden", t->hidden != b->hidden},
-        {"heads", t->heads != b->heads},
-        {"kv_heads", t->kv_heads != b->kv_heads},
-        {"head_dim", t->head_dim != b->head_dim},
-    };
-    for (size_t k = 0; k < sizeof latent / sizeof latent[0]; k++)
-        if ((b->mla.kv_lora_rank || t->mla.kv_lora_rank) && latent[k].changed)
-            return sc_error_set(err, SC_EINVAL,
-                                "set.%s: the what-if does not change a traced latent-attention job's %s yet "
-                                "(estimate the target's spec instead)",
-                                latent[k].key, latent[k].key);
+                                fields[k].key, fields[k].latent_only ? "latent-attention " : "", fields[k].key);
     return SC_OK;
 }
 
