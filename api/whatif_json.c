@@ -46,8 +46,9 @@ json_t *api_structure_json(const struct job_structure *s)
                                       num((double)s->by_use[u] / steps), "bytes_per_step",
                                       num(s->use_bytes[u] / steps), "ms", num(s->use_ms[u])));
     json_t *passes =
-        json_pack("{s:b,s:I,s:i,s:i}", "recorded", s->backward_tasks > 0 || s->layers_forward > 0, "backward_tasks",
-                  (json_int_t)s->backward_tasks, "layers_forward", s->layers_forward, "layers_backward",
+        json_pack("{s:b,s:I,s:I,s:i,s:i}", "recorded", s->backward_tasks > 0 || s->layers_forward > 0,
+                  "backward_tasks", (json_int_t)s->backward_tasks, "gradient_accumulation_tasks",
+                  (json_int_t)s->param_work_tasks, "layers_forward", s->layers_forward, "layers_backward",
                   s->layers_backward);
     json_t *stack = json_pack("{s:s,s:I,s:I}", "kind",
                               s->inductor_kernels || s->compiled_regions ? "torch.compile" : "eager",

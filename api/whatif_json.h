@@ -20,10 +20,11 @@
  *   bound), dollars at gpu_hour_usd (null when not given)
  * structure: {"layers_per_rank":N,"layers_from":"module annotations",
  *   "layer_tasks":N,"gpu":"a100-sxm4-40gb"|null,"device_name":"..",
- *   "world_size":N|null,"collectives":{"dp":{"count":N,"ms":..},...},
+ *   "world_size":N|null,"collectives":{"dp"|"tp"|"pp"|"cp"|"ep"|"edp"|
+ *   "other":{"count":N,"ms":..}},
  *   "stack":{"kind":"eager"|"torch.compile","inductor_kernels":N,
  *   "compiled_regions":N},"passes":{"recorded":bool,"backward_tasks":N,
- *   "layers_forward":N,"layers_backward":N},
+ *   "gradient_accumulation_tasks":N,"layers_forward":N,"layers_backward":N},
  *   "gradient_reduction":"none"|"ddp"|"zero"|"fsdp",
  *   "data_parallel":{"gradients"|"parameters"|"buffers"|"other":
  *   {"count":N,"per_step":..,"bytes_per_step":..,"ms":..}}} */

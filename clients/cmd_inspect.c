@@ -258,8 +258,9 @@ static void print_launchers(const struct job_structure *st)
     else
         printf("  stack: eager\n");
     if (st->backward_tasks)
-        printf("  passes: %d layers with forward work, %d with backward work (%zu tasks the autograd engine ran)\n",
-               st->layers_forward, st->layers_backward, st->backward_tasks);
+        printf("  passes: %d layers with forward work, %d with backward work (%zu tasks the autograd engine ran, "
+               "%zu of them accumulating gradients)\n",
+               st->layers_forward, st->layers_backward, st->backward_tasks, st->param_work_tasks);
     else
         printf("  passes: the trace records no autograd engine function, so forward and backward are not told "
                "apart\n");
@@ -311,11 +312,13 @@ static int structure(const struct model_graph *g, const struct job_config *cfg, 
         struct cli_table tb;
         cli_table_init(&tb, "collectives", "count", "traced ms", NULL);
         for (int r = STRUCT_ROLE_DP; r < STRUCT_ROLE_COUNT; r++)
-            cli_table_rowf(&tb, "%s|%zu|%.3f", r == STRUCT_ROLE_DP   ? "data-parallel"
-                                                : r == STRUCT_ROLE_TP ? "tensor-parallel"
-                                                : r == STRUCT_ROLE_PP ? "pipeline send/recv"
-                                                : r == STRUCT_ROLE_CP ? "context-parallel exchange"
-                                                                      : "other",
+            cli_table_rowf(&tb, "%s|%zu|%.3f", r == STRUCT_ROLE_DP    ? "data-parallel"
+                                                : r == STRUCT_ROLE_TP  ? "tensor-parallel"
+                                                : r == STRUCT_ROLE_PP  ? "pipeline send/recv"
+                                                : r == STRUCT_ROLE_CP  ? "context-parallel exchange"
+                                                : r == STRUCT_ROLE_EP  ? "expert-parallel exchange"
+                                                : r == STRUCT_ROLE_EDP ? "expert data-parallel"
+                                                                       : "other",
                            st.by_role[r], st.role_ms[r]);
         cli_table_print(&tb, stdout, "  ");
         cli_table_release(&tb);

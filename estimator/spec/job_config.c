@@ -363,6 +363,14 @@ int64_t spec_job_config_world_size(const struct job_config *c)
     return c->tp * (c->cp ? c->cp : 1) * c->pp * c->dp;
 }
 
+void spec_job_config_expert_groups(const struct job_config *c, int64_t *ep, int64_t *etp, int64_t *edp)
+{
+    int64_t dense = c->tp * (c->cp ? c->cp : 1) * c->dp;
+    *ep = c->ep ? c->ep : 1;
+    *etp = c->etp ? c->etp : c->tp;
+    *edp = *ep * *etp > 0 && dense % (*ep * *etp) == 0 ? dense / (*ep * *etp) : 0;
+}
+
 int spec_job_config_check_schedule(const struct job_config *c, const char *prefix, struct sc_error *err)
 {
     return spec_schedule_check(c->pp, spec_job_config_vpp(c), spec_job_config_schedule(c), c->layers,

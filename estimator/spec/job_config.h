@@ -105,6 +105,11 @@ int64_t spec_job_config_vpp(const struct job_config *c);
 int spec_job_config_sequence_parallel(const struct job_config *c);
 /* The GPUs c describes: tp x cp x pp x dp (cp 1 when not given). */
 int64_t spec_job_config_world_size(const struct job_config *c);
+/* c's expert groups as a spec has them: ep (1 when not given), etp (tp
+ * when not given) and the expert-data-parallel ranks that reduce an
+ * expert's gradients, tp x cp x dp / (ep x etp) (0 when that does not
+ * divide). */
+void spec_job_config_expert_groups(const struct job_config *c, int64_t *ep, int64_t *etp, int64_t *edp);
 
 /* c's schedule checked as a spec's is (spec_schedule_check), the fields
  * named after prefix ("" for a description, "set." for a what-if's

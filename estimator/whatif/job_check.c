@@ -8,18 +8,16 @@
 
 int whatif_job_config_has_group(const struct job_config *c, int64_t size, int p2p)
 {
-    int64_t cp = c->cp ? c->cp : 1, ep = c->ep ? c->ep : 1, etp = c->etp ? c->etp : c->tp;
+    int64_t cp = c->cp ? c->cp : 1, ep, etp, edp;
     const int64_t sizes[] = {c->tp,         cp,           c->pp,           c->dp,
                              c->dp * cp,    c->tp * cp,   c->tp * c->dp,   c->tp * c->pp,
                              spec_job_config_world_size(c)};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (size == sizes[i])
             return 1;
-    if (c->moe.experts) {
-        int64_t dense = c->tp * cp * c->dp; /* the ranks of one pipeline stage, folded for experts */
-        if (size == ep || size == etp || size == etp * ep || (dense % (etp * ep) == 0 && size == dense / (etp * ep)))
-            return 1;
-    }
+    spec_job_config_expert_groups(c, &ep, &etp, &edp);
+    if (c->moe.experts && (size == ep || size == etp || size == etp * ep || size == edp))
+        return 1;
     return p2p && size == 2 && c->pp > 1;
 }
 

@@ -22,7 +22,7 @@
  * kernels than this is not found by its repeats. */
 #define STRUCT_MAX_BLOCK 2048
 
-static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "cp", "other"};
+static const char *const role_names[STRUCT_ROLE_COUNT] = {"none", "dp", "tp", "pp", "cp", "ep", "edp", "other"};
 
 const char *whatif_struct_role_name(enum struct_role r)
 {
@@ -45,6 +45,7 @@ void whatif_job_structure_release(struct job_structure *s)
     free(s->coll_size);
     free(s->phase);
     free(s->dp_use);
+    free(s->param_work);
     free(s->host_ops);
     free(s->gemm);
     free(s->gemms);
@@ -53,6 +54,7 @@ void whatif_job_structure_release(struct job_structure *s)
     s->host_ops = NULL;
     s->phase = NULL;
     s->dp_use = NULL;
+    s->param_work = NULL;
     s->layer = NULL;
     s->role = NULL;
     s->coll_bytes = NULL;
@@ -70,11 +72,12 @@ int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, s
     out->coll_size = malloc(n * sizeof *out->coll_size);
     out->phase = malloc(n);
     out->dp_use = malloc(n);
+    out->param_work = malloc(n);
     out->host_ops = malloc(n * sizeof *out->host_ops);
     out->gemm = malloc(n * sizeof *out->gemm);
     out->gemms = malloc((src->n_gemms ? src->n_gemms : 1) * sizeof *out->gemms);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
-        !out->host_ops || !out->gemm || !out->gemms) {
+        !out->param_work || !out->host_ops || !out->gemm || !out->gemms) {
         whatif_job_structure_release(out);
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     }
@@ -91,6 +94,7 @@ int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, s
     memcpy(out->coll_size, src->coll_size, n_tasks * sizeof *out->coll_size);
     memcpy(out->phase, src->phase, n_tasks);
     memcpy(out->dp_use, src->dp_use, n_tasks);
+    memcpy(out->param_work, src->param_work, n_tasks);
     return SC_OK;
 }
 
@@ -343,8 +347,9 @@ static void layers_by_phase(const struct model_graph *g, struct job_structure *o
     free(seen);
 }
 
-/* Phases, data-parallel uses and the gradient reduction of g's tasks (the
- * roles already classified), from the spans around their calls. */
+/* Phases, data-parallel uses, the gradient reduction and the work on the
+ * gradients of g's tasks (the roles already classified), from the spans
+ * around their calls. */
 static void launchers(const struct model_graph *g, const struct trace_notes_set *n, struct job_structure *out)
 {
     int fsdp = 0, scattered = 0;
@@ -358,6 +363,10 @@ static void launchers(const struct model_graph *g, const struct trace_notes_set 
         if (notes_of(n, g->tasks[i].rank)->has_autograd)
             out->phase[i] = c && c->backward ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
         out->backward_tasks += out->phase[i] == STRUCT_PHASE_BACKWARD;
+        if (hook == TRACE_HOOK_GRADS && model_task_on_gpu(g->tasks[i].cls) && g->tasks[i].cls != MODEL_TASK_COMM) {
+            out->param_work[i] = 1;
+            out->param_work_tasks++;
+        }
         if (out->role[i] != STRUCT_ROLE_DP)
             continue;
         enum struct_dp_use use = hook == TRACE_HOOK_GRADS || hook == TRACE_HOOK_FSDP_GRADS ? STRUCT_DP_GRADS
@@ -410,10 +419,39 @@ static void comm_info(const struct model_graph *g, const struct trace_notes_set 
         *size = 0; /* unknown */
 }
 
+/* The role of an MoE job's collective of `size` ranks (known) among its
+ * expert groups, or STRUCT_ROLE_NONE. Inside a layer, an all-to-all over
+ * the expert-parallel group (NCCL's send/recv where no other group of two
+ * or cp ranks sends), or an all-gather or reduce-scatter over it with the
+ * expert-tensor-parallel slices (the all-gather dispatcher), is the token
+ * exchange; a reduction over the expert-data-parallel group, where that
+ * group is neither the data-parallel nor the tensor-parallel one, the
+ * experts' gradients. */
+static enum struct_role expert_role(const struct model_task *t, int32_t layer, int64_t size,
+                                    const struct job_config *c)
+{
+    int64_t ep, etp, edp, cp = c->cp > 1 ? c->cp : 1;
+    spec_job_config_expert_groups(c, &ep, &etp, &edp);
+    if (!c->moe.experts || ep < 2 || size < 2)
+        return STRUCT_ROLE_NONE;
+    int op = t->sub, p2p = whatif_struct_coll_is_p2p(op);
+    int gather = op == MODEL_COLL_ALLGATHER || op == MODEL_COLL_REDUCESCATTER;
+    if (layer >= 0 && ((op == MODEL_COLL_ALLTOALL && (size == ep || size == ep * etp)) ||
+                       (p2p && size == ep && size != cp && (size != 2 || (cp == 1 && c->pp == 1))) ||
+                       (gather && size == ep * etp && size != c->tp)))
+        return STRUCT_ROLE_EP;
+    if ((op == MODEL_COLL_ALLREDUCE || gather) && size == edp && edp != c->dp * cp && (edp != c->tp || c->tp == 1))
+        return STRUCT_ROLE_EDP;
+    return STRUCT_ROLE_NONE;
+}
+
 static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_t layer, int64_t size,
                                  const struct job_config *c)
 {
     const struct model_task *t = &g->tasks[i];
+    enum struct_role expert = expert_role(t, layer, size, c);
+    if (expert != STRUCT_ROLE_NONE)
+        return expert;
     if (whatif_struct_coll_is_p2p(t->sub)) {
         if (c->cp > 1 && (size == 0 || size == 2 || size == c->cp) && (c->pp == 1 || layer >= 0))
             return STRUCT_ROLE_CP;
@@ -542,10 +580,11 @@ static int recover(const struct model_graph *g, const struct trace_notes_set *n,
     out->coll_size = calloc(nt, sizeof *out->coll_size);
     out->phase = calloc(nt, 1);
     out->dp_use = calloc(nt, 1);
+    out->param_work = calloc(nt, 1);
     out->host_ops = calloc(nt, sizeof *out->host_ops);
     out->gemm = malloc(nt * sizeof *out->gemm);
     if (!out->layer || !out->role || !out->coll_bytes || !out->coll_size || !out->phase || !out->dp_use ||
-        !out->host_ops || !out->gemm)
+        !out->param_work || !out->host_ops || !out->gemm)
         return sc_error_set(err, SC_ENOMEM, "out of memory");
     for (size_t i = 0; i < g->n_tasks; i++) {
         out->layer[i] = -1;

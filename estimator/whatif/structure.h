@@ -78,9 +78,15 @@ struct trace_notes_set;
 
 #define STRUCT_MIN_BLOCK 2
 
+/* A collective's role: data-parallel (the dense weights' gradients, or
+ * parameters), tensor-, pipeline- or context-parallel; of an MoE job, the
+ * token exchange inside the expert-parallel group (ep) and the experts'
+ * gradients reduced over the expert-data-parallel group (edp; classed dp
+ * where that group is the data-parallel one). */
 enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE_PP, STRUCT_ROLE_CP,
-                   STRUCT_ROLE_OTHER, STRUCT_ROLE_COUNT };
-const char *whatif_struct_role_name(enum struct_role r); /* "none", "dp", "tp", "pp", "cp", "other" */
+                   STRUCT_ROLE_EP, STRUCT_ROLE_EDP, STRUCT_ROLE_OTHER, STRUCT_ROLE_COUNT };
+/* "none", "dp", "tp", "pp", "cp", "ep", "edp", "other" */
+const char *whatif_struct_role_name(enum struct_role r);
 
 enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
 const char *whatif_struct_layer_source_name(enum struct_layer_source s);
@@ -102,6 +108,12 @@ struct job_structure {
     int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
     uint8_t *phase;      /* per task: enum struct_phase (NONE: the trace records no autograd engine) */
     uint8_t *dp_use;     /* per task: enum struct_dp_use */
+    /* per task: 1 for GPU work (not a collective) launched while the
+     * autograd engine accumulated a gradient (its AccumulateGrad node and
+     * the hooks on it: .grad += , DDP's copy into its bucket, Megatron's
+     * main_grad add): work on the weights, once a micro-batch, whatever
+     * the tokens */
+    uint8_t *param_work;
     /* per task: the operators the profiler recorded (Kineto's cpu_op
      * events) that began on a runtime call's thread in the host gap
      * before it; 0 for every other task */
@@ -121,6 +133,7 @@ struct job_structure {
     int64_t world_size;                /* the trace's, or -1 */
     /* what launched the work */
     size_t backward_tasks;      /* tasks the autograd engine launched */
+    size_t param_work_tasks;    /* GPU tasks that accumulate gradients (param_work) */
     int layers_forward, layers_backward; /* the most layers with forward (backward) work in one step of a rank */
     size_t inductor_kernels;    /* kernels torch.compile generated */
     size_t compiled_regions;    /* CompiledFunction / Torch-Compiled Region spans */

@@ -68,6 +68,14 @@ static int oom(struct sc_error *err)
 
 /* ---- collectives ---- */
 
+/* Whether collectives of role r reduce gradients (or gather parameters)
+ * over data-parallel replicas: the dense weights' (dp) or the experts'
+ * (edp), once a step, sized by the weights. */
+static int grads_role(int r)
+{
+    return r == STRUCT_ROLE_DP || r == STRUCT_ROLE_EDP;
+}
+
 /* Transform 1: every communication task's transfer and wait
  * (coll_split.h), laid out as the traced configuration has its role. */
 static void whatif_layout(void *ctx, uint32_t i, struct coll_split_in *in)
@@ -225,7 +233,7 @@ static int layers(struct wf *w, struct sc_error *err)
     for (uint32_t i = 0; i < w->g->n_tasks; i++) {
         if (w->st->layer[i] < 0)
             continue;
-        if (w->g->tasks[i].cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP)
+        if (w->g->tasks[i].cls == MODEL_TASK_COMM && grads_role(w->st->role[i]))
             continue; /* a gradient bucket: its size follows the parameters */
         repeat(w, i, r);
     }
@@ -243,7 +251,7 @@ static void mark_per_mb(struct wf *w)
         const struct model_task *t = &g->tasks[i];
         if (!model_task_on_gpu(t->cls))
             continue;
-        int grads = t->cls == MODEL_TASK_COMM && w->st->role[i] == STRUCT_ROLE_DP &&
+        int grads = t->cls == MODEL_TASK_COMM && grads_role(w->st->role[i]) &&
                     (t->sub == MODEL_COLL_ALLREDUCE || t->sub == MODEL_COLL_REDUCESCATTER ||
                      t->sub == MODEL_COLL_ALLGATHER);
         int opt = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
@@ -433,22 +441,32 @@ static int shapes(struct wf *w, struct sc_error *err)
         int in_layer = w->st->layer[i] >= 0;
         if (tk->cls == MODEL_TASK_COMM) {
             int role = w->st->role[i];
-            if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || (role == STRUCT_ROLE_DP && w->per_mb[i]))
+            if (role == STRUCT_ROLE_TP || role == STRUCT_ROLE_PP || role == STRUCT_ROLE_EP ||
+                (grads_role(role) && w->per_mb[i]))
                 w->size_ratio[i] *= tokens * width;
             else if (role == STRUCT_ROLE_CP) /* a rank's keys and values: its tokens x its key/value heads */
                 w->size_ratio[i] *= tokens * whatif_kv_width(t) / whatif_kv_width(b);
             else if (role == STRUCT_ROLE_DP)
-                w->size_ratio[i] *= whatif_params_ratio(b, t);
+                w->size_ratio[i] *= whatif_params_ratio(b, t, WHATIF_WEIGHTS_DP);
+            else if (role == STRUCT_ROLE_EDP)
+                w->size_ratio[i] *= whatif_params_ratio(b, t, WHATIF_WEIGHTS_EXPERTS);
             continue;
         }
         if (!model_task_on_gpu(tk->cls))
             continue;
+        /* work on the weights: the layers transform scaled one found
+         * inside a layer already */
+        double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
         if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_OPTIMIZER || after_backward(w, i))) {
-            /* the layers transform scaled one found inside a layer already */
             w->per_mb[i] = 0;
-            double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
-            retime(w, i, whatif_params_ratio(b, t) * lr * whatif_optimizer_shards(b) / whatif_optimizer_shards(t),
+            retime(w, i,
+                   whatif_params_ratio(b, t, WHATIF_WEIGHTS_ALL) * lr * whatif_optimizer_shards(b) /
+                       whatif_optimizer_shards(t),
                    WHATIF_KERNEL_MODEL);
+            continue;
+        }
+        if (w->st->param_work[i]) { /* a gradient accumulated, once a micro-batch */
+            retime(w, i, whatif_params_ratio(b, t, WHATIF_WEIGHTS_ALL) * lr, WHATIF_KERNEL_MODEL);
             continue;
         }
         if (!w->per_mb[i])

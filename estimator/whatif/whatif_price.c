@@ -37,10 +37,17 @@ int64_t whatif_cp_of(const struct job_config *c)
 struct coll_group whatif_coll_layout(int role, const struct job_config *c, int node, int *kind)
 {
     struct coll_group gr = {1, 1};
-    int64_t stride = 1, n = 1;
+    int64_t stride = 1, n = 1, ep, etp, edp;
     switch (role) {
     case STRUCT_ROLE_TP: n = c->tp; stride = 1; break;
     case STRUCT_ROLE_DP: n = c->dp * whatif_cp_of(c); stride = c->tp; break; /* gradients over dp x cp */
+    case STRUCT_ROLE_EP: /* expert ranks are numbered with etp innermost, then ep */
+        spec_job_config_expert_groups(c, &n, &stride, &edp);
+        break;
+    case STRUCT_ROLE_EDP: /* then the expert-data-parallel ranks */
+        spec_job_config_expert_groups(c, &ep, &etp, &n);
+        stride = ep * etp;
+        break;
     case STRUCT_ROLE_PP:
         n = 2;
         stride = c->tp * c->dp;
@@ -125,10 +132,16 @@ double whatif_square_gemm_ratio(const struct whatif_price *p, double us, enum hw
  * data/calibration/torch-steps run GEMMs of 0.05 and 1 TFLOP at the same
  * throughput), so a fixed cost in the ratio would shrink a small layer's
  * growth. */
-static double gemm_us(const struct whatif_price *p, double m, double n, double k, enum hw_dtype d)
+/* `batch` GEMMs of m x n x k (a grouped GEMM's) on the target GPU, us. */
+static double gemms_us(const struct whatif_price *p, double m, double n, double k, double batch, enum hw_dtype d)
 {
     struct gemm_estimate e;
-    return gemm_on(p, p->hw1, (struct gemm_shape){m, n, k, 1, d}, &e) ? -1 : fmax(e.compute_us, e.memory_us);
+    return gemm_on(p, p->hw1, (struct gemm_shape){m, n, k, batch, d}, &e) ? -1 : fmax(e.compute_us, e.memory_us);
+}
+
+static double gemm_us(const struct whatif_price *p, double m, double n, double k, enum hw_dtype d)
+{
+    return gemms_us(p, m, n, k, 1, d);
 }
 
 static double kv_heads_of(const struct job_config *c)
@@ -157,6 +170,13 @@ static int model_of(const struct job_config *c, struct est_model *m)
     m->kv_heads = c->kv_heads;
     m->head_dim = c->head_dim;
     m->mla = c->mla;
+    m->moe.experts = c->moe.experts;
+    m->moe.top_k = c->moe.top_k;
+    m->moe.ffn = c->moe.ffn;
+    m->moe.shared_experts = c->moe.shared_experts;
+    m->moe.dense_layers = c->moe.dense_layers;
+    if (c->moe.every)
+        m->moe.every = c->moe.every;
     if (c->has_mlp)
         m->mlp = c->mlp;
     if (c->tied_embeddings >= 0)
@@ -210,10 +230,54 @@ double whatif_activation_us(const struct whatif_price *p, const struct job_confi
 #undef STRIDED
 }
 
+/* The share of c's layers that are MoE layers (moe.every, moe.dense_layers;
+ * all of them when the description gives no layer count). */
+static double moe_layer_share(const struct job_config *c)
+{
+    if (!c->moe.experts)
+        return 0;
+    if (!c->layers)
+        return 1;
+    struct est_model m = {.layers = c->layers};
+    int64_t n = 0;
+    m.moe.experts = c->moe.experts;
+    m.moe.every = c->moe.every ? c->moe.every : 1;
+    m.moe.dense_layers = c->moe.dense_layers;
+    for (int64_t i = 0; i < c->layers; i++)
+        n += spec_model_layer_is_moe(&m, i);
+    return (double)n / (double)c->layers;
+}
+
+/* The forward GEMMs of an MoE layer's experts on the target GPU, us, as
+ * the estimate runs them (synth_ops.c, over the mean load): the router
+ * on the rank's sequence-parallel tokens, each local expert's grouped
+ * GEMMs on the routed tokens its slice sees, and the shared experts as a
+ * dense MLP; -1 when the model cannot time one. */
+static double expert_gemms_us(const struct whatif_price *p, const struct job_config *c, double tokens,
+                              enum hw_dtype d)
+{
+    int64_t ep, etp, edp;
+    spec_job_config_expert_groups(c, &ep, &etp, &edp);
+    double h = (double)c->hidden, tp = (double)c->tp, experts = (double)c->moe.experts;
+    double f = (double)(c->moe.ffn ? c->moe.ffn : c->ffn ? c->ffn : 4 * c->hidden), gate = whatif_gated(c) ? 2 : 1;
+    double own = tokens / tp, local = experts / (double)ep;
+    double per_expert = own * (double)(c->moe.top_k ? c->moe.top_k : 1) * (double)ep / experts * (double)etp;
+    double router = gemm_us(p, own, experts, h, d),
+           fc1 = gemms_us(p, per_expert, f * gate / (double)etp, h, local, d),
+           fc2 = gemms_us(p, per_expert, h, f / (double)etp, local, d), shared = 0;
+    if (c->moe.shared_experts) {
+        double sf = f * (double)c->moe.shared_experts;
+        double s1 = gemm_us(p, tokens, sf * gate / tp, h, d), s2 = gemm_us(p, tokens, h, sf / tp, d);
+        shared = s1 < 0 || s2 < 0 ? -1 : s1 + s2;
+    }
+    return router < 0 || fc1 < 0 || fc2 < 0 || shared < 0 ? -1 : router + fc1 + fc2 + shared;
+}
+
 /* The forward GEMMs of one layer on the target GPU, microseconds: QKV
  * (grouped-query: the key/value heads' share; heads of head_dim), the
  * output projection from the heads, the MLP's (gated: gate and up
- * together). */
+ * together); of an MoE job, the mean over its layers, an MoE layer's MLP
+ * being its experts' (expert_gemms_us). */
 double whatif_layer_gemms_us(const struct whatif_price *p, const struct job_config *c)
 {
     double tokens = (double)(c->micro_batch ? c->micro_batch : 1) * (double)c->seq / (double)whatif_cp_of(c);
@@ -223,7 +287,10 @@ double whatif_layer_gemms_us(const struct whatif_price *p, const struct job_conf
     enum hw_dtype d = c->has_dtype ? c->dtype : HW_BF16;
     double a = gemm_us(p, tokens, qkv / tp, h, d), o = gemm_us(p, tokens, h, q / tp, d),
            f1 = gemm_us(p, tokens, f * (whatif_gated(c) ? 2 : 1) / tp, h, d), f2 = gemm_us(p, tokens, h, f / tp, d);
-    return a < 0 || o < 0 || f1 < 0 || f2 < 0 ? -1 : a + o + f1 + f2;
+    if (a < 0 || o < 0 || f1 < 0 || f2 < 0)
+        return -1;
+    double moe = moe_layer_share(c), experts = moe > 0 ? expert_gemms_us(p, c, tokens, d) : 0;
+    return experts < 0 ? -1 : a + o + (1 - moe) * (f1 + f2) + moe * experts;
 }
 
 /* Whether the description gives what re-timing a layer's shapes needs. */
@@ -291,18 +358,29 @@ double whatif_kv_width(const struct job_config *c)
     return (c->heads ? kv_heads_of(c) * hd : h) / (double)c->tp;
 }
 
-/* Weights one GPU holds under c (a pipeline stage's share of the layers,
- * split by tp, and the embedding and output layer, split by tp as
- * Megatron's vocabulary-parallel layers are), from the model's dimensions;
- * 0 when the description lacks them. */
-static double params_per_gpu(const struct job_config *c)
+/* Weights one GPU holds under c: a pipeline stage's share of the layers,
+ * their dense weights split by tp (spec_layer_dense_per_rank) and their
+ * experts by ep x etp, and the embedding and output layer split by tp as
+ * Megatron's vocabulary-parallel layers are. Nonzero when the description
+ * lacks the model's dimensions. */
+static int weights_per_gpu(const struct job_config *c, double *dense, double *experts)
 {
     struct est_model m;
-    struct est_params p;
+    int64_t ep, etp, edp;
     if (model_of(c, &m))
-        return 0;
-    spec_model_params(&m, &p);
-    return (p.layers / (double)c->pp + p.embedding + p.output) / (double)c->tp;
+        return -1;
+    spec_job_config_expert_groups(c, &ep, &etp, &edp);
+    double layers = 0, expert_layers = 0, tp = (double)c->tp;
+    for (int64_t i = 0; i < m.layers; i++) {
+        struct est_layer_params lp;
+        spec_layer_params(&m, i, &lp);
+        layers += spec_layer_dense_per_rank(&lp, tp);
+        expert_layers += lp.experts / (double)(ep * etp);
+    }
+    double embedding = (double)m.vocab * (double)m.hidden;
+    *dense = layers / (double)c->pp + embedding * (m.tied_embeddings ? 1 : 2) / tp;
+    *experts = expert_layers / (double)c->pp;
+    return 0;
 }
 
 /* The ranks that share c's optimizer step: the distributed optimizer's
@@ -313,16 +391,33 @@ double whatif_optimizer_shards(const struct job_config *c)
     return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * whatif_cp_of(c)) : 1.0;
 }
 
-/* Per-GPU weights of the target relative to the traced job's (sizes of
- * gradient collectives and optimizer work). */
-double whatif_params_ratio(const struct job_config *b, const struct job_config *t)
+/* Whether b's experts reduce their gradients apart from the dense
+ * weights' (their expert-data-parallel group is not the data-parallel
+ * one): the structure then classes those collectives edp. */
+static int experts_apart(const struct job_config *b)
 {
-    double p0 = params_per_gpu(b), p1 = params_per_gpu(t);
-    if (p0 > 0 && p1 > 0)
-        return p1 / p0;
-    double r = (double)b->tp / (double)t->tp * (double)b->pp / (double)t->pp;
+    int64_t ep, etp, edp;
+    spec_job_config_expert_groups(b, &ep, &etp, &edp);
+    return b->moe.experts && edp != b->dp * whatif_cp_of(b);
+}
+
+double whatif_params_ratio(const struct job_config *b, const struct job_config *t, enum whatif_weights part)
+{
+    double d0, x0, d1, x1;
+    if (part == WHATIF_WEIGHTS_DP)
+        part = experts_apart(b) ? WHATIF_WEIGHTS_DENSE : WHATIF_WEIGHTS_ALL;
+    if (!weights_per_gpu(b, &d0, &x0) && !weights_per_gpu(t, &d1, &x1)) {
+        double p0 = part == WHATIF_WEIGHTS_DENSE ? d0 : part == WHATIF_WEIGHTS_EXPERTS ? x0 : d0 + x0,
+               p1 = part == WHATIF_WEIGHTS_DENSE ? d1 : part == WHATIF_WEIGHTS_EXPERTS ? x1 : d1 + x1;
+        if (p0 > 0 && p1 > 0)
+            return p1 / p0;
+    }
+    int64_t ep, etp0, etp1, edp;
+    spec_job_config_expert_groups(b, &ep, &etp0, &edp);
+    spec_job_config_expert_groups(t, &ep, &etp1, &edp);
+    double r = part == WHATIF_WEIGHTS_EXPERTS ? (double)etp0 / (double)etp1 : (double)b->tp / (double)t->tp;
+    r *= (double)b->pp / (double)t->pp;
     if (b->layers && t->layers)
         r *= (double)t->layers / (double)b->layers;
     return r;
 }
-

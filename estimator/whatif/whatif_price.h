@@ -73,8 +73,12 @@ double whatif_output_gemm_ratio(const struct whatif_price *p, const struct job_c
 double whatif_kv_width(const struct job_config *c);
 /* The ranks that share c's optimizer step (its distributed optimizer's). */
 double whatif_optimizer_shards(const struct job_config *c);
-/* Per-GPU weights of t relative to b's (sizes of gradient collectives and
- * optimizer work). */
-double whatif_params_ratio(const struct job_config *b, const struct job_config *t);
+/* Which of a GPU's weights: all, the dense ones, the experts', or those
+ * whose gradients b's data-parallel collectives reduce (the dense ones
+ * where the experts reduce theirs over a group of their own, else all). */
+enum whatif_weights { WHATIF_WEIGHTS_ALL, WHATIF_WEIGHTS_DENSE, WHATIF_WEIGHTS_EXPERTS, WHATIF_WEIGHTS_DP };
+/* Per-GPU weights of t relative to b's, the part named (sizes of gradient
+ * collectives and optimizer work). */
+double whatif_params_ratio(const struct job_config *b, const struct job_config *t, enum whatif_weights part);
 
 #endif

@@ -260,9 +260,12 @@ TEST(whatif_control_to_test_within_twenty_percent_of_its_median_step)
     model_job_free(test);
 }
 
-/* A what-if: its set, and the field of the spec it changes. */
+/* A what-if: its set, the field of the spec it changes and, when not 0,
+ * how far from the estimate it may be (a fraction; else the defaults of
+ * whatifs_agree_with_estimates). */
 struct change {
     const char *set, *section, *key, *value;
+    double tolerance;
 };
 
 /* The what-ifs of spec's synthesised trace (described by desc) against
@@ -288,7 +291,10 @@ static void whatifs_agree_with_estimates(const char *spec, const char *desc, con
          * gradients reduced in fp32) is a fresh estimate's to 4%; every
          * kernel re-timed by the model on another GPU, each GPU with its own
          * defaults (the H100 its measured GEMM ceilings): 1% */
-        double tol = !strncmp(cases[k].set, "gpu=", 4) ? 0.01 : !strncmp(cases[k].set, "layers=", 7) ? 0.04 : 0.03;
+        double tol = cases[k].tolerance > 0              ? cases[k].tolerance
+                     : !strncmp(cases[k].set, "gpu=", 4)    ? 0.01
+                     : !strncmp(cases[k].set, "layers=", 7) ? 0.04
+                                                            : 0.03;
         CHECK_NEAR(r.step_ms, est, tol * est);
         /* the split averages the steps the step time does */
         CHECK_NEAR(r.from_measured_ms + r.from_models_ms, r.step_ms, 1e-6 * r.step_ms);
@@ -356,6 +362,90 @@ TEST(whatif_of_a_latent_attention_job)
         CHECK_EQ_INT(whatif(g, desc, refused[k], &r, &err), SC_EINVAL);
         CHECK_CONTAINS(err.msg, want);
     }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* A traced MoE job, its experts split over ep ranks: what-ifs of its
+ * shapes agree with the estimate of the changed spec. The token exchange
+ * is classed ep and sized by the tokens, the experts' gradients (reduced
+ * over the expert-data-parallel group) edp and sized by the experts each
+ * GPU holds, the dense ones' by the dense weights, and a layer's GEMMs are
+ * priced with its experts' grouped GEMMs: before, hidden 3072 came out
+ * 8.4% below the estimate, ffn 4096 9.6% and vocab 200000 6.1% above.
+ * A change of tokens (seq, micro_batch) is now 4-5% above (0.3-0.5%
+ * before, where the GEMMs priced as a dense MLP's made up for it): the
+ * experts' gradient accumulation, a kernel each micro-batch on the weights
+ * (6% of this step), is found by the autograd engine's AccumulateGrad
+ * records, which a synthesised trace does not write, so here it is scaled
+ * with the tokens (the test below checks the real records). The GPU
+ * change, 2% below, is left out: the grouped GEMMs' shapes are not
+ * recorded, and the ratio of a square GEMM re-times them. */
+TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
+{
+    static const char spec[] =
+        "{\"model\":{\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"moe\":{\"experts\":8,\"top_k\":2}},"
+        "\"parallel\":{\"tp\":1,\"pp\":1,\"dp\":4,\"ep\":2,\"micro_batch\":1},"
+        "\"cluster\":{\"gpu\":\"a100-sxm4-80gb\"}}";
+    static const char desc[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"ep\":2,\"micro_batch\":1,"
+                               "\"layers\":4,\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":50257,"
+                               "\"moe\":{\"experts\":8,\"top_k\":2}}";
+    static const struct change cases[] = {
+        {"", "model", NULL, NULL, 0},
+        {"layers=8", "model", "layers", "8", 0},
+        {"micro_batch=2", "parallel", "micro_batch", "2", 0.06},
+        {"seq=4096", "model", "seq", "4096", 0.06},
+        {"hidden=3072", "model", "hidden", "3072", 0},
+        {"ffn=4096", "model", "ffn", "4096", 0},
+        {"vocab=200000", "model", "vocab", "200000", 0},
+        {"dp=8", "parallel", "dp", "8", 0},
+    };
+    whatifs_agree_with_estimates(spec, desc, "whatif-moe", cases, sizeof cases / sizeof cases[0]);
+
+    /* the roles the structure found: the exchange and the experts' gradients */
+    struct model_job *job;
+    struct model_graph *g = synth_graph(spec, "whatif-moe-roles", &job);
+    struct whatif_result r;
+    struct sc_error err;
+    REQUIRE(whatif(g, desc, "", &r, &err) == SC_OK);
+    CHECK(r.structure.by_role[STRUCT_ROLE_EP] > 0 && r.structure.by_role[STRUCT_ROLE_EDP] > 0);
+    CHECK(r.structure.by_role[STRUCT_ROLE_DP] > 0 && r.structure.by_role[STRUCT_ROLE_OTHER] == 0);
+    whatif_release(&r);
+    model_graph_free(g);
+    model_job_free(job);
+}
+
+/* The kernels an eager step launches while the autograd engine
+ * accumulates gradients (AccumulateGrad: .grad +=, DDP's copy into its
+ * bucket) work on the weights: twice the micro-batch leaves them as they
+ * were, where the step's other kernels take twice the tokens. On the
+ * control trace they are a tenth of the GPU's time. */
+TEST(whatif_keeps_the_gradient_accumulation_of_a_traced_step)
+{
+    struct model_job *job;
+    struct model_graph *g;
+    struct whatif_result r;
+    struct sc_error err;
+    if (th_load_trace(th_find_trace("control"), &job))
+        return;
+    REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+    REQUIRE(whatif(g, "{\"tp\":1,\"pp\":1,\"dp\":8,\"micro_batch\":1}", "micro_batch=2", &r, &err) == SC_OK);
+    double kept0 = 0, kept1 = 0, other0 = 0, other1 = 0;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const struct model_task *t = &g->tasks[i];
+        if (t->cls != MODEL_TASK_KERNEL || t->sub != MODEL_KF_ELEMENTWISE)
+            continue;
+        double *was = r.structure.param_work[i] ? &kept0 : &other0, *is = r.structure.param_work[i] ? &kept1 : &other1;
+        *was += (double)t->dur;
+        *is += (double)r.graph->tasks[i].dur;
+    }
+    printf("  elementwise kernels accumulating gradients: %.3f -> %.3f ms; the others %.3f -> %.3f ms\n",
+           kept0 / 1e6, kept1 / 1e6, other0 / 1e6, other1 / 1e6);
+    CHECK(r.structure.param_work_tasks > 500);
+    CHECK(kept0 > 0.05 * (kept0 + other0));
+    CHECK_NEAR(kept1, kept0, 1e-9 * kept0);
+    CHECK_NEAR(other1, 2 * other0, 0.01 * other0);
+    whatif_release(&r);
     model_graph_free(g);
     model_job_free(job);
 }
