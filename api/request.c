@@ -11,6 +11,7 @@
 #include "api/routes.h"
 #include "api/job_cadence.h"
 #include "api/whatif_json.h"
+#include "estimator/spec/job_config.h"
 #include "model/ab.h"
 #include "common/banned.h"
 
@@ -118,8 +119,8 @@ static const char *const positive_keys[] = {"tp", "pp", "dp", "ep", "cp", "etp",
                                             "layers", "hidden", "heads", "kv_heads", "ffn", "seq_len", "vocab",
                                             NULL};
 
-/* A config (or, at depth 1, its moe object: a job description's only
- * nested one, estimator/spec/job_config.h) named `path`. */
+/* A config (or, at depth 1, one of its objects: moe or mla,
+ * estimator/spec/job_config.h) named `path`. */
 static int check_config_at(json_t *cfg, const char *path, int depth, struct api_reply *err)
 {
     const char *k;
@@ -131,8 +132,10 @@ static int check_config_at(json_t *cfg, const char *path, int depth, struct api_
     json_object_foreach (cfg, k, v) {
         if (strlen(k) > 64)
             return api_fail(err, API_E_INVALID_JSON, "config field names are at most 64 bytes");
-        if (json_is_object(v) && depth == 0 && strcmp(k, "moe") == 0) {
-            int rc = check_config_at(v, "config.moe", 1, err);
+        if (json_is_object(v) && depth == 0 && spec_job_config_is_object(k)) {
+            char inner[80];
+            snprintf(inner, sizeof inner, "config.%s", k);
+            int rc = check_config_at(v, inner, 1, err);
             if (rc)
                 return rc;
             continue;

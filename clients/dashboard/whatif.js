@@ -16,7 +16,7 @@ import { lacksRoute } from './routes.js';
 // The job description's fields the form shows (docs/commands/whatif.md):
 // whole numbers [name, label, required, least], then choices [name, label,
 // options]; other keys of a saved description are kept as they are.
-// moe_* are the nested moe object's.
+// moe_* and mla_* are the nested moe and mla objects' (OBJECTS).
 const CONFIG = [
   ['tp', 'Tensor parallel (tp)', true], ['pp', 'Pipeline parallel (pp)', true], ['dp', 'Data parallel (dp)', true],
   ['cp', 'Context parallel (cp)'], ['ep', 'Expert parallel (ep)'], ['etp', 'Expert tensor parallel (etp)'],
@@ -27,7 +27,21 @@ const CONFIG = [
   ['moe_top_k', 'MoE experts per token (top-k)'], ['moe_ffn', 'MoE expert FFN size'],
   ['moe_shared_experts', 'MoE shared experts', false, 0], ['moe_every', 'MoE in every k-th layer'],
   ['moe_dense_layers', 'Dense layers before the MoE ones', false, 0],
+  ['mla_kv_lora_rank', 'Latent attention: key/value latent width'],
+  ['mla_q_lora_rank', 'Latent attention: query latent width'],
+  ['mla_qk_head_dim', 'Latent attention: query/key head width'],
+  ['mla_qk_pos_emb_head_dim', 'Latent attention: rotary head width'],
+  ['mla_v_head_dim', 'Latent attention: value head width'],
 ];
+// The description's nested objects, by the prefix of their fields.
+const OBJECTS = ['moe', 'mla'];
+
+// The object a CONFIG field `name` belongs to and its key there: [object
+// name or null, key].
+function fieldKey(name) {
+  const obj = OBJECTS.find(o => name.startsWith(`${o}_`));
+  return obj ? [obj, name.slice(obj.length + 1)] : [null, name];
+}
 const NOT_GIVEN = ['', 'not given (the spec\'s default)'];
 const CHOICES = [
   ['zero_stage', 'ZeRO stage', [['', 'not given (0)'], ['0', '0'], ['1', '1'], ['2', '2'], ['3', '3']]],
@@ -48,9 +62,11 @@ function choiceValue(name, v) {
   return v;
 }
 
-// A description's value of CONFIG's field `name` (moe_* inside moe).
+// A description's value of CONFIG's field `name` (moe_* inside moe, mla_*
+// inside mla).
 function configValue(config, name) {
-  if (name.startsWith('moe_')) return (config.moe || {})[name.slice(4)];
+  const [obj, key] = fieldKey(name);
+  if (obj) return (config[obj] || {})[key];
   return config[name === 'seq' && config.seq_len ? 'seq_len' : name];
 }
 
@@ -68,12 +84,13 @@ async function configSection(job, json, onSaved) {
   const form = makeForm('config', [{ legend: 'The configuration the traces ran', fields }], 'Save on the job',
     async v => {
       status.replaceChildren();
-      const saved = doc.config || {}, next = { ...saved }, moe = { ...(saved.moe || {}) };
+      const saved = doc.config || {}, next = { ...saved };
+      const nested = Object.fromEntries(OBJECTS.map(o => [o, { ...(saved[o] || {}) }]));
       for (const [k] of CONFIG) {
-        const [obj, key] = k.startsWith('moe_') ? [moe, k.slice(4)] : [next, k];
+        const [o, key] = fieldKey(k), obj = o ? nested[o] : next;
         if (v[k] === null) delete obj[key]; else obj[key] = v[k];
       }
-      if (Object.keys(moe).length) next.moe = moe; else delete next.moe;
+      for (const o of OBJECTS) if (Object.keys(nested[o]).length) next[o] = nested[o]; else delete next[o];
       if (next.seq !== undefined) delete next.seq_len;
       for (const [k] of CHOICES) {
         const c = choiceValue(k, v[k]);

@@ -239,6 +239,14 @@ static void put_value(struct out *o, const char *v)
 static const char *const objects[] = {"moe", "mla"};
 #define N_OBJECTS (sizeof objects / sizeof objects[0])
 
+int spec_job_config_is_object(const char *key)
+{
+    for (size_t i = 0; i < N_OBJECTS; i++)
+        if (strcmp(key, objects[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* The object of a dotted key ("moe.top_k": 0), or N_OBJECTS. */
 static size_t object_of(const char *key)
 {

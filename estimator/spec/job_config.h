@@ -136,6 +136,10 @@ int spec_job_config_spec(const struct job_config *c, const char *gpu, struct est
 int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err);
 
+/* Whether key names one of a description's nested objects ("moe",
+ * "mla"), whose members are whole numbers. */
+int spec_job_config_is_object(const char *key);
+
 /* Every key a set accepts ("tp", ..., "schedule", "vpp", "gpu", ...,
  * "moe.experts", ...: moe's members dotted), NULL-terminated. */
 const char *const *spec_job_config_keys(void);

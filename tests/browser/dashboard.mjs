@@ -617,7 +617,7 @@ test('what-if: the description\'s every key saved from its form and shown again;
   await page.click('#config-submit');
   await page.waitForSelector('#job-config .saved');
   const job = await call(ctx.d, 'GET', '/v1/jobs/sample');
-  const sorted = o => JSON.stringify(o, Object.keys({ ...o, ...o.moe }).sort());
+  const sorted = o => JSON.stringify(o, Object.keys({ ...o, ...o.moe, ...o.mla }).sort());
   assert(sorted(job.config) === sorted(want), `config ${JSON.stringify(job.config)}`);
   // read back: the form shows what the job holds
   await page.reload();
@@ -634,6 +634,23 @@ test('what-if: the description\'s every key saved from its form and shown again;
   const cleared = (await call(ctx.d, 'GET', '/v1/jobs/sample')).config;
   assert(cleared.moe === undefined && cleared.recompute === undefined && cleared.kv_heads === 4,
     `config ${JSON.stringify(cleared)}`);
+  // latent attention (its key/value heads are the heads): saved, shown again, taken out
+  const mla = { kv_lora_rank: 512, q_lora_rank: 1536, qk_head_dim: 128, qk_pos_emb_head_dim: 64, v_head_dim: 128 };
+  await page.fill('#config-kv_heads', '');
+  for (const [m, n] of Object.entries(mla)) await page.fill(`#config-mla_${m}`, String(n));
+  await page.click('#config-submit');
+  await page.waitForSelector('#job-config .saved');
+  const latent = (await call(ctx.d, 'GET', '/v1/jobs/sample')).config;
+  assert(JSON.stringify(latent.mla, Object.keys(mla).sort()) === JSON.stringify(mla, Object.keys(mla).sort()) &&
+    latent.kv_heads === undefined, `config ${JSON.stringify(latent)}`);
+  await page.reload();
+  await page.waitForSelector('#config-form');
+  assert(await page.inputValue('#config-mla_kv_lora_rank') === '512' &&
+    await page.inputValue('#config-mla_qk_pos_emb_head_dim') === '64', 'the saved latent attention fields are shown');
+  for (const m of Object.keys(mla)) await page.fill(`#config-mla_${m}`, '');
+  await page.click('#config-submit');
+  await page.waitForSelector('#job-config .saved');
+  assert((await call(ctx.d, 'GET', '/v1/jobs/sample')).config.mla === undefined, 'mla taken out');
   // the sample's own description again, then a what-if that sets a choice
   await call(ctx.d, 'PUT', '/v1/jobs/sample', JSON.stringify({ config: { tp: 1, pp: 1, dp: 4, layers: 8 },
     description: SAMPLE_DESCRIPTION }), json);

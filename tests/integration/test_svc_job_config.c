@@ -81,9 +81,21 @@ TEST(svc_job_config_sets_a_jobs_description)
     CHECK_CONTAINS(r.body, "\"zero_stage\":1");
     svc_resp_release(&r);
 
-    /* over HTTP a config's moe is an object of integers */
+    /* over HTTP a config's moe and mla are objects of integers */
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/x", "{\"config\":{\"tp\":1,\"moe\":{\"experts\":\"8\"}}}", &r), 400);
     CHECK_CONTAINS(r.body, "config.moe.experts");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/x", "{\"config\":{\"tp\":1,\"mla\":{\"kv_lora_rank\":[512]}}}", &r), 400);
+    CHECK_CONTAINS(r.body, "config.mla.kv_lora_rank must be an integer");
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/x",
+                           "{\"config\":{\"tp\":1,\"pp\":1,\"dp\":8,\"mla\":{\"kv_lora_rank\":512,"
+                           "\"q_lora_rank\":1536}}}",
+                           &r),
+                 201);
+    svc_resp_release(&r);
+    CHECK_EQ_INT(svc_admin(&d, "GET", "/v1/jobs/x", NULL, &r), 200);
+    CHECK_CONTAINS(r.body, "\"mla\":{\"kv_lora_rank\":512,\"q_lora_rank\":1536}");
     svc_resp_release(&r);
     CHECK_EQ_INT(svc_admin(&d, "PUT", "/v1/jobs/x", "{\"config\":{\"tp\":1,\"gpus\":{\"a\":1}}}", &r), 400);
     CHECK_CONTAINS(r.body, "config.gpus must be a number");
