@@ -50,7 +50,7 @@ const CHOICES = [
   ['recompute', 'Recomputation', [NOT_GIVEN, ['none', 'none'], ['selective', 'selective'], ['full', 'full']]],
 ];
 // What a what-if may change (WhatIfRequest), numbers first, then choices.
-const SET = ['tp', 'pp', 'dp', 'cp', 'micro_batch', 'global_batch', 'layers', 'hidden', 'heads', 'kv_heads', 'ffn',
+const SET = ['tp', 'pp', 'dp', 'cp', 'ep', 'micro_batch', 'global_batch', 'layers', 'hidden', 'heads', 'kv_heads', 'ffn',
   'seq', 'vocab', 'vpp', 'gpus_per_node'];
 const SET_CHOICES = ['zero_stage', 'mlp', 'sequence_parallel'];
 

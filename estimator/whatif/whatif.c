@@ -511,6 +511,25 @@ static void micro_batches(struct wf *w)
     }
 }
 
+/* Expert parallelism t can run: of an MoE job, ep dividing its experts
+ * and ep x etp dividing tp x cp x dp (a change of either side refused
+ * otherwise); none of a job without experts. */
+static int expert_parallel_check(const struct job_config *b, const struct job_config *t, struct sc_error *err)
+{
+    int64_t ep0, ep, etp, edp, cp = whatif_cp_of(t);
+    spec_job_config_expert_groups(b, &ep0, &etp, &edp);
+    spec_job_config_expert_groups(t, &ep, &etp, &edp);
+    if (ep != ep0 && !t->moe.experts)
+        return sc_error_set(err, SC_EINVAL, "set.ep: the job description gives no moe (experts to spread over ep ranks)");
+    if (ep != ep0 && t->moe.experts % ep)
+        return sc_error_set(err, SC_EINVAL, "set.ep: %lld does not divide moe.experts %lld", (long long)ep,
+                            (long long)t->moe.experts);
+    if (t->moe.experts && !edp)
+        return sc_error_set(err, SC_EINVAL, "set: ep x etp = %lld does not divide tp x cp x dp = %lld", (long long)(ep * etp),
+                            (long long)(t->tp * cp * t->dp));
+    return SC_OK;
+}
+
 /* What the transforms do not change yet: a set asking for it is refused,
  * naming the field, rather than answered as if it had not asked. Of a
  * latent-attention job, neither its layers' shapes: its latent
@@ -523,7 +542,6 @@ static int unmodelled_changes(const struct job_config *b, const struct job_confi
         const char *key;
         int changed, latent_only;
     } fields[] = {
-        {"ep", (t->ep ? t->ep : 1) != (b->ep ? b->ep : 1), 0},
         {"etp", t->etp != b->etp, 0},
         {"moe", memcmp(&t->moe, &b->moe, sizeof b->moe) != 0, 0},
         {"recompute", t->has_recompute != b->has_recompute || (t->has_recompute && t->recompute != b->recompute), 0},
@@ -1043,7 +1061,8 @@ static int run(const struct model_graph *g, const struct job_config *base, doubl
         (rc = whatif_job_check_mfu(&out->base, w.pr.hw0, base_step_ms, "", err)))
         goto done;
     spec_job_config_apply(&out->base, set, &out->target);
-    if ((rc = unmodelled_changes(&out->base, &out->target, err)))
+    if ((rc = unmodelled_changes(&out->base, &out->target, err)) ||
+        (rc = expert_parallel_check(&out->base, &out->target, err)))
         goto done;
     /* dp N keeps each rank's work: the global batch follows dp unless the
      * set gives one */

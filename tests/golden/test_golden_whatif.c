@@ -367,18 +367,19 @@ TEST(whatif_of_a_latent_attention_job)
 }
 
 /* A traced MoE job, its experts split over ep ranks: what-ifs of its
- * shapes agree with the estimate of the changed spec. The token exchange
+ * shapes and of ep agree with the estimate of the changed spec. The token exchange
  * is classed ep and sized by the tokens, the experts' gradients (reduced
  * over the expert-data-parallel group) edp and sized by the experts each
  * GPU holds, the dense ones' by the dense weights, and a layer's GEMMs are
  * priced with its experts' grouped GEMMs: before, hidden 3072 came out
  * 8.4% below the estimate, ffn 4096 9.6% and vocab 200000 6.1% above.
  * A change of tokens (seq, micro_batch) is now 4-5% above (0.3-0.5%
- * before, where the GEMMs priced as a dense MLP's made up for it): the
- * experts' gradient accumulation, a kernel each micro-batch on the weights
- * (6% of this step), is found by the autograd engine's AccumulateGrad
- * records, which a synthesised trace does not write, so here it is scaled
- * with the tokens (the test below checks the real records). The GPU
+ * before, where the GEMMs priced as a dense MLP's made up for it), ep 4
+ * 3.5%: the experts' gradient accumulation, a kernel each micro-batch on
+ * the weights (6% of this step), is found by the autograd engine's
+ * AccumulateGrad records, which a synthesised trace does not write, so
+ * here it keeps the tokens' scale (the test below checks the real
+ * records). The GPU
  * change, 2% below, is left out: the grouped GEMMs' shapes are not
  * recorded, and the ratio of a square GEMM re-times them. */
 TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
@@ -399,6 +400,8 @@ TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
         {"ffn=4096", "model", "ffn", "4096", 0},
         {"vocab=200000", "model", "vocab", "200000", 0},
         {"dp=8", "parallel", "dp", "8", 0},
+        {"ep=4", "parallel", "ep", "4", 0.05},
+        {"ep=1", "parallel", "ep", "1", 0},
     };
     whatifs_agree_with_estimates(spec, desc, "whatif-moe", cases, sizeof cases / sizeof cases[0]);
 
@@ -411,6 +414,16 @@ TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
     CHECK(r.structure.by_role[STRUCT_ROLE_EP] > 0 && r.structure.by_role[STRUCT_ROLE_EDP] > 0);
     CHECK(r.structure.by_role[STRUCT_ROLE_DP] > 0 && r.structure.by_role[STRUCT_ROLE_OTHER] == 0);
     whatif_release(&r);
+    /* expert parallelism the job cannot run is refused, naming it */
+    static const char *const refused[][2] = {
+        {"ep=3", "set.ep: 3 does not divide moe.experts 8"},
+        {"ep=8", "set: ep x etp = 8 does not divide tp x cp x dp = 4"},
+        {"dp=1", "set: ep x etp = 2 does not divide tp x cp x dp = 1"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        CHECK_EQ_INT(whatif(g, desc, refused[k][0], &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, refused[k][1]);
+    }
     model_graph_free(g);
     model_job_free(job);
 }
@@ -459,6 +472,7 @@ TEST(whatif_refuses_what_it_does_not_change)
         {"moe.every=2", "set.moe: "},
         {"recompute=full", "set.recompute: "},
         {"framework=pytorch", "set.framework: "},
+        {"ep=2", "set.ep: the job description gives no moe"},
     };
     struct model_job *job;
     struct model_graph *g = synth_graph(synth_spec, "whatif-refused", &job);
