@@ -433,7 +433,7 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
 {
     static const char *const model_keys[] = {"layers", "hidden", "heads", "seq", "ffn", "vocab", "kv_heads", "head_dim",
                                              NULL};
-    static const char *const par_keys[] = {"global_batch", "cp", "ep", "etp", NULL};
+    static const char *const par_keys[] = {"global_batch", "cp", "etp", NULL};
     struct out o = {text, size, 0, 0};
     if (!c->layers || !c->hidden || !c->heads || !c->seq)
         return sc_error_set(err, SC_EINVAL, "the job description lacks layers, hidden, heads or seq");
@@ -454,6 +454,8 @@ int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int o
                spec_schedule_name(spec_job_config_schedule(c)), (long long)spec_job_config_vpp(c));
     else if (!c->micro_batch) /* a what-if keeps it (a spec's default: 1) */
         member(&o, "\"micro_batch\":1");
+    if (!open && c->ep)
+        member(&o, "\"ep\":%lld", (long long)c->ep);
     int_members(&o, c, par_keys);
     put(&o, "},\"cluster\":{\"gpu\":\"%s\"", gpu);
     if (c->gpus_per_node)

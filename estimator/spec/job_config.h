@@ -131,8 +131,8 @@ char *spec_job_config_json(const struct job_config *c);
 int spec_job_config_spec(const struct job_config *c, const char *gpu, struct est_spec *out, struct sc_error *err);
 /* The text of that spec into text[0..size) (JOB_CONFIG_SPEC_TEXT_MAX
  * bytes hold any); with `open`, its parallel object leaves tp, pp, dp,
- * the schedule, vpp and micro_batch open (micro_batch is 1 where c gives
- * none): the planner's template (whatif_plan.h). */
+ * ep, the schedule, vpp and micro_batch open (micro_batch is 1 where c
+ * gives none): the planner's template (whatif_plan.h). */
 int spec_job_config_spec_text(const struct job_config *c, const char *gpu, int open, char *text, size_t size,
                          struct sc_error *err);
 

@@ -13,9 +13,8 @@
 #include "common/banned.h"
 
 /* What a what-if cannot change: fixed in the template at its values. */
-static const char *const kept[] = {"parallel.cp",       "parallel.ep",        "parallel.schedule",
-                                   "parallel.vpp",      "options.recompute", "options.sequence_parallel",
-                                   "options.zero_stage"};
+static const char *const kept[] = {"parallel.cp", "parallel.schedule", "parallel.vpp", "options.recompute",
+                                   "options.sequence_parallel", "options.zero_stage"};
 
 static void give(struct est_spec_given *given, const char *path)
 {
@@ -67,6 +66,8 @@ void whatif_plan_set(const struct whatif_planner *w, const struct est_spec *s, s
     set->has_schedule = 1;
     set->schedule = s->parallel.schedule;
     set->vpp = s->parallel.vpp;
+    if (s->model.moe.experts) /* an MoE job's experts spread as the candidate spreads them */
+        set->ep = s->parallel.ep;
 }
 
 static int evaluate(void *ctx, const struct est_spec *s, struct est_estimate *out, struct sc_error *err)
