@@ -432,11 +432,11 @@ static enum struct_role expert_role(const struct model_task *t, int32_t layer, i
 {
     int64_t ep, etp, edp, cp = c->cp > 1 ? c->cp : 1;
     spec_job_config_expert_groups(c, &ep, &etp, &edp);
-    if (!c->moe.experts || ep < 2 || size < 2)
+    if (!c->moe.experts || size < 2)
         return STRUCT_ROLE_NONE;
     int op = t->sub, p2p = whatif_struct_coll_is_p2p(op);
     int gather = op == MODEL_COLL_ALLGATHER || op == MODEL_COLL_REDUCESCATTER;
-    if (layer >= 0 && ((op == MODEL_COLL_ALLTOALL && (size == ep || size == ep * etp)) ||
+    if (ep > 1 && layer >= 0 && ((op == MODEL_COLL_ALLTOALL && (size == ep || size == ep * etp)) ||
                        (p2p && size == ep && size != cp && (size != 2 || (cp == 1 && c->pp == 1))) ||
                        (gather && size == ep * etp && size != c->tp)))
         return STRUCT_ROLE_EP;
