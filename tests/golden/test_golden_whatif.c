@@ -304,6 +304,25 @@ static void whatifs_agree_with_estimates(const char *spec, const char *desc, con
     model_job_free(job);
 }
 
+/* The collectives of each role the structure finds in spec's synthesised
+ * trace, described by desc. */
+static void roles_of(const char *spec, const char *desc, const char *name, size_t by_role[STRUCT_ROLE_COUNT])
+{
+    struct model_job *job;
+    struct model_graph *g = synth_graph(spec, name, &job);
+    struct whatif_result r;
+    struct sc_error err;
+    memset(by_role, 0, STRUCT_ROLE_COUNT * sizeof *by_role);
+    if (whatif(g, desc, "", &r, &err) == SC_OK) {
+        memcpy(by_role, r.structure.by_role, STRUCT_ROLE_COUNT * sizeof *by_role);
+        whatif_release(&r);
+    } else {
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", name, err.msg);
+    }
+    model_graph_free(g);
+    model_job_free(job);
+}
+
 TEST(whatif_on_synth_traces_agrees_with_the_estimate_of_the_changed_spec)
 {
     static const struct change cases[] = {
@@ -379,9 +398,8 @@ TEST(whatif_of_a_latent_attention_job)
  * the weights (6% of this step), is found by the autograd engine's
  * AccumulateGrad records, which a synthesised trace does not write, so
  * here it keeps the tokens' scale (the test below checks the real
- * records). The GPU
- * change, 2% below, is left out: the grouped GEMMs' shapes are not
- * recorded, and the ratio of a square GEMM re-times them. */
+ * records). The GPU change, 2% below, is left out: the grouped GEMMs'
+ * shapes are not recorded, and the ratio of a square GEMM re-times them. */
 TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
 {
     static const char spec[] =
@@ -404,17 +422,16 @@ TEST(whatif_of_an_moe_job_agrees_with_the_estimate)
         {"ep=1", "parallel", "ep", "1", 0},
     };
     whatifs_agree_with_estimates(spec, desc, "whatif-moe", cases, sizeof cases / sizeof cases[0]);
+    size_t roles[STRUCT_ROLE_COUNT];
+    roles_of(spec, desc, "whatif-moe-roles", roles); /* the exchange and the experts' gradients */
+    CHECK(roles[STRUCT_ROLE_EP] > 0 && roles[STRUCT_ROLE_EDP] > 0);
+    CHECK(roles[STRUCT_ROLE_DP] > 0 && roles[STRUCT_ROLE_OTHER] == 0);
 
-    /* the roles the structure found: the exchange and the experts' gradients */
+    /* expert parallelism the job cannot run is refused, naming it */
     struct model_job *job;
-    struct model_graph *g = synth_graph(spec, "whatif-moe-roles", &job);
+    struct model_graph *g = synth_graph(spec, "whatif-moe-refused", &job);
     struct whatif_result r;
     struct sc_error err;
-    REQUIRE(whatif(g, desc, "", &r, &err) == SC_OK);
-    CHECK(r.structure.by_role[STRUCT_ROLE_EP] > 0 && r.structure.by_role[STRUCT_ROLE_EDP] > 0);
-    CHECK(r.structure.by_role[STRUCT_ROLE_DP] > 0 && r.structure.by_role[STRUCT_ROLE_OTHER] == 0);
-    whatif_release(&r);
-    /* expert parallelism the job cannot run is refused, naming it */
     static const char *const refused[][2] = {
         {"ep=3", "set.ep: 3 does not divide moe.experts 8"},
         {"ep=8", "set: ep x etp = 8 does not divide tp x cp x dp = 4"},
@@ -453,16 +470,10 @@ TEST(whatif_of_an_moe_job_whose_experts_skip_tensor_parallelism)
         {"dp=4", "parallel", "dp", "4", 0},
     };
     whatifs_agree_with_estimates(spec, desc, "whatif-moe-etp", cases, sizeof cases / sizeof cases[0]);
-    struct model_job *job;
-    struct model_graph *g = synth_graph(spec, "whatif-moe-etp-roles", &job);
-    struct whatif_result r;
-    struct sc_error err;
-    REQUIRE(whatif(g, desc, "", &r, &err) == SC_OK);
-    CHECK(r.structure.by_role[STRUCT_ROLE_EDP] > 0 && r.structure.by_role[STRUCT_ROLE_EP] == 0);
-    CHECK(r.structure.by_role[STRUCT_ROLE_TP] > 0 && r.structure.by_role[STRUCT_ROLE_OTHER] == 0);
-    whatif_release(&r);
-    model_graph_free(g);
-    model_job_free(job);
+    size_t roles[STRUCT_ROLE_COUNT];
+    roles_of(spec, desc, "whatif-moe-etp-roles", roles);
+    CHECK(roles[STRUCT_ROLE_EDP] > 0 && roles[STRUCT_ROLE_EP] == 0);
+    CHECK(roles[STRUCT_ROLE_TP] > 0 && roles[STRUCT_ROLE_OTHER] == 0);
 }
 
 /* The kernels an eager step launches while the autograd engine

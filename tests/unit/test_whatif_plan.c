@@ -28,20 +28,48 @@ static const char config[] =
     "\"master_weights\":\"bf16\",\"tied_embeddings\":true,\"bias\":false,\"global_batch\":8,\"layers\":8,\"hidden\":1024,"
     "\"heads\":16,\"kv_heads\":16,\"ffn\":4096,\"seq\":1024,\"micro_batch\":8}";
 
-TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
+/* The traces at path as a built model opens them: shed once built, the
+ * what-ifs reading their notes. */
+static struct est_traced_model *open_model(const char *path)
 {
     struct est_model_options o;
     struct est_traced_model *m = NULL;
+    struct sc_error err;
+    est_model_options_default(&o);
+    o.keep = EST_KEEP_NOTES;
+    if (est_model_open(&path, 1, &o, NULL, NULL, &m, &err) != SC_OK)
+        sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+    return m;
+}
+
+/* Whether the plan's row is the what-if of its configuration, run on its
+ * own (which recovers and replays again). */
+static int row_is_its_whatif(struct est_traced_model *m, const struct job_config *cfg, const struct whatif_planner *w,
+                             const struct est_plan_row *row)
+{
+    struct job_config set;
+    struct whatif_result res;
+    struct sc_error err;
+    whatif_plan_set(w, &row->spec, &set);
+    if (est_model_whatif(m, cfg, &set, &res, &err) != SC_OK) {
+        sc_check_fail(__FILE__, __LINE__, "%s", err.msg);
+        return 0;
+    }
+    int same = fabs(res.step_ms - row->estimate.step_ms) <= 1e-9 * res.step_ms;
+    whatif_release(&res);
+    return same;
+}
+
+TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
+{
     struct job_config cfg;
     struct est_plan_request req;
     struct whatif_planner w;
     struct est_plan_evaluator ev;
     struct est_plan plan;
     struct sc_error err;
-    const char *paths[] = {trace};
-    est_model_options_default(&o);
-    o.keep = EST_KEEP_NOTES;
-    REQUIRE(est_model_open(paths, 1, &o, NULL, NULL, &m, &err) == SC_OK);
+    struct est_traced_model *m = open_model(trace);
+    REQUIRE(m != NULL);
     REQUIRE(spec_job_config_parse(config, strlen(config), &cfg, &err) == SC_OK);
     memset(&req, 0, sizeof req);
     req.gpus = 8;
@@ -55,16 +83,8 @@ TEST(whatif_plan_recovers_the_structure_and_replays_the_base_once)
     CHECK_EQ_INT(plan.n_rows, 5);
     CHECK_EQ_INT(whatif_job_structure_recoveries() - recovered, 1);
     CHECK_EQ_INT(whatif_base_steps() - replayed, 1);
-    /* each row is the what-if of its configuration, run on its own (which
-     * recovers and replays again) */
-    for (size_t i = 0; i < plan.n_rows; i++) {
-        struct job_config set;
-        struct whatif_result res;
-        whatif_plan_set(&w, &plan.rows[i].spec, &set);
-        REQUIRE(est_model_whatif(m, &cfg, &set, &res, &err) == SC_OK);
-        CHECK(fabs(res.step_ms - plan.rows[i].estimate.step_ms) <= 1e-9 * res.step_ms);
-        whatif_release(&res);
-    }
+    for (size_t i = 0; i < plan.n_rows; i++)
+        CHECK(row_is_its_whatif(m, &cfg, &w, &plan.rows[i]));
     CHECK_EQ_INT(whatif_job_structure_recoveries() - recovered, 1 + plan.n_rows);
     plan_release(&plan);
     whatif_plan_release(&w);
@@ -83,8 +103,6 @@ TEST(whatif_plan_of_an_moe_job_searches_ep)
     static const char desc[] = "{\"tp\":1,\"pp\":1,\"dp\":4,\"ep\":2,\"micro_batch\":1,\"global_batch\":8,\"layers\":4,"
                                "\"hidden\":2048,\"heads\":16,\"seq\":2048,\"vocab\":50257,"
                                "\"moe\":{\"experts\":8,\"top_k\":2}}";
-    struct est_model_options o;
-    struct est_traced_model *m = NULL;
     struct job_config cfg;
     struct est_plan_request req;
     struct whatif_planner w;
@@ -96,10 +114,8 @@ TEST(whatif_plan_of_an_moe_job_searches_ep)
     snprintf(dir, sizeof dir, "%s/whatif-plan-moe", th_tmpdir());
     char *argv[] = {(char *)th_build_path("stepcast"), "synth", "--spec", (char *)path, "--out", dir, NULL};
     free(th_run_expect(argv, 0, NULL, NULL));
-    const char *paths[] = {dir};
-    est_model_options_default(&o);
-    o.keep = EST_KEEP_NOTES;
-    REQUIRE(est_model_open(paths, 1, &o, NULL, NULL, &m, &err) == SC_OK);
+    struct est_traced_model *m = open_model(dir);
+    REQUIRE(m != NULL);
     REQUIRE(spec_job_config_parse(desc, strlen(desc), &cfg, &err) == SC_OK);
     memset(&req, 0, sizeof req);
     req.gpus = 4;
@@ -110,15 +126,12 @@ TEST(whatif_plan_of_an_moe_job_searches_ep)
     int seen[9] = {0};
     for (size_t i = 0; i < plan.n_rows; i++) {
         struct job_config set;
-        struct whatif_result res;
         int64_t ep = plan.rows[i].spec.parallel.ep;
         REQUIRE(ep >= 1 && ep <= 8);
         seen[ep] = 1;
         whatif_plan_set(&w, &plan.rows[i].spec, &set);
         CHECK_EQ_INT(set.ep, ep);
-        REQUIRE(est_model_whatif(m, &cfg, &set, &res, &err) == SC_OK);
-        CHECK(fabs(res.step_ms - plan.rows[i].estimate.step_ms) <= 1e-9 * res.step_ms);
-        whatif_release(&res);
+        CHECK(row_is_its_whatif(m, &cfg, &w, &plan.rows[i]));
     }
     printf("  %zu rows of %lld evaluated; ep 1 %s, 2 %s, 4 %s\n", plan.n_rows, (long long)plan.evaluated,
            seen[1] ? "yes" : "no", seen[2] ? "yes" : "no", seen[4] ? "yes" : "no");
