@@ -3,8 +3,9 @@
  * records: an FSDP2 step (per-unit gathers in FSDP::pre_forward and
  * FSDP::pre_backward, gradients reduce-scattered in
  * FSDP::post_backward_reduce), the same with FSDP1's names, and a
- * torch.compile'd DDP step (Inductor's kernels, compiled regions,
- * buckets all-reduced from AccumulateGrad's hook). The real traces are
+ * torch.compile'd DDP step (Inductor's kernels, compiled regions, the
+ * gradients accumulated and buckets all-reduced from AccumulateGrad's
+ * hook). The real traces are
  * checked in tests/golden/test_golden_structure.c. */
 #include <stdio.h>
 #include <string.h>
@@ -105,10 +106,12 @@ static void backward_layer(struct gen *g, double *at)
     }
     launch(g, TB_SIDE, *at + 20, COMPUTE, "sm90_xmma_gemm_bf16bf16_bf16f32", NULL, 0);
     *at += 35;
-    if (g->style == COMPILED_DDP) {
+    if (g->style == COMPILED_DDP) { /* .grad += the new gradient, then DDP's bucket */
         span(g, "cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", TB_SIDE, *at, 20);
-        span(g, "cpu_op", "c10d::allreduce_", TB_SIDE, *at + 1, 10);
-        launch(g, TB_SIDE, *at + 2, COMM, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allreduce", UNIT_NELEMS);
+        launch(g, TB_SIDE, *at + 1, COMPUTE, "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor>",
+               NULL, 0);
+        span(g, "cpu_op", "c10d::allreduce_", TB_SIDE, *at + 4, 10);
+        launch(g, TB_SIDE, *at + 5, COMM, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allreduce", UNIT_NELEMS);
     } else {
         span(g, "cpu_op", "autograd::engine::evaluate_function: RegisterPostBackwardFunctionBackward", TB_SIDE, *at,
              20);
@@ -193,6 +196,9 @@ TEST(structure_finds_a_compiled_step_its_layers_and_ddp_buckets)
     CHECK_EQ_INT(r.st.grad_sync, STRUCT_SYNC_DDP);
     CHECK_EQ_INT(r.st.by_use[STRUCT_DP_GRADS], LAYERS * STEPS);
     CHECK_EQ_INT(r.st.by_use[STRUCT_DP_PARAMS], 0);
+    /* the gradient accumulated is work on the weights; the bucket's
+     * all-reduce beside it is not */
+    CHECK_EQ_INT(r.st.param_work_tasks, LAYERS * STEPS);
     /* no module annotations: the layers are the repeats, forward and backward */
     CHECK_EQ_INT(r.st.layer_source, STRUCT_LAYERS_REPEAT);
     CHECK_EQ_INT(r.st.layers_per_rank, LAYERS);
