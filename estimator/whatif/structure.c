@@ -440,9 +440,16 @@ static enum struct_role expert_role(const struct model_task *t, int32_t layer, i
                        (p2p && size == ep && size != cp && (size != 2 || (cp == 1 && c->pp == 1))) ||
                        (gather && size == ep * etp && size != c->tp)))
         return STRUCT_ROLE_EP;
-    if ((op == MODEL_COLL_ALLREDUCE || gather) && size == edp && edp != c->dp * cp && (edp != c->tp || c->tp == 1))
+    if ((op == MODEL_COLL_ALLREDUCE || gather) && size == edp && whatif_struct_experts_apart(c))
         return STRUCT_ROLE_EDP;
     return STRUCT_ROLE_NONE;
+}
+
+int whatif_struct_experts_apart(const struct job_config *c)
+{
+    int64_t ep, etp, edp, cp = c->cp > 1 ? c->cp : 1;
+    spec_job_config_expert_groups(c, &ep, &etp, &edp);
+    return c->moe.experts && edp != c->dp * cp && (edp != c->tp || c->tp == 1);
 }
 
 static enum struct_role classify(const struct model_graph *g, uint32_t i, int32_t layer, int64_t size,

@@ -87,6 +87,13 @@ enum struct_role { STRUCT_ROLE_NONE, STRUCT_ROLE_DP, STRUCT_ROLE_TP, STRUCT_ROLE
                    STRUCT_ROLE_EP, STRUCT_ROLE_EDP, STRUCT_ROLE_OTHER, STRUCT_ROLE_COUNT };
 /* "none", "dp", "tp", "pp", "cp", "ep", "edp", "other" */
 const char *whatif_struct_role_name(enum struct_role r);
+/* Whether c's experts reduce their gradients apart from the dense
+ * weights', over a group told apart by its size: MoE, its
+ * expert-data-parallel group neither the data-parallel one nor (with
+ * tp > 1) the tensor-parallel one (of one rank, none at all). Their
+ * collectives are then classed edp, and the dp ones carry the dense
+ * weights alone. */
+int whatif_struct_experts_apart(const struct job_config *c);
 
 enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
 const char *whatif_struct_layer_source_name(enum struct_layer_source s);

@@ -127,12 +127,12 @@ double whatif_square_gemm_ratio(const struct whatif_price *p, double us, enum hw
     return whatif_gemm_ratio(p, s);
 }
 
-/* A GEMM's time on the target GPU without the kernel's fixed cost: a
- * measured GEMM's duration scales with its work (the eager steps of
+/* `batch` GEMMs of m x n x k (a grouped GEMM's: one of each) on the
+ * target GPU, us, without the kernel's fixed cost: a measured GEMM's
+ * duration scales with its work (the eager steps of
  * data/calibration/torch-steps run GEMMs of 0.05 and 1 TFLOP at the same
  * throughput), so a fixed cost in the ratio would shrink a small layer's
  * growth. */
-/* `batch` GEMMs of m x n x k (a grouped GEMM's) on the target GPU, us. */
 static double gemms_us(const struct whatif_price *p, double m, double n, double k, double batch, enum hw_dtype d)
 {
     struct gemm_estimate e;
@@ -391,31 +391,22 @@ double whatif_optimizer_shards(const struct job_config *c)
     return c->has_zero_stage && c->zero_stage >= 1 ? (double)(c->dp * whatif_cp_of(c)) : 1.0;
 }
 
-/* Whether b's experts reduce their gradients apart from the dense
- * weights' (their expert-data-parallel group is not the data-parallel
- * one): the structure then classes those collectives edp. */
-static int experts_apart(const struct job_config *b)
-{
-    int64_t ep, etp, edp;
-    spec_job_config_expert_groups(b, &ep, &etp, &edp);
-    return b->moe.experts && edp != b->dp * whatif_cp_of(b);
-}
-
 double whatif_params_ratio(const struct job_config *b, const struct job_config *t, enum whatif_weights part)
 {
     double d0, x0, d1, x1;
     if (part == WHATIF_WEIGHTS_DP)
-        part = experts_apart(b) ? WHATIF_WEIGHTS_DENSE : WHATIF_WEIGHTS_ALL;
+        part = whatif_struct_experts_apart(b) ? WHATIF_WEIGHTS_DENSE : WHATIF_WEIGHTS_ALL;
     if (!weights_per_gpu(b, &d0, &x0) && !weights_per_gpu(t, &d1, &x1)) {
         double p0 = part == WHATIF_WEIGHTS_DENSE ? d0 : part == WHATIF_WEIGHTS_EXPERTS ? x0 : d0 + x0,
                p1 = part == WHATIF_WEIGHTS_DENSE ? d1 : part == WHATIF_WEIGHTS_EXPERTS ? x1 : d1 + x1;
         if (p0 > 0 && p1 > 0)
             return p1 / p0;
     }
-    int64_t ep, etp0, etp1, edp;
-    spec_job_config_expert_groups(b, &ep, &etp0, &edp);
-    spec_job_config_expert_groups(t, &ep, &etp1, &edp);
-    double r = part == WHATIF_WEIGHTS_EXPERTS ? (double)etp0 / (double)etp1 : (double)b->tp / (double)t->tp;
+    int64_t ep0, ep1, etp0, etp1, edp;
+    spec_job_config_expert_groups(b, &ep0, &etp0, &edp);
+    spec_job_config_expert_groups(t, &ep1, &etp1, &edp);
+    double r = part == WHATIF_WEIGHTS_EXPERTS ? (double)(ep0 * etp0) / (double)(ep1 * etp1)
+                                              : (double)b->tp / (double)t->tp;
     r *= (double)b->pp / (double)t->pp;
     if (b->layers && t->layers)
         r *= (double)t->layers / (double)b->layers;
