@@ -67,10 +67,7 @@ struct job_config {
     int has_framework, has_master_weights;
     enum est_framework framework;
     enum est_master_weights master_weights;
-    struct {
-        int64_t experts, top_k, ffn, shared_experts;
-        int64_t every, dense_layers; /* MoE in every k-th layer after the dense ones */
-    } moe; /* 0 = not given */
+    struct est_moe moe; /* the spec's model.moe; 0 = not given (every: 1) */
     struct est_mla mla; /* latent attention, the spec's model.mla; 0 = not given */
 };
 

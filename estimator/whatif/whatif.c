@@ -433,6 +433,11 @@ static int shapes(struct wf *w, struct sc_error *err)
         (from_tp1 && (rc = whatif_coll_placement_tp_check(&w->pl, w->st, err))))
         return rc;
     const struct coll_placement *pl = &w->pl; /* zeroed when not found */
+    /* the weights a GPU holds under t over b's: the dp collectives',
+     * the experts' and all of them (the optimizer, the gradients'
+     * accumulation) */
+    double r_dp = whatif_params_ratio(b, t, WHATIF_WEIGHTS_DP), r_edp = whatif_params_ratio(b, t, WHATIF_WEIGHTS_EXPERTS),
+           r_all = whatif_params_ratio(b, t, WHATIF_WEIGHTS_ALL);
     uint8_t *cls = calloc(g->names.n ? g->names.n : 1, 1); /* per name (kernel_name_class) */
     if (!cls)
         return oom(err);
@@ -447,9 +452,9 @@ static int shapes(struct wf *w, struct sc_error *err)
             else if (role == STRUCT_ROLE_CP) /* a rank's keys and values: its tokens x its key/value heads */
                 w->size_ratio[i] *= tokens * whatif_kv_width(t) / whatif_kv_width(b);
             else if (role == STRUCT_ROLE_DP)
-                w->size_ratio[i] *= whatif_params_ratio(b, t, WHATIF_WEIGHTS_DP);
+                w->size_ratio[i] *= r_dp;
             else if (role == STRUCT_ROLE_EDP)
-                w->size_ratio[i] *= whatif_params_ratio(b, t, WHATIF_WEIGHTS_EXPERTS);
+                w->size_ratio[i] *= r_edp;
             continue;
         }
         if (!model_task_on_gpu(tk->cls))
@@ -459,14 +464,11 @@ static int shapes(struct wf *w, struct sc_error *err)
         double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
         if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_OPTIMIZER || after_backward(w, i))) {
             w->per_mb[i] = 0;
-            retime(w, i,
-                   whatif_params_ratio(b, t, WHATIF_WEIGHTS_ALL) * lr * whatif_optimizer_shards(b) /
-                       whatif_optimizer_shards(t),
-                   WHATIF_KERNEL_MODEL);
+            retime(w, i, r_all * lr * whatif_optimizer_shards(b) / whatif_optimizer_shards(t), WHATIF_KERNEL_MODEL);
             continue;
         }
         if (w->st->param_work[i]) { /* a gradient accumulated, once a micro-batch */
-            retime(w, i, whatif_params_ratio(b, t, WHATIF_WEIGHTS_ALL) * lr, WHATIF_KERNEL_MODEL);
+            retime(w, i, r_all * lr, WHATIF_KERNEL_MODEL);
             continue;
         }
         if (!w->per_mb[i])

@@ -155,6 +155,16 @@ static double head_dim_of(const struct job_config *c)
     return c->head_dim ? (double)c->head_dim : (double)c->hidden / (double)c->heads;
 }
 
+/* c's MoE as the spec's model has it: every layer's when `every` is not
+ * given. */
+static struct est_moe moe_of(const struct job_config *c)
+{
+    struct est_moe e = c->moe;
+    if (!e.every)
+        e.every = 1;
+    return e;
+}
+
 /* The spec model c describes (resolved); -1 when c lacks its sizes or
  * they do not make one. */
 static int model_of(const struct job_config *c, struct est_model *m)
@@ -170,13 +180,7 @@ static int model_of(const struct job_config *c, struct est_model *m)
     m->kv_heads = c->kv_heads;
     m->head_dim = c->head_dim;
     m->mla = c->mla;
-    m->moe.experts = c->moe.experts;
-    m->moe.top_k = c->moe.top_k;
-    m->moe.ffn = c->moe.ffn;
-    m->moe.shared_experts = c->moe.shared_experts;
-    m->moe.dense_layers = c->moe.dense_layers;
-    if (c->moe.every)
-        m->moe.every = c->moe.every;
+    m->moe = moe_of(c);
     if (c->has_mlp)
         m->mlp = c->mlp;
     if (c->tied_embeddings >= 0)
@@ -238,11 +242,8 @@ static double moe_layer_share(const struct job_config *c)
         return 0;
     if (!c->layers)
         return 1;
-    struct est_model m = {.layers = c->layers};
+    struct est_model m = {.layers = c->layers, .moe = moe_of(c)};
     int64_t n = 0;
-    m.moe.experts = c->moe.experts;
-    m.moe.every = c->moe.every ? c->moe.every : 1;
-    m.moe.dense_layers = c->moe.dense_layers;
     for (int64_t i = 0; i < c->layers; i++)
         n += spec_model_layer_is_moe(&m, i);
     return (double)n / (double)c->layers;
