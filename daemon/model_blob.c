@@ -102,8 +102,8 @@ RECORD(rec_gemm_note, trace_gemm_note, FIELD(trace_gemm_note, event), FIELD(trac
        FIELD(trace_gemm_note, shape.dtype));
 /* a rank's notes but their arrays */
 RECORD(rec_notes, trace_notes, FIELD(trace_notes, ops_busy_ns), FIELD(trace_notes, module_layers),
-       FIELD(trace_notes, has_autograd), FIELD(trace_notes, has_hooks), FIELD(trace_notes, inductor_kernels),
-       FIELD(trace_notes, compiled_regions));
+       FIELD(trace_notes, unit_layers), FIELD(trace_notes, has_autograd), FIELD(trace_notes, has_hooks),
+       FIELD(trace_notes, inductor_kernels), FIELD(trace_notes, compiled_regions));
 
 static const struct record *const records[] = {
     &rec_trace_file, &rec_track, &rec_cat,  &rec_device, &rec_pg,   &rec_step,   &rec_task, &rec_task_src,
@@ -800,12 +800,13 @@ static void notes_ok(struct rbuf *r, const struct trace_notes *n, const struct m
     events_ok(r, n->calls, n->n_calls, sizeof *n->calls, t->n_complete, rank, "call");
     events_ok(r, n->colls, n->n_colls, sizeof *n->colls, t->n_complete, rank, "collective");
     events_ok(r, n->gemms, n->n_gemms, sizeof *n->gemms, t->n_complete, rank, "GEMM");
-    if (!r->rc && (!isfinite(n->ops_busy_ns) || n->module_layers < 0 || n->has_autograd > 1 || n->has_hooks > 1))
+    if (!r->rc && (!isfinite(n->ops_busy_ns) || n->module_layers < 0 || n->unit_layers > 1 || n->has_autograd > 1 ||
+                   n->has_hooks > 1))
         BAD(r, "rank %zu's notes say nothing a trace could", rank);
     for (size_t i = 0; !r->rc && i < n->n_calls; i++) {
         const struct trace_call_note *c = &n->calls[i];
         if (c->track >= t->n_tracks || c->layer < -1 || c->layer >= n->module_layers || c->backward < 0 ||
-            c->backward > 1 || c->hook < -1 || c->hook > TRACE_HOOK_DDP_BUFFERS)
+            c->backward > 1 || c->hook < -1 || c->hook > TRACE_HOOK_OPTIMIZER)
             BAD(r, "rank %zu's call note %zu names a track, layer or hook out of range", rank, i);
     }
     for (size_t i = 0; !r->rc && i < n->n_gemms; i++) {
@@ -846,6 +847,7 @@ static void get_notes(struct rbuf *r, const struct model_graph *g, struct trace_
         if (rest) {
             t->ops_busy_ns = rest->ops_busy_ns;
             t->module_layers = rest->module_layers;
+            t->unit_layers = rest->unit_layers;
             t->has_autograd = rest->has_autograd;
             t->has_hooks = rest->has_hooks;
             t->inductor_kernels = rest->inductor_kernels;

@@ -23,7 +23,8 @@
  * each struct), never its padding, and a text field's bytes after its NUL
  * are zeros: the same model is always the same bytes, and no byte of the
  * blob comes from memory the model never set. Version 1 wrote records as
- * raw memory, version 2 had no notes; such a blob is stale (refused, its
+ * raw memory, version 2 had no notes, version 3 no mark of the layers of
+ * FSDP's units nor of the optimizer's step in them; such a blob is stale (refused, its
  * model built again from its traces). Numbers are the host's (the layout word includes the byte order).
  * Counts, array sizes, string ids and every index are checked when read
  * (notes: by event, below their trace's events, their tracks, layers and
@@ -42,7 +43,7 @@ struct blob_store;
 struct built_model;
 struct model_load_opts;
 
-#define MODEL_BLOB_VERSION 3
+#define MODEL_BLOB_VERSION 4
 #define MODEL_BLOB_HEADER 88 /* magic, version, layout, payload bytes, checksum */
 
 /* m as a blob's bytes: *out from malloc, *n long. */

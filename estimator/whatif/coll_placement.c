@@ -370,7 +370,7 @@ static int grads_ready(struct walk *w, int layers, struct coll_grads *c)
 {
     uint32_t opt = UINT32_MAX;
     for (uint32_t i = 0; i < w->n_k; i++)
-        if (w->g->tasks[w->k[i]].sub == MODEL_KF_OPTIMIZER) {
+        if (whatif_struct_is_optimizer(w->g, w->st, w->k[i])) {
             opt = i;
             break;
         }

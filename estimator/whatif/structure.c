@@ -14,6 +14,7 @@
 #include "model/collective.h"
 #include "model/graph.h"
 #include "model/job.h"
+#include "model/kernel_family.h"
 #include "model/trace.h"
 #include "common/vec.h"
 #include "common/banned.h"
@@ -31,8 +32,10 @@ const char *whatif_struct_role_name(enum struct_role r)
 
 const char *whatif_struct_layer_source_name(enum struct_layer_source s)
 {
-    return s == STRUCT_LAYERS_MODULES ? "module annotations" : s == STRUCT_LAYERS_REPEAT ? "repeating kernel sequence"
-                                                                                        : "none";
+    return s == STRUCT_LAYERS_MODULES  ? "module annotations"
+           : s == STRUCT_LAYERS_REPEAT ? "repeating kernel sequence"
+           : s == STRUCT_LAYERS_UNITS  ? "FSDP units"
+                                       : "none";
 }
 
 void whatif_job_structure_release(struct job_structure *s)
@@ -183,22 +186,39 @@ static void modules_rank(const struct model_graph *g, const struct trace_notes_s
 
 /* ---- layers from the repeating kernel sequence ---- */
 
+/* A run of layers: reps blocks of `period` kernels from start, the same
+ * names each, and beside them the layers at either end of the stack that
+ * differ from the rest (edge_layer): `lead` kernels before, `tail` after
+ * (0: none). */
 struct run {
-    size_t start, period, reps;
+    size_t start, period, reps, lead, tail;
 };
+
+static size_t run_layers(const struct run *r)
+{
+    return r->reps + (r->lead > 0) + (r->tail > 0);
+}
 
 /* The longest run of a block of at least STRUCT_MIN_BLOCK names (two of
  * them distinct) repeated back to back in a[0..n) (reps >= 2; reps == 0
- * when none); want_reps > 0 takes only runs of that many repeats. */
-static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps)
+ * when none); want_reps > 0 takes only runs of that many repeats. With
+ * `loose`, a block may differ from the one before it in up to a quarter of
+ * its names (no more in any stretch of a block's length): torch.compile
+ * names a layer's fused kernels after what each fuses, and in mixed
+ * precision its layers alternate between two or three such names. */
+static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps, int loose)
 {
-    struct run best = {0, 0, 0};
+    struct run best = {0, 0, 0, 0, 0};
     size_t max_p = n / 2 < STRUCT_MAX_BLOCK ? n / 2 : STRUCT_MAX_BLOCK;
+    uint8_t missed[STRUCT_MAX_BLOCK]; /* loose: the last p comparisons, each 1 where the names differ */
     for (size_t p = STRUCT_MIN_BLOCK; p <= max_p; p++) {
-        size_t run = 0;
+        size_t run = 0, misses = 0, slack = loose ? p / 4 : 0;
         for (size_t i = 0; i + p <= n; i++) {
-            int same = i + p < n && a[i] >= 0 && a[i] == a[i + p];
-            if (same) {
+            int known = i + p < n && a[i] >= 0 && a[i + p] >= 0, same = known && a[i] == a[i + p];
+            size_t gone = run >= p ? missed[run % p] : 0; /* the comparison leaving the window */
+            if (same || (known && run && misses - gone + 1 <= slack)) {
+                misses += !same - gone;
+                missed[run % p] = (uint8_t)!same;
                 run++;
                 continue;
             }
@@ -208,12 +228,89 @@ static struct run longest_repeat(const int64_t *a, size_t n, size_t want_reps)
                 for (size_t k = st + 1; k < st + p && !distinct; k++)
                     distinct = a[k] != a[st];
                 if (distinct)
-                    best = (struct run){st, p, reps};
+                    best = (struct run){st, p, reps, 0, 0};
             }
-            run = 0;
+            run = misses = 0;
         }
     }
     return best;
+}
+
+/* The k-th name of the stretch of a from `at` going `dir` (+1: a[at],
+ * a[at + 1], ...; -1: a[at - 1], a[at - 2], ...). */
+static int64_t stretch_at(const int64_t *a, size_t at, int dir, size_t k)
+{
+    return a[dir > 0 ? at + k : at - 1 - k];
+}
+
+/* How many of the first k names of that stretch are v. */
+static size_t count_of(const int64_t *a, size_t at, int dir, size_t k, int64_t v)
+{
+    size_t c = 0;
+    for (size_t j = 0; j < k; j++)
+        c += stretch_at(a, at, dir, j) == v;
+    return c;
+}
+
+/* The kernels of the stretch of a[0, n) beside run r (dir -1: before it,
+ * +1: after it) that make one more layer of r's block, or 0. The layers at
+ * either end of a stack differ from the rest where torch.compile fuses
+ * them with the embedding, the final norm or the loss (Inductor's kernels
+ * there are other ones), yet they hold the block's anchors: the names the
+ * block holds once (a layer's attention kernel, its GEMMs). The stretch is
+ * the shortest that holds every anchor, made up to a block's length where
+ * the kernels allow (at most one and a half blocks, up to a kernel a layer
+ * already holds); it is a layer when it holds each anchor once and at
+ * least half its kernels are the block's. */
+static size_t edge_layer(const int64_t *a, size_t n, const struct run *r, int dir)
+{
+    size_t st = r->start, p = r->period, at = dir > 0 ? st + r->reps * p : st;
+    size_t avail = 0, max = p + p / 2, anchors = 0, seen = 0, len = 0;
+    for (size_t i = 0; i < p; i++)
+        anchors += count_of(a, st, +1, p, a[st + i]) == 1;
+    while (avail < max && (dir > 0 ? at + avail < n : avail < at) && stretch_at(a, at, dir, avail) >= 0)
+        avail++;
+    for (size_t k = 0; k < avail && !len; k++) { /* the shortest stretch holding every anchor */
+        int64_t v = stretch_at(a, at, dir, k);
+        seen += count_of(a, st, +1, p, v) == 1 && !count_of(a, at, dir, k, v);
+        if (anchors && seen == anchors)
+            len = k + 1;
+    }
+    if (!len)
+        return 0;
+    if (len < p)
+        len = avail < p ? avail : p;
+    size_t once = 0, of_block = 0;
+    for (size_t k = 0; k < len; k++) {
+        int64_t v = stretch_at(a, at, dir, k);
+        size_t in = count_of(a, st, +1, p, v);
+        once += in == 1 && count_of(a, at, dir, len, v) == 1;
+        of_block += in > 0;
+    }
+    return once == anchors && 2 * of_block >= len ? len : 0;
+}
+
+/* The layers of a[0, n): the longest run of a repeated block
+ * (longest_repeat) with the edge layers beside it (edge_layer). With
+ * want > 0, a run of that many layers: an exact run of as many repeats,
+ * else one of one or two fewer whose edge layers make up the count, else
+ * the same from loose repeats. */
+static struct run layers_run(const int64_t *a, size_t n, size_t want)
+{
+    struct run none = {0, 0, 0, 0, 0};
+    for (int loose = 0; loose <= (want > 0); loose++)
+        for (size_t less = 0; less <= (want ? 2 : 0) && (!want || want - less >= 2); less++) {
+            struct run r = longest_repeat(a, n, want ? want - less : 0, loose);
+            if (!r.reps)
+                continue;
+            if (want && !less)
+                return r;
+            r.lead = edge_layer(a, n, &r, -1);
+            r.tail = edge_layer(a, n, &r, +1);
+            if (!want || run_layers(&r) == want)
+                return r;
+        }
+    return none;
 }
 
 /* Layers of rank r from the repeats of its busiest compute stream, step by
@@ -263,18 +360,21 @@ static int repeats_rank(const struct model_graph *g, uint16_t r, int want, int32
             }
         size_t reps = (size_t)want;
         for (int pass = 0; pass < 2; pass++) {
-            struct run run = longest_repeat(names, n, reps);
+            struct run run = layers_run(names, n, reps);
             if (!run.reps)
                 break;
-            for (size_t j = 0; j < run.reps * run.period; j++) {
-                layer[idx[run.start + j]] = (int32_t)(j / run.period);
-                names[run.start + j] = -1 - (int64_t)j; /* out of the next search */
+            size_t layers = run_layers(&run), first = run.start - run.lead, body = run.reps * run.period;
+            for (size_t j = 0; j < run.lead + body + run.tail; j++) {
+                size_t l = j < run.lead ? 0 : j - run.lead < body ? (run.lead > 0) + (j - run.lead) / run.period
+                                                                  : layers - 1;
+                layer[idx[first + j]] = (int32_t)l;
+                names[first + j] = -1 - (int64_t)j; /* out of the next search */
             }
-            if ((int)run.reps > *found)
-                *found = (int)run.reps;
-            if (pass && (int)run.reps > *both)
-                *both = (int)run.reps;
-            reps = run.reps;
+            if ((int)layers > *found)
+                *found = (int)layers;
+            if (pass && (int)layers > *both)
+                *both = (int)layers;
+            reps = layers;
         }
     }
     free(idx);
@@ -356,11 +456,14 @@ static void launchers(const struct model_graph *g, const struct trace_notes_set 
     for (uint16_t r = 0; r < g->n_ranks; r++) {
         out->inductor_kernels += notes_of(n, r)->inductor_kernels;
         out->compiled_regions += notes_of(n, r)->compiled_regions;
+        fsdp |= notes_of(n, r)->unit_layers;
     }
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const struct trace_call_note *c = call_note(g, n, i);
         int hook = c ? c->hook : -1;
-        if (notes_of(n, g->tasks[i].rank)->has_autograd)
+        if (hook == TRACE_HOOK_OPTIMIZER)
+            out->phase[i] = STRUCT_PHASE_OPTIMIZER;
+        else if (notes_of(n, g->tasks[i].rank)->has_autograd)
             out->phase[i] = c && c->backward ? STRUCT_PHASE_BACKWARD : STRUCT_PHASE_FORWARD;
         out->backward_tasks += out->phase[i] == STRUCT_PHASE_BACKWARD;
         if (hook == TRACE_HOOK_GRADS && model_task_on_gpu(g->tasks[i].cls) && g->tasks[i].cls != MODEL_TASK_COMM) {
@@ -391,6 +494,12 @@ static void launchers(const struct model_graph *g, const struct trace_notes_set 
 }
 
 /* ---- collective roles ---- */
+
+int whatif_struct_is_optimizer(const struct model_graph *g, const struct job_structure *st, uint32_t i)
+{
+    return g->tasks[i].cls == MODEL_TASK_KERNEL &&
+           (g->tasks[i].sub == MODEL_KF_OPTIMIZER || st->phase[i] == STRUCT_PHASE_OPTIMIZER);
+}
 
 int whatif_struct_coll_is_p2p(int op)
 {
@@ -492,6 +601,25 @@ static int contradiction(const struct job_config *c, int64_t size, int op, const
                         (long long)size);
 }
 
+/* The gradient reduction the trace shows against the description's
+ * zero_stage, where it gives one: DDP's all-reduced buckets are stage 0,
+ * a distributed optimizer's reduce-scattered ones 1 or 2, FSDP's per-unit
+ * gathers 3. SC_EINVAL naming zero_stage. */
+static int check_grad_sync(const struct job_config *c, enum struct_grad_sync sync, struct sc_error *err)
+{
+    static const char *const shows[] = {
+        "", "DDP's buckets, all-reduced (zero_stage 0)",
+        "buckets reduce-scattered by a distributed optimizer (zero_stage 1 or 2)",
+        "FSDP's units, their parameters gathered and gradients reduce-scattered (zero_stage 3)"};
+    int ok = sync == STRUCT_SYNC_NONE || !c->has_zero_stage ||
+             (sync == STRUCT_SYNC_DDP && c->zero_stage == 0) ||
+             (sync == STRUCT_SYNC_ZERO && (c->zero_stage == 1 || c->zero_stage == 2)) ||
+             (sync == STRUCT_SYNC_FSDP && c->zero_stage == 3);
+    return ok ? SC_OK
+              : sc_error_set(err, SC_EINVAL, "zero_stage: the job description gives zero_stage=%lld, but the trace shows %s",
+                             (long long)c->zero_stage, shows[sync]);
+}
+
 static int check_groups(const struct model_graph *g, const struct job_config *c, struct sc_error *err)
 {
     for (size_t k = 0; k < g->n_groups; k++) {
@@ -571,7 +699,8 @@ static int check_layers(const struct job_config *cfg, int found, enum struct_lay
                         "layers: the job description gives %lld layers over pp=%lld (%lld per rank), but the trace's "
                         "%s %d on rank %d",
                         (long long)cfg->layers, (long long)cfg->pp, (long long)(cfg->layers / cfg->pp),
-                        source == STRUCT_LAYERS_MODULES ? "module annotations show"
+                        source == STRUCT_LAYERS_MODULES  ? "module annotations show"
+                        : source == STRUCT_LAYERS_UNITS ? "FSDP units show"
                                                         : "repeating kernel sequence shows, forward and backward,",
                         found, rank);
 }
@@ -612,17 +741,18 @@ static int recover(const struct model_graph *g, const struct trace_notes_set *n,
     }
     int rc = check_groups(g, cfg, err);
 
-    /* layers: module annotations on any rank, else repeats */
+    /* layers: module annotations or FSDP units on any rank, else repeats */
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
         int found;
+        enum struct_layer_source source = notes_of(n, r)->unit_layers ? STRUCT_LAYERS_UNITS : STRUCT_LAYERS_MODULES;
         modules_rank(g, n, r, out->layer, &found);
-        if (found > out->layers_per_rank)
+        if (found > out->layers_per_rank) {
             out->layers_per_rank = found;
+            out->layer_source = source;
+        }
         if (found)
-            rc = check_layers(cfg, found, STRUCT_LAYERS_MODULES, g->ranks[r].id, err);
+            rc = check_layers(cfg, found, source, g->ranks[r].id, err);
     }
-    if (out->layers_per_rank)
-        out->layer_source = STRUCT_LAYERS_MODULES;
     propagate(g, out->layer);
     /* without annotations, the repeats; with them, the repeats of the
      * work they leave out (the backward, run by the autograd engine without
@@ -630,6 +760,8 @@ static int recover(const struct model_graph *g, const struct trace_notes_set *n,
     int by_modules = out->layers_per_rank;
     for (uint16_t r = 0; !rc && r < g->n_ranks; r++) {
         int found, both;
+        if (notes_of(n, r)->unit_layers)
+            continue;
         rc = repeats_rank(g, r, by_modules, out->layer, &found, &both, err);
         if (!by_modules && found > out->layers_per_rank)
             out->layers_per_rank = found;
@@ -657,6 +789,8 @@ static int recover(const struct model_graph *g, const struct trace_notes_set *n,
         out->role_ms[role] += (double)g->tasks[i].dur / 1e6;
     }
     launchers(g, n, out);
+    if ((rc = check_grad_sync(cfg, out->grad_sync, err)))
+        return rc;
     host_ops(g, n, out);
     return gemm_shapes(g, n, out, err);
 }

@@ -5,17 +5,27 @@
  *
  * Layers: from module annotations first (python_function spans named as
  * PyTorch names module calls, "nn.Module: TransformerLayer_3", a class
- * name ending in Layer or Block, as `stepcast synth` writes them); a
- * runtime call inside such a span belongs to that layer, and the GPU work
- * it launched with it. Without annotations, from the repeating kernel
- * sequence of a layer: on each rank's busiest compute stream, in each step,
- * the longest run of a block of kernels repeated back to back (at least
- * STRUCT_MIN_BLOCK kernels, two of them distinct, at least twice), and
- * then the longest other run with as many repeats (the backward of the
- * same layers); block j of a run is layer j. With annotations, which
- * PyTorch records for forward module calls only, the kernels they leave
- * out are searched the same way for runs of as many repeats as there are
- * annotated layers (the backward).
+ * name ending in Layer or Block, as `stepcast synth` writes them), or from
+ * FSDP2's units whose module path ends in a layer number ("blocks.3": a
+ * unit's forward between its "FSDP::pre_forward (blocks.3)" and
+ * "FSDP::post_forward (blocks.3)" hooks, its backward between its
+ * pre_backward and post_backward ones); a runtime call inside such a span
+ * belongs to that layer, and the GPU work it launched with it. Without
+ * them, from the repeating kernel sequence of a layer: on each rank's
+ * busiest compute stream, in each step, the longest run of a block of
+ * kernels repeated back to back (at least STRUCT_MIN_BLOCK kernels, two of
+ * them distinct, at least twice), and then the longest other run with as
+ * many repeats (the backward of the same layers); block j of a run is
+ * layer j. The layers at either end of a torch.compile'd stack, fused with
+ * the embedding or the loss, are the kernels beside a run that hold the
+ * block's anchors (the kernels it holds once: attention, GEMMs); where
+ * the second run is not found exactly, it is searched again letting a
+ * quarter of each block's kernels differ (the fused kernels a compiled
+ * stack in mixed precision names differently from layer to layer). With
+ * module annotations, which PyTorch records for forward module calls
+ * only, the kernels they leave out are searched the same way for runs of
+ * as many repeats as there are annotated layers (the backward); FSDP's
+ * units place the backward's work themselves.
  *
  * Collectives: a communication task's size and group size come from its
  * collective group (a single traced rank's collective is a group of its
@@ -35,8 +45,8 @@
  * launching runtime call's enclosing cpu ops and annotations, as PyTorch
  * records them in eager and torch.compile'd runs alike):
  *  - a task is the backward's when its call ran inside the autograd
- *    engine ("autograd::engine::evaluate_function: ..."), else the
- *    forward's or the optimizer's;
+ *    engine ("autograd::engine::evaluate_function: ..."), the optimizer's
+ *    inside its step ("Optimizer.step#AdamW.step"), else the forward's;
  *  - a data-parallel collective is a gradient reduction when launched by
  *    a gradient hook: DDP's and Megatron's buckets run in the hook of
  *    AccumulateGrad, FSDP's in its post-backward hook ("FSDP::post_backward",
@@ -49,7 +59,9 @@
  *    traffic (an embedding's all-to-all) else;
  *  - the gradient reduction is DDP's (all-reduced buckets), ZeRO's
  *    (reduced-scattered buckets with no per-unit gathers: a distributed
- *    optimizer) or FSDP's (gathers per unit, gradients reduce-scattered);
+ *    optimizer) or FSDP's (gathers per unit, gradients reduce-scattered;
+ *    also where FSDP2's units are traced without collectives, a process
+ *    group of one rank);
  *  - the step is torch.compile'd when Inductor's kernels ("triton_...")
  *    or compiled regions ("CompiledFunction", "Torch-Compiled Region")
  *    are in it;
@@ -59,7 +71,9 @@
  * Checks (a contradiction is SC_EINVAL naming both sides; job_check.h): tp x cp x pp x dp
  * against the trace's world size; every collective group size the trace
  * gives against the groups the description has (tp, dp, the pipeline's
- * pairs, tp x dp, the world); the layers the module annotations show,
+ * pairs, tp x dp, the world); the gradient reduction against its
+ * zero_stage (FSDP's is 3, a distributed optimizer's 1 or 2, DDP's 0); the
+ * layers the module annotations or FSDP units show,
  * else those the repeating kernel sequence shows in a step's forward and
  * backward alike, against layers / pp (all of them with pp 1). */
 #ifndef ESTIMATOR_STRUCTURE_H
@@ -95,10 +109,11 @@ const char *whatif_struct_role_name(enum struct_role r);
  * weights alone. */
 int whatif_struct_experts_apart(const struct job_config *c);
 
-enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT };
+enum struct_layer_source { STRUCT_LAYERS_NONE, STRUCT_LAYERS_MODULES, STRUCT_LAYERS_REPEAT, STRUCT_LAYERS_UNITS };
+/* "module annotations", "repeating kernel sequence", "FSDP units", "none" */
 const char *whatif_struct_layer_source_name(enum struct_layer_source s);
 
-enum struct_phase { STRUCT_PHASE_NONE, STRUCT_PHASE_FORWARD, STRUCT_PHASE_BACKWARD };
+enum struct_phase { STRUCT_PHASE_NONE, STRUCT_PHASE_FORWARD, STRUCT_PHASE_BACKWARD, STRUCT_PHASE_OPTIMIZER };
 
 /* What a data-parallel collective is for (STRUCT_DP_NONE: not one). */
 enum struct_dp_use { STRUCT_DP_NONE, STRUCT_DP_GRADS, STRUCT_DP_PARAMS, STRUCT_DP_BUFFERS, STRUCT_DP_OTHER,
@@ -113,7 +128,9 @@ struct job_structure {
     uint8_t *role;   /* per task: enum struct_role (communication tasks; NONE for the rest) */
     int64_t *coll_bytes; /* per task: a communication task's size (nccl-tests convention), or -1 */
     int32_t *coll_size;  /* per task: its group's ranks, or 0 when unknown */
-    uint8_t *phase;      /* per task: enum struct_phase (NONE: the trace records no autograd engine) */
+    /* per task: enum struct_phase (OPTIMIZER: launched inside the
+     * optimizer's step; NONE: the trace records no autograd engine) */
+    uint8_t *phase;
     uint8_t *dp_use;     /* per task: enum struct_dp_use */
     /* per task: 1 for GPU work (not a collective) launched while the
      * autograd engine accumulated a gradient (its AccumulateGrad node and
@@ -172,6 +189,11 @@ int whatif_job_structure_copy(const struct job_structure *src, size_t n_tasks, s
  * SC_EINVAL naming the device when no profile lists it. */
 int whatif_job_structure_gpu(const struct model_graph *g, const struct hw_profile **out, char *name, size_t n,
                       struct sc_error *err);
+
+/* Whether task i of g is the optimizer's GPU work: a kernel of the
+ * optimizer's family (a fused Adam), or one launched inside the
+ * optimizer's step (a single-tensor AdamW's elementwise kernels). */
+int whatif_struct_is_optimizer(const struct model_graph *g, const struct job_structure *st, uint32_t i);
 
 /* Whether a collective kind (enum model_coll_op) is point-to-point:
  * send/recv, send or recv. */

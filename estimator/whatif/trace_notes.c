@@ -47,6 +47,35 @@ static int32_t module_layer(const char *name)
     return *end || v < 0 || v > (1 << 20) ? -1 : (int32_t)v;
 }
 
+/* FSDP2's hooks around a unit whose module path ends in a layer number
+ * ("FSDP::pre_forward (blocks.3)", "FSDP::post_backward_reduce
+ * (model.layers.3)"): the hook's kind (enum unit_hook) | the layer << 2,
+ * or -1. The unit's forward runs between its pre_forward and post_forward
+ * hooks, its backward between its pre_backward and first post_backward
+ * hooks, each pair on one thread (unit_spans). */
+enum unit_hook { UNIT_PRE_FORWARD, UNIT_POST_FORWARD, UNIT_PRE_BACKWARD, UNIT_POST_BACKWARD };
+#define UNIT_MAX_LAYERS (1 << 16)
+
+static int32_t unit_label(const char *name)
+{
+    static const char *const prefixes[] = {"FSDP::pre_forward (", "FSDP::post_forward (", "FSDP::pre_backward (",
+                                           "FSDP::post_backward_"};
+    int kind = -1;
+    for (int k = 0; k < 4 && kind < 0; k++)
+        if (has_prefix(name, prefixes[k]))
+            kind = k;
+    const char *paren = kind < 0 ? NULL : strchr(name, '('), *close = paren ? strchr(paren, ')') : NULL;
+    if (!close || close[1] || close - paren < 3)
+        return -1;
+    const char *digits = close;
+    while (digits > paren + 1 && digits[-1] >= '0' && digits[-1] <= '9')
+        digits--;
+    if (digits == close || close - digits > 5 || digits[-1] != '.')
+        return -1;
+    long layer = strtol(digits, NULL, 10);
+    return layer < UNIT_MAX_LAYERS ? (int32_t)(layer << 2 | kind) : -1;
+}
+
 static int32_t autograd_label(const char *name)
 {
     return has_prefix(name, AUTOGRAD_FUNCTION) ? 1 : -1;
@@ -54,7 +83,8 @@ static int32_t autograd_label(const char *name)
 
 /* The hooks that launch data-parallel collectives, by the names PyTorch's
  * autograd engine, DDP and FSDP (FSDP2's "FSDP::", FSDP1's
- * "FullyShardedDataParallel.") record them with. */
+ * "FullyShardedDataParallel.") record them with, and the optimizer's step
+ * (torch.optim's "Optimizer.step#AdamW.step"). */
 static int32_t hook_label(const char *name)
 {
     static const char *const fsdp_params[] = {"FSDP::all_gather",
@@ -75,6 +105,8 @@ static int32_t hook_label(const char *name)
     for (size_t k = 0; k < sizeof fsdp_params / sizeof *fsdp_params; k++)
         if (has_prefix(name, fsdp_params[k]))
             return TRACE_HOOK_FSDP_PARAMS;
+    if (has_prefix(name, "Optimizer.step#"))
+        return TRACE_HOOK_OPTIMIZER;
     return strcmp(name, "DistributedDataParallel.forward") == 0 ? TRACE_HOOK_DDP_BUFFERS : -1;
 }
 
@@ -103,9 +135,26 @@ static int span_cmp(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+/* Sort s by track and start (its spans come in a few runs in time order,
+ * which the sort keeps) and set their reach. */
+static int spans_sort(struct spans *s, struct sc_error *err)
+{
+    if (sc_sort_runs_alloc(s->v, s->n, sizeof *s->v, span_cmp)) {
+        free(s->v);
+        s->v = NULL;
+        s->n = 0;
+        return oom(err);
+    }
+    for (size_t k = 0; k < s->n; k++) {
+        int64_t prev = k && s->v[k - 1].track == s->v[k].track ? s->v[k - 1].reach : INT64_MIN;
+        s->v[k].reach = s->v[k].end > prev ? s->v[k].end : prev;
+    }
+    return SC_OK;
+}
+
 /* The spans of t that label names, sorted by track and start. A name's
  * label is found once (names are interned: a trace has few distinct
- * ones); events come in a few runs in time order, which the sort keeps. */
+ * ones). */
 static int spans_collect(const struct model_trace *t, span_label_fn label, struct spans *out, struct sc_error *err)
 {
     enum { UNSEEN = INT32_MIN };
@@ -135,17 +184,51 @@ static int spans_collect(const struct model_trace *t, span_label_fn label, struc
         out->v[out->n++] = (struct span){e->track, e->ts, e->ts + e->dur, 0, l};
     }
     free(memo);
-    if (sc_sort_runs_alloc(out->v, out->n, sizeof *out->v, span_cmp)) {
-        free(out->v);
-        out->v = NULL;
-        out->n = 0;
+    return spans_sort(out, err);
+}
+
+/* The layer spans of FSDP2's units into `layers` (kept sorted): from the
+ * unit hooks `hooks` (unit_label's, sorted), on each thread a unit's
+ * forward from the end of its pre_forward hook to the start of its
+ * post_forward hook, its backward from the end of its pre_backward hook to
+ * the start of its first post_backward one, each labelled with the unit's
+ * layer. *backward is set when a backward span was found (the units then
+ * place the backward's work too). */
+static int unit_spans(const struct spans *hooks, struct spans *layers, uint8_t *backward, struct sc_error *err)
+{
+    int32_t most = 0;
+    for (size_t k = 0; k < hooks->n; k++)
+        if ((hooks->v[k].label >> 2) + 1 > most)
+            most = (hooks->v[k].label >> 2) + 1;
+    if (!most)
+        return SC_OK;
+    int64_t *since = malloc(2 * (size_t)most * sizeof *since); /* per layer: forward, backward */
+    size_t cap = layers->n;
+    if (!since)
         return oom(err);
+    for (size_t k = 0; k < hooks->n; k++) {
+        const struct span *h = &hooks->v[k];
+        if (!k || h->track != hooks->v[k - 1].track)
+            for (int32_t l = 0; l < 2 * most; l++)
+                since[l] = -1;
+        int32_t layer = h->label >> 2, kind = h->label & 3;
+        int64_t *at = &since[2 * layer + (kind >= UNIT_PRE_BACKWARD)];
+        if (kind == UNIT_PRE_FORWARD || kind == UNIT_PRE_BACKWARD) {
+            *at = h->end;
+            continue;
+        }
+        if (*at < 0 || *at > h->start)
+            continue;
+        if (sc_vec_reserve((void **)&layers->v, &cap, layers->n + 1, sizeof *layers->v)) {
+            free(since);
+            return oom(err);
+        }
+        layers->v[layers->n++] = (struct span){h->track, *at, h->start, 0, layer};
+        *backward |= kind == UNIT_POST_BACKWARD;
+        *at = -1;
     }
-    for (size_t k = 0; k < out->n; k++) {
-        int64_t prev = k && out->v[k - 1].track == out->v[k].track ? out->v[k - 1].reach : INT64_MIN;
-        out->v[k].reach = out->v[k].end > prev ? out->v[k].end : prev;
-    }
-    return SC_OK;
+    free(since);
+    return spans_sort(layers, err);
 }
 
 /* The label of the innermost span around time ts on a track (the latest
@@ -174,8 +257,13 @@ static int is_call(const struct model_event *e)
 /* out->calls: every runtime and driver call, with the spans around it. */
 static int calls_of(const struct model_trace *t, struct trace_notes *out, struct sc_error *err)
 {
-    struct spans modules = {0}, autograd = {0}, hooks = {0};
+    struct spans modules = {0}, autograd = {0}, hooks = {0}, units = {0};
     int rc = spans_collect(t, module_layer, &modules, err);
+    if (!rc)
+        rc = spans_collect(t, unit_label, &units, err);
+    if (!rc)
+        rc = unit_spans(&units, &modules, &out->unit_layers, err);
+    free(units.v);
     if (!rc)
         rc = spans_collect(t, autograd_label, &autograd, err);
     if (!rc)

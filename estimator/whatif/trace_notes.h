@@ -37,13 +37,16 @@ struct trace_call_note {
     uint32_t track;   /* its thread */
     int64_t at;       /* its start less the trace's first_ts, ns */
     int32_t layer;    /* the layer of the innermost module annotation around it
-                         ("nn.Module: <Class>Layer_<N>"), or -1 */
+                         ("nn.Module: <Class>Layer_<N>"), or of the FSDP2 unit
+                         ("blocks.<N>") whose forward or backward it is in; -1 */
     int8_t backward;  /* 1 inside an autograd engine function, else 0 */
     int8_t hook;      /* enum trace_hook of the innermost hook span around it, or -1 */
 };
 
-/* The hooks that launch data-parallel collectives (structure.h). */
-enum trace_hook { TRACE_HOOK_GRADS, TRACE_HOOK_FSDP_GRADS, TRACE_HOOK_FSDP_PARAMS, TRACE_HOOK_DDP_BUFFERS };
+/* The hooks that launch data-parallel collectives (structure.h), and the
+ * optimizer's step. */
+enum trace_hook { TRACE_HOOK_GRADS, TRACE_HOOK_FSDP_GRADS, TRACE_HOOK_FSDP_PARAMS, TRACE_HOOK_DDP_BUFFERS,
+                  TRACE_HOOK_OPTIMIZER };
 
 /* A communication kernel whose arguments give its collective. */
 struct trace_coll_note {
@@ -73,7 +76,8 @@ struct trace_notes {
     int64_t *op_keys;
     size_t n_op_keys;
     double ops_busy_ns;      /* the host's time inside operators, less its waits on the GPU (structure.h) */
-    int32_t module_layers;   /* the most layers the module annotations show (0: none) */
+    int32_t module_layers;   /* the most layers the module annotations and FSDP units show (0: none) */
+    uint8_t unit_layers;     /* FSDP2's units place the backward's work in its layers too */
     uint8_t has_autograd;    /* the trace records the autograd engine's functions */
     uint8_t has_hooks;       /* ... a gradient or FSDP hook */
     uint64_t inductor_kernels;  /* kernels torch.compile generated ("triton_...") */

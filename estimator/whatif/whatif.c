@@ -254,8 +254,7 @@ static void mark_per_mb(struct wf *w)
         int grads = t->cls == MODEL_TASK_COMM && grads_role(w->st->role[i]) &&
                     (t->sub == MODEL_COLL_ALLREDUCE || t->sub == MODEL_COLL_REDUCESCATTER ||
                      t->sub == MODEL_COLL_ALLGATHER);
-        int opt = t->cls == MODEL_TASK_KERNEL && t->sub == MODEL_KF_OPTIMIZER;
-        w->per_mb[i] = !grads && !opt;
+        w->per_mb[i] = !grads && !whatif_struct_is_optimizer(g, w->st, i);
         for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
             if (g->edges[e].kind == MODEL_EDGE_LAUNCH && w->per_mb[i]) {
                 assert(g->edges[e].from < i); /* a launch comes before the work it launches */
@@ -462,7 +461,7 @@ static int shapes(struct wf *w, struct sc_error *err)
         /* work on the weights: the layers transform scaled one found
          * inside a layer already */
         double lr = in_layer && b->layers && t->layers ? (double)b->layers / (double)t->layers : 1.0;
-        if (tk->cls == MODEL_TASK_KERNEL && (tk->sub == MODEL_KF_OPTIMIZER || after_backward(w, i))) {
+        if (whatif_struct_is_optimizer(g, w->st, i) || (tk->cls == MODEL_TASK_KERNEL && after_backward(w, i))) {
             w->per_mb[i] = 0;
             retime(w, i, r_all * lr * whatif_optimizer_shards(b) / whatif_optimizer_shards(t), WHATIF_KERNEL_MODEL);
             continue;
@@ -646,6 +645,11 @@ static int insert_grad_reduction(struct wf *w, struct sc_error *err)
                                             "the job description (to size the gradient reduction)");
     if ((rc = spec_job_config_spec(t, w->pr.hw1->id, &spec, err)))
         return sc_error_prefix(err, "set");
+    if (w->st->grad_sync == STRUCT_SYNC_FSDP && spec.options.zero_stage < 3)
+        return sc_error_set(err, SC_EINVAL,
+                            "set.zero_stage: the trace shows FSDP's units (zero_stage 3), the target has zero_stage "
+                            "%d: give zero_stage 3 for its per-unit gathers and reduce-scatters",
+                            (int)spec.options.zero_stage);
     if ((rc = placement(w, err)))
         return rc;
     const struct coll_placement *pl = &w->pl;

@@ -124,6 +124,137 @@ TEST(golden_structure_eager_steps_forward_and_backward)
     }
 }
 
+/* The kernels of attention's forward and backward (cuDNN's "..._fprop_..."
+ * and "..._bprop_..." on Hopper, FlashAttention's "flash_fwd" and
+ * "flash_bwd"): 1 and 2, else 0. */
+static int attention_pass(const char *name)
+{
+    if (strstr(name, "sdpa") || strstr(name, "flash"))
+        return strstr(name, "fprop") || strstr(name, "flash_fwd") ? 1 : strstr(name, "bprop") || strstr(name, "flash_bwd") ? 2 : 0;
+    return 0;
+}
+
+/* Every step of r: each of its `layers` layers holds one attention
+ * forward kernel in the forward and one backward kernel in the backward,
+ * and no attention kernel is outside a layer. */
+static void check_attention_in_layers(const struct th_structure *r, int layers, const char *what)
+{
+    const struct model_graph *g = r->g;
+    for (size_t s = 0; s < g->n_steps; s++) {
+        const struct model_graph_step *st = &g->steps[s];
+        int fwd[64] = {0}, bwd[64] = {0}, outside = 0, wrong_phase = 0;
+        if (st->end == MODEL_NONE)
+            continue;
+        for (uint32_t i = st->begin + 1; i < st->end; i++) {
+            int pass = g->tasks[i].cls == MODEL_TASK_KERNEL ? attention_pass(model_graph_str(g, g->src[i].name)) : 0;
+            int32_t l = r->st.layer[i];
+            if (!pass)
+                continue;
+            if (l < 0 || l >= 64 || l >= layers) {
+                outside++;
+                continue;
+            }
+            wrong_phase += r->st.phase[i] != (pass == 1 ? STRUCT_PHASE_FORWARD : STRUCT_PHASE_BACKWARD);
+            (pass == 1 ? fwd : bwd)[l]++;
+        }
+        int once = 1;
+        for (int l = 0; l < layers && l < 64; l++)
+            once &= fwd[l] == 1 && bwd[l] == 1;
+        if (!once || outside || wrong_phase)
+            sc_check_fail(__FILE__, __LINE__, "%s, step %zu: attention kernels not once a layer and pass (%d outside a "
+                          "layer, %d in the other pass)", what, s, outside, wrong_phase);
+    }
+}
+
+/* The steps measured on H200 torch.compile'd (data/calibration/torch-steps/
+ * stacks; Inductor fuses the first layer with the embedding and the last
+ * with the final norm and the loss, and in mixed precision names its
+ * layers' fused kernels differently from layer to layer), sharded with
+ * FSDP2 over one rank (its hooks traced, no collective) and both: every
+ * layer found forward and backward, from the repeating kernel sequence or
+ * from FSDP's units, each layer's attention kernels in it once a pass,
+ * the gradient reduction FSDP's where the units are; and one layer more
+ * or fewer than the description refused, naming the field. */
+TEST(golden_structure_compiled_and_fsdp_steps)
+{
+    static const struct {
+        const char *dir;
+        enum struct_layer_source source;
+        int compiled, fsdp;
+    } stacks[] = {{"h200-compile", STRUCT_LAYERS_REPEAT, 1, 0},
+                  {"h200-compile-amp", STRUCT_LAYERS_REPEAT, 1, 0},
+                  {"h200-fsdp", STRUCT_LAYERS_UNITS, 0, 1},
+                  {"h200-compile-fsdp-amp", STRUCT_LAYERS_UNITS, 1, 1}};
+    static const struct {
+        const char *name;
+        int layers;
+        const char *dims;
+    } models[] = {{"gpt-h1024-s1024-b8", 8, "\"hidden\":1024,\"heads\":16,\"seq\":1024"},
+                  {"gpt-h2048-s2048-b4", 8, "\"hidden\":2048,\"heads\":16,\"seq\":2048"},
+                  {"gpt-h4096-s4096-b1", 4, "\"hidden\":4096,\"heads\":32,\"seq\":4096"},
+                  {"llama-h4096-gqa8-swiglu-s2048-b2", 4, "\"hidden\":4096,\"heads\":32,\"kv_heads\":8,\"seq\":2048"}};
+    for (size_t k = 0; k < sizeof stacks / sizeof *stacks; k++)
+        for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+            char path[256], cfg[256], what[320];
+            struct model_load_opts lo;
+            struct model_job *job;
+            struct sc_error err;
+            struct th_structure r;
+            const char *paths[] = {path};
+            snprintf(path, sizeof path, "data/calibration/torch-steps/stacks/%s/%s.pt.trace.json.gz", stacks[k].dir,
+                     models[m].name);
+            FILE *f = fopen(path, "rb");
+            if (!f) /* the compiled FSDP step is of the first model only */
+                continue;
+            fclose(f);
+            snprintf(what, sizeof what, "%s/%s", stacks[k].dir, models[m].name);
+            model_load_opts_default(&lo);
+            for (int d = -1; d <= 1; d++) {
+                snprintf(cfg, sizeof cfg, "{\"tp\":1,\"pp\":1,\"dp\":1,\"layers\":%d,%s}", models[m].layers + d,
+                         models[m].dims);
+                if (model_job_load(paths, 1, &lo, 0, &job, &err)) {
+                    sc_check_fail(__FILE__, __LINE__, "%s: %s", path, err.msg);
+                    break;
+                }
+                if (d) { /* a wrong count is refused */
+                    struct job_config c;
+                    struct model_graph *g;
+                    struct job_structure st;
+                    REQUIRE(spec_job_config_parse(cfg, strlen(cfg), &c, &err) == SC_OK);
+                    REQUIRE(model_graph_build(job, NULL, &g, &err) == SC_OK);
+                    if (whatif_job_structure_recover(g, NULL, &c, &st, &err) == SC_OK) {
+                        sc_check_fail(__FILE__, __LINE__, "%s: %d layers accepted", what, models[m].layers + d);
+                        whatif_job_structure_release(&st);
+                    } else {
+                        CHECK_CONTAINS(err.msg, "layers: ");
+                    }
+                    model_graph_free(g);
+                    model_job_free(job);
+                    continue;
+                }
+                if (th_structure_recover(job, cfg, &r)) {
+                    th_structure_release(&r);
+                    continue;
+                }
+                printf("     %s: %d layers from %s, %d forward, %d backward, %zu Inductor kernels, gradient reduction "
+                       "%s\n",
+                       what, r.st.layers_per_rank, whatif_struct_layer_source_name(r.st.layer_source),
+                       r.st.layers_forward, r.st.layers_backward, r.st.inductor_kernels,
+                       whatif_struct_grad_sync_name(r.st.grad_sync));
+                CHECK_EQ_INT(r.st.layer_source, stacks[k].source);
+                CHECK_EQ_INT(r.st.layers_per_rank, models[m].layers);
+                CHECK_EQ_INT(r.st.layers_forward, models[m].layers);
+                CHECK_EQ_INT(r.st.layers_backward, models[m].layers);
+                CHECK_EQ_INT(r.st.inductor_kernels > 0, stacks[k].compiled);
+                CHECK_EQ_INT(r.st.compiled_regions > 0, stacks[k].compiled);
+                CHECK_EQ_INT(r.st.grad_sync, stacks[k].fsdp ? STRUCT_SYNC_FSDP : STRUCT_SYNC_NONE);
+                CHECK_EQ_INT(r.st.world_size, stacks[k].fsdp ? 1 : -1);
+                check_attention_in_layers(&r, models[m].layers, what);
+                th_structure_release(&r);
+            }
+        }
+}
+
 /* Spans (track, start, end) by track, then start. */
 static int cmp_span(const void *a, const void *b)
 {

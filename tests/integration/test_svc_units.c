@@ -558,10 +558,30 @@ TEST(svc_model_blob_round_trip)
     blob_store_free(bs);
 }
 
+/* Notes nb read back as ns were written. */
+static void check_same_notes(const struct trace_notes_set *ns, const struct trace_notes_set *nb)
+{
+    CHECK_EQ_INT(nb->n_ranks, ns->n_ranks);
+    CHECK_EQ_INT(trace_notes_set_bytes(nb), trace_notes_set_bytes(ns));
+    for (size_t r = 0; r < ns->n_ranks && r < nb->n_ranks; r++) {
+        const struct trace_notes *a = &ns->rank[r], *b = &nb->rank[r];
+        CHECK(a->n_calls == b->n_calls && a->n_colls == b->n_colls && a->n_gemms == b->n_gemms &&
+              a->n_op_keys == b->n_op_keys && a->ops_busy_ns == b->ops_busy_ns &&
+              a->module_layers == b->module_layers && a->unit_layers == b->unit_layers &&
+              a->has_autograd == b->has_autograd);
+        for (size_t i = 0; i < a->n_calls && i < b->n_calls; i++)
+            CHECK(a->calls[i].event == b->calls[i].event && a->calls[i].at == b->calls[i].at &&
+                  a->calls[i].hook == b->calls[i].hook && a->calls[i].layer == b->calls[i].layer);
+        for (size_t i = 0; i < a->n_gemms && i < b->n_gemms; i++)
+            CHECK(a->gemms[i].shape.m == b->gemms[i].shape.m && a->gemms[i].shape.k == b->gemms[i].shape.k);
+    }
+}
+
 /* A blob's notes (the what-if's, estimator/whatif/trace_notes.h) come
- * back as they were written, and notes no trace could have given are
- * refused, naming what is wrong: out of event order, an event past the
- * trace's, a hook or layer out of range, a GEMM of no shape. */
+ * back as they were written, those of FSDP2's units and optimizer step
+ * too, and notes no trace could have given are refused, naming what is
+ * wrong: out of event order, an event past the trace's, a hook or layer
+ * out of range, a GEMM of no shape. */
 TEST(svc_model_blob_keeps_notes_and_refuses_bad_ones)
 {
     static const char *const sample[] = {"data/sample/rank0.json.gz", "data/sample/rank1.json.gz"};
@@ -576,19 +596,7 @@ TEST(svc_model_blob_keeps_notes_and_refuses_bad_ones)
     REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
     REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
     const struct trace_notes_set *nb = est_model_notes(built_model_opened(back));
-    CHECK_EQ_INT(nb->n_ranks, 2);
-    CHECK_EQ_INT(trace_notes_set_bytes(nb), trace_notes_set_bytes(ns));
-    for (size_t r = 0; r < 2 && r < nb->n_ranks; r++) {
-        const struct trace_notes *a = &ns->rank[r], *b = &nb->rank[r];
-        CHECK(a->n_calls == b->n_calls && a->n_colls == b->n_colls && a->n_gemms == b->n_gemms &&
-              a->n_op_keys == b->n_op_keys && a->ops_busy_ns == b->ops_busy_ns &&
-              a->module_layers == b->module_layers && a->has_autograd == b->has_autograd);
-        for (size_t i = 0; i < a->n_calls && i < b->n_calls; i++)
-            CHECK(a->calls[i].event == b->calls[i].event && a->calls[i].at == b->calls[i].at &&
-                  a->calls[i].hook == b->calls[i].hook && a->calls[i].layer == b->calls[i].layer);
-        for (size_t i = 0; i < a->n_gemms && i < b->n_gemms; i++)
-            CHECK(a->gemms[i].shape.m == b->gemms[i].shape.m && a->gemms[i].shape.k == b->gemms[i].shape.k);
-    }
+    check_same_notes(ns, nb);
     /* the cache counts them */
     CHECK(built_model_bytes(back) >
           trace_notes_set_bytes(nb) + model_graph_bytes(est_model_graph(built_model_opened(back))));
@@ -619,6 +627,24 @@ TEST(svc_model_blob_keeps_notes_and_refuses_bad_ones)
         t->gemms[0] = g0;
     }
     built_model_free(m);
+
+    /* a real FSDP2 step (data/calibration/torch-steps/stacks): its units'
+     * layers and its optimizer's step come back */
+    static const char *const fsdp[] = {"data/calibration/torch-steps/stacks/h200-fsdp/gpt-h1024-s1024-b8.pt.trace.json.gz"};
+    m = model_of(fsdp, 1);
+    ns = (struct trace_notes_set *)est_model_notes(built_model_opened(m));
+    size_t layered = 0, optimizer = 0;
+    for (size_t i = 0; i < ns->rank[0].n_calls; i++) {
+        layered += ns->rank[0].calls[i].layer >= 0;
+        optimizer += ns->rank[0].calls[i].hook == TRACE_HOOK_OPTIMIZER;
+    }
+    CHECK(ns->rank[0].unit_layers == 1 && ns->rank[0].module_layers == 8 && layered > 0 && optimizer > 0);
+    REQUIRE(model_blob_write(m, &p, &n, &err) == SC_OK);
+    REQUIRE(model_blob_read(p, n, "m-blob", &lo, &back, &err) == SC_OK);
+    check_same_notes(ns, est_model_notes(built_model_opened(back)));
+    built_model_free(back);
+    built_model_free(m);
+    free(p);
 }
 
 /* The same job built twice is the same blob, byte for byte, and so the

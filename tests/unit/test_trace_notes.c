@@ -23,6 +23,7 @@
 #include "model/job.h"
 #include "model/trace.h"
 #include "tests/check.h"
+#include "tests/trace_builder.h"
 #include "common/banned.h"
 
 static const char torch_step[] = "data/calibration/torch-steps/h100-sxm/gpt-h1024-s1024-b8.pt.trace.json.gz";
@@ -199,4 +200,80 @@ TEST(trace_notes_stand_for_the_sample_job_once_shed)
     shed_and_compare(&l, sets, sizeof sets / sizeof *sets, &layered, &gemms);
     CHECK(layered > 0);
     unload(&l);
+}
+
+/* The layer and hook of the call of correlation id `corr` in n, or -2. */
+static void call_of(const struct model_trace *t, const struct trace_notes *n, int corr, int *layer, int *hook)
+{
+    *layer = *hook = -2;
+    for (size_t i = 0; i < n->n_calls; i++) {
+        const struct model_event *e = &t->events[n->calls[i].event];
+        if (e->correlation == corr) {
+            *layer = n->calls[i].layer;
+            *hook = n->calls[i].hook;
+        }
+    }
+}
+
+/* FSDP2's hooks around its units place the calls between them in the
+ * unit's layer: forward from the end of pre_forward to post_forward,
+ * backward (on the autograd engine's thread) from the end of pre_backward
+ * to the first post_backward hook; a unit's path must end in ".<layer>",
+ * and hooks without their pair, or naming a layer past 65,535 or no
+ * number, place nothing. A call inside a post_backward hook is FSDP's
+ * gradients' (after the unit's backward); one inside "Optimizer.step#..."
+ * the optimizer's. */
+TEST(trace_notes_fsdp_units_and_the_optimizer_step)
+{
+    struct tb tb;
+    struct sc_error err;
+    struct trace_notes n;
+    enum { AUTOGRAD = 102 };
+    tb_init(&tb, 0, 1);
+    tb_step(&tb, 1, 0, 1000);
+    tb_event(&tb, "user_annotation", "FSDP::pre_forward (blocks.0)", TB_PID, TB_MAIN, 10, 5, NULL);
+    int f0 = tb_launch(&tb, 20, 2, 7, "gemm_a", 25, 10);
+    tb_event(&tb, "user_annotation", "FSDP::post_forward (blocks.0)", TB_PID, TB_MAIN, 30, 2, NULL);
+    tb_event(&tb, "user_annotation", "FSDP::pre_forward (model.layers.1)", TB_PID, TB_MAIN, 40, 5, NULL);
+    int f1 = tb_launch(&tb, 50, 2, 7, "gemm_b", 55, 10);
+    tb_event(&tb, "user_annotation", "FSDP::post_forward (model.layers.1)", TB_PID, TB_MAIN, 60, 2, NULL);
+    /* hostile or unpaired: a post without its pre, a layer past the cap,
+     * no number, nothing in the parentheses */
+    tb_event(&tb, "user_annotation", "FSDP::post_forward (blocks.2)", TB_PID, TB_MAIN, 70, 2, NULL);
+    tb_event(&tb, "user_annotation", "FSDP::pre_forward (blocks.99999)", TB_PID, TB_MAIN, 80, 2, NULL);
+    tb_event(&tb, "user_annotation", "FSDP::pre_forward (blocks.x3)", TB_PID, TB_MAIN, 84, 2, NULL);
+    tb_event(&tb, "user_annotation", "FSDP::pre_forward ()", TB_PID, TB_MAIN, 88, 2, NULL);
+    int loss = tb_launch(&tb, 100, 2, 7, "loss", 105, 10);
+    tb_event(&tb, "user_annotation", "FSDP::post_forward (blocks.99999)", TB_PID, TB_MAIN, 110, 2, NULL);
+    tb_event(&tb, "user_annotation", "FSDP::pre_backward (blocks.0)", TB_PID, AUTOGRAD, 200, 5, NULL);
+    int b0 = tb_launch_on(&tb, AUTOGRAD, 210, 2, 7, "gemm_a_grad", 215, 10);
+    tb_event(&tb, "user_annotation", "FSDP::post_backward_reduce (blocks.0)", TB_PID, AUTOGRAD, 230, 30, NULL);
+    int after = tb_launch_on(&tb, AUTOGRAD, 240, 2, 7, "reduce_scatter_copy_in", 245, 10);
+    tb_event(&tb, "user_annotation", "FSDP::post_backward_reshard (blocks.0)", TB_PID, AUTOGRAD, 265, 2, NULL);
+    tb_event(&tb, "user_annotation", "Optimizer.step#SGD.step", TB_PID, TB_MAIN, 300, 50, NULL);
+    int opt = tb_launch(&tb, 310, 2, 7, "sgd_step_elementwise", 315, 10);
+    const char *path = tb_write(&tb, "fsdp_units.json");
+    const char *paths[] = {path};
+    struct model_job *job = tb_job(paths, 1);
+    const struct model_trace *t = job->ranks[0];
+    REQUIRE(trace_notes_of_trace(t, &n, &err) == SC_OK);
+    CHECK_EQ_INT(n.unit_layers, 1);
+    CHECK_EQ_INT(n.module_layers, 2);
+    static const struct {
+        const char *what;
+        int layer, hook;
+    } want[] = {{"forward, blocks.0", 0, -1}, {"forward, model.layers.1", 1, -1},
+                {"between units", -1, -1},    {"backward, blocks.0", 0, -1},
+                {"after the unit's backward", -1, TRACE_HOOK_FSDP_GRADS}, {"optimizer step", -1, TRACE_HOOK_OPTIMIZER}};
+    const int corr[] = {f0, f1, loss, b0, after, opt};
+    for (size_t k = 0; k < sizeof corr / sizeof *corr; k++) {
+        int layer, hook;
+        call_of(t, &n, corr[k], &layer, &hook);
+        if (layer != want[k].layer || hook != want[k].hook)
+            sc_check_fail(__FILE__, __LINE__, "%s: layer %d, hook %d; want layer %d, hook %d", want[k].what, layer,
+                          hook, want[k].layer, want[k].hook);
+    }
+    trace_notes_release(&n);
+    model_job_free(job);
+    tb_free(&tb);
 }

@@ -62,7 +62,7 @@ static const char *notes_differ(const struct trace_notes *a, const struct trace_
     if (a->n_op_keys && memcmp(a->op_keys, b->op_keys, a->n_op_keys * sizeof *a->op_keys))
         return "operators";
     if (a->ops_busy_ns != b->ops_busy_ns || a->module_layers != b->module_layers ||
-        a->has_autograd != b->has_autograd || a->has_hooks != b->has_hooks ||
+        a->unit_layers != b->unit_layers || a->has_autograd != b->has_autograd || a->has_hooks != b->has_hooks ||
         a->inductor_kernels != b->inductor_kernels || a->compiled_regions != b->compiled_regions)
         return "scalars";
     return NULL;
