@@ -7,9 +7,10 @@
  * PyTorch names module calls, "nn.Module: TransformerLayer_3", a class
  * name ending in Layer or Block, as `stepcast synth` writes them), or from
  * FSDP2's units whose module path ends in a layer number ("blocks.3": a
- * unit's forward between its "FSDP::pre_forward (blocks.3)" and
- * "FSDP::post_forward (blocks.3)" hooks, its backward between its
- * pre_backward and post_backward ones); a runtime call inside such a span
+ * unit's forward from its "FSDP::pre_forward (blocks.3)" hook to its
+ * "FSDP::post_forward (blocks.3)" one, its backward from its pre_backward
+ * hook through its post_backward ones, the hooks' own work, gathering and
+ * reducing the unit's, with it); a runtime call inside such a span
  * belongs to that layer, and the GPU work it launched with it. Without
  * them, from the repeating kernel sequence of a layer: on each rank's
  * busiest compute stream, in each step, the longest run of a block of

@@ -50,9 +50,9 @@ static int32_t module_layer(const char *name)
 /* FSDP2's hooks around a unit whose module path ends in a layer number
  * ("FSDP::pre_forward (blocks.3)", "FSDP::post_backward_reduce
  * (model.layers.3)"): the hook's kind (enum unit_hook) | the layer << 2,
- * or -1. The unit's forward runs between its pre_forward and post_forward
- * hooks, its backward between its pre_backward and first post_backward
- * hooks, each pair on one thread (unit_spans). */
+ * or -1. The unit's forward runs from its pre_forward to its post_forward
+ * hook, its backward from its pre_backward hook to its post_backward ones,
+ * each on one thread (unit_spans). */
 enum unit_hook { UNIT_PRE_FORWARD, UNIT_POST_FORWARD, UNIT_PRE_BACKWARD, UNIT_POST_BACKWARD };
 #define UNIT_MAX_LAYERS (1 << 16)
 
@@ -189,11 +189,13 @@ static int spans_collect(const struct model_trace *t, span_label_fn label, struc
 
 /* The layer spans of FSDP2's units into `layers` (kept sorted): from the
  * unit hooks `hooks` (unit_label's, sorted), on each thread a unit's
- * forward from the end of its pre_forward hook to the start of its
- * post_forward hook, its backward from the end of its pre_backward hook to
- * the start of its first post_backward one, each labelled with the unit's
- * layer. *backward is set when a backward span was found (the units then
- * place the backward's work too). */
+ * forward from the start of its pre_forward hook to the end of its
+ * post_forward hook, its backward from the start of its pre_backward hook
+ * to the end of the post_backward hooks that follow it, each labelled
+ * with the unit's layer: the hooks' own work (gathering the unit's
+ * parameters, reducing its gradients) is the unit's, once a layer.
+ * *backward is set when a backward span was found (the units then place
+ * the backward's work too). */
 static int unit_spans(const struct spans *hooks, struct spans *layers, uint8_t *backward, struct sc_error *err)
 {
     int32_t most = 0;
@@ -202,32 +204,45 @@ static int unit_spans(const struct spans *hooks, struct spans *layers, uint8_t *
             most = (hooks->v[k].label >> 2) + 1;
     if (!most)
         return SC_OK;
-    int64_t *since = malloc(2 * (size_t)most * sizeof *since); /* per layer: forward, backward */
-    size_t cap = layers->n;
-    if (!since)
+    /* per layer and pass (forward, backward): the open pre hook's start,
+     * and the span its post hook closed (that later post hooks extend) */
+    int64_t *since = malloc(2 * (size_t)most * sizeof *since);
+    size_t *closed = malloc(2 * (size_t)most * sizeof *closed), cap = layers->n;
+    if (!since || !closed) {
+        free(since);
+        free(closed);
         return oom(err);
+    }
     for (size_t k = 0; k < hooks->n; k++) {
         const struct span *h = &hooks->v[k];
         if (!k || h->track != hooks->v[k - 1].track)
-            for (int32_t l = 0; l < 2 * most; l++)
+            for (int32_t l = 0; l < 2 * most; l++) {
                 since[l] = -1;
-        int32_t layer = h->label >> 2, kind = h->label & 3;
-        int64_t *at = &since[2 * layer + (kind >= UNIT_PRE_BACKWARD)];
+                closed[l] = SIZE_MAX;
+            }
+        int32_t layer = h->label >> 2, kind = h->label & 3, at = 2 * layer + (kind >= UNIT_PRE_BACKWARD);
         if (kind == UNIT_PRE_FORWARD || kind == UNIT_PRE_BACKWARD) {
-            *at = h->end;
+            since[at] = h->start;
+            closed[at] = SIZE_MAX;
             continue;
         }
-        if (*at < 0 || *at > h->start)
+        if (since[at] < 0) { /* a later post hook of the same pass */
+            if (closed[at] != SIZE_MAX && h->end > layers->v[closed[at]].end)
+                layers->v[closed[at]].end = h->end;
             continue;
+        }
         if (sc_vec_reserve((void **)&layers->v, &cap, layers->n + 1, sizeof *layers->v)) {
             free(since);
+            free(closed);
             return oom(err);
         }
-        layers->v[layers->n++] = (struct span){h->track, *at, h->start, 0, layer};
+        closed[at] = layers->n;
+        layers->v[layers->n++] = (struct span){h->track, since[at], h->end > since[at] ? h->end : since[at], 0, layer};
         *backward |= kind == UNIT_POST_BACKWARD;
-        *at = -1;
+        since[at] = -1;
     }
     free(since);
+    free(closed);
     return spans_sort(layers, err);
 }
 

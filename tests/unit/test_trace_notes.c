@@ -215,14 +215,15 @@ static void call_of(const struct model_trace *t, const struct trace_notes *n, in
     }
 }
 
-/* FSDP2's hooks around its units place the calls between them in the
- * unit's layer: forward from the end of pre_forward to post_forward,
- * backward (on the autograd engine's thread) from the end of pre_backward
- * to the first post_backward hook; a unit's path must end in ".<layer>",
- * and hooks without their pair, or naming a layer past 65,535 or no
- * number, place nothing. A call inside a post_backward hook is FSDP's
- * gradients' (after the unit's backward); one inside "Optimizer.step#..."
- * the optimizer's. */
+/* FSDP2's hooks around its units place the calls from them in the unit's
+ * layer: forward from the start of pre_forward to the end of post_forward,
+ * backward (on the autograd engine's thread) from the start of
+ * pre_backward to the end of the post_backward hooks after it, the hooks'
+ * own calls (a gather in pre_forward, a reduce-scatter in
+ * post_backward_reduce) with their hook; a unit's path must end in
+ * ".<layer>", and hooks without their pair, or naming a layer past 65,535
+ * or no number, place nothing. A call inside "Optimizer.step#..." is the
+ * optimizer's. */
 TEST(trace_notes_fsdp_units_and_the_optimizer_step)
 {
     struct tb tb;
@@ -232,6 +233,7 @@ TEST(trace_notes_fsdp_units_and_the_optimizer_step)
     tb_init(&tb, 0, 1);
     tb_step(&tb, 1, 0, 1000);
     tb_event(&tb, "user_annotation", "FSDP::pre_forward (blocks.0)", TB_PID, TB_MAIN, 10, 5, NULL);
+    int gather = tb_launch(&tb, 11, 2, 7, "all_gather_copy_in", 12, 1);
     int f0 = tb_launch(&tb, 20, 2, 7, "gemm_a", 25, 10);
     tb_event(&tb, "user_annotation", "FSDP::post_forward (blocks.0)", TB_PID, TB_MAIN, 30, 2, NULL);
     tb_event(&tb, "user_annotation", "FSDP::pre_forward (model.layers.1)", TB_PID, TB_MAIN, 40, 5, NULL);
@@ -250,6 +252,7 @@ TEST(trace_notes_fsdp_units_and_the_optimizer_step)
     tb_event(&tb, "user_annotation", "FSDP::post_backward_reduce (blocks.0)", TB_PID, AUTOGRAD, 230, 30, NULL);
     int after = tb_launch_on(&tb, AUTOGRAD, 240, 2, 7, "reduce_scatter_copy_in", 245, 10);
     tb_event(&tb, "user_annotation", "FSDP::post_backward_reshard (blocks.0)", TB_PID, AUTOGRAD, 265, 2, NULL);
+    int later = tb_launch_on(&tb, AUTOGRAD, 280, 2, 7, "embedding_grad", 285, 10);
     tb_event(&tb, "user_annotation", "Optimizer.step#SGD.step", TB_PID, TB_MAIN, 300, 50, NULL);
     int opt = tb_launch(&tb, 310, 2, 7, "sgd_step_elementwise", 315, 10);
     const char *path = tb_write(&tb, "fsdp_units.json");
@@ -262,10 +265,15 @@ TEST(trace_notes_fsdp_units_and_the_optimizer_step)
     static const struct {
         const char *what;
         int layer, hook;
-    } want[] = {{"forward, blocks.0", 0, -1}, {"forward, model.layers.1", 1, -1},
-                {"between units", -1, -1},    {"backward, blocks.0", 0, -1},
-                {"after the unit's backward", -1, TRACE_HOOK_FSDP_GRADS}, {"optimizer step", -1, TRACE_HOOK_OPTIMIZER}};
-    const int corr[] = {f0, f1, loss, b0, after, opt};
+    } want[] = {{"pre_forward's gather, blocks.0", 0, TRACE_HOOK_FSDP_PARAMS},
+                {"forward, blocks.0", 0, -1},
+                {"forward, model.layers.1", 1, -1},
+                {"between units", -1, -1},
+                {"backward, blocks.0", 0, -1},
+                {"post_backward_reduce, blocks.0", 0, TRACE_HOOK_FSDP_GRADS},
+                {"after the unit's hooks", -1, -1},
+                {"optimizer step", -1, TRACE_HOOK_OPTIMIZER}};
+    const int corr[] = {gather, f0, f1, loss, b0, after, later, opt};
     for (size_t k = 0; k < sizeof corr / sizeof *corr; k++) {
         int layer, hook;
         call_of(t, &n, corr[k], &layer, &hook);
