@@ -264,12 +264,14 @@ static void print_launchers(const struct job_structure *st)
     else
         printf("  passes: the trace records no autograd engine function, so forward and backward are not told "
                "apart\n");
-    printf("  gradient reduction: %s\n", st->grad_sync == STRUCT_SYNC_DDP    ? "DDP buckets, all-reduced"
-                                        : st->grad_sync == STRUCT_SYNC_ZERO ? "buckets reduce-scattered (distributed "
-                                                                              "optimizer)"
-                                        : st->grad_sync == STRUCT_SYNC_FSDP ? "FSDP: per-unit gathers, gradients "
-                                                                              "reduce-scattered"
-                                                                            : "none found");
+    printf("  gradient reduction: %s%s\n",
+           st->grad_sync == STRUCT_SYNC_DDP    ? "DDP buckets, all-reduced"
+           : st->grad_sync == STRUCT_SYNC_ZERO ? "buckets reduce-scattered (distributed optimizer)"
+           : st->grad_sync == STRUCT_SYNC_FSDP ? "FSDP: per-unit gathers, gradients reduce-scattered"
+                                               : "none found",
+           st->grad_sync == STRUCT_SYNC_FSDP && !st->by_use[STRUCT_DP_GRADS]
+               ? " (its units' hooks traced, no collective: a process group of one)"
+               : "");
     if (!st->by_role[STRUCT_ROLE_DP])
         return;
     struct cli_table tb;

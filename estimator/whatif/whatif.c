@@ -779,8 +779,13 @@ static void describe(const struct wf *w, struct whatif_result *out)
              w->sizes_unknown ? "; the trace gives no collective sizes: each transfer is its least-waiting "
                                 "instance's time, re-timed by the ratio"
                               : "",
-             w->n_ins ? "; the collectives the traced step lacks inserted where Megatron runs them" : "");
-    if (w->st->grad_sync != STRUCT_SYNC_NONE && w->b->dp != w->t->dp && !w->pipeline_why[0]) {
+             !w->n_ins ? ""
+             : w->t->has_zero_stage && w->t->zero_stage >= 3
+                 ? "; the collectives the traced step lacks inserted where Megatron runs them (ZeRO-3: each unit's "
+                   "gathers and reduce-scatters, as FSDP runs them)"
+                 : "; the collectives the traced step lacks inserted where Megatron runs them");
+    if (w->st->grad_sync != STRUCT_SYNC_NONE && w->st->by_use[STRUCT_DP_GRADS] && w->b->dp != w->t->dp &&
+        !w->pipeline_why[0]) {
         size_t len = strlen(c->why);
         snprintf(c->why + len, sizeof c->why - len,
                  "; the trace's gradient reduction (%s, %.1f collectives a step) re-timed among %lld data-parallel "
