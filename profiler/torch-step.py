@@ -37,8 +37,9 @@ and rank 0 the table. They are for stepcast's structure recovery
 (`stepcast inspect`) on real torch.compile'd and FSDP steps.
 
 --nvtx profiles nothing itself: each step runs inside an NVTX range
-"ProfilerStep#N", for stepcast's own CUPTI profiler (CUDA_INJECTION64_PATH)
-to trace. Exit status 2 when there is no GPU (nothing measured)."""
+"ProfilerStep#N" that ends once its GPU work has (a synchronisation
+inside it), for stepcast's own CUPTI profiler (CUDA_INJECTION64_PATH) to
+trace. Exit status 2 when there is no GPU (nothing measured)."""
 import argparse
 import csv
 import os
@@ -177,9 +178,12 @@ def run_model(spec, out, nvtx, amp, say, mode=""):
         begin.record()
         step()
         end.record()
+        # inside the range, as a loop that logs its loss waits for it: the
+        # step's range ends with its GPU work, not when the host has
+        # queued it (a compiled step's host runs far ahead of its GPU)
+        torch.cuda.synchronize()
         if nvtx:
             torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
         times.append(begin.elapsed_time(end))
     peak_gb = torch.cuda.max_memory_allocated() / 1e9
     if not nvtx:
