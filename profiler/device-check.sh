@@ -10,9 +10,12 @@
 #                    cluster profile that names the device;
 #   torch-steps/     where python3 has PyTorch: profiler/torch-step.py's
 #                    training steps, timed (steps.csv) and traced;
-#   torch-steps-profiled/
+#   torch-steps-profiled/, torch-steps-profiled-compile/
 #                    the first of them under this profiler's injection,
-#                    and `stepcast replay` of its trace (replay.txt);
+#                    eager and torch.compile'd (Triton's driver-API
+#                    launches), and `stepcast replay` of each trace
+#                    (replay.txt; the largest: Inductor's compile workers
+#                    write traces of their own, with no step);
 #   torch-steps-compile/, torch-steps-fsdp/
 #                    the first of them torch.compile'd, and sharded with
 #                    FSDP2 on this GPU (a process group of one), traced,
@@ -60,11 +63,14 @@ if python3 -c 'import torch' >/dev/null 2>&1; then
     step "torch-step" python3 profiler/torch-step.py --out "$out/torch-steps"
     lib=$(pwd)/build/libstepcast_prof.so
     prof=$out/torch-steps-profiled
-    step "torch-step under the profiler, replayed" sh -c '
-        CUDA_INJECTION64_PATH="$1" NVTX_INJECTION64_PATH="$1" STEPCAST_PROF_DIR="$2" \
-            python3 profiler/torch-step.py --quick --nvtx --out "$2" &&
-        build/stepcast replay "$2"/stepcast_*.pt.trace.json >"$2/replay.txt" 2>&1 && tail -3 "$2/replay.txt"' \
-        sh "$lib" "$prof"
+    for mode in "" --compile; do
+        step "torch-step $mode under the profiler, replayed" sh -c '
+            CUDA_INJECTION64_PATH="$1" NVTX_INJECTION64_PATH="$1" STEPCAST_PROF_DIR="$2" \
+                python3 profiler/torch-step.py --quick --nvtx $3 --out "$2" &&
+            build/stepcast replay "$(ls -S "$2"/stepcast_*.pt.trace.json | head -1)" >"$2/replay.txt" 2>&1 &&
+            tail -3 "$2/replay.txt"' \
+            sh "$lib" "$prof${mode:+-compile}" "$mode"
+    done
     for mode in compile fsdp; do
         step "torch-step --$mode, inspected" sh -c '
             python3 profiler/torch-step.py --quick --precision bf16 --$1 --out "$2" &&
