@@ -14,8 +14,7 @@
 #                    the first of them under this profiler's injection,
 #                    eager and torch.compile'd (Triton's driver-API
 #                    launches), and `stepcast replay` of each trace
-#                    (replay.txt; the largest: Inductor's compile workers
-#                    write traces of their own, with no step);
+#                    (replay.txt; the largest, the training process's);
 #   torch-steps-compile/, torch-steps-fsdp/
 #                    the first of them torch.compile'd, and sharded with
 #                    FSDP2 on this GPU (a process group of one), traced,

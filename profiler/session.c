@@ -506,6 +506,17 @@ static void read_comm(char *buf, size_t n)
     }
 }
 
+/* Whether the store holds GPU work: a kernel, copy or memset. */
+static int gpu_work(const struct prof_store *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        uint8_t type = prof_store_at(st, i)->type;
+        if (type == PROF_EV_KERNEL || type == PROF_EV_MEMCPY || type == PROF_EV_MEMSET)
+            return 1;
+    }
+    return 0;
+}
+
 static int write_trace(void)
 {
     static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
@@ -514,6 +525,15 @@ static int write_trace(void)
     struct prof_trace_info info;
     struct prof_write_stats stats;
     char host[256] = "", comm[64], nccl_version[32], why[512], rank_part[32] = "";
+    /* a process that only set CUDA up (torch.compile's compile workers
+     * load the injection too) leaves no trace, unless something went
+     * wrong that its trace would say */
+    if (!gpu_work(&S.store) && !S.notes[0] && !S.cupti_dropped && !S.store.dropped &&
+        !atomic_load(&S.pool.refused) && !atomic_load(&S.pool.lost_bytes)) {
+        prof_log_info("no GPU work was recorded (a process that only set CUDA up): no trace written");
+        S.output[0] = '\0';
+        return 0;
+    }
     memset(&info, 0, sizeof info);
     gethostname(host, sizeof host - 1);
     read_comm(comm, sizeof comm);

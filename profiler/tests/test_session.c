@@ -258,6 +258,46 @@ TEST(prof_session_step_window)
     prof_session_reset();
 }
 
+/* A process that only set CUDA up (a torch.compile worker: runtime calls,
+ * no kernel, copy or memset) writes no trace; one whose session has
+ * something to say (an activity kind refused) still writes its trace,
+ * with no GPU work in it. */
+TEST(prof_session_writes_no_trace_without_gpu_work)
+{
+    for (int k = 0; k < 2; k++) {
+        struct prof_config c;
+        struct prof_cupti fake;
+        struct synth_cupti_script s = {.version = 130001};
+        struct synth_buf b;
+        struct prof_layout l;
+        if (k) {
+            s.failing_kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+            s.enable_error = CUPTI_ERROR_NOT_SUPPORTED;
+        }
+        config(&c);
+        synth_cupti_make(&fake, &s);
+        CHECK_EQ_INT(prof_session_start(&c, &fake), PROF_RUNNING);
+        prof_layout_for_version(130001, &l);
+        synth_init(&b, &l, 0);
+        for (uint32_t i = 0; i < 3; i++)
+            synth_api(&b, 1, 1, 1700000000000000000ull + 1000 * i, 1700000000000000000ull + 1000 * i + 500, 100,
+                      100, 10 + i);
+        synth_cupti_deliver(&b);
+        prof_session_drain();
+        CHECK_EQ_INT(prof_session_finish(), 0);
+        if (!k) {
+            CHECK_STREQ(prof_session_output(), "");
+        } else {
+            char *text = th_read_file(prof_session_output(), NULL);
+            CHECK(text != NULL);
+            CHECK_CONTAINS(text ? text : "", "CUDA_EVENT: CUPTI_ERROR_SOMETHING");
+            free(text);
+        }
+        synth_release(&b);
+        prof_session_reset();
+    }
+}
+
 /* Another client finalized CUPTI under us (torch.profiler's teardown): the
  * periodic flush fails; tracing stops with one message, keeps what it had,
  * and leaves the activity kinds alone (they may be the other client's now). */
@@ -369,6 +409,14 @@ TEST(prof_session_forked_child_stays_out)
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK_EQ_INT(prof_session_state(), PROF_RUNNING);
+    struct synth_buf b; /* the parent's step, whose trace it writes */
+    struct prof_layout l;
+    prof_layout_for_version(130001, &l);
+    synth_init(&b, &l, 0);
+    records(&b, 0, 1);
+    synth_cupti_deliver(&b);
+    prof_session_drain();
+    synth_release(&b);
     CHECK_EQ_INT(prof_session_finish(), 0);
     int files = 0;
     DIR *d = opendir(c.dir);
