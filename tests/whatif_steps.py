@@ -54,10 +54,8 @@ def description(r):
 
 
 def whatif(cli, cfg_path, base, target, trace):
-    """The what-if from trace (described as base) to target: its JSON
-    answer, or the error it printed."""
-    with open(cfg_path, "w") as f:
-        json.dump(base, f)
+    """The what-if from trace (described as base, written at cfg_path) to
+    target: its JSON answer, or the error it printed."""
     sets = ",".join("%s=%s" % (k, target[k]) for k in SET_KEYS if k in target and base.get(k) != target[k])
     out = subprocess.run([cli, "whatif", "--config", cfg_path, "--set", sets, "--json", trace],
                          capture_output=True, text=True)
@@ -95,6 +93,8 @@ def main():
             max_error = bounds[gpu][0]
             for src in table:
                 base = description(src)
+                with open(cfg_path, "w") as f:
+                    json.dump(base, f)
                 trace = os.path.join(folder, src["model"] + ".pt.trace.json.gz")
                 cases = [(dst["model"], description(dst), float(dst["step_ms"])) for dst in table if dst is not src]
                 if gpu == "h100-sxm":

@@ -697,12 +697,10 @@ static int check_layers(const struct job_config *cfg, int found, enum struct_lay
         return SC_OK;
     return sc_error_set(err, SC_EINVAL,
                         "layers: the job description gives %lld layers over pp=%lld (%lld per rank), but the trace's "
-                        "%s %d on rank %d",
+                        "%s %s %d on rank %d",
                         (long long)cfg->layers, (long long)cfg->pp, (long long)(cfg->layers / cfg->pp),
-                        source == STRUCT_LAYERS_MODULES  ? "module annotations show"
-                        : source == STRUCT_LAYERS_UNITS ? "FSDP units show"
-                                                        : "repeating kernel sequence shows, forward and backward,",
-                        found, rank);
+                        whatif_struct_layer_source_name(source),
+                        source == STRUCT_LAYERS_REPEAT ? "shows, forward and backward," : "show", found, rank);
 }
 
 /* whatif_job_structure_recover with g's notes n. */

@@ -259,6 +259,22 @@ static double default_step_ms(const struct est_spec *s, const struct hw_profile 
     return ms;
 }
 
+/* The estimator's step graph of target t on gpu (stage detail, default
+ * costs): the collectives a what-if's are held to. */
+static struct model_graph *estimate_graph(const struct job_config *t, const char *gpu)
+{
+    struct est_spec s;
+    struct est_costs c;
+    struct model_graph *e;
+    struct sc_error err;
+    const struct hw_profile *hw = cost_hw_profile_find(gpu);
+    REQUIRE(hw != NULL);
+    REQUIRE(spec_job_config_spec(t, gpu, &s, &err) == SC_OK);
+    calib_costs_default(hw, &s, &c);
+    REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+    return e;
+}
+
 /* `stepcast estimate` of a spec's text at kernel detail with the
  * estimator's defaults (those `stepcast synth` writes its traces with), ms. */
 static double estimate_spec(const char *text)
@@ -661,21 +677,14 @@ TEST(coll_placement_dp_from_one_fsdp_runs_the_estimates_collectives)
     static const char *const names[] = {"parameter all-gather", "gradient reduce-scatter"};
     struct loaded l;
     struct sc_error err;
-    const struct hw_profile *hw = cost_hw_profile_find("h100-sxm");
-    REQUIRE(hw != NULL);
     REQUIRE(load("data/calibration/torch-steps/h100-sxm/gpt-h2048-s2048-b4.pt.trace.json.gz", models[1].config,
                   &l) == 0);
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
         struct job_config set;
         struct whatif_result r;
-        struct est_spec s;
-        struct est_costs c;
-        struct model_graph *e;
         REQUIRE(spec_job_config_parse_set_list(sets[k].set, &set, &err) == SC_OK);
         REQUIRE(whatif_run(l.g, NULL, &l.cfg, &set, &r, &err) == SC_OK);
-        REQUIRE(spec_job_config_spec(&r.target, "h100-sxm", &s, &err) == SC_OK);
-        calib_costs_default(hw, &s, &c);
-        REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+        struct model_graph *e = estimate_graph(&r.target, "h100-sxm");
         for (int j = 0; j < 2; j++) {
             double wns, ens;
             size_t wn = named_ns(r.graph, names[j], &wns), en = named_ns(e, names[j], &ens);
@@ -723,8 +732,6 @@ static double kernels_ns(const struct model_graph *g)
 TEST(coll_placement_dp_from_one_on_fsdp2_steps)
 {
     static const char *const names[] = {"parameter all-gather", "gradient reduce-scatter"};
-    const struct hw_profile *hw = cost_hw_profile_find("h200");
-    REQUIRE(hw != NULL);
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         char path[512], cfg[1024], what[600];
         struct loaded l;
@@ -760,9 +767,6 @@ TEST(coll_placement_dp_from_one_on_fsdp2_steps)
         }
         for (int dp = 8; dp <= 64; dp *= 8) {
             char sets[32];
-            struct est_spec s;
-            struct est_costs c;
-            struct model_graph *e;
             snprintf(sets, sizeof sets, "dp=%d", dp);
             REQUIRE(spec_job_config_parse_set_list(sets, &set, &err) == SC_OK);
             if (whatif_run(l.g, NULL, &l.cfg, &set, &r, &err)) {
@@ -773,9 +777,7 @@ TEST(coll_placement_dp_from_one_on_fsdp2_steps)
             inserted(l.g, &r, by_op);
             check_fsdp_counts(by_op, (size_t)models[m].layers, 1, what);
             check_fsdp_side(&r, what);
-            REQUIRE(spec_job_config_spec(&r.target, "h200", &s, &err) == SC_OK);
-            calib_costs_default(hw, &s, &c);
-            REQUIRE(synth_build(&s, hw, &c, EST_DETAIL_STAGE, &e, &err) == SC_OK);
+            struct model_graph *e = estimate_graph(&r.target, "h200");
             for (int j = 0; j < 2; j++) {
                 double wns, ens;
                 size_t wn = named_ns(r.graph, names[j], &wns), en = named_ns(e, names[j], &ens);

@@ -79,20 +79,42 @@ static int load_replay(const char *name, const char *scale, struct run *run)
     return 0;
 }
 
+/* A trace of the project's own (data/, no ../shared needed) loaded and
+ * replayed into run. */
+static int load_replay_path(const char *path, struct run *run)
+{
+    struct model_load_opts lo;
+    struct sc_error err;
+    memset(run, 0, sizeof *run);
+    model_load_opts_default(&lo);
+    REQUIRE(model_job_load(&path, 1, &lo, 0, &run->job, &err) == SC_OK);
+    if (replay(run->job, NULL, run)) {
+        model_job_free(run->job);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- golden replays ---------------------------------------------------------------------- */
+
+/* run's replay against tests/golden/replay/<name>.json. */
+static void check_pinned(const struct run *run, const char *name)
+{
+    char path[256];
+    json_t *doc = api_replay_json(run->r);
+    snprintf(path, sizeof path, "tests/golden/replay/%s.json", name);
+    CHECK(doc != NULL);
+    if (doc)
+        th_check_golden(path, doc, 1e-9, NULL);
+    json_decref(doc);
+}
 
 static void golden(const char *name)
 {
     struct run run;
     if (load_replay(name, NULL, &run))
         return;
-    json_t *doc = api_replay_json(run.r);
-    char path[256];
-    snprintf(path, sizeof path, "tests/golden/replay/%s.json", name);
-    CHECK(doc != NULL);
-    if (doc)
-        th_check_golden(path, doc, 1e-9, NULL);
-    json_decref(doc);
+    check_pinned(&run, name);
     run_free(&run);
 }
 
@@ -377,24 +399,15 @@ TEST(sensitivity_longer_independent_kernel_dlrm) { check_longer_independent_kern
  * driver's records, cuBLAS's driver-API launches and NVTX step ranges. */
 TEST(golden_replay_h100_pytorch_stepcast_profiler)
 {
-    const char *path = "data/calibration/torch-steps/h100-sxm-gpt-h1024-s1024-b8.stepcast.pt.trace.json.gz";
-    struct model_load_opts lo;
-    struct sc_error err;
     struct run run;
-    memset(&run, 0, sizeof run);
-    model_load_opts_default(&lo);
-    REQUIRE(model_job_load(&path, 1, &lo, 0, &run.job, &err) == SC_OK);
+    if (load_replay_path("data/calibration/torch-steps/h100-sxm-gpt-h1024-s1024-b8.stepcast.pt.trace.json.gz",
+                         &run))
+        return;
     REQUIRE(run.job->ranks[0]->n_devices >= 1 && run.job->ranks[0]->devices[0].num_sms == 132); /* an H100 */
-    if (replay(run.job, NULL, &run) == 0) {
-        CHECK_EQ_INT((int)run.r->n_steps, 10);
-        CHECK(run.r->mean_abs_error_pct < 1);
-        CHECK(run.r->max_abs_error_pct < 3);
-        json_t *doc = api_replay_json(run.r);
-        CHECK(doc != NULL);
-        if (doc)
-            th_check_golden("tests/golden/replay/h100_pytorch_stepcast_profiler.json", doc, 1e-9, NULL);
-        json_decref(doc);
-    }
+    CHECK_EQ_INT((int)run.r->n_steps, 10);
+    CHECK(run.r->mean_abs_error_pct < 1);
+    CHECK(run.r->max_abs_error_pct < 3);
+    check_pinned(&run, "h100_pytorch_stepcast_profiler");
     run_free(&run);
 }
 
@@ -410,44 +423,35 @@ TEST(golden_replay_h100_pytorch_stepcast_profiler)
  * 1%. */
 TEST(golden_replay_h200_compiled_stepcast_profiler)
 {
-    const char *path = "data/calibration/torch-steps/stacks/h200-compile-gpt-h1024-s1024-b8.stepcast.pt.trace.json.gz";
-    struct model_load_opts lo;
-    struct sc_error err;
     struct run run;
-    memset(&run, 0, sizeof run);
-    model_load_opts_default(&lo);
-    REQUIRE(model_job_load(&path, 1, &lo, 0, &run.job, &err) == SC_OK);
-    if (replay(run.job, NULL, &run) == 0) {
-        const struct model_graph *g = run.g;
-        size_t kernels = 0, launched = 0;
-        for (size_t s = 0; s < g->n_steps; s++)
-            for (uint32_t i = g->steps[s].begin + 1; g->steps[s].end != MODEL_NONE && i < g->steps[s].end; i++) {
-                if (g->tasks[i].cls != MODEL_TASK_KERNEL)
-                    continue;
-                kernels++;
-                for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
-                    if (g->edges[e].kind == MODEL_EDGE_LAUNCH) {
-                        launched++;
-                        break;
-                    }
-            }
-        printf("     %zu kernels in the steps, %zu joined to their launch\n", kernels, launched);
-        CHECK(kernels >= 10 * 250);
-        CHECK_EQ_INT(launched, kernels);
-        CHECK_EQ_INT((int)run.r->n_steps, 10);
-        double sum = 0;
-        for (size_t k = 0; k < run.r->n_steps; k++) {
-            CHECK_NEAR((double)run.r->steps[k].measured_ns / 1e6, 17.708, 0.05 * 17.708);
-            sum += (double)run.r->steps[k].measured_ns / 1e6;
+    if (load_replay_path("data/calibration/torch-steps/stacks/h200-compile-gpt-h1024-s1024-b8.stepcast.pt.trace.json.gz",
+                         &run))
+        return;
+    const struct model_graph *g = run.g;
+    size_t kernels = 0, launched = 0;
+    for (size_t s = 0; s < g->n_steps; s++)
+        for (uint32_t i = g->steps[s].begin + 1; g->steps[s].end != MODEL_NONE && i < g->steps[s].end; i++) {
+            if (g->tasks[i].cls != MODEL_TASK_KERNEL)
+                continue;
+            kernels++;
+            for (uint32_t e = g->pred_at[i]; e < g->pred_at[i + 1]; e++)
+                if (g->edges[e].kind == MODEL_EDGE_LAUNCH) {
+                    launched++;
+                    break;
+                }
         }
-        CHECK_NEAR(sum / (double)(run.r->n_steps ? run.r->n_steps : 1), 17.708, 0.01 * 17.708);
-        CHECK(run.r->mean_abs_error_pct < 1);
-        CHECK(run.r->max_abs_error_pct < 1);
-        json_t *doc = api_replay_json(run.r);
-        CHECK(doc != NULL);
-        if (doc)
-            th_check_golden("tests/golden/replay/h200_compiled_stepcast_profiler.json", doc, 1e-9, NULL);
-        json_decref(doc);
+    printf("     %zu kernels in the steps, %zu joined to their launch\n", kernels, launched);
+    CHECK(kernels >= 10 * 250);
+    CHECK_EQ_INT(launched, kernels);
+    CHECK_EQ_INT((int)run.r->n_steps, 10);
+    double sum = 0;
+    for (size_t k = 0; k < run.r->n_steps; k++) {
+        CHECK_NEAR((double)run.r->steps[k].measured_ns / 1e6, 17.708, 0.05 * 17.708);
+        sum += (double)run.r->steps[k].measured_ns / 1e6;
     }
+    CHECK_NEAR(sum / (double)(run.r->n_steps ? run.r->n_steps : 1), 17.708, 0.01 * 17.708);
+    CHECK(run.r->mean_abs_error_pct < 1);
+    CHECK(run.r->max_abs_error_pct < 1);
+    check_pinned(&run, "h200_compiled_stepcast_profiler");
     run_free(&run);
 }
