@@ -32,6 +32,11 @@ BENCH_LOAD := $(BUILD)/bench-load
 $(BENCH_LOAD): $(BUILD)/obj/tests/bench/bench_load.o $(LIBSTEPCAST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
 
+# bench-index: a structural-index parse's floor beside the trace reader (make bench)
+BENCH_INDEX := $(BUILD)/bench-index
+$(BENCH_INDEX): $(BUILD)/obj/tests/bench/bench_index.o $(LIBSTEPCAST)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBSTEPCAST) $(LIBS)
+
 # bench-notes: what taking a what-if's notes costs a build (make bench)
 BENCH_NOTES := $(BUILD)/bench-notes
 $(BENCH_NOTES): $(BUILD)/obj/tests/bench/bench_notes.o $(LIBSTEPCAST)

@@ -87,6 +87,8 @@ def main():
             base_size = os.path.getsize(plain)
             results.append(bench("real trace (trace_diff/control)", plain))
             inspect_vs_json_load(plain)
+            print("  a structural-index parse at best: build/bench-index control.json")
+            subprocess.run([os.path.join(BUILD, "bench-index"), plain], check=True)
             os.unlink(plain)
             out = subprocess.run([os.path.join(BUILD, "bench-load"), control], check=True,
                                  capture_output=True, text=True).stdout.strip()
