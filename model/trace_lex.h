@@ -43,6 +43,20 @@ struct idval {
     struct slice str; /* .p NULL for numbers */
 };
 
+/* The bytes that led to one member's value in a recent entry: from where
+ * the member began (after the object's '{' and the whitespace after it,
+ * or right after the ',' before it) to its value: whitespace, a plain key
+ * in quotes, the ':' and the whitespace after it. Entries of one kind lay
+ * out their members alike, so the same bytes at the same place name the
+ * same field, already checked, without lexing or matching the key again
+ * (member_field). */
+enum { MEMO_BYTES = 32, MEMO_MEMBERS = 24, MEMO_EVENT_SETS = 4, MEMO_ARGS_SETS = 16 };
+struct member_memo {
+    char bytes[MEMO_BYTES];
+    uint8_t n; /* 0: none learnt */
+    uint8_t field;
+};
+
 struct reader {
     struct model_stream *in;
     const char *source;
@@ -76,6 +90,11 @@ struct reader {
     uint32_t last_track;
     int64_t last_pid, last_tid;
     int have_last_track;
+
+    /* the members of recent entries by their place: an entry's own by
+     * its ph (the first set until ph is read), its args' by its category */
+    struct member_memo event_memo[MEMO_EVENT_SETS][MEMO_MEMBERS];
+    struct member_memo args_memo[MEMO_ARGS_SETS][MEMO_MEMBERS];
 
     /* a part of a split parse (read_split): the guessed starts of later
      * parts; reaching one at an event boundary ends this part there */
@@ -295,6 +314,56 @@ static inline int member_key(struct reader *r, struct slice *key)
     if ((rc = lex_string(r, key)))
         return rc;
     return expect(r, ':', "':'");
+}
+
+/* Whether the bytes at p begin with memo m's (p is readable 32 bytes on:
+ * the buffer pad). */
+static inline int memo_match(const char *p, const struct member_memo *m)
+{
+    if (!m->n)
+        return 0;
+#if defined(__SSE2__)
+    __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+    __m128i b0 = _mm_loadu_si128((const __m128i *)(const void *)m->bytes);
+    __m128i b1 = _mm_loadu_si128((const __m128i *)(const void *)(m->bytes + 16));
+    uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(a0, b0)) |
+                  (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(a1, b1)) << 16;
+    uint32_t need = m->n >= 32 ? UINT32_MAX : (1u << m->n) - 1;
+    return (eq & need) == need;
+#else
+    return memcmp(p, m->bytes, m->n) == 0;
+#endif
+}
+
+/* The next member of an object, from r->p (where the member begins) to
+ * its value: *field is classify's name for its key, or memo m's when the
+ * bytes there are the ones m learnt; else m learns them (m may be NULL).
+ * The bytes m learns hold no NUL (the sentinel) and no escape, so the same
+ * bytes again are the same valid key. */
+static inline int member_field(struct reader *r, struct member_memo *m, int (*classify)(struct slice),
+                               int *field)
+{
+    const char *start = r->p;
+    if (m && memo_match(start, m)) {
+        r->p = start + m->n;
+        *field = m->field;
+        return RD_OK;
+    }
+    struct slice k;
+    int rc = member_key(r, &k);
+    if (rc)
+        return rc;
+    pass_ws(r);
+    *field = classify(k);
+    size_t n = (size_t)(r->p - start);
+    if (m && n <= MEMO_BYTES && *r->p != '\0' && !memchr(start, '\\', n)) {
+        memset(m->bytes, 0, sizeof m->bytes);
+        memcpy(m->bytes, start, n);
+        m->n = (uint8_t)n;
+        m->field = (uint8_t)*field;
+    }
+    return RD_OK;
 }
 
 /* After a member or element: *more is 1 past a ',', 0 past the closing bracket. */

@@ -731,6 +731,65 @@ static void expect_error(const char *json, size_t n, enum sc_status code, const 
 
 #define EXPECT_ERROR(json, code, what, off, ev) expect_error(json, sizeof(json) - 1, code, what, off, ev)
 
+/* The reader takes the members of an entry laid out as the last entry of
+ * its kind was by the bytes alone (member_field): entries whose members
+ * move, whose keys extend or escape a key learnt there, or whose spacing
+ * differs, read as they say, whatever the read sizes. */
+TEST(reader_members_read_alike_whatever_their_layout)
+{
+    static const char json[] =
+        "{\"traceEvents\": [\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 5,\n"
+        "   \"args\": {\"External id\": 7, \"Input Dims\": [[1, 2]], \"Input type\": [\"float\"]}},\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"pid\": 1, \"tid\": 1, \"dur\": 6, \"ts\": 20,\n"
+        "   \"args\": {\"Input Dims\": [[3]], \"External id\": 8}},\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c\", \"pid\": 1, \"tid\": 1, \"tsx\": 99, \"ts\": 30, \"dur\": 7,\n"
+        "   \"args\": {\"External idx\": 5, \"External id\": 9}},\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"d\", \"pid\": 1, \"tid\": 1, \"\\u0074s\": 40, \"dur\": 8,\n"
+        "   \"args\": {\"External\\u0020id\": 10}},\n"
+        "  {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":41,\"dur\":1,"
+        "\"args\":{\"External id\":11,\"correlation\":3,\"stream\":7,\"device\":0}},\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"e\", \"pid\": 1, \"tid\": 1, \"ts\": 50,  \"dur\": 9,\n"
+        "   \"args\": {\"External id\": 12, \"Input Dims\": [[4]], \"Input type\": [\"int\"]}},\n"
+        "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"f\", \"pid\": 1, \"tid\": 1, \"ts\": 60, \"dur\": 10,\n"
+        "   \"args\": {\"External id\": 13, \"Input Dims\": [[5]], \"Input type\": [\"int\"]}}\n"
+        "]}\n";
+    static const struct {
+        const char *name;
+        int64_t ts, dur, external_id;
+        const char *dims;
+    } want[] = {
+        {"a", 10, 5, 7, "[[1, 2]]"}, {"b", 20, 6, 8, "[[3]]"}, {"c", 30, 7, 9, NULL},    {"d", 40, 8, 10, NULL},
+        {"k", 41, 1, 11, NULL},      {"e", 50, 9, 12, "[[4]]"}, {"f", 60, 10, 13, "[[5]]"},
+    };
+    struct sc_error err;
+    struct model_trace *t = NULL;
+    CHECK(model_trace_load_mem(json, sizeof json - 1, "layouts", NULL, &t, &err) == SC_OK);
+    if (!t)
+        return;
+    CHECK_EQ_INT(t->n_events, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < t->n_events && i < sizeof want / sizeof want[0]; i++) {
+        const struct model_event *e = find(t, want[i].name);
+        CHECK(e != NULL);
+        if (!e)
+            continue;
+        CHECK_EQ_INT(e->ts - t->events[0].ts, (want[i].ts - 10) * 1000);
+        CHECK_EQ_INT(e->dur, want[i].dur * 1000);
+        CHECK_EQ_INT(e->external_id, want[i].external_id);
+        const char *dims = e->info == MODEL_NONE ? NULL : model_str(t, t->infos[e->info].input_dims);
+        if (want[i].dims)
+            CHECK_STREQ(dims ? dims : "(none)", want[i].dims);
+    }
+    const struct model_event *k = find(t, "k");
+    CHECK(k && k->correlation == 3 && k->info != MODEL_NONE && t->infos[k->info].stream == 7);
+    check_trickled(json, sizeof json - 1, 1, t, "layouts trickled");
+    model_trace_free(t);
+
+    /* a member whose bytes up to its value were learnt still has its value checked */
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": 1}, {\"ph\": \"X\", \"ts\": \"1\", \"dur\": 1}]}",
+                 SC_EPARSE, "ts is not a number", 67, 1);
+}
+
 TEST(reader_rejects_empty_and_not_json)
 {
     EXPECT_ERROR("", SC_EPARSE, "empty input", 0, -1);
