@@ -2,11 +2,40 @@
 #include "common/strtab.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/vec.h"
 #include "common/banned.h"
+
+/* The last n (< 8) bytes b[0..n) as a little-endian number, as a memcpy
+ * of them into a zeroed uint64_t gives on a little-endian machine, with
+ * whole loads: reading the bytes one at a time and then the eight at once
+ * stalls on the stores (`before` bytes precede b in the same string). */
+static uint64_t tail_bytes(const unsigned char *b, size_t n, ptrdiff_t before)
+{
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t lo, hi;
+    if (n == 0)
+        return 0;
+    if (before >= 8 - (ptrdiff_t)n) { /* the 8 bytes ending at b + n are the string's */
+        memcpy(&v, b + n - 8, 8);
+        return v >> (8 * (8 - n));
+    }
+    if (n >= 4) {
+        memcpy(&lo, b, 4);
+        memcpy(&hi, b + n - 4, 4);
+        return lo | (uint64_t)hi << (8 * (n - 4));
+    }
+    return b[0] | (uint64_t)b[n / 2] << (8 * (n / 2)) | (uint64_t)b[n - 1] << (8 * (n - 1));
+#else
+    (void)before;
+    memcpy(&v, b, n);
+    return v;
+#endif
+}
 
 uint64_t sc_hash_bytes(const void *p, size_t n)
 {
@@ -20,9 +49,7 @@ uint64_t sc_hash_bytes(const void *p, size_t n)
         b += 8;
         n -= 8;
     }
-    uint64_t v = 0;
-    memcpy(&v, b, n);
-    h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ tail_bytes(b, n, b - (const unsigned char *)p)) * 0xBF58476D1CE4E5B9ull;
     h ^= h >> 31;
     h *= 0x94D049BB133111EBull;
     h ^= h >> 29;

@@ -103,6 +103,42 @@ TEST(common_strtab_interns_once)
     sc_strtab_release(&t);
 }
 
+/* sc_hash_bytes as defined: 8 bytes at a time, then the rest as a
+ * little-endian number (the hash is kept in model blobs and pinned in the
+ * ledger, so it must not change however it is computed). */
+static uint64_t hash_as_defined(const unsigned char *b, size_t n)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull), v;
+    for (; n >= 8; b += 8, n -= 8) {
+        v = 0;
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | b[k];
+        h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    }
+    v = 0;
+    for (size_t k = n; k > 0; k--)
+        v = v << 8 | b[k - 1];
+    h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    h *= 0x94D049BB133111EBull;
+    h ^= h >> 29;
+    return h;
+}
+
+TEST(common_hash_of_every_length_and_alignment_as_defined)
+{
+    unsigned char buf[64];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)(i * 37 + 11);
+    for (size_t at = 0; at < 8; at++)
+        for (size_t n = 0; at + n <= 48; n++)
+            CHECK(sc_hash_bytes(buf + at, n) == hash_as_defined(buf + at, n));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    CHECK(sc_hash_bytes("abc", 3) == UINT64_C(0xa48288f5a30223a4));
+#endif
+}
+
 TEST(common_vec_grows_and_refuses_overflow)
 {
     int *v = NULL;
