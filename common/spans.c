@@ -88,6 +88,61 @@ static struct sc_span *sort(struct sc_span *v, struct sc_span *t, size_t n, size
     return merge_sort(v, t, n, runs);
 }
 
+/* The ends of the spans still open, a min-heap in h[0..n). */
+static void heap_push(int64_t *h, size_t *n, int64_t x)
+{
+    size_t i = (*n)++;
+    while (i && h[(i - 1) / 2] > x) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int64_t heap_pop(int64_t *h, size_t *n)
+{
+    int64_t top = h[0], x = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= x)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = x;
+    return top;
+}
+
+static void put_instant(struct sc_span *out, size_t *m, int64_t x)
+{
+    if (!*m || out[*m - 1].a != x)
+        out[(*m)++] = (struct sc_span){x, x};
+}
+
+size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span *out)
+{
+    size_t runs = n ? 1 : 0, m = 0, open = 0;
+    for (size_t i = 1; i < n; i++)
+        runs += v[i].a < v[i - 1].a;
+    struct sc_span *sorted = runs > 1 ? sort(v, tmp, n, runs) : v;
+    int64_t *ends = (int64_t *)(void *)(sorted == v ? tmp : v); /* n spans: room for n ends */
+    for (size_t i = 0; i < n; i++) {
+        while (open && ends[0] <= sorted[i].a)
+            put_instant(out, &m, heap_pop(ends, &open));
+        put_instant(out, &m, sorted[i].a);
+        heap_push(ends, &open, sorted[i].b);
+    }
+    while (open)
+        put_instant(out, &m, heap_pop(ends, &open));
+    return m;
+}
+
 size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out)
 {
     size_t m = 0, runs = n ? 1 : 0;

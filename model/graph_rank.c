@@ -463,16 +463,24 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
         const struct model_event *e = &t->events[i];
         if (!in_spans(r, e, track, mode))
             continue;
-        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 2, sizeof *s.v)) {
+        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 1, sizeof *s.v)) {
             free(s.v);
             return OOM(b);
         }
-        if (mode == SPANS_OPS) {
-            s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
-        } else {
-            s.v[s.n++] = (struct sc_span){e->ts, e->ts};
-            s.v[s.n++] = (struct sc_span){e->ts + e->dur, e->ts + e->dur};
+        s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
+    }
+    if (mode != SPANS_OPS) { /* the instants they start and end at */
+        struct sc_span *marks = malloc((2 * s.n + 1) * sizeof *marks);
+        if (!marks || sc_vec_reserve((void **)&tmp.v, &tmp.cap, s.n, sizeof *tmp.v)) {
+            free(marks);
+            free(s.v);
+            return OOM(b);
         }
+        *nout = sc_span_instants(s.v, tmp.v, s.n, marks);
+        *out = marks;
+        free(s.v);
+        free(tmp.v);
+        return SC_OK;
     }
     if (sc_spans_union(&s, &tmp)) {
         free(s.v);

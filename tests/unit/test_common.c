@@ -342,6 +342,66 @@ TEST(common_span_union_of_many_short_runs)
     free(ref);
 }
 
+static int by_value(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The instants spans start and end at, each once and in order, whether
+ * the spans nest as a thread's calls do, overlap as they will, repeat or
+ * share ends: as sorting every start and end and dropping repeats gives. */
+TEST(common_span_instants_nested_or_not)
+{
+    enum { N = 3000 };
+    struct sc_span *v = malloc(N * sizeof *v), *tmp = malloc(N * sizeof *tmp), *out = malloc(2 * N * sizeof *out);
+    int64_t *ref = malloc(2 * N * sizeof *ref);
+    REQUIRE(v && tmp && out && ref);
+    for (int shape = 0; shape < 4; shape++) {
+        uint64_t x = 7 + (uint64_t)shape;
+        size_t n = 0;
+        int64_t at = -1000;
+        while (n + 3 <= N) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t len = (int64_t)(x >> 40) % 50;
+            if (shape == 0) { /* a call with two calls inside, the next after it */
+                v[n++] = (struct sc_span){at, at + len + 10};
+                v[n++] = (struct sc_span){at + 1, at + 3};
+                v[n++] = (struct sc_span){at + 3, at + len + 10};
+                at += len + 10 + (int64_t)(x >> 60);
+            } else if (shape == 1) { /* overlapping, not nested: each ends after the next starts */
+                v[n++] = (struct sc_span){at, at + 2 * len + 1};
+                at += len;
+            } else if (shape == 2) { /* any order, repeats, instants */
+                int64_t a = (int64_t)(x >> 33) % 200 - 100;
+                v[n++] = (struct sc_span){a, a + len % 3};
+            } else { /* one call open over all the others */
+                v[n] = n == 0 ? (struct sc_span){-5, 1000000} : (struct sc_span){at, at + len};
+                n++;
+                at += len / 2;
+            }
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            ref[k++] = v[i].a;
+            ref[k++] = v[i].b;
+        }
+        qsort(ref, k, sizeof *ref, by_value);
+        size_t m = 0;
+        for (size_t i = 0; i < k; i++)
+            if (!m || ref[m - 1] != ref[i])
+                ref[m++] = ref[i];
+        CHECK_EQ_INT(sc_span_instants(v, tmp, n, out), m);
+        for (size_t i = 0; i < m; i++)
+            CHECK(out[i].a == ref[i] && out[i].b == ref[i]);
+    }
+    CHECK_EQ_INT(sc_span_instants(v, tmp, 0, out), 0);
+    free(v);
+    free(tmp);
+    free(out);
+    free(ref);
+}
+
 TEST(common_span_union_sorts_runs_and_merges_seek_finds)
 {
     /* sorted runs, one as a stream's spans come; touching and equal starts */
