@@ -2,6 +2,7 @@
 #include "common/spans.h"
 
 #include <assert.h>
+#include <string.h>
 
 #include "common/banned.h"
 
@@ -125,18 +126,25 @@ static void put_instant(struct sc_span *out, size_t *m, int64_t x)
         out[(*m)++] = (struct sc_span){x, x};
 }
 
-size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span *out)
+size_t sc_span_instants(struct sc_span *out, struct sc_span *tmp, size_t n)
 {
+    struct sc_span *v = out + n;
     size_t runs = n ? 1 : 0, m = 0, open = 0;
     for (size_t i = 1; i < n; i++)
         runs += v[i].a < v[i - 1].a;
-    struct sc_span *sorted = runs > 1 ? sort(v, tmp, n, runs) : v;
-    int64_t *ends = (int64_t *)(void *)(sorted == v ? tmp : v); /* n spans: room for n ends */
+    if (runs > 1) {
+        struct sc_span *sorted = sort(v, tmp, n, runs);
+        if (sorted != v)
+            memcpy(v, sorted, n * sizeof *v);
+    }
+    int64_t *ends = (int64_t *)(void *)tmp; /* n spans: room for n ends */
     for (size_t i = 0; i < n; i++) {
-        while (open && ends[0] <= sorted[i].a)
+        /* out[0..m) never reaches v[i + 1]: m <= 2i + 1 < n + i + 1 */
+        struct sc_span x = v[i];
+        while (open && ends[0] <= x.a)
             put_instant(out, &m, heap_pop(ends, &open));
-        put_instant(out, &m, sorted[i].a);
-        heap_push(ends, &open, sorted[i].b);
+        put_instant(out, &m, x.a);
+        heap_push(ends, &open, x.b);
     }
     while (open)
         put_instant(out, &m, heap_pop(ends, &open));

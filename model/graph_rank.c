@@ -458,6 +458,27 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
                     struct sc_span **out, size_t *nout)
 {
     const struct model_trace *t = r->t;
+    if (mode != SPANS_OPS) { /* the instants they start and end at */
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < t->n_events; i++)
+            n += (size_t)in_spans(r, &t->events[i], track, mode);
+        struct sc_span *marks = malloc((2 * n + 1) * sizeof *marks), *tmp = malloc((n + 1) * sizeof *tmp);
+        if (!marks || !tmp) {
+            free(marks);
+            free(tmp);
+            return OOM(b);
+        }
+        for (size_t i = 0; i < t->n_events; i++) {
+            const struct model_event *e = &t->events[i];
+            if (in_spans(r, e, track, mode))
+                marks[n + k++] = (struct sc_span){e->ts, e->ts + e->dur};
+        }
+        assert(k == n);
+        *nout = sc_span_instants(marks, tmp, n);
+        *out = marks;
+        free(tmp);
+        return SC_OK;
+    }
     struct sc_spans s = {0}, tmp = {0};
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
@@ -468,19 +489,6 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
             return OOM(b);
         }
         s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
-    }
-    if (mode != SPANS_OPS) { /* the instants they start and end at */
-        struct sc_span *marks = malloc((2 * s.n + 1) * sizeof *marks);
-        if (!marks || sc_vec_reserve((void **)&tmp.v, &tmp.cap, s.n, sizeof *tmp.v)) {
-            free(marks);
-            free(s.v);
-            return OOM(b);
-        }
-        *nout = sc_span_instants(s.v, tmp.v, s.n, marks);
-        *out = marks;
-        free(s.v);
-        free(tmp.v);
-        return SC_OK;
     }
     if (sc_spans_union(&s, &tmp)) {
         free(s.v);
