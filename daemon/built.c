@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hugepage.h"
 #include "common/pool.h"
 #include "common/vec.h"
 #include "daemon/blobs.h"
@@ -211,6 +212,7 @@ int built_model_build(const char *id, const struct api_trace *traces, size_t n,
     }
     blob_files_release(&f);
     pthread_mutex_destroy(&bp.mu);
+    sc_heap_trim(); /* what the build freed: the daemon lives on */
     if (rc)
         return rc;
     if ((rc = built_model_assemble(id, traces, n, opts, model, out, err)))

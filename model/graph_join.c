@@ -17,7 +17,10 @@
 
 /* The join gives the memory of the parts it has freed back to the system
  * after about this many tasks (~60 MB of parts), so the parts and the graph
- * being built are not both held whole. */
+ * being built are not both held whole. What it freed since is left for the
+ * layout and what follows the build to take (given back and faulted in
+ * again, it cost inspect a tenth of its page faults); a daemon gives it
+ * back once its build is done. */
 #define TRIM_TASKS 1000000
 
 /* ---- joining the ranks ------------------------------------------------------------------ */
@@ -352,7 +355,7 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
         freed += j->parts[rk]->n_tasks;
         gb_rank_free(j->parts[rk]);
         j->parts[rk] = NULL;
-        if (freed >= TRIM_TASKS || rk + 1 == j->n) {
+        if (freed >= TRIM_TASKS) {
             sc_heap_trim();
             freed = 0;
         }
