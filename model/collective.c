@@ -21,7 +21,8 @@ const char *model_coll_op_name(enum model_coll_op op)
 
 int model_is_comm_kernel(const char *k)
 {
-    return strncasecmp(k, "nccl", 4) == 0 || strncasecmp(k, "rccl", 4) == 0;
+    char c = (char)(k[0] | 0x20); /* 'n' or 'r' whatever its case; most names begin otherwise */
+    return (c == 'n' || c == 'r') && (strncasecmp(k, "nccl", 4) == 0 || strncasecmp(k, "rccl", 4) == 0);
 }
 
 enum model_coll_op model_coll_op_parse(const char *name)

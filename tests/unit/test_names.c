@@ -222,6 +222,9 @@ TEST(names_collectives_and_dtypes)
     CHECK_STREQ(model_coll_op_name(MODEL_COLL_OP_COUNT), "unknown");
     CHECK(model_is_comm_kernel("ncclDevKernel_SendRecv") && model_is_comm_kernel("rcclKernel_x"));
     CHECK(!model_is_comm_kernel("volta_sgemm_128x64_nt"));
+    CHECK(model_is_comm_kernel("NCCL_AllReduce") && model_is_comm_kernel("RcclKernel"));
+    CHECK(!model_is_comm_kernel("nccx") && !model_is_comm_kernel("r") && !model_is_comm_kernel("") &&
+          !model_is_comm_kernel("\x0e" "ccl"));
     CHECK_EQ_INT(model_dtype_bytes("Float"), 4);
     CHECK_EQ_INT(model_dtype_bytes("c10::BFloat16"), 2);
     CHECK_EQ_INT(model_dtype_bytes("torch.float16"), 2);
