@@ -3,7 +3,9 @@
  *
  * Only the fields the model uses are decoded (ph, cat, name, pid, tid, id,
  * ts, dur and a few args); every other value is validated and skipped.
- * Keys are matched by their length first, then by a few word compares. */
+ * A member laid out as the last entry of its kind had it at that place is
+ * named by those bytes (member_field, trace_lex.h); any other key is
+ * matched by its length first, then by a few word compares. */
 #include "model/trace_event.h"
 
 #include <stddef.h>

@@ -7,8 +7,9 @@
  * (trace_commit.c), the top-level members other than traceEvents
  * (trace_meta.c), and the streaming driver (trace_reader.c). They share
  * one `struct reader`. The few lexing steps every value takes (whitespace,
- * short strings, brackets, key compares) are inline here; the rest are
- * tr_ functions of trace_lex.c.
+ * short strings, brackets, key compares, members named by the layout of
+ * the last entry of their kind) are inline here; the rest are tr_
+ * functions of trace_lex.c.
  *
  * Every tr_ and inline function returns an RD_ code: RD_OK, RD_MORE (the
  * item ran into the end of the buffered data: refill and parse it again)
