@@ -8,7 +8,8 @@
  * pass per 11 bits of their time range. Then it merges the touching and
  * overlapping ones. The replay's
  * breakdowns, inspect's busy times and the graph's idle stretches of a
- * thread are made this way. libc only. */
+ * thread are made this way; the instants a thread's calls start and end
+ * at (sc_span_instants) come from the calls in start order. libc only. */
 #ifndef COMMON_SPANS_H
 #define COMMON_SPANS_H
 
