@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "common/strtab.h"
 #include "common/banned.h"
 
 static struct raw_coll *coll_of(struct raw_args *a)
@@ -222,13 +223,10 @@ static int get_time(struct reader *r, int64_t *out, size_t *off, const char *not
 }
 
 /* The set of memos of an entry's members after its ph, and of its args
- * after its category: a few bits of a hash of the string. */
+ * after its category: a few bits of the string's hash. */
 static unsigned memo_set(struct slice s, unsigned sets)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < s.n && i < 16; i++)
-        h = (h ^ (uint8_t)s.p[i]) * 16777619u;
-    return h % sets;
+    return (unsigned)(sc_hash_bytes(s.p, s.n) % sets);
 }
 
 /* Parse one traceEvents entry at r->p into *e. */
