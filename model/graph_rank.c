@@ -458,46 +458,35 @@ int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enu
                     struct sc_span **out, size_t *nout)
 {
     const struct model_trace *t = r->t;
-    if (mode != SPANS_OPS) { /* the instants they start and end at */
-        size_t n = 0, k = 0;
-        for (size_t i = 0; i < t->n_events; i++)
-            n += (size_t)in_spans(r, &t->events[i], track, mode);
-        struct sc_span *marks = malloc((2 * n + 1) * sizeof *marks), *tmp = malloc((n + 1) * sizeof *tmp);
-        if (!marks || !tmp) {
-            free(marks);
-            free(tmp);
-            return OOM(b);
-        }
-        for (size_t i = 0; i < t->n_events; i++) {
-            const struct model_event *e = &t->events[i];
-            if (in_spans(r, e, track, mode))
-                marks[n + k++] = (struct sc_span){e->ts, e->ts + e->dur};
-        }
-        assert(k == n);
-        *nout = sc_span_instants(marks, tmp, n);
-        *out = marks;
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < t->n_events; i++)
+        n += (size_t)in_spans(r, &t->events[i], track, mode);
+    /* the instants of n events take room for 2n, the events gathered in
+     * its upper half (sc_span_instants); their union fits in n */
+    size_t room = mode == SPANS_OPS ? n : 2 * n;
+    struct sc_span *v = malloc((room + 1) * sizeof *v), *tmp = malloc((n + 1) * sizeof *tmp), *u = v;
+    if (!v || !tmp) {
+        free(v);
         free(tmp);
-        return SC_OK;
-    }
-    struct sc_spans s = {0}, tmp = {0};
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct model_event *e = &t->events[i];
-        if (!in_spans(r, e, track, mode))
-            continue;
-        if (sc_vec_reserve((void **)&s.v, &s.cap, s.n + 1, sizeof *s.v)) {
-            free(s.v);
-            return OOM(b);
-        }
-        s.v[s.n++] = (struct sc_span){e->ts, e->ts + e->dur};
-    }
-    if (sc_spans_union(&s, &tmp)) {
-        free(s.v);
-        free(tmp.v);
         return OOM(b);
     }
-    free(tmp.v);
-    *out = s.v;
-    *nout = s.n;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (in_spans(r, e, track, mode))
+            v[room - n + k++] = (struct sc_span){e->ts, e->ts + e->dur};
+    }
+    assert(k == n);
+    if (mode == SPANS_OPS)
+        *nout = sc_span_union(v, tmp, n, &u);
+    else
+        *nout = sc_span_instants(v, tmp, n);
+    if (u != v) { /* the union ended in tmp */
+        free(v);
+        *out = u;
+    } else {
+        free(tmp);
+        *out = v;
+    }
     return SC_OK;
 }
 
