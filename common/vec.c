@@ -46,6 +46,8 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
         runs = 0;
         for (size_t i = 0; i < n; runs++) {
             size_t m = run_end(v, i, n, size, cmp), e = m < n ? run_end(v, m, n, size, cmp) : n;
+            if (m == n && i == 0)
+                goto done; /* one run: in order */
             size_t x = i, y = m, o = i;
             while (x < m && y < e) {
                 size_t *from, k;
@@ -67,8 +69,13 @@ void sc_sort_runs(void *base, void *tmp, size_t n, size_t size, int (*cmp)(const
             assert(o + (m - x) + (e - y) == e); /* the two runs' elements, each once */
             i = e;
         }
-        memcpy(v, w, n * size);
+        char *t = v; /* the merged runs are the next pass's input */
+        v = w;
+        w = t;
     }
+done:
+    if (v != base)
+        memcpy(base, v, n * size);
 }
 
 /* One quickselect for each element type (vec.h). */
