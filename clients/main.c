@@ -12,7 +12,6 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/remote.h"
-#include "common/hugepage.h"
 #include "common/banned.h"
 
 static const char usage[] =
@@ -145,7 +144,6 @@ int main(int argc, char **argv)
         {"whatif", cmd_whatif},
         {"export", cmd_export},
     };
-    sc_heap_huge_pages(); /* common/hugepage.h: the tables of a trace on huge pages */
 
     /* remote commands; those that are local commands too (`local`) are the
      * remote ones only when their arguments name a server's object (a

@@ -1,5 +1,5 @@
-/* common/hugepage.h: large arrays and the command line's heap on
- * transparent huge pages, and giving freed memory back.
+/* common/hugepage.h: large arrays on transparent huge pages, and giving
+ * freed memory back.
  *
  * The first touch of each 4 KiB page of a fresh array is a page fault; an
  * array filled once and read a few times (a graph's, a replay's) can spend
@@ -21,24 +21,9 @@
  * memory). NULL when out of memory. */
 void *sc_huge_alloc(size_t n);
 
-/* The heap of a process that builds large tables and exits (the command
- * line) on huge pages: one arena for all its threads, arrays of up to
- * 32 MiB from the heap, and the heap grown 64 MiB at a time, its free top
- * advised onto huge pages (now, and again after each sc_heap_trim; what
- * the heap grows past that is ordinary memory). The tables of a trace, the
- * graph and their scratch then take a fault for each 2 MiB page where they
- * took 512: `stepcast inspect` of a 35 MB trace about 650 faults, not
- * 5,660, and a fifth less CPU, for 9 MB more resident. Call it first thing
- * in main, before any thread starts; not in a long-lived server (its
- * threads would share one arena, and its heap keep the pad). With glibc
- * only; where the kernel has no huge pages, the settings alone remain
- * (no slower, measured). */
-void sc_heap_huge_pages(void);
-
 /* Give the memory free()d so far back to the system where the allocator
  * still holds it (glibc keeps freed blocks of its heaps and of other
- * threads' arenas resident); after sc_heap_huge_pages, the heap's top is
- * then advised again. A job's build frees each rank's scratch as it
+ * threads' arenas resident). A job's build frees each rank's scratch as it
  * goes; without this, the process's resident size would keep the peak of
  * all of it. Costs a walk over the allocator's free lists; a no-op where
  * the C library has no such call. */

@@ -5,12 +5,10 @@
  * Loads the traces as one job (model_job_load: read, parse, event tables,
  * steps) and makes each rank's summary (model_inspect_trace), then exits:
  * what `stepcast inspect` did before it also built the job's graph to list
- * the collectives matched across ranks. On the command line's heap
- * (sc_heap_huge_pages). tests/bench/ingest.py times this process against
- * Python's json.load of the same file. */
+ * the collectives matched across ranks. tests/bench/ingest.py times this
+ * process against Python's json.load of the same file. */
 #include <stdio.h>
 
-#include "common/hugepage.h"
 #include "model/inspect.h"
 #include "model/job.h"
 #include "model/stream.h"
@@ -25,7 +23,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench-load TRACE...\n");
         return 2;
     }
-    sc_heap_huge_pages();
     model_load_opts_default(&lo);
     if (model_job_load((const char *const *)(argv + 1), (size_t)(argc - 1), &lo, 0, &job, &err)) {
         fprintf(stderr, "bench-load: %s\n", err.msg);

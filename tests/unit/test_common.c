@@ -1,17 +1,13 @@
 /* tests/unit/test_common.c: common/: errors, arenas, interning, growing
- * arrays, the int64 map, time spans and the heap on huge pages, each
- * against what its header promises. */
+ * arrays, the int64 map and time spans, each against what its header
+ * promises. */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/arena.h"
 #include "common/dynlib.h"
 #include "common/error.h"
-#include "common/hugepage.h"
 #include "common/i64map.h"
 #include "common/spans.h"
 #include "common/strtab.h"
@@ -492,96 +488,4 @@ TEST(common_dynlib_loads_once_and_names_what_is_missing)
     static struct sc_dynlib lacking = SC_DYNLIB_INIT(libc_only, absent);
     CHECK_EQ_INT(sc_dynlib_load(&lacking, &err), SC_ENOTFOUND);
     CHECK_CONTAINS(err.msg, "libc.so.6 has no stepcast_no_such_function");
-}
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HEAP_REPLACED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define HEAP_REPLACED 1
-#endif
-
-#if !defined(HEAP_REPLACED) && defined(__GLIBC__)
-/* The mapping of /proc/self/smaps that holds address p: 1 when found, with
- * *heap whether it is the heap and *advised whether its VmFlags carry "hg"
- * (advised onto huge pages). */
-static int mapping_of(const void *p, int *heap, int *advised)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    int in = 0, found = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-            if (in) {
-                found = 1;
-                *heap = strstr(line, "[heap]") != NULL;
-            }
-        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
-            *advised = strstr(line, " hg") != NULL;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
-/* In a child of its own, as sc_heap_huge_pages sets the process's
- * allocator: an array of 8 MiB malloc'd after it comes from the heap, its
- * middle in a mapping advised onto huge pages (from the first 2 MiB
- * boundary on); freed and the heap trimmed, so does one of 24 MiB, which
- * the heap grows for (sc_heap_trim advises its top again). Exit status:
- * the first check that failed. */
-static int heap_child(void)
-{
-    enum { A = 8 << 20, B = 24 << 20 };
-    int heap = 0, advised = 0;
-    sc_heap_huge_pages();
-    char *a = malloc(A);
-    if (!a)
-        return 10;
-    memset(a, 1, A);
-    if (!mapping_of(a + A / 2, &heap, &advised) || !heap)
-        return 11;
-    if (!advised)
-        return 12;
-    free(a);
-    sc_heap_trim();
-    char *b = malloc(B);
-    if (!b)
-        return 10;
-    memset(b, 2, B);
-    heap = advised = 0;
-    if (!mapping_of(b + B / 2, &heap, &advised) || !heap)
-        return 13;
-    if (!advised)
-        return 14;
-    free(b);
-    return 0;
-}
-
-#endif
-
-TEST(common_heap_on_huge_pages)
-{
-#if defined(HEAP_REPLACED) || !defined(__GLIBC__)
-    SKIP("the heap is glibc's only in builds without a sanitizer");
-#else
-    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
-        SKIP("this kernel has no transparent huge pages");
-    fflush(NULL);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0)
-        _exit(heap_child());
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    /* 11, 13: the array not from the heap; 12, 14: the heap not advised */
-    CHECK_EQ_INT(WEXITSTATUS(status), 0);
-#endif
 }
