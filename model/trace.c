@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "common/i64map.h"
+#include "common/pagevec.h"
 #include "common/vec.h"
 #include "model/runtime_api.h"
 #include "common/banned.h"
@@ -125,11 +126,11 @@ void model_trace_free(struct model_trace *t)
 
 void model_trace_shed(struct model_trace *t)
 {
-    free(t->events);
-    free(t->infos);
+    sc_pagevec_free(t->events, t->cap_events, sizeof *t->events);
+    sc_pagevec_free(t->infos, t->cap_infos, sizeof *t->infos);
     free(t->colls);
     free(t->syncs);
-    free(t->flows);
+    sc_pagevec_free(t->flows, t->cap_flows, sizeof *t->flows);
     free(t->link);
     free(t->track_slots);
     free(t->cat_slots);
@@ -284,7 +285,7 @@ int model_trace_track(struct model_trace *t, int64_t pid, uint32_t pid_str, int6
 
 int model_trace_add_event(struct model_trace *t, const struct model_event *e)
 {
-    if (sc_vec_reserve((void **)&t->events, &t->cap_events, t->n_events + 1, sizeof *t->events))
+    if (sc_pagevec_reserve((void **)&t->events, &t->cap_events, t->n_events, t->n_events + 1, sizeof *t->events))
         return -1;
     t->events[t->n_events++] = *e;
     assert(t->n_events <= t->cap_events);
@@ -304,7 +305,12 @@ int model_trace_add_event(struct model_trace *t, const struct model_event *e)
 
 int model_trace_add_info(struct model_trace *t, const struct model_info *i, uint32_t *out)
 {
-    ADD_RECORD(t->infos, t->n_infos, t->cap_infos, i, out);
+    if (t->n_infos >= MODEL_NONE ||
+        sc_pagevec_reserve((void **)&t->infos, &t->cap_infos, t->n_infos, t->n_infos + 1, sizeof *t->infos))
+        return -1;
+    t->infos[t->n_infos] = *i;
+    *out = (uint32_t)t->n_infos++;
+    return 0;
 }
 
 int model_trace_add_coll(struct model_trace *t, const struct model_collective *c, uint32_t *out)
@@ -319,14 +325,14 @@ int model_trace_add_sync(struct model_trace *t, const struct model_sync *s, uint
 
 int model_trace_add_flow(struct model_trace *t, const struct model_flow *f)
 {
-    if (sc_vec_reserve((void **)&t->flows, &t->cap_flows, t->n_flows + 1, sizeof *t->flows))
+    if (sc_pagevec_reserve((void **)&t->flows, &t->cap_flows, t->n_flows, t->n_flows + 1, sizeof *t->flows))
         return -1;
     t->flows[t->n_flows++] = *f;
     assert(t->n_flows <= t->cap_flows);
     return 0;
 }
 
-int model_trace_append(struct model_trace *dst, const struct model_trace *src)
+int model_trace_append(struct model_trace *dst, struct model_trace *src)
 {
     uint32_t *str = malloc((src->strings.n ? src->strings.n : 1) * sizeof *str);
     uint16_t *cat = malloc((src->n_cats ? src->n_cats : 1) * sizeof *cat);
@@ -374,38 +380,47 @@ int model_trace_append(struct model_trace *dst, const struct model_trace *src)
         if (model_trace_add_sync(dst, &y, &id))
             goto out;
     }
-    for (size_t i = 0; i < src->n_infos; i++) {
-        struct model_info f = src->infos[i];
-        uint32_t id;
-        f.input_dims = S(f.input_dims);
-        f.input_types = S(f.input_types);
-        f.concrete_inputs = S(f.concrete_inputs);
-        if (f.coll != MODEL_NONE)
-            f.coll += (uint32_t)coll0;
-        if (f.sync != MODEL_NONE)
-            f.sync += (uint32_t)sync0;
-        if (model_trace_add_info(dst, &f, &id))
-            goto out;
-    }
-    if (sc_vec_reserve((void **)&dst->events, &dst->cap_events, dst->n_events + src->n_events,
-                       sizeof *dst->events))
+    /* the rows renumbered where they are, then taken (pagevec.h) */
+    if (src->n_infos >= MODEL_NONE - dst->n_infos)
         goto out;
+    for (size_t i = 0; i < src->n_infos; i++) {
+        struct model_info *f = &src->infos[i];
+        f->input_dims = S(f->input_dims);
+        f->input_types = S(f->input_types);
+        f->concrete_inputs = S(f->concrete_inputs);
+        if (f->coll != MODEL_NONE)
+            f->coll += (uint32_t)coll0;
+        if (f->sync != MODEL_NONE)
+            f->sync += (uint32_t)sync0;
+    }
     for (size_t i = 0; i < src->n_events; i++) {
-        struct model_event e = src->events[i];
-        e.name = str[e.name];
-        e.track = trk[e.track];
-        e.cat = cat[e.cat];
-        if (e.info != MODEL_NONE)
-            e.info += (uint32_t)info0;
-        dst->events[dst->n_events++] = e;
+        struct model_event *e = &src->events[i];
+        e->name = str[e->name];
+        e->track = trk[e->track];
+        e->cat = cat[e->cat];
+        if (e->info != MODEL_NONE)
+            e->info += (uint32_t)info0;
     }
     for (size_t i = 0; i < src->n_flows; i++) {
-        struct model_flow f = src->flows[i];
-        f.track = trk[f.track];
-        f.cat = cat[f.cat];
-        if (model_trace_add_flow(dst, &f))
-            goto out;
+        struct model_flow *f = &src->flows[i];
+        f->track = trk[f->track];
+        f->cat = cat[f->cat];
     }
+    if (sc_pagevec_append((void **)&dst->infos, &dst->cap_infos, dst->n_infos, (void **)&src->infos,
+                          &src->cap_infos, src->n_infos, sizeof *dst->infos))
+        goto out;
+    dst->n_infos += src->n_infos;
+    src->n_infos = 0;
+    if (sc_pagevec_append((void **)&dst->events, &dst->cap_events, dst->n_events, (void **)&src->events,
+                          &src->cap_events, src->n_events, sizeof *dst->events))
+        goto out;
+    dst->n_events += src->n_events;
+    src->n_events = 0;
+    if (sc_pagevec_append((void **)&dst->flows, &dst->cap_flows, dst->n_flows, (void **)&src->flows,
+                          &src->cap_flows, src->n_flows, sizeof *dst->flows))
+        goto out;
+    dst->n_flows += src->n_flows;
+    src->n_flows = 0;
     for (size_t i = 0; i < src->n_devices; i++) {
         struct model_device d = src->devices[i];
         d.name = S(d.name);

@@ -306,11 +306,13 @@ int model_trace_add_sync(struct model_trace *t, const struct model_sync *s, uint
 int model_trace_add_flow(struct model_trace *t, const struct model_flow *f);
 
 /* Append src's tables to dst (both unfinished), renumbering src's strings,
- * categories, tracks and side records into dst's. src is left as it was.
+ * categories, tracks and side records into dst's. src's events, infos and
+ * flows are renumbered where they are and then become dst's (their pages
+ * moved where both are large: common/pagevec.h); src keeps none of them.
  * Top-level values src holds (distributedInfo, baseTimeNanoseconds, ...)
  * replace dst's, as a later member of one document would. 0, or -1 when out
  * of memory. */
-int model_trace_append(struct model_trace *dst, const struct model_trace *src);
+int model_trace_append(struct model_trace *dst, struct model_trace *src);
 
 /* After the last event: apply baseTimeNanoseconds, classify tracks, link
  * launches. Called by the reader (which then finds the steps,

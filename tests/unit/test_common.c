@@ -1,6 +1,6 @@
 /* tests/unit/test_common.c: common/: errors, arenas, interning, growing
- * arrays, the int64 map and time spans, each against what its header
- * promises. */
+ * arrays (large ones appended by moving pages), the int64 map and time
+ * spans, each against what its header promises. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "common/dynlib.h"
 #include "common/error.h"
 #include "common/i64map.h"
+#include "common/pagevec.h"
 #include "common/spans.h"
 #include "common/strtab.h"
 #include "common/vec.h"
@@ -488,4 +489,78 @@ TEST(common_dynlib_loads_once_and_names_what_is_missing)
     static struct sc_dynlib lacking = SC_DYNLIB_INIT(libc_only, absent);
     CHECK_EQ_INT(sc_dynlib_load(&lacking, &err), SC_ENOTFOUND);
     CHECK_CONTAINS(err.msg, "libc.so.6 has no stepcast_no_such_function");
+}
+
+/* Element i of an array built by pagevec_fill: every byte a function of
+ * the array's seed, i and the byte's place. */
+static unsigned char pagevec_byte(unsigned seed, size_t i, size_t b)
+{
+    return (unsigned char)(seed * 131u + i * 7u + b * 13u + (i >> 8));
+}
+
+static void *pagevec_fill(size_t n, size_t elem, unsigned seed, size_t *cap)
+{
+    void *v = NULL;
+    *cap = 0;
+    if (sc_pagevec_reserve(&v, cap, 0, n ? n : 1, elem))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        for (size_t b = 0; b < elem; b++)
+            ((unsigned char *)v)[i * elem + b] = pagevec_byte(seed, i, b);
+    return v;
+}
+
+/* sc_pagevec_append gives dst's elements then src's, whichever way it
+ * takes them: pages moved (both large), a small dst put in front of a large
+ * src, or a copy; for element sizes that do and do not divide a page, dst
+ * ending anywhere in a page, src's mapping full (it must grow to shift) or
+ * not, and the sizes of a real split parse's tables. */
+TEST(common_pagevec_append_moves_or_copies_alike)
+{
+    static const size_t elems[] = {24, 40, 48, 64};
+    static const size_t sizes[][2] = {{0, 5000},      {1, 70000},  {36891, 9087}, {1353, 32789}, {5000, 3},
+                                      {100000, 100000}, {7, 7},    {6000, 8192},  {65536, 65536}, {42147, 0}};
+    for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t elem = elems[e], nd = sizes[k][0], ns = sizes[k][1], dcap, scap;
+            void *d = pagevec_fill(nd, elem, 1, &dcap), *s = pagevec_fill(ns, elem, 2, &scap);
+            REQUIRE(d && s);
+            if (ns == 8192 && sc_pagevec_reserve(&s, &scap, ns, scap + 1, elem) == 0)
+                REQUIRE(scap >= ns); /* a mapping with room to spare */
+            REQUIRE(sc_pagevec_append(&d, &dcap, nd, &s, &scap, ns, elem) == 0);
+            CHECK(s == NULL && scap == 0);
+            CHECK(dcap >= nd + ns);
+            size_t bad = 0;
+            for (size_t i = 0; i < nd + ns; i++)
+                for (size_t b = 0; b < elem; b++)
+                    bad += ((unsigned char *)d)[i * elem + b] !=
+                           (i < nd ? pagevec_byte(1, i, b) : pagevec_byte(2, i - nd, b));
+            if (bad)
+                sc_check_fail(__FILE__, __LINE__, "elem %zu, %zu + %zu: %zu bytes differ", elem, nd, ns, bad);
+            /* and grows on, its elements kept, pages moved in or not */
+            REQUIRE(sc_pagevec_reserve(&d, &dcap, nd + ns, dcap + 1, elem) == 0);
+            size_t last = nd + ns - 1;
+            if (nd + ns)
+                CHECK(((unsigned char *)d)[last * elem] ==
+                      (ns ? pagevec_byte(2, ns - 1, 0) : pagevec_byte(1, nd - 1, 0)));
+            sc_pagevec_free(d, dcap, elem);
+        }
+        /* three parts, as a split parse on more cores joins them */
+        size_t ca, cb, cc, n[3] = {30000, 25000, 20000};
+        void *a = pagevec_fill(n[0], elems[e], 1, &ca), *b = pagevec_fill(n[1], elems[e], 2, &cb),
+             *c = pagevec_fill(n[2], elems[e], 3, &cc);
+        REQUIRE(a && b && c);
+        REQUIRE(sc_pagevec_append(&a, &ca, n[0], &b, &cb, n[1], elems[e]) == 0);
+        REQUIRE(sc_pagevec_append(&a, &ca, n[0] + n[1], &c, &cc, n[2], elems[e]) == 0);
+        size_t bad = 0;
+        for (size_t i = 0, part = 0, at = 0; i < n[0] + n[1] + n[2]; i++) {
+            while (i - at >= n[part])
+                at += n[part++];
+            for (size_t k = 0; k < elems[e]; k++)
+                bad += ((unsigned char *)a)[i * elems[e] + k] != pagevec_byte((unsigned)part + 1, i - at, k);
+        }
+        CHECK_EQ_INT(bad, 0);
+        sc_pagevec_free(a, ca, elems[e]);
+    }
+    sc_pagevec_free(NULL, 0, 8);
 }
