@@ -41,13 +41,8 @@ int sc_pagevec_reserve(void **arr, size_t *cap, size_t used, size_t need, size_t
     assert(elem && elem < page_bytes() && used <= *cap);
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) {
-        if (n > SIZE_MAX / 2)
-            return -1;
-        n *= 2;
-    }
-    if (n > (SIZE_MAX - page_bytes()) / elem)
+    size_t n = sc_vec_grown(*cap, need);
+    if (!n || n > (SIZE_MAX - page_bytes()) / elem)
         return -1;
     if (!is_mapping(n, elem))
         return sc_vec_reserve(arr, cap, need, elem); /* the same doubling */

@@ -9,20 +9,26 @@
 
 #include "common/banned.h"
 
+size_t sc_vec_grown(size_t cap, size_t need)
+{
+    size_t n = cap ? cap : 16;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return 0;
+        n *= 2;
+    }
+    return n;
+}
+
 int sc_vec_reserve(void **arr, size_t *cap, size_t need, size_t elem)
 {
     assert(arr && cap && elem);
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) {
-        if (n > SIZE_MAX / 2)
-            return -1;
-        n *= 2;
-    }
-    assert(n >= need && n > *cap);
-    if (elem && n > SIZE_MAX / elem)
+    size_t n = sc_vec_grown(*cap, need);
+    if (!n || n > SIZE_MAX / elem)
         return -1;
+    assert(n >= need && n > *cap);
     void *p = realloc(*arr, n * elem);
     if (!p)
         return -1;

@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The capacity an array of capacity cap grows to for `need` elements: cap
+ * (16 when 0) doubled until it holds them; 0 when that would overflow. */
+size_t sc_vec_grown(size_t cap, size_t need);
+
 /* Make room for `need` elements of `elem` bytes. Returns 0, or -1 (the array
  * is untouched) when out of memory or the size would overflow. */
 int sc_vec_reserve(void **arr, size_t *cap, size_t need, size_t elem);
