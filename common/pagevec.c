@@ -15,12 +15,8 @@
 
 static size_t page_bytes(void)
 {
-    static size_t page; /* the same value whichever thread sets it */
-    if (!page) {
-        long p = sysconf(_SC_PAGESIZE);
-        page = p > 0 ? (size_t)p : 4096;
-    }
-    return page;
+    long p = sysconf(_SC_PAGESIZE); /* read from the process's start-up data: no system call */
+    return p > 0 ? (size_t)p : 4096;
 }
 
 static int is_mapping(size_t cap, size_t elem)
