@@ -34,9 +34,9 @@ static size_t mapping_bytes(size_t cap, size_t elem)
 
 int sc_pagevec_reserve(void **arr, size_t *cap, size_t used, size_t need, size_t elem)
 {
-    assert(elem && elem < page_bytes() && used <= *cap);
-    if (need <= *cap)
+    if (need <= *cap) /* every append but a few: nothing more on this path */
         return 0;
+    assert(elem && elem < page_bytes() && used <= *cap);
     size_t n = sc_vec_grown(*cap, need);
     if (!n || n > (SIZE_MAX - page_bytes()) / elem)
         return -1;
@@ -111,33 +111,36 @@ static int move_pages(void **dst, size_t *dst_cap, size_t n_dst, void **src, siz
     return 0;
 }
 
-int sc_pagevec_append(void **dst, size_t *dst_cap, size_t n_dst, void **src, size_t *src_cap, size_t n_src,
+int sc_pagevec_append(void **dst, size_t *dst_cap, size_t *n_dst, void **src, size_t *src_cap, size_t *n_src,
                       size_t elem)
 {
-    assert(n_dst <= *dst_cap && n_src <= *src_cap);
-    if (n_src > SIZE_MAX / elem - n_dst)
+    size_t nd = *n_dst, ns = *n_src;
+    assert(nd <= *dst_cap && ns <= *src_cap);
+    if (ns > SIZE_MAX / elem - nd)
         return -1;
-    if (n_src * elem >= page_bytes() && is_mapping(*dst_cap, elem) && is_mapping(*src_cap, elem) &&
-        move_pages(dst, dst_cap, n_dst, src, src_cap, n_src, elem) == 0)
-        return 0;
-    if (n_src > n_dst && is_mapping(*src_cap, elem) && !is_mapping(*dst_cap, elem)) {
+    if (ns * elem >= page_bytes() && is_mapping(*dst_cap, elem) && is_mapping(*src_cap, elem) &&
+        move_pages(dst, dst_cap, nd, src, src_cap, ns, elem) == 0) {
+        /* taken */
+    } else if (ns > nd && is_mapping(*src_cap, elem) && !is_mapping(*dst_cap, elem)) {
         /* a small dst goes in front of src, which becomes dst */
-        if (sc_pagevec_reserve(src, src_cap, n_src, n_dst + n_src, elem))
+        if (sc_pagevec_reserve(src, src_cap, ns, nd + ns, elem))
             return -1;
-        memmove((char *)*src + n_dst * elem, *src, n_src * elem);
-        if (n_dst)
-            memcpy(*src, *dst, n_dst * elem);
+        memmove((char *)*src + nd * elem, *src, ns * elem);
+        if (nd)
+            memcpy(*src, *dst, nd * elem);
         sc_pagevec_free(*dst, *dst_cap, elem);
         *dst = *src;
         *dst_cap = *src_cap;
     } else {
-        if (sc_pagevec_reserve(dst, dst_cap, n_dst, n_dst + n_src, elem))
+        if (sc_pagevec_reserve(dst, dst_cap, nd, nd + ns, elem))
             return -1;
-        if (n_src)
-            memcpy((char *)*dst + n_dst * elem, *src, n_src * elem);
+        if (ns)
+            memcpy((char *)*dst + nd * elem, *src, ns * elem);
         sc_pagevec_free(*src, *src_cap, elem);
     }
     *src = NULL;
     *src_cap = 0;
+    *n_dst = nd + ns;
+    *n_src = 0;
     return 0;
 }

@@ -27,13 +27,14 @@ int sc_pagevec_reserve(void **arr, size_t *cap, size_t used, size_t need, size_t
 /* Free an array of capacity cap (NULL is nothing to free). */
 void sc_pagevec_free(void *arr, size_t cap, size_t elem);
 
-/* Append *src's first n_src elements after *dst's first n_dst, and take
- * *src: its pages become *dst's where both are mappings; a small *dst is
- * copied in front of a larger mapping *src, which becomes *dst; else *src
- * is copied and freed. *src and *src_cap are then NULL and 0. 0, or -1
- * when out of memory (the elements of both as they were, either perhaps
- * moved or grown, *src still the caller's). */
-int sc_pagevec_append(void **dst, size_t *dst_cap, size_t n_dst, void **src, size_t *src_cap, size_t n_src,
+/* Append *src's *n_src elements after *dst's *n_dst, and take *src: its
+ * pages become *dst's where both are mappings; a small *dst is copied in
+ * front of a larger mapping *src, which becomes *dst; else *src is copied
+ * and freed. Then *n_dst counts both, and *src, *src_cap and *n_src are
+ * NULL, 0 and 0. 0, or -1 when out of memory (the elements of both and
+ * their counts as they were, either array perhaps moved or grown, *src
+ * still the caller's). */
+int sc_pagevec_append(void **dst, size_t *dst_cap, size_t *n_dst, void **src, size_t *src_cap, size_t *n_src,
                       size_t elem);
 
 #endif

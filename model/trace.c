@@ -128,8 +128,8 @@ void model_trace_shed(struct model_trace *t)
 {
     sc_pagevec_free(t->events, t->cap_events, sizeof *t->events);
     sc_pagevec_free(t->infos, t->cap_infos, sizeof *t->infos);
-    free(t->colls);
-    free(t->syncs);
+    sc_pagevec_free(t->colls, t->cap_colls, sizeof *t->colls);
+    sc_pagevec_free(t->syncs, t->cap_syncs, sizeof *t->syncs);
     sc_pagevec_free(t->flows, t->cap_flows, sizeof *t->flows);
     free(t->link);
     free(t->track_slots);
@@ -295,7 +295,7 @@ int model_trace_add_event(struct model_trace *t, const struct model_event *e)
 #define ADD_RECORD(arr, n, cap, rec, out)                                                \
     do {                                                                                 \
         if ((n) >= MODEL_NONE ||                                                         \
-            sc_vec_reserve((void **)&(arr), &(cap), (n) + 1, sizeof *(arr)))             \
+            sc_pagevec_reserve((void **)&(arr), &(cap), (n), (n) + 1, sizeof *(arr)))    \
             return -1;                                                                   \
         assert((n) < (cap));                                                             \
         (arr)[(n)] = *(rec);                                                             \
@@ -305,12 +305,7 @@ int model_trace_add_event(struct model_trace *t, const struct model_event *e)
 
 int model_trace_add_info(struct model_trace *t, const struct model_info *i, uint32_t *out)
 {
-    if (t->n_infos >= MODEL_NONE ||
-        sc_pagevec_reserve((void **)&t->infos, &t->cap_infos, t->n_infos, t->n_infos + 1, sizeof *t->infos))
-        return -1;
-    t->infos[t->n_infos] = *i;
-    *out = (uint32_t)t->n_infos++;
-    return 0;
+    ADD_RECORD(t->infos, t->n_infos, t->cap_infos, i, out);
 }
 
 int model_trace_add_coll(struct model_trace *t, const struct model_collective *c, uint32_t *out)
@@ -406,21 +401,12 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
         f->track = trk[f->track];
         f->cat = cat[f->cat];
     }
-    if (sc_pagevec_append((void **)&dst->infos, &dst->cap_infos, dst->n_infos, (void **)&src->infos,
-                          &src->cap_infos, src->n_infos, sizeof *dst->infos))
+#define TAKE(rows)                                                                                   \
+    sc_pagevec_append((void **)&dst->rows, &dst->cap_##rows, &dst->n_##rows, (void **)&src->rows,      \
+                      &src->cap_##rows, &src->n_##rows, sizeof *dst->rows)
+    if (TAKE(infos) || TAKE(events) || TAKE(flows))
         goto out;
-    dst->n_infos += src->n_infos;
-    src->n_infos = 0;
-    if (sc_pagevec_append((void **)&dst->events, &dst->cap_events, dst->n_events, (void **)&src->events,
-                          &src->cap_events, src->n_events, sizeof *dst->events))
-        goto out;
-    dst->n_events += src->n_events;
-    src->n_events = 0;
-    if (sc_pagevec_append((void **)&dst->flows, &dst->cap_flows, dst->n_flows, (void **)&src->flows,
-                          &src->cap_flows, src->n_flows, sizeof *dst->flows))
-        goto out;
-    dst->n_flows += src->n_flows;
-    src->n_flows = 0;
+#undef TAKE
     for (size_t i = 0; i < src->n_devices; i++) {
         struct model_device d = src->devices[i];
         d.name = S(d.name);

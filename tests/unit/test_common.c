@@ -527,8 +527,9 @@ TEST(common_pagevec_append_moves_or_copies_alike)
             REQUIRE(d && s);
             if (ns == 8192 && sc_pagevec_reserve(&s, &scap, ns, scap + 1, elem) == 0)
                 REQUIRE(scap >= ns); /* a mapping with room to spare */
-            REQUIRE(sc_pagevec_append(&d, &dcap, nd, &s, &scap, ns, elem) == 0);
-            CHECK(s == NULL && scap == 0);
+            size_t dn = nd, sn = ns;
+            REQUIRE(sc_pagevec_append(&d, &dcap, &dn, &s, &scap, &sn, elem) == 0);
+            CHECK(s == NULL && scap == 0 && sn == 0 && dn == nd + ns);
             CHECK(dcap >= nd + ns);
             size_t bad = 0;
             for (size_t i = 0; i < nd + ns; i++)
@@ -550,8 +551,10 @@ TEST(common_pagevec_append_moves_or_copies_alike)
         void *a = pagevec_fill(n[0], elems[e], 1, &ca), *b = pagevec_fill(n[1], elems[e], 2, &cb),
              *c = pagevec_fill(n[2], elems[e], 3, &cc);
         REQUIRE(a && b && c);
-        REQUIRE(sc_pagevec_append(&a, &ca, n[0], &b, &cb, n[1], elems[e]) == 0);
-        REQUIRE(sc_pagevec_append(&a, &ca, n[0] + n[1], &c, &cc, n[2], elems[e]) == 0);
+        size_t na = n[0], nb = n[1], nc = n[2];
+        REQUIRE(sc_pagevec_append(&a, &ca, &na, &b, &cb, &nb, elems[e]) == 0);
+        REQUIRE(sc_pagevec_append(&a, &ca, &na, &c, &cc, &nc, elems[e]) == 0);
+        CHECK_EQ_INT(na, n[0] + n[1] + n[2]);
         size_t bad = 0;
         for (size_t i = 0, part = 0, at = 0; i < n[0] + n[1] + n[2]; i++) {
             while (i - at >= n[part])
