@@ -1074,6 +1074,90 @@ TEST(reader_split_parse_reports_the_serial_error)
     CHECK_EQ_INT(err.event, 180000);
 }
 
+/* Strings of two traces' tables alike: ids of a, b (MODEL_NONE in both, or
+ * the same text). */
+static int same_str(const struct model_trace *a, uint32_t x, const struct model_trace *b, uint32_t y)
+{
+    if (x == MODEL_NONE || y == MODEL_NONE)
+        return x == y;
+    return strcmp(model_str(a, x), model_str(b, y)) == 0;
+}
+
+static int same_track(const struct model_trace *a, uint32_t x, const struct model_trace *b, uint32_t y)
+{
+    return a->tracks[x].pid == b->tracks[y].pid && a->tracks[x].tid == b->tracks[y].tid;
+}
+
+/* The real control trace, plain (34.8 MB): parsed in parts on the cores,
+ * the parts' tables joined by moving their pages (common/pagevec.h), it
+ * reads as the serial parse of the same bytes: every event, its details,
+ * collective and sync records and every flow, by their text and tracks. */
+TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
+{
+    char gz[4096];
+    snprintf(gz, sizeof gz, "%s/HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+             th_shared_dir("traces"));
+    gzFile f = gzopen(gz, "rb");
+    REQUIRE(f);
+    size_t len = 0, cap = 64 << 20;
+    char *json = malloc(cap);
+    REQUIRE(json);
+    for (int n; (n = gzread(f, json + len, (unsigned)(cap - len))) > 0;)
+        len += (size_t)n;
+    gzclose(f);
+    REQUIRE(len > 16u << 20 && len < cap); /* big enough to be split */
+    const char *path = th_write_file("control.json", json, len);
+    struct model_trace *t = NULL, *ref = NULL;
+    struct sc_error err;
+    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
+    CHECK(model_trace_load_mem(json, len, path, NULL, &ref, &err) == SC_OK);
+    free(json);
+    if (!t || !ref) {
+        model_trace_free(t);
+        model_trace_free(ref);
+        return;
+    }
+    CHECK_EQ_INT(t->n_events, ref->n_events);
+    CHECK_EQ_INT(t->n_infos, ref->n_infos);
+    CHECK_EQ_INT(t->n_flows, ref->n_flows);
+    CHECK_EQ_INT(t->n_colls, ref->n_colls);
+    CHECK_EQ_INT(t->n_syncs, ref->n_syncs);
+    CHECK(t->n_events > 70000 && t->n_infos > 40000 && t->n_flows > 30000);
+    size_t bad = 0;
+    for (size_t i = 0; i < t->n_events && i < ref->n_events; i++) {
+        const struct model_event *x = &t->events[i], *y = &ref->events[i];
+        int same = x->ts == y->ts && x->dur == y->dur && x->correlation == y->correlation &&
+                   x->external_id == y->external_id && x->kind == y->kind && x->rt == y->rt &&
+                   same_str(t, x->name, ref, y->name) && same_track(t, x->track, ref, y->track) &&
+                   same_str(t, t->cats[x->cat].name, ref, ref->cats[y->cat].name) &&
+                   (x->info == MODEL_NONE) == (y->info == MODEL_NONE);
+        if (same && x->info != MODEL_NONE) {
+            const struct model_info *p = &t->infos[x->info], *q = &ref->infos[y->info];
+            same = p->bytes == q->bytes && p->stream == q->stream && p->device == q->device &&
+                   memcmp(p->grid, q->grid, sizeof p->grid) == 0 && memcmp(p->block, q->block, sizeof p->block) == 0 &&
+                   same_str(t, p->input_dims, ref, q->input_dims) && same_str(t, p->input_types, ref, q->input_types) &&
+                   same_str(t, p->concrete_inputs, ref, q->concrete_inputs) &&
+                   (p->coll == MODEL_NONE) == (q->coll == MODEL_NONE) && (p->sync == MODEL_NONE) == (q->sync == MODEL_NONE);
+            if (same && p->coll != MODEL_NONE)
+                same = same_str(t, t->colls[p->coll].name, ref, ref->colls[q->coll].name) &&
+                       t->colls[p->coll].in_nelems == ref->colls[q->coll].in_nelems &&
+                       t->colls[p->coll].seq == ref->colls[q->coll].seq;
+            if (same && p->sync != MODEL_NONE)
+                same = same_str(t, t->syncs[p->sync].sync_kind, ref, ref->syncs[q->sync].sync_kind) &&
+                       t->syncs[p->sync].event_id == ref->syncs[q->sync].event_id;
+        }
+        bad += !same;
+    }
+    for (size_t i = 0; i < t->n_flows && i < ref->n_flows; i++) {
+        const struct model_flow *x = &t->flows[i], *y = &ref->flows[i];
+        bad += !(x->id == y->id && x->ts == y->ts && x->phase == y->phase && x->kind == y->kind &&
+                 same_track(t, x->track, ref, y->track) && same_str(t, t->cats[x->cat].name, ref, ref->cats[y->cat].name));
+    }
+    CHECK_EQ_INT(bad, 0);
+    model_trace_free(t);
+    model_trace_free(ref);
+}
+
 /* ---- the end of the document, wherever the read buffer ends ------------------------ */
 
 /* The reader reads into a 2 MiB buffer: the first one ends at 2 MiB; a
