@@ -1028,24 +1028,33 @@ static const char *write_big_trace(size_t n, int bad_at_middle, int neg_dur_at, 
     return path;
 }
 
+/* The plain file at path loaded as a file (split in parts) into *t and its
+ * bytes through a stream (the serial parse) into *ref: 1, or 0 (the test
+ * failed, neither kept) when either does not load. */
+static int split_and_serial(const char *path, struct model_trace **t, struct model_trace **ref)
+{
+    struct sc_error err;
+    size_t len;
+    *t = *ref = NULL;
+    CHECK(model_trace_load_file(path, NULL, t, &err) == SC_OK);
+    char *json = th_read_file(path, &len);
+    CHECK(json && model_trace_load_mem(json, len, path, NULL, ref, &err) == SC_OK);
+    free(json);
+    if (*t && *ref)
+        return 1;
+    model_trace_free(*t);
+    model_trace_free(*ref);
+    return 0;
+}
+
 TEST(reader_split_parse_equals_serial_parse)
 {
     size_t bytes, n = 200000;
     const char *path = write_big_trace(n, 1, -1, &bytes);
     CHECK(bytes > 16u << 20); /* big enough to be split */
-    struct model_trace *t = NULL, *ref = NULL;
-    struct sc_error err;
-    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
-    /* the serial parse: the same bytes through a stream */
-    size_t len;
-    char *json = th_read_file(path, &len);
-    CHECK(model_trace_load_mem(json, len, path, NULL, &ref, &err) == SC_OK);
-    free(json);
-    if (!t || !ref) {
-        model_trace_free(t);
-        model_trace_free(ref);
+    struct model_trace *t, *ref;
+    if (!split_and_serial(path, &t, &ref))
         return;
-    }
     CHECK_EQ_INT(t->n_events, n);
     CHECK_EQ_INT(t->n_entries, ref->n_entries);
     CHECK_EQ_INT(t->rank, 3); /* from after traceEvents */
@@ -1107,16 +1116,10 @@ TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
     gzclose(f);
     REQUIRE(len > 16u << 20 && len < cap); /* big enough to be split */
     const char *path = th_write_file("control.json", json, len);
-    struct model_trace *t = NULL, *ref = NULL;
-    struct sc_error err;
-    CHECK(model_trace_load_file(path, NULL, &t, &err) == SC_OK);
-    CHECK(model_trace_load_mem(json, len, path, NULL, &ref, &err) == SC_OK);
     free(json);
-    if (!t || !ref) {
-        model_trace_free(t);
-        model_trace_free(ref);
+    struct model_trace *t, *ref;
+    if (!split_and_serial(path, &t, &ref))
         return;
-    }
     CHECK_EQ_INT(t->n_events, ref->n_events);
     CHECK_EQ_INT(t->n_infos, ref->n_infos);
     CHECK_EQ_INT(t->n_flows, ref->n_flows);
