@@ -442,9 +442,11 @@ int model_stream_open_decoded(struct model_stream *inner, int take_inner,
     d->base.close = decoded_close;
     d->inner = inner;
     d->own_inner = take_inner;
-    /* read until two bytes are known (or the stream ends) to see the magic */
+    /* read the two bytes of the magic (or to the stream's end), no more: a
+     * plain stream's reader reads into its own buffer, and a buffer of
+     * DECODE_IN filled here would be copied there once more */
     while (d->len < 2) {
-        ssize_t r = model_stream_read(inner, d->in + d->len, DECODE_IN - d->len, err);
+        ssize_t r = model_stream_read(inner, d->in + d->len, 2 - d->len, err);
         if (r < 0) {
             decoded_close(&d->base);
             return err ? err->code : SC_EIO;
