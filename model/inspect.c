@@ -39,35 +39,52 @@ const char *model_inspect_lack_text(unsigned i)
     return i < MODEL_LACK_COUNT ? lack_texts[i] : "unknown";
 }
 
-/* A span of a track (a stream or thread), in the trace's clock. */
-struct track_span {
-    uint32_t track;
-    int64_t ts, end;
-};
-
-/* busy[track] += length of the union of each track's spans. Spans are
- * grouped by track with a counting sort (stable, so each group keeps file
- * order, which is usually time order already: old traces list CPU ops,
- * then runtime calls, a few sorted runs the union sorts in a pass or two). */
-static int union_busy(const struct track_span *s, size_t n, size_t ntracks, int64_t *busy)
+/* Whether event e counts toward its track's busy time, and as which of
+ * the track's two kinds of work (a stream's GPU work, a thread's calls),
+ * each unioned on its own: 0 not at all, 1 GPU work, 2 a thread's. */
+static int busy_kind(const struct model_event *e)
 {
-    size_t *start = calloc(ntracks + 1, sizeof *start);
+    if (model_kind_is_gpu(e->kind))
+        return 1;
+    return e->kind <= MODEL_EV_DRIVER && e->kind != MODEL_EV_USER_ANNOTATION ? 2 : 0;
+}
+
+/* busy[track] += the length of the union of each track's spans of each
+ * kind (busy_kind). The spans are grouped by track and kind with a
+ * counting sort (stable, so each group keeps file order, which is usually
+ * time order already: old traces list CPU ops, then runtime calls, a few
+ * sorted runs the union sorts in a pass or two). */
+static int union_busy(const struct model_trace *t, int64_t *busy)
+{
+    size_t groups = 2 * (size_t)t->n_tracks, n = 0;
+    size_t *start = calloc(groups + 1, sizeof *start);
+    if (!start)
+        return -1;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        int k = busy_kind(e);
+        if (k) {
+            assert(e->track < t->n_tracks && e->dur >= 0);
+            start[2 * (size_t)e->track + (size_t)k]++;
+            n++;
+        }
+    }
     struct sc_span *g = malloc((n ? n : 1) * sizeof *g), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!start || !g || !tmp) {
+    if (!g || !tmp) {
         free(start);
         free(g);
         free(tmp);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        assert(s[i].track < ntracks && s[i].end >= s[i].ts);
-        start[s[i].track + 1]++;
-    }
-    for (size_t k = 0; k < ntracks; k++)
+    for (size_t k = 0; k < groups; k++)
         start[k + 1] += start[k];
-    for (size_t i = 0; i < n; i++)
-        g[start[s[i].track]++] = (struct sc_span){s[i].ts, s[i].end};
-    for (size_t k = 0, lo_i = 0; k < ntracks; k++) {
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        int k = busy_kind(e);
+        if (k)
+            g[start[2 * (size_t)e->track + (size_t)k - 1]++] = (struct sc_span){e->ts, e->ts + e->dur};
+    }
+    for (size_t k = 0, lo_i = 0; k < groups; k++) {
         size_t hi_i = start[k]; /* after placement start[k] is the group's end */
         assert(lo_i <= hi_i && hi_i <= n);
         struct sc_span *u;
@@ -75,7 +92,7 @@ static int union_busy(const struct track_span *s, size_t n, size_t ntracks, int6
         lo_i = hi_i;
         for (size_t i = 0; i < m; i++) {
             assert(u[i].b >= u[i].a && (i == 0 || u[i].a > u[i - 1].b)); /* disjoint, in order */
-            busy[k] += u[i].b - u[i].a;
+            busy[k / 2] += u[i].b - u[i].a;
         }
     }
     free(start);
@@ -137,8 +154,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     int64_t *busy = calloc(t->n_tracks ? t->n_tracks : 1, sizeof *busy);
     uint32_t *stream_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *stream_of);
     uint32_t *thread_of = malloc((t->n_tracks ? t->n_tracks : 1) * sizeof *thread_of);
-    struct track_span *gspans = NULL, *cspans = NULL;
-    size_t ng = 0, nc = 0, gcap = 0, ccap = 0, coll_cap = 0, stream_cap = 0, thread_cap = 0;
+    size_t coll_cap = 0, stream_cap = 0, thread_cap = 0;
     uint64_t runtime_total = 0, runtime_launch = 0, no_corr = 0, comm_kernels = 0;
     int device = -1;
 
@@ -188,9 +204,6 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
                 s->memsets++;
                 in->memsets++;
             }
-            if (sc_vec_reserve((void **)&gspans, &gcap, ng + 1, sizeof *gspans))
-                goto oom;
-            gspans[ng++] = (struct track_span){e->track, e->ts, e->ts + e->dur};
             if (e->correlation < 0)
                 no_corr++;
             else if (t->link[i] == MODEL_NONE)
@@ -219,11 +232,6 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
                         in->launch_without_gpu++;
                 }
             }
-            if (e->kind != MODEL_EV_USER_ANNOTATION) {
-                if (sc_vec_reserve((void **)&cspans, &ccap, nc + 1, sizeof *cspans))
-                    goto oom;
-                cspans[nc++] = (struct track_span){e->track, e->ts, e->ts + e->dur};
-            }
             if (e->kind == MODEL_EV_CPU_OP && e->info != MODEL_NONE &&
                 t->infos[e->info].coll != MODEL_NONE) {
                 const struct model_collective *m = &t->colls[t->infos[e->info].coll];
@@ -238,7 +246,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
             }
         }
     }
-    if (union_busy(gspans, ng, t->n_tracks, busy) || union_busy(cspans, nc, t->n_tracks, busy))
+    if (union_busy(t, busy))
         goto oom;
     for (size_t i = 0; i < in->n_streams; i++)
         in->streams[i].busy_ns = busy[in->streams[i].track];
@@ -283,16 +291,12 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     free(busy);
     free(stream_of);
     free(thread_of);
-    free(gspans);
-    free(cspans);
     *out = in;
     return SC_OK;
 oom:
     free(busy);
     free(stream_of);
     free(thread_of);
-    free(gspans);
-    free(cspans);
     model_inspect_free(in);
     return sc_error_set(err, SC_ENOMEM, "out of memory");
 }
