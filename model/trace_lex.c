@@ -396,6 +396,88 @@ int tr_enter(struct reader *r)
     return RD_OK;
 }
 
+/* Step over whitespace from p. */
+static const char *past_ws(const char *p)
+{
+    while (is_ws[(unsigned char)*p])
+        p++;
+    return p;
+}
+
+/* Step over the number at p, checked as lex_number checks it: NULL when
+ * it is not one. */
+static const char *past_number(const char *p)
+{
+    p += *p == '-';
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (*p >= '0' && *p <= '9')
+            p++;
+    else
+        return NULL;
+    if (*p == '.') {
+        if (!(*++p >= '0' && *p <= '9'))
+            return NULL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p += p[1] == '+' || p[1] == '-';
+        if (!(*++p >= '0' && *p <= '9'))
+            return NULL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return p;
+}
+
+/* Step over the array at r->p when it holds nothing but numbers, strings
+ * of printable ASCII without escapes and such arrays: what a trace's
+ * shapes and types are ("Input Dims": [[4096, 1024], []]). One loop,
+ * where skip_container calls a function a byte or two. 0 when it stepped
+ * over the array; 1, r->p left as it was, when it met anything else, or
+ * anything skip_container could refuse (a NUL, the nesting limit, a
+ * string at the length limit): then skip_container reads it, with its
+ * own errors. */
+static int skip_plain_array(struct reader *r)
+{
+    const char *p = r->p;
+    unsigned open = 0, room = r->lim->max_depth > r->depth ? r->lim->max_depth - r->depth : 0;
+    for (;;) {
+        /* p is at a value: the array's '[' at first */
+        if (*p == '[') {
+            if (++open > room)
+                return 1;
+            p = past_ws(p + 1);
+            if (*p != ']')
+                continue; /* to its first value */
+        } else if (*p == '"') {
+            const unsigned char *q = (const unsigned char *)p + 1;
+            while (*q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\')
+                q++;
+            if (*q != '"' || (size_t)(q - (const unsigned char *)p - 1) >= r->lim->max_string)
+                return 1;
+            p = past_ws((const char *)q + 1);
+        } else if ((p = past_number(p))) {
+            p = past_ws(p);
+        } else {
+            return 1;
+        }
+        /* after a value, or at an empty array's ']' */
+        while (*p == ']') {
+            if (--open == 0) {
+                r->p = p + 1;
+                return 0;
+            }
+            p = past_ws(p + 1);
+        }
+        if (*p != ',')
+            return 1;
+        p = past_ws(p + 1);
+    }
+}
+
 static int skip_container(struct reader *r, char close)
 {
     int more, rc = open_container(r, &more);
@@ -431,7 +513,7 @@ int tr_skip_value(struct reader *r)
     pass_ws(r); /* a NUL left goes to lex_number, which sends it to tr_at_sentinel */
     switch (*r->p) {
     case '{': return skip_container(r, '}');
-    case '[': return skip_container(r, ']');
+    case '[': return skip_plain_array(r) == 0 ? RD_OK : skip_container(r, ']');
     case '"': return lex_string(r, &s);
     case 't': return tr_lex_literal(r, "true", 4);
     case 'f': return tr_lex_literal(r, "false", 5);

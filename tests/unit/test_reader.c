@@ -876,6 +876,113 @@ TEST(reader_rejects_deep_nesting)
     free(json);
 }
 
+/* A trace of one cpu op whose "Input Dims" is the text v (its prefix's
+ * length in *at), in json[n]. */
+static size_t dims_trace(char *json, size_t n, const char *v, size_t *at)
+{
+    static const char pre[] = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"ts\": 1, "
+                              "\"dur\": 1, \"args\": {\"Input Dims\": ";
+    *at = sizeof pre - 1;
+    return (size_t)snprintf(json, n, "%s%s}}]}", pre, v);
+}
+
+/* Arrays of numbers and plain strings (shapes, types) are stepped over by
+ * a loop of their own (skip_plain_array): it takes what the grammar takes,
+ * keeps the value's text, and leaves anything else to the reader's other
+ * paths: the same errors at the same bytes, the nesting and string limits
+ * where they are for any other value. */
+TEST(reader_plain_arrays_read_as_strictly_as_any_value)
+{
+    static const char *const good[] = {
+        "[]", "[ ]", "[[], [], []]", "[[4096, 1024], [1024]]", "[-1,0,1.5,2e10,3E-2,-0.0e+1]",
+        "[\"\", \"float\", \"c10::BFloat16\"]", "[\"a\\\"b\", \"\\u00e9\", \"\xc3\xa9\"]",
+        "[true, null, {\"a\": [1]}]", "[[[[1]]]]", "[ 1 ,\n[ 2 ] ]",
+    };
+    static const struct {
+        const char *array, *error;
+        size_t at; /* the error's byte in the array */
+    } bad[] = {
+        {"[1,]", "invalid number", 3},
+        {"[,1]", "invalid number", 1},
+        {"[01]", "leading zero", 1},
+        {"[1 2]", "expected ',' or ']'", 3},
+        {"[1 x2]", "expected ',' or ']'", 3},
+        {"[-]", "invalid number", 1},
+        {"[+1]", "invalid number", 1},
+        {"[.5]", "invalid number", 1},
+        {"[1.]", "no digit after '.'", 1},
+        {"[1e+]", "no digit in the exponent", 1},
+        {"[\"a\",]", "invalid number", 5},
+        {"[[],,[]]", "invalid number", 4},
+        {"[[1]", "expected ',' or ']'", 4},
+        {"[1]]", "expected ',' or '}'", 3},
+        {"[\"a\tb\"]", "control character", 3},
+        {"[\"\xff\"]", "invalid UTF-8", 2},
+    };
+    char json[1024];
+    size_t at, n;
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        struct sc_error err;
+        struct model_trace *t = NULL;
+        n = dims_trace(json, sizeof json, good[i], &at);
+        CHECK_EQ_INT(model_trace_load_mem(json, n, "m", NULL, &t, &err), SC_OK);
+        const struct model_event *e = t ? find(t, "a") : NULL;
+        CHECK(e && e->info != MODEL_NONE);
+        if (e && e->info != MODEL_NONE)
+            CHECK_STREQ(model_str(t, t->infos[e->info].input_dims), good[i]);
+        model_trace_free(t);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        n = dims_trace(json, sizeof json, bad[i].array, &at);
+        expect_error(json, n, SC_EPARSE, bad[i].error, (int64_t)(at + bad[i].at), 0);
+    }
+
+    /* the deepest array read is as deep as the deepest object */
+    struct model_load_opts o;
+    model_load_opts_default(&o);
+    size_t deepest[2] = {0, 0};
+    for (int obj = 0; obj < 2; obj++)
+        for (size_t k = 1; k < 80; k++) {
+            char v[640];
+            size_t m = 0;
+            for (size_t j = 0; j < k; j++)
+                m += (size_t)snprintf(v + m, sizeof v - m, "%s", obj ? "{\"a\": " : "[");
+            if (obj)
+                v[m++] = '1';
+            for (size_t j = 0; j < k; j++)
+                v[m++] = obj ? '}' : ']';
+            v[m] = '\0';
+            n = dims_trace(json, sizeof json, v, &at);
+            struct sc_error err;
+            struct model_trace *t = NULL;
+            int rc = model_trace_load_mem(json, n, "m", &o, &t, &err);
+            model_trace_free(t);
+            if (rc != SC_OK) {
+                CHECK_EQ_INT(rc, SC_ELIMIT);
+                CHECK_CONTAINS(err.msg, "nesting deeper than the limit of 64");
+                break;
+            }
+            deepest[obj] = k;
+        }
+    CHECK(deepest[0] > 50 && deepest[0] < 64);
+    CHECK_EQ_INT(deepest[0], deepest[1]);
+
+    /* a string as long as the limit is read in an array as anywhere */
+    o.limits.max_string = 40;
+    for (size_t len = 39; len <= 41; len++)
+        for (int in_array = 0; in_array < 2; in_array++) {
+            char v[64];
+            snprintf(v, sizeof v, "%s\"%.*s\"%s", in_array ? "[" : "", (int)len,
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", in_array ? "]" : "");
+            struct sc_error err;
+            struct model_trace *t = NULL;
+            n = dims_trace(json, sizeof json, v, &at);
+            int rc = model_trace_load_mem(json, n, "m", &o, &t, &err);
+            model_trace_free(t);
+            CHECK_EQ_INT(rc, len <= 40 ? SC_OK : SC_ELIMIT);
+        }
+}
+
 TEST(reader_rejects_out_of_range_numbers)
 {
     EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1e400, \"dur\": 1}]}", SC_ENUMERIC,
