@@ -8,10 +8,10 @@
  * matched by its length first, then by a few word compares. */
 #include "model/trace_event.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "common/strtab.h"
 #include "common/banned.h"
 
 static struct raw_coll *coll_of(struct raw_args *a)
@@ -223,10 +223,16 @@ static int get_time(struct reader *r, int64_t *out, size_t *off, const char *not
 }
 
 /* The set of memos of an entry's members after its ph, and of its args
- * after its category: a few bits of the string's hash. */
+ * after its category: the top bits of a multiplicative hash of the
+ * string's first and last bytes and its length, which tell Kineto's
+ * phases and categories apart as well as a hash of every byte (sets: a
+ * power of two). */
 static unsigned memo_set(struct slice s, unsigned sets)
 {
-    return (unsigned)(sc_hash_bytes(s.p, s.n) % sets);
+    assert(sets >= 2 && (sets & (sets - 1)) == 0);
+    uint64_t k = s.n ? (uint64_t)(unsigned char)s.p[0] | (uint64_t)(unsigned char)s.p[s.n - 1] << 8 | (uint64_t)s.n << 16
+                     : 0;
+    return (unsigned)((k * UINT64_C(0xBF58476D1CE4E5B9)) >> (64 - __builtin_ctz(sets)));
 }
 
 /* Parse one traceEvents entry at r->p into *e. */
