@@ -388,9 +388,12 @@ int cmd_inspect(int argc, char **argv)
     /* its graph, for the collectives matched across ranks and the
      * structure; none when it has no step to build one of, which only the
      * structure needs */
+    struct model_graph_opts go;
     struct model_graph *g = NULL;
     struct sc_error gerr;
-    rc = model_graph_build(job, NULL, &g, &gerr);
+    model_graph_opts_default(&go);
+    go.inspect_only = !config; /* the structure replays the graph */
+    rc = model_graph_build(job, &go, &g, &gerr);
     if (rc && (rc != SC_EINVAL || config)) {
         model_job_free(job);
         return cli_fail(&gerr);

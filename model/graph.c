@@ -118,6 +118,7 @@ void model_graph_opts_default(struct model_graph_opts *o)
     o->use_cuda_sync = 1;
     o->fold_over = MODEL_FOLD_OVER;
     o->fold_reps_max = 0;
+    o->inspect_only = 0;
 }
 
 int model_graph_parse_steps(const char *spec, struct model_graph_opts *o, struct sc_error *err)

@@ -156,6 +156,11 @@ struct model_graph_opts {
     size_t fold_reps_max;          /* a folded job's representatives at most (0: any
                                       number): one more fails the build with SC_ELIMIT,
                                       for what sized its memory by them (the daemon) */
+    int inspect_only;              /* 1: what `stepcast inspect` reads (the collectives
+                                      matched across ranks, the host's waits) and no more:
+                                      the edges only a replay reads (hand-offs between
+                                      threads, step ends, unexplained waits) are not
+                                      found, and a replay refuses the graph */
 };
 
 void model_graph_opts_default(struct model_graph_opts *o);
@@ -371,6 +376,7 @@ struct model_graph {
     size_t n_peers;
     struct model_graph_stats stats;
     struct model_graph_folding folding; /* off (zeroed) but in a folded traced job */
+    int inspect_only;                   /* built so (model_graph_opts): not to be replayed */
 };
 
 /* The first part (struct model_task_part) of a task

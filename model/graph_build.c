@@ -81,9 +81,12 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
         (rc = gb_calibrate_latencies(b, r)) || (rc = gb_launch_edges(b, r)) || (rc = gb_cuda_sync_edges(b, r)) ||
         (rc = gb_inferred_event_edges(b, r)) || (rc = CALLED_OFF(err)) ||
         (rc = gb_launch_queue_edges(b, r, &b->queue_depth)) || (rc = gb_gpu_wait_edges(b, r)) ||
-        (rc = gb_host_sync_edges(b, r)) || (rc = gb_host_poll_edges(b, r)) || (rc = gb_inter_thread_edges(b, r)) ||
-        (rc = CALLED_OFF(err)) || (rc = gb_step_end_edges(b, r)) || (rc = gb_unexplained_waits(b)) ||
-        (rc = gb_rank_keep(b)))
+        (rc = gb_host_sync_edges(b, r)) || (rc = gb_host_poll_edges(b, r)) || (rc = CALLED_OFF(err)))
+        goto out;
+    if (!o->inspect_only && ((rc = gb_inter_thread_edges(b, r)) || (rc = gb_step_end_edges(b, r)) ||
+                             (rc = gb_unexplained_waits(b))))
+        goto out;
+    if ((rc = gb_rank_keep(b)))
         goto out;
     gb_rank_profile(b);
 out:
@@ -225,8 +228,8 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
             gb_rank_free(parts[i]);
     }
     free(parts);
-    if (rc == SC_OK && (rc = assemble(&j, &f, job, err)) == SC_OK)
-        rc = gb_join(&j, job, out);
+    if (rc == SC_OK && (rc = assemble(&j, &f, job, err)) == SC_OK && (rc = gb_join(&j, job, out)) == SC_OK)
+        (*out)->inspect_only = o.inspect_only;
     gb_folder_release(&f);
     gb_join_release(&j);
     return rc;
@@ -302,8 +305,8 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
     gb_folder_release(&s.fold); /* the parts not taken (a failed load) */
     pthread_mutex_destroy(&s.mu);
     sc_heap_trim(); /* the traces' tables, freed by the loading threads */
-    if (rc == SC_OK)
-        rc = gb_join(&j, job, out);
+    if (rc == SC_OK && (rc = gb_join(&j, job, out)) == SC_OK)
+        (*out)->inspect_only = o.inspect_only;
     gb_join_release(&j);
     if (rc) {
         model_job_free(job);

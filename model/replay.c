@@ -281,6 +281,8 @@ static int durations(const struct model_graph *g, const struct model_replay_opts
     uint8_t *name_ok = NULL;
     int rc = SC_OK;
 
+    if (g->inspect_only)
+        return sc_error_set(err, SC_EINVAL, "a graph built for inspection only cannot be replayed");
     for (size_t i = 0; i < n; i++) {
         dur[i] = g->tasks[i].dur;
         gap[i] = g->tasks[i].gap;

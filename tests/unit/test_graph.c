@@ -1141,3 +1141,92 @@ TEST(graph_replay_slowest_is_the_longest_step_first_of_equals)
     r.n_steps = 0;
     CHECK(model_replay_slowest(&r) == NULL);
 }
+
+/* The job of traces p[0..n) built whole and for inspection only
+ * (model_graph_opts.inspect_only): the latter holds what inspect reads of
+ * the former, the collectives matched across ranks (their keys, members
+ * and durations) and the host's waits, and a replay refuses it. Adds the
+ * groups and the waits (gaps, polling loops) compared. */
+static void check_inspect_only(const char *const *p, size_t n, size_t *groups, size_t *gaps, size_t *loops)
+{
+    struct model_job *job = NULL;
+    struct model_graph *g[2] = {NULL, NULL};
+    struct sc_error err;
+    CHECK_EQ_INT(model_job_load(p, n, NULL, 0, &job, &err), SC_OK);
+    for (int lean = 0; job && lean < 2; lean++) {
+        struct model_graph_opts o;
+        model_graph_opts_default(&o);
+        o.inspect_only = lean;
+        CHECK_EQ_INT(model_graph_build(job, &o, &g[lean], &err), SC_OK);
+    }
+    if (g[0] && g[1]) {
+        CHECK_EQ_INT(g[1]->n_tasks, g[0]->n_tasks);
+        CHECK(g[1]->n_edges <= g[0]->n_edges);
+        CHECK_EQ_INT(g[1]->n_groups, g[0]->n_groups);
+        CHECK_EQ_INT(g[1]->stats.collectives_matched, g[0]->stats.collectives_matched);
+        for (size_t i = 0; i < g[0]->n_groups && g[1]->n_groups == g[0]->n_groups; i++) {
+            const struct model_coll_group *a = &g[0]->groups[i], *b = &g[1]->groups[i];
+            CHECK(a->op == b->op && a->bytes == b->bytes && a->seq == b->seq && a->size == b->size);
+            CHECK_STREQ(model_graph_str(g[1], b->pg), model_graph_str(g[0], a->pg));
+            CHECK_EQ_INT(g[1]->group_at[i + 1] - g[1]->group_at[i], g[0]->group_at[i + 1] - g[0]->group_at[i]);
+            for (uint32_t m = g[0]->group_at[i]; m < g[0]->group_at[i + 1]; m++) {
+                const struct model_task *x = &g[0]->tasks[g[0]->group_tasks[m]];
+                const struct model_task *y = &g[1]->tasks[g[1]->group_tasks[m]];
+                CHECK(x->rank == y->rank && x->dur == y->dur && x->kept == y->kept);
+            }
+            (*groups)++;
+        }
+        struct model_host_wait *w[2];
+        size_t nw[2];
+        CHECK_EQ_INT(model_graph_host_waits(g[0], &w[0], &nw[0]), SC_OK);
+        CHECK_EQ_INT(model_graph_host_waits(g[1], &w[1], &nw[1]), SC_OK);
+        CHECK_EQ_INT(nw[1], nw[0]);
+        for (size_t i = 0; i < nw[0] && nw[1] == nw[0]; i++) {
+            CHECK(w[0][i].rank == w[1][i].rank && w[0][i].without_call == w[1][i].without_call &&
+                  w[0][i].polling_loops == w[1][i].polling_loops);
+            CHECK_STREQ(model_graph_str(g[1], w[1][i].name), model_graph_str(g[0], w[0][i].name));
+            *gaps += w[0][i].without_call;
+            *loops += w[0][i].polling_loops;
+        }
+        free(w[0]);
+        free(w[1]);
+        struct model_replay *r = NULL;
+        CHECK_EQ_INT(model_replay_run(g[1], NULL, &r, &err), SC_EINVAL);
+        CHECK_CONTAINS(err.msg, "inspection only");
+        CHECK(r == NULL);
+        CHECK_EQ_INT(model_replay_run(g[0], NULL, &r, &err), SC_OK);
+        model_replay_free(r);
+    }
+    model_graph_free(g[0]);
+    model_graph_free(g[1]);
+    model_job_free(job);
+}
+
+/* On the shared traces and jobs that have collectives and polling loops,
+ * and a trace whose host waited through a gap (poll_fixture). */
+TEST(graph_inspect_only_holds_what_inspect_reads)
+{
+    static const char *const jobs[][2] = {
+        {"param/et_replay/tests/inputs/dlrm_kineto.tar.gz", NULL},
+        {"HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", NULL},
+        {"HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz", NULL},
+        {"HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+         "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz"},
+    };
+    size_t groups = 0, gaps = 0, loops = 0;
+    const char *poll = poll_fixture("inspect_only_poll.json", 816, 1);
+    check_inspect_only(&poll, 1, &groups, &gaps, &loops);
+    CHECK_EQ_INT(gaps, 1);
+    for (size_t k = 0; k < sizeof jobs / sizeof *jobs; k++) {
+        char paths[2][1024];
+        const char *p[2];
+        size_t n = 0;
+        for (; n < 2 && jobs[k][n]; n++) {
+            snprintf(paths[n], sizeof paths[n], "%s", th_shared_path(jobs[k][n]));
+            p[n] = paths[n];
+        }
+        check_inspect_only(p, n, &groups, &gaps, &loops);
+    }
+    CHECK(groups > 0); /* the jobs hold matched collectives */
+    CHECK(loops > 0);  /* and polling loops */
+}
