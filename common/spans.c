@@ -120,15 +120,15 @@ static int64_t heap_pop(int64_t *h, size_t *n)
     return top;
 }
 
-static void put_instant(struct sc_span *out, size_t *m, int64_t x)
+static void put_instant(int64_t *at, size_t *m, int64_t x)
 {
-    if (!*m || out[*m - 1].a != x)
-        out[(*m)++] = (struct sc_span){x, x};
+    if (!*m || at[*m - 1] != x)
+        at[(*m)++] = x;
 }
 
-size_t sc_span_instants(struct sc_span *out, struct sc_span *tmp, size_t n)
+size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n)
 {
-    struct sc_span *v = out + n;
+    int64_t *at = (int64_t *)(void *)v;
     size_t runs = n ? 1 : 0, m = 0, open = 0;
     for (size_t i = 1; i < n; i++)
         runs += v[i].a < v[i - 1].a;
@@ -139,16 +139,32 @@ size_t sc_span_instants(struct sc_span *out, struct sc_span *tmp, size_t n)
     }
     int64_t *ends = (int64_t *)(void *)tmp; /* n spans: room for n ends */
     for (size_t i = 0; i < n; i++) {
-        /* out[0..m) never reaches v[i + 1]: m <= 2i + 1 < n + i + 1 */
+        /* at[0..m) never reaches v[i + 1]: before v[i] is read, the spans
+         * before it gave at most 2i instants, and v[i] itself one more,
+         * written over at[2i], its own start, once it is read */
         struct sc_span x = v[i];
         while (open && ends[0] <= x.a)
-            put_instant(out, &m, heap_pop(ends, &open));
-        put_instant(out, &m, x.a);
+            put_instant(at, &m, heap_pop(ends, &open));
+        put_instant(at, &m, x.a);
         heap_push(ends, &open, x.b);
+        assert(m <= 2 * i + 1);
     }
     while (open)
-        put_instant(out, &m, heap_pop(ends, &open));
+        put_instant(at, &m, heap_pop(ends, &open));
     return m;
+}
+
+size_t sc_instant_after(const int64_t *at, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (at[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out)

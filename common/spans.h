@@ -54,13 +54,17 @@ static inline int sc_spans_add(struct sc_spans *s, int64_t a, int64_t b)
  * in v or in tmp. */
 size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc_span **out);
 
-/* The instants the n spans in out[n..2n) (b >= a) start and end at, in
- * order and each once, as spans of no duration in out[0..m); returns m.
- * The spans are sorted by start through tmp (room for n) as in
- * sc_span_union, and the ends of the spans open at each start are kept in
- * a heap: in start order, nested calls end in the order they are left, so
- * the heap stays as shallow as the nesting. */
-size_t sc_span_instants(struct sc_span *out, struct sc_span *tmp, size_t n);
+/* The instants the n spans v[0..n) (b >= a) start and end at, in order
+ * and each once, written over them: at[0..m), where at is v's memory as
+ * int64_t (room for 2n, as many as the spans' ends); returns m. The spans
+ * are sorted by start through tmp (room for n) as in sc_span_union, and
+ * the ends of the spans open at each start are kept in a heap: in start
+ * order, nested calls end in the order they are left, so the heap stays
+ * as shallow as the nesting. */
+size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n);
+
+/* The first of the instants at[0..n) (in order) after t; n when none is. */
+size_t sc_instant_after(const int64_t *at, size_t n, int64_t t);
 
 /* The first of v[0..n) (disjoint, by start: a union) that ends after t;
  * n when none does. */

@@ -95,7 +95,7 @@ struct rank_build {
     /* per thread (from thread_lo): the SPANS_MARKS_CALLS the host-sync pass
      * found, kept for the host-poll pass when they are also the thread's
      * SPANS_MARKS (no Python frame in the window); NULL where none */
-    struct sc_span **marks;
+    int64_t **marks;
     size_t *n_marks;
 };
 
@@ -160,7 +160,7 @@ static inline int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* What thread_spans collects of a thread's events. */
+/* What thread_events collects of a thread's events. */
 enum span_mode {
     SPANS_OPS,         /* the union of its CPU op intervals */
     SPANS_MARKS,       /* the instants any event on it starts or ends */
@@ -220,9 +220,17 @@ uint32_t gb_current_stream_task(const struct builder *b, uint32_t c);
 /* Whether the thread's trace records an event of this kind in the window
  * (for MODEL_EV_CPU_OP: whether its SPANS_OPS would not be empty). */
 int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind);
-int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
-                    struct sc_span **out, size_t *nout);
+/* The union of the thread's CPU ops in the window (SPANS_OPS), into *out
+ * (malloc'd) and *nout. */
+int gb_thread_ops(struct builder *b, struct rank_build *r, uint32_t track, struct sc_span **out, size_t *nout);
+/* The instants its events (SPANS_MARKS, SPANS_MARKS_CALLS) start and end
+ * at in the window, in order (sc_span_instants), into *out and *nout. */
+int gb_thread_marks(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode, int64_t **out,
+                    size_t *nout);
+/* The longest stretch of [a, b] that no busy span covers, or that holds
+ * none of the instants at[0..n). */
 struct sc_span gb_longest_idle(const struct sc_span *busy, size_t n, int64_t a, int64_t b);
+struct sc_span gb_longest_between(const int64_t *at, size_t n, int64_t a, int64_t b);
 int gb_rank_keep(struct builder *b);
 /* Free the marks the host-sync pass kept (struct rank_build). */
 void gb_rank_drop_marks(struct rank_build *r);

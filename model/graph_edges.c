@@ -477,12 +477,12 @@ static int is_query(const struct builder *b, const struct rank_build *r, uint32_
  * between them but Python frames (`marks`, SPANS_MARKS_CALLS); c itself
  * when none does. */
 static uint32_t poll_loop_end(const struct builder *b, const struct rank_build *r, uint32_t c, uint32_t last,
-                              const struct sc_span *marks, size_t n_marks)
+                              const int64_t *marks, size_t n_marks)
 {
     uint32_t end = c;
     while (end + 1 < last && is_query(b, r, end + 1) && b->tasks[end + 1].gap <= MODEL_HOST_POLL_LOOP_GAP_NS) {
-        size_t k = sc_span_seek(marks, n_marks, b->end[end]);
-        if (k < n_marks && marks[k].a < b->ts[end + 1])
+        size_t k = sc_instant_after(marks, n_marks, b->end[end]);
+        if (k < n_marks && marks[k] < b->ts[end + 1])
             break; /* something else ran between them */
         end++;
     }
@@ -520,7 +520,7 @@ int gb_host_sync_edges(struct builder *b, struct rank_build *r)
     int rc = SC_OK;
     for (uint32_t res = r->thread_lo; res < r->thread_hi && rc == SC_OK; res++) {
         uint32_t first = b->res[res].first, last = first + b->res[res].n;
-        struct sc_span *marks = NULL; /* the thread's, once a query needs them */
+        int64_t *marks = NULL; /* the thread's, once a query needs them */
         size_t n_marks = 0;
         int have_marks = 0;
         for (uint32_t c = first; c < last && rc == SC_OK; c++) {
@@ -578,7 +578,7 @@ int gb_host_sync_edges(struct builder *b, struct rank_build *r)
                 break;
             case MODEL_RT_QUERY:
                 if (!have_marks)
-                    have_marks = (rc = gb_thread_spans(b, r, b->res[res].track, SPANS_MARKS_CALLS, &marks, &n_marks)) == SC_OK;
+                    have_marks = (rc = gb_thread_marks(b, r, b->res[res].track, SPANS_MARKS_CALLS, &marks, &n_marks)) == SC_OK;
                 if (rc == SC_OK) {
                     uint32_t end = poll_loop_end(b, r, c, last, marks, n_marks);
                     if (end > c)
@@ -658,7 +658,7 @@ int gb_host_poll_edges(struct builder *b, struct rank_build *r)
         if (usual > MODEL_HOST_POLL_USUAL_MAX_NS)
             continue;
         int64_t long_gap = max64(MODEL_HOST_POLL_MIN_NS, MODEL_HOST_POLL_RATIO * usual);
-        struct sc_span *marks = NULL;
+        int64_t *marks = NULL;
         size_t n_marks = 0;
         int have_marks = 0;
         for (uint32_t c = first + 1; c < last && rc == SC_OK; c++) {
@@ -674,12 +674,12 @@ int gb_host_poll_edges(struct builder *b, struct rank_build *r)
                     marks = r->marks[res - r->thread_lo];
                     n_marks = r->n_marks[res - r->thread_lo];
                     r->marks[res - r->thread_lo] = NULL;
-                } else if ((rc = gb_thread_spans(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks))) {
+                } else if ((rc = gb_thread_marks(b, r, b->res[res].track, SPANS_MARKS, &marks, &n_marks))) {
                     break;
                 }
             }
             have_marks = 1;
-            struct sc_span w = gb_longest_idle(marks, n_marks, b->ts[c] - b->tasks[c].gap, b->ts[c]);
+            struct sc_span w = gb_longest_between(marks, n_marks, b->ts[c] - b->tasks[c].gap, b->ts[c]);
             if (w.b - w.a < long_gap)
                 continue;
             uint32_t x = polled_task(b, r, res, w.a, w.b, MODEL_HOST_POLL_EARLY_NS, MODEL_HOST_POLL_LATE_NS);
@@ -810,7 +810,7 @@ int gb_inter_thread_edges(struct builder *b, struct rank_build *r)
         goto out;
     }
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++)
-        rc = gb_thread_spans(b, r, b->res[r->thread_lo + i].track, SPANS_OPS, &busy[i], &nbusy[i]);
+        rc = gb_thread_ops(b, r, b->res[r->thread_lo + i].track, &busy[i], &nbusy[i]);
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++) {
         const struct model_resource *rb = &b->res[r->thread_lo + i];
         for (uint32_t k = rb->first; k < rb->first + rb->n && rc == SC_OK; k++) {

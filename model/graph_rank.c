@@ -454,39 +454,57 @@ int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind)
     return 0;
 }
 
-int gb_thread_spans(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
-                    struct sc_span **out, size_t *nout)
+/* The thread's events in the window (mode) as spans, into a fresh *v (and
+ * *tmp, room for them, to sort through); how many in *n. */
+static int thread_events(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode,
+                         struct sc_span **v, struct sc_span **tmp, size_t *n)
 {
     const struct model_trace *t = r->t;
-    size_t n = 0, k = 0;
+    size_t k = 0;
+    *n = 0;
     for (size_t i = 0; i < t->n_events; i++)
-        n += (size_t)in_spans(r, &t->events[i], track, mode);
-    /* the instants of n events take room for 2n, the events gathered in
-     * its upper half (sc_span_instants); their union fits in n */
-    size_t room = mode == SPANS_OPS ? n : 2 * n;
-    struct sc_span *v = malloc((room + 1) * sizeof *v), *tmp = malloc((n + 1) * sizeof *tmp), *u = v;
-    if (!v || !tmp) {
-        free(v);
-        free(tmp);
+        *n += (size_t)in_spans(r, &t->events[i], track, mode);
+    *v = malloc((*n + 1) * sizeof **v);
+    *tmp = malloc((*n + 1) * sizeof **tmp);
+    if (!*v || !*tmp) {
+        free(*v);
+        free(*tmp);
         return OOM(b);
     }
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         if (in_spans(r, e, track, mode))
-            v[room - n + k++] = (struct sc_span){e->ts, e->ts + e->dur};
+            (*v)[k++] = (struct sc_span){e->ts, e->ts + e->dur};
     }
-    assert(k == n);
-    if (mode == SPANS_OPS)
-        *nout = sc_span_union(v, tmp, n, &u);
-    else
-        *nout = sc_span_instants(v, tmp, n);
-    if (u != v) { /* the union ended in tmp */
-        free(v);
-        *out = u;
-    } else {
-        free(tmp);
-        *out = v;
-    }
+    assert(k == *n);
+    return SC_OK;
+}
+
+int gb_thread_ops(struct builder *b, struct rank_build *r, uint32_t track, struct sc_span **out, size_t *nout)
+{
+    struct sc_span *v, *tmp, *u;
+    size_t n;
+    int rc = thread_events(b, r, track, SPANS_OPS, &v, &tmp, &n);
+    if (rc)
+        return rc;
+    *nout = sc_span_union(v, tmp, n, &u);
+    free(u == v ? tmp : v); /* the union ends in one of them */
+    *out = u;
+    return SC_OK;
+}
+
+int gb_thread_marks(struct builder *b, struct rank_build *r, uint32_t track, enum span_mode mode, int64_t **out,
+                    size_t *nout)
+{
+    struct sc_span *v, *tmp;
+    size_t n;
+    assert(mode != SPANS_OPS);
+    int rc = thread_events(b, r, track, mode, &v, &tmp, &n);
+    if (rc)
+        return rc;
+    *nout = sc_span_instants(v, tmp, n); /* over v's memory */
+    free(tmp);
+    *out = (int64_t *)(void *)v;
     return SC_OK;
 }
 
@@ -500,6 +518,22 @@ struct sc_span gb_longest_idle(const struct sc_span *busy, size_t n, int64_t a, 
             best = (struct sc_span){cur, busy[i].a};
         if (busy[i].b > cur)
             cur = busy[i].b;
+    }
+    if (b > cur && b - cur > best.b - best.a)
+        best = (struct sc_span){cur, b};
+    return best;
+}
+
+/* The longest stretch of [a, b] holding none of the instants at[0..n)
+ * (in order), from one to the next. */
+struct sc_span gb_longest_between(const int64_t *at, size_t n, int64_t a, int64_t b)
+{
+    struct sc_span best = {a, a};
+    int64_t cur = a;
+    for (size_t i = sc_instant_after(at, n, a); i < n && at[i] < b; i++) {
+        if (at[i] - cur > best.b - best.a)
+            best = (struct sc_span){cur, at[i]};
+        cur = at[i];
     }
     if (b > cur && b - cur > best.b - best.a)
         best = (struct sc_span){cur, b};

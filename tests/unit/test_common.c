@@ -351,13 +351,14 @@ static int by_value(const void *x, const void *y)
 
 /* The instants spans start and end at, each once and in order, whether
  * the spans nest as a thread's calls do, overlap as they will, repeat or
- * share ends: as sorting every start and end and dropping repeats gives. */
+ * share ends: as sorting every start and end and dropping repeats gives,
+ * written over the spans; and the first after a time found among them. */
 TEST(common_span_instants_nested_or_not)
 {
     enum { N = 3000 };
-    struct sc_span *out = malloc(2 * N * sizeof *out), *v = out + N, *tmp = malloc(N * sizeof *tmp);
+    struct sc_span *v = malloc(N * sizeof *v), *out = malloc(N * sizeof *out), *tmp = malloc(N * sizeof *tmp);
     int64_t *ref = malloc(2 * N * sizeof *ref);
-    REQUIRE(out && tmp && ref);
+    REQUIRE(v && out && tmp && ref);
     for (int shape = 0; shape < 4; shape++) {
         uint64_t x = 7 + (uint64_t)shape;
         size_t n = 0;
@@ -392,14 +393,21 @@ TEST(common_span_instants_nested_or_not)
         for (size_t i = 0; i < k; i++)
             if (!m || ref[m - 1] != ref[i])
                 ref[m++] = ref[i];
-        memmove(out + n, v, n * sizeof *v); /* the spans go in out[n..2n) */
+        memcpy(out, v, n * sizeof *v);
         CHECK_EQ_INT(sc_span_instants(out, tmp, n), m);
+        const int64_t *inst = (const int64_t *)(const void *)out;
         for (size_t i = 0; i < m; i++)
-            CHECK(out[i].a == ref[i] && out[i].b == ref[i]);
+            CHECK(inst[i] == ref[i]);
+        for (size_t i = 0; i < m; i++) { /* just before, at and between instants */
+            CHECK_EQ_INT(sc_instant_after(inst, m, ref[i] - 1), i);
+            CHECK_EQ_INT(sc_instant_after(inst, m, ref[i]), i + 1);
+        }
     }
     CHECK_EQ_INT(sc_span_instants(out, tmp, 0), 0);
+    CHECK_EQ_INT(sc_instant_after(NULL, 0, 5), 0);
     free(tmp);
     free(out);
+    free(v);
     free(ref);
 }
 
