@@ -154,7 +154,7 @@ size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n)
     return m;
 }
 
-size_t sc_instant_after(const int64_t *at, size_t n, int64_t t)
+size_t sc_first_after(const int64_t *at, size_t n, int64_t t)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {

@@ -63,8 +63,9 @@ size_t sc_span_union(struct sc_span *v, struct sc_span *tmp, size_t n, struct sc
  * as shallow as the nesting. */
 size_t sc_span_instants(struct sc_span *v, struct sc_span *tmp, size_t n);
 
-/* The first of the instants at[0..n) (in order) after t; n when none is. */
-size_t sc_instant_after(const int64_t *at, size_t n, int64_t t);
+/* The first of the times at[0..n) (in order: instants, starts) after t;
+ * n when none is. */
+size_t sc_first_after(const int64_t *at, size_t n, int64_t t);
 
 /* The first of v[0..n) (disjoint, by start: a union) that ends after t;
  * n when none does. */

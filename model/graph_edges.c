@@ -481,7 +481,7 @@ static uint32_t poll_loop_end(const struct builder *b, const struct rank_build *
 {
     uint32_t end = c;
     while (end + 1 < last && is_query(b, r, end + 1) && b->tasks[end + 1].gap <= MODEL_HOST_POLL_LOOP_GAP_NS) {
-        size_t k = sc_instant_after(marks, n_marks, b->end[end]);
+        size_t k = sc_first_after(marks, n_marks, b->end[end]);
         if (k < n_marks && marks[k] < b->ts[end + 1])
             break; /* something else ran between them */
         end++;
@@ -747,16 +747,7 @@ int gb_launch_queue_edges(struct builder *b, struct rank_build *r, int64_t *dept
     if (!pending)
         goto oom;
     for (size_t j = 0, started = 0; j < n; j++) {
-        int64_t ret = b->end[ops[j].call];
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (starts[mid] <= ret)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        started = lo;
+        started = sc_first_after(starts, n, b->end[ops[j].call]);
         pending[j] = j + 1 > started ? j + 1 - started : 0;
         if ((int64_t)pending[j] > qmax)
             qmax = (int64_t)pending[j];

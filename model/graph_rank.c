@@ -530,7 +530,7 @@ struct sc_span gb_longest_between(const int64_t *at, size_t n, int64_t a, int64_
 {
     struct sc_span best = {a, a};
     int64_t cur = a;
-    for (size_t i = sc_instant_after(at, n, a); i < n && at[i] < b; i++) {
+    for (size_t i = sc_first_after(at, n, a); i < n && at[i] < b; i++) {
         if (at[i] - cur > best.b - best.a)
             best = (struct sc_span){cur, at[i]};
         cur = at[i];

@@ -399,12 +399,12 @@ TEST(common_span_instants_nested_or_not)
         for (size_t i = 0; i < m; i++)
             CHECK(inst[i] == ref[i]);
         for (size_t i = 0; i < m; i++) { /* just before, at and between instants */
-            CHECK_EQ_INT(sc_instant_after(inst, m, ref[i] - 1), i);
-            CHECK_EQ_INT(sc_instant_after(inst, m, ref[i]), i + 1);
+            CHECK_EQ_INT(sc_first_after(inst, m, ref[i] - 1), i);
+            CHECK_EQ_INT(sc_first_after(inst, m, ref[i]), i + 1);
         }
     }
     CHECK_EQ_INT(sc_span_instants(out, tmp, 0), 0);
-    CHECK_EQ_INT(sc_instant_after(NULL, 0, 5), 0);
+    CHECK_EQ_INT(sc_first_after(NULL, 0, 5), 0);
     free(tmp);
     free(out);
     free(v);
