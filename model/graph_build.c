@@ -228,8 +228,8 @@ int model_graph_build(const struct model_job *job, const struct model_graph_opts
             gb_rank_free(parts[i]);
     }
     free(parts);
-    if (rc == SC_OK && (rc = assemble(&j, &f, job, err)) == SC_OK && (rc = gb_join(&j, job, out)) == SC_OK)
-        (*out)->inspect_only = o.inspect_only;
+    if (rc == SC_OK && (rc = assemble(&j, &f, job, err)) == SC_OK)
+        rc = gb_join(&j, job, out);
     gb_folder_release(&f);
     gb_join_release(&j);
     return rc;
@@ -305,8 +305,8 @@ int model_graph_build_paths(const char *const *paths, size_t n, const struct mod
     gb_folder_release(&s.fold); /* the parts not taken (a failed load) */
     pthread_mutex_destroy(&s.mu);
     sc_heap_trim(); /* the traces' tables, freed by the loading threads */
-    if (rc == SC_OK && (rc = gb_join(&j, job, out)) == SC_OK)
-        (*out)->inspect_only = o.inspect_only;
+    if (rc == SC_OK)
+        rc = gb_join(&j, job, out);
     gb_join_release(&j);
     if (rc) {
         model_job_free(job);

@@ -261,7 +261,8 @@ int gb_folder_add(struct folder *f, struct builder *p, int *kept, struct sc_erro
 int gb_folder_on(const struct folder *f);
 void gb_folder_release(struct folder *f);
 
-/* graph_join.c: the parts joined into one graph */
+/* graph_join.c: the parts joined into one graph (marked inspect_only when
+ * the parts were built so: model_graph_opts) */
 int gb_join(struct join *j, const struct model_job *job, struct model_graph **out);
 void gb_join_release(struct join *j);
 

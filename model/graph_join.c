@@ -315,7 +315,7 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
     struct model_gb *gb = NULL;
     size_t tasks = 0, edges = 0;
     uint16_t rank;
-    int rc = SC_OK;
+    int rc = SC_OK, inspect_only = j->n && j->parts[0]->o.inspect_only; /* the parts are freed as they go in */
 
     j->base = malloc(j->n * sizeof *j->base);
     j->clock_offset = calloc(j->n, sizeof *j->clock_offset);
@@ -369,7 +369,9 @@ int gb_join(struct join *j, const struct model_job *job, struct model_graph **ou
         return rc;
     }
     *model_gb_stats(gb) = j->stats;
-    return model_gb_finish(gb, out, j->err);
+    if ((rc = model_gb_finish(gb, out, j->err)) == SC_OK)
+        (*out)->inspect_only = inspect_only;
+    return rc;
 }
 
 void gb_join_release(struct join *j)

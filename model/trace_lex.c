@@ -396,14 +396,6 @@ int tr_enter(struct reader *r)
     return RD_OK;
 }
 
-/* Step over whitespace from p. */
-static const char *past_ws(const char *p)
-{
-    while (is_ws[(unsigned char)*p])
-        p++;
-    return p;
-}
-
 /* Step over the number at p, checked as lex_number checks it: NULL when
  * it is not one. */
 static const char *past_number(const char *p)

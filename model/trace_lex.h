@@ -195,19 +195,24 @@ static inline int lex_number(struct reader *r, int scale, int64_t *out)
 
 static const uint8_t is_ws[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
 
-/* Step over whitespace. A NUL byte it stops at (the end of the buffered
- * data, or one in the data) is left for the caller, who expects some other
- * byte there and sends this case to tr_at_sentinel (not_expected). */
-static inline void pass_ws(struct reader *r)
+/* The first byte from p that is not whitespace. */
+static inline const char *past_ws(const char *p)
 {
-    const char *p = r->p;
     /* usually none or one (", "): decide those without a loop */
     if (is_ws[(unsigned char)p[0]]) {
         p++;
         while (is_ws[(unsigned char)*p])
             p++;
     }
-    r->p = p;
+    return p;
+}
+
+/* Step over whitespace. A NUL byte it stops at (the end of the buffered
+ * data, or one in the data) is left for the caller, who expects some other
+ * byte there and sends this case to tr_at_sentinel (not_expected). */
+static inline void pass_ws(struct reader *r)
+{
+    r->p = past_ws(r->p);
 }
 
 static inline int skip_ws(struct reader *r)
