@@ -2,8 +2,9 @@
 # Ingest throughput and peak memory against Python's json.load
 # (tests/bench/ingest.py), after gzip inflate alone, zlib against ISA-L's
 # igzip (build/bench-inflate, tests/bench/bench_inflate.c); `stepcast inspect`
-# against json.load, back to back and as single runs 3 s apart, and the floor of a structural-index parse beside the
-# trace reader (build/bench-index, tests/bench/bench_index.c).
+# against json.load, back to back and as single runs 3 s apart, and the
+# floor of a structural-index parse beside the trace reader
+# (build/bench-index, tests/bench/bench_index.c).
 cd "$(dirname "$0")/../.." || exit 1
 make -s build/gentrace build/bench-load build/bench-inflate build/bench-index build/stepcast || exit 1
 data=${STEPCAST_SHARED:-../shared}/traces/HolisticTraceAnalysis/tests/data

@@ -2,6 +2,7 @@
  * must read and every kind of bad input it must refuse. */
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <zlib.h>
 
 #include "model/inspect.h"
@@ -981,6 +982,39 @@ TEST(reader_plain_arrays_read_as_strictly_as_any_value)
             model_trace_free(t);
             CHECK_EQ_INT(rc, len <= 40 ? SC_OK : SC_ELIMIT);
         }
+}
+
+/* On real traces, where every shape and type array goes the one-loop way:
+ * each op's "Input Dims" and "Input type" text kept is a whole JSON array,
+ * no byte short of its end and none past it. */
+TEST(reader_plain_arrays_of_real_traces_kept_whole)
+{
+    static const char *const traces[] = {
+        "HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+        "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+    };
+    size_t arrays = 0;
+    for (size_t k = 0; k < sizeof traces / sizeof *traces; k++) {
+        struct model_trace *t = NULL;
+        struct sc_error err;
+        CHECK_EQ_INT(model_trace_load_file(th_shared_path(traces[k]), NULL, &t, &err), SC_OK);
+        for (size_t i = 0; t && i < t->n_infos; i++) {
+            const uint32_t ids[] = {t->infos[i].input_dims, t->infos[i].input_types};
+            for (size_t j = 0; j < 2; j++) {
+                if (ids[j] == MODEL_NONE)
+                    continue;
+                const char *text = model_str(t, ids[j]);
+                json_error_t jerr;
+                json_t *v = json_loads(text, 0, &jerr);
+                if (!json_is_array(v))
+                    sc_check_fail(__FILE__, __LINE__, "%s: not a whole array: %.80s", traces[k], text);
+                json_decref(v);
+                arrays++;
+            }
+        }
+        model_trace_free(t);
+    }
+    CHECK(arrays > 10000);
 }
 
 TEST(reader_rejects_out_of_range_numbers)
