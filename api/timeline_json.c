@@ -254,6 +254,34 @@ static json_t *shape3(const int32_t v[3])
     return json_pack("[i, i, i]", v[0], v[1], v[2]);
 }
 
+/* Collective coll's arguments (an index into t's colls, or MODEL_NONE). */
+static void coll_args(json_t *a, const struct model_trace *t, uint32_t coll)
+{
+    if (coll == MODEL_NONE || coll >= t->n_colls)
+        return;
+    const struct model_collective *c = &t->colls[coll];
+    set_str(a, "Collective name", t, c->name);
+    set_int(a, "In msg nelems", c->in_nelems);
+    set_int(a, "Out msg nelems", c->out_nelems);
+    set_int(a, "Group size", c->group_size);
+    set_str(a, "dtype", t, c->dtype);
+    set_str(a, "In split size", t, c->in_split);
+    set_str(a, "Out split size", t, c->out_split);
+    set_str(a, "Process Group Name", t, c->pg_name);
+    set_str(a, "Process Group Description", t, c->pg_desc);
+    set_raw(a, "Process Group Ranks", t, c->pg_ranks);
+    set_int(a, "Seq", c->seq);
+}
+
+/* An operator's arguments as written. */
+static void op_args(json_t *a, const struct model_trace *t, const struct model_op_args *g)
+{
+    set_raw(a, "Input Dims", t, g->input_dims);
+    set_raw(a, "Input type", t, g->input_types);
+    set_raw(a, "Concrete Inputs", t, g->concrete_inputs);
+    coll_args(a, t, g->coll);
+}
+
 /* The arguments the trace gave event e, as Kineto names them. */
 static json_t *event_args(const struct model_trace *t, const struct model_event *e)
 {
@@ -262,7 +290,14 @@ static json_t *event_args(const struct model_trace *t, const struct model_event 
         return NULL;
     set_int(a, "External id", e->external_id);
     set_int(a, "correlation", e->correlation);
-    if (e->info == MODEL_NONE || e->info >= t->n_infos)
+    if (e->info == MODEL_NONE)
+        return a;
+    if (!model_kind_has_info(e->kind)) {
+        if (e->info < t->n_op_args)
+            op_args(a, t, &t->op_args[e->info]);
+        return a;
+    }
+    if (e->info >= t->n_infos)
         return a;
     const struct model_info *in = &t->infos[e->info];
     if (model_kind_is_gpu(e->kind)) {
@@ -274,23 +309,7 @@ static json_t *event_args(const struct model_trace *t, const struct model_event 
         json_object_set_new(a, "block", shape3(in->block));
     }
     set_int(a, "bytes", in->bytes);
-    set_raw(a, "Input Dims", t, in->input_dims);
-    set_raw(a, "Input type", t, in->input_types);
-    set_raw(a, "Concrete Inputs", t, in->concrete_inputs);
-    if (in->coll != MODEL_NONE && in->coll < t->n_colls) {
-        const struct model_collective *c = &t->colls[in->coll];
-        set_str(a, "Collective name", t, c->name);
-        set_int(a, "In msg nelems", c->in_nelems);
-        set_int(a, "Out msg nelems", c->out_nelems);
-        set_int(a, "Group size", c->group_size);
-        set_str(a, "dtype", t, c->dtype);
-        set_str(a, "In split size", t, c->in_split);
-        set_str(a, "Out split size", t, c->out_split);
-        set_str(a, "Process Group Name", t, c->pg_name);
-        set_str(a, "Process Group Description", t, c->pg_desc);
-        set_raw(a, "Process Group Ranks", t, c->pg_ranks);
-        set_int(a, "Seq", c->seq);
-    }
+    coll_args(a, t, in->coll);
     if (in->sync != MODEL_NONE && in->sync < t->n_syncs) {
         const struct model_sync *s = &t->syncs[in->sync];
         set_str(a, "cuda_sync_kind", t, s->sync_kind);

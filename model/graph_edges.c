@@ -247,13 +247,14 @@ int gb_cuda_sync_edges(struct builder *b, struct rank_build *r)
         goto out;
     for (size_t i = 0; i < t->n_events && rc == SC_OK; i++) {
         const struct model_event *e = &t->events[i];
-        if (e->kind != MODEL_EV_CUDA_SYNC || e->info == MODEL_NONE || t->infos[e->info].sync == MODEL_NONE)
+        const struct model_info *in = e->kind == MODEL_EV_CUDA_SYNC ? model_event_info(t, e) : NULL;
+        if (!in || in->sync == MODEL_NONE)
             continue;
         uint32_t call = t->link[i] == MODEL_NONE ? MODEL_NONE : r->outer[t->link[i]];
         uint32_t ct = call == MODEL_NONE ? MODEL_NONE : r->task_of[call];
         if (ct == MODEL_NONE) /* its call is not in the window */
             continue;
-        const struct model_sync *sy = &t->syncs[t->infos[e->info].sync];
+        const struct model_sync *sy = &t->syncs[in->sync];
         const char *kind = model_str(t, e->name);
         uint32_t rec = MODEL_NONE, x = MODEL_NONE;
         if (sy->wait_on_record_corr >= 0 && sc_i64map_get(&by_corr, sy->wait_on_record_corr, &rec)) {
@@ -263,7 +264,7 @@ int gb_cuda_sync_edges(struct builder *b, struct rank_build *r)
         }
         if (strcmp(kind, "Stream Wait Event") == 0) {
             uint32_t y = MODEL_NONE;
-            struct stream *bs = stream_by_tid(b, r, t->infos[e->info].stream);
+            struct stream *bs = stream_by_tid(b, r, in->stream);
             if (bs) {
                 /* the first work on the waiting stream launched after the wait */
                 uint32_t before = gb_last_launched_before(bs, b->ts[ct] + 1);
@@ -279,7 +280,7 @@ int gb_cuda_sync_edges(struct builder *b, struct rank_build *r)
         } else if (strcmp(kind, "Event Sync") == 0) {
             rc = add_wait(b, r, ct, x, 1, MODEL_EDGE_HOST_SYNC);
         } else if (strcmp(kind, "Stream Sync") == 0) {
-            int64_t sid = sy->wait_on_stream >= 0 ? sy->wait_on_stream : t->infos[e->info].stream;
+            int64_t sid = sy->wait_on_stream >= 0 ? sy->wait_on_stream : in->stream;
             struct stream *s = stream_by_tid(b, r, sid);
             if (s)
                 rc = add_wait(b, r, ct, gb_last_launched_before(s, b->ts[ct]), 1, MODEL_EDGE_HOST_SYNC);

@@ -563,10 +563,7 @@ static uint8_t call_kind(enum model_rt_class rt)
 /* The collective metadata of a communication kernel's event, or NULL. */
 static const struct model_collective *coll_of(const struct model_trace *t, uint32_t ev)
 {
-    uint32_t info = t->events[ev].info;
-    if (info == MODEL_NONE || t->infos[info].coll == MODEL_NONE)
-        return NULL;
-    return &t->colls[t->infos[info].coll];
+    return model_event_coll(t, &t->events[ev]);
 }
 
 /* The size of process group `pg` (a string id of t) as the trace's

@@ -121,9 +121,7 @@ static struct model_inspect_coll *coll_slot(struct model_inspect *in, size_t *ca
 static void coll_add(const struct model_trace *t, struct model_inspect_coll *c,
                      const struct model_event *e, int is_kernel)
 {
-    const struct model_collective *m = NULL;
-    if (e->info != MODEL_NONE && t->infos[e->info].coll != MODEL_NONE)
-        m = &t->colls[t->infos[e->info].coll];
+    const struct model_collective *m = model_event_coll(t, e);
     if (is_kernel) {
         c->kernels++;
         c->kernel_ns += e->dur;
@@ -167,6 +165,7 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
         const struct model_event *e = &t->events[i];
         const char *name = model_str(t, e->name);
         if (model_kind_is_gpu(e->kind)) {
+            const struct model_info *info = model_event_info(t, e);
             if (stream_of[e->track] == MODEL_NONE) {
                 if (sc_vec_reserve((void **)&in->streams, &stream_cap, in->n_streams + 1,
                                    sizeof *in->streams))
@@ -175,16 +174,12 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
                 memset(p, 0, sizeof *p);
                 p->track = (uint32_t)e->track;
                 p->device = t->tracks[e->track].pid;
-                p->stream = e->info != MODEL_NONE && t->infos[e->info].stream >= 0
-                                ? t->infos[e->info].stream
-                                : t->tracks[e->track].tid;
+                p->stream = info && info->stream >= 0 ? info->stream : t->tracks[e->track].tid;
                 stream_of[e->track] = (uint32_t)in->n_streams++;
             }
             struct model_inspect_stream *s = &in->streams[stream_of[e->track]];
             if (device < 0)
-                device = e->info != MODEL_NONE && t->infos[e->info].device >= 0
-                             ? t->infos[e->info].device
-                             : (int)t->tracks[e->track].pid;
+                device = info && info->device >= 0 ? info->device : (int)t->tracks[e->track].pid;
             if (e->kind == MODEL_EV_KERNEL) {
                 s->kernels++;
                 in->kernels++;
@@ -232,9 +227,8 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
                         in->launch_without_gpu++;
                 }
             }
-            if (e->kind == MODEL_EV_CPU_OP && e->info != MODEL_NONE &&
-                t->infos[e->info].coll != MODEL_NONE) {
-                const struct model_collective *m = &t->colls[t->infos[e->info].coll];
+            const struct model_collective *m = e->kind == MODEL_EV_CPU_OP ? model_event_coll(t, e) : NULL;
+            if (m) {
                 char raw[32];
                 enum model_coll_op op = m->name != MODEL_NONE ? model_coll_op_parse(model_str(t, m->name)) : MODEL_COLL_UNKNOWN;
                 snprintf(raw, sizeof raw, "%s",

@@ -128,6 +128,7 @@ void model_trace_shed(struct model_trace *t)
 {
     sc_pagevec_free(t->events, t->cap_events, sizeof *t->events);
     sc_pagevec_free(t->infos, t->cap_infos, sizeof *t->infos);
+    sc_pagevec_free(t->op_args, t->cap_op_args, sizeof *t->op_args);
     sc_pagevec_free(t->colls, t->cap_colls, sizeof *t->colls);
     sc_pagevec_free(t->syncs, t->cap_syncs, sizeof *t->syncs);
     sc_pagevec_free(t->flows, t->cap_flows, sizeof *t->flows);
@@ -136,12 +137,14 @@ void model_trace_shed(struct model_trace *t)
     free(t->cat_slots);
     t->events = NULL;
     t->infos = NULL;
+    t->op_args = NULL;
     t->colls = NULL;
     t->syncs = NULL;
     t->flows = NULL;
     t->link = NULL;
     t->track_slots = t->cat_slots = NULL;
     t->n_events = t->cap_events = t->n_infos = t->cap_infos = t->n_colls = t->cap_colls = 0;
+    t->n_op_args = t->cap_op_args = 0;
     t->n_syncs = t->cap_syncs = t->n_flows = t->cap_flows = 0;
     t->n_track_slots = t->n_cat_slots = 0;
     t->shed = 1;
@@ -150,6 +153,7 @@ void model_trace_shed(struct model_trace *t)
 size_t model_trace_bytes(const struct model_trace *t)
 {
     return sizeof *t + t->cap_events * sizeof *t->events + t->cap_infos * sizeof *t->infos +
+           t->cap_op_args * sizeof *t->op_args +
            t->cap_colls * sizeof *t->colls + t->cap_syncs * sizeof *t->syncs +
            t->cap_flows * sizeof *t->flows + t->cap_tracks * sizeof *t->tracks +
            t->cap_cats * sizeof *t->cats + t->cap_devices * sizeof *t->devices +
@@ -308,6 +312,11 @@ int model_trace_add_info(struct model_trace *t, const struct model_info *i, uint
     ADD_RECORD(t->infos, t->n_infos, t->cap_infos, i, out);
 }
 
+int model_trace_add_op_args(struct model_trace *t, const struct model_op_args *a, uint32_t *out)
+{
+    ADD_RECORD(t->op_args, t->n_op_args, t->cap_op_args, a, out);
+}
+
 int model_trace_add_coll(struct model_trace *t, const struct model_collective *c, uint32_t *out)
 {
     ADD_RECORD(t->colls, t->n_colls, t->cap_colls, c, out);
@@ -332,7 +341,7 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
     uint32_t *str = malloc((src->strings.n ? src->strings.n : 1) * sizeof *str);
     uint16_t *cat = malloc((src->n_cats ? src->n_cats : 1) * sizeof *cat);
     uint32_t *trk = malloc((src->n_tracks ? src->n_tracks : 1) * sizeof *trk);
-    size_t info0 = dst->n_infos, coll0 = dst->n_colls, sync0 = dst->n_syncs;
+    size_t info0 = dst->n_infos, args0 = dst->n_op_args, coll0 = dst->n_colls, sync0 = dst->n_syncs;
     int rc = -1;
 
 #define S(id) ((id) == MODEL_NONE ? MODEL_NONE : str[id])
@@ -376,17 +385,22 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
             goto out;
     }
     /* the rows renumbered where they are, then taken (pagevec.h) */
-    if (src->n_infos >= MODEL_NONE - dst->n_infos)
+    if (src->n_infos >= MODEL_NONE - dst->n_infos || src->n_op_args >= MODEL_NONE - dst->n_op_args)
         goto out;
     for (size_t i = 0; i < src->n_infos; i++) {
         struct model_info *f = &src->infos[i];
-        f->input_dims = S(f->input_dims);
-        f->input_types = S(f->input_types);
-        f->concrete_inputs = S(f->concrete_inputs);
         if (f->coll != MODEL_NONE)
             f->coll += (uint32_t)coll0;
         if (f->sync != MODEL_NONE)
             f->sync += (uint32_t)sync0;
+    }
+    for (size_t i = 0; i < src->n_op_args; i++) {
+        struct model_op_args *a = &src->op_args[i];
+        a->input_dims = S(a->input_dims);
+        a->input_types = S(a->input_types);
+        a->concrete_inputs = S(a->concrete_inputs);
+        if (a->coll != MODEL_NONE)
+            a->coll += (uint32_t)coll0;
     }
     for (size_t i = 0; i < src->n_events; i++) {
         struct model_event *e = &src->events[i];
@@ -394,7 +408,7 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
         e->track = trk[e->track];
         e->cat = cat[e->cat];
         if (e->info != MODEL_NONE)
-            e->info += (uint32_t)info0;
+            e->info += (uint32_t)(model_kind_has_info(e->kind) ? info0 : args0);
     }
     for (size_t i = 0; i < src->n_flows; i++) {
         struct model_flow *f = &src->flows[i];
@@ -404,7 +418,7 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
 #define TAKE(rows)                                                                                   \
     sc_pagevec_append((void **)&dst->rows, &dst->cap_##rows, &dst->n_##rows, (void **)&src->rows,      \
                       &src->cap_##rows, &src->n_##rows, sizeof *dst->rows)
-    if (TAKE(infos) || TAKE(events) || TAKE(flows))
+    if (TAKE(infos) || TAKE(op_args) || TAKE(events) || TAKE(flows))
         goto out;
 #undef TAKE
     for (size_t i = 0; i < src->n_devices; i++) {

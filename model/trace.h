@@ -10,8 +10,9 @@
  * `dur` is never negative (a negative one is rejected as invalid input).
  *
  * Events keep file order. Names, categories and raw argument text are
- * interned in `strings`; side records (GPU details, collectives, syncs) live
- * in their own arrays, reached through `model_event.info`. The trace owns all
+ * interned in `strings`; side records (GPU details, operators' arguments,
+ * collectives, syncs) live in their own arrays, reached through
+ * `model_event.info`. The trace owns all
  * of it; model_trace_free() releases everything in one call. Immutable once
  * loaded, so several threads may read one trace. */
 #ifndef MODEL_TRACE_H
@@ -62,25 +63,43 @@ struct model_event {
     int64_t external_id; /* args["External id"], or -1 */
     uint32_t name;       /* string id */
     uint32_t track;      /* index into tracks */
-    uint32_t info;       /* index into infos, or MODEL_NONE */
+    uint32_t info;       /* index into infos (model_kind_has_info), else into
+                            op_args; or MODEL_NONE (model_event_info/_args) */
     uint16_t cat;        /* index into cats */
     uint8_t kind;        /* enum model_event_kind */
     uint8_t rt;          /* runtime/driver calls: enum model_rt_class; else 0 */
 };
 
-/* Details that only some events carry. Fields not present are -1 / MODEL_NONE. */
+/* The kinds whose details are a struct model_info (GPU work, CUDA syncs and
+ * events, GPU annotations); every other kind's are a struct model_op_args. */
+static inline int model_kind_has_info(unsigned k)
+{
+    return model_kind_is_gpu(k) || k == MODEL_EV_CUDA_SYNC || k == MODEL_EV_CUDA_EVENT ||
+           k == MODEL_EV_GPU_ANNOTATION;
+}
+
+/* A GPU-side event's details (model_kind_has_info). 56 bytes. Fields not
+ * present are -1 / MODEL_NONE. */
 struct model_info {
     int64_t bytes;        /* memcpy/memset size */
-    int64_t stream;       /* args.stream (GPU events) */
+    int64_t stream;       /* args.stream */
     int32_t device;       /* args.device */
     int32_t grid[3];      /* kernel launch shape; 0 when absent (ROCm) */
     int32_t block[3];
-    uint32_t input_dims;  /* raw JSON text of "Input Dims" (cpu ops), string id */
+    uint32_t coll;        /* index into colls (a communication kernel's) */
+    uint32_t sync;        /* index into syncs */
+};
+
+/* A host-side event's arguments as written (a CPU operator's inputs, a
+ * communication op's collective): only operators carrying them have one,
+ * and they are most of a trace's events, hence a row of 16 bytes. Fields
+ * not present are MODEL_NONE. */
+struct model_op_args {
+    uint32_t input_dims;  /* raw JSON text of "Input Dims", string id */
     uint32_t input_types; /* raw JSON text of "Input type" */
     uint32_t concrete_inputs; /* raw JSON text of "Concrete Inputs" (the scalar
                                  arguments, PyTorch 2.3 and later) */
     uint32_t coll;        /* index into colls */
-    uint32_t sync;        /* index into syncs */
 };
 
 /* Collective metadata, from a record_param_comms op or an NCCL kernel. */
@@ -200,6 +219,8 @@ struct model_trace {
     size_t n_events, cap_events;
     struct model_info *infos;
     size_t n_infos, cap_infos;
+    struct model_op_args *op_args;
+    size_t n_op_args, cap_op_args;
     struct model_collective *colls;
     size_t n_colls, cap_colls;
     struct model_sync *syncs;
@@ -272,7 +293,7 @@ int model_trace_load_mem(const void *buf, size_t n, const char *source,
 
 void model_trace_free(struct model_trace *t); /* NULL-safe */
 
-/* Release the event tables (events, infos, collectives, syncs, flows,
+/* Release the event tables (events, infos, arguments, collectives, syncs, flows,
  * launch links), keeping the header: source, strings, tracks, categories,
  * devices, process groups, steps, top-level values and counts. What builds
  * a graph and replays a job keeps only this of each rank (the graph holds
@@ -289,6 +310,29 @@ static inline const char *model_str(const struct model_trace *t, uint32_t id)
     return id == MODEL_NONE ? NULL : sc_strtab_str(&t->strings, id);
 }
 
+/* Event e's GPU-side details, or NULL (a host-side event, or none). */
+static inline const struct model_info *model_event_info(const struct model_trace *t, const struct model_event *e)
+{
+    return e->info != MODEL_NONE && model_kind_has_info(e->kind) ? &t->infos[e->info] : NULL;
+}
+
+/* Event e's arguments as written, or NULL (a GPU-side event, or none). */
+static inline const struct model_op_args *model_event_args(const struct model_trace *t, const struct model_event *e)
+{
+    return e->info != MODEL_NONE && !model_kind_has_info(e->kind) ? &t->op_args[e->info] : NULL;
+}
+
+/* The collective metadata event e carries (a communication kernel's or
+ * operator's), or NULL. */
+static inline const struct model_collective *model_event_coll(const struct model_trace *t,
+                                                              const struct model_event *e)
+{
+    const struct model_info *i = model_event_info(t, e);
+    const struct model_op_args *a = i ? NULL : model_event_args(t, e);
+    uint32_t c = i ? i->coll : a ? a->coll : MODEL_NONE;
+    return c == MODEL_NONE ? NULL : &t->colls[c];
+}
+
 /* ---- building the tables (used by the reader and by synthetic writers) ---- */
 
 /* Start an empty trace named `source`. */
@@ -298,16 +342,18 @@ int model_trace_cat(struct model_trace *t, const char *cat, size_t n, uint16_t *
 /* The track for (pid, tid); *_str are MODEL_NONE for numeric ids. */
 int model_trace_track(struct model_trace *t, int64_t pid, uint32_t pid_str, int64_t tid,
                       uint32_t tid_str, uint32_t *out);
-/* Append an event / info / collective / sync / flow; 0 or -1 (out of memory). */
+/* Append an event / info / operator's arguments / collective / sync / flow;
+ * 0 or -1 (out of memory). */
 int model_trace_add_event(struct model_trace *t, const struct model_event *e);
 int model_trace_add_info(struct model_trace *t, const struct model_info *i, uint32_t *out);
+int model_trace_add_op_args(struct model_trace *t, const struct model_op_args *a, uint32_t *out);
 int model_trace_add_coll(struct model_trace *t, const struct model_collective *c, uint32_t *out);
 int model_trace_add_sync(struct model_trace *t, const struct model_sync *s, uint32_t *out);
 int model_trace_add_flow(struct model_trace *t, const struct model_flow *f);
 
 /* Append src's tables to dst (both unfinished), renumbering src's strings,
- * categories, tracks and side records into dst's. src's events, infos and
- * flows are renumbered where they are and then become dst's (their pages
+ * categories, tracks and side records into dst's. src's events, infos,
+ * operators' arguments and flows are renumbered where they are and then become dst's (their pages
  * moved where both are large: common/pagevec.h); src keeps none of them.
  * Top-level values src holds (distributedInfo, baseTimeNanoseconds, ...)
  * replace dst's, as a later member of one document would. 0, or -1 when out

@@ -85,26 +85,32 @@ static int commit_collective(struct reader *r, const struct raw_args *a, uint32_
     return RD_OK;
 }
 
+/* Event e's side record: a GPU-side event's details (struct model_info),
+ * or an operator's arguments (struct model_op_args) when it has any. */
 static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind, uint32_t *out)
 {
     const struct raw_args *a = &e->a;
-    struct model_info info;
-    int rc, gpu_side = model_kind_is_gpu(kind) || kind == MODEL_EV_CUDA_SYNC ||
-                       kind == MODEL_EV_CUDA_EVENT || kind == MODEL_EV_GPU_ANNOTATION;
+    int rc;
 
     *out = MODEL_NONE;
-    if (!gpu_side && !a->input_dims.p && !a->has_coll)
-        return RD_OK;
+    if (!model_kind_has_info(kind)) {
+        struct model_op_args g = {.coll = MODEL_NONE};
+        if (!a->input_dims.p && !a->has_coll)
+            return RD_OK;
+        if ((rc = tr_intern(r, a->input_dims, &g.input_dims)) ||
+            (rc = tr_intern(r, a->input_types, &g.input_types)) ||
+            (rc = tr_intern(r, a->concrete_inputs, &g.concrete_inputs)) ||
+            (a->has_coll && (rc = commit_collective(r, a, &g.coll))))
+            return rc;
+        return model_trace_add_op_args(r->t, &g, out) ? OOM(r) : RD_OK;
+    }
+    struct model_info info;
     info.bytes = a->bytes;
     info.stream = a->stream;
     info.device = a->device > INT32_MAX || a->device < INT32_MIN ? -1 : (int32_t)a->device;
     memcpy(info.grid, a->grid, sizeof info.grid);
     memcpy(info.block, a->block, sizeof info.block);
     info.coll = info.sync = MODEL_NONE;
-    if ((rc = tr_intern(r, a->input_dims, &info.input_dims)) ||
-        (rc = tr_intern(r, a->input_types, &info.input_types)) ||
-        (rc = tr_intern(r, a->concrete_inputs, &info.concrete_inputs)))
-        return rc;
     if (a->has_coll && (rc = commit_collective(r, a, &info.coll)))
         return rc;
     if (a->has_sync) {

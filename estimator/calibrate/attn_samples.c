@@ -139,7 +139,7 @@ int calib_attn_samples_of_ops(const struct model_trace *t, const struct op_kerne
         const char *name = model_str(t, o->name);
         if (!op_of(name))
             continue;
-        const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
+        const struct model_op_args *in = model_event_args(t, o);
         struct attn_sample s;
         memset(&s, 0, sizeof s);
         if (!in || calib_attn_op_shape(name, model_str(t, in->input_dims), model_str(t, in->input_types),

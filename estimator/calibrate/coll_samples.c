@@ -14,9 +14,9 @@ int calib_coll_runs_from_trace(const struct model_trace *t, struct coll_runs *ru
 {
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
-        if (e->kind != MODEL_EV_KERNEL || e->info == MODEL_NONE || t->infos[e->info].coll == MODEL_NONE)
+        const struct model_collective *c = e->kind == MODEL_EV_KERNEL ? model_event_coll(t, e) : NULL;
+        if (!c)
             continue;
-        const struct model_collective *c = &t->colls[t->infos[e->info].coll];
         enum model_coll_op kind = model_coll_op_parse(model_str(t, c->name) ? model_str(t, c->name) : "");
         int el = model_dtype_bytes(model_str(t, c->dtype));
         int64_t nel = kind == MODEL_COLL_ALLGATHER ? c->out_nelems : c->in_nelems;

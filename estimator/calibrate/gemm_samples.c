@@ -226,7 +226,7 @@ int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kerne
         if (kind == OP_NONE)
             continue;
         struct gemm_sample s = {.device = -1, .op = l->op};
-        const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
+        const struct model_op_args *in = model_event_args(t, o);
         int got = in && in->input_dims != MODEL_NONE && in->input_types != MODEL_NONE
                       ? shape_memo_get(&memo, t, kind, in->input_dims, in->input_types, &s, err)
                       : -1;
@@ -244,8 +244,8 @@ int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kerne
                 sample_of_event[ok.kernel[l->first + j]] = (uint32_t)out->n;
             s.measured_us += (double)k->dur / 1000;
             s.kernels++;
-            if (k->info != MODEL_NONE)
-                s.device = t->infos[k->info].device;
+            if (model_event_info(t, k))
+                s.device = model_event_info(t, k)->device;
             if (s.dtype == HW_FP32 && tf32_kernel(model_str(t, k->name)))
                 s.dtype = HW_TF32;
         }

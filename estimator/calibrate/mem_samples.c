@@ -228,7 +228,7 @@ int calib_mem_samples_of_ops(const struct model_trace *t, const struct op_kernel
         if (role_of(model_str(t, o->name)) == ROLE_NONE)
             continue;
         struct mem_sample s = {.device = -1, .op = l->op};
-        const struct model_info *in = o->info == MODEL_NONE ? NULL : &t->infos[o->info];
+        const struct model_op_args *in = model_event_args(t, o);
         if (calib_mem_op_bytes(model_str(t, o->name), in ? model_str(t, in->input_dims) : NULL,
                          in ? model_str(t, in->input_types) : NULL, &s.bytes, &why)) {
             if (skips)
@@ -243,8 +243,8 @@ int calib_mem_samples_of_ops(const struct model_trace *t, const struct op_kernel
             }
             s.measured_us += (double)k->dur / 1000;
             s.kernels++;
-            if (k->info != MODEL_NONE)
-                s.device = t->infos[k->info].device;
+            if (model_event_info(t, k))
+                s.device = model_event_info(t, k)->device;
         }
         if (s.kernels < 0) {
             if (skips)

@@ -599,12 +599,12 @@ static void node_body(const struct exporter *x, const struct trace_facts *f, uin
         const struct model_event *e = &tr->events[ev];
         if (!flops)
             flops = f->flops[ev];
-        if (e->info != MODEL_NONE && tr->infos[e->info].bytes >= 0 &&
-            (t->cls == MODEL_TASK_COPY || t->cls == MODEL_TASK_SET))
-            attr_uint64(a, "tensor_size", (uint64_t)tr->infos[e->info].bytes);
+        const struct model_info *ei = model_event_info(tr, e);
+        if (ei && ei->bytes >= 0 && (t->cls == MODEL_TASK_COPY || t->cls == MODEL_TASK_SET))
+            attr_uint64(a, "tensor_size", (uint64_t)ei->bytes);
         uint32_t op = f->op_of[ev];
-        if (op != MODEL_NONE && tr->events[op].info != MODEL_NONE) {
-            const struct model_info *oi = &tr->infos[tr->events[op].info];
+        const struct model_op_args *oi = op == MODEL_NONE ? NULL : model_event_args(tr, &tr->events[op]);
+        if (oi) {
             if (oi->input_dims != MODEL_NONE)
                 in->shapes = (char *)model_str(tr, oi->input_dims);
             if (oi->input_types != MODEL_NONE)

@@ -437,10 +437,9 @@ static int colls_of(const struct model_trace *t, struct trace_notes *out, struct
 {
     size_t cap = 0;
     for (size_t i = 0; i < t->n_events; i++) {
-        uint32_t info = t->events[i].info;
-        if (info == MODEL_NONE || t->infos[info].coll == MODEL_NONE)
+        const struct model_collective *c = model_event_coll(t, &t->events[i]);
+        if (!c)
             continue;
-        const struct model_collective *c = &t->colls[t->infos[info].coll];
         if (sc_vec_reserve((void **)&out->colls, &cap, out->n_colls + 1, sizeof *out->colls))
             return oom(err);
         out->colls[out->n_colls++] = (struct trace_coll_note){

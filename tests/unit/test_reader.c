@@ -141,9 +141,9 @@ TEST(reader_real_trace_dialects)
     size_t kernel_colls = 0, op_colls = 0, fc_bucket = 0;
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
-        if (e->info == MODEL_NONE || t->infos[e->info].coll == MODEL_NONE)
+        const struct model_collective *c = model_event_coll(t, e);
+        if (!c)
             continue;
-        const struct model_collective *c = &t->colls[t->infos[e->info].coll];
         if (e->kind == MODEL_EV_KERNEL)
             kernel_colls++;
         else if (strcmp(model_str(t, e->name), "record_param_comms") == 0)
@@ -777,12 +777,13 @@ TEST(reader_members_read_alike_whatever_their_layout)
         CHECK_EQ_INT(e->ts - t->events[0].ts, (want[i].ts - 10) * 1000);
         CHECK_EQ_INT(e->dur, want[i].dur * 1000);
         CHECK_EQ_INT(e->external_id, want[i].external_id);
-        const char *dims = e->info == MODEL_NONE ? NULL : model_str(t, t->infos[e->info].input_dims);
+        const struct model_op_args *g = model_event_args(t, e);
+        const char *dims = g ? model_str(t, g->input_dims) : NULL;
         if (want[i].dims)
             CHECK_STREQ(dims ? dims : "(none)", want[i].dims);
     }
     const struct model_event *k = find(t, "k");
-    CHECK(k && k->correlation == 3 && k->info != MODEL_NONE && t->infos[k->info].stream == 7);
+    CHECK(k && k->correlation == 3 && model_event_info(t, k) && model_event_info(t, k)->stream == 7);
     check_trickled(json, sizeof json - 1, 1, t, "layouts trickled");
     model_trace_free(t);
 
@@ -928,9 +929,10 @@ TEST(reader_plain_arrays_read_as_strictly_as_any_value)
         n = dims_trace(json, sizeof json, good[i], &at);
         CHECK_EQ_INT(model_trace_load_mem(json, n, "m", NULL, &t, &err), SC_OK);
         const struct model_event *e = t ? find(t, "a") : NULL;
-        CHECK(e && e->info != MODEL_NONE);
-        if (e && e->info != MODEL_NONE)
-            CHECK_STREQ(model_str(t, t->infos[e->info].input_dims), good[i]);
+        const struct model_op_args *g = e ? model_event_args(t, e) : NULL;
+        CHECK(g != NULL);
+        if (g)
+            CHECK_STREQ(model_str(t, g->input_dims), good[i]);
         model_trace_free(t);
     }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -998,8 +1000,8 @@ TEST(reader_plain_arrays_of_real_traces_kept_whole)
         struct model_trace *t = NULL;
         struct sc_error err;
         CHECK_EQ_INT(model_trace_load_file(th_shared_path(traces[k]), NULL, &t, &err), SC_OK);
-        for (size_t i = 0; t && i < t->n_infos; i++) {
-            const uint32_t ids[] = {t->infos[i].input_dims, t->infos[i].input_types};
+        for (size_t i = 0; t && i < t->n_op_args; i++) {
+            const uint32_t ids[] = {t->op_args[i].input_dims, t->op_args[i].input_types};
             for (size_t j = 0; j < 2; j++) {
                 if (ids[j] == MODEL_NONE)
                     continue;
@@ -1149,17 +1151,27 @@ TEST(reader_limits_are_named_and_enforced)
  * named so that it holds what looks like an event boundary. */
 static const char *write_big_trace(size_t n, int bad_at_middle, int neg_dur_at, size_t *bytes)
 {
-    size_t cap = n * 200 + 256, len = 0;
+    size_t cap = n * 300 + 256, len = 0;
     char *buf = malloc(cap);
     len += (size_t)snprintf(buf, cap, "{\"schemaVersion\": 1, \"traceEvents\": [\n");
     for (size_t i = 0; i < n; i++) {
         const char *name = "aten::op";
+        char side[128];
         if (bad_at_middle && i == n / 2)
             name = "x}, {\\\"ph\\\": \\\"X\\\"}, {y";
+        /* side records all through: a kernel's stream, an op's input
+         * dims, now and then its collective */
+        if (i % 4 == 3)
+            snprintf(side, sizeof side, ", \"stream\": %zu, \"correlation\": %zu", 7 + i % 2, i);
+        else if (i % 50 == 0)
+            snprintf(side, sizeof side, ", \"Collective name\": \"allreduce\", \"In msg nelems\": %zu", i);
+        else
+            snprintf(side, sizeof side, ", \"Input Dims\": [[%zu]]", i % 7);
         len += (size_t)snprintf(buf + len, cap - len,
-                                "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, \"tid\": %zu, "
-                                "\"ts\": %zu.500, \"dur\": %s, \"args\": {\"External id\": %zu}}",
-                                i ? ",\n  " : "  ", name, i % 3, 1000 + i, (int)i == neg_dur_at ? "-1" : "2", i);
+                                "%s{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": 1, \"tid\": %zu, "
+                                "\"ts\": %zu.500, \"dur\": %s, \"args\": {\"External id\": %zu%s}}",
+                                i ? ",\n  " : "  ", i % 4 == 3 ? "kernel" : "cpu_op", name, i % 3, 1000 + i,
+                                (int)i == neg_dur_at ? "-1" : "2", i, side);
     }
     len += (size_t)snprintf(buf + len, cap - len,
                             "\n], \"distributedInfo\": {\"rank\": 3, \"world_size\": 4}}\n");
@@ -1188,6 +1200,24 @@ static int split_and_serial(const char *path, struct model_trace **t, struct mod
     return 0;
 }
 
+static int same_str(const struct model_trace *a, uint32_t x, const struct model_trace *b, uint32_t y);
+
+/* Event i of a and of b carry the same side record (write_big_trace's). */
+static int same_side(const struct model_trace *a, const struct model_trace *b, size_t i)
+{
+    const struct model_event *x = &a->events[i], *y = &b->events[i];
+    const struct model_info *p = model_event_info(a, x), *q = model_event_info(b, y);
+    const struct model_op_args *g = model_event_args(a, x), *h = model_event_args(b, y);
+    const struct model_collective *c = model_event_coll(a, x), *d = model_event_coll(b, y);
+    if (x->kind != y->kind || !p != !q || !g != !h || !c != !d || (!p && !g))
+        return 0;
+    if (p && (p->stream != q->stream || p->stream != (int64_t)(7 + i % 2)))
+        return 0;
+    if (g && (!same_str(a, g->input_dims, b, h->input_dims) || !same_str(a, g->input_types, b, h->input_types)))
+        return 0;
+    return !c || (same_str(a, c->name, b, d->name) && c->in_nelems == d->in_nelems && c->in_nelems == (int64_t)i);
+}
+
 TEST(reader_split_parse_equals_serial_parse)
 {
     size_t bytes, n = 200000;
@@ -1205,8 +1235,10 @@ TEST(reader_split_parse_equals_serial_parse)
     for (size_t i = 0; i < n && same; i++)
         same = t->events[i].ts == ref->events[i].ts && t->events[i].external_id == (int64_t)i &&
                strcmp(model_str(t, t->events[i].name), model_str(ref, ref->events[i].name)) == 0 &&
-               t->tracks[t->events[i].track].tid == (int64_t)(i % 3);
+               t->tracks[t->events[i].track].tid == (int64_t)(i % 3) && same_side(t, ref, i);
     CHECK(same);
+    CHECK_EQ_INT(t->n_infos, n / 4);
+    CHECK_EQ_INT(t->n_op_args, n - n / 4);
     model_trace_free(t);
     model_trace_free(ref);
 }
@@ -1263,10 +1295,11 @@ TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
         return;
     CHECK_EQ_INT(t->n_events, ref->n_events);
     CHECK_EQ_INT(t->n_infos, ref->n_infos);
+    CHECK_EQ_INT(t->n_op_args, ref->n_op_args);
     CHECK_EQ_INT(t->n_flows, ref->n_flows);
     CHECK_EQ_INT(t->n_colls, ref->n_colls);
     CHECK_EQ_INT(t->n_syncs, ref->n_syncs);
-    CHECK(t->n_events > 70000 && t->n_infos > 40000 && t->n_flows > 30000);
+    CHECK(t->n_events > 70000 && t->n_infos > 9000 && t->n_op_args > 30000 && t->n_flows > 30000);
     size_t bad = 0;
     for (size_t i = 0; i < t->n_events && i < ref->n_events; i++) {
         const struct model_event *x = &t->events[i], *y = &ref->events[i];
@@ -1275,21 +1308,25 @@ TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
                    same_str(t, x->name, ref, y->name) && same_track(t, x->track, ref, y->track) &&
                    same_str(t, t->cats[x->cat].name, ref, ref->cats[y->cat].name) &&
                    (x->info == MODEL_NONE) == (y->info == MODEL_NONE);
-        if (same && x->info != MODEL_NONE) {
-            const struct model_info *p = &t->infos[x->info], *q = &ref->infos[y->info];
-            same = p->bytes == q->bytes && p->stream == q->stream && p->device == q->device &&
+        const struct model_info *p = same ? model_event_info(t, x) : NULL, *q = p ? model_event_info(ref, y) : NULL;
+        const struct model_op_args *pa = same ? model_event_args(t, x) : NULL, *qa = pa ? model_event_args(ref, y) : NULL;
+        if (p)
+            same = q && p->bytes == q->bytes && p->stream == q->stream && p->device == q->device &&
                    memcmp(p->grid, q->grid, sizeof p->grid) == 0 && memcmp(p->block, q->block, sizeof p->block) == 0 &&
-                   same_str(t, p->input_dims, ref, q->input_dims) && same_str(t, p->input_types, ref, q->input_types) &&
-                   same_str(t, p->concrete_inputs, ref, q->concrete_inputs) &&
-                   (p->coll == MODEL_NONE) == (q->coll == MODEL_NONE) && (p->sync == MODEL_NONE) == (q->sync == MODEL_NONE);
-            if (same && p->coll != MODEL_NONE)
-                same = same_str(t, t->colls[p->coll].name, ref, ref->colls[q->coll].name) &&
-                       t->colls[p->coll].in_nelems == ref->colls[q->coll].in_nelems &&
-                       t->colls[p->coll].seq == ref->colls[q->coll].seq;
-            if (same && p->sync != MODEL_NONE)
-                same = same_str(t, t->syncs[p->sync].sync_kind, ref, ref->syncs[q->sync].sync_kind) &&
-                       t->syncs[p->sync].event_id == ref->syncs[q->sync].event_id;
+                   (p->sync == MODEL_NONE) == (q->sync == MODEL_NONE);
+        if (pa)
+            same = qa && same_str(t, pa->input_dims, ref, qa->input_dims) &&
+                   same_str(t, pa->input_types, ref, qa->input_types) &&
+                   same_str(t, pa->concrete_inputs, ref, qa->concrete_inputs);
+        if (same && x->info != MODEL_NONE) {
+            const struct model_collective *c = model_event_coll(t, x), *d = model_event_coll(ref, y);
+            same = !c == !d;
+            if (same && c)
+                same = same_str(t, c->name, ref, d->name) && c->in_nelems == d->in_nelems && c->seq == d->seq;
         }
+        if (same && p && p->sync != MODEL_NONE)
+            same = same_str(t, t->syncs[p->sync].sync_kind, ref, ref->syncs[q->sync].sync_kind) &&
+                   t->syncs[p->sync].event_id == ref->syncs[q->sync].event_id;
         bad += !same;
     }
     for (size_t i = 0; i < t->n_flows && i < ref->n_flows; i++) {

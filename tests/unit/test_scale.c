@@ -137,6 +137,7 @@ TEST(graph_build_paths_is_the_whole_job_build_with_traces_shed)
         bytes_whole += model_trace_bytes(w);
         bytes_shed += model_trace_bytes(t);
         tables += w->cap_events * sizeof *w->events + w->cap_infos * sizeof *w->infos +
+                  w->cap_op_args * sizeof *w->op_args +
                   w->cap_flows * sizeof *w->flows + w->n_events * sizeof *w->link;
     }
     /* what is left is the header: strings, tracks, steps (a few KB past the

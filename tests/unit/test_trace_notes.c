@@ -74,11 +74,10 @@ static void check_against_trace(const struct model_trace *t, const struct trace_
             CHECK(c->at == e->ts - t->first_ts);
         }
         const struct trace_coll_note *cn = trace_notes_coll(n, (uint32_t)i);
-        int has_coll = e->info != MODEL_NONE && t->infos[e->info].coll != MODEL_NONE;
-        CHECK_EQ_INT(cn != NULL, has_coll);
-        if (cn) {
+        const struct model_collective *mc = model_event_coll(t, e);
+        CHECK_EQ_INT(cn != NULL, mc != NULL);
+        if (cn && mc) {
             colls++;
-            const struct model_collective *mc = &t->colls[t->infos[e->info].coll];
             for (int op = 0; op < MODEL_COLL_OP_COUNT; op++)
                 CHECK(trace_coll_note_bytes(cn, op) == model_coll_bytes(t, mc, (enum model_coll_op)op));
             CHECK_EQ_INT(cn->group_size, mc->group_size);
