@@ -12,9 +12,9 @@
  * Events keep file order. Names, categories and raw argument text are
  * interned in `strings`; side records (GPU details, operators' arguments,
  * collectives, syncs) live in their own arrays, reached through
- * `model_event.info`. The trace owns all
- * of it; model_trace_free() releases everything in one call. Immutable once
- * loaded, so several threads may read one trace. */
+ * `model_event.info`. The trace owns all of it; model_trace_free()
+ * releases everything in one call. Immutable once loaded, so several
+ * threads may read one trace. */
 #ifndef MODEL_TRACE_H
 #define MODEL_TRACE_H
 
@@ -293,13 +293,14 @@ int model_trace_load_mem(const void *buf, size_t n, const char *source,
 
 void model_trace_free(struct model_trace *t); /* NULL-safe */
 
-/* Release the event tables (events, infos, arguments, collectives, syncs, flows,
- * launch links), keeping the header: source, strings, tracks, categories,
- * devices, process groups, steps, top-level values and counts. What builds
- * a graph and replays a job keeps only this of each rank (the graph holds
- * the rest it needs), so a large job's traces need not fit in memory at
- * once. A shed trace has no event (n_events 0; n_complete keeps the count)
- * and cannot be inspected or calibrated from. */
+/* Release the event tables (events, infos, operators' arguments,
+ * collectives, syncs, flows, launch links), keeping the header: source,
+ * strings, tracks, categories, devices, process groups, steps, top-level
+ * values and counts. What builds a graph and replays a job keeps only this
+ * of each rank (the graph holds the rest it needs), so a large job's
+ * traces need not fit in memory at once. A shed trace has no event
+ * (n_events 0; n_complete keeps the count) and cannot be inspected or
+ * calibrated from. */
 void model_trace_shed(struct model_trace *t);
 
 /* What a trace's tables hold in memory, in bytes. */

@@ -244,8 +244,9 @@ int calib_gemm_samples_of_ops(const struct model_trace *t, const struct op_kerne
                 sample_of_event[ok.kernel[l->first + j]] = (uint32_t)out->n;
             s.measured_us += (double)k->dur / 1000;
             s.kernels++;
-            if (model_event_info(t, k))
-                s.device = model_event_info(t, k)->device;
+            const struct model_info *ki = model_event_info(t, k);
+            if (ki)
+                s.device = ki->device;
             if (s.dtype == HW_FP32 && tf32_kernel(model_str(t, k->name)))
                 s.dtype = HW_TF32;
         }

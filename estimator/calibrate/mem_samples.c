@@ -243,8 +243,9 @@ int calib_mem_samples_of_ops(const struct model_trace *t, const struct op_kernel
             }
             s.measured_us += (double)k->dur / 1000;
             s.kernels++;
-            if (model_event_info(t, k))
-                s.device = model_event_info(t, k)->device;
+            const struct model_info *ki = model_event_info(t, k);
+            if (ki)
+                s.device = ki->device;
         }
         if (s.kernels < 0) {
             if (skips)
