@@ -118,14 +118,16 @@ $(BUILD)/obj/%.o: %.c $(CONFIG) $(OBJ_PROFILE)
 
 # the profile, from the code the command line and gentrace are built of: the
 # instrumented objects are removed once it is made, and every object, older
-# than it, is compiled again with it
+# than it, is compiled again with it. The programs go with the objects:
+# were one left, newer than every source (a header changed, not a .c), the
+# instrumented build would find it up to date and the runs make no profile
 PGO_SRCS := $(CORE_SRCS) $(CLI_SRCS) tests/tools/gentrace.c \
             $(wildcard common/*.h model/*.h estimator/*.h estimator/*/*.h api/*.h clients/*.h daemon/*.h)
 $(PGO_STAMP): $(CONFIG) scripts/pgo-train.sh $(PGO_SRCS)
-	@rm -rf $(BUILD)/obj $(LIBSTEPCAST) $(PGO_DIR)
+	@rm -rf $(BUILD)/obj $(LIBSTEPCAST) $(BUILD)/stepcast $(GENTRACE) $(PGO_DIR)
 	$(MAKE) PGO= PGO_GEN=1 $(BUILD)/stepcast $(GENTRACE)
 	sh scripts/pgo-train.sh $(BUILD)
-	@rm -rf $(BUILD)/obj $(LIBSTEPCAST)
+	@rm -rf $(BUILD)/obj $(LIBSTEPCAST) $(BUILD)/stepcast $(GENTRACE)
 	@mkdir -p $(PGO_DIR) && touch $@
 
 pgo:

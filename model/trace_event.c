@@ -125,8 +125,9 @@ static int args_field(struct slice k)
 
 /* The value of args member f at r->p into *a. Inlined into parse_args,
  * the loop over an event's args: GCC kept it out of line in the
- * profile-guided build (Makefile, PGO), where inlining it takes 6% off
- * `inspect`'s CPU (and adds 2% without a profile: BENCHMARKS.md, "Ingest"). */
+ * profile-guided build (Makefile, PGO), where inlining it takes 1.7% off
+ * `inspect`'s CPU (and adds 1.9% without a profile: docs/lab/ingest.md,
+ * ninth look). */
 static inline __attribute__((always_inline)) int args_value(struct reader *r, struct raw_args *a, int f)
 {
     switch (f) {
