@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "model/inspect.h"
@@ -1270,26 +1271,15 @@ static int same_track(const struct model_trace *a, uint32_t x, const struct mode
     return a->tracks[x].pid == b->tracks[y].pid && a->tracks[x].tid == b->tracks[y].tid;
 }
 
-/* The real control trace, plain (34.8 MB): parsed in parts on the cores,
- * the parts' tables joined by moving their pages (common/pagevec.h), it
- * reads as the serial parse of the same bytes: every event, its details,
- * collective and sync records and every flow, by their text and tracks. */
-TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
+/* The real trace at path, plain, parsed in parts on the cores, the parts'
+ * tables joined by moving their pages (common/pagevec.h), reads as the
+ * serial parse of the same bytes: every event, its details, operator's
+ * arguments, collective and sync records and every flow, by their text
+ * and tracks. */
+static void check_split_equals_serial(const char *path)
 {
-    char gz[4096];
-    snprintf(gz, sizeof gz, "%s/HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
-             th_shared_dir("traces"));
-    gzFile f = gzopen(gz, "rb");
-    REQUIRE(f);
-    size_t len = 0, cap = 64 << 20;
-    char *json = malloc(cap);
-    REQUIRE(json);
-    for (int n; (n = gzread(f, json + len, (unsigned)(cap - len))) > 0;)
-        len += (size_t)n;
-    gzclose(f);
-    REQUIRE(len > 16u << 20 && len < cap); /* big enough to be split */
-    const char *path = th_write_file("control.json", json, len);
-    free(json);
+    struct stat st;
+    REQUIRE(stat(path, &st) == 0 && st.st_size > 16 << 20); /* big enough to be split */
     struct model_trace *t, *ref;
     if (!split_and_serial(path, &t, &ref))
         return;
@@ -1337,6 +1327,63 @@ TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
     CHECK_EQ_INT(bad, 0);
     model_trace_free(t);
     model_trace_free(ref);
+}
+
+/* The control trace's traceEvents as read (a shared trace), or in reverse
+ * order (reversed), written plain to a file of the test's; its path. */
+static const char *control_plain(int reversed)
+{
+    char gz[4096];
+    snprintf(gz, sizeof gz, "%s/HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+             th_shared_dir("traces"));
+    gzFile f = gzopen(gz, "rb");
+    if (!f)
+        return NULL;
+    size_t len = 0, cap = 64 << 20;
+    char *json = malloc(cap);
+    if (!json) {
+        gzclose(f);
+        return NULL;
+    }
+    for (int n; (n = gzread(f, json + len, (unsigned)(cap - len))) > 0;)
+        len += (size_t)n;
+    gzclose(f);
+    const char *path = NULL;
+    if (!reversed) {
+        path = len < cap ? th_write_file("control.json", json, len) : NULL;
+    } else {
+        json_error_t jerr;
+        json_t *doc = json_loadb(json, len, 0, &jerr), *ev = json_object_get(doc, "traceEvents"), *rev = json_array();
+        for (size_t i = json_array_size(ev); i-- > 0;)
+            json_array_append(rev, json_array_get(ev, i));
+        char *text = doc && json_is_array(ev) && !json_object_set_new(doc, "traceEvents", rev)
+                         ? json_dumps(doc, JSON_COMPACT)
+                         : NULL;
+        if (text)
+            path = th_write_file("control-reversed.json", text, strlen(text));
+        free(text);
+        json_decref(doc);
+    }
+    free(json);
+    return path;
+}
+
+/* The control trace as shared: its operators all lie in the first part. */
+TEST(reader_split_parse_of_a_real_trace_equals_serial_parse)
+{
+    const char *path = control_plain(0);
+    REQUIRE(path);
+    check_split_equals_serial(path);
+}
+
+/* The same events in reverse order, so that the operators' arguments and
+ * collectives come in the later parts and their rows are renumbered as
+ * they join the first part's. */
+TEST(reader_split_parse_of_a_real_trace_reversed_equals_serial_parse)
+{
+    const char *path = control_plain(1);
+    REQUIRE(path);
+    check_split_equals_serial(path);
 }
 
 /* ---- the end of the document, wherever the read buffer ends ------------------------ */
