@@ -560,12 +560,6 @@ static uint8_t call_kind(enum model_rt_class rt)
     }
 }
 
-/* The collective metadata of a communication kernel's event, or NULL. */
-static const struct model_collective *coll_of(const struct model_trace *t, uint32_t ev)
-{
-    return model_event_coll(t, &t->events[ev]);
-}
-
 /* The size of process group `pg` (a string id of t) as the trace's
  * distributedInfo.pg_config gives it, or -1. */
 static int32_t pg_config_size(const struct model_trace *t, uint32_t pg)
@@ -625,7 +619,7 @@ int gb_rank_keep(struct builder *b)
             struct comm_meta m = {.task = k, .pg = MODEL_NONE, .dtype = MODEL_NONE, .key_seq = -1, .seq = -1,
                                   .bytes = -1, .stream = t->tracks[rs->track].tid, .end = b->end[k],
                                   .group_size = -1, .op = task->sub};
-            const struct model_collective *c = coll_of(t, task->event);
+            const struct model_collective *c = model_event_coll(t, &t->events[task->event]);
             if (c) {
                 m.bytes = model_coll_bytes(t, c, (enum model_coll_op)m.op);
                 m.pg = c->pg_name;

@@ -328,9 +328,9 @@ static inline const struct model_op_args *model_event_args(const struct model_tr
 static inline const struct model_collective *model_event_coll(const struct model_trace *t,
                                                               const struct model_event *e)
 {
-    const struct model_info *i = model_event_info(t, e);
-    const struct model_op_args *a = i ? NULL : model_event_args(t, e);
-    uint32_t c = i ? i->coll : a ? a->coll : MODEL_NONE;
+    uint32_t c = e->info == MODEL_NONE             ? MODEL_NONE
+                 : model_kind_has_info(e->kind) ? t->infos[e->info].coll
+                                                : t->op_args[e->info].coll;
     return c == MODEL_NONE ? NULL : &t->colls[c];
 }
 
