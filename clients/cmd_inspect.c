@@ -383,6 +383,7 @@ int cmd_inspect(int argc, char **argv)
         model_job_free(job);
         return rc;
     }
+    lo.skip_op_inputs = !config; /* read by a what-if's notes (the structure), by nothing else inspect prints */
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
     /* its graph, for the collectives matched across ranks and the

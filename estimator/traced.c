@@ -144,6 +144,9 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         lo = *l->load;
     else
         model_load_opts_default(&lo);
+    /* the graph reads no operator's inputs: with the traces shed to their
+     * headers, nothing else will (a what-if's notes re-time GEMMs by them) */
+    lo.skip_op_inputs = keep == EST_KEEP_HEADERS;
     if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et) {
@@ -154,7 +157,9 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
             rc = model_graph_build(*job, go, &out->graph, err);
     } else if (keep == EST_KEEP_HEADERS) {
-        rc = model_graph_build_paths(paths, n, l, go, job, &out->graph, err);
+        struct model_graph_load lean = *l;
+        lean.load = &lo;
+        rc = model_graph_build_paths(paths, n, &lean, go, job, &out->graph, err);
     } else {
         struct model_graph_load noting = *l;
         noting.kept = note_kept;

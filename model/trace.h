@@ -206,6 +206,12 @@ struct model_load_opts {
      * then has its counts (n_entries), rank and steps, and no other event,
      * flow or metadata. For checking uploads. */
     int count_only;
+    /* Operators' input dims, input types and concrete inputs read and
+     * validated but not kept (their model_op_args fields MODEL_NONE; an
+     * operator gets a row only for its collective): for readers that
+     * never look at them, as replays, critical paths and inspect, where
+     * interning them is most of the cost of a CPU operator's args. */
+    int skip_op_inputs;
 };
 #define MODEL_COUNT_ONLY_MARKERS 100000u
 

@@ -94,12 +94,14 @@ static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind
 
     *out = MODEL_NONE;
     if (!model_kind_has_info(kind)) {
-        struct model_op_args g = {.coll = MODEL_NONE};
-        if (!a->input_dims.p && !a->has_coll)
+        struct model_op_args g = {
+            .input_dims = MODEL_NONE, .input_types = MODEL_NONE, .concrete_inputs = MODEL_NONE, .coll = MODEL_NONE};
+        int inputs = a->input_dims.p && !r->opts->skip_op_inputs;
+        if (!inputs && !a->has_coll)
             return RD_OK;
-        if ((rc = tr_intern(r, a->input_dims, &g.input_dims)) ||
-            (rc = tr_intern(r, a->input_types, &g.input_types)) ||
-            (rc = tr_intern(r, a->concrete_inputs, &g.concrete_inputs)) ||
+        if ((inputs && ((rc = tr_intern(r, a->input_dims, &g.input_dims)) ||
+                        (rc = tr_intern(r, a->input_types, &g.input_types)) ||
+                        (rc = tr_intern(r, a->concrete_inputs, &g.concrete_inputs)))) ||
             (a->has_coll && (rc = commit_collective(r, a, &g.coll))))
             return rc;
         return model_trace_add_op_args(r->t, &g, out) ? OOM(r) : RD_OK;

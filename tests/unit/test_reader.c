@@ -1386,6 +1386,63 @@ TEST(reader_split_parse_of_a_real_trace_reversed_equals_serial_parse)
     check_split_equals_serial(path);
 }
 
+/* Trace rel of the shared traces read whole and with skip_op_inputs (the
+ * way replays and inspect read): the same events, GPU details and
+ * collectives, and of the operators' rows only those with a collective,
+ * without inputs. Counts what the whole read had into *inputs (operators
+ * with input dims) and *op_colls (operators with a collective). */
+static void check_skip_op_inputs(const char *rel, size_t *inputs, size_t *op_colls)
+{
+    struct model_load_opts o;
+    struct model_trace *w = NULL, *s = NULL;
+    struct sc_error err;
+    const char *path = th_shared_path(rel);
+    model_load_opts_default(&o);
+    o.skip_op_inputs = 1;
+    REQUIRE(model_trace_load_file(path, NULL, &w, &err) == SC_OK);
+    REQUIRE(model_trace_load_file(path, &o, &s, &err) == SC_OK);
+    CHECK_EQ_INT(s->n_events, w->n_events);
+    CHECK_EQ_INT(s->n_infos, w->n_infos);
+    CHECK_EQ_INT(s->n_colls, w->n_colls);
+    CHECK_EQ_INT(s->n_flows, w->n_flows);
+    size_t bad = 0, rows = 0;
+    for (size_t i = 0; i < w->n_events && i < s->n_events; i++) {
+        const struct model_event *x = &w->events[i], *y = &s->events[i];
+        const struct model_info *p = model_event_info(w, x), *q = model_event_info(s, y);
+        const struct model_op_args *g = model_event_args(w, x), *h = model_event_args(s, y);
+        const struct model_collective *c = model_event_coll(w, x), *d = model_event_coll(s, y);
+        int same = x->ts == y->ts && x->dur == y->dur && x->kind == y->kind && x->correlation == y->correlation &&
+                   same_str(w, x->name, s, y->name) && same_track(w, x->track, s, y->track) && !p == !q &&
+                   (!p || (p->stream == q->stream && p->bytes == q->bytes && memcmp(p->grid, q->grid, sizeof p->grid) == 0)) &&
+                   !c == !d && (!c || (same_str(w, c->name, s, d->name) && c->in_nelems == d->in_nelems && c->seq == d->seq));
+        if (g && g->input_dims != MODEL_NONE)
+            ++*inputs;
+        if (g && g->coll != MODEL_NONE) {
+            ++*op_colls;
+            rows++;
+        }
+        /* an operator keeps a row for its collective only, and no input */
+        if (same && h)
+            same = h->coll != MODEL_NONE && h->input_dims == MODEL_NONE && h->input_types == MODEL_NONE &&
+                   h->concrete_inputs == MODEL_NONE;
+        bad += !same;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(s->n_op_args, rows);
+    model_trace_free(w);
+    model_trace_free(s);
+}
+
+TEST(reader_skip_op_inputs_drops_the_inputs_only)
+{
+    size_t inputs = 0, op_colls = 0;
+    check_skip_op_inputs("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz", &inputs, &op_colls);
+    CHECK(inputs > 30000); /* the control trace's operators have their dims */
+    inputs = op_colls = 0;
+    check_skip_op_inputs("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", &inputs, &op_colls);
+    CHECK(op_colls > 20); /* nccl_data's record_param_comms operators */
+}
+
 /* ---- the end of the document, wherever the read buffer ends ------------------------ */
 
 /* The reader reads into a 2 MiB buffer: the first one ends at 2 MiB; a
