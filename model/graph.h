@@ -159,7 +159,8 @@ struct model_graph_opts {
     int inspect_only;              /* 1: what `stepcast inspect` reads (the collectives
                                       matched across ranks, the host's waits) and no more:
                                       the edges only a replay reads (hand-offs between
-                                      threads, step ends, unexplained waits) are not
+                                      threads, step ends, unexplained waits, waits
+                                      between GPU work, a full launch queue) are not
                                       found, and a replay refuses the graph */
 };
 

@@ -78,10 +78,14 @@ static int rank_part(const struct model_trace *t, const struct model_graph_opts 
     }
     memset(b->stream_ix, 0xff, b->n_res * sizeof *b->stream_ix);
     if ((rc = CALLED_OFF(err)) || (rc = gb_thread_scans(b, r)) || (rc = gb_api_medians(b, r, &r->med)) ||
-        (rc = gb_calibrate_latencies(b, r)) || (rc = gb_launch_edges(b, r)) || (rc = gb_cuda_sync_edges(b, r)) ||
-        (rc = gb_inferred_event_edges(b, r)) || (rc = CALLED_OFF(err)) ||
-        (rc = gb_launch_queue_edges(b, r, &b->queue_depth)) || (rc = gb_gpu_wait_edges(b, r)) ||
-        (rc = gb_host_sync_edges(b, r)) || (rc = gb_host_poll_edges(b, r)) || (rc = CALLED_OFF(err)))
+        (rc = gb_calibrate_latencies(b, r)) || (rc = gb_launch_edges(b, r)) || (rc = gb_cuda_sync_edges(b, r)))
+        goto out;
+    /* the host's waits inspect reads come of none of these: the edges
+     * between GPU work, and launches blocked by a full queue */
+    if (!o->inspect_only && ((rc = gb_inferred_event_edges(b, r)) || (rc = CALLED_OFF(err)) ||
+                             (rc = gb_launch_queue_edges(b, r, &b->queue_depth)) || (rc = gb_gpu_wait_edges(b, r))))
+        goto out;
+    if ((rc = gb_host_sync_edges(b, r)) || (rc = gb_host_poll_edges(b, r)) || (rc = CALLED_OFF(err)))
         goto out;
     if (!o->inspect_only && ((rc = gb_inter_thread_edges(b, r)) || (rc = gb_step_end_edges(b, r)) ||
                              (rc = gb_unexplained_waits(b))))
