@@ -128,6 +128,12 @@ int gb_is_call(unsigned kind)
     return kind == MODEL_EV_RUNTIME || kind == MODEL_EV_DRIVER;
 }
 
+/* Whether event e is in the window, in part: a thread's spans (in_spans). */
+static int in_window(const struct rank_build *r, const struct model_event *e)
+{
+    return e->ts + e->dur >= r->origin && e->ts <= r->wend;
+}
+
 /* Select the steps in range and set the window. */
 int gb_rank_window(struct builder *b, struct rank_build *r)
 {
@@ -149,6 +155,15 @@ int gb_rank_window(struct builder *b, struct rank_build *r)
     }
     r->origin = t->steps[r->step_lo].start;
     r->wend = t->steps[r->step_hi - 1].end;
+    /* each track's events in it, by kind: what a thread's spans hold, known
+     * before they are gathered (gb_thread_has, thread_events) */
+    if (!(r->in_window = calloc(t->n_tracks ? t->n_tracks * MODEL_EV_KIND_COUNT : 1, sizeof *r->in_window)))
+        return OOM(b);
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct model_event *e = &t->events[i];
+        if (in_window(r, e))
+            r->in_window[(size_t)e->track * MODEL_EV_KIND_COUNT + e->kind]++;
+    }
     return SC_OK;
 }
 
@@ -436,22 +451,22 @@ uint32_t gb_current_stream_task(const struct builder *b, uint32_t c)
  * busy splits an idle stretch), or the instants its events start and end,
  * as spans of no duration (a stretch between two of them held nothing
  * recorded). */
+
+/* Whether a thread's spans (mode) take events of this kind. */
+static int mode_takes(enum span_mode mode, unsigned kind)
+{
+    return mode == SPANS_OPS ? kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || kind != MODEL_EV_PYTHON;
+}
+
 /* Whether event e is among the thread's spans in the window (mode). */
 static int in_spans(const struct rank_build *r, const struct model_event *e, uint32_t track, enum span_mode mode)
 {
-    if (e->track != track || e->ts + e->dur < r->origin || e->ts > r->wend)
-        return 0;
-    return mode == SPANS_OPS ? e->kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || e->kind != MODEL_EV_PYTHON;
+    return e->track == track && in_window(r, e) && mode_takes(mode, e->kind);
 }
 
 int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind)
 {
-    for (size_t i = 0; i < r->t->n_events; i++) {
-        const struct model_event *e = &r->t->events[i];
-        if (e->kind == kind && in_spans(r, e, track, SPANS_MARKS))
-            return 1;
-    }
-    return 0;
+    return r->in_window[(size_t)track * MODEL_EV_KIND_COUNT + kind] != 0;
 }
 
 /* The thread's events in the window (mode) as spans, into a fresh *v (and
@@ -460,10 +475,11 @@ static int thread_events(struct builder *b, struct rank_build *r, uint32_t track
                          struct sc_span **v, struct sc_span **tmp, size_t *n)
 {
     const struct model_trace *t = r->t;
+    const uint32_t *by_kind = r->in_window + (size_t)track * MODEL_EV_KIND_COUNT;
     size_t k = 0;
     *n = 0;
-    for (size_t i = 0; i < t->n_events; i++)
-        *n += (size_t)in_spans(r, &t->events[i], track, mode);
+    for (unsigned kind = 0; kind < MODEL_EV_KIND_COUNT; kind++)
+        *n += mode_takes(mode, kind) ? by_kind[kind] : 0;
     *v = malloc((*n + 1) * sizeof **v);
     *tmp = malloc((*n + 1) * sizeof **tmp);
     if (!*v || !*tmp) {
@@ -657,8 +673,9 @@ void gb_rank_trim(struct builder *b)
     free(r->med.name);
     free(r->med.median);
     free(r->records);
+    free(r->in_window);
     gb_rank_drop_marks(r);
-    r->outer = r->task_of = r->records = NULL;
+    r->outer = r->task_of = r->records = r->in_window = NULL;
     r->streams = NULL;
     r->n_streams = 0;
     r->med.name = NULL;
