@@ -142,7 +142,7 @@ json_t *api_inspect_rank_json(const struct model_trace *t, const struct model_in
                      "events",
                      "entries", (json_int_t)t->n_entries, "complete", (json_int_t)t->n_events,
                      "metadata", (json_int_t)t->n_metadata, "instants", (json_int_t)t->n_instants,
-                     "counters", (json_int_t)t->n_counters, "flows", (json_int_t)t->n_flows,
+                     "counters", (json_int_t)t->n_counters, "flows", (json_int_t)t->n_flow_entries,
                      "other_phases", (json_int_t)t->n_other_phase,
                      "unknown_category", (json_int_t)t->n_unknown,
                      "categories", cats, "threads", threads, "streams", streams,

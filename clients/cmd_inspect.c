@@ -41,8 +41,8 @@ static void print_rank(const struct model_trace *t, const struct model_inspect *
         printf("%" PRId64 "\n", t->world_size);
     else
         printf("unknown\n");
-    printf("  events: %" PRIu64 " entries, %zu complete, %zu flows, %" PRIu64 " metadata",
-           t->n_entries, t->n_events, t->n_flows, t->n_metadata);
+    printf("  events: %" PRIu64 " entries, %zu complete, %" PRIu64 " flows, %" PRIu64 " metadata",
+           t->n_entries, t->n_events, t->n_flow_entries, t->n_metadata);
     if (t->n_unknown)
         printf(", %" PRIu64 " of unknown categories (not modelled)", t->n_unknown);
     printf("\n\n");
@@ -383,7 +383,7 @@ int cmd_inspect(int argc, char **argv)
         model_job_free(job);
         return rc;
     }
-    lo.skip_op_inputs = !config; /* read by a what-if's notes (the structure), by nothing else inspect prints */
+    lo.lean = !config; /* the structure reads a what-if's notes, which read the inputs */
     if ((rc = cli_load_job(argv + optind, argc - optind, &lo, &job)))
         return rc;
     /* its graph, for the collectives matched across ranks and the

@@ -144,9 +144,10 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         lo = *l->load;
     else
         model_load_opts_default(&lo);
-    /* the graph reads no operator's inputs: with the traces shed to their
-     * headers, nothing else will (a what-if's notes re-time GEMMs by them) */
-    lo.skip_op_inputs = keep == EST_KEEP_HEADERS;
+    /* the graph reads neither operators' inputs nor flows: with the traces
+     * shed to their headers, nothing else will (a what-if's notes re-time
+     * GEMMs by the inputs) */
+    lo.lean = keep == EST_KEEP_HEADERS;
     if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et) {

@@ -257,13 +257,10 @@ int model_inspect_trace(const struct model_trace *t, struct model_inspect **out,
     for (size_t i = 0; i < t->n_cats; i++)
         if (t->cats[i].kind == MODEL_EV_CUDA_SYNC)
             syncs += t->cats[i].count;
-    int launch_flows = 0;
-    for (size_t i = 0; i < t->n_flows && !launch_flows; i++)
-        launch_flows = t->flows[i].kind == MODEL_FLOW_LAUNCH;
     int sized = 0;
     for (size_t i = 0; i < in->n_colls; i++)
         sized |= in->colls[i].sized > 0;
-    if (!launch_flows && in->kernels)
+    if (!t->n_launch_flows && in->kernels)
         in->lacks |= MODEL_LACK_FLOWS;
     if (!syncs && in->kernels)
         in->lacks |= MODEL_LACK_CUDA_SYNC;

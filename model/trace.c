@@ -456,6 +456,8 @@ int model_trace_append(struct model_trace *dst, struct model_trace *src)
     dst->n_metadata += src->n_metadata;
     dst->n_counters += src->n_counters;
     dst->n_instants += src->n_instants;
+    dst->n_flow_entries += src->n_flow_entries;
+    dst->n_launch_flows += src->n_launch_flows;
     dst->n_other_phase += src->n_other_phase;
     dst->n_unknown += src->n_unknown;
     if (src->first_ts < dst->first_ts)

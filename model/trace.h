@@ -206,12 +206,14 @@ struct model_load_opts {
      * then has its counts (n_entries), rank and steps, and no other event,
      * flow or metadata. For checking uploads. */
     int count_only;
-    /* Operators' input dims, input types and concrete inputs read and
-     * validated but not kept (their model_op_args fields MODEL_NONE; an
-     * operator gets a row only for its collective): for readers that
-     * never look at them, as replays, critical paths and inspect, where
-     * interning them is most of the cost of a CPU operator's args. */
-    int skip_op_inputs;
+    /* What only a timeline, a what-if's notes, calibration and export
+     * read, read and validated but not kept: operators' input dims, input
+     * types and concrete inputs (their model_op_args fields MODEL_NONE; an
+     * operator gets a row only for its collective), and the flows
+     * (counted: n_flow_entries, n_launch_flows). For replays, critical
+     * paths and inspect, where interning the inputs is most of the cost
+     * of a CPU operator's args and flows are a third of the entries. */
+    int lean;
 };
 #define MODEL_COUNT_ONLY_MARKERS 100000u
 
@@ -273,6 +275,8 @@ struct model_trace {
     uint64_t n_metadata;   /* "M" */
     uint64_t n_counters;   /* "C" */
     uint64_t n_instants;   /* "i"/"I" */
+    uint64_t n_flow_entries; /* "s"/"t"/"f", kept as n_flows rows unless the load was lean */
+    uint64_t n_launch_flows; /* of them, a launch's (MODEL_FLOW_LAUNCH) */
     uint64_t n_other_phase; /* B/E, async b/e/n, objects ...: counted, not kept */
     uint64_t n_unknown;    /* complete events of unknown categories */
 

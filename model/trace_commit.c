@@ -96,7 +96,7 @@ static int commit_info(struct reader *r, const struct raw_event *e, uint8_t kind
     if (!model_kind_has_info(kind)) {
         struct model_op_args g = {
             .input_dims = MODEL_NONE, .input_types = MODEL_NONE, .concrete_inputs = MODEL_NONE, .coll = MODEL_NONE};
-        int inputs = a->input_dims.p && !r->opts->skip_op_inputs;
+        int inputs = a->input_dims.p && !r->opts->lean;
         if (!inputs && !a->has_coll)
             return RD_OK;
         if ((inputs && ((rc = tr_intern(r, a->input_dims, &g.input_dims)) ||
@@ -190,6 +190,10 @@ int tr_commit_event(struct reader *r, const struct raw_event *e)
         f.cat = cat;
         f.phase = (uint8_t)ph;
         f.kind = t->cats[cat].flow ? (uint8_t)(t->cats[cat].flow - 1) : MODEL_FLOW_OTHER;
+        t->n_flow_entries++;
+        t->n_launch_flows += f.kind == MODEL_FLOW_LAUNCH;
+        if (r->opts->lean)
+            return RD_OK;
         if (model_trace_add_flow(t, &f))
             return OOM(r);
         return RD_OK;

@@ -1,11 +1,10 @@
 /* tests/fuzz/fuzz_trace.c: libFuzzer target for the trace reader.
  *
  * Feeds arbitrary bytes (plain JSON or gzip) to model_trace_load_mem with
- * small limits (half of them without keeping operators' inputs, as
- * inspect and replays read) and, when it loads, runs the per-rank
- * analysis over it and takes the notes a what-if reads of it (the spans
- * of module calls, FSDP's units, hooks and the optimizer's step around
- * each call).
+ * small limits (half of them lean, as inspect and replays read) and, when
+ * it loads, runs the per-rank analysis over it and takes the notes a
+ * what-if reads of it (the spans of module calls, FSDP's units, hooks and
+ * the optimizer's step around each call).
  * Anything but a clean success or a clean error is a bug. */
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_load_opts(&o);
     if (size && data[0] == 'M') /* some inputs exercise the marker mode */
         o.step_marker = "aten::";
-    o.skip_op_inputs = size && data[size - 1] % 2; /* half are read as inspect and replays read */
+    o.lean = size && data[size - 1] % 2; /* half are read as inspect and replays read */
     if (model_trace_load_mem(data, size, "fuzz", &o, &t, &err) == SC_OK) {
         struct model_inspect *in = NULL;
         struct trace_notes notes;

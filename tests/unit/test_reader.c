@@ -1287,6 +1287,8 @@ static void check_split_equals_serial(const char *path)
     CHECK_EQ_INT(t->n_infos, ref->n_infos);
     CHECK_EQ_INT(t->n_op_args, ref->n_op_args);
     CHECK_EQ_INT(t->n_flows, ref->n_flows);
+    CHECK_EQ_INT(t->n_flow_entries, ref->n_flow_entries);
+    CHECK_EQ_INT(t->n_launch_flows, ref->n_launch_flows);
     CHECK_EQ_INT(t->n_colls, ref->n_colls);
     CHECK_EQ_INT(t->n_syncs, ref->n_syncs);
     CHECK(t->n_events > 70000 && t->n_infos > 9000 && t->n_op_args > 30000 && t->n_flows > 30000);
@@ -1386,25 +1388,32 @@ TEST(reader_split_parse_of_a_real_trace_reversed_equals_serial_parse)
     check_split_equals_serial(path);
 }
 
-/* Trace rel of the shared traces read whole and with skip_op_inputs (the
- * way replays and inspect read): the same events, GPU details and
- * collectives, and of the operators' rows only those with a collective,
- * without inputs. Counts what the whole read had into *inputs (operators
- * with input dims) and *op_colls (operators with a collective). */
-static void check_skip_op_inputs(const char *rel, size_t *inputs, size_t *op_colls)
+/* Trace rel of the shared traces read whole and lean (the way replays and
+ * inspect read): the same events, GPU details and collectives; of the
+ * operators' rows only those with a collective, without inputs; the flows
+ * counted alike, none kept. Counts what the whole read had into *inputs
+ * (operators with input dims), *op_colls (operators with a collective)
+ * and *launches (launch flows). */
+static void check_lean(const char *rel, size_t *inputs, size_t *op_colls, size_t *launches)
 {
     struct model_load_opts o;
     struct model_trace *w = NULL, *s = NULL;
     struct sc_error err;
     const char *path = th_shared_path(rel);
     model_load_opts_default(&o);
-    o.skip_op_inputs = 1;
+    o.lean = 1;
     REQUIRE(model_trace_load_file(path, NULL, &w, &err) == SC_OK);
     REQUIRE(model_trace_load_file(path, &o, &s, &err) == SC_OK);
     CHECK_EQ_INT(s->n_events, w->n_events);
     CHECK_EQ_INT(s->n_infos, w->n_infos);
     CHECK_EQ_INT(s->n_colls, w->n_colls);
-    CHECK_EQ_INT(s->n_flows, w->n_flows);
+    CHECK_EQ_INT(s->n_flows, 0);
+    CHECK_EQ_INT(w->n_flow_entries, w->n_flows);
+    CHECK_EQ_INT(s->n_flow_entries, w->n_flows);
+    CHECK_EQ_INT(s->n_launch_flows, w->n_launch_flows);
+    for (size_t i = 0; i < w->n_flows; i++)
+        *launches += w->flows[i].kind == MODEL_FLOW_LAUNCH;
+    CHECK_EQ_INT(w->n_launch_flows, *launches);
     size_t bad = 0, rows = 0;
     for (size_t i = 0; i < w->n_events && i < s->n_events; i++) {
         const struct model_event *x = &w->events[i], *y = &s->events[i];
@@ -1433,13 +1442,14 @@ static void check_skip_op_inputs(const char *rel, size_t *inputs, size_t *op_col
     model_trace_free(s);
 }
 
-TEST(reader_skip_op_inputs_drops_the_inputs_only)
+TEST(reader_lean_load_drops_inputs_and_flows_only)
 {
-    size_t inputs = 0, op_colls = 0;
-    check_skip_op_inputs("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz", &inputs, &op_colls);
-    CHECK(inputs > 30000); /* the control trace's operators have their dims */
-    inputs = op_colls = 0;
-    check_skip_op_inputs("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", &inputs, &op_colls);
+    size_t inputs = 0, op_colls = 0, launches = 0;
+    check_lean("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz", &inputs, &op_colls, &launches);
+    CHECK(inputs > 30000);    /* the control trace's operators have their dims */
+    CHECK(launches > 30000); /* and its launches their flows */
+    inputs = op_colls = launches = 0;
+    check_lean("HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", &inputs, &op_colls, &launches);
     CHECK(op_colls > 20); /* nccl_data's record_param_comms operators */
 }
 
