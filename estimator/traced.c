@@ -134,6 +134,7 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
 {
     static const struct model_graph_load none;
     struct model_load_opts lo;
+    struct model_graph_load gl;
     struct kept_notes kept = {.mu = PTHREAD_MUTEX_INITIALIZER};
     int et, rc;
     memset(out, 0, sizeof *out);
@@ -148,6 +149,8 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
      * shed to their headers, nothing else will (a what-if's notes re-time
      * GEMMs by the inputs) */
     lo.lean = keep == EST_KEEP_HEADERS;
+    gl = *l;
+    gl.load = &lo;
     if ((rc = chakra_is_et(paths, n, &et, err)))
         return rc;
     if (et) {
@@ -158,15 +161,12 @@ int est_traced_build(const char *const *paths, size_t n, const struct model_grap
         if ((rc = model_job_load_each(paths, n, l->ranks, &lo, l->threads, NULL, job, err)) == SC_OK)
             rc = model_graph_build(*job, go, &out->graph, err);
     } else if (keep == EST_KEEP_HEADERS) {
-        struct model_graph_load lean = *l;
-        lean.load = &lo;
-        rc = model_graph_build_paths(paths, n, &lean, go, job, &out->graph, err);
+        rc = model_graph_build_paths(paths, n, &gl, go, job, &out->graph, err);
     } else {
-        struct model_graph_load noting = *l;
-        noting.kept = note_kept;
-        noting.dropped = note_dropped;
-        noting.kept_ctx = &kept;
-        if ((rc = model_graph_build_paths(paths, n, &noting, go, job, &out->graph, err)) == SC_OK)
+        gl.kept = note_kept;
+        gl.dropped = note_dropped;
+        gl.kept_ctx = &kept;
+        if ((rc = model_graph_build_paths(paths, n, &gl, go, job, &out->graph, err)) == SC_OK)
             rc = kept_notes_take(&kept, out->graph, &out->notes, err);
     }
     kept_notes_release(&kept);

@@ -83,8 +83,8 @@ struct rank_build {
     uint16_t rank;
     int64_t origin, wend; /* the window, trace clock */
     size_t step_lo, step_hi;
-    uint32_t *in_window; /* per track, MODEL_EV_KIND_COUNT counts by kind: its events in the
-                            window, in part (gb_rank_window) */
+    uint32_t *window_kinds; /* per track, MODEL_EV_KIND_COUNT counts by kind: its events
+                               in the window, in part (gb_rank_window) */
     uint32_t *outer;   /* per event: the kept call it is nested in, else itself */
     uint32_t *task_of; /* per event: its task, or MODEL_NONE */
     struct stream *streams;

@@ -157,12 +157,12 @@ int gb_rank_window(struct builder *b, struct rank_build *r)
     r->wend = t->steps[r->step_hi - 1].end;
     /* each track's events in it, by kind: what a thread's spans hold, known
      * before they are gathered (gb_thread_has, thread_events) */
-    if (!(r->in_window = calloc(t->n_tracks ? t->n_tracks * MODEL_EV_KIND_COUNT : 1, sizeof *r->in_window)))
+    if (!(r->window_kinds = calloc(t->n_tracks ? t->n_tracks * MODEL_EV_KIND_COUNT : 1, sizeof *r->window_kinds)))
         return OOM(b);
     for (size_t i = 0; i < t->n_events; i++) {
         const struct model_event *e = &t->events[i];
         if (in_window(r, e))
-            r->in_window[(size_t)e->track * MODEL_EV_KIND_COUNT + e->kind]++;
+            r->window_kinds[(size_t)e->track * MODEL_EV_KIND_COUNT + e->kind]++;
     }
     return SC_OK;
 }
@@ -450,9 +450,7 @@ uint32_t gb_current_stream_task(const struct builder *b, uint32_t c)
  * op intervals (an op of no duration is kept: an instant the thread was
  * busy splits an idle stretch), or the instants its events start and end,
  * as spans of no duration (a stretch between two of them held nothing
- * recorded). */
-
-/* Whether a thread's spans (mode) take events of this kind. */
+ * recorded). Whether they take events of this kind: */
 static int mode_takes(enum span_mode mode, unsigned kind)
 {
     return mode == SPANS_OPS ? kind == MODEL_EV_CPU_OP : mode != SPANS_MARKS_CALLS || kind != MODEL_EV_PYTHON;
@@ -464,9 +462,15 @@ static int in_spans(const struct rank_build *r, const struct model_event *e, uin
     return e->track == track && in_window(r, e) && mode_takes(mode, e->kind);
 }
 
+/* The thread's events in the window, counted by kind (gb_rank_window). */
+static const uint32_t *kinds_of(const struct rank_build *r, uint32_t track)
+{
+    return r->window_kinds + (size_t)track * MODEL_EV_KIND_COUNT;
+}
+
 int gb_thread_has(const struct rank_build *r, uint32_t track, uint8_t kind)
 {
-    return r->in_window[(size_t)track * MODEL_EV_KIND_COUNT + kind] != 0;
+    return kinds_of(r, track)[kind] != 0;
 }
 
 /* The thread's events in the window (mode) as spans, into a fresh *v (and
@@ -475,7 +479,7 @@ static int thread_events(struct builder *b, struct rank_build *r, uint32_t track
                          struct sc_span **v, struct sc_span **tmp, size_t *n)
 {
     const struct model_trace *t = r->t;
-    const uint32_t *by_kind = r->in_window + (size_t)track * MODEL_EV_KIND_COUNT;
+    const uint32_t *by_kind = kinds_of(r, track);
     size_t k = 0;
     *n = 0;
     for (unsigned kind = 0; kind < MODEL_EV_KIND_COUNT; kind++)
@@ -673,9 +677,9 @@ void gb_rank_trim(struct builder *b)
     free(r->med.name);
     free(r->med.median);
     free(r->records);
-    free(r->in_window);
+    free(r->window_kinds);
     gb_rank_drop_marks(r);
-    r->outer = r->task_of = r->records = r->in_window = NULL;
+    r->outer = r->task_of = r->records = r->window_kinds = NULL;
     r->streams = NULL;
     r->n_streams = 0;
     r->med.name = NULL;

@@ -183,17 +183,18 @@ int tr_commit_event(struct reader *r, const struct raw_event *e)
             return rc;
         if (r->opts->count_only)
             return RD_OK;
+        /* its track made either way, so that a lean load's tracks are the same */
         if ((rc = track_of(r, e, &f.track)))
             return rc;
-        f.id = e->id.str.p ? (int64_t)(sc_hash_bytes(e->id.str.p, e->id.str.n) >> 1) : e->id.num;
-        f.ts = e->ts;
-        f.cat = cat;
-        f.phase = (uint8_t)ph;
         f.kind = t->cats[cat].flow ? (uint8_t)(t->cats[cat].flow - 1) : MODEL_FLOW_OTHER;
         t->n_flow_entries++;
         t->n_launch_flows += f.kind == MODEL_FLOW_LAUNCH;
         if (r->opts->lean)
             return RD_OK;
+        f.id = e->id.str.p ? (int64_t)(sc_hash_bytes(e->id.str.p, e->id.str.n) >> 1) : e->id.num;
+        f.ts = e->ts;
+        f.cat = cat;
+        f.phase = (uint8_t)ph;
         if (model_trace_add_flow(t, &f))
             return OOM(r);
         return RD_OK;
