@@ -234,6 +234,11 @@ int spec_model_resolve(struct est_model *m, struct sc_error *err)
                                 "model.head_dim)",
                                 (long long)m->hidden, (long long)m->heads);
         m->head_dim = m->hidden / m->heads;
+        /* the bound a given head_dim has (EST_MAX_HEADS), so that the
+         * spec printed back parses as the one read */
+        if (m->head_dim > EST_MAX_HEADS)
+            return sc_error_set(err, SC_EINVAL, "model.head_dim: model.hidden / model.heads = %lld, over %d",
+                                (long long)m->head_dim, EST_MAX_HEADS);
     }
     if (!m->ffn)
         m->ffn = 4 * m->hidden;

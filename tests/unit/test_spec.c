@@ -231,6 +231,10 @@ TEST(spec_rules_of_what_can_run)
                    "model.kv_heads: 3 does not divide model.heads");
     check_rejected(spec_with("\"hidden\":66", "", "", NULL), SC_EINVAL,
                    "model.hidden: 66 is not divisible by model.heads");
+    /* a head as wide as a given head_dim may be (the fuzzer's what-if of
+     * hidden 65536 over 2 heads printed a spec that did not parse) */
+    check_rejected(spec_with("\"hidden\":65536,\"heads\":2", "", "", NULL), SC_EINVAL,
+                   "model.head_dim: model.hidden / model.heads = 32768, over 4096");
     check_rejected(spec_with("\"ffn\":101", "\"tp\":2", "", NULL), SC_EINVAL,
                    "model.ffn: 101 is not divisible");
     /* latent attention: every head its key and value, head_dim the query's */
